@@ -1,0 +1,73 @@
+// The primitive ops of the array IR (listed once in ir/ops.def) and their rules:
+// the shape rule `infer` and the reference kernel `eval_ref`. Later rules (vma,
+// lowering, batching, transpose) are added beside these, each a switch over Op
+// without `default:` so that -Wswitch flags an op a rule forgot.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/aval.hpp"
+
+namespace pxl {
+
+class Array;
+
+enum class Op : uint16_t {
+#define OP(name, text, arity, family) name,
+#include "ir/ops.def"
+#undef OP
+};
+
+enum class OpFamily : uint8_t {
+  Unary, Binary, Compare, Select, Convert, Creation, Structural, Reduce, Scan, Dot, Index
+};
+
+const char* op_name(Op op); // the text name, e.g. "dot_general"
+int op_arity(Op op);        // -1 for variadic
+OpFamily op_family(Op op);
+inline bool is_elementwise(Op op) {
+  OpFamily f = op_family(op);
+  return f == OpFamily::Unary || f == OpFamily::Binary || f == OpFamily::Compare ||
+         f == OpFamily::Select || f == OpFamily::Convert;
+}
+
+// dot_general's dimension numbers (lax.dot_general's ((lc, rc), (lb, rb))).
+struct DotDims {
+  std::vector<int64_t> lhs_batch, rhs_batch, lhs_contract, rhs_contract;
+  bool operator==(const DotDims&) const = default;
+};
+
+enum class ScatterMode : uint8_t { Set, Add, Mul, Min, Max };
+const char* scatter_mode_name(ScatterMode m);
+
+// The static parameters of a primitive; each op reads only the fields its
+// ops.def comment names, the rest keep their defaults (so equal ops compare equal).
+struct OpAttrs {
+  std::vector<int64_t> axes;                    // reduce_*, rev; broadcast_in_dim dims
+  Shape shape;                                  // iota, broadcast_in_dim, reshape
+  std::vector<int64_t> perm;                    // transpose
+  std::vector<int64_t> starts, limits, strides; // slice
+  std::vector<int64_t> lo, hi, interior;        // pad
+  DType dtype = DType::Float32;                 // convert, bitcast, iota, argmax/argmin
+  bool weak = false;                            // convert_element_type's result weak_type
+  int64_t axis = 0;                             // iota, concatenate, argmax, cumsum, take, scatter
+  bool reverse = false;                         // cumsum
+  DotDims dot;                                  // dot_general
+  ScatterMode mode = ScatterMode::Set;          // scatter
+  bool operator==(const OpAttrs&) const = default;
+};
+
+// The attributes `op` uses, as IR text: "axes=[0, 1]", "shape=(2, 3) dtype=int32"...
+std::string attrs_str(Op op, const OpAttrs& attrs);
+
+// Shape rule: the result's abstract value, or pxl::Error (no span) naming the
+// offending shapes/dtypes.
+AVal infer(Op op, const OpAttrs& attrs, std::span<const AVal> inputs);
+
+// Reference kernel: slow, simple, obviously correct; the oracle compiled code is
+// checked against. Runs the shape rule first, so bad input throws the same errors.
+Array eval_ref(Op op, const OpAttrs& attrs, std::span<const Array> inputs);
+
+} // namespace pxl

@@ -1,0 +1,189 @@
+// Helpers shared by the reference kernels (ir/ref_*.cpp): typed element access,
+// dtype dispatch, index iteration and elementwise maps. Internal to ir/.
+#pragma once
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "ir/op.hpp"
+#include "lang/diag.hpp"
+#include "runtime/array.hpp"
+
+namespace pxl::ref {
+
+// Storage type S and compute type C of each dtype. float16/bfloat16 compute in
+// float and round on store (JAX/XLA's CPU behaviour for half types).
+template <DType D> struct Elem;
+template <> struct Elem<DType::Bool> {
+  using S = uint8_t;
+  using C = bool;
+  static C load(S s) { return s != 0; }
+  static S store(C c) { return c ? 1 : 0; }
+};
+template <> struct Elem<DType::Int32> {
+  using S = int32_t;
+  using C = int32_t;
+  static C load(S s) { return s; }
+  static S store(C c) { return c; }
+};
+template <> struct Elem<DType::UInt32> {
+  using S = uint32_t;
+  using C = uint32_t;
+  static C load(S s) { return s; }
+  static S store(C c) { return c; }
+};
+template <> struct Elem<DType::Float16> {
+  using S = uint16_t;
+  using C = float;
+  static C load(S s) { return half_to_float(s); }
+  static S store(C c) { return float_to_half(c); }
+};
+template <> struct Elem<DType::BFloat16> {
+  using S = uint16_t;
+  using C = float;
+  static C load(S s) { return bfloat16_to_float(s); }
+  static S store(C c) { return float_to_bfloat16(c); }
+};
+template <> struct Elem<DType::Float32> {
+  using S = float;
+  using C = float;
+  static C load(S s) { return s; }
+  static S store(C c) { return c; }
+};
+template <> struct Elem<DType::Float64> {
+  using S = double;
+  using C = double;
+  static C load(S s) { return s; }
+  static S store(C c) { return c; }
+};
+
+// Calls f.template operator()<D>() for the runtime dtype d.
+template <class F> decltype(auto) visit_dtype(DType d, F&& f) {
+  switch (d) {
+  case DType::Bool: return f.template operator()<DType::Bool>();
+  case DType::Int32: return f.template operator()<DType::Int32>();
+  case DType::UInt32: return f.template operator()<DType::UInt32>();
+  case DType::Float16: return f.template operator()<DType::Float16>();
+  case DType::BFloat16: return f.template operator()<DType::BFloat16>();
+  case DType::Float32: return f.template operator()<DType::Float32>();
+  case DType::Float64: return f.template operator()<DType::Float64>();
+  }
+  internal_error(__FILE__, __LINE__, "bad dtype");
+}
+
+// Dtype classes a kernel is instantiated for (the shape rule already rejected
+// the others, so a mismatch here is an internal error).
+enum Kinds : unsigned { kBool = 1, kInt = 2, kFloat = 4, kNum = 6, kAny = 7 };
+template <DType D> constexpr bool in_kinds(unsigned k) {
+  if constexpr (D == DType::Bool) return k & kBool;
+  else if constexpr (D == DType::Int32 || D == DType::UInt32) return k & kInt;
+  else return k & kFloat;
+}
+
+inline std::vector<int64_t> strides_of(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
+  return st;
+}
+
+// Calls f(idx, flat) for every multi-index of `shape` in row-major order.
+template <class F> void for_each_index(const Shape& shape, F&& f) {
+  int64_t n = shape_size(shape);
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t flat = 0; flat < n; ++flat) {
+    f(static_cast<const std::vector<int64_t>&>(idx), flat);
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+// Integer arithmetic that wraps instead of overflowing (signed overflow is UB in C++).
+template <class T> T wrap_add(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+}
+template <class T> T wrap_sub(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+}
+template <class T> T wrap_mul(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+}
+
+template <class T> constexpr bool is_float_v = std::is_floating_point_v<T>;
+template <class T> constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+
+// out[i] = fn(x[i]), result dtype x's, or bool when `Pred` (is_finite).
+template <unsigned K, bool Pred = false, class Fn>
+void map_unary(const Array& x, Array& out, Fn fn) {
+  visit_dtype(x.dtype(), [&]<DType D>() {
+    if constexpr (in_kinds<D>(K)) {
+      using E = Elem<D>;
+      using O = std::conditional_t<Pred, Elem<DType::Bool>, E>;
+      const auto* xs = x.as<typename E::S>();
+      auto* os = out.as<typename O::S>();
+      for (int64_t i = 0; i < x.size(); ++i)
+        os[i] = O::store(static_cast<typename O::C>(fn(E::load(xs[i]))));
+    } else {
+      internal_error(__FILE__, __LINE__, "map_unary: unexpected dtype");
+    }
+  });
+}
+
+// out[i] = fn(a[i], b[i]); `Pred` selects a bool result (comparisons).
+template <unsigned K, bool Pred = false, class Fn>
+void map_binary(const Array& a, const Array& b, Array& out, Fn fn) {
+  visit_dtype(a.dtype(), [&]<DType D>() {
+    if constexpr (in_kinds<D>(K)) {
+      using E = Elem<D>;
+      using O = std::conditional_t<Pred, Elem<DType::Bool>, E>;
+      const auto* as = a.as<typename E::S>();
+      const auto* bs = b.as<typename E::S>();
+      auto* os = out.as<typename O::S>();
+      for (int64_t i = 0; i < a.size(); ++i)
+        os[i] = O::store(static_cast<typename O::C>(fn(E::load(as[i]), E::load(bs[i]))));
+    } else {
+      internal_error(__FILE__, __LINE__, "map_binary: unexpected dtype");
+    }
+  });
+}
+
+// NaN-propagating max/min (lax.max/min, jnp.maximum/minimum).
+template <class T> T nan_max(T a, T b) {
+  if constexpr (is_float_v<T>) {
+    if (std::isnan(a)) return a;
+    if (std::isnan(b)) return b;
+  }
+  return a > b ? a : b;
+}
+template <class T> T nan_min(T a, T b) {
+  if constexpr (is_float_v<T>) {
+    if (std::isnan(a)) return a;
+    if (std::isnan(b)) return b;
+  }
+  return a < b ? a : b;
+}
+
+// Kernels too long to write inline in ref_kernels.cpp's switch.
+Array convert(const Array& x, const AVal& out);
+Array iota(const OpAttrs& a, const AVal& out);
+Array broadcast_in_dim(const Array& x, const OpAttrs& a, const AVal& out);
+Array transpose(const Array& x, const std::vector<int64_t>& perm, const AVal& out);
+Array slice(const Array& x, const OpAttrs& a, const AVal& out);
+Array rev(const Array& x, const OpAttrs& a, const AVal& out);
+Array concatenate(std::span<const Array> xs, const OpAttrs& a, const AVal& out);
+Array pad(const Array& x, const Array& value, const OpAttrs& a, const AVal& out);
+enum class Reduction { Sum, Prod, Max, Min, And, Or };
+Array reduce(Reduction r, const Array& x, const OpAttrs& a, const AVal& out);
+Array arg_reduce(bool is_max, const Array& x, const OpAttrs& a, const AVal& out);
+Array cumsum(const Array& x, const OpAttrs& a, const AVal& out);
+Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& out);
+Array take(const Array& x, const Array& idx, const OpAttrs& a, const AVal& out);
+Array scatter(const Array& x, const Array& idx, const Array& upd, const OpAttrs& a,
+              const AVal& out);
+
+} // namespace pxl::ref

@@ -1,0 +1,42 @@
+// A Tensor is what the array namespace (np / lax) manipulates: either a concrete
+// Array (eager) or, later, a symbolic value in a function being traced. Every
+// array primitive goes through OpContext::bind, so the same np code both runs
+// eagerly and records IR when traced (JAX's primitive.bind).
+#pragma once
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "ir/aval.hpp"
+#include "ir/op.hpp"
+#include "runtime/array.hpp"
+
+namespace pxl {
+
+struct TensorImpl {
+  AVal aval;
+  std::optional<Array> concrete; // set for eager values
+  int64_t trace_id = -1;         // set for traced values (issue: SPMD core)
+};
+using Tensor = std::shared_ptr<const TensorImpl>;
+
+inline Tensor make_tensor(Array a) {
+  auto t = std::make_shared<TensorImpl>();
+  t->aval = a.aval();
+  t->concrete = std::move(a);
+  return t;
+}
+
+class OpContext {
+public:
+  virtual ~OpContext() = default;
+  // Applies primitive `op` to `inputs`; the shape rule runs first and throws
+  // pxl::Error (no span) on bad input.
+  virtual Tensor bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) = 0;
+  // The concrete array behind `t`; throws ErrCode::ConcreteValue when `t` is traced.
+  virtual const Array& concrete(const Tensor& t) = 0;
+  // Wraps a host array as a tensor (a constant when tracing).
+  virtual Tensor constant(Array a) = 0;
+};
+
+} // namespace pxl

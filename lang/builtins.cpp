@@ -1,0 +1,418 @@
+// Python's built-in functions (DESIGN §2), with Python's semantics and errors.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "lang/args.hpp"
+#include "lang/interp_impl.hpp"
+#include "lang/methods.hpp"
+#include "stdlib/np.hpp"
+
+namespace pxl {
+
+namespace {
+
+// The value of type(x): prints as <class 'int'>, has __name__.
+struct TypeObj : OpaqueObj {
+  explicit TypeObj(std::string n) : name(std::move(n)) {}
+  std::string name;
+  std::string type_name() const override { return "type"; }
+  std::string repr() const override { return "<class '" + name + "'>"; }
+  bool get_attr(InterpreterImpl&, const std::string& attr, Value& out) override {
+    if (attr != "__name__") return false;
+    out = make_str(name);
+    return true;
+  }
+  bool equals(const OpaqueObj& o) const override {
+    auto* t = dynamic_cast<const TypeObj*>(&o);
+    return t && t->name == name;
+  }
+};
+
+// Does value `v` belong to the class named by `cls` (a builtin like int, or a type(x) value)?
+bool instance_of(const Value& v, const Value& cls) {
+  std::string want;
+  if (cls.is_obj(ObjKind::Builtin)) want = cls.as<BuiltinObj>()->name;
+  else if (cls.is_obj(ObjKind::Opaque) && dynamic_cast<TypeObj*>(cls.as<OpaqueObj>()))
+    want = static_cast<TypeObj*>(cls.as<OpaqueObj>())->name;
+  else if (const ValueList* alts = sequence_items(cls)) {
+    for (const Value& c : *alts)
+      if (instance_of(v, c)) return true;
+    return false;
+  } else if (cls.is_obj(ObjKind::DType)) {
+    return false;
+  } else {
+    throw Error(ErrCode::Type, "isinstance() arg 2 must be a type or tuple of types");
+  }
+  std::string have = type_name(v);
+  if (want == have) return true;
+  if (want == "int" && v.is_bool()) return true;
+  if ((want == "Array" || want == "ndarray" || want == "ArrayImpl") && v.is_obj(ObjKind::Array)) return true;
+  if (want == "ShardedArray" && have == "ShardedArray") return true;
+  return false;
+}
+
+Value py_round(InterpreterImpl& in, CallArgs& a) {
+  ArgReader r("round", a, {"number", "ndigits"}, 1);
+  Value x = r[0];
+  if (x.is_obj(ObjKind::Array)) {
+    int64_t nd = r.get_int(1, 0);
+    Tensor t = x.as<ArrayObj>()->tensor;
+    if (nd == 0) return make_array(np::unary(in.ops(), np::UnOp::Round, t));
+    Tensor scale = np::scalar(in.ops(), Scalar::of_float(std::pow(10.0, static_cast<double>(nd))));
+    Tensor y = np::unary(in.ops(), np::UnOp::Round, np::binary(in.ops(), np::BinOp::Mul, t, scale));
+    return make_array(np::binary(in.ops(), np::BinOp::TrueDiv, y, scale));
+  }
+  if (x.is_intlike()) return Value::integer(x.as_int());
+  double f = value_to_float(x, "round() argument");
+  if (!r.has(1) || r[1].is_none()) {
+    if (!std::isfinite(f)) throw Error(ErrCode::Value, "cannot convert float " + repr(x) + " to integer");
+    double rounded = std::nearbyint(f); // default rounding mode: half to even, as Python
+    if (std::fabs(rounded) > 9.2e18) throw Error(ErrCode::Value, "integer overflow in round()");
+    return Value::integer(static_cast<int64_t>(rounded));
+  }
+  int64_t nd = std::clamp<int64_t>(r.get_int(1), -308, 308);
+  if (!std::isfinite(f)) return x;
+  if (nd >= 0) {
+    char buf[400];
+    std::snprintf(buf, sizeof buf, "%.*f", static_cast<int>(nd), f); // correctly rounded
+    return Value::number(std::strtod(buf, nullptr));
+  }
+  double p = std::pow(10.0, static_cast<double>(-nd));
+  return Value::number(std::nearbyint(f / p) * p);
+}
+
+Value min_max(InterpreterImpl& in, CallArgs& a, bool is_max) {
+  const char* name = is_max ? "max" : "min";
+  Value key, dflt;
+  bool has_default = false;
+  for (auto& [k, v] : a.kw) {
+    if (k == "key") key = v;
+    else if (k == "default") dflt = v, has_default = true;
+    else throw Error(ErrCode::Arguments, std::string(name) + "() got an unexpected keyword argument '" + k + "'");
+  }
+  if (a.pos.empty()) throw Error(ErrCode::Arguments, std::string(name) + "() expected at least 1 argument, got 0");
+  ValueList items = a.pos.size() == 1 ? in.iterate(a.pos[0], Span{}) : a.pos;
+  if (items.empty()) {
+    if (has_default) return dflt;
+    throw Error(ErrCode::Value, std::string(name) + "() arg is an empty sequence");
+  }
+  Value best = items[0];
+  Value best_key = key.is_none() ? best : in.call(key, ValueList{best}, Span{});
+  for (size_t i = 1; i < items.size(); ++i) {
+    Value k = key.is_none() ? items[i] : in.call(key, ValueList{items[i]}, Span{});
+    bool better = is_max ? in.less_than(best_key, k, Span{}) : in.less_than(k, best_key, Span{});
+    if (better) best = items[i], best_key = k;
+  }
+  return best;
+}
+
+Value to_int(InterpreterImpl& in, CallArgs& a) {
+  ArgReader r("int", a, {"x", "base"});
+  if (!r.has(0)) return Value::integer(0);
+  const Value& x = r[0];
+  if (x.is_intlike()) return Value::integer(x.as_int());
+  if (x.is_float()) {
+    if (!std::isfinite(x.f)) throw Error(ErrCode::Value, "cannot convert float " + repr(x) + " to integer");
+    if (std::fabs(x.f) >= 9.2e18) throw Error(ErrCode::Value, "integer overflow converting " + repr(x));
+    return Value::integer(static_cast<int64_t>(x.f));
+  }
+  if (x.is_obj(ObjKind::Str)) {
+    std::string s = x.as<StrObj>()->value;
+    s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
+    size_t b = s.find_first_not_of(" \t\n"), e = s.find_last_not_of(" \t\n");
+    std::string t = b == std::string::npos ? "" : s.substr(b, e - b + 1);
+    int base = static_cast<int>(r.get_int(1, 10));
+    char* end = nullptr;
+    errno = 0;
+    long long v = t.empty() ? 0 : std::strtoll(t.c_str(), &end, base);
+    if (t.empty() || *end || errno == ERANGE)
+      throw Error(ErrCode::Value, "invalid literal for int() with base " + std::to_string(base) + ": " + repr(x));
+    return Value::integer(v);
+  }
+  if (x.is_obj(ObjKind::Array)) {
+    Value s = array_to_scalar(in, x, Span{});
+    CallArgs again;
+    again.pos.push_back(s);
+    return to_int(in, again);
+  }
+  throw Error(ErrCode::Type, "int() argument must be a string or a number, not '" + type_name(x) + "'");
+}
+
+Value to_float(InterpreterImpl& in, CallArgs& a) {
+  ArgReader r("float", a, {"x"});
+  if (!r.has(0)) return Value::number(0.0);
+  const Value& x = r[0];
+  if (x.is_number()) return Value::number(x.as_float());
+  if (x.is_obj(ObjKind::Str)) {
+    std::string s = x.as<StrObj>()->value;
+    size_t b = s.find_first_not_of(" \t\n"), e = s.find_last_not_of(" \t\n");
+    std::string t = b == std::string::npos ? "" : s.substr(b, e - b + 1);
+    std::string low = t;
+    for (char& c : low) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (low == "inf" || low == "+inf" || low == "infinity") return Value::number(INFINITY);
+    if (low == "-inf" || low == "-infinity") return Value::number(-INFINITY);
+    if (low == "nan" || low == "+nan" || low == "-nan") return Value::number(NAN);
+    char* end = nullptr;
+    double v = t.empty() ? 0 : std::strtod(t.c_str(), &end);
+    if (t.empty() || *end || low.find("x") != std::string::npos)
+      throw Error(ErrCode::Value, "could not convert string to float: " + repr(x));
+    return Value::number(v);
+  }
+  if (x.is_obj(ObjKind::Array)) return Value::number(array_to_scalar(in, x, Span{}).as_float());
+  throw Error(ErrCode::Type, "float() argument must be a string or a number, not '" + type_name(x) + "'");
+}
+
+} // namespace
+
+void InterpreterImpl::install_builtins() {
+  auto def = [&](const std::string& name, NativeFn fn) { builtins_->vars[name] = make_builtin(name, std::move(fn)); };
+
+  def("print", [](InterpreterImpl& in, CallArgs& a) {
+    std::string sep = " ", end = "\n";
+    for (auto& [k, v] : a.kw) {
+      if (k == "sep") sep = v.is_none() ? " " : value_to_str(v, "sep");
+      else if (k == "end") end = v.is_none() ? "\n" : value_to_str(v, "end");
+      else if (k == "flush" || k == "file") continue;
+      else throw Error(ErrCode::Arguments, "print() got an unexpected keyword argument '" + k + "'");
+    }
+    std::string line;
+    for (size_t i = 0; i < a.pos.size(); ++i) {
+      if (i) line += sep;
+      line += str(a.pos[i]);
+    }
+    in.out() << line << end;
+    in.out().flush();
+    return Value();
+  });
+  def("len", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("len", a, {"obj"}, 1);
+    return Value::integer(in.length(r[0], Span{}));
+  });
+  def("range", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("range", a, {"start", "stop", "step"}, 1);
+    int64_t start = 0, stop, step = 1;
+    if (r.has(1)) start = r.get_int(0), stop = r.get_int(1);
+    else stop = r.get_int(0);
+    if (r.has(2)) step = r.get_int(2);
+    if (step == 0) throw Error(ErrCode::Value, "range() arg 3 must not be zero");
+    return Value::object(std::make_shared<RangeObj>(start, stop, step));
+  });
+  def("type", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("type", a, {"object"}, 1);
+    return Value::object(std::make_shared<TypeObj>(type_name(r[0])));
+  });
+  def("isinstance", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("isinstance", a, {"obj", "class_or_tuple"}, 2);
+    return Value::boolean(instance_of(r[0], r[1]));
+  });
+  def("str", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("str", a, {"object"});
+    return make_str(r.has(0) ? str(r[0]) : std::string());
+  });
+  def("repr", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("repr", a, {"object"}, 1);
+    return make_str(repr(r[0]));
+  });
+  def("format", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("format", a, {"value", "format_spec"}, 1);
+    return make_str(in.format_value(r[0], r.has(1) ? r.get_str(1) : std::string(), Span{}));
+  });
+  def("int", to_int);
+  def("float", to_float);
+  def("bool", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("bool", a, {"x"});
+    return Value::boolean(r.has(0) && in.truthy(r[0], Span{}));
+  });
+  def("list", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("list", a, {"iterable"});
+    return make_list(r.has(0) ? in.iterate(r[0], Span{}) : ValueList{});
+  });
+  def("tuple", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("tuple", a, {"iterable"});
+    return make_tuple(r.has(0) ? in.iterate(r[0], Span{}) : ValueList{});
+  });
+  def("dict", [](InterpreterImpl& in, CallArgs& a) {
+    auto d = std::make_shared<DictObj>();
+    if (a.pos.size() > 1) throw Error(ErrCode::Arguments, "dict expected at most 1 argument");
+    if (!a.pos.empty()) {
+      if (a.pos[0].is_obj(ObjKind::Dict)) {
+        a.pos[0].as<DictObj>()->for_each([&](const Value& k, const Value& v) { d->set(k, v); });
+      } else {
+        for (const Value& kv : in.iterate(a.pos[0], Span{})) {
+          ValueList pair = in.iterate(kv, Span{});
+          if (pair.size() != 2) throw Error(ErrCode::Value, "dictionary update sequence element has length " + std::to_string(pair.size()) + "; 2 is required");
+          if (!is_hashable(pair[0])) throw Error(ErrCode::Type, "unhashable type: '" + type_name(pair[0]) + "'");
+          d->set(pair[0], pair[1]);
+        }
+      }
+    }
+    for (auto& [k, v] : a.kw) d->set(make_str(k), v);
+    return Value::object(d);
+  });
+  def("zip", [](InterpreterImpl& in, CallArgs& a) {
+    bool strict = false;
+    for (auto& [k, v] : a.kw) {
+      if (k != "strict") throw Error(ErrCode::Arguments, "zip() got an unexpected keyword argument '" + k + "'");
+      strict = in.truthy(v, Span{});
+    }
+    std::vector<ValueList> seqs;
+    for (const Value& x : a.pos) seqs.push_back(in.iterate(x, Span{}));
+    size_t n = seqs.empty() ? 0 : SIZE_MAX;
+    for (auto& s : seqs) {
+      if (strict && n != SIZE_MAX && s.size() != n) throw Error(ErrCode::Value, "zip() arguments have different lengths");
+      n = std::min(n, s.size());
+    }
+    ValueList out;
+    for (size_t i = 0; i < n; ++i) {
+      ValueList t;
+      for (auto& s : seqs) t.push_back(s[i]);
+      out.push_back(make_tuple(std::move(t)));
+    }
+    return make_list(std::move(out));
+  });
+  def("enumerate", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("enumerate", a, {"iterable", "start"}, 1);
+    int64_t k = r.get_int(1, 0);
+    ValueList out;
+    for (const Value& x : in.iterate(r[0], Span{})) out.push_back(make_tuple({Value::integer(k++), x}));
+    return make_list(std::move(out));
+  });
+  def("reversed", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("reversed", a, {"sequence"}, 1);
+    ValueList items = in.iterate(r[0], Span{});
+    std::reverse(items.begin(), items.end());
+    return make_list(std::move(items));
+  });
+  def("sorted", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("sorted", a, {"iterable", "key", "reverse"}, 1);
+    ValueList items = in.iterate(r[0], Span{});
+    bool rev = r.get_bool(2, false);
+    std::vector<Value> keys;
+    for (auto& x : items) keys.push_back(r[1].is_none() ? x : in.call(r[1], ValueList{x}, Span{}));
+    std::vector<size_t> order(items.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+      return rev ? in.less_than(keys[y], keys[x], Span{}) : in.less_than(keys[x], keys[y], Span{});
+    });
+    ValueList out;
+    for (size_t i : order) out.push_back(items[i]);
+    return make_list(std::move(out));
+  });
+  def("min", [](InterpreterImpl& in, CallArgs& a) { return min_max(in, a, false); });
+  def("max", [](InterpreterImpl& in, CallArgs& a) { return min_max(in, a, true); });
+  def("abs", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("abs", a, {"x"}, 1);
+    const Value& x = r[0];
+    if (x.is_obj(ObjKind::Array)) return make_array(np::unary(in.ops(), np::UnOp::Abs, x.as<ArrayObj>()->tensor));
+    if (x.is_intlike()) {
+      if (x.as_int() == INT64_MIN) throw Error(ErrCode::Value, "integer overflow in abs()");
+      return Value::integer(std::llabs(x.as_int()));
+    }
+    if (x.is_float()) return Value::number(std::fabs(x.f));
+    throw Error(ErrCode::Type, "bad operand type for abs(): '" + type_name(x) + "'");
+  });
+  def("sum", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("sum", a, {"iterable", "start"}, 1);
+    Value acc = r.has(1) ? r[1] : Value::integer(0);
+    for (const Value& x : in.iterate(r[0], Span{})) acc = in.binary_op(BinOpKind::Add, acc, x, Span{});
+    return acc;
+  });
+  def("any", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("any", a, {"iterable"}, 1);
+    for (const Value& x : in.iterate(r[0], Span{}))
+      if (in.truthy(x, Span{})) return Value::boolean(true);
+    return Value::boolean(false);
+  });
+  def("all", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("all", a, {"iterable"}, 1);
+    for (const Value& x : in.iterate(r[0], Span{}))
+      if (!in.truthy(x, Span{})) return Value::boolean(false);
+    return Value::boolean(true);
+  });
+  def("map", [](InterpreterImpl& in, CallArgs& a) {
+    if (a.pos.size() < 2) throw Error(ErrCode::Arguments, "map() must have at least two arguments");
+    std::vector<ValueList> seqs;
+    for (size_t i = 1; i < a.pos.size(); ++i) seqs.push_back(in.iterate(a.pos[i], Span{}));
+    size_t n = SIZE_MAX;
+    for (auto& s : seqs) n = std::min(n, s.size());
+    ValueList out;
+    for (size_t i = 0; i < n; ++i) {
+      ValueList args;
+      for (auto& s : seqs) args.push_back(s[i]);
+      out.push_back(in.call(a.pos[0], std::move(args), Span{}));
+    }
+    return make_list(std::move(out));
+  });
+  def("filter", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("filter", a, {"function", "iterable"}, 2);
+    ValueList out;
+    for (const Value& x : in.iterate(r[1], Span{}))
+      if (r[0].is_none() ? in.truthy(x, Span{}) : in.truthy(in.call(r[0], ValueList{x}, Span{}), Span{}))
+        out.push_back(x);
+    return make_list(std::move(out));
+  });
+  def("round", py_round);
+  def("pow", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("pow", a, {"base", "exp"}, 2);
+    return in.binary_op(BinOpKind::Pow, r[0], r[1], Span{});
+  });
+  def("divmod", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("divmod", a, {"a", "b"}, 2);
+    return make_tuple({in.binary_op(BinOpKind::FloorDiv, r[0], r[1], Span{}),
+                       in.binary_op(BinOpKind::Mod, r[0], r[1], Span{})});
+  });
+  def("hasattr", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("hasattr", a, {"obj", "name"}, 2);
+    return Value::boolean(in.has_attr(r[0], r.get_str(1)));
+  });
+  def("getattr", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("getattr", a, {"obj", "name", "default"}, 2);
+    if (r.has(2) && !in.has_attr(r[0], r.get_str(1))) return r[2];
+    return in.get_attr(r[0], r.get_str(1), Span{});
+  });
+  def("callable", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("callable", a, {"obj"}, 1);
+    const Value& v = r[0];
+    return Value::boolean(v.is_obj(ObjKind::Function) || v.is_obj(ObjKind::Builtin) ||
+                          v.is_obj(ObjKind::BoundMethod) || v.is_obj(ObjKind::Partial) ||
+                          v.is_obj(ObjKind::DType));
+  });
+  def("hash", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("hash", a, {"obj"}, 1);
+    if (!is_hashable(r[0])) throw Error(ErrCode::Type, "unhashable type: '" + type_name(r[0]) + "'");
+    return Value::integer(static_cast<int64_t>(ValueHash()(r[0]) >> 1));
+  });
+  def("chr", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("chr", a, {"i"}, 1);
+    int64_t cp = r.get_int(0);
+    if (cp < 0 || cp > 0x10FFFF) throw Error(ErrCode::Value, "chr() arg not in range(0x110000)");
+    std::string out;
+    uint32_t c = static_cast<uint32_t>(cp);
+    if (c < 0x80) out += static_cast<char>(c);
+    else if (c < 0x800) out += static_cast<char>(0xC0 | (c >> 6)), out += static_cast<char>(0x80 | (c & 0x3F));
+    else if (c < 0x10000) out += static_cast<char>(0xE0 | (c >> 12)), out += static_cast<char>(0x80 | ((c >> 6) & 0x3F)), out += static_cast<char>(0x80 | (c & 0x3F));
+    else out += static_cast<char>(0xF0 | (c >> 18)), out += static_cast<char>(0x80 | ((c >> 12) & 0x3F)), out += static_cast<char>(0x80 | ((c >> 6) & 0x3F)), out += static_cast<char>(0x80 | (c & 0x3F));
+    return make_str(out);
+  });
+  def("ord", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("ord", a, {"c"}, 1);
+    const std::string& s = r.get_str(0);
+    if (s.empty()) throw Error(ErrCode::Type, "ord() expected a character, but string of length 0 found");
+    unsigned char c = s[0];
+    uint32_t cp = c < 0x80 ? c : c < 0xE0 ? c & 0x1F : c < 0xF0 ? c & 0x0F : c & 0x07;
+    size_t n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    if (s.size() != n) throw Error(ErrCode::Type, "ord() expected a character, but a longer string was found");
+    for (size_t i = 1; i < n; ++i) cp = (cp << 6) | (static_cast<unsigned char>(s[i]) & 0x3F);
+    return Value::integer(cp);
+  });
+  def("slice", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("slice", a, {"start", "stop", "step"}, 1);
+    if (!r.has(1)) return Value::object(std::make_shared<SliceObj>(Value(), r[0], Value()));
+    return Value::object(std::make_shared<SliceObj>(r[0], r[1], r[2]));
+  });
+  builtins_->vars["None"] = Value();
+  builtins_->vars["Ellipsis"] = ellipsis_;
+}
+
+} // namespace pxl

@@ -1,0 +1,463 @@
+// Tree-walking evaluation of expressions and statements.
+#include <filesystem>
+
+#include "lang/args.hpp"
+#include "lang/interp_impl.hpp"
+
+namespace pxl {
+
+namespace {
+
+[[noreturn]] void name_error(const std::string& name, const Span& span) {
+  throw Error(ErrCode::Name, "name '" + name + "' is not defined", span);
+}
+
+} // namespace
+
+// ---- assignment targets ------------------------------------------------------
+
+static void assign(InterpreterImpl& in, const Expr& target, const Value& v, const EnvPtr& env);
+
+static void assign_sequence(InterpreterImpl& in, const Expr& target, const Value& v,
+                            const EnvPtr& env) {
+  ValueList items = in.iterate(v, target.span);
+  size_t n = target.elts.size();
+  size_t star = n;
+  for (size_t i = 0; i < n; ++i)
+    if (target.elts[i]->kind == ExprKind::Starred) star = i;
+  if (star == n) {
+    if (items.size() != n)
+      throw Error(ErrCode::Value,
+                  items.size() > n ? "too many values to unpack (expected " + std::to_string(n) + ")"
+                                   : "not enough values to unpack (expected " + std::to_string(n) +
+                                         ", got " + std::to_string(items.size()) + ")",
+                  target.span);
+    for (size_t i = 0; i < n; ++i) assign(in, *target.elts[i], items[i], env);
+    return;
+  }
+  if (items.size() < n - 1)
+    throw Error(ErrCode::Value,
+                "not enough values to unpack (expected at least " + std::to_string(n - 1) +
+                    ", got " + std::to_string(items.size()) + ")",
+                target.span);
+  size_t after = n - 1 - star;
+  for (size_t i = 0; i < star; ++i) assign(in, *target.elts[i], items[i], env);
+  ValueList middle(items.begin() + star, items.end() - after);
+  assign(in, *target.elts[star]->elts[0], make_list(std::move(middle)), env);
+  for (size_t i = 0; i < after; ++i)
+    assign(in, *target.elts[star + 1 + i], items[items.size() - after + i], env);
+}
+
+static void assign(InterpreterImpl& in, const Expr& target, const Value& v, const EnvPtr& env) {
+  switch (target.kind) {
+  case ExprKind::Name: env->vars[target.name] = v; return;
+  case ExprKind::Tuple:
+  case ExprKind::List: assign_sequence(in, target, v, env); return;
+  case ExprKind::Subscript: {
+    Value obj = in.eval(*target.func, env);
+    Value idx = in.eval(*target.elts[0], env);
+    in.set_item(obj, idx, v, target.span);
+    return;
+  }
+  case ExprKind::Attribute: {
+    Value obj = in.eval(*target.func, env);
+    if (obj.is_obj(ObjKind::Module)) {
+      obj.as<ModuleObj>()->env->vars[target.name] = v;
+      return;
+    }
+    if (obj.is_obj(ObjKind::Array) && target.name == "at")
+      throw Error(ErrCode::Type,
+                  "JAX arrays are immutable; use x = x.at[idx].set(value) instead", target.span);
+    throw Error(ErrCode::Attribute,
+                "cannot set attribute '" + target.name + "' of a " + type_name(obj) + " value",
+                target.span);
+  }
+  default: throw Error(ErrCode::Syntax, "cannot assign to this expression", target.span);
+  }
+}
+
+// ---- expressions -------------------------------------------------------------
+
+static Value eval_call(InterpreterImpl& in, const Expr& e, const EnvPtr& env) {
+  Value fn;
+  // Method call fast path: obj.name(...) avoids allocating a bound method when possible.
+  fn = in.eval(*e.func, env);
+  CallArgs args;
+  args.pos.reserve(e.elts.size());
+  for (const auto& a : e.elts) {
+    if (a->kind == ExprKind::Starred) {
+      Value seq = in.eval(*a->elts[0], env);
+      for (auto& x : in.iterate(seq, a->span)) args.pos.push_back(std::move(x));
+    } else {
+      args.pos.push_back(in.eval(*a, env));
+    }
+  }
+  for (const auto& kw : e.keywords) {
+    Value v = in.eval(*kw.value, env);
+    if (!kw.name.empty()) {
+      args.kw.emplace_back(kw.name, std::move(v));
+      continue;
+    }
+    if (!v.is_obj(ObjKind::Dict))
+      throw Error(ErrCode::Type, "argument after ** must be a dict, not " + type_name(v), kw.span);
+    v.as<DictObj>()->for_each([&](const Value& k, const Value& x) {
+      if (!k.is_obj(ObjKind::Str)) throw Error(ErrCode::Type, "keywords must be strings", kw.span);
+      for (const auto& [name, _] : args.kw)
+        if (name == k.as<StrObj>()->value)
+          throw Error(ErrCode::Type, "got multiple values for keyword argument '" + name + "'",
+                      kw.span);
+      args.kw.emplace_back(k.as<StrObj>()->value, x);
+    });
+  }
+  return in.call(fn, args, e.span);
+}
+
+static Value make_function(InterpreterImpl& in, const std::string& name,
+                           const std::vector<Param>& params, const EnvPtr& env, const Span& span) {
+  auto f = std::make_shared<FunctionObj>();
+  f->name = name;
+  f->params = &params;
+  f->closure = env;
+  f->span = span;
+  for (const auto& p : params)
+    f->defaults.push_back(p.default_value ? in.eval(*p.default_value, env) : Value());
+  return Value::object(f);
+}
+
+// Runs the `for` clauses of a comprehension, calling `body` for each binding.
+template <class F>
+static void run_comprehension(InterpreterImpl& in, const Expr& e, size_t level, const EnvPtr& env,
+                              F&& body) {
+  if (level == e.comps.size()) {
+    body(env);
+    return;
+  }
+  const Comprehension& c = e.comps[level];
+  // The first iterable is evaluated in the enclosing scope (as Python does).
+  Value iterable = in.eval(*c.iter, env);
+  for (const Value& item : in.iterate(iterable, c.iter->span)) {
+    assign(in, *c.target, item, env);
+    bool ok = true;
+    for (const auto& cond : c.conds)
+      if (!in.truthy(in.eval(*cond, env), cond->span)) {
+        ok = false;
+        break;
+      }
+    if (ok) run_comprehension(in, e, level + 1, env, body);
+  }
+}
+
+static std::string eval_fstring(InterpreterImpl& in, const std::vector<FStringPart>& parts,
+                                const EnvPtr& env, const Span& span) {
+  std::string out;
+  for (const auto& p : parts) {
+    if (!p.expr) {
+      out += p.literal;
+      continue;
+    }
+    Value v = in.eval(*p.expr, env);
+    std::string spec = p.spec.empty() ? std::string() : eval_fstring(in, p.spec, env, span);
+    out += p.expr_text;
+    if (p.conversion == 'r') v = make_str(repr(v));
+    else if (p.conversion == 's') v = make_str(str(v));
+    out += in.format_value(v, spec, p.expr->span);
+  }
+  return out;
+}
+
+Value InterpreterImpl::eval(const Expr& e, const EnvPtr& env) {
+  switch (e.kind) {
+  case ExprKind::Name: {
+    if (const Value* v = env->lookup(e.name)) return *v;
+    name_error(e.name, e.span);
+  }
+  case ExprKind::NoneLit: return Value();
+  case ExprKind::BoolLit: return Value::boolean(e.bool_value);
+  case ExprKind::IntLit: return Value::integer(e.int_value);
+  case ExprKind::FloatLit: return Value::number(e.float_value);
+  case ExprKind::StrLit: return make_str(e.name);
+  case ExprKind::EllipsisLit: return ellipsis_;
+  case ExprKind::FString: return make_str(eval_fstring(*this, e.fparts, env, e.span));
+  case ExprKind::Tuple:
+  case ExprKind::List:
+  case ExprKind::Set: {
+    ValueList items;
+    items.reserve(e.elts.size());
+    for (const auto& x : e.elts) {
+      if (x->kind == ExprKind::Starred) {
+        for (auto& y : iterate(eval(*x->elts[0], env), x->span)) items.push_back(std::move(y));
+      } else {
+        items.push_back(eval(*x, env));
+      }
+    }
+    if (e.kind == ExprKind::Set)
+      throw Error(ErrCode::Unsupported, "sets are not supported in pxl; use a list or dict",
+                  e.span);
+    return e.kind == ExprKind::Tuple ? make_tuple(std::move(items)) : make_list(std::move(items));
+  }
+  case ExprKind::Dict: {
+    auto d = std::make_shared<DictObj>();
+    for (size_t i = 0; i < e.elts.size(); ++i) {
+      if (!e.elts[i]) {
+        Value other = eval(*e.values[i], env);
+        if (!other.is_obj(ObjKind::Dict))
+          throw Error(ErrCode::Type, "'" + type_name(other) + "' object is not a mapping",
+                      e.values[i]->span);
+        other.as<DictObj>()->for_each([&](const Value& k, const Value& v) { d->set(k, v); });
+        continue;
+      }
+      Value k = eval(*e.elts[i], env);
+      if (!is_hashable(k))
+        throw Error(ErrCode::Type, "unhashable type: '" + type_name(k) + "'", e.elts[i]->span);
+      d->set(k, eval(*e.values[i], env));
+    }
+    return Value::object(d);
+  }
+  case ExprKind::BinOp: {
+    Value a = eval(*e.elts[0], env);
+    Value b = eval(*e.elts[1], env);
+    return binary_op(e.binop, a, b, e.span);
+  }
+  case ExprKind::UnaryOp: {
+    Value a = eval(*e.elts[0], env);
+    if (e.unop == UnaryOpKind::Not) return Value::boolean(!truthy(a, e.elts[0]->span));
+    return unary_op(e.unop, a, e.span);
+  }
+  case ExprKind::BoolOp: {
+    Value v;
+    for (const auto& x : e.elts) {
+      v = eval(*x, env);
+      bool t = truthy(v, x->span);
+      if (e.is_and ? !t : t) return v;
+    }
+    return v;
+  }
+  case ExprKind::Compare: {
+    Value lhs = eval(*e.elts[0], env);
+    Value result;
+    for (size_t i = 0; i < e.cmp_ops.size(); ++i) {
+      Value rhs = eval(*e.elts[i + 1], env);
+      Span where = e.elts[i]->span.to(e.elts[i + 1]->span);
+      result = compare(e.cmp_ops[i], lhs, rhs, where);
+      if (i + 1 < e.cmp_ops.size() && !truthy(result, where)) return result;
+      lhs = std::move(rhs);
+    }
+    return result;
+  }
+  case ExprKind::Call: return eval_call(*this, e, env);
+  case ExprKind::Attribute: return get_attr(eval(*e.func, env), e.name, e.span);
+  case ExprKind::Subscript: {
+    Value obj = eval(*e.func, env);
+    Value idx = eval(*e.elts[0], env);
+    return get_item(obj, idx, e.span);
+  }
+  case ExprKind::Slice: {
+    auto part = [&](size_t i) { return e.elts[i] ? eval(*e.elts[i], env) : Value(); };
+    return Value::object(std::make_shared<SliceObj>(part(0), part(1), part(2)));
+  }
+  case ExprKind::Lambda: {
+    Value f = make_function(*this, "<lambda>", e.params, env, e.span);
+    f.as<FunctionObj>()->lambda_body = e.elts[0].get();
+    return f;
+  }
+  case ExprKind::IfExp:
+    return truthy(eval(*e.elts[0], env), e.elts[0]->span) ? eval(*e.elts[1], env)
+                                                          : eval(*e.elts[2], env);
+  case ExprKind::ListComp: {
+    auto scope = std::make_shared<Env>(env);
+    ValueList items;
+    run_comprehension(*this, e, 0, scope,
+                      [&](const EnvPtr& s) { items.push_back(eval(*e.func, s)); });
+    return make_list(std::move(items));
+  }
+  case ExprKind::DictComp: {
+    auto scope = std::make_shared<Env>(env);
+    auto d = std::make_shared<DictObj>();
+    run_comprehension(*this, e, 0, scope, [&](const EnvPtr& s) {
+      Value k = eval(*e.func, s);
+      if (!is_hashable(k))
+        throw Error(ErrCode::Type, "unhashable type: '" + type_name(k) + "'", e.func->span);
+      d->set(k, eval(*e.elts[0], s));
+    });
+    return Value::object(d);
+  }
+  case ExprKind::Starred:
+    throw Error(ErrCode::Syntax, "can't use starred expression here", e.span);
+  }
+  throw Error(ErrCode::Internal, "unknown expression kind", e.span);
+}
+
+// ---- statements ----------------------------------------------------------------
+
+Flow InterpreterImpl::exec_block(const Block& b, const EnvPtr& env, Value& ret) {
+  for (const auto& s : b) {
+    Flow f = exec(*s, env, ret);
+    if (f != Flow::Normal) return f;
+  }
+  return Flow::Normal;
+}
+
+Flow InterpreterImpl::exec(const Stmt& s, const EnvPtr& env, Value& ret) {
+  switch (s.kind) {
+  case StmtKind::Expr: eval(*s.value, env); return Flow::Normal;
+  case StmtKind::Assign: {
+    Value v = eval(*s.value, env);
+    for (const auto& t : s.targets) assign(*this, *t, v, env);
+    return Flow::Normal;
+  }
+  case StmtKind::AugAssign: {
+    const Expr& t = *s.targets[0];
+    if (t.kind == ExprKind::Subscript) {
+      Value obj = eval(*t.func, env);
+      Value idx = eval(*t.elts[0], env);
+      Value cur = get_item(obj, idx, t.span);
+      Value rhs = eval(*s.value, env);
+      Value nv;
+      // Lists extend in place under +=, as in Python.
+      nv = binary_op(s.op, cur, rhs, s.span);
+      set_item(obj, idx, nv, t.span);
+      return Flow::Normal;
+    }
+    Value cur = eval(t, env);
+    Value rhs = eval(*s.value, env);
+    if (s.op == BinOpKind::Add && cur.is_obj(ObjKind::List)) {
+      for (auto& x : iterate(rhs, s.value->span)) cur.as<ListObj>()->items.push_back(x);
+      return Flow::Normal;
+    }
+    assign(*this, t, binary_op(s.op, cur, rhs, s.span), env);
+    return Flow::Normal;
+  }
+  case StmtKind::If: {
+    if (truthy(eval(*s.test, env), s.test->span)) return exec_block(s.body, env, ret);
+    return exec_block(s.orelse, env, ret);
+  }
+  case StmtKind::While: {
+    while (truthy(eval(*s.test, env), s.test->span)) {
+      Flow f = exec_block(s.body, env, ret);
+      if (f == Flow::Break) return Flow::Normal;
+      if (f == Flow::Return) return f;
+    }
+    return exec_block(s.orelse, env, ret);
+  }
+  case StmtKind::For: {
+    Value iterable = eval(*s.value, env);
+    // Ranges are iterated lazily so that "for i in range(10**9): break" is cheap.
+    if (iterable.is_obj(ObjKind::Range)) {
+      auto r = iterable.as<RangeObj>();
+      int64_t n = r->size();
+      for (int64_t k = 0; k < n; ++k) {
+        assign(*this, *s.targets[0], Value::integer(r->start + k * r->step), env);
+        Flow f = exec_block(s.body, env, ret);
+        if (f == Flow::Break) return Flow::Normal;
+        if (f == Flow::Return) return f;
+      }
+      return exec_block(s.orelse, env, ret);
+    }
+    for (const Value& item : iterate(iterable, s.value->span)) {
+      assign(*this, *s.targets[0], item, env);
+      Flow f = exec_block(s.body, env, ret);
+      if (f == Flow::Break) return Flow::Normal;
+      if (f == Flow::Return) return f;
+    }
+    return exec_block(s.orelse, env, ret);
+  }
+  case StmtKind::Break: return Flow::Break;
+  case StmtKind::Continue: return Flow::Continue;
+  case StmtKind::Pass: return Flow::Normal;
+  case StmtKind::Return:
+    ret = s.value ? eval(*s.value, env) : Value();
+    return Flow::Return;
+  case StmtKind::FunctionDef: {
+    Value f = make_function(*this, s.name, s.params, env, s.name_span);
+    f.as<FunctionObj>()->body = &s.body;
+    for (auto it = s.decorators.rbegin(); it != s.decorators.rend(); ++it) {
+      Value deco = eval(**it, env);
+      f = call(deco, ValueList{f}, (*it)->span);
+    }
+    env->vars[s.name] = f;
+    return Flow::Normal;
+  }
+  case StmtKind::Assert: {
+    Value t = eval(*s.test, env);
+    if (!truthy(t, s.test->span)) {
+      std::string msg = "assertion failed";
+      if (s.value) msg += ": " + str(eval(*s.value, env));
+      throw Error(ErrCode::Assertion, msg, s.test->span);
+    }
+    return Flow::Normal;
+  }
+  case StmtKind::Import: {
+    std::string dir = std::filesystem::path(s.span.file->path()).parent_path().string();
+    for (const auto& in : s.imports) {
+      Value m = import_module(in.module, in.span, dir);
+      if (!in.alias.empty()) {
+        env->vars[in.alias] = m;
+      } else {
+        // "import a.b.c" binds "a".
+        std::string top = in.module.substr(0, in.module.find('.'));
+        env->vars[top] = import_module(top, in.span, dir);
+      }
+    }
+    return Flow::Normal;
+  }
+  case StmtKind::ImportFrom: {
+    std::string dir = std::filesystem::path(s.span.file->path()).parent_path().string();
+    if (s.from_level > 0 && s.from_module.empty())
+      throw Error(ErrCode::Import, "relative imports need a module name: from .name import x",
+                  s.span);
+    Value m = import_module(s.from_module, s.span, dir);
+    for (const auto& in : s.imports) {
+      Value v;
+      if (has_attr(m, in.name)) {
+        v = get_attr(m, in.name, in.span);
+      } else {
+        // "from jax.experimental import shard_map" may name a submodule.
+        try {
+          v = import_module(s.from_module + "." + in.name, in.span, dir);
+        } catch (const Error&) {
+          throw Error(ErrCode::Import,
+                      "cannot import name '" + in.name + "' from '" + s.from_module + "'",
+                      in.span);
+        }
+      }
+      env->vars[in.alias.empty() ? in.name : in.alias] = v;
+    }
+    return Flow::Normal;
+  }
+  case StmtKind::Del: {
+    const Expr& t = *s.targets[0];
+    std::vector<const Expr*> targets;
+    if (t.kind == ExprKind::Tuple)
+      for (const auto& x : t.elts) targets.push_back(x.get());
+    else
+      targets.push_back(&t);
+    for (const Expr* x : targets) {
+      if (x->kind == ExprKind::Name) {
+        if (!env->vars.erase(x->name)) name_error(x->name, x->span);
+      } else if (x->kind == ExprKind::Subscript) {
+        Value obj = eval(*x->func, env);
+        Value idx = eval(*x->elts[0], env);
+        if (obj.is_obj(ObjKind::Dict)) {
+          if (!obj.as<DictObj>()->erase(idx))
+            throw Error(ErrCode::Key, "key " + repr(idx) + " not found", x->span);
+        } else if (obj.is_obj(ObjKind::List) && idx.is_intlike()) {
+          auto& items = obj.as<ListObj>()->items;
+          int64_t i = idx.as_int(), n = static_cast<int64_t>(items.size());
+          if (i < 0) i += n;
+          if (i < 0 || i >= n) throw Error(ErrCode::Index, "list index out of range", x->span);
+          items.erase(items.begin() + i);
+        } else {
+          throw Error(ErrCode::Type, "cannot delete items of a " + type_name(obj) + " value",
+                      x->span);
+        }
+      } else {
+        throw Error(ErrCode::Syntax, "cannot delete this expression", x->span);
+      }
+    }
+    return Flow::Normal;
+  }
+  }
+  return Flow::Normal;
+}
+
+} // namespace pxl

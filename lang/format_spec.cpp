@@ -1,0 +1,203 @@
+// Python's format-spec mini-language: f"{x:>8.3f}", "{:,}".format(n), format(x, spec).
+#include <cmath>
+#include <cstdio>
+
+#include "lang/interp_impl.hpp"
+#include "lang/methods.hpp"
+#include "runtime/format.hpp"
+
+namespace pxl {
+
+namespace {
+
+struct Spec {
+  char fill = ' ';
+  char align = 0; // < > ^ =
+  char sign = '-';
+  bool alt = false;
+  bool zero = false;
+  int width = -1;
+  char grouping = 0;
+  int precision = -1;
+  char type = 0;
+};
+
+Spec parse_spec(const std::string& s) {
+  Spec sp;
+  size_t i = 0;
+  auto is_align = [](char c) { return c == '<' || c == '>' || c == '^' || c == '='; };
+  if (s.size() >= 2 && is_align(s[1])) {
+    sp.fill = s[0];
+    sp.align = s[1];
+    i = 2;
+  } else if (!s.empty() && is_align(s[0])) {
+    sp.align = s[0];
+    i = 1;
+  }
+  if (i < s.size() && (s[i] == '+' || s[i] == '-' || s[i] == ' ')) sp.sign = s[i++];
+  if (i < s.size() && s[i] == '#') sp.alt = true, ++i;
+  if (i < s.size() && s[i] == '0') sp.zero = true, ++i;
+  auto number = [&]() {
+    int v = 0;
+    bool any = false;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
+      v = v * 10 + (s[i++] - '0');
+      if (v > 10000) throw Error(ErrCode::Value, "format width or precision too large");
+      any = true;
+    }
+    return any ? v : -1;
+  };
+  sp.width = number();
+  if (i < s.size() && (s[i] == ',' || s[i] == '_')) sp.grouping = s[i++];
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    sp.precision = number();
+    if (sp.precision < 0) throw Error(ErrCode::Value, "format specifier missing precision");
+  }
+  if (i < s.size()) sp.type = s[i++];
+  if (i != s.size()) throw Error(ErrCode::Value, "invalid format specifier '" + s + "'");
+  return sp;
+}
+
+std::string group_digits(const std::string& digits, char sep) {
+  std::string out;
+  int n = static_cast<int>(digits.size());
+  for (int i = 0; i < n; ++i) {
+    out += digits[i];
+    if ((n - i - 1) % 3 == 0 && i != n - 1) out += sep;
+  }
+  return out;
+}
+
+// Applies sign, grouping, width and alignment to a formatted number body.
+std::string finish_number(std::string body, bool negative, const Spec& sp) {
+  if (sp.grouping) {
+    size_t end = body.find_first_not_of("0123456789");
+    if (end == std::string::npos) end = body.size();
+    body = group_digits(body.substr(0, end), sp.grouping) + body.substr(end);
+  }
+  std::string sign = negative ? "-" : sp.sign == '+' ? "+" : sp.sign == ' ' ? " " : "";
+  char align = sp.align ? sp.align : (sp.zero ? '=' : '>');
+  char fill = sp.zero && !sp.align ? '0' : sp.fill;
+  int len = static_cast<int>(sign.size() + body.size());
+  if (sp.width <= len) return sign + body;
+  int pad = sp.width - len;
+  switch (align) {
+  case '<': return sign + body + std::string(pad, fill);
+  case '^': return std::string(pad / 2, fill) + sign + body + std::string(pad - pad / 2, fill);
+  case '=': return sign + std::string(pad, fill) + body;
+  default: return std::string(pad, fill) + sign + body;
+  }
+}
+
+std::string pad_text(const std::string& s, const Spec& sp) {
+  int len = 0;
+  for (unsigned char c : s)
+    if ((c & 0xC0) != 0x80) ++len;
+  if (sp.width <= len) return s;
+  int pad = sp.width - len;
+  switch (sp.align ? sp.align : '<') {
+  case '>': return std::string(pad, sp.fill) + s;
+  case '^': return std::string(pad / 2, sp.fill) + s + std::string(pad - pad / 2, sp.fill);
+  default: return s + std::string(pad, sp.fill);
+  }
+}
+
+std::string format_float(double v, const Spec& sp) {
+  char type = sp.type;
+  int prec = sp.precision;
+  bool neg = std::signbit(v) && !std::isnan(v);
+  double a = std::fabs(v);
+  std::string body;
+  if (std::isnan(a) || std::isinf(a)) {
+    body = std::isnan(a) ? "nan" : "inf";
+    if (type == 'E' || type == 'F' || type == 'G') body = std::isnan(a) ? "NAN" : "INF";
+    if (type == '%') body += "%";
+    return finish_number(body, neg, sp);
+  }
+  char buf[512];
+  if (a >= 1e250 && (type == 'f' || type == 'F' || type == '%')) type = 'e'; // bounded buffer
+  if (type == 0) {
+    if (prec < 0) {
+      body = python_float_repr(a);
+    } else {
+      std::snprintf(buf, sizeof buf, "%.*g", std::max(prec, 1), a);
+      body = buf;
+      if (body.find_first_of(".e") == std::string::npos) body += ".0";
+    }
+  } else if (type == '%') {
+    std::snprintf(buf, sizeof buf, sp.alt ? "%#.*f" : "%.*f", prec < 0 ? 6 : prec, a * 100);
+    body = std::string(buf) + "%";
+  } else if (type == 'f' || type == 'F' || type == 'e' || type == 'E' || type == 'g' || type == 'G') {
+    std::string fmt = std::string("%") + (sp.alt ? "#" : "") + ".*" + type;
+    std::snprintf(buf, sizeof buf, fmt.c_str(), prec < 0 ? 6 : prec, a);
+    body = buf;
+  } else if (type == 'n') {
+    std::snprintf(buf, sizeof buf, "%.*g", prec < 0 ? 6 : prec, a);
+    body = buf;
+  } else {
+    throw Error(ErrCode::Value, std::string("unknown format code '") + type + "' for a float");
+  }
+  return finish_number(body, neg, sp);
+}
+
+std::string format_int(int64_t v, const Spec& sp) {
+  if (sp.type && std::string("eEfFgG%").find(sp.type) != std::string::npos)
+    return format_float(static_cast<double>(v), sp);
+  if (sp.precision >= 0) throw Error(ErrCode::Value, "precision not allowed in integer format specifier");
+  bool neg = v < 0;
+  uint64_t a = neg ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+  std::string body;
+  int base = 10;
+  std::string prefix;
+  switch (sp.type) {
+  case 0: case 'd': case 'n': break;
+  case 'b': base = 2; prefix = "0b"; break;
+  case 'o': base = 8; prefix = "0o"; break;
+  case 'x': base = 16; prefix = "0x"; break;
+  case 'X': base = 16; prefix = "0X"; break;
+  case 'c': {
+    std::string s;
+    s += static_cast<char>(v);
+    return pad_text(s, sp);
+  }
+  default: throw Error(ErrCode::Value, std::string("unknown format code '") + sp.type + "' for an int");
+  }
+  const char* digits = sp.type == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
+  do {
+    body.insert(body.begin(), digits[a % base]);
+    a /= base;
+  } while (a);
+  if (sp.grouping) body = group_digits(body, sp.grouping);
+  Spec no_group = sp;
+  no_group.grouping = 0;
+  return finish_number((sp.alt ? prefix : "") + body, neg, no_group);
+}
+
+} // namespace
+
+std::string InterpreterImpl::format_value(const Value& v, const std::string& spec, const Span& where) {
+  try {
+    if (spec.empty()) return str(v);
+    Spec sp = parse_spec(spec);
+    if (v.is_obj(ObjKind::Array)) return format_value(array_to_scalar(*this, v, where), spec, where);
+    if (v.is_bool() && !sp.type) return pad_text(v.b ? "True" : "False", sp);
+    if (v.is_intlike()) return format_int(v.as_int(), sp);
+    if (v.is_float()) {
+      if (sp.type == 'd' || sp.type == 'x' || sp.type == 'b' || sp.type == 'o' || sp.type == 'c')
+        throw Error(ErrCode::Value, std::string("unknown format code '") + sp.type + "' for object of type 'float'");
+      return format_float(v.f, sp);
+    }
+    if (sp.type && sp.type != 's')
+      throw Error(ErrCode::Value, std::string("unknown format code '") + sp.type +
+                                      "' for object of type '" + type_name(v) + "'");
+    std::string s = str(v);
+    if (sp.precision >= 0 && static_cast<size_t>(sp.precision) < s.size()) s = s.substr(0, sp.precision);
+    return pad_text(s, sp);
+  } catch (Error& e) {
+    e.set_span_if_missing(where);
+    throw;
+  }
+}
+
+} // namespace pxl

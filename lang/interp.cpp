@@ -1,0 +1,189 @@
+// The Interpreter facade and the session-level operations (run, REPL helpers).
+#include "lang/interp.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "lang/args.hpp"
+#include "lang/interp_impl.hpp"
+#include "lang/methods.hpp"
+#include "lang/parser.hpp"
+#include "runtime/eager.hpp"
+
+namespace pxl {
+
+InterpreterImpl::InterpreterImpl(InterpOptions opts)
+    : opts_(opts), out_(opts.out ? opts.out : &std::cout), err_(opts.err ? opts.err : &std::cerr),
+      platform_(opts.num_devices) {
+  ops_ = std::make_unique<EagerContext>();
+  ellipsis_ = Value::object(std::make_shared<EllipsisObj>());
+  builtins_ = std::make_shared<Env>();
+  install_builtins();
+  install_stdlib(*this);
+  reset_globals();
+}
+
+InterpreterImpl::~InterpreterImpl() = default;
+
+void InterpreterImpl::reset_globals() {
+  globals_ = std::make_shared<Env>(builtins_);
+  globals_->vars["__name__"] = make_str("__main__");
+  file_modules_.clear();
+}
+
+Value InterpreterImpl::run_source(const SourceRef& src, const EnvPtr& env, bool echo) {
+  auto module = std::make_shared<Module>(parse_module(src));
+  // Function objects point into the AST: keep it alive as long as the session.
+  asts_.push_back(module);
+  Value ret;
+  for (const auto& s : module->body) {
+    if (echo && s->kind == StmtKind::Expr) {
+      Value v = eval(*s->value, env);
+      if (!v.is_none()) {
+        out() << repr(v) << "\n";
+        out().flush();
+      }
+      continue;
+    }
+    Flow f = exec(*s, env, ret);
+    if (f == Flow::Return)
+      throw Error(ErrCode::Syntax, "'return' outside function", s->span);
+    if (f == Flow::Break || f == Flow::Continue)
+      throw Error(ErrCode::Syntax, "'break' or 'continue' outside loop", s->span);
+  }
+  return ret;
+}
+
+// ---- facade ------------------------------------------------------------------------
+
+Interpreter::Interpreter(InterpOptions opts) : impl_(std::make_unique<InterpreterImpl>(opts)) {}
+Interpreter::~Interpreter() = default;
+
+int Interpreter::num_devices() const { return impl_->platform().device_count(); }
+
+void Interpreter::run_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(ErrCode::IO, "cannot open file '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  impl_->set_stack_base();
+  impl_->run_source(std::make_shared<SourceFile>(path, ss.str()), impl_->globals(), false);
+}
+
+void Interpreter::run_string(const std::string& code, const std::string& name) {
+  impl_->set_stack_base();
+  impl_->run_source(std::make_shared<SourceFile>(name, code), impl_->globals(), false);
+}
+
+void Interpreter::run_repl_input(const std::string& code) {
+  impl_->set_stack_base();
+  impl_->call_depth = 0;
+  impl_->run_source(std::make_shared<SourceFile>("<stdin>", code), impl_->globals(), true);
+}
+
+Completeness Interpreter::check_complete(const std::string& code) {
+  auto src = std::make_shared<SourceFile>("<stdin>", code);
+  try {
+    parse_module(src);
+  } catch (const IncompleteInput&) {
+    return Completeness::Incomplete;
+  } catch (const Error&) {
+    return Completeness::Invalid;
+  }
+  // A compound statement (a line ending in ':' opened a block) continues until a
+  // blank line, as in Python's interactive mode.
+  std::string trimmed = code;
+  while (!trimmed.empty() && (trimmed.back() == ' ' || trimmed.back() == '\t')) trimmed.pop_back();
+  bool ends_blank = trimmed.size() >= 2 && trimmed.substr(trimmed.size() - 2) == "\n\n";
+  bool multi_line = trimmed.find('\n') != trimmed.size() - 1 && trimmed.find('\n') != std::string::npos;
+  size_t first_nl = code.find('\n');
+  std::string first = code.substr(0, first_nl);
+  size_t hash = first.find('#');
+  if (hash != std::string::npos) first = first.substr(0, hash);
+  while (!first.empty() && std::isspace(static_cast<unsigned char>(first.back()))) first.pop_back();
+  bool opens_block = (!first.empty() && first.back() == ':') || first.rfind("@", 0) == 0;
+  if ((opens_block || multi_line) && !ends_blank) {
+    // Block headers and decorated definitions need the terminating blank line.
+    if (opens_block) return Completeness::Incomplete;
+  }
+  return Completeness::Complete;
+}
+
+std::vector<std::string> Interpreter::complete(const std::string& prefix) {
+  std::vector<std::string> out;
+  size_t dot = prefix.rfind('.');
+  std::vector<std::string> names;
+  std::string head, stem = prefix;
+  if (dot == std::string::npos) {
+    for (const Env* e = impl_->globals().get(); e; e = e->parent.get())
+      for (const auto& [k, _] : e->vars) names.push_back(k);
+    static const char* kws[] = {"def", "return", "if", "elif", "else", "for", "while", "break",
+                                "continue", "pass", "lambda", "import", "from", "assert",
+                                "True", "False", "None", "and", "or", "not", "in", "is"};
+    for (const char* k : kws) names.push_back(k);
+  } else {
+    head = prefix.substr(0, dot + 1);
+    stem = prefix.substr(dot + 1);
+    // Only complete through plain dotted names: evaluating arbitrary code on TAB would be a surprise.
+    std::string path = prefix.substr(0, dot);
+    for (char c : path)
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.')) return out;
+    try {
+      auto src = std::make_shared<SourceFile>("<completion>", path);
+      ExprPtr e = parse_expression(src);
+      Value v = impl_->eval(*e, impl_->globals());
+      names = impl_->attr_names(v);
+    } catch (const Error&) {
+      return out;
+    }
+  }
+  for (const auto& n : names)
+    if (n.compare(0, stem.size(), stem) == 0 && (n.rfind("__", 0) != 0 || stem.rfind("__", 0) == 0))
+      out.push_back(head + n);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string Interpreter::type_of(const std::string& expr) {
+  impl_->set_stack_base();
+  auto src = std::make_shared<SourceFile>("<stdin>", expr);
+  ExprPtr e = parse_expression(src);
+  Value v = impl_->eval(*e, impl_->globals());
+  if (v.is_obj(ObjKind::Array)) {
+    const AVal& a = v.as<ArrayObj>()->tensor->aval;
+    std::string dims;
+    for (size_t i = 0; i < a.shape.size(); ++i) dims += (i ? "," : "") + std::to_string(a.shape[i]);
+    return std::string(dtype_name(a.dtype)) + "[" + dims + "]" + (a.weak ? " (weak)" : "");
+  }
+  return type_name(v);
+}
+
+void Interpreter::reset() { impl_->reset_globals(); }
+
+std::vector<Array> Interpreter::call(const std::string& function, const std::vector<Array>& args) {
+  impl_->set_stack_base();
+  const Value* f = impl_->globals()->lookup(function);
+  if (!f) throw Error(ErrCode::Name, "name '" + function + "' is not defined");
+  ValueList pos;
+  for (const Array& a : args) pos.push_back(make_array(make_tensor(a)));
+  Value r = impl_->call(*f, std::move(pos), Span{});
+  std::vector<Array> out;
+  std::function<void(const Value&)> flatten = [&](const Value& v) {
+    if (const ValueList* items = sequence_items(v)) {
+      for (const auto& x : *items) flatten(x);
+    } else if (v.is_obj(ObjKind::Array)) {
+      out.push_back(impl_->ops().concrete(v.as<ArrayObj>()->tensor));
+    } else if (v.is_number()) {
+      out.push_back(impl_->ops().concrete(impl_->to_tensor(v, Span{})));
+    } else if (!v.is_none()) {
+      throw Error(ErrCode::Type, function + "() returned a " + type_name(v) + ", not arrays");
+    }
+  };
+  flatten(r);
+  return out;
+}
+
+} // namespace pxl

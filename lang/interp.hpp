@@ -1,0 +1,60 @@
+// The host interpreter: the library entry point that the CLI, the REPL and the
+// embedding API (include/pxl/pxl.hpp) are thin clients of.
+#pragma once
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lang/diag.hpp"
+#include "runtime/array.hpp"
+
+namespace pxl {
+
+struct InterpOptions {
+  int num_devices = 8;
+  std::ostream* out = nullptr; // print() goes here; nullptr = std::cout
+  std::ostream* err = nullptr; // nullptr = std::cerr
+  int recursion_limit = 1000;
+};
+
+enum class Completeness { Complete, Incomplete, Invalid };
+
+class InterpreterImpl;
+
+class Interpreter {
+public:
+  explicit Interpreter(InterpOptions opts = {});
+  ~Interpreter();
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
+
+  // Scripts. Throw pxl::Error (render() gives the located diagnostic).
+  void run_file(const std::string& path);
+  void run_string(const std::string& code, const std::string& name = "<string>");
+
+  // REPL: runs one complete input in the persistent session; a lone expression
+  // statement whose value is not None has its repr printed (Python's echo).
+  void run_repl_input(const std::string& code);
+  // Whether `code` is complete, needs more lines (open bracket, block header,
+  // a block not yet ended by a blank line), or can never parse.
+  Completeness check_complete(const std::string& code);
+  // Tab completion: candidates for the identifier (or dotted attribute path,
+  // e.g. "np.ara") ending the text; each candidate is the full replacement.
+  std::vector<std::string> complete(const std::string& prefix);
+  // ":type EXPR": "float32[3,4]" for arrays, the Python type name otherwise.
+  std::string type_of(const std::string& expr);
+  // Forget every user definition (":reset").
+  void reset();
+
+  // Embedding: call a global function with array arguments; returns the array
+  // results (a tuple/list result is flattened).
+  std::vector<Array> call(const std::string& function, const std::vector<Array>& args);
+
+  int num_devices() const;
+
+private:
+  std::unique_ptr<InterpreterImpl> impl_;
+};
+
+} // namespace pxl

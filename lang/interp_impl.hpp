@@ -1,0 +1,102 @@
+// The interpreter's internals, shared by lang/ (evaluation, builtins) and
+// stdlib/ (host modules: np, jax, ...). Not part of the embedding API.
+#pragma once
+#include <iostream>
+#include <map>
+
+#include "lang/interp.hpp"
+#include "lang/value.hpp"
+#include "runtime/platform.hpp"
+
+namespace pxl {
+
+// Control flow out of a statement.
+enum class Flow : uint8_t { Normal, Break, Continue, Return };
+
+class InterpreterImpl {
+public:
+  explicit InterpreterImpl(InterpOptions opts);
+  ~InterpreterImpl();
+
+  // ---- running code ----
+  Value run_source(const SourceRef& src, const EnvPtr& env, bool echo);
+  EnvPtr globals() const { return globals_; }
+  void reset_globals();
+
+  // ---- evaluation (lang/eval.cpp) ----
+  Value eval(const Expr& e, const EnvPtr& env);
+  Flow exec_block(const Block& b, const EnvPtr& env, Value& ret);
+  Flow exec(const Stmt& s, const EnvPtr& env, Value& ret);
+
+  // ---- the object protocol (lang/objects.cpp) ----
+  Value call(const Value& fn, CallArgs& args, const Span& where);
+  Value call(const Value& fn, ValueList pos, const Span& where);
+  Value get_attr(const Value& obj, const std::string& name, const Span& where);
+  bool has_attr(const Value& obj, const std::string& name);
+  std::vector<std::string> attr_names(const Value& obj);
+  Value get_item(const Value& obj, const Value& index, const Span& where);
+  void set_item(const Value& obj, const Value& index, const Value& v, const Span& where);
+  bool truthy(const Value& v, const Span& where);
+  ValueList iterate(const Value& v, const Span& where); // materialises any iterable
+  int64_t length(const Value& v, const Span& where);
+  bool contains(const Value& container, const Value& item, const Span& where);
+
+  // ---- operators (lang/operators.cpp) ----
+  Value binary_op(BinOpKind op, const Value& a, const Value& b, const Span& where);
+  Value unary_op(UnaryOpKind op, const Value& a, const Span& where);
+  Value compare(CmpOpKind op, const Value& a, const Value& b, const Span& where);
+  // Python's ordering for sort/min/max (numbers, strings, sequences).
+  bool less_than(const Value& a, const Value& b, const Span& where);
+
+  // ---- formatting (lang/format_spec.cpp) ----
+  std::string format_value(const Value& v, const std::string& spec, const Span& where);
+
+  // ---- modules (lang/modules.cpp) ----
+  // Registers a host module (stdlib) under a dotted name, e.g. "jax.numpy".
+  void register_module(const std::string& name, Value module);
+  Value import_module(const std::string& dotted, const Span& where, const std::string& from_dir);
+
+  // ---- arrays ----
+  OpContext& ops() { return *ops_; }
+  Platform& platform() { return platform_; }
+  // Value -> Tensor: arrays as is, Python scalars weakly typed, nested lists/tuples.
+  Tensor to_tensor(const Value& v, const Span& where, std::optional<DType> dtype = {});
+  bool is_array_like(const Value& v) const;
+
+  std::ostream& out() { return *out_; }
+  std::ostream& err() { return *err_; }
+  const InterpOptions& options() const { return opts_; }
+  Value builtin(const std::string& name) const;
+  void define_builtin(const std::string& name, Value v) { builtins_->vars[name] = std::move(v); }
+  Value ellipsis() const { return ellipsis_; }
+
+  int call_depth = 0;
+
+private:
+  void install_builtins(); // lang/builtins.cpp
+  InterpOptions opts_;
+  std::ostream* out_;
+  std::ostream* err_;
+  Platform platform_;
+  std::unique_ptr<OpContext> ops_;
+  EnvPtr builtins_;
+  EnvPtr globals_;
+  std::map<std::string, Value> modules_;        // host (stdlib) modules by dotted name
+  std::map<std::string, Value> file_modules_;   // sibling .pxl files by absolute path
+  std::vector<std::string> importing_;          // cycle detection
+  Value ellipsis_;
+  std::vector<std::shared_ptr<Module>> asts_; // every parsed input of the session
+  const char* stack_base_ = nullptr;
+  size_t stack_limit_ = 0;
+  friend class Interpreter;
+  friend struct StackGuard;
+
+public:
+  void check_stack(const Span& where);
+  void set_stack_base();
+};
+
+// Every stdlib module registers itself through one of these (stdlib/*.cpp).
+void install_stdlib(InterpreterImpl& in);
+
+} // namespace pxl

@@ -1,0 +1,468 @@
+// Methods and attributes of the built-in host types (str, list, tuple, dict, ...).
+#include "lang/methods.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "lang/args.hpp"
+
+namespace pxl {
+
+namespace {
+
+using Method = Value (*)(InterpreterImpl&, const Value& self, CallArgs&);
+
+Value bind_method(const Value& self, const std::string& name, Method m) {
+  return Value::object(std::make_shared<BoundMethodObj>(
+      self, make_builtin(name, [m](InterpreterImpl& in, CallArgs& a) {
+        Value self = a.pos.front();
+        a.pos.erase(a.pos.begin());
+        return m(in, self, a);
+      })));
+}
+
+const std::string& S(const Value& v) { return v.as<StrObj>()->value; }
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+std::string strip_chars(const std::string& s, const Value& chars, bool left, bool right) {
+  auto in_set = [&](char c) {
+    return chars.is_none() ? is_space(c) : S(chars).find(c) != std::string::npos;
+  };
+  size_t b = 0, e = s.size();
+  if (left) while (b < e && in_set(s[b])) ++b;
+  if (right) while (e > b && in_set(s[e - 1])) --e;
+  return s.substr(b, e - b);
+}
+
+Value str_split(InterpreterImpl&, const Value& self, CallArgs& a) {
+  ArgReader r("split", a, {"sep", "maxsplit"});
+  const std::string& s = S(self);
+  int64_t maxsplit = r.get_int(1, -1);
+  ValueList out;
+  if (!r.has(0) || r[0].is_none()) {
+    size_t i = 0;
+    while (true) {
+      while (i < s.size() && is_space(s[i])) ++i;
+      if (i >= s.size()) break;
+      if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) {
+        size_t e = s.size();
+        while (e > i && is_space(s[e - 1])) --e;
+        out.push_back(make_str(s.substr(i, e - i)));
+        break;
+      }
+      size_t j = i;
+      while (j < s.size() && !is_space(s[j])) ++j;
+      out.push_back(make_str(s.substr(i, j - i)));
+      i = j;
+    }
+    return make_list(std::move(out));
+  }
+  std::string sep = r.get_str(0);
+  if (sep.empty()) throw Error(ErrCode::Value, "empty separator");
+  size_t i = 0;
+  while (true) {
+    size_t j = s.find(sep, i);
+    if (j == std::string::npos || (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit)) {
+      out.push_back(make_str(s.substr(i)));
+      break;
+    }
+    out.push_back(make_str(s.substr(i, j - i)));
+    i = j + sep.size();
+  }
+  return make_list(std::move(out));
+}
+
+Value str_format(InterpreterImpl& in, const Value& self, CallArgs& a) {
+  const std::string& f = S(self);
+  std::string out;
+  size_t auto_idx = 0;
+  for (size_t i = 0; i < f.size(); ++i) {
+    char c = f[i];
+    if (c == '{' && i + 1 < f.size() && f[i + 1] == '{') { out += '{'; ++i; continue; }
+    if (c == '}' && i + 1 < f.size() && f[i + 1] == '}') { out += '}'; ++i; continue; }
+    if (c == '}') throw Error(ErrCode::Value, "single '}' encountered in format string");
+    if (c != '{') { out += c; continue; }
+    size_t j = f.find('}', i);
+    if (j == std::string::npos) throw Error(ErrCode::Value, "single '{' encountered in format string");
+    std::string field = f.substr(i + 1, j - i - 1);
+    std::string spec;
+    char conv = 0;
+    size_t colon = field.find(':');
+    if (colon != std::string::npos) spec = field.substr(colon + 1), field = field.substr(0, colon);
+    size_t bang = field.find('!');
+    if (bang != std::string::npos) {
+      conv = bang + 1 < field.size() ? field[bang + 1] : 0;
+      field = field.substr(0, bang);
+    }
+    Value v;
+    if (field.empty()) {
+      if (auto_idx >= a.pos.size()) throw Error(ErrCode::Index, "Replacement index " + std::to_string(auto_idx) + " out of range for positional args tuple");
+      v = a.pos[auto_idx++];
+    } else if (std::all_of(field.begin(), field.end(), ::isdigit)) {
+      size_t k = std::stoul(field.substr(0, 6));
+      if (k >= a.pos.size()) throw Error(ErrCode::Index, "Replacement index " + field + " out of range for positional args tuple");
+      v = a.pos[k];
+    } else {
+      bool found = false;
+      for (auto& [name, x] : a.kw)
+        if (name == field) v = x, found = true;
+      if (!found) throw Error(ErrCode::Key, "format string names '" + field + "' but it was not passed");
+    }
+    if (conv == 'r') v = make_str(repr(v));
+    else if (conv == 's') v = make_str(str(v));
+    out += in.format_value(v, spec, Span{});
+    i = j;
+  }
+  return make_str(out);
+}
+
+Value str_method(InterpreterImpl& in, const std::string& name, const Value& self, CallArgs& a) {
+  const std::string& s = S(self);
+  if (name == "join") {
+    ArgReader r("join", a, {"iterable"}, 1);
+    std::string out;
+    bool first = true;
+    for (const Value& x : in.iterate(r[0], Span{})) {
+      if (!x.is_obj(ObjKind::Str))
+        throw Error(ErrCode::Type, "sequence item: expected str instance, " + type_name(x) + " found");
+      if (!first) out += s;
+      first = false;
+      out += S(x);
+    }
+    return make_str(out);
+  }
+  if (name == "strip" || name == "lstrip" || name == "rstrip") {
+    ArgReader r(name, a, {"chars"});
+    return make_str(strip_chars(s, r[0], name != "rstrip", name != "lstrip"));
+  }
+  if (name == "replace") {
+    ArgReader r("replace", a, {"old", "new", "count"}, 2);
+    std::string from = r.get_str(0), to = r.get_str(1), out;
+    int64_t count = r.get_int(2, -1);
+    if (from.empty()) {
+      return make_str(s); // rarely meaningful; keep the string as is
+    }
+    size_t i = 0;
+    while (count != 0) {
+      size_t j = s.find(from, i);
+      if (j == std::string::npos) break;
+      out += s.substr(i, j - i) + to;
+      i = j + from.size();
+      --count;
+    }
+    return make_str(out + s.substr(i));
+  }
+  if (name == "startswith" || name == "endswith") {
+    ArgReader r(name, a, {"prefix"}, 1);
+    ValueList options;
+    if (const ValueList* seq = sequence_items(r[0])) options = *seq;
+    else options.push_back(r[0]);
+    for (const Value& o : options) {
+      const std::string& p = value_to_str(o, name + "() argument");
+      bool hit = name == "startswith" ? s.compare(0, p.size(), p) == 0
+                                      : s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
+      if (hit) return Value::boolean(true);
+    }
+    return Value::boolean(false);
+  }
+  if (name == "split") return str_split(in, self, a);
+  if (name == "format") return str_format(in, self, a);
+  if (name == "upper" || name == "lower") {
+    ArgReader r(name, a, {});
+    std::string out = s;
+    for (char& c : out) c = static_cast<char>(name == "upper" ? std::toupper(static_cast<unsigned char>(c)) : std::tolower(static_cast<unsigned char>(c)));
+    return make_str(out);
+  }
+  if (name == "find" || name == "index" || name == "count") {
+    ArgReader r(name, a, {"sub"}, 1);
+    std::string sub = r.get_str(0);
+    if (name == "count") {
+      if (sub.empty()) return Value::integer(static_cast<int64_t>(s.size()) + 1);
+      int64_t n = 0;
+      for (size_t i = s.find(sub); i != std::string::npos; i = s.find(sub, i + sub.size())) ++n;
+      return Value::integer(n);
+    }
+    size_t i = s.find(sub);
+    if (i == std::string::npos) {
+      if (name == "index") throw Error(ErrCode::Value, "substring not found");
+      return Value::integer(-1);
+    }
+    return Value::integer(static_cast<int64_t>(i));
+  }
+  if (name == "isdigit" || name == "isalpha" || name == "isspace") {
+    ArgReader r(name, a, {});
+    if (s.empty()) return Value::boolean(false);
+    for (unsigned char c : s) {
+      bool ok = name == "isdigit" ? std::isdigit(c) : name == "isalpha" ? std::isalpha(c) : is_space(static_cast<char>(c));
+      if (!ok) return Value::boolean(false);
+    }
+    return Value::boolean(true);
+  }
+  if (name == "splitlines") {
+    ArgReader r(name, a, {});
+    ValueList out;
+    size_t i = 0;
+    while (i < s.size()) {
+      size_t j = s.find('\n', i);
+      if (j == std::string::npos) j = s.size();
+      out.push_back(make_str(s.substr(i, j - i)));
+      i = j + 1;
+    }
+    return make_list(std::move(out));
+  }
+  if (name == "center" || name == "ljust" || name == "rjust") {
+    ArgReader r(name, a, {"width", "fillchar"}, 1);
+    std::string spec = (r.has(1) ? r.get_str(1) : std::string(" ")) +
+                       (name == "center" ? "^" : name == "ljust" ? "<" : ">") +
+                       std::to_string(std::clamp<int64_t>(r.get_int(0), 0, 10000));
+    return make_str(in.format_value(self, spec, Span{}));
+  }
+  throw Error(ErrCode::Internal, "unhandled str method " + name);
+}
+
+const std::vector<std::string> kStrMethods = {
+    "join", "split", "strip", "lstrip", "rstrip", "replace", "startswith", "endswith", "format",
+    "upper", "lower", "find", "index", "count", "isdigit", "isalpha", "isspace", "splitlines",
+    "center", "ljust", "rjust"};
+const std::vector<std::string> kListMethods = {"append", "extend", "pop", "insert", "index",
+                                               "count", "reverse", "sort", "copy", "clear", "remove"};
+const std::vector<std::string> kTupleMethods = {"index", "count"};
+const std::vector<std::string> kDictMethods = {"keys", "values", "items", "get", "update",
+                                               "pop", "setdefault", "copy", "clear"};
+
+Value list_method(InterpreterImpl& in, const std::string& name, const Value& self, CallArgs& a) {
+  bool is_list = self.is_obj(ObjKind::List);
+  const ValueList& items = is_list ? self.as<ListObj>()->items : self.as<TupleObj>()->items;
+  if (name == "index" || name == "count") {
+    ArgReader r(name, a, {"value"}, 1);
+    int64_t n = 0;
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!values_equal(items[i], r[0])) continue;
+      if (name == "index") return Value::integer(static_cast<int64_t>(i));
+      ++n;
+    }
+    if (name == "index") throw Error(ErrCode::Value, repr(r[0]) + " is not in list");
+    return Value::integer(n);
+  }
+  ValueList& v = self.as<ListObj>()->items;
+  if (name == "append") {
+    ArgReader r(name, a, {"object"}, 1);
+    v.push_back(r[0]);
+    return Value();
+  }
+  if (name == "extend") {
+    ArgReader r(name, a, {"iterable"}, 1);
+    for (auto& x : in.iterate(r[0], Span{})) v.push_back(x);
+    return Value();
+  }
+  if (name == "pop") {
+    ArgReader r(name, a, {"index"});
+    if (v.empty()) throw Error(ErrCode::Index, "pop from empty list");
+    int64_t i = r.get_int(0, -1), n = static_cast<int64_t>(v.size());
+    if (i < 0) i += n;
+    if (i < 0 || i >= n) throw Error(ErrCode::Index, "pop index out of range");
+    Value x = v[i];
+    v.erase(v.begin() + i);
+    return x;
+  }
+  if (name == "insert") {
+    ArgReader r(name, a, {"index", "object"}, 2);
+    int64_t i = r.get_int(0), n = static_cast<int64_t>(v.size());
+    if (i < 0) i = std::max<int64_t>(0, i + n);
+    v.insert(v.begin() + std::min(i, n), r[1]);
+    return Value();
+  }
+  if (name == "remove") {
+    ArgReader r(name, a, {"value"}, 1);
+    for (size_t i = 0; i < v.size(); ++i)
+      if (values_equal(v[i], r[0])) {
+        v.erase(v.begin() + i);
+        return Value();
+      }
+    throw Error(ErrCode::Value, "list.remove(x): x not in list");
+  }
+  if (name == "reverse") {
+    ArgReader r(name, a, {});
+    std::reverse(v.begin(), v.end());
+    return Value();
+  }
+  if (name == "clear") {
+    ArgReader r(name, a, {});
+    v.clear();
+    return Value();
+  }
+  if (name == "copy") {
+    ArgReader r(name, a, {});
+    return make_list(v);
+  }
+  if (name == "sort") {
+    ArgReader r(name, a, {"*", "key", "reverse"});
+    Value sorted_fn = in.builtin("sorted");
+    CallArgs sa;
+    sa.pos.push_back(self);
+    for (auto& kv : a.kw) sa.kw.push_back(kv);
+    Value out = in.call(sorted_fn, sa, Span{});
+    v = out.as<ListObj>()->items;
+    return Value();
+  }
+  throw Error(ErrCode::Internal, "unhandled list method " + name);
+}
+
+Value dict_method(InterpreterImpl& in, const std::string& name, const Value& self, CallArgs& a) {
+  auto* d = self.as<DictObj>();
+  if (name == "keys" || name == "values" || name == "items") {
+    ArgReader r(name, a, {});
+    ValueList out;
+    d->for_each([&](const Value& k, const Value& v) {
+      if (name == "keys") out.push_back(k);
+      else if (name == "values") out.push_back(v);
+      else out.push_back(make_tuple({k, v}));
+    });
+    return make_list(std::move(out));
+  }
+  if (name == "get") {
+    ArgReader r(name, a, {"key", "default"}, 1);
+    if (!is_hashable(r[0])) throw Error(ErrCode::Type, "unhashable type: '" + type_name(r[0]) + "'");
+    const Value* v = d->find(r[0]);
+    return v ? *v : r[1];
+  }
+  if (name == "update") {
+    ArgReader r(name, a, {"other"});
+    if (r.has(0)) {
+      if (r[0].is_obj(ObjKind::Dict)) {
+        r[0].as<DictObj>()->for_each([&](const Value& k, const Value& v) { d->set(k, v); });
+      } else {
+        for (const Value& kv : in.iterate(r[0], Span{})) {
+          ValueList pair = in.iterate(kv, Span{});
+          if (pair.size() != 2) throw Error(ErrCode::Value, "dictionary update sequence element has wrong length");
+          d->set(pair[0], pair[1]);
+        }
+      }
+    }
+    return Value();
+  }
+  if (name == "pop") {
+    ArgReader r(name, a, {"key", "default"}, 1);
+    const Value* v = d->find(r[0]);
+    if (!v) {
+      if (r.has(1)) return r[1];
+      throw Error(ErrCode::Key, "key " + repr(r[0]) + " not found in dict");
+    }
+    Value out = *v;
+    d->erase(r[0]);
+    return out;
+  }
+  if (name == "setdefault") {
+    ArgReader r(name, a, {"key", "default"}, 1);
+    if (const Value* v = d->find(r[0])) return *v;
+    d->set(r[0], r[1]);
+    return r[1];
+  }
+  if (name == "copy") {
+    ArgReader r(name, a, {});
+    auto c = std::make_shared<DictObj>();
+    d->for_each([&](const Value& k, const Value& v) { c->set(k, v); });
+    return Value::object(c);
+  }
+  if (name == "clear") {
+    ArgReader r(name, a, {});
+    d->entries.clear();
+    d->live.clear();
+    d->index.clear();
+    return Value();
+  }
+  throw Error(ErrCode::Internal, "unhandled dict method " + name);
+}
+
+bool contains_name(const std::vector<std::string>& v, const std::string& n) {
+  return std::find(v.begin(), v.end(), n) != v.end();
+}
+
+Value bind_dynamic(const Value& self, const std::string& name,
+                   Value (*fn)(InterpreterImpl&, const std::string&, const Value&, CallArgs&)) {
+  return Value::object(std::make_shared<BoundMethodObj>(
+      self, make_builtin(name, [name, fn](InterpreterImpl& in, CallArgs& a) {
+        Value self = a.pos.front();
+        a.pos.erase(a.pos.begin());
+        return fn(in, name, self, a);
+      })));
+}
+
+} // namespace
+
+bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& name, Value& out) {
+  if (obj.tag != Value::Tag::Obj) {
+    if (obj.is_float() && (name == "real")) return out = obj, true;
+    if (obj.is_float() && name == "is_integer") {
+      out = bind_method(obj, name, [](InterpreterImpl&, const Value& s, CallArgs& a) {
+        ArgReader r("is_integer", a, {});
+        return Value::boolean(std::floor(s.f) == s.f && std::isfinite(s.f));
+      });
+      return true;
+    }
+    return false;
+  }
+  switch (obj.obj->kind) {
+  case ObjKind::Str:
+    if (!contains_name(kStrMethods, name)) return false;
+    out = bind_dynamic(obj, name, str_method);
+    return true;
+  case ObjKind::List:
+    if (!contains_name(kListMethods, name)) return false;
+    out = bind_dynamic(obj, name, list_method);
+    return true;
+  case ObjKind::Tuple:
+    if (!contains_name(kTupleMethods, name)) return false;
+    out = bind_dynamic(obj, name, list_method);
+    return true;
+  case ObjKind::Dict:
+    if (!contains_name(kDictMethods, name)) return false;
+    out = bind_dynamic(obj, name, dict_method);
+    return true;
+  case ObjKind::Array: return array_attr(in, obj, name, out);
+  case ObjKind::Function:
+    if (name == "__name__") return out = make_str(obj.as<FunctionObj>()->name), true;
+    return false;
+  case ObjKind::Builtin:
+    if (name == "__name__") return out = make_str(obj.as<BuiltinObj>()->name), true;
+    return false;
+  case ObjKind::DType:
+    if (name == "name") return out = make_str(dtype_name(obj.as<DTypeObj>()->dtype)), true;
+    if (name == "itemsize") return out = Value::integer(static_cast<int64_t>(dtype_size(obj.as<DTypeObj>()->dtype))), true;
+    if (name == "dtype") return out = obj, true;
+    return false;
+  case ObjKind::Device:
+    if (name == "id") return out = Value::integer(obj.as<DeviceObj>()->id), true;
+    if (name == "platform") return out = make_str(obj.as<DeviceObj>()->platform), true;
+    if (name == "device_kind") return out = make_str(obj.as<DeviceObj>()->platform), true;
+    return false;
+  case ObjKind::Slice: {
+    auto* s = obj.as<SliceObj>();
+    if (name == "start") return out = s->start, true;
+    if (name == "stop") return out = s->stop, true;
+    if (name == "step") return out = s->step, true;
+    return false;
+  }
+  case ObjKind::Range: {
+    auto* r = obj.as<RangeObj>();
+    if (name == "start") return out = Value::integer(r->start), true;
+    if (name == "stop") return out = Value::integer(r->stop), true;
+    if (name == "step") return out = Value::integer(r->step), true;
+    return false;
+  }
+  case ObjKind::AtProxy: return array_attr(in, obj, name, out);
+  default: return false;
+  }
+}
+
+std::vector<std::string> method_names(const Value& obj) {
+  if (obj.is_obj(ObjKind::Str)) return kStrMethods;
+  if (obj.is_obj(ObjKind::List)) return kListMethods;
+  if (obj.is_obj(ObjKind::Tuple)) return kTupleMethods;
+  if (obj.is_obj(ObjKind::Dict)) return kDictMethods;
+  if (obj.is_obj(ObjKind::Array)) return array_attr_names();
+  return {};
+}
+
+} // namespace pxl

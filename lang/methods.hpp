@@ -1,0 +1,22 @@
+// Attribute and method tables of the built-in types, and the hooks through
+// which the interpreter treats Array values (implemented in stdlib/array_*.cpp).
+#pragma once
+#include "lang/interp_impl.hpp"
+
+namespace pxl {
+
+// Finds attribute `name` of a non-module value (a bound method or a property).
+bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& name, Value& out);
+std::vector<std::string> method_names(const Value& obj);
+
+// Arrays (stdlib/array_value.cpp).
+Value array_get_item(InterpreterImpl& in, const Value& arr, const Value& index, const Span& where);
+bool array_truthy(InterpreterImpl& in, const Value& arr, const Span& where);
+ValueList array_iterate(InterpreterImpl& in, const Value& arr, const Span& where);
+bool array_attr(InterpreterImpl& in, const Value& arr, const std::string& name, Value& out);
+std::vector<std::string> array_attr_names();
+Tensor np_astype_value(InterpreterImpl& in, const Value& v, DType dtype, const Span& where);
+// Converts a 0-d (or size-1) concrete array to a Python scalar (float(x), int(x), .item()).
+Value array_to_scalar(InterpreterImpl& in, const Value& arr, const Span& where);
+
+} // namespace pxl

@@ -1,0 +1,76 @@
+// Imports: host modules registered by stdlib/ ("jax.numpy", "functools", ...)
+// and sibling .pxl files, loaded once per interpreter and cached.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "lang/interp_impl.hpp"
+#include "lang/parser.hpp"
+
+namespace fs = std::filesystem;
+
+namespace pxl {
+
+void InterpreterImpl::register_module(const std::string& name, Value module) {
+  modules_[name] = module;
+  // Make "a.b" reachable as attribute b of module a when both are host modules.
+  size_t dot = name.rfind('.');
+  if (dot != std::string::npos) {
+    auto parent = modules_.find(name.substr(0, dot));
+    if (parent != modules_.end() && parent->second.is_obj(ObjKind::Module)) {
+      auto& vars = parent->second.as<ModuleObj>()->env->vars;
+      if (!vars.count(name.substr(dot + 1))) vars[name.substr(dot + 1)] = module;
+    }
+  }
+}
+
+Value InterpreterImpl::import_module(const std::string& dotted, const Span& where,
+                                     const std::string& from_dir) {
+  auto it = modules_.find(dotted);
+  if (it != modules_.end()) return it->second;
+  // A .pxl file next to the importing script: "import helpers" -> helpers.pxl.
+  std::string rel = dotted;
+  for (char& c : rel)
+    if (c == '.') c = '/';
+  std::vector<fs::path> candidates = {fs::path(from_dir.empty() ? "." : from_dir) / (rel + ".pxl")};
+  for (const fs::path& p : candidates) {
+    std::error_code ec;
+    if (!fs::is_regular_file(p, ec)) continue;
+    std::string key = fs::weakly_canonical(p, ec).string();
+    auto cached = file_modules_.find(key);
+    if (cached != file_modules_.end()) return cached->second;
+    if (std::find(importing_.begin(), importing_.end(), key) != importing_.end())
+      throw Error(ErrCode::Import, "circular import of '" + dotted + "'", where);
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    if (!f) throw Error(ErrCode::IO, "cannot read module file '" + p.string() + "'", where);
+    auto mod = std::make_shared<ModuleObj>(dotted);
+    mod->path = p.string();
+    mod->env = std::make_shared<Env>(builtins_);
+    mod->env->vars["__name__"] = make_str(dotted);
+    Value mv = Value::object(mod);
+    importing_.push_back(key);
+    try {
+      auto src = std::make_shared<SourceFile>(p.string(), ss.str());
+      run_source(src, mod->env, false);
+    } catch (...) {
+      importing_.pop_back();
+      throw;
+    }
+    importing_.pop_back();
+    file_modules_[key] = mv;
+    return mv;
+  }
+  std::string top = dotted.substr(0, dotted.find('.'));
+  std::string hint;
+  if (top == "torch" || top == "tensorflow" || top == "flax" || top == "optax")
+    hint = "pxl provides jax, jax.numpy, jax.lax, jax.random, jax.sharding, "
+           "jax.experimental.shard_map, jax.tree_util, functools, time and math";
+  throw Error(ErrCode::Import,
+              "no module named '" + dotted + "' (not a pxl stdlib module, and no " + rel +
+                  ".pxl next to the script)",
+              where, hint);
+}
+
+} // namespace pxl

@@ -1,0 +1,446 @@
+// The object protocol: calling, attributes, items, truthiness, iteration.
+#include <pthread.h>
+
+#include "lang/args.hpp"
+#include "lang/interp_impl.hpp"
+#include "lang/methods.hpp"
+
+namespace pxl {
+
+// ---- stack and recursion guard --------------------------------------------------
+
+void InterpreterImpl::set_stack_base() {
+  pthread_attr_t attr;
+  void* addr = nullptr;
+  size_t size = 0;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    pthread_attr_getstack(&attr, &addr, &size);
+    pthread_attr_destroy(&attr);
+  }
+  char here;
+  stack_base_ = &here;
+  // Leave a margin for native code (BLAS, printing) below the deepest pxl frame.
+  size_t used = addr ? static_cast<size_t>(&here - static_cast<char*>(addr)) : (8u << 20);
+  stack_limit_ = used > (512u << 10) ? used - (512u << 10) : used / 2;
+}
+
+void InterpreterImpl::check_stack(const Span& where) {
+  char here;
+  if (stack_base_ && static_cast<size_t>(stack_base_ - &here) > stack_limit_)
+    throw Error(ErrCode::Recursion, "maximum recursion depth exceeded (the native stack is full)",
+                where, "run pxl with a larger stack, or make the recursion shallower");
+}
+
+// ---- calls -------------------------------------------------------------------
+
+static Value call_user(InterpreterImpl& in, FunctionObj& f, CallArgs& args, const Span& where) {
+  const auto& params = *f.params;
+  auto env = std::make_shared<Env>(f.closure);
+  size_t npos = args.pos.size();
+  size_t pi = 0;
+  ValueList varargs;
+  std::shared_ptr<DictObj> kwargs;
+  std::vector<bool> bound(params.size(), false);
+  auto fname = f.name + "()";
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Param& p = params[i];
+    if (p.kind == Param::Kind::VarArgs) {
+      while (pi < npos) varargs.push_back(args.pos[pi++]);
+      env->vars[p.name] = make_tuple(std::move(varargs));
+      bound[i] = true;
+      continue;
+    }
+    if (p.kind == Param::Kind::KwArgs) {
+      kwargs = std::make_shared<DictObj>();
+      env->vars[p.name] = Value::object(kwargs);
+      bound[i] = true;
+      continue;
+    }
+    if (p.kind == Param::Kind::KwOnlyMarker || p.keyword_only) continue;
+    if (pi < npos) {
+      env->vars[p.name] = args.pos[pi++];
+      bound[i] = true;
+    }
+  }
+  if (pi < npos) {
+    size_t max_pos = 0;
+    for (const auto& p : params)
+      if (p.kind == Param::Kind::Normal && !p.keyword_only) ++max_pos;
+    throw Error(ErrCode::Arguments,
+                fname + " takes " + std::to_string(max_pos) + " positional argument" +
+                    (max_pos == 1 ? "" : "s") + " but " + std::to_string(npos) +
+                    (npos == 1 ? " was" : " were") + " given",
+                where);
+  }
+  for (auto& [name, v] : args.kw) {
+    size_t i = 0;
+    for (; i < params.size(); ++i)
+      if (params[i].name == name && params[i].kind == Param::Kind::Normal) break;
+    if (i == params.size()) {
+      if (kwargs) {
+        kwargs->set(make_str(name), v);
+        continue;
+      }
+      throw Error(ErrCode::Arguments, fname + " got an unexpected keyword argument '" + name + "'",
+                  where);
+    }
+    if (bound[i])
+      throw Error(ErrCode::Arguments, fname + " got multiple values for argument '" + name + "'",
+                  where);
+    env->vars[name] = v;
+    bound[i] = true;
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (bound[i] || params[i].kind != Param::Kind::Normal) continue;
+    if (!params[i].default_value)
+      throw Error(ErrCode::Arguments,
+                  fname + " missing required argument '" + params[i].name + "'", where);
+    env->vars[params[i].name] = f.defaults[i];
+  }
+  if (f.lambda_body) return in.eval(*f.lambda_body, env);
+  Value ret;
+  in.exec_block(*f.body, env, ret);
+  return ret;
+}
+
+struct StackGuard {
+  InterpreterImpl& in;
+  StackGuard(InterpreterImpl& i, const Span& where) : in(i) {
+    if (++in.call_depth > in.options().recursion_limit) {
+      --in.call_depth;
+      throw Error(ErrCode::Recursion,
+                  "maximum recursion depth exceeded (limit " +
+                      std::to_string(in.options().recursion_limit) + " calls)",
+                  where, "is a recursive function missing its base case?");
+    }
+    in.check_stack(where);
+  }
+  ~StackGuard() { --in.call_depth; }
+};
+
+Value InterpreterImpl::call(const Value& fn, ValueList pos, const Span& where) {
+  CallArgs a;
+  a.pos = std::move(pos);
+  return call(fn, a, where);
+}
+
+Value InterpreterImpl::call(const Value& fn, CallArgs& args, const Span& where) {
+  if (fn.tag != Value::Tag::Obj)
+    throw Error(ErrCode::Type, "'" + type_name(fn) + "' object is not callable", where);
+  StackGuard guard(*this, where);
+  switch (fn.obj->kind) {
+  case ObjKind::Function: {
+    auto* f = fn.as<FunctionObj>();
+    try {
+      return call_user(*this, *f, args, where);
+    } catch (Error& e) {
+      if (e.code() != ErrCode::Recursion || e.trace().size() < 8) e.add_trace({where, f->name});
+      throw;
+    }
+  }
+  case ObjKind::Builtin: {
+    try {
+      return fn.as<BuiltinObj>()->fn(*this, args);
+    } catch (Error& e) {
+      e.set_span_if_missing(where);
+      throw;
+    }
+  }
+  case ObjKind::BoundMethod: {
+    auto* m = fn.as<BoundMethodObj>();
+    args.pos.insert(args.pos.begin(), m->self);
+    return call(m->fn, args, where);
+  }
+  case ObjKind::Partial: {
+    auto* p = fn.as<PartialObj>();
+    CallArgs merged;
+    merged.pos = p->bound.pos;
+    merged.pos.insert(merged.pos.end(), args.pos.begin(), args.pos.end());
+    merged.kw = p->bound.kw;
+    for (auto& kv : args.kw) {
+      bool replaced = false;
+      for (auto& old : merged.kw)
+        if (old.first == kv.first) old.second = kv.second, replaced = true;
+      if (!replaced) merged.kw.push_back(kv);
+    }
+    return call(p->fn, merged, where);
+  }
+  case ObjKind::DType: {
+    // jnp.float32(3) / jnp.int32(x): a conversion to an array of that dtype.
+    ArgReader r(dtype_name(fn.as<DTypeObj>()->dtype), args, {"x"}, 1);
+    return make_array(np_astype_value(*this, r[0], fn.as<DTypeObj>()->dtype, where));
+  }
+  default: break;
+  }
+  throw Error(ErrCode::Type, "'" + type_name(fn) + "' object is not callable", where);
+}
+
+// ---- attributes -------------------------------------------------------------------
+
+bool InterpreterImpl::has_attr(const Value& obj, const std::string& name) {
+  try {
+    get_attr(obj, name, Span{});
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+Value InterpreterImpl::get_attr(const Value& obj, const std::string& name, const Span& where) {
+  if (obj.is_obj(ObjKind::Module)) {
+    auto* m = obj.as<ModuleObj>();
+    auto it = m->env->vars.find(name);
+    if (it != m->env->vars.end()) return it->second;
+    throw Error(ErrCode::Attribute, "module '" + m->name + "' has no attribute '" + name + "'",
+                where);
+  }
+  if (obj.is_obj(ObjKind::Opaque)) {
+    Value v;
+    if (obj.as<OpaqueObj>()->get_attr(*this, name, v)) return v;
+  }
+  Value v;
+  if (lookup_method(*this, obj, name, v)) return v;
+  throw Error(ErrCode::Attribute, "'" + type_name(obj) + "' object has no attribute '" + name + "'",
+              where);
+}
+
+std::vector<std::string> InterpreterImpl::attr_names(const Value& obj) {
+  std::vector<std::string> names;
+  if (obj.is_obj(ObjKind::Module)) {
+    for (const auto& [k, _] : obj.as<ModuleObj>()->env->vars) names.push_back(k);
+  } else if (obj.is_obj(ObjKind::Opaque)) {
+    names = obj.as<OpaqueObj>()->attr_names();
+  }
+  for (auto& n : method_names(obj)) names.push_back(std::move(n));
+  return names;
+}
+
+// ---- items ----------------------------------------------------------------------------
+
+static int64_t normalize_index(int64_t i, int64_t n, const char* what, const Span& where) {
+  if (i < 0) i += n;
+  if (i < 0 || i >= n) throw Error(ErrCode::Index, std::string(what) + " index out of range", where);
+  return i;
+}
+
+// Python slice semantics (slice.indices).
+static void slice_indices(InterpreterImpl& in, const SliceObj& s, int64_t n, int64_t& start,
+                          int64_t& stop, int64_t& step, const Span& where) {
+  (void)in;
+  step = s.step.is_none() ? 1 : value_to_int(s.step, "slice step");
+  if (step == 0) throw Error(ErrCode::Value, "slice step cannot be zero", where);
+  auto clamp = [&](const Value& v, int64_t dflt) {
+    if (v.is_none()) return dflt;
+    int64_t x = value_to_int(v, "slice index");
+    if (x < 0) x = std::max<int64_t>(x + n, step < 0 ? -1 : 0);
+    else x = std::min<int64_t>(x, step < 0 ? n - 1 : n);
+    return x;
+  };
+  start = clamp(s.start, step < 0 ? n - 1 : 0);
+  stop = clamp(s.stop, step < 0 ? -1 : n);
+}
+
+template <class Seq>
+static Seq slice_seq(InterpreterImpl& in, const Seq& items, const SliceObj& s, const Span& where) {
+  int64_t start, stop, step;
+  slice_indices(in, s, static_cast<int64_t>(items.size()), start, stop, step, where);
+  Seq out;
+  if (step > 0)
+    for (int64_t i = start; i < stop; i += step) out.push_back(items[i]);
+  else
+    for (int64_t i = start; i > stop; i += step) out.push_back(items[i]);
+  return out;
+}
+
+// Splits UTF-8 text into code points (Python strings index by code point).
+static std::vector<std::string> code_points(const std::string& s) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < s.size();) {
+    size_t n = 1;
+    unsigned char c = s[i];
+    if (c >= 0xF0) n = 4;
+    else if (c >= 0xE0) n = 3;
+    else if (c >= 0xC0) n = 2;
+    out.push_back(s.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
+Value InterpreterImpl::get_item(const Value& obj, const Value& index, const Span& where) {
+  if (obj.tag == Value::Tag::Obj) {
+    switch (obj.obj->kind) {
+    case ObjKind::List:
+    case ObjKind::Tuple: {
+      const ValueList& items =
+          obj.obj->kind == ObjKind::List ? obj.as<ListObj>()->items : obj.as<TupleObj>()->items;
+      const char* what = obj.obj->kind == ObjKind::List ? "list" : "tuple";
+      if (index.is_obj(ObjKind::Slice)) {
+        ValueList out = slice_seq(*this, items, *index.as<SliceObj>(), where);
+        return obj.obj->kind == ObjKind::List ? make_list(std::move(out)) : make_tuple(std::move(out));
+      }
+      if (!index.is_intlike())
+        throw Error(ErrCode::Type,
+                    std::string(what) + " indices must be integers or slices, not " + type_name(index),
+                    where);
+      return items[normalize_index(index.as_int(), static_cast<int64_t>(items.size()), what, where)];
+    }
+    case ObjKind::Str: {
+      auto cps = code_points(obj.as<StrObj>()->value);
+      if (index.is_obj(ObjKind::Slice)) {
+        std::string out;
+        for (auto& c : slice_seq(*this, cps, *index.as<SliceObj>(), where)) out += c;
+        return make_str(out);
+      }
+      if (!index.is_intlike())
+        throw Error(ErrCode::Type, "string indices must be integers, not " + type_name(index), where);
+      return make_str(cps[normalize_index(index.as_int(), static_cast<int64_t>(cps.size()), "string", where)]);
+    }
+    case ObjKind::Dict: {
+      if (!is_hashable(index))
+        throw Error(ErrCode::Type, "unhashable type: '" + type_name(index) + "'", where);
+      if (const Value* v = obj.as<DictObj>()->find(index)) return *v;
+      throw Error(ErrCode::Key, "key " + repr(index) + " not found in dict", where);
+    }
+    case ObjKind::Range: {
+      auto* r = obj.as<RangeObj>();
+      if (!index.is_intlike())
+        throw Error(ErrCode::Type, "range indices must be integers", where);
+      int64_t i = normalize_index(index.as_int(), r->size(), "range object", where);
+      return Value::integer(r->start + i * r->step);
+    }
+    case ObjKind::Array: return array_get_item(*this, obj, index, where);
+    case ObjKind::AtProxy: {
+      auto* p = obj.as<AtProxyObj>();
+      if (!p->has_index)
+        return Value::object(std::make_shared<AtProxyObj>(p->array, index, true));
+      break;
+    }
+    default: break;
+    }
+  }
+  throw Error(ErrCode::Type, "'" + type_name(obj) + "' object is not subscriptable", where);
+}
+
+void InterpreterImpl::set_item(const Value& obj, const Value& index, const Value& v,
+                               const Span& where) {
+  if (obj.is_obj(ObjKind::List)) {
+    auto& items = obj.as<ListObj>()->items;
+    if (!index.is_intlike())
+      throw Error(ErrCode::Type, "list indices must be integers, not " + type_name(index), where);
+    items[normalize_index(index.as_int(), static_cast<int64_t>(items.size()), "list assignment", where)] = v;
+    return;
+  }
+  if (obj.is_obj(ObjKind::Dict)) {
+    if (!is_hashable(index))
+      throw Error(ErrCode::Type, "unhashable type: '" + type_name(index) + "'", where);
+    obj.as<DictObj>()->set(index, v);
+    return;
+  }
+  if (obj.is_obj(ObjKind::Array))
+    throw Error(ErrCode::Type,
+                "JAX arrays are immutable and do not support item assignment",
+                where, "use x = x.at[idx].set(value)");
+  throw Error(ErrCode::Type, "'" + type_name(obj) + "' object does not support item assignment",
+              where);
+}
+
+// ---- truthiness, iteration ---------------------------------------------------------------
+
+bool InterpreterImpl::truthy(const Value& v, const Span& where) {
+  switch (v.tag) {
+  case Value::Tag::None: return false;
+  case Value::Tag::Bool: return v.b;
+  case Value::Tag::Int: return v.i != 0;
+  case Value::Tag::Float: return v.f != 0.0;
+  case Value::Tag::Obj: break;
+  }
+  switch (v.obj->kind) {
+  case ObjKind::Str: return !v.as<StrObj>()->value.empty();
+  case ObjKind::Tuple: return !v.as<TupleObj>()->items.empty();
+  case ObjKind::List: return !v.as<ListObj>()->items.empty();
+  case ObjKind::Dict: return v.as<DictObj>()->size() != 0;
+  case ObjKind::Range: return v.as<RangeObj>()->size() != 0;
+  case ObjKind::Array: return array_truthy(*this, v, where);
+  default: return true;
+  }
+}
+
+ValueList InterpreterImpl::iterate(const Value& v, const Span& where) {
+  if (v.tag == Value::Tag::Obj) {
+    switch (v.obj->kind) {
+    case ObjKind::List: return v.as<ListObj>()->items;
+    case ObjKind::Tuple: return v.as<TupleObj>()->items;
+    case ObjKind::Str: {
+      ValueList out;
+      for (auto& c : code_points(v.as<StrObj>()->value)) out.push_back(make_str(c));
+      return out;
+    }
+    case ObjKind::Dict: {
+      ValueList out;
+      v.as<DictObj>()->for_each([&](const Value& k, const Value&) { out.push_back(k); });
+      return out;
+    }
+    case ObjKind::Range: {
+      auto* r = v.as<RangeObj>();
+      int64_t n = r->size();
+      if (n > (int64_t{1} << 26))
+        throw Error(ErrCode::Value, "range of " + std::to_string(n) + " elements is too large to materialise", where);
+      ValueList out;
+      out.reserve(n);
+      for (int64_t k = 0; k < n; ++k) out.push_back(Value::integer(r->start + k * r->step));
+      return out;
+    }
+    case ObjKind::Array: return array_iterate(*this, v, where);
+    default: break;
+    }
+  }
+  throw Error(ErrCode::Type, "'" + type_name(v) + "' object is not iterable", where);
+}
+
+int64_t InterpreterImpl::length(const Value& v, const Span& where) {
+  if (v.tag == Value::Tag::Obj) {
+    switch (v.obj->kind) {
+    case ObjKind::List: return static_cast<int64_t>(v.as<ListObj>()->items.size());
+    case ObjKind::Tuple: return static_cast<int64_t>(v.as<TupleObj>()->items.size());
+    case ObjKind::Str: return static_cast<int64_t>(code_points(v.as<StrObj>()->value).size());
+    case ObjKind::Dict: return static_cast<int64_t>(v.as<DictObj>()->size());
+    case ObjKind::Range: return v.as<RangeObj>()->size();
+    case ObjKind::Array: {
+      const AVal& a = v.as<ArrayObj>()->tensor->aval;
+      if (a.shape.empty()) throw Error(ErrCode::Type, "len() of unsized object (a 0-d array)", where);
+      return a.shape[0];
+    }
+    default: break;
+    }
+  }
+  throw Error(ErrCode::Type, "object of type '" + type_name(v) + "' has no len()", where);
+}
+
+bool InterpreterImpl::contains(const Value& c, const Value& item, const Span& where) {
+  if (c.is_obj(ObjKind::Str)) {
+    if (!item.is_obj(ObjKind::Str))
+      throw Error(ErrCode::Type, "'in <string>' requires string as left operand, not " + type_name(item), where);
+    return c.as<StrObj>()->value.find(item.as<StrObj>()->value) != std::string::npos;
+  }
+  if (c.is_obj(ObjKind::Dict)) {
+    if (!is_hashable(item)) throw Error(ErrCode::Type, "unhashable type: '" + type_name(item) + "'", where);
+    return c.as<DictObj>()->find(item) != nullptr;
+  }
+  if (c.is_obj(ObjKind::Range) && item.is_intlike()) {
+    auto* r = c.as<RangeObj>();
+    int64_t x = item.as_int();
+    if (r->step > 0 ? (x < r->start || x >= r->stop) : (x > r->start || x <= r->stop)) return false;
+    return (x - r->start) % r->step == 0;
+  }
+  for (const Value& x : iterate(c, where))
+    if (values_equal(x, item)) return true;
+  return false;
+}
+
+Value InterpreterImpl::builtin(const std::string& name) const {
+  auto it = builtins_->vars.find(name);
+  return it == builtins_->vars.end() ? Value() : it->second;
+}
+
+} // namespace pxl

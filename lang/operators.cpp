@@ -1,0 +1,332 @@
+// Python's arithmetic and comparison operators on host values; any operand
+// that is an array sends the operation to the array namespace (np).
+#include <cmath>
+
+#include "lang/interp_impl.hpp"
+#include "stdlib/np.hpp"
+
+namespace pxl {
+
+namespace {
+
+[[noreturn]] void unsupported(const char* sym, const Value& a, const Value& b, const Span& where) {
+  throw Error(ErrCode::Type,
+              std::string("unsupported operand type(s) for ") + sym + ": '" + type_name(a) +
+                  "' and '" + type_name(b) + "'",
+              where);
+}
+
+int64_t checked(bool overflow, int64_t v, const Span& where) {
+  if (overflow)
+    throw Error(ErrCode::Value, "integer overflow (pxl integers are 64-bit)", where);
+  return v;
+}
+
+int64_t floordiv_i(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+double py_fmod(double a, double b) {
+  double m = std::fmod(a, b);
+  if (m != 0 && ((m < 0) != (b < 0))) m += b;
+  if (m == 0) m = std::copysign(0.0, b);
+  return m;
+}
+
+np::BinOp to_np(BinOpKind op) {
+  switch (op) {
+  case BinOpKind::Add: return np::BinOp::Add;
+  case BinOpKind::Sub: return np::BinOp::Sub;
+  case BinOpKind::Mul: return np::BinOp::Mul;
+  case BinOpKind::Div: return np::BinOp::TrueDiv;
+  case BinOpKind::FloorDiv: return np::BinOp::FloorDiv;
+  case BinOpKind::Mod: return np::BinOp::Mod;
+  case BinOpKind::Pow: return np::BinOp::Pow;
+  case BinOpKind::BitAnd: return np::BinOp::BitAnd;
+  case BinOpKind::BitOr: return np::BinOp::BitOr;
+  case BinOpKind::BitXor: return np::BinOp::BitXor;
+  case BinOpKind::MatMul:
+  case BinOpKind::LShift:
+  case BinOpKind::RShift: break;
+  }
+  return np::BinOp::Add;
+}
+
+np::BinOp cmp_to_np(CmpOpKind op) {
+  switch (op) {
+  case CmpOpKind::Eq: return np::BinOp::Eq;
+  case CmpOpKind::Ne: return np::BinOp::Ne;
+  case CmpOpKind::Lt: return np::BinOp::Lt;
+  case CmpOpKind::Le: return np::BinOp::Le;
+  case CmpOpKind::Gt: return np::BinOp::Gt;
+  case CmpOpKind::Ge: return np::BinOp::Ge;
+  default: return np::BinOp::Eq;
+  }
+}
+
+Value repeat_seq(const ValueList& items, int64_t n, bool tuple) {
+  ValueList out;
+  if (n > 0 && items.size() * static_cast<size_t>(n) > (size_t{1} << 27))
+    throw Error(ErrCode::Value, "sequence repetition result is too large");
+  for (int64_t k = 0; k < n; ++k) out.insert(out.end(), items.begin(), items.end());
+  return tuple ? make_tuple(std::move(out)) : make_list(std::move(out));
+}
+
+} // namespace
+
+bool InterpreterImpl::is_array_like(const Value& v) const { return v.is_obj(ObjKind::Array); }
+
+Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, const Span& where) {
+  const char* sym = binop_symbol(op);
+  // Arrays: the array namespace decides (broadcasting, promotion, weak types).
+  if (a.is_obj(ObjKind::Array) || b.is_obj(ObjKind::Array)) {
+    if ((!a.is_number() && !a.is_obj(ObjKind::Array) && !a.is_obj(ObjKind::List) &&
+         !a.is_obj(ObjKind::Tuple)) ||
+        (!b.is_number() && !b.is_obj(ObjKind::Array) && !b.is_obj(ObjKind::List) &&
+         !b.is_obj(ObjKind::Tuple)))
+      unsupported(sym, a, b, where);
+    try {
+      Tensor x = to_tensor(a, where), y = to_tensor(b, where);
+      if (op == BinOpKind::MatMul) return make_array(np::matmul(ops(), x, y));
+      if (op == BinOpKind::LShift || op == BinOpKind::RShift)
+        throw Error(ErrCode::Type, std::string("operator ") + sym + " is not supported on arrays");
+      return make_array(np::binary(ops(), to_np(op), x, y));
+    } catch (Error& e) {
+      e.set_span_if_missing(where);
+      throw;
+    }
+  }
+  if (a.is_number() && b.is_number()) {
+    bool ints = a.is_intlike() && b.is_intlike();
+    if (ints) {
+      int64_t x = a.as_int(), y = b.as_int(), r = 0;
+      switch (op) {
+      case BinOpKind::Add: {
+        bool of = __builtin_add_overflow(x, y, &r);
+        return Value::integer(checked(of, r, where));
+      }
+      case BinOpKind::Sub: {
+        bool of = __builtin_sub_overflow(x, y, &r);
+        return Value::integer(checked(of, r, where));
+      }
+      case BinOpKind::Mul: {
+        bool of = __builtin_mul_overflow(x, y, &r);
+        return Value::integer(checked(of, r, where));
+      }
+      case BinOpKind::Div:
+        if (y == 0) throw Error(ErrCode::ZeroDivision, "division by zero", where);
+        return Value::number(static_cast<double>(x) / static_cast<double>(y));
+      case BinOpKind::FloorDiv:
+        if (y == 0) throw Error(ErrCode::ZeroDivision, "integer division or modulo by zero", where);
+        if (x == INT64_MIN && y == -1) checked(true, 0, where);
+        return Value::integer(floordiv_i(x, y));
+      case BinOpKind::Mod:
+        if (y == 0) throw Error(ErrCode::ZeroDivision, "integer division or modulo by zero", where);
+        if (y == -1) return Value::integer(0);
+        return Value::integer(x - floordiv_i(x, y) * y);
+      case BinOpKind::Pow: {
+        if (y < 0) {
+          if (x == 0) throw Error(ErrCode::ZeroDivision, "0 cannot be raised to a negative power", where);
+          return Value::number(std::pow(static_cast<double>(x), static_cast<double>(y)));
+        }
+        int64_t result = 1, base = x;
+        while (y > 0) {
+          if (y & 1) checked(__builtin_mul_overflow(result, base, &result), 0, where);
+          y >>= 1;
+          if (y) checked(__builtin_mul_overflow(base, base, &base), 0, where);
+        }
+        return Value::integer(result);
+      }
+      case BinOpKind::BitAnd:
+        return a.is_bool() && b.is_bool() ? Value::boolean(a.b && b.b) : Value::integer(x & y);
+      case BinOpKind::BitOr:
+        return a.is_bool() && b.is_bool() ? Value::boolean(a.b || b.b) : Value::integer(x | y);
+      case BinOpKind::BitXor:
+        return a.is_bool() && b.is_bool() ? Value::boolean(a.b != b.b) : Value::integer(x ^ y);
+      case BinOpKind::LShift:
+        if (y < 0) throw Error(ErrCode::Value, "negative shift count", where);
+        if (y >= 63 || (x != 0 && (x > (INT64_MAX >> y) || x < (INT64_MIN >> y)))) checked(true, 0, where);
+        return Value::integer(x << y);
+      case BinOpKind::RShift:
+        if (y < 0) throw Error(ErrCode::Value, "negative shift count", where);
+        return Value::integer(y >= 63 ? (x < 0 ? -1 : 0) : x >> y);
+      case BinOpKind::MatMul: unsupported(sym, a, b, where);
+      }
+    }
+    double x = a.as_float(), y = b.as_float();
+    switch (op) {
+    case BinOpKind::Add: return Value::number(x + y);
+    case BinOpKind::Sub: return Value::number(x - y);
+    case BinOpKind::Mul: return Value::number(x * y);
+    case BinOpKind::Div:
+      if (y == 0) throw Error(ErrCode::ZeroDivision, "float division by zero", where);
+      return Value::number(x / y);
+    case BinOpKind::FloorDiv:
+      if (y == 0) throw Error(ErrCode::ZeroDivision, "float floor division by zero", where);
+      return Value::number(std::floor(x / y));
+    case BinOpKind::Mod:
+      if (y == 0) throw Error(ErrCode::ZeroDivision, "float modulo by zero", where);
+      return Value::number(py_fmod(x, y));
+    case BinOpKind::Pow:
+      if (x == 0 && y < 0) throw Error(ErrCode::ZeroDivision, "0.0 cannot be raised to a negative power", where);
+      if (x < 0 && std::floor(y) != y)
+        throw Error(ErrCode::Value, "negative number cannot be raised to a fractional power (complex numbers are not supported)", where);
+      return Value::number(std::pow(x, y));
+    default: unsupported(sym, a, b, where);
+    }
+  }
+  // Sequences and strings.
+  if (op == BinOpKind::Add) {
+    if (a.is_obj(ObjKind::Str) && b.is_obj(ObjKind::Str))
+      return make_str(a.as<StrObj>()->value + b.as<StrObj>()->value);
+    if (a.is_obj(ObjKind::List) && b.is_obj(ObjKind::List)) {
+      ValueList out = a.as<ListObj>()->items;
+      out.insert(out.end(), b.as<ListObj>()->items.begin(), b.as<ListObj>()->items.end());
+      return make_list(std::move(out));
+    }
+    if (a.is_obj(ObjKind::Tuple) && b.is_obj(ObjKind::Tuple)) {
+      ValueList out = a.as<TupleObj>()->items;
+      out.insert(out.end(), b.as<TupleObj>()->items.begin(), b.as<TupleObj>()->items.end());
+      return make_tuple(std::move(out));
+    }
+  }
+  if (op == BinOpKind::Mul) {
+    const Value& seq = a.is_intlike() ? b : a;
+    const Value& n = a.is_intlike() ? a : b;
+    if (n.is_intlike()) {
+      if (seq.is_obj(ObjKind::Str)) {
+        std::string out;
+        int64_t k = n.as_int();
+        if (k > 0 && seq.as<StrObj>()->value.size() * static_cast<size_t>(k) > (size_t{1} << 30))
+          throw Error(ErrCode::Value, "string repetition result is too large", where);
+        for (int64_t i = 0; i < k; ++i) out += seq.as<StrObj>()->value;
+        return make_str(out);
+      }
+      try {
+        if (seq.is_obj(ObjKind::List)) return repeat_seq(seq.as<ListObj>()->items, n.as_int(), false);
+        if (seq.is_obj(ObjKind::Tuple)) return repeat_seq(seq.as<TupleObj>()->items, n.as_int(), true);
+      } catch (Error& e) {
+        e.set_span_if_missing(where);
+        throw;
+      }
+    }
+  }
+  if (op == BinOpKind::Mod && a.is_obj(ObjKind::Str))
+    throw Error(ErrCode::Unsupported, "'%' string formatting is not supported; use f-strings or str.format", where);
+  unsupported(sym, a, b, where);
+}
+
+Value InterpreterImpl::unary_op(UnaryOpKind op, const Value& a, const Span& where) {
+  if (a.is_obj(ObjKind::Array)) {
+    try {
+      const Tensor& t = a.as<ArrayObj>()->tensor;
+      switch (op) {
+      case UnaryOpKind::Neg: return make_array(np::unary(ops(), np::UnOp::Neg, t));
+      case UnaryOpKind::Pos: return a;
+      case UnaryOpKind::Invert: return make_array(np::unary(ops(), np::UnOp::Invert, t));
+      case UnaryOpKind::Not: break;
+      }
+    } catch (Error& e) {
+      e.set_span_if_missing(where);
+      throw;
+    }
+  }
+  switch (op) {
+  case UnaryOpKind::Neg:
+    if (a.is_intlike()) {
+      if (a.as_int() == INT64_MIN) checked(true, 0, where);
+      return Value::integer(-a.as_int());
+    }
+    if (a.is_float()) return Value::number(-a.f);
+    break;
+  case UnaryOpKind::Pos:
+    if (a.is_intlike()) return Value::integer(a.as_int());
+    if (a.is_float()) return a;
+    break;
+  case UnaryOpKind::Invert:
+    if (a.is_intlike()) return Value::integer(~a.as_int());
+    break;
+  case UnaryOpKind::Not: return Value::boolean(!truthy(a, where));
+  }
+  static const char* names[] = {"-", "+", "~", "not"};
+  throw Error(ErrCode::Type,
+              std::string("bad operand type for unary ") + names[static_cast<int>(op)] + ": '" +
+                  type_name(a) + "'",
+              where);
+}
+
+bool InterpreterImpl::less_than(const Value& a, const Value& b, const Span& where) {
+  if (a.is_number() && b.is_number()) {
+    if (a.is_intlike() && b.is_intlike()) return a.as_int() < b.as_int();
+    return a.as_float() < b.as_float();
+  }
+  if (a.is_obj(ObjKind::Str) && b.is_obj(ObjKind::Str))
+    return a.as<StrObj>()->value < b.as<StrObj>()->value;
+  bool seq_a = a.is_obj(ObjKind::List) || a.is_obj(ObjKind::Tuple);
+  if (seq_a && a.tag == b.tag && a.obj->kind == b.obj->kind) {
+    const ValueList& x = a.is_obj(ObjKind::List) ? a.as<ListObj>()->items : a.as<TupleObj>()->items;
+    const ValueList& y = b.is_obj(ObjKind::List) ? b.as<ListObj>()->items : b.as<TupleObj>()->items;
+    for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+      if (values_equal(x[i], y[i])) continue;
+      return less_than(x[i], y[i], where);
+    }
+    return x.size() < y.size();
+  }
+  throw Error(ErrCode::Type,
+              "'<' not supported between instances of '" + type_name(a) + "' and '" + type_name(b) + "'",
+              where);
+}
+
+Value InterpreterImpl::compare(CmpOpKind op, const Value& a, const Value& b, const Span& where) {
+  switch (op) {
+  case CmpOpKind::In: return Value::boolean(contains(b, a, where));
+  case CmpOpKind::NotIn: return Value::boolean(!contains(b, a, where));
+  case CmpOpKind::Is:
+  case CmpOpKind::IsNot: {
+    bool same;
+    if (a.tag != b.tag) same = false;
+    else if (a.tag == Value::Tag::Obj) same = a.obj == b.obj || (a.obj->kind == ObjKind::DType && values_equal(a, b));
+    else same = values_equal(a, b) && a.tag == b.tag;
+    return Value::boolean(op == CmpOpKind::Is ? same : !same);
+  }
+  default: break;
+  }
+  if (a.is_obj(ObjKind::Array) || b.is_obj(ObjKind::Array)) {
+    if ((a.is_number() || a.is_obj(ObjKind::Array)) && (b.is_number() || b.is_obj(ObjKind::Array))) {
+      try {
+        return make_array(np::binary(ops(), cmp_to_np(op), to_tensor(a, where), to_tensor(b, where)));
+      } catch (Error& e) {
+        e.set_span_if_missing(where);
+        throw;
+      }
+    }
+    if (op == CmpOpKind::Eq) return Value::boolean(false);
+    if (op == CmpOpKind::Ne) return Value::boolean(true);
+  }
+  if (a.is_number() && b.is_number() && (a.is_float() || b.is_float())) {
+    double x = a.as_float(), y = b.as_float(); // IEEE semantics: NaN compares false
+    switch (op) {
+    case CmpOpKind::Eq: return Value::boolean(x == y);
+    case CmpOpKind::Ne: return Value::boolean(x != y);
+    case CmpOpKind::Lt: return Value::boolean(x < y);
+    case CmpOpKind::Gt: return Value::boolean(x > y);
+    case CmpOpKind::Le: return Value::boolean(x <= y);
+    case CmpOpKind::Ge: return Value::boolean(x >= y);
+    default: break;
+    }
+  }
+  switch (op) {
+  case CmpOpKind::Eq: return Value::boolean(values_equal(a, b));
+  case CmpOpKind::Ne: return Value::boolean(!values_equal(a, b));
+  case CmpOpKind::Lt: return Value::boolean(less_than(a, b, where));
+  case CmpOpKind::Gt: return Value::boolean(less_than(b, a, where));
+  case CmpOpKind::Le: return Value::boolean(!less_than(b, a, where));
+  case CmpOpKind::Ge: return Value::boolean(!less_than(a, b, where));
+  default: break;
+  }
+  return Value();
+}
+
+} // namespace pxl

@@ -1,0 +1,286 @@
+#include "lang/value.hpp"
+
+#include <cmath>
+
+#include "runtime/format.hpp"
+
+namespace pxl {
+
+Value make_str(std::string s) { return Value::object(std::make_shared<StrObj>(std::move(s))); }
+Value make_tuple(ValueList v) { return Value::object(std::make_shared<TupleObj>(std::move(v))); }
+Value make_list(ValueList v) { return Value::object(std::make_shared<ListObj>(std::move(v))); }
+Value make_array(Tensor t) { return Value::object(std::make_shared<ArrayObj>(std::move(t))); }
+Value make_builtin(std::string name, NativeFn fn) {
+  return Value::object(std::make_shared<BuiltinObj>(std::move(name), std::move(fn)));
+}
+
+// ---- dict ---------------------------------------------------------------
+
+const Value* DictObj::find(const Value& k) const {
+  auto it = index.find(k);
+  return it == index.end() ? nullptr : &entries[it->second].second;
+}
+
+void DictObj::set(const Value& k, Value v) {
+  auto it = index.find(k);
+  if (it != index.end()) {
+    entries[it->second].second = std::move(v);
+    return;
+  }
+  index.emplace(k, entries.size());
+  entries.emplace_back(k, std::move(v));
+  live.push_back(true);
+}
+
+bool DictObj::erase(const Value& k) {
+  auto it = index.find(k);
+  if (it == index.end()) return false;
+  live[it->second] = false;
+  entries[it->second] = {Value(), Value()};
+  index.erase(it);
+  return true;
+}
+
+// ---- hashing and equality --------------------------------------------------
+
+size_t ValueHash::operator()(const Value& v) const {
+  switch (v.tag) {
+  case Value::Tag::None: return 0x9e3779b9;
+  case Value::Tag::Bool:
+  case Value::Tag::Int: return std::hash<int64_t>()(v.as_int());
+  case Value::Tag::Float: {
+    // Equal numbers hash equal across int/float (1 == 1.0), as in Python.
+    double f = v.f;
+    if (std::floor(f) == f && std::fabs(f) < 9.2e18)
+      return std::hash<int64_t>()(static_cast<int64_t>(f));
+    return std::hash<double>()(f);
+  }
+  case Value::Tag::Obj: break;
+  }
+  switch (v.obj->kind) {
+  case ObjKind::Str: return std::hash<std::string>()(v.as<StrObj>()->value);
+  case ObjKind::Tuple: {
+    size_t h = 0x345678;
+    for (const auto& x : v.as<TupleObj>()->items) h = h * 1000003 ^ (*this)(x);
+    return h;
+  }
+  case ObjKind::DType: return static_cast<size_t>(v.as<DTypeObj>()->dtype) * 7919;
+  default: return std::hash<const void*>()(v.obj.get());
+  }
+}
+
+bool ValueKeyEq::operator()(const Value& a, const Value& b) const { return values_equal(a, b); }
+
+bool values_equal(const Value& a, const Value& b) {
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) return a.as_float() == b.as_float();
+    return a.as_int() == b.as_int();
+  }
+  if (a.tag != b.tag) return false;
+  switch (a.tag) {
+  case Value::Tag::None: return true;
+  case Value::Tag::Bool:
+  case Value::Tag::Int:
+  case Value::Tag::Float: return false; // handled above
+  case Value::Tag::Obj: break;
+  }
+  if (a.obj == b.obj) return true;
+  if (a.obj->kind != b.obj->kind) return false;
+  switch (a.obj->kind) {
+  case ObjKind::Str: return a.as<StrObj>()->value == b.as<StrObj>()->value;
+  case ObjKind::Tuple:
+  case ObjKind::List: {
+    const ValueList& x = a.obj->kind == ObjKind::Tuple ? a.as<TupleObj>()->items : a.as<ListObj>()->items;
+    const ValueList& y = b.obj->kind == ObjKind::Tuple ? b.as<TupleObj>()->items : b.as<ListObj>()->items;
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (!values_equal(x[i], y[i])) return false;
+    return true;
+  }
+  case ObjKind::Dict: {
+    const auto* x = a.as<DictObj>();
+    const auto* y = b.as<DictObj>();
+    if (x->size() != y->size()) return false;
+    bool eq = true;
+    x->for_each([&](const Value& k, const Value& v) {
+      const Value* o = y->find(k);
+      if (!o || !values_equal(v, *o)) eq = false;
+    });
+    return eq;
+  }
+  case ObjKind::DType: return a.as<DTypeObj>()->dtype == b.as<DTypeObj>()->dtype;
+  case ObjKind::Device:
+    return a.as<DeviceObj>()->id == b.as<DeviceObj>()->id &&
+           a.as<DeviceObj>()->platform == b.as<DeviceObj>()->platform;
+  case ObjKind::Range: {
+    auto* x = a.as<RangeObj>();
+    auto* y = b.as<RangeObj>();
+    return x->start == y->start && x->stop == y->stop && x->step == y->step;
+  }
+  case ObjKind::Slice: {
+    auto* x = a.as<SliceObj>();
+    auto* y = b.as<SliceObj>();
+    return values_equal(x->start, y->start) && values_equal(x->stop, y->stop) &&
+           values_equal(x->step, y->step);
+  }
+  case ObjKind::Ellipsis: return true;
+  case ObjKind::Opaque: return a.as<OpaqueObj>()->equals(*b.as<OpaqueObj>());
+  default: return false;
+  }
+}
+
+bool is_hashable(const Value& v) {
+  if (v.tag != Value::Tag::Obj) return true;
+  switch (v.obj->kind) {
+  case ObjKind::List:
+  case ObjKind::Dict:
+  case ObjKind::Array: return false;
+  case ObjKind::Tuple:
+    for (const auto& x : v.as<TupleObj>()->items)
+      if (!is_hashable(x)) return false;
+    return true;
+  default: return true;
+  }
+}
+
+// ---- printing ----------------------------------------------------------------
+
+std::string repr_string(const std::string& s) {
+  bool has_single = s.find('\'') != std::string::npos;
+  bool has_double = s.find('"') != std::string::npos;
+  char q = has_single && !has_double ? '"' : '\'';
+  std::string out(1, q);
+  static const char* hex = "0123456789abcdef";
+  for (unsigned char c : s) {
+    if (c == q || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  out += q;
+  return out;
+}
+
+std::string type_name(const Value& v) {
+  switch (v.tag) {
+  case Value::Tag::None: return "NoneType";
+  case Value::Tag::Bool: return "bool";
+  case Value::Tag::Int: return "int";
+  case Value::Tag::Float: return "float";
+  case Value::Tag::Obj: break;
+  }
+  switch (v.obj->kind) {
+  case ObjKind::Str: return "str";
+  case ObjKind::Tuple: return "tuple";
+  case ObjKind::List: return "list";
+  case ObjKind::Dict: return "dict";
+  case ObjKind::Function: return "function";
+  case ObjKind::Builtin: return "builtin_function_or_method";
+  case ObjKind::BoundMethod: return "method";
+  case ObjKind::Module: return "module";
+  case ObjKind::Array: return "Array";
+  case ObjKind::Slice: return "slice";
+  case ObjKind::Ellipsis: return "ellipsis";
+  case ObjKind::DType: return "dtype";
+  case ObjKind::Device: return v.as<DeviceObj>()->platform == "cpu" ? "CpuDevice" : "CudaDevice";
+  case ObjKind::Range: return "range";
+  case ObjKind::Partial: return "partial";
+  case ObjKind::AtProxy: return "_IndexUpdateHelper";
+  case ObjKind::Opaque: return v.as<OpaqueObj>()->type_name();
+  }
+  return "object";
+}
+
+static std::string seq_repr(const ValueList& items, const char* open, const char* close,
+                            bool one_tuple, int depth);
+
+static std::string repr_depth(const Value& v, int depth) {
+  if (depth > 200) return "...";
+  switch (v.tag) {
+  case Value::Tag::None: return "None";
+  case Value::Tag::Bool: return v.b ? "True" : "False";
+  case Value::Tag::Int: return std::to_string(v.i);
+  case Value::Tag::Float: return python_float_repr(v.f);
+  case Value::Tag::Obj: break;
+  }
+  switch (v.obj->kind) {
+  case ObjKind::Str: return repr_string(v.as<StrObj>()->value);
+  case ObjKind::Tuple: return seq_repr(v.as<TupleObj>()->items, "(", ")", true, depth);
+  case ObjKind::List: return seq_repr(v.as<ListObj>()->items, "[", "]", false, depth);
+  case ObjKind::Dict: {
+    std::string out = "{";
+    bool first = true;
+    v.as<DictObj>()->for_each([&](const Value& k, const Value& x) {
+      if (!first) out += ", ";
+      first = false;
+      out += repr_depth(k, depth + 1) + ": " + repr_depth(x, depth + 1);
+    });
+    return out + "}";
+  }
+  case ObjKind::Function: return "<function " + v.as<FunctionObj>()->name + ">";
+  case ObjKind::Builtin: return "<built-in function " + v.as<BuiltinObj>()->name + ">";
+  case ObjKind::BoundMethod: return "<bound method>";
+  case ObjKind::Module: return "<module '" + v.as<ModuleObj>()->name + "'>";
+  case ObjKind::Array: {
+    const Tensor& t = v.as<ArrayObj>()->tensor;
+    if (t->concrete) return array_repr(*t->concrete);
+    return "Traced<" + std::string(dtype_name(t->aval.dtype)) + shape_str(t->aval.shape) + ">";
+  }
+  case ObjKind::Slice: {
+    auto* s = v.as<SliceObj>();
+    return "slice(" + repr_depth(s->start, depth + 1) + ", " + repr_depth(s->stop, depth + 1) +
+           ", " + repr_depth(s->step, depth + 1) + ")";
+  }
+  case ObjKind::Ellipsis: return "Ellipsis";
+  case ObjKind::DType: return std::string("dtype('") + dtype_name(v.as<DTypeObj>()->dtype) + "')";
+  case ObjKind::Device:
+    return (v.as<DeviceObj>()->platform == "cpu" ? "CpuDevice(id=" : "CudaDevice(id=") +
+           std::to_string(v.as<DeviceObj>()->id) + ")";
+  case ObjKind::Range: {
+    auto* r = v.as<RangeObj>();
+    return "range(" + std::to_string(r->start) + ", " + std::to_string(r->stop) +
+           (r->step != 1 ? ", " + std::to_string(r->step) : "") + ")";
+  }
+  case ObjKind::Partial: return "functools.partial(" + repr_depth(v.as<PartialObj>()->fn, depth + 1) + ", ...)";
+  case ObjKind::AtProxy: return "_IndexUpdateHelper";
+  case ObjKind::Opaque: return v.as<OpaqueObj>()->repr();
+  }
+  return "<object>";
+}
+
+static std::string seq_repr(const ValueList& items, const char* open, const char* close,
+                            bool one_tuple, int depth) {
+  std::string out = open;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ", ";
+    out += repr_depth(items[i], depth + 1);
+  }
+  if (one_tuple && items.size() == 1) out += ",";
+  return out + close;
+}
+
+std::string repr(const Value& v) { return repr_depth(v, 0); }
+
+std::string str(const Value& v) {
+  if (v.is_obj(ObjKind::Str)) return v.as<StrObj>()->value;
+  if (v.is_obj(ObjKind::DType)) return dtype_name(v.as<DTypeObj>()->dtype);
+  if (v.is_obj(ObjKind::Array)) {
+    const Tensor& t = v.as<ArrayObj>()->tensor;
+    if (t->concrete) return array_str(*t->concrete);
+  }
+  return repr(v);
+}
+
+} // namespace pxl

@@ -1,0 +1,252 @@
+// Host values of the interpreter. Scalars (None, bool, int, float) are stored
+// inline; everything else is a reference-counted Object, as in Python.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "lang/ast.hpp"
+#include "lang/diag.hpp"
+#include "ir/tensor.hpp"
+
+namespace pxl {
+
+enum class ObjKind : uint8_t {
+  Str, Tuple, List, Dict, Function, Builtin, BoundMethod, Module, Array, Slice, Ellipsis,
+  DType, Device, Range, Partial, AtProxy, Opaque
+};
+
+struct Object {
+  explicit Object(ObjKind k) : kind(k) {}
+  virtual ~Object() = default;
+  ObjKind kind;
+};
+
+struct Value {
+  enum class Tag : uint8_t { None, Bool, Int, Float, Obj } tag = Tag::None;
+  union {
+    bool b;
+    int64_t i;
+    double f;
+  };
+  std::shared_ptr<Object> obj;
+
+  Value() : i(0) {}
+  static Value none() { return Value(); }
+  static Value boolean(bool v) {
+    Value r;
+    r.tag = Tag::Bool;
+    r.b = v;
+    return r;
+  }
+  static Value integer(int64_t v) {
+    Value r;
+    r.tag = Tag::Int;
+    r.i = v;
+    return r;
+  }
+  static Value number(double v) {
+    Value r;
+    r.tag = Tag::Float;
+    r.f = v;
+    return r;
+  }
+  static Value object(std::shared_ptr<Object> o) {
+    Value r;
+    r.tag = Tag::Obj;
+    r.obj = std::move(o);
+    return r;
+  }
+  bool is_none() const { return tag == Tag::None; }
+  bool is_bool() const { return tag == Tag::Bool; }
+  bool is_int() const { return tag == Tag::Int; }
+  bool is_float() const { return tag == Tag::Float; }
+  bool is_obj(ObjKind k) const { return tag == Tag::Obj && obj->kind == k; }
+  // Python's numbers.Integral: bool counts as int.
+  bool is_intlike() const { return tag == Tag::Int || tag == Tag::Bool; }
+  bool is_number() const { return tag == Tag::Int || tag == Tag::Float || tag == Tag::Bool; }
+  int64_t as_int() const { return tag == Tag::Bool ? (b ? 1 : 0) : i; }
+  double as_float() const {
+    return tag == Tag::Float ? f : tag == Tag::Bool ? (b ? 1.0 : 0.0) : static_cast<double>(i);
+  }
+  template <class T> T* as() const { return static_cast<T*>(obj.get()); }
+};
+
+using ValueList = std::vector<Value>;
+
+struct StrObj : Object {
+  explicit StrObj(std::string s) : Object(ObjKind::Str), value(std::move(s)) {}
+  std::string value;
+};
+struct TupleObj : Object {
+  explicit TupleObj(ValueList v) : Object(ObjKind::Tuple), items(std::move(v)) {}
+  ValueList items;
+};
+struct ListObj : Object {
+  explicit ListObj(ValueList v) : Object(ObjKind::List), items(std::move(v)) {}
+  ValueList items;
+};
+
+struct ValueHash {
+  size_t operator()(const Value& v) const;
+};
+struct ValueKeyEq {
+  bool operator()(const Value& a, const Value& b) const;
+};
+
+// Insertion-ordered dict (Python 3.7+ semantics).
+struct DictObj : Object {
+  DictObj() : Object(ObjKind::Dict) {}
+  std::vector<std::pair<Value, Value>> entries; // erased entries have a None-tag tombstone
+  std::vector<bool> live;
+  std::unordered_map<Value, size_t, ValueHash, ValueKeyEq> index;
+  size_t size() const { return index.size(); }
+  const Value* find(const Value& k) const;
+  void set(const Value& k, Value v);
+  bool erase(const Value& k);
+  template <class F> void for_each(F&& f) const {
+    for (size_t i = 0; i < entries.size(); ++i)
+      if (live[i]) f(entries[i].first, entries[i].second);
+  }
+};
+
+struct Env;
+using EnvPtr = std::shared_ptr<Env>;
+
+// A variable scope. Functions capture the Env they were defined in (closures).
+struct Env {
+  explicit Env(EnvPtr p = nullptr) : parent(std::move(p)) {}
+  std::unordered_map<std::string, Value> vars;
+  EnvPtr parent;
+  const Value* lookup(const std::string& name) const {
+    for (const Env* e = this; e; e = e->parent.get()) {
+      auto it = e->vars.find(name);
+      if (it != e->vars.end()) return &it->second;
+    }
+    return nullptr;
+  }
+};
+
+struct ModuleObj;
+
+struct FunctionObj : Object {
+  FunctionObj() : Object(ObjKind::Function) {}
+  std::string name;
+  const std::vector<Param>* params = nullptr; // owned by the AST (kept alive by `ast`)
+  const Block* body = nullptr;
+  const Expr* lambda_body = nullptr;
+  std::vector<Value> defaults; // evaluated at definition time, one per param (None if absent)
+  EnvPtr closure;
+  std::shared_ptr<const void> ast; // keeps the defining module's AST alive
+  Span span;
+  ModuleObj* module = nullptr;
+};
+
+struct CallArgs {
+  ValueList pos;
+  std::vector<std::pair<std::string, Value>> kw;
+};
+
+class InterpreterImpl;
+using NativeFn = std::function<Value(InterpreterImpl&, CallArgs&)>;
+
+struct BuiltinObj : Object {
+  BuiltinObj(std::string n, NativeFn f) : Object(ObjKind::Builtin), name(std::move(n)), fn(std::move(f)) {}
+  std::string name;
+  NativeFn fn;
+};
+
+struct BoundMethodObj : Object {
+  BoundMethodObj(Value s, Value f) : Object(ObjKind::BoundMethod), self(std::move(s)), fn(std::move(f)) {}
+  Value self;
+  Value fn;
+};
+
+struct PartialObj : Object {
+  PartialObj() : Object(ObjKind::Partial) {}
+  Value fn;
+  CallArgs bound;
+};
+
+struct ModuleObj : Object {
+  explicit ModuleObj(std::string n) : Object(ObjKind::Module), name(std::move(n)) {}
+  std::string name;
+  EnvPtr env = std::make_shared<Env>();
+  // Lazily computed attribute: a module that hasn't been filled in yet.
+  std::shared_ptr<const void> ast;
+  std::string path; // for .pxl modules
+};
+
+struct ArrayObj : Object {
+  explicit ArrayObj(Tensor t) : Object(ObjKind::Array), tensor(std::move(t)) {}
+  Tensor tensor;
+};
+
+struct SliceObj : Object {
+  SliceObj(Value a, Value b, Value c)
+      : Object(ObjKind::Slice), start(std::move(a)), stop(std::move(b)), step(std::move(c)) {}
+  Value start, stop, step;
+};
+
+struct EllipsisObj : Object {
+  EllipsisObj() : Object(ObjKind::Ellipsis) {}
+};
+
+struct DTypeObj : Object {
+  explicit DTypeObj(DType d) : Object(ObjKind::DType), dtype(d) {}
+  DType dtype;
+};
+
+struct DeviceObj : Object {
+  DeviceObj(int i, std::string p) : Object(ObjKind::Device), id(i), platform(std::move(p)) {}
+  int id;
+  std::string platform;
+};
+
+struct RangeObj : Object {
+  RangeObj(int64_t a, int64_t b, int64_t s) : Object(ObjKind::Range), start(a), stop(b), step(s) {}
+  int64_t start, stop, step;
+  int64_t size() const {
+    if (step > 0) return start < stop ? (stop - start + step - 1) / step : 0;
+    return start > stop ? (start - stop - step - 1) / (-step) : 0;
+  }
+};
+
+// x.at and x.at[idx]: the functional-update helpers.
+struct AtProxyObj : Object {
+  AtProxyObj(Value a, Value i, bool has) : Object(ObjKind::AtProxy), array(std::move(a)), index(std::move(i)), has_index(has) {}
+  Value array;
+  Value index;
+  bool has_index;
+};
+
+// Objects defined by later stages (Mesh, PartitionSpec, ...) derive from this
+// and provide their type name, repr and attributes.
+struct OpaqueObj : Object {
+  OpaqueObj() : Object(ObjKind::Opaque) {}
+  virtual std::string type_name() const = 0;
+  virtual std::string repr() const = 0;
+  // Returns false when there's no such attribute.
+  virtual bool get_attr(InterpreterImpl&, const std::string&, Value&) { return false; }
+  virtual std::vector<std::string> attr_names() const { return {}; }
+  virtual bool equals(const OpaqueObj& other) const { return this == &other; }
+};
+
+// Construction helpers.
+Value make_str(std::string s);
+Value make_tuple(ValueList v);
+Value make_list(ValueList v);
+Value make_array(Tensor t);
+Value make_builtin(std::string name, NativeFn fn);
+
+// Python-compatible printing and comparisons.
+std::string type_name(const Value& v);
+std::string repr(const Value& v);
+std::string str(const Value& v);
+std::string repr_string(const std::string& s); // 'abc' with Python's quoting rules
+bool values_equal(const Value& a, const Value& b); // ==, for host values
+bool is_hashable(const Value& v);
+
+} // namespace pxl

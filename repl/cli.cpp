@@ -1,0 +1,103 @@
+#include "repl/cli.hpp"
+
+#include "codegen/llvm_info.hpp"
+#include "lang/diag.hpp"
+#include "runtime/platform.hpp"
+
+#ifndef PXL_VERSION
+#define PXL_VERSION "unknown"
+#endif
+
+namespace pxl::cli {
+
+namespace {
+
+// Splits "--name=value" so both "--devices 4" and "--devices=4" work.
+bool split_long(const std::string& arg, const std::string& name,
+                std::optional<std::string>& value) {
+  if (arg == name) return true;
+  if (arg.size() > name.size() && arg.compare(0, name.size(), name) == 0 &&
+      arg[name.size()] == '=') {
+    value = arg.substr(name.size() + 1);
+    return true;
+  }
+  return false;
+}
+
+} // namespace
+
+ParseResult parse(const std::vector<std::string>& args, const char* env_devices) {
+  Options opts;
+  std::optional<std::string> devices_text; // --devices wins over the environment
+  size_t i = 0;
+  auto fail = [](std::string msg) { return ParseResult{std::nullopt, std::move(msg)}; };
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::optional<std::string> value;
+    if (a == "--") {
+      ++i;
+      break;
+    } else if (a == "-h" || a == "--help") {
+      opts.mode = Mode::Help;
+      return {opts, {}};
+    } else if (a == "--version" || a == "-V") {
+      opts.mode = Mode::Version;
+      return {opts, {}};
+    } else if (split_long(a, "--devices", value)) {
+      if (!value) {
+        if (i + 1 >= args.size()) return fail("option '--devices' needs a value");
+        value = args[++i];
+      }
+      devices_text = *value;
+    } else if (a == "-c") {
+      if (i + 1 >= args.size()) return fail("option '-c' needs a code argument");
+      opts.mode = Mode::Code;
+      opts.code = args[++i];
+      ++i;
+      break; // like python -c: the rest are the script's arguments
+    } else if (a.size() > 1 && a[0] == '-') {
+      return fail("unknown option '" + a + "'");
+    } else {
+      break; // the script
+    }
+  }
+  if (opts.mode != Mode::Code && i < args.size()) {
+    opts.mode = Mode::File;
+    opts.file = args[i++];
+  }
+  opts.script_args.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+
+  const bool from_flag = devices_text.has_value();
+  if (!devices_text && env_devices) devices_text = std::string(env_devices);
+  if (devices_text) {
+    try {
+      opts.devices = parse_device_count(*devices_text);
+    } catch (const Error& e) {
+      return fail(std::string(from_flag ? "--devices: " : "PXL_DEVICES: ") + e.message());
+    }
+  }
+  return {opts, {}};
+}
+
+std::string usage() {
+  return "usage: pxl [options] [file.pxl [args...]]\n"
+         "       pxl [options] -c 'code' [args...]\n"
+         "\n"
+         "With no file, pxl starts the REPL (or, when stdin is not a terminal, runs\n"
+         "stdin line by line through the REPL without prompts).\n"
+         "\n"
+         "options:\n"
+         "  -c CODE        run CODE as a script\n"
+         "  --devices N    number of CPU devices (default 8; also PXL_DEVICES=N)\n"
+         "  --version, -V  print the version of pxl and of its LLVM, then exit\n"
+         "  --help, -h     print this help, then exit\n"
+         "  --             end of options\n";
+}
+
+std::string version_text() {
+  LlvmInfo info = llvm_info();
+  return "pxl " PXL_VERSION "\nLLVM " + info.version + " (host " + info.triple + ", cpu " +
+         info.host_cpu + ")\n";
+}
+
+} // namespace pxl::cli

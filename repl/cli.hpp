@@ -1,0 +1,30 @@
+// Command-line parsing for `pxl`, kept apart from main() so it is unit-testable.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pxl::cli {
+
+enum class Mode { Repl, File, Code, Version, Help };
+
+struct Options {
+  Mode mode = Mode::Repl;
+  int devices = 8;                      // --devices N, else PXL_DEVICES, else 8
+  std::string file;                     // Mode::File
+  std::string code;                     // Mode::Code (-c)
+  std::vector<std::string> script_args; // everything after the script or -c code
+};
+
+struct ParseResult {
+  std::optional<Options> options; // set on success
+  std::string error;              // set on failure: one line, no "pxl: " prefix
+};
+
+// `args` excludes argv[0]; `env_devices` is getenv("PXL_DEVICES") (may be null).
+ParseResult parse(const std::vector<std::string>& args, const char* env_devices);
+
+std::string usage();
+std::string version_text(); // "pxl X.Y.Z" + LLVM version, host triple and CPU
+
+} // namespace pxl::cli

@@ -1,0 +1,73 @@
+// pxl: the command-line driver. A thin client of libpxl: parses options, then
+// runs a script, a -c string, the interactive REPL, or stdin in REPL mode.
+#include <cstdlib>
+#include <iostream>
+
+#include <unistd.h>
+
+#include "lang/interp.hpp"
+#include "repl/big_stack.hpp"
+#include "repl/cli.hpp"
+#include "repl/repl.hpp"
+#include "repl/session.hpp"
+
+namespace {
+
+// Never throws: every error becomes a diagnostic on stderr and exit status 1.
+int run(const pxl::cli::Options& opts) {
+  using pxl::cli::Mode;
+  int status = 0;
+  try {
+    pxl::InterpOptions io;
+    io.num_devices = opts.devices;
+    pxl::Interpreter interp(io);
+    switch (opts.mode) {
+    case Mode::File:
+      interp.run_file(opts.file);
+      break;
+    case Mode::Code:
+      interp.run_string(opts.code, "<string>");
+      break;
+    case Mode::Repl:
+      status =
+          isatty(STDIN_FILENO) ? pxl::run_interactive(interp) : pxl::run_lines(interp, std::cin);
+      break;
+    case Mode::Version:
+    case Mode::Help:
+      break; // handled before the interpreter starts
+    }
+  } catch (...) {
+    pxl::report_current_exception(std::cerr);
+    status = 1;
+  }
+  std::cout.flush();
+  return status;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  try {
+    std::vector<std::string> args(argv + 1, argv + argc);
+    pxl::cli::ParseResult parsed = pxl::cli::parse(args, std::getenv("PXL_DEVICES"));
+    if (!parsed.options) {
+      std::cerr << "pxl: error: " << parsed.error << "\nTry 'pxl --help' for more information.\n";
+      return 2;
+    }
+    const pxl::cli::Options& opts = *parsed.options;
+    if (opts.mode == pxl::cli::Mode::Help) {
+      std::cout << pxl::cli::usage();
+      return 0;
+    }
+    if (opts.mode == pxl::cli::Mode::Version) {
+      std::cout << pxl::cli::version_text();
+      return 0;
+    }
+    // The interpreter recurses natively for pxl calls; a big stack lets its
+    // recursion limit, not the OS, end runaway recursion.
+    return pxl::run_on_big_stack([&] { return run(opts); });
+  } catch (...) {
+    pxl::report_current_exception(std::cerr);
+    return 1;
+  }
+}

@@ -1,0 +1,144 @@
+// Host buffers and concrete arrays.
+#include "runtime/array.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <new>
+
+#include "lang/diag.hpp"
+
+namespace pxl {
+
+namespace {
+
+constexpr size_t kAlign = 64;
+// Refuse absurd allocations up front with a user error instead of a bad_alloc
+// (or an overflowed size silently allocating a small buffer).
+constexpr size_t kMaxBytes = size_t{1} << 40;
+
+size_t checked_nbytes(DType dtype, const Shape& shape) {
+  size_t n = dtype_size(dtype);
+  for (int64_t d : shape) {
+    if (d < 0)
+      throw Error(ErrCode::Value,
+                  "negative dimension " + std::to_string(d) + " in shape " + shape_str(shape));
+    if (d != 0 && n > kMaxBytes / static_cast<size_t>(d))
+      throw Error(ErrCode::Value, "array of shape " + shape_str(shape) + " and dtype " +
+                                      dtype_name(dtype) + " is too large");
+    n *= static_cast<size_t>(d);
+  }
+  if (n > kMaxBytes)
+    throw Error(ErrCode::Value, "array of shape " + shape_str(shape) + " and dtype " +
+                                    dtype_name(dtype) + " is too large");
+  return n;
+}
+
+// Float -> integer the way XLA's CPU backend converts: NaN -> 0, out of range saturates.
+template <class I> I saturate(double v) {
+  if (std::isnan(v)) return 0;
+  if (v <= static_cast<double>(std::numeric_limits<I>::min())) return std::numeric_limits<I>::min();
+  if (v >= static_cast<double>(std::numeric_limits<I>::max())) return std::numeric_limits<I>::max();
+  return static_cast<I>(v);
+}
+
+} // namespace
+
+Buffer::Buffer(size_t nbytes) : nbytes_(nbytes) {
+  size_t alloc = (nbytes + kAlign - 1) / kAlign * kAlign;
+  if (alloc == 0) alloc = kAlign;
+  data_ = std::aligned_alloc(kAlign, alloc);
+  if (!data_) throw std::bad_alloc();
+  std::memset(data_, 0, alloc);
+}
+
+Buffer::~Buffer() { std::free(data_); }
+
+Array::Array(DType dtype, Shape shape, bool weak, int device) : device_(device) {
+  size_t nbytes = checked_nbytes(dtype, shape);
+  aval_.dtype = dtype;
+  aval_.shape = std::move(shape);
+  aval_.weak = weak;
+  buf_ = std::make_shared<Buffer>(nbytes);
+}
+
+Scalar Array::get(int64_t flat) const {
+  switch (dtype()) {
+  case DType::Bool:
+    return Scalar::of_bool(as<uint8_t>()[flat] != 0);
+  case DType::Int32:
+    return Scalar::of_int(as<int32_t>()[flat]);
+  case DType::UInt32:
+    return Scalar::of_int(as<uint32_t>()[flat]);
+  case DType::Float16:
+    return Scalar::of_float(half_to_float(as<uint16_t>()[flat]));
+  case DType::BFloat16:
+    return Scalar::of_float(bfloat16_to_float(as<uint16_t>()[flat]));
+  case DType::Float32:
+    return Scalar::of_float(as<float>()[flat]);
+  case DType::Float64:
+    return Scalar::of_float(as<double>()[flat]);
+  }
+  return {};
+}
+
+void Array::set(int64_t flat, const Scalar& v) {
+  bool is_float = v.kind == Scalar::Kind::Float;
+  switch (dtype()) {
+  case DType::Bool:
+    as<uint8_t>()[flat] = is_float ? (v.f != 0) : (v.i != 0);
+    return;
+  case DType::Int32:
+    // Integers wrap (two's complement, like a C cast); floats saturate like XLA.
+    as<int32_t>()[flat] =
+        is_float ? saturate<int32_t>(v.f) : static_cast<int32_t>(static_cast<uint32_t>(v.i));
+    return;
+  case DType::UInt32:
+    as<uint32_t>()[flat] = is_float ? saturate<uint32_t>(v.f) : static_cast<uint32_t>(v.i);
+    return;
+  case DType::Float16:
+    as<uint16_t>()[flat] = float_to_half(static_cast<float>(is_float ? v.f : v.i));
+    return;
+  case DType::BFloat16:
+    as<uint16_t>()[flat] = float_to_bfloat16(static_cast<float>(is_float ? v.f : v.i));
+    return;
+  case DType::Float32:
+    as<float>()[flat] = static_cast<float>(is_float ? v.f : v.i);
+    return;
+  case DType::Float64:
+    as<double>()[flat] = is_float ? v.f : static_cast<double>(v.i);
+    return;
+  }
+}
+
+double Array::get_f64(int64_t flat) const {
+  Scalar s = get(flat);
+  return s.kind == Scalar::Kind::Float ? s.f : static_cast<double>(s.i);
+}
+
+Array Array::with_weak(bool weak) const {
+  Array a = *this;
+  a.aval_.weak = weak;
+  return a;
+}
+
+Array Array::reshaped(Shape shape) const {
+  PXL_ASSERT(shape_size(shape) == size(), "reshaped: size mismatch");
+  Array a = *this;
+  a.aval_.shape = std::move(shape);
+  return a;
+}
+
+Array Array::on_device(int device) const {
+  Array a = *this;
+  a.device_ = device;
+  return a;
+}
+
+Array Array::scalar(const Scalar& v, DType dtype, bool weak) {
+  Array a(dtype, {}, weak);
+  a.set(0, v);
+  return a;
+}
+
+} // namespace pxl

@@ -1,0 +1,74 @@
+// A concrete array: a contiguous row-major buffer on one device. Arrays are
+// immutable values once built (ops produce new arrays), so buffers are shared.
+#pragma once
+#include <cstring>
+#include <memory>
+#include <variant>
+
+#include "ir/aval.hpp"
+
+namespace pxl {
+
+// A host scalar as the interpreter sees it (Python bool, int or float).
+struct Scalar {
+  enum class Kind : uint8_t { Bool, Int, Float } kind = Kind::Int;
+  int64_t i = 0;
+  double f = 0;
+  static Scalar of_bool(bool b) { return {Kind::Bool, b ? 1 : 0, b ? 1.0 : 0.0}; }
+  static Scalar of_int(int64_t v) { return {Kind::Int, v, static_cast<double>(v)}; }
+  static Scalar of_float(double v) { return {Kind::Float, static_cast<int64_t>(v), v}; }
+};
+
+class Buffer {
+public:
+  explicit Buffer(size_t nbytes); // 64-byte aligned, zero-filled
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+
+private:
+  void* data_ = nullptr;
+  size_t nbytes_ = 0;
+};
+
+class Array {
+public:
+  Array() = default;
+  Array(DType dtype, Shape shape, bool weak = false, int device = 0); // zero-filled
+
+  const AVal& aval() const { return aval_; }
+  DType dtype() const { return aval_.dtype; }
+  const Shape& shape() const { return aval_.shape; }
+  int ndim() const { return aval_.ndim(); }
+  int64_t size() const { return aval_.size(); }
+  bool weak_type() const { return aval_.weak; }
+  int device() const { return device_; }
+  bool defined() const { return buf_ != nullptr; }
+  size_t nbytes() const { return buf_ ? buf_->nbytes() : 0; }
+
+  void* data() { return buf_->data(); }
+  const void* data() const { return buf_->data(); }
+  template <class T> T* as() { return static_cast<T*>(data()); }
+  template <class T> const T* as() const { return static_cast<const T*>(data()); }
+
+  // Element access by flat (row-major) index, converting to/from host scalars.
+  Scalar get(int64_t flat) const;
+  void set(int64_t flat, const Scalar& v);
+  double get_f64(int64_t flat) const; // any dtype as double
+
+  Array with_weak(bool weak) const; // same buffer, different weak flag
+  Array reshaped(Shape shape) const; // same buffer, new shape (sizes must agree)
+  Array on_device(int device) const; // same buffer, tagged with another device
+
+  static Array scalar(const Scalar& v, DType dtype, bool weak = false);
+
+private:
+  std::shared_ptr<Buffer> buf_;
+  AVal aval_;
+  int device_ = 0;
+};
+
+} // namespace pxl

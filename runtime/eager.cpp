@@ -1,0 +1,35 @@
+// Eager OpContext over the reference kernels.
+#include "runtime/eager.hpp"
+
+#include <vector>
+
+#include "lang/diag.hpp"
+
+namespace pxl {
+
+Tensor EagerContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) {
+  std::vector<Array> args;
+  args.reserve(inputs.size());
+  for (const Tensor& t : inputs) args.push_back(concrete(t));
+  // eval_ref runs the shape rule before computing, so bad input throws pxl::Error.
+  Array out = eval_ref(op, attrs, args);
+  if (out.device() != device_) out = out.on_device(device_);
+  return make_tensor(std::move(out));
+}
+
+const Array& EagerContext::concrete(const Tensor& t) {
+  PXL_ASSERT(t != nullptr, "null tensor");
+  if (!t->concrete)
+    throw Error(
+        ErrCode::ConcreteValue,
+        "a concrete value is required here, but the array is abstract (traced) with shape " +
+            shape_str(t->aval.shape) + " and dtype " + dtype_name(t->aval.dtype));
+  return *t->concrete;
+}
+
+Tensor EagerContext::constant(Array a) {
+  if (a.device() != device_) a = a.on_device(device_);
+  return make_tensor(std::move(a));
+}
+
+} // namespace pxl

@@ -1,0 +1,472 @@
+// Array printing, a port of numpy's arrayprint (numpy 2.4, the version JAX 0.10
+// pulls in) with JAX's Array repr wrapped around it. Everything here mirrors a
+// specific piece of numpy so that printed output can be compared byte for byte:
+// FloatingFormat (floatmode 'maxprec', precision 8), IntegerFormat, BoolFormat,
+// _formatArray's line wrapping and summarisation, and Dragon4's digit generation
+// (shortest round-trip digits of the element's own dtype).
+#include "runtime/format.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+
+namespace pxl {
+
+namespace {
+
+constexpr int kPrecision = 8;  // np.get_printoptions()['precision']
+constexpr int kLineWidth = 75; // np.get_printoptions()['linewidth']
+constexpr int64_t kThreshold = 1000;
+constexpr int64_t kEdgeItems = 3;
+
+// A non-negative finite decimal: digits d0 d1 d2 ... meaning d0.d1d2... × 10^exp.
+// Normalised: no leading or trailing zeros, except zero itself which is "0", exp 0.
+struct Dec {
+  std::string digits = "0";
+  int exp = 0;
+};
+
+// Parses to_chars output in fixed ("0.0012") or scientific ("1.2e-03") form.
+Dec parse_dec(std::string_view s) {
+  Dec d;
+  std::string digits;
+  int point = -1; // number of digits before the decimal point
+  size_t i = 0;
+  for (; i < s.size() && s[i] != 'e'; ++i) {
+    if (s[i] == '.')
+      point = static_cast<int>(digits.size());
+    else
+      digits += s[i];
+  }
+  if (point < 0) point = static_cast<int>(digits.size());
+  int e = 0;
+  if (i < s.size())
+    std::from_chars(s.data() + i + (s[i + 1] == '+' ? 2 : 1), s.data() + s.size(), e);
+  size_t lead = digits.find_first_not_of('0');
+  if (lead == std::string::npos) return d; // zero
+  digits.erase(0, lead);
+  point -= static_cast<int>(lead);
+  digits.erase(digits.find_last_not_of('0') + 1);
+  d.digits = digits;
+  d.exp = point - 1 + e;
+  return d;
+}
+
+template <class T, class... Args> Dec to_dec(T v, Args... args) {
+  std::array<char, 400> buf;
+  auto r = std::to_chars(buf.data(), buf.data() + buf.size(), v, args...);
+  return parse_dec(std::string_view(buf.data(), r.ptr - buf.data()));
+}
+
+double round_half(double v) { return half_to_float(float_to_half(static_cast<float>(v))); }
+double round_bf16(double v) { return bfloat16_to_float(float_to_bfloat16(static_cast<float>(v))); }
+
+// Shortest round-trip digits for the 16-bit formats, which to_chars lacks. For each
+// length p the closest p-digit decimals on either side of v are the only
+// candidates (the rounding interval is asymmetric at powers of two, so the
+// nearest one may miss while the one across v still round-trips).
+Dec shortest_small(double v, double (*round_trip)(double)) {
+  for (int p = 1; p <= 9; ++p) {
+    Dec near = to_dec(v, std::chars_format::scientific, p - 1);
+    int64_t mant = 0;
+    for (char c : near.digits) mant = mant * 10 + (c - '0');
+    for (size_t k = near.digits.size(); k < static_cast<size_t>(p); ++k) mant *= 10;
+    int scale = near.exp - (p - 1); // value = mant × 10^scale
+    bool found = false;
+    Dec best;
+    double best_err = 0;
+    for (int64_t m : {mant - 1, mant, mant + 1}) {
+      if (m <= 0) continue;
+      std::string s = std::to_string(m) + "e" + std::to_string(scale);
+      double c = std::strtod(s.c_str(), nullptr);
+      if (round_trip(c) != v) continue;
+      double err = std::fabs(c - v);
+      if (!found || err < best_err) {
+        found = true;
+        best_err = err;
+        best = parse_dec(s);
+      }
+    }
+    if (found) return best;
+  }
+  return to_dec(v, std::chars_format::scientific);
+}
+
+// Dragon4's unique (shortest round-trip) digits of |v| as a value of dtype `dt`.
+Dec shortest(double v, DType dt) {
+  v = std::fabs(v);
+  if (v == 0) return Dec{};
+  switch (dt) {
+  case DType::Float32:
+    return to_dec(static_cast<float>(v), std::chars_format::scientific);
+  case DType::Float16:
+    return shortest_small(v, round_half);
+  case DType::BFloat16:
+    return shortest_small(v, round_bf16);
+  default:
+    return to_dec(v, std::chars_format::scientific);
+  }
+}
+
+std::string exponent_str(int e, int min_digits) {
+  std::string s = std::to_string(std::abs(e));
+  if (static_cast<int>(s.size()) < min_digits) s.insert(0, min_digits - s.size(), '0');
+  return (e < 0 ? "e-" : "e+") + s;
+}
+
+// dragon4_positional(unique=True, fractional=True, precision=8): the shortest
+// digits, or the exact value rounded to `precision` fraction digits when those are
+// longer; trailing zeros trimmed; min_digits pads the fraction with zeros.
+// Returns {integer part with sign, fraction part}.
+std::pair<std::string, std::string> positional_parts(double v, DType dt, int precision,
+                                                     int min_digits) {
+  Dec d = shortest(v, dt);
+  int nfrac = std::max(0, static_cast<int>(d.digits.size()) - 1 - d.exp);
+  // Dragon4 stops at `precision`, rounding the exact value; below min_digits it keeps
+  // generating exact digits (7.389056f with 7 digits prints 7.3890562, not 7.3890560).
+  if (nfrac > precision || nfrac < min_digits)
+    d = to_dec(std::fabs(v), std::chars_format::fixed, nfrac > precision ? precision : min_digits);
+  std::string ip, fp;
+  int n = static_cast<int>(d.digits.size());
+  if (d.exp >= 0) {
+    ip = d.digits.substr(0, std::min(n, d.exp + 1));
+    if (n < d.exp + 1) ip.append(d.exp + 1 - n, '0');
+    if (n > d.exp + 1) fp = d.digits.substr(d.exp + 1);
+  } else {
+    ip = "0";
+    fp = std::string(-d.exp - 1, '0') + d.digits;
+  }
+  if (static_cast<int>(fp.size()) < min_digits) fp.append(min_digits - fp.size(), '0');
+  if (std::signbit(v)) ip.insert(0, "-");
+  return {ip, fp};
+}
+
+// dragon4_scientific(unique=True, precision): at most precision+1 significant digits.
+// Returns {"-d", "ddd", "e+XX"}.
+std::array<std::string, 3> scientific_parts(double v, DType dt, int precision, int min_digits,
+                                            int exp_digits) {
+  Dec d = shortest(v, dt);
+  int nfrac = static_cast<int>(d.digits.size()) - 1;
+  if (nfrac > precision || nfrac < min_digits)
+    d = to_dec(std::fabs(v), std::chars_format::scientific,
+               nfrac > precision ? precision : min_digits);
+  std::string ip = (std::signbit(v) ? "-" : "") + d.digits.substr(0, 1);
+  std::string fp = d.digits.substr(1);
+  if (static_cast<int>(fp.size()) < min_digits) fp.append(min_digits - fp.size(), '0');
+  return {ip, fp, exponent_str(d.exp, exp_digits < 0 ? 2 : exp_digits)};
+}
+
+// numpy's float scalar str / Python's repr: positional for 1e-4 <= |v| < 1e16 ("1.0"),
+// else scientific without a bare '.' ("1e-05", "1.5e+20"). `sci` decides the mode.
+std::string scalar_float_str(double v, DType dt, bool sci) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  if (!sci) {
+    auto [ip, fp] = positional_parts(v, dt, 1000, 1);
+    return ip + "." + fp;
+  }
+  auto [ip, fp, ex] = scientific_parts(v, dt, 1000, 0, 2);
+  return ip + (fp.empty() ? "" : "." + fp) + ex;
+}
+
+// bfloat16 is not a numpy floating type, so numpy prints it with repr(), which
+// ml_dtypes implements as C++ `ostream << float` (printf "%g").
+std::string bf16_str(double v) {
+  if (std::isnan(v)) return "nan";
+  std::array<char, 64> buf;
+  std::snprintf(buf.data(), buf.size(), "%g", v);
+  return buf.data();
+}
+
+double elem(const Array& a, int64_t i) {
+  switch (a.dtype()) {
+  case DType::Bool:
+    return a.as<uint8_t>()[i] != 0;
+  case DType::Int32:
+    return a.as<int32_t>()[i];
+  case DType::UInt32:
+    return a.as<uint32_t>()[i];
+  case DType::Float16:
+    return half_to_float(a.as<uint16_t>()[i]);
+  case DType::BFloat16:
+    return bfloat16_to_float(a.as<uint16_t>()[i]);
+  case DType::Float32:
+    return a.as<float>()[i];
+  case DType::Float64:
+    return a.as<double>()[i];
+  }
+  return 0;
+}
+
+// Rounds a double to the dtype's arithmetic, since numpy 2 (NEP 50) evaluates
+// `min_val < 0.0001` and `max_val / min_val > 1000.` in the array's own dtype.
+double in_dtype(double v, DType dt) {
+  switch (dt) {
+  case DType::Float32:
+    return static_cast<float>(v);
+  case DType::Float16:
+    return round_half(v);
+  default:
+    return v;
+  }
+}
+
+// numpy's FloatingFormat: decides the shared layout from the displayed values.
+class FloatFormat {
+public:
+  FloatFormat(const std::vector<double>& vals, DType dt) : dt_(dt) {
+    std::vector<double> finite;
+    double max_val = 0, min_val = 0;
+    bool any_nonzero = false;
+    for (double v : vals) {
+      if (!std::isfinite(v)) continue;
+      finite.push_back(v);
+      if (v == 0) continue;
+      double av = std::fabs(v);
+      max_val = any_nonzero ? std::max(max_val, av) : av;
+      min_val = any_nonzero ? std::min(min_val, av) : av;
+      any_nonzero = true;
+    }
+    if (any_nonzero) {
+      // numpy >= 2.3: 10**min(8, finfo(dtype).precision).
+      double cutoff = dt == DType::Float16 ? 1e3 : dt == DType::Float32 ? 1e6 : 1e8;
+      exp_format_ = max_val >= cutoff || min_val < in_dtype(0.0001, dt) ||
+                    in_dtype(max_val / min_val, dt) > 1000.;
+    }
+    if (finite.empty()) {
+      pad_left_ = pad_right_ = 0;
+    } else if (exp_format_) {
+      int exp_len = 0;
+      for (double v : finite) {
+        auto [ip, fp, ex] = scientific_parts(v, dt, kPrecision, 0, -1);
+        pad_left_ = std::max(pad_left_, static_cast<int>(ip.size()));
+        precision_ = std::max(precision_, static_cast<int>(fp.size()));
+        exp_len = std::max(exp_len, static_cast<int>(ex.size()) - 1);
+      }
+      exp_size_ = exp_len - 1;
+      pad_right_ = exp_size_ + 2 + precision_;
+    } else {
+      for (double v : finite) {
+        auto [ip, fp] = positional_parts(v, dt, kPrecision, 0);
+        pad_left_ = std::max(pad_left_, static_cast<int>(ip.size()));
+        pad_right_ = std::max(pad_right_, static_cast<int>(fp.size()));
+      }
+      precision_ = kPrecision;
+    }
+    if (finite.size() != vals.size()) {
+      bool neginf = false;
+      for (double v : vals) neginf |= std::isinf(v) && v < 0;
+      int offset = pad_right_ + 1;
+      pad_left_ = std::max({pad_left_, 3 - offset, 3 + (neginf ? 1 : 0) - offset});
+    }
+  }
+
+  std::string operator()(double v) const {
+    if (!std::isfinite(v)) {
+      std::string r = std::isnan(v) ? "nan" : v < 0 ? "-inf" : "inf";
+      return pad(r, pad_left_ + pad_right_ + 1);
+    }
+    if (exp_format_) {
+      auto [ip, fp, ex] = scientific_parts(v, dt_, precision_, precision_, exp_size_);
+      return pad(ip, pad_left_) + "." + fp + ex;
+    }
+    auto [ip, fp] = positional_parts(v, dt_, precision_, 0);
+    if (fp.size() < static_cast<size_t>(pad_right_)) fp.append(pad_right_ - fp.size(), ' ');
+    return pad(ip, pad_left_) + "." + fp;
+  }
+
+private:
+  static std::string pad(const std::string& s, int width) {
+    return s.size() >= static_cast<size_t>(width) ? s : std::string(width - s.size(), ' ') + s;
+  }
+  DType dt_;
+  bool exp_format_ = false;
+  int precision_ = 0, pad_left_ = 0, pad_right_ = 0, exp_size_ = -1;
+};
+
+using ElemFormat = std::function<std::string(int64_t)>;
+
+// numpy's _get_format_function over the displayed elements `shown`.
+ElemFormat make_formatter(const Array& a, const std::vector<int64_t>& shown) {
+  DType dt = a.dtype();
+  if (dt == DType::Bool) {
+    std::string t = a.ndim() == 0 ? "True" : " True";
+    return [&a, t](int64_t i) { return elem(a, i) != 0 ? t : std::string("False"); };
+  }
+  if (is_integer(dt)) {
+    size_t width = 0;
+    for (int64_t i : shown) width = std::max(width, std::to_string(int64_t(elem(a, i))).size());
+    return [&a, width](int64_t i) {
+      std::string s = std::to_string(int64_t(elem(a, i)));
+      return std::string(width - std::min(width, s.size()), ' ') + s;
+    };
+  }
+  if (dt == DType::BFloat16) return [&a](int64_t i) { return bf16_str(elem(a, i)); };
+  std::vector<double> vals;
+  vals.reserve(shown.size());
+  for (int64_t i : shown) vals.push_back(elem(a, i));
+  return [&a, f = FloatFormat(vals, dt)](int64_t i) { return f(elem(a, i)); };
+}
+
+std::string rstrip(std::string s) {
+  s.erase(s.find_last_not_of(' ') + 1);
+  return s;
+}
+
+// numpy's _formatArray: nested brackets, wrapping of the last axis at `width`,
+// "..." for summarised axes.
+class Printer {
+public:
+  Printer(const Array& a, ElemFormat fmt, std::string sep, bool summary)
+      : a_(a), fmt_(std::move(fmt)), sep_(std::move(sep)), summary_(summary),
+        strides_(a.ndim(), 1) {
+    for (int d = a.ndim() - 2; d >= 0; --d) strides_[d] = strides_[d + 1] * a.shape()[d + 1];
+  }
+
+  std::string print(const std::string& hanging, int width) { return rec(0, 0, hanging, width); }
+
+private:
+  static void extend_line(std::string& s, std::string& line, const std::string& word, int width,
+                          const std::string& next_prefix) {
+    bool wrap = line.size() + word.size() > static_cast<size_t>(width);
+    if (line.size() <= next_prefix.size()) wrap = false; // wrapping would not help
+    if (wrap) {
+      s += rstrip(line) + "\n";
+      line = next_prefix;
+    }
+    line += word;
+  }
+
+  std::string rec(int axis, int64_t offset, const std::string& hanging, int width) {
+    int axes_left = a_.ndim() - axis;
+    if (axes_left == 0) return fmt_(offset);
+    std::string next_hanging = hanging + " ";
+    int next_width = width - 1; // the closing ']'
+    int64_t n = a_.shape()[axis];
+    bool show_summary = summary_ && 2 * kEdgeItems < n;
+    int64_t leading = show_summary ? kEdgeItems : 0;
+    int64_t trailing = show_summary ? kEdgeItems : n;
+    auto item = [&](int64_t i) {
+      return rec(axis + 1, offset + i * strides_[axis], next_hanging, next_width);
+    };
+    std::string s;
+    if (axes_left == 1) {
+      std::string sep_r = rstrip(sep_);
+      int elem_width = width - static_cast<int>(std::max<size_t>(sep_r.size(), 1));
+      std::string line = hanging;
+      for (int64_t i = 0; i < leading; ++i) {
+        extend_line(s, line, item(i), elem_width, hanging);
+        line += sep_;
+      }
+      if (show_summary) {
+        extend_line(s, line, "...", elem_width, hanging);
+        line += sep_;
+      }
+      for (int64_t i = trailing; i > 1; --i) {
+        extend_line(s, line, item(n - i), elem_width, hanging);
+        line += sep_;
+      }
+      extend_line(s, line, item(n - 1), elem_width, hanging);
+      s += line;
+    } else {
+      std::string line_sep = rstrip(sep_) + std::string(axes_left - 1, '\n');
+      for (int64_t i = 0; i < leading; ++i) s += hanging + item(i) + line_sep;
+      if (show_summary) s += hanging + "..." + line_sep;
+      for (int64_t i = trailing; i > 1; --i) s += hanging + item(n - i) + line_sep;
+      s += hanging + item(n - 1);
+    }
+    return "[" + s.substr(hanging.size()) + "]";
+  }
+
+  const Array& a_;
+  ElemFormat fmt_;
+  std::string sep_;
+  bool summary_;
+  std::vector<int64_t> strides_;
+};
+
+// Flat indices of the elements numpy shows (its _leading_trailing), in order.
+std::vector<int64_t> shown_indices(const Array& a, bool summary) {
+  std::vector<int64_t> out{0};
+  for (int d = 0; d < a.ndim(); ++d) {
+    int64_t n = a.shape()[d];
+    std::vector<int64_t> idx;
+    for (int64_t i = 0; i < n; ++i)
+      if (!summary || n <= 2 * kEdgeItems || i < kEdgeItems || i >= n - kEdgeItems)
+        idx.push_back(i);
+    std::vector<int64_t> next;
+    next.reserve(out.size() * idx.size());
+    for (int64_t base : out)
+      for (int64_t i : idx) next.push_back(base * n + i);
+    out = std::move(next);
+  }
+  return out;
+}
+
+// numpy's array2string(a, separator, prefix, suffix) for a non-empty array.
+std::string array2string(const Array& a, const std::string& sep, const std::string& prefix,
+                         const std::string& suffix) {
+  bool summary = a.size() > kThreshold;
+  ElemFormat fmt = make_formatter(a, shown_indices(a, summary));
+  Printer p(a, std::move(fmt), sep, summary);
+  return p.print(" " + std::string(prefix.size(), ' '),
+                 kLineWidth - static_cast<int>(suffix.size()));
+}
+
+std::string shape_tuple(const Shape& s) {
+  std::string out = "(";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + (s.size() == 1 ? ",)" : ")");
+}
+
+// str() of a numpy scalar of dtype `dt`.
+std::string scalar_str(const Array& a) {
+  double v = elem(a, 0);
+  switch (a.dtype()) {
+  case DType::Bool:
+    return v != 0 ? "True" : "False";
+  case DType::Int32:
+  case DType::UInt32:
+    return std::to_string(int64_t(v));
+  case DType::BFloat16:
+    return bf16_str(v);
+  default: {
+    double av = std::fabs(v);
+    return scalar_float_str(v, a.dtype(), !(av == 0 || (1e-4 <= av && av < 1e16)));
+  }
+  }
+}
+
+} // namespace
+
+std::string array_repr(const Array& a) {
+  const std::string prefix = "Array(";
+  std::string dtype_str = std::string("dtype=") + dtype_name(a.dtype());
+  if (a.weak_type()) dtype_str += ", weak_type=True";
+  std::string s =
+      a.size() == 0 ? "[], shape=" + shape_tuple(a.shape()) : array2string(a, ", ", prefix, ",");
+  size_t nl = s.rfind('\n');
+  size_t last_line_len = nl == std::string::npos ? s.size() + 2 : s.size() - nl + 1;
+  // JAX pads with len(prefix) spaces (no newline) when the dtype would overflow.
+  std::string sep = last_line_len + dtype_str.size() + 2 > kLineWidth ? "      " : " ";
+  return prefix + s + "," + sep + dtype_str + ")";
+}
+
+std::string array_str(const Array& a) {
+  if (a.size() == 0) return "[]";
+  if (a.ndim() == 0) return scalar_str(a);
+  return array2string(a, " ", "", "");
+}
+
+std::string python_float_repr(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  // Python switches on the decimal exponent of the shortest digits: repr(1e16) is '1e+16'.
+  int e = shortest(v, DType::Float64).exp;
+  return scalar_float_str(v, DType::Float64, v != 0 && (e < -4 || e >= 16));
+}
+
+} // namespace pxl

@@ -1,0 +1,29 @@
+// The devices pxl runs on. A Platform is owned by an Interpreter (no global
+// state); the SPMD runtime (mesh execution, collectives) hangs off it.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace pxl {
+
+struct Device {
+  int id = 0;
+  std::string platform = "cpu";
+  std::string repr() const; // JAX's: "CpuDevice(id=0)"
+};
+
+class Platform {
+public:
+  explicit Platform(int num_cpu_devices = 8);
+  const std::vector<Device>& devices() const { return devices_; }
+  int device_count() const { return static_cast<int>(devices_.size()); }
+
+private:
+  std::vector<Device> devices_;
+};
+
+// Device count from --devices / PXL_DEVICES; `text` is the user's value.
+// Throws pxl::Error(Value) for anything but an integer in [1, 4096].
+int parse_device_count(const std::string& text);
+
+} // namespace pxl

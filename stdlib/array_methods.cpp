@@ -1,0 +1,225 @@
+// Attributes and methods of Array values: x.shape, x.T, x.sum(axis=1), x.at[i].set(v), ...
+#include <algorithm>
+#include <map>
+
+#include "lang/args.hpp"
+#include "lang/methods.hpp"
+#include "stdlib/convert.hpp"
+
+namespace pxl {
+
+namespace {
+
+using ArrayMethod = Value (*)(InterpreterImpl&, const Tensor& self, CallArgs&);
+
+Value list_rec(const Array& a, size_t dim, int64_t& flat) {
+  if (dim == a.shape().size()) {
+    int64_t i = flat++;
+    if (a.dtype() == DType::Bool) return Value::boolean(a.get(i).i != 0);
+    if (is_floating(a.dtype())) return Value::number(a.get_f64(i));
+    return Value::integer(a.get(i).i);
+  }
+  ValueList items;
+  for (int64_t k = 0; k < a.shape()[dim]; ++k) items.push_back(list_rec(a, dim + 1, flat));
+  return make_list(std::move(items));
+}
+
+Value reduction(InterpreterImpl& in, const Tensor& x, CallArgs& a, np::ReduceOp op, const char* name) {
+  ArgReader r(name, a, {"axis", "dtype", "out", "keepdims"});
+  Tensor t = x;
+  if (auto dt = value_to_dtype(r[1])) t = np::astype(in.ops(), t, *dt);
+  return make_array(np::reduce(in.ops(), op, t, value_to_axes(r[0], std::string(name) + "() axis"),
+                               r.get_bool(3, false)));
+}
+
+// Methods take (self, args); "variadic shape" methods accept x.reshape(2, 3) and x.reshape((2, 3)).
+Shape shape_args(CallArgs& a, const char* name) {
+  if (a.pos.size() == 1) return value_to_shape(a.pos[0], std::string(name) + "() shape");
+  Shape s;
+  for (const Value& v : a.pos) s.push_back(value_to_int(v, std::string(name) + "() shape"));
+  return s;
+}
+
+const std::map<std::string, ArrayMethod>& methods() {
+  static const std::map<std::string, ArrayMethod> m = {
+      {"reshape", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         for (auto& [k, v] : a.kw)
+           if (k != "order") throw Error(ErrCode::Arguments, "reshape() got an unexpected keyword argument '" + k + "'");
+         a.kw.clear();
+         return make_array(np::reshape(in.ops(), x, shape_args(a, "reshape")));
+       }},
+      {"astype", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         ArgReader r("astype", a, {"dtype"}, 1);
+         auto dt = value_to_dtype(r[0]);
+         if (!dt) throw Error(ErrCode::DType, "astype() needs a dtype");
+         return make_array(np::astype(in.ops(), x, *dt));
+       }},
+      {"sum", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, np::ReduceOp::Sum, "sum"); }},
+      {"mean", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, np::ReduceOp::Mean, "mean"); }},
+      {"max", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, np::ReduceOp::Max, "max"); }},
+      {"min", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, np::ReduceOp::Min, "min"); }},
+      {"prod", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, np::ReduceOp::Prod, "prod"); }},
+      {"any", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, np::ReduceOp::Any, "any"); }},
+      {"all", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, np::ReduceOp::All, "all"); }},
+      {"var", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         ArgReader r("var", a, {"axis", "dtype", "out", "ddof", "keepdims"});
+         return make_array(np::var(in.ops(), x, value_to_axes(r[0], "var() axis"), r.get_bool(4, false), static_cast<int>(r.get_int(3, 0))));
+       }},
+      {"std", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         ArgReader r("std", a, {"axis", "dtype", "out", "ddof", "keepdims"});
+         Tensor v = np::var(in.ops(), x, value_to_axes(r[0], "std() axis"), r.get_bool(4, false), static_cast<int>(r.get_int(3, 0)));
+         return make_array(np::unary(in.ops(), np::UnOp::Sqrt, v));
+       }},
+      {"argmax", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         ArgReader r("argmax", a, {"axis", "out", "keepdims"});
+         std::optional<int> axis;
+         if (r.has(0) && !r[0].is_none()) axis = static_cast<int>(r.get_int(0));
+         return make_array(np::argmax(in.ops(), x, axis, r.get_bool(2, false)));
+       }},
+      {"argmin", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         ArgReader r("argmin", a, {"axis", "out", "keepdims"});
+         std::optional<int> axis;
+         if (r.has(0) && !r[0].is_none()) axis = static_cast<int>(r.get_int(0));
+         return make_array(np::argmin(in.ops(), x, axis, r.get_bool(2, false)));
+       }},
+      {"cumsum", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         ArgReader r("cumsum", a, {"axis"});
+         std::optional<int> axis;
+         if (r.has(0) && !r[0].is_none()) axis = static_cast<int>(r.get_int(0));
+         return make_array(np::cumsum(in.ops(), x, axis));
+       }},
+      {"tolist", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         ArgReader r("tolist", a, {});
+         return array_to_list(in.ops().concrete(x));
+       }},
+      {"item", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         ArgReader r("item", a, {});
+         return array_to_scalar(in, make_array(x), Span{});
+       }},
+      {"block_until_ready", [](InterpreterImpl&, const Tensor& x, CallArgs& a) {
+         ArgReader r("block_until_ready", a, {});
+         return make_array(x); // eager execution is synchronous
+       }},
+      {"copy", [](InterpreterImpl&, const Tensor& x, CallArgs& a) {
+         ArgReader r("copy", a, {});
+         return make_array(x); // arrays are immutable: sharing is a copy
+       }},
+      {"transpose", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         if (a.pos.empty()) return make_array(np::transpose(in.ops(), x, std::nullopt));
+         std::vector<int> perm;
+         for (int64_t p : shape_args(a, "transpose")) perm.push_back(static_cast<int>(p));
+         return make_array(np::transpose(in.ops(), x, perm));
+       }},
+      {"flatten", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         ArgReader r("flatten", a, {});
+         return make_array(np::reshape(in.ops(), x, {-1}));
+       }},
+      {"ravel", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         ArgReader r("ravel", a, {});
+         return make_array(np::reshape(in.ops(), x, {-1}));
+       }},
+      {"squeeze", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         ArgReader r("squeeze", a, {"axis"});
+         return make_array(np::squeeze(in.ops(), x, value_to_axes(r[0], "squeeze() axis")));
+       }},
+      {"swapaxes", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         ArgReader r("swapaxes", a, {"axis1", "axis2"}, 2);
+         return make_array(np::swapaxes(in.ops(), x, static_cast<int>(r.get_int(0)), static_cast<int>(r.get_int(1))));
+       }},
+      {"clip", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         ArgReader r("clip", a, {"min", "max"});
+         std::optional<Tensor> lo, hi;
+         if (r.has(0) && !r[0].is_none()) lo = in.to_tensor(r[0], Span{});
+         if (r.has(1) && !r[1].is_none()) hi = in.to_tensor(r[1], Span{});
+         return make_array(np::clip(in.ops(), x, lo, hi));
+       }},
+      {"round", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         ArgReader r("round", a, {"decimals"});
+         CallArgs ra;
+         ra.pos = {make_array(x), Value::integer(r.get_int(0, 0))};
+         return in.call(in.builtin("round"), ra, Span{});
+       }},
+      {"dot", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         ArgReader r("dot", a, {"b"}, 1);
+         return make_array(np::dot(in.ops(), x, in.to_tensor(r[0], Span{})));
+       }},
+      {"devices", [](InterpreterImpl&, const Tensor&, CallArgs& a) {
+         ArgReader r("devices", a, {});
+         return make_list({Value::object(std::make_shared<DeviceObj>(0, "cpu"))});
+       }},
+  };
+  return m;
+}
+
+Value at_method(InterpreterImpl& in, const AtProxyObj& p, const std::string& name, CallArgs& a) {
+  static const std::map<std::string, np::UpdateMode> modes = {
+      {"set", np::UpdateMode::Set}, {"add", np::UpdateMode::Add}, {"multiply", np::UpdateMode::Mul},
+      {"mul", np::UpdateMode::Mul}, {"min", np::UpdateMode::Min}, {"max", np::UpdateMode::Max}};
+  const Tensor& x = p.array.as<ArrayObj>()->tensor;
+  if (name == "get") {
+    ArgReader r("get", a, {});
+    return array_get_item(in, p.array, p.index, Span{});
+  }
+  ArgReader r(name, a, {"values", "indices_are_sorted", "unique_indices", "mode"}, 1);
+  Tensor v = in.to_tensor(r[0], Span{});
+  return make_array(np::index_update(in.ops(), x, to_index_items(in, p.index, Span{}), v, modes.at(name)));
+}
+
+} // namespace
+
+Value array_to_list(const Array& a) {
+  int64_t flat = 0;
+  return list_rec(a, 0, flat);
+}
+
+bool array_attr(InterpreterImpl& in, const Value& obj, const std::string& name, Value& out) {
+  if (obj.is_obj(ObjKind::AtProxy)) {
+    auto* p = obj.as<AtProxyObj>();
+    static const char* names[] = {"set", "add", "multiply", "mul", "min", "max", "get"};
+    if (!p->has_index || std::find(std::begin(names), std::end(names), name) == std::end(names))
+      return false;
+    out = Value::object(std::make_shared<BoundMethodObj>(
+        obj, make_builtin(name, [name](InterpreterImpl& in, CallArgs& a) {
+          Value self = a.pos.front();
+          a.pos.erase(a.pos.begin());
+          return at_method(in, *self.as<AtProxyObj>(), name, a);
+        })));
+    return true;
+  }
+  const Tensor& t = obj.as<ArrayObj>()->tensor;
+  const AVal& av = t->aval;
+  if (name == "shape") {
+    ValueList dims;
+    for (int64_t d : av.shape) dims.push_back(Value::integer(d));
+    out = make_tuple(std::move(dims));
+    return true;
+  }
+  if (name == "ndim") return out = Value::integer(av.ndim()), true;
+  if (name == "size") return out = Value::integer(av.size()), true;
+  if (name == "dtype") return out = Value::object(std::make_shared<DTypeObj>(av.dtype)), true;
+  if (name == "itemsize") return out = Value::integer(static_cast<int64_t>(dtype_size(av.dtype))), true;
+  if (name == "nbytes") return out = Value::integer(av.size() * static_cast<int64_t>(dtype_size(av.dtype))), true;
+  if (name == "weak_type") return out = Value::boolean(av.weak), true;
+  if (name == "T") return out = make_array(np::transpose(in.ops(), t, std::nullopt)), true;
+  if (name == "at") return out = Value::object(std::make_shared<AtProxyObj>(obj, Value(), false)), true;
+  if (name == "device") return out = Value::object(std::make_shared<DeviceObj>(0, "cpu")), true;
+  auto it = methods().find(name);
+  if (it == methods().end()) return false;
+  ArrayMethod m = it->second;
+  out = Value::object(std::make_shared<BoundMethodObj>(
+      obj, make_builtin(name, [m](InterpreterImpl& in, CallArgs& a) {
+        Value self = a.pos.front();
+        a.pos.erase(a.pos.begin());
+        return m(in, self.as<ArrayObj>()->tensor, a);
+      })));
+  return true;
+}
+
+std::vector<std::string> array_attr_names() {
+  std::vector<std::string> names = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes",
+                                    "weak_type", "T", "at", "device"};
+  for (const auto& [k, _] : methods()) names.push_back(k);
+  return names;
+}
+
+} // namespace pxl

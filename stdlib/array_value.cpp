@@ -1,0 +1,172 @@
+// Arrays as interpreter values: conversion from Python data, indexing,
+// truthiness, iteration, and the attributes/methods of Array (x.shape, x.sum(), x.at[...]).
+#include <cmath>
+
+#include "lang/args.hpp"
+#include "lang/methods.hpp"
+#include "stdlib/convert.hpp"
+#include "stdlib/np.hpp"
+
+namespace pxl {
+
+namespace {
+
+// Nested Python lists/tuples of numbers -> flat scalars + shape.
+void flatten_nested(InterpreterImpl& in, const Value& v, size_t depth, Shape& shape,
+                    std::vector<Scalar>& flat, bool& has_array, const Span& where) {
+  if (depth > 64) throw Error(ErrCode::Value, "array data nested too deeply", where);
+  if (const ValueList* items = sequence_items(v)) {
+    int64_t n = static_cast<int64_t>(items->size());
+    if (shape.size() == depth) shape.push_back(n);
+    else if (shape.size() < depth || shape[depth] != n)
+      throw Error(ErrCode::Value,
+                  "setting an array element with a sequence: the nested lists have inhomogeneous "
+                  "lengths (dimension " + std::to_string(depth) + ")",
+                  where);
+    for (const Value& x : *items) flatten_nested(in, x, depth + 1, shape, flat, has_array, where);
+    return;
+  }
+  if (shape.size() > depth)
+    throw Error(ErrCode::Value, "the nested lists have inhomogeneous lengths", where);
+  if (v.is_bool()) flat.push_back(Scalar::of_bool(v.b));
+  else if (v.is_int()) flat.push_back(Scalar::of_int(v.i));
+  else if (v.is_float()) flat.push_back(Scalar::of_float(v.f));
+  else if (v.is_obj(ObjKind::Array)) has_array = true;
+  else
+    throw Error(ErrCode::Type, "cannot convert a " + type_name(v) + " to an array element", where);
+}
+
+} // namespace
+
+Tensor InterpreterImpl::to_tensor(const Value& v, const Span& where, std::optional<DType> dtype) {
+  try {
+    if (v.is_obj(ObjKind::Array)) {
+      const Tensor& t = v.as<ArrayObj>()->tensor;
+      return dtype && *dtype != t->aval.dtype ? np::astype(ops(), t, *dtype) : t;
+    }
+    if (v.is_bool()) return np::scalar(ops(), Scalar::of_bool(v.b), dtype, !dtype);
+    if (v.is_int()) {
+      if (!dtype && (v.i > INT32_MAX || v.i < INT32_MIN))
+        throw Error(ErrCode::Value, "Python int " + std::to_string(v.i) + " is too large to convert to int32");
+      return np::scalar(ops(), Scalar::of_int(v.i), dtype, !dtype);
+    }
+    if (v.is_float()) return np::scalar(ops(), Scalar::of_float(v.f), dtype, !dtype);
+    if (sequence_items(v)) {
+      Shape shape;
+      std::vector<Scalar> flat;
+      bool has_array = false;
+      flatten_nested(*this, v, 0, shape, flat, has_array, where);
+      if (has_array) {
+        // A list of arrays (or mixed): convert each element and stack them.
+        std::vector<Tensor> parts;
+        for (const Value& x : *sequence_items(v)) parts.push_back(to_tensor(x, where, dtype));
+        return np::stack(ops(), parts, 0);
+      }
+      return np::from_host(ops(), flat, shape, dtype);
+    }
+  } catch (Error& e) {
+    e.set_span_if_missing(where);
+    throw;
+  }
+  throw Error(ErrCode::Type, "cannot convert a " + type_name(v) + " value to an array", where);
+}
+
+// Python index value -> numpy index items.
+std::vector<np::IndexItem> to_index_items(InterpreterImpl& in, const Value& index, const Span& where) {
+  std::vector<np::IndexItem> items;
+  auto one = [&](const Value& v) {
+    np::IndexItem it;
+    if (v.is_intlike()) {
+      it.kind = np::IndexItem::Kind::Int;
+      it.index = v.as_int();
+    } else if (v.is_none()) {
+      it.kind = np::IndexItem::Kind::NewAxis;
+    } else if (v.is_obj(ObjKind::Ellipsis)) {
+      it.kind = np::IndexItem::Kind::Ellipsis;
+    } else if (v.is_obj(ObjKind::Slice)) {
+      auto* s = v.as<SliceObj>();
+      it.kind = np::IndexItem::Kind::Slice;
+      if (!s->start.is_none()) it.start = value_to_int(s->start, "slice index");
+      if (!s->stop.is_none()) it.stop = value_to_int(s->stop, "slice index");
+      if (!s->step.is_none()) it.step = value_to_int(s->step, "slice step");
+      if (it.step && *it.step == 0) throw Error(ErrCode::Value, "slice step cannot be zero", where);
+    } else if (v.is_obj(ObjKind::Array) || v.is_obj(ObjKind::List)) {
+      Tensor t = in.to_tensor(v, where);
+      if (is_floating(t->aval.dtype))
+        throw Error(ErrCode::Type,
+                    "indices must be integers or booleans, not an array of " +
+                        std::string(dtype_name(t->aval.dtype)),
+                    where);
+      if (t->aval.shape.empty() && t->aval.dtype != DType::Bool) {
+        it.kind = np::IndexItem::Kind::Int;
+        it.index = in.ops().concrete(t).get(0).i;
+      } else {
+        it.kind = np::IndexItem::Kind::Array;
+        it.array = t;
+      }
+    } else {
+      throw Error(ErrCode::Type,
+                  "array indices must be integers, slices, None, ..., or integer arrays, not " +
+                      type_name(v),
+                  where);
+    }
+    items.push_back(std::move(it));
+  };
+  if (index.is_obj(ObjKind::Tuple))
+    for (const Value& v : index.as<TupleObj>()->items) one(v);
+  else
+    one(index);
+  return items;
+}
+
+Value array_get_item(InterpreterImpl& in, const Value& arr, const Value& index, const Span& where) {
+  try {
+    return make_array(np::index(in.ops(), arr.as<ArrayObj>()->tensor, to_index_items(in, index, where)));
+  } catch (Error& e) {
+    e.set_span_if_missing(where);
+    throw;
+  }
+}
+
+Value array_to_scalar(InterpreterImpl& in, const Value& arr, const Span& where) {
+  const Tensor& t = arr.as<ArrayObj>()->tensor;
+  if (t->aval.size() != 1)
+    throw Error(ErrCode::Type,
+                "only size-1 arrays can be converted to Python scalars (this array has shape " +
+                    shape_str(t->aval.shape) + ")",
+                where);
+  const Array& a = in.ops().concrete(t);
+  Scalar s = a.get(0);
+  if (a.dtype() == DType::Bool) return Value::boolean(s.i != 0);
+  if (is_floating(a.dtype())) return Value::number(a.get_f64(0));
+  return Value::integer(s.i);
+}
+
+bool array_truthy(InterpreterImpl& in, const Value& arr, const Span& where) {
+  const Tensor& t = arr.as<ArrayObj>()->tensor;
+  if (t->aval.size() != 1)
+    throw Error(ErrCode::Value,
+                "the truth value of an array with more than one element is ambiguous (shape " +
+                    shape_str(t->aval.shape) + ")",
+                where, "use a.any() or a.all()");
+  return in.ops().concrete(t).get_f64(0) != 0.0;
+}
+
+ValueList array_iterate(InterpreterImpl& in, const Value& arr, const Span& where) {
+  const Tensor& t = arr.as<ArrayObj>()->tensor;
+  if (t->aval.shape.empty()) throw Error(ErrCode::Type, "iteration over a 0-d array", where);
+  ValueList out;
+  for (int64_t i = 0; i < t->aval.shape[0]; ++i) {
+    np::IndexItem it;
+    it.index = i;
+    out.push_back(make_array(np::index(in.ops(), t, {it})));
+  }
+  return out;
+}
+
+Tensor np_astype_value(InterpreterImpl& in, const Value& v, DType dtype, const Span& where) {
+  Tensor t = in.to_tensor(v, where);
+  return np::astype(in.ops(), t, dtype);
+}
+
+} // namespace pxl

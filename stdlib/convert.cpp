@@ -1,0 +1,41 @@
+#include "stdlib/convert.hpp"
+
+#include "lang/args.hpp"
+#include "lang/methods.hpp"
+
+namespace pxl {
+
+std::optional<DType> value_to_dtype(const Value& v) {
+  if (v.is_none()) return std::nullopt;
+  if (v.is_obj(ObjKind::DType)) return v.as<DTypeObj>()->dtype;
+  if (v.is_obj(ObjKind::Str)) {
+    if (auto d = dtype_from_name(v.as<StrObj>()->value)) return d;
+    throw Error(ErrCode::DType, "unknown dtype '" + v.as<StrObj>()->value + "'",
+                Span{}, "use float32, float64, float16, bfloat16, int32, uint32 or bool");
+  }
+  if (v.is_obj(ObjKind::Builtin)) {
+    const std::string& n = v.as<BuiltinObj>()->name;
+    if (n == "float") return DType::Float32; // JAX canonicalises Python float to float32
+    if (n == "int") return DType::Int32;
+    if (n == "bool") return DType::Bool;
+  }
+  throw Error(ErrCode::DType, "expected a dtype, got a " + type_name(v) + " value");
+}
+
+Shape value_to_shape(const Value& v, const std::string& what) {
+  Shape s = value_to_int_list(v, what);
+  for (int64_t d : s)
+    if (d < 0) throw Error(ErrCode::Value, what + ": negative dimension " + std::to_string(d));
+  return s;
+}
+
+Scalar value_to_scalar(InterpreterImpl& in, const Value& v, const std::string& what) {
+  Value s = v;
+  if (v.is_obj(ObjKind::Array)) s = array_to_scalar(in, v, Span{});
+  if (s.is_bool()) return Scalar::of_bool(s.b);
+  if (s.is_int()) return Scalar::of_int(s.i);
+  if (s.is_float()) return Scalar::of_float(s.f);
+  throw Error(ErrCode::Type, what + " must be a number, not " + type_name(v));
+}
+
+} // namespace pxl

@@ -1,0 +1,112 @@
+// Builds every stdlib module and the predeclared globals (DESIGN §2: np, lax,
+// jax, devices, device_count, tree_map, ...).
+#include "lang/args.hpp"
+#include "stdlib/convert.hpp"
+#include "stdlib/module_builder.hpp"
+#include "stdlib/pytree.hpp"
+
+namespace pxl {
+
+Value make_functools_module();
+Value make_time_module();
+Value make_math_module();
+
+Value make_lax_module(InterpreterImpl& in, const Value& np) {
+  (void)in;
+  ModuleBuilder b("jax.lax");
+  static const char* same[] = {"exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "tanh", "sin", "cos",
+                               "tan", "abs", "sign", "floor", "ceil", "round", "pow", "square",
+                               "clamp", "dot", "reshape", "transpose", "concatenate", "select",
+                               "is_finite"};
+  const auto& src = np.as<ModuleObj>()->env->vars;
+  for (const char* n : same)
+    if (src.count(n)) b.alias(n, np);
+  static const std::pair<const char*, const char*> renamed[] = {
+      {"neg", "negative"}, {"add", "add"}, {"sub", "subtract"}, {"mul", "multiply"},
+      {"div", "divide"}, {"max", "maximum"}, {"min", "minimum"}, {"rem", "remainder"},
+      {"atan2", "arctan2"}, {"eq", "equal"}, {"ne", "not_equal"}, {"lt", "less"}, {"le", "less_equal"},
+      {"gt", "greater"}, {"ge", "greater_equal"}, {"bitwise_and", "bitwise_and"},
+      {"bitwise_or", "bitwise_or"}, {"bitwise_xor", "bitwise_xor"}, {"select", "where"},
+      {"is_finite", "isfinite"}, {"convert_element_type", "astype"}, {"broadcast_to", "broadcast_to"}};
+  for (auto [mine, theirs] : renamed) b.alias(mine, np, theirs);
+  b.fn("logistic", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("logistic", a, {"x"}, 1);
+    return make_array(np::unary(in.ops(), np::UnOp::Logistic, in.to_tensor(r[0], Span{})));
+  });
+  b.fn("erf", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("erf", a, {"x"}, 1);
+    return make_array(np::unary(in.ops(), np::UnOp::Erf, in.to_tensor(r[0], Span{})));
+  });
+  return b.value();
+}
+
+void install_stdlib(InterpreterImpl& in) {
+  Value np = make_numpy_module(in);
+  Value lax = make_lax_module(in, np);
+  Value random = make_random_module(in);
+
+  ModuleBuilder jax("jax");
+  jax.val("numpy", np);
+  jax.val("lax", lax);
+  jax.val("random", random);
+  jax.fn("devices", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("devices", a, {"backend"});
+    ValueList out;
+    for (const Device& d : in.platform().devices())
+      out.push_back(Value::object(std::make_shared<DeviceObj>(d.id, d.platform)));
+    return make_list(std::move(out));
+  });
+  jax.alias("local_devices", jax.value(), "devices");
+  jax.fn("device_count", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("device_count", a, {"backend"});
+    return Value::integer(in.platform().device_count());
+  });
+  jax.alias("local_device_count", jax.value(), "device_count");
+  jax.fn("default_backend", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("default_backend", a, {});
+    return make_str("cpu");
+  });
+  jax.fn("block_until_ready", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("block_until_ready", a, {"x"}, 1);
+    return r[0]; // eager execution is synchronous
+  });
+  jax.fn("device_get", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("device_get", a, {"x"}, 1);
+    return r[0];
+  });
+  Value jax_v = jax.value();
+
+  ModuleBuilder tree_util("jax.tree_util"), tree("jax.tree");
+  Value tu = tree_util.value(), tr = tree.value();
+  add_tree_functions(in, tu, tr, jax_v);
+  jax.val("tree_util", tu);
+  jax.val("tree", tr);
+  ModuleBuilder sharding("jax.sharding"), experimental("jax.experimental"),
+      shard_map_mod("jax.experimental.shard_map");
+  experimental.val("shard_map", shard_map_mod.value());
+  jax.val("sharding", sharding.value());
+  jax.val("experimental", experimental.value());
+
+  in.register_module("jax", jax_v);
+  in.register_module("jax.numpy", np);
+  in.register_module("numpy", np);
+  in.register_module("jax.lax", lax);
+  in.register_module("jax.random", random);
+  in.register_module("jax.tree_util", tu);
+  in.register_module("jax.tree", tr);
+  in.register_module("jax.sharding", sharding.value());
+  in.register_module("jax.experimental", experimental.value());
+  in.register_module("jax.experimental.shard_map", shard_map_mod.value());
+  in.register_module("functools", make_functools_module());
+  in.register_module("time", make_time_module());
+  in.register_module("math", make_math_module());
+
+  // Predeclared names: a script may use them without importing anything.
+  in.define_builtin("np", np);
+  in.define_builtin("lax", lax);
+  in.define_builtin("jax", jax_v);
+  for (const char* n : {"devices", "device_count", "tree_map"})
+    in.define_builtin(n, jax_v.as<ModuleObj>()->env->vars.at(n));
+}
+
+} // namespace pxl

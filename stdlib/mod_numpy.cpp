@@ -1,0 +1,381 @@
+// The `np` / `jax.numpy` module: Python-facing wrappers over stdlib/np.hpp.
+#include <cmath>
+
+#include "lang/args.hpp"
+#include "lang/methods.hpp"
+#include "runtime/npy.hpp"
+#include "stdlib/convert.hpp"
+#include "stdlib/module_builder.hpp"
+
+namespace pxl {
+
+namespace {
+
+Tensor T(InterpreterImpl& in, const Value& v) { return in.to_tensor(v, Span{}); }
+
+std::optional<int> opt_axis(const ArgReader& r, size_t i) {
+  if (!r.has(i) || r[i].is_none()) return std::nullopt;
+  return static_cast<int>(std::clamp<int64_t>(r.get_int(i), -100000, 100000));
+}
+
+std::vector<Tensor> tensor_list(InterpreterImpl& in, const Value& v, const char* fn) {
+  std::vector<Tensor> out;
+  if (v.is_obj(ObjKind::Array)) {
+    // np.concatenate(x) of one array: iterate its first axis.
+    for (const Value& x : in.iterate(v, Span{})) out.push_back(T(in, x));
+    return out;
+  }
+  const ValueList* items = sequence_items(v);
+  if (!items) throw Error(ErrCode::Type, std::string(fn) + "() expects a sequence of arrays");
+  for (const Value& x : *items) out.push_back(T(in, x));
+  return out;
+}
+
+void def_creation(ModuleBuilder& b) {
+  auto array_fn = [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("array", a, {"object", "dtype", "copy"}, 1);
+    auto dt = value_to_dtype(r[1]);
+    Tensor t = in.to_tensor(r[0], Span{}, dt);
+    // np.array of Python scalars gives a strong array (weak only for bare literals in ops).
+    if (t->aval.weak) t = np::astype(in.ops(), t, t->aval.dtype);
+    return make_array(t);
+  };
+  b.fn("array", array_fn);
+  b.fn("asarray", array_fn);
+  auto filled = [](const char* name, int kind) {
+    return [name, kind](InterpreterImpl& in, CallArgs& a) {
+      if (kind == 2) {
+        ArgReader r(name, a, {"shape", "fill_value", "dtype"}, 2);
+        return make_array(np::full(in.ops(), value_to_shape(r[0], std::string(name) + "() shape"),
+                                   value_to_scalar(in, r[1], "fill_value"), value_to_dtype(r[2])));
+      }
+      ArgReader r(name, a, {"shape", "dtype"}, 1);
+      Shape s = value_to_shape(r[0], std::string(name) + "() shape");
+      DType dt = value_to_dtype(r[1]).value_or(DType::Float32);
+      return make_array(kind == 1 ? np::ones(in.ops(), s, dt) : np::zeros(in.ops(), s, dt));
+    };
+  };
+  b.fn("zeros", filled("zeros", 0));
+  b.fn("empty", filled("empty", 0));
+  b.fn("ones", filled("ones", 1));
+  b.fn("full", filled("full", 2));
+  auto like = [](const char* name, int kind) {
+    return [name, kind](InterpreterImpl& in, CallArgs& a) {
+      ArgReader r(name, a, kind == 2 ? std::initializer_list<const char*>{"a", "fill_value", "dtype"}
+                                     : std::initializer_list<const char*>{"a", "dtype"},
+                  kind == 2 ? 2 : 1);
+      Tensor x = T(in, r[0]);
+      Scalar v = kind == 2 ? value_to_scalar(in, r[1], "fill_value") : Scalar::of_int(kind);
+      return make_array(np::full_like(in.ops(), x, v, value_to_dtype(r[kind == 2 ? 2 : 1])));
+    };
+  };
+  b.fn("zeros_like", like("zeros_like", 0));
+  b.fn("ones_like", like("ones_like", 1));
+  b.fn("full_like", like("full_like", 2));
+  b.fn("empty_like", like("empty_like", 0));
+  b.fn("arange", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("arange", a, {"start", "stop", "step", "dtype"}, 1);
+    Scalar start = Scalar::of_int(0), stop, step = Scalar::of_int(1);
+    if (r.has(1) && !r[1].is_none()) {
+      start = value_to_scalar(in, r[0], "arange() start");
+      stop = value_to_scalar(in, r[1], "arange() stop");
+    } else {
+      stop = value_to_scalar(in, r[0], "arange() stop");
+    }
+    if (r.has(2) && !r[2].is_none()) step = value_to_scalar(in, r[2], "arange() step");
+    return make_array(np::arange(in.ops(), start, stop, step, value_to_dtype(r[3])));
+  });
+  b.fn("linspace", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("linspace", a, {"start", "stop", "num", "endpoint", "retstep", "dtype"}, 2);
+    return make_array(np::linspace(in.ops(), r.get_float(0), r.get_float(1), r.get_int(2, 50),
+                                   r.get_bool(3, true), value_to_dtype(r[5])));
+  });
+  b.fn("eye", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("eye", a, {"N", "M", "k", "dtype"}, 1);
+    std::optional<int64_t> m;
+    if (r.has(1) && !r[1].is_none()) m = r.get_int(1);
+    return make_array(np::eye(in.ops(), r.get_int(0), m, r.get_int(2, 0),
+                              value_to_dtype(r[3]).value_or(DType::Float32)));
+  });
+  b.fn("identity", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("identity", a, {"n", "dtype"}, 1);
+    return make_array(np::eye(in.ops(), r.get_int(0), std::nullopt, 0, value_to_dtype(r[1]).value_or(DType::Float32)));
+  });
+}
+
+void def_elementwise(ModuleBuilder& b) {
+  static const std::pair<const char*, np::UnOp> unary[] = {
+      {"negative", np::UnOp::Neg}, {"positive", np::UnOp::Pos}, {"invert", np::UnOp::Invert},
+      {"bitwise_not", np::UnOp::Invert}, {"exp", np::UnOp::Exp}, {"log", np::UnOp::Log},
+      {"log1p", np::UnOp::Log1p}, {"expm1", np::UnOp::Expm1}, {"sqrt", np::UnOp::Sqrt},
+      {"rsqrt", np::UnOp::Rsqrt}, {"tanh", np::UnOp::Tanh}, {"sin", np::UnOp::Sin},
+      {"cos", np::UnOp::Cos}, {"tan", np::UnOp::Tan}, {"abs", np::UnOp::Abs},
+      {"absolute", np::UnOp::Abs}, {"sign", np::UnOp::Sign}, {"floor", np::UnOp::Floor},
+      {"ceil", np::UnOp::Ceil}, {"isnan", np::UnOp::IsNan}, {"isfinite", np::UnOp::IsFinite},
+      {"isinf", np::UnOp::IsInf}, {"square", np::UnOp::Square}, {"reciprocal", np::UnOp::Reciprocal},
+      {"logical_not", np::UnOp::LogicalNot}};
+  for (auto [name, op] : unary) {
+    np::UnOp o = op;
+    std::string n = name;
+    b.fn(n, [n, o](InterpreterImpl& in, CallArgs& a) {
+      ArgReader r(n, a, {"x"}, 1);
+      return make_array(np::unary(in.ops(), o, T(in, r[0])));
+    });
+  }
+  b.fn("round", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("round", a, {"a", "decimals"}, 1);
+    CallArgs ra;
+    ra.pos = {make_array(T(in, r[0])), Value::integer(r.get_int(1, 0))};
+    return in.call(in.builtin("round"), ra, Span{});
+  });
+  b.alias("around", b.value(), "round");
+  static const std::pair<const char*, np::BinOp> binary[] = {
+      {"add", np::BinOp::Add}, {"subtract", np::BinOp::Sub}, {"multiply", np::BinOp::Mul},
+      {"divide", np::BinOp::TrueDiv}, {"true_divide", np::BinOp::TrueDiv},
+      {"floor_divide", np::BinOp::FloorDiv}, {"mod", np::BinOp::Mod}, {"remainder", np::BinOp::Mod},
+      {"power", np::BinOp::Pow}, {"pow", np::BinOp::Pow}, {"maximum", np::BinOp::Maximum},
+      {"minimum", np::BinOp::Minimum}, {"bitwise_and", np::BinOp::BitAnd},
+      {"bitwise_or", np::BinOp::BitOr}, {"bitwise_xor", np::BinOp::BitXor},
+      {"equal", np::BinOp::Eq}, {"not_equal", np::BinOp::Ne}, {"less", np::BinOp::Lt},
+      {"less_equal", np::BinOp::Le}, {"greater", np::BinOp::Gt}, {"greater_equal", np::BinOp::Ge},
+      {"arctan2", np::BinOp::Arctan2}};
+  for (auto [name, op] : binary) {
+    np::BinOp o = op;
+    std::string n = name;
+    b.fn(n, [n, o](InterpreterImpl& in, CallArgs& a) {
+      ArgReader r(n, a, {"x1", "x2"}, 2);
+      return make_array(np::binary(in.ops(), o, T(in, r[0]), T(in, r[1])));
+    });
+  }
+  static const std::pair<const char*, np::BinOp> logical[] = {
+      {"logical_and", np::BinOp::BitAnd}, {"logical_or", np::BinOp::BitOr}, {"logical_xor", np::BinOp::BitXor}};
+  for (auto [name, op] : logical) {
+    np::BinOp o = op;
+    std::string n = name;
+    b.fn(n, [n, o](InterpreterImpl& in, CallArgs& a) {
+      ArgReader r(n, a, {"x1", "x2"}, 2);
+      Tensor x = np::astype(in.ops(), T(in, r[0]), DType::Bool);
+      Tensor y = np::astype(in.ops(), T(in, r[1]), DType::Bool);
+      return make_array(np::binary(in.ops(), o, x, y));
+    });
+  }
+  b.fn("where", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("where", a, {"condition", "x", "y"}, 3);
+    return make_array(np::where(in.ops(), T(in, r[0]), T(in, r[1]), T(in, r[2])));
+  });
+  b.fn("clip", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("clip", a, {"a", "a_min", "a_max", "min", "max"}, 1);
+    std::optional<Tensor> lo, hi;
+    const Value& lov = r.has(1) ? r[1] : r[3];
+    const Value& hiv = r.has(2) ? r[2] : r[4];
+    if (!lov.is_none()) lo = T(in, lov);
+    if (!hiv.is_none()) hi = T(in, hiv);
+    return make_array(np::clip(in.ops(), T(in, r[0]), lo, hi));
+  });
+  b.fn("astype", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("astype", a, {"x", "dtype"}, 2);
+    return make_array(np::astype(in.ops(), T(in, r[0]), *value_to_dtype(r[1])));
+  });
+}
+
+void def_shape(ModuleBuilder& b) {
+  b.fn("reshape", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("reshape", a, {"a", "newshape", "order", "shape"}, 1);
+    const Value& s = r.has(1) ? r[1] : r[3];
+    return make_array(np::reshape(in.ops(), T(in, r[0]), value_to_int_list(s, "reshape() shape")));
+  });
+  b.fn("ravel", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("ravel", a, {"a"}, 1);
+    return make_array(np::reshape(in.ops(), T(in, r[0]), {-1}));
+  });
+  b.fn("transpose", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("transpose", a, {"a", "axes"}, 1);
+    std::optional<std::vector<int>> perm = value_to_axes(r[1], "transpose() axes");
+    return make_array(np::transpose(in.ops(), T(in, r[0]), perm));
+  });
+  b.fn("swapaxes", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("swapaxes", a, {"a", "axis1", "axis2"}, 3);
+    return make_array(np::swapaxes(in.ops(), T(in, r[0]), static_cast<int>(r.get_int(1)), static_cast<int>(r.get_int(2))));
+  });
+  b.fn("moveaxis", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("moveaxis", a, {"a", "source", "destination"}, 3);
+    return make_array(np::moveaxis(in.ops(), T(in, r[0]), static_cast<int>(r.get_int(1)), static_cast<int>(r.get_int(2))));
+  });
+  b.fn("expand_dims", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("expand_dims", a, {"a", "axis"}, 2);
+    return make_array(np::expand_dims(in.ops(), T(in, r[0]), *value_to_axes(r[1], "expand_dims() axis")));
+  });
+  b.fn("squeeze", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("squeeze", a, {"a", "axis"}, 1);
+    return make_array(np::squeeze(in.ops(), T(in, r[0]), value_to_axes(r[1], "squeeze() axis")));
+  });
+  b.fn("broadcast_to", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("broadcast_to", a, {"array", "shape"}, 2);
+    return make_array(np::broadcast_to(in.ops(), T(in, r[0]), value_to_shape(r[1], "broadcast_to() shape")));
+  });
+  b.fn("concatenate", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("concatenate", a, {"arrays", "axis"}, 1);
+    return make_array(np::concatenate(in.ops(), tensor_list(in, r[0], "concatenate"), static_cast<int>(r.get_int(1, 0))));
+  });
+  b.fn("stack", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("stack", a, {"arrays", "axis"}, 1);
+    return make_array(np::stack(in.ops(), tensor_list(in, r[0], "stack"), static_cast<int>(r.get_int(1, 0))));
+  });
+  b.fn("hstack", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("hstack", a, {"tup"}, 1);
+    auto xs = tensor_list(in, r[0], "hstack");
+    bool all_1d = !xs.empty() && xs[0]->aval.ndim() <= 1;
+    return make_array(np::concatenate(in.ops(), xs, all_1d ? 0 : 1));
+  });
+  b.fn("vstack", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("vstack", a, {"tup"}, 1);
+    auto xs = tensor_list(in, r[0], "vstack");
+    for (auto& x : xs)
+      if (x->aval.ndim() < 2) x = np::reshape(in.ops(), x, {1, -1});
+    return make_array(np::concatenate(in.ops(), xs, 0));
+  });
+  b.fn("split", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("split", a, {"ary", "indices_or_sections", "axis"}, 2);
+    Tensor x = T(in, r[0]);
+    int axis = static_cast<int>(r.get_int(2, 0));
+    std::vector<Tensor> parts = r[1].is_intlike()
+                                    ? np::split_sections(in.ops(), x, r[1].as_int(), axis)
+                                    : np::split_indices(in.ops(), x, value_to_int_list(r[1], "split() indices"), axis);
+    ValueList out;
+    for (auto& p : parts) out.push_back(make_array(p));
+    return make_list(std::move(out));
+  });
+  auto shape_query = [](const char* name, int which) {
+    return [name, which](InterpreterImpl& in, CallArgs& a) {
+      ArgReader r(name, a, {"a"}, 1);
+      const AVal& av = T(in, r[0])->aval;
+      if (which == 0) {
+        ValueList d;
+        for (int64_t x : av.shape) d.push_back(Value::integer(x));
+        return make_tuple(std::move(d));
+      }
+      return Value::integer(which == 1 ? av.ndim() : av.size());
+    };
+  };
+  b.fn("shape", shape_query("shape", 0));
+  b.fn("ndim", shape_query("ndim", 1));
+  b.fn("size", shape_query("size", 2));
+}
+
+void def_reductions(ModuleBuilder& b) {
+  static const std::pair<const char*, np::ReduceOp> reds[] = {
+      {"sum", np::ReduceOp::Sum}, {"prod", np::ReduceOp::Prod}, {"max", np::ReduceOp::Max},
+      {"amax", np::ReduceOp::Max}, {"min", np::ReduceOp::Min}, {"amin", np::ReduceOp::Min},
+      {"mean", np::ReduceOp::Mean}, {"any", np::ReduceOp::Any}, {"all", np::ReduceOp::All}};
+  for (auto [name, op] : reds) {
+    np::ReduceOp o = op;
+    std::string n = name;
+    b.fn(n, [n, o](InterpreterImpl& in, CallArgs& a) {
+      ArgReader r(n, a, {"a", "axis", "dtype", "out", "keepdims"}, 1);
+      Tensor x = T(in, r[0]);
+      if (auto dt = value_to_dtype(r[2])) x = np::astype(in.ops(), x, *dt);
+      return make_array(np::reduce(in.ops(), o, x, value_to_axes(r[1], n + "() axis"), r.get_bool(4, false)));
+    });
+  }
+  auto arg = [](const char* name, bool is_max) {
+    return [name, is_max](InterpreterImpl& in, CallArgs& a) {
+      ArgReader r(name, a, {"a", "axis", "out", "keepdims"}, 1);
+      Tensor x = T(in, r[0]);
+      return make_array(is_max ? np::argmax(in.ops(), x, opt_axis(r, 1), r.get_bool(3, false))
+                               : np::argmin(in.ops(), x, opt_axis(r, 1), r.get_bool(3, false)));
+    };
+  };
+  b.fn("argmax", arg("argmax", true));
+  b.fn("argmin", arg("argmin", false));
+  auto var_std = [](const char* name, bool is_std) {
+    return [name, is_std](InterpreterImpl& in, CallArgs& a) {
+      ArgReader r(name, a, {"a", "axis", "dtype", "out", "ddof", "keepdims"}, 1);
+      Tensor v = np::var(in.ops(), T(in, r[0]), value_to_axes(r[1], std::string(name) + "() axis"),
+                         r.get_bool(5, false), static_cast<int>(r.get_int(4, 0)));
+      return make_array(is_std ? np::unary(in.ops(), np::UnOp::Sqrt, v) : v);
+    };
+  };
+  b.fn("var", var_std("var", false));
+  b.fn("std", var_std("std", true));
+  b.fn("cumsum", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("cumsum", a, {"a", "axis", "dtype"}, 1);
+    return make_array(np::cumsum(in.ops(), T(in, r[0]), opt_axis(r, 1)));
+  });
+}
+
+void def_linalg(ModuleBuilder& b) {
+  b.fn("matmul", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("matmul", a, {"a", "b"}, 2);
+    return make_array(np::matmul(in.ops(), T(in, r[0]), T(in, r[1])));
+  });
+  b.fn("dot", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("dot", a, {"a", "b"}, 2);
+    return make_array(np::dot(in.ops(), T(in, r[0]), T(in, r[1])));
+  });
+  b.fn("outer", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("outer", a, {"a", "b"}, 2);
+    return make_array(np::outer(in.ops(), T(in, r[0]), T(in, r[1])));
+  });
+  b.fn("einsum", [](InterpreterImpl& in, CallArgs& a) {
+    for (auto& [k, v] : a.kw)
+      if (k != "optimize" && k != "precision")
+        throw Error(ErrCode::Arguments, "einsum() got an unexpected keyword argument '" + k + "'");
+    if (a.pos.size() < 2) throw Error(ErrCode::Arguments, "einsum() needs a subscripts string and at least one operand");
+    std::string spec = value_to_str(a.pos[0], "einsum() subscripts");
+    std::vector<Tensor> ops;
+    for (size_t i = 1; i < a.pos.size(); ++i) ops.push_back(T(in, a.pos[i]));
+    return make_array(np::einsum(in.ops(), spec, ops));
+  });
+  b.fn("allclose", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("allclose", a, {"a", "b", "rtol", "atol", "equal_nan"}, 2);
+    return Value::boolean(np::allclose(in.ops(), T(in, r[0]), T(in, r[1]), r.get_float(2, 1e-5),
+                                       r.get_float(3, 1e-8), r.get_bool(4, false)));
+  });
+  b.fn("array_equal", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("array_equal", a, {"a1", "a2"}, 2);
+    return Value::boolean(np::array_equal(in.ops(), T(in, r[0]), T(in, r[1])));
+  });
+}
+
+void def_io(ModuleBuilder& b) {
+  b.fn("save", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("save", a, {"file", "arr", "allow_pickle"}, 2);
+    std::string path = r.get_str(0);
+    if (path.size() < 4 || path.substr(path.size() - 4) != ".npy") path += ".npy";
+    save_npy(path, in.ops().concrete(T(in, r[1])));
+    return Value();
+  });
+  b.fn("load", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("load", a, {"file", "allow_pickle"}, 1);
+    return make_array(in.ops().constant(load_npy(r.get_str(0))));
+  });
+}
+
+} // namespace
+
+Value make_numpy_module(InterpreterImpl& in) {
+  (void)in;
+  ModuleBuilder b("jax.numpy");
+  def_creation(b);
+  def_elementwise(b);
+  def_shape(b);
+  def_reductions(b);
+  def_linalg(b);
+  def_io(b);
+  for (DType d : {DType::Bool, DType::Int32, DType::UInt32, DType::Float16, DType::BFloat16,
+                  DType::Float32, DType::Float64})
+    b.val(dtype_name(d), Value::object(std::make_shared<DTypeObj>(d)));
+  b.val("bool_", b.mod->env->vars["bool"]);
+  b.fn("dtype", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("dtype", a, {"obj"}, 1);
+    return Value::object(std::make_shared<DTypeObj>(*value_to_dtype(r[0])));
+  });
+  b.val("pi", Value::number(M_PI));
+  b.val("e", Value::number(M_E));
+  b.val("inf", Value::number(INFINITY));
+  b.val("nan", Value::number(NAN));
+  b.val("newaxis", Value());
+  return b.value();
+}
+
+} // namespace pxl

@@ -1,0 +1,71 @@
+// jax.random: explicit-key random numbers (threefry-2x32, bit-exact with JAX).
+#include "lang/args.hpp"
+#include "stdlib/convert.hpp"
+#include "stdlib/module_builder.hpp"
+
+namespace pxl {
+
+namespace {
+Tensor key_arg(InterpreterImpl& in, const Value& v, const char* fn) {
+  Tensor k = in.to_tensor(v, Span{});
+  if (k->aval.dtype != DType::UInt32 || k->aval.shape.empty() || k->aval.shape.back() != 2)
+    throw Error(ErrCode::Type,
+                std::string(fn) + "() expects a PRNG key (uint32[2] from jax.random.PRNGKey), got " +
+                    dtype_name(k->aval.dtype) + shape_str(k->aval.shape));
+  return k;
+}
+Shape shape_arg(const ArgReader& r, size_t i, const char* fn) {
+  return r.has(i) && !r[i].is_none() ? value_to_shape(r[i], std::string(fn) + "() shape") : Shape{};
+}
+} // namespace
+
+Value make_random_module(InterpreterImpl& in) {
+  (void)in;
+  ModuleBuilder b("jax.random");
+  auto key_fn = [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("PRNGKey", a, {"seed"}, 1);
+    return make_array(np::prng_key(in.ops(), r.get_int(0)));
+  };
+  b.fn("PRNGKey", key_fn);
+  b.fn("key", key_fn);
+  b.fn("split", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("split", a, {"key", "num"}, 1);
+    return make_array(np::random_split(in.ops(), key_arg(in, r[0], "split"), r.get_int(1, 2)));
+  });
+  b.fn("fold_in", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("fold_in", a, {"key", "data"}, 2);
+    return make_array(np::random_fold_in(in.ops(), key_arg(in, r[0], "fold_in"), r.get_int(1)));
+  });
+  b.fn("normal", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("normal", a, {"key", "shape", "dtype"}, 1);
+    return make_array(np::random_normal(in.ops(), key_arg(in, r[0], "normal"), shape_arg(r, 1, "normal"),
+                                        value_to_dtype(r[2]).value_or(DType::Float32)));
+  });
+  b.fn("uniform", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("uniform", a, {"key", "shape", "dtype", "minval", "maxval"}, 1);
+    return make_array(np::random_uniform(in.ops(), key_arg(in, r[0], "uniform"), shape_arg(r, 1, "uniform"),
+                                         value_to_dtype(r[2]).value_or(DType::Float32),
+                                         r.get_float(3, 0.0), r.get_float(4, 1.0)));
+  });
+  b.fn("randint", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("randint", a, {"key", "shape", "minval", "maxval", "dtype"}, 4);
+    return make_array(np::random_randint(in.ops(), key_arg(in, r[0], "randint"), shape_arg(r, 1, "randint"),
+                                         r.get_int(2), r.get_int(3),
+                                         value_to_dtype(r[4]).value_or(DType::Int32)));
+  });
+  b.fn("permutation", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("permutation", a, {"key", "x"}, 2);
+    if (r[1].is_intlike())
+      return make_array(np::random_permutation(in.ops(), key_arg(in, r[0], "permutation"), r.get_int(1)));
+    Tensor x = in.to_tensor(r[1], Span{});
+    if (x->aval.shape.empty()) throw Error(ErrCode::Value, "permutation() of a 0-d array");
+    Tensor perm = np::random_permutation(in.ops(), key_arg(in, r[0], "permutation"), x->aval.shape[0]);
+    np::IndexItem it;
+    it.kind = np::IndexItem::Kind::Array;
+    it.array = perm;
+    return make_array(np::index(in.ops(), x, {it}));
+  });
+  return b.value();
+}
+
+} // namespace pxl

@@ -1,0 +1,117 @@
+// The array namespace (np / jax.numpy), as C++ functions over Tensors. This layer
+// does what jax.numpy does on top of lax: dtype promotion, broadcasting, axis
+// normalisation, and argument checking with clear messages; it expresses every
+// computation as primitives (ir/ops.def) bound through an OpContext.
+// Errors are thrown as pxl::Error without a span (the interpreter adds it), and
+// name the shapes/dtypes/axes involved, e.g.
+//   "add: shapes (3,) and (4,) cannot be broadcast together".
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/tensor.hpp"
+
+namespace pxl::np {
+
+using Axes = std::optional<std::vector<int>>; // nullopt = all axes
+
+enum class BinOp {
+  Add, Sub, Mul, TrueDiv, FloorDiv, Mod, Pow, Maximum, Minimum,
+  BitAnd, BitOr, BitXor, Eq, Ne, Lt, Le, Gt, Ge, Arctan2
+};
+enum class UnOp {
+  Neg, Pos, Invert, Exp, Log, Log1p, Expm1, Sqrt, Rsqrt, Tanh, Sin, Cos, Tan, Abs, Sign,
+  Floor, Ceil, Round, IsNan, IsFinite, IsInf, Square, Logistic, Erf, Reciprocal, LogicalNot
+};
+enum class ReduceOp { Sum, Prod, Max, Min, Mean, Any, All };
+
+// ---- creation -------------------------------------------------------------
+// A host scalar as a 0-d tensor; weak=true for Python literals (x * 2 stays f32).
+Tensor scalar(OpContext& cx, const Scalar& v, std::optional<DType> dtype = {}, bool weak = true);
+// From nested Python data already flattened by the interpreter. Without dtype:
+// bool if all bool, int32 if all ints (error if out of int32 range), else float32.
+Tensor from_host(OpContext& cx, const std::vector<Scalar>& flat, const Shape& shape,
+                 std::optional<DType> dtype = {});
+Tensor full(OpContext& cx, const Shape& shape, const Scalar& v, std::optional<DType> dtype = {});
+Tensor zeros(OpContext& cx, const Shape& shape, DType dtype = DType::Float32);
+Tensor ones(OpContext& cx, const Shape& shape, DType dtype = DType::Float32);
+Tensor full_like(OpContext& cx, const Tensor& x, const Scalar& v, std::optional<DType> dtype = {});
+// numpy's arange: int32 when all of start/stop/step are ints, else float32.
+Tensor arange(OpContext& cx, const Scalar& start, const Scalar& stop, const Scalar& step,
+              std::optional<DType> dtype = {});
+Tensor linspace(OpContext& cx, double start, double stop, int64_t num, bool endpoint = true,
+                std::optional<DType> dtype = {});
+Tensor eye(OpContext& cx, int64_t n, std::optional<int64_t> m = {}, int64_t k = 0,
+           DType dtype = DType::Float32);
+Tensor astype(OpContext& cx, const Tensor& x, DType dtype); // result is strong (not weak)
+
+// ---- elementwise ----------------------------------------------------------
+Tensor binary(OpContext& cx, BinOp op, const Tensor& a, const Tensor& b);
+Tensor unary(OpContext& cx, UnOp op, const Tensor& x);
+Tensor where(OpContext& cx, const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor clip(OpContext& cx, const Tensor& x, const std::optional<Tensor>& lo,
+            const std::optional<Tensor>& hi);
+
+// ---- shape ----------------------------------------------------------------
+Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape); // one -1 allowed
+Tensor transpose(OpContext& cx, const Tensor& x, const std::optional<std::vector<int>>& perm);
+Tensor swapaxes(OpContext& cx, const Tensor& x, int a, int b);
+Tensor moveaxis(OpContext& cx, const Tensor& x, int src, int dst);
+Tensor expand_dims(OpContext& cx, const Tensor& x, const std::vector<int>& axes);
+Tensor squeeze(OpContext& cx, const Tensor& x, const Axes& axes);
+Tensor broadcast_to(OpContext& cx, const Tensor& x, const Shape& shape);
+Tensor concatenate(OpContext& cx, const std::vector<Tensor>& xs, int axis);
+Tensor stack(OpContext& cx, const std::vector<Tensor>& xs, int axis);
+// split(x, 3) -> 3 equal parts (error if not divisible); split(x, {2, 5}) -> at indices.
+std::vector<Tensor> split_sections(OpContext& cx, const Tensor& x, int64_t sections, int axis);
+std::vector<Tensor> split_indices(OpContext& cx, const Tensor& x,
+                                  const std::vector<int64_t>& indices, int axis);
+
+// ---- reductions -----------------------------------------------------------
+// Sum/Prod of bool or int give int32; Mean of ints gives float32; Any/All give bool.
+Tensor reduce(OpContext& cx, ReduceOp op, const Tensor& x, const Axes& axes, bool keepdims = false);
+Tensor argmax(OpContext& cx, const Tensor& x, std::optional<int> axis, bool keepdims = false);
+Tensor argmin(OpContext& cx, const Tensor& x, std::optional<int> axis, bool keepdims = false);
+Tensor var(OpContext& cx, const Tensor& x, const Axes& axes, bool keepdims = false, int ddof = 0);
+Tensor cumsum(OpContext& cx, const Tensor& x, std::optional<int> axis);
+
+// ---- linear algebra -------------------------------------------------------
+Tensor matmul(OpContext& cx, const Tensor& a, const Tensor& b); // numpy matmul rules, batched
+Tensor dot(OpContext& cx, const Tensor& a, const Tensor& b);    // numpy dot rules
+Tensor outer(OpContext& cx, const Tensor& a, const Tensor& b);
+Tensor einsum(OpContext& cx, const std::string& spec, const std::vector<Tensor>& operands);
+
+// ---- indexing -------------------------------------------------------------
+struct IndexItem {
+  enum class Kind { Int, Slice, Ellipsis, NewAxis, Array } kind = Kind::Int;
+  int64_t index = 0;                              // Int
+  std::optional<int64_t> start, stop, step;       // Slice
+  Tensor array;                                   // Array: int (gather) or bool (mask)
+};
+// x[items] with numpy semantics for basic indexing; an int array item gathers
+// along its axis. Out-of-bounds ints are an error naming the index, axis and size.
+Tensor index(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items);
+enum class UpdateMode { Set, Add, Mul, Min, Max };
+// x.at[items].set(v) / .add(v) ...: v broadcasts to the indexed shape.
+Tensor index_update(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items,
+                    const Tensor& v, UpdateMode mode);
+
+// ---- comparisons needing the host -----------------------------------------
+bool allclose(OpContext& cx, const Tensor& a, const Tensor& b, double rtol = 1e-5,
+              double atol = 1e-8, bool equal_nan = false);
+bool array_equal(OpContext& cx, const Tensor& a, const Tensor& b);
+
+// ---- random (jax.random, threefry-2x32 exactly as JAX) -----------------------
+Tensor prng_key(OpContext& cx, int64_t seed);                // uint32[2]
+Tensor random_split(OpContext& cx, const Tensor& key, int64_t num); // uint32[num, 2]
+Tensor random_fold_in(OpContext& cx, const Tensor& key, int64_t data);
+Tensor random_normal(OpContext& cx, const Tensor& key, const Shape& shape,
+                     DType dtype = DType::Float32);
+Tensor random_uniform(OpContext& cx, const Tensor& key, const Shape& shape,
+                      DType dtype = DType::Float32, double minval = 0.0, double maxval = 1.0);
+Tensor random_randint(OpContext& cx, const Tensor& key, const Shape& shape, int64_t minval,
+                      int64_t maxval, DType dtype = DType::Int32);
+Tensor random_permutation(OpContext& cx, const Tensor& key, int64_t n);
+
+} // namespace pxl::np

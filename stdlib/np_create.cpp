@@ -1,0 +1,153 @@
+// Array creation: np.array/asarray, full/zeros/ones(_like), arange, linspace, eye, astype.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "stdlib/np_internal.hpp"
+
+namespace pxl::np {
+
+using namespace detail;
+
+namespace {
+
+void check_int32(int64_t v) {
+  if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
+    throw Error(ErrCode::Value, "Python int " + std::to_string(v) + " too large to convert to int32");
+}
+
+DType default_dtype(const Scalar& v) {
+  switch (v.kind) {
+  case Scalar::Kind::Bool: return DType::Bool;
+  case Scalar::Kind::Int: check_int32(v.i); return DType::Int32;
+  case Scalar::Kind::Float: return DType::Float32;
+  }
+  return DType::Float32;
+}
+
+double as_double(const Scalar& s) {
+  return s.kind == Scalar::Kind::Float ? s.f : static_cast<double>(s.i);
+}
+
+} // namespace
+
+Tensor scalar(OpContext& cx, const Scalar& v, std::optional<DType> dtype, bool weak) {
+  DType d = dtype ? *dtype : default_dtype(v);
+  // Python bools are never weak in JAX; only ints and floats are.
+  return constant(cx, v, d, weak && d != DType::Bool);
+}
+
+Tensor from_host(OpContext& cx, const std::vector<Scalar>& flat, const Shape& shape,
+                 std::optional<DType> dtype) {
+  if (static_cast<int64_t>(flat.size()) != shape_size(shape))
+    throw Error(ErrCode::Value, "array: " + std::to_string(flat.size()) +
+                                    " values do not fill shape " + shape_str(shape));
+  DType d = DType::Bool;
+  if (dtype) {
+    d = *dtype;
+  } else {
+    for (const Scalar& s : flat) {
+      if (s.kind == Scalar::Kind::Float) d = DType::Float32;
+      else if (s.kind == Scalar::Kind::Int && d == DType::Bool) d = DType::Int32;
+    }
+    if (d == DType::Int32)
+      for (const Scalar& s : flat) check_int32(s.i);
+  }
+  Array a(d, shape);
+  for (size_t i = 0; i < flat.size(); ++i) a.set(static_cast<int64_t>(i), flat[i]);
+  return cx.constant(std::move(a));
+}
+
+Tensor full(OpContext& cx, const Shape& shape, const Scalar& v, std::optional<DType> dtype) {
+  // jnp.full((2,), 2) is weakly typed, like the scalar it is built from.
+  DType d = dtype ? *dtype : default_dtype(v);
+  return fill(cx, shape, v, d, !dtype && d != DType::Bool);
+}
+
+Tensor zeros(OpContext& cx, const Shape& shape, DType dtype) {
+  return fill(cx, shape, Scalar::of_int(0), dtype, false);
+}
+
+Tensor ones(OpContext& cx, const Shape& shape, DType dtype) {
+  return fill(cx, shape, Scalar::of_int(1), dtype, false);
+}
+
+Tensor full_like(OpContext& cx, const Tensor& x, const Scalar& v, std::optional<DType> dtype) {
+  // The result takes x's dtype and weak type unless a dtype is given.
+  return fill(cx, av(x).shape, v, dtype ? *dtype : av(x).dtype, dtype ? false : av(x).weak);
+}
+
+Tensor arange(OpContext& cx, const Scalar& start, const Scalar& stop, const Scalar& step,
+              std::optional<DType> dtype) {
+  bool all_int = start.kind != Scalar::Kind::Float && stop.kind != Scalar::Kind::Float &&
+                 step.kind != Scalar::Kind::Float;
+  DType d = dtype ? *dtype : (all_int ? DType::Int32 : DType::Float32);
+  int64_t n = 0;
+  if (all_int) {
+    if (step.i == 0) throw Error(ErrCode::Value, "arange: step must not be zero");
+    int64_t span = stop.i - start.i;
+    n = step.i > 0 ? (span + step.i - 1) / step.i : (span + step.i + 1) / step.i;
+    if (d == DType::Int32) {
+      check_int32(start.i);
+      if (n > 0) check_int32(start.i + (n - 1) * step.i);
+    }
+  } else {
+    double st = as_double(step);
+    if (st == 0) throw Error(ErrCode::Value, "arange: step must not be zero");
+    double len = std::ceil((as_double(stop) - as_double(start)) / st);
+    if (!std::isfinite(len)) throw Error(ErrCode::Value, "arange: the number of values is not finite");
+    n = static_cast<int64_t>(len);
+  }
+  n = std::max<int64_t>(n, 0);
+  // Values are computed on the host like numpy (JAX does the same for concrete args).
+  Array a(d, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    if (all_int) a.set(i, Scalar::of_int(start.i + i * step.i));
+    else a.set(i, Scalar::of_float(as_double(start) + static_cast<double>(i) * as_double(step)));
+  }
+  return cx.constant(std::move(a));
+}
+
+Tensor linspace(OpContext& cx, double start, double stop, int64_t num, bool endpoint,
+                std::optional<DType> dtype) {
+  if (num < 0) throw Error(ErrCode::Value, "linspace: number of samples, " + std::to_string(num) + ", must be non-negative");
+  DType d = dtype ? *dtype : DType::Float32;
+  // JAX's formula: start * (1 - t) + stop * t with t = i / div, in float32 (float64
+  // for a float64 result); integer results are floored.
+  int64_t div = endpoint ? num - 1 : num;
+  Array a(d, {num});
+  for (int64_t i = 0; i < num; ++i) {
+    double v;
+    if (i == 0) {
+      v = start;
+    } else if (endpoint && i == num - 1) {
+      v = stop;
+    } else if (d == DType::Float64) {
+      double t = static_cast<double>(i) / static_cast<double>(div);
+      v = start * (1 - t) + stop * t;
+    } else {
+      float t = static_cast<float>(i) / static_cast<float>(div);
+      float fs = static_cast<float>(start), fe = static_cast<float>(stop);
+      v = fs * (1.0f - t) + fe * t;
+    }
+    if (!is_floating(d) && d != DType::Bool) v = std::floor(v);
+    a.set(i, Scalar::of_float(v));
+  }
+  return cx.constant(std::move(a));
+}
+
+Tensor eye(OpContext& cx, int64_t n, std::optional<int64_t> m, int64_t k, DType dtype) {
+  int64_t cols = m ? *m : n;
+  if (n < 0 || cols < 0)
+    throw Error(ErrCode::Value, "eye: negative dimensions are not allowed");
+  // (col - row == k), computed from iotas so it also works when traced.
+  Shape s{n, cols};
+  Tensor diff = bind(cx, Op::Sub, {}, {iota(cx, DType::Int32, s, 1), iota(cx, DType::Int32, s, 0)});
+  Scalar kk = Scalar::of_int(std::clamp<int64_t>(k, -(int64_t{1} << 31), (int64_t{1} << 31) - 1));
+  Tensor mask = bind(cx, Op::Eq, {}, {diff, fill(cx, s, kk, DType::Int32, false)});
+  return convert(cx, mask, dtype, false);
+}
+
+Tensor astype(OpContext& cx, const Tensor& x, DType dtype) { return convert(cx, x, dtype, false); }
+
+} // namespace pxl::np

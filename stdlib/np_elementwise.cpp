@@ -1,0 +1,248 @@
+// Elementwise functions and operators: jnp's promotion and broadcasting on top
+// of the equal-shape, equal-dtype primitives.
+#include <limits>
+
+#include "stdlib/np_internal.hpp"
+
+namespace pxl::np {
+
+using namespace detail;
+
+namespace {
+
+const char* bin_name(BinOp op) {
+  switch (op) {
+  case BinOp::Add: return "add";
+  case BinOp::Sub: return "subtract";
+  case BinOp::Mul: return "multiply";
+  case BinOp::TrueDiv: return "true_divide";
+  case BinOp::FloorDiv: return "floor_divide";
+  case BinOp::Mod: return "remainder";
+  case BinOp::Pow: return "power";
+  case BinOp::Maximum: return "maximum";
+  case BinOp::Minimum: return "minimum";
+  case BinOp::BitAnd: return "bitwise_and";
+  case BinOp::BitOr: return "bitwise_or";
+  case BinOp::BitXor: return "bitwise_xor";
+  case BinOp::Eq: return "equal";
+  case BinOp::Ne: return "not_equal";
+  case BinOp::Lt: return "less";
+  case BinOp::Le: return "less_equal";
+  case BinOp::Gt: return "greater";
+  case BinOp::Ge: return "greater_equal";
+  case BinOp::Arctan2: return "arctan2";
+  }
+  return "?";
+}
+
+const char* un_name(UnOp op) {
+  switch (op) {
+  case UnOp::Neg: return "negative";
+  case UnOp::Pos: return "positive";
+  case UnOp::Invert: return "invert";
+  case UnOp::Exp: return "exp";
+  case UnOp::Log: return "log";
+  case UnOp::Log1p: return "log1p";
+  case UnOp::Expm1: return "expm1";
+  case UnOp::Sqrt: return "sqrt";
+  case UnOp::Rsqrt: return "rsqrt";
+  case UnOp::Tanh: return "tanh";
+  case UnOp::Sin: return "sin";
+  case UnOp::Cos: return "cos";
+  case UnOp::Tan: return "tan";
+  case UnOp::Abs: return "absolute";
+  case UnOp::Sign: return "sign";
+  case UnOp::Floor: return "floor";
+  case UnOp::Ceil: return "ceil";
+  case UnOp::Round: return "round";
+  case UnOp::IsNan: return "isnan";
+  case UnOp::IsFinite: return "isfinite";
+  case UnOp::IsInf: return "isinf";
+  case UnOp::Square: return "square";
+  case UnOp::Logistic: return "sigmoid";
+  case UnOp::Erf: return "erf";
+  case UnOp::Reciprocal: return "reciprocal";
+  case UnOp::LogicalNot: return "logical_not";
+  }
+  return "?";
+}
+
+[[noreturn]] void bad_dtype(const char* fn, DType d) {
+  throw Error(ErrCode::DType, std::string(fn) + " does not accept dtype " + dtype_name(d));
+}
+
+Tensor p2(OpContext& cx, Op op, const Tensor& a, const Tensor& b) { return bind(cx, op, {}, {a, b}); }
+Tensor p1(OpContext& cx, Op op, const Tensor& a) { return bind(cx, op, {}, {a}); }
+// A scalar of x's dtype and weak type broadcast to x's shape.
+Tensor like(OpContext& cx, const Tensor& x, const Scalar& v) {
+  return fill(cx, av(x).shape, v, av(x).dtype, av(x).weak);
+}
+
+// jnp.floor_divide on operands of one dtype and shape.
+Tensor floor_divide(OpContext& cx, const Tensor& a, const Tensor& b) {
+  DType d = av(a).dtype;
+  if (d == DType::UInt32) return p2(cx, Op::Div, a, b);
+  if (d == DType::Int32) {
+    Tensor q = p2(cx, Op::Div, a, b);
+    Tensor sign_differs = p2(cx, Op::Ne, p1(cx, Op::Sign, a), p1(cx, Op::Sign, b));
+    Tensor inexact = p2(cx, Op::Ne, p2(cx, Op::Rem, a, b), like(cx, a, Scalar::of_int(0)));
+    Tensor adjust = p2(cx, Op::And, sign_differs, inexact);
+    return bind(cx, Op::Select, {},
+                {adjust, p2(cx, Op::Sub, q, like(cx, q, Scalar::of_int(1))), q});
+  }
+  // Floats: CPython's float_divmod, as jnp does.
+  Tensor zero = like(cx, a, Scalar::of_int(0));
+  Tensor mod = p2(cx, Op::Rem, a, b);
+  Tensor corrected = bind(cx, Op::Select, {}, {p2(cx, Op::Eq, b, zero), a, p2(cx, Op::Sub, a, mod)});
+  Tensor div = p2(cx, Op::Div, corrected, b);
+  Tensor ind = p2(cx, Op::And, p2(cx, Op::Ne, mod, zero),
+                  p2(cx, Op::Ne, p1(cx, Op::Sign, b), p1(cx, Op::Sign, mod)));
+  div = bind(cx, Op::Select, {}, {ind, p2(cx, Op::Sub, div, like(cx, div, Scalar::of_int(1))), div});
+  return p1(cx, Op::Round, div);
+}
+
+// jnp.remainder (the sign of the divisor; x % 0 is 0 for ints).
+Tensor remainder(OpContext& cx, const Tensor& a, Tensor b) {
+  Tensor zero = like(cx, a, Scalar::of_int(0));
+  if (is_integer(av(b).dtype))
+    b = bind(cx, Op::Select, {}, {p2(cx, Op::Eq, b, zero), like(cx, b, Scalar::of_int(1)), b});
+  Tensor trunc = p2(cx, Op::Rem, a, b);
+  Tensor nonzero = p2(cx, Op::Ne, trunc, zero);
+  Tensor do_plus = p2(cx, Op::And, p2(cx, Op::Ne, p2(cx, Op::Lt, trunc, zero), p2(cx, Op::Lt, b, zero)),
+                      nonzero);
+  return bind(cx, Op::Select, {}, {do_plus, p2(cx, Op::Add, trunc, b), trunc});
+}
+
+} // namespace
+
+Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
+  const char* fn = bin_name(op);
+  PromotedType p = promote_types(av(a0).dtype, av(a0).weak, av(b0).dtype, av(b0).weak);
+  switch (op) {
+  case BinOp::TrueDiv: case BinOp::Arctan2: p = to_inexact(p); break;
+  case BinOp::BitAnd: case BinOp::BitOr: case BinOp::BitXor:
+    if (is_floating(p.dtype)) bad_dtype(fn, p.dtype);
+    break;
+  case BinOp::Sub:
+    if (p.dtype == DType::Bool)
+      throw Error(ErrCode::DType, "subtract: the numpy boolean subtract, the `-` operator, is not "
+                                  "supported; use the bitwise_xor, the `^` operator, instead");
+    break;
+  case BinOp::FloorDiv: case BinOp::Mod: case BinOp::Pow:
+    if (p.dtype == DType::Bool) p = {DType::Int32, false};
+    break;
+  default: break;
+  }
+  Shape shape = broadcast_shapes(fn, av(a0).shape, av(b0).shape);
+  Tensor a = broadcast(cx, convert(cx, a0, p.dtype, p.weak), shape, fn);
+  Tensor b = broadcast(cx, convert(cx, b0, p.dtype, p.weak), shape, fn);
+  bool is_bool = p.dtype == DType::Bool;
+  switch (op) {
+  case BinOp::Add: return p2(cx, is_bool ? Op::Or : Op::Add, a, b); // logical for bool, as jnp
+  case BinOp::Sub: return p2(cx, Op::Sub, a, b);
+  case BinOp::Mul: return p2(cx, is_bool ? Op::And : Op::Mul, a, b);
+  case BinOp::TrueDiv: return p2(cx, Op::Div, a, b);
+  case BinOp::FloorDiv: return floor_divide(cx, a, b);
+  case BinOp::Mod: return remainder(cx, a, b);
+  case BinOp::Pow: return p2(cx, Op::Pow, a, b);
+  case BinOp::Maximum: return p2(cx, Op::Max, a, b);
+  case BinOp::Minimum: return p2(cx, Op::Min, a, b);
+  case BinOp::BitAnd: return p2(cx, Op::And, a, b);
+  case BinOp::BitOr: return p2(cx, Op::Or, a, b);
+  case BinOp::BitXor: return p2(cx, Op::Xor, a, b);
+  case BinOp::Eq: return p2(cx, Op::Eq, a, b);
+  case BinOp::Ne: return p2(cx, Op::Ne, a, b);
+  case BinOp::Lt: return p2(cx, Op::Lt, a, b);
+  case BinOp::Le: return p2(cx, Op::Le, a, b);
+  case BinOp::Gt: return p2(cx, Op::Gt, a, b);
+  case BinOp::Ge: return p2(cx, Op::Ge, a, b);
+  case BinOp::Arctan2: return p2(cx, Op::Atan2, a, b);
+  }
+  return a;
+}
+
+Tensor unary(OpContext& cx, UnOp op, const Tensor& x0) {
+  const char* fn = un_name(op);
+  DType d = av(x0).dtype;
+  bool is_bool = d == DType::Bool, is_int = is_integer(d);
+  // Transcendental functions promote ints/bools to float32 (keeping weak type).
+  auto inexact = [&] { return convert(cx, x0, is_floating(d) ? d : DType::Float32, av(x0).weak); };
+  switch (op) {
+  case UnOp::Neg:
+    if (is_bool)
+      throw Error(ErrCode::DType, "negative: the numpy boolean negative, the `-` operator, is not "
+                                  "supported; use the `~` operator or logical_not instead");
+    return p1(cx, Op::Neg, x0);
+  case UnOp::Pos: return x0;
+  case UnOp::Invert:
+    if (!is_bool && !is_int) bad_dtype(fn, d);
+    return p1(cx, Op::Not, x0);
+  case UnOp::Exp: return p1(cx, Op::Exp, inexact());
+  case UnOp::Log: return p1(cx, Op::Log, inexact());
+  case UnOp::Log1p: return p1(cx, Op::Log1p, inexact());
+  case UnOp::Expm1: return p1(cx, Op::Expm1, inexact());
+  case UnOp::Sqrt: return p1(cx, Op::Sqrt, inexact());
+  case UnOp::Rsqrt: return p1(cx, Op::Rsqrt, inexact());
+  case UnOp::Tanh: return p1(cx, Op::Tanh, inexact());
+  case UnOp::Sin: return p1(cx, Op::Sin, inexact());
+  case UnOp::Cos: return p1(cx, Op::Cos, inexact());
+  case UnOp::Tan: return p1(cx, Op::Tan, inexact());
+  case UnOp::Logistic: return p1(cx, Op::Logistic, inexact());
+  case UnOp::Erf: return p1(cx, Op::Erf, inexact());
+  case UnOp::Reciprocal: {
+    Tensor x = inexact();
+    return p2(cx, Op::Div, like(cx, x, Scalar::of_int(1)), x);
+  }
+  case UnOp::Abs:
+    if (is_bool || d == DType::UInt32) return x0;
+    return p1(cx, Op::Abs, x0);
+  case UnOp::Sign:
+    if (is_bool) return x0;
+    return p1(cx, Op::Sign, x0);
+  // Rounding is the identity on ints and bools (jnp keeps their dtype).
+  case UnOp::Floor: return is_floating(d) ? p1(cx, Op::Floor, x0) : x0;
+  case UnOp::Ceil: return is_floating(d) ? p1(cx, Op::Ceil, x0) : x0;
+  case UnOp::Round: return is_floating(d) ? p1(cx, Op::Round, x0) : x0;
+  case UnOp::IsNan:
+    if (!is_floating(d)) return fill(cx, av(x0).shape, Scalar::of_bool(false), DType::Bool, false);
+    return p2(cx, Op::Ne, x0, x0);
+  case UnOp::IsFinite:
+    if (!is_floating(d)) return fill(cx, av(x0).shape, Scalar::of_bool(true), DType::Bool, false);
+    return p1(cx, Op::IsFinite, x0);
+  case UnOp::IsInf: {
+    if (!is_floating(d)) return fill(cx, av(x0).shape, Scalar::of_bool(false), DType::Bool, false);
+    Tensor inf = like(cx, x0, Scalar::of_float(std::numeric_limits<double>::infinity()));
+    return p2(cx, Op::Eq, p1(cx, Op::Abs, x0), inf);
+  }
+  case UnOp::Square: {
+    Tensor x = is_bool ? convert(cx, x0, DType::Int32, false) : x0; // jnp squares bools as int32
+    return binary(cx, BinOp::Mul, x, x);
+  }
+  case UnOp::LogicalNot:
+    if (is_bool) return p1(cx, Op::Not, x0);
+    return p2(cx, Op::Eq, x0, like(cx, x0, Scalar::of_int(0)));
+  }
+  return x0;
+}
+
+Tensor where(OpContext& cx, const Tensor& cond0, const Tensor& a0, const Tensor& b0) {
+  Tensor cond = cond0;
+  if (av(cond).dtype != DType::Bool)
+    cond = p2(cx, Op::Ne, cond, like(cx, cond, Scalar::of_int(0)));
+  PromotedType p = promote_types(av(a0).dtype, av(a0).weak, av(b0).dtype, av(b0).weak);
+  Shape shape = broadcast_shapes("where", av(a0).shape, av(b0).shape);
+  shape = broadcast_shapes("where", av(cond).shape, shape);
+  Tensor a = broadcast(cx, convert(cx, a0, p.dtype, p.weak), shape, "where");
+  Tensor b = broadcast(cx, convert(cx, b0, p.dtype, p.weak), shape, "where");
+  return bind(cx, Op::Select, {}, {broadcast(cx, cond, shape, "where"), a, b});
+}
+
+Tensor clip(OpContext& cx, const Tensor& x, const std::optional<Tensor>& lo,
+            const std::optional<Tensor>& hi) {
+  Tensor out = x;
+  if (lo) out = binary(cx, BinOp::Maximum, *lo, out);
+  if (hi) out = binary(cx, BinOp::Minimum, *hi, out);
+  return out;
+}
+
+} // namespace pxl::np

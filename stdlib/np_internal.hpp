@@ -1,0 +1,45 @@
+// Helpers shared by the np layer's files (stdlib/np_*.cpp): thin wrappers that
+// bind one primitive each, plus numpy's axis and broadcasting conventions.
+// Everything goes through OpContext so the same code runs eagerly and traced.
+#pragma once
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "lang/diag.hpp"
+#include "stdlib/np.hpp"
+
+namespace pxl::np::detail {
+
+inline const AVal& av(const Tensor& t) { return t->aval; }
+
+Tensor bind(OpContext& cx, Op op, const OpAttrs& attrs, std::initializer_list<Tensor> in);
+
+// 0-d strong constant of `dtype` holding v.
+Tensor constant(OpContext& cx, const Scalar& v, DType dtype, bool weak = false);
+// x converted to (dtype, weak); x itself if it already is.
+Tensor convert(OpContext& cx, const Tensor& x, DType dtype, bool weak);
+// A 0-d x broadcast (or any x broadcast numpy-style) to `shape`.
+Tensor broadcast(OpContext& cx, const Tensor& x, const Shape& shape, const char* fn);
+Tensor reshape_to(OpContext& cx, const Tensor& x, const Shape& shape);
+Tensor transpose_to(OpContext& cx, const Tensor& x, const std::vector<int64_t>& perm);
+Tensor reduce_axes(OpContext& cx, Op op, const Tensor& x, const std::vector<int64_t>& axes);
+Tensor iota(OpContext& cx, DType dtype, const Shape& shape, int64_t axis);
+Tensor ravel(OpContext& cx, const Tensor& x);
+// `full` with an explicit weak flag.
+Tensor fill(OpContext& cx, const Shape& shape, const Scalar& v, DType dtype, bool weak);
+
+// numpy broadcasting of two shapes; the error names `fn` and both shapes.
+Shape broadcast_shapes(const char* fn, const Shape& a, const Shape& b);
+// A possibly negative axis made non-negative; error names `fn`, the axis and ndim.
+int64_t norm_axis(const char* fn, int64_t axis, int ndim);
+std::vector<int64_t> norm_axes(const char* fn, const Axes& axes, int ndim);
+
+// Promotes tensors to their common (dtype, weak) type, as jnp's promote_dtypes.
+PromotedType result_type(const std::vector<Tensor>& xs);
+// Like JAX's promote_dtypes_inexact: ints/bool become float32 (keeping weak).
+PromotedType to_inexact(PromotedType p);
+
+std::string dims_str(const std::vector<int64_t>& v);
+
+} // namespace pxl::np::detail

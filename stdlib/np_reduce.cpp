@@ -1,0 +1,138 @@
+// Reductions (sum prod max min mean any all var), argmax/argmin and cumsum with
+// jnp's result dtypes: sums of bool/int give int32, means of ints float32.
+#include "stdlib/np_internal.hpp"
+
+namespace pxl::np {
+
+using namespace detail;
+
+namespace {
+
+const char* reduce_name(ReduceOp op) {
+  switch (op) {
+  case ReduceOp::Sum: return "sum";
+  case ReduceOp::Prod: return "prod";
+  case ReduceOp::Max: return "max";
+  case ReduceOp::Min: return "min";
+  case ReduceOp::Mean: return "mean";
+  case ReduceOp::Any: return "any";
+  case ReduceOp::All: return "all";
+  }
+  return "?";
+}
+
+// The reduced result with size-1 dims put back where `axes` were.
+Tensor keep_dims(OpContext& cx, const Tensor& r, const Shape& in, const std::vector<int64_t>& axes) {
+  Shape s = in;
+  for (int64_t a : axes) s[static_cast<size_t>(a)] = 1;
+  return reshape_to(cx, r, s);
+}
+
+int64_t count(const Shape& s, const std::vector<int64_t>& axes) {
+  int64_t n = 1;
+  for (int64_t a : axes) n *= s[static_cast<size_t>(a)];
+  return n;
+}
+
+// Mean along axes in a float type (half types computed in float32, as jnp does).
+Tensor mean_impl(OpContext& cx, const Tensor& x, const std::vector<int64_t>& axes) {
+  DType d = av(x).dtype;
+  DType compute = (d == DType::Float64) ? d : DType::Float32;
+  DType result = is_floating(d) ? d : DType::Float32;
+  Tensor xc = convert(cx, x, compute, av(x).weak);
+  Tensor s = reduce_axes(cx, Op::ReduceSum, xc, axes);
+  Tensor n = fill(cx, av(s).shape, Scalar::of_float(static_cast<double>(count(av(x).shape, axes))),
+                  compute, av(s).weak);
+  return convert(cx, bind(cx, Op::Div, {}, {s, n}), result, false);
+}
+
+} // namespace
+
+Tensor reduce(OpContext& cx, ReduceOp op, const Tensor& x0, const Axes& axes0, bool keepdims) {
+  const char* fn = reduce_name(op);
+  std::vector<int64_t> axes = norm_axes(fn, axes0, av(x0).ndim());
+  DType d = av(x0).dtype;
+  Tensor x = x0;
+  Tensor r;
+  switch (op) {
+  case ReduceOp::Sum:
+  case ReduceOp::Prod:
+    if (d == DType::Bool) x = convert(cx, x, DType::Int32, false);
+    r = reduce_axes(cx, op == ReduceOp::Sum ? Op::ReduceSum : Op::ReduceProd, x, axes);
+    break;
+  case ReduceOp::Max:
+  case ReduceOp::Min:
+    if (count(av(x).shape, axes) == 0)
+      throw Error(ErrCode::Value, std::string(fn) + ": zero-size array to reduction operation " +
+                                      fn + " which has no identity (shape " +
+                                      shape_str(av(x).shape) + ")");
+    r = reduce_axes(cx, op == ReduceOp::Max ? Op::ReduceMax : Op::ReduceMin, x, axes);
+    break;
+  case ReduceOp::Mean: r = mean_impl(cx, x, axes); break;
+  case ReduceOp::Any:
+  case ReduceOp::All:
+    if (d != DType::Bool) x = binary(cx, BinOp::Ne, x, scalar(cx, Scalar::of_int(0)));
+    r = reduce_axes(cx, op == ReduceOp::Any ? Op::ReduceOr : Op::ReduceAnd, x, axes);
+    break;
+  }
+  r = convert(cx, r, av(r).dtype, false); // jnp reductions drop the weak type
+  return keepdims ? keep_dims(cx, r, av(x0).shape, axes) : r;
+}
+
+namespace {
+
+Tensor arg_reduce(OpContext& cx, Op op, const Tensor& x0, std::optional<int> axis, bool keepdims) {
+  const char* fn = op == Op::Argmax ? "argmax" : "argmin";
+  Tensor x = x0;
+  int64_t ax = 0;
+  if (axis) ax = norm_axis(fn, *axis, av(x).ndim());
+  else x = ravel(cx, x);
+  if (av(x).shape[static_cast<size_t>(ax)] == 0)
+    throw Error(ErrCode::Value, std::string(fn) + ": attempt to get " + fn +
+                                    " of an empty sequence (shape " + shape_str(av(x0).shape) + ")");
+  OpAttrs a;
+  a.axis = ax;
+  a.dtype = DType::Int32;
+  Tensor r = bind(cx, op, a, {x});
+  if (!keepdims) return r;
+  if (!axis) return reshape_to(cx, r, Shape(av(x0).shape.size(), 1));
+  return keep_dims(cx, r, av(x0).shape, {ax});
+}
+
+} // namespace
+
+Tensor argmax(OpContext& cx, const Tensor& x, std::optional<int> axis, bool keepdims) {
+  return arg_reduce(cx, Op::Argmax, x, axis, keepdims);
+}
+
+Tensor argmin(OpContext& cx, const Tensor& x, std::optional<int> axis, bool keepdims) {
+  return arg_reduce(cx, Op::Argmin, x, axis, keepdims);
+}
+
+Tensor var(OpContext& cx, const Tensor& x, const Axes& axes0, bool keepdims, int ddof) {
+  std::vector<int64_t> axes = norm_axes("var", axes0, av(x).ndim());
+  DType d = av(x).dtype;
+  DType compute = d == DType::Float64 ? d : DType::Float32;
+  DType result = is_floating(d) ? d : DType::Float32;
+  Tensor xc = convert(cx, x, compute, av(x).weak);
+  Tensor mu = keep_dims(cx, mean_impl(cx, xc, axes), av(x).shape, axes);
+  Tensor centered = bind(cx, Op::Sub, {}, {xc, broadcast(cx, mu, av(x).shape, "var")});
+  Tensor ss = reduce_axes(cx, Op::ReduceSum, bind(cx, Op::Mul, {}, {centered, centered}), axes);
+  double n = static_cast<double>(count(av(x).shape, axes) - ddof);
+  Tensor r = bind(cx, Op::Div, {}, {ss, fill(cx, av(ss).shape, Scalar::of_float(n), compute, av(ss).weak)});
+  r = convert(cx, r, result, false);
+  return keepdims ? keep_dims(cx, r, av(x).shape, axes) : r;
+}
+
+Tensor cumsum(OpContext& cx, const Tensor& x0, std::optional<int> axis) {
+  Tensor x = x0;
+  int64_t ax = 0;
+  if (axis) ax = norm_axis("cumsum", *axis, av(x).ndim());
+  else x = ravel(cx, x);
+  if (av(x).dtype == DType::Bool) x = convert(cx, x, DType::Int32, false);
+  OpAttrs a;
+  a.axis = ax;
+  return convert(cx, bind(cx, Op::Cumsum, a, {x}), av(x).dtype, false);
+}
+
+} // namespace pxl::np

@@ -1,0 +1,211 @@
+// Shape manipulation: reshape, transpose, swapaxes, moveaxis, expand_dims,
+// squeeze, broadcast_to, concatenate, stack, split.
+#include <algorithm>
+
+#include "stdlib/np_internal.hpp"
+
+namespace pxl::np {
+
+using namespace detail;
+
+Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape0) {
+  Shape shape = shape0;
+  int64_t known = 1;
+  int infer_at = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (infer_at >= 0) throw Error(ErrCode::Reshape, "reshape: can only specify one unknown dimension");
+      infer_at = static_cast<int>(i);
+    } else if (shape[i] < 0) {
+      throw Error(ErrCode::Reshape, "reshape: negative dimension in shape " + shape_str(shape0));
+    } else {
+      known *= shape[i];
+    }
+  }
+  int64_t size = av(x).size();
+  if (infer_at >= 0) {
+    if (known == 0 || size % known != 0)
+      throw Error(ErrCode::Reshape, "cannot reshape array of shape " + shape_str(av(x).shape) +
+                                        " (size " + std::to_string(size) + ") into shape " +
+                                        shape_str(shape0));
+    shape[static_cast<size_t>(infer_at)] = size / known;
+  }
+  if (shape_size(shape) != size)
+    throw Error(ErrCode::Reshape, "cannot reshape array of shape " + shape_str(av(x).shape) +
+                                      " (size " + std::to_string(size) + ") into shape " +
+                                      shape_str(shape0) + " (size " +
+                                      std::to_string(shape_size(shape)) + ")");
+  return reshape_to(cx, x, shape);
+}
+
+Tensor transpose(OpContext& cx, const Tensor& x, const std::optional<std::vector<int>>& perm) {
+  int nd = av(x).ndim();
+  std::vector<int64_t> p;
+  if (!perm) {
+    for (int i = nd - 1; i >= 0; --i) p.push_back(i);
+  } else {
+    if (static_cast<int>(perm->size()) != nd)
+      throw Error(ErrCode::Axis, "transpose: axes don't match array: got " +
+                                     std::to_string(perm->size()) + " axes for an array of shape " +
+                                     shape_str(av(x).shape));
+    for (int a : *perm) p.push_back(norm_axis("transpose", a, nd));
+    std::vector<int64_t> sorted = p;
+    std::sort(sorted.begin(), sorted.end());
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+      throw Error(ErrCode::Axis, "transpose: repeated axis in " + dims_str(p));
+  }
+  return transpose_to(cx, x, p);
+}
+
+Tensor swapaxes(OpContext& cx, const Tensor& x, int a, int b) {
+  int nd = av(x).ndim();
+  std::vector<int64_t> p;
+  for (int i = 0; i < nd; ++i) p.push_back(i);
+  std::swap(p[static_cast<size_t>(norm_axis("swapaxes", a, nd))],
+            p[static_cast<size_t>(norm_axis("swapaxes", b, nd))]);
+  return transpose_to(cx, x, p);
+}
+
+Tensor moveaxis(OpContext& cx, const Tensor& x, int src, int dst) {
+  int nd = av(x).ndim();
+  int64_t s = norm_axis("moveaxis", src, nd), d = norm_axis("moveaxis", dst, nd);
+  std::vector<int64_t> p;
+  for (int i = 0; i < nd; ++i)
+    if (i != s) p.push_back(i);
+  p.insert(p.begin() + d, s);
+  return transpose_to(cx, x, p);
+}
+
+Tensor expand_dims(OpContext& cx, const Tensor& x, const std::vector<int>& axes) {
+  int out_nd = av(x).ndim() + static_cast<int>(axes.size());
+  std::vector<bool> is_new(static_cast<size_t>(out_nd), false);
+  for (int a : axes) {
+    int64_t n = norm_axis("expand_dims", a, out_nd);
+    if (is_new[static_cast<size_t>(n)])
+      throw Error(ErrCode::Axis, "expand_dims: repeated axis " + std::to_string(a));
+    is_new[static_cast<size_t>(n)] = true;
+  }
+  Shape out;
+  size_t k = 0;
+  for (int i = 0; i < out_nd; ++i) out.push_back(is_new[static_cast<size_t>(i)] ? 1 : av(x).shape[k++]);
+  return reshape_to(cx, x, out);
+}
+
+Tensor squeeze(OpContext& cx, const Tensor& x, const Axes& axes) {
+  const Shape& s = av(x).shape;
+  std::vector<bool> drop(s.size(), false);
+  if (!axes) {
+    for (size_t i = 0; i < s.size(); ++i) drop[i] = s[i] == 1;
+  } else {
+    for (int64_t a : norm_axes("squeeze", axes, av(x).ndim())) {
+      if (s[static_cast<size_t>(a)] != 1)
+        throw Error(ErrCode::Shape, "squeeze: cannot select an axis to squeeze out which has size "
+                                    "not equal to one (axis " + std::to_string(a) + " of shape " +
+                                        shape_str(s) + ")");
+      drop[static_cast<size_t>(a)] = true;
+    }
+  }
+  Shape out;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (!drop[i]) out.push_back(s[i]);
+  return reshape_to(cx, x, out);
+}
+
+Tensor broadcast_to(OpContext& cx, const Tensor& x, const Shape& shape) {
+  for (int64_t d : shape)
+    if (d < 0) throw Error(ErrCode::Shape, "broadcast_to: negative dimension in " + shape_str(shape));
+  const Shape& s = av(x).shape;
+  bool ok = s.size() <= shape.size();
+  for (size_t i = 0; ok && i < s.size(); ++i) {
+    int64_t t = shape[shape.size() - s.size() + i];
+    ok = s[i] == 1 || s[i] == t;
+  }
+  if (!ok)
+    throw Error(ErrCode::Shape, "broadcast_to: incompatible shapes for broadcasting: " + shape_str(s) +
+                                    " and requested shape " + shape_str(shape));
+  return broadcast(cx, x, shape, "broadcast_to");
+}
+
+Tensor concatenate(OpContext& cx, const std::vector<Tensor>& xs, int axis) {
+  if (xs.empty()) throw Error(ErrCode::Value, "concatenate: need at least one array to concatenate");
+  int nd = av(xs[0]).ndim();
+  if (nd == 0) throw Error(ErrCode::Shape, "concatenate: zero-dimensional arrays cannot be concatenated");
+  int64_t ax = norm_axis("concatenate", axis, nd);
+  for (const Tensor& x : xs) {
+    bool ok = av(x).ndim() == nd;
+    for (int i = 0; ok && i < nd; ++i)
+      ok = i == ax || av(x).shape[static_cast<size_t>(i)] == av(xs[0]).shape[static_cast<size_t>(i)];
+    if (!ok)
+      throw Error(ErrCode::Shape, "concatenate: all the input array dimensions except for the "
+                                  "concatenation axis must match exactly, got " +
+                                      shape_str(av(xs[0]).shape) + " and " + shape_str(av(x).shape) +
+                                      " (axis " + std::to_string(ax) + ")");
+  }
+  if (xs.size() == 1) return xs[0];
+  PromotedType p = result_type(xs);
+  std::vector<Tensor> conv;
+  for (const Tensor& x : xs) conv.push_back(convert(cx, x, p.dtype, p.weak));
+  OpAttrs a;
+  a.axis = ax;
+  return cx.bind(Op::Concatenate, a, conv);
+}
+
+Tensor stack(OpContext& cx, const std::vector<Tensor>& xs, int axis) {
+  if (xs.empty()) throw Error(ErrCode::Value, "stack: need at least one array to stack");
+  for (const Tensor& x : xs)
+    if (av(x).shape != av(xs[0]).shape)
+      throw Error(ErrCode::Shape, "stack: all input arrays must have the same shape, got " +
+                                      shape_str(av(xs[0]).shape) + " and " + shape_str(av(x).shape));
+  int64_t ax = norm_axis("stack", axis, av(xs[0]).ndim() + 1);
+  std::vector<Tensor> expanded;
+  for (const Tensor& x : xs) expanded.push_back(expand_dims(cx, x, {static_cast<int>(ax)}));
+  if (expanded.size() == 1) return expanded[0];
+  return concatenate(cx, expanded, static_cast<int>(ax));
+}
+
+namespace {
+
+Tensor slice_axis(OpContext& cx, const Tensor& x, int64_t axis, int64_t start, int64_t stop) {
+  OpAttrs a;
+  const Shape& s = av(x).shape;
+  for (size_t i = 0; i < s.size(); ++i) {
+    bool on = static_cast<int64_t>(i) == axis;
+    a.starts.push_back(on ? start : 0);
+    a.limits.push_back(on ? stop : s[i]);
+    a.strides.push_back(1);
+  }
+  return bind(cx, Op::Slice, a, {x});
+}
+
+} // namespace
+
+std::vector<Tensor> split_sections(OpContext& cx, const Tensor& x, int64_t sections, int axis) {
+  int64_t ax = norm_axis("split", axis, av(x).ndim());
+  int64_t n = av(x).shape[static_cast<size_t>(ax)];
+  if (sections <= 0) throw Error(ErrCode::Value, "split: number sections must be larger than 0");
+  if (n % sections != 0)
+    throw Error(ErrCode::Value, "split: array split does not result in an equal division (axis " +
+                                    std::to_string(ax) + " of size " + std::to_string(n) +
+                                    " into " + std::to_string(sections) + " sections)");
+  std::vector<int64_t> idx;
+  for (int64_t i = 1; i < sections; ++i) idx.push_back(i * (n / sections));
+  return split_indices(cx, x, idx, static_cast<int>(ax));
+}
+
+std::vector<Tensor> split_indices(OpContext& cx, const Tensor& x,
+                                  const std::vector<int64_t>& indices, int axis) {
+  int64_t ax = norm_axis("split", axis, av(x).ndim());
+  int64_t n = av(x).shape[static_cast<size_t>(ax)];
+  // numpy's rules: negative indices count from the end, all are clipped to [0, n].
+  auto clip = [&](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
+  // Piece k is x[indices[k-1]:indices[k]] (empty when they are out of order).
+  std::vector<Tensor> out;
+  for (size_t k = 0; k <= indices.size(); ++k) {
+    int64_t start = k == 0 ? 0 : clip(indices[k - 1]);
+    int64_t stop = k < indices.size() ? clip(indices[k]) : n;
+    out.push_back(slice_axis(cx, x, ax, start, std::max(stop, start)));
+  }
+  return out;
+}
+
+} // namespace pxl::np

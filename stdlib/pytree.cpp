@@ -1,0 +1,184 @@
+#include "stdlib/pytree.hpp"
+
+#include <algorithm>
+
+#include "lang/args.hpp"
+#include "stdlib/module_builder.hpp"
+
+namespace pxl {
+
+size_t TreeDef::num_leaves() const {
+  if (kind == Kind::Leaf) return 1;
+  size_t n = 0;
+  for (const auto& c : children) n += c.num_leaves();
+  return n;
+}
+
+bool TreeDef::operator==(const TreeDef& o) const {
+  if (kind != o.kind || children.size() != o.children.size() || keys.size() != o.keys.size())
+    return false;
+  for (size_t i = 0; i < keys.size(); ++i)
+    if (!values_equal(keys[i], o.keys[i])) return false;
+  for (size_t i = 0; i < children.size(); ++i)
+    if (!(children[i] == o.children[i])) return false;
+  return true;
+}
+
+std::string TreeDef::repr() const {
+  std::function<std::string(const TreeDef&)> rec = [&](const TreeDef& d) -> std::string {
+    switch (d.kind) {
+    case Kind::Leaf: return "*";
+    case Kind::None: return "None";
+    case Kind::Tuple:
+    case Kind::List: {
+      std::string s = d.kind == Kind::Tuple ? "(" : "[";
+      for (size_t i = 0; i < d.children.size(); ++i) s += (i ? ", " : "") + rec(d.children[i]);
+      if (d.kind == Kind::Tuple && d.children.size() == 1) s += ",";
+      return s + (d.kind == Kind::Tuple ? ")" : "]");
+    }
+    case Kind::Dict: {
+      std::string s = "{";
+      for (size_t i = 0; i < d.children.size(); ++i)
+        s += (i ? ", " : "") + pxl::repr(d.keys[i]) + ": " + rec(d.children[i]);
+      return s + "}";
+    }
+    }
+    return "?";
+  };
+  return "PyTreeDef(" + rec(*this) + ")";
+}
+
+static TreeDef flatten_rec(InterpreterImpl& in, const Value& v, ValueList& leaves, int depth) {
+  if (depth > 500) throw Error(ErrCode::Value, "pytree nested too deeply");
+  TreeDef d;
+  if (v.is_none()) {
+    d.kind = TreeDef::Kind::None;
+  } else if (v.is_obj(ObjKind::Tuple) || v.is_obj(ObjKind::List)) {
+    d.kind = v.is_obj(ObjKind::Tuple) ? TreeDef::Kind::Tuple : TreeDef::Kind::List;
+    for (const Value& x : *sequence_items(v)) d.children.push_back(flatten_rec(in, x, leaves, depth + 1));
+  } else if (v.is_obj(ObjKind::Dict)) {
+    d.kind = TreeDef::Kind::Dict;
+    v.as<DictObj>()->for_each([&](const Value& k, const Value&) { d.keys.push_back(k); });
+    std::stable_sort(d.keys.begin(), d.keys.end(),
+                     [&](const Value& a, const Value& b) { return in.less_than(a, b, Span{}); });
+    for (const Value& k : d.keys)
+      d.children.push_back(flatten_rec(in, *v.as<DictObj>()->find(k), leaves, depth + 1));
+  } else {
+    leaves.push_back(v);
+  }
+  return d;
+}
+
+TreeDef tree_flatten(InterpreterImpl& in, const Value& tree, ValueList& leaves) {
+  return flatten_rec(in, tree, leaves, 0);
+}
+
+static Value unflatten_rec(const TreeDef& d, const ValueList& leaves, size_t& pos) {
+  switch (d.kind) {
+  case TreeDef::Kind::Leaf:
+    if (pos >= leaves.size()) throw Error(ErrCode::Value, "too few leaves for the tree structure");
+    return leaves[pos++];
+  case TreeDef::Kind::None: return Value();
+  case TreeDef::Kind::Tuple:
+  case TreeDef::Kind::List: {
+    ValueList items;
+    for (const auto& c : d.children) items.push_back(unflatten_rec(c, leaves, pos));
+    return d.kind == TreeDef::Kind::Tuple ? make_tuple(std::move(items)) : make_list(std::move(items));
+  }
+  case TreeDef::Kind::Dict: {
+    auto out = std::make_shared<DictObj>();
+    for (size_t i = 0; i < d.children.size(); ++i) out->set(d.keys[i], unflatten_rec(d.children[i], leaves, pos));
+    return Value::object(out);
+  }
+  }
+  return Value();
+}
+
+Value tree_unflatten(const TreeDef& def, const ValueList& leaves) {
+  size_t pos = 0;
+  Value v = unflatten_rec(def, leaves, pos);
+  if (pos != leaves.size()) throw Error(ErrCode::Value, "too many leaves for the tree structure");
+  return v;
+}
+
+namespace {
+
+struct TreeDefObj : OpaqueObj {
+  explicit TreeDefObj(TreeDef d) : def(std::move(d)) {}
+  TreeDef def;
+  std::string type_name() const override { return "PyTreeDef"; }
+  std::string repr() const override { return def.repr(); }
+  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+    if (name != "num_leaves") return false;
+    out = Value::integer(static_cast<int64_t>(def.num_leaves()));
+    return true;
+  }
+  bool equals(const OpaqueObj& o) const override {
+    auto* t = dynamic_cast<const TreeDefObj*>(&o);
+    return t && t->def == def;
+  }
+};
+
+Value tree_map(InterpreterImpl& in, CallArgs& a) {
+  ArgReader r("tree_map", a, {"f", "tree", "*rest", "is_leaf"}, 2);
+  ValueList leaves;
+  TreeDef def = tree_flatten(in, r[1], leaves);
+  std::vector<ValueList> others;
+  for (const Value& t : r.rest()) {
+    ValueList ls;
+    TreeDef d = tree_flatten(in, t, ls);
+    if (!(d == def))
+      throw Error(ErrCode::Value, "tree_map: the trees have different structures: " + def.repr() +
+                                      " and " + d.repr());
+    others.push_back(std::move(ls));
+  }
+  ValueList out;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    ValueList args{leaves[i]};
+    for (auto& o : others) args.push_back(o[i]);
+    out.push_back(in.call(r[0], std::move(args), Span{}));
+  }
+  return tree_unflatten(def, out);
+}
+
+} // namespace
+
+void add_tree_functions(InterpreterImpl& in, Value& tree_util, Value& tree, Value& jax) {
+  (void)in;
+  auto leaves_fn = [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("tree_leaves", a, {"tree", "is_leaf"}, 1);
+    ValueList leaves;
+    tree_flatten(in, r[0], leaves);
+    return make_list(std::move(leaves));
+  };
+  auto structure_fn = [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("tree_structure", a, {"tree", "is_leaf"}, 1);
+    ValueList leaves;
+    return Value::object(std::make_shared<TreeDefObj>(tree_flatten(in, r[0], leaves)));
+  };
+  auto flatten_fn = [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("tree_flatten", a, {"tree", "is_leaf"}, 1);
+    ValueList leaves;
+    TreeDef d = tree_flatten(in, r[0], leaves);
+    return make_tuple({make_list(std::move(leaves)), Value::object(std::make_shared<TreeDefObj>(d))});
+  };
+  auto unflatten_fn = [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("tree_unflatten", a, {"treedef", "leaves"}, 2);
+    auto* d = r[0].is_obj(ObjKind::Opaque) ? dynamic_cast<TreeDefObj*>(r[0].as<OpaqueObj>()) : nullptr;
+    if (!d) throw Error(ErrCode::Type, "tree_unflatten() expects a PyTreeDef");
+    return tree_unflatten(d->def, in.iterate(r[1], Span{}));
+  };
+  auto add = [&](Value& mod, const std::string& prefix) {
+    auto& vars = mod.as<ModuleObj>()->env->vars;
+    vars[prefix + "map"] = make_builtin(prefix + "map", tree_map);
+    vars[prefix + "leaves"] = make_builtin(prefix + "leaves", leaves_fn);
+    vars[prefix + "structure"] = make_builtin(prefix + "structure", structure_fn);
+    vars[prefix + "flatten"] = make_builtin(prefix + "flatten", flatten_fn);
+    vars[prefix + "unflatten"] = make_builtin(prefix + "unflatten", unflatten_fn);
+  };
+  add(tree_util, "tree_");
+  add(tree, "");
+  jax.as<ModuleObj>()->env->vars["tree_map"] = make_builtin("tree_map", tree_map);
+}
+
+} // namespace pxl

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""The pxl command line: options, exit statuses, and that no input crashes it.
+Python stdlib only."""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+failures = []
+
+
+def run(pxl, args, stdin=None, env_extra=None, cwd=None):
+    env = {k: v for k, v in os.environ.items() if k != "PXL_DEVICES"}
+    env.update(env_extra or {})
+    p = subprocess.run([pxl] + args, input=(stdin or "").encode(), capture_output=True, env=env,
+                       cwd=cwd, timeout=120)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+def expect(name, got, code=None, out=None, err=None, out_has=None, err_has=None):
+    rc, o, e = got
+    problems = []
+    if code is not None and rc != code:
+        problems.append(f"exit status {rc}, expected {code}")
+    if out is not None and o != out:
+        problems.append(f"stdout {o!r}, expected {out!r}")
+    if err is not None and e != err:
+        problems.append(f"stderr {e!r}, expected {err!r}")
+    for s in out_has or []:
+        if s not in o:
+            problems.append(f"stdout lacks {s!r}: {o!r}")
+    for s in err_has or []:
+        if s not in e:
+            problems.append(f"stderr lacks {s!r}: {e!r}")
+    if problems:
+        failures.append(name)
+        print(f"FAIL {name}: " + "; ".join(problems))
+    else:
+        print(f"ok   {name}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--pxl", default=str(REPO / "build" / "bin" / "pxl"))
+    pxl = ap.parse_args().pxl
+
+    # Options: no interpreter needed.
+    expect("--help", run(pxl, ["--help"]), code=0, out_has=["usage: pxl", "--devices"])
+    expect("--version", run(pxl, ["--version"]), code=0, out_has=["pxl ", "LLVM 19."])
+    expect("--devices 0", run(pxl, ["--devices", "0", "-c", "print(1)"]), code=2,
+           out="", err_has=["pxl: error: --devices: invalid device count '0'"])
+    expect("--devices missing", run(pxl, ["--devices"]), code=2, err_has=["needs a value"])
+    expect("PXL_DEVICES=abc", run(pxl, ["-c", "print(1)"], env_extra={"PXL_DEVICES": "abc"}),
+           code=2, out="", err_has=["PXL_DEVICES: invalid device count 'abc'"])
+    expect("unknown option", run(pxl, ["--bogus"]), code=2, err_has=["unknown option '--bogus'"])
+
+    # Scripts.
+    expect("-c", run(pxl, ["-c", "print(1 + 1)"]), code=0, out="2\n", err="")
+    expect("-c error", run(pxl, ["-c", "print(1)\nfoo"]), code=1, out="1\n",
+           err_has=["<string>:2:1: error[E0100]"])
+    expect("--devices wins", run(pxl, ["--devices", "3", "-c", "print(device_count())"],
+                                 env_extra={"PXL_DEVICES": "5"}), code=0, out="3\n")
+    expect("PXL_DEVICES", run(pxl, ["-c", "print(len(jax.devices()))"],
+                              env_extra={"PXL_DEVICES": "5"}), code=0, out="5\n")
+    expect("missing file", run(pxl, ["no/such/file.pxl"]), code=1, out="",
+           err_has=["no/such/file.pxl"])
+    expect("deep recursion", run(pxl, ["-c", "def f(n):\n    return f(n + 1)\nf(0)"]), code=1,
+           err_has=["error[E0108]"])
+    deep = "x = " + "(" * 100000 + "1" + ")" * 100000
+    expect("deeply nested source", run(pxl, ["-c", deep]), code=1, err_has=["error["])
+    expect("binary junk", run(pxl, ["-c", "\x01\x02\xff garbage ((("]), code=1,
+           err_has=["error["])
+
+    # stdin script mode: REPL logic, no prompts, errors do not stop the session.
+    expect("stdin mode", run(pxl, [], stdin="1 + 1\nfoo\nx = 3\nx * 2\n"), code=1,
+           out="2\n6\n", err_has=["error[E0100]"])
+    expect("stdin mode ok", run(pxl, [], stdin="def f(x):\n    return x + 1\n\nf(1)\n"), code=0,
+           out="2\n", err="")
+    expect("stdin :quit", run(pxl, [], stdin=":quit\nprint('after')\n"), code=0, out="")
+    expect("stdin unknown command", run(pxl, [], stdin=":frob\n"), code=1,
+           err_has=["unknown command ':frob'", ":help", ":type"])
+    with tempfile.TemporaryDirectory() as d:
+        Path(d, "lib.pxl").write_text("def sq(x):\n    return x * x\n")
+        expect(":load", run(pxl, [], stdin=":load lib.pxl\nsq(4)\n", cwd=d), code=0, out="16\n")
+
+    print(f"{'FAILED: ' + ', '.join(failures) if failures else 'all passed'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Golden tests for pxl: run programs, compare stdout, stderr and exit status.
+
+Program mode (default): every tests/programs/**/*.pxl is run as `pxl [ARGS] NAME.pxl`
+from its own directory (so diagnostics show the bare file name) and compared with
+  NAME.out   expected stdout (required)
+  NAME.err   expected stderr (exact; not compared when the file is absent)
+  NAME.code  expected exit status (default 0)
+A first line `# ARGS: --devices 4` passes flags to pxl. Files whose name starts
+with `_` are helper modules for the others to import, not tests.
+
+REPL mode (--repl): every NAME.in is piped to `pxl [ARGS]` (stdin script mode:
+the REPL without prompts) and compared with NAME.out/.err/.code the same way.
+
+--update rewrites the expectations from the actual results. Python stdlib only.
+"""
+import argparse
+import concurrent.futures
+import difflib
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("paths", nargs="*", help="directories or files (default: the mode's tree)")
+    p.add_argument("--pxl", default=str(REPO / "build" / "bin" / "pxl"), help="the pxl binary")
+    p.add_argument("--repl", action="store_true", help="REPL transcript mode (NAME.in)")
+    p.add_argument("--update", action="store_true", help="rewrite expectations")
+    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per program")
+    p.add_argument("-v", "--verbose", action="store_true", help="list passing tests too")
+    return p.parse_args()
+
+
+def collect(paths, suffix):
+    tests = []
+    for path in map(Path, paths):
+        if path.is_file():
+            tests.append(path.resolve())
+        elif path.is_dir():
+            tests.extend(p.resolve() for p in path.rglob("*" + suffix) if not p.name.startswith("_"))
+        else:
+            sys.exit(f"run_golden: no such file or directory: {path}")
+    return sorted(set(tests))
+
+
+def read_args(test):
+    with open(test, encoding="utf-8", errors="replace") as f:
+        first = f.readline()
+    first = first.strip()
+    if first.startswith("# ARGS:"):
+        return shlex.split(first[len("# ARGS:"):])
+    return []
+
+
+class Result:
+    def __init__(self, test, stdout=b"", stderr=b"", code=None, timed_out=False, error=None):
+        self.test, self.stdout, self.stderr, self.code = test, stdout, stderr, code
+        self.timed_out, self.error = timed_out, error
+        self.problems = []
+
+
+def run_one(test, opts, env):
+    cmd = [opts.pxl] + read_args(test)
+    stdin = subprocess.DEVNULL
+    if opts.repl:
+        stdin_data = test.read_bytes()
+    else:
+        cmd.append(test.name)
+        stdin_data = None
+    try:
+        proc = subprocess.run(cmd, cwd=test.parent, env=env, input=stdin_data,
+                              stdin=None if opts.repl else stdin, capture_output=True,
+                              timeout=opts.timeout)
+    except subprocess.TimeoutExpired as e:
+        return Result(test, e.stdout or b"", e.stderr or b"", timed_out=True)
+    except OSError as e:
+        return Result(test, error=f"cannot run {cmd[0]}: {e}")
+    return Result(test, proc.stdout, proc.stderr, proc.returncode)
+
+
+def text(data):
+    return data.decode("utf-8", errors="replace")
+
+
+def diff(expected, actual, label):
+    lines = difflib.unified_diff(expected.splitlines(keepends=True), actual.splitlines(keepends=True),
+                                 f"expected {label}", f"actual {label}")
+    return "".join(l if l.endswith("\n") else l + "\n\\ No newline at end of file\n" for l in lines)
+
+
+def check(r, opts):
+    if r.error:
+        r.problems.append(r.error)
+        return
+    if r.timed_out:
+        r.problems.append(f"timed out after {opts.timeout:g} s")
+    base = r.test.with_suffix("")
+    out_file, err_file, code_file = (Path(str(base) + s) for s in (".out", ".err", ".code"))
+    if out_file.exists():
+        want = out_file.read_text(encoding="utf-8", errors="replace")
+        if want != text(r.stdout):
+            r.problems.append("stdout differs:\n" + diff(want, text(r.stdout), "stdout"))
+    else:
+        r.problems.append(f"missing {out_file.name} (create it with --update)")
+    if err_file.exists():
+        want = err_file.read_text(encoding="utf-8", errors="replace")
+        if want != text(r.stderr):
+            r.problems.append("stderr differs:\n" + diff(want, text(r.stderr), "stderr"))
+    want_code = int(code_file.read_text().strip()) if code_file.exists() else 0
+    if not r.timed_out and r.code != want_code:
+        msg = f"exit status {r.code}, expected {want_code}"
+        if r.code is not None and r.code < 0:
+            msg += f" (killed by signal {-r.code})"
+        if not err_file.exists() and r.stderr:
+            msg += "\nstderr:\n" + text(r.stderr)
+        r.problems.append(msg)
+
+
+def update(r):
+    base = str(r.test.with_suffix(""))
+    Path(base + ".out").write_bytes(r.stdout)
+    for suffix, keep, data in ((".err", bool(r.stderr), r.stderr),
+                               (".code", r.code not in (0, None), f"{r.code}\n".encode())):
+        path = Path(base + suffix)
+        if keep:
+            path.write_bytes(data)
+        elif path.exists():
+            path.unlink()
+
+
+def main():
+    opts = parse_args()
+    suffix = ".in" if opts.repl else ".pxl"
+    default = REPO / "tests" / ("repl" if opts.repl else "programs")
+    tests = collect(opts.paths or [default], suffix)
+    if not Path(opts.pxl).exists():
+        sys.exit(f"run_golden: {opts.pxl} does not exist (build first)")
+    with tempfile.TemporaryDirectory(prefix="pxl-golden-") as home:
+        # A private HOME keeps the user's REPL history out of (and untouched by) tests.
+        env = {k: v for k, v in os.environ.items() if k != "PXL_DEVICES"}
+        env.update(HOME=home, LC_ALL="C.UTF-8")
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
+            results = list(pool.map(lambda t: run_one(t, opts, env), tests))
+    failed = 0
+    for r in results:
+        rel = os.path.relpath(r.test, Path.cwd())
+        if opts.update and not r.error and not r.timed_out:
+            update(r)
+            print(f"updated {rel}")
+            continue
+        check(r, opts)
+        if r.problems:
+            failed += 1
+            print(f"FAIL {rel}\n" + "\n".join(r.problems), flush=True)
+        elif opts.verbose:
+            print(f"ok   {rel}")
+    if not opts.update:
+        print(f"{len(results) - failed} passed, {failed} failed ({len(results)} {suffix} files)")
+    return 1 if failed or not results else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
