@@ -8,26 +8,40 @@ namespace pxl {
 
 size_t dtype_size(DType d) {
   switch (d) {
-  case DType::Bool: return 1;
-  case DType::Int32: return 4;
-  case DType::UInt32: return 4;
-  case DType::Float16: return 2;
-  case DType::BFloat16: return 2;
-  case DType::Float32: return 4;
-  case DType::Float64: return 8;
+  case DType::Bool:
+    return 1;
+  case DType::Int32:
+    return 4;
+  case DType::UInt32:
+    return 4;
+  case DType::Float16:
+    return 2;
+  case DType::BFloat16:
+    return 2;
+  case DType::Float32:
+    return 4;
+  case DType::Float64:
+    return 8;
   }
   return 0;
 }
 
 const char* dtype_name(DType d) {
   switch (d) {
-  case DType::Bool: return "bool";
-  case DType::Int32: return "int32";
-  case DType::UInt32: return "uint32";
-  case DType::Float16: return "float16";
-  case DType::BFloat16: return "bfloat16";
-  case DType::Float32: return "float32";
-  case DType::Float64: return "float64";
+  case DType::Bool:
+    return "bool";
+  case DType::Int32:
+    return "int32";
+  case DType::UInt32:
+    return "uint32";
+  case DType::Float16:
+    return "float16";
+  case DType::BFloat16:
+    return "bfloat16";
+  case DType::Float32:
+    return "float32";
+  case DType::Float64:
+    return "float64";
   }
   return "?";
 }
@@ -52,28 +66,44 @@ Node node_of(DType d, bool weak) {
   if (weak && is_integer(d)) return Node::IntW;
   if (weak && is_floating(d)) return Node::FloatW;
   switch (d) {
-  case DType::Bool: return Node::Bool;
-  case DType::Int32: return Node::Int32;
-  case DType::UInt32: return Node::UInt32;
-  case DType::Float16: return Node::Float16;
-  case DType::BFloat16: return Node::BFloat16;
-  case DType::Float32: return Node::Float32;
-  case DType::Float64: return Node::Float64;
+  case DType::Bool:
+    return Node::Bool;
+  case DType::Int32:
+    return Node::Int32;
+  case DType::UInt32:
+    return Node::UInt32;
+  case DType::Float16:
+    return Node::Float16;
+  case DType::BFloat16:
+    return Node::BFloat16;
+  case DType::Float32:
+    return Node::Float32;
+  case DType::Float64:
+    return Node::Float64;
   }
   return Node::Float32;
 }
 
 PromotedType type_of(Node n) {
   switch (n) {
-  case Node::Bool: return {DType::Bool, false};
-  case Node::IntW: return {DType::Int32, true};
-  case Node::Int32: return {DType::Int32, false};
-  case Node::UInt32: return {DType::UInt32, false};
-  case Node::FloatW: return {DType::Float32, true};
-  case Node::Float16: return {DType::Float16, false};
-  case Node::BFloat16: return {DType::BFloat16, false};
-  case Node::Float32: return {DType::Float32, false};
-  case Node::Float64: return {DType::Float64, false};
+  case Node::Bool:
+    return {DType::Bool, false};
+  case Node::IntW:
+    return {DType::Int32, true};
+  case Node::Int32:
+    return {DType::Int32, false};
+  case Node::UInt32:
+    return {DType::UInt32, false};
+  case Node::FloatW:
+    return {DType::Float32, true};
+  case Node::Float16:
+    return {DType::Float16, false};
+  case Node::BFloat16:
+    return {DType::BFloat16, false};
+  case Node::Float32:
+    return {DType::Float32, false};
+  case Node::Float64:
+    return {DType::Float64, false};
   }
   return {DType::Float32, false};
 }
@@ -83,10 +113,14 @@ bool strong_int(Node n) { return n == Node::Int32 || n == Node::UInt32; }
 int float_rank(Node n) {
   switch (n) {
   case Node::Float16:
-  case Node::BFloat16: return 1;
-  case Node::Float32: return 2;
-  case Node::Float64: return 3;
-  default: return 0;
+  case Node::BFloat16:
+    return 1;
+  case Node::Float32:
+    return 2;
+  case Node::Float64:
+    return 3;
+  default:
+    return 0;
   }
 }
 
@@ -97,7 +131,7 @@ Node join(Node a, Node b) {
   if (a == Node::IntW) return b; // everything else is above the weak int
   if (b == Node::IntW) return a;
   if (strong_int(a) && strong_int(b)) return Node::Int32; // int64, canonicalised
-  if (strong_int(a)) return b; // b is FloatW or a strong float
+  if (strong_int(a)) return b;                            // b is FloatW or a strong float
   if (strong_int(b)) return a;
   if (a == Node::FloatW) return b;
   if (b == Node::FloatW) return a;

@@ -34,53 +34,105 @@ OpFamily op_family(Op op) { return kOps[static_cast<size_t>(op)].family; }
 
 const char* scatter_mode_name(ScatterMode m) {
   switch (m) {
-  case ScatterMode::Set: return "set";
-  case ScatterMode::Add: return "add";
-  case ScatterMode::Mul: return "mul";
-  case ScatterMode::Min: return "min";
-  case ScatterMode::Max: return "max";
+  case ScatterMode::Set:
+    return "set";
+  case ScatterMode::Add:
+    return "add";
+  case ScatterMode::Mul:
+    return "mul";
+  case ScatterMode::Min:
+    return "min";
+  case ScatterMode::Max:
+    return "max";
   }
   return "?";
 }
 
 std::string attrs_str(Op op, const OpAttrs& a) {
   switch (op) {
-  case Op::Neg: case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sqrt:
-  case Op::Rsqrt: case Op::Tanh: case Op::Sin: case Op::Cos: case Op::Tan: case Op::Abs:
-  case Op::Sign: case Op::Floor: case Op::Ceil: case Op::Round: case Op::IsFinite:
-  case Op::Logistic: case Op::Erf: case Op::Not: case Op::Add: case Op::Sub: case Op::Mul:
-  case Op::Div: case Op::Rem: case Op::Pow: case Op::Max: case Op::Min: case Op::And:
-  case Op::Or: case Op::Xor: case Op::Atan2: case Op::ShiftLeft: case Op::ShiftRightLogical:
-  case Op::ShiftRightArithmetic: case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le:
-  case Op::Gt: case Op::Ge: case Op::Select:
+  case Op::Neg:
+  case Op::Exp:
+  case Op::Log:
+  case Op::Log1p:
+  case Op::Expm1:
+  case Op::Sqrt:
+  case Op::Rsqrt:
+  case Op::Tanh:
+  case Op::Sin:
+  case Op::Cos:
+  case Op::Tan:
+  case Op::Abs:
+  case Op::Sign:
+  case Op::Floor:
+  case Op::Ceil:
+  case Op::Round:
+  case Op::IsFinite:
+  case Op::Logistic:
+  case Op::Erf:
+  case Op::Not:
+  case Op::Add:
+  case Op::Sub:
+  case Op::Mul:
+  case Op::Div:
+  case Op::Rem:
+  case Op::Pow:
+  case Op::Max:
+  case Op::Min:
+  case Op::And:
+  case Op::Or:
+  case Op::Xor:
+  case Op::Atan2:
+  case Op::ShiftLeft:
+  case Op::ShiftRightLogical:
+  case Op::ShiftRightArithmetic:
+  case Op::Eq:
+  case Op::Ne:
+  case Op::Lt:
+  case Op::Le:
+  case Op::Gt:
+  case Op::Ge:
+  case Op::Select:
     return "";
   case Op::ConvertElementType:
     return std::string("dtype=") + dtype_name(a.dtype) + (a.weak ? " weak=true" : "");
-  case Op::BitcastConvertType: return std::string("dtype=") + dtype_name(a.dtype);
+  case Op::BitcastConvertType:
+    return std::string("dtype=") + dtype_name(a.dtype);
   case Op::Iota:
     return std::string("dtype=") + dtype_name(a.dtype) + " shape=" + shape_str(a.shape) +
            " axis=" + std::to_string(a.axis);
-  case Op::BroadcastInDim: return "shape=" + shape_str(a.shape) + " dims=" + ints_str(a.axes);
-  case Op::Reshape: return "shape=" + shape_str(a.shape);
-  case Op::Transpose: return "perm=" + ints_str(a.perm);
+  case Op::BroadcastInDim:
+    return "shape=" + shape_str(a.shape) + " dims=" + ints_str(a.axes);
+  case Op::Reshape:
+    return "shape=" + shape_str(a.shape);
+  case Op::Transpose:
+    return "perm=" + ints_str(a.perm);
   case Op::Slice:
     return "starts=" + ints_str(a.starts) + " limits=" + ints_str(a.limits) +
            " strides=" + ints_str(a.strides);
-  case Op::Rev: return "axes=" + ints_str(a.axes);
-  case Op::Concatenate: return "axis=" + std::to_string(a.axis);
+  case Op::Rev:
+    return "axes=" + ints_str(a.axes);
+  case Op::Concatenate:
+    return "axis=" + std::to_string(a.axis);
   case Op::Pad:
     return "lo=" + ints_str(a.lo) + " hi=" + ints_str(a.hi) + " interior=" + ints_str(a.interior);
-  case Op::ReduceSum: case Op::ReduceMax: case Op::ReduceMin: case Op::ReduceProd:
-  case Op::ReduceAnd: case Op::ReduceOr:
+  case Op::ReduceSum:
+  case Op::ReduceMax:
+  case Op::ReduceMin:
+  case Op::ReduceProd:
+  case Op::ReduceAnd:
+  case Op::ReduceOr:
     return "axes=" + ints_str(a.axes);
-  case Op::Argmax: case Op::Argmin:
+  case Op::Argmax:
+  case Op::Argmin:
     return "axis=" + std::to_string(a.axis) + " dtype=" + dtype_name(a.dtype);
-  case Op::Cumsum: return "axis=" + std::to_string(a.axis) + (a.reverse ? " reverse=true" : "");
+  case Op::Cumsum:
+    return "axis=" + std::to_string(a.axis) + (a.reverse ? " reverse=true" : "");
   case Op::DotGeneral:
     return "lhs_batch=" + ints_str(a.dot.lhs_batch) + " rhs_batch=" + ints_str(a.dot.rhs_batch) +
            " lhs_contract=" + ints_str(a.dot.lhs_contract) +
            " rhs_contract=" + ints_str(a.dot.rhs_contract);
-  case Op::Take: return "axis=" + std::to_string(a.axis);
+  case Op::Take:
+    return "axis=" + std::to_string(a.axis);
   case Op::Scatter:
     return "axis=" + std::to_string(a.axis) + " mode=" + scatter_mode_name(a.mode);
   }

@@ -21,7 +21,17 @@ enum class Op : uint16_t {
 };
 
 enum class OpFamily : uint8_t {
-  Unary, Binary, Compare, Select, Convert, Creation, Structural, Reduce, Scan, Dot, Index
+  Unary,
+  Binary,
+  Compare,
+  Select,
+  Convert,
+  Creation,
+  Structural,
+  Reduce,
+  Scan,
+  Dot,
+  Index
 };
 
 const char* op_name(Op op); // the text name, e.g. "dot_general"

@@ -59,8 +59,8 @@ Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& 
   }
   if (oa.dtype == DType::Float64 && K > 0) {
     for (int64_t b = 0; b < B; ++b)
-      gemm_f64(false, false, M, N, K, lt.as<double>() + b * M * K, K,
-               rt.as<double>() + b * K * N, N, out.as<double>() + b * M * N, N);
+      gemm_f64(false, false, M, N, K, lt.as<double>() + b * M * K, K, rt.as<double>() + b * K * N,
+               N, out.as<double>() + b * M * N, N);
     return out;
   }
   // Plain loops: ints wrap, half types accumulate in float, bool is or-of-ands.
@@ -76,9 +76,12 @@ Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& 
           C acc = C(0);
           for (int64_t k = 0; k < K; ++k) {
             C x = E::load(ls[(b * M + i) * K + k]), y = E::load(rs[(b * K + k) * N + j]);
-            if constexpr (std::is_same_v<C, bool>) acc = acc || (x && y);
-            else if constexpr (is_int_v<C>) acc = wrap_add(acc, wrap_mul(x, y));
-            else acc = static_cast<C>(acc + x * y);
+            if constexpr (std::is_same_v<C, bool>)
+              acc = acc || (x && y);
+            else if constexpr (is_int_v<C>)
+              acc = wrap_add(acc, wrap_mul(x, y));
+            else
+              acc = static_cast<C>(acc + x * y);
           }
           os[(b * M + i) * N + j] = E::store(acc);
         }

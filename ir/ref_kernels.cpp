@@ -60,8 +60,10 @@ template <class T> T shift_right_logical(T a, T s) {
 template <class T> T shift_right_arithmetic(T a, T s) {
   using U = std::make_unsigned_t<T>;
   U n = static_cast<U>(s);
-  if constexpr (std::is_signed_v<T>) return n >= 32 ? (a < 0 ? T(-1) : T(0)) : T(a >> n);
-  else return n >= 32 ? T(0) : T(a >> n);
+  if constexpr (std::is_signed_v<T>)
+    return n >= 32 ? (a < 0 ? T(-1) : T(0)) : T(a >> n);
+  else
+    return n >= 32 ? T(0) : T(a >> n);
 }
 
 Array select(const Array& p, const Array& t, const Array& f, Array out) {
@@ -96,36 +98,55 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
   // ---- unary ----
   case Op::Neg:
     return un.template operator()<kNum>([](auto v) {
-      if constexpr (is_int_v<decltype(v)>) return wrap_sub(decltype(v)(0), v);
-      else return -v;
+      if constexpr (is_int_v<decltype(v)>)
+        return wrap_sub(decltype(v)(0), v);
+      else
+        return -v;
     });
-  case Op::Exp: return un.template operator()<kFloat>([](auto v) { return std::exp(v); });
-  case Op::Log: return un.template operator()<kFloat>([](auto v) { return std::log(v); });
-  case Op::Log1p: return un.template operator()<kFloat>([](auto v) { return std::log1p(v); });
-  case Op::Expm1: return un.template operator()<kFloat>([](auto v) { return std::expm1(v); });
-  case Op::Sqrt: return un.template operator()<kFloat>([](auto v) { return std::sqrt(v); });
+  case Op::Exp:
+    return un.template operator()<kFloat>([](auto v) { return std::exp(v); });
+  case Op::Log:
+    return un.template operator()<kFloat>([](auto v) { return std::log(v); });
+  case Op::Log1p:
+    return un.template operator()<kFloat>([](auto v) { return std::log1p(v); });
+  case Op::Expm1:
+    return un.template operator()<kFloat>([](auto v) { return std::expm1(v); });
+  case Op::Sqrt:
+    return un.template operator()<kFloat>([](auto v) { return std::sqrt(v); });
   case Op::Rsqrt:
     return un.template operator()<kFloat>([](auto v) { return decltype(v)(1) / std::sqrt(v); });
-  case Op::Tanh: return un.template operator()<kFloat>([](auto v) { return std::tanh(v); });
-  case Op::Sin: return un.template operator()<kFloat>([](auto v) { return std::sin(v); });
-  case Op::Cos: return un.template operator()<kFloat>([](auto v) { return std::cos(v); });
-  case Op::Tan: return un.template operator()<kFloat>([](auto v) { return std::tan(v); });
+  case Op::Tanh:
+    return un.template operator()<kFloat>([](auto v) { return std::tanh(v); });
+  case Op::Sin:
+    return un.template operator()<kFloat>([](auto v) { return std::sin(v); });
+  case Op::Cos:
+    return un.template operator()<kFloat>([](auto v) { return std::cos(v); });
+  case Op::Tan:
+    return un.template operator()<kFloat>([](auto v) { return std::tan(v); });
   case Op::Abs:
     return un.template operator()<kNum>([](auto v) {
       using T = decltype(v);
-      if constexpr (std::is_unsigned_v<T>) return v;
-      else if constexpr (is_int_v<T>) return v < 0 ? wrap_sub(T(0), v) : v;
-      else return std::abs(v);
+      if constexpr (std::is_unsigned_v<T>)
+        return v;
+      else if constexpr (is_int_v<T>)
+        return v < 0 ? wrap_sub(T(0), v) : v;
+      else
+        return std::abs(v);
     });
   case Op::Sign:
     return un.template operator()<kNum>([](auto v) {
       using T = decltype(v);
-      if constexpr (std::is_unsigned_v<T>) return T(v > 0);
-      else if constexpr (is_int_v<T>) return T((v > 0) - (v < 0));
-      else return std::isnan(v) || v == 0 ? v : (v > 0 ? T(1) : T(-1)); // keeps -0.0, NaN
+      if constexpr (std::is_unsigned_v<T>)
+        return T(v > 0);
+      else if constexpr (is_int_v<T>)
+        return T((v > 0) - (v < 0));
+      else
+        return std::isnan(v) || v == 0 ? v : (v > 0 ? T(1) : T(-1)); // keeps -0.0, NaN
     });
-  case Op::Floor: return un.template operator()<kFloat>([](auto v) { return std::floor(v); });
-  case Op::Ceil: return un.template operator()<kFloat>([](auto v) { return std::ceil(v); });
+  case Op::Floor:
+    return un.template operator()<kFloat>([](auto v) { return std::floor(v); });
+  case Op::Ceil:
+    return un.template operator()<kFloat>([](auto v) { return std::ceil(v); });
   case Op::Round:
     // nearbyint in the default rounding mode rounds half to even, as numpy does.
     return un.template operator()<kFloat>([](auto v) { return std::nearbyint(v); });
@@ -134,48 +155,68 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
   case Op::Logistic:
     return un.template operator()<kFloat>(
         [](auto v) { return decltype(v)(1) / (decltype(v)(1) + std::exp(-v)); });
-  case Op::Erf: return un.template operator()<kFloat>([](auto v) { return std::erf(v); });
+  case Op::Erf:
+    return un.template operator()<kFloat>([](auto v) { return std::erf(v); });
   case Op::Not:
     return un.template operator()<kBool | kInt>([](auto v) {
-      if constexpr (std::is_same_v<decltype(v), bool>) return !v;
-      else return decltype(v)(~v);
+      if constexpr (std::is_same_v<decltype(v), bool>)
+        return !v;
+      else
+        return decltype(v)(~v);
     });
   // ---- binary ----
   case Op::Add:
     return bin.template operator()<kNum>([](auto x, auto y) {
-      if constexpr (is_int_v<decltype(x)>) return wrap_add(x, y);
-      else return x + y;
+      if constexpr (is_int_v<decltype(x)>)
+        return wrap_add(x, y);
+      else
+        return x + y;
     });
   case Op::Sub:
     return bin.template operator()<kNum>([](auto x, auto y) {
-      if constexpr (is_int_v<decltype(x)>) return wrap_sub(x, y);
-      else return x - y;
+      if constexpr (is_int_v<decltype(x)>)
+        return wrap_sub(x, y);
+      else
+        return x - y;
     });
   case Op::Mul:
     return bin.template operator()<kNum>([](auto x, auto y) {
-      if constexpr (is_int_v<decltype(x)>) return wrap_mul(x, y);
-      else return x * y;
+      if constexpr (is_int_v<decltype(x)>)
+        return wrap_mul(x, y);
+      else
+        return x * y;
     });
   case Op::Div:
     return bin.template operator()<kNum>([](auto x, auto y) {
-      if constexpr (is_int_v<decltype(x)>) return int_div(x, y);
-      else return x / y;
+      if constexpr (is_int_v<decltype(x)>)
+        return int_div(x, y);
+      else
+        return x / y;
     });
   case Op::Rem:
     return bin.template operator()<kNum>([](auto x, auto y) {
-      if constexpr (is_int_v<decltype(x)>) return int_rem(x, y);
-      else return std::fmod(x, y);
+      if constexpr (is_int_v<decltype(x)>)
+        return int_rem(x, y);
+      else
+        return std::fmod(x, y);
     });
   case Op::Pow:
     return bin.template operator()<kNum>([](auto x, auto y) {
-      if constexpr (is_int_v<decltype(x)>) return int_pow(x, y);
-      else return std::pow(x, y);
+      if constexpr (is_int_v<decltype(x)>)
+        return int_pow(x, y);
+      else
+        return std::pow(x, y);
     });
-  case Op::Max: return bin.template operator()<kAny>([](auto x, auto y) { return nan_max(x, y); });
-  case Op::Min: return bin.template operator()<kAny>([](auto x, auto y) { return nan_min(x, y); });
-  case Op::And: return bin.template operator()<kBool | kInt>([](auto x, auto y) { return x & y; });
-  case Op::Or: return bin.template operator()<kBool | kInt>([](auto x, auto y) { return x | y; });
-  case Op::Xor: return bin.template operator()<kBool | kInt>([](auto x, auto y) { return x ^ y; });
+  case Op::Max:
+    return bin.template operator()<kAny>([](auto x, auto y) { return nan_max(x, y); });
+  case Op::Min:
+    return bin.template operator()<kAny>([](auto x, auto y) { return nan_min(x, y); });
+  case Op::And:
+    return bin.template operator()<kBool | kInt>([](auto x, auto y) { return x & y; });
+  case Op::Or:
+    return bin.template operator()<kBool | kInt>([](auto x, auto y) { return x | y; });
+  case Op::Xor:
+    return bin.template operator()<kBool | kInt>([](auto x, auto y) { return x ^ y; });
   case Op::Atan2:
     return bin.template operator()<kFloat>([](auto x, auto y) { return std::atan2(x, y); });
   case Op::ShiftLeft:
@@ -185,43 +226,71 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
   case Op::ShiftRightArithmetic:
     return bin.template operator()<kInt>(
         [](auto x, auto y) { return shift_right_arithmetic(x, y); });
-  case Op::Eq: return bin.template operator()<kAny, true>([](auto x, auto y) { return x == y; });
-  case Op::Ne: return bin.template operator()<kAny, true>([](auto x, auto y) { return x != y; });
-  case Op::Lt: return bin.template operator()<kAny, true>([](auto x, auto y) { return x < y; });
-  case Op::Le: return bin.template operator()<kAny, true>([](auto x, auto y) { return x <= y; });
-  case Op::Gt: return bin.template operator()<kAny, true>([](auto x, auto y) { return x > y; });
-  case Op::Ge: return bin.template operator()<kAny, true>([](auto x, auto y) { return x >= y; });
-  case Op::Select: return select(in[0], in[1], in[2], fresh());
+  case Op::Eq:
+    return bin.template operator()<kAny, true>([](auto x, auto y) { return x == y; });
+  case Op::Ne:
+    return bin.template operator()<kAny, true>([](auto x, auto y) { return x != y; });
+  case Op::Lt:
+    return bin.template operator()<kAny, true>([](auto x, auto y) { return x < y; });
+  case Op::Le:
+    return bin.template operator()<kAny, true>([](auto x, auto y) { return x <= y; });
+  case Op::Gt:
+    return bin.template operator()<kAny, true>([](auto x, auto y) { return x > y; });
+  case Op::Ge:
+    return bin.template operator()<kAny, true>([](auto x, auto y) { return x >= y; });
+  case Op::Select:
+    return select(in[0], in[1], in[2], fresh());
   // ---- types ----
-  case Op::ConvertElementType: return convert(in[0], oa);
+  case Op::ConvertElementType:
+    return convert(in[0], oa);
   case Op::BitcastConvertType: {
     Array out = fresh();
     std::memcpy(out.data(), in[0].data(), in[0].nbytes());
     return out;
   }
-  case Op::Iota: return iota(a, oa);
+  case Op::Iota:
+    return iota(a, oa);
   // ---- structural ----
-  case Op::BroadcastInDim: return broadcast_in_dim(in[0], a, oa);
-  case Op::Reshape: return in[0].reshaped(oa.shape).with_weak(oa.weak); // buffers are immutable
-  case Op::Transpose: return transpose(in[0], a.perm, oa);
-  case Op::Slice: return slice(in[0], a, oa);
-  case Op::Rev: return rev(in[0], a, oa);
-  case Op::Concatenate: return concatenate(in, a, oa);
-  case Op::Pad: return pad(in[0], in[1], a, oa);
+  case Op::BroadcastInDim:
+    return broadcast_in_dim(in[0], a, oa);
+  case Op::Reshape:
+    return in[0].reshaped(oa.shape).with_weak(oa.weak); // buffers are immutable
+  case Op::Transpose:
+    return transpose(in[0], a.perm, oa);
+  case Op::Slice:
+    return slice(in[0], a, oa);
+  case Op::Rev:
+    return rev(in[0], a, oa);
+  case Op::Concatenate:
+    return concatenate(in, a, oa);
+  case Op::Pad:
+    return pad(in[0], in[1], a, oa);
   // ---- reductions, scans ----
-  case Op::ReduceSum: return reduce(Reduction::Sum, in[0], a, oa);
-  case Op::ReduceMax: return reduce(Reduction::Max, in[0], a, oa);
-  case Op::ReduceMin: return reduce(Reduction::Min, in[0], a, oa);
-  case Op::ReduceProd: return reduce(Reduction::Prod, in[0], a, oa);
-  case Op::ReduceAnd: return reduce(Reduction::And, in[0], a, oa);
-  case Op::ReduceOr: return reduce(Reduction::Or, in[0], a, oa);
-  case Op::Argmax: return arg_reduce(true, in[0], a, oa);
-  case Op::Argmin: return arg_reduce(false, in[0], a, oa);
-  case Op::Cumsum: return cumsum(in[0], a, oa);
+  case Op::ReduceSum:
+    return reduce(Reduction::Sum, in[0], a, oa);
+  case Op::ReduceMax:
+    return reduce(Reduction::Max, in[0], a, oa);
+  case Op::ReduceMin:
+    return reduce(Reduction::Min, in[0], a, oa);
+  case Op::ReduceProd:
+    return reduce(Reduction::Prod, in[0], a, oa);
+  case Op::ReduceAnd:
+    return reduce(Reduction::And, in[0], a, oa);
+  case Op::ReduceOr:
+    return reduce(Reduction::Or, in[0], a, oa);
+  case Op::Argmax:
+    return arg_reduce(true, in[0], a, oa);
+  case Op::Argmin:
+    return arg_reduce(false, in[0], a, oa);
+  case Op::Cumsum:
+    return cumsum(in[0], a, oa);
   // ---- contraction, indexing ----
-  case Op::DotGeneral: return dot_general(in[0], in[1], a, oa);
-  case Op::Take: return take(in[0], in[1], a, oa);
-  case Op::Scatter: return scatter(in[0], in[1], in[2], a, oa);
+  case Op::DotGeneral:
+    return dot_general(in[0], in[1], a, oa);
+  case Op::Take:
+    return take(in[0], in[1], a, oa);
+  case Op::Scatter:
+    return scatter(in[0], in[1], in[2], a, oa);
   }
   internal_error(__FILE__, __LINE__, std::string("no reference kernel for ") + op_name(op));
 }

@@ -11,20 +11,31 @@ namespace {
 
 template <class C> C reduce_init(Reduction r) {
   switch (r) {
-  case Reduction::Sum: return C(0);
-  case Reduction::Prod: return C(1);
+  case Reduction::Sum:
+    return C(0);
+  case Reduction::Prod:
+    return C(1);
   case Reduction::Max:
-    if constexpr (std::is_same_v<C, bool>) return false;
-    else if constexpr (is_float_v<C>) return -std::numeric_limits<C>::infinity();
-    else return std::numeric_limits<C>::lowest();
+    if constexpr (std::is_same_v<C, bool>)
+      return false;
+    else if constexpr (is_float_v<C>)
+      return -std::numeric_limits<C>::infinity();
+    else
+      return std::numeric_limits<C>::lowest();
   case Reduction::Min:
-    if constexpr (std::is_same_v<C, bool>) return true;
-    else if constexpr (is_float_v<C>) return std::numeric_limits<C>::infinity();
-    else return std::numeric_limits<C>::max();
+    if constexpr (std::is_same_v<C, bool>)
+      return true;
+    else if constexpr (is_float_v<C>)
+      return std::numeric_limits<C>::infinity();
+    else
+      return std::numeric_limits<C>::max();
   case Reduction::And:
-    if constexpr (is_int_v<C>) return static_cast<C>(~C(0)); // all bits set
-    else return C(1);
-  case Reduction::Or: return C(0);
+    if constexpr (is_int_v<C>)
+      return static_cast<C>(~C(0)); // all bits set
+    else
+      return C(1);
+  case Reduction::Or:
+    return C(0);
   }
   return C(0);
 }
@@ -32,19 +43,29 @@ template <class C> C reduce_init(Reduction r) {
 template <class C> C reduce_step(Reduction r, C acc, C v) {
   switch (r) {
   case Reduction::Sum:
-    if constexpr (is_int_v<C>) return wrap_add(acc, v);
-    else return static_cast<C>(acc + v);
+    if constexpr (is_int_v<C>)
+      return wrap_add(acc, v);
+    else
+      return static_cast<C>(acc + v);
   case Reduction::Prod:
-    if constexpr (is_int_v<C>) return wrap_mul(acc, v);
-    else return static_cast<C>(acc * v);
-  case Reduction::Max: return nan_max(acc, v);
-  case Reduction::Min: return nan_min(acc, v);
+    if constexpr (is_int_v<C>)
+      return wrap_mul(acc, v);
+    else
+      return static_cast<C>(acc * v);
+  case Reduction::Max:
+    return nan_max(acc, v);
+  case Reduction::Min:
+    return nan_min(acc, v);
   case Reduction::And:
-    if constexpr (is_float_v<C>) return acc; // rejected by the shape rule
-    else return static_cast<C>(acc & v);
+    if constexpr (is_float_v<C>)
+      return acc; // rejected by the shape rule
+    else
+      return static_cast<C>(acc & v);
   case Reduction::Or:
-    if constexpr (is_float_v<C>) return acc;
-    else return static_cast<C>(acc | v);
+    if constexpr (is_float_v<C>)
+      return acc;
+    else
+      return static_cast<C>(acc | v);
   }
   return acc;
 }
@@ -73,7 +94,8 @@ Array reduce(Reduction r, const Array& x, const OpAttrs& a, const AVal& oa) {
     for_each_index(x.shape(), [&](const std::vector<int64_t>& idx, int64_t flat) {
       int64_t o = 0;
       for (size_t d = 0; d < idx.size(); ++d) o += idx[d] * st[d];
-      acc[static_cast<size_t>(o)] = reduce_step<C>(r, acc[static_cast<size_t>(o)], E::load(xs[flat]));
+      acc[static_cast<size_t>(o)] =
+          reduce_step<C>(r, acc[static_cast<size_t>(o)], E::load(xs[flat]));
     });
     auto* os = out.as<typename E::S>();
     for (size_t i = 0; i < acc.size(); ++i) os[i] = E::store(acc[i]);
@@ -128,8 +150,10 @@ Array cumsum(const Array& x, const OpAttrs& a, const AVal& oa) {
           int64_t k = a.reverse ? n - 1 - s : s;
           int64_t at = (o * n + k) * inner + i;
           C v = E::load(xs[at]);
-          if constexpr (is_int_v<C>) acc = E::store(wrap_add(E::load(acc), v));
-          else acc = E::store(static_cast<C>(E::load(acc) + v));
+          if constexpr (is_int_v<C>)
+            acc = E::store(wrap_add(E::load(acc), v));
+          else
+            acc = E::store(static_cast<C>(E::load(acc) + v));
           os[at] = acc;
         }
       }

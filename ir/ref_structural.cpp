@@ -98,7 +98,8 @@ Array concatenate(std::span<const Array> xs, const OpAttrs& a, const AVal& oa) {
   for (const Array& x : xs) {
     int64_t row = x.shape()[ax] * inner;
     for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(static_cast<char*>(out.data()) + (o * out_row + offset) * static_cast<int64_t>(es),
+      std::memcpy(static_cast<char*>(out.data()) +
+                      (o * out_row + offset) * static_cast<int64_t>(es),
                   static_cast<const char*>(x.data()) + o * row * static_cast<int64_t>(es),
                   static_cast<size_t>(row) * es);
     offset += row;
@@ -138,7 +139,8 @@ Array take(const Array& x, const Array& idx, const OpAttrs& a, const AVal& oa) {
     int64_t k = std::clamp<int64_t>(static_cast<int64_t>(idx.get(j).i), 0, n - 1);
     for (int64_t o = 0; o < outer; ++o)
       std::memcpy(static_cast<char*>(out.data()) + (o * m + j) * static_cast<int64_t>(row),
-                  static_cast<const char*>(x.data()) + (o * n + k) * static_cast<int64_t>(row), row);
+                  static_cast<const char*>(x.data()) + (o * n + k) * static_cast<int64_t>(row),
+                  row);
   }
   return out;
 }
@@ -166,17 +168,27 @@ Array scatter(const Array& x, const Array& idx, const Array& upd, const OpAttrs&
           C cur = E::load(dst);
           C r = u;
           switch (a.mode) {
-          case ScatterMode::Set: r = u; break;
+          case ScatterMode::Set:
+            r = u;
+            break;
           case ScatterMode::Add:
-            if constexpr (is_int_v<C>) r = wrap_add(cur, u);
-            else r = static_cast<C>(cur + u);
+            if constexpr (is_int_v<C>)
+              r = wrap_add(cur, u);
+            else
+              r = static_cast<C>(cur + u);
             break;
           case ScatterMode::Mul:
-            if constexpr (is_int_v<C>) r = wrap_mul(cur, u);
-            else r = static_cast<C>(cur * u);
+            if constexpr (is_int_v<C>)
+              r = wrap_mul(cur, u);
+            else
+              r = static_cast<C>(cur * u);
             break;
-          case ScatterMode::Min: r = nan_min(cur, u); break;
-          case ScatterMode::Max: r = nan_max(cur, u); break;
+          case ScatterMode::Min:
+            r = nan_min(cur, u);
+            break;
+          case ScatterMode::Max:
+            r = nan_max(cur, u);
+            break;
           }
           dst = E::store(r);
         }

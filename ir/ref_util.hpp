@@ -61,13 +61,20 @@ template <> struct Elem<DType::Float64> {
 // Calls f.template operator()<D>() for the runtime dtype d.
 template <class F> decltype(auto) visit_dtype(DType d, F&& f) {
   switch (d) {
-  case DType::Bool: return f.template operator()<DType::Bool>();
-  case DType::Int32: return f.template operator()<DType::Int32>();
-  case DType::UInt32: return f.template operator()<DType::UInt32>();
-  case DType::Float16: return f.template operator()<DType::Float16>();
-  case DType::BFloat16: return f.template operator()<DType::BFloat16>();
-  case DType::Float32: return f.template operator()<DType::Float32>();
-  case DType::Float64: return f.template operator()<DType::Float64>();
+  case DType::Bool:
+    return f.template operator()<DType::Bool>();
+  case DType::Int32:
+    return f.template operator()<DType::Int32>();
+  case DType::UInt32:
+    return f.template operator()<DType::UInt32>();
+  case DType::Float16:
+    return f.template operator()<DType::Float16>();
+  case DType::BFloat16:
+    return f.template operator()<DType::BFloat16>();
+  case DType::Float32:
+    return f.template operator()<DType::Float32>();
+  case DType::Float64:
+    return f.template operator()<DType::Float64>();
   }
   internal_error(__FILE__, __LINE__, "bad dtype");
 }
@@ -76,9 +83,12 @@ template <class F> decltype(auto) visit_dtype(DType d, F&& f) {
 // the others, so a mismatch here is an internal error).
 enum Kinds : unsigned { kBool = 1, kInt = 2, kFloat = 4, kNum = 6, kAny = 7 };
 template <DType D> constexpr bool in_kinds(unsigned k) {
-  if constexpr (D == DType::Bool) return k & kBool;
-  else if constexpr (D == DType::Int32 || D == DType::UInt32) return k & kInt;
-  else return k & kFloat;
+  if constexpr (D == DType::Bool)
+    return k & kBool;
+  else if constexpr (D == DType::Int32 || D == DType::UInt32)
+    return k & kInt;
+  else
+    return k & kFloat;
 }
 
 inline std::vector<int64_t> strides_of(const Shape& s) {

@@ -30,14 +30,15 @@ void check_dtype(Op op, DType d, unsigned accept) {
   if (accept & kBool) want += "bool";
   if (accept & kInt) want += std::string(want.empty() ? "" : " or ") + "integer";
   if (accept & kFloat) want += std::string(want.empty() ? "" : " or ") + "floating";
-  fail(ErrCode::DType, op, std::string("operand dtype ") + dtype_name(d) + " is not supported (" +
-                               want + " required)");
+  fail(ErrCode::DType, op,
+       std::string("operand dtype ") + dtype_name(d) + " is not supported (" + want + " required)");
 }
 
 void check_axis(Op op, int64_t axis, int ndim) {
   if (axis < 0 || axis >= ndim)
-    fail(ErrCode::Axis, op, "axis " + std::to_string(axis) + " is out of range for an operand of rank " +
-                                std::to_string(ndim));
+    fail(ErrCode::Axis, op,
+         "axis " + std::to_string(axis) + " is out of range for an operand of rank " +
+             std::to_string(ndim));
 }
 
 // Unique in-range axes.
@@ -45,7 +46,8 @@ void check_axes(Op op, const std::vector<int64_t>& axes, int ndim) {
   std::vector<bool> seen(static_cast<size_t>(ndim), false);
   for (int64_t a : axes) {
     check_axis(op, a, ndim);
-    if (seen[static_cast<size_t>(a)]) fail(ErrCode::Axis, op, "repeated axis " + std::to_string(a) + " in " + ints_str(axes));
+    if (seen[static_cast<size_t>(a)])
+      fail(ErrCode::Axis, op, "repeated axis " + std::to_string(a) + " in " + ints_str(axes));
     seen[static_cast<size_t>(a)] = true;
   }
 }
@@ -57,11 +59,13 @@ AVal unary(Op op, const AVal& x, unsigned accept) {
 
 AVal binary(Op op, const AVal& a, const AVal& b, unsigned accept, bool compare = false) {
   if (a.shape != b.shape)
-    fail(ErrCode::Shape, op, "operands must have equal shapes, got " + shape_str(a.shape) + " and " +
-                                 shape_str(b.shape));
+    fail(ErrCode::Shape, op,
+         "operands must have equal shapes, got " + shape_str(a.shape) + " and " +
+             shape_str(b.shape));
   if (a.dtype != b.dtype)
-    fail(ErrCode::DType, op, std::string("operands must have equal dtypes, got ") +
-                                 dtype_name(a.dtype) + " and " + dtype_name(b.dtype));
+    fail(ErrCode::DType, op,
+         std::string("operands must have equal dtypes, got ") + dtype_name(a.dtype) + " and " +
+             dtype_name(b.dtype));
   check_dtype(op, a.dtype, accept);
   if (compare) return {DType::Bool, a.shape, false};
   return {a.dtype, a.shape, a.weak && b.weak};
@@ -71,26 +75,31 @@ AVal select(Op op, const AVal& p, const AVal& t, const AVal& f) {
   if (p.dtype != DType::Bool)
     fail(ErrCode::DType, op, std::string("predicate must be bool, got ") + dtype_name(p.dtype));
   if (t.shape != f.shape || t.dtype != f.dtype)
-    fail(ErrCode::Shape, op, "branches must have equal shapes and dtypes, got " + std::string(dtype_name(t.dtype)) +
-                                 shape_str(t.shape) + " and " + dtype_name(f.dtype) + shape_str(f.shape));
+    fail(ErrCode::Shape, op,
+         "branches must have equal shapes and dtypes, got " + std::string(dtype_name(t.dtype)) +
+             shape_str(t.shape) + " and " + dtype_name(f.dtype) + shape_str(f.shape));
   if (!p.shape.empty() && p.shape != t.shape)
-    fail(ErrCode::Shape, op, "predicate shape " + shape_str(p.shape) + " must be () or the branches' shape " +
-                                 shape_str(t.shape));
+    fail(ErrCode::Shape, op,
+         "predicate shape " + shape_str(p.shape) + " must be () or the branches' shape " +
+             shape_str(t.shape));
   return {t.dtype, t.shape, t.weak && f.weak};
 }
 
 AVal broadcast_in_dim(Op op, const OpAttrs& a, const AVal& x) {
   const Shape& out = a.shape;
   if (a.axes.size() != x.shape.size())
-    fail(ErrCode::Shape, op, "dims " + ints_str(a.axes) + " must name one output dim per operand dim of " +
-                                 shape_str(x.shape));
+    fail(ErrCode::Shape, op,
+         "dims " + ints_str(a.axes) + " must name one output dim per operand dim of " +
+             shape_str(x.shape));
   for (size_t i = 0; i < a.axes.size(); ++i) {
     int64_t d = a.axes[i];
     check_axis(op, d, static_cast<int>(out.size()));
-    if (i > 0 && d <= a.axes[i - 1]) fail(ErrCode::Shape, op, "dims " + ints_str(a.axes) + " must be increasing");
+    if (i > 0 && d <= a.axes[i - 1])
+      fail(ErrCode::Shape, op, "dims " + ints_str(a.axes) + " must be increasing");
     if (x.shape[i] != 1 && x.shape[i] != out[static_cast<size_t>(d)])
-      fail(ErrCode::Shape, op, "cannot broadcast " + shape_str(x.shape) + " to " + shape_str(out) +
-                                   " with dims " + ints_str(a.axes));
+      fail(ErrCode::Shape, op,
+           "cannot broadcast " + shape_str(x.shape) + " to " + shape_str(out) + " with dims " +
+               ints_str(a.axes));
   }
   for (int64_t d : out)
     if (d < 0) fail(ErrCode::Shape, op, "negative dimension in shape " + shape_str(out));
@@ -101,9 +110,10 @@ AVal reshape(Op op, const OpAttrs& a, const AVal& x) {
   for (int64_t d : a.shape)
     if (d < 0) fail(ErrCode::Reshape, op, "negative dimension in shape " + shape_str(a.shape));
   if (shape_size(a.shape) != x.size())
-    fail(ErrCode::Reshape, op, "cannot reshape array of shape " + shape_str(x.shape) + " (size " +
-                                   std::to_string(x.size()) + ") into shape " + shape_str(a.shape) +
-                                   " (size " + std::to_string(shape_size(a.shape)) + ")");
+    fail(ErrCode::Reshape, op,
+         "cannot reshape array of shape " + shape_str(x.shape) + " (size " +
+             std::to_string(x.size()) + ") into shape " + shape_str(a.shape) + " (size " +
+             std::to_string(shape_size(a.shape)) + ")");
   return {x.dtype, a.shape, x.weak};
 }
 
@@ -113,8 +123,8 @@ AVal transpose(Op op, const OpAttrs& a, const AVal& x) {
   bool ok = static_cast<int>(a.perm.size()) == x.ndim();
   for (size_t i = 0; ok && i < sorted.size(); ++i) ok = sorted[i] == static_cast<int64_t>(i);
   if (!ok)
-    fail(ErrCode::Axis, op, "perm " + ints_str(a.perm) + " is not a permutation of the axes of " +
-                                shape_str(x.shape));
+    fail(ErrCode::Axis, op,
+         "perm " + ints_str(a.perm) + " is not a permutation of the axes of " + shape_str(x.shape));
   Shape out;
   for (int64_t p : a.perm) out.push_back(x.shape[static_cast<size_t>(p)]);
   return {x.dtype, out, x.weak};
@@ -123,14 +133,15 @@ AVal transpose(Op op, const OpAttrs& a, const AVal& x) {
 AVal slice(Op op, const OpAttrs& a, const AVal& x) {
   size_t n = x.shape.size();
   if (a.starts.size() != n || a.limits.size() != n || a.strides.size() != n)
-    fail(ErrCode::Shape, op, "starts/limits/strides need one entry per axis of " + shape_str(x.shape));
+    fail(ErrCode::Shape, op,
+         "starts/limits/strides need one entry per axis of " + shape_str(x.shape));
   Shape out;
   for (size_t i = 0; i < n; ++i) {
     int64_t s = a.starts[i], l = a.limits[i], st = a.strides[i];
     if (s < 0 || l < s || l > x.shape[i] || st < 1)
-      fail(ErrCode::Shape, op, "invalid slice " + std::to_string(s) + ":" + std::to_string(l) + ":" +
-                                   std::to_string(st) + " of axis " + std::to_string(i) + " in " +
-                                   shape_str(x.shape));
+      fail(ErrCode::Shape, op,
+           "invalid slice " + std::to_string(s) + ":" + std::to_string(l) + ":" +
+               std::to_string(st) + " of axis " + std::to_string(i) + " in " + shape_str(x.shape));
     out.push_back((l - s + st - 1) / st);
   }
   return {x.dtype, out, x.weak};
@@ -147,11 +158,13 @@ AVal concatenate(Op op, const OpAttrs& a, std::span<const AVal> xs) {
     for (int i = 0; ok && i < x.ndim(); ++i)
       ok = i == a.axis || x.shape[static_cast<size_t>(i)] == first.shape[static_cast<size_t>(i)];
     if (!ok)
-      fail(ErrCode::Shape, op, "operands must match except along axis " + std::to_string(a.axis) +
-                                   ", got " + shape_str(first.shape) + " and " + shape_str(x.shape));
+      fail(ErrCode::Shape, op,
+           "operands must match except along axis " + std::to_string(a.axis) + ", got " +
+               shape_str(first.shape) + " and " + shape_str(x.shape));
     if (x.dtype != first.dtype)
-      fail(ErrCode::DType, op, std::string("operands must have equal dtypes, got ") +
-                                   dtype_name(first.dtype) + " and " + dtype_name(x.dtype));
+      fail(ErrCode::DType, op,
+           std::string("operands must have equal dtypes, got ") + dtype_name(first.dtype) +
+               " and " + dtype_name(x.dtype));
     out.shape[static_cast<size_t>(a.axis)] += x.shape[static_cast<size_t>(a.axis)];
     out.weak = out.weak && x.weak;
   }
@@ -160,8 +173,9 @@ AVal concatenate(Op op, const OpAttrs& a, std::span<const AVal> xs) {
 
 AVal pad(Op op, const OpAttrs& a, const AVal& x, const AVal& v) {
   if (!v.shape.empty() || v.dtype != x.dtype)
-    fail(ErrCode::Shape, op, std::string("padding value must be a 0-d ") + dtype_name(x.dtype) +
-                                 ", got " + dtype_name(v.dtype) + shape_str(v.shape));
+    fail(ErrCode::Shape, op,
+         std::string("padding value must be a 0-d ") + dtype_name(x.dtype) + ", got " +
+             dtype_name(v.dtype) + shape_str(v.shape));
   size_t n = x.shape.size();
   if (a.lo.size() != n || a.hi.size() != n || a.interior.size() != n)
     fail(ErrCode::Shape, op, "lo/hi/interior need one entry per axis of " + shape_str(x.shape));
@@ -171,8 +185,9 @@ AVal pad(Op op, const OpAttrs& a, const AVal& x, const AVal& v) {
     if (a.interior[i] < 0) fail(ErrCode::Shape, op, "negative interior padding");
     int64_t o = a.lo[i] + a.hi[i] + d + (d > 0 ? (d - 1) * a.interior[i] : 0);
     if (o < 0)
-      fail(ErrCode::Shape, op, "padding gives a negative size on axis " + std::to_string(i) + " of " +
-                                   shape_str(x.shape));
+      fail(ErrCode::Shape, op,
+           "padding gives a negative size on axis " + std::to_string(i) + " of " +
+               shape_str(x.shape));
     out.push_back(o);
   }
   return {x.dtype, out, x.weak};
@@ -192,8 +207,9 @@ AVal arg_reduce(Op op, const OpAttrs& a, const AVal& x) {
   check_axis(op, a.axis, x.ndim());
   if (!is_integer(a.dtype)) fail(ErrCode::DType, op, "index dtype must be an integer type");
   if (x.shape[static_cast<size_t>(a.axis)] == 0)
-    fail(ErrCode::Value, op, "attempt to get " + std::string(op_name(op)) +
-                                 " of an empty sequence (shape " + shape_str(x.shape) + ")");
+    fail(ErrCode::Value, op,
+         "attempt to get " + std::string(op_name(op)) + " of an empty sequence (shape " +
+             shape_str(x.shape) + ")");
   Shape out = x.shape;
   out.erase(out.begin() + a.axis);
   return {a.dtype, out, false};
@@ -204,8 +220,9 @@ void check_dot_dims(Op op, const char* what, const std::vector<int64_t>& dims, c
   std::vector<bool> seen(x.shape.size(), false);
   for (int64_t d : dims) {
     if (d < 0 || d >= x.ndim() || seen[static_cast<size_t>(d)])
-      fail(ErrCode::Axis, op, std::string(what) + " dims " + ints_str(dims) +
-                                  " are invalid for an operand of shape " + shape_str(x.shape));
+      fail(ErrCode::Axis, op,
+           std::string(what) + " dims " + ints_str(dims) + " are invalid for an operand of shape " +
+               shape_str(x.shape));
     seen[static_cast<size_t>(d)] = true;
   }
 }
@@ -219,8 +236,9 @@ Shape dims_of(const AVal& x, const std::vector<int64_t>& dims) {
 AVal dot_general(Op op, const OpAttrs& a, const AVal& l, const AVal& r) {
   const DotDims& dd = a.dot;
   if (l.dtype != r.dtype)
-    fail(ErrCode::DType, op, std::string("operands must have equal dtypes, got ") + dtype_name(l.dtype) +
-                                 " and " + dtype_name(r.dtype));
+    fail(ErrCode::DType, op,
+         std::string("operands must have equal dtypes, got ") + dtype_name(l.dtype) + " and " +
+             dtype_name(r.dtype));
   check_dot_dims(op, "lhs batch", dd.lhs_batch, l);
   check_dot_dims(op, "rhs batch", dd.rhs_batch, r);
   check_dot_dims(op, "lhs contracting", dd.lhs_contract, l);
@@ -232,19 +250,21 @@ AVal dot_general(Op op, const OpAttrs& a, const AVal& l, const AVal& r) {
     if (std::find(dd.rhs_contract.begin(), dd.rhs_contract.end(), d) != dd.rhs_contract.end())
       fail(ErrCode::Axis, op, "rhs dim " + std::to_string(d) + " is both batch and contracting");
   if (dims_of(l, dd.lhs_batch) != dims_of(r, dd.rhs_batch))
-    fail(ErrCode::Contraction, op, "batch dimensions must have the same shape, got " +
-                                       shape_str(dims_of(l, dd.lhs_batch)) + " and " +
-                                       shape_str(dims_of(r, dd.rhs_batch)) + " (operands " +
-                                       shape_str(l.shape) + " and " + shape_str(r.shape) + ")");
+    fail(ErrCode::Contraction, op,
+         "batch dimensions must have the same shape, got " + shape_str(dims_of(l, dd.lhs_batch)) +
+             " and " + shape_str(dims_of(r, dd.rhs_batch)) + " (operands " + shape_str(l.shape) +
+             " and " + shape_str(r.shape) + ")");
   if (dims_of(l, dd.lhs_contract) != dims_of(r, dd.rhs_contract))
-    fail(ErrCode::Contraction, op, "contracting dimensions must have the same shape, got " +
-                                       shape_str(dims_of(l, dd.lhs_contract)) + " and " +
-                                       shape_str(dims_of(r, dd.rhs_contract)) + " (operands " +
-                                       shape_str(l.shape) + " and " + shape_str(r.shape) + ")");
+    fail(ErrCode::Contraction, op,
+         "contracting dimensions must have the same shape, got " +
+             shape_str(dims_of(l, dd.lhs_contract)) + " and " +
+             shape_str(dims_of(r, dd.rhs_contract)) + " (operands " + shape_str(l.shape) + " and " +
+             shape_str(r.shape) + ")");
   Shape out = dims_of(l, dd.lhs_batch);
   auto free = [&](const AVal& x, const std::vector<int64_t>& b, const std::vector<int64_t>& c) {
     for (int i = 0; i < x.ndim(); ++i)
-      if (std::find(b.begin(), b.end(), i) == b.end() && std::find(c.begin(), c.end(), i) == c.end())
+      if (std::find(b.begin(), b.end(), i) == b.end() &&
+          std::find(c.begin(), c.end(), i) == c.end())
         out.push_back(x.shape[static_cast<size_t>(i)]);
   };
   free(l, dd.lhs_batch, dd.lhs_contract);
@@ -270,8 +290,9 @@ AVal scatter(Op op, const OpAttrs& a, const AVal& x, const AVal& idx, const AVal
   take(op, a, x, idx);
   Shape want = take_shape(x, idx, a.axis);
   if (upd.shape != want || upd.dtype != x.dtype)
-    fail(ErrCode::Shape, op, std::string("updates must be ") + dtype_name(x.dtype) + shape_str(want) +
-                                 ", got " + dtype_name(upd.dtype) + shape_str(upd.shape));
+    fail(ErrCode::Shape, op,
+         std::string("updates must be ") + dtype_name(x.dtype) + shape_str(want) + ", got " +
+             dtype_name(upd.dtype) + shape_str(upd.shape));
   if (a.mode == ScatterMode::Add || a.mode == ScatterMode::Mul) check_dtype(op, x.dtype, kNum);
   return x;
 }
@@ -281,31 +302,69 @@ AVal scatter(Op op, const OpAttrs& a, const AVal& x, const AVal& idx, const AVal
 AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
   int arity = op_arity(op);
   if (arity >= 0 && static_cast<int>(in.size()) != arity)
-    fail(ErrCode::Arguments, op, "expects " + std::to_string(arity) + " operands, got " +
-                                     std::to_string(in.size()));
+    fail(ErrCode::Arguments, op,
+         "expects " + std::to_string(arity) + " operands, got " + std::to_string(in.size()));
   switch (op) {
-  case Op::Neg: case Op::Abs: case Op::Sign: return unary(op, in[0], kNum);
-  case Op::Not: return unary(op, in[0], kBool | kInt);
-  case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sqrt: case Op::Rsqrt:
-  case Op::Tanh: case Op::Sin: case Op::Cos: case Op::Tan: case Op::Floor: case Op::Ceil:
-  case Op::Round: case Op::Logistic: case Op::Erf:
+  case Op::Neg:
+  case Op::Abs:
+  case Op::Sign:
+    return unary(op, in[0], kNum);
+  case Op::Not:
+    return unary(op, in[0], kBool | kInt);
+  case Op::Exp:
+  case Op::Log:
+  case Op::Log1p:
+  case Op::Expm1:
+  case Op::Sqrt:
+  case Op::Rsqrt:
+  case Op::Tanh:
+  case Op::Sin:
+  case Op::Cos:
+  case Op::Tan:
+  case Op::Floor:
+  case Op::Ceil:
+  case Op::Round:
+  case Op::Logistic:
+  case Op::Erf:
     return unary(op, in[0], kFloat);
-  case Op::IsFinite: return {DType::Bool, unary(op, in[0], kFloat).shape, false};
-  case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Rem: case Op::Pow:
+  case Op::IsFinite:
+    return {DType::Bool, unary(op, in[0], kFloat).shape, false};
+  case Op::Add:
+  case Op::Sub:
+  case Op::Mul:
+  case Op::Div:
+  case Op::Rem:
+  case Op::Pow:
     return binary(op, in[0], in[1], kNum);
-  case Op::Max: case Op::Min: return binary(op, in[0], in[1], kAny);
-  case Op::And: case Op::Or: case Op::Xor: return binary(op, in[0], in[1], kBool | kInt);
-  case Op::Atan2: return binary(op, in[0], in[1], kFloat);
-  case Op::ShiftLeft: case Op::ShiftRightLogical: case Op::ShiftRightArithmetic:
+  case Op::Max:
+  case Op::Min:
+    return binary(op, in[0], in[1], kAny);
+  case Op::And:
+  case Op::Or:
+  case Op::Xor:
+    return binary(op, in[0], in[1], kBool | kInt);
+  case Op::Atan2:
+    return binary(op, in[0], in[1], kFloat);
+  case Op::ShiftLeft:
+  case Op::ShiftRightLogical:
+  case Op::ShiftRightArithmetic:
     return binary(op, in[0], in[1], kInt);
-  case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
+  case Op::Eq:
+  case Op::Ne:
+  case Op::Lt:
+  case Op::Le:
+  case Op::Gt:
+  case Op::Ge:
     return binary(op, in[0], in[1], kAny, true);
-  case Op::Select: return select(op, in[0], in[1], in[2]);
-  case Op::ConvertElementType: return {a.dtype, in[0].shape, a.weak};
+  case Op::Select:
+    return select(op, in[0], in[1], in[2]);
+  case Op::ConvertElementType:
+    return {a.dtype, in[0].shape, a.weak};
   case Op::BitcastConvertType:
     if (dtype_size(a.dtype) != dtype_size(in[0].dtype))
-      fail(ErrCode::DType, op, std::string("cannot bitcast ") + dtype_name(in[0].dtype) + " to " +
-                                   dtype_name(a.dtype) + " (different widths)");
+      fail(ErrCode::DType, op,
+           std::string("cannot bitcast ") + dtype_name(in[0].dtype) + " to " + dtype_name(a.dtype) +
+               " (different widths)");
     return {a.dtype, in[0].shape, false};
   case Op::Iota:
     check_dtype(op, a.dtype, kNum);
@@ -313,24 +372,43 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
     for (int64_t d : a.shape)
       if (d < 0) fail(ErrCode::Shape, op, "negative dimension in shape " + shape_str(a.shape));
     return {a.dtype, a.shape, false};
-  case Op::BroadcastInDim: return broadcast_in_dim(op, a, in[0]);
-  case Op::Reshape: return reshape(op, a, in[0]);
-  case Op::Transpose: return transpose(op, a, in[0]);
-  case Op::Slice: return slice(op, a, in[0]);
-  case Op::Rev: check_axes(op, a.axes, in[0].ndim()); return in[0];
-  case Op::Concatenate: return concatenate(op, a, in);
-  case Op::Pad: return pad(op, a, in[0], in[1]);
-  case Op::ReduceSum: case Op::ReduceProd: return reduce(op, a, in[0], kNum);
-  case Op::ReduceMax: case Op::ReduceMin: return reduce(op, a, in[0], kAny);
-  case Op::ReduceAnd: case Op::ReduceOr: return reduce(op, a, in[0], kBool | kInt);
-  case Op::Argmax: case Op::Argmin: return arg_reduce(op, a, in[0]);
+  case Op::BroadcastInDim:
+    return broadcast_in_dim(op, a, in[0]);
+  case Op::Reshape:
+    return reshape(op, a, in[0]);
+  case Op::Transpose:
+    return transpose(op, a, in[0]);
+  case Op::Slice:
+    return slice(op, a, in[0]);
+  case Op::Rev:
+    check_axes(op, a.axes, in[0].ndim());
+    return in[0];
+  case Op::Concatenate:
+    return concatenate(op, a, in);
+  case Op::Pad:
+    return pad(op, a, in[0], in[1]);
+  case Op::ReduceSum:
+  case Op::ReduceProd:
+    return reduce(op, a, in[0], kNum);
+  case Op::ReduceMax:
+  case Op::ReduceMin:
+    return reduce(op, a, in[0], kAny);
+  case Op::ReduceAnd:
+  case Op::ReduceOr:
+    return reduce(op, a, in[0], kBool | kInt);
+  case Op::Argmax:
+  case Op::Argmin:
+    return arg_reduce(op, a, in[0]);
   case Op::Cumsum:
     check_dtype(op, in[0].dtype, kNum);
     check_axis(op, a.axis, in[0].ndim());
     return in[0];
-  case Op::DotGeneral: return dot_general(op, a, in[0], in[1]);
-  case Op::Take: return take(op, a, in[0], in[1]);
-  case Op::Scatter: return scatter(op, a, in[0], in[1], in[2]);
+  case Op::DotGeneral:
+    return dot_general(op, a, in[0], in[1]);
+  case Op::Take:
+    return take(op, a, in[0], in[1]);
+  case Op::Scatter:
+    return scatter(op, a, in[0], in[1], in[2]);
   }
   fail(ErrCode::Internal, op, "no shape rule");
 }

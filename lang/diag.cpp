@@ -48,12 +48,36 @@ std::string render_excerpt(const Span& span) {
                                                       std::min(end, line_end) - span.begin))
                      : 1;
   if (width == 0) width = 1;
+  // Long lines are shown as a window around the caret so a diagnostic stays readable.
+  std::string shown;
+  for (char ch : text) shown += (ch == '\t' ? ' ' : ch);
+  size_t caret_col = static_cast<size_t>(col - 1);
+  constexpr size_t kWindow = 100;
+  if (display_width(shown) > 2 * kWindow && caret_col > kWindow / 2) {
+    // Cut at a code-point boundary kWindow/2 columns before the caret.
+    size_t skip_cols = caret_col - kWindow / 2, bytes = 0, cols = 0;
+    while (bytes < shown.size() && cols < skip_cols) {
+      ++bytes;
+      while (bytes < shown.size() && (static_cast<unsigned char>(shown[bytes]) & 0xC0) == 0x80) ++bytes;
+      ++cols;
+    }
+    shown = "..." + shown.substr(bytes);
+    caret_col = caret_col - skip_cols + 3;
+  }
+  if (display_width(shown) > 2 * kWindow) {
+    size_t bytes = 0, cols = 0;
+    while (bytes < shown.size() && cols < 2 * kWindow) {
+      ++bytes;
+      while (bytes < shown.size() && (static_cast<unsigned char>(shown[bytes]) & 0xC0) == 0x80) ++bytes;
+      ++cols;
+    }
+    shown = shown.substr(0, bytes) + "...";
+  }
+  width = std::min(width, kWindow);
   std::ostringstream os;
   std::string gutter = std::to_string(line);
-  os << " " << gutter << " | ";
-  for (char ch : text) os << (ch == '\t' ? ' ' : ch);
-  os << "\n " << std::string(gutter.size(), ' ') << " | " << std::string(col - 1, ' ') << '^'
-     << std::string(width - 1, '~') << "\n";
+  os << " " << gutter << " | " << shown << "\n " << std::string(gutter.size(), ' ') << " | "
+     << std::string(caret_col, ' ') << '^' << std::string(width - 1, '~') << "\n";
   return os.str();
 }
 
@@ -68,12 +92,21 @@ std::string Error::render() const {
   os << "error[" << err_code_str(code_) << "]: " << message_ << "\n";
   os << render_excerpt(span_);
   if (!hint_.empty()) os << "  hint: " << hint_ << "\n";
-  // Innermost call last, as Python does: each entry is a call that led here.
-  for (auto it = trace_.rbegin(); it != trace_.rend(); ++it) {
-    if (!it->span.valid()) continue;
-    const SourceFile& f = *it->span.file;
-    os << "  note: in call to '" << it->name << "' at " << f.path() << ":"
-       << f.line_of(it->span.begin) << ":" << f.column_of(it->span.begin) << "\n";
+  // The call chain, innermost first; runs of the same call (deep recursion) are folded.
+  for (size_t i = 0; i < trace_.size();) {
+    size_t j = i;
+    while (j < trace_.size() && trace_[j].name == trace_[i].name &&
+           trace_[j].span.begin == trace_[i].span.begin && trace_[j].span.file == trace_[i].span.file)
+      ++j;
+    const TraceEntry& t = trace_[i];
+    if (t.span.valid()) {
+      const SourceFile& f = *t.span.file;
+      os << "  note: in call to '" << t.name << "' at " << f.path() << ":" << f.line_of(t.span.begin)
+         << ":" << f.column_of(t.span.begin);
+      if (j - i > 1) os << " (" << (j - i) << " times)";
+      os << "\n";
+    }
+    i = j;
   }
   return os.str();
 }

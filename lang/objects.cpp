@@ -134,7 +134,7 @@ Value InterpreterImpl::call(const Value& fn, CallArgs& args, const Span& where) 
     try {
       return call_user(*this, *f, args, where);
     } catch (Error& e) {
-      if (e.code() != ErrCode::Recursion || e.trace().size() < 8) e.add_trace({where, f->name});
+      if (e.trace().size() < 5000) e.add_trace({where, f->name});
       throw;
     }
   }

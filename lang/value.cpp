@@ -276,6 +276,8 @@ std::string repr(const Value& v) { return repr_depth(v, 0); }
 std::string str(const Value& v) {
   if (v.is_obj(ObjKind::Str)) return v.as<StrObj>()->value;
   if (v.is_obj(ObjKind::DType)) return dtype_name(v.as<DTypeObj>()->dtype);
+  if (v.is_obj(ObjKind::Device)) // JAX: str(device) is "cpu:0", repr is "CpuDevice(id=0)"
+    return v.as<DeviceObj>()->platform + ":" + std::to_string(v.as<DeviceObj>()->id);
   if (v.is_obj(ObjKind::Array)) {
     const Tensor& t = v.as<ArrayObj>()->tensor;
     if (t->concrete) return array_str(*t->concrete);

@@ -10,7 +10,6 @@
 #include <array>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <functional>
 
 namespace pxl {
@@ -84,7 +83,8 @@ Dec shortest_small(double v, double (*round_trip)(double)) {
       double c = std::strtod(s.c_str(), nullptr);
       if (round_trip(c) != v) continue;
       double err = std::fabs(c - v);
-      if (!found || err < best_err) {
+      // Dragon4 rounds a digit exactly halfway to the even one (300.75 -> "300.8").
+      if (!found || err < best_err || (err == best_err && m % 2 == 0)) {
         found = true;
         best_err = err;
         best = parse_dec(s);
@@ -176,9 +176,9 @@ std::string scalar_float_str(double v, DType dt, bool sci) {
 // ml_dtypes implements as C++ `ostream << float` (printf "%g").
 std::string bf16_str(double v) {
   if (std::isnan(v)) return "nan";
-  std::array<char, 64> buf;
-  std::snprintf(buf.data(), buf.size(), "%g", v);
-  return buf.data();
+  std::array<char, 64> buf; // to_chars: printf's "%g" without its locale dependence
+  auto r = std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::general, 6);
+  return std::string(buf.data(), r.ptr);
 }
 
 double elem(const Array& a, int64_t i) {
@@ -434,8 +434,11 @@ std::string scalar_str(const Array& a) {
   case DType::BFloat16:
     return bf16_str(v);
   default: {
+    // numpy 2 switches float16/float32 scalars to scientific at 1e3/1e6 (their
+    // decimal precision); float64 at 1e16 like Python.
     double av = std::fabs(v);
-    return scalar_float_str(v, a.dtype(), !(av == 0 || (1e-4 <= av && av < 1e16)));
+    double hi = a.dtype() == DType::Float16 ? 1e3 : a.dtype() == DType::Float32 ? 1e6 : 1e16;
+    return scalar_float_str(v, a.dtype(), !(av == 0 || (1e-4 <= av && av < hi)));
   }
   }
 }

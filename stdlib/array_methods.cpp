@@ -34,7 +34,7 @@ Value reduction(InterpreterImpl& in, const Tensor& x, CallArgs& a, np::ReduceOp 
 
 // Methods take (self, args); "variadic shape" methods accept x.reshape(2, 3) and x.reshape((2, 3)).
 Shape shape_args(CallArgs& a, const char* name) {
-  if (a.pos.size() == 1) return value_to_shape(a.pos[0], std::string(name) + "() shape");
+  if (a.pos.size() == 1) return value_to_int_list(a.pos[0], std::string(name) + "() shape");
   Shape s;
   for (const Value& v : a.pos) s.push_back(value_to_int(v, std::string(name) + "() shape"));
   return s;

@@ -90,7 +90,11 @@ std::vector<np::IndexItem> to_index_items(InterpreterImpl& in, const Value& inde
       if (!s->stop.is_none()) it.stop = value_to_int(s->stop, "slice index");
       if (!s->step.is_none()) it.step = value_to_int(s->step, "slice step");
       if (it.step && *it.step == 0) throw Error(ErrCode::Value, "slice step cannot be zero", where);
-    } else if (v.is_obj(ObjKind::Array) || v.is_obj(ObjKind::List)) {
+    } else if (v.is_obj(ObjKind::List)) {
+      throw Error(ErrCode::Type,
+                  "using a non-tuple sequence for multidimensional indexing is not allowed",
+                  where, "use arr[jnp.array(seq)] instead of arr[seq]");
+    } else if (v.is_obj(ObjKind::Array)) {
       Tensor t = in.to_tensor(v, where);
       if (is_floating(t->aval.dtype))
         throw Error(ErrCode::Type,

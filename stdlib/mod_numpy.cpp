@@ -35,10 +35,8 @@ void def_creation(ModuleBuilder& b) {
   auto array_fn = [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("array", a, {"object", "dtype", "copy"}, 1);
     auto dt = value_to_dtype(r[1]);
-    Tensor t = in.to_tensor(r[0], Span{}, dt);
-    // np.array of Python scalars gives a strong array (weak only for bare literals in ops).
-    if (t->aval.weak) t = np::astype(in.ops(), t, t->aval.dtype);
-    return make_array(t);
+    // As in JAX, a bare Python scalar stays weakly typed (jnp.array(3.0) is weak), a list is not.
+    return make_array(in.to_tensor(r[0], Span{}, dt));
   };
   b.fn("array", array_fn);
   b.fn("asarray", array_fn);

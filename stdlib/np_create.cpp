@@ -13,14 +13,19 @@ namespace {
 
 void check_int32(int64_t v) {
   if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
-    throw Error(ErrCode::Value, "Python int " + std::to_string(v) + " too large to convert to int32");
+    throw Error(ErrCode::Value,
+                "Python int " + std::to_string(v) + " too large to convert to int32");
 }
 
 DType default_dtype(const Scalar& v) {
   switch (v.kind) {
-  case Scalar::Kind::Bool: return DType::Bool;
-  case Scalar::Kind::Int: check_int32(v.i); return DType::Int32;
-  case Scalar::Kind::Float: return DType::Float32;
+  case Scalar::Kind::Bool:
+    return DType::Bool;
+  case Scalar::Kind::Int:
+    check_int32(v.i);
+    return DType::Int32;
+  case Scalar::Kind::Float:
+    return DType::Float32;
   }
   return DType::Float32;
 }
@@ -47,8 +52,10 @@ Tensor from_host(OpContext& cx, const std::vector<Scalar>& flat, const Shape& sh
     d = *dtype;
   } else {
     for (const Scalar& s : flat) {
-      if (s.kind == Scalar::Kind::Float) d = DType::Float32;
-      else if (s.kind == Scalar::Kind::Int && d == DType::Bool) d = DType::Int32;
+      if (s.kind == Scalar::Kind::Float)
+        d = DType::Float32;
+      else if (s.kind == Scalar::Kind::Int && d == DType::Bool)
+        d = DType::Int32;
     }
     if (d == DType::Int32)
       for (const Scalar& s : flat) check_int32(s.i);
@@ -95,22 +102,27 @@ Tensor arange(OpContext& cx, const Scalar& start, const Scalar& stop, const Scal
     double st = as_double(step);
     if (st == 0) throw Error(ErrCode::Value, "arange: step must not be zero");
     double len = std::ceil((as_double(stop) - as_double(start)) / st);
-    if (!std::isfinite(len)) throw Error(ErrCode::Value, "arange: the number of values is not finite");
+    if (!std::isfinite(len))
+      throw Error(ErrCode::Value, "arange: the number of values is not finite");
     n = static_cast<int64_t>(len);
   }
   n = std::max<int64_t>(n, 0);
   // Values are computed on the host like numpy (JAX does the same for concrete args).
   Array a(d, {n});
   for (int64_t i = 0; i < n; ++i) {
-    if (all_int) a.set(i, Scalar::of_int(start.i + i * step.i));
-    else a.set(i, Scalar::of_float(as_double(start) + static_cast<double>(i) * as_double(step)));
+    if (all_int)
+      a.set(i, Scalar::of_int(start.i + i * step.i));
+    else
+      a.set(i, Scalar::of_float(as_double(start) + static_cast<double>(i) * as_double(step)));
   }
   return cx.constant(std::move(a));
 }
 
 Tensor linspace(OpContext& cx, double start, double stop, int64_t num, bool endpoint,
                 std::optional<DType> dtype) {
-  if (num < 0) throw Error(ErrCode::Value, "linspace: number of samples, " + std::to_string(num) + ", must be non-negative");
+  if (num < 0)
+    throw Error(ErrCode::Value,
+                "linspace: number of samples, " + std::to_string(num) + ", must be non-negative");
   DType d = dtype ? *dtype : DType::Float32;
   // JAX's formula: start * (1 - t) + stop * t with t = i / div, in float32 (float64
   // for a float64 result); integer results are floored.
@@ -138,8 +150,7 @@ Tensor linspace(OpContext& cx, double start, double stop, int64_t num, bool endp
 
 Tensor eye(OpContext& cx, int64_t n, std::optional<int64_t> m, int64_t k, DType dtype) {
   int64_t cols = m ? *m : n;
-  if (n < 0 || cols < 0)
-    throw Error(ErrCode::Value, "eye: negative dimensions are not allowed");
+  if (n < 0 || cols < 0) throw Error(ErrCode::Value, "eye: negative dimensions are not allowed");
   // (col - row == k), computed from iotas so it also works when traced.
   Shape s{n, cols};
   Tensor diff = bind(cx, Op::Sub, {}, {iota(cx, DType::Int32, s, 1), iota(cx, DType::Int32, s, 0)});

@@ -12,11 +12,12 @@ using namespace detail;
 
 namespace {
 
-using Labels = std::vector<int>;     // letters are their ASCII codes (so sorting is numpy's)
+using Labels = std::vector<int>;    // letters are their ASCII codes (so sorting is numpy's)
 constexpr int kEllipsisBase = 1000; // ellipsis dims are kEllipsisBase + j
 
 std::string label_str(int l) {
-  return l >= kEllipsisBase ? "..." + std::to_string(l - kEllipsisBase) : std::string(1, static_cast<char>(l));
+  return l >= kEllipsisBase ? "..." + std::to_string(l - kEllipsisBase)
+                            : std::string(1, static_cast<char>(l));
 }
 
 bool has(const Labels& ls, int l) { return std::find(ls.begin(), ls.end(), l) != ls.end(); }
@@ -56,8 +57,10 @@ template <class Keep> Tensor sum_out(OpContext& cx, Tensor x, Labels& ls, Keep k
   std::vector<int64_t> axes;
   Labels rest;
   for (size_t i = 0; i < ls.size(); ++i) {
-    if (keep(ls[i])) rest.push_back(ls[i]);
-    else axes.push_back(static_cast<int64_t>(i));
+    if (keep(ls[i]))
+      rest.push_back(ls[i]);
+    else
+      axes.push_back(static_cast<int64_t>(i));
   }
   ls = rest;
   return reduce_axes(cx, av(x).dtype == DType::Bool ? Op::ReduceOr : Op::ReduceSum, x, axes);
@@ -72,11 +75,16 @@ Tensor take_diagonals(OpContext& cx, Tensor x, Labels& ls) {
         continue;
       }
       Shape s = av(x).shape; // a copy: x is rebound below
-      if (s[p] != s[q]) bad("repeated index '" + label_str(ls[p]) + "' has sizes " + std::to_string(s[p]) + " and " + std::to_string(s[q]));
-      Tensor mask = bind(cx, Op::Eq, {}, {iota(cx, DType::Int32, s, static_cast<int64_t>(p)), iota(cx, DType::Int32, s, static_cast<int64_t>(q))});
+      if (s[p] != s[q])
+        bad("repeated index '" + label_str(ls[p]) + "' has sizes " + std::to_string(s[p]) +
+            " and " + std::to_string(s[q]));
+      Tensor mask = bind(cx, Op::Eq, {},
+                         {iota(cx, DType::Int32, s, static_cast<int64_t>(p)),
+                          iota(cx, DType::Int32, s, static_cast<int64_t>(q))});
       Tensor zero = fill(cx, s, Scalar::of_int(0), av(x).dtype, av(x).weak);
       x = bind(cx, Op::Select, {}, {mask, x, zero});
-      x = reduce_axes(cx, av(x).dtype == DType::Bool ? Op::ReduceOr : Op::ReduceSum, x, {static_cast<int64_t>(q)});
+      x = reduce_axes(cx, av(x).dtype == DType::Bool ? Op::ReduceOr : Op::ReduceSum, x,
+                      {static_cast<int64_t>(q)});
       ls.erase(ls.begin() + static_cast<std::ptrdiff_t>(q));
     }
   return x;
@@ -111,7 +119,8 @@ Tensor einsum(OpContext& cx, const std::string& spec0, const std::vector<Tensor>
   }
   std::vector<Labels> in;
   for (size_t i = 0; i < terms.size(); ++i)
-    in.push_back(parse_term(terms[i], av(operands[i]).ndim(), max_e, "operand " + std::to_string(i)));
+    in.push_back(
+        parse_term(terms[i], av(operands[i]).ndim(), max_e, "operand " + std::to_string(i)));
 
   // Each label's size; size-1 dims broadcast against the others.
   std::map<int, int64_t> size;
@@ -136,7 +145,8 @@ Tensor einsum(OpContext& cx, const std::string& spec0, const std::vector<Tensor>
   if (arrow != std::string::npos) {
     out = parse_term(spec.substr(arrow + 2), -1, max_e, "output");
     for (size_t i = 0; i < out.size(); ++i) {
-      if (!size.count(out[i])) bad("output index '" + label_str(out[i]) + "' appears in no operand");
+      if (!size.count(out[i]))
+        bad("output index '" + label_str(out[i]) + "' appears in no operand");
       if (std::count(out.begin(), out.end(), out[i]) > 1)
         bad("output index '" + label_str(out[i]) + "' is repeated");
     }

@@ -12,57 +12,102 @@ namespace {
 
 const char* bin_name(BinOp op) {
   switch (op) {
-  case BinOp::Add: return "add";
-  case BinOp::Sub: return "subtract";
-  case BinOp::Mul: return "multiply";
-  case BinOp::TrueDiv: return "true_divide";
-  case BinOp::FloorDiv: return "floor_divide";
-  case BinOp::Mod: return "remainder";
-  case BinOp::Pow: return "power";
-  case BinOp::Maximum: return "maximum";
-  case BinOp::Minimum: return "minimum";
-  case BinOp::BitAnd: return "bitwise_and";
-  case BinOp::BitOr: return "bitwise_or";
-  case BinOp::BitXor: return "bitwise_xor";
-  case BinOp::Eq: return "equal";
-  case BinOp::Ne: return "not_equal";
-  case BinOp::Lt: return "less";
-  case BinOp::Le: return "less_equal";
-  case BinOp::Gt: return "greater";
-  case BinOp::Ge: return "greater_equal";
-  case BinOp::Arctan2: return "arctan2";
+  case BinOp::Add:
+    return "add";
+  case BinOp::Sub:
+    return "subtract";
+  case BinOp::Mul:
+    return "multiply";
+  case BinOp::TrueDiv:
+    return "true_divide";
+  case BinOp::FloorDiv:
+    return "floor_divide";
+  case BinOp::Mod:
+    return "remainder";
+  case BinOp::Pow:
+    return "power";
+  case BinOp::Maximum:
+    return "maximum";
+  case BinOp::Minimum:
+    return "minimum";
+  case BinOp::BitAnd:
+    return "bitwise_and";
+  case BinOp::BitOr:
+    return "bitwise_or";
+  case BinOp::BitXor:
+    return "bitwise_xor";
+  case BinOp::Eq:
+    return "equal";
+  case BinOp::Ne:
+    return "not_equal";
+  case BinOp::Lt:
+    return "less";
+  case BinOp::Le:
+    return "less_equal";
+  case BinOp::Gt:
+    return "greater";
+  case BinOp::Ge:
+    return "greater_equal";
+  case BinOp::Arctan2:
+    return "arctan2";
   }
   return "?";
 }
 
 const char* un_name(UnOp op) {
   switch (op) {
-  case UnOp::Neg: return "negative";
-  case UnOp::Pos: return "positive";
-  case UnOp::Invert: return "invert";
-  case UnOp::Exp: return "exp";
-  case UnOp::Log: return "log";
-  case UnOp::Log1p: return "log1p";
-  case UnOp::Expm1: return "expm1";
-  case UnOp::Sqrt: return "sqrt";
-  case UnOp::Rsqrt: return "rsqrt";
-  case UnOp::Tanh: return "tanh";
-  case UnOp::Sin: return "sin";
-  case UnOp::Cos: return "cos";
-  case UnOp::Tan: return "tan";
-  case UnOp::Abs: return "absolute";
-  case UnOp::Sign: return "sign";
-  case UnOp::Floor: return "floor";
-  case UnOp::Ceil: return "ceil";
-  case UnOp::Round: return "round";
-  case UnOp::IsNan: return "isnan";
-  case UnOp::IsFinite: return "isfinite";
-  case UnOp::IsInf: return "isinf";
-  case UnOp::Square: return "square";
-  case UnOp::Logistic: return "sigmoid";
-  case UnOp::Erf: return "erf";
-  case UnOp::Reciprocal: return "reciprocal";
-  case UnOp::LogicalNot: return "logical_not";
+  case UnOp::Neg:
+    return "negative";
+  case UnOp::Pos:
+    return "positive";
+  case UnOp::Invert:
+    return "invert";
+  case UnOp::Exp:
+    return "exp";
+  case UnOp::Log:
+    return "log";
+  case UnOp::Log1p:
+    return "log1p";
+  case UnOp::Expm1:
+    return "expm1";
+  case UnOp::Sqrt:
+    return "sqrt";
+  case UnOp::Rsqrt:
+    return "rsqrt";
+  case UnOp::Tanh:
+    return "tanh";
+  case UnOp::Sin:
+    return "sin";
+  case UnOp::Cos:
+    return "cos";
+  case UnOp::Tan:
+    return "tan";
+  case UnOp::Abs:
+    return "absolute";
+  case UnOp::Sign:
+    return "sign";
+  case UnOp::Floor:
+    return "floor";
+  case UnOp::Ceil:
+    return "ceil";
+  case UnOp::Round:
+    return "round";
+  case UnOp::IsNan:
+    return "isnan";
+  case UnOp::IsFinite:
+    return "isfinite";
+  case UnOp::IsInf:
+    return "isinf";
+  case UnOp::Square:
+    return "square";
+  case UnOp::Logistic:
+    return "sigmoid";
+  case UnOp::Erf:
+    return "erf";
+  case UnOp::Reciprocal:
+    return "reciprocal";
+  case UnOp::LogicalNot:
+    return "logical_not";
   }
   return "?";
 }
@@ -71,7 +116,9 @@ const char* un_name(UnOp op) {
   throw Error(ErrCode::DType, std::string(fn) + " does not accept dtype " + dtype_name(d));
 }
 
-Tensor p2(OpContext& cx, Op op, const Tensor& a, const Tensor& b) { return bind(cx, op, {}, {a, b}); }
+Tensor p2(OpContext& cx, Op op, const Tensor& a, const Tensor& b) {
+  return bind(cx, op, {}, {a, b});
+}
 Tensor p1(OpContext& cx, Op op, const Tensor& a) { return bind(cx, op, {}, {a}); }
 // A scalar of x's dtype and weak type broadcast to x's shape.
 Tensor like(OpContext& cx, const Tensor& x, const Scalar& v) {
@@ -93,11 +140,13 @@ Tensor floor_divide(OpContext& cx, const Tensor& a, const Tensor& b) {
   // Floats: CPython's float_divmod, as jnp does.
   Tensor zero = like(cx, a, Scalar::of_int(0));
   Tensor mod = p2(cx, Op::Rem, a, b);
-  Tensor corrected = bind(cx, Op::Select, {}, {p2(cx, Op::Eq, b, zero), a, p2(cx, Op::Sub, a, mod)});
+  Tensor corrected =
+      bind(cx, Op::Select, {}, {p2(cx, Op::Eq, b, zero), a, p2(cx, Op::Sub, a, mod)});
   Tensor div = p2(cx, Op::Div, corrected, b);
   Tensor ind = p2(cx, Op::And, p2(cx, Op::Ne, mod, zero),
                   p2(cx, Op::Ne, p1(cx, Op::Sign, b), p1(cx, Op::Sign, mod)));
-  div = bind(cx, Op::Select, {}, {ind, p2(cx, Op::Sub, div, like(cx, div, Scalar::of_int(1))), div});
+  div =
+      bind(cx, Op::Select, {}, {ind, p2(cx, Op::Sub, div, like(cx, div, Scalar::of_int(1))), div});
   return p1(cx, Op::Round, div);
 }
 
@@ -108,8 +157,8 @@ Tensor remainder(OpContext& cx, const Tensor& a, Tensor b) {
     b = bind(cx, Op::Select, {}, {p2(cx, Op::Eq, b, zero), like(cx, b, Scalar::of_int(1)), b});
   Tensor trunc = p2(cx, Op::Rem, a, b);
   Tensor nonzero = p2(cx, Op::Ne, trunc, zero);
-  Tensor do_plus = p2(cx, Op::And, p2(cx, Op::Ne, p2(cx, Op::Lt, trunc, zero), p2(cx, Op::Lt, b, zero)),
-                      nonzero);
+  Tensor do_plus = p2(
+      cx, Op::And, p2(cx, Op::Ne, p2(cx, Op::Lt, trunc, zero), p2(cx, Op::Lt, b, zero)), nonzero);
   return bind(cx, Op::Select, {}, {do_plus, p2(cx, Op::Add, trunc, b), trunc});
 }
 
@@ -119,8 +168,13 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
   const char* fn = bin_name(op);
   PromotedType p = promote_types(av(a0).dtype, av(a0).weak, av(b0).dtype, av(b0).weak);
   switch (op) {
-  case BinOp::TrueDiv: case BinOp::Arctan2: p = to_inexact(p); break;
-  case BinOp::BitAnd: case BinOp::BitOr: case BinOp::BitXor:
+  case BinOp::TrueDiv:
+  case BinOp::Arctan2:
+    p = to_inexact(p);
+    break;
+  case BinOp::BitAnd:
+  case BinOp::BitOr:
+  case BinOp::BitXor:
     if (is_floating(p.dtype)) bad_dtype(fn, p.dtype);
     break;
   case BinOp::Sub:
@@ -128,35 +182,57 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
       throw Error(ErrCode::DType, "subtract: the numpy boolean subtract, the `-` operator, is not "
                                   "supported; use the bitwise_xor, the `^` operator, instead");
     break;
-  case BinOp::FloorDiv: case BinOp::Mod: case BinOp::Pow:
+  case BinOp::FloorDiv:
+  case BinOp::Mod:
+  case BinOp::Pow:
     if (p.dtype == DType::Bool) p = {DType::Int32, false};
     break;
-  default: break;
+  default:
+    break;
   }
   Shape shape = broadcast_shapes(fn, av(a0).shape, av(b0).shape);
   Tensor a = broadcast(cx, convert(cx, a0, p.dtype, p.weak), shape, fn);
   Tensor b = broadcast(cx, convert(cx, b0, p.dtype, p.weak), shape, fn);
   bool is_bool = p.dtype == DType::Bool;
   switch (op) {
-  case BinOp::Add: return p2(cx, is_bool ? Op::Or : Op::Add, a, b); // logical for bool, as jnp
-  case BinOp::Sub: return p2(cx, Op::Sub, a, b);
-  case BinOp::Mul: return p2(cx, is_bool ? Op::And : Op::Mul, a, b);
-  case BinOp::TrueDiv: return p2(cx, Op::Div, a, b);
-  case BinOp::FloorDiv: return floor_divide(cx, a, b);
-  case BinOp::Mod: return remainder(cx, a, b);
-  case BinOp::Pow: return p2(cx, Op::Pow, a, b);
-  case BinOp::Maximum: return p2(cx, Op::Max, a, b);
-  case BinOp::Minimum: return p2(cx, Op::Min, a, b);
-  case BinOp::BitAnd: return p2(cx, Op::And, a, b);
-  case BinOp::BitOr: return p2(cx, Op::Or, a, b);
-  case BinOp::BitXor: return p2(cx, Op::Xor, a, b);
-  case BinOp::Eq: return p2(cx, Op::Eq, a, b);
-  case BinOp::Ne: return p2(cx, Op::Ne, a, b);
-  case BinOp::Lt: return p2(cx, Op::Lt, a, b);
-  case BinOp::Le: return p2(cx, Op::Le, a, b);
-  case BinOp::Gt: return p2(cx, Op::Gt, a, b);
-  case BinOp::Ge: return p2(cx, Op::Ge, a, b);
-  case BinOp::Arctan2: return p2(cx, Op::Atan2, a, b);
+  case BinOp::Add:
+    return p2(cx, is_bool ? Op::Or : Op::Add, a, b); // logical for bool, as jnp
+  case BinOp::Sub:
+    return p2(cx, Op::Sub, a, b);
+  case BinOp::Mul:
+    return p2(cx, is_bool ? Op::And : Op::Mul, a, b);
+  case BinOp::TrueDiv:
+    return p2(cx, Op::Div, a, b);
+  case BinOp::FloorDiv:
+    return floor_divide(cx, a, b);
+  case BinOp::Mod:
+    return remainder(cx, a, b);
+  case BinOp::Pow:
+    return p2(cx, Op::Pow, a, b);
+  case BinOp::Maximum:
+    return p2(cx, Op::Max, a, b);
+  case BinOp::Minimum:
+    return p2(cx, Op::Min, a, b);
+  case BinOp::BitAnd:
+    return p2(cx, Op::And, a, b);
+  case BinOp::BitOr:
+    return p2(cx, Op::Or, a, b);
+  case BinOp::BitXor:
+    return p2(cx, Op::Xor, a, b);
+  case BinOp::Eq:
+    return p2(cx, Op::Eq, a, b);
+  case BinOp::Ne:
+    return p2(cx, Op::Ne, a, b);
+  case BinOp::Lt:
+    return p2(cx, Op::Lt, a, b);
+  case BinOp::Le:
+    return p2(cx, Op::Le, a, b);
+  case BinOp::Gt:
+    return p2(cx, Op::Gt, a, b);
+  case BinOp::Ge:
+    return p2(cx, Op::Ge, a, b);
+  case BinOp::Arctan2:
+    return p2(cx, Op::Atan2, a, b);
   }
   return a;
 }
@@ -173,22 +249,35 @@ Tensor unary(OpContext& cx, UnOp op, const Tensor& x0) {
       throw Error(ErrCode::DType, "negative: the numpy boolean negative, the `-` operator, is not "
                                   "supported; use the `~` operator or logical_not instead");
     return p1(cx, Op::Neg, x0);
-  case UnOp::Pos: return x0;
+  case UnOp::Pos:
+    return x0;
   case UnOp::Invert:
     if (!is_bool && !is_int) bad_dtype(fn, d);
     return p1(cx, Op::Not, x0);
-  case UnOp::Exp: return p1(cx, Op::Exp, inexact());
-  case UnOp::Log: return p1(cx, Op::Log, inexact());
-  case UnOp::Log1p: return p1(cx, Op::Log1p, inexact());
-  case UnOp::Expm1: return p1(cx, Op::Expm1, inexact());
-  case UnOp::Sqrt: return p1(cx, Op::Sqrt, inexact());
-  case UnOp::Rsqrt: return p1(cx, Op::Rsqrt, inexact());
-  case UnOp::Tanh: return p1(cx, Op::Tanh, inexact());
-  case UnOp::Sin: return p1(cx, Op::Sin, inexact());
-  case UnOp::Cos: return p1(cx, Op::Cos, inexact());
-  case UnOp::Tan: return p1(cx, Op::Tan, inexact());
-  case UnOp::Logistic: return p1(cx, Op::Logistic, inexact());
-  case UnOp::Erf: return p1(cx, Op::Erf, inexact());
+  case UnOp::Exp:
+    return p1(cx, Op::Exp, inexact());
+  case UnOp::Log:
+    return p1(cx, Op::Log, inexact());
+  case UnOp::Log1p:
+    return p1(cx, Op::Log1p, inexact());
+  case UnOp::Expm1:
+    return p1(cx, Op::Expm1, inexact());
+  case UnOp::Sqrt:
+    return p1(cx, Op::Sqrt, inexact());
+  case UnOp::Rsqrt:
+    return p1(cx, Op::Rsqrt, inexact());
+  case UnOp::Tanh:
+    return p1(cx, Op::Tanh, inexact());
+  case UnOp::Sin:
+    return p1(cx, Op::Sin, inexact());
+  case UnOp::Cos:
+    return p1(cx, Op::Cos, inexact());
+  case UnOp::Tan:
+    return p1(cx, Op::Tan, inexact());
+  case UnOp::Logistic:
+    return p1(cx, Op::Logistic, inexact());
+  case UnOp::Erf:
+    return p1(cx, Op::Erf, inexact());
   case UnOp::Reciprocal: {
     Tensor x = inexact();
     return p2(cx, Op::Div, like(cx, x, Scalar::of_int(1)), x);
@@ -200,9 +289,12 @@ Tensor unary(OpContext& cx, UnOp op, const Tensor& x0) {
     if (is_bool) return x0;
     return p1(cx, Op::Sign, x0);
   // Rounding is the identity on ints and bools (jnp keeps their dtype).
-  case UnOp::Floor: return is_floating(d) ? p1(cx, Op::Floor, x0) : x0;
-  case UnOp::Ceil: return is_floating(d) ? p1(cx, Op::Ceil, x0) : x0;
-  case UnOp::Round: return is_floating(d) ? p1(cx, Op::Round, x0) : x0;
+  case UnOp::Floor:
+    return is_floating(d) ? p1(cx, Op::Floor, x0) : x0;
+  case UnOp::Ceil:
+    return is_floating(d) ? p1(cx, Op::Ceil, x0) : x0;
+  case UnOp::Round:
+    return is_floating(d) ? p1(cx, Op::Round, x0) : x0;
   case UnOp::IsNan:
     if (!is_floating(d)) return fill(cx, av(x0).shape, Scalar::of_bool(false), DType::Bool, false);
     return p2(cx, Op::Ne, x0, x0);
@@ -227,8 +319,7 @@ Tensor unary(OpContext& cx, UnOp op, const Tensor& x0) {
 
 Tensor where(OpContext& cx, const Tensor& cond0, const Tensor& a0, const Tensor& b0) {
   Tensor cond = cond0;
-  if (av(cond).dtype != DType::Bool)
-    cond = p2(cx, Op::Ne, cond, like(cx, cond, Scalar::of_int(0)));
+  if (av(cond).dtype != DType::Bool) cond = p2(cx, Op::Ne, cond, like(cx, cond, Scalar::of_int(0)));
   PromotedType p = promote_types(av(a0).dtype, av(a0).weak, av(b0).dtype, av(b0).weak);
   Shape shape = broadcast_shapes("where", av(a0).shape, av(b0).shape);
   shape = broadcast_shapes("where", av(cond).shape, shape);

@@ -23,9 +23,14 @@ IndexItem full_slice() {
 
 int consumed(const IndexItem& it) {
   switch (it.kind) {
-  case Kind::Int: case Kind::Slice: return 1;
-  case Kind::Array: return av(it.array).dtype == DType::Bool ? av(it.array).ndim() : 1;
-  case Kind::Ellipsis: case Kind::NewAxis: return 0;
+  case Kind::Int:
+  case Kind::Slice:
+    return 1;
+  case Kind::Array:
+    return av(it.array).dtype == DType::Bool ? av(it.array).ndim() : 1;
+  case Kind::Ellipsis:
+  case Kind::NewAxis:
+    return 0;
   }
   return 0;
 }
@@ -43,8 +48,10 @@ std::vector<IndexItem> expand_ellipsis(const std::vector<IndexItem>& items, int 
                 "-dimensional, but " + std::to_string(used) + " were indexed");
   std::vector<IndexItem> out;
   for (const IndexItem& it : items) {
-    if (it.kind != Kind::Ellipsis) out.push_back(it);
-    else out.insert(out.end(), static_cast<size_t>(ndim - used), full_slice());
+    if (it.kind != Kind::Ellipsis)
+      out.push_back(it);
+    else
+      out.insert(out.end(), static_cast<size_t>(ndim - used), full_slice());
   }
   if (!ellipses) out.insert(out.end(), static_cast<size_t>(ndim - used), full_slice());
   return out;
@@ -63,7 +70,8 @@ std::vector<IndexItem> expand_masks(OpContext& cx, const std::vector<IndexItem>&
       continue;
     }
     const Array& m = cx.concrete(it.array);
-    if (m.ndim() == 0) throw Error(ErrCode::Unsupported, "indexing with a 0-d boolean is not supported");
+    if (m.ndim() == 0)
+      throw Error(ErrCode::Unsupported, "indexing with a 0-d boolean is not supported");
     for (int k = 0; k < m.ndim(); ++k)
       if (m.shape()[static_cast<size_t>(k)] != shape[dim + static_cast<size_t>(k)])
         index_error("boolean index did not match indexed array along axis " +
@@ -76,12 +84,15 @@ std::vector<IndexItem> expand_masks(OpContext& cx, const std::vector<IndexItem>&
     std::vector<Array> coords;
     for (int k = 0; k < m.ndim(); ++k) coords.emplace_back(DType::Int32, Shape{count});
     std::vector<int64_t> st(static_cast<size_t>(m.ndim()), 1);
-    for (int k = m.ndim() - 1; k > 0; --k) st[static_cast<size_t>(k - 1)] = st[static_cast<size_t>(k)] * m.shape()[static_cast<size_t>(k)];
+    for (int k = m.ndim() - 1; k > 0; --k)
+      st[static_cast<size_t>(k - 1)] =
+          st[static_cast<size_t>(k)] * m.shape()[static_cast<size_t>(k)];
     int64_t j = 0;
     for (int64_t i = 0; i < m.size(); ++i) {
       if (m.get(i).i == 0) continue;
       for (int k = 0; k < m.ndim(); ++k)
-        coords[static_cast<size_t>(k)].set(j, Scalar::of_int(i / st[static_cast<size_t>(k)] % m.shape()[static_cast<size_t>(k)]));
+        coords[static_cast<size_t>(k)].set(
+            j, Scalar::of_int(i / st[static_cast<size_t>(k)] % m.shape()[static_cast<size_t>(k)]));
       ++j;
     }
     for (Array& c : coords) {
@@ -97,8 +108,8 @@ std::vector<IndexItem> expand_masks(OpContext& cx, const std::vector<IndexItem>&
 
 int64_t checked_int(int64_t i, int64_t axis, int64_t n) {
   if (i < -n || i >= n)
-    index_error("index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(axis) +
-                " with size " + std::to_string(n));
+    index_error("index " + std::to_string(i) + " is out of bounds for axis " +
+                std::to_string(axis) + " with size " + std::to_string(n));
   return i < 0 ? i + n : i;
 }
 
@@ -152,8 +163,10 @@ Tensor gather(OpContext& cx, const Tensor& y, const std::vector<int64_t>& dims,
     t = convert(cx, t, DType::Int32, false);
     int64_t n = ys[static_cast<size_t>(dims[j])];
     Tensor nn = scalar(cx, Scalar::of_int(n));
-    t = where(cx, binary(cx, BinOp::Lt, t, scalar(cx, Scalar::of_int(0))), binary(cx, BinOp::Add, t, nn), t);
-    t = clip(cx, t, scalar(cx, Scalar::of_int(0)), scalar(cx, Scalar::of_int(std::max<int64_t>(n - 1, 0))));
+    t = where(cx, binary(cx, BinOp::Lt, t, scalar(cx, Scalar::of_int(0))),
+              binary(cx, BinOp::Add, t, nn), t);
+    t = clip(cx, t, scalar(cx, Scalar::of_int(0)),
+             scalar(cx, Scalar::of_int(std::max<int64_t>(n - 1, 0))));
     idx[j] = broadcast(cx, convert(cx, t, DType::Int32, false), b, "index");
   }
   OpAttrs take;
@@ -169,7 +182,8 @@ Tensor gather(OpContext& cx, const Tensor& y, const std::vector<int64_t>& dims,
   Tensor yt = transpose_to(cx, y, perm);
   Shape merged{1};
   for (int64_t d : dims) merged[0] *= ys[static_cast<size_t>(d)];
-  for (size_t k = dims.size(); k < perm.size(); ++k) merged.push_back(ys[static_cast<size_t>(perm[k])]);
+  for (size_t k = dims.size(); k < perm.size(); ++k)
+    merged.push_back(ys[static_cast<size_t>(perm[k])]);
   yt = reshape_to(cx, yt, merged);
   Tensor flat = idx.back();
   int64_t stride = ys[static_cast<size_t>(dims.back())];
@@ -212,7 +226,8 @@ Tensor index(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items
   Tensor y = reshape_to(cx, x, with_new);
   const Shape& s = with_new;
 
-  bool advanced = std::any_of(items.begin(), items.end(), [](const IndexItem& it) { return it.kind == Kind::Array; });
+  bool advanced = std::any_of(items.begin(), items.end(),
+                              [](const IndexItem& it) { return it.kind == Kind::Array; });
   OpAttrs sl;
   std::vector<int64_t> rev_axes, adv_dims;
   std::vector<Tensor> adv;
@@ -252,7 +267,9 @@ Tensor index(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items
       adv.push_back(it.array);
       kept.push_back(n);
       break;
-    case Kind::Ellipsis: case Kind::NewAxis: break; // already expanded
+    case Kind::Ellipsis:
+    case Kind::NewAxis:
+      break; // already expanded
     }
     sl.starts.push_back(start);
     sl.limits.push_back(limit);
@@ -274,12 +291,14 @@ Tensor index_update(OpContext& cx, const Tensor& x, const std::vector<IndexItem>
                     const Tensor& v, UpdateMode mode) {
   // The flat positions x[items] refers to, found by indexing an iota the same way.
   int64_t n = av(x).size();
-  if (n > (int64_t{1} << 31) - 1) throw Error(ErrCode::Unsupported, "index update of an array with 2^31 or more elements");
+  if (n > (int64_t{1} << 31) - 1)
+    throw Error(ErrCode::Unsupported, "index update of an array with 2^31 or more elements");
   Tensor pos = index(cx, reshape_to(cx, iota(cx, DType::Int32, {n}, 0), av(x).shape), items);
   const Shape& ps = av(pos).shape;
   const Shape& vs = av(v).shape;
   bool ok = vs.size() <= ps.size();
-  for (size_t i = 0; ok && i < vs.size(); ++i) ok = vs[i] == 1 || vs[i] == ps[ps.size() - vs.size() + i];
+  for (size_t i = 0; ok && i < vs.size(); ++i)
+    ok = vs[i] == 1 || vs[i] == ps[ps.size() - vs.size() + i];
   if (!ok)
     throw Error(ErrCode::Shape, "at[].update: cannot broadcast update of shape " + shape_str(vs) +
                                     " into the indexed shape " + shape_str(ps));
@@ -287,11 +306,21 @@ Tensor index_update(OpContext& cx, const Tensor& x, const std::vector<IndexItem>
   OpAttrs a;
   a.axis = 0;
   switch (mode) {
-  case UpdateMode::Set: a.mode = ScatterMode::Set; break;
-  case UpdateMode::Add: a.mode = ScatterMode::Add; break;
-  case UpdateMode::Mul: a.mode = ScatterMode::Mul; break;
-  case UpdateMode::Min: a.mode = ScatterMode::Min; break;
-  case UpdateMode::Max: a.mode = ScatterMode::Max; break;
+  case UpdateMode::Set:
+    a.mode = ScatterMode::Set;
+    break;
+  case UpdateMode::Add:
+    a.mode = ScatterMode::Add;
+    break;
+  case UpdateMode::Mul:
+    a.mode = ScatterMode::Mul;
+    break;
+  case UpdateMode::Min:
+    a.mode = ScatterMode::Min;
+    break;
+  case UpdateMode::Max:
+    a.mode = ScatterMode::Max;
+    break;
   }
   Tensor flat = bind(cx, Op::Scatter, a, {ravel(cx, x), pos, upd});
   return reshape_to(cx, flat, av(x).shape);

@@ -75,11 +75,11 @@ Tensor dot(OpContext& cx, const Tensor& a0, const Tensor& b0) {
   int64_t ca = static_cast<int64_t>(sa.size()) - 1;
   int64_t cb = sb.size() == 1 ? 0 : static_cast<int64_t>(sb.size()) - 2;
   if (sa[static_cast<size_t>(ca)] != sb[static_cast<size_t>(cb)])
-    throw Error(ErrCode::Contraction, "dot: shapes " + shape_str(sa) + " and " + shape_str(sb) +
-                                          " not aligned: " + std::to_string(sa[static_cast<size_t>(ca)]) +
-                                          " (dim " + std::to_string(ca) + ") != " +
-                                          std::to_string(sb[static_cast<size_t>(cb)]) + " (dim " +
-                                          std::to_string(cb) + ")");
+    throw Error(ErrCode::Contraction,
+                "dot: shapes " + shape_str(sa) + " and " + shape_str(sb) +
+                    " not aligned: " + std::to_string(sa[static_cast<size_t>(ca)]) + " (dim " +
+                    std::to_string(ca) + ") != " + std::to_string(sb[static_cast<size_t>(cb)]) +
+                    " (dim " + std::to_string(cb) + ")");
   DotDims dims;
   dims.lhs_contract = {ca};
   dims.rhs_contract = {cb};

@@ -10,19 +10,27 @@ namespace {
 
 const char* reduce_name(ReduceOp op) {
   switch (op) {
-  case ReduceOp::Sum: return "sum";
-  case ReduceOp::Prod: return "prod";
-  case ReduceOp::Max: return "max";
-  case ReduceOp::Min: return "min";
-  case ReduceOp::Mean: return "mean";
-  case ReduceOp::Any: return "any";
-  case ReduceOp::All: return "all";
+  case ReduceOp::Sum:
+    return "sum";
+  case ReduceOp::Prod:
+    return "prod";
+  case ReduceOp::Max:
+    return "max";
+  case ReduceOp::Min:
+    return "min";
+  case ReduceOp::Mean:
+    return "mean";
+  case ReduceOp::Any:
+    return "any";
+  case ReduceOp::All:
+    return "all";
   }
   return "?";
 }
 
 // The reduced result with size-1 dims put back where `axes` were.
-Tensor keep_dims(OpContext& cx, const Tensor& r, const Shape& in, const std::vector<int64_t>& axes) {
+Tensor keep_dims(OpContext& cx, const Tensor& r, const Shape& in,
+                 const std::vector<int64_t>& axes) {
   Shape s = in;
   for (int64_t a : axes) s[static_cast<size_t>(a)] = 1;
   return reshape_to(cx, r, s);
@@ -68,7 +76,9 @@ Tensor reduce(OpContext& cx, ReduceOp op, const Tensor& x0, const Axes& axes0, b
                                       shape_str(av(x).shape) + ")");
     r = reduce_axes(cx, op == ReduceOp::Max ? Op::ReduceMax : Op::ReduceMin, x, axes);
     break;
-  case ReduceOp::Mean: r = mean_impl(cx, x, axes); break;
+  case ReduceOp::Mean:
+    r = mean_impl(cx, x, axes);
+    break;
   case ReduceOp::Any:
   case ReduceOp::All:
     if (d != DType::Bool) x = binary(cx, BinOp::Ne, x, scalar(cx, Scalar::of_int(0)));
@@ -85,11 +95,14 @@ Tensor arg_reduce(OpContext& cx, Op op, const Tensor& x0, std::optional<int> axi
   const char* fn = op == Op::Argmax ? "argmax" : "argmin";
   Tensor x = x0;
   int64_t ax = 0;
-  if (axis) ax = norm_axis(fn, *axis, av(x).ndim());
-  else x = ravel(cx, x);
+  if (axis)
+    ax = norm_axis(fn, *axis, av(x).ndim());
+  else
+    x = ravel(cx, x);
   if (av(x).shape[static_cast<size_t>(ax)] == 0)
     throw Error(ErrCode::Value, std::string(fn) + ": attempt to get " + fn +
-                                    " of an empty sequence (shape " + shape_str(av(x0).shape) + ")");
+                                    " of an empty sequence (shape " + shape_str(av(x0).shape) +
+                                    ")");
   OpAttrs a;
   a.axis = ax;
   a.dtype = DType::Int32;
@@ -119,7 +132,8 @@ Tensor var(OpContext& cx, const Tensor& x, const Axes& axes0, bool keepdims, int
   Tensor centered = bind(cx, Op::Sub, {}, {xc, broadcast(cx, mu, av(x).shape, "var")});
   Tensor ss = reduce_axes(cx, Op::ReduceSum, bind(cx, Op::Mul, {}, {centered, centered}), axes);
   double n = static_cast<double>(count(av(x).shape, axes) - ddof);
-  Tensor r = bind(cx, Op::Div, {}, {ss, fill(cx, av(ss).shape, Scalar::of_float(n), compute, av(ss).weak)});
+  Tensor r = bind(cx, Op::Div, {},
+                  {ss, fill(cx, av(ss).shape, Scalar::of_float(n), compute, av(ss).weak)});
   r = convert(cx, r, result, false);
   return keepdims ? keep_dims(cx, r, av(x).shape, axes) : r;
 }
@@ -127,8 +141,10 @@ Tensor var(OpContext& cx, const Tensor& x, const Axes& axes0, bool keepdims, int
 Tensor cumsum(OpContext& cx, const Tensor& x0, std::optional<int> axis) {
   Tensor x = x0;
   int64_t ax = 0;
-  if (axis) ax = norm_axis("cumsum", *axis, av(x).ndim());
-  else x = ravel(cx, x);
+  if (axis)
+    ax = norm_axis("cumsum", *axis, av(x).ndim());
+  else
+    x = ravel(cx, x);
   if (av(x).dtype == DType::Bool) x = convert(cx, x, DType::Int32, false);
   OpAttrs a;
   a.axis = ax;

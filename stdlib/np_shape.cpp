@@ -14,7 +14,8 @@ Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape0) {
   int infer_at = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
-      if (infer_at >= 0) throw Error(ErrCode::Reshape, "reshape: can only specify one unknown dimension");
+      if (infer_at >= 0)
+        throw Error(ErrCode::Reshape, "reshape: can only specify one unknown dimension");
       infer_at = static_cast<int>(i);
     } else if (shape[i] < 0) {
       throw Error(ErrCode::Reshape, "reshape: negative dimension in shape " + shape_str(shape0));
@@ -87,7 +88,8 @@ Tensor expand_dims(OpContext& cx, const Tensor& x, const std::vector<int>& axes)
   }
   Shape out;
   size_t k = 0;
-  for (int i = 0; i < out_nd; ++i) out.push_back(is_new[static_cast<size_t>(i)] ? 1 : av(x).shape[k++]);
+  for (int i = 0; i < out_nd; ++i)
+    out.push_back(is_new[static_cast<size_t>(i)] ? 1 : av(x).shape[k++]);
   return reshape_to(cx, x, out);
 }
 
@@ -100,8 +102,8 @@ Tensor squeeze(OpContext& cx, const Tensor& x, const Axes& axes) {
     for (int64_t a : norm_axes("squeeze", axes, av(x).ndim())) {
       if (s[static_cast<size_t>(a)] != 1)
         throw Error(ErrCode::Shape, "squeeze: cannot select an axis to squeeze out which has size "
-                                    "not equal to one (axis " + std::to_string(a) + " of shape " +
-                                        shape_str(s) + ")");
+                                    "not equal to one (axis " +
+                                        std::to_string(a) + " of shape " + shape_str(s) + ")");
       drop[static_cast<size_t>(a)] = true;
     }
   }
@@ -113,7 +115,8 @@ Tensor squeeze(OpContext& cx, const Tensor& x, const Axes& axes) {
 
 Tensor broadcast_to(OpContext& cx, const Tensor& x, const Shape& shape) {
   for (int64_t d : shape)
-    if (d < 0) throw Error(ErrCode::Shape, "broadcast_to: negative dimension in " + shape_str(shape));
+    if (d < 0)
+      throw Error(ErrCode::Shape, "broadcast_to: negative dimension in " + shape_str(shape));
   const Shape& s = av(x).shape;
   bool ok = s.size() <= shape.size();
   for (size_t i = 0; ok && i < s.size(); ++i) {
@@ -121,25 +124,29 @@ Tensor broadcast_to(OpContext& cx, const Tensor& x, const Shape& shape) {
     ok = s[i] == 1 || s[i] == t;
   }
   if (!ok)
-    throw Error(ErrCode::Shape, "broadcast_to: incompatible shapes for broadcasting: " + shape_str(s) +
-                                    " and requested shape " + shape_str(shape));
+    throw Error(ErrCode::Shape, "broadcast_to: incompatible shapes for broadcasting: " +
+                                    shape_str(s) + " and requested shape " + shape_str(shape));
   return broadcast(cx, x, shape, "broadcast_to");
 }
 
 Tensor concatenate(OpContext& cx, const std::vector<Tensor>& xs, int axis) {
-  if (xs.empty()) throw Error(ErrCode::Value, "concatenate: need at least one array to concatenate");
+  if (xs.empty())
+    throw Error(ErrCode::Value, "concatenate: need at least one array to concatenate");
   int nd = av(xs[0]).ndim();
-  if (nd == 0) throw Error(ErrCode::Shape, "concatenate: zero-dimensional arrays cannot be concatenated");
+  if (nd == 0)
+    throw Error(ErrCode::Shape, "concatenate: zero-dimensional arrays cannot be concatenated");
   int64_t ax = norm_axis("concatenate", axis, nd);
   for (const Tensor& x : xs) {
     bool ok = av(x).ndim() == nd;
     for (int i = 0; ok && i < nd; ++i)
-      ok = i == ax || av(x).shape[static_cast<size_t>(i)] == av(xs[0]).shape[static_cast<size_t>(i)];
+      ok =
+          i == ax || av(x).shape[static_cast<size_t>(i)] == av(xs[0]).shape[static_cast<size_t>(i)];
     if (!ok)
       throw Error(ErrCode::Shape, "concatenate: all the input array dimensions except for the "
                                   "concatenation axis must match exactly, got " +
-                                      shape_str(av(xs[0]).shape) + " and " + shape_str(av(x).shape) +
-                                      " (axis " + std::to_string(ax) + ")");
+                                      shape_str(av(xs[0]).shape) + " and " +
+                                      shape_str(av(x).shape) + " (axis " + std::to_string(ax) +
+                                      ")");
   }
   if (xs.size() == 1) return xs[0];
   PromotedType p = result_type(xs);
@@ -155,7 +162,8 @@ Tensor stack(OpContext& cx, const std::vector<Tensor>& xs, int axis) {
   for (const Tensor& x : xs)
     if (av(x).shape != av(xs[0]).shape)
       throw Error(ErrCode::Shape, "stack: all input arrays must have the same shape, got " +
-                                      shape_str(av(xs[0]).shape) + " and " + shape_str(av(x).shape));
+                                      shape_str(av(xs[0]).shape) + " and " +
+                                      shape_str(av(x).shape));
   int64_t ax = norm_axis("stack", axis, av(xs[0]).ndim() + 1);
   std::vector<Tensor> expanded;
   for (const Tensor& x : xs) expanded.push_back(expand_dims(cx, x, {static_cast<int>(ax)}));

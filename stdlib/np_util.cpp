@@ -58,7 +58,8 @@ Tensor reshape_to(OpContext& cx, const Tensor& x, const Shape& shape) {
 
 Tensor transpose_to(OpContext& cx, const Tensor& x, const std::vector<int64_t>& perm) {
   bool identity = true;
-  for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
+  for (size_t i = 0; i < perm.size(); ++i)
+    identity = identity && perm[i] == static_cast<int64_t>(i);
   if (identity && perm.size() == av(x).shape.size()) return x;
   OpAttrs a;
   a.perm = perm;
@@ -92,7 +93,8 @@ Tensor fill(OpContext& cx, const Shape& shape, const Scalar& v, DType dtype, boo
 int64_t norm_axis(const char* fn, int64_t axis, int ndim) {
   if (axis < -ndim || axis >= ndim)
     throw Error(ErrCode::Axis, std::string(fn) + ": axis " + std::to_string(axis) +
-                                   " is out of bounds for array of dimension " + std::to_string(ndim));
+                                   " is out of bounds for array of dimension " +
+                                   std::to_string(ndim));
   return axis < 0 ? axis + ndim : axis;
 }
 

@@ -15,8 +15,11 @@ failures = []
 def run(pxl, args, stdin=None, env_extra=None, cwd=None):
     env = {k: v for k, v in os.environ.items() if k != "PXL_DEVICES"}
     env.update(env_extra or {})
-    p = subprocess.run([pxl] + args, input=(stdin or "").encode(), capture_output=True, env=env,
-                       cwd=cwd, timeout=120)
+    try:
+        p = subprocess.run([pxl] + args, input=(stdin or "").encode(), capture_output=True,
+                           env=env, cwd=cwd, timeout=120)
+    except subprocess.TimeoutExpired:
+        return None, "", "timed out after 120 s"
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
 
@@ -69,10 +72,16 @@ def main():
            err_has=["no/such/file.pxl"])
     expect("deep recursion", run(pxl, ["-c", "def f(n):\n    return f(n + 1)\nf(0)"]), code=1,
            err_has=["error[E0108]"])
-    deep = "x = " + "(" * 100000 + "1" + ")" * 100000
-    expect("deeply nested source", run(pxl, ["-c", deep]), code=1, err_has=["error["])
     expect("binary junk", run(pxl, ["-c", "\x01\x02\xff garbage ((("]), code=1,
            err_has=["error["])
+    with tempfile.TemporaryDirectory() as d:
+        nested = Path(d, "nested.pxl")
+        nested.write_text("x = " + "(" * 200000 + "1" + ")" * 200000 + "\n")
+        expect("deeply nested source", run(pxl, [str(nested)]), code=1, err_has=["error["])
+        nested.write_text("x = " + "[" * 200000 + "\n")
+        expect("unclosed brackets", run(pxl, [str(nested)]), code=1, err_has=["error["])
+        Path(d, "bad.pxl").write_bytes(b"print('\xff\xfe')\n")
+        expect("invalid UTF-8", run(pxl, ["bad.pxl"], cwd=d), code=1, err_has=["bad.pxl:1:"])
 
     # stdin script mode: REPL logic, no prompts, errors do not stop the session.
     expect("stdin mode", run(pxl, [], stdin="1 + 1\nfoo\nx = 3\nx * 2\n"), code=1,

@@ -30,10 +30,10 @@ def main():
     expected = [
         "scale(x, 2) = 3 5 7 9  shape (2, 2)",
         "caught pxl::Error:",
-        "oops.pxl:1:14: error[E0100]",
-        "y = scale(x, undefined_factor)",
-        "^~~~~~~~~~~~~~~~",
-        "caught pxl::Error: ",
+        "oops.pxl:1:16: error[E0100]: name 'undefined_factor' is not defined",
+        " 1 | y = scale(2.0, undefined_factor)",
+        "   |                ^" + "~" * 15 + "\n",  # the caret spans undefined_factor
+        "caught pxl::Error: name 'no_such_function' is not defined",
     ]
     missing = [e for e in expected if e not in p.stdout]
     if p.returncode or missing:

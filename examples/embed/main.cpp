@@ -22,7 +22,7 @@ int main() {
 
     // A mistake in pxl code surfaces as pxl::Error with the located diagnostic.
     try {
-      rt.run_string("y = scale(x, undefined_factor)\n", "oops.pxl");
+      rt.run_string("y = scale(2.0, undefined_factor)\n", "oops.pxl");
     } catch (const pxl::Error& e) {
       std::cout << "caught pxl::Error:\n" << e.render();
     }

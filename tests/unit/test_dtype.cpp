@@ -34,11 +34,11 @@ TEST_CASE("dtype names round-trip", "[dtype]") {
 
 TEST_CASE("promotion follows JAX's lattice", "[dtype]") {
   using D = DType;
-  CHECK(promo(D::Int32, false, D::Float32, true) == "float32*");  // jnp.int32(1) + 1.0
-  CHECK(promo(D::UInt32, false, D::Int32, false) == "int32");     // int64, canonicalised
+  CHECK(promo(D::Int32, false, D::Float32, true) == "float32*"); // jnp.int32(1) + 1.0
+  CHECK(promo(D::UInt32, false, D::Int32, false) == "int32");    // int64, canonicalised
   CHECK(promo(D::Float16, false, D::BFloat16, false) == "float32");
   CHECK(promo(D::Int32, false, D::Float16, false) == "float16");
-  CHECK(promo(D::Bool, false, D::Int32, true) == "int32*");       // [True] * 2
+  CHECK(promo(D::Bool, false, D::Int32, true) == "int32*"); // [True] * 2
   CHECK(promo(D::Bool, false, D::Float32, true) == "float32*");
   CHECK(promo(D::Float32, false, D::Int32, true) == "float32");   // ones(3) * 2
   CHECK(promo(D::Float16, false, D::Float32, true) == "float16"); // weak float defers
@@ -61,8 +61,8 @@ TEST_CASE("float16 conversions round to nearest even", "[dtype]") {
   CHECK(float_to_half(1e-8f) == 0x0000);
   CHECK(half_to_float(0x0001) == std::ldexp(1.0f, -24)); // smallest subnormal
   CHECK(float_to_half(std::ldexp(1.0f, -24)) == 0x0001);
-  CHECK(float_to_half(std::ldexp(1.0f, -25)) == 0x0000);  // tie -> even (0)
-  CHECK(float_to_half(std::ldexp(3.0f, -26)) == 0x0001);  // above the tie
+  CHECK(float_to_half(std::ldexp(1.0f, -25)) == 0x0000); // tie -> even (0)
+  CHECK(float_to_half(std::ldexp(3.0f, -26)) == 0x0001); // above the tie
   // 1 + 2^-11 is halfway between 1 and the next half: ties to even (1.0).
   CHECK(float_to_half(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);
   CHECK(float_to_half(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3c02);
