@@ -1,0 +1,95 @@
+// The host interpreter through its library API: Python semantics and errors.
+#include <catch2/catch.hpp>
+#include <sstream>
+
+#include "lang/interp.hpp"
+
+using namespace pxl;
+
+namespace {
+std::string run(const std::string& code) {
+  std::ostringstream out;
+  InterpOptions o;
+  o.out = &out;
+  Interpreter in(o);
+  in.run_string(code, "t.pxl");
+  return out.str();
+}
+std::string error_of(const std::string& code) {
+  try {
+    run(code);
+  } catch (const Error& e) {
+    return e.render();
+  }
+  return "";
+}
+} // namespace
+
+TEST_CASE("Python printing") {
+  CHECK(run("print(1/4, 1e-05, 1e16, 0.1+0.2, -0.0)") == "0.25 1e-05 1e+16 0.30000000000000004 -0.0\n");
+  CHECK(run("print(repr('a\\'b'), (1,), [1, 'x'], {'k': None})") == "\"a'b\" (1,) [1, 'x'] {'k': None}\n");
+  CHECK(run("print(f'{3.14159:.2f}|{42:>5}|{7:03d}')") == "3.14|   42|007\n");
+}
+
+TEST_CASE("closures, defaults and varargs") {
+  CHECK(run("def mk():\n  n = [0]\n  def inc():\n    n[0] += 1\n    return n[0]\n  return inc\n"
+            "f = mk()\nf()\nprint(f())") == "2\n");
+  CHECK(run("def g(a, b=2, *r, **k): return (a, b, r, k)\nprint(g(1, 3, 4, x=5))") ==
+        "(1, 3, (4,), {'x': 5})\n");
+}
+
+TEST_CASE("chained comparisons short-circuit") {
+  CHECK(run("def t(v):\n  print('t', v)\n  return v\nprint(t(1) < t(0) < t(5))") == "t 1\nt 0\nFalse\n");
+}
+
+TEST_CASE("errors carry the user's line and column") {
+  CHECK(error_of("x = 1\nprint(y)").find("t.pxl:2:7: error[E0100]: name 'y' is not defined") != std::string::npos);
+  CHECK(error_of("1 + 'a'").find("unsupported operand type(s) for +: 'int' and 'str'") != std::string::npos);
+  CHECK(error_of("[1][3]").find("E0103") != std::string::npos);
+  CHECK(error_of("{}['k']").find("E0104") != std::string::npos);
+  CHECK(error_of("def f(x): pass\nf()").find("f() missing required argument 'x'") != std::string::npos);
+  CHECK(error_of("assert 1 == 2, 'nope'").find("assertion failed: nope") != std::string::npos);
+  CHECK(error_of("1 // 0").find("E0106") != std::string::npos);
+  CHECK(error_of("import nosuchmod").find("E0109") != std::string::npos);
+  CHECK(error_of("x = 2 ** 70").find("integer overflow") != std::string::npos);
+}
+
+TEST_CASE("runaway recursion is a clean error") {
+  std::string r = error_of("def f(n): return f(n + 1)\nf(0)");
+  CHECK(r.find("E0108") != std::string::npos);
+  CHECK(r.find("times)") != std::string::npos);
+}
+
+TEST_CASE("REPL helpers") {
+  std::ostringstream out;
+  InterpOptions o;
+  o.out = &out;
+  Interpreter in(o);
+  CHECK(in.check_complete("def f():\n") == Completeness::Incomplete);
+  CHECK(in.check_complete("def f():\n    return 1\n") == Completeness::Incomplete);
+  CHECK(in.check_complete("def f():\n    return 1\n\n") == Completeness::Complete);
+  CHECK(in.check_complete("x = [1,\n") == Completeness::Incomplete);
+  CHECK(in.check_complete("x = 1\n") == Completeness::Complete);
+  CHECK(in.check_complete("x = )\n") == Completeness::Invalid);
+  in.run_repl_input("x = 3\n");
+  in.run_repl_input("x * 2\n");
+  in.run_repl_input("None\n");
+  CHECK(out.str() == "6\n");
+  auto c = in.complete("np.aran");
+  REQUIRE(c.size() == 1);
+  CHECK(c[0] == "np.arange");
+  CHECK(in.type_of("np.ones((3, 4))") == "float32[3,4]");
+  in.reset();
+  CHECK_THROWS_AS(in.run_repl_input("x\n"), Error);
+}
+
+TEST_CASE("embedding call with host arrays") {
+  Interpreter in;
+  in.run_string("def f(x, y):\n    return x * y + 1, x.sum()\n");
+  Array a(DType::Float32, {3});
+  for (int i = 0; i < 3; ++i) a.as<float>()[i] = static_cast<float>(i);
+  auto r = in.call("f", {a, a});
+  REQUIRE(r.size() == 2);
+  CHECK(r[0].as<float>()[2] == 5.0f);
+  CHECK(r[1].as<float>()[0] == 3.0f);
+}
