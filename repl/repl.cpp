@@ -72,8 +72,9 @@ private:
   std::optional<std::string> line_; // set by on_line
   bool eof_ = false;
   bool quit_ = false;
-  struct sigaction old_int_ {
-  }, old_winch_{};
+  using SigAction = struct sigaction;
+  SigAction old_int_{}; // restored by teardown()
+  SigAction old_winch_{};
 };
 
 // --- C callbacks -----------------------------------------------------------
@@ -87,7 +88,12 @@ char** attempted_completion(const char* text, int start, int /*end*/) {
 // TAB indents at the start of a line (typing a block body), completes elsewhere.
 int tab_key(int count, int key) {
   for (int i = 0; i < rl_point; ++i)
-    if (rl_line_buffer[i] != ' ' && rl_line_buffer[i] != '\t') return rl_complete(count, key);
+    if (rl_line_buffer[i] != ' ' && rl_line_buffer[i] != '\t') {
+      // rl_complete lists the candidates on a second TAB only when it was the
+      // last command, and readline recorded this function instead.
+      if (rl_last_func == tab_key) rl_last_func = rl_complete;
+      return rl_complete(count, key);
+    }
   rl_insert_text("    ");
   return 0;
 }

@@ -151,7 +151,7 @@ def main():
             results = list(pool.map(lambda t: run_one(t, opts, env), tests))
     failed = 0
     for r in results:
-        rel = os.path.relpath(r.test, Path.cwd())
+        rel = os.path.relpath(r.test, REPO if REPO in r.test.parents else Path.cwd())
         if opts.update and not r.error and not r.timed_out:
             update(r)
             print(f"updated {rel}")

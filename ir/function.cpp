@@ -1,0 +1,354 @@
+// The IR's text form: printer, parser and verifier.
+#include "ir/function.hpp"
+
+#include <cctype>
+#include <map>
+#include <sstream>
+
+#include "lang/diag.hpp"
+
+namespace pxl {
+
+int Function::axis_bit(const std::string& name) const {
+  for (size_t i = 0; i < mesh_axes.size(); ++i)
+    if (mesh_axes[i] == name) return static_cast<int>(i);
+  return -1;
+}
+
+std::string Function::axes_str(AxisSet s) const {
+  if (!s) return "";
+  std::string out = "{";
+  bool first = true;
+  for (size_t i = 0; i < mesh_axes.size(); ++i)
+    if (s & (AxisSet{1} << i)) {
+      out += (first ? "" : ",") + mesh_axes[i];
+      first = false;
+    }
+  return out + "}";
+}
+
+namespace {
+
+const char* short_dtype(DType d) {
+  switch (d) {
+  case DType::Bool: return "bool";
+  case DType::Int32: return "i32";
+  case DType::UInt32: return "u32";
+  case DType::Float16: return "f16";
+  case DType::BFloat16: return "bf16";
+  case DType::Float32: return "f32";
+  case DType::Float64: return "f64";
+  }
+  return "?";
+}
+
+std::optional<DType> dtype_from_short(const std::string& s) {
+  for (DType d : {DType::Bool, DType::Int32, DType::UInt32, DType::Float16, DType::BFloat16,
+                  DType::Float32, DType::Float64})
+    if (s == short_dtype(d)) return d;
+  return dtype_from_name(s);
+}
+
+std::string loc_str(const Span& s) {
+  if (!s.valid()) return "";
+  return s.file->path() + ":" + std::to_string(s.file->line_of(s.begin)) + ":" +
+         std::to_string(s.file->column_of(s.begin));
+}
+
+} // namespace
+
+std::string type_str(const AVal& a) {
+  std::string s = a.weak ? "~" : "";
+  s += short_dtype(a.dtype);
+  s += "[";
+  for (size_t i = 0; i < a.shape.size(); ++i) s += (i ? "," : "") + std::to_string(a.shape[i]);
+  return s + "]";
+}
+
+std::string print_function(const Function& f, bool with_locations) {
+  std::ostringstream os;
+  auto val = [&](int id) { return "%" + std::to_string(id); };
+  auto typ = [&](int id) { return type_str(f.values[id].aval) + f.axes_str(f.values[id].vma); };
+  os << "func @" << (f.name.empty() ? "f" : f.name) << "(";
+  for (size_t i = 0; i < f.params.size(); ++i)
+    os << (i ? ", " : "") << val(f.params[i]) << ": " << typ(f.params[i]);
+  os << ")";
+  if (!f.consts.empty()) {
+    os << " consts(";
+    for (size_t i = 0; i < f.consts.size(); ++i)
+      os << (i ? ", " : "") << val(f.consts[i]) << ": " << typ(f.consts[i]);
+    os << ")";
+  }
+  os << " -> (";
+  for (size_t i = 0; i < f.results.size(); ++i) os << (i ? ", " : "") << typ(f.results[i]);
+  os << ")";
+  if (!f.mesh_axes.empty()) {
+    os << " mesh(";
+    for (size_t i = 0; i < f.mesh_axes.size(); ++i)
+      os << (i ? ", " : "") << f.mesh_axes[i] << "=" << f.mesh_sizes[i];
+    os << ")";
+  }
+  os << " {\n";
+  for (const Instr& in : f.body) {
+    std::ostringstream line;
+    line << "  " << val(in.result) << " = " << op_name(in.op);
+    std::string attrs = attrs_str(in.op, in.attrs);
+    if (!attrs.empty()) line << "[" << attrs << "]";
+    for (size_t i = 0; i < in.operands.size(); ++i) line << (i ? ", " : " ") << val(in.operands[i]);
+    line << " : " << typ(in.result);
+    std::string l = line.str();
+    std::string loc = with_locations ? loc_str(f.values[in.result].loc) : "";
+    if (!loc.empty()) l += std::string(l.size() < 56 ? 56 - l.size() : 1, ' ') + "# " + loc;
+    os << l << "\n";
+  }
+  os << "  return";
+  for (size_t i = 0; i < f.results.size(); ++i) os << (i ? ", " : " ") << val(f.results[i]);
+  os << "\n}\n";
+  return os.str();
+}
+
+// ---- parser --------------------------------------------------------------------
+
+namespace {
+
+class IRParser {
+public:
+  explicit IRParser(const std::string& text) : s_(text) {}
+
+  Function run() {
+    Function f;
+    expect_word("func");
+    expect('@');
+    f.name = ident();
+    expect('(');
+    std::vector<std::pair<int, std::string>> pending_params; // (id, type text) resolved after mesh
+    if (!peek_is(')')) {
+      do {
+        int id = value_ref();
+        expect(':');
+        pending_params.push_back({id, type_text()});
+      } while (accept(','));
+    }
+    expect(')');
+    std::vector<std::pair<int, std::string>> pending_consts;
+    if (accept_word("consts")) {
+      expect('(');
+      do {
+        int id = value_ref();
+        expect(':');
+        pending_consts.push_back({id, type_text()});
+      } while (accept(','));
+      expect(')');
+    }
+    expect('-');
+    expect('>');
+    expect('(');
+    while (!peek_is(')')) {
+      type_text();
+      if (!accept(',')) break;
+    }
+    expect(')');
+    if (accept_word("mesh")) {
+      expect('(');
+      do {
+        f.mesh_axes.push_back(ident());
+        expect('=');
+        f.mesh_sizes.push_back(integer());
+      } while (accept(','));
+      expect(')');
+    }
+    expect('{');
+    f_ = &f;
+    for (auto& [id, t] : pending_params) f.params.push_back(define(id, parse_type(t), -1));
+    for (auto& [id, t] : pending_consts) f.consts.push_back(define(id, parse_type(t), -1));
+    while (!accept_word("return")) {
+      int id = value_ref();
+      expect('=');
+      std::string name = ident();
+      auto op = op_by_name(name);
+      Instr in{*op, {}, {}, -1};
+      if (accept('[')) in.attrs = parse_attrs(*op);
+      skip_ws();
+      while (peek_is('%')) {
+        in.operands.push_back(use(value_ref()));
+        if (!accept(',')) break;
+      }
+      expect(':');
+      IRValue v = parse_type(type_text());
+      in.result = define(id, v, static_cast<int>(f.body.size()));
+      f.body.push_back(std::move(in));
+      skip_comment();
+    }
+    skip_ws();
+    while (peek_is('%')) {
+      f.results.push_back(use(value_ref()));
+      if (!accept(',')) break;
+    }
+    expect('}');
+    std::string problem = verify_function(f);
+    if (!problem.empty()) fail(problem);
+    return f;
+  }
+
+private:
+  [[noreturn]] void fail(const std::string& msg) {
+    int line = 1;
+    for (size_t i = 0; i < pos_ && i < s_.size(); ++i) line += s_[i] == '\n';
+    throw Error(ErrCode::Syntax, "IR text, line " + std::to_string(line) + ": " + msg);
+  }
+  void skip_ws() {
+    while (pos_ < s_.size()) {
+      if (std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+      else if (s_[pos_] == '#') skip_comment();
+      else break;
+    }
+  }
+  void skip_comment() {
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t')) ++pos_;
+    if (pos_ < s_.size() && s_[pos_] == '#')
+      while (pos_ < s_.size() && s_[pos_] != '\n') ++pos_;
+  }
+  bool peek_is(char c) {
+    skip_ws();
+    return pos_ < s_.size() && s_[pos_] == c;
+  }
+  bool accept(char c) {
+    if (!peek_is(c)) return false;
+    ++pos_;
+    return true;
+  }
+  void expect(char c) {
+    if (!accept(c)) fail(std::string("expected '") + c + "'");
+  }
+  std::string ident() {
+    skip_ws();
+    size_t b = pos_;
+    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_'))
+      ++pos_;
+    if (b == pos_) fail("expected a name");
+    return s_.substr(b, pos_ - b);
+  }
+  bool accept_word(const char* w) {
+    skip_ws();
+    size_t n = std::char_traits<char>::length(w);
+    if (s_.compare(pos_, n, w) == 0 && (pos_ + n >= s_.size() || !std::isalnum(static_cast<unsigned char>(s_[pos_ + n])))) {
+      pos_ += n;
+      return true;
+    }
+    return false;
+  }
+  void expect_word(const char* w) {
+    if (!accept_word(w)) fail(std::string("expected '") + w + "'");
+  }
+  int64_t integer() {
+    skip_ws();
+    size_t b = pos_;
+    if (pos_ < s_.size() && s_[pos_] == '-') ++pos_;
+    while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+    if (b == pos_ || (pos_ == b + 1 && s_[b] == '-')) fail("expected an integer");
+    return std::stoll(s_.substr(b, std::min<size_t>(pos_ - b, 18)));
+  }
+  int value_ref() {
+    expect('%');
+    int64_t v = integer();
+    if (v < 0 || v > 10000000) fail("bad value number");
+    return static_cast<int>(v);
+  }
+  std::string type_text() {
+    skip_ws();
+    size_t b = pos_;
+    while (pos_ < s_.size() && s_[pos_] != ']') ++pos_;
+    if (pos_ < s_.size()) ++pos_;
+    if (pos_ < s_.size() && s_[pos_] == '{')
+      while (pos_ < s_.size() && s_[pos_] != '}') ++pos_, (void)0;
+    if (pos_ < s_.size() && s_[pos_] == '}') ++pos_;
+    return s_.substr(b, pos_ - b);
+  }
+  IRValue parse_type(const std::string& t) {
+    IRValue v;
+    size_t i = 0;
+    if (i < t.size() && t[i] == '~') v.aval.weak = true, ++i;
+    size_t br = t.find('[', i);
+    size_t close = t.find(']', i);
+    if (br == std::string::npos || close == std::string::npos) fail("bad type '" + t + "'");
+    auto dt = dtype_from_short(t.substr(i, br - i));
+    if (!dt) fail("unknown dtype in '" + t + "'");
+    v.aval.dtype = *dt;
+    std::string dims = t.substr(br + 1, close - br - 1);
+    std::stringstream ds(dims);
+    std::string d;
+    while (std::getline(ds, d, ','))
+      if (!d.empty()) v.aval.shape.push_back(std::stoll(d.substr(0, 18)));
+    size_t lb = t.find('{', close);
+    if (lb != std::string::npos) {
+      std::stringstream as(t.substr(lb + 1, t.find('}', lb) - lb - 1));
+      std::string a;
+      while (std::getline(as, a, ',')) {
+        int bit = f_ ? f_->axis_bit(a) : -1;
+        if (bit < 0) fail("unknown mesh axis '" + a + "' in type '" + t + "'");
+        v.vma |= AxisSet{1} << bit;
+      }
+    }
+    return v;
+  }
+  std::optional<Op> op_by_name(const std::string& name) {
+    for (int i = 0;; ++i) {
+      Op op = static_cast<Op>(i);
+      if (i >= kNumOps) break;
+      if (name == op_name(op)) return op;
+    }
+    fail("unknown op '" + name + "'");
+  }
+  std::vector<int64_t> int_list(char open, char close) {
+    expect(open);
+    std::vector<int64_t> out;
+    while (!peek_is(close)) {
+      out.push_back(integer());
+      if (!accept(',')) break;
+    }
+    expect(close);
+    return out;
+  }
+  OpAttrs parse_attrs(Op op) {
+    OpAttrs a;
+    while (!accept(']')) {
+      std::string key = ident();
+      expect('=');
+      if (!parse_attr(a, key)) fail("unknown attribute '" + key + "' for " + op_name(op));
+    }
+    return a;
+  }
+  bool parse_attr(OpAttrs& a, const std::string& key);
+
+  int define(int id, IRValue v, int producer) {
+    if (ids_.count(id)) fail("value %" + std::to_string(id) + " defined twice");
+    v.producer = producer;
+    int real = f_->add_value(std::move(v));
+    ids_[id] = real;
+    return real;
+  }
+  int use(int id) {
+    auto it = ids_.find(id);
+    if (it == ids_.end()) fail("value %" + std::to_string(id) + " used before its definition");
+    return it->second;
+  }
+
+  const std::string& s_;
+  size_t pos_ = 0;
+  Function* f_ = nullptr;
+  std::map<int, int> ids_;
+
+public:
+  static const int kNumOps;
+};
+
+const int IRParser::kNumOps = [] {
+  int n = 0;
+#define OP(name, text, arity, family) ++n;
+#include "ir/ops.def"
+#undef OP
+  return n;
+}();
+
+} // namespace
+} // namespace pxl

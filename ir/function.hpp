@@ -1,0 +1,67 @@
+// The array IR: a Function of SSA values. Every value has a static abstract
+// type (shape, dtype, weak flag), a vma -- the set of mesh axes it may vary
+// over -- and the source location of the .pxl code that produced it.
+//
+// Text form (printed by `pxl --dump=ir`, parsed back by parse_function):
+//
+//   func @step(%0: f32[4,3]{batch}, %1: f32[3]) -> (f32[4,3]) mesh(batch=4) {
+//     %2 = mul %0, %0 : f32[4,3]{batch}                  # t.pxl:3:12
+//     %3 = broadcast_in_dim[shape=(4, 3) axes=[1]] %1 : f32[4,3]
+//     %4 = psum[axis_names=(batch)] %2 : f32[4,3]
+//     return %4
+//   }
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/op.hpp"
+#include "lang/source.hpp"
+
+namespace pxl {
+
+// A set of mesh axes, as a bitmask over the function's mesh axis list.
+using AxisSet = uint64_t;
+
+struct IRValue {
+  AVal aval;
+  AxisSet vma = 0;
+  Span loc;             // where it was created (param: the call site)
+  int producer = -1;    // index of the instruction that defines it, -1 for params/consts
+  std::string origin;   // for vma diagnostics: why it varies ("the in_specs of argument 0")
+};
+
+struct Instr {
+  Op op;
+  OpAttrs attrs;
+  std::vector<int> operands;
+  int result = -1;
+};
+
+struct Function {
+  std::string name;
+  std::vector<std::string> mesh_axes;   // the mesh axes in scope (bit i = mesh_axes[i])
+  std::vector<int64_t> mesh_sizes;
+  std::vector<IRValue> values;
+  std::vector<int> params;              // value ids of the per-device inputs
+  std::vector<int> consts;              // value ids of captured constants (replicated inputs)
+  std::vector<Instr> body;
+  std::vector<int> results;
+
+  int add_value(IRValue v) {
+    values.push_back(std::move(v));
+    return static_cast<int>(values.size()) - 1;
+  }
+  int axis_bit(const std::string& name) const; // -1 if not a mesh axis
+  std::string axes_str(AxisSet s) const;       // "{batch,model}" or "" when empty
+};
+
+std::string type_str(const AVal& a); // "f32[4,3]", "i32[]", "bool[2]"
+std::string print_function(const Function& f, bool with_locations = true);
+// Parses the text form; throws pxl::Error(Syntax) naming the line on bad input.
+Function parse_function(const std::string& text);
+// Structural check of a Function (operand ids defined before use, types agree
+// with the shape rules); returns the first problem or "".
+std::string verify_function(const Function& f);
+
+} // namespace pxl

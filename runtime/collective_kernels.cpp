@@ -1,0 +1,118 @@
+#include "runtime/collective_kernels.hpp"
+
+#include <cstring>
+#include <type_traits>
+
+namespace pxl::coll {
+
+namespace {
+
+// Storage type T, accumulator A, and the conversions between them.
+template <class T, class A> struct Plain {
+  using Store = T;
+  using Acc = A;
+  static A load(T v) { return A(v); }
+  static T store(A v) { return T(v); }
+};
+struct Half {
+  using Store = uint16_t;
+  using Acc = float;
+  static float load(uint16_t v) { return half_to_float(v); }
+  static uint16_t store(float v) { return float_to_half(v); }
+};
+struct BHalf {
+  using Store = uint16_t;
+  using Acc = float;
+  static float load(uint16_t v) {
+    uint32_t bits = uint32_t(v) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  static uint16_t store(float v) { return float_to_bfloat16(v); }
+};
+
+// Integer sums go through unsigned arithmetic so overflow wraps (as in XLA)
+// instead of being undefined behaviour.
+struct SumOp {
+  template <class A> static A apply(A a, A b) {
+    if constexpr (std::is_same_v<A, int32_t>)
+      return int32_t(uint32_t(a) + uint32_t(b));
+    else
+      return a + b;
+  }
+};
+// NaN propagates (XLA's max/min): if a is NaN keep it; if b is NaN, a > b is
+// false and b is chosen.
+struct MaxOp {
+  template <class A> static A apply(A a, A b) { return (a > b || a != a) ? a : b; }
+};
+struct MinOp {
+  template <class A> static A apply(A a, A b) { return (a < b || a != a) ? a : b; }
+};
+struct OrOp {
+  template <class A> static A apply(A a, A b) { return A(a | b); }
+};
+struct AndOp {
+  template <class A> static A apply(A a, A b) { return A(a & b); }
+};
+
+// Blocks small enough that the accumulator stays in L1 while the inputs
+// stream past it once each.
+constexpr int64_t kBlock = 2048;
+
+template <class Tr, class Op>
+void reduce_typed(const void* const* ins, int nins, void* const* outs, int nouts, int64_t n) {
+  using T = typename Tr::Store;
+  using A = typename Tr::Acc;
+  A acc[kBlock];
+  T tmp[std::is_same_v<T, A> ? 1 : kBlock];
+  for (int64_t base = 0; base < n; base += kBlock) {
+    int64_t m = n - base < kBlock ? n - base : kBlock;
+    const T* in0 = static_cast<const T*>(ins[0]) + base;
+    for (int64_t i = 0; i < m; ++i) acc[i] = Tr::load(in0[i]);
+    for (int r = 1; r < nins; ++r) {
+      const T* in = static_cast<const T*>(ins[r]) + base;
+      for (int64_t i = 0; i < m; ++i) acc[i] = Op::apply(acc[i], Tr::load(in[i]));
+    }
+    const void* src = acc;
+    if constexpr (!std::is_same_v<T, A>) {
+      // Round once, then copy the rounded block to every output.
+      for (int64_t i = 0; i < m; ++i) tmp[i] = Tr::store(acc[i]);
+      src = tmp;
+    }
+    for (int o = 0; o < nouts; ++o)
+      std::memcpy(static_cast<T*>(outs[o]) + base, src, size_t(m) * sizeof(T));
+  }
+}
+
+template <class Tr>
+void reduce_kind(ReduceKind kind, const void* const* ins, int nins, void* const* outs, int nouts,
+                 int64_t n) {
+  switch (kind) {
+  case ReduceKind::Sum: return reduce_typed<Tr, SumOp>(ins, nins, outs, nouts, n);
+  case ReduceKind::Max: return reduce_typed<Tr, MaxOp>(ins, nins, outs, nouts, n);
+  case ReduceKind::Min: return reduce_typed<Tr, MinOp>(ins, nins, outs, nouts, n);
+  }
+}
+
+} // namespace
+
+void reduce(DType dtype, ReduceKind kind, const void* const* ins, int nins, void* const* outs,
+            int nouts, int64_t n) {
+  switch (dtype) {
+  case DType::Bool:
+    if (kind == ReduceKind::Min)
+      return reduce_typed<Plain<uint8_t, uint8_t>, AndOp>(ins, nins, outs, nouts, n);
+    return reduce_typed<Plain<uint8_t, uint8_t>, OrOp>(ins, nins, outs, nouts, n);
+  case DType::Int32: return reduce_kind<Plain<int32_t, int32_t>>(kind, ins, nins, outs, nouts, n);
+  case DType::UInt32:
+    return reduce_kind<Plain<uint32_t, uint32_t>>(kind, ins, nins, outs, nouts, n);
+  case DType::Float16: return reduce_kind<Half>(kind, ins, nins, outs, nouts, n);
+  case DType::BFloat16: return reduce_kind<BHalf>(kind, ins, nins, outs, nouts, n);
+  case DType::Float32: return reduce_kind<Plain<float, float>>(kind, ins, nins, outs, nouts, n);
+  case DType::Float64: return reduce_kind<Plain<double, double>>(kind, ins, nins, outs, nouts, n);
+  }
+}
+
+} // namespace pxl::coll

@@ -1,0 +1,147 @@
+#include "runtime/mesh.hpp"
+
+#include <algorithm>
+
+namespace pxl {
+
+int Mesh::axis_of(const std::string& name) const {
+  for (int i = 0; i < ndim(); ++i)
+    if (axis_names[i] == name) return i;
+  return -1;
+}
+
+int64_t Mesh::axis_size(const std::string& name) const {
+  int a = axis_of(name);
+  return a < 0 ? 1 : axis_sizes[a];
+}
+
+std::vector<int64_t> Mesh::coords(int64_t pos) const {
+  std::vector<int64_t> c(axis_sizes.size());
+  for (int i = ndim() - 1; i >= 0; --i) {
+    c[i] = pos % axis_sizes[i];
+    pos /= axis_sizes[i];
+  }
+  return c;
+}
+
+int64_t Mesh::position(const std::vector<int64_t>& c) const {
+  int64_t pos = 0;
+  for (int i = 0; i < ndim(); ++i) pos = pos * axis_sizes[i] + c[i];
+  return pos;
+}
+
+int64_t Mesh::rank_in(const std::vector<std::string>& axes, int64_t pos) const {
+  std::vector<int64_t> c = coords(pos);
+  int64_t rank = 0;
+  for (const auto& a : axes) {
+    int i = axis_of(a);
+    rank = rank * axis_sizes[i] + c[i];
+  }
+  return rank;
+}
+
+GroupLayout Mesh::groups(const std::vector<std::string>& axes) const {
+  GroupLayout g;
+  g.num_participants = static_cast<int>(size());
+  int64_t group_size = 1;
+  for (const auto& a : axes) group_size *= axis_size(a);
+  // Group key: the coordinates of the axes not in `axes`.
+  std::vector<std::pair<std::vector<int64_t>, std::vector<int>>> keyed;
+  for (int64_t pos = 0; pos < size(); ++pos) {
+    std::vector<int64_t> c = coords(pos), key;
+    for (int i = 0; i < ndim(); ++i)
+      if (std::find(axes.begin(), axes.end(), axis_names[i]) == axes.end()) key.push_back(c[i]);
+    auto it = std::find_if(keyed.begin(), keyed.end(), [&](auto& kv) { return kv.first == key; });
+    if (it == keyed.end()) {
+      keyed.push_back({key, std::vector<int>(group_size, -1)});
+      it = keyed.end() - 1;
+    }
+    it->second[rank_in(axes, pos)] = static_cast<int>(pos);
+  }
+  for (auto& kv : keyed) g.groups.push_back(std::move(kv.second));
+  return g;
+}
+
+std::string Mesh::repr() const {
+  std::string s = "Mesh(";
+  for (int i = 0; i < ndim(); ++i)
+    s += (i ? ", '" : "'") + axis_names[i] + "': " + std::to_string(axis_sizes[i]);
+  return s + ")";
+}
+
+std::string PartitionSpec::repr() const {
+  std::string s = "PartitionSpec(";
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (i) s += ", ";
+    const auto& e = entries[i];
+    bool tup = i < tuple_form.size() && tuple_form[i];
+    if (e.empty()) {
+      s += "None";
+    } else if (e.size() == 1 && !tup) {
+      s += "'" + e[0] + "'";
+    } else {
+      s += "(";
+      for (size_t j = 0; j < e.size(); ++j) s += (j ? ", '" : "'") + e[j] + "'";
+      s += e.size() == 1 ? ",)" : ")";
+    }
+  }
+  return s + ")";
+}
+
+std::vector<std::string> PartitionSpec::axes() const {
+  std::vector<std::string> out;
+  for (const auto& e : entries)
+    for (const auto& a : e) out.push_back(a);
+  return out;
+}
+
+Block block_of(const Mesh& mesh, const PartitionSpec& spec, const Shape& global, int64_t pos) {
+  Block b{std::vector<int64_t>(global.size(), 0), global};
+  for (size_t d = 0; d < spec.entries.size() && d < global.size(); ++d) {
+    const auto& axes = spec.entries[d];
+    if (axes.empty()) continue;
+    int64_t parts = 1;
+    for (const auto& a : axes) parts *= mesh.axis_size(a);
+    int64_t idx = mesh.rank_in(axes, pos);
+    b.shape[d] = global[d] / parts;
+    b.start[d] = idx * b.shape[d];
+  }
+  return b;
+}
+
+Shape block_shape(const Mesh& mesh, const PartitionSpec& spec, const Shape& global) {
+  return block_of(mesh, spec, global, 0).shape;
+}
+
+std::string check_spec(const Mesh& mesh, const PartitionSpec& spec, const Shape& global) {
+  if (spec.entries.size() > global.size())
+    return "the spec " + spec.repr() + " has " + std::to_string(spec.entries.size()) +
+           " entries but the array has rank " + std::to_string(global.size()) + " (shape " +
+           shape_str(global) + ")";
+  std::vector<std::string> seen;
+  for (size_t d = 0; d < spec.entries.size(); ++d) {
+    int64_t parts = 1;
+    for (const auto& a : spec.entries[d]) {
+      if (mesh.axis_of(a) < 0) {
+        std::string names;
+        for (const auto& n : mesh.axis_names) names += (names.empty() ? "'" : ", '") + n + "'";
+        return "unknown mesh axis '" + a + "' in " + spec.repr() + " (the mesh has axes " + names + ")";
+      }
+      if (std::find(seen.begin(), seen.end(), a) != seen.end())
+        return "mesh axis '" + a + "' is used twice in " + spec.repr();
+      seen.push_back(a);
+      parts *= mesh.axis_size(a);
+    }
+    if (global[d] % parts != 0) {
+      std::string axes;
+      for (const auto& a : spec.entries[d])
+        axes += (axes.empty() ? "'" : " x '") + a + "' (" + std::to_string(mesh.axis_size(a)) + ")";
+      return "dimension " + std::to_string(d) + " of shape " + shape_str(global) + " has size " +
+             std::to_string(global[d]) + ", which is not divisible by " + std::to_string(parts) +
+             " = mesh axes " + axes;
+    }
+  }
+  return {};
+}
+
+} // namespace pxl

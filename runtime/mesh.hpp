@@ -1,0 +1,61 @@
+// Device meshes and partition specs (the runtime side of jax.sharding).
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/aval.hpp"
+#include "runtime/collectives.hpp"
+
+namespace pxl {
+
+// An n-d arrangement of devices with named axes. Device positions are
+// row-major over the axes; `device_ids[pos]` is the platform device id.
+struct Mesh {
+  std::vector<std::string> axis_names;
+  std::vector<int64_t> axis_sizes;
+  std::vector<int> device_ids;
+
+  int64_t size() const { return static_cast<int64_t>(device_ids.size()); }
+  int ndim() const { return static_cast<int>(axis_names.size()); }
+  int axis_of(const std::string& name) const; // -1 if absent
+  int64_t axis_size(const std::string& name) const;
+  // The mesh coordinates of the device at `pos` (row-major).
+  std::vector<int64_t> coords(int64_t pos) const;
+  int64_t position(const std::vector<int64_t>& coords) const;
+  // Groups of positions for a collective over `axes` (listed order: first name
+  // major): devices that share every other coordinate form a group, in rank order.
+  GroupLayout groups(const std::vector<std::string>& axes) const;
+  // Rank of device `pos` within its group for `axes`.
+  int64_t rank_in(const std::vector<std::string>& axes, int64_t pos) const;
+  bool operator==(const Mesh& o) const = default;
+  std::string repr() const; // Mesh('batch': 4, 'model': 2)
+};
+
+// PartitionSpec: one entry per leading array dimension; each entry lists the
+// mesh axes that dimension is split over (empty = None, i.e. replicated).
+struct PartitionSpec {
+  std::vector<std::vector<std::string>> entries;
+  // Whether an entry was written as a tuple (P(('a','b'))) even with one name, for repr.
+  std::vector<bool> tuple_form;
+  bool operator==(const PartitionSpec& o) const { return entries == o.entries; }
+  std::string repr() const; // PartitionSpec('batch', None, ('x', 'y'))
+  // Axes the spec mentions, in order of appearance.
+  std::vector<std::string> axes() const;
+};
+
+// How a global array is split: per device, the block's start offsets and shape.
+struct Block {
+  std::vector<int64_t> start;
+  Shape shape;
+};
+
+// The block of `global` that device `pos` holds under `spec` (shape rule, no checks).
+Block block_of(const Mesh& mesh, const PartitionSpec& spec, const Shape& global, int64_t pos);
+// The per-device block shape (every device's is the same).
+Shape block_shape(const Mesh& mesh, const PartitionSpec& spec, const Shape& global);
+// Checks a spec against a mesh and a global shape; the message names the
+// dimension, both sizes and the axes, as DESIGN §3 asks. Empty when fine.
+std::string check_spec(const Mesh& mesh, const PartitionSpec& spec, const Shape& global);
+
+} // namespace pxl
