@@ -352,3 +352,112 @@ const int IRParser::kNumOps = [] {
 
 } // namespace
 } // namespace pxl
+
+namespace pxl {
+namespace {
+
+bool IRParser::parse_attr(OpAttrs& a, const std::string& key) {
+  if (key == "dtype") {
+    auto d = dtype_from_name(ident());
+    if (!d) fail("unknown dtype");
+    a.dtype = *d;
+  } else if (key == "weak" || key == "reverse" || key == "tiled") {
+    bool v = accept_word("true");
+    if (!v) expect_word("false");
+    (key == "weak" ? a.weak : key == "reverse" ? a.reverse : a.tiled) = v;
+  } else if (key == "shape") {
+    a.shape = int_list('(', ')');
+  } else if (key == "axis") {
+    a.axis = integer();
+  } else if (key == "concat_axis") {
+    a.concat_axis = integer();
+  } else if (key == "group_size") {
+    a.group_size = integer();
+  } else if (key == "dims" || key == "axes") {
+    a.axes = int_list('[', ']');
+  } else if (key == "perm") {
+    a.perm = int_list('[', ']');
+  } else if (key == "starts" || key == "limits" || key == "strides" || key == "lo" || key == "hi" ||
+             key == "interior") {
+    auto v = int_list('[', ']');
+    (key == "starts"   ? a.starts
+     : key == "limits" ? a.limits
+     : key == "strides" ? a.strides
+     : key == "lo"      ? a.lo
+     : key == "hi"      ? a.hi
+                        : a.interior) = v;
+  } else if (key == "lhs_batch" || key == "rhs_batch" || key == "lhs_contract" ||
+             key == "rhs_contract") {
+    auto v = int_list('[', ']');
+    (key == "lhs_batch"   ? a.dot.lhs_batch
+     : key == "rhs_batch" ? a.dot.rhs_batch
+     : key == "lhs_contract" ? a.dot.lhs_contract
+                             : a.dot.rhs_contract) = v;
+  } else if (key == "mode") {
+    std::string m = ident();
+    bool found = false;
+    for (ScatterMode mode : {ScatterMode::Set, ScatterMode::Add, ScatterMode::Mul, ScatterMode::Min,
+                             ScatterMode::Max})
+      if (m == scatter_mode_name(mode)) a.mode = mode, found = true;
+    if (!found) fail("unknown scatter mode '" + m + "'");
+  } else if (key == "axis_names") {
+    expect('(');
+    while (!peek_is(')')) {
+      a.axis_names.push_back(ident());
+      if (!accept(',')) break;
+    }
+    expect(')');
+  } else if (key == "pairs") {
+    expect('[');
+    while (!peek_is(']')) {
+      expect('(');
+      int64_t s = integer();
+      expect(',');
+      int64_t d = integer();
+      expect(')');
+      a.pairs.push_back({s, d});
+      if (!accept(',')) break;
+    }
+    expect(']');
+  } else {
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+Function parse_function(const std::string& text) { return IRParser(text).run(); }
+
+std::string verify_function(const Function& f) {
+  std::vector<bool> defined(f.values.size(), false);
+  for (int p : f.params) defined.at(p) = true;
+  for (int c : f.consts) defined.at(c) = true;
+  for (size_t i = 0; i < f.body.size(); ++i) {
+    const Instr& in = f.body[i];
+    std::vector<AVal> avals;
+    for (int o : in.operands) {
+      if (o < 0 || o >= static_cast<int>(f.values.size()) || !defined[o])
+        return "instruction " + std::to_string(i) + " (" + op_name(in.op) + ") uses %" +
+               std::to_string(o) + " before it is defined";
+      avals.push_back(f.values[o].aval);
+    }
+    AVal want;
+    try {
+      want = infer(in.op, in.attrs, avals);
+    } catch (const Error& e) {
+      return std::string(op_name(in.op)) + " %" + std::to_string(in.result) + ": " + e.message();
+    }
+    const AVal& got = f.values.at(in.result).aval;
+    if (want.shape != got.shape || want.dtype != got.dtype)
+      return std::string(op_name(in.op)) + " %" + std::to_string(in.result) + " is declared " +
+             type_str(got) + " but its shape rule gives " + type_str(want);
+    defined[in.result] = true;
+  }
+  for (int r : f.results)
+    if (r < 0 || r >= static_cast<int>(f.values.size()) || !defined[r])
+      return "result %" + std::to_string(r) + " is not defined";
+  return {};
+}
+
+} // namespace pxl

@@ -26,6 +26,12 @@ std::string ints_str(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
+std::string names_str(const std::vector<std::string>& v) {
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+  return s + ")";
+}
+
 } // namespace
 
 const char* op_name(Op op) { return kOps[static_cast<size_t>(op)].name; }
@@ -135,6 +141,26 @@ std::string attrs_str(Op op, const OpAttrs& a) {
     return "axis=" + std::to_string(a.axis);
   case Op::Scatter:
     return "axis=" + std::to_string(a.axis) + " mode=" + scatter_mode_name(a.mode);
+  case Op::Psum:
+  case Op::Pmax:
+  case Op::Pmin:
+  case Op::AxisIndex:
+    return "axis_names=" + names_str(a.axis_names) + " group_size=" + std::to_string(a.group_size);
+  case Op::AllGather:
+  case Op::PsumScatter:
+    return "axis_names=" + names_str(a.axis_names) + " group_size=" + std::to_string(a.group_size) +
+           " axis=" + std::to_string(a.axis) + (a.tiled ? " tiled=true" : "");
+  case Op::AllToAll:
+    return "axis_names=" + names_str(a.axis_names) + " group_size=" + std::to_string(a.group_size) +
+           " axis=" + std::to_string(a.axis) + " concat_axis=" + std::to_string(a.concat_axis);
+  case Op::Ppermute: {
+    std::string s = "axis_names=" + names_str(a.axis_names) +
+                    " group_size=" + std::to_string(a.group_size) + " pairs=[";
+    for (size_t i = 0; i < a.pairs.size(); ++i)
+      s += (i ? ", (" : "(") + std::to_string(a.pairs[i].first) + ", " +
+           std::to_string(a.pairs[i].second) + ")";
+    return s + "]";
+  }
   }
   return "";
 }

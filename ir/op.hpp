@@ -31,12 +31,14 @@ enum class OpFamily : uint8_t {
   Reduce,
   Scan,
   Dot,
-  Index
+  Index,
+  Collective
 };
 
 const char* op_name(Op op); // the text name, e.g. "dot_general"
 int op_arity(Op op);        // -1 for variadic
 OpFamily op_family(Op op);
+inline bool is_collective(Op op) { return op_family(op) == OpFamily::Collective; }
 inline bool is_elementwise(Op op) {
   OpFamily f = op_family(op);
   return f == OpFamily::Unary || f == OpFamily::Binary || f == OpFamily::Compare ||
@@ -66,6 +68,11 @@ struct OpAttrs {
   bool reverse = false;                         // cumsum
   DotDims dot;                                  // dot_general
   ScatterMode mode = ScatterMode::Set;          // scatter
+  std::vector<std::string> axis_names;          // collectives: the mesh axes, major first
+  int64_t group_size = 1;                       // collectives: product of those axes' sizes
+  bool tiled = false;                           // all_gather, psum_scatter
+  int64_t concat_axis = 0;                      // all_to_all
+  std::vector<std::pair<int64_t, int64_t>> pairs; // ppermute: (source, destination) ranks
   bool operator==(const OpAttrs&) const = default;
 };
 

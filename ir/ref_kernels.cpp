@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "ir/ref_math.hpp"
 #include "ir/ref_util.hpp"
 
 namespace pxl {
@@ -66,6 +67,21 @@ template <class T> T shift_right_arithmetic(T a, T s) {
     return n >= 32 ? T(0) : T(a >> n);
 }
 
+// Calls f32(v) or f64(v) by the compute type (half types compute in float32).
+template <class F32, class F64> auto by_width(F32 f32, F64 f64) {
+  return [=](auto v) {
+    if constexpr (std::is_same_v<decltype(v), double>)
+      return f64(v);
+    else
+      return f32(v);
+  };
+}
+
+xla::Round rounding_of(DType d) {
+  return d == DType::Float16 ? xla::Round::F16
+                             : (d == DType::BFloat16 ? xla::Round::BF16 : xla::Round::F32);
+}
+
 Array select(const Array& p, const Array& t, const Array& f, Array out) {
   const auto* ps = p.as<uint8_t>();
   bool scalar_pred = p.ndim() == 0;
@@ -104,19 +120,22 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
         return -v;
     });
   case Op::Exp:
-    return un.template operator()<kFloat>([](auto v) { return std::exp(v); });
+    return un.template operator()<kFloat>(by_width(xla::exp_f32, xla::exp_f64));
   case Op::Log:
-    return un.template operator()<kFloat>([](auto v) { return std::log(v); });
+    return un.template operator()<kFloat>(
+        by_width(xla::log_f32, [](double v) { return std::log(v); }));
   case Op::Log1p:
-    return un.template operator()<kFloat>([](auto v) { return std::log1p(v); });
+    return un.template operator()<kFloat>(by_width(xla::log1p_f32, xla::log1p_f64));
   case Op::Expm1:
-    return un.template operator()<kFloat>([](auto v) { return std::expm1(v); });
+    return un.template operator()<kFloat>(
+        by_width([r = rounding_of(in[0].dtype())](float v) { return xla::expm1_f32(v, r); },
+                 xla::expm1_f64));
   case Op::Sqrt:
     return un.template operator()<kFloat>([](auto v) { return std::sqrt(v); });
   case Op::Rsqrt:
-    return un.template operator()<kFloat>([](auto v) { return decltype(v)(1) / std::sqrt(v); });
+    return un.template operator()<kFloat>(by_width(xla::rsqrt_f32, xla::rsqrt_f64));
   case Op::Tanh:
-    return un.template operator()<kFloat>([](auto v) { return std::tanh(v); });
+    return un.template operator()<kFloat>(by_width(xla::tanh_f32, xla::tanh_f64));
   case Op::Sin:
     return un.template operator()<kFloat>([](auto v) { return std::sin(v); });
   case Op::Cos:
@@ -154,9 +173,11 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
     return un.template operator()<kFloat, true>([](auto v) { return std::isfinite(v); });
   case Op::Logistic:
     return un.template operator()<kFloat>(
-        [](auto v) { return decltype(v)(1) / (decltype(v)(1) + std::exp(-v)); });
+        by_width([r = rounding_of(in[0].dtype())](float v) { return xla::logistic_f32(v, r); },
+                 xla::logistic_f64));
   case Op::Erf:
-    return un.template operator()<kFloat>([](auto v) { return std::erf(v); });
+    return un.template operator()<kFloat>(
+        by_width(xla::erf_f32, [](double v) { return std::erf(v); }));
   case Op::Not:
     return un.template operator()<kBool | kInt>([](auto v) {
       if constexpr (std::is_same_v<decltype(v), bool>)
@@ -291,6 +312,16 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
     return take(in[0], in[1], a, oa);
   case Op::Scatter:
     return scatter(in[0], in[1], in[2], a, oa);
+  case Op::Psum:
+  case Op::Pmax:
+  case Op::Pmin:
+  case Op::AllGather:
+  case Op::PsumScatter:
+  case Op::Ppermute:
+  case Op::AllToAll:
+  case Op::AxisIndex:
+    // Collectives need the other devices: their kernel is the SPMD executor's.
+    break;
   }
   internal_error(__FILE__, __LINE__, std::string("no reference kernel for ") + op_name(op));
 }
@@ -298,6 +329,7 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
 } // namespace
 
 Array eval_ref(Op op, const OpAttrs& a, std::span<const Array> in) {
+  xla::ScopedFlushDenormal ftz; // XLA's CPU runtime flushes denormals to zero
   Array out = eval(op, a, in);
   int device = in.empty() ? 0 : in[0].device(); // results stay on their operands' device
   return out.device() == device ? out : out.on_device(device);

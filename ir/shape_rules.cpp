@@ -297,6 +297,74 @@ AVal scatter(Op op, const OpAttrs& a, const AVal& x, const AVal& idx, const AVal
   return x;
 }
 
+// Collectives. Messages name the collective and the sizes involved (DESIGN §3:
+// all_to_all/psum_scatter sizes, ppermute pairs).
+AVal collective(Op op, const OpAttrs& a, std::span<const AVal> in) {
+  if (a.group_size < 1) fail(ErrCode::Internal, op, "group size not set");
+  if (op == Op::AxisIndex) return {DType::Int32, {}, false};
+  const AVal& x = in[0];
+  int64_t g = a.group_size;
+  switch (op) {
+  case Op::Psum:
+  case Op::Pmax:
+  case Op::Pmin:
+    if (x.dtype == DType::Bool && op != Op::Psum) check_dtype(op, x.dtype, kNum);
+    return x;
+  case Op::AllGather: {
+    AVal out = x;
+    if (a.tiled) {
+      check_axis(op, a.axis, x.ndim());
+      out.shape[a.axis] *= g;
+    } else {
+      if (a.axis < 0 || a.axis > x.ndim())
+        fail(ErrCode::Axis, op, "axis " + std::to_string(a.axis) + " is out of range for an operand of rank " + std::to_string(x.ndim()));
+      out.shape.insert(out.shape.begin() + a.axis, g);
+    }
+    return out;
+  }
+  case Op::PsumScatter: {
+    check_axis(op, a.axis, x.ndim());
+    AVal out = x;
+    int64_t n = x.shape[a.axis];
+    if (a.tiled) {
+      if (n % g != 0)
+        fail(ErrCode::Shape, op, "scatter dimension " + std::to_string(a.axis) + " of shape " + shape_str(x.shape) + " has size " + std::to_string(n) + ", which is not divisible by the axis size " + std::to_string(g));
+      out.shape[a.axis] = n / g;
+    } else {
+      if (n != g)
+        fail(ErrCode::Shape, op, "scatter dimension " + std::to_string(a.axis) + " of shape " + shape_str(x.shape) + " has size " + std::to_string(n) + ", but psum_scatter without tiled=True needs it to equal the axis size " + std::to_string(g));
+      out.shape.erase(out.shape.begin() + a.axis);
+    }
+    return out;
+  }
+  case Op::AllToAll: {
+    check_axis(op, a.axis, x.ndim());
+    check_axis(op, a.concat_axis, x.ndim());
+    int64_t n = x.shape[a.axis];
+    if (n % g != 0)
+      fail(ErrCode::Shape, op, "split axis " + std::to_string(a.axis) + " of shape " + shape_str(x.shape) + " has size " + std::to_string(n) + ", which is not divisible by the axis size " + std::to_string(g));
+    AVal out = x;
+    out.shape[a.axis] = n / g;
+    out.shape[a.concat_axis] *= g;
+    return out;
+  }
+  case Op::Ppermute: {
+    std::vector<bool> src(g, false), dst(g, false);
+    for (auto [s, d] : a.pairs) {
+      if (s < 0 || s >= g || d < 0 || d >= g)
+        fail(ErrCode::Value, op, "pair (" + std::to_string(s) + ", " + std::to_string(d) + ") is out of range for an axis of size " + std::to_string(g));
+      if (src[s]) fail(ErrCode::Value, op, "source " + std::to_string(s) + " appears in more than one pair");
+      if (dst[d]) fail(ErrCode::Value, op, "destination " + std::to_string(d) + " appears in more than one pair");
+      src[s] = dst[d] = true;
+    }
+    return x;
+  }
+  default:
+    break;
+  }
+  fail(ErrCode::Internal, op, "not a collective");
+}
+
 } // namespace
 
 AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
@@ -409,6 +477,15 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
     return take(op, a, in[0], in[1]);
   case Op::Scatter:
     return scatter(op, a, in[0], in[1], in[2]);
+  case Op::Psum:
+  case Op::Pmax:
+  case Op::Pmin:
+  case Op::AllGather:
+  case Op::PsumScatter:
+  case Op::Ppermute:
+  case Op::AllToAll:
+  case Op::AxisIndex:
+    return collective(op, a, in);
   }
   fail(ErrCode::Internal, op, "no shape rule");
 }

@@ -9,14 +9,19 @@
 
 #include "ir/aval.hpp"
 #include "ir/op.hpp"
+#include "lang/source.hpp"
 #include "runtime/array.hpp"
 
 namespace pxl {
 
+struct ShardedData; // runtime/sharded.hpp
+
 struct TensorImpl {
   AVal aval;
-  std::optional<Array> concrete; // set for eager values
-  int64_t trace_id = -1;         // set for traced values (issue: SPMD core)
+  std::optional<Array> concrete;              // set for eager single-device values
+  std::shared_ptr<const ShardedData> sharded; // set for values spread over a mesh
+  const void* trace = nullptr;                // the TraceContext that owns a traced value
+  int64_t trace_id = -1;                      // its value id in that trace's Function
 };
 using Tensor = std::shared_ptr<const TensorImpl>;
 
@@ -37,6 +42,10 @@ public:
   virtual const Array& concrete(const Tensor& t) = 0;
   // Wraps a host array as a tensor (a constant when tracing).
   virtual Tensor constant(Array a) = 0;
+
+  // The .pxl source location of the operation being bound; the interpreter sets
+  // it so that traced IR and errors point at the user's code.
+  Span loc;
 };
 
 } // namespace pxl

@@ -18,6 +18,7 @@ InterpreterImpl::InterpreterImpl(InterpOptions opts)
     : opts_(opts), out_(opts.out ? opts.out : &std::cout), err_(opts.err ? opts.err : &std::cerr),
       platform_(opts.num_devices) {
   ops_ = std::make_unique<EagerContext>();
+  ops_stack_.push_back(ops_.get());
   ellipsis_ = Value::object(std::make_shared<EllipsisObj>());
   builtins_ = std::make_shared<Env>();
   install_builtins();

@@ -57,7 +57,10 @@ public:
   Value import_module(const std::string& dotted, const Span& where, const std::string& from_dir);
 
   // ---- arrays ----
-  OpContext& ops() { return *ops_; }
+  // The context array operations go to: eager, or the innermost active trace.
+  OpContext& ops() { return *ops_stack_.back(); }
+  void push_ops(OpContext* c) { ops_stack_.push_back(c); }
+  void pop_ops() { ops_stack_.pop_back(); }
   Platform& platform() { return platform_; }
   // Value -> Tensor: arrays as is, Python scalars weakly typed, nested lists/tuples.
   Tensor to_tensor(const Value& v, const Span& where, std::optional<DType> dtype = {});
@@ -78,7 +81,8 @@ private:
   std::ostream* out_;
   std::ostream* err_;
   Platform platform_;
-  std::unique_ptr<OpContext> ops_;
+  std::unique_ptr<OpContext> ops_;       // the eager context
+  std::vector<OpContext*> ops_stack_;
   EnvPtr builtins_;
   EnvPtr globals_;
   std::map<std::string, Value> modules_;        // host (stdlib) modules by dotted name
@@ -94,6 +98,16 @@ private:
 public:
   void check_stack(const Span& where);
   void set_stack_base();
+};
+
+// Sets the source location of the array operations bound while it lives.
+struct LocScope {
+  OpContext& cx;
+  Span saved;
+  LocScope(OpContext& c, const Span& s) : cx(c), saved(c.loc) {
+    if (s.valid()) cx.loc = s;
+  }
+  ~LocScope() { cx.loc = saved; }
 };
 
 // Every stdlib module registers itself through one of these (stdlib/*.cpp).

@@ -140,6 +140,7 @@ Value InterpreterImpl::call(const Value& fn, CallArgs& args, const Span& where) 
   }
   case ObjKind::Builtin: {
     try {
+      LocScope loc(ops(), where);
       return fn.as<BuiltinObj>()->fn(*this, args);
     } catch (Error& e) {
       e.set_span_if_missing(where);
@@ -169,6 +170,17 @@ Value InterpreterImpl::call(const Value& fn, CallArgs& args, const Span& where) 
     // jnp.float32(3) / jnp.int32(x): a conversion to an array of that dtype.
     ArgReader r(dtype_name(fn.as<DTypeObj>()->dtype), args, {"x"}, 1);
     return make_array(np_astype_value(*this, r[0], fn.as<DTypeObj>()->dtype, where));
+  }
+  case ObjKind::Opaque: {
+    Value out;
+    try {
+      LocScope loc(ops(), where);
+      if (fn.as<OpaqueObj>()->call(*this, args, where, out)) return out;
+    } catch (Error& e) {
+      e.set_span_if_missing(where);
+      throw;
+    }
+    break;
   }
   default: break;
   }
@@ -309,7 +321,10 @@ Value InterpreterImpl::get_item(const Value& obj, const Value& index, const Span
       int64_t i = normalize_index(index.as_int(), r->size(), "range object", where);
       return Value::integer(r->start + i * r->step);
     }
-    case ObjKind::Array: return array_get_item(*this, obj, index, where);
+    case ObjKind::Array: {
+      LocScope loc(ops(), where);
+      return array_get_item(*this, obj, index, where);
+    }
     case ObjKind::AtProxy: {
       auto* p = obj.as<AtProxyObj>();
       if (!p->has_index)

@@ -88,6 +88,7 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
          !b.is_obj(ObjKind::Tuple)))
       unsupported(sym, a, b, where);
     try {
+      LocScope loc(ops(), where);
       Tensor x = to_tensor(a, where), y = to_tensor(b, where);
       if (op == BinOpKind::MatMul) return make_array(np::matmul(ops(), x, y));
       if (op == BinOpKind::LShift || op == BinOpKind::RShift)
@@ -221,6 +222,7 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
 Value InterpreterImpl::unary_op(UnaryOpKind op, const Value& a, const Span& where) {
   if (a.is_obj(ObjKind::Array)) {
     try {
+      LocScope loc(ops(), where);
       const Tensor& t = a.as<ArrayObj>()->tensor;
       switch (op) {
       case UnaryOpKind::Neg: return make_array(np::unary(ops(), np::UnOp::Neg, t));
@@ -296,6 +298,7 @@ Value InterpreterImpl::compare(CmpOpKind op, const Value& a, const Value& b, con
   if (a.is_obj(ObjKind::Array) || b.is_obj(ObjKind::Array)) {
     if ((a.is_number() || a.is_obj(ObjKind::Array)) && (b.is_number() || b.is_obj(ObjKind::Array))) {
       try {
+        LocScope loc(ops(), where);
         return make_array(np::binary(ops(), cmp_to_np(op), to_tensor(a, where), to_tensor(b, where)));
       } catch (Error& e) {
         e.set_span_if_missing(where);

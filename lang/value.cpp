@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "runtime/format.hpp"
+#include "runtime/sharded.hpp"
 
 namespace pxl {
 
@@ -190,7 +191,10 @@ std::string type_name(const Value& v) {
   case ObjKind::Builtin: return "builtin_function_or_method";
   case ObjKind::BoundMethod: return "method";
   case ObjKind::Module: return "module";
-  case ObjKind::Array: return "Array";
+  case ObjKind::Array: {
+    const Tensor& t = v.as<ArrayObj>()->tensor;
+    return t->sharded && t->sharded->spans_devices() ? "ShardedArray" : "Array";
+  }
   case ObjKind::Slice: return "slice";
   case ObjKind::Ellipsis: return "ellipsis";
   case ObjKind::DType: return "dtype";
@@ -236,6 +240,7 @@ static std::string repr_depth(const Value& v, int depth) {
   case ObjKind::Array: {
     const Tensor& t = v.as<ArrayObj>()->tensor;
     if (t->concrete) return array_repr(*t->concrete);
+    if (t->sharded) return array_repr(t->sharded->assemble());
     return "Traced<" + std::string(dtype_name(t->aval.dtype)) + shape_str(t->aval.shape) + ">";
   }
   case ObjKind::Slice: {
@@ -281,6 +286,7 @@ std::string str(const Value& v) {
   if (v.is_obj(ObjKind::Array)) {
     const Tensor& t = v.as<ArrayObj>()->tensor;
     if (t->concrete) return array_str(*t->concrete);
+    if (t->sharded) return array_str(t->sharded->assemble());
   }
   return repr(v);
 }

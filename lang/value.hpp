@@ -232,6 +232,8 @@ struct OpaqueObj : Object {
   virtual bool get_attr(InterpreterImpl&, const std::string&, Value&) { return false; }
   virtual std::vector<std::string> attr_names() const { return {}; }
   virtual bool equals(const OpaqueObj& other) const { return this == &other; }
+  // Callable objects (pmap'd functions, ...) return true and set `out`.
+  virtual bool call(InterpreterImpl&, CallArgs&, const Span&, Value&) { return false; }
 };
 
 // Construction helpers.

@@ -90,9 +90,12 @@ template <class Tr>
 void reduce_kind(ReduceKind kind, const void* const* ins, int nins, void* const* outs, int nouts,
                  int64_t n) {
   switch (kind) {
-  case ReduceKind::Sum: return reduce_typed<Tr, SumOp>(ins, nins, outs, nouts, n);
-  case ReduceKind::Max: return reduce_typed<Tr, MaxOp>(ins, nins, outs, nouts, n);
-  case ReduceKind::Min: return reduce_typed<Tr, MinOp>(ins, nins, outs, nouts, n);
+  case ReduceKind::Sum:
+    return reduce_typed<Tr, SumOp>(ins, nins, outs, nouts, n);
+  case ReduceKind::Max:
+    return reduce_typed<Tr, MaxOp>(ins, nins, outs, nouts, n);
+  case ReduceKind::Min:
+    return reduce_typed<Tr, MinOp>(ins, nins, outs, nouts, n);
   }
 }
 
@@ -105,13 +108,18 @@ void reduce(DType dtype, ReduceKind kind, const void* const* ins, int nins, void
     if (kind == ReduceKind::Min)
       return reduce_typed<Plain<uint8_t, uint8_t>, AndOp>(ins, nins, outs, nouts, n);
     return reduce_typed<Plain<uint8_t, uint8_t>, OrOp>(ins, nins, outs, nouts, n);
-  case DType::Int32: return reduce_kind<Plain<int32_t, int32_t>>(kind, ins, nins, outs, nouts, n);
+  case DType::Int32:
+    return reduce_kind<Plain<int32_t, int32_t>>(kind, ins, nins, outs, nouts, n);
   case DType::UInt32:
     return reduce_kind<Plain<uint32_t, uint32_t>>(kind, ins, nins, outs, nouts, n);
-  case DType::Float16: return reduce_kind<Half>(kind, ins, nins, outs, nouts, n);
-  case DType::BFloat16: return reduce_kind<BHalf>(kind, ins, nins, outs, nouts, n);
-  case DType::Float32: return reduce_kind<Plain<float, float>>(kind, ins, nins, outs, nouts, n);
-  case DType::Float64: return reduce_kind<Plain<double, double>>(kind, ins, nins, outs, nouts, n);
+  case DType::Float16:
+    return reduce_kind<Half>(kind, ins, nins, outs, nouts, n);
+  case DType::BFloat16:
+    return reduce_kind<BHalf>(kind, ins, nins, outs, nouts, n);
+  case DType::Float32:
+    return reduce_kind<Plain<float, float>>(kind, ins, nins, outs, nouts, n);
+  case DType::Float64:
+    return reduce_kind<Plain<double, double>>(kind, ins, nins, outs, nouts, n);
   }
 }
 

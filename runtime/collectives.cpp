@@ -33,19 +33,25 @@ enum class Op : uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll, Ppermut
 
 const char* op_name(Op op) {
   switch (op) {
-  case Op::AllReduce: return "all_reduce";
-  case Op::AllGather: return "all_gather";
-  case Op::ReduceScatter: return "reduce_scatter";
-  case Op::AllToAll: return "all_to_all";
-  case Op::Ppermute: return "ppermute";
-  case Op::Barrier: return "barrier";
+  case Op::AllReduce:
+    return "all_reduce";
+  case Op::AllGather:
+    return "all_gather";
+  case Op::ReduceScatter:
+    return "reduce_scatter";
+  case Op::AllToAll:
+    return "all_to_all";
+  case Op::Ppermute:
+    return "ppermute";
+  case Op::Barrier:
+    return "barrier";
   }
   return "?";
 }
 
 // What each thread says it is calling; compared after the first barrier so a
 // program whose devices diverge fails loudly instead of mixing up buffers.
-struct alignas(64) CallDesc {
+struct CallDesc {
   Op op = Op::Barrier;
   ReduceKind kind = ReduceKind::Sum;
   DType dtype = DType::Float32;
@@ -53,6 +59,11 @@ struct alignas(64) CallDesc {
   uint64_t layout_hash = 0;
   uint64_t perm_hash = 0;
   bool operator==(const CallDesc&) const = default;
+};
+
+// One per thread, on its own cache line: every thread writes its own.
+struct alignas(64) PaddedDesc {
+  CallDesc d;
 };
 
 struct Slot {
@@ -115,10 +126,11 @@ struct CommWorld::Impl {
     // Staging: both parities, every participant. Capped so a pmap over
     // thousands of elements does not pin hundreds of MiB; larger inputs take
     // the two-barrier path, which stages nothing.
-    small_bytes = std::clamp<size_t>((32u << 20) / size_t(num_participants), 256, 8192) & ~size_t(63);
+    small_bytes =
+        std::clamp<size_t>((32u << 20) / size_t(num_participants), 256, 8192) & ~size_t(63);
     for (int p = 0; p < 2; ++p) {
       slots[p].resize(size_t(num_participants));
-      descs[p].reset(new CallDesc[size_t(num_threads)]);
+      descs[p].reset(new PaddedDesc[size_t(num_threads)]);
       staging[p].reset(new (std::align_val_t(64)) std::byte[small_bytes * num_participants]);
     }
     threads.reset(new PerThread[size_t(num_threads)]);
@@ -133,7 +145,7 @@ struct CommWorld::Impl {
   const long long timeout_ms;
   size_t small_bytes = 0;
   std::vector<Slot> slots[2];
-  std::unique_ptr<CallDesc[]> descs[2];
+  std::unique_ptr<PaddedDesc[]> descs[2];
   std::unique_ptr<std::byte[], AlignedDelete> staging[2];
   std::unique_ptr<PerThread[]> threads;
 
@@ -151,8 +163,7 @@ struct CommWorld::Impl {
     auto describe = [&](const std::vector<int>& missing) {
       std::string s = site_text(site) + " timed out after " + std::to_string(timeout_ms) +
                       " ms: device" + (missing.size() == 1 ? " " : "s ");
-      for (size_t i = 0; i < missing.size(); ++i)
-        s += (i ? ", " : "") + std::to_string(missing[i]);
+      for (size_t i = 0; i < missing.size(); ++i) s += (i ? ", " : "") + std::to_string(missing[i]);
       s += " of " + std::to_string(num_threads) +
            " never reached it (every device must run the same collectives in the same order)";
       return s;
@@ -166,18 +177,20 @@ struct CommWorld::Impl {
             const CollectiveSite& site, const std::vector<std::pair<int, int>>* perm);
   // After the first barrier: every thread must be making the same call.
   void check_agreement(int parity, int thread, const CollectiveSite& site) {
-    const CallDesc* d = descs[parity].get();
+    const PaddedDesc* d = descs[parity].get();
     for (int t = 1; t < num_threads; ++t) {
-      if (d[t] == d[0]) continue;
+      if (d[t].d == d[0].d) continue;
       std::string msg = site_text(site) + ": devices disagree on the collective: device 0 called " +
-                        describe_call(d[0]) + ", device " + std::to_string(t) + " called " +
-                        describe_call(d[t]);
+                        describe_call(d[0].d) + ", device " + std::to_string(t) + " called " +
+                        describe_call(d[t].d);
       rv.abort(msg);
       fail(site);
     }
     (void)thread;
   }
-  std::byte* stage(int parity, int pid) { return staging[parity].get() + size_t(pid) * small_bytes; }
+  std::byte* stage(int parity, int pid) {
+    return staging[parity].get() + size_t(pid) * small_bytes;
+  }
 
   void run(int thread, std::span<const LocalBuffers> mine, const GroupLayout& g, CallDesc desc,
            const CollectiveSite& site, const std::vector<std::pair<int, int>>* perm = nullptr);
@@ -246,7 +259,7 @@ int CommWorld::Impl::begin(int thread, std::span<const LocalBuffers> mine, const
         if (!b.in || !b.out) misuse(site, "null buffer");
   }
   int parity = int(me.calls++ & 1);
-  descs[parity][thread] = desc;
+  descs[parity][thread].d = desc;
   return parity;
 }
 
@@ -254,7 +267,7 @@ void CommWorld::Impl::run(int thread, std::span<const LocalBuffers> mine, const 
                           CallDesc desc, const CollectiveSite& site,
                           const std::vector<std::pair<int, int>>* perm) {
   int parity = begin(thread, mine, g, desc, site, perm);
-  const CallDesc& d = descs[parity][thread];
+  const CallDesc& d = descs[parity][thread].d;
   if (d.op == Op::Barrier) {
     arrive(thread, site);
     check_agreement(parity, thread, site);
@@ -317,7 +330,8 @@ void CommWorld::Impl::run_small(int parity, int thread, std::span<const LocalBuf
         std::memset(out, 0, size_t(d.count) * esz);
       break;
     }
-    case Op::Barrier: break;
+    case Op::Barrier:
+      break;
     }
   }
 }
@@ -380,7 +394,8 @@ void CommWorld::Impl::run_large(int parity, int thread, const GroupLayout& g, co
         std::memset(out(grp, r) + off, 0, bytes);
       break;
     }
-    case Op::Barrier: break;
+    case Op::Barrier:
+      break;
     }
   });
 }
@@ -405,9 +420,8 @@ void CommWorld::all_gather(int thread, std::span<const LocalBuffers> mine, const
                            DType dtype, int64_t count, const CollectiveSite& site) {
   impl_->run(thread, mine, g, {Op::AllGather, ReduceKind::Sum, dtype, count, 0, 0}, site);
 }
-void CommWorld::reduce_scatter(int thread, std::span<const LocalBuffers> mine,
-                               const GroupLayout& g, DType dtype, int64_t count,
-                               const CollectiveSite& site) {
+void CommWorld::reduce_scatter(int thread, std::span<const LocalBuffers> mine, const GroupLayout& g,
+                               DType dtype, int64_t count, const CollectiveSite& site) {
   impl_->run(thread, mine, g, {Op::ReduceScatter, ReduceKind::Sum, dtype, count, 0, 0}, site);
 }
 void CommWorld::all_to_all(int thread, std::span<const LocalBuffers> mine, const GroupLayout& g,

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "lang/diag.hpp"
+#include "runtime/sharded.hpp"
 
 namespace pxl {
 
@@ -19,6 +20,8 @@ Tensor EagerContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> i
 
 const Array& EagerContext::concrete(const Tensor& t) {
   PXL_ASSERT(t != nullptr, "null tensor");
+  // A sharded array is pulled to the host (device 0) as a whole.
+  if (!t->concrete && t->sharded) return t->sharded->assemble();
   if (!t->concrete)
     throw Error(
         ErrCode::ConcreteValue,

@@ -95,8 +95,8 @@ std::vector<std::string> PartitionSpec::axes() const {
   return out;
 }
 
-Block block_of(const Mesh& mesh, const PartitionSpec& spec, const Shape& global, int64_t pos) {
-  Block b{std::vector<int64_t>(global.size(), 0), global};
+ShardBlock block_of(const Mesh& mesh, const PartitionSpec& spec, const Shape& global, int64_t pos) {
+  ShardBlock b{std::vector<int64_t>(global.size(), 0), global};
   for (size_t d = 0; d < spec.entries.size() && d < global.size(); ++d) {
     const auto& axes = spec.entries[d];
     if (axes.empty()) continue;

@@ -45,13 +45,13 @@ struct PartitionSpec {
 };
 
 // How a global array is split: per device, the block's start offsets and shape.
-struct Block {
+struct ShardBlock {
   std::vector<int64_t> start;
   Shape shape;
 };
 
 // The block of `global` that device `pos` holds under `spec` (shape rule, no checks).
-Block block_of(const Mesh& mesh, const PartitionSpec& spec, const Shape& global, int64_t pos);
+ShardBlock block_of(const Mesh& mesh, const PartitionSpec& spec, const Shape& global, int64_t pos);
 // The per-device block shape (every device's is the same).
 Shape block_shape(const Mesh& mesh, const PartitionSpec& spec, const Shape& global);
 // Checks a spec against a mesh and a global shape; the message names the

@@ -37,8 +37,8 @@ void futex_wait_until(std::atomic<uint32_t>& word, uint32_t expected,
   auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
   timespec ts{time_t(ns / 1000000000), long(ns % 1000000000)};
   // Relative timeout on CLOCK_MONOTONIC, the clock steady_clock uses.
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, &ts,
-          nullptr, 0);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, &ts, nullptr,
+          0);
 }
 
 void futex_wake_all(std::atomic<uint32_t>& word) {

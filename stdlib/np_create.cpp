@@ -124,9 +124,14 @@ Tensor linspace(OpContext& cx, double start, double stop, int64_t num, bool endp
     throw Error(ErrCode::Value,
                 "linspace: number of samples, " + std::to_string(num) + ", must be non-negative");
   DType d = dtype ? *dtype : DType::Float32;
-  // JAX's formula: start * (1 - t) + stop * t with t = i / div, in float32 (float64
-  // for a float64 result); integer results are floored.
+  // JAX's formula start * (1 - t) + stop * t with t = i / div, as XLA compiles
+  // it: the division becomes a multiply by r = 1 / div, stop * t is reassociated to
+  // (stop * r) * i and the final add is fused into an fma. For small `num` XLA
+  // unrolls the loop and constant-folds 1 - i * r; for larger ones 1 - i * r is
+  // itself an fma. float32 is the computation type for float16/bfloat16/int too
+  // (an approximation for the half types, which XLA computes step by step).
   int64_t div = endpoint ? num - 1 : num;
+  bool folded = num <= 375;
   Array a(d, {num});
   for (int64_t i = 0; i < num; ++i) {
     double v;
@@ -135,12 +140,14 @@ Tensor linspace(OpContext& cx, double start, double stop, int64_t num, bool endp
     } else if (endpoint && i == num - 1) {
       v = stop;
     } else if (d == DType::Float64) {
-      double t = static_cast<double>(i) / static_cast<double>(div);
-      v = start * (1 - t) + stop * t;
+      double r = 1.0 / static_cast<double>(div), fi = static_cast<double>(i);
+      double c = folded ? 1.0 - fi * r : std::fma(-fi, r, 1.0);
+      v = std::fma(stop * r, fi, start * c);
     } else {
-      float t = static_cast<float>(i) / static_cast<float>(div);
       float fs = static_cast<float>(start), fe = static_cast<float>(stop);
-      v = fs * (1.0f - t) + fe * t;
+      float r = 1.0f / static_cast<float>(div), fi = static_cast<float>(i);
+      float c = folded ? 1.0f - fi * r : std::fma(-fi, r, 1.0f);
+      v = std::fma(fe * r, fi, fs * c);
     }
     if (!is_floating(d) && d != DType::Bool) v = std::floor(v);
     a.set(i, Scalar::of_float(v));

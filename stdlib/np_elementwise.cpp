@@ -202,6 +202,12 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
   case BinOp::Mul:
     return p2(cx, is_bool ? Op::And : Op::Mul, a, b);
   case BinOp::TrueDiv:
+    if (is_floating(p.dtype) && av(b0).shape != shape) {
+      // XLA's algebraic simplifier rewrites A / broadcast(B) as A * broadcast(1 / B).
+      Tensor bc = convert(cx, b0, p.dtype, p.weak);
+      Tensor inv = p2(cx, Op::Div, like(cx, bc, Scalar::of_int(1)), bc);
+      return p2(cx, Op::Mul, a, broadcast(cx, inv, shape, fn));
+    }
     return p2(cx, Op::Div, a, b);
   case BinOp::FloorDiv:
     return floor_divide(cx, a, b);

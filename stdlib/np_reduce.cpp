@@ -42,6 +42,13 @@ int64_t count(const Shape& s, const std::vector<int64_t>& axes) {
   return n;
 }
 
+// 1 / n rounded to `compute` (as XLA constant-folds it), filled to the shape of `like`.
+Tensor reciprocal_of_count(OpContext& cx, int64_t n, DType compute, const AVal& like) {
+  double inv = compute == DType::Float64 ? 1.0 / static_cast<double>(n)
+                                         : static_cast<double>(1.0f / static_cast<float>(n));
+  return fill(cx, like.shape, Scalar::of_float(inv), compute, like.weak);
+}
+
 // Mean along axes in a float type (half types computed in float32, as jnp does).
 Tensor mean_impl(OpContext& cx, const Tensor& x, const std::vector<int64_t>& axes) {
   DType d = av(x).dtype;
@@ -49,9 +56,9 @@ Tensor mean_impl(OpContext& cx, const Tensor& x, const std::vector<int64_t>& axe
   DType result = is_floating(d) ? d : DType::Float32;
   Tensor xc = convert(cx, x, compute, av(x).weak);
   Tensor s = reduce_axes(cx, Op::ReduceSum, xc, axes);
-  Tensor n = fill(cx, av(s).shape, Scalar::of_float(static_cast<double>(count(av(x).shape, axes))),
-                  compute, av(s).weak);
-  return convert(cx, bind(cx, Op::Div, {}, {s, n}), result, false);
+  // XLA rewrites the division by the constant count as a multiply by its reciprocal.
+  Tensor inv = reciprocal_of_count(cx, count(av(x).shape, axes), compute, av(s));
+  return convert(cx, bind(cx, Op::Mul, {}, {s, inv}), result, false);
 }
 
 } // namespace
@@ -131,9 +138,8 @@ Tensor var(OpContext& cx, const Tensor& x, const Axes& axes0, bool keepdims, int
   Tensor mu = keep_dims(cx, mean_impl(cx, xc, axes), av(x).shape, axes);
   Tensor centered = bind(cx, Op::Sub, {}, {xc, broadcast(cx, mu, av(x).shape, "var")});
   Tensor ss = reduce_axes(cx, Op::ReduceSum, bind(cx, Op::Mul, {}, {centered, centered}), axes);
-  double n = static_cast<double>(count(av(x).shape, axes) - ddof);
-  Tensor r = bind(cx, Op::Div, {},
-                  {ss, fill(cx, av(ss).shape, Scalar::of_float(n), compute, av(ss).weak)});
+  Tensor r = bind(cx, Op::Mul, {},
+                  {ss, reciprocal_of_count(cx, count(av(x).shape, axes) - ddof, compute, av(ss))});
   r = convert(cx, r, result, false);
   return keepdims ? keep_dims(cx, r, av(x).shape, axes) : r;
 }

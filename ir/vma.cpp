@@ -1,0 +1,40 @@
+#include "ir/vma.hpp"
+
+namespace pxl {
+
+AxisSet infer_vma(Op op, std::span<const AxisSet> operands, AxisSet named) {
+  AxisSet all = 0;
+  for (AxisSet s : operands) all |= s;
+  switch (op_family(op)) {
+  case OpFamily::Unary:
+  case OpFamily::Binary:
+  case OpFamily::Compare:
+  case OpFamily::Select:
+  case OpFamily::Convert:
+  case OpFamily::Creation:
+  case OpFamily::Structural:
+  case OpFamily::Reduce:
+  case OpFamily::Scan:
+  case OpFamily::Dot:
+  case OpFamily::Index:
+    return all;
+  case OpFamily::Collective:
+    break;
+  }
+  switch (op) {
+  case Op::Psum:
+  case Op::Pmax:
+  case Op::Pmin:
+  case Op::AllGather:
+    return all & ~named; // every device of the group now holds the same data
+  case Op::PsumScatter:
+  case Op::Ppermute:
+  case Op::AllToAll:
+  case Op::AxisIndex:
+    return all | named;
+  default:
+    return all;
+  }
+}
+
+} // namespace pxl

@@ -1,0 +1,40 @@
+// Tracing: while a function handed to pmap/shard_map runs, its array operations
+// are recorded into an IR Function instead of being computed. Python-level
+// control flow runs as usual (at trace time); a traced value's contents are not
+// available (bool(), float(), printing them is an error with a hint).
+#pragma once
+#include <string>
+
+#include "ir/function.hpp"
+#include "ir/tensor.hpp"
+
+namespace pxl {
+
+class TraceContext : public OpContext {
+public:
+  // `what` names the transformation in errors ("pmap", "shard_map").
+  TraceContext(Function& fn, OpContext& outer, std::string what);
+
+  // A new function input with the given per-device type and vma.
+  Tensor add_param(const AVal& aval, AxisSet vma, const Span& loc, std::string origin);
+  // The IR value id of `t`, capturing eager arrays as replicated constants.
+  int value_of(const Tensor& t);
+  bool owns(const Tensor& t) const { return t && t->trace == this; }
+  const std::string& what() const { return what_; }
+  Function& function() { return fn_; }
+  const std::vector<Array>& captured() const { return captured_; }
+
+  Tensor bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) override;
+  const Array& concrete(const Tensor& t) override;
+  Tensor constant(Array a) override;
+
+private:
+  Tensor make(int id);
+  Function& fn_;
+  OpContext& outer_;
+  std::string what_;
+  std::vector<Array> captured_; // values of fn_.consts, in order
+  std::vector<std::pair<const TensorImpl*, int>> captured_ids_; // eager tensor -> const id
+};
+
+} // namespace pxl

@@ -1,0 +1,86 @@
+#include "runtime/sharded.hpp"
+
+#include <cstring>
+
+#include "lang/diag.hpp"
+
+namespace pxl {
+
+namespace {
+
+// Copies a rectangular block between row-major arrays of the same dtype:
+// `to_block` = true copies src[start + i] -> dst[i], else src[i] -> dst[start + i].
+void copy_block(const Array& big, Array& small_or_big, const Array* small_src,
+                const std::vector<int64_t>& start, const Shape& shape, bool to_block) {
+  size_t es = dtype_size(big.dtype());
+  int nd = static_cast<int>(shape.size());
+  if (shape_size(shape) == 0) return;
+  const Shape& bs = big.shape();
+  // Innermost contiguous run.
+  int64_t run = nd ? shape[nd - 1] : 1;
+  std::vector<int64_t> idx(nd, 0);
+  int64_t rows = nd ? shape_size(shape) / run : 1;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t off_big = 0, off_small = 0;
+    for (int d = 0; d < nd; ++d) {
+      off_big = off_big * bs[d] + start[d] + idx[d];
+      off_small = off_small * shape[d] + idx[d];
+    }
+    if (to_block)
+      std::memcpy(static_cast<char*>(small_or_big.data()) + off_small * es,
+                  static_cast<const char*>(big.data()) + off_big * es, run * es);
+    else
+      std::memcpy(static_cast<char*>(small_or_big.data()) + off_big * es,
+                  static_cast<const char*>(small_src->data()) + off_small * es, run * es);
+    for (int d = nd - 2; d >= 0; --d) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+} // namespace
+
+Array slice_block(const Array& src, const std::vector<int64_t>& start, const Shape& shape) {
+  Array out(src.dtype(), shape, src.weak_type());
+  copy_block(src, out, nullptr, start, shape, true);
+  return out;
+}
+
+void write_block(Array& dst, const Array& block, const std::vector<int64_t>& start) {
+  copy_block(dst, dst, &block, start, block.shape(), false);
+}
+
+const Array& ShardedData::assemble() const {
+  std::call_once(once_, [&] {
+    Array whole(global.dtype, global.shape, global.weak);
+    for (int64_t pos = 0; pos < mesh.size(); ++pos) {
+      ShardBlock b = block_of(mesh, spec, global.shape, pos);
+      write_block(whole, shards[pos], b.start);
+    }
+    whole_ = whole;
+  });
+  return whole_;
+}
+
+std::shared_ptr<ShardedData> shard_array(const Array& global, const Mesh& mesh,
+                                         const PartitionSpec& spec) {
+  auto d = std::make_shared<ShardedData>();
+  d->mesh = mesh;
+  d->spec = spec;
+  d->global = global.aval();
+  for (int64_t pos = 0; pos < mesh.size(); ++pos) {
+    ShardBlock b = block_of(mesh, spec, global.shape(), pos);
+    d->shards.push_back(slice_block(global, b.start, b.shape).on_device(mesh.device_ids[pos]));
+  }
+  return d;
+}
+
+Tensor make_sharded_tensor(std::shared_ptr<const ShardedData> data) {
+  auto t = std::make_shared<TensorImpl>();
+  t->aval = data->global;
+  t->sharded = std::move(data);
+  return t;
+}
+
+} // namespace pxl
