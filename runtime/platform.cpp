@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "lang/diag.hpp"
+#include "runtime/collectives.hpp"
 
 namespace pxl {
 
@@ -13,6 +14,13 @@ std::string Device::repr() const {
 
 Platform::Platform(int num_cpu_devices) {
   for (int i = 0; i < num_cpu_devices; ++i) devices_.push_back(Device{i, "cpu"});
+}
+
+Platform::~Platform() = default;
+
+DeviceThreads& Platform::threads() {
+  if (!threads_) threads_ = std::make_unique<DeviceThreads>(device_count());
+  return *threads_;
 }
 
 int parse_device_count(const std::string& text) {

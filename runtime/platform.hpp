@@ -1,10 +1,13 @@
 // The devices pxl runs on. A Platform is owned by an Interpreter (no global
 // state); the SPMD runtime (mesh execution, collectives) hangs off it.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace pxl {
+
+class DeviceThreads;
 
 struct Device {
   int id = 0;
@@ -15,11 +18,15 @@ struct Device {
 class Platform {
 public:
   explicit Platform(int num_cpu_devices = 8);
+  ~Platform();
   const std::vector<Device>& devices() const { return devices_; }
   int device_count() const { return static_cast<int>(devices_.size()); }
+  // The device threads SPMD programs run on (one per device, started on first use).
+  DeviceThreads& threads();
 
 private:
   std::vector<Device> devices_;
+  std::unique_ptr<DeviceThreads> threads_;
 };
 
 // Device count from --devices / PXL_DEVICES; `text` is the user's value.

@@ -5,6 +5,7 @@
 #include "lang/args.hpp"
 #include "lang/methods.hpp"
 #include "stdlib/convert.hpp"
+#include "stdlib/sharding.hpp"
 
 namespace pxl {
 
@@ -203,6 +204,7 @@ bool array_attr(InterpreterImpl& in, const Value& obj, const std::string& name, 
   if (name == "T") return out = make_array(np::transpose(in.ops(), t, std::nullopt)), true;
   if (name == "at") return out = Value::object(std::make_shared<AtProxyObj>(obj, Value(), false)), true;
   if (name == "device") return out = Value::object(std::make_shared<DeviceObj>(0, "cpu")), true;
+  if (sharded_array_attr(in, t, name, out)) return true;
   auto it = methods().find(name);
   if (it == methods().end()) return false;
   ArrayMethod m = it->second;
@@ -217,7 +219,8 @@ bool array_attr(InterpreterImpl& in, const Value& obj, const std::string& name, 
 
 std::vector<std::string> array_attr_names() {
   std::vector<std::string> names = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes",
-                                    "weak_type", "T", "at", "device"};
+                                    "weak_type", "T", "at", "device", "sharding",
+                                    "addressable_shards", "device_buffers", "is_fully_replicated"};
   for (const auto& [k, _] : methods()) names.push_back(k);
   return names;
 }

@@ -4,6 +4,7 @@
 #include "stdlib/convert.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/pytree.hpp"
+#include "stdlib/sharding.hpp"
 
 namespace pxl {
 
@@ -87,6 +88,10 @@ void install_stdlib(InterpreterImpl& in) {
   jax.val("sharding", sharding.value());
   jax.val("experimental", experimental.value());
 
+  Value sharding_v = sharding.value(), shard_map_v = shard_map_mod.value();
+  add_sharding_functions(in, sharding_v, jax_v);
+  add_spmd_functions(in, jax_v, shard_map_v);
+  add_collectives(in, lax);
   in.register_module("jax", jax_v);
   in.register_module("jax.numpy", np);
   in.register_module("numpy", np);

@@ -204,9 +204,15 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
   case BinOp::TrueDiv:
     if (is_floating(p.dtype) && av(b0).shape != shape) {
       // XLA's algebraic simplifier rewrites A / broadcast(B) as A * broadcast(1 / B).
+      // bfloat16 arithmetic is upcast to float32 around the fusion, so 1 / B stays unrounded.
       Tensor bc = convert(cx, b0, p.dtype, p.weak);
+      bool bf16 = p.dtype == DType::BFloat16;
+      if (bf16) bc = convert(cx, bc, DType::Float32, false);
       Tensor inv = p2(cx, Op::Div, like(cx, bc, Scalar::of_int(1)), bc);
-      return p2(cx, Op::Mul, a, broadcast(cx, inv, shape, fn));
+      if (!bf16) return p2(cx, Op::Mul, a, broadcast(cx, inv, shape, fn));
+      Tensor prod =
+          p2(cx, Op::Mul, convert(cx, a, DType::Float32, false), broadcast(cx, inv, shape, fn));
+      return convert(cx, prod, p.dtype, p.weak);
     }
     return p2(cx, Op::Div, a, b);
   case BinOp::FloorDiv:

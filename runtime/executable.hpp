@@ -1,0 +1,45 @@
+// Executables: a traced SPMD Function made runnable. The reference executable
+// interprets the IR with the reference kernels (the oracle); the LLVM JIT (a
+// later stage) provides another implementation of the same interface.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "ir/function.hpp"
+#include "runtime/array.hpp"
+#include "runtime/collectives.hpp"
+#include "runtime/mesh.hpp"
+
+namespace pxl {
+
+// Where the participants of an SPMD run live: participant p runs on device
+// thread p / per_thread; `mesh` is the participant-level mesh (its positions are
+// participant ids) that collectives group over.
+struct SpmdLayout {
+  Mesh mesh;
+  int threads = 1;
+  int per_thread = 1;
+  int participants() const { return threads * per_thread; }
+};
+
+class Executable {
+public:
+  virtual ~Executable() = default;
+  // Runs the local participants of device thread `thread`: inputs[j][i] is the
+  // i-th parameter of local participant j; returns their results the same way.
+  virtual std::vector<std::vector<Array>> run(int thread,
+                                              const std::vector<std::vector<Array>>& inputs,
+                                              CommWorld& world) = 0;
+};
+
+std::unique_ptr<Executable> make_reference_executable(std::shared_ptr<const Function> fn,
+                                                      SpmdLayout layout,
+                                                      std::vector<Array> consts);
+
+// Runs `exe` on the device threads; inputs/outputs are per participant.
+// A failure on any device aborts the collectives of the others and is rethrown.
+std::vector<std::vector<Array>> launch(Executable& exe, DeviceThreads& pool,
+                                       const SpmdLayout& layout,
+                                       const std::vector<std::vector<Array>>& inputs);
+
+} // namespace pxl

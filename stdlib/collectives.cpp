@@ -1,0 +1,211 @@
+// The collectives of jax.lax (psum, pmean, pmax, pmin, all_gather, psum_scatter,
+// ppermute, pshuffle, all_to_all, axis_index, axis_size), on pytrees, over one
+// axis name or a tuple of names. They are legal only inside pmap/shard_map,
+// where the tracer binds them as IR ops; the axis names are checked here.
+#include <cmath>
+
+#include "lang/args.hpp"
+#include "lang/tracer.hpp"
+#include "stdlib/convert.hpp"
+#include "stdlib/np.hpp"
+#include "stdlib/pytree.hpp"
+#include "stdlib/sharding.hpp"
+
+namespace pxl {
+
+namespace {
+
+// The axis names of a collective call, validated against the enclosing trace.
+struct AxisEnv {
+  TraceContext* trace = nullptr;
+  std::vector<std::string> names;
+  int64_t group_size = 1;
+};
+
+AxisEnv resolve_axes(InterpreterImpl& in, const Value& axis_name, const char* fn) {
+  AxisEnv env;
+  if (axis_name.is_obj(ObjKind::Str)) {
+    env.names.push_back(axis_name.as<StrObj>()->value);
+  } else if (const ValueList* items = sequence_items(axis_name)) {
+    for (const Value& v : *items) env.names.push_back(value_to_str(v, std::string(fn) + "() axis_name"));
+  } else {
+    throw Error(ErrCode::Type, std::string(fn) + "() axis_name must be a string or a tuple of strings, not " + type_name(axis_name));
+  }
+  if (env.names.empty()) throw Error(ErrCode::Value, std::string(fn) + "(): axis_name is an empty tuple");
+  env.trace = dynamic_cast<TraceContext*>(&in.ops());
+  std::string quoted = "'" + env.names[0] + "'";
+  if (!env.trace)
+    throw Error(ErrCode::Name,
+                std::string(fn) + "(): unbound axis name " + quoted +
+                    ": collectives are only legal inside a function mapped by pmap or shard_map",
+                Span{}, "wrap the function in pmap(f, axis_name=" + quoted + ") or shard_map(f, mesh, ...)");
+  const Function& f = env.trace->function();
+  for (size_t i = 0; i < env.names.size(); ++i) {
+    const std::string& n = env.names[i];
+    for (size_t j = 0; j < i; ++j)
+      if (env.names[j] == n) throw Error(ErrCode::Value, std::string(fn) + "(): axis name '" + n + "' is repeated");
+    int bit = f.axis_bit(n);
+    if (bit < 0) {
+      std::string bound;
+      for (const auto& a : f.mesh_axes) bound += (bound.empty() ? "'" : ", '") + a + "'";
+      std::string hint = f.mesh_axes.size() == 1 && f.mesh_axes[0] == "_pmap"
+                             ? "this pmap has no axis_name: pass axis_name='" + n + "' to pmap"
+                             : "the enclosing " + env.trace->what() + " binds " + bound;
+      throw Error(ErrCode::Name, std::string(fn) + "(): unbound axis name '" + n + "'", Span{}, hint);
+    }
+    env.group_size *= f.mesh_sizes[bit];
+  }
+  return env;
+}
+
+OpAttrs collective_attrs(const AxisEnv& env) {
+  OpAttrs a;
+  a.axis_names = env.names;
+  a.group_size = env.group_size;
+  return a;
+}
+
+// Applies `leaf_fn` to every array leaf of a pytree.
+template <class F> Value map_leaves(InterpreterImpl& in, const Value& tree, F&& leaf_fn) {
+  ValueList leaves;
+  TreeDef def = tree_flatten(in, tree, leaves);
+  for (Value& l : leaves) l = make_array(leaf_fn(in.to_tensor(l, Span{})));
+  return tree_unflatten(def, leaves);
+}
+
+Tensor bind1(InterpreterImpl& in, Op op, const OpAttrs& a, const Tensor& x) {
+  return in.ops().bind(op, a, std::span<const Tensor>(&x, 1));
+}
+
+Value reduce_collective(InterpreterImpl& in, CallArgs& a, const char* fn, Op op, bool mean) {
+  ArgReader r(fn, a, {"x", "axis_name", "axis_index_groups"}, 2);
+  if (r.has(2) && !r[2].is_none())
+    throw Error(ErrCode::Unsupported, std::string(fn) + "(): axis_index_groups is not supported");
+  AxisEnv env = resolve_axes(in, r[1], fn);
+  OpAttrs attrs = collective_attrs(env);
+  return map_leaves(in, r[0], [&](Tensor x) {
+    // JAX: psum of bool counts (int32); pmean of ints is float32.
+    if (x->aval.dtype == DType::Bool && op == Op::Psum) x = np::astype(in.ops(), x, DType::Int32);
+    if (mean && !is_floating(x->aval.dtype)) x = np::astype(in.ops(), x, DType::Float32);
+    Tensor y = bind1(in, op, attrs, x);
+    if (!mean) return y;
+    Tensor n = np::scalar(in.ops(), Scalar::of_int(env.group_size));
+    return np::binary(in.ops(), np::BinOp::TrueDiv, y, n);
+  });
+}
+
+int64_t norm_axis(int64_t axis, int64_t ndim, const char* fn) {
+  if (axis < -ndim || axis >= ndim)
+    throw Error(ErrCode::Axis, std::string(fn) + "(): axis " + std::to_string(axis) + " is out of range for an array of rank " + std::to_string(ndim));
+  return axis < 0 ? axis + ndim : axis;
+}
+
+std::vector<std::pair<int64_t, int64_t>> perm_arg(const Value& v, const char* fn) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  const ValueList* items = sequence_items(v);
+  if (!items) throw Error(ErrCode::Type, std::string(fn) + "() perm must be a list of (source, destination) pairs");
+  for (const Value& p : *items) {
+    const ValueList* pair = sequence_items(p);
+    if (!pair || pair->size() != 2)
+      throw Error(ErrCode::Type, std::string(fn) + "() perm entries must be (source, destination) pairs, got " + repr(p));
+    out.push_back({value_to_int((*pair)[0], "perm source"), value_to_int((*pair)[1], "perm destination")});
+  }
+  return out;
+}
+
+} // namespace
+
+void add_collectives(InterpreterImpl& in, Value& lax) {
+  auto& vars = lax.as<ModuleObj>()->env->vars;
+  auto def = [&](const std::string& name, NativeFn f) {
+    Value v = make_builtin(name, std::move(f));
+    vars[name] = v;
+    in.define_builtin(name, v);
+  };
+  def("psum", [](InterpreterImpl& in, CallArgs& a) { return reduce_collective(in, a, "psum", Op::Psum, false); });
+  def("pmean", [](InterpreterImpl& in, CallArgs& a) { return reduce_collective(in, a, "pmean", Op::Psum, true); });
+  def("pmax", [](InterpreterImpl& in, CallArgs& a) { return reduce_collective(in, a, "pmax", Op::Pmax, false); });
+  def("pmin", [](InterpreterImpl& in, CallArgs& a) { return reduce_collective(in, a, "pmin", Op::Pmin, false); });
+  def("all_gather", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("all_gather", a, {"x", "axis_name", "axis_index_groups", "axis", "tiled"}, 2);
+    AxisEnv env = resolve_axes(in, r[1], "all_gather");
+    int64_t axis = r.get_int(3, 0);
+    bool tiled = r.get_bool(4, false);
+    return map_leaves(in, r[0], [&](const Tensor& x) {
+      OpAttrs attrs = collective_attrs(env);
+      int64_t nd = x->aval.ndim();
+      attrs.axis = tiled ? norm_axis(axis, nd, "all_gather") : norm_axis(axis, nd + 1, "all_gather");
+      attrs.tiled = tiled;
+      return bind1(in, Op::AllGather, attrs, x);
+    });
+  });
+  def("psum_scatter", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("psum_scatter", a, {"x", "axis_name", "scatter_dimension", "axis_index_groups", "tiled"}, 2);
+    AxisEnv env = resolve_axes(in, r[1], "psum_scatter");
+    int64_t dim = r.get_int(2, 0);
+    bool tiled = r.get_bool(4, false);
+    return map_leaves(in, r[0], [&](Tensor x) {
+      if (x->aval.dtype == DType::Bool) x = np::astype(in.ops(), x, DType::Int32);
+      OpAttrs attrs = collective_attrs(env);
+      attrs.axis = norm_axis(dim, x->aval.ndim(), "psum_scatter");
+      attrs.tiled = tiled;
+      return bind1(in, Op::PsumScatter, attrs, x);
+    });
+  });
+  auto ppermute = [](InterpreterImpl& in, const Value& x, const Value& axis_name,
+                     std::vector<std::pair<int64_t, int64_t>> pairs, const char* fn) {
+    AxisEnv env = resolve_axes(in, axis_name, fn);
+    OpAttrs attrs = collective_attrs(env);
+    attrs.pairs = std::move(pairs);
+    return map_leaves(in, x, [&](const Tensor& t) { return bind1(in, Op::Ppermute, attrs, t); });
+  };
+  def("ppermute", [ppermute](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("ppermute", a, {"x", "axis_name", "perm"}, 3);
+    return ppermute(in, r[0], r[1], perm_arg(r[2], "ppermute"), "ppermute");
+  });
+  def("pshuffle", [ppermute](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("pshuffle", a, {"x", "axis_name", "perm"}, 3);
+    std::vector<int64_t> perm = value_to_int_list(r[2], "pshuffle() perm");
+    std::vector<std::pair<int64_t, int64_t>> pairs;
+    for (size_t i = 0; i < perm.size(); ++i) pairs.push_back({perm[i], static_cast<int64_t>(i)});
+    return ppermute(in, r[0], r[1], pairs, "pshuffle");
+  });
+  def("all_to_all", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("all_to_all", a, {"x", "axis_name", "split_axis", "concat_axis", "axis_index_groups", "tiled"}, 4);
+    AxisEnv env = resolve_axes(in, r[1], "all_to_all");
+    bool tiled = r.get_bool(5, false);
+    return map_leaves(in, r[0], [&](Tensor x) {
+      int64_t nd = x->aval.ndim();
+      int64_t split = norm_axis(r.get_int(2), nd, "all_to_all");
+      int64_t concat = norm_axis(r.get_int(3), nd, "all_to_all");
+      OpAttrs attrs = collective_attrs(env);
+      if (!tiled) {
+        // JAX's untiled form: split_axis must equal the axis size; a new axis
+        // is concatenated over and the split one squeezed away.
+        if (x->aval.shape[split] != env.group_size)
+          throw Error(ErrCode::Shape, "all_to_all: split_axis " + std::to_string(split) + " of shape " + shape_str(x->aval.shape) +
+                                          " has size " + std::to_string(x->aval.shape[split]) + ", but it must equal the axis size " +
+                                          std::to_string(env.group_size) + " (or pass tiled=True)");
+        if (split < concat) ++concat;
+        x = np::expand_dims(in.ops(), x, {static_cast<int>(concat)});
+        if (split == concat) ++split;
+      }
+      attrs.axis = split;
+      attrs.concat_axis = concat;
+      Tensor y = bind1(in, Op::AllToAll, attrs, x);
+      if (!tiled) y = np::squeeze(in.ops(), y, std::vector<int>{static_cast<int>(split)});
+      return y;
+    });
+  });
+  def("axis_index", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("axis_index", a, {"axis_name"}, 1);
+    AxisEnv env = resolve_axes(in, r[0], "axis_index");
+    return make_array(in.ops().bind(Op::AxisIndex, collective_attrs(env), {}));
+  });
+  def("axis_size", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("axis_size", a, {"axis_name"}, 1);
+    return Value::integer(resolve_axes(in, r[0], "axis_size").group_size);
+  });
+}
+
+} // namespace pxl

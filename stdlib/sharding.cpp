@@ -1,0 +1,388 @@
+// jax.sharding: Mesh, PartitionSpec, NamedSharding, make_mesh, device_put, and
+// the attributes of sharded arrays.
+#include "stdlib/sharding.hpp"
+
+#include <algorithm>
+
+#include "lang/args.hpp"
+#include "stdlib/convert.hpp"
+#include "stdlib/module_builder.hpp"
+
+namespace pxl {
+
+namespace {
+
+Value str_tuple(const std::vector<std::string>& names) {
+  ValueList items;
+  for (const auto& n : names) items.push_back(make_str(n));
+  return make_tuple(std::move(items));
+}
+
+Value device_value(int id) { return Value::object(std::make_shared<DeviceObj>(id, "cpu")); }
+
+// Nested lists of devices following the mesh shape.
+Value device_grid(const Mesh& m, size_t dim, int64_t& pos) {
+  ValueList items;
+  for (int64_t i = 0; i < m.axis_sizes[dim]; ++i) {
+    if (dim + 1 == m.axis_sizes.size()) items.push_back(device_value(m.device_ids[pos++]));
+    else items.push_back(device_grid(m, dim + 1, pos));
+  }
+  return make_list(std::move(items));
+}
+
+// Flattens nested lists of Device values; records the nesting shape.
+void collect_devices(const Value& v, size_t depth, Shape& shape, std::vector<int>& ids) {
+  if (v.is_obj(ObjKind::Device)) {
+    if (shape.size() != depth) throw Error(ErrCode::Value, "Mesh devices must form a rectangular grid");
+    ids.push_back(v.as<DeviceObj>()->id);
+    return;
+  }
+  const ValueList* items = sequence_items(v);
+  if (!items) throw Error(ErrCode::Type, "Mesh devices must be Device values (from jax.devices()), not " + type_name(v));
+  if (shape.size() == depth) shape.push_back(static_cast<int64_t>(items->size()));
+  else if (shape.size() < depth || shape[depth] != static_cast<int64_t>(items->size()))
+    throw Error(ErrCode::Value, "Mesh devices must form a rectangular grid");
+  for (const Value& x : *items) collect_devices(x, depth + 1, shape, ids);
+}
+
+std::vector<std::string> axis_names_arg(const Value& v, const char* fn) {
+  std::vector<std::string> names;
+  if (v.is_obj(ObjKind::Str)) return {v.as<StrObj>()->value};
+  const ValueList* items = sequence_items(v);
+  if (!items) throw Error(ErrCode::Type, std::string(fn) + "() axis_names must be a tuple of strings");
+  for (const Value& x : *items) names.push_back(value_to_str(x, std::string(fn) + "() axis name"));
+  for (size_t i = 0; i < names.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (names[i] == names[j]) throw Error(ErrCode::Value, std::string(fn) + "(): axis name '" + names[i] + "' appears twice");
+  return names;
+}
+
+Mesh build_mesh(InterpreterImpl& in, const Shape& shape, std::vector<int> ids,
+                std::vector<std::string> names, const char* fn) {
+  if (names.size() != shape.size())
+    throw Error(ErrCode::Value, std::string(fn) + "(): the devices form a " + std::to_string(shape.size()) +
+                                    "-d grid " + shape_str(shape) + " but " + std::to_string(names.size()) +
+                                    " axis names were given");
+  if (ids.empty()) throw Error(ErrCode::Value, std::string(fn) + "(): a mesh needs at least one device");
+  for (int id : ids)
+    if (id < 0 || id >= in.platform().device_count())
+      throw Error(ErrCode::Device, std::string(fn) + "(): device " + std::to_string(id) + " does not exist");
+  std::vector<int> sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+    throw Error(ErrCode::Value, std::string(fn) + "(): a device appears twice in the mesh");
+  return Mesh{std::move(names), shape, std::move(ids)};
+}
+
+} // namespace
+
+// ---- Mesh --------------------------------------------------------------------
+
+std::string MeshObj::repr() const {
+  std::string sizes, names;
+  for (int i = 0; i < mesh.ndim(); ++i) {
+    sizes += (i ? ", " : "") + std::to_string(mesh.axis_sizes[i]);
+    names += (i ? ", '" : "'") + mesh.axis_names[i] + "'";
+  }
+  if (mesh.ndim() == 1) sizes += ",", names += ",";
+  return "Mesh(axis_sizes=(" + sizes + "), axis_names=(" + names + "))";
+}
+
+bool MeshObj::get_attr(InterpreterImpl&, const std::string& name, Value& out) {
+  if (name == "shape") {
+    auto d = std::make_shared<DictObj>();
+    for (int i = 0; i < mesh.ndim(); ++i) d->set(make_str(mesh.axis_names[i]), Value::integer(mesh.axis_sizes[i]));
+    out = Value::object(d);
+  } else if (name == "axis_names") {
+    out = str_tuple(mesh.axis_names);
+  } else if (name == "size") {
+    out = Value::integer(mesh.size());
+  } else if (name == "devices") {
+    int64_t pos = 0;
+    out = device_grid(mesh, 0, pos);
+  } else if (name == "device_ids") {
+    ValueList ids;
+    for (int id : mesh.device_ids) ids.push_back(Value::integer(id));
+    out = make_list(std::move(ids));
+  } else if (name == "axis_sizes") {
+    ValueList s;
+    for (int64_t x : mesh.axis_sizes) s.push_back(Value::integer(x));
+    out = make_tuple(std::move(s));
+  } else {
+    return false;
+  }
+  return true;
+}
+
+std::vector<std::string> MeshObj::attr_names() const {
+  return {"shape", "axis_names", "size", "devices", "device_ids", "axis_sizes"};
+}
+
+bool MeshObj::equals(const OpaqueObj& o) const {
+  auto* m = dynamic_cast<const MeshObj*>(&o);
+  return m && m->mesh == mesh;
+}
+
+// ---- PartitionSpec / NamedSharding --------------------------------------------
+
+bool SpecObj::get_attr(InterpreterImpl&, const std::string&, Value&) { return false; }
+
+bool SpecObj::equals(const OpaqueObj& o) const {
+  auto* s = dynamic_cast<const SpecObj*>(&o);
+  return s && s->spec == spec;
+}
+
+std::string ShardingObj::repr() const {
+  return "NamedSharding(mesh=" + MeshObj(mesh).repr() + ", spec=" + spec.repr() + ")";
+}
+
+bool ShardingObj::get_attr(InterpreterImpl&, const std::string& name, Value& out) {
+  if (name == "mesh") return out = make_mesh_value(mesh), true;
+  if (name == "spec") return out = make_spec_value(spec), true;
+  return false;
+}
+
+bool ShardingObj::equals(const OpaqueObj& o) const {
+  auto* s = dynamic_cast<const ShardingObj*>(&o);
+  return s && s->mesh == mesh && s->spec == spec;
+}
+
+const Mesh* value_to_mesh(const Value& v) {
+  if (!v.is_obj(ObjKind::Opaque)) return nullptr;
+  auto* m = dynamic_cast<MeshObj*>(v.as<OpaqueObj>());
+  return m ? &m->mesh : nullptr;
+}
+
+PartitionSpec value_to_spec(const Value& v, const std::string& what) {
+  if (v.is_none()) return {};
+  if (v.is_obj(ObjKind::Opaque))
+    if (auto* s = dynamic_cast<SpecObj*>(v.as<OpaqueObj>())) return s->spec;
+  throw Error(ErrCode::Type, what + " must be a PartitionSpec (P(...)) or None, not " + type_name(v));
+}
+
+Value make_mesh_value(Mesh m) { return Value::object(std::make_shared<MeshObj>(std::move(m))); }
+Value make_spec_value(PartitionSpec s) { return Value::object(std::make_shared<SpecObj>(std::move(s))); }
+
+// ---- sharded arrays -------------------------------------------------------------
+
+namespace {
+
+struct ShardObj : OpaqueObj {
+  int device = 0;
+  Value index;
+  Value data;
+  std::string type_name() const override { return "Shard"; }
+  std::string repr() const override {
+    return "Shard(device=CpuDevice(id=" + std::to_string(device) + "), index=" + pxl::repr(index) +
+           ", data=" + pxl::repr(data) + ")";
+  }
+  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+    if (name == "device") return out = device_value(device), true;
+    if (name == "index") return out = index, true;
+    if (name == "data") return out = data, true;
+    return false;
+  }
+  std::vector<std::string> attr_names() const override { return {"device", "index", "data"}; }
+};
+
+Value shard_index(const ShardBlock& b) {
+  ValueList parts;
+  for (size_t d = 0; d < b.shape.size(); ++d)
+    parts.push_back(Value::object(std::make_shared<SliceObj>(
+        Value::integer(b.start[d]), Value::integer(b.start[d] + b.shape[d]), Value())));
+  return make_tuple(std::move(parts));
+}
+
+} // namespace
+
+bool sharded_array_attr(InterpreterImpl&, const Tensor& t, const std::string& name, Value& out) {
+  if (name == "sharding") {
+    if (t->sharded) out = Value::object(std::make_shared<ShardingObj>(t->sharded->mesh, t->sharded->spec));
+    else out = Value::object(std::make_shared<ShardingObj>(Mesh{{}, {}, {t->concrete ? t->concrete->device() : 0}}, PartitionSpec{}));
+    return true;
+  }
+  if (name == "addressable_shards" || name == "device_buffers") {
+    ValueList items;
+    if (!t->sharded) {
+      if (!t->concrete) return false;
+      items.push_back(make_array(t));
+      if (name == "device_buffers") return out = make_list(std::move(items)), true;
+      auto s = std::make_shared<ShardObj>();
+      s->device = t->concrete->device();
+      ShardBlock b{std::vector<int64_t>(t->aval.shape.size(), 0), t->aval.shape};
+      s->index = shard_index(b);
+      s->data = items[0];
+      return out = make_list({Value::object(s)}), true;
+    }
+    const ShardedData& d = *t->sharded;
+    for (int64_t pos = 0; pos < d.mesh.size(); ++pos) {
+      Value data = make_array(make_tensor(d.shards[pos]));
+      if (name == "device_buffers") {
+        items.push_back(data);
+        continue;
+      }
+      auto s = std::make_shared<ShardObj>();
+      s->device = d.mesh.device_ids[pos];
+      s->index = shard_index(block_of(d.mesh, d.spec, d.global.shape, pos));
+      s->data = data;
+      items.push_back(Value::object(s));
+    }
+    out = make_list(std::move(items));
+    return true;
+  }
+  if (name == "is_fully_replicated") {
+    out = Value::boolean(!t->sharded || t->sharded->spec.axes().empty());
+    return true;
+  }
+  return false;
+}
+
+std::string sharding_picture(const ShardedData& d) {
+  // A table with one cell per block of the (at most 2-d view of the) array,
+  // naming the devices that hold it.
+  const Shape& g = d.global.shape;
+  int rows_dim = g.size() >= 1 ? 0 : -1, cols_dim = g.size() >= 2 ? 1 : -1;
+  std::vector<std::pair<std::pair<int64_t, int64_t>, std::vector<int>>> cells;
+  int64_t nr = 1, nc = 1;
+  for (int64_t pos = 0; pos < d.mesh.size(); ++pos) {
+    ShardBlock b = block_of(d.mesh, d.spec, g, pos);
+    int64_t r = rows_dim >= 0 && b.shape[0] ? b.start[0] / b.shape[0] : 0;
+    int64_t c = cols_dim >= 0 && b.shape[1] ? b.start[1] / b.shape[1] : 0;
+    nr = std::max(nr, r + 1);
+    nc = std::max(nc, c + 1);
+    auto it = std::find_if(cells.begin(), cells.end(), [&](auto& e) { return e.first == std::make_pair(r, c); });
+    if (it == cells.end()) cells.push_back({{r, c}, {d.mesh.device_ids[pos]}});
+    else it->second.push_back(d.mesh.device_ids[pos]);
+  }
+  std::vector<std::vector<std::string>> text(nr, std::vector<std::string>(nc));
+  size_t width = 0;
+  for (auto& [rc, devs] : cells) {
+    std::string s = devs.size() == 1 ? "CPU " : "CPU ";
+    for (size_t i = 0; i < devs.size(); ++i) s += (i ? "," : "") + std::to_string(devs[i]);
+    text[rc.first][rc.second] = s;
+    width = std::max(width, s.size());
+  }
+  width += 2;
+  std::string line = "+";
+  for (int64_t c = 0; c < nc; ++c) line += std::string(width, '-') + "+";
+  std::string out = line + "\n";
+  for (int64_t r = 0; r < nr; ++r) {
+    out += "|";
+    for (int64_t c = 0; c < nc; ++c) {
+      const std::string& s = text[r][c];
+      size_t pad = width - s.size();
+      out += std::string(pad / 2, ' ') + s + std::string(pad - pad / 2, ' ') + "|";
+    }
+    out += "\n" + line + "\n";
+  }
+  return out;
+}
+
+// ---- module functions -------------------------------------------------------------
+
+void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
+  (void)in;
+  auto& sv = sharding.as<ModuleObj>()->env->vars;
+  auto& jv = jax.as<ModuleObj>()->env->vars;
+  Value mesh_fn = make_builtin("Mesh", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("Mesh", a, {"devices", "axis_names", "axis_types"}, 2);
+    Shape shape;
+    std::vector<int> ids;
+    collect_devices(r[0], 0, shape, ids);
+    return make_mesh_value(build_mesh(in, shape, ids, axis_names_arg(r[1], "Mesh"), "Mesh"));
+  });
+  Value make_mesh_fn = make_builtin("make_mesh", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("make_mesh", a, {"axis_shapes", "axis_names", "devices", "axis_types"}, 2);
+    Shape shape = value_to_shape(r[0], "make_mesh() axis_shapes");
+    std::vector<int> ids;
+    int64_t n = shape_size(shape);
+    if (r.has(2) && !r[2].is_none()) {
+      Shape s;
+      collect_devices(r[2], 0, s, ids);
+    } else {
+      if (n > in.platform().device_count())
+        throw Error(ErrCode::Value, "make_mesh(): the mesh " + shape_str(shape) + " needs " + std::to_string(n) +
+                                        " devices but there are only " + std::to_string(in.platform().device_count()),
+                    Span{}, "run with --devices " + std::to_string(n));
+      for (int64_t i = 0; i < n; ++i) ids.push_back(static_cast<int>(i));
+    }
+    if (static_cast<int64_t>(ids.size()) != n)
+      throw Error(ErrCode::Value, "make_mesh(): the mesh " + shape_str(shape) + " needs " + std::to_string(n) +
+                                      " devices, got " + std::to_string(ids.size()));
+    return make_mesh_value(build_mesh(in, shape, ids, axis_names_arg(r[1], "make_mesh"), "make_mesh"));
+  });
+  Value p_fn = make_builtin("PartitionSpec", [](InterpreterImpl&, CallArgs& a) {
+    if (!a.kw.empty()) throw Error(ErrCode::Arguments, "PartitionSpec() takes no keyword arguments");
+    PartitionSpec s;
+    for (const Value& v : a.pos) {
+      std::vector<std::string> names;
+      bool tup = false;
+      if (v.is_none()) {
+      } else if (v.is_obj(ObjKind::Str)) {
+        names.push_back(v.as<StrObj>()->value);
+      } else if (const ValueList* items = sequence_items(v)) {
+        tup = true;
+        for (const Value& x : *items) names.push_back(value_to_str(x, "PartitionSpec entry"));
+      } else {
+        throw Error(ErrCode::Type, "PartitionSpec entries must be None, a mesh axis name, or a tuple of names, not " + type_name(v));
+      }
+      s.entries.push_back(std::move(names));
+      s.tuple_form.push_back(tup);
+    }
+    return make_spec_value(std::move(s));
+  });
+  Value named_fn = make_builtin("NamedSharding", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("NamedSharding", a, {"mesh", "spec", "memory_kind"}, 2);
+    const Mesh* m = value_to_mesh(r[0]);
+    if (!m) throw Error(ErrCode::Type, "NamedSharding() mesh must be a Mesh, not " + type_name(r[0]));
+    PartitionSpec s = value_to_spec(r[1], "NamedSharding() spec");
+    for (const auto& axis : s.axes())
+      if (m->axis_of(axis) < 0) throw Error(ErrCode::Value, "NamedSharding(): unknown mesh axis '" + axis + "' in " + s.repr());
+    return Value::object(std::make_shared<ShardingObj>(*m, s));
+  });
+  Value put_fn = make_builtin("device_put", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("device_put", a, {"x", "device"}, 1);
+    Tensor t = in.to_tensor(r[0], Span{});
+    const Array& x = in.ops().concrete(t);
+    if (!r.has(1) || r[1].is_none()) return make_array(in.ops().constant(x));
+    if (r[1].is_obj(ObjKind::Device)) {
+      int id = r[1].as<DeviceObj>()->id;
+      return make_array(make_tensor(x.on_device(id)));
+    }
+    auto* s = r[1].is_obj(ObjKind::Opaque) ? dynamic_cast<ShardingObj*>(r[1].as<OpaqueObj>()) : nullptr;
+    if (!s) throw Error(ErrCode::Type, "device_put() expects a Device or a NamedSharding, not " + type_name(r[1]));
+    std::string problem = check_spec(s->mesh, s->spec, x.shape());
+    if (!problem.empty()) throw Error(ErrCode::Shape, "device_put(): " + problem);
+    return make_array(make_sharded_tensor(shard_array(x, s->mesh, s->spec)));
+  });
+  Value vis_fn = make_builtin("visualize_array_sharding", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("visualize_array_sharding", a, {"arr"}, 1);
+    if (!r[0].is_obj(ObjKind::Array)) throw Error(ErrCode::Type, "visualize_array_sharding() expects an array");
+    const Tensor& t = r[0].as<ArrayObj>()->tensor;
+    if (t->sharded) {
+      in.out() << sharding_picture(*t->sharded);
+    } else {
+      auto d = std::make_shared<ShardedData>();
+      d->mesh = Mesh{{}, {}, {t->concrete ? t->concrete->device() : 0}};
+      d->global = t->aval;
+      in.out() << sharding_picture(*d);
+    }
+    return Value();
+  });
+  sv["Mesh"] = mesh_fn;
+  sv["PartitionSpec"] = p_fn;
+  sv["P"] = p_fn;
+  sv["NamedSharding"] = named_fn;
+  jv["make_mesh"] = make_mesh_fn;
+  jv["device_put"] = put_fn;
+  ModuleBuilder debug("jax.debug");
+  debug.val("visualize_array_sharding", vis_fn);
+  jv["debug"] = debug.value();
+  in.register_module("jax.debug", debug.value());
+  for (auto [name, v] : {std::pair<const char*, Value>{"Mesh", mesh_fn}, {"P", p_fn}, {"PartitionSpec", p_fn},
+                         {"NamedSharding", named_fn}, {"make_mesh", make_mesh_fn}, {"device_put", put_fn},
+                         {"visualize_sharding", vis_fn}})
+    in.define_builtin(name, v);
+}
+
+} // namespace pxl

@@ -1,0 +1,58 @@
+// Host objects of jax.sharding (Mesh, PartitionSpec, NamedSharding) and the
+// SPMD transformations (pmap, shard_map) and collectives built on them.
+#pragma once
+#include "lang/interp_impl.hpp"
+#include "runtime/mesh.hpp"
+#include "runtime/sharded.hpp"
+
+namespace pxl {
+
+struct MeshObj : OpaqueObj {
+  explicit MeshObj(Mesh m) : mesh(std::move(m)) {}
+  Mesh mesh;
+  std::string type_name() const override { return "Mesh"; }
+  std::string repr() const override;
+  bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override;
+  std::vector<std::string> attr_names() const override;
+  bool equals(const OpaqueObj& o) const override;
+};
+
+struct SpecObj : OpaqueObj {
+  explicit SpecObj(PartitionSpec s) : spec(std::move(s)) {}
+  PartitionSpec spec;
+  std::string type_name() const override { return "PartitionSpec"; }
+  std::string repr() const override { return spec.repr(); }
+  bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override;
+  bool equals(const OpaqueObj& o) const override;
+};
+
+struct ShardingObj : OpaqueObj {
+  ShardingObj(Mesh m, PartitionSpec s) : mesh(std::move(m)), spec(std::move(s)) {}
+  Mesh mesh;
+  PartitionSpec spec;
+  std::string type_name() const override { return "NamedSharding"; }
+  std::string repr() const override;
+  bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override;
+  std::vector<std::string> attr_names() const override { return {"mesh", "spec"}; }
+  bool equals(const OpaqueObj& o) const override;
+};
+
+// Value conversions.
+const Mesh* value_to_mesh(const Value& v);             // nullptr if not a Mesh
+PartitionSpec value_to_spec(const Value& v, const std::string& what); // P(...) or None
+Value make_mesh_value(Mesh m);
+Value make_spec_value(PartitionSpec s);
+
+// Array attributes that only sharded arrays have (sharding, addressable_shards,
+// device_buffers, ...); false when `name` is not one of them.
+bool sharded_array_attr(InterpreterImpl& in, const Tensor& t, const std::string& name, Value& out);
+
+// Module contents (stdlib/sharding.cpp, stdlib/spmd.cpp, stdlib/collectives.cpp).
+void add_sharding_functions(InterpreterImpl& in, Value& sharding_module, Value& jax_module);
+void add_spmd_functions(InterpreterImpl& in, Value& jax_module, Value& shard_map_module);
+void add_collectives(InterpreterImpl& in, Value& lax_module);
+
+// "a visualization of which device holds which block" (visualize_sharding).
+std::string sharding_picture(const ShardedData& d);
+
+} // namespace pxl

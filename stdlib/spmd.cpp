@@ -1,0 +1,543 @@
+// pmap and shard_map: trace the function once per signature into an SPMD IR
+// Function, check it (specs, mapped sizes, the vma rule of out_specs) before any
+// device runs, then run it on the device threads. One mechanism underneath:
+// pmap is shard_map over a 1-d mesh of its devices with the mapped axis split.
+#include <map>
+#include <sstream>
+
+#include "lang/args.hpp"
+#include "lang/tracer.hpp"
+#include "runtime/executable.hpp"
+#include "stdlib/convert.hpp"
+#include "stdlib/np.hpp"
+#include "stdlib/pytree.hpp"
+#include "stdlib/sharding.hpp"
+
+namespace pxl {
+
+namespace {
+
+// One argument leaf as the SPMD function sees it.
+struct InLeaf {
+  Tensor global;        // the whole array
+  AVal block;           // per-participant type
+  AxisSet vma = 0;
+  std::string origin;   // why it varies, for the vma diagnostic
+  PartitionSpec spec;   // shard_map: its in_spec; pmap: unused
+  int map_axis = -1;    // pmap: the mapped axis, -1 for in_axes=None
+};
+
+// A traced and compiled signature.
+struct Compiled {
+  std::shared_ptr<Function> fn;
+  TreeDef out_tree;
+  std::vector<PartitionSpec> out_specs; // shard_map
+  std::vector<int> out_axes;            // pmap (-1: None)
+  std::unique_ptr<Executable> exe;
+};
+
+std::string loc_str(const Span& s) {
+  if (!s.valid()) return "?";
+  return s.file->path() + ":" + std::to_string(s.file->line_of(s.begin)) + ":" +
+         std::to_string(s.file->column_of(s.begin));
+}
+
+// Explains where value `id` became varying over mesh axis `bit`: the input spec
+// or the collective/axis_index line, found by walking producers back.
+std::string varying_origin(const Function& f, int id, int bit) {
+  std::vector<int> stack{id};
+  std::vector<bool> seen(f.values.size(), false);
+  AxisSet mask = AxisSet{1} << bit;
+  while (!stack.empty()) {
+    int v = stack.back();
+    stack.pop_back();
+    if (seen[v]) continue;
+    seen[v] = true;
+    const IRValue& val = f.values[v];
+    if (!(val.vma & mask)) continue;
+    if (val.producer < 0) return val.origin;
+    const Instr& in = f.body[val.producer];
+    bool from_operands = false;
+    for (int o : in.operands)
+      if (f.values[o].vma & mask) {
+        from_operands = true;
+        stack.push_back(o);
+      }
+    if (!from_operands)
+      return std::string("the ") + op_name(in.op) + " at " + loc_str(val.loc);
+  }
+  return "its inputs";
+}
+
+// Matches a pytree of specs (or in_axes) against the argument tree: a leaf of
+// the spec tree applies to a whole subtree. `is_leaf` says what counts as a spec.
+template <class IsLeaf>
+void broadcast_prefix(InterpreterImpl& in, const Value& prefix, const Value& tree, ValueList& out,
+                      IsLeaf is_leaf, const std::string& what) {
+  if (is_leaf(prefix)) {
+    ValueList leaves;
+    tree_flatten(in, tree, leaves);
+    for (size_t i = 0; i < leaves.size(); ++i) out.push_back(prefix);
+    return;
+  }
+  const ValueList* ps = sequence_items(prefix);
+  const ValueList* ts = sequence_items(tree);
+  if (ps && ts) {
+    if (ps->size() != ts->size())
+      throw Error(ErrCode::Value, what + " has " + std::to_string(ps->size()) + " entries but the value it describes has " +
+                                      std::to_string(ts->size()));
+    for (size_t i = 0; i < ps->size(); ++i) broadcast_prefix(in, (*ps)[i], (*ts)[i], out, is_leaf, what);
+    return;
+  }
+  if (prefix.is_obj(ObjKind::Dict) && tree.is_obj(ObjKind::Dict)) {
+    ValueList keys;
+    TreeDef td = tree_flatten(in, tree, keys); // only for the sorted keys
+    for (size_t i = 0; i < td.keys.size(); ++i) {
+      const Value* p = prefix.as<DictObj>()->find(td.keys[i]);
+      if (!p) throw Error(ErrCode::Value, what + " has no entry for key " + repr(td.keys[i]));
+      broadcast_prefix(in, *p, *tree.as<DictObj>()->find(td.keys[i]), out, is_leaf, what);
+    }
+    return;
+  }
+  throw Error(ErrCode::Value, what + " does not match the structure of the value it describes (" +
+                                  type_name(prefix) + " vs " + type_name(tree) + ")");
+}
+
+bool is_spec_leaf(const Value& v) { return v.is_none() || v.is_obj(ObjKind::Opaque); }
+bool is_axis_leaf(const Value& v) { return v.is_none() || v.is_intlike(); }
+
+// Calls the user's function under a trace and returns the flattened outputs.
+ValueList trace_call(InterpreterImpl& in, TraceContext& tc, const Value& fn, const ValueList& args,
+                     const Span& where, TreeDef& out_tree) {
+  in.push_ops(&tc);
+  struct Pop {
+    InterpreterImpl& in;
+    ~Pop() { in.pop_ops(); }
+  } pop{in};
+  LocScope loc(tc, where);
+  Value r = in.call(fn, args, where);
+  ValueList leaves;
+  out_tree = tree_flatten(in, r, leaves);
+  for (Value& leaf : leaves) {
+    if (!leaf.is_obj(ObjKind::Array) && !leaf.is_number())
+      throw Error(ErrCode::Type, tc.what() + ": the function returned a " + type_name(leaf) +
+                                     "; outputs must be arrays (or tuples/lists/dicts of arrays)",
+                  where);
+  }
+  return leaves;
+}
+
+std::string signature(const std::vector<InLeaf>& leaves, const TreeDef& tree) {
+  std::ostringstream os;
+  os << tree.repr();
+  for (const auto& l : leaves)
+    os << "|" << type_str(l.global->aval) << "/" << l.spec.repr() << "/" << l.map_axis;
+  return os.str();
+}
+
+// ---------------------------------------------------------------------------
+// The shared driver: builds the Function, checks, runs, assembles.
+
+struct SpmdFunction : OpaqueObj {
+  Value fn;
+  std::string what;
+  bool check_vma = true;
+  std::map<std::string, std::shared_ptr<Compiled>> cache;
+  int traces = 0; // how many times the function was traced (tests use it)
+  std::string type_name() const override { return what == "pmap" ? "PmapFunction" : "function"; }
+  std::string repr() const override { return "<" + what + " of " + pxl::repr(fn) + ">"; }
+  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+    if (name == "_cache_size") return out = Value::integer(static_cast<int64_t>(cache.size())), true;
+    if (name == "_trace_count") return out = Value::integer(traces), true;
+    return false;
+  }
+};
+
+// ---------------------------------------------------------------------------
+
+struct ShardMapFn : SpmdFunction {
+  Mesh mesh;
+  Value in_specs, out_specs;
+
+  bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
+    if (!a.kw.empty()) throw Error(ErrCode::Arguments, "a shard_map'd function takes positional arguments only", where);
+    const ValueList& args = a.pos;
+    // in_specs: a tuple with one entry per argument (or a single P for all).
+    ValueList per_leaf;
+    Value args_tuple = make_tuple(args);
+    if (const ValueList* specs = sequence_items(in_specs)) {
+      if (specs->size() != args.size())
+        throw Error(ErrCode::Value, "shard_map: in_specs has " + std::to_string(specs->size()) +
+                                        " entries but the function is called with " + std::to_string(args.size()) +
+                                        " argument" + (args.size() == 1 ? "" : "s"),
+                    where, "give one PartitionSpec per argument, e.g. in_specs=(P('x'),)");
+      broadcast_prefix(in, in_specs, args_tuple, per_leaf, is_spec_leaf, "shard_map in_specs");
+    } else {
+      broadcast_prefix(in, in_specs, args_tuple, per_leaf, is_spec_leaf, "shard_map in_specs");
+    }
+    ValueList arg_leaves;
+    TreeDef in_tree = tree_flatten(in, args_tuple, arg_leaves);
+    std::vector<InLeaf> leaves;
+    Function proto;
+    proto.mesh_axes = mesh.axis_names;
+    proto.mesh_sizes = mesh.axis_sizes;
+    for (size_t i = 0; i < arg_leaves.size(); ++i) {
+      InLeaf l;
+      l.global = in.to_tensor(arg_leaves[i], where);
+      l.spec = value_to_spec(per_leaf[i], "shard_map in_specs entry");
+      std::string problem = check_spec(mesh, l.spec, l.global->aval.shape);
+      if (!problem.empty())
+        throw Error(ErrCode::Shape, "shard_map: argument " + std::to_string(i) + ": " + problem, where);
+      l.block = l.global->aval;
+      l.block.shape = block_shape(mesh, l.spec, l.global->aval.shape);
+      for (const auto& axis : l.spec.axes()) l.vma |= AxisSet{1} << proto.axis_bit(axis);
+      l.origin = "the in_specs " + l.spec.repr() + " of argument " + std::to_string(i);
+      leaves.push_back(std::move(l));
+    }
+    std::string key = signature(leaves, in_tree);
+    auto it = cache.find(key);
+    std::shared_ptr<Compiled> c;
+    if (it != cache.end()) {
+      c = it->second;
+    } else {
+      c = compile(in, leaves, in_tree, proto, where);
+      cache[key] = c;
+    }
+    // Run: each participant's blocks.
+    SpmdLayout layout{mesh, static_cast<int>(mesh.size()), 1};
+    std::vector<std::vector<Array>> inputs(mesh.size());
+    for (const InLeaf& l : leaves) {
+      const Tensor& t = l.global;
+      bool same_layout = t->sharded && t->sharded->mesh == mesh && t->sharded->spec == l.spec;
+      const Array* whole = same_layout ? nullptr : &in.ops().concrete(t);
+      for (int64_t p = 0; p < mesh.size(); ++p) {
+        if (same_layout) {
+          inputs[p].push_back(t->sharded->shards[p]);
+        } else {
+          ShardBlock b = block_of(mesh, l.spec, t->aval.shape, p);
+          inputs[p].push_back(slice_block(*whole, b.start, b.shape).on_device(mesh.device_ids[p]));
+        }
+      }
+    }
+    auto results = launch(*c->exe, in.platform().threads(), layout, inputs);
+    ValueList outs;
+    for (size_t r = 0; r < c->fn->results.size(); ++r) {
+      auto d = std::make_shared<ShardedData>();
+      d->mesh = mesh;
+      d->spec = c->out_specs[r];
+      const AVal& block = c->fn->values[c->fn->results[r]].aval;
+      d->global = block;
+      for (size_t dim = 0; dim < d->spec.entries.size(); ++dim)
+        for (const auto& axis : d->spec.entries[dim]) d->global.shape[dim] *= mesh.axis_size(axis);
+      for (int64_t p = 0; p < mesh.size(); ++p) d->shards.push_back(results[p][r].on_device(mesh.device_ids[p]));
+      outs.push_back(make_array(make_sharded_tensor(d)));
+    }
+    out = tree_unflatten(c->out_tree, outs);
+    return true;
+  }
+
+  std::shared_ptr<Compiled> compile(InterpreterImpl& in, const std::vector<InLeaf>& leaves,
+                                    const TreeDef& in_tree, const Function& proto, const Span& where) {
+    auto c = std::make_shared<Compiled>();
+    c->fn = std::make_shared<Function>(proto);
+    c->fn->name = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : "f";
+    TraceContext tc(*c->fn, in.ops(), "shard_map");
+    ValueList traced;
+    for (const InLeaf& l : leaves) traced.push_back(make_array(tc.add_param(l.block, l.vma, where, l.origin)));
+    Value args = tree_unflatten(in_tree, traced);
+    ++traces;
+    ValueList out_leaves = trace_call(in, tc, fn, *sequence_items(args), where, c->out_tree);
+    for (Value& v : out_leaves) {
+      LocScope loc(tc, where);
+      c->fn->results.push_back(tc.value_of(in.to_tensor(v, where)));
+    }
+    // out_specs: a single P (or a 1-tuple holding one) may stand for a lone output.
+    Value out_tree_value = tree_unflatten(c->out_tree, out_leaves);
+    Value specs = out_specs;
+    if (const ValueList* items = sequence_items(specs))
+      if (items->size() == 1 && is_spec_leaf((*items)[0]) && out_leaves.size() == 1 && !sequence_items(out_tree_value))
+        specs = (*items)[0];
+    ValueList per_out;
+    try {
+      broadcast_prefix(in, specs, out_tree_value, per_out, is_spec_leaf, "shard_map out_specs");
+    } catch (Error& e) {
+      e.set_span_if_missing(where);
+      throw;
+    }
+    for (size_t r = 0; r < out_leaves.size(); ++r) {
+      PartitionSpec s = value_to_spec(per_out[r], "shard_map out_specs entry");
+      const IRValue& v = c->fn->values[c->fn->results[r]];
+      Shape global = v.aval.shape;
+      if (s.entries.size() > global.size())
+        throw Error(ErrCode::Shape, "shard_map: output " + std::to_string(r) + " has rank " + std::to_string(global.size()) +
+                                        " but its out_specs " + s.repr() + " has " + std::to_string(s.entries.size()) + " entries",
+                    where);
+      for (size_t d = 0; d < s.entries.size(); ++d)
+        for (const auto& axis : s.entries[d]) {
+          if (mesh.axis_of(axis) < 0)
+            throw Error(ErrCode::Value, "shard_map: unknown mesh axis '" + axis + "' in out_specs " + s.repr(), where);
+          global[d] *= mesh.axis_size(axis);
+        }
+      std::string problem = check_spec(mesh, s, global);
+      if (!problem.empty()) throw Error(ErrCode::Shape, "shard_map: output " + std::to_string(r) + ": " + problem, where);
+      if (check_vma) {
+        std::vector<std::string> named = s.axes();
+        for (size_t b = 0; b < mesh.axis_names.size(); ++b) {
+          if (!(v.vma & (AxisSet{1} << b))) continue;
+          if (std::find(named.begin(), named.end(), mesh.axis_names[b]) != named.end()) continue;
+          const std::string& axis = mesh.axis_names[b];
+          throw Error(ErrCode::Shape,
+                      "shard_map: out_specs " + s.repr() + " says output " + std::to_string(r) +
+                          " is replicated over '" + axis + "' but the value varies over '" + axis +
+                          "' (it became varying through " + varying_origin(*c->fn, c->fn->results[r], static_cast<int>(b)) + ")",
+                      where, "reduce it with psum (or pmean/all_gather) over '" + axis + "', or name '" + axis +
+                                 "' in out_specs; check_vma=False turns this check off");
+        }
+      }
+      c->out_specs.push_back(std::move(s));
+    }
+    c->exe = make_reference_executable(c->fn, SpmdLayout{mesh, static_cast<int>(mesh.size()), 1}, tc.captured());
+    return c;
+  }
+};
+
+
+// ---------------------------------------------------------------------------
+
+struct PmapFn : SpmdFunction {
+  std::string axis_name; // "" for axis_name=None
+  Value in_axes = Value::integer(0), out_axes = Value::integer(0);
+  std::vector<int> devices; // empty: all devices
+
+  bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
+    if (!a.kw.empty()) throw Error(ErrCode::Arguments, "a pmap'd function takes positional arguments only", where);
+    const ValueList& args = a.pos;
+    Value args_tuple = make_tuple(args);
+    ValueList per_leaf;
+    Value axes_spec = in_axes;
+    if (const ValueList* items = sequence_items(in_axes)) {
+      if (items->size() != args.size())
+        throw Error(ErrCode::Value, "pmap: in_axes has " + std::to_string(items->size()) + " entries but the function is called with " +
+                                        std::to_string(args.size()) + " argument" + (args.size() == 1 ? "" : "s"),
+                    where);
+    }
+    broadcast_prefix(in, axes_spec, args_tuple, per_leaf, is_axis_leaf, "pmap in_axes");
+    ValueList arg_leaves;
+    TreeDef in_tree = tree_flatten(in, args_tuple, arg_leaves);
+    // The mapped size n, and the devices.
+    int64_t n = -1;
+    std::vector<InLeaf> leaves;
+    for (size_t i = 0; i < arg_leaves.size(); ++i) {
+      InLeaf l;
+      l.global = in.to_tensor(arg_leaves[i], where);
+      l.block = l.global->aval;
+      if (!per_leaf[i].is_none()) {
+        int nd = l.global->aval.ndim();
+        int64_t ax = per_leaf[i].as_int();
+        if (ax < -nd || ax >= nd)
+          throw Error(ErrCode::Axis, "pmap: in_axes " + std::to_string(ax) + " is out of range for argument " + std::to_string(i) +
+                                         " of shape " + shape_str(l.global->aval.shape), where);
+        l.map_axis = static_cast<int>(ax < 0 ? ax + nd : ax);
+        int64_t size = l.global->aval.shape[l.map_axis];
+        if (n >= 0 && size != n)
+          throw Error(ErrCode::Shape, "pmap: mapped axes disagree: argument " + std::to_string(i) + " has size " + std::to_string(size) +
+                                          " along its mapped axis, the earlier ones " + std::to_string(n), where);
+        n = size;
+        l.block.shape.erase(l.block.shape.begin() + l.map_axis);
+        l.vma = 1;
+        l.origin = "the mapped argument " + std::to_string(i);
+      }
+      leaves.push_back(std::move(l));
+    }
+    if (n < 0)
+      throw Error(ErrCode::Value, "pmap: no argument is mapped (in_axes is None for all of them), so the number of devices to map over is unknown",
+                  where, "map at least one argument over its leading axis");
+    std::vector<int> devs = devices;
+    if (devs.empty())
+      for (int d = 0; d < in.platform().device_count(); ++d) devs.push_back(d);
+    int64_t D = static_cast<int64_t>(devs.size());
+    if (n == 0) throw Error(ErrCode::Value, "pmap: the mapped axis has size 0", where);
+    int threads, k;
+    if (n <= D) {
+      threads = static_cast<int>(n);
+      k = 1;
+    } else if (n % D == 0) {
+      threads = static_cast<int>(D);
+      k = static_cast<int>(n / D);
+    } else {
+      throw Error(ErrCode::Shape, "pmap: the mapped axis has size " + std::to_string(n) + ", which is neither at most the " +
+                                      std::to_string(D) + " devices nor a multiple of " + std::to_string(D),
+                  where, "pad the batch to a multiple of " + std::to_string(D) + " or use --devices");
+    }
+    std::string name = axis_name.empty() ? "_pmap" : axis_name;
+    // The participant mesh: n elements on the threads, k per thread.
+    Mesh pmesh{{name}, {n}, {}};
+    for (int64_t p = 0; p < n; ++p) pmesh.device_ids.push_back(devs[p / k]);
+    std::string key = signature(leaves, in_tree) + "|" + std::to_string(n) + "/" + std::to_string(threads);
+    std::shared_ptr<Compiled> c;
+    auto it = cache.find(key);
+    if (it != cache.end()) {
+      c = it->second;
+    } else {
+      c = compile(in, leaves, in_tree, pmesh, threads, k, where);
+      cache[key] = c;
+    }
+    // Participant p gets element p of every mapped argument.
+    std::vector<std::vector<Array>> inputs(n);
+    for (const InLeaf& l : leaves) {
+      const Array& whole = in.ops().concrete(l.global);
+      for (int64_t p = 0; p < n; ++p) {
+        if (l.map_axis < 0) {
+          inputs[p].push_back(whole);
+          continue;
+        }
+        std::vector<int64_t> start(whole.ndim(), 0);
+        Shape shape = whole.shape();
+        start[l.map_axis] = p;
+        shape[l.map_axis] = 1;
+        inputs[p].push_back(slice_block(whole, start, shape).reshaped(l.block.shape));
+      }
+    }
+    SpmdLayout layout{pmesh, threads, k};
+    auto results = launch(*c->exe, in.platform().threads(), layout, inputs);
+    ValueList outs;
+    Mesh dev_mesh{{name}, {threads}, {}};
+    for (int t = 0; t < threads; ++t) dev_mesh.device_ids.push_back(devs[t]);
+    for (size_t r = 0; r < c->fn->results.size(); ++r) {
+      const AVal& block = c->fn->values[c->fn->results[r]].aval;
+      int oa = c->out_axes[r];
+      if (oa < 0) { // out_axes=None: every element holds the same value
+        outs.push_back(make_array(make_tensor(results[0][r])));
+        continue;
+      }
+      auto d = std::make_shared<ShardedData>();
+      d->mesh = dev_mesh;
+      d->spec.entries.assign(oa + 1, {});
+      d->spec.tuple_form.assign(oa + 1, false);
+      d->spec.entries[oa] = {name};
+      d->global = block;
+      d->global.shape.insert(d->global.shape.begin() + oa, n);
+      Shape shard_shape = block.shape;
+      shard_shape.insert(shard_shape.begin() + oa, k);
+      for (int t = 0; t < threads; ++t) {
+        Array shard(block.dtype, shard_shape, block.weak, devs[t]);
+        for (int j = 0; j < k; ++j) {
+          std::vector<int64_t> start(shard_shape.size(), 0);
+          start[oa] = j;
+          Shape one = shard_shape;
+          one[oa] = 1;
+          write_block(shard, results[t * k + j][r].reshaped(one), start);
+        }
+        d->shards.push_back(shard);
+      }
+      outs.push_back(make_array(make_sharded_tensor(d)));
+    }
+    out = tree_unflatten(c->out_tree, outs);
+    return true;
+  }
+
+  std::shared_ptr<Compiled> compile(InterpreterImpl& in, const std::vector<InLeaf>& leaves, const TreeDef& in_tree,
+                                    const Mesh& pmesh, int threads, int k, const Span& where) {
+    auto c = std::make_shared<Compiled>();
+    c->fn = std::make_shared<Function>();
+    c->fn->name = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : "f";
+    c->fn->mesh_axes = pmesh.axis_names;
+    c->fn->mesh_sizes = pmesh.axis_sizes;
+    TraceContext tc(*c->fn, in.ops(), "pmap");
+    ValueList traced;
+    for (const InLeaf& l : leaves) traced.push_back(make_array(tc.add_param(l.block, l.vma, where, l.origin)));
+    Value args = tree_unflatten(in_tree, traced);
+    ++traces;
+    ValueList out_leaves = trace_call(in, tc, fn, *sequence_items(args), where, c->out_tree);
+    for (Value& v : out_leaves) {
+      LocScope loc(tc, where);
+      c->fn->results.push_back(tc.value_of(in.to_tensor(v, where)));
+    }
+    Value out_tree_value = tree_unflatten(c->out_tree, out_leaves);
+    ValueList per_out;
+    try {
+      broadcast_prefix(in, out_axes, out_tree_value, per_out, is_axis_leaf, "pmap out_axes");
+    } catch (Error& e) {
+      e.set_span_if_missing(where);
+      throw;
+    }
+    for (size_t r = 0; r < out_leaves.size(); ++r) {
+      const IRValue& v = c->fn->values[c->fn->results[r]];
+      if (per_out[r].is_none()) {
+        if (v.vma)
+          throw Error(ErrCode::Shape, "pmap: out_axes=None says output " + std::to_string(r) + " is the same on every device, but it varies over '" +
+                                          pmesh.axis_names[0] + "' (it became varying through " + varying_origin(*c->fn, c->fn->results[r], 0) + ")",
+                      where, "reduce it with psum/pmean first, or map it with out_axes=0");
+        c->out_axes.push_back(-1);
+        continue;
+      }
+      int nd = v.aval.ndim() + 1;
+      int64_t oa = per_out[r].as_int();
+      if (oa < -nd || oa >= nd)
+        throw Error(ErrCode::Axis, "pmap: out_axes " + std::to_string(oa) + " is out of range for output " + std::to_string(r) +
+                                       " of rank " + std::to_string(v.aval.ndim()), where);
+      c->out_axes.push_back(static_cast<int>(oa < 0 ? oa + nd : oa));
+    }
+    c->exe = make_reference_executable(c->fn, SpmdLayout{pmesh, threads, k}, tc.captured());
+    return c;
+  }
+};
+
+std::vector<int> devices_arg(const Value& v) {
+  std::vector<int> out;
+  if (v.is_none()) return out;
+  const ValueList* items = sequence_items(v);
+  if (!items) throw Error(ErrCode::Type, "pmap() devices must be a list of Device values");
+  if (items->empty()) throw Error(ErrCode::Value, "pmap(): devices=[] gives no device to run on");
+  for (const Value& d : *items) {
+    if (!d.is_obj(ObjKind::Device)) throw Error(ErrCode::Type, "pmap() devices must be Device values, not " + type_name(d));
+    out.push_back(d.as<DeviceObj>()->id);
+  }
+  return out;
+}
+
+Value make_pmap(InterpreterImpl& in, CallArgs& a) {
+  ArgReader r("pmap", a, {"fun", "axis_name", "in_axes", "out_axes", "static_broadcasted_argnums", "devices", "backend",
+                          "axis_size", "donate_argnums"}, 1);
+  auto p = std::make_shared<PmapFn>();
+  p->fn = r[0];
+  p->what = "pmap";
+  if (r.has(1) && !r[1].is_none()) p->axis_name = value_to_str(r[1], "pmap() axis_name");
+  if (r.has(2)) p->in_axes = r[2];
+  if (r.has(3)) p->out_axes = r[3];
+  if (r.has(5)) p->devices = devices_arg(r[5]);
+  for (int d : p->devices)
+    if (d >= in.platform().device_count()) throw Error(ErrCode::Device, "pmap(): device " + std::to_string(d) + " does not exist");
+  return Value::object(p);
+}
+
+Value make_shard_map(InterpreterImpl&, CallArgs& a) {
+  ArgReader r("shard_map", a, {"f", "mesh", "in_specs", "out_specs", "check_vma", "check_rep", "auto"}, 1);
+  auto s = std::make_shared<ShardMapFn>();
+  s->fn = r[0];
+  s->what = "shard_map";
+  if (!r.has(1)) throw Error(ErrCode::Arguments, "shard_map() missing required argument 'mesh'");
+  const Mesh* m = value_to_mesh(r[1]);
+  if (!m) throw Error(ErrCode::Type, "shard_map() mesh must be a Mesh, not " + type_name(r[1]));
+  if (!r.has(2)) throw Error(ErrCode::Arguments, "shard_map() missing required argument 'in_specs'");
+  if (!r.has(3)) throw Error(ErrCode::Arguments, "shard_map() missing required argument 'out_specs'");
+  s->mesh = *m;
+  s->in_specs = r[2];
+  s->out_specs = r[3];
+  s->check_vma = r.get_bool(4, true) && r.get_bool(5, true);
+  return Value::object(s);
+}
+
+} // namespace
+
+void add_spmd_functions(InterpreterImpl& in, Value& jax, Value& shard_map_module) {
+  Value pmap = make_builtin("pmap", make_pmap);
+  Value smap = make_builtin("shard_map", make_shard_map);
+  jax.as<ModuleObj>()->env->vars["pmap"] = pmap;
+  jax.as<ModuleObj>()->env->vars["shard_map"] = smap;
+  shard_map_module.as<ModuleObj>()->env->vars["shard_map"] = smap;
+  in.define_builtin("pmap", pmap);
+  in.define_builtin("shard_map", smap);
+}
+
+} // namespace pxl
