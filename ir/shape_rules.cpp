@@ -328,11 +328,11 @@ AVal collective(Op op, const OpAttrs& a, std::span<const AVal> in) {
     int64_t n = x.shape[a.axis];
     if (a.tiled) {
       if (n % g != 0)
-        fail(ErrCode::Shape, op, "scatter dimension " + std::to_string(a.axis) + " of shape " + shape_str(x.shape) + " has size " + std::to_string(n) + ", which is not divisible by the axis size " + std::to_string(g));
+        fail(ErrCode::CollectiveArgs, op, "scatter dimension " + std::to_string(a.axis) + " of shape " + shape_str(x.shape) + " has size " + std::to_string(n) + ", which is not divisible by the axis size " + std::to_string(g));
       out.shape[a.axis] = n / g;
     } else {
       if (n != g)
-        fail(ErrCode::Shape, op, "scatter dimension " + std::to_string(a.axis) + " of shape " + shape_str(x.shape) + " has size " + std::to_string(n) + ", but psum_scatter without tiled=True needs it to equal the axis size " + std::to_string(g));
+        fail(ErrCode::CollectiveArgs, op, "scatter dimension " + std::to_string(a.axis) + " of shape " + shape_str(x.shape) + " has size " + std::to_string(n) + ", but psum_scatter without tiled=True needs it to equal the axis size " + std::to_string(g));
       out.shape.erase(out.shape.begin() + a.axis);
     }
     return out;
@@ -342,7 +342,7 @@ AVal collective(Op op, const OpAttrs& a, std::span<const AVal> in) {
     check_axis(op, a.concat_axis, x.ndim());
     int64_t n = x.shape[a.axis];
     if (n % g != 0)
-      fail(ErrCode::Shape, op, "split axis " + std::to_string(a.axis) + " of shape " + shape_str(x.shape) + " has size " + std::to_string(n) + ", which is not divisible by the axis size " + std::to_string(g));
+      fail(ErrCode::CollectiveArgs, op, "split axis " + std::to_string(a.axis) + " of shape " + shape_str(x.shape) + " has size " + std::to_string(n) + ", which is not divisible by the axis size " + std::to_string(g));
     AVal out = x;
     out.shape[a.axis] = n / g;
     out.shape[a.concat_axis] *= g;
@@ -352,9 +352,9 @@ AVal collective(Op op, const OpAttrs& a, std::span<const AVal> in) {
     std::vector<bool> src(g, false), dst(g, false);
     for (auto [s, d] : a.pairs) {
       if (s < 0 || s >= g || d < 0 || d >= g)
-        fail(ErrCode::Value, op, "pair (" + std::to_string(s) + ", " + std::to_string(d) + ") is out of range for an axis of size " + std::to_string(g));
-      if (src[s]) fail(ErrCode::Value, op, "source " + std::to_string(s) + " appears in more than one pair");
-      if (dst[d]) fail(ErrCode::Value, op, "destination " + std::to_string(d) + " appears in more than one pair");
+        fail(ErrCode::CollectiveArgs, op, "pair (" + std::to_string(s) + ", " + std::to_string(d) + ") is out of range for an axis of size " + std::to_string(g));
+      if (src[s]) fail(ErrCode::CollectiveArgs, op, "source " + std::to_string(s) + " appears in more than one pair");
+      if (dst[d]) fail(ErrCode::CollectiveArgs, op, "destination " + std::to_string(d) + " appears in more than one pair");
       src[s] = dst[d] = true;
     }
     return x;

@@ -81,7 +81,7 @@ const Array& TraceContext::concrete(const Tensor& t) {
   throw Error(ErrCode::ConcreteValue,
               "this array is traced inside " + what_ + " (its type is " + type_str(t->aval) +
                   "): its value is not known while the function is being traced",
-              loc,
+              Span{},
               "use jnp.where instead of if/while on array values, and do host-side work "
               "(float(), .tolist(), printing) outside the mapped function");
 }

@@ -123,6 +123,16 @@ std::vector<np::IndexItem> to_index_items(InterpreterImpl& in, const Value& inde
   return items;
 }
 
+// The host value of `t`, or the traced-value error located at `where`.
+static const Array& concrete_at(InterpreterImpl& in, const Tensor& t, const Span& where) {
+  try {
+    return in.ops().concrete(t);
+  } catch (Error& e) {
+    e.set_span_if_missing(where);
+    throw;
+  }
+}
+
 Value array_get_item(InterpreterImpl& in, const Value& arr, const Value& index, const Span& where) {
   try {
     return make_array(np::index(in.ops(), arr.as<ArrayObj>()->tensor, to_index_items(in, index, where)));
@@ -139,7 +149,7 @@ Value array_to_scalar(InterpreterImpl& in, const Value& arr, const Span& where) 
                 "only size-1 arrays can be converted to Python scalars (this array has shape " +
                     shape_str(t->aval.shape) + ")",
                 where);
-  const Array& a = in.ops().concrete(t);
+  const Array& a = concrete_at(in, t, where);
   Scalar s = a.get(0);
   if (a.dtype() == DType::Bool) return Value::boolean(s.i != 0);
   if (is_floating(a.dtype())) return Value::number(a.get_f64(0));
@@ -153,7 +163,7 @@ bool array_truthy(InterpreterImpl& in, const Value& arr, const Span& where) {
                 "the truth value of an array with more than one element is ambiguous (shape " +
                     shape_str(t->aval.shape) + ")",
                 where, "use a.any() or a.all()");
-  return in.ops().concrete(t).get_f64(0) != 0.0;
+  return concrete_at(in, t, where).get_f64(0) != 0.0;
 }
 
 ValueList array_iterate(InterpreterImpl& in, const Value& arr, const Span& where) {

@@ -35,7 +35,7 @@ AxisEnv resolve_axes(InterpreterImpl& in, const Value& axis_name, const char* fn
   env.trace = dynamic_cast<TraceContext*>(&in.ops());
   std::string quoted = "'" + env.names[0] + "'";
   if (!env.trace)
-    throw Error(ErrCode::Name,
+    throw Error(ErrCode::AxisName,
                 std::string(fn) + "(): unbound axis name " + quoted +
                     ": collectives are only legal inside a function mapped by pmap or shard_map",
                 Span{}, "wrap the function in pmap(f, axis_name=" + quoted + ") or shard_map(f, mesh, ...)");
@@ -51,7 +51,7 @@ AxisEnv resolve_axes(InterpreterImpl& in, const Value& axis_name, const char* fn
       std::string hint = f.mesh_axes.size() == 1 && f.mesh_axes[0] == "_pmap"
                              ? "this pmap has no axis_name: pass axis_name='" + n + "' to pmap"
                              : "the enclosing " + env.trace->what() + " binds " + bound;
-      throw Error(ErrCode::Name, std::string(fn) + "(): unbound axis name '" + n + "'", Span{}, hint);
+      throw Error(ErrCode::AxisName, std::string(fn) + "(): unbound axis name '" + n + "'", Span{}, hint);
     }
     env.group_size *= f.mesh_sizes[bit];
   }
@@ -183,7 +183,7 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
         // JAX's untiled form: split_axis must equal the axis size; a new axis
         // is concatenated over and the split one squeezed away.
         if (x->aval.shape[split] != env.group_size)
-          throw Error(ErrCode::Shape, "all_to_all: split_axis " + std::to_string(split) + " of shape " + shape_str(x->aval.shape) +
+          throw Error(ErrCode::CollectiveArgs, "all_to_all: split_axis " + std::to_string(split) + " of shape " + shape_str(x->aval.shape) +
                                           " has size " + std::to_string(x->aval.shape[split]) + ", but it must equal the axis size " +
                                           std::to_string(env.group_size) + " (or pass tiled=True)");
         if (split < concat) ++concat;

@@ -167,7 +167,7 @@ struct ShardMapFn : SpmdFunction {
     Value args_tuple = make_tuple(args);
     if (const ValueList* specs = sequence_items(in_specs)) {
       if (specs->size() != args.size())
-        throw Error(ErrCode::Value, "shard_map: in_specs has " + std::to_string(specs->size()) +
+        throw Error(ErrCode::Spec, "shard_map: in_specs has " + std::to_string(specs->size()) +
                                         " entries but the function is called with " + std::to_string(args.size()) +
                                         " argument" + (args.size() == 1 ? "" : "s"),
                     where, "give one PartitionSpec per argument, e.g. in_specs=(P('x'),)");
@@ -187,7 +187,7 @@ struct ShardMapFn : SpmdFunction {
       l.spec = value_to_spec(per_leaf[i], "shard_map in_specs entry");
       std::string problem = check_spec(mesh, l.spec, l.global->aval.shape);
       if (!problem.empty())
-        throw Error(ErrCode::Shape, "shard_map: argument " + std::to_string(i) + ": " + problem, where);
+        throw Error(ErrCode::Spec, "shard_map: argument " + std::to_string(i) + ": " + problem, where);
       l.block = l.global->aval;
       l.block.shape = block_shape(mesh, l.spec, l.global->aval.shape);
       for (const auto& axis : l.spec.axes()) l.vma |= AxisSet{1} << proto.axis_bit(axis);
@@ -269,24 +269,24 @@ struct ShardMapFn : SpmdFunction {
       const IRValue& v = c->fn->values[c->fn->results[r]];
       Shape global = v.aval.shape;
       if (s.entries.size() > global.size())
-        throw Error(ErrCode::Shape, "shard_map: output " + std::to_string(r) + " has rank " + std::to_string(global.size()) +
+        throw Error(ErrCode::Spec, "shard_map: output " + std::to_string(r) + " has rank " + std::to_string(global.size()) +
                                         " but its out_specs " + s.repr() + " has " + std::to_string(s.entries.size()) + " entries",
                     where);
       for (size_t d = 0; d < s.entries.size(); ++d)
         for (const auto& axis : s.entries[d]) {
           if (mesh.axis_of(axis) < 0)
-            throw Error(ErrCode::Value, "shard_map: unknown mesh axis '" + axis + "' in out_specs " + s.repr(), where);
+            throw Error(ErrCode::Spec, "shard_map: unknown mesh axis '" + axis + "' in out_specs " + s.repr(), where);
           global[d] *= mesh.axis_size(axis);
         }
       std::string problem = check_spec(mesh, s, global);
-      if (!problem.empty()) throw Error(ErrCode::Shape, "shard_map: output " + std::to_string(r) + ": " + problem, where);
+      if (!problem.empty()) throw Error(ErrCode::Spec, "shard_map: output " + std::to_string(r) + ": " + problem, where);
       if (check_vma) {
         std::vector<std::string> named = s.axes();
         for (size_t b = 0; b < mesh.axis_names.size(); ++b) {
           if (!(v.vma & (AxisSet{1} << b))) continue;
           if (std::find(named.begin(), named.end(), mesh.axis_names[b]) != named.end()) continue;
           const std::string& axis = mesh.axis_names[b];
-          throw Error(ErrCode::Shape,
+          throw Error(ErrCode::Vma,
                       "shard_map: out_specs " + s.repr() + " says output " + std::to_string(r) +
                           " is replicated over '" + axis + "' but the value varies over '" + axis +
                           "' (it became varying through " + varying_origin(*c->fn, c->fn->results[r], static_cast<int>(b)) + ")",
@@ -317,7 +317,7 @@ struct PmapFn : SpmdFunction {
     Value axes_spec = in_axes;
     if (const ValueList* items = sequence_items(in_axes)) {
       if (items->size() != args.size())
-        throw Error(ErrCode::Value, "pmap: in_axes has " + std::to_string(items->size()) + " entries but the function is called with " +
+        throw Error(ErrCode::MappedAxis, "pmap: in_axes has " + std::to_string(items->size()) + " entries but the function is called with " +
                                         std::to_string(args.size()) + " argument" + (args.size() == 1 ? "" : "s"),
                     where);
     }
@@ -335,12 +335,12 @@ struct PmapFn : SpmdFunction {
         int nd = l.global->aval.ndim();
         int64_t ax = per_leaf[i].as_int();
         if (ax < -nd || ax >= nd)
-          throw Error(ErrCode::Axis, "pmap: in_axes " + std::to_string(ax) + " is out of range for argument " + std::to_string(i) +
+          throw Error(ErrCode::MappedAxis, "pmap: in_axes " + std::to_string(ax) + " is out of range for argument " + std::to_string(i) +
                                          " of shape " + shape_str(l.global->aval.shape), where);
         l.map_axis = static_cast<int>(ax < 0 ? ax + nd : ax);
         int64_t size = l.global->aval.shape[l.map_axis];
         if (n >= 0 && size != n)
-          throw Error(ErrCode::Shape, "pmap: mapped axes disagree: argument " + std::to_string(i) + " has size " + std::to_string(size) +
+          throw Error(ErrCode::MappedAxis, "pmap: mapped axes disagree: argument " + std::to_string(i) + " has size " + std::to_string(size) +
                                           " along its mapped axis, the earlier ones " + std::to_string(n), where);
         n = size;
         l.block.shape.erase(l.block.shape.begin() + l.map_axis);
@@ -350,13 +350,13 @@ struct PmapFn : SpmdFunction {
       leaves.push_back(std::move(l));
     }
     if (n < 0)
-      throw Error(ErrCode::Value, "pmap: no argument is mapped (in_axes is None for all of them), so the number of devices to map over is unknown",
+      throw Error(ErrCode::MappedAxis, "pmap: no argument is mapped (in_axes is None for all of them), so the number of devices to map over is unknown",
                   where, "map at least one argument over its leading axis");
     std::vector<int> devs = devices;
     if (devs.empty())
       for (int d = 0; d < in.platform().device_count(); ++d) devs.push_back(d);
     int64_t D = static_cast<int64_t>(devs.size());
-    if (n == 0) throw Error(ErrCode::Value, "pmap: the mapped axis has size 0", where);
+    if (n == 0) throw Error(ErrCode::MappedAxis, "pmap: the mapped axis has size 0", where);
     int threads, k;
     if (n <= D) {
       threads = static_cast<int>(n);
@@ -365,7 +365,7 @@ struct PmapFn : SpmdFunction {
       threads = static_cast<int>(D);
       k = static_cast<int>(n / D);
     } else {
-      throw Error(ErrCode::Shape, "pmap: the mapped axis has size " + std::to_string(n) + ", which is neither at most the " +
+      throw Error(ErrCode::MappedAxis, "pmap: the mapped axis has size " + std::to_string(n) + ", which is neither at most the " +
                                       std::to_string(D) + " devices nor a multiple of " + std::to_string(D),
                   where, "pad the batch to a multiple of " + std::to_string(D) + " or use --devices");
     }
@@ -465,7 +465,7 @@ struct PmapFn : SpmdFunction {
       const IRValue& v = c->fn->values[c->fn->results[r]];
       if (per_out[r].is_none()) {
         if (v.vma)
-          throw Error(ErrCode::Shape, "pmap: out_axes=None says output " + std::to_string(r) + " is the same on every device, but it varies over '" +
+          throw Error(ErrCode::Vma, "pmap: out_axes=None says output " + std::to_string(r) + " is the same on every device, but it varies over '" +
                                           pmesh.axis_names[0] + "' (it became varying through " + varying_origin(*c->fn, c->fn->results[r], 0) + ")",
                       where, "reduce it with psum/pmean first, or map it with out_axes=0");
         c->out_axes.push_back(-1);
@@ -488,7 +488,7 @@ std::vector<int> devices_arg(const Value& v) {
   if (v.is_none()) return out;
   const ValueList* items = sequence_items(v);
   if (!items) throw Error(ErrCode::Type, "pmap() devices must be a list of Device values");
-  if (items->empty()) throw Error(ErrCode::Value, "pmap(): devices=[] gives no device to run on");
+  if (items->empty()) throw Error(ErrCode::MappedAxis, "pmap(): devices=[] gives no device to run on");
   for (const Value& d : *items) {
     if (!d.is_obj(ObjKind::Device)) throw Error(ErrCode::Type, "pmap() devices must be Device values, not " + type_name(d));
     out.push_back(d.as<DeviceObj>()->id);
