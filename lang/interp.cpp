@@ -11,6 +11,7 @@
 #include "lang/methods.hpp"
 #include "lang/parser.hpp"
 #include "runtime/eager.hpp"
+#include "stdlib/sharding.hpp"
 
 namespace pxl {
 
@@ -161,6 +162,23 @@ std::string Interpreter::type_of(const std::string& expr) {
   }
   return type_name(v);
 }
+
+// Evaluates the callee and arguments of "f(args)" and lowers the call.
+static std::string lower_expr(InterpreterImpl& in, const std::string& text, bool comm) {
+  in.set_stack_base();
+  auto src = std::make_shared<SourceFile>("<stdin>", text);
+  ExprPtr e = parse_expression(src);
+  if (e->kind != ExprKind::Call)
+    throw Error(ErrCode::Syntax, "expected a call such as f(x)", e->span);
+  Value fn = in.eval(*e->func, in.globals());
+  CallArgs args;
+  for (const auto& a : e->elts) args.pos.push_back(in.eval(*a, in.globals()));
+  for (const auto& k : e->keywords) args.kw.emplace_back(k.name, in.eval(*k.value, in.globals()));
+  return lower_call(in, fn, args, e->span, comm);
+}
+
+std::string Interpreter::ir_of(const std::string& call_expr) { return lower_expr(*impl_, call_expr, false); }
+std::string Interpreter::comm_of(const std::string& call_expr) { return lower_expr(*impl_, call_expr, true); }
 
 void Interpreter::reset() { impl_->reset_globals(); }
 

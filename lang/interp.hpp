@@ -16,6 +16,8 @@ struct InterpOptions {
   std::ostream* out = nullptr; // print() goes here; nullptr = std::cout
   std::ostream* err = nullptr; // nullptr = std::cerr
   int recursion_limit = 1000;
+  bool dump_ir = false;     // print the IR of every traced function (--dump=ir)
+  bool comm_report = false; // print the communication report of every SPMD function (--comm)
 };
 
 enum class Completeness { Complete, Incomplete, Invalid };
@@ -44,6 +46,10 @@ public:
   std::vector<std::string> complete(const std::string& prefix);
   // ":type EXPR": "float32[3,4]" for arrays, the Python type name otherwise.
   std::string type_of(const std::string& expr);
+  // ":ir f(args)": the IR of the traced call (a pmap/shard_map'd function, or a
+  // plain function traced on one device); ":comm f(args)": its communication report.
+  std::string ir_of(const std::string& call_expr);
+  std::string comm_of(const std::string& call_expr);
   // Forget every user definition (":reset").
   void reset();
 

@@ -211,6 +211,7 @@ Value InterpreterImpl::get_attr(const Value& obj, const std::string& name, const
     if (obj.as<OpaqueObj>()->get_attr(*this, name, v)) return v;
   }
   Value v;
+  LocScope loc(ops(), where); // array properties such as x.T bind ops
   if (lookup_method(*this, obj, name, v)) return v;
   throw Error(ErrCode::Attribute, "'" + type_name(obj) + "' object has no attribute '" + name + "'",
               where);

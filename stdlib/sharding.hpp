@@ -52,6 +52,10 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding_module, Value& 
 void add_spmd_functions(InterpreterImpl& in, Value& jax_module, Value& shard_map_module);
 void add_collectives(InterpreterImpl& in, Value& lax_module);
 
+// The IR (or, with comm, the communication report) of calling fn(*args),
+// traced but not run.
+std::string lower_call(InterpreterImpl& in, const Value& fn, CallArgs& args, const Span& where, bool comm);
+
 // "a visualization of which device holds which block" (visualize_sharding).
 std::string sharding_picture(const ShardedData& d);
 

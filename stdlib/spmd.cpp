@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "ir/comm_report.hpp"
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
 #include "runtime/executable.hpp"
@@ -139,12 +140,20 @@ std::string signature(const std::vector<InLeaf>& leaves, const TreeDef& tree) {
 // The shared driver: builds the Function, checks, runs, assembles.
 
 struct SpmdFunction : OpaqueObj {
+  // Lowering (":ir", ":comm") runs call() up to compilation and stops there.
+  bool lower_only = false;
+  std::shared_ptr<Compiled> last;
+  int64_t last_participants = 0;
   Value fn;
   std::string what;
   bool check_vma = true;
   std::map<std::string, std::shared_ptr<Compiled>> cache;
   int traces = 0; // how many times the function was traced (tests use it)
   std::string type_name() const override { return what == "pmap" ? "PmapFunction" : "function"; }
+  void report(InterpreterImpl& in, const Function& f, int64_t participants) {
+    if (in.options().dump_ir) in.out() << print_function(f);
+    if (in.options().comm_report) in.out() << comm_report(f, participants);
+  }
   std::string repr() const override { return "<" + what + " of " + pxl::repr(fn) + ">"; }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
     if (name == "_cache_size") return out = Value::integer(static_cast<int64_t>(cache.size())), true;
@@ -202,7 +211,11 @@ struct ShardMapFn : SpmdFunction {
     } else {
       c = compile(in, leaves, in_tree, proto, where);
       cache[key] = c;
+      report(in, *c->fn, mesh.size());
     }
+    last = c;
+    last_participants = mesh.size();
+    if (lower_only) return true;
     // Run: each participant's blocks.
     SpmdLayout layout{mesh, static_cast<int>(mesh.size()), 1};
     std::vector<std::vector<Array>> inputs(mesh.size());
@@ -381,7 +394,11 @@ struct PmapFn : SpmdFunction {
     } else {
       c = compile(in, leaves, in_tree, pmesh, threads, k, where);
       cache[key] = c;
+      report(in, *c->fn, n);
     }
+    last = c;
+    last_participants = n;
+    if (lower_only) return true;
     // Participant p gets element p of every mapped argument.
     std::vector<std::vector<Array>> inputs(n);
     for (const InLeaf& l : leaves) {
@@ -529,6 +546,34 @@ Value make_shard_map(InterpreterImpl&, CallArgs& a) {
 }
 
 } // namespace
+
+std::string lower_call(InterpreterImpl& in, const Value& fn, CallArgs& args, const Span& where, bool comm) {
+  if (fn.is_obj(ObjKind::Opaque))
+    if (auto* s = dynamic_cast<SpmdFunction*>(fn.as<OpaqueObj>())) {
+      s->lower_only = true;
+      struct Reset {
+        SpmdFunction* s;
+        ~Reset() { s->lower_only = false; }
+      } reset{s};
+      Value ignored;
+      s->call(in, args, where, ignored);
+      return comm ? comm_report(*s->last->fn, s->last_participants) : print_function(*s->last->fn);
+    }
+  // A plain function: traced on one device (what jit will compile).
+  Function f;
+  f.name = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : "f";
+  TraceContext tc(f, in.ops(), "tracing");
+  ValueList leaves, traced;
+  TreeDef tree = tree_flatten(in, make_tuple(args.pos), leaves);
+  for (const Value& l : leaves) traced.push_back(make_array(tc.add_param(in.to_tensor(l, where)->aval, 0, where, "an argument")));
+  TreeDef out_tree;
+  ValueList outs = trace_call(in, tc, fn, *sequence_items(tree_unflatten(tree, traced)), where, out_tree);
+  for (Value& v : outs) {
+    LocScope loc(tc, where);
+    f.results.push_back(tc.value_of(in.to_tensor(v, where)));
+  }
+  return comm ? comm_report(f, 1) : print_function(f);
+}
 
 void add_spmd_functions(InterpreterImpl& in, Value& jax, Value& shard_map_module) {
   Value pmap = make_builtin("pmap", make_pmap);
