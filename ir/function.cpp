@@ -371,6 +371,8 @@ bool IRParser::parse_attr(OpAttrs& a, const std::string& key) {
     a.axis = integer();
   } else if (key == "concat_axis") {
     a.concat_axis = integer();
+  } else if (key == "format") {
+    a.axis = integer();
   } else if (key == "group_size") {
     a.group_size = integer();
   } else if (key == "dims" || key == "axes") {

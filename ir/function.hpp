@@ -47,6 +47,13 @@ struct Function {
   std::vector<int> consts;              // value ids of captured constants (replicated inputs)
   std::vector<Instr> body;
   std::vector<int> results;
+  // jax.debug.print format strings (debug_print's attrs.axis indexes them) and
+  // the keyword names of their arguments (the rest are positional).
+  struct DebugFormat {
+    std::string format;
+    std::vector<std::string> keywords;
+  };
+  std::vector<DebugFormat> debug_formats;
 
   int add_value(IRValue v) {
     values.push_back(std::move(v));

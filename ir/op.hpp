@@ -32,7 +32,8 @@ enum class OpFamily : uint8_t {
   Scan,
   Dot,
   Index,
-  Collective
+  Collective,
+  Effect
 };
 
 const char* op_name(Op op); // the text name, e.g. "dot_general"

@@ -320,7 +320,9 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
   case Op::Ppermute:
   case Op::AllToAll:
   case Op::AxisIndex:
-    // Collectives need the other devices: their kernel is the SPMD executor's.
+  case Op::DebugPrint:
+    // Collectives need the other devices and effects the host: their kernel is
+    // the SPMD executor's.
     break;
   }
   internal_error(__FILE__, __LINE__, std::string("no reference kernel for ") + op_name(op));

@@ -18,6 +18,8 @@ AxisSet infer_vma(Op op, std::span<const AxisSet> operands, AxisSet named) {
   case OpFamily::Dot:
   case OpFamily::Index:
     return all;
+  case OpFamily::Effect:
+    return 0;
   case OpFamily::Collective:
     break;
   }

@@ -22,6 +22,13 @@ struct SpmdLayout {
   int participants() const { return threads * per_thread; }
 };
 
+// What one participant's jax.debug.print produced while running.
+struct DebugRecord {
+  int participant = 0;
+  int format = 0;
+  std::vector<Array> values;
+};
+
 class Executable {
 public:
   virtual ~Executable() = default;
@@ -29,7 +36,8 @@ public:
   // i-th parameter of local participant j; returns their results the same way.
   virtual std::vector<std::vector<Array>> run(int thread,
                                               const std::vector<std::vector<Array>>& inputs,
-                                              CommWorld& world) = 0;
+                                              CommWorld& world,
+                                              std::vector<DebugRecord>& debug) = 0;
 };
 
 std::unique_ptr<Executable> make_reference_executable(std::shared_ptr<const Function> fn,
@@ -38,8 +46,10 @@ std::unique_ptr<Executable> make_reference_executable(std::shared_ptr<const Func
 
 // Runs `exe` on the device threads; inputs/outputs are per participant.
 // A failure on any device aborts the collectives of the others and is rethrown.
+// Debug records come back in participant order.
 std::vector<std::vector<Array>> launch(Executable& exe, DeviceThreads& pool,
                                        const SpmdLayout& layout,
-                                       const std::vector<std::vector<Array>>& inputs);
+                                       const std::vector<std::vector<Array>>& inputs,
+                                       std::vector<DebugRecord>* debug = nullptr);
 
 } // namespace pxl

@@ -54,7 +54,7 @@ public:
   }
 
   std::vector<std::vector<Array>> run(int thread, const std::vector<std::vector<Array>>& inputs,
-                                      CommWorld& world) override {
+                                      CommWorld& world, std::vector<DebugRecord>& debug) override {
     const Function& f = *fn_;
     int k = layout_.per_thread;
     std::vector<std::vector<Array>> env(k, std::vector<Array>(f.values.size()));
@@ -65,6 +65,15 @@ public:
     }
     for (size_t i = 0; i < f.body.size(); ++i) {
       const Instr& in = f.body[i];
+      if (in.op == Op::DebugPrint) {
+        for (int j = 0; j < k; ++j) {
+          DebugRecord rec{thread * k + j, static_cast<int>(in.attrs.axis), {}};
+          for (int o : in.operands) rec.values.push_back(env[j][o]);
+          debug.push_back(std::move(rec));
+          env[j][in.result] = Array(DType::Bool, {});
+        }
+        continue;
+      }
       if (!is_collective(in.op)) {
         for (int j = 0; j < k; ++j) {
           std::vector<Array> args;
@@ -221,20 +230,25 @@ std::unique_ptr<Executable> make_reference_executable(std::shared_ptr<const Func
 
 std::vector<std::vector<Array>> launch(Executable& exe, DeviceThreads& pool,
                                        const SpmdLayout& layout,
-                                       const std::vector<std::vector<Array>>& inputs) {
+                                       const std::vector<std::vector<Array>>& inputs,
+                                       std::vector<DebugRecord>* debug) {
   int k = layout.per_thread;
   CommWorld world(layout.threads, k);
   std::vector<std::vector<Array>> outputs(layout.participants());
+  std::vector<std::vector<DebugRecord>> logs(layout.threads);
   pool.run(layout.threads, [&](int t) {
     try {
       std::vector<std::vector<Array>> local(inputs.begin() + t * k, inputs.begin() + (t + 1) * k);
-      auto out = exe.run(t, local, world);
+      auto out = exe.run(t, local, world, logs[t]);
       for (int j = 0; j < k; ++j) outputs[t * k + j] = std::move(out[j]);
     } catch (const std::exception& e) {
       world.abort(std::string("device ") + std::to_string(t) + " failed: " + e.what());
       throw;
     }
   });
+  if (debug)
+    for (auto& log : logs) // threads hold consecutive participants: this is participant order
+      for (auto& rec : log) debug->push_back(std::move(rec));
   return outputs;
 }
 

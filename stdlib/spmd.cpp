@@ -2,6 +2,7 @@
 // Function, check it (specs, mapped sizes, the vma rule of out_specs) before any
 // device runs, then run it on the device threads. One mechanism underneath:
 // pmap is shard_map over a 1-d mesh of its devices with the mapped axis split.
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -102,6 +103,31 @@ void broadcast_prefix(InterpreterImpl& in, const Value& prefix, const Value& tre
   }
   throw Error(ErrCode::Value, what + " does not match the structure of the value it describes (" +
                                   type_name(prefix) + " vs " + type_name(tree) + ")");
+}
+
+// jax.debug.print output: each device's line, prefixed with its mesh
+// coordinates, statement by statement in device order.
+void print_debug(InterpreterImpl& in, const Function& f, const Mesh& mesh, std::vector<DebugRecord>& recs) {
+  std::stable_sort(recs.begin(), recs.end(), [](const DebugRecord& a, const DebugRecord& b) {
+    return a.format != b.format ? a.format < b.format : a.participant < b.participant;
+  });
+  for (const DebugRecord& r : recs) {
+    const Function::DebugFormat& fmt = f.debug_formats[r.format];
+    CallArgs args;
+    size_t npos = r.values.size() - fmt.keywords.size();
+    for (size_t i = 0; i < r.values.size(); ++i) {
+      Value v = make_array(make_tensor(r.values[i]));
+      if (i < npos) args.pos.push_back(v);
+      else args.kw.emplace_back(fmt.keywords[i - npos], v);
+    }
+    std::string prefix = "[";
+    std::vector<int64_t> c = mesh.coords(r.participant);
+    for (int d = 0; d < mesh.ndim(); ++d)
+      prefix += (d ? ", " : "") + mesh.axis_names[d] + "=" + std::to_string(c[d]);
+    Value format = in.get_attr(make_str(fmt.format), "format", Span{});
+    in.out() << prefix << "] " << str(in.call(format, args, Span{})) << "\n";
+  }
+  in.out().flush();
 }
 
 bool is_spec_leaf(const Value& v) { return v.is_none() || v.is_obj(ObjKind::Opaque); }
@@ -232,7 +258,9 @@ struct ShardMapFn : SpmdFunction {
         }
       }
     }
-    auto results = launch(*c->exe, in.platform().threads(), layout, inputs);
+    std::vector<DebugRecord> debug;
+    auto results = launch(*c->exe, in.platform().threads(), layout, inputs, &debug);
+    print_debug(in, *c->fn, mesh, debug);
     ValueList outs;
     for (size_t r = 0; r < c->fn->results.size(); ++r) {
       auto d = std::make_shared<ShardedData>();
@@ -416,7 +444,9 @@ struct PmapFn : SpmdFunction {
       }
     }
     SpmdLayout layout{pmesh, threads, k};
-    auto results = launch(*c->exe, in.platform().threads(), layout, inputs);
+    std::vector<DebugRecord> debug;
+    auto results = launch(*c->exe, in.platform().threads(), layout, inputs, &debug);
+    print_debug(in, *c->fn, pmesh, debug);
     ValueList outs;
     Mesh dev_mesh{{name}, {threads}, {}};
     for (int t = 0; t < threads; ++t) dev_mesh.device_ids.push_back(devs[t]);
