@@ -34,8 +34,8 @@ int TraceContext::value_of(const Tensor& t) {
                 "a value traced by an enclosing transformation is used inside " + what_ +
                     "; nesting pmap/shard_map is not supported yet",
                 loc);
-  for (auto& [impl, id] : captured_ids_)
-    if (impl == t.get()) return id;
+  for (auto& [held, id] : captured_ids_)
+    if (held == t) return id;
   // An eager array (a global or closure variable): a replicated constant input.
   Array a = outer_.concrete(t);
   IRValue v;
@@ -45,7 +45,7 @@ int TraceContext::value_of(const Tensor& t) {
   int id = fn_.add_value(std::move(v));
   fn_.consts.push_back(id);
   captured_.push_back(std::move(a));
-  captured_ids_.push_back({t.get(), id});
+  captured_ids_.push_back({t, id});
   return id;
 }
 

@@ -34,7 +34,9 @@ private:
   OpContext& outer_;
   std::string what_;
   std::vector<Array> captured_; // values of fn_.consts, in order
-  std::vector<std::pair<const TensorImpl*, int>> captured_ids_; // eager tensor -> const id
+  // Eager tensor -> const id. The tensors are kept alive so that an address is
+  // never reused by another tensor while the trace looks it up.
+  std::vector<std::pair<Tensor, int>> captured_ids_;
 };
 
 } // namespace pxl

@@ -3,6 +3,10 @@
 #include <cstring>
 #include <type_traits>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace pxl::coll {
 
 namespace {
@@ -61,29 +65,72 @@ struct AndOp {
 // stream past it once each.
 constexpr int64_t kBlock = 2048;
 
+void stream_copy(void* dst, const void* src, size_t bytes) {
+#if defined(__SSE2__)
+  auto* d = static_cast<char*>(dst);
+  auto* s = static_cast<const char*>(src);
+  size_t head = (16 - reinterpret_cast<uintptr_t>(d) % 16) % 16;
+  if (head > bytes) head = bytes;
+  std::memcpy(d, s, head);
+  size_t i = head;
+  for (; i + 64 <= bytes; i += 64) {
+    __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
+    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 16));
+    __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 32));
+    __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 48), e);
+  }
+  std::memcpy(d + i, s + i, bytes - i);
+#else
+  std::memcpy(dst, src, bytes);
+#endif
+}
+
+// Non-temporal stores are weakly ordered: fence them before the barrier that
+// publishes the outputs to other threads.
+void stream_fence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+
 template <class Tr, class Op>
-void reduce_typed(const void* const* ins, int nins, void* const* outs, int nouts, int64_t n) {
+void reduce_typed(const void* const* ins, int nins, void* const* outs, int nouts, int64_t n,
+                  bool streaming) {
   using T = typename Tr::Store;
   using A = typename Tr::Acc;
   A acc[kBlock];
   T tmp[std::is_same_v<T, A> ? 1 : kBlock];
-  for (int64_t base = 0; base < n; base += kBlock) {
-    int64_t m = n - base < kBlock ? n - base : kBlock;
+  // `len` is a compile-time constant for full blocks, so the loops have a
+  // fixed trip count and the compiler vectorises them even at -O2.
+  auto block = [&](int64_t base, auto len) {
     const T* in0 = static_cast<const T*>(ins[0]) + base;
-    for (int64_t i = 0; i < m; ++i) acc[i] = Tr::load(in0[i]);
+    for (int64_t i = 0; i < len; ++i) acc[i] = Tr::load(in0[i]);
     for (int r = 1; r < nins; ++r) {
       const T* in = static_cast<const T*>(ins[r]) + base;
-      for (int64_t i = 0; i < m; ++i) acc[i] = Op::apply(acc[i], Tr::load(in[i]));
+      for (int64_t i = 0; i < len; ++i) acc[i] = Op::apply(acc[i], Tr::load(in[i]));
     }
     const void* src = acc;
     if constexpr (!std::is_same_v<T, A>) {
       // Round once, then copy the rounded block to every output.
-      for (int64_t i = 0; i < m; ++i) tmp[i] = Tr::store(acc[i]);
+      for (int64_t i = 0; i < len; ++i) tmp[i] = Tr::store(acc[i]);
       src = tmp;
     }
-    for (int o = 0; o < nouts; ++o)
-      std::memcpy(static_cast<T*>(outs[o]) + base, src, size_t(m) * sizeof(T));
-  }
+    for (int o = 0; o < nouts; ++o) {
+      T* dst = static_cast<T*>(outs[o]) + base;
+      if (streaming)
+        stream_copy(dst, src, size_t(len) * sizeof(T));
+      else
+        std::memcpy(dst, src, size_t(len) * sizeof(T));
+    }
+  };
+  int64_t base = 0;
+  for (; base + kBlock <= n; base += kBlock) block(base, std::integral_constant<int64_t, kBlock>{});
+  if (base < n) block(base, n - base);
+  if (streaming) stream_fence();
 }
 
 template <class Tr>

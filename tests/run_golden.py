@@ -42,10 +42,12 @@ def parse_args():
 def collect(paths, suffix):
     tests = []
     for path in map(Path, paths):
+        # absolute(), not resolve(): a test may be a symlink to a program kept
+        # elsewhere (examples/), with its expectations beside the link.
         if path.is_file():
-            tests.append(path.resolve())
+            tests.append(path.absolute())
         elif path.is_dir():
-            tests.extend(p.resolve() for p in path.rglob("*" + suffix) if not p.name.startswith("_"))
+            tests.extend(p.absolute() for p in path.rglob("*" + suffix) if not p.name.startswith("_"))
         else:
             sys.exit(f"run_golden: no such file or directory: {path}")
     return sorted(set(tests))
