@@ -2,6 +2,8 @@
 #include "lang/interp.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -9,6 +11,7 @@
 #include "lang/args.hpp"
 #include "lang/interp_impl.hpp"
 #include "lang/methods.hpp"
+#include "ir/function.hpp"
 #include "lang/parser.hpp"
 #include "runtime/eager.hpp"
 #include "stdlib/sharding.hpp"
@@ -179,6 +182,57 @@ static std::string lower_expr(InterpreterImpl& in, const std::string& text, bool
 
 std::string Interpreter::ir_of(const std::string& call_expr) { return lower_expr(*impl_, call_expr, false); }
 std::string Interpreter::comm_of(const std::string& call_expr) { return lower_expr(*impl_, call_expr, true); }
+
+static Value eval_text(InterpreterImpl& in, const std::string& text) {
+  in.set_stack_base();
+  auto src = std::make_shared<SourceFile>("<stdin>", text);
+  ExprPtr e = parse_expression(src);
+  return in.eval(*e, in.globals());
+}
+
+std::string Interpreter::sharding_of(const std::string& expr) {
+  Value v = eval_text(*impl_, expr);
+  if (!v.is_obj(ObjKind::Array))
+    throw Error(ErrCode::Type, ":sharding needs an array, got a " + type_name(v));
+  const Tensor& t = v.as<ArrayObj>()->tensor;
+  std::string head = type_str(t->aval) + " ";
+  if (!t->sharded)
+    return head + "on one device (cpu:" + std::to_string(t->concrete ? t->concrete->device() : 0) + ")\n";
+  return head + "sharded as " + t->sharded->spec.repr() + " over " + t->sharded->mesh.repr() +
+         "\n" + sharding_picture(*t->sharded);
+}
+
+std::string Interpreter::mesh_of(const std::string& expr) {
+  std::string out;
+  if (expr.find_first_not_of(" \t") == std::string::npos) {
+    out = std::to_string(num_devices()) + " CPU devices:";
+    for (const Device& d : impl_->platform().devices()) out += " " + d.repr();
+    return out + "\n";
+  }
+  Value v = eval_text(*impl_, expr);
+  const Mesh* m = value_to_mesh(v);
+  if (!m) throw Error(ErrCode::Type, ":mesh needs a Mesh, got a " + type_name(v));
+  out = m->repr() + ", " + std::to_string(m->size()) + " devices\n";
+  for (int64_t pos = 0; pos < m->size(); ++pos) {
+    std::vector<int64_t> c = m->coords(pos);
+    out += "  ";
+    for (int d = 0; d < m->ndim(); ++d) out += (d ? ", " : "") + m->axis_names[d] + "=" + std::to_string(c[d]);
+    out += " -> cpu:" + std::to_string(m->device_ids[pos]) + "\n";
+  }
+  return out;
+}
+
+std::string Interpreter::time_of(const std::string& expr) {
+  auto start = std::chrono::steady_clock::now();
+  Value v = eval_text(*impl_, expr);
+  if (v.is_obj(ObjKind::Array)) impl_->ops().concrete(v.as<ArrayObj>()->tensor); // wait for it
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  char buf[64];
+  if (s < 1e-3) std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  else if (s < 1) std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+  else std::snprintf(buf, sizeof buf, "%.3f s", s);
+  return (v.is_none() ? std::string() : repr(v) + "\n") + "time: " + buf + "\n";
+}
 
 void Interpreter::reset() { impl_->reset_globals(); }
 

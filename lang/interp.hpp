@@ -50,6 +50,12 @@ public:
   // plain function traced on one device); ":comm f(args)": its communication report.
   std::string ir_of(const std::string& call_expr);
   std::string comm_of(const std::string& call_expr);
+  // ":sharding EXPR": which device holds which block of an array.
+  std::string sharding_of(const std::string& expr);
+  // ":mesh [EXPR]": the devices, or a Mesh's axes and device grid.
+  std::string mesh_of(const std::string& expr);
+  // ":time EXPR": evaluates EXPR (waiting for its arrays) and reports the time.
+  std::string time_of(const std::string& expr);
   // Forget every user definition (":reset").
   void reset();
 

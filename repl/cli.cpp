@@ -49,6 +49,15 @@ ParseResult parse(const std::vector<std::string>& args, const char* env_devices)
         value = args[++i];
       }
       devices_text = *value;
+    } else if (split_long(a, "--dump", value)) {
+      if (!value) {
+        if (i + 1 >= args.size()) return fail("option '--dump' needs a value (ir)");
+        value = args[++i];
+      }
+      if (*value != "ir") return fail("--dump: unknown stage '" + *value + "' (known: ir)");
+      opts.dump_ir = true;
+    } else if (a == "--comm") {
+      opts.comm_report = true;
     } else if (a == "-c") {
       if (i + 1 >= args.size()) return fail("option '-c' needs a code argument");
       opts.mode = Mode::Code;
@@ -89,6 +98,8 @@ std::string usage() {
          "options:\n"
          "  -c CODE        run CODE as a script\n"
          "  --devices N    number of CPU devices (default 8; also PXL_DEVICES=N)\n"
+         "  --dump=ir      print the IR of every traced (pmap/shard_map) function\n"
+         "  --comm         print the communication report of every pmap/shard_map function\n"
          "  --version, -V  print the version of pxl and of its LLVM, then exit\n"
          "  --help, -h     print this help, then exit\n"
          "  --             end of options\n";

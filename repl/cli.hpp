@@ -14,6 +14,8 @@ struct Options {
   std::string file;                     // Mode::File
   std::string code;                     // Mode::Code (-c)
   std::vector<std::string> script_args; // everything after the script or -c code
+  bool dump_ir = false;                 // --dump=ir: print the IR of every traced function
+  bool comm_report = false;             // --comm: print every SPMD function's communication
 };
 
 struct ParseResult {

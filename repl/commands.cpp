@@ -48,12 +48,44 @@ CommandResult cmd_type(Session& s, const std::string& arg) {
   return CommandResult::Continue;
 }
 
+// Commands that print what an Interpreter query returns for their argument.
+template <std::string (Interpreter::*Query)(const std::string&)>
+CommandResult query(Session& s, const std::string& arg, const char* usage, bool arg_optional = false) {
+  if (arg.empty() && !arg_optional) {
+    s.report_usage(usage);
+    return CommandResult::Continue;
+  }
+  s.out() << (s.interp().*Query)(arg);
+  return CommandResult::Continue;
+}
+
+CommandResult cmd_ir(Session& s, const std::string& a) {
+  return query<&Interpreter::ir_of>(s, a, ":ir needs a call, e.g. :ir f(x)");
+}
+CommandResult cmd_comm(Session& s, const std::string& a) {
+  return query<&Interpreter::comm_of>(s, a, ":comm needs a call, e.g. :comm step(params, batch)");
+}
+CommandResult cmd_sharding(Session& s, const std::string& a) {
+  return query<&Interpreter::sharding_of>(s, a, ":sharding needs an array, e.g. :sharding x");
+}
+CommandResult cmd_mesh(Session& s, const std::string& a) {
+  return query<&Interpreter::mesh_of>(s, a, "", true);
+}
+CommandResult cmd_time(Session& s, const std::string& a) {
+  return query<&Interpreter::time_of>(s, a, ":time needs an expression, e.g. :time f(x)");
+}
+
 constexpr Command kCommands[] = {
     {":help", "", "show this help", cmd_help},
     {":quit", "", "leave the REPL", cmd_quit},
     {":load", "FILE", "run a .pxl file in this session", cmd_load},
     {":reset", "", "forget every definition", cmd_reset},
     {":type", "EXPR", "show the type of EXPR (dtype and shape for arrays)", cmd_type},
+    {":ir", "CALL", "show the IR a call traces to, e.g. :ir f(x)", cmd_ir},
+    {":comm", "CALL", "show the collectives of a pmap/shard_map call and their bytes", cmd_comm},
+    {":mesh", "[MESH]", "list the devices, or show a mesh's device grid", cmd_mesh},
+    {":sharding", "EXPR", "draw which device holds which block of an array", cmd_sharding},
+    {":time", "EXPR", "evaluate EXPR and report how long it took", cmd_time},
 };
 
 } // namespace

@@ -20,6 +20,8 @@ int run(const pxl::cli::Options& opts) {
   try {
     pxl::InterpOptions io;
     io.num_devices = opts.devices;
+    io.dump_ir = opts.dump_ir;
+    io.comm_report = opts.comm_report;
     pxl::Interpreter interp(io);
     switch (opts.mode) {
     case Mode::File:

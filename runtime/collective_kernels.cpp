@@ -135,39 +135,48 @@ void reduce_typed(const void* const* ins, int nins, void* const* outs, int nouts
 
 template <class Tr>
 void reduce_kind(ReduceKind kind, const void* const* ins, int nins, void* const* outs, int nouts,
-                 int64_t n) {
+                 int64_t n, bool st) {
   switch (kind) {
   case ReduceKind::Sum:
-    return reduce_typed<Tr, SumOp>(ins, nins, outs, nouts, n);
+    return reduce_typed<Tr, SumOp>(ins, nins, outs, nouts, n, st);
   case ReduceKind::Max:
-    return reduce_typed<Tr, MaxOp>(ins, nins, outs, nouts, n);
+    return reduce_typed<Tr, MaxOp>(ins, nins, outs, nouts, n, st);
   case ReduceKind::Min:
-    return reduce_typed<Tr, MinOp>(ins, nins, outs, nouts, n);
+    return reduce_typed<Tr, MinOp>(ins, nins, outs, nouts, n, st);
   }
 }
 
 } // namespace
 
 void reduce(DType dtype, ReduceKind kind, const void* const* ins, int nins, void* const* outs,
-            int nouts, int64_t n) {
+            int nouts, int64_t n, bool st) {
+  using B = Plain<uint8_t, uint8_t>;
   switch (dtype) {
   case DType::Bool:
-    if (kind == ReduceKind::Min)
-      return reduce_typed<Plain<uint8_t, uint8_t>, AndOp>(ins, nins, outs, nouts, n);
-    return reduce_typed<Plain<uint8_t, uint8_t>, OrOp>(ins, nins, outs, nouts, n);
+    if (kind == ReduceKind::Min) return reduce_typed<B, AndOp>(ins, nins, outs, nouts, n, st);
+    return reduce_typed<B, OrOp>(ins, nins, outs, nouts, n, st);
   case DType::Int32:
-    return reduce_kind<Plain<int32_t, int32_t>>(kind, ins, nins, outs, nouts, n);
+    return reduce_kind<Plain<int32_t, int32_t>>(kind, ins, nins, outs, nouts, n, st);
   case DType::UInt32:
-    return reduce_kind<Plain<uint32_t, uint32_t>>(kind, ins, nins, outs, nouts, n);
+    return reduce_kind<Plain<uint32_t, uint32_t>>(kind, ins, nins, outs, nouts, n, st);
   case DType::Float16:
-    return reduce_kind<Half>(kind, ins, nins, outs, nouts, n);
+    return reduce_kind<Half>(kind, ins, nins, outs, nouts, n, st);
   case DType::BFloat16:
-    return reduce_kind<BHalf>(kind, ins, nins, outs, nouts, n);
+    return reduce_kind<BHalf>(kind, ins, nins, outs, nouts, n, st);
   case DType::Float32:
-    return reduce_kind<Plain<float, float>>(kind, ins, nins, outs, nouts, n);
+    return reduce_kind<Plain<float, float>>(kind, ins, nins, outs, nouts, n, st);
   case DType::Float64:
-    return reduce_kind<Plain<double, double>>(kind, ins, nins, outs, nouts, n);
+    return reduce_kind<Plain<double, double>>(kind, ins, nins, outs, nouts, n, st);
   }
+}
+
+void copy(void* dst, const void* src, size_t bytes, bool streaming) {
+  if (!streaming) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  stream_copy(dst, src, bytes);
+  stream_fence();
 }
 
 } // namespace pxl::coll

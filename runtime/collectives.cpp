@@ -344,6 +344,9 @@ void CommWorld::Impl::run_large(int parity, int thread, const GroupLayout& g, co
   const int64_t ngroups = int64_t(g.groups.size());
   const int64_t n = d.count, c = n / G;
   const int64_t align = std::max<int64_t>(1, 64 / int64_t(esz));
+  // Buffers this large are long gone from the caches by the time anyone reads
+  // them: write around the cache (see coll::reduce).
+  const bool st = size_t(n) * esz >= (size_t(4) << 20);
   auto in = [&](int64_t grp, int64_t rank) {
     return static_cast<const std::byte*>(slot[size_t(g.groups[size_t(grp)][size_t(rank)])].in);
   };
@@ -368,28 +371,28 @@ void CommWorld::Impl::run_large(int parity, int thread, const GroupLayout& g, co
         me.ins[size_t(j)] = in(grp, j) + off;
         me.outs[size_t(j)] = out(grp, j) + off;
       }
-      coll::reduce(d.dtype, d.kind, me.ins.data(), G, me.outs.data(), G, len);
+      coll::reduce(d.dtype, d.kind, me.ins.data(), G, me.outs.data(), G, len, st);
       break;
     case Op::ReduceScatter: {
       int64_t dst = e / c;
       for (int j = 0; j < G; ++j) me.ins[size_t(j)] = in(grp, j) + off;
       void* o[1] = {out(grp, dst) + size_t(e - dst * c) * esz};
-      coll::reduce(d.dtype, ReduceKind::Sum, me.ins.data(), G, o, 1, len);
+      coll::reduce(d.dtype, ReduceKind::Sum, me.ins.data(), G, o, 1, len, st);
       break;
     }
     case Op::AllGather: // row = (group, source rank r): r's input to every rank
       for (int j = 0; j < G; ++j)
-        std::memcpy(out(grp, j) + size_t(r * n) * esz + off, in(grp, r) + off, bytes);
+        coll::copy(out(grp, j) + size_t(r * n) * esz + off, in(grp, r) + off, bytes, st);
       break;
     case Op::AllToAll: { // row = (group, source rank r): chunk e / c goes to that rank
       int64_t dst = e / c;
-      std::memcpy(out(grp, dst) + size_t(r * c + e - dst * c) * esz, in(grp, r) + off, bytes);
+      coll::copy(out(grp, dst) + size_t(r * c + e - dst * c) * esz, in(grp, r) + off, bytes, st);
       break;
     }
     case Op::Ppermute: { // row = (group, destination rank r)
       int s = me.src_of[size_t(r)];
       if (s >= 0)
-        std::memcpy(out(grp, r) + off, in(grp, s) + off, bytes);
+        coll::copy(out(grp, r) + off, in(grp, s) + off, bytes, st);
       else
         std::memset(out(grp, r) + off, 0, bytes);
       break;
