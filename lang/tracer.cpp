@@ -29,22 +29,27 @@ Tensor TraceContext::add_param(const AVal& aval, AxisSet vma, const Span& at, st
 
 int TraceContext::value_of(const Tensor& t) {
   if (owns(t)) return static_cast<int>(t->trace_id);
-  if (t->trace)
-    throw Error(ErrCode::Unsupported,
-                "a value traced by an enclosing transformation is used inside " + what_ +
-                    "; nesting pmap/shard_map is not supported yet",
-                loc);
   for (auto& [held, id] : captured_ids_)
     if (held == t) return id;
-  // An eager array (a global or closure variable): a replicated constant input.
-  Array a = outer_.concrete(t);
   IRValue v;
-  v.aval = a.aval();
+  v.aval = t->aval;
   v.loc = loc;
-  v.origin = "a constant captured from the host";
+  if (t->trace) {
+    // A value of an enclosing trace: keep its vma (the mesh axes are shared).
+    auto* enclosing = dynamic_cast<TraceContext*>(&outer_);
+    if (!enclosing || !enclosing->owns(t))
+      throw Error(ErrCode::Unsupported,
+                  "a traced value escaped the transformation that produced it and is used inside " +
+                      what_,
+                  loc);
+    const IRValue& ov = enclosing->function().values[t->trace_id];
+    v.vma = ov.vma;
+    v.origin = ov.origin.empty() ? "a value of the enclosing " + enclosing->what() : ov.origin;
+  } else {
+    v.origin = "a constant captured from the host";
+  }
   int id = fn_.add_value(std::move(v));
   fn_.consts.push_back(id);
-  captured_.push_back(std::move(a));
   captured_ids_.push_back({t, id});
   return id;
 }
@@ -87,5 +92,45 @@ const Array& TraceContext::concrete(const Tensor& t) {
 }
 
 Tensor TraceContext::constant(Array a) { return make(value_of(outer_.constant(std::move(a)))); }
+
+std::vector<Tensor> TraceContext::captured_tensors() const {
+  std::vector<Tensor> out;
+  for (const auto& [t, id] : captured_ids_) out.push_back(t);
+  return out;
+}
+
+std::vector<Array> TraceContext::captured() const {
+  std::vector<Array> out;
+  for (const auto& [t, id] : captured_ids_) out.push_back(outer_.concrete(t));
+  return out;
+}
+
+std::vector<Tensor> inline_function(OpContext& cx, const Function& f, std::span<const Tensor> params,
+                                    std::span<const Tensor> consts) {
+  PXL_ASSERT(params.size() == f.params.size() && consts.size() == f.consts.size(),
+             "inline_function: wrong number of inputs");
+  std::vector<Tensor> env(f.values.size());
+  for (size_t i = 0; i < params.size(); ++i) env[f.params[i]] = params[i];
+  for (size_t i = 0; i < consts.size(); ++i) env[f.consts[i]] = consts[i];
+  Span saved = cx.loc;
+  for (const Instr& in : f.body) {
+    std::vector<Tensor> args;
+    for (int o : in.operands) args.push_back(env[o]);
+    OpAttrs attrs = in.attrs;
+    if (in.op == Op::DebugPrint) {
+      auto* tc = dynamic_cast<TraceContext*>(&cx);
+      if (!tc)
+        throw Error(ErrCode::Unsupported, "jax.debug.print inside a transformed function runs only under pmap/shard_map", f.values[in.result].loc);
+      attrs.axis = static_cast<int64_t>(tc->function().debug_formats.size());
+      tc->function().debug_formats.push_back(f.debug_formats[in.attrs.axis]);
+    }
+    cx.loc = f.values[in.result].loc;
+    env[in.result] = cx.bind(in.op, attrs, args);
+  }
+  cx.loc = saved;
+  std::vector<Tensor> out;
+  for (int r : f.results) out.push_back(env[r]);
+  return out;
+}
 
 } // namespace pxl

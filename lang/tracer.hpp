@@ -17,12 +17,18 @@ public:
 
   // A new function input with the given per-device type and vma.
   Tensor add_param(const AVal& aval, AxisSet vma, const Span& loc, std::string origin);
-  // The IR value id of `t`, capturing eager arrays as replicated constants.
+  // The IR value id of `t`. A tensor from outside this trace (an eager array,
+  // or a value of an enclosing trace when transformations nest) is captured as
+  // a constant input of the function (Function::consts).
   int value_of(const Tensor& t);
   bool owns(const Tensor& t) const { return t && t->trace == this; }
   const std::string& what() const { return what_; }
   Function& function() { return fn_; }
-  const std::vector<Array>& captured() const { return captured_; }
+  // The captured constants, in Function::consts order: as tensors of the outer
+  // context, and (for an outermost trace, where all are concrete) as arrays.
+  std::vector<Tensor> captured_tensors() const;
+  std::vector<Array> captured() const;
+  OpContext& outer() { return outer_; }
 
   Tensor bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) override;
   const Array& concrete(const Tensor& t) override;
@@ -33,10 +39,15 @@ private:
   Function& fn_;
   OpContext& outer_;
   std::string what_;
-  std::vector<Array> captured_; // values of fn_.consts, in order
   // Eager tensor -> const id. The tensors are kept alive so that an address is
   // never reused by another tensor while the trace looks it up.
   std::vector<std::pair<Tensor, int>> captured_ids_;
 };
+
+// Runs `f` by binding each of its instructions in `cx` (eagerly, or into an
+// enclosing trace): how a transformed function (jit, grad, vmap) is applied.
+// `params` and `consts` match f.params and f.consts.
+std::vector<Tensor> inline_function(OpContext& cx, const Function& f, std::span<const Tensor> params,
+                                    std::span<const Tensor> consts);
 
 } // namespace pxl

@@ -63,7 +63,7 @@ namespace {
 int spin_budget(int num_threads) {
   unsigned cores = std::thread::hardware_concurrency();
   if (cores == 0) cores = 1;
-  return unsigned(num_threads) <= cores ? 1000 : 0;
+  return unsigned(num_threads) <= cores ? 100 : 20;
 }
 } // namespace
 

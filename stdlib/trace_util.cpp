@@ -1,0 +1,78 @@
+#include "stdlib/trace_util.hpp"
+
+#include "lang/tracer.hpp"
+
+namespace pxl {
+
+std::vector<Tensor> leaf_tensors(InterpreterImpl& in, const ValueList& args, const Span& where,
+                                 TreeDef* tree) {
+  ValueList leaves;
+  TreeDef def = tree_flatten(in, make_tuple(args), leaves);
+  if (tree) *tree = def;
+  std::vector<Tensor> out;
+  for (const Value& l : leaves) {
+    if (!l.is_obj(ObjKind::Array) && !l.is_number() && !sequence_items(l))
+      throw Error(ErrCode::Type,
+                  "arguments of a transformed function must be arrays, numbers or pytrees of them, not " +
+                      type_name(l),
+                  where, "mark non-array arguments static (static_argnums)");
+    out.push_back(in.to_tensor(l, where));
+  }
+  return out;
+}
+
+TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueList& args,
+                              const Span& where, const std::string& what,
+                              const std::vector<AVal>* param_avals) {
+  TracedFunction t;
+  std::vector<Tensor> leaves = leaf_tensors(in, args, where, &t.in_tree);
+  t.fn = std::make_shared<Function>();
+  t.fn->name = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : what;
+  auto* enclosing = dynamic_cast<TraceContext*>(&in.ops());
+  if (enclosing) {
+    t.fn->mesh_axes = enclosing->function().mesh_axes;
+    t.fn->mesh_sizes = enclosing->function().mesh_sizes;
+  }
+  TraceContext tc(*t.fn, in.ops(), what);
+  ValueList traced;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    AVal aval = param_avals ? (*param_avals)[i] : leaves[i]->aval;
+    AxisSet vma = 0;
+    std::string origin = "argument " + std::to_string(i);
+    if (enclosing && enclosing->owns(leaves[i])) {
+      const IRValue& ov = enclosing->function().values[leaves[i]->trace_id];
+      vma = ov.vma;
+      if (!ov.origin.empty()) origin = ov.origin;
+    }
+    traced.push_back(make_array(tc.add_param(aval, vma, where, origin)));
+  }
+  Value arg_tuple = tree_unflatten(t.in_tree, traced);
+  in.push_ops(&tc);
+  struct Pop {
+    InterpreterImpl& in;
+    ~Pop() { in.pop_ops(); }
+  } pop{in};
+  LocScope loc(tc, where);
+  Value r = in.call(fn, *sequence_items(arg_tuple), where);
+  ValueList outs;
+  t.out_tree = tree_flatten(in, r, outs);
+  for (Value& v : outs) {
+    if (!v.is_obj(ObjKind::Array) && !v.is_number())
+      throw Error(ErrCode::Type,
+                  what + ": the function returned a " + type_name(v) +
+                      "; outputs must be arrays or pytrees of arrays",
+                  where);
+    t.fn->results.push_back(tc.value_of(in.to_tensor(v, where)));
+  }
+  t.consts = tc.captured_tensors();
+  return t;
+}
+
+Value apply_traced(InterpreterImpl& in, const TracedFunction& t, std::span<const Tensor> params) {
+  std::vector<Tensor> outs = inline_function(in.ops(), *t.fn, params, t.consts);
+  ValueList leaves;
+  for (auto& o : outs) leaves.push_back(make_array(o));
+  return tree_unflatten(t.out_tree, leaves);
+}
+
+} // namespace pxl

@@ -1,0 +1,34 @@
+// Tracing a Python function into an IR Function, for the transformations that
+// rewrite IR (jit, grad, vmap): every array leaf of the arguments becomes a
+// parameter; values captured from outside become constants. Works eagerly and
+// nested inside another trace (e.g. grad inside pmap), where the inner Function
+// shares the enclosing mesh axes and its parameters keep their vma.
+#pragma once
+#include "ir/function.hpp"
+#include "lang/interp_impl.hpp"
+#include "stdlib/pytree.hpp"
+
+namespace pxl {
+
+struct TracedFunction {
+  std::shared_ptr<Function> fn;
+  TreeDef in_tree;             // of the argument tuple
+  TreeDef out_tree;            // of the result
+  std::vector<Tensor> consts;  // tensors of the calling context for fn->consts
+};
+
+// Traces fn(*args). `param_avals`, when given, overrides the type of each
+// argument leaf (vmap traces with the per-example type); otherwise the leaf's own.
+TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueList& args,
+                              const Span& where, const std::string& what,
+                              const std::vector<AVal>* param_avals = nullptr);
+
+// The argument leaves of `args` as tensors (numbers become weak scalars).
+std::vector<Tensor> leaf_tensors(InterpreterImpl& in, const ValueList& args, const Span& where,
+                                 TreeDef* tree = nullptr);
+
+// Runs a traced function on `params` in the current context and rebuilds the
+// result pytree.
+Value apply_traced(InterpreterImpl& in, const TracedFunction& t, std::span<const Tensor> params);
+
+} // namespace pxl
