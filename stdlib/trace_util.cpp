@@ -1,5 +1,6 @@
 #include "stdlib/trace_util.hpp"
 
+#include "lang/args.hpp"
 #include "lang/tracer.hpp"
 
 namespace pxl {
