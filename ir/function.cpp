@@ -69,7 +69,10 @@ std::string print_function(const Function& f, bool with_locations) {
   std::ostringstream os;
   auto val = [&](int id) { return "%" + std::to_string(id); };
   auto typ = [&](int id) { return type_str(f.values[id].aval) + f.axes_str(f.values[id].vma); };
-  os << "func @" << (f.name.empty() ? "f" : f.name) << "(";
+  std::string name; // "<lambda>" prints as "lambda": the name stays a plain identifier
+  for (char c : f.name)
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') name += c;
+  os << "func @" << (name.empty() ? "f" : name) << "(";
   for (size_t i = 0; i < f.params.size(); ++i)
     os << (i ? ", " : "") << val(f.params[i]) << ": " << typ(f.params[i]);
   os << ")";

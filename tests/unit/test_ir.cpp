@@ -1,0 +1,116 @@
+// The IR text form, its parser and verifier; vma rules; mesh groups and specs.
+#include <catch2/catch.hpp>
+
+#include "ir/function.hpp"
+#include "ir/vma.hpp"
+#include "lang/diag.hpp"
+#include "lang/interp.hpp"
+#include "runtime/mesh.hpp"
+
+using namespace pxl;
+
+TEST_CASE("IR text round-trips", "[ir]") {
+  const char* text = R"(func @step(%0: f32[2,2]{x,y}, %1: f32[3]) consts(%2: ~i32[]) -> (f32[2,2]{x}, f32[4,2]{y}) mesh(x=2, y=4) {
+  %3 = convert_element_type[dtype=float32] %2 : f32[]
+  %4 = broadcast_in_dim[shape=(2, 2) dims=[]] %3 : f32[2,2]
+  %5 = mul %0, %4 : f32[2,2]{x,y}
+  %6 = reduce_sum[axes=[0]] %1 : f32[]
+  %9 = psum[axis_names=(y) group_size=4] %5 : f32[2,2]{x}
+  %10 = all_gather[axis_names=(x) group_size=2 axis=0 tiled=true] %5 : f32[4,2]{y}
+  %11 = ppermute[axis_names=(x) group_size=2 pairs=[(0, 1), (1, 0)]] %9 : f32[2,2]{x}
+  return %9, %10
+}
+)";
+  Function f = parse_function(text);
+  CHECK(f.params.size() == 2);
+  CHECK(f.consts.size() == 1);
+  CHECK(f.body.size() == 7);
+  CHECK(f.body[4].attrs.axis_names == std::vector<std::string>{"y"});
+  CHECK(f.body[6].attrs.pairs.size() == 2);
+  CHECK(f.values[f.params[0]].vma == 3);
+  std::string printed = print_function(f);
+  CHECK(print_function(parse_function(printed)) == printed);
+}
+
+TEST_CASE("IR parser and verifier reject bad programs", "[ir]") {
+  auto error_of = [](const std::string& text) {
+    try {
+      parse_function(text);
+    } catch (const Error& e) {
+      return e.message();
+    }
+    return std::string();
+  };
+  CHECK(error_of("func @f(%0: f32[2]) -> (f32[2]) {\n  %1 = add %0, %7 : f32[2]\n  return %1\n}")
+            .find("used before its definition") != std::string::npos);
+  CHECK(error_of("func @f(%0: f32[2]) -> (f32[3]) {\n  %1 = neg %0 : f32[3]\n  return %1\n}")
+            .find("shape rule gives f32[2]") != std::string::npos);
+  CHECK(error_of("func @f(%0: f32[2]) -> (f32[2]) {\n  %1 = frobnicate %0 : f32[2]\n  return %1\n}")
+            .find("unknown op 'frobnicate'") != std::string::npos);
+  CHECK(error_of("func @f(%0: f32[2]{q}) -> (f32[2]) {\n  return %0\n}").find("unknown mesh axis") !=
+        std::string::npos);
+  CHECK(error_of("func @f(%0: f32[4]) -> (f32[4]) mesh(i=4) {\n"
+                 "  %1 = ppermute[axis_names=(i) group_size=4 pairs=[(0, 1), (2, 1)]] %0 : f32[4]\n"
+                 "  return %1\n}")
+            .find("destination 1 appears in more than one pair") != std::string::npos);
+}
+
+TEST_CASE("vma rules", "[ir]") {
+  AxisSet x = 1, y = 2;
+  AxisSet both[] = {x, y};
+  CHECK(infer_vma(Op::Add, both, 0) == (x | y));
+  AxisSet one[] = {x | y};
+  CHECK(infer_vma(Op::Psum, one, y) == x);
+  CHECK(infer_vma(Op::AllGather, one, x) == y);
+  AxisSet none[] = {0};
+  CHECK(infer_vma(Op::Ppermute, none, x) == x);
+  CHECK(infer_vma(Op::AxisIndex, {}, y) == y);
+}
+
+TEST_CASE("mesh groups follow the listed axis order", "[ir]") {
+  Mesh m{{"x", "y"}, {2, 4}, {0, 1, 2, 3, 4, 5, 6, 7}};
+  GroupLayout gy = m.groups({"y"});
+  REQUIRE(gy.groups.size() == 2);
+  CHECK(gy.groups[0] == std::vector<int>{0, 1, 2, 3});
+  CHECK(gy.groups[1] == std::vector<int>{4, 5, 6, 7});
+  GroupLayout gx = m.groups({"x"});
+  REQUIRE(gx.groups.size() == 4);
+  CHECK(gx.groups[2] == std::vector<int>{2, 6});
+  CHECK(m.groups({"x", "y"}).groups[0] == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(m.groups({"y", "x"}).groups[0] == std::vector<int>{0, 4, 1, 5, 2, 6, 3, 7});
+  Mesh cube{{"a", "b", "c"}, {2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7}};
+  CHECK(cube.groups({"b"}).groups.size() == 4);
+  CHECK(cube.groups({"c", "a"}).groups[0] == std::vector<int>{0, 4, 1, 5});
+}
+
+TEST_CASE("spec checks name the dimension, the sizes and the axes", "[ir]") {
+  Mesh m{{"x", "y"}, {2, 4}, {0, 1, 2, 3, 4, 5, 6, 7}};
+  PartitionSpec s;
+  s.entries = {{"x"}, {"y"}};
+  CHECK(check_spec(m, s, {4, 8}).empty());
+  CHECK(check_spec(m, s, {4, 6}).find("dimension 1 of shape (4, 6) has size 6, which is not "
+                                      "divisible by 4 = mesh axes 'y' (4)") != std::string::npos);
+  s.entries = {{"x", "y"}};
+  CHECK(check_spec(m, s, {6}).find("not divisible by 8") != std::string::npos);
+  s.entries = {{"z"}};
+  CHECK(check_spec(m, s, {4}).find("unknown mesh axis 'z'") != std::string::npos);
+  s.entries = {{"x"}, {"x"}};
+  CHECK(check_spec(m, s, {4, 4}).find("used twice") != std::string::npos);
+  ShardBlock b = block_of(m, PartitionSpec{{{"x"}, {"y"}}, {}}, {4, 8}, 6);
+  CHECK(b.start == std::vector<int64_t>{2, 4});
+  CHECK(b.shape == Shape{2, 2});
+}
+
+TEST_CASE("a traced SPMD function lowers to IR that verifies", "[ir]") {
+  Interpreter in;
+  in.run_string("mesh = make_mesh((2, 2), ('x', 'y'))\n"
+                "f = shard_map(lambda a: psum(a * 2, 'y'), mesh=mesh, in_specs=P('x', 'y'), "
+                "out_specs=P('x'))\nA = np.ones((4, 4))\n",
+                "t.pxl");
+  std::string ir = in.ir_of("f(A)");
+  Function fn = parse_function(ir);
+  CHECK(verify_function(fn).empty());
+  CHECK(ir.find("psum[axis_names=(y) group_size=2]") != std::string::npos);
+  CHECK(ir.find("f32[2,2]{x}") != std::string::npos);
+  CHECK(in.comm_of("f(A)").find("psum over 'y' (groups of 2)") != std::string::npos);
+}
