@@ -119,6 +119,7 @@ static Value make_function(InterpreterImpl& in, const std::string& name,
   f->params = &params;
   f->closure = env;
   f->span = span;
+  in.note_closure_scope(env);
   for (const auto& p : params)
     f->defaults.push_back(p.default_value ? in.eval(*p.default_value, env) : Value());
   return Value::object(f);

@@ -30,9 +30,28 @@ InterpreterImpl::InterpreterImpl(InterpOptions opts)
   reset_globals();
 }
 
-InterpreterImpl::~InterpreterImpl() = default;
+InterpreterImpl::~InterpreterImpl() {
+  // Break the cycles between closures and the scopes they captured, and
+  // between modules and the functions they define.
+  for (auto& w : closure_scopes_)
+    if (auto env = w.lock()) env->vars.clear();
+  for (auto& [name, m] : file_modules_) m.as<ModuleObj>()->env->vars.clear();
+  if (globals_) globals_->vars.clear();
+  for (auto& [name, m] : modules_) m.as<ModuleObj>()->env->vars.clear();
+  if (builtins_) builtins_->vars.clear();
+}
+
+void InterpreterImpl::note_closure_scope(const EnvPtr& env) {
+  if (!closure_scopes_.empty() && closure_scopes_.back().lock() == env) return;
+  closure_scopes_.push_back(env);
+  if (closure_scopes_.size() >= 2 * closure_scopes_compacted_) {
+    std::erase_if(closure_scopes_, [](const std::weak_ptr<Env>& w) { return w.expired(); });
+    closure_scopes_compacted_ = std::max<size_t>(64, closure_scopes_.size());
+  }
+}
 
 void InterpreterImpl::reset_globals() {
+  if (globals_) globals_->vars.clear(); // break closure cycles of the old session
   globals_ = std::make_shared<Env>(builtins_);
   globals_->vars["__name__"] = make_str("__main__");
   file_modules_.clear();

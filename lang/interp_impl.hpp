@@ -55,6 +55,11 @@ public:
   // Registers a host module (stdlib) under a dotted name, e.g. "jax.numpy".
   void register_module(const std::string& name, Value module);
   Value import_module(const std::string& dotted, const Span& where, const std::string& from_dir);
+  // A stdlib module written in pxl (compiled into the binary): `import name`
+  // runs `text` once, as if it were the file `path`.
+  void register_source_module(const std::string& name, std::string path, std::string text) {
+    source_modules_[name] = {std::move(path), std::move(text)};
+  }
 
   // ---- arrays ----
   // The context array operations go to: eager, or the innermost active trace.
@@ -74,6 +79,9 @@ public:
   Value ellipsis() const { return ellipsis_; }
 
   int call_depth = 0;
+  // Scopes captured by closures. Closures and their scopes form reference
+  // cycles (f's scope holds f); the interpreter breaks them when it is destroyed.
+  void note_closure_scope(const EnvPtr& env);
 
 private:
   void install_builtins(); // lang/builtins.cpp
@@ -88,7 +96,12 @@ private:
   std::map<std::string, Value> modules_;        // host (stdlib) modules by dotted name
   std::map<std::string, Value> file_modules_;   // sibling .pxl files by absolute path
   std::vector<std::string> importing_;          // cycle detection
+  std::map<std::string, std::pair<std::string, std::string>> source_modules_; // name -> (path, text)
+  Value load_source_module(const std::string& dotted, const std::string& key, const std::string& path,
+                           std::string text, const Span& where);
   Value ellipsis_;
+  std::vector<std::weak_ptr<Env>> closure_scopes_;
+  size_t closure_scopes_compacted_ = 64;
   std::vector<std::shared_ptr<Module>> asts_; // every parsed input of the session
   const char* stack_base_ = nullptr;
   size_t stack_limit_ = 0;

@@ -28,6 +28,13 @@ Value InterpreterImpl::import_module(const std::string& dotted, const Span& wher
                                      const std::string& from_dir) {
   auto it = modules_.find(dotted);
   if (it != modules_.end()) return it->second;
+  // A stdlib module written in pxl (nn, optim): loaded once, then a host module.
+  auto src = source_modules_.find(dotted);
+  if (src != source_modules_.end()) {
+    Value m = load_source_module(dotted, "<stdlib>/" + dotted, src->second.first, src->second.second, where);
+    register_module(dotted, m);
+    return m;
+  }
   // A .pxl file next to the importing script: "import helpers" -> helpers.pxl.
   std::string rel = dotted;
   for (char& c : rel)
@@ -39,38 +46,43 @@ Value InterpreterImpl::import_module(const std::string& dotted, const Span& wher
     std::string key = fs::weakly_canonical(p, ec).string();
     auto cached = file_modules_.find(key);
     if (cached != file_modules_.end()) return cached->second;
-    if (std::find(importing_.begin(), importing_.end(), key) != importing_.end())
-      throw Error(ErrCode::Import, "circular import of '" + dotted + "'", where);
     std::ifstream f(p, std::ios::binary);
     std::stringstream ss;
     ss << f.rdbuf();
     if (!f) throw Error(ErrCode::IO, "cannot read module file '" + p.string() + "'", where);
-    auto mod = std::make_shared<ModuleObj>(dotted);
-    mod->path = p.string();
-    mod->env = std::make_shared<Env>(builtins_);
-    mod->env->vars["__name__"] = make_str(dotted);
-    Value mv = Value::object(mod);
-    importing_.push_back(key);
-    try {
-      auto src = std::make_shared<SourceFile>(p.string(), ss.str());
-      run_source(src, mod->env, false);
-    } catch (...) {
-      importing_.pop_back();
-      throw;
-    }
-    importing_.pop_back();
-    file_modules_[key] = mv;
-    return mv;
+    return load_source_module(dotted, key, p.string(), ss.str(), where);
   }
   std::string top = dotted.substr(0, dotted.find('.'));
   std::string hint;
   if (top == "torch" || top == "tensorflow" || top == "flax" || top == "optax")
     hint = "pxl provides jax, jax.numpy, jax.lax, jax.random, jax.sharding, "
-           "jax.experimental.shard_map, jax.tree_util, functools, time and math";
+           "jax.experimental.shard_map, jax.tree_util, nn, optim, functools, time and math";
   throw Error(ErrCode::Import,
               "no module named '" + dotted + "' (not a pxl stdlib module, and no " + rel +
                   ".pxl next to the script)",
               where, hint);
+}
+
+Value InterpreterImpl::load_source_module(const std::string& dotted, const std::string& key,
+                                          const std::string& path, std::string text, const Span& where) {
+  if (std::find(importing_.begin(), importing_.end(), key) != importing_.end())
+    throw Error(ErrCode::Import, "circular import of '" + dotted + "'", where);
+  auto mod = std::make_shared<ModuleObj>(dotted);
+  mod->path = path;
+  mod->env = std::make_shared<Env>(builtins_);
+  mod->env->vars["__name__"] = make_str(dotted);
+  Value mv = Value::object(mod);
+  importing_.push_back(key);
+  try {
+    auto src = std::make_shared<SourceFile>(path, std::move(text));
+    run_source(src, mod->env, false);
+  } catch (...) {
+    importing_.pop_back();
+    throw;
+  }
+  importing_.pop_back();
+  file_modules_[key] = mv;
+  return mv;
 }
 
 } // namespace pxl
