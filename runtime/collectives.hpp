@@ -16,8 +16,8 @@
 // first name major).
 #pragma once
 #include <chrono>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -41,7 +41,9 @@ struct CollectiveSite {
 enum class ReduceKind : uint8_t { Sum, Max, Min };
 
 // One local participant's buffers for a collective call. `in` holds `in_count`
-// elements; `out` has room for the result (sizes per collective below).
+// elements; `out` has room for the result (sizes per collective below). `out`
+// must not overlap any input of the call, except that all_reduce allows
+// out == in (in place).
 struct LocalBuffers {
   const void* in = nullptr;
   void* out = nullptr;
@@ -72,16 +74,16 @@ public:
   void all_reduce(int thread, std::span<const LocalBuffers> mine, const GroupLayout& g,
                   ReduceKind kind, DType dtype, int64_t count, const CollectiveSite& site);
   // all_gather: out[G*count] = concatenation of every rank's input, rank order.
-  void all_gather(int thread, std::span<const LocalBuffers> mine, const GroupLayout& g,
-                  DType dtype, int64_t count, const CollectiveSite& site);
+  void all_gather(int thread, std::span<const LocalBuffers> mine, const GroupLayout& g, DType dtype,
+                  int64_t count, const CollectiveSite& site);
   // reduce_scatter: the group sum (in rank order) of inputs of `count` elements,
   //   split into G equal chunks; rank r gets chunk r: out[count / G].
   void reduce_scatter(int thread, std::span<const LocalBuffers> mine, const GroupLayout& g,
                       DType dtype, int64_t count, const CollectiveSite& site);
   // all_to_all: each input is G equal chunks; rank r's chunk j goes to rank j,
   //   which stores it at position r: out[count].
-  void all_to_all(int thread, std::span<const LocalBuffers> mine, const GroupLayout& g,
-                  DType dtype, int64_t count, const CollectiveSite& site);
+  void all_to_all(int thread, std::span<const LocalBuffers> mine, const GroupLayout& g, DType dtype,
+                  int64_t count, const CollectiveSite& site);
   // ppermute: pairs (source rank, destination rank) within each group; a rank
   //   that receives nothing gets zeros: out[count].
   void ppermute(int thread, std::span<const LocalBuffers> mine, const GroupLayout& g,

@@ -8,6 +8,7 @@
 #include "ir/function.hpp"
 #include "runtime/array.hpp"
 #include "runtime/collectives.hpp"
+#include "runtime/exec_mode.hpp"
 #include "runtime/mesh.hpp"
 
 namespace pxl {
@@ -43,6 +44,20 @@ public:
 std::unique_ptr<Executable> make_reference_executable(std::shared_ptr<const Function> fn,
                                                       SpmdLayout layout,
                                                       std::vector<Array> consts);
+
+class CodeCache; // codegen/jit.hpp
+
+// The LLVM executable: fused kernels compiled with ORC for the host CPU, the
+// rest run as the reference does. Compiled code comes from `cache` (the
+// Platform's), or from a private JIT when null.
+std::unique_ptr<Executable> make_llvm_executable(std::shared_ptr<const Function> fn,
+                                                 SpmdLayout layout, std::vector<Array> consts,
+                                                 CodeCache* cache = nullptr);
+
+// The executable `mode` selects (--exec jit|interp).
+std::unique_ptr<Executable> make_executable(ExecMode mode, CodeCache* cache,
+                                            std::shared_ptr<const Function> fn, SpmdLayout layout,
+                                            std::vector<Array> consts);
 
 // Runs `exe` on the device threads; inputs/outputs are per participant.
 // A failure on any device aborts the collectives of the others and is rethrown.

@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "codegen/jit.hpp"
 #include "lang/diag.hpp"
 #include "runtime/collectives.hpp"
 
@@ -21,6 +22,11 @@ Platform::~Platform() = default;
 DeviceThreads& Platform::threads() {
   if (!threads_) threads_ = std::make_unique<DeviceThreads>(device_count());
   return *threads_;
+}
+
+CodeCache& Platform::code_cache() {
+  if (!code_cache_) code_cache_ = std::make_unique<CodeCache>();
+  return *code_cache_;
 }
 
 int parse_device_count(const std::string& text) {

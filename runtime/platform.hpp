@@ -8,6 +8,7 @@
 namespace pxl {
 
 class DeviceThreads;
+class CodeCache; // codegen/jit.hpp
 
 struct Device {
   int id = 0;
@@ -23,10 +24,14 @@ public:
   int device_count() const { return static_cast<int>(devices_.size()); }
   // The device threads SPMD programs run on (one per device, started on first use).
   DeviceThreads& threads();
+  // The LLVM JIT's compiled programs (created on first use), so a Function
+  // compiles once per interpreter.
+  CodeCache& code_cache();
 
 private:
   std::vector<Device> devices_;
   std::unique_ptr<DeviceThreads> threads_;
+  std::unique_ptr<CodeCache> code_cache_;
 };
 
 // Device count from --devices / PXL_DEVICES; `text` is the user's value.

@@ -134,8 +134,10 @@ int main(int argc, char** argv) {
     else if (a == "--stream")
       do_stream = true;
     else {
-      std::fprintf(stderr, "usage: %s [--devices 2,4,8] [--sizes 1024,67108864] "
-                           "[--ops psum,all_gather,all_to_all] [--stream]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--devices 2,4,8] [--sizes 1024,67108864] "
+                   "[--ops psum,all_gather,all_to_all] [--stream]\n",
+                   argv[0]);
       return 2;
     }
   }

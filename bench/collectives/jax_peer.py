@@ -30,9 +30,12 @@ def main():
             iters = 2000 if nbytes <= (1 << 20) else 5
             f(x).block_until_ready()
             t0 = time.perf_counter()
+            # One call at a time: with many calls in flight XLA's CPU
+            # collectives deadlock on this 2-core machine (its rendezvous
+            # aborts the process after 40 s).
             for _ in range(iters):
                 y = f(x)
-            y.block_until_ready()
+                y.block_until_ready()
             lat = (time.perf_counter() - t0) / iters
             print(f"jax {op} {n} {nbytes} {lat * 1e6:.2f} {nbytes / lat / 1e9:.3f}", flush=True)
             del x, y

@@ -1,0 +1,108 @@
+// The LLVM executable: the host-level schedule of codegen/plan.hpp, run per
+// device thread for its local participants in lock step. Kernel steps call the
+// JIT-compiled fused loops; the other steps (BLAS dot, structural and index
+// ops, collectives, debug prints) run exactly as in the reference executable.
+#include "codegen/jit.hpp"
+#include "ir/ref_math.hpp"
+#include "lang/diag.hpp"
+#include "runtime/executable.hpp"
+#include "runtime/spmd_steps.hpp"
+
+namespace pxl {
+
+namespace {
+
+class LlvmExecutable : public Executable {
+public:
+  LlvmExecutable(std::shared_ptr<const Function> fn, SpmdLayout layout, std::vector<Array> consts,
+                 std::shared_ptr<const CompiledProgram> prog)
+      : fn_(std::move(fn)), layout_(std::move(layout)), consts_(std::move(consts)),
+        prog_(std::move(prog)), groups_(collective_groups(*fn_, layout_)) {}
+
+  std::vector<std::vector<Array>> run(int thread, const std::vector<std::vector<Array>>& inputs,
+                                      CommWorld& world, std::vector<DebugRecord>& debug) override {
+    const Function& f = *fn_;
+    int k = layout_.per_thread;
+    std::vector<std::vector<Array>> env(k, std::vector<Array>(f.values.size()));
+    for (int j = 0; j < k; ++j) {
+      PXL_ASSERT(inputs[j].size() == f.params.size(), "wrong number of inputs");
+      for (size_t i = 0; i < f.params.size(); ++i) env[j][f.params[i]] = inputs[j][i];
+      for (size_t i = 0; i < f.consts.size(); ++i) env[j][f.consts[i]] = consts_[i];
+    }
+    for (const Step& s : prog_->plan.steps) {
+      if (s.kind == Step::Kind::Kernel) {
+        for (int j = 0; j < k; ++j) run_kernel(static_cast<size_t>(s.index), env[j]);
+        continue;
+      }
+      size_t i = static_cast<size_t>(s.index);
+      const Instr& in = f.body[i];
+      if (in.op == Op::DebugPrint)
+        run_debug_print(in, thread, k, env, debug);
+      else if (is_collective(in.op))
+        run_collective(f, layout_, groups_, thread, i, env, world);
+      else
+        run_reference_instr(f, i, k, env);
+    }
+    std::vector<std::vector<Array>> out(k);
+    for (int j = 0; j < k; ++j)
+      for (int r : f.results) out[j].push_back(env[j][r]);
+    return out;
+  }
+
+private:
+  void run_kernel(size_t index, std::vector<Array>& env) {
+    const Kernel& kn = prog_->plan.kernels[index];
+    const AVal& oa = fn_->values[kn.root].aval;
+    // Results stay on their operands' device, as eval_ref's do.
+    int device = kn.inputs.empty() ? 0 : env[kn.inputs[0]].device();
+    Array out(oa.dtype, oa.shape, oa.weak, device);
+    std::vector<void*> args;
+    args.push_back(out.data());
+    for (int v : kn.inputs) args.push_back(const_cast<void*>(env[v].data()));
+    int64_t scratch_bytes = kernel_scratch_bytes(*fn_, kn);
+    std::vector<float> scratch(static_cast<size_t>(scratch_bytes / 4));
+    args.push_back(scratch.empty() ? nullptr : scratch.data());
+    {
+      // Same floating-point environment as the reference kernels (XLA's).
+      ref::xla::ScopedFlushDenormal ftz;
+      prog_->kernels[index](args.data());
+    }
+    env[kn.root] = std::move(out);
+  }
+
+  std::shared_ptr<const Function> fn_;
+  SpmdLayout layout_;
+  std::vector<Array> consts_;
+  std::shared_ptr<const CompiledProgram> prog_;
+  CollectiveGroups groups_;
+};
+
+} // namespace
+
+std::unique_ptr<Executable> make_llvm_executable(std::shared_ptr<const Function> fn,
+                                                 SpmdLayout layout, std::vector<Array> consts,
+                                                 CodeCache* cache) {
+  std::shared_ptr<const CompiledProgram> prog;
+  if (cache) {
+    prog = cache->compile(*fn);
+  } else {
+    CodeCache own; // the program keeps the JIT alive after `own` is gone
+    prog = own.compile(*fn);
+  }
+  return std::make_unique<LlvmExecutable>(std::move(fn), std::move(layout), std::move(consts),
+                                          std::move(prog));
+}
+
+std::unique_ptr<Executable> make_executable(ExecMode mode, CodeCache* cache,
+                                            std::shared_ptr<const Function> fn, SpmdLayout layout,
+                                            std::vector<Array> consts) {
+  switch (mode) {
+  case ExecMode::Jit:
+    return make_llvm_executable(std::move(fn), std::move(layout), std::move(consts), cache);
+  case ExecMode::Interp:
+    break;
+  }
+  return make_reference_executable(std::move(fn), std::move(layout), std::move(consts));
+}
+
+} // namespace pxl

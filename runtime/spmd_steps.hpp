@@ -1,0 +1,30 @@
+// Host steps shared by the SPMD executables: collectives and debug prints,
+// run for all local participants of one device thread in lock step.
+// env[j][v] is value v of local participant j.
+#pragma once
+#include <map>
+#include <vector>
+
+#include "runtime/executable.hpp"
+
+namespace pxl {
+
+// The participant groups of each collective instruction (by body index).
+using CollectiveGroups = std::map<size_t, GroupLayout>;
+CollectiveGroups collective_groups(const Function& f, const SpmdLayout& layout);
+
+// Runs collective instruction f.body[index] (axis_index included).
+void run_collective(const Function& f, const SpmdLayout& layout, const CollectiveGroups& groups,
+                    int thread, size_t index, std::vector<std::vector<Array>>& env,
+                    CommWorld& world);
+
+// Runs f.body[index] with its reference kernel for every local participant,
+// blaming errors on the instruction's source location.
+void run_reference_instr(const Function& f, size_t index, int per_thread,
+                         std::vector<std::vector<Array>>& env);
+
+// Records a debug_print for every local participant; its result is a 0-d bool.
+void run_debug_print(const Instr& in, int thread, int per_thread,
+                     std::vector<std::vector<Array>>& env, std::vector<DebugRecord>& debug);
+
+} // namespace pxl
