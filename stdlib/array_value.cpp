@@ -101,7 +101,8 @@ std::vector<np::IndexItem> to_index_items(InterpreterImpl& in, const Value& inde
                     "indices must be integers or booleans, not an array of " +
                         std::string(dtype_name(t->aval.dtype)),
                     where);
-      if (t->aval.shape.empty() && t->aval.dtype != DType::Bool) {
+      // A traced 0-d index (under vmap/jit) gathers like a 0-d index array.
+      if (t->aval.shape.empty() && t->aval.dtype != DType::Bool && !t->trace) {
         it.kind = np::IndexItem::Kind::Int;
         it.index = in.ops().concrete(t).get(0).i;
       } else {

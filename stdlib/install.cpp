@@ -5,6 +5,7 @@
 #include "stdlib/module_builder.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/sharding.hpp"
+#include "stdlib/transforms.hpp"
 
 namespace pxl {
 
@@ -92,6 +93,8 @@ void install_stdlib(InterpreterImpl& in) {
   add_sharding_functions(in, sharding_v, jax_v);
   add_spmd_functions(in, jax_v, shard_map_v);
   add_collectives(in, lax);
+  add_jit(in, jax_v);
+  add_vmap(in, jax_v);
   in.register_module("jax", jax_v);
   in.register_module("jax.numpy", np);
   in.register_module("numpy", np);
@@ -112,6 +115,7 @@ void install_stdlib(InterpreterImpl& in) {
   in.define_builtin("jax", jax_v);
   for (const char* n : {"devices", "device_count", "tree_map"})
     in.define_builtin(n, jax_v.as<ModuleObj>()->env->vars.at(n));
+  add_pxl_modules(in, jax_v); // last: nn.pxl imports jax
 }
 
 } // namespace pxl

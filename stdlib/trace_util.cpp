@@ -24,7 +24,8 @@ std::vector<Tensor> leaf_tensors(InterpreterImpl& in, const ValueList& args, con
 
 TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueList& args,
                               const Span& where, const std::string& what,
-                              const std::vector<AVal>* param_avals) {
+                              const std::vector<AVal>* param_avals,
+                              const std::pair<std::string, int64_t>* extra_axis) {
   TracedFunction t;
   std::vector<Tensor> leaves = leaf_tensors(in, args, where, &t.in_tree);
   t.fn = std::make_shared<Function>();
@@ -33,6 +34,12 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
   if (enclosing) {
     t.fn->mesh_axes = enclosing->function().mesh_axes;
     t.fn->mesh_sizes = enclosing->function().mesh_sizes;
+  }
+  if (extra_axis) {
+    if (t.fn->axis_bit(extra_axis->first) >= 0)
+      throw Error(ErrCode::Value, what + ": axis_name '" + extra_axis->first + "' is already bound by an enclosing transformation", where);
+    t.fn->mesh_axes.push_back(extra_axis->first);
+    t.fn->mesh_sizes.push_back(extra_axis->second);
   }
   TraceContext tc(*t.fn, in.ops(), what);
   ValueList traced;

@@ -19,9 +19,12 @@ struct TracedFunction {
 
 // Traces fn(*args). `param_avals`, when given, overrides the type of each
 // argument leaf (vmap traces with the per-example type); otherwise the leaf's own.
+// `extra_axis` (name, size) binds one more axis name for collectives inside fn
+// (vmap's axis_name); the transformation must rewrite those collectives.
 TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueList& args,
                               const Span& where, const std::string& what,
-                              const std::vector<AVal>* param_avals = nullptr);
+                              const std::vector<AVal>* param_avals = nullptr,
+                              const std::pair<std::string, int64_t>* extra_axis = nullptr);
 
 // The argument leaves of `args` as tensors (numbers become weak scalars).
 std::vector<Tensor> leaf_tensors(InterpreterImpl& in, const ValueList& args, const Span& where,

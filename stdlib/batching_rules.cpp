@@ -1,0 +1,465 @@
+// The batching rule of every primitive (vmap). An operand is either batched,
+// with the vmapped axis moved to dimension 0, or the same for every example.
+// Each rule binds ordinary primitives on the batched tensors in the current
+// context, so vmap runs eagerly, under jit, inside pmap/shard_map, and nests.
+// One switch without `default:`: -Wswitch flags an op that lacks a rule.
+#include <algorithm>
+#include <numeric>
+
+#include "lang/tracer.hpp"
+#include "stdlib/transforms.hpp"
+
+namespace pxl {
+
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+Tensor bind(OpContext& cx, Op op, const OpAttrs& a, std::vector<Tensor> xs) {
+  return cx.bind(op, a, xs);
+}
+
+Dims shifted(const Dims& d, int64_t by = 1) {
+  Dims out;
+  for (int64_t x : d) out.push_back(x + by);
+  return out;
+}
+
+Dims range(int64_t lo, int64_t hi) {
+  Dims out;
+  for (int64_t i = lo; i < hi; ++i) out.push_back(i);
+  return out;
+}
+
+Dims cat(std::initializer_list<Dims> parts) {
+  Dims out;
+  for (const Dims& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+Tensor transpose(OpContext& cx, const Tensor& t, const Dims& perm) {
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i)
+    identity = identity && perm[i] == static_cast<int64_t>(i);
+  if (identity) return t;
+  OpAttrs a;
+  a.perm = perm;
+  return bind(cx, Op::Transpose, a, {t});
+}
+
+// Moves dimension `from` of t to position `to`.
+Tensor move_axis(OpContext& cx, const Tensor& t, int64_t from, int64_t to) {
+  Dims perm = range(0, t->aval.ndim());
+  perm.erase(perm.begin() + from);
+  perm.insert(perm.begin() + to, from);
+  return transpose(cx, t, perm);
+}
+
+Tensor reshape(OpContext& cx, const Tensor& t, const Shape& shape) {
+  if (t->aval.shape == shape) return t;
+  OpAttrs a;
+  a.shape = shape;
+  return bind(cx, Op::Reshape, a, {t});
+}
+
+// A tensor of `shape` filled with the integer `v` in `dtype`.
+Tensor filled(OpContext& cx, int64_t v, DType dtype, const Shape& shape) {
+  Tensor s = cx.constant(Array::scalar(Scalar::of_int(v), dtype));
+  OpAttrs a;
+  a.shape = shape;
+  return bind(cx, Op::BroadcastInDim, a, {s});
+}
+
+Tensor materialize(OpContext& cx, const BVal& v, int64_t B) {
+  return v.batched ? v.t : broadcast_batch(cx, v.t, B);
+}
+
+// b * A for each example b, in the shape of the batched index array `idx`.
+Tensor example_offsets(OpContext& cx, const Tensor& idx, int64_t A) {
+  OpAttrs io;
+  io.dtype = idx->aval.dtype;
+  io.shape = idx->aval.shape;
+  io.axis = 0;
+  Tensor b = bind(cx, Op::Iota, io, {});
+  return bind(cx, Op::Mul, {}, {b, filled(cx, A, idx->aval.dtype, idx->aval.shape)});
+}
+
+// x [B, pre.., A, post..] -> [B*A, pre.., post..]: examples laid end to end
+// along the indexed axis, so one take/scatter serves every example.
+Tensor flatten_indexed(OpContext& cx, const Tensor& x, int64_t axis) {
+  int64_t n = x->aval.ndim();
+  Tensor t = transpose(cx, x, cat({{0, axis + 1}, range(1, axis + 1), range(axis + 2, n)}));
+  Shape s = t->aval.shape;
+  s[1] *= s[0];
+  s.erase(s.begin());
+  return reshape(cx, t, s);
+}
+
+BVal batch_take(OpContext& cx, const OpAttrs& attrs, const BVal& x, const BVal& idx) {
+  int64_t axis = attrs.axis;
+  if (!idx.batched) {
+    OpAttrs a = attrs;
+    a.axis = axis + 1;
+    return {bind(cx, Op::Take, a, {x.t, idx.t}), true};
+  }
+  if (!x.batched) // x[:axis] + [B] + idx + x[axis+1:]
+    return {move_axis(cx, bind(cx, Op::Take, attrs, {x.t, idx.t}), axis, 0), true};
+  int64_t A = x.t->aval.shape[axis + 1];
+  DType it = idx.t->aval.dtype;
+  const Shape& is = idx.t->aval.shape;
+  // take clamps its indices; clamp before offsetting so that each example stays in its rows.
+  Tensor clamped = bind(cx, Op::Min, {}, {idx.t, filled(cx, A - 1, it, is)});
+  clamped = bind(cx, Op::Max, {}, {clamped, filled(cx, 0, it, is)});
+  Tensor flat_idx = bind(cx, Op::Add, {}, {clamped, example_offsets(cx, idx.t, A)});
+  OpAttrs a = attrs;
+  a.axis = 0;
+  Tensor r = bind(cx, Op::Take, a, {flatten_indexed(cx, x.t, axis), flat_idx});
+  // r: [B, idx.., pre.., post..] -> [B, pre.., idx.., post..]
+  int64_t k = static_cast<int64_t>(is.size()) - 1, p = axis, n = r->aval.ndim();
+  return {
+      transpose(cx, r, cat({{0}, range(k + 1, k + 1 + p), range(1, k + 1), range(k + 1 + p, n)})),
+      true};
+}
+
+BVal batch_scatter(OpContext& cx, const OpAttrs& attrs, std::span<const BVal> in, int64_t B) {
+  int64_t axis = attrs.axis;
+  if (!in[1].batched && !in[2].batched) {
+    OpAttrs a = attrs;
+    a.axis = axis + 1;
+    return {bind(cx, Op::Scatter, a, {in[0].t, in[1].t, broadcast_batch(cx, in[2].t, B)}), true};
+  }
+  Tensor x = materialize(cx, in[0], B), idx = materialize(cx, in[1], B),
+         upd = materialize(cx, in[2], B);
+  int64_t A = x->aval.shape[axis + 1];
+  DType it = idx->aval.dtype;
+  const Shape& is = idx->aval.shape;
+  // Out-of-range indices are dropped by scatter: keep them out of range after offsetting.
+  Tensor valid = bind(cx, Op::And, {},
+                      {bind(cx, Op::Ge, {}, {idx, filled(cx, 0, it, is)}),
+                       bind(cx, Op::Lt, {}, {idx, filled(cx, A, it, is)})});
+  Tensor flat_idx = bind(cx, Op::Select, {},
+                         {valid, bind(cx, Op::Add, {}, {idx, example_offsets(cx, idx, A)}),
+                          filled(cx, B * A, it, is)});
+  int64_t k = static_cast<int64_t>(is.size()) - 1, p = axis, nu = upd->aval.ndim();
+  Tensor flat_upd = transpose(
+      cx, upd, cat({{0}, range(p + 1, p + 1 + k), range(1, p + 1), range(p + 1 + k, nu)}));
+  OpAttrs a = attrs;
+  a.axis = 0;
+  Tensor r = bind(cx, Op::Scatter, a, {flatten_indexed(cx, x, axis), flat_idx, flat_upd});
+  // [B*A, pre.., post..] -> [B, A, pre.., post..] -> [B, pre.., A, post..]
+  Shape s = r->aval.shape;
+  s[0] = A;
+  s.insert(s.begin(), B);
+  int64_t n = static_cast<int64_t>(s.size());
+  return {transpose(cx, reshape(cx, r, s), cat({{0}, range(2, p + 2), {1}, range(p + 2, n)})),
+          true};
+}
+
+BVal batch_dot(OpContext& cx, const OpAttrs& attrs, const BVal& l, const BVal& r) {
+  OpAttrs a = attrs;
+  DotDims& d = a.dot;
+  int64_t nb = static_cast<int64_t>(d.lhs_batch.size());
+  if (l.batched) {
+    d.lhs_batch = shifted(d.lhs_batch);
+    d.lhs_contract = shifted(d.lhs_contract);
+  }
+  if (r.batched) {
+    d.rhs_batch = shifted(d.rhs_batch);
+    d.rhs_contract = shifted(d.rhs_contract);
+  }
+  if (l.batched && r.batched) {
+    d.lhs_batch.insert(d.lhs_batch.begin(), 0);
+    d.rhs_batch.insert(d.rhs_batch.begin(), 0);
+    return {bind(cx, Op::DotGeneral, a, {l.t, r.t}), true};
+  }
+  // One side batched: its vmapped axis is that side's first free dimension.
+  Tensor out = bind(cx, Op::DotGeneral, a, {l.t, r.t});
+  int64_t pos = nb;
+  if (r.batched) pos += l.t->aval.ndim() - nb - static_cast<int64_t>(attrs.dot.lhs_contract.size());
+  return {move_axis(cx, out, pos, 0), true};
+}
+
+BVal batch_pad(OpContext& cx, const OpAttrs& attrs, const BVal& x, const BVal& v, int64_t B) {
+  OpAttrs a = attrs;
+  a.lo.insert(a.lo.begin(), 0);
+  a.hi.insert(a.hi.begin(), 0);
+  a.interior.insert(a.interior.begin(), 0);
+  Tensor xb = materialize(cx, x, B);
+  if (!v.batched) return {bind(cx, Op::Pad, a, {xb, v.t}), true};
+  // A per-example padding value: pad with zero, then select the value where a
+  // padded mask is false.
+  DType dt = xb->aval.dtype;
+  Tensor zero = cx.constant(Array::scalar(Scalar::of_int(0), dt));
+  Tensor padded = bind(cx, Op::Pad, a, {xb, zero});
+  Tensor ones = cx.constant(Array::scalar(Scalar::of_bool(true), DType::Bool));
+  OpAttrs ba;
+  ba.shape = xb->aval.shape;
+  Tensor mask = bind(cx, Op::BroadcastInDim, ba, {ones});
+  mask =
+      bind(cx, Op::Pad, a, {mask, cx.constant(Array::scalar(Scalar::of_bool(false), DType::Bool))});
+  OpAttrs va;
+  va.shape = padded->aval.shape;
+  va.axes = {0};
+  Tensor fill = bind(cx, Op::BroadcastInDim, va, {v.t});
+  return {bind(cx, Op::Select, {}, {mask, padded, fill}), true};
+}
+
+// A collective whose axis names include the vmapped axis itself (vmap's
+// axis_name): over that axis it acts across the batch dimension.
+BVal batch_vmap_collective(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> in,
+                           const BatchAxis& ax) {
+  OpAttrs rest = attrs;
+  rest.axis_names.erase(std::find(rest.axis_names.begin(), rest.axis_names.end(), ax.name));
+  rest.group_size = attrs.group_size / ax.size;
+  bool has_rest = !rest.axis_names.empty();
+  auto over_rest = [&](Tensor t) { return has_rest ? bind(cx, op, rest, {t}) : t; };
+  int64_t B = ax.size;
+  switch (op) {
+  case Op::Psum:
+  case Op::Pmax:
+  case Op::Pmin: {
+    const BVal& x = in[0];
+    Tensor t;
+    if (!x.batched) {
+      // psum of a value that is the same for every example: B copies of it.
+      t = op == Op::Psum
+              ? bind(cx, Op::Mul, {}, {x.t, filled(cx, B, x.t->aval.dtype, x.t->aval.shape)})
+              : x.t;
+    } else {
+      OpAttrs r;
+      r.axes = {0};
+      t = bind(cx,
+               op == Op::Psum   ? Op::ReduceSum
+               : op == Op::Pmax ? Op::ReduceMax
+                                : Op::ReduceMin,
+               r, {x.t});
+    }
+    return {over_rest(t), false};
+  }
+  case Op::AxisIndex: {
+    OpAttrs io;
+    io.dtype = DType::Int32;
+    io.shape = {B};
+    Tensor b = bind(cx, Op::Iota, io, {});
+    if (!has_rest) return {b, true};
+    // Major to minor: the mesh axes listed before the vmapped one, then it.
+    if (attrs.axis_names.back() != ax.name) break;
+    Tensor r = bind(cx, Op::AxisIndex, rest, {});
+    OpAttrs ba;
+    ba.shape = {B};
+    Tensor major = bind(cx, Op::Mul, {},
+                        {bind(cx, Op::BroadcastInDim, ba, {r}), filled(cx, B, DType::Int32, {B})});
+    return {bind(cx, Op::Add, {}, {major, b}), true};
+  }
+  case Op::AllGather: {
+    if (has_rest) break;
+    Tensor x = materialize(cx, in[0], B);
+    Tensor t = move_axis(cx, x, 0, attrs.axis);
+    if (attrs.tiled) { // merge the gathered axis into the next one
+      Shape s = t->aval.shape;
+      s[attrs.axis + 1] *= s[attrs.axis];
+      s.erase(s.begin() + attrs.axis);
+      t = reshape(cx, t, s);
+    }
+    return {t, false};
+  }
+  default:
+    break;
+  }
+  throw Error(ErrCode::Unsupported,
+              std::string(op_name(op)) + " over the vmapped axis '" + ax.name + "'" +
+                  (has_rest ? " together with mesh axes" : "") + " is not supported");
+}
+
+} // namespace
+
+Tensor broadcast_batch(OpContext& cx, const Tensor& t, int64_t B) {
+  OpAttrs a;
+  a.shape = t->aval.shape;
+  a.shape.insert(a.shape.begin(), B);
+  a.axes = range(1, t->aval.ndim() + 1);
+  return bind(cx, Op::BroadcastInDim, a, {t});
+}
+
+BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> in,
+              const BatchAxis& ax) {
+  int64_t B = ax.size;
+  bool any = false;
+  for (const BVal& v : in) any = any || v.batched;
+  bool over_vmap_axis =
+      !ax.name.empty() && std::find(attrs.axis_names.begin(), attrs.axis_names.end(), ax.name) !=
+                              attrs.axis_names.end();
+  if (over_vmap_axis) return batch_vmap_collective(cx, op, attrs, in, ax);
+  std::vector<Tensor> ts;
+  for (const BVal& v : in) ts.push_back(v.t);
+  if (!any) return {cx.bind(op, attrs, ts), false};
+  auto all_batched = [&] {
+    std::vector<Tensor> out;
+    for (const BVal& v : in) out.push_back(materialize(cx, v, B));
+    return out;
+  };
+  OpAttrs a = attrs;
+  switch (op) {
+  // Elementwise: every operand gets the batch dimension.
+  case Op::Neg:
+  case Op::Exp:
+  case Op::Log:
+  case Op::Log1p:
+  case Op::Expm1:
+  case Op::Sqrt:
+  case Op::Rsqrt:
+  case Op::Tanh:
+  case Op::Sin:
+  case Op::Cos:
+  case Op::Tan:
+  case Op::Abs:
+  case Op::Sign:
+  case Op::Floor:
+  case Op::Ceil:
+  case Op::Round:
+  case Op::IsFinite:
+  case Op::Logistic:
+  case Op::Erf:
+  case Op::Not:
+  case Op::ConvertElementType:
+  case Op::BitcastConvertType:
+  case Op::Add:
+  case Op::Sub:
+  case Op::Mul:
+  case Op::Div:
+  case Op::Rem:
+  case Op::Pow:
+  case Op::Max:
+  case Op::Min:
+  case Op::And:
+  case Op::Or:
+  case Op::Xor:
+  case Op::Atan2:
+  case Op::ShiftLeft:
+  case Op::ShiftRightLogical:
+  case Op::ShiftRightArithmetic:
+  case Op::Eq:
+  case Op::Ne:
+  case Op::Lt:
+  case Op::Le:
+  case Op::Gt:
+  case Op::Ge:
+    return {cx.bind(op, attrs, all_batched()), true};
+  case Op::Select: {
+    std::vector<Tensor> xs = all_batched();
+    // A 0-d predicate that differs per example must take the branches' shape.
+    if (in[0].batched && xs[0]->aval.ndim() == 1 && xs[1]->aval.ndim() > 1) {
+      OpAttrs pa;
+      pa.shape = xs[1]->aval.shape;
+      pa.axes = {0};
+      xs[0] = bind(cx, Op::BroadcastInDim, pa, {xs[0]});
+    } else if (!in[0].batched && in[0].t->aval.ndim() == 0) {
+      xs[0] = in[0].t; // a 0-d predicate shared by all examples stays 0-d
+    }
+    return {cx.bind(op, attrs, xs), true};
+  }
+  case Op::Iota: // no operands: never batched
+    break;
+  case Op::BroadcastInDim:
+    a.shape.insert(a.shape.begin(), B);
+    a.axes = cat({{0}, shifted(attrs.axes)});
+    return {bind(cx, op, a, {in[0].t}), true};
+  case Op::Reshape:
+    a.shape.insert(a.shape.begin(), B);
+    return {bind(cx, op, a, {in[0].t}), true};
+  case Op::Transpose:
+    a.perm = cat({{0}, shifted(attrs.perm)});
+    return {bind(cx, op, a, {in[0].t}), true};
+  case Op::Slice:
+    a.starts.insert(a.starts.begin(), 0);
+    a.limits.insert(a.limits.begin(), B);
+    if (!a.strides.empty()) a.strides.insert(a.strides.begin(), 1);
+    return {bind(cx, op, a, {in[0].t}), true};
+  case Op::Rev:
+  case Op::ReduceSum:
+  case Op::ReduceMax:
+  case Op::ReduceMin:
+  case Op::ReduceProd:
+  case Op::ReduceAnd:
+  case Op::ReduceOr:
+    a.axes = shifted(attrs.axes);
+    return {bind(cx, op, a, {in[0].t}), true};
+  case Op::Argmax:
+  case Op::Argmin:
+  case Op::Cumsum:
+    a.axis = attrs.axis + 1;
+    if (op != Op::Cumsum && !attrs.axes.empty()) a.axes = shifted(attrs.axes);
+    return {bind(cx, op, a, {in[0].t}), true};
+  case Op::Concatenate:
+    a.axis = attrs.axis + 1;
+    return {cx.bind(op, a, all_batched()), true};
+  case Op::Pad:
+    return batch_pad(cx, attrs, in[0], in[1], B);
+  case Op::DotGeneral:
+    return batch_dot(cx, attrs, in[0], in[1]);
+  case Op::Take:
+    return batch_take(cx, attrs, in[0], in[1]);
+  case Op::Scatter:
+    return batch_scatter(cx, attrs, in, B);
+  // Collectives over mesh axes: the batch dimension is data.
+  case Op::Psum:
+  case Op::Pmax:
+  case Op::Pmin:
+  case Op::Ppermute:
+    return {bind(cx, op, attrs, {in[0].t}), true};
+  case Op::AllGather:
+  case Op::PsumScatter:
+    a.axis = attrs.axis + 1;
+    return {bind(cx, op, a, {in[0].t}), true};
+  case Op::AllToAll:
+    a.axis = attrs.axis + 1;
+    a.concat_axis = attrs.concat_axis + 1;
+    return {bind(cx, op, a, {in[0].t}), true};
+  case Op::AxisIndex: // no operands
+    break;
+  case Op::DebugPrint: // prints the whole batch at once; the result is a token
+    return {cx.bind(op, attrs, ts), false};
+  }
+  return {cx.bind(op, attrs, ts), false};
+}
+
+std::vector<BVal> batch_function(OpContext& cx, const Function& f, std::span<const BVal> params,
+                                 std::span<const Tensor> consts, const BatchAxis& ax) {
+  PXL_ASSERT(params.size() == f.params.size() && consts.size() == f.consts.size(),
+             "batch_function: wrong number of inputs");
+  std::vector<BVal> env(f.values.size());
+  for (size_t i = 0; i < params.size(); ++i) env[f.params[i]] = params[i];
+  for (size_t i = 0; i < consts.size(); ++i) env[f.consts[i]] = {consts[i], false};
+  Span saved = cx.loc;
+  struct Restore {
+    OpContext& cx;
+    Span s;
+    ~Restore() { cx.loc = s; }
+  } restore{cx, saved};
+  for (const Instr& ins : f.body) {
+    std::vector<BVal> args;
+    for (int o : ins.operands) args.push_back(env[o]);
+    OpAttrs attrs = ins.attrs;
+    if (ins.op == Op::DebugPrint) {
+      auto* tc = dynamic_cast<TraceContext*>(&cx);
+      if (!tc)
+        throw Error(ErrCode::Unsupported,
+                    "jax.debug.print inside a transformed function runs only under pmap/shard_map",
+                    f.values[ins.result].loc);
+      attrs.axis = static_cast<int64_t>(tc->function().debug_formats.size());
+      tc->function().debug_formats.push_back(f.debug_formats[ins.attrs.axis]);
+    }
+    cx.loc = f.values[ins.result].loc;
+    try {
+      env[ins.result] = batch_op(cx, ins.op, attrs, args, ax);
+    } catch (Error& e) {
+      e.set_span_if_missing(f.values[ins.result].loc);
+      throw;
+    }
+  }
+  std::vector<BVal> out;
+  for (int r : f.results) out.push_back(env[r]);
+  return out;
+}
+
+} // namespace pxl

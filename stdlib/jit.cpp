@@ -1,0 +1,219 @@
+// jax.jit: a callable that traces its function once per signature (argument
+// types and weak flags, static argument values, the enclosing mesh axes) into
+// an IR Function and then only runs that Function. Python side effects in the
+// function (print) therefore happen once per trace, as in JAX.
+#include <map>
+#include <sstream>
+
+#include "lang/args.hpp"
+#include "lang/tracer.hpp"
+#include "stdlib/trace_util.hpp"
+#include "stdlib/transforms.hpp"
+
+namespace pxl {
+
+// Runs a jitted Function in the current context: eagerly op by op through the
+// reference kernels, or inlined into an enclosing trace (pmap, shard_map, vmap,
+// grad). The LLVM JIT plugs in here.
+Value run_jitted(InterpreterImpl& in, const TracedFunction& t, std::span<const Tensor> params) {
+  return apply_traced(in, t, params);
+}
+
+namespace {
+
+struct JitFunction : OpaqueObj {
+  Value fn;
+  std::vector<int64_t> static_argnums;
+  std::vector<std::string> static_argnames;
+  std::map<std::string, std::shared_ptr<TracedFunction>> cache;
+  int traces = 0;
+
+  std::string type_name() const override { return "PjitFunction"; }
+  std::string repr() const override { return "<jitted " + pxl::repr(fn) + ">"; }
+  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+    if (name == "_cache_size")
+      return out = Value::integer(static_cast<int64_t>(cache.size())), true;
+    if (name == "_trace_count") return out = Value::integer(traces), true;
+    if (name == "__wrapped__") return out = fn, true;
+    return false;
+  }
+
+  // The parameter name at position i of a pxl function (to link static_argnums
+  // with keyword calls, as JAX does through the signature), or "".
+  std::string param_name(size_t i) const {
+    if (!fn.is_obj(ObjKind::Function)) return "";
+    const auto* ps = fn.as<FunctionObj>()->params;
+    if (!ps || i >= ps->size() || (*ps)[i].kind != Param::Kind::Normal) return "";
+    return (*ps)[i].name;
+  }
+
+  bool is_static_pos(size_t i, size_t npos) const {
+    for (int64_t s : static_argnums)
+      if ((s < 0 ? s + static_cast<int64_t>(npos) : s) == static_cast<int64_t>(i)) return true;
+    return false;
+  }
+  bool is_static_name(const std::string& name) const {
+    for (const auto& s : static_argnames)
+      if (s == name) return true;
+    for (int64_t s : static_argnums)
+      if (s >= 0 && param_name(static_cast<size_t>(s)) == name) return true;
+    return false;
+  }
+
+  bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
+    for (int64_t s : static_argnums)
+      if (s >= static_cast<int64_t>(a.pos.size()) || s < -static_cast<int64_t>(a.pos.size())) {
+        bool by_name = s >= 0 && !param_name(static_cast<size_t>(s)).empty();
+        if (by_name) continue; // may come as a keyword
+        throw Error(ErrCode::Arguments,
+                    "jit: static_argnums=" + std::to_string(s) +
+                        " but the function was called with " + std::to_string(a.pos.size()) +
+                        " positional arguments",
+                    where);
+      }
+    // Split the call into static values (part of the cache key) and dynamic ones
+    // (traced): positional ones first, then the dynamic keywords as one dict.
+    std::ostringstream key;
+    ValueList dyn;
+    std::vector<std::pair<size_t, Value>> static_pos;
+    std::vector<std::pair<std::string, Value>> static_kw, dyn_kw;
+    for (size_t i = 0; i < a.pos.size(); ++i) {
+      if (!is_static_pos(i, a.pos.size())) {
+        dyn.push_back(a.pos[i]);
+        continue;
+      }
+      if (!is_hashable(a.pos[i]))
+        throw Error(ErrCode::Type,
+                    "jit: static argument " + std::to_string(i) + " must be hashable, not " +
+                        pxl::type_name(a.pos[i]),
+                    where, "pass it as a tuple, or make it a regular (traced) argument");
+      static_pos.push_back({i, a.pos[i]});
+      key << "#" << i << "=" << pxl::type_name(a.pos[i]) << ":" << pxl::repr(a.pos[i]);
+    }
+    for (auto& [name, v] : a.kw) {
+      if (is_static_name(name)) {
+        if (!is_hashable(v))
+          throw Error(ErrCode::Type,
+                      "jit: static argument '" + name + "' must be hashable, not " +
+                          pxl::type_name(v),
+                      where);
+        static_kw.push_back({name, v});
+        key << "#" << name << "=" << pxl::type_name(v) << ":" << pxl::repr(v);
+      } else {
+        dyn_kw.push_back({name, v});
+      }
+    }
+    size_t n_dyn_pos = dyn.size();
+    if (!dyn_kw.empty()) {
+      auto d = std::make_shared<DictObj>();
+      for (auto& [k, v] : dyn_kw) d->set(make_str(k), v);
+      dyn.push_back(Value::object(d));
+    }
+    TreeDef tree;
+    std::vector<Tensor> leaves = leaf_tensors(in, dyn, where, &tree);
+    auto* enclosing = dynamic_cast<TraceContext*>(&in.ops());
+    key << "|" << tree.repr() << "|" << n_dyn_pos;
+    for (const Tensor& t : leaves) {
+      key << "|" << type_str(t->aval) << (t->aval.weak ? "w" : "");
+      if (enclosing && enclosing->owns(t))
+        key << "v" << enclosing->function().values[t->trace_id].vma;
+    }
+    if (enclosing) {
+      const Function& ef = enclosing->function();
+      for (size_t i = 0; i < ef.mesh_axes.size(); ++i)
+        key << "|" << ef.mesh_axes[i] << "=" << ef.mesh_sizes[i];
+    }
+    std::shared_ptr<TracedFunction> traced;
+    auto it = cache.find(key.str());
+    if (it != cache.end()) {
+      traced = it->second;
+    } else {
+      // The traced callable puts the static arguments back in their places.
+      Value target = fn;
+      Value wrapper = make_builtin("jit", [target, static_pos, static_kw, n_dyn_pos,
+                                           where](InterpreterImpl& in, CallArgs& c) {
+        CallArgs full;
+        size_t next = 0, sp = 0;
+        size_t total = n_dyn_pos + static_pos.size();
+        for (size_t i = 0; i < total; ++i) {
+          if (sp < static_pos.size() && static_pos[sp].first == i)
+            full.pos.push_back(static_pos[sp++].second);
+          else
+            full.pos.push_back(c.pos[next++]);
+        }
+        if (next < c.pos.size()) {
+          const DictObj* d = c.pos[next].as<DictObj>();
+          d->for_each([&](const Value& k, const Value& v) {
+            full.kw.push_back({value_to_str(k, "keyword"), v});
+          });
+        }
+        for (const auto& kv : static_kw) full.kw.push_back(kv);
+        return in.call(target, full, where);
+      });
+      ++traces;
+      traced = std::make_shared<TracedFunction>(trace_function(in, wrapper, dyn, where, "jit"));
+      if (fn.is_obj(ObjKind::Function)) traced->fn->name = fn.as<FunctionObj>()->name;
+      if (in.options().dump_ir) in.out() << print_function(*traced->fn);
+      // A Function that captured values of an enclosing trace is valid only in
+      // that trace; it is not kept (the enclosing transformation caches itself).
+      bool reusable = true;
+      for (const Tensor& c : traced->consts)
+        if (c->trace) reusable = false;
+      if (reusable) cache[key.str()] = traced;
+    }
+    out = run_jitted(in, *traced, leaves);
+    return true;
+  }
+};
+
+std::vector<int64_t> int_list(const Value& v, const char* what) {
+  if (v.is_none()) return {};
+  return value_to_int_list(v, std::string("jit() ") + what);
+}
+
+Value make_jit(InterpreterImpl&, CallArgs& a) {
+  ArgReader r("jit", a,
+              {"fun", "static_argnums", "static_argnames", "donate_argnums", "donate_argnames",
+               "in_shardings", "out_shardings", "device", "backend", "inline", "keep_unused"},
+              0);
+  auto build = [](const Value& f, const ArgReader& r) {
+    auto j = std::make_shared<JitFunction>();
+    j->fn = f;
+    if (r.has(1)) j->static_argnums = int_list(r[1], "static_argnums");
+    if (r.has(2) && !r[2].is_none()) {
+      if (r[2].is_obj(ObjKind::Str))
+        j->static_argnames.push_back(r[2].as<StrObj>()->value);
+      else if (const ValueList* names = sequence_items(r[2]))
+        for (const Value& n : *names)
+          j->static_argnames.push_back(value_to_str(n, "jit() static_argnames"));
+      else
+        throw Error(ErrCode::Type, "jit() static_argnames must be a string or a tuple of strings");
+    }
+    // Donation is a hint for buffer reuse; the reference runtime copies anyway,
+    // so it is only validated.
+    if (r.has(3)) int_list(r[3], "donate_argnums");
+    return Value::object(j);
+  };
+  if (r.has(0)) return build(r[0], r);
+  // jax.jit(static_argnums=...) used as a decorator factory.
+  auto held = std::make_shared<CallArgs>(a);
+  return make_builtin("jit", [held, build](InterpreterImpl&, CallArgs& c) {
+    ArgReader fr("jit", c, {"fun"}, 1);
+    CallArgs copy = *held;
+    ArgReader r("jit", copy,
+                {"fun", "static_argnums", "static_argnames", "donate_argnums", "donate_argnames",
+                 "in_shardings", "out_shardings", "device", "backend", "inline", "keep_unused"},
+                0);
+    return build(fr[0], r);
+  });
+}
+
+} // namespace
+
+void add_jit(InterpreterImpl& in, Value& jax) {
+  Value jit = make_builtin("jit", make_jit);
+  jax.as<ModuleObj>()->env->vars["jit"] = jit;
+  in.define_builtin("jit", jit);
+}
+
+} // namespace pxl

@@ -1,0 +1,63 @@
+// The stdlib modules written in pxl itself (stdlib/*.pxl), embedded at build
+// time. `import nn` loads one on first use; jax.nn is the same module as nn.
+#include "lang/args.hpp"
+#include "stdlib/module_builder.hpp"
+#include "stdlib/transforms.hpp"
+
+namespace pxl {
+
+namespace {
+
+struct EmbeddedSource {
+  const char* name;
+  const char* text;
+};
+
+constexpr EmbeddedSource kSources[] = {
+#include "pxl_stdlib_sources.inc"
+};
+
+// types.SimpleNamespace: an object with the given attributes (pxl has no
+// classes; optim's optimizers are namespaces of closures, as optax's NamedTuples).
+struct Namespace : OpaqueObj {
+  std::vector<std::pair<std::string, Value>> fields;
+  std::string type_name() const override { return "SimpleNamespace"; }
+  std::string repr() const override {
+    std::string s = "namespace(";
+    for (size_t i = 0; i < fields.size(); ++i)
+      s += (i ? ", " : "") + fields[i].first + "=" + pxl::repr(fields[i].second);
+    return s + ")";
+  }
+  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+    for (const auto& [k, v] : fields)
+      if (k == name) return out = v, true;
+    return false;
+  }
+  std::vector<std::string> attr_names() const override {
+    std::vector<std::string> out;
+    for (const auto& f : fields) out.push_back(f.first);
+    return out;
+  }
+};
+
+} // namespace
+
+void add_pxl_modules(InterpreterImpl& in, Value& jax) {
+  ModuleBuilder types("types");
+  types.fn("SimpleNamespace", [](InterpreterImpl&, CallArgs& a) {
+    if (!a.pos.empty())
+      throw Error(ErrCode::Arguments, "SimpleNamespace() takes keyword arguments only");
+    auto ns = std::make_shared<Namespace>();
+    ns->fields = a.kw;
+    return Value::object(ns);
+  });
+  in.register_module("types", types.value());
+  for (const EmbeddedSource& s : kSources)
+    in.register_source_module(s.name, std::string("<stdlib>/") + s.name + ".pxl", s.text);
+  // jax.nn must be an attribute of the jax module, so nn loads now (a few defs).
+  Value nn = in.import_module("nn", Span{}, "");
+  jax.as<ModuleObj>()->env->vars["nn"] = nn;
+  in.register_module("jax.nn", nn);
+}
+
+} // namespace pxl

@@ -1,0 +1,47 @@
+// The function transformations of this part of the stdlib: jax.jit (jit.cpp)
+// and jax.vmap (vmap.cpp, with one batching rule per op in batching_rules.cpp).
+#pragma once
+#include <span>
+
+#include "ir/function.hpp"
+#include "ir/tensor.hpp"
+#include "lang/interp_impl.hpp"
+
+namespace pxl {
+
+struct TracedFunction;
+
+// Registers jax.jit / jax.vmap and the predeclared `jit` / `vmap`.
+void add_jit(InterpreterImpl& in, Value& jax);
+void add_vmap(InterpreterImpl& in, Value& jax);
+// Registers the pxl-source stdlib modules (nn, optim; jax.nn is nn).
+void add_pxl_modules(InterpreterImpl& in, Value& jax);
+
+// Runs a jitted Function in the current context (see jit.cpp).
+Value run_jitted(InterpreterImpl& in, const TracedFunction& t, std::span<const Tensor> params);
+
+// A value during batching: when `batched`, dimension 0 of `t` is the vmapped
+// axis (of size B); otherwise `t` is the same for every example.
+struct BVal {
+  Tensor t;
+  bool batched = false;
+};
+
+// The vmap axis of a batching interpretation: its size and, when vmap was given
+// an axis_name, the name collectives use for it.
+struct BatchAxis {
+  int64_t size = 0;
+  std::string name;
+};
+
+// Applies `op` to batched operands by binding primitives in `cx` (the batching
+// rule of every op, batching_rules.cpp).
+BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> in,
+              const BatchAxis& axis);
+// Evaluates `f` on batched params (consts are unbatched) with the batching rules.
+std::vector<BVal> batch_function(OpContext& cx, const Function& f, std::span<const BVal> params,
+                                 std::span<const Tensor> consts, const BatchAxis& axis);
+// The unbatched value `t` with a batch dimension of size B in front.
+Tensor broadcast_batch(OpContext& cx, const Tensor& t, int64_t B);
+
+} // namespace pxl

@@ -1,0 +1,224 @@
+// jax.vmap: traces the function with per-example argument types, then
+// evaluates the traced Function with the batching rules (batching_rules.cpp)
+// in the current context. No cache: like JAX, every call traces again (the
+// enclosing jit/pmap caches the whole).
+#include <algorithm>
+
+#include "lang/args.hpp"
+#include "lang/tracer.hpp"
+#include "stdlib/pytree.hpp"
+#include "stdlib/trace_util.hpp"
+#include "stdlib/transforms.hpp"
+
+namespace pxl {
+
+namespace {
+
+bool is_axis_leaf(const Value& v) { return v.is_none() || v.is_intlike(); }
+
+// Matches an in_axes/out_axes prefix tree against a value tree: an int or None
+// applies to a whole subtree.
+void axes_prefix(InterpreterImpl& in, const Value& prefix, const Value& tree, ValueList& out,
+                 const std::string& what) {
+  if (is_axis_leaf(prefix)) {
+    ValueList leaves;
+    tree_flatten(in, tree, leaves);
+    out.insert(out.end(), leaves.size(), prefix);
+    return;
+  }
+  const ValueList* ps = sequence_items(prefix);
+  const ValueList* ts = sequence_items(tree);
+  if (ps && ts) {
+    if (ps->size() != ts->size())
+      throw Error(ErrCode::Value, what + " has " + std::to_string(ps->size()) +
+                                      " entries but the value it describes has " +
+                                      std::to_string(ts->size()));
+    for (size_t i = 0; i < ps->size(); ++i) axes_prefix(in, (*ps)[i], (*ts)[i], out, what);
+    return;
+  }
+  if (prefix.is_obj(ObjKind::Dict) && tree.is_obj(ObjKind::Dict)) {
+    ValueList ignored;
+    TreeDef td = tree_flatten(in, tree, ignored);
+    for (size_t i = 0; i < td.keys.size(); ++i) {
+      const Value* p = prefix.as<DictObj>()->find(td.keys[i]);
+      if (!p) throw Error(ErrCode::Value, what + " has no entry for key " + repr(td.keys[i]));
+      axes_prefix(in, *p, *tree.as<DictObj>()->find(td.keys[i]), out, what);
+    }
+    return;
+  }
+  if (!prefix.is_obj(ObjKind::Tuple) && !prefix.is_obj(ObjKind::List) &&
+      !prefix.is_obj(ObjKind::Dict))
+    throw Error(ErrCode::Type,
+                what + " entries must be ints, None or pytrees of them, not " + type_name(prefix));
+  throw Error(ErrCode::Value, what + " does not match the structure of the value it describes (" +
+                                  type_name(prefix) + " vs " + type_name(tree) + ")");
+}
+
+struct VmapFunction : OpaqueObj {
+  Value fn;
+  Value in_axes = Value::integer(0), out_axes = Value::integer(0);
+  std::string axis_name;
+  int64_t axis_size = -1;
+
+  std::string type_name() const override { return "function"; }
+  std::string repr() const override { return "<vmap of " + pxl::repr(fn) + ">"; }
+  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+    if (name == "__wrapped__") return out = fn, true;
+    return false;
+  }
+
+  bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
+    if (!a.kw.empty())
+      throw Error(ErrCode::Arguments, "a vmap'd function takes positional arguments only", where,
+                  "pass '" + a.kw[0].first + "' positionally and give its axis in in_axes");
+    const ValueList& args = a.pos;
+    Value args_tuple = make_tuple(args);
+    if (const ValueList* items = sequence_items(in_axes))
+      if (items->size() != args.size())
+        throw Error(ErrCode::MappedAxis,
+                    "vmap: in_axes has " + std::to_string(items->size()) +
+                        " entries but the function is called with " + std::to_string(args.size()) +
+                        " argument" + (args.size() == 1 ? "" : "s"),
+                    where, "give one entry per positional argument, e.g. in_axes=(0, None)");
+    ValueList per_leaf;
+    try {
+      axes_prefix(in, in_axes, args_tuple, per_leaf, "vmap in_axes");
+    } catch (Error& e) {
+      e.set_span_if_missing(where);
+      throw;
+    }
+    std::vector<Tensor> leaves = leaf_tensors(in, args, where);
+    // The mapped size, checked across the arguments.
+    int64_t B = -1;
+    std::string first;
+    std::vector<int> axes(leaves.size(), -1);
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      if (per_leaf[i].is_none()) continue;
+      const AVal& av = leaves[i]->aval;
+      int64_t ax = per_leaf[i].as_int();
+      if (ax < -av.ndim() || ax >= av.ndim())
+        throw Error(ErrCode::MappedAxis,
+                    "vmap: in_axes " + std::to_string(ax) + " is out of range for argument leaf " +
+                        std::to_string(i) + " of shape " + shape_str(av.shape) + " (rank " +
+                        std::to_string(av.ndim()) + ")",
+                    where);
+      axes[i] = static_cast<int>(ax < 0 ? ax + av.ndim() : ax);
+      int64_t size = av.shape[axes[i]];
+      std::string desc = "axis " + std::to_string(axes[i]) + " of argument leaf " +
+                         std::to_string(i) + " of type " + type_str(av) + " has size " +
+                         std::to_string(size);
+      if (B >= 0 && size != B)
+        throw Error(ErrCode::MappedAxis,
+                    "vmap got inconsistent sizes for the mapped axes: " + first + ", but " + desc,
+                    where);
+      if (B < 0) first = desc;
+      B = size;
+    }
+    if (axis_size >= 0) {
+      if (B >= 0 && B != axis_size)
+        throw Error(ErrCode::MappedAxis,
+                    "vmap: axis_size=" + std::to_string(axis_size) + " but " + first, where);
+      B = axis_size;
+    }
+    if (B < 0)
+      throw Error(ErrCode::MappedAxis,
+                  "vmap: every in_axes entry is None, so the mapped size is unknown", where,
+                  "map at least one argument, or pass axis_size");
+    // Per-example types for the trace; batched params with the axis in front.
+    std::vector<AVal> avals;
+    std::vector<BVal> params;
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      AVal av = leaves[i]->aval;
+      if (axes[i] < 0) {
+        avals.push_back(av);
+        params.push_back({leaves[i], false});
+        continue;
+      }
+      av.shape.erase(av.shape.begin() + axes[i]);
+      avals.push_back(av);
+      Tensor t = leaves[i];
+      if (axes[i] != 0) {
+        OpAttrs ta;
+        for (int d = 0; d < t->aval.ndim(); ++d)
+          if (d != axes[i]) ta.perm.push_back(d);
+        ta.perm.insert(ta.perm.begin(), axes[i]);
+        LocScope loc(in.ops(), where);
+        t = in.ops().bind(Op::Transpose, ta, std::span<const Tensor>(&t, 1));
+      }
+      params.push_back({t, true});
+    }
+    std::pair<std::string, int64_t> named{axis_name, B};
+    TracedFunction traced =
+        trace_function(in, fn, args, where, "vmap", &avals, axis_name.empty() ? nullptr : &named);
+    if (in.options().dump_ir) in.out() << print_function(*traced.fn);
+    std::vector<BVal> outs =
+        batch_function(in.ops(), *traced.fn, params, traced.consts, BatchAxis{B, axis_name});
+    // out_axes: where the mapped axis goes in each output.
+    ValueList out_leaves;
+    for (const BVal& o : outs) out_leaves.push_back(make_array(o.t)); // only for the structure
+    ValueList per_out;
+    try {
+      axes_prefix(in, out_axes, tree_unflatten(traced.out_tree, out_leaves), per_out,
+                  "vmap out_axes");
+    } catch (Error& e) {
+      e.set_span_if_missing(where);
+      throw;
+    }
+    LocScope loc(in.ops(), where);
+    for (size_t r = 0; r < outs.size(); ++r) {
+      const BVal& o = outs[r];
+      if (per_out[r].is_none()) {
+        if (o.batched)
+          throw Error(ErrCode::MappedAxis,
+                      "vmap: out_axes is None for output " + std::to_string(r) +
+                          ", but that output differs along the mapped axis",
+                      where,
+                      "give it an int out_axes, or return a value that does not depend on the "
+                      "mapped inputs");
+        out_leaves[r] = make_array(o.t);
+        continue;
+      }
+      Tensor t = o.batched ? o.t : broadcast_batch(in.ops(), o.t, B);
+      int64_t nd = t->aval.ndim(), oa = per_out[r].as_int();
+      if (oa < -nd || oa >= nd)
+        throw Error(ErrCode::Axis,
+                    "vmap: out_axes " + std::to_string(oa) + " is out of range for output " +
+                        std::to_string(r) + " of rank " + std::to_string(nd - 1),
+                    where);
+      if (oa < 0) oa += nd;
+      if (oa != 0) {
+        OpAttrs ta;
+        for (int64_t d = 1; d < nd; ++d) ta.perm.push_back(d);
+        ta.perm.insert(ta.perm.begin() + oa, 0);
+        t = in.ops().bind(Op::Transpose, ta, std::span<const Tensor>(&t, 1));
+      }
+      out_leaves[r] = make_array(t);
+    }
+    out = tree_unflatten(traced.out_tree, out_leaves);
+    return true;
+  }
+};
+
+Value make_vmap(InterpreterImpl&, CallArgs& a) {
+  ArgReader r("vmap", a, {"fun", "in_axes", "out_axes", "axis_name", "axis_size", "spmd_axis_name"},
+              1);
+  auto v = std::make_shared<VmapFunction>();
+  v->fn = r[0];
+  if (r.has(1)) v->in_axes = r[1];
+  if (r.has(2)) v->out_axes = r[2];
+  if (r.has(3) && !r[3].is_none()) v->axis_name = value_to_str(r[3], "vmap() axis_name");
+  if (r.has(4) && !r[4].is_none()) v->axis_size = r.get_int(4);
+  if (r.has(5) && !r[5].is_none())
+    throw Error(ErrCode::Unsupported, "vmap(): spmd_axis_name is not supported");
+  return Value::object(v);
+}
+
+} // namespace
+
+void add_vmap(InterpreterImpl& in, Value& jax) {
+  Value vmap = make_builtin("vmap", make_vmap);
+  jax.as<ModuleObj>()->env->vars["vmap"] = vmap;
+  in.define_builtin("vmap", vmap);
+}
+
+} // namespace pxl
