@@ -51,11 +51,28 @@ ParseResult parse(const std::vector<std::string>& args, const char* env_devices)
       devices_text = *value;
     } else if (split_long(a, "--dump", value)) {
       if (!value) {
-        if (i + 1 >= args.size()) return fail("option '--dump' needs a value (ir)");
+        if (i + 1 >= args.size()) return fail("option '--dump' needs a value (ir, llvm, ptx)");
         value = args[++i];
       }
-      if (*value != "ir") return fail("--dump: unknown stage '" + *value + "' (known: ir)");
-      opts.dump_ir = true;
+      if (*value == "ir")
+        opts.dump_ir = true;
+      else if (*value == "llvm")
+        opts.dump_llvm = true;
+      else if (*value == "ptx")
+        opts.dump_ptx = true;
+      else
+        return fail("--dump: unknown stage '" + *value + "' (known: ir, llvm, ptx)");
+    } else if (split_long(a, "--exec", value)) {
+      if (!value) {
+        if (i + 1 >= args.size()) return fail("option '--exec' needs a value (jit, interp)");
+        value = args[++i];
+      }
+      if (*value == "jit")
+        opts.exec = ExecMode::Jit;
+      else if (*value == "interp")
+        opts.exec = ExecMode::Interp;
+      else
+        return fail("--exec: unknown mode '" + *value + "' (known: jit, interp)");
     } else if (a == "--comm") {
       opts.comm_report = true;
     } else if (a == "-c") {
@@ -99,6 +116,10 @@ std::string usage() {
          "  -c CODE        run CODE as a script\n"
          "  --devices N    number of CPU devices (default 8; also PXL_DEVICES=N)\n"
          "  --dump=ir      print the IR of every traced (pmap/shard_map) function\n"
+         "  --dump=llvm    print the optimized LLVM IR of their fused kernels\n"
+         "  --dump=ptx     print their fused kernels as sm_90 PTX\n"
+         "  --exec MODE    run traced functions compiled (jit) or interpreted (interp,\n"
+         "                 the default)\n"
          "  --comm         print the communication report of every pmap/shard_map function\n"
          "  --version, -V  print the version of pxl and of its LLVM, then exit\n"
          "  --help, -h     print this help, then exit\n"

@@ -22,6 +22,9 @@ int run(const pxl::cli::Options& opts) {
     io.num_devices = opts.devices;
     io.dump_ir = opts.dump_ir;
     io.comm_report = opts.comm_report;
+    io.dump_llvm = opts.dump_llvm;
+    io.dump_ptx = opts.dump_ptx;
+    io.exec = opts.exec;
     pxl::Interpreter interp(io);
     switch (opts.mode) {
     case Mode::File:

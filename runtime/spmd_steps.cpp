@@ -87,8 +87,8 @@ void run_collective(const Function& f, const SpmdLayout& layout_, const Collecti
   if (in.op == Op::AxisIndex) {
     for (int j = 0; j < k; ++j) {
       Array a(DType::Int32, {});
-      a.as<int32_t>()[0] = static_cast<int32_t>(
-          layout_.mesh.rank_in(in.attrs.axis_names, thread * k + j));
+      a.as<int32_t>()[0] =
+          static_cast<int32_t>(layout_.mesh.rank_in(in.attrs.axis_names, thread * k + j));
       env[j][in.result] = a;
     }
     return;
@@ -104,8 +104,11 @@ void run_collective(const Function& f, const SpmdLayout& layout_, const Collecti
     const Array& x = env[j][in.operands[0]];
     switch (in.op) {
     case Op::PsumScatter:
-    case Op::AllToAll: ins[j] = moveaxis(x, in.attrs.axis, 0); break;
-    default: ins[j] = x;
+    case Op::AllToAll:
+      ins[j] = moveaxis(x, in.attrs.axis, 0);
+      break;
+    default:
+      ins[j] = x;
     }
     int64_t out_count = in.op == Op::AllGather     ? ins[j].size() * G
                         : in.op == Op::PsumScatter ? ins[j].size() / G
@@ -115,19 +118,32 @@ void run_collective(const Function& f, const SpmdLayout& layout_, const Collecti
   }
   int64_t count = ins[0].size();
   switch (in.op) {
-  case Op::Psum: world.all_reduce(thread, bufs, g, ReduceKind::Sum, dt, count, site); break;
-  case Op::Pmax: world.all_reduce(thread, bufs, g, ReduceKind::Max, dt, count, site); break;
-  case Op::Pmin: world.all_reduce(thread, bufs, g, ReduceKind::Min, dt, count, site); break;
-  case Op::AllGather: world.all_gather(thread, bufs, g, dt, count, site); break;
-  case Op::PsumScatter: world.reduce_scatter(thread, bufs, g, dt, count, site); break;
-  case Op::AllToAll: world.all_to_all(thread, bufs, g, dt, count, site); break;
+  case Op::Psum:
+    world.all_reduce(thread, bufs, g, ReduceKind::Sum, dt, count, site);
+    break;
+  case Op::Pmax:
+    world.all_reduce(thread, bufs, g, ReduceKind::Max, dt, count, site);
+    break;
+  case Op::Pmin:
+    world.all_reduce(thread, bufs, g, ReduceKind::Min, dt, count, site);
+    break;
+  case Op::AllGather:
+    world.all_gather(thread, bufs, g, dt, count, site);
+    break;
+  case Op::PsumScatter:
+    world.reduce_scatter(thread, bufs, g, dt, count, site);
+    break;
+  case Op::AllToAll:
+    world.all_to_all(thread, bufs, g, dt, count, site);
+    break;
   case Op::Ppermute: {
     std::vector<std::pair<int, int>> pairs;
     for (auto [s, d] : in.attrs.pairs) pairs.push_back({static_cast<int>(s), static_cast<int>(d)});
     world.ppermute(thread, bufs, g, pairs, dt, count, site);
     break;
   }
-  default: PXL_ASSERT(false, "not a collective");
+  default:
+    PXL_ASSERT(false, "not a collective");
   }
   // And back into the result's layout.
   for (int j = 0; j < k; ++j) {
@@ -190,7 +206,8 @@ void run_collective(const Function& f, const SpmdLayout& layout_, const Collecti
       r = moveaxis(merged, 0, sa);
       break;
     }
-    default: r = with_shape(outs[j], rv.aval.shape);
+    default:
+      r = with_shape(outs[j], rv.aval.shape);
     }
     env[j][in.result] = r;
   }

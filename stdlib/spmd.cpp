@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "codegen/jit.hpp"
 #include "ir/comm_report.hpp"
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
@@ -179,6 +180,8 @@ struct SpmdFunction : OpaqueObj {
   void report(InterpreterImpl& in, const Function& f, int64_t participants) {
     if (in.options().dump_ir) in.out() << print_function(f);
     if (in.options().comm_report) in.out() << comm_report(f, participants);
+    if (in.options().dump_llvm) in.out() << kernels_llvm_ir(f, true);
+    if (in.options().dump_ptx) in.out() << kernels_ptx(f);
   }
   std::string repr() const override { return "<" + what + " of " + pxl::repr(fn) + ">"; }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
@@ -337,7 +340,7 @@ struct ShardMapFn : SpmdFunction {
       }
       c->out_specs.push_back(std::move(s));
     }
-    c->exe = make_reference_executable(c->fn, SpmdLayout{mesh, static_cast<int>(mesh.size()), 1}, tc.captured());
+    c->exe = make_executable(in.options().exec, &in.platform().code_cache(), c->fn, SpmdLayout{mesh, static_cast<int>(mesh.size()), 1}, tc.captured());
     return c;
   }
 };
@@ -525,7 +528,7 @@ struct PmapFn : SpmdFunction {
                                        " of rank " + std::to_string(v.aval.ndim()), where);
       c->out_axes.push_back(static_cast<int>(oa < 0 ? oa + nd : oa));
     }
-    c->exe = make_reference_executable(c->fn, SpmdLayout{pmesh, threads, k}, tc.captured());
+    c->exe = make_executable(in.options().exec, &in.platform().code_cache(), c->fn, SpmdLayout{pmesh, threads, k}, tc.captured());
     return c;
   }
 };

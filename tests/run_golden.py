@@ -33,6 +33,7 @@ def parse_args():
     p.add_argument("--pxl", default=str(REPO / "build" / "bin" / "pxl"), help="the pxl binary")
     p.add_argument("--repl", action="store_true", help="REPL transcript mode (NAME.in)")
     p.add_argument("--update", action="store_true", help="rewrite expectations")
+    p.add_argument("--pxl-args", default="", help="extra flags for every run, e.g. '--exec jit'")
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per program")
     p.add_argument("-v", "--verbose", action="store_true", help="list passing tests too")
@@ -70,7 +71,7 @@ class Result:
 
 
 def run_one(test, opts, env):
-    cmd = [opts.pxl] + read_args(test)
+    cmd = [opts.pxl] + shlex.split(opts.pxl_args) + read_args(test)
     stdin = subprocess.DEVNULL
     if opts.repl:
         stdin_data = test.read_bytes()

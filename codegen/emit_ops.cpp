@@ -1,0 +1,374 @@
+// Scalar semantics of the fusible ops in LLVM IR. Every case mirrors the
+// reference kernel (ir/ref_kernels.cpp, ir/ref_reduce.cpp, Array::get/set for
+// conversions) so compiled and interpreted results are bit-identical: XLA's
+// integer division/shift rules, NaN-propagating max/min, saturating float->int
+// conversions, and transcendental math through the very functions the
+// reference calls (codegen/jit_runtime.cpp).
+#include <limits>
+
+#include "codegen/emitter.hpp"
+#include "lang/diag.hpp"
+
+namespace pxl::codegen {
+
+using llvm::Value;
+
+llvm::Type* ScalarEmitter::compute_type(DType d) {
+  switch (d) {
+  case DType::Bool:
+    return b_.getInt1Ty();
+  case DType::Int32:
+  case DType::UInt32:
+    return b_.getInt32Ty();
+  case DType::Float16:
+  case DType::BFloat16:
+  case DType::Float32:
+    return b_.getFloatTy();
+  case DType::Float64:
+    return b_.getDoubleTy();
+  }
+  internal_error(__FILE__, __LINE__, "bad dtype");
+}
+
+llvm::Type* ScalarEmitter::storage_type(DType d) {
+  switch (d) {
+  case DType::Bool:
+    return b_.getInt8Ty();
+  case DType::Float16:
+  case DType::BFloat16:
+    return b_.getInt16Ty();
+  default:
+    return compute_type(d);
+  }
+}
+
+Value* ScalarEmitter::call_rt(const std::string& name, llvm::Type* ret,
+                              const std::vector<Value*>& args) {
+  llvm::Function* fn = m_.getFunction(name);
+  if (!fn) {
+    std::vector<llvm::Type*> params;
+    for (Value* a : args) params.push_back(a->getType());
+    auto* ty = llvm::FunctionType::get(ret, params, false);
+    fn = llvm::Function::Create(ty, llvm::Function::ExternalLinkage, name, m_);
+    // Pure functions: lets LLVM hoist, CSE and delete them like arithmetic.
+    fn->setDoesNotAccessMemory();
+    fn->setDoesNotThrow();
+    fn->setWillReturn();
+  }
+  return b_.CreateCall(fn, args);
+}
+
+Value* ScalarEmitter::rt_by_width(const char* base, DType d, const std::vector<Value*>& args) {
+  std::string suffix = d == DType::Float64 ? ".f64" : ".f32";
+  return call_rt(std::string("pxl.") + base + suffix, compute_type(d), args);
+}
+
+Value* ScalarEmitter::load_convert(DType d, Value* s) {
+  switch (d) {
+  case DType::Bool:
+    return b_.CreateICmpNE(s, b_.getInt8(0));
+  case DType::Float16:
+    // The callee takes a uint16_t; pass it zero-extended to 32 bits, which
+    // every x86-64 compiler's callee accepts.
+    return call_rt("pxl.f16_to_f32", b_.getFloatTy(), {b_.CreateZExt(s, b_.getInt32Ty())});
+  case DType::BFloat16:
+    return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(s, b_.getInt32Ty()), 16), b_.getFloatTy());
+  default:
+    return s;
+  }
+}
+
+Value* ScalarEmitter::store_convert(DType d, Value* v) {
+  switch (d) {
+  case DType::Bool:
+    return b_.CreateZExt(v, b_.getInt8Ty());
+  case DType::Float16:
+    return call_rt("pxl.f32_to_f16", b_.getInt16Ty(), {v});
+  case DType::BFloat16: {
+    // float_to_bfloat16: NaN keeps its top bits and gets the quiet bit;
+    // everything else rounds to nearest even by adding 0x7fff + lsb.
+    Value* x = b_.CreateBitCast(v, b_.getInt32Ty());
+    Value* hi = b_.CreateLShr(x, 16);
+    Value* nan = b_.CreateOr(hi, 0x40);
+    Value* lsb = b_.CreateAnd(hi, 1);
+    Value* rounded = b_.CreateLShr(b_.CreateAdd(b_.CreateAdd(x, b_.getInt32(0x7fff)), lsb), 16);
+    Value* r = b_.CreateSelect(b_.CreateFCmpUNO(v, v), nan, rounded);
+    return b_.CreateTrunc(r, b_.getInt16Ty());
+  }
+  default:
+    return v;
+  }
+}
+
+Value* ScalarEmitter::round_to(DType d, Value* v) {
+  if (d != DType::Float16 && d != DType::BFloat16) return v;
+  return load_convert(d, store_convert(d, v));
+}
+
+Value* ScalarEmitter::convert(DType from, DType to, Value* v) {
+  // As Array::get/set: through double/int64 scalars. Those routes are exact
+  // except float->int (saturating, NaN -> 0: llvm.fpto*i.sat on the double)
+  // and f64 -> half (rounded to f32 first, then to the half type).
+  bool from_float = is_floating(from);
+  llvm::Type* ct = compute_type(to);
+  switch (to) {
+  case DType::Bool:
+    if (from == DType::Bool) return v;
+    return from_float ? b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0))
+                      : b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+  case DType::Int32:
+  case DType::UInt32: {
+    if (from == DType::Bool) return b_.CreateZExt(v, ct);
+    if (!from_float) return v; // same 32 bits
+    Value* dv = b_.CreateFPExt(v, b_.getDoubleTy());
+    auto id = to == DType::Int32 ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat;
+    return b_.CreateIntrinsic(id, {ct, b_.getDoubleTy()}, {dv});
+  }
+  case DType::Float16:
+  case DType::BFloat16:
+  case DType::Float32:
+  case DType::Float64: {
+    Value* r;
+    if (from == DType::Bool || from == DType::UInt32)
+      r = b_.CreateUIToFP(v, ct);
+    else if (from == DType::Int32)
+      r = b_.CreateSIToFP(v, ct);
+    else if (v->getType() == ct)
+      r = v;
+    else
+      r = to == DType::Float64 ? b_.CreateFPExt(v, ct) : b_.CreateFPTrunc(v, ct);
+    return round_to(to, r);
+  }
+  }
+  internal_error(__FILE__, __LINE__, "bad dtype");
+}
+
+Value* ScalarEmitter::nan_minmax(bool is_max, DType d, Value* a, Value* b) {
+  if (d == DType::Bool) return is_max ? b_.CreateOr(a, b) : b_.CreateAnd(a, b);
+  if (!is_floating(d)) {
+    bool s = d == DType::Int32;
+    Value* c = is_max ? (s ? b_.CreateICmpSGT(a, b) : b_.CreateICmpUGT(a, b))
+                      : (s ? b_.CreateICmpSLT(a, b) : b_.CreateICmpULT(a, b));
+    return b_.CreateSelect(c, a, b);
+  }
+  Value* c = is_max ? b_.CreateFCmpOGT(a, b) : b_.CreateFCmpOLT(a, b);
+  Value* r = b_.CreateSelect(c, a, b);
+  r = b_.CreateSelect(b_.CreateFCmpUNO(b, b), b, r);
+  return b_.CreateSelect(b_.CreateFCmpUNO(a, a), a, r);
+}
+
+Value* ScalarEmitter::unary(Op op, DType d, Value* x) {
+  llvm::Type* t = x->getType();
+  bool flt = is_floating(d);
+  auto fc = [&](double c) { return llvm::ConstantFP::get(t, c); };
+  auto ic = [&](int64_t c) { return llvm::ConstantInt::get(t, static_cast<uint64_t>(c), true); };
+  auto intr = [&](llvm::Intrinsic::ID id) { return b_.CreateUnaryIntrinsic(id, x); };
+  const char* rsuffix = d == DType::Float16 ? "pxl.%s.f16" : "pxl.%s.bf16";
+  auto rounding_rt = [&](const char* base) -> Value* {
+    if (d == DType::Float16 || d == DType::BFloat16) {
+      char name[64];
+      std::snprintf(name, sizeof name, rsuffix, base);
+      return call_rt(name, t, {x});
+    }
+    return rt_by_width(base, d, {x});
+  };
+  switch (op) {
+  case Op::Neg:
+    return flt ? b_.CreateFNeg(x) : b_.CreateSub(ic(0), x);
+  case Op::Exp:
+    return rt_by_width("exp", d, {x});
+  case Op::Log:
+    return rt_by_width("log", d, {x});
+  case Op::Log1p:
+    return rt_by_width("log1p", d, {x});
+  case Op::Expm1:
+    return rounding_rt("expm1");
+  case Op::Sqrt:
+    return intr(llvm::Intrinsic::sqrt);
+  case Op::Rsqrt:
+    return rt_by_width("rsqrt", d, {x});
+  case Op::Tanh:
+    return rt_by_width("tanh", d, {x});
+  case Op::Sin:
+    return rt_by_width("sin", d, {x});
+  case Op::Cos:
+    return rt_by_width("cos", d, {x});
+  case Op::Tan:
+    return rt_by_width("tan", d, {x});
+  case Op::Logistic:
+    return rounding_rt("logistic");
+  case Op::Erf:
+    return rt_by_width("erf", d, {x});
+  case Op::Abs:
+    if (flt) return intr(llvm::Intrinsic::fabs);
+    if (d == DType::UInt32) return x;
+    return b_.CreateSelect(b_.CreateICmpSLT(x, ic(0)), b_.CreateSub(ic(0), x), x);
+  case Op::Sign:
+    if (flt) {
+      Value* keep = b_.CreateOr(b_.CreateFCmpUNO(x, x), b_.CreateFCmpOEQ(x, fc(0)));
+      return b_.CreateSelect(keep, x, b_.CreateSelect(b_.CreateFCmpOGT(x, fc(0)), fc(1), fc(-1)));
+    }
+    if (d == DType::UInt32) return b_.CreateZExt(b_.CreateICmpUGT(x, ic(0)), t);
+    return b_.CreateSelect(b_.CreateICmpSGT(x, ic(0)), ic(1),
+                           b_.CreateSelect(b_.CreateICmpSLT(x, ic(0)), ic(-1), ic(0)));
+  case Op::Floor:
+    return intr(llvm::Intrinsic::floor);
+  case Op::Ceil:
+    return intr(llvm::Intrinsic::ceil);
+  case Op::Round:
+    return intr(llvm::Intrinsic::roundeven); // nearbyint, default rounding
+  case Op::IsFinite:
+    return b_.CreateFCmpOLT(intr(llvm::Intrinsic::fabs),
+                            fc(std::numeric_limits<double>::infinity()));
+  case Op::Not:
+    return b_.CreateNot(x);
+  default:
+    internal_error(__FILE__, __LINE__, std::string("not unary: ") + op_name(op));
+  }
+}
+
+Value* ScalarEmitter::binary(Op op, DType d, Value* x, Value* y) {
+  llvm::Type* t = x->getType();
+  bool flt = is_floating(d), sgn = d == DType::Int32;
+  auto ic = [&](int64_t c) { return llvm::ConstantInt::get(t, static_cast<uint64_t>(c), true); };
+  switch (op) {
+  case Op::Add:
+    return flt ? b_.CreateFAdd(x, y) : b_.CreateAdd(x, y);
+  case Op::Sub:
+    return flt ? b_.CreateFSub(x, y) : b_.CreateSub(x, y);
+  case Op::Mul:
+    return flt ? b_.CreateFMul(x, y) : b_.CreateMul(x, y);
+  case Op::Div:
+  case Op::Rem: {
+    if (flt) return op == Op::Div ? b_.CreateFDiv(x, y) : rt_by_width("fmod", d, {x, y});
+    // XLA: x/0 = -1, x%0 = x; INT_MIN/-1 = INT_MIN, INT_MIN%-1 = 0. The
+    // divisor is made safe first so the hardware division never traps.
+    Value* zero = b_.CreateICmpEQ(y, ic(0));
+    Value* ovf = sgn ? b_.CreateAnd(b_.CreateICmpEQ(x, ic(std::numeric_limits<int32_t>::min())),
+                                    b_.CreateICmpEQ(y, ic(-1)))
+                     : b_.getFalse();
+    Value* safe = b_.CreateSelect(b_.CreateOr(zero, ovf), ic(1), y);
+    if (op == Op::Div) {
+      Value* q = sgn ? b_.CreateSDiv(x, safe) : b_.CreateUDiv(x, safe);
+      return b_.CreateSelect(zero, ic(-1), q); // ovf: x / 1 = INT_MIN already
+    }
+    Value* r = sgn ? b_.CreateSRem(x, safe) : b_.CreateURem(x, safe);
+    return b_.CreateSelect(zero, x, r); // ovf: x % 1 = 0 already
+  }
+  case Op::Pow:
+    if (flt) return rt_by_width("pow", d, {x, y});
+    return call_rt(sgn ? "pxl.pow.i32" : "pxl.pow.u32", t, {x, y});
+  case Op::Max:
+    return nan_minmax(true, d, x, y);
+  case Op::Min:
+    return nan_minmax(false, d, x, y);
+  case Op::And:
+    return b_.CreateAnd(x, y);
+  case Op::Or:
+    return b_.CreateOr(x, y);
+  case Op::Xor:
+    return b_.CreateXor(x, y);
+  case Op::Atan2:
+    return rt_by_width("atan2", d, {x, y});
+  case Op::ShiftLeft:
+  case Op::ShiftRightLogical:
+  case Op::ShiftRightArithmetic: {
+    Value* big = b_.CreateICmpUGE(y, ic(32)); // shift counts are unsigned
+    Value* safe = b_.CreateSelect(big, ic(0), y);
+    if (op == Op::ShiftLeft) return b_.CreateSelect(big, ic(0), b_.CreateShl(x, safe));
+    if (op == Op::ShiftRightLogical || !sgn)
+      return b_.CreateSelect(big, ic(0), b_.CreateLShr(x, safe));
+    Value* fill = b_.CreateSelect(b_.CreateICmpSLT(x, ic(0)), ic(-1), ic(0));
+    return b_.CreateSelect(big, fill, b_.CreateAShr(x, safe));
+  }
+  case Op::Eq:
+    return flt ? b_.CreateFCmpOEQ(x, y) : b_.CreateICmpEQ(x, y);
+  case Op::Ne:
+    return flt ? b_.CreateFCmpUNE(x, y) : b_.CreateICmpNE(x, y);
+  case Op::Lt:
+    return flt ? b_.CreateFCmpOLT(x, y) : sgn ? b_.CreateICmpSLT(x, y) : b_.CreateICmpULT(x, y);
+  case Op::Le:
+    return flt ? b_.CreateFCmpOLE(x, y) : sgn ? b_.CreateICmpSLE(x, y) : b_.CreateICmpULE(x, y);
+  case Op::Gt:
+    return flt ? b_.CreateFCmpOGT(x, y) : sgn ? b_.CreateICmpSGT(x, y) : b_.CreateICmpUGT(x, y);
+  case Op::Ge:
+    return flt ? b_.CreateFCmpOGE(x, y) : sgn ? b_.CreateICmpSGE(x, y) : b_.CreateICmpUGE(x, y);
+  default:
+    internal_error(__FILE__, __LINE__, std::string("not binary: ") + op_name(op));
+  }
+}
+
+Value* ScalarEmitter::elementwise(const Instr& in, DType result, const std::vector<DType>& types,
+                                  const std::vector<Value*>& args) {
+  Value* r = nullptr;
+  switch (op_family(in.op)) {
+  case OpFamily::Unary:
+    r = unary(in.op, types[0], args[0]);
+    break;
+  case OpFamily::Binary:
+  case OpFamily::Compare:
+    r = binary(in.op, types[0], args[0], args[1]);
+    break;
+  case OpFamily::Select:
+    r = b_.CreateSelect(args[0], args[1], args[2]);
+    break;
+  case OpFamily::Convert:
+    if (in.op == Op::ConvertElementType) return convert(types[0], result, args[0]);
+    return b_.CreateBitCast(args[0], compute_type(result)); // 32/64-bit storage types only
+  default:
+    internal_error(__FILE__, __LINE__, std::string("not elementwise: ") + op_name(in.op));
+  }
+  // The reference stores every op's result in its dtype: half types round here.
+  return round_to(result, r);
+}
+
+Value* ScalarEmitter::reduce_init(Op op, DType d) {
+  llvm::Type* t = compute_type(d);
+  bool flt = is_floating(d);
+  double inf = std::numeric_limits<double>::infinity();
+  auto ic = [&](uint64_t c) { return llvm::ConstantInt::get(t, c); };
+  if (d == DType::Bool && op == Op::ReduceSum) op = Op::ReduceOr;
+  if (d == DType::Bool && op == Op::ReduceProd) op = Op::ReduceAnd;
+  switch (op) {
+  case Op::ReduceSum:
+    return flt ? llvm::ConstantFP::get(t, 0.0) : ic(0);
+  case Op::ReduceProd:
+    return flt ? llvm::ConstantFP::get(t, 1.0) : ic(1);
+  case Op::ReduceMax:
+    if (flt) return llvm::ConstantFP::get(t, -inf);
+    return ic(d == DType::Int32 ? 0x80000000u : 0); // bool: false
+  case Op::ReduceMin:
+    if (flt) return llvm::ConstantFP::get(t, inf);
+    return d == DType::Int32 ? ic(0x7fffffffu) : llvm::ConstantInt::getAllOnesValue(t);
+  case Op::ReduceAnd:
+    return llvm::ConstantInt::getAllOnesValue(t);
+  case Op::ReduceOr:
+    return ic(0);
+  default:
+    internal_error(__FILE__, __LINE__, std::string("not a reduction: ") + op_name(op));
+  }
+}
+
+Value* ScalarEmitter::reduce_step(Op op, DType d, Value* acc, Value* v) {
+  bool flt = is_floating(d);
+  if (d == DType::Bool && op == Op::ReduceSum) op = Op::ReduceOr; // C++ bool arithmetic
+  if (d == DType::Bool && op == Op::ReduceProd) op = Op::ReduceAnd;
+  switch (op) {
+  case Op::ReduceSum:
+    return flt ? b_.CreateFAdd(acc, v) : b_.CreateAdd(acc, v);
+  case Op::ReduceProd:
+    return flt ? b_.CreateFMul(acc, v) : b_.CreateMul(acc, v);
+  case Op::ReduceMax:
+    return nan_minmax(true, d, acc, v);
+  case Op::ReduceMin:
+    return nan_minmax(false, d, acc, v);
+  case Op::ReduceAnd:
+    return b_.CreateAnd(acc, v);
+  case Op::ReduceOr:
+    return b_.CreateOr(acc, v);
+  default:
+    internal_error(__FILE__, __LINE__, std::string("not a reduction: ") + op_name(op));
+  }
+}
+
+} // namespace pxl::codegen

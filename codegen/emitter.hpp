@@ -1,0 +1,58 @@
+// The LLVM IR emitter of fused kernels (internal to codegen/; includes LLVM).
+// emit_kernel.cpp builds the loop nests, loads and stores; emit_ops.cpp the
+// scalar semantics of each elementwise op, mirroring the reference kernels.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include "codegen/plan.hpp"
+
+namespace pxl::codegen {
+
+// What the kernels are compiled for: the host CPU (a loop nest per kernel), or
+// NVPTX (the same loop nest, its outermost loop spread over the CUDA grid).
+enum class Target { Host, Ptx };
+
+// Emits every kernel of `plan` into one module; kernel i is named
+// `<prefix>k<i>` and takes one argument, a `void**` of buffer pointers:
+// the output, then Kernel::inputs in order, then (see kernel_scratch_bytes)
+// a scratch buffer.
+std::unique_ptr<llvm::Module> emit_module(llvm::LLVMContext& ctx, const Function& f,
+                                          const KernelPlan& plan, const std::string& prefix,
+                                          Target target);
+
+// Scalar emission state shared by the two emitter files.
+class ScalarEmitter {
+public:
+  ScalarEmitter(llvm::IRBuilder<>& b, llvm::Module& m) : b_(b), m_(m) {}
+  llvm::Type* compute_type(DType d);
+  llvm::Type* storage_type(DType d);
+  llvm::Value* load_convert(DType d, llvm::Value* stored); // storage -> compute
+  llvm::Value* store_convert(DType d, llvm::Value* value); // compute -> storage
+  llvm::Value* round_to(DType d, llvm::Value* value);      // half types: round the f32
+  // The result of elementwise `in` on compute-type operands `args` of dtypes `arg_types`.
+  llvm::Value* elementwise(const Instr& in, DType result, const std::vector<DType>& arg_types,
+                           const std::vector<llvm::Value*>& args);
+  // Reduction step and initial value in the compute type.
+  llvm::Value* reduce_init(Op op, DType d);
+  llvm::Value* reduce_step(Op op, DType d, llvm::Value* acc, llvm::Value* v);
+
+private:
+  llvm::Value* call_rt(const std::string& name, llvm::Type* ret,
+                       const std::vector<llvm::Value*>& args);
+  llvm::Value* rt_by_width(const char* base, DType d, const std::vector<llvm::Value*>& args);
+  llvm::Value* nan_minmax(bool is_max, DType d, llvm::Value* a, llvm::Value* b);
+  llvm::Value* convert(DType from, DType to, llvm::Value* v);
+  llvm::Value* unary(Op op, DType d, llvm::Value* x);
+  llvm::Value* binary(Op op, DType d, llvm::Value* x, llvm::Value* y);
+
+  llvm::IRBuilder<>& b_;
+  llvm::Module& m_;
+};
+
+} // namespace pxl::codegen

@@ -1,0 +1,47 @@
+// Compiles the fused kernels of a Function with ORC LLJIT for the host CPU
+// (O3, host target machine) and caches the result by IR text. No LLVM headers,
+// so the runtime and the tests can use it without LLVM's include paths.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/plan.hpp"
+
+namespace pxl {
+
+// A kernel's entry point: args = output, inputs..., scratch (see emitter.hpp).
+using KernelFn = void (*)(void* const* args);
+
+struct CompiledProgram {
+  KernelPlan plan;
+  std::vector<KernelFn> kernels; // kernels[i] runs plan.kernels[i]
+  std::shared_ptr<void> owner;   // keeps the JIT (and so the code) alive
+};
+
+// One JIT and its compiled programs. Owned by the Platform (one per
+// interpreter), so nothing compiled is global; thread-safe.
+class CodeCache {
+public:
+  CodeCache();
+  ~CodeCache();
+  CodeCache(const CodeCache&) = delete;
+  CodeCache& operator=(const CodeCache&) = delete;
+  // The compiled kernels of `f`; the same Function text compiles once.
+  std::shared_ptr<const CompiledProgram> compile(const Function& f);
+  int compilations() const; // how many distinct programs were compiled
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The kernels of `f` as LLVM IR text (--dump=llvm): after the O3 pipeline for
+// the host when `optimized`, else as emitted.
+std::string kernels_llvm_ir(const Function& f, bool optimized);
+// The kernels of `f` as PTX for sm_90 (--dump=ptx). Kernels that call host
+// runtime math are left out (listed in a comment): the CUDA backend will
+// provide device versions.
+std::string kernels_ptx(const Function& f);
+
+} // namespace pxl

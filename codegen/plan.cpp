@@ -1,0 +1,151 @@
+// Fusion: a greedy producer-into-consumer inliner. Cheap, pure producers are
+// recomputed inside every kernel that reads them (XLA's loop fusion), so a
+// chain of elementwise ops, or a reduction and its elementwise prologue, is one
+// loop; everything else becomes a host step.
+#include "codegen/plan.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace pxl {
+
+namespace {
+
+// A value read by more fused consumers than this is computed once into a
+// buffer rather than recomputed in each of them.
+constexpr size_t kMaxRecompute = 4;
+
+bool is_reduce_op(Op op) {
+  switch (op) {
+  case Op::ReduceSum:
+  case Op::ReduceMax:
+  case Op::ReduceMin:
+  case Op::ReduceProd:
+  case Op::ReduceAnd:
+  case Op::ReduceOr:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool is_half_or_bool(DType d) {
+  return d == DType::Float16 || d == DType::BFloat16 || d == DType::Bool;
+}
+
+} // namespace
+
+bool fusible_instr(const Function& f, const Instr& in) {
+  switch (op_family(in.op)) {
+  case OpFamily::Unary:
+  case OpFamily::Binary:
+  case OpFamily::Compare:
+  case OpFamily::Select:
+    return true;
+  case OpFamily::Convert:
+    // A bitcast reinterprets storage bits; kernels compute half types in f32
+    // and bools as i1, so only 32/64-bit storage types bitcast in a kernel.
+    return in.op == Op::ConvertElementType ||
+           (!is_half_or_bool(f.values[in.operands[0]].aval.dtype) &&
+            !is_half_or_bool(f.values[in.result].aval.dtype));
+  case OpFamily::Creation:
+    return in.op == Op::Iota;
+  case OpFamily::Structural:
+    return in.op == Op::BroadcastInDim || in.op == Op::Transpose || in.op == Op::Slice ||
+           in.op == Op::Rev;
+  case OpFamily::Reduce:
+    return is_reduce_op(in.op);
+  case OpFamily::Scan:
+  case OpFamily::Dot:
+  case OpFamily::Index:
+  case OpFamily::Collective:
+  case OpFamily::Effect:
+    return false;
+  }
+  return false;
+}
+
+KernelPlan plan_kernels(const Function& f) {
+  size_t n = f.body.size();
+  std::vector<std::vector<int>> users(f.values.size());
+  for (size_t i = 0; i < n; ++i) {
+    std::set<int> seen;
+    for (int o : f.body[i].operands)
+      if (seen.insert(o).second) users[o].push_back(static_cast<int>(i));
+  }
+  std::vector<bool> is_result(f.values.size(), false);
+  for (int r : f.results) is_result[r] = true;
+  std::vector<bool> fusible(n), inlined(n, false);
+  for (size_t i = 0; i < n; ++i) fusible[i] = fusible_instr(f, f.body[i]);
+  for (size_t i = 0; i < n; ++i) {
+    const Instr& in = f.body[i];
+    if (!fusible[i] || is_reduce_op(in.op) || is_result[in.result]) continue;
+    const auto& u = users[in.result];
+    inlined[i] = !u.empty() && u.size() <= kMaxRecompute &&
+                 std::all_of(u.begin(), u.end(), [&](int j) { return fusible[j]; });
+  }
+
+  KernelPlan plan;
+  for (size_t i = 0; i < n; ++i) {
+    if (inlined[i]) continue;
+    if (!fusible[i]) {
+      plan.steps.push_back({Step::Kind::Instr, static_cast<int>(i)});
+      continue;
+    }
+    Kernel k;
+    k.root = f.body[i].result;
+    k.instr = static_cast<int>(i);
+    k.reduce = is_reduce_op(f.body[i].op);
+    std::set<int> fused_set;
+    // Depth-first over the operands: inlined producers join the kernel, every
+    // other value is a buffer the kernel reads.
+    std::vector<int> stack(f.body[i].operands.rbegin(), f.body[i].operands.rend());
+    while (!stack.empty()) {
+      int v = stack.back();
+      stack.pop_back();
+      int p = f.values[v].producer;
+      if (p >= 0 && inlined[p]) {
+        if (fused_set.insert(p).second)
+          for (int o : f.body[p].operands) stack.push_back(o);
+      } else if (std::find(k.inputs.begin(), k.inputs.end(), v) == k.inputs.end()) {
+        k.inputs.push_back(v);
+      }
+    }
+    k.fused.assign(fused_set.begin(), fused_set.end()); // body order
+    k.fused.push_back(static_cast<int>(i));
+    plan.steps.push_back({Step::Kind::Kernel, static_cast<int>(plan.kernels.size())});
+    plan.kernels.push_back(std::move(k));
+  }
+  return plan;
+}
+
+bool reduce_axes_trailing(const Function& f, const Kernel& k) {
+  const Instr& in = f.body[k.instr];
+  int64_t r = f.values[in.operands[0]].aval.ndim();
+  int64_t first = r - static_cast<int64_t>(in.attrs.axes.size());
+  return std::all_of(in.attrs.axes.begin(), in.attrs.axes.end(),
+                     [&](int64_t a) { return a >= first; });
+}
+
+int64_t kernel_scratch_bytes(const Function& f, const Kernel& k) {
+  if (!k.reduce || reduce_axes_trailing(f, k)) return 0;
+  DType d = f.values[f.body[k.instr].operands[0]].aval.dtype;
+  if (d != DType::Float16 && d != DType::BFloat16) return 0;
+  return f.values[k.root].aval.size() * 4;
+}
+
+std::string describe_plan(const Function& f, const KernelPlan& p) {
+  std::string s = std::to_string(p.kernels.size()) + " kernels";
+  for (const Kernel& k : p.kernels) {
+    s += "\n  %" + std::to_string(k.root) + " = [";
+    for (size_t j = 0; j < k.fused.size(); ++j)
+      s += (j ? " " : "") + std::string(op_name(f.body[k.fused[j]].op));
+    s += "](";
+    for (size_t j = 0; j < k.inputs.size(); ++j)
+      s += (j ? ", %" : "%") + std::to_string(k.inputs[j]);
+    s += ")";
+  }
+  return s;
+}
+
+} // namespace pxl

@@ -1,0 +1,57 @@
+// Kernel-level lowering of an array IR Function (no LLVM here): which
+// instructions are fused into which loop kernels, and the host-level schedule
+// that runs those kernels between the ops left to the runtime (BLAS through the
+// reference dot kernel, structural/index ops, collectives, effects).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ir/function.hpp"
+
+namespace pxl {
+
+// One fused kernel: a loop nest over the shape of `root`, whose body computes
+// the root's element from the kernel's input buffers by inlining the producers
+// of the root that need no buffer of their own (elementwise ops, broadcasts,
+// transposes, slices, reversals, iotas). A reduction root loops over its
+// operand's shape instead and accumulates.
+struct Kernel {
+  int root = -1;           // value id of the one output
+  int instr = -1;          // index in Function::body of the root's instruction
+  std::vector<int> inputs; // value ids of the materialized buffers it reads, in order
+  std::vector<int> fused;  // body indices of the inlined instructions (root last)
+  bool is_reduce() const { return reduce; }
+  bool reduce = false;
+};
+
+// A host step: run kernel `index`, or run body instruction `index` the way the
+// reference executable does (reference kernel, collective or effect).
+struct Step {
+  enum class Kind { Kernel, Instr } kind = Kind::Instr;
+  int index = 0;
+};
+
+struct KernelPlan {
+  std::vector<Kernel> kernels;
+  std::vector<Step> steps;
+};
+
+// Groups the instructions of `f` into kernels. Every value that is a function
+// result, feeds a non-fusible op, is a reduction, or is used by too many
+// fused consumers to be worth recomputing gets its own buffer.
+KernelPlan plan_kernels(const Function& f);
+
+// Whether a reduction kernel reduces only its operand's trailing axes (then it
+// accumulates in registers).
+bool reduce_axes_trailing(const Function& f, const Kernel& k);
+// Bytes of f32 scratch a kernel needs: half-type reductions over non-trailing
+// axes accumulate in f32 before rounding once, like the reference.
+int64_t kernel_scratch_bytes(const Function& f, const Kernel& k);
+
+// "3 kernels: %4 = [mul add exp]; ..." for --dump and the fusion tests.
+std::string describe_plan(const Function& f, const KernelPlan& p);
+
+// Whether `op` with these operand/result types can be computed inside a kernel.
+bool fusible_instr(const Function& f, const Instr& in);
+
+} // namespace pxl
