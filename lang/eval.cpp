@@ -334,6 +334,7 @@ Flow InterpreterImpl::exec(const Stmt& s, const EnvPtr& env, Value& ret) {
   }
   case StmtKind::While: {
     while (truthy(eval(*s.test, env), s.test->span)) {
+      poll_interrupt(s.span);
       Flow f = exec_block(s.body, env, ret);
       if (f == Flow::Break) return Flow::Normal;
       if (f == Flow::Return) return f;
@@ -348,6 +349,7 @@ Flow InterpreterImpl::exec(const Stmt& s, const EnvPtr& env, Value& ret) {
       int64_t n = r->size();
       for (int64_t k = 0; k < n; ++k) {
         assign(*this, *s.targets[0], Value::integer(r->start + k * r->step), env);
+        poll_interrupt(s.span);
         Flow f = exec_block(s.body, env, ret);
         if (f == Flow::Break) return Flow::Normal;
         if (f == Flow::Return) return f;
@@ -356,6 +358,7 @@ Flow InterpreterImpl::exec(const Stmt& s, const EnvPtr& env, Value& ret) {
     }
     for (const Value& item : iterate(iterable, s.value->span)) {
       assign(*this, *s.targets[0], item, env);
+      poll_interrupt(s.span);
       Flow f = exec_block(s.body, env, ret);
       if (f == Flow::Break) return Flow::Normal;
       if (f == Flow::Return) return f;

@@ -85,6 +85,8 @@ Value InterpreterImpl::run_source(const SourceRef& src, const EnvPtr& env, bool 
 Interpreter::Interpreter(InterpOptions opts) : impl_(std::make_unique<InterpreterImpl>(opts)) {}
 Interpreter::~Interpreter() = default;
 
+void Interpreter::interrupt() { impl_->interrupt_requested.store(true, std::memory_order_relaxed); }
+
 int Interpreter::num_devices() const { return impl_->platform().device_count(); }
 
 void Interpreter::run_file(const std::string& path) {

@@ -68,6 +68,9 @@ public:
   std::vector<Array> call(const std::string& function, const std::vector<Array>& args);
 
   int num_devices() const;
+  // Asks running host code to stop with an E0112 error at the next loop
+  // iteration or call. Async-signal-safe (a SIGINT handler may call it).
+  void interrupt();
 
 private:
   std::unique_ptr<InterpreterImpl> impl_;

@@ -1,6 +1,7 @@
 // The interpreter's internals, shared by lang/ (evaluation, builtins) and
 // stdlib/ (host modules: np, jax, ...). Not part of the embedding API.
 #pragma once
+#include <atomic>
 #include <iostream>
 #include <map>
 
@@ -79,6 +80,14 @@ public:
   Value ellipsis() const { return ellipsis_; }
 
   int call_depth = 0;
+  std::atomic<bool> interrupt_requested{false};
+  // Throws E0112 if interrupt() was called; checked at loop iterations and calls.
+  void poll_interrupt(const Span& where) {
+    if (interrupt_requested.load(std::memory_order_relaxed)) {
+      interrupt_requested.store(false, std::memory_order_relaxed);
+      throw Error(ErrCode::Interrupted, "interrupted (Ctrl-C)", where);
+    }
+  }
   // Scopes captured by closures. Closures and their scopes form reference
   // cycles (f's scope holds f); the interpreter breaks them when it is destroyed.
   void note_closure_scope(const EnvPtr& env);

@@ -114,6 +114,7 @@ struct StackGuard {
                   where, "is a recursive function missing its base case?");
     }
     in.check_stack(where);
+    in.poll_interrupt(where);
   }
   ~StackGuard() { --in.call_depth; }
 };

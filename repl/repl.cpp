@@ -56,6 +56,7 @@ public:
     }
   }
   bool at_prompt() const { return at_prompt_.load(); }
+  void interrupt_running() { session_.interp().interrupt(); } // async-signal-safe
 
 private:
   bool setup();
@@ -104,9 +105,10 @@ void signal_handler(int sig) {
     if (repl) repl->on_signal('w');
   } else if (repl && repl->at_prompt()) {
     repl->on_signal('i');
+  } else if (repl) {
+    // Running code: ask the interpreter to stop; the session continues.
+    repl->interrupt_running();
   } else {
-    // Running code cannot be interrupted yet (the interpreter has no interrupt
-    // hook), so Ctrl-C during a computation ends pxl as it would any program.
     std::signal(SIGINT, SIG_DFL);
     std::raise(SIGINT);
   }
