@@ -12,6 +12,7 @@ namespace pxl {
 Value make_functools_module();
 Value make_time_module();
 Value make_math_module();
+void add_grad_functions(InterpreterImpl& in, Value& jax); // stdlib/mod_grad.cpp
 
 Value make_lax_module(InterpreterImpl& in, const Value& np) {
   (void)in;
@@ -92,6 +93,7 @@ void install_stdlib(InterpreterImpl& in) {
   Value sharding_v = sharding.value(), shard_map_v = shard_map_mod.value();
   add_sharding_functions(in, sharding_v, jax_v);
   add_spmd_functions(in, jax_v, shard_map_v);
+  add_grad_functions(in, jax_v);
   add_collectives(in, lax);
   add_jit(in, jax_v);
   add_vmap(in, jax_v);

@@ -1,0 +1,179 @@
+// The reverse-mode driver: forward pass, then the transpose rules in reverse
+// order, accumulating cotangents. Under shard_map it also transposes the
+// implicit invariant->varying broadcast: a cotangent that varies over mesh axes
+// its primal is invariant over is psum'd over them (DESIGN §3).
+#include "stdlib/autodiff.hpp"
+
+#include "lang/diag.hpp"
+#include "lang/interp_impl.hpp"
+#include "lang/tracer.hpp"
+
+namespace pxl {
+
+bool transpose_reversed(Op op) {
+  switch (op) {
+  case Op::Mul:
+  case Op::Div:
+  case Op::Rem:
+  case Op::Pow:
+  case Op::Max:
+  case Op::Min:
+  case Op::Atan2:
+  case Op::DotGeneral:
+    return true;
+  default:
+    return false;
+  }
+}
+
+SpmdMode spmd_mode(OpContext& cx) {
+  // jit/grad/vmap traces nested inside an SPMD function share its mesh; the
+  // enclosing pmap or shard_map decides.
+  OpContext* c = &cx;
+  while (auto* tc = dynamic_cast<TraceContext*>(c)) {
+    if (tc->what() == "pmap") return SpmdMode::Pmap;
+    if (tc->what() == "shard_map") return SpmdMode::ShardMap;
+    c = &tc->outer();
+  }
+  return SpmdMode::None;
+}
+
+AxisSet vma_of(OpContext& cx, const Tensor& t) {
+  auto* tc = dynamic_cast<TraceContext*>(&cx);
+  if (!tc || !t->trace) return 0;
+  return tc->function().values[tc->value_of(t)].vma;
+}
+
+std::vector<Tensor> forward_pass(OpContext& cx, const Function& f, std::span<const Tensor> params,
+                                 std::span<const Tensor> consts) {
+  PXL_ASSERT(params.size() == f.params.size() && consts.size() == f.consts.size(),
+             "forward_pass: wrong number of inputs");
+  std::vector<Tensor> env(f.values.size());
+  for (size_t i = 0; i < params.size(); ++i) env[f.params[i]] = params[i];
+  for (size_t i = 0; i < consts.size(); ++i) env[f.consts[i]] = consts[i];
+  LocScope keep(cx, Span{});
+  for (const Instr& in : f.body) {
+    std::vector<Tensor> args;
+    for (int o : in.operands) args.push_back(env[o]);
+    OpAttrs attrs = in.attrs;
+    if (in.op == Op::DebugPrint) {
+      auto* tc = dynamic_cast<TraceContext*>(&cx);
+      if (!tc)
+        throw Error(ErrCode::Unsupported,
+                    "jax.debug.print inside grad runs only under pmap/shard_map",
+                    f.values[in.result].loc);
+      attrs.axis = static_cast<int64_t>(tc->function().debug_formats.size());
+      tc->function().debug_formats.push_back(f.debug_formats[in.attrs.axis]);
+    }
+    cx.loc = f.values[in.result].loc;
+    env[in.result] = cx.bind(in.op, attrs, args);
+  }
+  return env;
+}
+
+namespace {
+
+// psum of `ct` over the mesh axes `axes` (in mesh order, as collectives name them).
+Tensor psum_over(TraceContext& tc, const Tensor& ct, AxisSet axes) {
+  const Function& f = tc.function();
+  OpAttrs a;
+  for (size_t i = 0; i < f.mesh_axes.size(); ++i)
+    if (axes & (AxisSet{1} << i)) {
+      a.axis_names.push_back(f.mesh_axes[i]);
+      a.group_size *= f.mesh_sizes[i];
+    }
+  return tc.bind(Op::Psum, a, std::span<const Tensor>(&ct, 1));
+}
+
+// Cotangents by value id. Under shard_map a cotangent may carry a pending
+// psum: the true cotangent is psum over `pending` of the stored one. The psum
+// of the implicit broadcast is deferred through invariant values (where the
+// transposes commute with it) down to the parameter, as JAX does by inserting
+// pvary at the invariant operand: one psum of the parameter's size, summed in
+// JAX's order.
+struct Accumulator {
+  OpContext& cx;
+  TraceContext* tc; // set under shard_map
+  std::vector<Tensor> cts;
+  std::vector<AxisSet> pending;
+  Tensor take(int id, AxisSet& p) {
+    p = pending[id];
+    return std::move(cts[id]);
+  }
+  Tensor materialize(Tensor c, AxisSet p) { return p && tc ? psum_over(*tc, c, p) : c; }
+  void add(int id, Tensor c, AxisSet p) {
+    Tensor& slot = cts[id];
+    if (!slot) {
+      slot = std::move(c);
+      pending[id] = p;
+      return;
+    }
+    if (pending[id] != p) {
+      slot = materialize(slot, pending[id]);
+      c = materialize(c, p);
+      pending[id] = 0;
+    }
+    std::vector<Tensor> xs{slot, c};
+    slot = cx.bind(Op::Add, {}, xs);
+  }
+};
+
+} // namespace
+
+std::vector<Tensor> backward_pass(OpContext& cx, const Function& f, const std::vector<Tensor>& env,
+                                  std::span<const Tensor> result_cts) {
+  SpmdMode mode = spmd_mode(cx);
+  auto* tc = mode == SpmdMode::ShardMap ? dynamic_cast<TraceContext*>(&cx) : nullptr;
+  Accumulator acc{cx, tc, std::vector<Tensor>(f.values.size()),
+                  std::vector<AxisSet>(f.values.size(), 0)};
+  // Only values that depend on a parameter get a cotangent (no work, and no
+  // collective, for constants).
+  std::vector<bool> live(f.values.size(), false);
+  for (int p : f.params) live[p] = true;
+  for (const Instr& in : f.body)
+    for (int o : in.operands) live[in.result] = live[in.result] || live[o];
+  LocScope keep(cx, Span{});
+  for (size_t i = 0; i < f.results.size(); ++i)
+    if (result_cts[i] && is_floating(f.values[f.results[i]].aval.dtype))
+      acc.add(f.results[i], result_cts[i], 0);
+  for (auto it = f.body.rbegin(); it != f.body.rend(); ++it) {
+    const Instr& in = *it;
+    AxisSet pend = 0;
+    Tensor ct = acc.take(in.result, pend);
+    if (!ct || !live[in.result] || !is_floating(f.values[in.result].aval.dtype)) continue;
+    if (is_collective(in.op)) {
+      // A collective's transpose changes what varies: settle the psum first.
+      ct = acc.materialize(ct, pend);
+      pend = 0;
+    }
+    std::vector<Tensor> primals;
+    for (int o : in.operands) primals.push_back(env[o]);
+    cx.loc = f.values[in.result].loc;
+    std::vector<bool> need;
+    for (int o : in.operands) need.push_back(live[o] && is_floating(f.values[o].aval.dtype));
+    std::vector<std::pair<size_t, Tensor>> terms;
+    std::vector<Tensor> oc = transpose_rule(cx, mode, in, primals, env[in.result], ct, need, terms);
+    size_t n = std::min(oc.size(), in.operands.size());
+    for (size_t i = 0; i < n; ++i) {
+      size_t k = transpose_reversed(in.op) ? n - 1 - i : i;
+      terms.insert(terms.begin() + static_cast<std::ptrdiff_t>(i), {k, std::move(oc[k])});
+    }
+    for (auto& [k, term] : terms) {
+      Tensor c = std::move(term);
+      const AVal& want = f.values[in.operands[k]].aval;
+      if (!c || !live[in.operands[k]] || !is_floating(want.dtype)) continue;
+      PXL_ASSERT(c->aval.shape == want.shape && c->aval.dtype == want.dtype,
+                 std::string("grad: the transpose of ") + op_name(in.op) +
+                     " gave a cotangent of type " + type_str(c->aval) + " for an operand of type " +
+                     type_str(want));
+      AxisSet p = tc ? pend | (vma_of(cx, c) & ~vma_of(cx, primals[k])) : 0;
+      acc.add(in.operands[k], std::move(c), p);
+    }
+  }
+  std::vector<Tensor> out;
+  for (int p : f.params)
+    out.push_back(acc.cts[p] ? acc.materialize(acc.cts[p], acc.pending[p]) : nullptr);
+  return out;
+}
+
+} // namespace pxl

@@ -1,0 +1,53 @@
+// Reverse-mode differentiation over the IR (DESIGN §3, grad / value_and_grad).
+// A function traced into a Function is re-run in the current OpContext (the
+// forward pass, keeping every intermediate), then its instructions are walked
+// backwards applying each op's transpose rule (stdlib/autodiff_rules.cpp). Both
+// passes bind primitives through the context, so differentiation works eagerly,
+// inside jit and inside pmap/shard_map (where the backward pass is itself
+// recorded), and grad of grad works by nesting.
+#pragma once
+#include <span>
+#include <vector>
+
+#include "ir/function.hpp"
+#include "ir/tensor.hpp"
+
+namespace pxl {
+
+// How collectives transpose. Inside shard_map values carry pxl's vma typing: a
+// cotangent that varies over an axis its primal is invariant over is psum'd
+// (the implicit invariant->varying broadcast), psum transposes to a broadcast
+// and all_gather to the device's own slice. Inside pmap, grad is per device as
+// in JAX's pmap: psum transposes to psum, all_gather to psum_scatter.
+enum class SpmdMode { None, Pmap, ShardMap };
+SpmdMode spmd_mode(OpContext& cx);
+
+// The mesh axes `t` may vary over in `cx` (0 eagerly or outside any mesh).
+AxisSet vma_of(OpContext& cx, const Tensor& t);
+
+// Binds every instruction of `f` in `cx`; returns the value of every IR value
+// id (params, consts and results of instructions) for the backward pass.
+std::vector<Tensor> forward_pass(OpContext& cx, const Function& f, std::span<const Tensor> params,
+                                 std::span<const Tensor> consts);
+
+// The cotangents of f's params given those of its results (nullptr = zero),
+// from the forward pass's values `env`. A nullptr entry means a zero cotangent.
+std::vector<Tensor> backward_pass(OpContext& cx, const Function& f, const std::vector<Tensor>& env,
+                                  std::span<const Tensor> result_cts);
+
+// The transpose (VJP) rule of one instruction: the cotangent of each operand
+// (nullptr = zero or not differentiable), given the primal operands, the
+// primal result and the result's cotangent `ct`. need[k] says whether operand
+// k's cotangent is wanted (a rule may skip the work otherwise). A rule whose
+// JAX form sends an operand two cotangent terms returns the second in `extra`
+// (operand, term), accumulated after the first so that sums round as in JAX.
+std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in,
+                                   std::span<const Tensor> primals, const Tensor& result,
+                                   const Tensor& ct, const std::vector<bool>& need,
+                                   std::vector<std::pair<size_t, Tensor>>& extra);
+
+// Whether JAX accumulates the operands' cotangents of `op` last operand first
+// (ops whose JVP is a sum of per-operand terms: mul, div, dot_general, ...).
+bool transpose_reversed(Op op);
+
+} // namespace pxl

@@ -1,0 +1,498 @@
+// The transpose (VJP) rule of every op, one switch without `default:` so that
+// -Wswitch flags an op added to ir/ops.def without a rule. Formulas follow
+// JAX's (jax/_src/lax/lax.py) so that results agree to the last bit where
+// cheap, e.g. d tanh = (g + g*y) * (1 - y). Rules bind primitives through the
+// context, so the backward pass is itself differentiable (grad of grad).
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <numeric>
+
+#include "lang/diag.hpp"
+#include "lang/tracer.hpp"
+#include "stdlib/autodiff.hpp"
+#include "stdlib/np.hpp"
+
+namespace pxl {
+
+namespace {
+
+// Primitive builders over one context; operands already have equal dtypes.
+struct B {
+  OpContext& cx;
+  Tensor bind(Op op, const OpAttrs& a, std::vector<Tensor> xs) { return cx.bind(op, a, xs); }
+  Tensor un(Op op, const Tensor& x) { return bind(op, {}, {x}); }
+  Tensor bin(Op op, const Tensor& x, const Tensor& y) { return bind(op, {}, {x, y}); }
+  Tensor add(const Tensor& x, const Tensor& y) { return bin(Op::Add, x, y); }
+  Tensor sub(const Tensor& x, const Tensor& y) { return bin(Op::Sub, x, y); }
+  Tensor mul(const Tensor& x, const Tensor& y) { return bin(Op::Mul, x, y); }
+  Tensor div(const Tensor& x, const Tensor& y) { return bin(Op::Div, x, y); }
+  Tensor neg(const Tensor& x) { return un(Op::Neg, x); }
+  Tensor eq(const Tensor& x, const Tensor& y) { return bin(Op::Eq, x, y); }
+  Tensor select(const Tensor& p, const Tensor& t, const Tensor& f) {
+    return bind(Op::Select, {}, {p, t, f});
+  }
+  // A tensor of x's shape and dtype filled with v.
+  Tensor full(const Tensor& x, double v) {
+    return np::full_like(cx, x,
+                         is_floating(x->aval.dtype) ? Scalar::of_float(v)
+                                                    : Scalar::of_int(static_cast<int64_t>(v)));
+  }
+  Tensor zeros(const Tensor& x) { return full(x, 0); }
+  Tensor convert(const Tensor& x, DType d, bool weak) {
+    OpAttrs a;
+    a.dtype = d;
+    a.weak = weak;
+    return bind(Op::ConvertElementType, a, {x});
+  }
+  Tensor reshape(const Tensor& x, const Shape& s) {
+    if (x->aval.shape == s) return x;
+    OpAttrs a;
+    a.shape = s;
+    return bind(Op::Reshape, a, {x});
+  }
+  Tensor reduce_sum(const Tensor& x, std::vector<int64_t> axes) {
+    if (axes.empty()) return x;
+    std::sort(axes.begin(), axes.end());
+    OpAttrs a;
+    a.axes = std::move(axes);
+    return bind(Op::ReduceSum, a, {x});
+  }
+  Tensor broadcast(const Tensor& x, const Shape& s, std::vector<int64_t> axes) {
+    if (x->aval.shape == s) return x;
+    OpAttrs a;
+    a.shape = s;
+    a.axes = std::move(axes);
+    return bind(Op::BroadcastInDim, a, {x});
+  }
+  Tensor transpose(const Tensor& x, std::vector<int64_t> perm) {
+    OpAttrs a;
+    a.perm = std::move(perm);
+    return bind(Op::Transpose, a, {x});
+  }
+  Tensor collective(Op op, const OpAttrs& base, const Tensor& x) {
+    OpAttrs a;
+    a.axis_names = base.axis_names;
+    a.group_size = base.group_size;
+    a.axis = base.axis;
+    a.tiled = base.tiled;
+    a.concat_axis = base.concat_axis;
+    a.pairs = base.pairs;
+    return bind(op, a, {x});
+  }
+};
+
+std::vector<int64_t> kept_dims(int ndim, const std::vector<int64_t>& reduced) {
+  std::vector<int64_t> kept;
+  for (int64_t d = 0; d < ndim; ++d)
+    if (std::find(reduced.begin(), reduced.end(), d) == reduced.end()) kept.push_back(d);
+  return kept;
+}
+
+// The cotangent of broadcast_in_dim's operand: sum over the new and the
+// stretched dims, then restore the operand's size-1 dims.
+Tensor unbroadcast(B& b, const Tensor& ct, const AVal& operand, const std::vector<int64_t>& axes) {
+  const Shape& out = ct->aval.shape;
+  std::vector<int64_t> sum;
+  for (int64_t d = 0; d < static_cast<int64_t>(out.size()); ++d) {
+    auto it = std::find(axes.begin(), axes.end(), d);
+    if (it == axes.end())
+      sum.push_back(d);
+    else if (operand.shape[it - axes.begin()] == 1 && out[d] != 1)
+      sum.push_back(d);
+  }
+  return b.reshape(b.reduce_sum(ct, sum), operand.shape);
+}
+
+// JAX's _dot_general_transpose_lhs: the cotangent of x in dot_general(x, y).
+Tensor dot_transpose_lhs(B& b, const Tensor& g, const AVal& x, const Tensor& y, const DotDims& d,
+                         bool swap_ans) {
+  auto remaining = [](int n, const std::vector<int64_t>& c, const std::vector<int64_t>& bt) {
+    std::vector<int64_t> r;
+    for (int64_t i = 0; i < n; ++i)
+      if (std::find(c.begin(), c.end(), i) == c.end() &&
+          std::find(bt.begin(), bt.end(), i) == bt.end())
+        r.push_back(i);
+    return r;
+  };
+  std::vector<int64_t> x_kept = remaining(x.ndim(), d.lhs_contract, d.lhs_batch);
+  std::vector<int64_t> y_kept = remaining(y->aval.ndim(), d.rhs_contract, d.rhs_batch);
+  auto range = [](int64_t start, size_t n) {
+    std::vector<int64_t> r(n);
+    std::iota(r.begin(), r.end(), start);
+    return r;
+  };
+  int64_t nb = static_cast<int64_t>(d.lhs_batch.size());
+  int64_t nx = static_cast<int64_t>(x_kept.size());
+  OpAttrs a;
+  a.dot.lhs_batch = range(0, d.lhs_batch.size());
+  a.dot.rhs_batch = d.rhs_batch;
+  a.dot.lhs_contract = range(swap_ans ? nb : nb + nx, y_kept.size());
+  a.dot.rhs_contract = y_kept;
+  // The product's dims are x's batch dims, x's kept dims, then x's contracting
+  // dims in the order of y's; transposing by their argsort restores x's order.
+  std::vector<size_t> order(d.rhs_contract.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](size_t i, size_t j) { return d.rhs_contract[i] < d.rhs_contract[j]; });
+  std::vector<int64_t> dims = d.lhs_batch;
+  dims.insert(dims.end(), x_kept.begin(), x_kept.end());
+  for (size_t i : order) dims.push_back(d.lhs_contract[i]);
+  std::vector<int64_t> perm(dims.size());
+  std::iota(perm.begin(), perm.end(), 0);
+  std::sort(perm.begin(), perm.end(), [&](int64_t i, int64_t j) { return dims[i] < dims[j]; });
+  Tensor r = b.bind(Op::DotGeneral, a, {g, y});
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i)
+    identity = identity && perm[i] == static_cast<int64_t>(i);
+  return identity ? r : b.transpose(r, perm);
+}
+
+DotDims swapped(const DotDims& d) {
+  return DotDims{d.rhs_batch, d.lhs_batch, d.rhs_contract, d.lhs_contract};
+}
+
+// x with zeros where the index is out of range (scatter drops those updates).
+Tensor mask_dropped(B& b, const Tensor& v, const Tensor& idx, int64_t axis, int64_t dim) {
+  Tensor lo = b.bin(Op::Ge, idx, b.full(idx, 0));
+  Tensor hi = b.bin(Op::Lt, idx, b.full(idx, static_cast<double>(dim)));
+  Tensor ok = b.bin(Op::And, lo, hi);
+  std::vector<int64_t> axes(static_cast<size_t>(idx->aval.ndim()));
+  std::iota(axes.begin(), axes.end(), axis);
+  return b.select(b.broadcast(ok, v->aval.shape, axes), v, b.zeros(v));
+}
+
+Tensor take(B& b, const Tensor& x, const Tensor& idx, int64_t axis) {
+  OpAttrs a;
+  a.axis = axis;
+  return b.bind(Op::Take, a, {x, idx});
+}
+
+Tensor scatter(B& b, const Tensor& x, const Tensor& idx, const Tensor& upd, int64_t axis,
+               ScatterMode mode) {
+  OpAttrs a;
+  a.axis = axis;
+  a.mode = mode;
+  return b.bind(Op::Scatter, a, {x, idx, upd});
+}
+
+// The product of the sizes of the mesh axes in `axes`.
+int64_t axes_size(OpContext& cx, AxisSet axes) {
+  auto* tc = dynamic_cast<TraceContext*>(&cx);
+  if (!tc) return 1;
+  const Function& f = tc->function();
+  int64_t n = 1;
+  for (size_t i = 0; i < f.mesh_axes.size(); ++i)
+    if (axes & (AxisSet{1} << i)) n *= f.mesh_sizes[i];
+  return n;
+}
+
+AxisSet named_axes(OpContext& cx, const OpAttrs& a) {
+  auto* tc = dynamic_cast<TraceContext*>(&cx);
+  AxisSet s = 0;
+  if (!tc) return s;
+  for (const auto& n : a.axis_names) {
+    int bit = tc->function().axis_bit(n);
+    if (bit >= 0) s |= AxisSet{1} << bit;
+  }
+  return s;
+}
+
+// all_gather's transpose under vma typing: the gathered value is invariant, so
+// its cotangent is too and each device takes its own block (an operand that is
+// itself invariant was copied N times: it takes the sum of the blocks).
+Tensor gather_transpose(B& b, const OpAttrs& a, const Tensor& x, const Tensor& ct) {
+  Shape s = ct->aval.shape;
+  Tensor blocks = ct;
+  int64_t axis = a.axis;
+  if (a.tiled) {
+    s[axis] = a.group_size;
+    s.insert(s.begin() + axis + 1, x->aval.shape[axis]);
+    blocks = b.reshape(ct, s);
+  }
+  if ((vma_of(b.cx, x) & named_axes(b.cx, a)) == 0) return b.reduce_sum(blocks, {axis});
+  OpAttrs ia;
+  ia.axis_names = a.axis_names;
+  ia.group_size = a.group_size;
+  Tensor rank = b.bind(Op::AxisIndex, ia, {});
+  return take(b, blocks, rank, axis);
+}
+
+} // namespace
+
+std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in,
+                                   std::span<const Tensor> p, const Tensor& y, const Tensor& g,
+                                   const std::vector<bool>& need,
+                                   std::vector<std::pair<size_t, Tensor>>& extra) {
+  B b{cx};
+  // Builds the cotangent of operand k only if it is needed (no matmul for a constant).
+  auto when = [&](size_t k, auto&& make) -> Tensor { return need[k] ? make() : nullptr; };
+  const OpAttrs& at = in.attrs;
+  std::vector<Tensor> out(p.size());
+  auto one = [&](Tensor t) {
+    out[0] = std::move(t);
+    return out;
+  };
+  switch (in.op) {
+  case Op::Neg:
+    return one(b.neg(g));
+  case Op::Exp:
+    return one(b.mul(g, y));
+  case Op::Log:
+    return one(b.div(g, p[0]));
+  case Op::Log1p:
+    return one(b.div(g, b.add(p[0], b.full(p[0], 1))));
+  case Op::Expm1:
+    return one(b.mul(g, b.add(y, b.full(y, 1))));
+  case Op::Sqrt:
+    return one(b.mul(g, b.div(b.full(p[0], 0.5), y)));
+  case Op::Rsqrt:
+    return one(b.mul(g, b.mul(b.full(p[0], -0.5), b.div(y, p[0]))));
+  case Op::Tanh: {
+    // JAX's jvp (g + g*y) * (1 - y), transposed: t = ct*(1 - y) reaches x
+    // twice, as t and as t*y, accumulated one after the other.
+    Tensor t = b.mul(g, b.sub(b.full(p[0], 1), y));
+    extra.push_back({0, b.mul(t, y)});
+    return one(t);
+  }
+  case Op::Sin:
+    return one(b.mul(g, b.un(Op::Cos, p[0])));
+  case Op::Cos:
+    return one(b.neg(b.mul(g, b.un(Op::Sin, p[0]))));
+  case Op::Tan:
+    return one(b.mul(g, b.add(b.full(p[0], 1), b.mul(y, y))));
+  case Op::Abs:
+    return one(b.select(b.bin(Op::Ge, p[0], b.zeros(p[0])), g, b.neg(g)));
+  case Op::Logistic:
+    return one(b.mul(g, b.mul(y, b.sub(b.full(y, 1), y))));
+  case Op::Erf: {
+    Tensor x2 = b.mul(p[0], p[0]);
+    Tensor c = b.full(p[0], 2.0 / std::sqrt(std::numbers::pi));
+    return one(b.mul(b.mul(c, g), b.un(Op::Exp, b.neg(x2))));
+  }
+  case Op::Sign:
+  case Op::Floor:
+  case Op::Ceil:
+  case Op::Round:
+    return one(b.zeros(p[0])); // piecewise constant
+  case Op::IsFinite:
+  case Op::Not:
+    return out;
+  case Op::Add:
+    return {g, g};
+  case Op::Sub:
+    return {g, b.neg(g)};
+  case Op::Mul:
+    return {when(0, [&] { return b.mul(g, p[1]); }), when(1, [&] { return b.mul(p[0], g); })};
+  case Op::Div: {
+    return {when(0, [&] { return b.div(g, p[1]); }), when(1, [&] {
+              Tensor inv_y2 = b.div(b.full(p[1], 1), b.mul(p[1], p[1]));
+              return b.neg(b.mul(b.mul(g, inv_y2), p[0]));
+            })};
+  }
+  case Op::Rem: {
+    Tensor q = b.div(p[0], p[1]);
+    return {g, b.mul(b.neg(g), b.mul(b.un(Op::Sign, q), b.un(Op::Floor, b.un(Op::Abs, q))))};
+  }
+  case Op::Pow: {
+    const Tensor &x = p[0], &e = p[1];
+    Tensor e0 = b.eq(e, b.zeros(e));
+    Tensor e_nz = b.select(e0, b.full(e, 1), e);
+    Tensor jac_x = b.select(e0, b.zeros(e), b.mul(e_nz, b.bin(Op::Pow, x, b.sub(e, b.full(e, 1)))));
+    Tensor x_nz = b.select(b.eq(x, b.zeros(x)), b.full(x, 1), x);
+    return {b.mul(g, jac_x), b.mul(g, b.mul(b.un(Op::Log, x_nz), y))};
+  }
+  case Op::Max:
+  case Op::Min: {
+    // JAX's _balanced_eq: a tie splits the cotangent evenly.
+    auto balanced = [&](const Tensor& a, const Tensor& c) {
+      Tensor num = b.select(b.eq(a, y), b.full(y, 1), b.zeros(y));
+      return b.div(num, b.select(b.eq(c, y), b.full(y, 2), b.full(y, 1)));
+    };
+    return {b.mul(g, balanced(p[0], p[1])), b.mul(g, balanced(p[1], p[0]))};
+  }
+  case Op::Atan2: {
+    Tensor den = b.add(b.mul(p[0], p[0]), b.mul(p[1], p[1]));
+    return {b.mul(g, b.div(p[1], den)), b.mul(b.div(g, den), b.neg(p[0]))};
+  }
+  case Op::And:
+  case Op::Or:
+  case Op::Xor:
+  case Op::ShiftLeft:
+  case Op::ShiftRightLogical:
+  case Op::ShiftRightArithmetic:
+  case Op::Eq:
+  case Op::Ne:
+  case Op::Lt:
+  case Op::Le:
+  case Op::Gt:
+  case Op::Ge:
+  case Op::BitcastConvertType:
+  case Op::Iota:
+  case Op::ReduceAnd:
+  case Op::ReduceOr:
+  case Op::Argmax:
+  case Op::Argmin:
+  case Op::AxisIndex:
+  case Op::DebugPrint:
+    return out; // integer/bool results: nothing to differentiate
+  case Op::Select: {
+    Tensor z = b.zeros(g);
+    return {nullptr, b.select(p[0], g, z), b.select(p[0], z, g)};
+  }
+  case Op::ConvertElementType:
+    if (!is_floating(p[0]->aval.dtype)) return out;
+    return one(b.convert(g, p[0]->aval.dtype, p[0]->aval.weak));
+  case Op::BroadcastInDim:
+    return one(unbroadcast(b, g, p[0]->aval, at.axes));
+  case Op::Reshape:
+    return one(b.reshape(g, p[0]->aval.shape));
+  case Op::Transpose: {
+    std::vector<int64_t> inv(at.perm.size());
+    for (size_t i = 0; i < at.perm.size(); ++i) inv[at.perm[i]] = static_cast<int64_t>(i);
+    return one(b.transpose(g, inv));
+  }
+  case Op::Slice: {
+    const Shape& s = p[0]->aval.shape;
+    if (g->aval.size() == 0) return one(b.zeros(p[0]));
+    OpAttrs a;
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t n = g->aval.shape[i], st = at.strides[i];
+      a.lo.push_back(at.starts[i]);
+      a.interior.push_back(st - 1);
+      a.hi.push_back(s[i] - (at.starts[i] + (n - 1) * st + 1));
+    }
+    return one(b.bind(Op::Pad, a, {g, np::scalar(cx, Scalar::of_int(0), g->aval.dtype, false)}));
+  }
+  case Op::Rev:
+    return one(b.bind(Op::Rev, at, {g}));
+  case Op::Concatenate: {
+    int64_t off = 0;
+    for (size_t k = 0; k < p.size(); ++k) {
+      const Shape& s = p[k]->aval.shape;
+      OpAttrs a;
+      a.starts.assign(s.size(), 0);
+      a.limits = g->aval.shape;
+      a.strides.assign(s.size(), 1);
+      a.starts[at.axis] = off;
+      a.limits[at.axis] = off + s[at.axis];
+      off += s[at.axis];
+      if (need[k]) out[k] = b.bind(Op::Slice, a, {g});
+    }
+    return out;
+  }
+  case Op::Pad: {
+    // JAX: un-pad (negated lo/hi), then take every (interior+1)-th element.
+    OpAttrs un;
+    for (size_t i = 0; i < at.lo.size(); ++i) {
+      un.lo.push_back(-at.lo[i]);
+      un.hi.push_back(-at.hi[i]);
+      un.interior.push_back(0);
+    }
+    Tensor unpadded = b.bind(Op::Pad, un, {g, b.zeros(p[1])});
+    OpAttrs sl;
+    sl.starts.assign(at.lo.size(), 0);
+    sl.limits = unpadded->aval.shape;
+    for (int64_t i : at.interior) sl.strides.push_back(i + 1);
+    Tensor gx = b.bind(Op::Slice, sl, {unpadded});
+    std::vector<int64_t> all(static_cast<size_t>(g->aval.ndim()));
+    std::iota(all.begin(), all.end(), 0);
+    Tensor gv = b.sub(b.reduce_sum(g, all), b.reduce_sum(gx, all));
+    return {gx, gv};
+  }
+  case Op::ReduceSum:
+    return one(b.broadcast(g, p[0]->aval.shape, kept_dims(p[0]->aval.ndim(), at.axes)));
+  case Op::ReduceMax:
+  case Op::ReduceMin: {
+    // JAX's _reduce_chooser: the cotangent is shared by the locations of the extremum.
+    const Shape& s = p[0]->aval.shape;
+    std::vector<int64_t> kept = kept_dims(p[0]->aval.ndim(), at.axes);
+    Tensor where = b.convert(b.eq(p[0], b.broadcast(y, s, kept)), g->aval.dtype, false);
+    Tensor counts = b.reduce_sum(where, at.axes);
+    return one(b.mul(where, b.broadcast(b.div(g, counts), s, kept)));
+  }
+  case Op::ReduceProd: {
+    // d prod / d x_i = prod of the others, exact when some x are zero.
+    const Tensor& x = p[0];
+    const Shape& s = x->aval.shape;
+    std::vector<int64_t> kept = kept_dims(x->aval.ndim(), at.axes);
+    Tensor is0 = b.eq(x, b.zeros(x));
+    Tensor nz_prod = b.bind(Op::ReduceProd, at, {b.select(is0, b.full(x, 1), x)});
+    Tensor zeros = b.reduce_sum(b.convert(is0, x->aval.dtype, false), at.axes);
+    Tensor nz = b.broadcast(zeros, s, kept);
+    Tensor x_safe = b.select(is0, b.full(x, 1), x);
+    Tensor d_none = b.div(b.broadcast(y, s, kept), x_safe);
+    Tensor d_one = b.select(is0, b.broadcast(nz_prod, s, kept), b.zeros(x));
+    Tensor d = b.select(b.eq(nz, b.zeros(nz)), d_none,
+                        b.select(b.eq(nz, b.full(nz, 1)), d_one, b.zeros(x)));
+    return one(b.mul(b.broadcast(g, s, kept), d));
+  }
+  case Op::Cumsum: {
+    OpAttrs a = at;
+    a.reverse = !at.reverse;
+    return one(b.bind(Op::Cumsum, a, {g}));
+  }
+  case Op::DotGeneral:
+    return {
+        when(0, [&] { return dot_transpose_lhs(b, g, p[0]->aval, p[1], at.dot, false); }),
+        when(1, [&] { return dot_transpose_lhs(b, g, p[1]->aval, p[0], swapped(at.dot), true); })};
+  case Op::Take: {
+    // take clamps its indices; the transpose adds into the clamped positions.
+    const Tensor& idx = p[1];
+    int64_t dim = p[0]->aval.shape[at.axis];
+    Tensor ci = b.bin(Op::Min, b.bin(Op::Max, idx, b.zeros(idx)),
+                      b.full(idx, static_cast<double>(dim - 1)));
+    return {scatter(b, b.zeros(p[0]), ci, g, at.axis, ScatterMode::Add), nullptr};
+  }
+  case Op::Scatter: {
+    const Tensor &x = p[0], &idx = p[1], &upd = p[2];
+    int64_t dim = x->aval.shape[at.axis];
+    auto taken = [&](const Tensor& v) {
+      return mask_dropped(b, take(b, v, idx, at.axis), idx, at.axis, dim);
+    };
+    switch (at.mode) {
+    case ScatterMode::Set:
+      return {scatter(b, g, idx, b.zeros(upd), at.axis, ScatterMode::Set), nullptr, taken(g)};
+    case ScatterMode::Add:
+      return {g, nullptr, taken(g)};
+    case ScatterMode::Mul:
+      return {scatter(b, g, idx, upd, at.axis, ScatterMode::Mul), nullptr,
+              b.div(taken(b.mul(g, y)), upd)};
+    case ScatterMode::Min:
+    case ScatterMode::Max: {
+      Tensor won = b.eq(upd, take(b, y, idx, at.axis));
+      return {b.select(b.eq(x, y), g, b.zeros(g)), nullptr,
+              taken(b.select(won, take(b, g, idx, at.axis), b.zeros(upd)))};
+    }
+    }
+    return out;
+  }
+  case Op::Psum: {
+    if (mode == SpmdMode::Pmap) return one(b.collective(Op::Psum, at, g));
+    // A replicated operand was counted once per device of the invariant axes.
+    int64_t n = axes_size(cx, named_axes(cx, at) & ~vma_of(cx, p[0]));
+    return one(n == 1 ? g : b.mul(g, b.full(g, static_cast<double>(n))));
+  }
+  case Op::Pmax:
+  case Op::Pmin:
+    return one(b.select(b.eq(p[0], y), g, b.zeros(g)));
+  case Op::AllGather:
+    if (mode == SpmdMode::Pmap) return one(b.collective(Op::PsumScatter, at, g));
+    return one(gather_transpose(b, at, p[0], g));
+  case Op::PsumScatter:
+    return one(b.collective(Op::AllGather, at, g));
+  case Op::Ppermute: {
+    OpAttrs a = at;
+    for (auto& [s, d] : a.pairs) std::swap(s, d);
+    return one(b.collective(Op::Ppermute, a, g));
+  }
+  case Op::AllToAll: {
+    OpAttrs a = at;
+    std::swap(a.axis, a.concat_axis);
+    return one(b.collective(Op::AllToAll, a, g));
+  }
+  }
+  return out;
+}
+
+} // namespace pxl

@@ -1,0 +1,216 @@
+// jax.grad, jax.value_and_grad and jax.vjp: trace the function (only the
+// differentiated arguments become parameters; the others are passed as they
+// are, as JAX closes over them), then run stdlib/autodiff.cpp's forward and
+// backward passes in the calling context. Errors follow JAX's wording.
+#include "lang/args.hpp"
+#include "stdlib/autodiff.hpp"
+#include "stdlib/np.hpp"
+#include "stdlib/pytree.hpp"
+#include "stdlib/trace_util.hpp"
+
+namespace pxl {
+
+namespace {
+
+struct GradSpec {
+  Value fn;
+  std::vector<int64_t> argnums;
+  bool argnums_tuple = false;
+  bool has_aux = false;
+  bool with_value = false; // value_and_grad
+};
+
+GradSpec read_spec(const char* name, CallArgs& a, bool with_value) {
+  ArgReader r(name, a, {"fun", "argnums", "has_aux", "holomorphic", "allow_int", "reduce_axes"}, 1);
+  GradSpec g;
+  g.fn = r[0];
+  g.with_value = with_value;
+  if (r.has(1) && !r[1].is_intlike()) {
+    const ValueList* items = sequence_items(r[1]);
+    if (!items)
+      throw Error(ErrCode::Type, std::string(name) +
+                                     "() argnums must be an int or a tuple of ints, not " +
+                                     type_name(r[1]));
+    g.argnums_tuple = true;
+    for (const Value& v : *items)
+      g.argnums.push_back(value_to_int(v, std::string(name) + "() argnums"));
+  } else {
+    g.argnums.push_back(r.get_int(1, 0));
+  }
+  g.has_aux = r.get_bool(2, false);
+  if (r.get_bool(3, false))
+    throw Error(ErrCode::Unsupported,
+                std::string(name) +
+                    "(): holomorphic=True is not supported (pxl has no complex dtypes)");
+  return g;
+}
+
+// Traces f(*args) with the leaves of args[argnums] as parameters.
+TracedFunction trace_diff(InterpreterImpl& in, const Value& fn, const CallArgs& call,
+                          const std::vector<int64_t>& argnums, ValueList& diff_args,
+                          std::vector<Tensor>& params, const Span& where, const char* what,
+                          bool float_inputs = true) {
+  size_t n = call.pos.size();
+  for (int64_t k : argnums) {
+    if (k >= static_cast<int64_t>(n) || k < -static_cast<int64_t>(n))
+      throw Error(ErrCode::Arguments,
+                  "differentiating with respect to argnums=" + std::to_string(k) +
+                      " requires at least " + std::to_string(k + 1) +
+                      " positional arguments to be passed by the caller, but got only " +
+                      std::to_string(n) + " positional arguments.");
+    diff_args.push_back(call.pos[static_cast<size_t>(k < 0 ? k + static_cast<int64_t>(n) : k)]);
+  }
+  params = leaf_tensors(in, diff_args, where);
+  for (const Tensor& t : params)
+    if (float_inputs && !is_floating(t->aval.dtype))
+      throw Error(
+          ErrCode::Type,
+          std::string(what) +
+              " requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
+              "np.inexact), but got " +
+              dtype_name(t->aval.dtype) +
+              ". If you want to use Boolean- or integer-valued inputs, use vjp or set allow_int to "
+              "True.");
+  // The function as seen by the trace: only the differentiated arguments vary.
+  Value wrapper = make_builtin(what, [fn, call, argnums, where](InterpreterImpl& in, CallArgs& a) {
+    CallArgs full = call;
+    size_t n = full.pos.size();
+    for (size_t i = 0; i < argnums.size(); ++i) {
+      int64_t k = argnums[i];
+      full.pos[static_cast<size_t>(k < 0 ? k + static_cast<int64_t>(n) : k)] = a.pos[i];
+    }
+    return in.call(fn, full, where);
+  });
+  return trace_function(in, wrapper, diff_args, where, what);
+}
+
+Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
+  const char* what = g.with_value ? "value_and_grad" : "grad";
+  Span where = in.ops().loc;
+  ValueList diff_args;
+  std::vector<Tensor> params;
+  TracedFunction t = trace_diff(in, g.fn, call, g.argnums, diff_args, params, where, what);
+  const Function& f = *t.fn;
+  const TreeDef* value_tree = &t.out_tree;
+  if (g.has_aux) {
+    if (t.out_tree.kind != TreeDef::Kind::Tuple || t.out_tree.children.size() != 2)
+      throw Error(ErrCode::Type,
+                  "expected function with aux output to return a two-element tuple, but got " +
+                      t.out_tree.repr());
+    value_tree = &t.out_tree.children[0];
+  }
+  if (value_tree->kind != TreeDef::Kind::Leaf)
+    throw Error(ErrCode::Type, "Gradient only defined for scalar-output functions. Output was " +
+                                   value_tree->repr() + ".");
+  const AVal& out = f.values[f.results[0]].aval;
+  if (!out.shape.empty())
+    throw Error(ErrCode::Type,
+                "Gradient only defined for scalar-output functions. Output had shape: " +
+                    shape_str(out.shape) + ".");
+  if (!is_floating(out.dtype))
+    throw Error(
+        ErrCode::Type,
+        std::string("grad requires real-valued outputs (output dtype that is a sub-dtype of "
+                    "np.floating), but got ") +
+            dtype_name(out.dtype) +
+            ". For differentiation of functions with integer outputs, use jax.vjp directly.");
+  OpContext& cx = in.ops();
+  std::vector<Tensor> env = forward_pass(cx, f, params, t.consts);
+  std::vector<Tensor> seeds(f.results.size());
+  seeds[0] = np::full_like(cx, env[f.results[0]], Scalar::of_float(1.0));
+  std::vector<Tensor> cts = backward_pass(cx, f, env, seeds);
+  ValueList grads;
+  for (size_t i = 0; i < cts.size(); ++i)
+    grads.push_back(
+        make_array(cts[i] ? cts[i] : np::full_like(cx, params[i], Scalar::of_float(0.0))));
+  Value gtree = tree_unflatten(t.in_tree, grads);
+  if (!g.argnums_tuple) gtree = (*sequence_items(gtree))[0];
+  ValueList outs;
+  for (int r : f.results) outs.push_back(make_array(env[r]));
+  Value result = tree_unflatten(t.out_tree, outs);
+  if (g.with_value) return make_tuple({result, gtree});
+  if (g.has_aux) return make_tuple({gtree, (*sequence_items(result))[1]});
+  return gtree;
+}
+
+// jax.vjp(f, *primals, has_aux=False) -> (out, vjp_fn[, aux]).
+Value run_vjp(InterpreterImpl& in, CallArgs& a) {
+  if (a.pos.empty()) throw Error(ErrCode::Arguments, "vjp() missing required argument 'fun'");
+  bool has_aux = false;
+  for (auto& [k, v] : a.kw) {
+    if (k != "has_aux")
+      throw Error(ErrCode::Arguments, "vjp() got an unexpected keyword argument '" + k + "'");
+    has_aux = in.truthy(v, Span{});
+  }
+  Value fn = a.pos[0];
+  CallArgs call;
+  call.pos.assign(a.pos.begin() + 1, a.pos.end());
+  std::vector<int64_t> argnums;
+  for (size_t i = 0; i < call.pos.size(); ++i) argnums.push_back(static_cast<int64_t>(i));
+  Span where = in.ops().loc;
+  ValueList diff_args;
+  std::vector<Tensor> params;
+  auto t = std::make_shared<TracedFunction>(
+      trace_diff(in, fn, call, argnums, diff_args, params, where, "vjp", false));
+  TreeDef out_tree = t->out_tree;
+  if (has_aux) {
+    if (out_tree.kind != TreeDef::Kind::Tuple || out_tree.children.size() != 2)
+      throw Error(ErrCode::Type,
+                  "expected function with aux output to return a two-element tuple, but got " +
+                      out_tree.repr());
+    out_tree = t->out_tree.children[0];
+  }
+  auto env =
+      std::make_shared<std::vector<Tensor>>(forward_pass(in.ops(), *t->fn, params, t->consts));
+  ValueList outs;
+  for (int r : t->fn->results) outs.push_back(make_array((*env)[r]));
+  Value result = tree_unflatten(t->out_tree, outs);
+  Value vjp_fn =
+      make_builtin("vjp_fn", [t, env, out_tree, params](InterpreterImpl& in, CallArgs& c) {
+        ArgReader r("vjp_fn", c, {"ct"}, 1);
+        ValueList leaves;
+        TreeDef ct_tree = tree_flatten(in, r[0], leaves);
+        if (!(ct_tree == out_tree))
+          throw Error(ErrCode::Type, "vjp_fn: the cotangent has structure " + ct_tree.repr() +
+                                         " but the primal output has structure " + out_tree.repr());
+        std::vector<Tensor> seeds(t->fn->results.size());
+        for (size_t i = 0; i < leaves.size(); ++i) {
+          const AVal& want = t->fn->values[t->fn->results[i]].aval;
+          seeds[i] = in.to_tensor(leaves[i], Span{});
+          if (seeds[i]->aval.shape != want.shape)
+            throw Error(ErrCode::Shape, "vjp_fn: cotangent " + std::to_string(i) + " has shape " +
+                                            shape_str(seeds[i]->aval.shape) +
+                                            " but the output has shape " + shape_str(want.shape));
+          if (seeds[i]->aval.dtype != want.dtype)
+            seeds[i] = np::astype(in.ops(), seeds[i], want.dtype);
+        }
+        std::vector<Tensor> cts = backward_pass(in.ops(), *t->fn, *env, seeds);
+        ValueList grads;
+        for (size_t i = 0; i < cts.size(); ++i)
+          grads.push_back(make_array(
+              cts[i] ? cts[i] : np::full_like(in.ops(), params[i], Scalar::of_float(0.0))));
+        return tree_unflatten(t->in_tree, grads);
+      });
+  if (!has_aux) return make_tuple({result, vjp_fn});
+  const ValueList& pair = *sequence_items(result);
+  return make_tuple({pair[0], vjp_fn, pair[1]});
+}
+
+} // namespace
+
+void add_grad_functions(InterpreterImpl& in, Value& jax) {
+  auto& vars = jax.as<ModuleObj>()->env->vars;
+  auto maker = [](const char* name, bool with_value) {
+    return make_builtin(name, [name, with_value](InterpreterImpl&, CallArgs& a) {
+      GradSpec g = read_spec(name, a, with_value);
+      return make_builtin(name,
+                          [g](InterpreterImpl& in, CallArgs& c) { return run_grad(in, g, c); });
+    });
+  };
+  vars["grad"] = maker("grad", false);
+  vars["value_and_grad"] = maker("value_and_grad", true);
+  vars["vjp"] = make_builtin("vjp", run_vjp);
+  for (const char* n : {"grad", "value_and_grad"}) in.define_builtin(n, vars.at(n));
+}
+
+} // namespace pxl
