@@ -15,6 +15,7 @@
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/sharding.hpp"
+#include "stdlib/trace_util.hpp"
 
 namespace pxl {
 
@@ -133,27 +134,6 @@ void print_debug(InterpreterImpl& in, const Function& f, const Mesh& mesh, std::
 
 bool is_spec_leaf(const Value& v) { return v.is_none() || v.is_obj(ObjKind::Opaque); }
 bool is_axis_leaf(const Value& v) { return v.is_none() || v.is_intlike(); }
-
-// Calls the user's function under a trace and returns the flattened outputs.
-ValueList trace_call(InterpreterImpl& in, TraceContext& tc, const Value& fn, const ValueList& args,
-                     const Span& where, TreeDef& out_tree) {
-  in.push_ops(&tc);
-  struct Pop {
-    InterpreterImpl& in;
-    ~Pop() { in.pop_ops(); }
-  } pop{in};
-  LocScope loc(tc, where);
-  Value r = in.call(fn, args, where);
-  ValueList leaves;
-  out_tree = tree_flatten(in, r, leaves);
-  for (Value& leaf : leaves) {
-    if (!leaf.is_obj(ObjKind::Array) && !leaf.is_number())
-      throw Error(ErrCode::Type, tc.what() + ": the function returned a " + type_name(leaf) +
-                                     "; outputs must be arrays (or tuples/lists/dicts of arrays)",
-                  where);
-  }
-  return leaves;
-}
 
 std::string signature(const std::vector<InLeaf>& leaves, const TreeDef& tree) {
   std::ostringstream os;
@@ -288,13 +268,8 @@ struct ShardMapFn : SpmdFunction {
     TraceContext tc(*c->fn, in.ops(), "shard_map");
     ValueList traced;
     for (const InLeaf& l : leaves) traced.push_back(make_array(tc.add_param(l.block, l.vma, where, l.origin)));
-    Value args = tree_unflatten(in_tree, traced);
     ++traces;
-    ValueList out_leaves = trace_call(in, tc, fn, *sequence_items(args), where, c->out_tree);
-    for (Value& v : out_leaves) {
-      LocScope loc(tc, where);
-      c->fn->results.push_back(tc.value_of(in.to_tensor(v, where)));
-    }
+    ValueList out_leaves = trace_body(in, tc, fn, tree_unflatten(in_tree, traced), where, c->out_tree);
     // out_specs: a single P (or a 1-tuple holding one) may stand for a lone output.
     Value out_tree_value = tree_unflatten(c->out_tree, out_leaves);
     Value specs = out_specs;
@@ -496,13 +471,8 @@ struct PmapFn : SpmdFunction {
     TraceContext tc(*c->fn, in.ops(), "pmap");
     ValueList traced;
     for (const InLeaf& l : leaves) traced.push_back(make_array(tc.add_param(l.block, l.vma, where, l.origin)));
-    Value args = tree_unflatten(in_tree, traced);
     ++traces;
-    ValueList out_leaves = trace_call(in, tc, fn, *sequence_items(args), where, c->out_tree);
-    for (Value& v : out_leaves) {
-      LocScope loc(tc, where);
-      c->fn->results.push_back(tc.value_of(in.to_tensor(v, where)));
-    }
+    ValueList out_leaves = trace_body(in, tc, fn, tree_unflatten(in_tree, traced), where, c->out_tree);
     Value out_tree_value = tree_unflatten(c->out_tree, out_leaves);
     ValueList per_out;
     try {
@@ -600,11 +570,7 @@ std::string lower_call(InterpreterImpl& in, const Value& fn, CallArgs& args, con
   TreeDef tree = tree_flatten(in, make_tuple(args.pos), leaves);
   for (const Value& l : leaves) traced.push_back(make_array(tc.add_param(in.to_tensor(l, where)->aval, 0, where, "an argument")));
   TreeDef out_tree;
-  ValueList outs = trace_call(in, tc, fn, *sequence_items(tree_unflatten(tree, traced)), where, out_tree);
-  for (Value& v : outs) {
-    LocScope loc(tc, where);
-    f.results.push_back(tc.value_of(in.to_tensor(v, where)));
-  }
+  trace_body(in, tc, fn, tree_unflatten(tree, traced), where, out_tree);
   return comm ? comm_report(f, 1) : print_function(f);
 }
 

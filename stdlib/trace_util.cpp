@@ -54,7 +54,13 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
     }
     traced.push_back(make_array(tc.add_param(aval, vma, where, origin)));
   }
-  Value arg_tuple = tree_unflatten(t.in_tree, traced);
+  trace_body(in, tc, fn, tree_unflatten(t.in_tree, traced), where, t.out_tree);
+  t.consts = tc.captured_tensors();
+  return t;
+}
+
+ValueList trace_body(InterpreterImpl& in, TraceContext& tc, const Value& fn, const Value& arg_tuple,
+                     const Span& where, TreeDef& out_tree) {
   in.push_ops(&tc);
   struct Pop {
     InterpreterImpl& in;
@@ -63,17 +69,16 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
   LocScope loc(tc, where);
   Value r = in.call(fn, *sequence_items(arg_tuple), where);
   ValueList outs;
-  t.out_tree = tree_flatten(in, r, outs);
+  out_tree = tree_flatten(in, r, outs);
   for (Value& v : outs) {
     if (!v.is_obj(ObjKind::Array) && !v.is_number())
       throw Error(ErrCode::Type,
-                  what + ": the function returned a " + type_name(v) +
+                  tc.what() + ": the function returned a " + type_name(v) +
                       "; outputs must be arrays or pytrees of arrays",
                   where);
-    t.fn->results.push_back(tc.value_of(in.to_tensor(v, where)));
+    tc.function().results.push_back(tc.value_of(in.to_tensor(v, where)));
   }
-  t.consts = tc.captured_tensors();
-  return t;
+  return outs;
 }
 
 Value apply_traced(InterpreterImpl& in, const TracedFunction& t, std::span<const Tensor> params) {

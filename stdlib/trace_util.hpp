@@ -9,6 +9,10 @@
 #include "stdlib/pytree.hpp"
 
 namespace pxl {
+class TraceContext;
+}
+
+namespace pxl {
 
 struct TracedFunction {
   std::shared_ptr<Function> fn;
@@ -25,6 +29,12 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
                               const Span& where, const std::string& what,
                               const std::vector<AVal>* param_avals = nullptr,
                               const std::pair<std::string, int64_t>* extra_axis = nullptr);
+
+// Calls fn on `arg_tuple` (a tuple of traced arguments) with `tc` as the
+// current context, records the flattened outputs as the function's results, and
+// returns them (for matching out_specs / out_axes against the output tree).
+ValueList trace_body(InterpreterImpl& in, TraceContext& tc, const Value& fn, const Value& arg_tuple,
+                     const Span& where, TreeDef& out_tree);
 
 // The argument leaves of `args` as tensors (numbers become weak scalars).
 std::vector<Tensor> leaf_tensors(InterpreterImpl& in, const ValueList& args, const Span& where,
