@@ -105,29 +105,46 @@ std::vector<Array> TraceContext::captured() const {
   return out;
 }
 
-std::vector<Tensor> inline_function(OpContext& cx, const Function& f, std::span<const Tensor> params,
-                                    std::span<const Tensor> consts) {
+OpAttrs attrs_for_rebind(OpContext& cx, const Function& f, const Instr& in) {
+  OpAttrs attrs = in.attrs;
+  if (in.op != Op::DebugPrint) return attrs;
+  auto* tc = dynamic_cast<TraceContext*>(&cx);
+  if (!tc)
+    throw Error(ErrCode::Unsupported,
+                "jax.debug.print inside a transformed function runs only under pmap/shard_map",
+                f.values[in.result].loc);
+  attrs.axis = static_cast<int64_t>(tc->function().debug_formats.size());
+  tc->function().debug_formats.push_back(f.debug_formats[in.attrs.axis]);
+  return attrs;
+}
+
+std::vector<Tensor> inline_function_values(OpContext& cx, const Function& f,
+                                           std::span<const Tensor> params,
+                                           std::span<const Tensor> consts) {
   PXL_ASSERT(params.size() == f.params.size() && consts.size() == f.consts.size(),
              "inline_function: wrong number of inputs");
   std::vector<Tensor> env(f.values.size());
   for (size_t i = 0; i < params.size(); ++i) env[f.params[i]] = params[i];
   for (size_t i = 0; i < consts.size(); ++i) env[f.consts[i]] = consts[i];
   Span saved = cx.loc;
+  struct Restore {
+    OpContext& cx;
+    Span s;
+    ~Restore() { cx.loc = s; }
+  } restore{cx, saved};
   for (const Instr& in : f.body) {
     std::vector<Tensor> args;
     for (int o : in.operands) args.push_back(env[o]);
-    OpAttrs attrs = in.attrs;
-    if (in.op == Op::DebugPrint) {
-      auto* tc = dynamic_cast<TraceContext*>(&cx);
-      if (!tc)
-        throw Error(ErrCode::Unsupported, "jax.debug.print inside a transformed function runs only under pmap/shard_map", f.values[in.result].loc);
-      attrs.axis = static_cast<int64_t>(tc->function().debug_formats.size());
-      tc->function().debug_formats.push_back(f.debug_formats[in.attrs.axis]);
-    }
+    OpAttrs attrs = attrs_for_rebind(cx, f, in);
     cx.loc = f.values[in.result].loc;
     env[in.result] = cx.bind(in.op, attrs, args);
   }
-  cx.loc = saved;
+  return env;
+}
+
+std::vector<Tensor> inline_function(OpContext& cx, const Function& f, std::span<const Tensor> params,
+                                    std::span<const Tensor> consts) {
+  std::vector<Tensor> env = inline_function_values(cx, f, params, consts);
   std::vector<Tensor> out;
   for (int r : f.results) out.push_back(env[r]);
   return out;

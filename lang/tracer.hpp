@@ -49,5 +49,13 @@ private:
 // `params` and `consts` match f.params and f.consts.
 std::vector<Tensor> inline_function(OpContext& cx, const Function& f, std::span<const Tensor> params,
                                     std::span<const Tensor> consts);
+// The same, returning every value of `f` (indexed by value id): the forward pass
+// that reverse mode differentiates.
+std::vector<Tensor> inline_function_values(OpContext& cx, const Function& f,
+                                           std::span<const Tensor> params,
+                                           std::span<const Tensor> consts);
+// `in`'s attributes for binding it in `cx`: a debug_print's format moves into
+// the enclosing trace's table (only traces can hold one).
+OpAttrs attrs_for_rebind(OpContext& cx, const Function& f, const Instr& in);
 
 } // namespace pxl

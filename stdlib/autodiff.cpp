@@ -46,29 +46,7 @@ AxisSet vma_of(OpContext& cx, const Tensor& t) {
 
 std::vector<Tensor> forward_pass(OpContext& cx, const Function& f, std::span<const Tensor> params,
                                  std::span<const Tensor> consts) {
-  PXL_ASSERT(params.size() == f.params.size() && consts.size() == f.consts.size(),
-             "forward_pass: wrong number of inputs");
-  std::vector<Tensor> env(f.values.size());
-  for (size_t i = 0; i < params.size(); ++i) env[f.params[i]] = params[i];
-  for (size_t i = 0; i < consts.size(); ++i) env[f.consts[i]] = consts[i];
-  LocScope keep(cx, Span{});
-  for (const Instr& in : f.body) {
-    std::vector<Tensor> args;
-    for (int o : in.operands) args.push_back(env[o]);
-    OpAttrs attrs = in.attrs;
-    if (in.op == Op::DebugPrint) {
-      auto* tc = dynamic_cast<TraceContext*>(&cx);
-      if (!tc)
-        throw Error(ErrCode::Unsupported,
-                    "jax.debug.print inside grad runs only under pmap/shard_map",
-                    f.values[in.result].loc);
-      attrs.axis = static_cast<int64_t>(tc->function().debug_formats.size());
-      tc->function().debug_formats.push_back(f.debug_formats[in.attrs.axis]);
-    }
-    cx.loc = f.values[in.result].loc;
-    env[in.result] = cx.bind(in.op, attrs, args);
-  }
-  return env;
+  return inline_function_values(cx, f, params, consts);
 }
 
 namespace {

@@ -439,16 +439,7 @@ std::vector<BVal> batch_function(OpContext& cx, const Function& f, std::span<con
   for (const Instr& ins : f.body) {
     std::vector<BVal> args;
     for (int o : ins.operands) args.push_back(env[o]);
-    OpAttrs attrs = ins.attrs;
-    if (ins.op == Op::DebugPrint) {
-      auto* tc = dynamic_cast<TraceContext*>(&cx);
-      if (!tc)
-        throw Error(ErrCode::Unsupported,
-                    "jax.debug.print inside a transformed function runs only under pmap/shard_map",
-                    f.values[ins.result].loc);
-      attrs.axis = static_cast<int64_t>(tc->function().debug_formats.size());
-      tc->function().debug_formats.push_back(f.debug_formats[ins.attrs.axis]);
-    }
+    OpAttrs attrs = attrs_for_rebind(cx, f, ins);
     cx.loc = f.values[ins.result].loc;
     try {
       env[ins.result] = batch_op(cx, ins.op, attrs, args, ax);
