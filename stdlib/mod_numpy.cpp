@@ -6,6 +6,7 @@
 #include "runtime/npy.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/module_builder.hpp"
+#include "stdlib/sharding.hpp"
 
 namespace pxl {
 
@@ -35,6 +36,8 @@ void def_creation(ModuleBuilder& b) {
   auto array_fn = [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("array", a, {"object", "dtype", "copy"}, 1);
     auto dt = value_to_dtype(r[1]);
+    // np.array(jax.devices()): a grid of devices (numpy would make an object array).
+    if (auto grid = device_grid_of(r[0])) return Value::object(grid);
     // As in JAX, a bare Python scalar stays weakly typed (jnp.array(3.0) is weak), a list is not.
     return make_array(in.to_tensor(r[0], Span{}, dt));
   };

@@ -33,6 +33,12 @@ Value device_grid(const Mesh& m, size_t dim, int64_t& pos) {
 
 // Flattens nested lists of Device values; records the nesting shape.
 void collect_devices(const Value& v, size_t depth, Shape& shape, std::vector<int>& ids) {
+  if (depth == 0 && v.is_obj(ObjKind::Opaque))
+    if (auto* g = dynamic_cast<DeviceGridObj*>(v.as<OpaqueObj>())) {
+      shape = g->shape;
+      ids = g->ids;
+      return;
+    }
   if (v.is_obj(ObjKind::Device)) {
     if (shape.size() != depth) throw Error(ErrCode::Value, "Mesh devices must form a rectangular grid");
     ids.push_back(v.as<DeviceObj>()->id);
@@ -76,6 +82,75 @@ Mesh build_mesh(InterpreterImpl& in, const Shape& shape, std::vector<int> ids,
 }
 
 } // namespace
+
+// ---- device grids ------------------------------------------------------------------
+
+std::shared_ptr<DeviceGridObj> device_grid_of(const Value& v) {
+  if (v.is_obj(ObjKind::Opaque))
+    if (auto* g = dynamic_cast<DeviceGridObj*>(v.as<OpaqueObj>()))
+      return std::make_shared<DeviceGridObj>(g->shape, g->ids);
+  const ValueList* items = sequence_items(v);
+  if (!items || items->empty()) return nullptr;
+  const Value* first = &v;
+  while (const ValueList* inner = sequence_items(*first)) {
+    if (inner->empty()) return nullptr;
+    first = &(*inner)[0];
+  }
+  if (!first->is_obj(ObjKind::Device)) return nullptr;
+  Shape shape;
+  std::vector<int> ids;
+  collect_devices(v, 0, shape, ids);
+  return std::make_shared<DeviceGridObj>(shape, ids);
+}
+
+std::string DeviceGridObj::repr() const {
+  std::string s = "array([";
+  for (size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + std::string("CpuDevice(id=") + std::to_string(ids[i]) + ")";
+  return s + "], shape=" + shape_str(shape) + ", dtype=object)";
+}
+
+bool DeviceGridObj::get_attr(InterpreterImpl&, const std::string& name, Value& out) {
+  if (name == "shape") {
+    ValueList d;
+    for (int64_t x : shape) d.push_back(Value::integer(x));
+    return out = make_tuple(std::move(d)), true;
+  }
+  if (name == "ndim") return out = Value::integer(static_cast<int64_t>(shape.size())), true;
+  if (name == "size") return out = Value::integer(static_cast<int64_t>(ids.size())), true;
+  if (name == "flat") {
+    ValueList all;
+    for (int id : ids) all.push_back(device_value(id));
+    return out = make_list(std::move(all)), true;
+  }
+  if (name == "tolist") {
+    int64_t pos = 0;
+    Value grid = device_grid(Mesh{std::vector<std::string>(shape.size()), shape, ids}, 0, pos);
+    out = make_builtin("tolist", [grid](InterpreterImpl&, CallArgs&) { return grid; });
+    return true;
+  }
+  if (name == "reshape") {
+    Shape s0 = shape;
+    std::vector<int> ids0 = ids;
+    out = make_builtin("reshape", [s0, ids0](InterpreterImpl&, CallArgs& a) {
+      Shape s;
+      if (a.pos.size() == 1) s = value_to_int_list(a.pos[0], "reshape() shape");
+      else
+        for (const Value& v : a.pos) s.push_back(value_to_int(v, "reshape() shape"));
+      int64_t known = 1, unknown = -1;
+      for (size_t k = 0; k < s.size(); ++k) {
+        if (s[k] == -1 && unknown < 0) unknown = static_cast<int64_t>(k);
+        else known *= s[k];
+      }
+      if (unknown >= 0 && known > 0) s[unknown] = static_cast<int64_t>(ids0.size()) / known;
+      if (shape_size(s) != static_cast<int64_t>(ids0.size()))
+        throw Error(ErrCode::Reshape, "cannot reshape a device array of " + std::to_string(ids0.size()) +
+                                          " devices into shape " + shape_str(s));
+      return Value::object(std::make_shared<DeviceGridObj>(s, ids0));
+    });
+    return true;
+  }
+  return false;
+}
 
 // ---- Mesh --------------------------------------------------------------------
 
@@ -376,6 +451,24 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
   sv["NamedSharding"] = named_fn;
   jv["make_mesh"] = make_mesh_fn;
   jv["device_put"] = put_fn;
+  // jax.experimental.mesh_utils.create_device_mesh(mesh_shape, devices=None)
+  ModuleBuilder mesh_utils("jax.experimental.mesh_utils");
+  mesh_utils.fn("create_device_mesh", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("create_device_mesh", a, {"mesh_shape", "devices", "contiguous_submeshes", "allow_split_physical_axes"}, 1);
+    Shape shape = value_to_shape(r[0], "create_device_mesh() mesh_shape");
+    std::vector<int> ids;
+    if (r.has(1) && !r[1].is_none()) {
+      Shape s;
+      collect_devices(r[1], 0, s, ids);
+    } else {
+      for (int64_t i = 0; i < shape_size(shape) && i < in.platform().device_count(); ++i) ids.push_back(static_cast<int>(i));
+    }
+    if (static_cast<int64_t>(ids.size()) != shape_size(shape))
+      throw Error(ErrCode::Value, "create_device_mesh(): the mesh " + shape_str(shape) + " needs " +
+                                      std::to_string(shape_size(shape)) + " devices, " + std::to_string(ids.size()) + " are available");
+    return Value::object(std::make_shared<DeviceGridObj>(shape, ids));
+  });
+  in.register_module("jax.experimental.mesh_utils", mesh_utils.value());
   ModuleBuilder debug("jax.debug");
   debug.val("visualize_array_sharding", vis_fn);
   debug.fn("print", [](InterpreterImpl& in, CallArgs& a) {

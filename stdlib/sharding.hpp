@@ -37,6 +37,20 @@ struct ShardingObj : OpaqueObj {
   bool equals(const OpaqueObj& o) const override;
 };
 
+// An n-d grid of devices: what np.array(jax.devices()) and
+// mesh_utils.create_device_mesh give (numpy object arrays of devices in JAX).
+struct DeviceGridObj : OpaqueObj {
+  DeviceGridObj(Shape s, std::vector<int> i) : shape(std::move(s)), ids(std::move(i)) {}
+  Shape shape;
+  std::vector<int> ids; // row-major
+  std::string type_name() const override { return "ndarray"; }
+  std::string repr() const override;
+  bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override;
+  std::vector<std::string> attr_names() const override { return {"shape", "ndim", "size", "reshape", "tolist", "flat"}; }
+};
+// A DeviceGridObj when `v` is a (nested) list of devices or already a grid, else null.
+std::shared_ptr<DeviceGridObj> device_grid_of(const Value& v);
+
 // Value conversions.
 const Mesh* value_to_mesh(const Value& v);             // nullptr if not a Mesh
 PartitionSpec value_to_spec(const Value& v, const std::string& what); // P(...) or None
