@@ -30,7 +30,25 @@ InterpreterImpl::InterpreterImpl(InterpOptions opts)
   reset_globals();
 }
 
+std::shared_ptr<PullLog> InterpreterImpl::pull_log() {
+  return static_cast<EagerContext&>(*ops_).pull_log();
+}
+
 InterpreterImpl::~InterpreterImpl() {
+  if (opts_.profile) {
+    const auto pulls = pull_log()->pulls();
+    int64_t total = 0;
+    for (const auto& p : pulls) total += p.bytes;
+    *err_ << "profile: " << pulls.size() << " host pull" << (pulls.size() == 1 ? "" : "s")
+          << " of sharded arrays, " << total << " bytes\n";
+    for (const auto& p : pulls) {
+      std::string where = "?";
+      if (p.loc.valid())
+        where = p.loc.file->path() + ":" + std::to_string(p.loc.file->line_of(p.loc.begin)) + ":" +
+                std::to_string(p.loc.file->column_of(p.loc.begin));
+      *err_ << "  " << where << ": " << p.bytes << " bytes\n";
+    }
+  }
   // Break the cycles between closures and the scopes they captured, and
   // between modules and the functions they define.
   for (auto& w : closure_scopes_)

@@ -19,6 +19,7 @@ struct InterpOptions {
   int recursion_limit = 1000;
   bool dump_ir = false;     // print the IR of every traced function (--dump=ir)
   bool comm_report = false; // print the communication report of every SPMD function (--comm)
+  bool profile = false;     // report host pulls of sharded arrays when destroyed (--profile)
   ExecMode exec = ExecMode::Interp; // how traced programs run (--exec jit|interp)
   bool dump_llvm = false;           // print the optimized LLVM IR of every SPMD program (--dump=llvm)
   bool dump_ptx = false;            // print the PTX of every SPMD program's kernels (--dump=ptx)

@@ -11,6 +11,8 @@
 
 namespace pxl {
 
+class PullLog;
+
 // Control flow out of a statement.
 enum class Flow : uint8_t { Normal, Break, Continue, Return };
 
@@ -65,6 +67,8 @@ public:
   // ---- arrays ----
   // The context array operations go to: eager, or the innermost active trace.
   OpContext& ops() { return *ops_stack_.back(); }
+  // The log of host pulls of sharded arrays (--profile); attach it to every ShardedData.
+  std::shared_ptr<PullLog> pull_log();
   void push_ops(OpContext* c) { ops_stack_.push_back(c); }
   void pop_ops() { ops_stack_.pop_back(); }
   Platform& platform() { return platform_; }

@@ -75,6 +75,8 @@ ParseResult parse(const std::vector<std::string>& args, const char* env_devices)
         return fail("--exec: unknown mode '" + *value + "' (known: jit, interp)");
     } else if (a == "--comm") {
       opts.comm_report = true;
+    } else if (a == "--profile") {
+      opts.profile = true;
     } else if (a == "-c") {
       if (i + 1 >= args.size()) return fail("option '-c' needs a code argument");
       opts.mode = Mode::Code;
@@ -121,6 +123,7 @@ std::string usage() {
          "  --exec MODE    run traced functions compiled (jit) or interpreted (interp,\n"
          "                 the default)\n"
          "  --comm         print the communication report of every pmap/shard_map function\n"
+         "  --profile      at exit, list every pull of a sharded array to the host, with its line\n"
          "  --version, -V  print the version of pxl and of its LLVM, then exit\n"
          "  --help, -h     print this help, then exit\n"
          "  --             end of options\n";

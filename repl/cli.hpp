@@ -18,6 +18,7 @@ struct Options {
   std::vector<std::string> script_args; // everything after the script or -c code
   bool dump_ir = false;                 // --dump=ir: print the IR of every traced function
   bool comm_report = false;             // --comm: print every SPMD function's communication
+  bool profile = false;                 // --profile: report host pulls of sharded arrays at exit
   bool dump_llvm = false;               // --dump=llvm: the optimized LLVM IR of the kernels
   bool dump_ptx = false;                // --dump=ptx: the kernels as sm_90 PTX
   ExecMode exec = ExecMode::Interp;     // --exec jit|interp

@@ -22,6 +22,7 @@ int run(const pxl::cli::Options& opts) {
     io.num_devices = opts.devices;
     io.dump_ir = opts.dump_ir;
     io.comm_report = opts.comm_report;
+    io.profile = opts.profile;
     io.dump_llvm = opts.dump_llvm;
     io.dump_ptx = opts.dump_ptx;
     io.exec = opts.exec;

@@ -1,7 +1,10 @@
 // Eager execution of primitives: each bind runs the shape rule, then the
 // reference kernel, on concrete arrays (JAX's default-device semantics: device 0).
 #pragma once
+#include <vector>
+
 #include "ir/tensor.hpp"
+#include "runtime/sharded.hpp"
 
 namespace pxl {
 
@@ -12,9 +15,13 @@ public:
   const Array& concrete(const Tensor& t) override;
   Tensor constant(Array a) override;
   int device() const { return device_; }
+  // Where pulls of sharded arrays to the host are logged (--profile).
+  const std::shared_ptr<PullLog>& pull_log() const { return pull_log_; }
+  ~EagerContext() override { pull_log_->detach(); }
 
 private:
   int device_;
+  std::shared_ptr<PullLog> pull_log_ = std::make_shared<PullLog>(this);
 };
 
 } // namespace pxl

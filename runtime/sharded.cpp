@@ -59,13 +59,16 @@ const Array& ShardedData::assemble() const {
       write_block(whole, shards[pos], b.start);
     }
     whole_ = whole;
+    assembled_.store(true, std::memory_order_release);
+    if (pull_log) pull_log->record(static_cast<int64_t>(whole.nbytes()));
   });
   return whole_;
 }
 
 std::shared_ptr<ShardedData> shard_array(const Array& global, const Mesh& mesh,
-                                         const PartitionSpec& spec) {
+                                         const PartitionSpec& spec, std::shared_ptr<PullLog> log) {
   auto d = std::make_shared<ShardedData>();
+  d->pull_log = std::move(log);
   d->mesh = mesh;
   d->spec = spec;
   d->global = global.aval();

@@ -429,7 +429,7 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     if (!s) throw Error(ErrCode::Type, "device_put() expects a Device or a NamedSharding, not " + type_name(r[1]));
     std::string problem = check_spec(s->mesh, s->spec, x.shape());
     if (!problem.empty()) throw Error(ErrCode::Shape, "device_put(): " + problem);
-    return make_array(make_sharded_tensor(shard_array(x, s->mesh, s->spec)));
+    return make_array(make_sharded_tensor(shard_array(x, s->mesh, s->spec, in.pull_log())));
   });
   Value vis_fn = make_builtin("visualize_array_sharding", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("visualize_array_sharding", a, {"arr"}, 1);

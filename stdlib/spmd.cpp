@@ -247,6 +247,7 @@ struct ShardMapFn : SpmdFunction {
     ValueList outs;
     for (size_t r = 0; r < c->fn->results.size(); ++r) {
       auto d = std::make_shared<ShardedData>();
+      d->pull_log = in.pull_log();
       d->mesh = mesh;
       d->spec = c->out_specs[r];
       const AVal& block = c->fn->values[c->fn->results[r]].aval;
@@ -436,6 +437,7 @@ struct PmapFn : SpmdFunction {
         continue;
       }
       auto d = std::make_shared<ShardedData>();
+      d->pull_log = in.pull_log();
       d->mesh = dev_mesh;
       d->spec.entries.assign(oa + 1, {});
       d->spec.tuple_form.assign(oa + 1, false);
