@@ -54,6 +54,12 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   in.register_module("types", types.value());
   for (const EmbeddedSource& s : kSources)
     in.register_source_module(s.name, std::string("<stdlib>/") + s.name + ".pxl", s.text);
+  // numpy_extra.pxl defines more of jax.numpy in pxl: merge it into np.
+  Value extra = in.import_module("numpy_extra", Span{}, "");
+  Value np = jax.as<ModuleObj>()->env->vars.at("numpy");
+  for (const auto& [name, v] : extra.as<ModuleObj>()->env->vars)
+    if (!name.empty() && name[0] != '_' && v.is_obj(ObjKind::Function))
+      np.as<ModuleObj>()->env->vars[name] = v;
   // jax.nn must be an attribute of the jax module, so nn loads now (a few defs).
   Value nn = in.import_module("nn", Span{}, "");
   jax.as<ModuleObj>()->env->vars["nn"] = nn;
