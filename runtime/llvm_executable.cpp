@@ -23,12 +23,7 @@ public:
                                       CommWorld& world, std::vector<DebugRecord>& debug) override {
     const Function& f = *fn_;
     int k = layout_.per_thread;
-    std::vector<std::vector<Array>> env(k, std::vector<Array>(f.values.size()));
-    for (int j = 0; j < k; ++j) {
-      PXL_ASSERT(inputs[j].size() == f.params.size(), "wrong number of inputs");
-      for (size_t i = 0; i < f.params.size(); ++i) env[j][f.params[i]] = inputs[j][i];
-      for (size_t i = 0; i < f.consts.size(); ++i) env[j][f.consts[i]] = consts_[i];
-    }
+    std::vector<std::vector<Array>> env = initial_values(f, inputs, consts_, k);
     for (const Step& s : prog_->plan.steps) {
       if (s.kind == Step::Kind::Kernel) {
         for (int j = 0; j < k; ++j) run_kernel(static_cast<size_t>(s.index), env[j]);
@@ -43,10 +38,7 @@ public:
       else
         run_reference_instr(f, i, k, env);
     }
-    std::vector<std::vector<Array>> out(k);
-    for (int j = 0; j < k; ++j)
-      for (int r : f.results) out[j].push_back(env[j][r]);
-    return out;
+    return result_values(f, env);
   }
 
 private:

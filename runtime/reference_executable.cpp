@@ -21,12 +21,7 @@ public:
                                       CommWorld& world, std::vector<DebugRecord>& debug) override {
     const Function& f = *fn_;
     int k = layout_.per_thread;
-    std::vector<std::vector<Array>> env(k, std::vector<Array>(f.values.size()));
-    for (int j = 0; j < k; ++j) {
-      PXL_ASSERT(inputs[j].size() == f.params.size(), "wrong number of inputs");
-      for (size_t i = 0; i < f.params.size(); ++i) env[j][f.params[i]] = inputs[j][i];
-      for (size_t i = 0; i < f.consts.size(); ++i) env[j][f.consts[i]] = consts_[i];
-    }
+    std::vector<std::vector<Array>> env = initial_values(f, inputs, consts_, k);
     for (size_t i = 0; i < f.body.size(); ++i) {
       const Instr& in = f.body[i];
       if (in.op == Op::DebugPrint) {
@@ -39,10 +34,7 @@ public:
       }
       run_collective(f, layout_, groups_, thread, i, env, world);
     }
-    std::vector<std::vector<Array>> out(k);
-    for (int j = 0; j < k; ++j)
-      for (int r : f.results) out[j].push_back(env[j][r]);
-    return out;
+    return result_values(f, env);
   }
 
 private:

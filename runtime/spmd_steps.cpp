@@ -213,4 +213,24 @@ void run_collective(const Function& f, const SpmdLayout& layout_, const Collecti
   }
 }
 
+std::vector<std::vector<Array>> initial_values(const Function& f,
+                                               const std::vector<std::vector<Array>>& inputs,
+                                               const std::vector<Array>& consts, int per_thread) {
+  std::vector<std::vector<Array>> env(per_thread, std::vector<Array>(f.values.size()));
+  for (int j = 0; j < per_thread; ++j) {
+    PXL_ASSERT(inputs[j].size() == f.params.size(), "wrong number of inputs");
+    for (size_t i = 0; i < f.params.size(); ++i) env[j][f.params[i]] = inputs[j][i];
+    for (size_t i = 0; i < f.consts.size(); ++i) env[j][f.consts[i]] = consts[i];
+  }
+  return env;
+}
+
+std::vector<std::vector<Array>> result_values(const Function& f,
+                                              const std::vector<std::vector<Array>>& env) {
+  std::vector<std::vector<Array>> out(env.size());
+  for (size_t j = 0; j < env.size(); ++j)
+    for (int r : f.results) out[j].push_back(env[j][r]);
+  return out;
+}
+
 } // namespace pxl

@@ -13,6 +13,14 @@ namespace pxl {
 using CollectiveGroups = std::map<size_t, GroupLayout>;
 CollectiveGroups collective_groups(const Function& f, const SpmdLayout& layout);
 
+// Per local participant, the value table of `f` with the parameters and
+// constants filled in; and the results read back from it.
+std::vector<std::vector<Array>> initial_values(const Function& f,
+                                               const std::vector<std::vector<Array>>& inputs,
+                                               const std::vector<Array>& consts, int per_thread);
+std::vector<std::vector<Array>> result_values(const Function& f,
+                                              const std::vector<std::vector<Array>>& env);
+
 // Runs collective instruction f.body[index] (axis_index included).
 void run_collective(const Function& f, const SpmdLayout& layout, const CollectiveGroups& groups,
                     int thread, size_t index, std::vector<std::vector<Array>>& env,
