@@ -48,4 +48,15 @@ public:
   Span loc;
 };
 
+// Sets the source location of the array operations bound while it lives and
+// restores the previous one after.
+struct LocScope {
+  OpContext& cx;
+  Span saved;
+  LocScope(OpContext& c, const Span& s) : cx(c), saved(c.loc) {
+    if (s.valid()) cx.loc = s;
+  }
+  ~LocScope() { cx.loc = saved; }
+};
+
 } // namespace pxl

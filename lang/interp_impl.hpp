@@ -126,16 +126,6 @@ public:
   void set_stack_base();
 };
 
-// Sets the source location of the array operations bound while it lives.
-struct LocScope {
-  OpContext& cx;
-  Span saved;
-  LocScope(OpContext& c, const Span& s) : cx(c), saved(c.loc) {
-    if (s.valid()) cx.loc = s;
-  }
-  ~LocScope() { cx.loc = saved; }
-};
-
 // Every stdlib module registers itself through one of these (stdlib/*.cpp).
 void install_stdlib(InterpreterImpl& in);
 

@@ -121,25 +121,9 @@ OpAttrs attrs_for_rebind(OpContext& cx, const Function& f, const Instr& in) {
 std::vector<Tensor> inline_function_values(OpContext& cx, const Function& f,
                                            std::span<const Tensor> params,
                                            std::span<const Tensor> consts) {
-  PXL_ASSERT(params.size() == f.params.size() && consts.size() == f.consts.size(),
-             "inline_function: wrong number of inputs");
-  std::vector<Tensor> env(f.values.size());
-  for (size_t i = 0; i < params.size(); ++i) env[f.params[i]] = params[i];
-  for (size_t i = 0; i < consts.size(); ++i) env[f.consts[i]] = consts[i];
-  Span saved = cx.loc;
-  struct Restore {
-    OpContext& cx;
-    Span s;
-    ~Restore() { cx.loc = s; }
-  } restore{cx, saved};
-  for (const Instr& in : f.body) {
-    std::vector<Tensor> args;
-    for (int o : in.operands) args.push_back(env[o]);
-    OpAttrs attrs = attrs_for_rebind(cx, f, in);
-    cx.loc = f.values[in.result].loc;
-    env[in.result] = cx.bind(in.op, attrs, args);
-  }
-  return env;
+  return walk_function<Tensor>(cx, f, params, consts,
+                               [&](Op op, const OpAttrs& attrs, const std::vector<Tensor>& args,
+                                   const IRValue&) { return cx.bind(op, attrs, args); });
 }
 
 std::vector<Tensor> inline_function(OpContext& cx, const Function& f, std::span<const Tensor> params,

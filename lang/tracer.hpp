@@ -7,6 +7,7 @@
 
 #include "ir/function.hpp"
 #include "ir/tensor.hpp"
+#include "lang/diag.hpp"
 
 namespace pxl {
 
@@ -49,6 +50,13 @@ private:
 // `params` and `consts` match f.params and f.consts.
 std::vector<Tensor> inline_function(OpContext& cx, const Function& f, std::span<const Tensor> params,
                                     std::span<const Tensor> consts);
+
+// Walks f's instructions in order with a value table of type V (a Tensor, or
+// vmap's batched value), calling bind(op, attrs, operands) for each with cx.loc
+// set to the instruction's source; returns the whole table.
+template <class V, class Bind>
+std::vector<V> walk_function(OpContext& cx, const Function& f, std::span<const V> params,
+                             std::span<const V> consts, Bind&& bind);
 // The same, returning every value of `f` (indexed by value id): the forward pass
 // that reverse mode differentiates.
 std::vector<Tensor> inline_function_values(OpContext& cx, const Function& f,
@@ -57,5 +65,24 @@ std::vector<Tensor> inline_function_values(OpContext& cx, const Function& f,
 // `in`'s attributes for binding it in `cx`: a debug_print's format moves into
 // the enclosing trace's table (only traces can hold one).
 OpAttrs attrs_for_rebind(OpContext& cx, const Function& f, const Instr& in);
+
+template <class V, class Bind>
+std::vector<V> walk_function(OpContext& cx, const Function& f, std::span<const V> params,
+                             std::span<const V> consts, Bind&& bind) {
+  PXL_ASSERT(params.size() == f.params.size() && consts.size() == f.consts.size(),
+             "walk_function: wrong number of inputs");
+  std::vector<V> env(f.values.size());
+  for (size_t i = 0; i < params.size(); ++i) env[f.params[i]] = params[i];
+  for (size_t i = 0; i < consts.size(); ++i) env[f.consts[i]] = consts[i];
+  LocScope keep(cx, Span{}); // restores the caller's location afterwards
+  for (const Instr& in : f.body) {
+    std::vector<V> args;
+    for (int o : in.operands) args.push_back(env[o]);
+    OpAttrs attrs = attrs_for_rebind(cx, f, in);
+    cx.loc = f.values[in.result].loc;
+    env[in.result] = bind(in.op, attrs, args, f.values[in.result]);
+  }
+  return env;
+}
 
 } // namespace pxl

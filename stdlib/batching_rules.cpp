@@ -425,29 +425,18 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
 
 std::vector<BVal> batch_function(OpContext& cx, const Function& f, std::span<const BVal> params,
                                  std::span<const Tensor> consts, const BatchAxis& ax) {
-  PXL_ASSERT(params.size() == f.params.size() && consts.size() == f.consts.size(),
-             "batch_function: wrong number of inputs");
-  std::vector<BVal> env(f.values.size());
-  for (size_t i = 0; i < params.size(); ++i) env[f.params[i]] = params[i];
-  for (size_t i = 0; i < consts.size(); ++i) env[f.consts[i]] = {consts[i], false};
-  Span saved = cx.loc;
-  struct Restore {
-    OpContext& cx;
-    Span s;
-    ~Restore() { cx.loc = s; }
-  } restore{cx, saved};
-  for (const Instr& ins : f.body) {
-    std::vector<BVal> args;
-    for (int o : ins.operands) args.push_back(env[o]);
-    OpAttrs attrs = attrs_for_rebind(cx, f, ins);
-    cx.loc = f.values[ins.result].loc;
-    try {
-      env[ins.result] = batch_op(cx, ins.op, attrs, args, ax);
-    } catch (Error& e) {
-      e.set_span_if_missing(f.values[ins.result].loc);
-      throw;
-    }
-  }
+  std::vector<BVal> batched_consts;
+  for (const Tensor& c : consts) batched_consts.push_back({c, false});
+  std::vector<BVal> env = walk_function<BVal>(
+      cx, f, params, batched_consts,
+      [&](Op op, const OpAttrs& attrs, const std::vector<BVal>& args, const IRValue& v) {
+        try {
+          return batch_op(cx, op, attrs, args, ax);
+        } catch (Error& e) {
+          e.set_span_if_missing(v.loc);
+          throw;
+        }
+      });
   std::vector<BVal> out;
   for (int r : f.results) out.push_back(env[r]);
   return out;
