@@ -2,10 +2,20 @@
 // that includes LLJIT.h and PassBuilder.h (slow to compile): keep it stable.
 #include "codegen/jit.hpp"
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <sstream>
 
+#include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/SHA256.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -16,6 +26,7 @@
 #include "codegen/emitter.hpp"
 #include "codegen/jit_runtime.hpp"
 #include "lang/diag.hpp"
+#include "lang/phase_times.hpp"
 
 extern "C" {
 void LLVMInitializeNVPTXTargetInfo();
@@ -80,21 +91,79 @@ std::string module_text(const llvm::Module& m) {
   return s;
 }
 
+std::string hex_sha256(const std::string& text) {
+  auto digest = llvm::SHA256::hash(llvm::arrayRefFromStringRef(text));
+  return llvm::toHex(digest, /*LowerCase=*/true);
+}
+
+// Gives every function defined in `m` the prefix, so programs share one
+// JITDylib without clashes; the kernel entry points become <prefix>k<i>.
+void add_prefix(llvm::Module& m, const std::string& prefix) {
+  for (llvm::Function& fn : m.functions())
+    if (!fn.isDeclaration()) fn.setName(prefix + fn.getName().str());
+}
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream is(path, std::ios::binary);
+  if (!is) return std::nullopt;
+  std::ostringstream ss;
+  ss << is.rdbuf();
+  return ss.str();
+}
+
+// Writes atomically (a temporary, then rename) so that processes sharing the
+// cache never read half a file. Failures only cost the cache entry.
+void write_file_atomic(const std::string& dir, const std::string& name, const llvm::StringRef data) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return;
+  std::string tmp = dir + "/." + name + "." + std::to_string(::getpid()) + ".tmp";
+  {
+    std::ofstream os(tmp, std::ios::binary);
+    if (!os) return;
+    os.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!os) {
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::filesystem::rename(tmp, dir + "/" + name, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
 } // namespace
 
+std::string default_disk_cache_dir() {
+  if (const char* d = std::getenv("PXL_CACHE_DIR")) {
+    std::string v = d;
+    return v == "off" ? "" : v;
+  }
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/pxl";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/pxl";
+  return "";
+}
+
 struct CodeCache::Impl {
+  CodeCacheOptions opts;
   std::mutex mu;
   std::shared_ptr<llvm::orc::LLJIT> jit;
-  std::unique_ptr<llvm::TargetMachine> tm;
+  std::unique_ptr<llvm::TargetMachine> tm; // optimises and emits objects for `jit`
+  std::string target_id;                   // triple, CPU, features, LLVM version
   std::map<std::string, std::shared_ptr<const CompiledProgram>> programs;
-  int counter = 0;
+  // Kernel entry points by module digest: Functions that differ only outside
+  // their kernels (collectives, BLAS calls) share one linked object.
+  std::map<std::string, std::vector<KernelFn>> linked;
+  int compiled = 0, loaded = 0;
 
   void start() {
-    tm = host_machine();
+    init_native();
     auto jtmb = check(llvm::orc::JITTargetMachineBuilder::detectHost(), "detectHost");
     jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-    jit = check(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(),
-                "LLJIT");
+    // What LLJIT uses for JITLink on ELF/Mach-O; our objects must match it.
+    jtmb.setRelocationModel(llvm::Reloc::PIC_);
+    jtmb.setCodeModel(llvm::CodeModel::Small);
+    tm = check(jtmb.createTargetMachine(), "host target machine");
+    jit = check(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(), "LLJIT");
     llvm::orc::SymbolMap syms;
     for (const RuntimeSymbol& s : jit_runtime_symbols())
       syms[jit->mangleAndIntern(s.name)] = {llvm::orc::ExecutorAddr::fromPtr(s.address),
@@ -102,42 +171,136 @@ struct CodeCache::Impl {
                                                 llvm::JITSymbolFlags::Callable};
     check(jit->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(syms))),
           "runtime symbols");
+    target_id = tm->getTargetTriple().str() + " " + tm->getTargetCPU().str() + " " +
+                tm->getTargetFeatureString().str() + " llvm-" LLVM_VERSION_STRING " O3 pic";
+  }
+
+  void explain(const std::string& line) {
+    if (opts.explain) *opts.explain << "pxl: compile cache: " << line << "\n";
+  }
+
+  // Adds the object to the JIT and resolves the kernel entry points; false
+  // (nothing thrown) when the object does not link.
+  bool link(CompiledProgram& prog, const std::string& object, const std::string& prefix) {
+    ScopedPhase t(opts.times, "codegen: JIT link");
+    if (auto e = jit->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object, prefix + "o"))) {
+      llvm::consumeError(std::move(e));
+      return false;
+    }
+    prog.kernels.clear();
+    for (size_t i = 0; i < prog.plan.kernels.size(); ++i) {
+      auto addr = jit->lookup(prefix + "k" + std::to_string(i));
+      if (!addr) {
+        llvm::consumeError(addr.takeError());
+        return false;
+      }
+      prog.kernels.push_back(addr->toPtr<KernelFn>());
+    }
+    return true;
+  }
+
+  // Optimises `m` and emits it as a relocatable object.
+  std::string compile_object(llvm::Module& m) {
+    {
+      ScopedPhase t(opts.times, "codegen: LLVM O3");
+      optimize(m, *tm);
+    }
+    ScopedPhase t(opts.times, "codegen: machine code");
+    llvm::SmallVector<char, 0> obj;
+    llvm::raw_svector_ostream os(obj);
+    llvm::legacy::PassManager pm;
+    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+      internal_error(__FILE__, __LINE__, "the host target cannot emit objects");
+    pm.run(m);
+    return std::string(obj.data(), obj.size());
   }
 };
 
-CodeCache::CodeCache() : impl_(std::make_unique<Impl>()) {}
+CodeCache::CodeCache(CodeCacheOptions opts) : impl_(std::make_unique<Impl>()) {
+  impl_->opts = std::move(opts);
+}
 CodeCache::~CodeCache() = default;
 
 int CodeCache::compilations() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  return static_cast<int>(impl_->programs.size());
+  return impl_->compiled;
+}
+
+int CodeCache::disk_loads() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->loaded;
 }
 
 std::shared_ptr<const CompiledProgram> CodeCache::compile(const Function& f) {
   Impl& I = *impl_;
   std::lock_guard<std::mutex> lock(I.mu);
-  if (!I.jit) I.start();
-  // Keyed by the IR text (without locations) and the target it was built for.
-  std::string key = print_function(f, false) + "\n" + I.tm->getTargetTriple().str() + " " +
-                    I.tm->getTargetCPU().str() + " " + I.tm->getTargetFeatureString().str();
+  if (!I.jit) {
+    ScopedPhase t(I.opts.times, "codegen: start LLVM JIT");
+    I.start();
+  }
+  // In memory: keyed by the IR text (without locations).
+  std::string key = print_function(f, false);
   if (auto it = I.programs.find(key); it != I.programs.end()) return it->second;
   auto prog = std::make_shared<CompiledProgram>();
-  prog->plan = plan_kernels(f);
-  if (!prog->plan.kernels.empty()) {
-    std::string prefix = "pxl" + std::to_string(I.counter++) + ".";
-    auto ctx = std::make_unique<llvm::LLVMContext>();
-    auto m = codegen::emit_module(*ctx, f, prog->plan, prefix, codegen::Target::Host);
-    optimize(*m, *I.tm);
-    check(I.jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))),
-          "addIRModule");
-    for (size_t i = 0; i < prog->plan.kernels.size(); ++i) {
-      auto addr = check(I.jit->lookup(prefix + "k" + std::to_string(i)), "kernel lookup");
-      prog->kernels.push_back(addr.toPtr<KernelFn>());
-    }
+  {
+    ScopedPhase t(I.opts.times, "codegen: fusion plan");
+    prog->plan = plan_kernels(f);
   }
   prog->owner = I.jit;
-  I.programs.emplace(std::move(key), prog);
-  return prog;
+  if (prog->plan.kernels.empty()) return I.programs.emplace(std::move(key), prog).first->second;
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  std::unique_ptr<llvm::Module> m;
+  std::string digest;
+  {
+    ScopedPhase t(I.opts.times, "codegen: emit LLVM IR");
+    m = codegen::emit_module(*ctx, f, prog->plan, "", codegen::Target::Host);
+    // On disk: addressed by what LLVM is asked to compile, so a changed
+    // emitter or target never reuses a stale object.
+    digest = hex_sha256(module_text(*m) + "\n" + I.target_id);
+  }
+  if (auto it = I.linked.find(digest); it != I.linked.end()) {
+    prog->kernels = it->second;
+    return I.programs.emplace(std::move(key), prog).first->second;
+  }
+  std::string prefix = "pxl" + digest.substr(0, 24) + ".";
+  std::string name = f.name.empty() ? std::string("f") : f.name;
+  std::string file = digest + ".o";
+  std::optional<std::string> object;
+  if (!I.opts.disk_dir.empty()) {
+    ScopedPhase t(I.opts.times, "codegen: disk cache read");
+    object = read_file(I.opts.disk_dir + "/" + file);
+  }
+  if (object) {
+    ++I.loaded;
+    I.explain(name + ": " + std::to_string(prog->plan.kernels.size()) +
+              " kernel(s) loaded from the disk cache (" + digest.substr(0, 16) + ")");
+  } else {
+    add_prefix(*m, prefix);
+    object = I.compile_object(*m);
+    ++I.compiled;
+    if (!I.opts.disk_dir.empty()) {
+      ScopedPhase t(I.opts.times, "codegen: disk cache write");
+      write_file_atomic(I.opts.disk_dir, file, *object);
+    }
+    I.explain(name + ": " + std::to_string(prog->plan.kernels.size()) + " kernel(s) compiled (" +
+              (I.opts.disk_dir.empty() ? std::string("no disk cache")
+                                       : "not in the disk cache: " + digest.substr(0, 16)) +
+              ")");
+  }
+  if (!I.link(*prog, *object, prefix)) {
+    // A damaged cache file: compile afresh under another prefix (the bad
+    // object may have claimed some names) and replace the file.
+    I.explain(name + ": the disk cache entry " + digest.substr(0, 16) + " is unusable; recompiled");
+    prefix += "r.";
+    auto ctx2 = std::make_unique<llvm::LLVMContext>();
+    auto m2 = codegen::emit_module(*ctx2, f, prog->plan, prefix, codegen::Target::Host);
+    object = I.compile_object(*m2);
+    ++I.compiled;
+    if (!I.link(*prog, *object, prefix))
+      internal_error(__FILE__, __LINE__, "the JIT could not link freshly compiled kernels");
+  }
+  I.linked[digest] = prog->kernels;
+  return I.programs.emplace(std::move(key), prog).first->second;
 }
 
 std::string kernels_llvm_ir(const Function& f, bool optimized) {

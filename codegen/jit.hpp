@@ -2,6 +2,7 @@
 // (O3, host target machine) and caches the result by IR text. No LLVM headers,
 // so the runtime and the tests can use it without LLVM's include paths.
 #pragma once
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,17 +20,34 @@ struct CompiledProgram {
   std::shared_ptr<void> owner;   // keeps the JIT (and so the code) alive
 };
 
+class PhaseTimes; // lang/phase_times.hpp
+
+struct CodeCacheOptions {
+  // Where compiled objects are kept across processes, content-addressed by the
+  // emitted LLVM IR, the target and the flags; "" keeps them in memory only.
+  std::string disk_dir;
+  PhaseTimes* times = nullptr;     // --time-passes: plan, emit, O3, codegen, load, link
+  std::ostream* explain = nullptr; // --explain-cache: one line per program compiled or loaded
+};
+
+// The on-disk cache directory pxl uses by default: $PXL_CACHE_DIR when set
+// ("" or "off" turn the cache off), else $XDG_CACHE_HOME/pxl, else
+// $HOME/.cache/pxl, else none.
+std::string default_disk_cache_dir();
+
 // One JIT and its compiled programs. Owned by the Platform (one per
 // interpreter), so nothing compiled is global; thread-safe.
 class CodeCache {
 public:
-  CodeCache();
+  explicit CodeCache(CodeCacheOptions opts = {});
   ~CodeCache();
   CodeCache(const CodeCache&) = delete;
   CodeCache& operator=(const CodeCache&) = delete;
-  // The compiled kernels of `f`; the same Function text compiles once.
+  // The compiled kernels of `f`; the same Function text compiles once per
+  // process, and once per disk cache when there is one.
   std::shared_ptr<const CompiledProgram> compile(const Function& f);
-  int compilations() const; // how many distinct programs were compiled
+  int compilations() const; // programs compiled by LLVM in this process
+  int disk_loads() const;   // programs loaded from the disk cache instead
 
 private:
   struct Impl;

@@ -21,6 +21,11 @@ namespace pxl {
 InterpreterImpl::InterpreterImpl(InterpOptions opts)
     : opts_(opts), out_(opts.out ? opts.out : &std::cout), err_(opts.err ? opts.err : &std::cerr),
       platform_(opts.num_devices) {
+  CodeCacheOptions cache;
+  cache.disk_dir = opts_.cache_dir == "auto" ? default_disk_cache_dir() : opts_.cache_dir;
+  cache.times = phase_times();
+  if (opts_.explain_cache) cache.explain = err_;
+  platform_.set_code_cache_options(std::move(cache));
   ops_ = std::make_unique<EagerContext>();
   ops_stack_.push_back(ops_.get());
   ellipsis_ = Value::object(std::make_shared<EllipsisObj>());
@@ -35,6 +40,7 @@ std::shared_ptr<PullLog> InterpreterImpl::pull_log() {
 }
 
 InterpreterImpl::~InterpreterImpl() {
+  if (opts_.time_passes) *err_ << phase_times_.report();
   if (opts_.profile) {
     const auto pulls = pull_log()->pulls();
     int64_t total = 0;
@@ -76,7 +82,11 @@ void InterpreterImpl::reset_globals() {
 }
 
 Value InterpreterImpl::run_source(const SourceRef& src, const EnvPtr& env, bool echo) {
-  auto module = std::make_shared<Module>(parse_module(src));
+  std::shared_ptr<Module> module;
+  {
+    ScopedPhase t(phase_times(), "parse");
+    module = std::make_shared<Module>(parse_module(src));
+  }
   // Function objects point into the AST: keep it alive as long as the session.
   asts_.push_back(module);
   Value ret;

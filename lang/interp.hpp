@@ -20,9 +20,14 @@ struct InterpOptions {
   bool dump_ir = false;     // print the IR of every traced function (--dump=ir)
   bool comm_report = false; // print the communication report of every SPMD function (--comm)
   bool profile = false;     // report host pulls of sharded arrays when destroyed (--profile)
-  ExecMode exec = ExecMode::Interp; // how traced programs run (--exec jit|interp)
+  ExecMode exec = ExecMode::Jit;    // how traced programs run (--exec jit|interp)
   bool dump_llvm = false;           // print the optimized LLVM IR of every SPMD program (--dump=llvm)
   bool dump_ptx = false;            // print the PTX of every SPMD program's kernels (--dump=ptx)
+  bool time_passes = false;   // report the time of each phase when destroyed (--time-passes)
+  bool explain_cache = false; // say why traced functions are retraced and kernels compiled
+  // Compiled kernels kept across processes: "auto" = default_disk_cache_dir()
+  // ($PXL_CACHE_DIR, else the user's cache dir), "" = none.
+  std::string cache_dir = "auto";
 };
 
 enum class Completeness { Complete, Incomplete, Invalid };

@@ -7,6 +7,7 @@
 
 #include "lang/interp.hpp"
 #include "lang/value.hpp"
+#include "lang/phase_times.hpp"
 #include "runtime/platform.hpp"
 
 namespace pxl {
@@ -72,6 +73,8 @@ public:
   void push_ops(OpContext* c) { ops_stack_.push_back(c); }
   void pop_ops() { ops_stack_.pop_back(); }
   Platform& platform() { return platform_; }
+  // --time-passes: null unless asked for, so ScopedPhase costs nothing then.
+  PhaseTimes* phase_times() { return opts_.time_passes ? &phase_times_ : nullptr; }
   // Value -> Tensor: arrays as is, Python scalars weakly typed, nested lists/tuples.
   Tensor to_tensor(const Value& v, const Span& where, std::optional<DType> dtype = {});
   bool is_array_like(const Value& v) const;
@@ -101,6 +104,7 @@ private:
   InterpOptions opts_;
   std::ostream* out_;
   std::ostream* err_;
+  PhaseTimes phase_times_;
   Platform platform_;
   std::unique_ptr<OpContext> ops_;       // the eager context
   std::vector<OpContext*> ops_stack_;

@@ -77,6 +77,10 @@ ParseResult parse(const std::vector<std::string>& args, const char* env_devices)
       opts.comm_report = true;
     } else if (a == "--profile") {
       opts.profile = true;
+    } else if (a == "--time-passes") {
+      opts.time_passes = true;
+    } else if (a == "--explain-cache") {
+      opts.explain_cache = true;
     } else if (a == "-c") {
       if (i + 1 >= args.size()) return fail("option '-c' needs a code argument");
       opts.mode = Mode::Code;
@@ -120,10 +124,14 @@ std::string usage() {
          "  --dump=ir      print the IR of every traced (pmap/shard_map) function\n"
          "  --dump=llvm    print the optimized LLVM IR of their fused kernels\n"
          "  --dump=ptx     print their fused kernels as sm_90 PTX\n"
-         "  --exec MODE    run traced functions compiled (jit) or interpreted (interp,\n"
-         "                 the default)\n"
+         "  --exec MODE    run traced functions compiled by the LLVM JIT (jit, the\n"
+         "                 default) or interpreted by the reference kernels (interp)\n"
          "  --comm         print the communication report of every pmap/shard_map function\n"
          "  --profile      at exit, list every pull of a sharded array to the host, with its line\n"
+         "  --time-passes  at exit, print the time spent in each phase (parse, trace, check,\n"
+         "                 fusion, LLVM optimisation, codegen, run)\n"
+         "  --explain-cache  say why a function is traced again and whether its kernels\n"
+         "                 were compiled or loaded from the disk cache (PXL_CACHE_DIR)\n"
          "  --version, -V  print the version of pxl and of its LLVM, then exit\n"
          "  --help, -h     print this help, then exit\n"
          "  --             end of options\n";

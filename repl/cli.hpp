@@ -21,7 +21,9 @@ struct Options {
   bool profile = false;                 // --profile: report host pulls of sharded arrays at exit
   bool dump_llvm = false;               // --dump=llvm: the optimized LLVM IR of the kernels
   bool dump_ptx = false;                // --dump=ptx: the kernels as sm_90 PTX
-  ExecMode exec = ExecMode::Interp;     // --exec jit|interp
+  ExecMode exec = ExecMode::Jit;        // --exec jit|interp
+  bool time_passes = false;             // --time-passes: time of each phase at exit
+  bool explain_cache = false;           // --explain-cache: retraces and compilations
 };
 
 struct ParseResult {

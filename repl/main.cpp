@@ -26,6 +26,8 @@ int run(const pxl::cli::Options& opts) {
     io.dump_llvm = opts.dump_llvm;
     io.dump_ptx = opts.dump_ptx;
     io.exec = opts.exec;
+    io.time_passes = opts.time_passes;
+    io.explain_cache = opts.explain_cache;
     pxl::Interpreter interp(io);
     switch (opts.mode) {
     case Mode::File:

@@ -25,7 +25,7 @@ DeviceThreads& Platform::threads() {
 }
 
 CodeCache& Platform::code_cache() {
-  if (!code_cache_) code_cache_ = std::make_unique<CodeCache>();
+  if (!code_cache_) code_cache_ = std::make_unique<CodeCache>(code_cache_options_);
   return *code_cache_;
 }
 

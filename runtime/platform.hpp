@@ -5,10 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "codegen/jit.hpp"
+
 namespace pxl {
 
 class DeviceThreads;
-class CodeCache; // codegen/jit.hpp
 
 struct Device {
   int id = 0;
@@ -27,11 +28,15 @@ public:
   // The LLVM JIT's compiled programs (created on first use), so a Function
   // compiles once per interpreter.
   CodeCache& code_cache();
+  // How the code cache is created (disk directory, --time-passes,
+  // --explain-cache); takes effect if set before its first use.
+  void set_code_cache_options(CodeCacheOptions opts) { code_cache_options_ = std::move(opts); }
 
 private:
   std::vector<Device> devices_;
   std::unique_ptr<DeviceThreads> threads_;
   std::unique_ptr<CodeCache> code_cache_;
+  CodeCacheOptions code_cache_options_;
 };
 
 // Device count from --devices / PXL_DEVICES; `text` is the user's value.

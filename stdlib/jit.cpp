@@ -6,26 +6,92 @@
 #include <sstream>
 
 #include "lang/args.hpp"
+#include "lang/phase_times.hpp"
+#include "runtime/eager.hpp"
+#include "runtime/executable.hpp"
 #include "lang/tracer.hpp"
+#include "stdlib/cache_explain.hpp"
 #include "stdlib/trace_util.hpp"
 #include "stdlib/transforms.hpp"
 
 namespace pxl {
 
-// Runs a jitted Function in the current context: eagerly op by op through the
-// reference kernels, or inlined into an enclosing trace (pmap, shard_map, vmap,
-// grad). The LLVM JIT plugs in here.
+// Runs a jitted Function in the current context: inlined into an enclosing
+// trace (pmap, shard_map, vmap, grad), or op by op eagerly.
 Value run_jitted(InterpreterImpl& in, const TracedFunction& t, std::span<const Tensor> params) {
   return apply_traced(in, t, params);
 }
 
 namespace {
 
+// One traced signature of a jitted function and, once it has been run eagerly
+// under --exec jit, its compiled executable (on one device, on the calling
+// thread: no device threads, no rendezvous).
+struct JitEntry {
+  Signature sig; // what it was traced for (--explain-cache)
+  std::shared_ptr<TracedFunction> traced;
+  std::unique_ptr<Executable> exe;
+  std::unique_ptr<CommWorld> world;
+  bool compilable = true;
+};
+
+// Effects (jax.debug.print) keep their per-op eager path, which prints.
+bool has_effects(const Function& f) {
+  for (const Instr& i : f.body)
+    if (op_family(i.op) == OpFamily::Effect) return true;
+  return false;
+}
+
+// Runs `e` compiled when the call is eager, --exec jit is on and every argument
+// is a plain array on one device; returns false to fall back to run_jitted.
+bool run_compiled(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> params, Value& out) {
+  if (in.options().exec != ExecMode::Jit || !e.compilable) return false;
+  auto* eager = dynamic_cast<EagerContext*>(&in.ops());
+  if (!eager) return false;
+  std::vector<std::vector<Array>> inputs(1);
+  inputs[0].reserve(params.size());
+  for (const Tensor& t : params) {
+    if (!t->concrete) return false; // sharded over a mesh: the eager path assembles it
+    inputs[0].push_back(*t->concrete);
+  }
+  if (!e.exe) {
+    if (has_effects(*e.traced->fn)) {
+      e.compilable = false;
+      return false;
+    }
+    std::vector<Array> consts;
+    for (const Tensor& c : e.traced->consts) {
+      if (!c->concrete) {
+        e.compilable = false;
+        return false;
+      }
+      consts.push_back(*c->concrete);
+    }
+    SpmdLayout layout;
+    layout.mesh.device_ids = {eager->device()};
+    e.exe = make_executable(ExecMode::Jit, &in.platform().code_cache(), e.traced->fn, layout,
+                            std::move(consts));
+    e.world = std::make_unique<CommWorld>(1, 1);
+  }
+  std::vector<DebugRecord> debug;
+  std::vector<std::vector<Array>> results;
+  {
+    ScopedPhase timing(in.phase_times(), "run: jit");
+    results = e.exe->run(0, inputs, *e.world, debug);
+  }
+  ValueList leaves;
+  leaves.reserve(results[0].size());
+  for (Array& a : results[0]) leaves.push_back(make_array(make_tensor(std::move(a))));
+  out = tree_unflatten(e.traced->out_tree, leaves);
+  return true;
+}
+
+
 struct JitFunction : OpaqueObj {
   Value fn;
   std::vector<int64_t> static_argnums;
   std::vector<std::string> static_argnames;
-  std::map<std::string, std::shared_ptr<TracedFunction>> cache;
+  std::map<std::string, std::shared_ptr<JitEntry>> cache;
   int traces = 0;
 
   std::string type_name() const override { return "PjitFunction"; }
@@ -36,6 +102,10 @@ struct JitFunction : OpaqueObj {
     if (name == "_trace_count") return out = Value::integer(traces), true;
     if (name == "__wrapped__") return out = fn, true;
     return false;
+  }
+
+  std::string fn_name() const {
+    return fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : pxl::type_name(fn);
   }
 
   // The parameter name at position i of a pxl function (to link static_argnums
@@ -73,7 +143,7 @@ struct JitFunction : OpaqueObj {
       }
     // Split the call into static values (part of the cache key) and dynamic ones
     // (traced): positional ones first, then the dynamic keywords as one dict.
-    std::ostringstream key;
+    Signature sig;
     ValueList dyn;
     std::vector<std::pair<size_t, Value>> static_pos;
     std::vector<std::pair<std::string, Value>> static_kw, dyn_kw;
@@ -88,7 +158,8 @@ struct JitFunction : OpaqueObj {
                         pxl::type_name(a.pos[i]),
                     where, "pass it as a tuple, or make it a regular (traced) argument");
       static_pos.push_back({i, a.pos[i]});
-      key << "#" << i << "=" << pxl::type_name(a.pos[i]) << ":" << pxl::repr(a.pos[i]);
+      sig.add("static argument " + std::to_string(i),
+              pxl::type_name(a.pos[i]) + " " + pxl::repr(a.pos[i]));
     }
     for (auto& [name, v] : a.kw) {
       if (is_static_name(name)) {
@@ -98,7 +169,7 @@ struct JitFunction : OpaqueObj {
                           pxl::type_name(v),
                       where);
         static_kw.push_back({name, v});
-        key << "#" << name << "=" << pxl::type_name(v) << ":" << pxl::repr(v);
+        sig.add("static argument '" + name + "'", pxl::type_name(v) + " " + pxl::repr(v));
       } else {
         dyn_kw.push_back({name, v});
       }
@@ -112,22 +183,30 @@ struct JitFunction : OpaqueObj {
     TreeDef tree;
     std::vector<Tensor> leaves = leaf_tensors(in, dyn, where, &tree);
     auto* enclosing = dynamic_cast<TraceContext*>(&in.ops());
-    key << "|" << tree.repr() << "|" << n_dyn_pos;
-    for (const Tensor& t : leaves) {
-      key << "|" << type_str(t->aval) << (t->aval.weak ? "w" : "");
+    sig.add("argument structure", tree.repr() + " with " + std::to_string(n_dyn_pos) + " positional");
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      const Tensor& t = leaves[i];
+      std::string type = type_str(t->aval);
       if (enclosing && enclosing->owns(t))
-        key << "v" << enclosing->function().values[t->trace_id].vma;
+        type += " varying over " + std::to_string(enclosing->function().values[t->trace_id].vma);
+      sig.add("array argument " + std::to_string(i), type);
     }
     if (enclosing) {
       const Function& ef = enclosing->function();
       for (size_t i = 0; i < ef.mesh_axes.size(); ++i)
-        key << "|" << ef.mesh_axes[i] << "=" << ef.mesh_sizes[i];
+        sig.add("enclosing axis", ef.mesh_axes[i] + "=" + std::to_string(ef.mesh_sizes[i]));
     }
-    std::shared_ptr<TracedFunction> traced;
-    auto it = cache.find(key.str());
+    const std::string key = sig.key();
+    std::shared_ptr<JitEntry> entry;
+    auto it = cache.find(key);
     if (it != cache.end()) {
-      traced = it->second;
+      entry = it->second;
     } else {
+      if (in.options().explain_cache) {
+        std::vector<const Signature*> seen;
+        for (const auto& [k, e] : cache) seen.push_back(&e->sig);
+        explain_trace_miss(in, "jit(" + fn_name() + ")", where, sig, seen);
+      }
       // The traced callable puts the static arguments back in their places.
       Value target = fn;
       Value wrapper = make_builtin("jit", [target, static_pos, static_kw, n_dyn_pos,
@@ -151,7 +230,11 @@ struct JitFunction : OpaqueObj {
         return in.call(target, full, where);
       });
       ++traces;
-      traced = std::make_shared<TracedFunction>(trace_function(in, wrapper, dyn, where, "jit"));
+      entry = std::make_shared<JitEntry>();
+      entry->sig = sig;
+      entry->traced =
+          std::make_shared<TracedFunction>(trace_function(in, wrapper, dyn, where, "jit"));
+      TracedFunction* traced = entry->traced.get();
       if (fn.is_obj(ObjKind::Function)) traced->fn->name = fn.as<FunctionObj>()->name;
       if (in.options().dump_ir) in.out() << print_function(*traced->fn);
       // A Function that captured values of an enclosing trace is valid only in
@@ -159,9 +242,9 @@ struct JitFunction : OpaqueObj {
       bool reusable = true;
       for (const Tensor& c : traced->consts)
         if (c->trace) reusable = false;
-      if (reusable) cache[key.str()] = traced;
+      if (reusable) cache[key] = entry;
     }
-    out = run_jitted(in, *traced, leaves);
+    if (!run_compiled(in, *entry, leaves, out)) out = run_jitted(in, *entry->traced, leaves);
     return true;
   }
 };

@@ -242,7 +242,11 @@ struct ShardMapFn : SpmdFunction {
       }
     }
     std::vector<DebugRecord> debug;
-    auto results = launch(*c->exe, in.platform().threads(), layout, inputs, &debug);
+    std::vector<std::vector<Array>> results;
+    {
+      ScopedPhase timing(in.phase_times(), "run: pmap/shard_map");
+      results = launch(*c->exe, in.platform().threads(), layout, inputs, &debug);
+    }
     print_debug(in, *c->fn, mesh, debug);
     ValueList outs;
     for (size_t r = 0; r < c->fn->results.size(); ++r) {
@@ -424,7 +428,11 @@ struct PmapFn : SpmdFunction {
     }
     SpmdLayout layout{pmesh, threads, k};
     std::vector<DebugRecord> debug;
-    auto results = launch(*c->exe, in.platform().threads(), layout, inputs, &debug);
+    std::vector<std::vector<Array>> results;
+    {
+      ScopedPhase timing(in.phase_times(), "run: pmap/shard_map");
+      results = launch(*c->exe, in.platform().threads(), layout, inputs, &debug);
+    }
     print_debug(in, *c->fn, pmesh, debug);
     ValueList outs;
     Mesh dev_mesh{{name}, {threads}, {}};

@@ -61,6 +61,7 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
 
 ValueList trace_body(InterpreterImpl& in, TraceContext& tc, const Value& fn, const Value& arg_tuple,
                      const Span& where, TreeDef& out_tree) {
+  ScopedPhase timing(in.phase_times(), "trace + check");
   in.push_ops(&tc);
   struct Pop {
     InterpreterImpl& in;

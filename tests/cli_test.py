@@ -95,6 +95,33 @@ def main():
         Path(d, "lib.pxl").write_text("def sq(x):\n    return x * x\n")
         expect(":load", run(pxl, [], stdin=":load lib.pxl\nsq(4)\n", cwd=d), code=0, out="16\n")
 
+    # The JIT: on-disk kernel cache, --explain-cache, --time-passes.
+    prog = ("import jax\nimport jax.numpy as jnp\n"
+            "f = jax.jit(lambda a, b: jnp.sum(jnp.exp(a) * b))\n"
+            "x = jnp.arange(4.0)\nprint(f(x, x))\nprint(f(x, 2.0))\nprint(f(x, x))\n")
+    want = "77.753006\n62.38575\n77.753006\n"
+    with tempfile.TemporaryDirectory() as d:
+        env = {"PXL_CACHE_DIR": d}
+        expect("disk cache: first run compiles", run(pxl, ["--explain-cache", "-c", prog], env_extra=env),
+               code=0, out=want, err_has=["trace cache miss: jit(<lambda>) at <string>:5:7",
+                                          "first call", "array argument 1 was f32[4], now ~f32[]",
+                                          "1 kernel(s) compiled (not in the disk cache"])
+        objects = sorted(Path(d).glob("*.o"))
+        expect("disk cache: two objects written", (0, str(len(objects)), ""), out="2")
+        expect("disk cache: second run loads", run(pxl, ["--explain-cache", "-c", prog], env_extra=env),
+               code=0, out=want, err_has=["1 kernel(s) loaded from the disk cache"])
+        for o in objects:
+            o.write_bytes(b"not an object file")
+        expect("disk cache: damaged entry is recompiled",
+               run(pxl, ["--explain-cache", "-c", prog], env_extra=env), code=0, out=want,
+               err_has=["is unusable; recompiled"])
+    expect("PXL_CACHE_DIR=off", run(pxl, ["--explain-cache", "-c", prog], env_extra={"PXL_CACHE_DIR": "off"}),
+           code=0, out=want, err_has=["compiled (no disk cache)"])
+    expect("--time-passes", run(pxl, ["--time-passes", "-c", prog], env_extra={"PXL_CACHE_DIR": "off"}),
+           code=0, out=want, err_has=["--time-passes", "parse", "trace + check", "codegen: fusion plan",
+                                      "codegen: LLVM O3", "codegen: machine code", "run: jit"])
+    expect("--exec interp gives the same", run(pxl, ["--exec", "interp", "-c", prog]), code=0, out=want)
+
     print(f"{'FAILED: ' + ', '.join(failures) if failures else 'all passed'}")
     return 1 if failures else 0
 
