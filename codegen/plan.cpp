@@ -60,6 +60,7 @@ bool fusible_instr(const Function& f, const Instr& in) {
   case OpFamily::Index:
   case OpFamily::Collective:
   case OpFamily::Effect:
+  case OpFamily::Call:
     return false;
   }
   return false;

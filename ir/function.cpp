@@ -94,11 +94,14 @@ std::string print_function(const Function& f, bool with_locations) {
   os << " {\n";
   for (const Instr& in : f.body) {
     std::ostringstream line;
-    line << "  " << val(in.result) << " = " << op_name(in.op);
+    line << " ";
+    for (int r = 0; r < in.nresults; ++r) line << (r ? ", " : " ") << val(in.result + r);
+    line << " = " << op_name(in.op);
     std::string attrs = attrs_str(in.op, in.attrs);
     if (!attrs.empty()) line << "[" << attrs << "]";
     for (size_t i = 0; i < in.operands.size(); ++i) line << (i ? ", " : " ") << val(in.operands[i]);
-    line << " : " << typ(in.result);
+    line << " : ";
+    for (int r = 0; r < in.nresults; ++r) line << (r ? ", " : "") << typ(in.result + r);
     std::string l = line.str();
     std::string loc = with_locations ? loc_str(f.values[in.result].loc) : "";
     if (!loc.empty()) l += std::string(l.size() < 56 ? 56 - l.size() : 1, ' ') + "# " + loc;
@@ -169,6 +172,9 @@ public:
       expect('=');
       std::string name = ident();
       auto op = op_by_name(name);
+      // The callee of an SPMD call lives in memory (a Function with its
+      // executable); the text form only names it.
+      if (*op == Op::SpmdCall) fail("spmd_call cannot be parsed back from text");
       Instr in{*op, {}, {}, -1};
       if (accept('[')) in.attrs = parse_attrs(*op);
       skip_ws();
@@ -447,17 +453,25 @@ std::string verify_function(const Function& f) {
                std::to_string(o) + " before it is defined";
       avals.push_back(f.values[o].aval);
     }
-    AVal want;
+    std::vector<AVal> want;
     try {
-      want = infer(in.op, in.attrs, avals);
+      want = in.op == Op::SpmdCall ? infer_call(in.attrs, avals)
+                                   : std::vector<AVal>{infer(in.op, in.attrs, avals)};
     } catch (const Error& e) {
       return std::string(op_name(in.op)) + " %" + std::to_string(in.result) + ": " + e.message();
     }
-    const AVal& got = f.values.at(in.result).aval;
-    if (want.shape != got.shape || want.dtype != got.dtype)
-      return std::string(op_name(in.op)) + " %" + std::to_string(in.result) + " is declared " +
-             type_str(got) + " but its shape rule gives " + type_str(want);
-    defined[in.result] = true;
+    if (static_cast<int>(want.size()) != in.nresults ||
+        in.result + in.nresults > static_cast<int>(f.values.size()))
+      return std::string(op_name(in.op)) + " %" + std::to_string(in.result) + " declares " +
+             std::to_string(in.nresults) + " results but its shape rule gives " +
+             std::to_string(want.size());
+    for (int r = 0; r < in.nresults; ++r) {
+      const AVal& got = f.values.at(in.result + r).aval;
+      if (want[r].shape != got.shape || want[r].dtype != got.dtype)
+        return std::string(op_name(in.op)) + " %" + std::to_string(in.result + r) +
+               " is declared " + type_str(got) + " but its shape rule gives " + type_str(want[r]);
+      defined[in.result + r] = true;
+    }
   }
   for (int r : f.results)
     if (r < 0 || r >= static_cast<int>(f.values.size()) || !defined[r])

@@ -36,6 +36,9 @@ struct Instr {
   OpAttrs attrs;
   std::vector<int> operands;
   int result = -1;
+  // Multi-result instructions (spmd_call) define the values result ..
+  // result + nresults - 1; every other op has one result.
+  int nresults = 1;
 };
 
 struct Function {

@@ -155,6 +155,8 @@ std::string attrs_str(Op op, const OpAttrs& a) {
            " axis=" + std::to_string(a.axis) + " concat_axis=" + std::to_string(a.concat_axis);
   case Op::DebugPrint:
     return "format=" + std::to_string(a.axis);
+  case Op::SpmdCall:
+    return a.callee ? callee_str(*a.callee) : "";
   case Op::Ppermute: {
     std::string s = "axis_names=" + names_str(a.axis_names) +
                     " group_size=" + std::to_string(a.group_size) + " pairs=[";

@@ -4,6 +4,7 @@
 // without `default:` so that -Wswitch flags an op a rule forgot.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 namespace pxl {
 
 class Array;
+struct SpmdCallee; // runtime/spmd_call.hpp
 
 enum class Op : uint16_t {
 #define OP(name, text, arity, family) name,
@@ -33,7 +35,8 @@ enum class OpFamily : uint8_t {
   Dot,
   Index,
   Collective,
-  Effect
+  Effect,
+  Call
 };
 
 const char* op_name(Op op); // the text name, e.g. "dot_general"
@@ -74,6 +77,7 @@ struct OpAttrs {
   bool tiled = false;                           // all_gather, psum_scatter
   int64_t concat_axis = 0;                      // all_to_all
   std::vector<std::pair<int64_t, int64_t>> pairs; // ppermute: (source, destination) ranks
+  std::shared_ptr<const SpmdCallee> callee;     // spmd_call
   bool operator==(const OpAttrs&) const = default;
 };
 
@@ -83,6 +87,11 @@ std::string attrs_str(Op op, const OpAttrs& attrs);
 // Shape rule: the result's abstract value, or pxl::Error (no span) naming the
 // offending shapes/dtypes.
 AVal infer(Op op, const OpAttrs& attrs, std::span<const AVal> inputs);
+
+// spmd_call's shape rule: the global types of all of its results.
+std::vector<AVal> infer_call(const OpAttrs& attrs, std::span<const AVal> inputs);
+// spmd_call's attributes as IR text: "shard_map @f mesh=... in=(...) out=(...)".
+std::string callee_str(const SpmdCallee& callee);
 
 // Reference kernel: slow, simple, obviously correct; the oracle compiled code is
 // checked against. Runs the shape rule first, so bad input throws the same errors.

@@ -321,6 +321,7 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
   case Op::AllToAll:
   case Op::AxisIndex:
   case Op::DebugPrint:
+  case Op::SpmdCall:
     // Collectives need the other devices and effects the host: their kernel is
     // the SPMD executor's.
     break;

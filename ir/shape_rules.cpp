@@ -488,6 +488,12 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
     return collective(op, a, in);
   case Op::DebugPrint:
     return {DType::Bool, {}, false};
+  case Op::SpmdCall: {
+    // Bound through OpContext::bind_call; a one-result call also checks here.
+    std::vector<AVal> outs = infer_call(a, in);
+    if (outs.size() != 1) fail(ErrCode::Internal, op, "has several results (bind it with bind_call)");
+    return outs[0];
+  }
   }
   fail(ErrCode::Internal, op, "no shape rule");
 }

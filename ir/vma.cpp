@@ -19,6 +19,7 @@ AxisSet infer_vma(Op op, std::span<const AxisSet> operands, AxisSet named) {
   case OpFamily::Index:
     return all;
   case OpFamily::Effect:
+  case OpFamily::Call: // only single-device code calls an SPMD function
     return 0;
   case OpFamily::Collective:
     break;

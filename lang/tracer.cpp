@@ -54,16 +54,22 @@ int TraceContext::value_of(const Tensor& t) {
   return id;
 }
 
-Tensor TraceContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) {
+std::vector<int> TraceContext::operand_ids(std::span<const Tensor> inputs,
+                                           std::vector<AVal>& avals) {
   std::vector<int> ids;
-  std::vector<AVal> avals;
-  std::vector<AxisSet> vmas;
   for (const Tensor& t : inputs) {
     int id = value_of(t);
     ids.push_back(id);
     avals.push_back(fn_.values[id].aval);
-    vmas.push_back(fn_.values[id].vma);
   }
+  return ids;
+}
+
+Tensor TraceContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) {
+  std::vector<AVal> avals;
+  std::vector<int> ids = operand_ids(inputs, avals);
+  std::vector<AxisSet> vmas;
+  for (int id : ids) vmas.push_back(fn_.values[id].vma);
   AVal out = infer(op, attrs, avals); // throws a span-less Error; the caller adds the span
   AxisSet named = 0;
   for (const auto& name : attrs.axis_names) {
@@ -79,6 +85,26 @@ Tensor TraceContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> i
   int id = fn_.add_value(std::move(v));
   fn_.body.push_back(Instr{op, attrs, std::move(ids), id});
   return make(id);
+}
+
+std::vector<Tensor> TraceContext::bind_call(const OpAttrs& attrs, std::span<const Tensor> inputs) {
+  std::vector<AVal> avals;
+  std::vector<int> ids = operand_ids(inputs, avals);
+  std::vector<AVal> outs = infer_call(attrs, avals);
+  Instr in{Op::SpmdCall, attrs, std::move(ids), -1};
+  in.nresults = static_cast<int>(outs.size());
+  std::vector<Tensor> results;
+  for (const AVal& a : outs) {
+    IRValue v;
+    v.aval = a;
+    v.loc = loc;
+    v.producer = static_cast<int>(fn_.body.size());
+    int id = fn_.add_value(std::move(v));
+    if (in.result < 0) in.result = id;
+    results.push_back(make(id));
+  }
+  fn_.body.push_back(std::move(in));
+  return results;
 }
 
 const Array& TraceContext::concrete(const Tensor& t) {
@@ -121,9 +147,14 @@ OpAttrs attrs_for_rebind(OpContext& cx, const Function& f, const Instr& in) {
 std::vector<Tensor> inline_function_values(OpContext& cx, const Function& f,
                                            std::span<const Tensor> params,
                                            std::span<const Tensor> consts) {
-  return walk_function<Tensor>(cx, f, params, consts,
-                               [&](Op op, const OpAttrs& attrs, const std::vector<Tensor>& args,
-                                   const IRValue&) { return cx.bind(op, attrs, args); });
+  return walk_function<Tensor>(
+      cx, f, params, consts,
+      [&](Op op, const OpAttrs& attrs, const std::vector<Tensor>& args, const IRValue&) {
+        return cx.bind(op, attrs, args);
+      },
+      [&](const OpAttrs& attrs, const std::vector<Tensor>& args, const Instr&) {
+        return cx.bind_call(attrs, args);
+      });
 }
 
 std::vector<Tensor> inline_function(OpContext& cx, const Function& f, std::span<const Tensor> params,

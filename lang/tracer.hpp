@@ -32,11 +32,15 @@ public:
   OpContext& outer() { return outer_; }
 
   Tensor bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) override;
+  // Records an spmd_call; its results are invariant (single-device code).
+  std::vector<Tensor> bind_call(const OpAttrs& attrs, std::span<const Tensor> inputs) override;
   const Array& concrete(const Tensor& t) override;
   Tensor constant(Array a) override;
 
 private:
   Tensor make(int id);
+  // The value ids of `inputs` in this trace (capturing outside values), and their types.
+  std::vector<int> operand_ids(std::span<const Tensor> inputs, std::vector<AVal>& avals);
   Function& fn_;
   OpContext& outer_;
   std::string what_;
@@ -54,9 +58,11 @@ std::vector<Tensor> inline_function(OpContext& cx, const Function& f, std::span<
 // Walks f's instructions in order with a value table of type V (a Tensor, or
 // vmap's batched value), calling bind(op, attrs, operands) for each with cx.loc
 // set to the instruction's source; returns the whole table.
-template <class V, class Bind>
+// An spmd_call is handed to bind_call(attrs, operands, instr), which returns
+// all of its results.
+template <class V, class Bind, class BindCall>
 std::vector<V> walk_function(OpContext& cx, const Function& f, std::span<const V> params,
-                             std::span<const V> consts, Bind&& bind);
+                             std::span<const V> consts, Bind&& bind, BindCall&& bind_call);
 // The same, returning every value of `f` (indexed by value id): the forward pass
 // that reverse mode differentiates.
 std::vector<Tensor> inline_function_values(OpContext& cx, const Function& f,
@@ -66,9 +72,9 @@ std::vector<Tensor> inline_function_values(OpContext& cx, const Function& f,
 // the enclosing trace's table (only traces can hold one).
 OpAttrs attrs_for_rebind(OpContext& cx, const Function& f, const Instr& in);
 
-template <class V, class Bind>
+template <class V, class Bind, class BindCall>
 std::vector<V> walk_function(OpContext& cx, const Function& f, std::span<const V> params,
-                             std::span<const V> consts, Bind&& bind) {
+                             std::span<const V> consts, Bind&& bind, BindCall&& bind_call) {
   PXL_ASSERT(params.size() == f.params.size() && consts.size() == f.consts.size(),
              "walk_function: wrong number of inputs");
   std::vector<V> env(f.values.size());
@@ -80,6 +86,11 @@ std::vector<V> walk_function(OpContext& cx, const Function& f, std::span<const V
     for (int o : in.operands) args.push_back(env[o]);
     OpAttrs attrs = attrs_for_rebind(cx, f, in);
     cx.loc = f.values[in.result].loc;
+    if (in.op == Op::SpmdCall) {
+      std::vector<V> outs = bind_call(attrs, args, in);
+      for (int r = 0; r < in.nresults; ++r) env[in.result + r] = std::move(outs[r]);
+      continue;
+    }
     env[in.result] = bind(in.op, attrs, args, f.values[in.result]);
   }
   return env;

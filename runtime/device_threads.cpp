@@ -47,6 +47,8 @@ struct DeviceThreads::Impl {
   const int size;
   std::mutex run_mu; // one run at a time
   std::vector<std::thread> threads;
+  std::mutex ids_mu; // guards ids, read by run() before it takes run_mu
+  std::vector<std::thread::id> ids;
   // The current job, written under run_mu before the workers' go words are
   // bumped (release) and read by them after they observe it (acquire). Only
   // the job's threads are woken, so an idle thread never reads a job that the
@@ -77,6 +79,16 @@ void DeviceThreads::run(int num_threads, const std::function<void(int thread)>& 
                                        " threads requested, the pool has " +
                                        std::to_string(m.size));
   if (num_threads == 0) return;
+  {
+    // A job that launches again on its own pool would wait forever for
+    // run_mu (held by the run it is part of): refuse it instead.
+    std::lock_guard<std::mutex> ids(m.ids_mu);
+    for (const std::thread::id& id : m.ids)
+      if (id == std::this_thread::get_id())
+        throw Error(ErrCode::Unsupported,
+                    "an SPMD program cannot launch another one from a device thread (a pmap or "
+                    "shard_map call inside code that already runs on the devices)");
+  }
   std::lock_guard<std::mutex> lock(m.run_mu);
   // Threads are created on first use, so a pool sized for 8 devices that only
   // ever runs 1 costs one thread.
@@ -84,6 +96,8 @@ void DeviceThreads::run(int num_threads, const std::function<void(int thread)>& 
     int index = int(m.threads.size());
     uint32_t seen = m.go[size_t(index)].gen.load(std::memory_order_relaxed);
     m.threads.emplace_back([&m, index, seen] { m.worker(index, seen); });
+    std::lock_guard<std::mutex> ids(m.ids_mu);
+    m.ids.push_back(m.threads.back().get_id());
   }
   m.job = &fn;
   m.errors.assign(size_t(num_threads), nullptr);

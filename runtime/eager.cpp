@@ -5,6 +5,7 @@
 
 #include "lang/diag.hpp"
 #include "runtime/sharded.hpp"
+#include "runtime/spmd_call.hpp"
 
 namespace pxl {
 
@@ -16,6 +17,14 @@ Tensor EagerContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> i
   Array out = eval_ref(op, attrs, args);
   if (out.device() != device_) out = out.on_device(device_);
   return make_tensor(std::move(out));
+}
+
+std::vector<Tensor> EagerContext::bind_call(const OpAttrs& attrs,
+                                            std::span<const Tensor> inputs) {
+  std::vector<AVal> avals;
+  for (const Tensor& t : inputs) avals.push_back(t->aval);
+  infer_call(attrs, avals); // operand checks, as eval_ref runs the shape rule
+  return run_spmd_call(*attrs.callee, inputs, pull_log_);
 }
 
 const Array& EagerContext::concrete(const Tensor& t) {

@@ -12,6 +12,8 @@ class EagerContext : public OpContext {
 public:
   explicit EagerContext(int device = 0) : device_(device) {}
   Tensor bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) override;
+  // Runs an SPMD call on the device threads (runtime/spmd_call.hpp).
+  std::vector<Tensor> bind_call(const OpAttrs& attrs, std::span<const Tensor> inputs) override;
   const Array& concrete(const Tensor& t) override;
   Tensor constant(Array a) override;
   int device() const { return device_; }

@@ -33,6 +33,8 @@ public:
       const Instr& in = f.body[i];
       if (in.op == Op::DebugPrint)
         run_debug_print(in, thread, k, env, debug);
+      else if (in.op == Op::SpmdCall)
+        run_spmd_call_instr(f, i, k, env);
       else if (is_collective(in.op))
         run_collective(f, layout_, groups_, thread, i, env, world);
       else

@@ -28,6 +28,10 @@ public:
         run_debug_print(in, thread, k, env, debug);
         continue;
       }
+      if (in.op == Op::SpmdCall) {
+        run_spmd_call_instr(f, i, k, env);
+        continue;
+      }
       if (!is_collective(in.op)) {
         run_reference_instr(f, i, k, env);
         continue;

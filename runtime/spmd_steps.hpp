@@ -31,6 +31,13 @@ void run_collective(const Function& f, const SpmdLayout& layout, const Collectiv
 void run_reference_instr(const Function& f, size_t index, int per_thread,
                          std::vector<std::vector<Array>>& env);
 
+// Runs the spmd_call f.body[index] for every local participant of a
+// single-device Function (runtime/spmd_call.cpp). It launches the callee on the
+// device threads, so the Function must run on the calling thread, not on one
+// of them (DeviceThreads::run refuses a nested launch).
+void run_spmd_call_instr(const Function& f, size_t index, int per_thread,
+                         std::vector<std::vector<Array>>& env);
+
 // Records a debug_print for every local participant; its result is a 0-d bool.
 void run_debug_print(const Instr& in, int thread, int per_thread,
                      std::vector<std::vector<Array>>& env, std::vector<DebugRecord>& debug);

@@ -49,9 +49,7 @@ std::vector<Tensor> forward_pass(OpContext& cx, const Function& f, std::span<con
   return inline_function_values(cx, f, params, consts);
 }
 
-namespace {
-
-// psum of `ct` over the mesh axes `axes` (in mesh order, as collectives name them).
+// Collectives name their axes in mesh order.
 Tensor psum_over(TraceContext& tc, const Tensor& ct, AxisSet axes) {
   const Function& f = tc.function();
   OpAttrs a;
@@ -62,6 +60,8 @@ Tensor psum_over(TraceContext& tc, const Tensor& ct, AxisSet axes) {
     }
   return tc.bind(Op::Psum, a, std::span<const Tensor>(&ct, 1));
 }
+
+namespace {
 
 // Cotangents by value id. Under shard_map a cotangent may carry a pending
 // psum: the true cotangent is psum over `pending` of the stored one. The psum
@@ -96,6 +96,35 @@ struct Accumulator {
   }
 };
 
+// An spmd_call's operands get their cotangents from its transpose, another
+// spmd_call (autodiff_spmd.cpp). Only single-device code calls one, so nothing
+// is pending.
+void transpose_call(OpContext& cx, const Function& f, const Instr& in,
+                    const std::vector<Tensor>& env, const std::vector<bool>& live,
+                    Accumulator& acc) {
+  std::vector<Tensor> cts(in.nresults);
+  bool any = false;
+  for (int r = 0; r < in.nresults; ++r) {
+    int id = in.result + r;
+    AxisSet pend = 0;
+    Tensor ct = acc.take(id, pend);
+    if (!ct || !live[id] || !is_floating(f.values[id].aval.dtype)) continue;
+    cts[r] = acc.materialize(ct, pend);
+    any = true;
+  }
+  if (!any) return;
+  std::vector<Tensor> primals;
+  std::vector<bool> need;
+  for (int o : in.operands) {
+    primals.push_back(env[o]);
+    need.push_back(live[o] && is_floating(f.values[o].aval.dtype));
+  }
+  cx.loc = f.values[in.result].loc;
+  std::vector<Tensor> oc = transpose_spmd_call(cx, in, primals, cts, need);
+  for (size_t k = 0; k < oc.size(); ++k)
+    if (oc[k]) acc.add(in.operands[k], std::move(oc[k]), 0);
+}
+
 } // namespace
 
 std::vector<Tensor> backward_pass(OpContext& cx, const Function& f, const std::vector<Tensor>& env,
@@ -109,13 +138,18 @@ std::vector<Tensor> backward_pass(OpContext& cx, const Function& f, const std::v
   std::vector<bool> live(f.values.size(), false);
   for (int p : f.params) live[p] = true;
   for (const Instr& in : f.body)
-    for (int o : in.operands) live[in.result] = live[in.result] || live[o];
+    for (int o : in.operands)
+      for (int r = 0; r < in.nresults; ++r) live[in.result + r] = live[in.result + r] || live[o];
   LocScope keep(cx, Span{});
   for (size_t i = 0; i < f.results.size(); ++i)
     if (result_cts[i] && is_floating(f.values[f.results[i]].aval.dtype))
       acc.add(f.results[i], result_cts[i], 0);
   for (auto it = f.body.rbegin(); it != f.body.rend(); ++it) {
     const Instr& in = *it;
+    if (in.op == Op::SpmdCall) {
+      transpose_call(cx, f, in, env, live, acc);
+      continue;
+    }
     AxisSet pend = 0;
     Tensor ct = acc.take(in.result, pend);
     if (!ct || !live[in.result] || !is_floating(f.values[in.result].aval.dtype)) continue;
@@ -144,7 +178,12 @@ std::vector<Tensor> backward_pass(OpContext& cx, const Function& f, const std::v
                  std::string("grad: the transpose of ") + op_name(in.op) +
                      " gave a cotangent of type " + type_str(c->aval) + " for an operand of type " +
                      type_str(want));
-      AxisSet p = tc ? pend | (vma_of(cx, c) & ~vma_of(cx, primals[k])) : 0;
+      // The cotangent has the type of the result, varying where it varies even
+      // when its value happens not to (psum's transpose passes an invariant
+      // one through): an operand that the op implicitly broadcast to those
+      // axes is owed the psum over them.
+      AxisSet varies = vma_of(cx, c) | vma_of(cx, env[in.result]);
+      AxisSet p = tc ? pend | (varies & ~vma_of(cx, primals[k])) : 0;
       acc.add(in.operands[k], std::move(c), p);
     }
   }

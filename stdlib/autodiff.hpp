@@ -25,6 +25,10 @@ SpmdMode spmd_mode(OpContext& cx);
 // The mesh axes `t` may vary over in `cx` (0 eagerly or outside any mesh).
 AxisSet vma_of(OpContext& cx, const Tensor& t);
 
+class TraceContext;
+// psum of `ct` over the mesh axes `axes` of tc's Function (in mesh order).
+Tensor psum_over(TraceContext& tc, const Tensor& ct, AxisSet axes);
+
 // Binds every instruction of `f` in `cx`; returns the value of every IR value
 // id (params, consts and results of instructions) for the backward pass.
 std::vector<Tensor> forward_pass(OpContext& cx, const Function& f, std::span<const Tensor> params,
@@ -45,6 +49,17 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
                                    std::span<const Tensor> primals, const Tensor& result,
                                    const Tensor& ct, const std::vector<bool>& need,
                                    std::vector<std::pair<size_t, Tensor>>& extra);
+
+// The transpose of an spmd_call (a pmap'd or shard_map'd function called from
+// outside): another spmd_call whose per-participant Function is the callee's
+// forward and backward pass. Cotangents enter laid out as the results
+// (out_specs / out_axes) and leave as the operands (in_specs / in_axes); inside,
+// each collective transposes by the callee's own rules. `cts` has one entry per
+// result (nullptr = zero); returns one per operand (nullptr where need[k] is false).
+std::vector<Tensor> transpose_spmd_call(OpContext& cx, const Instr& in,
+                                        std::span<const Tensor> primals,
+                                        std::span<const Tensor> cts,
+                                        const std::vector<bool>& need);
 
 // Whether JAX accumulates the operands' cotangents of `op` last operand first
 // (ops whose JVP is a sum of per-operand terms: mul, div, dot_general, ...).

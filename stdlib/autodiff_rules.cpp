@@ -336,6 +336,8 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
   case Op::AxisIndex:
   case Op::DebugPrint:
     return out; // integer/bool results: nothing to differentiate
+  case Op::SpmdCall: // several results: backward_pass transposes it (autodiff_spmd.cpp)
+    return out;
   case Op::Select: {
     Tensor z = b.zeros(g);
     return {nullptr, b.select(p[0], g, z), b.select(p[0], z, g)};

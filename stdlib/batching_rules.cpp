@@ -7,6 +7,8 @@
 #include <numeric>
 
 #include "lang/tracer.hpp"
+#include "runtime/spmd_call.hpp"
+#include "stdlib/trace_util.hpp"
 #include "stdlib/transforms.hpp"
 
 namespace pxl {
@@ -419,8 +421,58 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
     break;
   case Op::DebugPrint: // prints the whole batch at once; the result is a token
     return {cx.bind(op, attrs, ts), false};
+  case Op::SpmdCall: // several results: batch_function maps over it (batch_spmd_call)
+    break;
   }
   return {cx.bind(op, attrs, ts), false};
+}
+
+namespace {
+
+// The same layout with the batch dimension in front, unsplit.
+SpmdMapping with_batch_dim(SpmdMapping m) {
+  m.spec.entries.insert(m.spec.entries.begin(), std::vector<std::string>{});
+  m.spec.tuple_form.insert(m.spec.tuple_form.begin(), false);
+  if (m.squeeze >= 0) ++m.squeeze;
+  return m;
+}
+
+} // namespace
+
+// vmap of an SPMD call is an SPMD call of the batched callee: each participant
+// batches its own blocks, which carry the batch dimension in front.
+std::vector<BVal> batch_spmd_call(OpContext& cx, const OpAttrs& attrs, std::span<const BVal> args,
+                                  const BatchAxis& ax) {
+  const SpmdCallee& c = *attrs.callee;
+  std::vector<Tensor> ts;
+  std::vector<bool> batched;
+  bool any = false;
+  for (const BVal& a : args) {
+    ts.push_back(a.t);
+    batched.push_back(a.batched);
+    any = any || a.batched;
+  }
+  std::vector<BVal> out;
+  if (!any) {
+    for (Tensor& t : cx.bind_call(attrs, ts)) out.push_back({std::move(t), false});
+    return out;
+  }
+  std::vector<SpmdMapping> ins, outs;
+  for (size_t i = 0; i < args.size(); ++i)
+    ins.push_back(batched[i] ? with_batch_dim(c.ins[i]) : c.ins[i]);
+  for (const SpmdMapping& m : c.outs) outs.push_back(with_batch_dim(m));
+  auto body = [&](TraceContext& tc, std::span<const Tensor> params) {
+    std::vector<BVal> bparams;
+    for (size_t i = 0; i < params.size(); ++i) bparams.push_back({params[i], batched[i]});
+    std::vector<Tensor> results;
+    for (const BVal& r : batch_function(tc, *c.fn, bparams, {}, BatchAxis{ax.size, ""}))
+      results.push_back(materialize(tc, r, ax.size));
+    return results;
+  };
+  for (Tensor& t : bind_derived_spmd_call(cx, c, c.fn->name + "_batched", std::move(ins), ts,
+                                          std::move(outs), body))
+    out.push_back({std::move(t), true});
+  return out;
 }
 
 std::vector<BVal> batch_function(OpContext& cx, const Function& f, std::span<const BVal> params,
@@ -434,6 +486,14 @@ std::vector<BVal> batch_function(OpContext& cx, const Function& f, std::span<con
           return batch_op(cx, op, attrs, args, ax);
         } catch (Error& e) {
           e.set_span_if_missing(v.loc);
+          throw;
+        }
+      },
+      [&](const OpAttrs& attrs, const std::vector<BVal>& args, const Instr& in) {
+        try {
+          return batch_spmd_call(cx, attrs, args, ax);
+        } catch (Error& e) {
+          e.set_span_if_missing(f.values[in.result].loc);
           throw;
         }
       });

@@ -11,6 +11,8 @@
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
 #include "runtime/executable.hpp"
+#include "runtime/spmd_call.hpp"
+#include "stdlib/autodiff.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
@@ -31,13 +33,13 @@ struct InLeaf {
   int map_axis = -1;    // pmap: the mapped axis, -1 for in_axes=None
 };
 
-// A traced and compiled signature.
+// A traced and compiled signature: the callee of the spmd_call (its operands
+// are the argument leaves, then the captured constants).
 struct Compiled {
-  std::shared_ptr<Function> fn;
+  std::shared_ptr<SpmdCallee> callee;
   TreeDef out_tree;
-  std::vector<PartitionSpec> out_specs; // shard_map
-  std::vector<int> out_axes;            // pmap (-1: None)
-  std::unique_ptr<Executable> exe;
+  std::vector<Tensor> consts; // captured by the trace, passed as replicated operands
+  bool reusable = true;       // false when a constant is a value of an enclosing trace
 };
 
 std::string loc_str(const Span& s) {
@@ -164,6 +166,62 @@ struct SpmdFunction : OpaqueObj {
     if (in.options().dump_ptx) in.out() << kernels_ptx(f);
   }
   std::string repr() const override { return "<" + what + " of " + pxl::repr(fn) + ">"; }
+
+  // Nested SPMD functions have no meaning yet: say so before tracing.
+  void check_not_nested(InterpreterImpl& in, const Span& where) const {
+    if (spmd_mode(in.ops()) != SpmdMode::None)
+      throw Error(ErrCode::Unsupported,
+                  "a " + what + "'d function is called inside another pmap/shard_map; nested SPMD "
+                  "functions are not supported",
+                  where, "call it outside, or use a mesh with one more axis");
+  }
+
+  // Turns the traced Function into the call's callee: the captured constants
+  // become trailing replicated parameters.
+  void finish(InterpreterImpl& in, Compiled& c, TraceContext& tc, std::shared_ptr<Function> f,
+              SpmdLayout layout, std::vector<SpmdMapping> ins, std::vector<SpmdMapping> outs) {
+    c.consts = tc.captured_tensors();
+    for (const Tensor& t : c.consts) c.reusable = c.reusable && !t->trace;
+    for (int id : f->consts) {
+      f->params.push_back(id);
+      ins.push_back(SpmdMapping{});
+    }
+    f->consts.clear();
+    c.callee = make_spmd_callee(what, std::move(f), std::move(layout), std::move(ins),
+                                std::move(outs), &in.platform().threads(), in.options().exec,
+                                &in.platform().code_cache());
+  }
+
+  // Runs the call on the devices, or, while jit/grad/vmap trace the caller,
+  // records it as an spmd_call instruction of their Function.
+  Value invoke(InterpreterImpl& in, const Compiled& c, const std::vector<InLeaf>& leaves,
+               const Span& where) {
+    std::vector<Tensor> operands;
+    for (const InLeaf& l : leaves) operands.push_back(l.global);
+    operands.insert(operands.end(), c.consts.begin(), c.consts.end());
+    std::vector<Tensor> outs;
+    if (dynamic_cast<TraceContext*>(&in.ops())) {
+      if (!c.callee->fn->debug_formats.empty())
+        throw Error(ErrCode::Unsupported,
+                    "jax.debug.print inside a " + what +
+                        "'d function that jit, grad or vmap trace is not supported",
+                    where, "call the " + what + "'d function directly to see its prints");
+      LocScope loc(in.ops(), where);
+      OpAttrs attrs;
+      attrs.callee = c.callee;
+      outs = in.ops().bind_call(attrs, operands);
+    } else {
+      std::vector<DebugRecord> debug;
+      {
+        ScopedPhase timing(in.phase_times(), "run: pmap/shard_map");
+        outs = run_spmd_call(*c.callee, operands, in.pull_log(), &debug);
+      }
+      print_debug(in, *c.callee->fn, c.callee->layout.mesh, debug);
+    }
+    ValueList vals;
+    for (const Tensor& t : outs) vals.push_back(make_array(t));
+    return tree_unflatten(c.out_tree, vals);
+  }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
     if (name == "_cache_size") return out = Value::integer(static_cast<int64_t>(cache.size())), true;
     if (name == "_trace_count") return out = Value::integer(traces), true;
@@ -179,6 +237,7 @@ struct ShardMapFn : SpmdFunction {
 
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
     if (!a.kw.empty()) throw Error(ErrCode::Arguments, "a shard_map'd function takes positional arguments only", where);
+    check_not_nested(in, where);
     const ValueList& args = a.pos;
     // in_specs: a tuple with one entry per argument (or a single P for all).
     ValueList per_leaf;
@@ -219,62 +278,27 @@ struct ShardMapFn : SpmdFunction {
       c = it->second;
     } else {
       c = compile(in, leaves, in_tree, proto, where);
-      cache[key] = c;
-      report(in, *c->fn, mesh.size());
+      if (c->reusable) cache[key] = c;
+      report(in, *c->callee->fn, mesh.size());
     }
     last = c;
     last_participants = mesh.size();
     if (lower_only) return true;
-    // Run: each participant's blocks.
-    SpmdLayout layout{mesh, static_cast<int>(mesh.size()), 1};
-    std::vector<std::vector<Array>> inputs(mesh.size());
-    for (const InLeaf& l : leaves) {
-      const Tensor& t = l.global;
-      bool same_layout = t->sharded && t->sharded->mesh == mesh && t->sharded->spec == l.spec;
-      const Array* whole = same_layout ? nullptr : &in.ops().concrete(t);
-      for (int64_t p = 0; p < mesh.size(); ++p) {
-        if (same_layout) {
-          inputs[p].push_back(t->sharded->shards[p]);
-        } else {
-          ShardBlock b = block_of(mesh, l.spec, t->aval.shape, p);
-          inputs[p].push_back(slice_block(*whole, b.start, b.shape).on_device(mesh.device_ids[p]));
-        }
-      }
-    }
-    std::vector<DebugRecord> debug;
-    std::vector<std::vector<Array>> results;
-    {
-      ScopedPhase timing(in.phase_times(), "run: pmap/shard_map");
-      results = launch(*c->exe, in.platform().threads(), layout, inputs, &debug);
-    }
-    print_debug(in, *c->fn, mesh, debug);
-    ValueList outs;
-    for (size_t r = 0; r < c->fn->results.size(); ++r) {
-      auto d = std::make_shared<ShardedData>();
-      d->pull_log = in.pull_log();
-      d->mesh = mesh;
-      d->spec = c->out_specs[r];
-      const AVal& block = c->fn->values[c->fn->results[r]].aval;
-      d->global = block;
-      for (size_t dim = 0; dim < d->spec.entries.size(); ++dim)
-        for (const auto& axis : d->spec.entries[dim]) d->global.shape[dim] *= mesh.axis_size(axis);
-      for (int64_t p = 0; p < mesh.size(); ++p) d->shards.push_back(results[p][r].on_device(mesh.device_ids[p]));
-      outs.push_back(make_array(make_sharded_tensor(d)));
-    }
-    out = tree_unflatten(c->out_tree, outs);
+    out = invoke(in, *c, leaves, where);
     return true;
   }
 
   std::shared_ptr<Compiled> compile(InterpreterImpl& in, const std::vector<InLeaf>& leaves,
                                     const TreeDef& in_tree, const Function& proto, const Span& where) {
     auto c = std::make_shared<Compiled>();
-    c->fn = std::make_shared<Function>(proto);
-    c->fn->name = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : "f";
-    TraceContext tc(*c->fn, in.ops(), "shard_map");
+    auto f = std::make_shared<Function>(proto);
+    f->name = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : "f";
+    TraceContext tc(*f, in.ops(), "shard_map");
     ValueList traced;
     for (const InLeaf& l : leaves) traced.push_back(make_array(tc.add_param(l.block, l.vma, where, l.origin)));
     ++traces;
     ValueList out_leaves = trace_body(in, tc, fn, tree_unflatten(in_tree, traced), where, c->out_tree);
+    std::vector<SpmdMapping> outs;
     // out_specs: a single P (or a 1-tuple holding one) may stand for a lone output.
     Value out_tree_value = tree_unflatten(c->out_tree, out_leaves);
     Value specs = out_specs;
@@ -290,7 +314,7 @@ struct ShardMapFn : SpmdFunction {
     }
     for (size_t r = 0; r < out_leaves.size(); ++r) {
       PartitionSpec s = value_to_spec(per_out[r], "shard_map out_specs entry");
-      const IRValue& v = c->fn->values[c->fn->results[r]];
+      const IRValue& v = f->values[f->results[r]];
       Shape global = v.aval.shape;
       if (s.entries.size() > global.size())
         throw Error(ErrCode::Spec, "shard_map: output " + std::to_string(r) + " has rank " + std::to_string(global.size()) +
@@ -313,14 +337,17 @@ struct ShardMapFn : SpmdFunction {
           throw Error(ErrCode::Vma,
                       "shard_map: out_specs " + s.repr() + " says output " + std::to_string(r) +
                           " is replicated over '" + axis + "' but the value varies over '" + axis +
-                          "' (it became varying through " + varying_origin(*c->fn, c->fn->results[r], static_cast<int>(b)) + ")",
+                          "' (it became varying through " + varying_origin(*f, f->results[r], static_cast<int>(b)) + ")",
                       where, "reduce it with psum (or pmean/all_gather) over '" + axis + "', or name '" + axis +
                                  "' in out_specs; check_vma=False turns this check off");
         }
       }
-      c->out_specs.push_back(std::move(s));
+      outs.push_back(SpmdMapping{std::move(s), -1});
     }
-    c->exe = make_executable(in.options().exec, &in.platform().code_cache(), c->fn, SpmdLayout{mesh, static_cast<int>(mesh.size()), 1}, tc.captured());
+    std::vector<SpmdMapping> ins;
+    for (const InLeaf& l : leaves) ins.push_back(SpmdMapping{l.spec, -1});
+    finish(in, *c, tc, std::move(f), SpmdLayout{mesh, static_cast<int>(mesh.size()), 1}, std::move(ins),
+           std::move(outs));
     return c;
   }
 };
@@ -335,6 +362,7 @@ struct PmapFn : SpmdFunction {
 
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
     if (!a.kw.empty()) throw Error(ErrCode::Arguments, "a pmap'd function takes positional arguments only", where);
+    check_not_nested(in, where);
     const ValueList& args = a.pos;
     Value args_tuple = make_tuple(args);
     ValueList per_leaf;
@@ -404,81 +432,24 @@ struct PmapFn : SpmdFunction {
       c = it->second;
     } else {
       c = compile(in, leaves, in_tree, pmesh, threads, k, where);
-      cache[key] = c;
-      report(in, *c->fn, n);
+      if (c->reusable) cache[key] = c;
+      report(in, *c->callee->fn, n);
     }
     last = c;
     last_participants = n;
     if (lower_only) return true;
-    // Participant p gets element p of every mapped argument.
-    std::vector<std::vector<Array>> inputs(n);
-    for (const InLeaf& l : leaves) {
-      const Array& whole = in.ops().concrete(l.global);
-      for (int64_t p = 0; p < n; ++p) {
-        if (l.map_axis < 0) {
-          inputs[p].push_back(whole);
-          continue;
-        }
-        std::vector<int64_t> start(whole.ndim(), 0);
-        Shape shape = whole.shape();
-        start[l.map_axis] = p;
-        shape[l.map_axis] = 1;
-        inputs[p].push_back(slice_block(whole, start, shape).reshaped(l.block.shape));
-      }
-    }
-    SpmdLayout layout{pmesh, threads, k};
-    std::vector<DebugRecord> debug;
-    std::vector<std::vector<Array>> results;
-    {
-      ScopedPhase timing(in.phase_times(), "run: pmap/shard_map");
-      results = launch(*c->exe, in.platform().threads(), layout, inputs, &debug);
-    }
-    print_debug(in, *c->fn, pmesh, debug);
-    ValueList outs;
-    Mesh dev_mesh{{name}, {threads}, {}};
-    for (int t = 0; t < threads; ++t) dev_mesh.device_ids.push_back(devs[t]);
-    for (size_t r = 0; r < c->fn->results.size(); ++r) {
-      const AVal& block = c->fn->values[c->fn->results[r]].aval;
-      int oa = c->out_axes[r];
-      if (oa < 0) { // out_axes=None: every element holds the same value
-        outs.push_back(make_array(make_tensor(results[0][r])));
-        continue;
-      }
-      auto d = std::make_shared<ShardedData>();
-      d->pull_log = in.pull_log();
-      d->mesh = dev_mesh;
-      d->spec.entries.assign(oa + 1, {});
-      d->spec.tuple_form.assign(oa + 1, false);
-      d->spec.entries[oa] = {name};
-      d->global = block;
-      d->global.shape.insert(d->global.shape.begin() + oa, n);
-      Shape shard_shape = block.shape;
-      shard_shape.insert(shard_shape.begin() + oa, k);
-      for (int t = 0; t < threads; ++t) {
-        Array shard(block.dtype, shard_shape, block.weak, devs[t]);
-        for (int j = 0; j < k; ++j) {
-          std::vector<int64_t> start(shard_shape.size(), 0);
-          start[oa] = j;
-          Shape one = shard_shape;
-          one[oa] = 1;
-          write_block(shard, results[t * k + j][r].reshaped(one), start);
-        }
-        d->shards.push_back(shard);
-      }
-      outs.push_back(make_array(make_sharded_tensor(d)));
-    }
-    out = tree_unflatten(c->out_tree, outs);
+    out = invoke(in, *c, leaves, where);
     return true;
   }
 
   std::shared_ptr<Compiled> compile(InterpreterImpl& in, const std::vector<InLeaf>& leaves, const TreeDef& in_tree,
                                     const Mesh& pmesh, int threads, int k, const Span& where) {
     auto c = std::make_shared<Compiled>();
-    c->fn = std::make_shared<Function>();
-    c->fn->name = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : "f";
-    c->fn->mesh_axes = pmesh.axis_names;
-    c->fn->mesh_sizes = pmesh.axis_sizes;
-    TraceContext tc(*c->fn, in.ops(), "pmap");
+    auto f = std::make_shared<Function>();
+    f->name = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : "f";
+    f->mesh_axes = pmesh.axis_names;
+    f->mesh_sizes = pmesh.axis_sizes;
+    TraceContext tc(*f, in.ops(), "pmap");
     ValueList traced;
     for (const InLeaf& l : leaves) traced.push_back(make_array(tc.add_param(l.block, l.vma, where, l.origin)));
     ++traces;
@@ -491,14 +462,24 @@ struct PmapFn : SpmdFunction {
       e.set_span_if_missing(where);
       throw;
     }
+    std::vector<SpmdMapping> outs;
+    const std::string& name = pmesh.axis_names[0];
+    auto mapped = [&](int axis) {
+      SpmdMapping m;
+      m.spec.entries.assign(axis + 1, {});
+      m.spec.tuple_form.assign(axis + 1, false);
+      m.spec.entries[axis] = {name};
+      m.squeeze = axis;
+      return m;
+    };
     for (size_t r = 0; r < out_leaves.size(); ++r) {
-      const IRValue& v = c->fn->values[c->fn->results[r]];
+      const IRValue& v = f->values[f->results[r]];
       if (per_out[r].is_none()) {
         if (v.vma)
           throw Error(ErrCode::Vma, "pmap: out_axes=None says output " + std::to_string(r) + " is the same on every device, but it varies over '" +
-                                          pmesh.axis_names[0] + "' (it became varying through " + varying_origin(*c->fn, c->fn->results[r], 0) + ")",
+                                          pmesh.axis_names[0] + "' (it became varying through " + varying_origin(*f, f->results[r], 0) + ")",
                       where, "reduce it with psum/pmean first, or map it with out_axes=0");
-        c->out_axes.push_back(-1);
+        outs.push_back(SpmdMapping{});
         continue;
       }
       int nd = v.aval.ndim() + 1;
@@ -506,9 +487,11 @@ struct PmapFn : SpmdFunction {
       if (oa < -nd || oa >= nd)
         throw Error(ErrCode::Axis, "pmap: out_axes " + std::to_string(oa) + " is out of range for output " + std::to_string(r) +
                                        " of rank " + std::to_string(v.aval.ndim()), where);
-      c->out_axes.push_back(static_cast<int>(oa < 0 ? oa + nd : oa));
+      outs.push_back(mapped(static_cast<int>(oa < 0 ? oa + nd : oa)));
     }
-    c->exe = make_executable(in.options().exec, &in.platform().code_cache(), c->fn, SpmdLayout{pmesh, threads, k}, tc.captured());
+    std::vector<SpmdMapping> ins;
+    for (const InLeaf& l : leaves) ins.push_back(l.map_axis < 0 ? SpmdMapping{} : mapped(l.map_axis));
+    finish(in, *c, tc, std::move(f), SpmdLayout{pmesh, threads, k}, std::move(ins), std::move(outs));
     return c;
   }
 };
@@ -570,7 +553,8 @@ std::string lower_call(InterpreterImpl& in, const Value& fn, CallArgs& args, con
       } reset{s};
       Value ignored;
       s->call(in, args, where, ignored);
-      return comm ? comm_report(*s->last->fn, s->last_participants) : print_function(*s->last->fn);
+      return comm ? comm_report(*s->last->callee->fn, s->last_participants)
+                  : print_function(*s->last->callee->fn);
     }
   // A plain function: traced on one device (what jit will compile).
   Function f;

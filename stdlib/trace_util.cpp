@@ -2,6 +2,7 @@
 
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
+#include "runtime/spmd_call.hpp"
 
 namespace pxl {
 
@@ -80,6 +81,40 @@ ValueList trace_body(InterpreterImpl& in, TraceContext& tc, const Value& fn, con
     tc.function().results.push_back(tc.value_of(in.to_tensor(v, where)));
   }
   return outs;
+}
+
+std::vector<Tensor> bind_derived_spmd_call(
+    OpContext& cx, const SpmdCallee& c, const std::string& name, std::vector<SpmdMapping> ins,
+    std::vector<Tensor> operands, std::vector<SpmdMapping> outs,
+    const std::function<std::vector<Tensor>(TraceContext& tc, std::span<const Tensor> params)>& body) {
+  auto f = std::make_shared<Function>();
+  f->name = name;
+  f->mesh_axes = c.fn->mesh_axes;
+  f->mesh_sizes = c.fn->mesh_sizes;
+  std::vector<Tensor> results, consts;
+  {
+    TraceContext tc(*f, cx, c.kind);
+    std::vector<Tensor> params;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      AxisSet vma = 0;
+      for (const auto& axis : ins[i].spec.axes()) vma |= AxisSet{1} << f->axis_bit(axis);
+      params.push_back(tc.add_param(block_aval(c.layout, ins[i], operands[i]->aval), vma, cx.loc,
+                                    "operand " + std::to_string(i) + " of the " + c.kind));
+    }
+    LocScope loc(tc, cx.loc);
+    for (const Tensor& r : body(tc, params)) f->results.push_back(tc.value_of(r));
+    consts = tc.captured_tensors();
+  }
+  for (size_t i = 0; i < f->consts.size(); ++i) {
+    f->params.push_back(f->consts[i]);
+    ins.push_back(SpmdMapping{});
+    operands.push_back(consts[i]);
+  }
+  f->consts.clear();
+  OpAttrs attrs;
+  attrs.callee = make_spmd_callee(c.kind, std::move(f), c.layout, std::move(ins), std::move(outs),
+                                  c.pool, c.mode, c.cache);
+  return cx.bind_call(attrs, operands);
 }
 
 Value apply_traced(InterpreterImpl& in, const TracedFunction& t, std::span<const Tensor> params) {

@@ -4,12 +4,16 @@
 // nested inside another trace (e.g. grad inside pmap), where the inner Function
 // shares the enclosing mesh axes and its parameters keep their vma.
 #pragma once
+#include <functional>
+
 #include "ir/function.hpp"
 #include "lang/interp_impl.hpp"
 #include "stdlib/pytree.hpp"
 
 namespace pxl {
 class TraceContext;
+struct SpmdCallee;
+struct SpmdMapping;
 }
 
 namespace pxl {
@@ -39,6 +43,16 @@ ValueList trace_body(InterpreterImpl& in, TraceContext& tc, const Value& fn, con
 // The argument leaves of `args` as tensors (numbers become weak scalars).
 std::vector<Tensor> leaf_tensors(InterpreterImpl& in, const ValueList& args, const Span& where,
                                  TreeDef* tree = nullptr);
+
+// Binds in `cx` an SPMD call derived from `c` (its transpose, its batched
+// form): `body` records the new per-participant Function in `tc` from its
+// parameters, one per `ins` entry (typed by the blocks of `operands`), and
+// returns its results, laid out by `outs`. Constants the body captures become
+// replicated operands. Returns the call's results.
+std::vector<Tensor> bind_derived_spmd_call(
+    OpContext& cx, const SpmdCallee& c, const std::string& name, std::vector<SpmdMapping> ins,
+    std::vector<Tensor> operands, std::vector<SpmdMapping> outs,
+    const std::function<std::vector<Tensor>(TraceContext& tc, std::span<const Tensor> params)>& body);
 
 // Runs a traced function on `params` in the current context and rebuilds the
 // result pytree.

@@ -545,3 +545,20 @@ TEST_CASE("DeviceThreads: runs, reuses and rethrows the lowest thread's error", 
   CHECK(hits[5] == expected[5] + 1);
   CHECK_THROWS_AS(pool.run(7, [](int) {}), Error);
 }
+
+TEST_CASE("DeviceThreads: a job that launches on its own pool fails instead of hanging",
+          "[collectives]") {
+  DeviceThreads pool(2);
+  std::atomic<int> refused{0};
+  pool.run(2, [&](int) {
+    try {
+      pool.run(1, [](int) {});
+    } catch (const Error& e) {
+      if (e.code() == ErrCode::Unsupported) ++refused;
+    }
+  });
+  CHECK(refused == 2);
+  int ran = 0;
+  pool.run(1, [&](int) { ++ran; }); // the pool still works
+  CHECK(ran == 1);
+}

@@ -251,3 +251,47 @@ gd = jax.grad(dense, argnums=(0, 1))(w1, w2)
 print(float(jnp.max(jnp.abs(gs[0] - gd[0]))) < 1e-6, float(jnp.max(jnp.abs(gs[1] - gd[1]))) < 1e-6)
 )") == "True True\n");
 }
+
+TEST_CASE("grad through shard_map and pmap calls matches finite differences", "[grad]") {
+  CHECK(run(R"(
+from jax.sharding import Mesh, PartitionSpec as P
+from jax.experimental.shard_map import shard_map
+devs = jax.devices()
+mesh = Mesh(devs[:4], ('i',))
+sm = shard_map(lambda w, a: lax.psum(jnp.sum(jnp.tanh(a * w) * a), 'i'), mesh=mesh,
+               in_specs=(P(), P('i')), out_specs=P())
+print(fd_check(sm, 0.7, jnp.arange(8.0) / 5) < 1e-6)
+print(fd_check(jax.jit(sm), 0.7, jnp.arange(8.0) / 5) < 1e-6)
+pm = jax.pmap(lambda w, a: jnp.sin(w * a) * lax.psum(a, 'i'), axis_name='i', in_axes=(None, 0))
+print(fd_check(lambda w, a: jnp.sum(pm(w, a) ** 2), 0.5, jnp.arange(4.0) / 3) < 1e-6)
+mesh2 = Mesh([devs[:4], devs[4:]], ('d', 'm'))
+def tp(w1, w2, x):
+    h = jnp.tanh(x @ w1)
+    return lax.pmean(jnp.sum(lax.psum(h @ w2, 'm') ** 2), 'd')
+tps = shard_map(tp, mesh=mesh2, in_specs=(P(None, 'm'), P('m', None), P('d')), out_specs=P())
+x = jnp.arange(12.0).reshape(2, 6) / 10
+print(fd_check(lambda w1, w2: tps(w1, w2, x), jnp.arange(24.0).reshape(6, 4) / 30 - 0.4,
+               jnp.arange(8.0).reshape(4, 2) / 10 - 0.3) < 1e-6)
+)") == "True\nTrue\nTrue\nTrue\n");
+}
+
+TEST_CASE("SPMD calls under transformations: located errors", "[grad]") {
+  const char* setup = R"(
+from jax.sharding import Mesh, PartitionSpec as P
+from jax.experimental.shard_map import shard_map
+mesh = Mesh(jax.devices()[:4], ('i',))
+def noisy(a):
+    jax.debug.print("{}", a)
+    return lax.psum(jnp.sum(a), 'i')
+)";
+  std::string nested = error_of(std::string(setup) +
+                                "inner = shard_map(lambda a: a, mesh=mesh, in_specs=P('i'), out_specs=P('i'))\n"
+                                "shard_map(inner, mesh=mesh, in_specs=P('i'), out_specs=P('i'))(jnp.arange(8.0))\n");
+  CHECK(nested.find("E0111") != std::string::npos);
+  CHECK(nested.find("nested SPMD functions are not supported") != std::string::npos);
+  CHECK(nested.find("t.pxl:") != std::string::npos);
+  std::string printed = error_of(std::string(setup) +
+                                 "jax.grad(shard_map(noisy, mesh=mesh, in_specs=P('i'), out_specs=P()))(jnp.arange(8.0))\n");
+  CHECK(printed.find("E0111") != std::string::npos);
+  CHECK(printed.find("jax.debug.print") != std::string::npos);
+}

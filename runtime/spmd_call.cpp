@@ -1,0 +1,197 @@
+// The spmd_call instruction's rules that need the runtime: its shape rule (the
+// global types the mappings give), its printed attributes, and its kernel.
+#include "runtime/spmd_call.hpp"
+
+#include "lang/diag.hpp"
+#include "runtime/spmd_steps.hpp"
+
+namespace pxl {
+
+AVal global_aval(const SpmdLayout& layout, const SpmdMapping& m, const AVal& block) {
+  AVal g = block;
+  if (m.squeeze >= 0) g.shape.insert(g.shape.begin() + m.squeeze, 1);
+  for (size_t d = 0; d < m.spec.entries.size() && d < g.shape.size(); ++d)
+    for (const auto& axis : m.spec.entries[d]) g.shape[d] *= layout.mesh.axis_size(axis);
+  return g;
+}
+
+AVal block_aval(const SpmdLayout& layout, const SpmdMapping& m, const AVal& global) {
+  AVal b = global;
+  b.shape = block_shape(layout.mesh, m.spec, global.shape);
+  if (m.squeeze >= 0) b.shape.erase(b.shape.begin() + m.squeeze);
+  return b;
+}
+
+std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<Function> fn,
+                                             SpmdLayout layout, std::vector<SpmdMapping> ins,
+                                             std::vector<SpmdMapping> outs, DeviceThreads* pool,
+                                             ExecMode mode, CodeCache* cache) {
+  PXL_ASSERT(fn->consts.empty() && ins.size() == fn->params.size() &&
+                 outs.size() == fn->results.size(),
+             "spmd_call: the callee's operands and results must match its mappings");
+  auto c = std::make_shared<SpmdCallee>();
+  c->kind = std::move(kind);
+  for (size_t i = 0; i < ins.size(); ++i)
+    c->in_global.push_back(global_aval(layout, ins[i], fn->values[fn->params[i]].aval));
+  for (size_t r = 0; r < outs.size(); ++r)
+    c->out_global.push_back(global_aval(layout, outs[r], fn->values[fn->results[r]].aval));
+  c->exe = make_executable(mode, cache, fn, layout, {});
+  c->fn = std::move(fn);
+  c->layout = std::move(layout);
+  c->ins = std::move(ins);
+  c->outs = std::move(outs);
+  c->pool = pool;
+  c->mode = mode;
+  c->cache = cache;
+  return c;
+}
+
+std::vector<AVal> infer_call(const OpAttrs& a, std::span<const AVal> inputs) {
+  PXL_ASSERT(a.callee != nullptr, "spmd_call without a callee");
+  const SpmdCallee& c = *a.callee;
+  if (inputs.size() != c.in_global.size())
+    throw Error(ErrCode::Arguments, "spmd_call: " + std::to_string(c.in_global.size()) +
+                                        " operands expected, got " +
+                                        std::to_string(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].shape != c.in_global[i].shape || inputs[i].dtype != c.in_global[i].dtype)
+      throw Error(ErrCode::Shape, "spmd_call: operand " + std::to_string(i) + " has type " +
+                                      type_str(inputs[i]) + " but the " + c.kind +
+                                      " was traced for " + type_str(c.in_global[i]));
+  return c.out_global;
+}
+
+std::string callee_str(const SpmdCallee& c) {
+  auto specs = [&](const std::vector<SpmdMapping>& ms) {
+    std::string s = "(";
+    for (size_t i = 0; i < ms.size(); ++i) {
+      s += (i ? ", " : "") + ms[i].spec.repr();
+      if (ms[i].squeeze >= 0) s += "/" + std::to_string(ms[i].squeeze);
+    }
+    return s + ")";
+  };
+  std::string name;
+  for (char ch : c.fn->name)
+    if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') name += ch;
+  return c.kind + " @" + (name.empty() ? "f" : name) + " mesh=" + c.layout.mesh.repr() +
+         " in=" + specs(c.ins) + " out=" + specs(c.outs);
+}
+
+namespace {
+
+const Array& whole_of(const Tensor& t) {
+  if (t->concrete) return *t->concrete;
+  if (t->sharded) return t->sharded->assemble();
+  throw Error(ErrCode::ConcreteValue,
+              "an SPMD call needs concrete operands, but one is traced with type " +
+                  type_str(t->aval));
+}
+
+// Participant p's blocks of every operand.
+std::vector<std::vector<Array>> participant_inputs(const SpmdCallee& c,
+                                                   std::span<const Tensor> operands) {
+  const Mesh& mesh = c.layout.mesh;
+  int64_t n = mesh.size();
+  std::vector<std::vector<Array>> inputs(n);
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const Tensor& t = operands[i];
+    const SpmdMapping& m = c.ins[i];
+    const AVal block = c.fn->values[c.fn->params[i]].aval;
+    // Already laid out as the call wants it: the shards are the blocks.
+    if (t->sharded && m.squeeze < 0 && t->sharded->mesh == mesh && t->sharded->spec == m.spec) {
+      for (int64_t p = 0; p < n; ++p) inputs[p].push_back(t->sharded->shards[p]);
+      continue;
+    }
+    const Array& whole = whole_of(t);
+    for (int64_t p = 0; p < n; ++p) {
+      if (m.replicated()) {
+        inputs[p].push_back(whole.on_device(mesh.device_ids[p]));
+        continue;
+      }
+      ShardBlock b = block_of(mesh, m.spec, whole.shape(), p);
+      inputs[p].push_back(
+          slice_block(whole, b.start, b.shape).reshaped(block.shape).on_device(mesh.device_ids[p]));
+    }
+  }
+  return inputs;
+}
+
+// pmap's result r: the participants' blocks stacked along out axis `oa`, one
+// shard of k elements per device thread (or, out_axes=None, participant 0's).
+Tensor pmap_output(const SpmdCallee& c, size_t r, const std::vector<std::vector<Array>>& results,
+                   const std::shared_ptr<PullLog>& log) {
+  const SpmdMapping& m = c.outs[r];
+  if (m.squeeze < 0) return make_tensor(results[0][r]);
+  const AVal& block = c.fn->values[c.fn->results[r]].aval;
+  int threads = c.layout.threads, k = c.layout.per_thread;
+  const std::string& name = c.layout.mesh.axis_names[0];
+  int oa = m.squeeze;
+  auto d = std::make_shared<ShardedData>();
+  d->pull_log = log;
+  d->mesh = Mesh{{name}, {threads}, {}};
+  for (int t = 0; t < threads; ++t) d->mesh.device_ids.push_back(c.layout.mesh.device_ids[t * k]);
+  d->spec.entries.assign(oa + 1, {});
+  d->spec.tuple_form.assign(oa + 1, false);
+  d->spec.entries[oa] = {name};
+  d->global = c.out_global[r];
+  Shape shard_shape = block.shape;
+  shard_shape.insert(shard_shape.begin() + oa, k);
+  for (int t = 0; t < threads; ++t) {
+    Array shard(block.dtype, shard_shape, block.weak, d->mesh.device_ids[t]);
+    for (int j = 0; j < k; ++j) {
+      std::vector<int64_t> start(shard_shape.size(), 0);
+      start[oa] = j;
+      Shape one = shard_shape;
+      one[oa] = 1;
+      write_block(shard, results[t * k + j][r].reshaped(one), start);
+    }
+    d->shards.push_back(shard);
+  }
+  return make_sharded_tensor(d);
+}
+
+} // namespace
+
+std::vector<Tensor> run_spmd_call(const SpmdCallee& c, std::span<const Tensor> operands,
+                                  const std::shared_ptr<PullLog>& log,
+                                  std::vector<DebugRecord>* debug) {
+  PXL_ASSERT(operands.size() == c.ins.size(), "spmd_call: wrong number of operands");
+  std::vector<std::vector<Array>> inputs = participant_inputs(c, operands);
+  auto results = launch(*c.exe, *c.pool, c.layout, inputs, debug);
+  std::vector<Tensor> outs;
+  const Mesh& mesh = c.layout.mesh;
+  for (size_t r = 0; r < c.outs.size(); ++r) {
+    if (c.kind == "pmap") {
+      outs.push_back(pmap_output(c, r, results, log));
+      continue;
+    }
+    auto d = std::make_shared<ShardedData>();
+    d->pull_log = log;
+    d->mesh = mesh;
+    d->spec = c.outs[r].spec;
+    d->global = c.out_global[r];
+    for (int64_t p = 0; p < mesh.size(); ++p)
+      d->shards.push_back(results[p][r].on_device(mesh.device_ids[p]));
+    outs.push_back(make_sharded_tensor(d));
+  }
+  return outs;
+}
+
+void run_spmd_call_instr(const Function& f, size_t index, int per_thread,
+                         std::vector<std::vector<Array>>& env) {
+  const Instr& in = f.body[index];
+  for (int j = 0; j < per_thread; ++j) {
+    std::vector<Tensor> args;
+    for (int o : in.operands) args.push_back(make_tensor(env[j][o]));
+    try {
+      std::vector<Tensor> outs = run_spmd_call(*in.attrs.callee, args, nullptr);
+      for (size_t r = 0; r < outs.size(); ++r)
+        env[j][in.result + static_cast<int>(r)] = whole_of(outs[r]);
+    } catch (Error& e) {
+      e.set_span_if_missing(f.values[in.result].loc);
+      throw;
+    }
+  }
+}
+
+} // namespace pxl

@@ -1,0 +1,63 @@
+// An SPMD call: a pmap'd or shard_map'd function applied to global arrays, as
+// one instruction (spmd_call) of an enclosing single-device Function, so that
+// jit, grad and vmap can trace through it. The callee is the per-participant
+// Function with how each operand is split into blocks and each result is put
+// back together; running it (the op's "kernel") shards the operands, launches
+// the callee on the device threads and assembles the results. The eager
+// pmap/shard_map call (stdlib/spmd.cpp) runs through the same kernel.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/tensor.hpp"
+#include "runtime/executable.hpp"
+#include "runtime/sharded.hpp"
+
+namespace pxl {
+
+class CodeCache;
+
+// How a global array relates to a participant's block: split by `spec` over
+// the callee's mesh, then (pmap) the mapped dimension `squeeze`, of size 1 in
+// the block, dropped. A spec without axes and no squeeze means replicated.
+struct SpmdMapping {
+  PartitionSpec spec;
+  int squeeze = -1;
+  bool replicated() const { return spec.axes().empty() && squeeze < 0; }
+};
+
+struct SpmdCallee {
+  std::string kind;                   // "shard_map" or "pmap": how its collectives transpose
+  std::shared_ptr<const Function> fn; // per participant; its params are the operands (no consts)
+  SpmdLayout layout;                  // the participant mesh and the device threads
+  std::vector<SpmdMapping> ins, outs; // per operand / result
+  std::vector<AVal> in_global, out_global;
+  std::shared_ptr<Executable> exe;
+  // Where it runs and how callees derived from it (transpose, batching) compile:
+  // the Platform's, which outlives every Function.
+  DeviceThreads* pool = nullptr;
+  ExecMode mode = ExecMode::Interp;
+  CodeCache* cache = nullptr;
+};
+
+// The global type of a block under mapping `m` (the inverse of the split).
+AVal global_aval(const SpmdLayout& layout, const SpmdMapping& m, const AVal& block);
+// The block type of a global array under `m`.
+AVal block_aval(const SpmdLayout& layout, const SpmdMapping& m, const AVal& global);
+
+// A callee for `fn` (whose consts must already be params), compiled for `layout`.
+std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<Function> fn,
+                                             SpmdLayout layout, std::vector<SpmdMapping> ins,
+                                             std::vector<SpmdMapping> outs, DeviceThreads* pool,
+                                             ExecMode mode, CodeCache* cache);
+
+// The kernel: runs the callee on global operands (concrete or sharded tensors)
+// and returns the global results, sharded over the devices (pmap outputs with
+// out_axes=None are plain arrays). `debug`, when given, receives the
+// participants' jax.debug.print records.
+std::vector<Tensor> run_spmd_call(const SpmdCallee& c, std::span<const Tensor> operands,
+                                  const std::shared_ptr<PullLog>& log,
+                                  std::vector<DebugRecord>* debug = nullptr);
+
+} // namespace pxl

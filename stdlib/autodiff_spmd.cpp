@@ -1,0 +1,65 @@
+// Reverse mode through an SPMD call (DESIGN §3): the transpose of
+// spmd_call(f) is spmd_call(f's VJP), so the gradient of a shard_map'd
+// function is computed on the mesh, shard by shard, like the function itself.
+// The VJP recomputes f's forward pass on each participant (rematerialization):
+// the primal call keeps no residuals.
+#include "lang/tracer.hpp"
+#include "runtime/spmd_call.hpp"
+#include "stdlib/autodiff.hpp"
+#include "stdlib/np.hpp"
+#include "stdlib/trace_util.hpp"
+
+namespace pxl {
+
+std::vector<Tensor> transpose_spmd_call(OpContext& cx, const Instr& in,
+                                        std::span<const Tensor> primals,
+                                        std::span<const Tensor> cts,
+                                        const std::vector<bool>& need) {
+  const SpmdCallee& c = *in.attrs.callee;
+  const Function& f = *c.fn;
+  std::vector<SpmdMapping> ins = c.ins, outs;
+  std::vector<Tensor> operands(primals.begin(), primals.end());
+  std::vector<size_t> with_ct, wanted;
+  for (size_t r = 0; r < cts.size(); ++r)
+    if (cts[r]) {
+      with_ct.push_back(r);
+      ins.push_back(c.outs[r]);
+      operands.push_back(cts[r]);
+    }
+  for (size_t k = 0; k < primals.size(); ++k)
+    if (need[k]) {
+      wanted.push_back(k);
+      outs.push_back(c.ins[k]);
+    }
+  std::vector<Tensor> out(primals.size());
+  if (with_ct.empty() || wanted.empty()) return out;
+  auto body = [&](TraceContext& tc, std::span<const Tensor> params) {
+    size_t n = f.params.size();
+    std::vector<Tensor> env = forward_pass(tc, f, params.subspan(0, n), {});
+    std::vector<Tensor> seeds(f.results.size());
+    for (size_t i = 0; i < with_ct.size(); ++i) seeds[with_ct[i]] = params[n + i];
+    std::vector<Tensor> grads = backward_pass(tc, f, env, seeds);
+    std::vector<Tensor> results;
+    for (size_t k : wanted) {
+      Tensor g = grads[k];
+      if (!g) {
+        results.push_back(np::full_like(tc, params[k], Scalar::of_float(0.0)));
+        continue;
+      }
+      // A cotangent that varies where its operand is the same on every
+      // participant is summed over those axes: the operand was broadcast to
+      // them (a replicated in_spec, pmap's in_axes=None).
+      AxisSet extra = vma_of(tc, g) & ~vma_of(tc, params[k]);
+      if (extra) g = psum_over(tc, g, extra);
+      results.push_back(g);
+    }
+    return results;
+  };
+  std::vector<Tensor> grads =
+      bind_derived_spmd_call(cx, c, f.name + "_transpose", std::move(ins), std::move(operands),
+                             std::move(outs), body);
+  for (size_t i = 0; i < wanted.size(); ++i) out[wanted[i]] = grads[i];
+  return out;
+}
+
+} // namespace pxl
