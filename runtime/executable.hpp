@@ -30,9 +30,14 @@ struct DebugRecord {
   std::vector<Array> values;
 };
 
+class PhaseTimes; // lang/phase_times.hpp
+
 class Executable {
 public:
   virtual ~Executable() = default;
+  // --time-passes: where device threads add the time they spend in collectives
+  // (null: not measured).
+  PhaseTimes* phase_times = nullptr;
   // Runs the local participants of device thread `thread`: inputs[j][i] is the
   // i-th parameter of local participant j; returns their results the same way.
   virtual std::vector<std::vector<Array>> run(int thread,

@@ -5,6 +5,7 @@
 #include "codegen/jit.hpp"
 #include "ir/ref_math.hpp"
 #include "lang/diag.hpp"
+#include "lang/phase_times.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/spmd_steps.hpp"
 
@@ -31,14 +32,16 @@ public:
       }
       size_t i = static_cast<size_t>(s.index);
       const Instr& in = f.body[i];
-      if (in.op == Op::DebugPrint)
+      if (in.op == Op::DebugPrint) {
         run_debug_print(in, thread, k, env, debug);
-      else if (in.op == Op::SpmdCall)
+      } else if (in.op == Op::SpmdCall) {
         run_spmd_call_instr(f, i, k, env);
-      else if (is_collective(in.op))
+      } else if (is_collective(in.op)) {
+        ScopedPhase timing(phase_times, kCollectivesPhase);
         run_collective(f, layout_, groups_, thread, i, env, world);
-      else
+      } else {
         run_reference_instr(f, i, k, env);
+      }
     }
     return result_values(f, env);
   }

@@ -2,6 +2,7 @@
 // participants in lock step, instruction by instruction, so that a collective
 // is entered once per thread with all of its participants' buffers.
 #include "lang/diag.hpp"
+#include "lang/phase_times.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/spmd_steps.hpp"
 
@@ -36,6 +37,7 @@ public:
         run_reference_instr(f, i, k, env);
         continue;
       }
+      ScopedPhase timing(phase_times, kCollectivesPhase);
       run_collective(f, layout_, groups_, thread, i, env, world);
     }
     return result_values(f, env);

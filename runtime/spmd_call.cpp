@@ -25,7 +25,7 @@ AVal block_aval(const SpmdLayout& layout, const SpmdMapping& m, const AVal& glob
 std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<Function> fn,
                                              SpmdLayout layout, std::vector<SpmdMapping> ins,
                                              std::vector<SpmdMapping> outs, DeviceThreads* pool,
-                                             ExecMode mode, CodeCache* cache) {
+                                             ExecMode mode, CodeCache* cache, PhaseTimes* times) {
   PXL_ASSERT(fn->consts.empty() && ins.size() == fn->params.size() &&
                  outs.size() == fn->results.size(),
              "spmd_call: the callee's operands and results must match its mappings");
@@ -36,6 +36,7 @@ std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<F
   for (size_t r = 0; r < outs.size(); ++r)
     c->out_global.push_back(global_aval(layout, outs[r], fn->values[fn->results[r]].aval));
   c->exe = make_executable(mode, cache, fn, layout, {});
+  c->exe->phase_times = times;
   c->fn = std::move(fn);
   c->layout = std::move(layout);
   c->ins = std::move(ins);
@@ -43,6 +44,7 @@ std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<F
   c->pool = pool;
   c->mode = mode;
   c->cache = cache;
+  c->times = times;
   return c;
 }
 

@@ -39,6 +39,7 @@ struct SpmdCallee {
   DeviceThreads* pool = nullptr;
   ExecMode mode = ExecMode::Interp;
   CodeCache* cache = nullptr;
+  PhaseTimes* times = nullptr; // --time-passes (the interpreter's), or null
 };
 
 // The global type of a block under mapping `m` (the inverse of the split).
@@ -50,7 +51,7 @@ AVal block_aval(const SpmdLayout& layout, const SpmdMapping& m, const AVal& glob
 std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<Function> fn,
                                              SpmdLayout layout, std::vector<SpmdMapping> ins,
                                              std::vector<SpmdMapping> outs, DeviceThreads* pool,
-                                             ExecMode mode, CodeCache* cache);
+                                             ExecMode mode, CodeCache* cache, PhaseTimes* times);
 
 // The kernel: runs the callee on global operands (concrete or sharded tensors)
 // and returns the global results, sharded over the devices (pmap outputs with

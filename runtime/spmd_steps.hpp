@@ -21,6 +21,11 @@ std::vector<std::vector<Array>> initial_values(const Function& f,
 std::vector<std::vector<Array>> result_values(const Function& f,
                                               const std::vector<std::vector<Array>>& env);
 
+// The --time-passes phase that collectives add their time to: summed over the
+// device threads (each thread's wait for the others included), so its share of
+// the run is total / (threads x "run: pmap/shard_map").
+constexpr const char* kCollectivesPhase = "run: collectives (threads)";
+
 // Runs collective instruction f.body[index] (axis_index included).
 void run_collective(const Function& f, const SpmdLayout& layout, const CollectiveGroups& groups,
                     int thread, size_t index, std::vector<std::vector<Array>>& env,

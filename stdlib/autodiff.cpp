@@ -128,7 +128,8 @@ void transpose_call(OpContext& cx, const Function& f, const Instr& in,
 } // namespace
 
 std::vector<Tensor> backward_pass(OpContext& cx, const Function& f, const std::vector<Tensor>& env,
-                                  std::span<const Tensor> result_cts) {
+                                  std::span<const Tensor> result_cts,
+                                  const std::vector<bool>* wanted) {
   SpmdMode mode = spmd_mode(cx);
   auto* tc = mode == SpmdMode::ShardMap ? dynamic_cast<TraceContext*>(&cx) : nullptr;
   Accumulator acc{cx, tc, std::vector<Tensor>(f.values.size()),
@@ -136,7 +137,7 @@ std::vector<Tensor> backward_pass(OpContext& cx, const Function& f, const std::v
   // Only values that depend on a parameter get a cotangent (no work, and no
   // collective, for constants).
   std::vector<bool> live(f.values.size(), false);
-  for (int p : f.params) live[p] = true;
+  for (size_t i = 0; i < f.params.size(); ++i) live[f.params[i]] = !wanted || (*wanted)[i];
   for (const Instr& in : f.body)
     for (int o : in.operands)
       for (int r = 0; r < in.nresults; ++r) live[in.result + r] = live[in.result + r] || live[o];

@@ -36,8 +36,11 @@ std::vector<Tensor> forward_pass(OpContext& cx, const Function& f, std::span<con
 
 // The cotangents of f's params given those of its results (nullptr = zero),
 // from the forward pass's values `env`. A nullptr entry means a zero cotangent.
+// `wanted`, when given, says which params need a cotangent (the others get
+// nullptr, and no work is spent on paths that only lead to them).
 std::vector<Tensor> backward_pass(OpContext& cx, const Function& f, const std::vector<Tensor>& env,
-                                  std::span<const Tensor> result_cts);
+                                  std::span<const Tensor> result_cts,
+                                  const std::vector<bool>* wanted = nullptr);
 
 // The transpose (VJP) rule of one instruction: the cotangent of each operand
 // (nullptr = zero or not differentiable), given the primal operands, the

@@ -38,7 +38,9 @@ std::vector<Tensor> transpose_spmd_call(OpContext& cx, const Instr& in,
     std::vector<Tensor> env = forward_pass(tc, f, params.subspan(0, n), {});
     std::vector<Tensor> seeds(f.results.size());
     for (size_t i = 0; i < with_ct.size(); ++i) seeds[with_ct[i]] = params[n + i];
-    std::vector<Tensor> grads = backward_pass(tc, f, env, seeds);
+    std::vector<bool> wanted_params(n, false);
+    for (size_t k : wanted) wanted_params[k] = true;
+    std::vector<Tensor> grads = backward_pass(tc, f, env, seeds, &wanted_params);
     std::vector<Tensor> results;
     for (size_t k : wanted) {
       Tensor g = grads[k];

@@ -113,7 +113,7 @@ std::vector<Tensor> bind_derived_spmd_call(
   f->consts.clear();
   OpAttrs attrs;
   attrs.callee = make_spmd_callee(c.kind, std::move(f), c.layout, std::move(ins), std::move(outs),
-                                  c.pool, c.mode, c.cache);
+                                  c.pool, c.mode, c.cache, c.times);
   return cx.bind_call(attrs, operands);
 }
 
