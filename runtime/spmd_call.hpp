@@ -29,6 +29,9 @@ struct SpmdMapping {
 
 struct SpmdCallee {
   std::string kind;                   // "shard_map" or "pmap": how its collectives transpose
+  // shard_map's check_vma: when off, an output may vary over mesh axes its
+  // out_spec leaves out; the call keeps the first participant's block, as JAX does.
+  bool check_vma = true;
   std::shared_ptr<const Function> fn; // per participant; its params are the operands (no consts)
   SpmdLayout layout;                  // the participant mesh and the device threads
   std::vector<SpmdMapping> ins, outs; // per operand / result

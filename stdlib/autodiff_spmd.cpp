@@ -3,6 +3,8 @@
 // function is computed on the mesh, shard by shard, like the function itself.
 // The VJP recomputes f's forward pass on each participant (rematerialization):
 // the primal call keeps no residuals.
+#include <algorithm>
+
 #include "lang/tracer.hpp"
 #include "runtime/spmd_call.hpp"
 #include "stdlib/autodiff.hpp"
@@ -37,7 +39,23 @@ std::vector<Tensor> transpose_spmd_call(OpContext& cx, const Instr& in,
     size_t n = f.params.size();
     std::vector<Tensor> env = forward_pass(tc, f, params.subspan(0, n), {});
     std::vector<Tensor> seeds(f.results.size());
-    for (size_t i = 0; i < with_ct.size(); ++i) seeds[with_ct[i]] = params[n + i];
+    for (size_t i = 0; i < with_ct.size(); ++i) {
+      size_t r = with_ct[i];
+      seeds[r] = params[n + i];
+      // Unchecked (check_vma=False), an output left replicated over mesh axes
+      // may vary over them; JAX then splits its cotangent evenly between the
+      // participants that hold it.
+      int64_t unnamed = 1;
+      std::vector<std::string> named = c.outs[r].spec.axes();
+      for (size_t a = 0; a < f.mesh_axes.size(); ++a)
+        if (std::find(named.begin(), named.end(), f.mesh_axes[a]) == named.end())
+          unnamed *= f.mesh_sizes[a];
+      if (!c.check_vma && unnamed > 1) {
+        Tensor d = np::full_like(tc, seeds[r], Scalar::of_float(static_cast<double>(unnamed)));
+        std::vector<Tensor> xs{seeds[r], d};
+        seeds[r] = tc.bind(Op::Div, {}, xs);
+      }
+    }
     std::vector<bool> wanted_params(n, false);
     for (size_t k : wanted) wanted_params[k] = true;
     std::vector<Tensor> grads = backward_pass(tc, f, env, seeds, &wanted_params);

@@ -190,6 +190,7 @@ struct SpmdFunction : OpaqueObj {
     c.callee = make_spmd_callee(what, std::move(f), std::move(layout), std::move(ins),
                                 std::move(outs), &in.platform().threads(), in.options().exec,
                                 &in.platform().code_cache(), in.phase_times());
+    c.callee->check_vma = check_vma;
   }
 
   // Runs the call on the devices, or, while jit/grad/vmap trace the caller,

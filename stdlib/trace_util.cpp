@@ -111,9 +111,11 @@ std::vector<Tensor> bind_derived_spmd_call(
     operands.push_back(consts[i]);
   }
   f->consts.clear();
+  auto callee = make_spmd_callee(c.kind, std::move(f), c.layout, std::move(ins), std::move(outs),
+                                 c.pool, c.mode, c.cache, c.times);
+  callee->check_vma = c.check_vma;
   OpAttrs attrs;
-  attrs.callee = make_spmd_callee(c.kind, std::move(f), c.layout, std::move(ins), std::move(outs),
-                                  c.pool, c.mode, c.cache, c.times);
+  attrs.callee = std::move(callee);
   return cx.bind_call(attrs, operands);
 }
 
