@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <functional>
 
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
 #include "codegen/emitter.hpp"
 #include "ir/ref_util.hpp"
 
@@ -22,10 +24,10 @@ using Idx = std::vector<Value*>;
 
 class KernelEmitter {
 public:
-  KernelEmitter(llvm::Module& m, const Function& f, const Kernel& k)
-      : m_(m), f_(f), k_(k), b_(m.getContext()), se_(b_, m) {}
+  KernelEmitter(llvm::Module& m, const Function& f, const Kernel& k, Target target)
+      : m_(m), f_(f), k_(k), target_(target), b_(m.getContext()), se_(b_, m) {}
 
-  void emit(const std::string& name, Target target);
+  void emit(const std::string& name);
 
 private:
   const AVal& aval(int v) const { return f_.values[v].aval; }
@@ -33,15 +35,21 @@ private:
   Value* load(int v, const Idx& idx);
   Value* linear(const Shape& s, const Idx& idx);
   Value* i64(int64_t c) { return b_.getInt64(static_cast<uint64_t>(c)); }
-  // for (i = 0; i < n; ++i) body(i), leaving the builder after the loop.
-  void loop(int64_t n, const std::function<void(Value*)>& body);
-  void loops(const Shape& dims, Idx& idx, const std::function<void()>& body);
+  // for (i = 0; i < n; ++i) body(i), leaving the builder after the loop. A
+  // `spread` loop's iterations are independent: on NVPTX it becomes a
+  // grid-stride loop over the CUDA grid (see kGridExtentAttr).
+  void loop(int64_t n, const std::function<void(Value*)>& body, bool spread = false);
+  void loops(const Shape& dims, Idx& idx, const std::function<void()>& body,
+             bool spread = false);
+  Value* ptx_sreg(llvm::Intrinsic::ID id);
+  Value* ptx_thread_index(); // blockIdx.x * blockDim.x + threadIdx.x
   void loop_kernel();
   void reduce_kernel();
 
   llvm::Module& m_;
   const Function& f_;
   const Kernel& k_;
+  Target target_;
   llvm::IRBuilder<> b_;
   ScalarEmitter se_;
   llvm::Function* fn_ = nullptr;
@@ -135,8 +143,27 @@ Value* KernelEmitter::at(int v, const Idx& idx) {
   return r;
 }
 
-void KernelEmitter::loop(int64_t n, const std::function<void(Value*)>& body) {
+Value* KernelEmitter::ptx_sreg(llvm::Intrinsic::ID id) {
+  return b_.CreateZExt(b_.CreateCall(llvm::Intrinsic::getDeclaration(&m_, id)), b_.getInt64Ty());
+}
+
+Value* KernelEmitter::ptx_thread_index() {
+  using namespace llvm::Intrinsic;
+  return b_.CreateAdd(b_.CreateMul(ptx_sreg(nvvm_read_ptx_sreg_ctaid_x),
+                                   ptx_sreg(nvvm_read_ptx_sreg_ntid_x)),
+                      ptx_sreg(nvvm_read_ptx_sreg_tid_x));
+}
+
+void KernelEmitter::loop(int64_t n, const std::function<void(Value*)>& body, bool spread) {
   llvm::LLVMContext& ctx = m_.getContext();
+  Value* start = i64(0);
+  Value* step = i64(1);
+  if (spread && target_ == Target::Ptx) {
+    using namespace llvm::Intrinsic;
+    start = ptx_thread_index();
+    step = b_.CreateMul(ptx_sreg(nvvm_read_ptx_sreg_nctaid_x), ptx_sreg(nvvm_read_ptx_sreg_ntid_x));
+    fn_->addFnAttr(kGridExtentAttr, std::to_string(n));
+  }
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* head = llvm::BasicBlock::Create(ctx, "loop", fn_);
   auto* bodyb = llvm::BasicBlock::Create(ctx, "body", fn_);
@@ -144,23 +171,27 @@ void KernelEmitter::loop(int64_t n, const std::function<void(Value*)>& body) {
   b_.CreateBr(head);
   b_.SetInsertPoint(head);
   llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
-  i->addIncoming(i64(0), pre);
+  i->addIncoming(start, pre);
   b_.CreateCondBr(b_.CreateICmpSLT(i, i64(n)), bodyb, exit);
   b_.SetInsertPoint(bodyb);
   body(i);
-  Value* next = b_.CreateAdd(i, i64(1), "", true, true);
+  Value* next = b_.CreateAdd(i, step, "", true, true);
   i->addIncoming(next, b_.GetInsertBlock());
   b_.CreateBr(head);
   b_.SetInsertPoint(exit);
 }
 
-void KernelEmitter::loops(const Shape& dims, Idx& idx, const std::function<void()>& body) {
+void KernelEmitter::loops(const Shape& dims, Idx& idx, const std::function<void()>& body,
+                          bool spread) {
   if (idx.size() == dims.size()) return body();
-  loop(dims[idx.size()], [&](Value* i) {
-    idx.push_back(i);
-    loops(dims, idx, body);
-    idx.pop_back();
-  });
+  loop(
+      dims[idx.size()],
+      [&](Value* i) {
+        idx.push_back(i);
+        loops(dims, idx, body);
+        idx.pop_back();
+      },
+      spread);
 }
 
 void KernelEmitter::loop_kernel() {
@@ -169,11 +200,14 @@ void KernelEmitter::loop_kernel() {
                       [&](int i) { return is_elementwise(f_.body[i].op); });
   Shape dims = flat_ ? Shape{oa.size()} : oa.shape;
   Idx idx;
-  loops(dims, idx, [&] {
-    Value* v = se_.store_convert(oa.dtype, at(k_.root, idx));
-    Value* lin = flat_ ? idx[0] : linear(oa.shape, idx);
-    b_.CreateStore(v, b_.CreateInBoundsGEP(se_.storage_type(oa.dtype), args_[0], lin));
-  });
+  loops(
+      dims, idx,
+      [&] {
+        Value* v = se_.store_convert(oa.dtype, at(k_.root, idx));
+        Value* lin = flat_ ? idx[0] : linear(oa.shape, idx);
+        b_.CreateStore(v, b_.CreateInBoundsGEP(se_.storage_type(oa.dtype), args_[0], lin));
+      },
+      true);
 }
 
 void KernelEmitter::reduce_kernel() {
@@ -194,18 +228,34 @@ void KernelEmitter::reduce_kernel() {
     llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
     Value* acc = eb.CreateAlloca(ct);
     Shape outer(xs.begin(), xs.begin() + kept), inner(xs.begin() + kept, xs.end());
+    // Each output is one thread's sequential accumulation on NVPTX too, so
+    // the order (and the float result) is the reference's.
     Idx idx;
-    loops(outer, idx, [&] {
-      b_.CreateStore(init, acc);
-      Idx full = idx;
-      loops(xs, full, [&] {
-        b_.CreateStore(se_.reduce_step(in.op, d, b_.CreateLoad(ct, acc), at(x, full)), acc);
-      });
-      Value* out = se_.store_convert(oa.dtype, b_.CreateLoad(ct, acc));
-      b_.CreateStore(
-          out, b_.CreateInBoundsGEP(se_.storage_type(oa.dtype), args_[0], linear(outer, idx)));
-    });
+    loops(
+        outer, idx,
+        [&] {
+          b_.CreateStore(init, acc);
+          Idx full = idx;
+          loops(xs, full, [&] {
+            b_.CreateStore(se_.reduce_step(in.op, d, b_.CreateLoad(ct, acc), at(x, full)), acc);
+          });
+          Value* out = se_.store_convert(oa.dtype, b_.CreateLoad(ct, acc));
+          b_.CreateStore(out, b_.CreateInBoundsGEP(se_.storage_type(oa.dtype), args_[0],
+                                                   linear(outer, idx)));
+        },
+        true);
     return;
+  }
+  if (target_ == Target::Ptx) {
+    // The walk below accumulates into shared outputs in the reference's order:
+    // one GPU thread runs it (any launch is correct; the others return).
+    llvm::LLVMContext& ctx = m_.getContext();
+    auto* work = llvm::BasicBlock::Create(ctx, "first_thread", fn_);
+    auto* done = llvm::BasicBlock::Create(ctx, "other_threads", fn_);
+    b_.CreateCondBr(b_.CreateICmpEQ(ptx_thread_index(), i64(0)), work, done);
+    b_.SetInsertPoint(done);
+    b_.CreateRetVoid();
+    b_.SetInsertPoint(work);
   }
   // Accumulate in memory: the output itself, or an f32 scratch for half types
   // (the reference rounds half sums once, at the end).
@@ -248,7 +298,7 @@ void set_fp_attrs(llvm::Function* fn) {
   fn->setDoesNotThrow();
 }
 
-void KernelEmitter::emit(const std::string& name, Target target) {
+void KernelEmitter::emit(const std::string& name) {
   llvm::LLVMContext& ctx = m_.getContext();
   auto* ptr = llvm::PointerType::get(ctx, 0);
   size_t nargs = 1 + k_.inputs.size() + 1;
@@ -270,6 +320,19 @@ void KernelEmitter::emit(const std::string& name, Target target) {
     loop_kernel();
   b_.CreateRetVoid();
 
+  if (target_ == Target::Ptx) {
+    // A CUDA kernel takes the buffers as parameters (cuLaunchKernel copies them).
+    auto* entry = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), params, false),
+                                         llvm::Function::ExternalLinkage, name, m_);
+    set_fp_attrs(entry);
+    entry->setCallingConv(llvm::CallingConv::PTX_Kernel);
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", entry));
+    std::vector<Value*> passed;
+    for (auto& a : entry->args()) passed.push_back(&a);
+    b_.CreateCall(impl, passed);
+    b_.CreateRetVoid();
+    return;
+  }
   auto* entry = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), {ptr}, false),
                                        llvm::Function::ExternalLinkage, name, m_);
   set_fp_attrs(entry);
@@ -279,7 +342,6 @@ void KernelEmitter::emit(const std::string& name, Target target) {
     loaded.push_back(b_.CreateLoad(ptr, b_.CreateConstInBoundsGEP1_64(ptr, entry->getArg(0), i)));
   b_.CreateCall(impl, loaded);
   b_.CreateRetVoid();
-  if (target == Target::Ptx) entry->setCallingConv(llvm::CallingConv::PTX_Kernel);
 }
 
 } // namespace
@@ -289,7 +351,7 @@ std::unique_ptr<llvm::Module> emit_module(llvm::LLVMContext& ctx, const Function
                                           Target target) {
   auto m = std::make_unique<llvm::Module>(prefix + "module", ctx);
   for (size_t i = 0; i < plan.kernels.size(); ++i)
-    KernelEmitter(*m, f, plan.kernels[i]).emit(prefix + "k" + std::to_string(i), target);
+    KernelEmitter(*m, f, plan.kernels[i], target).emit(prefix + "k" + std::to_string(i));
   return m;
 }
 

@@ -18,10 +18,15 @@ namespace pxl::codegen {
 // NVPTX (the same loop nest, its outermost loop spread over the CUDA grid).
 enum class Target { Host, Ptx };
 
+// NVPTX: the iteration count of a kernel's grid-stride loop, a string
+// attribute of its body (absent: any launch works, one thread does the work).
+inline constexpr const char* kGridExtentAttr = "pxl-grid-extent";
+
 // Emits every kernel of `plan` into one module; kernel i is named
 // `<prefix>k<i>` and takes one argument, a `void**` of buffer pointers:
 // the output, then Kernel::inputs in order, then (see kernel_scratch_bytes)
-// a scratch buffer.
+// a scratch buffer. For NVPTX the kernel takes those pointers as its
+// parameters, and its body `<prefix>k<i>.body` carries kGridExtentAttr.
 std::unique_ptr<llvm::Module> emit_module(llvm::LLVMContext& ctx, const Function& f,
                                           const KernelPlan& plan, const std::string& prefix,
                                           Target target);

@@ -15,9 +15,8 @@
 #include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ADT/StringExtras.h>
-#include <llvm/Support/SHA256.h>
 #include <llvm/IR/LegacyPassManager.h>
-#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/SHA256.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -28,18 +27,11 @@
 #include "lang/diag.hpp"
 #include "lang/phase_times.hpp"
 
-extern "C" {
-void LLVMInitializeNVPTXTargetInfo();
-void LLVMInitializeNVPTXTarget();
-void LLVMInitializeNVPTXTargetMC();
-void LLVMInitializeNVPTXAsmPrinter();
-}
-
 namespace pxl {
 
 namespace {
 
-std::once_flag native_once, nvptx_once;
+std::once_flag native_once;
 
 void init_native() {
   std::call_once(native_once, [] {
@@ -309,53 +301,6 @@ std::string kernels_llvm_ir(const Function& f, bool optimized) {
   auto m = codegen::emit_module(ctx, f, plan, "", codegen::Target::Host);
   if (optimized) optimize(*m, *host_machine());
   return module_text(*m);
-}
-
-std::string kernels_ptx(const Function& f) {
-  std::call_once(nvptx_once, [] {
-    LLVMInitializeNVPTXTargetInfo();
-    LLVMInitializeNVPTXTarget();
-    LLVMInitializeNVPTXTargetMC();
-    LLVMInitializeNVPTXAsmPrinter();
-  });
-  const std::string triple = "nvptx64-nvidia-cuda";
-  std::string err;
-  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, err);
-  if (!target) internal_error(__FILE__, __LINE__, "NVPTX target: " + err);
-  std::unique_ptr<llvm::TargetMachine> tm(
-      target->createTargetMachine(triple, "sm_90", "+ptx80", llvm::TargetOptions(), std::nullopt,
-                                  std::nullopt, llvm::CodeGenOptLevel::Aggressive));
-  KernelPlan plan = plan_kernels(f);
-  llvm::LLVMContext ctx;
-  auto m = codegen::emit_module(ctx, f, plan, "", codegen::Target::Ptx);
-  // Host runtime math has no device version yet: drop the kernels that call it.
-  std::string note;
-  for (size_t i = 0; i < plan.kernels.size(); ++i) {
-    std::string name = "k" + std::to_string(i);
-    llvm::Function* body = m->getFunction(name + ".body");
-    bool host_calls = false;
-    for (auto& bb : *body)
-      for (auto& inst : bb)
-        if (auto* call = llvm::dyn_cast<llvm::CallInst>(&inst))
-          if (auto* callee = call->getCalledFunction())
-            host_calls |= callee->isDeclaration() && !callee->isIntrinsic();
-    if (!host_calls) continue;
-    note += "// " + name + " left out: it calls host runtime math\n";
-    m->getFunction(name)->eraseFromParent();
-    body->eraseFromParent();
-  }
-  for (auto it = m->begin(); it != m->end();) {
-    llvm::Function& fn = *it++;
-    if (fn.isDeclaration() && fn.use_empty()) fn.eraseFromParent();
-  }
-  optimize(*m, *tm);
-  llvm::SmallString<4096> out;
-  llvm::raw_svector_ostream os(out);
-  llvm::legacy::PassManager pm;
-  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
-    internal_error(__FILE__, __LINE__, "NVPTX cannot emit assembly");
-  pm.run(*m);
-  return note + std::string(out.str());
 }
 
 } // namespace pxl

@@ -57,9 +57,9 @@ private:
 // The kernels of `f` as LLVM IR text (--dump=llvm): after the O3 pipeline for
 // the host when `optimized`, else as emitted.
 std::string kernels_llvm_ir(const Function& f, bool optimized);
-// The kernels of `f` as PTX for sm_90 (--dump=ptx). Kernels that call host
-// runtime math are left out (listed in a comment): the CUDA backend will
-// provide device versions.
+// The kernels of `f` as PTX for sm_90 (--dump=ptx; codegen/ptx.cpp). Their
+// runtime math comes from libdevice; kernels that cannot run on the GPU are
+// left out (listed in a comment).
 std::string kernels_ptx(const Function& f);
 
 } // namespace pxl

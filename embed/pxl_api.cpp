@@ -2,6 +2,7 @@
 #include "pxl/pxl.hpp"
 
 #include "lang/interp.hpp"
+#include "runtime/platform.hpp"
 
 #ifndef PXL_VERSION
 #define PXL_VERSION "unknown"
@@ -14,6 +15,9 @@ std::string version() { return PXL_VERSION; }
 Runtime::Runtime(RuntimeOptions options) {
   InterpOptions io;
   io.num_devices = options.num_devices;
+  io.platform = parse_platform(options.platform);
+  io.cuda_devices = options.cuda_devices;
+  io.cuda_logical = options.cuda_logical;
   io.out = options.out;
   io.err = options.err;
   interp_ = std::make_unique<Interpreter>(io);

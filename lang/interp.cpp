@@ -20,7 +20,8 @@ namespace pxl {
 
 InterpreterImpl::InterpreterImpl(InterpOptions opts)
     : opts_(opts), out_(opts.out ? opts.out : &std::cout), err_(opts.err ? opts.err : &std::cerr),
-      platform_(opts.num_devices) {
+      platform_(PlatformOptions{opts.platform, opts.num_devices, opts.cuda_devices,
+                                opts.cuda_logical}) {
   CodeCacheOptions cache;
   cache.disk_dir = opts_.cache_dir == "auto" ? default_disk_cache_dir() : opts_.cache_dir;
   cache.times = phase_times();
@@ -54,6 +55,7 @@ InterpreterImpl::~InterpreterImpl() {
                 std::to_string(p.loc.file->column_of(p.loc.begin));
       *err_ << "  " << where << ": " << p.bytes << " bytes\n";
     }
+    *err_ << platform_.transfer_report();
   }
   // Break the cycles between closures and the scopes they captured, and
   // between modules and the functions they define.
@@ -254,7 +256,8 @@ std::string Interpreter::sharding_of(const std::string& expr) {
 std::string Interpreter::mesh_of(const std::string& expr) {
   std::string out;
   if (expr.find_first_not_of(" \t") == std::string::npos) {
-    out = std::to_string(num_devices()) + " CPU devices:";
+    out = std::to_string(num_devices()) +
+          (impl_->platform().name() == "cuda" ? " CUDA devices:" : " CPU devices:");
     for (const Device& d : impl_->platform().devices()) out += " " + d.repr();
     return out + "\n";
   }

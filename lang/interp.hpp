@@ -9,6 +9,7 @@
 #include "lang/diag.hpp"
 #include "runtime/array.hpp"
 #include "runtime/exec_mode.hpp"
+#include "runtime/platform_kind.hpp"
 
 namespace pxl {
 
@@ -28,6 +29,12 @@ struct InterpOptions {
   // Compiled kernels kept across processes: "auto" = default_disk_cache_dir()
   // ($PXL_CACHE_DIR, else the user's cache dir), "" = none.
   std::string cache_dir = "auto";
+  // The devices (--platform cpu|cuda|auto, PXL_PLATFORM). On CUDA, cuda_devices
+  // devices, one per GPU (0: every GPU), or, with cuda_logical, cuda_devices
+  // logical devices on GPU 0 (PXL_DEVICES=cuda:K). num_devices is the CPU count.
+  PlatformKind platform = PlatformKind::Cpu;
+  int cuda_devices = 0;
+  bool cuda_logical = false;
 };
 
 enum class Completeness { Complete, Incomplete, Invalid };

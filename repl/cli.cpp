@@ -26,9 +26,11 @@ bool split_long(const std::string& arg, const std::string& name,
 
 } // namespace
 
-ParseResult parse(const std::vector<std::string>& args, const char* env_devices) {
+ParseResult parse(const std::vector<std::string>& args, const char* env_devices,
+                  const char* env_platform) {
   Options opts;
   std::optional<std::string> devices_text; // --devices wins over the environment
+  std::optional<std::string> platform_text; // so does --platform
   size_t i = 0;
   auto fail = [](std::string msg) { return ParseResult{std::nullopt, std::move(msg)}; };
   for (; i < args.size(); ++i) {
@@ -49,6 +51,13 @@ ParseResult parse(const std::vector<std::string>& args, const char* env_devices)
         value = args[++i];
       }
       devices_text = *value;
+    } else if (split_long(a, "--platform", value)) {
+      if (!value) {
+        if (i + 1 >= args.size())
+          return fail("option '--platform' needs a value (cpu, cuda, auto)");
+        value = args[++i];
+      }
+      platform_text = *value;
     } else if (split_long(a, "--dump", value)) {
       if (!value) {
         if (i + 1 >= args.size()) return fail("option '--dump' needs a value (ir, llvm, ptx)");
@@ -103,11 +112,28 @@ ParseResult parse(const std::vector<std::string>& args, const char* env_devices)
   if (!devices_text && env_devices) devices_text = std::string(env_devices);
   if (devices_text) {
     try {
-      opts.devices = parse_device_count(*devices_text);
+      DeviceRequest r = parse_device_request(*devices_text);
+      opts.devices = r.count;
+      opts.cuda_devices_given = true;
+      opts.cuda_logical = r.cuda_logical;
     } catch (const Error& e) {
       return fail(std::string(from_flag ? "--devices: " : "PXL_DEVICES: ") + e.message());
     }
   }
+  const bool platform_flag = platform_text.has_value();
+  if (!platform_text && env_platform && *env_platform) platform_text = std::string(env_platform);
+  if (platform_text) {
+    try {
+      opts.platform = parse_platform(*platform_text);
+    } catch (const Error& e) {
+      return fail(std::string(platform_flag ? "--platform: " : "PXL_PLATFORM: ") + e.message());
+    }
+  } else if (opts.cuda_logical) {
+    opts.platform = PlatformKind::Cuda; // cuda:K names the platform itself
+  }
+  if (opts.cuda_logical && opts.platform == PlatformKind::Cpu)
+    return fail("devices 'cuda:" + std::to_string(opts.devices) +
+                "' are CUDA devices, but the platform is cpu");
   return {opts, {}};
 }
 
@@ -120,7 +146,10 @@ std::string usage() {
          "\n"
          "options:\n"
          "  -c CODE        run CODE as a script\n"
-         "  --devices N    number of CPU devices (default 8; also PXL_DEVICES=N)\n"
+         "  --devices N    number of devices (CPU default 8, CUDA default every GPU;\n"
+         "                 also PXL_DEVICES=N); cuda:K is K logical devices on one GPU\n"
+         "  --platform P   cpu (the default), cuda (NVIDIA GPUs, an error without one)\n"
+         "                 or auto (cuda when usable, else cpu); also PXL_PLATFORM=P\n"
          "  --dump=ir      print the IR of every traced (pmap/shard_map) function\n"
          "  --dump=llvm    print the optimized LLVM IR of their fused kernels\n"
          "  --dump=ptx     print their fused kernels as sm_90 PTX\n"

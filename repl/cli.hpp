@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "runtime/exec_mode.hpp"
+#include "runtime/platform_kind.hpp"
 
 namespace pxl::cli {
 
@@ -24,6 +25,9 @@ struct Options {
   ExecMode exec = ExecMode::Jit;        // --exec jit|interp
   bool time_passes = false;             // --time-passes: time of each phase at exit
   bool explain_cache = false;           // --explain-cache: retraces and compilations
+  PlatformKind platform = PlatformKind::Cpu; // --platform, else PXL_PLATFORM, else cpu
+  bool cuda_devices_given = false;      // --devices / PXL_DEVICES named a count (or cuda:K)
+  bool cuda_logical = false;            // cuda:K: `devices` logical devices on one GPU
 };
 
 struct ParseResult {
@@ -31,8 +35,10 @@ struct ParseResult {
   std::string error;              // set on failure: one line, no "pxl: " prefix
 };
 
-// `args` excludes argv[0]; `env_devices` is getenv("PXL_DEVICES") (may be null).
-ParseResult parse(const std::vector<std::string>& args, const char* env_devices);
+// `args` excludes argv[0]; `env_devices` is getenv("PXL_DEVICES") and
+// `env_platform` getenv("PXL_PLATFORM") (either may be null).
+ParseResult parse(const std::vector<std::string>& args, const char* env_devices,
+                  const char* env_platform = nullptr);
 
 std::string usage();
 std::string version_text(); // "pxl X.Y.Z" + LLVM version, host triple and CPU

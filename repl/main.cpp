@@ -28,6 +28,9 @@ int run(const pxl::cli::Options& opts) {
     io.exec = opts.exec;
     io.time_passes = opts.time_passes;
     io.explain_cache = opts.explain_cache;
+    io.platform = opts.platform;
+    io.cuda_devices = opts.cuda_devices_given ? opts.devices : 0;
+    io.cuda_logical = opts.cuda_logical;
     pxl::Interpreter interp(io);
     switch (opts.mode) {
     case Mode::File:
@@ -57,7 +60,8 @@ int run(const pxl::cli::Options& opts) {
 int main(int argc, char** argv) {
   try {
     std::vector<std::string> args(argv + 1, argv + argc);
-    pxl::cli::ParseResult parsed = pxl::cli::parse(args, std::getenv("PXL_DEVICES"));
+    pxl::cli::ParseResult parsed = pxl::cli::parse(args, std::getenv("PXL_DEVICES"),
+                                                       std::getenv("PXL_PLATFORM"));
     if (!parsed.options) {
       std::cerr << "pxl: error: " << parsed.error << "\nTry 'pxl --help' for more information.\n";
       return 2;

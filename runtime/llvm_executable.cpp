@@ -27,7 +27,8 @@ public:
     std::vector<std::vector<Array>> env = initial_values(f, inputs, consts_, k);
     for (const Step& s : prog_->plan.steps) {
       if (s.kind == Step::Kind::Kernel) {
-        for (int j = 0; j < k; ++j) run_kernel(static_cast<size_t>(s.index), env[j]);
+        for (int j = 0; j < k; ++j)
+          run_compiled_kernel(f, *prog_, static_cast<size_t>(s.index), env[j]);
         continue;
       }
       size_t i = static_cast<size_t>(s.index);
@@ -47,26 +48,6 @@ public:
   }
 
 private:
-  void run_kernel(size_t index, std::vector<Array>& env) {
-    const Kernel& kn = prog_->plan.kernels[index];
-    const AVal& oa = fn_->values[kn.root].aval;
-    // Results stay on their operands' device, as eval_ref's do.
-    int device = kn.inputs.empty() ? 0 : env[kn.inputs[0]].device();
-    Array out(oa.dtype, oa.shape, oa.weak, device);
-    std::vector<void*> args;
-    args.push_back(out.data());
-    for (int v : kn.inputs) args.push_back(const_cast<void*>(env[v].data()));
-    int64_t scratch_bytes = kernel_scratch_bytes(*fn_, kn);
-    std::vector<float> scratch(static_cast<size_t>(scratch_bytes / 4));
-    args.push_back(scratch.empty() ? nullptr : scratch.data());
-    {
-      // Same floating-point environment as the reference kernels (XLA's).
-      ref::xla::ScopedFlushDenormal ftz;
-      prog_->kernels[index](args.data());
-    }
-    env[kn.root] = std::move(out);
-  }
-
   std::shared_ptr<const Function> fn_;
   SpmdLayout layout_;
   std::vector<Array> consts_;
@@ -75,6 +56,27 @@ private:
 };
 
 } // namespace
+
+void run_compiled_kernel(const Function& f, const CompiledProgram& prog, size_t index,
+                         std::vector<Array>& env) {
+  const Kernel& kn = prog.plan.kernels[index];
+  const AVal& oa = f.values[kn.root].aval;
+  // Results stay on their operands' device, as eval_ref's do.
+  int device = kn.inputs.empty() ? 0 : env[kn.inputs[0]].device();
+  Array out(oa.dtype, oa.shape, oa.weak, device);
+  std::vector<void*> args;
+  args.push_back(out.data());
+  for (int v : kn.inputs) args.push_back(const_cast<void*>(env[v].data()));
+  int64_t scratch_bytes = kernel_scratch_bytes(f, kn);
+  std::vector<float> scratch(static_cast<size_t>(scratch_bytes / 4));
+  args.push_back(scratch.empty() ? nullptr : scratch.data());
+  {
+    // Same floating-point environment as the reference kernels (XLA's).
+    ref::xla::ScopedFlushDenormal ftz;
+    prog.kernels[index](args.data());
+  }
+  env[kn.root] = std::move(out);
+}
 
 std::unique_ptr<Executable> make_llvm_executable(std::shared_ptr<const Function> fn,
                                                  SpmdLayout layout, std::vector<Array> consts,

@@ -5,6 +5,9 @@
 #include "codegen/jit.hpp"
 #include "lang/diag.hpp"
 #include "runtime/collectives.hpp"
+#include "runtime/cuda/executable.hpp"
+#include "runtime/cuda/runtime.hpp"
+#include "runtime/executable.hpp"
 
 namespace pxl {
 
@@ -17,7 +20,29 @@ Platform::Platform(int num_cpu_devices) {
   for (int i = 0; i < num_cpu_devices; ++i) devices_.push_back(Device{i, "cpu"});
 }
 
-Platform::~Platform() = default;
+Platform::Platform(const PlatformOptions& o) {
+  if (o.kind != PlatformKind::Cpu) {
+    try {
+      cuda_ = std::make_unique<cuda::CudaRuntime>(o.cuda_devices, o.cuda_logical);
+    } catch (Error& e) {
+      if (o.kind == PlatformKind::Cuda) {
+        if (e.hint().empty())
+          e.set_hint("pxl runs on the CPU mesh without --platform cuda (or with --platform auto)");
+        throw Error(e.code(), "the CUDA platform is not available: " + e.message(), {}, e.hint());
+      }
+      fallback_ = e.message();
+    }
+  }
+  if (cuda_) {
+    for (int i = 0; i < cuda_->device_count(); ++i) devices_.push_back(Device{i, "cuda"});
+  } else {
+    for (int i = 0; i < o.cpu_devices; ++i) devices_.push_back(Device{i, "cpu"});
+  }
+}
+
+Platform::~Platform() {
+  threads_.reset(); // nothing runs on the GPUs once the device threads are gone
+}
 
 DeviceThreads& Platform::threads() {
   if (!threads_) threads_ = std::make_unique<DeviceThreads>(device_count());
@@ -29,6 +54,37 @@ CodeCache& Platform::code_cache() {
   return *code_cache_;
 }
 
+std::unique_ptr<Executable> Platform::make_executable(ExecMode mode,
+                                                      std::shared_ptr<const Function> fn,
+                                                      SpmdLayout layout,
+                                                      std::vector<Array> consts) {
+  if (cuda_)
+    return cuda::make_cuda_executable(std::move(fn), std::move(layout), std::move(consts), *cuda_,
+                                      code_cache());
+  return pxl::make_executable(mode, &code_cache(), std::move(fn), std::move(layout),
+                              std::move(consts));
+}
+
+std::string Platform::transfer_report() const {
+  if (!cuda_) return "";
+  auto log = cuda_->transfers().transfers();
+  int64_t up = 0, down = 0, nup = 0;
+  for (const auto& t : log) (t.to_device ? (++nup, up) : down) += t.bytes;
+  std::string out = "profile: " + std::to_string(log.size()) + " host<->device copies: " +
+                    std::to_string(nup) + " to the GPU (" + std::to_string(up) + " bytes), " +
+                    std::to_string(log.size() - static_cast<size_t>(nup)) + " to the host (" +
+                    std::to_string(down) + " bytes)\n";
+  for (const auto& t : log) {
+    std::string where = "?";
+    if (t.loc.valid())
+      where = t.loc.file->path() + ":" + std::to_string(t.loc.file->line_of(t.loc.begin)) + ":" +
+              std::to_string(t.loc.file->column_of(t.loc.begin));
+    out += "  " + where + ": " + (t.to_device ? "to GPU " : "to host ") +
+           std::to_string(t.bytes) + " bytes\n";
+  }
+  return out;
+}
+
 int parse_device_count(const std::string& text) {
   int n = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
@@ -36,6 +92,26 @@ int parse_device_count(const std::string& text) {
     throw Error(ErrCode::Value,
                 "invalid device count '" + text + "': expected an integer from 1 to 4096");
   return n;
+}
+
+DeviceRequest parse_device_request(const std::string& text) {
+  if (text.rfind("cuda:", 0) == 0) {
+    std::string k = text.substr(5);
+    int n = 0;
+    auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), n);
+    if (ec != std::errc() || ptr != k.data() + k.size() || n < 1 || n > 64)
+      throw Error(ErrCode::Value, "invalid device count '" + text +
+                                      "': cuda:K needs K logical devices from 1 to 64");
+    return {n, true};
+  }
+  return {parse_device_count(text), false};
+}
+
+PlatformKind parse_platform(const std::string& text) {
+  if (text == "cpu") return PlatformKind::Cpu;
+  if (text == "cuda") return PlatformKind::Cuda;
+  if (text == "auto") return PlatformKind::Auto;
+  throw Error(ErrCode::Value, "unknown platform '" + text + "' (known: cpu, cuda, auto)");
 }
 
 } // namespace pxl

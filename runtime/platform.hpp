@@ -1,28 +1,52 @@
-// The devices pxl runs on. A Platform is owned by an Interpreter (no global
-// state); the SPMD runtime (mesh execution, collectives) hangs off it.
+// The devices pxl runs on: the CPU mesh, or CUDA GPUs (runtime/cuda/). A
+// Platform is owned by an Interpreter (no global state); the SPMD runtime
+// (mesh execution, collectives, compiled code) hangs off it.
 #pragma once
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "codegen/jit.hpp"
+#include "runtime/exec_mode.hpp"
+#include "runtime/platform_kind.hpp"
 
 namespace pxl {
 
 class DeviceThreads;
+class Executable; // runtime/executable.hpp
+struct Function;
+struct SpmdLayout;
+class Array;
+namespace cuda {
+class CudaRuntime; // runtime/cuda/runtime.hpp
+}
 
 struct Device {
   int id = 0;
   std::string platform = "cpu";
-  std::string repr() const; // JAX's: "CpuDevice(id=0)"
+  std::string repr() const; // JAX's: "CpuDevice(id=0)", "CudaDevice(id=0)"
+};
+
+struct PlatformOptions {
+  PlatformKind kind = PlatformKind::Cpu;
+  int cpu_devices = 8;
+  int cuda_devices = 0;      // 0: one device per visible GPU
+  bool cuda_logical = false; // cuda_devices logical devices on GPU 0 (PXL_DEVICES=cuda:K)
 };
 
 class Platform {
 public:
   explicit Platform(int num_cpu_devices = 8);
+  // Throws pxl::Error(E0400) when CUDA is asked for and cannot be used.
+  explicit Platform(const PlatformOptions& options);
   ~Platform();
   const std::vector<Device>& devices() const { return devices_; }
   int device_count() const { return static_cast<int>(devices_.size()); }
+  const std::string& name() const { return devices_.front().platform; } // "cpu" | "cuda"
+  // The CUDA runtime (null on the CPU mesh).
+  cuda::CudaRuntime* cuda() { return cuda_.get(); }
+  // Why PlatformKind::Auto chose the CPU ("" otherwise).
+  const std::string& cpu_fallback_reason() const { return fallback_; }
   // The device threads SPMD programs run on (one per device, started on first use).
   DeviceThreads& threads();
   // The LLVM JIT's compiled programs (created on first use), so a Function
@@ -31,9 +55,17 @@ public:
   // How the code cache is created (disk directory, --time-passes,
   // --explain-cache); takes effect if set before its first use.
   void set_code_cache_options(CodeCacheOptions opts) { code_cache_options_ = std::move(opts); }
+  // The executable for a traced SPMD Function on this platform: on CUDA, its
+  // kernels run on the GPUs (`mode` does not apply); on the CPU, as `mode` says.
+  std::unique_ptr<Executable> make_executable(ExecMode mode, std::shared_ptr<const Function> fn,
+                                              SpmdLayout layout, std::vector<Array> consts);
+  // --profile's lines for host<->device copies ("" on the CPU mesh).
+  std::string transfer_report() const;
 
 private:
   std::vector<Device> devices_;
+  std::unique_ptr<cuda::CudaRuntime> cuda_;
+  std::string fallback_;
   std::unique_ptr<DeviceThreads> threads_;
   std::unique_ptr<CodeCache> code_cache_;
   CodeCacheOptions code_cache_options_;
@@ -42,5 +74,15 @@ private:
 // Device count from --devices / PXL_DEVICES; `text` is the user's value.
 // Throws pxl::Error(Value) for anything but an integer in [1, 4096].
 int parse_device_count(const std::string& text);
+
+// --devices / PXL_DEVICES: "N", or "cuda:K" (K logical CUDA devices on one GPU).
+struct DeviceRequest {
+  int count = 8;
+  bool cuda_logical = false;
+};
+DeviceRequest parse_device_request(const std::string& text);
+
+// "cpu" | "cuda" | "auto"; throws pxl::Error(Value) otherwise.
+PlatformKind parse_platform(const std::string& text);
 
 } // namespace pxl

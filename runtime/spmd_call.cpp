@@ -5,6 +5,7 @@
 #include <map>
 
 #include "lang/diag.hpp"
+#include "runtime/platform.hpp"
 #include "runtime/spmd_steps.hpp"
 
 namespace pxl {
@@ -27,7 +28,8 @@ AVal block_aval(const SpmdLayout& layout, const SpmdMapping& m, const AVal& glob
 std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<Function> fn,
                                              SpmdLayout layout, std::vector<SpmdMapping> ins,
                                              std::vector<SpmdMapping> outs, DeviceThreads* pool,
-                                             ExecMode mode, CodeCache* cache, PhaseTimes* times) {
+                                             ExecMode mode, CodeCache* cache, PhaseTimes* times,
+                                             Platform* platform) {
   PXL_ASSERT(fn->consts.empty() && ins.size() == fn->params.size() &&
                  outs.size() == fn->results.size(),
              "spmd_call: the callee's operands and results must match its mappings");
@@ -37,7 +39,8 @@ std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<F
     c->in_global.push_back(global_aval(layout, ins[i], fn->values[fn->params[i]].aval));
   for (size_t r = 0; r < outs.size(); ++r)
     c->out_global.push_back(global_aval(layout, outs[r], fn->values[fn->results[r]].aval));
-  c->exe = make_executable(mode, cache, fn, layout, {});
+  c->exe = platform ? platform->make_executable(mode, fn, layout, {})
+                   : make_executable(mode, cache, fn, layout, {});
   c->exe->phase_times = times;
   c->fn = std::move(fn);
   c->layout = std::move(layout);
@@ -47,6 +50,7 @@ std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<F
   c->mode = mode;
   c->cache = cache;
   c->times = times;
+  c->platform = platform;
   return c;
 }
 

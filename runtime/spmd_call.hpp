@@ -17,6 +17,7 @@
 namespace pxl {
 
 class CodeCache;
+class Platform;
 
 // How a global array relates to a participant's block: split by `spec` over
 // the callee's mesh, then (pmap) the mapped dimension `squeeze`, of size 1 in
@@ -43,6 +44,8 @@ struct SpmdCallee {
   ExecMode mode = ExecMode::Interp;
   CodeCache* cache = nullptr;
   PhaseTimes* times = nullptr; // --time-passes (the interpreter's), or null
+  // The Platform they all come from, when known: it picks the executable (CUDA's on GPUs).
+  Platform* platform = nullptr;
 };
 
 // The global type of a block under mapping `m` (the inverse of the split).
@@ -54,7 +57,8 @@ AVal block_aval(const SpmdLayout& layout, const SpmdMapping& m, const AVal& glob
 std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<Function> fn,
                                              SpmdLayout layout, std::vector<SpmdMapping> ins,
                                              std::vector<SpmdMapping> outs, DeviceThreads* pool,
-                                             ExecMode mode, CodeCache* cache, PhaseTimes* times);
+                                             ExecMode mode, CodeCache* cache, PhaseTimes* times,
+                                             Platform* platform = nullptr);
 
 // The kernel: runs the callee on global operands (concrete or sharded tensors)
 // and returns the global results, sharded over the devices (pmap outputs with

@@ -9,6 +9,8 @@
 
 namespace pxl {
 
+struct CompiledProgram; // codegen/jit.hpp
+
 // The participant groups of each collective instruction (by body index).
 using CollectiveGroups = std::map<size_t, GroupLayout>;
 CollectiveGroups collective_groups(const Function& f, const SpmdLayout& layout);
@@ -46,5 +48,10 @@ void run_spmd_call_instr(const Function& f, size_t index, int per_thread,
 // Records a debug_print for every local participant; its result is a 0-d bool.
 void run_debug_print(const Instr& in, int thread, int per_thread,
                      std::vector<std::vector<Array>>& env, std::vector<DebugRecord>& debug);
+
+// Runs host-compiled kernel `index` of `prog` on one participant's values
+// (runtime/llvm_executable.cpp).
+void run_compiled_kernel(const Function& f, const CompiledProgram& prog, size_t index,
+                         std::vector<Array>& env);
 
 } // namespace pxl

@@ -65,9 +65,9 @@ void install_stdlib(InterpreterImpl& in) {
     return Value::integer(in.platform().device_count());
   });
   jax.alias("local_device_count", jax.value(), "device_count");
-  jax.fn("default_backend", [](InterpreterImpl&, CallArgs& a) {
+  jax.fn("default_backend", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("default_backend", a, {});
-    return make_str("cpu");
+    return make_str(in.platform().name() == "cuda" ? "gpu" : "cpu"); // JAX's names
   });
   jax.fn("block_until_ready", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("block_until_ready", a, {"x"}, 1);

@@ -189,7 +189,7 @@ struct SpmdFunction : OpaqueObj {
     f->consts.clear();
     c.callee = make_spmd_callee(what, std::move(f), std::move(layout), std::move(ins),
                                 std::move(outs), &in.platform().threads(), in.options().exec,
-                                &in.platform().code_cache(), in.phase_times());
+                                &in.platform().code_cache(), in.phase_times(), &in.platform());
     c.callee->check_vma = check_vma;
   }
 

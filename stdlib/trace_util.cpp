@@ -112,7 +112,7 @@ std::vector<Tensor> bind_derived_spmd_call(
   }
   f->consts.clear();
   auto callee = make_spmd_callee(c.kind, std::move(f), c.layout, std::move(ins), std::move(outs),
-                                 c.pool, c.mode, c.cache, c.times);
+                                 c.pool, c.mode, c.cache, c.times, c.platform);
   callee->check_vma = c.check_vma;
   OpAttrs attrs;
   attrs.callee = std::move(callee);

@@ -13,7 +13,7 @@ failures = []
 
 
 def run(pxl, args, stdin=None, env_extra=None, cwd=None):
-    env = {k: v for k, v in os.environ.items() if k != "PXL_DEVICES"}
+    env = {k: v for k, v in os.environ.items() if k not in ("PXL_DEVICES", "PXL_PLATFORM")}
     env.update(env_extra or {})
     try:
         p = subprocess.run([pxl] + args, input=(stdin or "").encode(), capture_output=True,
@@ -59,6 +59,37 @@ def main():
     expect("PXL_DEVICES=abc", run(pxl, ["-c", "print(1)"], env_extra={"PXL_DEVICES": "abc"}),
            code=2, out="", err_has=["PXL_DEVICES: invalid device count 'abc'"])
     expect("unknown option", run(pxl, ["--bogus"]), code=2, err_has=["unknown option '--bogus'"])
+
+    # Platforms. Without a usable GPU, cuda is a clear E0400 naming what is
+    # missing and auto is the CPU mesh; with one, both run on it.
+    auto = run(pxl, ["--platform", "auto", "-c", "print(jax.devices())"])
+    expect("--platform auto", auto, code=0, err="")
+    gpu = "CudaDevice" in auto[1]
+    expect("--platform bogus", run(pxl, ["--platform", "bogus", "-c", "print(1)"]), code=2,
+           out="", err_has=["--platform: unknown platform 'bogus' (known: cpu, cuda, auto)"])
+    expect("PXL_PLATFORM bogus", run(pxl, ["-c", "print(1)"], env_extra={"PXL_PLATFORM": "tpu"}),
+           code=2, out="", err_has=["PXL_PLATFORM: unknown platform 'tpu'"])
+    expect("cuda:K on cpu", run(pxl, ["--platform", "cpu", "-c", "print(1)"],
+                                env_extra={"PXL_DEVICES": "cuda:2"}),
+           code=2, out="", err_has=["'cuda:2' are CUDA devices, but the platform is cpu"])
+    expect("--devices cuda:0", run(pxl, ["--devices", "cuda:0", "-c", "print(1)"]), code=2,
+           out="", err_has=["cuda:K needs K logical devices from 1 to 64"])
+    expect("--platform cpu", run(pxl, ["--platform=cpu", "--devices", "2", "-c",
+                                       "print(jax.devices())"]),
+           code=0, out="[CpuDevice(id=0), CpuDevice(id=1)]\n")
+    cuda_runs = [("--platform cuda", ["--platform", "cuda"], {}),
+                 ("PXL_PLATFORM=cuda", [], {"PXL_PLATFORM": "cuda"}),
+                 ("PXL_DEVICES=cuda:2", [], {"PXL_DEVICES": "cuda:2"})]
+    for name, flags, env in cuda_runs:
+        got = run(pxl, flags + ["-c", "print(1 + 1)"], env_extra=env)
+        if gpu:
+            expect(name + " (GPU)", got, code=0, out="2\n")
+        else:
+            expect(name + " (no GPU)", got, code=1, out="",
+                   err_has=["error[E0400]: the CUDA platform is not available: "])
+    if gpu:
+        expect("cuda:2 devices", run(pxl, ["-c", "print(len(jax.devices()))"],
+                                     env_extra={"PXL_DEVICES": "cuda:2"}), code=0, out="2\n")
 
     # Scripts.
     expect("-c", run(pxl, ["-c", "print(1 + 1)"]), code=0, out="2\n", err="")

@@ -64,3 +64,21 @@ TEST_CASE("cli: version text names pxl and LLVM", "[cli]") {
   CHECK(v.rfind("pxl ", 0) == 0);
   CHECK(v.find("LLVM 19.") != std::string::npos);
 }
+
+TEST_CASE("cli: --platform wins over PXL_PLATFORM; cuda:K implies cuda", "[cli]") {
+  using pxl::PlatformKind;
+  CHECK(parse({}, nullptr).options->platform == PlatformKind::Cpu);
+  CHECK(parse({}, nullptr, "cuda").options->platform == PlatformKind::Cuda);
+  CHECK(parse({"--platform", "cpu"}, nullptr, "cuda").options->platform == PlatformKind::Cpu);
+  CHECK(parse({"--platform=auto"}, nullptr).options->platform == PlatformKind::Auto);
+  auto r = parse({}, "cuda:4");
+  REQUIRE(r.options);
+  CHECK(r.options->platform == PlatformKind::Cuda);
+  CHECK(r.options->cuda_logical);
+  CHECK(r.options->devices == 4);
+  CHECK_FALSE(parse({"--platform", "cpu"}, "cuda:4").options);
+  CHECK_FALSE(parse({"--platform", "gpu"}, nullptr).options);
+  CHECK_FALSE(parse({"--platform"}, nullptr).options);
+  CHECK_FALSE(parse({"--devices", "cuda:x"}, nullptr).options);
+  CHECK_FALSE(parse({"--devices", "cuda:65"}, nullptr).options);
+}

@@ -16,6 +16,7 @@
 
 #include "codegen/jit.hpp"
 #include "codegen/plan.hpp"
+#include "codegen/ptx.hpp"
 #include "runtime/executable.hpp"
 
 using namespace pxl;
@@ -288,8 +289,22 @@ TEST_CASE("PTX for the kernels assembles with ptxas", "[codegen]") {
   int t = b.op(Op::Add, {}, {b.op(Op::Mul, {}, {x, y}), x});
   b.f.results.push_back(t);
   b.f.results.push_back(b.op(Op::ReduceMax, red, {t}));
+  // Runtime math (tanh, exp) comes from libdevice on the GPU.
+  b.f.results.push_back(b.op(Op::Exp, {}, {b.op(Op::Tanh, {}, {t})}));
   std::string ptx = kernels_ptx(b.f);
   CHECK(ptx.find(".target sm_90") != std::string::npos);
+  PtxProgram prog = compile_ptx(b.f);
+  REQUIRE(prog.plan.kernels.size() == 3);
+  // Elementwise kernels spread all 64*32 elements over the grid; the row
+  // reduction one thread per row.
+  CHECK(prog.grid_extent == std::vector<int64_t>{2048, 64, 2048});
+  if (!find_libdevice().empty()) {
+    CHECK(prog.notes.empty());
+    CHECK(prog.on_device == std::vector<bool>{true, true, true});
+    CHECK(ptx.find("left out") == std::string::npos);
+  } else {
+    WARN("libdevice.10.bc not found: kernels with runtime math stay on the host");
+  }
   const char* ptxas = "/usr/local/cuda/bin/ptxas";
   if (std::FILE* probe = std::fopen(ptxas, "r")) {
     std::fclose(probe);

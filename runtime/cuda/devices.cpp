@@ -1,0 +1,120 @@
+#include "runtime/cuda/devices.hpp"
+
+namespace pxl::cuda {
+
+DeviceBuffer::~DeviceBuffer() { dev_.release(ptr_, bytes_); }
+
+void TransferLog::add(Transfer t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  log_.push_back(std::move(t));
+}
+
+std::vector<Transfer> TransferLog::transfers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return log_;
+}
+
+GpuDevice::GpuDevice(Driver& driver, int ordinal, TransferLog& log)
+    : driver_(driver), log_(log), ordinal_(ordinal) {
+  const DriverApi& a = driver.api();
+  std::string at = "GPU " + std::to_string(ordinal);
+  driver.check(a.cuDeviceGet(&dev_, ordinal), "cuDeviceGet(" + at + ")");
+  char name[256] = {0};
+  driver.check(a.cuDeviceGetName(name, sizeof name - 1, dev_), "cuDeviceGetName(" + at + ")");
+  name_ = name;
+  int major = 0, minor = 0;
+  driver.check(a.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev_),
+               "compute capability of " + at);
+  driver.check(a.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev_),
+               "compute capability of " + at);
+  cc_ = major * 10 + minor;
+  if (cc_ < 75)
+    throw Error(ErrCode::Device, at + " (" + name_ + ") has compute capability " +
+                                     std::to_string(major) + "." + std::to_string(minor) +
+                                     "; pxl needs 7.5 or newer");
+  driver.check(a.cuDeviceGetAttribute(&sms_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev_),
+               "multiprocessor count of " + at);
+  driver.check(a.cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain(" + at + ")");
+  bind();
+  driver.check(a.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate(" + at + ")");
+}
+
+GpuDevice::~GpuDevice() {
+  // Teardown errors are ignored: there is no one left to report them to.
+  const DriverApi& a = driver_.api();
+  a.cuCtxSetCurrent(ctx_);
+  if (stream_) a.cuStreamSynchronize(stream_);
+  if (blas_) driver_.cublas().cublasDestroy(blas_);
+  for (auto& [bytes, ptr] : pool_) a.cuMemFree(ptr);
+  if (stream_) a.cuStreamDestroy(stream_);
+  if (ctx_) a.cuDevicePrimaryCtxRelease(dev_);
+}
+
+void GpuDevice::check(CUresult r, const char* what) const {
+  if (r != CUDA_SUCCESS) driver_.check(r, std::string(what) + " on GPU " + std::to_string(ordinal_));
+}
+
+void GpuDevice::bind() const { check(driver_.api().cuCtxSetCurrent(ctx_), "cuCtxSetCurrent"); }
+
+std::shared_ptr<DeviceBuffer> GpuDevice::alloc(size_t bytes) {
+  bytes = std::max<size_t>(bytes, 1);
+  {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    if (auto it = pool_.find(bytes); it != pool_.end()) {
+      CUdeviceptr p = it->second;
+      pool_.erase(it);
+      return std::make_shared<DeviceBuffer>(*this, p, bytes);
+    }
+  }
+  CUdeviceptr p = 0;
+  CUresult r = driver_.api().cuMemAlloc(&p, bytes);
+  if (r != CUDA_SUCCESS) {
+    // Out of memory with buffers parked in the pool: return them and retry.
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    for (auto& [b, q] : pool_) driver_.api().cuMemFree(q);
+    pool_.clear();
+    r = driver_.api().cuMemAlloc(&p, bytes);
+  }
+  check(r, ("cuMemAlloc of " + std::to_string(bytes) + " bytes").c_str());
+  return std::make_shared<DeviceBuffer>(*this, p, bytes);
+}
+
+void GpuDevice::release(CUdeviceptr ptr, size_t bytes) {
+  // Work queued on the stream may still use the buffer; the pool hands it out
+  // again only to work queued later on the same stream, which runs after.
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  pool_.emplace(bytes, ptr);
+}
+
+void GpuDevice::upload(const DeviceBuffer& dst, const void* src, size_t bytes, const Span& loc) {
+  if (bytes == 0) return;
+  check(driver_.api().cuMemcpyHtoDAsync(dst.ptr(), src, bytes, stream_), "host-to-device copy");
+  // The host buffer may be freed once we return: wait for the copy.
+  synchronize();
+  log_.add({true, static_cast<int64_t>(bytes), loc});
+}
+
+void GpuDevice::download(void* dst, const DeviceBuffer& src, size_t bytes, const Span& loc) {
+  if (bytes == 0) return;
+  check(driver_.api().cuMemcpyDtoHAsync(dst, src.ptr(), bytes, stream_), "device-to-host copy");
+  synchronize();
+  log_.add({false, static_cast<int64_t>(bytes), loc});
+}
+
+void GpuDevice::synchronize() const {
+  check(driver_.api().cuStreamSynchronize(stream_), "cuStreamSynchronize");
+}
+
+cublasHandle_t GpuDevice::blas() {
+  if (!blas_) {
+    const CublasApi& b = driver_.cublas();
+    bind();
+    if (b.cublasCreate(&blas_) != CUBLAS_STATUS_SUCCESS)
+      throw Error(ErrCode::Device, "cublasCreate failed on GPU " + std::to_string(ordinal_));
+    b.cublasSetStream(blas_, stream_);
+    b.cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH); // plain f32 (no tf32): CPU-like results
+  }
+  return blas_;
+}
+
+} // namespace pxl::cuda

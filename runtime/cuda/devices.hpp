@@ -1,0 +1,95 @@
+// The CUDA devices of a Platform: one per GPU, or K logical devices sharing
+// GPU 0 (PXL_DEVICES=cuda:K). Each has its own stream and memory pool on the
+// GPU's primary context; memory is plain device allocations (never managed).
+#pragma once
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "lang/diag.hpp"
+#include "runtime/cuda/loader.hpp"
+
+namespace pxl::cuda {
+
+class GpuDevice;
+
+// A device allocation; goes back to its device's pool when destroyed.
+class DeviceBuffer {
+public:
+  DeviceBuffer(GpuDevice& dev, CUdeviceptr ptr, size_t bytes) : dev_(dev), ptr_(ptr), bytes_(bytes) {}
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  CUdeviceptr ptr() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+
+private:
+  GpuDevice& dev_;
+  CUdeviceptr ptr_;
+  size_t bytes_;
+};
+
+// One host<->device copy, for --profile: its direction, size and the .pxl
+// line of the value it carried.
+struct Transfer {
+  bool to_device = true;
+  int64_t bytes = 0;
+  Span loc;
+};
+
+class TransferLog {
+public:
+  void add(Transfer t);
+  std::vector<Transfer> transfers() const;
+
+private:
+  mutable std::mutex mu_;
+  std::vector<Transfer> log_;
+};
+
+class GpuDevice {
+public:
+  GpuDevice(Driver& driver, int ordinal, TransferLog& log);
+  ~GpuDevice();
+  GpuDevice(const GpuDevice&) = delete;
+  GpuDevice& operator=(const GpuDevice&) = delete;
+
+  Driver& driver() { return driver_; }
+  int ordinal() const { return ordinal_; }
+  CUdevice handle() const { return dev_; }
+  CUstream stream() const { return stream_; }
+  const std::string& name() const { return name_; }
+  int compute_capability() const { return cc_; } // e.g. 90
+  int multiprocessors() const { return sms_; }
+
+  // Makes this device's context current on the calling thread.
+  void bind() const;
+  // A buffer of `bytes` (at least 1), from the pool when one fits exactly.
+  std::shared_ptr<DeviceBuffer> alloc(size_t bytes);
+  void upload(const DeviceBuffer& dst, const void* src, size_t bytes, const Span& loc);
+  void download(void* dst, const DeviceBuffer& src, size_t bytes, const Span& loc);
+  void synchronize() const;
+  // This device's cuBLAS handle (created on first use, bound to its stream).
+  cublasHandle_t blas();
+  void check(CUresult r, const char* what) const;
+
+private:
+  friend class DeviceBuffer;
+  void release(CUdeviceptr ptr, size_t bytes);
+
+  Driver& driver_;
+  TransferLog& log_;
+  int ordinal_;
+  CUdevice dev_ = 0;
+  CUcontext ctx_ = nullptr;
+  CUstream stream_ = nullptr;
+  std::string name_;
+  int cc_ = 0, sms_ = 0;
+  cublasHandle_t blas_ = nullptr;
+  std::mutex pool_mu_;
+  std::multimap<size_t, CUdeviceptr> pool_;
+};
+
+} // namespace pxl::cuda

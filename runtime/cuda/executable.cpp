@@ -1,0 +1,276 @@
+#include "runtime/cuda/executable.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <numeric>
+
+#include "codegen/jit.hpp"
+#include "runtime/cuda/runtime.hpp"
+#include "runtime/spmd_steps.hpp"
+
+namespace pxl::cuda {
+
+namespace {
+
+// Where one value of one participant lives: on the host (`host` defined), on
+// the device (`dev` set), or both.
+struct Slot {
+  std::shared_ptr<DeviceBuffer> dev;
+  bool host_valid = false;
+  int tag = 0; // the pxl device the host Array is tagged with
+};
+
+size_t byte_size(const AVal& a) { return static_cast<size_t>(a.size()) * dtype_size(a.dtype); }
+
+bool is_identity(const std::vector<int64_t>& perm) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+std::vector<int64_t> cat(std::initializer_list<const std::vector<int64_t>*> parts) {
+  std::vector<int64_t> out;
+  for (const auto* p : parts) out.insert(out.end(), p->begin(), p->end());
+  return out;
+}
+
+std::vector<int64_t> free_dims(int rank, const std::vector<int64_t>& batch,
+                               const std::vector<int64_t>& contract) {
+  std::vector<int64_t> out;
+  for (int64_t d = 0; d < rank; ++d)
+    if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
+        std::find(contract.begin(), contract.end(), d) == contract.end())
+      out.push_back(d);
+  return out;
+}
+
+int64_t prod(const Shape& s, const std::vector<int64_t>& dims) {
+  int64_t p = 1;
+  for (int64_t d : dims) p *= s[static_cast<size_t>(d)];
+  return p;
+}
+
+// A dot_general cuBLAS runs without moving data: each operand's dims already
+// in (batch, free, contract) or (batch, contract, free) order.
+struct GemmShape {
+  bool ok = false;
+  bool trans_a = false, trans_b = false;
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+};
+
+GemmShape gemm_shape(const Function& f, const Instr& in) {
+  GemmShape g;
+  const AVal& la = f.values[in.operands[0]].aval;
+  const AVal& ra = f.values[in.operands[1]].aval;
+  const AVal& oa = f.values[in.result].aval;
+  if (oa.dtype != DType::Float32 && oa.dtype != DType::Float64) return g;
+  if (la.dtype != oa.dtype || ra.dtype != oa.dtype) return g;
+  const DotDims& d = in.attrs.dot;
+  std::vector<int64_t> lf = free_dims(la.ndim(), d.lhs_batch, d.lhs_contract);
+  std::vector<int64_t> rf = free_dims(ra.ndim(), d.rhs_batch, d.rhs_contract);
+  if (is_identity(cat({&d.lhs_batch, &lf, &d.lhs_contract})))
+    g.trans_a = false;
+  else if (is_identity(cat({&d.lhs_batch, &d.lhs_contract, &lf})))
+    g.trans_a = true;
+  else
+    return g;
+  if (is_identity(cat({&d.rhs_batch, &d.rhs_contract, &rf})))
+    g.trans_b = false;
+  else if (is_identity(cat({&d.rhs_batch, &rf, &d.rhs_contract})))
+    g.trans_b = true;
+  else
+    return g;
+  g.batch = prod(la.shape, d.lhs_batch);
+  g.m = prod(la.shape, lf);
+  g.k = prod(la.shape, d.lhs_contract);
+  g.n = prod(ra.shape, rf);
+  const int64_t limit = 1 << 30; // cuBLAS's int dimensions
+  g.ok = g.k > 0 && g.m > 0 && g.n > 0 && g.m < limit && g.n < limit && g.k < limit;
+  return g;
+}
+
+class CudaExecutable : public Executable {
+public:
+  CudaExecutable(std::shared_ptr<const Function> fn, SpmdLayout layout, std::vector<Array> consts,
+                 CudaRuntime& rt, CodeCache& host)
+      : fn_(std::move(fn)), layout_(std::move(layout)), consts_(std::move(consts)), rt_(rt),
+        host_(host), groups_(collective_groups(*fn_, layout_)) {}
+
+  std::vector<std::vector<Array>> run(int thread, const std::vector<std::vector<Array>>& inputs,
+                                      CommWorld& world, std::vector<DebugRecord>& debug) override {
+    const Function& f = *fn_;
+    int k = layout_.per_thread;
+    GpuDevice& dev = rt_.device(thread % rt_.device_count());
+    dev.bind();
+    auto prog = rt_.program(f, dev);
+    const KernelPlan& plan = prog->ptx->plan;
+    std::vector<std::vector<Array>> env = initial_values(f, inputs, consts_, k);
+    std::vector<std::vector<Slot>> slots(static_cast<size_t>(k),
+                                         std::vector<Slot>(f.values.size()));
+    for (int j = 0; j < k; ++j)
+      for (size_t v = 0; v < f.values.size(); ++v)
+        if (env[j][v].defined()) slots[j][v] = {nullptr, true, env[j][v].device()};
+    Ctx c{f, dev, env, slots};
+    for (const Step& s : plan.steps) {
+      size_t i = static_cast<size_t>(s.index);
+      if (s.kind == Step::Kind::Kernel) {
+        for (int j = 0; j < k; ++j) run_kernel(c, *prog, i, j);
+        continue;
+      }
+      const Instr& in = f.body[i];
+      if (in.op == Op::DotGeneral && gemm_shape(f, in).ok) {
+        for (int j = 0; j < k; ++j) run_gemm(c, in, j);
+        continue;
+      }
+      for (int j = 0; j < k; ++j)
+        for (int o : in.operands) to_host(c, j, o);
+      if (in.op == Op::DebugPrint)
+        run_debug_print(in, thread, k, env, debug);
+      else if (is_collective(in.op))
+        run_collective(f, layout_, groups_, thread, i, env, world);
+      else
+        run_reference_instr(f, i, k, env);
+      for (int j = 0; j < k; ++j) slots[j][in.result] = {nullptr, true, env[j][in.result].device()};
+    }
+    for (int j = 0; j < k; ++j)
+      for (int r : f.results) to_host(c, j, r);
+    return result_values(f, env);
+  }
+
+private:
+  struct Ctx {
+    const Function& f;
+    GpuDevice& dev;
+    std::vector<std::vector<Array>>& env;
+    std::vector<std::vector<Slot>>& slots;
+  };
+
+  const Span& loc(int v) const { return fn_->values[v].loc; }
+
+  void to_host(Ctx& c, int j, int v) {
+    Slot& s = c.slots[j][v];
+    if (s.host_valid) return;
+    const AVal& a = c.f.values[v].aval;
+    Array h(a.dtype, a.shape, a.weak, s.tag);
+    c.dev.download(h.data(), *s.dev, byte_size(a), loc(v));
+    c.env[j][v] = std::move(h);
+    s.host_valid = true;
+  }
+
+  const DeviceBuffer& to_device(Ctx& c, int j, int v) {
+    Slot& s = c.slots[j][v];
+    if (!s.dev) {
+      const AVal& a = c.f.values[v].aval;
+      s.dev = c.dev.alloc(byte_size(a));
+      c.dev.upload(*s.dev, c.env[j][v].data(), byte_size(a), loc(v));
+    }
+    return *s.dev;
+  }
+
+  // A result computed on the device: its host copy is made when needed.
+  void set_device_result(Ctx& c, int j, int v, std::shared_ptr<DeviceBuffer> buf, int tag) {
+    c.env[j][v] = Array();
+    c.slots[j][v] = {std::move(buf), false, tag};
+  }
+
+  int result_tag(Ctx& c, int j, const std::vector<int>& operands) {
+    return operands.empty() ? 0 : c.slots[j][operands[0]].tag;
+  }
+
+  void run_kernel(Ctx& c, const LoadedProgram& prog, size_t index, int j) {
+    const Kernel& kn = prog.ptx->plan.kernels[index];
+    if (!prog.functions[index]) return run_host_kernel(c, index, j);
+    const AVal& oa = c.f.values[kn.root].aval;
+    std::vector<CUdeviceptr> ptrs;
+    auto out = c.dev.alloc(byte_size(oa));
+    ptrs.push_back(out->ptr());
+    for (int v : kn.inputs) ptrs.push_back(to_device(c, j, v).ptr());
+    int64_t scratch_bytes = kernel_scratch_bytes(c.f, kn);
+    std::shared_ptr<DeviceBuffer> scratch;
+    if (scratch_bytes > 0) scratch = c.dev.alloc(static_cast<size_t>(scratch_bytes));
+    ptrs.push_back(scratch ? scratch->ptr() : 0);
+    std::vector<void*> params;
+    for (CUdeviceptr& p : ptrs) params.push_back(&p);
+    // One thread per iteration of the kernel's grid-stride loop, up to 32
+    // blocks per multiprocessor; a kernel without one runs on one thread.
+    const int64_t extent = prog.ptx->grid_extent[index];
+    const unsigned block = extent > 0 ? 256 : 1;
+    int64_t blocks = std::max<int64_t>(1, (extent + block - 1) / block);
+    blocks = std::min<int64_t>(blocks, int64_t{32} * std::max(1, c.dev.multiprocessors()));
+    c.dev.check(c.dev.driver().api().cuLaunchKernel(prog.functions[index],
+                                                    static_cast<unsigned>(blocks), 1, 1, block, 1,
+                                                    1, 0, c.dev.stream(), params.data(), nullptr),
+                "cuLaunchKernel");
+    set_device_result(c, j, kn.root, std::move(out), result_tag(c, j, kn.inputs));
+  }
+
+  void run_host_kernel(Ctx& c, size_t index, int j) {
+    std::shared_ptr<const CompiledProgram> hp;
+    {
+      std::lock_guard<std::mutex> lock(host_mu_); // the device threads share it
+      if (!host_prog_) host_prog_ = host_.compile(c.f);
+      hp = host_prog_;
+    }
+    const Kernel& kn = hp->plan.kernels[index];
+    for (int v : kn.inputs) to_host(c, j, v);
+    run_compiled_kernel(c.f, *hp, index, c.env[j]);
+    c.slots[j][kn.root] = {nullptr, true, c.env[j][kn.root].device()};
+  }
+
+  void run_gemm(Ctx& c, const Instr& in, int j) {
+    GemmShape g = gemm_shape(c.f, in);
+    const AVal& oa = c.f.values[in.result].aval;
+    const DeviceBuffer& a = to_device(c, j, in.operands[0]);
+    const DeviceBuffer& b = to_device(c, j, in.operands[1]);
+    auto out = c.dev.alloc(byte_size(oa));
+    const CublasApi& api = c.dev.driver().cublas();
+    cublasHandle_t h = c.dev.blas();
+    // Row-major C(m,n) = A·B is column-major C^T(n,m) = B^T·A^T: B goes first.
+    int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
+    int opa = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, opb = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    int lda = g.trans_a ? m : k, ldb = g.trans_b ? k : n;
+    size_t es = dtype_size(oa.dtype);
+    for (int64_t bi = 0; bi < g.batch; ++bi) {
+      CUdeviceptr ap = a.ptr() + static_cast<CUdeviceptr>(bi * g.m * g.k) * es;
+      CUdeviceptr bp = b.ptr() + static_cast<CUdeviceptr>(bi * g.k * g.n) * es;
+      CUdeviceptr cp = out->ptr() + static_cast<CUdeviceptr>(bi * g.m * g.n) * es;
+      cublasStatus_t st;
+      if (oa.dtype == DType::Float32) {
+        const float one = 1, zero = 0;
+        st = api.cublasSgemm(h, opb, opa, n, m, k, &one, reinterpret_cast<const float*>(bp), ldb,
+                             reinterpret_cast<const float*>(ap), lda, &zero,
+                             reinterpret_cast<float*>(cp), n);
+      } else {
+        const double one = 1, zero = 0;
+        st = api.cublasDgemm(h, opb, opa, n, m, k, &one, reinterpret_cast<const double*>(bp), ldb,
+                             reinterpret_cast<const double*>(ap), lda, &zero,
+                             reinterpret_cast<double*>(cp), n);
+      }
+      if (st != CUBLAS_STATUS_SUCCESS)
+        throw Error(ErrCode::Device,
+                    std::string("cuBLAS gemm failed: ") + api.cublasGetStatusString(st),
+                    loc(in.result));
+    }
+    set_device_result(c, j, in.result, std::move(out), result_tag(c, j, in.operands));
+  }
+
+  std::shared_ptr<const Function> fn_;
+  SpmdLayout layout_;
+  std::vector<Array> consts_;
+  CudaRuntime& rt_;
+  CodeCache& host_;
+  CollectiveGroups groups_;
+  std::mutex host_mu_;
+  std::shared_ptr<const CompiledProgram> host_prog_; // only for kernels without a device version
+};
+
+} // namespace
+
+std::unique_ptr<Executable> make_cuda_executable(std::shared_ptr<const Function> fn,
+                                                 SpmdLayout layout, std::vector<Array> consts,
+                                                 CudaRuntime& runtime, CodeCache& host) {
+  return std::make_unique<CudaExecutable>(std::move(fn), std::move(layout), std::move(consts),
+                                          runtime, host);
+}
+
+} // namespace pxl::cuda

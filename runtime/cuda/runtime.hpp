@@ -1,0 +1,53 @@
+// The CUDA side of a Platform: the driver, its devices, the log of host<->device
+// copies, and the PTX programs loaded on each GPU (compiled once per Function).
+#pragma once
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "codegen/ptx.hpp"
+#include "runtime/cuda/devices.hpp"
+
+namespace pxl::cuda {
+
+// A Function's kernels loaded on one GPU: functions[i] runs kernel i (null
+// for a kernel left to the host; see PtxProgram::on_device).
+struct LoadedProgram {
+  std::shared_ptr<const PtxProgram> ptx;
+  CUmodule module = nullptr;
+  std::vector<CUfunction> functions;
+};
+
+class CudaRuntime {
+public:
+  // `count` devices: one per GPU (0: every GPU), or, when `logical`, `count`
+  // logical devices on GPU 0. Throws pxl::Error(E0400) naming what is missing.
+  CudaRuntime(int count, bool logical, const LibraryNames& names = LibraryNames::defaults());
+  ~CudaRuntime();
+  CudaRuntime(const CudaRuntime&) = delete;
+  CudaRuntime& operator=(const CudaRuntime&) = delete;
+
+  int device_count() const { return static_cast<int>(devices_.size()); }
+  GpuDevice& device(int i) { return *devices_[static_cast<size_t>(i)]; }
+  bool logical() const { return logical_; }
+  Driver& driver() { return *driver_; }
+  TransferLog& transfers() { return transfers_; }
+  // "NVIDIA H200 (sm_90), driver 13.0" per distinct GPU, for :mesh and errors.
+  std::string describe() const;
+  // The kernels of `f` loaded on `dev`'s GPU; compiled for its compute
+  // capability once per Function text.
+  std::shared_ptr<const LoadedProgram> program(const Function& f, GpuDevice& dev);
+
+private:
+  std::unique_ptr<Driver> driver_;
+  bool logical_ = false;
+  TransferLog transfers_;
+  std::vector<std::unique_ptr<GpuDevice>> devices_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const PtxProgram>> ptx_;            // by arch + IR text
+  std::map<std::string, std::shared_ptr<const LoadedProgram>> loaded_;      // by GPU + arch + IR
+};
+
+} // namespace pxl::cuda
