@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Golden programs on the CUDA platform against the CPU mesh (tests/gpu/run.sh).
+
+--mode own:   each program runs on as many CUDA devices as its CPU run has (its
+              `# ARGS: --devices N`, else 8): N GPUs when there are that many,
+              else N logical devices on GPU 0 (PXL_DEVICES=cuda:N); compared with
+              its .out / .err / .code files.
+--mode cuda4: each program runs on PXL_DEVICES=cuda:4 and on 4 CPU devices,
+              and the two runs are compared.
+Outputs are compared token by token: text exactly (CpuDevice/cpu: read as their
+CUDA names), numbers within --rtol/--atol, whitespace ignored (a digit more or
+less changes numpy's column widths). Python stdlib only.
+"""
+import argparse
+import concurrent.futures
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from run_golden import collect, read_args  # noqa: E402
+
+NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|nan)\b")
+TOKEN = re.compile(NUMBER.pattern + r"|[^\s\d]+|\d+")
+
+
+def normalize(text):
+    return text.replace("CpuDevice", "CudaDevice").replace("cpu:", "cuda:")
+
+
+def tokens(text):
+    return TOKEN.findall(normalize(text))
+
+
+def close(a, b, rtol, atol):
+    if a == b:
+        return True
+    if not (NUMBER.fullmatch(a) and NUMBER.fullmatch(b)):
+        return False
+    x, y = float(a), float(b)
+    if math.isnan(x) or math.isnan(y):
+        return math.isnan(x) and math.isnan(y)
+    return abs(x - y) <= atol + rtol * abs(y)
+
+
+def same(got, want, rtol, atol):
+    g, w = tokens(got), tokens(want)
+    if len(g) != len(w):
+        return f"{len(g)} tokens, expected {len(w)}"
+    for i, (x, y) in enumerate(zip(g, w)):
+        if not close(x, y, rtol, atol):
+            ctx = " ".join(w[max(0, i - 6):i + 3])
+            return f"token {i}: {x!r}, expected {y!r} (near: {ctx})"
+    return None
+
+
+def devices_in(args):
+    """The --devices N of a program's ARGS (default 8) and the other args."""
+    rest, n, i = [], 8, 0
+    while i < len(args):
+        a = args[i]
+        if a == "--devices" and i + 1 < len(args):
+            n, i = int(args[i + 1]), i + 2
+            continue
+        if a.startswith("--devices="):
+            n = int(a.split("=", 1)[1])
+        else:
+            rest.append(a)
+        i += 1
+    return n, rest
+
+
+def run(pxl, args, test, env_extra, timeout):
+    env = {k: v for k, v in os.environ.items() if k not in ("PXL_DEVICES", "PXL_PLATFORM")}
+    env.update(env_extra)
+    try:
+        p = subprocess.run([pxl] + args + [test.name], cwd=test.parent, env=env,
+                           capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, "", f"timed out after {timeout} s"
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+def expected(test):
+    base = str(test.with_suffix(""))
+    out = Path(base + ".out").read_text(errors="replace") if Path(base + ".out").exists() else ""
+    err = Path(base + ".err").read_text(errors="replace") if Path(base + ".err").exists() else None
+    code = int(Path(base + ".code").read_text().strip()) if Path(base + ".code").exists() else 0
+    return code, out, err
+
+
+def check(test, opts, gpus):
+    n, rest = devices_in(read_args(test))
+    if opts.mode == "own":
+        cuda = (rest + ["--platform", "cuda", "--devices", str(n)], {}) if gpus >= n else \
+            (rest, {"PXL_DEVICES": f"cuda:{n}"})
+        want = expected(test)
+    else:
+        cuda = (rest, {"PXL_DEVICES": "cuda:4"})
+        want = run(opts.pxl, rest + ["--platform", "cpu", "--devices", "4"], test, {}, opts.timeout)
+    got = run(opts.pxl, cuda[0], test, cuda[1], opts.timeout)
+    problems = []
+    if got[0] != want[0]:
+        problems.append(f"exit status {got[0]}, expected {want[0]}\n{got[2]}")
+    why = same(got[1], want[1], opts.rtol, opts.atol)
+    if why:
+        problems.append("stdout: " + why)
+    if want[2] is not None:
+        why = same(got[2], want[2], opts.rtol, opts.atol)
+        if why:
+            problems.append("stderr: " + why)
+    return test, problems
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("paths", nargs="*", default=[str(HERE.parent / "programs")])
+    ap.add_argument("--pxl", default=str(HERE.parent.parent / "build" / "bin" / "pxl"))
+    ap.add_argument("--mode", choices=["own", "cuda4"], default="own")
+    ap.add_argument("--rtol", type=float, default=1e-4)
+    ap.add_argument("--atol", type=float, default=1e-5)
+    ap.add_argument("--timeout", type=float, default=60)
+    ap.add_argument("-j", "--jobs", type=int, default=4)
+    opts = ap.parse_args()
+    probe = subprocess.run([opts.pxl, "--platform", "cuda", "-c", "print(device_count())"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        print("compare: the CUDA platform is not usable:\n" + probe.stderr)
+        return 1
+    gpus = int(probe.stdout.strip())
+    tests = collect(opts.paths, ".pxl")
+    failed = 0
+    with concurrent.futures.ThreadPoolExecutor(opts.jobs) as pool:
+        for test, problems in pool.map(lambda t: check(t, opts, gpus), tests):
+            if problems:
+                failed += 1
+                print(f"FAIL {test.relative_to(HERE.parent)}: " + "; ".join(problems))
+    print(f"{opts.mode}: {len(tests) - failed}/{len(tests)} programs match the CPU results "
+          f"(rtol {opts.rtol:g}, atol {opts.atol:g}; {gpus} GPU{'s' if gpus != 1 else ''})")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

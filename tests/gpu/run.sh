@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU (a few minutes): every golden program on the
+# CUDA platform against the CPU results -- on as many CUDA devices as the CPU run
+# uses (logical devices on GPU 0 when there are fewer GPUs), then on cuda:4 --
+# and the GPU benchmarks (pxl vs jax.jit on the GPU when JAX is importable, vs
+# cuBLAS called directly). Fails at once, saying why, without a usable GPU.
+# Usage: tests/gpu/run.sh [path/to/pxl]      (PYTHON=... picks the JAX python)
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+pxl=${1:-$here/../../build/bin/pxl}
+python=${PYTHON:-python3}
+if [ ! -x "$pxl" ]; then
+  echo "run.sh: $pxl is not an executable pxl; build first (./tools/build.sh)" >&2
+  exit 2
+fi
+if ! probe=$("$pxl" --platform cuda -c 'print(device_count(), jax.devices())' 2>&1); then
+  echo "run.sh: no usable GPU, nothing to test:" >&2
+  echo "$probe" >&2
+  exit 1
+fi
+echo "CUDA devices: $probe"
+status=0
+echo "== golden programs, each on its own device count"
+timeout 150 python3 "$here/compare.py" --pxl "$pxl" --mode own || status=1
+echo "== golden programs on cuda:4 vs 4 CPU devices"
+timeout 100 python3 "$here/compare.py" --pxl "$pxl" --mode cuda4 || status=1
+echo "== benchmarks (ms per call)"
+timeout 60 "$pxl" --platform cuda --devices 1 "$here/bench.pxl" | sed 's/^/pxl-cuda /' || status=1
+if "$python" -c 'import jax' 2>/dev/null; then
+  timeout 60 "$python" "$here/peers.py" jax || echo "jax peer failed"
+else
+  echo "jax: not importable with $python, skipped"
+fi
+timeout 30 python3 "$here/peers.py" cublas || echo "cublas peer failed"
+echo "(pxl times include copying inputs to the GPU and results back: see copy_64M)"
+exit $status
