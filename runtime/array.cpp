@@ -129,6 +129,14 @@ Array Array::reshaped(Shape shape) const {
   return a;
 }
 
+Array Array::view(int64_t first, Shape shape) const {
+  PXL_ASSERT(first >= 0 && first + shape_size(shape) <= size(), "view: out of range");
+  Array a = *this;
+  a.offset_ += static_cast<size_t>(first) * dtype_size(dtype());
+  a.aval_.shape = std::move(shape);
+  return a;
+}
+
 Array Array::on_device(int device) const {
   Array a = *this;
   a.device_ = device;

@@ -47,10 +47,10 @@ public:
   bool weak_type() const { return aval_.weak; }
   int device() const { return device_; }
   bool defined() const { return buf_ != nullptr; }
-  size_t nbytes() const { return buf_ ? buf_->nbytes() : 0; }
+  size_t nbytes() const { return buf_ ? static_cast<size_t>(size()) * dtype_size(dtype()) : 0; }
 
-  void* data() { return buf_->data(); }
-  const void* data() const { return buf_->data(); }
+  void* data() { return static_cast<char*>(buf_->data()) + offset_; }
+  const void* data() const { return static_cast<const char*>(buf_->data()) + offset_; }
   template <class T> T* as() { return static_cast<T*>(data()); }
   template <class T> const T* as() const { return static_cast<const T*>(data()); }
 
@@ -62,11 +62,16 @@ public:
   Array with_weak(bool weak) const; // same buffer, different weak flag
   Array reshaped(Shape shape) const; // same buffer, new shape (sizes must agree)
   Array on_device(int device) const; // same buffer, tagged with another device
+  // A contiguous part of this array's buffer, without copying: `shape`'s
+  // elements starting at flat element `first` (a block of leading-axis rows,
+  // such as a pmap or shard_map argument's block).
+  Array view(int64_t first, Shape shape) const;
 
   static Array scalar(const Scalar& v, DType dtype, bool weak = false);
 
 private:
   std::shared_ptr<Buffer> buf_;
+  size_t offset_ = 0; // bytes into buf_ (views)
   AVal aval_;
   int device_ = 0;
 };

@@ -42,6 +42,19 @@ void copy_block(const Array& big, Array& small_or_big, const Array* small_src,
 } // namespace
 
 Array slice_block(const Array& src, const std::vector<int64_t>& start, const Shape& shape) {
+  // A block is one contiguous run of `src` when it takes whole trailing
+  // dimensions after at most one partial one, with single indices before it:
+  // then it is a view, not a copy.
+  const Shape& full = src.shape();
+  size_t nd = shape.size(), k = nd;
+  while (k > 0 && shape[k - 1] == full[k - 1]) --k;
+  bool contiguous = true;
+  for (size_t d = 0; d + 1 < k; ++d) contiguous &= shape[d] == 1;
+  if (contiguous && shape_size(shape) > 0) {
+    int64_t first = 0;
+    for (size_t d = 0; d < nd; ++d) first = first * full[d] + start[d];
+    return src.view(first, shape);
+  }
   Array out(src.dtype(), shape, src.weak_type());
   copy_block(src, out, nullptr, start, shape, true);
   return out;

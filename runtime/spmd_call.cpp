@@ -145,6 +145,10 @@ Tensor pmap_output(const SpmdCallee& c, size_t r, const std::vector<std::vector<
   Shape shard_shape = block.shape;
   shard_shape.insert(shard_shape.begin() + oa, k);
   for (int t = 0; t < threads; ++t) {
+    if (k == 1) { // inserting a size-1 axis keeps the layout: no copy
+      d->shards.push_back(results[t][r].reshaped(shard_shape).on_device(d->mesh.device_ids[t]));
+      continue;
+    }
     Array shard(block.dtype, shard_shape, block.weak, d->mesh.device_ids[t]);
     for (int j = 0; j < k; ++j) {
       std::vector<int64_t> start(shard_shape.size(), 0);
