@@ -1,11 +1,13 @@
 // The IR's text form: printer, parser and verifier.
 #include "ir/function.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <sstream>
 
 #include "lang/diag.hpp"
+#include "runtime/spmd_call.hpp"
 
 namespace pxl {
 
@@ -110,6 +112,14 @@ std::string print_function(const Function& f, bool with_locations) {
   os << "  return";
   for (size_t i = 0; i < f.results.size(); ++i) os << (i ? ", " : " ") << val(f.results[i]);
   os << "\n}\n";
+  // The per-device Functions that spmd_calls run follow, each once.
+  std::vector<const SpmdCallee*> printed;
+  for (const Instr& in : f.body) {
+    const SpmdCallee* c = in.op == Op::SpmdCall ? in.attrs.callee.get() : nullptr;
+    if (!c || std::find(printed.begin(), printed.end(), c) != printed.end()) continue;
+    printed.push_back(c);
+    os << print_function(*c->fn, with_locations);
+  }
   return os.str();
 }
 
@@ -439,6 +449,28 @@ bool IRParser::parse_attr(OpAttrs& a, const std::string& key) {
 } // namespace
 
 Function parse_function(const std::string& text) { return IRParser(text).run(); }
+
+void remove_dead_code(Function& f) {
+  std::vector<bool> live(f.values.size(), false);
+  for (int r : f.results) live[r] = true;
+  std::vector<bool> keep(f.body.size(), false);
+  for (size_t i = f.body.size(); i-- > 0;) {
+    const Instr& in = f.body[i];
+    bool needed = op_family(in.op) == OpFamily::Effect;
+    for (int r = 0; r < in.nresults; ++r) needed = needed || live[in.result + r];
+    if (!needed) continue;
+    keep[i] = true;
+    for (int o : in.operands) live[o] = true;
+  }
+  std::vector<Instr> body;
+  for (size_t i = 0; i < f.body.size(); ++i) {
+    Instr& in = f.body[i];
+    for (int r = 0; r < in.nresults; ++r)
+      f.values[in.result + r].producer = keep[i] ? static_cast<int>(body.size()) : -1;
+    if (keep[i]) body.push_back(std::move(in));
+  }
+  f.body = std::move(body);
+}
 
 std::string verify_function(const Function& f) {
   std::vector<bool> defined(f.values.size(), false);

@@ -70,6 +70,11 @@ std::string type_str(const AVal& a); // "f32[4,3]", "i32[]", "bool[2]"
 std::string print_function(const Function& f, bool with_locations = true);
 // Parses the text form; throws pxl::Error(Syntax) naming the line on bad input.
 Function parse_function(const std::string& text);
+// Drops the instructions whose results no result depends on (effects, such as
+// debug_print, stay). Every participant drops the same collectives, so an SPMD
+// Function stays consistent. Value ids are kept; producers are renumbered.
+void remove_dead_code(Function& f);
+
 // Structural check of a Function (operand ids defined before use, types agree
 // with the shape rules); returns the first problem or "".
 std::string verify_function(const Function& f);

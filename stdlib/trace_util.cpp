@@ -111,6 +111,9 @@ std::vector<Tensor> bind_derived_spmd_call(
     operands.push_back(consts[i]);
   }
   f->consts.clear();
+  // The transpose recomputes the forward pass: what the backward pass does not
+  // read (the loss, its final psum) is dropped.
+  remove_dead_code(*f);
   auto callee = make_spmd_callee(c.kind, std::move(f), c.layout, std::move(ins), std::move(outs),
                                  c.pool, c.mode, c.cache, c.times, c.platform);
   callee->check_vma = c.check_vma;

@@ -295,3 +295,39 @@ def noisy(a):
   CHECK(printed.find("E0111") != std::string::npos);
   CHECK(printed.find("jax.debug.print") != std::string::npos);
 }
+
+TEST_CASE("--dump=ir shows an SPMD call and its transpose without dead code", "[grad]") {
+  std::ostringstream out;
+  InterpOptions o;
+  o.out = &out;
+  o.num_devices = 4;
+  o.dump_ir = true;
+  Interpreter in(o);
+  in.run_string(R"(
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import Mesh, PartitionSpec as P
+from jax.experimental.shard_map import shard_map
+mesh = Mesh(jax.devices(), ('x',))
+def f(w, a):
+    return lax.psum(jnp.sum(jnp.sin(a * w)), 'x')
+g = shard_map(f, mesh=mesh, in_specs=(P(), P('x')), out_specs=P())
+print(jax.jit(jax.grad(g))(jnp.float32(0.5), jnp.arange(8.0)))
+)",
+                "t.pxl");
+  std::string s = out.str();
+  CHECK(s.find("= spmd_call[shard_map @f mesh=Mesh('x': 4) in=(PartitionSpec(), "
+               "PartitionSpec('x')) out=(PartitionSpec())] %0, %1 : f32[]") != std::string::npos);
+  size_t t = s.find("func @f_transpose(");
+  REQUIRE(t != std::string::npos);
+  std::string body = s.substr(t);
+  // The recomputed forward pass keeps the mul its backward reads, not the loss
+  // or its psum; the one psum left sums the replicated w's cotangent.
+  CHECK(body.find(" = cos ") != std::string::npos);
+  CHECK(body.find(" = sin ") == std::string::npos);
+  size_t first = body.find(" = psum");
+  CHECK(first != std::string::npos);
+  CHECK(body.find(" = psum", first + 1) == std::string::npos);
+  CHECK(s.find("-15.995058") != std::string::npos);
+}

@@ -114,3 +114,33 @@ TEST_CASE("a traced SPMD function lowers to IR that verifies", "[ir]") {
   CHECK(ir.find("f32[2,2]{x}") != std::string::npos);
   CHECK(in.comm_of("f(A)").find("psum over 'y' (groups of 2)") != std::string::npos);
 }
+
+TEST_CASE("remove_dead_code keeps what the results and effects need", "[ir]") {
+  Function f = parse_function(R"(func @f(%0: f32[2]{x}) -> (f32[2]{x}) mesh(x=4) {
+  %1 = mul %0, %0 : f32[2]{x}
+  %2 = psum[axis_names=(x) group_size=4] %1 : f32[2]
+  %3 = sin %0 : f32[2]{x}
+  %4 = debug_print[format=0] %2 : bool[]
+  %5 = add %3, %0 : f32[2]{x}
+  return %5
+}
+)");
+  remove_dead_code(f);
+  CHECK(f.body.size() == 5); // mul feeds psum, which the debug_print (an effect) prints
+  f = parse_function(R"(func @f(%0: f32[2]{x}) -> (f32[2]{x}) mesh(x=4) {
+  %1 = mul %0, %0 : f32[2]{x}
+  %2 = psum[axis_names=(x) group_size=4] %1 : f32[2]
+  %3 = sin %0 : f32[2]{x}
+  %4 = cos %3 : f32[2]{x}
+  %5 = add %3, %0 : f32[2]{x}
+  return %5
+}
+)");
+  remove_dead_code(f);
+  REQUIRE(f.body.size() == 2);
+  CHECK(f.body[0].op == Op::Sin);
+  CHECK(f.body[1].op == Op::Add);
+  CHECK(f.values[f.body[1].result].producer == 1);
+  CHECK(f.values[f.body[0].result].producer == 0);
+  CHECK(verify_function(f).empty());
+}
