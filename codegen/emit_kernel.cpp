@@ -184,6 +184,27 @@ void KernelEmitter::loop(int64_t n, const std::function<void(Value*)>& body, boo
 void KernelEmitter::loops(const Shape& dims, Idx& idx, const std::function<void()>& body,
                           bool spread) {
   if (idx.size() == dims.size()) return body();
+  const size_t base = idx.size();
+  if (spread && target_ == Target::Ptx && dims.size() - base > 1) {
+    // One grid-stride loop over all the nest's elements, each split back into
+    // its indices: every GPU thread gets work even when the leading dim is small.
+    int64_t n = 1;
+    for (size_t d = base; d < dims.size(); ++d) n *= dims[d];
+    loop(
+        n,
+        [&](Value* flat) {
+          idx.resize(dims.size());
+          Value* rem = flat;
+          for (size_t d = dims.size(); d-- > base;) {
+            idx[d] = b_.CreateURem(rem, i64(dims[d]));
+            rem = b_.CreateUDiv(rem, i64(dims[d]));
+          }
+          body();
+          idx.resize(base);
+        },
+        true);
+    return;
+  }
   loop(
       dims[idx.size()],
       [&](Value* i) {
