@@ -28,6 +28,9 @@ int64_t prod_dims(const Shape& s, const std::vector<int64_t>& dims) {
 
 // x transposed so that `groups` (concatenated) are its axes in order.
 Array permuted(const Array& x, std::vector<int64_t> perm) {
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
+  if (identity) return x; // already in (batch, free, contract) order: no copy
   AVal pa{x.dtype(), {}, x.weak_type()};
   for (int64_t p : perm) pa.shape.push_back(x.shape()[static_cast<size_t>(p)]);
   return transpose(x, perm, pa);
