@@ -218,7 +218,7 @@ std::string Interpreter::type_of(const std::string& expr) {
 }
 
 // Evaluates the callee and arguments of "f(args)" and lowers the call.
-static std::string lower_expr(InterpreterImpl& in, const std::string& text, bool comm) {
+static std::string lower_expr(InterpreterImpl& in, const std::string& text, Lowered what) {
   in.set_stack_base();
   auto src = std::make_shared<SourceFile>("<stdin>", text);
   ExprPtr e = parse_expression(src);
@@ -228,11 +228,21 @@ static std::string lower_expr(InterpreterImpl& in, const std::string& text, bool
   CallArgs args;
   for (const auto& a : e->elts) args.pos.push_back(in.eval(*a, in.globals()));
   for (const auto& k : e->keywords) args.kw.emplace_back(k.name, in.eval(*k.value, in.globals()));
-  return lower_call(in, fn, args, e->span, comm);
+  return lower_call(in, fn, args, e->span, what);
 }
 
-std::string Interpreter::ir_of(const std::string& call_expr) { return lower_expr(*impl_, call_expr, false); }
-std::string Interpreter::comm_of(const std::string& call_expr) { return lower_expr(*impl_, call_expr, true); }
+std::string Interpreter::ir_of(const std::string& call_expr) {
+  return lower_expr(*impl_, call_expr, Lowered::Ir);
+}
+std::string Interpreter::comm_of(const std::string& call_expr) {
+  return lower_expr(*impl_, call_expr, Lowered::Comm);
+}
+std::string Interpreter::llvm_of(const std::string& call_expr) {
+  return lower_expr(*impl_, call_expr, Lowered::Llvm);
+}
+std::string Interpreter::ptx_of(const std::string& call_expr) {
+  return lower_expr(*impl_, call_expr, Lowered::Ptx);
+}
 
 static Value eval_text(InterpreterImpl& in, const std::string& text) {
   in.set_stack_base();

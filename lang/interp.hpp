@@ -67,6 +67,10 @@ public:
   // plain function traced on one device); ":comm f(args)": its communication report.
   std::string ir_of(const std::string& call_expr);
   std::string comm_of(const std::string& call_expr);
+  // ":llvm f(args)" / ":ptx f(args)": the fused kernels of that IR as optimized
+  // LLVM IR for the host, or as PTX for sm_90.
+  std::string llvm_of(const std::string& call_expr);
+  std::string ptx_of(const std::string& call_expr);
   // ":sharding EXPR": which device holds which block of an array.
   std::string sharding_of(const std::string& expr);
   // ":mesh [EXPR]": the devices, or a Mesh's axes and device grid.

@@ -65,6 +65,12 @@ CommandResult cmd_ir(Session& s, const std::string& a) {
 CommandResult cmd_comm(Session& s, const std::string& a) {
   return query<&Interpreter::comm_of>(s, a, ":comm needs a call, e.g. :comm step(params, batch)");
 }
+CommandResult cmd_llvm(Session& s, const std::string& a) {
+  return query<&Interpreter::llvm_of>(s, a, ":llvm needs a call, e.g. :llvm f(x)");
+}
+CommandResult cmd_ptx(Session& s, const std::string& a) {
+  return query<&Interpreter::ptx_of>(s, a, ":ptx needs a call, e.g. :ptx f(x)");
+}
 CommandResult cmd_sharding(Session& s, const std::string& a) {
   return query<&Interpreter::sharding_of>(s, a, ":sharding needs an array, e.g. :sharding x");
 }
@@ -83,6 +89,8 @@ constexpr Command kCommands[] = {
     {":type", "EXPR", "show the type of EXPR (dtype and shape for arrays)", cmd_type},
     {":ir", "CALL", "show the IR a call traces to, e.g. :ir f(x)", cmd_ir},
     {":comm", "CALL", "show the collectives of a pmap/shard_map call and their bytes", cmd_comm},
+    {":llvm", "CALL", "show the fused kernels of a call as optimized LLVM IR", cmd_llvm},
+    {":ptx", "CALL", "show the fused kernels of a call as PTX (sm_90)", cmd_ptx},
     {":mesh", "[MESH]", "list the devices, or show a mesh's device grid", cmd_mesh},
     {":sharding", "EXPR", "draw which device holds which block of an array", cmd_sharding},
     {":time", "EXPR", "evaluate EXPR and report how long it took", cmd_time},

@@ -66,9 +66,12 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding_module, Value& 
 void add_spmd_functions(InterpreterImpl& in, Value& jax_module, Value& shard_map_module);
 void add_collectives(InterpreterImpl& in, Value& lax_module);
 
-// The IR (or, with comm, the communication report) of calling fn(*args),
-// traced but not run.
-std::string lower_call(InterpreterImpl& in, const Value& fn, CallArgs& args, const Span& where, bool comm);
+// What the REPL's :ir, :comm, :llvm and :ptx show of a call.
+enum class Lowered { Ir, Comm, Llvm, Ptx };
+// The IR, communication report, optimized LLVM IR of the kernels, or their
+// PTX, of calling fn(*args), traced but not run.
+std::string lower_call(InterpreterImpl& in, const Value& fn, CallArgs& args, const Span& where,
+                       Lowered what);
 
 // "a visualization of which device holds which block" (visualize_sharding).
 std::string sharding_picture(const ShardedData& d);

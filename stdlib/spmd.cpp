@@ -544,7 +544,20 @@ Value make_shard_map(InterpreterImpl&, CallArgs& a) {
 
 } // namespace
 
-std::string lower_call(InterpreterImpl& in, const Value& fn, CallArgs& args, const Span& where, bool comm) {
+namespace {
+std::string render_lowered(const Function& f, int64_t participants, Lowered what) {
+  switch (what) {
+  case Lowered::Comm: return comm_report(f, participants);
+  case Lowered::Llvm: return kernels_llvm_ir(f, true);
+  case Lowered::Ptx: return kernels_ptx(f);
+  case Lowered::Ir: break;
+  }
+  return print_function(f);
+}
+} // namespace
+
+std::string lower_call(InterpreterImpl& in, const Value& fn, CallArgs& args, const Span& where,
+                       Lowered what) {
   if (fn.is_obj(ObjKind::Opaque))
     if (auto* s = dynamic_cast<SpmdFunction*>(fn.as<OpaqueObj>())) {
       s->lower_only = true;
@@ -554,8 +567,7 @@ std::string lower_call(InterpreterImpl& in, const Value& fn, CallArgs& args, con
       } reset{s};
       Value ignored;
       s->call(in, args, where, ignored);
-      return comm ? comm_report(*s->last->callee->fn, s->last_participants)
-                  : print_function(*s->last->callee->fn);
+      return render_lowered(*s->last->callee->fn, s->last_participants, what);
     }
   // A plain function: traced on one device (what jit will compile).
   Function f;
@@ -566,7 +578,7 @@ std::string lower_call(InterpreterImpl& in, const Value& fn, CallArgs& args, con
   for (const Value& l : leaves) traced.push_back(make_array(tc.add_param(in.to_tensor(l, where)->aval, 0, where, "an argument")));
   TreeDef out_tree;
   trace_body(in, tc, fn, tree_unflatten(tree, traced), where, out_tree);
-  return comm ? comm_report(f, 1) : print_function(f);
+  return render_lowered(f, 1, what);
 }
 
 void add_spmd_functions(InterpreterImpl& in, Value& jax, Value& shard_map_module) {

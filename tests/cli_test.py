@@ -151,6 +151,13 @@ def main():
     expect("--time-passes", run(pxl, ["--time-passes", "-c", prog], env_extra={"PXL_CACHE_DIR": "off"}),
            code=0, out=want, err_has=["--time-passes", "parse", "trace + check", "codegen: fusion plan",
                                       "codegen: LLVM O3", "codegen: machine code", "run: jit"])
+    repl = "import jax.numpy as jnp\ndef f(x):\n    return jnp.exp(x) * 2.0\n\nx = jnp.ones((4,))\n"
+    expect(":llvm", run(pxl, [], stdin=repl + ":llvm f(x)\n"), code=0,
+           out_has=["define void @k0(", "target triple"])
+    expect(":ptx", run(pxl, [], stdin=repl + ":ptx f(x)\n"), code=0,
+           out_has=[".target sm_90", ".entry k0"])
+    expect(":llvm without a call", run(pxl, [], stdin=repl + ":llvm x\n"), code=1,
+           err_has=["expected a call such as f(x)"])
     expect("--exec interp gives the same", run(pxl, ["--exec", "interp", "-c", prog]), code=0, out=want)
 
     print(f"{'FAILED: ' + ', '.join(failures) if failures else 'all passed'}")
