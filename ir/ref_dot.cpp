@@ -7,9 +7,6 @@
 
 namespace pxl::ref {
 
-namespace {
-
-// Dims of an operand of rank `rank` that are neither batch nor contracting.
 std::vector<int64_t> free_dims(int rank, const std::vector<int64_t>& batch,
                                const std::vector<int64_t>& contract) {
   std::vector<int64_t> out;
@@ -25,6 +22,8 @@ int64_t prod_dims(const Shape& s, const std::vector<int64_t>& dims) {
   for (int64_t d : dims) p *= s[static_cast<size_t>(d)];
   return p;
 }
+
+namespace {
 
 // x transposed so that `groups` (concatenated) are its axes in order.
 Array permuted(const Array& x, std::vector<int64_t> perm) {

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "codegen/jit.hpp"
+#include "ir/ref_util.hpp"
 #include "runtime/cuda/runtime.hpp"
 #include "runtime/spmd_steps.hpp"
 
@@ -34,22 +35,6 @@ std::vector<int64_t> cat(std::initializer_list<const std::vector<int64_t>*> part
   return out;
 }
 
-std::vector<int64_t> free_dims(int rank, const std::vector<int64_t>& batch,
-                               const std::vector<int64_t>& contract) {
-  std::vector<int64_t> out;
-  for (int64_t d = 0; d < rank; ++d)
-    if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
-        std::find(contract.begin(), contract.end(), d) == contract.end())
-      out.push_back(d);
-  return out;
-}
-
-int64_t prod(const Shape& s, const std::vector<int64_t>& dims) {
-  int64_t p = 1;
-  for (int64_t d : dims) p *= s[static_cast<size_t>(d)];
-  return p;
-}
-
 // A dot_general cuBLAS runs without moving data: each operand's dims already
 // in (batch, free, contract) or (batch, contract, free) order.
 struct GemmShape {
@@ -66,8 +51,8 @@ GemmShape gemm_shape(const Function& f, const Instr& in) {
   if (oa.dtype != DType::Float32 && oa.dtype != DType::Float64) return g;
   if (la.dtype != oa.dtype || ra.dtype != oa.dtype) return g;
   const DotDims& d = in.attrs.dot;
-  std::vector<int64_t> lf = free_dims(la.ndim(), d.lhs_batch, d.lhs_contract);
-  std::vector<int64_t> rf = free_dims(ra.ndim(), d.rhs_batch, d.rhs_contract);
+  std::vector<int64_t> lf = ref::free_dims(la.ndim(), d.lhs_batch, d.lhs_contract);
+  std::vector<int64_t> rf = ref::free_dims(ra.ndim(), d.rhs_batch, d.rhs_contract);
   if (is_identity(cat({&d.lhs_batch, &lf, &d.lhs_contract})))
     g.trans_a = false;
   else if (is_identity(cat({&d.lhs_batch, &d.lhs_contract, &lf})))
@@ -80,10 +65,10 @@ GemmShape gemm_shape(const Function& f, const Instr& in) {
     g.trans_b = true;
   else
     return g;
-  g.batch = prod(la.shape, d.lhs_batch);
-  g.m = prod(la.shape, lf);
-  g.k = prod(la.shape, d.lhs_contract);
-  g.n = prod(ra.shape, rf);
+  g.batch = ref::prod_dims(la.shape, d.lhs_batch);
+  g.m = ref::prod_dims(la.shape, lf);
+  g.k = ref::prod_dims(la.shape, d.lhs_contract);
+  g.n = ref::prod_dims(ra.shape, rf);
   const int64_t limit = 1 << 30; // cuBLAS's int dimensions
   g.ok = g.k > 0 && g.m > 0 && g.n > 0 && g.m < limit && g.n < limit && g.k < limit;
   return g;

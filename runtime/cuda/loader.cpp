@@ -102,25 +102,31 @@ void Driver::check(CUresult r, const std::string& what) const {
   if (r != CUDA_SUCCESS) fail(what + ": " + error_text(r));
 }
 
-const CublasApi& Driver::cublas() {
+// Opens `slot` from `names` the first time and fills its table with
+// `resolve_all(lib)`; a failure leaves it unopened, to be reported again.
+template <class F>
+void Driver::open_once(Library& slot, const std::vector<std::string>& names, const char* what,
+                       F resolve_all) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!cublas_lib_.loaded()) {
-    Library lib = open_library(names_.cublas, "cuBLAS");
+  if (slot.loaded()) return;
+  Library lib = open_library(names, what);
+  resolve_all(lib);
+  slot = std::move(lib);
+}
+
+const CublasApi& Driver::cublas() {
+  open_once(cublas_lib_, names_.cublas, "cuBLAS", [&](const Library& lib) {
     CublasApi& a = cublas_;
     PXL_CUBLAS_FUNCTIONS(PXL_RESOLVE)
-    cublas_lib_ = std::move(lib);
-  }
+  });
   return cublas_;
 }
 
 const NcclApi& Driver::nccl() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!nccl_lib_.loaded()) {
-    Library lib = open_library(names_.nccl, "NCCL");
+  open_once(nccl_lib_, names_.nccl, "NCCL", [&](const Library& lib) {
     NcclApi& a = nccl_;
     PXL_NCCL_FUNCTIONS(PXL_RESOLVE)
-    nccl_lib_ = std::move(lib);
-  }
+  });
   return nccl_;
 }
 #undef PXL_RESOLVE

@@ -65,6 +65,9 @@ public:
 
 private:
   Driver() = default;
+  template <class F>
+  void open_once(Library& slot, const std::vector<std::string>& names, const char* what,
+                 F resolve_all);
   LibraryNames names_;
   std::mutex mu_; // cuBLAS and NCCL are opened from the device threads
   Library driver_lib_, cublas_lib_, nccl_lib_;
