@@ -6,6 +6,8 @@
 
 #include "codegen/jit.hpp"
 #include "ir/ref_util.hpp"
+#include "lang/phase_times.hpp"
+#include "runtime/spmd_call.hpp"
 #include "runtime/cuda/runtime.hpp"
 #include "runtime/spmd_steps.hpp"
 
@@ -109,13 +111,23 @@ public:
       }
       for (int j = 0; j < k; ++j)
         for (int o : in.operands) to_host(c, j, o);
-      if (in.op == Op::DebugPrint)
+      size_t results = 1;
+      if (in.op == Op::DebugPrint) {
         run_debug_print(in, thread, k, env, debug);
-      else if (is_collective(in.op))
+      } else if (in.op == Op::SpmdCall) {
+        run_spmd_call_instr(f, i, k, env);
+        results = in.attrs.callee->outs.size();
+      } else if (is_collective(in.op)) {
+        ScopedPhase timing(phase_times, kCollectivesPhase);
         run_collective(f, layout_, groups_, thread, i, env, world);
-      else
+      } else {
         run_reference_instr(f, i, k, env);
-      for (int j = 0; j < k; ++j) slots[j][in.result] = {nullptr, true, env[j][in.result].device()};
+      }
+      for (int j = 0; j < k; ++j)
+        for (size_t r = 0; r < results; ++r) {
+          int v = in.result + static_cast<int>(r);
+          slots[j][v] = {nullptr, true, env[j][v].device()};
+        }
     }
     for (int j = 0; j < k; ++j)
       for (int r : f.results) to_host(c, j, r);
