@@ -1,0 +1,91 @@
+// A stand-in for libcuda and libcublas, for test_cuda.cpp: memory is host
+// memory, copies are memcpy, gemm is the BLAS column-major definition, and
+// kernel launches fail (there is nothing to run PTX on). It lets the CUDA
+// executable's bookkeeping (transfers, buffer pool, the cuBLAS layout trick,
+// error reporting) run without a GPU.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace {
+
+template <class T>
+int gemm(int ta, int tb, int m, int n, int k, const T* alpha, const T* a, int lda, const T* b,
+         int ldb, const T* beta, T* c, int ldc) {
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      T sum = 0;
+      for (int l = 0; l < k; ++l)
+        sum += (ta ? a[l + i * lda] : a[i + l * lda]) * (tb ? b[j + l * ldb] : b[l + j * ldb]);
+      c[i + j * ldc] = *alpha * sum + *beta * c[i + j * ldc];
+    }
+  return 0;
+}
+
+void* ptr(unsigned long long p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); }
+
+} // namespace
+
+extern "C" {
+int cuInit(unsigned) { return 0; }
+int cuDriverGetVersion(int* v) { return *v = 13000, 0; }
+int cuGetErrorName(int e, const char** s) {
+  *s = e == 719 ? "CUDA_ERROR_LAUNCH_FAILED" : "CUDA_ERROR_UNKNOWN";
+  return 0;
+}
+int cuGetErrorString(int, const char** s) { return *s = "the fake driver cannot run kernels", 0; }
+int cuDeviceGetCount(int* n) { return *n = 2, 0; }
+int cuDeviceGet(int* d, int i) { return *d = i, 0; }
+int cuDeviceGetName(char* name, int len, int) { return std::snprintf(name, len, "Fake GPU"), 0; }
+int cuDeviceGetAttribute(int* v, int attr, int) {
+  *v = attr == 75 ? 9 : attr == 76 ? 0 : 4; // sm_90, 4 multiprocessors
+  return 0;
+}
+int cuDeviceTotalMem_v2(size_t* b, int) { return *b = size_t{1} << 30, 0; }
+int cuDevicePrimaryCtxRetain(void** c, int d) { return *c = ptr(d + 1), 0; }
+int cuDevicePrimaryCtxRelease_v2(int) { return 0; }
+int cuCtxSetCurrent(void*) { return 0; }
+int cuStreamCreate(void** s, unsigned) { return *s = ptr(1), 0; }
+int cuStreamDestroy_v2(void*) { return 0; }
+int cuStreamSynchronize(void*) { return 0; }
+int cuMemAlloc_v2(unsigned long long* p, size_t n) {
+  *p = reinterpret_cast<uintptr_t>(std::calloc(n, 1));
+  return *p ? 0 : 2;
+}
+int cuMemFree_v2(unsigned long long p) { return std::free(ptr(p)), 0; }
+int cuMemcpyHtoDAsync_v2(unsigned long long d, const void* s, size_t n, void*) {
+  return std::memcpy(ptr(d), s, n), 0;
+}
+int cuMemcpyDtoHAsync_v2(void* d, unsigned long long s, size_t n, void*) {
+  return std::memcpy(d, ptr(s), n), 0;
+}
+int cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size_t n, void*) {
+  return std::memcpy(ptr(d), ptr(s), n), 0;
+}
+int cuMemsetD8Async(unsigned long long d, unsigned char v, size_t n, void*) {
+  return std::memset(ptr(d), v, n), 0;
+}
+int cuModuleLoadDataEx(void** m, const void*, unsigned, int*, void**) { return *m = ptr(1), 0; }
+int cuModuleUnload(void*) { return 0; }
+int cuModuleGetFunction(void** f, void*, const char*) { return *f = ptr(1), 0; }
+int cuLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                   void*, void**, void**) {
+  return 719;
+}
+
+int cublasCreate_v2(void** h) { return *h = ptr(1), 0; }
+int cublasDestroy_v2(void*) { return 0; }
+int cublasSetStream_v2(void*, void*) { return 0; }
+int cublasSetMathMode(void*, int) { return 0; }
+int cublasSgemm_v2(void*, int ta, int tb, int m, int n, int k, const float* alpha, const float* a,
+                   int lda, const float* b, int ldb, const float* beta, float* c, int ldc) {
+  return gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+int cublasDgemm_v2(void*, int ta, int tb, int m, int n, int k, const double* alpha,
+                   const double* a, int lda, const double* b, int ldb, const double* beta,
+                   double* c, int ldc) {
+  return gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+const char* cublasGetStatusString(int) { return "fake cuBLAS error"; }
+}
