@@ -27,7 +27,12 @@ InterpreterImpl::InterpreterImpl(InterpOptions opts)
   cache.times = phase_times();
   if (opts_.explain_cache) cache.explain = err_;
   platform_.set_code_cache_options(std::move(cache));
-  ops_ = std::make_unique<EagerContext>();
+  auto eager = std::make_unique<EagerContext>();
+  if (opts_.exec == ExecMode::Jit && platform_.name() == "cpu") {
+    eager_jit_ = std::make_unique<EagerJit>(platform_.code_cache());
+    eager->set_jit(eager_jit_.get());
+  }
+  ops_ = std::move(eager);
   ops_stack_.push_back(ops_.get());
   ellipsis_ = Value::object(std::make_shared<EllipsisObj>());
   builtins_ = std::make_shared<Env>();

@@ -8,6 +8,7 @@
 #include "lang/interp.hpp"
 #include "lang/value.hpp"
 #include "lang/phase_times.hpp"
+#include "runtime/eager_jit.hpp"
 #include "runtime/platform.hpp"
 
 namespace pxl {
@@ -106,6 +107,7 @@ private:
   std::ostream* err_;
   PhaseTimes phase_times_;
   Platform platform_;
+  std::unique_ptr<EagerJit> eager_jit_;  // big eager ops, compiled (--exec jit)
   std::unique_ptr<OpContext> ops_;       // the eager context
   std::vector<OpContext*> ops_stack_;
   EnvPtr builtins_;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "ir/tensor.hpp"
+#include "runtime/eager_jit.hpp"
 #include "runtime/sharded.hpp"
 
 namespace pxl {
@@ -11,6 +12,8 @@ namespace pxl {
 class EagerContext : public OpContext {
 public:
   explicit EagerContext(int device = 0) : device_(device) {}
+  // --exec jit: big elementwise ops and reductions run compiled (see eager_jit.hpp).
+  void set_jit(EagerJit* jit) { jit_ = jit; }
   Tensor bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) override;
   // Runs an SPMD call on the device threads (runtime/spmd_call.hpp).
   std::vector<Tensor> bind_call(const OpAttrs& attrs, std::span<const Tensor> inputs) override;
@@ -23,6 +26,7 @@ public:
 
 private:
   int device_;
+  EagerJit* jit_ = nullptr;
   std::shared_ptr<PullLog> pull_log_ = std::make_shared<PullLog>(this);
 };
 

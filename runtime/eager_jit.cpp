@@ -1,0 +1,60 @@
+#include "runtime/eager_jit.hpp"
+
+#include <algorithm>
+
+#include "codegen/jit.hpp"
+#include "codegen/plan.hpp"
+#include "ir/function.hpp"
+#include "runtime/collectives.hpp"
+#include "runtime/executable.hpp"
+
+namespace pxl {
+
+EagerJit::EagerJit(CodeCache& cache) : cache_(cache), world_(std::make_unique<CommWorld>(1, 1)) {}
+EagerJit::~EagerJit() = default;
+
+std::optional<Array> EagerJit::run(Op op, const OpAttrs& attrs, std::span<const Array> inputs,
+                                   int device) {
+  // Structural ops (broadcast, transpose, slice) are copies either way.
+  if (!is_elementwise(op) && op_family(op) != OpFamily::Reduce) return std::nullopt;
+  int64_t biggest = 0;
+  std::vector<AVal> avals;
+  for (const Array& a : inputs) {
+    biggest = std::max(biggest, a.size());
+    avals.push_back(a.aval());
+  }
+  AVal out = infer(op, attrs, avals); // throws the user's error for bad input
+  biggest = std::max(biggest, out.size());
+  if (biggest < kMinElements) return std::nullopt;
+
+  // The one-op program: params -> op -> result.
+  auto f = std::make_shared<Function>();
+  f->name = op_name(op);
+  Instr in{op, attrs, {}, -1};
+  for (const AVal& a : avals) {
+    IRValue pv;
+    pv.aval = a;
+    int v = f->add_value(std::move(pv));
+    f->params.push_back(v);
+    in.operands.push_back(v);
+  }
+  IRValue rv;
+  rv.aval = out;
+  rv.producer = 0;
+  in.result = f->add_value(std::move(rv));
+  f->body.push_back(std::move(in));
+  f->results.push_back(f->body[0].result);
+  if (!fusible_instr(*f, f->body[0])) return std::nullopt;
+  int& calls = calls_[print_function(*f, false)];
+  if (++calls < kHotCalls && biggest < kHugeElements) return std::nullopt;
+
+  SpmdLayout layout;
+  layout.mesh.device_ids = {device};
+  auto exe = make_llvm_executable(f, layout, {}, &cache_);
+  std::vector<std::vector<Array>> args(1, std::vector<Array>(inputs.begin(), inputs.end()));
+  std::vector<DebugRecord> debug;
+  Array result = std::move(exe->run(0, args, *world_, debug)[0][0]);
+  return result.device() == device ? result : result.on_device(device);
+}
+
+} // namespace pxl

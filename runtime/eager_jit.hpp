@@ -1,0 +1,42 @@
+// Eager ops through the LLVM JIT: outside any traced function, an elementwise
+// op or reduction over enough elements runs as a compiled (vectorised) kernel
+// instead of the reference kernel. Compiling costs milliseconds, so an op
+// signature (op, attributes, operand types) is compiled only once it is hot
+// (run kHotCalls times) or huge (kHugeElements); small ops always stay on the
+// reference kernels, where a one-op program would cost more than it saves.
+#pragma once
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+
+#include "ir/op.hpp"
+#include "runtime/array.hpp"
+
+namespace pxl {
+
+class CodeCache;
+class CommWorld;
+
+class EagerJit {
+public:
+  // Ops whose largest operand or result has fewer elements run on the reference kernels.
+  static constexpr int64_t kMinElements = int64_t{1} << 15;
+  static constexpr int64_t kHugeElements = int64_t{1} << 22;
+  static constexpr int kHotCalls = 3;
+
+  explicit EagerJit(CodeCache& cache);
+  ~EagerJit();
+  // The op's result computed by a compiled kernel on `device`, or nothing when
+  // the op is not one the JIT fuses or too small to be worth compiling.
+  std::optional<Array> run(Op op, const OpAttrs& attrs, std::span<const Array> inputs,
+                           int device);
+
+private:
+  CodeCache& cache_;
+  std::unique_ptr<CommWorld> world_; // executables need one; one op never communicates
+  std::unordered_map<std::string, int> calls_; // by the one-op program's IR text
+};
+
+} // namespace pxl
