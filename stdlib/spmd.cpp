@@ -13,6 +13,7 @@
 #include "runtime/executable.hpp"
 #include "runtime/spmd_call.hpp"
 #include "stdlib/autodiff.hpp"
+#include "stdlib/cache_explain.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
@@ -137,12 +138,17 @@ void print_debug(InterpreterImpl& in, const Function& f, const Mesh& mesh, std::
 bool is_spec_leaf(const Value& v) { return v.is_none() || v.is_obj(ObjKind::Opaque); }
 bool is_axis_leaf(const Value& v) { return v.is_none() || v.is_intlike(); }
 
-std::string signature(const std::vector<InLeaf>& leaves, const TreeDef& tree) {
-  std::ostringstream os;
-  os << tree.repr();
-  for (const auto& l : leaves)
-    os << "|" << type_str(l.global->aval) << "/" << l.spec.repr() << "/" << l.map_axis;
-  return os.str();
+// What a traced signature depends on, in labelled parts (--explain-cache).
+Signature signature(const std::vector<InLeaf>& leaves, const TreeDef& tree) {
+  Signature sig;
+  sig.add("argument structure", tree.repr());
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const InLeaf& l = leaves[i];
+    std::string mapping = l.map_axis >= 0 ? " mapped over axis " + std::to_string(l.map_axis)
+                                           : " as " + l.spec.repr();
+    sig.add("array argument " + std::to_string(i), type_str(l.global->aval) + mapping);
+  }
+  return sig;
 }
 
 // ---------------------------------------------------------------------------
@@ -157,7 +163,17 @@ struct SpmdFunction : OpaqueObj {
   std::string what;
   bool check_vma = true;
   std::map<std::string, std::shared_ptr<Compiled>> cache;
+  std::vector<Signature> traced_signatures; // for --explain-cache
   int traces = 0; // how many times the function was traced (tests use it)
+  // With --explain-cache, says why `sig` is being traced.
+  void explain_miss(InterpreterImpl& in, const Signature& sig, const Span& where) {
+    if (!in.options().explain_cache) return;
+    std::vector<const Signature*> seen;
+    for (const Signature& s : traced_signatures) seen.push_back(&s);
+    std::string name = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : "f";
+    explain_trace_miss(in, what + "(" + name + ")", where, sig, seen);
+    traced_signatures.push_back(sig);
+  }
   std::string type_name() const override { return what == "pmap" ? "PmapFunction" : "function"; }
   void report(InterpreterImpl& in, const Function& f, int64_t participants) {
     if (in.options().dump_ir) in.out() << print_function(f);
@@ -272,12 +288,14 @@ struct ShardMapFn : SpmdFunction {
       l.origin = "the in_specs " + l.spec.repr() + " of argument " + std::to_string(i);
       leaves.push_back(std::move(l));
     }
-    std::string key = signature(leaves, in_tree);
+    Signature sig = signature(leaves, in_tree);
+    std::string key = sig.key();
     auto it = cache.find(key);
     std::shared_ptr<Compiled> c;
     if (it != cache.end()) {
       c = it->second;
     } else {
+      explain_miss(in, sig, where);
       c = compile(in, leaves, in_tree, proto, where);
       if (c->reusable) cache[key] = c;
       report(in, *c->callee->fn, mesh.size());
@@ -426,12 +444,15 @@ struct PmapFn : SpmdFunction {
     // The participant mesh: n elements on the threads, k per thread.
     Mesh pmesh{{name}, {n}, {}};
     for (int64_t p = 0; p < n; ++p) pmesh.device_ids.push_back(devs[p / k]);
-    std::string key = signature(leaves, in_tree) + "|" + std::to_string(n) + "/" + std::to_string(threads);
+    Signature sig = signature(leaves, in_tree);
+    sig.add("elements per device", std::to_string(n) + " over " + std::to_string(threads) + " devices");
+    std::string key = sig.key();
     std::shared_ptr<Compiled> c;
     auto it = cache.find(key);
     if (it != cache.end()) {
       c = it->second;
     } else {
+      explain_miss(in, sig, where);
       c = compile(in, leaves, in_tree, pmesh, threads, k, where);
       if (c->reusable) cache[key] = c;
       report(in, *c->callee->fn, n);

@@ -151,6 +151,12 @@ def main():
     expect("--time-passes", run(pxl, ["--time-passes", "-c", prog], env_extra={"PXL_CACHE_DIR": "off"}),
            code=0, out=want, err_has=["--time-passes", "parse", "trace + check", "codegen: fusion plan",
                                       "codegen: LLVM O3", "codegen: machine code", "run: jit"])
+    pm = ("import jax\nimport jax.numpy as jnp\nf = jax.pmap(lambda x: x * 2)\n"
+          "f(jnp.ones((8, 3)))\nf(jnp.ones((8, 3)))\nf(jnp.ones((8, 4)))\n")
+    expect("--explain-cache pmap", run(pxl, ["--explain-cache", "-c", pm], env_extra={"PXL_CACHE_DIR": "off"}),
+           code=0, err_has=["trace cache miss: pmap(<lambda>) at <string>:4:1: first call",
+                            "at <string>:6:1: array argument 0 was f32[8,3] mapped over axis 0, "
+                            "now f32[8,4] mapped over axis 0"])
     repl = "import jax.numpy as jnp\ndef f(x):\n    return jnp.exp(x) * 2.0\n\nx = jnp.ones((4,))\n"
     expect(":llvm", run(pxl, [], stdin=repl + ":llvm f(x)\n"), code=0,
            out_has=["define void @k0(", "target triple"])
