@@ -1,5 +1,6 @@
-// ORC LLJIT for the host and the NVPTX code generator. This is the one file
-// that includes LLJIT.h and PassBuilder.h (slow to compile): keep it stable.
+// ORC LLJIT for the host: compiles kernel modules to objects, caches them in
+// memory and on disk, links them. The one file that includes LLJIT.h (slow to
+// compile): keep it stable.
 #include "codegen/jit.hpp"
 
 #include <unistd.h>
@@ -17,12 +18,12 @@
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/Support/SHA256.h>
-#include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
 #include "codegen/emitter.hpp"
+#include "codegen/llvm_passes.hpp"
 #include "codegen/jit_runtime.hpp"
 #include "lang/diag.hpp"
 #include "lang/phase_times.hpp"
@@ -60,20 +61,7 @@ std::unique_ptr<llvm::TargetMachine> host_machine() {
 void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
   m.setDataLayout(tm.createDataLayout());
   m.setTargetTriple(tm.getTargetTriple().str());
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PipelineTuningOptions pto;
-  pto.LoopVectorization = true;
-  pto.SLPVectorization = true;
-  llvm::PassBuilder pb(&tm, pto);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(m, mam);
+  codegen::run_o3(m, tm, /*vectorize=*/true);
 }
 
 std::string module_text(const llvm::Module& m) {

@@ -11,13 +11,13 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/Linker/Linker.h>
 #include <llvm/MC/TargetRegistry.h>
-#include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Transforms/IPO/Internalize.h>
 
 #include "codegen/emitter.hpp"
+#include "codegen/llvm_passes.hpp"
 #include "codegen/jit.hpp"
 #include "lang/diag.hpp"
 
@@ -127,20 +127,6 @@ bool link_libdevice(llvm::Module& m, const std::string& path) {
   return true;
 }
 
-void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(&tm);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(m, mam);
-}
-
 } // namespace
 
 std::string find_libdevice() {
@@ -206,7 +192,7 @@ PtxProgram compile_ptx(const Function& f, const PtxOptions& options) {
     llvm::Function& fn = *it++;
     if (fn.use_empty() && fn.hasLocalLinkage()) fn.eraseFromParent();
   }
-  optimize(*m, *tm);
+  codegen::run_o3(*m, *tm, /*vectorize=*/false);
   llvm::SmallString<4096> text;
   llvm::raw_svector_ostream os(text);
   llvm::legacy::PassManager pm;
