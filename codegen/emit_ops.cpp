@@ -2,8 +2,9 @@
 // reference kernel (ir/ref_kernels.cpp, ir/ref_reduce.cpp, Array::get/set for
 // conversions) so compiled and interpreted results are bit-identical: XLA's
 // integer division/shift rules, NaN-propagating max/min, saturating float->int
-// conversions, and transcendental math through the very functions the
-// reference calls (codegen/jit_runtime.cpp).
+// conversions, and transcendental math either inline (emit_math.cpp, the
+// reference's algorithms as IR) or through the very functions the reference
+// calls (codegen/jit_runtime.cpp).
 #include <limits>
 
 #include "codegen/emitter.hpp"
@@ -151,9 +152,10 @@ Value* ScalarEmitter::nan_minmax(bool is_max, DType d, Value* a, Value* b) {
                       : (s ? b_.CreateICmpSLT(a, b) : b_.CreateICmpULT(a, b));
     return b_.CreateSelect(c, a, b);
   }
+  // The reference: a NaN `a` wins, then a NaN `b`, else the larger (smaller).
+  // The ordered compare is false when `b` is NaN, so it already picks `b`.
   Value* c = is_max ? b_.CreateFCmpOGT(a, b) : b_.CreateFCmpOLT(a, b);
   Value* r = b_.CreateSelect(c, a, b);
-  r = b_.CreateSelect(b_.CreateFCmpUNO(b, b), b, r);
   return b_.CreateSelect(b_.CreateFCmpUNO(a, a), a, r);
 }
 
@@ -172,6 +174,8 @@ Value* ScalarEmitter::unary(Op op, DType d, Value* x) {
     }
     return rt_by_width(base, d, {x});
   };
+  if (flt)
+    if (Value* v = inline_math(op, d, x)) return v;
   switch (op) {
   case Op::Neg:
     return flt ? b_.CreateFNeg(x) : b_.CreateSub(ic(0), x);

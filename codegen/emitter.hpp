@@ -54,6 +54,9 @@ private:
   llvm::Value* nan_minmax(bool is_max, DType d, llvm::Value* a, llvm::Value* b);
   llvm::Value* convert(DType from, DType to, llvm::Value* v);
   llvm::Value* unary(Op op, DType d, llvm::Value* x);
+  // Transcendental `op` as inline IR (emit_math.cpp), or null where the
+  // kernel calls the runtime instead.
+  llvm::Value* inline_math(Op op, DType d, llvm::Value* x);
   llvm::Value* binary(Op op, DType d, llvm::Value* x, llvm::Value* y);
 
   llvm::IRBuilder<>& b_;

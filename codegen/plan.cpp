@@ -33,6 +33,99 @@ bool is_half_or_bool(DType d) {
   return d == DType::Float16 || d == DType::BFloat16 || d == DType::Bool;
 }
 
+// How a value is indexed inside a loop kernel, relative to the kernel's loop
+// indices: exactly them (Top), exactly the leading `k` of them (Row), or
+// anything else.
+enum class Index { Top, Row, Other };
+
+// Whether every read of `v` in the kernel rooted at `value` happens at the
+// current row's index (see Kernel::row_reduce). `row` is v's shape: the
+// leading axes of the kernel's output.
+bool reads_by_row(const Function& f, const std::vector<int>& inputs, int value, int v,
+                  const Shape& row, const Shape& out, Index mode) {
+  if (value == v) return mode == Index::Row || (mode == Index::Top && out == row);
+  if (std::find(inputs.begin(), inputs.end(), value) != inputs.end()) return true;
+  int p = f.values[value].producer;
+  if (p < 0) return true;
+  const Instr& in = f.body[p];
+  Index sub = Index::Other;
+  if (mode != Index::Other && is_elementwise(in.op)) {
+    sub = mode;
+  } else if (mode == Index::Top && in.op == Op::BroadcastInDim) {
+    bool leading = f.values[in.operands[0]].aval.shape == row && out.size() >= row.size() &&
+                   std::equal(row.begin(), row.end(), out.begin());
+    for (size_t d = 0; d < in.attrs.axes.size(); ++d)
+      leading &= in.attrs.axes[d] == static_cast<int64_t>(d);
+    if (leading) sub = Index::Row;
+  }
+  for (size_t j = 0; j < in.operands.size(); ++j) {
+    // Select's 0-d predicate is read at the empty index.
+    bool scalar = in.op == Op::Select && j == 0 && f.values[in.operands[j]].aval.ndim() == 0;
+    Index m = scalar ? (row.empty() ? Index::Row : Index::Other) : sub;
+    if (!reads_by_row(f, inputs, in.operands[j], v, row, out, m)) return false;
+  }
+  return true;
+}
+
+// Merges each trailing reduction into the one loop kernel that reads its
+// result row by row (see Kernel::row_reduce); the reduction's own kernel and
+// step go away.
+void fuse_rows(const Function& f, const std::vector<bool>& is_result, KernelPlan& plan) {
+  std::vector<int> kernel_of(f.values.size(), -1);
+  for (size_t i = 0; i < plan.kernels.size(); ++i) kernel_of[plan.kernels[i].root] = int(i);
+  std::vector<bool> gone(plan.kernels.size(), false);
+  // How many kernels and host steps read each value (an inlined producer is
+  // recomputed in every kernel that uses it, so its operands have several).
+  std::vector<int> readers(f.values.size(), 0);
+  for (const Kernel& k : plan.kernels)
+    for (int v : k.inputs) ++readers[v];
+  for (const Step& s : plan.steps)
+    if (s.kind == Step::Kind::Instr)
+      for (int v : std::set<int>(f.body[s.index].operands.begin(), f.body[s.index].operands.end()))
+        ++readers[v];
+  for (Kernel& c : plan.kernels) {
+    if (c.reduce) continue;
+    const Shape& out = f.values[c.root].aval.shape;
+    for (int v : c.inputs) {
+      int ri = kernel_of[v];
+      if (ri < 0 || gone[ri] || is_result[v]) continue;
+      const Kernel& r = plan.kernels[ri];
+      if (!r.reduce || r.row_reduce >= 0 || !reduce_axes_trailing(f, r)) continue;
+      if (readers[v] != 1 ||
+          !reads_by_row(f, c.inputs, c.root, v, f.values[v].aval.shape, out, Index::Top))
+        continue;
+      std::vector<int> inputs;
+      for (int x : c.inputs)
+        if (x != v) inputs.push_back(x);
+      for (int x : r.inputs)
+        if (std::find(inputs.begin(), inputs.end(), x) == inputs.end()) inputs.push_back(x);
+      std::set<int> fused(c.fused.begin(), c.fused.end());
+      fused.insert(r.fused.begin(), r.fused.end());
+      c.inputs = std::move(inputs);
+      c.fused.assign(fused.begin(), fused.end()); // body order: the root is still last
+      c.row_reduce = r.instr;
+      gone[ri] = true;
+      break;
+    }
+  }
+  // Renumber the surviving kernels and drop the merged ones' steps.
+  std::vector<int> index(plan.kernels.size(), -1);
+  std::vector<Kernel> kernels;
+  for (size_t i = 0; i < plan.kernels.size(); ++i)
+    if (!gone[i]) {
+      index[i] = static_cast<int>(kernels.size());
+      kernels.push_back(std::move(plan.kernels[i]));
+    }
+  std::vector<Step> steps;
+  for (const Step& s : plan.steps) {
+    if (s.kind == Step::Kind::Kernel && gone[s.index]) continue;
+    steps.push_back(s);
+    if (s.kind == Step::Kind::Kernel) steps.back().index = index[s.index];
+  }
+  plan.kernels = std::move(kernels);
+  plan.steps = std::move(steps);
+}
+
 } // namespace
 
 bool fusible_instr(const Function& f, const Instr& in) {
@@ -117,11 +210,16 @@ KernelPlan plan_kernels(const Function& f) {
     plan.steps.push_back({Step::Kind::Kernel, static_cast<int>(plan.kernels.size())});
     plan.kernels.push_back(std::move(k));
   }
+  fuse_rows(f, is_result, plan);
   return plan;
 }
 
 bool reduce_axes_trailing(const Function& f, const Kernel& k) {
-  const Instr& in = f.body[k.instr];
+  return reduce_axes_trailing(f, k.instr);
+}
+
+bool reduce_axes_trailing(const Function& f, int instr) {
+  const Instr& in = f.body[instr];
   int64_t r = f.values[in.operands[0]].aval.ndim();
   int64_t first = r - static_cast<int64_t>(in.attrs.axes.size());
   return std::all_of(in.attrs.axes.begin(), in.attrs.axes.end(),
@@ -140,7 +238,8 @@ std::string describe_plan(const Function& f, const KernelPlan& p) {
   for (const Kernel& k : p.kernels) {
     s += "\n  %" + std::to_string(k.root) + " = [";
     for (size_t j = 0; j < k.fused.size(); ++j)
-      s += (j ? " " : "") + std::string(op_name(f.body[k.fused[j]].op));
+      s += (j ? " " : "") + std::string(op_name(f.body[k.fused[j]].op)) +
+           (k.fused[j] == k.row_reduce ? "(row)" : "");
     s += "](";
     for (size_t j = 0; j < k.inputs.size(); ++j)
       s += (j ? ", %" : "%") + std::to_string(k.inputs[j]);

@@ -15,6 +15,12 @@ namespace pxl {
 // of the root that need no buffer of their own (elementwise ops, broadcasts,
 // transposes, slices, reversals, iotas). A reduction root loops over its
 // operand's shape instead and accumulates.
+//
+// A row kernel (row_reduce >= 0) is a loop kernel that also computes a
+// reduction over trailing axes whose result it alone reads, broadcast along
+// its own trailing axes (softmax's sum and the division by it): for each
+// index of the leading axes it first reduces the row, then computes the
+// row's outputs, so the reduction's value never goes through memory.
 struct Kernel {
   int root = -1;           // value id of the one output
   int instr = -1;          // index in Function::body of the root's instruction
@@ -22,6 +28,7 @@ struct Kernel {
   std::vector<int> fused;  // body indices of the inlined instructions (root last)
   bool is_reduce() const { return reduce; }
   bool reduce = false;
+  int row_reduce = -1; // body index of the fused row reduction, if any
 };
 
 // A host step: run kernel `index`, or run body instruction `index` the way the
@@ -41,8 +48,9 @@ struct KernelPlan {
 // fused consumers to be worth recomputing gets its own buffer.
 KernelPlan plan_kernels(const Function& f);
 
-// Whether a reduction kernel reduces only its operand's trailing axes (then it
-// accumulates in registers).
+// Whether reduction instruction `instr` reduces only its operand's trailing
+// axes (then it accumulates in registers).
+bool reduce_axes_trailing(const Function& f, int instr);
 bool reduce_axes_trailing(const Function& f, const Kernel& k);
 // Bytes of f32 scratch a kernel needs: half-type reductions over non-trailing
 // axes accumulate in f32 before rounding once, like the reference.

@@ -51,7 +51,8 @@ Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& 
   int64_t K = prod_dims(l.shape(), dd.lhs_contract), N = prod_dims(r.shape(), rf);
   Array lt = permuted(l, concat({&dd.lhs_batch, &lf, &dd.lhs_contract})); // (B, M, K)
   Array rt = permuted(r, concat({&dd.rhs_batch, &dd.rhs_contract, &rf})); // (B, K, N)
-  Array out(oa.dtype, oa.shape, oa.weak);
+  // Every element is written below (BLAS with beta = 0, or the plain loops).
+  Array out = Array::uninitialized(oa.dtype, oa.shape, oa.weak);
   if (out.size() == 0) return out;
   if (oa.dtype == DType::Float32 && K > 0) {
     for (int64_t b = 0; b < B; ++b)

@@ -21,7 +21,9 @@ struct Scalar {
 
 class Buffer {
 public:
-  explicit Buffer(size_t nbytes); // 64-byte aligned, zero-filled
+  // 64-byte aligned; zero-filled unless `zero` is false (then the caller must
+  // write every byte before the buffer is read).
+  explicit Buffer(size_t nbytes, bool zero = true);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -38,6 +40,10 @@ class Array {
 public:
   Array() = default;
   Array(DType dtype, Shape shape, bool weak = false, int device = 0); // zero-filled
+  // An array whose contents are garbage until written: for results a kernel
+  // (or BLAS) overwrites completely, where zero-filling would cost a second
+  // pass over memory.
+  static Array uninitialized(DType dtype, Shape shape, bool weak = false, int device = 0);
 
   const AVal& aval() const { return aval_; }
   DType dtype() const { return aval_.dtype; }
@@ -59,7 +65,7 @@ public:
   void set(int64_t flat, const Scalar& v);
   double get_f64(int64_t flat) const; // any dtype as double
 
-  Array with_weak(bool weak) const; // same buffer, different weak flag
+  Array with_weak(bool weak) const;  // same buffer, different weak flag
   Array reshaped(Shape shape) const; // same buffer, new shape (sizes must agree)
   Array on_device(int device) const; // same buffer, tagged with another device
   // A contiguous part of this array's buffer, without copying: `shape`'s

@@ -63,7 +63,9 @@ void run_compiled_kernel(const Function& f, const CompiledProgram& prog, size_t 
   const AVal& oa = f.values[kn.root].aval;
   // Results stay on their operands' device, as eval_ref's do.
   int device = kn.inputs.empty() ? 0 : env[kn.inputs[0]].device();
-  Array out(oa.dtype, oa.shape, oa.weak, device);
+  // Every kernel writes each element of its output (reductions over
+  // non-trailing axes initialise it first), so it is not zero-filled.
+  Array out = Array::uninitialized(oa.dtype, oa.shape, oa.weak, device);
   std::vector<void*> args;
   args.push_back(out.data());
   for (int v : kn.inputs) args.push_back(const_cast<void*>(env[v].data()));

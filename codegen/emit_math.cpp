@@ -1,0 +1,278 @@
+// Transcendental math inside the kernels: ir/ref_math.cpp's functions written
+// as straight-line LLVM IR (explicit llvm.fma, branches turned into selects),
+// so the loop vectorizer can vectorize loops that call them and the results
+// stay bit-identical to the reference (and hence to XLA's CPU kernels). Both
+// arms of every branch are computed; the arms that are not selected may see
+// out-of-range arguments, so nothing here may produce poison on them (the
+// float->int conversions clamp first).
+#include <bit>
+#include <cstdint>
+#include <limits>
+
+#include "codegen/emitter.hpp"
+
+namespace pxl::codegen {
+
+using llvm::Value;
+
+namespace {
+
+class Math {
+public:
+  Math(llvm::IRBuilder<>& b, ScalarEmitter& se, DType d, llvm::Type* t)
+      : b_(b), se_(se), d_(d), t_(t) {}
+
+  Value* c(double v) { return llvm::ConstantFP::get(t_, v); }
+  Value* cf(uint32_t bits) { return c(static_cast<double>(std::bit_cast<float>(bits))); }
+  Value* cd(uint64_t bits) { return c(std::bit_cast<double>(bits)); }
+  Value* fma(Value* a, Value* x, Value* y) {
+    return b_.CreateIntrinsic(llvm::Intrinsic::fma, {t_}, {a, x, y});
+  }
+  Value* un(llvm::Intrinsic::ID id, Value* x) { return b_.CreateUnaryIntrinsic(id, x); }
+  Value* sel(Value* cond, Value* a, Value* x) { return b_.CreateSelect(cond, a, x); }
+  // Eigen-style clamp that lets NaN through: select(x < lo, lo, x), then hi.
+  Value* clamp_nan(Value* x, Value* lo, Value* hi) {
+    x = sel(b_.CreateFCmpOLT(x, lo), lo, x);
+    return sel(b_.CreateFCmpOGT(x, hi), hi, x);
+  }
+  Value* copysign_one(Value* x) {
+    return b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, c(1.0), x);
+  }
+  // The half-type rounding of XLA's multi-op expansions (Round in ref_math).
+  Value* r(Value* v) { return se_.round_to(d_, v); }
+
+  Value* exp_core(Value* x);
+  Value* exp_f32(Value* x) {
+    return exp_core(clamp_nan(x, c(static_cast<double>(-87.8f)), c(static_cast<double>(88.8f))));
+  }
+  Value* log_core(Value* x);
+  Value* log_special(Value* x, Value* core);
+  Value* log_f32(Value* x) { return log_special(x, log_core(x)); }
+  Value* log1p_f32(Value* x);
+  Value* tanh_f32(Value* x);
+  Value* expm1_f32(Value* x);
+  Value* erf_f32(Value* x);
+  Value* logistic_f32(Value* x) {
+    return r(b_.CreateFDiv(c(1.0), r(b_.CreateFAdd(r(exp_f32(b_.CreateFNeg(x))), c(1.0)))));
+  }
+  Value* tanh_f64(Value* x);
+  Value* exp_f64(Value* x);
+  Value* expm1_f64(Value* x);
+
+private:
+  llvm::IRBuilder<>& b_;
+  ScalarEmitter& se_;
+  DType d_;
+  llvm::Type* t_;
+};
+
+Value* Math::exp_core(Value* x) {
+  Value* fx = un(llvm::Intrinsic::floor, fma(x, cf(0x3FB8AA3B), c(0.5))); // x * log2(e) + 0.5
+  fx = clamp_nan(fx, c(-127.0), c(127.0));
+  Value* nfx = b_.CreateFNeg(fx);
+  Value* rr = fma(nfx, cf(0x3F318000), x); // x - fx * ln2_hi
+  rr = fma(nfx, cf(0xB95E8083), rr);       // x - fx * ln2_lo
+  Value* y = fma(rr, cf(0x39506967), cf(0x3AB743CE));
+  y = fma(y, rr, cf(0x3C088908));
+  y = fma(y, rr, cf(0x3D2AA9C1));
+  y = fma(y, rr, cf(0x3E2AAAAA));
+  y = fma(y, rr, c(0.5));
+  Value* z = b_.CreateFMul(rr, rr);
+  y = b_.CreateFAdd(fma(y, z, rr), c(1.0));
+  // The reference converts NaN to INT32_MIN (cvttps2dq), whose 2^n bits come
+  // out as 1.0, as do those of 0: convert 0 instead (fptosi(NaN) is poison).
+  Value* safe = sel(b_.CreateFCmpUNO(fx, fx), c(0.0), fx);
+  llvm::Type* it = b_.getInt32Ty();
+  Value* n = b_.CreateFPToSI(safe, it);
+  Value* pow2 = b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(n, b_.getInt32(127)), 23), t_);
+  return b_.CreateFMul(y, pow2);
+}
+
+Value* Math::log_core(Value* x) {
+  x = sel(b_.CreateFCmpOGT(x, cf(0x00800000)), x, cf(0x00800000));
+  Value* bx = b_.CreateBitCast(x, b_.getInt32Ty());
+  Value* e = b_.CreateFAdd(
+      b_.CreateSIToFP(b_.CreateSub(b_.CreateLShr(bx, 23), b_.getInt32(127)), t_), c(1.0));
+  Value* m = b_.CreateBitCast(
+      b_.CreateOr(b_.CreateAnd(bx, b_.getInt32(0x807FFFFF)), b_.getInt32(0x3F000000)), t_);
+  Value* small = b_.CreateFCmpOLT(m, cf(0x3F3504F3)); // sqrt(1/2)
+  Value* tmp = sel(small, m, c(0.0));
+  Value* xm = b_.CreateFSub(m, c(1.0));
+  e = b_.CreateFSub(e, sel(small, c(1.0), c(0.0)));
+  xm = b_.CreateFAdd(xm, tmp);
+  Value* x2 = b_.CreateFMul(xm, xm);
+  Value* x3 = b_.CreateFMul(x2, xm);
+  Value* y = fma(xm, cf(0x3D9021BB), cf(0xBDEBD1B8));
+  Value* y1 = fma(xm, cf(0xBDFE5D4F), cf(0x3E11E9BF));
+  Value* y2 = fma(xm, cf(0x3E4CCEAC), cf(0xBE7FFFFC));
+  y = fma(y, xm, cf(0x3DEF251A));
+  y1 = fma(y1, xm, cf(0xBE2AAE50));
+  y2 = fma(y2, xm, cf(0x3EAAAAAA));
+  y = fma(y, x3, y1);
+  y = fma(y, x3, y2);
+  y = fma(y, x3, b_.CreateFMul(e, cf(0xB95E8083)));
+  Value* rr = fma(c(-0.5), x2, xm);
+  rr = b_.CreateFAdd(rr, y);
+  return fma(e, cf(0x3F318000), rr);
+}
+
+Value* Math::log_special(Value* x, Value* core) {
+  Value* nan = b_.CreateBitCast(b_.getInt32(0xFFFFFFFFu), t_);
+  Value* v = sel(b_.CreateFCmpOGT(x, c(0.0)), core, nan);
+  double inf = std::numeric_limits<double>::infinity();
+  v = sel(b_.CreateFCmpOEQ(x, c(inf)), c(inf), v);
+  return sel(b_.CreateFCmpOEQ(x, c(0.0)), c(-inf), v);
+}
+
+Value* Math::log1p_f32(Value* x) {
+  Value* x2 = b_.CreateFMul(x, x);
+  Value* q = fma(x, c(0.0), c(1.0));
+  for (uint32_t k : {0x417101ADu, 0x42A6185Bu, 0x435DC32Du, 0x439A8CA3u, 0x43586D8Au, 0x42707982u})
+    q = fma(q, x, cf(k));
+  Value* p = fma(x, c(0.0), c(static_cast<double>(4.527e-05f)));
+  for (uint32_t k : {0x3EFF40C5u, 0x40D284FAu, 0x41EF4B9Cu, 0x4273CC76u, 0x426473ADu, 0x41A05101u})
+    p = fma(p, x, cf(k));
+  Value* t = b_.CreateFMul(b_.CreateFMul(x, x2), b_.CreateFDiv(p, q));
+  Value* near = b_.CreateFAdd(x, fma(x2, c(-0.5), t));
+  Value* u = b_.CreateFAdd(x, c(1.0));
+  Value* far = log_special(u, log_core(u));
+  Value* small = b_.CreateFCmpOLT(un(llvm::Intrinsic::fabs, x), cf(0x3ED413CD));
+  return sel(small, near, far);
+}
+
+Value* Math::tanh_f32(Value* x) {
+  Value* ax = un(llvm::Intrinsic::fabs, x);
+  Value* cl = clamp_nan(x, cf(0xC0FFF644), cf(0x40FFF644));
+  Value* c2 = b_.CreateFMul(cl, cl);
+  Value* p = fma(c2, cf(0xA59F25C0), cf(0x2A61337E));
+  for (uint32_t k : {0xAEBD37FFu, 0x335C0041u, 0x3779434Au, 0x3A270DEDu, 0x3BA059DCu})
+    p = fma(c2, p, cf(k));
+  p = b_.CreateFMul(cl, p);
+  Value* q = fma(c2, cf(0x35A0D3D8), cf(0x38F895D6));
+  q = fma(c2, q, cf(0x3B14AA05));
+  q = fma(c2, q, cf(0x3BA059DD));
+  Value* v = b_.CreateFDiv(p, q);
+  v = sel(b_.CreateFCmpOLT(ax, c(static_cast<double>(4.0e-4f))), x, v);
+  return sel(b_.CreateFCmpOGE(ax, c(20.0)), copysign_one(x), v);
+}
+
+Value* Math::expm1_f32(Value* x) {
+  Value* e =
+      r(exp_core(clamp_nan(x, c(static_cast<double>(-87.8f)), c(static_cast<double>(88.8f)))));
+  Value* h = r(b_.CreateFMul(x, c(0.5)));
+  Value* v = r(b_.CreateFMul(r(tanh_f32(h)), r(b_.CreateFAdd(e, c(1.0)))));
+  v = sel(b_.CreateFCmpOGT(un(llvm::Intrinsic::fabs, x), c(0.5)), r(b_.CreateFSub(e, c(1.0))), v);
+  return sel(b_.CreateFCmpOEQ(h, c(0.0)), x, v);
+}
+
+Value* Math::erf_f32(Value* x) {
+  Value* x2 = b_.CreateFMul(x, x);
+  Value* p = fma(x2, cf(0x39702D51), cf(0x3B5F5DA2));
+  for (uint32_t k : {0x3D50B6EBu, 0x3E3DA740u, 0x3F906EBAu}) p = fma(x2, p, cf(k));
+  p = b_.CreateFMul(x, p);
+  Value* q = fma(x2, cf(0xB3FD3906), cf(0x37C588DF));
+  for (uint32_t k : {0x3A856D28u, 0x3C6687D4u, 0x3DE34C21u, 0x3EFEB44Au}) q = fma(x2, q, cf(k));
+  q = fma(x2, q, c(1.0));
+  Value* big = b_.CreateFCmpOGE(un(llvm::Intrinsic::fabs, x), cf(0x407547CB));
+  return sel(big, copysign_one(x), b_.CreateFDiv(p, q));
+}
+
+Value* Math::tanh_f64(Value* x) {
+  Value* cl = sel(b_.CreateFCmpOLT(x, cd(0xC031B6D58F246197)), cd(0xC031B6D58F246197), x);
+  cl = sel(b_.CreateFCmpOGT(cl, cd(0x4031B6D58F246197)), cd(0x4031B6D58F246197), cl);
+  Value* c2 = b_.CreateFMul(cl, cl);
+  Value* p = cd(0x3B3F9F82E5D782DF);
+  for (uint64_t k : {0x3C2C3C836C04B4C8ull, 0x3CEC3379F905E662ull, 0x3D929AFF6C8EDD96ull,
+                     0x3E2525A389DCE7C2ull, 0x3EA708819BE51CD9ull, 0x3F18996F4026A7FAull,
+                     0x3F787F80B957ED00ull, 0x3FC36FBA9B450E5Aull, 0x3FF0000000000000ull})
+    p = fma(c2, p, cd(k));
+  Value* q = cd(0x3BBE8630CF903250);
+  for (uint64_t k : {0x3C90AABCA9A5FEA0ull, 0x3D4232981AA2BBA8ull, 0x3DDEE2F015EA8065ull,
+                     0x3E681F1947C52304ull, 0x3EE26C82AB46D140ull, 0x3F4B2E7C4D488C04ull,
+                     0x3FA1998830265B50ull, 0x3FDF0D32A2F7DC79ull, 0x3FF0000000000000ull})
+    q = fma(c2, q, cd(k));
+  Value* v = b_.CreateFDiv(b_.CreateFMul(cl, p), q);
+  return sel(b_.CreateFCmpOGE(un(llvm::Intrinsic::fabs, x), c(20.0)), copysign_one(x), v);
+}
+
+Value* Math::exp_f64(Value* x) {
+  Value* lo = cd(0xC086232BDD7ABCD2);
+  Value* hi = cd(0x40862E42FEFA39EF);
+  // The core on an in-range argument (the out-of-range ones are selected away).
+  Value* xc = sel(b_.CreateFCmpOLT(x, lo), lo, x);
+  xc = sel(b_.CreateFCmpOGT(xc, hi), hi, xc);
+  xc = sel(b_.CreateFCmpUNO(xc, xc), c(0.0), xc);
+  Value* n = un(llvm::Intrinsic::floor, fma(xc, cd(0x3FF71547652B82FE), c(0.5)));
+  Value* nn = b_.CreateFNeg(n);
+  Value* g = fma(nn, cd(0x3FE62E4000000000), xc);
+  g = fma(nn, cd(0x3EB7F7D1CF79ABCA), g);
+  Value* gg = b_.CreateFMul(g, g);
+  Value* p = fma(gg, cd(0x3F2089CDD5E44BE8), cd(0x3F9F06D10CCA2C7E));
+  p = b_.CreateFMul(fma(p, gg, c(1.0)), g);
+  Value* q = fma(gg, cd(0x3EC92EB6BC365FA0), cd(0x3F64AE39B508B6C0));
+  q = fma(q, gg, cd(0x3FCD17099887E074));
+  q = fma(q, gg, c(2.0));
+  Value* rr = fma(b_.CreateFDiv(p, b_.CreateFSub(q, p)), c(2.0), c(1.0));
+  llvm::Type* i64 = b_.getInt64Ty();
+  Value* ni = b_.CreateFPToSI(n, i64);
+  ni = b_.CreateSelect(b_.CreateICmpSLT(ni, b_.getInt64(-2099)), b_.getInt64(-2099), ni);
+  ni = b_.CreateSelect(b_.CreateICmpSGT(ni, b_.getInt64(2099)), b_.getInt64(2099), ni);
+  Value* bb = b_.CreateAShr(ni, 2);
+  Value* one = b_.getInt64(0x3FF0000000000000ull);
+  Value* s1 = b_.CreateBitCast(b_.CreateAdd(b_.CreateShl(bb, 52), one), t_);
+  Value* s2 = b_.CreateBitCast(
+      b_.CreateAdd(b_.CreateShl(b_.CreateSub(ni, b_.CreateMul(bb, b_.getInt64(3))), 52), one), t_);
+  Value* v = b_.CreateFMul(b_.CreateFMul(b_.CreateFMul(b_.CreateFMul(rr, s1), s1), s1), s2);
+  double inf = std::numeric_limits<double>::infinity();
+  v = sel(b_.CreateFCmpOGT(x, hi), c(inf), v);
+  v = sel(b_.CreateFCmpOLT(x, lo), c(0.0), v);
+  return sel(b_.CreateFCmpUNO(x, x), x, v);
+}
+
+Value* Math::expm1_f64(Value* x) {
+  Value* e = exp_f64(x);
+  Value* h = b_.CreateFMul(x, c(0.5));
+  Value* v = b_.CreateFMul(tanh_f64(h), b_.CreateFAdd(e, c(1.0)));
+  v = sel(b_.CreateFCmpOGT(un(llvm::Intrinsic::fabs, x), c(0.5)), b_.CreateFSub(e, c(1.0)), v);
+  return sel(b_.CreateFCmpOEQ(h, c(0.0)), x, v);
+}
+
+} // namespace
+
+Value* ScalarEmitter::inline_math(Op op, DType d, Value* x) {
+  Math m(b_, *this, d, x->getType());
+  if (d == DType::Float64) {
+    switch (op) {
+    case Op::Exp:
+      return m.exp_f64(x);
+    case Op::Tanh:
+      return m.tanh_f64(x);
+    case Op::Expm1:
+      return m.expm1_f64(x);
+    case Op::Logistic: // 1 / (exp(-x) + 1)
+      return b_.CreateFDiv(m.c(1.0), b_.CreateFAdd(m.exp_f64(b_.CreateFNeg(x)), m.c(1.0)));
+    default:
+      return nullptr;
+    }
+  }
+  switch (op) {
+  case Op::Exp:
+    return m.exp_f32(x);
+  case Op::Log:
+    return m.log_f32(x);
+  case Op::Log1p:
+    return m.log1p_f32(x);
+  case Op::Expm1:
+    return m.expm1_f32(x);
+  case Op::Tanh:
+    return m.tanh_f32(x);
+  case Op::Erf:
+    return m.erf_f32(x);
+  case Op::Logistic:
+    return m.logistic_f32(x);
+  default:
+    return nullptr;
+  }
+}
+
+} // namespace pxl::codegen
