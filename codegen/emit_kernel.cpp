@@ -125,6 +125,21 @@ Value* KernelEmitter::at(int v, const Idx& idx) {
       r = at(in.operands[0], sub);
       break;
     }
+    case Op::Reshape: { // size-1 axes only (plan.cpp): the other axes keep their index
+      const Shape& os = operand_shape();
+      Idx sub;
+      size_t j = 0;
+      for (int64_t d : os) {
+        if (d == 1) {
+          sub.push_back(i64(0));
+          continue;
+        }
+        while (oa.shape[j] == 1) ++j;
+        sub.push_back(idx[j++]);
+      }
+      r = at(in.operands[0], sub);
+      break;
+    }
     case Op::Rev: {
       Idx sub = idx;
       for (int64_t ax : a.axes) sub[ax] = b_.CreateSub(i64(operand_shape()[ax] - 1), idx[ax]);
@@ -202,14 +217,14 @@ void KernelEmitter::loop(int64_t n, const std::function<void(Value*)>& body, boo
     // Left whole for the loop vectorizer (a full unroll first would leave
     // the lanes to SLP, which packs them two by two).
     // All lanes in one vector iteration: the vector accumulator then lives in
-    // registers across the enclosing loop.
+    // registers across the enclosing loop. (A width, not vectorize.enable:
+    // a forced loop that cannot vectorize, e.g. for a libm call, would warn.)
     auto flag = [&](const char* name, llvm::Constant* v) -> llvm::Metadata* {
       return llvm::MDNode::get(ctx,
                                {llvm::MDString::get(ctx, name), llvm::ConstantAsMetadata::get(v)});
     };
     llvm::Metadata* ops[] = {
         nullptr, llvm::MDNode::get(ctx, llvm::MDString::get(ctx, "llvm.loop.unroll.disable")),
-        flag("llvm.loop.vectorize.enable", b_.getTrue()),
         flag("llvm.loop.vectorize.width", b_.getInt32(static_cast<uint32_t>(n))),
         flag("llvm.loop.interleave.count", b_.getInt32(1))};
     llvm::MDNode* id = llvm::MDNode::getDistinct(ctx, ops);

@@ -33,9 +33,20 @@ bool is_half_or_bool(DType d) {
   return d == DType::Float16 || d == DType::BFloat16 || d == DType::Bool;
 }
 
+Shape squeezed(const Shape& s) {
+  Shape r;
+  for (int64_t d : s)
+    if (d != 1) r.push_back(d);
+  return r;
+}
+
+// Whether a reshape only inserts or drops size-1 axes (keepdims=True): fused
+// where it is inlined, it reads its operand at the same indices.
+bool unit_dim_reshape(const Shape& from, const Shape& to) { return squeezed(from) == squeezed(to); }
+
 // How a value is indexed inside a loop kernel, relative to the kernel's loop
-// indices: exactly them (Top), exactly the leading `k` of them (Row), or
-// anything else.
+// indices: exactly them (Top), by the loop indices of the row's axes, its
+// size-1 axes aside (Row), or anything else.
 enum class Index { Top, Row, Other };
 
 // Whether every read of `v` in the kernel rooted at `value` happens at the
@@ -51,11 +62,23 @@ bool reads_by_row(const Function& f, const std::vector<int>& inputs, int value, 
   Index sub = Index::Other;
   if (mode != Index::Other && is_elementwise(in.op)) {
     sub = mode;
+  } else if (in.op == Op::Reshape && mode != Index::Other) {
+    // A size-1-axes reshape (the only kind fused) keeps the row's indices;
+    // from the top, when all it adds are size-1 axes after the row's.
+    const Shape& os = f.values[in.operands[0]].aval.shape;
+    if (mode == Index::Row || squeezed(os) == squeezed(row)) sub = Index::Row;
   } else if (mode == Index::Top && in.op == Op::BroadcastInDim) {
-    bool leading = f.values[in.operands[0]].aval.shape == row && out.size() >= row.size() &&
+    // The operand's axes of size > 1 must be the row's, at the same leading
+    // loop indices (a keepdims=True row value broadcast along the row).
+    const Shape& os = f.values[in.operands[0]].aval.shape;
+    bool leading = squeezed(os) == squeezed(row) && out.size() >= row.size() &&
                    std::equal(row.begin(), row.end(), out.begin());
-    for (size_t d = 0; d < in.attrs.axes.size(); ++d)
-      leading &= in.attrs.axes[d] == static_cast<int64_t>(d);
+    size_t j = 0;
+    for (size_t d = 0; d < os.size() && leading; ++d) {
+      if (os[d] == 1) continue;
+      while (j < row.size() && row[j] == 1) ++j;
+      leading &= in.attrs.axes[d] == static_cast<int64_t>(j++);
+    }
     if (leading) sub = Index::Row;
   }
   for (size_t j = 0; j < in.operands.size(); ++j) {
@@ -170,7 +193,27 @@ KernelPlan plan_kernels(const Function& f) {
   std::vector<bool> is_result(f.values.size(), false);
   for (int r : f.results) is_result[r] = true;
   std::vector<bool> fusible(n), inlined(n, false);
-  for (size_t i = 0; i < n; ++i) fusible[i] = fusible_instr(f, f.body[i]);
+  for (size_t i = 0; i < n; ++i) {
+    const Instr& in = f.body[i];
+    fusible[i] = fusible_instr(f, in) ||
+                 (in.op == Op::Reshape && unit_dim_reshape(f.values[in.operands[0]].aval.shape,
+                                                           f.values[in.result].aval.shape));
+  }
+  // A size-1-axes reshape is fused only where it is inlined: as a kernel of
+  // its own it would copy what the reference reshapes for free.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < n; ++i) {
+      const Instr& in = f.body[i];
+      if (!fusible[i] || in.op != Op::Reshape) continue;
+      const auto& u = users[in.result];
+      if (is_result[in.result] || u.empty() || u.size() > kMaxRecompute ||
+          !std::all_of(u.begin(), u.end(), [&](int j) { return fusible[j]; })) {
+        fusible[i] = false;
+        changed = true;
+      }
+    }
+  }
   for (size_t i = 0; i < n; ++i) {
     const Instr& in = f.body[i];
     if (!fusible[i] || is_reduce_op(in.op) || is_result[in.result]) continue;
@@ -182,6 +225,8 @@ KernelPlan plan_kernels(const Function& f) {
   KernelPlan plan;
   for (size_t i = 0; i < n; ++i) {
     if (inlined[i]) continue;
+    // Dead pure code (a traced value nothing reads) costs nothing.
+    if (fusible[i] && users[f.body[i].result].empty() && !is_result[f.body[i].result]) continue;
     if (!fusible[i]) {
       plan.steps.push_back({Step::Kind::Instr, static_cast<int>(i)});
       continue;

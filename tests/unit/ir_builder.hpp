@@ -27,6 +27,26 @@ struct Builder {
     f.body.push_back(Instr{op, a, std::move(operands), id});
     return id;
   }
+  // Softmax over the last axis of 2-D `x` as jax.nn.softmax traces it: the
+  // max and sum keep their dims (reshapes to (n, 1)), the division is a
+  // multiplication by 1/sum, and one broadcast is dead.
+  int softmax_traced(int x) {
+    Shape s = aval(x).shape;
+    int one = param(DType::Float32, {});
+    OpAttrs red, rs, bc, bc1;
+    red.axes = {1};
+    rs.shape = {s[0], 1};
+    bc.shape = s;
+    bc.axes = {0, 1};
+    bc1.shape = rs.shape;
+    int m = op(Op::Reshape, rs, {op(Op::ReduceMax, red, {x})});
+    int e = op(Op::Exp, {}, {op(Op::Sub, {}, {x, op(Op::BroadcastInDim, bc, {m})})});
+    int sum = op(Op::Reshape, rs, {op(Op::ReduceSum, red, {e})});
+    op(Op::BroadcastInDim, bc, {sum});
+    int inv = op(Op::Div, {}, {op(Op::BroadcastInDim, bc1, {one}), sum});
+    return op(Op::Mul, {}, {e, op(Op::BroadcastInDim, bc, {inv})});
+  }
+
   const AVal& aval(int v) const { return f.values[v].aval; }
 };
 

@@ -268,6 +268,26 @@ TEST_CASE("Inlined transcendental math is bit-identical to the reference", "[cod
     }
 }
 
+TEST_CASE("A traced softmax runs as 2 kernels with the reference's results", "[codegen]") {
+  std::mt19937 rng(11);
+  Builder b;
+  b.f.results.push_back(b.softmax_traced(b.param(DType::Float32, {6, 300})));
+  b.f.results.push_back(b.softmax_traced(b.param(DType::Float32, {3, 5})));
+  auto fn = std::make_shared<Function>(b.f);
+  std::vector<Array> inputs;
+  for (int p : fn->params) {
+    const Shape& s = fn->values[p].aval.shape;
+    inputs.push_back(s.empty() ? Array::scalar(Scalar::of_float(1), DType::Float32)
+                               : random_array(rng, DType::Float32, s));
+  }
+  CodeCache cache;
+  auto ref = make_reference_executable(fn, one_device(), {});
+  auto jit = make_llvm_executable(fn, one_device(), {}, &cache);
+  std::vector<Array> want = run(*ref, inputs), got = run(*jit, inputs);
+  CHECK(close(want[0], got[0], 1e-5)); // rows of 300: the sum is reassociated
+  CHECK(close(want[1], got[1], 0));    // rows of 5: in order, the same values
+}
+
 TEST_CASE("The code cache compiles a Function once", "[codegen]") {
   Builder b;
   int x = b.param(DType::Float32, {8});
@@ -311,6 +331,14 @@ TEST_CASE("Fusion: kernel counts", "[codegen]") {
     CHECK(p.steps.size() == 2);
     CHECK(describe_plan(b.f, p).rfind("2 kernels", 0) == 0);
     CHECK(p.kernels[1].row_reduce >= 0);
+  }
+  SECTION("softmax as jax.nn.softmax traces it (keepdims reshapes, times 1/sum)") {
+    Builder b;
+    b.f.results.push_back(b.softmax_traced(b.param(DType::Float32, {4, 8})));
+    KernelPlan p = plan_kernels(b.f);
+    INFO(describe_plan(b.f, p));
+    CHECK(p.kernels.size() == 2);
+    CHECK(p.steps.size() == 2);
   }
   SECTION("a mean is one kernel; a sum that is also a result is not fused") {
     Builder b;
