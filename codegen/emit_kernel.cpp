@@ -52,7 +52,9 @@ private:
   void row_kernel();
   // The trailing reduction `in` of the row at `outer` (the kept indices, or
   // the flat row number when flat_), in the compute type.
-  Value* reduce_row(const Instr& in, const Idx& outer);
+  // `len` elements of the row from `offset` (flat_ only; default: all).
+  Value* reduce_row(const Instr& in, const Idx& outer, int64_t len = -1, Value* offset = nullptr);
+  void split_reduce_kernel();
 
   llvm::Module& m_;
   const Function& f_;
@@ -68,6 +70,9 @@ private:
   std::map<std::pair<int, Idx>, Value*> memo_;
   int row_value_ = -1;          // in a row kernel: the row reduction's value id...
   Value* row_result_ = nullptr; // ...and its value for the current row
+  // Host: the range of the outermost (spread) loop this call runs.
+  Value* begin_ = nullptr;
+  Value* end_ = nullptr;
 };
 
 // Accumulator lanes of a vectorized row reduction, by compute-type width.
@@ -191,6 +196,11 @@ void KernelEmitter::loop(int64_t n, const std::function<void(Value*)>& body, boo
   llvm::LLVMContext& ctx = m_.getContext();
   Value* start = i64(0);
   Value* step = i64(1);
+  Value* limit = i64(n);
+  if (spread && target_ == Target::Host) {
+    start = begin_;
+    limit = end_;
+  }
   if (spread && target_ == Target::Ptx) {
     using namespace llvm::Intrinsic;
     start = ptx_thread_index();
@@ -205,7 +215,7 @@ void KernelEmitter::loop(int64_t n, const std::function<void(Value*)>& body, boo
   b_.SetInsertPoint(head);
   llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
   i->addIncoming(start, pre);
-  b_.CreateCondBr(b_.CreateICmpSLT(i, i64(n)), bodyb, exit);
+  b_.CreateCondBr(b_.CreateICmpSLT(i, limit), bodyb, exit);
   b_.SetInsertPoint(bodyb);
   memo_.clear();
   body(i);
@@ -270,8 +280,7 @@ void KernelEmitter::loops(const Shape& dims, Idx& idx, const std::function<void(
 
 void KernelEmitter::loop_kernel() {
   const AVal& oa = aval(k_.root);
-  flat_ = std::all_of(k_.fused.begin(), k_.fused.end(),
-                      [&](int i) { return is_elementwise(f_.body[i].op); });
+  flat_ = kernel_flat(f_, k_);
   Shape dims = flat_ ? Shape{oa.size()} : oa.shape;
   Idx idx;
   loops(
@@ -284,7 +293,7 @@ void KernelEmitter::loop_kernel() {
       true);
 }
 
-Value* KernelEmitter::reduce_row(const Instr& in, const Idx& outer) {
+Value* KernelEmitter::reduce_row(const Instr& in, const Idx& outer, int64_t len, Value* offset) {
   int x = in.operands[0];
   const Shape& xs = aval(x).shape;
   DType d = aval(x).dtype;
@@ -296,8 +305,11 @@ Value* KernelEmitter::reduce_row(const Instr& in, const Idx& outer) {
   auto step = [&](Value* acc, Value* v) { return se_.reduce_step(in.op, d, acc, v); };
   // The element at position j of the row, where the row is one index range.
   bool by_position = flat_ || in.attrs.axes.size() == 1;
+  Value* base = flat_ ? b_.CreateMul(outer[0], i64(n), "", true, true) : nullptr;
+  if (offset) base = b_.CreateAdd(base, offset, "", true, true);
+  if (len >= 0) n = len;
   auto elem = [&](Value* j) {
-    if (flat_) return at(x, {b_.CreateAdd(b_.CreateMul(outer[0], i64(n), "", true, true), j)});
+    if (flat_) return at(x, {b_.CreateAdd(base, j, "", true, true)});
     Idx full = outer;
     full.push_back(j);
     return at(x, full);
@@ -356,13 +368,13 @@ void KernelEmitter::reduce_kernel() {
   std::vector<bool> reduced(r, false);
   for (int64_t a : in.attrs.axes) reduced[a] = true;
   size_t kept = r - in.attrs.axes.size();
-  bool trailing = kernel_scratch_bytes(f_, k_) == 0 && reduce_axes_trailing(f_, k_);
+  bool trailing = reduce_axes_trailing(f_, k_);
   llvm::Type* ct = se_.compute_type(d);
   Value* init = se_.reduce_init(in.op, d);
   if (trailing) {
     // With an elementwise prologue every row is one contiguous index range.
-    flat_ = std::all_of(k_.fused.begin(), k_.fused.end() - 1,
-                        [&](int i) { return is_elementwise(f_.body[i].op); });
+    flat_ = kernel_flat(f_, k_);
+    if (target_ == Target::Host && kernel_split(f_, k_).finish) return split_reduce_kernel();
     Shape outer(xs.begin(), xs.begin() + kept);
     auto store = [&](Value* acc, Value* o) {
       b_.CreateStore(se_.store_convert(oa.dtype, acc),
@@ -422,6 +434,43 @@ void KernelEmitter::reduce_kernel() {
     });
 }
 
+void KernelEmitter::split_reduce_kernel() {
+  // See KernelSplit: block b's partial result goes to scratch[b]; the call
+  // with begin == extent combines them, then the elements after the blocks.
+  const Instr& in = f_.body[k_.instr];
+  DType d = aval(in.operands[0]).dtype;
+  const AVal& oa = aval(k_.root);
+  llvm::Type* ct = se_.compute_type(d);
+  int64_t blocks = kernel_split(f_, k_).extent;
+  int64_t rest = aval(in.operands[0]).size() - blocks * kSplitBlock;
+  Value* partial = args_[args_.size() - 1];
+  llvm::LLVMContext& ctx = m_.getContext();
+  auto* combine = llvm::BasicBlock::Create(ctx, "combine", fn_);
+  auto* reduce = llvm::BasicBlock::Create(ctx, "blocks", fn_);
+  b_.CreateCondBr(b_.CreateICmpSGE(begin_, i64(blocks)), combine, reduce);
+  b_.SetInsertPoint(reduce);
+  loop(
+      blocks,
+      [&](Value* blk) {
+        Value* v = reduce_row(in, {i64(0)}, kSplitBlock,
+                              b_.CreateMul(blk, i64(kSplitBlock), "", true, true));
+        b_.CreateStore(v, b_.CreateInBoundsGEP(ct, partial, blk));
+      },
+      true);
+  b_.CreateRetVoid();
+  b_.SetInsertPoint(combine);
+  llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+  Value* acc = eb.CreateAlloca(ct);
+  b_.CreateStore(se_.reduce_init(in.op, d), acc);
+  auto add = [&](Value* v) {
+    b_.CreateStore(se_.reduce_step(in.op, d, b_.CreateLoad(ct, acc), v), acc);
+  };
+  loop(blocks, [&](Value* blk) { add(b_.CreateLoad(ct, b_.CreateInBoundsGEP(ct, partial, blk))); });
+  if (rest > 0) add(reduce_row(in, {i64(0)}, rest, i64(blocks * kSplitBlock)));
+  b_.CreateStore(se_.store_convert(oa.dtype, b_.CreateLoad(ct, acc)),
+                 b_.CreateInBoundsGEP(se_.storage_type(oa.dtype), args_[0], i64(0)));
+}
+
 void KernelEmitter::row_kernel() {
   const Instr& rin = f_.body[k_.row_reduce];
   const AVal& ra = aval(rin.result);
@@ -460,14 +509,23 @@ void KernelEmitter::emit(const std::string& name) {
   // The body takes each buffer as a noalias parameter (inputs never alias the
   // fresh output), which is what lets the loop vectorizer skip runtime checks.
   std::vector<llvm::Type*> params(nargs, ptr);
-  auto* impl = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), params, false),
+  std::vector<llvm::Type*> body_params = params;
+  if (target_ == Target::Host) { // the outermost loop's range (see KernelSplit)
+    body_params.push_back(b_.getInt64Ty());
+    body_params.push_back(b_.getInt64Ty());
+  }
+  auto* impl = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), body_params, false),
                                       llvm::Function::InternalLinkage, name + ".body", m_);
   for (size_t i = 0; i < nargs; ++i)
     impl->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoAlias);
   impl->addFnAttr(llvm::Attribute::AlwaysInline);
   set_fp_attrs(impl);
   fn_ = impl;
-  for (auto& a : impl->args()) args_.push_back(&a);
+  for (size_t i = 0; i < nargs; ++i) args_.push_back(impl->getArg(static_cast<unsigned>(i)));
+  if (target_ == Target::Host) {
+    begin_ = impl->getArg(static_cast<unsigned>(nargs));
+    end_ = impl->getArg(static_cast<unsigned>(nargs + 1));
+  }
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", impl));
   if (k_.reduce)
     reduce_kernel();
@@ -490,13 +548,17 @@ void KernelEmitter::emit(const std::string& name) {
     b_.CreateRetVoid();
     return;
   }
-  auto* entry = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), {ptr}, false),
-                                       llvm::Function::ExternalLinkage, name, m_);
+  auto* i64t = b_.getInt64Ty();
+  auto* entry =
+      llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64t, i64t}, false),
+                             llvm::Function::ExternalLinkage, name, m_);
   set_fp_attrs(entry);
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", entry));
   std::vector<Value*> loaded;
   for (size_t i = 0; i < nargs; ++i)
     loaded.push_back(b_.CreateLoad(ptr, b_.CreateConstInBoundsGEP1_64(ptr, entry->getArg(0), i)));
+  loaded.push_back(entry->getArg(1));
+  loaded.push_back(entry->getArg(2));
   b_.CreateCall(impl, loaded);
   b_.CreateRetVoid();
 }

@@ -25,7 +25,8 @@ inline constexpr const char* kGridExtentAttr = "pxl-grid-extent";
 // Emits every kernel of `plan` into one module; kernel i is named
 // `<prefix>k<i>` and takes one argument, a `void**` of buffer pointers:
 // the output, then Kernel::inputs in order, then (see kernel_scratch_bytes)
-// a scratch buffer. For NVPTX the kernel takes those pointers as its
+// a scratch buffer; on the host also the range [begin, end) of its outermost
+// loop to run (see KernelSplit in plan.hpp). For NVPTX the kernel takes those pointers as its
 // parameters, and its body `<prefix>k<i>.body` carries kGridExtentAttr.
 std::unique_ptr<llvm::Module> emit_module(llvm::LLVMContext& ctx, const Function& f,
                                           const KernelPlan& plan, const std::string& prefix,

@@ -25,6 +25,7 @@
 #include "codegen/emitter.hpp"
 #include "codegen/llvm_passes.hpp"
 #include "codegen/jit_runtime.hpp"
+#include "codegen/kernel_pool.hpp"
 #include "lang/diag.hpp"
 #include "lang/phase_times.hpp"
 
@@ -134,6 +135,8 @@ struct CodeCache::Impl {
   // their kernels (collectives, BLAS calls) share one linked object.
   std::map<std::string, std::vector<KernelFn>> linked;
   int compiled = 0, loaded = 0;
+  // Threads for big kernels (started on their first use).
+  std::shared_ptr<KernelPool> pool = std::make_shared<KernelPool>(KernelPool::default_workers());
 
   void start() {
     init_native();
@@ -227,6 +230,7 @@ std::shared_ptr<const CompiledProgram> CodeCache::compile(const Function& f) {
     prog->plan = plan_kernels(f);
   }
   prog->owner = I.jit;
+  prog->pool = I.pool;
   if (prog->plan.kernels.empty()) return I.programs.emplace(std::move(key), prog).first->second;
   auto ctx = std::make_unique<llvm::LLVMContext>();
   std::unique_ptr<llvm::Module> m;

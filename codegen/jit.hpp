@@ -11,13 +11,17 @@
 
 namespace pxl {
 
-// A kernel's entry point: args = output, inputs..., scratch (see emitter.hpp).
-using KernelFn = void (*)(void* const* args);
+class KernelPool; // codegen/kernel_pool.hpp
+
+// A kernel's entry point: args = output, inputs..., scratch (see emitter.hpp);
+// it runs iterations [begin, end) of its outermost loop (KernelSplit).
+using KernelFn = void (*)(void* const* args, int64_t begin, int64_t end);
 
 struct CompiledProgram {
   KernelPlan plan;
-  std::vector<KernelFn> kernels; // kernels[i] runs plan.kernels[i]
-  std::shared_ptr<void> owner;   // keeps the JIT (and so the code) alive
+  std::vector<KernelFn> kernels;    // kernels[i] runs plan.kernels[i]
+  std::shared_ptr<void> owner;      // keeps the JIT (and so the code) alive
+  std::shared_ptr<KernelPool> pool; // the CodeCache's threads for big kernels
 };
 
 class PhaseTimes; // lang/phase_times.hpp

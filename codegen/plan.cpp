@@ -271,7 +271,50 @@ bool reduce_axes_trailing(const Function& f, int instr) {
                      [&](int64_t a) { return a >= first; });
 }
 
+bool kernel_flat(const Function& f, const Kernel& k) {
+  auto last = k.reduce ? k.fused.end() - 1 : k.fused.end();
+  return k.row_reduce < 0 &&
+         std::all_of(k.fused.begin(), last, [&](int i) { return is_elementwise(f.body[i].op); });
+}
+
+KernelSplit kernel_split(const Function& f, const Kernel& k) {
+  // A reduction splits into blocks when it reduces this many elements to one.
+  constexpr int64_t kSplitMin = int64_t{1} << 20;
+  const AVal& oa = f.values[k.root].aval;
+  KernelSplit s;
+  if (k.row_reduce >= 0) {
+    const Shape& row = f.values[f.body[k.row_reduce].result].aval.shape;
+    s.extent = row.empty() ? 1 : row[0];
+    s.work = std::max(oa.size(), f.values[f.body[k.row_reduce].operands[0]].aval.size());
+    return s;
+  }
+  if (!k.reduce) {
+    s.extent = kernel_flat(f, k) ? oa.size() : oa.ndim() ? oa.shape[0] : 1;
+    s.work = oa.size();
+    return s;
+  }
+  const Instr& in = f.body[k.instr];
+  const AVal& xa = f.values[in.operands[0]].aval;
+  s.work = xa.size();
+  bool trailing = reduce_axes_trailing(f, k);
+  bool half = xa.dtype == DType::Float16 || xa.dtype == DType::BFloat16;
+  if (!trailing && half) return s; // accumulates in scratch across the whole walk
+  if (!trailing) return s;         // accumulates into shared outputs in the walk's order
+  if (kernel_flat(f, k)) {
+    if (oa.size() == 1 && xa.size() >= kSplitMin) {
+      s.extent = xa.size() / kSplitBlock;
+      s.finish = true;
+    } else {
+      s.extent = oa.size();
+    }
+  } else {
+    s.extent = oa.ndim() ? oa.shape[0] : 1;
+  }
+  return s;
+}
+
 int64_t kernel_scratch_bytes(const Function& f, const Kernel& k) {
+  if (k.reduce && kernel_split(f, k).finish) return kernel_split(f, k).extent * 8;
   if (!k.reduce || reduce_axes_trailing(f, k)) return 0;
   DType d = f.values[f.body[k.instr].operands[0]].aval.dtype;
   if (d != DType::Float16 && d != DType::BFloat16) return 0;

@@ -52,9 +52,30 @@ KernelPlan plan_kernels(const Function& f);
 // axes (then it accumulates in registers).
 bool reduce_axes_trailing(const Function& f, int instr);
 bool reduce_axes_trailing(const Function& f, const Kernel& k);
-// Bytes of f32 scratch a kernel needs: half-type reductions over non-trailing
-// axes accumulate in f32 before rounding once, like the reference.
+// Bytes of scratch a kernel needs: half-type reductions over non-trailing
+// axes accumulate in f32 before rounding once, like the reference; split
+// reductions keep a partial result per block (8 bytes each).
 int64_t kernel_scratch_bytes(const Function& f, const Kernel& k);
+
+// Whether every fused op of `k` other than a reduction root is elementwise:
+// then the kernel indexes all its buffers by one flat index.
+bool kernel_flat(const Function& f, const Kernel& k);
+
+// How the host runs kernel `k` over threads (codegen/kernel_pool.hpp). The
+// compiled kernel takes a range [begin, end) of its outermost loop, of
+// `extent` iterations, whose iterations write disjoint outputs. A long
+// reduction to one value is split (`finish`): iteration b reduces elements
+// [b·kSplitBlock, (b+1)·kSplitBlock) into the scratch buffer, and a last call
+// with the range [extent, extent + 1) combines those partial results in
+// order of b with the remaining elements, so the result never depends on
+// how many threads ran. `work` is the number of elements the kernel reads.
+struct KernelSplit {
+  int64_t extent = 1;
+  bool finish = false;
+  int64_t work = 0;
+};
+inline constexpr int64_t kSplitBlock = int64_t{1} << 16;
+KernelSplit kernel_split(const Function& f, const Kernel& k);
 
 // "3 kernels: %4 = [mul add exp]; ..." for --dump and the fusion tests.
 std::string describe_plan(const Function& f, const KernelPlan& p);

@@ -3,6 +3,7 @@
 // JIT-compiled fused loops; the other steps (BLAS dot, structural and index
 // ops, collectives, debug prints) run exactly as in the reference executable.
 #include "codegen/jit.hpp"
+#include "codegen/kernel_pool.hpp"
 #include "ir/ref_math.hpp"
 #include "lang/diag.hpp"
 #include "lang/phase_times.hpp"
@@ -72,10 +73,21 @@ void run_compiled_kernel(const Function& f, const CompiledProgram& prog, size_t 
   int64_t scratch_bytes = kernel_scratch_bytes(f, kn);
   std::vector<float> scratch(static_cast<size_t>(scratch_bytes / 4));
   args.push_back(scratch.empty() ? nullptr : scratch.data());
-  {
-    // Same floating-point environment as the reference kernels (XLA's).
+  // Big kernels run on the CodeCache's threads (each piece with the
+  // reference's floating-point environment); small ones on this thread.
+  constexpr int64_t kParallelWork = int64_t{1} << 20;
+  KernelSplit split = kernel_split(f, kn);
+  KernelFn fn = prog.kernels[index];
+  auto range = [&](int64_t begin, int64_t end) { fn(args.data(), begin, end); };
+  if (prog.pool && split.work >= kParallelWork) {
+    prog.pool->parallel_for(split.extent, range);
+  } else {
+    ref::xla::ScopedFlushDenormal ftz; // same floating-point environment as the reference
+    range(0, split.extent);
+  }
+  if (split.finish) {
     ref::xla::ScopedFlushDenormal ftz;
-    prog.kernels[index](args.data());
+    range(split.extent, split.extent + 1);
   }
   env[kn.root] = std::move(out);
 }

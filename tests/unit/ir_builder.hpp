@@ -48,6 +48,20 @@ struct Builder {
   }
 
   const AVal& aval(int v) const { return f.values[v].aval; }
+
+  // Softmax over the last axis of 2-D `x`, as jax.nn.softmax traces it:
+  // exp(x - max) / sum(exp(x - max)).
+  int softmax(int x) {
+    Shape s = aval(x).shape;
+    OpAttrs red, bc;
+    red.axes = {1};
+    bc.shape = s;
+    bc.axes = {0};
+    int m = op(Op::ReduceMax, red, {x});
+    int e = op(Op::Exp, {}, {op(Op::Sub, {}, {x, op(Op::BroadcastInDim, bc, {m})})});
+    int sum = op(Op::ReduceSum, red, {e});
+    return op(Op::Div, {}, {e, op(Op::BroadcastInDim, bc, {sum})});
+  }
 };
 
 } // namespace pxl

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include <random>
 
 #include "codegen/jit.hpp"
+#include "codegen/kernel_pool.hpp"
 #include "codegen/plan.hpp"
 #include "codegen/ptx.hpp"
 #include "runtime/executable.hpp"
@@ -313,16 +315,7 @@ TEST_CASE("Fusion: kernel counts", "[codegen]") {
   }
   SECTION("softmax over the last axis") {
     Builder b;
-    int x = b.param(DType::Float32, {4, 8});
-    OpAttrs red;
-    red.axes = {1};
-    OpAttrs bc;
-    bc.shape = {4, 8};
-    bc.axes = {0};
-    int m = b.op(Op::ReduceMax, red, {x});
-    int e = b.op(Op::Exp, none, {b.op(Op::Sub, none, {x, b.op(Op::BroadcastInDim, bc, {m})})});
-    int s = b.op(Op::ReduceSum, red, {e});
-    b.f.results.push_back(b.op(Op::Div, none, {e, b.op(Op::BroadcastInDim, bc, {s})}));
+    b.f.results.push_back(b.softmax(b.param(DType::Float32, {4, 8})));
     KernelPlan p = plan_kernels(b.f);
     INFO(describe_plan(b.f, p));
     // max; then a row kernel: the sum with its exp(x - max) prologue, and
@@ -437,6 +430,42 @@ void check_long_reduction(DType d, Shape shape, std::vector<int64_t> axes, Op op
 
 } // namespace
 
+TEST_CASE("Big kernels split over threads keep the reference's results", "[codegen]") {
+  // Over 1M elements the CodeCache's pool runs the outermost loop in pieces;
+  // a reduction to one value is split into blocks combined in order.
+  std::mt19937 rng(5);
+  check_long_reduction(DType::Float32, {(1 << 20) + 12345}, {0}, Op::ReduceSum, Op::Exp, rng);
+  check_long_reduction(DType::Float32, {1 << 21}, {0}, Op::ReduceMax, Op::Add, rng);
+  check_long_reduction(DType::Int32, {(1 << 20) + 7}, {0}, Op::ReduceSum, Op::Mul, rng);
+  check_long_reduction(DType::Float32, {64, 1 << 15}, {1}, Op::ReduceSum, Op::Tanh, rng);
+  Builder b;
+  int x = b.param(DType::Float32, {(1 << 20) + 3});
+  b.f.results.push_back(b.op(Op::Mul, {}, {b.op(Op::Exp, {}, {x}), x}));
+  b.f.results.push_back(b.softmax(b.param(DType::Float32, {512, 2048})));
+  auto fn = std::make_shared<Function>(b.f);
+  std::vector<Array> inputs;
+  for (int p : fn->params)
+    inputs.push_back(random_array(rng, DType::Float32, fn->values[p].aval.shape));
+  CodeCache cache;
+  auto ref = make_reference_executable(fn, one_device(), {});
+  auto jit = make_llvm_executable(fn, one_device(), {}, &cache);
+  std::vector<Array> want = run(*ref, inputs), got = run(*jit, inputs);
+  CHECK(close(want[0], got[0], 0));    // elementwise: the same values
+  CHECK(close(want[1], got[1], 1e-5)); // the sum of each row is reassociated
+}
+
+TEST_CASE("The kernel pool runs every index of a range once", "[codegen]") {
+  KernelPool pool(3);
+  for (int64_t n : {0, 1, 5, 1000, 12345}) {
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+    for (int rep = 0; rep < 3; ++rep)
+      pool.parallel_for(n, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) ++hits[static_cast<size_t>(i)];
+      });
+    CHECK(std::all_of(hits.begin(), hits.end(), [](const std::atomic<int>& h) { return h == 3; }));
+  }
+}
+
 TEST_CASE("Long reductions are reassociated within the stated bound", "[codegen]") {
   std::mt19937 rng(99);
   for (Op op : kReduce)
@@ -533,16 +562,8 @@ TEST_CASE("PTX of inlined math, lane reductions and row kernels assembles", "[co
   Builder b;
   int x = b.param(DType::Float32, {16, 128});
   int y = b.param(DType::Float32, {16, 128});
-  OpAttrs red;
-  red.axes = {1};
-  OpAttrs bc;
-  bc.shape = {16, 128};
-  bc.axes = {0};
   // Softmax (a max, then a row kernel whose sum is reduced in lanes).
-  int m = b.op(Op::ReduceMax, red, {x});
-  int e = b.op(Op::Exp, {}, {b.op(Op::Sub, {}, {x, b.op(Op::BroadcastInDim, bc, {m})})});
-  int s = b.op(Op::ReduceSum, red, {e});
-  b.f.results.push_back(b.op(Op::Div, {}, {e, b.op(Op::BroadcastInDim, bc, {s})}));
+  b.f.results.push_back(b.softmax(x));
   b.f.results.push_back(b.op(Op::Tanh, {}, {b.op(Op::Log, {}, {y})}));
   std::string ptx = kernels_ptx(b.f);
   CHECK(ptx.find("left out") == std::string::npos); // no runtime calls left
