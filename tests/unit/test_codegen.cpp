@@ -313,25 +313,21 @@ TEST_CASE("Fusion: kernel counts", "[codegen]") {
     b.f.results.push_back(b.op(Op::Tanh, none, {t}));
     CHECK(plan_kernels(b.f).kernels.size() == 1);
   }
-  SECTION("softmax over the last axis") {
-    Builder b;
-    b.f.results.push_back(b.softmax(b.param(DType::Float32, {4, 8})));
-    KernelPlan p = plan_kernels(b.f);
-    INFO(describe_plan(b.f, p));
-    // max; then a row kernel: the sum with its exp(x - max) prologue, and
-    // exp(x - max) / sum as its epilogue (the exp recomputed, not stored).
-    CHECK(p.kernels.size() == 2);
-    CHECK(p.steps.size() == 2);
-    CHECK(describe_plan(b.f, p).rfind("2 kernels", 0) == 0);
-    CHECK(p.kernels[1].row_reduce >= 0);
-  }
-  SECTION("softmax as jax.nn.softmax traces it (keepdims reshapes, times 1/sum)") {
-    Builder b;
-    b.f.results.push_back(b.softmax_traced(b.param(DType::Float32, {4, 8})));
-    KernelPlan p = plan_kernels(b.f);
-    INFO(describe_plan(b.f, p));
-    CHECK(p.kernels.size() == 2);
-    CHECK(p.steps.size() == 2);
+  SECTION("softmax over the last axis, written out and as jax.nn.softmax traces it") {
+    for (bool traced : {false, true}) {
+      Builder b;
+      int x = b.param(DType::Float32, {4, 8});
+      // Traced: keepdims reshapes to (4, 1), times 1/sum, a dead broadcast.
+      b.f.results.push_back(traced ? b.softmax_traced(x) : b.softmax(x));
+      KernelPlan p = plan_kernels(b.f);
+      INFO(describe_plan(b.f, p));
+      // max; then a row kernel: the sum with its exp(x - max) prologue, and
+      // the normalisation as its epilogue (the exp recomputed, not stored).
+      CHECK(p.kernels.size() == 2);
+      CHECK(p.steps.size() == 2);
+      CHECK(describe_plan(b.f, p).rfind("2 kernels", 0) == 0);
+      CHECK(p.kernels[1].row_reduce >= 0);
+    }
   }
   SECTION("a mean is one kernel; a sum that is also a result is not fused") {
     Builder b;
