@@ -44,6 +44,9 @@ public:
                                               const std::vector<std::vector<Array>>& inputs,
                                               CommWorld& world,
                                               std::vector<DebugRecord>& debug) = 0;
+  // Whether the participants never talk to each other (no collectives, no
+  // nested SPMD calls) and may therefore run one after another on any thread.
+  virtual bool independent() const { return false; }
 };
 
 std::unique_ptr<Executable> make_reference_executable(std::shared_ptr<const Function> fn,
@@ -64,7 +67,12 @@ std::unique_ptr<Executable> make_executable(ExecMode mode, CodeCache* cache,
                                             std::shared_ptr<const Function> fn, SpmdLayout layout,
                                             std::vector<Array> consts);
 
+// Whether `f`'s participants are independent (see Executable::independent).
+bool participants_independent(const Function& f);
+
 // Runs `exe` on the device threads; inputs/outputs are per participant.
+// Small runs of independent participants run on the calling thread instead:
+// waking every device thread would cost more than the work.
 // A failure on any device aborts the collectives of the others and is rethrown.
 // Debug records come back in participant order.
 std::vector<std::vector<Array>> launch(Executable& exe, DeviceThreads& pool,

@@ -19,7 +19,10 @@ public:
   LlvmExecutable(std::shared_ptr<const Function> fn, SpmdLayout layout, std::vector<Array> consts,
                  std::shared_ptr<const CompiledProgram> prog)
       : fn_(std::move(fn)), layout_(std::move(layout)), consts_(std::move(consts)),
-        prog_(std::move(prog)), groups_(collective_groups(*fn_, layout_)) {}
+        prog_(std::move(prog)), groups_(collective_groups(*fn_, layout_)),
+        independent_(participants_independent(*fn_)) {}
+
+  bool independent() const override { return independent_; }
 
   std::vector<std::vector<Array>> run(int thread, const std::vector<std::vector<Array>>& inputs,
                                       CommWorld& world, std::vector<DebugRecord>& debug) override {
@@ -54,6 +57,7 @@ private:
   std::vector<Array> consts_;
   std::shared_ptr<const CompiledProgram> prog_;
   CollectiveGroups groups_;
+  bool independent_ = false;
 };
 
 } // namespace

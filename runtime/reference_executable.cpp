@@ -16,7 +16,10 @@ public:
                       std::vector<Array> consts)
       : fn_(std::move(fn)), layout_(std::move(layout)), consts_(std::move(consts)) {
     groups_ = collective_groups(*fn_, layout_);
+    independent_ = participants_independent(*fn_);
   }
+
+  bool independent() const override { return independent_; }
 
   std::vector<std::vector<Array>> run(int thread, const std::vector<std::vector<Array>>& inputs,
                                       CommWorld& world, std::vector<DebugRecord>& debug) override {
@@ -48,6 +51,7 @@ private:
   SpmdLayout layout_;
   std::vector<Array> consts_;
   CollectiveGroups groups_;
+  bool independent_ = false;
 };
 
 } // namespace
@@ -59,12 +63,40 @@ std::unique_ptr<Executable> make_reference_executable(std::shared_ptr<const Func
                                                std::move(consts));
 }
 
+bool participants_independent(const Function& f) {
+  for (const Instr& in : f.body)
+    if (is_collective(in.op) || in.op == Op::SpmdCall) return false;
+  return true;
+}
+
+namespace {
+// Below this much input, an independent launch runs on the calling thread.
+constexpr size_t kInlineLaunchBytes = size_t{256} << 10;
+} // namespace
+
 std::vector<std::vector<Array>> launch(Executable& exe, DeviceThreads& pool,
                                        const SpmdLayout& layout,
                                        const std::vector<std::vector<Array>>& inputs,
                                        std::vector<DebugRecord>* debug) {
   int k = layout.per_thread;
   CommWorld world(layout.threads, k);
+  if (layout.threads > 1 && exe.independent()) {
+    size_t bytes = 0;
+    for (const auto& p : inputs)
+      for (const Array& a : p) bytes += a.nbytes();
+    if (bytes <= kInlineLaunchBytes) {
+      std::vector<std::vector<Array>> outputs;
+      outputs.reserve(static_cast<size_t>(layout.participants()));
+      for (int t = 0; t < layout.threads; ++t) {
+        std::vector<std::vector<Array>> local(inputs.begin() + t * k, inputs.begin() + (t + 1) * k);
+        std::vector<DebugRecord> log;
+        for (auto& out : exe.run(t, local, world, log)) outputs.push_back(std::move(out));
+        if (debug)
+          for (auto& rec : log) debug->push_back(std::move(rec));
+      }
+      return outputs;
+    }
+  }
   std::vector<std::vector<Array>> outputs(layout.participants());
   std::vector<std::vector<DebugRecord>> logs(layout.threads);
   pool.run(layout.threads, [&](int t) {

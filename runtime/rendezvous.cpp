@@ -1,5 +1,6 @@
 #include "runtime/rendezvous.hpp"
 
+#include <algorithm>
 #include <thread>
 
 #if defined(__linux__)
@@ -61,8 +62,8 @@ namespace {
 // threads than cores the thread we wait for may need this very core, so we go
 // to sleep almost at once (a futex wake costs a few microseconds).
 int spin_budget(int num_threads) {
-  unsigned cores = std::thread::hardware_concurrency();
-  if (cores == 0) cores = 1;
+  // Read once: glibc reads /sys on every call, and a world is made per launch.
+  static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   return unsigned(num_threads) <= cores ? 100 : 20;
 }
 } // namespace

@@ -41,3 +41,42 @@ TEST_CASE("slice_block views contiguous blocks and copies the others", "[runtime
     CHECK(c.as<int32_t>()[1] == 23);
   }
 }
+
+#include "runtime/collectives.hpp"
+#include "runtime/executable.hpp"
+
+TEST_CASE("Small independent launches run on the calling thread, with the same results",
+          "[runtime]") {
+  // f(x) = x * x per participant: no collectives, so launch may run inline.
+  auto f = std::make_shared<Function>();
+  IRValue p;
+  p.aval = AVal{DType::Int32, {4}, false};
+  int x = f->add_value(p);
+  f->params.push_back(x);
+  IRValue r = p;
+  r.producer = 0;
+  int y = f->add_value(r);
+  f->body.push_back(Instr{Op::Mul, {}, {x, x}, y});
+  f->results.push_back(y);
+  CHECK(participants_independent(*f));
+  SpmdLayout layout;
+  layout.mesh.axis_names = {"i"};
+  layout.mesh.axis_sizes = {4};
+  layout.mesh.device_ids = {0, 1, 2, 3};
+  layout.threads = 4;
+  DeviceThreads pool(4);
+  for (ExecMode mode : {ExecMode::Interp, ExecMode::Jit}) {
+    auto exe = make_executable(mode, nullptr, f, layout, {});
+    CHECK(exe->independent());
+    std::vector<std::vector<Array>> inputs;
+    for (int d = 0; d < 4; ++d) {
+      Array a = iota({4});
+      for (int i = 0; i < 4; ++i) a.as<int32_t>()[i] += d;
+      inputs.push_back({a});
+    }
+    auto out = launch(*exe, pool, layout, inputs);
+    REQUIRE(out.size() == 4);
+    for (int d = 0; d < 4; ++d)
+      for (int i = 0; i < 4; ++i) CHECK(out[d][0].as<int32_t>()[i] == (i + d) * (i + d));
+  }
+}
