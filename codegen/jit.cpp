@@ -59,10 +59,10 @@ std::unique_ptr<llvm::TargetMachine> host_machine() {
   return check(jtmb.createTargetMachine(), "host target machine");
 }
 
-void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
+void optimize(llvm::Module& m, llvm::TargetMachine& tm, PhaseTimes* times = nullptr) {
   m.setDataLayout(tm.createDataLayout());
   m.setTargetTriple(tm.getTargetTriple().str());
-  codegen::run_o3(m, tm, /*vectorize=*/true);
+  codegen::run_o3(m, tm, /*vectorize=*/true, times);
 }
 
 std::string module_text(const llvm::Module& m) {
@@ -186,7 +186,7 @@ struct CodeCache::Impl {
   std::string compile_object(llvm::Module& m) {
     {
       ScopedPhase t(opts.times, "codegen: LLVM O3");
-      optimize(m, *tm);
+      optimize(m, *tm, opts.times);
     }
     ScopedPhase t(opts.times, "codegen: machine code");
     llvm::SmallVector<char, 0> obj;

@@ -1,5 +1,6 @@
 #include "lang/phase_times.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace pxl {
@@ -24,13 +25,18 @@ std::string PhaseTimes::report() const {
   std::lock_guard<std::mutex> lock(mu_);
   // Phases nest (a trace includes its checks), so there is no grand total.
   std::string out = "pxl --time-passes (wall time per phase, summed over the run):\n";
-  char line[160];
-  std::snprintf(line, sizeof line, "  %-24s %11s %8s\n", "phase", "total ms", "count");
-  out += line;
+  int width = 24;
+  for (const Entry& e : entries_) width = std::max(width, static_cast<int>(e.phase.size()));
+  char numbers[64];
+  auto row = [&](const std::string& name, const char* cells) {
+    out += "  " + name + std::string(static_cast<size_t>(width) - name.size(), ' ') + cells;
+  };
+  std::snprintf(numbers, sizeof numbers, " %11s %8s\n", "total ms", "count");
+  row("phase", numbers);
   for (const Entry& e : entries_) {
-    std::snprintf(line, sizeof line, "  %-24s %11.3f %8lld\n", e.phase.c_str(), e.seconds * 1e3,
+    std::snprintf(numbers, sizeof numbers, " %11.3f %8lld\n", e.seconds * 1e3,
                   static_cast<long long>(e.count));
-    out += line;
+    row(e.phase, numbers);
   }
   return out;
 }

@@ -150,7 +150,9 @@ def main():
            code=0, out=want, err_has=["compiled (no disk cache)"])
     expect("--time-passes", run(pxl, ["--time-passes", "-c", prog], env_extra={"PXL_CACHE_DIR": "off"}),
            code=0, out=want, err_has=["--time-passes", "parse", "trace + check", "codegen: fusion plan",
-                                      "codegen: LLVM O3", "codegen: machine code", "run: jit"])
+                                      "codegen: LLVM O3", "LLVM pass: InstCombinePass",
+                                      "LLVM pass: LoopVectorizePass", "codegen: machine code",
+                                      "run: jit"])
     pm = ("import jax\nimport jax.numpy as jnp\nf = jax.pmap(lambda x: x * 2)\n"
           "f(jnp.ones((8, 3)))\nf(jnp.ones((8, 3)))\nf(jnp.ones((8, 4)))\n")
     expect("--explain-cache pmap", run(pxl, ["--explain-cache", "-c", pm], env_extra={"PXL_CACHE_DIR": "off"}),
