@@ -51,8 +51,12 @@ bool run_compiled(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> para
   std::vector<std::vector<Array>> inputs(1);
   inputs[0].reserve(params.size());
   for (const Tensor& t : params) {
-    if (!t->concrete) return false; // sharded over a mesh: the eager path assembles it
-    inputs[0].push_back(*t->concrete);
+    if (t->concrete)
+      inputs[0].push_back(*t->concrete);
+    else if (t->sharded) // gathered to one device, as the op-by-op path does (--profile counts it)
+      inputs[0].push_back(t->sharded->assemble());
+    else
+      return false;
   }
   if (!e.exe) {
     if (has_effects(*e.traced->fn)) {
