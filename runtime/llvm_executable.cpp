@@ -35,18 +35,8 @@ public:
           run_compiled_kernel(f, *prog_, static_cast<size_t>(s.index), env[j]);
         continue;
       }
-      size_t i = static_cast<size_t>(s.index);
-      const Instr& in = f.body[i];
-      if (in.op == Op::DebugPrint) {
-        run_debug_print(in, thread, k, env, debug);
-      } else if (in.op == Op::SpmdCall) {
-        run_spmd_call_instr(f, i, k, env);
-      } else if (is_collective(in.op)) {
-        ScopedPhase timing(phase_times, kCollectivesPhase);
-        run_collective(f, layout_, groups_, thread, i, env, world);
-      } else {
-        run_reference_instr(f, i, k, env);
-      }
+      run_host_instr(f, layout_, groups_, thread, static_cast<size_t>(s.index), env, world,
+                     debug, phase_times);
     }
     return result_values(f, env);
   }

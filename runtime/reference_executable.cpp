@@ -26,23 +26,8 @@ public:
     const Function& f = *fn_;
     int k = layout_.per_thread;
     std::vector<std::vector<Array>> env = initial_values(f, inputs, consts_, k);
-    for (size_t i = 0; i < f.body.size(); ++i) {
-      const Instr& in = f.body[i];
-      if (in.op == Op::DebugPrint) {
-        run_debug_print(in, thread, k, env, debug);
-        continue;
-      }
-      if (in.op == Op::SpmdCall) {
-        run_spmd_call_instr(f, i, k, env);
-        continue;
-      }
-      if (!is_collective(in.op)) {
-        run_reference_instr(f, i, k, env);
-        continue;
-      }
-      ScopedPhase timing(phase_times, kCollectivesPhase);
-      run_collective(f, layout_, groups_, thread, i, env, world);
-    }
+    for (size_t i = 0; i < f.body.size(); ++i)
+      run_host_instr(f, layout_, groups_, thread, i, env, world, debug, phase_times);
     return result_values(f, env);
   }
 

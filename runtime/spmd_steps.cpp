@@ -5,6 +5,7 @@
 #include "runtime/spmd_steps.hpp"
 
 #include "lang/diag.hpp"
+#include "lang/phase_times.hpp"
 
 namespace pxl {
 
@@ -65,6 +66,23 @@ void run_reference_instr(const Function& f, size_t index, int per_thread,
       e.set_span_if_missing(f.values[in.result].loc);
       throw;
     }
+  }
+}
+
+void run_host_instr(const Function& f, const SpmdLayout& layout, const CollectiveGroups& groups,
+                    int thread, size_t index, std::vector<std::vector<Array>>& env,
+                    CommWorld& world, std::vector<DebugRecord>& debug, PhaseTimes* times) {
+  const Instr& in = f.body[index];
+  int k = layout.per_thread;
+  if (in.op == Op::DebugPrint) {
+    run_debug_print(in, thread, k, env, debug);
+  } else if (in.op == Op::SpmdCall) {
+    run_spmd_call_instr(f, index, k, env);
+  } else if (is_collective(in.op)) {
+    ScopedPhase timing(times, kCollectivesPhase);
+    run_collective(f, layout, groups, thread, index, env, world);
+  } else {
+    run_reference_instr(f, index, k, env);
   }
 }
 

@@ -49,6 +49,14 @@ void run_spmd_call_instr(const Function& f, size_t index, int per_thread,
 void run_debug_print(const Instr& in, int thread, int per_thread,
                      std::vector<std::vector<Array>>& env, std::vector<DebugRecord>& debug);
 
+// Runs f.body[index], an instruction outside any kernel, for every local
+// participant the way all executables do: a debug print, an spmd_call, a
+// collective (its time added to `times`' collectives phase), or the reference
+// kernel.
+void run_host_instr(const Function& f, const SpmdLayout& layout, const CollectiveGroups& groups,
+                    int thread, size_t index, std::vector<std::vector<Array>>& env,
+                    CommWorld& world, std::vector<DebugRecord>& debug, PhaseTimes* times);
+
 // Runs host-compiled kernel `index` of `prog` on one participant's values
 // (runtime/llvm_executable.cpp).
 void run_compiled_kernel(const Function& f, const CompiledProgram& prog, size_t index,

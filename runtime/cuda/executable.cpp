@@ -111,18 +111,8 @@ public:
       }
       for (int j = 0; j < k; ++j)
         for (int o : in.operands) to_host(c, j, o);
-      size_t results = 1;
-      if (in.op == Op::DebugPrint) {
-        run_debug_print(in, thread, k, env, debug);
-      } else if (in.op == Op::SpmdCall) {
-        run_spmd_call_instr(f, i, k, env);
-        results = in.attrs.callee->outs.size();
-      } else if (is_collective(in.op)) {
-        ScopedPhase timing(phase_times, kCollectivesPhase);
-        run_collective(f, layout_, groups_, thread, i, env, world);
-      } else {
-        run_reference_instr(f, i, k, env);
-      }
+      run_host_instr(f, layout_, groups_, thread, i, env, world, debug, phase_times);
+      size_t results = in.op == Op::SpmdCall ? in.attrs.callee->outs.size() : 1;
       for (int j = 0; j < k; ++j)
         for (size_t r = 0; r < results; ++r) {
           int v = in.result + static_cast<int>(r);
