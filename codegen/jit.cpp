@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/IR/LegacyPassManager.h>
+#include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/SHA256.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -94,6 +96,30 @@ std::optional<std::string> read_file(const std::string& path) {
 
 // Writes atomically (a temporary, then rename) so that processes sharing the
 // cache never read half a file. Failures only cost the cache entry.
+// Whether `bytes` is an object file defining the entry points <prefix>k0 ..
+// <prefix>k<n-1> (what a cache file written by compile() holds).
+bool defines_kernels(const std::string& bytes, const std::string& prefix, size_t n) {
+  auto obj = llvm::object::ObjectFile::createObjectFile(
+      llvm::MemoryBufferRef(bytes, "pxl-cache-entry"));
+  if (!obj) {
+    llvm::consumeError(obj.takeError());
+    return false;
+  }
+  std::vector<bool> found(n, false);
+  for (const llvm::object::SymbolRef& sym : (*obj)->symbols()) {
+    auto name = sym.getName();
+    if (!name) {
+      llvm::consumeError(name.takeError());
+      return false;
+    }
+    llvm::StringRef rest = *name;
+    size_t i = 0;
+    if (rest.consume_front(prefix) && rest.consume_front("k") && !rest.getAsInteger(10, i) && i < n)
+      found[i] = true;
+  }
+  return std::all_of(found.begin(), found.end(), [](bool b) { return b; });
+}
+
 void write_file_atomic(const std::string& dir, const std::string& name, const llvm::StringRef data) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -162,24 +188,14 @@ struct CodeCache::Impl {
     if (opts.explain) *opts.explain << "pxl: compile cache: " << line << "\n";
   }
 
-  // Adds the object to the JIT and resolves the kernel entry points; false
-  // (nothing thrown) when the object does not link.
-  bool link(CompiledProgram& prog, const std::string& object, const std::string& prefix) {
+  // Adds the object to the JIT and resolves the kernel entry points.
+  void link(CompiledProgram& prog, const std::string& object, const std::string& prefix) {
     ScopedPhase t(opts.times, "codegen: JIT link");
-    if (auto e = jit->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object, prefix + "o"))) {
-      llvm::consumeError(std::move(e));
-      return false;
-    }
-    prog.kernels.clear();
-    for (size_t i = 0; i < prog.plan.kernels.size(); ++i) {
-      auto addr = jit->lookup(prefix + "k" + std::to_string(i));
-      if (!addr) {
-        llvm::consumeError(addr.takeError());
-        return false;
-      }
-      prog.kernels.push_back(addr->toPtr<KernelFn>());
-    }
-    return true;
+    check(jit->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object, prefix + "o")),
+          "addObjectFile");
+    for (size_t i = 0; i < prog.plan.kernels.size(); ++i)
+      prog.kernels.push_back(
+          check(jit->lookup(prefix + "k" + std::to_string(i)), "kernel lookup").toPtr<KernelFn>());
   }
 
   // Optimises `m` and emits it as a relocatable object.
@@ -249,15 +265,23 @@ std::shared_ptr<const CompiledProgram> CodeCache::compile(const Function& f) {
   std::string prefix = "pxl" + digest.substr(0, 24) + ".";
   std::string name = f.name.empty() ? std::string("f") : f.name;
   std::string file = digest + ".o";
+  const size_t nkernels = prog->plan.kernels.size();
   std::optional<std::string> object;
   if (!I.opts.disk_dir.empty()) {
     ScopedPhase t(I.opts.times, "codegen: disk cache read");
     object = read_file(I.opts.disk_dir + "/" + file);
+    // A damaged entry is never linked (it could claim the program's names):
+    // it counts as a miss, and the fresh object replaces it.
+    if (object && !defines_kernels(*object, prefix, nkernels)) {
+      I.explain(name + ": the disk cache entry " + digest.substr(0, 16) +
+                " is unusable; recompiled");
+      object.reset();
+    }
   }
   if (object) {
     ++I.loaded;
-    I.explain(name + ": " + std::to_string(prog->plan.kernels.size()) +
-              " kernel(s) loaded from the disk cache (" + digest.substr(0, 16) + ")");
+    I.explain(name + ": " + std::to_string(nkernels) + " kernel(s) loaded from the disk cache (" +
+              digest.substr(0, 16) + ")");
   } else {
     add_prefix(*m, prefix);
     object = I.compile_object(*m);
@@ -266,23 +290,12 @@ std::shared_ptr<const CompiledProgram> CodeCache::compile(const Function& f) {
       ScopedPhase t(I.opts.times, "codegen: disk cache write");
       write_file_atomic(I.opts.disk_dir, file, *object);
     }
-    I.explain(name + ": " + std::to_string(prog->plan.kernels.size()) + " kernel(s) compiled (" +
+    I.explain(name + ": " + std::to_string(nkernels) + " kernel(s) compiled (" +
               (I.opts.disk_dir.empty() ? std::string("no disk cache")
                                        : "not in the disk cache: " + digest.substr(0, 16)) +
               ")");
   }
-  if (!I.link(*prog, *object, prefix)) {
-    // A damaged cache file: compile afresh under another prefix (the bad
-    // object may have claimed some names) and replace the file.
-    I.explain(name + ": the disk cache entry " + digest.substr(0, 16) + " is unusable; recompiled");
-    prefix += "r.";
-    auto ctx2 = std::make_unique<llvm::LLVMContext>();
-    auto m2 = codegen::emit_module(*ctx2, f, prog->plan, prefix, codegen::Target::Host);
-    object = I.compile_object(*m2);
-    ++I.compiled;
-    if (!I.link(*prog, *object, prefix))
-      internal_error(__FILE__, __LINE__, "the JIT could not link freshly compiled kernels");
-  }
+  I.link(*prog, *object, prefix);
   I.linked[digest] = prog->kernels;
   return I.programs.emplace(std::move(key), prog).first->second;
 }

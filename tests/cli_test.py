@@ -146,6 +146,9 @@ def main():
         expect("disk cache: damaged entry is recompiled",
                run(pxl, ["--explain-cache", "-c", prog], env_extra=env), code=0, out=want,
                err_has=["is unusable; recompiled"])
+        expect("disk cache: the damaged entry was replaced",
+               run(pxl, ["--explain-cache", "-c", prog], env_extra=env), code=0, out=want,
+               err_has=["1 kernel(s) loaded from the disk cache"])
     expect("PXL_CACHE_DIR=off", run(pxl, ["--explain-cache", "-c", prog], env_extra={"PXL_CACHE_DIR": "off"}),
            code=0, out=want, err_has=["compiled (no disk cache)"])
     expect("--time-passes", run(pxl, ["--time-passes", "-c", prog], env_extra={"PXL_CACHE_DIR": "off"}),
