@@ -17,15 +17,14 @@ std::optional<Array> EagerJit::run(Op op, const OpAttrs& attrs, std::span<const 
                                    int device) {
   // Structural ops (broadcast, transpose, slice) are copies either way.
   if (!is_elementwise(op) && op_family(op) != OpFamily::Reduce) return std::nullopt;
+  // These ops never produce more elements than their largest operand, so
+  // small ops leave before paying for a shape rule (eval_ref runs its own).
   int64_t biggest = 0;
-  std::vector<AVal> avals;
-  for (const Array& a : inputs) {
-    biggest = std::max(biggest, a.size());
-    avals.push_back(a.aval());
-  }
-  AVal out = infer(op, attrs, avals); // throws the user's error for bad input
-  biggest = std::max(biggest, out.size());
+  for (const Array& a : inputs) biggest = std::max(biggest, a.size());
   if (biggest < kMinElements) return std::nullopt;
+  std::vector<AVal> avals;
+  for (const Array& a : inputs) avals.push_back(a.aval());
+  AVal out = infer(op, attrs, avals); // throws the user's error for bad input
 
   // The one-op program: params -> op -> result.
   auto f = std::make_shared<Function>();
@@ -45,15 +44,16 @@ std::optional<Array> EagerJit::run(Op op, const OpAttrs& attrs, std::span<const 
   f->body.push_back(std::move(in));
   f->results.push_back(f->body[0].result);
   if (!fusible_instr(*f, f->body[0])) return std::nullopt;
-  int& calls = calls_[print_function(*f, false)];
-  if (++calls < kHotCalls && biggest < kHugeElements) return std::nullopt;
-
-  SpmdLayout layout;
-  layout.mesh.device_ids = {device};
-  auto exe = make_llvm_executable(f, layout, {}, &cache_);
+  Signature& sig = signatures_[print_function(*f, false) + "@" + std::to_string(device)];
+  if (!sig.exe) {
+    if (++sig.calls < kHotCalls && biggest < kHugeElements) return std::nullopt;
+    SpmdLayout layout;
+    layout.mesh.device_ids = {device};
+    sig.exe = make_llvm_executable(f, layout, {}, &cache_);
+  }
   std::vector<std::vector<Array>> args(1, std::vector<Array>(inputs.begin(), inputs.end()));
   std::vector<DebugRecord> debug;
-  Array result = std::move(exe->run(0, args, *world_, debug)[0][0]);
+  Array result = std::move(sig.exe->run(0, args, *world_, debug)[0][0]);
   return result.device() == device ? result : result.on_device(device);
 }
 

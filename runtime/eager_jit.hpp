@@ -18,6 +18,7 @@ namespace pxl {
 
 class CodeCache;
 class CommWorld;
+class Executable;
 
 class EagerJit {
 public:
@@ -36,7 +37,11 @@ public:
 private:
   CodeCache& cache_;
   std::unique_ptr<CommWorld> world_; // executables need one; one op never communicates
-  std::unordered_map<std::string, int> calls_; // by the one-op program's IR text
+  struct Signature {
+    int calls = 0;                   // runs on the reference kernels so far
+    std::unique_ptr<Executable> exe; // once hot: the compiled one-op program
+  };
+  std::unordered_map<std::string, Signature> signatures_; // by IR text and device
 };
 
 } // namespace pxl
