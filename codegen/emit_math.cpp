@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "codegen/emitter.hpp"
+#include "ir/ref_math.hpp"
 
 namespace pxl::codegen {
 
@@ -26,7 +27,7 @@ public:
   Value* cf(uint32_t bits) { return c(static_cast<double>(std::bit_cast<float>(bits))); }
   Value* cd(uint64_t bits) { return c(std::bit_cast<double>(bits)); }
   Value* fma(Value* a, Value* x, Value* y) {
-    return b_.CreateIntrinsic(llvm::Intrinsic::fma, {t_}, {a, x, y});
+    return b_.CreateIntrinsic(llvm::Intrinsic::fma, {a->getType()}, {a, x, y});
   }
   Value* un(llvm::Intrinsic::ID id, Value* x) { return b_.CreateUnaryIntrinsic(id, x); }
   Value* sel(Value* cond, Value* a, Value* x) { return b_.CreateSelect(cond, a, x); }
@@ -55,11 +56,21 @@ public:
   Value* logistic_f32(Value* x) {
     return r(b_.CreateFDiv(c(1.0), r(b_.CreateFAdd(r(exp_f32(b_.CreateFNeg(x))), c(1.0)))));
   }
+  Value* sincos_f32(Value* x, bool cos);
   Value* tanh_f64(Value* x);
   Value* exp_f64(Value* x);
   Value* expm1_f64(Value* x);
 
 private:
+  struct Quadrant {
+    Value* r; // double
+    Value* n; // i32
+    Value* m; // i32
+  };
+  Quadrant reduce_quadrant(Value* y, Value* top);
+  Value* quadrant_poly(Value* r, Value* odd, Value* m);
+  Value* table_load(const char* name, const uint32_t* data, size_t n, Value* index);
+
   llvm::IRBuilder<>& b_;
   ScalarEmitter& se_;
   DType d_;
@@ -177,6 +188,91 @@ Value* Math::erf_f32(Value* x) {
   return sel(big, copysign_one(x), b_.CreateFDiv(p, q));
 }
 
+// A load of data[index] from a constant i32 table of the module (a gather
+// once vectorized).
+Value* Math::table_load(const char* name, const uint32_t* data, size_t n, Value* index) {
+  llvm::Module& mod = *b_.GetInsertBlock()->getModule();
+  llvm::GlobalVariable* g = mod.getNamedGlobal(name);
+  if (!g) {
+    auto* at = llvm::ArrayType::get(b_.getInt32Ty(), n);
+    auto* init = llvm::ConstantDataArray::get(mod.getContext(), llvm::ArrayRef<uint32_t>(data, n));
+    g = new llvm::GlobalVariable(mod, at, true, llvm::GlobalValue::PrivateLinkage, init, name);
+  }
+  Value* p = b_.CreateInBoundsGEP(g->getValueType(), g, {b_.getInt64(0), index});
+  return b_.CreateLoad(b_.getInt32Ty(), p);
+}
+
+// ref_math.cpp's reduce_quadrant, all three ranges computed and selected;
+// `top` is the float's biased exponent and top mantissa bits (bits 20..30).
+Math::Quadrant Math::reduce_quadrant(Value* y, Value* top) {
+  namespace x = ref::xla;
+  llvm::Type* i32 = b_.getInt32Ty();
+  llvm::Type* i64 = b_.getInt64Ty();
+  llvm::Type* f64 = b_.getDoubleTy();
+  auto dc = [&](double v) { return llvm::ConstantFP::get(f64, v); };
+  Value* bx = b_.CreateBitCast(y, i32);
+  Value* xd = b_.CreateFPExt(y, f64);
+  // |x| < 120: n = round(x * 2/pi), r = x - n * pi/2. Other lanes reduce 0
+  // instead (their fptosi would be poison).
+  Value* fast = b_.CreateICmpULT(top, b_.getInt32(x::kTrigFastTop));
+  Value* xf = sel(fast, xd, dc(0.0));
+  Value* nf = b_.CreateFPToSI(b_.CreateFMul(xf, dc(x::kTrigHpiInv)), i32);
+  nf = b_.CreateAShr(b_.CreateAdd(nf, b_.getInt32(0x800000)), 24);
+  Value* rf = fma(b_.CreateFNeg(b_.CreateSIToFP(nf, f64)), dc(x::kTrigHpi), xf);
+  // Larger: |x| * 4/pi mod 8 in 2.62 fixed point, from a 96-bit window of 4/pi.
+  Value* idx = b_.CreateZExt(b_.CreateAnd(b_.CreateLShr(bx, 26), 15), i64);
+  Value* w0 = table_load("pxl.inv_pio4", x::kInvPio4, 24, idx);
+  Value* w4 = table_load("pxl.inv_pio4", x::kInvPio4, 24, b_.CreateAdd(idx, b_.getInt64(4)));
+  Value* w8 = table_load("pxl.inv_pio4", x::kInvPio4, 24, b_.CreateAdd(idx, b_.getInt64(8)));
+  Value* xi = b_.CreateShl(b_.CreateOr(b_.CreateAnd(bx, 0xffffff), 0x800000),
+                           b_.CreateAnd(b_.CreateLShr(bx, 23), 7));
+  Value* xw = b_.CreateZExt(xi, i64);
+  Value* r0 = b_.CreateZExt(b_.CreateMul(xi, w0), i64);
+  Value* r1 = b_.CreateMul(xw, b_.CreateZExt(w4, i64));
+  Value* r2 = b_.CreateMul(xw, b_.CreateZExt(w8, i64));
+  r0 = b_.CreateAdd(b_.CreateOr(b_.CreateLShr(r2, 32), b_.CreateShl(r0, 32)), r1);
+  Value* nl = b_.CreateLShr(b_.CreateAdd(r0, b_.getInt64(1ull << 61)), 62);
+  r0 = b_.CreateSub(r0, b_.CreateShl(nl, 62));
+  Value* rl = b_.CreateFMul(b_.CreateSIToFP(r0, f64), dc(x::kTrigPio2p63));
+  Value* nl32 = b_.CreateTrunc(nl, i32);
+  Value* ml = b_.CreateAdd(nl32, b_.CreateLShr(bx, 31));
+  Value* small = b_.CreateICmpULT(top, b_.getInt32(x::kTrigSmallTop));
+  Value* zero = b_.getInt32(0);
+  return {sel(small, xd, sel(fast, rf, rl)), sel(small, zero, sel(fast, nf, nl32)),
+          sel(small, zero, sel(fast, nf, ml))};
+}
+
+// sin(r) or (where `odd`) cos(r) in double, rounded to float and negated
+// in the quadrants that need it.
+Value* Math::quadrant_poly(Value* r, Value* odd, Value* m) {
+  namespace x = ref::xla;
+  auto dc = [&](double v) { return llvm::ConstantFP::get(b_.getDoubleTy(), v); };
+  Value* r2 = b_.CreateFMul(r, r);
+  Value* r4 = b_.CreateFMul(r2, r2);
+  Value* c2 = fma(r2, dc(x::kTrigCos[4]), dc(x::kTrigCos[3]));
+  Value* c1 = fma(r2, dc(x::kTrigCos[1]), dc(x::kTrigCos[0]));
+  Value* cv = fma(b_.CreateFMul(r4, r2), c2, fma(r4, dc(x::kTrigCos[2]), c1));
+  Value* r3 = b_.CreateFMul(r, r2);
+  Value* s1 = fma(r2, dc(x::kTrigSin[2]), dc(x::kTrigSin[1]));
+  Value* sv = fma(b_.CreateFMul(r3, r2), s1, fma(r3, dc(x::kTrigSin[0]), r));
+  Value* f = b_.CreateFPTrunc(sel(odd, cv, sv), t_);
+  // Negated where bit 1 of m is set (cosine), or bits 0 and 1 differ (sine).
+  Value* mx = b_.CreateSelect(odd, b_.CreateLShr(m, 1), b_.CreateXor(m, b_.CreateLShr(m, 1)));
+  Value* neg = b_.CreateICmpNE(b_.CreateAnd(mx, 1), b_.getInt32(0));
+  return sel(neg, b_.CreateFNeg(f), f);
+}
+
+Value* Math::sincos_f32(Value* y, bool cos) {
+  Value* bx = b_.CreateBitCast(y, b_.getInt32Ty());
+  Value* top = b_.CreateAnd(b_.CreateLShr(bx, 20), 0x7ff);
+  Quadrant q = reduce_quadrant(y, top);
+  Value* n_odd = b_.CreateICmpNE(b_.CreateAnd(q.n, 1), b_.getInt32(0));
+  Value* v = quadrant_poly(q.r, cos ? b_.CreateNot(n_odd) : n_odd, q.m);
+  v = sel(b_.CreateICmpULT(top, b_.getInt32(ref::xla::kTrigTinyTop)), cos ? c(1.0) : y, v);
+  Value* d = b_.CreateFSub(y, y); // inf, NaN: (x - x) / (x - x)
+  return sel(b_.CreateICmpUGE(top, b_.getInt32(0x7f8)), b_.CreateFDiv(d, d), v);
+}
+
 Value* Math::tanh_f64(Value* x) {
   Value* cl = sel(b_.CreateFCmpOLT(x, cd(0xC031B6D58F246197)), cd(0xC031B6D58F246197), x);
   cl = sel(b_.CreateFCmpOGT(cl, cd(0x4031B6D58F246197)), cd(0x4031B6D58F246197), cl);
@@ -270,6 +366,10 @@ Value* ScalarEmitter::inline_math(Op op, DType d, Value* x) {
     return m.erf_f32(x);
   case Op::Logistic:
     return m.logistic_f32(x);
+  case Op::Sin:
+    return m.sincos_f32(x, false);
+  case Op::Cos:
+    return m.sincos_f32(x, true);
   default:
     return nullptr;
   }

@@ -68,10 +68,24 @@ Value* ScalarEmitter::load_convert(DType d, Value* s) {
   switch (d) {
   case DType::Bool:
     return b_.CreateICmpNE(s, b_.getInt8(0));
-  case DType::Float16:
-    // The callee takes a uint16_t; pass it zero-extended to 32 bits, which
-    // every x86-64 compiler's callee accepts.
-    return call_rt("pxl.f16_to_f32", b_.getFloatTy(), {b_.CreateZExt(s, b_.getInt32Ty())});
+  case DType::Float16: {
+    // half_to_float with integer ops (so the loop vectorizes): rebias the
+    // exponent; inf/NaN keep their payload; subnormals are mant * 2^-24.
+    llvm::Type* i32 = b_.getInt32Ty();
+    Value* h = b_.CreateZExt(s, i32);
+    Value* sign = b_.CreateShl(b_.CreateAnd(h, 0x8000), 16);
+    Value* exp = b_.CreateAnd(b_.CreateLShr(h, 10), 0x1f);
+    Value* mant = b_.CreateAnd(h, 0x3ff);
+    Value* normal = b_.CreateOr(b_.CreateShl(b_.CreateAdd(exp, b_.getInt32(112)), 23),
+                                b_.CreateShl(mant, 13));
+    Value* special = b_.CreateOr(b_.getInt32(0x7f800000), b_.CreateShl(mant, 13));
+    Value* sub = b_.CreateBitCast(b_.CreateFMul(b_.CreateUIToFP(mant, b_.getFloatTy()),
+                                                llvm::ConstantFP::get(b_.getFloatTy(), 0x1p-24)),
+                                  i32);
+    Value* mag = b_.CreateSelect(b_.CreateICmpEQ(exp, b_.getInt32(0x1f)), special, normal);
+    mag = b_.CreateSelect(b_.CreateICmpEQ(exp, b_.getInt32(0)), sub, mag);
+    return b_.CreateBitCast(b_.CreateOr(sign, mag), b_.getFloatTy());
+  }
   case DType::BFloat16:
     return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(s, b_.getInt32Ty()), 16), b_.getFloatTy());
   default:
@@ -83,8 +97,43 @@ Value* ScalarEmitter::store_convert(DType d, Value* v) {
   switch (d) {
   case DType::Bool:
     return b_.CreateZExt(v, b_.getInt8Ty());
-  case DType::Float16:
-    return call_rt("pxl.f32_to_f16", b_.getInt16Ty(), {v});
+  case DType::Float16: {
+    // float_to_half with integer ops: round to nearest even at bit 13 of the
+    // significand (normal results) or at the subnormal's shift, carrying into
+    // the exponent; overflow gives inf, NaN stays quiet with its top payload.
+    llvm::Type* i32 = b_.getInt32Ty();
+    auto k = [&](uint32_t c) { return b_.getInt32(c); };
+    Value* x = b_.CreateBitCast(v, i32);
+    Value* sign = b_.CreateAnd(b_.CreateLShr(x, 16), 0x8000);
+    Value* exp = b_.CreateAnd(b_.CreateLShr(x, 23), 0xff);
+    Value* mant = b_.CreateAnd(x, 0x7fffff);
+    Value* e = b_.CreateSub(exp, k(112)); // the half's biased exponent
+    // Normal: the top 10 mantissa bits under the exponent, rounded on 13 bits.
+    Value* nh = b_.CreateOr(b_.CreateShl(e, 10), b_.CreateLShr(mant, 13));
+    auto round = [&](Value* half, Value* rem, Value* mid) {
+      Value* up = b_.CreateOr(b_.CreateICmpUGT(rem, mid),
+                              b_.CreateAnd(b_.CreateICmpEQ(rem, mid),
+                                           b_.CreateICmpNE(b_.CreateAnd(half, 1), k(0))));
+      return b_.CreateAdd(half, b_.CreateZExt(up, i32));
+    };
+    Value* normal = round(nh, b_.CreateAnd(mant, 0x1fff), k(0x1000));
+    // Subnormal (-10 <= e <= 0): the 24-bit significand shifted by 14 - e.
+    Value* is_sub = b_.CreateAnd(b_.CreateICmpSLE(e, k(0)),
+                                 b_.CreateICmpSGE(e, b_.getInt32(static_cast<uint32_t>(-10))));
+    Value* shift = b_.CreateSelect(is_sub, b_.CreateSub(k(14), e), k(14));
+    Value* m = b_.CreateOr(mant, 0x800000);
+    Value* sh = b_.CreateLShr(m, shift);
+    Value* one = b_.CreateShl(k(1), shift);
+    Value* subn = round(sh, b_.CreateAnd(m, b_.CreateSub(one, k(1))), b_.CreateLShr(one, 1));
+    Value* nan = b_.CreateSelect(b_.CreateICmpEQ(mant, k(0)), k(0x7c00),
+                                 b_.CreateOr(k(0x7e00), b_.CreateLShr(mant, 13)));
+    Value* mag = b_.CreateSelect(b_.CreateICmpSLT(e, b_.getInt32(static_cast<uint32_t>(-10))),
+                                 k(0), normal);
+    mag = b_.CreateSelect(is_sub, subn, mag);
+    mag = b_.CreateSelect(b_.CreateICmpSGE(e, k(31)), k(0x7c00), mag);
+    mag = b_.CreateSelect(b_.CreateICmpEQ(exp, k(0xff)), nan, mag);
+    return b_.CreateTrunc(b_.CreateOr(sign, mag), b_.getInt16Ty());
+  }
   case DType::BFloat16: {
     // float_to_bfloat16: NaN keeps its top bits and gets the quiet bit;
     // everything else rounds to nearest even by adding 0x7fff + lsb.

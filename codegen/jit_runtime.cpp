@@ -40,8 +40,6 @@ float expm1_f32(float v) { return x::expm1_f32(v); }
 float logistic_f16(float v) { return x::logistic_f32(v, x::Round::F16); }
 float logistic_bf16(float v) { return x::logistic_f32(v, x::Round::BF16); }
 float logistic_f32(float v) { return x::logistic_f32(v); }
-float sin_f32(float v) { return std::sin(v); }
-float cos_f32(float v) { return std::cos(v); }
 float tan_f32(float v) { return std::tan(v); }
 float atan2_f32(float a, float b) { return std::atan2(a, b); }
 float pow_f32(float a, float b) { return std::pow(a, b); }
@@ -71,7 +69,7 @@ std::span<const RuntimeSymbol> jit_runtime_symbols() {
       {"pxl.tanh.f32", addr(&x::tanh_f32)},      {"pxl.erf.f32", addr(&x::erf_f32)},
       {"pxl.rsqrt.f32", addr(&x::rsqrt_f32)},    {"pxl.logistic.f32", addr(&logistic_f32)},
       {"pxl.logistic.f16", addr(&logistic_f16)}, {"pxl.logistic.bf16", addr(&logistic_bf16)},
-      {"pxl.sin.f32", addr(&sin_f32)},           {"pxl.cos.f32", addr(&cos_f32)},
+      {"pxl.sin.f32", addr(&x::sin_f32)},        {"pxl.cos.f32", addr(&x::cos_f32)},
       {"pxl.tan.f32", addr(&tan_f32)},           {"pxl.atan2.f32", addr(&atan2_f32)},
       {"pxl.pow.f32", addr(&pow_f32)},           {"pxl.fmod.f32", addr(&fmod_f32)},
       {"pxl.exp.f64", addr(&x::exp_f64)},        {"pxl.log.f64", addr(&log_f64)},

@@ -137,9 +137,11 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
   case Op::Tanh:
     return un.template operator()<kFloat>(by_width(xla::tanh_f32, xla::tanh_f64));
   case Op::Sin:
-    return un.template operator()<kFloat>([](auto v) { return std::sin(v); });
+    return un.template operator()<kFloat>(
+        by_width(xla::sin_f32, [](double v) { return std::sin(v); }));
   case Op::Cos:
-    return un.template operator()<kFloat>([](auto v) { return std::cos(v); });
+    return un.template operator()<kFloat>(
+        by_width(xla::cos_f32, [](double v) { return std::cos(v); }));
   case Op::Tan:
     return un.template operator()<kFloat>([](auto v) { return std::tan(v); });
   case Op::Abs:

@@ -183,6 +183,80 @@ float logistic_f32(float x, Round rd) {
   return r(1.0f / r(r(exp_f32(-x)) + 1.0f));
 }
 
+// ---- sin, cos: glibc 2.36's sinf/cosf ----
+//
+// x = r + n * pi/2 with |r| <= pi/4: no reduction below pi/4, one fma with a
+// 53-bit pi/2 below 120, else an exact 32x96-bit fixed-point product with
+// 4/pi. r is then fed to a sine or cosine polynomial in double, as the
+// quadrant says. The fma calls are the multiply-adds GCC fuses in glibc's FMA
+// build (the one its ifunc picks on any FMA machine).
+
+namespace {
+
+struct Quadrant {
+  double r;  // x - n * pi/2 for |x|, or for x itself below 120
+  int32_t n; // the quadrant of r
+  int32_t m; // n, plus 1 where r was reduced from -x
+};
+
+Quadrant reduce_quadrant(float y) {
+  uint32_t b = bits(y);
+  uint32_t top = (b >> 20) & 0x7ff;
+  double x = y;
+  if (top < kTrigSmallTop) return {x, 0, 0};
+  if (top < kTrigFastTop) {
+    // 2/pi scaled by 2^24 puts the quadrant in bits 24..31: rounds, not truncates.
+    int32_t n = (static_cast<int32_t>(x * kTrigHpiInv) + 0x800000) >> 24;
+    return {std::fma(-static_cast<double>(n), kTrigHpi, x), n, n};
+  }
+  const uint32_t* w = &kInvPio4[(b >> 26) & 15];
+  uint32_t xi = ((b & 0xffffff) | 0x800000) << ((b >> 23) & 7);
+  uint64_t r0 = xi * w[0]; // only its low 32 bits matter
+  uint64_t r1 = static_cast<uint64_t>(xi) * w[4];
+  uint64_t r2 = static_cast<uint64_t>(xi) * w[8];
+  r0 = ((r2 >> 32) | (r0 << 32)) + r1; // x * 4/pi mod 8, in 2.62 fixed point
+  uint64_t n = (r0 + (1ull << 61)) >> 62;
+  r0 -= n << 62;
+  double r = static_cast<double>(static_cast<int64_t>(r0)) * kTrigPio2p63;
+  return {r, static_cast<int32_t>(n), static_cast<int32_t>(n + (b >> 31))};
+}
+
+// sin(r) (odd == false) or cos(r), negated in the quadrants that need it.
+float quadrant_poly(double r, bool odd, int32_t m) {
+  double r2 = r * r, v;
+  if (odd) {
+    double r4 = r2 * r2;
+    double c2 = std::fma(r2, kTrigCos[4], kTrigCos[3]);
+    double c1 = std::fma(r2, kTrigCos[1], kTrigCos[0]);
+    v = std::fma(r4 * r2, c2, std::fma(r4, kTrigCos[2], c1));
+  } else {
+    double r3 = r * r2;
+    double s1 = std::fma(r2, kTrigSin[2], kTrigSin[1]);
+    v = std::fma(r3 * r2, s1, std::fma(r3, kTrigSin[0], r));
+  }
+  float f = static_cast<float>(v);
+  bool neg = odd ? (m >> 1) & 1 : (m ^ (m >> 1)) & 1;
+  return neg ? -f : f;
+}
+
+} // namespace
+
+float sin_f32(float x) {
+  uint32_t top = (bits(x) >> 20) & 0x7ff;
+  if (top < kTrigTinyTop) return x;
+  if (top >= 0x7f8) return (x - x) / (x - x); // inf, NaN
+  Quadrant q = reduce_quadrant(x);
+  return quadrant_poly(q.r, q.n & 1, q.m);
+}
+
+float cos_f32(float x) {
+  uint32_t top = (bits(x) >> 20) & 0x7ff;
+  if (top < kTrigTinyTop) return 1.0f;
+  if (top >= 0x7f8) return (x - x) / (x - x);
+  Quadrant q = reduce_quadrant(x);
+  return quadrant_poly(q.r, !(q.n & 1), q.m);
+}
+
 // ---- float64 ----
 
 namespace {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -246,11 +247,21 @@ TEST_CASE("Inlined transcendental math is bit-identical to the reference", "[cod
       b.f.results.push_back(b.op(op, {}, {x}));
       auto fn = std::make_shared<Function>(b.f);
       Array in(d, {1027});
-      std::uniform_real_distribution<double> wide(-100.0, 100.0), narrow(-1.0, 1.0);
-      const double specials[] = {0.0,  -0.0,  INFINITY, -INFINITY, NAN,  1e-40, -1e-30, 0.5,
-                                 88.7, -87.9, 20.0,     4e-4,      1e30, 709.0, -745.0, 0.3};
+      std::uniform_real_distribution<double> wide(-100.0, 100.0), narrow(-1.0, 1.0),
+          expo(-20.0, 127.0);
+      // The ends of every range of the algorithms (sin/cos: 2^-12, pi/4, 120).
+      const double specials[] = {0.0,     -0.0,      INFINITY,   -INFINITY, NAN,     1e-40,
+                                 -1e-30,  0.5,       88.7,       -87.9,     20.0,    4e-4,
+                                 1e30,    709.0,     -745.0,     0.3,       -3e38,   3.4e38,
+                                 120.0,   -119.99,   0x1p-12,    -0x1p-13,  0.78539, 0.7854,
+                                 1e10,    -1.5e7,    102943.0,   6.2831855, 1e-300,  -4e300,
+                                 1.0,     -2.0};
+      const int64_t ns = std::size(specials);
       for (int64_t i = 0; i < in.size(); ++i)
-        in.set(i, Scalar::of_float(i < 16 ? specials[i] : i % 2 ? wide(rng) : narrow(rng)));
+        in.set(i, Scalar::of_float(i < ns       ? specials[i]
+                                   : i % 3 == 0 ? wide(rng)
+                                   : i % 3 == 1 ? narrow(rng)
+                                                : (rng() % 2 ? -1 : 1) * std::exp2(expo(rng))));
       auto ref = make_reference_executable(fn, one_device(), {});
       auto jit = make_llvm_executable(fn, one_device(), {}, &cache);
       Array want = run(*ref, {in})[0], got = run(*jit, {in})[0];
@@ -268,6 +279,43 @@ TEST_CASE("Inlined transcendental math is bit-identical to the reference", "[cod
       }
       CHECK(bad == 0);
     }
+}
+
+TEST_CASE("Inlined float16 conversions are bit-identical to the reference", "[codegen]") {
+  // f32 -> f16 -> f32 over every half bit pattern, the midpoints between
+  // neighbours (ties round to even), their neighbours, and wide random floats.
+  std::vector<uint32_t> xs;
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    uint32_t f = std::bit_cast<uint32_t>(half_to_float(static_cast<uint16_t>(h)));
+    xs.insert(xs.end(), {f, f + 0x1000, f + 0x0fff, f + 0x1001});
+  }
+  std::mt19937 rng(3);
+  for (int i = 0; i < 4096; ++i) xs.push_back(static_cast<uint32_t>(rng()));
+  int64_t n = static_cast<int64_t>(xs.size());
+  Builder b;
+  OpAttrs to16, to32;
+  to16.dtype = DType::Float16;
+  to32.dtype = DType::Float32;
+  int h = b.op(Op::ConvertElementType, to16, {b.param(DType::Float32, {n})});
+  b.f.results.push_back(h);
+  b.f.results.push_back(b.op(Op::ConvertElementType, to32, {h}));
+  auto fn = std::make_shared<Function>(b.f);
+  Array in(DType::Float32, {n});
+  std::memcpy(in.data(), xs.data(), xs.size() * 4);
+  CodeCache cache;
+  auto ref = make_reference_executable(fn, one_device(), {});
+  auto jit = make_llvm_executable(fn, one_device(), {}, &cache);
+  std::vector<Array> want = run(*ref, {in}), got = run(*jit, {in});
+  for (int r = 0; r < 2; ++r) {
+    int bad = 0;
+    size_t w = dtype_size(want[r].dtype());
+    for (int64_t i = 0; i < n; ++i)
+      if (std::memcmp(static_cast<const char*>(want[r].data()) + i * int64_t(w),
+                      static_cast<const char*>(got[r].data()) + i * int64_t(w), w) != 0 &&
+          bad++ < 3)
+        UNSCOPED_INFO("result " << r << ", input bits " << std::hex << xs[size_t(i)]);
+    CHECK(bad == 0);
+  }
 }
 
 TEST_CASE("A traced softmax runs as 2 kernels with the reference's results", "[codegen]") {
