@@ -57,6 +57,7 @@ public:
     return r(b_.CreateFDiv(c(1.0), r(b_.CreateFAdd(r(exp_f32(b_.CreateFNeg(x))), c(1.0)))));
   }
   Value* sincos_f32(Value* x, bool cos);
+  Value* pow_f32(Value* x, Value* y);
   Value* tanh_f64(Value* x);
   Value* exp_f64(Value* x);
   Value* expm1_f64(Value* x);
@@ -69,7 +70,9 @@ private:
   };
   Quadrant reduce_quadrant(Value* y, Value* top);
   Value* quadrant_poly(Value* r, Value* odd, Value* m);
-  Value* table_load(const char* name, const uint32_t* data, size_t n, Value* index);
+  template <class T> Value* table_load(const char* name, const T* data, size_t n, Value* index);
+  Value* pow_log2(Value* ix);
+  Value* pow_exp2(Value* x, Value* sign_bias);
 
   llvm::IRBuilder<>& b_;
   ScalarEmitter& se_;
@@ -188,18 +191,20 @@ Value* Math::erf_f32(Value* x) {
   return sel(big, copysign_one(x), b_.CreateFDiv(p, q));
 }
 
-// A load of data[index] from a constant i32 table of the module (a gather
-// once vectorized).
-Value* Math::table_load(const char* name, const uint32_t* data, size_t n, Value* index) {
+// A load of data[index] from a constant table of the module (a gather once
+// vectorized); T is uint32_t, uint64_t or double.
+template <class T>
+Value* Math::table_load(const char* name, const T* data, size_t n, Value* index) {
   llvm::Module& mod = *b_.GetInsertBlock()->getModule();
   llvm::GlobalVariable* g = mod.getNamedGlobal(name);
   if (!g) {
-    auto* at = llvm::ArrayType::get(b_.getInt32Ty(), n);
-    auto* init = llvm::ConstantDataArray::get(mod.getContext(), llvm::ArrayRef<uint32_t>(data, n));
-    g = new llvm::GlobalVariable(mod, at, true, llvm::GlobalValue::PrivateLinkage, init, name);
+    auto* init = llvm::ConstantDataArray::get(mod.getContext(), llvm::ArrayRef<T>(data, n));
+    g = new llvm::GlobalVariable(mod, init->getType(), true, llvm::GlobalValue::PrivateLinkage,
+                                 init, name);
   }
-  Value* p = b_.CreateInBoundsGEP(g->getValueType(), g, {b_.getInt64(0), index});
-  return b_.CreateLoad(b_.getInt32Ty(), p);
+  auto* at = llvm::cast<llvm::ArrayType>(g->getValueType());
+  Value* p = b_.CreateInBoundsGEP(at, g, {b_.getInt64(0), index});
+  return b_.CreateLoad(at->getElementType(), p);
 }
 
 // ref_math.cpp's reduce_quadrant, all three ranges computed and selected;
@@ -273,6 +278,109 @@ Value* Math::sincos_f32(Value* y, bool cos) {
   return sel(b_.CreateICmpUGE(top, b_.getInt32(0x7f8)), b_.CreateFDiv(d, d), v);
 }
 
+// ref_math.cpp's pow_log2: log2 of the positive normal float with bits ix.
+Value* Math::pow_log2(Value* ix) {
+  namespace x = ref::xla;
+  llvm::Type* f64 = b_.getDoubleTy();
+  auto dc = [&](double v) { return llvm::ConstantFP::get(f64, v); };
+  Value* tmp = b_.CreateSub(ix, b_.getInt32(0x3f330000));
+  Value* i = b_.CreateZExt(b_.CreateAnd(b_.CreateLShr(tmp, 19), 15), b_.getInt64Ty());
+  Value* top = b_.CreateAnd(tmp, 0xff800000);
+  Value* z = b_.CreateFPExt(b_.CreateBitCast(b_.CreateSub(ix, top), b_.getFloatTy()), f64);
+  Value* k = b_.CreateSIToFP(b_.CreateAShr(top, 23), f64);
+  Value* invc = table_load("pxl.pow_invc", x::kPowInvc, 16, i);
+  Value* logc = table_load("pxl.pow_logc", x::kPowLogc, 16, i);
+  Value* r = fma(z, invc, dc(-1.0));
+  Value* y0 = b_.CreateFAdd(logc, k);
+  Value* r2 = b_.CreateFMul(r, r);
+  const double* a = x::kPowLog2Poly;
+  Value* y = fma(dc(a[0]), r, dc(a[1]));
+  Value* p = fma(dc(a[2]), r, dc(a[3]));
+  Value* q = fma(dc(a[4]), r, y0);
+  q = fma(p, r2, q);
+  return fma(y, b_.CreateFMul(r2, r2), q);
+}
+
+// ref_math.cpp's pow_exp2: 2^x as a float, negated by sign_bias = 1 << 16.
+Value* Math::pow_exp2(Value* xd, Value* sign_bias) {
+  namespace x = ref::xla;
+  llvm::Type* f64 = b_.getDoubleTy();
+  auto dc = [&](double v) { return llvm::ConstantFP::get(f64, v); };
+  Value* kd = b_.CreateFAdd(xd, dc(x::kExp2fShift));
+  Value* ki = b_.CreateBitCast(kd, b_.getInt64Ty());
+  kd = b_.CreateFSub(kd, dc(x::kExp2fShift));
+  Value* r = b_.CreateFSub(xd, kd);
+  Value* t = table_load("pxl.exp2f_tab", x::kExp2fTab, 32, b_.CreateAnd(ki, 31));
+  t = b_.CreateAdd(t, b_.CreateShl(b_.CreateAdd(ki, sign_bias), 47));
+  const double* c = x::kExp2fPoly;
+  Value* z = fma(dc(c[0]), r, dc(c[1]));
+  Value* y = fma(dc(c[2]), r, dc(1.0));
+  y = fma(z, b_.CreateFMul(r, r), y);
+  return b_.CreateFPTrunc(b_.CreateFMul(y, b_.CreateBitCast(t, f64)), t_);
+}
+
+// ref_math.cpp's pow_f32 with every branch computed and selected, the
+// special cases last (in the reverse of the reference's order).
+Value* Math::pow_f32(Value* xv, Value* yv) {
+  namespace x = ref::xla;
+  llvm::Type* i32 = b_.getInt32Ty();
+  auto k = [&](uint32_t v) { return b_.getInt32(v); };
+  Value* ix = b_.CreateBitCast(xv, i32);
+  Value* iy = b_.CreateBitCast(yv, i32);
+  // pow_checkint(iy) as two flags (y an integer; y an odd integer).
+  Value* e = b_.CreateAnd(b_.CreateLShr(iy, 23), 0xff);
+  Value* ge1 = b_.CreateICmpUGE(e, k(0x7f));
+  Value* big = b_.CreateICmpUGT(e, k(0x7f + 23));
+  Value* sh = b_.CreateSelect(b_.CreateAnd(ge1, b_.CreateNot(big)), b_.CreateSub(k(0x7f + 23), e),
+                              k(0));
+  Value* bit = b_.CreateShl(k(1), sh);
+  Value* frac0 = b_.CreateICmpEQ(b_.CreateAnd(iy, b_.CreateSub(bit, k(1))), k(0));
+  Value* is_int = b_.CreateAnd(ge1, b_.CreateOr(big, frac0));
+  Value* is_odd = b_.CreateAnd(b_.CreateAnd(ge1, b_.CreateNot(big)),
+                               b_.CreateAnd(frac0, b_.CreateICmpNE(b_.CreateAnd(iy, bit), k(0))));
+  auto zin = [&](Value* i) { // zero, inf or NaN
+    return b_.CreateICmpUGE(b_.CreateSub(b_.CreateShl(i, 1), k(1)), k(2u * 0x7f800000 - 1));
+  };
+  auto snan = [&](Value* i) {
+    return b_.CreateICmpUGT(b_.CreateShl(b_.CreateXor(i, k(0x00400000)), 1), k(2u * 0x7fc00000));
+  };
+  Value* xneg = b_.CreateICmpSLT(ix, k(0));
+  Value* yneg = b_.CreateICmpSLT(iy, k(0));
+  // The main path: |x| (normalized if subnormal) and a sign for odd y.
+  Value* ixa = b_.CreateAnd(ix, 0x7fffffff);
+  Value* scaled = b_.CreateBitCast(b_.CreateFMul(xv, c(0x1p23)), i32);
+  Value* ixs = b_.CreateSub(b_.CreateAnd(scaled, 0x7fffffff), k(23u << 23));
+  Value* ixm = b_.CreateSelect(b_.CreateICmpULT(ixa, k(0x00800000)), ixs, ixa);
+  Value* ylogx = b_.CreateFMul(b_.CreateFPExt(yv, b_.getDoubleTy()), pow_log2(ixm));
+  Value* negres = b_.CreateAnd(xneg, is_odd);
+  Value* sign_bias = b_.CreateSelect(negres, b_.getInt64(1u << 16), b_.getInt64(0));
+  Value* v = pow_exp2(ylogx, sign_bias);
+  double inf = std::numeric_limits<double>::infinity();
+  auto dc = [&](double d) { return llvm::ConstantFP::get(b_.getDoubleTy(), d); };
+  v = sel(b_.CreateFCmpOGT(ylogx, dc(x::kPowOverflow)), sel(negres, c(-inf), c(inf)), v);
+  v = sel(b_.CreateFCmpOLE(ylogx, dc(-150.0)), sel(negres, c(-0.0), c(0.0)), v);
+  Value* d = b_.CreateFSub(xv, xv);
+  v = sel(b_.CreateAnd(xneg, b_.CreateNot(is_int)), b_.CreateFDiv(d, d), v);
+  // x zero, inf or NaN.
+  Value* x2 = b_.CreateFMul(xv, xv);
+  x2 = sel(negres, b_.CreateFNeg(x2), x2);
+  v = sel(zin(ix), sel(yneg, b_.CreateFDiv(c(1.0), x2), x2), v);
+  // y zero, inf or NaN.
+  Value* ix2 = b_.CreateShl(ix, 1);
+  Value* iy2 = b_.CreateShl(iy, 1);
+  Value* sum = b_.CreateFAdd(xv, yv);
+  Value* w = b_.CreateFMul(yv, yv);
+  w = sel(b_.CreateICmpEQ(b_.CreateICmpULT(ix2, k(2u * 0x3f800000)), b_.CreateNot(yneg)), c(0.0),
+          w);
+  w = sel(b_.CreateICmpEQ(ix2, k(2u * 0x3f800000)), c(1.0), w);
+  w = sel(b_.CreateOr(b_.CreateICmpUGT(ix2, k(2u * 0x7f800000)),
+                      b_.CreateICmpUGT(iy2, k(2u * 0x7f800000))),
+          sum, w);
+  w = sel(b_.CreateICmpEQ(ix, k(0x3f800000)), sel(snan(iy), sum, c(1.0)), w);
+  w = sel(b_.CreateICmpEQ(iy2, k(0)), sel(snan(ix), sum, c(1.0)), w);
+  return sel(zin(iy), w, v);
+}
+
 Value* Math::tanh_f64(Value* x) {
   Value* cl = sel(b_.CreateFCmpOLT(x, cd(0xC031B6D58F246197)), cd(0xC031B6D58F246197), x);
   cl = sel(b_.CreateFCmpOGT(cl, cd(0x4031B6D58F246197)), cd(0x4031B6D58F246197), cl);
@@ -334,6 +442,11 @@ Value* Math::expm1_f64(Value* x) {
 }
 
 } // namespace
+
+Value* ScalarEmitter::inline_math2(Op op, DType d, Value* x, Value* y) {
+  if (d == DType::Float64 || op != Op::Pow) return nullptr;
+  return Math(b_, *this, d, x->getType()).pow_f32(x, y);
+}
 
 Value* ScalarEmitter::inline_math(Op op, DType d, Value* x) {
   Math m(b_, *this, d, x->getType());

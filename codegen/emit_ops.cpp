@@ -309,7 +309,10 @@ Value* ScalarEmitter::binary(Op op, DType d, Value* x, Value* y) {
     return b_.CreateSelect(zero, x, r); // ovf: x % 1 = 0 already
   }
   case Op::Pow:
-    if (flt) return rt_by_width("pow", d, {x, y});
+    if (flt) {
+      if (Value* v = inline_math2(op, d, x, y)) return v;
+      return rt_by_width("pow", d, {x, y});
+    }
     return call_rt(sgn ? "pxl.pow.i32" : "pxl.pow.u32", t, {x, y});
   case Op::Max:
     return nan_minmax(true, d, x, y);

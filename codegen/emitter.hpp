@@ -58,6 +58,7 @@ private:
   // Transcendental `op` as inline IR (emit_math.cpp), or null where the
   // kernel calls the runtime instead.
   llvm::Value* inline_math(Op op, DType d, llvm::Value* x);
+  llvm::Value* inline_math2(Op op, DType d, llvm::Value* x, llvm::Value* y);
   llvm::Value* binary(Op op, DType d, llvm::Value* x, llvm::Value* y);
 
   llvm::IRBuilder<>& b_;

@@ -227,6 +227,8 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
     return bin.template operator()<kNum>([](auto x, auto y) {
       if constexpr (is_int_v<decltype(x)>)
         return int_pow(x, y);
+      else if constexpr (std::is_same_v<decltype(x), float>)
+        return xla::pow_f32(x, y);
       else
         return std::pow(x, y);
     });

@@ -257,6 +257,91 @@ float cos_f32(float x) {
   return quadrant_poly(q.r, !(q.n & 1), q.m);
 }
 
+// ---- pow: glibc 2.36's powf ----
+//
+// x^y = 2^(y log2 x) in double: log2 x from the table of c and a degree-5
+// polynomial in z/c - 1, 2^t from 2^(k/32) and a cubic. Negative x is allowed
+// for integer y (odd y flips the sign bit of the exp2 scale).
+
+namespace {
+
+// y (finite, nonzero): 0 not an integer, 1 odd, 2 even.
+int pow_checkint(uint32_t iy) {
+  int e = static_cast<int>((iy >> 23) & 0xff);
+  if (e < 0x7f) return 0;
+  if (e > 0x7f + 23) return 2;
+  if (iy & ((1u << (0x7f + 23 - e)) - 1)) return 0;
+  if (iy & (1u << (0x7f + 23 - e))) return 1;
+  return 2;
+}
+
+bool zero_inf_nan(uint32_t i) { return 2 * i - 1 >= 2u * 0x7f800000 - 1; }
+bool signaling_nan(uint32_t i) { return 2 * (i ^ 0x00400000) > 2u * 0x7fc00000; }
+
+double pow_log2(uint32_t ix) {
+  uint32_t tmp = ix - 0x3f330000;
+  uint32_t i = (tmp >> 19) & 15;
+  uint32_t top = tmp & 0xff800000;
+  double z = std::bit_cast<float>(ix - top);
+  double k = static_cast<double>(static_cast<int32_t>(top) >> 23);
+  double r = std::fma(z, kPowInvc[i], -1.0);
+  double y0 = kPowLogc[i] + k;
+  double r2 = r * r;
+  double y = std::fma(kPowLog2Poly[0], r, kPowLog2Poly[1]);
+  double p = std::fma(kPowLog2Poly[2], r, kPowLog2Poly[3]);
+  double q = std::fma(kPowLog2Poly[4], r, y0);
+  q = std::fma(p, r2, q);
+  return std::fma(y, r2 * r2, q);
+}
+
+float pow_exp2(double x, uint64_t sign_bias) {
+  double kd = x + kExp2fShift;
+  uint64_t ki = std::bit_cast<uint64_t>(kd);
+  kd -= kExp2fShift;
+  double r = x - kd;
+  uint64_t t = kExp2fTab[ki % 32] + ((ki + sign_bias) << 47);
+  double z = std::fma(kExp2fPoly[0], r, kExp2fPoly[1]);
+  double y = std::fma(kExp2fPoly[2], r, 1.0);
+  y = std::fma(z, r * r, y);
+  return static_cast<float>(y * std::bit_cast<double>(t));
+}
+
+} // namespace
+
+float pow_f32(float x, float y) {
+  uint64_t sign_bias = 0;
+  uint32_t ix = bits(x), iy = bits(y);
+  if (ix - 0x00800000 >= 0x7f800000 - 0x00800000 || zero_inf_nan(iy)) {
+    if (zero_inf_nan(iy)) {
+      if (2 * iy == 0) return signaling_nan(ix) ? x + y : 1.0f;
+      if (ix == 0x3f800000) return signaling_nan(iy) ? x + y : 1.0f;
+      if (2 * ix > 2u * 0x7f800000 || 2 * iy > 2u * 0x7f800000) return x + y;
+      if (2 * ix == 2 * 0x3f800000) return 1.0f;
+      if ((2 * ix < 2 * 0x3f800000) == !(iy & 0x80000000)) return 0.0f; // |x|<1, y=inf...
+      return y * y;
+    }
+    if (zero_inf_nan(ix)) {
+      float x2 = x * x;
+      if ((ix & 0x80000000) && pow_checkint(iy) == 1) x2 = -x2;
+      return (iy & 0x80000000) ? 1.0f / x2 : x2;
+    }
+    if (ix & 0x80000000) { // finite x < 0
+      int yint = pow_checkint(iy);
+      if (yint == 0) return (x - x) / (x - x);
+      if (yint == 1) sign_bias = 1u << 16;
+      ix &= 0x7fffffff;
+    }
+    if (ix < 0x00800000) { // subnormal: normalize
+      ix = bits(x * 0x1p23f) & 0x7fffffff;
+      ix -= 23u << 23;
+    }
+  }
+  double ylogx = static_cast<double>(y) * pow_log2(ix);
+  if (ylogx > kPowOverflow) return sign_bias ? -INFINITY : INFINITY;
+  if (ylogx <= -150.0) return sign_bias ? -0.0f : 0.0f;
+  return pow_exp2(ylogx, sign_bias);
+}
+
 // ---- float64 ----
 
 namespace {

@@ -25,6 +25,9 @@ float logistic_f32(float x, Round r = Round::F32); // LogisticExpander: 1 / (1 +
 // emits inline. Max error 0.56 ulp, any argument (exact Payne-Hanek reduction).
 float sin_f32(float x);
 float cos_f32(float x);
+// XLA calls libm's powf: glibc 2.36's (Arm's optimized routines: log2 from a
+// 16-entry table, exp2 from a 32-entry one, in double), emitted inline too.
+float pow_f32(float x, float y);
 
 // float64.
 double tanh_f64(double x);     // xla/codegen/intrinsic/tanh.cc, float64 rational approximation
@@ -52,6 +55,35 @@ inline constexpr uint32_t kInvPio4[24] = {
     0x6e4e4415, 0x4e441529, 0x441529fc, 0x1529fc27, 0x29fc2757, 0xfc2757d1,
     0x2757d1f5, 0x57d1f534, 0xd1f534dd, 0xf534ddc0, 0x34ddc0db, 0xddc0db62,
     0xc0db6295, 0xdb629599, 0x6295993c, 0x95993c43, 0x993c4390, 0x3c439041};
+
+// The tables of pow_f32: log2(x) = log2(c) + log2(z/c) for c the centre of
+// z's sixteenth of [0x1.66p-1, 0x1.66p0), and 2^(k/32) for exp2.
+inline constexpr double kPowInvc[16] = {
+    0x1.661ec79f8f3bep+0, 0x1.571ed4aaf883dp+0, 0x1.49539f0f010bp+0,  0x1.3c995b0b80385p+0,
+    0x1.30d190c8864a5p+0, 0x1.25e227b0b8eap+0,  0x1.1bb4a4a1a343fp+0, 0x1.12358f08ae5bap+0,
+    0x1.0953f419900a7p+0, 0x1p+0,               0x1.e608cfd9a47acp-1, 0x1.ca4b31f026aap-1,
+    0x1.b2036576afce6p-1, 0x1.9c2d163a1aa2dp-1, 0x1.886e6037841edp-1, 0x1.767dcf5534862p-1};
+inline constexpr double kPowLogc[16] = {
+    -0x1.efec65b963019p-2, -0x1.b0b6832d4fca4p-2, -0x1.7418b0a1fb77bp-2, -0x1.39de91a6dcf7bp-2,
+    -0x1.01d9bf3f2b631p-2, -0x1.97c1d1b3b7afp-3,  -0x1.2f9e393af3c9fp-3, -0x1.960cbbf788d5cp-4,
+    -0x1.a6f9db6475fcep-5, 0x0p+0,                0x1.338ca9f24f53dp-4,  0x1.476a9543891bap-3,
+    0x1.e840b4ac4e4d2p-3,  0x1.40645f0c6651cp-2,  0x1.88e9c2c1b9ff8p-2,  0x1.ce0a44eb17bccp-2};
+inline constexpr double kPowLog2Poly[5] = {0x1.27616c9496e0bp-2, -0x1.71969a075c67ap-2,
+                                           0x1.ec70a6ca7baddp-2, -0x1.7154748bef6c8p-1,
+                                           0x1.71547652ab82bp+0};
+inline constexpr uint64_t kExp2fTab[32] = {
+    0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51,
+    0x3fef72b83c7d517b, 0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1,
+    0x3fef06fe0a31b715, 0x3feef1a7373aa9cb, 0x3feedea64c123422, 0x3feece086061892d,
+    0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429, 0x3feea47eb03a5585,
+    0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
+    0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d,
+    0x3feee89f995ad3ad, 0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069,
+    0x3fef5818dcfba487, 0x3fef7c97337b9b5f, 0x3fefa4afa2a490da, 0x3fefd0765b6e4540};
+inline constexpr double kExp2fPoly[3] = {0x1.c6af84b912394p-5, 0x1.ebfce50fac4f3p-3,
+                                         0x1.62e42ff0c52d6p-1};
+inline constexpr double kExp2fShift = 0x1.8p+52 / 32; // rounds to a multiple of 1/32
+inline constexpr double kPowOverflow = 0x1.fffffffd1d571p+6; // y log2 x above: inf
 
 // Sets the x86 MXCSR flush-to-zero and denormals-are-zero bits for the scope,
 // as XLA's CPU runtime does around every computation.

@@ -32,6 +32,7 @@ rng = np.random.default_rng(0)
 u = rng.standard_normal(n, dtype=np.float32) * 3.0
 v = rng.standard_normal(n, dtype=np.float32) * 3.0
 case("sin_cos_16M", lambda a, b: np.sin(a) * np.cos(b), (u, v))
+case("pow_16M", lambda a, b: np.abs(a) ** b, (u, v))
 x = rng.standard_normal((4096, 4096), dtype=np.float32)
 case("softmax_4096x4096", softmax, (x,))
 m = rng.standard_normal((2048, 2048), dtype=np.float32)

@@ -281,6 +281,60 @@ TEST_CASE("Inlined transcendental math is bit-identical to the reference", "[cod
     }
 }
 
+TEST_CASE("Inlined binary math is bit-identical to the reference", "[codegen]") {
+  // Every pair of special values, then negative bases with integer and
+  // half-integer exponents, overflow and underflow, and wide random pairs.
+  const double sp[] = {0.0,  -0.0, INFINITY, -INFINITY, NAN,  1.0,   -1.0,  2.0,   -2.0,  0.5,
+                       -0.5, 3.0,  -3.0,     1e-40,     -1e-40, 1e38, -1e38, 127.0, -150.0, 0.75,
+                       1.5,  25.0, 16777216.0, -16777217.0, 1e-300};
+  const int64_t ns = std::size(sp), n = ns * ns + 2048;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> base(-30.0, 30.0), ex(-40.0, 40.0);
+  std::vector<double> xs, ys;
+  for (int64_t i = 0; i < n; ++i) {
+    double x, y;
+    if (i < ns * ns) {
+      x = sp[i % ns], y = sp[i / ns];
+    } else if (i % 3 == 0) {
+      x = base(rng), y = std::round(ex(rng)) * (rng() % 2 ? 0.5 : 1.0);
+    } else if (i % 3 == 1) {
+      x = std::fabs(base(rng)), y = ex(rng);
+    } else {
+      x = std::ldexp(base(rng), static_cast<int>(rng() % 200) - 100), y = ex(rng) / 8;
+    }
+    xs.push_back(x), ys.push_back(y);
+  }
+  CodeCache cache;
+  for (DType d : {DType::Float32, DType::Float16, DType::BFloat16, DType::Float64})
+    for (Op op : {Op::Pow}) {
+      Builder b;
+      b.f.results.push_back(b.op(op, {}, {b.param(d, {n}), b.param(d, {n})}));
+      auto fn = std::make_shared<Function>(b.f);
+      Array x(d, {n}), y(d, {n});
+      for (int64_t i = 0; i < n; ++i) {
+        x.set(i, Scalar::of_float(xs[size_t(i)]));
+        y.set(i, Scalar::of_float(ys[size_t(i)]));
+      }
+      auto ref = make_reference_executable(fn, one_device(), {});
+      auto jit = make_llvm_executable(fn, one_device(), {}, &cache);
+      Array want = run(*ref, {x, y})[0], got = run(*jit, {x, y})[0];
+      INFO(op_name(op) << " " << dtype_name(d));
+      int bad = 0;
+      size_t w = dtype_size(d);
+      for (int64_t i = 0; i < n; ++i) {
+        bool same = std::isnan(want.get_f64(i))
+                        ? std::isnan(got.get_f64(i))
+                        : std::memcmp(static_cast<const char*>(want.data()) + i * int64_t(w),
+                                      static_cast<const char*>(got.data()) + i * int64_t(w),
+                                      w) == 0;
+        if (!same && bad++ < 3)
+          UNSCOPED_INFO(x.get_f64(i) << ", " << y.get_f64(i) << ": " << want.get_f64(i) << " vs "
+                                     << got.get_f64(i));
+      }
+      CHECK(bad == 0);
+    }
+}
+
 TEST_CASE("Inlined float16 conversions are bit-identical to the reference", "[codegen]") {
   // f32 -> f16 -> f32 over every half bit pattern, the midpoints between
   // neighbours (ties round to even), their neighbours, and wide random floats.

@@ -104,3 +104,24 @@ TEST_CASE("float32 sin and cos match JAX and stay within 0.56 ulp") {
   }
   CHECK(bad == 0);
 }
+
+TEST_CASE("float32 pow matches JAX bit for bit") {
+  // XLA calls libm's powf; pow_f32 is glibc's algorithm.
+  ScopedFlushDenormal ftz;
+  const float y[] = {3.0f, -2.0f, 0.3f, -7.25f, 2.5f, 38.0f};
+  const uint32_t want[] = {0xC24A9CAD, 0x4131C71C, 0x3F28E5A2, 0x3D589EB1, 0x41796A52, 0x7D2B6713};
+  for (size_t i = 0; i < kX32.size(); ++i) {
+    INFO("x = " << kX32[i] << ", y = " << y[i]);
+    CHECK(std::bit_cast<uint32_t>(pow_f32(kX32[i], y[i])) == want[i]);
+  }
+  CHECK(std::isnan(pow_f32(-2.0f, 0.5f)));
+  CHECK(pow_f32(-2.0f, 3.0f) == -8.0f);
+  CHECK(pow_f32(NAN, 0.0f) == 1.0f);
+  CHECK(pow_f32(1.0f, NAN) == 1.0f);
+  CHECK(pow_f32(-1.0f, INFINITY) == 1.0f);
+  CHECK(pow_f32(0.5f, INFINITY) == 0.0f);
+  CHECK(pow_f32(-0.0f, -3.0f) == -INFINITY);
+  CHECK(pow_f32(10.0f, 39.0f) == INFINITY);
+  CHECK(pow_f32(-10.0f, -47.0f) == 0.0f);
+  CHECK(std::signbit(pow_f32(-10.0f, -47.0f)));
+}
