@@ -58,6 +58,15 @@ Value py_round(InterpreterImpl& in, CallArgs& a) {
   if (x.is_obj(ObjKind::Array)) {
     int64_t nd = r.get_int(1, 0);
     Tensor t = x.as<ArrayObj>()->tensor;
+    // Integers stay integers (JAX): unchanged, or rounded to a multiple of 10^-nd.
+    DType dt = t->aval.dtype;
+    if (is_integer(dt) && nd >= 0) return x;
+    if (is_integer(dt)) {
+      CallArgs fa;
+      fa.pos = {make_array(np::astype(in.ops(), t, DType::Float32)), Value::integer(nd)};
+      Value f = py_round(in, fa);
+      return make_array(np::astype(in.ops(), f.as<ArrayObj>()->tensor, dt));
+    }
     if (nd == 0) return make_array(np::unary(in.ops(), np::UnOp::Round, t));
     Tensor scale = np::scalar(in.ops(), Scalar::of_float(std::pow(10.0, static_cast<double>(nd))));
     Tensor y = np::unary(in.ops(), np::UnOp::Round, np::binary(in.ops(), np::BinOp::Mul, t, scale));

@@ -69,6 +69,17 @@ std::string Mesh::repr() const {
   return s + ")";
 }
 
+bool PartitionSpec::operator==(const PartitionSpec& o) const {
+  size_t n = std::max(entries.size(), o.entries.size());
+  for (size_t i = 0; i < n; ++i) {
+    bool mine = i < entries.size(), theirs = i < o.entries.size();
+    if (mine && theirs ? entries[i] != o.entries[i]
+                       : !(mine ? entries[i] : o.entries[i]).empty())
+      return false;
+  }
+  return true;
+}
+
 std::string PartitionSpec::repr() const {
   std::string s = "PartitionSpec(";
   for (size_t i = 0; i < entries.size(); ++i) {
@@ -85,7 +96,8 @@ std::string PartitionSpec::repr() const {
       s += e.size() == 1 ? ",)" : ")";
     }
   }
-  return s + ")";
+  // A one-entry spec prints as the 1-tuple it is in JAX: PartitionSpec('x',).
+  return s + (entries.size() == 1 ? ",)" : ")");
 }
 
 std::vector<std::string> PartitionSpec::axes() const {

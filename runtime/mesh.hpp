@@ -38,7 +38,8 @@ struct PartitionSpec {
   std::vector<std::vector<std::string>> entries;
   // Whether an entry was written as a tuple (P(('a','b'))) even with one name, for repr.
   std::vector<bool> tuple_form;
-  bool operator==(const PartitionSpec& o) const { return entries == o.entries; }
+  // Trailing None entries do not change the layout: P('x') == P('x', None).
+  bool operator==(const PartitionSpec& o) const;
   std::string repr() const; // PartitionSpec('batch', None, ('x', 'y'))
   // Axes the spec mentions, in order of appearance.
   std::vector<std::string> axes() const;

@@ -5,11 +5,20 @@
 #include "lang/args.hpp"
 #include "lang/methods.hpp"
 #include "stdlib/convert.hpp"
+#include "runtime/platform.hpp"
 #include "stdlib/sharding.hpp"
 
 namespace pxl {
 
 namespace {
+
+// The Device object of platform device `id`.
+Value device_object(InterpreterImpl& in, int id) {
+  std::string platform = "cpu";
+  for (const Device& d : in.platform().devices())
+    if (d.id == id) platform = d.platform;
+  return Value::object(std::make_shared<DeviceObj>(id, platform));
+}
 
 using ArrayMethod = Value (*)(InterpreterImpl&, const Tensor& self, CallArgs&);
 
@@ -144,9 +153,15 @@ const std::map<std::string, ArrayMethod>& methods() {
          ArgReader r("dot", a, {"b"}, 1);
          return make_array(np::dot(in.ops(), x, in.to_tensor(r[0], Span{})));
        }},
-      {"devices", [](InterpreterImpl&, const Tensor&, CallArgs& a) {
+      {"devices", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
          ArgReader r("devices", a, {});
-         return make_list({Value::object(std::make_shared<DeviceObj>(0, "cpu"))});
+         std::vector<int> ids = x->sharded ? x->sharded->mesh.device_ids
+                                           : std::vector<int>{x->concrete ? x->concrete->device() : 0};
+         std::sort(ids.begin(), ids.end());
+         ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+         ValueList out;
+         for (int id : ids) out.push_back(device_object(in, id));
+         return make_list(std::move(out));
        }},
   };
   return m;
@@ -203,7 +218,12 @@ bool array_attr(InterpreterImpl& in, const Value& obj, const std::string& name, 
   if (name == "weak_type") return out = Value::boolean(av.weak), true;
   if (name == "T") return out = make_array(np::transpose(in.ops(), t, std::nullopt)), true;
   if (name == "at") return out = Value::object(std::make_shared<AtProxyObj>(obj, Value(), false)), true;
-  if (name == "device") return out = Value::object(std::make_shared<DeviceObj>(0, "cpu")), true;
+  if (name == "device") {
+    // An array over several devices answers with its sharding, as JAX's does.
+    if (t->sharded && t->sharded->spans_devices()) return sharded_array_attr(in, t, "sharding", out);
+    int id = t->sharded ? t->sharded->mesh.device_ids[0] : t->concrete ? t->concrete->device() : 0;
+    return out = device_object(in, id), true;
+  }
   if (sharded_array_attr(in, t, name, out)) return true;
   auto it = methods().find(name);
   if (it == methods().end()) return false;

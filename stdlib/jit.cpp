@@ -11,6 +11,8 @@
 #include "runtime/executable.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/cache_explain.hpp"
+#include "stdlib/jit_partition.hpp"
+#include "stdlib/sharding.hpp"
 #include "stdlib/trace_util.hpp"
 #include "stdlib/transforms.hpp"
 
@@ -33,6 +35,8 @@ struct JitEntry {
   std::unique_ptr<Executable> exe;
   std::unique_ptr<CommWorld> world;
   bool compilable = true;
+  // Partitioned over a mesh, per (mesh, operand shardings).
+  std::map<std::string, std::shared_ptr<PartitionedJit>> partitioned;
 };
 
 // Effects (jax.debug.print) keep their per-op eager path, which prints.
@@ -91,8 +95,78 @@ bool run_compiled(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> para
 }
 
 
+bool is_sharding_leaf(const Value& v) { return v.is_none() || v.is_obj(ObjKind::Opaque); }
+
+// Runs `e` partitioned over the mesh its sharded operands live on, when the
+// call is eager and some operand is spread over more than one device: the
+// results come back sharded as the propagation gives them. False when there is
+// no such operand, the operands live on different meshes, or the program has
+// effects (those keep the single-device path).
+bool run_partitioned(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> params,
+                     const Value& out_shardings, const Span& where, Value& out) {
+  if (!dynamic_cast<EagerContext*>(&in.ops())) return false;
+  std::vector<Tensor> operands(params.begin(), params.end());
+  operands.insert(operands.end(), e.traced->consts.begin(), e.traced->consts.end());
+  const Mesh* mesh = nullptr;
+  for (const Tensor& t : operands) {
+    if (!t->sharded || !t->sharded->spans_devices()) continue;
+    if (!mesh) mesh = &t->sharded->mesh;
+    else if (!(t->sharded->mesh == *mesh)) return false;
+  }
+  if (!mesh || !partitionable(*e.traced->fn)) return false;
+  OperandSpecs specs;
+  std::string key = mesh->repr();
+  for (int id : mesh->device_ids) key += " " + std::to_string(id);
+  for (const Tensor& t : operands) {
+    bool own = t->sharded && t->sharded->mesh == *mesh;
+    specs.push_back(own ? t->sharded->spec : PartitionSpec{});
+    key += " " + specs.back().repr();
+  }
+  // out_shardings on this mesh become part of the partitioned program.
+  std::vector<std::optional<PartitionSpec>> out_specs;
+  if (!out_shardings.is_none()) {
+    ValueList slots, targets;
+    for (size_t i = 0; i < e.traced->out_tree.num_leaves(); ++i) slots.push_back(Value::integer(0));
+    broadcast_prefix(in, out_shardings, tree_unflatten(e.traced->out_tree, slots), targets,
+                     is_sharding_leaf, "jit() out_shardings");
+    for (const Value& t : targets) {
+      auto* s = t.is_obj(ObjKind::Opaque) ? dynamic_cast<ShardingObj*>(t.as<OpaqueObj>()) : nullptr;
+      out_specs.push_back(s && s->mesh == *mesh ? std::optional(s->spec) : std::nullopt);
+      key += " -> " + (out_specs.back() ? out_specs.back()->repr() : "?");
+    }
+  }
+  std::shared_ptr<PartitionedJit>& p = e.partitioned[key];
+  if (!p) {
+    p = std::make_shared<PartitionedJit>(
+        partition_jit(in, *e.traced, *mesh, specs, out_specs, where));
+    if (in.options().dump_ir) in.out() << print_function(*p->callee->fn);
+  }
+  operands.insert(operands.end(), p->extra.begin(), p->extra.end());
+  std::vector<Tensor> results;
+  {
+    ScopedPhase timing(in.phase_times(), "run: jit");
+    results = run_spmd_call(*p->callee, operands, in.pull_log());
+  }
+  ValueList leaves;
+  for (Tensor& t : results) leaves.push_back(make_array(std::move(t)));
+  out = tree_unflatten(e.traced->out_tree, leaves);
+  return true;
+}
+
+// jit's in_shardings/out_shardings: each array leaf of `tree` placed as the
+// matching leaf of the prefix `shardings` says (None leaves it where it is).
+Value place(InterpreterImpl& in, const Value& shardings, const Value& tree, const char* what) {
+  ValueList leaves, targets;
+  TreeDef def = tree_flatten(in, tree, leaves);
+  broadcast_prefix(in, shardings, tree, targets, is_sharding_leaf, what);
+  for (size_t i = 0; i < leaves.size(); ++i)
+    if (!targets[i].is_none()) leaves[i] = device_put_leaf(in, leaves[i], targets[i]);
+  return tree_unflatten(def, leaves);
+}
+
 struct JitFunction : OpaqueObj {
   Value fn;
+  Value in_shardings, out_shardings; // None: as the arguments / as propagated
   std::vector<int64_t> static_argnums;
   std::vector<std::string> static_argnames;
   std::map<std::string, std::shared_ptr<JitEntry>> cache;
@@ -179,6 +253,11 @@ struct JitFunction : OpaqueObj {
       }
     }
     size_t n_dyn_pos = dyn.size();
+    // in_shardings: the positional arguments are first placed as it says.
+    if (!in_shardings.is_none() && !dynamic_cast<TraceContext*>(&in.ops())) {
+      Value placed = place(in, in_shardings, make_tuple(dyn), "jit() in_shardings");
+      dyn = *sequence_items(placed);
+    }
     if (!dyn_kw.empty()) {
       auto d = std::make_shared<DictObj>();
       for (auto& [k, v] : dyn_kw) d->set(make_str(k), v);
@@ -248,7 +327,17 @@ struct JitFunction : OpaqueObj {
         if (c->trace) reusable = false;
       if (reusable) cache[key] = entry;
     }
-    if (!run_compiled(in, *entry, leaves, out)) out = run_jitted(in, *entry->traced, leaves);
+    if (!run_partitioned(in, *entry, leaves, out_shardings, where, out) &&
+        !run_compiled(in, *entry, leaves, out))
+      out = run_jitted(in, *entry->traced, leaves);
+    if (!out_shardings.is_none() && !dynamic_cast<TraceContext*>(&in.ops())) {
+      try {
+        out = place(in, out_shardings, out, "jit() out_shardings");
+      } catch (Error& e) {
+        e.set_span_if_missing(where);
+        throw;
+      }
+    }
     return true;
   }
 };
@@ -279,6 +368,8 @@ Value make_jit(InterpreterImpl&, CallArgs& a) {
     // Donation is a hint for buffer reuse; the reference runtime copies anyway,
     // so it is only validated.
     if (r.has(3)) int_list(r[3], "donate_argnums");
+    if (r.has(5)) j->in_shardings = r[5];
+    if (r.has(6)) j->out_shardings = r[6];
     return Value::object(j);
   };
   if (r.has(0)) return build(r[0], r);

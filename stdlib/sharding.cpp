@@ -8,6 +8,7 @@
 #include "lang/tracer.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/module_builder.hpp"
+#include "stdlib/pytree.hpp"
 
 namespace pxl {
 
@@ -205,7 +206,7 @@ bool SpecObj::get_attr(InterpreterImpl&, const std::string&, Value&) { return fa
 
 bool SpecObj::equals(const OpaqueObj& o) const {
   auto* s = dynamic_cast<const SpecObj*>(&o);
-  return s && s->spec == spec;
+  return s && s->spec.entries == spec.entries; // as in JAX, P(x) != P(x, None)
 }
 
 std::string ShardingObj::repr() const {
@@ -356,6 +357,26 @@ std::string sharding_picture(const ShardedData& d) {
 
 // ---- module functions -------------------------------------------------------------
 
+// device_put of one array to a Device, a NamedSharding or (None) the default device.
+Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& target) {
+  Tensor t = in.to_tensor(leaf, Span{});
+  if (target.is_obj(ObjKind::Opaque)) {
+    auto* s = dynamic_cast<ShardingObj*>(target.as<OpaqueObj>());
+    if (!s)
+      throw Error(ErrCode::Type, "device_put() expects a Device or a NamedSharding, not " + type_name(target));
+    // Already laid out so: nothing moves (JAX returns the same buffers).
+    if (t->sharded && t->sharded->mesh == s->mesh && t->sharded->spec == s->spec) return make_array(t);
+    const Array& x = in.ops().concrete(t);
+    std::string problem = check_spec(s->mesh, s->spec, x.shape());
+    if (!problem.empty()) throw Error(ErrCode::Shape, "device_put(): " + problem);
+    return make_array(make_sharded_tensor(shard_array(x, s->mesh, s->spec, in.pull_log())));
+  }
+  const Array& x = in.ops().concrete(t);
+  if (target.is_none()) return make_array(in.ops().constant(x));
+  if (target.is_obj(ObjKind::Device)) return make_array(make_tensor(x.on_device(target.as<DeviceObj>()->id)));
+  throw Error(ErrCode::Type, "device_put() expects a Device or a NamedSharding, not " + type_name(target));
+}
+
 void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
   (void)in;
   auto& sv = sharding.as<ModuleObj>()->env->vars;
@@ -417,19 +438,18 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     return Value::object(std::make_shared<ShardingObj>(*m, s));
   });
   Value put_fn = make_builtin("device_put", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("device_put", a, {"x", "device"}, 1);
-    Tensor t = in.to_tensor(r[0], Span{});
-    const Array& x = in.ops().concrete(t);
-    if (!r.has(1) || r[1].is_none()) return make_array(in.ops().constant(x));
-    if (r[1].is_obj(ObjKind::Device)) {
-      int id = r[1].as<DeviceObj>()->id;
-      return make_array(make_tensor(x.on_device(id)));
-    }
-    auto* s = r[1].is_obj(ObjKind::Opaque) ? dynamic_cast<ShardingObj*>(r[1].as<OpaqueObj>()) : nullptr;
-    if (!s) throw Error(ErrCode::Type, "device_put() expects a Device or a NamedSharding, not " + type_name(r[1]));
-    std::string problem = check_spec(s->mesh, s->spec, x.shape());
-    if (!problem.empty()) throw Error(ErrCode::Shape, "device_put(): " + problem);
-    return make_array(make_sharded_tensor(shard_array(x, s->mesh, s->spec, in.pull_log())));
+    ArgReader r("device_put", a, {"x", "device", "src", "donate", "may_alias"}, 1);
+    // x is a pytree; device a Device, a NamedSharding, None, or a pytree prefix of them.
+    Value where = r.has(1) ? r[1] : Value();
+    ValueList leaves, targets;
+    TreeDef def = tree_flatten(in, r[0], leaves);
+    broadcast_prefix(in, where, r[0], targets,
+                     [](const Value& v) {
+                       return v.is_none() || v.is_obj(ObjKind::Device) || v.is_obj(ObjKind::Opaque);
+                     },
+                     "device_put() device");
+    for (size_t i = 0; i < leaves.size(); ++i) leaves[i] = device_put_leaf(in, leaves[i], targets[i]);
+    return tree_unflatten(def, leaves);
   });
   Value vis_fn = make_builtin("visualize_array_sharding", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("visualize_array_sharding", a, {"arr"}, 1);

@@ -61,6 +61,10 @@ Value make_spec_value(PartitionSpec s);
 // device_buffers, ...); false when `name` is not one of them.
 bool sharded_array_attr(InterpreterImpl& in, const Tensor& t, const std::string& name, Value& out);
 
+// jax.device_put of one array leaf to `target`: a Device, a NamedSharding, or
+// None (the default device). An array already laid out so is returned as is.
+Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& target);
+
 // Module contents (stdlib/sharding.cpp, stdlib/spmd.cpp, stdlib/collectives.cpp).
 void add_sharding_functions(InterpreterImpl& in, Value& sharding_module, Value& jax_module);
 void add_spmd_functions(InterpreterImpl& in, Value& jax_module, Value& shard_map_module);

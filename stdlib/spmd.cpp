@@ -76,40 +76,6 @@ std::string varying_origin(const Function& f, int id, int bit) {
   return "its inputs";
 }
 
-// Matches a pytree of specs (or in_axes) against the argument tree: a leaf of
-// the spec tree applies to a whole subtree. `is_leaf` says what counts as a spec.
-template <class IsLeaf>
-void broadcast_prefix(InterpreterImpl& in, const Value& prefix, const Value& tree, ValueList& out,
-                      IsLeaf is_leaf, const std::string& what) {
-  if (is_leaf(prefix)) {
-    ValueList leaves;
-    tree_flatten(in, tree, leaves);
-    for (size_t i = 0; i < leaves.size(); ++i) out.push_back(prefix);
-    return;
-  }
-  const ValueList* ps = sequence_items(prefix);
-  const ValueList* ts = sequence_items(tree);
-  if (ps && ts) {
-    if (ps->size() != ts->size())
-      throw Error(ErrCode::Value, what + " has " + std::to_string(ps->size()) + " entries but the value it describes has " +
-                                      std::to_string(ts->size()));
-    for (size_t i = 0; i < ps->size(); ++i) broadcast_prefix(in, (*ps)[i], (*ts)[i], out, is_leaf, what);
-    return;
-  }
-  if (prefix.is_obj(ObjKind::Dict) && tree.is_obj(ObjKind::Dict)) {
-    ValueList keys;
-    TreeDef td = tree_flatten(in, tree, keys); // only for the sorted keys
-    for (size_t i = 0; i < td.keys.size(); ++i) {
-      const Value* p = prefix.as<DictObj>()->find(td.keys[i]);
-      if (!p) throw Error(ErrCode::Value, what + " has no entry for key " + repr(td.keys[i]));
-      broadcast_prefix(in, *p, *tree.as<DictObj>()->find(td.keys[i]), out, is_leaf, what);
-    }
-    return;
-  }
-  throw Error(ErrCode::Value, what + " does not match the structure of the value it describes (" +
-                                  type_name(prefix) + " vs " + type_name(tree) + ")");
-}
-
 // jax.debug.print output: each device's line, prefixed with its mesh
 // coordinates, statement by statement in device order.
 void print_debug(InterpreterImpl& in, const Function& f, const Mesh& mesh, std::vector<DebugRecord>& recs) {

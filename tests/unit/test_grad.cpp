@@ -318,7 +318,7 @@ print(jax.jit(jax.grad(g))(jnp.float32(0.5), jnp.arange(8.0)))
                 "t.pxl");
   std::string s = out.str();
   CHECK(s.find("= spmd_call[shard_map @f mesh=Mesh('x': 4) in=(PartitionSpec(), "
-               "PartitionSpec('x')) out=(PartitionSpec())] %0, %1 : f32[]") != std::string::npos);
+               "PartitionSpec('x',)) out=(PartitionSpec())] %0, %1 : f32[]") != std::string::npos);
   size_t t = s.find("func @f_transpose(");
   REQUIRE(t != std::string::npos);
   std::string body = s.substr(t);

@@ -1,0 +1,491 @@
+// The jit partitioner (see jit_partition.hpp). The global Function is walked
+// once; each value is bound in a shard_map-like trace on its block, together
+// with the sharding it has (one list of mesh axes per dimension). An op whose
+// rule needs its operands laid out differently reshards them: all_gather to
+// make a dimension whole, a local take of this device's block to split one.
+#include "stdlib/jit_partition.hpp"
+
+#include <algorithm>
+
+#include "lang/tracer.hpp"
+#include "runtime/platform.hpp"
+
+namespace pxl {
+
+namespace {
+
+using Axes = std::vector<std::string>;
+using DimSpec = std::vector<Axes>; // one entry per dimension; empty = whole
+
+DimSpec dims_of_spec(const PartitionSpec& s, size_t ndim) {
+  DimSpec d(ndim);
+  for (size_t i = 0; i < s.entries.size() && i < ndim; ++i) d[i] = s.entries[i];
+  return d;
+}
+
+// JAX's form of a result's sharding: trailing whole dimensions dropped.
+PartitionSpec spec_of_dims(DimSpec d) {
+  while (!d.empty() && d.back().empty()) d.pop_back();
+  PartitionSpec s;
+  s.tuple_form.assign(d.size(), false);
+  for (size_t i = 0; i < d.size(); ++i) s.tuple_form[i] = d[i].size() > 1;
+  s.entries = std::move(d);
+  return s;
+}
+
+bool uses_axis(const DimSpec& s, const std::string& axis) {
+  for (const Axes& e : s)
+    if (std::find(e.begin(), e.end(), axis) != e.end()) return true;
+  return false;
+}
+
+class Partitioner {
+public:
+  Partitioner(const Function& g, const Mesh& mesh, TraceContext& tc)
+      : g_(g), mesh_(mesh), tc_(tc), env_(g.values.size()), recreatable_(g.values.size(), false) {}
+
+  struct Local {
+    Tensor t;
+    DimSpec spec;
+  };
+
+  Shape local_shape(const Shape& global, const DimSpec& s) const {
+    Shape out = global;
+    for (size_t d = 0; d < s.size(); ++d) out[d] /= parts(s[d]);
+    return out;
+  }
+
+  AxisSet vma_of(const DimSpec& s) const {
+    AxisSet v = 0;
+    for (const Axes& e : s)
+      for (const std::string& a : e) v |= AxisSet{1} << tc_.function().axis_bit(a);
+    return v;
+  }
+
+  void set_input(int gid, const DimSpec& spec, const Span& loc, const std::string& origin) {
+    AVal block = g_.values[gid].aval;
+    block.shape = local_shape(block.shape, spec);
+    env_[gid] = {tc_.add_param(block, vma_of(spec), loc, origin), spec};
+  }
+
+  void run(const Instr& ins) {
+    LocScope loc(tc_, g_.values[ins.result].loc);
+    Op op = ins.op;
+    if (is_elementwise(op)) return elementwise(ins);
+    switch (op_family(op)) {
+    case OpFamily::Reduce:
+      return reduce(ins);
+    case OpFamily::Dot:
+      return dot(ins);
+    case OpFamily::Scan:
+      return along_whole_dims(ins, {ins.attrs.axis});
+    case OpFamily::Structural:
+      return structural(ins);
+    case OpFamily::Creation:
+      recreatable_[ins.result] = op == Op::Iota;
+      return define(ins, bind(op, ins.attrs, {}), whole(ins.result));
+    default:
+      return replicated(ins);
+    }
+  }
+
+  // The result `gid` laid out by `want` (or as propagated).
+  Tensor result(int gid, const std::optional<PartitionSpec>& want, PartitionSpec& spec) {
+    DimSpec d = want ? dims_of_spec(*want, g_.values[gid].aval.ndim()) : env_[gid].spec;
+    spec = spec_of_dims(d);
+    return reshard(gid, d);
+  }
+
+private:
+  const Function& g_;
+  const Mesh& mesh_;
+  TraceContext& tc_;
+  std::vector<Local> env_;
+  // Values that are cheaper to recreate in another layout than to reshard:
+  // broadcasts (from their operand's block) and iotas (the block of an iota
+  // along a dimension it does not count over is a smaller iota).
+  std::vector<bool> recreatable_;
+
+  int64_t parts(const Axes& axes) const {
+    int64_t n = 1;
+    for (const std::string& a : axes) n *= mesh_.axis_size(a);
+    return n;
+  }
+  DimSpec whole(int gid) const { return DimSpec(g_.values[gid].aval.shape.size()); }
+  const Shape& gshape(int gid) const { return g_.values[gid].aval.shape; }
+
+  Tensor bind(Op op, const OpAttrs& a, std::vector<Tensor> xs) { return tc_.bind(op, a, xs); }
+  void define(const Instr& ins, Tensor t, DimSpec spec) {
+    env_[ins.result] = {std::move(t), std::move(spec)};
+  }
+
+  OpAttrs over(const Axes& axes) const {
+    OpAttrs a;
+    a.axis_names = axes;
+    a.group_size = parts(axes);
+    return a;
+  }
+
+  // Dimension d, split over `axes`, made whole on every device.
+  Tensor gather(const Tensor& t, int d, const Axes& axes) {
+    OpAttrs a = over(axes);
+    a.axis = d;
+    a.tiled = true;
+    return bind(Op::AllGather, a, {t});
+  }
+
+  // This device's block of the whole dimension d, split over `axes`.
+  Tensor split(const Tensor& t, int d, const Axes& axes) {
+    int64_t chunk = t->aval.shape[static_cast<size_t>(d)] / parts(axes);
+    Tensor rank = bind(Op::AxisIndex, over(axes), {});
+    Tensor size = tc_.constant(Array::scalar(Scalar::of_int(chunk), DType::Int32));
+    OpAttrs spread;
+    spread.shape = {chunk};
+    Tensor start = bind(Op::BroadcastInDim, spread, {bind(Op::Mul, {}, {rank, size})});
+    OpAttrs io;
+    io.shape = {chunk};
+    io.dtype = DType::Int32;
+    Tensor idx = bind(Op::Add, {}, {bind(Op::Iota, io, {}), start});
+    OpAttrs take;
+    take.axis = d;
+    return bind(Op::Take, take, {t, idx});
+  }
+
+  // Value `gid` laid out by `to`: dimensions that change are gathered first,
+  // then split, so an axis may move between dimensions.
+  Tensor reshard(int gid, const DimSpec& to) {
+    Local cur = env_[gid];
+    if (cur.spec == to) return cur.t;
+    if (recreatable_[gid])
+      if (std::optional<Tensor> t = recreate(gid, to)) return *t;
+    for (size_t d = 0; d < to.size(); ++d)
+      if (!cur.spec[d].empty() && cur.spec[d] != to[d]) {
+        cur.t = gather(cur.t, static_cast<int>(d), cur.spec[d]);
+        cur.spec[d].clear();
+      }
+    for (size_t d = 0; d < to.size(); ++d)
+      if (!to[d].empty() && cur.spec[d] != to[d]) cur.t = split(cur.t, static_cast<int>(d), to[d]);
+    return cur.t;
+  }
+
+  // Value `gid` (a broadcast or an iota) computed directly in layout `to`,
+  // when that needs no data from other devices.
+  std::optional<Tensor> recreate(int gid, const DimSpec& to) {
+    const Instr& ins = g_.body[static_cast<size_t>(g_.values[gid].producer)];
+    OpAttrs a = ins.attrs;
+    a.shape = local_shape(gshape(gid), to);
+    if (ins.op == Op::Iota) {
+      if (!to[static_cast<size_t>(a.axis)].empty()) return std::nullopt;
+      return bind(Op::Iota, a, {});
+    }
+    // A broadcast: dimensions that come from the operand keep its split; the
+    // others (new, or expanded from size 1) may be split freely.
+    int x = ins.operands[0];
+    for (size_t i = 0; i < a.axes.size(); ++i) {
+      auto d = static_cast<size_t>(a.axes[i]);
+      bool from_operand = gshape(x)[i] == gshape(gid)[d];
+      if (from_operand ? to[d] != env_[x].spec[i] : !to[d].empty() && !env_[x].spec[i].empty())
+        return std::nullopt;
+    }
+    return bind(Op::BroadcastInDim, a, {env_[x].t});
+  }
+
+  // A result split like `like` along dimension d where it divides evenly and
+  // the axes are free: JAX keeps the operand's sharding through ops (slices,
+  // scans) that need the whole dimension.
+  void restore(Local& l, const Shape& shape, size_t d, const Axes& like) {
+    if (like.empty() || !l.spec[d].empty() || shape[d] % parts(like) != 0) return;
+    for (const std::string& a : like)
+      if (uses_axis(l.spec, a)) return;
+    l.t = split(l.t, static_cast<int>(d), like);
+    l.spec[d] = like;
+  }
+
+  // The most split of the operands' shardings (rank-0 operands aside).
+  DimSpec widest(const Instr& ins, size_t rank) const {
+    DimSpec best(rank);
+    int64_t best_parts = 1;
+    for (int o : ins.operands) {
+      const DimSpec& s = env_[o].spec;
+      if (s.size() != rank) continue;
+      int64_t n = 1;
+      for (const Axes& e : s) n *= parts(e);
+      if (n > best_parts) best = s, best_parts = n;
+    }
+    return best;
+  }
+
+  std::vector<Tensor> operands_as(const Instr& ins, const DimSpec& spec) {
+    std::vector<Tensor> xs;
+    for (int o : ins.operands)
+      xs.push_back(reshard(o, env_[o].spec.size() == spec.size() ? spec : whole(o)));
+    return xs;
+  }
+
+  void elementwise(const Instr& ins) {
+    DimSpec spec = widest(ins, gshape(ins.result).size());
+    define(ins, bind(ins.op, ins.attrs, operands_as(ins, spec)), spec);
+  }
+
+  // Every operand whole, computed on every device: for ops with no rule.
+  void replicated(const Instr& ins) {
+    std::vector<Tensor> xs;
+    for (int o : ins.operands) xs.push_back(reshard(o, whole(o)));
+    define(ins, bind(ins.op, ins.attrs, xs), whole(ins.result));
+  }
+
+  // An op on one operand that needs `dims` whole: they are gathered, and the
+  // result split again as the operand was where it divides.
+  void along_whole_dims(const Instr& ins, const std::vector<int64_t>& dims) {
+    int x = ins.operands[0];
+    DimSpec before = env_[x].spec, spec = before;
+    for (int64_t d : dims) spec[static_cast<size_t>(d)].clear();
+    Local l{bind(ins.op, ins.attrs, {reshard(x, spec)}), spec};
+    for (int64_t d : dims)
+      restore(l, gshape(ins.result), static_cast<size_t>(d), before[static_cast<size_t>(d)]);
+    env_[ins.result] = std::move(l);
+  }
+
+  void reduce(const Instr& ins) {
+    int x = ins.operands[0];
+    std::vector<int64_t> dims = ins.attrs.axes;
+    if (ins.op == Op::Argmax || ins.op == Op::Argmin) dims = {ins.attrs.axis};
+    const DimSpec& s = env_[x].spec;
+    Axes reduced_axes;
+    for (int64_t d : dims)
+      for (const std::string& a : s[static_cast<size_t>(d)]) reduced_axes.push_back(a);
+    // Sums, maxima and minima combine per-device partial results; the rest
+    // need the reduced dimensions whole.
+    std::optional<Op> combine;
+    if (ins.op == Op::ReduceSum) combine = Op::Psum;
+    if (ins.op == Op::ReduceMax) combine = Op::Pmax;
+    if (ins.op == Op::ReduceMin) combine = Op::Pmin;
+    bool partial = combine && !reduced_axes.empty() && g_.values[x].aval.dtype != DType::Bool;
+    DimSpec in_spec = s;
+    if (!partial)
+      for (int64_t d : dims) in_spec[static_cast<size_t>(d)].clear();
+    Tensor t = bind(ins.op, ins.attrs, {reshard(x, in_spec)});
+    if (partial) {
+      std::sort(reduced_axes.begin(), reduced_axes.end(),
+                [&](const auto& a, const auto& b) { return mesh_.axis_of(a) < mesh_.axis_of(b); });
+      t = bind(*combine, over(reduced_axes), {t});
+    }
+    DimSpec out;
+    for (size_t d = 0; d < in_spec.size(); ++d)
+      if (std::find(dims.begin(), dims.end(), static_cast<int64_t>(d)) == dims.end())
+        out.push_back(in_spec[d]);
+    define(ins, t, out);
+  }
+
+  // dot_general: batch and contracting dimensions take the lhs's split (the
+  // rhs's where the lhs's is whole), free dimensions keep theirs unless an axis
+  // is already taken; a split contraction is a local product and a psum.
+  void dot(const Instr& ins) {
+    const DotDims& dd = ins.attrs.dot;
+    int l = ins.operands[0], r = ins.operands[1];
+    DimSpec ls = env_[l].spec, rs = env_[r].spec;
+    DimSpec lt(ls.size()), rt(rs.size());
+    std::vector<std::string> used;
+    auto claim = [&](Axes e) {
+      for (const std::string& a : e)
+        if (std::find(used.begin(), used.end(), a) != used.end()) return Axes{};
+      used.insert(used.end(), e.begin(), e.end());
+      return e;
+    };
+    auto pair = [&](const std::vector<int64_t>& ld, const std::vector<int64_t>& rd) {
+      for (size_t i = 0; i < ld.size(); ++i) {
+        auto li = static_cast<size_t>(ld[i]), ri = static_cast<size_t>(rd[i]);
+        Axes e = claim(!ls[li].empty() ? ls[li] : rs[ri]);
+        lt[li] = rt[ri] = e;
+      }
+    };
+    pair(dd.lhs_batch, dd.rhs_batch);
+    pair(dd.lhs_contract, dd.rhs_contract);
+    auto is_in = [](const std::vector<int64_t>& v, size_t d) {
+      return std::find(v.begin(), v.end(), static_cast<int64_t>(d)) != v.end();
+    };
+    DimSpec out;
+    for (int64_t d : dd.lhs_batch) out.push_back(lt[static_cast<size_t>(d)]);
+    for (size_t d = 0; d < ls.size(); ++d)
+      if (!is_in(dd.lhs_batch, d) && !is_in(dd.lhs_contract, d))
+        out.push_back(lt[d] = claim(ls[d]));
+    for (size_t d = 0; d < rs.size(); ++d)
+      if (!is_in(dd.rhs_batch, d) && !is_in(dd.rhs_contract, d))
+        out.push_back(rt[d] = claim(rs[d]));
+    Tensor t = bind(Op::DotGeneral, ins.attrs, {reshard(l, lt), reshard(r, rt)});
+    Axes contracted;
+    for (int64_t d : dd.lhs_contract)
+      for (const std::string& a : lt[static_cast<size_t>(d)]) contracted.push_back(a);
+    if (!contracted.empty()) t = bind(Op::Psum, over(contracted), {t});
+    define(ins, t, out);
+  }
+
+  void structural(const Instr& ins) {
+    int x = ins.operands.empty() ? -1 : ins.operands[0];
+    const Shape& out_shape = gshape(ins.result);
+    switch (ins.op) {
+    case Op::Transpose: {
+      DimSpec out;
+      for (int64_t p : ins.attrs.perm) out.push_back(env_[x].spec[static_cast<size_t>(p)]);
+      return define(ins, bind(Op::Transpose, ins.attrs, {env_[x].t}), out);
+    }
+    case Op::BroadcastInDim:
+      return broadcast(ins);
+    case Op::Reshape:
+      return reshape(ins);
+    case Op::Slice: {
+      std::vector<int64_t> cut;
+      const OpAttrs& a = ins.attrs;
+      for (size_t d = 0; d < out_shape.size(); ++d) {
+        bool strided = d < a.strides.size() && a.strides[d] != 1;
+        if (a.starts[d] != 0 || a.limits[d] != gshape(x)[d] || strided)
+          cut.push_back(static_cast<int64_t>(d));
+      }
+      return sliced(ins, cut);
+    }
+    case Op::Rev:
+      return along_whole_dims(ins, ins.attrs.axes);
+    case Op::Pad: {
+      std::vector<int64_t> padded;
+      const OpAttrs& a = ins.attrs;
+      for (size_t d = 0; d < out_shape.size(); ++d)
+        if (a.lo[d] != 0 || a.hi[d] != 0 || a.interior[d] != 0)
+          padded.push_back(static_cast<int64_t>(d));
+      // The padding value (operand 1) is a scalar.
+      DimSpec before = env_[x].spec, spec = before;
+      for (int64_t d : padded) spec[static_cast<size_t>(d)].clear();
+      Local l{bind(Op::Pad, ins.attrs, {reshard(x, spec), reshard(ins.operands[1], {})}), spec};
+      for (int64_t d : padded)
+        restore(l, out_shape, static_cast<size_t>(d), before[static_cast<size_t>(d)]);
+      env_[ins.result] = std::move(l);
+      return;
+    }
+    case Op::Concatenate: {
+      auto axis = static_cast<size_t>(ins.attrs.axis);
+      DimSpec spec = widest(ins, out_shape.size());
+      Axes like = spec[axis];
+      spec[axis].clear();
+      Local l{bind(Op::Concatenate, ins.attrs, operands_as(ins, spec)), spec};
+      restore(l, out_shape, axis, like);
+      env_[ins.result] = std::move(l);
+      return;
+    }
+    default:
+      return replicated(ins);
+    }
+  }
+
+  // A slice keeps the split of the dimensions it takes whole.
+  void sliced(const Instr& ins, const std::vector<int64_t>& cut) {
+    int x = ins.operands[0];
+    DimSpec before = env_[x].spec, spec = before;
+    for (int64_t d : cut) spec[static_cast<size_t>(d)].clear();
+    OpAttrs a = ins.attrs;
+    Shape local = local_shape(gshape(x), spec);
+    for (size_t d = 0; d < spec.size(); ++d)
+      if (!spec[d].empty()) a.limits[d] = local[d];
+    Local l{bind(Op::Slice, a, {reshard(x, spec)}), spec};
+    for (int64_t d : cut)
+      restore(l, gshape(ins.result), static_cast<size_t>(d), before[static_cast<size_t>(d)]);
+    env_[ins.result] = std::move(l);
+  }
+
+  void broadcast(const Instr& ins) {
+    int x = ins.operands[0];
+    const OpAttrs& a = ins.attrs;
+    DimSpec spec = env_[x].spec, out(a.shape.size());
+    for (size_t i = 0; i < a.axes.size(); ++i) {
+      if (gshape(x)[i] == a.shape[static_cast<size_t>(a.axes[i])])
+        out[static_cast<size_t>(a.axes[i])] = spec[i];
+      else
+        spec[i].clear(); // expanded from size 1
+    }
+    OpAttrs local = a;
+    local.shape = local_shape(a.shape, out);
+    define(ins, bind(Op::BroadcastInDim, local, {reshard(x, spec)}), out);
+    recreatable_[ins.result] = env_[x].spec == spec;
+  }
+
+  // A split dimension d stays split through a reshape when the dimensions
+  // before it hold as many elements as some leading output dimensions e and the
+  // split divides output dimension e: each device's block then stays one
+  // contiguous run of the merged or split dimensions.
+  void reshape(const Instr& ins) {
+    int x = ins.operands[0];
+    const Shape& in_shape = gshape(x);
+    const Shape& out_shape = gshape(ins.result);
+    DimSpec spec = env_[x].spec, out(out_shape.size());
+    int64_t before = 1;
+    for (size_t d = 0; d < in_shape.size(); before *= in_shape[d], ++d) {
+      if (spec[d].empty()) continue;
+      int64_t prefix = 1;
+      size_t e = 0;
+      while (e < out_shape.size() && prefix < before) prefix *= out_shape[e++];
+      bool kept = prefix == before && e < out_shape.size() && out[e].empty() &&
+                  out_shape[e] % parts(spec[d]) == 0;
+      if (kept)
+        out[e] = spec[d];
+      else
+        spec[d].clear();
+    }
+    OpAttrs local = ins.attrs;
+    local.shape = local_shape(out_shape, out);
+    define(ins, bind(Op::Reshape, local, {reshard(x, spec)}), out);
+  }
+};
+
+} // namespace
+
+bool partitionable(const Function& f) {
+  for (const Instr& i : f.body) {
+    OpFamily fam = op_family(i.op);
+    if (fam == OpFamily::Collective || fam == OpFamily::Effect || fam == OpFamily::Call)
+      return false;
+  }
+  return true;
+}
+
+PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const Mesh& mesh,
+                             const OperandSpecs& specs,
+                             const std::vector<std::optional<PartitionSpec>>& out_specs,
+                             const Span& where) {
+  const Function& g = *t.fn;
+  auto f = std::make_shared<Function>();
+  f->name = g.name;
+  f->mesh_axes = mesh.axis_names;
+  f->mesh_sizes = mesh.axis_sizes;
+  TraceContext tc(*f, in.ops(), "jit");
+  Partitioner p(g, mesh, tc);
+  std::vector<int> inputs = g.params;
+  inputs.insert(inputs.end(), g.consts.begin(), g.consts.end());
+  PXL_ASSERT(inputs.size() == specs.size(), "partition_jit: one spec per operand");
+  std::vector<SpmdMapping> ins;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    p.set_input(inputs[i], dims_of_spec(specs[i], g.values[inputs[i]].aval.ndim()), where,
+                "the sharding " + specs[i].repr() + " of argument " + std::to_string(i));
+    ins.push_back(SpmdMapping{specs[i], -1});
+  }
+  for (const Instr& i : g.body) p.run(i);
+  std::vector<SpmdMapping> outs;
+  for (size_t r = 0; r < g.results.size(); ++r) {
+    PartitionSpec spec;
+    std::optional<PartitionSpec> want = r < out_specs.size() ? out_specs[r] : std::nullopt;
+    f->results.push_back(tc.value_of(p.result(g.results[r], want, spec)));
+    outs.push_back(SpmdMapping{std::move(spec), -1});
+  }
+  PartitionedJit out;
+  out.extra = tc.captured_tensors();
+  for (int id : f->consts) {
+    f->params.push_back(id);
+    ins.push_back(SpmdMapping{});
+  }
+  f->consts.clear();
+  remove_dead_code(*f);
+  Platform& pf = in.platform();
+  out.callee = make_spmd_callee(
+      "shard_map", std::move(f), SpmdLayout{mesh, static_cast<int>(mesh.size()), 1}, std::move(ins),
+      std::move(outs), &pf.threads(), in.options().exec, &pf.code_cache(), in.phase_times(), &pf);
+  return out;
+}
+
+} // namespace pxl

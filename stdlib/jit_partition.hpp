@@ -1,0 +1,42 @@
+// Partitioning a jitted program over a mesh (what XLA's SPMD partitioner does
+// for jax.jit of sharded arrays): from the global Function and the shardings of
+// its inputs, a per-device Function that computes each value on its block,
+// with the collectives the shardings need (psum after a reduction or a matmul
+// over a sharded dimension, all_gather where an op needs a whole dimension).
+// Every value gets a sharding by simple propagation rules (elementwise ops keep
+// their operands', reductions drop the reduced dimensions, transposes permute,
+// matmuls keep batch and free dimensions, reshapes keep a sharded dimension
+// when its blocks stay contiguous); the results keep theirs, so the call returns
+// arrays sharded as JAX's would be.
+#pragma once
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "runtime/spmd_call.hpp"
+#include "stdlib/trace_util.hpp"
+
+namespace pxl {
+
+struct PartitionedJit {
+  std::shared_ptr<SpmdCallee> callee; // operands: the arguments, then t.consts, then `extra`
+  std::vector<Tensor> extra;          // constants the partitioned body captured
+};
+
+// The sharding of an operand of a partitioned call: replicated (an unsharded
+// array) or its own spec over `mesh`.
+using OperandSpecs = std::vector<PartitionSpec>;
+
+// Whether `f` can be partitioned at all (no collectives, SPMD calls or effects).
+bool partitionable(const Function& f);
+
+// Builds the partitioned call of `t` for operands (its parameters, then its
+// consts) laid out by `specs` over `mesh`. `out_specs`, when given, are the
+// shardings the caller wants for the results (jit's out_shardings; an empty
+// optional entry leaves a result as propagated).
+PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const Mesh& mesh,
+                             const OperandSpecs& specs,
+                             const std::vector<std::optional<PartitionSpec>>& out_specs,
+                             const Span& where);
+
+} // namespace pxl
