@@ -13,6 +13,8 @@ Value make_functools_module();
 Value make_time_module();
 Value make_math_module();
 void add_grad_functions(InterpreterImpl& in, Value& jax); // stdlib/mod_grad.cpp
+void add_lax_functions(InterpreterImpl& in, Value& lax);  // stdlib/mod_lax.cpp
+void add_jax_misc(InterpreterImpl& in, Value& jax);       // stdlib/mod_jax_misc.cpp
 
 Value make_lax_module(InterpreterImpl& in, const Value& np) {
   (void)in;
@@ -32,6 +34,13 @@ Value make_lax_module(InterpreterImpl& in, const Value& np) {
       {"bitwise_or", "bitwise_or"}, {"bitwise_xor", "bitwise_xor"}, {"select", "where"},
       {"is_finite", "isfinite"}, {"convert_element_type", "astype"}, {"broadcast_to", "broadcast_to"}};
   for (auto [mine, theirs] : renamed) b.alias(mine, np, theirs);
+  static const std::pair<const char*, const char*> if_present[] = {
+      {"asin", "arcsin"}, {"acos", "arccos"}, {"atan", "arctan"}, {"sinh", "sinh"},
+      {"cosh", "cosh"},   {"asinh", "arcsinh"}, {"acosh", "arccosh"}, {"atanh", "arctanh"},
+      {"exp2", "exp2"},   {"cbrt", "cbrt"},     {"sort", "sort"},     {"real", "real"},
+      {"imag", "imag"},   {"split", "split"}};
+  for (auto [mine, theirs] : if_present)
+    if (src.count(theirs)) b.alias(mine, np, theirs);
   b.fn("logistic", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("logistic", a, {"x"}, 1);
     return make_array(np::unary(in.ops(), np::UnOp::Logistic, in.to_tensor(r[0], Span{})));
@@ -46,6 +55,7 @@ Value make_lax_module(InterpreterImpl& in, const Value& np) {
 void install_stdlib(InterpreterImpl& in) {
   Value np = make_numpy_module(in);
   Value lax = make_lax_module(in, np);
+  add_lax_functions(in, lax);
   Value random = make_random_module(in);
 
   ModuleBuilder jax("jax");
@@ -94,6 +104,7 @@ void install_stdlib(InterpreterImpl& in) {
   add_sharding_functions(in, sharding_v, jax_v);
   add_spmd_functions(in, jax_v, shard_map_v);
   add_grad_functions(in, jax_v);
+  add_jax_misc(in, jax_v);
   add_collectives(in, lax);
   add_jit(in, jax_v);
   add_vmap(in, jax_v);

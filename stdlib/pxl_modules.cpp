@@ -60,6 +60,17 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   for (const auto& [name, v] : extra.as<ModuleObj>()->env->vars)
     if (!name.empty() && name[0] != '_' && v.is_obj(ObjKind::Function))
       np.as<ModuleObj>()->env->vars[name] = v;
+  // lax_extra.pxl likewise for jax.lax (control flow, slicing helpers).
+  Value lax_extra = in.import_module("lax_extra", Span{}, "");
+  Value lax = jax.as<ModuleObj>()->env->vars.at("lax");
+  for (const auto& [name, v] : lax_extra.as<ModuleObj>()->env->vars)
+    if (!name.empty() && name[0] != '_' && v.is_obj(ObjKind::Function))
+      lax.as<ModuleObj>()->env->vars[name] = v;
+  // jax_extra.pxl: jvp, jacfwd, jacrev, hessian, checkpoint into jax.
+  Value jax_extra = in.import_module("jax_extra", Span{}, "");
+  for (const auto& [name, v] : jax_extra.as<ModuleObj>()->env->vars)
+    if (!name.empty() && name[0] != '_' && v.is_obj(ObjKind::Function))
+      jax.as<ModuleObj>()->env->vars[name] = v;
   // jax.nn must be an attribute of the jax module, so nn loads now (a few defs).
   Value nn = in.import_module("nn", Span{}, "");
   jax.as<ModuleObj>()->env->vars["nn"] = nn;

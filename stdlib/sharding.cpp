@@ -470,6 +470,8 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
   sv["P"] = p_fn;
   sv["NamedSharding"] = named_fn;
   jv["make_mesh"] = make_mesh_fn;
+  jv["P"] = p_fn; // jax.P and jax.NamedSharding, as in recent JAX
+  jv["NamedSharding"] = named_fn;
   jv["device_put"] = put_fn;
   // jax.experimental.mesh_utils.create_device_mesh(mesh_shape, devices=None)
   ModuleBuilder mesh_utils("jax.experimental.mesh_utils");

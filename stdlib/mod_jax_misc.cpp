@@ -1,0 +1,169 @@
+// Smaller parts of the jax namespace: ShapeDtypeStruct and eval_shape (trace
+// without running), make_jaxpr (pxl's IR of a call), jax.config, and the
+// single-process answers of process_index / process_count.
+#include <map>
+
+#include "lang/args.hpp"
+#include "stdlib/convert.hpp"
+#include "stdlib/module_builder.hpp"
+#include "stdlib/np.hpp"
+#include "stdlib/pytree.hpp"
+#include "stdlib/trace_util.hpp"
+
+namespace pxl {
+
+namespace {
+
+struct ShapeDtypeStructObj : OpaqueObj {
+  AVal aval;
+  Value sharding;
+  std::string type_name() const override { return "ShapeDtypeStruct"; }
+  std::string repr() const override {
+    std::string s =
+        "ShapeDtypeStruct(shape=" + shape_str(aval.shape) + ", dtype=" + dtype_name(aval.dtype);
+    if (!sharding.is_none()) s += ", sharding=" + pxl::repr(sharding);
+    if (aval.weak) s += ", weak_type=True";
+    return s + ")";
+  }
+  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+    if (name == "shape") {
+      ValueList dims;
+      for (int64_t d : aval.shape) dims.push_back(Value::integer(d));
+      return out = make_tuple(std::move(dims)), true;
+    }
+    if (name == "dtype") return out = Value::object(std::make_shared<DTypeObj>(aval.dtype)), true;
+    if (name == "ndim") return out = Value::integer(aval.ndim()), true;
+    if (name == "size") return out = Value::integer(aval.size()), true;
+    if (name == "sharding") return out = sharding, true;
+    if (name == "weak_type") return out = Value::boolean(aval.weak), true;
+    return false;
+  }
+  std::vector<std::string> attr_names() const override {
+    return {"shape", "dtype", "ndim", "size", "sharding", "weak_type"};
+  }
+  bool equals(const OpaqueObj& o) const override {
+    auto* s = dynamic_cast<const ShapeDtypeStructObj*>(&o);
+    return s && s->aval.shape == aval.shape && s->aval.dtype == aval.dtype;
+  }
+};
+
+Value make_struct(const AVal& aval, Value sharding = Value()) {
+  auto s = std::make_shared<ShapeDtypeStructObj>();
+  s->aval = aval;
+  s->sharding = std::move(sharding);
+  return Value::object(s);
+}
+
+const ShapeDtypeStructObj* as_struct(const Value& v) {
+  return v.is_obj(ObjKind::Opaque) ? dynamic_cast<const ShapeDtypeStructObj*>(v.as<OpaqueObj>())
+                                   : nullptr;
+}
+
+// Traces fun(*args) where ShapeDtypeStruct leaves stand for arrays of their
+// type (only a scalar placeholder is made for them, never the array).
+TracedFunction trace_abstract(InterpreterImpl& in, const Value& fun, const ValueList& args,
+                              const Span& where, const char* what) {
+  ValueList leaves;
+  TreeDef def = tree_flatten(in, make_tuple(args), leaves);
+  std::vector<AVal> avals;
+  for (Value& l : leaves) {
+    if (const ShapeDtypeStructObj* s = as_struct(l)) {
+      avals.push_back(s->aval);
+      l = make_array(np::zeros(in.ops(), {}, s->aval.dtype));
+    } else {
+      avals.push_back(in.to_tensor(l, where)->aval);
+    }
+  }
+  Value placed = tree_unflatten(def, leaves);
+  return trace_function(in, fun, *sequence_items(placed), where, what, &avals);
+}
+
+// make_jaxpr's result: prints as pxl's IR of the traced call.
+struct JaxprObj : OpaqueObj {
+  std::shared_ptr<Function> fn;
+  std::string type_name() const override { return "ClosedJaxpr"; }
+  std::string repr() const override { return print_function(*fn, false); }
+};
+
+// jax.config: flags are recorded; the ones pxl cannot honour say so.
+struct ConfigObj : OpaqueObj {
+  std::map<std::string, Value> flags;
+  std::string type_name() const override { return "Config"; }
+  std::string repr() const override { return "<jax config>"; }
+  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+    if (name == "update") {
+      auto* self = this;
+      out = make_builtin("update", [self](InterpreterImpl& in, CallArgs& a) {
+        ArgReader r("config.update", a, {"name", "val"}, 2);
+        std::string flag = r.get_str(0);
+        if (flag == "jax_enable_x64" && in.truthy(r[1], Span{}))
+          throw Error(ErrCode::Unsupported,
+                      "jax_enable_x64 is not supported: pxl's default dtypes are JAX's 32-bit ones",
+                      Span{}, "ask for float64 explicitly (dtype=jnp.float64)");
+        self->flags[flag] = r[1];
+        return Value();
+      });
+      return true;
+    }
+    auto it = flags.find(name);
+    if (it != flags.end()) return out = it->second, true;
+    if (name.rfind("jax_", 0) == 0) return out = Value::boolean(false), true;
+    return false;
+  }
+};
+
+} // namespace
+
+void add_jax_misc(InterpreterImpl& in, Value& jax) {
+  (void)in;
+  auto& vars = jax.as<ModuleObj>()->env->vars;
+  auto def = [&](const std::string& name, NativeFn f) {
+    vars[name] = make_builtin(name, std::move(f));
+  };
+  def("ShapeDtypeStruct", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("ShapeDtypeStruct", a, {"shape", "dtype", "sharding", "weak_type"}, 2);
+    AVal aval;
+    aval.shape = value_to_shape(r[0], "ShapeDtypeStruct() shape");
+    std::optional<DType> d = value_to_dtype(r[1]);
+    if (!d)
+      throw Error(ErrCode::Type,
+                  "ShapeDtypeStruct() dtype must be a dtype, not " + type_name(r[1]));
+    aval.dtype = *d;
+    aval.weak = r.get_bool(3, false);
+    return make_struct(aval, r.has(2) ? r[2] : Value());
+  });
+  def("eval_shape", [](InterpreterImpl& in, CallArgs& a) {
+    if (a.pos.empty())
+      throw Error(ErrCode::Arguments, "eval_shape() missing required argument 'fun'");
+    if (!a.kw.empty())
+      throw Error(ErrCode::Arguments, "eval_shape() takes positional arguments only");
+    Value fun = a.pos[0];
+    ValueList args(a.pos.begin() + 1, a.pos.end());
+    TracedFunction t = trace_abstract(in, fun, args, Span{}, "eval_shape");
+    ValueList outs;
+    for (int id : t.fn->results) outs.push_back(make_struct(t.fn->values[id].aval));
+    return tree_unflatten(t.out_tree, outs);
+  });
+  def("make_jaxpr", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("make_jaxpr", a, {"fun", "static_argnums", "axis_env", "return_shape"}, 1);
+    Value fun = r[0];
+    return make_builtin("make_jaxpr", [fun](InterpreterImpl& in, CallArgs& c) {
+      if (!c.kw.empty())
+        throw Error(ErrCode::Arguments, "make_jaxpr(f)() takes positional arguments only");
+      auto j = std::make_shared<JaxprObj>();
+      j->fn = trace_abstract(in, fun, c.pos, Span{}, "make_jaxpr").fn;
+      return Value::object(j);
+    });
+  });
+  def("process_index", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("process_index", a, {"backend"});
+    return Value::integer(0);
+  });
+  def("process_count", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("process_count", a, {"backend"});
+    return Value::integer(1);
+  });
+  vars["config"] = Value::object(std::make_shared<ConfigObj>());
+}
+
+} // namespace pxl

@@ -1,0 +1,295 @@
+// jax.lax functions that are one primitive with its parameters spelled out
+// (pad with interior padding, broadcast_in_dim, dot_general, iota, reduce_*,
+// argmax, cumsum, rev, bitcast_convert_type, shifts), plus stop_gradient,
+// integer_pow, with_sharding_constraint and Precision. The control-flow and
+// slicing helpers written in pxl are in lax_extra.pxl.
+#include <cstdlib>
+
+#include "lang/args.hpp"
+#include "lang/tracer.hpp"
+#include "stdlib/convert.hpp"
+#include "stdlib/module_builder.hpp"
+#include "stdlib/np.hpp"
+#include "stdlib/pytree.hpp"
+#include "stdlib/sharding.hpp"
+
+namespace pxl {
+
+namespace {
+
+Tensor T(InterpreterImpl& in, const Value& v) { return in.to_tensor(v, Span{}); }
+
+Tensor bind(InterpreterImpl& in, Op op, const OpAttrs& a, std::vector<Tensor> xs) {
+  return in.ops().bind(op, a, xs);
+}
+
+std::vector<int64_t> ints(const Value& v, const std::string& what) {
+  return value_to_int_list(v, what);
+}
+
+DType dtype_arg(const Value& v, const std::string& what) {
+  std::optional<DType> d = value_to_dtype(v);
+  if (!d) throw Error(ErrCode::Type, what + " must be a dtype, not " + type_name(v));
+  return *d;
+}
+
+// Applies `leaf` to every array leaf of a pytree.
+template <class F> Value map_tree(InterpreterImpl& in, const Value& tree, F&& leaf) {
+  ValueList leaves;
+  TreeDef def = tree_flatten(in, tree, leaves);
+  for (Value& l : leaves) l = leaf(l);
+  return tree_unflatten(def, leaves);
+}
+
+Value reduce_fn(InterpreterImpl& in, CallArgs& a, const char* name, Op op) {
+  ArgReader r(name, a, {"operand", "axes"}, 2);
+  OpAttrs at;
+  at.axes = ints(r[1], std::string(name) + "() axes");
+  return make_array(bind(in, op, at, {T(in, r[0])}));
+}
+
+Value arg_reduce_fn(InterpreterImpl& in, CallArgs& a, const char* name, Op op) {
+  ArgReader r(name, a, {"operand", "axis", "index_dtype"}, 3);
+  OpAttrs at;
+  at.axis = r.get_int(1);
+  at.dtype = dtype_arg(r[2], std::string(name) + "() index_dtype");
+  return make_array(bind(in, op, at, {T(in, r[0])}));
+}
+
+// lax's binary ops take equal shapes, but a scalar (a Python number, or a
+// rank-0 array) stands for an array of the other operand's shape and dtype.
+Value binary_fn(InterpreterImpl& in, CallArgs& a, const char* name, Op op) {
+  ArgReader r(name, a, {"x", "y"}, 2);
+  Tensor x = T(in, r[0]), y = T(in, r[1]);
+  auto fit = [&](Tensor& s, const Tensor& like) {
+    if (s->aval.ndim() != 0 || like->aval.ndim() == 0) return;
+    if (s->aval.weak) s = np::astype(in.ops(), s, like->aval.dtype);
+    s = np::broadcast_to(in.ops(), s, like->aval.shape);
+  };
+  fit(x, y);
+  fit(y, x);
+  return make_array(bind(in, op, {}, {x, y}));
+}
+
+// x ** n by squaring, as lax.integer_pow lowers it (so the rounding is JAX's).
+Tensor integer_pow(InterpreterImpl& in, Tensor x, int64_t n) {
+  bool reciprocal = n < 0;
+  uint64_t e = static_cast<uint64_t>(n < 0 ? -n : n);
+  std::optional<Tensor> acc;
+  while (e > 0) {
+    if (e & 1) acc = acc ? bind(in, Op::Mul, {}, {*acc, x}) : x;
+    e >>= 1;
+    if (e > 0) x = bind(in, Op::Mul, {}, {x, x});
+  }
+  Tensor one = np::full_like(in.ops(), x, Scalar::of_int(1));
+  if (!acc) return one;
+  return reciprocal ? bind(in, Op::Div, {}, {one, *acc}) : *acc;
+}
+
+// lax.Precision.HIGHEST and friends: accepted and ignored (CPU matmuls are f32).
+struct PrecisionObj : OpaqueObj {
+  std::string name;
+  explicit PrecisionObj(std::string n) : name(std::move(n)) {}
+  std::string type_name() const override { return "Precision"; }
+  std::string repr() const override { return name; }
+  bool get_attr(InterpreterImpl&, const std::string& attr, Value& out) override {
+    for (const char* n : {"DEFAULT", "HIGH", "HIGHEST"})
+      if (attr == n) return out = Value::object(std::make_shared<PrecisionObj>(n)), true;
+    return false;
+  }
+  std::vector<std::string> attr_names() const override { return {"DEFAULT", "HIGH", "HIGHEST"}; }
+};
+
+} // namespace
+
+void add_lax_functions(InterpreterImpl& in, Value& lax) {
+  (void)in;
+  auto& vars = lax.as<ModuleObj>()->env->vars;
+  auto def = [&](const std::string& name, NativeFn f) {
+    vars[name] = make_builtin(name, std::move(f));
+  };
+
+  def("pad", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("pad", a, {"operand", "padding_value", "padding_config"}, 3);
+    Tensor x = T(in, r[0]);
+    const ValueList* cfg = sequence_items(r[2]);
+    if (!cfg || cfg->size() != x->aval.shape.size())
+      throw Error(ErrCode::Value, "pad(): padding_config must have one (low, high, interior) "
+                                  "triple per dimension of the operand (rank " +
+                                      std::to_string(x->aval.ndim()) + ")");
+    OpAttrs at;
+    for (const Value& c : *cfg) {
+      std::vector<int64_t> t = ints(c, "pad() padding_config entry");
+      if (t.size() != 3)
+        throw Error(ErrCode::Value, "pad(): each padding_config entry is (low, high, interior)");
+      at.lo.push_back(t[0]);
+      at.hi.push_back(t[1]);
+      at.interior.push_back(t[2]);
+    }
+    Tensor v = T(in, r[1]);
+    if (v->aval.dtype != x->aval.dtype) v = np::astype(in.ops(), v, x->aval.dtype);
+    return make_array(bind(in, Op::Pad, at, {x, v}));
+  });
+  def("broadcast_in_dim", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("broadcast_in_dim", a, {"operand", "shape", "broadcast_dimensions", "out_sharding"},
+                3);
+    OpAttrs at;
+    at.shape = value_to_shape(r[1], "broadcast_in_dim() shape");
+    at.axes = ints(r[2], "broadcast_in_dim() broadcast_dimensions");
+    return make_array(bind(in, Op::BroadcastInDim, at, {T(in, r[0])}));
+  });
+  def("broadcast", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("broadcast", a, {"operand", "sizes"}, 2);
+    Tensor x = T(in, r[0]);
+    OpAttrs at;
+    at.shape = value_to_shape(r[1], "broadcast() sizes");
+    int64_t lead = static_cast<int64_t>(at.shape.size());
+    for (int64_t d : x->aval.shape) at.shape.push_back(d);
+    for (int64_t i = 0; i < x->aval.ndim(); ++i) at.axes.push_back(lead + i);
+    return make_array(bind(in, Op::BroadcastInDim, at, {x}));
+  });
+  def("dot_general", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r(
+        "dot_general", a,
+        {"lhs", "rhs", "dimension_numbers", "precision", "preferred_element_type", "out_sharding"},
+        3);
+    const ValueList* dn = sequence_items(r[2]);
+    const ValueList* contract = dn && dn->size() == 2 ? sequence_items((*dn)[0]) : nullptr;
+    const ValueList* batch = dn && dn->size() == 2 ? sequence_items((*dn)[1]) : nullptr;
+    if (!contract || !batch || contract->size() != 2 || batch->size() != 2)
+      throw Error(ErrCode::Value, "dot_general(): dimension_numbers must be ((lhs_contracting, "
+                                  "rhs_contracting), (lhs_batch, rhs_batch))");
+    OpAttrs at;
+    at.dot.lhs_contract = ints((*contract)[0], "dot_general() lhs contracting dims");
+    at.dot.rhs_contract = ints((*contract)[1], "dot_general() rhs contracting dims");
+    at.dot.lhs_batch = ints((*batch)[0], "dot_general() lhs batch dims");
+    at.dot.rhs_batch = ints((*batch)[1], "dot_general() rhs batch dims");
+    Tensor l = T(in, r[0]), rt = T(in, r[1]);
+    if (l->aval.dtype !=
+        rt->aval.dtype) { // lax requires equal dtypes; jnp-style promotion is friendlier
+      Tensor z = np::binary(in.ops(), np::BinOp::Add,
+                            np::scalar(in.ops(), Scalar::of_int(0), l->aval.dtype, false),
+                            np::scalar(in.ops(), Scalar::of_int(0), rt->aval.dtype, false));
+      l = np::astype(in.ops(), l, z->aval.dtype);
+      rt = np::astype(in.ops(), rt, z->aval.dtype);
+    }
+    Tensor out = bind(in, Op::DotGeneral, at, {l, rt});
+    if (r.has(4) && !r[4].is_none())
+      out = np::astype(in.ops(), out, dtype_arg(r[4], "dot_general() preferred_element_type"));
+    return make_array(out);
+  });
+  def("iota", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("iota", a, {"dtype", "size"}, 2);
+    OpAttrs at;
+    at.dtype = dtype_arg(r[0], "iota() dtype");
+    at.shape = {r.get_int(1)};
+    return make_array(bind(in, Op::Iota, at, {}));
+  });
+  def("broadcasted_iota", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("broadcasted_iota", a, {"dtype", "shape", "dimension"}, 3);
+    OpAttrs at;
+    at.dtype = dtype_arg(r[0], "broadcasted_iota() dtype");
+    at.shape = value_to_shape(r[1], "broadcasted_iota() shape");
+    at.axis = r.get_int(2);
+    return make_array(bind(in, Op::Iota, at, {}));
+  });
+  static const std::pair<const char*, Op> reductions[] = {
+      {"reduce_sum", Op::ReduceSum},   {"reduce_max", Op::ReduceMax}, {"reduce_min", Op::ReduceMin},
+      {"reduce_prod", Op::ReduceProd}, {"reduce_and", Op::ReduceAnd}, {"reduce_or", Op::ReduceOr}};
+  for (auto [name, op] : reductions)
+    def(name, [name, op](InterpreterImpl& in, CallArgs& a) { return reduce_fn(in, a, name, op); });
+  def("argmax",
+      [](InterpreterImpl& in, CallArgs& a) { return arg_reduce_fn(in, a, "argmax", Op::Argmax); });
+  def("argmin",
+      [](InterpreterImpl& in, CallArgs& a) { return arg_reduce_fn(in, a, "argmin", Op::Argmin); });
+  def("cumsum", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("cumsum", a, {"operand", "axis", "reverse"}, 1);
+    OpAttrs at;
+    Tensor x = T(in, r[0]);
+    int64_t axis = r.get_int(1, 0);
+    at.axis = axis < 0 ? axis + x->aval.ndim() : axis;
+    at.reverse = r.get_bool(2, false);
+    return make_array(bind(in, Op::Cumsum, at, {x}));
+  });
+  def("rev", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("rev", a, {"operand", "dimensions"}, 2);
+    OpAttrs at;
+    at.axes = ints(r[1], "rev() dimensions");
+    return make_array(bind(in, Op::Rev, at, {T(in, r[0])}));
+  });
+  def("squeeze", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("squeeze", a, {"array", "dimensions"}, 2);
+    std::vector<int> dims;
+    for (int64_t d : ints(r[1], "squeeze() dimensions")) dims.push_back(static_cast<int>(d));
+    return make_array(np::squeeze(in.ops(), T(in, r[0]), dims));
+  });
+  def("expand_dims", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("expand_dims", a, {"array", "dimensions"}, 2);
+    std::vector<int> dims;
+    for (int64_t d : ints(r[1], "expand_dims() dimensions")) dims.push_back(static_cast<int>(d));
+    return make_array(np::expand_dims(in.ops(), T(in, r[0]), dims));
+  });
+  def("bitcast_convert_type", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("bitcast_convert_type", a, {"operand", "new_dtype"}, 2);
+    OpAttrs at;
+    at.dtype = dtype_arg(r[1], "bitcast_convert_type() new_dtype");
+    return make_array(bind(in, Op::BitcastConvertType, at, {T(in, r[0])}));
+  });
+  static const std::pair<const char*, Op> shifts[] = {
+      {"shift_left", Op::ShiftLeft},
+      {"shift_right_logical", Op::ShiftRightLogical},
+      {"shift_right_arithmetic", Op::ShiftRightArithmetic}};
+  for (auto [name, op] : shifts)
+    def(name, [name, op](InterpreterImpl& in, CallArgs& a) { return binary_fn(in, a, name, op); });
+  def("integer_pow", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("integer_pow", a, {"x", "y"}, 2);
+    return make_array(integer_pow(in, T(in, r[0]), r.get_int(1)));
+  });
+  // stop_gradient: the value, through a same-type bitcast, which has no
+  // derivative (so grad, vjp and the transposes see a constant).
+  def("stop_gradient", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("stop_gradient", a, {"x"}, 1);
+    return map_tree(in, r[0], [&](const Value& leaf) {
+      Tensor x = T(in, leaf);
+      if (!is_floating(x->aval.dtype)) return make_array(x);
+      OpAttrs at;
+      at.dtype = x->aval.dtype;
+      return make_array(bind(in, Op::BitcastConvertType, at, {x}));
+    });
+  });
+  // with_sharding_constraint: lays eager arrays out as asked (device_put);
+  // inside traced code it only constrains layout, so the values pass through.
+  def("with_sharding_constraint", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("with_sharding_constraint", a, {"x", "shardings"}, 2);
+    if (dynamic_cast<TraceContext*>(&in.ops())) return r[0];
+    ValueList leaves, targets;
+    TreeDef def = tree_flatten(in, r[0], leaves);
+    broadcast_prefix(
+        in, r[1], r[0], targets,
+        [](const Value& v) { return v.is_none() || v.is_obj(ObjKind::Opaque); },
+        "with_sharding_constraint() shardings");
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      Value target = targets[i];
+      // A bare PartitionSpec needs the mesh of a sharded argument.
+      if (!target.is_none() && dynamic_cast<SpecObj*>(target.as<OpaqueObj>())) {
+        Tensor t = T(in, leaves[i]);
+        if (!t->sharded)
+          throw Error(ErrCode::Value,
+                      "with_sharding_constraint(): a bare PartitionSpec needs an array already "
+                      "sharded over a mesh",
+                      Span{}, "pass NamedSharding(mesh, spec)");
+        target = Value::object(std::make_shared<ShardingObj>(
+            t->sharded->mesh, dynamic_cast<SpecObj*>(target.as<OpaqueObj>())->spec));
+      }
+      if (!target.is_none()) leaves[i] = device_put_leaf(in, leaves[i], target);
+    }
+    return tree_unflatten(def, leaves);
+  });
+  def("optimization_barrier", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("optimization_barrier", a, {"operand"}, 1);
+    return r[0];
+  });
+  vars["Precision"] = Value::object(std::make_shared<PrecisionObj>("Precision"));
+}
+
+} // namespace pxl
