@@ -124,6 +124,8 @@ void Interpreter::interrupt() { impl_->interrupt_requested.store(true, std::memo
 
 int Interpreter::num_devices() const { return impl_->platform().device_count(); }
 
+std::string Interpreter::platform_warning() const { return impl_->platform().fallback_warning(); }
+
 void Interpreter::run_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(ErrCode::IO, "cannot open file '" + path + "'");
@@ -263,9 +265,9 @@ std::string Interpreter::sharding_of(const std::string& expr) {
   const Tensor& t = v.as<ArrayObj>()->tensor;
   std::string head = type_str(t->aval) + " ";
   if (!t->sharded)
-    return head + "on one device (cpu:" + std::to_string(t->concrete ? t->concrete->device() : 0) + ")\n";
+    return head + "on one device (" + impl_->platform().device_label(t->concrete ? t->concrete->device() : 0) + ")\n";
   return head + "sharded as " + t->sharded->spec.repr() + " over " + t->sharded->mesh.repr() +
-         "\n" + sharding_picture(*t->sharded);
+         "\n" + sharding_picture(*t->sharded, impl_->platform().picture_label());
 }
 
 std::string Interpreter::mesh_of(const std::string& expr) {
@@ -274,7 +276,10 @@ std::string Interpreter::mesh_of(const std::string& expr) {
     out = std::to_string(num_devices()) +
           (impl_->platform().name() == "cuda" ? " CUDA devices:" : " CPU devices:");
     for (const Device& d : impl_->platform().devices()) out += " " + d.repr();
-    return out + "\n";
+    out += "\n";
+    if (const std::string& why = impl_->platform().cpu_fallback_reason(); !why.empty())
+      out += "(--platform auto chose the CPU: " + why + ")\n";
+    return out;
   }
   Value v = eval_text(*impl_, expr);
   const Mesh* m = value_to_mesh(v);
@@ -284,7 +289,7 @@ std::string Interpreter::mesh_of(const std::string& expr) {
     std::vector<int64_t> c = m->coords(pos);
     out += "  ";
     for (int d = 0; d < m->ndim(); ++d) out += (d ? ", " : "") + m->axis_names[d] + "=" + std::to_string(c[d]);
-    out += " -> cpu:" + std::to_string(m->device_ids[pos]) + "\n";
+    out += " -> " + impl_->platform().device_label(m->device_ids[pos]) + "\n";
   }
   return out;
 }

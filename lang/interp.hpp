@@ -85,6 +85,9 @@ public:
   std::vector<Array> call(const std::string& function, const std::vector<Array>& args);
 
   int num_devices() const;
+  // The warning to show once when --platform auto fell back to the CPU
+  // although a GPU seems present (Platform::fallback_warning); "" otherwise.
+  std::string platform_warning() const;
   // Asks running host code to stop with an E0112 error at the next loop
   // iteration or call. Async-signal-safe (a SIGINT handler may call it).
   void interrupt();

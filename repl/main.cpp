@@ -33,6 +33,8 @@ int run(const pxl::cli::Options& opts) {
     io.cuda_devices = opts.cuda_devices_given ? opts.devices : 0;
     io.cuda_logical = opts.cuda_logical;
     pxl::Interpreter interp(io);
+    if (std::string w = interp.platform_warning(); !w.empty())
+      std::cerr << "pxl: warning: " << w << "\n";
     switch (opts.mode) {
     case Mode::File:
       interp.run_file(opts.file);

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include <unistd.h>
+
 #include "codegen/jit.hpp"
 #include "lang/diag.hpp"
 #include "runtime/collectives.hpp"
@@ -31,6 +33,13 @@ Platform::Platform(const PlatformOptions& o) {
         throw Error(e.code(), "the CUDA platform is not available: " + e.message(), {}, e.hint());
       }
       fallback_ = e.message();
+      for (const std::string& file : o.gpu_device_files)
+        if (::access(file.c_str(), F_OK) == 0) {
+          fallback_warning_ = "An NVIDIA GPU may be present on this machine, but the CUDA "
+                              "platform could not be used: " +
+                              fallback_ + ". Falling back to cpu.";
+          break;
+        }
     }
   }
   if (cuda_) {

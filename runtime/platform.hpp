@@ -32,6 +32,9 @@ struct PlatformOptions {
   int cpu_devices = 8;
   int cuda_devices = 0;      // 0: one device per visible GPU
   bool cuda_logical = false; // cuda_devices logical devices on GPU 0 (PXL_DEVICES=cuda:K)
+  // Files whose presence means an NVIDIA GPU is probably installed (JAX looks
+  // at the same device nodes before warning that it falls back to the CPU).
+  std::vector<std::string> gpu_device_files = {"/dev/nvidiactl", "/dev/nvidia0"};
 };
 
 class Platform {
@@ -43,10 +46,18 @@ public:
   const std::vector<Device>& devices() const { return devices_; }
   int device_count() const { return static_cast<int>(devices_.size()); }
   const std::string& name() const { return devices_.front().platform; } // "cpu" | "cuda"
+  // Device `id` as :sharding and :mesh name it: "cpu:3", "cuda:0".
+  std::string device_label(int id) const { return name() + ":" + std::to_string(id); }
+  // A device's platform in visualize_array_sharding's cells, as JAX: "CPU", "GPU".
+  std::string picture_label() const { return name() == "cuda" ? "GPU" : "CPU"; }
   // The CUDA runtime (null on the CPU mesh).
   cuda::CudaRuntime* cuda() { return cuda_.get(); }
   // Why PlatformKind::Auto chose the CPU ("" otherwise).
   const std::string& cpu_fallback_reason() const { return fallback_; }
+  // JAX's warning, when Auto chose the CPU although an NVIDIA GPU seems to be
+  // present ("An NVIDIA GPU may be present on this machine, but ..."); "" when
+  // there is no sign of a GPU, so machines without one stay quiet.
+  const std::string& fallback_warning() const { return fallback_warning_; }
   // The device threads SPMD programs run on (one per device, started on first use).
   DeviceThreads& threads();
   // The LLVM JIT's compiled programs (created on first use), so a Function
@@ -65,7 +76,7 @@ public:
 private:
   std::vector<Device> devices_;
   std::unique_ptr<cuda::CudaRuntime> cuda_;
-  std::string fallback_;
+  std::string fallback_, fallback_warning_;
   std::unique_ptr<DeviceThreads> threads_;
   std::unique_ptr<CodeCache> code_cache_;
   CodeCacheOptions code_cache_options_;

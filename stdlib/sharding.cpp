@@ -314,7 +314,7 @@ bool sharded_array_attr(InterpreterImpl&, const Tensor& t, const std::string& na
   return false;
 }
 
-std::string sharding_picture(const ShardedData& d) {
+std::string sharding_picture(const ShardedData& d, const std::string& platform) {
   // A table with one cell per block of the (at most 2-d view of the) array,
   // naming the devices that hold it.
   const Shape& g = d.global.shape;
@@ -334,7 +334,7 @@ std::string sharding_picture(const ShardedData& d) {
   std::vector<std::vector<std::string>> text(nr, std::vector<std::string>(nc));
   size_t width = 0;
   for (auto& [rc, devs] : cells) {
-    std::string s = devs.size() == 1 ? "CPU " : "CPU ";
+    std::string s = platform + " ";
     for (size_t i = 0; i < devs.size(); ++i) s += (i ? "," : "") + std::to_string(devs[i]);
     text[rc.first][rc.second] = s;
     width = std::max(width, s.size());
@@ -456,12 +456,12 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     if (!r[0].is_obj(ObjKind::Array)) throw Error(ErrCode::Type, "visualize_array_sharding() expects an array");
     const Tensor& t = r[0].as<ArrayObj>()->tensor;
     if (t->sharded) {
-      in.out() << sharding_picture(*t->sharded);
+      in.out() << sharding_picture(*t->sharded, in.platform().picture_label());
     } else {
       auto d = std::make_shared<ShardedData>();
       d->mesh = Mesh{{}, {}, {t->concrete ? t->concrete->device() : 0}};
       d->global = t->aval;
-      in.out() << sharding_picture(*d);
+      in.out() << sharding_picture(*d, in.platform().picture_label());
     }
     return Value();
   });

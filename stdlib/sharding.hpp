@@ -78,6 +78,7 @@ std::string lower_call(InterpreterImpl& in, const Value& fn, CallArgs& args, con
                        Lowered what);
 
 // "a visualization of which device holds which block" (visualize_sharding).
-std::string sharding_picture(const ShardedData& d);
+// `platform` labels the cells as JAX does ("CPU 0", "GPU 0": Platform::picture_label).
+std::string sharding_picture(const ShardedData& d, const std::string& platform = "CPU");
 
 } // namespace pxl

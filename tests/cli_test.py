@@ -87,6 +87,13 @@ def main():
         else:
             expect(name + " (no GPU)", got, code=1, out="",
                    err_has=["error[E0400]: the CUDA platform is not available: "])
+    if not gpu:  # the reason auto chose the CPU is in :mesh (quiet otherwise)
+        expect(":mesh after auto", run(pxl, ["--platform", "auto", "--devices", "2"],
+                                       stdin=":mesh\n"),
+               code=0, err="", out_has=["2 CPU devices: CpuDevice(id=0) CpuDevice(id=1)\n",
+                                        "(--platform auto chose the CPU: "])
+        expect(":mesh on cpu", run(pxl, ["--devices", "2"], stdin=":mesh\n"), code=0,
+               out="2 CPU devices: CpuDevice(id=0) CpuDevice(id=1)\n")
     if gpu:
         expect("cuda:2 devices", run(pxl, ["-c", "print(len(jax.devices()))"],
                                      env_extra={"PXL_DEVICES": "cuda:2"}), code=0, out="2\n")
