@@ -9,6 +9,14 @@
 // walked in row-major order accumulating into the output (vectorizable over
 // the kept inner axes), in the reference's order. A row kernel (plan.hpp)
 // reduces each row, then computes that row's elementwise epilogue.
+//
+// On NVPTX a long row is reduced by a group of GPU threads (a warp, or a
+// whole block for few very long rows): lane l accumulates elements l, l + L,
+// ... in order, then lanes l and l + w combine for w = L/2, ..., 1 through
+// shared memory (w >= 32, bar.sync between steps) and warp shuffles: the
+// same fixed order as reduce_row's lanes, so with the CPU's lane count (a
+// warp) the result is bitwise the CPU's, and never depends on the launch.
+// Reductions over leading axes give each output element its own thread.
 #include <algorithm>
 #include <functional>
 
@@ -27,8 +35,9 @@ using Idx = std::vector<Value*>;
 
 class KernelEmitter {
 public:
-  KernelEmitter(llvm::Module& m, const Function& f, const Kernel& k, Target target)
-      : m_(m), f_(f), k_(k), target_(target), b_(m.getContext()), se_(b_, m) {}
+  KernelEmitter(llvm::Module& m, const Function& f, const Kernel& k, Target target,
+                bool finish = false)
+      : m_(m), f_(f), k_(k), target_(target), b_(m.getContext()), se_(b_, m), finish_(finish) {}
 
   void emit(const std::string& name);
 
@@ -44,6 +53,11 @@ private:
   // loop over a reduction's accumulator lanes (vectorized whole).
   void loop(int64_t n, const std::function<void(Value*)>& body, bool spread = false,
             bool lanes = false);
+  // for (i = start; i < limit; i += step) body(i); returns the back branch.
+  llvm::BranchInst* loop_range(Value* start, Value* step, Value* limit,
+                               const std::function<void(Value*)>& body);
+  // idx[base..] = the indices of row-major position `flat` of dims[base..].
+  void unflatten(Value* flat, const Shape& dims, size_t base, Idx& idx);
   void loops(const Shape& dims, Idx& idx, const std::function<void()>& body, bool spread = false);
   Value* ptx_sreg(llvm::Intrinsic::ID id);
   Value* ptx_thread_index(); // blockIdx.x * blockDim.x + threadIdx.x
@@ -55,6 +69,20 @@ private:
   // `len` elements of the row from `offset` (flat_ only; default: all).
   Value* reduce_row(const Instr& in, const Idx& outer, int64_t len = -1, Value* offset = nullptr);
   void split_reduce_kernel();
+  // ---- NVPTX thread groups (see the header comment) ----
+  // The lanes reducing one row of `n` elements of compute type `ct` when there
+  // are `rows` rows; 0: one thread per row, in order (short rows).
+  int64_t gpu_lanes(int64_t rows, int64_t n, llvm::Type* ct) const;
+  // Makes every spread loop hand out one iteration per group of
+  // max(lanes, 32) threads; lane_ is the thread's index in its group.
+  void use_groups(int64_t lanes);
+  Value* shfl(Value* v, Value* arg, bool from_lane); // shfl.sync down by arg / from lane arg
+  void barrier();
+  // reduce_row by the row_lanes_ lanes of the group; every lane gets the result.
+  Value* group_reduce_row(const Instr& in, int64_t n, const std::function<Value*(Value*)>& elem);
+  void gpu_split_reduce_kernel();
+  void gpu_leading_reduce_kernel();
+  void store_if_lane0(const std::function<void()>& store);
 
   llvm::Module& m_;
   const Function& f_;
@@ -73,6 +101,14 @@ private:
   // Host: the range of the outermost (spread) loop this call runs.
   Value* begin_ = nullptr;
   Value* end_ = nullptr;
+  // NVPTX: threads per spread-loop iteration, the thread's lane in that group,
+  // the lanes reducing each row (0: one thread per row), the threads per block.
+  int64_t group_ = 1;
+  Value* lane_ = nullptr;
+  int64_t row_lanes_ = 0;
+  int64_t block_threads_ = 256;
+  llvm::GlobalVariable* smem_ = nullptr; // block-wide lanes' partial results
+  bool finish_ = false;                  // emitting the finish entry of a split reduction
 };
 
 // Accumulator lanes of a vectorized row reduction, by compute-type width.
@@ -205,24 +241,13 @@ void KernelEmitter::loop(int64_t n, const std::function<void(Value*)>& body, boo
     using namespace llvm::Intrinsic;
     start = ptx_thread_index();
     step = b_.CreateMul(ptx_sreg(nvvm_read_ptx_sreg_nctaid_x), ptx_sreg(nvvm_read_ptx_sreg_ntid_x));
-    fn_->addFnAttr(kGridExtentAttr, std::to_string(n));
+    if (group_ > 1) { // one iteration per group of threads (a block is whole groups)
+      start = b_.CreateUDiv(start, i64(group_));
+      step = b_.CreateUDiv(step, i64(group_));
+    }
+    fn_->addFnAttr(kGridExtentAttr, std::to_string(n * group_));
   }
-  llvm::BasicBlock* pre = b_.GetInsertBlock();
-  auto* head = llvm::BasicBlock::Create(ctx, "loop", fn_);
-  auto* bodyb = llvm::BasicBlock::Create(ctx, "body", fn_);
-  auto* exit = llvm::BasicBlock::Create(ctx, "exit", fn_);
-  b_.CreateBr(head);
-  b_.SetInsertPoint(head);
-  llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
-  i->addIncoming(start, pre);
-  b_.CreateCondBr(b_.CreateICmpSLT(i, limit), bodyb, exit);
-  b_.SetInsertPoint(bodyb);
-  memo_.clear();
-  body(i);
-  memo_.clear();
-  Value* next = b_.CreateAdd(i, step, "", true, true);
-  i->addIncoming(next, b_.GetInsertBlock());
-  llvm::BranchInst* back = b_.CreateBr(head);
+  llvm::BranchInst* back = loop_range(start, step, limit, body);
   if (lanes) {
     // Left whole for the loop vectorizer (a full unroll first would leave
     // the lanes to SLP, which packs them two by two).
@@ -241,7 +266,38 @@ void KernelEmitter::loop(int64_t n, const std::function<void(Value*)>& body, boo
     id->replaceOperandWith(0, id);
     back->setMetadata(llvm::LLVMContext::MD_loop, id);
   }
+}
+
+llvm::BranchInst* KernelEmitter::loop_range(Value* start, Value* step, Value* limit,
+                                            const std::function<void(Value*)>& body) {
+  llvm::LLVMContext& ctx = m_.getContext();
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* head = llvm::BasicBlock::Create(ctx, "loop", fn_);
+  auto* bodyb = llvm::BasicBlock::Create(ctx, "body", fn_);
+  auto* exit = llvm::BasicBlock::Create(ctx, "exit", fn_);
+  b_.CreateBr(head);
+  b_.SetInsertPoint(head);
+  llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
+  i->addIncoming(start, pre);
+  b_.CreateCondBr(b_.CreateICmpSLT(i, limit), bodyb, exit);
+  b_.SetInsertPoint(bodyb);
+  memo_.clear();
+  body(i);
+  memo_.clear();
+  Value* next = b_.CreateAdd(i, step, "", true, true);
+  i->addIncoming(next, b_.GetInsertBlock());
+  llvm::BranchInst* back = b_.CreateBr(head);
   b_.SetInsertPoint(exit);
+  return back;
+}
+
+void KernelEmitter::unflatten(Value* flat, const Shape& dims, size_t base, Idx& idx) {
+  idx.resize(dims.size());
+  Value* rem = flat;
+  for (size_t d = dims.size(); d-- > base;) {
+    idx[d] = b_.CreateURem(rem, i64(dims[d]));
+    rem = b_.CreateUDiv(rem, i64(dims[d]));
+  }
 }
 
 void KernelEmitter::loops(const Shape& dims, Idx& idx, const std::function<void()>& body,
@@ -256,12 +312,7 @@ void KernelEmitter::loops(const Shape& dims, Idx& idx, const std::function<void(
     loop(
         n,
         [&](Value* flat) {
-          idx.resize(dims.size());
-          Value* rem = flat;
-          for (size_t d = dims.size(); d-- > base;) {
-            idx[d] = b_.CreateURem(rem, i64(dims[d]));
-            rem = b_.CreateUDiv(rem, i64(dims[d]));
-          }
+          unflatten(flat, dims, base, idx);
           body();
           idx.resize(base);
         },
@@ -316,6 +367,13 @@ Value* KernelEmitter::reduce_row(const Instr& in, const Idx& outer, int64_t len,
   };
   llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
   int64_t lanes = ct->getPrimitiveSizeInBits() >= 64 ? kLanes64 : kLanes32;
+  if (target_ == Target::Ptx && row_lanes_ > 0 && n >= 2 * lanes)
+    return group_reduce_row(in, n, [&](Value* j) {
+      if (by_position) return elem(j);
+      Idx full = outer;
+      unflatten(j, xs, kept, full);
+      return at(x, full);
+    });
   if (!by_position || n < 2 * lanes) {
     // In order, one accumulator (a stack slot that mem2reg makes a register).
     Value* acc = eb.CreateAlloca(ct);
@@ -374,11 +432,19 @@ void KernelEmitter::reduce_kernel() {
   if (trailing) {
     // With an elementwise prologue every row is one contiguous index range.
     flat_ = kernel_flat(f_, k_);
-    if (target_ == Target::Host && kernel_split(f_, k_).finish) return split_reduce_kernel();
+    if (kernel_split(f_, k_).finish)
+      return target_ == Target::Host ? split_reduce_kernel() : gpu_split_reduce_kernel();
     Shape outer(xs.begin(), xs.begin() + kept);
+    if (target_ == Target::Ptx) {
+      int64_t row_len = 1;
+      for (size_t a = kept; a < r; ++a) row_len *= xs[a];
+      use_groups(gpu_lanes(oa.size(), row_len, ct));
+    }
     auto store = [&](Value* acc, Value* o) {
-      b_.CreateStore(se_.store_convert(oa.dtype, acc),
-                     b_.CreateInBoundsGEP(se_.storage_type(oa.dtype), args_[0], o));
+      store_if_lane0([&] {
+        b_.CreateStore(se_.store_convert(oa.dtype, acc),
+                       b_.CreateInBoundsGEP(se_.storage_type(oa.dtype), args_[0], o));
+      });
     };
     if (flat_) {
       loop(
@@ -390,17 +456,7 @@ void KernelEmitter::reduce_kernel() {
     }
     return;
   }
-  if (target_ == Target::Ptx) {
-    // The walk below accumulates into shared outputs in the reference's order:
-    // one GPU thread runs it (any launch is correct; the others return).
-    llvm::LLVMContext& ctx = m_.getContext();
-    auto* work = llvm::BasicBlock::Create(ctx, "first_thread", fn_);
-    auto* done = llvm::BasicBlock::Create(ctx, "other_threads", fn_);
-    b_.CreateCondBr(b_.CreateICmpEQ(ptx_thread_index(), i64(0)), work, done);
-    b_.SetInsertPoint(done);
-    b_.CreateRetVoid();
-    b_.SetInsertPoint(work);
-  }
+  if (target_ == Target::Ptx) return gpu_leading_reduce_kernel();
   // Accumulate in memory: the output itself, or an f32 scratch for half types
   // (the reference rounds half sums once, at the end).
   bool half = kernel_scratch_bytes(f_, k_) > 0;
@@ -471,11 +527,206 @@ void KernelEmitter::split_reduce_kernel() {
                  b_.CreateInBoundsGEP(se_.storage_type(oa.dtype), args_[0], i64(0)));
 }
 
+// ---- NVPTX thread groups ----
+
+// Below this many rows a warp per row leaves most of the GPU idle, and rows of
+// at least kGpuBlockRow elements get a whole block instead.
+constexpr int64_t kGpuWarpRowsMin = 128, kGpuBlockRow = 8192, kGpuMaxBlock = 1024;
+
+int64_t KernelEmitter::gpu_lanes(int64_t rows, int64_t n, llvm::Type* ct) const {
+  int64_t cpu = ct->getPrimitiveSizeInBits() >= 64 ? kLanes64 : kLanes32;
+  if (n < 2 * cpu) return 0; // reduce_row sums these in order: so does one thread
+  if (rows >= kGpuWarpRowsMin || n < kGpuBlockRow) return cpu; // a warp: the CPU's order
+  int64_t lanes = 64;
+  while (lanes < kGpuMaxBlock && lanes * 2 * 32 <= n) lanes *= 2;
+  return lanes;
+}
+
+void KernelEmitter::use_groups(int64_t lanes) {
+  row_lanes_ = lanes;
+  if (lanes == 0) return;
+  group_ = std::max<int64_t>(lanes, 32);
+  block_threads_ = group_ > 32 ? group_ : 256;
+  using namespace llvm::Intrinsic;
+  lane_ = b_.CreateURem(ptx_sreg(nvvm_read_ptx_sreg_tid_x), i64(group_), "lane");
+  // One group at least, also when no spread loop follows (a single row).
+  fn_->addFnAttr(kGridExtentAttr, std::to_string(group_));
+}
+
+Value* KernelEmitter::shfl(Value* v, Value* arg, bool from_lane) {
+  using namespace llvm::Intrinsic;
+  llvm::Type* t = v->getType();
+  llvm::Type* i32 = b_.getInt32Ty();
+  Value* a32 = b_.CreateTrunc(arg, i32);
+  auto one = [&](Value* x) {
+    auto* fn = llvm::Intrinsic::getDeclaration(&m_, from_lane ? nvvm_shfl_sync_idx_i32
+                                                              : nvvm_shfl_sync_down_i32);
+    return b_.CreateCall(fn, {b_.getInt32(0xffffffffu), x, a32, b_.getInt32(0x1f)});
+  };
+  if (t->isDoubleTy() || t->isIntegerTy(64)) { // two 32-bit halves
+    Value* bits = b_.CreateBitCast(v, b_.getInt64Ty());
+    Value* lo = one(b_.CreateTrunc(bits, i32));
+    Value* hi = one(b_.CreateTrunc(b_.CreateLShr(bits, 32), i32));
+    Value* r = b_.CreateOr(b_.CreateZExt(lo, b_.getInt64Ty()),
+                           b_.CreateShl(b_.CreateZExt(hi, b_.getInt64Ty()), 32));
+    return b_.CreateBitCast(r, t);
+  }
+  if (t->isFloatTy()) return b_.CreateBitCast(one(b_.CreateBitCast(v, i32)), t);
+  if (t == i32) return one(v);
+  return b_.CreateTrunc(one(b_.CreateZExt(v, i32)), t); // bool
+}
+
+void KernelEmitter::barrier() {
+  b_.CreateCall(llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::nvvm_barrier0));
+}
+
+Value* KernelEmitter::group_reduce_row(const Instr& in, int64_t n,
+                                       const std::function<Value*(Value*)>& elem) {
+  DType d = aval(in.operands[0]).dtype;
+  llvm::Type* ct = se_.compute_type(d);
+  const int64_t lanes = row_lanes_;
+  auto step = [&](Value* acc, Value* v) { return se_.reduce_step(in.op, d, acc, v); };
+  llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+  Value* acc = eb.CreateAlloca(ct);
+  b_.CreateStore(se_.reduce_init(in.op, d), acc);
+  // Lane l takes elements l, l + lanes, ...; a warp's threads past `lanes`
+  // (f64 rows use 16) take none and keep the initial value.
+  Value* limit = lanes < group_
+                     ? b_.CreateSelect(b_.CreateICmpULT(lane_, i64(lanes)), i64(n), i64(0))
+                     : i64(n);
+  loop_range(lane_, i64(lanes), limit,
+             [&](Value* j) { b_.CreateStore(step(b_.CreateLoad(ct, acc), elem(j)), acc); });
+  Value* v = b_.CreateLoad(ct, acc);
+  if (lanes > 32) {
+    // The block's lanes meet in shared memory: lane l += lane l + w while
+    // w >= 32; then every warp reads lanes 0..31 and finishes the same tree.
+    llvm::LLVMContext& ctx = m_.getContext();
+    auto* ty = llvm::ArrayType::get(ct, static_cast<uint64_t>(lanes));
+    if (!smem_)
+      smem_ = new llvm::GlobalVariable(m_, ty, false, llvm::GlobalValue::InternalLinkage,
+                                       llvm::UndefValue::get(ty), fn_->getName() + ".smem", nullptr,
+                                       llvm::GlobalValue::NotThreadLocal, 3);
+    auto slot = [&](Value* l) { return b_.CreateInBoundsGEP(ty, smem_, {i64(0), l}); };
+    b_.CreateStore(v, slot(lane_));
+    barrier();
+    for (int64_t w = lanes / 2; w >= 32; w /= 2) {
+      auto* add = llvm::BasicBlock::Create(ctx, "tree", fn_);
+      auto* next = llvm::BasicBlock::Create(ctx, "tree_next", fn_);
+      b_.CreateCondBr(b_.CreateICmpULT(lane_, i64(w)), add, next);
+      b_.SetInsertPoint(add);
+      Value* other = b_.CreateLoad(ct, slot(b_.CreateAdd(lane_, i64(w))));
+      b_.CreateStore(step(b_.CreateLoad(ct, slot(lane_)), other), slot(lane_));
+      b_.CreateBr(next);
+      b_.SetInsertPoint(next);
+      barrier();
+    }
+    v = b_.CreateLoad(ct, slot(b_.CreateURem(lane_, i64(32))));
+    barrier(); // the next row may overwrite the slots only after every warp read them
+  }
+  for (int64_t w = std::min<int64_t>(lanes, 32) / 2; w >= 1; w /= 2)
+    v = step(v, shfl(v, i64(w), false));
+  return shfl(v, i64(0), true); // lane 0's result, to every lane of the warp
+}
+
+void KernelEmitter::store_if_lane0(const std::function<void()>& store) {
+  if (group_ == 1) return store();
+  llvm::LLVMContext& ctx = m_.getContext();
+  auto* then = llvm::BasicBlock::Create(ctx, "lane0", fn_);
+  auto* cont = llvm::BasicBlock::Create(ctx, "stored", fn_);
+  b_.CreateCondBr(b_.CreateICmpEQ(lane_, i64(0)), then, cont);
+  b_.SetInsertPoint(then);
+  store();
+  b_.CreateBr(cont);
+  b_.SetInsertPoint(cont);
+}
+
+void KernelEmitter::gpu_split_reduce_kernel() {
+  // As split_reduce_kernel, in two launches: this entry gives each block of
+  // kSplitBlock elements to a warp (the CPU's lane order, so the partial
+  // results are the CPU's), its `_finish` entry (one warp) combines them in
+  // order of b with the elements after the blocks.
+  const Instr& in = f_.body[k_.instr];
+  DType d = aval(in.operands[0]).dtype;
+  const AVal& oa = aval(k_.root);
+  llvm::Type* ct = se_.compute_type(d);
+  int64_t blocks = kernel_split(f_, k_).extent;
+  int64_t rest = aval(in.operands[0]).size() - blocks * kSplitBlock;
+  Value* partial = args_.back();
+  use_groups(ct->getPrimitiveSizeInBits() >= 64 ? kLanes64 : kLanes32);
+  if (!finish_) {
+    loop(
+        blocks,
+        [&](Value* blk) {
+          Value* v = reduce_row(in, {i64(0)}, kSplitBlock,
+                                b_.CreateMul(blk, i64(kSplitBlock), "", true, true));
+          store_if_lane0([&] { b_.CreateStore(v, b_.CreateInBoundsGEP(ct, partial, blk)); });
+        },
+        true);
+    return;
+  }
+  fn_->addFnAttr(kGridExtentAttr, std::to_string(group_)); // one warp
+  llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+  Value* acc = eb.CreateAlloca(ct);
+  b_.CreateStore(se_.reduce_init(in.op, d), acc);
+  auto add = [&](Value* v) {
+    b_.CreateStore(se_.reduce_step(in.op, d, b_.CreateLoad(ct, acc), v), acc);
+  };
+  // Every lane combines the partial results (the same values, in the same
+  // order), so all of them hold the total; lane 0 stores it.
+  loop(blocks, [&](Value* blk) { add(b_.CreateLoad(ct, b_.CreateInBoundsGEP(ct, partial, blk))); });
+  if (rest > 0) add(reduce_row(in, {i64(0)}, rest, i64(blocks * kSplitBlock)));
+  Value* total = b_.CreateLoad(ct, acc);
+  store_if_lane0([&] {
+    b_.CreateStore(se_.store_convert(oa.dtype, total),
+                   b_.CreateInBoundsGEP(se_.storage_type(oa.dtype), args_[0], i64(0)));
+  });
+}
+
+void KernelEmitter::gpu_leading_reduce_kernel() {
+  // One thread per output element, accumulating its elements in a register in
+  // row-major order of the reduced axes: the reference's order (its walk adds
+  // each element to its output in that order), and half types round once.
+  const Instr& in = f_.body[k_.instr];
+  int x = in.operands[0];
+  const Shape& xs = aval(x).shape;
+  DType d = aval(x).dtype;
+  const AVal& oa = aval(k_.root);
+  llvm::Type* ct = se_.compute_type(d);
+  std::vector<bool> reduced(xs.size(), false);
+  for (int64_t a : in.attrs.axes) reduced[a] = true;
+  Shape kept, red;
+  for (size_t a = 0; a < xs.size(); ++a) (reduced[a] ? red : kept).push_back(xs[a]);
+  llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+  Value* acc = eb.CreateAlloca(ct);
+  Idx oidx;
+  loops(
+      kept, oidx,
+      [&] {
+        b_.CreateStore(se_.reduce_init(in.op, d), acc);
+        Idx ridx;
+        loops(red, ridx, [&] {
+          Idx full;
+          for (size_t a = 0, o = 0, r = 0; a < xs.size(); ++a)
+            full.push_back(reduced[a] ? ridx[r++] : oidx[o++]);
+          b_.CreateStore(se_.reduce_step(in.op, d, b_.CreateLoad(ct, acc), at(x, full)), acc);
+        });
+        b_.CreateStore(
+            se_.store_convert(oa.dtype, b_.CreateLoad(ct, acc)),
+            b_.CreateInBoundsGEP(se_.storage_type(oa.dtype), args_[0], linear(kept, oidx)));
+      },
+      true);
+}
+
 void KernelEmitter::row_kernel() {
   const Instr& rin = f_.body[k_.row_reduce];
   const AVal& ra = aval(rin.result);
   const AVal& oa = aval(k_.root);
   const Shape& row = ra.shape;
+  if (target_ == Target::Ptx) {
+    const AVal& xa = aval(rin.operands[0]);
+    use_groups(gpu_lanes(ra.size(), xa.size() / std::max<int64_t>(1, ra.size()),
+                         se_.compute_type(xa.dtype)));
+  }
   Idx idx;
   loops(
       row, idx,
@@ -484,11 +735,21 @@ void KernelEmitter::row_kernel() {
         row_result_ = se_.round_to(ra.dtype, reduce_row(rin, idx));
         row_value_ = rin.result;
         Idx full = idx;
-        loops(oa.shape, full, [&] { // the row's trailing axes
+        auto store = [&] {
           Value* v = se_.store_convert(oa.dtype, at(k_.root, full));
           b_.CreateStore(v, b_.CreateInBoundsGEP(se_.storage_type(oa.dtype), args_[0],
                                                  linear(oa.shape, full)));
-        });
+        };
+        if (group_ > 1) { // the row's outputs are shared out among the group's threads
+          int64_t m = 1;
+          for (size_t d = row.size(); d < oa.shape.size(); ++d) m *= oa.shape[d];
+          loop_range(lane_, i64(group_), i64(m), [&](Value* t) {
+            unflatten(t, oa.shape, row.size(), full);
+            store();
+          });
+        } else {
+          loops(oa.shape, full, store); // the row's trailing axes
+        }
         row_value_ = -1;
       },
       true);
@@ -541,6 +802,7 @@ void KernelEmitter::emit(const std::string& name) {
                                          llvm::Function::ExternalLinkage, name, m_);
     set_fp_attrs(entry);
     entry->setCallingConv(llvm::CallingConv::PTX_Kernel);
+    impl->addFnAttr(kBlockThreadsAttr, std::to_string(block_threads_));
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", entry));
     std::vector<Value*> passed;
     for (auto& a : entry->args()) passed.push_back(&a);
@@ -565,12 +827,20 @@ void KernelEmitter::emit(const std::string& name) {
 
 } // namespace
 
+bool ptx_has_finish(const Function& f, const Kernel& k) {
+  return k.reduce && kernel_split(f, k).finish;
+}
+
 std::unique_ptr<llvm::Module> emit_module(llvm::LLVMContext& ctx, const Function& f,
                                           const KernelPlan& plan, const std::string& prefix,
                                           Target target) {
   auto m = std::make_unique<llvm::Module>(prefix + "module", ctx);
-  for (size_t i = 0; i < plan.kernels.size(); ++i)
-    KernelEmitter(*m, f, plan.kernels[i], target).emit(prefix + "k" + std::to_string(i));
+  for (size_t i = 0; i < plan.kernels.size(); ++i) {
+    std::string name = prefix + "k" + std::to_string(i);
+    KernelEmitter(*m, f, plan.kernels[i], target).emit(name);
+    if (target == Target::Ptx && ptx_has_finish(f, plan.kernels[i]))
+      KernelEmitter(*m, f, plan.kernels[i], target, true).emit(name + "_finish");
+  }
   return m;
 }
 

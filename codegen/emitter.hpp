@@ -18,9 +18,16 @@ namespace pxl::codegen {
 // NVPTX (the same loop nest, its outermost loop spread over the CUDA grid).
 enum class Target { Host, Ptx };
 
-// NVPTX: the iteration count of a kernel's grid-stride loop, a string
-// attribute of its body (absent: any launch works, one thread does the work).
+// NVPTX: the number of threads a kernel's grid-stride loop wants (its
+// iterations times the threads that share one), a string attribute of its
+// body (absent: any launch works, one thread does the work), and the threads
+// per block it was written for (a multiple of those sharing an iteration).
 inline constexpr const char* kGridExtentAttr = "pxl-grid-extent";
+inline constexpr const char* kBlockThreadsAttr = "pxl-block-threads";
+
+// NVPTX: whether kernel `k` has a second entry `k<i>_finish`, launched after
+// it with one warp (a split reduction combining its blocks' partial results).
+bool ptx_has_finish(const Function& f, const Kernel& k);
 
 // Emits every kernel of `plan` into one module; kernel i is named
 // `<prefix>k<i>` and takes one argument, a `void**` of buffer pointers:

@@ -17,8 +17,8 @@
 #include <llvm/Transforms/IPO/Internalize.h>
 
 #include "codegen/emitter.hpp"
-#include "codegen/llvm_passes.hpp"
 #include "codegen/jit.hpp"
+#include "codegen/llvm_passes.hpp"
 #include "lang/diag.hpp"
 
 extern "C" {
@@ -99,9 +99,8 @@ bool define_device_math(llvm::Function& fn) {
     llvm::Value* one = llvm::ConstantFP::get(t, 1.0);
     return finish(b.CreateFDiv(one, b.CreateFAdd(one, nv("exp", {b.CreateFNeg(args[0])}))));
   }
-  static const char* const kLibdevice[] = {"exp",  "log", "log1p", "expm1", "tanh",
-                                           "erf",  "rsqrt", "sin", "cos",   "tan",
-                                           "atan2", "pow",  "fmod"};
+  static const char* const kLibdevice[] = {"exp", "log", "log1p", "expm1", "tanh", "erf", "rsqrt",
+                                           "sin", "cos", "tan",   "atan2", "pow",  "fmod"};
   for (const char* known : kLibdevice)
     if (op == known) return finish(nv(op, args));
   fn.deleteBody();
@@ -146,6 +145,8 @@ PtxProgram compile_ptx(const Function& f, const PtxOptions& options) {
   size_t n = out.plan.kernels.size();
   out.on_device.assign(n, true);
   out.grid_extent.assign(n, 0);
+  out.block_threads.assign(n, 1);
+  out.finish.assign(n, false);
   auto tm = nvptx_machine(options.arch);
   llvm::LLVMContext ctx;
   auto m = codegen::emit_module(ctx, f, out.plan, "", codegen::Target::Ptx);
@@ -167,23 +168,44 @@ PtxProgram compile_ptx(const Function& f, const PtxOptions& options) {
   for (size_t i = 0; i < n; ++i) {
     std::string name = "k" + std::to_string(i);
     llvm::Function* body = m->getFunction(name + ".body");
+    llvm::Function* finish = m->getFunction(name + "_finish.body");
+    out.finish[i] = finish != nullptr;
     llvm::Attribute extent = body->getFnAttribute(codegen::kGridExtentAttr);
     if (extent.isValid()) out.grid_extent[i] = std::stoll(extent.getValueAsString().str());
-    bool math = false;
-    for (auto& bb : *body)
-      for (auto& inst : bb)
-        if (auto* call = llvm::dyn_cast<llvm::CallInst>(&inst))
-          if (auto* callee = call->getCalledFunction())
-            math |= callee->getName().starts_with("pxl.");
-    bool keep = !calls_undefined(*body);
+    llvm::Attribute block = body->getFnAttribute(codegen::kBlockThreadsAttr);
+    if (block.isValid()) out.block_threads[i] = std::stoi(block.getValueAsString().str());
+    bool math = false, keep = true;
+    for (llvm::Function* fn : {body, finish}) {
+      if (!fn) continue;
+      for (auto& bb : *fn)
+        for (auto& inst : bb)
+          if (auto* call = llvm::dyn_cast<llvm::CallInst>(&inst))
+            if (auto* callee = call->getCalledFunction())
+              math |= callee->getName().starts_with("pxl.");
+      keep &= !calls_undefined(*fn);
+    }
     if (keep && math && needs_libdevice && !linked) keep = false;
     if (keep) continue;
     out.on_device[i] = false;
     out.notes += "// " + name + " left out: it calls host runtime math" +
                  (needs_libdevice && !linked ? " (libdevice.10.bc not found)" : "") + "\n";
-    m->getFunction(name)->eraseFromParent();
-    body->eraseFromParent();
+    for (std::string entry : {name, name + "_finish"}) {
+      if (llvm::Function* e = m->getFunction(entry)) e->eraseFromParent();
+      if (llvm::Function* b = m->getFunction(entry + ".body")) b->eraseFromParent();
+    }
   }
+  // .maxntid of each entry: ptxas may then give a thread more registers, and
+  // a launch with a larger block fails instead of splitting a row's group.
+  llvm::NamedMDNode* notes = m->getOrInsertNamedMetadata("nvvm.annotations");
+  for (size_t i = 0; i < n; ++i)
+    for (std::string entry : {"k" + std::to_string(i), "k" + std::to_string(i) + "_finish"})
+      if (llvm::Function* e = m->getFunction(entry)) {
+        llvm::Type* i32 = llvm::Type::getInt32Ty(ctx);
+        notes->addOperand(llvm::MDNode::get(
+            ctx, {llvm::ValueAsMetadata::get(e), llvm::MDString::get(ctx, "maxntidx"),
+                  llvm::ConstantAsMetadata::get(
+                      llvm::ConstantInt::get(i32, static_cast<uint64_t>(out.block_threads[i])))}));
+      }
   llvm::internalizeModule(*m, [&](const llvm::GlobalValue& g) {
     return g.getName().size() > 1 && g.getName()[0] == 'k' &&
            !g.getName().contains('.'); // the kernel entries
@@ -201,6 +223,18 @@ PtxProgram compile_ptx(const Function& f, const PtxOptions& options) {
   pm.run(*m);
   out.ptx = std::string(text.str());
   return out;
+}
+
+PtxLaunch ptx_launch(int64_t extent, int block, int multiprocessors) {
+  PtxLaunch l;
+  if (extent <= 0) return l;
+  // A block never exceeds what the kernel wants: both are whole groups.
+  int64_t threads = std::min<int64_t>(std::max(block, 1), extent);
+  int64_t blocks = (extent + threads - 1) / threads;
+  blocks = std::min<int64_t>(blocks, int64_t{32} * std::max(1, multiprocessors));
+  l.threads = static_cast<unsigned>(threads);
+  l.blocks = static_cast<unsigned>(blocks);
+  return l;
 }
 
 std::string kernels_ptx(const Function& f) {

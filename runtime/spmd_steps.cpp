@@ -44,6 +44,10 @@ std::string site_location(const Span& s) {
 
 } // namespace
 
+CollectiveSite collective_site(const Function& f, const Instr& in) {
+  return CollectiveSite{site_what(in), site_location(f.values[in.result].loc)};
+}
+
 CollectiveGroups collective_groups(const Function& f, const SpmdLayout& layout) {
   CollectiveGroups groups;
   for (size_t i = 0; i < f.body.size(); ++i) {
@@ -112,7 +116,7 @@ void run_collective(const Function& f, const SpmdLayout& layout_, const Collecti
     return;
   }
   const GroupLayout& g = groups_.at(index);
-  CollectiveSite site{site_what(in), site_location(rv.loc)};
+  CollectiveSite site = collective_site(f, in);
   int64_t G = in.attrs.group_size;
   std::vector<Array> ins(k), outs(k);
   std::vector<LocalBuffers> bufs(k);

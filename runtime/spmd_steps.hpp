@@ -28,6 +28,9 @@ std::vector<std::vector<Array>> result_values(const Function& f,
 // the run is total / (threads x "run: pmap/shard_map").
 constexpr const char* kCollectivesPhase = "run: collectives (threads)";
 
+// What an error about collective `in` names: "psum over 'i'" and its .pxl location.
+CollectiveSite collective_site(const Function& f, const Instr& in);
+
 // Runs collective instruction f.body[index] (axis_index included).
 void run_collective(const Function& f, const SpmdLayout& layout, const CollectiveGroups& groups,
                     int thread, size_t index, std::vector<std::vector<Array>>& env,

@@ -99,7 +99,16 @@ struct ncclUniqueId {
   char internal[128];
 };
 inline constexpr ncclResult_t ncclSuccess = 0;
-enum ncclDataType : int { ncclInt32 = 2, ncclFloat32 = 7, ncclFloat64 = 8 };
+enum ncclDataType : int {
+  ncclInt8 = 0,
+  ncclUint8 = 1,
+  ncclInt32 = 2,
+  ncclUint32 = 3,
+  ncclFloat16 = 6,
+  ncclFloat32 = 7,
+  ncclFloat64 = 8,
+  ncclBfloat16 = 9
+};
 enum ncclRedOp : int { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3 };
 
 #define PXL_NCCL_FUNCTIONS(X)                                                                   \
@@ -114,6 +123,13 @@ enum ncclRedOp : int { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3 };
      CUstream stream))                                                                          \
   X(ncclAllGather, "ncclAllGather", ncclResult_t,                                               \
     (const void* send, void* recv, size_t count, int dtype, ncclComm_t comm, CUstream stream))  \
+  X(ncclReduceScatter, "ncclReduceScatter", ncclResult_t,                                       \
+    (const void* send, void* recv, size_t recv_count, int dtype, int op, ncclComm_t comm,       \
+     CUstream stream))                                                                          \
+  X(ncclSend, "ncclSend", ncclResult_t,                                                         \
+    (const void* send, size_t count, int dtype, int peer, ncclComm_t comm, CUstream stream))    \
+  X(ncclRecv, "ncclRecv", ncclResult_t,                                                         \
+    (void* recv, size_t count, int dtype, int peer, ncclComm_t comm, CUstream stream))          \
   X(ncclGetErrorString, "ncclGetErrorString", const char*, (ncclResult_t result))
 
 #define PXL_CUDA_DECLARE_POINTER(name, symbol, ret, params) ret(*name) params = nullptr;

@@ -7,8 +7,9 @@
 #include "codegen/jit.hpp"
 #include "ir/ref_util.hpp"
 #include "lang/phase_times.hpp"
-#include "runtime/spmd_call.hpp"
+#include "runtime/cuda/collectives.hpp"
 #include "runtime/cuda/runtime.hpp"
+#include "runtime/spmd_call.hpp"
 #include "runtime/spmd_steps.hpp"
 
 namespace pxl::cuda {
@@ -81,7 +82,8 @@ public:
   CudaExecutable(std::shared_ptr<const Function> fn, SpmdLayout layout, std::vector<Array> consts,
                  CudaRuntime& rt, CodeCache& host)
       : fn_(std::move(fn)), layout_(std::move(layout)), consts_(std::move(consts)), rt_(rt),
-        host_(host), groups_(collective_groups(*fn_, layout_)) {}
+        host_(host), groups_(collective_groups(*fn_, layout_)),
+        path_(collective_path(rt, layout_)) {}
 
   std::vector<std::vector<Array>> run(int thread, const std::vector<std::vector<Array>>& inputs,
                                       CommWorld& world, std::vector<DebugRecord>& debug) override {
@@ -98,7 +100,8 @@ public:
       for (size_t v = 0; v < f.values.size(); ++v)
         if (env[j][v].defined()) slots[j][v] = {nullptr, true, env[j][v].device()};
     Ctx c{f, dev, env, slots};
-    for (const Step& s : plan.steps) {
+    for (size_t si = 0; si < plan.steps.size(); ++si) {
+      const Step& s = plan.steps[si];
       size_t i = static_cast<size_t>(s.index);
       if (s.kind == Step::Kind::Kernel) {
         for (int j = 0; j < k; ++j) run_kernel(c, *prog, i, j);
@@ -107,6 +110,10 @@ public:
       const Instr& in = f.body[i];
       if (in.op == Op::DotGeneral && gemm_shape(f, in).ok) {
         for (int j = 0; j < k; ++j) run_gemm(c, in, j);
+        continue;
+      }
+      if (on_device(in)) {
+        si = run_collectives(c, plan, si, thread, world) - 1;
         continue;
       }
       for (int j = 0; j < k; ++j)
@@ -133,6 +140,49 @@ private:
   };
 
   const Span& loc(int v) const { return fn_->values[v].loc; }
+
+  bool on_device(const Instr& in) const {
+    return path_ != CollectivePath::Host && is_collective(in.op) && gpu_collective(*fn_, in);
+  }
+
+  // Runs the device collective at plan step `first` and, with NCCL, the
+  // device collectives right after it that do not read its results (a
+  // pytree's leaves), as one group; returns the step after the last one run.
+  size_t run_collectives(Ctx& c, const KernelPlan& plan, size_t first, int thread,
+                         CommWorld& world) {
+    std::vector<GpuCollective> calls;
+    std::vector<int> results;
+    size_t si = first;
+    for (; si < plan.steps.size(); ++si) {
+      const Step& s = plan.steps[si];
+      if (s.kind != Step::Kind::Instr) break;
+      const Instr& in = c.f.body[static_cast<size_t>(s.index)];
+      if (!on_device(in)) break;
+      if (std::find(results.begin(), results.end(), in.operands[0]) != results.end()) break;
+      if (!calls.empty() && path_ != CollectivePath::Nccl) break;
+      GpuCollective call;
+      call.instr = &in;
+      call.groups = &groups_.at(static_cast<size_t>(s.index));
+      call.site = collective_site(c.f, in);
+      const AVal& xa = c.f.values[in.operands[0]].aval;
+      call.dtype = xa.dtype;
+      call.count = xa.size();
+      call.out_bytes = byte_size(c.f.values[in.result].aval);
+      for (int j = 0; j < layout_.per_thread; ++j)
+        call.inputs.push_back(to_device(c, j, in.operands[0]).ptr());
+      calls.push_back(std::move(call));
+      results.push_back(in.result);
+    }
+    {
+      ScopedPhase timing(phase_times, kCollectivesPhase);
+      run_gpu_collectives(rt_, c.dev, path_, layout_, thread, calls, world);
+    }
+    for (const GpuCollective& call : calls)
+      for (int j = 0; j < layout_.per_thread; ++j)
+        set_device_result(c, j, call.instr->result, call.outputs[static_cast<size_t>(j)],
+                          result_tag(c, j, call.instr->operands));
+    return si;
+  }
 
   void to_host(Ctx& c, int j, int v) {
     Slot& s = c.slots[j][v];
@@ -176,18 +226,7 @@ private:
     std::shared_ptr<DeviceBuffer> scratch;
     if (scratch_bytes > 0) scratch = c.dev.alloc(static_cast<size_t>(scratch_bytes));
     ptrs.push_back(scratch ? scratch->ptr() : 0);
-    std::vector<void*> params;
-    for (CUdeviceptr& p : ptrs) params.push_back(&p);
-    // One thread per iteration of the kernel's grid-stride loop, up to 32
-    // blocks per multiprocessor; a kernel without one runs on one thread.
-    const int64_t extent = prog.ptx->grid_extent[index];
-    const unsigned block = extent > 0 ? 256 : 1;
-    int64_t blocks = std::max<int64_t>(1, (extent + block - 1) / block);
-    blocks = std::min<int64_t>(blocks, int64_t{32} * std::max(1, c.dev.multiprocessors()));
-    c.dev.check(c.dev.driver().api().cuLaunchKernel(prog.functions[index],
-                                                    static_cast<unsigned>(blocks), 1, 1, block, 1,
-                                                    1, 0, c.dev.stream(), params.data(), nullptr),
-                "cuLaunchKernel");
+    launch_kernel(c.dev, prog, index, std::move(ptrs));
     set_device_result(c, j, kn.root, std::move(out), result_tag(c, j, kn.inputs));
   }
 
@@ -247,6 +286,7 @@ private:
   CudaRuntime& rt_;
   CodeCache& host_;
   CollectiveGroups groups_;
+  CollectivePath path_;
   std::mutex host_mu_;
   std::shared_ptr<const CompiledProgram> host_prog_; // only for kernels without a device version
 };

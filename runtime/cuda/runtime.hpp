@@ -18,6 +18,7 @@ struct LoadedProgram {
   std::shared_ptr<const PtxProgram> ptx;
   CUmodule module = nullptr;
   std::vector<CUfunction> functions;
+  std::vector<CUfunction> finish; // k<i>_finish where PtxProgram::finish[i]
 };
 
 class CudaRuntime {
@@ -39,6 +40,11 @@ public:
   // The kernels of `f` loaded on `dev`'s GPU; compiled for its compute
   // capability once per Function text.
   std::shared_ptr<const LoadedProgram> program(const Function& f, GpuDevice& dev);
+  // NCCL: rank `rank`'s communicator of the clique of GPUs `ordinals` (a
+  // mesh-axis group, in rank order). The clique is created the first time it
+  // is asked for (ncclCommInitAll, all ranks at once) and kept until the
+  // runtime goes, so each mesh's groups pay for it once.
+  ncclComm_t nccl_comm(const std::vector<int>& ordinals, int rank);
 
 private:
   std::unique_ptr<Driver> driver_;
@@ -48,6 +54,14 @@ private:
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<const PtxProgram>> ptx_;            // by arch + IR text
   std::map<std::string, std::shared_ptr<const LoadedProgram>> loaded_;      // by GPU + arch + IR
+  std::mutex nccl_mu_;
+  std::map<std::vector<int>, std::vector<ncclComm_t>> nccl_comms_; // by GPU ordinals
 };
+
+// Launches kernel `index` of `prog` on `dev`'s stream with buffer pointers
+// `ptrs` (output, inputs, scratch), sized as the kernel was written for (see
+// PtxProgram), then its `_finish` entry when it has one.
+void launch_kernel(GpuDevice& dev, const LoadedProgram& prog, size_t index,
+                   std::vector<CUdeviceptr> ptrs);
 
 } // namespace pxl::cuda

@@ -35,7 +35,10 @@ int cuGetErrorName(int e, const char** s) {
   return 0;
 }
 int cuGetErrorString(int, const char** s) { return *s = "the fake driver cannot run kernels", 0; }
-int cuDeviceGetCount(int* n) { return *n = 2, 0; }
+int cuDeviceGetCount(int* n) { // PXL_FAKE_GPUS GPUs (default 2)
+  const char* env = std::getenv("PXL_FAKE_GPUS");
+  return *n = env ? std::atoi(env) : 2, 0;
+}
 int cuDeviceGet(int* d, int i) { return *d = i, 0; }
 int cuDeviceGetName(char* name, int len, int) { return std::snprintf(name, len, "Fake GPU"), 0; }
 int cuDeviceGetAttribute(int* v, int attr, int) {

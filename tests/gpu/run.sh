@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU (a few minutes): every golden program on the
 # CUDA platform against the CPU results -- on as many CUDA devices as the CPU run
-# uses (logical devices on GPU 0 when there are fewer GPUs), then on cuda:4 --
-# and the GPU benchmarks (pxl vs jax.jit on the GPU when JAX is importable, vs
-# cuBLAS called directly). Fails at once, saying why, without a usable GPU.
+# uses (logical devices on GPU 0 when there are fewer GPUs), then on cuda:4,
+# then the reduction/collective checks of checks/ -- and the GPU benchmarks
+# (pxl vs jax.jit on the GPU when JAX is importable, vs cuBLAS called directly).
+# Fails at once, saying why, without a usable GPU.
 # Usage: tests/gpu/run.sh [path/to/pxl]      (PYTHON=... picks the JAX python)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,6 +25,16 @@ echo "== golden programs, each on its own device count"
 timeout 150 python3 "$here/compare.py" --pxl "$pxl" --mode own || status=1
 echo "== golden programs on cuda:4 vs 4 CPU devices"
 timeout 100 python3 "$here/compare.py" --pxl "$pxl" --mode cuda4 || status=1
+# Reductions (warps/blocks/split) and device-side collectives among logical
+# devices: bitwise the CPU's where SPEC.md says the order is the CPU's, within
+# a tolerance for block-per-row reductions. (NCCL needs two GPUs or more: with
+# them, "own" above already runs the mesh programs through it.)
+echo "== GPU reductions and logical-device collectives vs 4 CPU devices (bitwise)"
+timeout 60 python3 "$here/compare.py" --pxl "$pxl" --mode cuda4 --rtol 0 --atol 0 \
+  "$here/checks/reductions_exact.pxl" || status=1
+echo "== block-per-row reductions vs 4 CPU devices (atol 0.02: sums of 1e5 normals)"
+timeout 60 python3 "$here/compare.py" --pxl "$pxl" --mode cuda4 --atol 0.02 \
+  "$here/checks/reductions_block.pxl" || status=1
 echo "== benchmarks (ms per call)"
 timeout 60 "$pxl" --platform cuda --devices 1 "$here/bench.pxl" | sed 's/^/pxl-cuda /' || status=1
 if "$python" -c 'import jax' 2>/dev/null; then

@@ -667,6 +667,7 @@ TEST_CASE("PTX of inlined math, lane reductions and row kernels assembles", "[co
   CHECK(ptx.find("left out") == std::string::npos); // no runtime calls left
   PtxProgram prog = compile_ptx(b.f);
   REQUIRE(prog.plan.kernels.size() == 3);
-  CHECK(prog.grid_extent == std::vector<int64_t>{16, 16, 2048}); // a thread per row
+  // A warp per row (its 32 lanes: the CPU's lane order), a thread per element.
+  CHECK(prog.grid_extent == std::vector<int64_t>{16 * 32, 16 * 32, 2048});
   assemble(ptx);
 }

@@ -3,11 +3,18 @@
 // CPU mesh. On a machine with a usable GPU the same tests check that it is used.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+
+#include <unistd.h>
 
 #include "codegen/jit.hpp"
+#include "codegen/ptx.hpp"
+#include "ir_builder.hpp"
 #include "lang/diag.hpp"
 #include "runtime/collectives.hpp"
+#include "runtime/cuda/collectives.hpp"
 #include "runtime/cuda/executable.hpp"
 #include "runtime/cuda/loader.hpp"
 #include "runtime/cuda/runtime.hpp"
@@ -91,6 +98,17 @@ TEST_CASE("cuda: the platform is CUDA only when a GPU is usable", "[cuda]") {
     CHECK(p.device_count() == 3);
     CHECK_FALSE(p.cpu_fallback_reason().empty());
     CHECK(p.transfer_report().empty());
+    CHECK(p.device_label(2) == "cpu:2");
+    // Quiet without a sign of a GPU; JAX's warning when its device nodes exist.
+    o.gpu_device_files = {"/nonexistent/nvidiactl"};
+    CHECK(Platform(o).fallback_warning().empty());
+    o.gpu_device_files = {"/nonexistent/nvidiactl", "/dev/null"};
+    std::string w = Platform(o).fallback_warning();
+    CHECK(w.rfind("An NVIDIA GPU may be present on this machine, but the CUDA platform could "
+                  "not be used: ",
+                  0) == 0);
+    CHECK(w.find(p.cpu_fallback_reason()) != std::string::npos);
+    CHECK(w.find("Falling back to cpu.") != std::string::npos);
   }
 }
 
@@ -106,6 +124,142 @@ TEST_CASE("cuda: device requests and platform names", "[cuda]") {
   CHECK(parse_platform("cuda") == PlatformKind::Cuda);
   CHECK(parse_platform("auto") == PlatformKind::Auto);
   CHECK_THROWS_AS(parse_platform("CUDA"), Error);
+}
+
+namespace {
+
+// Assembles `ptx` for `arch` with the toolkit's ptxas; false (and a warning)
+// where there is none.
+bool ptxas_accepts(const std::string& ptx, const std::string& arch) {
+  const char* ptxas = "/usr/local/cuda/bin/ptxas";
+  std::FILE* probe = std::fopen(ptxas, "r");
+  if (!probe) {
+    WARN("ptxas not found at /usr/local/cuda/bin: PTX not assembled");
+    return true;
+  }
+  std::fclose(probe);
+  std::string path = "/tmp/pxl_cuda_test_" + std::to_string(::getpid()) + ".ptx";
+  std::FILE* out = std::fopen(path.c_str(), "w");
+  REQUIRE(out);
+  std::fwrite(ptx.data(), 1, ptx.size(), out);
+  std::fclose(out);
+  std::string cmd = std::string(ptxas) + " -arch=" + arch + " -o /dev/null " + path;
+  int rc = std::system(cmd.c_str());
+  std::remove(path.c_str());
+  return rc == 0;
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+struct ReduceCase {
+  const char* what;
+  DType dtype;
+  Shape shape;
+  std::vector<int64_t> axes;
+  int64_t extent; // threads wanted
+  int block;
+  bool shuffles, barriers, finish;
+};
+
+} // namespace
+
+// Only the lowering is checked here (no GPU in CI): each reduction gets the
+// thread groups designed for it, and its PTX has the shuffles and barriers of
+// the tree and assembles. tests/gpu/run.sh checks the results on a GPU.
+TEST_CASE("cuda: reductions use warps and blocks with a fixed tree, no atomics", "[cuda]") {
+  const ReduceCase cases[] = {
+      // Many long rows: a warp each (32 lanes, the CPU's order), 8 per block.
+      {"warp rows", DType::Float32, {256, 1024}, {1}, 256 * 32, 256, true, false, false},
+      // f64 rows: the CPU's 16 lanes, in a warp.
+      {"f64 rows", DType::Float64, {256, 1024}, {1}, 256 * 32, 256, true, false, false},
+      // Few very long rows: a block of 1024 lanes each, through shared memory.
+      {"block rows", DType::Float32, {4, 65536}, {1}, 4 * 1024, 1024, true, true, false},
+      // Short rows: one thread each, in order (as the CPU).
+      {"short rows", DType::Float32, {1000, 40}, {1}, 1000, 256, false, false, false},
+      // Two trailing axes of a 3-d array: still one row per group.
+      {"2 trailing axes", DType::Int32, {512, 16, 16}, {1, 2}, 512 * 32, 256, true, false, false},
+      // Leading axes: a thread per output, in the reference's order.
+      {"leading axis", DType::Float32, {4096, 64}, {0}, 64, 256, false, false, false},
+      // 2^21 elements to one: a warp per 2^16-element block, then one warp.
+      {"split", DType::Float32, {1 << 21}, {0}, 32 * 32, 256, true, false, true},
+  };
+  for (const ReduceCase& c : cases) {
+    INFO(c.what);
+    Builder b;
+    OpAttrs red;
+    red.axes = c.axes;
+    b.f.results.push_back(b.op(Op::ReduceSum, red, {b.param(c.dtype, c.shape)}));
+    PtxProgram p = compile_ptx(b.f);
+    REQUIRE(p.plan.kernels.size() == 1);
+    CHECK(p.on_device[0]);
+    CHECK(p.grid_extent[0] == c.extent);
+    CHECK(p.block_threads[0] == c.block);
+    CHECK(p.finish[0] == c.finish);
+    CHECK(has(p.ptx, "shfl.sync.down") == c.shuffles);
+    CHECK(has(p.ptx, "bar.sync") == c.barriers);
+    CHECK(has(p.ptx, ".maxntid " + std::to_string(c.block) + ", 1, 1"));
+    CHECK(has(p.ptx, ".entry k0_finish") == c.finish);
+    CHECK_FALSE(has(p.ptx, "atom.")); // deterministic: no atomics anywhere
+    CHECK(ptxas_accepts(p.ptx, "sm_90"));
+  }
+  // Softmax: the row kernel's warp reduces the row, then shares out its outputs.
+  Builder b;
+  b.f.results.push_back(b.softmax(b.param(DType::Float32, {512, 2048})));
+  PtxOptions turing;
+  turing.arch = "sm_75";
+  for (const PtxOptions& o : {PtxOptions{}, turing}) {
+    PtxProgram p = compile_ptx(b.f, o);
+    INFO(o.arch);
+    REQUIRE(p.plan.kernels.size() == 2);
+    CHECK(p.grid_extent == std::vector<int64_t>{512 * 32, 512 * 32});
+    CHECK(has(p.ptx, "shfl.sync.idx")); // the row's result, to every lane
+    CHECK(ptxas_accepts(p.ptx, o.arch));
+  }
+}
+
+TEST_CASE("cuda: the rank-order reduction of logical devices is one kernel", "[cuda]") {
+  struct Case {
+    ReduceKind kind;
+    DType dtype;
+    const char* ops; // its fused ops, in order
+  };
+  for (const Case& c : {Case{ReduceKind::Sum, DType::Float32, "add add add"},
+                        Case{ReduceKind::Sum, DType::Float16,
+                             "convert_element_type convert_element_type add convert_element_type "
+                             "add convert_element_type add convert_element_type"},
+                        Case{ReduceKind::Max, DType::Bool, "or or or"},
+                        Case{ReduceKind::Min, DType::Bool, "and and and"},
+                        Case{ReduceKind::Min, DType::Int32, "min min min"}}) {
+    auto f = cuda::rank_order_reduction(c.kind, c.dtype, 4, 1000);
+    INFO(c.ops);
+    CHECK(f->params.size() == 4);
+    std::string ops;
+    for (const Instr& in : f->body) ops += (ops.empty() ? "" : " ") + std::string(op_name(in.op));
+    CHECK(ops == c.ops);
+    PtxProgram p = compile_ptx(*f);
+    REQUIRE(p.plan.kernels.size() == 1);
+    // Every rank's buffer is an input (the launch maps them back to ranks by parameter).
+    std::vector<int> inputs = p.plan.kernels[0].inputs;
+    std::sort(inputs.begin(), inputs.end());
+    CHECK(inputs == f->params);
+    CHECK(p.on_device[0]);
+    CHECK(ptxas_accepts(p.ptx, "sm_90"));
+  }
+  CHECK(cuda::rank_order_reduction(ReduceKind::Sum, DType::Float32, 1, 8)->body.empty());
+}
+
+TEST_CASE("cuda: launch sizes follow the kernel's groups", "[cuda]") {
+  auto launch = [](int64_t extent, int block, int sms) {
+    PtxLaunch l = ptx_launch(extent, block, sms);
+    return std::pair<unsigned, unsigned>{l.blocks, l.threads};
+  };
+  CHECK(launch(8192, 256, 132) == std::pair<unsigned, unsigned>{32, 256});
+  CHECK(launch(4 * 1024, 1024, 132) == std::pair<unsigned, unsigned>{4, 1024});
+  CHECK(launch(32, 256, 132) == std::pair<unsigned, unsigned>{1, 32});                // one warp
+  CHECK(launch(0, 256, 132) == std::pair<unsigned, unsigned>{1, 1});                  // one thread
+  CHECK(launch(int64_t{1} << 30, 256, 4) == std::pair<unsigned, unsigned>{128, 256}); // capped
 }
 
 #ifdef PXL_FAKE_CUDA
@@ -177,7 +331,8 @@ TEST_CASE("cuda: the executable's copies and cuBLAS layouts, on a fake driver", 
     std::vector<Array> xy{x, y};
     Array want = eval_ref(Op::DotGeneral, a, xy);
     REQUIRE(out[0][0].shape() == want.shape());
-    for (int64_t i = 0; i < want.size(); ++i) CHECK(out[0][0].as<float>()[i] == want.as<float>()[i]);
+    for (int64_t i = 0; i < want.size(); ++i)
+      CHECK(out[0][0].as<float>()[i] == want.as<float>()[i]);
     auto log = rt.transfers().transfers();
     REQUIRE(log.size() == before + 3); // both operands up, the product down
     CHECK(log[before].to_device);
@@ -197,6 +352,174 @@ TEST_CASE("cuda: a failed kernel launch is an E0400 naming the driver error", "[
     CHECK(e.code() == ErrCode::Device);
     CHECK(e.message().find("cuLaunchKernel on GPU 0: CUDA_ERROR_LAUNCH_FAILED") !=
           std::string::npos);
+  }
+}
+#endif
+
+#if defined(PXL_FAKE_CUDA) && defined(PXL_FAKE_NCCL)
+#include <dlfcn.h>
+
+namespace {
+
+// What the fake NCCL saw: the GPUs of each clique created ("0,1;2,3;"), the
+// groups and the collective calls, since the library was loaded.
+struct NcclSeen {
+  std::string cliques;
+  int groups = 0, calls = 0, destroyed = 0;
+};
+
+NcclSeen nccl_seen() {
+  // The same handle the runtime's dlopen got, so the same counters.
+  void* lib = dlopen(PXL_FAKE_NCCL, RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(lib);
+  auto cliques = reinterpret_cast<const char* (*)()>(dlsym(lib, "pxl_fake_nccl_cliques"));
+  auto counts = reinterpret_cast<void (*)(int*, int*, int*)>(dlsym(lib, "pxl_fake_nccl_counts"));
+  REQUIRE(cliques);
+  REQUIRE(counts);
+  NcclSeen s;
+  s.cliques = cliques();
+  counts(&s.groups, &s.calls, &s.destroyed);
+  dlclose(lib);
+  return s;
+}
+
+// A runtime over `gpus` fake GPUs (or `gpus` logical devices on one) with the fake NCCL.
+std::unique_ptr<cuda::CudaRuntime> fake_runtime(int gpus, bool logical, bool with_nccl) {
+  cuda::LibraryNames n = fake_libraries();
+  if (with_nccl) n.nccl = {PXL_FAKE_NCCL};
+  setenv("PXL_FAKE_GPUS", std::to_string(logical ? 1 : gpus).c_str(), 1);
+  auto rt = std::make_unique<cuda::CudaRuntime>(logical ? gpus : 0, logical, n);
+  unsetenv("PXL_FAKE_GPUS");
+  return rt;
+}
+
+OpAttrs over(std::vector<std::string> axes, int64_t group) {
+  OpAttrs a;
+  a.axis_names = std::move(axes);
+  a.group_size = group;
+  return a;
+}
+
+std::vector<std::vector<Array>> run_mesh(cuda::CudaRuntime& rt, const Function& f, const Mesh& mesh,
+                                         const std::vector<std::vector<Array>>& inputs) {
+  CodeCache host;
+  int n = static_cast<int>(mesh.size());
+  SpmdLayout layout{mesh, n, 1};
+  auto exe = cuda::make_cuda_executable(std::make_shared<Function>(f), layout, {}, rt, host);
+  DeviceThreads pool(n);
+  return launch(*exe, pool, layout, inputs);
+}
+
+Array filled(DType d, Shape s, double start) {
+  Array a(d, s);
+  for (int64_t i = 0; i < a.size(); ++i) a.set(i, Scalar::of_float(start + static_cast<double>(i)));
+  return a;
+}
+
+double at(const Array& a, int64_t i) { return a.get(i).f; }
+
+} // namespace
+
+TEST_CASE("cuda: NCCL collectives: a cached clique per mesh-axis group, grouped calls", "[cuda]") {
+  auto rt = fake_runtime(4, false, true);
+  REQUIRE(rt->device_count() == 4);
+  Mesh mesh{{"x", "y"}, {2, 2}, {0, 1, 2, 3}};
+  SpmdLayout layout{mesh, 4, 1};
+  CHECK(cuda::collective_path(*rt, layout) == cuda::CollectivePath::Nccl);
+  // A pytree psum over 'y' (two leaves) and a pmax over 'x': three calls in
+  // one group; cliques {0,1} and {2,3} for 'y', {0,2} and {1,3} for 'x'.
+  Builder b;
+  int a = b.param(DType::Float32, {3});
+  int i = b.param(DType::Int32, {2});
+  b.f.results = {b.op(Op::Psum, over({"y"}, 2), {a}), b.op(Op::Psum, over({"y"}, 2), {i}),
+                 b.op(Op::Pmax, over({"x"}, 2), {a})};
+  std::vector<std::vector<Array>> in;
+  for (int p = 0; p < 4; ++p)
+    in.push_back({filled(DType::Float32, {3}, 10.0 * p), filled(DType::Int32, {2}, -p)});
+  NcclSeen before = nccl_seen();
+  for (int round = 0; round < 2; ++round) {
+    auto out = run_mesh(*rt, b.f, mesh, in);
+    for (int p = 0; p < 4; ++p) {
+      INFO("participant " << p);
+      int q = p ^ 1; // its 'y' partner
+      int x_partner = p ^ 2;
+      for (int64_t e = 0; e < 3; ++e) {
+        CHECK(at(out[p][0], e) == at(in[p][0], e) + at(in[q][0], e));
+        CHECK(at(out[p][2], e) == std::max(at(in[p][0], e), at(in[x_partner][0], e)));
+      }
+      for (int64_t e = 0; e < 2; ++e) CHECK(at(out[p][1], e) == at(in[p][1], e) + at(in[q][1], e));
+    }
+  }
+  NcclSeen after = nccl_seen();
+  std::string made = after.cliques.substr(before.cliques.size());
+  // Created once (the second run reuses them), one clique per group.
+  for (const char* g : {"0,1;", "2,3;", "0,2;", "1,3;"}) {
+    INFO(made);
+    CHECK(made.find(g) != std::string::npos);
+  }
+  CHECK(made.size() == 4 * 4);
+  CHECK(after.groups - before.groups == 2 * 4); // one group per thread and run
+  CHECK(after.calls - before.calls == 2 * 4 * 3);
+}
+
+TEST_CASE("cuda: NCCL all_gather, psum_scatter and ppermute on fake GPUs", "[cuda]") {
+  auto rt = fake_runtime(2, false, true);
+  Mesh mesh{{"i"}, {2}, {0, 1}};
+  Builder b;
+  int a = b.param(DType::Float32, {4});
+  OpAttrs gather = over({"i"}, 2), scatter = over({"i"}, 2), perm = over({"i"}, 2);
+  gather.axis = 0;
+  scatter.axis = 0;
+  scatter.tiled = true;
+  perm.pairs = {{0, 1}}; // rank 0 sends to 1; rank 0 receives nothing: zeros
+  b.f.results = {b.op(Op::AllGather, gather, {a}), b.op(Op::PsumScatter, scatter, {a}),
+                 b.op(Op::Ppermute, perm, {a})};
+  std::vector<std::vector<Array>> in{{filled(DType::Float32, {4}, 1)},
+                                     {filled(DType::Float32, {4}, 100)}};
+  auto out = run_mesh(*rt, b.f, mesh, in);
+  for (int p = 0; p < 2; ++p) {
+    INFO("participant " << p);
+    REQUIRE(out[p][0].shape() == Shape{2, 4});
+    for (int64_t e = 0; e < 8; ++e) CHECK(at(out[p][0], e) == at(in[e / 4][0], e % 4));
+    REQUIRE(out[p][1].shape() == Shape{2});
+    for (int64_t e = 0; e < 2; ++e)
+      CHECK(at(out[p][1], e) == at(in[0][0], 2 * p + e) + at(in[1][0], 2 * p + e));
+    for (int64_t e = 0; e < 4; ++e) CHECK(at(out[p][2], e) == (p == 1 ? at(in[0][0], e) : 0.0));
+  }
+}
+
+TEST_CASE("cuda: logical devices on one GPU exchange on the device, never through NCCL", "[cuda]") {
+  auto rt = fake_runtime(4, true, false); // NCCL missing: using it would fail
+  Mesh mesh{{"i"}, {4}, {0, 1, 2, 3}};
+  CHECK(cuda::collective_path(*rt, SpmdLayout{mesh, 4, 1}) == cuda::CollectivePath::SharedGpu);
+  Builder b;
+  int a = b.param(DType::Int32, {3});
+  OpAttrs gather = over({"i"}, 4), perm = over({"i"}, 4);
+  gather.axis = 0;
+  perm.pairs = {{0, 1}, {1, 2}, {2, 3}, {3, 0}};
+  b.f.results = {b.op(Op::AllGather, gather, {a}), b.op(Op::Ppermute, perm, {a})};
+  std::vector<std::vector<Array>> in;
+  for (int p = 0; p < 4; ++p) in.push_back({filled(DType::Int32, {3}, 7 * p)});
+  size_t before = rt->transfers().transfers().size();
+  auto out = run_mesh(*rt, b.f, mesh, in);
+  for (int p = 0; p < 4; ++p) {
+    INFO("participant " << p);
+    for (int64_t e = 0; e < 12; ++e) CHECK(at(out[p][0], e) == at(in[e / 3][0], e % 3));
+    for (int64_t e = 0; e < 3; ++e) CHECK(at(out[p][1], e) == at(in[(p + 3) % 4][0], e));
+  }
+  // Each operand goes up once and each result comes down once: no staging
+  // through the host between them.
+  CHECK(rt->transfers().transfers().size() - before == 4 * 3);
+  // A psum among them is a rank-order reduction kernel on the GPU (which the
+  // fake driver cannot run), not NCCL.
+  Builder s;
+  s.f.results = {s.op(Op::Psum, over({"i"}, 4), {s.param(DType::Float32, {5})})};
+  std::vector<std::vector<Array>> fin(4, {filled(DType::Float32, {5}, 0)});
+  try {
+    run_mesh(*rt, s.f, mesh, fin);
+    FAIL("the fake driver ran a kernel");
+  } catch (const Error& e) {
+    CHECK(e.message().find("cuLaunchKernel") != std::string::npos);
   }
 }
 #endif
