@@ -69,6 +69,9 @@ private:
   // `len` elements of the row from `offset` (flat_ only; default: all).
   Value* reduce_row(const Instr& in, const Idx& outer, int64_t len = -1, Value* offset = nullptr);
   void split_reduce_kernel();
+  // A split reduction's total: its blocks' partial results (in `partial`) in
+  // order of b, then the elements after the blocks (see KernelSplit).
+  Value* split_total(const Instr& in, Value* partial);
   // ---- NVPTX thread groups (see the header comment) ----
   // The lanes reducing one row of `n` elements of compute type `ct` when there
   // are `rows` rows; 0: one thread per row, in order (short rows).
@@ -80,7 +83,6 @@ private:
   void barrier();
   // reduce_row by the row_lanes_ lanes of the group; every lane gets the result.
   Value* group_reduce_row(const Instr& in, int64_t n, const std::function<Value*(Value*)>& elem);
-  void gpu_split_reduce_kernel();
   void gpu_leading_reduce_kernel();
   void store_if_lane0(const std::function<void()>& store);
 
@@ -432,8 +434,7 @@ void KernelEmitter::reduce_kernel() {
   if (trailing) {
     // With an elementwise prologue every row is one contiguous index range.
     flat_ = kernel_flat(f_, k_);
-    if (kernel_split(f_, k_).finish)
-      return target_ == Target::Host ? split_reduce_kernel() : gpu_split_reduce_kernel();
+    if (kernel_split(f_, k_).finish) return split_reduce_kernel();
     Shape outer(xs.begin(), xs.begin() + kept);
     if (target_ == Target::Ptx) {
       int64_t row_len = 1;
@@ -493,28 +494,54 @@ void KernelEmitter::reduce_kernel() {
 void KernelEmitter::split_reduce_kernel() {
   // See KernelSplit: block b's partial result goes to scratch[b]; the call
   // with begin == extent combines them, then the elements after the blocks.
+  // On NVPTX these are two launches: this entry gives each block to a warp
+  // (the CPU's lane order, so the partial results are the CPU's), its
+  // `_finish` entry (one warp) combines them.
   const Instr& in = f_.body[k_.instr];
   DType d = aval(in.operands[0]).dtype;
   const AVal& oa = aval(k_.root);
   llvm::Type* ct = se_.compute_type(d);
   int64_t blocks = kernel_split(f_, k_).extent;
+  Value* partial = args_.back();
+  llvm::BasicBlock* combine = nullptr;
+  if (target_ == Target::Ptx) {
+    use_groups(ct->getPrimitiveSizeInBits() >= 64 ? kLanes64 : kLanes32);
+  } else {
+    llvm::LLVMContext& ctx = m_.getContext();
+    combine = llvm::BasicBlock::Create(ctx, "combine", fn_);
+    auto* reduce = llvm::BasicBlock::Create(ctx, "blocks", fn_);
+    b_.CreateCondBr(b_.CreateICmpSGE(begin_, i64(blocks)), combine, reduce);
+    b_.SetInsertPoint(reduce);
+  }
+  if (!finish_) {
+    loop(
+        blocks,
+        [&](Value* blk) {
+          Value* v = reduce_row(in, {i64(0)}, kSplitBlock,
+                                b_.CreateMul(blk, i64(kSplitBlock), "", true, true));
+          store_if_lane0([&] { b_.CreateStore(v, b_.CreateInBoundsGEP(ct, partial, blk)); });
+        },
+        true);
+    if (!combine) return;
+    b_.CreateRetVoid();
+    b_.SetInsertPoint(combine);
+  } else {
+    fn_->addFnAttr(kGridExtentAttr, std::to_string(group_)); // one warp
+  }
+  // On the GPU every lane combines the partial results (the same values in
+  // the same order), so all of them hold the total; lane 0 stores it.
+  Value* total = split_total(in, partial);
+  store_if_lane0([&] {
+    b_.CreateStore(se_.store_convert(oa.dtype, total),
+                   b_.CreateInBoundsGEP(se_.storage_type(oa.dtype), args_[0], i64(0)));
+  });
+}
+
+Value* KernelEmitter::split_total(const Instr& in, Value* partial) {
+  DType d = aval(in.operands[0]).dtype;
+  llvm::Type* ct = se_.compute_type(d);
+  int64_t blocks = kernel_split(f_, k_).extent;
   int64_t rest = aval(in.operands[0]).size() - blocks * kSplitBlock;
-  Value* partial = args_[args_.size() - 1];
-  llvm::LLVMContext& ctx = m_.getContext();
-  auto* combine = llvm::BasicBlock::Create(ctx, "combine", fn_);
-  auto* reduce = llvm::BasicBlock::Create(ctx, "blocks", fn_);
-  b_.CreateCondBr(b_.CreateICmpSGE(begin_, i64(blocks)), combine, reduce);
-  b_.SetInsertPoint(reduce);
-  loop(
-      blocks,
-      [&](Value* blk) {
-        Value* v = reduce_row(in, {i64(0)}, kSplitBlock,
-                              b_.CreateMul(blk, i64(kSplitBlock), "", true, true));
-        b_.CreateStore(v, b_.CreateInBoundsGEP(ct, partial, blk));
-      },
-      true);
-  b_.CreateRetVoid();
-  b_.SetInsertPoint(combine);
   llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
   Value* acc = eb.CreateAlloca(ct);
   b_.CreateStore(se_.reduce_init(in.op, d), acc);
@@ -523,8 +550,7 @@ void KernelEmitter::split_reduce_kernel() {
   };
   loop(blocks, [&](Value* blk) { add(b_.CreateLoad(ct, b_.CreateInBoundsGEP(ct, partial, blk))); });
   if (rest > 0) add(reduce_row(in, {i64(0)}, rest, i64(blocks * kSplitBlock)));
-  b_.CreateStore(se_.store_convert(oa.dtype, b_.CreateLoad(ct, acc)),
-                 b_.CreateInBoundsGEP(se_.storage_type(oa.dtype), args_[0], i64(0)));
+  return b_.CreateLoad(ct, acc);
 }
 
 // ---- NVPTX thread groups ----
@@ -638,48 +664,6 @@ void KernelEmitter::store_if_lane0(const std::function<void()>& store) {
   store();
   b_.CreateBr(cont);
   b_.SetInsertPoint(cont);
-}
-
-void KernelEmitter::gpu_split_reduce_kernel() {
-  // As split_reduce_kernel, in two launches: this entry gives each block of
-  // kSplitBlock elements to a warp (the CPU's lane order, so the partial
-  // results are the CPU's), its `_finish` entry (one warp) combines them in
-  // order of b with the elements after the blocks.
-  const Instr& in = f_.body[k_.instr];
-  DType d = aval(in.operands[0]).dtype;
-  const AVal& oa = aval(k_.root);
-  llvm::Type* ct = se_.compute_type(d);
-  int64_t blocks = kernel_split(f_, k_).extent;
-  int64_t rest = aval(in.operands[0]).size() - blocks * kSplitBlock;
-  Value* partial = args_.back();
-  use_groups(ct->getPrimitiveSizeInBits() >= 64 ? kLanes64 : kLanes32);
-  if (!finish_) {
-    loop(
-        blocks,
-        [&](Value* blk) {
-          Value* v = reduce_row(in, {i64(0)}, kSplitBlock,
-                                b_.CreateMul(blk, i64(kSplitBlock), "", true, true));
-          store_if_lane0([&] { b_.CreateStore(v, b_.CreateInBoundsGEP(ct, partial, blk)); });
-        },
-        true);
-    return;
-  }
-  fn_->addFnAttr(kGridExtentAttr, std::to_string(group_)); // one warp
-  llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
-  Value* acc = eb.CreateAlloca(ct);
-  b_.CreateStore(se_.reduce_init(in.op, d), acc);
-  auto add = [&](Value* v) {
-    b_.CreateStore(se_.reduce_step(in.op, d, b_.CreateLoad(ct, acc), v), acc);
-  };
-  // Every lane combines the partial results (the same values, in the same
-  // order), so all of them hold the total; lane 0 stores it.
-  loop(blocks, [&](Value* blk) { add(b_.CreateLoad(ct, b_.CreateInBoundsGEP(ct, partial, blk))); });
-  if (rest > 0) add(reduce_row(in, {i64(0)}, rest, i64(blocks * kSplitBlock)));
-  Value* total = b_.CreateLoad(ct, acc);
-  store_if_lane0([&] {
-    b_.CreateStore(se_.store_convert(oa.dtype, total),
-                   b_.CreateInBoundsGEP(se_.storage_type(oa.dtype), args_[0], i64(0)));
-  });
 }
 
 void KernelEmitter::gpu_leading_reduce_kernel() {
