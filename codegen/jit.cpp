@@ -28,6 +28,7 @@
 #include "codegen/llvm_passes.hpp"
 #include "codegen/jit_runtime.hpp"
 #include "codegen/kernel_pool.hpp"
+#include "codegen/schedule_emitter.hpp"
 #include "lang/diag.hpp"
 #include "lang/phase_times.hpp"
 
@@ -97,7 +98,8 @@ std::optional<std::string> read_file(const std::string& path) {
 // Writes atomically (a temporary, then rename) so that processes sharing the
 // cache never read half a file. Failures only cost the cache entry.
 // Whether `bytes` is an object file defining the entry points <prefix>k0 ..
-// <prefix>k<n-1> (what a cache file written by compile() holds).
+// <prefix>k<n-1> and <prefix>schedule (what a cache file written by compile()
+// holds).
 bool defines_kernels(const std::string& bytes, const std::string& prefix, size_t n) {
   auto obj = llvm::object::ObjectFile::createObjectFile(
       llvm::MemoryBufferRef(bytes, "pxl-cache-entry"));
@@ -105,7 +107,7 @@ bool defines_kernels(const std::string& bytes, const std::string& prefix, size_t
     llvm::consumeError(obj.takeError());
     return false;
   }
-  std::vector<bool> found(n, false);
+  std::vector<bool> found(n + 1, false); // the kernels, then the schedule
   for (const llvm::object::SymbolRef& sym : (*obj)->symbols()) {
     auto name = sym.getName();
     if (!name) {
@@ -114,7 +116,10 @@ bool defines_kernels(const std::string& bytes, const std::string& prefix, size_t
     }
     llvm::StringRef rest = *name;
     size_t i = 0;
-    if (rest.consume_front(prefix) && rest.consume_front("k") && !rest.getAsInteger(10, i) && i < n)
+    if (!rest.consume_front(prefix)) continue;
+    if (rest == "schedule")
+      found[n] = true;
+    else if (rest.consume_front("k") && !rest.getAsInteger(10, i) && i < n)
       found[i] = true;
   }
   return std::all_of(found.begin(), found.end(), [](bool b) { return b; });
@@ -157,9 +162,13 @@ struct CodeCache::Impl {
   std::unique_ptr<llvm::TargetMachine> tm; // optimises and emits objects for `jit`
   std::string target_id;                   // triple, CPU, features, LLVM version
   std::map<std::string, std::shared_ptr<const CompiledProgram>> programs;
-  // Kernel entry points by module digest: Functions that differ only outside
-  // their kernels (collectives, BLAS calls) share one linked object.
-  std::map<std::string, std::vector<KernelFn>> linked;
+  // Entry points by module digest: Functions whose text differs only in ways
+  // that emit the same module share one linked object.
+  struct Linked {
+    std::vector<KernelFn> kernels;
+    ScheduleFn schedule = nullptr;
+  };
+  std::map<std::string, Linked> linked;
   int compiled = 0, loaded = 0;
   // Threads for big kernels (started on their first use).
   std::shared_ptr<KernelPool> pool = std::make_shared<KernelPool>(KernelPool::default_workers());
@@ -174,10 +183,11 @@ struct CodeCache::Impl {
     tm = check(jtmb.createTargetMachine(), "host target machine");
     jit = check(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(), "LLJIT");
     llvm::orc::SymbolMap syms;
-    for (const RuntimeSymbol& s : jit_runtime_symbols())
-      syms[jit->mangleAndIntern(s.name)] = {llvm::orc::ExecutorAddr::fromPtr(s.address),
-                                            llvm::JITSymbolFlags::Exported |
-                                                llvm::JITSymbolFlags::Callable};
+    for (auto table : {jit_runtime_symbols(), schedule_runtime_symbols()})
+      for (const RuntimeSymbol& s : table)
+        syms[jit->mangleAndIntern(s.name)] = {llvm::orc::ExecutorAddr::fromPtr(s.address),
+                                              llvm::JITSymbolFlags::Exported |
+                                                  llvm::JITSymbolFlags::Callable};
     check(jit->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(syms))),
           "runtime symbols");
     target_id = tm->getTargetTriple().str() + " " + tm->getTargetCPU().str() + " " +
@@ -188,7 +198,7 @@ struct CodeCache::Impl {
     if (opts.explain) *opts.explain << "pxl: compile cache: " << line << "\n";
   }
 
-  // Adds the object to the JIT and resolves the kernel entry points.
+  // Adds the object to the JIT and resolves the kernel and schedule entry points.
   void link(CompiledProgram& prog, const std::string& object, const std::string& prefix) {
     ScopedPhase t(opts.times, "codegen: JIT link");
     check(jit->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object, prefix + "o")),
@@ -196,6 +206,7 @@ struct CodeCache::Impl {
     for (size_t i = 0; i < prog.plan.kernels.size(); ++i)
       prog.kernels.push_back(
           check(jit->lookup(prefix + "k" + std::to_string(i)), "kernel lookup").toPtr<KernelFn>());
+    prog.schedule = check(jit->lookup(prefix + "schedule"), "schedule lookup").toPtr<ScheduleFn>();
   }
 
   // Optimises `m` and emits it as a relocatable object.
@@ -244,22 +255,24 @@ std::shared_ptr<const CompiledProgram> CodeCache::compile(const Function& f) {
   {
     ScopedPhase t(I.opts.times, "codegen: fusion plan");
     prog->plan = plan_kernels(f);
+    prog->buffers = plan_buffers(f, prog->plan);
   }
   prog->owner = I.jit;
   prog->pool = I.pool;
-  if (prog->plan.kernels.empty()) return I.programs.emplace(std::move(key), prog).first->second;
   auto ctx = std::make_unique<llvm::LLVMContext>();
   std::unique_ptr<llvm::Module> m;
   std::string digest;
   {
     ScopedPhase t(I.opts.times, "codegen: emit LLVM IR");
     m = codegen::emit_module(*ctx, f, prog->plan, "", codegen::Target::Host);
+    codegen::emit_schedule(*m, f, prog->plan, prog->buffers, "");
     // On disk: addressed by what LLVM is asked to compile, so a changed
     // emitter or target never reuses a stale object.
     digest = hex_sha256(module_text(*m) + "\n" + I.target_id);
   }
   if (auto it = I.linked.find(digest); it != I.linked.end()) {
-    prog->kernels = it->second;
+    prog->kernels = it->second.kernels;
+    prog->schedule = it->second.schedule;
     return I.programs.emplace(std::move(key), prog).first->second;
   }
   std::string prefix = "pxl" + digest.substr(0, 24) + ".";
@@ -296,7 +309,7 @@ std::shared_ptr<const CompiledProgram> CodeCache::compile(const Function& f) {
               ")");
   }
   I.link(*prog, *object, prefix);
-  I.linked[digest] = prog->kernels;
+  I.linked[digest] = {prog->kernels, prog->schedule};
   return I.programs.emplace(std::move(key), prog).first->second;
 }
 
@@ -304,6 +317,7 @@ std::string kernels_llvm_ir(const Function& f, bool optimized) {
   KernelPlan plan = plan_kernels(f);
   llvm::LLVMContext ctx;
   auto m = codegen::emit_module(ctx, f, plan, "", codegen::Target::Host);
+  codegen::emit_schedule(*m, f, plan, plan_buffers(f, plan), "");
   if (optimized) optimize(*m, *host_machine());
   return module_text(*m);
 }

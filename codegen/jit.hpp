@@ -1,5 +1,6 @@
-// Compiles the fused kernels of a Function with ORC LLJIT for the host CPU
-// (O3, host target machine) and caches the result by IR text. No LLVM headers,
+// Compiles the fused kernels of a Function and its schedule (schedule.hpp)
+// with ORC LLJIT for the host CPU (O3, host target machine) and caches the
+// result by IR text. No LLVM headers,
 // so the runtime and the tests can use it without LLVM's include paths.
 #pragma once
 #include <iosfwd>
@@ -7,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "codegen/buffer_plan.hpp"
 #include "codegen/plan.hpp"
+#include "codegen/schedule.hpp"
 
 namespace pxl {
 
@@ -19,7 +22,9 @@ using KernelFn = void (*)(void* const* args, int64_t begin, int64_t end);
 
 struct CompiledProgram {
   KernelPlan plan;
+  BufferPlan buffers;               // where the schedule keeps each value
   std::vector<KernelFn> kernels;    // kernels[i] runs plan.kernels[i]
+  ScheduleFn schedule = nullptr;    // runs plan.steps (schedule.hpp)
   std::shared_ptr<void> owner;      // keeps the JIT (and so the code) alive
   std::shared_ptr<KernelPool> pool; // the CodeCache's threads for big kernels
 };
@@ -58,8 +63,8 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-// The kernels of `f` as LLVM IR text (--dump=llvm): after the O3 pipeline for
-// the host when `optimized`, else as emitted.
+// The kernels and schedule of `f` as LLVM IR text (--dump=llvm): after the O3
+// pipeline for the host when `optimized`, else as emitted.
 std::string kernels_llvm_ir(const Function& f, bool optimized);
 // The kernels of `f` as PTX for sm_90 (--dump=ptx; codegen/ptx.cpp). Their
 // runtime math comes from libdevice; kernels that cannot run on the GPU are

@@ -75,6 +75,9 @@ struct KernelSplit {
   int64_t work = 0;
 };
 inline constexpr int64_t kSplitBlock = int64_t{1} << 16;
+// Kernels that read at least this many elements run over the kernel pool
+// (split as above); smaller ones run on the calling thread.
+inline constexpr int64_t kParallelWork = int64_t{1} << 20;
 KernelSplit kernel_split(const Function& f, const Kernel& k);
 
 // "3 kernels: %4 = [mul add exp]; ..." for --dump and the fusion tests.

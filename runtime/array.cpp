@@ -157,6 +157,15 @@ Array Array::view(int64_t first, Shape shape) const {
   return a;
 }
 
+Array Array::view_bytes(size_t offset, AVal aval) const {
+  PXL_ASSERT(offset + static_cast<size_t>(aval.size()) * dtype_size(aval.dtype) <= nbytes(),
+             "view_bytes: out of range");
+  Array a = *this;
+  a.offset_ += offset;
+  a.aval_ = std::move(aval);
+  return a;
+}
+
 Array Array::on_device(int device) const {
   Array a = *this;
   a.device_ = device;

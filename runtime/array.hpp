@@ -72,6 +72,9 @@ public:
   // elements starting at flat element `first` (a block of leading-axis rows,
   // such as a pmap or shard_map argument's block).
   Array view(int64_t first, Shape shape) const;
+  // `aval`'s elements at byte `offset` of this array's buffer, reinterpreted
+  // without copying (a value the compiled schedule keeps in its arena).
+  Array view_bytes(size_t offset, AVal aval) const;
 
   static Array scalar(const Scalar& v, DType dtype, bool weak = false);
 

@@ -1,7 +1,13 @@
-// The LLVM executable: the host-level schedule of codegen/plan.hpp, run per
-// device thread for its local participants in lock step. Kernel steps call the
-// JIT-compiled fused loops; the other steps (BLAS dot, structural and index
-// ops, collectives, debug prints) run exactly as in the reference executable.
+// The LLVM executable: each device thread calls the program's compiled
+// schedule (codegen/schedule.hpp) for its local participants, which runs them
+// in lock step. Kernel steps are compiled code; the schedule calls back here
+// for the other steps (BLAS dot, structural and index ops, collectives, debug
+// prints), which run exactly as in the reference executable, and for kernel
+// outputs that need an allocation of their own.
+#include <atomic>
+#include <cstring>
+#include <exception>
+
 #include "codegen/jit.hpp"
 #include "codegen/kernel_pool.hpp"
 #include "ir/ref_math.hpp"
@@ -10,9 +16,46 @@
 #include "runtime/executable.hpp"
 #include "runtime/spmd_steps.hpp"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace pxl {
 
 namespace {
+
+// The thread's floating-point control state (MXCSR on x86): the schedule runs
+// with the kernels' flush-to-zero, host steps with the caller's own.
+unsigned fp_state() {
+#if defined(__x86_64__) || defined(__i386__)
+  return _mm_getcsr();
+#else
+  return 0;
+#endif
+}
+void set_fp_state([[maybe_unused]] unsigned s) {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_setcsr(s);
+#endif
+}
+
+// Runs a kernel's range [0, extent) over `pool` (or here, when small or
+// without one), then its combining call.
+void run_split(const CompiledProgram& prog, size_t index, void* const* args, int64_t extent,
+               bool finish, bool parallel) {
+  KernelFn fn = prog.kernels[index];
+  auto range = [&](int64_t begin, int64_t end) { fn(args, begin, end); };
+  if (prog.pool && parallel) {
+    prog.pool->parallel_for(extent, range);
+  } else {
+    ref::xla::ScopedFlushDenormal ftz; // same floating-point environment as the reference
+    range(0, extent);
+  }
+  if (finish) {
+    ref::xla::ScopedFlushDenormal ftz;
+    range(extent, extent + 1);
+  }
+}
 
 class LlvmExecutable : public Executable {
 public:
@@ -20,34 +63,192 @@ public:
                  std::shared_ptr<const CompiledProgram> prog)
       : fn_(std::move(fn)), layout_(std::move(layout)), consts_(std::move(consts)),
         prog_(std::move(prog)), groups_(collective_groups(*fn_, layout_)),
-        independent_(participants_independent(*fn_)) {}
+        independent_(participants_independent(*fn_)), kernel_of_(fn_->values.size(), -1),
+        states_(static_cast<size_t>(layout_.threads)) {
+    for (size_t i = 0; i < prog_->plan.kernels.size(); ++i)
+      kernel_of_[prog_->plan.kernels[i].root] = static_cast<int>(i);
+  }
+
+  ~LlvmExecutable() override {
+    for (auto& s : states_) delete s.load();
+  }
 
   bool independent() const override { return independent_; }
 
   std::vector<std::vector<Array>> run(int thread, const std::vector<std::vector<Array>>& inputs,
                                       CommWorld& world, std::vector<DebugRecord>& debug) override {
-    const Function& f = *fn_;
-    int k = layout_.per_thread;
-    std::vector<std::vector<Array>> env = initial_values(f, inputs, consts_, k);
-    for (const Step& s : prog_->plan.steps) {
-      if (s.kind == Step::Kind::Kernel) {
-        for (int j = 0; j < k; ++j)
-          run_compiled_kernel(f, *prog_, static_cast<size_t>(s.index), env[j]);
-        continue;
-      }
-      run_host_instr(f, layout_, groups_, thread, static_cast<size_t>(s.index), env, world,
-                     debug, phase_times);
+    // Each thread reuses its state (arenas, tables) from run to run; a run
+    // that finds it taken (a concurrent or nested run of this executable on
+    // the same thread index) works on a fresh one.
+    auto& slot = states_.at(static_cast<size_t>(thread));
+    std::unique_ptr<State> st(slot.exchange(nullptr));
+    if (!st) st = std::make_unique<State>(*this);
+    st->begin(thread, inputs, world, debug);
+    int rc;
+    {
+      ref::xla::ScopedFlushDenormal ftz; // the kernels' environment; restores the caller's
+      rc = prog_->schedule(st.get(), st->values.data(), st->arena_ptrs.data(), layout_.per_thread);
     }
-    return result_values(f, env);
+    std::exception_ptr error = std::move(st->error);
+    std::vector<std::vector<Array>> out;
+    if (!rc) out = result_values(*fn_, st->env);
+    st->end();
+    delete slot.exchange(st.release());
+    if (rc) {
+      if (error) std::rethrow_exception(error);
+      internal_error(__FILE__, __LINE__, "the compiled schedule failed without an error");
+    }
+    return out;
   }
 
 private:
+  // One device thread's run: its participants' values as arrays (env[j][v],
+  // for what the host steps see), the schedule's value table and arenas.
+  struct State final : ScheduleHost {
+    explicit State(const LlvmExecutable& e) : exe(e) {
+      const size_t k = static_cast<size_t>(e.layout_.per_thread), n = e.fn_->values.size();
+      env.assign(k, std::vector<Array>(n));
+      values.assign(k * n, nullptr);
+      int64_t bytes = e.prog_->buffers.arena_bytes;
+      for (size_t j = 0; j < k; ++j) {
+        arenas.push_back(bytes > 0 ? Array::uninitialized(DType::Bool, {bytes}) : Array());
+        arena_ptrs.push_back(bytes > 0 ? arenas.back().data() : nullptr);
+      }
+    }
+
+    void begin(int t, const std::vector<std::vector<Array>>& inputs, CommWorld& w,
+               std::vector<DebugRecord>& d) {
+      thread = t;
+      world = &w;
+      debug = &d;
+      outer_fp = fp_state();
+      error = nullptr;
+      const Function& f = *exe.fn_;
+      for (size_t j = 0; j < env.size(); ++j) {
+        PXL_ASSERT(inputs[j].size() == f.params.size(), "wrong number of inputs");
+        for (size_t i = 0; i < f.params.size(); ++i) set(j, f.params[i], inputs[j][i]);
+        for (size_t i = 0; i < f.consts.size(); ++i) set(j, f.consts[i], exe.consts_[i]);
+      }
+    }
+
+    // Drops every array of the run (results are the caller's now).
+    void end() {
+      for (auto& row : env)
+        for (Array& a : row) a = Array();
+      world = nullptr;
+      debug = nullptr;
+    }
+
+    void set(size_t j, int v, Array a) {
+      values[j * env[j].size() + static_cast<size_t>(v)] = a.defined() ? a.data() : nullptr;
+      env[j][static_cast<size_t>(v)] = std::move(a);
+    }
+
+    // The device a kernel output is on: its first input's, as eval_ref's
+    // results are on their operands' device.
+    int device_of(size_t j, int v) const {
+      const auto& kernels = exe.prog_->plan.kernels;
+      for (;;) {
+        const Array& a = env[j][static_cast<size_t>(v)];
+        if (a.defined()) return a.device();
+        int k = exe.kernel_of_[static_cast<size_t>(v)];
+        if (k < 0 || kernels[static_cast<size_t>(k)].inputs.empty()) return 0;
+        v = kernels[static_cast<size_t>(k)].inputs[0];
+      }
+    }
+
+    int host_step(int64_t index) noexcept override {
+      try {
+        // Host steps run with the caller's floating-point environment.
+        struct Restore {
+          unsigned saved = fp_state();
+          ~Restore() { set_fp_state(saved); }
+        } restore;
+        set_fp_state(outer_fp);
+        const Function& f = *exe.fn_;
+        const BufferPlan& bp = exe.prog_->buffers;
+        const Instr& in = f.body[static_cast<size_t>(index)];
+        for (size_t j = 0; j < env.size(); ++j)
+          for (int o : in.operands) {
+            const BufferPlan::Slot& s = bp.values[static_cast<size_t>(o)];
+            Array& a = env[j][static_cast<size_t>(o)];
+            if (s.kind == BufferPlan::Kind::Arena && !a.defined())
+              a = arenas[j]
+                      .view_bytes(static_cast<size_t>(s.offset), f.values[o].aval)
+                      .on_device(device_of(j, o));
+          }
+        run_host_instr(f, exe.layout_, exe.groups_, thread, static_cast<size_t>(index), env, *world,
+                       *debug, exe.phase_times);
+        for (size_t j = 0; j < env.size(); ++j)
+          for (int r = in.result; r < in.result + in.nresults; ++r) {
+            Array& a = env[j][static_cast<size_t>(r)];
+            if (!a.defined()) continue;
+            // The plan expects only a reshape to return arena bytes; anything
+            // else that does is copied out before those bytes are reused.
+            if (arenas[j].defined() &&
+                bp.values[static_cast<size_t>(r)].kind != BufferPlan::Kind::Alias) {
+              const char* p = static_cast<const char*>(a.data());
+              const char* base = static_cast<const char*>(arena_ptrs[j]);
+              if (p >= base && p < base + bp.arena_bytes) {
+                Array copy = Array::uninitialized(a.dtype(), a.shape(), a.weak_type(), a.device());
+                std::memcpy(copy.data(), a.data(), a.nbytes());
+                a = std::move(copy);
+              }
+            }
+            values[j * f.values.size() + static_cast<size_t>(r)] = a.data();
+          }
+        return 0;
+      } catch (...) {
+        error = std::current_exception();
+        return 1;
+      }
+    }
+
+    void* alloc(int64_t j, int64_t v) noexcept override {
+      try {
+        const AVal& a = exe.fn_->values[static_cast<size_t>(v)].aval;
+        size_t jj = static_cast<size_t>(j);
+        Array out = Array::uninitialized(a.dtype, a.shape, a.weak, device_of(jj, int(v)));
+        void* p = out.data();
+        env[jj][static_cast<size_t>(v)] = std::move(out);
+        return p;
+      } catch (...) {
+        error = std::current_exception();
+        return nullptr;
+      }
+    }
+
+    int big_kernel(int64_t kernel, void* const* args, int64_t extent,
+                   int64_t finish) noexcept override {
+      try {
+        run_split(*exe.prog_, static_cast<size_t>(kernel), args, extent, finish != 0, true);
+        return 0;
+      } catch (...) {
+        error = std::current_exception();
+        return 1;
+      }
+    }
+
+    const LlvmExecutable& exe;
+    int thread = 0;
+    CommWorld* world = nullptr;
+    std::vector<DebugRecord>* debug = nullptr;
+    unsigned outer_fp = 0;
+    std::vector<std::vector<Array>> env;
+    std::vector<void*> values; // the schedule's value table
+    std::vector<Array> arenas; // by local participant
+    std::vector<void*> arena_ptrs;
+    std::exception_ptr error;
+  };
+
   std::shared_ptr<const Function> fn_;
   SpmdLayout layout_;
   std::vector<Array> consts_;
   std::shared_ptr<const CompiledProgram> prog_;
   CollectiveGroups groups_;
   bool independent_ = false;
+  std::vector<int> kernel_of_;              // by value id: the kernel whose output it is, or -1
+  std::vector<std::atomic<State*>> states_; // by device thread, while no run holds them
 };
 
 } // namespace
@@ -69,20 +270,8 @@ void run_compiled_kernel(const Function& f, const CompiledProgram& prog, size_t 
   args.push_back(scratch.empty() ? nullptr : scratch.data());
   // Big kernels run on the CodeCache's threads (each piece with the
   // reference's floating-point environment); small ones on this thread.
-  constexpr int64_t kParallelWork = int64_t{1} << 20;
   KernelSplit split = kernel_split(f, kn);
-  KernelFn fn = prog.kernels[index];
-  auto range = [&](int64_t begin, int64_t end) { fn(args.data(), begin, end); };
-  if (prog.pool && split.work >= kParallelWork) {
-    prog.pool->parallel_for(split.extent, range);
-  } else {
-    ref::xla::ScopedFlushDenormal ftz; // same floating-point environment as the reference
-    range(0, split.extent);
-  }
-  if (split.finish) {
-    ref::xla::ScopedFlushDenormal ftz;
-    range(split.extent, split.extent + 1);
-  }
+  run_split(prog, index, args.data(), split.extent, split.finish, split.work >= kParallelWork);
   env[kn.root] = std::move(out);
 }
 
