@@ -4,6 +4,7 @@
 // for the other steps (BLAS dot, structural and index ops, collectives, debug
 // prints), which run exactly as in the reference executable, and for kernel
 // outputs that need an allocation of their own.
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <exception>
@@ -64,9 +65,15 @@ public:
       : fn_(std::move(fn)), layout_(std::move(layout)), consts_(std::move(consts)),
         prog_(std::move(prog)), groups_(collective_groups(*fn_, layout_)),
         independent_(participants_independent(*fn_)), kernel_of_(fn_->values.size(), -1),
-        states_(static_cast<size_t>(layout_.threads)) {
+        input_of_(fn_->values.size(), kNotInput), states_(static_cast<size_t>(layout_.threads)) {
     for (size_t i = 0; i < prog_->plan.kernels.size(); ++i)
       kernel_of_[prog_->plan.kernels[i].root] = static_cast<int>(i);
+    for (size_t i = 0; i < fn_->params.size(); ++i) input_of_[fn_->params[i]] = static_cast<int>(i);
+    for (size_t i = 0; i < fn_->consts.size(); ++i)
+      input_of_[fn_->consts[i]] = -2 - static_cast<int>(i);
+    for (size_t i = 0; i < fn_->results.size(); ++i)
+      move_result_.push_back(std::find(fn_->results.begin() + static_cast<long>(i) + 1,
+                                       fn_->results.end(), fn_->results[i]) == fn_->results.end());
   }
 
   ~LlvmExecutable() override {
@@ -91,7 +98,7 @@ public:
     }
     std::exception_ptr error = std::move(st->error);
     std::vector<std::vector<Array>> out;
-    if (!rc) out = result_values(*fn_, st->env);
+    if (!rc) out = st->results();
     st->end();
     delete slot.exchange(st.release());
     if (rc) {
@@ -123,12 +130,47 @@ private:
       debug = &d;
       outer_fp = fp_state();
       error = nullptr;
+      in = &inputs;
+      // Only the value table gets the inputs here: a host step that reads
+      // one copies it into env then (see input()).
       const Function& f = *exe.fn_;
+      const size_t n = f.values.size();
       for (size_t j = 0; j < env.size(); ++j) {
         PXL_ASSERT(inputs[j].size() == f.params.size(), "wrong number of inputs");
-        for (size_t i = 0; i < f.params.size(); ++i) set(j, f.params[i], inputs[j][i]);
-        for (size_t i = 0; i < f.consts.size(); ++i) set(j, f.consts[i], exe.consts_[i]);
+        for (size_t i = 0; i < f.params.size(); ++i)
+          values[j * n + static_cast<size_t>(f.params[i])] = data(inputs[j][i]);
+        for (size_t i = 0; i < f.consts.size(); ++i)
+          values[j * n + static_cast<size_t>(f.consts[i])] = data(exe.consts_[i]);
       }
+    }
+
+    static void* data(const Array& a) {
+      return a.defined() ? const_cast<void*>(a.data()) : nullptr;
+    }
+
+    // Parameter or constant v of participant j, or null.
+    const Array* input(size_t j, int v) const {
+      int i = exe.input_of_[static_cast<size_t>(v)];
+      if (i >= 0) return &(*in)[j][static_cast<size_t>(i)];
+      if (i <= -2) return &exe.consts_[static_cast<size_t>(-2 - i)];
+      return nullptr;
+    }
+
+    // The results, moved out of env (copied where a value is returned twice).
+    std::vector<std::vector<Array>> results() {
+      const std::vector<int>& rs = exe.fn_->results;
+      std::vector<std::vector<Array>> out(env.size());
+      for (size_t j = 0; j < env.size(); ++j) {
+        out[j].reserve(rs.size());
+        for (size_t i = 0; i < rs.size(); ++i) {
+          Array& a = env[j][static_cast<size_t>(rs[i])];
+          if (const Array* x = a.defined() ? nullptr : input(j, rs[i]))
+            out[j].push_back(*x);
+          else
+            out[j].push_back(exe.move_result_[i] ? std::move(a) : a);
+        }
+      }
+      return out;
     }
 
     // Drops every array of the run (results are the caller's now).
@@ -137,11 +179,7 @@ private:
         for (Array& a : row) a = Array();
       world = nullptr;
       debug = nullptr;
-    }
-
-    void set(size_t j, int v, Array a) {
-      values[j * env[j].size() + static_cast<size_t>(v)] = a.defined() ? a.data() : nullptr;
-      env[j][static_cast<size_t>(v)] = std::move(a);
+      in = nullptr;
     }
 
     // The device a kernel output is on: its first input's, as eval_ref's
@@ -151,6 +189,7 @@ private:
       for (;;) {
         const Array& a = env[j][static_cast<size_t>(v)];
         if (a.defined()) return a.device();
+        if (const Array* x = input(j, v)) return x->device();
         int k = exe.kernel_of_[static_cast<size_t>(v)];
         if (k < 0 || kernels[static_cast<size_t>(k)].inputs.empty()) return 0;
         v = kernels[static_cast<size_t>(k)].inputs[0];
@@ -172,7 +211,10 @@ private:
           for (int o : in.operands) {
             const BufferPlan::Slot& s = bp.values[static_cast<size_t>(o)];
             Array& a = env[j][static_cast<size_t>(o)];
-            if (s.kind == BufferPlan::Kind::Arena && !a.defined())
+            if (a.defined()) continue;
+            if (s.kind == BufferPlan::Kind::Input)
+              a = *input(j, o);
+            else if (s.kind == BufferPlan::Kind::Arena)
               a = arenas[j]
                       .view_bytes(static_cast<size_t>(s.offset), f.values[o].aval)
                       .on_device(device_of(j, o));
@@ -233,6 +275,7 @@ private:
     int thread = 0;
     CommWorld* world = nullptr;
     std::vector<DebugRecord>* debug = nullptr;
+    const std::vector<std::vector<Array>>* in = nullptr; // the run's inputs
     unsigned outer_fp = 0;
     std::vector<std::vector<Array>> env;
     std::vector<void*> values; // the schedule's value table
@@ -247,7 +290,11 @@ private:
   std::shared_ptr<const CompiledProgram> prog_;
   CollectiveGroups groups_;
   bool independent_ = false;
-  std::vector<int> kernel_of_;              // by value id: the kernel whose output it is, or -1
+  std::vector<int> kernel_of_; // by value id: the kernel whose output it is, or -1
+  // By value id: parameter i (i >= 0), constant c (-2 - c), or neither.
+  static constexpr int kNotInput = -1;
+  std::vector<int> input_of_;
+  std::vector<bool> move_result_;           // by result: not returned again later
   std::vector<std::atomic<State*>> states_; // by device thread, while no run holds them
 };
 
