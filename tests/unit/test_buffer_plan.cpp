@@ -5,6 +5,7 @@
 // that exercise those cases, with several participants per thread.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstring>
 
 #include "codegen/buffer_plan.hpp"
@@ -207,4 +208,35 @@ TEST_CASE("Compiled schedule with arena reuse matches the reference, k participa
   const BufferPlan& p = cache.compile(*fn)->buffers;
   INFO(describe_buffers(p));
   CHECK(p.arena_bytes > 0);
+}
+
+TEST_CASE("A failing host step stops the compiled schedule with its error", "[buffers]") {
+  // exp (arena) -> psum -> sin: the psum fails (its world was aborted), the
+  // error comes back out of run(), and the executable runs fine afterwards.
+  Builder b;
+  int x = b.param(DType::Float32, {2, 8});
+  int e = b.op(Op::Exp, {}, {x});
+  OpAttrs ps;
+  ps.axis_names = {"i"};
+  ps.group_size = 2;
+  b.f.results.push_back(b.op(Op::Sin, {}, {b.op(Op::Psum, ps, {e})}));
+  auto fn = std::make_shared<Function>(b.f);
+  CodeCache cache;
+  auto jit = make_llvm_executable(fn, participants_on_one_thread(2), {}, &cache);
+  REQUIRE(cache.compile(*fn)->buffers.values[e].kind == Kind::Arena);
+  std::vector<std::vector<Array>> in = {{filled({2, 8}, 0.0f, 0.1f)}, {filled({2, 8}, 1.0f, 0.1f)}};
+  {
+    CommWorld world(1, 2);
+    world.abort("stopped by the test");
+    std::vector<DebugRecord> debug;
+    CHECK_THROWS_WITH(jit->run(0, in, world, debug),
+                      Catch::Matchers::Contains("stopped by the test"));
+  }
+  auto out = run_all(*jit, in);
+  REQUIRE(out.size() == 2);
+  for (int64_t i = 0; i < 16; ++i) {
+    float want = std::sin(std::exp(in[0][0].as<float>()[i]) + std::exp(in[1][0].as<float>()[i]));
+    CHECK(std::abs(out[0][0].as<float>()[i] - want) <= 1e-5f);
+    CHECK(out[1][0].as<float>()[i] == out[0][0].as<float>()[i]);
+  }
 }
