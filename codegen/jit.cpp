@@ -259,6 +259,8 @@ std::shared_ptr<const CompiledProgram> CodeCache::compile(const Function& f) {
   }
   prog->owner = I.jit;
   prog->pool = I.pool;
+  // Only host steps: nothing for LLVM to do (the executable runs them in order).
+  if (prog->plan.kernels.empty()) return I.programs.emplace(std::move(key), prog).first->second;
   auto ctx = std::make_unique<llvm::LLVMContext>();
   std::unique_ptr<llvm::Module> m;
   std::string digest;
@@ -317,7 +319,7 @@ std::string kernels_llvm_ir(const Function& f, bool optimized) {
   KernelPlan plan = plan_kernels(f);
   llvm::LLVMContext ctx;
   auto m = codegen::emit_module(ctx, f, plan, "", codegen::Target::Host);
-  codegen::emit_schedule(*m, f, plan, plan_buffers(f, plan), "");
+  if (!plan.kernels.empty()) codegen::emit_schedule(*m, f, plan, plan_buffers(f, plan), "");
   if (optimized) optimize(*m, *host_machine());
   return module_text(*m);
 }

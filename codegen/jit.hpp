@@ -24,7 +24,7 @@ struct CompiledProgram {
   KernelPlan plan;
   BufferPlan buffers;               // where the schedule keeps each value
   std::vector<KernelFn> kernels;    // kernels[i] runs plan.kernels[i]
-  ScheduleFn schedule = nullptr;    // runs plan.steps (schedule.hpp)
+  ScheduleFn schedule = nullptr;    // runs plan.steps (schedule.hpp); null without kernels
   std::shared_ptr<void> owner;      // keeps the JIT (and so the code) alive
   std::shared_ptr<KernelPool> pool; // the CodeCache's threads for big kernels
 };

@@ -3,7 +3,8 @@
 // in lock step. Kernel steps are compiled code; the schedule calls back here
 // for the other steps (BLAS dot, structural and index ops, collectives, debug
 // prints), which run exactly as in the reference executable, and for kernel
-// outputs that need an allocation of their own.
+// outputs that need an allocation of their own. A program without kernels has
+// no schedule (nothing to compile): its host steps run in order from here.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -94,7 +95,14 @@ public:
     int rc;
     {
       ref::xla::ScopedFlushDenormal ftz; // the kernels' environment; restores the caller's
-      rc = prog_->schedule(st.get(), st->values.data(), st->arena_ptrs.data(), layout_.per_thread);
+      if (prog_->schedule) {
+        rc =
+            prog_->schedule(st.get(), st->values.data(), st->arena_ptrs.data(), layout_.per_thread);
+      } else { // only host steps: nothing was compiled
+        rc = 0;
+        for (const Step& s : prog_->plan.steps)
+          if ((rc = st->host_step(s.index))) break;
+      }
     }
     std::exception_ptr error = std::move(st->error);
     std::vector<std::vector<Array>> out;
