@@ -78,6 +78,11 @@ public:
 
   static Array scalar(const Scalar& v, DType dtype, bool weak = false);
 
+  // The buffer holding the elements (shared with views) and the byte offset
+  // of the first one: identifies the contents, e.g. for a GPU's cached copy.
+  const std::shared_ptr<Buffer>& buffer() const { return buf_; }
+  size_t byte_offset() const { return offset_; }
+
 private:
   std::shared_ptr<Buffer> buf_;
   size_t offset_ = 0; // bytes into buf_ (views)

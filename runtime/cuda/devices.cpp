@@ -44,6 +44,7 @@ GpuDevice::~GpuDevice() {
   const DriverApi& a = driver_.api();
   a.cuCtxSetCurrent(ctx_);
   if (stream_) a.cuStreamSynchronize(stream_);
+  drop_resident(); // their buffers go to the pool, freed below
   if (blas_) driver_.cublas().cublasDestroy(blas_);
   for (auto& [bytes, ptr] : pool_) a.cuMemFree(ptr);
   if (stream_) a.cuStreamDestroy(stream_);
@@ -51,7 +52,8 @@ GpuDevice::~GpuDevice() {
 }
 
 void GpuDevice::check(CUresult r, const char* what) const {
-  if (r != CUDA_SUCCESS) driver_.check(r, std::string(what) + " on GPU " + std::to_string(ordinal_));
+  if (r != CUDA_SUCCESS)
+    driver_.check(r, std::string(what) + " on GPU " + std::to_string(ordinal_));
 }
 
 void GpuDevice::bind() const { check(driver_.api().cuCtxSetCurrent(ctx_), "cuCtxSetCurrent"); }
@@ -69,7 +71,9 @@ std::shared_ptr<DeviceBuffer> GpuDevice::alloc(size_t bytes) {
   CUdeviceptr p = 0;
   CUresult r = driver_.api().cuMemAlloc(&p, bytes);
   if (r != CUDA_SUCCESS) {
-    // Out of memory with buffers parked in the pool: return them and retry.
+    // Out of memory with buffers parked in the pool or kept for host arrays:
+    // return them and retry.
+    drop_resident();
     std::lock_guard<std::mutex> lock(pool_mu_);
     for (auto& [b, q] : pool_) driver_.api().cuMemFree(q);
     pool_.clear();
@@ -115,6 +119,50 @@ cublasHandle_t GpuDevice::blas() {
     b.cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH); // plain f32 (no tf32): CPU-like results
   }
   return blas_;
+}
+
+} // namespace pxl::cuda
+
+namespace pxl::cuda {
+
+std::shared_ptr<DeviceBuffer> GpuDevice::resident(const Array& host) {
+  if (!host.defined()) return nullptr;
+  std::lock_guard<std::mutex> lock(resident_mu_);
+  auto it = resident_.find({host.buffer().get(), host.byte_offset(), host.nbytes()});
+  // An expired entry's buffer address may have been reused by another array.
+  if (it == resident_.end() || it->second.host.lock() != host.buffer()) return nullptr;
+  return it->second.copy;
+}
+
+void GpuDevice::keep_resident(const Array& host, std::shared_ptr<DeviceBuffer> copy) {
+  if (!host.defined()) return;
+  std::vector<std::shared_ptr<DeviceBuffer>> expired; // released after the lock
+  std::lock_guard<std::mutex> lock(resident_mu_);
+  for (auto it = resident_.begin(); it != resident_.end();)
+    if (it->second.host.expired()) {
+      expired.push_back(std::move(it->second.copy));
+      it = resident_.erase(it);
+    } else {
+      ++it;
+    }
+  resident_[{host.buffer().get(), host.byte_offset(), host.nbytes()}] = {host.buffer(),
+                                                                         std::move(copy)};
+}
+
+size_t GpuDevice::resident_count() {
+  std::lock_guard<std::mutex> lock(resident_mu_);
+  size_t n = 0;
+  for (auto& [key, r] : resident_) n += !r.host.expired();
+  return n;
+}
+
+void GpuDevice::drop_resident() {
+  std::map<ResidentKey, Resident> gone;
+  {
+    std::lock_guard<std::mutex> lock(resident_mu_);
+    gone.swap(resident_);
+  }
+  // `gone` releases its buffers to the pool here, outside resident_mu_.
 }
 
 } // namespace pxl::cuda

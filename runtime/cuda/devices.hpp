@@ -6,9 +6,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "lang/diag.hpp"
+#include "runtime/array.hpp"
 #include "runtime/cuda/loader.hpp"
 
 namespace pxl::cuda {
@@ -18,7 +20,8 @@ class GpuDevice;
 // A device allocation; goes back to its device's pool when destroyed.
 class DeviceBuffer {
 public:
-  DeviceBuffer(GpuDevice& dev, CUdeviceptr ptr, size_t bytes) : dev_(dev), ptr_(ptr), bytes_(bytes) {}
+  DeviceBuffer(GpuDevice& dev, CUdeviceptr ptr, size_t bytes)
+      : dev_(dev), ptr_(ptr), bytes_(bytes) {}
   ~DeviceBuffer();
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -73,6 +76,15 @@ public:
   void synchronize() const;
   // This device's cuBLAS handle (created on first use, bound to its stream).
   cublasHandle_t blas();
+
+  // Device copies of host arrays, kept while the host array lives: a call
+  // whose input is already here (an earlier call's input or result) does not
+  // copy it again. Host arrays are immutable once a call has used them, so a
+  // live host buffer's copy stays valid; the copy goes back to the pool when
+  // the host array is freed, and every copy is dropped when memory runs out.
+  std::shared_ptr<DeviceBuffer> resident(const Array& host);
+  void keep_resident(const Array& host, std::shared_ptr<DeviceBuffer> copy);
+  size_t resident_count();
   void check(CUresult r, const char* what) const;
 
 private:
@@ -90,6 +102,14 @@ private:
   cublasHandle_t blas_ = nullptr;
   std::mutex pool_mu_;
   std::multimap<size_t, CUdeviceptr> pool_;
+  struct Resident {
+    std::weak_ptr<Buffer> host;
+    std::shared_ptr<DeviceBuffer> copy;
+  };
+  using ResidentKey = std::tuple<const Buffer*, size_t, size_t>; // buffer, offset, bytes
+  std::mutex resident_mu_;
+  std::map<ResidentKey, Resident> resident_;
+  void drop_resident();
 };
 
 } // namespace pxl::cuda

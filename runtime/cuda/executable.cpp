@@ -188,18 +188,21 @@ private:
     Slot& s = c.slots[j][v];
     if (s.host_valid) return;
     const AVal& a = c.f.values[v].aval;
-    Array h(a.dtype, a.shape, a.weak, s.tag);
+    Array h = Array::uninitialized(a.dtype, a.shape, a.weak, s.tag);
     c.dev.download(h.data(), *s.dev, byte_size(a), loc(v));
+    c.dev.keep_resident(h, s.dev); // a later call taking it finds it on the GPU
     c.env[j][v] = std::move(h);
     s.host_valid = true;
   }
 
   const DeviceBuffer& to_device(Ctx& c, int j, int v) {
     Slot& s = c.slots[j][v];
+    if (!s.dev) s.dev = c.dev.resident(c.env[j][v]);
     if (!s.dev) {
       const AVal& a = c.f.values[v].aval;
       s.dev = c.dev.alloc(byte_size(a));
       c.dev.upload(*s.dev, c.env[j][v].data(), byte_size(a), loc(v));
+      c.dev.keep_resident(c.env[j][v], s.dev);
     }
     return *s.dev;
   }

@@ -342,6 +342,53 @@ TEST_CASE("cuda: the executable's copies and cuBLAS layouts, on a fake driver", 
   }
 }
 
+TEST_CASE("cuda: arrays stay on the GPU between calls while the host array lives", "[cuda]") {
+  cuda::CudaRuntime rt(1, true, fake_libraries());
+  OpAttrs a;
+  a.dot.lhs_contract = {1};
+  a.dot.rhs_contract = {0};
+  auto uploads = [&](size_t from) {
+    auto log = rt.transfers().transfers();
+    size_t n = 0;
+    for (size_t i = from; i < log.size(); ++i) n += log[i].to_device;
+    return n;
+  };
+  Array x = counting({4, 3}, 1), y = counting({3, 5}, -3), z = counting({5, 2}, 2);
+  auto f = one_op(Op::DotGeneral, a, {4, 3}, {3, 5});
+  size_t start = rt.transfers().transfers().size();
+  Array first = run_on_fake(rt, f, {x, y})[0][0];
+  CHECK(uploads(start) == 2);
+  // The same inputs again: already on the GPU.
+  size_t again = rt.transfers().transfers().size();
+  Array second = run_on_fake(rt, f, {x, y})[0][0];
+  CHECK(uploads(again) == 0);
+  for (int64_t i = 0; i < first.size(); ++i) CHECK(second.as<float>()[i] == first.as<float>()[i]);
+  // A result feeds the next call without going back up.
+  size_t chained = rt.transfers().transfers().size();
+  auto g = one_op(Op::DotGeneral, a, {4, 5}, {5, 2});
+  std::vector<Array> args{second, z};
+  Array third = run_on_fake(rt, g, args)[0][0];
+  CHECK(uploads(chained) == 1); // z only
+  Array want = eval_ref(Op::DotGeneral, a, args);
+  for (int64_t i = 0; i < want.size(); ++i) CHECK(third.as<float>()[i] == want.as<float>()[i]);
+  // Freed host arrays free their copies; new arrays are copied up again.
+  size_t kept = rt.device(0).resident_count();
+  CHECK(kept >= 4);
+  x = Array();
+  y = Array();
+  first = Array();
+  second = Array();
+  third = Array();
+  CHECK(rt.device(0).resident_count() < kept);
+  size_t fresh = rt.transfers().transfers().size();
+  Array x2 = counting({4, 3}, 5), y2 = counting({3, 5}, 1);
+  std::vector<Array> args2{x2, y2};
+  Array out = run_on_fake(rt, f, args2)[0][0];
+  CHECK(uploads(fresh) == 2);
+  Array want2 = eval_ref(Op::DotGeneral, a, args2);
+  for (int64_t i = 0; i < want2.size(); ++i) CHECK(out.as<float>()[i] == want2.as<float>()[i]);
+}
+
 TEST_CASE("cuda: a failed kernel launch is an E0400 naming the driver error", "[cuda]") {
   cuda::CudaRuntime one(1, true, fake_libraries());
   auto f = one_op(Op::Add, {}, {2, 3}, {2, 3});
