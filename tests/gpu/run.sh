@@ -27,14 +27,17 @@ echo "== golden programs on cuda:4 vs 4 CPU devices"
 timeout 100 python3 "$here/compare.py" --pxl "$pxl" --mode cuda4 || status=1
 # Reductions (warps/blocks/split) and device-side collectives among logical
 # devices: bitwise the CPU's where SPEC.md says the order is the CPU's, within
-# a tolerance for block-per-row reductions. (NCCL needs two GPUs or more: with
-# them, "own" above already runs the mesh programs through it.)
+# a tolerance for block-per-row reductions; collectives2.pxl goes through NCCL
+# when there are two GPUs or more ("own" above then runs mesh programs on it too).
 echo "== GPU reductions and logical-device collectives vs 4 CPU devices (bitwise)"
 timeout 60 python3 "$here/compare.py" --pxl "$pxl" --mode cuda4 --rtol 0 --atol 0 \
   "$here/checks/reductions_exact.pxl" || status=1
 echo "== block-per-row reductions vs 4 CPU devices (atol 0.02: sums of 1e5 normals)"
 timeout 60 python3 "$here/compare.py" --pxl "$pxl" --mode cuda4 --atol 0.02 \
   "$here/checks/reductions_block.pxl" || status=1
+echo "== collectives over 2 devices vs the CPU mesh (NCCL with 2+ GPUs, else logical devices)"
+timeout 60 python3 "$here/compare.py" --pxl "$pxl" --mode own "$here/checks/collectives2.pxl" ||
+  status=1
 echo "== benchmarks (ms per call)"
 timeout 60 "$pxl" --platform cuda --devices 1 "$here/bench.pxl" | sed 's/^/pxl-cuda /' || status=1
 if "$python" -c 'import jax' 2>/dev/null; then
