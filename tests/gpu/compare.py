@@ -7,7 +7,7 @@
               its .out / .err / .code files.
 --mode cuda4: each program runs on PXL_DEVICES=cuda:4 and on 4 CPU devices,
               and the two runs are compared.
-Outputs are compared token by token: text exactly (CpuDevice/cpu: read as their
+Outputs are compared token by token: text exactly (CpuDevice, cpu:N and CPU N read as their
 CUDA names), numbers within --rtol/--atol, whitespace ignored (a digit more or
 less changes numpy's column widths). Python stdlib only.
 """
@@ -29,6 +29,7 @@ TOKEN = re.compile(NUMBER.pattern + r"|[^\s\d]+|\d+")
 
 
 def normalize(text):
+    text = re.sub(r"\bCPU (\d)", r"GPU \1", text)  # visualize_array_sharding's cells
     return text.replace("CpuDevice", "CudaDevice").replace("cpu:", "cuda:")
 
 
