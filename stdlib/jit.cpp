@@ -113,7 +113,9 @@ bool run_partitioned(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> p
     if (!mesh) mesh = &t->sharded->mesh;
     else if (!(t->sharded->mesh == *mesh)) return false;
   }
-  if (!mesh || !partitionable(*e.traced->fn)) return false;
+  // A jitted shard_map with unsharded arguments runs over the shard_map's mesh.
+  if (!mesh) mesh = shard_map_mesh(*e.traced->fn);
+  if (!mesh || !partitionable(*e.traced->fn, *mesh)) return false;
   OperandSpecs specs;
   std::string key = mesh->repr();
   for (int id : mesh->device_ids) key += " " + std::to_string(id);

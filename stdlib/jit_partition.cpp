@@ -81,6 +81,8 @@ public:
       return along_whole_dims(ins, {ins.attrs.axis});
     case OpFamily::Structural:
       return structural(ins);
+    case OpFamily::Call:
+      return spmd_call(ins);
     case OpFamily::Creation:
       recreatable_[ins.result] = op == Op::Iota;
       return define(ins, bind(op, ins.attrs, {}), whole(ins.result));
@@ -201,6 +203,23 @@ private:
     l.spec[d] = like;
   }
 
+  // A shard_map call on this mesh: its operands laid out by its in_specs,
+  // its per-device program inlined, its results laid out by its out_specs.
+  void spmd_call(const Instr& ins) {
+    const SpmdCallee& c = *ins.attrs.callee;
+    std::vector<Tensor> params;
+    for (size_t i = 0; i < ins.operands.size(); ++i) {
+      int o = ins.operands[i];
+      params.push_back(reshard(o, dims_of_spec(c.ins[i].spec, gshape(o).size())));
+    }
+    std::vector<Tensor> outs = inline_function(tc_, *c.fn, params, {});
+    for (int r = 0; r < ins.nresults; ++r) {
+      int id = ins.result + r;
+      env_[id] = {outs[static_cast<size_t>(r)],
+                  dims_of_spec(c.outs[static_cast<size_t>(r)].spec, gshape(id).size())};
+    }
+  }
+
   // The most split of the operands' shardings (rank-0 operands aside).
   DimSpec widest(const Instr& ins, size_t rank) const {
     DimSpec best(rank);
@@ -277,41 +296,50 @@ private:
     define(ins, t, out);
   }
 
-  // dot_general: batch and contracting dimensions take the lhs's split (the
-  // rhs's where the lhs's is whole), free dimensions keep theirs unless an axis
-  // is already taken; a split contraction is a local product and a psum.
+  // dot_general: the result's dimensions are claimed first (batch dimensions
+  // as the lhs is split, else as the rhs; then the lhs's and the rhs's free
+  // dimensions as they are), then the contracting dimensions take a split
+  // whose axes are still free (the lhs's, else the rhs's): a split contraction
+  // is a local product and a psum, the other dimensions are gathered. Keeping
+  // the result split before splitting the contraction is XLA's choice too.
   void dot(const Instr& ins) {
     const DotDims& dd = ins.attrs.dot;
     int l = ins.operands[0], r = ins.operands[1];
     DimSpec ls = env_[l].spec, rs = env_[r].spec;
     DimSpec lt(ls.size()), rt(rs.size());
     std::vector<std::string> used;
-    auto claim = [&](Axes e) {
+    auto free_axes = [&](const Axes& e) {
       for (const std::string& a : e)
-        if (std::find(used.begin(), used.end(), a) != used.end()) return Axes{};
+        if (std::find(used.begin(), used.end(), a) != used.end()) return false;
+      return true;
+    };
+    auto claim = [&](const Axes& e) {
+      if (!free_axes(e)) return Axes{};
       used.insert(used.end(), e.begin(), e.end());
       return e;
     };
     auto pair = [&](const std::vector<int64_t>& ld, const std::vector<int64_t>& rd) {
       for (size_t i = 0; i < ld.size(); ++i) {
         auto li = static_cast<size_t>(ld[i]), ri = static_cast<size_t>(rd[i]);
-        Axes e = claim(!ls[li].empty() ? ls[li] : rs[ri]);
+        Axes e = claim(!ls[li].empty() && free_axes(ls[li]) ? ls[li] : rs[ri]);
         lt[li] = rt[ri] = e;
       }
     };
-    pair(dd.lhs_batch, dd.rhs_batch);
-    pair(dd.lhs_contract, dd.rhs_contract);
     auto is_in = [](const std::vector<int64_t>& v, size_t d) {
       return std::find(v.begin(), v.end(), static_cast<int64_t>(d)) != v.end();
     };
+    pair(dd.lhs_batch, dd.rhs_batch);
+    for (size_t d = 0; d < ls.size(); ++d)
+      if (!is_in(dd.lhs_batch, d) && !is_in(dd.lhs_contract, d)) lt[d] = claim(ls[d]);
+    for (size_t d = 0; d < rs.size(); ++d)
+      if (!is_in(dd.rhs_batch, d) && !is_in(dd.rhs_contract, d)) rt[d] = claim(rs[d]);
+    pair(dd.lhs_contract, dd.rhs_contract);
     DimSpec out;
     for (int64_t d : dd.lhs_batch) out.push_back(lt[static_cast<size_t>(d)]);
     for (size_t d = 0; d < ls.size(); ++d)
-      if (!is_in(dd.lhs_batch, d) && !is_in(dd.lhs_contract, d))
-        out.push_back(lt[d] = claim(ls[d]));
+      if (!is_in(dd.lhs_batch, d) && !is_in(dd.lhs_contract, d)) out.push_back(lt[d]);
     for (size_t d = 0; d < rs.size(); ++d)
-      if (!is_in(dd.rhs_batch, d) && !is_in(dd.rhs_contract, d))
-        out.push_back(rt[d] = claim(rs[d]));
+      if (!is_in(dd.rhs_batch, d) && !is_in(dd.rhs_contract, d)) out.push_back(rt[d]);
     Tensor t = bind(Op::DotGeneral, ins.attrs, {reshard(l, lt), reshard(r, rt)});
     Axes contracted;
     for (int64_t d : dd.lhs_contract)
@@ -436,13 +464,38 @@ private:
 
 } // namespace
 
-bool partitionable(const Function& f) {
+namespace {
+
+// A shard_map's own program, to be inlined: collectives are its business;
+// effects and further calls are not inlined.
+bool inlinable(const Function& f) {
   for (const Instr& i : f.body) {
     OpFamily fam = op_family(i.op);
-    if (fam == OpFamily::Collective || fam == OpFamily::Effect || fam == OpFamily::Call)
-      return false;
+    if (fam == OpFamily::Effect || fam == OpFamily::Call) return false;
   }
   return true;
+}
+
+} // namespace
+
+bool partitionable(const Function& f, const Mesh& mesh) {
+  for (const Instr& i : f.body) {
+    OpFamily fam = op_family(i.op);
+    if (fam == OpFamily::Collective || fam == OpFamily::Effect) return false;
+    if (fam == OpFamily::Call) {
+      const SpmdCallee& c = *i.attrs.callee;
+      if (c.kind != "shard_map" || !c.check_vma || !(c.layout.mesh == mesh) || !inlinable(*c.fn))
+        return false;
+    }
+  }
+  return true;
+}
+
+const Mesh* shard_map_mesh(const Function& f) {
+  for (const Instr& i : f.body)
+    if (i.op == Op::SpmdCall && i.attrs.callee->kind == "shard_map")
+      return &i.attrs.callee->layout.mesh;
+  return nullptr;
 }
 
 PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const Mesh& mesh,

@@ -27,8 +27,11 @@ struct PartitionedJit {
 // array) or its own spec over `mesh`.
 using OperandSpecs = std::vector<PartitionSpec>;
 
-// Whether `f` can be partitioned at all (no collectives, SPMD calls or effects).
-bool partitionable(const Function& f);
+// Whether `f` can be partitioned over `mesh`: no collectives or effects, and
+// SPMD calls only of shard_maps over that mesh (which are inlined).
+bool partitionable(const Function& f, const Mesh& mesh);
+// The mesh of the first shard_map call in `f`, or null.
+const Mesh* shard_map_mesh(const Function& f);
 
 // Builds the partitioned call of `t` for operands (its parameters, then its
 // consts) laid out by `specs` over `mesh`. `out_specs`, when given, are the

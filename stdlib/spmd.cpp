@@ -344,9 +344,69 @@ struct PmapFn : SpmdFunction {
   std::string axis_name; // "" for axis_name=None
   Value in_axes = Value::integer(0), out_axes = Value::integer(0);
   std::vector<int> devices; // empty: all devices
+  // static_broadcasted_argnums: those arguments are Python values passed to
+  // every device at trace time; one pmap per distinct tuple of their values.
+  std::vector<int64_t> static_argnums;
+  std::map<std::string, std::shared_ptr<PmapFn>> static_variants;
+
+  bool call_with_statics(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) {
+    size_t n = a.pos.size();
+    auto is_static = [&](size_t i) {
+      for (int64_t s : static_argnums)
+        if ((s < 0 ? s + static_cast<int64_t>(n) : s) == static_cast<int64_t>(i)) return true;
+      return false;
+    };
+    std::vector<std::pair<size_t, Value>> statics;
+    ValueList dyn;
+    std::string key;
+    for (size_t i = 0; i < n; ++i) {
+      if (!is_static(i)) {
+        dyn.push_back(a.pos[i]);
+        continue;
+      }
+      if (!is_hashable(a.pos[i]))
+        throw Error(ErrCode::Type, "pmap: static argument " + std::to_string(i) + " must be hashable, not " + pxl::type_name(a.pos[i]), where);
+      statics.push_back({i, a.pos[i]});
+      key += std::to_string(i) + "=" + pxl::type_name(a.pos[i]) + " " + pxl::repr(a.pos[i]) + ";";
+    }
+    std::shared_ptr<PmapFn>& sub = static_variants[key];
+    if (!sub) {
+      sub = std::make_shared<PmapFn>();
+      sub->what = what;
+      sub->axis_name = axis_name;
+      sub->out_axes = out_axes;
+      sub->devices = devices;
+      sub->in_axes = in_axes;
+      // A tuple of in_axes covers every argument; the static ones drop out.
+      if (const ValueList* items = sequence_items(in_axes); items && items->size() == n) {
+        ValueList kept;
+        for (size_t i = 0; i < n; ++i)
+          if (!is_static(i)) kept.push_back((*items)[i]);
+        sub->in_axes = make_tuple(std::move(kept));
+      }
+      Value target = fn;
+      sub->fn = make_builtin("pmap", [target, statics, n, where](InterpreterImpl& in, CallArgs& c) {
+        CallArgs full;
+        size_t next = 0, sp = 0;
+        for (size_t i = 0; i < n; ++i)
+          full.pos.push_back(sp < statics.size() && statics[sp].first == i ? statics[sp++].second : c.pos[next++]);
+        return in.call(target, full, where);
+      });
+    }
+    CallArgs c;
+    c.pos = std::move(dyn);
+    sub->lower_only = lower_only; // :ir / :comm of the variant that runs
+    bool done = sub->call(in, c, where, out);
+    last = sub->last;
+    last_participants = sub->last_participants;
+    traces = 0;
+    for (const auto& [k, v] : static_variants) traces += v->traces;
+    return done;
+  }
 
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
     if (!a.kw.empty()) throw Error(ErrCode::Arguments, "a pmap'd function takes positional arguments only", where);
+    if (!static_argnums.empty()) return call_with_statics(in, a, where, out);
     check_not_nested(in, where);
     const ValueList& args = a.pos;
     Value args_tuple = make_tuple(args);
@@ -506,6 +566,7 @@ Value make_pmap(InterpreterImpl& in, CallArgs& a) {
   if (r.has(1) && !r[1].is_none()) p->axis_name = value_to_str(r[1], "pmap() axis_name");
   if (r.has(2)) p->in_axes = r[2];
   if (r.has(3)) p->out_axes = r[3];
+  if (r.has(4) && !r[4].is_none()) p->static_argnums = value_to_int_list(r[4], "pmap() static_broadcasted_argnums");
   if (r.has(5)) p->devices = devices_arg(r[5]);
   for (int d : p->devices)
     if (d >= in.platform().device_count()) throw Error(ErrCode::Device, "pmap(): device " + std::to_string(d) + " does not exist");
