@@ -4,10 +4,12 @@
 # ms per step for the sharded call and for the same step on one device.
 import time
 import jax
+import numpy as np
 import jax.numpy as jnp
-from jax.sharding import NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-mesh = jax.make_mesh((4, 2), ('data', 'model'))
+# Mesh(...) has Auto axes in JAX (make_mesh's are Explicit in JAX 0.10).
+mesh = Mesh(np.array(jax.devices()).reshape(4, 2), ('data', 'model'))
 B, D, H, C = 512, 256, 1024, 16
 k1, k2, k3 = jax.random.split(jax.random.PRNGKey(0), 3)
 params = {'w1': jax.random.normal(k1, (D, H)) * 0.05, 'b1': jnp.zeros(H),
