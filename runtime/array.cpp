@@ -160,9 +160,11 @@ Array Array::view(int64_t first, Shape shape) const {
 Array Array::view_bytes(size_t offset, AVal aval) const {
   PXL_ASSERT(offset + static_cast<size_t>(aval.size()) * dtype_size(aval.dtype) <= nbytes(),
              "view_bytes: out of range");
-  Array a = *this;
-  a.offset_ += offset;
+  Array a; // not a copy of *this: its aval would be copied only to be replaced
+  a.buf_ = buf_;
+  a.offset_ = offset_ + offset;
   a.aval_ = std::move(aval);
+  a.device_ = device_;
   return a;
 }
 
