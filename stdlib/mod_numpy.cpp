@@ -363,6 +363,7 @@ Value make_numpy_module(InterpreterImpl& in) {
   def_reductions(b);
   def_linalg(b);
   def_io(b);
+  def_dtype_queries(b);
   for (DType d : {DType::Bool, DType::Int32, DType::UInt32, DType::Float16, DType::BFloat16,
                   DType::Float32, DType::Float64})
     b.val(dtype_name(d), Value::object(std::make_shared<DTypeObj>(d)));

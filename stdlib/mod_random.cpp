@@ -65,6 +65,20 @@ Value make_random_module(InterpreterImpl& in) {
     it.array = perm;
     return make_array(np::index(in.ops(), x, {it}));
   });
+  b.fn("bits", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("bits", a, {"key", "shape", "dtype"}, 1);
+    if (auto dt = value_to_dtype(r[2]); dt && *dt != DType::UInt32)
+      throw Error(ErrCode::DType, std::string("bits(): pxl draws uint32 bits only, got dtype ") + dtype_name(*dt));
+    return make_array(np::random_bits(in.ops(), key_arg(in, r[0], "bits"), shape_arg(r, 1, "bits")));
+  });
+  // The host part of truncated_normal (stdlib/random_extra.pxl computes the
+  // erf bounds with lax.erf and clamps the result).
+  b.fn("_sqrt2_erfinv_uniform", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("truncated_normal", a, {"key", "shape", "dtype", "minval", "maxval"}, 5);
+    return make_array(np::random_sqrt2_erfinv_uniform(in.ops(), key_arg(in, r[0], "truncated_normal"),
+                                                      shape_arg(r, 1, "truncated_normal"), *value_to_dtype(r[2]),
+                                                      r.get_float(3), r.get_float(4)));
+  });
   return b.value();
 }
 

@@ -20,5 +20,7 @@ struct ModuleBuilder {
 Value make_numpy_module(InterpreterImpl& in);
 Value make_random_module(InterpreterImpl& in);
 Value make_lax_module(InterpreterImpl& in, const Value& np);
+// finfo, iinfo, result_type, promote_types, issubdtype (stdlib/np_dtypes.cpp).
+void def_dtype_queries(ModuleBuilder& b);
 
 } // namespace pxl

@@ -113,5 +113,11 @@ Tensor random_uniform(OpContext& cx, const Tensor& key, const Shape& shape,
 Tensor random_randint(OpContext& cx, const Tensor& key, const Shape& shape, int64_t minval,
                       int64_t maxval, DType dtype = DType::Int32);
 Tensor random_permutation(OpContext& cx, const Tensor& key, int64_t n);
+// jax.random.bits: the raw 32-bit threefry draws.
+Tensor random_bits(OpContext& cx, const Tensor& key, const Shape& shape);
+// sqrt(2) * erfinv(uniform(key, shape, dtype, minval, maxval)), the core of
+// jax.random.truncated_normal (the caller computes the erf bounds and clamps).
+Tensor random_sqrt2_erfinv_uniform(OpContext& cx, const Tensor& key, const Shape& shape, DType dtype,
+                                   double minval, double maxval);
 
 } // namespace pxl::np

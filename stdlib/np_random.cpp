@@ -165,6 +165,19 @@ float xla_erfinv(float x) {
 // The uint32 remainder of XLA, where x % 0 == x.
 inline uint32_t urem(uint32_t a, uint32_t b) { return b == 0 ? a : a % b; }
 
+// sqrt(2) * erfinv(u) elementwise, each step rounded to dt (normal, truncated_normal).
+Array sqrt2_erfinv(const Array& u, DType dt) {
+  float sqrt2 = round_to(static_cast<float>(std::sqrt(2.0)), dt);
+  Array out(dt, u.shape());
+  for (int64_t i = 0; i < out.size(); ++i) {
+    float x = dt == DType::Float32   ? u.as<float>()[i]
+              : dt == DType::Float16 ? half_to_float(u.as<uint16_t>()[i])
+                                     : bfloat16_to_float(u.as<uint16_t>()[i]);
+    store(out, i, sqrt2 * round_to(xla_erfinv(x), dt));
+  }
+  return out;
+}
+
 } // namespace
 
 Tensor prng_key(OpContext& cx, int64_t seed) {
@@ -206,6 +219,23 @@ Tensor random_uniform(OpContext& cx, const Tensor& key, const Shape& shape, DTyp
       uniform_array(k, shape, dt, static_cast<float>(minval), static_cast<float>(maxval)));
 }
 
+Tensor random_bits(OpContext& cx, const Tensor& key, const Shape& shape) {
+  ThreefryKey k = key_of(cx, key, "bits");
+  check_shape(shape, "bits");
+  Array out(DType::UInt32, shape);
+  for (int64_t i = 0; i < out.size(); ++i) out.as<uint32_t>()[i] = threefry_bits32(k, static_cast<uint64_t>(i));
+  return cx.constant(out);
+}
+
+Tensor random_sqrt2_erfinv_uniform(OpContext& cx, const Tensor& key, const Shape& shape, DType dtype,
+                                   double minval, double maxval) {
+  ThreefryKey k = key_of(cx, key, "truncated_normal");
+  check_shape(shape, "truncated_normal");
+  DType dt = float_dtype(dtype, "truncated_normal");
+  Array u = uniform_array(k, shape, dt, static_cast<float>(minval), static_cast<float>(maxval));
+  return cx.constant(sqrt2_erfinv(u, dt));
+}
+
 Tensor random_normal(OpContext& cx, const Tensor& key, const Shape& shape, DType dtype) {
   ThreefryKey k = key_of(cx, key, "normal");
   check_shape(shape, "normal");
@@ -214,16 +244,7 @@ Tensor random_normal(OpContext& cx, const Tensor& key, const Shape& shape, DType
   float lo = dt == DType::Float32   ? std::nextafter(-1.0f, 0.0f)
              : dt == DType::Float16 ? half_to_float(0xbbff)
                                     : bfloat16_to_float(0xbf7f);
-  Array u = uniform_array(k, shape, dt, lo, 1.0f);
-  float sqrt2 = round_to(static_cast<float>(std::sqrt(2.0)), dt);
-  Array out(dt, shape);
-  for (int64_t i = 0; i < out.size(); ++i) {
-    float x = dt == DType::Float32   ? u.as<float>()[i]
-              : dt == DType::Float16 ? half_to_float(u.as<uint16_t>()[i])
-                                     : bfloat16_to_float(u.as<uint16_t>()[i]);
-    store(out, i, sqrt2 * round_to(xla_erfinv(x), dt));
-  }
-  return cx.constant(out);
+  return cx.constant(sqrt2_erfinv(uniform_array(k, shape, dt, lo, 1.0f), dt));
 }
 
 Tensor random_randint(OpContext& cx, const Tensor& key, const Shape& shape, int64_t minval,

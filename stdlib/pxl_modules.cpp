@@ -40,6 +40,14 @@ struct Namespace : OpaqueObj {
   }
 };
 
+// Loads the stdlib module `file` and copies its public functions into `into`.
+void merge_functions(InterpreterImpl& in, const char* file, const Value& into) {
+  Value extra = in.import_module(file, Span{}, "");
+  for (const auto& [name, v] : extra.as<ModuleObj>()->env->vars)
+    if (!name.empty() && name[0] != '_' && v.is_obj(ObjKind::Function))
+      into.as<ModuleObj>()->env->vars[name] = v;
+}
+
 } // namespace
 
 void add_pxl_modules(InterpreterImpl& in, Value& jax) {
@@ -54,27 +62,22 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   in.register_module("types", types.value());
   for (const EmbeddedSource& s : kSources)
     in.register_source_module(s.name, std::string("<stdlib>/") + s.name + ".pxl", s.text);
-  // numpy_extra.pxl defines more of jax.numpy in pxl: merge it into np.
-  Value extra = in.import_module("numpy_extra", Span{}, "");
+  // numpy_*.pxl define more of jax.numpy in pxl: merge their public functions into np.
   Value np = jax.as<ModuleObj>()->env->vars.at("numpy");
-  for (const auto& [name, v] : extra.as<ModuleObj>()->env->vars)
-    if (!name.empty() && name[0] != '_' && v.is_obj(ObjKind::Function))
-      np.as<ModuleObj>()->env->vars[name] = v;
+  for (const char* file : {"numpy_extra", "numpy_more", "numpy_sort"}) merge_functions(in, file, np);
+  // random_extra.pxl: more samplers, merged into jax.random.
+  merge_functions(in, "random_extra", jax.as<ModuleObj>()->env->vars.at("random"));
   // lax_extra.pxl likewise for jax.lax (control flow, slicing helpers).
-  Value lax_extra = in.import_module("lax_extra", Span{}, "");
-  Value lax = jax.as<ModuleObj>()->env->vars.at("lax");
-  for (const auto& [name, v] : lax_extra.as<ModuleObj>()->env->vars)
-    if (!name.empty() && name[0] != '_' && v.is_obj(ObjKind::Function))
-      lax.as<ModuleObj>()->env->vars[name] = v;
+  merge_functions(in, "lax_extra", jax.as<ModuleObj>()->env->vars.at("lax"));
   // jax_extra.pxl: jvp, jacfwd, jacrev, hessian, checkpoint into jax.
-  Value jax_extra = in.import_module("jax_extra", Span{}, "");
-  for (const auto& [name, v] : jax_extra.as<ModuleObj>()->env->vars)
-    if (!name.empty() && name[0] != '_' && v.is_obj(ObjKind::Function))
-      jax.as<ModuleObj>()->env->vars[name] = v;
+  merge_functions(in, "jax_extra", jax);
   // jax.nn must be an attribute of the jax module, so nn loads now (a few defs).
   Value nn = in.import_module("nn", Span{}, "");
   jax.as<ModuleObj>()->env->vars["nn"] = nn;
   in.register_module("jax.nn", nn);
+  Value inits = in.import_module("nn_initializers", Span{}, "");
+  nn.as<ModuleObj>()->env->vars["initializers"] = inits;
+  in.register_module("jax.nn.initializers", inits);
 }
 
 } // namespace pxl

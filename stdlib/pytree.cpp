@@ -143,6 +143,8 @@ Value tree_map(InterpreterImpl& in, CallArgs& a) {
 
 } // namespace
 
+Value tree_structure_value(TreeDef def) { return Value::object(std::make_shared<TreeDefObj>(std::move(def))); }
+
 void add_tree_functions(InterpreterImpl& in, Value& tree_util, Value& tree, Value& jax) {
   (void)in;
   auto leaves_fn = [](InterpreterImpl& in, CallArgs& a) {
@@ -178,6 +180,7 @@ void add_tree_functions(InterpreterImpl& in, Value& tree_util, Value& tree, Valu
   };
   add(tree_util, "tree_");
   add(tree, "");
+  add_tree_path_functions(tree_util, tree);
   jax.as<ModuleObj>()->env->vars["tree_map"] = make_builtin("tree_map", tree_map);
 }
 

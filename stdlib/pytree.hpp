@@ -18,6 +18,10 @@ struct TreeDef {
 
 TreeDef tree_flatten(InterpreterImpl& in, const Value& tree, ValueList& leaves);
 Value tree_unflatten(const TreeDef& def, const ValueList& leaves);
+// A PyTreeDef object for `def` (what tree_structure returns).
+Value tree_structure_value(TreeDef def);
+// tree_flatten_with_path & co., tree_reduce, tree_all, keystr, Partial (pytree_paths.cpp).
+void add_tree_path_functions(Value& tree_util, Value& tree);
 // Matches a pytree of specs (or in_axes) against the argument tree: a leaf of
 // the spec tree applies to a whole subtree. `is_leaf` says what counts as a spec.
 template <class IsLeaf>

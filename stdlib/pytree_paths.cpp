@@ -1,0 +1,160 @@
+// jax.tree_util's key paths (tree_flatten_with_path, tree_map_with_path,
+// keystr, ...) and the reductions over leaves (tree_reduce, tree_all). A path
+// is a tuple of DictKey(key=...) / SequenceKey(idx=...) objects, printed and
+// joined by keystr as JAX does: "['a'][0]".
+#include "lang/args.hpp"
+#include "stdlib/module_builder.hpp"
+#include "stdlib/pytree.hpp"
+
+namespace pxl {
+
+Value make_functools_module(); // stdlib/mod_host.cpp
+
+namespace {
+
+struct KeyEntryObj : OpaqueObj {
+  bool is_dict;
+  Value key; // the dict key, or the sequence index
+  KeyEntryObj(bool d, Value k) : is_dict(d), key(std::move(k)) {}
+  std::string type_name() const override { return is_dict ? "DictKey" : "SequenceKey"; }
+  std::string repr() const override {
+    return is_dict ? "DictKey(key=" + pxl::repr(key) + ")" : "SequenceKey(idx=" + pxl::repr(key) + ")";
+  }
+  // keystr's form: ['a'] or [0]; with simple=True just a or 0.
+  std::string str(bool simple) const { return simple ? pxl::str(key) : "[" + pxl::repr(key) + "]"; }
+  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+    if (name != (is_dict ? "key" : "idx")) return false;
+    out = key;
+    return true;
+  }
+  std::vector<std::string> attr_names() const override { return {is_dict ? "key" : "idx"}; }
+  bool equals(const OpaqueObj& o) const override {
+    auto* k = dynamic_cast<const KeyEntryObj*>(&o);
+    return k && k->is_dict == is_dict && values_equal(k->key, key);
+  }
+};
+
+// The key path of every leaf of `d`, in flattening order.
+void paths_rec(const TreeDef& d, ValueList& cur, ValueList& out) {
+  switch (d.kind) {
+  case TreeDef::Kind::Leaf:
+    out.push_back(make_tuple(cur));
+    return;
+  case TreeDef::Kind::None:
+    return;
+  default:
+    for (size_t i = 0; i < d.children.size(); ++i) {
+      bool is_dict = d.kind == TreeDef::Kind::Dict;
+      cur.push_back(Value::object(std::make_shared<KeyEntryObj>(
+          is_dict, is_dict ? d.keys[i] : Value::integer(static_cast<int64_t>(i)))));
+      paths_rec(d.children[i], cur, out);
+      cur.pop_back();
+    }
+  }
+}
+
+// Leaves and their paths; the treedef is returned too.
+TreeDef flatten_with_paths(InterpreterImpl& in, const Value& tree, ValueList& leaves, ValueList& paths) {
+  TreeDef d = tree_flatten(in, tree, leaves);
+  ValueList cur;
+  paths_rec(d, cur, paths);
+  return d;
+}
+
+ValueList path_leaf_pairs(const ValueList& leaves, const ValueList& paths) {
+  ValueList pairs;
+  for (size_t i = 0; i < leaves.size(); ++i) pairs.push_back(make_tuple({paths[i], leaves[i]}));
+  return pairs;
+}
+
+Value keystr(InterpreterImpl& in, CallArgs& a) {
+  ArgReader r("keystr", a, {"keys", "simple", "separator"}, 1);
+  bool simple = r.get_bool(1, false);
+  std::string sep = r.has(2) && !r[2].is_none() ? r.get_str(2) : "";
+  std::string s;
+  bool first = true;
+  for (const Value& k : in.iterate(r[0], Span{})) {
+    auto* e = k.is_obj(ObjKind::Opaque) ? dynamic_cast<KeyEntryObj*>(k.as<OpaqueObj>()) : nullptr;
+    if (!e) throw Error(ErrCode::Type, "keystr() expects a key path (a tuple of DictKey/SequenceKey), got a " + type_name(k));
+    s += (first ? "" : sep) + e->str(simple);
+    first = false;
+  }
+  return make_str(s);
+}
+
+Value leaves_reduce(InterpreterImpl& in, CallArgs& a, bool all) {
+  if (all) {
+    ArgReader r("tree_all", a, {"tree", "is_leaf"}, 1);
+    ValueList leaves;
+    tree_flatten(in, r[0], leaves);
+    for (const Value& v : leaves)
+      if (!in.truthy(v, Span{})) return Value::boolean(false);
+    return Value::boolean(true);
+  }
+  ArgReader r("tree_reduce", a, {"function", "tree", "initializer", "is_leaf"}, 2);
+  ValueList leaves;
+  tree_flatten(in, r[1], leaves);
+  size_t i = 0;
+  Value acc;
+  if (r.has(2)) acc = r[2];
+  else if (leaves.empty()) throw Error(ErrCode::Type, "tree_reduce() of a tree with no leaves and no initializer");
+  else acc = leaves[i++];
+  for (; i < leaves.size(); ++i) acc = in.call(r[0], {acc, leaves[i]}, Span{});
+  return acc;
+}
+
+} // namespace
+
+void add_tree_path_functions(Value& tree_util, Value& tree) {
+  auto flatten_fn = [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("tree_flatten_with_path", a, {"tree", "is_leaf"}, 1);
+    ValueList leaves, paths;
+    TreeDef d = flatten_with_paths(in, r[0], leaves, paths);
+    return make_tuple({make_list(path_leaf_pairs(leaves, paths)), tree_structure_value(d)});
+  };
+  auto leaves_fn = [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("tree_leaves_with_path", a, {"tree", "is_leaf"}, 1);
+    ValueList leaves, paths;
+    flatten_with_paths(in, r[0], leaves, paths);
+    return make_list(path_leaf_pairs(leaves, paths));
+  };
+  auto map_fn = [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("tree_map_with_path", a, {"f", "tree", "*rest", "is_leaf"}, 2);
+    ValueList leaves, paths;
+    TreeDef def = flatten_with_paths(in, r[1], leaves, paths);
+    std::vector<ValueList> others;
+    for (const Value& t : r.rest()) {
+      ValueList ls;
+      TreeDef d = tree_flatten(in, t, ls);
+      if (!(d == def))
+        throw Error(ErrCode::Value, "tree_map_with_path: the trees have different structures: " + def.repr() +
+                                        " and " + d.repr());
+      others.push_back(std::move(ls));
+    }
+    ValueList out;
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      ValueList args{paths[i], leaves[i]};
+      for (auto& o : others) args.push_back(o[i]);
+      out.push_back(in.call(r[0], std::move(args), Span{}));
+    }
+    return tree_unflatten(def, out);
+  };
+  auto reduce_fn = [](InterpreterImpl& in, CallArgs& a) { return leaves_reduce(in, a, false); };
+  auto all_fn = [](InterpreterImpl& in, CallArgs& a) { return leaves_reduce(in, a, true); };
+  auto add = [&](Value& mod, const std::string& prefix) {
+    auto& vars = mod.as<ModuleObj>()->env->vars;
+    vars[prefix + "flatten_with_path"] = make_builtin(prefix + "flatten_with_path", flatten_fn);
+    vars[prefix + "leaves_with_path"] = make_builtin(prefix + "leaves_with_path", leaves_fn);
+    vars[prefix + "map_with_path"] = make_builtin(prefix + "map_with_path", map_fn);
+    vars[prefix + "reduce"] = make_builtin(prefix + "reduce", reduce_fn);
+    vars[prefix + "all"] = make_builtin(prefix + "all", all_fn);
+  };
+  add(tree_util, "tree_");
+  add(tree, "");
+  tree_util.as<ModuleObj>()->env->vars["keystr"] = make_builtin("keystr", keystr);
+  // tree_util.Partial: functools.partial (pxl's partial objects are leaves).
+  Value functools = make_functools_module();
+  tree_util.as<ModuleObj>()->env->vars["Partial"] = functools.as<ModuleObj>()->env->vars.at("partial");
+}
+
+} // namespace pxl
