@@ -65,6 +65,11 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   // numpy_*.pxl define more of jax.numpy in pxl: merge their public functions into np.
   Value np = jax.as<ModuleObj>()->env->vars.at("numpy");
   for (const char* file : {"numpy_extra", "numpy_more", "numpy_sort"}) merge_functions(in, file, np);
+  // np.linalg (also jax.numpy.linalg): the norms.
+  Value linalg = in.import_module("numpy_linalg", Span{}, "");
+  np.as<ModuleObj>()->env->vars["linalg"] = linalg;
+  in.register_module("jax.numpy.linalg", linalg);
+  in.register_module("numpy.linalg", linalg);
   // random_extra.pxl: more samplers, merged into jax.random.
   merge_functions(in, "random_extra", jax.as<ModuleObj>()->env->vars.at("random"));
   // lax_extra.pxl likewise for jax.lax (control flow, slicing helpers).
