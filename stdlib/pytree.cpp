@@ -123,25 +123,32 @@ Value tree_map(InterpreterImpl& in, CallArgs& a) {
   ArgReader r("tree_map", a, {"f", "tree", "*rest", "is_leaf"}, 2);
   ValueList leaves;
   TreeDef def = tree_flatten(in, r[1], leaves);
+  return map_leaves(in, "tree_map", r[0], def, leaves, r.rest(), nullptr);
+}
+
+} // namespace
+
+Value map_leaves(InterpreterImpl& in, const char* fn, const Value& f, const TreeDef& def, const ValueList& leaves,
+                 const ValueList& rest, const ValueList* first) {
   std::vector<ValueList> others;
-  for (const Value& t : r.rest()) {
+  for (const Value& t : rest) {
     ValueList ls;
     TreeDef d = tree_flatten(in, t, ls);
     if (!(d == def))
-      throw Error(ErrCode::Value, "tree_map: the trees have different structures: " + def.repr() +
+      throw Error(ErrCode::Value, std::string(fn) + ": the trees have different structures: " + def.repr() +
                                       " and " + d.repr());
     others.push_back(std::move(ls));
   }
   ValueList out;
   for (size_t i = 0; i < leaves.size(); ++i) {
-    ValueList args{leaves[i]};
+    ValueList args;
+    if (first) args.push_back((*first)[i]);
+    args.push_back(leaves[i]);
     for (auto& o : others) args.push_back(o[i]);
-    out.push_back(in.call(r[0], std::move(args), Span{}));
+    out.push_back(in.call(f, std::move(args), Span{}));
   }
   return tree_unflatten(def, out);
 }
-
-} // namespace
 
 Value tree_structure_value(TreeDef def) { return Value::object(std::make_shared<TreeDefObj>(std::move(def))); }
 

@@ -18,6 +18,11 @@ struct TreeDef {
 
 TreeDef tree_flatten(InterpreterImpl& in, const Value& tree, ValueList& leaves);
 Value tree_unflatten(const TreeDef& def, const ValueList& leaves);
+// f applied leaf by leaf to `leaves` (of `def`) and the leaves of the trees `rest`,
+// which must have the same structure; `first`, if given, holds one more leading
+// argument per leaf (tree_map_with_path's paths). Returns the tree of results.
+Value map_leaves(InterpreterImpl& in, const char* fn, const Value& f, const TreeDef& def, const ValueList& leaves,
+                 const ValueList& rest, const ValueList* first);
 // A PyTreeDef object for `def` (what tree_structure returns).
 Value tree_structure_value(TreeDef def);
 // tree_flatten_with_path & co., tree_reduce, tree_all, keystr, Partial (pytree_paths.cpp).

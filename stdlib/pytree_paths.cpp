@@ -122,22 +122,7 @@ void add_tree_path_functions(Value& tree_util, Value& tree) {
     ArgReader r("tree_map_with_path", a, {"f", "tree", "*rest", "is_leaf"}, 2);
     ValueList leaves, paths;
     TreeDef def = flatten_with_paths(in, r[1], leaves, paths);
-    std::vector<ValueList> others;
-    for (const Value& t : r.rest()) {
-      ValueList ls;
-      TreeDef d = tree_flatten(in, t, ls);
-      if (!(d == def))
-        throw Error(ErrCode::Value, "tree_map_with_path: the trees have different structures: " + def.repr() +
-                                        " and " + d.repr());
-      others.push_back(std::move(ls));
-    }
-    ValueList out;
-    for (size_t i = 0; i < leaves.size(); ++i) {
-      ValueList args{paths[i], leaves[i]};
-      for (auto& o : others) args.push_back(o[i]);
-      out.push_back(in.call(r[0], std::move(args), Span{}));
-    }
-    return tree_unflatten(def, out);
+    return map_leaves(in, "tree_map_with_path", r[0], def, leaves, r.rest(), &paths);
   };
   auto reduce_fn = [](InterpreterImpl& in, CallArgs& a) { return leaves_reduce(in, a, false); };
   auto all_fn = [](InterpreterImpl& in, CallArgs& a) { return leaves_reduce(in, a, true); };
