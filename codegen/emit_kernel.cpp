@@ -470,21 +470,42 @@ void KernelEmitter::reduce_kernel() {
   auto acc_store = [&](Value* v, Value* p) {
     b_.CreateStore(half ? v : se_.store_convert(d, v), p);
   };
-  int64_t n = oa.size();
-  loop(n, [&](Value* o) { acc_store(init, b_.CreateInBoundsGEP(at_ty, accp, o)); });
+  // On the host a call may run a range [begin, end) of the first kept axis
+  // (reduce_split_axis): its outputs are disjoint from every other range's,
+  // and each is accumulated in the reference's order, so any split of the
+  // range over threads gives the same bits.
+  int split_axis = target_ == Target::Host ? reduce_split_axis(f_, k_) : -1;
+  auto outputs = [&](const std::function<void(Value*)>& body) {
+    Idx oi;
+    loops(oa.shape, oi, [&] { body(linear(oa.shape, oi)); }, split_axis >= 0);
+  };
+  outputs([&](Value* o) { acc_store(init, b_.CreateInBoundsGEP(at_ty, accp, o)); });
   std::vector<int64_t> ost = ref::strides_of(oa.shape), st(r, 0);
   for (size_t dd = 0, j = 0; dd < r; ++dd)
     if (!reduced[dd]) st[dd] = ost[j++];
   Idx idx;
-  loops(xs, idx, [&] {
-    Value* o = i64(0);
-    for (size_t dd = 0; dd < r; ++dd)
-      if (st[dd] != 0 && xs[dd] != 1) o = b_.CreateAdd(o, b_.CreateMul(idx[dd], i64(st[dd])));
-    Value* p = b_.CreateInBoundsGEP(at_ty, accp, o);
-    acc_store(se_.reduce_step(in.op, d, acc_load(p), at(x, idx)), p);
-  });
+  std::function<void()> walk = [&] {
+    size_t dd = idx.size();
+    if (dd == r) {
+      Value* o = i64(0);
+      for (size_t e = 0; e < r; ++e)
+        if (st[e] != 0 && xs[e] != 1) o = b_.CreateAdd(o, b_.CreateMul(idx[e], i64(st[e])));
+      Value* p = b_.CreateInBoundsGEP(at_ty, accp, o);
+      acc_store(se_.reduce_step(in.op, d, acc_load(p), at(x, idx)), p);
+      return;
+    }
+    loop(
+        xs[dd],
+        [&](Value* i) {
+          idx.push_back(i);
+          walk();
+          idx.pop_back();
+        },
+        static_cast<int>(dd) == split_axis);
+  };
+  walk();
   if (half)
-    loop(n, [&](Value* o) {
+    outputs([&](Value* o) {
       Value* v = b_.CreateLoad(ct, b_.CreateInBoundsGEP(ct, accp, o));
       b_.CreateStore(se_.store_convert(oa.dtype, v),
                      b_.CreateInBoundsGEP(se_.storage_type(oa.dtype), args_[0], o));

@@ -228,6 +228,7 @@ struct CodeCache::Impl {
 
 CodeCache::CodeCache(CodeCacheOptions opts) : impl_(std::make_unique<Impl>()) {
   impl_->opts = std::move(opts);
+  if (impl_->opts.workers >= 0) impl_->pool = std::make_shared<KernelPool>(impl_->opts.workers);
 }
 CodeCache::~CodeCache() = default;
 

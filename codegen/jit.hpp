@@ -37,6 +37,7 @@ struct CodeCacheOptions {
   std::string disk_dir;
   PhaseTimes* times = nullptr;     // --time-passes: plan, emit, O3, codegen, load, link
   std::ostream* explain = nullptr; // --explain-cache: one line per program compiled or loaded
+  int workers = -1;                // the kernel pool's threads; -1: KernelPool::default_workers()
 };
 
 // The on-disk cache directory pxl uses by default: $PXL_CACHE_DIR when set

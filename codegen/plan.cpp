@@ -277,6 +277,22 @@ bool kernel_flat(const Function& f, const Kernel& k) {
          std::all_of(k.fused.begin(), last, [&](int i) { return is_elementwise(f.body[i].op); });
 }
 
+int reduce_split_axis(const Function& f, const Kernel& k) {
+  if (!k.reduce || reduce_axes_trailing(f, k)) return -1;
+  const Instr& in = f.body[k.instr];
+  const AVal& xa = f.values[in.operands[0]].aval;
+  const std::vector<int64_t>& axes = in.attrs.axes;
+  size_t a = 0;
+  while (a < xa.shape.size() && std::find(axes.begin(), axes.end(), int64_t(a)) != axes.end()) ++a;
+  if (a == xa.shape.size()) return -1;
+  if (a == 0) return 0; // each piece reads one contiguous block
+  // Under reduced axes, a piece reads a strided run per outer index: worth
+  // it only when the runs stay long (the pool makes at most 64 pieces).
+  int64_t run = dtype_size(xa.dtype);
+  for (size_t d = a; d < xa.shape.size(); ++d) run *= xa.shape[d];
+  return run >= (int64_t{1} << 20) ? static_cast<int>(a) : -1;
+}
+
 KernelSplit kernel_split(const Function& f, const Kernel& k) {
   // A reduction splits into blocks when it reduces this many elements to one.
   constexpr int64_t kSplitMin = int64_t{1} << 20;
@@ -296,10 +312,13 @@ KernelSplit kernel_split(const Function& f, const Kernel& k) {
   const Instr& in = f.body[k.instr];
   const AVal& xa = f.values[in.operands[0]].aval;
   s.work = xa.size();
-  bool trailing = reduce_axes_trailing(f, k);
-  bool half = xa.dtype == DType::Float16 || xa.dtype == DType::BFloat16;
-  if (!trailing && half) return s; // accumulates in scratch across the whole walk
-  if (!trailing) return s;         // accumulates into shared outputs in the walk's order
+  if (!reduce_axes_trailing(f, k)) {
+    // Accumulates into its outputs (or an f32 scratch for half types) in the
+    // walk's order; a range of the split axis owns its outputs.
+    int a = reduce_split_axis(f, k);
+    if (a >= 0) s.extent = xa.shape[static_cast<size_t>(a)];
+    return s;
+  }
   if (kernel_flat(f, k)) {
     if (oa.size() == 1 && xa.size() >= kSplitMin) {
       s.extent = xa.size() / kSplitBlock;

@@ -69,6 +69,9 @@ bool kernel_flat(const Function& f, const Kernel& k);
 // with the range [extent, extent + 1) combines those partial results in
 // order of b with the remaining elements, so the result never depends on
 // how many threads ran. `work` is the number of elements the kernel reads.
+// A reduction over non-trailing axes: the input axis (its first kept one)
+// whose range [begin, end) a host call runs, or -1 where one call runs it all.
+int reduce_split_axis(const Function& f, const Kernel& k);
 struct KernelSplit {
   int64_t extent = 1;
   bool finish = false;

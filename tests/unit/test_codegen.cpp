@@ -552,6 +552,60 @@ TEST_CASE("Big kernels split over threads keep the reference's results", "[codeg
   CHECK(close(want[1], got[1], 1e-5)); // the sum of each row is reassociated
 }
 
+namespace {
+int reduce_split_axis_of(Shape shape, std::vector<int64_t> axes, DType d) {
+  Builder b;
+  OpAttrs red;
+  red.axes = axes;
+  b.f.results.push_back(b.op(Op::ReduceSum, red, {b.param(d, shape)}));
+  KernelPlan plan = plan_kernels(b.f);
+  return reduce_split_axis(b.f, plan.kernels.at(0));
+}
+} // namespace
+
+TEST_CASE("Big reductions over leading axes split over threads with the reference's bits",
+          "[codegen]") {
+  // Split over the first kept axis: each output is still accumulated in the
+  // reference's order, whatever the pool's pieces (1, 3 or 7 workers).
+  CHECK(reduce_split_axis_of({64, 128, 160}, {1}, DType::Float16) == 0);
+  CHECK(reduce_split_axis_of({3, 1100, 520}, {0}, DType::BFloat16) == 1);
+  CHECK(reduce_split_axis_of({1024, 1100}, {0}, DType::Float32) == -1);
+  std::mt19937 rng(8);
+  struct Case {
+    DType d;
+    Shape shape;
+    std::vector<int64_t> axes;
+    Op op;
+  };
+  // Split over axis 0, over a later axis with long runs, and not split.
+  const Case cases[] = {{DType::Float16, {64, 128, 160}, {1}, Op::ReduceSum},
+                        {DType::Int32, {100, 60, 200}, {1}, Op::ReduceSum},
+                        {DType::BFloat16, {3, 1100, 520}, {0}, Op::ReduceMax},
+                        {DType::Float64, {3, 512, 700}, {0}, Op::ReduceProd},
+                        {DType::Float32, {1024, 1100}, {0}, Op::ReduceSum},
+                        {DType::Float16, {16, 300, 256}, {0, 2}, Op::ReduceSum}};
+  for (const Case& c : cases) {
+    Builder b;
+    int x = b.param(c.d, c.shape);
+    OpAttrs red;
+    red.axes = c.axes;
+    int t = is_floating(c.d) ? b.op(Op::Tanh, {}, {x}) : x;
+    b.f.results.push_back(b.op(c.op, red, {t}));
+    auto fn = std::make_shared<Function>(b.f);
+    INFO(print_function(*fn, false));
+    std::vector<Array> inputs = {random_array(rng, c.d, c.shape)};
+    auto ref = make_reference_executable(fn, one_device(), {});
+    std::vector<Array> want = run(*ref, inputs);
+    for (int workers : {1, 3, 7}) {
+      CodeCacheOptions opts;
+      opts.workers = workers;
+      CodeCache cache(opts);
+      auto jit = make_llvm_executable(fn, one_device(), {}, &cache);
+      CHECK(close(want[0], run(*jit, inputs)[0], 0));
+    }
+  }
+}
+
 TEST_CASE("The kernel pool runs every index of a range once", "[codegen]") {
   KernelPool pool(3);
   for (int64_t n : {0, 1, 5, 1000, 12345}) {
