@@ -37,7 +37,7 @@ class KernelEmitter {
 public:
   KernelEmitter(llvm::Module& m, const Function& f, const Kernel& k, Target target,
                 bool finish = false)
-      : m_(m), f_(f), k_(k), target_(target), b_(m.getContext()), se_(b_, m), finish_(finish) {}
+      : m_(m), f_(f), k_(k), target_(target), b_(m.getContext()), se_(b_, m, target == Target::Host), finish_(finish) {}
 
   void emit(const std::string& name);
 

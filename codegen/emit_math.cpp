@@ -9,6 +9,9 @@
 #include <cstdint>
 #include <limits>
 
+#include <llvm/IR/IntrinsicsX86.h>
+#include <llvm/Transforms/Utils/ModuleUtils.h>
+
 #include "codegen/emitter.hpp"
 #include "ir/ref_math.hpp"
 
@@ -58,6 +61,8 @@ public:
   }
   Value* sincos_f32(Value* x, bool cos);
   Value* pow_f32(Value* x, Value* y);
+  Value* atan_f32(Value* x);
+  Value* atan2_f32(Value* y, Value* x);
   Value* tanh_f64(Value* x);
   Value* exp_f64(Value* x);
   Value* expm1_f64(Value* x);
@@ -381,6 +386,101 @@ Value* Math::pow_f32(Value* xv, Value* yv) {
   return sel(zin(iy), w, v);
 }
 
+// ref_math.cpp's atan_f32 (float arithmetic in the same order), all ranges
+// computed and selected.
+Value* Math::atan_f32(Value* xv) {
+  namespace x = ref::xla;
+  llvm::Type* i32 = b_.getInt32Ty();
+  auto k = [&](uint32_t v) { return b_.getInt32(v); };
+  auto cf32 = [&](float v) { return c(static_cast<double>(v)); };
+  Value* hx = b_.CreateBitCast(xv, i32);
+  Value* ix = b_.CreateAnd(hx, 0x7fffffff);
+  Value* ax = un(llvm::Intrinsic::fabs, xv);
+  auto below = [&](uint32_t t) { return b_.CreateICmpULT(ix, k(t)); };
+  Value* x0 = b_.CreateFDiv(b_.CreateFSub(b_.CreateFMul(cf32(2.0f), ax), cf32(1.0f)),
+                            b_.CreateFAdd(cf32(2.0f), ax));
+  Value* x1 = b_.CreateFDiv(b_.CreateFSub(ax, cf32(1.0f)), b_.CreateFAdd(ax, cf32(1.0f)));
+  Value* x2 = b_.CreateFDiv(b_.CreateFSub(ax, cf32(1.5f)),
+                            b_.CreateFAdd(cf32(1.0f), b_.CreateFMul(cf32(1.5f), ax)));
+  Value* x3 = b_.CreateFDiv(cf32(-1.0f), ax);
+  Value* small = below(0x3ee00000);
+  Value* xr = sel(below(0x401c0000), x2, x3);
+  xr = sel(below(0x3f980000), x1, xr);
+  xr = sel(below(0x3f300000), x0, xr);
+  xr = sel(small, xv, xr);
+  auto pick = [&](const float* t) {
+    Value* v = sel(below(0x401c0000), cf32(t[2]), cf32(t[3]));
+    v = sel(below(0x3f980000), cf32(t[1]), v);
+    return sel(below(0x3f300000), cf32(t[0]), v);
+  };
+  const float* a = x::kAtanPoly;
+  Value* z = b_.CreateFMul(xr, xr);
+  Value* w = b_.CreateFMul(z, z);
+  auto horner = [&](std::initializer_list<int> idx) { // a[i0] + w * (a[i1] + w * (...))
+    std::vector<int> v(idx);
+    Value* acc = cf32(a[v.back()]);
+    for (size_t i = v.size() - 1; i-- > 0;) acc = b_.CreateFAdd(cf32(a[v[i]]), b_.CreateFMul(w, acc));
+    return acc;
+  };
+  Value* s1 = b_.CreateFMul(z, horner({0, 2, 4, 6, 8, 10}));
+  Value* s2 = b_.CreateFMul(w, horner({1, 3, 5, 7, 9}));
+  Value* xs = b_.CreateFMul(xr, b_.CreateFAdd(s1, s2));
+  Value* near = b_.CreateFSub(xr, xs);
+  Value* r = b_.CreateFSub(pick(x::kAtanHi),
+                           b_.CreateFSub(b_.CreateFSub(xs, pick(x::kAtanLo)), xr));
+  Value* neg = b_.CreateICmpSLT(hx, k(0));
+  r = sel(neg, b_.CreateFNeg(r), r);
+  Value* v = sel(small, sel(below(0x31000000), xv, near), r);
+  const float far = x::kAtanHi[3] + x::kAtanLo[3], nfar = -x::kAtanHi[3] - x::kAtanLo[3];
+  Value* big = sel(b_.CreateICmpSGT(hx, k(0)), cf32(far), cf32(nfar));
+  big = sel(b_.CreateICmpUGT(ix, k(0x7f800000)), b_.CreateFAdd(xv, xv), big);
+  return sel(b_.CreateICmpUGE(ix, k(0x4c000000)), big, v);
+}
+
+// ref_math.cpp's atan2_f32: the general case first, then the special ones
+// over it in the reverse of the reference's order.
+Value* Math::atan2_f32(Value* yv, Value* xv) {
+  namespace x = ref::xla;
+  llvm::Type* i32 = b_.getInt32Ty();
+  auto k = [&](uint32_t v) { return b_.getInt32(v); };
+  auto cf32 = [&](float v) { return c(static_cast<double>(v)); };
+  Value* hx = b_.CreateBitCast(xv, i32);
+  Value* hy = b_.CreateBitCast(yv, i32);
+  Value* ix = b_.CreateAnd(hx, 0x7fffffff);
+  Value* iy = b_.CreateAnd(hy, 0x7fffffff);
+  Value* m = b_.CreateOr(b_.CreateAnd(b_.CreateLShr(hy, 31), 1),
+                         b_.CreateAnd(b_.CreateAShr(hx, 30), 2));
+  auto is_m = [&](uint32_t v) { return b_.CreateICmpEQ(m, k(v)); };
+  Value* xone = b_.CreateICmpEQ(hx, k(0x3f800000));
+  Value* q = un(llvm::Intrinsic::fabs, b_.CreateFDiv(yv, xv));
+  Value* z = atan_f32(sel(xone, yv, q)); // x = 1: atan(y) itself
+  Value* kk = b_.CreateAShr(b_.CreateSub(iy, ix), 23);
+  z = sel(b_.CreateICmpSGT(kk, k(x::kAtan2Far)), cf32(x::kAtanPio2 + 0.5f * x::kAtanPiLo), z);
+  z = sel(b_.CreateAnd(b_.CreateICmpSLT(hx, k(0)),
+                       b_.CreateICmpSLT(kk, k(static_cast<uint32_t>(-x::kAtan2Far)))),
+          cf32(0.0f), z);
+  Value* zl = b_.CreateFSub(z, cf32(x::kAtanPiLo));
+  Value* v = sel(is_m(0), z, b_.CreateFNeg(z));
+  v = sel(is_m(2), b_.CreateFSub(cf32(x::kAtanPi), zl), v);
+  v = sel(is_m(3), b_.CreateFSub(zl, cf32(x::kAtanPi)), v);
+  Value* hy_neg = b_.CreateICmpSLT(hy, k(0));
+  Value* half_pi = sel(hy_neg, cf32(-x::kAtanPio2), cf32(x::kAtanPio2));
+  v = sel(b_.CreateICmpEQ(iy, k(0x7f800000)), half_pi, v);
+  Value* yinf = b_.CreateICmpEQ(iy, k(0x7f800000));
+  Value* quarter = sel(yinf, cf32(x::kAtanPio4), cf32(0.0f));
+  Value* half = sel(yinf, cf32(3.0f * x::kAtanPio4), cf32(x::kAtanPi));
+  Value* xinf = sel(is_m(0), quarter, b_.CreateFNeg(quarter));
+  xinf = sel(is_m(2), half, xinf);
+  xinf = sel(is_m(3), b_.CreateFNeg(half), xinf);
+  v = sel(b_.CreateICmpEQ(ix, k(0x7f800000)), xinf, v);
+  v = sel(b_.CreateICmpEQ(ix, k(0)), half_pi, v);
+  Value* yzero = sel(b_.CreateICmpULT(m, k(2)), yv, sel(is_m(2), cf32(x::kAtanPi), cf32(-x::kAtanPi)));
+  v = sel(b_.CreateICmpEQ(iy, k(0)), yzero, v);
+  v = sel(xone, z, v);
+  Value* nan = b_.CreateOr(b_.CreateICmpUGT(ix, k(0x7f800000)), b_.CreateICmpUGT(iy, k(0x7f800000)));
+  return sel(nan, b_.CreateFAdd(xv, yv), v);
+}
+
 Value* Math::tanh_f64(Value* x) {
   Value* cl = sel(b_.CreateFCmpOLT(x, cd(0xC031B6D58F246197)), cd(0xC031B6D58F246197), x);
   cl = sel(b_.CreateFCmpOGT(cl, cd(0x4031B6D58F246197)), cd(0x4031B6D58F246197), cl);
@@ -443,9 +543,62 @@ Value* Math::expm1_f64(Value* x) {
 
 } // namespace
 
+Value* ScalarEmitter::rsqrt_call(Value* x) {
+  Value* call = call_rt("pxl.rsqrt.f32", b_.getFloatTy(), {x});
+#if defined(__x86_64__)
+  // The reference's rsqrt_f32 starts from rsqrtss, whose estimate only this
+  // CPU knows; its packed form rsqrtps gives the same estimate per lane. So
+  // the loop vectorizer gets in-module vector versions of the runtime
+  // function (the vector-function ABI), with the reference's Newton step.
+  if (!host_) return call;
+  llvm::LLVMContext& ctx = m_.getContext();
+  std::string variants;
+  for (unsigned n : {4u, 8u, 16u}) {
+    std::string name = "pxl.rsqrt.f32.v" + std::to_string(n);
+    variants += (variants.empty() ? "" : ",") + ("_ZGV_LLVM_N" + std::to_string(n)) +
+                "v_pxl.rsqrt.f32(" + name + ")";
+    if (m_.getFunction(name)) continue;
+    auto* vt = llvm::FixedVectorType::get(b_.getFloatTy(), n);
+    auto* fn = llvm::Function::Create(llvm::FunctionType::get(vt, {vt}, false),
+                                      llvm::Function::InternalLinkage, name, m_);
+    fn->addFnAttr("denormal-fp-math", "preserve-sign,preserve-sign");
+    fn->addFnAttr("denormal-fp-math-f32", "preserve-sign,preserve-sign");
+    fn->setDoesNotAccessMemory();
+    fn->setDoesNotThrow();
+    fn->setWillReturn();
+    llvm::IRBuilder<> vb(llvm::BasicBlock::Create(ctx, "entry", fn));
+    Value* v = fn->getArg(0);
+    Value* y = llvm::PoisonValue::get(vt);
+    for (unsigned i = 0; i < n; i += 4) {
+      Value* part = vb.CreateShuffleVector(v, {int(i), int(i + 1), int(i + 2), int(i + 3)});
+      Value* est = vb.CreateIntrinsic(llvm::Intrinsic::x86_sse_rsqrt_ps, {}, {part});
+      for (unsigned j = 0; j < 4; ++j)
+        y = vb.CreateInsertElement(y, vb.CreateExtractElement(est, j), i + j);
+    }
+    auto fc = [&](double c) { return llvm::ConstantFP::get(vt, c); };
+    auto fma = [&](Value* a, Value* p, Value* q) {
+      return vb.CreateIntrinsic(llvm::Intrinsic::fma, {vt}, {a, p, q});
+    };
+    // rsqrt_f32's Newton step, on positive normal finite lanes only.
+    Value* t = fma(vb.CreateFMul(v, y), y, fc(-1.0));
+    Value* better = fma(vb.CreateFMul(y, fc(-0.5)), t, y);
+    Value* normal = vb.CreateAnd(vb.CreateFCmpOGE(v, fc(0x1p-126)),
+                                 vb.CreateFCmpOLT(v, fc(std::numeric_limits<double>::infinity())));
+    vb.CreateRet(vb.CreateSelect(normal, better, y));
+    llvm::appendToCompilerUsed(m_, {fn}); // kept until the vectorizer has looked
+  }
+  llvm::cast<llvm::CallInst>(call)->addFnAttr(
+      llvm::Attribute::get(ctx, "vector-function-abi-variant", variants));
+#endif
+  return call;
+}
+
 Value* ScalarEmitter::inline_math2(Op op, DType d, Value* x, Value* y) {
-  if (d == DType::Float64 || op != Op::Pow) return nullptr;
-  return Math(b_, *this, d, x->getType()).pow_f32(x, y);
+  if (d == DType::Float64) return nullptr;
+  Math m(b_, *this, d, x->getType());
+  if (op == Op::Pow) return m.pow_f32(x, y);
+  if (op == Op::Atan2) return m.atan2_f32(x, y);
+  return nullptr;
 }
 
 Value* ScalarEmitter::inline_math(Op op, DType d, Value* x) {

@@ -239,6 +239,7 @@ Value* ScalarEmitter::unary(Op op, DType d, Value* x) {
   case Op::Sqrt:
     return intr(llvm::Intrinsic::sqrt);
   case Op::Rsqrt:
+    if (d != DType::Float64) return rsqrt_call(x);
     return rt_by_width("rsqrt", d, {x});
   case Op::Tanh:
     return rt_by_width("tanh", d, {x});
@@ -325,6 +326,7 @@ Value* ScalarEmitter::binary(Op op, DType d, Value* x, Value* y) {
   case Op::Xor:
     return b_.CreateXor(x, y);
   case Op::Atan2:
+    if (Value* v = inline_math2(op, d, x, y)) return v;
     return rt_by_width("atan2", d, {x, y});
   case Op::ShiftLeft:
   case Op::ShiftRightLogical:

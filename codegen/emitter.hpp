@@ -42,7 +42,10 @@ std::unique_ptr<llvm::Module> emit_module(llvm::LLVMContext& ctx, const Function
 // Scalar emission state shared by the two emitter files.
 class ScalarEmitter {
 public:
-  ScalarEmitter(llvm::IRBuilder<>& b, llvm::Module& m) : b_(b), m_(m) {}
+  // `host`: the kernels run on this machine's CPU (its vector instructions
+  // may stand in for the runtime's scalar ones, see rsqrt_call).
+  ScalarEmitter(llvm::IRBuilder<>& b, llvm::Module& m, bool host = false)
+      : b_(b), m_(m), host_(host) {}
   llvm::Type* compute_type(DType d);
   llvm::Type* storage_type(DType d);
   llvm::Value* load_convert(DType d, llvm::Value* stored); // storage -> compute
@@ -67,9 +70,13 @@ private:
   llvm::Value* inline_math(Op op, DType d, llvm::Value* x);
   llvm::Value* inline_math2(Op op, DType d, llvm::Value* x, llvm::Value* y);
   llvm::Value* binary(Op op, DType d, llvm::Value* x, llvm::Value* y);
+  // float32 rsqrt: the runtime's rsqrtss-based function, which the loop
+  // vectorizer may replace by in-module rsqrtps versions (emit_math.cpp).
+  llvm::Value* rsqrt_call(llvm::Value* x);
 
   llvm::IRBuilder<>& b_;
   llvm::Module& m_;
+  bool host_ = false;
 };
 
 } // namespace pxl::codegen

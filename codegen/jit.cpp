@@ -83,8 +83,10 @@ std::string hex_sha256(const std::string& text) {
 // Gives every function defined in `m` the prefix, so programs share one
 // JITDylib without clashes; the kernel entry points become <prefix>k<i>.
 void add_prefix(llvm::Module& m, const std::string& prefix) {
+  // Internal functions keep their names: they cannot clash across objects,
+  // and call sites name some of them (vector-function-abi-variant).
   for (llvm::Function& fn : m.functions())
-    if (!fn.isDeclaration()) fn.setName(prefix + fn.getName().str());
+    if (!fn.isDeclaration() && !fn.hasLocalLinkage()) fn.setName(prefix + fn.getName().str());
 }
 
 std::optional<std::string> read_file(const std::string& path) {

@@ -41,7 +41,6 @@ float logistic_f16(float v) { return x::logistic_f32(v, x::Round::F16); }
 float logistic_bf16(float v) { return x::logistic_f32(v, x::Round::BF16); }
 float logistic_f32(float v) { return x::logistic_f32(v); }
 float tan_f32(float v) { return std::tan(v); }
-float atan2_f32(float a, float b) { return std::atan2(a, b); }
 float fmod_f32(float a, float b) { return std::fmod(a, b); }
 double log_f64(double v) { return std::log(v); }
 double erf_f64(double v) { return std::erf(v); }
@@ -69,7 +68,7 @@ std::span<const RuntimeSymbol> jit_runtime_symbols() {
       {"pxl.rsqrt.f32", addr(&x::rsqrt_f32)},    {"pxl.logistic.f32", addr(&logistic_f32)},
       {"pxl.logistic.f16", addr(&logistic_f16)}, {"pxl.logistic.bf16", addr(&logistic_bf16)},
       {"pxl.sin.f32", addr(&x::sin_f32)},        {"pxl.cos.f32", addr(&x::cos_f32)},
-      {"pxl.tan.f32", addr(&tan_f32)},           {"pxl.atan2.f32", addr(&atan2_f32)},
+      {"pxl.tan.f32", addr(&tan_f32)},           {"pxl.atan2.f32", addr(&x::atan2_f32)},
       {"pxl.pow.f32", addr(&x::pow_f32)},           {"pxl.fmod.f32", addr(&fmod_f32)},
       {"pxl.exp.f64", addr(&x::exp_f64)},        {"pxl.log.f64", addr(&log_f64)},
       {"pxl.log1p.f64", addr(&x::log1p_f64)},    {"pxl.expm1.f64", addr(&x::expm1_f64)},

@@ -243,7 +243,12 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
   case Op::Xor:
     return bin.template operator()<kBool | kInt>([](auto x, auto y) { return x ^ y; });
   case Op::Atan2:
-    return bin.template operator()<kFloat>([](auto x, auto y) { return std::atan2(x, y); });
+    return bin.template operator()<kFloat>([](auto x, auto y) {
+      if constexpr (std::is_same_v<decltype(x), float>)
+        return xla::atan2_f32(x, y);
+      else
+        return std::atan2(x, y);
+    });
   case Op::ShiftLeft:
     return bin.template operator()<kInt>([](auto x, auto y) { return shift_left(x, y); });
   case Op::ShiftRightLogical:

@@ -342,6 +342,80 @@ float pow_f32(float x, float y) {
   return pow_exp2(ylogx, sign_bias);
 }
 
+// ---- atan2: glibc 2.36's atan2f (fdlibm) ----
+
+namespace {
+
+// fdlibm's atanf: a reduction by one of four points, then an odd polynomial
+// split into two halves in z^2.
+float atan_f32(float x) {
+  int32_t hx = static_cast<int32_t>(bits(x));
+  uint32_t ix = static_cast<uint32_t>(hx) & 0x7fffffff;
+  if (ix >= 0x4c000000) { // |x| >= 2^25
+    if (ix > 0x7f800000) return x + x;
+    return hx > 0 ? kAtanHi[3] + kAtanLo[3] : -kAtanHi[3] - kAtanLo[3];
+  }
+  int id;
+  if (ix < 0x3ee00000) { // |x| < 0.4375
+    if (ix < 0x31000000) return x;
+    id = -1;
+  } else {
+    x = std::fabs(x);
+    if (ix < 0x3f300000) {
+      id = 0, x = (2.0f * x - 1.0f) / (2.0f + x);
+    } else if (ix < 0x3f980000) {
+      id = 1, x = (x - 1.0f) / (x + 1.0f);
+    } else if (ix < 0x401c0000) {
+      id = 2, x = (x - 1.5f) / (1.0f + 1.5f * x);
+    } else {
+      id = 3, x = -1.0f / x;
+    }
+  }
+  const float* a = kAtanPoly;
+  float z = x * x, w = z * z;
+  float s1 = z * (a[0] + w * (a[2] + w * (a[4] + w * (a[6] + w * (a[8] + w * a[10])))));
+  float s2 = w * (a[1] + w * (a[3] + w * (a[5] + w * (a[7] + w * a[9]))));
+  if (id < 0) return x - x * (s1 + s2);
+  float r = kAtanHi[id] - ((x * (s1 + s2) - kAtanLo[id]) - x);
+  return hx < 0 ? -r : r;
+}
+
+} // namespace
+
+float atan2_f32(float y, float x) {
+  int32_t hx = static_cast<int32_t>(bits(x)), hy = static_cast<int32_t>(bits(y));
+  uint32_t ix = static_cast<uint32_t>(hx) & 0x7fffffff, iy = static_cast<uint32_t>(hy) & 0x7fffffff;
+  if (ix > 0x7f800000 || iy > 0x7f800000) return x + y;
+  if (hx == 0x3f800000) return atan_f32(y);
+  int m = ((hy >> 31) & 1) | ((hx >> 30) & 2); // 2 * sign(x) + sign(y)
+  if (iy == 0) return m < 2 ? y : m == 2 ? kAtanPi : -kAtanPi;
+  if (ix == 0) return hy < 0 ? -kAtanPio2 : kAtanPio2;
+  if (ix == 0x7f800000) {
+    float quarter = iy == 0x7f800000 ? kAtanPio4 : 0.0f;
+    float half = iy == 0x7f800000 ? 3.0f * kAtanPio4 : kAtanPi;
+    return m == 0 ? quarter : m == 1 ? -quarter : m == 2 ? half : -half;
+  }
+  if (iy == 0x7f800000) return hy < 0 ? -kAtanPio2 : kAtanPio2;
+  int k = static_cast<int>(iy - ix) >> 23;
+  float z;
+  if (k > kAtan2Far)
+    z = kAtanPio2 + 0.5f * kAtanPiLo;
+  else if (hx < 0 && k < -kAtan2Far)
+    z = 0.0f;
+  else
+    z = atan_f32(std::fabs(y / x));
+  switch (m) {
+  case 0:
+    return z;
+  case 1:
+    return -z;
+  case 2:
+    return kAtanPi - (z - kAtanPiLo);
+  default:
+    return (z - kAtanPiLo) - kAtanPi;
+  }
+}
+
 // ---- float64 ----
 
 namespace {

@@ -28,6 +28,8 @@ float cos_f32(float x);
 // XLA calls libm's powf: glibc 2.36's (Arm's optimized routines: log2 from a
 // 16-entry table, exp2 from a 32-entry one, in double), emitted inline too.
 float pow_f32(float x, float y);
+// XLA calls libm's atan2f: glibc 2.36's (fdlibm's, in float), emitted inline too.
+float atan2_f32(float y, float x);
 
 // float64.
 double tanh_f64(double x);     // xla/codegen/intrinsic/tanh.cc, float64 rational approximation
@@ -84,6 +86,23 @@ inline constexpr double kExp2fPoly[3] = {0x1.c6af84b912394p-5, 0x1.ebfce50fac4f3
                                          0x1.62e42ff0c52d6p-1};
 inline constexpr double kExp2fShift = 0x1.8p+52 / 32; // rounds to a multiple of 1/32
 inline constexpr double kPowOverflow = 0x1.fffffffd1d571p+6; // y log2 x above: inf
+
+// The constants of atan2_f32: atan(x) for x in [0, 0.4375) by a polynomial,
+// else atan(c) + atan((x - c) / (1 + c x)) for c = 0.5, 1, 1.5, inf.
+inline constexpr float kAtanHi[4] = {0x1.dac670p-2f, 0x1.921fb4p-1f, 0x1.f730bcp-1f,
+                                     0x1.921fb4p+0f};
+inline constexpr float kAtanLo[4] = {0x1.586ed2p-28f, 0x1.4442d0p-25f, 0x1.281f68p-25f,
+                                     0x1.4442d0p-24f};
+inline constexpr float kAtanPoly[11] = {0x1.555556p-2f,  -0x1.99999ap-3f, 0x1.24924ap-3f,
+                                        -0x1.c71c70p-4f, 0x1.745cdcp-4f,  -0x1.3b0f2ap-4f,
+                                        0x1.10d66ap-4f,  -0x1.dde2d6p-5f, 0x1.97b4b2p-5f,
+                                        -0x1.2b4442p-5f, 0x1.0ad3aep-6f};
+inline constexpr float kAtanPi = 0x1.921fb6p+1f;       // pi rounded to float
+inline constexpr float kAtanPiLo = -0x1.777a5cp-24f;   // pi - kAtanPi
+inline constexpr float kAtanPio2 = 0x1.921fb6p+0f;
+inline constexpr float kAtanPio4 = 0x1.921fb6p-1f;
+inline constexpr int kAtan2Far = 26; // |y/x| beyond 2^this: atan2 is +-pi/2 or 0, +-pi
+
 
 // Sets the x86 MXCSR flush-to-zero and denormals-are-zero bits for the scope,
 // as XLA's CPU runtime does around every computation.

@@ -33,6 +33,8 @@ u = rng.standard_normal(n, dtype=np.float32) * 3.0
 v = rng.standard_normal(n, dtype=np.float32) * 3.0
 case("sin_cos_16M", lambda a, b: np.sin(a) * np.cos(b), (u, v))
 case("pow_16M", lambda a, b: np.abs(a) ** b, (u, v))
+case("atan2_16M", np.arctan2, (u, v))
+case("rsqrt_16M", lambda a: 1.0 / np.sqrt(np.abs(a) + 1.0), (u,))
 x = rng.standard_normal((4096, 4096), dtype=np.float32)
 case("softmax_4096x4096", softmax, (x,))
 m = rng.standard_normal((2048, 2048), dtype=np.float32)

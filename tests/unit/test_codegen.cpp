@@ -306,7 +306,7 @@ TEST_CASE("Inlined binary math is bit-identical to the reference", "[codegen]") 
   }
   CodeCache cache;
   for (DType d : {DType::Float32, DType::Float16, DType::BFloat16, DType::Float64})
-    for (Op op : {Op::Pow}) {
+    for (Op op : {Op::Pow, Op::Atan2}) {
       Builder b;
       b.f.results.push_back(b.op(op, {}, {b.param(d, {n}), b.param(d, {n})}));
       auto fn = std::make_shared<Function>(b.f);

@@ -125,3 +125,18 @@ TEST_CASE("float32 pow matches JAX bit for bit") {
   CHECK(pow_f32(-10.0f, -47.0f) == 0.0f);
   CHECK(std::signbit(pow_f32(-10.0f, -47.0f)));
 }
+
+TEST_CASE("float32 atan2 matches JAX bit for bit") {
+  // XLA calls libm's atan2f; atan2_f32 is glibc's algorithm.
+  ScopedFlushDenormal ftz;
+  const float x[] = {3.0f, -2.0f, 0.3f, -7.25f, 2.5f, 38.0f};
+  const uint32_t want[] = {0xBF63B626, 0xC03F8871, 0x3F31DA5E, 0x403C0139, 0x3F604558, 0x3E7ADBB0};
+  for (size_t i = 0; i < kX32.size(); ++i) {
+    INFO("y = " << kX32[i] << ", x = " << x[i]);
+    CHECK(std::bit_cast<uint32_t>(atan2_f32(kX32[i], x[i])) == want[i]);
+  }
+  CHECK(atan2_f32(0.0f, -1.0f) == 0x1.921fb6p+1f);
+  CHECK(atan2_f32(-INFINITY, INFINITY) == -0x1.921fb6p-1f);
+  CHECK(std::signbit(atan2_f32(-0.0f, 2.0f)));
+  CHECK(std::isnan(atan2_f32(NAN, 1.0f)));
+}
