@@ -453,7 +453,8 @@ Value* Math::atan2_f32(Value* yv, Value* xv) {
   auto is_m = [&](uint32_t v) { return b_.CreateICmpEQ(m, k(v)); };
   Value* xone = b_.CreateICmpEQ(hx, k(0x3f800000));
   Value* q = un(llvm::Intrinsic::fabs, b_.CreateFDiv(yv, xv));
-  Value* z = atan_f32(sel(xone, yv, q)); // x = 1: atan(y) itself
+  Value* at = atan_f32(sel(xone, yv, q)); // x = 1: atan(y) itself
+  Value* z = at;
   Value* kk = b_.CreateAShr(b_.CreateSub(iy, ix), 23);
   z = sel(b_.CreateICmpSGT(kk, k(x::kAtan2Far)), cf32(x::kAtanPio2 + 0.5f * x::kAtanPiLo), z);
   z = sel(b_.CreateAnd(b_.CreateICmpSLT(hx, k(0)),
@@ -476,7 +477,7 @@ Value* Math::atan2_f32(Value* yv, Value* xv) {
   v = sel(b_.CreateICmpEQ(ix, k(0)), half_pi, v);
   Value* yzero = sel(b_.CreateICmpULT(m, k(2)), yv, sel(is_m(2), cf32(x::kAtanPi), cf32(-x::kAtanPi)));
   v = sel(b_.CreateICmpEQ(iy, k(0)), yzero, v);
-  v = sel(xone, z, v);
+  v = sel(xone, at, v);
   Value* nan = b_.CreateOr(b_.CreateICmpUGT(ix, k(0x7f800000)), b_.CreateICmpUGT(iy, k(0x7f800000)));
   return sel(nan, b_.CreateFAdd(xv, yv), v);
 }
