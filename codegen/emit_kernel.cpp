@@ -304,6 +304,7 @@ void KernelEmitter::unflatten(Value* flat, const Shape& dims, size_t base, Idx& 
 
 void KernelEmitter::loops(const Shape& dims, Idx& idx, const std::function<void()>& body,
                           bool spread) {
+  PXL_ASSERT(idx.size() <= dims.size(), "kernel loop nest: more indices than dimensions");
   if (idx.size() == dims.size()) return body();
   const size_t base = idx.size();
   if (spread && target_ == Target::Ptx && dims.size() - base > 1) {

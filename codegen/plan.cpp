@@ -114,6 +114,10 @@ void fuse_rows(const Function& f, const std::vector<bool>& is_result, KernelPlan
       if (ri < 0 || gone[ri] || is_result[v]) continue;
       const Kernel& r = plan.kernels[ri];
       if (!r.reduce || r.row_reduce >= 0 || !reduce_axes_trailing(f, r)) continue;
+      // The row kernel loops over the row's axes, then the output's remaining
+      // ones: the row must be a leading part of the output's shape.
+      const Shape& row = f.values[v].aval.shape;
+      if (out.size() < row.size() || !std::equal(row.begin(), row.end(), out.begin())) continue;
       if (readers[v] != 1 ||
           !reads_by_row(f, c.inputs, c.root, v, f.values[v].aval.shape, out, Index::Top))
         continue;
