@@ -34,13 +34,6 @@ Value make_lax_module(InterpreterImpl& in, const Value& np) {
       {"bitwise_or", "bitwise_or"}, {"bitwise_xor", "bitwise_xor"}, {"select", "where"},
       {"is_finite", "isfinite"}, {"convert_element_type", "astype"}, {"broadcast_to", "broadcast_to"}};
   for (auto [mine, theirs] : renamed) b.alias(mine, np, theirs);
-  static const std::pair<const char*, const char*> if_present[] = {
-      {"asin", "arcsin"}, {"acos", "arccos"}, {"atan", "arctan"}, {"sinh", "sinh"},
-      {"cosh", "cosh"},   {"asinh", "arcsinh"}, {"acosh", "arccosh"}, {"atanh", "arctanh"},
-      {"exp2", "exp2"},   {"cbrt", "cbrt"},     {"sort", "sort"},     {"real", "real"},
-      {"imag", "imag"},   {"split", "split"}};
-  for (auto [mine, theirs] : if_present)
-    if (src.count(theirs)) b.alias(mine, np, theirs);
   b.fn("logistic", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("logistic", a, {"x"}, 1);
     return make_array(np::unary(in.ops(), np::UnOp::Logistic, in.to_tensor(r[0], Span{})));

@@ -73,7 +73,16 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   // random_extra.pxl: more samplers, merged into jax.random.
   merge_functions(in, "random_extra", jax.as<ModuleObj>()->env->vars.at("random"));
   // lax_extra.pxl likewise for jax.lax (control flow, slicing helpers).
-  merge_functions(in, "lax_extra", jax.as<ModuleObj>()->env->vars.at("lax"));
+  Value lax = jax.as<ModuleObj>()->env->vars.at("lax");
+  merge_functions(in, "lax_extra", lax);
+  // lax names of np functions, some of which the files above just defined.
+  static const std::pair<const char*, const char*> from_np[] = {
+      {"asin", "arcsin"},   {"acos", "arccos"},   {"atan", "arctan"},   {"sinh", "sinh"},
+      {"cosh", "cosh"},     {"asinh", "arcsinh"}, {"acosh", "arccosh"}, {"atanh", "arctanh"},
+      {"cbrt", "cbrt"}};
+  auto& np_vars = np.as<ModuleObj>()->env->vars;
+  for (auto [mine, theirs] : from_np)
+    if (np_vars.count(theirs)) lax.as<ModuleObj>()->env->vars[mine] = np_vars.at(theirs);
   // jax_extra.pxl: jvp, jacfwd, jacrev, hessian, checkpoint into jax.
   merge_functions(in, "jax_extra", jax);
   // jax.nn must be an attribute of the jax module, so nn loads now (a few defs).
