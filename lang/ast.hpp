@@ -94,7 +94,7 @@ struct Expr {
 
 enum class StmtKind : uint8_t {
   Expr, Assign, AugAssign, If, While, For, Break, Continue, Pass, Return, FunctionDef,
-  Assert, Import, ImportFrom, Del
+  Assert, Import, ImportFrom, Del, With
 };
 
 struct ImportName {
@@ -110,7 +110,8 @@ struct Stmt {
   // Expr: value; Assign: targets (a = b = value) + value; AugAssign: targets[0], op, value;
   // If/While: test + body + orelse; For: targets[0] (target), value (iter), body, orelse;
   // Return: value (may be null); Assert: test + value (message, may be null);
-  // FunctionDef: name, params, decorators, body; Del: targets.
+  // FunctionDef: name, params, decorators, body; Del: targets;
+  // With: value (the context manager), targets[0] (the `as` target, optional), body.
   ExprPtr value;
   ExprPtr test;
   std::vector<ExprPtr> targets;

@@ -332,6 +332,22 @@ Flow InterpreterImpl::exec(const Stmt& s, const EnvPtr& env, Value& ret) {
     if (truthy(eval(*s.test, env), s.test->span)) return exec_block(s.body, env, ret);
     return exec_block(s.orelse, env, ret);
   }
+  case StmtKind::With: {
+    Value cm = eval(*s.value, env);
+    auto* obj = cm.is_obj(ObjKind::Opaque) ? cm.as<OpaqueObj>() : nullptr;
+    Value bound;
+    if (!obj || !obj->enter(*this, bound))
+      throw Error(ErrCode::Type, "'" + type_name(cm) + "' object does not support the context manager protocol",
+                  s.value->span, "pxl's context managers are meshes (with mesh:, with jax.set_mesh(mesh):)");
+    struct Exit {
+      InterpreterImpl& in;
+      OpaqueObj* obj;
+      Value keep; // the manager stays alive while its block runs
+      ~Exit() { obj->exit(in); }
+    } leave{*this, obj, cm};
+    if (!s.targets.empty()) assign(*this, *s.targets[0], bound, env);
+    return exec_block(s.body, env, ret);
+  }
   case StmtKind::While: {
     while (truthy(eval(*s.test, env), s.test->span)) {
       poll_interrupt(s.span);

@@ -72,6 +72,13 @@ public:
   // The log of host pulls of sharded arrays (--profile); attach it to every ShardedData.
   std::shared_ptr<PullLog> pull_log();
   void push_ops(OpContext* c) { ops_stack_.push_back(c); }
+  // The meshes made current by `with mesh:` / jax.set_mesh, innermost last
+  // (shard_map without mesh= uses the innermost).
+  void push_context_mesh(Value mesh) { context_meshes_.push_back(std::move(mesh)); }
+  void pop_context_mesh() {
+    if (!context_meshes_.empty()) context_meshes_.pop_back();
+  }
+  const Value* context_mesh() const { return context_meshes_.empty() ? nullptr : &context_meshes_.back(); }
   void pop_ops() { ops_stack_.pop_back(); }
   Platform& platform() { return platform_; }
   // --time-passes: null unless asked for, so ScopedPhase costs nothing then.
@@ -110,6 +117,7 @@ private:
   std::unique_ptr<EagerJit> eager_jit_;  // big eager ops, compiled (--exec jit)
   std::unique_ptr<OpContext> ops_;       // the eager context
   std::vector<OpContext*> ops_stack_;
+  std::vector<Value> context_meshes_;
   EnvPtr builtins_;
   EnvPtr globals_;
   std::map<std::string, Value> modules_;        // host (stdlib) modules by dotted name

@@ -143,7 +143,7 @@ private:
     case Tok::KwExcept:
     case Tok::KwFinally:
       fail_at(peek(), "exceptions are not supported in pxl", ErrCode::Unsupported);
-    case Tok::KwWith: fail_at(peek(), "'with' is not supported in pxl", ErrCode::Unsupported);
+    case Tok::KwWith: out.push_back(with_stmt()); return;
     case Tok::KwYield:
       fail_at(peek(), "generators ('yield') are not supported in pxl", ErrCode::Unsupported);
     case Tok::KwGlobal:
@@ -371,6 +371,22 @@ private:
       const Token& e = advance();
       block(s->orelse, e);
     }
+    return s;
+  }
+
+  // with_stmt: 'with' test ['as' target] ':' block   (one context manager)
+  StmtPtr with_stmt() {
+    const Token& kw = advance();
+    auto s = std::make_unique<Stmt>(StmtKind::With, kw.span);
+    s->value = test();
+    if (at(Tok::KwAs)) {
+      advance();
+      ExprPtr target = bitor_expr();
+      check_target(*target, "assign to");
+      s->targets.push_back(std::move(target));
+    }
+    if (at(Tok::Comma)) fail_at(peek(), "several context managers in one 'with' are not supported", ErrCode::Unsupported);
+    block(s->body, kw);
     return s;
   }
 

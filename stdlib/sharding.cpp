@@ -195,6 +195,32 @@ std::vector<std::string> MeshObj::attr_names() const {
   return {"shape", "axis_names", "size", "devices", "device_ids", "axis_sizes"};
 }
 
+bool MeshObj::enter(InterpreterImpl& in, Value& bound) {
+  bound = make_mesh_value(mesh);
+  in.push_context_mesh(bound);
+  return true;
+}
+
+namespace {
+// jax.set_mesh(mesh) / jax.sharding.use_mesh(mesh): the mesh is current from
+// the call on; used in `with`, until the block ends.
+struct MeshScopeObj : OpaqueObj {
+  Value mesh;
+  explicit MeshScopeObj(Value m) : mesh(std::move(m)) {}
+  std::string type_name() const override { return "set_mesh"; }
+  std::string repr() const override { return "<set_mesh " + pxl::repr(mesh) + ">"; }
+  bool enter(InterpreterImpl&, Value& bound) override { return bound = Value(), true; } // binds None, as JAX
+  void exit(InterpreterImpl& in) override { in.pop_context_mesh(); }
+};
+} // namespace
+
+Value make_set_mesh(InterpreterImpl& in, CallArgs& a) {
+  ArgReader r("set_mesh", a, {"mesh"}, 1);
+  if (!value_to_mesh(r[0])) throw Error(ErrCode::Type, "set_mesh() expects a Mesh, not " + type_name(r[0]));
+  in.push_context_mesh(r[0]);
+  return Value::object(std::make_shared<MeshScopeObj>(r[0]));
+}
+
 bool MeshObj::equals(const OpaqueObj& o) const {
   auto* m = dynamic_cast<const MeshObj*>(&o);
   return m && m->mesh == mesh;
@@ -470,6 +496,9 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
   sv["P"] = p_fn;
   sv["NamedSharding"] = named_fn;
   jv["make_mesh"] = make_mesh_fn;
+  Value set_mesh_fn = make_builtin("set_mesh", make_set_mesh);
+  jv["set_mesh"] = set_mesh_fn;
+  sv["use_mesh"] = set_mesh_fn;
   jv["P"] = p_fn; // jax.P and jax.NamedSharding, as in recent JAX
   jv["NamedSharding"] = named_fn;
   jv["device_put"] = put_fn;

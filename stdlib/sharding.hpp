@@ -15,6 +15,9 @@ struct MeshObj : OpaqueObj {
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override;
   std::vector<std::string> attr_names() const override;
   bool equals(const OpaqueObj& o) const override;
+  // `with mesh:` makes it the current mesh for the block.
+  bool enter(InterpreterImpl& in, Value& bound) override;
+  void exit(InterpreterImpl& in) override { in.pop_context_mesh(); }
 };
 
 struct SpecObj : OpaqueObj {

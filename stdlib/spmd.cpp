@@ -216,10 +216,18 @@ struct SpmdFunction : OpaqueObj {
 
 struct ShardMapFn : SpmdFunction {
   Mesh mesh;
+  bool mesh_from_context = false; // no mesh=: the current mesh at each call
   Value in_specs, out_specs;
 
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
     if (!a.kw.empty()) throw Error(ErrCode::Arguments, "a shard_map'd function takes positional arguments only", where);
+    if (mesh_from_context) {
+      const Value* current = in.context_mesh();
+      if (!current)
+        throw Error(ErrCode::Arguments, "shard_map without mesh= needs a current mesh", where,
+                    "call it inside `with mesh:` or after jax.set_mesh(mesh), or pass mesh=");
+      mesh = *value_to_mesh(*current);
+    }
     check_not_nested(in, where);
     const ValueList& args = a.pos;
     // in_specs: a tuple with one entry per argument (or a single P for all).
@@ -255,6 +263,11 @@ struct ShardMapFn : SpmdFunction {
       leaves.push_back(std::move(l));
     }
     Signature sig = signature(leaves, in_tree);
+    if (mesh_from_context) {
+      std::string ids;
+      for (int id : mesh.device_ids) ids += " " + std::to_string(id);
+      sig.add("current mesh", mesh.repr() + ids);
+    }
     std::string key = sig.key();
     auto it = cache.find(key);
     std::shared_ptr<Compiled> c;
@@ -574,10 +587,28 @@ Value make_pmap(InterpreterImpl& in, CallArgs& a) {
 }
 
 Value make_shard_map(InterpreterImpl&, CallArgs& a) {
-  ArgReader r("shard_map", a, {"f", "mesh", "in_specs", "out_specs", "check_vma", "check_rep", "auto"}, 1);
+  ArgReader r("shard_map", a, {"f", "mesh", "in_specs", "out_specs", "check_vma", "check_rep", "auto", "axis_names"}, 0);
+  if (!r.has(0)) { // jax.shard_map(mesh=..., in_specs=..., out_specs=...) as a decorator
+    auto held = std::make_shared<CallArgs>(a);
+    return make_builtin("shard_map", [held](InterpreterImpl& in, CallArgs& c) {
+      ArgReader fr("shard_map", c, {"f"}, 1);
+      CallArgs full = *held;
+      full.pos.insert(full.pos.begin(), fr[0]);
+      return make_shard_map(in, full);
+    });
+  }
   auto s = std::make_shared<ShardMapFn>();
   s->fn = r[0];
   s->what = "shard_map";
+  // Without mesh=, the mesh made current by `with mesh:` or jax.set_mesh when
+  // the function is called.
+  if (r.has(2) && r.has(3) && (!r.has(1) || r[1].is_none())) {
+    s->mesh_from_context = true;
+    s->in_specs = r[2];
+    s->out_specs = r[3];
+    s->check_vma = r.get_bool(4, true) && r.get_bool(5, true);
+    return Value::object(s);
+  }
   if (!r.has(1)) throw Error(ErrCode::Arguments, "shard_map() missing required argument 'mesh'");
   const Mesh* m = value_to_mesh(r[1]);
   if (!m) throw Error(ErrCode::Type, "shard_map() mesh must be a Mesh, not " + type_name(r[1]));
