@@ -25,6 +25,14 @@ AVal block_aval(const SpmdLayout& layout, const SpmdMapping& m, const AVal& glob
   return b;
 }
 
+void consts_to_replicated_params(Function& fn, std::vector<SpmdMapping>& ins) {
+  for (int id : fn.consts) {
+    fn.params.push_back(id);
+    ins.push_back(SpmdMapping{});
+  }
+  fn.consts.clear();
+}
+
 std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<Function> fn,
                                              SpmdLayout layout, std::vector<SpmdMapping> ins,
                                              std::vector<SpmdMapping> outs, DeviceThreads* pool,

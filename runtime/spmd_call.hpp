@@ -53,6 +53,10 @@ AVal global_aval(const SpmdLayout& layout, const SpmdMapping& m, const AVal& blo
 // The block type of a global array under `m`.
 AVal block_aval(const SpmdLayout& layout, const SpmdMapping& m, const AVal& global);
 
+// Makes fn's captured constants its trailing parameters, each replicated
+// (an SpmdMapping{} appended to `ins`), as a callee's Function must have them.
+void consts_to_replicated_params(Function& fn, std::vector<SpmdMapping>& ins);
+
 // A callee for `fn` (whose consts must already be params), compiled for `layout`.
 std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<Function> fn,
                                              SpmdLayout layout, std::vector<SpmdMapping> ins,

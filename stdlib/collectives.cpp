@@ -67,10 +67,7 @@ OpAttrs collective_attrs(const AxisEnv& env) {
 
 // Applies `leaf_fn` to every array leaf of a pytree.
 template <class F> Value map_leaves(InterpreterImpl& in, const Value& tree, F&& leaf_fn) {
-  ValueList leaves;
-  TreeDef def = tree_flatten(in, tree, leaves);
-  for (Value& l : leaves) l = make_array(leaf_fn(in.to_tensor(l, Span{})));
-  return tree_unflatten(def, leaves);
+  return map_tree(in, tree, [&](const Value& l) { return make_array(leaf_fn(in.to_tensor(l, Span{}))); });
 }
 
 Tensor bind1(InterpreterImpl& in, Op op, const OpAttrs& a, const Tensor& x) {

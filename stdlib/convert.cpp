@@ -5,6 +5,12 @@
 
 namespace pxl {
 
+DType required_dtype(const Value& v, const std::string& what) {
+  std::optional<DType> d = value_to_dtype(v);
+  if (!d) throw Error(ErrCode::Type, what + " must be a dtype, not " + type_name(v));
+  return *d;
+}
+
 std::optional<DType> value_to_dtype(const Value& v) {
   if (v.is_none()) return std::nullopt;
   if (v.is_obj(ObjKind::DType)) return v.as<DTypeObj>()->dtype;

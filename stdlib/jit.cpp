@@ -158,12 +158,10 @@ bool run_partitioned(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> p
 // jit's in_shardings/out_shardings: each array leaf of `tree` placed as the
 // matching leaf of the prefix `shardings` says (None leaves it where it is).
 Value place(InterpreterImpl& in, const Value& shardings, const Value& tree, const char* what) {
-  ValueList leaves, targets;
-  TreeDef def = tree_flatten(in, tree, leaves);
-  broadcast_prefix(in, shardings, tree, targets, is_sharding_leaf, what);
-  for (size_t i = 0; i < leaves.size(); ++i)
-    if (!targets[i].is_none()) leaves[i] = device_put_leaf(in, leaves[i], targets[i]);
-  return tree_unflatten(def, leaves);
+  return map_tree_with_prefix(in, tree, shardings, is_sharding_leaf, what,
+                              [&](const Value& leaf, const Value& target) {
+                                return target.is_none() ? leaf : device_put_leaf(in, leaf, target);
+                              });
 }
 
 struct JitFunction : OpaqueObj {
@@ -198,9 +196,7 @@ struct JitFunction : OpaqueObj {
   }
 
   bool is_static_pos(size_t i, size_t npos) const {
-    for (int64_t s : static_argnums)
-      if ((s < 0 ? s + static_cast<int64_t>(npos) : s) == static_cast<int64_t>(i)) return true;
-    return false;
+    return is_static_position(static_argnums, i, npos);
   }
   bool is_static_name(const std::string& name) const {
     for (const auto& s : static_argnames)
@@ -256,7 +252,8 @@ struct JitFunction : OpaqueObj {
     }
     size_t n_dyn_pos = dyn.size();
     // in_shardings: the positional arguments are first placed as it says.
-    if (!in_shardings.is_none() && !dynamic_cast<TraceContext*>(&in.ops())) {
+    auto* enclosing = dynamic_cast<TraceContext*>(&in.ops());
+    if (!in_shardings.is_none() && !enclosing) {
       Value placed = place(in, in_shardings, make_tuple(dyn), "jit() in_shardings");
       dyn = *sequence_items(placed);
     }
@@ -267,7 +264,6 @@ struct JitFunction : OpaqueObj {
     }
     TreeDef tree;
     std::vector<Tensor> leaves = leaf_tensors(in, dyn, where, &tree);
-    auto* enclosing = dynamic_cast<TraceContext*>(&in.ops());
     sig.add("argument structure", tree.repr() + " with " + std::to_string(n_dyn_pos) + " positional");
     for (size_t i = 0; i < leaves.size(); ++i) {
       const Tensor& t = leaves[i];
@@ -297,16 +293,9 @@ struct JitFunction : OpaqueObj {
       Value wrapper = make_builtin("jit", [target, static_pos, static_kw, n_dyn_pos,
                                            where](InterpreterImpl& in, CallArgs& c) {
         CallArgs full;
-        size_t next = 0, sp = 0;
-        size_t total = n_dyn_pos + static_pos.size();
-        for (size_t i = 0; i < total; ++i) {
-          if (sp < static_pos.size() && static_pos[sp].first == i)
-            full.pos.push_back(static_pos[sp++].second);
-          else
-            full.pos.push_back(c.pos[next++]);
-        }
-        if (next < c.pos.size()) {
-          const DictObj* d = c.pos[next].as<DictObj>();
+        full.pos = with_static_args(static_pos, c.pos, n_dyn_pos + static_pos.size());
+        if (n_dyn_pos < c.pos.size()) { // the dynamic keywords, as one dict
+          const DictObj* d = c.pos[n_dyn_pos].as<DictObj>();
           d->for_each([&](const Value& k, const Value& v) {
             full.kw.push_back({value_to_str(k, "keyword"), v});
           });
@@ -332,7 +321,7 @@ struct JitFunction : OpaqueObj {
     if (!run_partitioned(in, *entry, leaves, out_shardings, where, out) &&
         !run_compiled(in, *entry, leaves, out))
       out = run_jitted(in, *entry->traced, leaves);
-    if (!out_shardings.is_none() && !dynamic_cast<TraceContext*>(&in.ops())) {
+    if (!out_shardings.is_none() && !enclosing) {
       try {
         out = place(in, out_shardings, out, "jit() out_shardings");
       } catch (Error& e) {

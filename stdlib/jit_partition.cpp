@@ -526,19 +526,15 @@ PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const
     if (want) {
       std::string problem = check_spec(mesh, *want, g.values[g.results[r]].aval.shape);
       if (!problem.empty())
-        throw Error(ErrCode::Spec, "jit: out_shardings of output " + std::to_string(r) + ": " + problem,
-                    where);
+        throw Error(ErrCode::Spec,
+                    "jit: out_shardings of output " + std::to_string(r) + ": " + problem, where);
     }
     f->results.push_back(tc.value_of(p.result(g.results[r], want, spec)));
     outs.push_back(SpmdMapping{std::move(spec), -1});
   }
   PartitionedJit out;
   out.extra = tc.captured_tensors();
-  for (int id : f->consts) {
-    f->params.push_back(id);
-    ins.push_back(SpmdMapping{});
-  }
-  f->consts.clear();
+  consts_to_replicated_params(*f, ins);
   remove_dead_code(*f);
   Platform& pf = in.platform();
   out.callee = make_spmd_callee(

@@ -124,11 +124,7 @@ void add_jax_misc(InterpreterImpl& in, Value& jax) {
     ArgReader r("ShapeDtypeStruct", a, {"shape", "dtype", "sharding", "weak_type"}, 2);
     AVal aval;
     aval.shape = value_to_shape(r[0], "ShapeDtypeStruct() shape");
-    std::optional<DType> d = value_to_dtype(r[1]);
-    if (!d)
-      throw Error(ErrCode::Type,
-                  "ShapeDtypeStruct() dtype must be a dtype, not " + type_name(r[1]));
-    aval.dtype = *d;
+    aval.dtype = required_dtype(r[1], "ShapeDtypeStruct() dtype");
     aval.weak = r.get_bool(3, false);
     return make_struct(aval, r.has(2) ? r[2] : Value());
   });

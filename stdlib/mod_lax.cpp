@@ -27,20 +27,6 @@ std::vector<int64_t> ints(const Value& v, const std::string& what) {
   return value_to_int_list(v, what);
 }
 
-DType dtype_arg(const Value& v, const std::string& what) {
-  std::optional<DType> d = value_to_dtype(v);
-  if (!d) throw Error(ErrCode::Type, what + " must be a dtype, not " + type_name(v));
-  return *d;
-}
-
-// Applies `leaf` to every array leaf of a pytree.
-template <class F> Value map_tree(InterpreterImpl& in, const Value& tree, F&& leaf) {
-  ValueList leaves;
-  TreeDef def = tree_flatten(in, tree, leaves);
-  for (Value& l : leaves) l = leaf(l);
-  return tree_unflatten(def, leaves);
-}
-
 Value reduce_fn(InterpreterImpl& in, CallArgs& a, const char* name, Op op) {
   ArgReader r(name, a, {"operand", "axes"}, 2);
   OpAttrs at;
@@ -52,7 +38,7 @@ Value arg_reduce_fn(InterpreterImpl& in, CallArgs& a, const char* name, Op op) {
   ArgReader r(name, a, {"operand", "axis", "index_dtype"}, 3);
   OpAttrs at;
   at.axis = r.get_int(1);
-  at.dtype = dtype_arg(r[2], std::string(name) + "() index_dtype");
+  at.dtype = required_dtype(r[2], std::string(name) + "() index_dtype");
   return make_array(bind(in, op, at, {T(in, r[0])}));
 }
 
@@ -175,20 +161,20 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     }
     Tensor out = bind(in, Op::DotGeneral, at, {l, rt});
     if (r.has(4) && !r[4].is_none())
-      out = np::astype(in.ops(), out, dtype_arg(r[4], "dot_general() preferred_element_type"));
+      out = np::astype(in.ops(), out, required_dtype(r[4], "dot_general() preferred_element_type"));
     return make_array(out);
   });
   def("iota", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("iota", a, {"dtype", "size"}, 2);
     OpAttrs at;
-    at.dtype = dtype_arg(r[0], "iota() dtype");
+    at.dtype = required_dtype(r[0], "iota() dtype");
     at.shape = {r.get_int(1)};
     return make_array(bind(in, Op::Iota, at, {}));
   });
   def("broadcasted_iota", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("broadcasted_iota", a, {"dtype", "shape", "dimension"}, 3);
     OpAttrs at;
-    at.dtype = dtype_arg(r[0], "broadcasted_iota() dtype");
+    at.dtype = required_dtype(r[0], "broadcasted_iota() dtype");
     at.shape = value_to_shape(r[1], "broadcasted_iota() shape");
     at.axis = r.get_int(2);
     return make_array(bind(in, Op::Iota, at, {}));
@@ -232,7 +218,7 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
   def("bitcast_convert_type", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("bitcast_convert_type", a, {"operand", "new_dtype"}, 2);
     OpAttrs at;
-    at.dtype = dtype_arg(r[1], "bitcast_convert_type() new_dtype");
+    at.dtype = required_dtype(r[1], "bitcast_convert_type() new_dtype");
     return make_array(bind(in, Op::BitcastConvertType, at, {T(in, r[0])}));
   });
   static const std::pair<const char*, Op> shifts[] = {
@@ -262,28 +248,23 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
   def("with_sharding_constraint", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("with_sharding_constraint", a, {"x", "shardings"}, 2);
     if (dynamic_cast<TraceContext*>(&in.ops())) return r[0];
-    ValueList leaves, targets;
-    TreeDef def = tree_flatten(in, r[0], leaves);
-    broadcast_prefix(
-        in, r[1], r[0], targets,
-        [](const Value& v) { return v.is_none() || v.is_obj(ObjKind::Opaque); },
-        "with_sharding_constraint() shardings");
-    for (size_t i = 0; i < leaves.size(); ++i) {
-      Value target = targets[i];
-      // A bare PartitionSpec needs the mesh of a sharded argument.
-      if (!target.is_none() && dynamic_cast<SpecObj*>(target.as<OpaqueObj>())) {
-        Tensor t = T(in, leaves[i]);
-        if (!t->sharded)
-          throw Error(ErrCode::Value,
-                      "with_sharding_constraint(): a bare PartitionSpec needs an array already "
-                      "sharded over a mesh",
-                      Span{}, "pass NamedSharding(mesh, spec)");
-        target = Value::object(std::make_shared<ShardingObj>(
-            t->sharded->mesh, dynamic_cast<SpecObj*>(target.as<OpaqueObj>())->spec));
-      }
-      if (!target.is_none()) leaves[i] = device_put_leaf(in, leaves[i], target);
-    }
-    return tree_unflatten(def, leaves);
+    return map_tree_with_prefix(
+        in, r[0], r[1], [](const Value& v) { return v.is_none() || v.is_obj(ObjKind::Opaque); },
+        "with_sharding_constraint() shardings",
+        [&](const Value& leaf, Value target) {
+          if (target.is_none()) return leaf;
+          // A bare PartitionSpec needs the mesh of a sharded argument.
+          if (auto* spec = dynamic_cast<SpecObj*>(target.as<OpaqueObj>())) {
+            Tensor t = T(in, leaf);
+            if (!t->sharded)
+              throw Error(ErrCode::Value,
+                          "with_sharding_constraint(): a bare PartitionSpec needs an array already "
+                          "sharded over a mesh",
+                          Span{}, "pass NamedSharding(mesh, spec)");
+            target = Value::object(std::make_shared<ShardingObj>(t->sharded->mesh, spec->spec));
+          }
+          return device_put_leaf(in, leaf, target);
+        });
   });
   def("optimization_barrier", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("optimization_barrier", a, {"operand"}, 1);

@@ -65,4 +65,24 @@ void broadcast_prefix(InterpreterImpl& in, const Value& prefix, const Value& tre
 // into jax.tree_util and jax.tree (and jax.tree_map).
 void add_tree_functions(InterpreterImpl& in, Value& tree_util, Value& tree, Value& jax);
 
+// Every leaf of `tree` replaced by fn(leaf).
+template <class F> Value map_tree(InterpreterImpl& in, const Value& tree, F&& fn) {
+  ValueList leaves;
+  TreeDef def = tree_flatten(in, tree, leaves);
+  for (Value& l : leaves) l = fn(l);
+  return tree_unflatten(def, leaves);
+}
+
+// Every leaf of `tree` replaced by fn(leaf, target), where `target` is the leaf
+// of the pytree prefix `prefix` that covers it (see broadcast_prefix).
+template <class IsLeaf, class F>
+Value map_tree_with_prefix(InterpreterImpl& in, const Value& tree, const Value& prefix, IsLeaf is_leaf,
+                           const std::string& what, F&& fn) {
+  ValueList leaves, targets;
+  TreeDef def = tree_flatten(in, tree, leaves);
+  broadcast_prefix(in, prefix, tree, targets, is_leaf, what);
+  for (size_t i = 0; i < leaves.size(); ++i) leaves[i] = fn(leaves[i], targets[i]);
+  return tree_unflatten(def, leaves);
+}
+
 } // namespace pxl

@@ -467,15 +467,11 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     ArgReader r("device_put", a, {"x", "device", "src", "donate", "may_alias"}, 1);
     // x is a pytree; device a Device, a NamedSharding, None, or a pytree prefix of them.
     Value where = r.has(1) ? r[1] : Value();
-    ValueList leaves, targets;
-    TreeDef def = tree_flatten(in, r[0], leaves);
-    broadcast_prefix(in, where, r[0], targets,
-                     [](const Value& v) {
-                       return v.is_none() || v.is_obj(ObjKind::Device) || v.is_obj(ObjKind::Opaque);
-                     },
-                     "device_put() device");
-    for (size_t i = 0; i < leaves.size(); ++i) leaves[i] = device_put_leaf(in, leaves[i], targets[i]);
-    return tree_unflatten(def, leaves);
+    return map_tree_with_prefix(
+        in, r[0], where,
+        [](const Value& v) { return v.is_none() || v.is_obj(ObjKind::Device) || v.is_obj(ObjKind::Opaque); },
+        "device_put() device",
+        [&](const Value& leaf, const Value& target) { return device_put_leaf(in, leaf, target); });
   });
   Value vis_fn = make_builtin("visualize_array_sharding", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("visualize_array_sharding", a, {"arr"}, 1);

@@ -164,11 +164,7 @@ struct SpmdFunction : OpaqueObj {
               SpmdLayout layout, std::vector<SpmdMapping> ins, std::vector<SpmdMapping> outs) {
     c.consts = tc.captured_tensors();
     for (const Tensor& t : c.consts) c.reusable = c.reusable && !t->trace;
-    for (int id : f->consts) {
-      f->params.push_back(id);
-      ins.push_back(SpmdMapping{});
-    }
-    f->consts.clear();
+    consts_to_replicated_params(*f, ins);
     c.callee = make_spmd_callee(what, std::move(f), std::move(layout), std::move(ins),
                                 std::move(outs), &in.platform().threads(), in.options().exec,
                                 &in.platform().code_cache(), in.phase_times(), &in.platform());
@@ -364,11 +360,7 @@ struct PmapFn : SpmdFunction {
 
   bool call_with_statics(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) {
     size_t n = a.pos.size();
-    auto is_static = [&](size_t i) {
-      for (int64_t s : static_argnums)
-        if ((s < 0 ? s + static_cast<int64_t>(n) : s) == static_cast<int64_t>(i)) return true;
-      return false;
-    };
+    auto is_static = [&](size_t i) { return is_static_position(static_argnums, i, n); };
     std::vector<std::pair<size_t, Value>> statics;
     ValueList dyn;
     std::string key;
@@ -400,9 +392,7 @@ struct PmapFn : SpmdFunction {
       Value target = fn;
       sub->fn = make_builtin("pmap", [target, statics, n, where](InterpreterImpl& in, CallArgs& c) {
         CallArgs full;
-        size_t next = 0, sp = 0;
-        for (size_t i = 0; i < n; ++i)
-          full.pos.push_back(sp < statics.size() && statics[sp].first == i ? statics[sp++].second : c.pos[next++]);
+        full.pos = with_static_args(statics, c.pos, n);
         return in.call(target, full, where);
       });
     }

@@ -105,12 +105,8 @@ std::vector<Tensor> bind_derived_spmd_call(
     for (const Tensor& r : body(tc, params)) f->results.push_back(tc.value_of(r));
     consts = tc.captured_tensors();
   }
-  for (size_t i = 0; i < f->consts.size(); ++i) {
-    f->params.push_back(f->consts[i]);
-    ins.push_back(SpmdMapping{});
-    operands.push_back(consts[i]);
-  }
-  f->consts.clear();
+  operands.insert(operands.end(), consts.begin(), consts.end());
+  consts_to_replicated_params(*f, ins);
   // The transpose recomputes the forward pass: what the backward pass does not
   // read (the loss, its final psum) is dropped.
   remove_dead_code(*f);
@@ -120,6 +116,21 @@ std::vector<Tensor> bind_derived_spmd_call(
   OpAttrs attrs;
   attrs.callee = std::move(callee);
   return cx.bind_call(attrs, operands);
+}
+
+bool is_static_position(const std::vector<int64_t>& argnums, size_t i, size_t n) {
+  for (int64_t s : argnums)
+    if ((s < 0 ? s + static_cast<int64_t>(n) : s) == static_cast<int64_t>(i)) return true;
+  return false;
+}
+
+ValueList with_static_args(const std::vector<std::pair<size_t, Value>>& statics,
+                           const ValueList& dyn, size_t total) {
+  ValueList out;
+  size_t next = 0, sp = 0;
+  for (size_t i = 0; i < total; ++i)
+    out.push_back(sp < statics.size() && statics[sp].first == i ? statics[sp++].second : dyn[next++]);
+  return out;
 }
 
 Value apply_traced(InterpreterImpl& in, const TracedFunction& t, std::span<const Tensor> params) {

@@ -54,6 +54,15 @@ std::vector<Tensor> bind_derived_spmd_call(
     std::vector<Tensor> operands, std::vector<SpmdMapping> outs,
     const std::function<std::vector<Tensor>(TraceContext& tc, std::span<const Tensor> params)>& body);
 
+// Static arguments (jit's static_argnums, pmap's static_broadcasted_argnums):
+// whether position i of n positional arguments is one of `argnums` (negative
+// ones count from the end), and the whole positional list again from the
+// static (position, value) pairs, in order, and the other arguments `dyn`
+// (only its first total - statics.size() entries are used).
+bool is_static_position(const std::vector<int64_t>& argnums, size_t i, size_t n);
+ValueList with_static_args(const std::vector<std::pair<size_t, Value>>& statics,
+                           const ValueList& dyn, size_t total);
+
 // Runs a traced function on `params` in the current context and rebuilds the
 // result pytree.
 Value apply_traced(InterpreterImpl& in, const TracedFunction& t, std::span<const Tensor> params);
