@@ -152,6 +152,15 @@ Value map_leaves(InterpreterImpl& in, const char* fn, const Value& f, const Tree
 
 Value tree_structure_value(TreeDef def) { return Value::object(std::make_shared<TreeDefObj>(std::move(def))); }
 
+void add_tree_pair(Value& tree_util, Value& tree,
+                   std::initializer_list<std::pair<const char*, NativeFn>> fns) {
+  for (const auto& [name, fn] : fns) {
+    std::string long_name = std::string("tree_") + name;
+    tree_util.as<ModuleObj>()->env->vars[long_name] = make_builtin(long_name, fn);
+    tree.as<ModuleObj>()->env->vars[name] = make_builtin(name, fn);
+  }
+}
+
 void add_tree_functions(InterpreterImpl& in, Value& tree_util, Value& tree, Value& jax) {
   (void)in;
   auto leaves_fn = [](InterpreterImpl& in, CallArgs& a) {
@@ -177,16 +186,12 @@ void add_tree_functions(InterpreterImpl& in, Value& tree_util, Value& tree, Valu
     if (!d) throw Error(ErrCode::Type, "tree_unflatten() expects a PyTreeDef");
     return tree_unflatten(d->def, in.iterate(r[1], Span{}));
   };
-  auto add = [&](Value& mod, const std::string& prefix) {
-    auto& vars = mod.as<ModuleObj>()->env->vars;
-    vars[prefix + "map"] = make_builtin(prefix + "map", tree_map);
-    vars[prefix + "leaves"] = make_builtin(prefix + "leaves", leaves_fn);
-    vars[prefix + "structure"] = make_builtin(prefix + "structure", structure_fn);
-    vars[prefix + "flatten"] = make_builtin(prefix + "flatten", flatten_fn);
-    vars[prefix + "unflatten"] = make_builtin(prefix + "unflatten", unflatten_fn);
-  };
-  add(tree_util, "tree_");
-  add(tree, "");
+  add_tree_pair(tree_util, tree,
+                {{"map", tree_map},
+                 {"leaves", leaves_fn},
+                 {"structure", structure_fn},
+                 {"flatten", flatten_fn},
+                 {"unflatten", unflatten_fn}});
   add_tree_path_functions(tree_util, tree);
   jax.as<ModuleObj>()->env->vars["tree_map"] = make_builtin("tree_map", tree_map);
 }

@@ -25,6 +25,9 @@ Value map_leaves(InterpreterImpl& in, const char* fn, const Value& f, const Tree
                  const ValueList& rest, const ValueList* first);
 // A PyTreeDef object for `def` (what tree_structure returns).
 Value tree_structure_value(TreeDef def);
+// Installs each (name, fn) as tree_util.tree_<name> and tree.<name> (JAX's two spellings).
+void add_tree_pair(Value& tree_util, Value& tree,
+                   std::initializer_list<std::pair<const char*, NativeFn>> fns);
 // tree_flatten_with_path & co., tree_reduce, tree_all, keystr, Partial (pytree_paths.cpp).
 void add_tree_path_functions(Value& tree_util, Value& tree);
 // Matches a pytree of specs (or in_axes) against the argument tree: a leaf of

@@ -126,16 +126,12 @@ void add_tree_path_functions(Value& tree_util, Value& tree) {
   };
   auto reduce_fn = [](InterpreterImpl& in, CallArgs& a) { return leaves_reduce(in, a, false); };
   auto all_fn = [](InterpreterImpl& in, CallArgs& a) { return leaves_reduce(in, a, true); };
-  auto add = [&](Value& mod, const std::string& prefix) {
-    auto& vars = mod.as<ModuleObj>()->env->vars;
-    vars[prefix + "flatten_with_path"] = make_builtin(prefix + "flatten_with_path", flatten_fn);
-    vars[prefix + "leaves_with_path"] = make_builtin(prefix + "leaves_with_path", leaves_fn);
-    vars[prefix + "map_with_path"] = make_builtin(prefix + "map_with_path", map_fn);
-    vars[prefix + "reduce"] = make_builtin(prefix + "reduce", reduce_fn);
-    vars[prefix + "all"] = make_builtin(prefix + "all", all_fn);
-  };
-  add(tree_util, "tree_");
-  add(tree, "");
+  add_tree_pair(tree_util, tree,
+                {{"flatten_with_path", flatten_fn},
+                 {"leaves_with_path", leaves_fn},
+                 {"map_with_path", map_fn},
+                 {"reduce", reduce_fn},
+                 {"all", all_fn}});
   tree_util.as<ModuleObj>()->env->vars["keystr"] = make_builtin("keystr", keystr);
   // tree_util.Partial: functools.partial (pxl's partial objects are leaves).
   Value functools = make_functools_module();
