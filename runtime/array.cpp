@@ -45,9 +45,7 @@ template <class I> I saturate(double v) {
   return static_cast<I>(v);
 }
 
-} // namespace
-
-Buffer::Buffer(size_t nbytes, bool zero) : nbytes_(nbytes) {
+void* host_alloc(size_t nbytes, bool zero) {
   // Big buffers get 2 MiB alignment and transparent huge pages: a fresh
   // buffer's first touch then faults once per 2 MiB instead of per 4 KiB,
   // which is most of the cost of writing a new 64 MB result.
@@ -55,15 +53,40 @@ Buffer::Buffer(size_t nbytes, bool zero) : nbytes_(nbytes) {
   size_t align = huge ? kHugePage : kAlign;
   size_t alloc = (nbytes + align - 1) / align * align;
   if (alloc == 0) alloc = kAlign;
-  data_ = std::aligned_alloc(align, alloc);
-  if (!data_) throw std::bad_alloc();
+  void* data = std::aligned_alloc(align, alloc);
+  if (!data) throw std::bad_alloc();
 #ifdef MADV_HUGEPAGE
-  if (huge) ::madvise(data_, alloc, MADV_HUGEPAGE); // advice only: failure is harmless
+  if (huge) ::madvise(data, alloc, MADV_HUGEPAGE); // advice only: failure is harmless
 #endif
-  if (zero) std::memset(data_, 0, alloc);
+  if (zero) std::memset(data, 0, alloc);
+  return data;
 }
 
-Buffer::~Buffer() { std::free(data_); }
+} // namespace
+
+Buffer::Buffer(size_t nbytes, bool zero) : data_(host_alloc(nbytes, zero)), nbytes_(nbytes) {}
+
+Buffer::Buffer(size_t nbytes, std::shared_ptr<const DeviceStorage> device)
+    : nbytes_(nbytes), device_(std::move(device)), fetch_mu_(std::make_unique<std::mutex>()) {
+  PXL_ASSERT(device_, "Buffer: null device storage");
+}
+
+Buffer::~Buffer() { std::free(data_.load(std::memory_order_relaxed)); }
+
+void* Buffer::fetch() {
+  PXL_ASSERT(device_, "Buffer: no host copy and no device copy");
+  std::lock_guard<std::mutex> lock(*fetch_mu_);
+  if (void* p = data_.load(std::memory_order_acquire)) return p; // another thread fetched it
+  void* p = host_alloc(nbytes_, false);
+  try {
+    device_->fetch(p, nbytes_);
+  } catch (...) {
+    std::free(p);
+    throw;
+  }
+  data_.store(p, std::memory_order_release);
+  return p;
+}
 
 Array::Array(DType dtype, Shape shape, bool weak, int device) : device_(device) {
   size_t nbytes = checked_nbytes(dtype, shape);
@@ -80,6 +103,19 @@ Array Array::uninitialized(DType dtype, Shape shape, bool weak, int device) {
   a.device_ = device;
   a.buf_ = std::make_shared<Buffer>(nbytes, false);
   return a;
+}
+
+Array Array::device_backed(AVal aval, int device, std::shared_ptr<const DeviceStorage> storage) {
+  Array a;
+  size_t nbytes = checked_nbytes(aval.dtype, aval.shape);
+  a.aval_ = std::move(aval);
+  a.device_ = device;
+  a.buf_ = std::make_shared<Buffer>(nbytes, std::move(storage));
+  return a;
+}
+
+void Array::block_until_ready() const {
+  if (const DeviceStorage* d = device_storage()) d->wait();
 }
 
 Scalar Array::get(int64_t flat) const {

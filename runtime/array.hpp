@@ -1,8 +1,10 @@
 // A concrete array: a contiguous row-major buffer on one device. Arrays are
 // immutable values once built (ops produce new arrays), so buffers are shared.
 #pragma once
+#include <atomic>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <variant>
 
 #include "ir/aval.hpp"
@@ -19,21 +21,48 @@ struct Scalar {
   static Scalar of_float(double v) { return {Kind::Float, static_cast<int64_t>(v), v}; }
 };
 
+// A buffer's contents where an accelerator computed them (runtime/cuda/):
+// the platform's device memory, released through the platform when the last
+// array using it goes. A buffer with one makes its host copy on first host
+// access; device calls use the device copy directly.
+class DeviceStorage {
+public:
+  virtual ~DeviceStorage() = default;
+  // Copies the contents to `host` (`nbytes` bytes); counted by the platform.
+  virtual void fetch(void* host, size_t nbytes) const = 0;
+  // Waits for the work computing the contents (block_until_ready).
+  virtual void wait() const = 0;
+};
+
 class Buffer {
 public:
   // 64-byte aligned; zero-filled unless `zero` is false (then the caller must
   // write every byte before the buffer is read).
   explicit Buffer(size_t nbytes, bool zero = true);
+  // Contents on a device: host memory is allocated and filled on first data().
+  Buffer(size_t nbytes, std::shared_ptr<const DeviceStorage> device);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
-  void* data() { return data_; }
-  const void* data() const { return data_; }
+  // An acquire load and a branch never taken for host buffers (the same
+  // instruction as a plain load on x86): host arrays pay nothing for this.
+  void* data() {
+    void* p = data_.load(std::memory_order_acquire);
+    return p ? p : fetch();
+  }
+  const void* data() const { return const_cast<Buffer*>(this)->data(); }
   size_t nbytes() const { return nbytes_; }
+  // The device copy (null for buffers made on the host).
+  const std::shared_ptr<const DeviceStorage>& device_storage() const { return device_; }
+  // Whether the host copy exists (always, without a device copy).
+  bool on_host() const { return data_.load(std::memory_order_acquire) != nullptr; }
 
 private:
-  void* data_ = nullptr;
+  void* fetch(); // makes the host copy once, whichever thread asks first
+  std::atomic<void*> data_{nullptr};
   size_t nbytes_ = 0;
+  std::shared_ptr<const DeviceStorage> device_;
+  std::unique_ptr<std::mutex> fetch_mu_; // only with a device copy
 };
 
 class Array {
@@ -44,6 +73,9 @@ public:
   // (or BLAS) overwrites completely, where zero-filling would cost a second
   // pass over memory.
   static Array uninitialized(DType dtype, Shape shape, bool weak = false, int device = 0);
+  // An array computed on an accelerator: `storage` holds its contents and the
+  // host copy is fetched on first host access (data(), get(), ...).
+  static Array device_backed(AVal aval, int device, std::shared_ptr<const DeviceStorage> storage);
 
   const AVal& aval() const { return aval_; }
   DType dtype() const { return aval_.dtype; }
@@ -82,6 +114,13 @@ public:
   // of the first one: identifies the contents, e.g. for a GPU's cached copy.
   const std::shared_ptr<Buffer>& buffer() const { return buf_; }
   size_t byte_offset() const { return offset_; }
+  // The device copy of the contents, if an accelerator computed them (null
+  // otherwise); the array's elements start at byte_offset() in it.
+  const DeviceStorage* device_storage() const {
+    return buf_ ? buf_->device_storage().get() : nullptr;
+  }
+  // Waits until the contents are computed (a no-op for host arrays).
+  void block_until_ready() const;
 
 private:
   std::shared_ptr<Buffer> buf_;

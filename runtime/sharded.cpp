@@ -99,4 +99,10 @@ Tensor make_sharded_tensor(std::shared_ptr<const ShardedData> data) {
   return t;
 }
 
+void wait_ready(const TensorImpl& t) {
+  if (t.concrete) t.concrete->block_until_ready();
+  if (t.sharded)
+    for (const Array& shard : t.sharded->shards) shard.block_until_ready();
+}
+
 } // namespace pxl

@@ -2,8 +2,8 @@
 // position, laid out by a PartitionSpec. Reading the whole array on the host
 // assembles (and caches) it; every such pull is counted.
 #pragma once
-#include <memory>
 #include <atomic>
+#include <memory>
 #include <mutex>
 
 #include "ir/tensor.hpp"
@@ -64,6 +64,9 @@ std::shared_ptr<ShardedData> shard_array(const Array& global, const Mesh& mesh,
                                          const PartitionSpec& spec,
                                          std::shared_ptr<PullLog> log = nullptr);
 Tensor make_sharded_tensor(std::shared_ptr<const ShardedData> data);
+// Waits until a concrete or sharded tensor's contents are computed: device-
+// backed arrays (runtime/cuda/) are computed asynchronously (block_until_ready).
+void wait_ready(const TensorImpl& t);
 
 // Copies the block [start, start + shape) of `src` (host helper for sharding).
 Array slice_block(const Array& src, const std::vector<int64_t>& start, const Shape& shape);

@@ -108,7 +108,8 @@ const std::map<std::string, ArrayMethod>& methods() {
        }},
       {"block_until_ready", [](InterpreterImpl&, const Tensor& x, CallArgs& a) {
          ArgReader r("block_until_ready", a, {});
-         return make_array(x); // eager execution is synchronous
+         wait_ready(*x); // CUDA results are computed asynchronously
+         return make_array(x);
        }},
       {"copy", [](InterpreterImpl&, const Tensor& x, CallArgs& a) {
          ArgReader r("copy", a, {});

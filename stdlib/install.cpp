@@ -72,9 +72,14 @@ void install_stdlib(InterpreterImpl& in) {
     ArgReader r("default_backend", a, {});
     return make_str(in.platform().name() == "cuda" ? "gpu" : "cpu"); // JAX's names
   });
-  jax.fn("block_until_ready", [](InterpreterImpl&, CallArgs& a) {
+  jax.fn("block_until_ready", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("block_until_ready", a, {"x"}, 1);
-    return r[0]; // eager execution is synchronous
+    // CUDA results are computed asynchronously; the CPU's are ready on return.
+    ValueList leaves;
+    tree_flatten(in, r[0], leaves);
+    for (const Value& l : leaves)
+      if (l.is_obj(ObjKind::Array)) wait_ready(*l.as<ArrayObj>()->tensor);
+    return r[0];
   });
   jax.fn("device_get", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("device_get", a, {"x"}, 1);

@@ -2,7 +2,10 @@
 
 namespace pxl::cuda {
 
-DeviceBuffer::~DeviceBuffer() { dev_.release(ptr_, bytes_); }
+DeviceBuffer::~DeviceBuffer() {
+  std::lock_guard<std::mutex> lock(life_->mu);
+  if (life_->dev) life_->dev->release(ptr_, bytes_);
+}
 
 void TransferLog::add(Transfer t) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -37,6 +40,7 @@ GpuDevice::GpuDevice(Driver& driver, int ordinal, TransferLog& log)
   driver.check(a.cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain(" + at + ")");
   bind();
   driver.check(a.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate(" + at + ")");
+  life_->dev = this;
 }
 
 GpuDevice::~GpuDevice() {
@@ -45,8 +49,14 @@ GpuDevice::~GpuDevice() {
   a.cuCtxSetCurrent(ctx_);
   if (stream_) a.cuStreamSynchronize(stream_);
   drop_resident(); // their buffers go to the pool, freed below
+  {
+    // Buffers arrays still hold are freed with the rest; they see a dead device.
+    std::lock_guard<std::mutex> lock(life_->mu);
+    life_->dev = nullptr;
+  }
   if (blas_) driver_.cublas().cublasDestroy(blas_);
   for (auto& [bytes, ptr] : pool_) a.cuMemFree(ptr);
+  for (CUdeviceptr ptr : in_use_) a.cuMemFree(ptr);
   if (stream_) a.cuStreamDestroy(stream_);
   if (ctx_) a.cuDevicePrimaryCtxRelease(dev_);
 }
@@ -65,7 +75,8 @@ std::shared_ptr<DeviceBuffer> GpuDevice::alloc(size_t bytes) {
     if (auto it = pool_.find(bytes); it != pool_.end()) {
       CUdeviceptr p = it->second;
       pool_.erase(it);
-      return std::make_shared<DeviceBuffer>(*this, p, bytes);
+      in_use_.insert(p);
+      return std::make_shared<DeviceBuffer>(life_, p, bytes);
     }
   }
   CUdeviceptr p = 0;
@@ -80,13 +91,18 @@ std::shared_ptr<DeviceBuffer> GpuDevice::alloc(size_t bytes) {
     r = driver_.api().cuMemAlloc(&p, bytes);
   }
   check(r, ("cuMemAlloc of " + std::to_string(bytes) + " bytes").c_str());
-  return std::make_shared<DeviceBuffer>(*this, p, bytes);
+  {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    in_use_.insert(p);
+  }
+  return std::make_shared<DeviceBuffer>(life_, p, bytes);
 }
 
 void GpuDevice::release(CUdeviceptr ptr, size_t bytes) {
   // Work queued on the stream may still use the buffer; the pool hands it out
   // again only to work queued later on the same stream, which runs after.
   std::lock_guard<std::mutex> lock(pool_mu_);
+  in_use_.erase(ptr);
   pool_.emplace(bytes, ptr);
 }
 
@@ -98,9 +114,9 @@ void GpuDevice::upload(const DeviceBuffer& dst, const void* src, size_t bytes, c
   log_.add({true, static_cast<int64_t>(bytes), loc});
 }
 
-void GpuDevice::download(void* dst, const DeviceBuffer& src, size_t bytes, const Span& loc) {
+void GpuDevice::download(void* dst, CUdeviceptr src, size_t bytes, const Span& loc) {
   if (bytes == 0) return;
-  check(driver_.api().cuMemcpyDtoHAsync(dst, src.ptr(), bytes, stream_), "device-to-host copy");
+  check(driver_.api().cuMemcpyDtoHAsync(dst, src, bytes, stream_), "device-to-host copy");
   synchronize();
   log_.add({false, static_cast<int64_t>(bytes), loc});
 }
@@ -163,6 +179,37 @@ void GpuDevice::drop_resident() {
     gone.swap(resident_);
   }
   // `gone` releases its buffers to the pool here, outside resident_mu_.
+}
+
+} // namespace pxl::cuda
+
+namespace pxl::cuda {
+
+void CudaStorage::fetch(void* host, size_t nbytes) const {
+  PXL_ASSERT(nbytes <= buf_->bytes(), "CudaStorage::fetch: more bytes than the buffer");
+  // Holding the lock keeps the device alive until the copy is done.
+  std::lock_guard<std::mutex> lock(buf_->life().mu);
+  GpuDevice* dev = buf_->life().dev;
+  if (!dev)
+    throw Error(ErrCode::Device,
+                "an array computed on a GPU was read after its CUDA runtime was "
+                "closed; its contents went with the runtime",
+                loc_);
+  dev->bind(); // the reading thread may not be the device's
+  dev->download(host, buf_->ptr(), nbytes, loc_);
+}
+
+void CudaStorage::wait() const {
+  std::lock_guard<std::mutex> lock(buf_->life().mu);
+  if (GpuDevice* dev = buf_->life().dev) {
+    dev->bind();
+    dev->synchronize();
+  }
+}
+
+std::shared_ptr<DeviceBuffer> CudaStorage::buffer_on(const GpuDevice& dev) const {
+  std::lock_guard<std::mutex> lock(buf_->life().mu);
+  return buf_->life().dev == &dev ? buf_ : nullptr;
 }
 
 } // namespace pxl::cuda

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -17,19 +18,29 @@ namespace pxl::cuda {
 
 class GpuDevice;
 
+// What outlives a GpuDevice for the buffers it handed out: an array may keep
+// a device buffer after its platform is gone (a value an embedding holds past
+// its runtime). The device frees all its memory when destroyed; later
+// releases then do nothing, and reading such an array is a clear error.
+struct DeviceLife {
+  std::mutex mu;
+  GpuDevice* dev = nullptr; // null once the device is destroyed
+};
+
 // A device allocation; goes back to its device's pool when destroyed.
 class DeviceBuffer {
 public:
-  DeviceBuffer(GpuDevice& dev, CUdeviceptr ptr, size_t bytes)
-      : dev_(dev), ptr_(ptr), bytes_(bytes) {}
+  DeviceBuffer(std::shared_ptr<DeviceLife> life, CUdeviceptr ptr, size_t bytes)
+      : life_(std::move(life)), ptr_(ptr), bytes_(bytes) {}
   ~DeviceBuffer();
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   CUdeviceptr ptr() const { return ptr_; }
   size_t bytes() const { return bytes_; }
+  DeviceLife& life() const { return *life_; }
 
 private:
-  GpuDevice& dev_;
+  std::shared_ptr<DeviceLife> life_;
   CUdeviceptr ptr_;
   size_t bytes_;
 };
@@ -72,7 +83,8 @@ public:
   // A buffer of `bytes` (at least 1), from the pool when one fits exactly.
   std::shared_ptr<DeviceBuffer> alloc(size_t bytes);
   void upload(const DeviceBuffer& dst, const void* src, size_t bytes, const Span& loc);
-  void download(void* dst, const DeviceBuffer& src, size_t bytes, const Span& loc);
+  // Copies `bytes` at device address `src` (in one of this device's buffers) to `dst`.
+  void download(void* dst, CUdeviceptr src, size_t bytes, const Span& loc);
   void synchronize() const;
   // This device's cuBLAS handle (created on first use, bound to its stream).
   cublasHandle_t blas();
@@ -91,6 +103,7 @@ private:
   friend class DeviceBuffer;
   void release(CUdeviceptr ptr, size_t bytes);
 
+  std::shared_ptr<DeviceLife> life_ = std::make_shared<DeviceLife>();
   Driver& driver_;
   TransferLog& log_;
   int ordinal_;
@@ -102,6 +115,7 @@ private:
   cublasHandle_t blas_ = nullptr;
   std::mutex pool_mu_;
   std::multimap<size_t, CUdeviceptr> pool_;
+  std::set<CUdeviceptr> in_use_; // handed out, not yet back in the pool
   struct Resident {
     std::weak_ptr<Buffer> host;
     std::shared_ptr<DeviceBuffer> copy;
@@ -110,6 +124,23 @@ private:
   std::mutex resident_mu_;
   std::map<ResidentKey, Resident> resident_;
   void drop_resident();
+};
+
+// The contents of an array a CUDA call computed: a device buffer, copied to
+// the host (and counted, with the .pxl line of the value) only when the host
+// reads the array. A later call on the same device uses the buffer directly.
+class CudaStorage final : public DeviceStorage {
+public:
+  CudaStorage(std::shared_ptr<DeviceBuffer> buf, Span loc)
+      : buf_(std::move(buf)), loc_(std::move(loc)) {}
+  void fetch(void* host, size_t nbytes) const override;
+  void wait() const override;
+  // The buffer, when it is on `dev` (null otherwise).
+  std::shared_ptr<DeviceBuffer> buffer_on(const GpuDevice& dev) const;
+
+private:
+  std::shared_ptr<DeviceBuffer> buf_;
+  Span loc_;
 };
 
 } // namespace pxl::cuda

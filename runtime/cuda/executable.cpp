@@ -16,12 +16,15 @@ namespace pxl::cuda {
 
 namespace {
 
-// Where one value of one participant lives: on the host (`host` defined), on
-// the device (`dev` set), or both.
+// Where one value of one participant lives: in its Array (`host_valid`: an
+// input, a host step's result, or a copy made for one; the Array may itself
+// be a device-backed result of an earlier call), on the device (`dev` set,
+// the value `offset` bytes into it), or both.
 struct Slot {
   std::shared_ptr<DeviceBuffer> dev;
   bool host_valid = false;
   int tag = 0; // the pxl device the host Array is tagged with
+  size_t offset = 0;
 };
 
 size_t byte_size(const AVal& a) { return static_cast<size_t>(a.size()) * dtype_size(a.dtype); }
@@ -98,7 +101,7 @@ public:
                                          std::vector<Slot>(f.values.size()));
     for (int j = 0; j < k; ++j)
       for (size_t v = 0; v < f.values.size(); ++v)
-        if (env[j][v].defined()) slots[j][v] = {nullptr, true, env[j][v].device()};
+        if (env[j][v].defined()) slots[j][v] = {nullptr, true, env[j][v].device(), 0};
     Ctx c{f, dev, env, slots};
     for (size_t si = 0; si < plan.steps.size(); ++si) {
       const Step& s = plan.steps[si];
@@ -123,11 +126,20 @@ public:
       for (int j = 0; j < k; ++j)
         for (size_t r = 0; r < results; ++r) {
           int v = in.result + static_cast<int>(r);
-          slots[j][v] = {nullptr, true, env[j][v].device()};
+          slots[j][v] = {nullptr, true, env[j][v].device(), 0};
         }
     }
+    // Results stay where they are: one computed on the device comes back as a
+    // device-backed array, copied to the host only if the host reads it.
     for (int j = 0; j < k; ++j)
-      for (int r : f.results) to_host(c, j, r);
+      for (int r : f.results) {
+        Slot& s = slots[j][r];
+        if (s.host_valid) continue;
+        PXL_ASSERT(s.offset == 0, "a device result inside another buffer");
+        env[j][r] = Array::device_backed(f.values[r].aval, s.tag,
+                                         std::make_shared<CudaStorage>(s.dev, loc(r)));
+        s.host_valid = true;
+      }
     return result_values(f, env);
   }
 
@@ -169,7 +181,7 @@ private:
       call.count = xa.size();
       call.out_bytes = byte_size(c.f.values[in.result].aval);
       for (int j = 0; j < layout_.per_thread; ++j)
-        call.inputs.push_back(to_device(c, j, in.operands[0]).ptr());
+        call.inputs.push_back(to_device(c, j, in.operands[0]));
       calls.push_back(std::move(call));
       results.push_back(in.result);
     }
@@ -186,31 +198,38 @@ private:
 
   void to_host(Ctx& c, int j, int v) {
     Slot& s = c.slots[j][v];
-    if (s.host_valid) return;
+    if (s.host_valid) return; // a device-backed Array fetches itself when read
     const AVal& a = c.f.values[v].aval;
     Array h = Array::uninitialized(a.dtype, a.shape, a.weak, s.tag);
-    c.dev.download(h.data(), *s.dev, byte_size(a), loc(v));
+    c.dev.download(h.data(), s.dev->ptr() + s.offset, byte_size(a), loc(v));
     c.dev.keep_resident(h, s.dev); // a later call taking it finds it on the GPU
     c.env[j][v] = std::move(h);
     s.host_valid = true;
   }
 
-  const DeviceBuffer& to_device(Ctx& c, int j, int v) {
+  // The device address of value v, copied up if it is only on the host. An
+  // earlier call's result on this device is used where it is (no copy); one
+  // on another device comes through the host (both copies counted).
+  CUdeviceptr to_device(Ctx& c, int j, int v) {
     Slot& s = c.slots[j][v];
-    if (!s.dev) s.dev = c.dev.resident(c.env[j][v]);
+    const Array& h = c.env[j][v];
+    if (!s.dev)
+      if (auto* st = dynamic_cast<const CudaStorage*>(h.device_storage()))
+        if ((s.dev = st->buffer_on(c.dev))) s.offset = h.byte_offset();
+    if (!s.dev) s.dev = c.dev.resident(h);
     if (!s.dev) {
       const AVal& a = c.f.values[v].aval;
       s.dev = c.dev.alloc(byte_size(a));
-      c.dev.upload(*s.dev, c.env[j][v].data(), byte_size(a), loc(v));
-      c.dev.keep_resident(c.env[j][v], s.dev);
+      c.dev.upload(*s.dev, h.data(), byte_size(a), loc(v));
+      c.dev.keep_resident(h, s.dev);
     }
-    return *s.dev;
+    return s.dev->ptr() + s.offset;
   }
 
   // A result computed on the device: its host copy is made when needed.
   void set_device_result(Ctx& c, int j, int v, std::shared_ptr<DeviceBuffer> buf, int tag) {
     c.env[j][v] = Array();
-    c.slots[j][v] = {std::move(buf), false, tag};
+    c.slots[j][v] = {std::move(buf), false, tag, 0};
   }
 
   int result_tag(Ctx& c, int j, const std::vector<int>& operands) {
@@ -224,7 +243,7 @@ private:
     std::vector<CUdeviceptr> ptrs;
     auto out = c.dev.alloc(byte_size(oa));
     ptrs.push_back(out->ptr());
-    for (int v : kn.inputs) ptrs.push_back(to_device(c, j, v).ptr());
+    for (int v : kn.inputs) ptrs.push_back(to_device(c, j, v));
     int64_t scratch_bytes = kernel_scratch_bytes(c.f, kn);
     std::shared_ptr<DeviceBuffer> scratch;
     if (scratch_bytes > 0) scratch = c.dev.alloc(static_cast<size_t>(scratch_bytes));
@@ -243,14 +262,14 @@ private:
     const Kernel& kn = hp->plan.kernels[index];
     for (int v : kn.inputs) to_host(c, j, v);
     run_compiled_kernel(c.f, *hp, index, c.env[j]);
-    c.slots[j][kn.root] = {nullptr, true, c.env[j][kn.root].device()};
+    c.slots[j][kn.root] = {nullptr, true, c.env[j][kn.root].device(), 0};
   }
 
   void run_gemm(Ctx& c, const Instr& in, int j) {
     GemmShape g = gemm_shape(c.f, in);
     const AVal& oa = c.f.values[in.result].aval;
-    const DeviceBuffer& a = to_device(c, j, in.operands[0]);
-    const DeviceBuffer& b = to_device(c, j, in.operands[1]);
+    CUdeviceptr a = to_device(c, j, in.operands[0]);
+    CUdeviceptr b = to_device(c, j, in.operands[1]);
     auto out = c.dev.alloc(byte_size(oa));
     const CublasApi& api = c.dev.driver().cublas();
     cublasHandle_t h = c.dev.blas();
@@ -260,8 +279,8 @@ private:
     int lda = g.trans_a ? m : k, ldb = g.trans_b ? k : n;
     size_t es = dtype_size(oa.dtype);
     for (int64_t bi = 0; bi < g.batch; ++bi) {
-      CUdeviceptr ap = a.ptr() + static_cast<CUdeviceptr>(bi * g.m * g.k) * es;
-      CUdeviceptr bp = b.ptr() + static_cast<CUdeviceptr>(bi * g.k * g.n) * es;
+      CUdeviceptr ap = a + static_cast<CUdeviceptr>(bi * g.m * g.k) * es;
+      CUdeviceptr bp = b + static_cast<CUdeviceptr>(bi * g.k * g.n) * es;
       CUdeviceptr cp = out->ptr() + static_cast<CUdeviceptr>(bi * g.m * g.n) * es;
       cublasStatus_t st;
       if (oa.dtype == DType::Float32) {

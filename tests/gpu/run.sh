@@ -46,5 +46,5 @@ else
   echo "jax: not importable with $python, skipped"
 fi
 timeout 30 python3 "$here/peers.py" cublas || echo "cublas peer failed"
-echo "(pxl times include copying inputs to the GPU and results back: see copy_64M)"
+echo "(pxl and jax times: call + block_until_ready, inputs and results on the GPU)"
 exit $status

@@ -11,6 +11,7 @@
 
 #include "codegen/jit.hpp"
 #include "codegen/ptx.hpp"
+#include "fake_cuda.hpp"
 #include "ir_builder.hpp"
 #include "lang/diag.hpp"
 #include "runtime/collectives.hpp"
@@ -21,6 +22,9 @@
 #include "runtime/platform.hpp"
 
 using namespace pxl;
+#ifdef PXL_FAKE_CUDA
+using namespace pxl::test;
+#endif
 
 namespace {
 
@@ -263,51 +267,6 @@ TEST_CASE("cuda: launch sizes follow the kernel's groups", "[cuda]") {
 }
 
 #ifdef PXL_FAKE_CUDA
-namespace {
-
-cuda::LibraryNames fake_libraries() {
-  cuda::LibraryNames n;
-  n.driver = {PXL_FAKE_CUDA};
-  n.cublas = {PXL_FAKE_CUDA};
-  n.nccl = {"libpxl-no-such-nccl.so"};
-  return n;
-}
-
-// f(x, y) = op(x, y) on one device, `op` over 2-d f32 operands.
-std::shared_ptr<Function> one_op(Op op, const OpAttrs& a, Shape xs, Shape ys) {
-  auto f = std::make_shared<Function>();
-  std::vector<AVal> avals;
-  for (Shape s : {xs, ys}) {
-    IRValue v;
-    v.aval = AVal{DType::Float32, s, false};
-    f->params.push_back(f->add_value(v));
-    avals.push_back(v.aval);
-  }
-  IRValue r;
-  r.aval = infer(op, a, avals);
-  r.producer = 0;
-  int id = f->add_value(r);
-  f->body.push_back(Instr{op, a, {f->params[0], f->params[1]}, id});
-  f->results.push_back(id);
-  return f;
-}
-
-Array counting(Shape s, float start) {
-  Array a(DType::Float32, s);
-  for (int64_t i = 0; i < a.size(); ++i) a.as<float>()[i] = start + static_cast<float>(i % 7);
-  return a;
-}
-
-std::vector<std::vector<Array>> run_on_fake(cuda::CudaRuntime& rt, std::shared_ptr<Function> f,
-                                            std::vector<Array> args) {
-  CodeCache host;
-  SpmdLayout layout{Mesh{{"i"}, {1}, {0}}, 1, 1};
-  auto exe = cuda::make_cuda_executable(f, layout, {}, rt, host);
-  DeviceThreads pool(1);
-  return launch(*exe, pool, layout, {std::move(args)});
-}
-
-} // namespace
 
 TEST_CASE("cuda: the executable's copies and cuBLAS layouts, on a fake driver", "[cuda]") {
   cuda::CudaRuntime rt(0, false, fake_libraries());
@@ -373,7 +332,7 @@ TEST_CASE("cuda: arrays stay on the GPU between calls while the host array lives
   for (int64_t i = 0; i < want.size(); ++i) CHECK(third.as<float>()[i] == want.as<float>()[i]);
   // Freed host arrays free their copies; new arrays are copied up again.
   size_t kept = rt.device(0).resident_count();
-  CHECK(kept >= 4);
+  CHECK(kept >= 3); // x, y, z (results are device-backed, not copies of host arrays)
   x = Array();
   y = Array();
   first = Array();
