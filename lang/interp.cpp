@@ -28,8 +28,9 @@ InterpreterImpl::InterpreterImpl(InterpOptions opts)
   if (opts_.explain_cache) cache.explain = err_;
   platform_.set_code_cache_options(std::move(cache));
   auto eager = std::make_unique<EagerContext>();
-  if (opts_.exec == ExecMode::Jit && platform_.name() == "cpu") {
-    eager_jit_ = std::make_unique<EagerJit>(platform_.code_cache());
+  // On CUDA always: the device runs eager ops whatever --exec says (as it runs SPMD programs).
+  if (opts_.exec == ExecMode::Jit || platform_.cuda()) {
+    eager_jit_ = std::make_unique<EagerJit>(platform_);
     eager->set_jit(eager_jit_.get());
   }
   ops_ = std::move(eager);

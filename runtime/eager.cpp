@@ -15,7 +15,7 @@ Tensor EagerContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> i
   for (const Tensor& t : inputs) args.push_back(concrete(t));
   // eval_ref (and the JIT) run the shape rule first, so bad input throws pxl::Error.
   std::optional<Array> compiled;
-  if (jit_) compiled = jit_->run(op, attrs, args, device_);
+  if (jit_) compiled = jit_->run(op, attrs, args, device_, loc);
   Array out = compiled ? std::move(*compiled) : eval_ref(op, attrs, args);
   if (out.device() != device_) out = out.on_device(device_);
   return make_tensor(std::move(out));

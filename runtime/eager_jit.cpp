@@ -7,21 +7,30 @@
 #include "ir/function.hpp"
 #include "runtime/collectives.hpp"
 #include "runtime/executable.hpp"
+#include "runtime/platform.hpp"
 
 namespace pxl {
 
-EagerJit::EagerJit(CodeCache& cache) : cache_(cache), world_(std::make_unique<CommWorld>(1, 1)) {}
+EagerJit::EagerJit(Platform& platform)
+    : platform_(platform), device_(platform.cuda() != nullptr),
+      world_(std::make_unique<CommWorld>(1, 1)) {}
 EagerJit::~EagerJit() = default;
 
 std::optional<Array> EagerJit::run(Op op, const OpAttrs& attrs, std::span<const Array> inputs,
-                                   int device) {
-  // Structural ops (broadcast, transpose, slice) are copies either way.
-  if (!is_elementwise(op) && op_family(op) != OpFamily::Reduce) return std::nullopt;
+                                   int device, const Span& loc) {
+  // Structural ops (broadcast, transpose, slice) are copies either way; the
+  // host's BLAS is what the reference kernel calls for a matmul on the CPU.
+  bool dot = device_ && op == Op::DotGeneral;
+  if (!dot && !is_elementwise(op) && op_family(op) != OpFamily::Reduce) return std::nullopt;
   // These ops never produce more elements than their largest operand, so
   // small ops leave before paying for a shape rule (eval_ref runs its own).
   int64_t biggest = 0;
-  for (const Array& a : inputs) biggest = std::max(biggest, a.size());
-  if (biggest < kMinElements) return std::nullopt;
+  bool resident = false; // an operand is on the device already
+  for (const Array& a : inputs) {
+    biggest = std::max(biggest, a.size());
+    resident |= device_ && a.device_storage() != nullptr;
+  }
+  if (biggest < kMinElements && !resident) return std::nullopt;
   std::vector<AVal> avals;
   for (const Array& a : inputs) avals.push_back(a.aval());
   AVal out = infer(op, attrs, avals); // throws the user's error for bad input
@@ -43,16 +52,17 @@ std::optional<Array> EagerJit::run(Op op, const OpAttrs& attrs, std::span<const 
   in.result = f->add_value(std::move(rv));
   f->body.push_back(std::move(in));
   f->results.push_back(f->body[0].result);
-  if (!fusible_instr(*f, f->body[0])) return std::nullopt;
+  if (!dot && !fusible_instr(*f, f->body[0])) return std::nullopt;
   Signature& sig = signatures_[print_function(*f, false) + "@" + std::to_string(device)];
   if (!sig.exe) {
-    if (++sig.calls < kHotCalls && biggest < kHugeElements) return std::nullopt;
+    if (!resident && ++sig.calls < kHotCalls && biggest < kHugeElements) return std::nullopt;
     SpmdLayout layout;
     layout.mesh.device_ids = {device};
-    sig.exe = make_llvm_executable(f, layout, {}, &cache_);
+    sig.exe = platform_.make_executable(ExecMode::Jit, f, std::move(layout), {});
   }
   std::vector<std::vector<Array>> args(1, std::vector<Array>(inputs.begin(), inputs.end()));
   std::vector<DebugRecord> debug;
+  sig.exe->call_site = loc;
   Array result = std::move(sig.exe->run(0, args, *world_, debug)[0][0]);
   return result.device() == device ? result : result.on_device(device);
 }

@@ -38,6 +38,10 @@ public:
   // --time-passes: where device threads add the time they spend in collectives
   // (null: not measured).
   PhaseTimes* phase_times = nullptr;
+  // Where values without a source location of their own come from, for
+  // --profile's host<->device copy lines (an eager op's one-op program: the
+  // op's line); set by the caller before run().
+  Span call_site;
   // Runs the local participants of device thread `thread`: inputs[j][i] is the
   // i-th parameter of local participant j; returns their results the same way.
   virtual std::vector<std::vector<Array>> run(int thread,

@@ -103,6 +103,20 @@ const Array& whole_of(const Tensor& t) {
                   type_str(t->aval));
 }
 
+// Whether `d`'s shards are, device by device, the blocks `spec` gives each
+// position of `mesh` (the specs and axis names may differ: one pmap's output
+// feeding another pmap over the same devices).
+bool shards_are_blocks(const ShardedData& d, const Mesh& mesh, const PartitionSpec& spec) {
+  if (d.mesh.device_ids != mesh.device_ids) return false;
+  if (d.mesh == mesh && d.spec == spec) return true;
+  for (int64_t p = 0; p < mesh.size(); ++p) {
+    ShardBlock have = block_of(d.mesh, d.spec, d.global.shape, p);
+    ShardBlock want = block_of(mesh, spec, d.global.shape, p);
+    if (have.start != want.start || have.shape != want.shape) return false;
+  }
+  return true;
+}
+
 // Participant p's blocks of every operand.
 std::vector<std::vector<Array>> participant_inputs(const SpmdCallee& c,
                                                    std::span<const Tensor> operands) {
@@ -113,9 +127,13 @@ std::vector<std::vector<Array>> participant_inputs(const SpmdCallee& c,
     const Tensor& t = operands[i];
     const SpmdMapping& m = c.ins[i];
     const AVal block = c.fn->values[c.fn->params[i]].aval;
-    // Already laid out as the call wants it: the shards are the blocks.
-    if (t->sharded && m.squeeze < 0 && t->sharded->mesh == mesh && t->sharded->spec == m.spec) {
-      for (int64_t p = 0; p < n; ++p) inputs[p].push_back(t->sharded->shards[p]);
+    // Already laid out as the call wants it: the shards are the blocks (pmap:
+    // with the mapped axis, of size 1, dropped), used where they are, on the
+    // host or on a GPU, without assembling the whole array.
+    if (t->sharded && shards_are_blocks(*t->sharded, mesh, m.spec)) {
+      for (int64_t p = 0; p < n; ++p)
+        inputs[p].push_back(m.squeeze < 0 ? t->sharded->shards[p]
+                                          : t->sharded->shards[p].reshaped(block.shape));
       continue;
     }
     const Array& whole = whole_of(t);

@@ -77,8 +77,9 @@ bool run_compiled(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> para
     }
     SpmdLayout layout;
     layout.mesh.device_ids = {eager->device()};
-    e.exe = make_executable(ExecMode::Jit, &in.platform().code_cache(), e.traced->fn, layout,
-                            std::move(consts));
+    // The platform's: on CUDA the program runs on the GPU and its results stay there.
+    e.exe = in.platform().make_executable(ExecMode::Jit, e.traced->fn, std::move(layout),
+                                          std::move(consts));
     e.world = std::make_unique<CommWorld>(1, 1);
   }
   std::vector<DebugRecord> debug;

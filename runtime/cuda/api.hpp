@@ -46,6 +46,7 @@ inline constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
     (CUcontext * ctx, CUdevice dev))                                                            \
   X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", CUresult, (CUdevice dev))        \
   X(cuCtxSetCurrent, "cuCtxSetCurrent", CUresult, (CUcontext ctx))                              \
+  X(cuCtxGetCurrent, "cuCtxGetCurrent", CUresult, (CUcontext * ctx))                            \
   X(cuStreamCreate, "cuStreamCreate", CUresult, (CUstream * stream, unsigned flags))            \
   X(cuStreamDestroy, "cuStreamDestroy_v2", CUresult, (CUstream stream))                         \
   X(cuStreamSynchronize, "cuStreamSynchronize", CUresult, (CUstream stream))                    \

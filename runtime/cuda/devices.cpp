@@ -185,6 +185,28 @@ void GpuDevice::drop_resident() {
 
 namespace pxl::cuda {
 
+namespace {
+
+// Makes `dev`'s context current for a scope, then restores the calling
+// thread's: a device thread reading another device's array (or the
+// interpreter's thread) keeps the context it works in.
+class ContextScope {
+public:
+  explicit ContextScope(GpuDevice& dev) : api_(dev.driver().api()) {
+    if (api_.cuCtxGetCurrent(&saved_) != CUDA_SUCCESS) saved_ = nullptr;
+    dev.bind();
+  }
+  ~ContextScope() { api_.cuCtxSetCurrent(saved_); }
+  ContextScope(const ContextScope&) = delete;
+  ContextScope& operator=(const ContextScope&) = delete;
+
+private:
+  const DriverApi& api_;
+  CUcontext saved_ = nullptr;
+};
+
+} // namespace
+
 void CudaStorage::fetch(void* host, size_t nbytes) const {
   PXL_ASSERT(nbytes <= buf_->bytes(), "CudaStorage::fetch: more bytes than the buffer");
   // Holding the lock keeps the device alive until the copy is done.
@@ -195,14 +217,14 @@ void CudaStorage::fetch(void* host, size_t nbytes) const {
                 "an array computed on a GPU was read after its CUDA runtime was "
                 "closed; its contents went with the runtime",
                 loc_);
-  dev->bind(); // the reading thread may not be the device's
+  ContextScope scope(*dev); // the reading thread may not be the device's
   dev->download(host, buf_->ptr(), nbytes, loc_);
 }
 
 void CudaStorage::wait() const {
   std::lock_guard<std::mutex> lock(buf_->life().mu);
   if (GpuDevice* dev = buf_->life().dev) {
-    dev->bind();
+    ContextScope scope(*dev);
     dev->synchronize();
   }
 }

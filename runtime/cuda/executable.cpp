@@ -151,7 +151,10 @@ private:
     std::vector<std::vector<Slot>>& slots;
   };
 
-  const Span& loc(int v) const { return fn_->values[v].loc; }
+  const Span& loc(int v) const {
+    const Span& own = fn_->values[v].loc;
+    return own.valid() ? own : call_site;
+  }
 
   bool on_device(const Instr& in) const {
     return path_ != CollectivePath::Host && is_collective(in.op) && gpu_collective(*fn_, in);

@@ -1,6 +1,7 @@
 #include "runtime/cuda/loader.hpp"
 
 #include <cstdlib>
+#include <utility>
 
 #include <dlfcn.h>
 
@@ -37,6 +38,11 @@ LibraryNames LibraryNames::defaults() {
   }
   n.nccl.push_back("libnccl.so.2");
   for (const auto& d : dirs) n.nccl.push_back(d + "libnccl.so.2");
+  // Stand-ins named by the environment replace the search (tests run the
+  // CUDA platform on tests/fake_cuda/'s host-memory driver this way).
+  for (auto [var, list] : {std::pair{"PXL_CUDA_DRIVER", &n.driver},
+                           std::pair{"PXL_CUBLAS", &n.cublas}, std::pair{"PXL_NCCL", &n.nccl}})
+    if (const char* path = std::getenv(var); path && *path) *list = {path};
   return n;
 }
 
@@ -65,8 +71,7 @@ Library open_library(const std::vector<std::string>& candidates, const std::stri
   }
   std::string tried;
   for (const std::string& c : candidates) tried += (tried.empty() ? "" : ", ") + c;
-  fail(what + " not found (tried " + tried + (first_error.empty() ? "" : ": " + first_error) +
-       ")");
+  fail(what + " not found (tried " + tried + (first_error.empty() ? "" : ": " + first_error) + ")");
 }
 
 std::unique_ptr<Driver> Driver::open(const LibraryNames& names) {

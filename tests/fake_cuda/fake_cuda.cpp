@@ -49,6 +49,7 @@ int cuDeviceTotalMem_v2(size_t* b, int) { return *b = size_t{1} << 30, 0; }
 int cuDevicePrimaryCtxRetain(void** c, int d) { return *c = ptr(d + 1), 0; }
 int cuDevicePrimaryCtxRelease_v2(int) { return 0; }
 int cuCtxSetCurrent(void*) { return 0; }
+int cuCtxGetCurrent(void** c) { return *c = nullptr, 0; }
 int cuStreamCreate(void** s, unsigned) { return *s = ptr(1), 0; }
 int cuStreamDestroy_v2(void*) { return 0; }
 int cuStreamSynchronize(void*) { return 0; }
