@@ -77,6 +77,14 @@ inline constexpr cublasStatus_t CUBLAS_STATUS_SUCCESS = 0;
 inline constexpr int CUBLAS_OP_N = 0;
 inline constexpr int CUBLAS_OP_T = 1;
 inline constexpr int CUBLAS_DEFAULT_MATH = 0;
+// cudaDataType (library_types.h), cublasComputeType_t and cublasGemmAlgo_t values.
+inline constexpr int CUDA_R_32F = 0;
+inline constexpr int CUDA_R_64F = 1;
+inline constexpr int CUDA_R_16F = 2;
+inline constexpr int CUDA_R_16BF = 14;
+inline constexpr int CUBLAS_COMPUTE_32F = 68;
+inline constexpr int CUBLAS_COMPUTE_64F = 70;
+inline constexpr int CUBLAS_GEMM_DEFAULT = -1;
 
 #define PXL_CUBLAS_FUNCTIONS(X)                                                                 \
   X(cublasCreate, "cublasCreate_v2", cublasStatus_t, (cublasHandle_t * handle))                 \
@@ -84,13 +92,11 @@ inline constexpr int CUBLAS_DEFAULT_MATH = 0;
   X(cublasSetStream, "cublasSetStream_v2", cublasStatus_t,                                      \
     (cublasHandle_t handle, CUstream stream))                                                   \
   X(cublasSetMathMode, "cublasSetMathMode", cublasStatus_t, (cublasHandle_t handle, int mode))  \
-  X(cublasSgemm, "cublasSgemm_v2", cublasStatus_t,                                              \
-    (cublasHandle_t handle, int transa, int transb, int m, int n, int k, const float* alpha,    \
-     const float* a, int lda, const float* b, int ldb, const float* beta, float* c, int ldc))  \
-  X(cublasDgemm, "cublasDgemm_v2", cublasStatus_t,                                              \
-    (cublasHandle_t handle, int transa, int transb, int m, int n, int k, const double* alpha,   \
-     const double* a, int lda, const double* b, int ldb, const double* beta, double* c,         \
-     int ldc))                                                                                  \
+  X(cublasGemmStridedBatchedEx, "cublasGemmStridedBatchedEx", cublasStatus_t,                   \
+    (cublasHandle_t handle, int transa, int transb, int m, int n, int k, const void* alpha,     \
+     const void* a, int atype, int lda, long long stride_a, const void* b, int btype, int ldb,  \
+     long long stride_b, const void* beta, void* c, int ctype, int ldc, long long stride_c,     \
+     int batch, int compute, int algo))                                                         \
   X(cublasGetStatusString, "cublasGetStatusString", const char*, (cublasStatus_t status))
 
 // ---- NCCL (libnccl.so.2) ----

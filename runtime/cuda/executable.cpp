@@ -54,7 +54,7 @@ GemmShape gemm_shape(const Function& f, const Instr& in) {
   const AVal& la = f.values[in.operands[0]].aval;
   const AVal& ra = f.values[in.operands[1]].aval;
   const AVal& oa = f.values[in.result].aval;
-  if (oa.dtype != DType::Float32 && oa.dtype != DType::Float64) return g;
+  if (!is_floating(oa.dtype)) return g; // f32, f64, and f16/bf16 accumulated in f32
   if (la.dtype != oa.dtype || ra.dtype != oa.dtype) return g;
   const DotDims& d = in.attrs.dot;
   std::vector<int64_t> lf = ref::free_dims(la.ndim(), d.lhs_batch, d.lhs_contract);
@@ -76,7 +76,8 @@ GemmShape gemm_shape(const Function& f, const Instr& in) {
   g.k = ref::prod_dims(la.shape, d.lhs_contract);
   g.n = ref::prod_dims(ra.shape, rf);
   const int64_t limit = 1 << 30; // cuBLAS's int dimensions
-  g.ok = g.k > 0 && g.m > 0 && g.n > 0 && g.m < limit && g.n < limit && g.k < limit;
+  g.ok =
+      g.k > 0 && g.m > 0 && g.n > 0 && g.m < limit && g.n < limit && g.k < limit && g.batch < limit;
   return g;
 }
 
@@ -277,31 +278,29 @@ private:
     const CublasApi& api = c.dev.driver().cublas();
     cublasHandle_t h = c.dev.blas();
     // Row-major C(m,n) = A·B is column-major C^T(n,m) = B^T·A^T: B goes first.
+    // One strided-batched call for every batch; halves accumulate in f32 and
+    // round once, as the CPU's reference does.
     int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
     int opa = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, opb = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     int lda = g.trans_a ? m : k, ldb = g.trans_b ? k : n;
-    size_t es = dtype_size(oa.dtype);
-    for (int64_t bi = 0; bi < g.batch; ++bi) {
-      CUdeviceptr ap = a + static_cast<CUdeviceptr>(bi * g.m * g.k) * es;
-      CUdeviceptr bp = b + static_cast<CUdeviceptr>(bi * g.k * g.n) * es;
-      CUdeviceptr cp = out->ptr() + static_cast<CUdeviceptr>(bi * g.m * g.n) * es;
-      cublasStatus_t st;
-      if (oa.dtype == DType::Float32) {
-        const float one = 1, zero = 0;
-        st = api.cublasSgemm(h, opb, opa, n, m, k, &one, reinterpret_cast<const float*>(bp), ldb,
-                             reinterpret_cast<const float*>(ap), lda, &zero,
-                             reinterpret_cast<float*>(cp), n);
-      } else {
-        const double one = 1, zero = 0;
-        st = api.cublasDgemm(h, opb, opa, n, m, k, &one, reinterpret_cast<const double*>(bp), ldb,
-                             reinterpret_cast<const double*>(ap), lda, &zero,
-                             reinterpret_cast<double*>(cp), n);
-      }
-      if (st != CUBLAS_STATUS_SUCCESS)
-        throw Error(ErrCode::Device,
-                    std::string("cuBLAS gemm failed: ") + api.cublasGetStatusString(st),
-                    loc(in.result));
-    }
+    bool f64 = oa.dtype == DType::Float64;
+    int type = f64                           ? CUDA_R_64F
+               : oa.dtype == DType::Float16  ? CUDA_R_16F
+               : oa.dtype == DType::BFloat16 ? CUDA_R_16BF
+                                             : CUDA_R_32F;
+    const float one_f = 1, zero_f = 0;
+    const double one_d = 1, zero_d = 0;
+    const void* one = f64 ? static_cast<const void*>(&one_d) : &one_f;
+    const void* zero = f64 ? static_cast<const void*>(&zero_d) : &zero_f;
+    cublasStatus_t st = api.cublasGemmStridedBatchedEx(
+        h, opb, opa, n, m, k, one, reinterpret_cast<const void*>(b), type, ldb, g.k * g.n,
+        reinterpret_cast<const void*>(a), type, lda, g.m * g.k, zero,
+        reinterpret_cast<void*>(out->ptr()), type, n, g.m * g.n, static_cast<int>(g.batch),
+        f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    if (st != CUBLAS_STATUS_SUCCESS)
+      throw Error(ErrCode::Device,
+                  std::string("cuBLAS gemm failed: ") + api.cublasGetStatusString(st),
+                  loc(in.result));
     set_device_result(c, j, in.result, std::move(out), result_tag(c, j, in.operands));
   }
 

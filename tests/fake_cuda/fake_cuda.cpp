@@ -25,6 +25,44 @@ int gemm(int ta, int tb, int m, int n, int k, const T* alpha, const T* a, int ld
 
 void* ptr(unsigned long long p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); }
 
+double load(const void* p, int type, long long i) {
+  switch (type) {
+  case 1:
+    return static_cast<const double*>(p)[i];
+  case 2:
+    return static_cast<float>(static_cast<const _Float16*>(p)[i]);
+  case 14: {
+    uint32_t bits = uint32_t{static_cast<const uint16_t*>(p)[i]} << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  default:
+    return static_cast<const float*>(p)[i];
+  }
+}
+
+void store(void* p, int type, long long i, double v) {
+  switch (type) {
+  case 1:
+    static_cast<double*>(p)[i] = v;
+    return;
+  case 2:
+    static_cast<_Float16*>(p)[i] = static_cast<_Float16>(static_cast<float>(v));
+    return;
+  case 14: {
+    float f = static_cast<float>(v);
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    bits += 0x7fff + ((bits >> 16) & 1); // round to nearest even (no NaNs in the tests)
+    static_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(bits >> 16);
+    return;
+  }
+  default:
+    static_cast<float*>(p)[i] = static_cast<float>(v);
+  }
+}
+
 } // namespace
 
 extern "C" {
@@ -86,10 +124,40 @@ int cublasSgemm_v2(void*, int ta, int tb, int m, int n, int k, const float* alph
                    int lda, const float* b, int ldb, const float* beta, float* c, int ldc) {
   return gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
-int cublasDgemm_v2(void*, int ta, int tb, int m, int n, int k, const double* alpha,
-                   const double* a, int lda, const double* b, int ldb, const double* beta,
-                   double* c, int ldc) {
+int cublasDgemm_v2(void*, int ta, int tb, int m, int n, int k, const double* alpha, const double* a,
+                   int lda, const double* b, int ldb, const double* beta, double* c, int ldc) {
   return gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
+// Strided batched gemm over f32/f64/f16/bf16 (cudaDataType 0/1/2/14), each
+// sum accumulated in the compute type (f32, or f64 for compute 70) and
+// rounded once to the output type, to nearest even.
+int cublasGemmStridedBatchedEx(void*, int ta, int tb, int m, int n, int k, const void* alpha,
+                               const void* a, int atype, int lda, long long sa, const void* b,
+                               int btype, int ldb, long long sb, const void* beta, void* c,
+                               int ctype, int ldc, long long sc, int batch, int compute, int) {
+  if (atype != btype || atype != ctype) return 7; // CUBLAS_STATUS_INVALID_VALUE
+  bool f64 = compute == 70;
+  double al = f64 ? *static_cast<const double*>(alpha) : *static_cast<const float*>(alpha);
+  double be = f64 ? *static_cast<const double*>(beta) : *static_cast<const float*>(beta);
+  for (int q = 0; q < batch; ++q)
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < n; ++j) {
+        double sum = 0;
+        float fsum = 0;
+        for (int l = 0; l < k; ++l) {
+          double x = load(a, atype, q * sa + (ta ? l + i * lda : i + l * lda));
+          double y = load(b, btype, q * sb + (tb ? j + l * ldb : l + j * ldb));
+          if (f64)
+            sum += x * y;
+          else
+            fsum += static_cast<float>(x) * static_cast<float>(y);
+        }
+        long long at = q * sc + i + static_cast<long long>(j) * ldc;
+        double acc = f64 ? sum : fsum;
+        store(c, ctype, at, al * acc + (be != 0 ? be * load(c, ctype, at) : 0.0));
+      }
+  return 0;
+}
+
 const char* cublasGetStatusString(int) { return "fake cuBLAS error"; }
 }

@@ -23,13 +23,14 @@ inline cuda::LibraryNames fake_libraries() {
   return n;
 }
 
-// f(x, y) = op(x, y) on one device, `op` over 2-d f32 operands.
-inline std::shared_ptr<Function> one_op(Op op, const OpAttrs& a, Shape xs, Shape ys) {
+// f(x, y) = op(x, y) on one device, `op` over `dtype` operands (f32 by default).
+inline std::shared_ptr<Function> one_op(Op op, const OpAttrs& a, Shape xs, Shape ys,
+                                        DType dtype = DType::Float32) {
   auto f = std::make_shared<Function>();
   std::vector<AVal> avals;
   for (Shape s : {xs, ys}) {
     IRValue v;
-    v.aval = AVal{DType::Float32, s, false};
+    v.aval = AVal{dtype, s, false};
     f->params.push_back(f->add_value(v));
     avals.push_back(v.aval);
   }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include <unistd.h>
 
@@ -298,6 +299,43 @@ TEST_CASE("cuda: the executable's copies and cuBLAS layouts, on a fake driver", 
     CHECK(log[before + 1].to_device);
     CHECK_FALSE(log[before + 2].to_device);
     CHECK(log[before + 2].bytes == want.size() * 4);
+  }
+}
+
+TEST_CASE("cuda: batched and half-precision matmuls are one strided cuBLAS call", "[cuda]") {
+  cuda::CudaRuntime rt(1, true, fake_libraries());
+  struct Case {
+    DType dtype;
+    std::vector<int64_t> lc, rc, lb, rb;
+    Shape xs, ys;
+  };
+  // Halves are exact here (small multiples of 1/2, sums rounded once), so the
+  // f32-accumulating cuBLAS call must give the reference's bits.
+  for (const Case& c : {Case{DType::Float32, {2}, {1}, {0}, {0}, {3, 4, 2}, {3, 2, 5}},
+                        Case{DType::Float64, {1}, {2}, {0}, {0}, {2, 2, 4}, {2, 5, 2}},
+                        Case{DType::Float16, {1}, {0}, {}, {}, {4, 3}, {3, 5}},
+                        Case{DType::Float16, {0}, {1}, {}, {}, {3, 4}, {5, 3}},
+                        Case{DType::BFloat16, {2}, {1}, {0}, {0}, {2, 4, 3}, {2, 3, 5}},
+                        Case{DType::BFloat16, {1}, {1}, {}, {}, {4, 3}, {5, 3}}}) {
+    INFO(dtype_name(c.dtype) << " " << shape_str(c.xs) << " x " << shape_str(c.ys));
+    OpAttrs a;
+    a.dot.lhs_contract = c.lc;
+    a.dot.rhs_contract = c.rc;
+    a.dot.lhs_batch = c.lb;
+    a.dot.rhs_batch = c.rb;
+    auto halves = [&](Shape s, int start) {
+      Array h(c.dtype, s);
+      for (int64_t i = 0; i < h.size(); ++i)
+        h.set(i, Scalar::of_float(0.5 * static_cast<double>((start + i) % 9 - 4)));
+      return h;
+    };
+    std::vector<Array> xy{halves(c.xs, 1), halves(c.ys, 3)};
+    Array want = eval_ref(Op::DotGeneral, a, xy);
+    Array out = run_on_fake(rt, one_op(Op::DotGeneral, a, c.xs, c.ys, c.dtype), xy)[0][0];
+    CHECK(out.device_storage() != nullptr); // cuBLAS computed it (no host fallback)
+    REQUIRE(out.shape() == want.shape());
+    REQUIRE(out.dtype() == c.dtype);
+    CHECK(std::memcmp(out.data(), want.data(), want.nbytes()) == 0);
   }
 }
 
