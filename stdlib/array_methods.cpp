@@ -13,12 +13,7 @@ namespace pxl {
 namespace {
 
 // The Device object of platform device `id`.
-Value device_object(InterpreterImpl& in, int id) {
-  std::string platform = "cpu";
-  for (const Device& d : in.platform().devices())
-    if (d.id == id) platform = d.platform;
-  return Value::object(std::make_shared<DeviceObj>(id, platform));
-}
+Value device_object(InterpreterImpl& in, int id) { return device_value(in.platform().name(), id); }
 
 using ArrayMethod = Value (*)(InterpreterImpl&, const Tensor& self, CallArgs&);
 

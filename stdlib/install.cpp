@@ -59,7 +59,7 @@ void install_stdlib(InterpreterImpl& in) {
     ArgReader r("devices", a, {"backend"});
     ValueList out;
     for (const Device& d : in.platform().devices())
-      out.push_back(Value::object(std::make_shared<DeviceObj>(d.id, d.platform)));
+      out.push_back(device_value(d.platform, d.id));
     return make_list(std::move(out));
   });
   jax.alias("local_devices", jax.value(), "devices");

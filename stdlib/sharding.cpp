@@ -20,14 +20,12 @@ Value str_tuple(const std::vector<std::string>& names) {
   return make_tuple(std::move(items));
 }
 
-Value device_value(int id) { return Value::object(std::make_shared<DeviceObj>(id, "cpu")); }
-
-// Nested lists of devices following the mesh shape.
-Value device_grid(const Mesh& m, size_t dim, int64_t& pos) {
+// Nested lists of `platform`'s devices following the mesh shape.
+Value device_grid(const Mesh& m, const std::string& platform, size_t dim, int64_t& pos) {
   ValueList items;
   for (int64_t i = 0; i < m.axis_sizes[dim]; ++i) {
-    if (dim + 1 == m.axis_sizes.size()) items.push_back(device_value(m.device_ids[pos++]));
-    else items.push_back(device_grid(m, dim + 1, pos));
+    if (dim + 1 == m.axis_sizes.size()) items.push_back(device_value(platform, m.device_ids[pos++]));
+    else items.push_back(device_grid(m, platform, dim + 1, pos));
   }
   return make_list(std::move(items));
 }
@@ -86,10 +84,14 @@ Mesh build_mesh(InterpreterImpl& in, const Shape& shape, std::vector<int> ids,
 
 // ---- device grids ------------------------------------------------------------------
 
+Value device_value(const std::string& platform, int id) {
+  return Value::object(std::make_shared<DeviceObj>(id, platform));
+}
+
 std::shared_ptr<DeviceGridObj> device_grid_of(const Value& v) {
   if (v.is_obj(ObjKind::Opaque))
     if (auto* g = dynamic_cast<DeviceGridObj*>(v.as<OpaqueObj>()))
-      return std::make_shared<DeviceGridObj>(g->shape, g->ids);
+      return std::make_shared<DeviceGridObj>(g->shape, g->ids, g->platform);
   const ValueList* items = sequence_items(v);
   if (!items || items->empty()) return nullptr;
   const Value* first = &v;
@@ -101,12 +103,12 @@ std::shared_ptr<DeviceGridObj> device_grid_of(const Value& v) {
   Shape shape;
   std::vector<int> ids;
   collect_devices(v, 0, shape, ids);
-  return std::make_shared<DeviceGridObj>(shape, ids);
+  return std::make_shared<DeviceGridObj>(shape, ids, first->as<DeviceObj>()->platform);
 }
 
 std::string DeviceGridObj::repr() const {
   std::string s = "array([";
-  for (size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + std::string("CpuDevice(id=") + std::to_string(ids[i]) + ")";
+  for (size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + pxl::repr(device_value(platform, ids[i]));
   return s + "], shape=" + shape_str(shape) + ", dtype=object)";
 }
 
@@ -120,19 +122,20 @@ bool DeviceGridObj::get_attr(InterpreterImpl&, const std::string& name, Value& o
   if (name == "size") return out = Value::integer(static_cast<int64_t>(ids.size())), true;
   if (name == "flat") {
     ValueList all;
-    for (int id : ids) all.push_back(device_value(id));
+    for (int id : ids) all.push_back(device_value(platform, id));
     return out = make_list(std::move(all)), true;
   }
   if (name == "tolist") {
     int64_t pos = 0;
-    Value grid = device_grid(Mesh{std::vector<std::string>(shape.size()), shape, ids}, 0, pos);
+    Value grid = device_grid(Mesh{std::vector<std::string>(shape.size()), shape, ids}, platform, 0, pos);
     out = make_builtin("tolist", [grid](InterpreterImpl&, CallArgs&) { return grid; });
     return true;
   }
   if (name == "reshape") {
     Shape s0 = shape;
     std::vector<int> ids0 = ids;
-    out = make_builtin("reshape", [s0, ids0](InterpreterImpl&, CallArgs& a) {
+    std::string p0 = platform;
+    out = make_builtin("reshape", [s0, ids0, p0](InterpreterImpl&, CallArgs& a) {
       Shape s;
       if (a.pos.size() == 1) s = value_to_int_list(a.pos[0], "reshape() shape");
       else
@@ -146,7 +149,7 @@ bool DeviceGridObj::get_attr(InterpreterImpl&, const std::string& name, Value& o
       if (shape_size(s) != static_cast<int64_t>(ids0.size()))
         throw Error(ErrCode::Reshape, "cannot reshape a device array of " + std::to_string(ids0.size()) +
                                           " devices into shape " + shape_str(s));
-      return Value::object(std::make_shared<DeviceGridObj>(s, ids0));
+      return Value::object(std::make_shared<DeviceGridObj>(s, ids0, p0));
     });
     return true;
   }
@@ -165,7 +168,7 @@ std::string MeshObj::repr() const {
   return "Mesh(axis_sizes=(" + sizes + "), axis_names=(" + names + "))";
 }
 
-bool MeshObj::get_attr(InterpreterImpl&, const std::string& name, Value& out) {
+bool MeshObj::get_attr(InterpreterImpl& in, const std::string& name, Value& out) {
   if (name == "shape") {
     auto d = std::make_shared<DictObj>();
     for (int i = 0; i < mesh.ndim(); ++i) d->set(make_str(mesh.axis_names[i]), Value::integer(mesh.axis_sizes[i]));
@@ -176,7 +179,7 @@ bool MeshObj::get_attr(InterpreterImpl&, const std::string& name, Value& out) {
     out = Value::integer(mesh.size());
   } else if (name == "devices") {
     int64_t pos = 0;
-    out = device_grid(mesh, 0, pos);
+    out = device_grid(mesh, in.platform().name(), 0, pos);
   } else if (name == "device_ids") {
     ValueList ids;
     for (int id : mesh.device_ids) ids.push_back(Value::integer(id));
@@ -272,15 +275,16 @@ namespace {
 
 struct ShardObj : OpaqueObj {
   int device = 0;
+  std::string platform; // the device's
   Value index;
   Value data;
   std::string type_name() const override { return "Shard"; }
   std::string repr() const override {
-    return "Shard(device=CpuDevice(id=" + std::to_string(device) + "), index=" + pxl::repr(index) +
+    return "Shard(device=" + pxl::repr(device_value(platform, device)) + ", index=" + pxl::repr(index) +
            ", data=" + pxl::repr(data) + ")";
   }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
-    if (name == "device") return out = device_value(device), true;
+    if (name == "device") return out = device_value(platform, device), true;
     if (name == "index") return out = index, true;
     if (name == "data") return out = data, true;
     return false;
@@ -298,7 +302,7 @@ Value shard_index(const ShardBlock& b) {
 
 } // namespace
 
-bool sharded_array_attr(InterpreterImpl&, const Tensor& t, const std::string& name, Value& out) {
+bool sharded_array_attr(InterpreterImpl& in, const Tensor& t, const std::string& name, Value& out) {
   if (name == "sharding") {
     if (t->sharded) out = Value::object(std::make_shared<ShardingObj>(t->sharded->mesh, t->sharded->spec));
     else out = Value::object(std::make_shared<ShardingObj>(Mesh{{}, {}, {t->concrete ? t->concrete->device() : 0}}, PartitionSpec{}));
@@ -312,6 +316,7 @@ bool sharded_array_attr(InterpreterImpl&, const Tensor& t, const std::string& na
       if (name == "device_buffers") return out = make_list(std::move(items)), true;
       auto s = std::make_shared<ShardObj>();
       s->device = t->concrete->device();
+      s->platform = in.platform().name();
       ShardBlock b{std::vector<int64_t>(t->aval.shape.size(), 0), t->aval.shape};
       s->index = shard_index(b);
       s->data = items[0];
@@ -326,6 +331,7 @@ bool sharded_array_attr(InterpreterImpl&, const Tensor& t, const std::string& na
       }
       auto s = std::make_shared<ShardObj>();
       s->device = d.mesh.device_ids[pos];
+      s->platform = in.platform().name();
       s->index = shard_index(block_of(d.mesh, d.spec, d.global.shape, pos));
       s->data = data;
       items.push_back(Value::object(s));
@@ -513,7 +519,7 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     if (static_cast<int64_t>(ids.size()) != shape_size(shape))
       throw Error(ErrCode::Value, "create_device_mesh(): the mesh " + shape_str(shape) + " needs " +
                                       std::to_string(shape_size(shape)) + " devices, " + std::to_string(ids.size()) + " are available");
-    return Value::object(std::make_shared<DeviceGridObj>(shape, ids));
+    return Value::object(std::make_shared<DeviceGridObj>(shape, ids, in.platform().name()));
   });
   in.register_module("jax.experimental.mesh_utils", mesh_utils.value());
   ModuleBuilder debug("jax.debug");

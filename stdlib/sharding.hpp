@@ -43,14 +43,20 @@ struct ShardingObj : OpaqueObj {
 // An n-d grid of devices: what np.array(jax.devices()) and
 // mesh_utils.create_device_mesh give (numpy object arrays of devices in JAX).
 struct DeviceGridObj : OpaqueObj {
-  DeviceGridObj(Shape s, std::vector<int> i) : shape(std::move(s)), ids(std::move(i)) {}
+  DeviceGridObj(Shape s, std::vector<int> i, std::string p)
+      : shape(std::move(s)), ids(std::move(i)), platform(std::move(p)) {}
   Shape shape;
   std::vector<int> ids; // row-major
+  std::string platform; // the devices' ("cpu" | "cuda")
   std::string type_name() const override { return "ndarray"; }
   std::string repr() const override;
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override;
   std::vector<std::string> attr_names() const override { return {"shape", "ndim", "size", "reshape", "tolist", "flat"}; }
 };
+// The Device object of `platform`'s device `id`: CpuDevice(id=N) / CudaDevice(id=N)
+// as JAX prints them. Every device value pxl hands out (jax.devices(), mesh and
+// shard devices, x.devices()) is made here, so they all print alike.
+Value device_value(const std::string& platform, int id);
 // A DeviceGridObj when `v` is a (nested) list of devices or already a grid, else null.
 std::shared_ptr<DeviceGridObj> device_grid_of(const Value& v);
 

@@ -172,12 +172,13 @@ namespace {
 // Runs `code` with --platform cuda --profile on one fake GPU (the driver and
 // cuBLAS stand-ins named through PXL_CUDA_DRIVER / PXL_CUBLAS); returns
 // {stdout, stderr}, stderr ending with the --profile report.
-std::pair<std::string, std::string> run_on_fake_platform(const std::string& code) {
+std::pair<std::string, std::string> run_on_fake_platform(const std::string& code,
+                                                         const char* gpus = "1") {
   std::ostringstream out, err;
   setenv("PXL_CUDA_DRIVER", PXL_FAKE_CUDA, 1);
   setenv("PXL_CUBLAS", PXL_FAKE_CUDA, 1);
   setenv("PXL_NCCL", "libpxl-no-such-nccl.so", 1);
-  setenv("PXL_FAKE_GPUS", "1", 1);
+  setenv("PXL_FAKE_GPUS", gpus, 1);
   {
     InterpOptions o;
     o.platform = PlatformKind::Cuda;
@@ -257,5 +258,33 @@ TEST_CASE("cuda: one pmap's output feeds the next on the device", "[cuda]") {
         std::string::npos);
   CHECK(err.find("profile: 3 host<->device copies: 2 to the GPU (84 bytes), 1 to the host "
                  "(48 bytes)\n") != std::string::npos);
+}
+TEST_CASE("cuda: mesh devices, shard devices and x.devices() print as the platform's", "[cuda]") {
+  auto [out, err] = run_on_fake_platform(
+      "import jax\n"
+      "import jax.numpy as jnp\n"
+      "import numpy as np\n"
+      "from jax.sharding import Mesh, NamedSharding, PartitionSpec as P\n"
+      "grid = np.array(jax.devices())\n"
+      "mesh = Mesh(grid, ('x',))\n"
+      "print(jax.devices())\n"
+      "print(mesh.devices)\n"
+      "print(grid, grid.flat, grid.tolist())\n"
+      "x = jax.device_put(jnp.ones((2, 2)), NamedSharding(mesh, P('x')))\n"
+      "print([s.device for s in x.addressable_shards])\n"
+      "print(x.addressable_shards[1])\n"
+      "print(x.devices(), jnp.ones(2).devices())\n"
+      "from jax.experimental import mesh_utils\n"
+      "print(mesh_utils.create_device_mesh((2,)))\n",
+      "2");
+  INFO(out);
+  CHECK(out.find("CpuDevice") == std::string::npos);
+  size_t n = 0;
+  for (size_t at = out.find("CudaDevice(id=1)"); at != std::string::npos;
+       at = out.find("CudaDevice(id=1)", at + 1))
+    ++n;
+  // jax.devices(), mesh.devices, a device grid, its .flat and .tolist(), the
+  // shards' devices, the shard, x.devices(), create_device_mesh.
+  CHECK(n == 9);
 }
 #endif
