@@ -109,6 +109,8 @@ std::vector<Tensor> TraceContext::bind_call(const OpAttrs& attrs, std::span<cons
 
 const Array& TraceContext::concrete(const Tensor& t) {
   if (!t->trace) return outer_.concrete(t);
+  if (concretize && owns(t))
+    if (std::optional<Array> a = concretize(value_of(t))) return concretized_.emplace_back(std::move(*a));
   throw Error(ErrCode::ConcreteValue,
               "this array is traced inside " + what_ + " (its type is " + type_str(t->aval) +
                   "): its value is not known while the function is being traced",

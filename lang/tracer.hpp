@@ -3,6 +3,9 @@
 // control flow runs as usual (at trace time); a traced value's contents are not
 // available (bool(), float(), printing them is an error with a hint).
 #pragma once
+#include <deque>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "ir/function.hpp"
@@ -31,6 +34,11 @@ public:
   std::vector<Array> captured() const;
   OpContext& outer() { return outer_; }
 
+  // Set by an eager shard_map call: learns the contents of traced value `id`
+  // by running the function traced so far (nullopt when it cannot, e.g. the
+  // value varies over the devices). Unset, a traced value's contents are unknown.
+  std::function<std::optional<Array>(int id)> concretize;
+
   Tensor bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) override;
   // Records an spmd_call; its results are invariant (single-device code).
   std::vector<Tensor> bind_call(const OpAttrs& attrs, std::span<const Tensor> inputs) override;
@@ -47,6 +55,7 @@ private:
   // Eager tensor -> const id. The tensors are kept alive so that an address is
   // never reused by another tensor while the trace looks it up.
   std::vector<std::pair<Tensor, int>> captured_ids_;
+  std::deque<Array> concretized_; // what concrete() handed out (references stay valid)
 };
 
 // Runs `f` by binding each of its instructions in `cx` (eagerly, or into an

@@ -149,6 +149,20 @@ const std::map<std::string, ArrayMethod>& methods() {
          ArgReader r("dot", a, {"b"}, 1);
          return make_array(np::dot(in.ops(), x, in.to_tensor(r[0], Span{})));
        }},
+      {"addressable_data", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         // JAX: addressable_shards[i].data, the block of the i-th device.
+         ArgReader r("addressable_data", a, {"index"}, 1);
+         Value blocks;
+         if (!sharded_array_attr(in, x, "device_buffers", blocks))
+           throw Error(ErrCode::Value, "addressable_data() needs a concrete array, not a traced one");
+         const ValueList& items = blocks.as<ListObj>()->items;
+         int64_t i = value_to_int(r[0], "addressable_data() index");
+         int64_t n = static_cast<int64_t>(items.size());
+         if (i < -n || i >= n)
+           throw Error(ErrCode::Index, "addressable_data() index " + std::to_string(i) + " is out of range for " +
+                                           std::to_string(n) + " shard(s)");
+         return items[static_cast<size_t>(i < 0 ? i + n : i)];
+       }},
       {"devices", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
          ArgReader r("devices", a, {});
          std::vector<int> ids = x->sharded ? x->sharded->mesh.device_ids

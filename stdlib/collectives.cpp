@@ -6,6 +6,7 @@
 
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
+#include "stdlib/autodiff.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
@@ -50,7 +51,9 @@ AxisEnv resolve_axes(InterpreterImpl& in, const Value& axis_name, const char* fn
       for (const auto& a : f.mesh_axes) bound += (bound.empty() ? "'" : ", '") + a + "'";
       std::string hint = f.mesh_axes.size() == 1 && f.mesh_axes[0] == "_pmap"
                              ? "this pmap has no axis_name: pass axis_name='" + n + "' to pmap"
-                             : "the enclosing " + env.trace->what() + " binds " + bound;
+                         : bound.empty() ? "the enclosing " + env.trace->what() + " binds no axis names: call " + fn +
+                                                " under jax.shard_map (or pmap) with a mesh axis '" + n + "'"
+                                          : "the enclosing " + env.trace->what() + " binds " + bound;
       throw Error(ErrCode::AxisName, std::string(fn) + "(): unbound axis name '" + n + "'", Span{}, hint);
     }
     env.group_size *= f.mesh_sizes[bit];
@@ -124,8 +127,14 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
   def("pmax", [](InterpreterImpl& in, CallArgs& a) { return reduce_collective(in, a, "pmax", Op::Pmax, false); });
   def("pmin", [](InterpreterImpl& in, CallArgs& a) { return reduce_collective(in, a, "pmin", Op::Pmin, false); });
   def("all_gather", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("all_gather", a, {"x", "axis_name", "axis_index_groups", "axis", "tiled"}, 2);
+    ArgReader r("all_gather", a, {"x", "axis_name", "axis_index_groups", "axis", "tiled", "to"}, 2);
     AxisEnv env = resolve_axes(in, r[1], "all_gather");
+    // JAX >= 0.8 types the result by `to`; pxl's is invariant either way (DESIGN 3).
+    if (r.has(5)) {
+      std::string to = value_to_str(r[5], "all_gather() to");
+      if (to != "varying" && to != "invarying")
+        throw Error(ErrCode::Value, "all_gather(): to='" + to + "' is not supported (only 'varying' and 'invarying')");
+    }
     int64_t axis = r.get_int(3, 0);
     bool tiled = r.get_bool(4, false);
     return map_leaves(in, r[0], [&](const Tensor& x) {
@@ -192,6 +201,26 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
       Tensor y = bind1(in, Op::AllToAll, attrs, x);
       if (!tiled) y = np::squeeze(in.ops(), y, std::vector<int>{static_cast<int>(split)});
       return y;
+    });
+  });
+  // pcast(x, axis_name, to='varying') (JAX's pvary): the same value, typed as
+  // varying over the axes. It is bound as the identity ppermute, whose vma rule
+  // is that typing; its transpose is the psum over the axes, as in JAX.
+  def("pcast", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("pcast", a, {"x", "axis_name", "to"}, 3);
+    std::string to = value_to_str(r[2], "pcast() to");
+    if (to != "varying")
+      throw Error(ErrCode::Value, "pcast(): to='" + to + "' is not supported (pxl has to='varying' only)");
+    AxisEnv env = resolve_axes(in, r[1], "pcast");
+    OpAttrs attrs = collective_attrs(env);
+    for (int64_t i = 0; i < env.group_size; ++i) attrs.pairs.push_back({i, i});
+    const Function& f = env.trace->function();
+    return map_leaves(in, r[0], [&](const Tensor& x) {
+      AxisSet have = vma_of(in.ops(), x);
+      for (const std::string& n : env.names)
+        if (have & (AxisSet{1} << f.axis_bit(n)))
+          throw Error(ErrCode::Value, "pcast(): the value already varies over '" + n + "' (Unsupported pcast from=varying, to='varying')");
+      return bind1(in, Op::Ppermute, attrs, x);
     });
   });
   def("axis_index", [](InterpreterImpl& in, CallArgs& a) {

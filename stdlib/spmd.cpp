@@ -245,7 +245,14 @@ struct ShardMapFn : SpmdFunction {
     Function proto;
     proto.mesh_axes = mesh.axis_names;
     proto.mesh_sizes = mesh.axis_sizes;
+    // JAX: a leaf whose in_spec is None and that is not an array (a Python
+    // number, a tuple of ints...) reaches the body as it is, as a static value.
+    std::vector<std::pair<size_t, Value>> statics;
     for (size_t i = 0; i < arg_leaves.size(); ++i) {
+      if (per_leaf[i].is_none() && !arg_leaves[i].is_obj(ObjKind::Array)) {
+        statics.push_back({i, arg_leaves[i]});
+        continue;
+      }
       InLeaf l;
       l.global = in.to_tensor(arg_leaves[i], where);
       l.spec = value_to_spec(per_leaf[i], "shard_map in_specs entry");
@@ -259,6 +266,11 @@ struct ShardMapFn : SpmdFunction {
       leaves.push_back(std::move(l));
     }
     Signature sig = signature(leaves, in_tree);
+    for (const auto& [i, v] : statics) {
+      if (!is_hashable(v))
+        throw Error(ErrCode::Type, "shard_map: argument leaf " + std::to_string(i) + " has in_specs None, so it is static and must be hashable, not " + pxl::type_name(v), where);
+      sig.add("static leaf " + std::to_string(i), pxl::type_name(v) + " " + pxl::repr(v));
+    }
     if (mesh_from_context) {
       std::string ids;
       for (int id : mesh.device_ids) ids += " " + std::to_string(id);
@@ -271,7 +283,7 @@ struct ShardMapFn : SpmdFunction {
       c = it->second;
     } else {
       explain_miss(in, sig, where);
-      c = compile(in, leaves, in_tree, proto, where);
+      c = compile(in, leaves, statics, arg_leaves.size(), in_tree, proto, where);
       if (c->reusable) cache[key] = c;
       report(in, *c->callee->fn, mesh.size());
     }
@@ -283,14 +295,40 @@ struct ShardMapFn : SpmdFunction {
   }
 
   std::shared_ptr<Compiled> compile(InterpreterImpl& in, const std::vector<InLeaf>& leaves,
+                                    const std::vector<std::pair<size_t, Value>>& statics, size_t n_leaves,
                                     const TreeDef& in_tree, const Function& proto, const Span& where) {
     auto c = std::make_shared<Compiled>();
     auto f = std::make_shared<Function>(proto);
     f->name = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : "f";
     TraceContext tc(*f, in.ops(), "shard_map");
+    if (!dynamic_cast<TraceContext*>(&in.ops()) && !lower_only) {
+      // Called eagerly, as in JAX, the body may branch on a value that every
+      // device holds alike (a psum over all axes): run what is traced so far to
+      // learn it. The trace then depends on the data and is not cached.
+      tc.concretize = [&, c](int id) -> std::optional<Array> {
+        if (f->values[id].vma) return std::nullopt;
+        auto prefix = std::make_shared<Function>(*f);
+        prefix->results = {id};
+        std::vector<SpmdMapping> ins;
+        std::vector<Tensor> operands;
+        for (const InLeaf& l : leaves) {
+          ins.push_back(SpmdMapping{l.spec, -1});
+          operands.push_back(l.global);
+        }
+        for (const Tensor& t : tc.captured_tensors()) operands.push_back(t);
+        consts_to_replicated_params(*prefix, ins);
+        auto callee = make_spmd_callee(what, prefix, SpmdLayout{mesh, static_cast<int>(mesh.size()), 1}, std::move(ins),
+                                       {SpmdMapping{PartitionSpec{}, -1}}, &in.platform().threads(), in.options().exec,
+                                       &in.platform().code_cache(), in.phase_times(), &in.platform());
+        std::vector<Tensor> outs = run_spmd_call(*callee, operands, in.pull_log());
+        c->reusable = false;
+        return tc.outer().concrete(outs[0]);
+      };
+    }
     ValueList traced;
     for (const InLeaf& l : leaves) traced.push_back(make_array(tc.add_param(l.block, l.vma, where, l.origin)));
     ++traces;
+    traced = with_static_args(statics, traced, n_leaves);
     ValueList out_leaves = trace_body(in, tc, fn, tree_unflatten(in_tree, traced), where, c->out_tree);
     std::vector<SpmdMapping> outs;
     // out_specs: a single P (or a 1-tuple holding one) may stand for a lone output.
