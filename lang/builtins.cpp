@@ -6,6 +6,7 @@
 #include "lang/args.hpp"
 #include "lang/interp_impl.hpp"
 #include "lang/methods.hpp"
+#include "lang/tracer.hpp"
 #include "stdlib/np.hpp"
 
 namespace pxl {
@@ -174,6 +175,18 @@ Value to_float(InterpreterImpl& in, CallArgs& a) {
 
 } // namespace
 
+// str() as print and str see it: a value traced by an eager shard_map call
+// can say what each device holds.
+std::string display_str(InterpreterImpl& in, const Value& v) {
+  if (v.is_obj(ObjKind::Array)) {
+    const Tensor& t = v.as<ArrayObj>()->tensor;
+    auto* tc = dynamic_cast<TraceContext*>(&in.ops());
+    if (tc && tc->describe && tc->owns(t))
+      if (std::optional<std::string> s = tc->describe(tc->value_of(t))) return *s;
+  }
+  return str(v);
+}
+
 void InterpreterImpl::install_builtins() {
   auto def = [&](const std::string& name, NativeFn fn) { builtins_->vars[name] = make_builtin(name, std::move(fn)); };
 
@@ -188,7 +201,7 @@ void InterpreterImpl::install_builtins() {
     std::string line;
     for (size_t i = 0; i < a.pos.size(); ++i) {
       if (i) line += sep;
-      line += str(a.pos[i]);
+      line += display_str(in, a.pos[i]);
     }
     in.out() << line << end;
     in.out().flush();
@@ -215,9 +228,9 @@ void InterpreterImpl::install_builtins() {
     ArgReader r("isinstance", a, {"obj", "class_or_tuple"}, 2);
     return Value::boolean(instance_of(r[0], r[1]));
   });
-  def("str", [](InterpreterImpl&, CallArgs& a) {
+  def("str", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("str", a, {"object"});
-    return make_str(r.has(0) ? str(r[0]) : std::string());
+    return make_str(r.has(0) ? display_str(in, r[0]) : std::string());
   });
   def("repr", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("repr", a, {"object"}, 1);

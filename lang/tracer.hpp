@@ -38,6 +38,9 @@ public:
   // by running the function traced so far (nullopt when it cannot, e.g. the
   // value varies over the devices). Unset, a traced value's contents are unknown.
   std::function<std::optional<Array>(int id)> concretize;
+  // Set by an eager shard_map call: str() of a traced value (JAX prints every
+  // device's block). Unset, str() says only its type.
+  std::function<std::optional<std::string>(int id)> describe;
 
   Tensor bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) override;
   // Records an spmd_call; its results are invariant (single-device code).

@@ -11,6 +11,7 @@
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
 #include "runtime/executable.hpp"
+#include "runtime/format.hpp"
 #include "runtime/spmd_call.hpp"
 #include "stdlib/autodiff.hpp"
 #include "stdlib/cache_explain.hpp"
@@ -99,6 +100,46 @@ void print_debug(InterpreterImpl& in, const Function& f, const Mesh& mesh, std::
     in.out() << prefix << "] " << str(in.call(format, args, Span{})) << "\n";
   }
   in.out().flush();
+}
+
+// Eager shard_map (JAX's ShardMapTrace): runs the function traced so far on the
+// devices with value `id` as its one output and returns each device's block in
+// mesh order. The value gets a leading axis of size 1 laid out over every mesh
+// axis, so that each device's own block comes back even where it is invariant.
+std::vector<Array> run_traced_prefix(InterpreterImpl& in, const std::string& what, const Function& f, int id,
+                                     const Mesh& mesh, const std::vector<InLeaf>& leaves,
+                                     const std::vector<Tensor>& consts) {
+  auto prefix = std::make_shared<Function>(f);
+  IRValue v = f.values[id];
+  v.aval.shape.insert(v.aval.shape.begin(), 1);
+  v.producer = static_cast<int>(prefix->body.size());
+  Instr reshape;
+  reshape.op = Op::Reshape;
+  reshape.attrs.shape = v.aval.shape;
+  reshape.operands = {id};
+  reshape.result = prefix->add_value(std::move(v));
+  prefix->body.push_back(reshape);
+  prefix->results = {reshape.result};
+  std::vector<SpmdMapping> ins;
+  std::vector<Tensor> operands;
+  for (const InLeaf& l : leaves) {
+    ins.push_back(SpmdMapping{l.spec, -1});
+    operands.push_back(l.global);
+  }
+  operands.insert(operands.end(), consts.begin(), consts.end());
+  consts_to_replicated_params(*prefix, ins);
+  PartitionSpec every_axis;
+  every_axis.entries = {mesh.axis_names};
+  auto callee = make_spmd_callee(what, prefix, SpmdLayout{mesh, static_cast<int>(mesh.size()), 1}, std::move(ins),
+                                 {SpmdMapping{every_axis, -1}}, &in.platform().threads(), in.options().exec,
+                                 &in.platform().code_cache(), in.phase_times(), &in.platform());
+  callee->check_vma = false;
+  Tensor out = run_spmd_call(*callee, operands, in.pull_log())[0];
+  const Shape& block = f.values[id].aval.shape;
+  std::vector<Array> blocks;
+  if (!out->sharded) return {in.ops().concrete(out).reshaped(block)};
+  for (const Array& a : out->sharded->shards) blocks.push_back(a.reshaped(block));
+  return blocks;
 }
 
 bool is_spec_leaf(const Value& v) { return v.is_none() || v.is_obj(ObjKind::Opaque); }
@@ -305,24 +346,28 @@ struct ShardMapFn : SpmdFunction {
       // Called eagerly, as in JAX, the body may branch on a value that every
       // device holds alike (a psum over all axes): run what is traced so far to
       // learn it. The trace then depends on the data and is not cached.
-      tc.concretize = [&, c](int id) -> std::optional<Array> {
-        if (f->values[id].vma) return std::nullopt;
-        auto prefix = std::make_shared<Function>(*f);
-        prefix->results = {id};
-        std::vector<SpmdMapping> ins;
-        std::vector<Tensor> operands;
-        for (const InLeaf& l : leaves) {
-          ins.push_back(SpmdMapping{l.spec, -1});
-          operands.push_back(l.global);
-        }
-        for (const Tensor& t : tc.captured_tensors()) operands.push_back(t);
-        consts_to_replicated_params(*prefix, ins);
-        auto callee = make_spmd_callee(what, prefix, SpmdLayout{mesh, static_cast<int>(mesh.size()), 1}, std::move(ins),
-                                       {SpmdMapping{PartitionSpec{}, -1}}, &in.platform().threads(), in.options().exec,
-                                       &in.platform().code_cache(), in.phase_times(), &in.platform());
-        std::vector<Tensor> outs = run_spmd_call(*callee, operands, in.pull_log());
+      auto run_prefix = [&, c](int id) {
         c->reusable = false;
-        return tc.outer().concrete(outs[0]);
+        return run_traced_prefix(in, what, *f, id, mesh, leaves, tc.captured_tensors());
+      };
+      tc.concretize = [&, run_prefix](int id) -> std::optional<Array> {
+        if (f->values[id].vma) return std::nullopt;
+        return run_prefix(id)[0];
+      };
+      tc.describe = [&, run_prefix](int id) -> std::optional<std::string> {
+        std::vector<Array> blocks = run_prefix(id);
+        // JAX's ShardMapTracer.__str__: each device's block, in mesh order.
+        std::string names;
+        for (const std::string& n : mesh.axis_names) names += (names.empty() ? "" : ", ") + n;
+        std::string text;
+        for (int64_t pos = 0; pos < mesh.size(); ++pos) {
+          std::string coords;
+          for (int64_t x : mesh.coords(pos)) coords += (coords.empty() ? "" : ", ") + std::to_string(x);
+          if (mesh.ndim() == 1) coords += ",";
+          text += std::string(pos ? "\n" : "") + "On " + in.platform().device_label(mesh.device_ids[pos]) + " at mesh coordinates (" + names + ",) = (" + coords +
+                  "):\n" + array_str(blocks[static_cast<size_t>(pos)]) + "\n";
+        }
+        return text;
       };
     }
     ValueList traced;
