@@ -54,6 +54,19 @@ std::vector<Tensor> transpose_spmd_call(OpContext& cx, const Instr& in,
         Tensor d = np::full_like(tc, seeds[r], Scalar::of_float(static_cast<double>(unnamed)));
         std::vector<Tensor> xs{seeds[r], d};
         seeds[r] = tc.bind(Op::Div, {}, xs);
+        // Each participant's share is its own: typed as varying over those
+        // axes, the operands replicated over them get the psum of the shares
+        // (JAX sums the cotangent of an unchecked replicated input over them).
+        AxisSet own = vma_of(tc, seeds[r]);
+        OpAttrs a;
+        for (size_t b = 0; b < f.mesh_axes.size(); ++b)
+          if (!(own & (AxisSet{1} << b))) {
+            a.axis_names.push_back(f.mesh_axes[b]);
+            a.group_size *= f.mesh_sizes[b];
+          }
+        // The identity ppermute is lax.pcast(to='varying') (collectives.cpp).
+        for (int64_t i = 0; i < a.group_size; ++i) a.pairs.push_back({i, i});
+        if (!a.axis_names.empty()) seeds[r] = tc.bind(Op::Ppermute, a, std::span<const Tensor>(&seeds[r], 1));
       }
     }
     std::vector<bool> wanted_params(n, false);

@@ -160,6 +160,19 @@ void add_jax_misc(InterpreterImpl& in, Value& jax) {
     return Value::integer(1);
   });
   vars["config"] = Value::object(std::make_shared<ConfigObj>());
+  // jax.checkpoint_policies: remat's policy= is accepted and has no effect in
+  // pxl (jax.checkpoint returns the function itself), but the names exist.
+  ModuleBuilder policies("jax.checkpoint_policies");
+  for (const char* name : {"everything_saveable", "nothing_saveable", "dots_saveable", "checkpoint_dots",
+                           "dots_with_no_batch_dims_saveable", "checkpoint_dots_with_no_batch_dims"}) {
+    bool saves_all = std::string(name) == "everything_saveable";
+    policies.fn(name, [saves_all](InterpreterImpl&, CallArgs&) { return Value::boolean(saves_all); });
+  }
+  for (const char* name : {"save_only_these_names", "save_any_names_but_these"})
+    policies.fn(name, [name](InterpreterImpl&, CallArgs&) {
+      return make_builtin(name, [](InterpreterImpl&, CallArgs&) { return Value::boolean(false); });
+    });
+  vars["checkpoint_policies"] = policies.value();
 }
 
 } // namespace pxl

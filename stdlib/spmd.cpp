@@ -71,8 +71,12 @@ std::string varying_origin(const Function& f, int id, int bit) {
         from_operands = true;
         stack.push_back(o);
       }
-    if (!from_operands)
-      return std::string("the ") + op_name(in.op) + " at " + loc_str(val.loc);
+    if (!from_operands) {
+      // lax.pcast(to='varying') is bound as the identity ppermute.
+      bool pcast = in.op == Op::Ppermute && std::all_of(in.attrs.pairs.begin(), in.attrs.pairs.end(),
+                                                         [](const auto& p) { return p.first == p.second; });
+      return std::string("the ") + (pcast ? "pcast" : op_name(in.op)) + " at " + loc_str(val.loc);
+    }
   }
   return "its inputs";
 }
