@@ -30,6 +30,12 @@ struct TypeObj : OpaqueObj {
   }
 };
 
+} // namespace
+
+Value make_type(std::string name) { return Value::object(std::make_shared<TypeObj>(std::move(name))); }
+
+namespace {
+
 // Does value `v` belong to the class named by `cls` (a builtin like int, or a type(x) value)?
 bool instance_of(const Value& v, const Value& cls) {
   std::string want;
@@ -222,7 +228,7 @@ void InterpreterImpl::install_builtins() {
   });
   def("type", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("type", a, {"object"}, 1);
-    return Value::object(std::make_shared<TypeObj>(type_name(r[0])));
+    return make_type(type_name(r[0]));
   });
   def("isinstance", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("isinstance", a, {"obj", "class_or_tuple"}, 2);

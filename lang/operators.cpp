@@ -47,9 +47,9 @@ np::BinOp to_np(BinOpKind op) {
   case BinOpKind::BitAnd: return np::BinOp::BitAnd;
   case BinOpKind::BitOr: return np::BinOp::BitOr;
   case BinOpKind::BitXor: return np::BinOp::BitXor;
-  case BinOpKind::MatMul:
-  case BinOpKind::LShift:
-  case BinOpKind::RShift: break;
+  case BinOpKind::LShift: return np::BinOp::LeftShift;
+  case BinOpKind::RShift: return np::BinOp::RightShift;
+  case BinOpKind::MatMul: break;
   }
   return np::BinOp::Add;
 }
@@ -91,8 +91,6 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
       LocScope loc(ops(), where);
       Tensor x = to_tensor(a, where), y = to_tensor(b, where);
       if (op == BinOpKind::MatMul) return make_array(np::matmul(ops(), x, y));
-      if (op == BinOpKind::LShift || op == BinOpKind::RShift)
-        throw Error(ErrCode::Type, std::string("operator ") + sym + " is not supported on arrays");
       return make_array(np::binary(ops(), to_np(op), x, y));
     } catch (Error& e) {
       e.set_span_if_missing(where);

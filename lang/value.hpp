@@ -246,6 +246,8 @@ Value make_tuple(ValueList v);
 Value make_list(ValueList v);
 Value make_array(Tensor t);
 Value make_builtin(std::string name, NativeFn fn);
+// A class object as type(x) returns it: <class 'name'>, usable with isinstance.
+Value make_type(std::string name);
 
 // Python-compatible printing and comparisons.
 std::string type_name(const Value& v);

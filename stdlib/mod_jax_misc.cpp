@@ -120,6 +120,9 @@ void add_jax_misc(InterpreterImpl& in, Value& jax) {
   auto def = [&](const std::string& name, NativeFn f) {
     vars[name] = make_builtin(name, std::move(f));
   };
+  // jax.Array: the class of every array (isinstance(x, jax.Array)); jnp.ndarray is its other name.
+  vars["Array"] = make_type("Array");
+  vars["numpy"].as<ModuleObj>()->env->vars["ndarray"] = make_type("ndarray");
   def("ShapeDtypeStruct", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("ShapeDtypeStruct", a, {"shape", "dtype", "sharding", "weak_type"}, 2);
     AVal aval;

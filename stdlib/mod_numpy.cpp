@@ -137,6 +137,8 @@ void def_elementwise(ModuleBuilder& b) {
       {"power", np::BinOp::Pow}, {"pow", np::BinOp::Pow}, {"maximum", np::BinOp::Maximum},
       {"minimum", np::BinOp::Minimum}, {"bitwise_and", np::BinOp::BitAnd},
       {"bitwise_or", np::BinOp::BitOr}, {"bitwise_xor", np::BinOp::BitXor},
+      {"left_shift", np::BinOp::LeftShift}, {"right_shift", np::BinOp::RightShift},
+      {"bitwise_left_shift", np::BinOp::LeftShift}, {"bitwise_right_shift", np::BinOp::RightShift},
       {"equal", np::BinOp::Eq}, {"not_equal", np::BinOp::Ne}, {"less", np::BinOp::Lt},
       {"less_equal", np::BinOp::Le}, {"greater", np::BinOp::Gt}, {"greater_equal", np::BinOp::Ge},
       {"arctan2", np::BinOp::Arctan2}};
@@ -200,7 +202,12 @@ void def_shape(ModuleBuilder& b) {
   });
   b.fn("moveaxis", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("moveaxis", a, {"a", "source", "destination"}, 3);
-    return make_array(np::moveaxis(in.ops(), T(in, r[0]), static_cast<int>(r.get_int(1)), static_cast<int>(r.get_int(2))));
+    auto axes = [](const Value& v, const char* what) {
+      if (v.is_none()) throw Error(ErrCode::Type, std::string(what) + " must be an integer or a tuple of integers, not None");
+      return *value_to_axes(v, what);
+    };
+    return make_array(np::moveaxis(in.ops(), T(in, r[0]), axes(r[1], "moveaxis() source"),
+                                   axes(r[2], "moveaxis() destination")));
   });
   b.fn("expand_dims", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("expand_dims", a, {"a", "axis"}, 2);

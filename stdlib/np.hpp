@@ -18,7 +18,7 @@ using Axes = std::optional<std::vector<int>>; // nullopt = all axes
 
 enum class BinOp {
   Add, Sub, Mul, TrueDiv, FloorDiv, Mod, Pow, Maximum, Minimum,
-  BitAnd, BitOr, BitXor, Eq, Ne, Lt, Le, Gt, Ge, Arctan2
+  BitAnd, BitOr, BitXor, LeftShift, RightShift, Eq, Ne, Lt, Le, Gt, Ge, Arctan2
 };
 enum class UnOp {
   Neg, Pos, Invert, Exp, Log, Log1p, Expm1, Sqrt, Rsqrt, Tanh, Sin, Cos, Tan, Abs, Sign,
@@ -58,6 +58,8 @@ Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape); // one -1 al
 Tensor transpose(OpContext& cx, const Tensor& x, const std::optional<std::vector<int>>& perm);
 Tensor swapaxes(OpContext& cx, const Tensor& x, int a, int b);
 Tensor moveaxis(OpContext& cx, const Tensor& x, int src, int dst);
+// Several axes at once (numpy's: the others keep their order).
+Tensor moveaxis(OpContext& cx, const Tensor& x, const std::vector<int>& src, const std::vector<int>& dst);
 Tensor expand_dims(OpContext& cx, const Tensor& x, const std::vector<int>& axes);
 Tensor squeeze(OpContext& cx, const Tensor& x, const Axes& axes);
 Tensor broadcast_to(OpContext& cx, const Tensor& x, const Shape& shape);

@@ -36,6 +36,10 @@ const char* bin_name(BinOp op) {
     return "bitwise_or";
   case BinOp::BitXor:
     return "bitwise_xor";
+  case BinOp::LeftShift:
+    return "left_shift";
+  case BinOp::RightShift:
+    return "right_shift";
   case BinOp::Eq:
     return "equal";
   case BinOp::Ne:
@@ -177,6 +181,10 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
   case BinOp::BitXor:
     if (is_floating(p.dtype)) bad_dtype(fn, p.dtype);
     break;
+  case BinOp::LeftShift:
+  case BinOp::RightShift:
+    if (!is_integer(p.dtype)) bad_dtype(fn, p.dtype);
+    break;
   case BinOp::Sub:
     if (p.dtype == DType::Bool)
       throw Error(ErrCode::DType, "subtract: the numpy boolean subtract, the `-` operator, is not "
@@ -231,6 +239,10 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
     return p2(cx, Op::Or, a, b);
   case BinOp::BitXor:
     return p2(cx, Op::Xor, a, b);
+  case BinOp::LeftShift:
+    return p2(cx, Op::ShiftLeft, a, b);
+  case BinOp::RightShift: // numpy's >>: sign-extending for signed integers
+    return p2(cx, p.dtype == DType::UInt32 ? Op::ShiftRightLogical : Op::ShiftRightArithmetic, a, b);
   case BinOp::Eq:
     return p2(cx, Op::Eq, a, b);
   case BinOp::Ne:

@@ -68,12 +68,27 @@ Tensor swapaxes(OpContext& cx, const Tensor& x, int a, int b) {
 }
 
 Tensor moveaxis(OpContext& cx, const Tensor& x, int src, int dst) {
+  return moveaxis(cx, x, std::vector<int>{src}, std::vector<int>{dst});
+}
+
+Tensor moveaxis(OpContext& cx, const Tensor& x, const std::vector<int>& src, const std::vector<int>& dst) {
   int nd = av(x).ndim();
-  int64_t s = norm_axis("moveaxis", src, nd), d = norm_axis("moveaxis", dst, nd);
+  if (src.size() != dst.size())
+    throw Error(ErrCode::Value, "moveaxis: `source` and `destination` arguments must have the same number of elements");
+  std::vector<std::pair<int64_t, int64_t>> moves; // (destination, source), numpy's order of insertion
+  std::vector<bool> seen_src(static_cast<size_t>(nd), false), seen_dst(static_cast<size_t>(nd), false);
+  for (size_t i = 0; i < src.size(); ++i) {
+    int64_t s = norm_axis("moveaxis", src[i], nd), d = norm_axis("moveaxis", dst[i], nd);
+    if (seen_src[static_cast<size_t>(s)] || seen_dst[static_cast<size_t>(d)])
+      throw Error(ErrCode::Value, "moveaxis: repeated axis in `source` or `destination` argument");
+    seen_src[static_cast<size_t>(s)] = seen_dst[static_cast<size_t>(d)] = true;
+    moves.push_back({d, s});
+  }
+  std::sort(moves.begin(), moves.end());
   std::vector<int64_t> p;
   for (int i = 0; i < nd; ++i)
-    if (i != s) p.push_back(i);
-  p.insert(p.begin() + d, s);
+    if (!seen_src[static_cast<size_t>(i)]) p.push_back(i);
+  for (auto [d, s] : moves) p.insert(p.begin() + d, s);
   return transpose_to(cx, x, p);
 }
 

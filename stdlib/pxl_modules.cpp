@@ -64,7 +64,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
     in.register_source_module(s.name, std::string("<stdlib>/") + s.name + ".pxl", s.text);
   // numpy_*.pxl define more of jax.numpy in pxl: merge their public functions into np.
   Value np = jax.as<ModuleObj>()->env->vars.at("numpy");
-  for (const char* file : {"numpy_extra", "numpy_more", "numpy_sort"}) merge_functions(in, file, np);
+  for (const char* file : {"numpy_extra", "numpy_more", "numpy_sort", "numpy_misc"}) merge_functions(in, file, np);
   // np.linalg (also jax.numpy.linalg): the norms.
   Value linalg = in.import_module("numpy_linalg", Span{}, "");
   np.as<ModuleObj>()->env->vars["linalg"] = linalg;

@@ -48,29 +48,75 @@ std::string TreeDef::repr() const {
   return "PyTreeDef(" + rec(*this) + ")";
 }
 
-static TreeDef flatten_rec(InterpreterImpl& in, const Value& v, ValueList& leaves, int depth) {
+static TreeDef flatten_rec(InterpreterImpl& in, const Value& v, ValueList& leaves, const Value* is_leaf,
+                           int depth) {
   if (depth > 500) throw Error(ErrCode::Value, "pytree nested too deeply");
   TreeDef d;
-  if (v.is_none()) {
+  if (is_leaf && in.truthy(in.call(*is_leaf, {v}, Span{}), Span{})) {
+    leaves.push_back(v);
+  } else if (v.is_none()) {
     d.kind = TreeDef::Kind::None;
   } else if (v.is_obj(ObjKind::Tuple) || v.is_obj(ObjKind::List)) {
     d.kind = v.is_obj(ObjKind::Tuple) ? TreeDef::Kind::Tuple : TreeDef::Kind::List;
-    for (const Value& x : *sequence_items(v)) d.children.push_back(flatten_rec(in, x, leaves, depth + 1));
+    for (const Value& x : *sequence_items(v)) d.children.push_back(flatten_rec(in, x, leaves, is_leaf, depth + 1));
   } else if (v.is_obj(ObjKind::Dict)) {
     d.kind = TreeDef::Kind::Dict;
     v.as<DictObj>()->for_each([&](const Value& k, const Value&) { d.keys.push_back(k); });
     std::stable_sort(d.keys.begin(), d.keys.end(),
                      [&](const Value& a, const Value& b) { return in.less_than(a, b, Span{}); });
     for (const Value& k : d.keys)
-      d.children.push_back(flatten_rec(in, *v.as<DictObj>()->find(k), leaves, depth + 1));
+      d.children.push_back(flatten_rec(in, *v.as<DictObj>()->find(k), leaves, is_leaf, depth + 1));
   } else {
     leaves.push_back(v);
   }
   return d;
 }
 
-TreeDef tree_flatten(InterpreterImpl& in, const Value& tree, ValueList& leaves) {
-  return flatten_rec(in, tree, leaves, 0);
+TreeDef tree_flatten(InterpreterImpl& in, const Value& tree, ValueList& leaves, const Value* is_leaf) {
+  if (is_leaf && is_leaf->is_none()) is_leaf = nullptr;
+  return flatten_rec(in, tree, leaves, is_leaf, 0);
+}
+
+static void flatten_up_to_rec(InterpreterImpl& in, const TreeDef& d, const Value& v, ValueList& out,
+                              const TreeDef& whole) {
+  auto mismatch = [&]() {
+    ValueList ignored;
+    return Error(ErrCode::Value, "the trees have different structures: " + whole.repr() + " and " +
+                                     tree_flatten(in, v, ignored).repr() + " (" + type_name(v) + " where " +
+                                     whole.repr() + " has a " +
+                                     (d.kind == TreeDef::Kind::Dict   ? "dict"
+                                      : d.kind == TreeDef::Kind::List ? "list"
+                                      : d.kind == TreeDef::Kind::None ? "None"
+                                                                      : "tuple") +
+                                     ")");
+  };
+  switch (d.kind) {
+  case TreeDef::Kind::Leaf: out.push_back(v); return;
+  case TreeDef::Kind::None:
+    if (!v.is_none()) throw mismatch();
+    return;
+  case TreeDef::Kind::Tuple:
+  case TreeDef::Kind::List: {
+    bool ok = d.kind == TreeDef::Kind::Tuple ? v.is_obj(ObjKind::Tuple) : v.is_obj(ObjKind::List);
+    const ValueList* items = ok ? sequence_items(v) : nullptr;
+    if (!items || items->size() != d.children.size()) throw mismatch();
+    for (size_t i = 0; i < items->size(); ++i) flatten_up_to_rec(in, d.children[i], (*items)[i], out, whole);
+    return;
+  }
+  case TreeDef::Kind::Dict: {
+    if (!v.is_obj(ObjKind::Dict) || v.as<DictObj>()->size() != d.keys.size()) throw mismatch();
+    for (size_t i = 0; i < d.keys.size(); ++i) {
+      const Value* c = v.as<DictObj>()->find(d.keys[i]);
+      if (!c) throw mismatch();
+      flatten_up_to_rec(in, d.children[i], *c, out, whole);
+    }
+    return;
+  }
+  }
+}
+
+void flatten_up_to(InterpreterImpl& in, const TreeDef& def, const Value& tree, ValueList& out) {
+  flatten_up_to_rec(in, def, tree, out, def);
 }
 
 static Value unflatten_rec(const TreeDef& d, const ValueList& leaves, size_t& pos) {
@@ -122,7 +168,7 @@ struct TreeDefObj : OpaqueObj {
 Value tree_map(InterpreterImpl& in, CallArgs& a) {
   ArgReader r("tree_map", a, {"f", "tree", "*rest", "is_leaf"}, 2);
   ValueList leaves;
-  TreeDef def = tree_flatten(in, r[1], leaves);
+  TreeDef def = tree_flatten(in, r[1], leaves, r.has(3) ? &r[3] : nullptr);
   return map_leaves(in, "tree_map", r[0], def, leaves, r.rest(), nullptr);
 }
 
@@ -133,10 +179,11 @@ Value map_leaves(InterpreterImpl& in, const char* fn, const Value& f, const Tree
   std::vector<ValueList> others;
   for (const Value& t : rest) {
     ValueList ls;
-    TreeDef d = tree_flatten(in, t, ls);
-    if (!(d == def))
-      throw Error(ErrCode::Value, std::string(fn) + ": the trees have different structures: " + def.repr() +
-                                      " and " + d.repr());
+    try {
+      flatten_up_to(in, def, t, ls);
+    } catch (Error& e) {
+      throw Error(ErrCode::Value, std::string(fn) + ": " + e.what());
+    }
     others.push_back(std::move(ls));
   }
   ValueList out;
@@ -166,18 +213,18 @@ void add_tree_functions(InterpreterImpl& in, Value& tree_util, Value& tree, Valu
   auto leaves_fn = [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("tree_leaves", a, {"tree", "is_leaf"}, 1);
     ValueList leaves;
-    tree_flatten(in, r[0], leaves);
+    tree_flatten(in, r[0], leaves, r.has(1) ? &r[1] : nullptr);
     return make_list(std::move(leaves));
   };
   auto structure_fn = [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("tree_structure", a, {"tree", "is_leaf"}, 1);
     ValueList leaves;
-    return Value::object(std::make_shared<TreeDefObj>(tree_flatten(in, r[0], leaves)));
+    return Value::object(std::make_shared<TreeDefObj>(tree_flatten(in, r[0], leaves, r.has(1) ? &r[1] : nullptr)));
   };
   auto flatten_fn = [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("tree_flatten", a, {"tree", "is_leaf"}, 1);
     ValueList leaves;
-    TreeDef d = tree_flatten(in, r[0], leaves);
+    TreeDef d = tree_flatten(in, r[0], leaves, r.has(1) ? &r[1] : nullptr);
     return make_tuple({make_list(std::move(leaves)), Value::object(std::make_shared<TreeDefObj>(d))});
   };
   auto unflatten_fn = [](InterpreterImpl& in, CallArgs& a) {

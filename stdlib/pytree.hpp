@@ -16,7 +16,13 @@ struct TreeDef {
   std::string repr() const; // JAX's: PyTreeDef((*, {'a': *}))
 };
 
-TreeDef tree_flatten(InterpreterImpl& in, const Value& tree, ValueList& leaves);
+// `is_leaf` (a callable, or None/nullptr for none) is asked about every node
+// before it is taken apart: a true answer makes the whole node one leaf (JAX's).
+TreeDef tree_flatten(InterpreterImpl& in, const Value& tree, ValueList& leaves, const Value* is_leaf = nullptr);
+// The subtrees of `tree` at the leaves of `def`, which must be a prefix of
+// `tree`'s structure (JAX's treedef.flatten_up_to; what tree_map does with its
+// second and later trees).
+void flatten_up_to(InterpreterImpl& in, const TreeDef& def, const Value& tree, ValueList& out);
 Value tree_unflatten(const TreeDef& def, const ValueList& leaves);
 // f applied leaf by leaf to `leaves` (of `def`) and the leaves of the trees `rest`,
 // which must have the same structure; `first`, if given, holds one more leading

@@ -54,8 +54,9 @@ void paths_rec(const TreeDef& d, ValueList& cur, ValueList& out) {
 }
 
 // Leaves and their paths; the treedef is returned too.
-TreeDef flatten_with_paths(InterpreterImpl& in, const Value& tree, ValueList& leaves, ValueList& paths) {
-  TreeDef d = tree_flatten(in, tree, leaves);
+TreeDef flatten_with_paths(InterpreterImpl& in, const Value& tree, ValueList& leaves, ValueList& paths,
+                           const Value* is_leaf) {
+  TreeDef d = tree_flatten(in, tree, leaves, is_leaf);
   ValueList cur;
   paths_rec(d, cur, paths);
   return d;
@@ -86,14 +87,14 @@ Value leaves_reduce(InterpreterImpl& in, CallArgs& a, bool all) {
   if (all) {
     ArgReader r("tree_all", a, {"tree", "is_leaf"}, 1);
     ValueList leaves;
-    tree_flatten(in, r[0], leaves);
+    tree_flatten(in, r[0], leaves, r.has(1) ? &r[1] : nullptr);
     for (const Value& v : leaves)
       if (!in.truthy(v, Span{})) return Value::boolean(false);
     return Value::boolean(true);
   }
   ArgReader r("tree_reduce", a, {"function", "tree", "initializer", "is_leaf"}, 2);
   ValueList leaves;
-  tree_flatten(in, r[1], leaves);
+  tree_flatten(in, r[1], leaves, r.has(3) ? &r[3] : nullptr);
   size_t i = 0;
   Value acc;
   if (r.has(2)) acc = r[2];
@@ -109,19 +110,19 @@ void add_tree_path_functions(Value& tree_util, Value& tree) {
   auto flatten_fn = [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("tree_flatten_with_path", a, {"tree", "is_leaf"}, 1);
     ValueList leaves, paths;
-    TreeDef d = flatten_with_paths(in, r[0], leaves, paths);
+    TreeDef d = flatten_with_paths(in, r[0], leaves, paths, r.has(1) ? &r[1] : nullptr);
     return make_tuple({make_list(path_leaf_pairs(leaves, paths)), tree_structure_value(d)});
   };
   auto leaves_fn = [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("tree_leaves_with_path", a, {"tree", "is_leaf"}, 1);
     ValueList leaves, paths;
-    flatten_with_paths(in, r[0], leaves, paths);
+    flatten_with_paths(in, r[0], leaves, paths, r.has(1) ? &r[1] : nullptr);
     return make_list(path_leaf_pairs(leaves, paths));
   };
   auto map_fn = [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("tree_map_with_path", a, {"f", "tree", "*rest", "is_leaf"}, 2);
     ValueList leaves, paths;
-    TreeDef def = flatten_with_paths(in, r[1], leaves, paths);
+    TreeDef def = flatten_with_paths(in, r[1], leaves, paths, r.has(3) ? &r[3] : nullptr);
     return map_leaves(in, "tree_map_with_path", r[0], def, leaves, r.rest(), &paths);
   };
   auto reduce_fn = [](InterpreterImpl& in, CallArgs& a) { return leaves_reduce(in, a, false); };
