@@ -394,6 +394,13 @@ bool IRParser::parse_attr(OpAttrs& a, const std::string& key) {
     a.axis = integer();
   } else if (key == "group_size") {
     a.group_size = integer();
+  } else if (key == "axis_index_groups") {
+    expect('[');
+    while (!peek_is(']')) {
+      a.index_groups.push_back(int_list('[', ']'));
+      if (!accept(',')) break;
+    }
+    expect(']');
   } else if (key == "dims" || key == "axes") {
     a.axes = int_list('[', ']');
   } else if (key == "perm") {

@@ -32,6 +32,15 @@ std::string names_str(const std::vector<std::string>& v) {
   return s + ")";
 }
 
+// "axis_names=(i) group_size=4", plus " axis_index_groups=[[0, 1], [2, 3]]" when set.
+std::string group_str(const OpAttrs& a) {
+  std::string s = "axis_names=" + names_str(a.axis_names) + " group_size=" + std::to_string(a.group_size);
+  if (a.index_groups.empty()) return s;
+  s += " axis_index_groups=[";
+  for (size_t i = 0; i < a.index_groups.size(); ++i) s += (i ? ", " : "") + ints_str(a.index_groups[i]);
+  return s + "]";
+}
+
 } // namespace
 
 const char* op_name(Op op) { return kOps[static_cast<size_t>(op)].name; }
@@ -145,21 +154,18 @@ std::string attrs_str(Op op, const OpAttrs& a) {
   case Op::Pmax:
   case Op::Pmin:
   case Op::AxisIndex:
-    return "axis_names=" + names_str(a.axis_names) + " group_size=" + std::to_string(a.group_size);
+    return group_str(a);
   case Op::AllGather:
   case Op::PsumScatter:
-    return "axis_names=" + names_str(a.axis_names) + " group_size=" + std::to_string(a.group_size) +
-           " axis=" + std::to_string(a.axis) + (a.tiled ? " tiled=true" : "");
+    return group_str(a) + " axis=" + std::to_string(a.axis) + (a.tiled ? " tiled=true" : "");
   case Op::AllToAll:
-    return "axis_names=" + names_str(a.axis_names) + " group_size=" + std::to_string(a.group_size) +
-           " axis=" + std::to_string(a.axis) + " concat_axis=" + std::to_string(a.concat_axis);
+    return group_str(a) + " axis=" + std::to_string(a.axis) + " concat_axis=" + std::to_string(a.concat_axis);
   case Op::DebugPrint:
     return "format=" + std::to_string(a.axis);
   case Op::SpmdCall:
     return a.callee ? callee_str(*a.callee) : "";
   case Op::Ppermute: {
-    std::string s = "axis_names=" + names_str(a.axis_names) +
-                    " group_size=" + std::to_string(a.group_size) + " pairs=[";
+    std::string s = group_str(a) + " pairs=[";
     for (size_t i = 0; i < a.pairs.size(); ++i)
       s += (i ? ", (" : "(") + std::to_string(a.pairs[i].first) + ", " +
            std::to_string(a.pairs[i].second) + ")";

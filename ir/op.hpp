@@ -73,7 +73,12 @@ struct OpAttrs {
   DotDims dot;                                  // dot_general
   ScatterMode mode = ScatterMode::Set;          // scatter
   std::vector<std::string> axis_names;          // collectives: the mesh axes, major first
-  int64_t group_size = 1;                       // collectives: product of those axes' sizes
+  int64_t group_size = 1;                       // collectives: product of those axes' sizes,
+                                                // or the size of each axis_index_groups group
+  // psum/pmax/pmin/all_gather/psum_scatter/all_to_all: axis_index_groups, a
+  // partition of the ranks 0..N-1 over axis_names into equal groups that act
+  // independently (ranks within a group in listed order); empty: one group.
+  std::vector<std::vector<int64_t>> index_groups;
   bool tiled = false;                           // all_gather, psum_scatter
   int64_t concat_axis = 0;                      // all_to_all
   std::vector<std::pair<int64_t, int64_t>> pairs; // ppermute: (source, destination) ranks

@@ -301,6 +301,20 @@ AVal scatter(Op op, const OpAttrs& a, const AVal& x, const AVal& idx, const AVal
 // all_to_all/psum_scatter sizes, ppermute pairs).
 AVal collective(Op op, const OpAttrs& a, std::span<const AVal> in) {
   if (a.group_size < 1) fail(ErrCode::Internal, op, "group size not set");
+  if (!a.index_groups.empty()) {
+    // A partition of the ranks 0..N-1 into groups of group_size (checked
+    // against the axis size N when traced: stdlib/collectives.cpp).
+    if (op == Op::AxisIndex || op == Op::Ppermute) fail(ErrCode::Internal, op, "takes no axis_index_groups");
+    size_t n = a.index_groups.size() * size_t(a.group_size);
+    std::vector<bool> seen(n, false);
+    for (const auto& grp : a.index_groups) {
+      if (int64_t(grp.size()) != a.group_size) fail(ErrCode::CollectiveArgs, op, "axis_index_groups must all have the same size");
+      for (int64_t r : grp) {
+        if (r < 0 || size_t(r) >= n || seen[size_t(r)]) fail(ErrCode::CollectiveArgs, op, "axis_index_groups must cover all indices exactly once");
+        seen[size_t(r)] = true;
+      }
+    }
+  }
   if (op == Op::AxisIndex) return {DType::Int32, {}, false};
   const AVal& x = in[0];
   int64_t g = a.group_size;
@@ -308,8 +322,7 @@ AVal collective(Op op, const OpAttrs& a, std::span<const AVal> in) {
   case Op::Psum:
   case Op::Pmax:
   case Op::Pmin:
-    if (x.dtype == DType::Bool && op != Op::Psum) check_dtype(op, x.dtype, kNum);
-    return x;
+    return x; // bool: pmax is a logical or, pmin a logical and (JAX)
   case Op::AllGather: {
     AVal out = x;
     if (a.tiled) {

@@ -2,7 +2,7 @@
 
 namespace pxl {
 
-AxisSet infer_vma(Op op, std::span<const AxisSet> operands, AxisSet named) {
+AxisSet infer_vma(Op op, std::span<const AxisSet> operands, AxisSet named, bool grouped) {
   AxisSet all = 0;
   for (AxisSet s : operands) all |= s;
   switch (op_family(op)) {
@@ -29,6 +29,7 @@ AxisSet infer_vma(Op op, std::span<const AxisSet> operands, AxisSet named) {
   case Op::Pmax:
   case Op::Pmin:
   case Op::AllGather:
+    if (grouped) return all;
     return all & ~named; // every device of the group now holds the same data
   case Op::PsumScatter:
   case Op::Ppermute:

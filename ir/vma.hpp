@@ -11,6 +11,9 @@
 namespace pxl {
 
 // `named`: the bits of attrs.axis_names for collectives (0 otherwise).
-AxisSet infer_vma(Op op, std::span<const AxisSet> operands, AxisSet named);
+// `grouped`: the collective acts within several axis_index_groups, so its
+// result still differs between groups: psum/pmax/pmin/all_gather keep the
+// operand's axes instead of removing the named ones.
+AxisSet infer_vma(Op op, std::span<const AxisSet> operands, AxisSet named, bool grouped = false);
 
 } // namespace pxl

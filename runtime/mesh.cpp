@@ -62,6 +62,21 @@ GroupLayout Mesh::groups(const std::vector<std::string>& axes) const {
   return g;
 }
 
+GroupLayout Mesh::groups(const std::vector<std::string>& axes,
+                         const std::vector<std::vector<int64_t>>& index_groups) const {
+  GroupLayout whole = groups(axes);
+  if (index_groups.empty()) return whole;
+  GroupLayout g;
+  g.num_participants = whole.num_participants;
+  for (const auto& members : whole.groups)
+    for (const auto& ranks : index_groups) {
+      std::vector<int> sub;
+      for (int64_t r : ranks) sub.push_back(members.at(size_t(r)));
+      g.groups.push_back(std::move(sub));
+    }
+  return g;
+}
+
 std::string Mesh::repr() const {
   std::string s = "Mesh(";
   for (int i = 0; i < ndim(); ++i)

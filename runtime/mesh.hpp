@@ -26,6 +26,11 @@ struct Mesh {
   // Groups of positions for a collective over `axes` (listed order: first name
   // major): devices that share every other coordinate form a group, in rank order.
   GroupLayout groups(const std::vector<std::string>& axes) const;
+  // The same, each group split by axis_index_groups (lists of ranks within a
+  // group): one group per (group, index group), its members in the listed
+  // order -- JAX's replica groups. Empty index_groups: groups(axes).
+  GroupLayout groups(const std::vector<std::string>& axes,
+                     const std::vector<std::vector<int64_t>>& index_groups) const;
   // Rank of device `pos` within its group for `axes`.
   int64_t rank_in(const std::vector<std::string>& axes, int64_t pos) const;
   bool operator==(const Mesh& o) const = default;

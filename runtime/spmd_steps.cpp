@@ -53,7 +53,7 @@ CollectiveGroups collective_groups(const Function& f, const SpmdLayout& layout) 
   for (size_t i = 0; i < f.body.size(); ++i) {
     const Instr& in = f.body[i];
     if (is_collective(in.op) && in.op != Op::AxisIndex)
-      groups[i] = layout.mesh.groups(in.attrs.axis_names);
+      groups[i] = layout.mesh.groups(in.attrs.axis_names, in.attrs.index_groups);
   }
   return groups;
 }

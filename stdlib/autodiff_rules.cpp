@@ -74,6 +74,7 @@ struct B {
     OpAttrs a;
     a.axis_names = base.axis_names;
     a.group_size = base.group_size;
+    a.index_groups = base.index_groups;
     a.axis = base.axis;
     a.tiled = base.tiled;
     a.concat_axis = base.concat_axis;

@@ -210,6 +210,9 @@ BVal batch_pad(OpContext& cx, const OpAttrs& attrs, const BVal& x, const BVal& v
 // axis_name): over that axis it acts across the batch dimension.
 BVal batch_vmap_collective(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> in,
                            const BatchAxis& ax) {
+  if (!attrs.index_groups.empty())
+    throw Error(ErrCode::Unsupported, std::string(op_name(op)) + " over the vmapped axis '" + ax.name +
+                                          "' with axis_index_groups is not supported (nor is it in JAX)");
   OpAttrs rest = attrs;
   rest.axis_names.erase(std::find(rest.axis_names.begin(), rest.axis_names.end(), ax.name));
   rest.group_size = attrs.group_size / ax.size;
@@ -264,6 +267,38 @@ BVal batch_vmap_collective(OpContext& cx, Op op, const OpAttrs& attrs, std::span
       t = reshape(cx, t, s);
     }
     return {t, false};
+  }
+  case Op::PsumScatter: {
+    // Example i gets chunk i (of the scatter axis) of the sum over examples.
+    if (has_rest) break;
+    Tensor x = materialize(cx, in[0], B); // (j, operand dims...)
+    int64_t sa = attrs.axis + 1;
+    Shape s = x->aval.shape;
+    if (attrs.tiled) {
+      s[sa] /= B;
+      s.insert(s.begin() + sa, B); // the scatter axis as (i, chunk)
+      x = reshape(cx, x, s);
+    }
+    OpAttrs r;
+    r.axes = {0};
+    Tensor t = bind(cx, Op::ReduceSum, r, {x}); // (operand dims with i at the scatter axis)
+    return {move_axis(cx, t, sa - 1, 0), true};
+  }
+  case Op::AllToAll: {
+    // Example j's chunk i (of the split axis) goes to example i, which
+    // concatenates the chunks it receives along the concat axis in order of j.
+    if (has_rest) break;
+    Tensor x = materialize(cx, in[0], B); // (j, operand dims...)
+    int64_t sa = attrs.axis + 1, ca = attrs.concat_axis + 1;
+    Shape s = x->aval.shape;
+    s[sa] /= B;
+    s.insert(s.begin() + sa, B);          // the split axis as (i, chunk)
+    Tensor t = move_axis(cx, reshape(cx, x, s), sa, 0); // (i, j, operand dims...)
+    t = move_axis(cx, t, 1, ca);          // j just before the concat axis
+    Shape m = t->aval.shape;
+    m[ca] *= m[ca + 1];
+    m.erase(m.begin() + ca + 1);
+    return {reshape(cx, t, m), true};
   }
   default:
     break;

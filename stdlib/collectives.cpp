@@ -2,6 +2,7 @@
 // ppermute, pshuffle, all_to_all, axis_index, axis_size), on pytrees, over one
 // axis name or a tuple of names. They are legal only inside pmap/shard_map,
 // where the tracer binds them as IR ops; the axis names are checked here.
+#include <algorithm>
 #include <cmath>
 
 #include "lang/args.hpp"
@@ -20,7 +21,8 @@ namespace {
 struct AxisEnv {
   TraceContext* trace = nullptr;
   std::vector<std::string> names;
-  int64_t group_size = 1;
+  int64_t group_size = 1;                       // the whole group's, or an index group's
+  std::vector<std::vector<int64_t>> index_groups; // axis_index_groups (empty: none)
 };
 
 AxisEnv resolve_axes(InterpreterImpl& in, const Value& axis_name, const char* fn) {
@@ -65,7 +67,65 @@ OpAttrs collective_attrs(const AxisEnv& env) {
   OpAttrs a;
   a.axis_names = env.names;
   a.group_size = env.group_size;
+  a.index_groups = env.index_groups;
   return a;
+}
+
+// The rows of axis_index_groups: a list/tuple of lists/tuples of ints, or a
+// 2-d integer array.
+std::vector<std::vector<int64_t>> index_group_rows(const Value& v, const char* fn) {
+  std::string what = std::string(fn) + "() axis_index_groups";
+  std::vector<std::vector<int64_t>> rows;
+  if (v.is_obj(ObjKind::Array)) {
+    const Tensor& t = v.as<ArrayObj>()->tensor;
+    if (!t->concrete || t->aval.ndim() != 2 || is_floating(t->aval.dtype))
+      throw Error(ErrCode::Type, what + " must be a list of lists of integers");
+    for (int64_t i = 0; i < t->aval.shape[0]; ++i) {
+      rows.emplace_back();
+      for (int64_t j = 0; j < t->aval.shape[1]; ++j) rows.back().push_back(t->concrete->get(i * t->aval.shape[1] + j).i);
+    }
+    return rows;
+  }
+  const ValueList* items = sequence_items(v);
+  if (!items) throw Error(ErrCode::Type, what + " must be a list of lists of integers, not " + type_name(v));
+  for (const Value& row : *items) {
+    if (!sequence_items(row)) throw Error(ErrCode::Type, what + " must be a list of lists of integers, not a list of " + type_name(row));
+    rows.push_back(value_to_int_list(row, what));
+  }
+  return rows;
+}
+
+// Applies axis_index_groups (None: the whole axis) to a collective's axes:
+// checked as JAX checks them (the groups must cover every index of the axes
+// exactly once; pxl also needs them of one size), after which the collective
+// acts within each group and `group_size` is a group's size.
+void apply_index_groups(InterpreterImpl& in, AxisEnv& env, const Value& groups, const char* fn) {
+  if (groups.is_none()) return;
+  std::vector<std::vector<int64_t>> rows = index_group_rows(groups, fn);
+  std::string f = std::string(fn) + "(): ";
+  if (spmd_mode(in.ops()) == SpmdMode::ShardMap)
+    throw Error(ErrCode::Unsupported, f + "axis_index_groups is not supported inside shard_map (as in JAX)",
+                Span{}, "compute the groups' results from axis_index, or split the mesh axis in two");
+  size_t total = 0;
+  for (const auto& r : rows) total += r.size();
+  std::vector<bool> seen(total, false);
+  bool covers = true;
+  for (const auto& r : rows)
+    for (int64_t i : r) {
+      if (i < 0 || size_t(i) >= total || seen[size_t(i)]) covers = false;
+      else seen[size_t(i)] = true;
+    }
+  if (!covers || rows.empty()) throw Error(ErrCode::CollectiveArgs, f + "axis_index_groups must cover all indices exactly once");
+  if (int64_t(total) != env.group_size)
+    throw Error(ErrCode::CollectiveArgs, f + "axis_index_groups cover " + std::to_string(total) + " indices, but the axis size is " + std::to_string(env.group_size),
+                Span{}, "list every index 0.." + std::to_string(env.group_size - 1) + " in exactly one group");
+  for (const auto& r : rows)
+    if (r.size() != rows[0].size())
+      throw Error(ErrCode::CollectiveArgs, f + "axis_index_groups must all be the same size, got groups of " + std::to_string(rows[0].size()) + " and " + std::to_string(r.size()));
+  env.group_size = int64_t(rows[0].size());
+  // One group over the whole axis is the plain collective.
+  if (rows.size() > 1) env.index_groups = std::move(rows);
+  else env.index_groups.clear();
 }
 
 // Applies `leaf_fn` to every array leaf of a pytree.
@@ -79,10 +139,25 @@ Tensor bind1(InterpreterImpl& in, Op op, const OpAttrs& a, const Tensor& x) {
 
 Value reduce_collective(InterpreterImpl& in, CallArgs& a, const char* fn, Op op, bool mean) {
   ArgReader r(fn, a, {"x", "axis_name", "axis_index_groups"}, 2);
-  if (r.has(2) && !r[2].is_none())
-    throw Error(ErrCode::Unsupported, std::string(fn) + "(): axis_index_groups is not supported");
   AxisEnv env = resolve_axes(in, r[1], fn);
+  apply_index_groups(in, env, r[2], fn);
   OpAttrs attrs = collective_attrs(env);
+  if (op == Op::Psum) {
+    // JAX: a psum of Python numbers only is computed on the host (the group
+    // size times each number), so psum(1, 'i') is the Python int axis size.
+    ValueList leaves;
+    TreeDef def = tree_flatten(in, r[0], leaves);
+    bool host = !leaves.empty() && std::all_of(leaves.begin(), leaves.end(), [](const Value& v) {
+      return v.is_int() || v.is_float();
+    });
+    if (host) {
+      for (Value& v : leaves) {
+        if (v.is_int() && !mean) v = Value::integer(v.as_int() * env.group_size);
+        else v = Value::number(v.as_float() * double(env.group_size) / (mean ? double(env.group_size) : 1.0));
+      }
+      return tree_unflatten(def, leaves);
+    }
+  }
   return map_leaves(in, r[0], [&](Tensor x) {
     // JAX: psum of bool counts (int32); pmean of ints is float32.
     if (x->aval.dtype == DType::Bool && op == Op::Psum) x = np::astype(in.ops(), x, DType::Int32);
@@ -129,6 +204,7 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
   def("all_gather", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("all_gather", a, {"x", "axis_name", "axis_index_groups", "axis", "tiled", "to"}, 2);
     AxisEnv env = resolve_axes(in, r[1], "all_gather");
+    apply_index_groups(in, env, r[2], "all_gather");
     // JAX >= 0.8 types the result by `to`; pxl's is invariant either way (DESIGN 3).
     if (r.has(5)) {
       std::string to = value_to_str(r[5], "all_gather() to");
@@ -148,6 +224,7 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
   def("psum_scatter", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("psum_scatter", a, {"x", "axis_name", "scatter_dimension", "axis_index_groups", "tiled"}, 2);
     AxisEnv env = resolve_axes(in, r[1], "psum_scatter");
+    apply_index_groups(in, env, r[3], "psum_scatter");
     int64_t dim = r.get_int(2, 0);
     bool tiled = r.get_bool(4, false);
     return map_leaves(in, r[0], [&](Tensor x) {
@@ -179,6 +256,7 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
   def("all_to_all", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("all_to_all", a, {"x", "axis_name", "split_axis", "concat_axis", "axis_index_groups", "tiled"}, 4);
     AxisEnv env = resolve_axes(in, r[1], "all_to_all");
+    apply_index_groups(in, env, r[4], "all_to_all");
     bool tiled = r.get_bool(5, false);
     return map_leaves(in, r[0], [&](Tensor x) {
       int64_t nd = x->aval.ndim();
@@ -194,7 +272,7 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
                                           std::to_string(env.group_size) + " (or pass tiled=True)");
         if (split < concat) ++concat;
         x = np::expand_dims(in.ops(), x, {static_cast<int>(concat)});
-        if (split == concat) ++split;
+        if (split >= concat) ++split; // the new axis came before it
       }
       attrs.axis = split;
       attrs.concat_axis = concat;

@@ -83,6 +83,47 @@ TEST_CASE("mesh groups follow the listed axis order", "[ir]") {
   CHECK(cube.groups({"c", "a"}).groups[0] == std::vector<int>{0, 4, 1, 5});
 }
 
+TEST_CASE("axis_index_groups split the mesh groups and print in the IR", "[ir]") {
+  Mesh m{{"x", "y"}, {2, 4}, {0, 1, 2, 3, 4, 5, 6, 7}};
+  GroupLayout g = m.groups({"y"}, {{0, 2}, {1, 3}});
+  REQUIRE(g.groups.size() == 4);
+  CHECK(g.groups[0] == std::vector<int>{0, 2});
+  CHECK(g.groups[1] == std::vector<int>{1, 3});
+  CHECK(g.groups[3] == std::vector<int>{5, 7});
+  CHECK(m.groups({"y"}, {}).groups == m.groups({"y"}).groups);
+  // Ranks within a group follow the listed order.
+  CHECK(m.groups({"x"}, {{1}, {0}}).groups[0] == std::vector<int>{4});
+  Function f = parse_function(R"(func @f(%0: f32[2]{y}) -> (f32[2]{y}, f32[2,2]{y}) mesh(x=2, y=4) {
+  %1 = psum[axis_names=(y) group_size=2 axis_index_groups=[[0, 2], [1, 3]]] %0 : f32[2]{y}
+  %2 = all_gather[axis_names=(y) group_size=2 axis_index_groups=[[0, 1], [2, 3]] axis=0] %0 : f32[2,2]{y}
+  return %1, %2
+}
+)");
+  CHECK(f.body[0].attrs.index_groups == std::vector<std::vector<int64_t>>{{0, 2}, {1, 3}});
+  std::string printed = print_function(f);
+  CHECK(printed.find("axis_index_groups=[[0, 1], [2, 3]] axis=0") != std::string::npos);
+  CHECK(print_function(parse_function(printed)) == printed);
+  // The vma of a grouped psum keeps the axis: the groups' results differ.
+  AxisSet one[] = {2};
+  CHECK(infer_vma(Op::Psum, one, 2, /*grouped=*/true) == 2);
+  auto error_of = [](const std::vector<std::vector<int64_t>>& groups) {
+    OpAttrs a;
+    a.axis_names = {"y"};
+    a.group_size = 2;
+    a.index_groups = groups;
+    AVal x{DType::Float32, {2}, false};
+    try {
+      infer(Op::Psum, a, std::span<const AVal>(&x, 1));
+    } catch (const Error& e) {
+      return e.message();
+    }
+    return std::string();
+  };
+  CHECK(error_of({{0, 1}, {2, 3}}).empty());
+  CHECK(error_of({{0, 1}, {1, 3}}).find("cover all indices exactly once") != std::string::npos);
+  CHECK(error_of({{0, 1}, {2, 3, 4}}).find("the same size") != std::string::npos);
+}
+
 TEST_CASE("spec checks name the dimension, the sizes and the axes", "[ir]") {
   Mesh m{{"x", "y"}, {2, 4}, {0, 1, 2, 3, 4, 5, 6, 7}};
   PartitionSpec s;
