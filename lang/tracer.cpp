@@ -35,16 +35,21 @@ int TraceContext::value_of(const Tensor& t) {
   v.aval = t->aval;
   v.loc = loc;
   if (t->trace) {
-    // A value of an enclosing trace: keep its vma (the mesh axes are shared).
-    auto* enclosing = dynamic_cast<TraceContext*>(&outer_);
-    if (!enclosing || !enclosing->owns(t))
+    // A value of an enclosing trace (not necessarily the next one out: the
+    // traces in between capture it in turn when this one's call is bound in
+    // them): keep its vma (the mesh axes are shared).
+    TraceContext* owner = nullptr;
+    for (auto* tc = dynamic_cast<TraceContext*>(&outer_); tc && !owner;
+         tc = dynamic_cast<TraceContext*>(&tc->outer()))
+      if (tc->owns(t)) owner = tc;
+    if (!owner)
       throw Error(ErrCode::Unsupported,
                   "a traced value escaped the transformation that produced it and is used inside " +
                       what_,
                   loc);
-    const IRValue& ov = enclosing->function().values[t->trace_id];
+    const IRValue& ov = owner->function().values[t->trace_id];
     v.vma = ov.vma;
-    v.origin = ov.origin.empty() ? "a value of the enclosing " + enclosing->what() : ov.origin;
+    v.origin = ov.origin.empty() ? "a value of the enclosing " + owner->what() : ov.origin;
   } else {
     v.origin = "a constant captured from the host";
   }
@@ -79,7 +84,7 @@ Tensor TraceContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> i
   }
   IRValue v;
   v.aval = out;
-  v.vma = infer_vma(op, vmas, named);
+  v.vma = infer_vma(op, vmas, named, attrs.index_groups.size() > 1);
   v.loc = loc;
   v.producer = static_cast<int>(fn_.body.size());
   int id = fn_.add_value(std::move(v));

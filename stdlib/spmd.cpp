@@ -445,6 +445,26 @@ struct PmapFn : SpmdFunction {
   std::vector<int64_t> static_argnums;
   std::map<std::string, std::shared_ptr<PmapFn>> static_variants;
 
+  // A PmapFn with this one's settings, for a variant whose function wraps fn.
+  std::shared_ptr<PmapFn> variant() const {
+    auto sub = std::make_shared<PmapFn>();
+    sub->what = what;
+    sub->axis_name = axis_name;
+    sub->out_axes = out_axes;
+    sub->devices = devices;
+    sub->in_axes = in_axes;
+    return sub;
+  }
+  // Runs a variant for this call (":ir"/":comm" of the variant that runs) and
+  // takes over what it recorded.
+  bool call_variant(PmapFn& sub, InterpreterImpl& in, CallArgs& c, const Span& where, Value& out) {
+    sub.lower_only = lower_only;
+    bool done = sub.call(in, c, where, out);
+    last = sub.last;
+    last_participants = sub.last_participants;
+    return done;
+  }
+
   bool call_with_statics(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) {
     size_t n = a.pos.size();
     auto is_static = [&](size_t i) { return is_static_position(static_argnums, i, n); };
@@ -463,12 +483,7 @@ struct PmapFn : SpmdFunction {
     }
     std::shared_ptr<PmapFn>& sub = static_variants[key];
     if (!sub) {
-      sub = std::make_shared<PmapFn>();
-      sub->what = what;
-      sub->axis_name = axis_name;
-      sub->out_axes = out_axes;
-      sub->devices = devices;
-      sub->in_axes = in_axes;
+      sub = variant();
       // A tuple of in_axes covers every argument; the static ones drop out.
       if (const ValueList* items = sequence_items(in_axes); items && items->size() == n) {
         ValueList kept;
@@ -485,17 +500,54 @@ struct PmapFn : SpmdFunction {
     }
     CallArgs c;
     c.pos = std::move(dyn);
-    sub->lower_only = lower_only; // :ir / :comm of the variant that runs
-    bool done = sub->call(in, c, where, out);
-    last = sub->last;
-    last_participants = sub->last_participants;
+    bool done = call_variant(*sub, in, c, where, out);
     traces = 0;
     for (const auto& [k, v] : static_variants) traces += v->traces;
     return done;
   }
 
+  // Keyword arguments are mapped over their leading axis (JAX): they become
+  // trailing positional arguments of a variant whose function passes them
+  // back by name; one variant per (positional count, keyword names).
+  std::map<std::string, std::shared_ptr<PmapFn>> keyword_variants;
+
+  bool call_with_keywords(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) {
+    size_t npos = a.pos.size();
+    std::vector<std::string> names;
+    std::string key = std::to_string(npos);
+    CallArgs flat;
+    flat.pos = a.pos;
+    for (auto& [k, v] : a.kw) {
+      names.push_back(k);
+      key += "," + k;
+      flat.pos.push_back(v);
+    }
+    std::shared_ptr<PmapFn>& sub = keyword_variants[key];
+    if (!sub) {
+      sub = variant();
+      sub->static_argnums = static_argnums;
+      ValueList axes;
+      const ValueList* items = sequence_items(in_axes);
+      if (items && items->size() != npos)
+        throw Error(ErrCode::MappedAxis, "pmap: in_axes has " + std::to_string(items->size()) + " entries but the function is called with " +
+                                        std::to_string(npos) + " positional argument" + (npos == 1 ? "" : "s"),
+                    where);
+      for (size_t i = 0; i < npos; ++i) axes.push_back(items ? (*items)[i] : in_axes);
+      for (size_t i = 0; i < names.size(); ++i) axes.push_back(Value::integer(0));
+      sub->in_axes = make_tuple(std::move(axes));
+      Value target = fn;
+      sub->fn = make_builtin("pmap", [target, names, npos, where](InterpreterImpl& in, CallArgs& c) {
+        CallArgs full;
+        full.pos.assign(c.pos.begin(), c.pos.begin() + static_cast<std::ptrdiff_t>(npos));
+        for (size_t i = 0; i < names.size(); ++i) full.kw.push_back({names[i], c.pos[npos + i]});
+        return in.call(target, full, where);
+      });
+    }
+    return call_variant(*sub, in, flat, where, out);
+  }
+
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
-    if (!a.kw.empty()) throw Error(ErrCode::Arguments, "a pmap'd function takes positional arguments only", where);
+    if (!a.kw.empty()) return call_with_keywords(in, a, where, out);
     if (!static_argnums.empty()) return call_with_statics(in, a, where, out);
     check_not_nested(in, where);
     const ValueList& args = a.pos;
