@@ -33,6 +33,7 @@ InterpreterImpl::InterpreterImpl(InterpOptions opts)
     eager_jit_ = std::make_unique<EagerJit>(platform_);
     eager->set_jit(eager_jit_.get());
   }
+  platform_.set_transfer_sites(eager->pull_log());
   ops_ = std::move(eager);
   ops_stack_.push_back(ops_.get());
   ellipsis_ = Value::object(std::make_shared<EllipsisObj>());

@@ -79,19 +79,25 @@ std::string Platform::transfer_report() const {
   auto log = cuda_->transfers().transfers();
   int64_t up = 0, down = 0, nup = 0;
   for (const auto& t : log) (t.to_device ? (++nup, up) : down) += t.bytes;
-  std::string out = "profile: " + std::to_string(log.size()) + " host<->device copies: " +
-                    std::to_string(nup) + " to the GPU (" + std::to_string(up) + " bytes), " +
+  std::string out = "profile: " + std::to_string(log.size()) +
+                    " host<->device copies: " + std::to_string(nup) + " to the GPU (" +
+                    std::to_string(up) + " bytes), " +
                     std::to_string(log.size() - static_cast<size_t>(nup)) + " to the host (" +
                     std::to_string(down) + " bytes)\n";
-  for (const auto& t : log) {
-    std::string where = "?";
-    if (t.loc.valid())
-      where = t.loc.file->path() + ":" + std::to_string(t.loc.file->line_of(t.loc.begin)) + ":" +
-              std::to_string(t.loc.file->column_of(t.loc.begin));
-    out += "  " + where + ": " + (t.to_device ? "to GPU " : "to host ") +
-           std::to_string(t.bytes) + " bytes\n";
-  }
+  auto where = [](const Span& s) {
+    if (!s.valid()) return std::string("?");
+    return s.file->path() + ":" + std::to_string(s.file->line_of(s.begin)) + ":" +
+           std::to_string(s.file->column_of(s.begin));
+  };
+  for (const auto& t : log)
+    out += "  " + where(t.loc) + ": " + (t.to_device ? "to GPU " : "to host ") +
+           std::to_string(t.bytes) + " bytes" +
+           (t.value.valid() ? " (computed at " + where(t.value) + ")" : "") + "\n";
   return out;
+}
+
+void Platform::set_transfer_sites(std::shared_ptr<const PullLog> sites) {
+  if (cuda_) cuda_->transfers().set_sites(std::move(sites));
 }
 
 int parse_device_count(const std::string& text) {

@@ -17,6 +17,7 @@ class Executable; // runtime/executable.hpp
 struct Function;
 struct SpmdLayout;
 class Array;
+class PullLog; // runtime/sharded.hpp
 namespace cuda {
 class CudaRuntime; // runtime/cuda/runtime.hpp
 }
@@ -72,6 +73,9 @@ public:
                                               SpmdLayout layout, std::vector<Array> consts);
   // --profile's lines for host<->device copies ("" on the CPU mesh).
   std::string transfer_report() const;
+  // Where the interpreter is, for the lines of copies made when the host reads
+  // a device array (the interpreter's eager context's log of pulls).
+  void set_transfer_sites(std::shared_ptr<const PullLog> sites);
 
 private:
   std::vector<Device> devices_;

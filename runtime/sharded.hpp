@@ -29,6 +29,11 @@ public:
     std::lock_guard<std::mutex> g(m_);
     cx_ = nullptr;
   }
+  // The location of the operation being bound now (none once detached).
+  Span site() const {
+    std::lock_guard<std::mutex> g(m_);
+    return cx_ ? cx_->loc : Span{};
+  }
   std::vector<Pull> pulls() const {
     std::lock_guard<std::mutex> g(m_);
     return pulls_;

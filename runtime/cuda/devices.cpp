@@ -17,6 +17,20 @@ std::vector<Transfer> TransferLog::transfers() const {
   return log_;
 }
 
+void TransferLog::set_sites(std::shared_ptr<const PullLog> sites) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sites_ = std::move(sites);
+}
+
+Span TransferLog::site() const {
+  std::shared_ptr<const PullLog> sites;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    sites = sites_;
+  }
+  return sites ? sites->site() : Span{};
+}
+
 GpuDevice::GpuDevice(Driver& driver, int ordinal, TransferLog& log)
     : driver_(driver), log_(log), ordinal_(ordinal) {
   const DriverApi& a = driver.api();
@@ -111,14 +125,15 @@ void GpuDevice::upload(const DeviceBuffer& dst, const void* src, size_t bytes, c
   check(driver_.api().cuMemcpyHtoDAsync(dst.ptr(), src, bytes, stream_), "host-to-device copy");
   // The host buffer may be freed once we return: wait for the copy.
   synchronize();
-  log_.add({true, static_cast<int64_t>(bytes), loc});
+  log_.add({true, static_cast<int64_t>(bytes), loc, {}});
 }
 
-void GpuDevice::download(void* dst, CUdeviceptr src, size_t bytes, const Span& loc) {
+void GpuDevice::download(void* dst, CUdeviceptr src, size_t bytes, const Span& loc,
+                         const Span& value) {
   if (bytes == 0) return;
   check(driver_.api().cuMemcpyDtoHAsync(dst, src, bytes, stream_), "device-to-host copy");
   synchronize();
-  log_.add({false, static_cast<int64_t>(bytes), loc});
+  log_.add({false, static_cast<int64_t>(bytes), loc, value});
 }
 
 void GpuDevice::synchronize() const {
@@ -218,7 +233,11 @@ void CudaStorage::fetch(void* host, size_t nbytes) const {
                 "closed; its contents went with the runtime",
                 loc_);
   ContextScope scope(*dev); // the reading thread may not be the device's
-  dev->download(host, buf_->ptr(), nbytes, loc_);
+  Span reading = dev->transfers().site();
+  if (reading.valid())
+    dev->download(host, buf_->ptr(), nbytes, reading, loc_);
+  else
+    dev->download(host, buf_->ptr(), nbytes, loc_);
 }
 
 void CudaStorage::wait() const {

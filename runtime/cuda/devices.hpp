@@ -13,6 +13,7 @@
 #include "lang/diag.hpp"
 #include "runtime/array.hpp"
 #include "runtime/cuda/loader.hpp"
+#include "runtime/sharded.hpp"
 
 namespace pxl::cuda {
 
@@ -46,21 +47,29 @@ private:
 };
 
 // One host<->device copy, for --profile: its direction, size and the .pxl
-// line of the value it carried.
+// line that caused it: a call's, for copies it makes of its values (the line
+// of the value carried), or, for a result read on the host later, the line
+// reading it (`value`: the line that computed it).
 struct Transfer {
   bool to_device = true;
   int64_t bytes = 0;
   Span loc;
+  Span value;
 };
 
 class TransferLog {
 public:
   void add(Transfer t);
   std::vector<Transfer> transfers() const;
+  // Where the interpreter is (the operation being bound), for copies made
+  // when the host reads an array.
+  void set_sites(std::shared_ptr<const PullLog> sites);
+  Span site() const;
 
 private:
   mutable std::mutex mu_;
   std::vector<Transfer> log_;
+  std::shared_ptr<const PullLog> sites_;
 };
 
 class GpuDevice {
@@ -84,7 +93,9 @@ public:
   std::shared_ptr<DeviceBuffer> alloc(size_t bytes);
   void upload(const DeviceBuffer& dst, const void* src, size_t bytes, const Span& loc);
   // Copies `bytes` at device address `src` (in one of this device's buffers) to `dst`.
-  void download(void* dst, CUdeviceptr src, size_t bytes, const Span& loc);
+  // `value`, when given, is the line that computed what is copied (see Transfer).
+  void download(void* dst, CUdeviceptr src, size_t bytes, const Span& loc, const Span& value = {});
+  TransferLog& transfers() { return log_; }
   void synchronize() const;
   // This device's cuBLAS handle (created on first use, bound to its stream).
   cublasHandle_t blas();
