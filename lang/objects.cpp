@@ -333,6 +333,11 @@ Value InterpreterImpl::get_item(const Value& obj, const Value& index, const Span
         return Value::object(std::make_shared<AtProxyObj>(p->array, index, true));
       break;
     }
+    case ObjKind::Opaque: {
+      Value out;
+      if (obj.as<OpaqueObj>()->get_item(*this, index, out)) return out;
+      break;
+    }
     default: break;
     }
   }
@@ -409,6 +414,11 @@ ValueList InterpreterImpl::iterate(const Value& v, const Span& where) {
       return out;
     }
     case ObjKind::Array: return array_iterate(*this, v, where);
+    case ObjKind::Opaque: {
+      ValueList out;
+      if (v.as<OpaqueObj>()->items(out)) return out;
+      break;
+    }
     default: break;
     }
   }
@@ -427,6 +437,11 @@ int64_t InterpreterImpl::length(const Value& v, const Span& where) {
       const AVal& a = v.as<ArrayObj>()->tensor->aval;
       if (a.shape.empty()) throw Error(ErrCode::Type, "len() of unsized object (a 0-d array)", where);
       return a.shape[0];
+    }
+    case ObjKind::Opaque: {
+      ValueList out;
+      if (v.as<OpaqueObj>()->items(out)) return static_cast<int64_t>(out.size());
+      break;
     }
     default: break;
     }

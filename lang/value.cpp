@@ -66,6 +66,7 @@ size_t ValueHash::operator()(const Value& v) const {
     return h;
   }
   case ObjKind::DType: return static_cast<size_t>(v.as<DTypeObj>()->dtype) * 7919;
+  case ObjKind::Device: return std::hash<int>()(v.as<DeviceObj>()->id) ^ 0x5bd1e995; // equal devices, equal keys
   default: return std::hash<const void*>()(v.obj.get());
   }
 }
@@ -186,7 +187,7 @@ std::string type_name(const Value& v) {
   case ObjKind::Str: return "str";
   case ObjKind::Tuple: return "tuple";
   case ObjKind::List: return "list";
-  case ObjKind::Dict: return "dict";
+  case ObjKind::Dict: return v.as<DictObj>()->ordered ? "OrderedDict" : "dict";
   case ObjKind::Function: return "function";
   case ObjKind::Builtin: return "builtin_function_or_method";
   case ObjKind::BoundMethod: return "method";
@@ -224,14 +225,16 @@ static std::string repr_depth(const Value& v, int depth) {
   case ObjKind::Tuple: return seq_repr(v.as<TupleObj>()->items, "(", ")", true, depth);
   case ObjKind::List: return seq_repr(v.as<ListObj>()->items, "[", "]", false, depth);
   case ObjKind::Dict: {
-    std::string out = "{";
+    bool ordered = v.as<DictObj>()->ordered;
+    std::string out = ordered ? "OrderedDict([" : "{";
     bool first = true;
     v.as<DictObj>()->for_each([&](const Value& k, const Value& x) {
       if (!first) out += ", ";
       first = false;
-      out += repr_depth(k, depth + 1) + ": " + repr_depth(x, depth + 1);
+      if (ordered) out += "(" + repr_depth(k, depth + 1) + ", " + repr_depth(x, depth + 1) + ")";
+      else out += repr_depth(k, depth + 1) + ": " + repr_depth(x, depth + 1);
     });
-    return out + "}";
+    return out + (ordered ? "])" : "}");
   }
   case ObjKind::Function: return "<function " + v.as<FunctionObj>()->name + ">";
   case ObjKind::Builtin: return "<built-in function " + v.as<BuiltinObj>()->name + ">";
@@ -288,6 +291,7 @@ std::string str(const Value& v) {
     if (t->concrete) return array_str(*t->concrete);
     if (t->sharded) return array_str(t->sharded->assemble());
   }
+  if (v.is_obj(ObjKind::Opaque)) return v.as<OpaqueObj>()->str();
   return repr(v);
 }
 

@@ -102,6 +102,7 @@ struct DictObj : Object {
   std::vector<std::pair<Value, Value>> entries; // erased entries have a None-tag tombstone
   std::vector<bool> live;
   std::unordered_map<Value, size_t, ValueHash, ValueKeyEq> index;
+  bool ordered = false; // an OrderedDict (Mesh.shape): repr OrderedDict([(k, v), ...])
   size_t size() const { return index.size(); }
   const Value* find(const Value& k) const;
   void set(const Value& k, Value v);
@@ -228,6 +229,7 @@ struct OpaqueObj : Object {
   OpaqueObj() : Object(ObjKind::Opaque) {}
   virtual std::string type_name() const = 0;
   virtual std::string repr() const = 0;
+  virtual std::string str() const { return repr(); } // str()/print(); repr unless it differs
   // Returns false when there's no such attribute.
   virtual bool get_attr(InterpreterImpl&, const std::string&, Value&) { return false; }
   virtual std::vector<std::string> attr_names() const { return {}; }
@@ -238,6 +240,10 @@ struct OpaqueObj : Object {
   // bound by `as`; exit runs when the block is left, normally or by an error.
   virtual bool enter(InterpreterImpl&, Value&) { return false; }
   virtual void exit(InterpreterImpl&) {}
+  // Sequence-like objects (numpy object arrays, sets of devices): the items for
+  // iteration, len() and `in`, and obj[index]. False when not supported.
+  virtual bool items(ValueList&) const { return false; }
+  virtual bool get_item(InterpreterImpl&, const Value&, Value&) { return false; }
 };
 
 // Construction helpers.

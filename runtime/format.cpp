@@ -320,10 +320,11 @@ std::string rstrip(std::string s) {
 // "..." for summarised axes.
 class Printer {
 public:
-  Printer(const Array& a, ElemFormat fmt, std::string sep, bool summary)
-      : a_(a), fmt_(std::move(fmt)), sep_(std::move(sep)), summary_(summary),
-        strides_(a.ndim(), 1) {
-    for (int d = a.ndim() - 2; d >= 0; --d) strides_[d] = strides_[d + 1] * a.shape()[d + 1];
+  Printer(const Shape& shape, ElemFormat fmt, std::string sep, bool summary)
+      : shape_(shape), fmt_(std::move(fmt)), sep_(std::move(sep)), summary_(summary),
+        strides_(shape.size(), 1) {
+    for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d)
+      strides_[d] = strides_[d + 1] * shape[d + 1];
   }
 
   std::string print(const std::string& hanging, int width) { return rec(0, 0, hanging, width); }
@@ -341,11 +342,11 @@ private:
   }
 
   std::string rec(int axis, int64_t offset, const std::string& hanging, int width) {
-    int axes_left = a_.ndim() - axis;
+    int axes_left = static_cast<int>(shape_.size()) - axis;
     if (axes_left == 0) return fmt_(offset);
     std::string next_hanging = hanging + " ";
     int next_width = width - 1; // the closing ']'
-    int64_t n = a_.shape()[axis];
+    int64_t n = shape_[axis];
     bool show_summary = summary_ && 2 * kEdgeItems < n;
     int64_t leading = show_summary ? kEdgeItems : 0;
     int64_t trailing = show_summary ? kEdgeItems : n;
@@ -381,7 +382,7 @@ private:
     return "[" + s.substr(hanging.size()) + "]";
   }
 
-  const Array& a_;
+  Shape shape_;
   ElemFormat fmt_;
   std::string sep_;
   bool summary_;
@@ -411,7 +412,7 @@ std::string array2string(const Array& a, const std::string& sep, const std::stri
                          const std::string& suffix) {
   bool summary = a.size() > kThreshold;
   ElemFormat fmt = make_formatter(a, shown_indices(a, summary));
-  Printer p(a, std::move(fmt), sep, summary);
+  Printer p(a.shape(), std::move(fmt), sep, summary);
   return p.print(" " + std::string(prefix.size(), ' '),
                  kLineWidth - static_cast<int>(suffix.size()));
 }
@@ -456,6 +457,42 @@ std::string array_repr(const Array& a) {
   // JAX pads with len(prefix) spaces (no newline) when the dtype would overflow.
   std::string sep = last_line_len + dtype_str.size() + 2 > kLineWidth ? "      " : " ";
   return prefix + s + "," + sep + dtype_str + ")";
+}
+
+namespace {
+// numpy's array2string of an object array: each element its repr, unpadded.
+std::string object_array2string(const Shape& shape, const std::vector<std::string>& items,
+                                const std::string& sep, const std::string& prefix,
+                                const std::string& suffix) {
+  bool summary = static_cast<int64_t>(items.size()) > kThreshold;
+  ElemFormat fmt = [&items](int64_t i) { return items[i]; };
+  Printer p(shape, std::move(fmt), sep, summary);
+  return p.print(" " + std::string(prefix.size(), ' '),
+                 kLineWidth - static_cast<int>(suffix.size()));
+}
+} // namespace
+
+std::string object_array_str(const Shape& shape, const std::vector<std::string>& items) {
+  if (items.empty()) return "[]";
+  if (shape.empty()) return items[0];
+  return object_array2string(shape, items, " ", "", "");
+}
+
+std::string object_array_repr(const Shape& shape, const std::vector<std::string>& items) {
+  const std::string prefix = "array(";
+  if (items.empty()) return prefix + "[], shape=" + shape_tuple(shape) + ", dtype=object)";
+  std::string s =
+      prefix + (shape.empty() ? items[0] : object_array2string(shape, items, ", ", prefix, ")")) +
+      ",";
+  // numpy puts the dtype on a new line when it would pass the line width.
+  size_t nl = s.rfind('\n');
+  size_t last_line_len = s.size() - (nl == std::string::npos ? 0 : nl + 1);
+  const std::string extra = "dtype=object)";
+  return s +
+         (last_line_len + extra.size() + 1 > static_cast<size_t>(kLineWidth)
+              ? "\n" + std::string(prefix.size(), ' ')
+              : " ") +
+         extra;
 }
 
 std::string array_str(const Array& a) {

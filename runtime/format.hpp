@@ -10,6 +10,11 @@ namespace pxl {
 std::string array_repr(const Array& a);
 // str(x) / print(x): numpy's str: "[[1. 2.]\n [3. 4.]]", 0-d: "1.0"
 std::string array_str(const Array& a);
+// numpy's str / repr of an object array (of devices) of `shape` whose elements'
+// reprs are `items` (row-major): "[[CpuDevice(id=0) CpuDevice(id=1)]\n [...]]" and
+// "array([[CpuDevice(id=0), ...]], dtype=object)".
+std::string object_array_str(const Shape& shape, const std::vector<std::string>& items);
+std::string object_array_repr(const Shape& shape, const std::vector<std::string>& items);
 // Python's repr of a float: shortest round-trip ("0.25", "1e-05", "1e+16", "inf", "nan").
 std::string python_float_repr(double v);
 

@@ -77,11 +77,66 @@ GroupLayout Mesh::groups(const std::vector<std::string>& axes,
   return g;
 }
 
+const char* axis_type_name(AxisType t) {
+  switch (t) {
+  case AxisType::Auto:
+    return "Auto";
+  case AxisType::Explicit:
+    return "Explicit";
+  case AxisType::Manual:
+    return "Manual";
+  }
+  return "Auto";
+}
+
+AxisType Mesh::axis_type(int axis) const {
+  return axis < static_cast<int>(axis_types.size()) ? axis_types[axis] : AxisType::Auto;
+}
+
+bool Mesh::same_mesh(const Mesh& o) const {
+  if (!(*this == o)) return false;
+  for (int i = 0; i < ndim(); ++i)
+    if (axis_type(i) != o.axis_type(i)) return false;
+  return true;
+}
+
+namespace {
+// "(a, b)" with Python's 1-tuple comma.
+std::string py_tuple(const std::vector<std::string>& items) {
+  std::string s = "(";
+  for (size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + items[i];
+  return s + (items.size() == 1 ? ",)" : ")");
+}
+
+std::string axis_types_tuple(const Mesh& m) {
+  std::vector<std::string> t;
+  for (int i = 0; i < m.ndim(); ++i) t.push_back(axis_type_name(m.axis_type(i)));
+  return py_tuple(t);
+}
+} // namespace
+
 std::string Mesh::repr() const {
   std::string s = "Mesh(";
   for (int i = 0; i < ndim(); ++i)
     s += (i ? ", '" : "'") + axis_names[i] + "': " + std::to_string(axis_sizes[i]);
   return s + ")";
+}
+
+std::string Mesh::jax_str() const {
+  std::string s = "Mesh(";
+  for (int i = 0; i < ndim(); ++i)
+    s += "'" + axis_names[i] + "': " + std::to_string(axis_sizes[i]) + ", ";
+  return s + "axis_types=" + axis_types_tuple(*this) + ")";
+}
+
+std::string Mesh::jax_repr() const {
+  std::vector<std::string> sizes, names;
+  for (int i = 0; i < ndim(); ++i) {
+    sizes.push_back(std::to_string(axis_sizes[i]));
+    names.push_back("'" + axis_names[i] + "'");
+  }
+  return "Mesh(axis_sizes=" + py_tuple(sizes) + ", axis_names=" + py_tuple(names) +
+         ", axis_types=" + axis_types_tuple(*this) + ")";
 }
 
 bool PartitionSpec::operator==(const PartitionSpec& o) const {
@@ -96,22 +151,22 @@ bool PartitionSpec::operator==(const PartitionSpec& o) const {
 }
 
 std::string PartitionSpec::repr() const {
-  std::string s = "PartitionSpec(";
+  std::string s = "P(";
   for (size_t i = 0; i < entries.size(); ++i) {
     if (i) s += ", ";
     const auto& e = entries[i];
-    bool tup = i < tuple_form.size() && tuple_form[i];
+    // JAX normalises ('x',) to 'x' and () to None.
     if (e.empty()) {
       s += "None";
-    } else if (e.size() == 1 && !tup) {
+    } else if (e.size() == 1) {
       s += "'" + e[0] + "'";
     } else {
       s += "(";
       for (size_t j = 0; j < e.size(); ++j) s += (j ? ", '" : "'") + e[j] + "'";
-      s += e.size() == 1 ? ",)" : ")";
+      s += ")";
     }
   }
-  // A one-entry spec prints as the 1-tuple it is in JAX: PartitionSpec('x',).
+  // A one-entry spec prints as the 1-tuple it is in JAX: P('x',).
   return s + (entries.size() == 1 ? ",)" : ")");
 }
 

@@ -9,12 +9,19 @@
 
 namespace pxl {
 
+// jax.sharding.AxisType. pxl propagates shardings the same way for all three
+// (as JAX does for Auto axes); the type is kept for printing and equality.
+enum class AxisType { Auto, Explicit, Manual };
+const char* axis_type_name(AxisType t); // "Auto", "Explicit", "Manual"
+
 // An n-d arrangement of devices with named axes. Device positions are
 // row-major over the axes; `device_ids[pos]` is the platform device id.
 struct Mesh {
   std::vector<std::string> axis_names;
   std::vector<int64_t> axis_sizes;
   std::vector<int> device_ids;
+  // One per axis; empty means every axis is Auto.
+  std::vector<AxisType> axis_types = {};
 
   int64_t size() const { return static_cast<int64_t>(device_ids.size()); }
   int ndim() const { return static_cast<int>(axis_names.size()); }
@@ -33,19 +40,28 @@ struct Mesh {
                      const std::vector<std::vector<int64_t>>& index_groups) const;
   // Rank of device `pos` within its group for `axes`.
   int64_t rank_in(const std::vector<std::string>& axes, int64_t pos) const;
-  bool operator==(const Mesh& o) const = default;
-  std::string repr() const; // Mesh('batch': 4, 'model': 2)
+  AxisType axis_type(int axis) const;
+  // The same devices in the same layout: axis types do not matter here (they
+  // change no block placement); jax.sharding.Mesh equality compares them too
+  // (same_mesh).
+  bool operator==(const Mesh& o) const {
+    return axis_names == o.axis_names && axis_sizes == o.axis_sizes && device_ids == o.device_ids;
+  }
+  bool same_mesh(const Mesh& o) const;
+  std::string repr() const; // Mesh('batch': 4, 'model': 2): the short form of diagnostics and IR
+  // JAX's str: Mesh('batch': 4, 'model': 2, axis_types=(Auto, Auto))
+  std::string jax_str() const;
+  // JAX's repr: Mesh(axis_sizes=(4, 2), axis_names=('batch', 'model'), axis_types=(Auto, Auto))
+  std::string jax_repr() const;
 };
 
 // PartitionSpec: one entry per leading array dimension; each entry lists the
 // mesh axes that dimension is split over (empty = None, i.e. replicated).
 struct PartitionSpec {
   std::vector<std::vector<std::string>> entries;
-  // Whether an entry was written as a tuple (P(('a','b'))) even with one name, for repr.
-  std::vector<bool> tuple_form;
   // Trailing None entries do not change the layout: P('x') == P('x', None).
   bool operator==(const PartitionSpec& o) const;
-  std::string repr() const; // PartitionSpec('batch', None, ('x', 'y'))
+  std::string repr() const; // P('batch', None, ('x', 'y')), as JAX 0.10 prints it
   // Axes the spec mentions, in order of appearance.
   std::vector<std::string> axes() const;
 };

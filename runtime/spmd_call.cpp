@@ -165,7 +165,6 @@ Tensor pmap_output(const SpmdCallee& c, size_t r, const std::vector<std::vector<
   d->mesh = Mesh{{name}, {threads}, {}};
   for (int t = 0; t < threads; ++t) d->mesh.device_ids.push_back(c.layout.mesh.device_ids[t * k]);
   d->spec.entries.assign(oa + 1, {});
-  d->spec.tuple_form.assign(oa + 1, false);
   d->spec.entries[oa] = {name};
   d->global = c.out_global[r];
   Shape shard_shape = block.shape;

@@ -165,13 +165,7 @@ const std::map<std::string, ArrayMethod>& methods() {
        }},
       {"devices", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
          ArgReader r("devices", a, {});
-         std::vector<int> ids = x->sharded ? x->sharded->mesh.device_ids
-                                           : std::vector<int>{x->concrete ? x->concrete->device() : 0};
-         std::sort(ids.begin(), ids.end());
-         ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-         ValueList out;
-         for (int id : ids) out.push_back(device_object(in, id));
-         return make_list(std::move(out));
+         return devices_set_value(in.platform().name(), x);
        }},
   };
   return m;
@@ -250,7 +244,8 @@ bool array_attr(InterpreterImpl& in, const Value& obj, const std::string& name, 
 std::vector<std::string> array_attr_names() {
   std::vector<std::string> names = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes",
                                     "weak_type", "T", "at", "device", "sharding",
-                                    "addressable_shards", "device_buffers", "is_fully_replicated"};
+                                    "addressable_shards", "global_shards", "device_buffers", "is_fully_replicated",
+                                    "is_fully_addressable", "committed", "aval"};
   for (const auto& [k, _] : methods()) names.push_back(k);
   return names;
 }

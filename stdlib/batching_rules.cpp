@@ -467,7 +467,6 @@ namespace {
 // The same layout with the batch dimension in front, unsplit.
 SpmdMapping with_batch_dim(SpmdMapping m) {
   m.spec.entries.insert(m.spec.entries.begin(), std::vector<std::string>{});
-  m.spec.tuple_form.insert(m.spec.tuple_form.begin(), false);
   if (m.squeeze >= 0) ++m.squeeze;
   return m;
 }

@@ -51,7 +51,7 @@ AxisEnv resolve_axes(InterpreterImpl& in, const Value& axis_name, const char* fn
     if (bit < 0) {
       std::string bound;
       for (const auto& a : f.mesh_axes) bound += (bound.empty() ? "'" : ", '") + a + "'";
-      std::string hint = f.mesh_axes.size() == 1 && f.mesh_axes[0] == "_pmap"
+      std::string hint = f.mesh_axes.size() == 1 && f.mesh_axes[0] == kPmapAxisName
                              ? "this pmap has no axis_name: pass axis_name='" + n + "' to pmap"
                          : bound.empty() ? "the enclosing " + env.trace->what() + " binds no axis names: call " + fn +
                                                 " under jax.shard_map (or pmap) with a mesh axis '" + n + "'"

@@ -27,8 +27,6 @@ DimSpec dims_of_spec(const PartitionSpec& s, size_t ndim) {
 PartitionSpec spec_of_dims(DimSpec d) {
   while (!d.empty() && d.back().empty()) d.pop_back();
   PartitionSpec s;
-  s.tuple_form.assign(d.size(), false);
-  for (size_t i = 0; i < d.size(); ++i) s.tuple_form[i] = d[i].size() > 1;
   s.entries = std::move(d);
   return s;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "lang/args.hpp"
+#include "runtime/format.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/module_builder.hpp"
@@ -63,6 +64,10 @@ std::vector<std::string> axis_names_arg(const Value& v, const char* fn) {
   return names;
 }
 
+// axis_types=: one AxisType for every axis, or a tuple of one per axis;
+// None gives `dflt` (Auto for Mesh, Explicit for make_mesh, as in JAX 0.10).
+std::vector<AxisType> axis_types_arg(const Value& v, size_t ndim, AxisType dflt, const char* fn);
+
 Mesh build_mesh(InterpreterImpl& in, const Shape& shape, std::vector<int> ids,
                 std::vector<std::string> names, const char* fn) {
   if (names.size() != shape.size())
@@ -78,6 +83,44 @@ Mesh build_mesh(InterpreterImpl& in, const Shape& shape, std::vector<int> ids,
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
     throw Error(ErrCode::Value, std::string(fn) + "(): a device appears twice in the mesh");
   return Mesh{std::move(names), shape, std::move(ids)};
+}
+
+// jax.sharding.AxisType.Auto / Explicit / Manual: repr "Auto", str "AxisType.Auto".
+struct AxisTypeObj : OpaqueObj {
+  explicit AxisTypeObj(AxisType t) : type(t) {}
+  AxisType type;
+  std::string type_name() const override { return "AxisType"; }
+  std::string repr() const override { return axis_type_name(type); }
+  std::string str() const override { return std::string("AxisType.") + axis_type_name(type); }
+  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+    if (name == "name") return out = make_str(axis_type_name(type)), true;
+    return false;
+  }
+  bool equals(const OpaqueObj& o) const override {
+    auto* t = dynamic_cast<const AxisTypeObj*>(&o);
+    return t && t->type == type;
+  }
+};
+
+Value axis_type_value(AxisType t) { return Value::object(std::make_shared<AxisTypeObj>(t)); }
+
+std::vector<AxisType> axis_types_arg(const Value& v, size_t ndim, AxisType dflt, const char* fn) {
+  if (v.is_none()) return std::vector<AxisType>(ndim, dflt);
+  auto one = [&](const Value& x) {
+    auto* t = x.is_obj(ObjKind::Opaque) ? dynamic_cast<AxisTypeObj*>(x.as<OpaqueObj>()) : nullptr;
+    if (!t)
+      throw Error(ErrCode::Type, std::string(fn) + "() axis_types must be jax.sharding.AxisType values, not " +
+                                     type_name(x));
+    return t->type;
+  };
+  const ValueList* items = sequence_items(v);
+  if (!items) return std::vector<AxisType>(ndim, one(v));
+  if (items->size() != ndim)
+    throw Error(ErrCode::Value, std::string(fn) + "(): " + std::to_string(items->size()) + " axis_types for " +
+                                    std::to_string(ndim) + " mesh axes");
+  std::vector<AxisType> out;
+  for (const Value& x : *items) out.push_back(one(x));
+  return out;
 }
 
 } // namespace
@@ -106,10 +149,66 @@ std::shared_ptr<DeviceGridObj> device_grid_of(const Value& v) {
   return std::make_shared<DeviceGridObj>(shape, ids, first->as<DeviceObj>()->platform);
 }
 
-std::string DeviceGridObj::repr() const {
-  std::string s = "array([";
-  for (size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + pxl::repr(device_value(platform, ids[i]));
-  return s + "], shape=" + shape_str(shape) + ", dtype=object)";
+namespace {
+std::vector<std::string> device_reprs(const std::string& platform, const std::vector<int>& ids) {
+  std::vector<std::string> out;
+  for (int id : ids) out.push_back(pxl::repr(device_value(platform, id)));
+  return out;
+}
+} // namespace
+
+std::string DeviceGridObj::repr() const { return object_array_repr(shape, device_reprs(platform, ids)); }
+std::string DeviceGridObj::str() const { return object_array_str(shape, device_reprs(platform, ids)); }
+
+// Iterating over the first axis gives devices (1-d) or sub-grids.
+bool DeviceGridObj::items(ValueList& out) const {
+  if (shape.empty()) return false;
+  Shape inner(shape.begin() + 1, shape.end());
+  size_t n = static_cast<size_t>(shape_size(inner));
+  for (int64_t i = 0; i < shape[0]; ++i) {
+    if (inner.empty()) out.push_back(device_value(platform, ids[i]));
+    else out.push_back(Value::object(std::make_shared<DeviceGridObj>(
+             inner, std::vector<int>(ids.begin() + i * n, ids.begin() + (i + 1) * n), platform)));
+  }
+  return true;
+}
+
+// grid[i] and grid[i, j, ...] with integer indices; grid[a:b:c] slices the first axis.
+bool DeviceGridObj::get_item(InterpreterImpl& in, const Value& index, Value& out) {
+  if (index.is_obj(ObjKind::Slice) && !shape.empty()) {
+    ValueList rows;
+    items(rows);
+    ValueList picked = *sequence_items(in.get_item(make_list(std::move(rows)), index, Span{}));
+    Shape s = shape;
+    s[0] = static_cast<int64_t>(picked.size());
+    std::vector<int> picked_ids;
+    for (const Value& r : picked) {
+      if (r.is_obj(ObjKind::Device)) picked_ids.push_back(r.as<DeviceObj>()->id);
+      else for (int id : static_cast<DeviceGridObj*>(r.as<OpaqueObj>())->ids) picked_ids.push_back(id);
+    }
+    out = Value::object(std::make_shared<DeviceGridObj>(s, std::move(picked_ids), platform));
+    return true;
+  }
+  std::vector<int64_t> idx;
+  if (const ValueList* parts = sequence_items(index)) {
+    for (const Value& p : *parts) idx.push_back(value_to_int(p, "device array index"));
+  } else {
+    idx.push_back(value_to_int(index, "device array index"));
+  }
+  if (idx.size() > shape.size())
+    throw Error(ErrCode::Index, "too many indices for a " + std::to_string(shape.size()) + "-d device array");
+  Value cur = Value::object(std::make_shared<DeviceGridObj>(shape, ids, platform));
+  for (int64_t i : idx) {
+    ValueList items;
+    cur.as<OpaqueObj>()->items(items);
+    int64_t n = static_cast<int64_t>(items.size());
+    if (i < -n || i >= n)
+      throw Error(ErrCode::Index, "index " + std::to_string(i) + " is out of bounds for a device axis of size " +
+                                      std::to_string(n));
+    cur = items[i < 0 ? i + n : i];
+  }
+  out = cur;
+  return true;
 }
 
 bool DeviceGridObj::get_attr(InterpreterImpl&, const std::string& name, Value& out) {
@@ -158,28 +257,34 @@ bool DeviceGridObj::get_attr(InterpreterImpl&, const std::string& name, Value& o
 
 // ---- Mesh --------------------------------------------------------------------
 
-std::string MeshObj::repr() const {
-  std::string sizes, names;
-  for (int i = 0; i < mesh.ndim(); ++i) {
-    sizes += (i ? ", " : "") + std::to_string(mesh.axis_sizes[i]);
-    names += (i ? ", '" : "'") + mesh.axis_names[i] + "'";
-  }
-  if (mesh.ndim() == 1) sizes += ",", names += ",";
-  return "Mesh(axis_sizes=(" + sizes + "), axis_names=(" + names + "))";
-}
-
 bool MeshObj::get_attr(InterpreterImpl& in, const std::string& name, Value& out) {
-  if (name == "shape") {
+  if (name == "shape") { // an OrderedDict in JAX
     auto d = std::make_shared<DictObj>();
+    d->ordered = true;
     for (int i = 0; i < mesh.ndim(); ++i) d->set(make_str(mesh.axis_names[i]), Value::integer(mesh.axis_sizes[i]));
     out = Value::object(d);
   } else if (name == "axis_names") {
     out = str_tuple(mesh.axis_names);
   } else if (name == "size") {
     out = Value::integer(mesh.size());
-  } else if (name == "devices") {
-    int64_t pos = 0;
-    out = device_grid(mesh, in.platform().name(), 0, pos);
+  } else if (name == "devices") { // a numpy object array in JAX
+    out = Value::object(std::make_shared<DeviceGridObj>(Shape(mesh.axis_sizes.begin(), mesh.axis_sizes.end()),
+                                                        mesh.device_ids, in.platform().name()));
+  } else if (name == "local_devices") {
+    ValueList devs;
+    for (int id : mesh.device_ids) devs.push_back(device_value(in.platform().name(), id));
+    out = make_list(std::move(devs));
+  } else if (name == "axis_types") {
+    ValueList t;
+    for (int i = 0; i < mesh.ndim(); ++i) t.push_back(axis_type_value(mesh.axis_type(i)));
+    out = make_tuple(std::move(t));
+  } else if (name == "shape_tuple") {
+    ValueList t;
+    for (int i = 0; i < mesh.ndim(); ++i)
+      t.push_back(make_tuple({make_str(mesh.axis_names[i]), Value::integer(mesh.axis_sizes[i])}));
+    out = make_tuple(std::move(t));
+  } else if (name == "empty") {
+    out = Value::boolean(mesh.size() == 0);
   } else if (name == "device_ids") {
     ValueList ids;
     for (int id : mesh.device_ids) ids.push_back(Value::integer(id));
@@ -195,7 +300,8 @@ bool MeshObj::get_attr(InterpreterImpl& in, const std::string& name, Value& out)
 }
 
 std::vector<std::string> MeshObj::attr_names() const {
-  return {"shape", "axis_names", "size", "devices", "device_ids", "axis_sizes"};
+  return {"shape", "axis_names", "size", "devices", "device_ids", "axis_sizes", "axis_types", "shape_tuple",
+          "local_devices", "empty"};
 }
 
 bool MeshObj::enter(InterpreterImpl& in, Value& bound) {
@@ -226,7 +332,7 @@ Value make_set_mesh(InterpreterImpl& in, CallArgs& a) {
 
 bool MeshObj::equals(const OpaqueObj& o) const {
   auto* m = dynamic_cast<const MeshObj*>(&o);
-  return m && m->mesh == mesh;
+  return m && m->mesh.same_mesh(mesh); // axis types too, as JAX's Mesh.__eq__
 }
 
 // ---- PartitionSpec / NamedSharding --------------------------------------------
@@ -239,18 +345,21 @@ bool SpecObj::equals(const OpaqueObj& o) const {
 }
 
 std::string ShardingObj::repr() const {
-  return "NamedSharding(mesh=" + MeshObj(mesh).repr() + ", spec=" + spec.repr() + ")";
-}
-
-bool ShardingObj::get_attr(InterpreterImpl&, const std::string& name, Value& out) {
-  if (name == "mesh") return out = make_mesh_value(mesh), true;
-  if (name == "spec") return out = make_spec_value(spec), true;
-  return false;
+  if (single_device)
+    return "SingleDeviceSharding(device=" + pxl::repr(device_value(platform, mesh.device_ids[0])) + ", memory_kind=device)";
+  return "NamedSharding(mesh=" + mesh.jax_str() + ", spec=" + spec.repr() + ", memory_kind=device)";
 }
 
 bool ShardingObj::equals(const OpaqueObj& o) const {
   auto* s = dynamic_cast<const ShardingObj*>(&o);
-  return s && s->mesh == mesh && s->spec == spec;
+  return s && s->single_device == single_device && s->mesh.same_mesh(mesh) && s->spec == spec;
+}
+
+Value make_single_device_sharding(const std::string& platform, int device) {
+  auto s = std::make_shared<ShardingObj>(Mesh{{}, {}, {device}}, PartitionSpec{});
+  s->single_device = true;
+  s->platform = platform;
+  return Value::object(s);
 }
 
 const Mesh* value_to_mesh(const Value& v) {
@@ -268,83 +377,6 @@ PartitionSpec value_to_spec(const Value& v, const std::string& what) {
 
 Value make_mesh_value(Mesh m) { return Value::object(std::make_shared<MeshObj>(std::move(m))); }
 Value make_spec_value(PartitionSpec s) { return Value::object(std::make_shared<SpecObj>(std::move(s))); }
-
-// ---- sharded arrays -------------------------------------------------------------
-
-namespace {
-
-struct ShardObj : OpaqueObj {
-  int device = 0;
-  std::string platform; // the device's
-  Value index;
-  Value data;
-  std::string type_name() const override { return "Shard"; }
-  std::string repr() const override {
-    return "Shard(device=" + pxl::repr(device_value(platform, device)) + ", index=" + pxl::repr(index) +
-           ", data=" + pxl::repr(data) + ")";
-  }
-  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
-    if (name == "device") return out = device_value(platform, device), true;
-    if (name == "index") return out = index, true;
-    if (name == "data") return out = data, true;
-    return false;
-  }
-  std::vector<std::string> attr_names() const override { return {"device", "index", "data"}; }
-};
-
-Value shard_index(const ShardBlock& b) {
-  ValueList parts;
-  for (size_t d = 0; d < b.shape.size(); ++d)
-    parts.push_back(Value::object(std::make_shared<SliceObj>(
-        Value::integer(b.start[d]), Value::integer(b.start[d] + b.shape[d]), Value())));
-  return make_tuple(std::move(parts));
-}
-
-} // namespace
-
-bool sharded_array_attr(InterpreterImpl& in, const Tensor& t, const std::string& name, Value& out) {
-  if (name == "sharding") {
-    if (t->sharded) out = Value::object(std::make_shared<ShardingObj>(t->sharded->mesh, t->sharded->spec));
-    else out = Value::object(std::make_shared<ShardingObj>(Mesh{{}, {}, {t->concrete ? t->concrete->device() : 0}}, PartitionSpec{}));
-    return true;
-  }
-  if (name == "addressable_shards" || name == "device_buffers") {
-    ValueList items;
-    if (!t->sharded) {
-      if (!t->concrete) return false;
-      items.push_back(make_array(t));
-      if (name == "device_buffers") return out = make_list(std::move(items)), true;
-      auto s = std::make_shared<ShardObj>();
-      s->device = t->concrete->device();
-      s->platform = in.platform().name();
-      ShardBlock b{std::vector<int64_t>(t->aval.shape.size(), 0), t->aval.shape};
-      s->index = shard_index(b);
-      s->data = items[0];
-      return out = make_list({Value::object(s)}), true;
-    }
-    const ShardedData& d = *t->sharded;
-    for (int64_t pos = 0; pos < d.mesh.size(); ++pos) {
-      Value data = make_array(make_tensor(d.shards[pos]));
-      if (name == "device_buffers") {
-        items.push_back(data);
-        continue;
-      }
-      auto s = std::make_shared<ShardObj>();
-      s->device = d.mesh.device_ids[pos];
-      s->platform = in.platform().name();
-      s->index = shard_index(block_of(d.mesh, d.spec, d.global.shape, pos));
-      s->data = data;
-      items.push_back(Value::object(s));
-    }
-    out = make_list(std::move(items));
-    return true;
-  }
-  if (name == "is_fully_replicated") {
-    out = Value::boolean(!t->sharded || t->sharded->spec.axes().empty());
-    return true;
-  }
-  return false;
-}
 
 std::string sharding_picture(const ShardedData& d, const std::string& platform) {
   // A table with one cell per block of the (at most 2-d view of the) array,
@@ -397,7 +429,7 @@ Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& targe
     if (!s)
       throw Error(ErrCode::Type, "device_put() expects a Device or a NamedSharding, not " + type_name(target));
     // Already laid out so: nothing moves (JAX returns the same buffers).
-    if (t->sharded && t->sharded->mesh == s->mesh && t->sharded->spec == s->spec) return make_array(t);
+    if (t->sharded && t->sharded->mesh.same_mesh(s->mesh) && t->sharded->spec == s->spec) return make_array(t);
     const Array& x = in.ops().concrete(t);
     std::string problem = check_spec(s->mesh, s->spec, x.shape());
     if (!problem.empty()) throw Error(ErrCode::Shape, "device_put(): " + problem);
@@ -418,7 +450,9 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     Shape shape;
     std::vector<int> ids;
     collect_devices(r[0], 0, shape, ids);
-    return make_mesh_value(build_mesh(in, shape, ids, axis_names_arg(r[1], "Mesh"), "Mesh"));
+    Mesh m = build_mesh(in, shape, ids, axis_names_arg(r[1], "Mesh"), "Mesh");
+    m.axis_types = axis_types_arg(r.has(2) ? r[2] : Value(), shape.size(), AxisType::Auto, "Mesh");
+    return make_mesh_value(std::move(m));
   });
   Value make_mesh_fn = make_builtin("make_mesh", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("make_mesh", a, {"axis_shapes", "axis_names", "devices", "axis_types"}, 2);
@@ -438,25 +472,26 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     if (static_cast<int64_t>(ids.size()) != n)
       throw Error(ErrCode::Value, "make_mesh(): the mesh " + shape_str(shape) + " needs " + std::to_string(n) +
                                       " devices, got " + std::to_string(ids.size()));
-    return make_mesh_value(build_mesh(in, shape, ids, axis_names_arg(r[1], "make_mesh"), "make_mesh"));
+    Mesh m = build_mesh(in, shape, ids, axis_names_arg(r[1], "make_mesh"), "make_mesh");
+    // JAX 0.10's make_mesh makes Explicit axes by default; pxl records the type
+    // (printing, equality) and propagates shardings as for Auto axes.
+    m.axis_types = axis_types_arg(r.has(3) ? r[3] : Value(), shape.size(), AxisType::Explicit, "make_mesh");
+    return make_mesh_value(std::move(m));
   });
   Value p_fn = make_builtin("PartitionSpec", [](InterpreterImpl&, CallArgs& a) {
     if (!a.kw.empty()) throw Error(ErrCode::Arguments, "PartitionSpec() takes no keyword arguments");
     PartitionSpec s;
     for (const Value& v : a.pos) {
-      std::vector<std::string> names;
-      bool tup = false;
+      std::vector<std::string> names; // empty: None (also for an empty tuple)
       if (v.is_none()) {
       } else if (v.is_obj(ObjKind::Str)) {
         names.push_back(v.as<StrObj>()->value);
       } else if (const ValueList* items = sequence_items(v)) {
-        tup = true;
         for (const Value& x : *items) names.push_back(value_to_str(x, "PartitionSpec entry"));
       } else {
         throw Error(ErrCode::Type, "PartitionSpec entries must be None, a mesh axis name, or a tuple of names, not " + type_name(v));
       }
       s.entries.push_back(std::move(names));
-      s.tuple_form.push_back(tup);
     }
     return make_spec_value(std::move(s));
   });
@@ -494,6 +529,10 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     return Value();
   });
   sv["Mesh"] = mesh_fn;
+  ModuleBuilder axis_type("jax.sharding.AxisType");
+  for (AxisType t : {AxisType::Auto, AxisType::Explicit, AxisType::Manual})
+    axis_type.val(axis_type_name(t), axis_type_value(t));
+  sv["AxisType"] = axis_type.value();
   sv["PartitionSpec"] = p_fn;
   sv["P"] = p_fn;
   sv["NamedSharding"] = named_fn;
@@ -504,6 +543,13 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
   jv["P"] = p_fn; // jax.P and jax.NamedSharding, as in recent JAX
   jv["NamedSharding"] = named_fn;
   jv["device_put"] = put_fn;
+  add_array_functions(jax);
+  sv["SingleDeviceSharding"] = make_builtin("SingleDeviceSharding", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("SingleDeviceSharding", a, {"device", "memory_kind"}, 1);
+    if (!r[0].is_obj(ObjKind::Device))
+      throw Error(ErrCode::Type, "SingleDeviceSharding() expects a Device, not " + type_name(r[0]));
+    return make_single_device_sharding(r[0].as<DeviceObj>()->platform, r[0].as<DeviceObj>()->id);
+  });
   // jax.experimental.mesh_utils.create_device_mesh(mesh_shape, devices=None)
   ModuleBuilder mesh_utils("jax.experimental.mesh_utils");
   mesh_utils.fn("create_device_mesh", [](InterpreterImpl& in, CallArgs& a) {

@@ -11,7 +11,8 @@ struct MeshObj : OpaqueObj {
   explicit MeshObj(Mesh m) : mesh(std::move(m)) {}
   Mesh mesh;
   std::string type_name() const override { return "Mesh"; }
-  std::string repr() const override;
+  std::string repr() const override { return mesh.jax_repr(); }
+  std::string str() const override { return mesh.jax_str(); }
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override;
   std::vector<std::string> attr_names() const override;
   bool equals(const OpaqueObj& o) const override;
@@ -29,16 +30,21 @@ struct SpecObj : OpaqueObj {
   bool equals(const OpaqueObj& o) const override;
 };
 
+// A NamedSharding, or (single_device) the SingleDeviceSharding of an array on
+// one device: a mesh of that one device with no axes.
 struct ShardingObj : OpaqueObj {
   ShardingObj(Mesh m, PartitionSpec s) : mesh(std::move(m)), spec(std::move(s)) {}
   Mesh mesh;
   PartitionSpec spec;
-  std::string type_name() const override { return "NamedSharding"; }
+  bool single_device = false;
+  std::string platform = "cpu"; // the device's, for a SingleDeviceSharding's repr
+  std::string type_name() const override { return single_device ? "SingleDeviceSharding" : "NamedSharding"; }
   std::string repr() const override;
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override;
-  std::vector<std::string> attr_names() const override { return {"mesh", "spec"}; }
+  std::vector<std::string> attr_names() const override;
   bool equals(const OpaqueObj& o) const override;
 };
+Value make_single_device_sharding(const std::string& platform, int device);
 
 // An n-d grid of devices: what np.array(jax.devices()) and
 // mesh_utils.create_device_mesh give (numpy object arrays of devices in JAX).
@@ -50,8 +56,11 @@ struct DeviceGridObj : OpaqueObj {
   std::string platform; // the devices' ("cpu" | "cuda")
   std::string type_name() const override { return "ndarray"; }
   std::string repr() const override;
+  std::string str() const override;
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override;
   std::vector<std::string> attr_names() const override { return {"shape", "ndim", "size", "reshape", "tolist", "flat"}; }
+  bool items(ValueList& out) const override;
+  bool get_item(InterpreterImpl& in, const Value& index, Value& out) override;
 };
 // The Device object of `platform`'s device `id`: CpuDevice(id=N) / CudaDevice(id=N)
 // as JAX prints them. Every device value pxl hands out (jax.devices(), mesh and
@@ -59,6 +68,11 @@ struct DeviceGridObj : OpaqueObj {
 Value device_value(const std::string& platform, int id);
 // A DeviceGridObj when `v` is a (nested) list of devices or already a grid, else null.
 std::shared_ptr<DeviceGridObj> device_grid_of(const Value& v);
+
+
+// The mesh axis of a pmap without axis_name (JAX's name: pmap results'
+// shardings print it).
+inline constexpr const char* kPmapAxisName = "_internal_pmap_axis_name";
 
 // Value conversions.
 const Mesh* value_to_mesh(const Value& v);             // nullptr if not a Mesh
@@ -69,6 +83,13 @@ Value make_spec_value(PartitionSpec s);
 // Array attributes that only sharded arrays have (sharding, addressable_shards,
 // device_buffers, ...); false when `name` is not one of them.
 bool sharded_array_attr(InterpreterImpl& in, const Tensor& t, const std::string& name, Value& out);
+
+// x.devices(): the set of devices holding `t` (on `platform`).
+Value devices_set_value(const std::string& platform, const Tensor& t);
+
+// jax.make_array_from_callback, jax.make_array_from_single_device_arrays,
+// jax.typeof (stdlib/sharded_array.cpp).
+void add_array_functions(Value& jax_module);
 
 // jax.device_put of one array leaf to `target`: a Device, a NamedSharding, or
 // None (the default device). An array already laid out so is returned as is.

@@ -608,7 +608,7 @@ struct PmapFn : SpmdFunction {
                                       std::to_string(D) + " devices nor a multiple of " + std::to_string(D),
                   where, "pad the batch to a multiple of " + std::to_string(D) + " or use --devices");
     }
-    std::string name = axis_name.empty() ? "_pmap" : axis_name;
+    std::string name = axis_name.empty() ? kPmapAxisName : axis_name;
     // The participant mesh: n elements on the threads, k per thread.
     Mesh pmesh{{name}, {n}, {}};
     for (int64_t p = 0; p < n; ++p) pmesh.device_ids.push_back(devs[p / k]);
@@ -657,7 +657,6 @@ struct PmapFn : SpmdFunction {
     auto mapped = [&](int axis) {
       SpmdMapping m;
       m.spec.entries.assign(axis + 1, {});
-      m.spec.tuple_form.assign(axis + 1, false);
       m.spec.entries[axis] = {name};
       m.squeeze = axis;
       return m;

@@ -317,8 +317,8 @@ print(jax.jit(jax.grad(g))(jnp.float32(0.5), jnp.arange(8.0)))
 )",
                 "t.pxl");
   std::string s = out.str();
-  CHECK(s.find("= spmd_call[shard_map @f mesh=Mesh('x': 4) in=(PartitionSpec(), "
-               "PartitionSpec('x',)) out=(PartitionSpec())] %0, %1 : f32[]") != std::string::npos);
+  CHECK(s.find("= spmd_call[shard_map @f mesh=Mesh('x': 4) in=(P(), "
+               "P('x',)) out=(P())] %0, %1 : f32[]") != std::string::npos);
   size_t t = s.find("func @f_transpose(");
   REQUIRE(t != std::string::npos);
   std::string body = s.substr(t, s.find("func @", t + 1) - t); // up to the next function

@@ -1,0 +1,401 @@
+// What jax.Array and its shardings tell about placement: x.sharding,
+// x.addressable_shards (Shard objects), x.aval / jax.typeof (ShapedArray),
+// sharding.shard_shape / devices_indices_map / device_set, and building arrays
+// shard by shard (jax.make_array_from_callback, make_array_from_single_device_arrays).
+// Printing follows JAX 0.10.
+#include <algorithm>
+
+#include "lang/args.hpp"
+#include "stdlib/convert.hpp"
+#include "stdlib/sharding.hpp"
+
+namespace pxl {
+
+namespace {
+
+// How many blocks each of the first `ndim` dimensions is split into.
+std::vector<int64_t> split_factors(const Mesh& mesh, const PartitionSpec& spec, size_t ndim) {
+  std::vector<int64_t> f(ndim, 1);
+  for (size_t d = 0; d < ndim && d < spec.entries.size(); ++d)
+    for (const auto& axis : spec.entries[d]) f[d] *= mesh.axis_size(axis);
+  return f;
+}
+
+bool replicated(const Mesh& mesh, const PartitionSpec& spec) {
+  for (const auto& axis : spec.axes())
+    if (mesh.axis_size(axis) > 1) return false;
+  return true;
+}
+
+Value full_slice() { return Value::object(std::make_shared<SliceObj>(Value(), Value(), Value())); }
+
+// JAX's index of a block: slice(start, stop, None) for a split dimension,
+// slice(None, None, None) for a whole one.
+Value block_index(const ShardBlock& b, const std::vector<int64_t>& factors) {
+  ValueList parts;
+  for (size_t d = 0; d < b.shape.size(); ++d)
+    parts.push_back(factors[d] == 1 ? full_slice()
+                                    : Value::object(std::make_shared<SliceObj>(
+                                          Value::integer(b.start[d]),
+                                          Value::integer(b.start[d] + b.shape[d]), Value())));
+  return make_tuple(std::move(parts));
+}
+
+// Every device's index into an array of `shape` laid out by `s`, in mesh order.
+std::vector<Value> device_indices(const ShardingObj& s, const Shape& shape) {
+  std::vector<int64_t> factors = split_factors(s.mesh, s.spec, shape.size());
+  std::vector<Value> out;
+  for (int64_t pos = 0; pos < s.mesh.size(); ++pos)
+    out.push_back(block_index(block_of(s.mesh, s.spec, shape, pos), factors));
+  return out;
+}
+
+// Which copy of its block device `pos` holds (0 for the first device holding it).
+int64_t replica_id(const Mesh& mesh, const PartitionSpec& spec, const Shape& shape, int64_t pos) {
+  std::vector<int64_t> start = block_of(mesh, spec, shape, pos).start;
+  int64_t id = 0;
+  for (int64_t q = 0; q < pos; ++q)
+    if (block_of(mesh, spec, shape, q).start == start) ++id;
+  return id;
+}
+
+struct ShardObj : OpaqueObj {
+  int device = 0;
+  std::string platform; // the device's
+  Value index;
+  int64_t replica = 0;
+  Value data;
+  std::string type_name() const override { return "Shard"; }
+  std::string repr() const override { // the data prints as str(array), as in JAX
+    return "Shard(device=" + pxl::repr(device_value(platform, device)) +
+           ", index=" + pxl::repr(index) + ", replica_id=" + std::to_string(replica) +
+           ", data=" + pxl::str(data) + ")";
+  }
+  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+    if (name == "device") return out = device_value(platform, device), true;
+    if (name == "index") return out = index, true;
+    if (name == "replica_id") return out = Value::integer(replica), true;
+    if (name == "data") return out = data, true;
+    return false;
+  }
+  std::vector<std::string> attr_names() const override {
+    return {"device", "index", "replica_id", "data"};
+  }
+};
+
+// A set of devices (sharding.device_set, x.devices()): pxl has no sets, so this
+// prints as one, in device id order, and supports len, iteration and `in`.
+struct DeviceSetObj : OpaqueObj {
+  DeviceSetObj(std::string p, std::vector<int> i) : platform(std::move(p)), ids(std::move(i)) {
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  }
+  std::string platform;
+  std::vector<int> ids;
+  std::string type_name() const override { return "set"; }
+  std::string repr() const override {
+    if (ids.empty()) return "set()";
+    std::string s = "{";
+    for (size_t i = 0; i < ids.size(); ++i)
+      s += (i ? ", " : "") + pxl::repr(device_value(platform, ids[i]));
+    return s + "}";
+  }
+  bool items(ValueList& out) const override {
+    for (int id : ids) out.push_back(device_value(platform, id));
+    return true;
+  }
+  bool equals(const OpaqueObj& o) const override {
+    auto* s = dynamic_cast<const DeviceSetObj*>(&o);
+    return s && s->ids == ids;
+  }
+};
+
+// jax.typeof(x) / x.aval: str float32[4,8] (~ marks a weak type; a dimension
+// split over Explicit mesh axes shows them: float32[4@x,8@(y,z)]), repr
+// ShapedArray(float32[4,8], weak_type=True).
+struct AvalObj : OpaqueObj {
+  AVal aval;
+  std::vector<std::string> explicit_axes; // per dimension, "" when none
+  std::string type_name() const override { return "ShapedArray"; }
+  std::string dims() const {
+    std::string s = std::string(dtype_name(aval.dtype)) + "[";
+    for (size_t d = 0; d < aval.shape.size(); ++d) {
+      s += (d ? "," : "") + std::to_string(aval.shape[d]);
+      if (d < explicit_axes.size() && !explicit_axes[d].empty()) s += "@" + explicit_axes[d];
+    }
+    return s + "]";
+  }
+  std::string str() const override { return (aval.weak ? "~" : "") + dims(); }
+  std::string repr() const override {
+    return "ShapedArray(" + dims() + (aval.weak ? ", weak_type=True)" : ")");
+  }
+  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+    if (name == "shape") {
+      ValueList d;
+      for (int64_t x : aval.shape) d.push_back(Value::integer(x));
+      return out = make_tuple(std::move(d)), true;
+    }
+    if (name == "dtype") return out = Value::object(std::make_shared<DTypeObj>(aval.dtype)), true;
+    if (name == "ndim") return out = Value::integer(aval.ndim()), true;
+    if (name == "size") return out = Value::integer(aval.size()), true;
+    if (name == "weak_type") return out = Value::boolean(aval.weak), true;
+    return false;
+  }
+  std::vector<std::string> attr_names() const override {
+    return {"shape", "dtype", "ndim", "size", "weak_type"};
+  }
+  bool equals(const OpaqueObj& o) const override {
+    auto* a = dynamic_cast<const AvalObj*>(&o);
+    return a && a->aval.dtype == aval.dtype && a->aval.shape == aval.shape &&
+           a->aval.weak == aval.weak && a->explicit_axes == explicit_axes;
+  }
+};
+
+Value aval_value(const Tensor& t) {
+  auto a = std::make_shared<AvalObj>();
+  a->aval = t->aval;
+  if (t->sharded) {
+    const Mesh& m = t->sharded->mesh;
+    const PartitionSpec& spec = t->sharded->spec;
+    for (size_t d = 0; d < t->aval.shape.size(); ++d) {
+      std::vector<std::string> axes;
+      if (d < spec.entries.size())
+        for (const auto& axis : spec.entries[d])
+          if (m.axis_of(axis) >= 0 && m.axis_type(m.axis_of(axis)) == AxisType::Explicit)
+            axes.push_back(axis);
+      std::string s;
+      for (size_t i = 0; i < axes.size(); ++i) s += (i ? "," : "") + axes[i];
+      a->explicit_axes.push_back(axes.size() > 1 ? "(" + s + ")" : s);
+    }
+  }
+  return Value::object(a);
+}
+
+// x.sharding: a NamedSharding, or a SingleDeviceSharding for an unsharded array.
+Value sharding_of(const std::string& platform, const Tensor& t) {
+  if (t->sharded)
+    return Value::object(std::make_shared<ShardingObj>(t->sharded->mesh, t->sharded->spec));
+  return make_single_device_sharding(platform, t->concrete ? t->concrete->device() : 0);
+}
+
+Value shards_of(const std::string& platform, const Tensor& t) {
+  ValueList items;
+  if (!t->sharded) {
+    auto s = std::make_shared<ShardObj>();
+    s->device = t->concrete->device();
+    s->platform = platform;
+    s->index = block_index(ShardBlock{std::vector<int64_t>(t->aval.shape.size(), 0), t->aval.shape},
+                           std::vector<int64_t>(t->aval.shape.size(), 1));
+    s->data = make_array(t);
+    items.push_back(Value::object(s));
+    return make_list(std::move(items));
+  }
+  const ShardedData& d = *t->sharded;
+  std::vector<int64_t> factors = split_factors(d.mesh, d.spec, d.global.shape.size());
+  for (int64_t pos = 0; pos < d.mesh.size(); ++pos) {
+    auto s = std::make_shared<ShardObj>();
+    s->device = d.mesh.device_ids[pos];
+    s->platform = platform;
+    s->index = block_index(block_of(d.mesh, d.spec, d.global.shape, pos), factors);
+    s->replica = replica_id(d.mesh, d.spec, d.global.shape, pos);
+    s->data = make_array(make_tensor(d.shards[pos]));
+    items.push_back(Value::object(s));
+  }
+  return make_list(std::move(items));
+}
+
+Shape shape_arg(CallArgs& a, const char* fn) {
+  ArgReader r(fn, a, {"global_shape"}, 1);
+  return value_to_shape(r[0], std::string(fn) + "() shape");
+}
+
+// The block shape every device holds of an array of `shape` laid out by `s`; a
+// clear error when `s` does not fit the shape.
+Shape checked_shard_shape(const ShardingObj& s, const Shape& shape, const std::string& fn) {
+  if (s.single_device) return shape;
+  std::string problem = check_spec(s.mesh, s.spec, shape);
+  if (!problem.empty()) throw Error(ErrCode::Spec, fn + ": " + problem);
+  return block_shape(s.mesh, s.spec, shape);
+}
+
+Value shape_value(const Shape& s) {
+  ValueList d;
+  for (int64_t x : s) d.push_back(Value::integer(x));
+  return make_tuple(std::move(d));
+}
+
+} // namespace
+
+bool ShardingObj::get_attr(InterpreterImpl& in, const std::string& name, Value& out) {
+  const std::string plat = in.platform().name();
+  if (!single_device && name == "mesh") return out = make_mesh_value(mesh), true;
+  if (!single_device && name == "spec") return out = make_spec_value(spec), true;
+  if (name == "memory_kind") return out = make_str("device"), true;
+  if (name == "device_set" || name == "addressable_devices")
+    return out = Value::object(std::make_shared<DeviceSetObj>(plat, mesh.device_ids)), true;
+  if (name == "_device_assignment") {
+    ValueList devs;
+    for (int id : mesh.device_ids) devs.push_back(device_value(plat, id));
+    return out = make_tuple(std::move(devs)), true;
+  }
+  if (name == "num_devices") return out = Value::integer(mesh.size()), true;
+  if (name == "is_fully_replicated") return out = Value::boolean(replicated(mesh, spec)), true;
+  if (name == "is_fully_addressable") return out = Value::boolean(true), true;
+  auto self = std::make_shared<ShardingObj>(*this); // the methods outlive no one: they hold a copy
+  if (name == "shard_shape") {
+    out = make_builtin("shard_shape", [self](InterpreterImpl&, CallArgs& a) {
+      return shape_value(checked_shard_shape(*self, shape_arg(a, "shard_shape"), "shard_shape()"));
+    });
+    return true;
+  }
+  if (name == "devices_indices_map") {
+    out = make_builtin("devices_indices_map", [self, plat](InterpreterImpl&, CallArgs& a) {
+      Shape shape = shape_arg(a, "devices_indices_map");
+      checked_shard_shape(*self, shape, "devices_indices_map()");
+      std::vector<Value> idx = device_indices(*self, shape);
+      auto d = std::make_shared<DictObj>();
+      for (size_t p = 0; p < idx.size(); ++p)
+        d->set(device_value(plat, self->mesh.device_ids[p]), idx[p]);
+      return Value::object(d);
+    });
+    return true;
+  }
+  return false;
+}
+
+std::vector<std::string> ShardingObj::attr_names() const {
+  std::vector<std::string> names = {"memory_kind", "device_set",          "addressable_devices",
+                                    "num_devices", "is_fully_replicated", "is_fully_addressable",
+                                    "shard_shape", "devices_indices_map"};
+  if (!single_device) names.insert(names.begin(), {"mesh", "spec"});
+  return names;
+}
+
+bool sharded_array_attr(InterpreterImpl& in, const Tensor& t, const std::string& name, Value& out) {
+  const std::string plat = in.platform().name();
+  if (name == "aval") return out = aval_value(t), true;
+  if (!t->sharded && !t->concrete) return false; // traced values have no placement
+  if (name == "sharding") return out = sharding_of(plat, t), true;
+  if (name == "addressable_shards" || name == "global_shards")
+    return out = shards_of(plat, t), true;
+  if (name == "device_buffers") {
+    ValueList items;
+    if (!t->sharded)
+      items.push_back(make_array(t));
+    else
+      for (const Array& s : t->sharded->shards) items.push_back(make_array(make_tensor(s)));
+    return out = make_list(std::move(items)), true;
+  }
+  if (name == "is_fully_replicated")
+    return out = Value::boolean(!t->sharded || replicated(t->sharded->mesh, t->sharded->spec)),
+           true;
+  if (name == "is_fully_addressable") return out = Value::boolean(true), true;
+  // pxl does not track JAX's committed flag: arrays laid out over a mesh count
+  // as committed (device_put to a sharding), single-device ones as not.
+  if (name == "committed") return out = Value::boolean(t->sharded != nullptr), true;
+  return false;
+}
+
+Value devices_set_value(const std::string& platform, const Tensor& t) {
+  return Value::object(std::make_shared<DeviceSetObj>(
+      platform, t->sharded ? t->sharded->mesh.device_ids
+                           : std::vector<int>{t->concrete ? t->concrete->device() : 0}));
+}
+
+namespace {
+
+const ShardingObj& sharding_arg(const Value& v, const char* fn) {
+  auto* s = v.is_obj(ObjKind::Opaque) ? dynamic_cast<ShardingObj*>(v.as<OpaqueObj>()) : nullptr;
+  if (!s)
+    throw Error(ErrCode::Type,
+                std::string(fn) + "() sharding must be a NamedSharding, not " + type_name(v));
+  return *s;
+}
+
+// An array of `shape` laid out by `s` from one block per mesh position.
+Value assemble(InterpreterImpl& in, const ShardingObj& s, const Shape& shape,
+               std::vector<Array> blocks) {
+  if (s.single_device) return make_array(make_tensor(blocks[0]));
+  auto d = std::make_shared<ShardedData>();
+  d->pull_log = in.pull_log();
+  d->mesh = s.mesh;
+  d->spec = s.spec;
+  d->global = AVal{blocks[0].dtype(), shape, false};
+  d->shards = std::move(blocks);
+  return make_array(make_sharded_tensor(d));
+}
+
+void check_block(const Array& a, const Shape& want, DType dtype, const char* fn) {
+  if (a.shape() != want)
+    throw Error(ErrCode::Shape, std::string(fn) + "(): expected shard shape " + shape_str(want) +
+                                    " doesn't match the single device array shape " +
+                                    shape_str(a.shape()));
+  if (a.dtype() != dtype)
+    throw Error(ErrCode::DType, std::string(fn) + "(): the arrays must have matching dtypes; got " +
+                                    dtype_name(a.dtype()) + ", expected " + dtype_name(dtype));
+}
+
+} // namespace
+
+void add_array_functions(Value& jax_module) {
+  auto& jv = jax_module.as<ModuleObj>()->env->vars;
+  auto fn = [&jv](const char* name, NativeFn f) { jv[name] = make_builtin(name, std::move(f)); };
+  // jax.make_array_from_callback(shape, sharding, data_callback): the callback
+  // gets each device's index (a tuple of slices) and returns that block.
+  fn("make_array_from_callback", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("make_array_from_callback", a, {"shape", "sharding", "data_callback", "dtype"}, 3);
+    Shape shape = value_to_shape(r[0], "make_array_from_callback() shape");
+    const ShardingObj& s = sharding_arg(r[1], "make_array_from_callback");
+    Shape block = checked_shard_shape(s, shape, "make_array_from_callback()");
+    std::vector<Value> idx = device_indices(s, shape);
+    if (s.single_device)
+      idx = {block_index(ShardBlock{Shape(shape.size(), 0), shape}, Shape(shape.size(), 1))};
+    std::vector<Array> blocks;
+    for (size_t p = 0; p < idx.size(); ++p) {
+      CallArgs ca;
+      ca.pos = {idx[p]};
+      std::optional<DType> dt = r.has(3) ? value_to_dtype(r[3]) : std::nullopt;
+      Array b = in.ops().concrete(in.to_tensor(in.call(r[2], ca, Span{}), Span{}, dt));
+      check_block(b, block, blocks.empty() ? b.dtype() : blocks[0].dtype(),
+                  "make_array_from_callback");
+      blocks.push_back(b.on_device(s.mesh.device_ids[p]));
+    }
+    return assemble(in, s, shape, std::move(blocks));
+  });
+  // jax.make_array_from_single_device_arrays(shape, sharding, arrays): one
+  // array per device of the sharding, each on its device.
+  fn("make_array_from_single_device_arrays", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("make_array_from_single_device_arrays", a, {"shape", "sharding", "arrays", "dtype"},
+                3);
+    const char* name = "make_array_from_single_device_arrays";
+    Shape shape = value_to_shape(r[0], std::string(name) + "() shape");
+    const ShardingObj& s = sharding_arg(r[1], name);
+    Shape block = checked_shard_shape(s, shape, std::string(name) + "()");
+    ValueList arrays = in.iterate(r[2], Span{});
+    if (arrays.size() != static_cast<size_t>(s.mesh.size()))
+      throw Error(ErrCode::Value,
+                  std::string(name) + "(): expected " + std::to_string(s.mesh.size()) +
+                      " per-device arrays (one per device of the sharding), but got " +
+                      std::to_string(arrays.size()));
+    std::vector<Array> given;
+    for (const Value& v : arrays) given.push_back(in.ops().concrete(in.to_tensor(v, Span{})));
+    std::vector<Array> blocks;
+    for (int id : s.mesh.device_ids) {
+      auto it = std::find_if(given.begin(), given.end(),
+                             [&](const Array& x) { return x.device() == id; });
+      if (it == given.end())
+        throw Error(ErrCode::Value, std::string(name) + "(): no array is on device " +
+                                        std::to_string(id) + ", which the sharding uses");
+      check_block(*it, block, given[0].dtype(), name);
+      blocks.push_back(*it);
+    }
+    return assemble(in, s, shape, std::move(blocks));
+  });
+  // jax.typeof(x): the abstract value (ShapedArray) of an array or Python scalar.
+  fn("typeof", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("typeof", a, {"x"}, 1);
+    return aval_value(in.to_tensor(r[0], Span{}));
+  });
+}
+
+} // namespace pxl
