@@ -8,6 +8,7 @@
 #include "stdlib/module_builder.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
+#include "stdlib/sharding.hpp"
 #include "stdlib/trace_util.hpp"
 
 namespace pxl {
@@ -26,17 +27,8 @@ struct ShapeDtypeStructObj : OpaqueObj {
     return s + ")";
   }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
-    if (name == "shape") {
-      ValueList dims;
-      for (int64_t d : aval.shape) dims.push_back(Value::integer(d));
-      return out = make_tuple(std::move(dims)), true;
-    }
-    if (name == "dtype") return out = Value::object(std::make_shared<DTypeObj>(aval.dtype)), true;
-    if (name == "ndim") return out = Value::integer(aval.ndim()), true;
-    if (name == "size") return out = Value::integer(aval.size()), true;
     if (name == "sharding") return out = sharding, true;
-    if (name == "weak_type") return out = Value::boolean(aval.weak), true;
-    return false;
+    return aval_attr(aval, name, out);
   }
   std::vector<std::string> attr_names() const override {
     return {"shape", "dtype", "ndim", "size", "sharding", "weak_type"};

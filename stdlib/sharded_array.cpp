@@ -130,16 +130,7 @@ struct AvalObj : OpaqueObj {
     return "ShapedArray(" + dims() + (aval.weak ? ", weak_type=True)" : ")");
   }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
-    if (name == "shape") {
-      ValueList d;
-      for (int64_t x : aval.shape) d.push_back(Value::integer(x));
-      return out = make_tuple(std::move(d)), true;
-    }
-    if (name == "dtype") return out = Value::object(std::make_shared<DTypeObj>(aval.dtype)), true;
-    if (name == "ndim") return out = Value::integer(aval.ndim()), true;
-    if (name == "size") return out = Value::integer(aval.size()), true;
-    if (name == "weak_type") return out = Value::boolean(aval.weak), true;
-    return false;
+    return aval_attr(aval, name, out);
   }
   std::vector<std::string> attr_names() const override {
     return {"shape", "dtype", "ndim", "size", "weak_type"};
@@ -225,6 +216,19 @@ Value shape_value(const Shape& s) {
 }
 
 } // namespace
+
+bool aval_attr(const AVal& aval, const std::string& name, Value& out) {
+  if (name == "shape") {
+    ValueList d;
+    for (int64_t x : aval.shape) d.push_back(Value::integer(x));
+    return out = make_tuple(std::move(d)), true;
+  }
+  if (name == "dtype") return out = Value::object(std::make_shared<DTypeObj>(aval.dtype)), true;
+  if (name == "ndim") return out = Value::integer(aval.ndim()), true;
+  if (name == "size") return out = Value::integer(aval.size()), true;
+  if (name == "weak_type") return out = Value::boolean(aval.weak), true;
+  return false;
+}
 
 bool ShardingObj::get_attr(InterpreterImpl& in, const std::string& name, Value& out) {
   const std::string plat = in.platform().name();

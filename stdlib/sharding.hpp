@@ -84,6 +84,10 @@ Value make_spec_value(PartitionSpec s);
 // device_buffers, ...); false when `name` is not one of them.
 bool sharded_array_attr(InterpreterImpl& in, const Tensor& t, const std::string& name, Value& out);
 
+// .shape, .dtype, .ndim, .size, .weak_type of an abstract value (ShapedArray,
+// ShapeDtypeStruct); false for other names.
+bool aval_attr(const AVal& aval, const std::string& name, Value& out);
+
 // x.devices(): the set of devices holding `t` (on `platform`).
 Value devices_set_value(const std::string& platform, const Tensor& t);
 
