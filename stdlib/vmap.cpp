@@ -208,8 +208,15 @@ Value make_vmap(InterpreterImpl&, CallArgs& a) {
   if (r.has(2)) v->out_axes = r[2];
   if (r.has(3) && !r[3].is_none()) v->axis_name = value_to_str(r[3], "vmap() axis_name");
   if (r.has(4) && !r[4].is_none()) v->axis_size = r.get_int(4);
-  if (r.has(5) && !r[5].is_none())
-    throw Error(ErrCode::Unsupported, "vmap(): spmd_axis_name is not supported");
+  // spmd_axis_name only asks JAX to lay the batch dimension of the SPMD calls
+  // inside out over that mesh axis; pxl keeps it unsplit (same values).
+  if (r.has(5) && !r[5].is_none()) {
+    const ValueList* names = sequence_items(r[5]);
+    if (names)
+      for (const Value& n : *names) value_to_str(n, "vmap() spmd_axis_name");
+    else
+      value_to_str(r[5], "vmap() spmd_axis_name");
+  }
   return Value::object(v);
 }
 
