@@ -92,6 +92,19 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   Value inits = in.import_module("nn_initializers", Span{}, "");
   nn.as<ModuleObj>()->env->vars["initializers"] = inits;
   in.register_module("jax.nn.initializers", inits);
+  // jax.scipy: special and stats.norm (loaded now: attributes of jax.scipy).
+  Value special = in.import_module("scipy_special", Span{}, "");
+  Value norm = in.import_module("scipy_stats_norm", Span{}, "");
+  ModuleBuilder stats("jax.scipy.stats");
+  stats.val("norm", norm);
+  ModuleBuilder scipy("jax.scipy");
+  scipy.val("special", special);
+  scipy.val("stats", stats.value());
+  jax.as<ModuleObj>()->env->vars["scipy"] = scipy.value();
+  in.register_module("jax.scipy", scipy.value());
+  in.register_module("jax.scipy.special", special);
+  in.register_module("jax.scipy.stats", stats.value());
+  in.register_module("jax.scipy.stats.norm", norm);
 }
 
 } // namespace pxl
