@@ -85,14 +85,8 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
     if (np_vars.count(theirs)) lax.as<ModuleObj>()->env->vars[mine] = np_vars.at(theirs);
   // jax_extra.pxl: jvp, jacfwd, jacrev, hessian, checkpoint into jax.
   merge_functions(in, "jax_extra", jax);
-  // jax.nn must be an attribute of the jax module, so nn loads now (a few defs).
-  Value nn = in.import_module("nn", Span{}, "");
-  jax.as<ModuleObj>()->env->vars["nn"] = nn;
-  in.register_module("jax.nn", nn);
-  Value inits = in.import_module("nn_initializers", Span{}, "");
-  nn.as<ModuleObj>()->env->vars["initializers"] = inits;
-  in.register_module("jax.nn.initializers", inits);
-  // jax.scipy: special and stats.norm (loaded now: attributes of jax.scipy).
+  // jax.scipy: special and stats.norm (loaded now: attributes of jax.scipy;
+  // before nn, whose logsumexp is jax.scipy.special's).
   Value special = in.import_module("scipy_special", Span{}, "");
   Value norm = in.import_module("scipy_stats_norm", Span{}, "");
   ModuleBuilder stats("jax.scipy.stats");
@@ -105,6 +99,13 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   in.register_module("jax.scipy.special", special);
   in.register_module("jax.scipy.stats", stats.value());
   in.register_module("jax.scipy.stats.norm", norm);
+  // jax.nn must be an attribute of the jax module, so nn loads now (a few defs).
+  Value nn = in.import_module("nn", Span{}, "");
+  jax.as<ModuleObj>()->env->vars["nn"] = nn;
+  in.register_module("jax.nn", nn);
+  Value inits = in.import_module("nn_initializers", Span{}, "");
+  nn.as<ModuleObj>()->env->vars["initializers"] = inits;
+  in.register_module("jax.nn.initializers", inits);
 }
 
 } // namespace pxl
