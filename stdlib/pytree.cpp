@@ -79,16 +79,17 @@ TreeDef tree_flatten(InterpreterImpl& in, const Value& tree, ValueList& leaves, 
 
 static void flatten_up_to_rec(InterpreterImpl& in, const TreeDef& d, const Value& v, ValueList& out,
                               const TreeDef& whole) {
+  // Names the first tree's structure and the subtree of the other one that
+  // does not fit it.
   auto mismatch = [&]() {
     ValueList ignored;
-    return Error(ErrCode::Value, "the trees have different structures: " + whole.repr() + " and " +
-                                     tree_flatten(in, v, ignored).repr() + " (" + type_name(v) + " where " +
-                                     whole.repr() + " has a " +
-                                     (d.kind == TreeDef::Kind::Dict   ? "dict"
-                                      : d.kind == TreeDef::Kind::List ? "list"
-                                      : d.kind == TreeDef::Kind::None ? "None"
-                                                                      : "tuple") +
-                                     ")");
+    const char* want = d.kind == TreeDef::Kind::Dict   ? "a dict"
+                       : d.kind == TreeDef::Kind::List ? "a list"
+                       : d.kind == TreeDef::Kind::None ? "None"
+                                                       : "a tuple";
+    return Error(ErrCode::Value, "the trees have different structures: the first is " + whole.repr() +
+                                     ", but another has " + tree_flatten(in, v, ignored).repr() + " (a " +
+                                     type_name(v) + ") where the first has " + want);
   };
   switch (d.kind) {
   case TreeDef::Kind::Leaf: out.push_back(v); return;
