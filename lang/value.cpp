@@ -244,7 +244,12 @@ static std::string repr_depth(const Value& v, int depth) {
     const Tensor& t = v.as<ArrayObj>()->tensor;
     if (t->concrete) return array_repr(*t->concrete);
     if (t->sharded) return array_repr(t->sharded->assemble());
-    return "Traced<" + std::string(dtype_name(t->aval.dtype)) + shape_str(t->aval.shape) + ">";
+    // JAX's repr of a traced value: JitTracer(float32[8,2]), "~" marking a weak type.
+    std::string dims;
+    for (size_t i = 0; i < t->aval.shape.size(); ++i)
+      dims += (i ? "," : "") + std::to_string(t->aval.shape[i]);
+    return std::string("JitTracer(") + (t->aval.weak ? "~" : "") + dtype_name(t->aval.dtype) + "[" +
+           dims + "])";
   }
   case ObjKind::Slice: {
     auto* s = v.as<SliceObj>();

@@ -10,6 +10,12 @@
 namespace pxl {
 
 Tensor EagerContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) {
+  if (sharded_)
+    for (const Tensor& t : inputs)
+      if (t->sharded && t->sharded->spans_devices()) {
+        if (std::optional<Tensor> r = sharded_->run(op, attrs, inputs, loc)) return std::move(*r);
+        break;
+      }
   std::vector<Array> args;
   args.reserve(inputs.size());
   for (const Tensor& t : inputs) args.push_back(concrete(t));

@@ -4,6 +4,7 @@
 
 #include "lang/args.hpp"
 #include "lang/methods.hpp"
+#include "runtime/sharded.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/np.hpp"
 
@@ -170,11 +171,14 @@ bool array_truthy(InterpreterImpl& in, const Value& arr, const Span& where) {
 ValueList array_iterate(InterpreterImpl& in, const Value& arr, const Span& where) {
   const Tensor& t = arr.as<ArrayObj>()->tensor;
   if (t->aval.shape.empty()) throw Error(ErrCode::Type, "iteration over a 0-d array", where);
+  // A sharded array is iterated on the host, each row put on the default
+  // device, as JAX's Array.__iter__ does (device_put(self._value[i])).
+  Tensor rows = t->sharded && t->sharded->spans_devices() ? make_tensor(in.ops().concrete(t)) : t;
   ValueList out;
   for (int64_t i = 0; i < t->aval.shape[0]; ++i) {
     np::IndexItem it;
     it.index = i;
-    out.push_back(make_array(np::index(in.ops(), t, {it})));
+    out.push_back(make_array(np::index(in.ops(), rows, {it})));
   }
   return out;
 }

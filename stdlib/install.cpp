@@ -15,6 +15,7 @@ Value make_math_module();
 void add_grad_functions(InterpreterImpl& in, Value& jax); // stdlib/mod_grad.cpp
 void add_lax_functions(InterpreterImpl& in, Value& lax);  // stdlib/mod_lax.cpp
 void add_jax_misc(InterpreterImpl& in, Value& jax);       // stdlib/mod_jax_misc.cpp
+void install_sharded_op_runner(InterpreterImpl& in);      // stdlib/eager_sharded.cpp
 
 Value make_lax_module(InterpreterImpl& in, const Value& np) {
   (void)in;
@@ -46,6 +47,7 @@ Value make_lax_module(InterpreterImpl& in, const Value& np) {
 }
 
 void install_stdlib(InterpreterImpl& in) {
+  install_sharded_op_runner(in);
   Value np = make_numpy_module(in);
   Value lax = make_lax_module(in, np);
   add_lax_functions(in, lax);

@@ -96,6 +96,13 @@ bool run_compiled(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> para
 }
 
 
+// jax.disable_jit() / jax.config.update("jax_disable_jit", True): jitted
+// functions run as plain Python functions.
+bool jit_disabled(InterpreterImpl& in) {
+  Value config = in.get_attr(in.import_module("jax", Span{}, ""), "config", Span{});
+  return in.truthy(in.get_attr(config, "jax_disable_jit", Span{}), Span{});
+}
+
 bool is_sharding_leaf(const Value& v) { return v.is_none() || v.is_obj(ObjKind::Opaque); }
 
 // Runs `e` partitioned over the mesh its sharded operands live on, when the
@@ -208,6 +215,7 @@ struct JitFunction : OpaqueObj {
   }
 
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
+    if (jit_disabled(in)) return out = in.call(fn, a, where), true;
     for (int64_t s : static_argnums)
       if (s >= static_cast<int64_t>(a.pos.size()) || s < -static_cast<int64_t>(a.pos.size())) {
         bool by_name = s >= 0 && !param_name(static_cast<size_t>(s)).empty();

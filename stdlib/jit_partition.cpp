@@ -229,6 +229,18 @@ private:
       for (const Axes& e : s) n *= parts(e);
       if (n > best_parts) best = s, best_parts = n;
     }
+    // A dimension the widest operand keeps whole takes another operand's
+    // split when its axes are free, as XLA's propagation merges shardings
+    // (P('x') + P(None, 'y') is P('x', 'y')).
+    for (int o : ins.operands) {
+      const DimSpec& s = env_[o].spec;
+      if (s.size() != rank) continue;
+      for (size_t d = 0; d < rank; ++d) {
+        bool free = best[d].empty() && !s[d].empty();
+        for (const std::string& a : s[d]) free = free && !uses_axis(best, a);
+        if (free) best[d] = s[d];
+      }
+    }
     return best;
   }
 

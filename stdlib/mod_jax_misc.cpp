@@ -104,6 +104,25 @@ struct ConfigObj : OpaqueObj {
   }
 };
 
+// jax.disable_jit(): while it is entered, the jax_disable_jit flag is set, and
+// jitted functions run their Python function op by op (jit.cpp checks the flag).
+struct DisableJitObj : OpaqueObj {
+  std::shared_ptr<ConfigObj> config;
+  bool disable;
+  Value saved;
+  DisableJitObj(std::shared_ptr<ConfigObj> c, bool d) : config(std::move(c)), disable(d) {}
+  std::string type_name() const override { return "_GeneratorContextManager"; }
+  std::string repr() const override { return "<contextlib._GeneratorContextManager object>"; }
+  bool enter(InterpreterImpl&, Value& bound) override {
+    auto it = config->flags.find("jax_disable_jit");
+    saved = it == config->flags.end() ? Value::boolean(false) : it->second;
+    config->flags["jax_disable_jit"] = Value::boolean(disable);
+    bound = Value();
+    return true;
+  }
+  void exit(InterpreterImpl&) override { config->flags["jax_disable_jit"] = saved; }
+};
+
 } // namespace
 
 void add_jax_misc(InterpreterImpl& in, Value& jax) {
@@ -154,7 +173,13 @@ void add_jax_misc(InterpreterImpl& in, Value& jax) {
     ArgReader r("process_count", a, {"backend"});
     return Value::integer(1);
   });
-  vars["config"] = Value::object(std::make_shared<ConfigObj>());
+  auto config = std::make_shared<ConfigObj>();
+  vars["config"] = Value::object(config);
+  def("disable_jit", [config](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("disable_jit", a, {"disable"});
+    bool disable = r.has(0) ? in.truthy(r[0], Span{}) : true;
+    return Value::object(std::make_shared<DisableJitObj>(config, disable));
+  });
   // jax.checkpoint_policies: remat's policy= is accepted and has no effect in
   // pxl (jax.checkpoint returns the function itself), but the names exist.
   ModuleBuilder policies("jax.checkpoint_policies");

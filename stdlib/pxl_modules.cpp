@@ -75,6 +75,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   // lax_extra.pxl likewise for jax.lax (control flow, slicing helpers).
   Value lax = jax.as<ModuleObj>()->env->vars.at("lax");
   merge_functions(in, "lax_extra", lax);
+  merge_functions(in, "lax_conv", lax); // convolutions, reduce_window
   // lax names of np functions, some of which the files above just defined.
   static const std::pair<const char*, const char*> from_np[] = {
       {"asin", "arcsin"},   {"acos", "arccos"},   {"atan", "arctan"},   {"sinh", "sinh"},

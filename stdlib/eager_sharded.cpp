@@ -1,0 +1,77 @@
+// Eager ops on sharded arrays (ShardedOpRunner, runtime/eager.hpp). JAX runs
+// every eager op as a jit of the primitive, so `x * 2` of an array sharded over
+// a mesh is computed where its blocks are and comes back sharded. Here the op
+// is traced alone into a one-instruction Function, partitioned over the mesh of
+// its sharded operands exactly as jax.jit's program would be
+// (stdlib/jit_partition.cpp), and run on the device threads. The partitioned
+// program is kept per op, attributes, operand types and operand shardings.
+#include <map>
+
+#include "lang/tracer.hpp"
+#include "runtime/eager.hpp"
+#include "stdlib/jit_partition.hpp"
+
+namespace pxl {
+
+namespace {
+
+class PartitionedOpRunner : public ShardedOpRunner {
+public:
+  explicit PartitionedOpRunner(InterpreterImpl& in) : in_(in) {}
+
+  std::optional<Tensor> run(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs,
+                            const Span& loc) override {
+    OpFamily fam = op_family(op);
+    // Collectives and effects are not single-device ops; spmd_call has its own path.
+    if (fam == OpFamily::Collective || fam == OpFamily::Effect || fam == OpFamily::Call)
+      return std::nullopt;
+    const Mesh* mesh = nullptr;
+    for (const Tensor& t : inputs) {
+      if (!t->sharded || !t->sharded->spans_devices()) continue;
+      if (!mesh)
+        mesh = &t->sharded->mesh;
+      else if (!(t->sharded->mesh == *mesh))
+        return std::nullopt; // gathered, as JAX would fail
+    }
+    if (!mesh) return std::nullopt;
+    std::string key = std::string(op_name(op)) + "[" + attrs_str(op, attrs) + "] " + mesh->repr();
+    for (int id : mesh->device_ids) key += " " + std::to_string(id);
+    OperandSpecs specs;
+    for (const Tensor& t : inputs) {
+      bool own = t->sharded && t->sharded->mesh == *mesh;
+      specs.push_back(own ? t->sharded->spec : PartitionSpec{});
+      key += " " + type_str(t->aval) + (t->aval.weak ? "~" : "") + specs.back().repr();
+    }
+    std::shared_ptr<PartitionedJit>& p = programs_[key];
+    if (!p) p = std::make_shared<PartitionedJit>(partition(op, attrs, inputs, *mesh, specs, loc));
+    std::vector<Tensor> operands(inputs.begin(), inputs.end());
+    operands.insert(operands.end(), p->extra.begin(), p->extra.end());
+    std::vector<Tensor> results = run_spmd_call(*p->callee, operands, in_.pull_log());
+    return std::move(results.at(0));
+  }
+
+private:
+  PartitionedJit partition(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs,
+                           const Mesh& mesh, const OperandSpecs& specs, const Span& loc) {
+    TracedFunction t;
+    t.fn = std::make_shared<Function>();
+    t.fn->name = op_name(op);
+    TraceContext tc(*t.fn, in_.ops(), "jit");
+    std::vector<Tensor> params;
+    for (const Tensor& x : inputs) params.push_back(tc.add_param(x->aval, 0, loc, ""));
+    t.fn->results.push_back(tc.value_of(tc.bind(op, attrs, params)));
+    return partition_jit(in_, t, mesh, specs, {}, loc);
+  }
+
+  InterpreterImpl& in_;
+  std::map<std::string, std::shared_ptr<PartitionedJit>> programs_;
+};
+
+} // namespace
+
+void install_sharded_op_runner(InterpreterImpl& in) {
+  if (auto* eager = dynamic_cast<EagerContext*>(&in.ops()))
+    eager->set_sharded_runner(std::make_unique<PartitionedOpRunner>(in));
+}
+
+} // namespace pxl
