@@ -15,8 +15,10 @@ int64_t aligned(int64_t n) {
 
 // Host steps that keep what they are given past the step: jax.debug.print's
 // records are printed after the run; an SPMD call's callee may return views
-// of its arguments.
-bool keeps_operands(Op op) { return op == Op::DebugPrint || op == Op::SpmdCall; }
+// of its arguments, a while loop its carry when it runs no iteration.
+bool keeps_operands(Op op) {
+  return op == Op::DebugPrint || op == Op::SpmdCall || op == Op::While;
+}
 
 struct Item {
   int64_t bytes = 0;

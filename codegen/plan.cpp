@@ -181,6 +181,7 @@ bool fusible_instr(const Function& f, const Instr& in) {
   case OpFamily::Collective:
   case OpFamily::Effect:
   case OpFamily::Call:
+  case OpFamily::Loop: // a host step: runs its sub-Functions' executables
     return false;
   }
   return false;

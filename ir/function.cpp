@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "lang/diag.hpp"
+#include "ir/while_loop.hpp"
 #include "runtime/spmd_call.hpp"
 
 namespace pxl {
@@ -67,14 +68,54 @@ std::string type_str(const AVal& a) {
   return s + "]";
 }
 
+namespace {
+
+// Names the Functions that while instructions hold, uniquely within one
+// printout (the parser links them by name), and lists them in print order.
+struct SubFunctions {
+  std::map<const Function*, std::string> names;
+  std::vector<const Function*> order;
+  std::string name_of(const Function* f) {
+    auto it = names.find(f);
+    if (it != names.end()) return it->second;
+    std::string base;
+    for (char c : f->name)
+      if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') base += c;
+    if (base.empty()) base = "f";
+    std::string name = base;
+    for (int k = 1; taken(name); ++k) name = base + "_" + std::to_string(k);
+    names[f] = name;
+    order.push_back(f);
+    return name;
+  }
+  bool taken(const std::string& n) const {
+    for (const auto& [f, name] : names)
+      if (name == n) return true;
+    return false;
+  }
+};
+
+std::string print_one(const Function& f, bool with_locations, SubFunctions& subs);
+
+} // namespace
+
 std::string print_function(const Function& f, bool with_locations) {
+  SubFunctions subs;
+  subs.name_of(&f);
+  std::string out;
+  // print_one may name more sub-Functions as it goes: index, not iterate.
+  for (size_t i = 0; i < subs.order.size(); ++i) out += print_one(*subs.order[i], with_locations, subs);
+  return out;
+}
+
+namespace {
+
+std::string print_one(const Function& f, bool with_locations, SubFunctions& subs) {
   std::ostringstream os;
   auto val = [&](int id) { return "%" + std::to_string(id); };
   auto typ = [&](int id) { return type_str(f.values[id].aval) + f.axes_str(f.values[id].vma); };
-  std::string name; // "<lambda>" prints as "lambda": the name stays a plain identifier
-  for (char c : f.name)
-    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') name += c;
-  os << "func @" << (name.empty() ? "f" : name) << "(";
+  // "<lambda>" prints as "lambda": the name stays a plain identifier
+  os << "func @" << subs.name_of(&f) << "(";
   for (size_t i = 0; i < f.params.size(); ++i)
     os << (i ? ", " : "") << val(f.params[i]) << ": " << typ(f.params[i]);
   os << ")";
@@ -100,6 +141,11 @@ std::string print_function(const Function& f, bool with_locations) {
     for (int r = 0; r < in.nresults; ++r) line << (r ? ", " : " ") << val(in.result + r);
     line << " = " << op_name(in.op);
     std::string attrs = attrs_str(in.op, in.attrs);
+    if (in.op == Op::While) { // named in this order: cond prints first
+      std::string cond = subs.name_of(in.attrs.loop->cond.get());
+      std::string body = subs.name_of(in.attrs.loop->body.get());
+      attrs = "cond=@" + cond + " body=@" + body + " " + attrs;
+    }
     if (!attrs.empty()) line << "[" << attrs << "]";
     for (size_t i = 0; i < in.operands.size(); ++i) line << (i ? ", " : " ") << val(in.operands[i]);
     line << " : ";
@@ -123,6 +169,8 @@ std::string print_function(const Function& f, bool with_locations) {
   return os.str();
 }
 
+} // namespace
+
 // ---- parser --------------------------------------------------------------------
 
 namespace {
@@ -131,8 +179,35 @@ class IRParser {
 public:
   explicit IRParser(const std::string& text) : s_(text) {}
 
+  // The first function of the text, linked to the sub-Functions of its while
+  // instructions, which follow it.
   Function run() {
-    Function f;
+    std::shared_ptr<Function> main = parse_one();
+    std::vector<std::shared_ptr<Function>> all{main};
+    while (peek_word("func")) all.push_back(parse_one());
+    for (auto& [loop, cond, body] : pending_) {
+      loop->cond = find(all, cond);
+      loop->body = find(all, body);
+    }
+    for (const auto& f : all) {
+      std::string problem = verify_function(*f);
+      if (!problem.empty()) fail("in @" + f->name + ": " + problem);
+    }
+    return *main;
+  }
+
+private:
+  std::shared_ptr<Function> find(const std::vector<std::shared_ptr<Function>>& all,
+                                 const std::string& name) {
+    for (size_t i = 1; i < all.size(); ++i)
+      if (all[i]->name == name) return all[i];
+    fail("while refers to @" + name + ", which is not defined after the function");
+  }
+
+  std::shared_ptr<Function> parse_one() {
+    auto fp = std::make_shared<Function>();
+    Function& f = *fp;
+    ids_.clear();
     expect_word("func");
     expect('@');
     f.name = ident();
@@ -178,7 +253,8 @@ public:
     for (auto& [id, t] : pending_params) f.params.push_back(define(id, parse_type(t), -1));
     for (auto& [id, t] : pending_consts) f.consts.push_back(define(id, parse_type(t), -1));
     while (!accept_word("return")) {
-      int id = value_ref();
+      std::vector<int> ids{value_ref()};
+      while (accept(',')) ids.push_back(value_ref());
       expect('=');
       std::string name = ident();
       auto op = op_by_name(name);
@@ -187,14 +263,21 @@ public:
       if (*op == Op::SpmdCall) fail("spmd_call cannot be parsed back from text");
       Instr in{*op, {}, {}, -1};
       if (accept('[')) in.attrs = parse_attrs(*op);
+      if (*op == Op::While && !in.attrs.loop) fail("while needs cond=@name and body=@name");
       skip_ws();
       while (peek_is('%')) {
         in.operands.push_back(use(value_ref()));
         if (!accept(',')) break;
       }
       expect(':');
-      IRValue v = parse_type(type_text());
-      in.result = define(id, v, static_cast<int>(f.body.size()));
+      if (ids.size() > 1 && !is_multi_result(*op))
+        fail(std::string(op_name(*op)) + " has one result");
+      in.nresults = static_cast<int>(ids.size());
+      for (size_t r = 0; r < ids.size(); ++r) {
+        if (r) expect(',');
+        int v = define(ids[r], parse_type(type_text()), static_cast<int>(f.body.size()));
+        if (!r) in.result = v;
+      }
       f.body.push_back(std::move(in));
       skip_comment();
     }
@@ -204,12 +287,9 @@ public:
       if (!accept(',')) break;
     }
     expect('}');
-    std::string problem = verify_function(f);
-    if (!problem.empty()) fail(problem);
-    return f;
+    return fp;
   }
 
-private:
   [[noreturn]] void fail(const std::string& msg) {
     int line = 1;
     for (size_t i = 0; i < pos_ && i < s_.size(); ++i) line += s_[i] == '\n';
@@ -255,6 +335,12 @@ private:
       return true;
     }
     return false;
+  }
+  bool peek_word(const char* w) {
+    size_t saved = pos_;
+    bool found = accept_word(w);
+    pos_ = saved;
+    return found;
   }
   void expect_word(const char* w) {
     if (!accept_word(w)) fail(std::string("expected '") + w + "'");
@@ -330,10 +416,29 @@ private:
   }
   OpAttrs parse_attrs(Op op) {
     OpAttrs a;
+    PendingLoop loop;
+    int64_t cond_nconsts = 0, body_nconsts = 0;
     while (!accept(']')) {
       std::string key = ident();
       expect('=');
-      if (!parse_attr(a, key)) fail("unknown attribute '" + key + "' for " + op_name(op));
+      if (op == Op::While && (key == "cond" || key == "body")) {
+        expect('@');
+        (key == "cond" ? loop.cond : loop.body) = ident();
+      } else if (op == Op::While && (key == "cond_nconsts" || key == "body_nconsts")) {
+        int64_t n = integer();
+        if (n < 0 || n > 1000000) fail("bad " + key);
+        (key == "cond_nconsts" ? cond_nconsts : body_nconsts) = n;
+      } else if (!parse_attr(a, key)) {
+        fail("unknown attribute '" + key + "' for " + op_name(op));
+      }
+    }
+    if (op == Op::While) {
+      if (loop.cond.empty() || loop.body.empty()) fail("while needs cond=@name and body=@name");
+      // Linked to its Functions by run(), once they are read.
+      loop.loop = make_while_loop(nullptr, nullptr, static_cast<int>(cond_nconsts),
+                                  static_cast<int>(body_nconsts));
+      a.loop = loop.loop;
+      pending_.push_back(std::move(loop));
     }
     return a;
   }
@@ -356,6 +461,11 @@ private:
   size_t pos_ = 0;
   Function* f_ = nullptr;
   std::map<int, int> ids_;
+  struct PendingLoop {
+    std::shared_ptr<WhileLoop> loop;
+    std::string cond, body;
+  };
+  std::vector<PendingLoop> pending_; // while instructions, linked once every function is read
 
 public:
   static const int kNumOps;
@@ -494,8 +604,7 @@ std::string verify_function(const Function& f) {
     }
     std::vector<AVal> want;
     try {
-      want = in.op == Op::SpmdCall ? infer_call(in.attrs, avals)
-                                   : std::vector<AVal>{infer(in.op, in.attrs, avals)};
+      want = infer_results(in.op, in.attrs, avals);
     } catch (const Error& e) {
       return std::string(op_name(in.op)) + " %" + std::to_string(in.result) + ": " + e.message();
     }

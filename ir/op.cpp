@@ -1,5 +1,6 @@
 // Op names, arities, families, and attribute printing.
 #include "ir/op.hpp"
+#include "ir/while_loop.hpp"
 
 namespace pxl {
 
@@ -164,6 +165,8 @@ std::string attrs_str(Op op, const OpAttrs& a) {
     return "format=" + std::to_string(a.axis);
   case Op::SpmdCall:
     return a.callee ? callee_str(*a.callee) : "";
+  case Op::While:
+    return a.loop ? while_attrs_str(*a.loop) : "";
   case Op::Ppermute: {
     std::string s = group_str(a) + " pairs=[";
     for (size_t i = 0; i < a.pairs.size(); ++i)

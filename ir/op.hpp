@@ -15,6 +15,7 @@ namespace pxl {
 
 class Array;
 struct SpmdCallee; // runtime/spmd_call.hpp
+struct WhileLoop;  // ir/while_loop.hpp
 
 enum class Op : uint16_t {
 #define OP(name, text, arity, family) name,
@@ -36,7 +37,8 @@ enum class OpFamily : uint8_t {
   Index,
   Collective,
   Effect,
-  Call
+  Call,
+  Loop
 };
 
 const char* op_name(Op op); // the text name, e.g. "dot_general"
@@ -83,6 +85,7 @@ struct OpAttrs {
   int64_t concat_axis = 0;                      // all_to_all
   std::vector<std::pair<int64_t, int64_t>> pairs; // ppermute: (source, destination) ranks
   std::shared_ptr<const SpmdCallee> callee;     // spmd_call
+  std::shared_ptr<const WhileLoop> loop;        // while
   bool operator==(const OpAttrs&) const = default;
 };
 
@@ -95,6 +98,11 @@ AVal infer(Op op, const OpAttrs& attrs, std::span<const AVal> inputs);
 
 // spmd_call's shape rule: the global types of all of its results.
 std::vector<AVal> infer_call(const OpAttrs& attrs, std::span<const AVal> inputs);
+// Whether `op` defines several values (Instr::nresults) and is bound with
+// OpContext::bind_call: spmd_call and while.
+inline bool is_multi_result(Op op) { return op == Op::SpmdCall || op == Op::While; }
+// The shape rule of any op: all of its results' types (one for most ops).
+std::vector<AVal> infer_results(Op op, const OpAttrs& attrs, std::span<const AVal> inputs);
 // spmd_call's attributes as IR text: "shard_map @f mesh=... in=(...) out=(...)".
 std::string callee_str(const SpmdCallee& callee);
 

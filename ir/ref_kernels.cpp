@@ -331,6 +331,7 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
   case Op::AxisIndex:
   case Op::DebugPrint:
   case Op::SpmdCall:
+  case Op::While:
     // Collectives need the other devices and effects the host: their kernel is
     // the SPMD executor's.
     break;

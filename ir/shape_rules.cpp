@@ -3,6 +3,7 @@
 #include <string>
 
 #include "ir/op.hpp"
+#include "ir/while_loop.hpp"
 #include "lang/diag.hpp"
 
 namespace pxl {
@@ -507,8 +508,19 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
     if (outs.size() != 1) fail(ErrCode::Internal, op, "has several results (bind it with bind_call)");
     return outs[0];
   }
+  case Op::While: {
+    std::vector<AVal> outs = infer_while(a, in);
+    if (outs.size() != 1) fail(ErrCode::Internal, op, "has several results (bind it with bind_call)");
+    return outs[0];
+  }
   }
   fail(ErrCode::Internal, op, "no shape rule");
+}
+
+std::vector<AVal> infer_results(Op op, const OpAttrs& attrs, std::span<const AVal> inputs) {
+  if (op == Op::SpmdCall) return infer_call(attrs, inputs);
+  if (op == Op::While) return infer_while(attrs, inputs);
+  return {infer(op, attrs, inputs)};
 }
 
 } // namespace pxl

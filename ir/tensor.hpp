@@ -39,7 +39,8 @@ public:
   // Applies primitive `op` to `inputs`; the shape rule runs first and throws
   // pxl::Error (no span) on bad input.
   virtual Tensor bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) = 0;
-  // Applies a multi-result op (spmd_call, attrs.callee) to `inputs`.
+  // Applies a multi-result op to `inputs`: spmd_call (attrs.callee) or while
+  // (attrs.loop).
   virtual std::vector<Tensor> bind_call(const OpAttrs& attrs, std::span<const Tensor> inputs) = 0;
   // The concrete array behind `t`; throws ErrCode::ConcreteValue when `t` is traced.
   virtual const Array& concrete(const Tensor& t) = 0;

@@ -21,6 +21,7 @@ AxisSet infer_vma(Op op, std::span<const AxisSet> operands, AxisSet named, bool 
   case OpFamily::Effect:
   case OpFamily::Call: // only single-device code calls an SPMD function
     return 0;
+  case OpFamily::Loop: // bound with bind_call, which takes the vma from the body
   case OpFamily::Collective:
     break;
   }

@@ -1,6 +1,7 @@
 #include "lang/tracer.hpp"
 
 #include "ir/vma.hpp"
+#include "ir/while_loop.hpp"
 #include "lang/diag.hpp"
 
 namespace pxl {
@@ -95,13 +96,25 @@ Tensor TraceContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> i
 std::vector<Tensor> TraceContext::bind_call(const OpAttrs& attrs, std::span<const Tensor> inputs) {
   std::vector<AVal> avals;
   std::vector<int> ids = operand_ids(inputs, avals);
-  std::vector<AVal> outs = infer_call(attrs, avals);
-  Instr in{Op::SpmdCall, attrs, std::move(ids), -1};
+  Op op = attrs.loop ? Op::While : Op::SpmdCall;
+  std::vector<AVal> outs = infer_results(op, attrs, avals);
+  // A while's carry varies over what its initial value or the body's result
+  // varies over (the body shares this function's mesh axes); an spmd_call's
+  // results are invariant.
+  std::vector<AxisSet> vmas(outs.size(), 0);
+  if (attrs.loop) {
+    const Function& body = *attrs.loop->body;
+    size_t first = ids.size() - outs.size();
+    for (size_t r = 0; r < outs.size(); ++r)
+      vmas[r] = fn_.values[ids[first + r]].vma | body.values[body.results[r]].vma;
+  }
+  Instr in{op, attrs, std::move(ids), -1};
   in.nresults = static_cast<int>(outs.size());
   std::vector<Tensor> results;
-  for (const AVal& a : outs) {
+  for (size_t r = 0; r < outs.size(); ++r) {
     IRValue v;
-    v.aval = a;
+    v.aval = outs[r];
+    v.vma = vmas[r];
     v.loc = loc;
     v.producer = static_cast<int>(fn_.body.size());
     int id = fn_.add_value(std::move(v));

@@ -43,7 +43,8 @@ public:
   std::function<std::optional<std::string>(int id)> describe;
 
   Tensor bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) override;
-  // Records an spmd_call; its results are invariant (single-device code).
+  // Records an spmd_call (its results are invariant: single-device code) or a
+  // while (attrs.loop).
   std::vector<Tensor> bind_call(const OpAttrs& attrs, std::span<const Tensor> inputs) override;
   const Array& concrete(const Tensor& t) override;
   Tensor constant(Array a) override;
@@ -70,8 +71,8 @@ std::vector<Tensor> inline_function(OpContext& cx, const Function& f, std::span<
 // Walks f's instructions in order with a value table of type V (a Tensor, or
 // vmap's batched value), calling bind(op, attrs, operands) for each with cx.loc
 // set to the instruction's source; returns the whole table.
-// An spmd_call is handed to bind_call(attrs, operands, instr), which returns
-// all of its results.
+// An spmd_call or while is handed to bind_call(attrs, operands, instr), which
+// returns all of its results.
 template <class V, class Bind, class BindCall>
 std::vector<V> walk_function(OpContext& cx, const Function& f, std::span<const V> params,
                              std::span<const V> consts, Bind&& bind, BindCall&& bind_call);
@@ -98,7 +99,7 @@ std::vector<V> walk_function(OpContext& cx, const Function& f, std::span<const V
     for (int o : in.operands) args.push_back(env[o]);
     OpAttrs attrs = attrs_for_rebind(cx, f, in);
     cx.loc = f.values[in.result].loc;
-    if (in.op == Op::SpmdCall) {
+    if (is_multi_result(in.op)) {
       std::vector<V> outs = bind_call(attrs, args, in);
       for (int r = 0; r < in.nresults; ++r) env[in.result + r] = std::move(outs[r]);
       continue;

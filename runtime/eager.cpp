@@ -6,6 +6,7 @@
 #include "lang/diag.hpp"
 #include "runtime/sharded.hpp"
 #include "runtime/spmd_call.hpp"
+#include "runtime/while_loop.hpp"
 
 namespace pxl {
 
@@ -31,6 +32,14 @@ std::vector<Tensor> EagerContext::bind_call(const OpAttrs& attrs,
                                             std::span<const Tensor> inputs) {
   std::vector<AVal> avals;
   for (const Tensor& t : inputs) avals.push_back(t->aval);
+  if (attrs.loop) { // a while loop: on this device, its cond and body compiled
+    infer_while(attrs, avals);
+    std::vector<Array> args;
+    for (const Tensor& t : inputs) args.push_back(concrete(t).on_device(device_));
+    std::vector<Tensor> out;
+    for (Array& a : run_while(*attrs.loop, args, loc)) out.push_back(make_tensor(std::move(a)));
+    return out;
+  }
   infer_call(attrs, avals); // operand checks, as eval_ref runs the shape rule
   return run_spmd_call(*attrs.callee, inputs, pull_log_);
 }

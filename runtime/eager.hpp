@@ -29,7 +29,8 @@ public:
   void set_jit(EagerJit* jit) { jit_ = jit; }
   void set_sharded_runner(std::unique_ptr<ShardedOpRunner> r) { sharded_ = std::move(r); }
   Tensor bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) override;
-  // Runs an SPMD call on the device threads (runtime/spmd_call.hpp).
+  // Runs an SPMD call on the device threads (runtime/spmd_call.hpp), or a
+  // while loop on this device (runtime/while_loop.hpp).
   std::vector<Tensor> bind_call(const OpAttrs& attrs, std::span<const Tensor> inputs) override;
   const Array& concrete(const Tensor& t) override;
   Tensor constant(Array a) override;

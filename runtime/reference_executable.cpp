@@ -3,6 +3,7 @@
 // is entered once per thread with all of its participants' buffers.
 #include "lang/diag.hpp"
 #include "lang/phase_times.hpp"
+#include "ir/while_loop.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/spmd_steps.hpp"
 
@@ -49,8 +50,13 @@ std::unique_ptr<Executable> make_reference_executable(std::shared_ptr<const Func
 }
 
 bool participants_independent(const Function& f) {
-  for (const Instr& in : f.body)
+  for (const Instr& in : f.body) {
     if (is_collective(in.op) || in.op == Op::SpmdCall) return false;
+    if (in.op == Op::While &&
+        !(participants_independent(*in.attrs.loop->cond) &&
+          participants_independent(*in.attrs.loop->body)))
+      return false;
+  }
   return true;
 }
 

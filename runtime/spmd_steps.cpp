@@ -6,6 +6,7 @@
 
 #include "lang/diag.hpp"
 #include "lang/phase_times.hpp"
+#include "runtime/while_loop.hpp"
 
 namespace pxl {
 
@@ -82,6 +83,8 @@ void run_host_instr(const Function& f, const SpmdLayout& layout, const Collectiv
     run_debug_print(in, thread, k, env, debug);
   } else if (in.op == Op::SpmdCall) {
     run_spmd_call_instr(f, index, k, env);
+  } else if (in.op == Op::While) {
+    run_while_instr(f, layout, thread, index, env, world, debug);
   } else if (is_collective(in.op)) {
     ScopedPhase timing(times, kCollectivesPhase);
     run_collective(f, layout, groups, thread, index, env, world);

@@ -54,6 +54,7 @@ void run_debug_print(const Instr& in, int thread, int per_thread,
 
 // Runs f.body[index], an instruction outside any kernel, for every local
 // participant the way all executables do: a debug print, an spmd_call, a
+// while loop (runtime/while_loop.hpp), a
 // collective (its time added to `times`' collectives phase), or the reference
 // kernel.
 void run_host_instr(const Function& f, const SpmdLayout& layout, const CollectiveGroups& groups,

@@ -151,6 +151,21 @@ std::vector<Tensor> backward_pass(OpContext& cx, const Function& f, const std::v
       transpose_call(cx, f, in, env, live, acc);
       continue;
     }
+    if (in.op == Op::While) {
+      // As in JAX: a loop whose trip count is only known when it runs has no
+      // transpose. One that no cotangent reaches (a counter, a constant) is fine.
+      for (int r = 0; r < in.nresults; ++r) {
+        AxisSet pend = 0;
+        int id = in.result + r;
+        if (acc.take(id, pend) && live[id] && is_floating(f.values[id].aval.dtype))
+          throw Error(ErrCode::Value,
+                      "Reverse-mode differentiation does not work for lax.while_loop or "
+                      "lax.fori_loop with dynamic start/stop values. Try using lax.scan, or "
+                      "using fori_loop with static start/stop.",
+                      f.values[in.result].loc);
+      }
+      continue;
+    }
     AxisSet pend = 0;
     Tensor ct = acc.take(in.result, pend);
     if (!ct || !live[in.result] || !is_floating(f.values[in.result].aval.dtype)) continue;

@@ -338,6 +338,7 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
   case Op::DebugPrint:
     return out; // integer/bool results: nothing to differentiate
   case Op::SpmdCall: // several results: backward_pass transposes it (autodiff_spmd.cpp)
+  case Op::While:    // no transpose: backward_pass raises JAX's error
     return out;
   case Op::Select: {
     Tensor z = b.zeros(g);

@@ -457,6 +457,7 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
   case Op::DebugPrint: // prints the whole batch at once; the result is a token
     return {cx.bind(op, attrs, ts), false};
   case Op::SpmdCall: // several results: batch_function maps over it (batch_spmd_call)
+  case Op::While:    // likewise (batch_while)
     break;
   }
   return {cx.bind(op, attrs, ts), false};
@@ -525,6 +526,7 @@ std::vector<BVal> batch_function(OpContext& cx, const Function& f, std::span<con
       },
       [&](const OpAttrs& attrs, const std::vector<BVal>& args, const Instr& in) {
         try {
+          if (in.op == Op::While) return batch_while(cx, attrs, args, ax);
           return batch_spmd_call(cx, attrs, args, ax);
         } catch (Error& e) {
           e.set_span_if_missing(f.values[in.result].loc);

@@ -491,7 +491,7 @@ bool inlinable(const Function& f) {
 bool partitionable(const Function& f, const Mesh& mesh) {
   for (const Instr& i : f.body) {
     OpFamily fam = op_family(i.op);
-    if (fam == OpFamily::Collective || fam == OpFamily::Effect) return false;
+    if (fam == OpFamily::Collective || fam == OpFamily::Effect || fam == OpFamily::Loop) return false;
     if (fam == OpFamily::Call) {
       const SpmdCallee& c = *i.attrs.callee;
       if (c.kind != "shard_map" || !c.check_vma || !(c.layout.mesh == mesh) || !inlinable(*c.fn))

@@ -41,6 +41,9 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
 // The batching rule of spmd_call (several results).
 std::vector<BVal> batch_spmd_call(OpContext& cx, const OpAttrs& attrs, std::span<const BVal> args,
                                   const BatchAxis& axis);
+// The batching rule of while (stdlib/while_loop.cpp).
+std::vector<BVal> batch_while(OpContext& cx, const OpAttrs& attrs, std::span<const BVal> args,
+                              const BatchAxis& axis);
 // Evaluates `f` on batched params (consts are unbatched) with the batching rules.
 std::vector<BVal> batch_function(OpContext& cx, const Function& f, std::span<const BVal> params,
                                  std::span<const Tensor> consts, const BatchAxis& axis);

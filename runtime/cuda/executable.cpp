@@ -123,7 +123,7 @@ public:
       for (int j = 0; j < k; ++j)
         for (int o : in.operands) to_host(c, j, o);
       run_host_instr(f, layout_, groups_, thread, i, env, world, debug, phase_times);
-      size_t results = in.op == Op::SpmdCall ? in.attrs.callee->outs.size() : 1;
+      size_t results = static_cast<size_t>(in.nresults);
       for (int j = 0; j < k; ++j)
         for (size_t r = 0; r < results; ++r) {
           int v = in.result + static_cast<int>(r);

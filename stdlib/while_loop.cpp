@@ -1,0 +1,468 @@
+// lax.while_loop and lax.fori_loop. Eagerly (no trace), a loop runs on the
+// host as Python would; inside jit, pmap, shard_map, vmap or grad the cond and
+// body are traced once into Functions of their own and the loop becomes one
+// while instruction (ir/while_loop.hpp), run by the runtime
+// (runtime/while_loop.cpp). fori_loop with static bounds unrolls as before
+// (JAX lowers it to a scan, which reverse mode differentiates); with traced
+// bounds it is a while loop over (i, upper, carry), as in JAX.
+// Also here: while's batching rule (vmap).
+#include "ir/while_loop.hpp"
+
+#include "lang/args.hpp"
+#include "lang/tracer.hpp"
+#include "stdlib/autodiff.hpp"
+#include "stdlib/np.hpp"
+#include "stdlib/pytree.hpp"
+#include "stdlib/trace_util.hpp"
+#include "stdlib/transforms.hpp"
+#include "runtime/sharded.hpp"
+
+namespace pxl {
+
+namespace {
+
+// The types a loop part (cond or body) is traced with.
+struct CarryTypes {
+  std::vector<AVal> avals;
+  std::vector<AxisSet> vmas;
+};
+
+// A traced cond or body: its Function, whose captured constants have become
+// its leading parameters, and those constants as tensors of the caller.
+struct Part {
+  std::shared_ptr<Function> fn;
+  std::vector<Tensor> consts;
+};
+
+// Traces a loop part in a context nested in `cx`: `record` gets the carry
+// parameters and must set the Function's results.
+Part trace_part(OpContext& cx, const std::string& name, const CarryTypes& carry,
+                const std::function<void(TraceContext&, std::span<const Tensor>)>& record) {
+  Part p;
+  p.fn = std::make_shared<Function>();
+  p.fn->name = name;
+  if (auto* enclosing = dynamic_cast<TraceContext*>(&cx)) {
+    p.fn->mesh_axes = enclosing->function().mesh_axes;
+    p.fn->mesh_sizes = enclosing->function().mesh_sizes;
+  }
+  {
+    TraceContext tc(*p.fn, cx, "while_loop");
+    std::vector<Tensor> params;
+    for (size_t i = 0; i < carry.avals.size(); ++i)
+      params.push_back(tc.add_param(carry.avals[i], carry.vmas[i], cx.loc, "the while_loop carry"));
+    LocScope loc(tc, cx.loc);
+    record(tc, params);
+    p.consts = tc.captured_tensors();
+  }
+  std::vector<int> params = p.fn->consts;
+  params.insert(params.end(), p.fn->params.begin(), p.fn->params.end());
+  p.fn->params = std::move(params);
+  p.fn->consts.clear();
+  return p;
+}
+
+std::vector<Tensor> bind_while(OpContext& cx, const Part& cond, const Part& body,
+                               std::span<const Tensor> init, ExecMode mode, CodeCache* cache) {
+  std::vector<Tensor> operands = cond.consts;
+  operands.insert(operands.end(), body.consts.begin(), body.consts.end());
+  operands.insert(operands.end(), init.begin(), init.end());
+  OpAttrs attrs;
+  attrs.loop = make_while_loop(cond.fn, body.fn, static_cast<int>(cond.consts.size()),
+                               static_cast<int>(body.consts.size()), mode, cache);
+  return cx.bind_call(attrs, operands);
+}
+
+// ---- lax.while_loop / lax.fori_loop ------------------------------------------
+
+// JAX's spelling of a type in while_loop's errors: "float32[3]", "float32[]{V:i}".
+std::string jax_type(const AVal& a, AxisSet vma, const std::vector<std::string>& axes) {
+  std::string s = std::string(dtype_name(a.dtype)) + "[";
+  for (size_t i = 0; i < a.shape.size(); ++i) s += (i ? "," : "") + std::to_string(a.shape[i]);
+  s += "]";
+  if (!vma) return s;
+  s += "{V:";
+  bool first = true;
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (vma & (AxisSet{1} << i)) s += (first ? "" : ",") + axes[i], first = false;
+  return s + "}";
+}
+
+// The key path of every leaf of `d` in flattening order, as JAX's errors write
+// them after the parameter name: "[1]", "['a']".
+void leaf_paths(const TreeDef& d, const std::string& prefix, std::vector<std::string>& out) {
+  switch (d.kind) {
+  case TreeDef::Kind::Leaf:
+    out.push_back(prefix);
+    return;
+  case TreeDef::Kind::None:
+    return;
+  default:
+    for (size_t i = 0; i < d.children.size(); ++i)
+      leaf_paths(d.children[i],
+                 prefix + "[" + (d.kind == TreeDef::Kind::Dict ? repr(d.keys[i]) : std::to_string(i)) + "]",
+                 out);
+  }
+}
+
+std::string first_param_name(const Value& fn) {
+  if (fn.is_obj(ObjKind::Function)) {
+    const auto* f = fn.as<FunctionObj>();
+    if (f->params && !f->params->empty()) return (*f->params)[0].name;
+  }
+  return "carry";
+}
+
+bool is_traced(const Value& v) {
+  if (!v.is_obj(ObjKind::Array)) return false;
+  const Tensor& t = v.as<ArrayObj>()->tensor;
+  return t->trace != nullptr;
+}
+
+// A traced loop: `cond` and `body` map the carry pytree (a Value shaped like
+// `tree`) to the predicate and the next carry.
+struct LoopSpec {
+  std::function<Value(const Value&)> cond, body;
+  std::string cond_name, body_name;
+  std::string carry_name; // body_fun's parameter, for errors
+};
+
+Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val,
+                   const LoopSpec& spec) {
+  OpContext& cx = in.ops();
+  LocScope at(cx, where);
+  ValueList init_leaves;
+  TreeDef tree = tree_flatten(in, init_val, init_leaves);
+  std::vector<Tensor> init;
+  for (const Value& l : init_leaves) {
+    if (!l.is_obj(ObjKind::Array) && !l.is_number())
+      throw Error(ErrCode::Type,
+                  "while_loop: the carry must be a pytree of arrays and numbers, not " + type_name(l),
+                  where);
+    init.push_back(in.to_tensor(l, where));
+  }
+  std::vector<std::string> paths;
+  leaf_paths(tree, spec.carry_name, paths);
+  auto* enclosing = dynamic_cast<TraceContext*>(&cx);
+  std::vector<std::string> axes;
+  if (enclosing) axes = enclosing->function().mesh_axes;
+  const bool shard_map = spmd_mode(cx) == SpmdMode::ShardMap;
+  auto carry_values = [&](std::span<const Tensor> params) {
+    ValueList leaves;
+    for (const Tensor& t : params) leaves.push_back(make_array(t));
+    return tree_unflatten(tree, leaves);
+  };
+  auto record = [&](const std::function<Value(const Value&)>& fn, TraceContext& tc,
+                    std::span<const Tensor> params, TreeDef& out_tree) {
+    in.push_ops(&tc);
+    struct Pop {
+      InterpreterImpl& in;
+      ~Pop() { in.pop_ops(); }
+    } pop{in};
+    Value r = fn(carry_values(params));
+    ValueList outs;
+    out_tree = tree_flatten(in, r, outs);
+    for (const Value& v : outs) {
+      if (!v.is_obj(ObjKind::Array) && !v.is_number())
+        throw Error(ErrCode::Type,
+                    "while_loop: the body and cond must return arrays or numbers, not " +
+                        type_name(v),
+                    where);
+      tc.function().results.push_back(tc.value_of(in.to_tensor(v, where)));
+    }
+  };
+
+  CarryTypes types;
+  for (const Tensor& t : init) {
+    types.avals.push_back(t->aval);
+    types.vmas.push_back(vma_of(cx, t));
+  }
+  Part body;
+  // A weakly typed initial value takes the body's stronger type, and (outside
+  // shard_map's checks) the carry varies over what the body makes it vary
+  // over; either changes the carry's type, and the body is traced again.
+  for (int attempt = 0;; ++attempt) {
+    TreeDef out_tree;
+    body = trace_part(cx, spec.body_name, types, [&](TraceContext& tc, std::span<const Tensor> ps) {
+      record(spec.body, tc, ps, out_tree);
+    });
+    if (!(out_tree == tree))
+      throw Error(ErrCode::Type,
+                  "while_loop body function carry input and carry output must have the same "
+                  "pytree structure, but they differ: the input carry is " + tree.repr() +
+                      " and the carry output is " + out_tree.repr(),
+                  where,
+                  "Revise the function so that the carry output has the same pytree structure as "
+                  "the carry input.");
+    bool changed = false;
+    for (size_t i = 0; i < init.size(); ++i) {
+      const IRValue& out = body.fn->values[body.fn->results[i]];
+      AVal& want = types.avals[i];
+      bool same = out.aval.shape == want.shape && out.aval.dtype == want.dtype;
+      if (want.weak && out.aval.shape == want.shape && (!same || !out.aval.weak) && attempt < 3) {
+        init[i] = np::astype(cx, init[i], out.aval.dtype);
+        want = init[i]->aval;
+        changed = true;
+        continue;
+      }
+      std::string what = paths.size() == 1 && tree.kind == TreeDef::Kind::Leaf
+                             ? "The input carry " + paths[i]
+                             : "The input carry component " + paths[i];
+      if (!same)
+        throw Error(ErrCode::Type,
+                    "while_loop body function carry input and carry output must have equal "
+                    "types, but they differ: " + what + " has type " +
+                        jax_type(want, 0, axes) +
+                        " but the corresponding output carry component has type " +
+                        jax_type(out.aval, 0, axes) + ", so the " +
+                        (out.aval.shape != want.shape ? "shapes" : "dtypes") + " do not match",
+                    where, "Revise the function so that all output types match the corresponding input types.");
+      if (out.vma != types.vmas[i]) {
+        if (shard_map) {
+          AxisSet extra = out.vma & ~types.vmas[i];
+          std::string fix;
+          if (extra) {
+            std::string names;
+            for (size_t a = 0; a < axes.size(); ++a)
+              if (extra & (AxisSet{1} << a)) names += "'" + axes[a] + "',";
+            fix = "apply jax.lax.pcast(..., (" + names + "), to='varying') to the initial carry value "
+                  "corresponding to the input carry component " + paths[i];
+          } else {
+            fix = "Revise the function so that all output types match the corresponding input types.";
+          }
+          throw Error(ErrCode::Vma,
+                      "while_loop body function carry input and carry output must have equal "
+                      "types, but they differ: " + what + " has type " +
+                          jax_type(want, types.vmas[i], axes) +
+                          " but the corresponding output carry component has type " +
+                          jax_type(out.aval, out.vma, axes) + ", so the manual axis types do not match",
+                      where, fix);
+        }
+        if (attempt < 3) {
+          types.vmas[i] |= out.vma;
+          changed = true;
+        }
+      }
+    }
+    if (!changed) break;
+  }
+  Part cond = trace_part(cx, spec.cond_name, types, [&](TraceContext& tc, std::span<const Tensor> ps) {
+    TreeDef out_tree;
+    record(spec.cond, tc, ps, out_tree);
+    const Function& f = tc.function();
+    std::string got;
+    for (int r : f.results) got += std::string(got.empty() ? "" : ", ") + "ShapedArray(" + jax_type(f.values[r].aval, 0, axes) + ")";
+    if (f.results.size() != 1 || f.values[f.results[0]].aval.dtype != DType::Bool ||
+        !f.values[f.results[0]].aval.shape.empty())
+      throw Error(ErrCode::Type,
+                  "cond_fun must return a boolean scalar, but got output type(s) [" + got + "].",
+                  where);
+  });
+  std::vector<Tensor> out =
+      bind_while(cx, cond, body, init, in.options().exec, &in.platform().code_cache());
+  ValueList leaves;
+  for (Tensor& t : out) leaves.push_back(make_array(std::move(t)));
+  return tree_unflatten(tree, leaves);
+}
+
+struct WhileLoopFn : OpaqueObj {
+  std::string type_name() const override { return "builtin_function_or_method"; }
+  std::string repr() const override { return "<function while_loop>"; }
+  bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
+    ArgReader r("while_loop", a, {"cond_fun", "body_fun", "init_val"}, 3);
+    Value cond_fun = r[0], body_fun = r[1];
+    if (!dynamic_cast<TraceContext*>(&in.ops())) { // eager: the host loop
+      Value val = r[2];
+      while (in.truthy(in.call(cond_fun, ValueList{val}, where), where)) {
+        in.poll_interrupt(where);
+        val = in.call(body_fun, ValueList{val}, where);
+      }
+      out = val;
+      return true;
+    }
+    LoopSpec spec;
+    spec.cond = [&](const Value& c) { return in.call(cond_fun, ValueList{c}, where); };
+    spec.body = [&](const Value& c) { return in.call(body_fun, ValueList{c}, where); };
+    spec.cond_name = "cond_fun";
+    spec.body_name = "body_fun";
+    spec.carry_name = first_param_name(body_fun);
+    out = traced_while(in, where, r[2], spec);
+    return true;
+  }
+};
+
+struct ForiLoopFn : OpaqueObj {
+  std::string type_name() const override { return "builtin_function_or_method"; }
+  std::string repr() const override { return "<function fori_loop>"; }
+  bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
+    ArgReader r("fori_loop", a, {"lower", "upper", "body_fun", "init_val", "unroll"}, 4);
+    Value lower = r[0], upper = r[1], body_fun = r[2];
+    if (!is_traced(lower) && !is_traced(upper)) {
+      // Static bounds: unrolled, so that reverse mode differentiates it (JAX
+      // makes it a scan). The index is an int32 scalar.
+      auto bound = [&](const Value& v) -> int64_t {
+        if (v.is_int() || v.is_bool()) return v.as_int();
+        const Tensor* t = v.is_obj(ObjKind::Array) ? &v.as<ArrayObj>()->tensor : nullptr;
+        // Concrete (not traced): its value is known here, whatever context binds ops.
+        std::optional<Array> arr;
+        if (t && (*t)->concrete) arr = *(*t)->concrete;
+        else if (t && (*t)->sharded) arr = (*t)->sharded->assemble();
+        if (!arr || arr->size() != 1 || !is_integer(arr->dtype()))
+          throw Error(ErrCode::Type, "fori_loop: lower and upper must be integer scalars, got " +
+                                         (arr ? type_str(arr->aval()) : pxl::type_name(v)),
+                      where);
+        return static_cast<int64_t>(arr->get_f64(0));
+      };
+      int64_t lo = bound(lower), hi = bound(upper);
+      Value val = r[3];
+      for (int64_t i = lo; i < hi; ++i) {
+        in.poll_interrupt(where);
+        Value idx = make_array(in.to_tensor(Value::integer(i), where, DType::Int32));
+        val = in.call(body_fun, ValueList{idx, val}, where);
+      }
+      out = val;
+      return true;
+    }
+    // Traced bounds: a while loop over (i, upper, carry), i and upper of the
+    // bounds' (common) integer type.
+    Tensor lo = in.to_tensor(lower, where), hi = in.to_tensor(upper, where);
+    if (!lo->aval.shape.empty() || !hi->aval.shape.empty() || !is_integer(lo->aval.dtype) ||
+        !is_integer(hi->aval.dtype))
+      throw Error(ErrCode::Type,
+                  "fori_loop: lower and upper must be integer scalars, got " +
+                      type_str(lo->aval) + " and " + type_str(hi->aval),
+                  where);
+    DType dt = lo->aval.weak ? hi->aval.dtype : lo->aval.dtype;
+    {
+      LocScope at(in.ops(), where);
+      lo = np::astype(in.ops(), lo, dt);
+      hi = np::astype(in.ops(), hi, dt);
+    }
+    LoopSpec spec;
+    spec.cond = [&](const Value& c) {
+      ValueList items = *sequence_items(c);
+      return in.compare(CmpOpKind::Lt, items[0], items[1], where);
+    };
+    spec.body = [&](const Value& c) {
+      ValueList items = *sequence_items(c);
+      Value next = in.call(body_fun, ValueList{items[0], items[2]}, where);
+      return make_tuple({in.binary_op(BinOpKind::Add, items[0], Value::integer(1), where), items[1],
+                         next});
+    };
+    spec.cond_name = "fori_cond";
+    spec.body_name = "fori_body";
+    spec.carry_name = "carry";
+    Value result = traced_while(in, where, make_tuple({make_array(lo), make_array(hi), r[3]}), spec);
+    out = (*sequence_items(result))[2];
+    return true;
+  }
+};
+
+} // namespace
+
+void add_while_loop(Value& lax) {
+  auto& vars = lax.as<ModuleObj>()->env->vars;
+  vars["while_loop"] = Value::object(std::make_shared<WhileLoopFn>());
+  vars["fori_loop"] = Value::object(std::make_shared<ForiLoopFn>());
+}
+
+// ---- batching ------------------------------------------------------------------
+
+// vmap of a while loop, as JAX's batching rule: a carry component is batched
+// when its initial value is or the body makes it so. With an unbatched
+// predicate the batched cond and body run as they are; with a batched one
+// (each example stops at its own step) every carry component is batched, the
+// loop runs while any example's predicate holds, and the body keeps the carry
+// of the examples whose predicate is false.
+std::vector<BVal> batch_while(OpContext& cx, const OpAttrs& attrs, std::span<const BVal> args,
+                              const BatchAxis& ax) {
+  const WhileLoop& w = *attrs.loop;
+  const size_t ncc = static_cast<size_t>(w.cond_nconsts), nbc = static_cast<size_t>(w.body_nconsts),
+               nc = w.ncarry();
+  std::vector<BVal> cconsts(args.begin(), args.begin() + static_cast<long>(ncc));
+  std::vector<BVal> bconsts(args.begin() + static_cast<long>(ncc),
+                            args.begin() + static_cast<long>(ncc + nbc));
+  std::vector<BVal> init(args.begin() + static_cast<long>(ncc + nbc), args.end());
+  bool any = false;
+  for (const BVal& a : args) any = any || a.batched;
+  if (!any) {
+    std::vector<Tensor> ts;
+    for (const BVal& a : args) ts.push_back(a.t);
+    std::vector<BVal> out;
+    for (Tensor& t : cx.bind_call(attrs, ts)) out.push_back({std::move(t), false});
+    return out;
+  }
+  auto with_carry = [](std::vector<BVal> consts, std::span<const Tensor> carry,
+                       const std::vector<bool>& batched) {
+    for (size_t i = 0; i < carry.size(); ++i) consts.push_back({carry[i], batched[i]});
+    return consts;
+  };
+  auto types_for = [&](const std::vector<bool>& batched) {
+    CarryTypes t;
+    for (size_t i = 0; i < nc; ++i) {
+      AVal a = init[i].t->aval;
+      if (batched[i] && !init[i].batched) a.shape.insert(a.shape.begin(), ax.size);
+      t.avals.push_back(a);
+      t.vmas.push_back(vma_of(cx, init[i].t));
+    }
+    return t;
+  };
+  // Which carry components are batched: a fixpoint over the body, traced
+  // (and thrown away) to see which results come out batched.
+  std::vector<bool> carry_b(nc);
+  for (size_t i = 0; i < nc; ++i) carry_b[i] = init[i].batched;
+  bool pred_b = false;
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::vector<BVal> outs;
+    trace_part(cx, "scratch", types_for(carry_b), [&](TraceContext& tc, std::span<const Tensor> ps) {
+      outs = batch_function(tc, *w.body, with_carry(bconsts, ps, carry_b), {}, ax);
+    });
+    for (size_t i = 0; i < nc; ++i)
+      if (outs[i].batched && !carry_b[i]) carry_b[i] = changed = true;
+    if (changed) continue;
+    trace_part(cx, "scratch", types_for(carry_b), [&](TraceContext& tc, std::span<const Tensor> ps) {
+      pred_b = batch_function(tc, *w.cond, with_carry(cconsts, ps, carry_b), {}, ax)[0].batched;
+    });
+    if (pred_b)
+      for (size_t i = 0; i < nc; ++i) carry_b[i] = true;
+  }
+  CarryTypes types = types_for(carry_b);
+  Part cond = trace_part(cx, w.cond->name + "_batched", types, [&](TraceContext& tc, std::span<const Tensor> ps) {
+    BVal p = batch_function(tc, *w.cond, with_carry(cconsts, ps, carry_b), {}, ax)[0];
+    Tensor pred = p.t;
+    if (p.batched) {
+      OpAttrs any_lane;
+      any_lane.axes = {0};
+      pred = tc.bind(Op::ReduceOr, any_lane, std::vector<Tensor>{pred});
+    }
+    tc.function().results.push_back(tc.value_of(pred));
+  });
+  Part body = trace_part(cx, w.body->name + "_batched", types, [&](TraceContext& tc, std::span<const Tensor> ps) {
+    std::vector<BVal> outs = batch_function(tc, *w.body, with_carry(bconsts, ps, carry_b), {}, ax);
+    Tensor pred;
+    if (pred_b) pred = batch_function(tc, *w.cond, with_carry(cconsts, ps, carry_b), {}, ax)[0].t;
+    for (size_t i = 0; i < nc; ++i) {
+      Tensor r = outs[i].batched || !carry_b[i] ? outs[i].t : broadcast_batch(tc, outs[i].t, ax.size);
+      if (pred_b) { // examples that are done keep their carry
+        OpAttrs b;
+        b.shape = r->aval.shape;
+        b.axes = {0};
+        Tensor p = tc.bind(Op::BroadcastInDim, b, std::vector<Tensor>{pred});
+        r = tc.bind(Op::Select, {}, std::vector<Tensor>{p, r, ps[i]});
+      }
+      tc.function().results.push_back(tc.value_of(r));
+    }
+  });
+  std::vector<Tensor> start;
+  for (size_t i = 0; i < nc; ++i)
+    start.push_back(carry_b[i] && !init[i].batched ? broadcast_batch(cx, init[i].t, ax.size) : init[i].t);
+  std::vector<BVal> out;
+  size_t i = 0;
+  for (Tensor& t : bind_while(cx, cond, body, start, w.mode, w.cache)) {
+    out.push_back({std::move(t), carry_b[i]});
+    ++i;
+  }
+  return out;
+}
+
+} // namespace pxl
