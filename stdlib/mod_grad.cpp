@@ -198,7 +198,10 @@ Value run_vjp(InterpreterImpl& in, CallArgs& a) {
 
 } // namespace
 
+void add_jvp_loops(Value& jax); // stdlib/autodiff_forward.cpp
+
 void add_grad_functions(InterpreterImpl& in, Value& jax) {
+  add_jvp_loops(jax);
   auto& vars = jax.as<ModuleObj>()->env->vars;
   auto maker = [](const char* name, bool with_value) {
     return make_builtin(name, [name, with_value](InterpreterImpl&, CallArgs& a) {

@@ -359,6 +359,27 @@ struct ForiLoopFn : OpaqueObj {
 
 } // namespace
 
+// A loop over `init` (typed `carry_avals`) whose cond and body are built by
+// the callbacks from the carry parameters; for transformations that derive
+// loops (forward mode, stdlib/autodiff_forward.cpp).
+std::vector<Tensor> bind_loop(OpContext& cx, const std::string& cond_name,
+                              const std::string& body_name, const std::vector<AVal>& carry_avals,
+                              std::span<const Tensor> init,
+                              const std::function<Tensor(TraceContext&, std::span<const Tensor>)>& cond,
+                              const std::function<std::vector<Tensor>(TraceContext&, std::span<const Tensor>)>& body,
+                              ExecMode mode, CodeCache* cache) {
+  CarryTypes types;
+  types.avals = carry_avals;
+  for (const Tensor& t : init) types.vmas.push_back(vma_of(cx, t));
+  Part c = trace_part(cx, cond_name, types, [&](TraceContext& tc, std::span<const Tensor> ps) {
+    tc.function().results.push_back(tc.value_of(cond(tc, ps)));
+  });
+  Part b = trace_part(cx, body_name, types, [&](TraceContext& tc, std::span<const Tensor> ps) {
+    for (const Tensor& r : body(tc, ps)) tc.function().results.push_back(tc.value_of(r));
+  });
+  return bind_while(cx, c, b, init, mode, cache);
+}
+
 void add_while_loop(Value& lax) {
   auto& vars = lax.as<ModuleObj>()->env->vars;
   vars["while_loop"] = Value::object(std::make_shared<WhileLoopFn>());
