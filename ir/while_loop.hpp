@@ -30,6 +30,10 @@ struct WhileLoop {
   ExecMode mode = ExecMode::Interp;
   CodeCache* cache = nullptr;
   std::shared_ptr<WhileExecutables> exes; // made with the loop, filled on first run
+  // Where the jax.debug.print formats of cond and body start in the caller's
+  // Function::debug_formats (copied there when the loop is traced): their
+  // records are renumbered into the caller's table as the loop runs.
+  int cond_format_base = 0, body_format_base = 0;
   size_t ncarry() const { return body->results.size(); }
 };
 

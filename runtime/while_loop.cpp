@@ -77,7 +77,9 @@ std::vector<std::vector<Array>> run_loop(const WhileLoop& w, const SpmdLayout& l
       cond_in[j].assign(operands[j].begin(), operands[j].begin() + static_cast<long>(ncc));
       cond_in[j].insert(cond_in[j].end(), carry[j].begin(), carry[j].end());
     }
+    size_t first = debug.size();
     std::vector<std::vector<Array>> p = exes->cond->run(thread, cond_in, world, debug);
+    for (size_t d = first; d < debug.size(); ++d) debug[d].format += w.cond_format_base;
     std::vector<bool> go(k);
     int32_t local_true = 0;
     for (size_t j = 0; j < k; ++j) local_true += (go[j] = p[j][0].get_f64(0) != 0);
@@ -113,7 +115,9 @@ std::vector<std::vector<Array>> run_loop(const WhileLoop& w, const SpmdLayout& l
                         operands[j].begin() + static_cast<long>(ncc + nbc));
       body_in[j].insert(body_in[j].end(), carry[j].begin(), carry[j].end());
     }
+    first = debug.size();
     std::vector<std::vector<Array>> next = exes->body->run(thread, body_in, world, debug);
+    for (size_t d = first; d < debug.size(); ++d) debug[d].format += w.body_format_base;
     for (size_t j = 0; j < k; ++j)
       if (go[j]) carry[j] = std::move(next[j]); // a finished participant keeps its carry
     PXL_ASSERT(k == 0 || carry[0].size() == nc, "while: body returned the wrong carry");

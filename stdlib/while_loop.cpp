@@ -66,9 +66,18 @@ std::vector<Tensor> bind_while(OpContext& cx, const Part& cond, const Part& body
   std::vector<Tensor> operands = cond.consts;
   operands.insert(operands.end(), body.consts.begin(), body.consts.end());
   operands.insert(operands.end(), init.begin(), init.end());
+  auto loop = make_while_loop(cond.fn, body.fn, static_cast<int>(cond.consts.size()),
+                              static_cast<int>(body.consts.size()), mode, cache);
+  // jax.debug.print formats go to the caller's table, which the printer reads.
+  if (auto* tc = dynamic_cast<TraceContext*>(&cx)) {
+    auto& table = tc->function().debug_formats;
+    loop->cond_format_base = static_cast<int>(table.size());
+    table.insert(table.end(), cond.fn->debug_formats.begin(), cond.fn->debug_formats.end());
+    loop->body_format_base = static_cast<int>(table.size());
+    table.insert(table.end(), body.fn->debug_formats.begin(), body.fn->debug_formats.end());
+  }
   OpAttrs attrs;
-  attrs.loop = make_while_loop(cond.fn, body.fn, static_cast<int>(cond.consts.size()),
-                               static_cast<int>(body.consts.size()), mode, cache);
+  attrs.loop = std::move(loop);
   return cx.bind_call(attrs, operands);
 }
 

@@ -4,7 +4,10 @@
 
 #include "ir/function.hpp"
 #include "ir/while_loop.hpp"
+#include <sstream>
+
 #include "lang/diag.hpp"
+#include "lang/interp.hpp"
 #include "runtime/executable.hpp"
 
 using namespace pxl;
@@ -36,6 +39,17 @@ std::string error_of(const std::string& text) {
     return e.message();
   }
   return "";
+}
+
+std::string run(const std::string& code, int devices, bool dump_ir = false) {
+  std::ostringstream out;
+  InterpOptions o;
+  o.out = &out;
+  o.num_devices = devices;
+  o.dump_ir = dump_ir;
+  Interpreter in(o);
+  in.run_string("import jax\nimport jax.numpy as jnp\nfrom jax import lax\n" + code, "t.pxl");
+  return out.str();
 }
 
 std::string replaced(std::string s, const std::string& from, const std::string& to) {
@@ -116,4 +130,40 @@ TEST_CASE("while runs in the reference and the LLVM executables", "[while]") {
       for (int i = 0; i < 3; ++i) CHECK(out[0][1].get_f64(i) == (i + 1) * (steps + 1));
     }
   }
+}
+
+TEST_CASE("jax.debug.print inside a traced loop prints each step", "[while]") {
+  std::string out = run(R"(
+def f(x):
+    def body(c):
+        jax.debug.print("step {} {}", c[0], c[1])
+        return c[0] + 1, c[1] * 2
+    return lax.while_loop(lambda c: c[0] < 2, body, (0, x))[1]
+print(jax.pmap(f, axis_name='i')(jnp.array([1.0, 2.0])))
+)",
+                        2);
+  CHECK(out == "[i=0] step 0 1.0\n[i=0] step 1 2.0\n[i=1] step 0 2.0\n[i=1] step 1 4.0\n[4. 8.]\n");
+}
+
+TEST_CASE("pmap over more elements than devices runs each element's loop", "[while]") {
+  // Four elements on two devices: two participants per device thread, which
+  // stop at their own step without collectives and together with them.
+  std::string out = run(R"(
+print(jax.pmap(lambda x: lax.while_loop(lambda v: v < 10.0, lambda v: v * 2.0 + 1.0, x))(jnp.array([0.0, 3.0, 9.0, 20.0])))
+def g(x):
+    return lax.while_loop(lambda c: lax.psum(c[0], 'i') < 8, lambda c: (c[0] + 1, c[1] + lax.psum(c[1], 'i')), (0, x))[1]
+print(jax.pmap(g, axis_name='i')(jnp.array([1.0, 2.0, 3.0, 4.0])))
+)",
+                        2);
+  CHECK(out == "[15. 15. 19. 20.]\n[61. 62. 63. 64.]\n");
+}
+
+TEST_CASE("--dump=ir prints a loop's cond and body after the caller", "[while]") {
+  std::string out = run("print(jax.jit(lambda n: lax.fori_loop(0, n, lambda i, s: s + i, 0))(jnp.int32(5)))\n",
+                        1, true);
+  CHECK(out.find("= while[cond=@fori_cond body=@fori_body cond_nconsts=0") !=
+        std::string::npos);
+  CHECK(out.find("func @fori_cond(") != std::string::npos);
+  CHECK(out.find("func @fori_body(") != std::string::npos);
+  CHECK(out.find("10\n") != std::string::npos);
 }
