@@ -573,7 +573,9 @@ void remove_dead_code(Function& f) {
   std::vector<bool> keep(f.body.size(), false);
   for (size_t i = f.body.size(); i-- > 0;) {
     const Instr& in = f.body[i];
-    bool needed = op_family(in.op) == OpFamily::Effect;
+    bool needed = op_family(in.op) == OpFamily::Effect ||
+                  (in.op == Op::While && (!in.attrs.loop->cond->debug_formats.empty() ||
+                                          !in.attrs.loop->body->debug_formats.empty()));
     for (int r = 0; r < in.nresults; ++r) needed = needed || live[in.result + r];
     if (!needed) continue;
     keep[i] = true;

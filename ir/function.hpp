@@ -71,7 +71,7 @@ std::string print_function(const Function& f, bool with_locations = true);
 // Parses the text form; throws pxl::Error(Syntax) naming the line on bad input.
 Function parse_function(const std::string& text);
 // Drops the instructions whose results no result depends on (effects, such as
-// debug_print, stay). Every participant drops the same collectives, so an SPMD
+// debug_print and loops that print, stay). Every participant drops the same collectives, so an SPMD
 // Function stays consistent. Value ids are kept; producers are renumbered.
 void remove_dead_code(Function& f);
 

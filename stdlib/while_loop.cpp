@@ -68,7 +68,13 @@ std::vector<Tensor> bind_while(OpContext& cx, const Part& cond, const Part& body
   operands.insert(operands.end(), init.begin(), init.end());
   auto loop = make_while_loop(cond.fn, body.fn, static_cast<int>(cond.consts.size()),
                               static_cast<int>(body.consts.size()), mode, cache);
-  // jax.debug.print formats go to the caller's table, which the printer reads.
+  // jax.debug.print formats go to the caller's table, which the printer reads
+  // (only pmap/shard_map print, as everywhere else).
+  bool prints = !cond.fn->debug_formats.empty() || !body.fn->debug_formats.empty();
+  if (prints && spmd_mode(cx) == SpmdMode::None)
+    throw Error(ErrCode::Unsupported,
+                "jax.debug.print inside a transformed function runs only under pmap/shard_map",
+                cx.loc);
   if (auto* tc = dynamic_cast<TraceContext*>(&cx)) {
     auto& table = tc->function().debug_formats;
     loop->cond_format_base = static_cast<int>(table.size());
