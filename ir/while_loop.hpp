@@ -34,6 +34,10 @@ struct WhileLoop {
   // Function::debug_formats (copied there when the loop is traced): their
   // records are renumbered into the caller's table as the loop runs.
   int cond_format_base = 0, body_format_base = 0;
+  // The number of iterations when it is known while tracing (a scan, a
+  // fori_loop with static bounds), else -1: reverse mode transposes such a
+  // loop (stdlib/autodiff_loops.cpp).
+  int64_t trip_count = -1;
   size_t ncarry() const { return body->results.size(); }
 };
 

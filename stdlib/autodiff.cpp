@@ -6,6 +6,7 @@
 
 #include "lang/diag.hpp"
 #include "lang/interp_impl.hpp"
+#include "ir/while_loop.hpp"
 #include "lang/tracer.hpp"
 
 namespace pxl {
@@ -98,7 +99,8 @@ struct Accumulator {
 
 // An spmd_call's operands get their cotangents from its transpose, another
 // spmd_call (autodiff_spmd.cpp). Only single-device code calls one, so nothing
-// is pending.
+// is pending. A loop with a known trip count transposes to two loops
+// (autodiff_loops.cpp).
 void transpose_call(OpContext& cx, const Function& f, const Instr& in,
                     const std::vector<Tensor>& env, const std::vector<bool>& live,
                     Accumulator& acc) {
@@ -120,7 +122,8 @@ void transpose_call(OpContext& cx, const Function& f, const Instr& in,
     need.push_back(live[o] && is_floating(f.values[o].aval.dtype));
   }
   cx.loc = f.values[in.result].loc;
-  std::vector<Tensor> oc = transpose_spmd_call(cx, in, primals, cts, need);
+  std::vector<Tensor> oc = in.op == Op::While ? transpose_fixed_loop(cx, in, primals, cts, need)
+                                              : transpose_spmd_call(cx, in, primals, cts, need);
   for (size_t k = 0; k < oc.size(); ++k)
     if (oc[k]) acc.add(in.operands[k], std::move(oc[k]), 0);
 }
@@ -147,7 +150,7 @@ std::vector<Tensor> backward_pass(OpContext& cx, const Function& f, const std::v
       acc.add(f.results[i], result_cts[i], 0);
   for (auto it = f.body.rbegin(); it != f.body.rend(); ++it) {
     const Instr& in = *it;
-    if (in.op == Op::SpmdCall) {
+    if (in.op == Op::SpmdCall || (in.op == Op::While && in.attrs.loop->trip_count >= 0)) {
       transpose_call(cx, f, in, env, live, acc);
       continue;
     }

@@ -64,6 +64,14 @@ std::vector<Tensor> transpose_spmd_call(OpContext& cx, const Instr& in,
                                         std::span<const Tensor> cts,
                                         const std::vector<bool>& need);
 
+// The transpose of a while loop whose trip count is known (a long scan):
+// the cotangents of its operands given those of its results, as
+// transpose_spmd_call's (stdlib/autodiff_loops.cpp).
+std::vector<Tensor> transpose_fixed_loop(OpContext& cx, const Instr& in,
+                                         std::span<const Tensor> primals,
+                                         std::span<const Tensor> cts,
+                                         const std::vector<bool>& need);
+
 // Whether JAX accumulates the operands' cotangents of `op` last operand first
 // (ops whose JVP is a sum of per-operand terms: mul, div, dot_general, ...).
 bool transpose_reversed(Op op);

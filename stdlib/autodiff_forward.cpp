@@ -12,16 +12,9 @@
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/trace_util.hpp"
+#include "stdlib/while_loop.hpp"
 
 namespace pxl {
-
-// stdlib/while_loop.cpp
-std::vector<Tensor> bind_loop(OpContext& cx, const std::string& cond_name,
-                              const std::string& body_name, const std::vector<AVal>& carry_avals,
-                              std::span<const Tensor> init,
-                              const std::function<Tensor(TraceContext&, std::span<const Tensor>)>& cond,
-                              const std::function<std::vector<Tensor>(TraceContext&, std::span<const Tensor>)>& body,
-                              ExecMode mode, CodeCache* cache);
 
 namespace {
 
@@ -159,7 +152,7 @@ Jvp while_jvp(OpContext& cx, const Instr& in, const std::vector<Tensor>& x,
     return res;
   };
   std::vector<Tensor> res = bind_loop(cx, w.cond->name, w.body->name + "_jvp", types, start, cond,
-                                      body, w.mode, w.cache);
+                                      body, w.mode, w.cache, w.trip_count);
   Jvp out;
   out.primals.assign(res.begin(), res.begin() + static_cast<long>(nc));
   for (size_t i = 0; i < nc; ++i)

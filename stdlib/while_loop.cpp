@@ -15,6 +15,7 @@
 #include "stdlib/pytree.hpp"
 #include "stdlib/trace_util.hpp"
 #include "stdlib/transforms.hpp"
+#include "stdlib/while_loop.hpp"
 #include "runtime/sharded.hpp"
 
 namespace pxl {
@@ -62,12 +63,14 @@ Part trace_part(OpContext& cx, const std::string& name, const CarryTypes& carry,
 }
 
 std::vector<Tensor> bind_while(OpContext& cx, const Part& cond, const Part& body,
-                               std::span<const Tensor> init, ExecMode mode, CodeCache* cache) {
+                               std::span<const Tensor> init, ExecMode mode, CodeCache* cache,
+                               int64_t trip_count = -1) {
   std::vector<Tensor> operands = cond.consts;
   operands.insert(operands.end(), body.consts.begin(), body.consts.end());
   operands.insert(operands.end(), init.begin(), init.end());
   auto loop = make_while_loop(cond.fn, body.fn, static_cast<int>(cond.consts.size()),
                               static_cast<int>(body.consts.size()), mode, cache);
+  loop->trip_count = trip_count;
   // jax.debug.print formats go to the caller's table, which the printer reads
   // (only pmap/shard_map print, as everywhere else).
   bool prints = !cond.fn->debug_formats.empty() || !body.fn->debug_formats.empty();
@@ -139,6 +142,7 @@ struct LoopSpec {
   std::function<Value(const Value&)> cond, body;
   std::string cond_name, body_name;
   std::string carry_name; // body_fun's parameter, for errors
+  int64_t trip_count = -1;
 };
 
 Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val,
@@ -273,7 +277,7 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
                   where);
   });
   std::vector<Tensor> out =
-      bind_while(cx, cond, body, init, in.options().exec, &in.platform().code_cache());
+      bind_while(cx, cond, body, init, in.options().exec, &in.platform().code_cache(), spec.trip_count);
   ValueList leaves;
   for (Tensor& t : out) leaves.push_back(make_array(std::move(t)));
   return tree_unflatten(tree, leaves);
@@ -301,6 +305,68 @@ struct WhileLoopFn : OpaqueObj {
     spec.body_name = "body_fun";
     spec.carry_name = first_param_name(body_fun);
     out = traced_while(in, where, r[2], spec);
+    return true;
+  }
+};
+
+// fori_loop as a while loop over (i, upper, carry), i and upper of the
+// bounds' (common) integer type; `trip_count` when the bounds are static.
+Value fori_as_while(InterpreterImpl& in, const Span& where, const Value& lower, const Value& upper,
+                    const Value& body_fun, const Value& init, int64_t trip_count) {
+  Tensor lo = in.to_tensor(lower, where), hi = in.to_tensor(upper, where);
+  if (!lo->aval.shape.empty() || !hi->aval.shape.empty() || !is_integer(lo->aval.dtype) ||
+      !is_integer(hi->aval.dtype))
+    throw Error(ErrCode::Type,
+                "fori_loop: lower and upper must be integer scalars, got " + type_str(lo->aval) +
+                    " and " + type_str(hi->aval),
+                where);
+  DType dt = lo->aval.weak ? hi->aval.dtype : lo->aval.dtype;
+  {
+    LocScope at(in.ops(), where);
+    lo = np::astype(in.ops(), lo, dt);
+    hi = np::astype(in.ops(), hi, dt);
+  }
+  LoopSpec spec;
+  spec.cond = [&](const Value& c) {
+    ValueList items = *sequence_items(c);
+    return in.compare(CmpOpKind::Lt, items[0], items[1], where);
+  };
+  spec.body = [&](const Value& c) {
+    ValueList items = *sequence_items(c);
+    Value next = in.call(body_fun, ValueList{items[0], items[2]}, where);
+    return make_tuple(
+        {in.binary_op(BinOpKind::Add, items[0], Value::integer(1), where), items[1], next});
+  };
+  spec.cond_name = "fori_cond";
+  spec.body_name = "fori_body";
+  spec.carry_name = "carry";
+  spec.trip_count = trip_count;
+  Value result = traced_while(in, where, make_tuple({make_array(lo), make_array(hi), init}), spec);
+  return (*sequence_items(result))[2];
+}
+
+// lax._fixed_loop(lower, upper, body_fun, init_val): fori_loop with static
+// bounds as one loop when traced (lax.scan over long sequences), reverse
+// mode differentiable since its trip count is known; eagerly the host loop.
+struct FixedLoopFn : OpaqueObj {
+  std::string type_name() const override { return "builtin_function_or_method"; }
+  std::string repr() const override { return "<function _fixed_loop>"; }
+  bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
+    ArgReader r("_fixed_loop", a, {"lower", "upper", "body_fun", "init_val"}, 4);
+    int64_t lo = r.get_int(0), hi = r.get_int(1);
+    if (!dynamic_cast<TraceContext*>(&in.ops())) {
+      Value val = r[3];
+      for (int64_t i = lo; i < hi; ++i) {
+        in.poll_interrupt(where);
+        Value idx = make_array(in.to_tensor(Value::integer(i), where, DType::Int32));
+        val = in.call(r[2], ValueList{idx, val}, where);
+      }
+      out = val;
+      return true;
+    }
+    Value l = make_array(in.to_tensor(Value::integer(lo), where, DType::Int32));
+    Value u = make_array(in.to_tensor(Value::integer(hi), where, DType::Int32));
+    out = fori_as_while(in, where, l, u, r[2], r[3], std::max<int64_t>(hi - lo, 0));
     return true;
   }
 };
@@ -337,37 +403,8 @@ struct ForiLoopFn : OpaqueObj {
       out = val;
       return true;
     }
-    // Traced bounds: a while loop over (i, upper, carry), i and upper of the
-    // bounds' (common) integer type.
-    Tensor lo = in.to_tensor(lower, where), hi = in.to_tensor(upper, where);
-    if (!lo->aval.shape.empty() || !hi->aval.shape.empty() || !is_integer(lo->aval.dtype) ||
-        !is_integer(hi->aval.dtype))
-      throw Error(ErrCode::Type,
-                  "fori_loop: lower and upper must be integer scalars, got " +
-                      type_str(lo->aval) + " and " + type_str(hi->aval),
-                  where);
-    DType dt = lo->aval.weak ? hi->aval.dtype : lo->aval.dtype;
-    {
-      LocScope at(in.ops(), where);
-      lo = np::astype(in.ops(), lo, dt);
-      hi = np::astype(in.ops(), hi, dt);
-    }
-    LoopSpec spec;
-    spec.cond = [&](const Value& c) {
-      ValueList items = *sequence_items(c);
-      return in.compare(CmpOpKind::Lt, items[0], items[1], where);
-    };
-    spec.body = [&](const Value& c) {
-      ValueList items = *sequence_items(c);
-      Value next = in.call(body_fun, ValueList{items[0], items[2]}, where);
-      return make_tuple({in.binary_op(BinOpKind::Add, items[0], Value::integer(1), where), items[1],
-                         next});
-    };
-    spec.cond_name = "fori_cond";
-    spec.body_name = "fori_body";
-    spec.carry_name = "carry";
-    Value result = traced_while(in, where, make_tuple({make_array(lo), make_array(hi), r[3]}), spec);
-    out = (*sequence_items(result))[2];
+    // Traced bounds: a while loop.
+    out = fori_as_while(in, where, lower, upper, body_fun, r[3], -1);
     return true;
   }
 };
@@ -382,7 +419,7 @@ std::vector<Tensor> bind_loop(OpContext& cx, const std::string& cond_name,
                               std::span<const Tensor> init,
                               const std::function<Tensor(TraceContext&, std::span<const Tensor>)>& cond,
                               const std::function<std::vector<Tensor>(TraceContext&, std::span<const Tensor>)>& body,
-                              ExecMode mode, CodeCache* cache) {
+                              ExecMode mode, CodeCache* cache, int64_t trip_count) {
   CarryTypes types;
   types.avals = carry_avals;
   for (const Tensor& t : init) types.vmas.push_back(vma_of(cx, t));
@@ -392,13 +429,14 @@ std::vector<Tensor> bind_loop(OpContext& cx, const std::string& cond_name,
   Part b = trace_part(cx, body_name, types, [&](TraceContext& tc, std::span<const Tensor> ps) {
     for (const Tensor& r : body(tc, ps)) tc.function().results.push_back(tc.value_of(r));
   });
-  return bind_while(cx, c, b, init, mode, cache);
+  return bind_while(cx, c, b, init, mode, cache, trip_count);
 }
 
 void add_while_loop(Value& lax) {
   auto& vars = lax.as<ModuleObj>()->env->vars;
   vars["while_loop"] = Value::object(std::make_shared<WhileLoopFn>());
   vars["fori_loop"] = Value::object(std::make_shared<ForiLoopFn>());
+  vars["_fixed_loop"] = Value::object(std::make_shared<FixedLoopFn>());
 }
 
 // ---- batching ------------------------------------------------------------------
@@ -494,7 +532,8 @@ std::vector<BVal> batch_while(OpContext& cx, const OpAttrs& attrs, std::span<con
     start.push_back(carry_b[i] && !init[i].batched ? broadcast_batch(cx, init[i].t, ax.size) : init[i].t);
   std::vector<BVal> out;
   size_t i = 0;
-  for (Tensor& t : bind_while(cx, cond, body, start, w.mode, w.cache)) {
+  // A batched predicate runs as long as the longest example: no fixed count.
+  for (Tensor& t : bind_while(cx, cond, body, start, w.mode, w.cache, pred_b ? -1 : w.trip_count)) {
     out.push_back({std::move(t), carry_b[i]});
     ++i;
   }
