@@ -309,6 +309,10 @@ struct WhileLoopFn : OpaqueObj {
   }
 };
 
+// From this many steps on, a traced loop with static bounds is not unrolled
+// (lax_extra.pxl's _SCAN_LOOP_MIN is the same for scan).
+constexpr int64_t kLongLoop = 100;
+
 // fori_loop as a while loop over (i, upper, carry), i and upper of the
 // bounds' (common) integer type; `trip_count` when the bounds are static.
 Value fori_as_while(InterpreterImpl& in, const Span& where, const Value& lower, const Value& upper,
@@ -394,6 +398,14 @@ struct ForiLoopFn : OpaqueObj {
         return static_cast<int64_t>(arr->get_f64(0));
       };
       int64_t lo = bound(lower), hi = bound(upper);
+      // Long and traced: one loop with a known trip count (JAX makes it a
+      // scan), which reverse mode transposes, rather than a huge unrolled program.
+      if (hi - lo >= kLongLoop && dynamic_cast<TraceContext*>(&in.ops())) {
+        Value l = make_array(in.to_tensor(Value::integer(lo), where, DType::Int32));
+        Value u = make_array(in.to_tensor(Value::integer(hi), where, DType::Int32));
+        out = fori_as_while(in, where, l, u, body_fun, r[3], hi - lo);
+        return true;
+      }
       Value val = r[3];
       for (int64_t i = lo; i < hi; ++i) {
         in.poll_interrupt(where);
