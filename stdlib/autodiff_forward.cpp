@@ -227,12 +227,13 @@ struct TracedCallable : OpaqueObj {
 
 namespace {
 
-// jax._jvp_loops(fun, primals, tangents): traces fun at the primals; when it
-// runs a while loop, returns (primal_out, tangent_out) by forward mode;
-// otherwise returns fun as traced (jvp goes on as the transpose of reverse
-// mode with it, without running fun's Python code again).
+// jax._jvp_loops(fun, primals, tangents, has_aux): traces fun at the
+// primals; when it runs a while loop, returns (primal_out, tangent_out) (and
+// aux) by forward mode; otherwise returns fun as traced (jvp goes on as the
+// transpose of reverse mode with it, without running fun's Python code again).
 Value jvp_loops(InterpreterImpl& in, CallArgs& a, const Span& where) {
-  ArgReader r("jvp", a, {"fun", "primals", "tangents"}, 3);
+  ArgReader r("jvp", a, {"fun", "primals", "tangents", "has_aux"}, 3);
+  bool has_aux = r.get_bool(3, false);
   const ValueList* primals = sequence_items(r[1]);
   const ValueList* tangents = sequence_items(r[2]);
   if (!primals || !tangents) throw Error(ErrCode::Type, "jvp: primals and tangents must be tuples", where);
@@ -242,14 +243,28 @@ Value jvp_loops(InterpreterImpl& in, CallArgs& a, const Span& where) {
   std::vector<Tensor> ts = leaf_tensors(in, *tangents, where);
   if (ps.size() != ts.size())
     throw Error(ErrCode::Type, "jvp: primal and tangent arguments must have the same structure", where);
+  const TreeDef* out_tree = &t.out_tree;
+  if (has_aux) {
+    if (t.out_tree.kind != TreeDef::Kind::Tuple || t.out_tree.children.size() != 2)
+      throw Error(ErrCode::Type, "jvp: with has_aux=True the function must return a pair (out, aux)", where);
+    out_tree = &t.out_tree.children[0];
+  }
   Jvp j = jvp_walk(in.ops(), *t.fn, ps, t.consts, ts);
-  ValueList ys, dys;
+  ValueList ys, dys, aux;
+  size_t n = out_tree->num_leaves();
   for (size_t i = 0; i < j.primals.size(); ++i) {
+    if (i >= n) {
+      aux.push_back(make_array(j.primals[i]));
+      continue;
+    }
     ys.push_back(make_array(j.primals[i]));
     const AVal& av = j.primals[i]->aval;
     dys.push_back(make_array(j.tangents[i] ? j.tangents[i] : np::zeros(in.ops(), av.shape, av.dtype)));
   }
-  return make_tuple({tree_unflatten(t.out_tree, ys), tree_unflatten(t.out_tree, dys)});
+  if (has_aux)
+    return make_tuple({tree_unflatten(*out_tree, ys), tree_unflatten(*out_tree, dys),
+                       tree_unflatten(t.out_tree.children[1], aux)});
+  return make_tuple({tree_unflatten(*out_tree, ys), tree_unflatten(*out_tree, dys)});
 }
 
 struct JvpLoopsFn : OpaqueObj {
