@@ -621,7 +621,7 @@ Value* KernelEmitter::shfl(Value* v, Value* arg, bool from_lane) {
   }
   if (t->isFloatTy()) return b_.CreateBitCast(one(b_.CreateBitCast(v, i32)), t);
   if (t == i32) return one(v);
-  return b_.CreateTrunc(one(b_.CreateZExt(v, i32)), t); // bool
+  return b_.CreateTrunc(one(b_.CreateZExt(v, i32)), t); // bool, 8- and 16-bit integers
 }
 
 void KernelEmitter::barrier() {

@@ -18,6 +18,12 @@ llvm::Type* ScalarEmitter::compute_type(DType d) {
   switch (d) {
   case DType::Bool:
     return b_.getInt1Ty();
+  case DType::Int8:
+  case DType::UInt8:
+    return b_.getInt8Ty();
+  case DType::Int16:
+  case DType::UInt16:
+    return b_.getInt16Ty();
   case DType::Int32:
   case DType::UInt32:
     return b_.getInt32Ty();
@@ -166,12 +172,17 @@ Value* ScalarEmitter::convert(DType from, DType to, Value* v) {
     if (from == DType::Bool) return v;
     return from_float ? b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0))
                       : b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+  case DType::Int8:
+  case DType::UInt8:
+  case DType::Int16:
+  case DType::UInt16:
   case DType::Int32:
   case DType::UInt32: {
     if (from == DType::Bool) return b_.CreateZExt(v, ct);
-    if (!from_float) return v; // same 32 bits
+    // Integer to integer wraps: truncate, or extend by the source's signedness.
+    if (!from_float) return b_.CreateIntCast(v, ct, is_signed_int(from));
     Value* dv = b_.CreateFPExt(v, b_.getDoubleTy());
-    auto id = to == DType::Int32 ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat;
+    auto id = is_signed_int(to) ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat;
     return b_.CreateIntrinsic(id, {ct, b_.getDoubleTy()}, {dv});
   }
   case DType::Float16:
@@ -179,9 +190,9 @@ Value* ScalarEmitter::convert(DType from, DType to, Value* v) {
   case DType::Float32:
   case DType::Float64: {
     Value* r;
-    if (from == DType::Bool || from == DType::UInt32)
+    if (from == DType::Bool || is_unsigned_int(from))
       r = b_.CreateUIToFP(v, ct);
-    else if (from == DType::Int32)
+    else if (is_signed_int(from))
       r = b_.CreateSIToFP(v, ct);
     else if (v->getType() == ct)
       r = v;
@@ -196,7 +207,7 @@ Value* ScalarEmitter::convert(DType from, DType to, Value* v) {
 Value* ScalarEmitter::nan_minmax(bool is_max, DType d, Value* a, Value* b) {
   if (d == DType::Bool) return is_max ? b_.CreateOr(a, b) : b_.CreateAnd(a, b);
   if (!is_floating(d)) {
-    bool s = d == DType::Int32;
+    bool s = is_signed_int(d);
     Value* c = is_max ? (s ? b_.CreateICmpSGT(a, b) : b_.CreateICmpUGT(a, b))
                       : (s ? b_.CreateICmpSLT(a, b) : b_.CreateICmpULT(a, b));
     return b_.CreateSelect(c, a, b);
@@ -255,14 +266,14 @@ Value* ScalarEmitter::unary(Op op, DType d, Value* x) {
     return rt_by_width("erf", d, {x});
   case Op::Abs:
     if (flt) return intr(llvm::Intrinsic::fabs);
-    if (d == DType::UInt32) return x;
+    if (is_unsigned_int(d)) return x;
     return b_.CreateSelect(b_.CreateICmpSLT(x, ic(0)), b_.CreateSub(ic(0), x), x);
   case Op::Sign:
     if (flt) {
       Value* keep = b_.CreateOr(b_.CreateFCmpUNO(x, x), b_.CreateFCmpOEQ(x, fc(0)));
       return b_.CreateSelect(keep, x, b_.CreateSelect(b_.CreateFCmpOGT(x, fc(0)), fc(1), fc(-1)));
     }
-    if (d == DType::UInt32) return b_.CreateZExt(b_.CreateICmpUGT(x, ic(0)), t);
+    if (is_unsigned_int(d)) return b_.CreateZExt(b_.CreateICmpUGT(x, ic(0)), t);
     return b_.CreateSelect(b_.CreateICmpSGT(x, ic(0)), ic(1),
                            b_.CreateSelect(b_.CreateICmpSLT(x, ic(0)), ic(-1), ic(0)));
   case Op::Floor:
@@ -283,7 +294,7 @@ Value* ScalarEmitter::unary(Op op, DType d, Value* x) {
 
 Value* ScalarEmitter::binary(Op op, DType d, Value* x, Value* y) {
   llvm::Type* t = x->getType();
-  bool flt = is_floating(d), sgn = d == DType::Int32;
+  bool flt = is_floating(d), sgn = is_signed_int(d);
   auto ic = [&](int64_t c) { return llvm::ConstantInt::get(t, static_cast<uint64_t>(c), true); };
   switch (op) {
   case Op::Add:
@@ -298,8 +309,7 @@ Value* ScalarEmitter::binary(Op op, DType d, Value* x, Value* y) {
     // XLA: x/0 = -1, x%0 = x; INT_MIN/-1 = INT_MIN, INT_MIN%-1 = 0. The
     // divisor is made safe first so the hardware division never traps.
     Value* zero = b_.CreateICmpEQ(y, ic(0));
-    Value* ovf = sgn ? b_.CreateAnd(b_.CreateICmpEQ(x, ic(std::numeric_limits<int32_t>::min())),
-                                    b_.CreateICmpEQ(y, ic(-1)))
+    Value* ovf = sgn ? b_.CreateAnd(b_.CreateICmpEQ(x, ic(int_min(d))), b_.CreateICmpEQ(y, ic(-1)))
                      : b_.getFalse();
     Value* safe = b_.CreateSelect(b_.CreateOr(zero, ovf), ic(1), y);
     if (op == Op::Div) {
@@ -313,6 +323,14 @@ Value* ScalarEmitter::binary(Op op, DType d, Value* x, Value* y) {
     if (flt) {
       if (Value* v = inline_math2(op, d, x, y)) return v;
       return rt_by_width("pow", d, {x, y});
+    }
+    if (t != b_.getInt32Ty()) {
+      // Narrow integers: the 32-bit power wraps to the same low bits, and a
+      // negative exponent (0 unless the base is +-1) keeps its sign when extended.
+      llvm::Type* i32 = b_.getInt32Ty();
+      Value* p = call_rt(sgn ? "pxl.pow.i32" : "pxl.pow.u32", i32,
+                         {b_.CreateIntCast(x, i32, sgn), b_.CreateIntCast(y, i32, sgn)});
+      return b_.CreateTrunc(p, t);
     }
     return call_rt(sgn ? "pxl.pow.i32" : "pxl.pow.u32", t, {x, y});
   case Op::Max:
@@ -331,11 +349,12 @@ Value* ScalarEmitter::binary(Op op, DType d, Value* x, Value* y) {
   case Op::ShiftLeft:
   case Op::ShiftRightLogical:
   case Op::ShiftRightArithmetic: {
-    Value* big = b_.CreateICmpUGE(y, ic(32)); // shift counts are unsigned
+    // Shift counts are unsigned; at least the bit width gives 0 (or the sign).
+    Value* big = b_.CreateICmpUGE(y, ic(t->getIntegerBitWidth()));
     Value* safe = b_.CreateSelect(big, ic(0), y);
     if (op == Op::ShiftLeft) return b_.CreateSelect(big, ic(0), b_.CreateShl(x, safe));
-    if (op == Op::ShiftRightLogical || !sgn)
-      return b_.CreateSelect(big, ic(0), b_.CreateLShr(x, safe));
+    if (op == Op::ShiftRightLogical) return b_.CreateSelect(big, ic(0), b_.CreateLShr(x, safe));
+    // Arithmetic: the sign bit fills, for unsigned types too (XLA).
     Value* fill = b_.CreateSelect(b_.CreateICmpSLT(x, ic(0)), ic(-1), ic(0));
     return b_.CreateSelect(big, fill, b_.CreateAShr(x, safe));
   }
@@ -394,10 +413,12 @@ Value* ScalarEmitter::reduce_init(Op op, DType d) {
     return flt ? llvm::ConstantFP::get(t, 1.0) : ic(1);
   case Op::ReduceMax:
     if (flt) return llvm::ConstantFP::get(t, -inf);
-    return ic(d == DType::Int32 ? 0x80000000u : 0); // bool: false
+    if (is_signed_int(d)) return llvm::ConstantInt::getSigned(t, int_min(d));
+    return ic(0); // unsigned, bool: false
   case Op::ReduceMin:
     if (flt) return llvm::ConstantFP::get(t, inf);
-    return d == DType::Int32 ? ic(0x7fffffffu) : llvm::ConstantInt::getAllOnesValue(t);
+    return is_signed_int(d) ? llvm::ConstantInt::getSigned(t, int_max(d))
+                            : llvm::ConstantInt::getAllOnesValue(t);
   case Op::ReduceAnd:
     return llvm::ConstantInt::getAllOnesValue(t);
   case Op::ReduceOr:

@@ -9,15 +9,16 @@ namespace pxl {
 size_t dtype_size(DType d) {
   switch (d) {
   case DType::Bool:
+  case DType::Int8:
+  case DType::UInt8:
     return 1;
-  case DType::Int32:
-    return 4;
-  case DType::UInt32:
-    return 4;
+  case DType::Int16:
+  case DType::UInt16:
   case DType::Float16:
-    return 2;
   case DType::BFloat16:
     return 2;
+  case DType::Int32:
+  case DType::UInt32:
   case DType::Float32:
     return 4;
   case DType::Float64:
@@ -30,6 +31,14 @@ const char* dtype_name(DType d) {
   switch (d) {
   case DType::Bool:
     return "bool";
+  case DType::Int8:
+    return "int8";
+  case DType::UInt8:
+    return "uint8";
+  case DType::Int16:
+    return "int16";
+  case DType::UInt16:
+    return "uint16";
   case DType::Int32:
     return "int32";
   case DType::UInt32:
@@ -47,98 +56,114 @@ const char* dtype_name(DType d) {
 }
 
 std::optional<DType> dtype_from_name(std::string_view name) {
-  static constexpr DType all[] = {DType::Bool,     DType::Int32,   DType::UInt32, DType::Float16,
-                                  DType::BFloat16, DType::Float32, DType::Float64};
-  for (DType d : all)
+  for (DType d : kAllDTypes)
     if (name == dtype_name(d)) return d;
   if (name == "bool_") return DType::Bool;
   return std::nullopt;
 }
 
-namespace {
-
-// The nodes of JAX's promotion lattice that pxl's dtypes reach. IntW/FloatW are
-// the weak (Python scalar) kinds; Int64 never survives: x64 is off, so it is
-// canonicalised to int32 (uint32 + int32 -> int64 -> int32, as JAX does).
-enum class Node { Bool, IntW, Int32, UInt32, FloatW, Float16, BFloat16, Float32, Float64 };
-
-Node node_of(DType d, bool weak) {
-  if (weak && is_integer(d)) return Node::IntW;
-  if (weak && is_floating(d)) return Node::FloatW;
-  switch (d) {
-  case DType::Bool:
-    return Node::Bool;
-  case DType::Int32:
-    return Node::Int32;
-  case DType::UInt32:
-    return Node::UInt32;
-  case DType::Float16:
-    return Node::Float16;
-  case DType::BFloat16:
-    return Node::BFloat16;
-  case DType::Float32:
-    return Node::Float32;
-  case DType::Float64:
-    return Node::Float64;
-  }
-  return Node::Float32;
+DType int_dtype(bool is_signed, int bits) {
+  if (bits <= 8) return is_signed ? DType::Int8 : DType::UInt8;
+  if (bits <= 16) return is_signed ? DType::Int16 : DType::UInt16;
+  return is_signed ? DType::Int32 : DType::UInt32;
 }
 
-PromotedType type_of(Node n) {
-  switch (n) {
+int64_t int_min(DType d) {
+  if (!is_signed_int(d)) return 0;
+  return -(int64_t{1} << (8 * dtype_size(d) - 1));
+}
+
+int64_t int_max(DType d) {
+  int bits = static_cast<int>(8 * dtype_size(d));
+  return is_signed_int(d) ? (int64_t{1} << (bits - 1)) - 1 : (int64_t{1} << bits) - 1;
+}
+
+int64_t wrap_to(DType d, int64_t v) {
+  int bits = static_cast<int>(8 * dtype_size(d));
+  uint64_t mask = (uint64_t{1} << bits) - 1;
+  uint64_t u = static_cast<uint64_t>(v) & mask;
+  if (is_signed_int(d) && (u >> (bits - 1)) != 0) u |= ~mask; // sign-extend
+  return static_cast<int64_t>(u);
+}
+
+namespace {
+
+// A node of JAX's promotion lattice. Bool, the weak (Python scalar) kinds
+// IntW/FloatW, the strong integers (signedness and width; width 64 is
+// int64, which never survives: x64 is off, so it is canonicalised to int32)
+// and the strong floats.
+struct Node {
+  enum Kind { Bool, IntW, Int, FloatW, Float } kind;
+  bool is_signed = false;     // Int
+  int bits = 0;               // Int: 8..64
+  DType flt = DType::Float32; // Float
+};
+
+Node node_of(DType d, bool weak) {
+  if (d == DType::Bool) return {Node::Bool};
+  if (is_integer(d)) {
+    if (weak) return {Node::IntW};
+    return {Node::Int, is_signed_int(d), static_cast<int>(8 * dtype_size(d))};
+  }
+  if (weak) return {Node::FloatW};
+  return {Node::Float, false, 0, d};
+}
+
+PromotedType type_of(const Node& n) {
+  switch (n.kind) {
   case Node::Bool:
     return {DType::Bool, false};
   case Node::IntW:
     return {DType::Int32, true};
-  case Node::Int32:
-    return {DType::Int32, false};
-  case Node::UInt32:
-    return {DType::UInt32, false};
+  case Node::Int:
+    return {int_dtype(n.is_signed, n.bits), false};
   case Node::FloatW:
     return {DType::Float32, true};
-  case Node::Float16:
-    return {DType::Float16, false};
-  case Node::BFloat16:
-    return {DType::BFloat16, false};
-  case Node::Float32:
-    return {DType::Float32, false};
-  case Node::Float64:
-    return {DType::Float64, false};
+  case Node::Float:
+    return {n.flt, false};
   }
   return {DType::Float32, false};
 }
 
-bool strong_int(Node n) { return n == Node::Int32 || n == Node::UInt32; }
 // Rank of the strong floats: f16 and bf16 are incomparable (their join is f32).
-int float_rank(Node n) {
-  switch (n) {
-  case Node::Float16:
-  case Node::BFloat16:
+int float_rank(DType d) {
+  switch (d) {
+  case DType::Float16:
+  case DType::BFloat16:
     return 1;
-  case Node::Float32:
+  case DType::Float32:
     return 2;
-  case Node::Float64:
-    return 3;
   default:
-    return 0;
+    return 3;
   }
 }
 
-Node join(Node a, Node b) {
-  if (a == b) return a;
-  if (a == Node::Bool) return b;
-  if (b == Node::Bool) return a;
-  if (a == Node::IntW) return b; // everything else is above the weak int
-  if (b == Node::IntW) return a;
-  if (strong_int(a) && strong_int(b)) return Node::Int32; // int64, canonicalised
-  if (strong_int(a)) return b;                            // b is FloatW or a strong float
-  if (strong_int(b)) return a;
-  if (a == Node::FloatW) return b;
-  if (b == Node::FloatW) return a;
-  // Both strong floats, different.
-  int ra = float_rank(a), rb = float_rank(b);
-  if (ra == rb) return Node::Float32; // float16 vs bfloat16
-  return ra > rb ? a : b;
+// Two strong integers: the wider of one signedness; a signed type holds an
+// unsigned one only when it is wider, else the join is the signed type of
+// twice the unsigned width (uint8+int8 = int16, uint32+int32 = int64).
+Node join_ints(const Node& a, const Node& b) {
+  if (a.is_signed == b.is_signed) return a.bits >= b.bits ? a : b;
+  const Node& s = a.is_signed ? a : b;
+  const Node& u = a.is_signed ? b : a;
+  if (s.bits > u.bits) return s;
+  return {Node::Int, true, 2 * u.bits};
+}
+
+Node join(const Node& a, const Node& b) {
+  // Kinds in lattice order: a lower kind is below everything of a higher one.
+  if (a.kind != b.kind) return a.kind > b.kind ? a : b;
+  switch (a.kind) {
+  case Node::Int:
+    return join_ints(a, b);
+  case Node::Float: {
+    if (a.flt == b.flt) return a;
+    int ra = float_rank(a.flt), rb = float_rank(b.flt);
+    if (ra == rb) return {Node::Float, false, 0, DType::Float32}; // float16 vs bfloat16
+    return ra > rb ? a : b;
+  }
+  default:
+    return a;
+  }
 }
 
 } // namespace

@@ -8,7 +8,24 @@
 
 namespace pxl {
 
-enum class DType : uint8_t { Bool, Int32, UInt32, Float16, BFloat16, Float32, Float64 };
+// The narrow integer types come last so the older dtypes keep their values.
+enum class DType : uint8_t {
+  Bool,
+  Int32,
+  UInt32,
+  Float16,
+  BFloat16,
+  Float32,
+  Float64,
+  Int8,
+  UInt8,
+  Int16,
+  UInt16
+};
+// Every dtype, in the order jnp lists them (for tables and name lookups).
+inline constexpr DType kAllDTypes[] = {
+    DType::Bool,   DType::Int8,    DType::Int16,    DType::Int32,   DType::UInt8,  DType::UInt16,
+    DType::UInt32, DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
 
 size_t dtype_size(DType d);
 const char* dtype_name(DType d); // "float32", "int32", "bool", ...
@@ -16,7 +33,20 @@ std::optional<DType> dtype_from_name(std::string_view name); // accepts "float32
 inline bool is_floating(DType d) {
   return d == DType::Float16 || d == DType::BFloat16 || d == DType::Float32 || d == DType::Float64;
 }
-inline bool is_integer(DType d) { return d == DType::Int32 || d == DType::UInt32; }
+inline bool is_signed_int(DType d) {
+  return d == DType::Int8 || d == DType::Int16 || d == DType::Int32;
+}
+inline bool is_unsigned_int(DType d) {
+  return d == DType::UInt8 || d == DType::UInt16 || d == DType::UInt32;
+}
+inline bool is_integer(DType d) { return is_signed_int(d) || is_unsigned_int(d); }
+// The integer of the given signedness and width (8, 16 or 32 bits).
+DType int_dtype(bool is_signed, int bits);
+// An integer dtype's smallest and largest values.
+int64_t int_min(DType d);
+int64_t int_max(DType d);
+// Wraps an int64 into d's range (two's complement, like a C cast to the type).
+int64_t wrap_to(DType d, int64_t v);
 
 struct PromotedType {
   DType dtype;

@@ -35,6 +35,10 @@ namespace {
 const char* short_dtype(DType d) {
   switch (d) {
   case DType::Bool: return "bool";
+  case DType::Int8: return "i8";
+  case DType::UInt8: return "u8";
+  case DType::Int16: return "i16";
+  case DType::UInt16: return "u16";
   case DType::Int32: return "i32";
   case DType::UInt32: return "u32";
   case DType::Float16: return "f16";
@@ -46,8 +50,7 @@ const char* short_dtype(DType d) {
 }
 
 std::optional<DType> dtype_from_short(const std::string& s) {
-  for (DType d : {DType::Bool, DType::Int32, DType::UInt32, DType::Float16, DType::BFloat16,
-                  DType::Float32, DType::Float64})
+  for (DType d : kAllDTypes)
     if (s == short_dtype(d)) return d;
   return dtype_from_name(s);
 }

@@ -51,20 +51,20 @@ template <class T> T int_pow(T base, T exp) {
 template <class T> T shift_left(T a, T s) {
   using U = std::make_unsigned_t<T>;
   U n = static_cast<U>(s);
-  return n >= 32 ? T(0) : static_cast<T>(static_cast<U>(a) << n);
+  return n >= 8 * sizeof(T) ? T(0) : static_cast<T>(static_cast<U>(a) << n);
 }
 template <class T> T shift_right_logical(T a, T s) {
   using U = std::make_unsigned_t<T>;
   U n = static_cast<U>(s);
-  return n >= 32 ? T(0) : static_cast<T>(static_cast<U>(a) >> n);
+  return n >= 8 * sizeof(T) ? T(0) : static_cast<T>(static_cast<U>(a) >> n);
 }
+// XLA's arithmetic shift reads the bits as signed also for unsigned types.
 template <class T> T shift_right_arithmetic(T a, T s) {
   using U = std::make_unsigned_t<T>;
+  using I = std::make_signed_t<T>;
   U n = static_cast<U>(s);
-  if constexpr (std::is_signed_v<T>)
-    return n >= 32 ? (a < 0 ? T(-1) : T(0)) : T(a >> n);
-  else
-    return n >= 32 ? T(0) : T(a >> n);
+  I v = static_cast<I>(a);
+  return static_cast<T>(n >= 8 * sizeof(T) ? (v < 0 ? I(-1) : I(0)) : I(v >> n));
 }
 
 // Calls f32(v) or f64(v) by the compute type (half types compute in float32).

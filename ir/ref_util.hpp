@@ -21,18 +21,19 @@ template <> struct Elem<DType::Bool> {
   static C load(S s) { return s != 0; }
   static S store(C c) { return c ? 1 : 0; }
 };
-template <> struct Elem<DType::Int32> {
-  using S = int32_t;
-  using C = int32_t;
+// Integers compute in their own type, so arithmetic wraps at their width.
+template <class T> struct IntElem {
+  using S = T;
+  using C = T;
   static C load(S s) { return s; }
   static S store(C c) { return c; }
 };
-template <> struct Elem<DType::UInt32> {
-  using S = uint32_t;
-  using C = uint32_t;
-  static C load(S s) { return s; }
-  static S store(C c) { return c; }
-};
+template <> struct Elem<DType::Int8> : IntElem<int8_t> {};
+template <> struct Elem<DType::UInt8> : IntElem<uint8_t> {};
+template <> struct Elem<DType::Int16> : IntElem<int16_t> {};
+template <> struct Elem<DType::UInt16> : IntElem<uint16_t> {};
+template <> struct Elem<DType::Int32> : IntElem<int32_t> {};
+template <> struct Elem<DType::UInt32> : IntElem<uint32_t> {};
 template <> struct Elem<DType::Float16> {
   using S = uint16_t;
   using C = float;
@@ -63,6 +64,14 @@ template <class F> decltype(auto) visit_dtype(DType d, F&& f) {
   switch (d) {
   case DType::Bool:
     return f.template operator()<DType::Bool>();
+  case DType::Int8:
+    return f.template operator()<DType::Int8>();
+  case DType::UInt8:
+    return f.template operator()<DType::UInt8>();
+  case DType::Int16:
+    return f.template operator()<DType::Int16>();
+  case DType::UInt16:
+    return f.template operator()<DType::UInt16>();
   case DType::Int32:
     return f.template operator()<DType::Int32>();
   case DType::UInt32:
@@ -85,7 +94,8 @@ enum Kinds : unsigned { kBool = 1, kInt = 2, kFloat = 4, kNum = 6, kAny = 7 };
 template <DType D> constexpr bool in_kinds(unsigned k) {
   if constexpr (D == DType::Bool)
     return k & kBool;
-  else if constexpr (D == DType::Int32 || D == DType::UInt32)
+  else if constexpr (D != DType::Float16 && D != DType::BFloat16 && D != DType::Float32 &&
+                     D != DType::Float64)
     return k & kInt;
   else
     return k & kFloat;
@@ -110,17 +120,20 @@ template <class F> void for_each_index(const Shape& shape, F&& f) {
   }
 }
 
-// Integer arithmetic that wraps instead of overflowing (signed overflow is UB in C++).
+// Integer arithmetic that wraps instead of overflowing (signed overflow is UB in
+// C++). U is at least `unsigned`: narrower types would promote to (signed) int,
+// and uint16 * uint16 can overflow an int.
+template <class T> using WrapU = std::common_type_t<std::make_unsigned_t<T>, unsigned>;
 template <class T> T wrap_add(T a, T b) {
-  using U = std::make_unsigned_t<T>;
+  using U = WrapU<T>;
   return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
 }
 template <class T> T wrap_sub(T a, T b) {
-  using U = std::make_unsigned_t<T>;
+  using U = WrapU<T>;
   return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
 }
 template <class T> T wrap_mul(T a, T b) {
-  using U = std::make_unsigned_t<T>;
+  using U = WrapU<T>;
   return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
 }
 

@@ -428,8 +428,9 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
     if (name == "__name__") return out = make_str(obj.as<BuiltinObj>()->name), true;
     return false;
   case ObjKind::DType:
-    if (name == "name") return out = make_str(dtype_name(obj.as<DTypeObj>()->dtype)), true;
-    if (name == "itemsize") return out = Value::integer(static_cast<int64_t>(dtype_size(obj.as<DTypeObj>()->dtype))), true;
+    if (name == "name") return out = make_str(obj.as<DTypeObj>()->name()), true;
+    if (name == "itemsize")
+      return out = Value::integer(static_cast<int64_t>(obj.as<DTypeObj>()->itemsize())), true;
     if (name == "dtype") return out = obj, true;
     return false;
   case ObjKind::Device:

@@ -65,7 +65,8 @@ size_t ValueHash::operator()(const Value& v) const {
     for (const auto& x : v.as<TupleObj>()->items) h = h * 1000003 ^ (*this)(x);
     return h;
   }
-  case ObjKind::DType: return static_cast<size_t>(v.as<DTypeObj>()->dtype) * 7919;
+  case ObjKind::DType:
+    return (static_cast<size_t>(v.as<DTypeObj>()->dtype) * 2 + v.as<DTypeObj>()->wide) * 7919;
   case ObjKind::Device: return std::hash<int>()(v.as<DeviceObj>()->id) ^ 0x5bd1e995; // equal devices, equal keys
   default: return std::hash<const void*>()(v.obj.get());
   }
@@ -110,7 +111,9 @@ bool values_equal(const Value& a, const Value& b) {
     });
     return eq;
   }
-  case ObjKind::DType: return a.as<DTypeObj>()->dtype == b.as<DTypeObj>()->dtype;
+  case ObjKind::DType:
+    return a.as<DTypeObj>()->dtype == b.as<DTypeObj>()->dtype &&
+           a.as<DTypeObj>()->wide == b.as<DTypeObj>()->wide;
   case ObjKind::Device:
     return a.as<DeviceObj>()->id == b.as<DeviceObj>()->id &&
            a.as<DeviceObj>()->platform == b.as<DeviceObj>()->platform;
@@ -257,7 +260,8 @@ static std::string repr_depth(const Value& v, int depth) {
            ", " + repr_depth(s->step, depth + 1) + ")";
   }
   case ObjKind::Ellipsis: return "Ellipsis";
-  case ObjKind::DType: return std::string("dtype('") + dtype_name(v.as<DTypeObj>()->dtype) + "')";
+  case ObjKind::DType:
+    return std::string("dtype('") + v.as<DTypeObj>()->name() + "')";
   case ObjKind::Device:
     return (v.as<DeviceObj>()->platform == "cpu" ? "CpuDevice(id=" : "CudaDevice(id=") +
            std::to_string(v.as<DeviceObj>()->id) + ")";
@@ -288,7 +292,7 @@ std::string repr(const Value& v) { return repr_depth(v, 0); }
 
 std::string str(const Value& v) {
   if (v.is_obj(ObjKind::Str)) return v.as<StrObj>()->value;
-  if (v.is_obj(ObjKind::DType)) return dtype_name(v.as<DTypeObj>()->dtype);
+  if (v.is_obj(ObjKind::DType)) return v.as<DTypeObj>()->name();
   if (v.is_obj(ObjKind::Device)) // JAX: str(device) is "cpu:0", repr is "CpuDevice(id=0)"
     return v.as<DeviceObj>()->platform + ":" + std::to_string(v.as<DeviceObj>()->id);
   if (v.is_obj(ObjKind::Array)) {

@@ -196,8 +196,17 @@ struct EllipsisObj : Object {
 };
 
 struct DTypeObj : Object {
-  explicit DTypeObj(DType d) : Object(ObjKind::DType), dtype(d) {}
+  explicit DTypeObj(DType d, bool x64_name = false)
+      : Object(ObjKind::DType), dtype(d), wide(x64_name) {}
   DType dtype;
+  // jnp.int64/uint64: x64 is off, so arrays asked for them get int32/uint32
+  // (`dtype`), but the dtype object keeps its own name and itemsize.
+  bool wide;
+  const char* name() const {
+    if (wide) return dtype == DType::UInt32 ? "uint64" : "int64";
+    return dtype_name(dtype);
+  }
+  size_t itemsize() const { return wide ? 8 : dtype_size(dtype); }
 };
 
 struct DeviceObj : Object {

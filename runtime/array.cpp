@@ -122,6 +122,14 @@ Scalar Array::get(int64_t flat) const {
   switch (dtype()) {
   case DType::Bool:
     return Scalar::of_bool(as<uint8_t>()[flat] != 0);
+  case DType::Int8:
+    return Scalar::of_int(as<int8_t>()[flat]);
+  case DType::UInt8:
+    return Scalar::of_int(as<uint8_t>()[flat]);
+  case DType::Int16:
+    return Scalar::of_int(as<int16_t>()[flat]);
+  case DType::UInt16:
+    return Scalar::of_int(as<uint16_t>()[flat]);
   case DType::Int32:
     return Scalar::of_int(as<int32_t>()[flat]);
   case DType::UInt32:
@@ -144,10 +152,21 @@ void Array::set(int64_t flat, const Scalar& v) {
   case DType::Bool:
     as<uint8_t>()[flat] = is_float ? (v.f != 0) : (v.i != 0);
     return;
+  // Integers wrap (two's complement, like a C cast); floats saturate like XLA.
+  case DType::Int8:
+    as<int8_t>()[flat] = is_float ? saturate<int8_t>(v.f) : static_cast<int8_t>(v.i);
+    return;
+  case DType::UInt8:
+    as<uint8_t>()[flat] = is_float ? saturate<uint8_t>(v.f) : static_cast<uint8_t>(v.i);
+    return;
+  case DType::Int16:
+    as<int16_t>()[flat] = is_float ? saturate<int16_t>(v.f) : static_cast<int16_t>(v.i);
+    return;
+  case DType::UInt16:
+    as<uint16_t>()[flat] = is_float ? saturate<uint16_t>(v.f) : static_cast<uint16_t>(v.i);
+    return;
   case DType::Int32:
-    // Integers wrap (two's complement, like a C cast); floats saturate like XLA.
-    as<int32_t>()[flat] =
-        is_float ? saturate<int32_t>(v.f) : static_cast<int32_t>(static_cast<uint32_t>(v.i));
+    as<int32_t>()[flat] = is_float ? saturate<int32_t>(v.f) : static_cast<int32_t>(v.i);
     return;
   case DType::UInt32:
     as<uint32_t>()[flat] = is_float ? saturate<uint32_t>(v.f) : static_cast<uint32_t>(v.i);

@@ -40,8 +40,8 @@ struct BHalf {
 // instead of being undefined behaviour.
 struct SumOp {
   template <class A> static A apply(A a, A b) {
-    if constexpr (std::is_same_v<A, int32_t>)
-      return int32_t(uint32_t(a) + uint32_t(b));
+    if constexpr (std::is_integral_v<A>)
+      return A(std::make_unsigned_t<A>(a) + std::make_unsigned_t<A>(b));
     else
       return a + b;
   }
@@ -155,6 +155,14 @@ void reduce(DType dtype, ReduceKind kind, const void* const* ins, int nins, void
   case DType::Bool:
     if (kind == ReduceKind::Min) return reduce_typed<B, AndOp>(ins, nins, outs, nouts, n, st);
     return reduce_typed<B, OrOp>(ins, nins, outs, nouts, n, st);
+  case DType::Int8:
+    return reduce_kind<Plain<int8_t, int8_t>>(kind, ins, nins, outs, nouts, n, st);
+  case DType::UInt8:
+    return reduce_kind<Plain<uint8_t, uint8_t>>(kind, ins, nins, outs, nouts, n, st);
+  case DType::Int16:
+    return reduce_kind<Plain<int16_t, int16_t>>(kind, ins, nins, outs, nouts, n, st);
+  case DType::UInt16:
+    return reduce_kind<Plain<uint16_t, uint16_t>>(kind, ins, nins, outs, nouts, n, st);
   case DType::Int32:
     return reduce_kind<Plain<int32_t, int32_t>>(kind, ins, nins, outs, nouts, n, st);
   case DType::UInt32:

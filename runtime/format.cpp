@@ -185,6 +185,14 @@ double elem(const Array& a, int64_t i) {
   switch (a.dtype()) {
   case DType::Bool:
     return a.as<uint8_t>()[i] != 0;
+  case DType::Int8:
+    return a.as<int8_t>()[i];
+  case DType::UInt8:
+    return a.as<uint8_t>()[i];
+  case DType::Int16:
+    return a.as<int16_t>()[i];
+  case DType::UInt16:
+    return a.as<uint16_t>()[i];
   case DType::Int32:
     return a.as<int32_t>()[i];
   case DType::UInt32:
@@ -426,12 +434,10 @@ std::string shape_tuple(const Shape& s) {
 // str() of a numpy scalar of dtype `dt`.
 std::string scalar_str(const Array& a) {
   double v = elem(a, 0);
+  if (is_integer(a.dtype())) return std::to_string(int64_t(v));
   switch (a.dtype()) {
   case DType::Bool:
     return v != 0 ? "True" : "False";
-  case DType::Int32:
-  case DType::UInt32:
-    return std::to_string(int64_t(v));
   case DType::BFloat16:
     return bf16_str(v);
   default: {

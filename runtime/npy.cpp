@@ -33,6 +33,14 @@ const char* descr_of(DType d) {
   switch (d) {
   case DType::Bool:
     return "|b1";
+  case DType::Int8:
+    return "|i1";
+  case DType::UInt8:
+    return "|u1";
+  case DType::Int16:
+    return "<i2";
+  case DType::UInt16:
+    return "<u2";
   case DType::Int32:
     return "<i4";
   case DType::UInt32:
@@ -49,7 +57,8 @@ const char* descr_of(DType d) {
   return "?";
 }
 
-// How a file's element type maps onto pxl: directly, or converted to int32/uint32.
+// How a file's element type maps onto pxl: directly, or (int64/uint64, which x64
+// being off rules out, as in JAX) converted to int32/uint32.
 struct FileType {
   DType dtype;
   size_t item_size; // bytes per element in the file
@@ -68,10 +77,10 @@ std::optional<FileType> file_type(const std::string& descr) {
       {"<f2", {DType::Float16, 2, true, true}},   {"<f4", {DType::Float32, 4, true, true}},
       {"<f8", {DType::Float64, 8, true, true}},   {"<V2", {DType::BFloat16, 2, false, true}},
       {"|V2", {DType::BFloat16, 2, false, true}}, {"<i8", {DType::Int32, 8, true, false}},
-      {"<u8", {DType::UInt32, 8, false, false}},  {"<i2", {DType::Int32, 2, true, false}},
-      {"<u2", {DType::Int32, 2, false, false}},   {"|i1", {DType::Int32, 1, true, false}},
-      {"<i1", {DType::Int32, 1, true, false}},    {"|u1", {DType::Int32, 1, false, false}},
-      {"<u1", {DType::Int32, 1, false, false}},
+      {"<u8", {DType::UInt32, 8, false, false}},  {"<i2", {DType::Int16, 2, true, true}},
+      {"<u2", {DType::UInt16, 2, false, true}},   {"|i1", {DType::Int8, 1, true, true}},
+      {"<i1", {DType::Int8, 1, true, true}},      {"|u1", {DType::UInt8, 1, false, true}},
+      {"<u1", {DType::UInt8, 1, false, true}},
   };
   for (const Entry& e : kTable)
     if (descr == e.descr) return e.type;

@@ -31,10 +31,8 @@ Value list_rec(const Array& a, size_t dim, int64_t& flat) {
 
 Value reduction(InterpreterImpl& in, const Tensor& x, CallArgs& a, np::ReduceOp op, const char* name) {
   ArgReader r(name, a, {"axis", "dtype", "out", "keepdims"});
-  Tensor t = x;
-  if (auto dt = value_to_dtype(r[1])) t = np::astype(in.ops(), t, *dt);
-  return make_array(np::reduce(in.ops(), op, t, value_to_axes(r[0], std::string(name) + "() axis"),
-                               r.get_bool(3, false)));
+  return make_array(np::reduce(in.ops(), op, x, value_to_axes(r[0], std::string(name) + "() axis"),
+                               r.get_bool(3, false), value_to_dtype(r[1])));
 }
 
 // Methods take (self, args); "variadic shape" methods accept x.reshape(2, 3) and x.reshape((2, 3)).

@@ -49,6 +49,7 @@ Tensor InterpreterImpl::to_tensor(const Value& v, const Span& where, std::option
     if (v.is_int()) {
       if (!dtype && (v.i > INT32_MAX || v.i < INT32_MIN))
         throw Error(ErrCode::Value, "Python int " + std::to_string(v.i) + " is too large to convert to int32");
+      if (dtype) np::check_python_int(v.i, *dtype);
       return np::scalar(ops(), Scalar::of_int(v.i), dtype, !dtype);
     }
     if (v.is_float()) return np::scalar(ops(), Scalar::of_float(v.f), dtype, !dtype);
@@ -184,6 +185,9 @@ ValueList array_iterate(InterpreterImpl& in, const Value& arr, const Span& where
 }
 
 Tensor np_astype_value(InterpreterImpl& in, const Value& v, DType dtype, const Span& where) {
+  // Python values convert straight to the dtype (jnp.int8(300) is numpy's
+  // overflow error, jnp.float32(2**40) is fine), arrays through astype.
+  if (!v.is_obj(ObjKind::Array)) return in.to_tensor(v, where, dtype);
   Tensor t = in.to_tensor(v, where);
   return np::astype(in.ops(), t, dtype);
 }

@@ -5,6 +5,8 @@
 
 namespace pxl {
 
+bool is_x64_name(const std::string& name) { return name == "int64" || name == "uint64"; }
+
 DType required_dtype(const Value& v, const std::string& what) {
   std::optional<DType> d = value_to_dtype(v);
   if (!d) throw Error(ErrCode::Type, what + " must be a dtype, not " + type_name(v));
@@ -15,9 +17,14 @@ std::optional<DType> value_to_dtype(const Value& v) {
   if (v.is_none()) return std::nullopt;
   if (v.is_obj(ObjKind::DType)) return v.as<DTypeObj>()->dtype;
   if (v.is_obj(ObjKind::Str)) {
-    if (auto d = dtype_from_name(v.as<StrObj>()->value)) return d;
-    throw Error(ErrCode::DType, "unknown dtype '" + v.as<StrObj>()->value + "'",
-                Span{}, "use float32, float64, float16, bfloat16, int32, uint32 or bool");
+    const std::string& s = v.as<StrObj>()->value;
+    if (auto d = dtype_from_name(s)) return d;
+    // x64 is off: JAX truncates the 64-bit integers to 32 bits.
+    if (s == "int64") return DType::Int32;
+    if (s == "uint64") return DType::UInt32;
+    throw Error(ErrCode::DType, "unknown dtype '" + v.as<StrObj>()->value + "'", Span{},
+                "use float32, float64, float16, bfloat16, int8, int16, int32, uint8, uint16, "
+                "uint32 or bool");
   }
   if (v.is_obj(ObjKind::Builtin)) {
     const std::string& n = v.as<BuiltinObj>()->name;

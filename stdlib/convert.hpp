@@ -11,6 +11,8 @@ namespace pxl {
 std::vector<np::IndexItem> to_index_items(InterpreterImpl& in, const Value& index, const Span& where);
 // None -> nullopt; a dtype object, a name ("float32"), or Python's int/float/bool.
 std::optional<DType> value_to_dtype(const Value& v);
+// "int64" / "uint64": names JAX accepts with x64 off, meaning int32 / uint32.
+bool is_x64_name(const std::string& name);
 // The same for an argument that must name a dtype: None is a type error naming `what`.
 DType required_dtype(const Value& v, const std::string& what);
 // An int or a sequence of ints (np.zeros(3), np.zeros((2, 3))).

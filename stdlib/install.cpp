@@ -29,7 +29,7 @@ Value make_lax_module(InterpreterImpl& in, const Value& np) {
     if (src.count(n)) b.alias(n, np);
   static const std::pair<const char*, const char*> renamed[] = {
       {"neg", "negative"}, {"add", "add"}, {"sub", "subtract"}, {"mul", "multiply"},
-      {"div", "divide"}, {"max", "maximum"}, {"min", "minimum"}, {"rem", "remainder"},
+      {"max", "maximum"}, {"min", "minimum"},
       {"atan2", "arctan2"}, {"eq", "equal"}, {"ne", "not_equal"}, {"lt", "less"}, {"le", "less_equal"},
       {"gt", "greater"}, {"ge", "greater_equal"}, {"bitwise_and", "bitwise_and"},
       {"bitwise_or", "bitwise_or"}, {"bitwise_xor", "bitwise_xor"}, {"select", "where"},

@@ -224,11 +224,15 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     at.dtype = required_dtype(r[1], "bitcast_convert_type() new_dtype");
     return make_array(bind(in, Op::BitcastConvertType, at, {T(in, r[0])}));
   });
-  static const std::pair<const char*, Op> shifts[] = {
+  // The primitives themselves: lax.div rounds integers toward zero and lax.rem
+  // takes the dividend's sign (jnp.floor_divide/remainder follow Python instead).
+  static const std::pair<const char*, Op> prims[] = {
+      {"div", Op::Div},
+      {"rem", Op::Rem},
       {"shift_left", Op::ShiftLeft},
       {"shift_right_logical", Op::ShiftRightLogical},
       {"shift_right_arithmetic", Op::ShiftRightArithmetic}};
-  for (auto [name, op] : shifts)
+  for (auto [name, op] : prims)
     def(name, [name, op](InterpreterImpl& in, CallArgs& a) { return binary_fn(in, a, name, op); });
   def("integer_pow", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("integer_pow", a, {"x", "y"}, 2);

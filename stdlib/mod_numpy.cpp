@@ -281,8 +281,8 @@ void def_reductions(ModuleBuilder& b) {
     b.fn(n, [n, o](InterpreterImpl& in, CallArgs& a) {
       ArgReader r(n, a, {"a", "axis", "dtype", "out", "keepdims"}, 1);
       Tensor x = T(in, r[0]);
-      if (auto dt = value_to_dtype(r[2])) x = np::astype(in.ops(), x, *dt);
-      return make_array(np::reduce(in.ops(), o, x, value_to_axes(r[1], n + "() axis"), r.get_bool(4, false)));
+      return make_array(np::reduce(in.ops(), o, x, value_to_axes(r[1], n + "() axis"),
+                                   r.get_bool(4, false), value_to_dtype(r[2])));
     });
   }
   auto arg = [](const char* name, bool is_max) {
@@ -371,12 +371,15 @@ Value make_numpy_module(InterpreterImpl& in) {
   def_linalg(b);
   def_io(b);
   def_dtype_queries(b);
-  for (DType d : {DType::Bool, DType::Int32, DType::UInt32, DType::Float16, DType::BFloat16,
-                  DType::Float32, DType::Float64})
-    b.val(dtype_name(d), Value::object(std::make_shared<DTypeObj>(d)));
+  for (DType d : kAllDTypes) b.val(dtype_name(d), Value::object(std::make_shared<DTypeObj>(d)));
+  b.val("int64", Value::object(std::make_shared<DTypeObj>(DType::Int32, true)));
+  b.val("uint64", Value::object(std::make_shared<DTypeObj>(DType::UInt32, true)));
   b.val("bool_", b.mod->env->vars["bool"]);
   b.fn("dtype", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("dtype", a, {"obj"}, 1);
+    if (r[0].is_obj(ObjKind::DType)) return r[0];
+    if (r[0].is_obj(ObjKind::Str) && is_x64_name(r[0].as<StrObj>()->value))
+      return Value::object(std::make_shared<DTypeObj>(*value_to_dtype(r[0]), true));
     return Value::object(std::make_shared<DTypeObj>(*value_to_dtype(r[0])));
   });
   b.val("pi", Value::number(M_PI));

@@ -29,6 +29,9 @@ enum class ReduceOp { Sum, Prod, Max, Min, Mean, Any, All };
 // ---- creation -------------------------------------------------------------
 // A host scalar as a 0-d tensor; weak=true for Python literals (x * 2 stays f32).
 Tensor scalar(OpContext& cx, const Scalar& v, std::optional<DType> dtype = {}, bool weak = true);
+// numpy's check when a Python int is written into an integer dtype (jnp.array(300,
+// dtype=jnp.int8), jnp.uint8(-1)): out of the dtype's range is an error.
+void check_python_int(int64_t v, DType d);
 // From nested Python data already flattened by the interpreter. Without dtype:
 // bool if all bool, int32 if all ints (error if out of int32 range), else float32.
 Tensor from_host(OpContext& cx, const std::vector<Scalar>& flat, const Shape& shape,
@@ -72,7 +75,10 @@ std::vector<Tensor> split_indices(OpContext& cx, const Tensor& x,
 
 // ---- reductions -----------------------------------------------------------
 // Sum/Prod of bool or int give int32; Mean of ints gives float32; Any/All give bool.
-Tensor reduce(OpContext& cx, ReduceOp op, const Tensor& x, const Axes& axes, bool keepdims = false);
+// `dtype` (jnp's dtype=): the input is converted to it and so is the result
+// (a sum of int8 with dtype=int8 stays int8 instead of widening).
+Tensor reduce(OpContext& cx, ReduceOp op, const Tensor& x, const Axes& axes, bool keepdims = false,
+              std::optional<DType> dtype = {});
 Tensor argmax(OpContext& cx, const Tensor& x, std::optional<int> axis, bool keepdims = false);
 Tensor argmin(OpContext& cx, const Tensor& x, std::optional<int> axis, bool keepdims = false);
 Tensor var(OpContext& cx, const Tensor& x, const Axes& axes, bool keepdims = false, int ddof = 0);

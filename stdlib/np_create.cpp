@@ -36,6 +36,12 @@ double as_double(const Scalar& s) {
 
 } // namespace
 
+void check_python_int(int64_t v, DType d) {
+  if (is_integer(d) && (v < int_min(d) || v > int_max(d)))
+    throw Error(ErrCode::Value,
+                "Python integer " + std::to_string(v) + " out of bounds for " + dtype_name(d));
+}
+
 Tensor scalar(OpContext& cx, const Scalar& v, std::optional<DType> dtype, bool weak) {
   DType d = dtype ? *dtype : default_dtype(v);
   // Python bools are never weak in JAX; only ints and floats are.
@@ -50,6 +56,8 @@ Tensor from_host(OpContext& cx, const std::vector<Scalar>& flat, const Shape& sh
   DType d = DType::Bool;
   if (dtype) {
     d = *dtype;
+    for (const Scalar& s : flat)
+      if (s.kind == Scalar::Kind::Int) check_python_int(s.i, d);
   } else {
     for (const Scalar& s : flat) {
       if (s.kind == Scalar::Kind::Float)

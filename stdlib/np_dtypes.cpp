@@ -88,8 +88,8 @@ struct FInfoObj : OpaqueObj {
 struct IInfoObj : OpaqueObj {
   DType dtype;
   explicit IInfoObj(DType d) : dtype(d) {}
-  int64_t lo() const { return dtype == DType::Int32 ? INT32_MIN : 0; }
-  int64_t hi() const { return dtype == DType::Int32 ? INT32_MAX : UINT32_MAX; }
+  int64_t lo() const { return int_min(dtype); }
+  int64_t hi() const { return int_max(dtype); }
   std::string type_name() const override { return "iinfo"; }
   std::string repr() const override {
     return "iinfo(min=" + std::to_string(lo()) + ", max=" + std::to_string(hi()) + ", dtype=" + dtype_name(dtype) + ")";
@@ -97,8 +97,9 @@ struct IInfoObj : OpaqueObj {
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
     if (name == "min") return out = Value::integer(lo()), true;
     if (name == "max") return out = Value::integer(hi()), true;
-    if (name == "bits") return out = Value::integer(32), true;
-    if (name == "kind") return out = make_str(dtype == DType::Int32 ? "i" : "u"), true;
+    if (name == "bits")
+      return out = Value::integer(static_cast<int64_t>(8 * dtype_size(dtype))), true;
+    if (name == "kind") return out = make_str(is_signed_int(dtype) ? "i" : "u"), true;
     if (name == "dtype") return out = Value::object(std::make_shared<DTypeObj>(dtype)), true;
     return false;
   }
@@ -129,9 +130,9 @@ bool in_category(DType d, Category c) {
   case Category::Integer:
     return is_integer(d);
   case Category::SignedInteger:
-    return d == DType::Int32;
+    return is_signed_int(d);
   case Category::UnsignedInteger:
-    return d == DType::UInt32;
+    return is_unsigned_int(d);
   case Category::Inexact:
   case Category::Floating:
     return is_floating(d);

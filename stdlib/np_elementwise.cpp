@@ -132,8 +132,8 @@ Tensor like(OpContext& cx, const Tensor& x, const Scalar& v) {
 // jnp.floor_divide on operands of one dtype and shape.
 Tensor floor_divide(OpContext& cx, const Tensor& a, const Tensor& b) {
   DType d = av(a).dtype;
-  if (d == DType::UInt32) return p2(cx, Op::Div, a, b);
-  if (d == DType::Int32) {
+  if (is_unsigned_int(d)) return p2(cx, Op::Div, a, b);
+  if (is_signed_int(d)) {
     Tensor q = p2(cx, Op::Div, a, b);
     Tensor sign_differs = p2(cx, Op::Ne, p1(cx, Op::Sign, a), p1(cx, Op::Sign, b));
     Tensor inexact = p2(cx, Op::Ne, p2(cx, Op::Rem, a, b), like(cx, a, Scalar::of_int(0)));
@@ -242,7 +242,8 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
   case BinOp::LeftShift:
     return p2(cx, Op::ShiftLeft, a, b);
   case BinOp::RightShift: // numpy's >>: sign-extending for signed integers
-    return p2(cx, p.dtype == DType::UInt32 ? Op::ShiftRightLogical : Op::ShiftRightArithmetic, a, b);
+    return p2(cx, is_unsigned_int(p.dtype) ? Op::ShiftRightLogical : Op::ShiftRightArithmetic, a,
+              b);
   case BinOp::Eq:
     return p2(cx, Op::Eq, a, b);
   case BinOp::Ne:
@@ -307,7 +308,7 @@ Tensor unary(OpContext& cx, UnOp op, const Tensor& x0) {
     return p2(cx, Op::Div, like(cx, x, Scalar::of_int(1)), x);
   }
   case UnOp::Abs:
-    if (is_bool || d == DType::UInt32) return x0;
+    if (is_bool || is_unsigned_int(d)) return x0;
     return p1(cx, Op::Abs, x0);
   case UnOp::Sign:
     if (is_bool) return x0;

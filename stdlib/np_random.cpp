@@ -254,6 +254,11 @@ Tensor random_randint(OpContext& cx, const Tensor& key, const Shape& shape, int6
   if (!is_integer(dtype))
     throw Error(ErrCode::DType,
                 std::string("randint only accepts integer dtypes, got ") + dtype_name(dtype));
+  // JAX draws 8- and 16-bit integers from narrower random bits (not done here).
+  if (dtype_size(dtype) != 4)
+    throw Error(ErrCode::Unsupported,
+                std::string("randint with dtype ") + dtype_name(dtype) + " is not supported",
+                Span{}, "draw int32 values and convert them with astype");
   // _randint: clip the bounds into the dtype; a maxval past the dtype's maximum
   // widens the span by one so that maximum can be drawn.
   const bool is_signed = dtype == DType::Int32;

@@ -63,16 +63,20 @@ Tensor mean_impl(OpContext& cx, const Tensor& x, const std::vector<int64_t>& axe
 
 } // namespace
 
-Tensor reduce(OpContext& cx, ReduceOp op, const Tensor& x0, const Axes& axes0, bool keepdims) {
+Tensor reduce(OpContext& cx, ReduceOp op, const Tensor& x0, const Axes& axes0, bool keepdims,
+              std::optional<DType> dtype) {
   const char* fn = reduce_name(op);
   std::vector<int64_t> axes = norm_axes(fn, axes0, av(x0).ndim());
-  DType d = av(x0).dtype;
-  Tensor x = x0;
+  Tensor x = dtype ? convert(cx, x0, *dtype, false) : x0;
+  DType d = av(x).dtype;
   Tensor r;
   switch (op) {
   case ReduceOp::Sum:
   case ReduceOp::Prod:
-    if (d == DType::Bool) x = convert(cx, x, DType::Int32, false);
+    // jnp sums and multiplies bools and narrow integers in the default
+    // integer of their signedness (int8 -> int32, uint16 -> uint32).
+    if (d == DType::Bool || is_signed_int(d)) x = convert(cx, x, DType::Int32, false);
+    if (is_unsigned_int(d)) x = convert(cx, x, DType::UInt32, false);
     r = reduce_axes(cx, op == ReduceOp::Sum ? Op::ReduceSum : Op::ReduceProd, x, axes);
     break;
   case ReduceOp::Max:
@@ -92,7 +96,9 @@ Tensor reduce(OpContext& cx, ReduceOp op, const Tensor& x0, const Axes& axes0, b
     r = reduce_axes(cx, op == ReduceOp::Any ? Op::ReduceOr : Op::ReduceAnd, x, axes);
     break;
   }
-  r = convert(cx, r, av(r).dtype, false); // jnp reductions drop the weak type
+  // jnp reductions drop the weak type; an explicit dtype is the result's.
+  bool to_dtype = dtype && (op == ReduceOp::Sum || op == ReduceOp::Prod);
+  r = convert(cx, r, to_dtype ? *dtype : av(r).dtype, false);
   return keepdims ? keep_dims(cx, r, av(x0).shape, axes) : r;
 }
 

@@ -68,6 +68,14 @@ template <class T> constexpr DType dtype_of() {
     return DType::Float32;
   else if constexpr (std::is_same_v<T, double>)
     return DType::Float64;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return DType::Int8;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return DType::UInt8;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return DType::Int16;
+  else if constexpr (std::is_same_v<T, uint16_t>)
+    return DType::UInt16;
   else if constexpr (std::is_same_v<T, int32_t>)
     return DType::Int32;
   else if constexpr (std::is_same_v<T, uint32_t>)
@@ -75,7 +83,7 @@ template <class T> constexpr DType dtype_of() {
   else if constexpr (std::is_same_v<T, bool>)
     return DType::Bool;
   else
-    static_assert(!sizeof(T), "pxl arrays hold float, double, int32_t, uint32_t or bool");
+    static_assert(!sizeof(T), "pxl arrays hold float, double, (u)int8/16/32_t or bool");
 }
 
 // Throws pxl::Error(DType) unless `a` holds elements of type `want`.

@@ -37,6 +37,13 @@ int nccl_type(DType d) {
   switch (d) {
   case DType::Bool:
     return ncclUint8;
+  case DType::Int8:
+    return ncclInt8;
+  case DType::UInt8:
+    return ncclUint8;
+  case DType::Int16:
+  case DType::UInt16:
+    return ncclFloat16; // NCCL has no 16-bit integers; moving 2-byte elements is the same
   case DType::Int32:
     return ncclInt32;
   case DType::UInt32:
@@ -68,6 +75,13 @@ void run_nccl(CudaRuntime& rt, GpuDevice& dev, int thread, std::vector<GpuCollec
   // the group joins), so it must not happen inside a group of calls.
   std::vector<std::pair<ncclComm_t, int>> comms; // per call: communicator, my rank
   for (GpuCollective& c : calls) {
+    Op op = c.instr->op;
+    bool reduces = op == Op::Psum || op == Op::Pmax || op == Op::Pmin || op == Op::PsumScatter;
+    if (reduces && (c.dtype == DType::Int16 || c.dtype == DType::UInt16))
+      throw Error(ErrCode::Unsupported,
+                  std::string(op_name(op)) + " of " + dtype_name(c.dtype) +
+                      " on CUDA devices: NCCL cannot reduce 16-bit integers",
+                  Span{}, "convert to int32 before the collective and back after it");
     auto [members, rank] = group_of(*c.groups, thread);
     std::vector<int> ordinals;
     for (int p : *members) ordinals.push_back(rt.device(p % rt.device_count()).ordinal());

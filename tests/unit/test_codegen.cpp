@@ -45,8 +45,9 @@ Array random_array(std::mt19937& rng, DType d, const Shape& s) {
     if (d == DType::Bool) {
       a.set(i, Scalar::of_bool(p & 1));
     } else if (is_integer(d)) {
-      const int64_t ints[] = {0, 1, -1, 31, 32, INT32_MIN, INT32_MAX, -7};
-      a.set(i, Scalar::of_int(p < 8 ? ints[p] : static_cast<int64_t>(u(rng) * 10)));
+      // The shift widths of 8/16/32 bits and the extremes (they wrap into narrow types).
+      const int64_t ints[] = {0, 1, -1, 7, 16, 32, INT32_MIN, INT32_MAX, -128, 65535};
+      a.set(i, Scalar::of_int(p < 10 ? ints[p] : static_cast<int64_t>(u(rng) * 10)));
     } else {
       a.set(i, Scalar::of_float(p < 2 ? specials[rng() % 8] : u(rng)));
     }
@@ -111,8 +112,7 @@ const Op kBinaryInt[] = {Op::Add,
                          Op::Pow};
 const Op kCompare[] = {Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge};
 const Op kReduce[] = {Op::ReduceSum, Op::ReduceMax, Op::ReduceMin, Op::ReduceProd};
-const DType kDtypes[] = {DType::Bool,     DType::Int32,   DType::UInt32, DType::Float16,
-                         DType::BFloat16, DType::Float32, DType::Float64};
+const auto& kDtypes = kAllDTypes;
 
 template <class T, size_t N> T pick(std::mt19937& rng, const T (&xs)[N]) { return xs[rng() % N]; }
 
@@ -233,7 +233,7 @@ TEST_CASE("LLVM executable matches the reference on random op graphs", "[codegen
       }
       ++graphs;
     }
-  CHECK(graphs == 175);
+  CHECK(graphs == 25 * static_cast<int>(std::size(kDtypes)));
 }
 
 TEST_CASE("Inlined transcendental math is bit-identical to the reference", "[codegen]") {
@@ -723,5 +723,24 @@ TEST_CASE("PTX of inlined math, lane reductions and row kernels assembles", "[co
   REQUIRE(prog.plan.kernels.size() == 3);
   // A warp per row (its 32 lanes: the CPU's lane order), a thread per element.
   CHECK(prog.grid_extent == std::vector<int64_t>{16 * 32, 16 * 32, 2048});
+  assemble(ptx);
+}
+TEST_CASE("PTX of 8- and 16-bit integer kernels assembles", "[codegen]") {
+  // i8/i16 loads and stores, their wrapping arithmetic, conversions and a row reduction.
+  Builder b;
+  int x = b.param(DType::Int8, {8, 32});
+  int y = b.param(DType::UInt16, {8, 32});
+  OpAttrs to_u16, to_f32, red;
+  to_u16.dtype = DType::UInt16;
+  to_f32.dtype = DType::Float32;
+  red.axes = {1};
+  int s = b.op(Op::Add, {}, {b.op(Op::ConvertElementType, to_u16, {x}), y});
+  b.f.results.push_back(b.op(Op::Div, {}, {s, y}));
+  b.f.results.push_back(b.op(Op::ReduceMax, red, {b.op(Op::Mul, {}, {x, x})}));
+  b.f.results.push_back(
+      b.op(Op::ConvertElementType, to_f32, {b.op(Op::ShiftRightArithmetic, {}, {x, x})}));
+  std::string ptx = kernels_ptx(b.f);
+  CHECK(ptx.find("left out") == std::string::npos);
+  CHECK(compile_ptx(b.f).plan.kernels.size() == 3);
   assemble(ptx);
 }

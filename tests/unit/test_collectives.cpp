@@ -84,6 +84,14 @@ template <class F> void with_dtype(DType d, F f) {
   switch (d) {
   case DType::Bool:
     return f(Tr<uint8_t, uint8_t>{});
+  case DType::Int8:
+    return f(Tr<int8_t, int8_t>{});
+  case DType::UInt8:
+    return f(Tr<uint8_t, uint8_t>{});
+  case DType::Int16:
+    return f(Tr<int16_t, int16_t>{});
+  case DType::UInt16:
+    return f(Tr<uint16_t, uint16_t>{});
   case DType::Int32:
     return f(Tr<int32_t, int32_t>{});
   case DType::UInt32:
@@ -99,9 +107,6 @@ template <class F> void with_dtype(DType d, F f) {
   }
 }
 
-const DType kAllDTypes[] = {DType::Bool,     DType::Int32,   DType::UInt32, DType::Float16,
-                            DType::BFloat16, DType::Float32, DType::Float64};
-
 using Bytes = std::vector<std::byte>;
 
 // Inputs that exercise each type: int sums overflow and wrap, floats are not
@@ -109,7 +114,7 @@ using Bytes = std::vector<std::byte>;
 template <class T> typename T::S input_value(DType d, int p, int64_t i) {
   uint32_t h = uint32_t(p) * 2654435761u + uint32_t(i) * 40503u + 12345u;
   if (d == DType::Bool) return typename T::S((p * 3 + i) % 5 == 0);
-  if (d == DType::Int32 || d == DType::UInt32) return typename T::S(h * 0x9E3779B9u);
+  if (is_integer(d)) return typename T::S(h * 0x9E3779B9u);
   return T::st(typename T::A(int(h % 2001) - 1000) * typename T::A(0.3751));
 }
 
@@ -118,7 +123,7 @@ template <class T> typename T::A combine(DType d, ReduceKind k, typename T::A a,
   if (d == DType::Bool) return k == ReduceKind::Min ? A(a && b) : A(a || b);
   if (k == ReduceKind::Max) return a > b ? a : b;
   if (k == ReduceKind::Min) return a < b ? a : b;
-  if (d == DType::Int32) return A(int32_t(uint32_t(a) + uint32_t(b)));
+  if (is_integer(d)) return A(uint32_t(a) + uint32_t(b)); // wraps at A's width
   return a + b;
 }
 

@@ -24,12 +24,72 @@ std::string promo(DType a, bool aw, DType b, bool bw) {
 } // namespace
 
 TEST_CASE("dtype names round-trip", "[dtype]") {
-  for (DType d : {DType::Bool, DType::Int32, DType::UInt32, DType::Float16, DType::BFloat16,
-                  DType::Float32, DType::Float64})
-    CHECK(dtype_from_name(dtype_name(d)) == d);
+  for (DType d : kAllDTypes) CHECK(dtype_from_name(dtype_name(d)) == d);
   CHECK_FALSE(dtype_from_name("int64").has_value());
   CHECK(dtype_size(DType::BFloat16) == 2);
   CHECK(dtype_size(DType::Bool) == 1);
+  CHECK(dtype_size(DType::Int8) == 1);
+  CHECK(dtype_size(DType::UInt16) == 2);
+}
+
+TEST_CASE("integer dtype ranges and wrapping", "[dtype]") {
+  CHECK(int_min(DType::Int8) == -128);
+  CHECK(int_max(DType::Int8) == 127);
+  CHECK(int_max(DType::UInt8) == 255);
+  CHECK(int_min(DType::Int16) == -32768);
+  CHECK(int_max(DType::UInt16) == 65535);
+  CHECK(int_min(DType::Int32) == INT32_MIN);
+  CHECK(int_max(DType::UInt32) == UINT32_MAX);
+  CHECK(wrap_to(DType::Int8, 128) == -128);
+  CHECK(wrap_to(DType::Int8, 300) == 44);
+  CHECK(wrap_to(DType::UInt8, -1) == 255);
+  CHECK(wrap_to(DType::Int16, 40000) == -25536);
+  CHECK(wrap_to(DType::UInt32, -1) == UINT32_MAX);
+  CHECK(int_dtype(true, 16) == DType::Int16);
+  CHECK(int_dtype(false, 8) == DType::UInt8);
+  CHECK(int_dtype(true, 64) == DType::Int32); // int64 canonicalised (x64 off)
+}
+
+// jnp.promote_types over every pair, as printed by JAX 0.10.2 (x64 disabled):
+// rows and columns in the order bool int8 int16 int32 uint8 uint16 uint32
+// float16 bfloat16 float32.
+TEST_CASE("the whole promotion table matches JAX", "[dtype]") {
+  using D = DType;
+  const D order[] = {D::Bool,   D::Int8,   D::Int16,   D::Int32,    D::UInt8,
+                     D::UInt16, D::UInt32, D::Float16, D::BFloat16, D::Float32};
+  const char* table[10][10] = {{"bool", "int8", "int16", "int32", "uint8", "uint16", "uint32",
+                                "float16", "bfloat16", "float32"},
+                               {"int8", "int8", "int16", "int32", "int16", "int32", "int32",
+                                "float16", "bfloat16", "float32"},
+                               {"int16", "int16", "int16", "int32", "int16", "int32", "int32",
+                                "float16", "bfloat16", "float32"},
+                               {"int32", "int32", "int32", "int32", "int32", "int32", "int32",
+                                "float16", "bfloat16", "float32"},
+                               {"uint8", "int16", "int16", "int32", "uint8", "uint16", "uint32",
+                                "float16", "bfloat16", "float32"},
+                               {"uint16", "int32", "int32", "int32", "uint16", "uint16", "uint32",
+                                "float16", "bfloat16", "float32"},
+                               {"uint32", "int32", "int32", "int32", "uint32", "uint32", "uint32",
+                                "float16", "bfloat16", "float32"},
+                               {"float16", "float16", "float16", "float16", "float16", "float16",
+                                "float16", "float16", "float32", "float32"},
+                               {"bfloat16", "bfloat16", "bfloat16", "bfloat16", "bfloat16",
+                                "bfloat16", "bfloat16", "float32", "bfloat16", "float32"},
+                               {"float32", "float32", "float32", "float32", "float32", "float32",
+                                "float32", "float32", "float32", "float32"}};
+  for (int i = 0; i < 10; ++i)
+    for (int j = 0; j < 10; ++j) {
+      INFO(dtype_name(order[i]) << " + " << dtype_name(order[j]));
+      CHECK(promo(order[i], false, order[j], false) == table[i][j]);
+    }
+  // A weak Python int keeps every strong type (int8 + 1 is int8); a weak float
+  // makes integers float32 (weak) and keeps floats.
+  for (D d : order) {
+    INFO(dtype_name(d));
+    std::string name = dtype_name(d);
+    CHECK(promo(d, false, D::Int32, true) == (d == D::Bool ? "int32*" : name));
+    CHECK(promo(d, false, D::Float32, true) == (is_floating(d) ? name : "float32*"));
+  }
 }
 
 TEST_CASE("promotion follows JAX's lattice", "[dtype]") {
@@ -118,4 +178,32 @@ TEST_CASE("Array element access converts like JAX", "[array]") {
   Array r = f.reshaped({2, 2});
   CHECK(r.shape() == Shape{2, 2});
   CHECK(r.data() == f.data());
+}
+
+TEST_CASE("narrow integer elements wrap ints and saturate floats", "[array]") {
+  // JAX: float -> int8 saturates, NaN -> 0, truncating toward zero.
+  const double fs[] = {1.5, 300.0, -300.0, std::nan(""), INFINITY, -INFINITY, -0.7, 127.9};
+  const int64_t want_i8[] = {1, 127, -128, 0, 127, -128, 0, 127};
+  const int64_t want_u8[] = {1, 255, 0, 0, 255, 0, 0, 127};
+  const int64_t want_i16[] = {1, 300, -300, 0, 32767, -32768, 0, 127};
+  const int64_t want_u16[] = {1, 300, 0, 0, 65535, 0, 0, 127};
+  for (auto [d, want] : {std::pair{DType::Int8, want_i8}, std::pair{DType::UInt8, want_u8},
+                         std::pair{DType::Int16, want_i16}, std::pair{DType::UInt16, want_u16}}) {
+    Array a(d, {8});
+    for (int i = 0; i < 8; ++i) a.set(i, Scalar::of_float(fs[i]));
+    for (int i = 0; i < 8; ++i) {
+      INFO(dtype_name(d) << " " << fs[i]);
+      CHECK(a.get(i).i == want[i]);
+    }
+  }
+  // Integers wrap: 1000 -> -24 (int8), -1000 -> 64536 (uint16).
+  Array b(DType::Int8, {2});
+  b.set(0, Scalar::of_int(1000));
+  b.set(1, Scalar::of_int(-129));
+  CHECK(b.get(0).i == -24);
+  CHECK(b.get(1).i == 127);
+  Array w(DType::UInt16, {1});
+  w.set(0, Scalar::of_int(-1000));
+  CHECK(w.get(0).i == 64536);
+  CHECK(w.nbytes() == 2);
 }
