@@ -27,6 +27,57 @@ std::vector<int64_t> ints(const Value& v, const std::string& what) {
   return value_to_int_list(v, what);
 }
 
+// lax.bitcast_convert_type between widths, as JAX: a wider element becomes a
+// trailing axis of narrower ones (least significant first: the CPU's byte
+// order) and that axis, of the width ratio, is joined back. Built from
+// same-width bitcasts, shifts and masks on the unsigned type of each width.
+Tensor bitcast_widths(InterpreterImpl& in, Tensor x, DType to) {
+  DType from = x->aval.dtype;
+  size_t fs = dtype_size(from), ts = dtype_size(to);
+  auto uint_of = [&](size_t bytes) {
+    if (from == DType::Bool || to == DType::Bool || bytes > 4)
+      throw Error(ErrCode::DType, std::string("bitcast_convert_type: cannot bitcast ") + dtype_name(from) +
+                                      " to " + dtype_name(to));
+    return int_dtype(false, static_cast<int>(8 * bytes));
+  };
+  DType uf = uint_of(fs), ut = uint_of(ts);
+  OpAttrs cast, conv;
+  auto shift = [&](Op op, const Tensor& v, int64_t bits) {
+    return bind(in, op, {}, {v, np::full_like(in.ops(), v, Scalar::of_int(bits))});
+  };
+  if (fs > ts) {
+    cast.dtype = uf;
+    Tensor u = bind(in, Op::BitcastConvertType, cast, {x});
+    conv.dtype = ut;
+    cast.dtype = to;
+    std::vector<Tensor> parts;
+    for (size_t k = 0; k < fs / ts; ++k) {
+      Tensor piece = shift(Op::ShiftRightLogical, u, static_cast<int64_t>(8 * ts * k));
+      piece = bind(in, Op::ConvertElementType, conv, {piece}); // keeps the low bits
+      parts.push_back(bind(in, Op::BitcastConvertType, cast, {piece}));
+    }
+    return np::stack(in.ops(), parts, -1);
+  }
+  int64_t ratio = static_cast<int64_t>(ts / fs);
+  const Shape& s = x->aval.shape;
+  if (s.empty() || s.back() != ratio)
+    throw Error(ErrCode::Shape, "bitcast_convert_type: converting an array of shape " + shape_str(s) +
+                                    " from " + dtype_name(from) + " to " + dtype_name(to) +
+                                    " needs a last axis of size " + std::to_string(ratio));
+  cast.dtype = uf;
+  conv.dtype = ut;
+  Tensor u = bind(in, Op::ConvertElementType, conv, {bind(in, Op::BitcastConvertType, cast, {x})});
+  std::vector<Tensor> parts = np::split_sections(in.ops(), u, ratio, -1);
+  Tensor acc;
+  for (int64_t k = 0; k < ratio; ++k) {
+    Tensor piece = shift(Op::ShiftLeft, np::squeeze(in.ops(), parts[static_cast<size_t>(k)], std::vector<int>{-1}),
+                         static_cast<int64_t>(8 * fs) * k);
+    acc = k == 0 ? piece : bind(in, Op::Or, {}, {acc, piece});
+  }
+  cast.dtype = to;
+  return bind(in, Op::BitcastConvertType, cast, {acc});
+}
+
 Value reduce_fn(InterpreterImpl& in, CallArgs& a, const char* name, Op op) {
   ArgReader r(name, a, {"operand", "axes"}, 2);
   OpAttrs at;
@@ -222,7 +273,9 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     ArgReader r("bitcast_convert_type", a, {"operand", "new_dtype"}, 2);
     OpAttrs at;
     at.dtype = required_dtype(r[1], "bitcast_convert_type() new_dtype");
-    return make_array(bind(in, Op::BitcastConvertType, at, {T(in, r[0])}));
+    Tensor x = T(in, r[0]);
+    if (dtype_size(x->aval.dtype) != dtype_size(at.dtype)) return make_array(bitcast_widths(in, x, at.dtype));
+    return make_array(bind(in, Op::BitcastConvertType, at, {x}));
   });
   // The primitives themselves: lax.div rounds integers toward zero and lax.rem
   // takes the dividend's sign (jnp.floor_divide/remainder follow Python instead).
