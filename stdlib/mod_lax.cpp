@@ -36,8 +36,8 @@ Tensor bitcast_widths(InterpreterImpl& in, Tensor x, DType to) {
   size_t fs = dtype_size(from), ts = dtype_size(to);
   auto uint_of = [&](size_t bytes) {
     if (from == DType::Bool || to == DType::Bool || bytes > 4)
-      throw Error(ErrCode::DType, std::string("bitcast_convert_type: cannot bitcast ") + dtype_name(from) +
-                                      " to " + dtype_name(to));
+      throw Error(ErrCode::DType, std::string("bitcast_convert_type: cannot bitcast ") +
+                                      dtype_name(from) + " to " + dtype_name(to));
     return int_dtype(false, static_cast<int>(8 * bytes));
   };
   DType uf = uint_of(fs), ut = uint_of(ts);
@@ -61,16 +61,18 @@ Tensor bitcast_widths(InterpreterImpl& in, Tensor x, DType to) {
   int64_t ratio = static_cast<int64_t>(ts / fs);
   const Shape& s = x->aval.shape;
   if (s.empty() || s.back() != ratio)
-    throw Error(ErrCode::Shape, "bitcast_convert_type: converting an array of shape " + shape_str(s) +
-                                    " from " + dtype_name(from) + " to " + dtype_name(to) +
-                                    " needs a last axis of size " + std::to_string(ratio));
+    throw Error(ErrCode::Shape, "bitcast_convert_type: converting an array of shape " +
+                                    shape_str(s) + " from " + dtype_name(from) + " to " +
+                                    dtype_name(to) + " needs a last axis of size " +
+                                    std::to_string(ratio));
   cast.dtype = uf;
   conv.dtype = ut;
   Tensor u = bind(in, Op::ConvertElementType, conv, {bind(in, Op::BitcastConvertType, cast, {x})});
   std::vector<Tensor> parts = np::split_sections(in.ops(), u, ratio, -1);
   Tensor acc;
   for (int64_t k = 0; k < ratio; ++k) {
-    Tensor piece = shift(Op::ShiftLeft, np::squeeze(in.ops(), parts[static_cast<size_t>(k)], std::vector<int>{-1}),
+    Tensor piece = shift(Op::ShiftLeft,
+                         np::squeeze(in.ops(), parts[static_cast<size_t>(k)], std::vector<int>{-1}),
                          static_cast<int64_t>(8 * fs) * k);
     acc = k == 0 ? piece : bind(in, Op::Or, {}, {acc, piece});
   }
@@ -274,7 +276,8 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     OpAttrs at;
     at.dtype = required_dtype(r[1], "bitcast_convert_type() new_dtype");
     Tensor x = T(in, r[0]);
-    if (dtype_size(x->aval.dtype) != dtype_size(at.dtype)) return make_array(bitcast_widths(in, x, at.dtype));
+    if (dtype_size(x->aval.dtype) != dtype_size(at.dtype))
+      return make_array(bitcast_widths(in, x, at.dtype));
     return make_array(bind(in, Op::BitcastConvertType, at, {x}));
   });
   // The primitives themselves: lax.div rounds integers toward zero and lax.rem
