@@ -56,6 +56,7 @@ public:
   Value* tanh_f32(Value* x);
   Value* expm1_f32(Value* x);
   Value* erf_f32(Value* x);
+  Value* erf_inv(Value* x, Value* log1p_neg_x2);
   Value* logistic_f32(Value* x) {
     return r(b_.CreateFDiv(c(1.0), r(b_.CreateFAdd(r(exp_f32(b_.CreateFNeg(x))), c(1.0)))));
   }
@@ -157,6 +158,18 @@ Value* Math::log1p_f32(Value* x) {
   Value* far = log_special(u, log_core(u));
   Value* small = b_.CreateFCmpOLT(un(llvm::Intrinsic::fabs, x), cf(0x3ED413CD));
   return sel(small, near, far);
+}
+
+// ref::xla::erf_inv_f32 (and _f64, the same polynomial), given log1p(x * -x).
+Value* Math::erf_inv(Value* x, Value* l) {
+  Value* small = b_.CreateFCmpOGT(l, c(-5.0));
+  Value* t = sel(small, b_.CreateFSub(c(-2.5), l),
+                 b_.CreateFAdd(un(llvm::Intrinsic::sqrt, b_.CreateFNeg(l)), c(-3.0)));
+  Value* p = sel(small, cf(ref::xla::kErfInvSmall[0]), cf(ref::xla::kErfInvLarge[0]));
+  for (int i = 1; i < 9; ++i)
+    p = fma(t, p, sel(small, cf(ref::xla::kErfInvSmall[i]), cf(ref::xla::kErfInvLarge[i])));
+  Value* one = b_.CreateFCmpOEQ(un(llvm::Intrinsic::fabs, x), c(1.0));
+  return b_.CreateFMul(x, sel(one, c(std::numeric_limits<double>::infinity()), p));
 }
 
 Value* Math::tanh_f32(Value* x) {
@@ -614,6 +627,8 @@ Value* ScalarEmitter::inline_math(Op op, DType d, Value* x) {
       return m.expm1_f64(x);
     case Op::Logistic: // 1 / (exp(-x) + 1)
       return b_.CreateFDiv(m.c(1.0), b_.CreateFAdd(m.exp_f64(b_.CreateFNeg(x)), m.c(1.0)));
+    case Op::ErfInv:
+      return m.erf_inv(x, rt_by_width("log1p", d, {b_.CreateFMul(x, b_.CreateFNeg(x))}));
     default:
       return nullptr;
     }
@@ -631,6 +646,8 @@ Value* ScalarEmitter::inline_math(Op op, DType d, Value* x) {
     return m.tanh_f32(x);
   case Op::Erf:
     return m.erf_f32(x);
+  case Op::ErfInv:
+    return m.erf_inv(x, m.log1p_f32(b_.CreateFMul(x, b_.CreateFNeg(x))));
   case Op::Logistic:
     return m.logistic_f32(x);
   case Op::Sin:

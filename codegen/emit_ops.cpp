@@ -389,6 +389,12 @@ Value* ScalarEmitter::elementwise(const Instr& in, DType result, const std::vect
   case OpFamily::Select:
     r = b_.CreateSelect(args[0], args[1], args[2]);
     break;
+  case OpFamily::Nary:
+    if (in.op == Op::Fma) {
+      r = b_.CreateIntrinsic(llvm::Intrinsic::fma, {args[0]->getType()}, args);
+      break;
+    }
+    return threefry2x32(args, static_cast<int>(in.attrs.axis));
   case OpFamily::Convert:
     if (in.op == Op::ConvertElementType) return convert(types[0], result, args[0]);
     return b_.CreateBitCast(args[0], compute_type(result)); // 32/64-bit storage types only
@@ -397,6 +403,27 @@ Value* ScalarEmitter::elementwise(const Instr& in, DType result, const std::vect
   }
   // The reference stores every op's result in its dtype: half types round here.
   return round_to(result, r);
+}
+
+// runtime/threefry.cpp's rounds as inline i32 arithmetic; both words are
+// computed and one returned, so a kernel that uses both words hashes once
+// after LLVM's CSE.
+Value* ScalarEmitter::threefry2x32(const std::vector<Value*>& args, int word) {
+  static constexpr int kRot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  Value* ks[3] = {args[0], args[1],
+                  b_.CreateXor(b_.CreateXor(args[0], args[1]), b_.getInt32(0x1BD11BDA))};
+  Value* x0 = b_.CreateAdd(args[2], ks[0]);
+  Value* x1 = b_.CreateAdd(args[3], ks[1]);
+  for (int g = 0; g < 5; ++g) {
+    for (int rot : kRot[g % 2]) {
+      x0 = b_.CreateAdd(x0, x1);
+      x1 = b_.CreateIntrinsic(llvm::Intrinsic::fshl, {x1->getType()}, {x1, x1, b_.getInt32(rot)});
+      x1 = b_.CreateXor(x1, x0);
+    }
+    x0 = b_.CreateAdd(x0, ks[(g + 1) % 3]);
+    x1 = b_.CreateAdd(b_.CreateAdd(x1, ks[(g + 2) % 3]), b_.getInt32(g + 1));
+  }
+  return word == 0 ? x0 : x1;
 }
 
 Value* ScalarEmitter::reduce_init(Op op, DType d) {

@@ -70,6 +70,8 @@ private:
   llvm::Value* inline_math(Op op, DType d, llvm::Value* x);
   llvm::Value* inline_math2(Op op, DType d, llvm::Value* x, llvm::Value* y);
   llvm::Value* binary(Op op, DType d, llvm::Value* x, llvm::Value* y);
+  // One word (0 or 1) of the Threefry-2x32 hash of uint32 (k0, k1, x0, x1).
+  llvm::Value* threefry2x32(const std::vector<llvm::Value*>& args, int word);
   // float32 rsqrt: the runtime's rsqrtss-based function, which the loop
   // vectorizer may replace by in-module rsqrtps versions (emit_math.cpp).
   llvm::Value* rsqrt_call(llvm::Value* x);

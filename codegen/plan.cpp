@@ -161,6 +161,7 @@ bool fusible_instr(const Function& f, const Instr& in) {
   case OpFamily::Binary:
   case OpFamily::Compare:
   case OpFamily::Select:
+  case OpFamily::Nary:
     return true;
   case OpFamily::Convert:
     // A bitcast reinterprets storage bits; kernels compute half types in f32

@@ -503,7 +503,7 @@ bool IRParser::parse_attr(OpAttrs& a, const std::string& key) {
     a.axis = integer();
   } else if (key == "concat_axis") {
     a.concat_axis = integer();
-  } else if (key == "format") {
+  } else if (key == "format" || key == "word") { // debug_print, threefry2x32
     a.axis = integer();
   } else if (key == "group_size") {
     a.group_size = integer();

@@ -85,6 +85,7 @@ std::string attrs_str(Op op, const OpAttrs& a) {
   case Op::IsFinite:
   case Op::Logistic:
   case Op::Erf:
+  case Op::ErfInv:
   case Op::Not:
   case Op::Add:
   case Op::Sub:
@@ -108,7 +109,10 @@ std::string attrs_str(Op op, const OpAttrs& a) {
   case Op::Gt:
   case Op::Ge:
   case Op::Select:
+  case Op::Fma:
     return "";
+  case Op::Threefry2x32:
+    return "word=" + std::to_string(a.axis);
   case Op::ConvertElementType:
     return std::string("dtype=") + dtype_name(a.dtype) + (a.weak ? " weak=true" : "");
   case Op::BitcastConvertType:

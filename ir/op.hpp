@@ -28,6 +28,7 @@ enum class OpFamily : uint8_t {
   Binary,
   Compare,
   Select,
+  Nary,
   Convert,
   Creation,
   Structural,
@@ -48,7 +49,7 @@ inline bool is_collective(Op op) { return op_family(op) == OpFamily::Collective;
 inline bool is_elementwise(Op op) {
   OpFamily f = op_family(op);
   return f == OpFamily::Unary || f == OpFamily::Binary || f == OpFamily::Compare ||
-         f == OpFamily::Select || f == OpFamily::Convert;
+         f == OpFamily::Select || f == OpFamily::Nary || f == OpFamily::Convert;
 }
 
 // dot_general's dimension numbers (lax.dot_general's ((lc, rc), (lb, rb))).

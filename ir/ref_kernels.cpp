@@ -7,6 +7,7 @@
 
 #include "ir/ref_math.hpp"
 #include "ir/ref_util.hpp"
+#include "runtime/threefry.hpp"
 
 namespace pxl {
 
@@ -180,6 +181,8 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
   case Op::Erf:
     return un.template operator()<kFloat>(
         by_width(xla::erf_f32, [](double v) { return std::erf(v); }));
+  case Op::ErfInv:
+    return un.template operator()<kFloat>(by_width(xla::erf_inv_f32, xla::erf_inv_f64));
   case Op::Not:
     return un.template operator()<kBool | kInt>([](auto v) {
       if constexpr (std::is_same_v<decltype(v), bool>)
@@ -270,6 +273,29 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
     return bin.template operator()<kAny, true>([](auto x, auto y) { return x >= y; });
   case Op::Select:
     return select(in[0], in[1], in[2], fresh());
+  case Op::Fma: {
+    Array out = fresh();
+    visit_dtype(oa.dtype, [&]<DType D>() {
+      if constexpr (in_kinds<D>(kFloat)) {
+        using E = Elem<D>;
+        const auto *x = in[0].as<typename E::S>(), *y = in[1].as<typename E::S>(),
+                   *z = in[2].as<typename E::S>();
+        auto* o = out.as<typename E::S>();
+        for (int64_t i = 0; i < out.size(); ++i)
+          o[i] = E::store(std::fma(E::load(x[i]), E::load(y[i]), E::load(z[i])));
+      }
+    });
+    return out;
+  }
+  case Op::Threefry2x32: {
+    Array out = fresh();
+    const uint32_t *k0 = in[0].as<uint32_t>(), *k1 = in[1].as<uint32_t>(),
+                   *x0 = in[2].as<uint32_t>(), *x1 = in[3].as<uint32_t>();
+    auto* o = out.as<uint32_t>();
+    for (int64_t i = 0; i < out.size(); ++i)
+      o[i] = threefry2x32({k0[i], k1[i]}, x0[i], x1[i])[static_cast<size_t>(a.axis)];
+    return out;
+  }
   // ---- types ----
   case Op::ConvertElementType:
     return convert(in[0], oa);

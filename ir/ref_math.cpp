@@ -166,6 +166,19 @@ float erf_f32(float x) {
   return p / q;
 }
 
+// chlo's ErfInv for float32 (Giles, "Approximating the erfinv function"): a
+// degree-8 polynomial in w - 2.5 (w < 5) or sqrt(w) - 3, w = -log(1 - x^2),
+// Horner steps fused into FMAs as XLA's CPU kernel does.
+float erf_inv_f32(float x) {
+  float l = log1p_f32(x * -x); // -w
+  bool small = l > -5.0f;
+  float t = small ? -2.5f - l : std::sqrt(-l) + -3.0f;
+  const uint32_t* c = small ? kErfInvSmall : kErfInvLarge;
+  float p = f(c[0]);
+  for (int i = 1; i < 9; ++i) p = std::fma(t, p, f(c[i]));
+  return x * (std::fabs(x) == 1.0f ? INFINITY : p);
+}
+
 float rsqrt_f32(float x) {
 #ifdef PXL_HAVE_SSE
   float y = _mm_cvtss_f32(_mm_rsqrt_ss(_mm_set_ss(x)));
@@ -485,6 +498,16 @@ double log1p_f64(double x) {
   for (uint64_t k : kP) p = std::fma(p, x, d(k));
   double t = (x * x2) * (p / q);
   return x + std::fma(x2, -0.5, t);
+}
+
+double erf_inv_f64(double x) {
+  double l = log1p_f64(x * -x);
+  bool small = l > -5.0;
+  double t = small ? -2.5 - l : std::sqrt(-l) + -3.0;
+  const uint32_t* c = small ? kErfInvSmall : kErfInvLarge;
+  double p = f(c[0]);
+  for (int i = 1; i < 9; ++i) p = std::fma(t, p, static_cast<double>(f(c[i])));
+  return x * (std::fabs(x) == 1.0 ? INFINITY : p);
 }
 
 double logistic_f64(double x) { return 1.0 / (exp_f64(-x) + 1.0); }

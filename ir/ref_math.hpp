@@ -18,6 +18,7 @@ float log1p_f32(float x); // XLA's EmitLog1p: rational approximation near 0, els
 float expm1_f32(float x, Round r = Round::F32); // XLA's EmitExpm1: tanh(x/2) * (exp(x) + 1)
 float tanh_f32(float x);  // xla/codegen/intrinsic/tanh.cc (Eigen's generic_fast_tanh_float)
 float erf_f32(float x);   // xla/codegen/intrinsic/erf.cc (rational approximation)
+float erf_inv_f32(float x); // chlo's ErfInv (Giles' polynomial on log1p_f32)
 float rsqrt_f32(float x); // xla/codegen/intrinsic/rsqrt.cc (rsqrtss + one Newton step)
 float logistic_f32(float x, Round r = Round::F32); // LogisticExpander: 1 / (1 + exp(-x))
 // XLA calls libm's sinf/cosf; these are glibc 2.36's (Arm's optimized routines,
@@ -38,6 +39,16 @@ double expm1_f64(double x);    // EmitExpm1 on exp_f64 and tanh_f64
 double log1p_f64(double x);    // EmitLog1p: rational approximation near 0, else libm log(1+x)
 double logistic_f64(double x); // LogisticExpander on exp_f64
 double rsqrt_f64(double x);    // xla/codegen/intrinsic/rsqrt.cc (vrsqrt14 + two Newton steps)
+double erf_inv_f64(double x);  // erf_inv_f32's polynomial evaluated in double
+
+// The coefficients of erf_inv, highest power first (float32 bit patterns), for
+// w < 5 and w >= 5.
+inline constexpr uint32_t kErfInvSmall[9] = {0x32f16588, 0x34b84b36, 0xb66c7357,
+                                             0xb6935ac1, 0x396532db, 0xbaa45408,
+                                             0xbb88e4ef, 0x3e7c8f63, 0x3fc02e2f};
+inline constexpr uint32_t kErfInvLarge[9] = {0xb951f09b, 0x38d3b56b, 0x3ab0dc72,
+                                             0xbb70bde7, 0x3bbc127b, 0xbbf9c5d7,
+                                             0x3c1aa57e, 0x3f8036db, 0x40354f7e};
 
 // The constants of sin_f32/cos_f32, shared with the JIT's inline version.
 inline constexpr uint32_t kTrigTinyTop = 0x398;  // |x| < 2^-12: sin x = x, cos x = 1

@@ -1,5 +1,6 @@
 // Shape rules: one case per op in `infer`, helpers per family above it.
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "ir/op.hpp"
@@ -84,6 +85,28 @@ AVal select(Op op, const AVal& p, const AVal& t, const AVal& f) {
          "predicate shape " + shape_str(p.shape) + " must be () or the branches' shape " +
              shape_str(t.shape));
   return {t.dtype, t.shape, t.weak && f.weak};
+}
+
+// fma, threefry2x32: operands of one shape and one dtype (`accept`, or exactly
+// `exact` when set); the result is the operands' type.
+AVal nary(Op op, std::span<const AVal> in, unsigned accept, std::optional<DType> exact = {}) {
+  for (const AVal& x : in) {
+    if (x.shape != in[0].shape)
+      fail(ErrCode::Shape, op,
+           "operands must have equal shapes, got " + shape_str(in[0].shape) + " and " +
+               shape_str(x.shape));
+    if (exact && x.dtype != *exact)
+      fail(ErrCode::DType, op,
+           std::string("operands must be ") + dtype_name(*exact) + ", got " + dtype_name(x.dtype));
+    if (x.dtype != in[0].dtype)
+      fail(ErrCode::DType, op,
+           std::string("operands must have equal dtypes, got ") + dtype_name(in[0].dtype) +
+               " and " + dtype_name(x.dtype));
+  }
+  check_dtype(op, in[0].dtype, accept);
+  bool weak = true;
+  for (const AVal& x : in) weak = weak && x.weak;
+  return {in[0].dtype, in[0].shape, weak};
 }
 
 AVal broadcast_in_dim(Op op, const OpAttrs& a, const AVal& x) {
@@ -408,6 +431,7 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
   case Op::Round:
   case Op::Logistic:
   case Op::Erf:
+  case Op::ErfInv:
     return unary(op, in[0], kFloat);
   case Op::IsFinite:
     return {DType::Bool, unary(op, in[0], kFloat).shape, false};
@@ -440,6 +464,12 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
     return binary(op, in[0], in[1], kAny, true);
   case Op::Select:
     return select(op, in[0], in[1], in[2]);
+  case Op::Fma:
+    return nary(op, in, kFloat);
+  case Op::Threefry2x32:
+    if (a.axis != 0 && a.axis != 1)
+      fail(ErrCode::Value, op, "word must be 0 or 1, got " + std::to_string(a.axis));
+    return {DType::UInt32, nary(op, in, kInt, DType::UInt32).shape, false};
   case Op::ConvertElementType:
     return {a.dtype, in[0].shape, a.weak};
   case Op::BitcastConvertType:

@@ -10,6 +10,7 @@ AxisSet infer_vma(Op op, std::span<const AxisSet> operands, AxisSet named, bool 
   case OpFamily::Binary:
   case OpFamily::Compare:
   case OpFamily::Select:
+  case OpFamily::Nary:
   case OpFamily::Convert:
   case OpFamily::Creation:
   case OpFamily::Structural:

@@ -271,6 +271,11 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
     Tensor c = b.full(p[0], 2.0 / std::sqrt(std::numbers::pi));
     return one(b.mul(b.mul(c, g), b.un(Op::Exp, b.neg(x2))));
   }
+  case Op::ErfInv: {
+    // JAX: d erf_inv(x) = sqrt(pi)/2 * exp(erf_inv(x)^2).
+    Tensor c = b.full(p[0], std::sqrt(std::numbers::pi) / 2.0);
+    return one(b.mul(b.mul(c, g), b.un(Op::Exp, b.mul(y, y))));
+  }
   case Op::Sign:
   case Op::Floor:
   case Op::Ceil:
@@ -340,6 +345,10 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
   case Op::SpmdCall: // several results: backward_pass transposes it (autodiff_spmd.cpp)
   case Op::While:    // no transpose: backward_pass raises JAX's error
     return out;
+  case Op::Fma:
+    return {when(0, [&] { return b.mul(g, p[1]); }), when(1, [&] { return b.mul(p[0], g); }), g};
+  case Op::Threefry2x32:
+    return out; // uint32 bits: not differentiable (JAX's threefry2x32_p has no JVP)
   case Op::Select: {
     Tensor z = b.zeros(g);
     return {nullptr, b.select(p[0], g, z), b.select(p[0], z, g)};

@@ -357,6 +357,7 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
   case Op::IsFinite:
   case Op::Logistic:
   case Op::Erf:
+  case Op::ErfInv:
   case Op::Not:
   case Op::ConvertElementType:
   case Op::BitcastConvertType:
@@ -381,6 +382,8 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
   case Op::Le:
   case Op::Gt:
   case Op::Ge:
+  case Op::Fma:
+  case Op::Threefry2x32:
     return {cx.bind(op, attrs, all_batched()), true};
   case Op::Select: {
     std::vector<Tensor> xs = all_batched();

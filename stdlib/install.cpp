@@ -43,6 +43,10 @@ Value make_lax_module(InterpreterImpl& in, const Value& np) {
     ArgReader r("erf", a, {"x"}, 1);
     return make_array(np::unary(in.ops(), np::UnOp::Erf, in.to_tensor(r[0], Span{})));
   });
+  b.fn("erf_inv", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("erf_inv", a, {"x"}, 1);
+    return make_array(np::unary(in.ops(), np::UnOp::ErfInv, in.to_tensor(r[0], Span{})));
+  });
   return b.value();
 }
 

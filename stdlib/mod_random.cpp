@@ -1,4 +1,6 @@
 // jax.random: explicit-key random numbers (threefry-2x32, bit-exact with JAX).
+#include <cmath>
+
 #include "lang/args.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/module_builder.hpp"
@@ -13,6 +15,15 @@ Tensor key_arg(InterpreterImpl& in, const Value& v, const char* fn) {
                 std::string(fn) + "() expects a PRNG key (uint32[2] from jax.random.PRNGKey), got " +
                     dtype_name(k->aval.dtype) + shape_str(k->aval.shape));
   return k;
+}
+// A uniform bound: a Python number (converted as JAX does, via float32) or an
+// array, which may be traced.
+Tensor bound_arg(InterpreterImpl& in, const ArgReader& r, size_t i, double dflt) {
+  if (!r.has(i) || r[i].is_none() || r[i].is_number()) {
+    double v = r.has(i) && !r[i].is_none() ? r.get_float(i) : dflt;
+    return np::scalar(in.ops(), Scalar::of_float(static_cast<float>(v)), DType::Float32, false);
+  }
+  return in.to_tensor(r[i], Span{});
 }
 Shape shape_arg(const ArgReader& r, size_t i, const char* fn) {
   return r.has(i) && !r[i].is_none() ? value_to_shape(r[i], std::string(fn) + "() shape") : Shape{};
@@ -34,7 +45,9 @@ Value make_random_module(InterpreterImpl& in) {
   });
   b.fn("fold_in", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("fold_in", a, {"key", "data"}, 2);
-    return make_array(np::random_fold_in(in.ops(), key_arg(in, r[0], "fold_in"), r.get_int(1)));
+    Tensor key = key_arg(in, r[0], "fold_in");
+    if (r[1].is_intlike()) return make_array(np::random_fold_in(in.ops(), key, r.get_int(1)));
+    return make_array(np::random_fold_in(in.ops(), key, in.to_tensor(r[1], Span{})));
   });
   b.fn("normal", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("normal", a, {"key", "shape", "dtype"}, 1);
@@ -43,9 +56,10 @@ Value make_random_module(InterpreterImpl& in) {
   });
   b.fn("uniform", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("uniform", a, {"key", "shape", "dtype", "minval", "maxval"}, 1);
-    return make_array(np::random_uniform(in.ops(), key_arg(in, r[0], "uniform"), shape_arg(r, 1, "uniform"),
+    return make_array(np::random_uniform(in.ops(), key_arg(in, r[0], "uniform"),
+                                         shape_arg(r, 1, "uniform"),
                                          value_to_dtype(r[2]).value_or(DType::Float32),
-                                         r.get_float(3, 0.0), r.get_float(4, 1.0)));
+                                         bound_arg(in, r, 3, 0.0), bound_arg(in, r, 4, 1.0)));
   });
   b.fn("randint", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("randint", a, {"key", "shape", "minval", "maxval", "dtype"}, 4);
@@ -75,9 +89,17 @@ Value make_random_module(InterpreterImpl& in) {
   // erf bounds with lax.erf and clamps the result).
   b.fn("_sqrt2_erfinv_uniform", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("truncated_normal", a, {"key", "shape", "dtype", "minval", "maxval"}, 5);
-    return make_array(np::random_sqrt2_erfinv_uniform(in.ops(), key_arg(in, r[0], "truncated_normal"),
-                                                      shape_arg(r, 1, "truncated_normal"), *value_to_dtype(r[2]),
-                                                      r.get_float(3), r.get_float(4)));
+    return make_array(np::random_sqrt2_erfinv_uniform(
+        in.ops(), key_arg(in, r[0], "truncated_normal"), shape_arg(r, 1, "truncated_normal"),
+        *value_to_dtype(r[2]), bound_arg(in, r, 3, 0.0), bound_arg(in, r, 4, 1.0)));
+  });
+  // truncated_normal's clamp into the open interval (lower, upper): the
+  // neighbours of the bounds in the dtype, as Python floats (the bounds are static).
+  b.fn("_open_bounds", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("truncated_normal", a, {"lower", "upper", "dtype"}, 3);
+    DType dt = *value_to_dtype(r[2]);
+    return make_tuple({Value::number(np::next_toward(r.get_float(0), INFINITY, dt)),
+                       Value::number(np::next_toward(r.get_float(1), -INFINITY, dt))});
   });
   return b.value();
 }

@@ -22,7 +22,7 @@ enum class BinOp {
 };
 enum class UnOp {
   Neg, Pos, Invert, Exp, Log, Log1p, Expm1, Sqrt, Rsqrt, Tanh, Sin, Cos, Tan, Abs, Sign,
-  Floor, Ceil, Round, IsNan, IsFinite, IsInf, Square, Logistic, Erf, Reciprocal, LogicalNot
+  Floor, Ceil, Round, IsNan, IsFinite, IsInf, Square, Logistic, Erf, ErfInv, Reciprocal, LogicalNot
 };
 enum class ReduceOp { Sum, Prod, Max, Min, Mean, Any, All };
 
@@ -110,22 +110,32 @@ bool allclose(OpContext& cx, const Tensor& a, const Tensor& b, double rtol = 1e-
               double atol = 1e-8, bool equal_nan = false);
 bool array_equal(OpContext& cx, const Tensor& a, const Tensor& b);
 
+// nextafter(x, to) in float type dt (16-bit types via their bits).
+double next_toward(double x, double to, DType dt);
+
 // ---- random (jax.random, threefry-2x32 exactly as JAX) -----------------------
 Tensor prng_key(OpContext& cx, int64_t seed);                // uint32[2]
 Tensor random_split(OpContext& cx, const Tensor& key, int64_t num); // uint32[num, 2]
+// data: an integer scalar (converted to uint32, as jnp.asarray(data, 'uint32')).
+Tensor random_fold_in(OpContext& cx, const Tensor& key, const Tensor& data);
+// A Python int `data`, which must fit in uint32.
 Tensor random_fold_in(OpContext& cx, const Tensor& key, int64_t data);
 Tensor random_normal(OpContext& cx, const Tensor& key, const Shape& shape,
                      DType dtype = DType::Float32);
 Tensor random_uniform(OpContext& cx, const Tensor& key, const Shape& shape,
                       DType dtype = DType::Float32, double minval = 0.0, double maxval = 1.0);
+// Array bounds (converted to the dtype, broadcast to `shape`), which may be traced.
+Tensor random_uniform(OpContext& cx, const Tensor& key, const Shape& shape, DType dtype,
+                      const Tensor& minval, const Tensor& maxval);
 Tensor random_randint(OpContext& cx, const Tensor& key, const Shape& shape, int64_t minval,
                       int64_t maxval, DType dtype = DType::Int32);
+// A concrete key sorts on the host; a traced one by O(n^2) rank counting.
 Tensor random_permutation(OpContext& cx, const Tensor& key, int64_t n);
 // jax.random.bits: the raw 32-bit threefry draws.
 Tensor random_bits(OpContext& cx, const Tensor& key, const Shape& shape);
 // sqrt(2) * erfinv(uniform(key, shape, dtype, minval, maxval)), the core of
 // jax.random.truncated_normal (the caller computes the erf bounds and clamps).
-Tensor random_sqrt2_erfinv_uniform(OpContext& cx, const Tensor& key, const Shape& shape, DType dtype,
-                                   double minval, double maxval);
+Tensor random_sqrt2_erfinv_uniform(OpContext& cx, const Tensor& key, const Shape& shape,
+                                   DType dtype, const Tensor& minval, const Tensor& maxval);
 
 } // namespace pxl::np

@@ -148,8 +148,10 @@ PromotedType operand_type(InterpreterImpl& in, const Value& v) {
   return {av.dtype, av.weak};
 }
 
+} // namespace
+
 // nextafter of one value of a float type, via its bits (16-bit types too).
-double next_toward(double x, double to, DType dt) {
+double np::next_toward(double x, double to, DType dt) {
   if (std::isnan(x) || std::isnan(to)) return NAN;
   if (x == to) return to;
   if (dt == DType::Float64) return std::nextafter(x, to);
@@ -161,8 +163,6 @@ double next_toward(double x, double to, DType dt) {
   else --bits;
   return half ? half_to_float(bits) : bfloat16_to_float(bits);
 }
-
-} // namespace
 
 void def_dtype_queries(ModuleBuilder& b) {
   b.fn("broadcast_shapes", [](InterpreterImpl&, CallArgs& a) {
@@ -186,7 +186,7 @@ void def_dtype_queries(ModuleBuilder& b) {
     // Written in the result type directly: a conversion could flush subnormals.
     Array out(t.dtype, shape);
     for (int64_t i = 0; i < out.size(); ++i) {
-      double v = next_toward(xs.as<double>()[i], ys.as<double>()[i], t.dtype);
+      double v = np::next_toward(xs.as<double>()[i], ys.as<double>()[i], t.dtype);
       if (t.dtype == DType::Float64) out.as<double>()[i] = v;
       else if (t.dtype == DType::Float32) out.as<float>()[i] = static_cast<float>(v);
       else if (t.dtype == DType::Float16) out.as<uint16_t>()[i] = float_to_half(static_cast<float>(v));

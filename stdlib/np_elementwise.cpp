@@ -108,6 +108,8 @@ const char* un_name(UnOp op) {
     return "sigmoid";
   case UnOp::Erf:
     return "erf";
+  case UnOp::ErfInv:
+    return "erf_inv";
   case UnOp::Reciprocal:
     return "reciprocal";
   case UnOp::LogicalNot:
@@ -303,6 +305,8 @@ Tensor unary(OpContext& cx, UnOp op, const Tensor& x0) {
     return p1(cx, Op::Logistic, inexact());
   case UnOp::Erf:
     return p1(cx, Op::Erf, inexact());
+  case UnOp::ErfInv:
+    return p1(cx, Op::ErfInv, inexact());
   case UnOp::Reciprocal: {
     Tensor x = inexact();
     return p2(cx, Op::Div, like(cx, x, Scalar::of_int(1)), x);

@@ -1,50 +1,63 @@
 // jax.random over raw threefry keys (uint32[2]), bit-exact with JAX 0.10 on CPU
 // with its defaults: jax_threefry_partitionable=True and x64 disabled. Each
-// sampler is a host transcription of the corresponding function in
-// jax/_src/random/core.py; the comments name the JAX steps they reproduce.
-// Values are computed eagerly on the host from the concrete key and returned
-// as constants, so inside a traced function the key must be concrete.
+// sampler is JAX's composite from jax/_src/random.py and jax/_src/prng.py,
+// bound op by op through the OpContext: the threefry2x32 primitive on iota
+// counters, bit manipulation, fma and erf_inv. So one definition serves eager
+// calls (the reference kernels compute it) and traced keys (jit, vmap, pmap,
+// shard_map, grad), and vmap over keys batches the elementwise hash.
+// Permutation sorts by its random keys: on the host for a concrete key, by
+// rank counting for a traced one (pxl has no sort primitive).
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <numeric>
 
 #include "lang/diag.hpp"
 #include "runtime/threefry.hpp"
-#include "stdlib/np.hpp"
+#include "stdlib/np_internal.hpp"
 
 namespace pxl::np {
 
+using namespace detail;
+
 namespace {
 
-ThreefryKey key_of(OpContext& cx, const Tensor& key, const char* fn) {
-  const Array& k = cx.concrete(key);
-  if (k.dtype() == DType::UInt32 && k.shape() == Shape{2})
-    return {k.as<uint32_t>()[0], k.as<uint32_t>()[1]};
-  if (k.dtype() == DType::UInt32 && k.ndim() > 1 && k.shape().back() == 2) {
-    Shape batch(k.shape().begin(), k.shape().end() - 1);
+// The key's shape and dtype are checked on its abstract value, so the errors
+// are the same for concrete and traced keys.
+void check_key(const Tensor& key, const char* fn) {
+  const AVal& k = av(key);
+  if (k.dtype == DType::UInt32 && k.shape == Shape{2}) return;
+  if (k.dtype == DType::UInt32 && k.ndim() > 1 && k.shape.back() == 2) {
+    Shape batch(k.shape.begin(), k.shape.end() - 1);
     throw Error(ErrCode::Value, std::string(fn) +
                                     " accepts a single key, but was given a key array of shape " +
                                     shape_str(batch) + " != (). Use jax.vmap for batching.");
   }
   throw Error(ErrCode::Type, std::string(fn) +
                                  ": expected a PRNG key (uint32 array of shape (2,)), got " +
-                                 dtype_name(k.dtype()) + shape_str(k.shape()));
+                                 dtype_name(k.dtype) + shape_str(k.shape));
 }
 
-Array key_array(ThreefryKey k) {
-  Array a(DType::UInt32, {2});
-  a.as<uint32_t>()[0] = k[0];
-  a.as<uint32_t>()[1] = k[1];
-  return a;
+ThreefryKey host_key(OpContext& cx, const Tensor& key) {
+  const Array& k = cx.concrete(key);
+  return {k.as<uint32_t>()[0], k.as<uint32_t>()[1]};
 }
 
 void check_shape(const Shape& shape, const char* fn) {
-  for (int64_t d : shape)
+  const int64_t limit = std::numeric_limits<uint32_t>::max();
+  int64_t n = 1; // the element count, saturated just above the limit
+  for (int64_t d : shape) {
     if (d < 0)
       throw Error(ErrCode::Value,
                   std::string(fn) + ": shape " + shape_str(shape) + " has a negative dimension");
+    n = d == 0 ? 0 : std::min(limit + 1, n > limit / d ? limit + 1 : n * d);
+  }
+  // The counters are uint32 iotas (JAX's high counter word is 0 below 2**32).
+  if (n > limit)
+    throw Error(ErrCode::Value, std::string(fn) +
+                                    ": pxl draws at most 2**32 - 1 values at once, "
+                                    "got shape " +
+                                    shape_str(shape));
 }
 
 // With x64 disabled JAX canonicalises float64 to float32 (and warns); pxl does
@@ -56,126 +69,107 @@ DType float_dtype(DType dt, const char* fn) {
   return dt == DType::Float64 ? DType::Float32 : dt;
 }
 
-// Rounds a float to a 16-bit float type and back (identity for float32).
-float round_to(float v, DType dt) {
-  if (dt == DType::Float16) return half_to_float(float_to_half(v));
-  if (dt == DType::BFloat16) return bfloat16_to_float(float_to_bfloat16(v));
-  return v;
+Tensor u32(OpContext& cx, uint32_t v) { return constant(cx, Scalar::of_int(v), DType::UInt32); }
+Tensor u32_like(OpContext& cx, uint32_t v, const Shape& shape) {
+  return broadcast(cx, u32(cx, v), shape, "random");
 }
 
-void store(Array& a, int64_t i, float v) {
-  if (a.dtype() == DType::Float16)
-    a.as<uint16_t>()[i] = float_to_half(v);
-  else if (a.dtype() == DType::BFloat16)
-    a.as<uint16_t>()[i] = float_to_bfloat16(v);
-  else
-    a.as<float>()[i] = v;
+// Word i of the key as a uint32 array of `shape`.
+Tensor key_word(OpContext& cx, const Tensor& key, int64_t i, const Shape& shape) {
+  OpAttrs a;
+  a.starts = {i};
+  a.limits = {i + 1};
+  a.strides = {1};
+  return broadcast(cx, reshape_to(cx, bind(cx, Op::Slice, a, {key}), {}), shape, "random");
 }
 
-float lax_max(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
+// JAX's threefry_2x32 of the key over counters (x0, x1) of one shape: both words.
+std::array<Tensor, 2> hash(OpContext& cx, const Tensor& key, const Tensor& x0, const Tensor& x1) {
+  const Shape& s = av(x0).shape;
+  Tensor k0 = key_word(cx, key, 0, s), k1 = key_word(cx, key, 1, s);
+  std::array<Tensor, 2> out;
+  for (int w = 0; w < 2; ++w) {
+    OpAttrs a;
+    a.axis = w;
+    out[static_cast<size_t>(w)] = bind(cx, Op::Threefry2x32, a, {k0, k1, x0, x1});
+  }
+  return out;
+}
+
+// iota_2x32_shape: the (high, low) words of each element's flat index.
+std::array<Tensor, 2> counters(OpContext& cx, const Shape& shape) {
+  Tensor lo = reshape_to(cx, iota(cx, DType::UInt32, {shape_size(shape)}, 0), shape);
+  return {u32_like(cx, 0, shape), lo};
+}
+
+// _threefry_random_bits_partitionable for 32 bits: the xor of both words.
+Tensor bits32(OpContext& cx, const Tensor& key, const Shape& shape) {
+  auto [hi, lo] = counters(cx, shape);
+  auto [y0, y1] = hash(cx, key, hi, lo);
+  return bind(cx, Op::Xor, {}, {y0, y1});
+}
+
+// Keys as uint32[..., 2] from their two words.
+Tensor stack_words(OpContext& cx, const Tensor& y0, const Tensor& y1) {
+  return stack(cx, {y0, y1}, av(y0).ndim());
+}
+
+// Key i of split(key, n) without the others (randint's two subkeys).
+Tensor split_one(OpContext& cx, const Tensor& key, uint32_t i) {
+  auto [y0, y1] = hash(cx, key, u32(cx, 0), u32(cx, i));
+  return stack_words(cx, y0, y1);
+}
 
 // jax.random._uniform: random mantissa bits under the exponent of 1.0 give a
 // float in [1, 2); subtract 1, scale and shift, clamp below at minval. 16-bit
 // types draw 16 bits (float16) or 8 bits (bfloat16, fewer than 8 mantissa bits)
-// from the low bits of the 32-bit hash; each step rounds to the dtype.
-Array uniform_array(ThreefryKey key, const Shape& shape, DType dt, float minval, float maxval) {
+// from the low bits of the 32-bit hash; each step rounds to the dtype, and for
+// float32 XLA fuses the scale and shift into one FMA.
+Tensor uniform(OpContext& cx, const Tensor& key, const Shape& shape, DType dt, const Tensor& minval,
+               const Tensor& maxval) {
   int nbits = dt == DType::Float32 ? 32 : 16;
   int nmant = dt == DType::Float32 ? 23 : dt == DType::Float16 ? 10 : 7;
   int rng_bits = nmant < 8 ? 8 : nbits;
-  uint32_t one_bits = dt == DType::Float32 ? 0x3f800000u : dt == DType::Float16 ? 0x3c00u : 0x3f80u;
-  float lo = round_to(minval, dt), hi = round_to(maxval, dt);
-  float span = round_to(hi - lo, dt);
-  Array out(dt, shape);
-  for (int64_t i = 0; i < out.size(); ++i) {
-    uint32_t bits = threefry_bits32(key, static_cast<uint64_t>(i));
-    if (rng_bits < 32) bits &= (1u << rng_bits) - 1;
-    uint32_t fbits = (bits >> (rng_bits - nmant)) | one_bits;
-    float f = dt == DType::Float32   ? std::bit_cast<float>(fbits)
-              : dt == DType::Float16 ? half_to_float(static_cast<uint16_t>(fbits))
-                                     : bfloat16_to_float(static_cast<uint16_t>(fbits));
-    f -= 1.0f; // exact in every format
-    float v =
-        dt == DType::Float32 ? std::fma(f, span, lo) : round_to(round_to(f * span, dt) + lo, dt);
-    store(out, i, lax_max(lo, v));
-  }
-  return out;
+  Tensor lo = broadcast(cx, convert(cx, minval, dt, false), shape, "uniform");
+  Tensor hi = broadcast(cx, convert(cx, maxval, dt, false), shape, "uniform");
+  Tensor span = bind(cx, Op::Sub, {}, {hi, lo});
+  Tensor bits = bits32(cx, key, shape);
+  if (rng_bits < 32)
+    bits = bind(cx, Op::And, {}, {bits, u32_like(cx, (1u << rng_bits) - 1, shape)});
+  // The dtype's mantissa bits placed as a float32 mantissa: the same value in
+  // [1, 2), exact in the dtype.
+  Tensor m = bind(cx, Op::ShiftRightLogical, {}, {bits, u32_like(cx, rng_bits - nmant, shape)});
+  if (nmant < 23) m = bind(cx, Op::ShiftLeft, {}, {m, u32_like(cx, 23 - nmant, shape)});
+  m = bind(cx, Op::Or, {}, {m, u32_like(cx, 0x3f800000u, shape)});
+  OpAttrs bc;
+  bc.dtype = DType::Float32;
+  Tensor f = convert(cx, bind(cx, Op::BitcastConvertType, bc, {m}), dt, false);
+  auto c = [&](float v) { return fill(cx, shape, Scalar::of_float(v), dt, false); };
+  f = bind(cx, Op::Sub, {}, {f, c(1.0f)}); // exact in every format
+  Tensor v = dt == DType::Float32 ? bind(cx, Op::Fma, {}, {f, span, lo})
+                                  : bind(cx, Op::Add, {}, {bind(cx, Op::Mul, {}, {f, span}), lo});
+  return bind(cx, Op::Max, {}, {lo, v});
 }
 
-inline float f32(uint32_t bits) { return std::bit_cast<float>(bits); }
-
-// XLA CPU's log1p for float32 (the xla.log1p.f32 intrinsic): a Cephes rational
-// function for |x| < sqrt(2)-1, else a Cephes-style log(1+x). Transcribed from the
-// machine code of a JAX 0.10 CPU kernel, including which multiply-adds LLVM fused
-// into FMA instructions (XLA CPU always allows FMA contraction), since each
-// fusion changes the rounding. std::fma is exact on any host.
-float xla_log1p(float x) {
-  float a = x + 1.0f;
-  float large;
-  if (std::isnan(a) || a < 0) {
-    large = std::bit_cast<float>(0xffffffffu);
-  } else if (a == 0) {
-    large = -INFINITY;
-  } else if (std::isinf(a)) {
-    large = INFINITY;
-  } else {
-    float v = a > f32(0x00800000) ? a : f32(0x00800000);
-    uint32_t b = std::bit_cast<uint32_t>(v);
-    float e = static_cast<float>(static_cast<int32_t>(b >> 23) - 127) + 1.0f;
-    float m = f32((b & 0x807fffffu) | 0x3f000000u); // mantissa in [0.5, 1)
-    bool lt = m < f32(0x3f3504f3);                  // sqrt(1/2)
-    if (lt) e -= 1.0f;
-    float r = (m + -1.0f) + (lt ? m : 0.0f);
-    float z = r * r, z3 = z * r;
-    float p1 = std::fma(std::fma(r, f32(0x3d9021bb), f32(0xbdebd1b8)), r, f32(0x3def251a));
-    float p2 = std::fma(std::fma(r, f32(0xbdfe5d4f), f32(0x3e11e9bf)), r, f32(0xbe2aae50));
-    float p3 = std::fma(std::fma(r, f32(0x3e4cceac), f32(0xbe7ffffc)), r, f32(0x3eaaaaaa));
-    float q = std::fma(z3, std::fma(z3, p1, p2), p3);
-    float t = std::fma(-0.5f, z, r) + std::fma(z3, q, e * f32(0xb95e8083));
-    large = std::fma(e, f32(0x3f318000), t);
-  }
-  if (!(std::fabs(x) < f32(0x3ed413cd))) return large;
-  static const uint32_t kDen[] = {0x417101ad, 0x42a6185b, 0x435dc32d,
-                                  0x439a8ca3, 0x43586d8a, 0x42707982};
-  static const uint32_t kNum[] = {0x3eff40c5, 0x40d284fa, 0x41ef4b9c,
-                                  0x4273cc76, 0x426473ad, 0x41a05101};
-  float zero_x = x * 0.0f;
-  float den = zero_x + 1.0f, num = zero_x + 4.527e-05f;
-  for (uint32_t c : kDen) den = std::fma(den, x, f32(c));
-  for (uint32_t c : kNum) num = std::fma(num, x, f32(c));
-  float x2 = x * x;
-  return x + std::fma(-x2, 0.5f, (x2 * x) * (num / den));
+// sqrt(2) * erf_inv(u), each step rounded to u's dtype (normal, truncated_normal).
+Tensor sqrt2_erfinv(OpContext& cx, const Tensor& u) {
+  Tensor sqrt2 = fill(cx, av(u).shape, Scalar::of_float(static_cast<float>(std::sqrt(2.0))),
+                      av(u).dtype, false);
+  return bind(cx, Op::Mul, {}, {sqrt2, bind(cx, Op::ErfInv, {}, {u})});
 }
 
-// XLA's ErfInv for float32 (Giles, "Approximating the erfinv function"), as
-// lowered by chlo and compiled for CPU (Horner steps fused into FMAs).
-float xla_erfinv(float x) {
-  static const uint32_t kLt5[] = {0x32f16588, 0x34b84b36, 0xb66c7357, 0xb6935ac1, 0x396532db,
-                                  0xbaa45408, 0xbb88e4ef, 0x3e7c8f63, 0x3fc02e2f};
-  static const uint32_t kGe5[] = {0xb951f09b, 0x38d3b56b, 0x3ab0dc72, 0xbb70bde7, 0x3bbc127b,
-                                  0xbbf9c5d7, 0x3c1aa57e, 0x3f8036db, 0x40354f7e};
-  float l = xla_log1p(x * -x); // l = -w
-  bool small = l > -5.0f;
-  float t = small ? -2.5f - l : std::sqrt(-l) + -3.0f;
-  const uint32_t* c = small ? kLt5 : kGe5;
-  float p = f32(c[0]);
-  for (int i = 1; i < 9; ++i) p = std::fma(t, p, f32(c[i]));
-  return x * (std::fabs(x) == 1.0f ? INFINITY : p);
+// A Python float bound as JAX converts it: to float32, then the dtype.
+Tensor float_bound(OpContext& cx, double v) {
+  return constant(cx, Scalar::of_float(static_cast<float>(v)), DType::Float32);
 }
 
-// The uint32 remainder of XLA, where x % 0 == x.
-inline uint32_t urem(uint32_t a, uint32_t b) { return b == 0 ? a : a % b; }
+void check_bound(const Tensor& t, const char* fn) {
+  if (av(t).dtype == DType::Bool)
+    throw Error(ErrCode::DType, std::string(fn) + ": minval and maxval must be numbers, got bool");
+}
 
-// sqrt(2) * erfinv(u) elementwise, each step rounded to dt (normal, truncated_normal).
-Array sqrt2_erfinv(const Array& u, DType dt) {
-  float sqrt2 = round_to(static_cast<float>(std::sqrt(2.0)), dt);
-  Array out(dt, u.shape());
-  for (int64_t i = 0; i < out.size(); ++i) {
-    float x = dt == DType::Float32   ? u.as<float>()[i]
-              : dt == DType::Float16 ? half_to_float(u.as<uint16_t>()[i])
-                                     : bfloat16_to_float(u.as<uint16_t>()[i]);
-    store(out, i, sqrt2 * round_to(xla_erfinv(x), dt));
-  }
-  return out;
+Tensor urem(OpContext& cx, const Tensor& a, const Tensor& b) {
+  return bind(cx, Op::Rem, {}, {a, b});
 }
 
 } // namespace
@@ -183,73 +177,86 @@ Array sqrt2_erfinv(const Array& u, DType dt) {
 Tensor prng_key(OpContext& cx, int64_t seed) {
   // x64 disabled: the seed becomes an int32, whose logical shift right by 32 is 0,
   // so the key is (0, low 32 bits of the seed).
-  return cx.constant(key_array(threefry_seed(static_cast<uint32_t>(seed))));
+  ThreefryKey k = threefry_seed(static_cast<uint32_t>(seed));
+  Array a(DType::UInt32, {2});
+  a.as<uint32_t>()[0] = k[0];
+  a.as<uint32_t>()[1] = k[1];
+  return cx.constant(a);
 }
 
 Tensor random_split(OpContext& cx, const Tensor& key, int64_t num) {
-  ThreefryKey k = key_of(cx, key, "split");
+  check_key(key, "split");
   if (num < 0)
     throw Error(ErrCode::Value, "split: num must be non-negative, got " + std::to_string(num));
-  Array out(DType::UInt32, {num, 2});
-  auto* p = out.as<uint32_t>();
-  for (int64_t i = 0; i < num; ++i) {
-    ThreefryKey s = threefry_split_one(k, static_cast<uint64_t>(i));
-    p[2 * i] = s[0];
-    p[2 * i + 1] = s[1];
-  }
-  return cx.constant(out);
+  check_shape({num}, "split");
+  auto [hi, lo] = counters(cx, {num});
+  auto [y0, y1] = hash(cx, key, hi, lo);
+  return stack_words(cx, y0, y1);
+}
+
+Tensor random_fold_in(OpContext& cx, const Tensor& key, const Tensor& data) {
+  check_key(key, "fold_in");
+  if (av(data).ndim() != 0 || !is_integer(av(data).dtype))
+    throw Error(ErrCode::Type, std::string("fold_in: data must be an integer scalar, got ") +
+                                   dtype_name(av(data).dtype) + shape_str(av(data).shape));
+  // jnp.asarray(data, dtype='uint32'), then the counter (0, data).
+  Tensor d = convert(cx, data, DType::UInt32, false);
+  auto [y0, y1] = hash(cx, key, u32(cx, 0), d);
+  return stack_words(cx, y0, y1);
 }
 
 Tensor random_fold_in(OpContext& cx, const Tensor& key, int64_t data) {
-  ThreefryKey k = key_of(cx, key, "fold_in");
   // JAX converts data with jnp.asarray(data, dtype='uint32'), which rejects
-  // values outside uint32.
+  // Python ints outside uint32.
   if (data < 0 || data > std::numeric_limits<uint32_t>::max())
     throw Error(ErrCode::Value,
                 "fold_in: data " + std::to_string(data) + " is out of bounds for uint32");
-  return cx.constant(key_array(threefry_fold_in(k, static_cast<uint32_t>(data))));
+  return random_fold_in(cx, key, constant(cx, Scalar::of_int(data), DType::UInt32));
+}
+
+Tensor random_uniform(OpContext& cx, const Tensor& key, const Shape& shape, DType dtype,
+                      const Tensor& minval, const Tensor& maxval) {
+  check_key(key, "uniform");
+  check_shape(shape, "uniform");
+  DType dt = float_dtype(dtype, "uniform");
+  check_bound(minval, "uniform");
+  check_bound(maxval, "uniform");
+  return uniform(cx, key, shape, dt, minval, maxval);
 }
 
 Tensor random_uniform(OpContext& cx, const Tensor& key, const Shape& shape, DType dtype,
                       double minval, double maxval) {
-  ThreefryKey k = key_of(cx, key, "uniform");
-  check_shape(shape, "uniform");
-  DType dt = float_dtype(dtype, "uniform");
-  return cx.constant(
-      uniform_array(k, shape, dt, static_cast<float>(minval), static_cast<float>(maxval)));
+  return random_uniform(cx, key, shape, dtype, float_bound(cx, minval), float_bound(cx, maxval));
 }
 
 Tensor random_bits(OpContext& cx, const Tensor& key, const Shape& shape) {
-  ThreefryKey k = key_of(cx, key, "bits");
+  check_key(key, "bits");
   check_shape(shape, "bits");
-  Array out(DType::UInt32, shape);
-  for (int64_t i = 0; i < out.size(); ++i) out.as<uint32_t>()[i] = threefry_bits32(k, static_cast<uint64_t>(i));
-  return cx.constant(out);
+  return bits32(cx, key, shape);
 }
 
-Tensor random_sqrt2_erfinv_uniform(OpContext& cx, const Tensor& key, const Shape& shape, DType dtype,
-                                   double minval, double maxval) {
-  ThreefryKey k = key_of(cx, key, "truncated_normal");
+Tensor random_sqrt2_erfinv_uniform(OpContext& cx, const Tensor& key, const Shape& shape,
+                                   DType dtype, const Tensor& minval, const Tensor& maxval) {
+  check_key(key, "truncated_normal");
   check_shape(shape, "truncated_normal");
   DType dt = float_dtype(dtype, "truncated_normal");
-  Array u = uniform_array(k, shape, dt, static_cast<float>(minval), static_cast<float>(maxval));
-  return cx.constant(sqrt2_erfinv(u, dt));
+  return sqrt2_erfinv(cx, uniform(cx, key, shape, dt, minval, maxval));
 }
 
 Tensor random_normal(OpContext& cx, const Tensor& key, const Shape& shape, DType dtype) {
-  ThreefryKey k = key_of(cx, key, "normal");
+  check_key(key, "normal");
   check_shape(shape, "normal");
   DType dt = float_dtype(dtype, "normal");
-  // _normal_real: u ~ uniform(nextafter(-1, 0), 1) in dtype; sqrt(2) * erfinv(u).
+  // _normal_real: u ~ uniform(nextafter(-1, 0), 1) in dtype; sqrt(2) * erf_inv(u).
   float lo = dt == DType::Float32   ? std::nextafter(-1.0f, 0.0f)
              : dt == DType::Float16 ? half_to_float(0xbbff)
                                     : bfloat16_to_float(0xbf7f);
-  return cx.constant(sqrt2_erfinv(uniform_array(k, shape, dt, lo, 1.0f), dt));
+  return sqrt2_erfinv(cx, uniform(cx, key, shape, dt, float_bound(cx, lo), float_bound(cx, 1.0)));
 }
 
 Tensor random_randint(OpContext& cx, const Tensor& key, const Shape& shape, int64_t minval,
                       int64_t maxval, DType dtype) {
-  ThreefryKey k = key_of(cx, key, "randint");
+  check_key(key, "randint");
   check_shape(shape, "randint");
   if (!is_integer(dtype))
     throw Error(ErrCode::DType,
@@ -271,26 +278,58 @@ Tensor random_randint(OpContext& cx, const Tensor& key, const Shape& shape, int6
   if (hi <= lo) span = 1;
   if (out_of_range && hi > lo) span += 1; // may wrap to 0: then every draw is kept whole
   // 2 * 32 random bits per value reduced modulo span, using
-  // 2**32 % span == ((2**16 % span) ** 2) % span in 32-bit arithmetic.
-  uint32_t mult = urem(1u << 16, span);
-  mult = urem(mult * mult, span);
-  ThreefryKey k1 = threefry_split_one(k, 0), k2 = threefry_split_one(k, 1);
-  Array out(dtype, shape);
-  for (int64_t i = 0; i < out.size(); ++i) {
-    uint32_t high = threefry_bits32(k1, static_cast<uint64_t>(i));
-    uint32_t low = threefry_bits32(k2, static_cast<uint64_t>(i));
-    uint32_t off = urem(urem(high, span) * mult + urem(low, span), span);
-    uint32_t v = static_cast<uint32_t>(lo) + off; // wraps like the int32 add
-    if (is_signed)
-      out.as<int32_t>()[i] = static_cast<int32_t>(v);
-    else
-      out.as<uint32_t>()[i] = v;
-  }
-  return cx.constant(out);
+  // 2**32 % span == ((2**16 % span) ** 2) % span in 32-bit arithmetic (x % 0 == x).
+  auto host_urem = [](uint32_t a, uint32_t b) { return b == 0 ? a : a % b; };
+  uint32_t mult = host_urem(1u << 16, span);
+  mult = host_urem(mult * mult, span);
+  Tensor high = bits32(cx, split_one(cx, key, 0), shape);
+  Tensor low = bits32(cx, split_one(cx, key, 1), shape);
+  Tensor sp = u32_like(cx, span, shape);
+  Tensor off = bind(
+      cx, Op::Add, {},
+      {bind(cx, Op::Mul, {}, {urem(cx, high, sp), u32_like(cx, mult, shape)}), urem(cx, low, sp)});
+  off = urem(cx, off, sp);
+  // minval + offset in the dtype, wrapping like the int32 add.
+  Tensor v = bind(cx, Op::Add, {}, {off, u32_like(cx, static_cast<uint32_t>(lo), shape)});
+  if (!is_signed) return v;
+  OpAttrs bc;
+  bc.dtype = DType::Int32;
+  return bind(cx, Op::BitcastConvertType, bc, {v});
 }
 
+namespace {
+
+// One round of _shuffle on traced sort keys: a stable sort of x by s. Without
+// a sort primitive the stable rank of each key is counted (O(n^2), as
+// jnp.argsort in pxl), then element i moves to position rank[i].
+Tensor sort_by(OpContext& cx, const Tensor& s, const Tensor& x) {
+  int64_t n = av(s).shape[0];
+  Shape sq{n, n};
+  auto bcast = [&](const Tensor& t, int64_t axis) {
+    OpAttrs a;
+    a.shape = sq;
+    a.axes = {axis};
+    return bind(cx, Op::BroadcastInDim, a, {t});
+  };
+  // [i, j]: does key j sort before key i (smaller, or equal and earlier)?
+  Tensor si = bcast(s, 0), sj = bcast(s, 1);
+  Tensor earlier =
+      bind(cx, Op::Lt, {}, {iota(cx, DType::Int32, sq, 1), iota(cx, DType::Int32, sq, 0)});
+  Tensor before = bind(cx, Op::Or, {},
+                       {bind(cx, Op::Lt, {}, {sj, si}),
+                        bind(cx, Op::And, {}, {bind(cx, Op::Eq, {}, {sj, si}), earlier})});
+  Tensor rank = reduce_axes(cx, Op::ReduceSum, convert(cx, before, DType::Int32, false), {1});
+  // out[k] = x[i] for the i with rank[i] == k.
+  Tensor to_k = bind(cx, Op::Eq, {}, {bcast(rank, 1), iota(cx, DType::Int32, sq, 0)});
+  Tensor picked = bind(cx, Op::Select, {},
+                       {to_k, bcast(x, 1), fill(cx, sq, Scalar::of_int(0), av(x).dtype, false)});
+  return reduce_axes(cx, Op::ReduceSum, picked, {1});
+}
+
+} // namespace
+
 Tensor random_permutation(OpContext& cx, const Tensor& key, int64_t n) {
-  ThreefryKey k = key_of(cx, key, "permutation");
+  check_key(key, "permutation");
   if (n < 0 || n > std::numeric_limits<int32_t>::max())
     throw Error(ErrCode::Value, "permutation: n must be in [0, 2**31), got " + std::to_string(n));
   // _shuffle: repeated stable sorts by fresh 32-bit keys; the number of rounds
@@ -298,6 +337,18 @@ Tensor random_permutation(OpContext& cx, const Tensor& key, int64_t n) {
   const double uint32max = std::numeric_limits<uint32_t>::max();
   int rounds = static_cast<int>(std::ceil(
       3.0 * std::log(static_cast<double>(std::max<int64_t>(1, n))) / std::log(uint32max)));
+  if (key->trace) {
+    // A traced key: the same rounds as ops (subkeys by split, keys by bits).
+    Tensor k = key, x = iota(cx, DType::Int32, {n}, 0);
+    for (int r = 0; r < rounds; ++r) {
+      Tensor sub = split_one(cx, k, 1);
+      k = split_one(cx, k, 0);
+      x = sort_by(cx, bits32(cx, sub, {n}), x);
+    }
+    return x;
+  }
+  // A concrete key: the same sorts on the host, in O(n log n).
+  ThreefryKey k = host_key(cx, key);
   std::vector<int32_t> x(static_cast<size_t>(n));
   std::iota(x.begin(), x.end(), 0);
   std::vector<uint32_t> sort_keys(x.size());

@@ -22,6 +22,7 @@
 #include "codegen/plan.hpp"
 #include "codegen/ptx.hpp"
 #include "runtime/executable.hpp"
+#include "runtime/threefry.hpp"
 #include "tests/unit/ir_builder.hpp"
 
 using namespace pxl;
@@ -93,7 +94,7 @@ SpmdLayout one_device() {
 
 const Op kUnaryFloat[] = {Op::Neg,   Op::Exp,  Op::Log,   Op::Log1p,    Op::Expm1, Op::Sqrt,
                           Op::Rsqrt, Op::Tanh, Op::Sin,   Op::Cos,      Op::Abs,   Op::Sign,
-                          Op::Floor, Op::Ceil, Op::Round, Op::Logistic, Op::Erf};
+                          Op::Floor, Op::Ceil, Op::Round, Op::Logistic, Op::Erf,   Op::ErfInv};
 const Op kBinaryFloat[] = {Op::Add, Op::Sub, Op::Mul, Op::Div,  Op::Rem,
                            Op::Max, Op::Min, Op::Pow, Op::Atan2};
 const Op kBinaryInt[] = {Op::Add,
@@ -279,6 +280,61 @@ TEST_CASE("Inlined transcendental math is bit-identical to the reference", "[cod
       }
       CHECK(bad == 0);
     }
+}
+
+TEST_CASE("threefry2x32 and fma kernels are bit-identical to the reference", "[codegen]") {
+  // Fused together as jax.random's uniform fuses them: bits = y0 ^ y1 of the
+  // hash, a float in [1, 2) from its mantissa bits, then fma(f, span, lo).
+  const int64_t n = 1031;
+  Builder b;
+  int k0 = b.param(DType::UInt32, {n}), k1 = b.param(DType::UInt32, {n});
+  int x0 = b.param(DType::UInt32, {n}), x1 = b.param(DType::UInt32, {n});
+  OpAttrs w0, w1, bc;
+  w1.axis = 1;
+  bc.dtype = DType::Float32;
+  int y0 = b.op(Op::Threefry2x32, w0, {k0, k1, x0, x1});
+  int y1 = b.op(Op::Threefry2x32, w1, {k0, k1, x0, x1});
+  int bits = b.op(Op::Xor, {}, {y0, y1});
+  int f = b.op(Op::BitcastConvertType, bc, {bits});
+  int span = b.param(DType::Float32, {n}), lo = b.param(DType::Float32, {n});
+  b.f.results = {y0, y1, b.op(Op::Fma, {}, {f, span, lo})};
+  auto fn = std::make_shared<Function>(b.f);
+  std::mt19937 rng(11);
+  std::vector<Array> in;
+  for (int i = 0; i < 4; ++i) {
+    Array a(DType::UInt32, {n});
+    for (int64_t j = 0; j < n; ++j) a.as<uint32_t>()[j] = j < 8 && i >= 2 ? uint32_t(j) : rng();
+    in.push_back(a);
+  }
+  in.push_back(random_array(rng, DType::Float32, {n}));
+  in.push_back(random_array(rng, DType::Float32, {n}));
+  CodeCache cache;
+  auto ref = make_reference_executable(fn, one_device(), {});
+  auto jit = make_llvm_executable(fn, one_device(), {}, &cache);
+  std::vector<Array> want = run(*ref, in), got = run(*jit, in);
+  CHECK(bits_equal(want[0], got[0]));
+  CHECK(bits_equal(want[1], got[1]));
+  CHECK(close(want[2], got[2], 0.0));
+  // One kernel: the hash, the xor, the bitcast and the fma fuse.
+  CHECK(plan_kernels(*fn).kernels.size() == 1);
+  // The reference is runtime/threefry.cpp's hash, word by word.
+  for (int64_t j = 0; j < n; j += 97) {
+    auto h = threefry2x32({in[0].as<uint32_t>()[j], in[1].as<uint32_t>()[j]},
+                          in[2].as<uint32_t>()[j], in[3].as<uint32_t>()[j]);
+    CHECK(want[0].as<uint32_t>()[j] == h[0]);
+    CHECK(want[1].as<uint32_t>()[j] == h[1]);
+  }
+  // fma rounds once: (1 + 2^-23) * (1 - 2^-23) - 1 = -2^-46, which mul + add loses.
+  Builder fb;
+  int a = fb.param(DType::Float32, {}), c = fb.param(DType::Float32, {}),
+      d = fb.param(DType::Float32, {});
+  fb.f.results = {fb.op(Op::Fma, {}, {a, c, d})};
+  auto ffn = std::make_shared<Function>(fb.f);
+  std::vector<Array> fin = {Array::scalar(Scalar::of_float(1 + 0x1p-23), DType::Float32),
+                            Array::scalar(Scalar::of_float(1 - 0x1p-23), DType::Float32),
+                            Array::scalar(Scalar::of_float(-1.0), DType::Float32)};
+  CHECK(run(*make_reference_executable(ffn, one_device(), {}), fin)[0].get_f64(0) == -0x1p-46);
+  CHECK(run(*make_llvm_executable(ffn, one_device(), {}, &cache), fin)[0].get_f64(0) == -0x1p-46);
 }
 
 TEST_CASE("Inlined binary math is bit-identical to the reference", "[codegen]") {
