@@ -32,6 +32,30 @@ TEST_CASE("IR text round-trips", "[ir]") {
   CHECK(print_function(parse_function(printed)) == printed);
 }
 
+TEST_CASE("random primitives round-trip and check their operands", "[ir]") {
+  const char* text = R"(func @bits(%0: u32[3], %1: u32[3], %2: u32[3], %3: f32[3]) -> (u32[3], f32[3]) {
+  %4 = threefry2x32[word=1] %0, %1, %2, %2 : u32[3]
+  %5 = fma %3, %3, %3 : f32[3]
+  %6 = erf_inv %5 : f32[3]
+  return %4, %6
+}
+)";
+  Function f = parse_function(text);
+  CHECK(f.body[0].attrs.axis == 1);
+  std::string printed = print_function(f);
+  CHECK(print_function(parse_function(printed)) == printed);
+  const AVal u{DType::UInt32, {3}, false}, i{DType::Int32, {3}, false}, u2{DType::UInt32, {2}, false};
+  const AVal fl{DType::Float32, {3}, false};
+  OpAttrs w2;
+  w2.axis = 2;
+  CHECK_THROWS_AS(infer(Op::Threefry2x32, {}, std::vector<AVal>{u, u, u, i}), Error);
+  CHECK_THROWS_AS(infer(Op::Threefry2x32, {}, std::vector<AVal>{u, u, u, u2}), Error);
+  CHECK_THROWS_AS(infer(Op::Threefry2x32, w2, std::vector<AVal>{u, u, u, u}), Error);
+  CHECK_THROWS_AS(infer(Op::Fma, {}, std::vector<AVal>{u, u, u}), Error);
+  CHECK_THROWS_AS(infer(Op::ErfInv, {}, std::vector<AVal>{i}), Error);
+  CHECK(infer(Op::Fma, {}, std::vector<AVal>{fl, fl, fl}).shape == fl.shape);
+}
+
 TEST_CASE("IR parser and verifier reject bad programs", "[ir]") {
   auto error_of = [](const std::string& text) {
     try {
