@@ -81,9 +81,13 @@ Value make_random_module(InterpreterImpl& in) {
   });
   b.fn("bits", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("bits", a, {"key", "shape", "dtype"}, 1);
-    if (auto dt = value_to_dtype(r[2]); dt && *dt != DType::UInt32)
-      throw Error(ErrCode::DType, std::string("bits(): pxl draws uint32 bits only, got dtype ") + dtype_name(*dt));
-    return make_array(np::random_bits(in.ops(), key_arg(in, r[0], "bits"), shape_arg(r, 1, "bits")));
+    DType dt = value_to_dtype(r[2]).value_or(DType::UInt32);
+    if (dt != DType::UInt32 && dt != DType::UInt16 && dt != DType::UInt8)
+      throw Error(ErrCode::DType, std::string("bits(): dtype must be an unsigned integer type of 8, 16 "
+                                              "or 32 bits, got ") + dtype_name(dt));
+    Tensor bits = np::random_bits(in.ops(), key_arg(in, r[0], "bits"), shape_arg(r, 1, "bits"));
+    // Narrower draws keep the low bits of the 32-bit hash, as JAX's partitionable bits.
+    return make_array(np::astype(in.ops(), bits, dt));
   });
   // The host part of truncated_normal (stdlib/random_extra.pxl computes the
   // erf bounds with lax.erf and clamps the result).
