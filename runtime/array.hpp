@@ -18,7 +18,12 @@ struct Scalar {
   double f = 0;
   static Scalar of_bool(bool b) { return {Kind::Bool, b ? 1 : 0, b ? 1.0 : 0.0}; }
   static Scalar of_int(int64_t v) { return {Kind::Int, v, static_cast<double>(v)}; }
-  static Scalar of_float(double v) { return {Kind::Float, static_cast<int64_t>(v), v}; }
+  // The integer view only where it exists: casting NaN, an infinity or a value
+  // beyond int64's range to an integer is undefined behaviour.
+  static Scalar of_float(double v) {
+    bool fits = v > -9.2e18 && v < 9.2e18; // false for NaN
+    return {Kind::Float, fits ? static_cast<int64_t>(v) : 0, v};
+  }
 };
 
 // A buffer's contents where an accelerator computed them (runtime/cuda/):

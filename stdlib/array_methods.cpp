@@ -1,5 +1,6 @@
 // Attributes and methods of Array values: x.shape, x.T, x.sum(axis=1), x.at[i].set(v), ...
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "lang/args.hpp"
@@ -174,13 +175,37 @@ Value at_method(InterpreterImpl& in, const AtProxyObj& p, const std::string& nam
       {"set", np::UpdateMode::Set}, {"add", np::UpdateMode::Add}, {"multiply", np::UpdateMode::Mul},
       {"mul", np::UpdateMode::Mul}, {"min", np::UpdateMode::Min}, {"max", np::UpdateMode::Max}};
   const Tensor& x = p.array.as<ArrayObj>()->tensor;
+  // JAX's GatherScatterMode: None, "fill" and "drop" are FILL_OR_DROP; "clip" clamps
+  // indices into range; "promise_in_bounds" clamps a gather and drops a scatter's.
+  auto mode_of = [](const ArgReader& r, size_t i) -> std::string {
+    if (!r.has(i) || r[i].is_none()) return "";
+    std::string m = r.get_str(i);
+    if (m != "fill" && m != "drop" && m != "clip" && m != "promise_in_bounds")
+      throw Error(ErrCode::Value, "Unknown gather mode \"" + m + "\"");
+    return m;
+  };
   if (name == "get") {
-    ArgReader r("get", a, {});
-    return array_get_item(in, p.array, p.index, Span{});
+    ArgReader r("get", a, {"indices_are_sorted", "unique_indices", "mode", "fill_value"});
+    std::string mode = mode_of(r, 2);
+    if (mode != "fill" && mode != "drop") return array_get_item(in, p.array, p.index, Span{});
+    Tensor fill;
+    if (r.has(3) && !r[3].is_none()) {
+      fill = in.to_tensor(r[3], Span{});
+    } else { // NaN, the lowest signed, the highest unsigned integer, True
+      DType dt = x->aval.dtype;
+      Scalar f = is_floating(dt)      ? Scalar::of_float(std::nan(""))
+                 : dt == DType::Bool     ? Scalar::of_bool(true)
+                 : is_unsigned_int(dt)   ? Scalar::of_int(int_max(dt))
+                                         : Scalar::of_int(int_min(dt));
+      fill = np::scalar(in.ops(), f, dt, false);
+    }
+    return make_array(np::index_fill(in.ops(), x, to_index_items(in, p.index, Span{}), fill));
   }
   ArgReader r(name, a, {"values", "indices_are_sorted", "unique_indices", "mode"}, 1);
   Tensor v = in.to_tensor(r[0], Span{});
-  return make_array(np::index_update(in.ops(), x, to_index_items(in, p.index, Span{}), v, modes.at(name)));
+  bool clip = mode_of(r, 3) == "clip";
+  return make_array(np::index_update(in.ops(), x, to_index_items(in, p.index, Span{}), v,
+                                     modes.at(name), clip));
 }
 
 } // namespace

@@ -101,9 +101,15 @@ struct IndexItem {
 // along its axis. Out-of-bounds ints are an error naming the index, axis and size.
 Tensor index(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items);
 enum class UpdateMode { Set, Add, Mul, Min, Max };
-// x.at[items].set(v) / .add(v) ...: v broadcasts to the indexed shape.
+// x.at[items].set(v) / .add(v) ...: v broadcasts to the indexed shape. An
+// out-of-range entry of an integer array index is dropped (JAX's default mode),
+// or clamped into range with `clip` (mode='clip' or 'promise_in_bounds').
 Tensor index_update(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items,
-                    const Tensor& v, UpdateMode mode);
+                    const Tensor& v, UpdateMode mode, bool clip = false);
+// x.at[items].get(mode='fill', fill_value=f): x[items] with `fill` (0-d) where an
+// integer array index is out of range.
+Tensor index_fill(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items,
+                  const Tensor& fill);
 
 // ---- comparisons needing the host -----------------------------------------
 bool allclose(OpContext& cx, const Tensor& a, const Tensor& b, double rtol = 1e-5,

@@ -287,13 +287,58 @@ Tensor index(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items
   return gather(cx, y, adv_dims, adv);
 }
 
-Tensor index_update(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items,
-                    const Tensor& v, UpdateMode mode) {
-  // The flat positions x[items] refers to, found by indexing an iota the same way.
+// JAX's "fill or drop" indexing: `x` with one more element (`fill`, a 0-d
+// tensor of x's dtype) at the end of every dimension an integer array indexes,
+// and `items` with each such array's out-of-range entries pointing at it
+// (negative entries from -n count from the end first). Indexing the result
+// reads `fill` where an index was out of range.
+std::pair<Tensor, std::vector<IndexItem>> route_out_of_range(OpContext& cx, const Tensor& x,
+                                                             const std::vector<IndexItem>& items0,
+                                                             const Tensor& fill) {
+  std::vector<IndexItem> items = expand_masks(cx, expand_ellipsis(items0, av(x).ndim()), av(x).shape);
+  OpAttrs pad;
+  pad.lo.assign(av(x).shape.size(), 0);
+  pad.hi.assign(av(x).shape.size(), 0);
+  pad.interior.assign(av(x).shape.size(), 0);
+  size_t d = 0;
+  for (IndexItem& it : items) {
+    if (it.kind == Kind::NewAxis) continue;
+    if (it.kind == Kind::Array) {
+      Tensor n = scalar(cx, Scalar::of_int(av(x).shape[d]), av(it.array).dtype, false);
+      Tensor zero = scalar(cx, Scalar::of_int(0), av(it.array).dtype, false);
+      Tensor wrapped = where(cx, binary(cx, BinOp::Lt, it.array, zero),
+                             binary(cx, BinOp::Add, it.array, n), it.array);
+      Tensor inside = binary(cx, BinOp::BitAnd, binary(cx, BinOp::Ge, wrapped, zero),
+                             binary(cx, BinOp::Lt, wrapped, n));
+      it.array = where(cx, inside, wrapped, n);
+      pad.hi[d] = 1;
+    }
+    ++d;
+  }
+  return {bind(cx, Op::Pad, pad, {x, fill}), items};
+}
+
+Tensor index_fill(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items,
+                  const Tensor& fill) {
+  auto [padded, routed] =
+      route_out_of_range(cx, x, items, convert(cx, fill, av(x).dtype, false));
+  return index(cx, padded, routed);
+}
+
+Tensor index_update(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items0,
+                    const Tensor& v, UpdateMode mode, bool clip) {
+  // The flat positions x[items] refers to, found by indexing an iota the same
+  // way. Unless clipping, out-of-range indices read the position n, which the
+  // scatter drops (JAX's default mode for updates).
   int64_t n = av(x).size();
   if (n > (int64_t{1} << 31) - 1)
     throw Error(ErrCode::Unsupported, "index update of an array with 2^31 or more elements");
-  Tensor pos = index(cx, reshape_to(cx, iota(cx, DType::Int32, {n}, 0), av(x).shape), items);
+  Tensor positions = reshape_to(cx, iota(cx, DType::Int32, {n}, 0), av(x).shape);
+  std::vector<IndexItem> items = items0;
+  if (!clip)
+    std::tie(positions, items) =
+        route_out_of_range(cx, positions, items0, scalar(cx, Scalar::of_int(n), DType::Int32, false));
+  Tensor pos = index(cx, positions, items);
   const Shape& ps = av(pos).shape;
   const Shape& vs = av(v).shape;
   bool ok = vs.size() <= ps.size();

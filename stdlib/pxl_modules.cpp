@@ -40,12 +40,15 @@ struct Namespace : OpaqueObj {
   }
 };
 
-// Loads the stdlib module `file` and copies its public functions into `into`.
+// Loads the stdlib module `file` and copies its public functions (and
+// namespaces, such as lax.GatherScatterMode) into `into`.
 void merge_functions(InterpreterImpl& in, const char* file, const Value& into) {
   Value extra = in.import_module(file, Span{}, "");
-  for (const auto& [name, v] : extra.as<ModuleObj>()->env->vars)
-    if (!name.empty() && name[0] != '_' && v.is_obj(ObjKind::Function))
+  for (const auto& [name, v] : extra.as<ModuleObj>()->env->vars) {
+    bool ns = v.is_obj(ObjKind::Opaque) && dynamic_cast<const Namespace*>(v.as<OpaqueObj>());
+    if (!name.empty() && name[0] != '_' && (v.is_obj(ObjKind::Function) || ns))
       into.as<ModuleObj>()->env->vars[name] = v;
+  }
 }
 
 } // namespace
@@ -75,7 +78,8 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   // lax_extra.pxl likewise for jax.lax (control flow, slicing helpers).
   Value lax = jax.as<ModuleObj>()->env->vars.at("lax");
   merge_functions(in, "lax_extra", lax);
-  merge_functions(in, "lax_conv", lax); // convolutions, reduce_window
+  merge_functions(in, "lax_conv", lax);   // convolutions, reduce_window, reduce
+  merge_functions(in, "lax_gather", lax); // gather, scatter
   // lax names of np functions, some of which the files above just defined.
   static const std::pair<const char*, const char*> from_np[] = {
       {"asin", "arcsin"},   {"acos", "arccos"},   {"atan", "arctan"},   {"sinh", "sinh"},
