@@ -163,7 +163,14 @@ void def_elementwise(ModuleBuilder& b) {
     });
   }
   b.fn("where", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("where", a, {"condition", "x", "y"}, 3);
+    ArgReader r("where", a, {"condition", "x", "y", "size", "fill_value"}, 1);
+    if (!r.has(1) && !r.has(2)) { // where(condition) is nonzero(condition), as numpy
+      Value nonzero = in.get_attr(in.import_module("jax.numpy", Span{}, ""), "nonzero", Span{});
+      return in.call(nonzero, ValueList{r[0], r.has(3) ? r[3] : Value(), r.has(4) ? r[4] : Value()},
+                     Span{});
+    }
+    if (!r.has(1) || !r.has(2))
+      throw Error(ErrCode::Arguments, "where() takes either 1 or 3 arguments (condition, x, y)");
     return make_array(np::where(in.ops(), T(in, r[0]), T(in, r[1]), T(in, r[2])));
   });
   b.fn("clip", [](InterpreterImpl& in, CallArgs& a) {
@@ -333,15 +340,6 @@ void def_linalg(ModuleBuilder& b) {
     std::vector<Tensor> ops;
     for (size_t i = 1; i < a.pos.size(); ++i) ops.push_back(T(in, a.pos[i]));
     return make_array(np::einsum(in.ops(), spec, ops));
-  });
-  b.fn("allclose", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("allclose", a, {"a", "b", "rtol", "atol", "equal_nan"}, 2);
-    return Value::boolean(np::allclose(in.ops(), T(in, r[0]), T(in, r[1]), r.get_float(2, 1e-5),
-                                       r.get_float(3, 1e-8), r.get_bool(4, false)));
-  });
-  b.fn("array_equal", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("array_equal", a, {"a1", "a2"}, 2);
-    return Value::boolean(np::array_equal(in.ops(), T(in, r[0]), T(in, r[1])));
   });
 }
 
