@@ -1,5 +1,7 @@
 #include "ir/comm_report.hpp"
 
+#include "ir/custom_call.hpp"
+
 #include <sstream>
 
 namespace pxl {
@@ -28,6 +30,9 @@ std::string loc_str(const Span& s) {
 } // namespace
 
 std::string comm_report(const Function& f, int64_t participants) {
+  // The collectives in custom_call primals are the ones that run.
+  if (has_custom_calls(f))
+    return comm_report(*lower_custom_calls(std::make_shared<Function>(f)), participants);
   std::ostringstream os;
   os << "communication of '" << f.name << "' over mesh (";
   for (size_t i = 0; i < f.mesh_axes.size(); ++i)

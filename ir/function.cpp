@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "ir/custom_call.hpp"
 #include "lang/diag.hpp"
 #include "ir/while_loop.hpp"
 #include "runtime/spmd_call.hpp"
@@ -169,6 +170,14 @@ std::string print_one(const Function& f, bool with_locations, SubFunctions& subs
     printed.push_back(c);
     os << print_function(*c->fn, with_locations);
   }
+  // And the primals of custom_calls.
+  std::vector<const CustomCallee*> customs;
+  for (const Instr& in : f.body) {
+    const CustomCallee* c = in.op == Op::CustomCall ? in.attrs.custom.get() : nullptr;
+    if (!c || std::find(customs.begin(), customs.end(), c) != customs.end()) continue;
+    customs.push_back(c);
+    os << print_function(*c->fn, with_locations);
+  }
   return os.str();
 }
 
@@ -263,7 +272,8 @@ private:
       auto op = op_by_name(name);
       // The callee of an SPMD call lives in memory (a Function with its
       // executable); the text form only names it.
-      if (*op == Op::SpmdCall) fail("spmd_call cannot be parsed back from text");
+      if (op_family(*op) == OpFamily::Call)
+        fail(std::string(op_name(*op)) + " cannot be parsed back from text");
       Instr in{*op, {}, {}, -1};
       if (accept('[')) in.attrs = parse_attrs(*op);
       if (*op == Op::While && !in.attrs.loop) fail("while needs cond=@name and body=@name");

@@ -2,6 +2,8 @@
 #include "ir/op.hpp"
 #include "ir/while_loop.hpp"
 
+#include "ir/custom_call.hpp"
+
 namespace pxl {
 
 namespace {
@@ -171,6 +173,8 @@ std::string attrs_str(Op op, const OpAttrs& a) {
     return a.callee ? callee_str(*a.callee) : "";
   case Op::While:
     return a.loop ? while_attrs_str(*a.loop) : "";
+  case Op::CustomCall:
+    return a.custom ? custom_callee_str(*a.custom) : "";
   case Op::Ppermute: {
     std::string s = group_str(a) + " pairs=[";
     for (size_t i = 0; i < a.pairs.size(); ++i)

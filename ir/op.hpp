@@ -16,6 +16,7 @@ namespace pxl {
 class Array;
 struct SpmdCallee; // runtime/spmd_call.hpp
 struct WhileLoop;  // ir/while_loop.hpp
+struct CustomCallee; // ir/custom_call.hpp
 
 enum class Op : uint16_t {
 #define OP(name, text, arity, family) name,
@@ -87,6 +88,7 @@ struct OpAttrs {
   std::vector<std::pair<int64_t, int64_t>> pairs; // ppermute: (source, destination) ranks
   std::shared_ptr<const SpmdCallee> callee;     // spmd_call
   std::shared_ptr<const WhileLoop> loop;        // while
+  std::shared_ptr<const CustomCallee> custom;   // custom_call
   bool operator==(const OpAttrs&) const = default;
 };
 
@@ -97,11 +99,13 @@ std::string attrs_str(Op op, const OpAttrs& attrs);
 // offending shapes/dtypes.
 AVal infer(Op op, const OpAttrs& attrs, std::span<const AVal> inputs);
 
-// spmd_call's shape rule: the global types of all of its results.
+// spmd_call's and custom_call's shape rule: the (global) types of all of its results.
 std::vector<AVal> infer_call(const OpAttrs& attrs, std::span<const AVal> inputs);
 // Whether `op` defines several values (Instr::nresults) and is bound with
-// OpContext::bind_call: spmd_call and while.
-inline bool is_multi_result(Op op) { return op == Op::SpmdCall || op == Op::While; }
+// OpContext::bind_call: spmd_call, while and custom_call.
+inline bool is_multi_result(Op op) {
+  return op == Op::SpmdCall || op == Op::While || op == Op::CustomCall;
+}
 // The shape rule of any op: all of its results' types (one for most ops).
 std::vector<AVal> infer_results(Op op, const OpAttrs& attrs, std::span<const AVal> inputs);
 // spmd_call's attributes as IR text: "shard_map @f mesh=... in=(...) out=(...)".

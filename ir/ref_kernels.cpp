@@ -358,6 +358,7 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
   case Op::DebugPrint:
   case Op::SpmdCall:
   case Op::While:
+  case Op::CustomCall: // lowered before it runs (ir/custom_call.hpp)
     // Collectives need the other devices and effects the host: their kernel is
     // the SPMD executor's.
     break;

@@ -532,7 +532,8 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
     return collective(op, a, in);
   case Op::DebugPrint:
     return {DType::Bool, {}, false};
-  case Op::SpmdCall: {
+  case Op::SpmdCall:
+  case Op::CustomCall: {
     // Bound through OpContext::bind_call; a one-result call also checks here.
     std::vector<AVal> outs = infer_call(a, in);
     if (outs.size() != 1) fail(ErrCode::Internal, op, "has several results (bind it with bind_call)");
@@ -548,7 +549,7 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
 }
 
 std::vector<AVal> infer_results(Op op, const OpAttrs& attrs, std::span<const AVal> inputs) {
-  if (op == Op::SpmdCall) return infer_call(attrs, inputs);
+  if (op == Op::SpmdCall || op == Op::CustomCall) return infer_call(attrs, inputs);
   if (op == Op::While) return infer_while(attrs, inputs);
   return {infer(op, attrs, inputs)};
 }

@@ -1,5 +1,6 @@
 #include "lang/tracer.hpp"
 
+#include "ir/custom_call.hpp"
 #include "ir/vma.hpp"
 #include "ir/while_loop.hpp"
 #include "lang/diag.hpp"
@@ -96,17 +97,22 @@ Tensor TraceContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> i
 std::vector<Tensor> TraceContext::bind_call(const OpAttrs& attrs, std::span<const Tensor> inputs) {
   std::vector<AVal> avals;
   std::vector<int> ids = operand_ids(inputs, avals);
-  Op op = attrs.loop ? Op::While : Op::SpmdCall;
+  Op op = attrs.loop ? Op::While : attrs.custom ? Op::CustomCall : Op::SpmdCall;
   std::vector<AVal> outs = infer_results(op, attrs, avals);
   // A while's carry varies over what its initial value or the body's result
-  // varies over (the body shares this function's mesh axes); an spmd_call's
-  // results are invariant.
+  // varies over (the body shares this function's mesh axes); a custom_call's
+  // results vary as its primal's do; an spmd_call's results are invariant.
   std::vector<AxisSet> vmas(outs.size(), 0);
   if (attrs.loop) {
     const Function& body = *attrs.loop->body;
     size_t first = ids.size() - outs.size();
     for (size_t r = 0; r < outs.size(); ++r)
       vmas[r] = fn_.values[ids[first + r]].vma | body.values[body.results[r]].vma;
+  }
+  if (attrs.custom) {
+    std::vector<AxisSet> in_vma;
+    for (int id : ids) in_vma.push_back(fn_.values[id].vma);
+    vmas = custom_call_vma(*attrs.custom, in_vma);
   }
   Instr in{op, attrs, std::move(ids), -1};
   in.nresults = static_cast<int>(outs.size());

@@ -43,8 +43,8 @@ public:
   std::function<std::optional<std::string>(int id)> describe;
 
   Tensor bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) override;
-  // Records an spmd_call (its results are invariant: single-device code) or a
-  // while (attrs.loop).
+  // Records an spmd_call (its results are invariant: single-device code), a
+  // while (attrs.loop) or a custom_call (attrs.custom).
   std::vector<Tensor> bind_call(const OpAttrs& attrs, std::span<const Tensor> inputs) override;
   const Array& concrete(const Tensor& t) override;
   Tensor constant(Array a) override;
@@ -71,8 +71,8 @@ std::vector<Tensor> inline_function(OpContext& cx, const Function& f, std::span<
 // Walks f's instructions in order with a value table of type V (a Tensor, or
 // vmap's batched value), calling bind(op, attrs, operands) for each with cx.loc
 // set to the instruction's source; returns the whole table.
-// An spmd_call or while is handed to bind_call(attrs, operands, instr), which
-// returns all of its results.
+// An spmd_call, while or custom_call is handed to bind_call(attrs, operands,
+// instr), which returns all of its results.
 template <class V, class Bind, class BindCall>
 std::vector<V> walk_function(OpContext& cx, const Function& f, std::span<const V> params,
                              std::span<const V> consts, Bind&& bind, BindCall&& bind_call);

@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "ir/custom_call.hpp"
 #include "lang/diag.hpp"
 #include "runtime/sharded.hpp"
 #include "runtime/spmd_call.hpp"
@@ -41,6 +42,7 @@ std::vector<Tensor> EagerContext::bind_call(const OpAttrs& attrs,
     return out;
   }
   infer_call(attrs, avals); // operand checks, as eval_ref runs the shape rule
+  if (attrs.custom) return bind_custom_primal(*this, *attrs.custom, inputs);
   return run_spmd_call(*attrs.callee, inputs, pull_log_);
 }
 

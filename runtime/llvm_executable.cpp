@@ -12,6 +12,7 @@
 
 #include "codegen/jit.hpp"
 #include "codegen/kernel_pool.hpp"
+#include "ir/custom_call.hpp"
 #include "ir/ref_math.hpp"
 #include "lang/diag.hpp"
 #include "lang/phase_times.hpp"
@@ -347,6 +348,7 @@ std::unique_ptr<Executable> make_llvm_executable(std::shared_ptr<const Function>
 std::unique_ptr<Executable> make_executable(ExecMode mode, CodeCache* cache,
                                             std::shared_ptr<const Function> fn, SpmdLayout layout,
                                             std::vector<Array> consts) {
+  fn = lower_custom_calls(std::move(fn));
   switch (mode) {
   case ExecMode::Jit:
     return make_llvm_executable(std::move(fn), std::move(layout), std::move(consts), cache);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "codegen/jit.hpp"
+#include "ir/custom_call.hpp"
 #include "lang/diag.hpp"
 #include "runtime/collectives.hpp"
 #include "runtime/cuda/executable.hpp"
@@ -67,6 +68,7 @@ std::unique_ptr<Executable> Platform::make_executable(ExecMode mode,
                                                       std::shared_ptr<const Function> fn,
                                                       SpmdLayout layout,
                                                       std::vector<Array> consts) {
+  fn = lower_custom_calls(std::move(fn));
   if (cuda_)
     return cuda::make_cuda_executable(std::move(fn), std::move(layout), std::move(consts), *cuda_,
                                       code_cache());

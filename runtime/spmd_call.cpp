@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "ir/custom_call.hpp"
 #include "lang/diag.hpp"
 #include "runtime/platform.hpp"
 #include "runtime/spmd_steps.hpp"
@@ -63,6 +64,7 @@ std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<F
 }
 
 std::vector<AVal> infer_call(const OpAttrs& a, std::span<const AVal> inputs) {
+  if (a.custom) return custom_call_avals(*a.custom, inputs);
   PXL_ASSERT(a.callee != nullptr, "spmd_call without a callee");
   const SpmdCallee& c = *a.callee;
   if (inputs.size() != c.in_global.size())

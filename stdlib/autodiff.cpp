@@ -8,6 +8,7 @@
 #include "lang/interp_impl.hpp"
 #include "ir/while_loop.hpp"
 #include "lang/tracer.hpp"
+#include "stdlib/custom_derivatives.hpp"
 
 namespace pxl {
 
@@ -97,14 +98,11 @@ struct Accumulator {
   }
 };
 
-// An spmd_call's operands get their cotangents from its transpose, another
-// spmd_call (autodiff_spmd.cpp). Only single-device code calls one, so nothing
-// is pending. A loop with a known trip count transposes to two loops
-// (autodiff_loops.cpp).
-void transpose_call(OpContext& cx, const Function& f, const Instr& in,
-                    const std::vector<Tensor>& env, const std::vector<bool>& live,
-                    Accumulator& acc) {
-  std::vector<Tensor> cts(in.nresults);
+// The cotangents of a call's results (nullptr = zero), their pending psums
+// settled; false when all are zero.
+bool call_result_cts(const Function& f, const Instr& in, const std::vector<bool>& live,
+                     Accumulator& acc, std::vector<Tensor>& cts) {
+  cts.assign(in.nresults, nullptr);
   bool any = false;
   for (int r = 0; r < in.nresults; ++r) {
     int id = in.result + r;
@@ -114,7 +112,18 @@ void transpose_call(OpContext& cx, const Function& f, const Instr& in,
     cts[r] = acc.materialize(ct, pend);
     any = true;
   }
-  if (!any) return;
+  return any;
+}
+
+// An spmd_call's operands get their cotangents from its transpose, another
+// spmd_call (autodiff_spmd.cpp). Only single-device code calls one, so nothing
+// is pending. A loop with a known trip count transposes to two loops
+// (autodiff_loops.cpp).
+void transpose_call(OpContext& cx, const Function& f, const Instr& in,
+                    const std::vector<Tensor>& env, const std::vector<bool>& live,
+                    Accumulator& acc) {
+  std::vector<Tensor> cts;
+  if (!call_result_cts(f, in, live, acc, cts)) return;
   std::vector<Tensor> primals;
   std::vector<bool> need;
   for (int o : in.operands) {
@@ -126,6 +135,45 @@ void transpose_call(OpContext& cx, const Function& f, const Instr& in,
                                               : transpose_spmd_call(cx, in, primals, cts, need);
   for (size_t k = 0; k < oc.size(); ++k)
     if (oc[k]) acc.add(in.operands[k], std::move(oc[k]), 0);
+}
+
+// A custom_call's operands get their cotangents from its rule
+// (custom_derivatives.cpp), which binds its work in `cx`. Under shard_map a
+// cotangent that varies where its operand does not is owed the psum, as for
+// any op that implicitly broadcasts.
+void transpose_custom(OpContext& cx, const Function& f, const Instr& in,
+                      const std::vector<Tensor>& env, const std::vector<bool>& live,
+                      Accumulator& acc) {
+  const auto& rule = dynamic_cast<const CustomRule&>(*in.attrs.custom);
+  std::vector<Tensor> cts;
+  bool any = call_result_cts(f, in, live, acc, cts);
+  // The rule sees cotangents typed as the results (varying where they vary).
+  for (int r = 0; r < in.nresults; ++r)
+    if (cts[r]) cts[r] = pvary_like(cx, cts[r], env[in.result + r]);
+  bool needed = false;
+  for (size_t k = 0; k < rule.num_args; ++k)
+    needed = needed || (live[in.operands[k]] && is_floating(f.values[in.operands[k]].aval.dtype));
+  if (!any) return;
+  // What the primal captured gets no cotangent from the rule: differentiating
+  // with respect to it is JAX's UnexpectedTracerError.
+  for (size_t k = rule.num_args; k < in.operands.size(); ++k)
+    if (live[in.operands[k]] && is_floating(f.values[in.operands[k]].aval.dtype))
+      throw Error(ErrCode::Unsupported,
+                  rule.kind + " function '" + rule.fn->name +
+                      "' closes over a value that is being differentiated (JAX raises "
+                      "UnexpectedTracerError)",
+                  f.values[in.result].loc, "pass the value to the function as an argument");
+  if (!needed) return;
+  std::vector<Tensor> primals;
+  for (int o : in.operands) primals.push_back(env[o]);
+  cx.loc = f.values[in.result].loc;
+  std::vector<Tensor> oc = rule.vjp(cx, primals, cts);
+  for (size_t k = 0; k < rule.num_args && k < oc.size(); ++k) {
+    int o = in.operands[k];
+    if (!oc[k] || !live[o] || !is_floating(f.values[o].aval.dtype)) continue;
+    AxisSet p = acc.tc ? vma_of(cx, oc[k]) & ~vma_of(cx, primals[k]) : 0;
+    acc.add(o, std::move(oc[k]), p);
+  }
 }
 
 } // namespace
@@ -167,6 +215,10 @@ std::vector<Tensor> backward_pass(OpContext& cx, const Function& f, const std::v
                       "using fori_loop with static start/stop.",
                       f.values[in.result].loc);
       }
+      continue;
+    }
+    if (in.op == Op::CustomCall) {
+      transpose_custom(cx, f, in, env, live, acc);
       continue;
     }
     AxisSet pend = 0;

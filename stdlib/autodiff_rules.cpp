@@ -344,6 +344,7 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
     return out; // integer/bool results: nothing to differentiate
   case Op::SpmdCall: // several results: backward_pass transposes it (autodiff_spmd.cpp)
   case Op::While:    // no transpose: backward_pass raises JAX's error
+  case Op::CustomCall: // backward_pass asks its rule (custom_derivatives.cpp)
     return out;
   case Op::Fma:
     return {when(0, [&] { return b.mul(g, p[1]); }), when(1, [&] { return b.mul(p[0], g); }), g};

@@ -8,6 +8,7 @@
 
 #include "lang/tracer.hpp"
 #include "runtime/spmd_call.hpp"
+#include "stdlib/custom_derivatives.hpp"
 #include "stdlib/trace_util.hpp"
 #include "stdlib/transforms.hpp"
 
@@ -461,6 +462,7 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
     return {cx.bind(op, attrs, ts), false};
   case Op::SpmdCall: // several results: batch_function maps over it (batch_spmd_call)
   case Op::While:    // likewise (batch_while)
+  case Op::CustomCall: // likewise (batch_custom_call)
     break;
   }
   return {cx.bind(op, attrs, ts), false};
@@ -477,6 +479,19 @@ SpmdMapping with_batch_dim(SpmdMapping m) {
 
 } // namespace
 
+bool call_operands(OpContext& cx, const OpAttrs& attrs, std::span<const BVal> args,
+                   std::vector<Tensor>& ts, std::vector<bool>& batched, std::vector<BVal>& out) {
+  bool any = false;
+  for (const BVal& a : args) {
+    ts.push_back(a.t);
+    batched.push_back(a.batched);
+    any = any || a.batched;
+  }
+  if (!any)
+    for (Tensor& t : cx.bind_call(attrs, ts)) out.push_back({std::move(t), false});
+  return any;
+}
+
 // vmap of an SPMD call is an SPMD call of the batched callee: each participant
 // batches its own blocks, which carry the batch dimension in front.
 std::vector<BVal> batch_spmd_call(OpContext& cx, const OpAttrs& attrs, std::span<const BVal> args,
@@ -484,17 +499,8 @@ std::vector<BVal> batch_spmd_call(OpContext& cx, const OpAttrs& attrs, std::span
   const SpmdCallee& c = *attrs.callee;
   std::vector<Tensor> ts;
   std::vector<bool> batched;
-  bool any = false;
-  for (const BVal& a : args) {
-    ts.push_back(a.t);
-    batched.push_back(a.batched);
-    any = any || a.batched;
-  }
   std::vector<BVal> out;
-  if (!any) {
-    for (Tensor& t : cx.bind_call(attrs, ts)) out.push_back({std::move(t), false});
-    return out;
-  }
+  if (!call_operands(cx, attrs, args, ts, batched, out)) return out;
   std::vector<SpmdMapping> ins, outs;
   for (size_t i = 0; i < args.size(); ++i)
     ins.push_back(batched[i] ? with_batch_dim(c.ins[i]) : c.ins[i]);
@@ -530,6 +536,7 @@ std::vector<BVal> batch_function(OpContext& cx, const Function& f, std::span<con
       [&](const OpAttrs& attrs, const std::vector<BVal>& args, const Instr& in) {
         try {
           if (in.op == Op::While) return batch_while(cx, attrs, args, ax);
+          if (attrs.custom) return batch_custom_call(cx, attrs, args, ax);
           return batch_spmd_call(cx, attrs, args, ax);
         } catch (Error& e) {
           e.set_span_if_missing(f.values[in.result].loc);

@@ -16,6 +16,7 @@ void add_grad_functions(InterpreterImpl& in, Value& jax); // stdlib/mod_grad.cpp
 void add_lax_functions(InterpreterImpl& in, Value& lax);  // stdlib/mod_lax.cpp
 void add_jax_misc(InterpreterImpl& in, Value& jax);       // stdlib/mod_jax_misc.cpp
 void install_sharded_op_runner(InterpreterImpl& in);      // stdlib/eager_sharded.cpp
+void add_custom_derivatives(InterpreterImpl& in, Value& jax); // stdlib/custom_derivatives.cpp
 
 Value make_lax_module(InterpreterImpl& in, const Value& np) {
   (void)in;
@@ -108,6 +109,7 @@ void install_stdlib(InterpreterImpl& in) {
   add_sharding_functions(in, sharding_v, jax_v);
   add_spmd_functions(in, jax_v, shard_map_v);
   add_grad_functions(in, jax_v);
+  add_custom_derivatives(in, jax_v);
   add_jax_misc(in, jax_v);
   add_collectives(in, lax);
   add_jit(in, jax_v);

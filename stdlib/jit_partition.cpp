@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "ir/custom_call.hpp"
 #include "lang/tracer.hpp"
 #include "runtime/platform.hpp"
 
@@ -489,6 +490,9 @@ bool inlinable(const Function& f) {
 } // namespace
 
 bool partitionable(const Function& f, const Mesh& mesh) {
+  // What is partitioned is the program that runs: custom_calls inlined.
+  if (has_custom_calls(f))
+    return partitionable(*lower_custom_calls(std::make_shared<Function>(f)), mesh);
   for (const Instr& i : f.body) {
     OpFamily fam = op_family(i.op);
     if (fam == OpFamily::Collective || fam == OpFamily::Effect || fam == OpFamily::Loop) return false;
@@ -502,6 +506,8 @@ bool partitionable(const Function& f, const Mesh& mesh) {
 }
 
 const Mesh* shard_map_mesh(const Function& f) {
+  if (has_custom_calls(f))
+    return shard_map_mesh(*lower_custom_calls(std::make_shared<Function>(f)));
   for (const Instr& i : f.body)
     if (i.op == Op::SpmdCall && i.attrs.callee->kind == "shard_map")
       return &i.attrs.callee->layout.mesh;
@@ -512,7 +518,8 @@ PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const
                              const OperandSpecs& specs,
                              const std::vector<std::optional<PartitionSpec>>& out_specs,
                              const Span& where) {
-  const Function& g = *t.fn;
+  std::shared_ptr<const Function> program = lower_custom_calls(t.fn);
+  const Function& g = *program;
   auto f = std::make_shared<Function>();
   f->name = g.name;
   f->mesh_axes = mesh.axis_names;

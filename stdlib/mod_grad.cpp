@@ -133,8 +133,10 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
   return gtree;
 }
 
-// jax.vjp(f, *primals, has_aux=False) -> (out, vjp_fn[, aux]).
-Value run_vjp(InterpreterImpl& in, CallArgs& a) {
+// jax.vjp(f, *primals, has_aux=False) -> (out, vjp_fn[, aux]). `what` names
+// the trace: "jvp" when forward mode (jax_extra.pxl) transposes this vjp, so
+// that a custom_vjp function inside can refuse it, as JAX does.
+Value run_vjp(InterpreterImpl& in, CallArgs& a, const char* what) {
   if (a.pos.empty()) throw Error(ErrCode::Arguments, "vjp() missing required argument 'fun'");
   bool has_aux = false;
   for (auto& [k, v] : a.kw) {
@@ -151,7 +153,7 @@ Value run_vjp(InterpreterImpl& in, CallArgs& a) {
   ValueList diff_args;
   std::vector<Tensor> params;
   auto t = std::make_shared<TracedFunction>(
-      trace_diff(in, fn, call, argnums, diff_args, params, where, "vjp", false));
+      trace_diff(in, fn, call, argnums, diff_args, params, where, what, false));
   TreeDef out_tree = t->out_tree;
   if (has_aux) {
     if (out_tree.kind != TreeDef::Kind::Tuple || out_tree.children.size() != 2)
@@ -212,7 +214,10 @@ void add_grad_functions(InterpreterImpl& in, Value& jax) {
   };
   vars["grad"] = maker("grad", false);
   vars["value_and_grad"] = maker("value_and_grad", true);
-  vars["vjp"] = make_builtin("vjp", run_vjp);
+  vars["vjp"] =
+      make_builtin("vjp", [](InterpreterImpl& in, CallArgs& a) { return run_vjp(in, a, "vjp"); });
+  vars["_forward_vjp"] =
+      make_builtin("vjp", [](InterpreterImpl& in, CallArgs& a) { return run_vjp(in, a, "jvp"); });
   for (const char* n : {"grad", "value_and_grad"}) in.define_builtin(n, vars.at(n));
 }
 

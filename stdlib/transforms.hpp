@@ -38,6 +38,10 @@ struct BatchAxis {
 // rule of every op, batching_rules.cpp).
 BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> in,
               const BatchAxis& axis);
+// A call's operand tensors `ts` and which are `batched`; when none is, binds
+// the call as it is, puts its (unbatched) results in `out` and returns false.
+bool call_operands(OpContext& cx, const OpAttrs& attrs, std::span<const BVal> args,
+                   std::vector<Tensor>& ts, std::vector<bool>& batched, std::vector<BVal>& out);
 // The batching rule of spmd_call (several results).
 std::vector<BVal> batch_spmd_call(OpContext& cx, const OpAttrs& attrs, std::span<const BVal> args,
                                   const BatchAxis& axis);

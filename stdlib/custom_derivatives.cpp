@@ -1,0 +1,782 @@
+// jax.custom_jvp, jax.custom_vjp and jax.custom_gradient.
+//
+// Design. pxl differentiates traced IR in reverse mode (autodiff.cpp: a
+// forward pass, then each instruction's transpose in reverse order); forward
+// mode (jax.jvp, jax_extra.pxl) is the transpose of that. So a custom rule has
+// to be found by the backward pass, and it has to survive every trace that lies
+// between the call and the differentiation (jit, vmap, shard_map, the forward
+// pass of an enclosing grad):
+//
+//  * Called outside any trace, a custom function is just its primal.
+//  * Called while tracing, the primal is traced to a sub-Function P and the
+//    call is recorded as one custom_call instruction (ir/custom_call.hpp) whose
+//    callee is P plus a CustomRule. Inlining a Function (jit inside a trace,
+//    grad's forward pass) binds the instruction again, so the rule travels;
+//    eager evaluation and executables run P (lowered before compiling), so
+//    plain evaluation is unchanged; vmap batches P and wraps the rule
+//    (BatchedRule).
+//  * The backward pass asks the rule for the operands' cotangents, in the
+//    context it is running in (eagerly, or recorded into an enclosing trace,
+//    where an outer grad differentiates the rule's own operations: grad of
+//    grad differentiates the jvp rule / bwd, as JAX does):
+//      custom_vjp: calls fwd(*args) for the residuals, then bwd(res, g).
+//      custom_jvp: traces the jvp rule to a Function J(x, t) -> (y, t_out),
+//                  linear in t, and transposes J with respect to t at t = 0.
+//    The rules run lazily, only when something differentiates the call (a jvp
+//    rule may call the custom function itself).
+//  * A custom_vjp function under forward mode (the innermost differentiating
+//    trace is jvp's) raises JAX's TypeError.
+//
+// A rule runs after the trace that recorded the call has ended, so it must not
+// close over that trace's values (JAX's closure_convert case): those are
+// reported as escaped traced values.
+#include "stdlib/custom_derivatives.hpp"
+
+#include "lang/args.hpp"
+#include "lang/tracer.hpp"
+#include "stdlib/autodiff.hpp"
+#include "stdlib/np.hpp"
+#include "stdlib/pytree.hpp"
+#include "stdlib/trace_util.hpp"
+
+namespace pxl {
+
+namespace {
+
+// Makes `cx` the interpreter's current context while it lives (the backward
+// pass may run in a trace nobody pushed, e.g. an SPMD call's transpose).
+struct OpsScope {
+  InterpreterImpl& in;
+  bool pushed;
+  OpsScope(InterpreterImpl& i, OpContext& cx) : in(i), pushed(&i.ops() != &cx) {
+    if (pushed) in.push_ops(&cx);
+  }
+  ~OpsScope() {
+    if (pushed) in.pop_ops();
+  }
+  OpsScope(const OpsScope&) = delete;
+  OpsScope& operator=(const OpsScope&) = delete;
+};
+
+std::string fn_name(const Value& f) {
+  if (f.is_obj(ObjKind::Function)) return f.as<FunctionObj>()->name;
+  if (f.is_obj(ObjKind::Builtin)) return f.as<BuiltinObj>()->name;
+  return type_name(f);
+}
+
+// JAX's str(tree_unflatten(tree, [aval.str_short() ...])).replace("'", "").
+std::string types_tree(const TreeDef& tree, const std::vector<AVal>& avals) {
+  ValueList leaves;
+  for (const AVal& a : avals) leaves.push_back(make_str(type_str(a)));
+  std::string s = repr(tree_unflatten(tree, leaves)), out;
+  for (char c : s)
+    if (c != '\'') out += c;
+  return out;
+}
+
+std::vector<AVal> avals_of(InterpreterImpl& in, const ValueList& leaves, const Span& where) {
+  std::vector<AVal> out;
+  for (const Value& v : leaves) out.push_back(in.to_tensor(v, where)->aval);
+  return out;
+}
+
+// JAX's aval.str_short() in bwd's type errors: "float32[2,3]{V:x}".
+std::string long_type(OpContext& cx, const AVal& a, AxisSet vma) {
+  std::string s = std::string(dtype_name(a.dtype)) + "[";
+  for (size_t i = 0; i < a.shape.size(); ++i) s += (i ? "," : "") + std::to_string(a.shape[i]);
+  s += "]";
+  auto* tc = dynamic_cast<TraceContext*>(&cx);
+  if (vma && tc) {
+    std::string axes = tc->function().axes_str(vma); // "{x,y}"
+    s += "{V:" + axes.substr(1);
+  }
+  return s;
+}
+
+bool same_type(const AVal& a, const AVal& b) { return a.shape == b.shape && a.dtype == b.dtype; }
+
+// A new Function for tracing in `cx`: it shares the enclosing trace's mesh axes.
+std::shared_ptr<Function> function_in(OpContext& cx, const std::string& name) {
+  auto f = std::make_shared<Function>();
+  f->name = name;
+  if (auto* tc = dynamic_cast<TraceContext*>(&cx)) {
+    f->mesh_axes = tc->function().mesh_axes;
+    f->mesh_sizes = tc->function().mesh_sizes;
+  }
+  return f;
+}
+
+// The user's custom function: the primal and its rule(s).
+struct CustomDef {
+  bool is_vjp = false;
+  Value fun;
+  std::vector<int64_t> nondiff_argnums;
+  Value jvp;      // custom_jvp: jvp(*nondiff, primals, tangents)
+  Value fwd, bwd; // custom_vjp
+  std::string name() const { return fn_name(fun); }
+  const char* kind() const { return is_vjp ? "custom_vjp" : "custom_jvp"; }
+};
+
+// One call of a custom function, as its rules need it.
+struct CallSite {
+  InterpreterImpl* in = nullptr;
+  std::shared_ptr<const CustomDef> def;
+  std::vector<std::pair<size_t, Value>> nondiff; // (position, value)
+  size_t nargs = 0;                              // positional arguments in all
+  TreeDef in_tree;                               // of the tuple of differentiable arguments
+  TreeDef out_tree;                              // of the primal's result
+  Span where;
+
+  // The whole positional argument list from the differentiable arguments.
+  ValueList full_args(const ValueList& diff) const {
+    return with_static_args(nondiff, diff, nargs);
+  }
+  ValueList nondiff_values() const {
+    ValueList out;
+    for (const auto& [pos, v] : nondiff) out.push_back(v);
+    return out;
+  }
+  // The differentiable arguments rebuilt from operand leaves.
+  Value diff_tuple(std::span<const Tensor> leaves) const {
+    ValueList vs;
+    for (const Tensor& t : leaves) vs.push_back(make_array(t));
+    return tree_unflatten(in_tree, vs);
+  }
+};
+
+struct SiteRule : CustomRule {
+  CallSite site;
+  std::vector<AVal> out_avals() const {
+    std::vector<AVal> out;
+    for (int r : fn->results) out.push_back(fn->values[r].aval);
+    return out;
+  }
+  // JAX's check that a rule's primal output (`tree`, `avals`) is the custom
+  // function's: `structure` / `types` begin the message for either mismatch.
+  void check_primal_out(const TreeDef& tree, const std::vector<AVal>& avals, const char* rule,
+                        const std::string& structure, const std::string& types) const {
+    std::vector<AVal> want = out_avals();
+    bool same_tree = tree == site.out_tree;
+    bool same_types = same_tree;
+    for (size_t i = 0; same_types && i < avals.size(); ++i)
+      same_types = same_type(avals[i], want[i]);
+    if (same_types) return;
+    const char* what = same_tree ? "shapes/dtypes of" : "container/pytree structure";
+    throw Error(ErrCode::Type,
+                (same_tree ? types : structure) + "instead the " + rule +
+                    " output's first element had " + what + ":\n    " + types_tree(tree, avals) +
+                    "\nwhile the " + site.def->kind() + "-decorated function " + site.def->name() +
+                    " had output " + what + ":\n    " + types_tree(site.out_tree, want) +
+                    (same_tree ? "" : "."),
+                site.where);
+  }
+};
+
+// custom_jvp: the transpose of the jvp rule's tangent map.
+struct JvpRule : SiteRule {
+  // Calls the jvp rule on (primals, tangents) and checks its output as JAX does.
+  Value call_rule(InterpreterImpl& in, const Value& primals, const Value& tangents) const {
+    const CustomDef& d = *site.def;
+    ValueList args = site.nondiff_values();
+    args.push_back(primals);
+    args.push_back(tangents);
+    Value pair = in.call(d.jvp, args, site.where);
+    std::string rule = "Custom JVP rule " + fn_name(d.jvp) + " for function " + d.name();
+    const ValueList* items = sequence_items(pair);
+    if (!items || items->size() != 2)
+      throw Error(ErrCode::Type,
+                  rule +
+                      " must produce a pair (list or tuple of length two) "
+                      "representing primal and tangent outputs, but got " +
+                      repr(pair) + ".",
+                  site.where);
+    ValueList po, to;
+    TreeDef pt = tree_flatten(in, (*items)[0], po), tt = tree_flatten(in, (*items)[1], to);
+    if (!(pt == tt))
+      throw Error(ErrCode::Type,
+                  rule +
+                      " must produce primal and tangent outputs with equal "
+                      "container (pytree) structures, but got " +
+                      pt.repr() + " and " + tt.repr() + " respectively.",
+                  site.where);
+    std::vector<AVal> pa = avals_of(in, po, site.where), ta = avals_of(in, to, site.where);
+    std::string head = rule +
+                       " must produce a pair (list or tuple of length two) where the first element "
+                       "represents the primal output (equal in value to the output of the "
+                       "custom_jvp-decorated function " +
+                       d.name() + ", and in particular ";
+    check_primal_out(pt, pa, "JVP rule", head + "of the same container/pytree structure), but ",
+                     head + "with leaves of the same shape/dtype), but ");
+    std::vector<std::string> bad;
+    for (size_t i = 0; i < pa.size(); ++i)
+      if (is_floating(pa[i].dtype) && !same_type(pa[i], ta[i]))
+        bad.push_back("  primal " + type_str(pa[i]) + " with tangent " + type_str(ta[i]) +
+                      ", expecting tangent ShapedArray(" + dtype_name(pa[i].dtype) +
+                      shape_str(pa[i].shape) + ")");
+    if (!bad.empty() && pa.size() == 1)
+      throw Error(ErrCode::Type,
+                  "Custom JVP rule must produce primal and tangent outputs with corresponding "
+                  "shapes and dtypes. Expected " +
+                      type_str(pa[0]) + " (tangent type of " + type_str(pa[0]) + ") but got " +
+                      type_str(ta[0]) + ".",
+                  site.where);
+    if (!bad.empty()) {
+      std::string m = "Custom JVP rule must produce primal and tangent outputs with corresponding "
+                      "shapes and dtypes, but got:";
+      for (const std::string& b : bad) m += "\n" + b;
+      throw Error(ErrCode::Type, m, site.where);
+    }
+    return make_tuple({(*items)[0], (*items)[1]});
+  }
+
+  std::vector<Tensor> vjp(OpContext& cx, std::span<const Tensor> operands,
+                          std::span<const Tensor> cts) const override {
+    InterpreterImpl& in = *site.in;
+    OpsScope scope(in, cx);
+    size_t n = num_args;
+    std::span<const Tensor> xs = operands.subspan(0, n);
+    Value primals = site.diff_tuple(xs);
+    // J(primals, tangents) -> (primal_out, tangent_out): the tangents are
+    // typed as the primals.
+    Value rule = make_builtin("jvp", [this](InterpreterImpl& in, CallArgs& a) {
+      return call_rule(in, a.pos[0], a.pos[1]);
+    });
+    TracedFunction j = trace_function(in, rule, {primals, primals}, site.where, "custom_jvp");
+    std::vector<Tensor> params(xs.begin(), xs.end());
+    for (const Tensor& x : xs)
+      params.push_back(pvary_like(cx, np::full_like(cx, x, Scalar::of_float(0.0)), x));
+    std::vector<Tensor> env = forward_pass(cx, *j.fn, params, j.consts);
+    size_t ny = cts.size();
+    std::vector<Tensor> seeds(j.fn->results.size());
+    for (size_t r = 0; r < ny; ++r) seeds[ny + r] = cts[r];
+    std::vector<bool> wanted(2 * n, false);
+    for (size_t k = n; k < 2 * n; ++k) wanted[k] = true;
+    std::vector<Tensor> ct = backward_pass(cx, *j.fn, env, seeds, &wanted);
+    std::vector<Tensor> out(operands.size());
+    for (size_t k = 0; k < n; ++k) out[k] = ct[n + k];
+    return out;
+  }
+};
+
+// Where a bwd output leaf goes: its value (None: zero) and JAX's keystr.
+struct CtLeaf {
+  Value v;
+  std::string path;
+};
+
+// Matches bwd's output for one argument against the argument's structure; a
+// None stands for zeros of a whole subtree. False on a structure mismatch.
+bool match_cts(InterpreterImpl& in, const Value& v, const TreeDef& def, const std::string& path,
+               std::vector<CtLeaf>& out) {
+  if (v.is_none() && def.kind != TreeDef::Kind::None) {
+    out.insert(out.end(), def.num_leaves(), CtLeaf{Value(), path});
+    return true;
+  }
+  switch (def.kind) {
+  case TreeDef::Kind::Leaf:
+    out.push_back({v, path});
+    return true;
+  case TreeDef::Kind::None:
+    return v.is_none();
+  case TreeDef::Kind::Tuple:
+  case TreeDef::Kind::List: {
+    bool tuple = def.kind == TreeDef::Kind::Tuple;
+    if (!v.is_obj(tuple ? ObjKind::Tuple : ObjKind::List)) return false;
+    const ValueList& items = *sequence_items(v);
+    if (items.size() != def.children.size()) return false;
+    for (size_t i = 0; i < items.size(); ++i)
+      if (!match_cts(in, items[i], def.children[i], path + "[" + std::to_string(i) + "]", out))
+        return false;
+    return true;
+  }
+  case TreeDef::Kind::Dict: {
+    if (!v.is_obj(ObjKind::Dict)) return false;
+    ValueList ignored;
+    TreeDef vd = tree_flatten(in, v, ignored);
+    if (vd.keys.size() != def.keys.size()) return false;
+    for (size_t i = 0; i < def.keys.size(); ++i) {
+      const Value* item = v.as<DictObj>()->find(def.keys[i]);
+      if (!item ||
+          !match_cts(in, *item, def.children[i], path + "[" + repr(def.keys[i]) + "]", out))
+        return false;
+    }
+    return true;
+  }
+  }
+  return false;
+}
+
+// custom_vjp: fwd for the residuals, then bwd.
+struct VjpRule : SiteRule {
+  std::vector<Tensor> vjp(OpContext& cx, std::span<const Tensor> operands,
+                          std::span<const Tensor> cts) const override {
+    InterpreterImpl& in = *site.in;
+    OpsScope scope(in, cx);
+    LocScope loc(cx, site.where);
+    const CustomDef& d = *site.def;
+    size_t n = num_args;
+    std::span<const Tensor> xs = operands.subspan(0, n);
+    Value diff = site.diff_tuple(xs);
+    std::string fwd_name = fn_name(d.fwd);
+    Value pair = in.call(d.fwd, site.full_args(*sequence_items(diff)), site.where);
+    std::string head = "Custom VJP fwd rule " + fwd_name + " for function " + d.name() +
+                       " must produce a pair (list or tuple of length two) where the first "
+                       "element represents the primal output (equal to ";
+    std::string res_words = ") and the second element represents residuals (i.e. values stored "
+                            "from the forward pass for use on the backward pass), but ";
+    const ValueList* items = sequence_items(pair);
+    if (!items || items->size() != 2)
+      throw Error(ErrCode::Type,
+                  head + "those of the custom_vjp-decorated function " + d.name() + res_words +
+                      "instead of a pair the fwd rule " + fwd_name + " produced " + repr(pair) +
+                      ".",
+                  site.where);
+    ValueList ys;
+    TreeDef yt = tree_flatten(in, (*items)[0], ys);
+    std::vector<AVal> ya = avals_of(in, ys, site.where), want = out_avals();
+    std::string same =
+        head + "the output of the custom_vjp-decorated function " + d.name() + res_words;
+    check_primal_out(yt, ya, "fwd rule", same, same);
+    // Zero cotangents have the outputs' types (weak ones stay weak, as in JAX).
+    ValueList g;
+    for (size_t r = 0; r < want.size(); ++r) {
+      Tensor z = cts[r];
+      if (!z) {
+        z = np::scalar(cx, Scalar::of_float(0.0), want[r].dtype, want[r].weak);
+        if (!want[r].shape.empty()) z = np::broadcast_to(cx, z, want[r].shape);
+      }
+      g.push_back(make_array(z));
+    }
+    ValueList bargs = site.nondiff_values();
+    bargs.push_back((*items)[1]);
+    bargs.push_back(tree_unflatten(site.out_tree, g));
+    Value got = in.call(d.bwd, bargs, site.where);
+    // The cotangents: a tuple with one entry per differentiable argument.
+    if (got.is_obj(ObjKind::List) && sequence_items(got)->size() == site.in_tree.children.size())
+      got = make_tuple(*sequence_items(got));
+    std::vector<CtLeaf> leaves;
+    bool ok =
+        got.is_obj(ObjKind::Tuple) && sequence_items(got)->size() == site.in_tree.children.size();
+    for (size_t i = 0; ok && i < site.in_tree.children.size(); ++i)
+      ok = match_cts(in, (*sequence_items(got))[i], site.in_tree.children[i],
+                     "[" + std::to_string(i) + "]", leaves);
+    if (!ok) {
+      ValueList ignored;
+      throw Error(ErrCode::Type,
+                  "Custom VJP bwd rule must produce an output with the same container (pytree) "
+                  "structure as the args tuple of the primal function, and in particular must "
+                  "produce a tuple of length equal to the number of arguments to the primal "
+                  "function, but got bwd output structure " +
+                      tree_flatten(in, got, ignored).repr() + " for primal input structure " +
+                      site.in_tree.repr() + ".",
+                  site.where);
+    }
+    std::vector<Tensor> out(operands.size());
+    for (size_t k = 0; k < n; ++k) {
+      const AVal& want_k = xs[k]->aval;
+      if (leaves[k].v.is_none() || !is_floating(want_k.dtype)) continue;
+      Tensor c = in.to_tensor(leaves[k].v, site.where);
+      if (c->aval.weak && c->aval.shape == want_k.shape && is_floating(c->aval.dtype) &&
+          c->aval.dtype != want_k.dtype)
+        c = np::astype(cx, c, want_k.dtype);
+      // Under shard_map the type includes the mesh axes a value varies over.
+      AxisSet cv = 0, xv = 0;
+      if (spmd_mode(cx) == SpmdMode::ShardMap) {
+        cv = vma_of(cx, c);
+        xv = vma_of(cx, xs[k]);
+      }
+      const char* why = c->aval.shape != want_k.shape   ? "shapes"
+                        : c->aval.dtype != want_k.dtype ? "dtypes"
+                        : cv != xv                      ? "manual axis types"
+                                                        : nullptr;
+      if (why)
+        throw Error(ErrCode::Value,
+                    "Custom VJP bwd rule must produce an output with the same type as the args "
+                    "tuple of the primal function, but at output" +
+                        leaves[k].path + " the bwd rule produced an output of type " +
+                        long_type(cx, c->aval, cv) + " corresponding to an input of type " +
+                        long_type(cx, want_k, xv) + ", so the " + why + " do not match",
+                    site.where);
+      out[k] = c;
+    }
+    return out;
+  }
+};
+
+// vmap of a custom_call: the inner rule on each example, by batching a trace
+// of it; cotangents of operands the batch does not split are summed over it.
+struct BatchedRule : CustomRule {
+  std::shared_ptr<const CustomRule> inner;
+  std::vector<bool> batched; // per operand of the inner call
+  BatchAxis axis;
+
+  std::vector<Tensor> vjp(OpContext& cx, std::span<const Tensor> operands,
+                          std::span<const Tensor> cts) const override {
+    const Function& p = *inner->fn;
+    size_t nin = p.params.size();
+    auto v = function_in(cx, p.name + "_vjp");
+    std::vector<Tensor> consts;
+    {
+      TraceContext tc(*v, cx, "vmap");
+      auto per_example = [](AVal a, bool b) {
+        if (b) a.shape.erase(a.shape.begin());
+        return a;
+      };
+      std::vector<Tensor> ps, ct_ps;
+      for (size_t i = 0; i < nin; ++i)
+        ps.push_back(tc.add_param(per_example(operands[i]->aval, batched[i]),
+                                  vma_of(cx, operands[i]), cx.loc, "operand " + std::to_string(i)));
+      for (size_t r = 0; r < cts.size(); ++r)
+        ct_ps.push_back(cts[r] ? tc.add_param(per_example(cts[r]->aval, true), vma_of(cx, cts[r]),
+                                              cx.loc, "cotangent " + std::to_string(r))
+                               : nullptr);
+      std::vector<Tensor> outs = inner->vjp(tc, ps, ct_ps);
+      LocScope loc(tc, cx.loc);
+      for (size_t k = 0; k < inner->num_args; ++k) {
+        Tensor o = outs[k] ? outs[k] : np::zeros(tc, ps[k]->aval.shape, ps[k]->aval.dtype);
+        v->results.push_back(tc.value_of(o));
+      }
+      consts = tc.captured_tensors();
+    }
+    std::vector<BVal> bparams;
+    for (size_t i = 0; i < nin; ++i) bparams.push_back({operands[i], batched[i]});
+    for (const Tensor& c : cts)
+      if (c) bparams.push_back({c, true});
+    std::vector<BVal> r = batch_function(cx, *v, bparams, consts, axis);
+    std::vector<Tensor> out(operands.size());
+    for (size_t k = 0; k < inner->num_args; ++k) {
+      if (batched[k])
+        out[k] = r[k].batched ? r[k].t : broadcast_batch(cx, r[k].t, axis.size);
+      else
+        out[k] =
+            r[k].batched ? np::reduce(cx, np::ReduceOp::Sum, r[k].t, std::vector<int>{0}) : r[k].t;
+    }
+    return out;
+  }
+};
+
+// The TypeError JAX raises for forward mode through a custom_vjp: when the
+// innermost differentiating trace around the call is jvp's.
+void check_not_forward_mode(InterpreterImpl& in, const Span& where) {
+  for (auto* tc = dynamic_cast<TraceContext*>(&in.ops()); tc;
+       tc = dynamic_cast<TraceContext*>(&tc->outer())) {
+    const std::string& w = tc->what();
+    if (w == "jvp")
+      throw Error(ErrCode::Type,
+                  "can't apply forward-mode autodiff (jvp) to a custom_vjp function.", where);
+    if (w == "grad" || w == "value_and_grad" || w == "vjp") return;
+  }
+}
+
+// JAX binds keyword arguments to positions through the signature (with defaults).
+ValueList positional_args(InterpreterImpl& in, const CustomDef& d, CallArgs& a, const Span& where) {
+  if (a.kw.empty() && !d.fun.is_obj(ObjKind::Function)) return a.pos;
+  if (!d.fun.is_obj(ObjKind::Function)) {
+    throw Error(ErrCode::Type,
+                "The input arguments to the " + std::string(d.kind()) + "-decorated function " +
+                    d.name() + " could not be resolved to positional-only arguments.",
+                where);
+  }
+  const FunctionObj& f = *d.fun.as<FunctionObj>();
+  ValueList out = a.pos;
+  std::vector<bool> used(a.kw.size(), false);
+  for (size_t i = 0; f.params && i < f.params->size(); ++i) {
+    const Param& p = (*f.params)[i];
+    if (p.kind != Param::Kind::Normal || p.keyword_only) break;
+    if (i < a.pos.size()) continue;
+    bool found = false;
+    for (size_t k = 0; k < a.kw.size(); ++k)
+      if (a.kw[k].first == p.name) {
+        out.push_back(a.kw[k].second);
+        used[k] = found = true;
+      }
+    if (found) continue;
+    if (!p.default_value)
+      throw Error(ErrCode::Type,
+                  "The input arguments to the " + std::string(d.kind()) + "-decorated function " +
+                      d.name() +
+                      " could not be resolved to positional-only arguments. Binding failed with "
+                      "the error:\nmissing a required argument: '" +
+                      p.name + "'",
+                  where);
+    out.push_back(f.defaults[i]);
+  }
+  for (size_t k = 0; k < a.kw.size(); ++k)
+    if (!used[k])
+      throw Error(ErrCode::Type,
+                  "The input arguments to the " + std::string(d.kind()) + "-decorated function " +
+                      d.name() +
+                      " could not be resolved to positional-only arguments. Binding failed with "
+                      "the error:\ngot an unexpected keyword argument '" +
+                      a.kw[k].first + "'",
+                  where);
+  (void)in;
+  return out;
+}
+
+Value call_custom(InterpreterImpl& in, const std::shared_ptr<const CustomDef>& def, CallArgs& a,
+                  const Span& where) {
+  const CustomDef& d = *def;
+  if (d.is_vjp ? (d.fwd.is_none() || d.bwd.is_none()) : d.jvp.is_none())
+    throw Error(ErrCode::Attribute,
+                std::string("No ") + (d.is_vjp ? "VJP" : "JVP") + " defined for " + d.kind() +
+                    " function " + d.name() + " using " + (d.is_vjp ? "defvjp" : "defjvp") + ".",
+                where);
+  ValueList args = positional_args(in, d, a, where);
+  auto* tc = dynamic_cast<TraceContext*>(&in.ops());
+  if (!tc) return in.call(d.fun, args, where); // nothing differentiates an eager call
+  if (d.is_vjp) check_not_forward_mode(in, where);
+  CallSite site;
+  site.in = &in;
+  site.def = def;
+  site.nargs = args.size();
+  site.where = where;
+  ValueList diff;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (is_static_position(d.nondiff_argnums, i, args.size()))
+      site.nondiff.push_back({i, args[i]});
+    else
+      diff.push_back(args[i]);
+  }
+  for (int64_t k : d.nondiff_argnums)
+    if (k >= static_cast<int64_t>(args.size()) || k < -static_cast<int64_t>(args.size()))
+      throw Error(ErrCode::Arguments,
+                  std::string(d.kind()) + " function " + d.name() + ": nondiff_argnums " +
+                      std::to_string(k) + " is out of range for " + std::to_string(args.size()) +
+                      " positional arguments",
+                  where);
+  // The primal, with the differentiable arguments' leaves as parameters.
+  Value primal = make_builtin(d.name(), [def, nondiff = site.nondiff, n = args.size(),
+                                         where](InterpreterImpl& in, CallArgs& c) {
+    return in.call(def->fun, with_static_args(nondiff, c.pos, n), where);
+  });
+  TracedFunction t = trace_function(in, primal, diff, where, d.kind());
+  site.in_tree = t.in_tree;
+  site.out_tree = t.out_tree;
+  auto fn = t.fn;
+  fn->name = d.name();
+  std::vector<Tensor> operands = leaf_tensors(in, diff, where);
+  size_t nargs = operands.size();
+  fn->params.insert(fn->params.end(), fn->consts.begin(), fn->consts.end());
+  fn->consts.clear();
+  operands.insert(operands.end(), t.consts.begin(), t.consts.end());
+  std::shared_ptr<SiteRule> rule;
+  if (d.is_vjp)
+    rule = std::make_shared<VjpRule>();
+  else
+    rule = std::make_shared<JvpRule>();
+  rule->kind = d.kind();
+  rule->fn = fn;
+  rule->num_args = nargs;
+  rule->site = std::move(site);
+  OpAttrs attrs;
+  attrs.custom = rule;
+  LocScope loc(in.ops(), where);
+  std::vector<Tensor> outs = in.ops().bind_call(attrs, operands);
+  ValueList leaves;
+  for (Tensor& o : outs) leaves.push_back(make_array(std::move(o)));
+  return tree_unflatten(t.out_tree, leaves);
+}
+
+// defjvps(*jvps): JAX's jvp from one rule per argument, jvp_i(t_i, ans, *primals),
+// the tangents summed (None: no contribution).
+Value jvps_rule(const std::shared_ptr<const CustomDef>& self, ValueList jvps) {
+  return make_builtin("jvp", [self, jvps](InterpreterImpl& in, CallArgs& a) {
+    Span where = in.ops().loc;
+    const ValueList& primals = *sequence_items(a.pos[0]);
+    const ValueList& tangents = *sequence_items(a.pos[1]);
+    CallArgs call;
+    call.pos = primals;
+    Value ans = call_custom(in, self, call, where);
+    ValueList ans_leaves;
+    TreeDef tree = tree_flatten(in, ans, ans_leaves);
+    std::vector<Tensor> sum(ans_leaves.size());
+    for (size_t i = 0; i < jvps.size() && i < tangents.size(); ++i) {
+      if (jvps[i].is_none()) continue;
+      ValueList args{tangents[i], ans};
+      args.insert(args.end(), primals.begin(), primals.end());
+      ValueList ts;
+      TreeDef tt = tree_flatten(in, in.call(jvps[i], args, where), ts);
+      if (!(tt == tree))
+        throw Error(ErrCode::Type,
+                    "defjvps: the jvp for argument " + std::to_string(i) + " returned structure " +
+                        tt.repr() + " but the function returns " + tree.repr(),
+                    where);
+      for (size_t k = 0; k < ts.size(); ++k) {
+        Tensor t = in.to_tensor(ts[k], where);
+        sum[k] = sum[k] ? np::binary(in.ops(), np::BinOp::Add, sum[k], t) : t;
+      }
+    }
+    ValueList out;
+    for (size_t k = 0; k < sum.size(); ++k)
+      out.push_back(make_array(sum[k] ? sum[k]
+                                      : np::full_like(in.ops(), in.to_tensor(ans_leaves[k], where),
+                                                      Scalar::of_float(0.0))));
+    return make_tuple({ans, tree_unflatten(tree, out)});
+  });
+}
+
+struct CustomFunctionObj : OpaqueObj {
+  std::shared_ptr<CustomDef> def;
+  std::string type_name() const override { return def->kind(); }
+  std::string repr() const override {
+    return std::string("<jax._src.custom_derivatives.") + def->kind() + " object>";
+  }
+  std::vector<std::string> attr_names() const override {
+    if (def->is_vjp) return {"defvjp", "fun", "fwd", "bwd", "nondiff_argnums", "__wrapped__"};
+    return {"defjvp", "defjvps", "fun", "jvp", "nondiff_argnums", "__wrapped__"};
+  }
+  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+    std::shared_ptr<CustomDef> d = def;
+    if (name == "fun" || name == "__wrapped__") return out = d->fun, true;
+    if (name == "nondiff_argnums") {
+      ValueList v;
+      for (int64_t k : d->nondiff_argnums) v.push_back(Value::integer(k));
+      return out = make_tuple(v), true;
+    }
+    if (!d->is_vjp && name == "jvp") return out = d->jvp, true;
+    if (d->is_vjp && name == "fwd") return out = d->fwd, true;
+    if (d->is_vjp && name == "bwd") return out = d->bwd, true;
+    if (!d->is_vjp && name == "defjvp") {
+      out = make_builtin("defjvp", [d](InterpreterImpl&, CallArgs& a) {
+        ArgReader r("defjvp", a, {"jvp", "symbolic_zeros"}, 1);
+        if (r.get_bool(1, false))
+          throw Error(ErrCode::Unsupported, "defjvp: symbolic_zeros=True is not supported");
+        d->jvp = r[0];
+        return r[0]; // usable as a decorator
+      });
+      return true;
+    }
+    if (!d->is_vjp && name == "defjvps") {
+      out = make_builtin("defjvps", [d](InterpreterImpl&, CallArgs& a) {
+        if (!a.kw.empty())
+          throw Error(ErrCode::Arguments,
+                      "defjvps() got an unexpected keyword argument '" + a.kw[0].first + "'");
+        if (!d->nondiff_argnums.empty())
+          throw Error(ErrCode::Type, "Can't use ``defjvps`` with ``nondiff_argnums``.");
+        d->jvp = jvps_rule(d, a.pos);
+        return Value();
+      });
+      return true;
+    }
+    if (d->is_vjp && name == "defvjp") {
+      out = make_builtin("defvjp", [d](InterpreterImpl&, CallArgs& a) {
+        ArgReader r("defvjp", a, {"fwd", "bwd", "symbolic_zeros", "optimize_remat"}, 2);
+        if (r.get_bool(2, false))
+          throw Error(ErrCode::Unsupported, "defvjp: symbolic_zeros=True is not supported");
+        d->fwd = r[0];
+        d->bwd = r[1];
+        return Value();
+      });
+      return true;
+    }
+    return false;
+  }
+  bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
+    out = call_custom(in, def, a, where);
+    return true;
+  }
+};
+
+Value make_custom(CallArgs& a, bool is_vjp) {
+  const char* name = is_vjp ? "custom_vjp" : "custom_jvp";
+  ArgReader r(name, a, {"fun", "nondiff_argnums"}, 1);
+  auto obj = std::make_shared<CustomFunctionObj>();
+  obj->def = std::make_shared<CustomDef>();
+  obj->def->is_vjp = is_vjp;
+  obj->def->fun = r[0];
+  if (r.has(1))
+    obj->def->nondiff_argnums = value_to_int_list(r[1], std::string(name) + "() nondiff_argnums");
+  return Value::object(obj);
+}
+
+// jax.custom_gradient(fun): fun returns (value, vjp); a custom_vjp whose fwd
+// keeps the vjp function as its residual.
+Value make_custom_gradient(InterpreterImpl&, CallArgs& a) {
+  ArgReader r("custom_gradient", a, {"fun"}, 1);
+  Value fun = r[0];
+  auto obj = std::make_shared<CustomFunctionObj>();
+  obj->def = std::make_shared<CustomDef>();
+  CustomDef& d = *obj->def;
+  d.is_vjp = true;
+  auto pair_of = [fun](InterpreterImpl& in, CallArgs& c) {
+    Value p = in.call(fun, c, in.ops().loc);
+    const ValueList* items = sequence_items(p);
+    if (!items || items->size() != 2)
+      throw Error(ErrCode::Type,
+                  "custom_gradient: the function must return a pair (value, vjp function), got " +
+                      repr(p));
+    return *items;
+  };
+  d.fun = make_builtin(fn_name(fun),
+                       [pair_of](InterpreterImpl& in, CallArgs& c) { return pair_of(in, c)[0]; });
+  d.fwd = make_builtin(fn_name(fun), [pair_of](InterpreterImpl& in, CallArgs& c) {
+    return make_tuple(pair_of(in, c));
+  });
+  d.bwd = make_builtin("vjp", [](InterpreterImpl& in, CallArgs& c) {
+    Value cts = in.call(c.pos[0], ValueList{c.pos[1]}, in.ops().loc);
+    if (!cts.is_obj(ObjKind::Tuple) && !cts.is_obj(ObjKind::List)) cts = make_tuple({cts});
+    return cts;
+  });
+  return Value::object(obj);
+}
+
+} // namespace
+
+Tensor pvary_like(OpContext& cx, const Tensor& t, const Tensor& like) {
+  if ((vma_of(cx, like) & ~vma_of(cx, t)) == 0) return t;
+  // select(false, like, t): t's value, typed as varying where `like` does.
+  Tensor no = np::full(cx, {}, Scalar::of_bool(false), DType::Bool);
+  std::vector<Tensor> xs{no, like, t};
+  return cx.bind(Op::Select, {}, xs);
+}
+
+std::vector<BVal> batch_custom_call(OpContext& cx, const OpAttrs& attrs, std::span<const BVal> args,
+                                    const BatchAxis& axis) {
+  auto inner = std::dynamic_pointer_cast<const CustomRule>(attrs.custom);
+  PXL_ASSERT(inner != nullptr, "custom_call without a rule");
+  std::vector<Tensor> ts;
+  std::vector<bool> batched;
+  std::vector<BVal> out;
+  if (!call_operands(cx, attrs, args, ts, batched, out)) return out;
+  // The batched primal, every result batched.
+  auto pb = function_in(cx, inner->fn->name);
+  std::vector<Tensor> consts;
+  {
+    TraceContext tc(*pb, cx, "vmap");
+    std::vector<BVal> ps;
+    for (size_t i = 0; i < ts.size(); ++i)
+      ps.push_back(
+          {tc.add_param(ts[i]->aval, vma_of(cx, ts[i]), cx.loc, "operand " + std::to_string(i)),
+           batched[i]});
+    LocScope loc(tc, cx.loc);
+    for (const BVal& r : batch_function(tc, *inner->fn, ps, {}, axis))
+      pb->results.push_back(tc.value_of(r.batched ? r.t : broadcast_batch(tc, r.t, axis.size)));
+    consts = tc.captured_tensors();
+  }
+  pb->params.insert(pb->params.end(), pb->consts.begin(), pb->consts.end());
+  pb->consts.clear();
+  ts.insert(ts.end(), consts.begin(), consts.end());
+  auto rule = std::make_shared<BatchedRule>();
+  rule->kind = inner->kind;
+  rule->fn = pb;
+  rule->num_args = inner->num_args;
+  rule->inner = inner;
+  rule->batched = batched;
+  rule->axis = axis;
+  OpAttrs a;
+  a.custom = rule;
+  for (Tensor& t : cx.bind_call(a, ts)) out.push_back({std::move(t), true});
+  return out;
+}
+
+void add_custom_derivatives(InterpreterImpl&, Value& jax) {
+  auto& vars = jax.as<ModuleObj>()->env->vars;
+  vars["custom_jvp"] = make_builtin(
+      "custom_jvp", [](InterpreterImpl&, CallArgs& a) { return make_custom(a, false); });
+  vars["custom_vjp"] = make_builtin(
+      "custom_vjp", [](InterpreterImpl&, CallArgs& a) { return make_custom(a, true); });
+  vars["custom_gradient"] = make_builtin("custom_gradient", make_custom_gradient);
+}
+
+} // namespace pxl

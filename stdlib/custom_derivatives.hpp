@@ -1,0 +1,33 @@
+// jax.custom_jvp, jax.custom_vjp and jax.custom_gradient (custom_derivatives.cpp).
+#pragma once
+#include <span>
+#include <vector>
+
+#include "ir/custom_call.hpp"
+#include "stdlib/transforms.hpp"
+
+namespace pxl {
+
+// What a custom_call's callee is: the primal and the rule that reverse mode
+// uses instead of differentiating it.
+struct CustomRule : CustomCallee {
+  // The cotangents of the call's first num_args operands (nullptr = zero),
+  // bound in `cx`, given all of its operands and its results' cotangents
+  // (nullptr = zero). Errors in the user's rule propagate as pxl::Error.
+  virtual std::vector<Tensor> vjp(OpContext& cx, std::span<const Tensor> operands,
+                                  std::span<const Tensor> cts) const = 0;
+};
+
+// `t` typed as varying over the mesh axes `like` (of its type) varies over,
+// as JAX's pvary makes it: a tangent or cotangent has its primal's type.
+Tensor pvary_like(OpContext& cx, const Tensor& t, const Tensor& like);
+
+// vmap of a custom_call: a custom_call of the batched primal whose rule is the
+// batched rule (cotangents of unbatched operands summed over the batch).
+std::vector<BVal> batch_custom_call(OpContext& cx, const OpAttrs& attrs, std::span<const BVal> args,
+                                    const BatchAxis& axis);
+
+// Registers jax.custom_jvp, jax.custom_vjp and jax.custom_gradient.
+void add_custom_derivatives(InterpreterImpl& in, Value& jax);
+
+} // namespace pxl
