@@ -156,7 +156,7 @@ void transpose_custom(OpContext& cx, const Function& f, const Instr& in,
   if (!any) return;
   // What the primal captured gets no cotangent from the rule: differentiating
   // with respect to it is JAX's UnexpectedTracerError.
-  for (size_t k = rule.num_args; k < in.operands.size(); ++k)
+  for (size_t k = rule.num_args + rule.num_static; k < in.operands.size(); ++k)
     if (live[in.operands[k]] && is_floating(f.values[in.operands[k]].aval.dtype))
       throw Error(ErrCode::Unsupported,
                   rule.kind + " function '" + rule.fn->name +

@@ -64,10 +64,17 @@ std::string fn_name(const Value& f) {
   return type_name(f);
 }
 
+// JAX's aval.str_short(): "float32[2,3]".
+std::string short_str(const AVal& a) {
+  std::string s = std::string(dtype_name(a.dtype)) + "[";
+  for (size_t i = 0; i < a.shape.size(); ++i) s += (i ? "," : "") + std::to_string(a.shape[i]);
+  return s + "]";
+}
+
 // JAX's str(tree_unflatten(tree, [aval.str_short() ...])).replace("'", "").
 std::string types_tree(const TreeDef& tree, const std::vector<AVal>& avals) {
   ValueList leaves;
-  for (const AVal& a : avals) leaves.push_back(make_str(type_str(a)));
+  for (const AVal& a : avals) leaves.push_back(make_str(short_str(a)));
   std::string s = repr(tree_unflatten(tree, leaves)), out;
   for (char c : s)
     if (c != '\'') out += c;
@@ -80,11 +87,9 @@ std::vector<AVal> avals_of(InterpreterImpl& in, const ValueList& leaves, const S
   return out;
 }
 
-// JAX's aval.str_short() in bwd's type errors: "float32[2,3]{V:x}".
+// With the mesh axes it varies over, as in bwd's type errors: "float32[2,3]{V:x}".
 std::string long_type(OpContext& cx, const AVal& a, AxisSet vma) {
-  std::string s = std::string(dtype_name(a.dtype)) + "[";
-  for (size_t i = 0; i < a.shape.size(); ++i) s += (i ? "," : "") + std::to_string(a.shape[i]);
-  s += "]";
+  std::string s = short_str(a);
   auto* tc = dynamic_cast<TraceContext*>(&cx);
   if (vma && tc) {
     std::string axes = tc->function().axes_str(vma); // "{x,y}"
@@ -121,19 +126,41 @@ struct CustomDef {
 struct CallSite {
   InterpreterImpl* in = nullptr;
   std::shared_ptr<const CustomDef> def;
-  std::vector<std::pair<size_t, Value>> nondiff; // (position, value)
-  size_t nargs = 0;                              // positional arguments in all
-  TreeDef in_tree;                               // of the tuple of differentiable arguments
-  TreeDef out_tree;                              // of the primal's result
+  // The nondiff_argnums arguments. Their array leaves are operands of the call
+  // (after the differentiable leaves), so that a rule sees them as they are
+  // where it runs (inlined elsewhere, batched), not as the trace that recorded
+  // the call had them.
+  struct Static {
+    size_t pos;
+    TreeDef tree;
+    ValueList leaves;         // the non-array leaves
+    std::vector<int> operand; // per leaf: index among the array operands, or -1
+  };
+  std::vector<Static> statics;
+  size_t num_arrays = 0; // array leaves of the statics
+  size_t nargs = 0;      // positional arguments in all
+  TreeDef in_tree;       // of the tuple of differentiable arguments
+  TreeDef out_tree;      // of the primal's result
   Span where;
 
-  // The whole positional argument list from the differentiable arguments.
-  ValueList full_args(const ValueList& diff) const {
-    return with_static_args(nondiff, diff, nargs);
+  // (position, value) of each nondiff argument, its arrays from `arrays`.
+  std::vector<std::pair<size_t, Value>> nondiff(std::span<const Tensor> arrays) const {
+    std::vector<std::pair<size_t, Value>> out;
+    for (const Static& s : statics) {
+      ValueList leaves = s.leaves;
+      for (size_t i = 0; i < leaves.size(); ++i)
+        if (s.operand[i] >= 0) leaves[i] = make_array(arrays[s.operand[i]]);
+      out.push_back({s.pos, tree_unflatten(s.tree, leaves)});
+    }
+    return out;
   }
-  ValueList nondiff_values() const {
+  // The whole positional argument list.
+  ValueList full_args(const ValueList& diff, std::span<const Tensor> arrays) const {
+    return with_static_args(nondiff(arrays), diff, nargs);
+  }
+  ValueList nondiff_values(std::span<const Tensor> arrays) const {
     ValueList out;
-    for (const auto& [pos, v] : nondiff) out.push_back(v);
+    for (const auto& [pos, v] : nondiff(arrays)) out.push_back(v);
     return out;
   }
   // The differentiable arguments rebuilt from operand leaves.
@@ -146,6 +173,9 @@ struct CallSite {
 
 struct SiteRule : CustomRule {
   CallSite site;
+  std::span<const Tensor> arrays(std::span<const Tensor> operands) const {
+    return operands.subspan(num_args, site.num_arrays);
+  }
   std::vector<AVal> out_avals() const {
     std::vector<AVal> out;
     for (int r : fn->results) out.push_back(fn->values[r].aval);
@@ -175,9 +205,10 @@ struct SiteRule : CustomRule {
 // custom_jvp: the transpose of the jvp rule's tangent map.
 struct JvpRule : SiteRule {
   // Calls the jvp rule on (primals, tangents) and checks its output as JAX does.
-  Value call_rule(InterpreterImpl& in, const Value& primals, const Value& tangents) const {
+  Value call_rule(InterpreterImpl& in, std::span<const Tensor> arrays, const Value& primals,
+                  const Value& tangents) const {
     const CustomDef& d = *site.def;
-    ValueList args = site.nondiff_values();
+    ValueList args = site.nondiff_values(arrays);
     args.push_back(primals);
     args.push_back(tangents);
     Value pair = in.call(d.jvp, args, site.where);
@@ -210,15 +241,14 @@ struct JvpRule : SiteRule {
     std::vector<std::string> bad;
     for (size_t i = 0; i < pa.size(); ++i)
       if (is_floating(pa[i].dtype) && !same_type(pa[i], ta[i]))
-        bad.push_back("  primal " + type_str(pa[i]) + " with tangent " + type_str(ta[i]) +
-                      ", expecting tangent ShapedArray(" + dtype_name(pa[i].dtype) +
-                      shape_str(pa[i].shape) + ")");
+        bad.push_back("  primal " + short_str(pa[i]) + " with tangent " + short_str(ta[i]) +
+                      ", expecting tangent ShapedArray(" + short_str(pa[i]) + ")");
     if (!bad.empty() && pa.size() == 1)
       throw Error(ErrCode::Type,
                   "Custom JVP rule must produce primal and tangent outputs with corresponding "
                   "shapes and dtypes. Expected " +
-                      type_str(pa[0]) + " (tangent type of " + type_str(pa[0]) + ") but got " +
-                      type_str(ta[0]) + ".",
+                      short_str(pa[0]) + " (tangent type of " + short_str(pa[0]) + ") but got " +
+                      short_str(ta[0]) + ".",
                   site.where);
     if (!bad.empty()) {
       std::string m = "Custom JVP rule must produce primal and tangent outputs with corresponding "
@@ -238,8 +268,9 @@ struct JvpRule : SiteRule {
     Value primals = site.diff_tuple(xs);
     // J(primals, tangents) -> (primal_out, tangent_out): the tangents are
     // typed as the primals.
-    Value rule = make_builtin("jvp", [this](InterpreterImpl& in, CallArgs& a) {
-      return call_rule(in, a.pos[0], a.pos[1]);
+    std::vector<Tensor> statics(arrays(operands).begin(), arrays(operands).end());
+    Value rule = make_builtin("jvp", [this, &statics](InterpreterImpl& in, CallArgs& a) {
+      return call_rule(in, statics, a.pos[0], a.pos[1]);
     });
     TracedFunction j = trace_function(in, rule, {primals, primals}, site.where, "custom_jvp");
     std::vector<Tensor> params(xs.begin(), xs.end());
@@ -318,7 +349,8 @@ struct VjpRule : SiteRule {
     std::span<const Tensor> xs = operands.subspan(0, n);
     Value diff = site.diff_tuple(xs);
     std::string fwd_name = fn_name(d.fwd);
-    Value pair = in.call(d.fwd, site.full_args(*sequence_items(diff)), site.where);
+    Value pair =
+        in.call(d.fwd, site.full_args(*sequence_items(diff), arrays(operands)), site.where);
     std::string head = "Custom VJP fwd rule " + fwd_name + " for function " + d.name() +
                        " must produce a pair (list or tuple of length two) where the first "
                        "element represents the primal output (equal to ";
@@ -347,7 +379,7 @@ struct VjpRule : SiteRule {
       }
       g.push_back(make_array(z));
     }
-    ValueList bargs = site.nondiff_values();
+    ValueList bargs = site.nondiff_values(arrays(operands));
     bargs.push_back((*items)[1]);
     bargs.push_back(tree_unflatten(site.out_tree, g));
     Value got = in.call(d.bwd, bargs, site.where);
@@ -531,13 +563,22 @@ Value call_custom(InterpreterImpl& in, const std::shared_ptr<const CustomDef>& d
   site.def = def;
   site.nargs = args.size();
   site.where = where;
-  ValueList diff;
+  ValueList diff, arrays;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (is_static_position(d.nondiff_argnums, i, args.size()))
-      site.nondiff.push_back({i, args[i]});
-    else
+    if (!is_static_position(d.nondiff_argnums, i, args.size())) {
       diff.push_back(args[i]);
+      continue;
+    }
+    CallSite::Static s{i, {}, {}, {}};
+    s.tree = tree_flatten(in, args[i], s.leaves);
+    for (Value& l : s.leaves) {
+      bool array = l.is_obj(ObjKind::Array);
+      s.operand.push_back(array ? static_cast<int>(arrays.size()) : -1);
+      if (array) arrays.push_back(std::move(l));
+    }
+    site.statics.push_back(std::move(s));
   }
+  site.num_arrays = arrays.size();
   for (int64_t k : d.nondiff_argnums)
     if (k >= static_cast<int64_t>(args.size()) || k < -static_cast<int64_t>(args.size()))
       throw Error(ErrCode::Arguments,
@@ -545,18 +586,25 @@ Value call_custom(InterpreterImpl& in, const std::shared_ptr<const CustomDef>& d
                       std::to_string(k) + " is out of range for " + std::to_string(args.size()) +
                       " positional arguments",
                   where);
-  // The primal, with the differentiable arguments' leaves as parameters.
-  Value primal = make_builtin(d.name(), [def, nondiff = site.nondiff, n = args.size(),
-                                         where](InterpreterImpl& in, CallArgs& c) {
-    return in.call(def->fun, with_static_args(nondiff, c.pos, n), where);
+  // The primal, with the leaves of the differentiable arguments and then the
+  // static arrays as parameters.
+  size_t ndiff = diff.size();
+  auto statics = std::make_shared<const CallSite>(site);
+  Value primal = make_builtin(d.name(), [statics, ndiff, where](InterpreterImpl& in, CallArgs& c) {
+    ValueList dyn(c.pos.begin(), c.pos.begin() + static_cast<std::ptrdiff_t>(ndiff));
+    std::vector<Tensor> arrays;
+    for (size_t i = ndiff; i < c.pos.size(); ++i) arrays.push_back(in.to_tensor(c.pos[i], where));
+    return in.call(statics->def->fun, statics->full_args(dyn, arrays), where);
   });
-  TracedFunction t = trace_function(in, primal, diff, where, d.kind());
-  site.in_tree = t.in_tree;
+  std::vector<Tensor> operands = leaf_tensors(in, diff, where, &site.in_tree);
+  size_t nargs = operands.size();
+  ValueList traced_args = diff;
+  traced_args.insert(traced_args.end(), arrays.begin(), arrays.end());
+  TracedFunction t = trace_function(in, primal, traced_args, where, d.kind());
   site.out_tree = t.out_tree;
   auto fn = t.fn;
   fn->name = d.name();
-  std::vector<Tensor> operands = leaf_tensors(in, diff, where);
-  size_t nargs = operands.size();
+  for (const Value& a : arrays) operands.push_back(in.to_tensor(a, where));
   fn->params.insert(fn->params.end(), fn->consts.begin(), fn->consts.end());
   fn->consts.clear();
   operands.insert(operands.end(), t.consts.begin(), t.consts.end());
@@ -568,6 +616,7 @@ Value call_custom(InterpreterImpl& in, const std::shared_ptr<const CustomDef>& d
   rule->kind = d.kind();
   rule->fn = fn;
   rule->num_args = nargs;
+  rule->num_static = site.num_arrays;
   rule->site = std::move(site);
   OpAttrs attrs;
   attrs.custom = rule;
@@ -761,6 +810,7 @@ std::vector<BVal> batch_custom_call(OpContext& cx, const OpAttrs& attrs, std::sp
   rule->kind = inner->kind;
   rule->fn = pb;
   rule->num_args = inner->num_args;
+  rule->num_static = inner->num_static;
   rule->inner = inner;
   rule->batched = batched;
   rule->axis = axis;

@@ -11,6 +11,9 @@ namespace pxl {
 // What a custom_call's callee is: the primal and the rule that reverse mode
 // uses instead of differentiating it.
 struct CustomRule : CustomCallee {
+  // After the num_args argument operands, this many operands are the arrays in
+  // nondiff_argnums arguments (no cotangent; the rest are captured values).
+  size_t num_static = 0;
   // The cotangents of the call's first num_args operands (nullptr = zero),
   // bound in `cx`, given all of its operands and its results' cotangents
   // (nullptr = zero). Errors in the user's rule propagate as pxl::Error.
