@@ -25,23 +25,12 @@ public:
     // Collectives and effects are not single-device ops; spmd_call has its own path.
     if (fam == OpFamily::Collective || fam == OpFamily::Effect || fam == OpFamily::Call)
       return std::nullopt;
-    const Mesh* mesh = nullptr;
-    for (const Tensor& t : inputs) {
-      if (!t->sharded || !t->sharded->spans_devices()) continue;
-      if (!mesh)
-        mesh = &t->sharded->mesh;
-      else if (!(t->sharded->mesh == *mesh))
-        return std::nullopt; // gathered, as JAX would fail
-    }
-    if (!mesh) return std::nullopt;
-    std::string key = std::string(op_name(op)) + "[" + attrs_str(op, attrs) + "] " + mesh->repr();
-    for (int id : mesh->device_ids) key += " " + std::to_string(id);
-    OperandSpecs specs;
-    for (const Tensor& t : inputs) {
-      bool own = t->sharded && t->sharded->mesh == *mesh;
-      specs.push_back(own ? t->sharded->spec : PartitionSpec{});
-      key += " " + type_str(t->aval) + (t->aval.weak ? "~" : "") + specs.back().repr();
-    }
+    bool mixed = false;
+    const Mesh* mesh = operands_mesh(inputs, mixed);
+    if (!mesh) return std::nullopt; // operands on different meshes are gathered
+    std::string key = std::string(op_name(op)) + "[" + attrs_str(op, attrs) + "]";
+    for (const Tensor& t : inputs) key += " " + type_str(t->aval) + (t->aval.weak ? "~" : "");
+    OperandSpecs specs = operand_specs(*mesh, inputs, key);
     std::shared_ptr<PartitionedJit>& p = programs_[key];
     if (!p) p = std::make_shared<PartitionedJit>(partition(op, attrs, inputs, *mesh, specs, loc));
     std::vector<Tensor> operands(inputs.begin(), inputs.end());

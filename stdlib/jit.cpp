@@ -115,23 +115,14 @@ bool run_partitioned(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> p
   if (!dynamic_cast<EagerContext*>(&in.ops())) return false;
   std::vector<Tensor> operands(params.begin(), params.end());
   operands.insert(operands.end(), e.traced->consts.begin(), e.traced->consts.end());
-  const Mesh* mesh = nullptr;
-  for (const Tensor& t : operands) {
-    if (!t->sharded || !t->sharded->spans_devices()) continue;
-    if (!mesh) mesh = &t->sharded->mesh;
-    else if (!(t->sharded->mesh == *mesh)) return false;
-  }
+  bool mixed = false;
+  const Mesh* mesh = operands_mesh(operands, mixed);
+  if (mixed) return false;
   // A jitted shard_map with unsharded arguments runs over the shard_map's mesh.
   if (!mesh) mesh = shard_map_mesh(*e.traced->fn);
   if (!mesh || !partitionable(*e.traced->fn, *mesh)) return false;
-  OperandSpecs specs;
-  std::string key = mesh->repr();
-  for (int id : mesh->device_ids) key += " " + std::to_string(id);
-  for (const Tensor& t : operands) {
-    bool own = t->sharded && t->sharded->mesh == *mesh;
-    specs.push_back(own ? t->sharded->spec : PartitionSpec{});
-    key += " " + specs.back().repr();
-  }
+  std::string key;
+  OperandSpecs specs = operand_specs(*mesh, operands, key);
   // out_shardings on this mesh become part of the partitioned program.
   std::vector<std::optional<PartitionSpec>> out_specs;
   if (!out_shardings.is_none()) {

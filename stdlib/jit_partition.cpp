@@ -489,6 +489,33 @@ bool inlinable(const Function& f) {
 
 } // namespace
 
+const Mesh* operands_mesh(std::span<const Tensor> operands, bool& mixed) {
+  const Mesh* mesh = nullptr;
+  mixed = false;
+  for (const Tensor& t : operands) {
+    if (!t->sharded || !t->sharded->spans_devices()) continue;
+    if (!mesh) {
+      mesh = &t->sharded->mesh;
+    } else if (!(t->sharded->mesh == *mesh)) {
+      mixed = true;
+      return nullptr;
+    }
+  }
+  return mesh;
+}
+
+OperandSpecs operand_specs(const Mesh& mesh, std::span<const Tensor> operands, std::string& key) {
+  key += mesh.repr();
+  for (int id : mesh.device_ids) key += " " + std::to_string(id);
+  OperandSpecs specs;
+  for (const Tensor& t : operands) {
+    bool own = t->sharded && t->sharded->mesh == mesh;
+    specs.push_back(own ? t->sharded->spec : PartitionSpec{});
+    key += " " + specs.back().repr();
+  }
+  return specs;
+}
+
 bool partitionable(const Function& f, const Mesh& mesh) {
   // What is partitioned is the program that runs: custom_calls inlined.
   if (has_custom_calls(f))

@@ -27,6 +27,14 @@ struct PartitionedJit {
 // array) or its own spec over `mesh`.
 using OperandSpecs = std::vector<PartitionSpec>;
 
+// The mesh shared by the operands spread over more than one device: null when
+// there is none, and `mixed` set when they lie on different meshes.
+const Mesh* operands_mesh(std::span<const Tensor> operands, bool& mixed);
+// Each operand's sharding over `mesh` (its own spec there, replicated
+// otherwise), and `key` extended with the mesh, its devices and those specs
+// (for caching the partitioned program).
+OperandSpecs operand_specs(const Mesh& mesh, std::span<const Tensor> operands, std::string& key);
+
 // Whether `f` can be partitioned over `mesh`: no collectives or effects, and
 // SPMD calls only of shard_maps over that mesh (which are inlined).
 bool partitionable(const Function& f, const Mesh& mesh);

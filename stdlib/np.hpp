@@ -102,19 +102,15 @@ struct IndexItem {
 Tensor index(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items);
 enum class UpdateMode { Set, Add, Mul, Min, Max };
 // x.at[items].set(v) / .add(v) ...: v broadcasts to the indexed shape. An
-// out-of-range entry of an integer array index is dropped (JAX's default mode),
-// or clamped into range with `clip` (mode='clip' or 'promise_in_bounds').
+// out-of-range entry of an integer array index is dropped (JAX's default mode,
+// and 'promise_in_bounds' as XLA's scatter), or clamped into range with `clip`
+// (mode='clip').
 Tensor index_update(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items,
                     const Tensor& v, UpdateMode mode, bool clip = false);
 // x.at[items].get(mode='fill', fill_value=f): x[items] with `fill` (0-d) where an
 // integer array index is out of range.
 Tensor index_fill(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items,
                   const Tensor& fill);
-
-// ---- comparisons needing the host -----------------------------------------
-bool allclose(OpContext& cx, const Tensor& a, const Tensor& b, double rtol = 1e-5,
-              double atol = 1e-8, bool equal_nan = false);
-bool array_equal(OpContext& cx, const Tensor& a, const Tensor& b);
 
 // nextafter(x, to) in float type dt (16-bit types via their bits).
 double next_toward(double x, double to, DType dt);

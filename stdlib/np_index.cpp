@@ -301,9 +301,11 @@ std::pair<Tensor, std::vector<IndexItem>> route_out_of_range(OpContext& cx, cons
   pad.hi.assign(av(x).shape.size(), 0);
   pad.interior.assign(av(x).shape.size(), 0);
   size_t d = 0;
+  bool any_array = false;
   for (IndexItem& it : items) {
     if (it.kind == Kind::NewAxis) continue;
     if (it.kind == Kind::Array) {
+      any_array = true;
       Tensor n = scalar(cx, Scalar::of_int(av(x).shape[d]), av(it.array).dtype, false);
       Tensor zero = scalar(cx, Scalar::of_int(0), av(it.array).dtype, false);
       Tensor wrapped = where(cx, binary(cx, BinOp::Lt, it.array, zero),
@@ -315,6 +317,7 @@ std::pair<Tensor, std::vector<IndexItem>> route_out_of_range(OpContext& cx, cons
     }
     ++d;
   }
+  if (!any_array) return {x, items}; // basic indices only: nothing can be out of range
   return {bind(cx, Op::Pad, pad, {x, fill}), items};
 }
 

@@ -428,13 +428,3 @@ TEST_CASE_METHOD(Fixture, "at[] updates", "[np]") {
         }) == "at[].update: cannot broadcast update of shape (3,) into the indexed shape (2,)");
 }
 
-TEST_CASE_METHOD(Fixture, "allclose and array_equal", "[np]") {
-  CHECK(allclose(cx, f32({1, 2}), f32({1, 2.000001})));
-  CHECK_FALSE(allclose(cx, f32({1, 2}), f32({1, 2.1})));
-  CHECK(allclose(cx, f32({1, 1}), py(1.0)));
-  CHECK_FALSE(allclose(cx, f32({NAN}), f32({NAN})));
-  CHECK(allclose(cx, f32({NAN, INFINITY}), f32({NAN, INFINITY}), 1e-5, 1e-8, true));
-  CHECK(array_equal(cx, ar(3), arf(3)));
-  CHECK_FALSE(array_equal(cx, ar(3), ar(4)));
-  CHECK_FALSE(array_equal(cx, ar(3), arr({0, 1, 3}, DType::Int32)));
-}
