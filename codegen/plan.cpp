@@ -179,6 +179,7 @@ bool fusible_instr(const Function& f, const Instr& in) {
   case OpFamily::Scan:
   case OpFamily::Dot:
   case OpFamily::Index:
+  case OpFamily::Linalg: // LAPACK through the reference kernel
   case OpFamily::Collective:
   case OpFamily::Effect:
   case OpFamily::Call:

@@ -507,6 +507,19 @@ bool IRParser::parse_attr(OpAttrs& a, const std::string& key) {
     bool v = accept_word("true");
     if (!v) expect_word("false");
     (key == "weak" ? a.weak : key == "reverse" ? a.reverse : a.tiled) = v;
+  } else if (key == "left_side" || key == "lower" || key == "transpose_a" ||
+             key == "unit_diagonal" || key == "full_matrices" || key == "compute_uv") {
+    bool v = accept_word("true");
+    if (!v) expect_word("false");
+    LinalgAttrs& l = a.linalg;
+    (key == "left_side"       ? l.left_side
+     : key == "lower"         ? l.lower
+     : key == "transpose_a"   ? l.transpose_a
+     : key == "unit_diagonal" ? l.unit_diagonal
+     : key == "full_matrices" ? l.full_matrices
+                              : l.compute_uv) = v;
+  } else if (key == "output") {
+    a.linalg.output = static_cast<int>(integer());
   } else if (key == "shape") {
     a.shape = int_list('(', ')');
   } else if (key == "axis") {

@@ -35,6 +35,21 @@ std::string names_str(const std::vector<std::string>& v) {
   return s + ")";
 }
 
+// The flags each linalg op reads: "output=1 full_matrices=true".
+std::string linalg_attrs_str(Op op, const LinalgAttrs& l) {
+  auto flag = [](const char* k, bool v) { return std::string(" ") + k + (v ? "=true" : "=false"); };
+  std::string s;
+  if (op == Op::Lu || op == Op::Qr || op == Op::Eigh || op == Op::Svd)
+    s += " output=" + std::to_string(l.output);
+  if (op == Op::TriangularSolve)
+    s += flag("left_side", l.left_side) + flag("lower", l.lower) +
+         flag("transpose_a", l.transpose_a) + flag("unit_diagonal", l.unit_diagonal);
+  if (op == Op::Eigh) s += flag("lower", l.lower);
+  if (op == Op::Qr || op == Op::Svd) s += flag("full_matrices", l.full_matrices);
+  if (op == Op::Svd) s += flag("compute_uv", l.compute_uv);
+  return s.empty() ? s : s.substr(1);
+}
+
 // "axis_names=(i) group_size=4", plus " axis_index_groups=[[0, 1], [2, 3]]" when set.
 std::string group_str(const OpAttrs& a) {
   std::string s = "axis_names=" + names_str(a.axis_names) + " group_size=" + std::to_string(a.group_size);
@@ -155,6 +170,13 @@ std::string attrs_str(Op op, const OpAttrs& a) {
            " rhs_contract=" + ints_str(a.dot.rhs_contract);
   case Op::Take:
     return "axis=" + std::to_string(a.axis);
+  case Op::Cholesky:
+  case Op::TriangularSolve:
+  case Op::Lu:
+  case Op::Qr:
+  case Op::Eigh:
+  case Op::Svd:
+    return linalg_attrs_str(op, a.linalg);
   case Op::Scatter:
     return "axis=" + std::to_string(a.axis) + " mode=" + scatter_mode_name(a.mode);
   case Op::Psum:

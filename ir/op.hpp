@@ -37,6 +37,7 @@ enum class OpFamily : uint8_t {
   Scan,
   Dot,
   Index,
+  Linalg,
   Collective,
   Effect,
   Call,
@@ -62,6 +63,14 @@ struct DotDims {
 enum class ScatterMode : uint8_t { Set, Add, Mul, Min, Max };
 const char* scatter_mode_name(ScatterMode m);
 
+// The flags of the linalg ops (ops.def) and which result a factorization op gives.
+struct LinalgAttrs {
+  int output = 0;
+  bool left_side = false, lower = false, transpose_a = false, unit_diagonal = false;
+  bool full_matrices = false, compute_uv = false;
+  bool operator==(const LinalgAttrs&) const = default;
+};
+
 // The static parameters of a primitive; each op reads only the fields its
 // ops.def comment names, the rest keep their defaults (so equal ops compare equal).
 struct OpAttrs {
@@ -86,6 +95,7 @@ struct OpAttrs {
   bool tiled = false;                           // all_gather, psum_scatter
   int64_t concat_axis = 0;                      // all_to_all
   std::vector<std::pair<int64_t, int64_t>> pairs; // ppermute: (source, destination) ranks
+  LinalgAttrs linalg;                           // cholesky, triangular_solve, lu, qr, eigh, svd
   std::shared_ptr<const SpmdCallee> callee;     // spmd_call
   std::shared_ptr<const WhileLoop> loop;        // while
   std::shared_ptr<const CustomCallee> custom;   // custom_call

@@ -345,6 +345,13 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
     return dot_general(in[0], in[1], a, oa);
   case Op::Take:
     return take(in[0], in[1], a, oa);
+  case Op::Cholesky:
+  case Op::TriangularSolve:
+  case Op::Lu:
+  case Op::Qr:
+  case Op::Eigh:
+  case Op::Svd:
+    return linalg(op, in, a, oa);
   case Op::Scatter:
     return scatter(in[0], in[1], in[2], a, oa);
   case Op::Psum:

@@ -402,6 +402,94 @@ AVal collective(Op op, const OpAttrs& a, std::span<const AVal> in) {
   fail(ErrCode::Internal, op, "not a collective");
 }
 
+// JAX's linalg_shape_rule: each operand is a batch of matrices (the trailing
+// two dims), every operand with the same number of batch dims.
+AVal linalg(Op op, const OpAttrs& a, std::span<const AVal> in) {
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i].ndim() < 2)
+      fail(ErrCode::Shape, op,
+           "Input " + std::to_string(i) + " to " + op_name(op) +
+               " must have rank at least 2, but got shape=" + shape_str(in[i].shape));
+    std::string at = " at position " + std::to_string(i);
+    if (!is_floating(in[i].dtype)) // JAX's naryop_dtype_rule
+      fail(ErrCode::DType, op,
+           std::string(op_name(op)) + " does not accept dtype " + dtype_name(in[i].dtype) + at +
+               ". Accepted dtypes" + at + " are subtypes of floating, complexfloating.");
+    if (in[i].dtype != DType::Float32 && in[i].dtype != DType::Float64) // LAPACK's types
+      fail(ErrCode::DType, op,
+           std::string("operand dtype ") + dtype_name(in[i].dtype) +
+               " is not supported (float32 or float64 required)");
+  }
+  const AVal& x = in[0];
+  const Shape& s = x.shape;
+  size_t nb = s.size() - 2;
+  Shape batch(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(nb));
+  int64_t m = s[nb], n = s[nb + 1];
+  auto out = [&](std::initializer_list<int64_t> dims, DType d) {
+    Shape r = batch;
+    r.insert(r.end(), dims);
+    return AVal{d, r, false};
+  };
+  auto square = [&](const std::string& what) {
+    if (m != n) fail(ErrCode::Shape, op, what + shape_str({m, n}) + ".");
+  };
+  const LinalgAttrs& l = a.linalg;
+  auto check_output = [&](int count) {
+    if (l.output < 0 || l.output >= count)
+      fail(ErrCode::Internal, op, "output " + std::to_string(l.output) + " does not exist");
+  };
+  int64_t k = std::min(m, n);
+  switch (op) {
+  case Op::Cholesky:
+    square("The input to cholesky must be a square matrix. Got shape ");
+    return out({m, n}, x.dtype);
+  case Op::TriangularSolve: {
+    const AVal& b = in[1];
+    if (b.dtype != x.dtype)
+      fail(ErrCode::DType, op,
+           std::string("operands must have the same dtype, got ") + dtype_name(x.dtype) +
+               " and " + dtype_name(b.dtype));
+    if (b.ndim() != x.ndim())
+      fail(ErrCode::Shape, op,
+           "All inputs to triangular_solve must have the same number of batch dimensions, but got [" +
+               std::to_string(nb) + ", " + std::to_string(b.ndim() - 2) +
+               "] batch dimensions for the inputs.");
+    square("The first input to triangular_solve must be a square matrix. Got shape ");
+    int64_t common = b.shape[b.shape.size() - (l.left_side ? 2 : 1)];
+    Shape bb(b.shape.begin(), b.shape.end() - 2);
+    if (n != common || bb != batch)
+      fail(ErrCode::Shape, op,
+           "Incompatible shapes for arguments to triangular_solve: " + shape_str(s) + " and " +
+               shape_str(b.shape) + ".");
+    return b;
+  }
+  case Op::Lu:
+    check_output(3);
+    if (l.output == 0) return out({m, n}, x.dtype);
+    return l.output == 1 ? out({k}, DType::Int32) : out({m}, DType::Int32);
+  case Op::Qr: {
+    check_output(2);
+    int64_t kq = l.full_matrices ? m : k;
+    return l.output == 0 ? out({m, kq}, x.dtype) : out({kq, n}, x.dtype);
+  }
+  case Op::Eigh:
+    check_output(2);
+    if (m != n)
+      fail(ErrCode::Shape, op,
+           "Argument to symmetric eigendecomposition must have shape [..., n, n], got shape " +
+               shape_str(s));
+    return l.output == 0 ? out({n, n}, x.dtype) : out({n}, x.dtype);
+  case Op::Svd:
+    check_output(3);
+    if (l.output == 0) return out({k}, x.dtype);
+    if (l.output == 1) return out({m, l.full_matrices ? m : k}, x.dtype);
+    return out({l.full_matrices ? n : k, n}, x.dtype);
+  default:
+    break;
+  }
+  fail(ErrCode::Internal, op, "not a linalg op");
+}
+
 } // namespace
 
 AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
@@ -519,6 +607,13 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
     return dot_general(op, a, in[0], in[1]);
   case Op::Take:
     return take(op, a, in[0], in[1]);
+  case Op::Cholesky:
+  case Op::TriangularSolve:
+  case Op::Lu:
+  case Op::Qr:
+  case Op::Eigh:
+  case Op::Svd:
+    return linalg(op, a, in);
   case Op::Scatter:
     return scatter(op, a, in[0], in[1], in[2]);
   case Op::Psum:

@@ -18,6 +18,7 @@ AxisSet infer_vma(Op op, std::span<const AxisSet> operands, AxisSet named, bool 
   case OpFamily::Scan:
   case OpFamily::Dot:
   case OpFamily::Index:
+  case OpFamily::Linalg:
     return all;
   case OpFamily::Effect:
   case OpFamily::Call: // only single-device code calls an SPMD function

@@ -219,6 +219,59 @@ Tensor gather_transpose(B& b, const OpAttrs& a, const Tensor& x, const Tensor& c
   return take(b, blocks, rank, axis);
 }
 
+// Batched matrix product over the trailing two dims, with either side transposed.
+Tensor batch_matmul(B& b, const Tensor& x, const Tensor& y, bool tx, bool ty) {
+  int64_t nd = x->aval.ndim(), nb = nd - 2;
+  OpAttrs a;
+  for (int64_t i = 0; i < nb; ++i) a.dot.lhs_batch.push_back(i), a.dot.rhs_batch.push_back(i);
+  a.dot.lhs_contract = {tx ? nb : nb + 1};
+  a.dot.rhs_contract = {ty ? nb + 1 : nb};
+  return b.bind(Op::DotGeneral, a, {x, y});
+}
+
+Tensor swap_last(B& b, const Tensor& x) {
+  std::vector<int64_t> perm(static_cast<size_t>(x->aval.ndim()));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+  return b.transpose(x, perm);
+}
+
+// x with the elements outside its (batched) triangle zeroed: the lower one,
+// j <= i + k, or the upper one, j >= i + k.
+Tensor triangle(B& b, const Tensor& x, bool lower, int64_t k) {
+  const Shape& s = x->aval.shape;
+  OpAttrs ri, ci;
+  ri.dtype = ci.dtype = DType::Int32;
+  ri.shape = ci.shape = s;
+  ri.axis = static_cast<int64_t>(s.size()) - 2;
+  ci.axis = static_cast<int64_t>(s.size()) - 1;
+  Tensor rows = b.bind(Op::Iota, ri, {}), cols = b.bind(Op::Iota, ci, {});
+  Tensor shifted = b.add(rows, b.full(rows, static_cast<double>(k)));
+  Tensor keep = b.bin(lower ? Op::Le : Op::Ge, cols, shifted);
+  return b.select(keep, x, b.zeros(x));
+}
+
+// triangular_solve's cotangents (JAX's _triangular_solve_transpose_rule for
+// b; for a, the transpose of _triangular_solve_jvp_rule_a).
+std::vector<Tensor> triangular_solve_vjp(B& b, const OpAttrs& at, std::span<const Tensor> p,
+                                         const Tensor& y, const Tensor& g,
+                                         const std::vector<bool>& need) {
+  const LinalgAttrs& l = at.linalg;
+  OpAttrs tr = at;
+  tr.linalg.transpose_a = !l.transpose_a;
+  Tensor ct_b = b.bind(Op::TriangularSolve, tr, {p[0], g});
+  Tensor ct_a;
+  if (need[0]) {
+    // op(A)'s cotangent: -ct_b y^T (left side) or -y^T ct_b (right side).
+    Tensor c = l.left_side ? batch_matmul(b, ct_b, y, false, true)
+                           : batch_matmul(b, y, ct_b, true, false);
+    if (l.transpose_a) c = swap_last(b, c);
+    int64_t k = l.unit_diagonal ? (l.lower ? -1 : 1) : 0;
+    ct_a = triangle(b, b.neg(c), l.lower, k); // masked after negating, as JAX (zeros stay +0)
+  }
+  return {ct_a, need[1] ? ct_b : nullptr};
+}
+
 } // namespace
 
 std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in,
@@ -450,6 +503,20 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
     return {
         when(0, [&] { return dot_transpose_lhs(b, g, p[0]->aval, p[1], at.dot, false); }),
         when(1, [&] { return dot_transpose_lhs(b, g, p[1]->aval, p[0], swapped(at.dot), true); })};
+  case Op::TriangularSolve:
+    return triangular_solve_vjp(b, at, p, y, g, need);
+  case Op::Cholesky:
+  case Op::Lu:
+  case Op::Qr:
+  case Op::Eigh:
+  case Op::Svd:
+    // The factorizations are differentiated by the jvp rules of their
+    // jax.lax.linalg wrappers (stdlib/linalg_lax.pxl, custom_jvp), which are
+    // always what records them.
+    if (!is_floating(y->aval.dtype)) return out;
+    throw Error(ErrCode::Unsupported,
+                std::string("differentiating the raw ") + op_name(in.op) +
+                    " primitive is not supported (call it through jax.lax.linalg)");
   case Op::Take: {
     // take clamps its indices; the transpose adds into the clamped positions.
     const Tensor& idx = p[1];

@@ -385,6 +385,13 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
   case Op::Ge:
   case Op::Fma:
   case Op::Threefry2x32:
+  // Linalg ops treat leading dims as a batch already.
+  case Op::Cholesky:
+  case Op::TriangularSolve:
+  case Op::Lu:
+  case Op::Qr:
+  case Op::Eigh:
+  case Op::Svd:
     return {cx.bind(op, attrs, all_batched()), true};
   case Op::Select: {
     std::vector<Tensor> xs = all_batched();

@@ -329,6 +329,34 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
           return device_put_leaf(in, leaf, target);
         });
   });
+  // The linalg primitives, which stdlib/linalg_lax.pxl wraps (giving them
+  // their derivatives): _linalg(name, a[, b], output=, flags...).
+  def("_linalg", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_linalg", a,
+                {"name", "a", "b", "output", "left_side", "lower", "transpose_a", "unit_diagonal",
+                 "full_matrices", "compute_uv"},
+                2);
+    static const std::pair<const char*, Op> ops[] = {
+        {"cholesky", Op::Cholesky}, {"triangular_solve", Op::TriangularSolve}, {"lu", Op::Lu},
+        {"qr", Op::Qr},             {"eigh", Op::Eigh},                        {"svd", Op::Svd}};
+    std::string name = r.get_str(0);
+    const Op* op = nullptr;
+    for (const auto& [n, o] : ops)
+      if (name == n) op = &o;
+    if (!op) throw Error(ErrCode::Value, "_linalg(): unknown primitive '" + name + "'");
+    OpAttrs at;
+    LinalgAttrs& l = at.linalg;
+    l.output = static_cast<int>(r.get_int(3, 0));
+    l.left_side = r.get_bool(4, false);
+    l.lower = r.get_bool(5, false);
+    l.transpose_a = r.get_bool(6, false);
+    l.unit_diagonal = r.get_bool(7, false);
+    l.full_matrices = r.get_bool(8, false);
+    l.compute_uv = r.get_bool(9, false);
+    Tensor x = T(in, r[1]);
+    if (*op == Op::TriangularSolve) return make_array(bind(in, *op, at, {x, T(in, r[2])}));
+    return make_array(bind(in, *op, at, {x}));
+  });
   def("optimization_barrier", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("optimization_barrier", a, {"operand"}, 1);
     return r[0];

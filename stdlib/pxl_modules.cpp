@@ -68,7 +68,12 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   // numpy_*.pxl define more of jax.numpy in pxl: merge their public functions into np.
   Value np = jax.as<ModuleObj>()->env->vars.at("numpy");
   for (const char* file : {"numpy_extra", "numpy_more", "numpy_sort", "numpy_misc"}) merge_functions(in, file, np);
-  // np.linalg (also jax.numpy.linalg): the norms.
+  // jax.lax.linalg: the factorization primitives with their JVP rules.
+  Value lax = jax.as<ModuleObj>()->env->vars.at("lax");
+  Value lax_linalg = in.import_module("linalg_lax", Span{}, "");
+  lax.as<ModuleObj>()->env->vars["linalg"] = lax_linalg;
+  in.register_module("jax.lax.linalg", lax_linalg);
+  // np.linalg (also jax.numpy.linalg).
   Value linalg = in.import_module("numpy_linalg", Span{}, "");
   np.as<ModuleObj>()->env->vars["linalg"] = linalg;
   in.register_module("jax.numpy.linalg", linalg);
@@ -76,7 +81,6 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   // random_extra.pxl: more samplers, merged into jax.random.
   merge_functions(in, "random_extra", jax.as<ModuleObj>()->env->vars.at("random"));
   // lax_extra.pxl likewise for jax.lax (control flow, slicing helpers).
-  Value lax = jax.as<ModuleObj>()->env->vars.at("lax");
   merge_functions(in, "lax_extra", lax);
   merge_functions(in, "lax_conv", lax);   // convolutions, reduce_window, reduce
   merge_functions(in, "lax_gather", lax); // gather, scatter
@@ -96,12 +100,15 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   Value norm = in.import_module("scipy_stats_norm", Span{}, "");
   ModuleBuilder stats("jax.scipy.stats");
   stats.val("norm", norm);
+  Value scipy_linalg = in.import_module("scipy_linalg", Span{}, "");
   ModuleBuilder scipy("jax.scipy");
   scipy.val("special", special);
+  scipy.val("linalg", scipy_linalg);
   scipy.val("stats", stats.value());
   jax.as<ModuleObj>()->env->vars["scipy"] = scipy.value();
   in.register_module("jax.scipy", scipy.value());
   in.register_module("jax.scipy.special", special);
+  in.register_module("jax.scipy.linalg", scipy_linalg);
   in.register_module("jax.scipy.stats", stats.value());
   in.register_module("jax.scipy.stats.norm", norm);
   // jax.nn must be an attribute of the jax module, so nn loads now (a few defs).

@@ -1,0 +1,23 @@
+// LAPACK factorizations and BLAS trsm over OpenBLAS, the kernels of the linalg
+// ops (ir/ref_linalg.cpp). Matrices are column-major, as LAPACK (and XLA's CPU
+// calls into it) use them; T is float or double. Each returns LAPACK's info
+// (0: success; > 0: the factorization failed, e.g. not positive definite).
+#pragma once
+#include <cstdint>
+
+namespace pxl::lapack {
+
+template <class T> int potrf(bool lower, int n, T* a, int lda);
+template <class T> int getrf(int m, int n, T* a, int lda, int* ipiv); // 1-based pivots
+template <class T> int geqrf(int m, int n, T* a, int lda, T* tau);
+template <class T> int orgqr(int m, int n, int k, T* a, int lda, const T* tau);
+template <class T> int syevd(bool lower, int n, T* a, int lda, T* w); // eigenvectors into a
+// jobz: 'A' (all of u, vt), 'S' (the first min(m, n)) or 'N' (none).
+template <class T>
+int gesdd(char jobz, int m, int n, T* a, int lda, T* s, T* u, int ldu, T* vt, int ldvt);
+// op(A) X = B (left_side) or X op(A) = B, B (m x n) overwritten with X.
+template <class T>
+void trsm(bool left_side, bool lower, bool transpose_a, bool unit_diagonal, int m, int n,
+          const T* a, int lda, T* b, int ldb);
+
+} // namespace pxl::lapack
