@@ -498,26 +498,32 @@ const int IRParser::kNumOps = [] {
 namespace pxl {
 namespace {
 
+// The boolean attribute named `key`, or null.
+bool* bool_attr(OpAttrs& a, const std::string& key) {
+  LinalgAttrs& l = a.linalg;
+  const std::pair<const char*, bool*> flags[] = {{"weak", &a.weak},
+                                                 {"reverse", &a.reverse},
+                                                 {"tiled", &a.tiled},
+                                                 {"left_side", &l.left_side},
+                                                 {"lower", &l.lower},
+                                                 {"transpose_a", &l.transpose_a},
+                                                 {"unit_diagonal", &l.unit_diagonal},
+                                                 {"full_matrices", &l.full_matrices},
+                                                 {"compute_uv", &l.compute_uv}};
+  for (auto [name, field] : flags)
+    if (key == name) return field;
+  return nullptr;
+}
+
 bool IRParser::parse_attr(OpAttrs& a, const std::string& key) {
   if (key == "dtype") {
     auto d = dtype_from_name(ident());
     if (!d) fail("unknown dtype");
     a.dtype = *d;
-  } else if (key == "weak" || key == "reverse" || key == "tiled") {
+  } else if (bool* flag = bool_attr(a, key)) {
     bool v = accept_word("true");
     if (!v) expect_word("false");
-    (key == "weak" ? a.weak : key == "reverse" ? a.reverse : a.tiled) = v;
-  } else if (key == "left_side" || key == "lower" || key == "transpose_a" ||
-             key == "unit_diagonal" || key == "full_matrices" || key == "compute_uv") {
-    bool v = accept_word("true");
-    if (!v) expect_word("false");
-    LinalgAttrs& l = a.linalg;
-    (key == "left_side"       ? l.left_side
-     : key == "lower"         ? l.lower
-     : key == "transpose_a"   ? l.transpose_a
-     : key == "unit_diagonal" ? l.unit_diagonal
-     : key == "full_matrices" ? l.full_matrices
-                              : l.compute_uv) = v;
+    *flag = v;
   } else if (key == "output") {
     a.linalg.output = static_cast<int>(integer());
   } else if (key == "shape") {
