@@ -33,6 +33,8 @@ llvm::Type* ScalarEmitter::compute_type(DType d) {
     return b_.getFloatTy();
   case DType::Float64:
     return b_.getDoubleTy();
+  case DType::Complex64: // never fused (fusible_instr): complex ops run as host steps
+    break;
   }
   internal_error(__FILE__, __LINE__, "bad dtype");
 }
@@ -200,6 +202,8 @@ Value* ScalarEmitter::convert(DType from, DType to, Value* v) {
       r = to == DType::Float64 ? b_.CreateFPExt(v, ct) : b_.CreateFPTrunc(v, ct);
     return round_to(to, r);
   }
+  case DType::Complex64: // never fused
+    break;
   }
   internal_error(__FILE__, __LINE__, "bad dtype");
 }

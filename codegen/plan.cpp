@@ -156,6 +156,11 @@ void fuse_rows(const Function& f, const std::vector<bool>& is_result, KernelPlan
 } // namespace
 
 bool fusible_instr(const Function& f, const Instr& in) {
+  // The kernel emitter has no complex arithmetic: complex64 values are
+  // computed by the reference kernels as host steps (DESIGN: codegen).
+  if (is_complex(f.values[in.result].aval.dtype)) return false;
+  for (int o : in.operands)
+    if (is_complex(f.values[o].aval.dtype)) return false;
   switch (op_family(in.op)) {
   case OpFamily::Unary:
   case OpFamily::Binary:

@@ -22,6 +22,7 @@ size_t dtype_size(DType d) {
   case DType::Float32:
     return 4;
   case DType::Float64:
+  case DType::Complex64:
     return 8;
   }
   return 0;
@@ -51,6 +52,8 @@ const char* dtype_name(DType d) {
     return "float32";
   case DType::Float64:
     return "float64";
+  case DType::Complex64:
+    return "complex64";
   }
   return "?";
 }
@@ -93,7 +96,7 @@ namespace {
 // int64, which never survives: x64 is off, so it is canonicalised to int32)
 // and the strong floats.
 struct Node {
-  enum Kind { Bool, IntW, Int, FloatW, Float } kind;
+  enum Kind { Bool, IntW, Int, FloatW, Float, ComplexW, Complex } kind;
   bool is_signed = false;     // Int
   int bits = 0;               // Int: 8..64
   DType flt = DType::Float32; // Float
@@ -101,6 +104,7 @@ struct Node {
 
 Node node_of(DType d, bool weak) {
   if (d == DType::Bool) return {Node::Bool};
+  if (is_complex(d)) return {weak ? Node::ComplexW : Node::Complex};
   if (is_integer(d)) {
     if (weak) return {Node::IntW};
     return {Node::Int, is_signed_int(d), static_cast<int>(8 * dtype_size(d))};
@@ -121,6 +125,10 @@ PromotedType type_of(const Node& n) {
     return {DType::Float32, true};
   case Node::Float:
     return {n.flt, false};
+  case Node::ComplexW:
+    return {DType::Complex64, true};
+  case Node::Complex:
+    return {DType::Complex64, false};
   }
   return {DType::Float32, false};
 }
@@ -151,7 +159,14 @@ Node join_ints(const Node& a, const Node& b) {
 
 Node join(const Node& a, const Node& b) {
   // Kinds in lattice order: a lower kind is below everything of a higher one.
-  if (a.kind != b.kind) return a.kind > b.kind ? a : b;
+  if (a.kind != b.kind) {
+    const Node& hi = a.kind > b.kind ? a : b;
+    const Node& lo = a.kind > b.kind ? b : a;
+    // A strong float is not below the weak complex: their join is complex64
+    // (complex128 for float64, which is complex64 with x64 off).
+    if (hi.kind == Node::ComplexW && lo.kind == Node::Float) return {Node::Complex};
+    return hi;
+  }
   switch (a.kind) {
   case Node::Int:
     return join_ints(a, b);

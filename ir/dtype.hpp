@@ -20,12 +20,13 @@ enum class DType : uint8_t {
   Int8,
   UInt8,
   Int16,
-  UInt16
+  UInt16,
+  Complex64 // two float32s (real, imaginary), like std::complex<float>
 };
 // Every dtype, in the order jnp lists them (for tables and name lookups).
 inline constexpr DType kAllDTypes[] = {
     DType::Bool,   DType::Int8,    DType::Int16,    DType::Int32,   DType::UInt8,  DType::UInt16,
-    DType::UInt32, DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
+    DType::UInt32, DType::Float16, DType::BFloat16, DType::Float32, DType::Float64, DType::Complex64};
 
 size_t dtype_size(DType d);
 const char* dtype_name(DType d); // "float32", "int32", "bool", ...
@@ -33,6 +34,11 @@ std::optional<DType> dtype_from_name(std::string_view name); // accepts "float32
 inline bool is_floating(DType d) {
   return d == DType::Float16 || d == DType::BFloat16 || d == DType::Float32 || d == DType::Float64;
 }
+inline bool is_complex(DType d) { return d == DType::Complex64; }
+// numpy's inexact: floating or complex.
+inline bool is_inexact(DType d) { return is_floating(d) || is_complex(d); }
+// The real type of a complex dtype's parts (float32); other dtypes are their own.
+inline DType real_dtype(DType d) { return is_complex(d) ? DType::Float32 : d; }
 inline bool is_signed_int(DType d) {
   return d == DType::Int8 || d == DType::Int16 || d == DType::Int32;
 }
@@ -52,8 +58,10 @@ struct PromotedType {
   DType dtype;
   bool weak;
 };
-// JAX's lattice: bool < int(weak) < int32/uint32 ... < float(weak) < f16/bf16 < f32 < f64.
-// A weak operand only fixes the kind (int/float), the strong operand fixes the width.
+// JAX's lattice: bool < int(weak) < int32/uint32 ... < float(weak) < f16/bf16 < f32 < f64,
+// and float(weak) < complex(weak) < complex64 (a strong float joined with a weak
+// complex is a strong complex64). A weak operand only fixes the kind
+// (int/float/complex), the strong operand fixes the width.
 PromotedType promote_types(DType a, bool a_weak, DType b, bool b_weak);
 
 // IEEE half and bfloat16 <-> float conversions (round to nearest even).

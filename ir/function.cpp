@@ -46,6 +46,7 @@ const char* short_dtype(DType d) {
   case DType::BFloat16: return "bf16";
   case DType::Float32: return "f32";
   case DType::Float64: return "f64";
+  case DType::Complex64: return "c64";
   }
   return "?";
 }
@@ -534,6 +535,15 @@ bool IRParser::parse_attr(OpAttrs& a, const std::string& key) {
     a.concat_axis = integer();
   } else if (key == "format" || key == "word") { // debug_print, threefry2x32
     a.axis = integer();
+  } else if (key == "fft_type") {
+    std::string t = ident();
+    const char* names[] = {"FFT", "IFFT", "RFFT", "IRFFT"};
+    a.axis = -1;
+    for (int i = 0; i < 4; ++i)
+      if (t == names[i]) a.axis = i;
+    if (a.axis < 0) fail("unknown fft_type '" + t + "'");
+  } else if (key == "fft_lengths") {
+    a.shape = int_list('[', ']');
   } else if (key == "group_size") {
     a.group_size = integer();
   } else if (key == "axis_index_groups") {

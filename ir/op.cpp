@@ -127,6 +127,10 @@ std::string attrs_str(Op op, const OpAttrs& a) {
   case Op::Ge:
   case Op::Select:
   case Op::Fma:
+  case Op::Real:
+  case Op::Imag:
+  case Op::Conj:
+  case Op::Complex:
     return "";
   case Op::Threefry2x32:
     return "word=" + std::to_string(a.axis);
@@ -164,6 +168,11 @@ std::string attrs_str(Op op, const OpAttrs& a) {
     return "axis=" + std::to_string(a.axis) + " dtype=" + dtype_name(a.dtype);
   case Op::Cumsum:
     return "axis=" + std::to_string(a.axis) + (a.reverse ? " reverse=true" : "");
+  case Op::Fft: {
+    const char* types[] = {"FFT", "IFFT", "RFFT", "IRFFT"};
+    return std::string("fft_type=") + (a.axis >= 0 && a.axis < 4 ? types[a.axis] : "?") +
+           " fft_lengths=" + ints_str(a.shape);
+  }
   case Op::DotGeneral:
     return "lhs_batch=" + ints_str(a.dot.lhs_batch) + " rhs_batch=" + ints_str(a.dot.rhs_batch) +
            " lhs_contract=" + ints_str(a.dot.lhs_contract) +

@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "ir/ref_complex.hpp"
 #include "ir/ref_math.hpp"
 #include "ir/ref_util.hpp"
 #include "runtime/threefry.hpp"
@@ -78,6 +79,32 @@ template <class F32, class F64> auto by_width(F32 f32, F64 f64) {
   };
 }
 
+// Calls real(v) for real compute types and cx(v) for complex64.
+template <class R, class Cx> auto or_cx(R real, Cx cx) {
+  return [=](auto v) {
+    if constexpr (is_complex_v<decltype(v)>)
+      return cx(v);
+    else
+      return real(v);
+  };
+}
+template <class R, class Cx> auto or_cx2(R real, Cx cx) {
+  return [=](auto x, auto y) {
+    if constexpr (is_complex_v<decltype(x)>)
+      return cx(x, y);
+    else
+      return real(x, y);
+  };
+}
+
+// out[i] = fn(x[i]) from complex64 to float32 (real, imag, abs).
+template <class Fn> Array complex_to_real(const Array& x, Array out, Fn fn) {
+  const auto* xs = x.as<std::complex<float>>();
+  auto* os = out.as<float>();
+  for (int64_t i = 0; i < x.size(); ++i) os[i] = fn(xs[i]);
+  return out;
+}
+
 xla::Round rounding_of(DType d) {
   return d == DType::Float16 ? xla::Round::F16
                              : (d == DType::BFloat16 ? xla::Round::BF16 : xla::Round::F32);
@@ -114,38 +141,46 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
   switch (op) {
   // ---- unary ----
   case Op::Neg:
-    return un.template operator()<kNum>([](auto v) {
+    return un.template operator()<kNum | kComplex>([](auto v) {
       if constexpr (is_int_v<decltype(v)>)
         return wrap_sub(decltype(v)(0), v);
       else
         return -v;
     });
   case Op::Exp:
-    return un.template operator()<kFloat>(by_width(xla::exp_f32, xla::exp_f64));
+    return un.template operator()<kFloat | kComplex>(
+        or_cx(by_width(xla::exp_f32, xla::exp_f64), cplx::exp));
   case Op::Log:
-    return un.template operator()<kFloat>(
-        by_width(xla::log_f32, [](double v) { return std::log(v); }));
+    return un.template operator()<kFloat | kComplex>(
+        or_cx(by_width(xla::log_f32, [](double v) { return std::log(v); }), cplx::log));
   case Op::Log1p:
-    return un.template operator()<kFloat>(by_width(xla::log1p_f32, xla::log1p_f64));
+    return un.template operator()<kFloat | kComplex>(
+        or_cx(by_width(xla::log1p_f32, xla::log1p_f64), cplx::log1p));
   case Op::Expm1:
-    return un.template operator()<kFloat>(
+    return un.template operator()<kFloat | kComplex>(or_cx(
         by_width([r = rounding_of(in[0].dtype())](float v) { return xla::expm1_f32(v, r); },
-                 xla::expm1_f64));
+                 xla::expm1_f64),
+        cplx::expm1));
   case Op::Sqrt:
-    return un.template operator()<kFloat>([](auto v) { return std::sqrt(v); });
+    return un.template operator()<kFloat | kComplex>(
+        or_cx([](auto v) { return std::sqrt(v); }, cplx::sqrt));
   case Op::Rsqrt:
-    return un.template operator()<kFloat>(by_width(xla::rsqrt_f32, xla::rsqrt_f64));
+    return un.template operator()<kFloat | kComplex>(
+        or_cx(by_width(xla::rsqrt_f32, xla::rsqrt_f64), cplx::rsqrt));
   case Op::Tanh:
-    return un.template operator()<kFloat>(by_width(xla::tanh_f32, xla::tanh_f64));
+    return un.template operator()<kFloat | kComplex>(
+        or_cx(by_width(xla::tanh_f32, xla::tanh_f64), cplx::tanh));
   case Op::Sin:
-    return un.template operator()<kFloat>(
-        by_width(xla::sin_f32, [](double v) { return std::sin(v); }));
+    return un.template operator()<kFloat | kComplex>(
+        or_cx(by_width(xla::sin_f32, [](double v) { return std::sin(v); }), cplx::sin));
   case Op::Cos:
-    return un.template operator()<kFloat>(
-        by_width(xla::cos_f32, [](double v) { return std::cos(v); }));
+    return un.template operator()<kFloat | kComplex>(
+        or_cx(by_width(xla::cos_f32, [](double v) { return std::cos(v); }), cplx::cos));
   case Op::Tan:
-    return un.template operator()<kFloat>([](auto v) { return std::tan(v); });
+    return un.template operator()<kFloat | kComplex>(
+        or_cx([](auto v) { return std::tan(v); }, cplx::tan));
   case Op::Abs:
+    if (is_complex(in[0].dtype())) return complex_to_real(in[0], fresh(), cplx::abs);
     return un.template operator()<kNum>([](auto v) {
       using T = decltype(v);
       if constexpr (std::is_unsigned_v<T>)
@@ -156,9 +191,11 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
         return std::abs(v);
     });
   case Op::Sign:
-    return un.template operator()<kNum>([](auto v) {
+    return un.template operator()<kNum | kComplex>([](auto v) {
       using T = decltype(v);
-      if constexpr (std::is_unsigned_v<T>)
+      if constexpr (is_complex_v<T>)
+        return cplx::sign(v);
+      else if constexpr (std::is_unsigned_v<T>)
         return T(v > 0);
       else if constexpr (is_int_v<T>)
         return T((v > 0) - (v < 0));
@@ -173,7 +210,8 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
     // nearbyint in the default rounding mode rounds half to even, as numpy does.
     return un.template operator()<kFloat>([](auto v) { return std::nearbyint(v); });
   case Op::IsFinite:
-    return un.template operator()<kFloat, true>([](auto v) { return std::isfinite(v); });
+    return un.template operator()<kFloat | kComplex, true>(
+        or_cx([](auto v) { return std::isfinite(v); }, cplx::is_finite));
   case Op::Logistic:
     return un.template operator()<kFloat>(
         by_width([r = rounding_of(in[0].dtype())](float v) { return xla::logistic_f32(v, r); },
@@ -190,32 +228,42 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
       else
         return decltype(v)(~v);
     });
+  case Op::Real:
+    return complex_to_real(in[0], fresh(), [](std::complex<float> z) { return z.real(); });
+  case Op::Imag:
+    return complex_to_real(in[0], fresh(), [](std::complex<float> z) { return z.imag(); });
+  case Op::Conj:
+    return un.template operator()<kComplex>([](auto v) { return std::conj(v); });
   // ---- binary ----
   case Op::Add:
-    return bin.template operator()<kNum>([](auto x, auto y) {
+    return bin.template operator()<kNum | kComplex>([](auto x, auto y) {
       if constexpr (is_int_v<decltype(x)>)
         return wrap_add(x, y);
       else
         return x + y;
     });
   case Op::Sub:
-    return bin.template operator()<kNum>([](auto x, auto y) {
+    return bin.template operator()<kNum | kComplex>([](auto x, auto y) {
       if constexpr (is_int_v<decltype(x)>)
         return wrap_sub(x, y);
       else
         return x - y;
     });
   case Op::Mul:
-    return bin.template operator()<kNum>([](auto x, auto y) {
+    return bin.template operator()<kNum | kComplex>([](auto x, auto y) {
       if constexpr (is_int_v<decltype(x)>)
         return wrap_mul(x, y);
+      else if constexpr (is_complex_v<decltype(x)>)
+        return cplx::mul(x, y);
       else
         return x * y;
     });
   case Op::Div:
-    return bin.template operator()<kNum>([](auto x, auto y) {
+    return bin.template operator()<kNum | kComplex>([](auto x, auto y) {
       if constexpr (is_int_v<decltype(x)>)
         return int_div(x, y);
+      else if constexpr (is_complex_v<decltype(x)>)
+        return cplx::div(x, y);
       else
         return x / y;
     });
@@ -227,9 +275,11 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
         return std::fmod(x, y);
     });
   case Op::Pow:
-    return bin.template operator()<kNum>([](auto x, auto y) {
+    return bin.template operator()<kNum | kComplex>([](auto x, auto y) {
       if constexpr (is_int_v<decltype(x)>)
         return int_pow(x, y);
+      else if constexpr (is_complex_v<decltype(x)>)
+        return cplx::pow(x, y);
       else if constexpr (std::is_same_v<decltype(x), float>)
         return xla::pow_f32(x, y);
       else
@@ -259,10 +309,17 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
   case Op::ShiftRightArithmetic:
     return bin.template operator()<kInt>(
         [](auto x, auto y) { return shift_right_arithmetic(x, y); });
+  case Op::Complex: {
+    Array out = fresh();
+    const float *re = in[0].as<float>(), *im = in[1].as<float>();
+    auto* os = out.as<std::complex<float>>();
+    for (int64_t i = 0; i < out.size(); ++i) os[i] = {re[i], im[i]};
+    return out;
+  }
   case Op::Eq:
-    return bin.template operator()<kAny, true>([](auto x, auto y) { return x == y; });
+    return bin.template operator()<kAny | kComplex, true>([](auto x, auto y) { return x == y; });
   case Op::Ne:
-    return bin.template operator()<kAny, true>([](auto x, auto y) { return x != y; });
+    return bin.template operator()<kAny | kComplex, true>([](auto x, auto y) { return x != y; });
   case Op::Lt:
     return bin.template operator()<kAny, true>([](auto x, auto y) { return x < y; });
   case Op::Le:
@@ -340,6 +397,8 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
     return arg_reduce(false, in[0], a, oa);
   case Op::Cumsum:
     return cumsum(in[0], a, oa);
+  case Op::Fft:
+    return fft(in[0], a, oa);
   // ---- contraction, indexing ----
   case Op::DotGeneral:
     return dot_general(in[0], in[1], a, oa);

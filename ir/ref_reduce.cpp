@@ -10,6 +10,9 @@ namespace pxl::ref {
 namespace {
 
 template <class C> C reduce_init(Reduction r) {
+  if constexpr (is_complex_v<C>) // only sums and products of complex64 (the shape rule)
+    return r == Reduction::Prod ? C(1) : C(0);
+  else
   switch (r) {
   case Reduction::Sum:
     return C(0);
@@ -57,12 +60,12 @@ template <class C> C reduce_step(Reduction r, C acc, C v) {
   case Reduction::Min:
     return nan_min(acc, v);
   case Reduction::And:
-    if constexpr (is_float_v<C>)
+    if constexpr (is_float_v<C> || is_complex_v<C>)
       return acc; // rejected by the shape rule
     else
       return static_cast<C>(acc & v);
   case Reduction::Or:
-    if constexpr (is_float_v<C>)
+    if constexpr (is_float_v<C> || is_complex_v<C>)
       return acc;
     else
       return static_cast<C>(acc | v);
@@ -118,11 +121,12 @@ Array arg_reduce(bool is_max, const Array& x, const OpAttrs& a, const AVal& oa) 
       for (int64_t i = 0; i < inner; ++i) {
         int64_t best_k = 0;
         C best = E::load(xs[o * n * inner + i]);
-        for (int64_t k = 1; k < n; ++k) {
+        for (int64_t k = 1; k < n && !is_complex_v<C>; ++k) { // complex: rejected by the shape rule
           if constexpr (is_float_v<C>)
             if (std::isnan(best)) break;
           C v = E::load(xs[(o * n + k) * inner + i]);
-          bool better = is_max ? v > best : v < best;
+          bool better = false;
+          if constexpr (!is_complex_v<C>) better = is_max ? v > best : v < best;
           if constexpr (is_float_v<C>) better = better || std::isnan(v);
           if (better) best = v, best_k = k;
         }

@@ -2,6 +2,7 @@
 // dtype dispatch, index iteration and elementwise maps. Internal to ir/.
 #pragma once
 #include <cmath>
+#include <complex>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -59,6 +60,14 @@ template <> struct Elem<DType::Float64> {
   static S store(C c) { return c; }
 };
 
+// complex64 computes in std::complex<float> (XLA's CPU complex arithmetic).
+template <> struct Elem<DType::Complex64> {
+  using S = std::complex<float>;
+  using C = std::complex<float>;
+  static C load(S s) { return s; }
+  static S store(C c) { return c; }
+};
+
 // Calls f.template operator()<D>() for the runtime dtype d.
 template <class F> decltype(auto) visit_dtype(DType d, F&& f) {
   switch (d) {
@@ -84,16 +93,21 @@ template <class F> decltype(auto) visit_dtype(DType d, F&& f) {
     return f.template operator()<DType::Float32>();
   case DType::Float64:
     return f.template operator()<DType::Float64>();
+  case DType::Complex64:
+    return f.template operator()<DType::Complex64>();
   }
   internal_error(__FILE__, __LINE__, "bad dtype");
 }
 
 // Dtype classes a kernel is instantiated for (the shape rule already rejected
 // the others, so a mismatch here is an internal error).
-enum Kinds : unsigned { kBool = 1, kInt = 2, kFloat = 4, kNum = 6, kAny = 7 };
+// kAny is the ordered dtypes (complex has no order).
+enum Kinds : unsigned { kBool = 1, kInt = 2, kFloat = 4, kNum = 6, kAny = 7, kComplex = 8 };
 template <DType D> constexpr bool in_kinds(unsigned k) {
   if constexpr (D == DType::Bool)
     return k & kBool;
+  else if constexpr (D == DType::Complex64)
+    return k & kComplex;
   else if constexpr (D != DType::Float16 && D != DType::BFloat16 && D != DType::Float32 &&
                      D != DType::Float64)
     return k & kInt;
@@ -138,6 +152,9 @@ template <class T> T wrap_mul(T a, T b) {
 }
 
 template <class T> constexpr bool is_float_v = std::is_floating_point_v<T>;
+template <class T> struct is_complex_t : std::false_type {};
+template <class T> struct is_complex_t<std::complex<T>> : std::true_type {};
+template <class T> constexpr bool is_complex_v = is_complex_t<T>::value;
 template <class T> constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
 
 // out[i] = fn(x[i]), result dtype x's, or bool when `Pred` (is_finite).
@@ -177,18 +194,26 @@ void map_binary(const Array& a, const Array& b, Array& out, Fn fn) {
 
 // NaN-propagating max/min (lax.max/min, jnp.maximum/minimum).
 template <class T> T nan_max(T a, T b) {
-  if constexpr (is_float_v<T>) {
-    if (std::isnan(a)) return a;
-    if (std::isnan(b)) return b;
+  if constexpr (is_complex_v<T>) {
+    return a; // complex has no order: rejected by the shape rules
+  } else {
+    if constexpr (is_float_v<T>) {
+      if (std::isnan(a)) return a;
+      if (std::isnan(b)) return b;
+    }
+    return a > b ? a : b;
   }
-  return a > b ? a : b;
 }
 template <class T> T nan_min(T a, T b) {
-  if constexpr (is_float_v<T>) {
-    if (std::isnan(a)) return a;
-    if (std::isnan(b)) return b;
+  if constexpr (is_complex_v<T>) {
+    return a; // complex has no order: rejected by the shape rules
+  } else {
+    if constexpr (is_float_v<T>) {
+      if (std::isnan(a)) return a;
+      if (std::isnan(b)) return b;
+    }
+    return a < b ? a : b;
   }
-  return a < b ? a : b;
 }
 
 // Kernels too long to write inline in ref_kernels.cpp's switch.
@@ -204,6 +229,7 @@ enum class Reduction { Sum, Prod, Max, Min, And, Or };
 Array reduce(Reduction r, const Array& x, const OpAttrs& a, const AVal& out);
 Array arg_reduce(bool is_max, const Array& x, const OpAttrs& a, const AVal& out);
 Array cumsum(const Array& x, const OpAttrs& a, const AVal& out);
+Array fft(const Array& x, const OpAttrs& a, const AVal& out); // ref_fft.cpp
 Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& out);
 // cholesky, triangular_solve, lu, qr, eigh, svd (ir/ref_linalg.cpp).
 Array linalg(Op op, std::span<const Array> in, const OpAttrs& a, const AVal& out);

@@ -22,16 +22,18 @@ std::string ints_str(const std::vector<int64_t>& v) {
 }
 
 // Which dtypes an op accepts.
-enum Accept : unsigned { kBool = 1, kInt = 2, kFloat = 4, kNum = kInt | kFloat, kAny = 7 };
+// kAny is the ordered dtypes; complex64 (kComplex) has no order.
+enum Accept : unsigned { kBool = 1, kInt = 2, kFloat = 4, kNum = kInt | kFloat, kAny = 7, kComplex = 8 };
 
 void check_dtype(Op op, DType d, unsigned accept) {
   bool ok = (d == DType::Bool && (accept & kBool)) || (is_integer(d) && (accept & kInt)) ||
-            (is_floating(d) && (accept & kFloat));
+            (is_floating(d) && (accept & kFloat)) || (is_complex(d) && (accept & kComplex));
   if (ok) return;
   std::string want;
   if (accept & kBool) want += "bool";
   if (accept & kInt) want += std::string(want.empty() ? "" : " or ") + "integer";
   if (accept & kFloat) want += std::string(want.empty() ? "" : " or ") + "floating";
+  if (accept & kComplex) want += std::string(want.empty() ? "" : " or ") + "complex";
   fail(ErrCode::DType, op,
        std::string("operand dtype ") + dtype_name(d) + " is not supported (" + want + " required)");
 }
@@ -317,8 +319,48 @@ AVal scatter(Op op, const OpAttrs& a, const AVal& x, const AVal& idx, const AVal
     fail(ErrCode::Shape, op,
          std::string("updates must be ") + dtype_name(x.dtype) + shape_str(want) + ", got " +
              dtype_name(upd.dtype) + shape_str(upd.shape));
-  if (a.mode == ScatterMode::Add || a.mode == ScatterMode::Mul) check_dtype(op, x.dtype, kNum);
+  if (a.mode == ScatterMode::Add || a.mode == ScatterMode::Mul)
+    check_dtype(op, x.dtype, kNum | kComplex);
+  if (a.mode == ScatterMode::Min || a.mode == ScatterMode::Max) check_dtype(op, x.dtype, kAny);
   return x;
+}
+
+// lax.fft: attrs.axis is the FftType, attrs.shape the fft_lengths.
+AVal fft(Op op, const OpAttrs& a, const AVal& x) {
+  const char* names[] = {"FFT", "IFFT", "RFFT", "IRFFT"};
+  if (a.axis < 0 || a.axis > 3) fail(ErrCode::Value, op, "unknown fft_type " + std::to_string(a.axis));
+  const char* type = names[a.axis];
+  size_t k = a.shape.size();
+  if (k < 1 || k > 3)
+    fail(ErrCode::Value, op, "fft_lengths must have 1 to 3 entries, got " + ints_str(a.shape));
+  if (static_cast<size_t>(x.ndim()) < k)
+    fail(ErrCode::Shape, op,
+         std::string(type) + " of " + std::to_string(k) + " dimensions needs an operand of rank >= " +
+             std::to_string(k) + ", got " + shape_str(x.shape));
+  bool real_in = a.axis == 2;
+  if (real_in ? x.dtype != DType::Float32 : !is_complex(x.dtype))
+    fail(ErrCode::DType, op,
+         std::string(type) + " needs a " + (real_in ? "float32" : "complex64") + " operand, got " +
+             dtype_name(x.dtype));
+  Shape trailing(x.shape.end() - static_cast<int64_t>(k), x.shape.end());
+  Shape want = a.shape;
+  if (a.axis == 3) want.back() = a.shape.back() / 2 + 1;
+  if (trailing != want)
+    fail(ErrCode::Shape, op,
+         std::string(type) + " with fft_lengths " + ints_str(a.shape) + " needs trailing dimensions " +
+             shape_str(want) + ", got operand shape " + shape_str(x.shape));
+  for (int64_t d : a.shape)
+    if (d < 1 && !(d == 0 && a.axis < 2))
+      fail(ErrCode::Value, op, "fft_lengths must be positive, got " + ints_str(a.shape));
+  AVal out = x;
+  if (a.axis == 2) {
+    out.dtype = DType::Complex64;
+    out.shape.back() = a.shape.back() / 2 + 1;
+  } else if (a.axis == 3) {
+    out.dtype = DType::Float32;
+    out.shape.back() = a.shape.back();
+  }
+  return out;
 }
 
 // Collectives. Messages name the collective and the sizes involved (DESIGN §3:
@@ -344,8 +386,10 @@ AVal collective(Op op, const OpAttrs& a, std::span<const AVal> in) {
   int64_t g = a.group_size;
   switch (op) {
   case Op::Psum:
+    return x;
   case Op::Pmax:
   case Op::Pmin:
+    check_dtype(op, x.dtype, kAny); // complex has no order
     return x; // bool: pmax is a logical or, pmin a logical and (JAX)
   case Op::AllGather: {
     AVal out = x;
@@ -499,9 +543,16 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
          "expects " + std::to_string(arity) + " operands, got " + std::to_string(in.size()));
   switch (op) {
   case Op::Neg:
-  case Op::Abs:
   case Op::Sign:
-    return unary(op, in[0], kNum);
+    return unary(op, in[0], kNum | kComplex);
+  case Op::Abs:
+    // |z| of a complex is real.
+    return {real_dtype(in[0].dtype), unary(op, in[0], kNum | kComplex).shape, in[0].weak};
+  case Op::Real:
+  case Op::Imag:
+    return {DType::Float32, unary(op, in[0], kComplex).shape, in[0].weak};
+  case Op::Conj:
+    return unary(op, in[0], kComplex);
   case Op::Not:
     return unary(op, in[0], kBool | kInt);
   case Op::Exp:
@@ -514,6 +565,7 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
   case Op::Sin:
   case Op::Cos:
   case Op::Tan:
+    return unary(op, in[0], kFloat | kComplex);
   case Op::Floor:
   case Op::Ceil:
   case Op::Round:
@@ -522,14 +574,22 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
   case Op::ErfInv:
     return unary(op, in[0], kFloat);
   case Op::IsFinite:
-    return {DType::Bool, unary(op, in[0], kFloat).shape, false};
+    return {DType::Bool, unary(op, in[0], kFloat | kComplex).shape, false};
   case Op::Add:
   case Op::Sub:
   case Op::Mul:
   case Op::Div:
-  case Op::Rem:
   case Op::Pow:
+    return binary(op, in[0], in[1], kNum | kComplex);
+  case Op::Rem:
     return binary(op, in[0], in[1], kNum);
+  case Op::Complex: {
+    AVal r = binary(op, in[0], in[1], kFloat);
+    if (r.dtype != DType::Float32)
+      fail(ErrCode::DType, op,
+           std::string("operands must be float32, got ") + dtype_name(r.dtype));
+    return {DType::Complex64, r.shape, r.weak};
+  }
   case Op::Max:
   case Op::Min:
     return binary(op, in[0], in[1], kAny);
@@ -545,6 +605,7 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
     return binary(op, in[0], in[1], kInt);
   case Op::Eq:
   case Op::Ne:
+    return binary(op, in[0], in[1], kAny | kComplex, true);
   case Op::Lt:
   case Op::Le:
   case Op::Gt:
@@ -589,7 +650,7 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
     return pad(op, a, in[0], in[1]);
   case Op::ReduceSum:
   case Op::ReduceProd:
-    return reduce(op, a, in[0], kNum);
+    return reduce(op, a, in[0], kNum | kComplex);
   case Op::ReduceMax:
   case Op::ReduceMin:
     return reduce(op, a, in[0], kAny);
@@ -600,9 +661,11 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
   case Op::Argmin:
     return arg_reduce(op, a, in[0]);
   case Op::Cumsum:
-    check_dtype(op, in[0].dtype, kNum);
+    check_dtype(op, in[0].dtype, kNum | kComplex);
     check_axis(op, a.axis, in[0].ndim());
     return in[0];
+  case Op::Fft:
+    return fft(op, a, in[0]);
   case Op::DotGeneral:
     return dot_general(op, a, in[0], in[1]);
   case Op::Take:

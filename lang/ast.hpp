@@ -17,7 +17,7 @@ using StmtPtr = std::unique_ptr<Stmt>;
 using Block = std::vector<StmtPtr>;
 
 enum class ExprKind : uint8_t {
-  Name, NoneLit, BoolLit, IntLit, FloatLit, StrLit, EllipsisLit, FString,
+  Name, NoneLit, BoolLit, IntLit, FloatLit, ImagLit, StrLit, EllipsisLit, FString,
   Tuple, List, Dict, Set, BinOp, UnaryOp, BoolOp, Compare, Call, Attribute, Subscript, Slice,
   Lambda, IfExp, ListComp, DictComp, Starred
 };

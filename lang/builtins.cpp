@@ -6,6 +6,7 @@
 #include "lang/args.hpp"
 #include "lang/interp_impl.hpp"
 #include "lang/methods.hpp"
+#include "lang/py_complex.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/np.hpp"
 
@@ -248,6 +249,7 @@ void InterpreterImpl::install_builtins() {
   });
   def("int", to_int);
   def("float", to_float);
+  def("complex", complex_builtin);
   def("bool", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("bool", a, {"x"});
     return Value::boolean(r.has(0) && in.truthy(r[0], Span{}));
@@ -338,6 +340,7 @@ void InterpreterImpl::install_builtins() {
       return Value::integer(std::llabs(x.as_int()));
     }
     if (x.is_float()) return Value::number(std::fabs(x.f));
+    if (is_py_complex(x)) return Value::number(std::hypot(x.as<ComplexObj>()->re, x.as<ComplexObj>()->im));
     throw Error(ErrCode::Type, "bad operand type for abs(): '" + type_name(x) + "'");
   });
   def("sum", [](InterpreterImpl& in, CallArgs& a) {

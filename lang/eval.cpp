@@ -176,6 +176,7 @@ Value InterpreterImpl::eval(const Expr& e, const EnvPtr& env) {
   case ExprKind::BoolLit: return Value::boolean(e.bool_value);
   case ExprKind::IntLit: return Value::integer(e.int_value);
   case ExprKind::FloatLit: return Value::number(e.float_value);
+  case ExprKind::ImagLit: return make_complex(0.0, e.float_value);
   case ExprKind::StrLit: return make_str(e.name);
   case ExprKind::EllipsisLit: return ellipsis_;
   case ExprKind::FString: return make_str(eval_fstring(*this, e.fparts, env, e.span));

@@ -11,6 +11,7 @@ const char* tok_name(Tok t) {
   case Tok::Name: return "a name";
   case Tok::Int: return "an integer";
   case Tok::Float: return "a number";
+  case Tok::Imag: return "an imaginary number";
   case Tok::String: return "a string";
   case Tok::FString: return "an f-string";
   case Tok::Newline: return "end of line";
@@ -386,12 +387,19 @@ private:
         }
       }
     }
+    // An imaginary literal: a decimal number followed by j (2j, 1.5j, 1e3j).
+    bool imag = false;
+    if (pos_ < s_.size() && (s_[pos_] == 'j' || s_[pos_] == 'J') &&
+        !(s_[start] == '0' && pos_ > start + 1 && std::strchr("xXoObB", s_[start + 1]))) {
+      imag = true;
+      ++pos_;
+    }
     if (pos_ < s_.size() && is_ident_char(s_[pos_]))
       fail("invalid number literal", start, pos_ + 1);
     std::string text;
-    for (size_t i = start; i < pos_; ++i)
+    for (size_t i = start; i < pos_ - (imag ? 1 : 0); ++i)
       if (s_[i] != '_') text += s_[i];
-    emit(is_float ? Tok::Float : Tok::Int, start, pos_, text);
+    emit(imag ? Tok::Imag : is_float ? Tok::Float : Tok::Int, start, pos_, text);
   }
 
   // pos_ is at the opening quote.

@@ -1,5 +1,6 @@
 // Methods and attributes of the built-in host types (str, list, tuple, dict, ...).
 #include "lang/methods.hpp"
+#include "lang/py_complex.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -404,6 +405,8 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
     return false;
   }
   switch (obj.obj->kind) {
+  case ObjKind::Complex:
+    return complex_attr(obj, name, out);
   case ObjKind::Str:
     if (!contains_name(kStrMethods, name)) return false;
     out = bind_dynamic(obj, name, str_method);

@@ -383,6 +383,7 @@ bool InterpreterImpl::truthy(const Value& v, const Span& where) {
   case ObjKind::List: return !v.as<ListObj>()->items.empty();
   case ObjKind::Dict: return v.as<DictObj>()->size() != 0;
   case ObjKind::Range: return v.as<RangeObj>()->size() != 0;
+  case ObjKind::Complex: return v.as<ComplexObj>()->re != 0 || v.as<ComplexObj>()->im != 0;
   case ObjKind::Array: return array_truthy(*this, v, where);
   default: return true;
   }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "lang/interp_impl.hpp"
+#include "lang/py_complex.hpp"
 #include "stdlib/np.hpp"
 
 namespace pxl {
@@ -82,10 +83,10 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
   const char* sym = binop_symbol(op);
   // Arrays: the array namespace decides (broadcasting, promotion, weak types).
   if (a.is_obj(ObjKind::Array) || b.is_obj(ObjKind::Array)) {
-    if ((!a.is_number() && !a.is_obj(ObjKind::Array) && !a.is_obj(ObjKind::List) &&
-         !a.is_obj(ObjKind::Tuple)) ||
-        (!b.is_number() && !b.is_obj(ObjKind::Array) && !b.is_obj(ObjKind::List) &&
-         !b.is_obj(ObjKind::Tuple)))
+    if ((!a.is_number() && !is_py_complex(a) && !a.is_obj(ObjKind::Array) &&
+         !a.is_obj(ObjKind::List) && !a.is_obj(ObjKind::Tuple)) ||
+        (!b.is_number() && !is_py_complex(b) && !b.is_obj(ObjKind::Array) &&
+         !b.is_obj(ObjKind::List) && !b.is_obj(ObjKind::Tuple)))
       unsupported(sym, a, b, where);
     try {
       LocScope loc(ops(), where);
@@ -97,6 +98,9 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
       throw;
     }
   }
+  if ((is_py_complex(a) && (b.is_number() || is_py_complex(b))) ||
+      (is_py_complex(b) && a.is_number()))
+    return complex_binary(op, a, b, where);
   if (a.is_number() && b.is_number()) {
     bool ints = a.is_intlike() && b.is_intlike();
     if (ints) {
@@ -240,10 +244,11 @@ Value InterpreterImpl::unary_op(UnaryOpKind op, const Value& a, const Span& wher
       return Value::integer(-a.as_int());
     }
     if (a.is_float()) return Value::number(-a.f);
+    if (is_py_complex(a)) return make_complex(-a.as<ComplexObj>()->re, -a.as<ComplexObj>()->im);
     break;
   case UnaryOpKind::Pos:
     if (a.is_intlike()) return Value::integer(a.as_int());
-    if (a.is_float()) return a;
+    if (a.is_float() || is_py_complex(a)) return a;
     break;
   case UnaryOpKind::Invert:
     if (a.is_intlike()) return Value::integer(~a.as_int());
@@ -294,7 +299,10 @@ Value InterpreterImpl::compare(CmpOpKind op, const Value& a, const Value& b, con
   default: break;
   }
   if (a.is_obj(ObjKind::Array) || b.is_obj(ObjKind::Array)) {
-    if ((a.is_number() || a.is_obj(ObjKind::Array)) && (b.is_number() || b.is_obj(ObjKind::Array))) {
+    auto scalar_or_array = [](const Value& v) {
+      return v.is_number() || is_py_complex(v) || v.is_obj(ObjKind::Array);
+    };
+    if (scalar_or_array(a) && scalar_or_array(b)) {
       try {
         LocScope loc(ops(), where);
         return make_array(np::binary(ops(), cmp_to_np(op), to_tensor(a, where), to_tensor(b, where)));

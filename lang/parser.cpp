@@ -93,6 +93,7 @@ private:
     case Tok::Name: return "name '" + t.text + "'";
     case Tok::Int:
     case Tok::Float: return "number " + t.text;
+    case Tok::Imag: return "number " + t.text + "j";
     case Tok::String: return "a string";
     default: return tok_name(t.kind);
     }
@@ -529,7 +530,7 @@ private:
 
   bool starts_expr() const {
     switch (peek().kind) {
-    case Tok::Name: case Tok::Int: case Tok::Float: case Tok::String: case Tok::FString:
+    case Tok::Name: case Tok::Int: case Tok::Float: case Tok::Imag: case Tok::String: case Tok::FString:
     case Tok::LParen: case Tok::LBracket: case Tok::LBrace: case Tok::Minus: case Tok::Plus:
     case Tok::Tilde: case Tok::KwNot: case Tok::KwLambda: case Tok::KwNone: case Tok::KwTrue:
     case Tok::KwFalse: case Tok::Star: case Tok::Ellipsis:
@@ -881,6 +882,11 @@ private:
     case Tok::Int: return int_literal();
     case Tok::Float: {
       auto e = make(ExprKind::FloatLit, start);
+      e->float_value = std::strtod(advance().text.c_str(), nullptr);
+      return e;
+    }
+    case Tok::Imag: {
+      auto e = make(ExprKind::ImagLit, start);
       e->float_value = std::strtod(advance().text.c_str(), nullptr);
       return e;
     }

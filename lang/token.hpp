@@ -7,7 +7,7 @@
 namespace pxl {
 
 enum class Tok : uint8_t {
-  Name, Int, Float, String, FString, Newline, Indent, Dedent, End,
+  Name, Int, Float, Imag, String, FString, Newline, Indent, Dedent, End,
   // keywords
   KwDef, KwReturn, KwIf, KwElif, KwElse, KwFor, KwIn, KwWhile, KwBreak, KwContinue, KwPass,
   KwLambda, KwAnd, KwOr, KwNot, KwIs, KwNone, KwTrue, KwFalse, KwImport, KwFrom, KwAs,

@@ -8,6 +8,9 @@
 namespace pxl {
 
 Value make_str(std::string s) { return Value::object(std::make_shared<StrObj>(std::move(s))); }
+Value make_complex(double re, double im) {
+  return Value::object(std::make_shared<ComplexObj>(re, im));
+}
 Value make_tuple(ValueList v) { return Value::object(std::make_shared<TupleObj>(std::move(v))); }
 Value make_list(ValueList v) { return Value::object(std::make_shared<ListObj>(std::move(v))); }
 Value make_array(Tensor t) { return Value::object(std::make_shared<ArrayObj>(std::move(t))); }
@@ -68,6 +71,12 @@ size_t ValueHash::operator()(const Value& v) const {
   case ObjKind::DType:
     return (static_cast<size_t>(v.as<DTypeObj>()->dtype) * 2 + v.as<DTypeObj>()->wide) * 7919;
   case ObjKind::Device: return std::hash<int>()(v.as<DeviceObj>()->id) ^ 0x5bd1e995; // equal devices, equal keys
+  case ObjKind::Complex: {
+    // A complex with no imaginary part hashes as its real part (1+0j == 1).
+    const auto* c = v.as<ComplexObj>();
+    size_t h = (*this)(Value::number(c->re));
+    return c->im == 0 ? h : h ^ (std::hash<double>()(c->im) * 1000003);
+  }
   default: return std::hash<const void*>()(v.obj.get());
   }
 }
@@ -75,6 +84,21 @@ size_t ValueHash::operator()(const Value& v) const {
 bool ValueKeyEq::operator()(const Value& a, const Value& b) const { return values_equal(a, b); }
 
 bool values_equal(const Value& a, const Value& b) {
+  if (a.is_obj(ObjKind::Complex) || b.is_obj(ObjKind::Complex)) {
+    auto parts = [](const Value& v, double& re, double& im) {
+      if (v.is_obj(ObjKind::Complex)) {
+        re = v.as<ComplexObj>()->re;
+        im = v.as<ComplexObj>()->im;
+        return true;
+      }
+      re = v.as_float();
+      im = 0;
+      return v.is_number();
+    };
+    double ar, ai, br, bi;
+    if (!parts(a, ar, ai) || !parts(b, br, bi)) return false;
+    return ar == br && ai == bi;
+  }
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.as_float() == b.as_float();
     return a.as_int() == b.as_int();
@@ -204,6 +228,7 @@ std::string type_name(const Value& v) {
   case ObjKind::DType: return "dtype";
   case ObjKind::Device: return v.as<DeviceObj>()->platform == "cpu" ? "CpuDevice" : "CudaDevice";
   case ObjKind::Range: return "range";
+  case ObjKind::Complex: return "complex";
   case ObjKind::Partial: return "partial";
   case ObjKind::AtProxy: return "_IndexUpdateHelper";
   case ObjKind::Opaque: return v.as<OpaqueObj>()->type_name();
@@ -273,6 +298,7 @@ static std::string repr_depth(const Value& v, int depth) {
   case ObjKind::Partial: return "functools.partial(" + repr_depth(v.as<PartialObj>()->fn, depth + 1) + ", ...)";
   case ObjKind::AtProxy: return "_IndexUpdateHelper";
   case ObjKind::Opaque: return v.as<OpaqueObj>()->repr();
+  case ObjKind::Complex: return python_complex_repr(v.as<ComplexObj>()->re, v.as<ComplexObj>()->im);
   }
   return "<object>";
 }

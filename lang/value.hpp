@@ -15,7 +15,7 @@ namespace pxl {
 
 enum class ObjKind : uint8_t {
   Str, Tuple, List, Dict, Function, Builtin, BoundMethod, Module, Array, Slice, Ellipsis,
-  DType, Device, Range, Partial, AtProxy, Opaque
+  DType, Device, Range, Partial, AtProxy, Opaque, Complex
 };
 
 struct Object {
@@ -185,6 +185,12 @@ struct ArrayObj : Object {
   Tensor tensor;
 };
 
+// A Python complex (immutable, like the scalars, but two doubles wide).
+struct ComplexObj : Object {
+  ComplexObj(double r, double i) : Object(ObjKind::Complex), re(r), im(i) {}
+  double re, im;
+};
+
 struct SliceObj : Object {
   SliceObj(Value a, Value b, Value c)
       : Object(ObjKind::Slice), start(std::move(a)), stop(std::move(b)), step(std::move(c)) {}
@@ -199,14 +205,15 @@ struct DTypeObj : Object {
   explicit DTypeObj(DType d, bool x64_name = false)
       : Object(ObjKind::DType), dtype(d), wide(x64_name) {}
   DType dtype;
-  // jnp.int64/uint64: x64 is off, so arrays asked for them get int32/uint32
-  // (`dtype`), but the dtype object keeps its own name and itemsize.
+  // jnp.int64/uint64/complex128: x64 is off, so arrays asked for them get
+  // int32/uint32/complex64 (`dtype`), but the dtype object keeps its own name
+  // and itemsize.
   bool wide;
   const char* name() const {
-    if (wide) return dtype == DType::UInt32 ? "uint64" : "int64";
+    if (wide) return dtype == DType::UInt32 ? "uint64" : dtype == DType::Complex64 ? "complex128" : "int64";
     return dtype_name(dtype);
   }
-  size_t itemsize() const { return wide ? 8 : dtype_size(dtype); }
+  size_t itemsize() const { return wide ? 2 * dtype_size(dtype) : dtype_size(dtype); }
 };
 
 struct DeviceObj : Object {
@@ -257,6 +264,7 @@ struct OpaqueObj : Object {
 
 // Construction helpers.
 Value make_str(std::string s);
+Value make_complex(double re, double im);
 Value make_tuple(ValueList v);
 Value make_list(ValueList v);
 Value make_array(Tensor t);

@@ -142,15 +142,20 @@ Scalar Array::get(int64_t flat) const {
     return Scalar::of_float(as<float>()[flat]);
   case DType::Float64:
     return Scalar::of_float(as<double>()[flat]);
+  case DType::Complex64: {
+    const float* p = as<float>() + 2 * flat;
+    return Scalar::of_complex(p[0], p[1]);
+  }
   }
   return {};
 }
 
 void Array::set(int64_t flat, const Scalar& v) {
-  bool is_float = v.kind == Scalar::Kind::Float;
+  // A complex written to a real dtype keeps its real part (numpy's cast).
+  bool is_float = v.kind == Scalar::Kind::Float || v.kind == Scalar::Kind::Complex;
   switch (dtype()) {
   case DType::Bool:
-    as<uint8_t>()[flat] = is_float ? (v.f != 0) : (v.i != 0);
+    as<uint8_t>()[flat] = is_float ? (v.f != 0 || v.im != 0) : (v.i != 0);
     return;
   // Integers wrap (two's complement, like a C cast); floats saturate like XLA.
   case DType::Int8:
@@ -183,12 +188,17 @@ void Array::set(int64_t flat, const Scalar& v) {
   case DType::Float64:
     as<double>()[flat] = is_float ? v.f : static_cast<double>(v.i);
     return;
+  case DType::Complex64: {
+    float* p = as<float>() + 2 * flat;
+    p[0] = static_cast<float>(is_float ? v.f : static_cast<double>(v.i));
+    p[1] = v.kind == Scalar::Kind::Complex ? static_cast<float>(v.im) : 0.0f;
+    return;
+  }
   }
 }
 
 double Array::get_f64(int64_t flat) const {
-  Scalar s = get(flat);
-  return s.kind == Scalar::Kind::Float ? s.f : static_cast<double>(s.i);
+  return get(flat).real();
 }
 
 Array Array::with_weak(bool weak) const {

@@ -11,11 +11,14 @@
 
 namespace pxl {
 
-// A host scalar as the interpreter sees it (Python bool, int or float).
+// A host scalar as the interpreter sees it (Python bool, int, float or
+// complex). A complex keeps its real part in `f` (so real dtypes read it as
+// a float, dropping the imaginary part) and its imaginary part in `im`.
 struct Scalar {
-  enum class Kind : uint8_t { Bool, Int, Float } kind = Kind::Int;
+  enum class Kind : uint8_t { Bool, Int, Float, Complex } kind = Kind::Int;
   int64_t i = 0;
   double f = 0;
+  double im = 0;
   static Scalar of_bool(bool b) { return {Kind::Bool, b ? 1 : 0, b ? 1.0 : 0.0}; }
   static Scalar of_int(int64_t v) { return {Kind::Int, v, static_cast<double>(v)}; }
   // The integer view only where it exists: casting NaN, an infinity or a value
@@ -24,6 +27,14 @@ struct Scalar {
     bool fits = v > -9.2e18 && v < 9.2e18; // false for NaN
     return {Kind::Float, fits ? static_cast<int64_t>(v) : 0, v};
   }
+  static Scalar of_complex(double re, double im) {
+    Scalar s = of_float(re);
+    s.kind = Kind::Complex;
+    s.im = im;
+    return s;
+  }
+  // The value as a double (real part), whatever its kind.
+  double real() const { return kind == Kind::Float || kind == Kind::Complex ? f : static_cast<double>(i); }
 };
 
 // A buffer's contents where an accelerator computed them (runtime/cuda/):

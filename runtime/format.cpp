@@ -10,6 +10,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <complex>
 #include <functional>
 
 namespace pxl {
@@ -122,7 +123,7 @@ std::string exponent_str(int e, int min_digits) {
 // longer; trailing zeros trimmed; min_digits pads the fraction with zeros.
 // Returns {integer part with sign, fraction part}.
 std::pair<std::string, std::string> positional_parts(double v, DType dt, int precision,
-                                                     int min_digits) {
+                                                     int min_digits, bool plus = false) {
   Dec d = shortest(v, dt);
   int nfrac = std::max(0, static_cast<int>(d.digits.size()) - 1 - d.exp);
   // Dragon4 stops at `precision`, rounding the exact value; below min_digits it keeps
@@ -140,20 +141,20 @@ std::pair<std::string, std::string> positional_parts(double v, DType dt, int pre
     fp = std::string(-d.exp - 1, '0') + d.digits;
   }
   if (static_cast<int>(fp.size()) < min_digits) fp.append(min_digits - fp.size(), '0');
-  if (std::signbit(v)) ip.insert(0, "-");
+  if (std::signbit(v) || plus) ip.insert(0, std::signbit(v) ? "-" : "+");
   return {ip, fp};
 }
 
 // dragon4_scientific(unique=True, precision): at most precision+1 significant digits.
 // Returns {"-d", "ddd", "e+XX"}.
 std::array<std::string, 3> scientific_parts(double v, DType dt, int precision, int min_digits,
-                                            int exp_digits) {
+                                            int exp_digits, bool plus = false) {
   Dec d = shortest(v, dt);
   int nfrac = static_cast<int>(d.digits.size()) - 1;
   if (nfrac > precision || nfrac < min_digits)
     d = to_dec(std::fabs(v), std::chars_format::scientific,
                nfrac > precision ? precision : min_digits);
-  std::string ip = (std::signbit(v) ? "-" : "") + d.digits.substr(0, 1);
+  std::string ip = (std::signbit(v) ? "-" : plus ? "+" : "") + d.digits.substr(0, 1);
   std::string fp = d.digits.substr(1);
   if (static_cast<int>(fp.size()) < min_digits) fp.append(min_digits - fp.size(), '0');
   return {ip, fp, exponent_str(d.exp, exp_digits < 0 ? 2 : exp_digits)};
@@ -205,6 +206,8 @@ double elem(const Array& a, int64_t i) {
     return a.as<float>()[i];
   case DType::Float64:
     return a.as<double>()[i];
+  case DType::Complex64: // the real part (complex formatting reads both parts itself)
+    return a.as<std::complex<float>>()[i].real();
   }
   return 0;
 }
@@ -223,9 +226,11 @@ double in_dtype(double v, DType dt) {
 }
 
 // numpy's FloatingFormat: decides the shared layout from the displayed values.
+// `plus` is its sign='+' (a complex number's imaginary parts): '+' before
+// non-negative values.
 class FloatFormat {
 public:
-  FloatFormat(const std::vector<double>& vals, DType dt) : dt_(dt) {
+  FloatFormat(const std::vector<double>& vals, DType dt, bool plus = false) : dt_(dt), plus_(plus) {
     std::vector<double> finite;
     double max_val = 0, min_val = 0;
     bool any_nonzero = false;
@@ -249,7 +254,7 @@ public:
     } else if (exp_format_) {
       int exp_len = 0;
       for (double v : finite) {
-        auto [ip, fp, ex] = scientific_parts(v, dt, kPrecision, 0, -1);
+        auto [ip, fp, ex] = scientific_parts(v, dt, kPrecision, 0, -1, plus);
         pad_left_ = std::max(pad_left_, static_cast<int>(ip.size()));
         precision_ = std::max(precision_, static_cast<int>(fp.size()));
         exp_len = std::max(exp_len, static_cast<int>(ex.size()) - 1);
@@ -258,14 +263,14 @@ public:
       pad_right_ = exp_size_ + 2 + precision_;
     } else {
       for (double v : finite) {
-        auto [ip, fp] = positional_parts(v, dt, kPrecision, 0);
+        auto [ip, fp] = positional_parts(v, dt, kPrecision, 0, plus);
         pad_left_ = std::max(pad_left_, static_cast<int>(ip.size()));
         pad_right_ = std::max(pad_right_, static_cast<int>(fp.size()));
       }
       precision_ = kPrecision;
     }
     if (finite.size() != vals.size()) {
-      bool neginf = false;
+      bool neginf = plus;
       for (double v : vals) neginf |= std::isinf(v) && v < 0;
       int offset = pad_right_ + 1;
       pad_left_ = std::max({pad_left_, 3 - offset, 3 + (neginf ? 1 : 0) - offset});
@@ -274,14 +279,15 @@ public:
 
   std::string operator()(double v) const {
     if (!std::isfinite(v)) {
-      std::string r = std::isnan(v) ? "nan" : v < 0 ? "-inf" : "inf";
+      std::string sign = (std::isinf(v) && v < 0) ? "-" : plus_ ? "+" : "";
+      std::string r = sign + (std::isnan(v) ? "nan" : "inf");
       return pad(r, pad_left_ + pad_right_ + 1);
     }
     if (exp_format_) {
-      auto [ip, fp, ex] = scientific_parts(v, dt_, precision_, precision_, exp_size_);
+      auto [ip, fp, ex] = scientific_parts(v, dt_, precision_, precision_, exp_size_, plus_);
       return pad(ip, pad_left_) + "." + fp + ex;
     }
-    auto [ip, fp] = positional_parts(v, dt_, precision_, 0);
+    auto [ip, fp] = positional_parts(v, dt_, precision_, 0, plus_);
     if (fp.size() < static_cast<size_t>(pad_right_)) fp.append(pad_right_ - fp.size(), ' ');
     return pad(ip, pad_left_) + "." + fp;
   }
@@ -291,6 +297,7 @@ private:
     return s.size() >= static_cast<size_t>(width) ? s : std::string(width - s.size(), ' ') + s;
   }
   DType dt_;
+  bool plus_ = false;
   bool exp_format_ = false;
   int precision_ = 0, pad_left_ = 0, pad_right_ = 0, exp_size_ = -1;
 };
@@ -313,6 +320,23 @@ ElemFormat make_formatter(const Array& a, const std::vector<int64_t>& shown) {
     };
   }
   if (dt == DType::BFloat16) return [&a](int64_t i) { return bf16_str(elem(a, i)); };
+  if (is_complex(dt)) {
+    // numpy's ComplexFloatingFormat: the real and imaginary parts each get a
+    // FloatingFormat (the imaginary one signed), and 'j' goes before the
+    // imaginary part's padding.
+    const auto* cs = a.as<std::complex<float>>();
+    std::vector<double> re, im;
+    for (int64_t i : shown) {
+      re.push_back(cs[i].real());
+      im.push_back(cs[i].imag());
+    }
+    return [cs, fr = FloatFormat(re, DType::Float32), fi = FloatFormat(im, DType::Float32, true)](
+               int64_t i) {
+      std::string r = fr(cs[i].real()), m = fi(cs[i].imag());
+      size_t end = m.find_last_not_of(' ') + 1;
+      return r + m.substr(0, end) + "j" + m.substr(end);
+    };
+  }
   std::vector<double> vals;
   vals.reserve(shown.size());
   for (int64_t i : shown) vals.push_back(elem(a, i));
@@ -431,8 +455,34 @@ std::string shape_tuple(const Shape& s) {
   return out + (s.size() == 1 ? ",)" : ")");
 }
 
+// str() of a float scalar of dtype `dt`: numpy 2 switches float16/float32
+// scalars to scientific at 1e3/1e6 (their decimal precision); float64 at 1e16
+// like Python.
+std::string float_scalar_str(double v, DType dt) {
+  double av = std::fabs(v);
+  double hi = dt == DType::Float16 ? 1e3 : dt == DType::Float32 ? 1e6 : 1e16;
+  return scalar_float_str(v, dt, !(av == 0 || (1e-4 <= av && av < hi)));
+}
+
+// Python's (and numpy's) complex repr from its parts' reprs: no ".0" on the
+// parts, no real part when it is +0.
+std::string complex_str(std::string re, std::string im, double re_value) {
+  auto trim = [](std::string& s) {
+    if (s.size() > 2 && s.compare(s.size() - 2, 2, ".0") == 0) s.resize(s.size() - 2);
+  };
+  trim(re);
+  trim(im);
+  if (re_value == 0 && !std::signbit(re_value)) return im + "j";
+  if (im[0] != '-') im.insert(0, "+");
+  return "(" + re + im + "j)";
+}
+
 // str() of a numpy scalar of dtype `dt`.
 std::string scalar_str(const Array& a) {
+  if (is_complex(a.dtype())) {
+    std::complex<float> z = a.as<std::complex<float>>()[0];
+    return complex64_scalar_str(z.real(), z.imag());
+  }
   double v = elem(a, 0);
   if (is_integer(a.dtype())) return std::to_string(int64_t(v));
   switch (a.dtype()) {
@@ -440,17 +490,20 @@ std::string scalar_str(const Array& a) {
     return v != 0 ? "True" : "False";
   case DType::BFloat16:
     return bf16_str(v);
-  default: {
-    // numpy 2 switches float16/float32 scalars to scientific at 1e3/1e6 (their
-    // decimal precision); float64 at 1e16 like Python.
-    double av = std::fabs(v);
-    double hi = a.dtype() == DType::Float16 ? 1e3 : a.dtype() == DType::Float32 ? 1e6 : 1e16;
-    return scalar_float_str(v, a.dtype(), !(av == 0 || (1e-4 <= av && av < hi)));
-  }
+  default:
+    return float_scalar_str(v, a.dtype());
   }
 }
 
 } // namespace
+
+std::string python_complex_repr(double re, double im) {
+  return complex_str(python_float_repr(re), python_float_repr(im), re);
+}
+
+std::string complex64_scalar_str(float re, float im) {
+  return complex_str(float_scalar_str(re, DType::Float32), float_scalar_str(im, DType::Float32), re);
+}
 
 std::string array_repr(const Array& a) {
   const std::string prefix = "Array(";

@@ -17,5 +17,9 @@ std::string object_array_str(const Shape& shape, const std::vector<std::string>&
 std::string object_array_repr(const Shape& shape, const std::vector<std::string>& items);
 // Python's repr of a float: shortest round-trip ("0.25", "1e-05", "1e+16", "inf", "nan").
 std::string python_float_repr(double v);
+// Python's repr of a complex: "(1+2j)", "2j", "(-0-1.5j)", "(nan+infj)".
+std::string python_complex_repr(double re, double im);
+// str() of a numpy complex64 scalar: as Python's, with float32 digits ("(1e+07+0.1j)").
+std::string complex64_scalar_str(float re, float im);
 
 } // namespace pxl

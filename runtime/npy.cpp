@@ -53,6 +53,8 @@ const char* descr_of(DType d) {
     return "<f4";
   case DType::Float64:
     return "<f8";
+  case DType::Complex64:
+    return "<c8";
   }
   return "?";
 }
@@ -80,7 +82,7 @@ std::optional<FileType> file_type(const std::string& descr) {
       {"<u8", {DType::UInt32, 8, false, false}},  {"<i2", {DType::Int16, 2, true, true}},
       {"<u2", {DType::UInt16, 2, false, true}},   {"|i1", {DType::Int8, 1, true, true}},
       {"<i1", {DType::Int8, 1, true, true}},      {"|u1", {DType::UInt8, 1, false, true}},
-      {"<u1", {DType::UInt8, 1, false, true}},
+      {"<u1", {DType::UInt8, 1, false, true}},    {"<c8", {DType::Complex64, 8, true, true}},
   };
   for (const Entry& e : kTable)
     if (descr == e.descr) return e.type;

@@ -23,6 +23,10 @@ Value list_rec(const Array& a, size_t dim, int64_t& flat) {
     int64_t i = flat++;
     if (a.dtype() == DType::Bool) return Value::boolean(a.get(i).i != 0);
     if (is_floating(a.dtype())) return Value::number(a.get_f64(i));
+    if (is_complex(a.dtype())) {
+      Scalar z = a.get(i);
+      return make_complex(z.f, z.im);
+    }
     return Value::integer(a.get(i).i);
   }
   ValueList items;
@@ -104,6 +108,16 @@ const std::map<std::string, ArrayMethod>& methods() {
          ArgReader r("block_until_ready", a, {});
          wait_ready(*x); // CUDA results are computed asynchronously
          return make_array(x);
+       }},
+      {"conj", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         ArgReader r("conj", a, {});
+         Tensor xs[] = {x};
+         return make_array(is_complex(x->aval.dtype) ? in.ops().bind(Op::Conj, {}, xs) : x);
+       }},
+      {"conjugate", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         ArgReader r("conjugate", a, {});
+         Tensor xs[] = {x};
+         return make_array(is_complex(x->aval.dtype) ? in.ops().bind(Op::Conj, {}, xs) : x);
        }},
       {"copy", [](InterpreterImpl&, const Tensor& x, CallArgs& a) {
          ArgReader r("copy", a, {});
@@ -245,6 +259,12 @@ bool array_attr(InterpreterImpl& in, const Value& obj, const std::string& name, 
   if (name == "weak_type") return out = Value::boolean(av.weak), true;
   if (name == "T") return out = make_array(np::transpose(in.ops(), t, std::nullopt)), true;
   if (name == "at") return out = Value::object(std::make_shared<AtProxyObj>(obj, Value(), false)), true;
+  if (name == "real" || name == "imag") {
+    Tensor xs[] = {t};
+    if (is_complex(av.dtype))
+      return out = make_array(in.ops().bind(name == "real" ? Op::Real : Op::Imag, {}, xs)), true;
+    return out = name == "real" ? obj : make_array(np::full_like(in.ops(), t, Scalar::of_int(0))), true;
+  }
   if (name == "device") {
     // An array over several devices answers with its sharding, as JAX's does.
     if (t->sharded && t->sharded->spans_devices()) return sharded_array_attr(in, t, "sharding", out);
@@ -266,7 +286,7 @@ bool array_attr(InterpreterImpl& in, const Value& obj, const std::string& name, 
 
 std::vector<std::string> array_attr_names() {
   std::vector<std::string> names = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes",
-                                    "weak_type", "T", "at", "device", "sharding",
+                                    "weak_type", "T", "at", "device", "sharding", "real", "imag",
                                     "addressable_shards", "global_shards", "device_buffers", "is_fully_replicated",
                                     "is_fully_addressable", "committed", "aval"};
   for (const auto& [k, _] : methods()) names.push_back(k);

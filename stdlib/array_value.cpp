@@ -32,6 +32,8 @@ void flatten_nested(InterpreterImpl& in, const Value& v, size_t depth, Shape& sh
   if (v.is_bool()) flat.push_back(Scalar::of_bool(v.b));
   else if (v.is_int()) flat.push_back(Scalar::of_int(v.i));
   else if (v.is_float()) flat.push_back(Scalar::of_float(v.f));
+  else if (v.is_obj(ObjKind::Complex))
+    flat.push_back(Scalar::of_complex(v.as<ComplexObj>()->re, v.as<ComplexObj>()->im));
   else if (v.is_obj(ObjKind::Array)) has_array = true;
   else
     throw Error(ErrCode::Type, "cannot convert a " + type_name(v) + " to an array element", where);
@@ -53,6 +55,9 @@ Tensor InterpreterImpl::to_tensor(const Value& v, const Span& where, std::option
       return np::scalar(ops(), Scalar::of_int(v.i), dtype, !dtype);
     }
     if (v.is_float()) return np::scalar(ops(), Scalar::of_float(v.f), dtype, !dtype);
+    if (v.is_obj(ObjKind::Complex))
+      return np::scalar(ops(), Scalar::of_complex(v.as<ComplexObj>()->re, v.as<ComplexObj>()->im),
+                        dtype, !dtype);
     if (sequence_items(v)) {
       Shape shape;
       std::vector<Scalar> flat;
@@ -155,6 +160,7 @@ Value array_to_scalar(InterpreterImpl& in, const Value& arr, const Span& where) 
   const Array& a = concrete_at(in, t, where);
   Scalar s = a.get(0);
   if (a.dtype() == DType::Bool) return Value::boolean(s.i != 0);
+  if (is_complex(a.dtype())) return make_complex(s.f, s.im);
   if (is_floating(a.dtype())) return Value::number(a.get_f64(0));
   return Value::integer(s.i);
 }

@@ -108,7 +108,7 @@ bool call_result_cts(const Function& f, const Instr& in, const std::vector<bool>
     int id = in.result + r;
     AxisSet pend = 0;
     Tensor ct = acc.take(id, pend);
-    if (!ct || !live[id] || !is_floating(f.values[id].aval.dtype)) continue;
+    if (!ct || !live[id] || !is_inexact(f.values[id].aval.dtype)) continue;
     cts[r] = acc.materialize(ct, pend);
     any = true;
   }
@@ -128,7 +128,7 @@ void transpose_call(OpContext& cx, const Function& f, const Instr& in,
   std::vector<bool> need;
   for (int o : in.operands) {
     primals.push_back(env[o]);
-    need.push_back(live[o] && is_floating(f.values[o].aval.dtype));
+    need.push_back(live[o] && is_inexact(f.values[o].aval.dtype));
   }
   cx.loc = f.values[in.result].loc;
   std::vector<Tensor> oc = in.op == Op::While ? transpose_fixed_loop(cx, in, primals, cts, need)
@@ -152,12 +152,12 @@ void transpose_custom(OpContext& cx, const Function& f, const Instr& in,
     if (cts[r]) cts[r] = pvary_like(cx, cts[r], env[in.result + r]);
   bool needed = false;
   for (size_t k = 0; k < rule.num_args; ++k)
-    needed = needed || (live[in.operands[k]] && is_floating(f.values[in.operands[k]].aval.dtype));
+    needed = needed || (live[in.operands[k]] && is_inexact(f.values[in.operands[k]].aval.dtype));
   if (!any) return;
   // What the primal captured gets no cotangent from the rule: differentiating
   // with respect to it is JAX's UnexpectedTracerError.
   for (size_t k = rule.num_args + rule.num_static; k < in.operands.size(); ++k)
-    if (live[in.operands[k]] && is_floating(f.values[in.operands[k]].aval.dtype))
+    if (live[in.operands[k]] && is_inexact(f.values[in.operands[k]].aval.dtype))
       throw Error(ErrCode::Unsupported,
                   rule.kind + " function '" + rule.fn->name +
                       "' closes over a value that is being differentiated (JAX raises "
@@ -170,7 +170,7 @@ void transpose_custom(OpContext& cx, const Function& f, const Instr& in,
   std::vector<Tensor> oc = rule.vjp(cx, primals, cts);
   for (size_t k = 0; k < rule.num_args && k < oc.size(); ++k) {
     int o = in.operands[k];
-    if (!oc[k] || !live[o] || !is_floating(f.values[o].aval.dtype)) continue;
+    if (!oc[k] || !live[o] || !is_inexact(f.values[o].aval.dtype)) continue;
     AxisSet p = acc.tc ? vma_of(cx, oc[k]) & ~vma_of(cx, primals[k]) : 0;
     acc.add(o, std::move(oc[k]), p);
   }
@@ -194,7 +194,7 @@ std::vector<Tensor> backward_pass(OpContext& cx, const Function& f, const std::v
       for (int r = 0; r < in.nresults; ++r) live[in.result + r] = live[in.result + r] || live[o];
   LocScope keep(cx, Span{});
   for (size_t i = 0; i < f.results.size(); ++i)
-    if (result_cts[i] && is_floating(f.values[f.results[i]].aval.dtype))
+    if (result_cts[i] && is_inexact(f.values[f.results[i]].aval.dtype))
       acc.add(f.results[i], result_cts[i], 0);
   for (auto it = f.body.rbegin(); it != f.body.rend(); ++it) {
     const Instr& in = *it;
@@ -208,7 +208,7 @@ std::vector<Tensor> backward_pass(OpContext& cx, const Function& f, const std::v
       for (int r = 0; r < in.nresults; ++r) {
         AxisSet pend = 0;
         int id = in.result + r;
-        if (acc.take(id, pend) && live[id] && is_floating(f.values[id].aval.dtype))
+        if (acc.take(id, pend) && live[id] && is_inexact(f.values[id].aval.dtype))
           throw Error(ErrCode::Value,
                       "Reverse-mode differentiation does not work for lax.while_loop or "
                       "lax.fori_loop with dynamic start/stop values. Try using lax.scan, or "
@@ -223,7 +223,7 @@ std::vector<Tensor> backward_pass(OpContext& cx, const Function& f, const std::v
     }
     AxisSet pend = 0;
     Tensor ct = acc.take(in.result, pend);
-    if (!ct || !live[in.result] || !is_floating(f.values[in.result].aval.dtype)) continue;
+    if (!ct || !live[in.result] || !is_inexact(f.values[in.result].aval.dtype)) continue;
     if (is_collective(in.op)) {
       // A collective's transpose changes what varies: settle the psum first.
       ct = acc.materialize(ct, pend);
@@ -233,7 +233,7 @@ std::vector<Tensor> backward_pass(OpContext& cx, const Function& f, const std::v
     for (int o : in.operands) primals.push_back(env[o]);
     cx.loc = f.values[in.result].loc;
     std::vector<bool> need;
-    for (int o : in.operands) need.push_back(live[o] && is_floating(f.values[o].aval.dtype));
+    for (int o : in.operands) need.push_back(live[o] && is_inexact(f.values[o].aval.dtype));
     std::vector<std::pair<size_t, Tensor>> terms;
     std::vector<Tensor> oc = transpose_rule(cx, mode, in, primals, env[in.result], ct, need, terms);
     size_t n = std::min(oc.size(), in.operands.size());
@@ -244,7 +244,7 @@ std::vector<Tensor> backward_pass(OpContext& cx, const Function& f, const std::v
     for (auto& [k, term] : terms) {
       Tensor c = std::move(term);
       const AVal& want = f.values[in.operands[k]].aval;
-      if (!c || !live[in.operands[k]] || !is_floating(want.dtype)) continue;
+      if (!c || !live[in.operands[k]] || !is_inexact(want.dtype)) continue;
       PXL_ASSERT(c->aval.shape == want.shape && c->aval.dtype == want.dtype,
                  std::string("grad: the transpose of ") + op_name(in.op) +
                      " gave a cotangent of type " + type_str(c->aval) + " for an operand of type " +

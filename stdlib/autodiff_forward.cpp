@@ -24,7 +24,7 @@ bool has_loop(const Function& f) {
   return false;
 }
 
-bool differentiable(const AVal& a) { return is_floating(a.dtype); }
+bool differentiable(const AVal& a) { return is_inexact(a.dtype); }
 
 struct Jvp {
   std::vector<Tensor> primals, tangents; // tangents: nullptr = zero

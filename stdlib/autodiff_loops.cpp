@@ -125,7 +125,7 @@ std::vector<Tensor> transpose_fixed_loop(OpContext& cx, const Instr& in,
   std::vector<Tensor> back_init{int_scalar(cx, 0)};
   for (size_t i = 0; i < nc; ++i) {
     const AVal& a = carry0[i]->aval;
-    if (!is_floating(a.dtype)) continue;
+    if (!is_inexact(a.dtype)) continue;
     ct_pos[i] = static_cast<int>(back_types.size());
     Tensor ct = cts[i] ? cts[i] : np::zeros(cx, a.shape, a.dtype);
     back_types.push_back(ct->aval);
@@ -133,7 +133,7 @@ std::vector<Tensor> transpose_fixed_loop(OpContext& cx, const Instr& in,
   }
   for (size_t k = 0; k < nbc; ++k) {
     const AVal& a = bconsts[k]->aval;
-    if (!need[ncc + k] || !is_floating(a.dtype)) continue;
+    if (!need[ncc + k] || !is_inexact(a.dtype)) continue;
     const_pos[k] = static_cast<int>(back_types.size());
     Tensor z = np::zeros(cx, a.shape, a.dtype);
     back_types.push_back(z->aval);

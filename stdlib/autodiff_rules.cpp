@@ -35,7 +35,7 @@ struct B {
   // A tensor of x's shape and dtype filled with v.
   Tensor full(const Tensor& x, double v) {
     return np::full_like(cx, x,
-                         is_floating(x->aval.dtype) ? Scalar::of_float(v)
+                         is_inexact(x->aval.dtype) ? Scalar::of_float(v)
                                                     : Scalar::of_int(static_cast<int64_t>(v)));
   }
   Tensor zeros(const Tensor& x) { return full(x, 0); }
@@ -272,6 +272,42 @@ std::vector<Tensor> triangular_solve_vjp(B& b, const OpAttrs& at, std::span<cons
   return {ct_a, need[1] ? ct_b : nullptr};
 }
 
+// JAX's _fft_transpose_rule. The DFT matrix is symmetric, so FFT and IFFT
+// are their own transposes; RFFT's is the FFT of the zero-padded cotangent
+// (real part), IRFFT's the RFFT of the cotangent scaled by 1/N, doubled where
+// the half spectrum stands for two conjugate entries, and conjugated.
+Tensor fft_transpose(B& b, const OpAttrs& at, const Tensor& g) {
+  int64_t n = at.shape.back();
+  if (at.axis < 2) return b.bind(Op::Fft, at, {g});
+  if (at.axis == 2) {
+    const Shape& s = g->aval.shape;
+    OpAttrs pad;
+    pad.lo.assign(s.size(), 0);
+    pad.hi.assign(s.size(), 0);
+    pad.interior.assign(s.size(), 0);
+    pad.hi.back() = n - s.back();
+    Tensor padded = b.bind(Op::Pad, pad, {g, np::scalar(b.cx, Scalar::of_int(0), g->aval.dtype, false)});
+    OpAttrs f = at;
+    f.axis = 0;
+    return b.un(Op::Real, b.bind(Op::Fft, f, {padded}));
+  }
+  OpAttrs r = at;
+  r.axis = 2;
+  Tensor x = b.bind(Op::Fft, r, {g});
+  const Shape& s = x->aval.shape;
+  int64_t h = s.back();
+  double scale = 1.0;
+  for (int64_t d : at.shape) scale /= static_cast<double>(d);
+  // mask[j] = 1 at j = 0 and (n even) at j = n/2, else 2; times the scale.
+  Array mask(DType::Complex64, {h});
+  for (int64_t j = 0; j < h; ++j) {
+    bool single = j == 0 || (n % 2 == 0 && j == h - 1);
+    mask.set(j, Scalar::of_float((single ? 1.0 : 2.0) * scale));
+  }
+  Tensor m = b.broadcast(b.cx.constant(std::move(mask)), s, {static_cast<int64_t>(s.size()) - 1});
+  return b.un(Op::Conj, b.mul(m, x));
+}
+
 } // namespace
 
 std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in,
@@ -316,7 +352,24 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
   case Op::Tan:
     return one(b.mul(g, b.add(b.full(p[0], 1), b.mul(y, y))));
   case Op::Abs:
+    if (is_complex(p[0]->aval.dtype)) {
+      // JAX: d|x| = real(dx * conj(x) / |x|), with |x| = 0 replaced by 1.
+      Tensor safe = b.select(b.eq(y, b.zeros(y)), b.full(y, 1), y);
+      Tensor c = b.div(b.un(Op::Conj, p[0]), b.bin(Op::Complex, safe, b.zeros(safe)));
+      return one(b.mul(b.bin(Op::Complex, g, b.zeros(g)), c));
+    }
     return one(b.select(b.bin(Op::Ge, p[0], b.zeros(p[0])), g, b.neg(g)));
+  case Op::Real: // JAX's transposes: real -> complex(t, 0), imag -> complex(0, -t)
+    return one(b.bin(Op::Complex, g, b.zeros(g)));
+  case Op::Imag:
+    return one(b.bin(Op::Complex, b.zeros(g), b.neg(g)));
+  case Op::Conj:
+    return one(b.un(Op::Conj, g));
+  case Op::Complex:
+    return {when(0, [&] { return b.un(Op::Real, g); }),
+            when(1, [&] { return b.un(Op::Imag, b.neg(g)); })};
+  case Op::Fft:
+    return one(fft_transpose(b, at, g));
   case Op::Logistic:
     return one(b.mul(g, b.mul(y, b.sub(b.full(y, 1), y))));
   case Op::Erf: {
@@ -408,7 +461,7 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
     return {nullptr, b.select(p[0], g, z), b.select(p[0], z, g)};
   }
   case Op::ConvertElementType:
-    if (!is_floating(p[0]->aval.dtype)) return out;
+    if (!is_inexact(p[0]->aval.dtype)) return out;
     return one(b.convert(g, p[0]->aval.dtype, p[0]->aval.weak));
   case Op::BroadcastInDim:
     return one(unbroadcast(b, g, p[0]->aval, at.axes));

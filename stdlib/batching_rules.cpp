@@ -385,6 +385,10 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
   case Op::Ge:
   case Op::Fma:
   case Op::Threefry2x32:
+  case Op::Real:
+  case Op::Imag:
+  case Op::Conj:
+  case Op::Complex:
   // Linalg ops treat leading dims as a batch already.
   case Op::Cholesky:
   case Op::TriangularSolve:
@@ -393,6 +397,8 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
   case Op::Eigh:
   case Op::Svd:
     return {cx.bind(op, attrs, all_batched()), true};
+  case Op::Fft: // transforms trailing axes: the batch axis (0) is a leading one
+    return {bind(cx, op, attrs, {in[0].t}), true};
   case Op::Select: {
     std::vector<Tensor> xs = all_batched();
     // A 0-d predicate that differs per example must take the branches' shape.

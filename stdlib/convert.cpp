@@ -5,7 +5,9 @@
 
 namespace pxl {
 
-bool is_x64_name(const std::string& name) { return name == "int64" || name == "uint64"; }
+bool is_x64_name(const std::string& name) {
+  return name == "int64" || name == "uint64" || name == "complex128";
+}
 
 DType required_dtype(const Value& v, const std::string& what) {
   std::optional<DType> d = value_to_dtype(v);
@@ -22,15 +24,17 @@ std::optional<DType> value_to_dtype(const Value& v) {
     // x64 is off: JAX truncates the 64-bit integers to 32 bits.
     if (s == "int64") return DType::Int32;
     if (s == "uint64") return DType::UInt32;
+    if (s == "complex128") return DType::Complex64;
     throw Error(ErrCode::DType, "unknown dtype '" + v.as<StrObj>()->value + "'", Span{},
                 "use float32, float64, float16, bfloat16, int8, int16, int32, uint8, uint16, "
-                "uint32 or bool");
+                "uint32, complex64 or bool");
   }
   if (v.is_obj(ObjKind::Builtin)) {
     const std::string& n = v.as<BuiltinObj>()->name;
     if (n == "float") return DType::Float32; // JAX canonicalises Python float to float32
     if (n == "int") return DType::Int32;
     if (n == "bool") return DType::Bool;
+    if (n == "complex") return DType::Complex64; // complex128, truncated with x64 off
   }
   throw Error(ErrCode::DType, "expected a dtype, got a " + type_name(v) + " value");
 }
@@ -48,6 +52,8 @@ Scalar value_to_scalar(InterpreterImpl& in, const Value& v, const std::string& w
   if (s.is_bool()) return Scalar::of_bool(s.b);
   if (s.is_int()) return Scalar::of_int(s.i);
   if (s.is_float()) return Scalar::of_float(s.f);
+  if (s.is_obj(ObjKind::Complex))
+    return Scalar::of_complex(s.as<ComplexObj>()->re, s.as<ComplexObj>()->im);
   throw Error(ErrCode::Type, what + " must be a number, not " + type_name(v));
 }
 

@@ -14,6 +14,7 @@ Value make_time_module();
 Value make_math_module();
 void add_grad_functions(InterpreterImpl& in, Value& jax); // stdlib/mod_grad.cpp
 void add_lax_functions(InterpreterImpl& in, Value& lax);  // stdlib/mod_lax.cpp
+void add_lax_complex(Value& lax);                         // stdlib/mod_lax_complex.cpp
 void add_jax_misc(InterpreterImpl& in, Value& jax);       // stdlib/mod_jax_misc.cpp
 void install_sharded_op_runner(InterpreterImpl& in);      // stdlib/eager_sharded.cpp
 void add_custom_derivatives(InterpreterImpl& in, Value& jax); // stdlib/custom_derivatives.cpp
@@ -56,6 +57,7 @@ void install_stdlib(InterpreterImpl& in) {
   Value np = make_numpy_module(in);
   Value lax = make_lax_module(in, np);
   add_lax_functions(in, lax);
+  add_lax_complex(lax);
   Value random = make_random_module(in);
 
   ModuleBuilder jax("jax");

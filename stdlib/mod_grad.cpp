@@ -18,6 +18,7 @@ struct GradSpec {
   bool argnums_tuple = false;
   bool has_aux = false;
   bool with_value = false; // value_and_grad
+  bool holomorphic = false;
 };
 
 GradSpec read_spec(const char* name, CallArgs& a, bool with_value) {
@@ -38,10 +39,7 @@ GradSpec read_spec(const char* name, CallArgs& a, bool with_value) {
     g.argnums.push_back(r.get_int(1, 0));
   }
   g.has_aux = r.get_bool(2, false);
-  if (r.get_bool(3, false))
-    throw Error(ErrCode::Unsupported,
-                std::string(name) +
-                    "(): holomorphic=True is not supported (pxl has no complex dtypes)");
+  g.holomorphic = r.get_bool(3, false);
   return g;
 }
 
@@ -62,7 +60,7 @@ TracedFunction trace_diff(InterpreterImpl& in, const Value& fn, const CallArgs& 
   }
   params = leaf_tensors(in, diff_args, where);
   for (const Tensor& t : params)
-    if (float_inputs && !is_floating(t->aval.dtype))
+    if (float_inputs && !is_inexact(t->aval.dtype))
       throw Error(
           ErrCode::Type,
           std::string(what) +
@@ -90,6 +88,12 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
   ValueList diff_args;
   std::vector<Tensor> params;
   TracedFunction t = trace_diff(in, g.fn, call, g.argnums, diff_args, params, where, what);
+  if (g.holomorphic)
+    for (const Tensor& p : params)
+      if (!is_complex(p->aval.dtype))
+        throw Error(ErrCode::Type,
+                    std::string(what) + " with holomorphic=True requires inputs with complex dtype, but got " +
+                        dtype_name(p->aval.dtype) + ".");
   const Function& f = *t.fn;
   const TreeDef* value_tree = &t.out_tree;
   if (g.has_aux) {
@@ -107,13 +111,20 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
     throw Error(ErrCode::Type,
                 "Gradient only defined for scalar-output functions. Output had shape: " +
                     shape_str(out.shape) + ".");
-  if (!is_floating(out.dtype))
+  if (g.holomorphic && !is_complex(out.dtype))
+    throw Error(ErrCode::Type, std::string(what) +
+                                   " with holomorphic=True requires outputs with complex dtype, but got " +
+                                   dtype_name(out.dtype) + ".");
+  if (!g.holomorphic && !is_floating(out.dtype))
     throw Error(
         ErrCode::Type,
         std::string("grad requires real-valued outputs (output dtype that is a sub-dtype of "
                     "np.floating), but got ") +
             dtype_name(out.dtype) +
-            ". For differentiation of functions with integer outputs, use jax.vjp directly.");
+            (is_complex(out.dtype)
+                 ? ". For holomorphic differentiation, pass holomorphic=True. For differentiation "
+                   "of non-holomorphic functions involving complex outputs, use jax.vjp directly."
+                 : ". For differentiation of functions with integer outputs, use jax.vjp directly."));
   OpContext& cx = in.ops();
   std::vector<Tensor> env = forward_pass(cx, f, params, t.consts);
   std::vector<Tensor> seeds(f.results.size());

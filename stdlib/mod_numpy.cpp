@@ -373,6 +373,10 @@ Value make_numpy_module(InterpreterImpl& in) {
   b.val("int64", Value::object(std::make_shared<DTypeObj>(DType::Int32, true)));
   b.val("uint64", Value::object(std::make_shared<DTypeObj>(DType::UInt32, true)));
   b.val("bool_", b.mod->env->vars["bool"]);
+  b.val("complex128", Value::object(std::make_shared<DTypeObj>(DType::Complex64, true)));
+  b.val("complex_", b.mod->env->vars["complex128"]);
+  b.val("cdouble", b.mod->env->vars["complex128"]);
+  b.val("csingle", b.mod->env->vars["complex64"]);
   b.fn("dtype", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("dtype", a, {"obj"}, 1);
     if (r[0].is_obj(ObjKind::DType)) return r[0];

@@ -26,13 +26,13 @@ DType default_dtype(const Scalar& v) {
     return DType::Int32;
   case Scalar::Kind::Float:
     return DType::Float32;
+  case Scalar::Kind::Complex:
+    return DType::Complex64;
   }
   return DType::Float32;
 }
 
-double as_double(const Scalar& s) {
-  return s.kind == Scalar::Kind::Float ? s.f : static_cast<double>(s.i);
-}
+double as_double(const Scalar& s) { return s.real(); }
 
 } // namespace
 
@@ -60,7 +60,9 @@ Tensor from_host(OpContext& cx, const std::vector<Scalar>& flat, const Shape& sh
       if (s.kind == Scalar::Kind::Int) check_python_int(s.i, d);
   } else {
     for (const Scalar& s : flat) {
-      if (s.kind == Scalar::Kind::Float)
+      if (s.kind == Scalar::Kind::Complex)
+        d = DType::Complex64;
+      else if (s.kind == Scalar::Kind::Float && d != DType::Complex64)
         d = DType::Float32;
       else if (s.kind == Scalar::Kind::Int && d == DType::Bool)
         d = DType::Int32;

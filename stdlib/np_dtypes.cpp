@@ -107,7 +107,16 @@ struct IInfoObj : OpaqueObj {
 };
 
 // numpy's abstract scalar classes, for issubdtype.
-enum class Category { Generic, Number, Integer, SignedInteger, UnsignedInteger, Inexact, Floating };
+enum class Category {
+  Generic,
+  Number,
+  Integer,
+  SignedInteger,
+  UnsignedInteger,
+  Inexact,
+  Floating,
+  ComplexFloating
+};
 
 struct CategoryObj : OpaqueObj {
   Category cat;
@@ -134,8 +143,11 @@ bool in_category(DType d, Category c) {
   case Category::UnsignedInteger:
     return is_unsigned_int(d);
   case Category::Inexact:
+    return is_inexact(d);
   case Category::Floating:
     return is_floating(d);
+  case Category::ComplexFloating:
+    return is_complex(d);
   }
   return false;
 }
@@ -197,9 +209,9 @@ void def_dtype_queries(ModuleBuilder& b) {
   b.fn("finfo", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("finfo", a, {"dtype"}, 1);
     DType d = dtype_of(in, r[0]);
-    if (!is_floating(d))
+    if (!is_inexact(d))
       throw Error(ErrCode::DType, std::string("finfo(): data type ") + dtype_name(d) + " not inexact");
-    return Value::object(std::make_shared<FInfoObj>(d));
+    return Value::object(std::make_shared<FInfoObj>(real_dtype(d))); // complex64: its float32 parts'
   });
   b.fn("iinfo", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("iinfo", a, {"int_type"}, 1);
@@ -226,7 +238,7 @@ void def_dtype_queries(ModuleBuilder& b) {
       {Category::Generic, "generic"},         {Category::Number, "number"},
       {Category::Integer, "integer"},         {Category::SignedInteger, "signedinteger"},
       {Category::UnsignedInteger, "unsignedinteger"}, {Category::Inexact, "inexact"},
-      {Category::Floating, "floating"}};
+      {Category::Floating, "floating"},       {Category::ComplexFloating, "complexfloating"}};
   for (auto [c, n] : cats) b.val(n, Value::object(std::make_shared<CategoryObj>(c, n)));
   b.fn("issubdtype", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("issubdtype", a, {"arg1", "arg2"}, 2);
@@ -242,7 +254,8 @@ void def_dtype_queries(ModuleBuilder& b) {
                  (c2->cat == Category::Number && c1->cat != Category::Generic) ||
                  (c2->cat == Category::Integer &&
                   (c1->cat == Category::SignedInteger || c1->cat == Category::UnsignedInteger)) ||
-                 (c2->cat == Category::Inexact && c1->cat == Category::Floating);
+                 (c2->cat == Category::Inexact &&
+                  (c1->cat == Category::Floating || c1->cat == Category::ComplexFloating));
       return Value::boolean(sub);
     }
     DType d1 = dtype_of(in, r[0]);

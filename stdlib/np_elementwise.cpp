@@ -181,7 +181,7 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
   case BinOp::BitAnd:
   case BinOp::BitOr:
   case BinOp::BitXor:
-    if (is_floating(p.dtype)) bad_dtype(fn, p.dtype);
+    if (is_inexact(p.dtype)) bad_dtype(fn, p.dtype);
     break;
   case BinOp::LeftShift:
   case BinOp::RightShift:
@@ -194,8 +194,19 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
     break;
   case BinOp::FloorDiv:
   case BinOp::Mod:
+    if (is_complex(p.dtype)) bad_dtype(fn, p.dtype); // jnp: no complex floor division
+    if (p.dtype == DType::Bool) p = {DType::Int32, false};
+    break;
   case BinOp::Pow:
     if (p.dtype == DType::Bool) p = {DType::Int32, false};
+    break;
+  case BinOp::Maximum:
+  case BinOp::Minimum:
+  case BinOp::Lt:
+  case BinOp::Le:
+  case BinOp::Gt:
+  case BinOp::Ge:
+    if (is_complex(p.dtype)) bad_dtype(fn, p.dtype); // pxl: no ordering of complex values
     break;
   default:
     break;
@@ -269,7 +280,7 @@ Tensor unary(OpContext& cx, UnOp op, const Tensor& x0) {
   DType d = av(x0).dtype;
   bool is_bool = d == DType::Bool, is_int = is_integer(d);
   // Transcendental functions promote ints/bools to float32 (keeping weak type).
-  auto inexact = [&] { return convert(cx, x0, is_floating(d) ? d : DType::Float32, av(x0).weak); };
+  auto inexact = [&] { return convert(cx, x0, is_inexact(d) ? d : DType::Float32, av(x0).weak); };
   switch (op) {
   case UnOp::Neg:
     if (is_bool)
@@ -325,15 +336,16 @@ Tensor unary(OpContext& cx, UnOp op, const Tensor& x0) {
   case UnOp::Round:
     return is_floating(d) ? p1(cx, Op::Round, x0) : x0;
   case UnOp::IsNan:
-    if (!is_floating(d)) return fill(cx, av(x0).shape, Scalar::of_bool(false), DType::Bool, false);
+    if (!is_inexact(d)) return fill(cx, av(x0).shape, Scalar::of_bool(false), DType::Bool, false);
     return p2(cx, Op::Ne, x0, x0);
   case UnOp::IsFinite:
-    if (!is_floating(d)) return fill(cx, av(x0).shape, Scalar::of_bool(true), DType::Bool, false);
+    if (!is_inexact(d)) return fill(cx, av(x0).shape, Scalar::of_bool(true), DType::Bool, false);
     return p1(cx, Op::IsFinite, x0);
   case UnOp::IsInf: {
-    if (!is_floating(d)) return fill(cx, av(x0).shape, Scalar::of_bool(false), DType::Bool, false);
-    Tensor inf = like(cx, x0, Scalar::of_float(std::numeric_limits<double>::infinity()));
-    return p2(cx, Op::Eq, p1(cx, Op::Abs, x0), inf);
+    if (!is_inexact(d)) return fill(cx, av(x0).shape, Scalar::of_bool(false), DType::Bool, false);
+    Tensor ax = p1(cx, Op::Abs, x0); // |z| of a complex is inf when a part is
+    Tensor inf = like(cx, ax, Scalar::of_float(std::numeric_limits<double>::infinity()));
+    return p2(cx, Op::Eq, ax, inf);
   }
   case UnOp::Square: {
     Tensor x = is_bool ? convert(cx, x0, DType::Int32, false) : x0; // jnp squares bools as int32

@@ -52,8 +52,8 @@ Tensor reciprocal_of_count(OpContext& cx, int64_t n, DType compute, const AVal& 
 // Mean along axes in a float type (half types computed in float32, as jnp does).
 Tensor mean_impl(OpContext& cx, const Tensor& x, const std::vector<int64_t>& axes) {
   DType d = av(x).dtype;
-  DType compute = (d == DType::Float64) ? d : DType::Float32;
-  DType result = is_floating(d) ? d : DType::Float32;
+  DType compute = (d == DType::Float64 || is_complex(d)) ? d : DType::Float32;
+  DType result = is_inexact(d) ? d : DType::Float32;
   Tensor xc = convert(cx, x, compute, av(x).weak);
   Tensor s = reduce_axes(cx, Op::ReduceSum, xc, axes);
   // XLA rewrites the division by the constant count as a multiply by its reciprocal.

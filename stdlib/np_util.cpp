@@ -123,7 +123,7 @@ PromotedType result_type(const std::vector<Tensor>& xs) {
 }
 
 PromotedType to_inexact(PromotedType p) {
-  if (!is_floating(p.dtype)) p.dtype = DType::Float32;
+  if (!is_inexact(p.dtype)) p.dtype = DType::Float32;
   return p;
 }
 

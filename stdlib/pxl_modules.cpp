@@ -78,6 +78,11 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   np.as<ModuleObj>()->env->vars["linalg"] = linalg;
   in.register_module("jax.numpy.linalg", linalg);
   in.register_module("numpy.linalg", linalg);
+  // np.fft (also jax.numpy.fft), on lax.fft.
+  Value fft = in.import_module("numpy_fft", Span{}, "");
+  np.as<ModuleObj>()->env->vars["fft"] = fft;
+  in.register_module("jax.numpy.fft", fft);
+  in.register_module("numpy.fft", fft);
   // random_extra.pxl: more samplers, merged into jax.random.
   merge_functions(in, "random_extra", jax.as<ModuleObj>()->env->vars.at("random"));
   // lax_extra.pxl likewise for jax.lax (control flow, slicing helpers).

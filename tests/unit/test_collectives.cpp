@@ -104,6 +104,8 @@ template <class F> void with_dtype(DType d, F f) {
     return f(Tr<float, float>{});
   case DType::Float64:
     return f(Tr<double, double>{});
+  case DType::Complex64: // no complex collectives here: the loop below skips it
+    break;
   }
 }
 
@@ -347,6 +349,7 @@ TEST_CASE("collectives: every collective, dtype and layout against the reference
         // bool) the two-barrier path.
         for (int64_t count : {int64_t(3 * G), int64_t(8448)}) {
           for (DType d : kAllDTypes) {
+            if (is_complex(d)) continue; // psum of complex64 is a float32 sum (runtime test below)
             INFO("T=" << T << " k=" << k << " groups of " << G << " dtype " << dtype_name(d)
                       << " count " << count);
             for (ReduceKind kind : {ReduceKind::Sum, ReduceKind::Max, ReduceKind::Min})
