@@ -193,7 +193,7 @@ void map_binary(const Array& a, const Array& b, Array& out, Fn fn) {
 }
 
 // NaN-propagating max/min (lax.max/min, jnp.maximum/minimum).
-template <class T> T nan_max(T a, T b) {
+template <bool Max, class T> T nan_extremum(T a, T b) {
   if constexpr (is_complex_v<T>) {
     return a; // complex has no order: rejected by the shape rules
   } else {
@@ -201,20 +201,11 @@ template <class T> T nan_max(T a, T b) {
       if (std::isnan(a)) return a;
       if (std::isnan(b)) return b;
     }
-    return a > b ? a : b;
+    return (Max ? a > b : a < b) ? a : b;
   }
 }
-template <class T> T nan_min(T a, T b) {
-  if constexpr (is_complex_v<T>) {
-    return a; // complex has no order: rejected by the shape rules
-  } else {
-    if constexpr (is_float_v<T>) {
-      if (std::isnan(a)) return a;
-      if (std::isnan(b)) return b;
-    }
-    return a < b ? a : b;
-  }
-}
+template <class T> T nan_max(T a, T b) { return nan_extremum<true>(a, b); }
+template <class T> T nan_min(T a, T b) { return nan_extremum<false>(a, b); }
 
 // Kernels too long to write inline in ref_kernels.cpp's switch.
 Array convert(const Array& x, const AVal& out);

@@ -161,7 +161,7 @@ Value reduce_collective(InterpreterImpl& in, CallArgs& a, const char* fn, Op op,
   return map_leaves(in, r[0], [&](Tensor x) {
     // JAX: psum of bool counts (int32); pmean of ints is float32.
     if (x->aval.dtype == DType::Bool && op == Op::Psum) x = np::astype(in.ops(), x, DType::Int32);
-    if (mean && !is_floating(x->aval.dtype)) x = np::astype(in.ops(), x, DType::Float32);
+    if (mean && !is_inexact(x->aval.dtype)) x = np::astype(in.ops(), x, DType::Float32);
     Tensor y = bind1(in, op, attrs, x);
     if (!mean) return y;
     Tensor n = np::scalar(in.ops(), Scalar::of_int(env.group_size));

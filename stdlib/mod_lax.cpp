@@ -300,7 +300,7 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     ArgReader r("stop_gradient", a, {"x"}, 1);
     return map_tree(in, r[0], [&](const Value& leaf) {
       Tensor x = T(in, leaf);
-      if (!is_floating(x->aval.dtype)) return make_array(x);
+      if (!is_inexact(x->aval.dtype)) return make_array(x);
       OpAttrs at;
       at.dtype = x->aval.dtype;
       return make_array(bind(in, Op::BitcastConvertType, at, {x}));

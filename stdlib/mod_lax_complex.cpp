@@ -90,24 +90,18 @@ void add_lax_complex(Value& lax) {
     ArgReader r("complex", a, {"x", "y"}, 2);
     return make_array(lax_complex(in.ops(), T(in, r[0]), T(in, r[1])));
   });
-  def("real", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("real", a, {"x"}, 1);
-    Tensor x = T(in, r[0]);
-    if (!is_complex(x->aval.dtype))
-      throw Error(ErrCode::DType, std::string("real does not accept dtype ") +
-                                      dtype_name(x->aval.dtype) +
-                                      ". Accepted dtypes are subtypes of complexfloating.");
-    return make_array(bind1(in, Op::Real, x));
-  });
-  def("imag", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("imag", a, {"x"}, 1);
-    Tensor x = T(in, r[0]);
-    if (!is_complex(x->aval.dtype))
-      throw Error(ErrCode::DType, std::string("imag does not accept dtype ") +
-                                      dtype_name(x->aval.dtype) +
-                                      ". Accepted dtypes are subtypes of complexfloating.");
-    return make_array(bind1(in, Op::Imag, x));
-  });
+  for (auto [name, op] : {std::pair{"real", Op::Real}, std::pair{"imag", Op::Imag}}) {
+    std::string fn = name;
+    Op part = op;
+    def(fn, [fn, part](InterpreterImpl& in, CallArgs& a) {
+      ArgReader r(fn, a, {"x"}, 1);
+      Tensor x = T(in, r[0]);
+      if (!is_complex(x->aval.dtype))
+        throw Error(ErrCode::DType, fn + " does not accept dtype " + dtype_name(x->aval.dtype) +
+                                        ". Accepted dtypes are subtypes of complexfloating.");
+      return make_array(bind1(in, part, x));
+    });
+  }
   def("conj", [](InterpreterImpl& in, CallArgs& a) {
     // lax.conj of a real array is that array as complex (JAX).
     ArgReader r("conj", a, {"x"}, 1);
