@@ -286,9 +286,9 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
         return std::pow(x, y);
     });
   case Op::Max:
-    return bin.template operator()<kAny>([](auto x, auto y) { return nan_max(x, y); });
+    return bin.template operator()<kAny | kComplex>([](auto x, auto y) { return nan_max(x, y); });
   case Op::Min:
-    return bin.template operator()<kAny>([](auto x, auto y) { return nan_min(x, y); });
+    return bin.template operator()<kAny | kComplex>([](auto x, auto y) { return nan_min(x, y); });
   case Op::And:
     return bin.template operator()<kBool | kInt>([](auto x, auto y) { return x & y; });
   case Op::Or:
@@ -321,13 +321,15 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
   case Op::Ne:
     return bin.template operator()<kAny | kComplex, true>([](auto x, auto y) { return x != y; });
   case Op::Lt:
-    return bin.template operator()<kAny, true>([](auto x, auto y) { return x < y; });
+    return bin.template operator()<kAny | kComplex, true>([](auto x, auto y) { return less(x, y); });
   case Op::Le:
-    return bin.template operator()<kAny, true>([](auto x, auto y) { return x <= y; });
+    return bin.template operator()<kAny | kComplex, true>(
+        [](auto x, auto y) { return less_equal(x, y); });
   case Op::Gt:
-    return bin.template operator()<kAny, true>([](auto x, auto y) { return x > y; });
+    return bin.template operator()<kAny | kComplex, true>([](auto x, auto y) { return less(y, x); });
   case Op::Ge:
-    return bin.template operator()<kAny, true>([](auto x, auto y) { return x >= y; });
+    return bin.template operator()<kAny | kComplex, true>(
+        [](auto x, auto y) { return less_equal(y, x); });
   case Op::Select:
     return select(in[0], in[1], in[2], fresh());
   case Op::Fma: {

@@ -10,9 +10,12 @@ namespace pxl::ref {
 namespace {
 
 template <class C> C reduce_init(Reduction r) {
-  if constexpr (is_complex_v<C>) // only sums and products of complex64 (the shape rule)
+  if constexpr (is_complex_v<C>) { // sums, products, lexicographic max/min (the shape rule)
+    constexpr float inf = std::numeric_limits<float>::infinity();
+    if (r == Reduction::Max) return C(-inf, -inf);
+    if (r == Reduction::Min) return C(inf, inf);
     return r == Reduction::Prod ? C(1) : C(0);
-  else
+  } else
   switch (r) {
   case Reduction::Sum:
     return C(0);

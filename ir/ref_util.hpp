@@ -192,10 +192,25 @@ void map_binary(const Array& a, const Array& b, Array& out, Fn fn) {
   });
 }
 
+// a < b, a <= b: complex64 compares lexicographically (real part, then
+// imaginary part), as XLA does.
+template <class T> bool less(T a, T b) {
+  if constexpr (is_complex_v<T>)
+    return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
+  else
+    return a < b;
+}
+template <class T> bool less_equal(T a, T b) {
+  if constexpr (is_complex_v<T>)
+    return a.real() < b.real() || (a.real() == b.real() && a.imag() <= b.imag());
+  else
+    return a <= b;
+}
+
 // NaN-propagating max/min (lax.max/min, jnp.maximum/minimum).
 template <bool Max, class T> T nan_extremum(T a, T b) {
   if constexpr (is_complex_v<T>) {
-    return a; // complex has no order: rejected by the shape rules
+    return (Max ? less(b, a) : less(a, b)) ? a : b;
   } else {
     if constexpr (is_float_v<T>) {
       if (std::isnan(a)) return a;

@@ -230,6 +230,7 @@ AVal reduce(Op op, const OpAttrs& a, const AVal& x, unsigned accept) {
 }
 
 AVal arg_reduce(Op op, const OpAttrs& a, const AVal& x) {
+  check_dtype(op, x.dtype, kAny); // as JAX's: no argmax/argmin of complex values
   check_axis(op, a.axis, x.ndim());
   if (!is_integer(a.dtype)) fail(ErrCode::DType, op, "index dtype must be an integer type");
   if (x.shape[static_cast<size_t>(a.axis)] == 0)
@@ -321,7 +322,8 @@ AVal scatter(Op op, const OpAttrs& a, const AVal& x, const AVal& idx, const AVal
              dtype_name(upd.dtype) + shape_str(upd.shape));
   if (a.mode == ScatterMode::Add || a.mode == ScatterMode::Mul)
     check_dtype(op, x.dtype, kNum | kComplex);
-  if (a.mode == ScatterMode::Min || a.mode == ScatterMode::Max) check_dtype(op, x.dtype, kAny);
+  if (a.mode == ScatterMode::Min || a.mode == ScatterMode::Max)
+    check_dtype(op, x.dtype, kAny | kComplex);
   return x;
 }
 
@@ -592,7 +594,7 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
   }
   case Op::Max:
   case Op::Min:
-    return binary(op, in[0], in[1], kAny);
+    return binary(op, in[0], in[1], kAny | kComplex); // complex: lexicographic
   case Op::And:
   case Op::Or:
   case Op::Xor:
@@ -605,12 +607,11 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
     return binary(op, in[0], in[1], kInt);
   case Op::Eq:
   case Op::Ne:
-    return binary(op, in[0], in[1], kAny | kComplex, true);
   case Op::Lt:
   case Op::Le:
   case Op::Gt:
   case Op::Ge:
-    return binary(op, in[0], in[1], kAny, true);
+    return binary(op, in[0], in[1], kAny | kComplex, true);
   case Op::Select:
     return select(op, in[0], in[1], in[2]);
   case Op::Fma:
@@ -653,7 +654,7 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
     return reduce(op, a, in[0], kNum | kComplex);
   case Op::ReduceMax:
   case Op::ReduceMin:
-    return reduce(op, a, in[0], kAny);
+    return reduce(op, a, in[0], kAny | kComplex);
   case Op::ReduceAnd:
   case Op::ReduceOr:
     return reduce(op, a, in[0], kBool | kInt);

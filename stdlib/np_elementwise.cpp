@@ -200,14 +200,6 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
   case BinOp::Pow:
     if (p.dtype == DType::Bool) p = {DType::Int32, false};
     break;
-  case BinOp::Maximum:
-  case BinOp::Minimum:
-  case BinOp::Lt:
-  case BinOp::Le:
-  case BinOp::Gt:
-  case BinOp::Ge:
-    if (is_complex(p.dtype)) bad_dtype(fn, p.dtype); // pxl: no ordering of complex values
-    break;
   default:
     break;
   }

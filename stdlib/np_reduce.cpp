@@ -138,14 +138,27 @@ Tensor argmin(OpContext& cx, const Tensor& x, std::optional<int> axis, bool keep
 Tensor var(OpContext& cx, const Tensor& x, const Axes& axes0, bool keepdims, int ddof) {
   std::vector<int64_t> axes = norm_axes("var", axes0, av(x).ndim());
   DType d = av(x).dtype;
-  DType compute = d == DType::Float64 ? d : DType::Float32;
+  bool cplx = is_complex(d);
+  DType compute = d == DType::Float64 || cplx ? d : DType::Float32;
   DType result = is_floating(d) ? d : DType::Float32;
   Tensor xc = convert(cx, x, compute, av(x).weak);
   Tensor mu = keep_dims(cx, mean_impl(cx, xc, axes), av(x).shape, axes);
   Tensor centered = bind(cx, Op::Sub, {}, {xc, broadcast(cx, mu, av(x).shape, "var")});
-  Tensor ss = reduce_axes(cx, Op::ReduceSum, bind(cx, Op::Mul, {}, {centered, centered}), axes);
-  Tensor r = bind(cx, Op::Mul, {},
-                  {ss, reciprocal_of_count(cx, count(av(x).shape, axes) - ddof, compute, av(ss))});
+  Tensor sq = bind(cx, Op::Mul, {}, {centered, centered});
+  if (cplx) { // |c|^2 = re^2 + im^2 (jnp.var of complex is real)
+    Tensor re = bind(cx, Op::Real, {}, {centered}), im = bind(cx, Op::Imag, {}, {centered});
+    sq = bind(cx, Op::Add, {}, {bind(cx, Op::Mul, {}, {re, re}), bind(cx, Op::Mul, {}, {im, im})});
+    compute = DType::Float32;
+  }
+  Tensor ss = reduce_axes(cx, Op::ReduceSum, sq, axes);
+  Tensor r;
+  if (cplx) { // jnp divides the complex sum by the count: a true division
+    Tensor n = fill(cx, av(ss).shape, Scalar::of_int(count(av(x).shape, axes) - ddof), compute, false);
+    r = bind(cx, Op::Div, {}, {ss, n});
+  } else {
+    r = bind(cx, Op::Mul, {},
+             {ss, reciprocal_of_count(cx, count(av(x).shape, axes) - ddof, compute, av(ss))});
+  }
   r = convert(cx, r, result, false);
   return keepdims ? keep_dims(cx, r, av(x).shape, axes) : r;
 }
