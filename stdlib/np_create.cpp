@@ -159,7 +159,7 @@ Tensor linspace(OpContext& cx, double start, double stop, int64_t num, bool endp
       float c = folded ? 1.0f - fi * r : std::fma(-fi, r, 1.0f);
       v = std::fma(fe * r, fi, fs * c);
     }
-    if (!is_floating(d) && d != DType::Bool) v = std::floor(v);
+    if (!is_inexact(d) && d != DType::Bool) v = std::floor(v);
     a.set(i, Scalar::of_float(v));
   }
   return cx.constant(std::move(a));

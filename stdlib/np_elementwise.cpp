@@ -320,12 +320,18 @@ Tensor unary(OpContext& cx, UnOp op, const Tensor& x0) {
   case UnOp::Sign:
     if (is_bool) return x0;
     return p1(cx, Op::Sign, x0);
-  // Rounding is the identity on ints and bools (jnp keeps their dtype).
+  // Rounding is the identity on ints and bools (jnp keeps their dtype);
+  // complex values round part by part, and have no floor or ceiling (JAX).
   case UnOp::Floor:
+    if (is_complex(d)) bad_dtype(fn, d);
     return is_floating(d) ? p1(cx, Op::Floor, x0) : x0;
   case UnOp::Ceil:
+    if (is_complex(d)) bad_dtype(fn, d);
     return is_floating(d) ? p1(cx, Op::Ceil, x0) : x0;
   case UnOp::Round:
+    if (is_complex(d))
+      return p2(cx, Op::Complex, p1(cx, Op::Round, p1(cx, Op::Real, x0)),
+                p1(cx, Op::Round, p1(cx, Op::Imag, x0)));
     return is_floating(d) ? p1(cx, Op::Round, x0) : x0;
   case UnOp::IsNan:
     if (!is_inexact(d)) return fill(cx, av(x0).shape, Scalar::of_bool(false), DType::Bool, false);
