@@ -46,10 +46,11 @@ private:
     t.fn = std::make_shared<Function>();
     t.fn->name = op_name(op);
     TraceContext tc(*t.fn, in_.ops(), "jit");
+    LocScope scope(tc, loc); // errors of the sharding rules point at the op
     std::vector<Tensor> params;
     for (const Tensor& x : inputs) params.push_back(tc.add_param(x->aval, 0, loc, ""));
     t.fn->results.push_back(tc.value_of(tc.bind(op, attrs, params)));
-    return partition_jit(in_, t, mesh, specs, {}, loc);
+    return partition_jit(in_, t, mesh, specs, {}, loc, /*eager_op=*/true);
   }
 
   InterpreterImpl& in_;

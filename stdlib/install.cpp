@@ -136,7 +136,8 @@ void install_stdlib(InterpreterImpl& in) {
   in.define_builtin("jax", jax_v);
   for (const char* n : {"devices", "device_count", "tree_map"})
     in.define_builtin(n, jax_v.as<ModuleObj>()->env->vars.at(n));
-  add_pxl_modules(in, jax_v); // last: nn.pxl imports jax
+  add_pxl_modules(in, jax_v); // nn.pxl imports jax
+  add_out_sharding(in, jax_v); // wraps functions of both kinds
 }
 
 } // namespace pxl

@@ -4,6 +4,7 @@
 // rule needs its operands laid out differently reshards them: all_gather to
 // make a dimension whole, a local take of this device's block to split one.
 #include "stdlib/jit_partition.hpp"
+#include "stdlib/sharding_rules.hpp"
 
 #include <algorithm>
 
@@ -15,18 +16,17 @@ namespace pxl {
 
 namespace {
 
-using Axes = std::vector<std::string>;
-using DimSpec = std::vector<Axes>; // one entry per dimension; empty = whole
-
 DimSpec dims_of_spec(const PartitionSpec& s, size_t ndim) {
   DimSpec d(ndim);
   for (size_t i = 0; i < s.entries.size() && i < ndim; ++i) d[i] = s.entries[i];
   return d;
 }
 
-// JAX's form of a result's sharding: trailing whole dimensions dropped.
-PartitionSpec spec_of_dims(DimSpec d) {
-  while (!d.empty() && d.back().empty()) d.pop_back();
+// JAX's form of a result's sharding: over Auto axes, XLA's (trailing whole
+// dimensions dropped); over Explicit axes the sharding is part of the type and
+// names every dimension (P('x', None)).
+PartitionSpec spec_of_dims(DimSpec d, const Mesh& mesh) {
+  while (!explicit_mesh(mesh) && !d.empty() && d.back().empty()) d.pop_back();
   PartitionSpec s;
   s.entries = std::move(d);
   return s;
@@ -40,8 +40,11 @@ bool uses_axis(const DimSpec& s, const std::string& axis) {
 
 class Partitioner {
 public:
-  Partitioner(const Function& g, const Mesh& mesh, TraceContext& tc)
-      : g_(g), mesh_(mesh), tc_(tc), env_(g.values.size()), recreatable_(g.values.size(), false) {}
+  // `eager`: the program is one eager op (JAX dispatches those as a jit of the
+  // primitive, whose slices do not keep the sliced dimensions split).
+  Partitioner(const Function& g, const Mesh& mesh, TraceContext& tc, bool eager)
+      : g_(g), mesh_(mesh), tc_(tc), eager_(eager), explicit_(explicit_mesh(mesh)),
+        env_(g.values.size()), recreatable_(g.values.size(), false) {}
 
   struct Local {
     Tensor t;
@@ -77,11 +80,17 @@ public:
     case OpFamily::Dot:
       return dot(ins);
     case OpFamily::Scan:
+      if (explicit_)
+        explicit_scan_check(g_.values[ins.operands[0]].aval, env_[ins.operands[0]].spec,
+                            ins.attrs.axis, loc_of(ins));
       return along_whole_dims(ins, {ins.attrs.axis});
     case OpFamily::Structural:
       return structural(ins);
     case OpFamily::Call:
       return spmd_call(ins);
+    case OpFamily::Index:
+      if (op == Op::Take) return take(ins);
+      return replicated(ins);
     case OpFamily::Creation:
       recreatable_[ins.result] = op == Op::Iota;
       return define(ins, bind(op, ins.attrs, {}), whole(ins.result));
@@ -93,7 +102,7 @@ public:
   // The result `gid` laid out by `want` (or as propagated).
   Tensor result(int gid, const std::optional<PartitionSpec>& want, PartitionSpec& spec) {
     DimSpec d = want ? dims_of_spec(*want, g_.values[gid].aval.ndim()) : env_[gid].spec;
-    spec = spec_of_dims(d);
+    spec = want ? *want : spec_of_dims(d, mesh_);
     return reshard(gid, d);
   }
 
@@ -101,6 +110,8 @@ private:
   const Function& g_;
   const Mesh& mesh_;
   TraceContext& tc_;
+  bool eager_;
+  bool explicit_; // sharding is part of the type (sharding_rules.hpp)
   std::vector<Local> env_;
   // Values that are cheaper to recreate in another layout than to reshard:
   // broadcasts (from their operand's block) and iotas (the block of an iota
@@ -252,8 +263,20 @@ private:
     return xs;
   }
 
+  // Value `gid` laid out as the Explicit-axes rule says it is typed.
+  void conform(int gid, const DimSpec& typed) {
+    if (env_[gid].spec != typed) env_[gid] = {reshard(gid, typed), typed};
+  }
+  const Span& loc_of(const Instr& ins) const { return g_.values[ins.result].loc; }
+
   void elementwise(const Instr& ins) {
     DimSpec spec = widest(ins, gshape(ins.result).size());
+    if (explicit_) {
+      std::vector<AVal> avals;
+      std::vector<DimSpec> specs;
+      for (int o : ins.operands) avals.push_back(g_.values[o].aval), specs.push_back(env_[o].spec);
+      spec = explicit_elementwise(op_name(ins.op), avals, specs, loc_of(ins));
+    }
     define(ins, bind(ins.op, ins.attrs, operands_as(ins, spec)), spec);
   }
 
@@ -318,6 +341,35 @@ private:
     int l = ins.operands[0], r = ins.operands[1];
     DimSpec ls = env_[l].spec, rs = env_[r].spec;
     DimSpec lt(ls.size()), rt(rs.size());
+    std::optional<DimSpec> typed;
+    if (explicit_) {
+      auto pick = [](const DimSpec& s, const std::vector<int64_t>& dims) {
+        DimSpec out;
+        for (int64_t d : dims) out.push_back(s[static_cast<size_t>(d)]);
+        return out;
+      };
+      explicit_dot_check(pick(ls, dd.lhs_contract), pick(rs, dd.rhs_contract),
+                         pick(ls, dd.lhs_batch), pick(rs, dd.rhs_batch), loc_of(ins));
+      // Batch dimensions as the lhs's, then each side's free dimensions.
+      typed = pick(ls, dd.lhs_batch);
+      for (size_t d = 0; d < ls.size(); ++d)
+        if (!is_in_dims(dd.lhs_batch, d) && !is_in_dims(dd.lhs_contract, d))
+          typed->push_back(ls[d]);
+      for (size_t d = 0; d < rs.size(); ++d)
+        if (!is_in_dims(dd.rhs_batch, d) && !is_in_dims(dd.rhs_contract, d))
+          typed->push_back(rs[d]);
+      // An axis both sides' free dimensions use (a @ a.T of P('x')) needs
+      // out_sharding= in JAX; pxl keeps its first use, and out_sharding= then
+      // lays the result out (stdlib/out_sharding.cpp).
+      std::vector<std::string> seen;
+      for (Axes& e : *typed) {
+        bool dup = false;
+        for (const std::string& a : e)
+          dup = dup || std::find(seen.begin(), seen.end(), a) != seen.end();
+        if (dup) e.clear();
+        seen.insert(seen.end(), e.begin(), e.end());
+      }
+    }
     std::vector<std::string> used;
     auto free_axes = [&](const Axes& e) {
       for (const std::string& a : e)
@@ -357,6 +409,10 @@ private:
       for (const std::string& a : lt[static_cast<size_t>(d)]) contracted.push_back(a);
     if (!contracted.empty()) t = bind(Op::Psum, over(contracted), {t});
     define(ins, t, out);
+    if (typed) conform(ins.result, *typed);
+  }
+  static bool is_in_dims(const std::vector<int64_t>& v, size_t d) {
+    return std::find(v.begin(), v.end(), static_cast<int64_t>(d)) != v.end();
   }
 
   void structural(const Instr& ins) {
@@ -424,9 +480,23 @@ private:
     for (size_t d = 0; d < spec.size(); ++d)
       if (!spec[d].empty()) a.limits[d] = local[d];
     Local l{bind(Op::Slice, a, {reshard(x, spec)}), spec};
-    for (int64_t d : cut)
-      restore(l, gshape(ins.result), static_cast<size_t>(d), before[static_cast<size_t>(d)]);
+    if (!eager_)
+      for (int64_t d : cut)
+        restore(l, gshape(ins.result), static_cast<size_t>(d), before[static_cast<size_t>(d)]);
     env_[ins.result] = std::move(l);
+  }
+
+  // take along `axis`: that dimension is gathered whole, the indices are
+  // replicated, the other dimensions keep their split (XLA's gather rule).
+  void take(const Instr& ins) {
+    int x = ins.operands[0], idx = ins.operands[1];
+    auto axis = static_cast<size_t>(ins.attrs.axis);
+    DimSpec spec = env_[x].spec;
+    spec[axis].clear();
+    DimSpec out(spec.begin(), spec.begin() + static_cast<std::ptrdiff_t>(axis));
+    out.resize(out.size() + gshape(idx).size());
+    out.insert(out.end(), spec.begin() + static_cast<std::ptrdiff_t>(axis) + 1, spec.end());
+    define(ins, bind(Op::Take, ins.attrs, {reshard(x, spec), reshard(idx, whole(idx))}), out);
   }
 
   void broadcast(const Instr& ins) {
@@ -460,6 +530,8 @@ private:
       int64_t prefix = 1;
       size_t e = 0;
       while (e < out_shape.size() && prefix < before) prefix *= out_shape[e++];
+      // Inserted unit dimensions (x[None], expand_dims) come before it.
+      while (e + 1 < out_shape.size() && out_shape[e] == 1 && in_shape[d] != 1) ++e;
       bool kept = prefix == before && e < out_shape.size() && out[e].empty() &&
                   out_shape[e] % parts(spec[d]) == 0;
       if (kept)
@@ -467,9 +539,13 @@ private:
       else
         spec[d].clear();
     }
+    std::optional<DimSpec> typed;
+    if (explicit_)
+      typed = explicit_reshape(g_.values[x].aval, env_[x].spec, out_shape, mesh_, loc_of(ins));
     OpAttrs local = ins.attrs;
     local.shape = local_shape(out_shape, out);
     define(ins, bind(Op::Reshape, local, {reshard(x, spec)}), out);
+    if (typed) conform(ins.result, *typed);
   }
 };
 
@@ -522,7 +598,8 @@ bool partitionable(const Function& f, const Mesh& mesh) {
     return partitionable(*lower_custom_calls(std::make_shared<Function>(f)), mesh);
   for (const Instr& i : f.body) {
     OpFamily fam = op_family(i.op);
-    if (fam == OpFamily::Collective || fam == OpFamily::Effect || fam == OpFamily::Loop) return false;
+    if (fam == OpFamily::Collective || fam == OpFamily::Effect || fam == OpFamily::Loop)
+      return false;
     if (fam == OpFamily::Call) {
       const SpmdCallee& c = *i.attrs.callee;
       if (c.kind != "shard_map" || !c.check_vma || !(c.layout.mesh == mesh) || !inlinable(*c.fn))
@@ -544,7 +621,7 @@ const Mesh* shard_map_mesh(const Function& f) {
 PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const Mesh& mesh,
                              const OperandSpecs& specs,
                              const std::vector<std::optional<PartitionSpec>>& out_specs,
-                             const Span& where) {
+                             const Span& where, bool eager_op) {
   std::shared_ptr<const Function> program = lower_custom_calls(t.fn);
   const Function& g = *program;
   auto f = std::make_shared<Function>();
@@ -552,7 +629,7 @@ PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const
   f->mesh_axes = mesh.axis_names;
   f->mesh_sizes = mesh.axis_sizes;
   TraceContext tc(*f, in.ops(), "jit");
-  Partitioner p(g, mesh, tc);
+  Partitioner p(g, mesh, tc, eager_op);
   std::vector<int> inputs = g.params;
   inputs.insert(inputs.end(), g.consts.begin(), g.consts.end());
   PXL_ASSERT(inputs.size() == specs.size(), "partition_jit: one spec per operand");

@@ -44,10 +44,12 @@ const Mesh* shard_map_mesh(const Function& f);
 // Builds the partitioned call of `t` for operands (its parameters, then its
 // consts) laid out by `specs` over `mesh`. `out_specs`, when given, are the
 // shardings the caller wants for the results (jit's out_shardings; an empty
-// optional entry leaves a result as propagated).
+// optional entry leaves a result as propagated). `eager_op`: `t` is one eager
+// op (stdlib/eager_sharded.cpp), whose slices lay out their results as JAX's
+// eager dispatch does.
 PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const Mesh& mesh,
                              const OperandSpecs& specs,
                              const std::vector<std::optional<PartitionSpec>>& out_specs,
-                             const Span& where);
+                             const Span& where, bool eager_op = false);
 
 } // namespace pxl

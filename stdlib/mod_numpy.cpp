@@ -67,7 +67,12 @@ void def_creation(ModuleBuilder& b) {
                   kind == 2 ? 2 : 1);
       Tensor x = T(in, r[0]);
       Scalar v = kind == 2 ? value_to_scalar(in, r[1], "fill_value") : Scalar::of_int(kind);
-      return make_array(np::full_like(in.ops(), x, v, value_to_dtype(r[kind == 2 ? 2 : 1])));
+      Tensor out = np::full_like(in.ops(), x, v, value_to_dtype(r[kind == 2 ? 2 : 1]));
+      // JAX gives the result x's sharding.
+      if (x->sharded && x->sharded->spans_devices())
+        out = make_sharded_tensor(shard_array(in.ops().concrete(out), x->sharded->mesh,
+                                              x->sharded->spec, in.pull_log()));
+      return make_array(out);
     };
   };
   b.fn("zeros_like", like("zeros_like", 0));

@@ -104,6 +104,10 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding_module, Value& 
 void add_spmd_functions(InterpreterImpl& in, Value& jax_module, Value& shard_map_module);
 void add_collectives(InterpreterImpl& in, Value& lax_module);
 
+// out_sharding= / device= of jnp, lax and jax.random functions, and
+// jax.reshard (stdlib/out_sharding.cpp); after every module is installed.
+void add_out_sharding(InterpreterImpl& in, Value& jax_module);
+
 // What the REPL's :ir, :comm, :llvm and :ptx show of a call.
 enum class Lowered { Ir, Comm, Llvm, Ptx };
 // The IR, communication report, optimized LLVM IR of the kernels, or their

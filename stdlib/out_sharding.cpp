@@ -1,0 +1,173 @@
+// Where JAX's array-producing functions put their result: the `out_sharding=`
+// and `device=` arguments (jnp.zeros(..., out_sharding=P('x')),
+// jnp.dot(a, b, out_sharding=...), jax.random.normal(..., out_sharding=...)),
+// and jax.reshard / jax.sharding.reshard. Each listed function is wrapped once
+// at start-up: the wrapper takes those two arguments off, calls the function,
+// and lays the result out. A bare PartitionSpec names axes of the mesh made
+// current by jax.set_mesh. Inside traced code the layout is the partitioner's
+// business (as for with_sharding_constraint), so values pass through.
+#include "lang/args.hpp"
+#include "lang/tracer.hpp"
+#include "stdlib/pytree.hpp"
+#include "stdlib/sharding.hpp"
+
+namespace pxl {
+
+namespace {
+
+// out_sharding= (and reshard) go through JAX's sharding-in-types: the spec must
+// name Explicit axes only, and the result's spec names every dimension.
+enum class Placement { Device, OutSharding };
+
+ShardingObj* sharding_of(const Value& v) {
+  return v.is_obj(ObjKind::Opaque) ? dynamic_cast<ShardingObj*>(v.as<OpaqueObj>()) : nullptr;
+}
+SpecObj* spec_of(const Value& v) {
+  return v.is_obj(ObjKind::Opaque) ? dynamic_cast<SpecObj*>(v.as<OpaqueObj>()) : nullptr;
+}
+
+// `leaf` laid out by `target` (None, a Device, a NamedSharding or a bare
+// PartitionSpec), for function `fn` (its JAX name, for messages).
+Value place(InterpreterImpl& in, const Value& leaf, Value target, Placement how,
+            const std::string& fn) {
+  if (target.is_none() || dynamic_cast<TraceContext*>(&in.ops())) return leaf;
+  if (SpecObj* spec = spec_of(target)) {
+    const Value* current = in.context_mesh();
+    if (!current)
+      throw Error(ErrCode::Value,
+                  "Please set a mesh via `jax.set_mesh` if a PartitionSpec is passed to " + fn);
+    target = Value::object(std::make_shared<ShardingObj>(*value_to_mesh(*current), spec->spec));
+  }
+  ShardingObj* s = sharding_of(target);
+  if (how == Placement::OutSharding && !s)
+    throw Error(ErrCode::Type,
+                fn + "() out_sharding must be a NamedSharding or a PartitionSpec, not " +
+                    type_name(target));
+  if (how == Placement::OutSharding && !s->single_device) {
+    PartitionSpec spec = s->spec;
+    for (const auto& entry : spec.entries)
+      for (const std::string& axis : entry) {
+        int a = s->mesh.axis_of(axis);
+        if (a >= 0 && s->mesh.axis_type(a) != AxisType::Explicit)
+          throw Error(ErrCode::Spec,
+                      "PartitionSpec passed to " + fn +
+                          " cannot contain axis names that are of type Auto or Manual. Got "
+                          "PartitionSpec: " +
+                          spec.repr() + " with axis name: " + axis + " of type: AxisType." +
+                          axis_type_name(s->mesh.axis_type(a)) + ".");
+      }
+    // The type names every dimension: P('x') of a matrix is P('x', None).
+    size_t ndim = in.to_tensor(leaf, Span{})->aval.ndim();
+    if (spec.entries.size() < ndim) {
+      spec.entries.resize(ndim);
+      target = Value::object(std::make_shared<ShardingObj>(s->mesh, std::move(spec)));
+    }
+  }
+  return device_put_leaf(in, leaf, target);
+}
+
+// Replaces module function `name` by one that also takes out_sharding= and/or
+// device= (`prefix` starts its name in messages, as JAX's "jnp.zeros").
+void wrap(Value& module, const std::string& name, const std::string& prefix, bool out_sharding,
+          bool device) {
+  auto& vars = module.as<ModuleObj>()->env->vars;
+  auto it = vars.find(name);
+  if (it == vars.end()) return;
+  Value inner = it->second;
+  std::string fn = prefix + name;
+  it->second = make_builtin(name, [inner, fn, out_sharding, device](InterpreterImpl& in,
+                                                                    CallArgs& a) {
+    Value target;
+    Placement how = Placement::Device;
+    for (auto kw = a.kw.begin(); kw != a.kw.end();) {
+      bool mine =
+          (out_sharding && kw->first == "out_sharding") || (device && kw->first == "device");
+      if (!mine) {
+        ++kw;
+        continue;
+      }
+      if (!kw->second.is_none()) {
+        if (!target.is_none())
+          throw Error(ErrCode::Arguments, fn + "() takes at most one of out_sharding= and device=");
+        target = kw->second;
+        how = kw->first == "device" ? Placement::Device : Placement::OutSharding;
+      }
+      kw = a.kw.erase(kw);
+    }
+    Value result = in.call(inner, a, Span{});
+    if (target.is_none()) return result;
+    return map_tree(in, result,
+                    [&](const Value& leaf) { return place(in, leaf, target, how, fn); });
+  });
+}
+
+} // namespace
+
+void add_out_sharding(InterpreterImpl&, Value& jax) {
+  auto& jv = jax.as<ModuleObj>()->env->vars;
+  Value np = jv.at("numpy"), lax = jv.at("lax"), random = jv.at("random");
+  for (const char* n : {"arange", "array", "asarray", "empty", "full", "full_like", "ones",
+                        "ones_like", "zeros", "zeros_like"})
+    wrap(np, n, "jnp.", true, true);
+  for (const char* n : {"eye", "linspace", "astype", "empty_like"})
+    wrap(np, n, "jnp.", false, true);
+  for (const char* n : {"bincount", "broadcast_to", "dot", "einsum", "matmul", "percentile",
+                        "ravel", "repeat", "reshape", "tensordot"})
+    wrap(np, n, "jnp.", true, false);
+  for (const char* n : {"broadcast", "broadcast_in_dim", "broadcasted_iota", "conv_general_dilated",
+                        "dot", "dot_general", "empty", "reduce", "reduce_sum", "reshape"})
+    wrap(lax, n, "lax.", true, false);
+  for (const char* n : {"ball",
+                        "bernoulli",
+                        "beta",
+                        "bits",
+                        "categorical",
+                        "cauchy",
+                        "chisquare",
+                        "dirichlet",
+                        "exponential",
+                        "f",
+                        "gamma",
+                        "generalized_normal",
+                        "geometric",
+                        "gumbel",
+                        "laplace",
+                        "loggamma",
+                        "logistic",
+                        "lognormal",
+                        "maxwell",
+                        "multivariate_normal",
+                        "normal",
+                        "orthogonal",
+                        "pareto",
+                        "permutation",
+                        "poisson",
+                        "rademacher",
+                        "randint",
+                        "rayleigh",
+                        "t",
+                        "triangular",
+                        "truncated_normal",
+                        "uniform",
+                        "wald"})
+    wrap(random, n, "random.", true, false);
+
+  // jax.reshard(x, out_shardings): x (a pytree) laid out by a sharding or spec
+  // per leaf (a prefix of x's structure).
+  Value reshard = make_builtin("reshard", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("reshard", a, {"xs", "out_shardings"}, 2);
+    return map_tree_with_prefix(
+        in, r[0], r[1], [](const Value& v) { return v.is_none() || v.is_obj(ObjKind::Opaque); },
+        "reshard() out_shardings",
+        [&](const Value& leaf, const Value& target) {
+          return place(in, leaf, target, Placement::OutSharding, "reshard");
+        });
+  });
+  jv["reshard"] = reshard;
+  Value sharding = jv.at("sharding");
+  auto& sv = sharding.as<ModuleObj>()->env->vars;
+  sv["reshard"] = reshard;
+  sv["set_mesh"] = jv.at("set_mesh");
+}
+
+} // namespace pxl

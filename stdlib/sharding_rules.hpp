@@ -1,0 +1,43 @@
+// JAX's sharding-in-types rules for meshes whose axes are Explicit (the kind
+// jax.make_mesh makes): the sharding of an op's result is part of its type,
+// computed from its operands' by a rule per primitive, and an op whose result
+// sharding would be ambiguous is a ShardingTypeError instead of a silent
+// reshard. The jit partitioner (stdlib/jit_partition.cpp) lays each value out
+// as these rules say; over Auto axes it propagates as XLA does instead.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ir/aval.hpp"
+#include "lang/diag.hpp"
+#include "runtime/mesh.hpp"
+
+namespace pxl {
+
+using Axes = std::vector<std::string>;
+using DimSpec = std::vector<Axes>; // one entry per dimension; empty = whole
+
+// Whether sharding is part of the type on `mesh`: every axis is Explicit.
+bool explicit_mesh(const Mesh& mesh);
+
+// A value's type as JAX's errors print it: float32[8@x,4@(y,z)] (`short_dtype`:
+// f32[8@x,4]).
+std::string sharded_type_str(const AVal& aval, const DimSpec& spec, bool short_dtype = false);
+
+// Each rule returns the result's sharding or throws JAX's ShardingTypeError
+// text as an ErrCode::Spec error at `loc`.
+
+// An elementwise op of same-rank operands (lax.broadcasting_sharding_rule; a
+// result split twice over one axis is an error).
+DimSpec explicit_elementwise(const std::string& op, const std::vector<AVal>& avals,
+                             const std::vector<DimSpec>& specs, const Span& loc);
+// lax.reshape to `new_sizes` (lax._reshape_sharding_rule).
+DimSpec explicit_reshape(const AVal& operand, const DimSpec& spec, const Shape& new_sizes,
+                         const Mesh& mesh, const Span& loc);
+// dot_general: the contracting dimensions may be split on one side only.
+void explicit_dot_check(const DimSpec& lhs_contracting, const DimSpec& rhs_contracting,
+                        const DimSpec& lhs_batch, const DimSpec& rhs_batch, const Span& loc);
+// cumsum and the other cumulative reductions: the scanned axis must be whole.
+void explicit_scan_check(const AVal& operand, const DimSpec& spec, int64_t axis, const Span& loc);
+
+} // namespace pxl
