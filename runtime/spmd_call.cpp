@@ -49,7 +49,7 @@ std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<F
   for (size_t r = 0; r < outs.size(); ++r)
     c->out_global.push_back(global_aval(layout, outs[r], fn->values[fn->results[r]].aval));
   c->exe = platform ? platform->make_executable(mode, fn, layout, {})
-                   : make_executable(mode, cache, fn, layout, {});
+                    : make_executable(mode, cache, fn, layout, {});
   c->exe->phase_times = times;
   c->fn = std::move(fn);
   c->layout = std::move(layout);
@@ -69,8 +69,7 @@ std::vector<AVal> infer_call(const OpAttrs& a, std::span<const AVal> inputs) {
   const SpmdCallee& c = *a.callee;
   if (inputs.size() != c.in_global.size())
     throw Error(ErrCode::Arguments, "spmd_call: " + std::to_string(c.in_global.size()) +
-                                        " operands expected, got " +
-                                        std::to_string(inputs.size()));
+                                        " operands expected, got " + std::to_string(inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i)
     if (inputs[i].shape != c.in_global[i].shape || inputs[i].dtype != c.in_global[i].dtype)
       throw Error(ErrCode::Shape, "spmd_call: operand " + std::to_string(i) + " has type " +
@@ -153,11 +152,10 @@ std::vector<std::vector<Array>> participant_inputs(const SpmdCallee& c,
 }
 
 // pmap's result r: the participants' blocks stacked along out axis `oa`, one
-// shard of k elements per device thread (or, out_axes=None, participant 0's).
+// shard of k elements per device thread (or, out_axes=None, replicated).
 Tensor pmap_output(const SpmdCallee& c, size_t r, const std::vector<std::vector<Array>>& results,
                    const std::shared_ptr<PullLog>& log) {
   const SpmdMapping& m = c.outs[r];
-  if (m.squeeze < 0) return make_tensor(results[0][r]);
   const AVal& block = c.fn->values[c.fn->results[r]].aval;
   int threads = c.layout.threads, k = c.layout.per_thread;
   const std::string& name = c.layout.mesh.axis_names[0];
@@ -166,6 +164,12 @@ Tensor pmap_output(const SpmdCallee& c, size_t r, const std::vector<std::vector<
   d->pull_log = log;
   d->mesh = Mesh{{name}, {threads}, {}};
   for (int t = 0; t < threads; ++t) d->mesh.device_ids.push_back(c.layout.mesh.device_ids[t * k]);
+  if (oa < 0) { // out_axes=None: the same value on every device, replicated as JAX's P()
+    d->global = c.out_global[r];
+    for (int t = 0; t < threads; ++t)
+      d->shards.push_back(results[t * k][r].on_device(d->mesh.device_ids[t]));
+    return make_sharded_tensor(d);
+  }
   d->spec.entries.assign(oa + 1, {});
   d->spec.entries[oa] = {name};
   d->global = c.out_global[r];

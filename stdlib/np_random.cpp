@@ -261,11 +261,17 @@ Tensor random_randint(OpContext& cx, const Tensor& key, const Shape& shape, int6
   if (!is_integer(dtype))
     throw Error(ErrCode::DType,
                 std::string("randint only accepts integer dtypes, got ") + dtype_name(dtype));
-  // JAX draws 8- and 16-bit integers from narrower random bits (not done here).
-  if (dtype_size(dtype) != 4)
-    throw Error(ErrCode::Unsupported,
-                std::string("randint with dtype ") + dtype_name(dtype) + " is not supported",
-                Span{}, "draw int32 values and convert them with astype");
+  // 8- and 16-bit dtypes sample in int32 (JAX: "to avoid biased results"), with
+  // the bounds clipped into the dtype (maxval one past its maximum), then convert.
+  if (dtype_size(dtype) < 4) {
+    const int nbits = 8 * static_cast<int>(dtype_size(dtype));
+    const bool is_signed = dtype == DType::Int8 || dtype == DType::Int16;
+    const int64_t tmin = is_signed ? -(int64_t{1} << (nbits - 1)) : 0;
+    const int64_t tmax = is_signed ? (int64_t{1} << (nbits - 1)) - 1 : (int64_t{1} << nbits) - 1;
+    Tensor v = random_randint(cx, key, shape, std::clamp(minval, tmin, tmax),
+                              std::clamp(maxval, tmin, tmax + 1), DType::Int32);
+    return convert(cx, v, dtype, false);
+  }
   // _randint: clip the bounds into the dtype; a maxval past the dtype's maximum
   // widens the span by one so that maximum can be drawn.
   const bool is_signed = dtype == DType::Int32;

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "lang/args.hpp"
+#include "lang/tracer.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/sharding.hpp"
 
@@ -116,6 +117,7 @@ struct DeviceSetObj : OpaqueObj {
 struct AvalObj : OpaqueObj {
   AVal aval;
   std::vector<std::string> explicit_axes; // per dimension, "" when none
+  std::string varying;                    // inside shard_map: the axes it varies over
   std::string type_name() const override { return "ShapedArray"; }
   std::string dims() const {
     std::string s = std::string(dtype_name(aval.dtype)) + "[";
@@ -123,7 +125,7 @@ struct AvalObj : OpaqueObj {
       s += (d ? "," : "") + std::to_string(aval.shape[d]);
       if (d < explicit_axes.size() && !explicit_axes[d].empty()) s += "@" + explicit_axes[d];
     }
-    return s + "]";
+    return s + "]" + (varying.empty() ? "" : "{V:" + varying + "}");
   }
   std::string str() const override { return (aval.weak ? "~" : "") + dims(); }
   std::string repr() const override {
@@ -138,13 +140,30 @@ struct AvalObj : OpaqueObj {
   bool equals(const OpaqueObj& o) const override {
     auto* a = dynamic_cast<const AvalObj*>(&o);
     return a && a->aval.dtype == aval.dtype && a->aval.shape == aval.shape &&
-           a->aval.weak == aval.weak && a->explicit_axes == explicit_axes;
+           a->aval.weak == aval.weak && a->explicit_axes == explicit_axes && a->varying == varying;
   }
 };
+
+// "a" or "(b,a)": the mesh axes (in mesh order) a value traced inside a
+// shard_map varies over, as JAX's types show them; "" elsewhere.
+std::string varying_axes(const Tensor& t) {
+  if (!t->trace) return "";
+  auto& tc = *const_cast<TraceContext*>(static_cast<const TraceContext*>(t->trace));
+  if (tc.what() != "shard_map" || t->trace_id < 0) return "";
+  const Function& f = tc.function();
+  AxisSet vma = f.values.at(static_cast<size_t>(t->trace_id)).vma;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < f.mesh_axes.size(); ++i)
+    if (vma & (AxisSet{1} << i)) names.push_back(f.mesh_axes[i]);
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i) s += (i ? "," : "") + names[i];
+  return names.size() > 1 ? "(" + s + ")" : s;
+}
 
 Value aval_value(const Tensor& t) {
   auto a = std::make_shared<AvalObj>();
   a->aval = t->aval;
+  a->varying = varying_axes(t);
   if (t->sharded) {
     const Mesh& m = t->sharded->mesh;
     const PartitionSpec& spec = t->sharded->spec;
