@@ -8,10 +8,10 @@
 #include <iostream>
 #include <sstream>
 
+#include "ir/function.hpp"
 #include "lang/args.hpp"
 #include "lang/interp_impl.hpp"
 #include "lang/methods.hpp"
-#include "ir/function.hpp"
 #include "lang/parser.hpp"
 #include "runtime/eager.hpp"
 #include "stdlib/sharding.hpp"
@@ -20,8 +20,8 @@ namespace pxl {
 
 InterpreterImpl::InterpreterImpl(InterpOptions opts)
     : opts_(opts), out_(opts.out ? opts.out : &std::cout), err_(opts.err ? opts.err : &std::cerr),
-      platform_(PlatformOptions{opts.platform, opts.num_devices, opts.cuda_devices,
-                                opts.cuda_logical}) {
+      platform_(
+          PlatformOptions{opts.platform, opts.num_devices, opts.cuda_devices, opts.cuda_logical}) {
   CodeCacheOptions cache;
   cache.disk_dir = opts_.cache_dir == "auto" ? default_disk_cache_dir() : opts_.cache_dir;
   cache.times = phase_times();
@@ -109,8 +109,7 @@ Value InterpreterImpl::run_source(const SourceRef& src, const EnvPtr& env, bool 
       continue;
     }
     Flow f = exec(*s, env, ret);
-    if (f == Flow::Return)
-      throw Error(ErrCode::Syntax, "'return' outside function", s->span);
+    if (f == Flow::Return) throw Error(ErrCode::Syntax, "'return' outside function", s->span);
     if (f == Flow::Break || f == Flow::Continue)
       throw Error(ErrCode::Syntax, "'break' or 'continue' outside loop", s->span);
   }
@@ -162,7 +161,8 @@ Completeness Interpreter::check_complete(const std::string& code) {
   std::string trimmed = code;
   while (!trimmed.empty() && (trimmed.back() == ' ' || trimmed.back() == '\t')) trimmed.pop_back();
   bool ends_blank = trimmed.size() >= 2 && trimmed.substr(trimmed.size() - 2) == "\n\n";
-  bool multi_line = trimmed.find('\n') != trimmed.size() - 1 && trimmed.find('\n') != std::string::npos;
+  bool multi_line =
+      trimmed.find('\n') != trimmed.size() - 1 && trimmed.find('\n') != std::string::npos;
   size_t first_nl = code.find('\n');
   std::string first = code.substr(0, first_nl);
   size_t hash = first.find('#');
@@ -184,14 +184,16 @@ std::vector<std::string> Interpreter::complete(const std::string& prefix) {
   if (dot == std::string::npos) {
     for (const Env* e = impl_->globals().get(); e; e = e->parent.get())
       for (const auto& [k, _] : e->vars) names.push_back(k);
-    static const char* kws[] = {"def", "return", "if", "elif", "else", "for", "while", "break",
-                                "continue", "pass", "lambda", "import", "from", "assert",
-                                "True", "False", "None", "and", "or", "not", "in", "is"};
+    static const char* kws[] = {"def",   "return", "if",       "elif",  "else",   "for",
+                                "while", "break",  "continue", "pass",  "lambda", "import",
+                                "from",  "assert", "True",     "False", "None",   "and",
+                                "or",    "not",    "in",       "is"};
     for (const char* k : kws) names.push_back(k);
   } else {
     head = prefix.substr(0, dot + 1);
     stem = prefix.substr(dot + 1);
-    // Only complete through plain dotted names: evaluating arbitrary code on TAB would be a surprise.
+    // Only complete through plain dotted names: evaluating arbitrary code on TAB would be a
+    // surprise.
     std::string path = prefix.substr(0, dot);
     for (char c : path)
       if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.')) return out;
@@ -267,9 +269,14 @@ std::string Interpreter::sharding_of(const std::string& expr) {
   const Tensor& t = v.as<ArrayObj>()->tensor;
   std::string head = type_str(t->aval) + " ";
   if (!t->sharded)
-    return head + "on one device (" + impl_->platform().device_label(t->concrete ? t->concrete->device() : 0) + ")\n";
-  return head + "sharded as " + t->sharded->spec.repr() + " over " + t->sharded->mesh.repr() +
-         "\n" + sharding_picture(*t->sharded, impl_->platform().picture_label());
+    return head + "on one device (" +
+           impl_->platform().device_label(t->concrete ? t->concrete->device() : 0) + ")\n";
+  head += "sharded as " + t->sharded->spec.repr() + " over " + t->sharded->mesh.repr() + "\n";
+  // JAX draws only 1-d and 2-d arrays.
+  size_t nd = t->aval.ndim();
+  return nd >= 1 && nd <= 2
+             ? head + sharding_picture(*t->sharded, impl_->platform().picture_label())
+             : head;
 }
 
 std::string Interpreter::mesh_of(const std::string& expr) {
@@ -290,7 +297,8 @@ std::string Interpreter::mesh_of(const std::string& expr) {
   for (int64_t pos = 0; pos < m->size(); ++pos) {
     std::vector<int64_t> c = m->coords(pos);
     out += "  ";
-    for (int d = 0; d < m->ndim(); ++d) out += (d ? ", " : "") + m->axis_names[d] + "=" + std::to_string(c[d]);
+    for (int d = 0; d < m->ndim(); ++d)
+      out += (d ? ", " : "") + m->axis_names[d] + "=" + std::to_string(c[d]);
     out += " -> " + impl_->platform().device_label(m->device_ids[pos]) + "\n";
   }
   return out;
@@ -302,9 +310,12 @@ std::string Interpreter::time_of(const std::string& expr) {
   if (v.is_obj(ObjKind::Array)) impl_->ops().concrete(v.as<ArrayObj>()->tensor); // wait for it
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   char buf[64];
-  if (s < 1e-3) std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
-  else if (s < 1) std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
-  else std::snprintf(buf, sizeof buf, "%.3f s", s);
+  if (s < 1e-3)
+    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  else if (s < 1)
+    std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.3f s", s);
   return (v.is_none() ? std::string() : repr(v) + "\n") + "time: " + buf + "\n";
 }
 

@@ -378,47 +378,6 @@ PartitionSpec value_to_spec(const Value& v, const std::string& what) {
 Value make_mesh_value(Mesh m) { return Value::object(std::make_shared<MeshObj>(std::move(m))); }
 Value make_spec_value(PartitionSpec s) { return Value::object(std::make_shared<SpecObj>(std::move(s))); }
 
-std::string sharding_picture(const ShardedData& d, const std::string& platform) {
-  // A table with one cell per block of the (at most 2-d view of the) array,
-  // naming the devices that hold it.
-  const Shape& g = d.global.shape;
-  int rows_dim = g.size() >= 1 ? 0 : -1, cols_dim = g.size() >= 2 ? 1 : -1;
-  std::vector<std::pair<std::pair<int64_t, int64_t>, std::vector<int>>> cells;
-  int64_t nr = 1, nc = 1;
-  for (int64_t pos = 0; pos < d.mesh.size(); ++pos) {
-    ShardBlock b = block_of(d.mesh, d.spec, g, pos);
-    int64_t r = rows_dim >= 0 && b.shape[0] ? b.start[0] / b.shape[0] : 0;
-    int64_t c = cols_dim >= 0 && b.shape[1] ? b.start[1] / b.shape[1] : 0;
-    nr = std::max(nr, r + 1);
-    nc = std::max(nc, c + 1);
-    auto it = std::find_if(cells.begin(), cells.end(), [&](auto& e) { return e.first == std::make_pair(r, c); });
-    if (it == cells.end()) cells.push_back({{r, c}, {d.mesh.device_ids[pos]}});
-    else it->second.push_back(d.mesh.device_ids[pos]);
-  }
-  std::vector<std::vector<std::string>> text(nr, std::vector<std::string>(nc));
-  size_t width = 0;
-  for (auto& [rc, devs] : cells) {
-    std::string s = platform + " ";
-    for (size_t i = 0; i < devs.size(); ++i) s += (i ? "," : "") + std::to_string(devs[i]);
-    text[rc.first][rc.second] = s;
-    width = std::max(width, s.size());
-  }
-  width += 2;
-  std::string line = "+";
-  for (int64_t c = 0; c < nc; ++c) line += std::string(width, '-') + "+";
-  std::string out = line + "\n";
-  for (int64_t r = 0; r < nr; ++r) {
-    out += "|";
-    for (int64_t c = 0; c < nc; ++c) {
-      const std::string& s = text[r][c];
-      size_t pad = width - s.size();
-      out += std::string(pad / 2, ' ') + s + std::string(pad - pad / 2, ' ') + "|";
-    }
-    out += "\n" + line + "\n";
-  }
-  return out;
-}
-
 // ---- module functions -------------------------------------------------------------
 
 // device_put of one array to a Device, a NamedSharding or (None) the default device.
