@@ -151,6 +151,12 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     vars[name] = make_builtin(name, std::move(f));
   };
 
+  // a * b + c rounded once, for the stdlib's formulas that XLA's CPU backend
+  // contracts into an fma (jnp.quantile's interpolation): float32, one shape.
+  def("_fma", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_fma", a, {"a", "b", "c"}, 3);
+    return make_array(bind(in, Op::Fma, {}, {T(in, r[0]), T(in, r[1]), T(in, r[2])}));
+  });
   def("pad", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("pad", a, {"operand", "padding_value", "padding_config"}, 3);
     Tensor x = T(in, r[0]);
@@ -303,7 +309,12 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
       if (!is_inexact(x->aval.dtype)) return make_array(x);
       OpAttrs at;
       at.dtype = x->aval.dtype;
-      return make_array(bind(in, Op::BitcastConvertType, at, {x}));
+      Tensor y = bind(in, Op::BitcastConvertType, at, {x});
+      if (x->aval.weak) { // JAX's stop_gradient keeps weak_type; the bitcast does not
+        at.weak = true;
+        y = bind(in, Op::ConvertElementType, at, {y});
+      }
+      return make_array(y);
     });
   });
   // with_sharding_constraint: lays eager arrays out as asked (device_put);

@@ -6,6 +6,8 @@
 
 namespace pxl {
 
+void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections); // stdlib/mod_objects.cpp
+
 namespace {
 
 struct EmbeddedSource {
@@ -40,13 +42,13 @@ struct Namespace : OpaqueObj {
   }
 };
 
-// Loads the stdlib module `file` and copies its public functions (and
-// namespaces, such as lax.GatherScatterMode) into `into`.
+// Loads the stdlib module `file` and copies its public names into `into`.
 void merge_functions(InterpreterImpl& in, const char* file, const Value& into) {
   Value extra = in.import_module(file, Span{}, "");
   for (const auto& [name, v] : extra.as<ModuleObj>()->env->vars) {
-    bool ns = v.is_obj(ObjKind::Opaque) && dynamic_cast<const Namespace*>(v.as<OpaqueObj>());
-    if (!name.empty() && name[0] != '_' && (v.is_obj(ObjKind::Function) || ns))
+    // Everything public but the modules the file imported: functions, namespaces
+    // (lax.GatherScatterMode), index objects (jnp.r_), constants, dtype aliases.
+    if (!name.empty() && name[0] != '_' && !v.is_obj(ObjKind::Module))
       into.as<ModuleObj>()->env->vars[name] = v;
   }
 }
@@ -62,12 +64,15 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
     ns->fields = a.kw;
     return Value::object(ns);
   });
+  ModuleBuilder collections("collections");
+  add_object_makers(types, collections);
   in.register_module("types", types.value());
+  in.register_module("collections", collections.value());
   for (const EmbeddedSource& s : kSources)
     in.register_source_module(s.name, std::string("<stdlib>/") + s.name + ".pxl", s.text);
   // numpy_*.pxl define more of jax.numpy in pxl: merge their public functions into np.
   Value np = jax.as<ModuleObj>()->env->vars.at("numpy");
-  for (const char* file : {"numpy_extra", "numpy_more", "numpy_sort", "numpy_misc"}) merge_functions(in, file, np);
+  for (const char* file : {"numpy_extra", "numpy_more", "numpy_sort", "numpy_misc", "numpy_rest"}) merge_functions(in, file, np);
   // jax.lax.linalg: the factorization primitives with their JVP rules.
   Value lax = jax.as<ModuleObj>()->env->vars.at("lax");
   Value lax_linalg = in.import_module("linalg_lax", Span{}, "");
@@ -89,6 +94,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   merge_functions(in, "lax_extra", lax);
   merge_functions(in, "lax_conv", lax);   // convolutions, reduce_window, reduce
   merge_functions(in, "lax_gather", lax); // gather, scatter
+  merge_functions(in, "lax_rest", lax);   // nextafter, mulhi, custom_root, ...
   // lax names of np functions, some of which the files above just defined.
   static const std::pair<const char*, const char*> from_np[] = {
       {"asin", "arcsin"},   {"acos", "arccos"},   {"atan", "arctan"},   {"sinh", "sinh"},
@@ -99,6 +105,10 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
     if (np_vars.count(theirs)) lax.as<ModuleObj>()->env->vars[mine] = np_vars.at(theirs);
   // jax_extra.pxl: jvp, jacfwd, jacrev, hessian, checkpoint into jax.
   merge_functions(in, "jax_extra", jax);
+  merge_functions(in, "jax_rest", jax); // pure_callback, linear_transpose, named_scope, ...
+  Value dtypes = in.import_module("jax_dtypes", Span{}, "");
+  jax.as<ModuleObj>()->env->vars["dtypes"] = dtypes;
+  in.register_module("jax.dtypes", dtypes);
   // jax.scipy: special and stats.norm (loaded now: attributes of jax.scipy;
   // before nn, whose logsumexp is jax.scipy.special's).
   Value special = in.import_module("scipy_special", Span{}, "");

@@ -148,6 +148,9 @@ Value tree_unflatten(const TreeDef& def, const ValueList& leaves) {
   return v;
 }
 
+bool treedef_attr(const TreeDef& def, const std::string& name, Value& out); // stdlib/pytree_more.cpp
+void add_tree_more_functions(Value& tree_util, Value& tree);                 // stdlib/pytree_more.cpp
+
 namespace {
 
 struct TreeDefObj : OpaqueObj {
@@ -156,9 +159,8 @@ struct TreeDefObj : OpaqueObj {
   std::string type_name() const override { return "PyTreeDef"; }
   std::string repr() const override { return def.repr(); }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
-    if (name != "num_leaves") return false;
-    out = Value::integer(static_cast<int64_t>(def.num_leaves()));
-    return true;
+    if (name == "num_leaves") return out = Value::integer(static_cast<int64_t>(def.num_leaves())), true;
+    return treedef_attr(def, name, out); // num_nodes, children(), unflatten(), ...
   }
   bool equals(const OpaqueObj& o) const override {
     auto* t = dynamic_cast<const TreeDefObj*>(&o);
@@ -199,6 +201,11 @@ Value map_leaves(InterpreterImpl& in, const char* fn, const Value& f, const Tree
 }
 
 Value tree_structure_value(TreeDef def) { return Value::object(std::make_shared<TreeDefObj>(std::move(def))); }
+
+const TreeDef* treedef_of(const Value& v) {
+  auto* d = v.is_obj(ObjKind::Opaque) ? dynamic_cast<TreeDefObj*>(v.as<OpaqueObj>()) : nullptr;
+  return d ? &d->def : nullptr;
+}
 
 void add_tree_pair(Value& tree_util, Value& tree,
                    std::initializer_list<std::pair<const char*, NativeFn>> fns) {
@@ -241,6 +248,7 @@ void add_tree_functions(InterpreterImpl& in, Value& tree_util, Value& tree, Valu
                  {"flatten", flatten_fn},
                  {"unflatten", unflatten_fn}});
   add_tree_path_functions(tree_util, tree);
+  add_tree_more_functions(tree_util, tree);
   jax.as<ModuleObj>()->env->vars["tree_map"] = make_builtin("tree_map", tree_map);
 }
 

@@ -12,25 +12,42 @@ Value make_functools_module(); // stdlib/mod_host.cpp
 
 namespace {
 
+// A key path entry: DictKey(key=...), SequenceKey(idx=...), GetAttrKey(name=...)
+// or FlattenedIndexKey(key=...), as JAX's key classes print and compare.
 struct KeyEntryObj : OpaqueObj {
-  bool is_dict;
-  Value key; // the dict key, or the sequence index
-  KeyEntryObj(bool d, Value k) : is_dict(d), key(std::move(k)) {}
-  std::string type_name() const override { return is_dict ? "DictKey" : "SequenceKey"; }
-  std::string repr() const override {
-    return is_dict ? "DictKey(key=" + pxl::repr(key) + ")" : "SequenceKey(idx=" + pxl::repr(key) + ")";
+  enum class Kind { Dict, Sequence, GetAttr, FlattenedIndex } kind;
+  Value key; // the dict key, the sequence index, the attribute name or the flat index
+  KeyEntryObj(Kind k, Value v) : kind(k), key(std::move(v)) {}
+  std::string type_name() const override {
+    switch (kind) {
+    case Kind::Dict: return "DictKey";
+    case Kind::Sequence: return "SequenceKey";
+    case Kind::GetAttr: return "GetAttrKey";
+    case Kind::FlattenedIndex: return "FlattenedIndexKey";
+    }
+    return "?";
   }
-  // keystr's form: ['a'] or [0]; with simple=True just a or 0.
-  std::string str(bool simple) const { return simple ? pxl::str(key) : "[" + pxl::repr(key) + "]"; }
+  const char* field() const { return kind == Kind::Sequence ? "idx" : kind == Kind::GetAttr ? "name" : "key"; }
+  std::string repr() const override { return type_name() + "(" + field() + "=" + pxl::repr(key) + ")"; }
+  std::string str() const override { return str(false); }
+  // keystr's form: ['a'], [0], .name, [<flat index 3>]; with simple=True just a, 0, name, 3.
+  std::string str(bool simple) const {
+    if (simple) return pxl::str(key);
+    switch (kind) {
+    case Kind::GetAttr: return "." + pxl::str(key);
+    case Kind::FlattenedIndex: return "[<flat index " + pxl::str(key) + ">]";
+    default: return "[" + pxl::repr(key) + "]";
+    }
+  }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
-    if (name != (is_dict ? "key" : "idx")) return false;
+    if (name != field()) return false;
     out = key;
     return true;
   }
-  std::vector<std::string> attr_names() const override { return {is_dict ? "key" : "idx"}; }
+  std::vector<std::string> attr_names() const override { return {field()}; }
   bool equals(const OpaqueObj& o) const override {
     auto* k = dynamic_cast<const KeyEntryObj*>(&o);
-    return k && k->is_dict == is_dict && values_equal(k->key, key);
+    return k && k->kind == kind && values_equal(k->key, key);
   }
 };
 
@@ -45,8 +62,9 @@ void paths_rec(const TreeDef& d, ValueList& cur, ValueList& out) {
   default:
     for (size_t i = 0; i < d.children.size(); ++i) {
       bool is_dict = d.kind == TreeDef::Kind::Dict;
-      cur.push_back(Value::object(std::make_shared<KeyEntryObj>(
-          is_dict, is_dict ? d.keys[i] : Value::integer(static_cast<int64_t>(i)))));
+      cur.push_back(Value::object(
+          std::make_shared<KeyEntryObj>(is_dict ? KeyEntryObj::Kind::Dict : KeyEntryObj::Kind::Sequence,
+                                        is_dict ? d.keys[i] : Value::integer(static_cast<int64_t>(i)))));
       paths_rec(d.children[i], cur, out);
       cur.pop_back();
     }
@@ -76,7 +94,7 @@ Value keystr(InterpreterImpl& in, CallArgs& a) {
   bool first = true;
   for (const Value& k : in.iterate(r[0], Span{})) {
     auto* e = k.is_obj(ObjKind::Opaque) ? dynamic_cast<KeyEntryObj*>(k.as<OpaqueObj>()) : nullptr;
-    if (!e) throw Error(ErrCode::Type, "keystr() expects a key path (a tuple of DictKey/SequenceKey), got a " + type_name(k));
+    if (!e) throw Error(ErrCode::Type, "keystr() expects a key path (a tuple of DictKey, SequenceKey, GetAttrKey or FlattenedIndexKey), got a " + type_name(k));
     s += (first ? "" : sep) + e->str(simple);
     first = false;
   }
@@ -134,6 +152,24 @@ void add_tree_path_functions(Value& tree_util, Value& tree) {
                  {"reduce", reduce_fn},
                  {"all", all_fn}});
   tree_util.as<ModuleObj>()->env->vars["keystr"] = make_builtin("keystr", keystr);
+  // The key classes, to build paths by hand: DictKey('a') == DictKey(key='a').
+  static const std::pair<const char*, KeyEntryObj::Kind> key_classes[] = {
+      {"DictKey", KeyEntryObj::Kind::Dict},
+      {"SequenceKey", KeyEntryObj::Kind::Sequence},
+      {"GetAttrKey", KeyEntryObj::Kind::GetAttr},
+      {"FlattenedIndexKey", KeyEntryObj::Kind::FlattenedIndex}};
+  for (auto [name, kind] : key_classes) {
+    KeyEntryObj::Kind k = kind;
+    std::string cls = name;
+    tree_util.as<ModuleObj>()->env->vars[name] = make_builtin(cls, [k, cls](InterpreterImpl&, CallArgs& a) {
+      KeyEntryObj probe(k, Value());
+      ArgReader r(cls, a, {probe.field()}, 1);
+      if (k == KeyEntryObj::Kind::Sequence || k == KeyEntryObj::Kind::FlattenedIndex)
+        (void)value_to_int(r[0], cls + "() " + probe.field());
+      if (k == KeyEntryObj::Kind::GetAttr) (void)value_to_str(r[0], cls + "() name");
+      return Value::object(std::make_shared<KeyEntryObj>(k, r[0]));
+    });
+  }
   // tree_util.Partial: functools.partial (pxl's partial objects are leaves).
   Value functools = make_functools_module();
   tree_util.as<ModuleObj>()->env->vars["Partial"] = functools.as<ModuleObj>()->env->vars.at("partial");

@@ -1,0 +1,178 @@
+// Host objects that pxl code cannot define itself (it has no classes), made
+// for the stdlib's .pxl modules through `types` and `collections`: named tuples
+// (collections.namedtuple: jnp.unique_all's result), objects read with []
+// (jnp.r_, jnp.mgrid, ...: types._subscriptable) and context managers built
+// from two functions (jnp.printoptions, jax.named_scope: types._context).
+#include "lang/args.hpp"
+#include "stdlib/module_builder.hpp"
+
+namespace pxl {
+
+namespace {
+
+struct NamedTupleObj : OpaqueObj {
+  std::string name;
+  std::shared_ptr<const std::vector<std::string>> fields;
+  ValueList values;
+  std::string type_name() const override { return name; }
+  std::string repr() const override {
+    std::string s = name + "(";
+    for (size_t i = 0; i < values.size(); ++i)
+      s += (i ? ", " : "") + (*fields)[i] + "=" + pxl::repr(values[i]);
+    return s + ")";
+  }
+  bool items(ValueList& out) const override {
+    out = values;
+    return true;
+  }
+  bool get_item(InterpreterImpl&, const Value& index, Value& out) override {
+    if (!index.is_int()) return false;
+    int64_t i = index.as_int(), n = static_cast<int64_t>(values.size());
+    if (i < -n || i >= n) throw Error(ErrCode::Index, "tuple index out of range");
+    out = values[static_cast<size_t>(i < 0 ? i + n : i)];
+    return true;
+  }
+  bool get_attr(InterpreterImpl&, const std::string& attr, Value& out) override {
+    for (size_t i = 0; i < fields->size(); ++i)
+      if ((*fields)[i] == attr) return out = values[i], true;
+    if (attr == "_fields") {
+      ValueList names;
+      for (const auto& f : *fields) names.push_back(make_str(f));
+      return out = make_tuple(std::move(names)), true;
+    }
+    if (attr == "_asdict") {
+      auto fs = fields;
+      ValueList vs = values;
+      out = make_builtin("_asdict", [fs, vs](InterpreterImpl&, CallArgs& a) {
+        ArgReader r("_asdict", a, {});
+        auto d = std::make_shared<DictObj>();
+        for (size_t i = 0; i < fs->size(); ++i) d->set(make_str((*fs)[i]), vs[i]);
+        return Value::object(d);
+      });
+      return true;
+    }
+    return false;
+  }
+  std::vector<std::string> attr_names() const override { return *fields; }
+  bool equals(const OpaqueObj& o) const override {
+    auto* t = dynamic_cast<const NamedTupleObj*>(&o);
+    if (!t || t->name != name || t->values.size() != values.size()) return false;
+    for (size_t i = 0; i < values.size(); ++i)
+      if (!values_equal(values[i], t->values[i])) return false;
+    return true;
+  }
+};
+
+// obj[index] calls fn(index): numpy's index-trick objects (r_, c_, mgrid, s_).
+struct SubscriptableObj : OpaqueObj {
+  std::string name;
+  Value fn;
+  std::string type_name() const override { return name; }
+  std::string repr() const override { return "<" + name + " object>"; }
+  bool get_item(InterpreterImpl& in, const Value& index, Value& out) override {
+    out = in.call(fn, {index}, Span{});
+    return true;
+  }
+};
+
+// `with obj [as x]:` calls enter() (its result is x) and, however the block is
+// left, exit().
+struct ContextObj : OpaqueObj {
+  std::string name;
+  Value enter_fn, exit_fn;
+  std::string type_name() const override { return name; }
+  std::string repr() const override { return "<" + name + " object>"; }
+  bool enter(InterpreterImpl& in, Value& out) override {
+    out = enter_fn.is_none() ? Value() : in.call(enter_fn, {}, Span{});
+    return true;
+  }
+  void exit(InterpreterImpl& in) override {
+    if (!exit_fn.is_none()) in.call(exit_fn, {}, Span{});
+  }
+};
+
+std::vector<std::string> field_names(const Value& v) {
+  std::vector<std::string> out;
+  if (v.is_obj(ObjKind::Str)) {
+    std::string cur;
+    for (char c : value_to_str(v, "namedtuple() field_names") + " ") {
+      if (c == ' ' || c == ',') {
+        if (!cur.empty()) out.push_back(cur);
+        cur.clear();
+      } else {
+        cur += c;
+      }
+    }
+    return out;
+  }
+  const ValueList* items = sequence_items(v);
+  if (!items)
+    throw Error(ErrCode::Type,
+                "namedtuple() field_names must be a string or a sequence of strings");
+  for (const Value& x : *items) out.push_back(value_to_str(x, "namedtuple() field name"));
+  return out;
+}
+
+} // namespace
+
+void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
+  types.fn("_subscriptable", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("_subscriptable", a, {"name", "fn"}, 2);
+    auto obj = std::make_shared<SubscriptableObj>();
+    obj->name = r.get_str(0);
+    obj->fn = r[1];
+    return Value::object(obj);
+  });
+  types.fn("_context", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("_context", a, {"name", "enter", "exit"}, 3);
+    auto obj = std::make_shared<ContextObj>();
+    obj->name = r.get_str(0);
+    obj->enter_fn = r[1];
+    obj->exit_fn = r[2];
+    return Value::object(obj);
+  });
+  // Errors of the kinds JAX raises (ValueError, TypeError) for pxl code, which
+  // has no raise: types._value_error("...") fails with E0105.
+  types.fn("_value_error", [](InterpreterImpl&, CallArgs& a) -> Value {
+    ArgReader r("_value_error", a, {"message"}, 1);
+    throw Error(ErrCode::Value, r.get_str(0));
+  });
+  types.fn("_type_error", [](InterpreterImpl&, CallArgs& a) -> Value {
+    ArgReader r("_type_error", a, {"message"}, 1);
+    throw Error(ErrCode::Type, r.get_str(0));
+  });
+  collections.fn("namedtuple", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("namedtuple", a, {"typename", "field_names"}, 2);
+    std::string name = r.get_str(0);
+    auto fields = std::make_shared<const std::vector<std::string>>(field_names(r[1]));
+    return make_builtin(name, [name, fields](InterpreterImpl&, CallArgs& a) {
+      if (a.pos.size() > fields->size())
+        throw Error(ErrCode::Arguments, name + "() takes " + std::to_string(fields->size()) +
+                                            " positional arguments but " +
+                                            std::to_string(a.pos.size()) + " were given");
+      auto obj = std::make_shared<NamedTupleObj>();
+      obj->name = name;
+      obj->fields = fields;
+      obj->values.resize(fields->size());
+      std::vector<bool> set(fields->size(), false);
+      for (size_t i = 0; i < a.pos.size(); ++i) obj->values[i] = a.pos[i], set[i] = true;
+      for (const auto& [k, v] : a.kw) {
+        size_t i = 0;
+        while (i < fields->size() && (*fields)[i] != k) ++i;
+        if (i == fields->size())
+          throw Error(ErrCode::Arguments,
+                      name + "() got an unexpected keyword argument '" + k + "'");
+        if (set[i])
+          throw Error(ErrCode::Arguments, name + "() got multiple values for argument '" + k + "'");
+        obj->values[i] = v, set[i] = true;
+      }
+      for (size_t i = 0; i < set.size(); ++i)
+        if (!set[i])
+          throw Error(ErrCode::Arguments,
+                      name + "() missing required argument '" + (*fields)[i] + "'");
+      return Value::object(obj);
+    });
+  });
+}
+
+} // namespace pxl
