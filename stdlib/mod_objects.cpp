@@ -131,8 +131,8 @@ void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
     obj->exit_fn = r[2];
     return Value::object(obj);
   });
-  // Errors of the kinds JAX raises (ValueError, TypeError) for pxl code, which
-  // has no raise: types._value_error("...") fails with E0105.
+  // Errors of the kinds JAX raises (ValueError, TypeError, NotImplementedError)
+  // for pxl code, which has no raise: types._value_error("...") fails with E0105.
   types.fn("_value_error", [](InterpreterImpl&, CallArgs& a) -> Value {
     ArgReader r("_value_error", a, {"message"}, 1);
     throw Error(ErrCode::Value, r.get_str(0));
@@ -140,6 +140,10 @@ void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
   types.fn("_type_error", [](InterpreterImpl&, CallArgs& a) -> Value {
     ArgReader r("_type_error", a, {"message"}, 1);
     throw Error(ErrCode::Type, r.get_str(0));
+  });
+  types.fn("_unsupported_error", [](InterpreterImpl&, CallArgs& a) -> Value {
+    ArgReader r("_unsupported_error", a, {"message"}, 1);
+    throw Error(ErrCode::Unsupported, r.get_str(0)); // JAX's NotImplementedError
   });
   collections.fn("namedtuple", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("namedtuple", a, {"typename", "field_names"}, 2);
