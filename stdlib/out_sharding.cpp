@@ -67,16 +67,17 @@ Value place(InterpreterImpl& in, const Value& leaf, Value target, Placement how,
 }
 
 // Replaces module function `name` by one that also takes out_sharding= and/or
-// device= (`prefix` starts its name in messages, as JAX's "jnp.zeros").
+// device= (`prefix` starts its name in messages, as JAX's "jnp.zeros"); a
+// `contraction` (dot, einsum, ...) may contract dimensions both operands split.
 void wrap(Value& module, const std::string& name, const std::string& prefix, bool out_sharding,
-          bool device) {
+          bool device, bool contraction = false) {
   auto& vars = module.as<ModuleObj>()->env->vars;
   auto it = vars.find(name);
   if (it == vars.end()) return;
   Value inner = it->second;
   std::string fn = prefix + name;
-  it->second = make_builtin(name, [inner, fn, out_sharding, device](InterpreterImpl& in,
-                                                                    CallArgs& a) {
+  it->second = make_builtin(name, [inner, fn, out_sharding, device,
+                                   contraction](InterpreterImpl& in, CallArgs& a) {
     Value target;
     Placement how = Placement::Device;
     for (auto kw = a.kw.begin(); kw != a.kw.end();) {
@@ -93,6 +94,22 @@ void wrap(Value& module, const std::string& name, const std::string& prefix, boo
         how = kw->first == "device" ? Placement::Device : Placement::OutSharding;
       }
       kw = a.kw.erase(kw);
+    }
+    // A contraction with out_sharding= is never ambiguous in JAX: the result's
+    // layout is given. pxl computes it from replicated operands, so the
+    // Explicit-axes rules have nothing to refuse, then lays it out as asked.
+    if (contraction && how == Placement::OutSharding && !target.is_none() &&
+        !dynamic_cast<TraceContext*>(&in.ops())) {
+      auto replicate = [&](Value& v) {
+        if (!v.is_obj(ObjKind::Array)) return;
+        const Tensor& t = v.as<ArrayObj>()->tensor;
+        if (t->sharded && t->sharded->spans_devices())
+          v = device_put_leaf(
+              in, v,
+              Value::object(std::make_shared<ShardingObj>(t->sharded->mesh, PartitionSpec{})));
+      };
+      for (Value& v : a.pos) replicate(v);
+      for (auto& kw : a.kw) replicate(kw.second);
     }
     Value result = in.call(inner, a, Span{});
     if (target.is_none()) return result;
@@ -111,12 +128,15 @@ void add_out_sharding(InterpreterImpl&, Value& jax) {
     wrap(np, n, "jnp.", true, true);
   for (const char* n : {"eye", "linspace", "astype", "empty_like"})
     wrap(np, n, "jnp.", false, true);
-  for (const char* n : {"bincount", "broadcast_to", "dot", "einsum", "matmul", "percentile",
-                        "ravel", "repeat", "reshape", "tensordot"})
+  for (const char* n : {"bincount", "broadcast_to", "percentile", "ravel", "repeat", "reshape"})
     wrap(np, n, "jnp.", true, false);
-  for (const char* n : {"broadcast", "broadcast_in_dim", "broadcasted_iota", "conv_general_dilated",
-                        "dot", "dot_general", "empty", "reduce", "reduce_sum", "reshape"})
+  for (const char* n : {"dot", "einsum", "matmul", "tensordot"})
+    wrap(np, n, "jnp.", true, false, true);
+  for (const char* n : {"broadcast", "broadcast_in_dim", "broadcasted_iota", "empty", "reduce",
+                        "reduce_sum", "reshape"})
     wrap(lax, n, "lax.", true, false);
+  for (const char* n : {"conv_general_dilated", "dot", "dot_general"})
+    wrap(lax, n, "lax.", true, false, true);
   for (const char* n : {"ball",
                         "bernoulli",
                         "beta",
