@@ -435,6 +435,16 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
     if (name == "itemsize")
       return out = Value::integer(static_cast<int64_t>(obj.as<DTypeObj>()->itemsize())), true;
     if (name == "dtype") return out = obj, true;
+    if (name == "kind") { // numpy's kind code; bfloat16 is an ml_dtypes 'V' type
+      DType d = obj.as<DTypeObj>()->dtype;
+      const char* k = d == DType::Bool            ? "b"
+                      : d == DType::BFloat16      ? "V"
+                      : is_signed_int(d)          ? "i"
+                      : is_unsigned_int(d)        ? "u"
+                      : is_complex(d)             ? "c"
+                                                  : "f";
+      return out = make_str(k), true;
+    }
     return false;
   case ObjKind::Device:
     if (name == "id") return out = Value::integer(obj.as<DeviceObj>()->id), true;

@@ -35,9 +35,12 @@ Value list_rec(const Array& a, size_t dim, int64_t& flat) {
 }
 
 Value reduction(InterpreterImpl& in, const Tensor& x, CallArgs& a, np::ReduceOp op, const char* name) {
-  ArgReader r(name, a, {"axis", "dtype", "out", "keepdims"});
+  ArgReader r(name, a, {"axis", "dtype", "out", "keepdims", "initial", "where"});
+  np::ReduceExtras ex;
+  if (r.has(4) && !r[4].is_none()) ex.initial = in.to_tensor(r[4], Span{});
+  if (r.has(5) && !r[5].is_none()) ex.where = in.to_tensor(r[5], Span{});
   return make_array(np::reduce(in.ops(), op, x, value_to_axes(r[0], std::string(name) + "() axis"),
-                               r.get_bool(3, false), value_to_dtype(r[1])));
+                               r.get_bool(3, false), value_to_dtype(r[1]), ex));
 }
 
 // Methods take (self, args); "variadic shape" methods accept x.reshape(2, 3) and x.reshape((2, 3)).
@@ -184,6 +187,11 @@ const std::map<std::string, ArrayMethod>& methods() {
   return m;
 }
 
+// Methods that are jnp functions taking the array first (x.repeat(2) is jnp.repeat(x, 2)).
+const char* const kDelegated[] = {"argsort", "sort",   "take",   "nonzero",      "trace",
+                                  "diagonal", "ptp",   "cumprod", "repeat", "searchsorted",
+                                  "choose"};
+
 Value at_method(InterpreterImpl& in, const AtProxyObj& p, const std::string& name, CallArgs& a) {
   static const std::map<std::string, np::UpdateMode> modes = {
       {"set", np::UpdateMode::Set}, {"add", np::UpdateMode::Add}, {"multiply", np::UpdateMode::Mul},
@@ -218,6 +226,13 @@ Value at_method(InterpreterImpl& in, const AtProxyObj& p, const std::string& nam
   ArgReader r(name, a, {"values", "indices_are_sorted", "unique_indices", "mode"}, 1);
   Tensor v = in.to_tensor(r[0], Span{});
   bool clip = mode_of(r, 3) == "clip";
+  if (name == "divide" || name == "power") {
+    // As JAX: x / (ones.at[idx].multiply(v)), x ** (ones.at[idx].multiply(v)).
+    Tensor ones = np::full_like(in.ops(), x, Scalar::of_int(1));
+    Tensor f = np::index_update(in.ops(), ones, to_index_items(in, p.index, Span{}), v,
+                                np::UpdateMode::Mul, clip);
+    return make_array(np::binary(in.ops(), name == "divide" ? np::BinOp::TrueDiv : np::BinOp::Pow, x, f));
+  }
   return make_array(np::index_update(in.ops(), x, to_index_items(in, p.index, Span{}), v,
                                      modes.at(name), clip));
 }
@@ -232,7 +247,7 @@ Value array_to_list(const Array& a) {
 bool array_attr(InterpreterImpl& in, const Value& obj, const std::string& name, Value& out) {
   if (obj.is_obj(ObjKind::AtProxy)) {
     auto* p = obj.as<AtProxyObj>();
-    static const char* names[] = {"set", "add", "multiply", "mul", "min", "max", "get"};
+    static const char* names[] = {"set", "add", "multiply", "mul", "min", "max", "divide", "power", "get"};
     if (!p->has_index || std::find(std::begin(names), std::end(names), name) == std::end(names))
       return false;
     out = Value::object(std::make_shared<BoundMethodObj>(
@@ -273,7 +288,13 @@ bool array_attr(InterpreterImpl& in, const Value& obj, const std::string& name, 
   }
   if (sharded_array_attr(in, t, name, out)) return true;
   auto it = methods().find(name);
-  if (it == methods().end()) return false;
+  if (it == methods().end()) {
+    if (std::find(std::begin(kDelegated), std::end(kDelegated), name) == std::end(kDelegated))
+      return false;
+    Value fn = in.get_attr(in.import_module("jax.numpy", Span{}, ""), name, Span{});
+    out = Value::object(std::make_shared<BoundMethodObj>(obj, fn));
+    return true;
+  }
   ArrayMethod m = it->second;
   out = Value::object(std::make_shared<BoundMethodObj>(
       obj, make_builtin(name, [m](InterpreterImpl& in, CallArgs& a) {
@@ -290,6 +311,7 @@ std::vector<std::string> array_attr_names() {
                                     "addressable_shards", "global_shards", "device_buffers", "is_fully_replicated",
                                     "is_fully_addressable", "committed", "aval"};
   for (const auto& [k, _] : methods()) names.push_back(k);
+  for (const char* k : kDelegated) names.push_back(k);
   return names;
 }
 

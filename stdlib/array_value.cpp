@@ -81,8 +81,11 @@ Tensor InterpreterImpl::to_tensor(const Value& v, const Span& where, std::option
 // Python index value -> numpy index items.
 std::vector<np::IndexItem> to_index_items(InterpreterImpl& in, const Value& index, const Span& where) {
   std::vector<np::IndexItem> items;
-  auto one = [&](const Value& v) {
+  // A list inside a tuple index is an index array (x[0, [1, 2]]), as in JAX; only a
+  // list as the whole index is the non-tuple-sequence error.
+  auto one = [&](const Value& v0, bool in_tuple) {
     np::IndexItem it;
+    Value v = in_tuple && v0.is_obj(ObjKind::List) ? make_array(in.to_tensor(v0, where)) : v0;
     if (v.is_intlike()) {
       it.kind = np::IndexItem::Kind::Int;
       it.index = v.as_int();
@@ -125,9 +128,9 @@ std::vector<np::IndexItem> to_index_items(InterpreterImpl& in, const Value& inde
     items.push_back(std::move(it));
   };
   if (index.is_obj(ObjKind::Tuple))
-    for (const Value& v : index.as<TupleObj>()->items) one(v);
+    for (const Value& v : index.as<TupleObj>()->items) one(v, true);
   else
-    one(index);
+    one(index, false);
   return items;
 }
 

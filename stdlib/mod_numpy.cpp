@@ -235,7 +235,10 @@ void def_shape(ModuleBuilder& b) {
   });
   b.fn("concatenate", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("concatenate", a, {"arrays", "axis"}, 1);
-    return make_array(np::concatenate(in.ops(), tensor_list(in, r[0], "concatenate"), static_cast<int>(r.get_int(1, 0))));
+    std::vector<Tensor> xs = tensor_list(in, r[0], "concatenate");
+    if (r.has(1) && r[1].is_none()) // axis=None concatenates the flattened arrays
+      for (Tensor& x : xs) x = np::reshape(in.ops(), x, {-1});
+    return make_array(np::concatenate(in.ops(), xs, static_cast<int>(r.get_int(1, 0))));
   });
   b.fn("stack", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("stack", a, {"arrays", "axis"}, 1);
@@ -291,10 +294,13 @@ void def_reductions(ModuleBuilder& b) {
     np::ReduceOp o = op;
     std::string n = name;
     b.fn(n, [n, o](InterpreterImpl& in, CallArgs& a) {
-      ArgReader r(n, a, {"a", "axis", "dtype", "out", "keepdims"}, 1);
+      ArgReader r(n, a, {"a", "axis", "dtype", "out", "keepdims", "initial", "where"}, 1);
       Tensor x = T(in, r[0]);
+      np::ReduceExtras ex;
+      if (r.has(5) && !r[5].is_none()) ex.initial = T(in, r[5]);
+      if (r.has(6) && !r[6].is_none()) ex.where = T(in, r[6]);
       return make_array(np::reduce(in.ops(), o, x, value_to_axes(r[1], n + "() axis"),
-                                   r.get_bool(4, false), value_to_dtype(r[2])));
+                                   r.get_bool(4, false), value_to_dtype(r[2]), ex));
     });
   }
   auto arg = [](const char* name, bool is_max) {
@@ -319,7 +325,9 @@ void def_reductions(ModuleBuilder& b) {
   b.fn("std", var_std("std", true));
   b.fn("cumsum", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("cumsum", a, {"a", "axis", "dtype"}, 1);
-    return make_array(np::cumsum(in.ops(), T(in, r[0]), opt_axis(r, 1)));
+    Tensor x = T(in, r[0]);
+    if (auto dt = value_to_dtype(r[2])) x = np::astype(in.ops(), x, *dt);
+    return make_array(np::cumsum(in.ops(), x, opt_axis(r, 1)));
   });
 }
 

@@ -77,8 +77,12 @@ std::vector<Tensor> split_indices(OpContext& cx, const Tensor& x,
 // Sum/Prod of bool or int give int32; Mean of ints gives float32; Any/All give bool.
 // `dtype` (jnp's dtype=): the input is converted to it and so is the result
 // (a sum of int8 with dtype=int8 stays int8 instead of widening).
+// numpy's where= mask (broadcast to x) and initial= value of a reduction.
+struct ReduceExtras {
+  std::optional<Tensor> where, initial;
+};
 Tensor reduce(OpContext& cx, ReduceOp op, const Tensor& x, const Axes& axes, bool keepdims = false,
-              std::optional<DType> dtype = {});
+              std::optional<DType> dtype = {}, const ReduceExtras& extras = {});
 Tensor argmax(OpContext& cx, const Tensor& x, std::optional<int> axis, bool keepdims = false);
 Tensor argmin(OpContext& cx, const Tensor& x, std::optional<int> axis, bool keepdims = false);
 Tensor var(OpContext& cx, const Tensor& x, const Axes& axes, bool keepdims = false, int ddof = 0);

@@ -61,14 +61,50 @@ Tensor mean_impl(OpContext& cx, const Tensor& x, const std::vector<int64_t>& axe
   return convert(cx, bind(cx, Op::Mul, {}, {s, inv}), result, false);
 }
 
+// jnp.mean(x, where=mask): the masked sum divided by the number of selected elements.
+Tensor masked_mean(OpContext& cx, const Tensor& x, const Tensor& mask,
+                   const std::vector<int64_t>& axes, bool keepdims) {
+  DType d = av(x).dtype;
+  DType compute = (d == DType::Float64 || is_complex(d)) ? d : DType::Float32;
+  DType result = is_inexact(d) ? d : DType::Float32;
+  Tensor xc = convert(cx, x, compute, false);
+  Tensor s = reduce_axes(cx, Op::ReduceSum, where(cx, mask, xc, constant(cx, Scalar::of_int(0), compute)), axes);
+  Tensor n = reduce_axes(cx, Op::ReduceSum, convert(cx, mask, compute, false), axes);
+  Tensor r = convert(cx, bind(cx, Op::Div, {}, {s, n}), result, false);
+  return keepdims ? keep_dims(cx, r, av(x).shape, axes) : r;
+}
+
 } // namespace
 
 Tensor reduce(OpContext& cx, ReduceOp op, const Tensor& x0, const Axes& axes0, bool keepdims,
-              std::optional<DType> dtype) {
+              std::optional<DType> dtype, const ReduceExtras& ex) {
   const char* fn = reduce_name(op);
   std::vector<int64_t> axes = norm_axes(fn, axes0, av(x0).ndim());
   Tensor x = dtype ? convert(cx, x0, *dtype, false) : x0;
   DType d = av(x).dtype;
+  bool minmax = op == ReduceOp::Max || op == ReduceOp::Min;
+  if (ex.where && minmax && !ex.initial)
+    throw Error(ErrCode::Value, std::string("reduction operation ") + fn +
+                                    " does not have an identity, so to use a where mask one has "
+                                    "to specify 'initial'");
+  std::optional<Tensor> mask;
+  if (ex.where) {
+    Tensor w = *ex.where;
+    if (av(w).dtype != DType::Bool) w = convert(cx, w, DType::Bool, false);
+    mask = broadcast(cx, w, av(x).shape, fn);
+  }
+  if (mask && op == ReduceOp::Mean) return masked_mean(cx, x, *mask, axes, keepdims);
+  if (mask) {
+    // Masked-out elements become the reduction's identity (initial for max/min).
+    bool logical = op == ReduceOp::Any || op == ReduceOp::All;
+    if (logical && d != DType::Bool) {
+      x = binary(cx, BinOp::Ne, x, scalar(cx, Scalar::of_int(0)));
+      d = DType::Bool;
+    }
+    bool one = op == ReduceOp::Prod || op == ReduceOp::All;
+    Tensor id = minmax ? convert(cx, *ex.initial, d, false) : constant(cx, Scalar::of_int(one), d);
+    x = where(cx, *mask, x, id);
+  }
   Tensor r;
   switch (op) {
   case ReduceOp::Sum:
@@ -81,7 +117,7 @@ Tensor reduce(OpContext& cx, ReduceOp op, const Tensor& x0, const Axes& axes0, b
     break;
   case ReduceOp::Max:
   case ReduceOp::Min:
-    if (count(av(x).shape, axes) == 0)
+    if (count(av(x).shape, axes) == 0 && !ex.initial)
       throw Error(ErrCode::Value, std::string(fn) + ": zero-size array to reduction operation " +
                                       fn + " which has no identity (shape " +
                                       shape_str(av(x).shape) + ")");
@@ -99,6 +135,12 @@ Tensor reduce(OpContext& cx, ReduceOp op, const Tensor& x0, const Axes& axes0, b
   // jnp reductions drop the weak type; an explicit dtype is the result's.
   bool to_dtype = dtype && (op == ReduceOp::Sum || op == ReduceOp::Prod);
   r = convert(cx, r, to_dtype ? *dtype : av(r).dtype, false);
+  if (ex.initial) {
+    static const BinOp combine[] = {BinOp::Add, BinOp::Mul, BinOp::Maximum, BinOp::Minimum};
+    if (op > ReduceOp::Min)
+      throw Error(ErrCode::Arguments, std::string(fn) + "() got an unexpected keyword argument 'initial'");
+    r = binary(cx, combine[static_cast<int>(op)], r, convert(cx, *ex.initial, av(r).dtype, false));
+  }
   return keepdims ? keep_dims(cx, r, av(x0).shape, axes) : r;
 }
 

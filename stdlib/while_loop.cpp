@@ -283,6 +283,33 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
   return tree_unflatten(tree, leaves);
 }
 
+// JAX runs a loop's carry as arrays: Python scalars in the initial carry come
+// back as weak 0-d arrays, except carries the body forwards unchanged, which
+// JAX returns as given. The eager host loops lift the scalars first and see
+// forwarding as the very same array object coming back.
+struct HostCarry {
+  ValueList orig, lifted;
+};
+
+Value lift_carry(InterpreterImpl& in, const Value& init, const Span& where, HostCarry& hc) {
+  TreeDef def = tree_flatten(in, init, hc.orig);
+  hc.lifted = hc.orig;
+  for (Value& l : hc.lifted)
+    if (l.is_number()) l = make_array(in.to_tensor(l, where));
+  return tree_unflatten(def, hc.lifted);
+}
+
+Value lower_carry(InterpreterImpl& in, const Value& out, const HostCarry& hc) {
+  ValueList leaves;
+  TreeDef def = tree_flatten(in, out, leaves);
+  if (leaves.size() != hc.lifted.size()) return out;
+  for (size_t k = 0; k < leaves.size(); ++k)
+    if (hc.orig[k].is_number() && leaves[k].is_obj(ObjKind::Array) &&
+        leaves[k].obj == hc.lifted[k].obj)
+      leaves[k] = hc.orig[k];
+  return tree_unflatten(def, leaves);
+}
+
 struct WhileLoopFn : OpaqueObj {
   std::string type_name() const override { return "builtin_function_or_method"; }
   std::string repr() const override { return "<function while_loop>"; }
@@ -290,12 +317,13 @@ struct WhileLoopFn : OpaqueObj {
     ArgReader r("while_loop", a, {"cond_fun", "body_fun", "init_val"}, 3);
     Value cond_fun = r[0], body_fun = r[1];
     if (!dynamic_cast<TraceContext*>(&in.ops())) { // eager: the host loop
-      Value val = r[2];
+      HostCarry hc;
+      Value val = lift_carry(in, r[2], where, hc);
       while (in.truthy(in.call(cond_fun, ValueList{val}, where), where)) {
         in.poll_interrupt(where);
         val = in.call(body_fun, ValueList{val}, where);
       }
-      out = val;
+      out = lower_carry(in, val, hc);
       return true;
     }
     LoopSpec spec;
@@ -406,13 +434,15 @@ struct ForiLoopFn : OpaqueObj {
         out = fori_as_while(in, where, l, u, body_fun, r[3], hi - lo);
         return true;
       }
-      Value val = r[3];
+      // The index is weak, as JAX's (its static bounds are Python ints).
+      HostCarry hc;
+      Value val = lift_carry(in, r[3], where, hc);
       for (int64_t i = lo; i < hi; ++i) {
         in.poll_interrupt(where);
-        Value idx = make_array(in.to_tensor(Value::integer(i), where, DType::Int32));
+        Value idx = make_array(in.to_tensor(Value::integer(i), where));
         val = in.call(body_fun, ValueList{idx, val}, where);
       }
-      out = val;
+      out = lower_carry(in, val, hc);
       return true;
     }
     // Traced bounds: a while loop.
