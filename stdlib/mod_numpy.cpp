@@ -271,7 +271,7 @@ void def_shape(ModuleBuilder& b) {
   auto shape_query = [](const char* name, int which) {
     return [name, which](InterpreterImpl& in, CallArgs& a) {
       ArgReader r(name, a, {"a"}, 1);
-      const AVal& av = T(in, r[0])->aval;
+      const AVal av = T(in, r[0])->aval; // a copy: the tensor of a list is a temporary
       if (which == 0) {
         ValueList d;
         for (int64_t x : av.shape) d.push_back(Value::integer(x));
