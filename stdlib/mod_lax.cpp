@@ -178,6 +178,19 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     if (v->aval.dtype != x->aval.dtype) v = np::astype(in.ops(), v, x->aval.dtype);
     return make_array(bind(in, Op::Pad, at, {x, v}));
   });
+  // a * b + c rounded once, for the stdlib's composites of XLA expansions
+  // (lax_special.pxl): XLA's CPU backend contracts a multiply whose only use
+  // is an add into an fma, so these write the fma where XLA's code has one.
+  // Operands of one float dtype and shape (the callers broadcast).
+  def("_fma", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_fma", a, {"a", "b", "c"}, 3);
+    Tensor x = T(in, r[0]), y = T(in, r[1]), z = T(in, r[2]);
+    DType dt = x->aval.dtype;
+    if (dt != DType::Float32 && dt != DType::Float64)
+      return make_array(np::binary(in.ops(), np::BinOp::Add,
+                                   np::binary(in.ops(), np::BinOp::Mul, x, y), z));
+    return make_array(bind(in, Op::Fma, {}, {x, y, z}));
+  });
   def("broadcast_in_dim", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("broadcast_in_dim", a, {"operand", "shape", "broadcast_dimensions", "out_sharding"},
                 3);

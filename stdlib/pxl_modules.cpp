@@ -95,6 +95,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   merge_functions(in, "lax_conv", lax);   // convolutions, reduce_window, reduce
   merge_functions(in, "lax_gather", lax); // gather, scatter
   merge_functions(in, "lax_rest", lax);   // nextafter, mulhi, custom_root, ...
+  merge_functions(in, "lax_special", lax); // lgamma, digamma, igamma, betainc, ...
   // lax names of np functions, some of which the files above just defined.
   static const std::pair<const char*, const char*> from_np[] = {
       {"asin", "arcsin"},   {"acos", "arccos"},   {"atan", "arctan"},   {"sinh", "sinh"},
@@ -109,12 +110,17 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   Value dtypes = in.import_module("jax_dtypes", Span{}, "");
   jax.as<ModuleObj>()->env->vars["dtypes"] = dtypes;
   in.register_module("jax.dtypes", dtypes);
-  // jax.scipy: special and stats.norm (loaded now: attributes of jax.scipy;
-  // before nn, whose logsumexp is jax.scipy.special's).
+  // jax.scipy: special and the stats distributions (loaded now: attributes of
+  // jax.scipy; before nn, whose logsumexp is jax.scipy.special's).
   Value special = in.import_module("scipy_special", Span{}, "");
-  Value norm = in.import_module("scipy_stats_norm", Span{}, "");
   ModuleBuilder stats("jax.scipy.stats");
-  stats.val("norm", norm);
+  for (const char* dist : {"norm", "uniform", "expon", "gamma", "beta", "t", "cauchy", "laplace",
+                           "logistic", "chi2", "pareto", "poisson", "bernoulli", "geom", "binom",
+                           "dirichlet", "gennorm"}) {
+    Value m = in.import_module(std::string("scipy_stats_") + dist, Span{}, "");
+    stats.val(dist, m);
+    in.register_module(std::string("jax.scipy.stats.") + dist, m);
+  }
   Value scipy_linalg = in.import_module("scipy_linalg", Span{}, "");
   ModuleBuilder scipy("jax.scipy");
   scipy.val("special", special);
@@ -125,7 +131,6 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   in.register_module("jax.scipy.special", special);
   in.register_module("jax.scipy.linalg", scipy_linalg);
   in.register_module("jax.scipy.stats", stats.value());
-  in.register_module("jax.scipy.stats.norm", norm);
   // jax.nn must be an attribute of the jax module, so nn loads now (a few defs).
   Value nn = in.import_module("nn", Span{}, "");
   jax.as<ModuleObj>()->env->vars["nn"] = nn;
