@@ -116,7 +116,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   ModuleBuilder stats("jax.scipy.stats");
   for (const char* dist : {"norm", "uniform", "expon", "gamma", "beta", "t", "cauchy", "laplace",
                            "logistic", "chi2", "pareto", "poisson", "bernoulli", "geom", "binom",
-                           "dirichlet", "gennorm"}) {
+                           "dirichlet", "gennorm", "multivariate_normal"}) {
     Value m = in.import_module(std::string("scipy_stats_") + dist, Span{}, "");
     stats.val(dist, m);
     in.register_module(std::string("jax.scipy.stats.") + dist, m);
