@@ -59,6 +59,8 @@ Tensor from_host(OpContext& cx, const std::vector<Scalar>& flat, const Shape& sh
     for (const Scalar& s : flat)
       if (s.kind == Scalar::Kind::Int) check_python_int(s.i, d);
   } else {
+    // No values: numpy's default float (jnp.array([]) is float32).
+    if (flat.empty()) d = DType::Float32;
     for (const Scalar& s : flat) {
       if (s.kind == Scalar::Kind::Complex)
         d = DType::Complex64;
