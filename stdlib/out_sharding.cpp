@@ -22,22 +22,13 @@ enum class Placement { Device, OutSharding };
 ShardingObj* sharding_of(const Value& v) {
   return v.is_obj(ObjKind::Opaque) ? dynamic_cast<ShardingObj*>(v.as<OpaqueObj>()) : nullptr;
 }
-SpecObj* spec_of(const Value& v) {
-  return v.is_obj(ObjKind::Opaque) ? dynamic_cast<SpecObj*>(v.as<OpaqueObj>()) : nullptr;
-}
 
 // `leaf` laid out by `target` (None, a Device, a NamedSharding or a bare
 // PartitionSpec), for function `fn` (its JAX name, for messages).
 Value place(InterpreterImpl& in, const Value& leaf, Value target, Placement how,
             const std::string& fn) {
   if (target.is_none() || dynamic_cast<TraceContext*>(&in.ops())) return leaf;
-  if (SpecObj* spec = spec_of(target)) {
-    const Value* current = in.context_mesh();
-    if (!current)
-      throw Error(ErrCode::Value,
-                  "Please set a mesh via `jax.set_mesh` if a PartitionSpec is passed to " + fn);
-    target = Value::object(std::make_shared<ShardingObj>(*value_to_mesh(*current), spec->spec));
-  }
+  target = spec_over_current_mesh(in, target, fn);
   ShardingObj* s = sharding_of(target);
   if (how == Placement::OutSharding && !s)
     throw Error(ErrCode::Type,

@@ -9,6 +9,7 @@
 #include "lang/tracer.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/sharding.hpp"
+#include "stdlib/sharding_rules.hpp"
 
 namespace pxl {
 
@@ -155,9 +156,7 @@ std::string varying_axes(const Tensor& t) {
   std::vector<std::string> names;
   for (size_t i = 0; i < f.mesh_axes.size(); ++i)
     if (vma & (AxisSet{1} << i)) names.push_back(f.mesh_axes[i]);
-  std::string s;
-  for (size_t i = 0; i < names.size(); ++i) s += (i ? "," : "") + names[i];
-  return names.size() > 1 ? "(" + s + ")" : s;
+  return axes_label(names);
 }
 
 Value aval_value(const Tensor& t) {
@@ -173,9 +172,7 @@ Value aval_value(const Tensor& t) {
         for (const auto& axis : spec.entries[d])
           if (m.axis_of(axis) >= 0 && m.axis_type(m.axis_of(axis)) == AxisType::Explicit)
             axes.push_back(axis);
-      std::string s;
-      for (size_t i = 0; i < axes.size(); ++i) s += (i ? "," : "") + axes[i];
-      a->explicit_axes.push_back(axes.size() > 1 ? "(" + s + ")" : s);
+      a->explicit_axes.push_back(axes_label(axes));
     }
   }
   return Value::object(a);

@@ -378,20 +378,22 @@ PartitionSpec value_to_spec(const Value& v, const std::string& what) {
 Value make_mesh_value(Mesh m) { return Value::object(std::make_shared<MeshObj>(std::move(m))); }
 Value make_spec_value(PartitionSpec s) { return Value::object(std::make_shared<SpecObj>(std::move(s))); }
 
+Value spec_over_current_mesh(InterpreterImpl& in, const Value& target, const std::string& fn) {
+  auto* spec = target.is_obj(ObjKind::Opaque) ? dynamic_cast<SpecObj*>(target.as<OpaqueObj>()) : nullptr;
+  if (!spec) return target;
+  const Value* current = in.context_mesh();
+  if (!current)
+    throw Error(ErrCode::Value, "Please set a mesh via `jax.set_mesh` if a PartitionSpec is passed to " + fn);
+  return Value::object(std::make_shared<ShardingObj>(*value_to_mesh(*current), spec->spec));
+}
+
 // ---- module functions -------------------------------------------------------------
 
 // device_put of one array to a Device, a NamedSharding or (None) the default device.
 Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& target_arg) {
   Tensor t = in.to_tensor(leaf, Span{});
   Value target = target_arg;
-  // A bare PartitionSpec is over the mesh jax.set_mesh made current.
-  if (auto* spec = target.is_obj(ObjKind::Opaque) ? dynamic_cast<SpecObj*>(target.as<OpaqueObj>()) : nullptr) {
-    const Value* current = in.context_mesh();
-    if (!current)
-      throw Error(ErrCode::Value,
-                  "Please set a mesh via `jax.set_mesh` if a PartitionSpec is passed to device_put");
-    target = Value::object(std::make_shared<ShardingObj>(*value_to_mesh(*current), spec->spec));
-  }
+  target = spec_over_current_mesh(in, target, "device_put");
   if (target.is_obj(ObjKind::Opaque)) {
     auto* s = dynamic_cast<ShardingObj*>(target.as<OpaqueObj>());
     if (!s)

@@ -95,6 +95,10 @@ Value devices_set_value(const std::string& platform, const Tensor& t);
 // jax.typeof (stdlib/sharded_array.cpp).
 void add_array_functions(Value& jax_module);
 
+// `target` itself, or a bare PartitionSpec made a NamedSharding over the mesh
+// jax.set_mesh made current (JAX's error naming `fn` when there is none).
+Value spec_over_current_mesh(InterpreterImpl& in, const Value& target, const std::string& fn);
+
 // jax.device_put of one array leaf to `target`: a Device, a NamedSharding, or
 // None (the default device). An array already laid out so is returned as is.
 Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& target);

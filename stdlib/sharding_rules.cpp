@@ -153,15 +153,15 @@ std::string sharded_type_str(const AVal& aval, const DimSpec& spec, bool short_d
       std::string(short_dtype ? short_dtype_name(aval.dtype) : dtype_name(aval.dtype)) + "[";
   for (size_t d = 0; d < aval.shape.size(); ++d) {
     s += (d ? "," : "") + std::to_string(aval.shape[d]);
-    const Axes& e = d < spec.size() ? spec[d] : Axes{};
-    if (e.size() == 1) s += "@" + e[0];
-    if (e.size() > 1) {
-      s += "@(";
-      for (size_t i = 0; i < e.size(); ++i) s += (i ? "," : "") + e[i];
-      s += ")";
-    }
+    if (d < spec.size() && !spec[d].empty()) s += "@" + axes_label(spec[d]);
   }
   return s + "]";
+}
+
+std::string axes_label(const Axes& axes) {
+  std::string s;
+  for (size_t i = 0; i < axes.size(); ++i) s += (i ? "," : "") + axes[i];
+  return axes.size() > 1 ? "(" + s + ")" : s;
 }
 
 DimSpec explicit_elementwise(const std::string& op, const std::vector<AVal>& avals,

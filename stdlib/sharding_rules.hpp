@@ -20,6 +20,9 @@ using DimSpec = std::vector<Axes>; // one entry per dimension; empty = whole
 // Whether sharding is part of the type on `mesh`: every axis is Explicit.
 bool explicit_mesh(const Mesh& mesh);
 
+// Mesh axes as JAX's types name them: "x", or "(x,y)" for several.
+std::string axes_label(const Axes& axes);
+
 // A value's type as JAX's errors print it: float32[8@x,4@(y,z)] (`short_dtype`:
 // f32[8@x,4]).
 std::string sharded_type_str(const AVal& aval, const DimSpec& spec, bool short_dtype = false);
