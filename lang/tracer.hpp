@@ -11,6 +11,7 @@
 #include "ir/function.hpp"
 #include "ir/tensor.hpp"
 #include "lang/diag.hpp"
+#include "lang/value.hpp"
 
 namespace pxl {
 
@@ -41,6 +42,10 @@ public:
   // Set by an eager shard_map call: str() of a traced value (JAX prints every
   // device's block). Unset, str() says only its type.
   std::function<std::optional<std::string>(int id)> describe;
+  // Set by jit when it traces arrays laid out over a mesh: the sharding in the
+  // type of traced value `id` (what jax.typeof shows: a NamedSharding over the
+  // abstract mesh), or None when it has none.
+  std::function<Value(int id)> type_sharding;
 
   Tensor bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) override;
   // Records an spmd_call (its results are invariant: single-device code), a

@@ -13,6 +13,7 @@
 #include "stdlib/cache_explain.hpp"
 #include "stdlib/jit_partition.hpp"
 #include "stdlib/sharding.hpp"
+#include "stdlib/sharding_rules.hpp"
 #include "stdlib/trace_util.hpp"
 #include "stdlib/transforms.hpp"
 
@@ -277,6 +278,26 @@ struct JitFunction : OpaqueObj {
       for (size_t i = 0; i < ef.mesh_axes.size(); ++i)
         sig.add("enclosing axis", ef.mesh_axes[i] + "=" + std::to_string(ef.mesh_sizes[i]));
     }
+    // Over a mesh with Explicit axes the sharding is part of the arguments' types:
+    // it keys the trace, and jax.typeof inside shows each value's.
+    std::function<void(TraceContext&)> prepare;
+    if (!enclosing) {
+      bool mixed = false;
+      const Mesh* mesh = operands_mesh(leaves, mixed);
+      if (!mesh && !mixed && in.context_mesh()) mesh = value_to_mesh(*in.context_mesh());
+      if (mesh && explicit_mesh(*mesh)) {
+        std::string layout;
+        OperandSpecs specs = operand_specs(*mesh, leaves, layout);
+        sig.add("argument shardings", layout);
+        prepare = [&in, m = *mesh, specs](TraceContext& tc) {
+          tc.type_sharding = [&in, &tc, m, specs](int id) {
+            std::optional<PartitionSpec> s = traced_sharding(in, tc, m, specs, id);
+            return s ? make_abstract_sharding(make_abstract_mesh_value(m, in.platform().name()), *s)
+                     : Value();
+          };
+        };
+      }
+    }
     const std::string key = sig.key();
     std::shared_ptr<JitEntry> entry;
     auto it = cache.find(key);
@@ -307,7 +328,8 @@ struct JitFunction : OpaqueObj {
       entry = std::make_shared<JitEntry>();
       entry->sig = sig;
       entry->traced =
-          std::make_shared<TracedFunction>(trace_function(in, wrapper, dyn, where, "jit"));
+          std::make_shared<TracedFunction>(
+              trace_function(in, wrapper, dyn, where, "jit", nullptr, nullptr, prepare));
       TracedFunction* traced = entry->traced.get();
       if (fn.is_obj(ObjKind::Function)) traced->fn->name = fn.as<FunctionObj>()->name;
       if (in.options().dump_ir) in.out() << print_function(*traced->fn);

@@ -99,6 +99,8 @@ public:
     }
   }
 
+  const DimSpec& spec_of(int gid) const { return env_[gid].spec; }
+
   // The result `gid` laid out by `want` (or as propagated).
   Tensor result(int gid, const std::optional<PartitionSpec>& want, PartitionSpec& spec) {
     DimSpec d = want ? dims_of_spec(*want, g_.values[gid].aval.ndim()) : env_[gid].spec;
@@ -662,6 +664,33 @@ PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const
       "shard_map", std::move(f), SpmdLayout{mesh, static_cast<int>(mesh.size()), 1}, std::move(ins),
       std::move(outs), &pf.threads(), in.options().exec, &pf.code_cache(), in.phase_times(), &pf);
   return out;
+}
+
+std::optional<PartitionSpec> traced_sharding(InterpreterImpl& in, TraceContext& tc,
+                                             const Mesh& mesh, const OperandSpecs& param_specs,
+                                             int id) {
+  auto partial = std::make_shared<Function>(tc.function());
+  partial->results = {id};
+  std::shared_ptr<const Function> program = lower_custom_calls(partial);
+  const Function& g = *program;
+  if (g.params.size() != param_specs.size() || !partitionable(g, mesh)) return std::nullopt;
+  std::vector<Tensor> consts = tc.captured_tensors();
+  Function scratch_fn;
+  scratch_fn.mesh_axes = mesh.axis_names;
+  scratch_fn.mesh_sizes = mesh.axis_sizes;
+  TraceContext scratch(scratch_fn, in.ops(), "jit");
+  Partitioner p(g, mesh, scratch, false);
+  for (size_t i = 0; i < g.params.size(); ++i)
+    p.set_input(g.params[i], dims_of_spec(param_specs[i], g.values[g.params[i]].aval.ndim()),
+                Span{}, "argument " + std::to_string(i));
+  for (size_t i = 0; i < g.consts.size() && i < consts.size(); ++i) {
+    bool own = consts[i]->sharded && consts[i]->sharded->mesh == mesh;
+    PartitionSpec spec = own ? consts[i]->sharded->spec : PartitionSpec{};
+    p.set_input(g.consts[i], dims_of_spec(spec, g.values[g.consts[i]].aval.ndim()), Span{},
+                "a captured constant");
+  }
+  for (const Instr& i : g.body) p.run(i);
+  return spec_of_dims(p.spec_of(g.results[0]), mesh);
 }
 
 } // namespace pxl

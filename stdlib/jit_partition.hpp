@@ -52,4 +52,12 @@ PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const
                              const std::vector<std::optional<PartitionSpec>>& out_specs,
                              const Span& where, bool eager_op = false);
 
+// The sharding the partitioner gives value `id` of the function `tc` is still
+// tracing, its parameters laid out by `param_specs` over `mesh` and its captured
+// constants by their own: what jax.typeof shows inside jit. Nullopt when what
+// has been traced so far cannot be partitioned (a loop, a collective).
+std::optional<PartitionSpec> traced_sharding(InterpreterImpl& in, TraceContext& tc,
+                                             const Mesh& mesh, const OperandSpecs& param_specs,
+                                             int id);
+
 } // namespace pxl

@@ -119,6 +119,7 @@ struct AvalObj : OpaqueObj {
   AVal aval;
   std::vector<std::string> explicit_axes; // per dimension, "" when none
   std::string varying;                    // inside shard_map: the axes it varies over
+  Value sharding;                         // a NamedSharding over an AbstractMesh
   std::string type_name() const override { return "ShapedArray"; }
   std::string dims() const {
     std::string s = std::string(dtype_name(aval.dtype)) + "[";
@@ -133,10 +134,11 @@ struct AvalObj : OpaqueObj {
     return "ShapedArray(" + dims() + (aval.weak ? ", weak_type=True)" : ")");
   }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+    if (name == "sharding") return out = sharding, true;
     return aval_attr(aval, name, out);
   }
   std::vector<std::string> attr_names() const override {
-    return {"shape", "dtype", "ndim", "size", "weak_type"};
+    return {"shape", "dtype", "ndim", "size", "weak_type", "sharding"};
   }
   bool equals(const OpaqueObj& o) const override {
     auto* a = dynamic_cast<const AvalObj*>(&o);
@@ -159,22 +161,42 @@ std::string varying_axes(const Tensor& t) {
   return axes_label(names);
 }
 
-Value aval_value(const Tensor& t) {
+// The sharding in t's type: over its mesh (or, for a value without one, the
+// mesh jax.set_mesh made current), each dimension with the Explicit axes it is
+// split over -- Auto axes are the compiler's business, not the type's.
+Value type_sharding(InterpreterImpl& in, const Tensor& t) {
+  Value mesh;
+  PartitionSpec spec;
+  if (t->sharded) {
+    mesh = make_abstract_mesh_value(t->sharded->mesh, in.platform().name());
+    spec = t->sharded->spec;
+  } else if (t->trace && t->trace_id >= 0) {
+    auto& tc = *const_cast<TraceContext*>(static_cast<const TraceContext*>(t->trace));
+    Value s = tc.type_sharding ? tc.type_sharding(t->trace_id) : Value();
+    if (!s.is_none()) {
+      auto* so = static_cast<ShardingObj*>(s.as<OpaqueObj>());
+      mesh = so->abstract_mesh;
+      spec = so->spec;
+    }
+  }
+  if (mesh.is_none()) mesh = current_abstract_mesh(in);
+  const Mesh& m = static_cast<AbstractMeshObj*>(mesh.as<OpaqueObj>())->mesh;
+  PartitionSpec typed;
+  typed.entries.resize(t->aval.shape.size());
+  for (size_t d = 0; d < typed.entries.size() && d < spec.entries.size(); ++d)
+    for (const auto& axis : spec.entries[d])
+      if (m.axis_of(axis) >= 0 && m.axis_type(m.axis_of(axis)) == AxisType::Explicit)
+        typed.entries[d].push_back(axis);
+  return make_abstract_sharding(mesh, std::move(typed));
+}
+
+Value aval_value(InterpreterImpl& in, const Tensor& t) {
   auto a = std::make_shared<AvalObj>();
   a->aval = t->aval;
   a->varying = varying_axes(t);
-  if (t->sharded) {
-    const Mesh& m = t->sharded->mesh;
-    const PartitionSpec& spec = t->sharded->spec;
-    for (size_t d = 0; d < t->aval.shape.size(); ++d) {
-      std::vector<std::string> axes;
-      if (d < spec.entries.size())
-        for (const auto& axis : spec.entries[d])
-          if (m.axis_of(axis) >= 0 && m.axis_type(m.axis_of(axis)) == AxisType::Explicit)
-            axes.push_back(axis);
-      a->explicit_axes.push_back(axes_label(axes));
-    }
-  }
+  a->sharding = type_sharding(in, t);
+  for (const auto& axes : static_cast<ShardingObj*>(a->sharding.as<OpaqueObj>())->spec.entries)
+    a->explicit_axes.push_back(axes_label(axes));
   return Value::object(a);
 }
 
@@ -248,6 +270,11 @@ bool aval_attr(const AVal& aval, const std::string& name, Value& out) {
 
 bool ShardingObj::get_attr(InterpreterImpl& in, const std::string& name, Value& out) {
   const std::string plat = in.platform().name();
+  if (is_abstract()) { // a type's sharding: no devices
+    if (name == "mesh") return out = abstract_mesh, true;
+    if (name == "spec") return out = make_spec_value(spec), true;
+    return false;
+  }
   if (!single_device && name == "mesh") return out = make_mesh_value(mesh), true;
   if (!single_device && name == "spec") return out = make_spec_value(spec), true;
   if (name == "memory_kind") return out = make_str("device"), true;
@@ -293,7 +320,7 @@ std::vector<std::string> ShardingObj::attr_names() const {
 
 bool sharded_array_attr(InterpreterImpl& in, const Tensor& t, const std::string& name, Value& out) {
   const std::string plat = in.platform().name();
-  if (name == "aval") return out = aval_value(t), true;
+  if (name == "aval") return out = aval_value(in, t), true;
   if (!t->sharded && !t->concrete) return false; // traced values have no placement
   if (name == "sharding") return out = sharding_of(plat, t), true;
   if (name == "addressable_shards" || name == "global_shards")
@@ -329,6 +356,9 @@ const ShardingObj& sharding_arg(const Value& v, const char* fn) {
   if (!s)
     throw Error(ErrCode::Type,
                 std::string(fn) + "() sharding must be a NamedSharding, not " + type_name(v));
+  if (s->is_abstract())
+    throw Error(ErrCode::Type, std::string(fn) + "() needs a NamedSharding over a Mesh, not over " +
+                                   pxl::repr(s->abstract_mesh) + " (it has no devices)");
   return *s;
 }
 
@@ -414,7 +444,7 @@ void add_array_functions(Value& jax_module) {
   // jax.typeof(x): the abstract value (ShapedArray) of an array or Python scalar.
   fn("typeof", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("typeof", a, {"x"}, 1);
-    return aval_value(in.to_tensor(r[0], Span{}));
+    return aval_value(in, in.to_tensor(r[0], Span{}));
   });
 }
 

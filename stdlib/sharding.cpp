@@ -257,7 +257,9 @@ bool DeviceGridObj::get_attr(InterpreterImpl&, const std::string& name, Value& o
 
 // ---- Mesh --------------------------------------------------------------------
 
-bool MeshObj::get_attr(InterpreterImpl& in, const std::string& name, Value& out) {
+namespace {
+// The attributes of a mesh's axes, which Mesh and AbstractMesh share.
+bool mesh_axes_attr(const Mesh& mesh, const std::string& name, Value& out) {
   if (name == "shape") { // an OrderedDict in JAX
     auto d = std::make_shared<DictObj>();
     d->ordered = true;
@@ -266,14 +268,9 @@ bool MeshObj::get_attr(InterpreterImpl& in, const std::string& name, Value& out)
   } else if (name == "axis_names") {
     out = str_tuple(mesh.axis_names);
   } else if (name == "size") {
-    out = Value::integer(mesh.size());
-  } else if (name == "devices") { // a numpy object array in JAX
-    out = Value::object(std::make_shared<DeviceGridObj>(Shape(mesh.axis_sizes.begin(), mesh.axis_sizes.end()),
-                                                        mesh.device_ids, in.platform().name()));
-  } else if (name == "local_devices") {
-    ValueList devs;
-    for (int id : mesh.device_ids) devs.push_back(device_value(in.platform().name(), id));
-    out = make_list(std::move(devs));
+    int64_t n = 1;
+    for (int64_t x : mesh.axis_sizes) n *= x;
+    out = Value::integer(n);
   } else if (name == "axis_types") {
     ValueList t;
     for (int i = 0; i < mesh.ndim(); ++i) t.push_back(axis_type_value(mesh.axis_type(i)));
@@ -284,11 +281,7 @@ bool MeshObj::get_attr(InterpreterImpl& in, const std::string& name, Value& out)
       t.push_back(make_tuple({make_str(mesh.axis_names[i]), Value::integer(mesh.axis_sizes[i])}));
     out = make_tuple(std::move(t));
   } else if (name == "empty") {
-    out = Value::boolean(mesh.size() == 0);
-  } else if (name == "device_ids") {
-    ValueList ids;
-    for (int id : mesh.device_ids) ids.push_back(Value::integer(id));
-    out = make_list(std::move(ids));
+    out = Value::boolean(mesh.ndim() == 0);
   } else if (name == "axis_sizes") {
     ValueList s;
     for (int64_t x : mesh.axis_sizes) s.push_back(Value::integer(x));
@@ -298,10 +291,33 @@ bool MeshObj::get_attr(InterpreterImpl& in, const std::string& name, Value& out)
   }
   return true;
 }
+} // namespace
+
+bool MeshObj::get_attr(InterpreterImpl& in, const std::string& name, Value& out) {
+  if (name == "size") return out = Value::integer(mesh.size()), true;
+  if (mesh_axes_attr(mesh, name, out)) return true;
+  if (name == "devices") { // a numpy object array in JAX
+    out = Value::object(std::make_shared<DeviceGridObj>(Shape(mesh.axis_sizes.begin(), mesh.axis_sizes.end()),
+                                                        mesh.device_ids, in.platform().name()));
+  } else if (name == "local_devices") {
+    ValueList devs;
+    for (int id : mesh.device_ids) devs.push_back(device_value(in.platform().name(), id));
+    out = make_list(std::move(devs));
+  } else if (name == "device_ids") {
+    ValueList ids;
+    for (int id : mesh.device_ids) ids.push_back(Value::integer(id));
+    out = make_list(std::move(ids));
+  } else if (name == "abstract_mesh") {
+    out = make_abstract_mesh_value(mesh, in.platform().name());
+  } else {
+    return false;
+  }
+  return true;
+}
 
 std::vector<std::string> MeshObj::attr_names() const {
   return {"shape", "axis_names", "size", "devices", "device_ids", "axis_sizes", "axis_types", "shape_tuple",
-          "local_devices", "empty"};
+          "local_devices", "empty", "abstract_mesh"};
 }
 
 bool MeshObj::enter(InterpreterImpl& in, Value& bound) {
@@ -335,6 +351,56 @@ bool MeshObj::equals(const OpaqueObj& o) const {
   return m && m->mesh.same_mesh(mesh); // axis types too, as JAX's Mesh.__eq__
 }
 
+// ---- AbstractMesh ------------------------------------------------------------
+
+std::string AbstractMeshObj::repr() const {
+  if (mesh.ndim() == 0) return "AbstractMesh((), axis_types=())";
+  // Mesh('x': 2, axis_types=(Auto,)) with the device kind before the ")".
+  std::string s = "Abstract" + mesh.jax_str();
+  s.pop_back();
+  if (!device_kind.empty())
+    s += ", device_kind=" + device_kind + ", num_cores=None, platform=" + device_kind;
+  return s + ")";
+}
+
+bool AbstractMeshObj::get_attr(InterpreterImpl&, const std::string& name, Value& out) {
+  if (name == "abstract_mesh") return out = make_abstract_mesh_value(mesh, device_kind), true;
+  return mesh_axes_attr(mesh, name, out);
+}
+
+std::vector<std::string> AbstractMeshObj::attr_names() const {
+  return {"shape", "axis_names", "size", "axis_sizes", "axis_types", "shape_tuple", "empty", "abstract_mesh"};
+}
+
+bool AbstractMeshObj::equals(const OpaqueObj& o) const {
+  auto* m = dynamic_cast<const AbstractMeshObj*>(&o);
+  if (!m || m->device_kind != device_kind || m->mesh.axis_names != mesh.axis_names ||
+      m->mesh.axis_sizes != mesh.axis_sizes)
+    return false;
+  for (int i = 0; i < mesh.ndim(); ++i)
+    if (m->mesh.axis_type(i) != mesh.axis_type(i)) return false;
+  return true;
+}
+
+Value make_abstract_mesh_value(const Mesh& m, const std::string& platform) {
+  Mesh axes{m.axis_names, m.axis_sizes, {}, m.axis_types};
+  if (axes.axis_types.empty()) axes.axis_types.assign(axes.axis_names.size(), AxisType::Auto);
+  return Value::object(std::make_shared<AbstractMeshObj>(std::move(axes), platform));
+}
+
+Value make_abstract_sharding(const Value& abstract_mesh, PartitionSpec spec) {
+  auto* am = dynamic_cast<AbstractMeshObj*>(abstract_mesh.as<OpaqueObj>());
+  auto s = std::make_shared<ShardingObj>(am->mesh, std::move(spec));
+  s->abstract_mesh = abstract_mesh;
+  return Value::object(s);
+}
+
+Value current_abstract_mesh(InterpreterImpl& in) {
+  const Value* cur = in.context_mesh();
+  const Mesh* m = cur ? value_to_mesh(*cur) : nullptr;
+  return m ? make_abstract_mesh_value(*m, in.platform().name()) : make_abstract_mesh_value(Mesh{}, "");
+}
+
 // ---- PartitionSpec / NamedSharding --------------------------------------------
 
 bool SpecObj::get_attr(InterpreterImpl&, const std::string&, Value&) { return false; }
@@ -345,6 +411,7 @@ bool SpecObj::equals(const OpaqueObj& o) const {
 }
 
 std::string ShardingObj::repr() const {
+  if (is_abstract()) return "NamedSharding(mesh=" + pxl::repr(abstract_mesh) + ", spec=" + spec.repr() + ")";
   if (single_device)
     return "SingleDeviceSharding(device=" + pxl::repr(device_value(platform, mesh.device_ids[0])) + ", memory_kind=device)";
   return "NamedSharding(mesh=" + mesh.jax_str() + ", spec=" + spec.repr() + ", memory_kind=device)";
@@ -352,6 +419,8 @@ std::string ShardingObj::repr() const {
 
 bool ShardingObj::equals(const OpaqueObj& o) const {
   auto* s = dynamic_cast<const ShardingObj*>(&o);
+  if (s && (s->is_abstract() || is_abstract()))
+    return s->is_abstract() && is_abstract() && values_equal(s->abstract_mesh, abstract_mesh) && s->spec == spec;
   return s && s->single_device == single_device && s->mesh.same_mesh(mesh) && s->spec == spec;
 }
 
@@ -379,12 +448,22 @@ Value make_mesh_value(Mesh m) { return Value::object(std::make_shared<MeshObj>(s
 Value make_spec_value(PartitionSpec s) { return Value::object(std::make_shared<SpecObj>(std::move(s))); }
 
 Value spec_over_current_mesh(InterpreterImpl& in, const Value& target, const std::string& fn) {
-  auto* spec = target.is_obj(ObjKind::Opaque) ? dynamic_cast<SpecObj*>(target.as<OpaqueObj>()) : nullptr;
-  if (!spec) return target;
+  if (!target.is_obj(ObjKind::Opaque)) return target;
+  auto* spec = dynamic_cast<SpecObj*>(target.as<OpaqueObj>());
+  auto* typed = dynamic_cast<ShardingObj*>(target.as<OpaqueObj>());
+  if (!spec && !(typed && typed->is_abstract())) return target;
   const Value* current = in.context_mesh();
-  if (!current)
-    throw Error(ErrCode::Value, "Please set a mesh via `jax.set_mesh` if a PartitionSpec is passed to " + fn);
-  return Value::object(std::make_shared<ShardingObj>(*value_to_mesh(*current), spec->spec));
+  const Mesh* mesh = current ? value_to_mesh(*current) : nullptr;
+  if (!mesh)
+    throw Error(ErrCode::Value,
+                spec ? "Please set a mesh via `jax.set_mesh` if a PartitionSpec is passed to " + fn
+                     : fn + "() got a NamedSharding over an AbstractMesh (no devices): set a mesh "
+                            "with the same axes via `jax.set_mesh`, or pass a Mesh's NamedSharding");
+  // A type's sharding names the current mesh's axes: placed on its devices.
+  if (typed && (typed->mesh.axis_names != mesh->axis_names || typed->mesh.axis_sizes != mesh->axis_sizes))
+    throw Error(ErrCode::Value, fn + "(): the sharding's " + pxl::repr(typed->abstract_mesh) +
+                                    " does not match the current mesh " + mesh->jax_str());
+  return Value::object(std::make_shared<ShardingObj>(*mesh, spec ? spec->spec : typed->spec));
 }
 
 // ---- module functions -------------------------------------------------------------
@@ -467,11 +546,13 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
   });
   Value named_fn = make_builtin("NamedSharding", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("NamedSharding", a, {"mesh", "spec", "memory_kind"}, 2);
-    const Mesh* m = value_to_mesh(r[0]);
+    auto* am = r[0].is_obj(ObjKind::Opaque) ? dynamic_cast<AbstractMeshObj*>(r[0].as<OpaqueObj>()) : nullptr;
+    const Mesh* m = am ? &am->mesh : value_to_mesh(r[0]);
     if (!m) throw Error(ErrCode::Type, "NamedSharding() mesh must be a Mesh, not " + type_name(r[0]));
     PartitionSpec s = value_to_spec(r[1], "NamedSharding() spec");
     for (const auto& axis : s.axes())
       if (m->axis_of(axis) < 0) throw Error(ErrCode::Value, "NamedSharding(): unknown mesh axis '" + axis + "' in " + s.repr());
+    if (am) return make_abstract_sharding(r[0], s);
     return Value::object(std::make_shared<ShardingObj>(*m, s));
   });
   Value put_fn = make_builtin("device_put", [](InterpreterImpl& in, CallArgs& a) {
@@ -514,6 +595,21 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
   jv["NamedSharding"] = named_fn;
   jv["device_put"] = put_fn;
   add_array_functions(jax);
+  sv["AbstractMesh"] = make_builtin("AbstractMesh", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("AbstractMesh", a, {"axis_sizes", "axis_names", "axis_types"}, 2);
+    Shape sizes = value_to_shape(r[0], "AbstractMesh() axis_sizes");
+    std::vector<std::string> names = axis_names_arg(r[1], "AbstractMesh");
+    if (names.size() != sizes.size())
+      throw Error(ErrCode::Value, "AbstractMesh(): " + std::to_string(sizes.size()) + " axis sizes but " +
+                                      std::to_string(names.size()) + " axis names");
+    Mesh m{names, std::vector<int64_t>(sizes.begin(), sizes.end()), {}, {}};
+    m.axis_types = axis_types_arg(r.has(2) ? r[2] : Value(), sizes.size(), AxisType::Auto, "AbstractMesh");
+    return make_abstract_mesh_value(m, "");
+  });
+  sv["get_abstract_mesh"] = make_builtin("get_abstract_mesh", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("get_abstract_mesh", a, {}, 0);
+    return current_abstract_mesh(in);
+  });
   sv["SingleDeviceSharding"] = make_builtin("SingleDeviceSharding", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("SingleDeviceSharding", a, {"device", "memory_kind"}, 1);
     if (!r[0].is_obj(ObjKind::Device))

@@ -21,6 +21,26 @@ struct MeshObj : OpaqueObj {
   void exit(InterpreterImpl& in) override { in.pop_context_mesh(); }
 };
 
+// jax.sharding.AbstractMesh: a mesh's axes (names, sizes, types) without its
+// devices -- what types carry (jax.typeof(x).sharding.mesh, mesh.abstract_mesh).
+// `device_kind` is set ("cpu") for one taken from a concrete mesh; JAX prints it.
+struct AbstractMeshObj : OpaqueObj {
+  AbstractMeshObj(Mesh m, std::string kind) : mesh(std::move(m)), device_kind(std::move(kind)) {}
+  Mesh mesh; // no device_ids
+  std::string device_kind;
+  std::string type_name() const override { return "AbstractMesh"; }
+  std::string repr() const override;
+  bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override;
+  std::vector<std::string> attr_names() const override;
+  bool equals(const OpaqueObj& o) const override;
+};
+// The abstract mesh of `m` (its devices dropped) on `platform`.
+Value make_abstract_mesh_value(const Mesh& m, const std::string& platform);
+// NamedSharding(abstract_mesh, spec): a type's sharding.
+Value make_abstract_sharding(const Value& abstract_mesh, PartitionSpec spec);
+// The abstract mesh of jax.set_mesh's current mesh (AbstractMesh((), ...) when none).
+Value current_abstract_mesh(InterpreterImpl& in);
+
 struct SpecObj : OpaqueObj {
   explicit SpecObj(PartitionSpec s) : spec(std::move(s)) {}
   PartitionSpec spec;
@@ -38,6 +58,10 @@ struct ShardingObj : OpaqueObj {
   PartitionSpec spec;
   bool single_device = false;
   std::string platform = "cpu"; // the device's, for a SingleDeviceSharding's repr
+  // An AbstractMeshObj when this is a type's sharding (jax.typeof(x).sharding):
+  // `mesh` then has the axes but no devices, and nothing can be placed on it.
+  Value abstract_mesh;
+  bool is_abstract() const { return !abstract_mesh.is_none(); }
   std::string type_name() const override { return single_device ? "SingleDeviceSharding" : "NamedSharding"; }
   std::string repr() const override;
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override;

@@ -26,7 +26,8 @@ std::vector<Tensor> leaf_tensors(InterpreterImpl& in, const ValueList& args, con
 TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueList& args,
                               const Span& where, const std::string& what,
                               const std::vector<AVal>* param_avals,
-                              const std::pair<std::string, int64_t>* extra_axis) {
+                              const std::pair<std::string, int64_t>* extra_axis,
+                              const std::function<void(TraceContext&)>& prepare) {
   TracedFunction t;
   std::vector<Tensor> leaves = leaf_tensors(in, args, where, &t.in_tree);
   t.fn = std::make_shared<Function>();
@@ -43,6 +44,7 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
     t.fn->mesh_sizes.push_back(extra_axis->second);
   }
   TraceContext tc(*t.fn, in.ops(), what);
+  if (prepare) prepare(tc);
   ValueList traced;
   for (size_t i = 0; i < leaves.size(); ++i) {
     AVal aval = param_avals ? (*param_avals)[i] : leaves[i]->aval;

@@ -29,10 +29,12 @@ struct TracedFunction {
 // argument leaf (vmap traces with the per-example type); otherwise the leaf's own.
 // `extra_axis` (name, size) binds one more axis name for collectives inside fn
 // (vmap's axis_name); the transformation must rewrite those collectives.
+// `prepare`, when given, sees the trace before fn runs (jit sets its hooks).
 TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueList& args,
                               const Span& where, const std::string& what,
                               const std::vector<AVal>* param_avals = nullptr,
-                              const std::pair<std::string, int64_t>* extra_axis = nullptr);
+                              const std::pair<std::string, int64_t>* extra_axis = nullptr,
+                              const std::function<void(TraceContext&)>& prepare = {});
 
 // Calls fn on `arg_tuple` (a tuple of traced arguments) with `tc` as the
 // current context, records the flattened outputs as the function's results, and
