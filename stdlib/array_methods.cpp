@@ -297,10 +297,12 @@ bool array_attr(InterpreterImpl& in, const Value& obj, const std::string& name, 
   }
   ArrayMethod m = it->second;
   out = Value::object(std::make_shared<BoundMethodObj>(
-      obj, make_builtin(name, [m](InterpreterImpl& in, CallArgs& a) {
+      obj, make_builtin(name, [m, name](InterpreterImpl& in, CallArgs& a) {
         Value self = a.pos.front();
         a.pos.erase(a.pos.begin());
-        return m(in, self.as<ArrayObj>()->tensor, a);
+        Value r = m(in, self.as<ArrayObj>()->tensor, a);
+        // JAX's x.block_until_ready() returns x itself (`y is x`).
+        return name == "block_until_ready" ? self : r;
       })));
   return true;
 }

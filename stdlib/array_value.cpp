@@ -1,5 +1,6 @@
 // Arrays as interpreter values: conversion from Python data, indexing,
 // truthiness, iteration, and the attributes/methods of Array (x.shape, x.sum(), x.at[...]).
+#include <cctype>
 #include <cmath>
 
 #include "lang/args.hpp"
@@ -175,7 +176,22 @@ bool array_truthy(InterpreterImpl& in, const Value& arr, const Span& where) {
                 "the truth value of an array with more than one element is ambiguous (shape " +
                     shape_str(t->aval.shape) + ")",
                 where, "use a.any() or a.all()");
-  return concrete_at(in, t, where).get_f64(0) != 0.0;
+  try {
+    return concrete_at(in, t, where).get_f64(0) != 0.0;
+  } catch (Error& e) {
+    if (e.code() != ErrCode::ConcreteValue) throw;
+    // JAX's TracerBoolConversionError, named with its text, then pxl's account.
+    std::string type = std::string(dtype_name(t->aval.dtype)) + "[";
+    for (size_t i = 0; i < t->aval.shape.size(); ++i)
+      type += (i ? "," : "") + std::to_string(t->aval.shape[i]);
+    std::string why = e.message();
+    if (!why.empty()) why[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(why[0])));
+    throw Error(
+        ErrCode::ConcreteValue,
+        "TracerBoolConversionError: Attempted boolean conversion of traced array with shape " +
+            type + "]. " + why,
+        e.span(), e.hint());
+  }
 }
 
 ValueList array_iterate(InterpreterImpl& in, const Value& arr, const Span& where) {

@@ -237,7 +237,7 @@ Value jvp_loops(InterpreterImpl& in, CallArgs& a, const Span& where) {
   const ValueList* primals = sequence_items(r[1]);
   const ValueList* tangents = sequence_items(r[2]);
   if (!primals || !tangents) throw Error(ErrCode::Type, "jvp: primals and tangents must be tuples", where);
-  TracedFunction t = trace_function(in, r[0], *primals, where, "jvp");
+  TracedFunction t = trace_function(in, r[0], *primals, where, "jvp", nullptr, nullptr, {}, true);
   if (!has_loop(*t.fn)) return Value::object(std::make_shared<TracedCallable>(std::move(t)));
   std::vector<Tensor> ps = leaf_tensors(in, *primals, where);
   std::vector<Tensor> ts = leaf_tensors(in, *tangents, where);

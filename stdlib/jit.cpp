@@ -179,6 +179,7 @@ struct JitFunction : OpaqueObj {
       return out = Value::integer(static_cast<int64_t>(cache.size())), true;
     if (name == "_trace_count") return out = Value::integer(traces), true;
     if (name == "__wrapped__") return out = fn, true;
+    if (name == "__name__") return out = make_str(fn_name()), true; // functools.wraps keeps it
     return false;
   }
 
@@ -366,6 +367,9 @@ Value make_jit(InterpreterImpl&, CallArgs& a) {
                "in_shardings", "out_shardings", "device", "backend", "inline", "keep_unused"},
               0);
   auto build = [](const Value& f, const ArgReader& r) {
+    if (f.is_number() || f.is_none() || f.is_obj(ObjKind::Str) || f.is_obj(ObjKind::Array) ||
+        f.is_obj(ObjKind::Tuple) || f.is_obj(ObjKind::List) || f.is_obj(ObjKind::Dict))
+      throw Error(ErrCode::Type, "Expected a callable value, got " + pxl::repr(f));
     auto j = std::make_shared<JitFunction>();
     j->fn = f;
     if (r.has(1)) j->static_argnums = int_list(r[1], "static_argnums");

@@ -4,6 +4,7 @@
 // backward passes in the calling context. Errors follow JAX's wording.
 #include "lang/args.hpp"
 #include "stdlib/autodiff.hpp"
+#include "stdlib/named_tuple.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/trace_util.hpp"
@@ -79,7 +80,23 @@ TracedFunction trace_diff(InterpreterImpl& in, const Value& fn, const CallArgs& 
     }
     return in.call(fn, full, where);
   });
-  return trace_function(in, wrapper, diff_args, where, what);
+  return trace_function(in, wrapper, diff_args, where, what, nullptr, nullptr, {}, true);
+}
+
+// The function's outputs from the forward pass; aux leaves (from position
+// `n_value` on) that the function returned as Python numbers stay numbers.
+Value output_tree(const TracedFunction& t, const std::vector<Tensor>& env, size_t n_value) {
+  ValueList outs;
+  for (size_t i = 0; i < t.fn->results.size(); ++i)
+    outs.push_back(i >= n_value && i < t.number_outputs.size() && t.number_outputs[i].is_number()
+                       ? t.number_outputs[i]
+                       : make_array(env[t.fn->results[i]]));
+  return tree_unflatten(t.out_tree, outs);
+}
+
+// The (out, aux) pair a has_aux function returned (a tuple or a 2-field namedtuple).
+const ValueList& pair_items(const Value& v) {
+  return is_named_tuple(v) ? named_tuple_values(v) : *sequence_items(v);
 }
 
 Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
@@ -136,11 +153,9 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
         make_array(cts[i] ? cts[i] : np::full_like(cx, params[i], Scalar::of_float(0.0))));
   Value gtree = tree_unflatten(t.in_tree, grads);
   if (!g.argnums_tuple) gtree = (*sequence_items(gtree))[0];
-  ValueList outs;
-  for (int r : f.results) outs.push_back(make_array(env[r]));
-  Value result = tree_unflatten(t.out_tree, outs);
+  Value result = output_tree(t, env, g.has_aux ? value_tree->num_leaves() : f.results.size());
   if (g.with_value) return make_tuple({result, gtree});
-  if (g.has_aux) return make_tuple({gtree, (*sequence_items(result))[1]});
+  if (g.has_aux) return make_tuple({gtree, pair_items(result)[1]});
   return gtree;
 }
 
@@ -175,9 +190,7 @@ Value run_vjp(InterpreterImpl& in, CallArgs& a, const char* what) {
   }
   auto env =
       std::make_shared<std::vector<Tensor>>(forward_pass(in.ops(), *t->fn, params, t->consts));
-  ValueList outs;
-  for (int r : t->fn->results) outs.push_back(make_array((*env)[r]));
-  Value result = tree_unflatten(t->out_tree, outs);
+  Value result = output_tree(*t, *env, has_aux ? out_tree.num_leaves() : t->fn->results.size());
   Value vjp_fn =
       make_builtin("vjp_fn", [t, env, out_tree, params](InterpreterImpl& in, CallArgs& c) {
         ArgReader r("vjp_fn", c, {"ct"}, 1);
@@ -205,7 +218,7 @@ Value run_vjp(InterpreterImpl& in, CallArgs& a, const char* what) {
         return tree_unflatten(t->in_tree, grads);
       });
   if (!has_aux) return make_tuple({result, vjp_fn});
-  const ValueList& pair = *sequence_items(result);
+  const ValueList& pair = pair_items(result);
   return make_tuple({pair[0], vjp_fn, pair[1]});
 }
 

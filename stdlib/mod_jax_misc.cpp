@@ -33,6 +33,13 @@ struct ShapeDtypeStructObj : OpaqueObj {
   std::vector<std::string> attr_names() const override {
     return {"shape", "dtype", "ndim", "size", "sharding", "weak_type"};
   }
+  // len() is the leading dimension, as JAX's ShapeDtypeStruct.__len__ (a
+  // scalar has none: "object ... has no len()"); the items carry no values.
+  bool items(ValueList& out) const override {
+    if (aval.shape.empty()) return false;
+    out.assign(static_cast<size_t>(aval.shape[0]), Value());
+    return true;
+  }
   bool equals(const OpaqueObj& o) const override {
     auto* s = dynamic_cast<const ShapeDtypeStructObj*>(&o);
     return s && s->aval.shape == aval.shape && s->aval.dtype == aval.dtype;

@@ -330,6 +330,22 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
       return make_array(y);
     });
   });
+  // JAX's internal _convert_element_type(operand, new_dtype=None, weak_type=False):
+  // the conversion with the weak flag chosen (the Jacobians type their
+  // entries as the outputs or inputs they derive from, weak ones included).
+  def("_convert_element_type", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_convert_element_type", a, {"operand", "new_dtype", "weak_type"}, 1);
+    Tensor x = T(in, r[0]);
+    DType dt = r.has(1) && !r[1].is_none()
+                   ? required_dtype(r[1], "_convert_element_type() new_dtype")
+                   : x->aval.dtype;
+    bool weak = r.get_bool(2, false);
+    if (x->aval.dtype == dt && x->aval.weak == weak) return make_array(x);
+    OpAttrs at;
+    at.dtype = dt;
+    at.weak = weak;
+    return make_array(bind(in, Op::ConvertElementType, at, {x}));
+  });
   // with_sharding_constraint: lays eager arrays out as asked (device_put);
   // inside traced code it only constrains layout, so the values pass through.
   def("with_sharding_constraint", [](InterpreterImpl& in, CallArgs& a) {

@@ -271,6 +271,17 @@ void def_shape(ModuleBuilder& b) {
   auto shape_query = [](const char* name, int which) {
     return [name, which](InterpreterImpl& in, CallArgs& a) {
       ArgReader r(name, a, {"a"}, 1);
+      // numpy reads a.shape first: objects with one (ShapeDtypeStruct) answer too.
+      if (r[0].is_obj(ObjKind::Opaque) && in.has_attr(r[0], "shape")) {
+        Value shape = in.get_attr(r[0], "shape", Span{});
+        if (which == 0) return shape;
+        int64_t n = 1;
+        const ValueList* dims = sequence_items(shape);
+        if (!dims)
+          throw Error(ErrCode::Type, std::string(name) + "(): the object's shape is not a tuple");
+        for (const Value& d : *dims) n *= value_to_int(d, std::string(name) + "() shape entry");
+        return Value::integer(which == 1 ? static_cast<int64_t>(dims->size()) : n);
+      }
       const AVal av = T(in, r[0])->aval; // a copy: the tensor of a list is a temporary
       if (which == 0) {
         ValueList d;

@@ -5,6 +5,7 @@
 // from two functions (jnp.printoptions, jax.named_scope: types._context).
 #include "lang/args.hpp"
 #include "stdlib/module_builder.hpp"
+#include "stdlib/named_tuple.hpp"
 
 namespace pxl {
 
@@ -62,6 +63,41 @@ struct NamedTupleObj : OpaqueObj {
     return true;
   }
 };
+
+} // namespace
+
+bool is_named_tuple(const Value& v) {
+  return v.is_obj(ObjKind::Opaque) &&
+         dynamic_cast<const NamedTupleObj*>(v.as<OpaqueObj>()) != nullptr;
+}
+
+const ValueList& named_tuple_values(const Value& v) {
+  return dynamic_cast<const NamedTupleObj*>(v.as<OpaqueObj>())->values;
+}
+
+Value named_tuple_type_key(const Value& v) {
+  auto* t = dynamic_cast<const NamedTupleObj*>(v.as<OpaqueObj>());
+  auto key = std::make_shared<NamedTupleObj>();
+  key->name = t->name;
+  key->fields = t->fields;
+  key->values.resize(t->values.size());
+  return Value::object(key);
+}
+
+Value make_named_tuple_like(const Value& key, ValueList values) {
+  auto* t = dynamic_cast<const NamedTupleObj*>(key.as<OpaqueObj>());
+  auto obj = std::make_shared<NamedTupleObj>();
+  obj->name = t->name;
+  obj->fields = t->fields;
+  obj->values = std::move(values);
+  return Value::object(obj);
+}
+
+std::string named_tuple_name(const Value& v) {
+  return dynamic_cast<const NamedTupleObj*>(v.as<OpaqueObj>())->name;
+}
+
+namespace {
 
 // obj[index] calls fn(index): numpy's index-trick objects (r_, c_, mgrid, s_).
 struct SubscriptableObj : OpaqueObj {

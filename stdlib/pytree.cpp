@@ -4,8 +4,12 @@
 
 #include "lang/args.hpp"
 #include "stdlib/module_builder.hpp"
+#include "stdlib/named_tuple.hpp"
 
 namespace pxl {
+
+// A namedtuple node is a Tuple node whose one key stands for its type.
+static bool is_nt(const TreeDef& d) { return d.kind == TreeDef::Kind::Tuple && !d.keys.empty(); }
 
 size_t TreeDef::num_leaves() const {
   if (kind == Kind::Leaf) return 1;
@@ -31,6 +35,11 @@ std::string TreeDef::repr() const {
     case Kind::None: return "None";
     case Kind::Tuple:
     case Kind::List: {
+      if (is_nt(d)) { // JAX registers namedtuples as custom nodes
+        std::string s = "CustomNode(namedtuple[" + named_tuple_name(d.keys[0]) + "], [";
+        for (size_t i = 0; i < d.children.size(); ++i) s += (i ? ", " : "") + rec(d.children[i]);
+        return s + "])";
+      }
       std::string s = d.kind == Kind::Tuple ? "(" : "[";
       for (size_t i = 0; i < d.children.size(); ++i) s += (i ? ", " : "") + rec(d.children[i]);
       if (d.kind == Kind::Tuple && d.children.size() == 1) s += ",";
@@ -56,6 +65,11 @@ static TreeDef flatten_rec(InterpreterImpl& in, const Value& v, ValueList& leave
     leaves.push_back(v);
   } else if (v.is_none()) {
     d.kind = TreeDef::Kind::None;
+  } else if (is_named_tuple(v)) {
+    d.kind = TreeDef::Kind::Tuple;
+    d.keys.push_back(named_tuple_type_key(v));
+    for (const Value& x : named_tuple_values(v))
+      d.children.push_back(flatten_rec(in, x, leaves, is_leaf, depth + 1));
   } else if (v.is_obj(ObjKind::Tuple) || v.is_obj(ObjKind::List)) {
     d.kind = v.is_obj(ObjKind::Tuple) ? TreeDef::Kind::Tuple : TreeDef::Kind::List;
     for (const Value& x : *sequence_items(v)) d.children.push_back(flatten_rec(in, x, leaves, is_leaf, depth + 1));
@@ -83,7 +97,8 @@ static void flatten_up_to_rec(InterpreterImpl& in, const TreeDef& d, const Value
   // does not fit it.
   auto mismatch = [&]() {
     ValueList ignored;
-    const char* want = d.kind == TreeDef::Kind::Dict   ? "a dict"
+    const char* want = is_nt(d)                        ? "a namedtuple"
+                       : d.kind == TreeDef::Kind::Dict ? "a dict"
                        : d.kind == TreeDef::Kind::List ? "a list"
                        : d.kind == TreeDef::Kind::None ? "None"
                                                        : "a tuple";
@@ -98,8 +113,14 @@ static void flatten_up_to_rec(InterpreterImpl& in, const TreeDef& d, const Value
     return;
   case TreeDef::Kind::Tuple:
   case TreeDef::Kind::List: {
-    bool ok = d.kind == TreeDef::Kind::Tuple ? v.is_obj(ObjKind::Tuple) : v.is_obj(ObjKind::List);
-    const ValueList* items = ok ? sequence_items(v) : nullptr;
+    const ValueList* items = nullptr;
+    if (is_nt(d)) {
+      if (is_named_tuple(v) && values_equal(named_tuple_type_key(v), d.keys[0]))
+        items = &named_tuple_values(v);
+    } else if (d.kind == TreeDef::Kind::Tuple ? v.is_obj(ObjKind::Tuple)
+                                              : v.is_obj(ObjKind::List)) {
+      items = sequence_items(v);
+    }
     if (!items || items->size() != d.children.size()) throw mismatch();
     for (size_t i = 0; i < items->size(); ++i) flatten_up_to_rec(in, d.children[i], (*items)[i], out, whole);
     return;
@@ -130,6 +151,7 @@ static Value unflatten_rec(const TreeDef& d, const ValueList& leaves, size_t& po
   case TreeDef::Kind::List: {
     ValueList items;
     for (const auto& c : d.children) items.push_back(unflatten_rec(c, leaves, pos));
+    if (is_nt(d)) return make_named_tuple_like(d.keys[0], std::move(items));
     return d.kind == TreeDef::Kind::Tuple ? make_tuple(std::move(items)) : make_list(std::move(items));
   }
   case TreeDef::Kind::Dict: {

@@ -13,7 +13,8 @@ std::vector<Tensor> leaf_tensors(InterpreterImpl& in, const ValueList& args, con
   if (tree) *tree = def;
   std::vector<Tensor> out;
   for (const Value& l : leaves) {
-    if (!l.is_obj(ObjKind::Array) && !l.is_number() && !sequence_items(l))
+    if (!l.is_obj(ObjKind::Array) && !l.is_number() && !l.is_obj(ObjKind::Complex) &&
+        !sequence_items(l))
       throw Error(ErrCode::Type,
                   "arguments of a transformed function must be arrays, numbers or pytrees of them, not " +
                       type_name(l),
@@ -27,7 +28,8 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
                               const Span& where, const std::string& what,
                               const std::vector<AVal>* param_avals,
                               const std::pair<std::string, int64_t>* extra_axis,
-                              const std::function<void(TraceContext&)>& prepare) {
+                              const std::function<void(TraceContext&)>& prepare,
+                              bool concrete_primals) {
   TracedFunction t;
   std::vector<Tensor> leaves = leaf_tensors(in, args, where, &t.in_tree);
   t.fn = std::make_shared<Function>();
@@ -45,6 +47,25 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
   }
   TraceContext tc(*t.fn, in.ops(), what);
   if (prepare) prepare(tc);
+  if (concrete_primals && !param_avals)
+    tc.concretize = [&](int id) -> std::optional<Array> {
+      // The value of `id`: the function traced so far (its effects left out),
+      // run in the calling context on the arguments. Eagerly that is the
+      // array; inside an enclosing trace the enclosing context is asked in
+      // turn (grad of grad concretizes, jit refuses as JAX does).
+      Function prefix = *t.fn;
+      std::vector<bool> used(prefix.values.size(), false);
+      for (const Instr& i : prefix.body)
+        for (int o : i.operands) used[static_cast<size_t>(o)] = true;
+      std::erase_if(prefix.body, [&](const Instr& i) {
+        return op_family(i.op) == OpFamily::Effect &&
+               (i.result < 0 || !used[static_cast<size_t>(i.result)]);
+      });
+      prefix.results = {id};
+      remove_dead_code(prefix);
+      std::vector<Tensor> outs = inline_function(tc.outer(), prefix, leaves, tc.captured_tensors());
+      return tc.outer().concrete(outs[0]);
+    };
   ValueList traced;
   for (size_t i = 0; i < leaves.size(); ++i) {
     AVal aval = param_avals ? (*param_avals)[i] : leaves[i]->aval;
@@ -57,7 +78,9 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
     }
     traced.push_back(make_array(tc.add_param(aval, vma, where, origin)));
   }
-  trace_body(in, tc, fn, tree_unflatten(t.in_tree, traced), where, t.out_tree);
+  for (const Value& v :
+       trace_body(in, tc, fn, tree_unflatten(t.in_tree, traced), where, t.out_tree))
+    t.number_outputs.push_back(v.is_number() ? v : Value());
   t.consts = tc.captured_tensors();
   return t;
 }

@@ -23,6 +23,9 @@ struct TracedFunction {
   TreeDef in_tree;             // of the argument tuple
   TreeDef out_tree;            // of the result
   std::vector<Tensor> consts;  // tensors of the calling context for fn->consts
+  // Per output leaf: the Python number the function returned there, else None
+  // (grad's has_aux hands such aux values back as they are, as JAX does).
+  ValueList number_outputs;
 };
 
 // Traces fn(*args). `param_avals`, when given, overrides the type of each
@@ -30,11 +33,15 @@ struct TracedFunction {
 // `extra_axis` (name, size) binds one more axis name for collectives inside fn
 // (vmap's axis_name); the transformation must rewrite those collectives.
 // `prepare`, when given, sees the trace before fn runs (jit sets its hooks).
+// `concrete_primals` (grad, vjp, jvp): Python code in fn may read the value of
+// a traced array (`if x > 0:`, float(x)) when the calling context can supply
+// it, as JAX's JVPTracer carries its primal; see trace_function.
 TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueList& args,
                               const Span& where, const std::string& what,
                               const std::vector<AVal>* param_avals = nullptr,
                               const std::pair<std::string, int64_t>* extra_axis = nullptr,
-                              const std::function<void(TraceContext&)>& prepare = {});
+                              const std::function<void(TraceContext&)>& prepare = {},
+                              bool concrete_primals = false);
 
 // Calls fn on `arg_tuple` (a tuple of traced arguments) with `tc` as the
 // current context, records the flattened outputs as the function's results, and

@@ -6,6 +6,7 @@
 
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
+#include "stdlib/named_tuple.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/trace_util.hpp"
 #include "stdlib/transforms.hpp"
@@ -26,8 +27,13 @@ void axes_prefix(InterpreterImpl& in, const Value& prefix, const Value& tree, Va
     out.insert(out.end(), leaves.size(), prefix);
     return;
   }
-  const ValueList* ps = sequence_items(prefix);
-  const ValueList* ts = sequence_items(tree);
+  // Namedtuples are pytree nodes too: a namedtuple of axes matches one of the same type.
+  bool nt = is_named_tuple(prefix) && is_named_tuple(tree);
+  if (nt && !values_equal(named_tuple_type_key(prefix), named_tuple_type_key(tree)))
+    throw Error(ErrCode::Value, what + " does not match the structure of the value it describes (" +
+                                    type_name(prefix) + " vs " + type_name(tree) + ")");
+  const ValueList* ps = nt ? &named_tuple_values(prefix) : sequence_items(prefix);
+  const ValueList* ts = nt ? &named_tuple_values(tree) : sequence_items(tree);
   if (ps && ts) {
     if (ps->size() != ts->size())
       throw Error(ErrCode::Value, what + " has " + std::to_string(ps->size()) +
@@ -46,7 +52,7 @@ void axes_prefix(InterpreterImpl& in, const Value& prefix, const Value& tree, Va
     }
     return;
   }
-  if (!prefix.is_obj(ObjKind::Tuple) && !prefix.is_obj(ObjKind::List) &&
+  if (!prefix.is_obj(ObjKind::Tuple) && !prefix.is_obj(ObjKind::List) && !is_named_tuple(prefix) &&
       !prefix.is_obj(ObjKind::Dict))
     throw Error(ErrCode::Type,
                 what + " entries must be ints, None or pytrees of them, not " + type_name(prefix));
@@ -87,7 +93,37 @@ struct VmapFunction : OpaqueObj {
       e.set_span_if_missing(where);
       throw;
     }
-    std::vector<Tensor> leaves = leaf_tensors(in, args, where);
+    // Leaves that are not arrays or numbers (functions, strings, ...) pass
+    // through unmapped when their in_axes is None, as JAX lets them: the trace
+    // sees them as they are.
+    ValueList all_leaves;
+    TreeDef arg_tree = tree_flatten(in, args_tuple, all_leaves);
+    std::vector<std::pair<size_t, Value>> statics;
+    ValueList dyn_leaves, dyn_axes;
+    for (size_t i = 0; i < all_leaves.size(); ++i) {
+      const Value& l = all_leaves[i];
+      bool data = l.is_obj(ObjKind::Array) || l.is_number() || l.is_obj(ObjKind::Complex);
+      if (per_leaf[i].is_none() && !data) {
+        statics.emplace_back(i, l);
+      } else {
+        dyn_leaves.push_back(l);
+        dyn_axes.push_back(per_leaf[i]);
+      }
+    }
+    Value traced_fn = fn;
+    ValueList traced_args = args;
+    if (!statics.empty()) {
+      size_t total = all_leaves.size();
+      Value f = fn;
+      traced_fn = make_builtin(
+          "vmap", [f, arg_tree, statics, total, where](InterpreterImpl& in, CallArgs& c) {
+            Value tup = tree_unflatten(arg_tree, with_static_args(statics, c.pos, total));
+            return in.call(f, *sequence_items(tup), where);
+          });
+      traced_args = dyn_leaves;
+      per_leaf = dyn_axes;
+    }
+    std::vector<Tensor> leaves = leaf_tensors(in, traced_args, where);
     // The mapped size, checked across the arguments.
     int64_t B = -1;
     std::string first;
@@ -148,8 +184,8 @@ struct VmapFunction : OpaqueObj {
       params.push_back({t, true});
     }
     std::pair<std::string, int64_t> named{axis_name, B};
-    TracedFunction traced =
-        trace_function(in, fn, args, where, "vmap", &avals, axis_name.empty() ? nullptr : &named);
+    TracedFunction traced = trace_function(in, traced_fn, traced_args, where, "vmap", &avals,
+                                           axis_name.empty() ? nullptr : &named);
     if (in.options().dump_ir) in.out() << print_function(*traced.fn);
     std::vector<BVal> outs =
         batch_function(in.ops(), *traced.fn, params, traced.consts, BatchAxis{B, axis_name});
