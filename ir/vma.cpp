@@ -28,9 +28,12 @@ AxisSet infer_vma(Op op, std::span<const AxisSet> operands, AxisSet named, bool 
     break;
   }
   switch (op) {
-  case Op::Psum:
   case Op::Pmax:
   case Op::Pmin:
+    // JAX types these invariant over the named axes even with
+    // axis_index_groups (each group then holds its own value).
+    return all & ~named;
+  case Op::Psum:
   case Op::AllGather:
     if (grouped) return all;
     return all & ~named; // every device of the group now holds the same data

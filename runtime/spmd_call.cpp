@@ -213,13 +213,13 @@ std::vector<Tensor> run_spmd_call(const SpmdCallee& c, std::span<const Tensor> o
     d->mesh = mesh;
     d->spec = c.outs[r].spec;
     d->global = c.out_global[r];
-    // Participants that hold the same block: the first one's (they agree
-    // unless check_vma was off and the value varies where out_specs says not).
+    // Participants that hold the same block: the first one's. They agree
+    // unless the value varies where out_specs says not: with check_vma off, or
+    // where JAX's typing calls a value invariant that is not (pmax within
+    // axis_index_groups); JAX keeps the first one's block then too.
     std::map<std::vector<int64_t>, int64_t> first;
     for (int64_t p = 0; p < mesh.size(); ++p) {
-      int64_t src = p;
-      if (!c.check_vma)
-        src = first.emplace(block_of(mesh, d->spec, d->global.shape, p).start, p).first->second;
+      int64_t src = first.emplace(block_of(mesh, d->spec, d->global.shape, p).start, p).first->second;
       d->shards.push_back(results[src][r].on_device(mesh.device_ids[p]));
     }
     outs.push_back(make_sharded_tensor(d));

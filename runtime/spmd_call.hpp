@@ -33,6 +33,10 @@ struct SpmdCallee {
   // shard_map's check_vma: when off, an output may vary over mesh axes its
   // out_spec leaves out; the call keeps the first participant's block, as JAX does.
   bool check_vma = true;
+  // A user's shard_map over Explicit mesh axes: operand i, where true, must be
+  // laid out as ins[i] already (JAX 0.10 does not reshard; jit checks it when
+  // it partitions the call). Callees derived from it (transposes) leave it empty.
+  std::vector<bool> explicit_in_types;
   std::shared_ptr<const Function> fn; // per participant; its params are the operands (no consts)
   SpmdLayout layout;                  // the participant mesh and the device threads
   std::vector<SpmdMapping> ins, outs; // per operand / result

@@ -121,7 +121,10 @@ bool run_partitioned(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> p
   if (mixed) return false;
   // A jitted shard_map with unsharded arguments runs over the shard_map's mesh.
   if (!mesh) mesh = shard_map_mesh(*e.traced->fn);
-  if (!mesh || !partitionable(*e.traced->fn, *mesh)) return false;
+  if (!mesh || !partitionable(*e.traced->fn, *mesh)) {
+    check_shard_map_inputs(*e.traced->fn, operands);
+    return false;
+  }
   std::string key;
   OperandSpecs specs = operand_specs(*mesh, operands, key);
   // out_shardings on this mesh become part of the partitioned program.
@@ -270,7 +273,8 @@ struct JitFunction : OpaqueObj {
     for (size_t i = 0; i < leaves.size(); ++i) {
       const Tensor& t = leaves[i];
       std::string type = type_str(t->aval);
-      if (enclosing && enclosing->owns(t))
+      // (Only a value that varies over mesh axes differs from an eager one.)
+      if (enclosing && enclosing->owns(t) && enclosing->function().values[t->trace_id].vma)
         type += " varying over " + std::to_string(enclosing->function().values[t->trace_id].vma);
       sig.add("array argument " + std::to_string(i), type);
     }

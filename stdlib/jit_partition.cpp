@@ -4,6 +4,7 @@
 // rule needs its operands laid out differently reshards them: all_gather to
 // make a dimension whole, a local take of this device's block to split one.
 #include "stdlib/jit_partition.hpp"
+#include "stdlib/sharding.hpp"
 #include "stdlib/sharding_rules.hpp"
 
 #include <algorithm>
@@ -222,6 +223,8 @@ private:
     std::vector<Tensor> params;
     for (size_t i = 0; i < ins.operands.size(); ++i) {
       int o = ins.operands[i];
+      if (explicit_ && i < c.explicit_in_types.size() && c.explicit_in_types[i])
+        explicit_in_spec_check(c.ins[i].spec, env_[o].spec, g_.values[o].aval, loc_of(ins));
       params.push_back(reshard(o, dims_of_spec(c.ins[i].spec, gshape(o).size())));
     }
     std::vector<Tensor> outs = inline_function(tc_, *c.fn, params, {});
@@ -618,6 +621,24 @@ const Mesh* shard_map_mesh(const Function& f) {
     if (i.op == Op::SpmdCall && i.attrs.callee->kind == "shard_map")
       return &i.attrs.callee->layout.mesh;
   return nullptr;
+}
+
+void check_shard_map_inputs(const Function& f, std::span<const Tensor> operands) {
+  std::vector<int> inputs = f.params;
+  inputs.insert(inputs.end(), f.consts.begin(), f.consts.end());
+  for (const Instr& i : f.body) {
+    if (i.op != Op::SpmdCall) continue;
+    const SpmdCallee& c = *i.attrs.callee;
+    for (size_t k = 0; k < i.operands.size() && k < c.explicit_in_types.size(); ++k) {
+      if (!c.explicit_in_types[k]) continue;
+      auto at = std::find(inputs.begin(), inputs.end(), i.operands[k]);
+      size_t pos = static_cast<size_t>(at - inputs.begin());
+      if (at == inputs.end() || pos >= operands.size() || operands[pos]->trace) continue;
+      explicit_in_spec_check(c.ins[k].spec, explicit_type_spec(operands[pos]),
+                             f.values[i.operands[k]].aval,
+                             i.result >= 0 ? f.values[i.result].loc : Span{});
+    }
+  }
 }
 
 PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const Mesh& mesh,

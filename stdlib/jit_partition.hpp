@@ -41,6 +41,11 @@ bool partitionable(const Function& f, const Mesh& mesh);
 // The mesh of the first shard_map call in `f`, or null.
 const Mesh* shard_map_mesh(const Function& f);
 
+// For a program that is not partitioned: the shard_map calls over Explicit
+// axes whose operands are `f`'s own inputs (operands: its parameters, then its
+// consts) must get them laid out as their in_specs say (JAX 0.10's check).
+void check_shard_map_inputs(const Function& f, std::span<const Tensor> operands);
+
 // Builds the partitioned call of `t` for operands (its parameters, then its
 // consts) laid out by `specs` over `mesh`. `out_specs`, when given, are the
 // shardings the caller wants for the results (jit's out_shardings; an empty

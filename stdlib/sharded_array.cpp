@@ -161,6 +161,22 @@ std::string varying_axes(const Tensor& t) {
   return axes_label(names);
 }
 
+} // namespace
+
+std::vector<std::vector<std::string>> explicit_type_spec(const Tensor& t) {
+  std::vector<std::vector<std::string>> dims(t->aval.shape.size());
+  if (!t->sharded) return dims;
+  const Mesh& m = t->sharded->mesh;
+  const PartitionSpec& spec = t->sharded->spec;
+  for (size_t d = 0; d < dims.size() && d < spec.entries.size(); ++d)
+    for (const auto& axis : spec.entries[d])
+      if (m.axis_of(axis) >= 0 && m.axis_type(m.axis_of(axis)) == AxisType::Explicit)
+        dims[d].push_back(axis);
+  return dims;
+}
+
+namespace {
+
 // The sharding in t's type: over its mesh (or, for a value without one, the
 // mesh jax.set_mesh made current), each dimension with the Explicit axes it is
 // split over -- Auto axes are the compiler's business, not the type's.

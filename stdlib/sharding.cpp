@@ -471,6 +471,9 @@ Value spec_over_current_mesh(InterpreterImpl& in, const Value& target, const std
 // device_put of one array to a Device, a NamedSharding or (None) the default device.
 Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& target_arg) {
   Tensor t = in.to_tensor(leaf, Span{});
+  // Inside traced code (jit, a shard_map body) device_put places nothing: the
+  // value goes through, as JAX's device_put under a trace.
+  if (t->trace) return make_array(t);
   Value target = target_arg;
   target = spec_over_current_mesh(in, target, "device_put");
   if (target.is_obj(ObjKind::Opaque)) {

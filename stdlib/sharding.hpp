@@ -112,6 +112,11 @@ bool sharded_array_attr(InterpreterImpl& in, const Tensor& t, const std::string&
 // ShapeDtypeStruct); false for other names.
 bool aval_attr(const AVal& aval, const std::string& name, Value& out);
 
+// The sharding that is part of an array's type (JAX's typeof(x).sharding.spec):
+// per dimension, the Explicit mesh axes it is split over; all empty for an
+// array on one device or split over Auto axes only.
+std::vector<std::vector<std::string>> explicit_type_spec(const Tensor& t);
+
 // x.devices(): the set of devices holding `t` (on `platform`).
 Value devices_set_value(const std::string& platform, const Tensor& t);
 

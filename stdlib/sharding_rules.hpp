@@ -43,4 +43,10 @@ void explicit_dot_check(const DimSpec& lhs_contracting, const DimSpec& rhs_contr
 // cumsum and the other cumulative reductions: the scanned axis must be whole.
 void explicit_scan_check(const AVal& operand, const DimSpec& spec, int64_t axis, const Span& loc);
 
+// shard_map over Explicit axes: an argument whose type's sharding is `have`
+// must already be laid out as its in_specs entry `want` says (JAX 0.10 does not
+// reshard; a plain array is replicated, P(None, ...)); else JAX's ValueError.
+void explicit_in_spec_check(const PartitionSpec& want, const DimSpec& have, const AVal& aval,
+                            const Span& loc);
+
 } // namespace pxl

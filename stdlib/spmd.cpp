@@ -19,6 +19,8 @@
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/sharding.hpp"
+#include "stdlib/sharding_rules.hpp"
+#include "stdlib/shard_map_checks.hpp"
 #include "stdlib/trace_util.hpp"
 
 namespace pxl {
@@ -33,6 +35,7 @@ struct InLeaf {
   std::string origin;   // why it varies, for the vma diagnostic
   PartitionSpec spec;   // shard_map: its in_spec; pmap: unused
   int map_axis = -1;    // pmap: the mapped axis, -1 for in_axes=None
+  bool typed = false;   // shard_map over Explicit axes: must already be laid out as spec
 };
 
 // A traced and compiled signature: the callee of the spmd_call (its operands
@@ -258,6 +261,9 @@ struct SpmdFunction : OpaqueObj {
 struct ShardMapFn : SpmdFunction {
   Mesh mesh;
   bool mesh_from_context = false; // no mesh=: the current mesh at each call
+  // No in_specs= (JAX's default): over Explicit axes each argument's spec is
+  // the sharding in its type.
+  bool infer_in_specs = false;
   Value in_specs, out_specs;
 
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
@@ -265,27 +271,65 @@ struct ShardMapFn : SpmdFunction {
     if (mesh_from_context) {
       const Value* current = in.context_mesh();
       if (!current)
-        throw Error(ErrCode::Arguments, "shard_map without mesh= needs a current mesh", where,
+        throw Error(ErrCode::Arguments,
+                    "The context mesh cannot be empty. Use `jax.set_mesh(mesh)` to enter into a mesh context", where,
                     "call it inside `with mesh:` or after jax.set_mesh(mesh), or pass mesh=");
       mesh = *value_to_mesh(*current);
     }
     check_not_nested(in, where);
     const ValueList& args = a.pos;
+    // Sharding is part of the arguments' types only when every mesh axis is
+    // Explicit (JAX checks it when all the manual axes are Explicit).
+    const bool explicit_types = explicit_mesh(mesh);
     // in_specs: a tuple with one entry per argument (or a single P for all).
     ValueList per_leaf;
     Value args_tuple = make_tuple(args);
-    if (const ValueList* specs = sequence_items(in_specs)) {
-      if (specs->size() != args.size())
-        throw Error(ErrCode::Spec, "shard_map: in_specs has " + std::to_string(specs->size()) +
-                                        " entries but the function is called with " + std::to_string(args.size()) +
-                                        " argument" + (args.size() == 1 ? "" : "s"),
-                    where, "give one PartitionSpec per argument, e.g. in_specs=(P('x'),)");
-      broadcast_prefix(in, in_specs, args_tuple, per_leaf, is_spec_leaf, "shard_map in_specs");
+    if (infer_in_specs) {
+      if (!explicit_types) {
+        std::string names, types;
+        for (size_t i = 0; i < mesh.axis_names.size(); ++i) {
+          names += (i ? ", '" : "'") + mesh.axis_names[i] + "'";
+          types += std::string(i ? ", " : "") + "AxisType." + axis_type_name(mesh.axis_type(static_cast<int>(i)));
+        }
+        throw Error(ErrCode::Type,
+                    "shard_map in_specs argument must be a pytree of `jax.sharding.PartitionSpec` "
+                    "instances, but it was `None` when axis_names=frozenset({" + names + "}) are of type " + types,
+                    where, "in_specs may be left out only on a mesh whose axes are all Explicit");
+      }
+      ValueList leaves;
+      tree_flatten(in, args_tuple, leaves);
+      for (const Value& leaf : leaves) {
+        PartitionSpec inferred;
+        if (leaf.is_obj(ObjKind::Array)) {
+          Tensor t = in.to_tensor(leaf, where);
+          if (t->trace)
+            throw Error(ErrCode::Unsupported,
+                        "shard_map without in_specs inside jit, grad or vmap is not supported", where,
+                        "pass in_specs=, the specs the arguments are laid out with");
+          inferred.entries = explicit_type_spec(t);
+        }
+        per_leaf.push_back(make_spec_value(std::move(inferred)));
+      }
     } else {
+      check_spec_tree(in, in_specs, true, mesh, where);
+      check_prefix_structure(in_specs, args_tuple, "shard_map in_specs", is_spec_leaf, where);
       broadcast_prefix(in, in_specs, args_tuple, per_leaf, is_spec_leaf, "shard_map in_specs");
     }
+    check_spec_tree(in, out_specs, false, mesh, where);
     ValueList arg_leaves;
     TreeDef in_tree = tree_flatten(in, args_tuple, arg_leaves);
+    if (!infer_in_specs) {
+      // JAX's _check_specs_vs_args: ranks, then divisibility, over all leaves.
+      std::vector<std::string> arg_paths = leaf_key_paths(in_tree);
+      std::vector<std::string> spec_paths = covering_spec_paths(in_specs, in_tree, is_spec_leaf);
+      std::vector<SpecLeaf> checked;
+      for (size_t i = 0; i < arg_leaves.size(); ++i) {
+        if (per_leaf[i].is_none()) continue;
+        checked.push_back(SpecLeaf{value_to_spec(per_leaf[i], "shard_map in_specs entry"),
+                                   in.to_tensor(arg_leaves[i], where)->aval, spec_paths.at(i), arg_paths.at(i)});
+      }
+      check_in_specs_vs_args(fn, mesh, checked, where);
+    }
     std::vector<InLeaf> leaves;
     Function proto;
     proto.mesh_axes = mesh.axis_names;
@@ -304,6 +348,11 @@ struct ShardMapFn : SpmdFunction {
       std::string problem = check_spec(mesh, l.spec, l.global->aval.shape);
       if (!problem.empty())
         throw Error(ErrCode::Spec, "shard_map: argument " + std::to_string(i) + ": " + problem, where);
+      // Under jit the arguments' layouts are known when the call is partitioned
+      // (jit_partition.cpp checks them there).
+      l.typed = explicit_types && !per_leaf[i].is_none();
+      if (l.typed && !l.global->trace)
+        explicit_in_spec_check(l.spec, explicit_type_spec(l.global), l.global->aval, where);
       l.block = l.global->aval;
       l.block.shape = block_shape(mesh, l.spec, l.global->aval.shape);
       for (const auto& axis : l.spec.axes()) l.vma |= AxisSet{1} << proto.axis_bit(axis);
@@ -321,17 +370,14 @@ struct ShardMapFn : SpmdFunction {
       for (int id : mesh.device_ids) ids += " " + std::to_string(id);
       sig.add("current mesh", mesh.repr() + ids);
     }
+    // JAX traces a shard_map'd function's body at every call (jit caches the
+    // trace that encloses it), so Python side effects in the body, such as
+    // print, happen at each call; compiled kernels still come from the code cache.
     std::string key = sig.key();
-    auto it = cache.find(key);
-    std::shared_ptr<Compiled> c;
-    if (it != cache.end()) {
-      c = it->second;
-    } else {
-      explain_miss(in, sig, where);
-      c = compile(in, leaves, statics, arg_leaves.size(), in_tree, proto, where);
-      if (c->reusable) cache[key] = c;
-      report(in, *c->callee->fn, mesh.size());
-    }
+    explain_miss(in, sig, where);
+    std::shared_ptr<Compiled> c = compile(in, leaves, statics, arg_leaves.size(), in_tree, proto, where);
+    if (c->reusable) cache[key] = c;
+    report(in, *c->callee->fn, mesh.size());
     last = c;
     last_participants = mesh.size();
     if (lower_only) return true;
@@ -393,34 +439,42 @@ struct ShardMapFn : SpmdFunction {
       e.set_span_if_missing(where);
       throw;
     }
+    std::vector<SpecLeaf> out_checked;
+    {
+      std::vector<std::string> out_paths = leaf_key_paths(c->out_tree);
+      std::vector<std::string> spec_paths = covering_spec_paths(specs, c->out_tree, is_spec_leaf);
+      for (size_t r = 0; r < out_leaves.size(); ++r)
+        out_checked.push_back(SpecLeaf{value_to_spec(per_out[r], "shard_map out_specs entry"),
+                                       f->values[f->results[r]].aval, spec_paths.at(r), out_paths.at(r)});
+    }
+    check_out_specs_rank(fn, out_checked, where);
     for (size_t r = 0; r < out_leaves.size(); ++r) {
-      PartitionSpec s = value_to_spec(per_out[r], "shard_map out_specs entry");
+      PartitionSpec s = out_checked[r].spec;
       const IRValue& v = f->values[f->results[r]];
       Shape global = v.aval.shape;
-      if (s.entries.size() > global.size())
-        throw Error(ErrCode::Spec, "shard_map: output " + std::to_string(r) + " has rank " + std::to_string(global.size()) +
-                                        " but its out_specs " + s.repr() + " has " + std::to_string(s.entries.size()) + " entries",
-                    where);
       for (size_t d = 0; d < s.entries.size(); ++d)
-        for (const auto& axis : s.entries[d]) {
-          if (mesh.axis_of(axis) < 0)
-            throw Error(ErrCode::Spec, "shard_map: unknown mesh axis '" + axis + "' in out_specs " + s.repr(), where);
-          global[d] *= mesh.axis_size(axis);
-        }
+        for (const auto& axis : s.entries[d]) global[d] *= mesh.axis_size(axis);
       std::string problem = check_spec(mesh, s, global);
       if (!problem.empty()) throw Error(ErrCode::Spec, "shard_map: output " + std::to_string(r) + ": " + problem, where);
       if (check_vma) {
-        std::vector<std::string> named = s.axes();
+        std::vector<std::string> named = s.axes(), varying;
+        int first_bad = -1;
         for (size_t b = 0; b < mesh.axis_names.size(); ++b) {
           if (!(v.vma & (AxisSet{1} << b))) continue;
-          if (std::find(named.begin(), named.end(), mesh.axis_names[b]) != named.end()) continue;
-          const std::string& axis = mesh.axis_names[b];
-          throw Error(ErrCode::Vma,
-                      "shard_map: out_specs " + s.repr() + " says output " + std::to_string(r) +
-                          " is replicated over '" + axis + "' but the value varies over '" + axis +
-                          "' (it became varying through " + varying_origin(*f, f->results[r], static_cast<int>(b)) + ")",
-                      where, "reduce it with psum (or pmean/all_gather) over '" + axis + "', or name '" + axis +
-                                 "' in out_specs; check_vma=False turns this check off");
+          varying.push_back(mesh.axis_names[b]);
+          if (first_bad < 0 && std::find(named.begin(), named.end(), mesh.axis_names[b]) == named.end())
+            first_bad = static_cast<int>(b);
+        }
+        if (first_bad >= 0) {
+          const std::string& axis = mesh.axis_names[static_cast<size_t>(first_bad)];
+          // JAX names the user's function under jit, and otherwise the
+          // wrapper its eager shard_map traces.
+          auto* outer = dynamic_cast<TraceContext*>(&in.ops());
+          std::string fun = outer && outer->what() == "jit" ? shard_map_fun_name(fn) : "_rem_singleton";
+          throw Error(ErrCode::Vma, out_vma_message(fun, mesh, out_checked[r], varying), where,
+                      "output " + std::to_string(r) + " varies over '" + axis + "' through " +
+                          varying_origin(*f, f->results[r], first_bad) + "; reduce it with psum (or pmean/all_gather) over '" +
+                          axis + "', or name '" + axis + "' in out_specs");
         }
       }
       outs.push_back(SpmdMapping{std::move(s), -1});
@@ -429,6 +483,7 @@ struct ShardMapFn : SpmdFunction {
     for (const InLeaf& l : leaves) ins.push_back(SpmdMapping{l.spec, -1});
     finish(in, *c, tc, std::move(f), SpmdLayout{mesh, static_cast<int>(mesh.size()), 1}, std::move(ins),
            std::move(outs));
+    for (const InLeaf& l : leaves) c->callee->explicit_in_types.push_back(l.typed);
     return c;
   }
 };
@@ -730,21 +785,18 @@ Value make_shard_map(InterpreterImpl&, CallArgs& a) {
   s->what = "shard_map";
   // Without mesh=, the mesh made current by `with mesh:` or jax.set_mesh when
   // the function is called.
-  if (r.has(2) && r.has(3) && (!r.has(1) || r[1].is_none())) {
+  if (!r.has(3)) throw Error(ErrCode::Arguments, "shard_map() missing required argument 'out_specs'");
+  s->infer_in_specs = !r.has(2);
+  if (r.has(2)) s->in_specs = r[2];
+  s->out_specs = r[3];
+  if (!r.has(1) || r[1].is_none()) {
     s->mesh_from_context = true;
-    s->in_specs = r[2];
-    s->out_specs = r[3];
     s->check_vma = r.get_bool(4, true) && r.get_bool(5, true);
     return Value::object(s);
   }
-  if (!r.has(1)) throw Error(ErrCode::Arguments, "shard_map() missing required argument 'mesh'");
   const Mesh* m = value_to_mesh(r[1]);
   if (!m) throw Error(ErrCode::Type, "shard_map() mesh must be a Mesh, not " + type_name(r[1]));
-  if (!r.has(2)) throw Error(ErrCode::Arguments, "shard_map() missing required argument 'in_specs'");
-  if (!r.has(3)) throw Error(ErrCode::Arguments, "shard_map() missing required argument 'out_specs'");
   s->mesh = *m;
-  s->in_specs = r[2];
-  s->out_specs = r[3];
   s->check_vma = r.get_bool(4, true) && r.get_bool(5, true);
   return Value::object(s);
 }
