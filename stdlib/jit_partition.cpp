@@ -634,7 +634,7 @@ void check_shard_map_inputs(const Function& f, std::span<const Tensor> operands)
       auto at = std::find(inputs.begin(), inputs.end(), i.operands[k]);
       size_t pos = static_cast<size_t>(at - inputs.begin());
       if (at == inputs.end() || pos >= operands.size() || operands[pos]->trace) continue;
-      explicit_in_spec_check(c.ins[k].spec, explicit_type_spec(operands[pos]),
+      explicit_in_spec_check(c.ins[k].spec, *explicit_type_spec(operands[pos]),
                              f.values[i.operands[k]].aval,
                              i.result >= 0 ? f.values[i.result].loc : Span{});
     }

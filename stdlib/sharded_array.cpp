@@ -163,14 +163,28 @@ std::string varying_axes(const Tensor& t) {
 
 } // namespace
 
-std::vector<std::vector<std::string>> explicit_type_spec(const Tensor& t) {
+std::optional<std::vector<std::vector<std::string>>> explicit_type_spec(const Tensor& t) {
   std::vector<std::vector<std::string>> dims(t->aval.shape.size());
-  if (!t->sharded) return dims;
-  const Mesh& m = t->sharded->mesh;
-  const PartitionSpec& spec = t->sharded->spec;
+  std::optional<Mesh> m;
+  PartitionSpec spec;
+  if (t->sharded) {
+    m = t->sharded->mesh;
+    spec = t->sharded->spec;
+  } else if (t->trace) {
+    // Traced: jit knows the types' shardings when it traces arrays laid out
+    // over Explicit axes; elsewhere they are unknown.
+    auto& tc = *const_cast<TraceContext*>(static_cast<const TraceContext*>(t->trace));
+    if (t->trace_id < 0 || !tc.type_sharding) return std::nullopt;
+    Value s = tc.type_sharding(t->trace_id);
+    if (s.is_none()) return std::nullopt;
+    auto* so = static_cast<ShardingObj*>(s.as<OpaqueObj>());
+    m = static_cast<AbstractMeshObj*>(so->abstract_mesh.as<OpaqueObj>())->mesh;
+    spec = so->spec;
+  }
+  if (!m) return dims;
   for (size_t d = 0; d < dims.size() && d < spec.entries.size(); ++d)
     for (const auto& axis : spec.entries[d])
-      if (m.axis_of(axis) >= 0 && m.axis_type(m.axis_of(axis)) == AxisType::Explicit)
+      if (m->axis_of(axis) >= 0 && m->axis_type(m->axis_of(axis)) == AxisType::Explicit)
         dims[d].push_back(axis);
   return dims;
 }

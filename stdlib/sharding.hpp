@@ -1,6 +1,7 @@
 // Host objects of jax.sharding (Mesh, PartitionSpec, NamedSharding) and the
 // SPMD transformations (pmap, shard_map) and collectives built on them.
 #pragma once
+#include <optional>
 #include "lang/interp_impl.hpp"
 #include "runtime/mesh.hpp"
 #include "runtime/sharded.hpp"
@@ -114,8 +115,9 @@ bool aval_attr(const AVal& aval, const std::string& name, Value& out);
 
 // The sharding that is part of an array's type (JAX's typeof(x).sharding.spec):
 // per dimension, the Explicit mesh axes it is split over; all empty for an
-// array on one device or split over Auto axes only.
-std::vector<std::vector<std::string>> explicit_type_spec(const Tensor& t);
+// array on one device or split over Auto axes only. Nullopt for a traced value
+// whose type's sharding is not known (jit knows it over Explicit meshes).
+std::optional<std::vector<std::vector<std::string>>> explicit_type_spec(const Tensor& t);
 
 // x.devices(): the set of devices holding `t` (on `platform`).
 Value devices_set_value(const std::string& platform, const Tensor& t);

@@ -301,12 +301,13 @@ struct ShardMapFn : SpmdFunction {
       for (const Value& leaf : leaves) {
         PartitionSpec inferred;
         if (leaf.is_obj(ObjKind::Array)) {
-          Tensor t = in.to_tensor(leaf, where);
-          if (t->trace)
+          auto typed = explicit_type_spec(in.to_tensor(leaf, where));
+          if (!typed)
             throw Error(ErrCode::Unsupported,
-                        "shard_map without in_specs inside jit, grad or vmap is not supported", where,
-                        "pass in_specs=, the specs the arguments are laid out with");
-          inferred.entries = explicit_type_spec(t);
+                        "shard_map without in_specs of a value whose sharding is not known here (inside "
+                        "grad or vmap, or a jit of arrays not laid out over an Explicit mesh) is not supported",
+                        where, "pass in_specs=, the specs the arguments are laid out with");
+          inferred.entries = std::move(*typed);
         }
         per_leaf.push_back(make_spec_value(std::move(inferred)));
       }
@@ -348,11 +349,12 @@ struct ShardMapFn : SpmdFunction {
       std::string problem = check_spec(mesh, l.spec, l.global->aval.shape);
       if (!problem.empty())
         throw Error(ErrCode::Spec, "shard_map: argument " + std::to_string(i) + ": " + problem, where);
-      // Under jit the arguments' layouts are known when the call is partitioned
-      // (jit_partition.cpp checks them there).
+      // A traced argument whose type's sharding is not known yet is checked
+      // when jit partitions the call (jit_partition.cpp).
       l.typed = explicit_types && !per_leaf[i].is_none();
-      if (l.typed && !l.global->trace)
-        explicit_in_spec_check(l.spec, explicit_type_spec(l.global), l.global->aval, where);
+      if (l.typed)
+        if (auto typed = explicit_type_spec(l.global))
+          explicit_in_spec_check(l.spec, *typed, l.global->aval, where);
       l.block = l.global->aval;
       l.block.shape = block_shape(mesh, l.spec, l.global->aval.shape);
       for (const auto& axis : l.spec.axes()) l.vma |= AxisSet{1} << proto.axis_bit(axis);
