@@ -168,7 +168,9 @@ TEST_CASE("spec checks name the dimension, the sizes and the axes", "[ir]") {
 
 TEST_CASE("a traced SPMD function lowers to IR that verifies", "[ir]") {
   Interpreter in;
-  in.run_string("mesh = make_mesh((2, 2), ('x', 'y'))\n"
+  // Auto axes: over Explicit ones (make_mesh's default) a plain array would have
+  // to be laid out as in_specs already.
+  in.run_string("mesh = make_mesh((2, 2), ('x', 'y'), axis_types=(jax.sharding.AxisType.Auto,) * 2)\n"
                 "f = shard_map(lambda a: psum(a * 2, 'y'), mesh=mesh, in_specs=P('x', 'y'), "
                 "out_specs=P('x'))\nA = np.ones((4, 4))\n",
                 "t.pxl");
