@@ -308,6 +308,20 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
     AxisEnv env = resolve_axes(in, r[0], "axis_index");
     return make_array(in.ops().bind(Op::AxisIndex, collective_attrs(env), {}));
   });
+  // lax.cond/switch on a traced predicate (stdlib/lax_extra.pxl) select
+  // between the branches' results; JAX types the result as varying over the
+  // branches' axes only, leaving the predicate's out: `out` (that selection,
+  // fresh in this shard_map trace) is retyped so.
+  vars["_branch_result"] = make_builtin("_branch_result", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_branch_result", a, {"out", "on_true", "on_false"}, 3);
+    auto* tc = dynamic_cast<TraceContext*>(&in.ops());
+    if (!tc || tc->what() != "shard_map" || !r[0].is_obj(ObjKind::Array)) return r[0];
+    const Tensor& out = r[0].as<ArrayObj>()->tensor;
+    if (!tc->owns(out) || out->trace_id < 0) return r[0];
+    AxisSet branches = vma_of(in.ops(), in.to_tensor(r[1], Span{})) | vma_of(in.ops(), in.to_tensor(r[2], Span{}));
+    tc->function().values[static_cast<size_t>(out->trace_id)].vma &= branches;
+    return r[0];
+  });
   def("axis_size", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("axis_size", a, {"axis_name"}, 1);
     return Value::integer(resolve_axes(in, r[0], "axis_size").group_size);
