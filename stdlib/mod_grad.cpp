@@ -59,6 +59,16 @@ TracedFunction trace_diff(InterpreterImpl& in, const Value& fn, const CallArgs& 
                       std::to_string(n) + " positional arguments.");
     diff_args.push_back(call.pos[static_cast<size_t>(k < 0 ? k + static_cast<int64_t>(n) : k)]);
   }
+  {
+    ValueList leaves;
+    tree_flatten(in, make_tuple(diff_args), leaves);
+    for (const Value& l : leaves)
+      if (!l.is_obj(ObjKind::Array) && !l.is_number() && !l.is_obj(ObjKind::Complex))
+        throw Error(ErrCode::Type,
+                    "Argument " + repr(l) + " of type <class '" + type_name(l) +
+                        "'> is not a valid JAX type.", // JAX's TypeError
+                    where);
+  }
   params = leaf_tensors(in, diff_args, where);
   for (const Tensor& t : params)
     if (float_inputs && !is_inexact(t->aval.dtype))

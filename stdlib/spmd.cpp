@@ -522,6 +522,22 @@ struct PmapFn : SpmdFunction {
     return done;
   }
 
+  // JAX's ValueError when a static argument is not passed positionally.
+  void check_statics_positional(size_t n, const Span& where) const {
+    int64_t most = *std::max_element(static_argnums.begin(), static_argnums.end());
+    if (most >= static_cast<int64_t>(n)) { // JAX's ValueError
+      std::string nums;
+      for (int64_t k : static_argnums) nums += (nums.empty() ? "" : ", ") + std::to_string(k);
+      if (static_argnums.size() == 1) nums += ",";
+      throw Error(ErrCode::Arguments,
+                  "pmapped function has static_broadcasted_argnums=(" + nums +
+                      ") but was called with only " + std::to_string(n) + " positional argument" +
+                      (n > 1 ? "s" : "") +
+                      ". All static broadcasted arguments must be passed positionally.",
+                  where);
+    }
+  }
+
   bool call_with_statics(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) {
     size_t n = a.pos.size();
     auto is_static = [&](size_t i) { return is_static_position(static_argnums, i, n); };
@@ -604,6 +620,7 @@ struct PmapFn : SpmdFunction {
   }
 
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
+    if (!static_argnums.empty()) check_statics_positional(a.pos.size(), where);
     if (!a.kw.empty()) return call_with_keywords(in, a, where, out);
     if (!static_argnums.empty()) return call_with_statics(in, a, where, out);
     check_not_nested(in, where);
@@ -646,7 +663,7 @@ struct PmapFn : SpmdFunction {
       leaves.push_back(std::move(l));
     }
     if (n < 0)
-      throw Error(ErrCode::MappedAxis, "pmap: no argument is mapped (in_axes is None for all of them), so the number of devices to map over is unknown",
+      throw Error(ErrCode::MappedAxis, "pmap requires at least one argument with a mapped axis.",
                   where, "map at least one argument over its leading axis");
     std::vector<int> devs = devices;
     if (devs.empty())

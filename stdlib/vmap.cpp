@@ -17,6 +17,21 @@ namespace {
 
 bool is_axis_leaf(const Value& v) { return v.is_none() || v.is_intlike(); }
 
+// JAX's TypeError for an in_axes/out_axes leaf that is not an int or None.
+void check_axes_leaves(InterpreterImpl& in, const Value& axes, const char* which,
+                       const Span& where) {
+  ValueList leaves;
+  tree_flatten(in, axes, leaves);
+  for (const Value& l : leaves)
+    if (!is_axis_leaf(l))
+      throw Error(
+          ErrCode::Type,
+          std::string("vmap ") + which +
+              " must be an int, None, or (nested) container with those types as leaves, but got " +
+              repr(axes) + ".",
+          where);
+}
+
 // Matches an in_axes/out_axes prefix tree against a value tree: an int or None
 // applies to a whole subtree.
 void axes_prefix(InterpreterImpl& in, const Value& prefix, const Value& tree, ValueList& out,
@@ -79,12 +94,15 @@ struct VmapFunction : OpaqueObj {
                   "pass '" + a.kw[0].first + "' positionally and give its axis in in_axes");
     const ValueList& args = a.pos;
     Value args_tuple = make_tuple(args);
-    if (const ValueList* items = sequence_items(in_axes))
-      if (items->size() != args.size())
+    check_axes_leaves(in, in_axes, "in_axes", where);
+    check_axes_leaves(in, out_axes, "out_axes", where);
+    if (in_axes.is_obj(ObjKind::Tuple))
+      if (const ValueList* items = sequence_items(in_axes); items->size() != args.size())
         throw Error(ErrCode::MappedAxis,
-                    "vmap: in_axes has " + std::to_string(items->size()) +
-                        " entries but the function is called with " + std::to_string(args.size()) +
-                        " argument" + (args.size() == 1 ? "" : "s"),
+                    "vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
+                    "positional arguments passed to the function, but got len(in_axes)=" +
+                        std::to_string(items->size()) +
+                        ", len(args)=" + std::to_string(args.size()),
                     where, "give one entry per positional argument, e.g. in_axes=(0, None)");
     ValueList per_leaf;
     try {
@@ -134,9 +152,10 @@ struct VmapFunction : OpaqueObj {
       int64_t ax = per_leaf[i].as_int();
       if (ax < -av.ndim() || ax >= av.ndim())
         throw Error(ErrCode::MappedAxis,
-                    "vmap: in_axes " + std::to_string(ax) + " is out of range for argument leaf " +
-                        std::to_string(i) + " of shape " + shape_str(av.shape) + " (rank " +
-                        std::to_string(av.ndim()) + ")",
+                    "vmap was requested to map its argument along axis " + std::to_string(ax) +
+                        ", which implies that its rank should be at least " +
+                        std::to_string(ax < 0 ? -ax : ax + 1) + ", but is only " +
+                        std::to_string(av.ndim()) + " (its shape is " + shape_str(av.shape) + ")",
                     where);
       axes[i] = static_cast<int>(ax < 0 ? ax + av.ndim() : ax);
       int64_t size = av.shape[axes[i]];
@@ -157,9 +176,10 @@ struct VmapFunction : OpaqueObj {
       B = axis_size;
     }
     if (B < 0)
-      throw Error(ErrCode::MappedAxis,
-                  "vmap: every in_axes entry is None, so the mapped size is unknown", where,
-                  "map at least one argument, or pass axis_size");
+      throw Error(
+          ErrCode::MappedAxis,
+          "vmap must have at least one non-None value in in_axes or axis_size must be specified",
+          where, "map at least one argument, or pass axis_size");
     // Per-example types for the trace; batched params with the axis in front.
     std::vector<AVal> avals;
     std::vector<BVal> params;
@@ -206,8 +226,7 @@ struct VmapFunction : OpaqueObj {
       if (per_out[r].is_none()) {
         if (o.batched)
           throw Error(ErrCode::MappedAxis,
-                      "vmap: out_axes is None for output " + std::to_string(r) +
-                          ", but that output differs along the mapped axis",
+                      "at vmap out_axes, got axis spec None but output was batched on axis 0",
                       where,
                       "give it an int out_axes, or return a value that does not depend on the "
                       "mapped inputs");
