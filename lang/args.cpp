@@ -74,6 +74,7 @@ double value_to_float(const Value& v, const std::string& what) {
 const ValueList* sequence_items(const Value& v) {
   if (v.is_obj(ObjKind::Tuple)) return &v.as<TupleObj>()->items;
   if (v.is_obj(ObjKind::List)) return &v.as<ListObj>()->items;
+  if (v.is_obj(ObjKind::Opaque)) return v.as<OpaqueObj>()->tuple_items();
   return nullptr;
 }
 

@@ -434,7 +434,13 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
     if (name == "name") return out = make_str(obj.as<DTypeObj>()->name()), true;
     if (name == "itemsize")
       return out = Value::integer(static_cast<int64_t>(obj.as<DTypeObj>()->itemsize())), true;
-    if (name == "dtype") return out = obj, true;
+    if (name == "__name__" && obj.as<DTypeObj>()->scalar_type) // jnp.float32.__name__
+      return out = make_str(obj.as<DTypeObj>()->name()), true;
+    if (name == "dtype") { // jnp.float32.dtype is dtype('float32')
+      auto d = std::make_shared<DTypeObj>(*obj.as<DTypeObj>());
+      d->scalar_type = false;
+      return out = Value::object(d), true;
+    }
     if (name == "kind") { // numpy's kind code; bfloat16 is an ml_dtypes 'V' type
       DType d = obj.as<DTypeObj>()->dtype;
       const char* k = d == DType::Bool            ? "b"

@@ -286,6 +286,9 @@ static std::string repr_depth(const Value& v, int depth) {
   }
   case ObjKind::Ellipsis: return "Ellipsis";
   case ObjKind::DType:
+    if (v.as<DTypeObj>()->scalar_type) return std::string("<class 'jax.numpy.") + v.as<DTypeObj>()->name() + "'>";
+    // numpy writes the ml_dtypes types without quotes: dtype(bfloat16)
+    if (v.as<DTypeObj>()->dtype == DType::BFloat16) return "dtype(bfloat16)";
     return std::string("dtype('") + v.as<DTypeObj>()->name() + "')";
   case ObjKind::Device:
     return (v.as<DeviceObj>()->platform == "cpu" ? "CpuDevice(id=" : "CudaDevice(id=") +
@@ -318,7 +321,7 @@ std::string repr(const Value& v) { return repr_depth(v, 0); }
 
 std::string str(const Value& v) {
   if (v.is_obj(ObjKind::Str)) return v.as<StrObj>()->value;
-  if (v.is_obj(ObjKind::DType)) return v.as<DTypeObj>()->name();
+  if (v.is_obj(ObjKind::DType)) return v.as<DTypeObj>()->scalar_type ? repr(v) : v.as<DTypeObj>()->name();
   if (v.is_obj(ObjKind::Device)) // JAX: str(device) is "cpu:0", repr is "CpuDevice(id=0)"
     return v.as<DeviceObj>()->platform + ":" + std::to_string(v.as<DeviceObj>()->id);
   if (v.is_obj(ObjKind::Array)) {

@@ -209,6 +209,9 @@ struct DTypeObj : Object {
   // int32/uint32/complex64 (`dtype`), but the dtype object keeps its own name
   // and itemsize.
   bool wide;
+  // jnp.float32 & co. (the scalar types, printed <class 'jax.numpy.float32'>)
+  // rather than a dtype (dtype('float32')); equal to their dtype, as in JAX.
+  bool scalar_type = false;
   const char* name() const {
     if (wide) return dtype == DType::UInt32 ? "uint64" : dtype == DType::Complex64 ? "complex128" : "int64";
     return dtype_name(dtype);
@@ -259,6 +262,9 @@ struct OpaqueObj : Object {
   // Sequence-like objects (numpy object arrays, sets of devices): the items for
   // iteration, len() and `in`, and obj[index]. False when not supported.
   virtual bool items(ValueList&) const { return false; }
+  // Tuple subclasses (named tuples): their items, so that they pass wherever
+  // a tuple does (sequence_items, isinstance(x, tuple)), as in Python.
+  virtual const ValueList* tuple_items() const { return nullptr; }
   virtual bool get_item(InterpreterImpl&, const Value&, Value&) { return false; }
 };
 

@@ -245,7 +245,7 @@ Value jvp_loops(InterpreterImpl& in, CallArgs& a, const Span& where) {
     throw Error(ErrCode::Type, "jvp: primal and tangent arguments must have the same structure", where);
   const TreeDef* out_tree = &t.out_tree;
   if (has_aux) {
-    if (t.out_tree.kind != TreeDef::Kind::Tuple || t.out_tree.children.size() != 2)
+    if (!t.out_tree.is_tuple_like() || t.out_tree.children.size() != 2)
       throw Error(ErrCode::Type, "jvp: with has_aux=True the function must return a pair (out, aux)", where);
     out_tree = &t.out_tree.children[0];
   }

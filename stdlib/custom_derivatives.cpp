@@ -320,6 +320,14 @@ bool match_cts(InterpreterImpl& in, const Value& v, const TreeDef& def, const st
         return false;
     return true;
   }
+  case TreeDef::Kind::NamedTuple: {
+    const ValueList* items = nullptr;
+    if (namedtuple_parts(v, &items) != def.nt_type) return false;
+    for (size_t i = 0; i < items->size(); ++i)
+      if (!match_cts(in, (*items)[i], def.children[i], path + "." + def.nt_type->fields[i], out))
+        return false;
+    return true;
+  }
   case TreeDef::Kind::Dict: {
     if (!v.is_obj(ObjKind::Dict)) return false;
     ValueList ignored;

@@ -4,7 +4,6 @@
 // backward passes in the calling context. Errors follow JAX's wording.
 #include "lang/args.hpp"
 #include "stdlib/autodiff.hpp"
-#include "stdlib/named_tuple.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/trace_util.hpp"
@@ -105,9 +104,7 @@ Value output_tree(const TracedFunction& t, const std::vector<Tensor>& env, size_
 }
 
 // The (out, aux) pair a has_aux function returned (a tuple or a 2-field namedtuple).
-const ValueList& pair_items(const Value& v) {
-  return is_named_tuple(v) ? named_tuple_values(v) : *sequence_items(v);
-}
+const ValueList& pair_items(const Value& v) { return *sequence_items(v); }
 
 Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
   const char* what = g.with_value ? "value_and_grad" : "grad";
@@ -124,7 +121,7 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
   const Function& f = *t.fn;
   const TreeDef* value_tree = &t.out_tree;
   if (g.has_aux) {
-    if (t.out_tree.kind != TreeDef::Kind::Tuple || t.out_tree.children.size() != 2)
+    if (!t.out_tree.is_tuple_like() || t.out_tree.children.size() != 2)
       throw Error(ErrCode::Type,
                   "expected function with aux output to return a two-element tuple, but got " +
                       t.out_tree.repr());
@@ -192,7 +189,7 @@ Value run_vjp(InterpreterImpl& in, CallArgs& a, const char* what) {
       trace_diff(in, fn, call, argnums, diff_args, params, where, what, false));
   TreeDef out_tree = t->out_tree;
   if (has_aux) {
-    if (out_tree.kind != TreeDef::Kind::Tuple || out_tree.children.size() != 2)
+    if (!out_tree.is_tuple_like() || out_tree.children.size() != 2)
       throw Error(ErrCode::Type,
                   "expected function with aux output to return a two-element tuple, but got " +
                       out_tree.repr());

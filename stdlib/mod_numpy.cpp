@@ -393,17 +393,27 @@ Value make_numpy_module(InterpreterImpl& in) {
   def_linalg(b);
   def_io(b);
   def_dtype_queries(b);
-  for (DType d : kAllDTypes) b.val(dtype_name(d), Value::object(std::make_shared<DTypeObj>(d)));
-  b.val("int64", Value::object(std::make_shared<DTypeObj>(DType::Int32, true)));
-  b.val("uint64", Value::object(std::make_shared<DTypeObj>(DType::UInt32, true)));
+  // The scalar types (jnp.float32 prints as <class 'jax.numpy.float32'>).
+  auto scalar_type = [](DType d, bool wide) {
+    auto t = std::make_shared<DTypeObj>(d, wide);
+    t->scalar_type = true;
+    return Value::object(t);
+  };
+  for (DType d : kAllDTypes) b.val(dtype_name(d), scalar_type(d, false));
+  b.val("int64", scalar_type(DType::Int32, true));
+  b.val("uint64", scalar_type(DType::UInt32, true));
   b.val("bool_", b.mod->env->vars["bool"]);
-  b.val("complex128", Value::object(std::make_shared<DTypeObj>(DType::Complex64, true)));
+  b.val("complex128", scalar_type(DType::Complex64, true));
   b.val("complex_", b.mod->env->vars["complex128"]);
   b.val("cdouble", b.mod->env->vars["complex128"]);
   b.val("csingle", b.mod->env->vars["complex64"]);
   b.fn("dtype", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("dtype", a, {"obj"}, 1);
-    if (r[0].is_obj(ObjKind::DType)) return r[0];
+    if (r[0].is_obj(ObjKind::DType)) { // jnp.dtype(jnp.float32) is dtype('float32')
+      auto d = std::make_shared<DTypeObj>(*r[0].as<DTypeObj>());
+      d->scalar_type = false;
+      return Value::object(d);
+    }
     if (r[0].is_obj(ObjKind::Str) && is_x64_name(r[0].as<StrObj>()->value))
       return Value::object(std::make_shared<DTypeObj>(*value_to_dtype(r[0]), true));
     return Value::object(std::make_shared<DTypeObj>(*value_to_dtype(r[0])));

@@ -5,27 +5,28 @@
 // from two functions (jnp.printoptions, jax.named_scope: types._context).
 #include "lang/args.hpp"
 #include "stdlib/module_builder.hpp"
-#include "stdlib/named_tuple.hpp"
+#include "stdlib/namedtuple.hpp"
 
 namespace pxl {
 
 namespace {
 
 struct NamedTupleObj : OpaqueObj {
-  std::string name;
-  std::shared_ptr<const std::vector<std::string>> fields;
+  std::shared_ptr<const NamedTupleType> type;
   ValueList values;
-  std::string type_name() const override { return name; }
+  const std::vector<std::string>& fields() const { return type->fields; }
+  std::string type_name() const override { return type->name; }
   std::string repr() const override {
-    std::string s = name + "(";
+    std::string s = type->name + "(";
     for (size_t i = 0; i < values.size(); ++i)
-      s += (i ? ", " : "") + (*fields)[i] + "=" + pxl::repr(values[i]);
+      s += (i ? ", " : "") + fields()[i] + "=" + pxl::repr(values[i]);
     return s + ")";
   }
   bool items(ValueList& out) const override {
     out = values;
     return true;
   }
+  const ValueList* tuple_items() const override { return &values; }
   bool get_item(InterpreterImpl&, const Value& index, Value& out) override {
     if (!index.is_int()) return false;
     int64_t i = index.as_int(), n = static_cast<int64_t>(values.size());
@@ -34,70 +35,55 @@ struct NamedTupleObj : OpaqueObj {
     return true;
   }
   bool get_attr(InterpreterImpl&, const std::string& attr, Value& out) override {
-    for (size_t i = 0; i < fields->size(); ++i)
-      if ((*fields)[i] == attr) return out = values[i], true;
+    for (size_t i = 0; i < fields().size(); ++i)
+      if (fields()[i] == attr) return out = values[i], true;
     if (attr == "_fields") {
       ValueList names;
-      for (const auto& f : *fields) names.push_back(make_str(f));
+      for (const auto& f : fields()) names.push_back(make_str(f));
       return out = make_tuple(std::move(names)), true;
     }
     if (attr == "_asdict") {
-      auto fs = fields;
+      auto t = type;
       ValueList vs = values;
-      out = make_builtin("_asdict", [fs, vs](InterpreterImpl&, CallArgs& a) {
+      out = make_builtin("_asdict", [t, vs](InterpreterImpl&, CallArgs& a) {
         ArgReader r("_asdict", a, {});
         auto d = std::make_shared<DictObj>();
-        for (size_t i = 0; i < fs->size(); ++i) d->set(make_str((*fs)[i]), vs[i]);
+        for (size_t i = 0; i < t->fields.size(); ++i) d->set(make_str(t->fields[i]), vs[i]);
         return Value::object(d);
+      });
+      return true;
+    }
+    if (attr == "_replace") { // a copy with the named fields changed
+      auto t = type;
+      ValueList vs = values;
+      out = make_builtin("_replace", [t, vs](InterpreterImpl&, CallArgs& a) {
+        if (!a.pos.empty())
+          throw Error(ErrCode::Arguments, "_replace() takes 1 positional argument but " +
+                                              std::to_string(a.pos.size() + 1) + " were given");
+        ValueList out = vs;
+        for (const auto& [k, v] : a.kw) {
+          size_t i = 0;
+          while (i < t->fields.size() && t->fields[i] != k) ++i;
+          if (i == t->fields.size())
+            throw Error(ErrCode::Value, "Got unexpected field names: ['" + k + "']");
+          out[i] = v;
+        }
+        return make_namedtuple(t, std::move(out));
       });
       return true;
     }
     return false;
   }
-  std::vector<std::string> attr_names() const override { return *fields; }
+  std::vector<std::string> attr_names() const override { return fields(); }
   bool equals(const OpaqueObj& o) const override {
+    // Python compares named tuples as tuples: by their values alone.
     auto* t = dynamic_cast<const NamedTupleObj*>(&o);
-    if (!t || t->name != name || t->values.size() != values.size()) return false;
+    if (!t || t->values.size() != values.size()) return false;
     for (size_t i = 0; i < values.size(); ++i)
       if (!values_equal(values[i], t->values[i])) return false;
     return true;
   }
 };
-
-} // namespace
-
-bool is_named_tuple(const Value& v) {
-  return v.is_obj(ObjKind::Opaque) &&
-         dynamic_cast<const NamedTupleObj*>(v.as<OpaqueObj>()) != nullptr;
-}
-
-const ValueList& named_tuple_values(const Value& v) {
-  return dynamic_cast<const NamedTupleObj*>(v.as<OpaqueObj>())->values;
-}
-
-Value named_tuple_type_key(const Value& v) {
-  auto* t = dynamic_cast<const NamedTupleObj*>(v.as<OpaqueObj>());
-  auto key = std::make_shared<NamedTupleObj>();
-  key->name = t->name;
-  key->fields = t->fields;
-  key->values.resize(t->values.size());
-  return Value::object(key);
-}
-
-Value make_named_tuple_like(const Value& key, ValueList values) {
-  auto* t = dynamic_cast<const NamedTupleObj*>(key.as<OpaqueObj>());
-  auto obj = std::make_shared<NamedTupleObj>();
-  obj->name = t->name;
-  obj->fields = t->fields;
-  obj->values = std::move(values);
-  return Value::object(obj);
-}
-
-std::string named_tuple_name(const Value& v) {
-  return dynamic_cast<const NamedTupleObj*>(v.as<OpaqueObj>())->name;
-}
-
-namespace {
 
 // obj[index] calls fn(index): numpy's index-trick objects (r_, c_, mgrid, s_).
 struct SubscriptableObj : OpaqueObj {
@@ -183,36 +169,51 @@ void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
   });
   collections.fn("namedtuple", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("namedtuple", a, {"typename", "field_names"}, 2);
-    std::string name = r.get_str(0);
-    auto fields = std::make_shared<const std::vector<std::string>>(field_names(r[1]));
-    return make_builtin(name, [name, fields](InterpreterImpl&, CallArgs& a) {
-      if (a.pos.size() > fields->size())
-        throw Error(ErrCode::Arguments, name + "() takes " + std::to_string(fields->size()) +
+    auto type = std::make_shared<NamedTupleType>();
+    type->name = r.get_str(0);
+    type->fields = field_names(r[1]);
+    std::shared_ptr<const NamedTupleType> t = std::move(type);
+    return make_builtin(t->name, [t](InterpreterImpl&, CallArgs& a) {
+      const std::string& name = t->name;
+      const std::vector<std::string>& fields = t->fields;
+      if (a.pos.size() > fields.size())
+        throw Error(ErrCode::Arguments, name + "() takes " + std::to_string(fields.size()) +
                                             " positional arguments but " +
                                             std::to_string(a.pos.size()) + " were given");
-      auto obj = std::make_shared<NamedTupleObj>();
-      obj->name = name;
-      obj->fields = fields;
-      obj->values.resize(fields->size());
-      std::vector<bool> set(fields->size(), false);
-      for (size_t i = 0; i < a.pos.size(); ++i) obj->values[i] = a.pos[i], set[i] = true;
+      ValueList values(fields.size());
+      std::vector<bool> set(fields.size(), false);
+      for (size_t i = 0; i < a.pos.size(); ++i) values[i] = a.pos[i], set[i] = true;
       for (const auto& [k, v] : a.kw) {
         size_t i = 0;
-        while (i < fields->size() && (*fields)[i] != k) ++i;
-        if (i == fields->size())
+        while (i < fields.size() && fields[i] != k) ++i;
+        if (i == fields.size())
           throw Error(ErrCode::Arguments,
                       name + "() got an unexpected keyword argument '" + k + "'");
         if (set[i])
           throw Error(ErrCode::Arguments, name + "() got multiple values for argument '" + k + "'");
-        obj->values[i] = v, set[i] = true;
+        values[i] = v, set[i] = true;
       }
       for (size_t i = 0; i < set.size(); ++i)
         if (!set[i])
           throw Error(ErrCode::Arguments,
-                      name + "() missing required argument '" + (*fields)[i] + "'");
-      return Value::object(obj);
+                      name + "() missing required argument '" + fields[i] + "'");
+      return make_namedtuple(t, std::move(values));
     });
   });
+}
+
+std::shared_ptr<const NamedTupleType> namedtuple_parts(const Value& v, const ValueList** values) {
+  auto* t = v.is_obj(ObjKind::Opaque) ? dynamic_cast<NamedTupleObj*>(v.as<OpaqueObj>()) : nullptr;
+  if (!t) return nullptr;
+  if (values) *values = &t->values;
+  return t->type;
+}
+
+Value make_namedtuple(std::shared_ptr<const NamedTupleType> type, ValueList values) {
+  auto obj = std::make_shared<NamedTupleObj>();
+  obj->type = std::move(type);
+  obj->values = std::move(values);
+  return Value::object(obj);
 }
 
 } // namespace pxl

@@ -19,22 +19,30 @@ struct FloatInfo {
   int bits, nmant, nexp, precision, machep, maxexp, minexp;
   double eps, max, tiny, resolution, epsneg, subnormal;
   const char* repr; // numpy's repr, whose number formatting is per type
+  // str()'s numbers as numpy prints them for the type: resolution, eps,
+  // epsneg, tiny, max, smallest_subnormal.
+  const char* text[6];
 };
 
 const FloatInfo& float_info(DType d) {
   static const FloatInfo f16{16, 10, 5, 3, -10, 16, -14, std::ldexp(1.0, -10), 65504.0, std::ldexp(1.0, -14),
                              0.0010004043579101562, std::ldexp(1.0, -11), std::ldexp(1.0, -24),
-                             "finfo(resolution=0.001, min=-6.55040e+04, max=6.55040e+04, dtype=float16)"};
+                             "finfo(resolution=0.001, min=-6.55040e+04, max=6.55040e+04, dtype=float16)",
+                             {"0.001", "0.000977", "0.0004883", "6.104e-05", "6.55e+04", "6e-08"}};
   static const FloatInfo bf16{16, 7, 8, 2, -7, 128, -126, std::ldexp(1.0, -7), 3.3895313892515355e+38,
                               std::ldexp(1.0, -126), 0.010009765625, std::ldexp(1.0, -8), std::ldexp(1.0, -133),
-                              "finfo(resolution=0.0100098, min=-3.38953e+38, max=3.38953e+38, dtype=bfloat16)"};
+                              "finfo(resolution=0.0100098, min=-3.38953e+38, max=3.38953e+38, dtype=bfloat16)",
+                              {"0.0100098", "0.0078125", "0.00390625", "1.17549e-38", "3.38953e+38", "9.18355e-41"}};
   static const FloatInfo f32{32, 23, 8, 6, -23, 128, -126, std::ldexp(1.0, -23), FLT_MAX, std::ldexp(1.0, -126),
                              static_cast<double>(1e-6f), std::ldexp(1.0, -24), std::ldexp(1.0, -149),
-                             "finfo(resolution=1e-06, min=-3.4028235e+38, max=3.4028235e+38, dtype=float32)"};
+                             "finfo(resolution=1e-06, min=-3.4028235e+38, max=3.4028235e+38, dtype=float32)",
+                             {"1e-06", "1.1920929e-07", "5.9604645e-08", "1.1754944e-38", "3.4028235e+38", "1e-45"}};
   static const FloatInfo f64{64, 52, 11, 15, -52, 1024, -1022, DBL_EPSILON, DBL_MAX, DBL_MIN, 1e-15,
                              std::ldexp(1.0, -53), std::ldexp(1.0, -1074),
                              "finfo(resolution=1e-15, min=-1.7976931348623157e+308, "
-                             "max=1.7976931348623157e+308, dtype=float64)"};
+                             "max=1.7976931348623157e+308, dtype=float64)",
+                             {"1e-15", "2.220446049250313e-16", "1.1102230246251565e-16", "2.2250738585072014e-308",
+                              "1.7976931348623157e+308", "5e-324"}};
   switch (d) {
   case DType::Float16:
     return f16;
@@ -60,6 +68,19 @@ struct FInfoObj : OpaqueObj {
   explicit FInfoObj(DType d) : dtype(d) {}
   std::string type_name() const override { return "finfo"; }
   std::string repr() const override { return float_info(dtype).repr; }
+  std::string str() const override { // numpy's "Machine parameters" table
+    const FloatInfo& f = float_info(dtype);
+    auto n = [](int v) { return std::to_string(v); };
+    const std::string rule = "---------------------------------------------------------------\n";
+    return "Machine parameters for " + std::string(dtype_name(dtype)) + "\n" + rule +
+           "precision = " + n(f.precision) + "   resolution = " + f.text[0] + "\n" +
+           "machep = " + n(f.machep) + "   eps =        " + f.text[1] + "\n" +
+           "negep =  " + n(f.machep - 1) + "   epsneg =     " + f.text[2] + "\n" +
+           "minexp = " + n(f.minexp) + "   tiny =       " + f.text[3] + "\n" +
+           "maxexp = " + n(f.maxexp) + "   max =        " + f.text[4] + "\n" +
+           "nexp =   " + n(f.nexp) + "   min =        -max\n" +
+           "smallest_normal = " + f.text[3] + "   smallest_subnormal = " + f.text[5] + "\n" + rule;
+  }
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
     const FloatInfo& f = float_info(dtype);
     auto num = [&](double v) { return make_array(np::scalar(in.ops(), Scalar::of_float(v), dtype, false)); };

@@ -4,12 +4,8 @@
 
 #include "lang/args.hpp"
 #include "stdlib/module_builder.hpp"
-#include "stdlib/named_tuple.hpp"
 
 namespace pxl {
-
-// A namedtuple node is a Tuple node whose one key stands for its type.
-static bool is_nt(const TreeDef& d) { return d.kind == TreeDef::Kind::Tuple && !d.keys.empty(); }
 
 size_t TreeDef::num_leaves() const {
   if (kind == Kind::Leaf) return 1;
@@ -19,7 +15,8 @@ size_t TreeDef::num_leaves() const {
 }
 
 bool TreeDef::operator==(const TreeDef& o) const {
-  if (kind != o.kind || children.size() != o.children.size() || keys.size() != o.keys.size())
+  if (kind != o.kind || children.size() != o.children.size() || keys.size() != o.keys.size() ||
+      nt_type != o.nt_type)
     return false;
   for (size_t i = 0; i < keys.size(); ++i)
     if (!values_equal(keys[i], o.keys[i])) return false;
@@ -35,11 +32,6 @@ std::string TreeDef::repr() const {
     case Kind::None: return "None";
     case Kind::Tuple:
     case Kind::List: {
-      if (is_nt(d)) { // JAX registers namedtuples as custom nodes
-        std::string s = "CustomNode(namedtuple[" + named_tuple_name(d.keys[0]) + "], [";
-        for (size_t i = 0; i < d.children.size(); ++i) s += (i ? ", " : "") + rec(d.children[i]);
-        return s + "])";
-      }
       std::string s = d.kind == Kind::Tuple ? "(" : "[";
       for (size_t i = 0; i < d.children.size(); ++i) s += (i ? ", " : "") + rec(d.children[i]);
       if (d.kind == Kind::Tuple && d.children.size() == 1) s += ",";
@@ -50,6 +42,11 @@ std::string TreeDef::repr() const {
       for (size_t i = 0; i < d.children.size(); ++i)
         s += (i ? ", " : "") + pxl::repr(d.keys[i]) + ": " + rec(d.children[i]);
       return s + "}";
+    }
+    case Kind::NamedTuple: {
+      std::string s = "CustomNode(namedtuple[" + d.nt_type->name + "], [";
+      for (size_t i = 0; i < d.children.size(); ++i) s += (i ? ", " : "") + rec(d.children[i]);
+      return s + "])";
     }
     }
     return "?";
@@ -65,14 +62,12 @@ static TreeDef flatten_rec(InterpreterImpl& in, const Value& v, ValueList& leave
     leaves.push_back(v);
   } else if (v.is_none()) {
     d.kind = TreeDef::Kind::None;
-  } else if (is_named_tuple(v)) {
-    d.kind = TreeDef::Kind::Tuple;
-    d.keys.push_back(named_tuple_type_key(v));
-    for (const Value& x : named_tuple_values(v))
-      d.children.push_back(flatten_rec(in, x, leaves, is_leaf, depth + 1));
   } else if (v.is_obj(ObjKind::Tuple) || v.is_obj(ObjKind::List)) {
     d.kind = v.is_obj(ObjKind::Tuple) ? TreeDef::Kind::Tuple : TreeDef::Kind::List;
     for (const Value& x : *sequence_items(v)) d.children.push_back(flatten_rec(in, x, leaves, is_leaf, depth + 1));
+  } else if (const ValueList* fields = nullptr; (d.nt_type = namedtuple_parts(v, &fields))) {
+    d.kind = TreeDef::Kind::NamedTuple;
+    for (const Value& x : *fields) d.children.push_back(flatten_rec(in, x, leaves, is_leaf, depth + 1));
   } else if (v.is_obj(ObjKind::Dict)) {
     d.kind = TreeDef::Kind::Dict;
     v.as<DictObj>()->for_each([&](const Value& k, const Value&) { d.keys.push_back(k); });
@@ -97,11 +92,11 @@ static void flatten_up_to_rec(InterpreterImpl& in, const TreeDef& d, const Value
   // does not fit it.
   auto mismatch = [&]() {
     ValueList ignored;
-    const char* want = is_nt(d)                        ? "a namedtuple"
-                       : d.kind == TreeDef::Kind::Dict ? "a dict"
-                       : d.kind == TreeDef::Kind::List ? "a list"
-                       : d.kind == TreeDef::Kind::None ? "None"
-                                                       : "a tuple";
+    std::string want = d.kind == TreeDef::Kind::Dict         ? "a dict"
+                       : d.kind == TreeDef::Kind::List       ? "a list"
+                       : d.kind == TreeDef::Kind::None       ? "None"
+                       : d.kind == TreeDef::Kind::NamedTuple ? "a " + d.nt_type->name
+                                                             : "a tuple";
     return Error(ErrCode::Value, "the trees have different structures: the first is " + whole.repr() +
                                      ", but another has " + tree_flatten(in, v, ignored).repr() + " (a " +
                                      type_name(v) + ") where the first has " + want);
@@ -113,15 +108,15 @@ static void flatten_up_to_rec(InterpreterImpl& in, const TreeDef& d, const Value
     return;
   case TreeDef::Kind::Tuple:
   case TreeDef::Kind::List: {
-    const ValueList* items = nullptr;
-    if (is_nt(d)) {
-      if (is_named_tuple(v) && values_equal(named_tuple_type_key(v), d.keys[0]))
-        items = &named_tuple_values(v);
-    } else if (d.kind == TreeDef::Kind::Tuple ? v.is_obj(ObjKind::Tuple)
-                                              : v.is_obj(ObjKind::List)) {
-      items = sequence_items(v);
-    }
+    bool ok = d.kind == TreeDef::Kind::Tuple ? v.is_obj(ObjKind::Tuple) : v.is_obj(ObjKind::List);
+    const ValueList* items = ok ? sequence_items(v) : nullptr;
     if (!items || items->size() != d.children.size()) throw mismatch();
+    for (size_t i = 0; i < items->size(); ++i) flatten_up_to_rec(in, d.children[i], (*items)[i], out, whole);
+    return;
+  }
+  case TreeDef::Kind::NamedTuple: {
+    const ValueList* items = nullptr;
+    if (namedtuple_parts(v, &items) != d.nt_type) throw mismatch();
     for (size_t i = 0; i < items->size(); ++i) flatten_up_to_rec(in, d.children[i], (*items)[i], out, whole);
     return;
   }
@@ -151,8 +146,12 @@ static Value unflatten_rec(const TreeDef& d, const ValueList& leaves, size_t& po
   case TreeDef::Kind::List: {
     ValueList items;
     for (const auto& c : d.children) items.push_back(unflatten_rec(c, leaves, pos));
-    if (is_nt(d)) return make_named_tuple_like(d.keys[0], std::move(items));
     return d.kind == TreeDef::Kind::Tuple ? make_tuple(std::move(items)) : make_list(std::move(items));
+  }
+  case TreeDef::Kind::NamedTuple: {
+    ValueList items;
+    for (const auto& c : d.children) items.push_back(unflatten_rec(c, leaves, pos));
+    return make_namedtuple(d.nt_type, std::move(items));
   }
   case TreeDef::Kind::Dict: {
     auto out = std::make_shared<DictObj>();

@@ -1,19 +1,25 @@
-// Pytrees: nested tuples, lists and dicts (dict keys in sorted order, as JAX),
-// with None as an empty subtree and everything else a leaf. Used by tree_map
+// Pytrees: nested tuples, lists, dicts (dict keys in sorted order, as JAX) and
+// named tuples (their fields), with None as an empty subtree and everything
+// else a leaf. Used by tree_map
 // and, later, to pass structured arguments in and out of traced functions.
 #pragma once
 #include "lang/args.hpp"
 #include "lang/interp_impl.hpp"
+#include "stdlib/namedtuple.hpp"
 
 namespace pxl {
 
 struct TreeDef {
-  enum class Kind : uint8_t { Leaf, None, Tuple, List, Dict } kind = Kind::Leaf;
-  ValueList keys;                // Dict: sorted keys
-  std::vector<TreeDef> children; // Tuple/List/Dict
+  enum class Kind : uint8_t { Leaf, None, Tuple, List, Dict, NamedTuple } kind = Kind::Leaf;
+  ValueList keys;                               // Dict: sorted keys
+  std::shared_ptr<const NamedTupleType> nt_type; // NamedTuple: its class
+  std::vector<TreeDef> children;                // Tuple/List/Dict/NamedTuple (one per field)
+  // A tuple or a named tuple (a has_aux function's (out, aux) may be either).
+  bool is_tuple_like() const { return kind == Kind::Tuple || kind == Kind::NamedTuple; }
   size_t num_leaves() const;
   bool operator==(const TreeDef& o) const;
-  std::string repr() const; // JAX's: PyTreeDef((*, {'a': *}))
+  // JAX's: PyTreeDef((*, {'a': *})), PyTreeDef(CustomNode(namedtuple[Point], [*, *]))
+  std::string repr() const;
 };
 
 // `is_leaf` (a callable, or None/nullptr for none) is asked about every node
@@ -49,6 +55,8 @@ void broadcast_prefix(InterpreterImpl& in, const Value& prefix, const Value& tre
   }
   const ValueList* ps = sequence_items(prefix);
   const ValueList* ts = sequence_items(tree);
+  auto pt = namedtuple_parts(prefix, &ps), tt = namedtuple_parts(tree, &ts);
+  if (pt != tt) ps = ts = nullptr; // a named tuple matches only its own class
   if (ps && ts) {
     if (ps->size() != ts->size())
       throw Error(ErrCode::Value, what + " has " + std::to_string(ps->size()) + " entries but the value it describes has " +

@@ -78,6 +78,8 @@ Value flatten_one_level_fn(InterpreterImpl& in, CallArgs& a) {
   ArgReader r("flatten_one_level", a, {"tree"}, 1);
   const Value& t = r[0];
   if (t.is_none()) return make_tuple({make_tuple({}), Value()});
+  const ValueList* fields = nullptr;
+  if (auto nt = namedtuple_parts(t, &fields)) return make_tuple({make_list(*fields), make_type(nt->name)});
   if (sequence_items(t)) return make_tuple({t, Value()});
   if (t.is_obj(ObjKind::Dict)) {
     ValueList leaves;

@@ -61,10 +61,15 @@ void paths_rec(const TreeDef& d, ValueList& cur, ValueList& out) {
     return;
   default:
     for (size_t i = 0; i < d.children.size(); ++i) {
-      bool is_dict = d.kind == TreeDef::Kind::Dict;
-      cur.push_back(Value::object(
-          std::make_shared<KeyEntryObj>(is_dict ? KeyEntryObj::Kind::Dict : KeyEntryObj::Kind::Sequence,
-                                        is_dict ? d.keys[i] : Value::integer(static_cast<int64_t>(i)))));
+      // JAX's keys: a dict's DictKey, a named tuple's GetAttrKey (its field), else SequenceKey.
+      if (d.kind == TreeDef::Kind::Dict)
+        cur.push_back(Value::object(std::make_shared<KeyEntryObj>(KeyEntryObj::Kind::Dict, d.keys[i])));
+      else if (d.kind == TreeDef::Kind::NamedTuple)
+        cur.push_back(Value::object(
+            std::make_shared<KeyEntryObj>(KeyEntryObj::Kind::GetAttr, make_str(d.nt_type->fields[i]))));
+      else
+        cur.push_back(Value::object(std::make_shared<KeyEntryObj>(KeyEntryObj::Kind::Sequence,
+                                                                  Value::integer(static_cast<int64_t>(i)))));
       paths_rec(d.children[i], cur, out);
       cur.pop_back();
     }

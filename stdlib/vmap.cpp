@@ -6,7 +6,6 @@
 
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
-#include "stdlib/named_tuple.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/trace_util.hpp"
 #include "stdlib/transforms.hpp"
@@ -42,13 +41,10 @@ void axes_prefix(InterpreterImpl& in, const Value& prefix, const Value& tree, Va
     out.insert(out.end(), leaves.size(), prefix);
     return;
   }
-  // Namedtuples are pytree nodes too: a namedtuple of axes matches one of the same type.
-  bool nt = is_named_tuple(prefix) && is_named_tuple(tree);
-  if (nt && !values_equal(named_tuple_type_key(prefix), named_tuple_type_key(tree)))
-    throw Error(ErrCode::Value, what + " does not match the structure of the value it describes (" +
-                                    type_name(prefix) + " vs " + type_name(tree) + ")");
-  const ValueList* ps = nt ? &named_tuple_values(prefix) : sequence_items(prefix);
-  const ValueList* ts = nt ? &named_tuple_values(tree) : sequence_items(tree);
+  const ValueList* ps = sequence_items(prefix);
+  const ValueList* ts = sequence_items(tree);
+  auto pt = namedtuple_parts(prefix, &ps), tt = namedtuple_parts(tree, &ts);
+  if (pt != tt) ps = ts = nullptr; // a named tuple matches only its own class
   if (ps && ts) {
     if (ps->size() != ts->size())
       throw Error(ErrCode::Value, what + " has " + std::to_string(ps->size()) +
@@ -67,8 +63,8 @@ void axes_prefix(InterpreterImpl& in, const Value& prefix, const Value& tree, Va
     }
     return;
   }
-  if (!prefix.is_obj(ObjKind::Tuple) && !prefix.is_obj(ObjKind::List) && !is_named_tuple(prefix) &&
-      !prefix.is_obj(ObjKind::Dict))
+  if (!prefix.is_obj(ObjKind::Tuple) && !prefix.is_obj(ObjKind::List) &&
+      !prefix.is_obj(ObjKind::Dict) && !pt)
     throw Error(ErrCode::Type,
                 what + " entries must be ints, None or pytrees of them, not " + type_name(prefix));
   throw Error(ErrCode::Value, what + " does not match the structure of the value it describes (" +

@@ -117,7 +117,9 @@ void leaf_paths(const TreeDef& d, const std::string& prefix, std::vector<std::st
   default:
     for (size_t i = 0; i < d.children.size(); ++i)
       leaf_paths(d.children[i],
-                 prefix + "[" + (d.kind == TreeDef::Kind::Dict ? repr(d.keys[i]) : std::to_string(i)) + "]",
+                 prefix + (d.kind == TreeDef::Kind::NamedTuple
+                               ? "." + d.nt_type->fields[i]
+                               : "[" + (d.kind == TreeDef::Kind::Dict ? repr(d.keys[i]) : std::to_string(i)) + "]"),
                  out);
   }
 }
