@@ -27,7 +27,9 @@ struct NamedTupleObj : OpaqueObj {
     return true;
   }
   const ValueList* tuple_items() const override { return &values; }
-  bool get_item(InterpreterImpl&, const Value& index, Value& out) override {
+  bool get_item(InterpreterImpl& in, const Value& index, Value& out) override {
+    if (index.is_obj(ObjKind::Slice)) // a slice of a named tuple is a plain tuple
+      return out = in.get_item(make_tuple(values), index, Span{}), true;
     if (!index.is_int()) return false;
     int64_t i = index.as_int(), n = static_cast<int64_t>(values.size());
     if (i < -n || i >= n) throw Error(ErrCode::Index, "tuple index out of range");
