@@ -308,7 +308,7 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
     AxisEnv env = resolve_axes(in, r[0], "axis_index");
     return make_array(in.ops().bind(Op::AxisIndex, collective_attrs(env), {}));
   });
-  // lax.cond/switch on a traced predicate (stdlib/lax_extra.pxl) select
+  // lax.cond/switch on a traced predicate (stdlib/lax_loops.pxl) select
   // between the branches' results; JAX types the result as varying over the
   // branches' axes only, leaving the predicate's out: `out` (that selection,
   // fresh in this shard_map trace) is retyped so.

@@ -234,10 +234,15 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
       l = np::astype(in.ops(), l, z->aval.dtype);
       rt = np::astype(in.ops(), rt, z->aval.dtype);
     }
-    Tensor out = bind(in, Op::DotGeneral, at, {l, rt});
-    if (r.has(4) && !r[4].is_none())
-      out = np::astype(in.ops(), out, required_dtype(r[4], "dot_general() preferred_element_type"));
-    return make_array(out);
+    // preferred_element_type: the products accumulate in that type (an int8
+    // dot to int32 does not wrap), as XLA computes it on CPU.
+    std::optional<DType> pref;
+    if (r.has(4) && !r[4].is_none()) pref = required_dtype(r[4], "dot_general() preferred_element_type");
+    if (pref && *pref != l->aval.dtype) {
+      l = np::astype(in.ops(), l, *pref);
+      rt = np::astype(in.ops(), rt, *pref);
+    }
+    return make_array(bind(in, Op::DotGeneral, at, {l, rt}));
   });
   def("iota", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("iota", a, {"dtype", "size"}, 2);
@@ -332,7 +337,8 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
   });
   // JAX's internal _convert_element_type(operand, new_dtype=None, weak_type=False):
   // the conversion with the weak flag chosen (the Jacobians type their
-  // entries as the outputs or inputs they derive from, weak ones included).
+  // entries as the outputs or inputs they derive from, weak ones included; the
+  // loops give a carry its initial value's types).
   def("_convert_element_type", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("_convert_element_type", a, {"operand", "new_dtype", "weak_type"}, 1);
     Tensor x = T(in, r[0]);
@@ -340,7 +346,8 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
                    ? required_dtype(r[1], "_convert_element_type() new_dtype")
                    : x->aval.dtype;
     bool weak = r.get_bool(2, false);
-    if (x->aval.dtype == dt && x->aval.weak == weak) return make_array(x);
+    if (x->aval.dtype == dt && x->aval.weak == weak) // the same object: loops see forwarding
+      return r[0].is_obj(ObjKind::Array) ? r[0] : make_array(x);
     OpAttrs at;
     at.dtype = dt;
     at.weak = weak;

@@ -92,6 +92,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   merge_functions(in, "random_extra", jax.as<ModuleObj>()->env->vars.at("random"));
   // lax_extra.pxl likewise for jax.lax (control flow, slicing helpers).
   merge_functions(in, "lax_extra", lax);
+  merge_functions(in, "lax_loops", lax); // scan, map, cond, switch, while_loop's host loop
   merge_functions(in, "lax_conv", lax);   // convolutions, reduce_window, reduce
   merge_functions(in, "lax_gather", lax); // gather, scatter
   merge_functions(in, "lax_rest", lax);   // nextafter, mulhi, custom_root, ...

@@ -1,10 +1,11 @@
-// lax.while_loop and lax.fori_loop. Eagerly (no trace), a loop runs on the
-// host as Python would; inside jit, pmap, shard_map, vmap or grad the cond and
-// body are traced once into Functions of their own and the loop becomes one
-// while instruction (ir/while_loop.hpp), run by the runtime
-// (runtime/while_loop.cpp). fori_loop with static bounds unrolls as before
-// (JAX lowers it to a scan, which reverse mode differentiates); with traced
-// bounds it is a while loop over (i, upper, carry), as in JAX.
+// lax.while_loop and lax.fori_loop. Eagerly (no trace), a while loop runs on
+// the host (lax_loops.pxl's _host_while_loop); inside jit, pmap, shard_map,
+// vmap or grad the cond and body are traced once into Functions of their own
+// and the loop becomes one while instruction (ir/while_loop.hpp), run by the
+// runtime (runtime/while_loop.cpp). fori_loop with static bounds is a scan
+// (lax_loops.pxl's _fori_scan), as JAX lowers it, which reverse mode
+// differentiates; with traced bounds it is a while loop over (i, upper,
+// carry), as in JAX.
 // Also here: while's batching rule (vmap).
 #include "ir/while_loop.hpp"
 
@@ -172,8 +173,12 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
     for (const Tensor& t : params) leaves.push_back(make_array(t));
     return tree_unflatten(tree, leaves);
   };
+  // The body's own weak type of each carry result (-1: the carry's), when the
+  // two differ only in it: JAX runs every step with the initial carry's types
+  // and gives the loop's results the body's.
+  std::vector<int> body_weak(init.size(), -1);
   auto record = [&](const std::function<Value(const Value&)>& fn, TraceContext& tc,
-                    std::span<const Tensor> params, TreeDef& out_tree) {
+                    std::span<const Tensor> params, TreeDef& out_tree, const CarryTypes* retype) {
     in.push_ops(&tc);
     struct Pop {
       InterpreterImpl& in;
@@ -188,7 +193,20 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
                     "while_loop: the body and cond must return arrays or numbers, not " +
                         type_name(v),
                     where);
-      tc.function().results.push_back(tc.value_of(in.to_tensor(v, where)));
+      Tensor t = in.to_tensor(v, where);
+      size_t i = tc.function().results.size();
+      if (retype && i < retype->avals.size()) {
+        const AVal& want = retype->avals[i];
+        body_weak[i] = -1;
+        if (t->aval.dtype == want.dtype && t->aval.shape == want.shape && t->aval.weak != want.weak) {
+          body_weak[i] = t->aval.weak ? 1 : 0;
+          OpAttrs at;
+          at.dtype = want.dtype;
+          at.weak = want.weak;
+          t = tc.bind(Op::ConvertElementType, at, std::vector<Tensor>{t});
+        }
+      }
+      tc.function().results.push_back(tc.value_of(t));
     }
   };
 
@@ -204,7 +222,7 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
   for (int attempt = 0;; ++attempt) {
     TreeDef out_tree;
     body = trace_part(cx, spec.body_name, types, [&](TraceContext& tc, std::span<const Tensor> ps) {
-      record(spec.body, tc, ps, out_tree);
+      record(spec.body, tc, ps, out_tree, &types);
     });
     if (!(out_tree == tree))
       throw Error(ErrCode::Type,
@@ -219,7 +237,8 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
       const IRValue& out = body.fn->values[body.fn->results[i]];
       AVal& want = types.avals[i];
       bool same = out.aval.shape == want.shape && out.aval.dtype == want.dtype;
-      if (want.weak && out.aval.shape == want.shape && (!same || !out.aval.weak) && attempt < 3) {
+      // A weakly typed initial value the body gives another dtype takes it.
+      if (want.weak && out.aval.shape == want.shape && !same && attempt < 3) {
         init[i] = np::astype(cx, init[i], out.aval.dtype);
         want = init[i]->aval;
         changed = true;
@@ -268,7 +287,7 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
   }
   Part cond = trace_part(cx, spec.cond_name, types, [&](TraceContext& tc, std::span<const Tensor> ps) {
     TreeDef out_tree;
-    record(spec.cond, tc, ps, out_tree);
+    record(spec.cond, tc, ps, out_tree, nullptr);
     const Function& f = tc.function();
     std::string got;
     for (int r : f.results) got += std::string(got.empty() ? "" : ", ") + "ShapedArray(" + jax_type(f.values[r].aval, 0, axes) + ")";
@@ -281,35 +300,33 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
   std::vector<Tensor> out =
       bind_while(cx, cond, body, init, in.options().exec, &in.platform().code_cache(), spec.trip_count);
   ValueList leaves;
-  for (Tensor& t : out) leaves.push_back(make_array(std::move(t)));
+  for (size_t i = 0; i < out.size(); ++i) {
+    Tensor t = std::move(out[i]);
+    if (body_weak[i] >= 0) {
+      OpAttrs at;
+      at.dtype = t->aval.dtype;
+      at.weak = body_weak[i] == 1;
+      t = cx.bind(Op::ConvertElementType, at, std::vector<Tensor>{t});
+    }
+    leaves.push_back(make_array(std::move(t)));
+  }
   return tree_unflatten(tree, leaves);
 }
 
-// JAX runs a loop's carry as arrays: Python scalars in the initial carry come
-// back as weak 0-d arrays, except carries the body forwards unchanged, which
-// JAX returns as given. The eager host loops lift the scalars first and see
-// forwarding as the very same array object coming back.
-struct HostCarry {
-  ValueList orig, lifted;
-};
-
-Value lift_carry(InterpreterImpl& in, const Value& init, const Span& where, HostCarry& hc) {
-  TreeDef def = tree_flatten(in, init, hc.orig);
-  hc.lifted = hc.orig;
-  for (Value& l : hc.lifted)
-    if (l.is_number()) l = make_array(in.to_tensor(l, where));
-  return tree_unflatten(def, hc.lifted);
+// Values that plainly cannot be called (JAX's "should be callable" errors).
+bool plainly_not_callable(const Value& v) {
+  return v.is_none() || v.is_number() || v.is_obj(ObjKind::Str) || v.is_obj(ObjKind::Tuple) ||
+         v.is_obj(ObjKind::List) || v.is_obj(ObjKind::Dict) || v.is_obj(ObjKind::Array);
 }
 
-Value lower_carry(InterpreterImpl& in, const Value& out, const HostCarry& hc) {
-  ValueList leaves;
-  TreeDef def = tree_flatten(in, out, leaves);
-  if (leaves.size() != hc.lifted.size()) return out;
-  for (size_t k = 0; k < leaves.size(); ++k)
-    if (hc.orig[k].is_number() && leaves[k].is_obj(ObjKind::Array) &&
-        leaves[k].obj == hc.lifted[k].obj)
-      leaves[k] = hc.orig[k];
-  return tree_unflatten(def, leaves);
+// A function of stdlib/lax_loops.pxl (imported once; its private functions
+// are not merged into jax.lax).
+Value loops_fn(InterpreterImpl& in, const std::string& name) {
+  Value m = in.import_module("lax_loops", Span{}, "");
+  auto& vars = m.as<ModuleObj>()->env->vars;
+  auto it = vars.find(name);
+  if (it == vars.end()) throw Error(ErrCode::Internal, "lax_loops." + name + " is missing");
+  return it->second;
 }
 
 struct WhileLoopFn : OpaqueObj {
@@ -318,14 +335,11 @@ struct WhileLoopFn : OpaqueObj {
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
     ArgReader r("while_loop", a, {"cond_fun", "body_fun", "init_val"}, 3);
     Value cond_fun = r[0], body_fun = r[1];
+    if (plainly_not_callable(cond_fun) || plainly_not_callable(body_fun))
+      throw Error(ErrCode::Type, "lax.while_loop: body_fun and cond_fun arguments should be callable.",
+                  where);
     if (!dynamic_cast<TraceContext*>(&in.ops())) { // eager: the host loop
-      HostCarry hc;
-      Value val = lift_carry(in, r[2], where, hc);
-      while (in.truthy(in.call(cond_fun, ValueList{val}, where), where)) {
-        in.poll_interrupt(where);
-        val = in.call(body_fun, ValueList{val}, where);
-      }
-      out = lower_carry(in, val, hc);
+      out = in.call(loops_fn(in, "_host_while_loop"), ValueList{cond_fun, body_fun, r[2]}, where);
       return true;
     }
     LoopSpec spec;
@@ -339,9 +353,19 @@ struct WhileLoopFn : OpaqueObj {
   }
 };
 
-// From this many steps on, a traced loop with static bounds is not unrolled
-// (lax_extra.pxl's _SCAN_LOOP_MIN is the same for scan).
-constexpr int64_t kLongLoop = 100;
+// The type of fori_loop's index, JAX's rule: equal dtypes stay as they are
+// (a weak bound stays weak); a weakly typed signed bound takes the other's
+// signed type; other differences are errors.
+DType fori_index_dtype(const AVal& lo, const AVal& hi, const Span& where) {
+  if (lo.dtype == hi.dtype) return lo.dtype;
+  bool both_signed = is_signed_int(lo.dtype) && is_signed_int(hi.dtype);
+  if (both_signed && lo.weak && !hi.weak) return hi.dtype;
+  if (both_signed && !lo.weak && hi.weak) return lo.dtype;
+  throw Error(ErrCode::Type,
+              std::string("lower and upper arguments to fori_loop must have equal types, got ") +
+                  dtype_name(lo.dtype) + " and " + dtype_name(hi.dtype),
+              where);
+}
 
 // fori_loop as a while loop over (i, upper, carry), i and upper of the
 // bounds' (common) integer type; `trip_count` when the bounds are static.
@@ -354,11 +378,11 @@ Value fori_as_while(InterpreterImpl& in, const Span& where, const Value& lower, 
                 "fori_loop: lower and upper must be integer scalars, got " + type_str(lo->aval) +
                     " and " + type_str(hi->aval),
                 where);
-  DType dt = lo->aval.weak ? hi->aval.dtype : lo->aval.dtype;
-  {
+  DType dt = fori_index_dtype(lo->aval, hi->aval, where);
+  if (lo->aval.dtype != hi->aval.dtype) {
     LocScope at(in.ops(), where);
-    lo = np::astype(in.ops(), lo, dt);
-    hi = np::astype(in.ops(), hi, dt);
+    if (lo->aval.dtype != dt) lo = np::astype(in.ops(), lo, dt);
+    if (hi->aval.dtype != dt) hi = np::astype(in.ops(), hi, dt);
   }
   LoopSpec spec;
   spec.cond = [&](const Value& c) {
@@ -411,9 +435,10 @@ struct ForiLoopFn : OpaqueObj {
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
     ArgReader r("fori_loop", a, {"lower", "upper", "body_fun", "init_val", "unroll"}, 4);
     Value lower = r[0], upper = r[1], body_fun = r[2];
+    if (plainly_not_callable(body_fun))
+      throw Error(ErrCode::Type, "lax.fori_loop: body_fun argument should be callable.", where);
     if (!is_traced(lower) && !is_traced(upper)) {
-      // Static bounds: unrolled, so that reverse mode differentiates it (JAX
-      // makes it a scan). The index is an int32 scalar.
+      // Static bounds (Python ints or concrete arrays).
       auto bound = [&](const Value& v) -> int64_t {
         if (v.is_int() || v.is_bool()) return v.as_int();
         const Tensor* t = v.is_obj(ObjKind::Array) ? &v.as<ArrayObj>()->tensor : nullptr;
@@ -428,23 +453,11 @@ struct ForiLoopFn : OpaqueObj {
         return static_cast<int64_t>(arr->get_f64(0));
       };
       int64_t lo = bound(lower), hi = bound(upper);
-      // Long and traced: one loop with a known trip count (JAX makes it a
-      // scan), which reverse mode transposes, rather than a huge unrolled program.
-      if (hi - lo >= kLongLoop && dynamic_cast<TraceContext*>(&in.ops())) {
-        Value l = make_array(in.to_tensor(Value::integer(lo), where, DType::Int32));
-        Value u = make_array(in.to_tensor(Value::integer(hi), where, DType::Int32));
-        out = fori_as_while(in, where, l, u, body_fun, r[3], hi - lo);
-        return true;
-      }
-      // The index is weak, as JAX's (its static bounds are Python ints).
-      HostCarry hc;
-      Value val = lift_carry(in, r[3], where, hc);
-      for (int64_t i = lo; i < hi; ++i) {
-        in.poll_interrupt(where);
-        Value idx = make_array(in.to_tensor(Value::integer(i), where));
-        val = in.call(body_fun, ValueList{idx, val}, where);
-      }
-      out = lower_carry(in, val, hc);
+      fori_index_dtype(in.to_tensor(lower, where)->aval, in.to_tensor(upper, where)->aval, where);
+      // A scan over (i, carry), as JAX's (lax_loops.pxl): reverse mode
+      // differentiates it; a long one is one loop with a known trip count.
+      out = in.call(loops_fn(in, "_fori_scan"),
+                    ValueList{Value::integer(lo), Value::integer(hi), body_fun, r[3]}, where);
       return true;
     }
     // Traced bounds: a while loop.
@@ -480,6 +493,16 @@ void add_while_loop(Value& lax) {
   auto& vars = lax.as<ModuleObj>()->env->vars;
   vars["while_loop"] = Value::object(std::make_shared<WhileLoopFn>());
   vars["fori_loop"] = Value::object(std::make_shared<ForiLoopFn>());
+  // For lax_loops.pxl: the name of a function's first parameter (JAX's errors
+  // name the carry by it) and whether an array's value is known (not traced).
+  vars["_param_name"] = make_builtin("_param_name", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("_param_name", a, {"fun"}, 1);
+    return make_str(first_param_name(r[0]));
+  });
+  vars["_is_concrete"] = make_builtin("_is_concrete", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("_is_concrete", a, {"x"}, 1);
+    return Value::boolean(!is_traced(r[0]));
+  });
   vars["_fixed_loop"] = Value::object(std::make_shared<FixedLoopFn>());
 }
 
