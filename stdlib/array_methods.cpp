@@ -289,9 +289,12 @@ bool array_attr(InterpreterImpl& in, const Value& obj, const std::string& name, 
   if (sharded_array_attr(in, t, name, out)) return true;
   auto it = methods().find(name);
   if (it == methods().end()) {
-    if (std::find(std::begin(kDelegated), std::end(kDelegated), name) == std::end(kDelegated))
+    // x.view(dtype) is written in pxl: numpy_rest.pxl's _array_view (jnp has no view).
+    bool view = name == "view";
+    if (!view && std::find(std::begin(kDelegated), std::end(kDelegated), name) == std::end(kDelegated))
       return false;
-    Value fn = in.get_attr(in.import_module("jax.numpy", Span{}, ""), name, Span{});
+    Value fn = view ? in.get_attr(in.import_module("numpy_rest", Span{}, ""), "_array_view", Span{})
+                    : in.get_attr(in.import_module("jax.numpy", Span{}, ""), name, Span{});
     out = Value::object(std::make_shared<BoundMethodObj>(obj, fn));
     return true;
   }
@@ -314,6 +317,7 @@ std::vector<std::string> array_attr_names() {
                                     "is_fully_addressable", "committed", "aval"};
   for (const auto& [k, _] : methods()) names.push_back(k);
   for (const char* k : kDelegated) names.push_back(k);
+  names.push_back("view");
   return names;
 }
 
