@@ -190,7 +190,7 @@ const std::map<std::string, ArrayMethod>& methods() {
 // Methods that are jnp functions taking the array first (x.repeat(2) is jnp.repeat(x, 2)).
 const char* const kDelegated[] = {"argsort", "sort",   "take",   "nonzero",      "trace",
                                   "diagonal", "ptp",   "cumprod", "repeat", "searchsorted",
-                                  "choose"};
+                                  "choose", "argpartition"};
 
 Value at_method(InterpreterImpl& in, const AtProxyObj& p, const std::string& name, CallArgs& a) {
   static const std::map<std::string, np::UpdateMode> modes = {
@@ -273,6 +273,12 @@ bool array_attr(InterpreterImpl& in, const Value& obj, const std::string& name, 
   if (name == "nbytes") return out = Value::integer(av.size() * static_cast<int64_t>(dtype_size(av.dtype))), true;
   if (name == "weak_type") return out = Value::boolean(av.weak), true;
   if (name == "T") return out = make_array(np::transpose(in.ops(), t, std::nullopt)), true;
+  if (name == "mT") { // the last two axes swapped, as JAX's (ndim >= 2)
+    if (t->aval.shape.size() < 2)
+      throw Error(ErrCode::Value, "Matrix transpose requires at least 2 dimensions; got ndim=" +
+                                      std::to_string(t->aval.shape.size()));
+    return out = make_array(np::swapaxes(in.ops(), t, -1, -2)), true;
+  }
   if (name == "at") return out = Value::object(std::make_shared<AtProxyObj>(obj, Value(), false)), true;
   if (name == "real" || name == "imag") {
     Tensor xs[] = {t};
@@ -312,7 +318,7 @@ bool array_attr(InterpreterImpl& in, const Value& obj, const std::string& name, 
 
 std::vector<std::string> array_attr_names() {
   std::vector<std::string> names = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes",
-                                    "weak_type", "T", "at", "device", "sharding", "real", "imag",
+                                    "weak_type", "T", "mT", "at", "device", "sharding", "real", "imag",
                                     "addressable_shards", "global_shards", "device_buffers", "is_fully_replicated",
                                     "is_fully_addressable", "committed", "aval"};
   for (const auto& [k, _] : methods()) names.push_back(k);

@@ -119,13 +119,22 @@ Tensor arange(OpContext& cx, const Scalar& start, const Scalar& stop, const Scal
     n = static_cast<int64_t>(len);
   }
   n = std::max<int64_t>(n, 0);
-  // Values are computed on the host like numpy (JAX does the same for concrete args).
+  // As JAX: start + step * iota in the working dtype (float32 for the 16-bit floats and
+  // float32), each operation rounded, then converted to the dtype.
   Array a(d, {n});
   for (int64_t i = 0; i < n; ++i) {
-    if (all_int)
+    if (all_int) {
       a.set(i, Scalar::of_int(start.i + i * step.i));
-    else
-      a.set(i, Scalar::of_float(as_double(start) + static_cast<double>(i) * as_double(step)));
+    } else if (!is_inexact(d)) {
+      int64_t s0 = static_cast<int64_t>(as_double(start)), s1 = static_cast<int64_t>(as_double(step));
+      a.set(i, Scalar::of_int(s0 + i * s1));
+    } else if (d == DType::Float64) {
+      a.set(i, Scalar::of_float(as_double(start) + as_double(step) * static_cast<double>(i)));
+    } else {
+      volatile float prod = static_cast<float>(as_double(step)) * static_cast<float>(i);
+      float v = static_cast<float>(as_double(start)) + prod;
+      a.set(i, Scalar::of_float(v));
+    }
   }
   return cx.constant(std::move(a));
 }
