@@ -291,6 +291,8 @@ Value* ScalarEmitter::unary(Op op, DType d, Value* x) {
                             fc(std::numeric_limits<double>::infinity()));
   case Op::Not:
     return b_.CreateNot(x);
+  case Op::ShardingConstraint:
+    return x;
   default:
     internal_error(__FILE__, __LINE__, std::string("not unary: ") + op_name(op));
   }

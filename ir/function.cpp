@@ -580,6 +580,19 @@ bool IRParser::parse_attr(OpAttrs& a, const std::string& key) {
                              ScatterMode::Max})
       if (m == scatter_mode_name(mode)) a.mode = mode, found = true;
     if (!found) fail("unknown scatter mode '" + m + "'");
+  } else if (key == "sharding") {
+    expect('[');
+    while (!peek_is(']')) {
+      a.dim_axes.emplace_back();
+      expect('(');
+      while (!peek_is(')')) {
+        a.dim_axes.back().push_back(ident());
+        if (!accept(',')) break;
+      }
+      expect(')');
+      if (!accept(',')) break;
+    }
+    expect(']');
   } else if (key == "axis_names") {
     expect('(');
     while (!peek_is(')')) {

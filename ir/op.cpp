@@ -132,6 +132,11 @@ std::string attrs_str(Op op, const OpAttrs& a) {
   case Op::Conj:
   case Op::Complex:
     return "";
+  case Op::ShardingConstraint: { // "sharding=[(x), (), (y, z)]"
+    std::string s = "sharding=[";
+    for (size_t d = 0; d < a.dim_axes.size(); ++d) s += (d ? ", " : "") + names_str(a.dim_axes[d]);
+    return s + "]";
+  }
   case Op::Threefry2x32:
     return "word=" + std::to_string(a.axis);
   case Op::ConvertElementType:

@@ -96,6 +96,7 @@ struct OpAttrs {
   int64_t concat_axis = 0;                      // all_to_all
   std::vector<std::pair<int64_t, int64_t>> pairs; // ppermute: (source, destination) ranks
   LinalgAttrs linalg;                           // cholesky, triangular_solve, lu, qr, eigh, svd
+  std::vector<std::vector<std::string>> dim_axes; // sharding_constraint: each dimension's mesh axes
   std::shared_ptr<const SpmdCallee> callee;     // spmd_call
   std::shared_ptr<const WhileLoop> loop;        // while
   std::shared_ptr<const CustomCallee> custom;   // custom_call

@@ -232,6 +232,8 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
     return complex_to_real(in[0], fresh(), [](std::complex<float> z) { return z.real(); });
   case Op::Imag:
     return complex_to_real(in[0], fresh(), [](std::complex<float> z) { return z.imag(); });
+  case Op::ShardingConstraint:
+    return in[0];
   case Op::Conj:
     return un.template operator()<kComplex>([](auto v) { return std::conj(v); });
   // ---- binary ----

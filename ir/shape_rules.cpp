@@ -555,6 +555,14 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
     return {DType::Float32, unary(op, in[0], kComplex).shape, in[0].weak};
   case Op::Conj:
     return unary(op, in[0], kComplex);
+  case Op::ShardingConstraint: {
+    AVal r = unary(op, in[0], kAny | kComplex);
+    if (a.dim_axes.size() != r.shape.size())
+      fail(ErrCode::Shape, op,
+           "the sharding names " + std::to_string(a.dim_axes.size()) +
+               " dimensions of a rank-" + std::to_string(r.shape.size()) + " operand");
+    return r;
+  }
   case Op::Not:
     return unary(op, in[0], kBool | kInt);
   case Op::Exp:

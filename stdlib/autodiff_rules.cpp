@@ -365,6 +365,8 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
     return one(b.bin(Op::Complex, b.zeros(g), b.neg(g)));
   case Op::Conj:
     return one(b.un(Op::Conj, g));
+  case Op::ShardingConstraint: // the cotangent laid out as the value was (JAX's transpose)
+    return one(b.bind(Op::ShardingConstraint, at, {g}));
   case Op::Complex:
     return {when(0, [&] { return b.un(Op::Real, g); }),
             when(1, [&] { return b.un(Op::Imag, b.neg(g)); })};

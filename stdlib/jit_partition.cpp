@@ -45,7 +45,14 @@ public:
   // primitive, whose slices do not keep the sliced dimensions split).
   Partitioner(const Function& g, const Mesh& mesh, TraceContext& tc, bool eager)
       : g_(g), mesh_(mesh), tc_(tc), eager_(eager), explicit_(explicit_mesh(mesh)),
-        env_(g.values.size()), recreatable_(g.values.size(), false) {}
+        env_(g.values.size()), recreatable_(g.values.size(), false),
+        constrained_(g.values.size(), nullptr) {
+    // A value whose first use constrains its layout (out_sharding=) is typed by
+    // that constraint: JAX's ops take the result's sharding as a parameter.
+    for (const Instr& i : g.body)
+      if (i.op == Op::ShardingConstraint && !constrained_[i.operands[0]])
+        constrained_[i.operands[0]] = &i.attrs.dim_axes;
+  }
 
   struct Local {
     Tensor t;
@@ -74,6 +81,7 @@ public:
   void run(const Instr& ins) {
     LocScope loc(tc_, g_.values[ins.result].loc);
     Op op = ins.op;
+    if (op == Op::ShardingConstraint) return constrain(ins);
     if (is_elementwise(op)) return elementwise(ins);
     switch (op_family(op)) {
     case OpFamily::Reduce:
@@ -120,6 +128,7 @@ private:
   // broadcasts (from their operand's block) and iotas (the block of an iota
   // along a dimension it does not count over is a smaller iota).
   std::vector<bool> recreatable_;
+  std::vector<const DimSpec*> constrained_; // see the constructor
 
   int64_t parts(const Axes& axes) const {
     int64_t n = 1;
@@ -274,6 +283,27 @@ private:
   }
   const Span& loc_of(const Instr& ins) const { return g_.values[ins.result].loc; }
 
+  // sharding_constraint: its operand laid out as asked, on any mesh.
+  void constrain(const Instr& ins) {
+    const DimSpec& want = ins.attrs.dim_axes;
+    const Shape& shape = gshape(ins.result);
+    for (size_t d = 0; d < want.size(); ++d)
+      for (const std::string& a : want[d]) {
+        if (mesh_.axis_of(a) < 0)
+          throw Error(ErrCode::Spec,
+                      "sharding constraint names mesh axis '" + a + "', which " +
+                          mesh_.jax_str() + " does not have",
+                      loc_of(ins));
+        if (d < shape.size() && shape[d] % parts(want[d]) != 0)
+          throw Error(ErrCode::Spec,
+                      "sharding constraint splits dimension " + std::to_string(d) + " of size " +
+                          std::to_string(shape[d]) + " over " + std::to_string(parts(want[d])) +
+                          " devices, which does not divide it",
+                      loc_of(ins));
+      }
+    define(ins, reshard(ins.operands[0], want), want);
+  }
+
   void elementwise(const Instr& ins) {
     DimSpec spec = widest(ins, gshape(ins.result).size());
     if (explicit_) {
@@ -353,8 +383,10 @@ private:
         for (int64_t d : dims) out.push_back(s[static_cast<size_t>(d)]);
         return out;
       };
-      explicit_dot_check(pick(ls, dd.lhs_contract), pick(rs, dd.rhs_contract),
-                         pick(ls, dd.lhs_batch), pick(rs, dd.rhs_batch), loc_of(ins));
+      const DimSpec* given = constrained_[ins.result];
+      if (!given)
+        explicit_dot_check(pick(ls, dd.lhs_contract), pick(rs, dd.rhs_contract),
+                           pick(ls, dd.lhs_batch), pick(rs, dd.rhs_batch), loc_of(ins));
       // Batch dimensions as the lhs's, then each side's free dimensions.
       typed = pick(ls, dd.lhs_batch);
       for (size_t d = 0; d < ls.size(); ++d)
@@ -363,17 +395,11 @@ private:
       for (size_t d = 0; d < rs.size(); ++d)
         if (!is_in_dims(dd.rhs_batch, d) && !is_in_dims(dd.rhs_contract, d))
           typed->push_back(rs[d]);
-      // An axis both sides' free dimensions use (a @ a.T of P('x')) needs
-      // out_sharding= in JAX; pxl keeps its first use, and out_sharding= then
-      // lays the result out (stdlib/out_sharding.cpp).
-      std::vector<std::string> seen;
-      for (Axes& e : *typed) {
-        bool dup = false;
-        for (const std::string& a : e)
-          dup = dup || std::find(seen.begin(), seen.end(), a) != seen.end();
-        if (dup) e.clear();
-        seen.insert(seen.end(), e.begin(), e.end());
-      }
+      if (given)
+        typed = *given;
+      else
+        explicit_result_check("dot_general", {g_.values[l].aval, g_.values[r].aval}, {ls, rs},
+                              g_.values[ins.result].aval, *typed, loc_of(ins));
     }
     std::vector<std::string> used;
     auto free_axes = [&](const Axes& e) {

@@ -354,10 +354,15 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     return make_array(bind(in, Op::ConvertElementType, at, {x}));
   });
   // with_sharding_constraint: lays eager arrays out as asked (device_put);
-  // inside traced code it only constrains layout, so the values pass through.
+  // inside traced code it is a sharding_constraint jit's partitioner honours.
   def("with_sharding_constraint", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("with_sharding_constraint", a, {"x", "shardings"}, 2);
-    if (dynamic_cast<TraceContext*>(&in.ops())) return r[0];
+    if (dynamic_cast<TraceContext*>(&in.ops()))
+      return map_tree_with_prefix(
+          in, r[0], r[1], [](const Value& v) { return v.is_none() || v.is_obj(ObjKind::Opaque); },
+          "with_sharding_constraint() shardings", [&](const Value& leaf, const Value& target) {
+            return constrain_traced(in, leaf, target, "with_sharding_constraint");
+          });
     return map_tree_with_prefix(
         in, r[0], r[1], [](const Value& v) { return v.is_none() || v.is_obj(ObjKind::Opaque); },
         "with_sharding_constraint() shardings",

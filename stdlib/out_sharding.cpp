@@ -27,7 +27,9 @@ ShardingObj* sharding_of(const Value& v) {
 // PartitionSpec), for function `fn` (its JAX name, for messages).
 Value place(InterpreterImpl& in, const Value& leaf, Value target, Placement how,
             const std::string& fn) {
-  if (target.is_none() || dynamic_cast<TraceContext*>(&in.ops())) return leaf;
+  if (target.is_none()) return leaf;
+  if (dynamic_cast<TraceContext*>(&in.ops()))
+    return how == Placement::Device ? leaf : constrain_traced(in, leaf, target, fn);
   target = spec_over_current_mesh(in, target, fn);
   ShardingObj* s = sharding_of(target);
   if (how == Placement::OutSharding && !s)
@@ -110,6 +112,35 @@ void wrap(Value& module, const std::string& name, const std::string& prefix, boo
 }
 
 } // namespace
+
+Value constrain_traced(InterpreterImpl& in, const Value& leaf, const Value& target,
+                       const std::string& fn) {
+  auto* tc = dynamic_cast<TraceContext*>(&in.ops());
+  if (!tc || target.is_none() || !tc->function().mesh_axes.empty()) return leaf;
+  auto* obj = target.is_obj(ObjKind::Opaque) ? target.as<OpaqueObj>() : nullptr;
+  auto* spec = dynamic_cast<SpecObj*>(obj);
+  auto* named = dynamic_cast<ShardingObj*>(obj);
+  if (!spec && !(named && !named->single_device))
+    throw Error(ErrCode::Type, fn + "() inside traced code needs a NamedSharding or a "
+                                    "PartitionSpec, not " + type_name(target));
+  PartitionSpec s = spec ? spec->spec : named->spec;
+  Tensor t = in.to_tensor(leaf, Span{});
+  const Shape& shape = t->aval.shape;
+  if (s.entries.size() > shape.size())
+    throw Error(ErrCode::Spec, fn + "(): " + s.repr() + " has " + std::to_string(s.entries.size()) +
+                                   " entries for a rank-" + std::to_string(shape.size()) + " array");
+  // A mesh to check against: the sharding's, else the current one.
+  const Value* cur = in.context_mesh();
+  const Mesh* mesh = named ? &named->mesh : cur ? value_to_mesh(*cur) : nullptr;
+  if (mesh) {
+    std::string problem = check_spec(*mesh, s, shape);
+    if (!problem.empty()) throw Error(ErrCode::Spec, fn + "(): " + problem);
+  }
+  OpAttrs a;
+  a.dim_axes = s.entries;
+  a.dim_axes.resize(shape.size());
+  return make_array(in.ops().bind(Op::ShardingConstraint, a, std::vector<Tensor>{t}));
+}
 
 void add_out_sharding(InterpreterImpl&, Value& jax) {
   auto& jv = jax.as<ModuleObj>()->env->vars;

@@ -130,6 +130,12 @@ void add_array_functions(Value& jax_module);
 // jax.set_mesh made current (JAX's error naming `fn` when there is none).
 Value spec_over_current_mesh(InterpreterImpl& in, const Value& target, const std::string& fn);
 
+// Inside traced code: `leaf` with a sharding_constraint to `target` (a
+// NamedSharding or a PartitionSpec), which jit's partitioner honours; `leaf`
+// itself inside shard_map/pmap (whose axes are manual there) or for None.
+Value constrain_traced(InterpreterImpl& in, const Value& leaf, const Value& target,
+                       const std::string& fn);
+
 // jax.device_put of one array leaf to `target`: a Device, a NamedSharding, or
 // None (the default device). An array already laid out so is returned as is.
 Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& target);

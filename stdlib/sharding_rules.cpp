@@ -184,26 +184,32 @@ DimSpec explicit_elementwise(const std::string& op, const std::vector<AVal>& ava
       }
     }
   }
-  // One mesh axis can split only one dimension.
+  AVal r = avals[0];
+  r.shape.assign(rank, 1);
+  for (const AVal& a2 : avals)
+    if (a2.shape.size() == rank)
+      for (size_t d = 0; d < rank; ++d) r.shape[d] = std::max(r.shape[d], a2.shape[d]);
+  explicit_result_check(op, avals, specs, r, out, loc);
+  return out;
+}
+
+void explicit_result_check(const std::string& op, const std::vector<AVal>& avals,
+                           const std::vector<DimSpec>& specs, const AVal& result,
+                           const DimSpec& spec, const Span& loc) {
   std::vector<std::string> seen;
-  for (const Axes& e : out)
+  for (const Axes& e : spec)
     for (const std::string& a : e) {
       if (std::find(seen.begin(), seen.end(), a) != seen.end()) {
         std::string ins;
         for (size_t k = 0; k < avals.size(); ++k)
           ins += (k ? ", " : "") + sharded_type_str(avals[k], specs[k], true);
-        AVal r = avals[0];
-        r.shape.assign(rank, 1);
-        for (const AVal& a2 : avals)
-          if (a2.shape.size() == rank)
-            for (size_t d = 0; d < rank; ++d) r.shape[d] = std::max(r.shape[d], a2.shape[d]);
         type_error(op + " operation with inputs: " + ins +
-                       " produces an illegally sharded result: " + sharded_type_str(r, out, true),
+                       " produces an illegally sharded result: " +
+                       sharded_type_str(result, spec, true),
                    loc);
       }
       seen.push_back(a);
     }
-  return out;
 }
 
 DimSpec explicit_reshape(const AVal& operand, const DimSpec& spec, const Shape& new_sizes,

@@ -34,6 +34,10 @@ std::string sharded_type_str(const AVal& aval, const DimSpec& spec, bool short_d
 // result split twice over one axis is an error).
 DimSpec explicit_elementwise(const std::string& op, const std::vector<AVal>& avals,
                              const std::vector<DimSpec>& specs, const Span& loc);
+// One mesh axis can split only one dimension of `op`'s result (typed `spec`).
+void explicit_result_check(const std::string& op, const std::vector<AVal>& avals,
+                           const std::vector<DimSpec>& specs, const AVal& result,
+                           const DimSpec& spec, const Span& loc);
 // lax.reshape to `new_sizes` (lax._reshape_sharding_rule).
 DimSpec explicit_reshape(const AVal& operand, const DimSpec& spec, const Shape& new_sizes,
                          const Mesh& mesh, const Span& loc);
