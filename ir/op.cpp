@@ -35,6 +35,13 @@ std::string names_str(const std::vector<std::string>& v) {
   return s + ")";
 }
 
+// Each dimension's mesh axes: "sharding=[(x), (), (y, z)]".
+std::string sharding_str(const std::vector<std::vector<std::string>>& dims) {
+  std::string s = "sharding=[";
+  for (size_t d = 0; d < dims.size(); ++d) s += (d ? ", " : "") + names_str(dims[d]);
+  return s + "]";
+}
+
 // The flags each linalg op reads: "output=1 full_matrices=true".
 std::string linalg_attrs_str(Op op, const LinalgAttrs& l) {
   auto flag = [](const char* k, bool v) { return std::string(" ") + k + (v ? "=true" : "=false"); };
@@ -132,11 +139,8 @@ std::string attrs_str(Op op, const OpAttrs& a) {
   case Op::Conj:
   case Op::Complex:
     return "";
-  case Op::ShardingConstraint: { // "sharding=[(x), (), (y, z)]"
-    std::string s = "sharding=[";
-    for (size_t d = 0; d < a.dim_axes.size(); ++d) s += (d ? ", " : "") + names_str(a.dim_axes[d]);
-    return s + "]";
-  }
+  case Op::ShardingConstraint:
+    return sharding_str(a.dim_axes);
   case Op::Threefry2x32:
     return "word=" + std::to_string(a.axis);
   case Op::ConvertElementType:
@@ -181,7 +185,8 @@ std::string attrs_str(Op op, const OpAttrs& a) {
   case Op::DotGeneral:
     return "lhs_batch=" + ints_str(a.dot.lhs_batch) + " rhs_batch=" + ints_str(a.dot.rhs_batch) +
            " lhs_contract=" + ints_str(a.dot.lhs_contract) +
-           " rhs_contract=" + ints_str(a.dot.rhs_contract);
+           " rhs_contract=" + ints_str(a.dot.rhs_contract) +
+           (a.dim_axes.empty() ? "" : " " + sharding_str(a.dim_axes));
   case Op::Take:
     return "axis=" + std::to_string(a.axis);
   case Op::Cholesky:

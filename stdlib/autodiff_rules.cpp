@@ -12,6 +12,7 @@
 #include "lang/tracer.hpp"
 #include "stdlib/autodiff.hpp"
 #include "stdlib/np.hpp"
+#include "stdlib/sharding.hpp"
 
 namespace pxl {
 
@@ -106,8 +107,11 @@ Tensor unbroadcast(B& b, const Tensor& ct, const AVal& operand, const std::vecto
 }
 
 // JAX's _dot_general_transpose_lhs: the cotangent of x in dot_general(x, y).
-Tensor dot_transpose_lhs(B& b, const Tensor& g, const AVal& x, const Tensor& y, const DotDims& d,
-                         bool swap_ans) {
+// Over Explicit mesh axes the product is typed as x is (JAX passes x's
+// sharding as its out_sharding), so no ambiguity check refuses it.
+Tensor dot_transpose_lhs(B& b, const Tensor& g, const Tensor& x_primal, const Tensor& y,
+                         const DotDims& d, bool swap_ans) {
+  const AVal& x = x_primal->aval;
   auto remaining = [](int n, const std::vector<int64_t>& c, const std::vector<int64_t>& bt) {
     std::vector<int64_t> r;
     for (int64_t i = 0; i < n; ++i)
@@ -142,6 +146,8 @@ Tensor dot_transpose_lhs(B& b, const Tensor& g, const AVal& x, const Tensor& y, 
   std::vector<int64_t> perm(dims.size());
   std::iota(perm.begin(), perm.end(), 0);
   std::sort(perm.begin(), perm.end(), [&](int64_t i, int64_t j) { return dims[i] < dims[j]; });
+  if (auto typed = explicit_mesh_type(x_primal))
+    for (int64_t k : dims) a.dim_axes.push_back((*typed)[static_cast<size_t>(k)]);
   Tensor r = b.bind(Op::DotGeneral, a, {g, y});
   bool identity = true;
   for (size_t i = 0; i < perm.size(); ++i)
@@ -556,8 +562,8 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
   }
   case Op::DotGeneral:
     return {
-        when(0, [&] { return dot_transpose_lhs(b, g, p[0]->aval, p[1], at.dot, false); }),
-        when(1, [&] { return dot_transpose_lhs(b, g, p[1]->aval, p[0], swapped(at.dot), true); })};
+        when(0, [&] { return dot_transpose_lhs(b, g, p[0], p[1], at.dot, false); }),
+        when(1, [&] { return dot_transpose_lhs(b, g, p[1], p[0], swapped(at.dot), true); })};
   case Op::TriangularSolve:
     return triangular_solve_vjp(b, at, p, y, g, need);
   case Op::Cholesky:

@@ -173,12 +173,14 @@ BVal batch_dot(OpContext& cx, const OpAttrs& attrs, const BVal& l, const BVal& r
   if (l.batched && r.batched) {
     d.lhs_batch.insert(d.lhs_batch.begin(), 0);
     d.rhs_batch.insert(d.rhs_batch.begin(), 0);
+    if (!a.dim_axes.empty()) a.dim_axes.insert(a.dim_axes.begin(), {}); // the batch stays whole
     return {bind(cx, Op::DotGeneral, a, {l.t, r.t}), true};
   }
   // One side batched: its vmapped axis is that side's first free dimension.
-  Tensor out = bind(cx, Op::DotGeneral, a, {l.t, r.t});
   int64_t pos = nb;
   if (r.batched) pos += l.t->aval.ndim() - nb - static_cast<int64_t>(attrs.dot.lhs_contract.size());
+  if (!a.dim_axes.empty()) a.dim_axes.insert(a.dim_axes.begin() + pos, {});
+  Tensor out = bind(cx, Op::DotGeneral, a, {l.t, r.t});
   return {move_axis(cx, out, pos, 0), true};
 }
 

@@ -285,24 +285,9 @@ struct JitFunction : OpaqueObj {
     }
     // Over a mesh with Explicit axes the sharding is part of the arguments' types:
     // it keys the trace, and jax.typeof inside shows each value's.
-    std::function<void(TraceContext&)> prepare;
-    if (!enclosing) {
-      bool mixed = false;
-      const Mesh* mesh = operands_mesh(leaves, mixed);
-      if (!mesh && !mixed && in.context_mesh()) mesh = value_to_mesh(*in.context_mesh());
-      if (mesh && explicit_mesh(*mesh)) {
-        std::string layout;
-        OperandSpecs specs = operand_specs(*mesh, leaves, layout);
-        sig.add("argument shardings", layout);
-        prepare = [&in, m = *mesh, specs](TraceContext& tc) {
-          tc.type_sharding = [&in, &tc, m, specs](int id) {
-            std::optional<PartitionSpec> s = traced_sharding(in, tc, m, specs, id);
-            return s ? make_abstract_sharding(make_abstract_mesh_value(m, in.platform().name()), *s)
-                     : Value();
-          };
-        };
-      }
-    }
+    std::string layout;
+    std::function<void(TraceContext&)> prepare = explicit_type_hook(in, leaves, &layout);
+    if (prepare) sig.add("argument shardings", layout);
     const std::string key = sig.key();
     std::shared_ptr<JitEntry> entry;
     auto it = cache.find(key);

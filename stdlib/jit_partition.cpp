@@ -383,7 +383,11 @@ private:
         for (int64_t d : dims) out.push_back(s[static_cast<size_t>(d)]);
         return out;
       };
-      const DimSpec* given = constrained_[ins.result];
+      // The result's type when given: dot_general's out_sharding (a transpose
+      // rule's), else a sharding_constraint on it (jnp.dot's out_sharding=).
+      const DimSpec* given = ins.attrs.dim_axes.size() == gshape(ins.result).size()
+                                 ? &ins.attrs.dim_axes
+                                 : constrained_[ins.result];
       if (!given)
         explicit_dot_check(pick(ls, dd.lhs_contract), pick(rs, dd.rhs_contract),
                            pick(ls, dd.lhs_batch), pick(rs, dd.rhs_batch), loc_of(ins));
@@ -434,7 +438,9 @@ private:
       if (!is_in(dd.lhs_batch, d) && !is_in(dd.lhs_contract, d)) out.push_back(lt[d]);
     for (size_t d = 0; d < rs.size(); ++d)
       if (!is_in(dd.rhs_batch, d) && !is_in(dd.rhs_contract, d)) out.push_back(rt[d]);
-    Tensor t = bind(Op::DotGeneral, ins.attrs, {reshard(l, lt), reshard(r, rt)});
+    OpAttrs local = ins.attrs;
+    local.dim_axes.clear(); // (a type of the global value, not of the block)
+    Tensor t = bind(Op::DotGeneral, local, {reshard(l, lt), reshard(r, rt)});
     Axes contracted;
     for (int64_t d : dd.lhs_contract)
       for (const std::string& a : lt[static_cast<size_t>(d)]) contracted.push_back(a);
@@ -713,6 +719,23 @@ PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const
   return out;
 }
 
+namespace {
+
+// The mesh and spec of a traced value's type as its trace's hook gives them
+// (the trace is live: the value is an argument of the call being traced).
+std::optional<std::pair<Mesh, PartitionSpec>> hooked_type(const Tensor& t) {
+  if (!t->trace || t->trace_id < 0) return std::nullopt;
+  auto& tc = *const_cast<TraceContext*>(static_cast<const TraceContext*>(t->trace));
+  if (!tc.type_sharding) return std::nullopt;
+  Value s = tc.type_sharding(t->trace_id);
+  if (s.is_none()) return std::nullopt;
+  auto* so = static_cast<ShardingObj*>(s.as<OpaqueObj>());
+  return std::make_pair(static_cast<AbstractMeshObj*>(so->abstract_mesh.as<OpaqueObj>())->mesh,
+                        so->spec);
+}
+
+} // namespace
+
 std::optional<PartitionSpec> traced_sharding(InterpreterImpl& in, TraceContext& tc,
                                              const Mesh& mesh, const OperandSpecs& param_specs,
                                              int id) {
@@ -733,11 +756,59 @@ std::optional<PartitionSpec> traced_sharding(InterpreterImpl& in, TraceContext& 
   for (size_t i = 0; i < g.consts.size() && i < consts.size(); ++i) {
     bool own = consts[i]->sharded && consts[i]->sharded->mesh == mesh;
     PartitionSpec spec = own ? consts[i]->sharded->spec : PartitionSpec{};
+    if (auto typed = hooked_type(consts[i])) spec = typed->second; // an enclosing trace's value
     p.set_input(g.consts[i], dims_of_spec(spec, g.values[g.consts[i]].aval.ndim()), Span{},
                 "a captured constant");
   }
   for (const Instr& i : g.body) p.run(i);
   return spec_of_dims(p.spec_of(g.results[0]), mesh);
+}
+
+
+std::function<void(TraceContext&)> explicit_type_hook(InterpreterImpl& in,
+                                                      std::span<const Tensor> leaves,
+                                                      std::string* key) {
+  auto* enclosing = dynamic_cast<TraceContext*>(&in.ops());
+  if (enclosing && !enclosing->function().mesh_axes.empty()) return {};
+  bool mixed = false;
+  const Mesh* found = operands_mesh(leaves, mixed);
+  if (mixed) return {};
+  // A traced value's type names an abstract mesh (axes, no devices): the
+  // concrete one with those axes is the arguments' or the current one.
+  auto same_axes = [](const Mesh& a, const Mesh& b) {
+    return a.axis_names == b.axis_names && a.axis_sizes == b.axis_sizes;
+  };
+  const Mesh* current = in.context_mesh() ? value_to_mesh(*in.context_mesh()) : nullptr;
+  std::optional<Mesh> mesh;
+  if (found) mesh = *found;
+  std::vector<std::optional<std::pair<Mesh, PartitionSpec>>> hooked(leaves.size());
+  if (enclosing)
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      hooked[i] = hooked_type(leaves[i]);
+      if (!hooked[i]) continue;
+      if (!mesh)
+        mesh = current && same_axes(*current, hooked[i]->first) ? *current : hooked[i]->first;
+      else if (!same_axes(hooked[i]->first, *mesh))
+        return {};
+    }
+  if (!mesh && current) mesh = *current;
+  if (!mesh || !explicit_mesh(*mesh)) return {};
+  std::string layout;
+  OperandSpecs specs = operand_specs(*mesh, leaves, layout);
+  for (size_t i = 0; i < leaves.size(); ++i)
+    if (hooked[i]) specs[i] = hooked[i]->second;
+  // Keyed by the abstract mesh (as JAX's types are): a call from inside a
+  // trace finds the trace made for concrete arrays laid out alike.
+  layout = mesh->repr();
+  for (const PartitionSpec& s : specs) layout += " " + s.repr();
+  if (key) *key = layout;
+  return [&in, m = *mesh, specs](TraceContext& tc) {
+    tc.type_sharding = [&in, &tc, m, specs](int id) {
+      std::optional<PartitionSpec> s = traced_sharding(in, tc, m, specs, id);
+      return s ? make_abstract_sharding(make_abstract_mesh_value(m, in.platform().name()), *s)
+               : Value();
+    };
+  };
 }
 
 } // namespace pxl

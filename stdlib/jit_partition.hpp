@@ -65,4 +65,15 @@ std::optional<PartitionSpec> traced_sharding(InterpreterImpl& in, TraceContext& 
                                              const Mesh& mesh, const OperandSpecs& param_specs,
                                              int id);
 
+// What a trace of a function over `leaves` needs so that jax.typeof inside
+// shows shardings: over a mesh whose axes are Explicit (the arguments', else
+// the one jax.set_mesh made current), a `prepare` that sets the trace's
+// type_sharding hook from the arguments' layouts -- a concrete array's own, a
+// value of the enclosing trace as that trace types it, replicated otherwise.
+// Empty (no hook) elsewhere and inside shard_map/pmap, whose axes are Manual.
+// `key`, when given, is extended with the layouts (they key jit's trace).
+std::function<void(TraceContext&)> explicit_type_hook(InterpreterImpl& in,
+                                                      std::span<const Tensor> leaves,
+                                                      std::string* key = nullptr);
+
 } // namespace pxl

@@ -3,9 +3,11 @@
 // are, as JAX closes over them), then run stdlib/autodiff.cpp's forward and
 // backward passes in the calling context. Errors follow JAX's wording.
 #include "lang/args.hpp"
+#include "lang/tracer.hpp"
 #include "stdlib/autodiff.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
+#include "stdlib/sharding.hpp"
 #include "stdlib/trace_util.hpp"
 
 namespace pxl {
@@ -156,8 +158,8 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
   std::vector<Tensor> cts = backward_pass(cx, f, env, seeds);
   ValueList grads;
   for (size_t i = 0; i < cts.size(); ++i)
-    grads.push_back(
-        make_array(cts[i] ? cts[i] : np::full_like(cx, params[i], Scalar::of_float(0.0))));
+    grads.push_back(make_array(typed_like_primal(
+        in, cts[i] ? cts[i] : np::full_like(cx, params[i], Scalar::of_float(0.0)), params[i])));
   Value gtree = tree_unflatten(t.in_tree, grads);
   if (!g.argnums_tuple) gtree = (*sequence_items(gtree))[0];
   Value result = output_tree(t, env, g.has_aux ? value_tree->num_leaves() : f.results.size());
@@ -219,9 +221,14 @@ Value run_vjp(InterpreterImpl& in, CallArgs& a, const char* what) {
         }
         std::vector<Tensor> cts = backward_pass(in.ops(), *t->fn, *env, seeds);
         ValueList grads;
-        for (size_t i = 0; i < cts.size(); ++i)
-          grads.push_back(make_array(
-              cts[i] ? cts[i] : np::full_like(in.ops(), params[i], Scalar::of_float(0.0))));
+        auto* tc = dynamic_cast<TraceContext*>(&in.ops());
+        for (size_t i = 0; i < cts.size(); ++i) {
+          Tensor g = cts[i] ? cts[i] : np::full_like(in.ops(), params[i], Scalar::of_float(0.0));
+          // (Only a primal of this context has a type to give: vjp_fn may run
+          // after the trace that made its primals is gone.)
+          bool here = tc ? tc->owns(params[i]) : !params[i]->trace;
+          grads.push_back(make_array(here ? typed_like_primal(in, g, params[i]) : g));
+        }
         return tree_unflatten(t->in_tree, grads);
       });
   if (!has_aux) return make_tuple({result, vjp_fn});

@@ -10,6 +10,7 @@
 #include "lang/tracer.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/sharding.hpp"
+#include "stdlib/sharding_rules.hpp"
 
 namespace pxl {
 
@@ -111,6 +112,29 @@ void wrap(Value& module, const std::string& name, const std::string& prefix, boo
   });
 }
 
+// A contraction's out_sharding is a parameter of its dot_general (JAX's
+// sharding rule takes it as the result's type): when `t` was just made by a
+// dot_general of this trace (or a transpose of one, as einsum orders its
+// result), the dot is typed `dims` (permuted back), so that it needs no
+// ambiguity check wherever it is replayed (eagerly under grad, say).
+void type_contraction(TraceContext& tc, const Tensor& t, const DimSpec& dims) {
+  if (!tc.owns(t)) return;
+  std::vector<Instr>& body = tc.function().body;
+  if (body.empty() || body.back().result != t->trace_id) return;
+  Instr* last = &body.back();
+  DimSpec want = dims;
+  if (last->op == Op::Transpose && body.size() >= 2) {
+    Instr& dot = body[body.size() - 2];
+    if (dot.result != last->operands[0]) return;
+    DimSpec inv(want.size());
+    for (size_t i = 0; i < last->attrs.perm.size() && i < want.size(); ++i)
+      inv[static_cast<size_t>(last->attrs.perm[i])] = want[i];
+    want = std::move(inv);
+    last = &dot;
+  }
+  if (last->op == Op::DotGeneral) last->attrs.dim_axes = std::move(want);
+}
+
 } // namespace
 
 Value constrain_traced(InterpreterImpl& in, const Value& leaf, const Value& target,
@@ -139,7 +163,22 @@ Value constrain_traced(InterpreterImpl& in, const Value& leaf, const Value& targ
   OpAttrs a;
   a.dim_axes = s.entries;
   a.dim_axes.resize(shape.size());
+  type_contraction(*tc, t, a.dim_axes);
   return make_array(in.ops().bind(Op::ShardingConstraint, a, std::vector<Tensor>{t}));
+}
+
+Tensor typed_like_primal(InterpreterImpl& in, const Tensor& ct, const Tensor& primal) {
+  auto typed = explicit_mesh_type(primal);
+  if (!typed || ct->aval.shape != primal->aval.shape) return ct;
+  if (auto* tc = dynamic_cast<TraceContext*>(&in.ops())) {
+    if (!tc->function().mesh_axes.empty()) return ct;
+    OpAttrs a;
+    a.dim_axes = *typed;
+    return in.ops().bind(Op::ShardingConstraint, a, std::vector<Tensor>{ct});
+  }
+  if (!primal->sharded || ct->trace) return ct;
+  Value target = Value::object(std::make_shared<ShardingObj>(primal->sharded->mesh, primal->sharded->spec));
+  return in.to_tensor(device_put_leaf(in, make_array(ct), target), Span{});
 }
 
 void add_out_sharding(InterpreterImpl&, Value& jax) {

@@ -189,6 +189,11 @@ std::optional<std::vector<std::vector<std::string>>> explicit_type_spec(const Te
   return dims;
 }
 
+std::optional<std::vector<std::vector<std::string>>> explicit_mesh_type(const Tensor& t) {
+  if (t->sharded ? !explicit_mesh(t->sharded->mesh) : !t->trace) return std::nullopt;
+  return explicit_type_spec(t); // (a traced value's is known only over Explicit axes)
+}
+
 namespace {
 
 // The sharding in t's type: over its mesh (or, for a value without one, the

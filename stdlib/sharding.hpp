@@ -118,6 +118,11 @@ bool aval_attr(const AVal& aval, const std::string& name, Value& out);
 // array on one device or split over Auto axes only. Nullopt for a traced value
 // whose type's sharding is not known (jit knows it over Explicit meshes).
 std::optional<std::vector<std::vector<std::string>>> explicit_type_spec(const Tensor& t);
+// explicit_type_spec of a value whose type's mesh is known to have Explicit
+// axes (a concrete array laid out over one, a value jit types over one);
+// nullopt otherwise. What JAX's transpose rules pass on as a cotangent's
+// out_sharding: the cotangent is typed as its primal.
+std::optional<std::vector<std::vector<std::string>>> explicit_mesh_type(const Tensor& t);
 
 // x.devices(): the set of devices holding `t` (on `platform`).
 Value devices_set_value(const std::string& platform, const Tensor& t);
@@ -129,6 +134,11 @@ void add_array_functions(Value& jax_module);
 // `target` itself, or a bare PartitionSpec made a NamedSharding over the mesh
 // jax.set_mesh made current (JAX's error naming `fn` when there is none).
 Value spec_over_current_mesh(InterpreterImpl& in, const Value& target, const std::string& fn);
+
+// A cotangent `ct` typed as its primal (JAX's cotangents have their primal's
+// type): over Explicit mesh axes, laid out as `primal` is (eagerly) or
+// constrained to its type's sharding (traced); `ct` itself otherwise.
+Tensor typed_like_primal(InterpreterImpl& in, const Tensor& ct, const Tensor& primal);
 
 // Inside traced code: `leaf` with a sharding_constraint to `target` (a
 // NamedSharding or a PartitionSpec), which jit's partitioner honours; `leaf`

@@ -3,6 +3,7 @@
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
 #include "runtime/spmd_call.hpp"
+#include "stdlib/jit_partition.hpp"
 
 namespace pxl {
 
@@ -46,7 +47,10 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
     t.fn->mesh_sizes.push_back(extra_axis->second);
   }
   TraceContext tc(*t.fn, in.ops(), what);
-  if (prepare) prepare(tc);
+  if (prepare)
+    prepare(tc);
+  else if (!param_avals && !extra_axis)
+    if (auto hook = explicit_type_hook(in, leaves)) hook(tc); // typeof sees shardings
   if (concrete_primals && !param_avals)
     tc.concretize = [&](int id) -> std::optional<Array> {
       // The value of `id`: the function traced so far (its effects left out),
