@@ -441,6 +441,11 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
       d->scalar_type = false;
       return out = Value::object(d), true;
     }
+    if (name == "type") { // dtype('float32').type is the scalar type float32
+      auto d = std::make_shared<DTypeObj>(*obj.as<DTypeObj>());
+      d->scalar_type = true;
+      return out = Value::object(d), true;
+    }
     if (name == "kind") { // numpy's kind code; bfloat16 is an ml_dtypes 'V' type
       DType d = obj.as<DTypeObj>()->dtype;
       const char* k = d == DType::Bool            ? "b"
@@ -452,6 +457,17 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
       return out = make_str(k), true;
     }
     return false;
+  case ObjKind::Partial: { // functools.partial's func, args, keywords
+    auto* p = obj.as<PartialObj>();
+    if (name == "func") return out = p->fn, true;
+    if (name == "args") return out = make_tuple(p->bound.pos), true;
+    if (name == "keywords") {
+      auto d = std::make_shared<DictObj>();
+      for (const auto& [k, v] : p->bound.kw) d->set(make_str(k), v);
+      return out = Value::object(d), true;
+    }
+    return false;
+  }
   case ObjKind::Device:
     if (name == "id") return out = Value::integer(obj.as<DeviceObj>()->id), true;
     if (name == "platform") return out = make_str(obj.as<DeviceObj>()->platform), true;

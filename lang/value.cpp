@@ -77,6 +77,12 @@ size_t ValueHash::operator()(const Value& v) const {
     size_t h = (*this)(Value::number(c->re));
     return c->im == 0 ? h : h ^ (std::hash<double>()(c->im) * 1000003);
   }
+  case ObjKind::Opaque: {
+    // Opaque objects may define equality by value (tree_util's key entries),
+    // so equal ones must hash alike: the type and repr decide.
+    const auto* o = v.as<OpaqueObj>();
+    return std::hash<std::string>()(o->type_name()) * 31 ^ std::hash<std::string>()(o->repr());
+  }
   default: return std::hash<const void*>()(v.obj.get());
   }
 }

@@ -25,7 +25,7 @@ std::optional<DType> value_to_dtype(const Value& v) {
     if (s == "int64") return DType::Int32;
     if (s == "uint64") return DType::UInt32;
     if (s == "complex128") return DType::Complex64;
-    throw Error(ErrCode::DType, "unknown dtype '" + v.as<StrObj>()->value + "'", Span{},
+    throw Error(ErrCode::DType, "data type '" + v.as<StrObj>()->value + "' not understood", Span{},
                 "use float32, float64, float16, bfloat16, int8, int16, int32, uint8, uint16, "
                 "uint32, complex64 or bool");
   }

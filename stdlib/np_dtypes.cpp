@@ -2,6 +2,7 @@
 // issubdtype and numpy's abstract scalar classes (floating, integer, ...).
 // finfo's float fields are 0-d arrays of the dtype, as numpy scalars of that
 // type behave in JAX (strong, so `x * finfo(x.dtype).eps` keeps x's dtype).
+#include <array>
 #include <cfloat>
 #include <cmath>
 
@@ -173,12 +174,185 @@ bool in_category(DType d, Category c) {
   return false;
 }
 
-// A value's (dtype, weak) as jnp.result_type sees it: Python scalars are weak.
-PromotedType operand_type(InterpreterImpl& in, const Value& v) {
-  if (v.is_obj(ObjKind::DType) || v.is_obj(ObjKind::Str) || v.is_obj(ObjKind::Builtin))
-    return {*value_to_dtype(v), false};
+// JAX's type promotion lattice ('standard' mode of jax._src.dtypes) over every
+// dtype JAX names, the 64-bit ones included, and the weak types of Python's
+// int, float and complex (IW FW CW). promote_types and result_type work on it
+// before x64-off canonicalization, as JAX's do (promote_types(int8, uint64) is
+// float64; result_type then makes that float32).
+enum JT : int { B1, IW, U1, U2, U4, U8, I1, I2, I4, I8, FW, BF, F2, F4, F8, CW, C4, C8, kNumJT };
+
+// Each node's set of upper bounds (itself included), as bit masks.
+const std::array<uint32_t, kNumJT>& upper_bounds() {
+  static const std::array<uint32_t, kNumJT> ups = [] {
+    std::vector<std::vector<int>> edges(kNumJT);
+    edges[B1] = {IW};
+    edges[IW] = {U1, I1};
+    edges[U1] = {I2, U2};
+    edges[U2] = {I4, U4};
+    edges[U4] = {I4, U8}; // x64 off: uint32 with int32 stays int32 (JAX's lattice)
+    edges[U8] = {FW};
+    edges[I1] = {I2};
+    edges[I2] = {I4};
+    edges[I4] = {I8};
+    edges[I8] = {FW};
+    edges[FW] = {BF, F2, CW};
+    edges[BF] = {F4};
+    edges[F2] = {F4};
+    edges[F4] = {F8, C4};
+    edges[F8] = {C8};
+    edges[CW] = {C4};
+    edges[C4] = {C8};
+    std::array<uint32_t, kNumJT> u{};
+    for (int n = kNumJT - 1; n >= 0; --n) { // edges only go to later nodes
+      u[n] = 1u << n;
+      for (int m : edges[n]) u[n] |= u[m];
+    }
+    return u;
+  }();
+  return ups;
+}
+
+// The least upper bound: the one common upper bound below all the others.
+JT lattice_join(const std::vector<JT>& ts) {
+  const auto& ups = upper_bounds();
+  uint32_t common = (1u << kNumJT) - 1;
+  for (JT t : ts) common &= ups[t];
+  for (int n = 0; n < kNumJT; ++n)
+    if ((common >> n & 1) && (ups[n] & common) == common) return static_cast<JT>(n);
+  throw Error(ErrCode::DType, "no common type for promotion");
+}
+
+JT jt_of(DType d, bool wide) {
+  switch (d) {
+  case DType::Bool: return B1;
+  case DType::Int8: return I1;
+  case DType::Int16: return I2;
+  case DType::Int32: return wide ? I8 : I4;
+  case DType::UInt8: return U1;
+  case DType::UInt16: return U2;
+  case DType::UInt32: return wide ? U8 : U4;
+  case DType::BFloat16: return BF;
+  case DType::Float16: return F2;
+  case DType::Float32: return F4;
+  case DType::Float64: return F8;
+  case DType::Complex64: return wide ? C8 : C4;
+  }
+  return F4;
+}
+
+// A weak type stands for the 64-bit type of its kind (np.dtype(int) is int64).
+JT strong_of(JT t) { return t == IW ? I8 : t == FW ? F8 : t == CW ? C8 : t; }
+bool is_weak_jt(JT t) { return t == IW || t == FW || t == CW; }
+// The weak type of a weakly typed value of dtype t (JAX's _jax_type).
+JT weak_of(JT t) {
+  if (t == B1) return B1;
+  if (t >= CW) return CW;
+  if (t >= FW) return FW;
+  return IW;
+}
+
+std::shared_ptr<DTypeObj> dtype_obj_of(JT t) {
+  switch (strong_of(t)) {
+  case I8: return std::make_shared<DTypeObj>(DType::Int32, true);
+  case U8: return std::make_shared<DTypeObj>(DType::UInt32, true);
+  case C8: return std::make_shared<DTypeObj>(DType::Complex64, true);
+  case B1: return std::make_shared<DTypeObj>(DType::Bool);
+  case U1: return std::make_shared<DTypeObj>(DType::UInt8);
+  case U2: return std::make_shared<DTypeObj>(DType::UInt16);
+  case U4: return std::make_shared<DTypeObj>(DType::UInt32);
+  case I1: return std::make_shared<DTypeObj>(DType::Int8);
+  case I2: return std::make_shared<DTypeObj>(DType::Int16);
+  case I4: return std::make_shared<DTypeObj>(DType::Int32);
+  case BF: return std::make_shared<DTypeObj>(DType::BFloat16);
+  case F2: return std::make_shared<DTypeObj>(DType::Float16);
+  case F8: return std::make_shared<DTypeObj>(DType::Float64);
+  case C4: return std::make_shared<DTypeObj>(DType::Complex64);
+  default: return std::make_shared<DTypeObj>(DType::Float32);
+  }
+}
+
+// A dtype argument (a dtype, a scalar type, a name, or Python's bool, int,
+// float, complex: the last three weak, as JAX's promote_types takes them).
+std::optional<JT> jt_of_dtype_arg(const Value& v) {
+  if (v.is_obj(ObjKind::DType)) return jt_of(v.as<DTypeObj>()->dtype, v.as<DTypeObj>()->wide);
+  if (v.is_obj(ObjKind::Str)) {
+    const std::string& s = v.as<StrObj>()->value;
+    return jt_of(*value_to_dtype(v), is_x64_name(s));
+  }
+  if (v.is_obj(ObjKind::Builtin)) {
+    const std::string& n = v.as<BuiltinObj>()->name;
+    if (n == "int") return IW;
+    if (n == "float") return FW;
+    if (n == "complex") return CW;
+    if (n == "bool") return B1;
+  }
+  return std::nullopt;
+}
+
+// One jnp.result_type argument as JAX's _dtype_and_weaktype sees it: its dtype
+// (a Python int's is int64) and whether it is weak.
+struct Operand {
+  JT dtype;
+  bool weak;
+  bool f64_array; // a float64 array: pxl keeps float64 for those
+};
+
+// With x64 off JAX canonicalizes each argument's dtype before the join.
+JT canonical(JT t) { return t == I8 ? I4 : t == U8 ? U4 : t == F8 ? F4 : t == C8 ? C4 : t; }
+
+Operand operand_of(InterpreterImpl& in, const Value& v) {
+  if (v.is_none()) return {F4, false, false}; // numpy's result_type(None) is float64
+  if (auto t = jt_of_dtype_arg(v)) return {canonical(strong_of(*t)), is_weak_jt(*t), false};
+  if (v.is_bool()) return {B1, false, false};
+  if (v.is_int()) return {I4, true, false};
+  if (v.is_float()) return {F4, true, false};
+  if (v.is_obj(ObjKind::Complex)) return {C4, true, false};
   const AVal& av = in.to_tensor(v, Span{})->aval;
-  return {av.dtype, av.weak};
+  return {jt_of(av.dtype, false), av.weak && av.dtype != DType::Bool, av.dtype == DType::Float64};
+}
+
+// JAX's dtypes.result_type: the lattice join, then x64-off canonicalization;
+// a weak result is its kind's default type.
+std::pair<std::shared_ptr<DTypeObj>, bool> lattice_result_type(InterpreterImpl& in, const ValueList& args) {
+  std::vector<Operand> ops;
+  bool f64 = false;
+  for (const Value& v : args) {
+    ops.push_back(operand_of(in, v));
+    f64 = f64 || ops.back().f64_array;
+  }
+  JT out = ops[0].dtype;
+  bool weak = ops[0].weak;
+  bool same = true, all_weak = true;
+  for (const Operand& o : ops) {
+    same = same && o.dtype == ops[0].dtype;
+    all_weak = all_weak && o.weak;
+  }
+  if (ops.size() > 1) {
+    std::vector<JT> ts;
+    if (same && !all_weak) {
+      weak = false;
+    } else if (all_weak) { // the strong types' join, made weak
+      for (const Operand& o : ops) ts.push_back(o.dtype);
+      out = lattice_join(ts);
+      weak = true;
+    } else {
+      for (const Operand& o : ops) ts.push_back(o.weak ? weak_of(o.dtype) : o.dtype);
+      out = lattice_join(ts);
+      weak = is_weak_jt(out);
+      out = strong_of(out);
+    }
+  }
+  weak = weak && out != B1;
+  DType d;
+  if (weak) { // the kind's default type, canonical
+    const bool is_int = out >= U1 && out <= I8;
+    d = is_int ? (out <= U8 ? DType::UInt32 : DType::Int32) : out >= CW ? DType::Complex64 : DType::Float32;
+    if (out == B1) d = DType::Bool;
+  } else {
+    d = dtype_obj_of(out)->dtype; // 64-bit integer and complex types become 32-bit ones
+    if (out == F8 && !f64) d = DType::Float32;
+  }
+  return {std::make_shared<DTypeObj>(d), weak};
 }
 
 } // namespace
@@ -241,19 +415,28 @@ void def_dtype_queries(ModuleBuilder& b) {
       throw Error(ErrCode::DType, std::string("iinfo(): invalid integer data type '") + dtype_name(d) + "'");
     return Value::object(std::make_shared<IInfoObj>(d));
   });
+  // jax.dtypes.result_type also takes return_weak_type_flag= (jnp's does not).
   b.fn("result_type", [](InterpreterImpl& in, CallArgs& a) {
-    if (a.pos.empty() || !a.kw.empty()) throw Error(ErrCode::Arguments, "result_type() takes one or more arrays or dtypes");
-    PromotedType t = operand_type(in, a.pos[0]);
-    for (size_t i = 1; i < a.pos.size(); ++i) {
-      PromotedType u = operand_type(in, a.pos[i]);
-      t = promote_types(t.dtype, t.weak, u.dtype, u.weak);
+    bool flag = false;
+    for (const auto& [k, v] : a.kw) {
+      if (k != "return_weak_type_flag")
+        throw Error(ErrCode::Arguments, "result_type() got an unexpected keyword argument '" + k + "'");
+      flag = in.truthy(v, Span{});
     }
-    return Value::object(std::make_shared<DTypeObj>(t.dtype));
+    if (a.pos.empty()) throw Error(ErrCode::Value, "at least one array or dtype is required");
+    auto [dt, weak] = lattice_result_type(in, a.pos);
+    if (!flag) return Value::object(dt);
+    return make_tuple({Value::object(dt), Value::boolean(weak)});
   });
   b.fn("promote_types", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("promote_types", a, {"a", "b"}, 2);
-    return Value::object(std::make_shared<DTypeObj>(
-        promote_types(*value_to_dtype(r[0]), false, *value_to_dtype(r[1]), false).dtype));
+    std::vector<JT> ts;
+    for (int i = 0; i < 2; ++i) {
+      auto t = jt_of_dtype_arg(r[i]);
+      if (!t) throw Error(ErrCode::Type, "data type " + repr(r[i]) + " not understood");
+      ts.push_back(*t);
+    }
+    return Value::object(dtype_obj_of(lattice_join(ts)));
   });
   static const std::pair<Category, const char*> cats[] = {
       {Category::Generic, "generic"},         {Category::Number, "number"},
@@ -281,6 +464,8 @@ void def_dtype_queries(ModuleBuilder& b) {
     }
     DType d1 = dtype_of(in, r[0]);
     if (c2) return Value::boolean(in_category(d1, c2->cat));
+    auto t1 = jt_of_dtype_arg(r[0]), t2 = jt_of_dtype_arg(r[1]);
+    if (t1 && t2) return Value::boolean(strong_of(*t1) == strong_of(*t2)); // int32 is not an int64
     return Value::boolean(d1 == dtype_of(in, r[1]));
   });
 }

@@ -71,8 +71,12 @@ static TreeDef flatten_rec(InterpreterImpl& in, const Value& v, ValueList& leave
   } else if (v.is_obj(ObjKind::Dict)) {
     d.kind = TreeDef::Kind::Dict;
     v.as<DictObj>()->for_each([&](const Value& k, const Value&) { d.keys.push_back(k); });
-    std::stable_sort(d.keys.begin(), d.keys.end(),
-                     [&](const Value& a, const Value& b) { return in.less_than(a, b, Span{}); });
+    try {
+      std::stable_sort(d.keys.begin(), d.keys.end(),
+                       [&](const Value& a, const Value& b) { return in.less_than(a, b, Span{}); });
+    } catch (const Error&) { // keys that do not compare (JAX's message)
+      throw Error(ErrCode::Value, "Comparator raised exception while sorting pytree dictionary keys.");
+    }
     for (const Value& k : d.keys)
       d.children.push_back(flatten_rec(in, *v.as<DictObj>()->find(k), leaves, is_leaf, depth + 1));
   } else {
@@ -86,54 +90,58 @@ TreeDef tree_flatten(InterpreterImpl& in, const Value& tree, ValueList& leaves, 
   return flatten_rec(in, tree, leaves, is_leaf, 0);
 }
 
-static void flatten_up_to_rec(InterpreterImpl& in, const TreeDef& d, const Value& v, ValueList& out,
-                              const TreeDef& whole) {
-  // Names the first tree's structure and the subtree of the other one that
-  // does not fit it.
-  auto mismatch = [&]() {
-    ValueList ignored;
-    std::string want = d.kind == TreeDef::Kind::Dict         ? "a dict"
-                       : d.kind == TreeDef::Kind::List       ? "a list"
-                       : d.kind == TreeDef::Kind::None       ? "None"
-                       : d.kind == TreeDef::Kind::NamedTuple ? "a " + d.nt_type->name
-                                                             : "a tuple";
-    return Error(ErrCode::Value, "the trees have different structures: the first is " + whole.repr() +
-                                     ", but another has " + tree_flatten(in, v, ignored).repr() + " (a " +
-                                     type_name(v) + ") where the first has " + want);
-  };
+// JAX's PyTreeDef.flatten_up_to errors (ValueError), naming the offending subtree.
+static void flatten_up_to_rec(InterpreterImpl& in, const TreeDef& d, const Value& v, ValueList& out) {
+  auto fail = [](const std::string& msg) { return Error(ErrCode::Value, msg); };
   switch (d.kind) {
   case TreeDef::Kind::Leaf: out.push_back(v); return;
   case TreeDef::Kind::None:
-    if (!v.is_none()) throw mismatch();
+    if (!v.is_none())
+      throw fail("Expected None, got " + repr(v) +
+                 ".\n\nIn previous releases of JAX, flatten-up-to used to consider None to be a tree-prefix of "
+                 "non-None values. To obtain the previous behavior, you can usually write:\n  jax.tree.map(lambda "
+                 "x, y: None if x is None else f(x, y), a, b, is_leaf=lambda x: x is None)");
     return;
   case TreeDef::Kind::Tuple:
   case TreeDef::Kind::List: {
-    bool ok = d.kind == TreeDef::Kind::Tuple ? v.is_obj(ObjKind::Tuple) : v.is_obj(ObjKind::List);
-    const ValueList* items = ok ? sequence_items(v) : nullptr;
-    if (!items || items->size() != d.children.size()) throw mismatch();
-    for (size_t i = 0; i < items->size(); ++i) flatten_up_to_rec(in, d.children[i], (*items)[i], out, whole);
+    bool tuple = d.kind == TreeDef::Kind::Tuple;
+    bool ok = (tuple ? v.is_obj(ObjKind::Tuple) : v.is_obj(ObjKind::List)) && !namedtuple_parts(v);
+    if (!ok) throw fail(std::string("Expected ") + (tuple ? "tuple" : "list") + ", got " + repr(v) + ".");
+    const ValueList* items = sequence_items(v);
+    if (items->size() != d.children.size())
+      throw fail(std::string(tuple ? "Tuple" : "List") + " arity mismatch: " + std::to_string(items->size()) +
+                 " != " + std::to_string(d.children.size()) + "; " + (tuple ? "tuple: " : "list: ") + repr(v) + ".");
+    for (size_t i = 0; i < items->size(); ++i) flatten_up_to_rec(in, d.children[i], (*items)[i], out);
     return;
   }
   case TreeDef::Kind::NamedTuple: {
     const ValueList* items = nullptr;
-    if (namedtuple_parts(v, &items) != d.nt_type) throw mismatch();
-    for (size_t i = 0; i < items->size(); ++i) flatten_up_to_rec(in, d.children[i], (*items)[i], out, whole);
+    auto type = namedtuple_parts(v, &items);
+    if (!type) throw fail("Expected named tuple, got " + repr(v) + ".");
+    if (type != d.nt_type)
+      throw fail("Named tuple type mismatch: expected type: <class '__main__." + d.nt_type->name +
+                 "'>, tuple: " + repr(v) + ".");
+    for (size_t i = 0; i < items->size(); ++i) flatten_up_to_rec(in, d.children[i], (*items)[i], out);
     return;
   }
   case TreeDef::Kind::Dict: {
-    if (!v.is_obj(ObjKind::Dict) || v.as<DictObj>()->size() != d.keys.size()) throw mismatch();
-    for (size_t i = 0; i < d.keys.size(); ++i) {
-      const Value* c = v.as<DictObj>()->find(d.keys[i]);
-      if (!c) throw mismatch();
-      flatten_up_to_rec(in, d.children[i], *c, out, whole);
-    }
+    if (!v.is_obj(ObjKind::Dict)) throw fail("Expected dict, got " + repr(v) + ".");
+    ValueList keys;
+    v.as<DictObj>()->for_each([&](const Value& k, const Value&) { keys.push_back(k); });
+    std::stable_sort(keys.begin(), keys.end(), [&](const Value& a, const Value& b) { return in.less_than(a, b, Span{}); });
+    bool same = keys.size() == d.keys.size();
+    for (size_t i = 0; same && i < keys.size(); ++i) same = values_equal(keys[i], d.keys[i]);
+    if (!same)
+      throw fail("Dict key mismatch; expected keys: " + repr(make_list(d.keys)) + "; present keys: " +
+                 repr(make_list(keys)) + ".");
+    for (size_t i = 0; i < d.keys.size(); ++i) flatten_up_to_rec(in, d.children[i], *v.as<DictObj>()->find(d.keys[i]), out);
     return;
   }
   }
 }
 
 void flatten_up_to(InterpreterImpl& in, const TreeDef& def, const Value& tree, ValueList& out) {
-  flatten_up_to_rec(in, def, tree, out, def);
+  flatten_up_to_rec(in, def, tree, out);
 }
 
 static Value unflatten_rec(const TreeDef& d, const ValueList& leaves, size_t& pos) {
@@ -163,13 +171,20 @@ static Value unflatten_rec(const TreeDef& d, const ValueList& leaves, size_t& po
 }
 
 Value tree_unflatten(const TreeDef& def, const ValueList& leaves) {
+  size_t n = def.num_leaves();
+  if (leaves.size() < n)
+    throw Error(ErrCode::Value, "Too few leaves for PyTreeDef; expected " + std::to_string(n) + ", got " +
+                                    std::to_string(leaves.size()));
+  if (leaves.size() > n)
+    throw Error(ErrCode::Value, "Too many leaves for PyTreeDef; expected " + std::to_string(n) + ".");
   size_t pos = 0;
   Value v = unflatten_rec(def, leaves, pos);
-  if (pos != leaves.size()) throw Error(ErrCode::Value, "too many leaves for the tree structure");
   return v;
 }
 
 bool treedef_attr(const TreeDef& def, const std::string& name, Value& out); // stdlib/pytree_more.cpp
+std::optional<std::string> pytree_prefix_error(InterpreterImpl& in, const TreeDef& prefix, const Value& full,
+                                               const std::string& name); // stdlib/pytree_errors.cpp
 void add_tree_more_functions(Value& tree_util, Value& tree);                 // stdlib/pytree_more.cpp
 
 namespace {
@@ -205,8 +220,9 @@ Value map_leaves(InterpreterImpl& in, const char* fn, const Value& f, const Tree
     ValueList ls;
     try {
       flatten_up_to(in, def, t, ls);
-    } catch (Error& e) {
-      throw Error(ErrCode::Value, std::string(fn) + ": " + e.what());
+    } catch (Error& e) { // JAX's tree_map reports where the structures part
+      if (auto msg = pytree_prefix_error(in, def, t, std::string(fn) + " tree")) throw Error(ErrCode::Value, *msg);
+      throw;
     }
     others.push_back(std::move(ls));
   }

@@ -31,14 +31,7 @@ ValueList children(const TreeDef& d) {
   return out;
 }
 
-Value unflatten_checked(const TreeDef& d, const ValueList& leaves) {
-  if (leaves.size() != d.num_leaves())
-    throw Error(ErrCode::Value,
-                "Too " + std::string(leaves.size() < d.num_leaves() ? "few" : "many") +
-                    " leaves for PyTreeDef; expected " + std::to_string(d.num_leaves()) + ", got " +
-                    std::to_string(leaves.size()) + ".");
-  return tree_unflatten(d, leaves);
-}
+Value unflatten_checked(const TreeDef& d, const ValueList& leaves) { return tree_unflatten(d, leaves); }
 
 Value treedef_children_fn(InterpreterImpl&, CallArgs& a) {
   ArgReader r("treedef_children", a, {"treedef"}, 1);
@@ -188,6 +181,13 @@ bool treedef_attr(const TreeDef& def, const std::string& name, Value& out) {
     out = make_builtin("unflatten", [def](InterpreterImpl& in, CallArgs& a) {
       ArgReader r("unflatten", a, {"leaves"}, 1);
       return unflatten_checked(def, in.iterate(r[0], Span{}));
+    });
+    return true;
+  }
+  if (name == "compose") {
+    out = make_builtin("compose", [def](InterpreterImpl&, CallArgs& a) {
+      ArgReader r("compose", a, {"inner_treedef"}, 1);
+      return tree_structure_value(compose(def, need_treedef(r[0], "compose")));
     });
     return true;
   }

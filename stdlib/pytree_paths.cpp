@@ -121,7 +121,7 @@ Value leaves_reduce(InterpreterImpl& in, CallArgs& a, bool all) {
   size_t i = 0;
   Value acc;
   if (r.has(2)) acc = r[2];
-  else if (leaves.empty()) throw Error(ErrCode::Type, "tree_reduce() of a tree with no leaves and no initializer");
+  else if (leaves.empty()) throw Error(ErrCode::Type, "reduce() of empty iterable with no initial value");
   else acc = leaves[i++];
   for (; i < leaves.size(); ++i) acc = in.call(r[0], {acc, leaves[i]}, Span{});
   return acc;
