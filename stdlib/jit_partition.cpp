@@ -43,8 +43,10 @@ class Partitioner {
 public:
   // `eager`: the program is one eager op (JAX dispatches those as a jit of the
   // primitive, whose slices do not keep the sliced dimensions split).
-  Partitioner(const Function& g, const Mesh& mesh, TraceContext& tc, bool eager)
+  Partitioner(const Function& g, const Mesh& mesh, TraceContext& tc, bool eager,
+              std::string platform)
       : g_(g), mesh_(mesh), tc_(tc), eager_(eager), explicit_(explicit_mesh(mesh)),
+        platform_(std::move(platform)),
         env_(g.values.size()), recreatable_(g.values.size(), false),
         constrained_(g.values.size(), nullptr) {
     // A value whose first use constrains its layout (out_sharding=) is typed by
@@ -123,6 +125,7 @@ private:
   TraceContext& tc_;
   bool eager_;
   bool explicit_; // sharding is part of the type (sharding_rules.hpp)
+  std::string platform_; // (JAX's errors name the abstract mesh's device kind)
   std::vector<Local> env_;
   // Values that are cheaper to recreate in another layout than to reshard:
   // broadcasts (from their operand's block) and iotas (the block of an iota
@@ -310,6 +313,8 @@ private:
       std::vector<AVal> avals;
       std::vector<DimSpec> specs;
       for (int o : ins.operands) avals.push_back(g_.values[o].aval), specs.push_back(env_[o].spec);
+      if (ins.op == Op::Select) // (cases in select_n's order: on_false, on_true)
+        explicit_same_sharding("select", {specs[2], specs[1]}, mesh_, platform_, loc_of(ins));
       spec = explicit_elementwise(op_name(ins.op), avals, specs, loc_of(ins));
     }
     define(ins, bind(ins.op, ins.attrs, operands_as(ins, spec)), spec);
@@ -485,21 +490,33 @@ private:
           padded.push_back(static_cast<int64_t>(d));
       // The padding value (operand 1) is a scalar.
       DimSpec before = env_[x].spec, spec = before;
+      if (explicit_)
+        explicit_varying_shape_check("padding", g_.values[x].aval, before, out_shape, mesh_,
+                                     loc_of(ins));
       for (int64_t d : padded) spec[static_cast<size_t>(d)].clear();
       Local l{bind(Op::Pad, ins.attrs, {reshard(x, spec), reshard(ins.operands[1], {})}), spec};
       for (int64_t d : padded)
         restore(l, out_shape, static_cast<size_t>(d), before[static_cast<size_t>(d)]);
       env_[ins.result] = std::move(l);
+      if (explicit_) conform(ins.result, before); // typed as the operand
       return;
     }
     case Op::Concatenate: {
       auto axis = static_cast<size_t>(ins.attrs.axis);
       DimSpec spec = widest(ins, out_shape.size());
+      std::optional<DimSpec> typed;
+      if (explicit_) {
+        std::vector<DimSpec> specs;
+        for (int o : ins.operands) specs.push_back(env_[o].spec);
+        explicit_same_sharding("concatenate", specs, mesh_, platform_, loc_of(ins));
+        typed = spec;
+      }
       Axes like = spec[axis];
       spec[axis].clear();
       Local l{bind(Op::Concatenate, ins.attrs, operands_as(ins, spec)), spec};
       restore(l, out_shape, axis, like);
       env_[ins.result] = std::move(l);
+      if (typed) conform(ins.result, *typed);
       return;
     }
     default:
@@ -511,6 +528,11 @@ private:
   void sliced(const Instr& ins, const std::vector<int64_t>& cut) {
     int x = ins.operands[0];
     DimSpec before = env_[x].spec, spec = before;
+    // (Eagerly JAX indexes with a gather, which refuses split dimensions; pxl
+    // lets an eager index read them, as numpy code on jax arrays expects.)
+    if (explicit_ && !eager_)
+      explicit_varying_shape_check("slicing", g_.values[x].aval, before, gshape(ins.result), mesh_,
+                                   loc_of(ins));
     for (int64_t d : cut) spec[static_cast<size_t>(d)].clear();
     OpAttrs a = ins.attrs;
     Shape local = local_shape(gshape(x), spec);
@@ -521,6 +543,7 @@ private:
       for (int64_t d : cut)
         restore(l, gshape(ins.result), static_cast<size_t>(d), before[static_cast<size_t>(d)]);
     env_[ins.result] = std::move(l);
+    if (explicit_ && !eager_) conform(ins.result, before); // typed as the operand
   }
 
   // take along `axis`: that dimension is gathered whole, the indices are
@@ -529,6 +552,11 @@ private:
     int x = ins.operands[0], idx = ins.operands[1];
     auto axis = static_cast<size_t>(ins.attrs.axis);
     DimSpec spec = env_[x].spec;
+    if (explicit_ && !eager_ && !spec[axis].empty()) {
+      Shape indices = gshape(idx);
+      indices.push_back(1); // (JAX's index arrays end in the indexed dimensions)
+      explicit_gather_error(g_.values[x].aval, spec, indices, loc_of(ins));
+    }
     spec[axis].clear();
     DimSpec out(spec.begin(), spec.begin() + static_cast<std::ptrdiff_t>(axis));
     out.resize(out.size() + gshape(idx).size());
@@ -684,7 +712,7 @@ PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const
   f->mesh_axes = mesh.axis_names;
   f->mesh_sizes = mesh.axis_sizes;
   TraceContext tc(*f, in.ops(), "jit");
-  Partitioner p(g, mesh, tc, eager_op);
+  Partitioner p(g, mesh, tc, eager_op, in.platform().name());
   std::vector<int> inputs = g.params;
   inputs.insert(inputs.end(), g.consts.begin(), g.consts.end());
   PXL_ASSERT(inputs.size() == specs.size(), "partition_jit: one spec per operand");
@@ -749,7 +777,7 @@ std::optional<PartitionSpec> traced_sharding(InterpreterImpl& in, TraceContext& 
   scratch_fn.mesh_axes = mesh.axis_names;
   scratch_fn.mesh_sizes = mesh.axis_sizes;
   TraceContext scratch(scratch_fn, in.ops(), "jit");
-  Partitioner p(g, mesh, scratch, false);
+  Partitioner p(g, mesh, scratch, false, in.platform().name());
   for (size_t i = 0; i < g.params.size(); ++i)
     p.set_input(g.params[i], dims_of_spec(param_specs[i], g.values[g.params[i]].aval.ndim()),
                 Span{}, "argument " + std::to_string(i));

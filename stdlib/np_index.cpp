@@ -4,6 +4,8 @@
 #include <algorithm>
 
 #include "stdlib/np_internal.hpp"
+#include "stdlib/sharding.hpp"
+#include "stdlib/sharding_rules.hpp"
 
 namespace pxl::np {
 
@@ -206,6 +208,50 @@ Tensor gather(OpContext& cx, const Tensor& y, const std::vector<int64_t>& dims,
   return transpose_to(cx, r, back);
 }
 
+// Over Explicit mesh axes JAX updates with a scatter, whose sharding rule
+// cannot type a result written into part of a split dimension. What
+// x.at[items] touches: whether it indexes into a split dimension, the shape of
+// JAX's index array, and the updated slice's type.
+struct SplitIndex {
+  bool split = false;
+  Shape indices;
+  AVal updates;
+  DimSpec updates_spec;
+};
+
+SplitIndex split_index(const Tensor& x, const DimSpec& spec, const std::vector<IndexItem>& items0) {
+  SplitIndex r;
+  std::vector<IndexItem> items = expand_ellipsis(items0, av(x).ndim());
+  Shape arrays;
+  int64_t k = 0;
+  size_t d = 0;
+  r.updates = av(x);
+  r.updates.shape.clear();
+  for (const IndexItem& it : items) {
+    int n = consumed(it);
+    bool touched = it.kind == Kind::Int || it.kind == Kind::Array;
+    if (it.kind == Kind::Slice) {
+      SliceRange sr = resolve(it, av(x).shape[d]);
+      touched = sr.count != av(x).shape[d] || sr.step != 1;
+      r.updates.shape.push_back(sr.count);
+      r.updates_spec.push_back(touched ? std::vector<std::string>{} : spec[d]);
+    } else if (it.kind == Kind::NewAxis) {
+      r.updates.shape.push_back(1);
+      r.updates_spec.emplace_back();
+    } else if (it.kind == Kind::Array && arrays.empty()) {
+      arrays = av(it.array).shape;
+    }
+    for (int j = 0; j < n; ++j, ++d) {
+      if (!touched) continue;
+      ++k;
+      r.split = r.split || !spec[d].empty();
+    }
+  }
+  r.indices = arrays;
+  r.indices.push_back(k);
+  return r;
+}
+
 } // namespace
 
 Tensor index(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items0) {
@@ -333,6 +379,11 @@ Tensor index_update(OpContext& cx, const Tensor& x, const std::vector<IndexItem>
   // The flat positions x[items] refers to, found by indexing an iota the same
   // way. Unless clipping, out-of-range indices read the position n, which the
   // scatter drops (JAX's default mode for updates).
+  if (auto spec = explicit_mesh_type(x)) {
+    SplitIndex si = split_index(x, *spec, items0);
+    if (si.split)
+      explicit_scatter_error(av(x), *spec, si.indices, si.updates, si.updates_spec, cx.loc);
+  }
   int64_t n = av(x).size();
   if (n > (int64_t{1} << 31) - 1)
     throw Error(ErrCode::Unsupported, "index update of an array with 2^31 or more elements");

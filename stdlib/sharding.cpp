@@ -259,6 +259,24 @@ bool DeviceGridObj::get_attr(InterpreterImpl&, const std::string& name, Value& o
 
 namespace {
 // The attributes of a mesh's axes, which Mesh and AbstractMesh share.
+// JAX's queries of the axis types: are_all_axes_manual, _any_axis_explicit
+// (false for a mesh with no axes), auto_axes, explicit_axes, manual_axes.
+bool axis_type_query(const Mesh& mesh, const std::string& name, Value& out) {
+  static const std::pair<const char*, AxisType> kinds[] = {
+      {"auto", AxisType::Auto}, {"explicit", AxisType::Explicit}, {"manual", AxisType::Manual}};
+  for (auto [kind, type] : kinds) {
+    int n = 0;
+    ValueList names;
+    for (int i = 0; i < mesh.ndim(); ++i)
+      if (mesh.axis_type(i) == type) ++n, names.push_back(make_str(mesh.axis_names[i]));
+    std::string k = kind;
+    if (name == "are_all_axes_" + k) return out = Value::boolean(n > 0 && n == mesh.ndim()), true;
+    if (name == "_any_axis_" + k) return out = Value::boolean(n > 0), true;
+    if (name == k + "_axes") return out = make_tuple(std::move(names)), true;
+  }
+  return false;
+}
+
 bool mesh_axes_attr(const Mesh& mesh, const std::string& name, Value& out) {
   if (name == "shape") { // an OrderedDict in JAX
     auto d = std::make_shared<DictObj>();
@@ -286,7 +304,7 @@ bool mesh_axes_attr(const Mesh& mesh, const std::string& name, Value& out) {
     ValueList s;
     for (int64_t x : mesh.axis_sizes) s.push_back(Value::integer(x));
     out = make_tuple(std::move(s));
-  } else {
+  } else if (!axis_type_query(mesh, name, out)) {
     return false;
   }
   return true;
@@ -396,6 +414,14 @@ Value make_abstract_sharding(const Value& abstract_mesh, PartitionSpec spec) {
 }
 
 Value current_abstract_mesh(InterpreterImpl& in) {
+  // Inside a shard_map body its mesh's axes are Manual.
+  if (auto* tc = dynamic_cast<TraceContext*>(&in.ops()))
+    if (!tc->function().mesh_axes.empty() && tc->what() == "shard_map") {
+      const Function& f = tc->function();
+      Mesh m{f.mesh_axes, f.mesh_sizes, {}, {}};
+      m.axis_types.assign(f.mesh_axes.size(), AxisType::Manual);
+      return make_abstract_mesh_value(m, in.platform().name());
+    }
   const Value* cur = in.context_mesh();
   const Mesh* m = cur ? value_to_mesh(*cur) : nullptr;
   return m ? make_abstract_mesh_value(*m, in.platform().name()) : make_abstract_mesh_value(Mesh{}, "");
@@ -404,6 +430,28 @@ Value current_abstract_mesh(InterpreterImpl& in) {
 // ---- PartitionSpec / NamedSharding --------------------------------------------
 
 bool SpecObj::get_attr(InterpreterImpl&, const std::string&, Value&) { return false; }
+
+bool SpecObj::items(ValueList& out) const {
+  for (const auto& entry : spec.entries) {
+    if (entry.empty()) {
+      out.push_back(Value());
+    } else if (entry.size() == 1) {
+      out.push_back(make_str(entry[0]));
+    } else {
+      ValueList names;
+      for (const std::string& a : entry) names.push_back(make_str(a));
+      out.push_back(make_tuple(std::move(names)));
+    }
+  }
+  return true;
+}
+
+bool SpecObj::get_item(InterpreterImpl& in, const Value& index, Value& out) {
+  ValueList entries;
+  items(entries);
+  out = in.get_item(make_tuple(std::move(entries)), index, Span{}); // as a tuple's
+  return true;
+}
 
 bool SpecObj::equals(const OpaqueObj& o) const {
   auto* s = dynamic_cast<const SpecObj*>(&o);

@@ -49,6 +49,9 @@ struct SpecObj : OpaqueObj {
   std::string repr() const override { return spec.repr(); }
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override;
   bool equals(const OpaqueObj& o) const override;
+  // JAX's PartitionSpec is a tuple: its entries (None, 'x', ('x', 'y')).
+  bool items(ValueList& out) const override;
+  bool get_item(InterpreterImpl& in, const Value& index, Value& out) override;
 };
 
 // A NamedSharding, or (single_device) the SingleDeviceSharding of an array on

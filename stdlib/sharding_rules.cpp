@@ -344,4 +344,94 @@ void explicit_in_spec_check(const PartitionSpec& want, const DimSpec& have, cons
               loc);
 }
 
+std::string abstract_sharding_str(const Mesh& mesh, const DimSpec& spec,
+                                  const std::string& platform) {
+  std::string m = "Abstract" + mesh.jax_str();
+  m.pop_back();
+  m += ", device_kind=" + platform + ", num_cores=None, platform=" + platform + ")";
+  PartitionSpec p;
+  p.entries = spec;
+  return "NamedSharding(mesh=" + m + ", spec=" + p.repr() + ")";
+}
+
+namespace {
+
+int64_t split_parts(const Mesh& mesh, const Axes& axes) {
+  int64_t n = 1;
+  for (const std::string& a : axes) n *= mesh.axis_size(a);
+  return n;
+}
+
+// JAX's str of a spec entry inside its messages: x, or ('x', 'y').
+std::string entry_str(const Axes& e) { return e.size() == 1 ? e[0] : entry_repr(e); }
+
+std::string shaped_array_str(const AVal& aval, const DimSpec& spec) {
+  return "ShapedArray(" + sharded_type_str(aval, spec) + (aval.weak ? ", weak_type=True" : "") + ")";
+}
+
+std::string int_indices_str(const Shape& indices) {
+  AVal a;
+  a.dtype = DType::Int32;
+  a.shape = indices;
+  return shaped_array_str(a, {});
+}
+
+} // namespace
+
+void explicit_varying_shape_check(const std::string& what, const AVal& operand,
+                                  const DimSpec& spec, const Shape& out_shape, const Mesh& mesh,
+                                  const Span& loc) {
+  for (size_t d = 0; d < spec.size() && d < out_shape.size(); ++d) {
+    if (spec[d].empty() || operand.shape[d] == out_shape[d]) continue;
+    int64_t n = split_parts(mesh, spec[d]);
+    if (out_shape[d] % n != 0)
+      type_error(what + " on sharded dims where out dim (" + std::to_string(out_shape[d]) +
+                     ") is not divisible by mesh axes (" + std::to_string(n) + ") with spec (" +
+                     entry_str(spec[d]) + ") is not implemented. Got input type=" +
+                     sharded_type_str(operand, spec, true) +
+                     " and output shape=" + sizes_repr(out_shape),
+                 loc);
+  }
+}
+
+void explicit_gather_error(const AVal& operand, const DimSpec& spec, const Shape& indices,
+                           const Span& loc) {
+  type_error("Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
+             "indexing as out sharding could not be resolved unambiguously (or would require "
+             "collectives on inputs). Got operand=" +
+                 shaped_array_str(operand, spec) + ", indices=" + int_indices_str(indices),
+             loc);
+}
+
+void explicit_scatter_error(const AVal& operand, const DimSpec& spec, const Shape& indices,
+                            const AVal& updates, const DimSpec& updates_spec, const Span& loc) {
+  type_error("Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec for "
+             "the scatter update as out sharding could not be resolved unambiguously (or would "
+             "require collectives on inputs). Got operand=" +
+                 shaped_array_str(operand, spec) + ", indices=" + int_indices_str(indices) +
+                 ", updates=" + shaped_array_str(updates, updates_spec),
+             loc);
+}
+
+void explicit_same_sharding(const std::string& op, const std::vector<DimSpec>& specs,
+                            const Mesh& mesh, const std::string& platform, const Span& loc) {
+  // (An operand split over no axis may be a constant of no mesh, which JAX
+  // leaves out of the comparison.)
+  const DimSpec* first = nullptr;
+  bool differ = false;
+  for (const DimSpec& s : specs) {
+    bool split = false;
+    for (const Axes& e : s) split = split || !e.empty();
+    if (!split) continue;
+    if (!first) first = &s;
+    else differ = differ || s != *first;
+  }
+  if (!differ) return;
+  std::string all;
+  for (const DimSpec& s : specs)
+    all += (all.empty() ? "" : ", ") + abstract_sharding_str(mesh, s, platform);
+  if (op == "select") type_error("select cases must have the same shardings, got [" + all + "].", loc);
+  type_error("All operands should have the same sharding. Got shardings " + all, loc);
+}
+
 } // namespace pxl

@@ -47,6 +47,29 @@ void explicit_dot_check(const DimSpec& lhs_contracting, const DimSpec& rhs_contr
 // cumsum and the other cumulative reductions: the scanned axis must be whole.
 void explicit_scan_check(const AVal& operand, const DimSpec& spec, int64_t axis, const Span& loc);
 
+// The type's sharding as JAX's errors print it: NamedSharding(mesh=
+// AbstractMesh('x': 2, axis_types=(Explicit,), device_kind=cpu, ...), spec=P('x', None)).
+std::string abstract_sharding_str(const Mesh& mesh, const DimSpec& spec, const std::string& platform);
+
+// slice and pad (lax's _get_sharding_for_varying_out_shape; `what` is
+// "slicing" or "padding"): a split dimension whose size changes must still
+// divide by its axes; the result keeps the operand's sharding.
+void explicit_varying_shape_check(const std::string& what, const AVal& operand,
+                                  const DimSpec& spec, const Shape& out_shape, const Mesh& mesh,
+                                  const Span& loc);
+// gather from / scatter into a dimension that is split (JAX's gather rule
+// cannot type the result): JAX's ShardingTypeError asking for out_sharding=.
+// `indices` is the shape of JAX's index array.
+[[noreturn]] void explicit_gather_error(const AVal& operand, const DimSpec& spec,
+                                        const Shape& indices, const Span& loc);
+[[noreturn]] void explicit_scatter_error(const AVal& operand, const DimSpec& spec,
+                                         const Shape& indices, const AVal& updates,
+                                         const DimSpec& updates_spec, const Span& loc);
+// concatenate ("concatenate") and select ("select", operands in select_n's
+// order: on_false, on_true): every split operand typed alike.
+void explicit_same_sharding(const std::string& op, const std::vector<DimSpec>& specs,
+                            const Mesh& mesh, const std::string& platform, const Span& loc);
+
 // shard_map over Explicit axes: an argument whose type's sharding is `have`
 // must already be laid out as its in_specs entry `want` says (JAX 0.10 does not
 // reshard; a plain array is replicated, P(None, ...)); else JAX's ValueError.
