@@ -66,10 +66,57 @@ std::vector<int> TraceContext::operand_ids(std::span<const Tensor> inputs,
   std::vector<int> ids;
   for (const Tensor& t : inputs) {
     int id = value_of(t);
+    if (!gates_.empty()) id = gated(t, id);
     ids.push_back(id);
     avals.push_back(fn_.values[id].aval);
   }
   return ids;
+}
+
+void TraceContext::push_branch_gate(const Tensor& pred) {
+  gates_.push_back(BranchGate{pred, fn_.body.size(), {}});
+}
+
+void TraceContext::pop_branch_gate() {
+  PXL_ASSERT(!gates_.empty(), "pop_branch_gate without a gate");
+  gates_.pop_back();
+}
+
+int TraceContext::gated(const Tensor& t, int id) {
+  // Host constants and integers have no derivative to keep out.
+  if (!t->trace || !is_inexact(fn_.values[static_cast<size_t>(id)].aval.dtype)) return id;
+  const int producer = fn_.values[static_cast<size_t>(id)].producer;
+  const int orig = id;
+  for (size_t g = 0; g < gates_.size(); ++g) { // outermost first
+    if (producer >= 0 && static_cast<size_t>(producer) >= gates_[g].start)
+      continue; // the branch's own
+    int found = -1;
+    for (const auto& [from, to] : gates_[g].ids)
+      if (from == orig) found = to;
+    if (found < 0) {
+      // Bound with no gate open (the gate's own operands are not gated).
+      std::vector<BranchGate> open = std::move(gates_);
+      gates_.clear();
+      const IRValue src = fn_.values[static_cast<size_t>(id)];
+      Tensor x = make(id);
+      OpAttrs same;
+      same.dtype = src.aval.dtype;
+      // stop_gradient(x) as lax.stop_gradient binds it (keeping a weak type,
+      // which the bitcast drops), so that every pass re-infers x's type.
+      Tensor frozen = bind(Op::BitcastConvertType, same, std::span<const Tensor>(&x, 1));
+      if (src.aval.weak) {
+        same.weak = true;
+        frozen = bind(Op::ConvertElementType, same, std::span<const Tensor>(&frozen, 1));
+      }
+      Tensor sel = bind(Op::Select, {}, std::vector<Tensor>{open[g].pred, x, frozen});
+      gates_ = std::move(open);
+      fn_.values[static_cast<size_t>(sel->trace_id)].vma = src.vma; // not the predicate's axes
+      found = static_cast<int>(sel->trace_id);
+      gates_[g].ids.push_back({orig, found});
+    }
+    id = found;
+  }
+  return id;
 }
 
 Tensor TraceContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) {

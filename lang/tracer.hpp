@@ -35,6 +35,16 @@ public:
   std::vector<Array> captured() const;
   OpContext& outer() { return outer_; }
 
+  // lax.cond/switch on a traced predicate trace every branch and select the
+  // taken one's result. So that reverse mode differentiates only the taken
+  // branch (as JAX's real conditional does, and its batched cond, which
+  // selects each branch's inputs), while a branch is traced every inexact
+  // value it uses from outside the branch goes in as
+  // select(pred, x, stop_gradient(x)): the untaken branch's inf or NaN
+  // partial derivatives then never reach x. Gates nest (a cond in a branch).
+  void push_branch_gate(const Tensor& pred);
+  void pop_branch_gate();
+
   // Set by an eager shard_map call: learns the contents of traced value `id`
   // by running the function traced so far (nullopt when it cannot, e.g. the
   // value varies over the devices). Unset, a traced value's contents are unknown.
@@ -58,6 +68,14 @@ private:
   Tensor make(int id);
   // The value ids of `inputs` in this trace (capturing outside values), and their types.
   std::vector<int> operand_ids(std::span<const Tensor> inputs, std::vector<AVal>& avals);
+  // `id` (the value of `t`) as the open branches see it (see push_branch_gate).
+  int gated(const Tensor& t, int id);
+  struct BranchGate {
+    Tensor pred;
+    size_t start;                         // fn_.body.size() when the branch began
+    std::vector<std::pair<int, int>> ids; // value id -> its gated id
+  };
+  std::vector<BranchGate> gates_;
   Function& fn_;
   OpContext& outer_;
   std::string what_;

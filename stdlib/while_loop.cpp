@@ -372,10 +372,11 @@ DType fori_index_dtype(const AVal& lo, const AVal& hi, const Span& where) {
 Value fori_as_while(InterpreterImpl& in, const Span& where, const Value& lower, const Value& upper,
                     const Value& body_fun, const Value& init, int64_t trip_count) {
   Tensor lo = in.to_tensor(lower, where), hi = in.to_tensor(upper, where);
-  if (!lo->aval.shape.empty() || !hi->aval.shape.empty() || !is_integer(lo->aval.dtype) ||
-      !is_integer(hi->aval.dtype))
+  // JAX counts with whatever real type the bounds have (floats included).
+  auto real = [](DType d) { return is_integer(d) || is_floating(d); };
+  if (!lo->aval.shape.empty() || !hi->aval.shape.empty() || !real(lo->aval.dtype) || !real(hi->aval.dtype))
     throw Error(ErrCode::Type,
-                "fori_loop: lower and upper must be integer scalars, got " + type_str(lo->aval) +
+                "fori_loop: lower and upper must be real scalars, got " + type_str(lo->aval) +
                     " and " + type_str(hi->aval),
                 where);
   DType dt = fori_index_dtype(lo->aval, hi->aval, where);
@@ -437,22 +438,36 @@ struct ForiLoopFn : OpaqueObj {
     Value lower = r[0], upper = r[1], body_fun = r[2];
     if (plainly_not_callable(body_fun))
       throw Error(ErrCode::Type, "lax.fori_loop: body_fun argument should be callable.", where);
-    if (!is_traced(lower) && !is_traced(upper)) {
-      // Static bounds (Python ints or concrete arrays).
-      auto bound = [&](const Value& v) -> int64_t {
+    // JAX's fori_loop is a scan when int(lower) and int(upper) work: for
+    // Python numbers and concrete arrays, and for traced values whose value
+    // the trace knows (grad and jvp away from jit).
+    auto known = [&](const Value& v) -> std::optional<Array> {
+      if (v.is_int() || v.is_bool() || v.is_float()) return std::nullopt;
+      const Tensor* t = v.is_obj(ObjKind::Array) ? &v.as<ArrayObj>()->tensor : nullptr;
+      if (!t) return std::nullopt;
+      if ((*t)->concrete) return *(*t)->concrete;
+      if ((*t)->sharded) return (*t)->sharded->assemble();
+      if (!(*t)->trace) return std::nullopt;
+      try {
+        return in.ops().concrete(*t);
+      } catch (const Error&) {
+        return std::nullopt; // abstract (inside jit, vmap, a loop body): a while loop
+      }
+    };
+    std::optional<Array> lo_arr = known(lower), hi_arr = known(upper);
+    bool lo_static = lo_arr || !is_traced(lower), hi_static = hi_arr || !is_traced(upper);
+    if (lo_static && hi_static) {
+      // Static bounds, truncated as Python's int() does.
+      auto bound = [&](const Value& v, const std::optional<Array>& arr) -> int64_t {
         if (v.is_int() || v.is_bool()) return v.as_int();
-        const Tensor* t = v.is_obj(ObjKind::Array) ? &v.as<ArrayObj>()->tensor : nullptr;
-        // Concrete (not traced): its value is known here, whatever context binds ops.
-        std::optional<Array> arr;
-        if (t && (*t)->concrete) arr = *(*t)->concrete;
-        else if (t && (*t)->sharded) arr = (*t)->sharded->assemble();
-        if (!arr || arr->size() != 1 || !is_integer(arr->dtype()))
-          throw Error(ErrCode::Type, "fori_loop: lower and upper must be integer scalars, got " +
+        if (v.is_float()) return static_cast<int64_t>(v.as_float());
+        if (!arr || arr->size() != 1 || !(is_integer(arr->dtype()) || is_floating(arr->dtype())))
+          throw Error(ErrCode::Type, "fori_loop: lower and upper must be real scalars, got " +
                                          (arr ? type_str(arr->aval()) : pxl::type_name(v)),
                       where);
         return static_cast<int64_t>(arr->get_f64(0));
       };
-      int64_t lo = bound(lower), hi = bound(upper);
+      int64_t lo = bound(lower, lo_arr), hi = bound(upper, hi_arr);
       fori_index_dtype(in.to_tensor(lower, where)->aval, in.to_tensor(upper, where)->aval, where);
       // A scan over (i, carry), as JAX's (lax_loops.pxl): reverse mode
       // differentiates it; a long one is one loop with a known trip count.
@@ -504,6 +519,18 @@ void add_while_loop(Value& lax) {
     return Value::boolean(!is_traced(r[0]));
   });
   vars["_fixed_loop"] = Value::object(std::make_shared<FixedLoopFn>());
+  // lax.cond/switch on a traced predicate: _branch_gate(pred) before tracing a
+  // branch, _branch_gate_end() after it (see TraceContext::push_branch_gate).
+  vars["_branch_gate"] = make_builtin("_branch_gate", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_branch_gate", a, {"pred"}, 1);
+    if (auto* tc = dynamic_cast<TraceContext*>(&in.ops())) tc->push_branch_gate(in.to_tensor(r[0], Span{}));
+    return Value::none();
+  });
+  vars["_branch_gate_end"] = make_builtin("_branch_gate_end", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_branch_gate_end", a, {}, 0);
+    if (auto* tc = dynamic_cast<TraceContext*>(&in.ops())) tc->pop_branch_gate();
+    return Value::none();
+  });
 }
 
 // ---- batching ------------------------------------------------------------------
@@ -525,7 +552,15 @@ std::vector<BVal> batch_while(OpContext& cx, const OpAttrs& attrs, std::span<con
   std::vector<BVal> init(args.begin() + static_cast<long>(ncc + nbc), args.end());
   bool any = false;
   for (const BVal& a : args) any = any || a.batched;
-  if (!any) {
+  // axis_index or a collective over the vmapped axis batches the loop too.
+  std::function<bool(const Function&)> names_axis = [&](const Function& f) {
+    for (const Instr& i : f.body) {
+      if (i.op == Op::AxisIndex || !i.attrs.axis_names.empty()) return true;
+      if (i.attrs.loop && (names_axis(*i.attrs.loop->cond) || names_axis(*i.attrs.loop->body))) return true;
+    }
+    return false;
+  };
+  if (!any && !names_axis(*w.cond) && !names_axis(*w.body)) {
     std::vector<Tensor> ts;
     for (const BVal& a : args) ts.push_back(a.t);
     std::vector<BVal> out;
