@@ -226,6 +226,24 @@ Tensor gather_transpose(B& b, const OpAttrs& a, const Tensor& x, const Tensor& c
 }
 
 // Batched matrix product over the trailing two dims, with either side transposed.
+// Whether every axis `at` names is a vmap's axis_name (the one a vmap trace
+// adds to its enclosing trace's axes): there collectives act as in pmap, with
+// no vma typing (all_gather transposes to psum_scatter, as JAX's vmap does).
+bool vmap_axes_only(OpContext& cx, const OpAttrs& at) {
+  if (at.axis_names.empty()) return false;
+  std::vector<std::string> vmapped;
+  for (auto* tc = dynamic_cast<TraceContext*>(&cx); tc; tc = dynamic_cast<TraceContext*>(&tc->outer())) {
+    if (tc->what() != "vmap") continue;
+    const auto& mine = tc->function().mesh_axes;
+    auto* up = dynamic_cast<TraceContext*>(&tc->outer());
+    size_t outer_n = up ? up->function().mesh_axes.size() : 0;
+    if (mine.size() > outer_n) vmapped.push_back(mine.back());
+  }
+  for (const std::string& n : at.axis_names)
+    if (std::find(vmapped.begin(), vmapped.end(), n) == vmapped.end()) return false;
+  return true;
+}
+
 Tensor batch_matmul(B& b, const Tensor& x, const Tensor& y, bool tx, bool ty) {
   int64_t nd = x->aval.ndim(), nb = nd - 2;
   OpAttrs a;
@@ -619,7 +637,7 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
   case Op::Pmin:
     return one(b.select(b.eq(p[0], y), g, b.zeros(g)));
   case Op::AllGather:
-    if (mode == SpmdMode::Pmap) return one(b.collective(Op::PsumScatter, at, g));
+    if (mode == SpmdMode::Pmap || vmap_axes_only(cx, at)) return one(b.collective(Op::PsumScatter, at, g));
     return one(gather_transpose(b, at, p[0], g));
   case Op::PsumScatter:
     return one(b.collective(Op::AllGather, at, g));

@@ -287,6 +287,32 @@ BVal batch_vmap_collective(OpContext& cx, Op op, const OpAttrs& attrs, std::span
     Tensor t = bind(cx, Op::ReduceSum, r, {x}); // (operand dims with i at the scatter axis)
     return {move_axis(cx, t, sa - 1, 0), true};
   }
+  case Op::Ppermute: {
+    // Example d gets example s's value for each (s, d) pair; the others get zeros.
+    if (has_rest) break;
+    Tensor x = materialize(cx, in[0], B);
+    Shape row = x->aval.shape;
+    row[0] = 1;
+    std::vector<int64_t> src(static_cast<size_t>(B), -1);
+    for (auto [from, to] : attrs.pairs) src[static_cast<size_t>(to)] = from;
+    std::vector<Tensor> rows;
+    for (int64_t s : src) {
+      if (s < 0) {
+        rows.push_back(filled(cx, 0, x->aval.dtype, row));
+        continue;
+      }
+      OpAttrs a;
+      a.starts.assign(row.size(), 0);
+      a.limits = x->aval.shape;
+      a.strides.assign(row.size(), 1);
+      a.starts[0] = s;
+      a.limits[0] = s + 1;
+      rows.push_back(bind(cx, Op::Slice, a, {x}));
+    }
+    OpAttrs c;
+    c.axis = 0;
+    return {cx.bind(Op::Concatenate, c, rows), true};
+  }
   case Op::AllToAll: {
     // Example j's chunk i (of the split axis) goes to example i, which
     // concatenates the chunks it receives along the concat axis in order of j.

@@ -177,11 +177,29 @@ int64_t norm_axis(int64_t axis, int64_t ndim, const char* fn) {
   return axis < 0 ? axis + ndim : axis;
 }
 
+// A concrete integer array's entries (perm given as a NumPy array, as JAX takes it).
+std::optional<std::vector<int64_t>> int_entries(const Value& v, size_t rank) {
+  if (!v.is_obj(ObjKind::Array)) return std::nullopt;
+  const Tensor& t = v.as<ArrayObj>()->tensor;
+  if (!t->concrete || t->aval.shape.size() != rank || !is_integer(t->aval.dtype)) return std::nullopt;
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < t->concrete->size(); ++i) out.push_back(static_cast<int64_t>(t->concrete->get_f64(i)));
+  return out;
+}
+
 std::vector<std::pair<int64_t, int64_t>> perm_arg(const Value& v, const char* fn) {
   std::vector<std::pair<int64_t, int64_t>> out;
+  if (auto flat = int_entries(v, 2); flat && v.as<ArrayObj>()->tensor->aval.shape[1] == 2) {
+    for (size_t i = 0; i + 1 < flat->size(); i += 2) out.push_back({(*flat)[i], (*flat)[i + 1]});
+    return out;
+  }
   const ValueList* items = sequence_items(v);
   if (!items) throw Error(ErrCode::Type, std::string(fn) + "() perm must be a list of (source, destination) pairs");
   for (const Value& p : *items) {
+    if (auto pair = int_entries(p, 1); pair && pair->size() == 2) {
+      out.push_back({(*pair)[0], (*pair)[1]});
+      continue;
+    }
     const ValueList* pair = sequence_items(p);
     if (!pair || pair->size() != 2)
       throw Error(ErrCode::Type, std::string(fn) + "() perm entries must be (source, destination) pairs, got " + repr(p));

@@ -85,9 +85,39 @@ struct VmapFunction : OpaqueObj {
   }
 
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
-    if (!a.kw.empty())
-      throw Error(ErrCode::Arguments, "a vmap'd function takes positional arguments only", where,
-                  "pass '" + a.kw[0].first + "' positionally and give its axis in in_axes");
+    if (!a.kw.empty()) {
+      // As JAX: keyword arguments are mapped over their axis 0 (in_axes
+      // describes the positional ones). They go in as trailing positional
+      // arguments of a function that hands them on by name.
+      if (in_axes.is_obj(ObjKind::Tuple) && sequence_items(in_axes)->size() != a.pos.size())
+        throw Error(ErrCode::MappedAxis,
+                    "vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
+                    "positional arguments passed to the function, but got len(in_axes)=" +
+                        std::to_string(sequence_items(in_axes)->size()) +
+                        ", len(args)=" + std::to_string(a.pos.size()),
+                    where, "give one entry per positional argument, e.g. in_axes=(0, None)");
+      auto by_pos = std::make_shared<VmapFunction>(*this);
+      std::vector<std::string> names;
+      ValueList axes_items = in_axes.is_obj(ObjKind::Tuple) ? *sequence_items(in_axes)
+                                                            : ValueList(a.pos.size(), in_axes);
+      CallArgs pos;
+      pos.pos = a.pos;
+      for (auto& [name, v] : a.kw) {
+        names.push_back(name);
+        pos.pos.push_back(v);
+        axes_items.push_back(Value::integer(0));
+      }
+      by_pos->in_axes = make_tuple(axes_items);
+      Value f = fn;
+      size_t npos = a.pos.size();
+      by_pos->fn = make_builtin("vmap", [f, names, npos, where](InterpreterImpl& in, CallArgs& c) {
+        CallArgs named;
+        named.pos.assign(c.pos.begin(), c.pos.begin() + static_cast<long>(npos));
+        for (size_t k = 0; k < names.size(); ++k) named.kw.push_back({names[k], c.pos[npos + k]});
+        return in.call(f, named, where);
+      });
+      return by_pos->call(in, pos, where, out);
+    }
     const ValueList& args = a.pos;
     Value args_tuple = make_tuple(args);
     check_axes_leaves(in, in_axes, "in_axes", where);
