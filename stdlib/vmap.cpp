@@ -247,8 +247,29 @@ struct VmapFunction : OpaqueObj {
       throw;
     }
     LocScope loc(in.ops(), where);
+    // An output that is an argument as given comes back as that argument
+    // (a NumPy array, a Python number) where its axis does not move, as JAX's
+    // vmap hands back the value it was given.
+    ValueList arg_values;
+    tree_flatten(in, make_tuple(traced_args), arg_values);
+    auto forwarded = [&](size_t r) -> const Value* {
+      if (r >= traced.fn->results.size() || arg_values.size() != traced.fn->params.size()) return nullptr;
+      for (size_t k = 0; k < traced.fn->params.size(); ++k) {
+        if (traced.fn->params[k] != traced.fn->results[r]) continue;
+        if (axes[k] < 0 ? per_out[r].is_none()
+                        : !per_out[r].is_none() &&
+                              (per_out[r].as_int() < 0 ? per_out[r].as_int() + leaves[k]->aval.ndim()
+                                                       : per_out[r].as_int()) == axes[k])
+          return &arg_values[k];
+      }
+      return nullptr;
+    };
     for (size_t r = 0; r < outs.size(); ++r) {
       const BVal& o = outs[r];
+      if (const Value* v = forwarded(r)) {
+        out_leaves[r] = *v;
+        continue;
+      }
       if (per_out[r].is_none()) {
         if (o.batched)
           throw Error(ErrCode::MappedAxis,
