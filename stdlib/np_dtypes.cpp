@@ -4,6 +4,7 @@
 // type behave in JAX (strong, so `x * finfo(x.dtype).eps` keeps x's dtype).
 #include <array>
 #include <cfloat>
+#include <cstdint>
 #include <cmath>
 
 #include "lang/args.hpp"
@@ -107,22 +108,26 @@ struct FInfoObj : OpaqueObj {
   }
 };
 
+// int64 describes the 64-bit type, as numpy's iinfo (JAX's) does even with x64
+// off; uint64's maximum does not fit pxl's 64-bit ints, so it stays uint32's.
 struct IInfoObj : OpaqueObj {
   DType dtype;
-  explicit IInfoObj(DType d) : dtype(d) {}
-  int64_t lo() const { return int_min(dtype); }
-  int64_t hi() const { return int_max(dtype); }
+  bool int64;
+  IInfoObj(DType d, bool i64) : dtype(d), int64(i64) {}
+  int64_t lo() const { return int64 ? INT64_MIN : int_min(dtype); }
+  int64_t hi() const { return int64 ? INT64_MAX : int_max(dtype); }
+  const char* name() const { return int64 ? "int64" : dtype_name(dtype); }
   std::string type_name() const override { return "iinfo"; }
   std::string repr() const override {
-    return "iinfo(min=" + std::to_string(lo()) + ", max=" + std::to_string(hi()) + ", dtype=" + dtype_name(dtype) + ")";
+    return "iinfo(min=" + std::to_string(lo()) + ", max=" + std::to_string(hi()) + ", dtype=" + name() + ")";
   }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
     if (name == "min") return out = Value::integer(lo()), true;
     if (name == "max") return out = Value::integer(hi()), true;
     if (name == "bits")
-      return out = Value::integer(static_cast<int64_t>(8 * dtype_size(dtype))), true;
+      return out = Value::integer(static_cast<int64_t>(8 * dtype_size(dtype) * (int64 ? 2 : 1))), true;
     if (name == "kind") return out = make_str(is_signed_int(dtype) ? "i" : "u"), true;
-    if (name == "dtype") return out = Value::object(std::make_shared<DTypeObj>(dtype)), true;
+    if (name == "dtype") return out = Value::object(std::make_shared<DTypeObj>(dtype, int64)), true;
     return false;
   }
   std::vector<std::string> attr_names() const override { return {"bits", "dtype", "kind", "max", "min"}; }
@@ -406,6 +411,8 @@ void def_dtype_queries(ModuleBuilder& b) {
     DType d = dtype_of(in, r[0]);
     if (!is_inexact(d))
       throw Error(ErrCode::DType, std::string("finfo(): data type ") + dtype_name(d) + " not inexact");
+    auto t = jt_of_dtype_arg(r[0]);
+    if (t && strong_of(*t) == C8) d = DType::Float64; // complex128: its float64 parts'
     return Value::object(std::make_shared<FInfoObj>(real_dtype(d))); // complex64: its float32 parts'
   });
   b.fn("iinfo", [](InterpreterImpl& in, CallArgs& a) {
@@ -413,7 +420,8 @@ void def_dtype_queries(ModuleBuilder& b) {
     DType d = dtype_of(in, r[0]);
     if (!is_integer(d))
       throw Error(ErrCode::DType, std::string("iinfo(): invalid integer data type '") + dtype_name(d) + "'");
-    return Value::object(std::make_shared<IInfoObj>(d));
+    auto t = jt_of_dtype_arg(r[0]);
+    return Value::object(std::make_shared<IInfoObj>(d, t && strong_of(*t) == I8));
   });
   // jax.dtypes.result_type also takes return_weak_type_flag= (jnp's does not).
   b.fn("result_type", [](InterpreterImpl& in, CallArgs& a) {
