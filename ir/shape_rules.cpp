@@ -71,7 +71,8 @@ AVal binary(Op op, const AVal& a, const AVal& b, unsigned accept, bool compare =
          std::string("operands must have equal dtypes, got ") + dtype_name(a.dtype) + " and " +
              dtype_name(b.dtype));
   check_dtype(op, a.dtype, accept);
-  if (compare) return {DType::Bool, a.shape, false};
+  // As lax's comparisons: the bool result is weak when both operands are.
+  if (compare) return {DType::Bool, a.shape, a.weak && b.weak};
   return {a.dtype, a.shape, a.weak && b.weak};
 }
 

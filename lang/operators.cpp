@@ -17,6 +17,22 @@ namespace {
               where);
 }
 
+// JAX's arrays refuse lists, tuples and dicts as operands (TypeError), naming the
+// array's type as Python does: 'ArrayImpl' from the operators jaxlib implements
+// (+, *, ==, !=), 'jaxlib._jax.ArrayImpl' from the others.
+bool rejected_operand(const Value& v) {
+  return v.is_obj(ObjKind::List) || v.is_obj(ObjKind::Tuple) || v.is_obj(ObjKind::Dict);
+}
+
+std::string jax_type_name(const Value& v, bool short_name) {
+  if (!v.is_obj(ObjKind::Array)) return type_name(v);
+  return short_name ? "ArrayImpl" : "jaxlib._jax.ArrayImpl";
+}
+
+[[noreturn]] void rejected(const std::string& msg, const Span& where) {
+  throw Error(ErrCode::Type, msg, where);
+}
+
 int64_t checked(bool overflow, int64_t v, const Span& where) {
   if (overflow)
     throw Error(ErrCode::Value, "integer overflow (pxl integers are 64-bit)", where);
@@ -83,6 +99,13 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
   const char* sym = binop_symbol(op);
   // Arrays: the array namespace decides (broadcasting, promotion, weak types).
   if (a.is_obj(ObjKind::Array) || b.is_obj(ObjKind::Array)) {
+    if (rejected_operand(a) || rejected_operand(b)) {
+      bool short_name = op == BinOpKind::Add || op == BinOpKind::Mul;
+      std::string s = op == BinOpKind::Pow ? "** or pow()" : sym;
+      rejected("unsupported operand type(s) for " + s + ": '" + jax_type_name(a, short_name) +
+                   "' and '" + jax_type_name(b, short_name) + "'",
+               where);
+    }
     if ((!a.is_number() && !is_py_complex(a) && !a.is_obj(ObjKind::Array) &&
          !a.is_obj(ObjKind::List) && !a.is_obj(ObjKind::Tuple)) ||
         (!b.is_number() && !is_py_complex(b) && !b.is_obj(ObjKind::Array) &&
@@ -310,6 +333,18 @@ Value InterpreterImpl::compare(CmpOpKind op, const Value& a, const Value& b, con
         e.set_span_if_missing(where);
         throw;
       }
+    }
+    if (rejected_operand(a) || rejected_operand(b)) {
+      if (op == CmpOpKind::Eq || op == CmpOpKind::Ne) { // the array's __eq__ refuses
+        const Value& arr = a.is_obj(ObjKind::Array) ? a : b;
+        const Value& other = a.is_obj(ObjKind::Array) ? b : a;
+        rejected("unsupported operand type(s) for ==: '" + jax_type_name(arr, true) + "' and '" +
+                     jax_type_name(other, true) + "'",
+                 where);
+      }
+      rejected(std::string("'") + cmpop_symbol(op) + "' not supported between instances of '" +
+                   jax_type_name(a, false) + "' and '" + jax_type_name(b, false) + "'",
+               where);
     }
     if (op == CmpOpKind::Eq) return Value::boolean(false);
     if (op == CmpOpKind::Ne) return Value::boolean(true);

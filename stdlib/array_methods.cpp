@@ -6,6 +6,7 @@
 #include "lang/args.hpp"
 #include "lang/methods.hpp"
 #include "stdlib/convert.hpp"
+#include "stdlib/reduce_api.hpp"
 #include "runtime/platform.hpp"
 #include "stdlib/sharding.hpp"
 
@@ -34,13 +35,8 @@ Value list_rec(const Array& a, size_t dim, int64_t& flat) {
   return make_list(std::move(items));
 }
 
-Value reduction(InterpreterImpl& in, const Tensor& x, CallArgs& a, np::ReduceOp op, const char* name) {
-  ArgReader r(name, a, {"axis", "dtype", "out", "keepdims", "initial", "where"});
-  np::ReduceExtras ex;
-  if (r.has(4) && !r[4].is_none()) ex.initial = in.to_tensor(r[4], Span{});
-  if (r.has(5) && !r[5].is_none()) ex.where = in.to_tensor(r[5], Span{});
-  return make_array(np::reduce(in.ops(), op, x, value_to_axes(r[0], std::string(name) + "() axis"),
-                               r.get_bool(3, false), value_to_dtype(r[1]), ex));
+Value reduction(InterpreterImpl& in, const Tensor& x, CallArgs& a, const char* name) {
+  return call_reduction(in, name, a, x);
 }
 
 // Methods take (self, args); "variadic shape" methods accept x.reshape(2, 3) and x.reshape((2, 3)).
@@ -65,22 +61,15 @@ const std::map<std::string, ArrayMethod>& methods() {
          if (!dt) throw Error(ErrCode::DType, "astype() needs a dtype");
          return make_array(np::astype(in.ops(), x, *dt));
        }},
-      {"sum", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, np::ReduceOp::Sum, "sum"); }},
-      {"mean", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, np::ReduceOp::Mean, "mean"); }},
-      {"max", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, np::ReduceOp::Max, "max"); }},
-      {"min", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, np::ReduceOp::Min, "min"); }},
-      {"prod", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, np::ReduceOp::Prod, "prod"); }},
-      {"any", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, np::ReduceOp::Any, "any"); }},
-      {"all", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, np::ReduceOp::All, "all"); }},
-      {"var", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
-         ArgReader r("var", a, {"axis", "dtype", "out", "ddof", "keepdims"});
-         return make_array(np::var(in.ops(), x, value_to_axes(r[0], "var() axis"), r.get_bool(4, false), static_cast<int>(r.get_int(3, 0))));
-       }},
-      {"std", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
-         ArgReader r("std", a, {"axis", "dtype", "out", "ddof", "keepdims"});
-         Tensor v = np::var(in.ops(), x, value_to_axes(r[0], "std() axis"), r.get_bool(4, false), static_cast<int>(r.get_int(3, 0)));
-         return make_array(np::unary(in.ops(), np::UnOp::Sqrt, v));
-       }},
+      {"sum", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, "sum"); }},
+      {"mean", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, "mean"); }},
+      {"max", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, "max"); }},
+      {"min", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, "min"); }},
+      {"prod", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, "prod"); }},
+      {"any", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, "any"); }},
+      {"all", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, "all"); }},
+      {"var", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, "var"); }},
+      {"std", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, "std"); }},
       {"argmax", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
          ArgReader r("argmax", a, {"axis", "out", "keepdims"});
          std::optional<int> axis;
@@ -94,10 +83,10 @@ const std::map<std::string, ArrayMethod>& methods() {
          return make_array(np::argmin(in.ops(), x, axis, r.get_bool(2, false)));
        }},
       {"cumsum", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
-         ArgReader r("cumsum", a, {"axis"});
+         ArgReader r("cumsum", a, {"axis", "dtype", "out"});
          std::optional<int> axis;
          if (r.has(0) && !r[0].is_none()) axis = static_cast<int>(r.get_int(0));
-         return make_array(np::cumsum(in.ops(), x, axis));
+         return make_array(np::cumsum(in.ops(), x, axis, value_to_dtype(r[1])));
        }},
       {"tolist", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
          ArgReader r("tolist", a, {});
@@ -244,6 +233,60 @@ Value array_to_list(const Array& a) {
   return list_rec(a, 0, flat);
 }
 
+// x.__add__(y), x.__radd__(y), x.__lt__(y), x.__neg__() ...: Python's operators as
+// methods, computed as the operators are (a reflected method swaps the operands).
+bool operator_method(const Value& obj, const std::string& name, Value& out) {
+  static const std::pair<const char*, BinOpKind> bins[] = {
+      {"add", BinOpKind::Add},       {"sub", BinOpKind::Sub},       {"mul", BinOpKind::Mul},
+      {"truediv", BinOpKind::Div},   {"floordiv", BinOpKind::FloorDiv}, {"mod", BinOpKind::Mod},
+      {"pow", BinOpKind::Pow},       {"matmul", BinOpKind::MatMul}, {"and", BinOpKind::BitAnd},
+      {"or", BinOpKind::BitOr},      {"xor", BinOpKind::BitXor},    {"lshift", BinOpKind::LShift},
+      {"rshift", BinOpKind::RShift}};
+  static const std::pair<const char*, CmpOpKind> cmps[] = {
+      {"eq", CmpOpKind::Eq}, {"ne", CmpOpKind::Ne}, {"lt", CmpOpKind::Lt},
+      {"le", CmpOpKind::Le}, {"gt", CmpOpKind::Gt}, {"ge", CmpOpKind::Ge}};
+  static const std::pair<const char*, UnaryOpKind> uns[] = {
+      {"neg", UnaryOpKind::Neg}, {"pos", UnaryOpKind::Pos}, {"invert", UnaryOpKind::Invert}};
+  if (name.size() < 5 || name.compare(0, 2, "__") != 0 || name.compare(name.size() - 2, 2, "__") != 0)
+    return false;
+  std::string core = name.substr(2, name.size() - 4);
+  auto bind = [&](NativeFn fn) {
+    out = Value::object(std::make_shared<BoundMethodObj>(obj, make_builtin(name, std::move(fn))));
+    return true;
+  };
+  for (auto [n, op] : bins) {
+    bool reflected = core == std::string("r") + n;
+    if (core != n && !reflected) continue;
+    BinOpKind k = op;
+    return bind([k, reflected, name](InterpreterImpl& in, CallArgs& a) {
+      ArgReader r(name, a, {"self", "other"}, 2);
+      return reflected ? in.binary_op(k, r[1], r[0], Span{}) : in.binary_op(k, r[0], r[1], Span{});
+    });
+  }
+  for (auto [n, op] : cmps) {
+    if (core != n) continue;
+    CmpOpKind k = op;
+    return bind([k, name](InterpreterImpl& in, CallArgs& a) {
+      ArgReader r(name, a, {"self", "other"}, 2);
+      return in.compare(k, r[0], r[1], Span{});
+    });
+  }
+  for (auto [n, op] : uns) {
+    if (core != n) continue;
+    UnaryOpKind k = op;
+    return bind([k, name](InterpreterImpl& in, CallArgs& a) {
+      ArgReader r(name, a, {"self"}, 1);
+      return in.unary_op(k, r[0], Span{});
+    });
+  }
+  if (core == "abs")
+    return bind([](InterpreterImpl& in, CallArgs& a) {
+      ArgReader r("__abs__", a, {"self"}, 1);
+      return make_array(np::unary(in.ops(), np::UnOp::Abs, in.to_tensor(r[0], Span{})));
+    });
+  return false;
+}
+
 bool array_attr(InterpreterImpl& in, const Value& obj, const std::string& name, Value& out) {
   if (obj.is_obj(ObjKind::AtProxy)) {
     auto* p = obj.as<AtProxyObj>();
@@ -293,6 +336,7 @@ bool array_attr(InterpreterImpl& in, const Value& obj, const std::string& name, 
     return out = device_object(in, id), true;
   }
   if (sharded_array_attr(in, t, name, out)) return true;
+  if (operator_method(obj, name, out)) return true;
   auto it = methods().find(name);
   if (it == methods().end()) {
     // x.view(dtype) is written in pxl: numpy_rest.pxl's _array_view (jnp has no view).

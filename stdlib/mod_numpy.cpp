@@ -6,6 +6,7 @@
 #include "runtime/npy.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/module_builder.hpp"
+#include "stdlib/reduce_api.hpp"
 #include "stdlib/sharding.hpp"
 
 namespace pxl {
@@ -297,22 +298,9 @@ void def_shape(ModuleBuilder& b) {
 }
 
 void def_reductions(ModuleBuilder& b) {
-  static const std::pair<const char*, np::ReduceOp> reds[] = {
-      {"sum", np::ReduceOp::Sum}, {"prod", np::ReduceOp::Prod}, {"max", np::ReduceOp::Max},
-      {"amax", np::ReduceOp::Max}, {"min", np::ReduceOp::Min}, {"amin", np::ReduceOp::Min},
-      {"mean", np::ReduceOp::Mean}, {"any", np::ReduceOp::Any}, {"all", np::ReduceOp::All}};
-  for (auto [name, op] : reds) {
-    np::ReduceOp o = op;
+  for (const char* name : {"sum", "prod", "max", "amax", "min", "amin", "mean", "any", "all", "var", "std"}) {
     std::string n = name;
-    b.fn(n, [n, o](InterpreterImpl& in, CallArgs& a) {
-      ArgReader r(n, a, {"a", "axis", "dtype", "out", "keepdims", "initial", "where"}, 1);
-      Tensor x = T(in, r[0]);
-      np::ReduceExtras ex;
-      if (r.has(5) && !r[5].is_none()) ex.initial = T(in, r[5]);
-      if (r.has(6) && !r[6].is_none()) ex.where = T(in, r[6]);
-      return make_array(np::reduce(in.ops(), o, x, value_to_axes(r[1], n + "() axis"),
-                                   r.get_bool(4, false), value_to_dtype(r[2]), ex));
-    });
+    b.fn(n, [n](InterpreterImpl& in, CallArgs& a) { return call_reduction(in, n, a); });
   }
   auto arg = [](const char* name, bool is_max) {
     return [name, is_max](InterpreterImpl& in, CallArgs& a) {
@@ -324,21 +312,11 @@ void def_reductions(ModuleBuilder& b) {
   };
   b.fn("argmax", arg("argmax", true));
   b.fn("argmin", arg("argmin", false));
-  auto var_std = [](const char* name, bool is_std) {
-    return [name, is_std](InterpreterImpl& in, CallArgs& a) {
-      ArgReader r(name, a, {"a", "axis", "dtype", "out", "ddof", "keepdims"}, 1);
-      Tensor v = np::var(in.ops(), T(in, r[0]), value_to_axes(r[1], std::string(name) + "() axis"),
-                         r.get_bool(5, false), static_cast<int>(r.get_int(4, 0)));
-      return make_array(is_std ? np::unary(in.ops(), np::UnOp::Sqrt, v) : v);
-    };
-  };
-  b.fn("var", var_std("var", false));
-  b.fn("std", var_std("std", true));
   b.fn("cumsum", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("cumsum", a, {"a", "axis", "dtype"}, 1);
-    Tensor x = T(in, r[0]);
-    if (auto dt = value_to_dtype(r[2])) x = np::astype(in.ops(), x, *dt);
-    return make_array(np::cumsum(in.ops(), x, opt_axis(r, 1)));
+    ArgReader r("cumsum", a, {"a", "axis", "dtype", "out"}, 1);
+    if (r.has(3) && !r[3].is_none())
+      throw Error(ErrCode::Unsupported, "The 'out' argument to jnp.cumsum is not supported");
+    return make_array(np::cumsum(in.ops(), T(in, r[0]), opt_axis(r, 1), value_to_dtype(r[2])));
   });
 }
 

@@ -77,16 +77,29 @@ std::vector<Tensor> split_indices(OpContext& cx, const Tensor& x,
 // Sum/Prod of bool or int give int32; Mean of ints gives float32; Any/All give bool.
 // `dtype` (jnp's dtype=): the input is converted to it and so is the result
 // (a sum of int8 with dtype=int8 stays int8 instead of widening).
-// numpy's where= mask (broadcast to x) and initial= value of a reduction.
+// numpy's where= mask (a bool array broadcast to x) and initial= value (a scalar) of
+// a reduction; promote_integers=False keeps a sum or product of narrow integers
+// in their dtype.
 struct ReduceExtras {
   std::optional<Tensor> where, initial;
+  bool promote_integers = true;
 };
 Tensor reduce(OpContext& cx, ReduceOp op, const Tensor& x, const Axes& axes, bool keepdims = false,
               std::optional<DType> dtype = {}, const ReduceExtras& extras = {});
 Tensor argmax(OpContext& cx, const Tensor& x, std::optional<int> axis, bool keepdims = false);
 Tensor argmin(OpContext& cx, const Tensor& x, std::optional<int> axis, bool keepdims = false);
-Tensor var(OpContext& cx, const Tensor& x, const Axes& axes, bool keepdims = false, int ddof = 0);
-Tensor cumsum(OpContext& cx, const Tensor& x, std::optional<int> axis);
+// jnp.var's keywords: `name` is the function named in errors (var, std).
+struct VarOptions {
+  const char* name = "var";
+  std::optional<DType> dtype;
+  std::optional<Tensor> where, mean;
+  double correction = 0;
+};
+Tensor var(OpContext& cx, const Tensor& x, const Axes& axes, bool keepdims = false,
+           const VarOptions& options = {});
+// jnp.cumsum: over the flattened x without axis; dtype= as JAX's (bool: x != 0 counted).
+Tensor cumsum(OpContext& cx, const Tensor& x, std::optional<int> axis,
+              std::optional<DType> dtype = {});
 
 // ---- linear algebra -------------------------------------------------------
 Tensor matmul(OpContext& cx, const Tensor& a, const Tensor& b); // numpy matmul rules, batched

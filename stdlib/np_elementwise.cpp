@@ -199,6 +199,16 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
     break;
   case BinOp::Pow:
     if (p.dtype == DType::Bool) p = {DType::Int32, false};
+    // A known integer exponent makes jnp.power an integer_pow, which refuses
+    // negative powers of integers.
+    if (is_integer(p.dtype) && av(b0).ndim() == 0 && b0->concrete && is_integer(av(b0).dtype) &&
+        b0->concrete->get(0).i < 0) {
+      std::string dims;
+      for (int64_t d : av(a0).shape) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+      throw Error(ErrCode::Type, std::string("Integers cannot be raised to negative powers, got integer_pow(") +
+                                     dtype_name(p.dtype) + "[" + dims + "], " +
+                                     std::to_string(b0->concrete->get(0).i) + ")");
+    }
     break;
   default:
     break;

@@ -31,7 +31,8 @@ Tensor fill(OpContext& cx, const Shape& shape, const Scalar& v, DType dtype, boo
 
 // numpy broadcasting of two shapes; the error names `fn` and both shapes.
 Shape broadcast_shapes(const char* fn, const Shape& a, const Shape& b);
-// A possibly negative axis made non-negative; error names `fn`, the axis and ndim.
+// A possibly negative axis made non-negative; error names `fn` (unless empty, as
+// JAX's reductions), the axis and ndim.
 int64_t norm_axis(const char* fn, int64_t axis, int ndim);
 std::vector<int64_t> norm_axes(const char* fn, const Axes& axes, int ndim);
 

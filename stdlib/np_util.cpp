@@ -92,7 +92,7 @@ Tensor fill(OpContext& cx, const Shape& shape, const Scalar& v, DType dtype, boo
 
 int64_t norm_axis(const char* fn, int64_t axis, int ndim) {
   if (axis < -ndim || axis >= ndim)
-    throw Error(ErrCode::Axis, std::string(fn) + ": axis " + std::to_string(axis) +
+    throw Error(ErrCode::Axis, (*fn ? std::string(fn) + ": axis " : std::string("axis ")) + std::to_string(axis) +
                                    " is out of bounds for array of dimension " +
                                    std::to_string(ndim));
   return axis < 0 ? axis + ndim : axis;
@@ -106,8 +106,9 @@ std::vector<int64_t> norm_axes(const char* fn, const Axes& axes, int ndim) {
   }
   for (int ax : *axes) {
     int64_t a = norm_axis(fn, ax, ndim);
-    if (std::find(out.begin(), out.end(), a) != out.end())
-      throw Error(ErrCode::Axis, std::string(fn) + ": duplicate value in 'axis': " + dims_str(out));
+    if (std::find(out.begin(), out.end(), a) != out.end()) // JAX's message shows the axes as given
+      throw Error(ErrCode::Axis, "duplicate value in 'axis': " +
+                                     dims_str(std::vector<int64_t>(axes->begin(), axes->end())));
     out.push_back(a);
   }
   std::sort(out.begin(), out.end());

@@ -133,7 +133,7 @@ TEST_CASE_METHOD(Fixture, "binary promotion and weak types", "[np]") {
   Tensor h = arr({0.1}, DType::Float16), b = arr({1}, DType::BFloat16);
   CHECK(type(binary(cx, BinOp::Add, h, b)) == "float32(1,)");
   CHECK(type(binary(cx, BinOp::Add, h, py(1.0))) == "float16(1,)");
-  CHECK(type(binary(cx, BinOp::Lt, ar(3), py(1.5))) == "bool(3,)");
+  CHECK(type(binary(cx, BinOp::Lt, ar(3), py(1.5))) == "bool*(3,)"); // weak, as the promoted type
   CHECK(vals(binary(cx, BinOp::Add, bools({true, false}), bools({true, true}))) == V{1, 1});
   CHECK(type(binary(cx, BinOp::Mul, bools({true, false}), bools({true, true}))) == "bool(2,)");
   CHECK(error([&] {
@@ -172,8 +172,9 @@ TEST_CASE_METHOD(Fixture, "integer division and remainder match jnp", "[np]") {
   CHECK(fd[0] == INFINITY);
   CHECK(fd[1] == -INFINITY);
   CHECK(std::isnan(fd[2]));
-  CHECK(vals(binary(cx, BinOp::Pow, arr({1, 2, -1}, DType::Int32), py(int64_t{-1}))) ==
-        V{1, 0, -1});
+  // A known negative integer exponent of integers is refused, as JAX's integer_pow.
+  CHECK_THROWS_WITH(binary(cx, BinOp::Pow, arr({1, 2, -1}, DType::Int32), py(int64_t{-1})),
+                    "Integers cannot be raised to negative powers, got integer_pow(int32[3], -1)");
 }
 
 TEST_CASE_METHOD(Fixture, "unary functions", "[np]") {
@@ -273,14 +274,16 @@ TEST_CASE_METHOD(Fixture, "np reductions", "[np]") {
   CHECK(error([&] { reduce(cx, ReduceOp::Max, zeros(cx, {0}), {}); }).find("zero-size array") !=
         std::string::npos);
   CHECK(error([&] { reduce(cx, ReduceOp::Sum, ones(cx, {3}), std::vector<int>{2}); }) ==
-        "sum: axis 2 is out of bounds for array of dimension 1");
+        "axis 2 is out of bounds for array of dimension 1");
   CHECK(vals(argmax(cx, f32({1, NAN, 3, NAN}), {})) == V{1});
   CHECK(vals(argmax(cx, arr({3, 1, 3}, DType::Int32), {})) == V{0});
   Tensor am = argmax(cx, x, {}, true);
   CHECK(type(am) == "int32(1, 1)");
   CHECK(vals(am) == V{5});
   CHECK(vals(argmin(cx, x, 1)) == V{0, 0});
-  Tensor v = var(cx, arf(6), {}, false, 1);
+  VarOptions ddof1;
+  ddof1.correction = 1;
+  Tensor v = var(cx, arf(6), {}, false, ddof1);
   CHECK(vals(v) == V{3.5});
   CHECK(vals(var(cx, ar(6, {2, 3}), std::vector<int>{1}))[0] == Approx(0.6666666865348816));
   CHECK(type(var(cx, ar(4), {})) == "float32()");
