@@ -174,6 +174,10 @@ struct JitFunction : OpaqueObj {
   std::vector<std::string> static_argnames;
   std::map<std::string, std::shared_ptr<JitEntry>> cache;
   int traces = 0;
+  // Traces that captured values of the enclosing trace are kept too: set for
+  // a function jitted to run several times inside one trace (a scan body,
+  // stdlib/lax_loops.pxl), whose jit object does not outlive that trace.
+  bool keep_captured = false;
 
   std::string type_name() const override { return "PjitFunction"; }
   std::string repr() const override { return "<jitted " + pxl::repr(fn) + ">"; }
@@ -327,7 +331,7 @@ struct JitFunction : OpaqueObj {
       // that trace; it is not kept (the enclosing transformation caches itself).
       bool reusable = true;
       for (const Tensor& c : traced->consts)
-        if (c->trace) reusable = false;
+        if (c->trace && !keep_captured) reusable = false;
       if (reusable) cache[key] = entry;
     }
     if (!run_partitioned(in, *entry, leaves, out_shardings, where, out) &&
@@ -398,6 +402,16 @@ void add_jit(InterpreterImpl& in, Value& jax) {
   Value jit = make_builtin("jit", make_jit);
   jax.as<ModuleObj>()->env->vars["jit"] = jit;
   in.define_builtin("jit", jit);
+  // jax._jit_within_trace(f): jit(f) for repeated calls inside one trace
+  // (JitFunction::keep_captured), so that f is traced once there.
+  jax.as<ModuleObj>()->env->vars["_jit_within_trace"] =
+      make_builtin("_jit_within_trace", [](InterpreterImpl&, CallArgs& a) {
+        ArgReader r("_jit_within_trace", a, {"fun"}, 1);
+        auto j = std::make_shared<JitFunction>();
+        j->fn = r[0];
+        j->keep_captured = true;
+        return Value::object(j);
+      });
 }
 
 } // namespace pxl
