@@ -361,8 +361,10 @@ void InterpreterImpl::set_item(const Value& obj, const Value& index, const Value
   }
   if (obj.is_obj(ObjKind::Array))
     throw Error(ErrCode::Type,
-                "JAX arrays are immutable and do not support item assignment",
-                where, "use x = x.at[idx].set(value)");
+                "JAX arrays are immutable and do not support in-place item assignment. Instead of "
+                "x[idx] = y, use x = x.at[idx].set(y) or another .at[] method: "
+                "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html",
+                where);
   throw Error(ErrCode::Type, "'" + type_name(obj) + "' object does not support item assignment",
               where);
 }

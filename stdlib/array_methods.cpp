@@ -6,6 +6,8 @@
 #include "lang/args.hpp"
 #include "lang/methods.hpp"
 #include "stdlib/convert.hpp"
+#include "stdlib/np_index.hpp"
+#include "stdlib/np_internal.hpp"
 #include "stdlib/reduce_api.hpp"
 #include "runtime/platform.hpp"
 #include "stdlib/sharding.hpp"
@@ -181,10 +183,35 @@ const char* const kDelegated[] = {"argsort", "sort",   "take",   "nonzero",     
                                   "diagonal", "ptp",   "cumprod", "repeat", "searchsorted",
                                   "choose", "argpartition"};
 
+// x.at[idx].apply(func): func applied to each indexed element once per time the
+// index reaches it (XLA's scatter applies it per update, as numpy's ufunc.at).
+Value at_apply(InterpreterImpl& in, const Tensor& x, const std::vector<np::IndexItem>& items,
+               const Value& func, const np::IndexOptions& opts) {
+  OpContext& cx = in.ops();
+  Tensor counts = np::index_counts(cx, x, items, opts);
+  int64_t rounds;
+  if (!counts->trace) {
+    rounds = 0;
+    const Array& c = cx.concrete(counts);
+    for (int64_t i = 0; i < c.size(); ++i) rounds = std::max<int64_t>(rounds, c.get(i).i);
+  } else { // at most once per update
+    rounds = np::index_clamped(cx, x, items, opts.wrap_negative)->aval.size();
+  }
+  Tensor y = x;
+  for (int64_t t = 0; t < rounds; ++t) {
+    Tensor fy = in.to_tensor(in.call(func, ValueList{make_array(y)}, Span{}), Span{});
+    fy = np::detail::convert(cx, fy, x->aval.dtype, x->aval.weak);
+    Tensor hit = np::binary(cx, np::BinOp::Gt, counts, np::scalar(cx, Scalar::of_int(t), DType::Int32, false));
+    y = np::where(cx, hit, fy, y);
+  }
+  return make_array(y);
+}
+
 Value at_method(InterpreterImpl& in, const AtProxyObj& p, const std::string& name, CallArgs& a) {
   static const std::map<std::string, np::UpdateMode> modes = {
-      {"set", np::UpdateMode::Set}, {"add", np::UpdateMode::Add}, {"multiply", np::UpdateMode::Mul},
-      {"mul", np::UpdateMode::Mul}, {"min", np::UpdateMode::Min}, {"max", np::UpdateMode::Max}};
+      {"set", np::UpdateMode::Set}, {"add", np::UpdateMode::Add}, {"subtract", np::UpdateMode::Add},
+      {"multiply", np::UpdateMode::Mul}, {"mul", np::UpdateMode::Mul}, {"min", np::UpdateMode::Min},
+      {"max", np::UpdateMode::Max}};
   const Tensor& x = p.array.as<ArrayObj>()->tensor;
   // JAX's GatherScatterMode: None, "fill" and "drop" are FILL_OR_DROP; "clip" clamps
   // indices into range; "promise_in_bounds" clamps a gather and drops a scatter's.
@@ -195,35 +222,55 @@ Value at_method(InterpreterImpl& in, const AtProxyObj& p, const std::string& nam
       throw Error(ErrCode::Value, "Unknown gather mode \"" + m + "\"");
     return m;
   };
+  auto items = [&] { return to_index_items(in, p.index, Span{}); };
   if (name == "get") {
-    ArgReader r("get", a, {"indices_are_sorted", "unique_indices", "mode", "fill_value"});
+    ArgReader r("get", a, {"indices_are_sorted", "unique_indices", "mode", "fill_value",
+                           "out_sharding", "wrap_negative_indices"});
     std::string mode = mode_of(r, 2);
-    if (mode != "fill" && mode != "drop") return array_get_item(in, p.array, p.index, Span{});
+    bool wrap = r.get_bool(5, true);
+    if (mode != "fill" && mode != "drop")
+      return make_array(np::index_clamped(in.ops(), x, items(), wrap));
     Tensor fill;
     if (r.has(3) && !r[3].is_none()) {
       fill = in.to_tensor(r[3], Span{});
+      if (!fill->aval.shape.empty())
+        throw Error(ErrCode::Value, "fill_value argument to indexed get() must be a scalar");
     } else { // NaN, the lowest signed, the highest unsigned integer, True
       DType dt = x->aval.dtype;
-      Scalar f = is_floating(dt)      ? Scalar::of_float(std::nan(""))
-                 : dt == DType::Bool     ? Scalar::of_bool(true)
-                 : is_unsigned_int(dt)   ? Scalar::of_int(int_max(dt))
-                                         : Scalar::of_int(int_min(dt));
+      Scalar f = is_floating(dt) || is_complex(dt) ? Scalar::of_float(std::nan(""))
+                 : dt == DType::Bool                ? Scalar::of_bool(true)
+                 : is_unsigned_int(dt)              ? Scalar::of_int(int_max(dt))
+                                                    : Scalar::of_int(int_min(dt));
       fill = np::scalar(in.ops(), f, dt, false);
     }
-    return make_array(np::index_fill(in.ops(), x, to_index_items(in, p.index, Span{}), fill));
+    return make_array(np::index_fill(in.ops(), x, items(), fill, wrap));
   }
-  ArgReader r(name, a, {"values", "indices_are_sorted", "unique_indices", "mode"}, 1);
-  Tensor v = in.to_tensor(r[0], Span{});
-  bool clip = mode_of(r, 3) == "clip";
+  np::IndexOptions opts;
+  if (name == "apply") {
+    ArgReader r("apply", a, {"func", "indices_are_sorted", "unique_indices", "mode",
+                             "wrap_negative_indices"}, 1);
+    opts.clip = mode_of(r, 3) == "clip";
+    opts.wrap_negative = r.get_bool(4, true);
+    return at_apply(in, x, items(), r[0], opts);
+  }
+  ArgReader r(name, a, {"values", "indices_are_sorted", "unique_indices", "mode",
+                        "wrap_negative_indices", "out_sharding"}, 1);
+  opts.clip = mode_of(r, 3) == "clip";
+  opts.wrap_negative = r.get_bool(4, true);
+  // As JAX: a Python int that fits x's integer dtype is taken in that dtype
+  // (a uint32 array's .set(2**32 - 1)).
+  Tensor v = r[0].is_int() && is_integer(x->aval.dtype) && x->aval.dtype != DType::Bool &&
+                     r[0].i >= int_min(x->aval.dtype) && r[0].i <= int_max(x->aval.dtype)
+                 ? np::scalar(in.ops(), Scalar::of_int(r[0].i), x->aval.dtype, false)
+                 : in.to_tensor(r[0], Span{});
+  if (name == "subtract") v = np::unary(in.ops(), np::UnOp::Neg, v);
   if (name == "divide" || name == "power") {
     // As JAX: x / (ones.at[idx].multiply(v)), x ** (ones.at[idx].multiply(v)).
     Tensor ones = np::full_like(in.ops(), x, Scalar::of_int(1));
-    Tensor f = np::index_update(in.ops(), ones, to_index_items(in, p.index, Span{}), v,
-                                np::UpdateMode::Mul, clip);
+    Tensor f = np::index_update(in.ops(), ones, items(), v, np::UpdateMode::Mul, opts);
     return make_array(np::binary(in.ops(), name == "divide" ? np::BinOp::TrueDiv : np::BinOp::Pow, x, f));
   }
-  return make_array(np::index_update(in.ops(), x, to_index_items(in, p.index, Span{}), v,
-                                     modes.at(name), clip));
+  return make_array(np::index_update(in.ops(), x, items(), v, modes.at(name), opts));
 }
 
 } // namespace
@@ -290,7 +337,8 @@ bool operator_method(const Value& obj, const std::string& name, Value& out) {
 bool array_attr(InterpreterImpl& in, const Value& obj, const std::string& name, Value& out) {
   if (obj.is_obj(ObjKind::AtProxy)) {
     auto* p = obj.as<AtProxyObj>();
-    static const char* names[] = {"set", "add", "multiply", "mul", "min", "max", "divide", "power", "get"};
+    static const char* names[] = {"set", "add", "subtract", "multiply", "mul", "min", "max",
+                                  "divide", "power", "get", "apply"};
     if (!p->has_index || std::find(std::begin(names), std::end(names), name) == std::end(names))
       return false;
     out = Value::object(std::make_shared<BoundMethodObj>(

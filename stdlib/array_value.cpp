@@ -79,15 +79,73 @@ Tensor InterpreterImpl::to_tensor(const Value& v, const Span& where, std::option
   throw Error(ErrCode::Type, "cannot convert a " + type_name(v) + " value to an array", where);
 }
 
+// JAX's text for an index of the wrong type.
+[[noreturn]] static void bad_index_type(const std::string& dtype, const Span& where) {
+  throw Error(ErrCode::Type, "Indexer must have integer or boolean type, got indexer with type " + dtype,
+              where);
+}
+
+// A slice entry: None, an int, or a concrete 0-d integer array; a traced one is
+// JAX's "Slice entries must be static integers" IndexError.
+static std::optional<int64_t> slice_entry(InterpreterImpl& in, const Value& v, const Value& slice,
+                                          size_t position, const Span& where) {
+  if (v.is_none()) return std::nullopt;
+  if (v.is_obj(ObjKind::Array)) {
+    const Tensor& t = v.as<ArrayObj>()->tensor;
+    if (t->trace) {
+      auto entry = [](const Value& e) {
+        if (!e.is_obj(ObjKind::Array) || !e.as<ArrayObj>()->tensor->trace) return repr(e);
+        const AVal& a = e.as<ArrayObj>()->tensor->aval;
+        std::string type = std::string(a.weak ? "~" : "") + dtype_name(a.dtype) + "[";
+        for (size_t i = 0; i < a.shape.size(); ++i) type += (i ? "," : "") + std::to_string(a.shape[i]);
+        return "JitTracer(" + type + "])";
+      };
+      auto* s = slice.as<SliceObj>();
+      throw Error(ErrCode::ArrayIndex,
+                  "Slice entries must be static integers. Got slice(" + entry(s->start) + ", " +
+                      entry(s->stop) + ", " + entry(s->step) + ") at position " + std::to_string(position),
+                  where);
+    }
+    if (t->aval.shape.empty() && is_integer(t->aval.dtype)) return in.ops().concrete(t).get(0).i;
+  }
+  return value_to_int(v, "slice index");
+}
+
+// JAX's eliminate_deprecated_list_indexing: a list as the whole index is a
+// TypeError whose advice depends on whether it looks like a tuple of indices.
+[[noreturn]] static void list_index_error(const Value& list, const Span& where) {
+  bool tuple_like = false;
+  for (const Value& e : list.as<ListObj>()->items)
+    tuple_like = tuple_like || sequence_items(e) || e.is_none() || e.is_obj(ObjKind::Slice) ||
+                 e.is_obj(ObjKind::Ellipsis) ||
+                 (e.is_obj(ObjKind::Array) && !e.as<ArrayObj>()->tensor->aval.shape.empty());
+  throw Error(ErrCode::Type,
+              std::string("Using a non-tuple sequence for multidimensional indexing is not allowed; "
+                          "use `arr[") +
+                  (tuple_like ? "tuple" : "array") +
+                  "(seq)]` instead of `arr[seq]`. See https://github.com/jax-ml/jax/issues/4564 "
+                  "for more information.",
+              where);
+}
+
 // Python index value -> numpy index items.
 std::vector<np::IndexItem> to_index_items(InterpreterImpl& in, const Value& index, const Span& where) {
   std::vector<np::IndexItem> items;
   // A list inside a tuple index is an index array (x[0, [1, 2]]), as in JAX; only a
   // list as the whole index is the non-tuple-sequence error.
-  auto one = [&](const Value& v0, bool in_tuple) {
+  auto one = [&](const Value& v0, bool in_tuple, size_t position) {
     np::IndexItem it;
-    Value v = in_tuple && v0.is_obj(ObjKind::List) ? make_array(in.to_tensor(v0, where)) : v0;
-    if (v.is_intlike()) {
+    Value v = v0;
+    if (in_tuple && (v0.is_obj(ObjKind::List) || v0.is_obj(ObjKind::Tuple))) {
+      // An empty sequence is an empty integer index (numpy's would be float).
+      v = make_array(sequence_items(v0)->empty()
+                         ? np::from_host(in.ops(), {}, Shape{0}, DType::Int32)
+                         : in.to_tensor(v0, where));
+    }
+    if (v.is_bool()) { // a scalar boolean: a new axis of size 1 or 0
+      it.kind = np::IndexItem::Kind::Array;
+      it.array = np::scalar(in.ops(), Scalar::of_bool(v.b), DType::Bool, false);
+    } else if (v.is_intlike()) {
       it.kind = np::IndexItem::Kind::Int;
       it.index = v.as_int();
     } else if (v.is_none()) {
@@ -97,21 +155,16 @@ std::vector<np::IndexItem> to_index_items(InterpreterImpl& in, const Value& inde
     } else if (v.is_obj(ObjKind::Slice)) {
       auto* s = v.as<SliceObj>();
       it.kind = np::IndexItem::Kind::Slice;
-      if (!s->start.is_none()) it.start = value_to_int(s->start, "slice index");
-      if (!s->stop.is_none()) it.stop = value_to_int(s->stop, "slice index");
-      if (!s->step.is_none()) it.step = value_to_int(s->step, "slice step");
+      it.start = slice_entry(in, s->start, v, position, where);
+      it.stop = slice_entry(in, s->stop, v, position, where);
+      it.step = slice_entry(in, s->step, v, position, where);
       if (it.step && *it.step == 0) throw Error(ErrCode::Value, "slice step cannot be zero", where);
     } else if (v.is_obj(ObjKind::List)) {
-      throw Error(ErrCode::Type,
-                  "using a non-tuple sequence for multidimensional indexing is not allowed",
-                  where, "use arr[jnp.array(seq)] instead of arr[seq]");
+      list_index_error(v, where);
     } else if (v.is_obj(ObjKind::Array)) {
       Tensor t = in.to_tensor(v, where);
-      if (is_floating(t->aval.dtype))
-        throw Error(ErrCode::Type,
-                    "indices must be integers or booleans, not an array of " +
-                        std::string(dtype_name(t->aval.dtype)),
-                    where);
+      if (is_floating(t->aval.dtype) || is_complex(t->aval.dtype))
+        bad_index_type(dtype_name(t->aval.dtype), where);
       // A traced 0-d index (under vmap/jit) gathers like a 0-d index array.
       if (t->aval.shape.empty() && t->aval.dtype != DType::Bool && !t->trace) {
         it.kind = np::IndexItem::Kind::Int;
@@ -120,18 +173,26 @@ std::vector<np::IndexItem> to_index_items(InterpreterImpl& in, const Value& inde
         it.kind = np::IndexItem::Kind::Array;
         it.array = t;
       }
+    } else if (v.is_float()) {
+      bad_index_type("float64", where);
+    } else if (v.is_obj(ObjKind::Complex)) {
+      bad_index_type("complex128", where);
+    } else if (v.is_obj(ObjKind::Str)) {
+      throw Error(ErrCode::Type, "JAX does not support string indexing; got idx=" + repr(v), where);
     } else {
-      throw Error(ErrCode::Type,
-                  "array indices must be integers, slices, None, ..., or integer arrays, not " +
-                      type_name(v),
+      throw Error(ErrCode::ArrayIndex,
+                  "only integers, slices (`:`), ellipsis (`...`), newaxis (`None`) and integer or "
+                  "boolean arrays are valid indices. Got " + str(v),
                   where);
     }
     items.push_back(std::move(it));
   };
-  if (index.is_obj(ObjKind::Tuple))
-    for (const Value& v : index.as<TupleObj>()->items) one(v, true);
-  else
-    one(index, false);
+  if (index.is_obj(ObjKind::Tuple)) {
+    const ValueList& parts = index.as<TupleObj>()->items;
+    for (size_t i = 0; i < parts.size(); ++i) one(parts[i], true, i);
+  } else {
+    one(index, false, 0);
+  }
   return items;
 }
 

@@ -622,7 +622,8 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
     case ScatterMode::Max: {
       Tensor won = b.eq(upd, take(b, y, idx, at.axis));
       return {b.select(b.eq(x, y), g, b.zeros(g)), nullptr,
-              taken(b.select(won, take(b, g, idx, at.axis), b.zeros(upd)))};
+              mask_dropped(b, b.select(won, take(b, g, idx, at.axis), b.zeros(upd)), idx,
+                           at.axis, dim)};
     }
     }
     return out;

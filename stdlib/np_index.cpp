@@ -3,6 +3,7 @@
 // updates index an iota of flat positions the same way and scatter into them.
 #include <algorithm>
 
+#include "stdlib/np_index.hpp"
 #include "stdlib/np_internal.hpp"
 #include "stdlib/sharding.hpp"
 #include "stdlib/sharding_rules.hpp"
@@ -23,19 +24,37 @@ IndexItem full_slice() {
   return it;
 }
 
+IndexItem array_item(const Tensor& t) {
+  IndexItem it;
+  it.kind = Kind::Array;
+  it.array = t;
+  return it;
+}
+
+bool is_mask(const IndexItem& it) { return it.kind == Kind::Array && av(it.array).dtype == DType::Bool; }
+// A 0-d boolean (x[True], x[..., np.array(False)]): a new axis of size 1 that an
+// index array arange(b) then indexes, as JAX's expand_scalar_bool_indices.
+bool is_scalar_bool(const IndexItem& it) { return is_mask(it) && av(it.array).ndim() == 0; }
+
 int consumed(const IndexItem& it) {
   switch (it.kind) {
   case Kind::Int:
   case Kind::Slice:
     return 1;
   case Kind::Array:
-    return av(it.array).dtype == DType::Bool ? av(it.array).ndim() : 1;
+    return is_mask(it) ? av(it.array).ndim() : 1;
   case Kind::Ellipsis:
   case Kind::NewAxis:
     return 0;
   }
   return 0;
 }
+
+// A `...` of no width between advanced indices still separates them (numpy
+// then puts the broadcast index dims first): it becomes a size-1 new axis that
+// index_clamped drops again, marked by its `index`.
+constexpr int64_t kSeparator = 1;
+bool is_separator(const IndexItem& it) { return it.kind == Kind::NewAxis && it.index == kSeparator; }
 
 // Replaces `...` (or the implicit trailing one) by full slices.
 std::vector<IndexItem> expand_ellipsis(const std::vector<IndexItem>& items, int ndim) {
@@ -46,41 +65,89 @@ std::vector<IndexItem> expand_ellipsis(const std::vector<IndexItem>& items, int 
   }
   if (ellipses > 1) index_error("an index can only have a single ellipsis ('...')");
   if (used > ndim)
-    index_error("too many indices for array: array is " + std::to_string(ndim) +
-                "-dimensional, but " + std::to_string(used) + " were indexed");
+    index_error("Too many indices: array is " + std::to_string(ndim) + "-dimensional, but " +
+                std::to_string(used) + " were indexed");
+  auto advanced = [](const IndexItem& it) { return it.kind == Kind::Array || it.kind == Kind::Int; };
+  bool any_array = std::any_of(items.begin(), items.end(),
+                               [](const IndexItem& it) { return it.kind == Kind::Array; });
   std::vector<IndexItem> out;
-  for (const IndexItem& it : items) {
-    if (it.kind != Kind::Ellipsis)
+  for (size_t i = 0; i < items.size(); ++i) {
+    const IndexItem& it = items[i];
+    if (it.kind != Kind::Ellipsis) {
       out.push_back(it);
-    else
+    } else if (ndim > used) {
       out.insert(out.end(), static_cast<size_t>(ndim - used), full_slice());
+    } else if (any_array && std::any_of(items.begin(), items.begin() + static_cast<long>(i), advanced) &&
+               std::any_of(items.begin() + static_cast<long>(i) + 1, items.end(), advanced)) {
+      IndexItem sep;
+      sep.kind = Kind::NewAxis;
+      sep.index = kSeparator;
+      out.push_back(sep);
+    }
   }
   if (!ellipses) out.insert(out.end(), static_cast<size_t>(ndim - used), full_slice());
   return out;
 }
 
-// Boolean masks become one int32 index array per mask dimension (their nonzero
-// coordinates); this needs the mask's value, so masks only work eagerly (as in JAX).
-std::vector<IndexItem> expand_masks(OpContext& cx, const std::vector<IndexItem>& items,
-                                    const Shape& shape) {
-  std::vector<IndexItem> out;
+// The host value of a boolean index, or JAX's NonConcreteBooleanIndexError.
+const Array& concrete_mask(OpContext& cx, const Tensor& m) {
+  try {
+    return cx.concrete(m);
+  } catch (const Error& e) {
+    if (e.code() != ErrCode::ConcreteValue) throw;
+    std::string type = dtype_name(av(m).dtype) + std::string("[");
+    for (size_t i = 0; i < av(m).shape.size(); ++i)
+      type += (i ? "," : "") + std::to_string(av(m).shape[i]);
+    throw Error(ErrCode::ConcreteValue,
+                "Array boolean indices must be concrete; got " + type +
+                    "]\n\nSee https://docs.jax.dev/en/latest/errors.html"
+                    "#jax.errors.NonConcreteBooleanIndexError");
+  }
+}
+
+// Checks each boolean mask of the user's index against the axes it covers
+// (JAX's message numbers the entry of the index tuple); a mask axis of size 0
+// matches any axis, as in JAX.
+void check_masks(OpContext& cx, const std::vector<IndexItem>& items, const Shape& shape) {
+  int used = 0;
+  for (const IndexItem& it : items) used += consumed(it);
   size_t dim = 0;
-  for (const IndexItem& it : items) {
-    if (it.kind != Kind::Array || av(it.array).dtype != DType::Bool) {
-      out.push_back(it);
-      dim += static_cast<size_t>(consumed(it));
+  for (size_t pos = 0; pos < items.size(); ++pos) {
+    const IndexItem& it = items[pos];
+    if (it.kind == Kind::Ellipsis) {
+      dim += static_cast<size_t>(std::max<int64_t>(static_cast<int64_t>(shape.size()) - used, 0));
       continue;
     }
-    const Array& m = cx.concrete(it.array);
-    if (m.ndim() == 0)
-      throw Error(ErrCode::Unsupported, "indexing with a 0-d boolean is not supported");
-    for (int k = 0; k < m.ndim(); ++k)
-      if (m.shape()[static_cast<size_t>(k)] != shape[dim + static_cast<size_t>(k)])
-        index_error("boolean index did not match indexed array along axis " +
-                    std::to_string(dim + static_cast<size_t>(k)) + "; size of axis is " +
-                    std::to_string(shape[dim + static_cast<size_t>(k)]) +
-                    " but size of corresponding boolean axis is " +
-                    std::to_string(m.shape()[static_cast<size_t>(k)]));
+    if (is_mask(it)) {
+      concrete_mask(cx, it.array);
+      const Shape& ms = av(it.array).shape;
+      bool ok = true;
+      std::string want = "[";
+      for (size_t k = 0; k < ms.size(); ++k) {
+        int64_t n = shape[dim + k];
+        want += (k ? ", " : "") + std::to_string(n);
+        ok = ok && (ms[k] == 0 || ms[k] == n);
+      }
+      if (!ok)
+        index_error("boolean index did not match shape of indexed array in index " +
+                    std::to_string(pos) + ": got " + shape_str(ms) + ", expected " + want + "]");
+    }
+    dim += static_cast<size_t>(consumed(it));
+  }
+}
+
+// Boolean masks become one int32 index array per mask dimension (their nonzero
+// coordinates); this needs the mask's value, so masks only work eagerly (as in JAX).
+// 0-d booleans stay (index_clamped gives them their axis).
+std::vector<IndexItem> expand_masks(OpContext& cx, const std::vector<IndexItem>& items) {
+  std::vector<IndexItem> out;
+  for (const IndexItem& it : items) {
+    if (!is_mask(it) || is_scalar_bool(it)) {
+      if (is_scalar_bool(it)) concrete_mask(cx, it.array);
+      out.push_back(it);
+      continue;
+    }
+    const Array& m = concrete_mask(cx, it.array);
     int64_t count = 0;
     for (int64_t i = 0; i < m.size(); ++i) count += m.get(i).i != 0;
     std::vector<Array> coords;
@@ -97,22 +164,16 @@ std::vector<IndexItem> expand_masks(OpContext& cx, const std::vector<IndexItem>&
             j, Scalar::of_int(i / st[static_cast<size_t>(k)] % m.shape()[static_cast<size_t>(k)]));
       ++j;
     }
-    for (Array& c : coords) {
-      IndexItem a;
-      a.kind = Kind::Array;
-      a.array = cx.constant(std::move(c));
-      out.push_back(a);
-    }
-    dim += static_cast<size_t>(m.ndim());
+    for (Array& c : coords) out.push_back(array_item(cx.constant(std::move(c))));
   }
   return out;
 }
 
-int64_t checked_int(int64_t i, int64_t axis, int64_t n) {
-  if (i < -n || i >= n)
-    index_error("index " + std::to_string(i) + " is out of bounds for axis " +
-                std::to_string(axis) + " with size " + std::to_string(n));
-  return i < 0 ? i + n : i;
+std::vector<IndexItem> normalize(OpContext& cx, const std::vector<IndexItem>& items0,
+                                 const Shape& shape) {
+  std::vector<IndexItem> items = expand_ellipsis(items0, static_cast<int>(shape.size()));
+  check_masks(cx, items0, shape);
+  return expand_masks(cx, items);
 }
 
 // Python slice semantics: (first element, count, step).
@@ -143,30 +204,39 @@ SliceRange resolve(const IndexItem& it, int64_t n) {
 
 // Integer index arrays (already one per dim of y at `dims`) gathered with one take.
 Tensor gather(OpContext& cx, const Tensor& y, const std::vector<int64_t>& dims,
-              std::vector<Tensor> idx) {
+              std::vector<Tensor> idx, bool wrap_negative, const std::vector<int64_t>& x_axis) {
   const Shape& ys = av(y).shape;
+  // An empty axis has nothing to gather (JAX's errors: a scalar index's, the gather's).
+  for (size_t j = 0; j < idx.size(); ++j) {
+    if (ys[static_cast<size_t>(dims[j])] != 0 || av(idx[j]).size() == 0) continue;
+    std::string axis = std::to_string(x_axis[static_cast<size_t>(dims[j])]);
+    if (av(idx[j]).ndim() == 0) index_error("index is out of bounds for axis " + axis + " with size 0");
+    throw Error(ErrCode::Type, "Slice size at index " + axis +
+                                   " in gather op is out of range, must be within [0, 0 + 1), got 1.");
+  }
   Shape b = av(idx[0]).shape;
   for (size_t j = 1; j < idx.size(); ++j) {
     try {
       b = broadcast_shapes("index", b, av(idx[j]).shape);
     } catch (const Error&) {
       std::string shapes;
-      for (const Tensor& t : idx) shapes += " " + shape_str(av(t).shape);
-      index_error("shape mismatch: indexing arrays could not be broadcast together with shapes" +
-                  shapes);
+      for (const Tensor& t : idx) shapes += (shapes.empty() ? "" : ", ") + shape_str(av(t).shape);
+      throw Error(ErrCode::Value, "Incompatible shapes for broadcasting: shapes=[" + shapes + "]");
     }
   }
   // Negative indices count from the end; out-of-range ones are clamped (JAX's gather).
   for (size_t j = 0; j < idx.size(); ++j) {
     Tensor t = idx[j];
     if (!is_integer(av(t).dtype))
-      throw Error(ErrCode::DType, std::string("indexer must be an integer or boolean array, got ") +
-                                      dtype_name(av(t).dtype));
+      throw Error(ErrCode::Type,
+                  std::string("Indexer must have integer or boolean type, got indexer with type ") +
+                      dtype_name(av(t).dtype));
     t = convert(cx, t, DType::Int32, false);
     int64_t n = ys[static_cast<size_t>(dims[j])];
     Tensor nn = scalar(cx, Scalar::of_int(n));
-    t = where(cx, binary(cx, BinOp::Lt, t, scalar(cx, Scalar::of_int(0))),
-              binary(cx, BinOp::Add, t, nn), t);
+    if (wrap_negative)
+      t = where(cx, binary(cx, BinOp::Lt, t, scalar(cx, Scalar::of_int(0))),
+                binary(cx, BinOp::Add, t, nn), t);
     t = clip(cx, t, scalar(cx, Scalar::of_int(0)),
              scalar(cx, Scalar::of_int(std::max<int64_t>(n - 1, 0))));
     idx[j] = broadcast(cx, convert(cx, t, DType::Int32, false), b, "index");
@@ -208,6 +278,55 @@ Tensor gather(OpContext& cx, const Tensor& y, const std::vector<int64_t>& dims,
   return transpose_to(cx, r, back);
 }
 
+// JAX's "fill or drop" indexing: `x` with one more element (`fill`, a 0-d
+// tensor of x's dtype) at the end of every dimension an index can leave, and
+// `items` with each out-of-range entry (a static int or an index array's;
+// negative ones from -n count from the end first when wrapping) pointing at it.
+// Indexing the result reads `fill` where an index was out of range.
+std::pair<Tensor, std::vector<IndexItem>> route_out_of_range(OpContext& cx, const Tensor& x,
+                                                             const std::vector<IndexItem>& items0,
+                                                             const Tensor& fill, bool wrap) {
+  std::vector<IndexItem> items = normalize(cx, items0, av(x).shape);
+  OpAttrs pad;
+  pad.lo.assign(av(x).shape.size(), 0);
+  pad.hi.assign(av(x).shape.size(), 0);
+  pad.interior.assign(av(x).shape.size(), 0);
+  size_t d = 0;
+  bool any = false;
+  for (IndexItem& it : items) {
+    if (it.kind == Kind::NewAxis || is_scalar_bool(it)) continue;
+    int64_t n = av(x).shape[d];
+    if (it.kind == Kind::Int) {
+      if (n == 0) index_error("index is out of bounds for axis " + std::to_string(d) + " with size 0");
+      int64_t k = wrap && it.index < 0 ? it.index + n : it.index;
+      if (k >= 0 && k < n) {
+        it.index = k;
+      } else {
+        it = array_item(scalar(cx, Scalar::of_int(n), DType::Int32, false));
+        any = true;
+        pad.hi[d] = 1;
+      }
+    } else if (it.kind == Kind::Array) {
+      any = true;
+      if (!is_integer(av(it.array).dtype))
+        throw Error(ErrCode::Type,
+                    std::string("Indexer must have integer or boolean type, got indexer with type ") +
+                        dtype_name(av(it.array).dtype));
+      Tensor t = convert(cx, it.array, DType::Int32, false);
+      Tensor nn = scalar(cx, Scalar::of_int(n), DType::Int32, false);
+      Tensor zero = scalar(cx, Scalar::of_int(0), DType::Int32, false);
+      Tensor wrapped = wrap ? where(cx, binary(cx, BinOp::Lt, t, zero), binary(cx, BinOp::Add, t, nn), t) : t;
+      Tensor inside = binary(cx, BinOp::BitAnd, binary(cx, BinOp::Ge, wrapped, zero),
+                             binary(cx, BinOp::Lt, wrapped, nn));
+      it.array = where(cx, inside, wrapped, nn);
+      pad.hi[d] = 1;
+    }
+    ++d;
+  }
+  if (!any) return {x, items}; // nothing can be out of range
+  return {bind(cx, Op::Pad, pad, {x, fill}), items};
+}
+
 // Over Explicit mesh axes JAX updates with a scatter, whose sharding rule
 // cannot type a result written into part of a split dimension. What
 // x.at[items] touches: whether it indexes into a split dimension, the shape of
@@ -228,6 +347,7 @@ SplitIndex split_index(const Tensor& x, const DimSpec& spec, const std::vector<I
   r.updates = av(x);
   r.updates.shape.clear();
   for (const IndexItem& it : items) {
+    if (is_separator(it)) continue;
     int n = consumed(it);
     bool touched = it.kind == Kind::Int || it.kind == Kind::Array;
     if (it.kind == Kind::Slice) {
@@ -254,17 +374,26 @@ SplitIndex split_index(const Tensor& x, const DimSpec& spec, const std::vector<I
 
 } // namespace
 
-Tensor index(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items0) {
-  std::vector<IndexItem> items = expand_ellipsis(items0, av(x).ndim());
-  items = expand_masks(cx, items, av(x).shape);
+Tensor index_clamped(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items0,
+                     bool wrap_negative) {
+  std::vector<IndexItem> items = normalize(cx, items0, av(x).shape);
 
-  // None: insert size-1 dims, indexed by a full slice.
+  // None: insert size-1 dims, indexed by a full slice; a 0-d boolean also
+  // inserts one, indexed by arange(0) or arange(1).
   Shape with_new;
+  std::vector<int64_t> x_axis; // each item's axis of x (for errors)
   size_t d = 0;
+  int64_t separator = -1;
   for (IndexItem& it : items) {
+    x_axis.push_back(static_cast<int64_t>(d));
+    if (is_separator(it)) separator = static_cast<int64_t>(with_new.size());
     if (it.kind == Kind::NewAxis) {
       with_new.push_back(1);
       it = full_slice();
+    } else if (is_scalar_bool(it)) {
+      with_new.push_back(1);
+      int64_t b = cx.concrete(it.array).get(0).i != 0;
+      it = array_item(iota(cx, DType::Int32, {b}, 0));
     } else {
       with_new.push_back(av(x).shape[d++]);
     }
@@ -284,7 +413,13 @@ Tensor index(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items
     int64_t n = s[i], start = 0, limit = n, stride = 1;
     switch (it.kind) {
     case Kind::Int: {
-      int64_t k = checked_int(it.index, static_cast<int64_t>(i), n);
+      // JAX clamps a static index into range (after wrapping negative ones) as
+      // its gather does; only an empty axis has nothing to read.
+      if (n == 0)
+        index_error("index is out of bounds for axis " + std::to_string(x_axis[i]) +
+                    " with size 0");
+      int64_t k = wrap_negative && it.index < 0 ? it.index + n : it.index;
+      k = std::clamp<int64_t>(k, 0, n - 1);
       if (advanced) { // numpy: an int among index arrays acts as a 0-d index array
         adv_dims.push_back(static_cast<int64_t>(i));
         adv.push_back(scalar(cx, Scalar::of_int(k), DType::Int32, false));
@@ -330,52 +465,35 @@ Tensor index(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items
   }
   y = reshape_to(cx, y, kept); // drops the dims of basic int indices
   if (adv.empty()) return y;
-  return gather(cx, y, adv_dims, adv);
+  Tensor r = gather(cx, y, adv_dims, adv, wrap_negative, x_axis);
+  if (separator < 0) return r;
+  // The separator's dim follows the index dims and the basic dims before it.
+  int64_t at = av(r).ndim() - (static_cast<int64_t>(items.size()) - static_cast<int64_t>(adv.size()));
+  for (int64_t i = 0; i < separator; ++i)
+    if (items[static_cast<size_t>(i)].kind != Kind::Array && !(advanced && items[static_cast<size_t>(i)].kind == Kind::Int)) ++at;
+  Shape rs = av(r).shape;
+  rs.erase(rs.begin() + at);
+  return reshape_to(cx, r, rs);
 }
 
-// JAX's "fill or drop" indexing: `x` with one more element (`fill`, a 0-d
-// tensor of x's dtype) at the end of every dimension an integer array indexes,
-// and `items` with each such array's out-of-range entries pointing at it
-// (negative entries from -n count from the end first). Indexing the result
-// reads `fill` where an index was out of range.
-std::pair<Tensor, std::vector<IndexItem>> route_out_of_range(OpContext& cx, const Tensor& x,
-                                                             const std::vector<IndexItem>& items0,
-                                                             const Tensor& fill) {
-  std::vector<IndexItem> items = expand_masks(cx, expand_ellipsis(items0, av(x).ndim()), av(x).shape);
-  OpAttrs pad;
-  pad.lo.assign(av(x).shape.size(), 0);
-  pad.hi.assign(av(x).shape.size(), 0);
-  pad.interior.assign(av(x).shape.size(), 0);
-  size_t d = 0;
-  bool any_array = false;
-  for (IndexItem& it : items) {
-    if (it.kind == Kind::NewAxis) continue;
-    if (it.kind == Kind::Array) {
-      any_array = true;
-      Tensor n = scalar(cx, Scalar::of_int(av(x).shape[d]), av(it.array).dtype, false);
-      Tensor zero = scalar(cx, Scalar::of_int(0), av(it.array).dtype, false);
-      Tensor wrapped = where(cx, binary(cx, BinOp::Lt, it.array, zero),
-                             binary(cx, BinOp::Add, it.array, n), it.array);
-      Tensor inside = binary(cx, BinOp::BitAnd, binary(cx, BinOp::Ge, wrapped, zero),
-                             binary(cx, BinOp::Lt, wrapped, n));
-      it.array = where(cx, inside, wrapped, n);
-      pad.hi[d] = 1;
-    }
-    ++d;
-  }
-  if (!any_array) return {x, items}; // basic indices only: nothing can be out of range
-  return {bind(cx, Op::Pad, pad, {x, fill}), items};
+Tensor index(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items) {
+  return index_clamped(cx, x, items, true);
+}
+
+Tensor index_fill(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items,
+                  const Tensor& fill, bool wrap_negative) {
+  auto [padded, routed] = route_out_of_range(cx, x, items, convert(cx, fill, av(x).dtype, false),
+                                             wrap_negative);
+  return index_clamped(cx, padded, routed, true);
 }
 
 Tensor index_fill(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items,
                   const Tensor& fill) {
-  auto [padded, routed] =
-      route_out_of_range(cx, x, items, convert(cx, fill, av(x).dtype, false));
-  return index(cx, padded, routed);
+  return index_fill(cx, x, items, fill, true);
 }
 
 Tensor index_update(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items0,
-                    const Tensor& v, UpdateMode mode, bool clip) {
+                    const Tensor& v, UpdateMode mode, const IndexOptions& opts) {
   // The flat positions x[items] refers to, found by indexing an iota the same
   // way. Unless clipping, out-of-range indices read the position n, which the
   // scatter drops (JAX's default mode for updates).
@@ -388,20 +506,33 @@ Tensor index_update(OpContext& cx, const Tensor& x, const std::vector<IndexItem>
   if (n > (int64_t{1} << 31) - 1)
     throw Error(ErrCode::Unsupported, "index update of an array with 2^31 or more elements");
   Tensor positions = reshape_to(cx, iota(cx, DType::Int32, {n}, 0), av(x).shape);
-  std::vector<IndexItem> items = items0;
-  if (!clip)
-    std::tie(positions, items) =
-        route_out_of_range(cx, positions, items0, scalar(cx, Scalar::of_int(n), DType::Int32, false));
-  Tensor pos = index(cx, positions, items);
+  Tensor pos;
+  if (opts.clip) {
+    pos = index_clamped(cx, positions, items0, opts.wrap_negative);
+  } else {
+    auto [padded, routed] = route_out_of_range(
+        cx, positions, items0, scalar(cx, Scalar::of_int(n), DType::Int32, false), opts.wrap_negative);
+    pos = index_clamped(cx, padded, routed, true);
+  }
+  // As JAX: the update runs in the promoted type of x and v, and the result
+  // converts back to x's type (an int array's .add(0.5) rounds after adding).
+  PromotedType pt = result_type({x, v});
+  Tensor vp = convert(cx, v, pt.dtype, pt.weak);
   const Shape& ps = av(pos).shape;
   const Shape& vs = av(v).shape;
-  bool ok = vs.size() <= ps.size();
-  for (size_t i = 0; ok && i < vs.size(); ++i)
-    ok = vs[i] == 1 || vs[i] == ps[ps.size() - vs.size() + i];
-  if (!ok)
-    throw Error(ErrCode::Shape, "at[].update: cannot broadcast update of shape " + shape_str(vs) +
-                                    " into the indexed shape " + shape_str(ps));
-  Tensor upd = broadcast(cx, convert(cx, v, av(x).dtype, av(x).weak), ps, "at[].update");
+  auto type_of = [&](const Shape& sh) {
+    std::string t = dtype_name(pt.dtype) + std::string("[");
+    for (size_t i = 0; i < sh.size(); ++i) t += (i ? "," : "") + std::to_string(sh[i]);
+    return t + "]";
+  };
+  if (vs.size() > ps.size())
+    throw Error(ErrCode::Shape, "Cannot broadcast to shape with fewer dimensions: arr_shape=" +
+                                    shape_str(vs) + " shape=" + shape_str(ps));
+  for (size_t i = 0; i < vs.size(); ++i)
+    if (vs[i] != 1 && vs[i] != ps[ps.size() - vs.size() + i])
+      throw Error(ErrCode::Shape, "Incompatible types for broadcasting: input type=" + type_of(vs) +
+                                      " and requested type=" + type_of(ps));
+  Tensor upd = broadcast(cx, vp, ps, "at[].update");
   OpAttrs a;
   a.axis = 0;
   switch (mode) {
@@ -421,8 +552,22 @@ Tensor index_update(OpContext& cx, const Tensor& x, const std::vector<IndexItem>
     a.mode = ScatterMode::Max;
     break;
   }
-  Tensor flat = bind(cx, Op::Scatter, a, {ravel(cx, x), pos, upd});
-  return reshape_to(cx, flat, av(x).shape);
+  Tensor flat = bind(cx, Op::Scatter, a, {ravel(cx, convert(cx, x, pt.dtype, pt.weak)), pos, upd});
+  return convert(cx, reshape_to(cx, flat, av(x).shape), av(x).dtype, av(x).weak);
+}
+
+Tensor index_update(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items,
+                    const Tensor& v, UpdateMode mode, bool clip) {
+  IndexOptions opts;
+  opts.clip = clip;
+  return index_update(cx, x, items, v, mode, opts);
+}
+
+Tensor index_counts(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items,
+                    const IndexOptions& opts) {
+  Tensor zeros = fill(cx, av(x).shape, Scalar::of_int(0), DType::Int32, false);
+  return index_update(cx, zeros, items, scalar(cx, Scalar::of_int(1), DType::Int32, false),
+                      UpdateMode::Add, opts);
 }
 
 } // namespace pxl::np

@@ -108,6 +108,9 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   // jax_extra.pxl: jvp, jacfwd, jacrev, hessian, checkpoint into jax.
   merge_functions(in, "jax_extra", jax);
   merge_functions(in, "jax_rest", jax); // pure_callback, linear_transpose, named_scope, ...
+  Value ops = in.import_module("jax_ops", Span{}, ""); // segment_sum, ...
+  jax.as<ModuleObj>()->env->vars["ops"] = ops;
+  in.register_module("jax.ops", ops);
   Value dtypes = in.import_module("jax_dtypes", Span{}, "");
   jax.as<ModuleObj>()->env->vars["dtypes"] = dtypes;
   in.register_module("jax.dtypes", dtypes);

@@ -368,11 +368,14 @@ TEST_CASE_METHOD(Fixture, "basic indexing", "[np]") {
         V{3, 0, 7, 4, 11, 8, 15, 12, 19, 16, 23, 20});
   CHECK(type(index(cx, ar(5), {islice(4, 1)})) == "int32(0,)");
   CHECK(vals(index(cx, ar(5), {islice(-2, -10, -1)})) == V{3, 2, 1, 0});
-  CHECK(error([&] { index(cx, ar(3), {iint(5)}); }) ==
-        "index 5 is out of bounds for axis 0 with size 3");
+  // Static indices out of range clamp, as JAX's gather; an empty axis has nothing.
+  CHECK(vals(index(cx, ar(3), {iint(5)})) == V{2});
+  CHECK(vals(index(cx, ar(3), {iint(-7)})) == V{0});
+  CHECK(error([&] { index(cx, zeros(cx, {2, 0}), {iint(0), iint(0)}); }) ==
+        "index is out of bounds for axis 1 with size 0");
   CHECK(error([&] {
           index(cx, ar(3), {iint(0), iint(0)});
-        }) == "too many indices for array: array is 1-dimensional, but 2 were indexed");
+        }) == "Too many indices: array is 1-dimensional, but 2 were indexed");
   CHECK(error([&] {
           index(cx, ar(3), {iell(), iell()});
         }).find("single ellipsis") != std::string::npos);
@@ -407,7 +410,7 @@ TEST_CASE_METHOD(Fixture, "advanced indexing", "[np]") {
   CHECK(vals(index(cx, x0, {iarr(mask)})) == V{0, 3, 6, 9});
   CHECK(error([&] {
           index(cx, x, {iarr(i20), iarr(arr({0, 1, 2}, DType::Int32))});
-        }).find("could not be broadcast together") != std::string::npos);
+        }) == "Incompatible shapes for broadcasting: shapes=[(2,), (3,)]");
 }
 
 TEST_CASE_METHOD(Fixture, "at[] updates", "[np]") {
@@ -428,6 +431,6 @@ TEST_CASE_METHOD(Fixture, "at[] updates", "[np]") {
   CHECK(vals(index_update(cx, ar(4), {iint(0)}, py(2.7), UpdateMode::Set)) == V{2, 1, 2, 3});
   CHECK(error([&] {
           index_update(cx, z, {iarr(i13)}, f32({1, 2, 3}), UpdateMode::Set);
-        }) == "at[].update: cannot broadcast update of shape (3,) into the indexed shape (2,)");
+        }) == "Incompatible types for broadcasting: input type=float32[3] and requested type=float32[2]");
 }
 
