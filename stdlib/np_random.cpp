@@ -24,18 +24,23 @@ namespace {
 
 // The key's shape and dtype are checked on its abstract value, so the errors
 // are the same for concrete and traced keys.
+std::string invalid_key_message(DType dt, const Shape& shape) {
+  if (dt != DType::UInt32)
+    return std::string("JAX encountered invalid PRNG key data: expected key_data.dtype = uint32; got dtype=") +
+           dtype_name(dt);
+  return "JAX encountered invalid PRNG key data: expected key_data.shape to end with (2,); got shape=" +
+         shape_str(shape) + " for impl=threefry2x32";
+}
+
 void check_key(const Tensor& key, const char* fn) {
   const AVal& k = av(key);
   if (k.dtype == DType::UInt32 && k.shape == Shape{2}) return;
-  if (k.dtype == DType::UInt32 && k.ndim() > 1 && k.shape.back() == 2) {
-    Shape batch(k.shape.begin(), k.shape.end() - 1);
+  // JAX names the raw key data's shape (keys here are raw uint32[..., 2] data).
+  if (k.dtype == DType::UInt32 && k.ndim() > 1 && k.shape.back() == 2)
     throw Error(ErrCode::Value, std::string(fn) +
                                     " accepts a single key, but was given a key array of shape " +
-                                    shape_str(batch) + " != (). Use jax.vmap for batching.");
-  }
-  throw Error(ErrCode::Type, std::string(fn) +
-                                 ": expected a PRNG key (uint32 array of shape (2,)), got " +
-                                 dtype_name(k.dtype) + shape_str(k.shape));
+                                    shape_str(k.shape) + " != (). Use jax.vmap for batching.");
+  throw Error(ErrCode::Type, invalid_key_message(k.dtype, k.shape));
 }
 
 ThreefryKey host_key(OpContext& cx, const Tensor& key) {
@@ -64,8 +69,9 @@ void check_shape(const Shape& shape, const char* fn) {
 // the same, silently.
 DType float_dtype(DType dt, const char* fn) {
   if (!is_floating(dt))
-    throw Error(ErrCode::DType, std::string("dtype argument to `") + fn +
-                                    "` must be a float dtype, got " + dtype_name(dt));
+    throw Error(ErrCode::DType, std::string("dtype argument to `") + fn + "` must be a float" +
+                                    (std::string(fn) == "normal" ? " or complex" : "") +
+                                    " dtype, got " + dtype_name(dt));
   return dt == DType::Float64 ? DType::Float32 : dt;
 }
 
