@@ -252,6 +252,19 @@ Tensor random_sqrt2_erfinv_uniform(OpContext& cx, const Tensor& key, const Shape
 Tensor random_normal(OpContext& cx, const Tensor& key, const Shape& shape, DType dtype) {
   check_key(key, "normal");
   check_shape(shape, "normal");
+  if (is_complex(dtype)) {
+    // JAX's complex normal: real and imaginary parts from split keys, each
+    // divided by sqrt(2) (XLA divides the parts under JAX's jit).
+    Tensor keys = random_split(cx, key, 2);
+    auto part = [&](int64_t i) {
+      IndexItem it;
+      it.index = i;
+      Tensor x = random_normal(cx, index(cx, keys, {it}), shape, DType::Float32);
+      return binary(cx, BinOp::TrueDiv, x, constant(cx, Scalar::of_float(M_SQRT2), DType::Float32));
+    };
+    Tensor re = part(0);
+    return bind(cx, Op::Complex, {}, {re, part(1)});
+  }
   DType dt = float_dtype(dtype, "normal");
   // _normal_real: u ~ uniform(nextafter(-1, 0), 1) in dtype; sqrt(2) * erf_inv(u).
   float lo = dt == DType::Float32   ? std::nextafter(-1.0f, 0.0f)
