@@ -81,19 +81,40 @@ std::string render_excerpt(const Span& span) {
   return os.str();
 }
 
+namespace {
+
+bool in_stdlib(const Span& s) { return s.valid() && s.file->path().rfind("<stdlib>/", 0) == 0; }
+
+} // namespace
+
 std::string Error::render() const {
+  // An error raised inside pxl's standard library (.pxl code) points at the
+  // user's call into it, as JAX's tracebacks leave out its internal frames;
+  // the library file is named in a note.
+  Span primary = span_;
+  size_t first_note = 0;
+  std::string library;
+  if (in_stdlib(span_))
+    for (size_t i = 0; i < trace_.size(); ++i)
+      if (trace_[i].span.valid() && !in_stdlib(trace_[i].span)) {
+        library = span_.file->path();
+        primary = trace_[i].span;
+        first_note = i + 1;
+        break;
+      }
   std::ostringstream os;
-  if (span_.valid()) {
-    const SourceFile& f = *span_.file;
-    os << f.path() << ":" << f.line_of(span_.begin) << ":" << f.column_of(span_.begin) << ": ";
+  if (primary.valid()) {
+    const SourceFile& f = *primary.file;
+    os << f.path() << ":" << f.line_of(primary.begin) << ":" << f.column_of(primary.begin) << ": ";
   } else {
     os << "pxl: ";
   }
   os << "error[" << err_code_str(code_) << "]: " << message_ << "\n";
-  os << render_excerpt(span_);
+  os << render_excerpt(primary);
   if (!hint_.empty()) os << "  hint: " << hint_ << "\n";
+  if (!library.empty()) os << "  note: raised in pxl's standard library (" << library << ")\n";
   // The call chain, innermost first; runs of the same call (deep recursion) are folded.
-  for (size_t i = 0; i < trace_.size();) {
+  for (size_t i = first_note; i < trace_.size();) {
     size_t j = i;
     while (j < trace_.size() && trace_[j].name == trace_[i].name &&
            trace_[j].span.begin == trace_[i].span.begin && trace_[j].span.file == trace_[i].span.file)
