@@ -563,7 +563,7 @@ Value* ScalarEmitter::rsqrt_call(Value* x) {
   // The reference's rsqrt_f32 starts from rsqrtss, whose estimate only this
   // CPU knows; its packed form rsqrtps gives the same estimate per lane. So
   // the loop vectorizer gets in-module vector versions of the runtime
-  // function (the vector-function ABI), with the reference's Newton step.
+  // function (the vector-function ABI), with the reference's Newton steps.
   if (!host_) return call;
   llvm::LLVMContext& ctx = m_.getContext();
   std::string variants;
@@ -593,9 +593,12 @@ Value* ScalarEmitter::rsqrt_call(Value* x) {
     auto fma = [&](Value* a, Value* p, Value* q) {
       return vb.CreateIntrinsic(llvm::Intrinsic::fma, {vt}, {a, p, q});
     };
-    // rsqrt_f32's Newton step, on positive normal finite lanes only.
-    Value* t = fma(vb.CreateFMul(v, y), y, fc(-1.0));
-    Value* better = fma(vb.CreateFMul(y, fc(-0.5)), t, y);
+    // rsqrt_f32's two Newton steps, on positive normal finite lanes only.
+    Value* better = y;
+    for (int step = 0; step < 2; ++step) {
+      Value* t = fma(vb.CreateFMul(v, better), better, fc(-1.0));
+      better = fma(vb.CreateFMul(better, fc(-0.5)), t, better);
+    }
     Value* normal = vb.CreateAnd(vb.CreateFCmpOGE(v, fc(0x1p-126)),
                                  vb.CreateFCmpOLT(v, fc(std::numeric_limits<double>::infinity())));
     vb.CreateRet(vb.CreateSelect(normal, better, y));

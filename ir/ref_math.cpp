@@ -185,10 +185,15 @@ float rsqrt_f32(float x) {
 #else
   float y = 1.0f / std::sqrt(x);
 #endif
-  // Only positive normal numbers get the Newton step.
+  // Only positive normal numbers get the Newton steps. Two of them, as XLA's
+  // intrinsic takes: one leaves the result depending on the CPU's estimate
+  // (AMD's and Intel's rsqrtss differ), two give XLA's bits on both.
   if (std::isnan(x) || !(x > 0.0f) || std::isinf(x) || !std::isnormal(x)) return y;
-  float t = std::fma(x * y, y, -1.0f);
-  return std::fma(y * -0.5f, t, y);
+  for (int step = 0; step < 2; ++step) {
+    float t = std::fma(x * y, y, -1.0f);
+    y = std::fma(y * -0.5f, t, y);
+  }
+  return y;
 }
 
 float logistic_f32(float x, Round rd) {

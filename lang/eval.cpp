@@ -337,7 +337,14 @@ Flow InterpreterImpl::exec(const Stmt& s, const EnvPtr& env, Value& ret) {
     Value cm = eval(*s.value, env);
     auto* obj = cm.is_obj(ObjKind::Opaque) ? cm.as<OpaqueObj>() : nullptr;
     Value bound;
-    if (!obj || !obj->enter(*this, bound))
+    bool entered = false;
+    try {
+      entered = obj && obj->enter(*this, bound);
+    } catch (Error& e) {
+      e.set_span_if_missing(s.value->span);
+      throw;
+    }
+    if (!entered)
       throw Error(ErrCode::Type, "'" + type_name(cm) + "' object does not support the context manager protocol",
                   s.value->span, "pxl's context managers are meshes (with mesh:, with jax.set_mesh(mesh):)");
     struct Exit {

@@ -375,9 +375,39 @@ private:
     return s;
   }
 
-  // with_stmt: 'with' test ['as' target] ':' block   (one context manager)
+  // with_stmt: 'with' with_item (',' with_item)* ':' block, or the items in
+  // parentheses; with_item: test ['as' target]. Several items nest, as in
+  // Python: `with a, b: s` is `with a: with b: s`.
   StmtPtr with_stmt() {
     const Token& kw = advance();
+    bool parens = false;
+    if (at(Tok::LParen)) {
+      // `with (a as x, b):` (the items in parentheses) unless the parentheses
+      // are part of the first item's expression, as in `with (a):` or `with (m)(x):`.
+      size_t save = pos_;
+      advance();
+      int depth = 0;
+      bool items = false;
+      for (size_t k = pos_; k < toks_.size() && toks_[k].kind != Tok::Newline &&
+                            toks_[k].kind != Tok::End; ++k) {
+        Tok t = toks_[k].kind;
+        if (t == Tok::LParen || t == Tok::LBracket || t == Tok::LBrace) ++depth;
+        if (t == Tok::RParen || t == Tok::RBracket || t == Tok::RBrace) {
+          if (depth == 0) {
+            items = k + 1 < toks_.size() && toks_[k + 1].kind == Tok::Colon;
+            break;
+          }
+          --depth;
+        }
+        if (depth == 0 && (t == Tok::KwAs || t == Tok::Comma)) items = true;
+      }
+      if (items) parens = true;
+      else pos_ = save;
+    }
+    return with_items(kw, parens);
+  }
+
+  StmtPtr with_items(const Token& kw, bool parens) {
     auto s = std::make_unique<Stmt>(StmtKind::With, kw.span);
     s->value = test();
     if (at(Tok::KwAs)) {
@@ -386,7 +416,14 @@ private:
       check_target(*target, "assign to");
       s->targets.push_back(std::move(target));
     }
-    if (at(Tok::Comma)) fail_at(peek(), "several context managers in one 'with' are not supported", ErrCode::Unsupported);
+    if (at(Tok::Comma)) {
+      advance();
+      if (!(parens && at(Tok::RParen))) { // (a trailing comma inside parentheses)
+        s->body.push_back(with_items(kw, parens));
+        return s;
+      }
+    }
+    if (parens) expect(Tok::RParen, "')' after the context managers");
     block(s->body, kw);
     return s;
   }

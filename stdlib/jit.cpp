@@ -11,6 +11,7 @@
 #include "runtime/executable.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/cache_explain.hpp"
+#include "runtime/sharded.hpp"
 #include "stdlib/jit_partition.hpp"
 #include "stdlib/sharding.hpp"
 #include "stdlib/sharding_rules.hpp"
@@ -111,6 +112,33 @@ bool is_sharding_leaf(const Value& v) { return v.is_none() || v.is_obj(ObjKind::
 // results come back sharded as the propagation gives them. False when there is
 // no such operand, the operands live on different meshes, or the program has
 // effects (those keep the single-device path).
+// Over Auto axes a result's sharding is XLA's (P('x',): trailing whole
+// dimensions dropped), except that JAX names a result laid out as its first
+// array argument by that argument's NamedSharding as written (P('x', None)):
+// pxla's _get_out_sharding_from_orig_sharding.
+void name_like_first_argument(std::vector<Tensor>& results, std::span<const Tensor> params) {
+  if (params.empty() || !params[0]->sharded) return;
+  const ShardedData& first = *params[0]->sharded;
+  auto trimmed = [](PartitionSpec s) {
+    while (!s.entries.empty() && s.entries.back().empty()) s.entries.pop_back();
+    return s.entries;
+  };
+  for (Tensor& t : results) {
+    if (!t->sharded || !t->sharded->mesh.same_mesh(first.mesh) ||
+        t->aval.ndim() != first.global.ndim() ||
+        trimmed(t->sharded->spec) != trimmed(first.spec) ||
+        t->sharded->spec.entries == first.spec.entries)
+      continue;
+    auto named = std::make_shared<ShardedData>();
+    named->pull_log = t->sharded->pull_log;
+    named->mesh = t->sharded->mesh;
+    named->spec = first.spec;
+    named->global = t->sharded->global;
+    named->shards = t->sharded->shards;
+    t = make_sharded_tensor(std::move(named));
+  }
+}
+
 bool run_partitioned(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> params,
                      const Value& out_shardings, const Span& where, Value& out) {
   if (!dynamic_cast<EagerContext*>(&in.ops())) return false;
@@ -152,6 +180,7 @@ bool run_partitioned(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> p
     ScopedPhase timing(in.phase_times(), "run: jit");
     results = run_spmd_call(*p->callee, operands, in.pull_log());
   }
+  if (!any_explicit_axis(*mesh)) name_like_first_argument(results, params);
   ValueList leaves;
   for (Tensor& t : results) leaves.push_back(make_array(std::move(t)));
   out = tree_unflatten(e.traced->out_tree, leaves);
@@ -291,7 +320,7 @@ struct JitFunction : OpaqueObj {
     // it keys the trace, and jax.typeof inside shows each value's.
     std::string layout;
     std::function<void(TraceContext&)> prepare = explicit_type_hook(in, leaves, &layout);
-    if (prepare) sig.add("argument shardings", layout);
+    if (prepare && !layout.empty()) sig.add("argument shardings", layout);
     const std::string key = sig.key();
     std::shared_ptr<JitEntry> entry;
     auto it = cache.find(key);

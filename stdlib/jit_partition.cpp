@@ -27,7 +27,7 @@ DimSpec dims_of_spec(const PartitionSpec& s, size_t ndim) {
 // dimensions dropped); over Explicit axes the sharding is part of the type and
 // names every dimension (P('x', None)).
 PartitionSpec spec_of_dims(DimSpec d, const Mesh& mesh) {
-  while (!explicit_mesh(mesh) && !d.empty() && d.back().empty()) d.pop_back();
+  while (!any_explicit_axis(mesh) && !d.empty() && d.back().empty()) d.pop_back();
   PartitionSpec s;
   s.entries = std::move(d);
   return s;
@@ -795,7 +795,8 @@ std::optional<PartitionSpec> traced_sharding(InterpreterImpl& in, TraceContext& 
 
 std::function<void(TraceContext&)> explicit_type_hook(InterpreterImpl& in,
                                                       std::span<const Tensor> leaves,
-                                                      std::string* key) {
+                                                      std::string* key,
+                                                      const std::vector<int>* mapped) {
   auto* enclosing = dynamic_cast<TraceContext*>(&in.ops());
   if (enclosing && !enclosing->function().mesh_axes.empty()) return {};
   bool mixed = false;
@@ -820,21 +821,44 @@ std::function<void(TraceContext&)> explicit_type_hook(InterpreterImpl& in,
         return {};
     }
   if (!mesh && current) mesh = *current;
-  if (!mesh || !explicit_mesh(*mesh)) return {};
+  if (!mesh || mesh->axis_names.empty()) return {};
   std::string layout;
   OperandSpecs specs = operand_specs(*mesh, leaves, layout);
   for (size_t i = 0; i < leaves.size(); ++i)
     if (hooked[i]) specs[i] = hooked[i]->second;
-  // Keyed by the abstract mesh (as JAX's types are): a call from inside a
-  // trace finds the trace made for concrete arrays laid out alike.
-  layout = mesh->repr();
-  for (const PartitionSpec& s : specs) layout += " " + s.repr();
-  if (key) *key = layout;
+  if (mapped)
+    for (size_t i = 0; i < specs.size() && i < mapped->size(); ++i) {
+      auto d = static_cast<size_t>((*mapped)[i]);
+      if ((*mapped)[i] >= 0 && d < specs[i].entries.size())
+        specs[i].entries.erase(specs[i].entries.begin() + static_cast<std::ptrdiff_t>(d));
+    }
+  // Keyed by the abstract mesh and the Explicit part of the layouts (as JAX's
+  // types are): a call from inside a trace finds the trace made for concrete
+  // arrays laid out alike. Over Auto axes the layout is not the type's.
+  if (key && any_explicit_axis(*mesh)) {
+    *key = mesh->repr();
+    for (const PartitionSpec& s : specs) {
+      PartitionSpec typed = explicit_part(s, *mesh);
+      while (!typed.entries.empty() && typed.entries.back().empty()) typed.entries.pop_back();
+      *key += " " + typed.repr();
+    }
+  }
   return [&in, m = *mesh, specs](TraceContext& tc) {
-    tc.type_sharding = [&in, &tc, m, specs](int id) {
+    Value start = current_abstract_mesh(in);
+    tc.type_sharding = [&in, &tc, m, specs, start](int id) {
+      // The axis types are the arguments' mesh's, unless the code being
+      // traced changed them for a while (use_abstract_mesh, auto_axes,
+      // explicit_axes) to a mesh with the same axes. A value's type names
+      // only Explicit axes, so without any nothing need be partitioned.
+      Value am = current_abstract_mesh(in);
+      const Mesh& cur = static_cast<AbstractMeshObj*>(am.as<OpaqueObj>())->mesh;
+      if (am.as<OpaqueObj>()->equals(*start.as<OpaqueObj>()) || cur.axis_names != m.axis_names ||
+          cur.axis_sizes != m.axis_sizes)
+        am = make_abstract_mesh_value(m, in.platform().name());
+      const Mesh& typed = static_cast<AbstractMeshObj*>(am.as<OpaqueObj>())->mesh;
+      if (!any_explicit_axis(typed)) return make_abstract_sharding(am, PartitionSpec{});
       std::optional<PartitionSpec> s = traced_sharding(in, tc, m, specs, id);
-      return s ? make_abstract_sharding(make_abstract_mesh_value(m, in.platform().name()), *s)
-               : Value();
+      return s ? make_abstract_sharding(am, *s) : Value();
     };
   };
 }

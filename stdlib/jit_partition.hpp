@@ -72,8 +72,11 @@ std::optional<PartitionSpec> traced_sharding(InterpreterImpl& in, TraceContext& 
 // value of the enclosing trace as that trace types it, replicated otherwise.
 // Empty (no hook) elsewhere and inside shard_map/pmap, whose axes are Manual.
 // `key`, when given, is extended with the layouts (they key jit's trace).
+// `mapped`, when given, is vmap's axis of each leaf (-1: none): the traced
+// function sees one example, whose layout lacks that dimension.
 std::function<void(TraceContext&)> explicit_type_hook(InterpreterImpl& in,
                                                       std::span<const Tensor> leaves,
-                                                      std::string* key = nullptr);
+                                                      std::string* key = nullptr,
+                                                      const std::vector<int>* mapped = nullptr);
 
 } // namespace pxl

@@ -60,6 +60,22 @@ Value place(InterpreterImpl& in, const Value& leaf, Value target, Placement how,
   return device_put_leaf(in, leaf, target);
 }
 
+// Whether `target` (a NamedSharding, or a PartitionSpec over the current
+// mesh) lies over a mesh whose axes are all Auto.
+bool auto_only(InterpreterImpl& in, const Value& target) {
+  auto* obj = target.is_obj(ObjKind::Opaque) ? target.as<OpaqueObj>() : nullptr;
+  const Mesh* mesh = nullptr;
+  if (auto* named = dynamic_cast<ShardingObj*>(obj)) {
+    if (!named->single_device) mesh = &named->mesh;
+  } else if (dynamic_cast<SpecObj*>(obj) && in.context_mesh()) {
+    mesh = value_to_mesh(*in.context_mesh());
+  }
+  if (!mesh || mesh->axis_names.empty()) return false;
+  for (int a = 0; a < mesh->ndim(); ++a)
+    if (mesh->axis_type(a) != AxisType::Auto) return false;
+  return true;
+}
+
 // Replaces module function `name` by one that also takes out_sharding= and/or
 // device= (`prefix` starts its name in messages, as JAX's "jnp.zeros"); a
 // `contraction` (dot, einsum, ...) may contract dimensions both operands split.
@@ -234,20 +250,28 @@ void add_out_sharding(InterpreterImpl&, Value& jax) {
     wrap(random, n, "random.", true, false);
 
   // jax.reshard(x, out_shardings): x (a pytree) laid out by a sharding or spec
-  // per leaf (a prefix of x's structure).
-  Value reshard = make_builtin("reshard", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("reshard", a, {"xs", "out_shardings"}, 2);
-    return map_tree_with_prefix(
-        in, r[0], r[1], [](const Value& v) { return v.is_none() || v.is_obj(ObjKind::Opaque); },
-        "reshard() out_shardings",
-        [&](const Value& leaf, const Value& target) {
-          return place(in, leaf, target, Placement::OutSharding, "reshard");
-        });
-  });
+  // per leaf (a prefix of x's structure). `always`: also over a mesh whose axes
+  // are all Auto, where JAX's reshard changes only the type (which names no
+  // axes) and leaves the layout to the compiler; auto_axes (sharding_axes.pxl)
+  // lays its arguments out without the axes it makes Auto, so that the
+  // Explicit-axes rules of the enclosing jit meet no split over them.
+  auto make_reshard = [](const char* name, bool always) {
+    return make_builtin(name, [name, always](InterpreterImpl& in, CallArgs& a) {
+      ArgReader r(name, a, {"xs", "out_shardings"}, 2);
+      return map_tree_with_prefix(
+          in, r[0], r[1], [](const Value& v) { return v.is_none() || v.is_obj(ObjKind::Opaque); },
+          std::string(name) + "() out_shardings", [&](const Value& leaf, const Value& target) {
+            if (!always && auto_only(in, target)) return leaf;
+            return place(in, leaf, target, Placement::OutSharding, "reshard");
+          });
+    });
+  };
+  Value reshard = make_reshard("reshard", false);
   jv["reshard"] = reshard;
   Value sharding = jv.at("sharding");
   auto& sv = sharding.as<ModuleObj>()->env->vars;
   sv["reshard"] = reshard;
+  sv["_reshard_always"] = make_reshard("reshard", true);
   sv["set_mesh"] = jv.at("set_mesh");
 }
 

@@ -108,6 +108,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   // jax_extra.pxl: jvp, jacfwd, jacrev, hessian, checkpoint into jax.
   merge_functions(in, "jax_extra", jax);
   merge_functions(in, "jax_rest", jax); // pure_callback, linear_transpose, named_scope, ...
+  merge_functions(in, "sharding_axes", jax.as<ModuleObj>()->env->vars.at("sharding")); // auto_axes, explicit_axes
   Value ops = in.import_module("jax_ops", Span{}, ""); // segment_sum, ...
   jax.as<ModuleObj>()->env->vars["ops"] = ops;
   in.register_module("jax.ops", ops);

@@ -163,35 +163,54 @@ std::string varying_axes(const Tensor& t) {
 
 } // namespace
 
-std::optional<std::vector<std::vector<std::string>>> explicit_type_spec(const Tensor& t) {
-  std::vector<std::vector<std::string>> dims(t->aval.shape.size());
-  std::optional<Mesh> m;
+namespace {
+
+// Where a value's type's sharding comes from: the mesh and layout of a
+// concrete array, or what its trace's hook says of a traced one (over the
+// current axis types); no mesh for an array on one device. Nullopt for a
+// traced value whose trace does not know (no hook, or not partitionable).
+struct TypeSource {
+  std::optional<Mesh> mesh;
   PartitionSpec spec;
+};
+
+std::optional<TypeSource> type_source(const Tensor& t) {
+  TypeSource src;
   if (t->sharded) {
-    m = t->sharded->mesh;
-    spec = t->sharded->spec;
+    src.mesh = t->sharded->mesh;
+    src.spec = t->sharded->spec;
   } else if (t->trace) {
-    // Traced: jit knows the types' shardings when it traces arrays laid out
-    // over Explicit axes; elsewhere they are unknown.
     auto& tc = *const_cast<TraceContext*>(static_cast<const TraceContext*>(t->trace));
     if (t->trace_id < 0 || !tc.type_sharding) return std::nullopt;
     Value s = tc.type_sharding(t->trace_id);
     if (s.is_none()) return std::nullopt;
     auto* so = static_cast<ShardingObj*>(s.as<OpaqueObj>());
-    m = static_cast<AbstractMeshObj*>(so->abstract_mesh.as<OpaqueObj>())->mesh;
-    spec = so->spec;
+    src.mesh = static_cast<AbstractMeshObj*>(so->abstract_mesh.as<OpaqueObj>())->mesh;
+    src.spec = so->spec;
   }
-  if (!m) return dims;
-  for (size_t d = 0; d < dims.size() && d < spec.entries.size(); ++d)
-    for (const auto& axis : spec.entries[d])
-      if (m->axis_of(axis) >= 0 && m->axis_type(m->axis_of(axis)) == AxisType::Explicit)
-        dims[d].push_back(axis);
+  return src;
+}
+
+std::vector<std::vector<std::string>> typed_dims(const TypeSource& src, size_t ndim) {
+  std::vector<std::vector<std::string>> dims(ndim);
+  if (!src.mesh) return dims;
+  PartitionSpec typed = explicit_part(src.spec, *src.mesh);
+  for (size_t d = 0; d < ndim && d < typed.entries.size(); ++d) dims[d] = typed.entries[d];
   return dims;
 }
 
+} // namespace
+
+std::optional<std::vector<std::vector<std::string>>> explicit_type_spec(const Tensor& t) {
+  std::optional<TypeSource> src = type_source(t);
+  if (!src) return std::nullopt;
+  return typed_dims(*src, t->aval.shape.size());
+}
+
 std::optional<std::vector<std::vector<std::string>>> explicit_mesh_type(const Tensor& t) {
-  if (t->sharded ? !explicit_mesh(t->sharded->mesh) : !t->trace) return std::nullopt;
-  return explicit_type_spec(t); // (a traced value's is known only over Explicit axes)
+  std::optional<TypeSource> src = type_source(t);
+  if (!src || !src->mesh || !any_explicit_axis(*src->mesh)) return std::nullopt;
+  return typed_dims(*src, t->aval.shape.size());
 }
 
 namespace {
@@ -200,28 +219,12 @@ namespace {
 // mesh jax.set_mesh made current), each dimension with the Explicit axes it is
 // split over -- Auto axes are the compiler's business, not the type's.
 Value type_sharding(InterpreterImpl& in, const Tensor& t) {
-  Value mesh;
-  PartitionSpec spec;
-  if (t->sharded) {
-    mesh = make_abstract_mesh_value(t->sharded->mesh, in.platform().name());
-    spec = t->sharded->spec;
-  } else if (t->trace && t->trace_id >= 0) {
-    auto& tc = *const_cast<TraceContext*>(static_cast<const TraceContext*>(t->trace));
-    Value s = tc.type_sharding ? tc.type_sharding(t->trace_id) : Value();
-    if (!s.is_none()) {
-      auto* so = static_cast<ShardingObj*>(s.as<OpaqueObj>());
-      mesh = so->abstract_mesh;
-      spec = so->spec;
-    }
-  }
-  if (mesh.is_none()) mesh = current_abstract_mesh(in);
+  std::optional<TypeSource> src = type_source(t);
+  Value mesh = src && src->mesh ? make_abstract_mesh_value(*src->mesh, in.platform().name())
+                                : current_abstract_mesh(in);
   const Mesh& m = static_cast<AbstractMeshObj*>(mesh.as<OpaqueObj>())->mesh;
   PartitionSpec typed;
-  typed.entries.resize(t->aval.shape.size());
-  for (size_t d = 0; d < typed.entries.size() && d < spec.entries.size(); ++d)
-    for (const auto& axis : spec.entries[d])
-      if (m.axis_of(axis) >= 0 && m.axis_type(m.axis_of(axis)) == AxisType::Explicit)
-        typed.entries[d].push_back(axis);
+  typed.entries = typed_dims(TypeSource{m, src ? src->spec : PartitionSpec{}}, t->aval.shape.size());
   return make_abstract_sharding(mesh, std::move(typed));
 }
 

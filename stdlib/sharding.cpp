@@ -1,6 +1,7 @@
 // jax.sharding: Mesh, PartitionSpec, NamedSharding, make_mesh, device_put, and
 // the attributes of sharded arrays.
 #include "stdlib/sharding.hpp"
+#include "stdlib/mesh_context.hpp"
 
 #include <algorithm>
 
@@ -124,6 +125,8 @@ std::vector<AxisType> axis_types_arg(const Value& v, size_t ndim, AxisType dflt,
 }
 
 } // namespace
+
+AxisType axis_type_arg(const Value& v, const char* fn) { return axis_types_arg(v, 1, AxisType::Auto, fn)[0]; }
 
 // ---- device grids ------------------------------------------------------------------
 
@@ -383,11 +386,13 @@ std::string AbstractMeshObj::repr() const {
 
 bool AbstractMeshObj::get_attr(InterpreterImpl&, const std::string& name, Value& out) {
   if (name == "abstract_mesh") return out = make_abstract_mesh_value(mesh, device_kind), true;
+  if (name == "update_axis_types") return out = update_axis_types_method(mesh, device_kind), true;
   return mesh_axes_attr(mesh, name, out);
 }
 
 std::vector<std::string> AbstractMeshObj::attr_names() const {
-  return {"shape", "axis_names", "size", "axis_sizes", "axis_types", "shape_tuple", "empty", "abstract_mesh"};
+  return {"shape", "axis_names", "size", "axis_sizes", "axis_types", "shape_tuple", "empty", "abstract_mesh",
+          "update_axis_types"};
 }
 
 bool AbstractMeshObj::equals(const OpaqueObj& o) const {
@@ -657,6 +662,7 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     m.axis_types = axis_types_arg(r.has(2) ? r[2] : Value(), sizes.size(), AxisType::Auto, "AbstractMesh");
     return make_abstract_mesh_value(m, "");
   });
+  sv["use_abstract_mesh"] = make_builtin("use_abstract_mesh", make_use_abstract_mesh);
   sv["get_abstract_mesh"] = make_builtin("get_abstract_mesh", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("get_abstract_mesh", a, {}, 0);
     return current_abstract_mesh(in);

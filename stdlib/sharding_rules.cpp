@@ -148,6 +148,23 @@ bool explicit_mesh(const Mesh& mesh) {
   return true;
 }
 
+bool any_explicit_axis(const Mesh& mesh) {
+  for (size_t a = 0; a < mesh.axis_names.size(); ++a)
+    if (mesh.axis_type(static_cast<int>(a)) == AxisType::Explicit) return true;
+  return false;
+}
+
+PartitionSpec explicit_part(const PartitionSpec& spec, const Mesh& mesh) {
+  PartitionSpec out;
+  for (const Axes& e : spec.entries) {
+    Axes kept;
+    for (const std::string& a : e)
+      if (mesh.axis_of(a) >= 0 && mesh.axis_type(mesh.axis_of(a)) == AxisType::Explicit) kept.push_back(a);
+    out.entries.push_back(std::move(kept));
+  }
+  return out;
+}
+
 std::string sharded_type_str(const AVal& aval, const DimSpec& spec, bool short_dtype) {
   std::string s =
       std::string(short_dtype ? short_dtype_name(aval.dtype) : dtype_name(aval.dtype)) + "[";

@@ -19,6 +19,11 @@ using DimSpec = std::vector<Axes>; // one entry per dimension; empty = whole
 
 // Whether sharding is part of the type on `mesh`: every axis is Explicit.
 bool explicit_mesh(const Mesh& mesh);
+// Whether some axis of `mesh` is Explicit (a type's sharding may name it).
+bool any_explicit_axis(const Mesh& mesh);
+// `spec` with only the Explicit axes of `mesh` left: the part of a layout that
+// is the type's (JAX's modify_spec_for_auto_manual).
+PartitionSpec explicit_part(const PartitionSpec& spec, const Mesh& mesh);
 
 // Mesh axes as JAX's types name them: "x", or "(x,y)" for several.
 std::string axes_label(const Axes& axes);

@@ -6,7 +6,9 @@
 
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
+#include "stdlib/jit_partition.hpp"
 #include "stdlib/pytree.hpp"
+#include "stdlib/sharding.hpp"
 #include "stdlib/trace_util.hpp"
 #include "stdlib/transforms.hpp"
 
@@ -29,6 +31,67 @@ void check_axes_leaves(InterpreterImpl& in, const Value& axes, const char* which
               " must be an int, None, or (nested) container with those types as leaves, but got " +
               repr(axes) + ".",
           where);
+}
+
+// Over Explicit mesh axes the mapped dimensions must be split alike (the
+// batch dimension's sharding is the same for every mapped argument): JAX's
+// _mapped_axis_spec. A type's entry prints as JAX's spec entry does.
+std::vector<std::string> mapped_axis_spec_check(const std::vector<Tensor>& leaves,
+                                                const std::vector<int>& axes, const Span& where) {
+  std::optional<std::string> first;
+  std::vector<std::string> common;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (axes[i] < 0) continue;
+    auto dims = explicit_type_spec(leaves[i]);
+    std::vector<std::string> e;
+    if (dims && static_cast<size_t>(axes[i]) < dims->size()) e = (*dims)[static_cast<size_t>(axes[i])];
+    std::string spec = e.empty() ? "None" : e.size() == 1 ? e[0] : "(";
+    for (size_t k = 0; e.size() > 1 && k < e.size(); ++k)
+      spec += (k ? ", '" : "'") + e[k] + "'";
+    if (e.size() > 1) spec += ")";
+    if (first && *first != spec)
+      throw Error(ErrCode::Value,
+                  "Mapped away dimension of inputs passed to vmap should be sharded the same. "
+                  "Got inconsistent axis specs: " + *first + " vs " + spec,
+                  where);
+    first = spec;
+    common = e;
+  }
+  return common;
+}
+
+// The mesh of the first mapped argument laid out over one.
+const Mesh* mapped_mesh(const std::vector<Tensor>& leaves, const std::vector<int>& axes) {
+  for (size_t i = 0; i < leaves.size(); ++i)
+    if (axes[i] >= 0 && leaves[i]->sharded) return &leaves[i]->sharded->mesh;
+  return nullptr;
+}
+
+// An output of a vmap whose mapped arguments are split over Explicit axes
+// `split` has its mapped dimension `dim` split so too, as JAX's batching
+// gives every output (get_sharding_for_vmap); its other dimensions keep
+// theirs. Eagerly it is laid out so; traced, constrained so.
+Tensor split_mapped_dim(InterpreterImpl& in, const Tensor& t, size_t dim,
+                        const std::vector<std::string>& split, const Mesh* mesh) {
+  std::vector<std::vector<std::string>> spec(t->aval.shape.size());
+  if (auto typed = explicit_type_spec(t)) spec = *typed;
+  spec.resize(t->aval.shape.size());
+  for (auto& e : spec)
+    std::erase_if(e, [&](const std::string& a) {
+      return std::find(split.begin(), split.end(), a) != split.end();
+    });
+  spec[dim] = split;
+  if (auto* tc = dynamic_cast<TraceContext*>(&in.ops())) {
+    if (!tc->function().mesh_axes.empty()) return t;
+    OpAttrs a;
+    a.dim_axes = spec;
+    return in.ops().bind(Op::ShardingConstraint, a, std::span<const Tensor>(&t, 1));
+  }
+  if (!mesh || (t->sharded && !(t->sharded->mesh == *mesh))) return t;
+  PartitionSpec ps;
+  ps.entries = spec;
+  Value target = Value::object(std::make_shared<ShardingObj>(*mesh, std::move(ps)));
+  return in.to_tensor(device_put_leaf(in, make_array(t), target), Span{});
 }
 
 // Matches an in_axes/out_axes prefix tree against a value tree: an int or None
@@ -206,6 +269,8 @@ struct VmapFunction : OpaqueObj {
           ErrCode::MappedAxis,
           "vmap must have at least one non-None value in in_axes or axis_size must be specified",
           where, "map at least one argument, or pass axis_size");
+    const std::vector<std::string> mapped_split = mapped_axis_spec_check(leaves, axes, where);
+    const Mesh* split_mesh = mapped_mesh(leaves, axes);
     // Per-example types for the trace; batched params with the axis in front.
     std::vector<AVal> avals;
     std::vector<BVal> params;
@@ -230,8 +295,12 @@ struct VmapFunction : OpaqueObj {
       params.push_back({t, true});
     }
     std::pair<std::string, int64_t> named{axis_name, B};
+    // jax.typeof inside sees each example's sharding (the mapped dimension's dropped).
+    std::function<void(TraceContext&)> typing =
+        axis_name.empty() ? explicit_type_hook(in, leaves, nullptr, &axes)
+                          : std::function<void(TraceContext&)>{};
     TracedFunction traced = trace_function(in, traced_fn, traced_args, where, "vmap", &avals,
-                                           axis_name.empty() ? nullptr : &named);
+                                           axis_name.empty() ? nullptr : &named, typing);
     if (in.options().dump_ir) in.out() << print_function(*traced.fn);
     std::vector<BVal> outs =
         batch_function(in.ops(), *traced.fn, params, traced.consts, BatchAxis{B, axis_name});
@@ -294,6 +363,8 @@ struct VmapFunction : OpaqueObj {
         ta.perm.insert(ta.perm.begin() + oa, 0);
         t = in.ops().bind(Op::Transpose, ta, std::span<const Tensor>(&t, 1));
       }
+      if (!mapped_split.empty())
+        t = split_mapped_dim(in, t, static_cast<size_t>(oa), mapped_split, split_mesh);
       out_leaves[r] = make_array(t);
     }
     out = tree_unflatten(traced.out_tree, out_leaves);

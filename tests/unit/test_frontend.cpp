@@ -128,3 +128,26 @@ TEST_CASE("caret covers the span") {
   std::string r = parse_error("x = 1\ny = (2 +)\n");
   CHECK(r.find(" 2 | y = (2 +)\n   |         ^\n") != std::string::npos);
 }
+
+TEST_CASE("several context managers in one with nest left to right") {
+  for (const char* code : {"with a as x, b:\n  pass\n", "with (a as x, b):\n  pass\n",
+                           "with (a as x,\n      b,):\n  pass\n"}) {
+    Module m = parse_module(src(code));
+    REQUIRE(m.body.size() == 1);
+    const Stmt& outer = *m.body[0];
+    CHECK(outer.kind == StmtKind::With);
+    CHECK(outer.targets.size() == 1);
+    REQUIRE(outer.body.size() == 1);
+    const Stmt& inner = *outer.body[0];
+    CHECK(inner.kind == StmtKind::With);
+    CHECK(inner.targets.empty());
+    CHECK(inner.value->kind == ExprKind::Name);
+  }
+  // Parentheses that belong to the expression stay there.
+  Module m = parse_module(src("with (a):\n  pass\nwith (f)(x) as y:\n  pass\n"));
+  REQUIRE(m.body.size() == 2);
+  CHECK(m.body[0]->body[0]->kind != StmtKind::With);
+  CHECK(m.body[1]->value->kind == ExprKind::Call);
+  CHECK(parse_error("with (a, b:\n  pass\n").find("error[E0001]") != std::string::npos);
+  CHECK(parse_error("with a,:\n  pass\n").find("expected an expression") != std::string::npos);
+}

@@ -45,7 +45,8 @@ TEST_CASE("xla float32 transcendentals match JAX bit for bit") {
   check32(erf_f32, {0xBF7FFFFF, 0xBEA841C6, 0x3E8D7AA6, 0x3F7752A9, 0x3F7FFE8E, 0x3F800000});
   check32([](float x) { return logistic_f32(x); },
           {0x3CC5A607, 0x3ED9E2AC, 0x3F0FEACD, 0x3F514C8F, 0x3F73DBE6, 0x3F7FFB18});
-  // rsqrt starts from the CPU's rsqrtss estimate; these agree on AMD Zen 4.
+  // rsqrt starts from the CPU's rsqrtss estimate; after two Newton steps these
+  // agree on AMD Zen 4 and on an AVX-512 Intel Xeon.
   check32([](float x) { return rsqrt_f32(std::abs(x)); },
           {0x3F05168B, 0x3FE9B1E8, 0x40000000, 0x3F5105EB, 0x3F13CD3A, 0x3EA61D5F});
   CHECK(tanh_f32(3.0f) == 0.9950547f);
