@@ -45,10 +45,16 @@ TEST_CASE("xla float32 transcendentals match JAX bit for bit") {
   check32(erf_f32, {0xBF7FFFFF, 0xBEA841C6, 0x3E8D7AA6, 0x3F7752A9, 0x3F7FFE8E, 0x3F800000});
   check32([](float x) { return logistic_f32(x); },
           {0x3CC5A607, 0x3ED9E2AC, 0x3F0FEACD, 0x3F514C8F, 0x3F73DBE6, 0x3F7FFB18});
-  // rsqrt starts from the CPU's rsqrtss estimate; after two Newton steps these
-  // agree on AMD Zen 4 and on an AVX-512 Intel Xeon.
-  check32([](float x) { return rsqrt_f32(std::abs(x)); },
-          {0x3F05168B, 0x3FE9B1E8, 0x40000000, 0x3F5105EB, 0x3F13CD3A, 0x3EA61D5F});
+  // rsqrt starts from the CPU's rsqrtss estimate, which AMD and Intel compute
+  // differently; after XLA's two Newton steps JAX's results still differ in
+  // the last bit at 1.5 (AMD Zen 4: ...EB, an AVX-512 Intel Xeon: ...EC).
+  const std::vector<uint32_t> amd = {0x3F05168B, 0x3FE9B1E8, 0x40000000, 0x3F5105EB, 0x3F13CD3A, 0x3EA61D5F};
+  const std::vector<uint32_t> intel = {0x3F05168B, 0x3FE9B1E8, 0x40000000, 0x3F5105EC, 0x3F13CD3A, 0x3EA61D5F};
+  for (size_t i = 0; i < kX32.size(); ++i) {
+    INFO("x = " << kX32[i]);
+    uint32_t got = std::bit_cast<uint32_t>(rsqrt_f32(std::abs(kX32[i])));
+    CHECK((got == amd[i] || got == intel[i]));
+  }
   CHECK(tanh_f32(3.0f) == 0.9950547f);
 }
 
