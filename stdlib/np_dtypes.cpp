@@ -418,7 +418,8 @@ void def_dtype_queries(ModuleBuilder& b) {
     ArgReader r("finfo", a, {"dtype"}, 1);
     DType d = dtype_of(in, r[0]);
     if (!is_inexact(d))
-      throw Error(ErrCode::DType, std::string("finfo(): data type ") + dtype_name(d) + " not inexact");
+      throw Error(ErrCode::DType, std::string("data type <class 'numpy.") + dtype_name(d) +
+                                      "'> not inexact"); // numpy's text, as JAX raises it
     auto t = jt_of_dtype_arg(r[0]);
     if (t && strong_of(*t) == C8) d = DType::Float64; // complex128: its float64 parts'
     return Value::object(std::make_shared<FInfoObj>(real_dtype(d))); // complex64: its float32 parts'
