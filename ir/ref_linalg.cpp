@@ -156,15 +156,18 @@ Array run(Op op, std::span<const Array> in, const LinalgAttrs& l, const AVal& oa
   for (size_t i = 0; i < nb; ++i) batch *= s[i];
   int64_t bm = 0, bn = 0;
   const T* b = nullptr;
+  // An empty operand may have no buffer at all (compiled code passes none): read none.
   if (in.size() > 1) {
     bm = in[1].shape()[nb], bn = in[1].shape()[nb + 1];
-    b = in[1].as<T>();
+    b = in[1].size() ? in[1].as<T>() : nullptr;
   }
+  const T* x = in[0].size() ? in[0].as<T>() : nullptr;
   Array out(oa.dtype, oa.shape, oa.weak);
+  if (out.size() == 0) return out;
   int64_t per = batch ? out.size() / batch : 0;
   char* o = static_cast<char*>(out.data());
   for (int64_t i = 0; i < batch; ++i)
-    one<T>(op, l, in[0].as<T>() + i * m * n, m, n, b ? b + i * bm * bn : nullptr, bm, bn,
+    one<T>(op, l, x ? x + i * m * n : nullptr, m, n, b ? b + i * bm * bn : nullptr, bm, bn,
            o + i * per * static_cast<int64_t>(dtype_size(oa.dtype)));
   return out;
 }

@@ -462,10 +462,8 @@ AVal linalg(Op op, const OpAttrs& a, std::span<const AVal> in) {
       fail(ErrCode::DType, op,
            std::string(op_name(op)) + " does not accept dtype " + dtype_name(in[i].dtype) + at +
                ". Accepted dtypes" + at + " are subtypes of floating, complexfloating.");
-    if (in[i].dtype != DType::Float32 && in[i].dtype != DType::Float64) // LAPACK's types
-      fail(ErrCode::DType, op,
-           std::string("operand dtype ") + dtype_name(in[i].dtype) +
-               " is not supported (float32 or float64 required)");
+    if (in[i].dtype != DType::Float32 && in[i].dtype != DType::Float64) // LAPACK's types; JAX's text
+      fail(ErrCode::DType, op, std::string("Unsupported dtype ") + dtype_name(in[i].dtype) + ".");
   }
   const AVal& x = in[0];
   const Shape& s = x.shape;

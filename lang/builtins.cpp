@@ -77,6 +77,15 @@ Value py_round(InterpreterImpl& in, CallArgs& a) {
       return make_array(np::astype(in.ops(), f.as<ArrayObj>()->tensor, dt));
     }
     if (nd == 0) return make_array(np::unary(in.ops(), np::UnOp::Round, t));
+    if (t->aval.shape.empty()) {
+      // JAX's round divides by the constant 10^nd, which XLA turns into a multiplication by
+      // its reciprocal for a 0-d value too: round as a 1-element array, where the division
+      // below takes that same path.
+      CallArgs va;
+      va.pos = {make_array(np::reshape(in.ops(), t, Shape{1})), Value::integer(nd)};
+      Value v = py_round(in, va);
+      return make_array(np::reshape(in.ops(), v.as<ArrayObj>()->tensor, Shape{}));
+    }
     Tensor scale = np::scalar(in.ops(), Scalar::of_float(std::pow(10.0, static_cast<double>(nd))));
     Tensor y = np::unary(in.ops(), np::UnOp::Round, np::binary(in.ops(), np::BinOp::Mul, t, scale));
     return make_array(np::binary(in.ops(), np::BinOp::TrueDiv, y, scale));

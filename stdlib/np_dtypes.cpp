@@ -380,7 +380,15 @@ void def_dtype_queries(ModuleBuilder& b) {
   b.fn("broadcast_shapes", [](InterpreterImpl&, CallArgs& a) {
     if (!a.kw.empty()) throw Error(ErrCode::Arguments, "broadcast_shapes() takes shapes only");
     Shape out;
-    for (const Value& v : a.pos) out = np::detail::broadcast_shapes("broadcast_shapes", out, value_to_shape(v, "broadcast_shapes()"));
+    std::vector<Shape> shapes;
+    for (const Value& v : a.pos) shapes.push_back(value_to_shape(v, "broadcast_shapes()"));
+    try {
+      for (const Shape& s : shapes) out = np::detail::broadcast_shapes("broadcast_shapes", out, s);
+    } catch (const Error&) { // JAX's text, naming every shape
+      std::string all;
+      for (const Shape& s : shapes) all += (all.empty() ? "" : ", ") + shape_str(s);
+      throw Error(ErrCode::Shape, "Incompatible shapes for broadcasting: shapes=[" + all + "]");
+    }
     ValueList d;
     for (int64_t x : out) d.push_back(Value::integer(x));
     return make_tuple(std::move(d));
@@ -410,7 +418,8 @@ void def_dtype_queries(ModuleBuilder& b) {
     ArgReader r("finfo", a, {"dtype"}, 1);
     DType d = dtype_of(in, r[0]);
     if (!is_inexact(d))
-      throw Error(ErrCode::DType, std::string("finfo(): data type ") + dtype_name(d) + " not inexact");
+      throw Error(ErrCode::DType, std::string("data type <class 'numpy.") + dtype_name(d) +
+                                      "'> not inexact"); // numpy's text, as JAX raises it
     auto t = jt_of_dtype_arg(r[0]);
     if (t && strong_of(*t) == C8) d = DType::Float64; // complex128: its float64 parts'
     return Value::object(std::make_shared<FInfoObj>(real_dtype(d))); // complex64: its float32 parts'

@@ -168,6 +168,49 @@ Tensor remainder(OpContext& cx, const Tensor& a, Tensor b) {
   return bind(cx, Op::Select, {}, {do_plus, p2(cx, Op::Add, trunc, b), trunc});
 }
 
+// The lax primitive JAX's binary operator reaches first (its broadcasting errors name it).
+const char* lax_name(BinOp op) {
+  switch (op) {
+  case BinOp::Add: return "add";
+  case BinOp::Sub: return "sub";
+  case BinOp::Mul: return "mul";
+  case BinOp::TrueDiv: case BinOp::FloorDiv: return "div";
+  case BinOp::Mod: return "rem";
+  case BinOp::Pow: return "pow";
+  case BinOp::Maximum: return "max";
+  case BinOp::Minimum: return "min";
+  case BinOp::BitAnd: return "and";
+  case BinOp::BitOr: return "or";
+  case BinOp::BitXor: return "xor";
+  case BinOp::LeftShift: return "shift_left";
+  case BinOp::RightShift: return "shift_right_arithmetic";
+  case BinOp::Eq: return "eq";
+  case BinOp::Ne: return "ne";
+  case BinOp::Lt: return "lt";
+  case BinOp::Le: return "le";
+  case BinOp::Gt: return "gt";
+  case BinOp::Ge: return "ge";
+  case BinOp::Arctan2: return "atan2";
+  }
+  return bin_name(op);
+}
+
+// JAX's texts: operands of one rank reach the lax primitive's shape rule, operands of
+// different ranks fail in jnp's rank promotion.
+void check_broadcastable(BinOp op, const Shape& a, const Shape& b) {
+  size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da == db || da == 1 || db == 1) continue;
+    if (a.size() == b.size())
+      throw Error(ErrCode::Shape, std::string(lax_name(op)) + " got incompatible shapes for broadcasting: " +
+                                      shape_str(a) + ", " + shape_str(b) + ".");
+    throw Error(ErrCode::Shape, "Incompatible shapes for broadcasting: shapes=[" + shape_str(a) + ", " +
+                                    shape_str(b) + "]");
+  }
+}
+
 } // namespace
 
 Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
@@ -213,6 +256,7 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
   default:
     break;
   }
+  check_broadcastable(op, av(a0).shape, av(b0).shape);
   Shape shape = broadcast_shapes(fn, av(a0).shape, av(b0).shape);
   Tensor a = broadcast(cx, convert(cx, a0, p.dtype, p.weak), shape, fn);
   Tensor b = broadcast(cx, convert(cx, b0, p.dtype, p.weak), shape, fn);

@@ -71,24 +71,31 @@ Tensor moveaxis(OpContext& cx, const Tensor& x, int src, int dst) {
   return moveaxis(cx, x, std::vector<int>{src}, std::vector<int>{dst});
 }
 
+// JAX's _moveaxis: the axes not moved keep their order and each moved axis is inserted at
+// its destination, in order of destination. Like JAX it does not check for repeats: a
+// repeated destination still gives a permutation, a repeated source fails in transpose.
 Tensor moveaxis(OpContext& cx, const Tensor& x, const std::vector<int>& src, const std::vector<int>& dst) {
   int nd = av(x).ndim();
   if (src.size() != dst.size())
-    throw Error(ErrCode::Value, "moveaxis: `source` and `destination` arguments must have the same number of elements");
-  std::vector<std::pair<int64_t, int64_t>> moves; // (destination, source), numpy's order of insertion
-  std::vector<bool> seen_src(static_cast<size_t>(nd), false), seen_dst(static_cast<size_t>(nd), false);
+    throw Error(ErrCode::Value, "Inconsistent number of elements: " + std::to_string(src.size()) +
+                                    " vs " + std::to_string(dst.size()));
+  std::vector<std::pair<int64_t, int64_t>> moves; // (destination, source)
+  std::vector<bool> moved(static_cast<size_t>(nd), false);
   for (size_t i = 0; i < src.size(); ++i) {
     int64_t s = norm_axis("moveaxis", src[i], nd), d = norm_axis("moveaxis", dst[i], nd);
-    if (seen_src[static_cast<size_t>(s)] || seen_dst[static_cast<size_t>(d)])
-      throw Error(ErrCode::Value, "moveaxis: repeated axis in `source` or `destination` argument");
-    seen_src[static_cast<size_t>(s)] = seen_dst[static_cast<size_t>(d)] = true;
+    moved[static_cast<size_t>(s)] = true;
     moves.push_back({d, s});
   }
   std::sort(moves.begin(), moves.end());
   std::vector<int64_t> p;
   for (int i = 0; i < nd; ++i)
-    if (!seen_src[static_cast<size_t>(i)]) p.push_back(i);
-  for (auto [d, s] : moves) p.insert(p.begin() + d, s);
+    if (!moved[static_cast<size_t>(i)]) p.push_back(i);
+  for (auto [d, s] : moves) p.insert(p.begin() + std::min<int64_t>(d, static_cast<int64_t>(p.size())), s);
+  std::vector<int64_t> sorted = p;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end() || static_cast<int>(p.size()) != nd)
+    throw Error(ErrCode::Type, "transpose permutation isn't a permutation of operand dimensions, got permutation " +
+                                   dims_str(p) + " for operand shape " + shape_str(av(x).shape) + ".");
   return transpose_to(cx, x, p);
 }
 
