@@ -220,6 +220,15 @@ Value* ScalarEmitter::nan_minmax(bool is_max, DType d, Value* a, Value* b) {
   // The ordered compare is false when `b` is NaN, so it already picks `b`.
   Value* c = is_max ? b_.CreateFCmpOGT(a, b) : b_.CreateFCmpOLT(a, b);
   Value* r = b_.CreateSelect(c, a, b);
+  // Equal operands differ at most in the sign of a zero, and -0 orders below
+  // +0 (XLA's max/min): max ANDs the bits, min ORs them.
+  if (a->getType()->isFloatingPointTy()) {
+    llvm::Type* it = b_.getIntNTy(a->getType()->getPrimitiveSizeInBits());
+    Value* ai = b_.CreateBitCast(a, it);
+    Value* bi = b_.CreateBitCast(b, it);
+    Value* z = b_.CreateBitCast(is_max ? b_.CreateAnd(ai, bi) : b_.CreateOr(ai, bi), a->getType());
+    r = b_.CreateSelect(b_.CreateFCmpOEQ(a, b), z, r);
+  }
   return b_.CreateSelect(b_.CreateFCmpUNO(a, a), a, r);
 }
 

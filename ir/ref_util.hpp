@@ -215,6 +215,9 @@ template <bool Max, class T> T nan_extremum(T a, T b) {
     if constexpr (is_float_v<T>) {
       if (std::isnan(a)) return a;
       if (std::isnan(b)) return b;
+      // -0 orders below +0, as in XLA's max/min.
+      bool sa = std::signbit(static_cast<double>(a)), sb = std::signbit(static_cast<double>(b));
+      if (a == b && sa != sb) return sa == Max ? b : a;
     }
     return (Max ? a > b : a < b) ? a : b;
   }

@@ -3,6 +3,7 @@
 
 #include "lang/args.hpp"
 #include "lang/interp_impl.hpp"
+#include "lang/op_location.hpp"
 #include "lang/methods.hpp"
 
 namespace pxl {
@@ -133,6 +134,7 @@ Value InterpreterImpl::call(const Value& fn, CallArgs& args, const Span& where) 
   case ObjKind::Function: {
     auto* f = fn.as<FunctionObj>();
     try {
+      LocScope loc(ops(), op_location(ops(), where));
       return call_user(*this, *f, args, where);
     } catch (Error& e) {
       if (e.trace().size() < 5000) e.add_trace({where, f->name});
@@ -141,7 +143,7 @@ Value InterpreterImpl::call(const Value& fn, CallArgs& args, const Span& where) 
   }
   case ObjKind::Builtin: {
     try {
-      LocScope loc(ops(), where);
+      LocScope loc(ops(), op_location(ops(), where));
       return fn.as<BuiltinObj>()->fn(*this, args);
     } catch (Error& e) {
       e.set_span_if_missing(where);
@@ -175,7 +177,7 @@ Value InterpreterImpl::call(const Value& fn, CallArgs& args, const Span& where) 
   case ObjKind::Opaque: {
     Value out;
     try {
-      LocScope loc(ops(), where);
+      LocScope loc(ops(), op_location(ops(), where));
       if (fn.as<OpaqueObj>()->call(*this, args, where, out)) return out;
     } catch (Error& e) {
       e.set_span_if_missing(where);
@@ -212,7 +214,7 @@ Value InterpreterImpl::get_attr(const Value& obj, const std::string& name, const
     if (obj.as<OpaqueObj>()->get_attr(*this, name, v)) return v;
   }
   Value v;
-  LocScope loc(ops(), where); // array properties such as x.T bind ops
+  LocScope loc(ops(), op_location(ops(), where)); // array properties such as x.T bind ops
   if (lookup_method(*this, obj, name, v)) return v;
   throw Error(ErrCode::Attribute, "'" + type_name(obj) + "' object has no attribute '" + name + "'",
               where);
@@ -324,7 +326,7 @@ Value InterpreterImpl::get_item(const Value& obj, const Value& index, const Span
       return Value::integer(r->start + i * r->step);
     }
     case ObjKind::Array: {
-      LocScope loc(ops(), where);
+      LocScope loc(ops(), op_location(ops(), where));
       return array_get_item(*this, obj, index, where);
     }
     case ObjKind::AtProxy: {

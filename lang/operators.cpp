@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "lang/interp_impl.hpp"
+#include "lang/op_location.hpp"
 #include "lang/py_complex.hpp"
 #include "stdlib/np.hpp"
 
@@ -112,7 +113,7 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
          !b.is_obj(ObjKind::List) && !b.is_obj(ObjKind::Tuple)))
       unsupported(sym, a, b, where);
     try {
-      LocScope loc(ops(), where);
+      LocScope loc(ops(), op_location(ops(), where));
       Tensor x = to_tensor(a, where), y = to_tensor(b, where);
       if (op == BinOpKind::MatMul) return make_array(np::matmul(ops(), x, y));
       return make_array(np::binary(ops(), to_np(op), x, y));
@@ -247,7 +248,7 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
 Value InterpreterImpl::unary_op(UnaryOpKind op, const Value& a, const Span& where) {
   if (a.is_obj(ObjKind::Array)) {
     try {
-      LocScope loc(ops(), where);
+      LocScope loc(ops(), op_location(ops(), where));
       const Tensor& t = a.as<ArrayObj>()->tensor;
       switch (op) {
       case UnaryOpKind::Neg: return make_array(np::unary(ops(), np::UnOp::Neg, t));
@@ -327,7 +328,7 @@ Value InterpreterImpl::compare(CmpOpKind op, const Value& a, const Value& b, con
     };
     if (scalar_or_array(a) && scalar_or_array(b)) {
       try {
-        LocScope loc(ops(), where);
+        LocScope loc(ops(), op_location(ops(), where));
         return make_array(np::binary(ops(), cmp_to_np(op), to_tensor(a, where), to_tensor(b, where)));
       } catch (Error& e) {
         e.set_span_if_missing(where);

@@ -121,7 +121,8 @@ void wrap(Value& module, const std::string& name, const std::string& prefix, boo
       for (Value& v : a.pos) replicate(v);
       for (auto& kw : a.kw) replicate(kw.second);
     }
-    Value result = in.call(inner, a, Span{});
+    // The call site is the wrapper's (errors inside point at the user's call).
+    Value result = in.call(inner, a, in.ops().loc);
     if (target.is_none()) return result;
     return map_tree(in, result,
                     [&](const Value& leaf) { return place(in, leaf, target, how, fn); });

@@ -105,6 +105,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   auto& np_vars = np.as<ModuleObj>()->env->vars;
   for (auto [mine, theirs] : from_np)
     if (np_vars.count(theirs)) lax.as<ModuleObj>()->env->vars[mine] = np_vars.at(theirs);
+  merge_functions(in, "lax_checked", lax); // JAX's dtype and shape checks over the above
   // jax_extra.pxl: jvp, jacfwd, jacrev, hessian, checkpoint into jax.
   merge_functions(in, "jax_extra", jax);
   merge_functions(in, "jax_rest", jax); // pure_callback, linear_transpose, named_scope, ...
