@@ -615,15 +615,37 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
       return {scatter(b, g, idx, b.zeros(upd), at.axis, ScatterMode::Set), nullptr, taken(g)};
     case ScatterMode::Add:
       return {g, nullptr, taken(g)};
-    case ScatterMode::Mul:
+    case ScatterMode::Mul: {
+      // An update alone at its position gets g * x there (JAX's rule, which
+      // needs unique indices, and is exact when the update is 0); updates
+      // sharing a position get g * y / update (the product of the others).
+      // (The unused branch divides by 1, so its transpose, in jvp, is finite.)
+      Tensor one = b.full(upd, 1);
+      Tensor refs = take(b, scatter(b, b.zeros(x), idx, one, at.axis, ScatterMode::Add), idx, at.axis);
+      Tensor alone = b.eq(refs, one);
       return {scatter(b, g, idx, upd, at.axis, ScatterMode::Mul), nullptr,
-              b.div(taken(b.mul(g, y)), upd)};
+              b.select(alone, taken(b.mul(g, x)), b.div(taken(b.mul(g, y)), b.select(alone, one, upd)))};
+    }
     case ScatterMode::Min:
     case ScatterMode::Max: {
-      Tensor won = b.eq(upd, take(b, y, idx, at.axis));
-      return {b.select(b.eq(x, y), g, b.zeros(g)), nullptr,
-              mask_dropped(b, b.select(won, take(b, g, idx, at.axis), b.zeros(upd)), idx,
-                           at.axis, dim)};
+      // The transpose of JAX's _scatter_extremal_jvp: the updates that win a
+      // position and the operand, when it keeps its value, share its
+      // cotangent evenly (1 / (winners + 1) with the operand, else 1 / winners).
+      Tensor ty = take(b, y, idx, at.axis);
+      Tensor won = b.eq(upd, ty);
+      Tensor kept = b.eq(take(b, x, idx, at.axis), ty);
+      Tensor one = b.full(upd, 1);
+      auto count = [&](const Tensor& v) {
+        return take(b, scatter(b, b.zeros(x), idx, v, at.axis, ScatterMode::Add), idx, at.axis);
+      };
+      Tensor n_won = count(b.select(won, one, b.zeros(upd)));
+      Tensor n_refs = count(one);
+      Tensor shared = b.div(one, b.add(n_won, one));
+      Tensor upd_coef = b.select(won, b.select(kept, shared, b.div(one, n_won)), b.zeros(upd));
+      Tensor op_coef = b.div(b.add(b.full(upd, -1), b.select(kept, shared, b.zeros(upd))), n_refs);
+      Tensor gt = mask_dropped(b, take(b, g, idx, at.axis), idx, at.axis, dim);
+      return {b.add(g, scatter(b, b.zeros(x), idx, b.mul(gt, op_coef), at.axis, ScatterMode::Add)),
+              nullptr, b.mul(gt, upd_coef)};
     }
     }
     return out;

@@ -95,8 +95,9 @@ Value arg_reduce_fn(InterpreterImpl& in, CallArgs& a, const char* name, Op op) {
   return make_array(bind(in, op, at, {T(in, r[0])}));
 }
 
-// lax's binary ops take equal shapes, but a scalar (a Python number, or a
-// rank-0 array) stands for an array of the other operand's shape and dtype.
+// lax's binary ops take operands of one rank whose dimensions agree or are 1
+// (JAX's broadcasting_shape_rule); a scalar (a Python number, or a rank-0
+// array) stands for an array of the other operand's shape and dtype.
 Value binary_fn(InterpreterImpl& in, CallArgs& a, const char* name, Op op) {
   ArgReader r(name, a, {"x", "y"}, 2);
   Tensor x = T(in, r[0]), y = T(in, r[1]);
@@ -107,6 +108,25 @@ Value binary_fn(InterpreterImpl& in, CallArgs& a, const char* name, Op op) {
   };
   fit(x, y);
   fit(y, x);
+  const Shape &xs = x->aval.shape, &ys = y->aval.shape;
+  if (xs != ys) {
+    if (xs.size() != ys.size())
+      throw Error(ErrCode::Type, std::string(name) +
+                                     ": arrays must have the same number of dimensions, got {" +
+                                     std::to_string(std::min(xs.size(), ys.size())) + ", " +
+                                     std::to_string(std::max(xs.size(), ys.size())) + "}");
+    Shape out = xs;
+    for (size_t d = 0; d < xs.size(); ++d) {
+      if (xs[d] == ys[d] || ys[d] == 1) continue;
+      if (xs[d] != 1)
+        throw Error(ErrCode::Type, std::string(name) +
+                                       " got incompatible shapes for broadcasting: " +
+                                       shape_str(xs) + ", " + shape_str(ys) + ".");
+      out[d] = ys[d];
+    }
+    x = np::broadcast_to(in.ops(), x, out);
+    y = np::broadcast_to(in.ops(), y, out);
+  }
   return make_array(bind(in, op, {}, {x, y}));
 }
 
