@@ -57,6 +57,7 @@ bool instance_of(const Value& v, const Value& cls) {
   if (want == "int" && v.is_bool()) return true;
   if (want == "tuple" && v.is_obj(ObjKind::Opaque) && v.as<OpaqueObj>()->tuple_items()) return true;
   if ((want == "Array" || want == "ndarray" || want == "ArrayImpl") && v.is_obj(ObjKind::Array)) return true;
+  if (want == "Array" && have == "PRNGKeyArray") return true; // typed keys are jax.Arrays
   if (want == "ShardedArray" && have == "ShardedArray") return true;
   return false;
 }

@@ -1,6 +1,7 @@
 // Builds every stdlib module and the predeclared globals (DESIGN §2: np, lax,
 // jax, devices, device_count, tree_map, ...).
 #include "lang/args.hpp"
+#include "stdlib/prng_key.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/pytree.hpp"
@@ -59,6 +60,7 @@ void install_stdlib(InterpreterImpl& in) {
   add_lax_functions(in, lax);
   add_lax_complex(lax);
   Value random = make_random_module(in);
+  install_key_arrays(in, np, random);
 
   ModuleBuilder jax("jax");
   jax.val("numpy", np);
