@@ -409,7 +409,7 @@ void InterpreterImpl::install_builtins() {
     const Value& v = r[0];
     return Value::boolean(v.is_obj(ObjKind::Function) || v.is_obj(ObjKind::Builtin) ||
                           v.is_obj(ObjKind::BoundMethod) || v.is_obj(ObjKind::Partial) ||
-                          v.is_obj(ObjKind::DType));
+                          v.is_obj(ObjKind::DType) || type_name(v) == "ufunc"); // jnp.add & co.
   });
   def("hash", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("hash", a, {"obj"}, 1);

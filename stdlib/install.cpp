@@ -53,6 +53,8 @@ Value make_lax_module(InterpreterImpl& in, const Value& np) {
   return b.value();
 }
 
+void install_ufuncs(InterpreterImpl& in, const Value& np); // stdlib/ufunc.cpp
+
 void install_stdlib(InterpreterImpl& in) {
   install_sharded_op_runner(in);
   Value np = make_numpy_module(in);
@@ -139,6 +141,7 @@ void install_stdlib(InterpreterImpl& in) {
   for (const char* n : {"devices", "device_count", "tree_map"})
     in.define_builtin(n, jax_v.as<ModuleObj>()->env->vars.at(n));
   add_pxl_modules(in, jax_v); // nn.pxl imports jax
+  install_ufuncs(in, np);      // jnp.add & co. as ufunc objects (stdlib/ufunc.cpp)
   add_out_sharding(in, jax_v); // wraps functions of both kinds
 }
 
