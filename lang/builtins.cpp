@@ -57,6 +57,7 @@ bool instance_of(const Value& v, const Value& cls) {
   if (want == "int" && v.is_bool()) return true;
   if (want == "tuple" && v.is_obj(ObjKind::Opaque) && v.as<OpaqueObj>()->tuple_items()) return true;
   if ((want == "Array" || want == "ndarray" || want == "ArrayImpl") && v.is_obj(ObjKind::Array)) return true;
+  if (want == "Array" && have == "PRNGKeyArray") return true; // typed keys are jax.Arrays
   if (want == "ShardedArray" && have == "ShardedArray") return true;
   return false;
 }
@@ -417,7 +418,7 @@ void InterpreterImpl::install_builtins() {
     const Value& v = r[0];
     return Value::boolean(v.is_obj(ObjKind::Function) || v.is_obj(ObjKind::Builtin) ||
                           v.is_obj(ObjKind::BoundMethod) || v.is_obj(ObjKind::Partial) ||
-                          v.is_obj(ObjKind::DType));
+                          v.is_obj(ObjKind::DType) || type_name(v) == "ufunc"); // jnp.add & co.
   });
   def("hash", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("hash", a, {"obj"}, 1);

@@ -227,9 +227,10 @@ Value InterpreterImpl::eval(const Expr& e, const EnvPtr& env) {
   }
   case ExprKind::BoolOp: {
     Value v;
-    for (const auto& x : e.elts) {
-      v = eval(*x, env);
-      bool t = truthy(v, x->span);
+    for (size_t i = 0; i < e.elts.size(); ++i) {
+      v = eval(*e.elts[i], env);
+      if (i + 1 == e.elts.size()) break; // Python returns the last operand untested
+      bool t = truthy(v, e.elts[i]->span);
       if (e.is_and ? !t : t) return v;
     }
     return v;

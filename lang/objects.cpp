@@ -337,7 +337,12 @@ Value InterpreterImpl::get_item(const Value& obj, const Value& index, const Span
     }
     case ObjKind::Opaque: {
       Value out;
-      if (obj.as<OpaqueObj>()->get_item(*this, index, out)) return out;
+      try {
+        if (obj.as<OpaqueObj>()->get_item(*this, index, out)) return out;
+      } catch (Error& e) {
+        e.set_span_if_missing(where);
+        throw;
+      }
       break;
     }
     default: break;
@@ -389,6 +394,13 @@ bool InterpreterImpl::truthy(const Value& v, const Span& where) {
   case ObjKind::Range: return v.as<RangeObj>()->size() != 0;
   case ObjKind::Complex: return v.as<ComplexObj>()->re != 0 || v.as<ComplexObj>()->im != 0;
   case ObjKind::Array: return array_truthy(*this, v, where);
+  case ObjKind::Opaque:
+    try {
+      return v.as<OpaqueObj>()->truth(*this);
+    } catch (Error& e) {
+      e.set_span_if_missing(where);
+      throw;
+    }
   default: return true;
   }
 }
@@ -421,7 +433,12 @@ ValueList InterpreterImpl::iterate(const Value& v, const Span& where) {
     case ObjKind::Array: return array_iterate(*this, v, where);
     case ObjKind::Opaque: {
       ValueList out;
-      if (v.as<OpaqueObj>()->items(out)) return out;
+      try {
+        if (v.as<OpaqueObj>()->items(*this, out)) return out;
+      } catch (Error& e) {
+        e.set_span_if_missing(where);
+        throw;
+      }
       break;
     }
     default: break;
@@ -445,7 +462,12 @@ int64_t InterpreterImpl::length(const Value& v, const Span& where) {
     }
     case ObjKind::Opaque: {
       ValueList out;
-      if (v.as<OpaqueObj>()->items(out)) return static_cast<int64_t>(out.size());
+      try {
+        if (v.as<OpaqueObj>()->items(*this, out)) return static_cast<int64_t>(out.size());
+      } catch (Error& e) {
+        e.set_span_if_missing(where);
+        throw;
+      }
       break;
     }
     default: break;

@@ -92,12 +92,58 @@ Value repeat_seq(const ValueList& items, int64_t n, bool tuple) {
   return tuple ? make_tuple(std::move(out)) : make_list(std::move(out));
 }
 
+// An operand that is an array-like object (a typed PRNG key array) decides the
+// operator first: returns true and sets `out` when it did.
+bool opaque_operator(InterpreterImpl& in, const std::string& op, const Value& a, const Value& b, Value& out,
+                     const Span& where) {
+  try {
+    if (a.is_obj(ObjKind::Opaque) && a.as<OpaqueObj>()->apply_operator(in, op, b, true, out)) return true;
+    if (b.is_obj(ObjKind::Opaque) && b.as<OpaqueObj>()->apply_operator(in, op, a, false, out)) return true;
+  } catch (Error& e) {
+    e.set_span_if_missing(where);
+    throw;
+  }
+  return false;
+}
+
+const char* binop_dunder(BinOpKind op) {
+  switch (op) {
+  case BinOpKind::Add: return "add";
+  case BinOpKind::Sub: return "sub";
+  case BinOpKind::Mul: return "mul";
+  case BinOpKind::Div: return "truediv";
+  case BinOpKind::FloorDiv: return "floordiv";
+  case BinOpKind::Mod: return "mod";
+  case BinOpKind::Pow: return "pow";
+  case BinOpKind::BitAnd: return "and";
+  case BinOpKind::BitOr: return "or";
+  case BinOpKind::BitXor: return "xor";
+  case BinOpKind::LShift: return "lshift";
+  case BinOpKind::RShift: return "rshift";
+  case BinOpKind::MatMul: return "matmul";
+  }
+  return "";
+}
+
+const char* cmpop_dunder(CmpOpKind op) {
+  switch (op) {
+  case CmpOpKind::Eq: return "eq";
+  case CmpOpKind::Ne: return "ne";
+  case CmpOpKind::Lt: return "lt";
+  case CmpOpKind::Le: return "le";
+  case CmpOpKind::Gt: return "gt";
+  case CmpOpKind::Ge: return "ge";
+  default: return "";
+  }
+}
+
 } // namespace
 
 bool InterpreterImpl::is_array_like(const Value& v) const { return v.is_obj(ObjKind::Array); }
 
 Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, const Span& where) {
   const char* sym = binop_symbol(op);
+  if (Value r; opaque_operator(*this, binop_dunder(op), a, b, r, where)) return r;
   // Arrays: the array namespace decides (broadcasting, promotion, weak types).
   if (a.is_obj(ObjKind::Array) || b.is_obj(ObjKind::Array)) {
     if (rejected_operand(a) || rejected_operand(b)) {
@@ -246,6 +292,9 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
 }
 
 Value InterpreterImpl::unary_op(UnaryOpKind op, const Value& a, const Span& where) {
+  static const char* dunder[] = {"neg", "pos", "invert", ""};
+  if (Value r; op != UnaryOpKind::Not && opaque_operator(*this, dunder[static_cast<int>(op)], a, Value(), r, where))
+    return r;
   if (a.is_obj(ObjKind::Array)) {
     try {
       LocScope loc(ops(), op_location(ops(), where));
@@ -322,6 +371,7 @@ Value InterpreterImpl::compare(CmpOpKind op, const Value& a, const Value& b, con
   }
   default: break;
   }
+  if (Value r; opaque_operator(*this, cmpop_dunder(op), a, b, r, where)) return r;
   if (a.is_obj(ObjKind::Array) || b.is_obj(ObjKind::Array)) {
     auto scalar_or_array = [](const Value& v) {
       return v.is_number() || is_py_complex(v) || v.is_obj(ObjKind::Array);

@@ -266,6 +266,18 @@ struct OpaqueObj : Object {
   // a tuple does (sequence_items, isinstance(x, tuple)), as in Python.
   virtual const ValueList* tuple_items() const { return nullptr; }
   virtual bool get_item(InterpreterImpl&, const Value&, Value&) { return false; }
+  // Array-like objects (typed PRNG key arrays): iteration and len() when they
+  // need the interpreter (the default is items() above), truth value, and
+  // Python's operators. `op` is the operator's dunder name without
+  // underscores ("add", "lt", "neg", ...); `self_first` says whether this
+  // object is the left operand. False: the interpreter's default behaviour.
+  virtual bool items(InterpreterImpl&, ValueList& out) { return items(out); }
+  virtual bool truth(InterpreterImpl&) { return true; }
+  virtual bool apply_operator(InterpreterImpl&, const std::string& op, const Value& other, bool self_first,
+                              Value& out) {
+    (void)op, (void)other, (void)self_first, (void)out;
+    return false;
+  }
 };
 
 // Construction helpers.

@@ -6,6 +6,7 @@
 #include "lang/args.hpp"
 #include "lang/methods.hpp"
 #include "runtime/sharded.hpp"
+#include "stdlib/prng_key.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/np.hpp"
 
@@ -76,6 +77,8 @@ Tensor InterpreterImpl::to_tensor(const Value& v, const Span& where, std::option
     e.set_span_if_missing(where);
     throw;
   }
+  if (as_key_array(v)) // numpy's functions do not take key arrays (JAX's dtype error)
+    throw Error(ErrCode::Type, "Cannot interpret 'key<fry>' as a data type", where);
   throw Error(ErrCode::Type, "cannot convert a " + type_name(v) + " value to an array", where);
 }
 

@@ -37,6 +37,7 @@
 #include "stdlib/autodiff.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
+#include "stdlib/prng_key.hpp"
 #include "stdlib/trace_util.hpp"
 
 namespace pxl {
@@ -309,6 +310,10 @@ bool match_cts(InterpreterImpl& in, const Value& v, const TreeDef& def, const st
     return true;
   case TreeDef::Kind::None:
     return v.is_none();
+  case TreeDef::Kind::Key:
+    if (!as_key_array(v)) return false;
+    out.push_back({as_key_array(v)->data, path});
+    return true;
   case TreeDef::Kind::Tuple:
   case TreeDef::Kind::List: {
     bool tuple = def.kind == TreeDef::Kind::Tuple;

@@ -1,6 +1,7 @@
 // Builds every stdlib module and the predeclared globals (DESIGN §2: np, lax,
 // jax, devices, device_count, tree_map, ...).
 #include "lang/args.hpp"
+#include "stdlib/prng_key.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/pytree.hpp"
@@ -52,6 +53,8 @@ Value make_lax_module(InterpreterImpl& in, const Value& np) {
   return b.value();
 }
 
+void install_ufuncs(InterpreterImpl& in, const Value& np); // stdlib/ufunc.cpp
+
 void install_stdlib(InterpreterImpl& in) {
   install_sharded_op_runner(in);
   Value np = make_numpy_module(in);
@@ -59,6 +62,7 @@ void install_stdlib(InterpreterImpl& in) {
   add_lax_functions(in, lax);
   add_lax_complex(lax);
   Value random = make_random_module(in);
+  install_key_arrays(in, np, random);
 
   ModuleBuilder jax("jax");
   jax.val("numpy", np);
@@ -137,6 +141,7 @@ void install_stdlib(InterpreterImpl& in) {
   for (const char* n : {"devices", "device_count", "tree_map"})
     in.define_builtin(n, jax_v.as<ModuleObj>()->env->vars.at(n));
   add_pxl_modules(in, jax_v); // nn.pxl imports jax
+  install_ufuncs(in, np);      // jnp.add & co. as ufunc objects (stdlib/ufunc.cpp)
   add_out_sharding(in, jax_v); // wraps functions of both kinds
 }
 

@@ -132,6 +132,13 @@ struct DisableJitObj : OpaqueObj {
 
 } // namespace
 
+// The type a ShapeDtypeStruct describes, or null (stdlib/prng_key.cpp: the
+// abstract key arrays eval_shape returns).
+const AVal* shape_dtype_struct_aval(const Value& v) {
+  const ShapeDtypeStructObj* s = as_struct(v);
+  return s ? &s->aval : nullptr;
+}
+
 void add_jax_misc(InterpreterImpl& in, Value& jax) {
   (void)in;
   auto& vars = jax.as<ModuleObj>()->env->vars;

@@ -4,13 +4,20 @@
 #include "lang/args.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/module_builder.hpp"
+#include "stdlib/prng_key.hpp"
 
 namespace pxl {
 
 namespace {
-// The np:: samplers check the key (JAX's messages for bad and batched keys).
+// The np:: samplers check raw key data (JAX's messages for bad and batched
+// keys); a typed key array must be a single key, and they draw from its data.
 Tensor key_arg(InterpreterImpl& in, const Value& v, const char* fn) {
-  (void)fn;
+  if (const KeyArrayObj* k = as_key_array(v)) {
+    if (!k->shape().empty())
+      throw Error(ErrCode::Value, std::string(fn) + " accepts a single key, but was given a key array of shape " +
+                                      shape_str(k->shape()) + " != (). Use jax.vmap for batching.");
+    return k->tensor();
+  }
   return in.to_tensor(v, Span{});
 }
 // A uniform bound: a Python number (converted as JAX does, via float32) or an
@@ -43,8 +50,9 @@ Value make_random_module(InterpreterImpl& in) {
   b.fn("fold_in", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("fold_in", a, {"key", "data"}, 2);
     Tensor key = key_arg(in, r[0], "fold_in");
-    if (r[1].is_intlike()) return make_array(np::random_fold_in(in.ops(), key, r.get_int(1)));
-    return make_array(np::random_fold_in(in.ops(), key, in.to_tensor(r[1], Span{})));
+    Tensor out = r[1].is_intlike() ? np::random_fold_in(in.ops(), key, r.get_int(1))
+                                   : np::random_fold_in(in.ops(), key, in.to_tensor(r[1], Span{}));
+    return as_key_array(r[0]) ? make_key_array(make_array(out)) : make_array(out); // typed in, typed out
   });
   b.fn("normal", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("normal", a, {"key", "shape", "dtype"}, 1);

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "lang/args.hpp"
+#include "stdlib/prng_key.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/np.hpp"
@@ -463,6 +464,7 @@ void def_dtype_queries(ModuleBuilder& b) {
   for (auto [c, n] : cats) b.val(n, Value::object(std::make_shared<CategoryObj>(c, n)));
   b.fn("issubdtype", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("issubdtype", a, {"arg1", "arg2"}, 2);
+    if (auto keys = key_issubdtype(r[0], r[1])) return Value::boolean(*keys);
     auto category = [](const Value& v) -> const CategoryObj* {
       if (!v.is_obj(ObjKind::Opaque)) return nullptr;
       return dynamic_cast<const CategoryObj*>(v.as<OpaqueObj>());

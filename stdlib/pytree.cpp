@@ -4,6 +4,7 @@
 
 #include "lang/args.hpp"
 #include "stdlib/module_builder.hpp"
+#include "stdlib/prng_key.hpp"
 
 namespace pxl {
 
@@ -28,7 +29,8 @@ bool TreeDef::operator==(const TreeDef& o) const {
 std::string TreeDef::repr() const {
   std::function<std::string(const TreeDef&)> rec = [&](const TreeDef& d) -> std::string {
     switch (d.kind) {
-    case Kind::Leaf: return "*";
+    case Kind::Leaf:
+    case Kind::Key: return "*";
     case Kind::None: return "None";
     case Kind::Tuple:
     case Kind::List: {
@@ -62,6 +64,10 @@ static TreeDef flatten_rec(InterpreterImpl& in, const Value& v, ValueList& leave
     leaves.push_back(v);
   } else if (v.is_none()) {
     d.kind = TreeDef::Kind::None;
+  } else if (const KeyArrayObj* k = as_key_array(v)) {
+    d.kind = TreeDef::Kind::Key;
+    d.children.emplace_back();
+    leaves.push_back(k->data);
   } else if (v.is_obj(ObjKind::Tuple) || v.is_obj(ObjKind::List)) {
     d.kind = v.is_obj(ObjKind::Tuple) ? TreeDef::Kind::Tuple : TreeDef::Kind::List;
     for (const Value& x : *sequence_items(v)) d.children.push_back(flatten_rec(in, x, leaves, is_leaf, depth + 1));
@@ -95,6 +101,10 @@ static void flatten_up_to_rec(InterpreterImpl& in, const TreeDef& d, const Value
   auto fail = [](const std::string& msg) { return Error(ErrCode::Value, msg); };
   switch (d.kind) {
   case TreeDef::Kind::Leaf: out.push_back(v); return;
+  case TreeDef::Kind::Key:
+    if (!as_key_array(v)) throw fail("Expected a key array, got " + repr(v) + ".");
+    out.push_back(as_key_array(v)->data);
+    return;
   case TreeDef::Kind::None:
     if (!v.is_none())
       throw fail("Expected None, got " + repr(v) +
@@ -149,6 +159,10 @@ static Value unflatten_rec(const TreeDef& d, const ValueList& leaves, size_t& po
   case TreeDef::Kind::Leaf:
     if (pos >= leaves.size()) throw Error(ErrCode::Value, "too few leaves for the tree structure");
     return leaves[pos++];
+  case TreeDef::Kind::Key: { // the key data back as keys (other leaves, e.g. tree_map's, as they are)
+    const Value& leaf = leaves.at(pos++);
+    return is_key_data(leaf) ? make_key_array(leaf) : leaf;
+  }
   case TreeDef::Kind::None: return Value();
   case TreeDef::Kind::Tuple:
   case TreeDef::Kind::List: {

@@ -1,6 +1,6 @@
-// Pytrees: nested tuples, lists, dicts (dict keys in sorted order, as JAX) and
-// named tuples (their fields), with None as an empty subtree and everything
-// else a leaf. Used by tree_map
+// Pytrees: nested tuples, lists, dicts (dict keys in sorted order, as JAX),
+// named tuples (their fields) and typed PRNG key arrays (their key data), with
+// None as an empty subtree and everything else a leaf. Used by tree_map
 // and, later, to pass structured arguments in and out of traced functions.
 #pragma once
 #include "lang/args.hpp"
@@ -10,7 +10,9 @@
 namespace pxl {
 
 struct TreeDef {
-  enum class Kind : uint8_t { Leaf, None, Tuple, List, Dict, NamedTuple } kind = Kind::Leaf;
+  // Key: a typed PRNG key array, a node over its one leaf, the key data
+  // (stdlib/prng_key.hpp), so that transformations carry keys as arrays.
+  enum class Kind : uint8_t { Leaf, None, Tuple, List, Dict, NamedTuple, Key } kind = Kind::Leaf;
   ValueList keys;                               // Dict: sorted keys
   std::shared_ptr<const NamedTupleType> nt_type; // NamedTuple: its class
   std::vector<TreeDef> children;                // Tuple/List/Dict/NamedTuple (one per field)

@@ -170,6 +170,7 @@ std::string def_type(const TreeDef& d) {
   case TreeDef::Kind::List: return "<class 'list'>";
   case TreeDef::Kind::Dict: return "<class 'dict'>";
   case TreeDef::Kind::NamedTuple: return "<class '__main__." + d.nt_type->name + "'>";
+  case TreeDef::Kind::Key: return "<class 'jax._src.prng.PRNGKeyArray'>";
   case TreeDef::Kind::Leaf: break;
   }
   return "";

@@ -59,6 +59,9 @@ void paths_rec(const TreeDef& d, ValueList& cur, ValueList& out) {
     return;
   case TreeDef::Kind::None:
     return;
+  case TreeDef::Kind::Key: // a key array is one leaf to JAX
+    paths_rec(d.children[0], cur, out);
+    return;
   default:
     for (size_t i = 0; i < d.children.size(); ++i) {
       // JAX's keys: a dict's DictKey, a named tuple's GetAttrKey (its field), else SequenceKey.

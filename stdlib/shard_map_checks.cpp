@@ -16,6 +16,9 @@ void paths_rec(const TreeDef& d, const std::string& cur, std::vector<std::string
     return;
   case TreeDef::Kind::None:
     return;
+  case TreeDef::Kind::Key:
+    paths_rec(d.children[0], cur, out);
+    return;
   default:
     for (size_t i = 0; i < d.children.size(); ++i)
       paths_rec(d.children[i],

@@ -115,6 +115,9 @@ void leaf_paths(const TreeDef& d, const std::string& prefix, std::vector<std::st
     return;
   case TreeDef::Kind::None:
     return;
+  case TreeDef::Kind::Key:
+    leaf_paths(d.children[0], prefix, out);
+    return;
   default:
     for (size_t i = 0; i < d.children.size(); ++i)
       leaf_paths(d.children[i],
