@@ -65,6 +65,11 @@ static void assign(InterpreterImpl& in, const Expr& target, const Value& v, cons
       obj.as<ModuleObj>()->env->vars[target.name] = v;
       return;
     }
+    // f.__name__ = "name", as Python allows (a library names its wrappers so).
+    if (obj.is_obj(ObjKind::Function) && target.name == "__name__" && v.is_obj(ObjKind::Str)) {
+      obj.as<FunctionObj>()->name = v.as<StrObj>()->value;
+      return;
+    }
     if (obj.is_obj(ObjKind::Array) && target.name == "at")
       throw Error(ErrCode::Type,
                   "JAX arrays are immutable; use x = x.at[idx].set(value) instead", target.span);

@@ -20,6 +20,19 @@ Value make_functools_module() {
     p->bound.kw = a.kw;
     return Value::object(p);
   });
+  // functools.wraps(wrapped)(f): f under wrapped's __name__ (pxl functions
+  // have no other metadata to copy); anything else is returned as it is.
+  b.fn("wraps", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("wraps", a, {"wrapped", "assigned", "updated"}, 1);
+    Value name = in.get_attr(r[0], "__name__", Span{});
+    return make_builtin("wraps", [name](InterpreterImpl&, CallArgs& d) {
+      ArgReader w("wraps(...)", d, {"f"}, 1);
+      if (!w[0].is_obj(ObjKind::Function) || !name.is_obj(ObjKind::Str)) return w[0];
+      auto f = std::make_shared<FunctionObj>(*w[0].as<FunctionObj>());
+      f->name = name.as<StrObj>()->value;
+      return Value::object(f);
+    });
+  });
   b.fn("reduce", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("reduce", a, {"function", "iterable", "initial"}, 2);
     ValueList items = in.iterate(r[1], Span{});
