@@ -52,10 +52,7 @@ struct Function {
   std::vector<int> results;
   // jax.debug.print format strings (debug_print's attrs.axis indexes them) and
   // the keyword names of their arguments (the rest are positional).
-  struct DebugFormat {
-    std::string format;
-    std::vector<std::string> keywords;
-  };
+  using DebugFormat = pxl::DebugFormat; // ir/op.hpp
   std::vector<DebugFormat> debug_formats;
 
   int add_value(IRValue v) {

@@ -18,6 +18,20 @@ struct SpmdCallee; // runtime/spmd_call.hpp
 struct WhileLoop;  // ir/while_loop.hpp
 struct CustomCallee; // ir/custom_call.hpp
 
+// What a jax.debug.print prints: its format string, the keyword names of its
+// last operands (the others are positional) and, opaque to the IR, how the
+// arguments (pytrees, static values) are rebuilt from the operands
+// (stdlib/debug_print.cpp). Shared by every copy of the instruction, so the
+// print travels through jit, vmap, grad and loops with its instruction.
+struct DebugFormatArgs {
+  virtual ~DebugFormatArgs() = default;
+};
+struct DebugFormat {
+  std::string format;
+  std::vector<std::string> keywords;
+  std::shared_ptr<const DebugFormatArgs> args;
+};
+
 enum class Op : uint16_t {
 #define OP(name, text, arity, family) name,
 #include "ir/ops.def"
@@ -100,6 +114,7 @@ struct OpAttrs {
   std::shared_ptr<const SpmdCallee> callee;     // spmd_call
   std::shared_ptr<const WhileLoop> loop;        // while
   std::shared_ptr<const CustomCallee> custom;   // custom_call
+  std::shared_ptr<const DebugFormat> debug;     // debug_print
   bool operator==(const OpAttrs&) const = default;
 };
 

@@ -208,10 +208,7 @@ OpAttrs attrs_for_rebind(OpContext& cx, const Function& f, const Instr& in) {
   OpAttrs attrs = in.attrs;
   if (in.op != Op::DebugPrint) return attrs;
   auto* tc = dynamic_cast<TraceContext*>(&cx);
-  if (!tc)
-    throw Error(ErrCode::Unsupported,
-                "jax.debug.print inside a transformed function runs only under pmap/shard_map",
-                f.values[in.result].loc);
+  if (!tc) return attrs; // eager (or batching) contexts print through attrs.debug
   attrs.axis = static_cast<int64_t>(tc->function().debug_formats.size());
   tc->function().debug_formats.push_back(f.debug_formats[in.attrs.axis]);
   return attrs;

@@ -44,6 +44,13 @@ public:
   // partial derivatives then never reach x. Gates nest (a cond in a branch).
   void push_branch_gate(const Tensor& pred);
   void pop_branch_gate();
+  // The predicates of the branches being traced, outermost first (a
+  // jax.debug.print in a branch prints only where its branch is taken).
+  std::vector<Tensor> branch_predicates() const {
+    std::vector<Tensor> out;
+    for (const BranchGate& g : gates_) out.push_back(g.pred);
+    return out;
+  }
 
   // Set by an eager shard_map call: learns the contents of traced value `id`
   // by running the function traced so far (nullopt when it cannot, e.g. the

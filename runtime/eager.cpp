@@ -5,6 +5,7 @@
 
 #include "ir/custom_call.hpp"
 #include "lang/diag.hpp"
+#include "runtime/debug_print.hpp"
 #include "runtime/sharded.hpp"
 #include "runtime/spmd_call.hpp"
 #include "runtime/while_loop.hpp"
@@ -12,6 +13,12 @@
 namespace pxl {
 
 Tensor EagerContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) {
+  if (op == Op::DebugPrint && attrs.debug) { // prints now; the result is a token
+    std::vector<Array> values;
+    for (const Tensor& t : inputs) values.push_back(concrete(t));
+    print_debug_now(*attrs.debug, values);
+    return make_tensor(Array(DType::Bool, {}));
+  }
   if (sharded_)
     for (const Tensor& t : inputs)
       if (t->sharded && t->sharded->spans_devices()) {

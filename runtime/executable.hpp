@@ -28,6 +28,7 @@ struct DebugRecord {
   int participant = 0;
   int format = 0;
   std::vector<Array> values;
+  std::shared_ptr<const DebugFormat> fmt; // the instruction's (attrs.debug)
 };
 
 class PhaseTimes; // lang/phase_times.hpp

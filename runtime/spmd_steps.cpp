@@ -96,7 +96,7 @@ void run_host_instr(const Function& f, const SpmdLayout& layout, const Collectiv
 void run_debug_print(const Instr& in, int thread, int per_thread,
                      std::vector<std::vector<Array>>& env, std::vector<DebugRecord>& debug) {
   for (int j = 0; j < per_thread; ++j) {
-    DebugRecord rec{thread * per_thread + j, static_cast<int>(in.attrs.axis), {}};
+    DebugRecord rec{thread * per_thread + j, static_cast<int>(in.attrs.axis), {}, in.attrs.debug};
     for (int o : in.operands) rec.values.push_back(env[j][o]);
     debug.push_back(std::move(rec));
     env[j][in.result] = Array(DType::Bool, {});

@@ -1,5 +1,7 @@
 #include "runtime/while_loop.hpp"
 
+#include "runtime/debug_print.hpp"
+
 #include <mutex>
 
 #include "lang/diag.hpp"
@@ -155,7 +157,9 @@ std::vector<Array> run_while(const WhileLoop& w, std::span<const Array> operands
   std::vector<DebugRecord> debug;
   std::vector<std::vector<Array>> ins{std::vector<Array>(operands.begin(), operands.end())};
   try {
-    return run_loop(w, layout, 0, ins, world, debug, where)[0];
+    std::vector<Array> out = run_loop(w, layout, 0, ins, world, debug, where)[0];
+    print_debug_records(debug); // jax.debug.print in the loop, in the order it ran
+    return out;
   } catch (Error& e) {
     e.set_span_if_missing(where);
     throw;

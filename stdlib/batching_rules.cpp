@@ -502,8 +502,29 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
     return {bind(cx, op, a, {in[0].t}), true};
   case Op::AxisIndex: // no operands
     break;
-  case Op::DebugPrint: // prints the whole batch at once; the result is a token
-    return {cx.bind(op, attrs, ts), false};
+  case Op::DebugPrint: { // one print per example, in order (JAX's batching rule)
+    Tensor token;
+    for (int64_t i = 0; i < B; ++i) {
+      std::vector<Tensor> row;
+      for (const BVal& v : in) {
+        if (!v.batched) {
+          row.push_back(v.t);
+          continue;
+        }
+        OpAttrs s;
+        s.starts.assign(v.t->aval.shape.size(), 0);
+        s.limits = v.t->aval.shape;
+        s.strides.assign(v.t->aval.shape.size(), 1);
+        s.starts[0] = i;
+        s.limits[0] = i + 1;
+        OpAttrs r;
+        r.shape.assign(v.t->aval.shape.begin() + 1, v.t->aval.shape.end());
+        row.push_back(bind(cx, Op::Reshape, r, {bind(cx, Op::Slice, s, {v.t})}));
+      }
+      token = cx.bind(op, attrs, row);
+    }
+    return {token, false};
+  }
   case Op::SpmdCall: // several results: batch_function maps over it (batch_spmd_call)
   case Op::While:    // likewise (batch_while)
   case Op::CustomCall: // likewise (batch_custom_call)

@@ -33,6 +33,7 @@
 #include "stdlib/custom_derivatives.hpp"
 
 #include "lang/args.hpp"
+#include "stdlib/closure_convert.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/autodiff.hpp"
 #include "stdlib/np.hpp"
@@ -273,7 +274,8 @@ struct JvpRule : SiteRule {
     Value rule = make_builtin("jvp", [this, &statics](InterpreterImpl& in, CallArgs& a) {
       return call_rule(in, statics, a.pos[0], a.pos[1]);
     });
-    TracedFunction j = trace_function(in, rule, {primals, primals}, site.where, "custom_jvp");
+    TracedFunction j = trace_function(in, rule, {primals, primals}, site.where, "custom_jvp",
+                                      nullptr, nullptr, {}, true);
     std::vector<Tensor> params(xs.begin(), xs.end());
     for (const Tensor& x : xs)
       params.push_back(pvary_like(cx, np::full_like(cx, x, Scalar::of_float(0.0)), x));
@@ -564,15 +566,37 @@ ValueList positional_args(InterpreterImpl& in, const CustomDef& d, CallArgs& a, 
                   where);
     out.push_back(f.defaults[i]);
   }
-  for (size_t k = 0; k < a.kw.size(); ++k)
-    if (!used[k])
-      throw Error(ErrCode::Type,
-                  "The input arguments to the " + std::string(d.kind()) + "-decorated function " +
-                      d.name() +
-                      " could not be resolved to positional-only arguments. Binding failed with "
-                      "the error:\ngot an unexpected keyword argument '" +
-                      a.kw[k].first + "'",
-                  where);
+  // Keyword-only parameters bind, but not to positions (JAX lists them).
+  std::string keyword_only;
+  for (size_t k = 0; k < a.kw.size(); ++k) {
+    if (used[k]) continue;
+    bool named = false;
+    for (size_t i = 0; f.params && i < f.params->size(); ++i) {
+      const Param& p = (*f.params)[i];
+      named = named || (p.kind == Param::Kind::Normal && p.keyword_only && p.name == a.kw[k].first) ||
+              p.kind == Param::Kind::KwArgs;
+    }
+    if (named) {
+      keyword_only += (keyword_only.empty() ? "" : ", ") + a.kw[k].first;
+      continue;
+    }
+    throw Error(ErrCode::Type,
+                "The input arguments to the " + std::string(d.kind()) + "-decorated function " +
+                    d.name() +
+                    " could not be resolved to positional-only arguments. Binding failed with "
+                    "the error:\ngot an unexpected keyword argument '" +
+                    a.kw[k].first + "'",
+                where);
+  }
+  if (!keyword_only.empty())
+    throw Error(ErrCode::Type,
+                "The input arguments to the " + std::string(d.kind()) + "-decorated function " +
+                    d.name() +
+                    " could not be resolved to positional-only arguments. Binding failed with "
+                    "the error:\nThe following keyword arguments could not be resolved to "
+                    "positions: " +
+                    keyword_only,
+                where);
   (void)in;
   return out;
 }
@@ -631,7 +655,10 @@ Value call_custom(InterpreterImpl& in, const std::shared_ptr<const CustomDef>& d
   size_t nargs = operands.size();
   ValueList traced_args = diff;
   traced_args.insert(traced_args.end(), arrays.begin(), arrays.end());
-  TracedFunction t = trace_function(in, primal, traced_args, where, d.kind());
+  // Python control flow on the arguments reads their values where the calling
+  // context knows them (grad's), as JAX's JVPTracer carries its primal.
+  TracedFunction t = trace_function(in, primal, traced_args, where, d.kind(), nullptr, nullptr, {},
+                                    true);
   site.out_tree = t.out_tree;
   auto fn = t.fn;
   fn->name = d.name();
@@ -760,13 +787,29 @@ struct CustomFunctionObj : OpaqueObj {
 
 Value make_custom(CallArgs& a, bool is_vjp) {
   const char* name = is_vjp ? "custom_vjp" : "custom_jvp";
-  ArgReader r(name, a, {"fun", "nondiff_argnums"}, 1);
+  ArgReader r(name, a, {"fun", "nondiff_argnums", "nondiff_argnames"}, 1);
   auto obj = std::make_shared<CustomFunctionObj>();
   obj->def = std::make_shared<CustomDef>();
   obj->def->is_vjp = is_vjp;
   obj->def->fun = r[0];
-  if (r.has(1))
-    obj->def->nondiff_argnums = value_to_int_list(r[1], std::string(name) + "() nondiff_argnums");
+  std::vector<int64_t>& nums = obj->def->nondiff_argnums;
+  if (r.has(1)) nums = value_to_int_list(r[1], std::string(name) + "() nondiff_argnums");
+  if (r.has(2)) { // JAX adds their positions in fun's signature, then sorts
+    ValueList names;
+    if (const ValueList* items = sequence_items(r[2])) names = *items;
+    else names.push_back(r[2]);
+    const FunctionObj* f = r[0].is_obj(ObjKind::Function) ? r[0].as<FunctionObj>() : nullptr;
+    for (const Value& nv : names) {
+      const std::string& n = value_to_str(nv, std::string(name) + "() nondiff_argnames");
+      int64_t pos = -1;
+      for (size_t i = 0; f && f->params && i < f->params->size(); ++i)
+        if ((*f->params)[i].name == n) pos = static_cast<int64_t>(i);
+      if (pos < 0)
+        throw Error(ErrCode::Value, "'" + n + "' is not in list");
+      if (std::find(nums.begin(), nums.end(), pos) == nums.end()) nums.push_back(pos);
+    }
+    std::sort(nums.begin(), nums.end());
+  }
   return Value::object(obj);
 }
 
@@ -858,6 +901,7 @@ void add_custom_derivatives(InterpreterImpl&, Value& jax) {
   vars["custom_vjp"] = make_builtin(
       "custom_vjp", [](InterpreterImpl&, CallArgs& a) { return make_custom(a, true); });
   vars["custom_gradient"] = make_builtin("custom_gradient", make_custom_gradient);
+  add_closure_convert(jax);
 }
 
 } // namespace pxl

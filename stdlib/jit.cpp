@@ -10,6 +10,7 @@
 #include "runtime/eager.hpp"
 #include "runtime/executable.hpp"
 #include "lang/tracer.hpp"
+#include "runtime/debug_print.hpp"
 #include "stdlib/cache_explain.hpp"
 #include "runtime/sharded.hpp"
 #include "stdlib/jit_partition.hpp"
@@ -90,6 +91,7 @@ bool run_compiled(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> para
     ScopedPhase timing(in.phase_times(), "run: jit");
     results = e.exe->run(0, inputs, *e.world, debug);
   }
+  print_debug_records(debug); // jax.debug.print inside a loop of the program
   ValueList leaves;
   leaves.reserve(results[0].size());
   for (Array& a : results[0]) leaves.push_back(make_array(make_tensor(std::move(a))));

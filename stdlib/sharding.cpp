@@ -9,6 +9,7 @@
 #include "runtime/format.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/convert.hpp"
+#include "stdlib/debug_print.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/pytree.hpp"
 
@@ -693,32 +694,7 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
   in.register_module("jax.experimental.mesh_utils", mesh_utils.value());
   ModuleBuilder debug("jax.debug");
   debug.val("visualize_array_sharding", vis_fn);
-  debug.fn("print", [](InterpreterImpl& in, CallArgs& a) {
-    if (a.pos.empty()) throw Error(ErrCode::Arguments, "jax.debug.print() needs a format string");
-    std::string fmt = value_to_str(a.pos[0], "jax.debug.print() format");
-    auto* tc = dynamic_cast<TraceContext*>(&in.ops());
-    if (!tc) { // eager: print now, like str.format
-      CallArgs fa;
-      fa.pos.assign(a.pos.begin() + 1, a.pos.end());
-      fa.kw = a.kw;
-      in.out() << str(in.call(in.get_attr(a.pos[0], "format", Span{}), fa, Span{})) << "\n";
-      return Value();
-    }
-    // Traced: record the values; the executor hands them back per device.
-    Function& f = tc->function();
-    Function::DebugFormat df{fmt, {}};
-    std::vector<Tensor> values;
-    for (size_t i = 1; i < a.pos.size(); ++i) values.push_back(in.to_tensor(a.pos[i], Span{}));
-    for (auto& [k, v] : a.kw) {
-      df.keywords.push_back(k);
-      values.push_back(in.to_tensor(v, Span{}));
-    }
-    OpAttrs attrs;
-    attrs.axis = static_cast<int64_t>(f.debug_formats.size());
-    f.debug_formats.push_back(std::move(df));
-    in.ops().bind(Op::DebugPrint, attrs, values);
-    return Value();
-  });
+  add_debug_print(in, debug);
   jv["debug"] = debug.value();
   in.register_module("jax.debug", debug.value());
   for (auto [name, v] : {std::pair<const char*, Value>{"Mesh", mesh_fn}, {"P", p_fn}, {"PartitionSpec", p_fn},

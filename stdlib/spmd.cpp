@@ -13,6 +13,7 @@
 #include "runtime/executable.hpp"
 #include "runtime/format.hpp"
 #include "runtime/spmd_call.hpp"
+#include "stdlib/debug_print.hpp"
 #include "stdlib/autodiff.hpp"
 #include "stdlib/cache_explain.hpp"
 #include "stdlib/convert.hpp"
@@ -92,19 +93,12 @@ void print_debug(InterpreterImpl& in, const Function& f, const Mesh& mesh, std::
   });
   for (const DebugRecord& r : recs) {
     const Function::DebugFormat& fmt = f.debug_formats[r.format];
-    CallArgs args;
-    size_t npos = r.values.size() - fmt.keywords.size();
-    for (size_t i = 0; i < r.values.size(); ++i) {
-      Value v = make_array(make_tensor(r.values[i]));
-      if (i < npos) args.pos.push_back(v);
-      else args.kw.emplace_back(fmt.keywords[i - npos], v);
-    }
     std::string prefix = "[";
     std::vector<int64_t> c = mesh.coords(r.participant);
     for (int d = 0; d < mesh.ndim(); ++d)
       prefix += (d ? ", " : "") + mesh.axis_names[d] + "=" + std::to_string(c[d]);
-    Value format = in.get_attr(make_str(fmt.format), "format", Span{});
-    in.out() << prefix << "] " << str(in.call(format, args, Span{})) << "\n";
+    if (std::optional<std::string> line = format_debug(in, fmt, r.values))
+      in.out() << prefix << "] " << *line << "\n";
   }
   in.out().flush();
 }

@@ -72,13 +72,8 @@ std::vector<Tensor> bind_while(OpContext& cx, const Part& cond, const Part& body
   auto loop = make_while_loop(cond.fn, body.fn, static_cast<int>(cond.consts.size()),
                               static_cast<int>(body.consts.size()), mode, cache);
   loop->trip_count = trip_count;
-  // jax.debug.print formats go to the caller's table, which the printer reads
-  // (only pmap/shard_map print, as everywhere else).
-  bool prints = !cond.fn->debug_formats.empty() || !body.fn->debug_formats.empty();
-  if (prints && spmd_mode(cx) == SpmdMode::None)
-    throw Error(ErrCode::Unsupported,
-                "jax.debug.print inside a transformed function runs only under pmap/shard_map",
-                cx.loc);
+  // jax.debug.print formats go to the caller's table, which the SPMD printer
+  // reads (a single-device loop prints each record's own format as it ends).
   if (auto* tc = dynamic_cast<TraceContext*>(&cx)) {
     auto& table = tc->function().debug_formats;
     loop->cond_format_base = static_cast<int>(table.size());

@@ -1,0 +1,27 @@
+// jax.debug.print and jax.debug.callback: the builtins, and how recorded
+// values are printed (or handed to the callback).
+#pragma once
+#include <optional>
+#include <span>
+#include <string>
+
+#include "ir/op.hpp"
+#include "lang/interp_impl.hpp"
+#include "runtime/array.hpp"
+
+namespace pxl {
+
+struct ModuleBuilder;
+
+// Adds jax.debug.print and jax.debug.callback to `debug` and installs the single-device printer
+// (runtime/debug_print.hpp) that writes to the interpreter's stdout.
+void add_debug_print(InterpreterImpl& in, ModuleBuilder& debug);
+
+// One print's text (without the newline): the format string applied to the
+// arguments rebuilt from the recorded values, as JAX's callback formats them;
+// nothing for a print in a branch that was not taken, or for a callback
+// (which this calls).
+std::optional<std::string> format_debug(InterpreterImpl& in, const DebugFormat& f,
+                                        std::span<const Array> values);
+
+} // namespace pxl
