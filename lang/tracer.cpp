@@ -161,6 +161,10 @@ std::vector<Tensor> TraceContext::bind_call(const OpAttrs& attrs, std::span<cons
     for (int id : ids) in_vma.push_back(fn_.values[id].vma);
     vmas = custom_call_vma(*attrs.custom, in_vma);
   }
+  // A call with no results (a custom_vjp function returning None) computes
+  // nothing anyone can use: it is not recorded (an instruction names its
+  // first result, and every pass looks that value up).
+  if (outs.empty()) return {};
   Instr in{op, attrs, std::move(ids), -1};
   in.nresults = static_cast<int>(outs.size());
   std::vector<Tensor> results;

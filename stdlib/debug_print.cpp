@@ -30,6 +30,7 @@ struct PrintArgs : DebugFormatArgs {
   size_t npos = 0;
   bool gated = false; // the last operand says whether the print's branch is taken
   Value callback;      // jax.debug.callback's function (None: print the format)
+  InterpreterImpl* in = nullptr; // whose output the line goes to (the one that traced it)
 };
 
 // The fields of a str.format string that name arguments: an automatic or
@@ -120,6 +121,7 @@ void record(InterpreterImpl& in, TraceContext& tc, const std::string& fmt, const
     df->keywords.push_back(k);
   }
   args->npos = pos.size();
+  args->in = &in;
   ValueList leaves;
   args->tree = tree_flatten(in, make_tuple(all), leaves);
   std::vector<Tensor> values;
@@ -236,12 +238,16 @@ std::optional<std::string> format_debug(InterpreterImpl& in, const DebugFormat& 
   return str(call_format(in, f.format, args));
 }
 
-void add_debug_print(InterpreterImpl& in, ModuleBuilder& debug) {
+void add_debug_print(InterpreterImpl&, ModuleBuilder& debug) {
   debug.fn("print", debug_print);
   debug.fn("callback", debug_callback);
-  InterpreterImpl* ip = &in;
-  set_debug_printer([ip](const DebugFormat& f, std::span<const Array> values) {
-    if (std::optional<std::string> line = format_debug(*ip, f, values)) ip->out() << *line << "\n";
+  // The printer is the same for every interpreter (it keeps no state): each
+  // print goes to the interpreter that traced it, which its format records,
+  // so several embedded interpreters never print into each other's output.
+  set_debug_printer([](const DebugFormat& f, std::span<const Array> values) {
+    auto* pa = dynamic_cast<const PrintArgs*>(f.args.get());
+    if (!pa || !pa->in) return;
+    if (std::optional<std::string> line = format_debug(*pa->in, f, values)) pa->in->out() << *line << "\n";
   });
 }
 

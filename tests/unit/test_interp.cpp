@@ -93,3 +93,19 @@ TEST_CASE("embedding call with host arrays") {
   CHECK(r[0].as<float>()[2] == 5.0f);
   CHECK(r[1].as<float>()[0] == 3.0f);
 }
+
+TEST_CASE("jax.debug.print goes to the interpreter that traced it") {
+  std::ostringstream out_a, out_b;
+  InterpOptions oa, ob;
+  oa.out = &out_a;
+  ob.out = &out_b;
+  Interpreter a(oa);
+  a.run_string("import jax\nf = jax.jit(lambda x: jax.debug.print('a {}', x) or x)\n", "a.pxl");
+  {
+    Interpreter b(ob); // installed after a, and gone before a prints
+    b.run_string("import jax\njax.jit(lambda x: jax.debug.print('b {}', x) or x)(2)\n", "b.pxl");
+  }
+  a.run_string("f(1)\n", "a.pxl");
+  CHECK(out_a.str() == "a 1\n");
+  CHECK(out_b.str() == "b 2\n");
+}
