@@ -139,6 +139,7 @@ struct VmapFunction : OpaqueObj {
   Value in_axes = Value::integer(0), out_axes = Value::integer(0);
   std::string axis_name;
   int64_t axis_size = -1;
+  std::vector<std::string> spmd_axis_name; // vmap(spmd_axis_name=...), as a tuple
 
   std::string type_name() const override { return "function"; }
   std::string repr() const override { return "<vmap of " + pxl::repr(fn) + ">"; }
@@ -271,6 +272,19 @@ struct VmapFunction : OpaqueObj {
           where, "map at least one argument, or pass axis_size");
     const std::vector<std::string> mapped_split = mapped_axis_spec_check(leaves, axes, where);
     const Mesh* split_mesh = mapped_mesh(leaves, axes);
+    // spmd_axis_name may only name the axes the mapped arguments are split over.
+    if (!spmd_axis_name.empty() && !mapped_split.empty() && spmd_axis_name != mapped_split) {
+      auto tuple_repr = [](const std::vector<std::string>& names) {
+        std::string t = "(";
+        for (size_t i = 0; i < names.size(); ++i) t += (i ? ", '" : "'") + names[i] + "'";
+        return t + (names.size() == 1 ? ",)" : ")");
+      };
+      throw Error(ErrCode::Value,
+                  "Only one of spmd_axis_name or arrays sharded on `Explicit` mesh axis type is "
+                  "allowed. Got spmd_axis_name=" + tuple_repr(spmd_axis_name) +
+                      " and arrays sharded on explicit_mesh_axis=" + tuple_repr(mapped_split),
+                  where);
+    }
     // Per-example types for the trace; batched params with the axis in front.
     std::vector<AVal> avals;
     std::vector<BVal> params;
@@ -386,9 +400,9 @@ Value make_vmap(InterpreterImpl&, CallArgs& a) {
   if (r.has(5) && !r[5].is_none()) {
     const ValueList* names = sequence_items(r[5]);
     if (names)
-      for (const Value& n : *names) value_to_str(n, "vmap() spmd_axis_name");
+      for (const Value& n : *names) v->spmd_axis_name.push_back(value_to_str(n, "vmap() spmd_axis_name"));
     else
-      value_to_str(r[5], "vmap() spmd_axis_name");
+      v->spmd_axis_name.push_back(value_to_str(r[5], "vmap() spmd_axis_name"));
   }
   return Value::object(v);
 }
