@@ -121,14 +121,10 @@ bool is_sharding_leaf(const Value& v) { return v.is_none() || v.is_obj(ObjKind::
 void name_like_first_argument(std::vector<Tensor>& results, std::span<const Tensor> params) {
   if (params.empty() || !params[0]->sharded) return;
   const ShardedData& first = *params[0]->sharded;
-  auto trimmed = [](PartitionSpec s) {
-    while (!s.entries.empty() && s.entries.back().empty()) s.entries.pop_back();
-    return s.entries;
-  };
   for (Tensor& t : results) {
+    // (PartitionSpec's == ignores trailing Nones: the same layout, written otherwise.)
     if (!t->sharded || !t->sharded->mesh.same_mesh(first.mesh) ||
-        t->aval.ndim() != first.global.ndim() ||
-        trimmed(t->sharded->spec) != trimmed(first.spec) ||
+        t->aval.ndim() != first.global.ndim() || !(t->sharded->spec == first.spec) ||
         t->sharded->spec.entries == first.spec.entries)
       continue;
     auto named = std::make_shared<ShardedData>();

@@ -33,6 +33,13 @@ void check_axes_leaves(InterpreterImpl& in, const Value& axes, const char* which
           where);
 }
 
+// Python's repr of a tuple of axis names: ('x',), ('x', 'y').
+std::string py_tuple_repr(const std::vector<std::string>& names) {
+  std::string t = "(";
+  for (size_t i = 0; i < names.size(); ++i) t += (i ? ", '" : "'") + names[i] + "'";
+  return t + (names.size() == 1 ? ",)" : ")");
+}
+
 // Over Explicit mesh axes the mapped dimensions must be split alike (the
 // batch dimension's sharding is the same for every mapped argument): JAX's
 // _mapped_axis_spec. A type's entry prints as JAX's spec entry does.
@@ -45,10 +52,7 @@ std::vector<std::string> mapped_axis_spec_check(const std::vector<Tensor>& leave
     auto dims = explicit_type_spec(leaves[i]);
     std::vector<std::string> e;
     if (dims && static_cast<size_t>(axes[i]) < dims->size()) e = (*dims)[static_cast<size_t>(axes[i])];
-    std::string spec = e.empty() ? "None" : e.size() == 1 ? e[0] : "(";
-    for (size_t k = 0; e.size() > 1 && k < e.size(); ++k)
-      spec += (k ? ", '" : "'") + e[k] + "'";
-    if (e.size() > 1) spec += ")";
+    std::string spec = e.empty() ? "None" : e.size() == 1 ? e[0] : py_tuple_repr(e);
     if (first && *first != spec)
       throw Error(ErrCode::Value,
                   "Mapped away dimension of inputs passed to vmap should be sharded the same. "
@@ -274,15 +278,10 @@ struct VmapFunction : OpaqueObj {
     const Mesh* split_mesh = mapped_mesh(leaves, axes);
     // spmd_axis_name may only name the axes the mapped arguments are split over.
     if (!spmd_axis_name.empty() && !mapped_split.empty() && spmd_axis_name != mapped_split) {
-      auto tuple_repr = [](const std::vector<std::string>& names) {
-        std::string t = "(";
-        for (size_t i = 0; i < names.size(); ++i) t += (i ? ", '" : "'") + names[i] + "'";
-        return t + (names.size() == 1 ? ",)" : ")");
-      };
       throw Error(ErrCode::Value,
                   "Only one of spmd_axis_name or arrays sharded on `Explicit` mesh axis type is "
-                  "allowed. Got spmd_axis_name=" + tuple_repr(spmd_axis_name) +
-                      " and arrays sharded on explicit_mesh_axis=" + tuple_repr(mapped_split),
+                  "allowed. Got spmd_axis_name=" + py_tuple_repr(spmd_axis_name) +
+                      " and arrays sharded on explicit_mesh_axis=" + py_tuple_repr(mapped_split),
                   where);
     }
     // Per-example types for the trace; batched params with the axis in front.
