@@ -593,9 +593,9 @@ Value* ScalarEmitter::rsqrt_call(Value* x) {
     auto fma = [&](Value* a, Value* p, Value* q) {
       return vb.CreateIntrinsic(llvm::Intrinsic::fma, {vt}, {a, p, q});
     };
-    // rsqrt_f32's two Newton steps, on positive normal finite lanes only.
+    // rsqrt_f32's Newton steps, on positive normal finite lanes only.
     Value* better = y;
-    for (int step = 0; step < 2; ++step) {
+    for (int step = 0, steps = ref::xla::rsqrt_f32_newton_steps(); step < steps; ++step) {
       Value* t = fma(vb.CreateFMul(v, better), better, fc(-1.0));
       better = fma(vb.CreateFMul(better, fc(-0.5)), t, better);
     }

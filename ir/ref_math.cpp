@@ -179,17 +179,27 @@ float erf_inv_f32(float x) {
   return x * (std::fabs(x) == 1.0f ? INFINITY : p);
 }
 
+int rsqrt_f32_newton_steps() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  // XLA refines the rsqrtss/rsqrtps estimate with one Newton step on AMD CPUs
+  // (their estimate is more accurate) and two elsewhere; results differ in the
+  // last bit otherwise.
+  static const int steps = __builtin_cpu_is("amd") ? 1 : 2;
+  return steps;
+#else
+  return 2;
+#endif
+}
+
 float rsqrt_f32(float x) {
 #ifdef PXL_HAVE_SSE
   float y = _mm_cvtss_f32(_mm_rsqrt_ss(_mm_set_ss(x)));
 #else
   float y = 1.0f / std::sqrt(x);
 #endif
-  // Only positive normal numbers get the Newton steps. Two of them, as XLA's
-  // intrinsic takes: one leaves the result depending on the CPU's estimate
-  // (AMD's and Intel's rsqrtss differ), two give XLA's bits on both.
+  // Only positive normal numbers get the Newton steps.
   if (std::isnan(x) || !(x > 0.0f) || std::isinf(x) || !std::isnormal(x)) return y;
-  for (int step = 0; step < 2; ++step) {
+  for (int step = 0, n = rsqrt_f32_newton_steps(); step < n; ++step) {
     float t = std::fma(x * y, y, -1.0f);
     y = std::fma(y * -0.5f, t, y);
   }

@@ -19,7 +19,8 @@ float expm1_f32(float x, Round r = Round::F32); // XLA's EmitExpm1: tanh(x/2) * 
 float tanh_f32(float x);  // xla/codegen/intrinsic/tanh.cc (Eigen's generic_fast_tanh_float)
 float erf_f32(float x);   // xla/codegen/intrinsic/erf.cc (rational approximation)
 float erf_inv_f32(float x); // chlo's ErfInv (Giles' polynomial on log1p_f32)
-float rsqrt_f32(float x); // xla/codegen/intrinsic/rsqrt.cc (rsqrtss + two Newton steps)
+float rsqrt_f32(float x); // xla/codegen/intrinsic/rsqrt.cc (rsqrtss + Newton steps)
+int rsqrt_f32_newton_steps(); // 1 on AMD CPUs, 2 elsewhere, as XLA's
 float logistic_f32(float x, Round r = Round::F32); // LogisticExpander: 1 / (1 + exp(-x))
 // XLA calls libm's sinf/cosf; these are glibc 2.36's (Arm's optimized routines,
 // evaluated in double; the FMA build's fused multiply-adds), which the JIT

@@ -6,6 +6,9 @@ from its own directory (so diagnostics show the bare file name) and compared wit
   NAME.out   expected stdout (required)
   NAME.err   expected stderr (exact; not compared when the file is absent)
   NAME.code  expected exit status (default 0)
+  NAME.amd.out / NAME.intel.out  expected stdout on that CPU vendor's machines, in place of
+             NAME.out: JAX's own linear algebra (LAPACK through OpenBLAS, whose kernels are
+             chosen per CPU) differs in the last bits between them, and pxl follows it.
 A first line `# ARGS: --devices 4` passes flags to pxl. Files whose name starts
 with `_` are helper modules for the others to import, not tests.
 
@@ -63,6 +66,29 @@ def read_args(test):
     return []
 
 
+def cpu_vendor():
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    return {"AuthenticAMD": "amd", "GenuineIntel": "intel"}.get(line.split(":")[1].strip())
+    except OSError:
+        pass
+    return None
+
+
+VENDOR = cpu_vendor()
+
+
+def stdout_file(base):
+    """NAME.out, or this CPU vendor's NAME.VENDOR.out where the test has one."""
+    if VENDOR:
+        own = Path(f"{base}.{VENDOR}.out")
+        if own.exists():
+            return own
+    return Path(f"{base}.out")
+
+
 class Result:
     def __init__(self, test, stdout=b"", stderr=b"", code=None, timed_out=False, error=None):
         self.test, self.stdout, self.stderr, self.code = test, stdout, stderr, code
@@ -106,7 +132,8 @@ def check(r, opts):
     if r.timed_out:
         r.problems.append(f"timed out after {opts.timeout:g} s")
     base = r.test.with_suffix("")
-    out_file, err_file, code_file = (Path(str(base) + s) for s in (".out", ".err", ".code"))
+    out_file = stdout_file(base)
+    err_file, code_file = (Path(str(base) + s) for s in (".err", ".code"))
     if out_file.exists():
         want = out_file.read_text(encoding="utf-8", errors="replace")
         if want != text(r.stdout):
@@ -129,7 +156,7 @@ def check(r, opts):
 
 def update(r):
     base = str(r.test.with_suffix(""))
-    Path(base + ".out").write_bytes(r.stdout)
+    stdout_file(base).write_bytes(r.stdout)
     for suffix, keep, data in ((".err", bool(r.stderr), r.stderr),
                                (".code", r.code not in (0, None), f"{r.code}\n".encode())):
         path = Path(base + suffix)
