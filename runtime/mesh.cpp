@@ -195,15 +195,14 @@ Shape block_shape(const Mesh& mesh, const PartitionSpec& spec, const Shape& glob
   return block_of(mesh, spec, global, 0).shape;
 }
 
-std::string check_spec(const Mesh& mesh, const PartitionSpec& spec, const Shape& global) {
+std::string check_spec_axes(const Mesh& mesh, const PartitionSpec& spec, const Shape& global) {
   if (spec.entries.size() > global.size())
     return "the spec " + spec.repr() + " has " + std::to_string(spec.entries.size()) +
            " entries but the array has rank " + std::to_string(global.size()) + " (shape " +
            shape_str(global) + ")";
   std::vector<std::string> seen;
-  for (size_t d = 0; d < spec.entries.size(); ++d) {
-    int64_t parts = 1;
-    for (const auto& a : spec.entries[d]) {
+  for (const auto& entry : spec.entries)
+    for (const auto& a : entry) {
       if (mesh.axis_of(a) < 0) {
         std::string names;
         for (const auto& n : mesh.axis_names) names += (names.empty() ? "'" : ", '") + n + "'";
@@ -212,18 +211,37 @@ std::string check_spec(const Mesh& mesh, const PartitionSpec& spec, const Shape&
       if (std::find(seen.begin(), seen.end(), a) != seen.end())
         return "mesh axis '" + a + "' is used twice in " + spec.repr();
       seen.push_back(a);
-      parts *= mesh.axis_size(a);
     }
-    if (global[d] % parts != 0) {
-      std::string axes;
-      for (const auto& a : spec.entries[d])
-        axes += (axes.empty() ? "'" : " x '") + a + "' (" + std::to_string(mesh.axis_size(a)) + ")";
-      return "dimension " + std::to_string(d) + " of shape " + shape_str(global) + " has size " +
-             std::to_string(global[d]) + ", which is not divisible by " + std::to_string(parts) +
-             " = mesh axes " + axes;
-    }
+  return {};
+}
+
+std::vector<int64_t> tiling_factors(const Mesh& mesh, const PartitionSpec& spec, size_t rank) {
+  std::vector<int64_t> parts(rank, 1);
+  for (size_t d = 0; d < spec.entries.size() && d < rank; ++d)
+    for (const auto& a : spec.entries[d])
+      if (mesh.axis_of(a) >= 0) parts[d] *= mesh.axis_size(a);
+  return parts;
+}
+
+std::string check_divisible(const Mesh& mesh, const PartitionSpec& spec, const Shape& global) {
+  std::vector<int64_t> parts = tiling_factors(mesh, spec, global.size());
+  for (size_t d = 0; d < global.size(); ++d) {
+    if (global[d] % parts[d] == 0) continue;
+    std::string factors;
+    for (int64_t p : parts) factors += (factors.empty() ? "" : ", ") + std::to_string(p);
+    // JAX's IndivisibleError, word for word.
+    return "Sharding NamedSharding(mesh=" + mesh.jax_str() + ", spec=" + spec.repr() +
+           ", memory_kind=device) implies that array axis " + std::to_string(d) +
+           " is partitioned " + std::to_string(parts[d]) + " times, but the dimension size is " +
+           std::to_string(global[d]) + " (full shape: " + shape_str(global) +
+           ", per-dimension tiling factors: [" + factors + "] should evenly divide the shape)";
   }
   return {};
+}
+
+std::string check_spec(const Mesh& mesh, const PartitionSpec& spec, const Shape& global) {
+  std::string problem = check_spec_axes(mesh, spec, global);
+  return problem.empty() ? check_divisible(mesh, spec, global) : problem;
 }
 
 } // namespace pxl

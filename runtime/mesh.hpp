@@ -76,8 +76,15 @@ struct ShardBlock {
 ShardBlock block_of(const Mesh& mesh, const PartitionSpec& spec, const Shape& global, int64_t pos);
 // The per-device block shape (every device's is the same).
 Shape block_shape(const Mesh& mesh, const PartitionSpec& spec, const Shape& global);
-// Checks a spec against a mesh and a global shape; the message names the
-// dimension, both sizes and the axes, as DESIGN §3 asks. Empty when fine.
+// Checks a spec against a mesh and a global shape: check_spec_axes, then
+// check_divisible. Each returns a message, empty when fine.
 std::string check_spec(const Mesh& mesh, const PartitionSpec& spec, const Shape& global);
+// No more entries than the rank, every axis the mesh's, none twice.
+std::string check_spec_axes(const Mesh& mesh, const PartitionSpec& spec, const Shape& global);
+// Every dimension divisible by the product of its axes' sizes; the message is
+// JAX's IndivisibleError (names the dimension, both sizes and the sharding).
+std::string check_divisible(const Mesh& mesh, const PartitionSpec& spec, const Shape& global);
+// How many parts each dimension is split into (1 for unsplit ones).
+std::vector<int64_t> tiling_factors(const Mesh& mesh, const PartitionSpec& spec, size_t rank);
 
 } // namespace pxl

@@ -174,8 +174,13 @@ Value constrain_traced(InterpreterImpl& in, const Value& leaf, const Value& targ
   const Value* cur = in.context_mesh();
   const Mesh* mesh = named ? &named->mesh : cur ? value_to_mesh(*cur) : nullptr;
   if (mesh) {
-    std::string problem = check_spec(*mesh, s, shape);
+    std::string problem = check_spec_axes(*mesh, s, shape);
     if (!problem.empty()) throw Error(ErrCode::Spec, fn + "(): " + problem);
+    // A dimension the axes do not divide: XLA pads it into uneven shards;
+    // pxl leaves it unsplit (the values are the same, only the layout differs).
+    std::vector<int64_t> parts = tiling_factors(*mesh, s, shape.size());
+    for (size_t d = 0; d < s.entries.size(); ++d)
+      if (shape[d] % parts[d] != 0) s.entries[d].clear();
   }
   OpAttrs a;
   a.dim_axes = s.entries;

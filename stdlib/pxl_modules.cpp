@@ -110,6 +110,9 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   merge_functions(in, "jax_extra", jax);
   merge_functions(in, "jax_rest", jax); // pure_callback, linear_transpose, named_scope, ...
   merge_functions(in, "sharding_axes", jax.as<ModuleObj>()->env->vars.at("sharding")); // auto_axes, explicit_axes
+  Value pjit = in.import_module("experimental_pjit", Span{}, ""); // jax.experimental.pjit
+  jax.as<ModuleObj>()->env->vars.at("experimental").as<ModuleObj>()->env->vars["pjit"] = pjit;
+  in.register_module("jax.experimental.pjit", pjit);
   Value ops = in.import_module("jax_ops", Span{}, ""); // segment_sum, ...
   jax.as<ModuleObj>()->env->vars["ops"] = ops;
   in.register_module("jax.ops", ops);

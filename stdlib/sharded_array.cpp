@@ -280,8 +280,10 @@ Shape shape_arg(CallArgs& a, const char* fn) {
 // clear error when `s` does not fit the shape.
 Shape checked_shard_shape(const ShardingObj& s, const Shape& shape, const std::string& fn) {
   if (s.single_device) return shape;
-  std::string problem = check_spec(s.mesh, s.spec, shape);
+  std::string problem = check_spec_axes(s.mesh, s.spec, shape);
   if (!problem.empty()) throw Error(ErrCode::Spec, fn + ": " + problem);
+  problem = check_divisible(s.mesh, s.spec, shape);
+  if (!problem.empty()) throw Error(ErrCode::Spec, problem);
   return block_shape(s.mesh, s.spec, shape);
 }
 

@@ -348,6 +348,22 @@ bool MeshObj::enter(InterpreterImpl& in, Value& bound) {
   return true;
 }
 
+bool MeshObj::call(InterpreterImpl&, CallArgs& args, const Span&, Value& out) {
+  if (args.pos.size() != 1 || !args.kw.empty())
+    throw Error(ErrCode::Arguments, "a Mesh used as a decorator takes the one function it decorates");
+  Value fn = args.pos[0], mesh_value = make_mesh_value(mesh);
+  out = make_builtin("mesh_decorated", [fn, mesh_value](InterpreterImpl& in, CallArgs& a) {
+    struct Scope {
+      InterpreterImpl& in;
+      ~Scope() { in.pop_context_mesh(); }
+    };
+    in.push_context_mesh(mesh_value);
+    Scope scope{in};
+    return in.call(fn, a, Span{});
+  });
+  return true;
+}
+
 namespace {
 // jax.set_mesh(mesh) / jax.sharding.use_mesh(mesh): the mesh is current from
 // the call on; used in `with`, until the block ends.
@@ -537,8 +553,10 @@ Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& targe
     // Already laid out so: nothing moves (JAX returns the same buffers).
     if (t->sharded && t->sharded->mesh.same_mesh(s->mesh) && t->sharded->spec == s->spec) return make_array(t);
     const Array& x = in.ops().concrete(t);
-    std::string problem = check_spec(s->mesh, s->spec, x.shape());
+    std::string problem = check_spec_axes(s->mesh, s->spec, x.shape());
     if (!problem.empty()) throw Error(ErrCode::Shape, "device_put(): " + problem);
+    problem = check_divisible(s->mesh, s->spec, x.shape());
+    if (!problem.empty()) throw Error(ErrCode::Shape, problem);
     return make_array(make_sharded_tensor(shard_array(x, s->mesh, s->spec, in.pull_log())));
   }
   const Array& x = in.ops().concrete(t);

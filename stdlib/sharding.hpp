@@ -20,6 +20,9 @@ struct MeshObj : OpaqueObj {
   // `with mesh:` makes it the current mesh for the block.
   bool enter(InterpreterImpl& in, Value& bound) override;
   void exit(InterpreterImpl& in) override { in.pop_context_mesh(); }
+  // `@mesh` on a function: each call runs with the mesh current (JAX's Mesh
+  // is a ContextDecorator).
+  bool call(InterpreterImpl& in, CallArgs& args, const Span& where, Value& out) override;
 };
 
 // jax.sharding.AbstractMesh: a mesh's axes (names, sizes, types) without its

@@ -153,10 +153,13 @@ TEST_CASE("spec checks name the dimension, the sizes and the axes", "[ir]") {
   PartitionSpec s;
   s.entries = {{"x"}, {"y"}};
   CHECK(check_spec(m, s, {4, 8}).empty());
-  CHECK(check_spec(m, s, {4, 6}).find("dimension 1 of shape (4, 6) has size 6, which is not "
-                                      "divisible by 4 = mesh axes 'y' (4)") != std::string::npos);
+  CHECK(check_spec(m, s, {4, 6}) ==
+        "Sharding NamedSharding(mesh=Mesh('x': 2, 'y': 4, axis_types=(Auto, Auto)), spec=P('x', "
+        "'y'), memory_kind=device) implies that array axis 1 is partitioned 4 times, but the "
+        "dimension size is 6 (full shape: (4, 6), per-dimension tiling factors: [2, 4] should "
+        "evenly divide the shape)");
   s.entries = {{"x", "y"}};
-  CHECK(check_spec(m, s, {6}).find("not divisible by 8") != std::string::npos);
+  CHECK(check_spec(m, s, {6}).find("axis 0 is partitioned 8 times") != std::string::npos);
   s.entries = {{"z"}};
   CHECK(check_spec(m, s, {4}).find("unknown mesh axis 'z'") != std::string::npos);
   s.entries = {{"x"}, {"x"}};
