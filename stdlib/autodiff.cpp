@@ -34,7 +34,7 @@ SpmdMode spmd_mode(OpContext& cx) {
   OpContext* c = &cx;
   while (auto* tc = dynamic_cast<TraceContext*>(c)) {
     if (tc->what() == "pmap") return SpmdMode::Pmap;
-    if (tc->what() == "shard_map") return SpmdMode::ShardMap;
+    if (tc->what() == "shard_map") return tc->check_vma ? SpmdMode::ShardMap : SpmdMode::Pmap;
     c = &tc->outer();
   }
   return SpmdMode::None;

@@ -105,7 +105,9 @@ void apply_index_groups(InterpreterImpl& in, AxisEnv& env, const Value& groups, 
   std::string f = std::string(fn) + "(): ";
   // JAX 0.10 implements them inside shard_map for every collective but psum
   // (and pmean, a psum): its psum raises NotImplementedError there.
-  if (spmd_mode(in.ops()) == SpmdMode::ShardMap && (f == "psum(): " || f == "pmean(): "))
+  auto* tc = dynamic_cast<TraceContext*>(&in.ops());
+  bool shard_map = spmd_mode(in.ops()) == SpmdMode::ShardMap || (tc && tc->what() == "shard_map");
+  if (shard_map && (f == "psum(): " || f == "pmean(): "))
     throw Error(ErrCode::Unsupported, f + "axis_index_groups is not implemented inside shard_map (NotImplementedError in JAX)",
                 Span{}, "compute the groups' results from axis_index, or split the mesh axis in two");
   size_t total = 0;

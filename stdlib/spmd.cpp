@@ -388,6 +388,7 @@ struct ShardMapFn : SpmdFunction {
     auto f = std::make_shared<Function>(proto);
     f->name = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : "f";
     TraceContext tc(*f, in.ops(), "shard_map");
+    tc.check_vma = check_vma;
     if (!dynamic_cast<TraceContext*>(&in.ops()) && !lower_only) {
       // Called eagerly, as in JAX, the body may branch on a value that every
       // device holds alike (a psum over all axes): run what is traced so far to
