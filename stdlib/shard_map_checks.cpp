@@ -84,15 +84,34 @@ std::string manual_axes(const Mesh& mesh) {
 
 // ", where args[0] is bound to f's parameter 'x'," when `fn` is a pxl function
 // that can take the call's positional arguments (JAX binds its signature).
-std::string bound_to(const Value& fn, const std::string& leaf_path, size_t nargs) {
+std::string bound_to(const Value& fn_in, const std::string& leaf_path, size_t nargs) {
+  // A functools.partial binds as its signature does (Python's inspect): its
+  // positional arguments take the first parameters, and a parameter given by
+  // keyword, with every one after it, becomes keyword-only.
+  Value fn = fn_in;
+  size_t skip = 0;
+  std::vector<std::string> by_keyword;
+  while (fn.is_obj(ObjKind::Partial)) {
+    const auto* p = fn.as<PartialObj>();
+    skip += p->bound.pos.size();
+    for (const auto& kv : p->bound.kw) by_keyword.push_back(kv.first);
+    fn = p->fn;
+  }
   if (!fn.is_obj(ObjKind::Function)) return "";
   const auto* f = fn.as<FunctionObj>();
   if (!f->params) return "";
   std::vector<const Param*> positional;
   bool varargs = false;
+  bool keyword_only = false;
   for (const Param& p : *f->params) {
     if (p.kind == Param::Kind::VarArgs) varargs = true;
     if (p.kind == Param::Kind::KwArgs || p.kind == Param::Kind::KwOnlyMarker || p.keyword_only) continue;
+    if (std::find(by_keyword.begin(), by_keyword.end(), p.name) != by_keyword.end()) keyword_only = true;
+    if (keyword_only && p.kind != Param::Kind::VarArgs) continue;
+    if (skip > 0 && p.kind != Param::Kind::VarArgs) {
+      --skip;
+      continue;
+    }
     positional.push_back(&p);
   }
   size_t fixed = positional.size() - (varargs ? 1 : 0);
@@ -181,6 +200,7 @@ std::vector<std::string> covering_spec_paths(const Value& specs, const TreeDef& 
 }
 
 std::string shard_map_fun_name(const Value& fn) {
+  if (fn.is_obj(ObjKind::Partial)) return shard_map_fun_name(fn.as<PartialObj>()->fn); // JAX's fun_name
   if (fn.is_obj(ObjKind::Function)) return fn.as<FunctionObj>()->name;
   if (fn.is_obj(ObjKind::Builtin)) return fn.as<BuiltinObj>()->name;
   return type_name(fn);
