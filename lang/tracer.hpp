@@ -32,6 +32,9 @@ public:
   // JAX, reverse mode inside the body follows pmap's rules (psum transposes to
   // psum, and a replicated value's cotangent is not summed over the devices).
   bool check_vma = true;
+  // shard_map(axis_names=...): the mesh axes left automatic (not manual) in
+  // the body; collectives over them are unbound there, as in JAX.
+  std::vector<std::string> auto_axes;
   Function& function() { return fn_; }
   // The captured constants, in Function::consts order: as tensors of the outer
   // context, and (for an outermost trace, where all are concrete) as arrays.

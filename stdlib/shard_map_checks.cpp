@@ -207,7 +207,17 @@ std::string shard_map_fun_name(const Value& fn) {
 }
 
 void check_spec_tree(InterpreterImpl& in, const Value& specs, bool input, const Mesh& mesh,
-                     const Span& where) {
+                     const Span& where, const std::vector<std::string>& manual) {
+  Mesh manual_mesh = mesh;
+  if (!manual.empty()) {
+    manual_mesh.axis_names.clear();
+    for (const std::string& n : mesh.axis_names)
+      if (std::find(manual.begin(), manual.end(), n) != manual.end()) manual_mesh.axis_names.push_back(n);
+  }
+  auto is_manual = [&](const std::string& axis) {
+    return mesh.axis_of(axis) >= 0 &&
+           (manual.empty() || std::find(manual.begin(), manual.end(), axis) != manual.end());
+  };
   const std::string prefix = input ? "in" : "out";
   ValueList leaves;
   TreeDef def = tree_flatten(in, specs, leaves);
@@ -224,7 +234,7 @@ void check_spec_tree(InterpreterImpl& in, const Value& specs, bool input, const 
     found.push_back(&s->spec);
     for (const auto& entry : s->spec.entries)
       for (const std::string& axis : entry)
-        if (mesh.axis_of(axis) < 0)
+        if (!is_manual(axis))
           unknown.push_back("  " + prefix + "_specs" + paths[i] + " refers to '" + axis + "'");
   }
   auto join = [](const std::vector<std::string>& m) {
@@ -241,7 +251,7 @@ void check_spec_tree(InterpreterImpl& in, const Value& specs, bool input, const 
   if (!unknown.empty())
     throw Error(ErrCode::Spec,
                 "shard_map " + prefix + "_specs argument must refer to an axis marked as manual (" +
-                    manual_axes(mesh) + "), but:\n\n" + join(unknown) + "\n\nCheck the " + prefix +
+                    manual_axes(manual_mesh) + "), but:\n\n" + join(unknown) + "\n\nCheck the " + prefix +
                     "_specs values passed to shard_map.",
                 where);
   for (const PartitionSpec* s : found) {

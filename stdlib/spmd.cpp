@@ -259,6 +259,17 @@ struct ShardMapFn : SpmdFunction {
   // the sharding in its type.
   bool infer_in_specs = false;
   Value in_specs, out_specs;
+  // axis_names=: the manual mesh axes (empty: all of them). The others are
+  // left to the compiler: the specs may not name them and the body's
+  // collectives may not use them; the values are the fully manual ones.
+  std::vector<std::string> manual;
+  std::vector<std::string> auto_axes() const {
+    std::vector<std::string> out;
+    if (manual.empty()) return out;
+    for (const std::string& n : mesh.axis_names)
+      if (std::find(manual.begin(), manual.end(), n) == manual.end()) out.push_back(n);
+    return out;
+  }
 
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
     if (!a.kw.empty()) throw Error(ErrCode::Arguments, "a shard_map'd function takes positional arguments only", where);
@@ -306,11 +317,11 @@ struct ShardMapFn : SpmdFunction {
         per_leaf.push_back(make_spec_value(std::move(inferred)));
       }
     } else {
-      check_spec_tree(in, in_specs, true, mesh, where);
+      check_spec_tree(in, in_specs, true, mesh, where, manual);
       check_prefix_structure(in_specs, args_tuple, "shard_map in_specs", is_spec_leaf, where);
       broadcast_prefix(in, in_specs, args_tuple, per_leaf, is_spec_leaf, "shard_map in_specs");
     }
-    check_spec_tree(in, out_specs, false, mesh, where);
+    check_spec_tree(in, out_specs, false, mesh, where, manual);
     ValueList arg_leaves;
     TreeDef in_tree = tree_flatten(in, args_tuple, arg_leaves);
     if (!infer_in_specs) {
@@ -389,6 +400,7 @@ struct ShardMapFn : SpmdFunction {
     f->name = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : "f";
     TraceContext tc(*f, in.ops(), "shard_map");
     tc.check_vma = check_vma;
+    tc.auto_axes = auto_axes();
     if (!dynamic_cast<TraceContext*>(&in.ops()) && !lower_only) {
       // Called eagerly, as in JAX, the body may branch on a value that every
       // device holds alike (a psum over all axes): run what is traced so far to
@@ -783,7 +795,7 @@ Value make_pmap(InterpreterImpl& in, CallArgs& a) {
   return Value::object(p);
 }
 
-Value make_shard_map(InterpreterImpl&, CallArgs& a) {
+Value make_shard_map(InterpreterImpl& in, CallArgs& a) {
   ArgReader r("shard_map", a, {"f", "mesh", "in_specs", "out_specs", "check_vma", "check_rep", "auto", "axis_names"}, 0);
   if (!r.has(0)) { // jax.shard_map(mesh=..., in_specs=..., out_specs=...) as a decorator
     auto held = std::make_shared<CallArgs>(a);
@@ -803,6 +815,11 @@ Value make_shard_map(InterpreterImpl&, CallArgs& a) {
   s->infer_in_specs = !r.has(2);
   if (r.has(2)) s->in_specs = r[2];
   s->out_specs = r[3];
+  if (r.has(7) && !r[7].is_none()) {
+    Value names = r[7];
+    if (names.is_obj(ObjKind::Str)) names = make_tuple({names});
+    for (const Value& n : in.iterate(names, Span{})) s->manual.push_back(value_to_str(n, "shard_map() axis_names"));
+  }
   if (!r.has(1) || r[1].is_none()) {
     s->mesh_from_context = true;
     s->check_vma = r.get_bool(4, true) && r.get_bool(5, true);
