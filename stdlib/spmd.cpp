@@ -255,6 +255,62 @@ struct SpmdFunction : OpaqueObj {
 struct ShardMapFn : SpmdFunction {
   Mesh mesh;
   bool mesh_from_context = false; // no mesh=: the current mesh at each call
+  // mesh=an AbstractMesh (axis names and sizes only): at each call the
+  // devices come from the current mesh or from the arguments' NamedShardings.
+  std::optional<Mesh> abstract_mesh;
+
+  // JAX's aval.str_short(): int32[8].
+  static std::string short_aval(const AVal& a) {
+    std::string s = std::string(dtype_name(a.dtype)) + "[";
+    for (size_t d = 0; d < a.shape.size(); ++d) s += (d ? "," : "") + std::to_string(a.shape[d]);
+    return s + "]";
+  }
+  // JAX's "(('x', 2),)": a mesh's shape as its messages print it.
+  static std::string shape_tuple(const Mesh& m) {
+    std::vector<std::string> items;
+    for (size_t i = 0; i < m.axis_names.size(); ++i)
+      items.push_back("('" + m.axis_names[i] + "', " + std::to_string(m.axis_sizes[i]) + ")");
+    std::string s = "(";
+    for (size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + items[i];
+    return s + (items.size() == 1 ? ",)" : ")");
+  }
+  Mesh concrete_mesh(InterpreterImpl& in, const ValueList& args, const Span& where) const {
+    const Mesh& am = *abstract_mesh;
+    auto same_shape = [&](const Mesh& m) { return m.axis_names == am.axis_names && m.axis_sizes == am.axis_sizes; };
+    if (const Value* cur = in.context_mesh())
+      if (const Mesh* m = value_to_mesh(*cur); m && same_shape(*m)) return *m;
+    ValueList leaves;
+    tree_flatten(in, make_tuple(args), leaves);
+    std::optional<Mesh> found;
+    bool traced = dynamic_cast<TraceContext*>(&in.ops()) != nullptr;
+    for (const Value& leaf : leaves) {
+      const Tensor* t = leaf.is_obj(ObjKind::Array) ? &leaf.as<ArrayObj>()->tensor : nullptr;
+      if (t && (*t)->sharded && (*t)->sharded->spans_devices()) {
+        if (!same_shape((*t)->sharded->mesh))
+          throw Error(ErrCode::Value,
+                      "Mesh shape of the input " + shape_tuple((*t)->sharded->mesh) +
+                          " does not match the mesh shape passed to shard_map  " + shape_tuple(am) + " for shape " +
+                          short_aval((*t)->aval),
+                      where);
+        if (!found) found = (*t)->sharded->mesh;
+        continue;
+      }
+      if (!traced && !(t && (*t)->trace))
+        throw Error(ErrCode::Value,
+                    "Please pass `jax.Array`s with a `NamedSharding` as input to `shard_map` when passing "
+                    "`AbstractMesh` to the mesh argument.",
+                    where, "lay the arguments out with jax.device_put(x, NamedSharding(mesh, spec)), or call "
+                           "it under jax.set_mesh(mesh)");
+    }
+    if (found) return *found;
+    // Traced (jit): the first devices, in order, as jax.make_mesh lays them out.
+    Mesh m = am;
+    int64_t n = 1;
+    for (int64_t s : am.axis_sizes) n *= s;
+    m.device_ids.clear();
+    for (int64_t i = 0; i < n; ++i) m.device_ids.push_back(static_cast<int>(i));
+    return m;
+  }
   // No in_specs= (JAX's default): over Explicit axes each argument's spec is
   // the sharding in its type.
   bool infer_in_specs = false;
@@ -281,6 +337,7 @@ struct ShardMapFn : SpmdFunction {
                     "call it inside `with mesh:` or after jax.set_mesh(mesh), or pass mesh=");
       mesh = *value_to_mesh(*current);
     }
+    if (abstract_mesh) mesh = concrete_mesh(in, a.pos, where);
     check_not_nested(in, where);
     const ValueList& args = a.pos;
     // Sharding is part of the arguments' types only when every mesh axis is
@@ -826,6 +883,13 @@ Value make_shard_map(InterpreterImpl& in, CallArgs& a) {
     return Value::object(s);
   }
   const Mesh* m = value_to_mesh(r[1]);
+  if (!m && r[1].is_obj(ObjKind::Opaque))
+    if (auto* am = dynamic_cast<AbstractMeshObj*>(r[1].as<OpaqueObj>())) {
+      s->abstract_mesh = am->mesh;
+      s->mesh = am->mesh;
+      s->check_vma = r.get_bool(4, true) && r.get_bool(5, true);
+      return Value::object(s);
+    }
   if (!m) throw Error(ErrCode::Type, "shard_map() mesh must be a Mesh, not " + type_name(r[1]));
   s->mesh = *m;
   s->check_vma = r.get_bool(4, true) && r.get_bool(5, true);
