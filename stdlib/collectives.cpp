@@ -356,6 +356,9 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
       throw Error(ErrCode::Value, "pcast(): to='" + to + "' is not supported (pxl has to='varying' only)");
     if (!r[1].is_obj(ObjKind::Str) && !r[1].is_obj(ObjKind::Tuple))
       throw Error(ErrCode::Type, "axis_name=" + repr(r[1]) + " must be a tuple or a str. Got " + repr(r[1]));
+    if (!dynamic_cast<TraceContext*>(&in.ops()))
+      throw Error(ErrCode::Value, "pvary should be called under jax.shard_map.", Span{},
+                  "call it inside a function given to jax.shard_map");
     AxisEnv env = resolve_axes(in, r[1], "pcast");
     OpAttrs attrs = collective_attrs(env);
     for (int64_t i = 0; i < env.group_size; ++i) attrs.pairs.push_back({i, i});
