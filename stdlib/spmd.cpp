@@ -19,6 +19,7 @@
 #include "stdlib/convert.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
+#include "stdlib/shard_map_nested.hpp"
 #include "stdlib/sharding.hpp"
 #include "stdlib/sharding_rules.hpp"
 #include "stdlib/shard_map_checks.hpp"
@@ -338,6 +339,18 @@ struct ShardMapFn : SpmdFunction {
       mesh = *value_to_mesh(*current);
     }
     if (abstract_mesh) mesh = concrete_mesh(in, a.pos, where);
+    // Inside another shard_map's body, over axes it leaves automatic.
+    if (TraceContext* outer = enclosing_shard_map(in.ops()); outer && !outer->auto_axes.empty() && !infer_in_specs) {
+      const std::vector<std::string>& inner = manual.empty() ? outer->auto_axes : manual;
+      Value args_tuple = make_tuple(a.pos);
+      check_spec_tree(in, in_specs, true, mesh, where, inner);
+      check_prefix_structure(in_specs, args_tuple, "shard_map in_specs", is_spec_leaf, where);
+      ValueList per_leaf;
+      broadcast_prefix(in, in_specs, args_tuple, per_leaf, is_spec_leaf, "shard_map in_specs");
+      check_spec_tree(in, out_specs, false, mesh, where, inner);
+      out = call_nested_shard_map(in, *outer, fn, mesh, manual, per_leaf, out_specs, check_vma, a.pos, where);
+      return true;
+    }
     check_not_nested(in, where);
     const ValueList& args = a.pos;
     // Sharding is part of the arguments' types only when every mesh axis is
