@@ -320,6 +320,7 @@ struct ShardMapFn : SpmdFunction {
   // left to the compiler: the specs may not name them and the body's
   // collectives may not use them; the values are the fully manual ones.
   std::vector<std::string> manual;
+  bool smap = false; // made by jax.smap (its errors name in_axes)
   std::vector<std::string> auto_axes() const {
     std::vector<std::string> out;
     if (manual.empty()) return out;
@@ -360,12 +361,21 @@ struct ShardMapFn : SpmdFunction {
     ValueList per_leaf;
     Value args_tuple = make_tuple(args);
     if (infer_in_specs) {
-      if (!explicit_types) {
-        std::string names, types;
-        for (size_t i = 0; i < mesh.axis_names.size(); ++i) {
-          names += (i ? ", '" : "'") + mesh.axis_names[i] + "'";
-          types += std::string(i ? ", " : "") + "AxisType." + axis_type_name(mesh.axis_type(static_cast<int>(i)));
-        }
+      // The manual axes must all be Explicit for the specs to be inferred.
+      std::string names, types;
+      bool manual_explicit = true;
+      for (size_t i = 0, k = 0; i < mesh.axis_names.size(); ++i) {
+        if (!manual.empty() && std::find(manual.begin(), manual.end(), mesh.axis_names[i]) == manual.end()) continue;
+        AxisType t = mesh.axis_type(static_cast<int>(i));
+        manual_explicit = manual_explicit && t == AxisType::Explicit;
+        names += (k ? ", '" : "'") + mesh.axis_names[i] + "'";
+        types += std::string(k++ ? ", " : "") + "AxisType." + axis_type_name(t);
+      }
+      if (!manual_explicit) {
+        if (smap)
+          throw Error(ErrCode::Type,
+                      "in_axes was not specified when axis_name=frozenset({" + names + "}) was of type " + types,
+                      where, "pass in_axes=, or use a mesh whose axis is Explicit");
         throw Error(ErrCode::Type,
                     "shard_map in_specs argument must be a pytree of `jax.sharding.PartitionSpec` "
                     "instances, but it was `None` when axis_names=frozenset({" + names + "}) are of type " + types,
@@ -866,7 +876,7 @@ Value make_pmap(InterpreterImpl& in, CallArgs& a) {
 }
 
 Value make_shard_map(InterpreterImpl& in, CallArgs& a) {
-  ArgReader r("shard_map", a, {"f", "mesh", "in_specs", "out_specs", "check_vma", "check_rep", "auto", "axis_names"}, 0);
+  ArgReader r("shard_map", a, {"f", "mesh", "in_specs", "out_specs", "check_vma", "check_rep", "auto", "axis_names", "_smap"}, 0);
   if (!r.has(0)) { // jax.shard_map(mesh=..., in_specs=..., out_specs=...) as a decorator
     auto held = std::make_shared<CallArgs>(a);
     return make_builtin("shard_map", [held](InterpreterImpl& in, CallArgs& c) {
@@ -885,6 +895,7 @@ Value make_shard_map(InterpreterImpl& in, CallArgs& a) {
   s->infer_in_specs = !r.has(2);
   if (r.has(2)) s->in_specs = r[2];
   s->out_specs = r[3];
+  s->smap = r.get_bool(8, false);
   if (r.has(7) && !r[7].is_none()) {
     Value names = r[7];
     if (names.is_obj(ObjKind::Str)) names = make_tuple({names});
