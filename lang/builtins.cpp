@@ -7,6 +7,7 @@
 #include "lang/interp_impl.hpp"
 #include "lang/methods.hpp"
 #include "lang/py_complex.hpp"
+#include "lang/py_set.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/np.hpp"
 
@@ -269,6 +270,8 @@ void InterpreterImpl::install_builtins() {
     ArgReader r("list", a, {"iterable"});
     return make_list(r.has(0) ? in.iterate(r[0], Span{}) : ValueList{});
   });
+  def("set", [](InterpreterImpl& in, CallArgs& a) { return set_builtin(in, a, false); });
+  def("frozenset", [](InterpreterImpl& in, CallArgs& a) { return set_builtin(in, a, true); });
   def("tuple", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("tuple", a, {"iterable"});
     return make_tuple(r.has(0) ? in.iterate(r[0], Span{}) : ValueList{});

@@ -3,6 +3,7 @@
 
 #include "lang/args.hpp"
 #include "lang/interp_impl.hpp"
+#include "lang/py_set.hpp"
 
 namespace pxl {
 
@@ -197,9 +198,14 @@ Value InterpreterImpl::eval(const Expr& e, const EnvPtr& env) {
         items.push_back(eval(*x, env));
       }
     }
-    if (e.kind == ExprKind::Set)
-      throw Error(ErrCode::Unsupported, "sets are not supported in pxl; use a list or dict",
-                  e.span);
+    if (e.kind == ExprKind::Set) {
+      try {
+        return make_py_set(std::move(items), false);
+      } catch (Error& err) {
+        err.set_span_if_missing(e.span);
+        throw;
+      }
+    }
     return e.kind == ExprKind::Tuple ? make_tuple(std::move(items)) : make_list(std::move(items));
   }
   case ExprKind::Dict: {

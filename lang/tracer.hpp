@@ -28,6 +28,13 @@ public:
   int value_of(const Tensor& t);
   bool owns(const Tensor& t) const { return t && t->trace == this; }
   const std::string& what() const { return what_; }
+  // shard_map(check_vma=False): values carry no varying-axes types, so, as in
+  // JAX, reverse mode inside the body follows pmap's rules (psum transposes to
+  // psum, and a replicated value's cotangent is not summed over the devices).
+  bool check_vma = true;
+  // shard_map(axis_names=...): the mesh axes left automatic (not manual) in
+  // the body; collectives over them are unbound there, as in JAX.
+  std::vector<std::string> auto_axes;
   Function& function() { return fn_; }
   // The captured constants, in Function::consts order: as tensors of the outer
   // context, and (for an outermost trace, where all are concrete) as arrays.

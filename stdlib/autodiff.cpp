@@ -34,7 +34,7 @@ SpmdMode spmd_mode(OpContext& cx) {
   OpContext* c = &cx;
   while (auto* tc = dynamic_cast<TraceContext*>(c)) {
     if (tc->what() == "pmap") return SpmdMode::Pmap;
-    if (tc->what() == "shard_map") return SpmdMode::ShardMap;
+    if (tc->what() == "shard_map") return tc->check_vma ? SpmdMode::ShardMap : SpmdMode::Pmap;
     c = &tc->outer();
   }
   return SpmdMode::None;
@@ -61,6 +61,22 @@ Tensor psum_over(TraceContext& tc, const Tensor& ct, AxisSet axes) {
       a.group_size *= f.mesh_sizes[i];
     }
   return tc.bind(Op::Psum, a, std::span<const Tensor>(&ct, 1));
+}
+
+Tensor pvary_to(OpContext& cx, const Tensor& t, AxisSet axes) {
+  auto* tc = dynamic_cast<TraceContext*>(&cx);
+  AxisSet extra = axes & ~vma_of(cx, t);
+  if (!tc || !extra || spmd_mode(cx) != SpmdMode::ShardMap) return t;
+  const Function& f = tc->function();
+  OpAttrs attrs;
+  attrs.group_size = 1;
+  for (size_t b = 0; b < f.mesh_axes.size(); ++b)
+    if (extra & (AxisSet{1} << b)) {
+      attrs.axis_names.push_back(f.mesh_axes[b]);
+      attrs.group_size *= f.mesh_sizes[b];
+    }
+  for (int64_t i = 0; i < attrs.group_size; ++i) attrs.pairs.push_back({i, i});
+  return cx.bind(Op::Ppermute, attrs, std::span<const Tensor>(&t, 1));
 }
 
 namespace {

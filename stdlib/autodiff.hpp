@@ -28,6 +28,9 @@ AxisSet vma_of(OpContext& cx, const Tensor& t);
 class TraceContext;
 // psum of `ct` over the mesh axes `axes` of tc's Function (in mesh order).
 Tensor psum_over(TraceContext& tc, const Tensor& ct, AxisSet axes);
+// Inside a shard_map trace, `t` made varying over `axes` too (JAX's pvary: the
+// identity ppermute over those axes); `t` itself elsewhere or when it already does.
+Tensor pvary_to(OpContext& cx, const Tensor& t, AxisSet axes);
 
 // Binds every instruction of `f` in `cx`; returns the value of every IR value
 // id (params, consts and results of instructions) for the backward pass.

@@ -562,6 +562,17 @@ bool call_operands(OpContext& cx, const OpAttrs& attrs, std::span<const BVal> ar
 std::vector<BVal> batch_spmd_call(OpContext& cx, const OpAttrs& attrs, std::span<const BVal> args,
                                   const BatchAxis& ax) {
   const SpmdCallee& c = *attrs.callee;
+  if (c.kind == "shard_map" && !ax.spmd_axis_name.empty()) {
+    auto uses = [&](const std::vector<SpmdMapping>& ms) {
+      for (const SpmdMapping& m : ms)
+        for (const std::string& a : m.spec.axes())
+          if (std::find(ax.spmd_axis_name.begin(), ax.spmd_axis_name.end(), a) != ax.spmd_axis_name.end())
+            return true;
+      return false;
+    };
+    if (uses(c.ins)) throw Error(ErrCode::Value, "vmap spmd_axis_name cannot appear in shard_map in_specs");
+    if (uses(c.outs)) throw Error(ErrCode::Value, "vmap spmd_axis_name cannot appear in shard_map out_specs");
+  }
   std::vector<Tensor> ts;
   std::vector<bool> batched;
   std::vector<BVal> out;
@@ -574,7 +585,7 @@ std::vector<BVal> batch_spmd_call(OpContext& cx, const OpAttrs& attrs, std::span
     std::vector<BVal> bparams;
     for (size_t i = 0; i < params.size(); ++i) bparams.push_back({params[i], batched[i]});
     std::vector<Tensor> results;
-    for (const BVal& r : batch_function(tc, *c.fn, bparams, {}, BatchAxis{ax.size, ""}))
+    for (const BVal& r : batch_function(tc, *c.fn, bparams, {}, BatchAxis{ax.size, "", {}}))
       results.push_back(materialize(tc, r, ax.size));
     return results;
   };

@@ -25,6 +25,35 @@ struct AxisEnv {
   std::vector<std::vector<int64_t>> index_groups; // axis_index_groups (empty: none)
 };
 
+// JAX's NameError for an axis name no enclosing map binds: "Found an unbound
+// axis name: i. To fix this, please call psum under `jax.shard_map`." names
+// the primitive that meets it (a reduction's psum, ppermute; in a shard_map
+// body, over an axis axis_names leaves automatic, the pvary before them),
+// while all_gather, psum_scatter, all_to_all and axis_size (and eager
+// collectives) say only "unbound axis name: i".
+std::string jax_unbound_message(const std::string& fn, const std::string& n, bool traced, bool auto_axis) {
+  std::string prim;
+  bool reduction = fn == "psum" || fn == "pmean" || fn == "pmax" || fn == "pmin";
+  if (fn == "axis_index") prim = "axis_index";
+  else if (!traced) prim = "";
+  else if (reduction) prim = auto_axis ? "pvary" : "psum";
+  else if (fn == "ppermute" || fn == "pshuffle") prim = auto_axis ? "pvary" : "ppermute";
+  else if (fn == "pcast") prim = "pvary";
+  if (prim.empty()) return "unbound axis name: " + n;
+  return "Found an unbound axis name: " + n + ". To fix this, please call " + prim + " under `jax.shard_map`.";
+}
+
+// The innermost enclosing pmap or shard_map trace (jit, grad and vmap traces
+// inside one share its axes), or nullptr.
+TraceContext* enclosing_spmd(OpContext& cx) {
+  OpContext* c = &cx;
+  while (auto* tc = dynamic_cast<TraceContext*>(c)) {
+    if (tc->what() == "pmap" || tc->what() == "shard_map") return tc;
+    c = &tc->outer();
+  }
+  return nullptr;
+}
+
 AxisEnv resolve_axes(InterpreterImpl& in, const Value& axis_name, const char* fn) {
   AxisEnv env;
   if (axis_name.is_obj(ObjKind::Str)) {
@@ -38,16 +67,30 @@ AxisEnv resolve_axes(InterpreterImpl& in, const Value& axis_name, const char* fn
   env.trace = dynamic_cast<TraceContext*>(&in.ops());
   std::string quoted = "'" + env.names[0] + "'";
   if (!env.trace)
-    throw Error(ErrCode::AxisName,
-                std::string(fn) + "(): unbound axis name " + quoted +
-                    ": collectives are only legal inside a function mapped by pmap or shard_map",
-                Span{}, "wrap the function in pmap(f, axis_name=" + quoted + ") or shard_map(f, mesh, ...)");
+    throw Error(ErrCode::AxisName, jax_unbound_message(fn, env.names[0], false, false), Span{},
+                "collectives are only legal inside a function mapped by pmap or shard_map: wrap the function in "
+                "pmap(f, axis_name=" + quoted + ") or shard_map(f, mesh, ...)");
   const Function& f = env.trace->function();
+  TraceContext* spmd = enclosing_spmd(*env.trace);
   for (size_t i = 0; i < env.names.size(); ++i) {
     const std::string& n = env.names[i];
     for (size_t j = 0; j < i; ++j)
       if (env.names[j] == n) throw Error(ErrCode::Value, std::string(fn) + "(): axis name '" + n + "' is repeated");
     int bit = f.axis_bit(n);
+    if (spmd && std::find(spmd->auto_axes.begin(), spmd->auto_axes.end(), n) != spmd->auto_axes.end())
+      throw Error(ErrCode::AxisName, jax_unbound_message(fn, n, true, true), Span{},
+                  "shard_map's axis_names leave '" + n + "' automatic: add it to axis_names to use it here");
+    if (bit < 0 && (!spmd || spmd->what() == "pmap")) {
+      // Outside any shard_map (jit, or a pmap that binds other names): JAX's NameError.
+      std::string bound;
+      for (const auto& a : f.mesh_axes) bound += (bound.empty() ? "'" : ", '") + a + "'";
+      std::string hint = f.mesh_axes.size() == 1 && f.mesh_axes[0] == kPmapAxisName
+                             ? "this pmap has no axis_name: pass axis_name='" + n + "' to pmap"
+                         : bound.empty() ? "the enclosing " + env.trace->what() + " binds no axis names: call " + fn +
+                                                " under jax.shard_map (or pmap) with a mesh axis '" + n + "'"
+                                          : "the enclosing " + env.trace->what() + " binds " + bound;
+      throw Error(ErrCode::AxisName, jax_unbound_message(fn, n, true, false), Span{}, hint);
+    }
     if (bit < 0) {
       std::string bound;
       for (const auto& a : f.mesh_axes) bound += (bound.empty() ? "'" : ", '") + a + "'";
@@ -105,7 +148,9 @@ void apply_index_groups(InterpreterImpl& in, AxisEnv& env, const Value& groups, 
   std::string f = std::string(fn) + "(): ";
   // JAX 0.10 implements them inside shard_map for every collective but psum
   // (and pmean, a psum): its psum raises NotImplementedError there.
-  if (spmd_mode(in.ops()) == SpmdMode::ShardMap && (f == "psum(): " || f == "pmean(): "))
+  auto* tc = dynamic_cast<TraceContext*>(&in.ops());
+  bool shard_map = spmd_mode(in.ops()) == SpmdMode::ShardMap || (tc && tc->what() == "shard_map");
+  if (shard_map && (f == "psum(): " || f == "pmean(): "))
     throw Error(ErrCode::Unsupported, f + "axis_index_groups is not implemented inside shard_map (NotImplementedError in JAX)",
                 Span{}, "compute the groups' results from axis_index, or split the mesh axis in two");
   size_t total = 0;
@@ -309,6 +354,11 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
     std::string to = value_to_str(r[2], "pcast() to");
     if (to != "varying")
       throw Error(ErrCode::Value, "pcast(): to='" + to + "' is not supported (pxl has to='varying' only)");
+    if (!r[1].is_obj(ObjKind::Str) && !r[1].is_obj(ObjKind::Tuple))
+      throw Error(ErrCode::Type, "axis_name=" + repr(r[1]) + " must be a tuple or a str. Got " + repr(r[1]));
+    if (!dynamic_cast<TraceContext*>(&in.ops()))
+      throw Error(ErrCode::Value, "pvary should be called under jax.shard_map.", Span{},
+                  "call it inside a function given to jax.shard_map");
     AxisEnv env = resolve_axes(in, r[1], "pcast");
     OpAttrs attrs = collective_attrs(env);
     for (int64_t i = 0; i < env.group_size; ++i) attrs.pairs.push_back({i, i});

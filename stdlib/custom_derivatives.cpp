@@ -431,24 +431,8 @@ struct VjpRule : SiteRule {
       if (spmd_mode(cx) == SpmdMode::ShardMap) {
         cv = vma_of(cx, c);
         xv = vma_of(cx, xs[k]);
-        // A cotangent that varies over fewer axes than its input is made
-        // varying over the rest (JAX pvarys it), as pcast does: the identity
-        // ppermute over those axes.
-        auto* tc = dynamic_cast<TraceContext*>(&cx);
-        if (tc && c->aval.shape == want_k.shape && c->aval.dtype == want_k.dtype && cv != xv &&
-            (cv & ~xv) == 0) {
-          const Function& f = tc->function();
-          OpAttrs attrs;
-          attrs.group_size = 1;
-          for (size_t b = 0; b < f.mesh_axes.size(); ++b)
-            if ((xv & ~cv) & (AxisSet{1} << b)) {
-              attrs.axis_names.push_back(f.mesh_axes[b]);
-              attrs.group_size *= f.mesh_sizes[b];
-            }
-          for (int64_t i = 0; i < attrs.group_size; ++i) attrs.pairs.push_back({i, i});
-          c = cx.bind(Op::Ppermute, attrs, std::span<const Tensor>(&c, 1));
-          cv = vma_of(cx, c);
-        }
+        // As in JAX, a cotangent must vary over exactly its input's axes
+        // (jnp.ones_like(g) of a varying g varies as g does).
       }
       const char* why = c->aval.shape != want_k.shape   ? "shapes"
                         : c->aval.dtype != want_k.dtype ? "dtypes"

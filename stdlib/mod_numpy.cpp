@@ -4,6 +4,7 @@
 #include "lang/args.hpp"
 #include "lang/methods.hpp"
 #include "runtime/npy.hpp"
+#include "stdlib/autodiff.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/reduce_api.hpp"
@@ -69,6 +70,8 @@ void def_creation(ModuleBuilder& b) {
       Tensor x = T(in, r[0]);
       Scalar v = kind == 2 ? value_to_scalar(in, r[1], "fill_value") : Scalar::of_int(kind);
       Tensor out = np::full_like(in.ops(), x, v, value_to_dtype(r[kind == 2 ? 2 : 1]));
+      // Inside shard_map JAX's result varies over the axes x varies over.
+      out = pvary_to(in.ops(), out, vma_of(in.ops(), x));
       // JAX gives the result x's sharding.
       if (x->sharded && x->sharded->spans_devices())
         out = make_sharded_tensor(shard_array(in.ops().concrete(out), x->sharded->mesh,

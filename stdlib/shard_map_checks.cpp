@@ -84,15 +84,34 @@ std::string manual_axes(const Mesh& mesh) {
 
 // ", where args[0] is bound to f's parameter 'x'," when `fn` is a pxl function
 // that can take the call's positional arguments (JAX binds its signature).
-std::string bound_to(const Value& fn, const std::string& leaf_path, size_t nargs) {
+std::string bound_to(const Value& fn_in, const std::string& leaf_path, size_t nargs) {
+  // A functools.partial binds as its signature does (Python's inspect): its
+  // positional arguments take the first parameters, and a parameter given by
+  // keyword, with every one after it, becomes keyword-only.
+  Value fn = fn_in;
+  size_t skip = 0;
+  std::vector<std::string> by_keyword;
+  while (fn.is_obj(ObjKind::Partial)) {
+    const auto* p = fn.as<PartialObj>();
+    skip += p->bound.pos.size();
+    for (const auto& kv : p->bound.kw) by_keyword.push_back(kv.first);
+    fn = p->fn;
+  }
   if (!fn.is_obj(ObjKind::Function)) return "";
   const auto* f = fn.as<FunctionObj>();
   if (!f->params) return "";
   std::vector<const Param*> positional;
   bool varargs = false;
+  bool keyword_only = false;
   for (const Param& p : *f->params) {
     if (p.kind == Param::Kind::VarArgs) varargs = true;
     if (p.kind == Param::Kind::KwArgs || p.kind == Param::Kind::KwOnlyMarker || p.keyword_only) continue;
+    if (std::find(by_keyword.begin(), by_keyword.end(), p.name) != by_keyword.end()) keyword_only = true;
+    if (keyword_only && p.kind != Param::Kind::VarArgs) continue;
+    if (skip > 0 && p.kind != Param::Kind::VarArgs) {
+      --skip;
+      continue;
+    }
     positional.push_back(&p);
   }
   size_t fixed = positional.size() - (varargs ? 1 : 0);
@@ -181,13 +200,24 @@ std::vector<std::string> covering_spec_paths(const Value& specs, const TreeDef& 
 }
 
 std::string shard_map_fun_name(const Value& fn) {
+  if (fn.is_obj(ObjKind::Partial)) return shard_map_fun_name(fn.as<PartialObj>()->fn); // JAX's fun_name
   if (fn.is_obj(ObjKind::Function)) return fn.as<FunctionObj>()->name;
   if (fn.is_obj(ObjKind::Builtin)) return fn.as<BuiltinObj>()->name;
   return type_name(fn);
 }
 
 void check_spec_tree(InterpreterImpl& in, const Value& specs, bool input, const Mesh& mesh,
-                     const Span& where) {
+                     const Span& where, const std::vector<std::string>& manual) {
+  Mesh manual_mesh = mesh;
+  if (!manual.empty()) {
+    manual_mesh.axis_names.clear();
+    for (const std::string& n : mesh.axis_names)
+      if (std::find(manual.begin(), manual.end(), n) != manual.end()) manual_mesh.axis_names.push_back(n);
+  }
+  auto is_manual = [&](const std::string& axis) {
+    return mesh.axis_of(axis) >= 0 &&
+           (manual.empty() || std::find(manual.begin(), manual.end(), axis) != manual.end());
+  };
   const std::string prefix = input ? "in" : "out";
   ValueList leaves;
   TreeDef def = tree_flatten(in, specs, leaves);
@@ -204,7 +234,7 @@ void check_spec_tree(InterpreterImpl& in, const Value& specs, bool input, const 
     found.push_back(&s->spec);
     for (const auto& entry : s->spec.entries)
       for (const std::string& axis : entry)
-        if (mesh.axis_of(axis) < 0)
+        if (!is_manual(axis))
           unknown.push_back("  " + prefix + "_specs" + paths[i] + " refers to '" + axis + "'");
   }
   auto join = [](const std::vector<std::string>& m) {
@@ -221,7 +251,7 @@ void check_spec_tree(InterpreterImpl& in, const Value& specs, bool input, const 
   if (!unknown.empty())
     throw Error(ErrCode::Spec,
                 "shard_map " + prefix + "_specs argument must refer to an axis marked as manual (" +
-                    manual_axes(mesh) + "), but:\n\n" + join(unknown) + "\n\nCheck the " + prefix +
+                    manual_axes(manual_mesh) + "), but:\n\n" + join(unknown) + "\n\nCheck the " + prefix +
                     "_specs values passed to shard_map.",
                 where);
   for (const PartitionSpec* s : found) {

@@ -26,8 +26,10 @@ std::string shard_map_fun_name(const Value& fn);
 // Every leaf of `specs` (in_specs when `input`, else out_specs) is a
 // PartitionSpec naming axes of `mesh`, each at most once (JAX's TypeError /
 // ValueError / DuplicateSpecError texts).
+// `manual`, when not empty, lists the manual axes (shard_map's axis_names):
+// the specs may name only those.
 void check_spec_tree(InterpreterImpl& in, const Value& specs, bool input, const Mesh& mesh,
-                     const Span& where);
+                     const Span& where, const std::vector<std::string>& manual = {});
 
 // `prefix` (in_specs or out_specs; `is_spec` says what is a spec leaf) is a
 // pytree prefix of `tree`: JAX's "pytree structure error" when a sequence of

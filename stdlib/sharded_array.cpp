@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "lang/args.hpp"
+#include "lang/py_set.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/sharding.hpp"
@@ -112,6 +113,31 @@ struct DeviceSetObj : OpaqueObj {
   }
 };
 
+// aval.mat: JAX's ManualAxisType, the sets of manual axes a value varies
+// over (pxl has no unreduced or reduced values: those sets are empty).
+struct ManualAxisTypeObj : OpaqueObj {
+  std::vector<std::string> varying;
+  Value set_of(const std::vector<std::string>& names) const {
+    ValueList items;
+    for (const std::string& n : names) items.push_back(make_str(n));
+    return make_py_set(std::move(items), true);
+  }
+  std::string type_name() const override { return "ManualAxisType"; }
+  std::string repr() const override {
+    return "ManualAxisType(varying=" + pxl::repr(set_of(varying)) + ", unreduced=frozenset(), reduced=frozenset())";
+  }
+  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+    if (name == "varying") return out = set_of(varying), true;
+    if (name == "unreduced" || name == "reduced") return out = set_of({}), true;
+    return false;
+  }
+  std::vector<std::string> attr_names() const override { return {"varying", "unreduced", "reduced"}; }
+  bool equals(const OpaqueObj& o) const override {
+    auto* m = dynamic_cast<const ManualAxisTypeObj*>(&o);
+    return m && m->varying == varying;
+  }
+};
+
 // jax.typeof(x) / x.aval: str float32[4,8] (~ marks a weak type; a dimension
 // split over Explicit mesh axes shows them: float32[4@x,8@(y,z)]), repr
 // ShapedArray(float32[4,8], weak_type=True).
@@ -119,6 +145,7 @@ struct AvalObj : OpaqueObj {
   AVal aval;
   std::vector<std::string> explicit_axes; // per dimension, "" when none
   std::string varying;                    // inside shard_map: the axes it varies over
+  std::vector<std::string> varying_list;  // the same, as names in mesh order
   Value sharding;                         // a NamedSharding over an AbstractMesh
   std::string type_name() const override { return "ShapedArray"; }
   std::string dims() const {
@@ -135,10 +162,15 @@ struct AvalObj : OpaqueObj {
   }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
     if (name == "sharding") return out = sharding, true;
+    if (name == "mat") {
+      auto m = std::make_shared<ManualAxisTypeObj>();
+      m->varying = varying_list;
+      return out = Value::object(m), true;
+    }
     return aval_attr(aval, name, out);
   }
   std::vector<std::string> attr_names() const override {
-    return {"shape", "dtype", "ndim", "size", "weak_type", "sharding"};
+    return {"shape", "dtype", "ndim", "size", "weak_type", "sharding", "mat"};
   }
   bool equals(const OpaqueObj& o) const override {
     auto* a = dynamic_cast<const AvalObj*>(&o);
@@ -149,17 +181,24 @@ struct AvalObj : OpaqueObj {
 
 // "a" or "(b,a)": the mesh axes (in mesh order) a value traced inside a
 // shard_map varies over, as JAX's types show them; "" elsewhere.
-std::string varying_axes(const Tensor& t) {
-  if (!t->trace) return "";
+std::vector<std::string> varying_names(const Tensor& t) {
+  if (!t->trace) return {};
   auto& tc = *const_cast<TraceContext*>(static_cast<const TraceContext*>(t->trace));
-  if (tc.what() != "shard_map" || t->trace_id < 0) return "";
+  // With check_vma=False JAX's types carry no varying axes.
+  if (tc.what() != "shard_map" || t->trace_id < 0 || !tc.check_vma) return {};
   const Function& f = tc.function();
   AxisSet vma = f.values.at(static_cast<size_t>(t->trace_id)).vma;
   std::vector<std::string> names;
   for (size_t i = 0; i < f.mesh_axes.size(); ++i)
     if (vma & (AxisSet{1} << i)) names.push_back(f.mesh_axes[i]);
-  return axes_label(names);
+  return names;
 }
+
+std::string varying_axes(const Tensor& t) {
+  std::vector<std::string> names = varying_names(t);
+  return names.empty() ? "" : axes_label(names);
+}
+
 
 } // namespace
 
@@ -232,6 +271,7 @@ Value aval_value(InterpreterImpl& in, const Tensor& t) {
   auto a = std::make_shared<AvalObj>();
   a->aval = t->aval;
   a->varying = varying_axes(t);
+  a->varying_list = varying_names(t);
   a->sharding = type_sharding(in, t);
   for (const auto& axes : static_cast<ShardingObj*>(a->sharding.as<OpaqueObj>())->spec.entries)
     a->explicit_axes.push_back(axes_label(axes));

@@ -540,6 +540,15 @@ Value spec_over_current_mesh(InterpreterImpl& in, const Value& target, const std
 
 // device_put of one array to a Device, a NamedSharding or (None) the default device.
 Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& target_arg) {
+  // In a shard_map body called eagerly, JAX refuses a device; under jit the
+  // device_put is ignored.
+  if (auto* tc = dynamic_cast<TraceContext*>(&in.ops());
+      tc && tc->what() == "shard_map" && !dynamic_cast<TraceContext*>(&tc->outer()) &&
+      target_arg.is_obj(ObjKind::Device)) {
+    const auto* d = target_arg.as<DeviceObj>();
+    throw Error(ErrCode::Value, "device_put with explicit device not allowed within shard_map-decorated functions, but got device " +
+                                    d->platform + ":" + std::to_string(d->id));
+  }
   Tensor t = in.to_tensor(leaf, Span{});
   // Inside traced code (jit, a shard_map body) device_put places nothing: the
   // value goes through, as JAX's device_put under a trace.

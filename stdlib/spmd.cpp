@@ -19,6 +19,7 @@
 #include "stdlib/convert.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
+#include "stdlib/shard_map_nested.hpp"
 #include "stdlib/sharding.hpp"
 #include "stdlib/sharding_rules.hpp"
 #include "stdlib/shard_map_checks.hpp"
@@ -255,10 +256,78 @@ struct SpmdFunction : OpaqueObj {
 struct ShardMapFn : SpmdFunction {
   Mesh mesh;
   bool mesh_from_context = false; // no mesh=: the current mesh at each call
+  // mesh=an AbstractMesh (axis names and sizes only): at each call the
+  // devices come from the current mesh or from the arguments' NamedShardings.
+  std::optional<Mesh> abstract_mesh;
+
+  // JAX's aval.str_short(): int32[8].
+  static std::string short_aval(const AVal& a) {
+    std::string s = std::string(dtype_name(a.dtype)) + "[";
+    for (size_t d = 0; d < a.shape.size(); ++d) s += (d ? "," : "") + std::to_string(a.shape[d]);
+    return s + "]";
+  }
+  // JAX's "(('x', 2),)": a mesh's shape as its messages print it.
+  static std::string shape_tuple(const Mesh& m) {
+    std::vector<std::string> items;
+    for (size_t i = 0; i < m.axis_names.size(); ++i)
+      items.push_back("('" + m.axis_names[i] + "', " + std::to_string(m.axis_sizes[i]) + ")");
+    std::string s = "(";
+    for (size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + items[i];
+    return s + (items.size() == 1 ? ",)" : ")");
+  }
+  Mesh concrete_mesh(InterpreterImpl& in, const ValueList& args, const Span& where) const {
+    const Mesh& am = *abstract_mesh;
+    auto same_shape = [&](const Mesh& m) { return m.axis_names == am.axis_names && m.axis_sizes == am.axis_sizes; };
+    if (const Value* cur = in.context_mesh())
+      if (const Mesh* m = value_to_mesh(*cur); m && same_shape(*m)) return *m;
+    ValueList leaves;
+    tree_flatten(in, make_tuple(args), leaves);
+    std::optional<Mesh> found;
+    bool traced = dynamic_cast<TraceContext*>(&in.ops()) != nullptr;
+    for (const Value& leaf : leaves) {
+      const Tensor* t = leaf.is_obj(ObjKind::Array) ? &leaf.as<ArrayObj>()->tensor : nullptr;
+      if (t && (*t)->sharded && (*t)->sharded->spans_devices()) {
+        if (!same_shape((*t)->sharded->mesh))
+          throw Error(ErrCode::Value,
+                      "Mesh shape of the input " + shape_tuple((*t)->sharded->mesh) +
+                          " does not match the mesh shape passed to shard_map  " + shape_tuple(am) + " for shape " +
+                          short_aval((*t)->aval),
+                      where);
+        if (!found) found = (*t)->sharded->mesh;
+        continue;
+      }
+      if (!traced && !(t && (*t)->trace))
+        throw Error(ErrCode::Value,
+                    "Please pass `jax.Array`s with a `NamedSharding` as input to `shard_map` when passing "
+                    "`AbstractMesh` to the mesh argument.",
+                    where, "lay the arguments out with jax.device_put(x, NamedSharding(mesh, spec)), or call "
+                           "it under jax.set_mesh(mesh)");
+    }
+    if (found) return *found;
+    // Traced (jit): the first devices, in order, as jax.make_mesh lays them out.
+    Mesh m = am;
+    int64_t n = 1;
+    for (int64_t s : am.axis_sizes) n *= s;
+    m.device_ids.clear();
+    for (int64_t i = 0; i < n; ++i) m.device_ids.push_back(static_cast<int>(i));
+    return m;
+  }
   // No in_specs= (JAX's default): over Explicit axes each argument's spec is
   // the sharding in its type.
   bool infer_in_specs = false;
   Value in_specs, out_specs;
+  // axis_names=: the manual mesh axes (empty: all of them). The others are
+  // left to the compiler: the specs may not name them and the body's
+  // collectives may not use them; the values are the fully manual ones.
+  std::vector<std::string> manual;
+  bool smap = false; // made by jax.smap (its errors name in_axes)
+  std::vector<std::string> auto_axes() const {
+    std::vector<std::string> out;
+    if (manual.empty()) return out;
+    for (const std::string& n : mesh.axis_names)
+      if (std::find(manual.begin(), manual.end(), n) == manual.end()) out.push_back(n);
+    return out;
+  }
 
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
     if (!a.kw.empty()) throw Error(ErrCode::Arguments, "a shard_map'd function takes positional arguments only", where);
@@ -270,6 +339,19 @@ struct ShardMapFn : SpmdFunction {
                     "call it inside `with mesh:` or after jax.set_mesh(mesh), or pass mesh=");
       mesh = *value_to_mesh(*current);
     }
+    if (abstract_mesh) mesh = concrete_mesh(in, a.pos, where);
+    // Inside another shard_map's body, over axes it leaves automatic.
+    if (TraceContext* outer = enclosing_shard_map(in.ops()); outer && !outer->auto_axes.empty() && !infer_in_specs) {
+      const std::vector<std::string>& inner = manual.empty() ? outer->auto_axes : manual;
+      Value args_tuple = make_tuple(a.pos);
+      check_spec_tree(in, in_specs, true, mesh, where, inner);
+      check_prefix_structure(in_specs, args_tuple, "shard_map in_specs", is_spec_leaf, where);
+      ValueList per_leaf;
+      broadcast_prefix(in, in_specs, args_tuple, per_leaf, is_spec_leaf, "shard_map in_specs");
+      check_spec_tree(in, out_specs, false, mesh, where, inner);
+      out = call_nested_shard_map(in, *outer, fn, mesh, manual, per_leaf, out_specs, check_vma, a.pos, where);
+      return true;
+    }
     check_not_nested(in, where);
     const ValueList& args = a.pos;
     // Sharding is part of the arguments' types only when every mesh axis is
@@ -279,12 +361,21 @@ struct ShardMapFn : SpmdFunction {
     ValueList per_leaf;
     Value args_tuple = make_tuple(args);
     if (infer_in_specs) {
-      if (!explicit_types) {
-        std::string names, types;
-        for (size_t i = 0; i < mesh.axis_names.size(); ++i) {
-          names += (i ? ", '" : "'") + mesh.axis_names[i] + "'";
-          types += std::string(i ? ", " : "") + "AxisType." + axis_type_name(mesh.axis_type(static_cast<int>(i)));
-        }
+      // The manual axes must all be Explicit for the specs to be inferred.
+      std::string names, types;
+      bool manual_explicit = true;
+      for (size_t i = 0, k = 0; i < mesh.axis_names.size(); ++i) {
+        if (!manual.empty() && std::find(manual.begin(), manual.end(), mesh.axis_names[i]) == manual.end()) continue;
+        AxisType t = mesh.axis_type(static_cast<int>(i));
+        manual_explicit = manual_explicit && t == AxisType::Explicit;
+        names += (k ? ", '" : "'") + mesh.axis_names[i] + "'";
+        types += std::string(k++ ? ", " : "") + "AxisType." + axis_type_name(t);
+      }
+      if (!manual_explicit) {
+        if (smap)
+          throw Error(ErrCode::Type,
+                      "in_axes was not specified when axis_name=frozenset({" + names + "}) was of type " + types,
+                      where, "pass in_axes=, or use a mesh whose axis is Explicit");
         throw Error(ErrCode::Type,
                     "shard_map in_specs argument must be a pytree of `jax.sharding.PartitionSpec` "
                     "instances, but it was `None` when axis_names=frozenset({" + names + "}) are of type " + types,
@@ -306,11 +397,11 @@ struct ShardMapFn : SpmdFunction {
         per_leaf.push_back(make_spec_value(std::move(inferred)));
       }
     } else {
-      check_spec_tree(in, in_specs, true, mesh, where);
+      check_spec_tree(in, in_specs, true, mesh, where, manual);
       check_prefix_structure(in_specs, args_tuple, "shard_map in_specs", is_spec_leaf, where);
       broadcast_prefix(in, in_specs, args_tuple, per_leaf, is_spec_leaf, "shard_map in_specs");
     }
-    check_spec_tree(in, out_specs, false, mesh, where);
+    check_spec_tree(in, out_specs, false, mesh, where, manual);
     ValueList arg_leaves;
     TreeDef in_tree = tree_flatten(in, args_tuple, arg_leaves);
     if (!infer_in_specs) {
@@ -388,6 +479,8 @@ struct ShardMapFn : SpmdFunction {
     auto f = std::make_shared<Function>(proto);
     f->name = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : "f";
     TraceContext tc(*f, in.ops(), "shard_map");
+    tc.check_vma = check_vma;
+    tc.auto_axes = auto_axes();
     if (!dynamic_cast<TraceContext*>(&in.ops()) && !lower_only) {
       // Called eagerly, as in JAX, the body may branch on a value that every
       // device holds alike (a psum over all axes): run what is traced so far to
@@ -782,8 +875,8 @@ Value make_pmap(InterpreterImpl& in, CallArgs& a) {
   return Value::object(p);
 }
 
-Value make_shard_map(InterpreterImpl&, CallArgs& a) {
-  ArgReader r("shard_map", a, {"f", "mesh", "in_specs", "out_specs", "check_vma", "check_rep", "auto", "axis_names"}, 0);
+Value make_shard_map(InterpreterImpl& in, CallArgs& a) {
+  ArgReader r("shard_map", a, {"f", "mesh", "in_specs", "out_specs", "check_vma", "check_rep", "auto", "axis_names", "_smap"}, 0);
   if (!r.has(0)) { // jax.shard_map(mesh=..., in_specs=..., out_specs=...) as a decorator
     auto held = std::make_shared<CallArgs>(a);
     return make_builtin("shard_map", [held](InterpreterImpl& in, CallArgs& c) {
@@ -802,12 +895,25 @@ Value make_shard_map(InterpreterImpl&, CallArgs& a) {
   s->infer_in_specs = !r.has(2);
   if (r.has(2)) s->in_specs = r[2];
   s->out_specs = r[3];
+  s->smap = r.get_bool(8, false);
+  if (r.has(7) && !r[7].is_none()) {
+    Value names = r[7];
+    if (names.is_obj(ObjKind::Str)) names = make_tuple({names});
+    for (const Value& n : in.iterate(names, Span{})) s->manual.push_back(value_to_str(n, "shard_map() axis_names"));
+  }
   if (!r.has(1) || r[1].is_none()) {
     s->mesh_from_context = true;
     s->check_vma = r.get_bool(4, true) && r.get_bool(5, true);
     return Value::object(s);
   }
   const Mesh* m = value_to_mesh(r[1]);
+  if (!m && r[1].is_obj(ObjKind::Opaque))
+    if (auto* am = dynamic_cast<AbstractMeshObj*>(r[1].as<OpaqueObj>())) {
+      s->abstract_mesh = am->mesh;
+      s->mesh = am->mesh;
+      s->check_vma = r.get_bool(4, true) && r.get_bool(5, true);
+      return Value::object(s);
+    }
   if (!m) throw Error(ErrCode::Type, "shard_map() mesh must be a Mesh, not " + type_name(r[1]));
   s->mesh = *m;
   s->check_vma = r.get_bool(4, true) && r.get_bool(5, true);

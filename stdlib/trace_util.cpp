@@ -123,6 +123,7 @@ std::vector<Tensor> bind_derived_spmd_call(
   std::vector<Tensor> results, consts;
   {
     TraceContext tc(*f, cx, c.kind);
+    tc.check_vma = c.check_vma; // the derived body follows the call's rules
     std::vector<Tensor> params;
     for (size_t i = 0; i < ins.size(); ++i) {
       AxisSet vma = 0;

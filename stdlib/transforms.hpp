@@ -32,6 +32,9 @@ struct BVal {
 struct BatchAxis {
   int64_t size = 0;
   std::string name;
+  // vmap(spmd_axis_name=...): the mesh axes the batch would be split over; a
+  // shard_map called inside may not use them in its specs (JAX's ValueError).
+  std::vector<std::string> spmd_axis_name;
 };
 
 // Applies `op` to batched operands by binding primitives in `cx` (the batching

@@ -316,7 +316,7 @@ struct VmapFunction : OpaqueObj {
                                            axis_name.empty() ? nullptr : &named, typing);
     if (in.options().dump_ir) in.out() << print_function(*traced.fn);
     std::vector<BVal> outs =
-        batch_function(in.ops(), *traced.fn, params, traced.consts, BatchAxis{B, axis_name});
+        batch_function(in.ops(), *traced.fn, params, traced.consts, BatchAxis{B, axis_name, spmd_axis_name});
     // out_axes: where the mapped axis goes in each output.
     ValueList out_leaves;
     for (const BVal& o : outs) out_leaves.push_back(make_array(o.t)); // only for the structure

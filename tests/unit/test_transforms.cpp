@@ -77,7 +77,7 @@ void check_case(const Case& c) {
       whole.push_back(random_array(c.operands[i].first, s, rng, c.lo, c.hi));
       in.push_back({cx.constant(whole.back()), batched});
     }
-    BVal out = batch_op(cx, c.op, c.attrs, in, BatchAxis{kB, ""});
+    BVal out = batch_op(cx, c.op, c.attrs, in, BatchAxis{kB, "", {}});
     const Array& got = cx.concrete(out.t);
     for (int64_t b = 0; b < kB; ++b) {
       std::vector<Array> args;
