@@ -470,10 +470,16 @@ struct ForiLoopFn : OpaqueObj {
       // A scan over (i, carry), as JAX's (lax_loops.pxl): reverse mode
       // differentiates it; a long one is one loop with a known trip count.
       out = in.call(loops_fn(in, "_fori_scan"),
-                    ValueList{Value::integer(lo), Value::integer(hi), body_fun, r[3]}, where);
+                    ValueList{Value::integer(lo), Value::integer(hi), body_fun, r[3],
+                              r.has(4) ? r[4] : Value::none()},
+                    where);
       return true;
     }
-    // Traced bounds: a while loop.
+    // Traced bounds: a while loop, which cannot be unrolled.
+    if (r.has(4) && !r[4].is_none() && !(r[4].is_bool() && r[4].as_int() == 0) &&
+        !(r[4].is_int() && r[4].as_int() == 1))
+      throw Error(ErrCode::Value,
+                  "Can only use `unroll` in `fori_loop` if the loop bounds are statically known.", where);
     out = fori_as_while(in, where, lower, upper, body_fun, r[3], -1);
     return true;
   }
@@ -511,6 +517,14 @@ void add_while_loop(Value& lax) {
   vars["_param_name"] = make_builtin("_param_name", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("_param_name", a, {"fun"}, 1);
     return make_str(first_param_name(r[0]));
+  });
+  // JAX's fun_sourceinfo, which its cond/switch errors show: "f at file:line".
+  vars["_fun_where"] = make_builtin("_fun_where", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("_fun_where", a, {"fun"}, 1);
+    if (!r[0].is_obj(ObjKind::Function)) return make_str("<unknown>");
+    const auto* f = r[0].as<FunctionObj>();
+    if (!f->span.valid()) return make_str(f->name);
+    return make_str(f->name + " at " + f->span.file->path() + ":" + std::to_string(f->span.file->line_of(f->span.begin)));
   });
   vars["_is_concrete"] = make_builtin("_is_concrete", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("_is_concrete", a, {"x"}, 1);
