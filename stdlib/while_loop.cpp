@@ -550,7 +550,8 @@ void add_while_loop(Value& lax) {
 // vmap of a while loop, as JAX's batching rule: a carry component is batched
 // when its initial value is or the body makes it so. With an unbatched
 // predicate the batched cond and body run as they are; with a batched one
-// (each example stops at its own step) every carry component is batched, the
+// (each example stops at its own step) every carry component is batched (but
+// those the body returns unchanged), the
 // loop runs while any example's predicate holds, and the body keeps the carry
 // of the examples whose predicate is false.
 std::vector<BVal> batch_while(OpContext& cx, const OpAttrs& attrs, std::span<const BVal> args,
@@ -598,6 +599,12 @@ std::vector<BVal> batch_while(OpContext& cx, const OpAttrs& attrs, std::span<con
   // (and thrown away) to see which results come out batched.
   std::vector<bool> carry_b(nc);
   for (size_t i = 0; i < nc; ++i) carry_b[i] = init[i].batched;
+  // A carry component the body returns unchanged stays unbatched even under a
+  // batched predicate (JAX's read-only carry: every example has its value).
+  auto read_only = [&](size_t i) {
+    const Function& b = *w.body;
+    return b.params.size() == nbc + nc && b.results.size() == nc && b.results[i] == b.params[nbc + i];
+  };
   bool pred_b = false;
   for (bool changed = true; changed;) {
     changed = false;
@@ -612,7 +619,7 @@ std::vector<BVal> batch_while(OpContext& cx, const OpAttrs& attrs, std::span<con
       pred_b = batch_function(tc, *w.cond, with_carry(cconsts, ps, carry_b), {}, ax)[0].batched;
     });
     if (pred_b)
-      for (size_t i = 0; i < nc; ++i) carry_b[i] = true;
+      for (size_t i = 0; i < nc; ++i) carry_b[i] = carry_b[i] || !read_only(i);
   }
   CarryTypes types = types_for(carry_b);
   Part cond = trace_part(cx, w.cond->name + "_batched", types, [&](TraceContext& tc, std::span<const Tensor> ps) {
@@ -631,7 +638,7 @@ std::vector<BVal> batch_while(OpContext& cx, const OpAttrs& attrs, std::span<con
     if (pred_b) pred = batch_function(tc, *w.cond, with_carry(cconsts, ps, carry_b), {}, ax)[0].t;
     for (size_t i = 0; i < nc; ++i) {
       Tensor r = outs[i].batched || !carry_b[i] ? outs[i].t : broadcast_batch(tc, outs[i].t, ax.size);
-      if (pred_b) { // examples that are done keep their carry
+      if (pred_b && carry_b[i]) { // examples that are done keep their carry
         OpAttrs b;
         b.shape = r->aval.shape;
         b.axes = {0};
