@@ -146,6 +146,8 @@ struct LoopSpec {
   int64_t trip_count = -1;
 };
 
+Value loops_fn(InterpreterImpl& in, const std::string& name);
+
 Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val,
                    const LoopSpec& spec) {
   OpContext& cx = in.ops();
@@ -175,6 +177,7 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
   // two differ only in it: JAX runs every step with the initial carry's types
   // and gives the loop's results the body's.
   std::vector<int> body_weak(init.size(), -1);
+  Value body_out; // the body's last result, for the structure error
   auto record = [&](const std::function<Value(const Value&)>& fn, TraceContext& tc,
                     std::span<const Tensor> params, TreeDef& out_tree, const CarryTypes* retype) {
     in.push_ops(&tc);
@@ -183,6 +186,7 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
       ~Pop() { in.pop_ops(); }
     } pop{in};
     Value r = fn(carry_values(params));
+    if (retype) body_out = r;
     ValueList outs;
     out_tree = tree_flatten(in, r, outs);
     for (const Value& v : outs) {
@@ -222,7 +226,10 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
     body = trace_part(cx, spec.body_name, types, [&](TraceContext& tc, std::span<const Tensor> ps) {
       record(spec.body, tc, ps, out_tree, &types);
     });
-    if (!(out_tree == tree))
+    if (!(out_tree == tree)) {
+      // JAX's list of the differences (stdlib/lax_tree_errors.pxl), else the two structures.
+      in.call(loops_fn(in, "_while_structure_error"),
+              ValueList{make_str(spec.carry_name), init_val, body_out}, where);
       throw Error(ErrCode::Type,
                   "while_loop body function carry input and carry output must have the same "
                   "pytree structure, but they differ: the input carry is " + tree.repr() +
@@ -230,7 +237,9 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
                   where,
                   "Revise the function so that the carry output has the same pytree structure as "
                   "the carry input.");
+    }
     bool changed = false;
+    std::vector<std::string> diffs; // JAX's type differences, all of them
     for (size_t i = 0; i < init.size(); ++i) {
       const IRValue& out = body.fn->values[body.fn->results[i]];
       AVal& want = types.avals[i];
@@ -245,15 +254,17 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
       std::string what = paths.size() == 1 && tree.kind == TreeDef::Kind::Leaf
                              ? "The input carry " + paths[i]
                              : "The input carry component " + paths[i];
-      if (!same)
-        throw Error(ErrCode::Type,
-                    "while_loop body function carry input and carry output must have equal "
-                    "types, but they differ: " + what + " has type " +
-                        jax_type(want, 0, axes) +
+      if (!same) {
+        std::string why = out.aval.dtype != want.dtype && out.aval.shape != want.shape
+                              ? "the dtypes do not match, and the shapes do not match"
+                          : out.aval.shape != want.shape ? "the shapes do not match"
+                                                         : "the dtypes do not match";
+        diffs.push_back("the input carry " + std::string(what.find("component") != std::string::npos ? "component " : "") +
+                        paths[i] + " has type " + jax_type(want, 0, axes) +
                         " but the corresponding output carry component has type " +
-                        jax_type(out.aval, 0, axes) + ", so the " +
-                        (out.aval.shape != want.shape ? "shapes" : "dtypes") + " do not match",
-                    where, "Revise the function so that all output types match the corresponding input types.");
+                        jax_type(out.aval, 0, axes) + ", so " + why);
+        continue;
+      }
       if (out.vma != types.vmas[i]) {
         if (shard_map) {
           AxisSet extra = out.vma & ~types.vmas[i];
@@ -280,6 +291,22 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
           changed = true;
         }
       }
+    }
+    if (!diffs.empty()) {
+      // As JAX lists them: one sentence, or bullets (a blank line after each but the last two).
+      std::string listed;
+      if (diffs.size() == 1) {
+        listed = diffs[0] + ".\n";
+        listed[0] = 'T';
+      } else {
+        for (size_t k = 0; k + 1 < diffs.size(); ++k) listed += (k ? "\n" : "") + std::string("  * ") + diffs[k] + ";\n";
+        listed += "  * " + diffs.back() + ".\n";
+      }
+      throw Error(ErrCode::Type,
+                  "while_loop body function carry input and carry output must have equal types, but they "
+                  "differ:\n\n" + listed + "\nRevise the function so that all output types match the "
+                  "corresponding input types.",
+                  where);
     }
     if (!changed) break;
   }
@@ -396,7 +423,7 @@ Value fori_as_while(InterpreterImpl& in, const Span& where, const Value& lower, 
   };
   spec.cond_name = "fori_cond";
   spec.body_name = "fori_body";
-  spec.carry_name = "carry";
+  spec.carry_name = "loop_carry"; // JAX's name in its errors
   spec.trip_count = trip_count;
   Value result = traced_while(in, where, make_tuple({make_array(lo), make_array(hi), init}), spec);
   return (*sequence_items(result))[2];
