@@ -148,6 +148,16 @@ struct LoopSpec {
 
 Value loops_fn(InterpreterImpl& in, const std::string& name);
 
+// jax.disable_jit() in effect (jax.config's flag, as stdlib/jit.cpp reads it).
+bool jit_disabled(InterpreterImpl& in) {
+  Value config = in.get_attr(in.import_module("jax", Span{}, ""), "config", Span{});
+  return in.truthy(in.get_attr(config, "jax_disable_jit", Span{}), Span{});
+}
+
+bool same_type(const AVal& a, const AVal& b) {
+  return a.dtype == b.dtype && a.shape == b.shape && a.weak == b.weak;
+}
+
 Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val,
                    const LoopSpec& spec) {
   OpContext& cx = in.ops();
@@ -217,12 +227,30 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
     types.avals.push_back(t->aval);
     types.vmas.push_back(vma_of(cx, t));
   }
-  Part body;
+  auto trace_cond = [&]() {
+    return trace_part(cx, spec.cond_name, types, [&](TraceContext& tc, std::span<const Tensor> ps) {
+      TreeDef out_tree;
+      record(spec.cond, tc, ps, out_tree, nullptr);
+      if (out_tree.kind != TreeDef::Kind::Leaf)
+        throw Error(ErrCode::Type, "cond_fun must return a boolean scalar, but got pytree " + out_tree.repr() + ".", where);
+      const Function& f = tc.function();
+      std::string got;
+      for (int r : f.results) got += std::string(got.empty() ? "" : ", ") + "ShapedArray(" + jax_type(f.values[r].aval, 0, axes) + ")";
+      if (f.results.size() != 1 || f.values[f.results[0]].aval.dtype != DType::Bool ||
+          !f.values[f.results[0]].aval.shape.empty())
+        throw Error(ErrCode::Type,
+                    "cond_fun must return a boolean scalar, but got output type(s) [" + got + "].",
+                    where);
+    });
+  };
+  Part body, cond;
   // A weakly typed initial value takes the body's stronger type, and (outside
   // shard_map's checks) the carry varies over what the body makes it vary
-  // over; either changes the carry's type, and the body is traced again.
+  // over; either changes the carry's type, and both are traced again (cond_fun
+  // first, in JAX's order).
   for (int attempt = 0;; ++attempt) {
     TreeDef out_tree;
+    cond = trace_cond();
     body = trace_part(cx, spec.body_name, types, [&](TraceContext& tc, std::span<const Tensor> ps) {
       record(spec.body, tc, ps, out_tree, &types);
     });
@@ -310,22 +338,19 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
     }
     if (!changed) break;
   }
-  Part cond = trace_part(cx, spec.cond_name, types, [&](TraceContext& tc, std::span<const Tensor> ps) {
-    TreeDef out_tree;
-    record(spec.cond, tc, ps, out_tree, nullptr);
-    const Function& f = tc.function();
-    std::string got;
-    for (int r : f.results) got += std::string(got.empty() ? "" : ", ") + "ShapedArray(" + jax_type(f.values[r].aval, 0, axes) + ")";
-    if (f.results.size() != 1 || f.values[f.results[0]].aval.dtype != DType::Bool ||
-        !f.values[f.results[0]].aval.shape.empty())
-      throw Error(ErrCode::Type,
-                  "cond_fun must return a boolean scalar, but got output type(s) [" + got + "].",
-                  where);
-  });
   std::vector<Tensor> out =
       bind_while(cx, cond, body, init, in.options().exec, &in.platform().code_cache(), spec.trip_count);
   ValueList leaves;
   for (size_t i = 0; i < out.size(); ++i) {
+    // A carry the body returns unchanged (of unchanged type) is the initial
+    // value itself, as JAX forwards it.
+    const size_t nconst = body.fn->params.size() - std::min(body.fn->params.size(), out.size()); // (first)
+    if (body.fn->params.size() >= out.size() && body.fn->results.size() == out.size() &&
+        body.fn->results[i] == body.fn->params[nconst + i] && body_weak[i] < 0 &&
+        init_leaves[i].is_obj(ObjKind::Array) && same_type(init_leaves[i].as<ArrayObj>()->tensor->aval, types.avals[i])) {
+      leaves.push_back(init_leaves[i]);
+      continue;
+    }
     Tensor t = std::move(out[i]);
     if (body_weak[i] >= 0) {
       OpAttrs at;
@@ -363,17 +388,37 @@ struct WhileLoopFn : OpaqueObj {
     if (plainly_not_callable(cond_fun) || plainly_not_callable(body_fun))
       throw Error(ErrCode::Type, "lax.while_loop: body_fun and cond_fun arguments should be callable.",
                   where);
-    if (!dynamic_cast<TraceContext*>(&in.ops())) { // eager: the host loop
+    auto traced = [cond_fun, body_fun, where](InterpreterImpl& in, const Value& init) {
+      LoopSpec spec;
+      spec.cond = [&](const Value& c) { return in.call(cond_fun, ValueList{c}, where); };
+      spec.body = [&](const Value& c) { return in.call(body_fun, ValueList{c}, where); };
+      spec.cond_name = "cond_fun";
+      spec.body_name = "body_fun";
+      spec.carry_name = first_param_name(body_fun);
+      return traced_while(in, where, init, spec);
+    };
+    if (dynamic_cast<TraceContext*>(&in.ops())) {
+      out = traced(in, r[2]);
+      return true;
+    }
+    // Eagerly JAX still traces cond_fun and body_fun once (their Python runs
+    // once, on tracers) and runs the loop; under disable_jit it is a Python
+    // loop (lax_loops.pxl).
+    if (jit_disabled(in)) {
       out = in.call(loops_fn(in, "_host_while_loop"), ValueList{cond_fun, body_fun, r[2]}, where);
       return true;
     }
-    LoopSpec spec;
-    spec.cond = [&](const Value& c) { return in.call(cond_fun, ValueList{c}, where); };
-    spec.body = [&](const Value& c) { return in.call(body_fun, ValueList{c}, where); };
-    spec.cond_name = "cond_fun";
-    spec.body_name = "body_fun";
-    spec.carry_name = first_param_name(body_fun);
-    out = traced_while(in, where, r[2], spec);
+    Value loop = make_builtin("while_loop", [traced](InterpreterImpl& in, CallArgs& c) { return traced(in, c.pos.at(0)); });
+    TracedFunction t = trace_function(in, loop, ValueList{r[2]}, where, "while_loop");
+    Value res = apply_traced(in, t, leaf_tensors(in, ValueList{r[2]}, where));
+    // Carries the body forwards come back as the caller's own values.
+    ValueList init_leaves, out_leaves;
+    tree_flatten(in, r[2], init_leaves);
+    TreeDef out_tree = tree_flatten(in, res, out_leaves);
+    for (size_t k = 0; k < out_leaves.size() && k < t.fn->results.size(); ++k)
+      for (size_t j = 0; j < t.fn->params.size() && j < init_leaves.size(); ++j)
+        if (t.fn->results[k] == t.fn->params[j]) out_leaves[k] = init_leaves[j];
+    out = tree_unflatten(out_tree, out_leaves);
     return true;
   }
 };
