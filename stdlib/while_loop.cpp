@@ -598,6 +598,14 @@ void add_while_loop(Value& lax) {
     if (!f->span.valid()) return make_str(f->name);
     return make_str(f->name + " at " + f->span.file->path() + ":" + std::to_string(f->span.file->line_of(f->span.begin)));
   });
+  // For lax_loops.pxl: fn(*args) as JAX runs a cond branch: traced (its Python
+  // runs on tracers), then the traced Function evaluated in the current context.
+  vars["_run_traced"] = make_builtin("_run_traced", [](InterpreterImpl& in, CallArgs& a) {
+    if (a.pos.empty()) throw Error(ErrCode::Arguments, "_run_traced(fn, *args) needs a function");
+    ValueList args(a.pos.begin() + 1, a.pos.end());
+    TracedFunction t = trace_function(in, a.pos[0], args, Span{}, "cond");
+    return apply_traced(in, t, leaf_tensors(in, args, Span{}));
+  });
   vars["_is_concrete"] = make_builtin("_is_concrete", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("_is_concrete", a, {"x"}, 1);
     return Value::boolean(!is_traced(r[0]));
