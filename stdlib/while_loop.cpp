@@ -146,6 +146,18 @@ struct LoopSpec {
   int64_t trip_count = -1;
 };
 
+Value loops_fn(InterpreterImpl& in, const std::string& name);
+
+// jax.disable_jit() in effect (jax.config's flag, as stdlib/jit.cpp reads it).
+bool jit_disabled(InterpreterImpl& in) {
+  Value config = in.get_attr(in.import_module("jax", Span{}, ""), "config", Span{});
+  return in.truthy(in.get_attr(config, "jax_disable_jit", Span{}), Span{});
+}
+
+bool same_type(const AVal& a, const AVal& b) {
+  return a.dtype == b.dtype && a.shape == b.shape && a.weak == b.weak;
+}
+
 Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val,
                    const LoopSpec& spec) {
   OpContext& cx = in.ops();
@@ -175,6 +187,7 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
   // two differ only in it: JAX runs every step with the initial carry's types
   // and gives the loop's results the body's.
   std::vector<int> body_weak(init.size(), -1);
+  Value body_out; // the body's last result, for the structure error
   auto record = [&](const std::function<Value(const Value&)>& fn, TraceContext& tc,
                     std::span<const Tensor> params, TreeDef& out_tree, const CarryTypes* retype) {
     in.push_ops(&tc);
@@ -183,6 +196,7 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
       ~Pop() { in.pop_ops(); }
     } pop{in};
     Value r = fn(carry_values(params));
+    if (retype) body_out = r;
     ValueList outs;
     out_tree = tree_flatten(in, r, outs);
     for (const Value& v : outs) {
@@ -213,16 +227,37 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
     types.avals.push_back(t->aval);
     types.vmas.push_back(vma_of(cx, t));
   }
-  Part body;
+  auto trace_cond = [&]() {
+    return trace_part(cx, spec.cond_name, types, [&](TraceContext& tc, std::span<const Tensor> ps) {
+      TreeDef out_tree;
+      record(spec.cond, tc, ps, out_tree, nullptr);
+      if (out_tree.kind != TreeDef::Kind::Leaf)
+        throw Error(ErrCode::Type, "cond_fun must return a boolean scalar, but got pytree " + out_tree.repr() + ".", where);
+      const Function& f = tc.function();
+      std::string got;
+      for (int r : f.results) got += std::string(got.empty() ? "" : ", ") + "ShapedArray(" + jax_type(f.values[r].aval, 0, axes) + ")";
+      if (f.results.size() != 1 || f.values[f.results[0]].aval.dtype != DType::Bool ||
+          !f.values[f.results[0]].aval.shape.empty())
+        throw Error(ErrCode::Type,
+                    "cond_fun must return a boolean scalar, but got output type(s) [" + got + "].",
+                    where);
+    });
+  };
+  Part body, cond;
   // A weakly typed initial value takes the body's stronger type, and (outside
   // shard_map's checks) the carry varies over what the body makes it vary
-  // over; either changes the carry's type, and the body is traced again.
+  // over; either changes the carry's type, and both are traced again (cond_fun
+  // first, in JAX's order).
   for (int attempt = 0;; ++attempt) {
     TreeDef out_tree;
+    cond = trace_cond();
     body = trace_part(cx, spec.body_name, types, [&](TraceContext& tc, std::span<const Tensor> ps) {
       record(spec.body, tc, ps, out_tree, &types);
     });
-    if (!(out_tree == tree))
+    if (!(out_tree == tree)) {
+      // JAX's list of the differences (stdlib/lax_tree_errors.pxl), else the two structures.
+      in.call(loops_fn(in, "_while_structure_error"),
+              ValueList{make_str(spec.carry_name), init_val, body_out}, where);
       throw Error(ErrCode::Type,
                   "while_loop body function carry input and carry output must have the same "
                   "pytree structure, but they differ: the input carry is " + tree.repr() +
@@ -230,7 +265,9 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
                   where,
                   "Revise the function so that the carry output has the same pytree structure as "
                   "the carry input.");
+    }
     bool changed = false;
+    std::vector<std::string> diffs; // JAX's type differences, all of them
     for (size_t i = 0; i < init.size(); ++i) {
       const IRValue& out = body.fn->values[body.fn->results[i]];
       AVal& want = types.avals[i];
@@ -245,15 +282,17 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
       std::string what = paths.size() == 1 && tree.kind == TreeDef::Kind::Leaf
                              ? "The input carry " + paths[i]
                              : "The input carry component " + paths[i];
-      if (!same)
-        throw Error(ErrCode::Type,
-                    "while_loop body function carry input and carry output must have equal "
-                    "types, but they differ: " + what + " has type " +
-                        jax_type(want, 0, axes) +
+      if (!same) {
+        std::string why = out.aval.dtype != want.dtype && out.aval.shape != want.shape
+                              ? "the dtypes do not match, and the shapes do not match"
+                          : out.aval.shape != want.shape ? "the shapes do not match"
+                                                         : "the dtypes do not match";
+        diffs.push_back("the input carry " + std::string(what.find("component") != std::string::npos ? "component " : "") +
+                        paths[i] + " has type " + jax_type(want, 0, axes) +
                         " but the corresponding output carry component has type " +
-                        jax_type(out.aval, 0, axes) + ", so the " +
-                        (out.aval.shape != want.shape ? "shapes" : "dtypes") + " do not match",
-                    where, "Revise the function so that all output types match the corresponding input types.");
+                        jax_type(out.aval, 0, axes) + ", so " + why);
+        continue;
+      }
       if (out.vma != types.vmas[i]) {
         if (shard_map) {
           AxisSet extra = out.vma & ~types.vmas[i];
@@ -281,24 +320,37 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
         }
       }
     }
+    if (!diffs.empty()) {
+      // As JAX lists them: one sentence, or bullets (a blank line after each but the last two).
+      std::string listed;
+      if (diffs.size() == 1) {
+        listed = diffs[0] + ".\n";
+        listed[0] = 'T';
+      } else {
+        for (size_t k = 0; k + 1 < diffs.size(); ++k) listed += (k ? "\n" : "") + std::string("  * ") + diffs[k] + ";\n";
+        listed += "  * " + diffs.back() + ".\n";
+      }
+      throw Error(ErrCode::Type,
+                  "while_loop body function carry input and carry output must have equal types, but they "
+                  "differ:\n\n" + listed + "\nRevise the function so that all output types match the "
+                  "corresponding input types.",
+                  where);
+    }
     if (!changed) break;
   }
-  Part cond = trace_part(cx, spec.cond_name, types, [&](TraceContext& tc, std::span<const Tensor> ps) {
-    TreeDef out_tree;
-    record(spec.cond, tc, ps, out_tree, nullptr);
-    const Function& f = tc.function();
-    std::string got;
-    for (int r : f.results) got += std::string(got.empty() ? "" : ", ") + "ShapedArray(" + jax_type(f.values[r].aval, 0, axes) + ")";
-    if (f.results.size() != 1 || f.values[f.results[0]].aval.dtype != DType::Bool ||
-        !f.values[f.results[0]].aval.shape.empty())
-      throw Error(ErrCode::Type,
-                  "cond_fun must return a boolean scalar, but got output type(s) [" + got + "].",
-                  where);
-  });
   std::vector<Tensor> out =
       bind_while(cx, cond, body, init, in.options().exec, &in.platform().code_cache(), spec.trip_count);
   ValueList leaves;
   for (size_t i = 0; i < out.size(); ++i) {
+    // A carry the body returns unchanged (of unchanged type) is the initial
+    // value itself, as JAX forwards it.
+    const size_t nconst = body.fn->params.size() - std::min(body.fn->params.size(), out.size()); // (first)
+    if (body.fn->params.size() >= out.size() && body.fn->results.size() == out.size() &&
+        body.fn->results[i] == body.fn->params[nconst + i] && body_weak[i] < 0 &&
+        init_leaves[i].is_obj(ObjKind::Array) && same_type(init_leaves[i].as<ArrayObj>()->tensor->aval, types.avals[i])) {
+      leaves.push_back(init_leaves[i]);
+      continue;
+    }
     Tensor t = std::move(out[i]);
     if (body_weak[i] >= 0) {
       OpAttrs at;
@@ -336,17 +388,37 @@ struct WhileLoopFn : OpaqueObj {
     if (plainly_not_callable(cond_fun) || plainly_not_callable(body_fun))
       throw Error(ErrCode::Type, "lax.while_loop: body_fun and cond_fun arguments should be callable.",
                   where);
-    if (!dynamic_cast<TraceContext*>(&in.ops())) { // eager: the host loop
+    auto traced = [cond_fun, body_fun, where](InterpreterImpl& in, const Value& init) {
+      LoopSpec spec;
+      spec.cond = [&](const Value& c) { return in.call(cond_fun, ValueList{c}, where); };
+      spec.body = [&](const Value& c) { return in.call(body_fun, ValueList{c}, where); };
+      spec.cond_name = "cond_fun";
+      spec.body_name = "body_fun";
+      spec.carry_name = first_param_name(body_fun);
+      return traced_while(in, where, init, spec);
+    };
+    if (dynamic_cast<TraceContext*>(&in.ops())) {
+      out = traced(in, r[2]);
+      return true;
+    }
+    // Eagerly JAX still traces cond_fun and body_fun once (their Python runs
+    // once, on tracers) and runs the loop; under disable_jit it is a Python
+    // loop (lax_loops.pxl).
+    if (jit_disabled(in)) {
       out = in.call(loops_fn(in, "_host_while_loop"), ValueList{cond_fun, body_fun, r[2]}, where);
       return true;
     }
-    LoopSpec spec;
-    spec.cond = [&](const Value& c) { return in.call(cond_fun, ValueList{c}, where); };
-    spec.body = [&](const Value& c) { return in.call(body_fun, ValueList{c}, where); };
-    spec.cond_name = "cond_fun";
-    spec.body_name = "body_fun";
-    spec.carry_name = first_param_name(body_fun);
-    out = traced_while(in, where, r[2], spec);
+    Value loop = make_builtin("while_loop", [traced](InterpreterImpl& in, CallArgs& c) { return traced(in, c.pos.at(0)); });
+    TracedFunction t = trace_function(in, loop, ValueList{r[2]}, where, "while_loop");
+    Value res = apply_traced(in, t, leaf_tensors(in, ValueList{r[2]}, where));
+    // Carries the body forwards come back as the caller's own values.
+    ValueList init_leaves, out_leaves;
+    tree_flatten(in, r[2], init_leaves);
+    TreeDef out_tree = tree_flatten(in, res, out_leaves);
+    for (size_t k = 0; k < out_leaves.size() && k < t.fn->results.size(); ++k)
+      for (size_t j = 0; j < t.fn->params.size() && j < init_leaves.size(); ++j)
+        if (t.fn->results[k] == t.fn->params[j]) out_leaves[k] = init_leaves[j];
+    out = tree_unflatten(out_tree, out_leaves);
     return true;
   }
 };
@@ -396,7 +468,7 @@ Value fori_as_while(InterpreterImpl& in, const Span& where, const Value& lower, 
   };
   spec.cond_name = "fori_cond";
   spec.body_name = "fori_body";
-  spec.carry_name = "carry";
+  spec.carry_name = "loop_carry"; // JAX's name in its errors
   spec.trip_count = trip_count;
   Value result = traced_while(in, where, make_tuple({make_array(lo), make_array(hi), init}), spec);
   return (*sequence_items(result))[2];
@@ -470,10 +542,16 @@ struct ForiLoopFn : OpaqueObj {
       // A scan over (i, carry), as JAX's (lax_loops.pxl): reverse mode
       // differentiates it; a long one is one loop with a known trip count.
       out = in.call(loops_fn(in, "_fori_scan"),
-                    ValueList{Value::integer(lo), Value::integer(hi), body_fun, r[3]}, where);
+                    ValueList{Value::integer(lo), Value::integer(hi), body_fun, r[3],
+                              r.has(4) ? r[4] : Value::none()},
+                    where);
       return true;
     }
-    // Traced bounds: a while loop.
+    // Traced bounds: a while loop, which cannot be unrolled.
+    if (r.has(4) && !r[4].is_none() && !(r[4].is_bool() && r[4].as_int() == 0) &&
+        !(r[4].is_int() && r[4].as_int() == 1))
+      throw Error(ErrCode::Value,
+                  "Can only use `unroll` in `fori_loop` if the loop bounds are statically known.", where);
     out = fori_as_while(in, where, lower, upper, body_fun, r[3], -1);
     return true;
   }
@@ -512,6 +590,22 @@ void add_while_loop(Value& lax) {
     ArgReader r("_param_name", a, {"fun"}, 1);
     return make_str(first_param_name(r[0]));
   });
+  // JAX's fun_sourceinfo, which its cond/switch errors show: "f at file:line".
+  vars["_fun_where"] = make_builtin("_fun_where", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("_fun_where", a, {"fun"}, 1);
+    if (!r[0].is_obj(ObjKind::Function)) return make_str("<unknown>");
+    const auto* f = r[0].as<FunctionObj>();
+    if (!f->span.valid()) return make_str(f->name);
+    return make_str(f->name + " at " + f->span.file->path() + ":" + std::to_string(f->span.file->line_of(f->span.begin)));
+  });
+  // For lax_loops.pxl: fn(*args) as JAX runs a cond branch: traced (its Python
+  // runs on tracers), then the traced Function evaluated in the current context.
+  vars["_run_traced"] = make_builtin("_run_traced", [](InterpreterImpl& in, CallArgs& a) {
+    if (a.pos.empty()) throw Error(ErrCode::Arguments, "_run_traced(fn, *args) needs a function");
+    ValueList args(a.pos.begin() + 1, a.pos.end());
+    TracedFunction t = trace_function(in, a.pos[0], args, Span{}, "cond");
+    return apply_traced(in, t, leaf_tensors(in, args, Span{}));
+  });
   vars["_is_concrete"] = make_builtin("_is_concrete", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("_is_concrete", a, {"x"}, 1);
     return Value::boolean(!is_traced(r[0]));
@@ -536,7 +630,8 @@ void add_while_loop(Value& lax) {
 // vmap of a while loop, as JAX's batching rule: a carry component is batched
 // when its initial value is or the body makes it so. With an unbatched
 // predicate the batched cond and body run as they are; with a batched one
-// (each example stops at its own step) every carry component is batched, the
+// (each example stops at its own step) every carry component is batched (but
+// those the body returns unchanged), the
 // loop runs while any example's predicate holds, and the body keeps the carry
 // of the examples whose predicate is false.
 std::vector<BVal> batch_while(OpContext& cx, const OpAttrs& attrs, std::span<const BVal> args,
@@ -584,6 +679,12 @@ std::vector<BVal> batch_while(OpContext& cx, const OpAttrs& attrs, std::span<con
   // (and thrown away) to see which results come out batched.
   std::vector<bool> carry_b(nc);
   for (size_t i = 0; i < nc; ++i) carry_b[i] = init[i].batched;
+  // A carry component the body returns unchanged stays unbatched even under a
+  // batched predicate (JAX's read-only carry: every example has its value).
+  auto read_only = [&](size_t i) {
+    const Function& b = *w.body;
+    return b.params.size() == nbc + nc && b.results.size() == nc && b.results[i] == b.params[nbc + i];
+  };
   bool pred_b = false;
   for (bool changed = true; changed;) {
     changed = false;
@@ -598,7 +699,7 @@ std::vector<BVal> batch_while(OpContext& cx, const OpAttrs& attrs, std::span<con
       pred_b = batch_function(tc, *w.cond, with_carry(cconsts, ps, carry_b), {}, ax)[0].batched;
     });
     if (pred_b)
-      for (size_t i = 0; i < nc; ++i) carry_b[i] = true;
+      for (size_t i = 0; i < nc; ++i) carry_b[i] = carry_b[i] || !read_only(i);
   }
   CarryTypes types = types_for(carry_b);
   Part cond = trace_part(cx, w.cond->name + "_batched", types, [&](TraceContext& tc, std::span<const Tensor> ps) {
@@ -617,7 +718,7 @@ std::vector<BVal> batch_while(OpContext& cx, const OpAttrs& attrs, std::span<con
     if (pred_b) pred = batch_function(tc, *w.cond, with_carry(cconsts, ps, carry_b), {}, ax)[0].t;
     for (size_t i = 0; i < nc; ++i) {
       Tensor r = outs[i].batched || !carry_b[i] ? outs[i].t : broadcast_batch(tc, outs[i].t, ax.size);
-      if (pred_b) { // examples that are done keep their carry
+      if (pred_b && carry_b[i]) { // examples that are done keep their carry
         OpAttrs b;
         b.shape = r->aval.shape;
         b.axes = {0};
