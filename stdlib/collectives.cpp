@@ -25,6 +25,29 @@ struct AxisEnv {
   std::vector<std::vector<int64_t>> index_groups; // axis_index_groups (empty: none)
 };
 
+// JAX's NameError for an axis name no enclosing map binds. Its text depends
+// on the collective and on whether it is being traced (eagerly, psum's
+// evaluation rule and ppermute's missing one answer differently).
+std::string unbound_axis_message(const std::string& fn, const std::string& name, bool traced) {
+  std::string found = "Found an unbound axis name: " + name + ". To fix this, please call ";
+  if (fn == "axis_index") return found + "axis_index under `jax.shard_map`.";
+  if (fn == "pmax" || fn == "pmin" || ((fn == "psum" || fn == "pmean") && traced))
+    return found + "psum under `jax.shard_map`.";
+  if (fn == "ppermute" || fn == "pshuffle")
+    return traced ? found + "ppermute under `jax.shard_map`." : "Evaluation rule for 'ppermute' not implemented";
+  return "unbound axis name: " + name;
+}
+
+std::string unbound_axis_hint(const Function* f, const TraceContext* trace, const std::string& name) {
+  if (!f) return "wrap the function in pmap(f, axis_name='" + name + "') or shard_map(f, mesh, ...)";
+  std::string bound;
+  for (const auto& a : f->mesh_axes) bound += (bound.empty() ? "'" : ", '") + a + "'";
+  if (f->mesh_axes.size() == 1 && f->mesh_axes[0] == kPmapAxisName)
+    return "this pmap has no axis_name: pass axis_name='" + name + "' to pmap";
+  if (bound.empty()) return "the enclosing " + trace->what() + " binds no axis names";
+  return "the enclosing " + trace->what() + " binds " + bound;
+}
+
 AxisEnv resolve_axes(InterpreterImpl& in, const Value& axis_name, const char* fn) {
   AxisEnv env;
   if (axis_name.is_obj(ObjKind::Str)) {
@@ -36,29 +59,14 @@ AxisEnv resolve_axes(InterpreterImpl& in, const Value& axis_name, const char* fn
   }
   if (env.names.empty()) throw Error(ErrCode::Value, std::string(fn) + "(): axis_name is an empty tuple");
   env.trace = dynamic_cast<TraceContext*>(&in.ops());
-  std::string quoted = "'" + env.names[0] + "'";
-  if (!env.trace)
-    throw Error(ErrCode::AxisName,
-                std::string(fn) + "(): unbound axis name " + quoted +
-                    ": collectives are only legal inside a function mapped by pmap or shard_map",
-                Span{}, "wrap the function in pmap(f, axis_name=" + quoted + ") or shard_map(f, mesh, ...)");
-  const Function& f = env.trace->function();
+  const Function* f = env.trace ? &env.trace->function() : nullptr;
   for (size_t i = 0; i < env.names.size(); ++i) {
     const std::string& n = env.names[i];
     for (size_t j = 0; j < i; ++j)
       if (env.names[j] == n) throw Error(ErrCode::Value, std::string(fn) + "(): axis name '" + n + "' is repeated");
-    int bit = f.axis_bit(n);
-    if (bit < 0) {
-      std::string bound;
-      for (const auto& a : f.mesh_axes) bound += (bound.empty() ? "'" : ", '") + a + "'";
-      std::string hint = f.mesh_axes.size() == 1 && f.mesh_axes[0] == kPmapAxisName
-                             ? "this pmap has no axis_name: pass axis_name='" + n + "' to pmap"
-                         : bound.empty() ? "the enclosing " + env.trace->what() + " binds no axis names: call " + fn +
-                                                " under jax.shard_map (or pmap) with a mesh axis '" + n + "'"
-                                          : "the enclosing " + env.trace->what() + " binds " + bound;
-      throw Error(ErrCode::AxisName, std::string(fn) + "(): unbound axis name '" + n + "'", Span{}, hint);
-    }
-    env.group_size *= f.mesh_sizes[bit];
+    int bit = f ? f->axis_bit(n) : -1;
+    if (bit < 0) throw Error(ErrCode::AxisName, unbound_axis_message(fn, n, f != nullptr), Span{}, unbound_axis_hint(f, env.trace, n));
+    env.group_size *= f->mesh_sizes[bit];
   }
   return env;
 }
@@ -269,6 +277,11 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
   def("pshuffle", [ppermute](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("pshuffle", a, {"x", "axis_name", "perm"}, 3);
     std::vector<int64_t> perm = value_to_int_list(r[2], "pshuffle() perm");
+    std::vector<int64_t> sorted = perm;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 0; i < sorted.size(); ++i)
+      if (sorted[i] != static_cast<int64_t>(i) || (i && sorted[i] == sorted[i - 1]))
+        throw Error(ErrCode::Value, "`perm` does not represent a permutation: " + repr(r[2]));
     std::vector<std::pair<int64_t, int64_t>> pairs;
     for (size_t i = 0; i < perm.size(); ++i) pairs.push_back({perm[i], static_cast<int64_t>(i)});
     return ppermute(in, r[0], r[1], pairs, "pshuffle");
@@ -283,13 +296,17 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
       int64_t split = norm_axis(r.get_int(2), nd, "all_to_all");
       int64_t concat = norm_axis(r.get_int(3), nd, "all_to_all");
       OpAttrs attrs = collective_attrs(env);
+      if (tiled && x->aval.shape[split] % env.group_size != 0) // JAX's ValueError
+        throw Error(ErrCode::CollectiveArgs, "The size of all_to_all split_axis (" + std::to_string(x->aval.shape[split]) +
+                                             ") has to be divisible by the size of the named axis " + pxl::str(r[1]) + " (" +
+                                             std::to_string(env.group_size) + ")");
       if (!tiled) {
         // JAX's untiled form: split_axis must equal the axis size; a new axis
         // is concatenated over and the split one squeezed away.
-        if (x->aval.shape[split] != env.group_size)
-          throw Error(ErrCode::CollectiveArgs, "all_to_all: split_axis " + std::to_string(split) + " of shape " + shape_str(x->aval.shape) +
-                                          " has size " + std::to_string(x->aval.shape[split]) + ", but it must equal the axis size " +
-                                          std::to_string(env.group_size) + " (or pass tiled=True)");
+        if (x->aval.shape[split] != env.group_size) // JAX's ValueError
+          throw Error(ErrCode::CollectiveArgs, "all_to_all requires the size of the mapped axis axis_name to equal "
+                                               "x.shape[split_axis], but they are " + std::to_string(env.group_size) +
+                                               " and " + std::to_string(x->aval.shape[split]) + " respectively.");
         if (split < concat) ++concat;
         x = np::expand_dims(in.ops(), x, {static_cast<int>(concat)});
         if (split >= concat) ++split; // the new axis came before it

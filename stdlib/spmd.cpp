@@ -191,13 +191,25 @@ struct SpmdFunction : OpaqueObj {
   }
   std::string repr() const override { return "<" + what + " of " + pxl::repr(fn) + ">"; }
 
-  // Nested SPMD functions have no meaning yet: say so before tracing.
-  void check_not_nested(InterpreterImpl& in, const Span& where) const {
-    if (spmd_mode(in.ops()) != SpmdMode::None)
-      throw Error(ErrCode::Unsupported,
-                  "a " + what + "'d function is called inside another pmap/shard_map; nested SPMD "
-                  "functions are not supported",
-                  where, "call it outside, or use a mesh with one more axis");
+  // Nested SPMD functions have no meaning yet: say so before tracing, with
+  // JAX 0.10's ValueError (its pmap is a shard_map, which must match the
+  // enclosing manual mesh). `inner` is the mesh this call would run over.
+  void check_not_nested(InterpreterImpl& in, const Mesh& inner, const Span& where) const {
+    if (spmd_mode(in.ops()) == SpmdMode::None) return;
+    Mesh outer;
+    for (OpContext* c = &in.ops(); auto* tc = dynamic_cast<TraceContext*>(c); c = &tc->outer())
+      if (tc->what() == "pmap" || tc->what() == "shard_map") {
+        outer.axis_names = tc->function().mesh_axes;
+        outer.axis_sizes = tc->function().mesh_sizes;
+        break;
+      }
+    outer.axis_types.assign(outer.axis_names.size(), AxisType::Manual);
+    Mesh auto_inner = inner;
+    if (what == "pmap") auto_inner.axis_types.clear();
+    throw Error(ErrCode::Unsupported,
+                "The context mesh " + pxl::repr(make_abstract_mesh_value(outer, in.platform().name())) +
+                    " should match the mesh passed to shard_map " + auto_inner.jax_str(),
+                where, "nested pmap/shard_map calls are not supported: call it outside, or use a mesh with one more axis");
   }
 
   // Turns the traced Function into the call's callee: the captured constants
@@ -270,7 +282,7 @@ struct ShardMapFn : SpmdFunction {
                     "call it inside `with mesh:` or after jax.set_mesh(mesh), or pass mesh=");
       mesh = *value_to_mesh(*current);
     }
-    check_not_nested(in, where);
+    check_not_nested(in, mesh, where);
     const ValueList& args = a.pos;
     // Sharding is part of the arguments' types only when every mesh axis is
     // Explicit (JAX checks it when all the manual axes are Explicit).
@@ -543,8 +555,15 @@ struct PmapFn : SpmdFunction {
         dyn.push_back(a.pos[i]);
         continue;
       }
-      if (!is_hashable(a.pos[i]))
-        throw Error(ErrCode::Type, "pmap: static argument " + std::to_string(i) + " must be hashable, not " + pxl::type_name(a.pos[i]), where);
+      if (!is_hashable(a.pos[i])) { // JAX's ValueError
+        std::string cls = a.pos[i].is_obj(ObjKind::Array) ? "jaxlib._jax.ArrayImpl" : pxl::type_name(a.pos[i]);
+        std::string fname = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : "f";
+        throw Error(ErrCode::Value,
+                    "Non-hashable static arguments are not supported, as this can lead to unexpected cache-misses. "
+                    "Static argument (index " + std::to_string(i) + ") of type <class '" + cls + "'> for function " +
+                        fname + " is non-hashable.",
+                    where);
+      }
       statics.push_back({i, a.pos[i]});
       key += std::to_string(i) + "=" + pxl::type_name(a.pos[i]) + " " + pxl::repr(a.pos[i]) + ";";
     }
@@ -613,57 +632,112 @@ struct PmapFn : SpmdFunction {
     return call_variant(*sub, in, flat, where, out);
   }
 
+  // JAX's ValueError when in_axes is not a tree prefix of the positional
+  // arguments (it is compared as (in_axes, 0) against (args, kwargs)).
+  void check_in_axes_prefix(const ValueList& pos, bool kwargs, const Span& where) const {
+    if (is_axis_leaf(in_axes)) return;
+    try {
+      check_prefix_structure(make_tuple({in_axes}), make_tuple({make_tuple(pos)}), "pmap in_axes", is_axis_leaf, where);
+    } catch (const Error& e) {
+      std::string msg = e.message() +
+                        "\n\nThe 'full pytree' here is the tuple of arguments passed positionally to the pmapped function, "
+                        "and the value of `in_axes` must be a tree prefix of that tuple. But it was not a prefix.";
+      if (kwargs)
+        msg += "\n\nWhen some arguments are passed by keyword to the pmapped function, they are not included in the "
+               "comparison to `in_axes`. Instead, each argument passed by keyword is mapped over its leading axis. See "
+               "the description of `in_axes` in the `pmap` docstring: "
+               "https://docs.jax.dev/en/latest/_autosummary/jax.pmap.html#jax.pmap";
+      msg += "\n\nCheck that the value of the `in_axes` argument to `pmap` is a tree prefix of the tuple of arguments "
+             "passed positionally to the pmapped function.";
+      throw Error(ErrCode::Value, msg, where);
+    }
+  }
+
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
     if (!static_argnums.empty()) check_statics_positional(a.pos.size(), where);
+    if (static_argnums.empty()) check_in_axes_prefix(a.pos, !a.kw.empty(), where);
     if (!a.kw.empty()) return call_with_keywords(in, a, where, out);
     if (!static_argnums.empty()) return call_with_statics(in, a, where, out);
-    check_not_nested(in, where);
     const ValueList& args = a.pos;
     Value args_tuple = make_tuple(args);
     ValueList per_leaf;
-    Value axes_spec = in_axes;
-    if (const ValueList* items = sequence_items(in_axes)) {
-      if (items->size() != args.size())
-        throw Error(ErrCode::MappedAxis, "pmap: in_axes has " + std::to_string(items->size()) + " entries but the function is called with " +
-                                        std::to_string(args.size()) + " argument" + (args.size() == 1 ? "" : "s"),
-                    where);
-    }
-    broadcast_prefix(in, axes_spec, args_tuple, per_leaf, is_axis_leaf, "pmap in_axes");
+    broadcast_prefix(in, in_axes, args_tuple, per_leaf, is_axis_leaf, "pmap in_axes");
     ValueList arg_leaves;
     TreeDef in_tree = tree_flatten(in, args_tuple, arg_leaves);
-    // The mapped size n, and the devices.
+    std::vector<int> devs = devices;
+    if (devs.empty())
+      for (int d = 0; d < in.platform().device_count(); ++d) devs.push_back(d);
+    const int64_t D = static_cast<int64_t>(devs.size());
+    const std::string name = axis_name.empty() ? kPmapAxisName : axis_name;
+    // The mapped size n is the first mapped array's (JAX); the pmap runs over
+    // a mesh of m = min(n, D) devices (pxl: n = k*D runs k elements on each).
     int64_t n = -1;
+    for (size_t i = 0; i < arg_leaves.size() && n < 0; ++i) {
+      if (per_leaf[i].is_none() || arg_leaves[i].is_number()) continue;
+      const Shape& shape = in.to_tensor(arg_leaves[i], where)->aval.shape;
+      int64_t ax = per_leaf[i].as_int(), nd = static_cast<int64_t>(shape.size());
+      if (ax >= nd || ax < -nd) throw Error(ErrCode::MappedAxis, "tuple index out of range", where); // JAX's IndexError
+      n = shape[static_cast<size_t>(ax < 0 ? ax + nd : ax)];
+    }
+    if (n < 0)
+      throw Error(ErrCode::MappedAxis, "pmap requires at least one argument with a mapped axis.",
+                  where, "map at least one argument over its leading axis");
+    const int64_t m = std::min(n, D);
+    // JAX's NamedSharding of a mapped argument over that mesh.
+    auto sharding_str = [&](int axis, int64_t mesh_size) {
+      PartitionSpec spec;
+      spec.entries.assign(static_cast<size_t>(axis) + 1, {});
+      spec.entries[static_cast<size_t>(axis)] = {name};
+      return "NamedSharding(mesh=" + (mesh_size ? "Mesh('" + name + "': " + std::to_string(mesh_size) + ", axis_types=(Auto,))" : std::string("Mesh()")) +
+             ", spec=" + spec.repr() + (mesh_size ? ", memory_kind=device)" : ")");
+    };
     std::vector<InLeaf> leaves;
     for (size_t i = 0; i < arg_leaves.size(); ++i) {
       InLeaf l;
       l.global = in.to_tensor(arg_leaves[i], where);
       l.block = l.global->aval;
       if (!per_leaf[i].is_none()) {
+        const Shape& shape = l.global->aval.shape;
         int nd = l.global->aval.ndim();
         int64_t ax = per_leaf[i].as_int();
-        if (ax < -nd || ax >= nd)
-          throw Error(ErrCode::MappedAxis, "pmap: in_axes " + std::to_string(ax) + " is out of range for argument " + std::to_string(i) +
-                                         " of shape " + shape_str(l.global->aval.shape), where);
+        if (n == 0) // JAX's ValueError
+          throw Error(ErrCode::MappedAxis, "One of in_shardings leaf specifications got an empty NamedSharding: " +
+                                               sharding_str(static_cast<int>(std::max<int64_t>(ax, 0)), 0) + " which is not allowed.", where);
+        if (ax < -nd || ax >= nd) { // JAX: the argument's rank is below the sharding's
+          std::string sh = sharding_str(static_cast<int>(std::max<int64_t>(ax, 0)), m);
+          throw Error(ErrCode::MappedAxis, "One of pjit arguments with pytree key path flat_args[" + std::to_string(i) +
+                                               "] is incompatible with its sharding annotation " + sh + ": Sharding " + sh +
+                                               " is only valid for values of rank at least " + std::to_string(std::max<int64_t>(ax, 0) + 1) +
+                                               ", but was applied to a value of rank " + std::to_string(nd) + "." +
+                                               (nd == 0 ? " For scalars the PartitionSpec should be P()" : ""),
+                      where);
+        }
         l.map_axis = static_cast<int>(ax < 0 ? ax + nd : ax);
-        int64_t size = l.global->aval.shape[l.map_axis];
-        if (n >= 0 && size != n)
-          throw Error(ErrCode::MappedAxis, "pmap: mapped axes disagree: argument " + std::to_string(i) + " has size " + std::to_string(size) +
-                                          " along its mapped axis, the earlier ones " + std::to_string(n), where);
-        n = size;
+        int64_t size = shape[l.map_axis];
+        if (size % m != 0) { // JAX's IndivisibleError
+          std::string factors = "[";
+          for (int d = 0; d < nd; ++d) factors += (d ? ", " : "") + std::to_string(d == l.map_axis ? m : 1);
+          throw Error(ErrCode::MappedAxis, "Sharding " + sharding_str(l.map_axis, m) + " implies that array axis " +
+                                               std::to_string(l.map_axis) + " is partitioned " + std::to_string(m) +
+                                               " times, but the dimension size is " + std::to_string(size) + " (full shape: " +
+                                               shape_str(shape) + ", per-dimension tiling factors: " + factors +
+                                               "] should evenly divide the shape)",
+                      where, n > D ? "pmap maps over at most the " + std::to_string(D) + " devices (or a multiple of them)" : "");
+        }
+        if (size != n) { // JAX squeezes each device's block of size/m
+          Shape block = shape;
+          block[l.map_axis] = size / m;
+          throw Error(ErrCode::MappedAxis, "cannot select an axis to squeeze out which has size not equal to one, got shape=" +
+                                               shape_str(block) + " and dimensions=(" + std::to_string(l.map_axis) + ",)", where,
+                      "every mapped argument must have the same size along its mapped axis");
+        }
         l.block.shape.erase(l.block.shape.begin() + l.map_axis);
         l.vma = 1;
         l.origin = "the mapped argument " + std::to_string(i);
       }
       leaves.push_back(std::move(l));
     }
-    if (n < 0)
-      throw Error(ErrCode::MappedAxis, "pmap requires at least one argument with a mapped axis.",
-                  where, "map at least one argument over its leading axis");
-    std::vector<int> devs = devices;
-    if (devs.empty())
-      for (int d = 0; d < in.platform().device_count(); ++d) devs.push_back(d);
-    int64_t D = static_cast<int64_t>(devs.size());
-    if (n == 0) throw Error(ErrCode::MappedAxis, "pmap: the mapped axis has size 0", where);
+    check_not_nested(in, Mesh{{name}, {m}, {}}, where);
     int threads, k;
     if (n <= D) {
       threads = static_cast<int>(n);
@@ -672,11 +746,8 @@ struct PmapFn : SpmdFunction {
       threads = static_cast<int>(D);
       k = static_cast<int>(n / D);
     } else {
-      throw Error(ErrCode::MappedAxis, "pmap: the mapped axis has size " + std::to_string(n) + ", which is neither at most the " +
-                                      std::to_string(D) + " devices nor a multiple of " + std::to_string(D),
-                  where, "pad the batch to a multiple of " + std::to_string(D) + " or use --devices");
+      PXL_ASSERT(false, "pmap: a mapped size neither at most nor a multiple of the devices passed the checks");
     }
-    std::string name = axis_name.empty() ? kPmapAxisName : axis_name;
     // The participant mesh: n elements on the threads, k per thread.
     Mesh pmesh{{name}, {n}, {}};
     for (int64_t p = 0; p < n; ++p) pmesh.device_ids.push_back(devs[p / k]);
@@ -715,6 +786,7 @@ struct PmapFn : SpmdFunction {
     Value out_tree_value = tree_unflatten(c->out_tree, out_leaves);
     ValueList per_out;
     try {
+      check_prefix_structure(out_axes, out_tree_value, "broadcast_prefix prefix_tree", is_axis_leaf, where);
       broadcast_prefix(in, out_axes, out_tree_value, per_out, is_axis_leaf, "pmap out_axes");
     } catch (Error& e) {
       e.set_span_if_missing(where);
@@ -731,19 +803,14 @@ struct PmapFn : SpmdFunction {
     };
     for (size_t r = 0; r < out_leaves.size(); ++r) {
       const IRValue& v = f->values[f->results[r]];
-      if (per_out[r].is_none()) {
-        if (v.vma)
-          throw Error(ErrCode::Vma, "pmap: out_axes=None says output " + std::to_string(r) + " is the same on every device, but it varies over '" +
-                                          pmesh.axis_names[0] + "' (it became varying through " + varying_origin(*f, f->results[r], 0) + ")",
-                      where, "reduce it with psum/pmean first, or map it with out_axes=0");
+      if (per_out[r].is_none()) { // unchecked, as JAX's (a shard_map with check_vma=False)
         outs.push_back(SpmdMapping{});
         continue;
       }
       int nd = v.aval.ndim() + 1;
       int64_t oa = per_out[r].as_int();
-      if (oa < -nd || oa >= nd)
-        throw Error(ErrCode::Axis, "pmap: out_axes " + std::to_string(oa) + " is out of range for output " + std::to_string(r) +
-                                       " of rank " + std::to_string(v.aval.ndim()), where);
+      if (oa < -nd || oa >= nd) // JAX's ValueError (from expand_dims)
+        throw Error(ErrCode::Axis, "axis " + std::to_string(oa) + " is out of bounds for array of dimension " + std::to_string(nd), where);
       outs.push_back(mapped(static_cast<int>(oa < 0 ? oa + nd : oa)));
     }
     std::vector<SpmdMapping> ins;
@@ -758,12 +825,23 @@ std::vector<int> devices_arg(const Value& v) {
   if (v.is_none()) return out;
   const ValueList* items = sequence_items(v);
   if (!items) throw Error(ErrCode::Type, "pmap() devices must be a list of Device values");
-  if (items->empty()) throw Error(ErrCode::MappedAxis, "pmap(): devices=[] gives no device to run on");
+  if (items->empty()) throw Error(ErrCode::MappedAxis, "'devices' argument to pmap must be non-empty, or None.");
   for (const Value& d : *items) {
     if (!d.is_obj(ObjKind::Device)) throw Error(ErrCode::Type, "pmap() devices must be Device values, not " + type_name(d));
     out.push_back(d.as<DeviceObj>()->id);
   }
   return out;
+}
+
+// JAX's TypeError: in_axes/out_axes leaves must be ints or None.
+void check_axes_leaves(InterpreterImpl& in, const Value& axes, const char* what) {
+  ValueList leaves;
+  tree_flatten(in, axes, leaves);
+  for (const Value& l : leaves)
+    if (!l.is_int())
+      throw Error(ErrCode::Type, std::string("pmap ") + what +
+                                     " must be an int, None, or (nested) container with those types as leaves, but got " +
+                                     pxl::str(axes) + ".");
 }
 
 Value make_pmap(InterpreterImpl& in, CallArgs& a) {
@@ -775,6 +853,8 @@ Value make_pmap(InterpreterImpl& in, CallArgs& a) {
   if (r.has(1) && !r[1].is_none()) p->axis_name = value_to_str(r[1], "pmap() axis_name");
   if (r.has(2)) p->in_axes = r[2];
   if (r.has(3)) p->out_axes = r[3];
+  check_axes_leaves(in, p->in_axes, "in_axes");
+  check_axes_leaves(in, p->out_axes, "out_axes");
   if (r.has(4) && !r[4].is_none()) p->static_argnums = value_to_int_list(r[4], "pmap() static_broadcasted_argnums");
   if (r.has(5)) p->devices = devices_arg(r[5]);
   for (int d : p->devices)
