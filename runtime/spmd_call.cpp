@@ -164,10 +164,10 @@ Tensor pmap_output(const SpmdCallee& c, size_t r, const std::vector<std::vector<
   d->pull_log = log;
   d->mesh = Mesh{{name}, {threads}, {}};
   for (int t = 0; t < threads; ++t) d->mesh.device_ids.push_back(c.layout.mesh.device_ids[t * k]);
-  if (oa < 0) { // out_axes=None: replicated as JAX's P(); JAX keeps the first
-    d->global = c.out_global[r]; // device's value where the devices' differ
+  if (oa < 0) { // out_axes=None: replicated as JAX's P(); unchecked, each device keeps its own value (JAX)
+    d->global = c.out_global[r];
     for (int t = 0; t < threads; ++t)
-      d->shards.push_back(results[0][r].on_device(d->mesh.device_ids[t]));
+      d->shards.push_back(results[t * k][r].on_device(d->mesh.device_ids[t]));
     return make_sharded_tensor(d);
   }
   d->spec.entries.assign(oa + 1, {});

@@ -44,7 +44,8 @@ std::string unbound_axis_hint(const Function* f, const TraceContext* trace, cons
   for (const auto& a : f->mesh_axes) bound += (bound.empty() ? "'" : ", '") + a + "'";
   if (f->mesh_axes.size() == 1 && f->mesh_axes[0] == kPmapAxisName)
     return "this pmap has no axis_name: pass axis_name='" + name + "' to pmap";
-  if (bound.empty()) return "the enclosing " + trace->what() + " binds no axis names";
+  if (bound.empty())
+    return "the enclosing " + trace->what() + " binds no axis names: call it under jax.shard_map (or pmap) with a mesh axis '" + name + "'";
   return "the enclosing " + trace->what() + " binds " + bound;
 }
 

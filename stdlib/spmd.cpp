@@ -14,6 +14,7 @@
 #include "runtime/format.hpp"
 #include "runtime/spmd_call.hpp"
 #include "stdlib/debug_print.hpp"
+#include "stdlib/aot_stages.hpp"
 #include "stdlib/autodiff.hpp"
 #include "stdlib/cache_explain.hpp"
 #include "stdlib/convert.hpp"
@@ -162,7 +163,7 @@ Signature signature(const std::vector<InLeaf>& leaves, const TreeDef& tree) {
 // ---------------------------------------------------------------------------
 // The shared driver: builds the Function, checks, runs, assembles.
 
-struct SpmdFunction : OpaqueObj {
+struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
   // Lowering (":ir", ":comm") runs call() up to compilation and stops there.
   bool lower_only = false;
   std::shared_ptr<Compiled> last;
@@ -190,6 +191,25 @@ struct SpmdFunction : OpaqueObj {
     if (in.options().dump_ptx) in.out() << kernels_ptx(f);
   }
   std::string repr() const override { return "<" + what + " of " + pxl::repr(fn) + ">"; }
+
+  // f.lower(*args): traces (and checks) the call without running it; the
+  // Lowered's compile() gives a callable for arguments of the same types.
+  Value lower(InterpreterImpl& in, CallArgs& a) {
+    Span where; // errors take the span of the lower() call
+    Value ignored;
+    lower_only = true;
+    struct Reset {
+      bool& flag;
+      ~Reset() { flag = false; }
+    } reset{lower_only};
+    call(in, a, where, ignored);
+    StagedCall s;
+    s.fn = Value::object(shared_from_this());
+    s.arg_prefix = "flat_args";
+    s.text = last ? print_function(*last->callee->fn) : "";
+    stage_arguments(in, a, where, s);
+    return make_lowered(std::move(s));
+  }
 
   // Nested SPMD functions have no meaning yet: say so before tracing, with
   // JAX 0.10's ValueError (its pmap is a shard_map, which must match the
@@ -256,6 +276,11 @@ struct SpmdFunction : OpaqueObj {
     return tree_unflatten(c.out_tree, vals);
   }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+    if (name == "lower" && what == "pmap") {
+      auto self = shared_from_this();
+      out = make_builtin("lower", [self](InterpreterImpl& in, CallArgs& a) { return self->lower(in, a); });
+      return true;
+    }
     if (name == "_cache_size") return out = Value::integer(static_cast<int64_t>(cache.size())), true;
     if (name == "_trace_count") return out = Value::integer(traces), true;
     return false;
@@ -503,6 +528,7 @@ struct PmapFn : SpmdFunction {
   std::string axis_name; // "" for axis_name=None
   Value in_axes = Value::integer(0), out_axes = Value::integer(0);
   std::vector<int> devices; // empty: all devices
+  int64_t axis_size = -1;   // pmap(axis_size=): must equal the mapped size (-1: not given)
   // static_broadcasted_argnums: those arguments are Python values passed to
   // every device at trace time; one pmap per distinct tuple of their values.
   std::vector<int64_t> static_argnums;
@@ -515,6 +541,7 @@ struct PmapFn : SpmdFunction {
     sub->axis_name = axis_name;
     sub->out_axes = out_axes;
     sub->devices = devices;
+    sub->axis_size = axis_size;
     sub->in_axes = in_axes;
     return sub;
   }
@@ -682,6 +709,9 @@ struct PmapFn : SpmdFunction {
     if (n < 0)
       throw Error(ErrCode::MappedAxis, "pmap requires at least one argument with a mapped axis.",
                   where, "map at least one argument over its leading axis");
+    if (axis_size >= 0 && axis_size != n) // JAX's ValueError
+      throw Error(ErrCode::MappedAxis, "Specified axis_size " + std::to_string(axis_size) + " doesn't match received axis_size " +
+                                           std::to_string(n) + ".", where);
     const int64_t m = std::min(n, D);
     // JAX's NamedSharding of a mapped argument over that mesh.
     auto sharding_str = [&](int axis, int64_t mesh_size) {
@@ -857,6 +887,7 @@ Value make_pmap(InterpreterImpl& in, CallArgs& a) {
   check_axes_leaves(in, p->out_axes, "out_axes");
   if (r.has(4) && !r[4].is_none()) p->static_argnums = value_to_int_list(r[4], "pmap() static_broadcasted_argnums");
   if (r.has(5)) p->devices = devices_arg(r[5]);
+  if (r.has(7) && !r[7].is_none()) p->axis_size = value_to_int(r[7], "pmap() axis_size");
   for (int d : p->devices)
     if (d >= in.platform().device_count()) throw Error(ErrCode::Device, "pmap(): device " + std::to_string(d) + " does not exist");
   return Value::object(p);
