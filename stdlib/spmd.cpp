@@ -808,6 +808,16 @@ struct PmapFn : SpmdFunction {
     f->name = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : "f";
     f->mesh_axes = pmesh.axis_names;
     f->mesh_sizes = pmesh.axis_sizes;
+    // Inside vmap(axis_name=...), collectives may name the enclosing vmap axes
+    // (JAX): they are carried as extra axes after the pmap's, which vmap's
+    // batching of the call (batch_spmd_call) turns into local reductions. The
+    // pmap's own axis shadows one of the same name.
+    if (auto* outer = dynamic_cast<TraceContext*>(&in.ops()))
+      for (size_t a = 0; a < outer->function().mesh_axes.size(); ++a)
+        if (f->axis_bit(outer->function().mesh_axes[a]) < 0) {
+          f->mesh_axes.push_back(outer->function().mesh_axes[a]);
+          f->mesh_sizes.push_back(outer->function().mesh_sizes[a]);
+        }
     TraceContext tc(*f, in.ops(), "pmap");
     ValueList traced;
     for (const InLeaf& l : leaves) traced.push_back(make_array(tc.add_param(l.block, l.vma, where, l.origin)));
