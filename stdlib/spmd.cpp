@@ -275,7 +275,10 @@ struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
     for (const Tensor& t : outs) vals.push_back(make_array(t));
     return tree_unflatten(c.out_tree, vals);
   }
-  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+  bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
+    // functools.wraps(fun), as JAX's pmap: the function and its name.
+    if (name == "__wrapped__" && what == "pmap") return out = fn, true;
+    if (name == "__name__" && what == "pmap") return out = in.get_attr(fn, name, Span{}), true;
     if (name == "lower" && what == "pmap") {
       auto self = shared_from_this();
       out = make_builtin("lower", [self](InterpreterImpl& in, CallArgs& a) { return self->lower(in, a); });
