@@ -86,21 +86,15 @@ std::string varying_origin(const Function& f, int id, int bit) {
   return "its inputs";
 }
 
-// jax.debug.print output: each device's line, prefixed with its mesh
-// coordinates, statement by statement in device order.
-void print_debug(InterpreterImpl& in, const Function& f, const Mesh& mesh, std::vector<DebugRecord>& recs) {
+// jax.debug.print output: each device's line, unprefixed as JAX prints them,
+// statement by statement in device order (JAX's order varies from run to run).
+void print_debug(InterpreterImpl& in, const Function& f, std::vector<DebugRecord>& recs) {
   std::stable_sort(recs.begin(), recs.end(), [](const DebugRecord& a, const DebugRecord& b) {
     return a.format != b.format ? a.format < b.format : a.participant < b.participant;
   });
-  for (const DebugRecord& r : recs) {
-    const Function::DebugFormat& fmt = f.debug_formats[r.format];
-    std::string prefix = "[";
-    std::vector<int64_t> c = mesh.coords(r.participant);
-    for (int d = 0; d < mesh.ndim(); ++d)
-      prefix += (d ? ", " : "") + mesh.axis_names[d] + "=" + std::to_string(c[d]);
-    if (std::optional<std::string> line = format_debug(in, fmt, r.values))
-      in.out() << prefix << "] " << *line << "\n";
-  }
+  for (const DebugRecord& r : recs)
+    if (std::optional<std::string> line = format_debug(in, f.debug_formats[r.format], r.values))
+      in.out() << *line << "\n";
   in.out().flush();
 }
 
@@ -269,7 +263,7 @@ struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
         ScopedPhase timing(in.phase_times(), "run: pmap/shard_map");
         outs = run_spmd_call(*c.callee, operands, in.pull_log(), &debug);
       }
-      print_debug(in, *c.callee->fn, c.callee->layout.mesh, debug);
+      print_debug(in, *c.callee->fn, debug);
     }
     ValueList vals;
     for (const Tensor& t : outs) vals.push_back(make_array(t));
