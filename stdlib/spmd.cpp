@@ -887,6 +887,7 @@ Value make_pmap(InterpreterImpl& in, CallArgs& a) {
   auto p = std::make_shared<PmapFn>();
   p->fn = r[0];
   p->what = "pmap";
+  p->check_vma = false; // JAX 0.10's pmap is a shard_map with check_vma=False (out_axes=None unchecked)
   if (r.has(1) && !r[1].is_none()) p->axis_name = value_to_str(r[1], "pmap() axis_name");
   if (r.has(2)) p->in_axes = r[2];
   if (r.has(3)) p->out_axes = r[3];
