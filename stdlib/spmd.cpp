@@ -27,6 +27,9 @@
 
 namespace pxl {
 
+std::optional<std::string> pytree_prefix_error(InterpreterImpl& in, const TreeDef& prefix, const Value& full,
+                                               const std::string& name); // stdlib/pytree_errors.cpp
+
 namespace {
 
 // One argument leaf as the SPMD function sees it.
@@ -657,29 +660,33 @@ struct PmapFn : SpmdFunction {
   }
 
   // JAX's ValueError when in_axes is not a tree prefix of the positional
-  // arguments (it is compared as (in_axes, 0) against (args, kwargs)).
-  void check_in_axes_prefix(const ValueList& pos, bool kwargs, const Span& where) const {
+  // arguments: (in_axes, 0) is compared against (args, kwargs), None a leaf.
+  void check_in_axes_prefix(InterpreterImpl& in, const CallArgs& a, const Span& where) const {
     if (is_axis_leaf(in_axes)) return;
-    try {
-      check_prefix_structure(make_tuple({in_axes}), make_tuple({make_tuple(pos)}), "pmap in_axes", is_axis_leaf, where);
-    } catch (const Error& e) {
-      std::string msg = e.message() +
-                        "\n\nThe 'full pytree' here is the tuple of arguments passed positionally to the pmapped function, "
-                        "and the value of `in_axes` must be a tree prefix of that tuple. But it was not a prefix.";
-      if (kwargs)
-        msg += "\n\nWhen some arguments are passed by keyword to the pmapped function, they are not included in the "
-               "comparison to `in_axes`. Instead, each argument passed by keyword is mapped over its leading axis. See "
-               "the description of `in_axes` in the `pmap` docstring: "
-               "https://docs.jax.dev/en/latest/_autosummary/jax.pmap.html#jax.pmap";
-      msg += "\n\nCheck that the value of the `in_axes` argument to `pmap` is a tree prefix of the tuple of arguments "
-             "passed positionally to the pmapped function.";
-      throw Error(ErrCode::Value, msg, where);
-    }
+    Value none_is_leaf = make_builtin("is_leaf", [](InterpreterImpl&, CallArgs& c) { return Value::boolean(c.pos.at(0).is_none()); });
+    ValueList leaves;
+    TreeDef prefix = tree_flatten(in, make_tuple({in_axes, Value::integer(0)}), leaves, &none_is_leaf);
+    auto kwargs = std::make_shared<DictObj>();
+    for (const auto& [k, v] : a.kw) kwargs->set(make_str(k), v);
+    std::optional<std::string> err =
+        pytree_prefix_error(in, prefix, make_tuple({make_tuple(a.pos), Value::object(kwargs)}), "pmap in_axes");
+    if (!err) return;
+    std::string msg = *err +
+                      "\n\nThe 'full pytree' here is the tuple of arguments passed positionally to the pmapped function, "
+                      "and the value of `in_axes` must be a tree prefix of that tuple. But it was not a prefix.";
+    if (!a.kw.empty())
+      msg += "\n\nWhen some arguments are passed by keyword to the pmapped function, they are not included in the "
+             "comparison to `in_axes`. Instead, each argument passed by keyword is mapped over its leading axis. See "
+             "the description of `in_axes` in the `pmap` docstring: "
+             "https://docs.jax.dev/en/latest/_autosummary/jax.pmap.html#jax.pmap";
+    msg += "\n\nCheck that the value of the `in_axes` argument to `pmap` is a tree prefix of the tuple of arguments "
+           "passed positionally to the pmapped function.";
+    throw Error(ErrCode::Value, msg, where);
   }
 
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
     if (!static_argnums.empty()) check_statics_positional(a.pos.size(), where);
-    if (static_argnums.empty()) check_in_axes_prefix(a.pos, !a.kw.empty(), where);
+    if (static_argnums.empty()) check_in_axes_prefix(in, a, where);
     if (!a.kw.empty()) return call_with_keywords(in, a, where, out);
     if (!static_argnums.empty()) return call_with_statics(in, a, where, out);
     const ValueList& args = a.pos;
