@@ -181,8 +181,10 @@ Value reduce_collective(InterpreterImpl& in, CallArgs& a, const char* fn, Op op,
 }
 
 int64_t norm_axis(int64_t axis, int64_t ndim, const char* fn) {
-  if (axis < -ndim || axis >= ndim)
-    throw Error(ErrCode::Axis, std::string(fn) + "(): axis " + std::to_string(axis) + " is out of range for an array of rank " + std::to_string(ndim));
+  if (axis < -ndim || axis >= ndim) // JAX's errors: all_gather's from canonicalize_axis, the others' IndexError
+    throw Error(ErrCode::Axis, std::string(fn) == "all_gather" ? "axis " + std::to_string(axis) +
+                                                                     " is out of bounds for array of dimension " + std::to_string(ndim)
+                                                               : std::string("tuple index out of range"));
   return axis < 0 ? axis + ndim : axis;
 }
 
