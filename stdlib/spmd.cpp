@@ -704,7 +704,7 @@ struct PmapFn : SpmdFunction {
     // a mesh of m = min(n, D) devices (pxl: n = k*D runs k elements on each).
     int64_t n = -1;
     for (size_t i = 0; i < arg_leaves.size() && n < 0; ++i) {
-      if (per_leaf[i].is_none() || arg_leaves[i].is_number()) continue;
+      if (per_leaf[i].is_none() || !arg_leaves[i].is_obj(ObjKind::Array)) continue; // JAX: values with a shape
       const Shape& shape = in.to_tensor(arg_leaves[i], where)->aval.shape;
       int64_t ax = per_leaf[i].as_int(), nd = static_cast<int64_t>(shape.size());
       if (ax >= nd || ax < -nd) throw Error(ErrCode::MappedAxis, "tuple index out of range", where); // JAX's IndexError
