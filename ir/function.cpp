@@ -14,7 +14,8 @@
 namespace pxl {
 
 int Function::axis_bit(const std::string& name) const {
-  for (size_t i = 0; i < mesh_axes.size(); ++i)
+  // Innermost first: a vmap axis_name may shadow an enclosing one (JAX).
+  for (size_t i = mesh_axes.size(); i-- > 0;)
     if (mesh_axes[i] == name) return static_cast<int>(i);
   return -1;
 }

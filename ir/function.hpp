@@ -15,10 +15,14 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
 #include "ir/op.hpp"
 #include "lang/source.hpp"
 
 namespace pxl {
+
+struct Mesh; // runtime/mesh.hpp
 
 // A set of mesh axes, as a bitmask over the function's mesh axis list.
 using AxisSet = uint64_t;
@@ -54,6 +58,9 @@ struct Function {
   // the keyword names of their arguments (the rest are positional).
   using DebugFormat = pxl::DebugFormat; // ir/op.hpp
   std::vector<DebugFormat> debug_formats;
+  // The mesh of the first with_sharding_constraint given a NamedSharding: a
+  // jit of unsharded arguments is partitioned over it (runtime/mesh.hpp).
+  std::shared_ptr<const Mesh> constraint_mesh;
 
   int add_value(IRValue v) {
     values.push_back(std::move(v));

@@ -411,12 +411,14 @@ AVal collective(Op op, const OpAttrs& a, std::span<const AVal> in) {
     AVal out = x;
     int64_t n = x.shape[a.axis];
     if (a.tiled) {
-      if (n % g != 0)
-        fail(ErrCode::CollectiveArgs, op, "scatter dimension " + std::to_string(a.axis) + " of shape " + shape_str(x.shape) + " has size " + std::to_string(n) + ", which is not divisible by the axis size " + std::to_string(g));
+      if (n % g != 0) // JAX's ValueError
+        throw Error(ErrCode::CollectiveArgs, "tiled reduce_scatter operand scatter dimension size " + std::to_string(n) +
+                                             " must be divisible by shard_count " + std::to_string(g));
       out.shape[a.axis] = n / g;
     } else {
-      if (n != g)
-        fail(ErrCode::CollectiveArgs, op, "scatter dimension " + std::to_string(a.axis) + " of shape " + shape_str(x.shape) + " has size " + std::to_string(n) + ", but psum_scatter without tiled=True needs it to equal the axis size " + std::to_string(g));
+      if (n != g) // JAX's ValueError
+        throw Error(ErrCode::CollectiveArgs, "reduce_scatter operand scatter dimension size " + std::to_string(n) +
+                                             " must match shard count " + std::to_string(g));
       out.shape.erase(out.shape.begin() + a.axis);
     }
     return out;
@@ -434,11 +436,14 @@ AVal collective(Op op, const OpAttrs& a, std::span<const AVal> in) {
   }
   case Op::Ppermute: {
     std::vector<bool> src(g, false), dst(g, false);
+    std::string pairs = "(";
+    for (auto [s, d] : a.pairs) pairs += "(" + std::to_string(s) + ", " + std::to_string(d) + "), ";
+    pairs = a.pairs.size() == 1 ? pairs.substr(0, pairs.size() - 1) + ")" : pairs.substr(0, pairs.size() - 2) + ")";
     for (auto [s, d] : a.pairs) {
       if (s < 0 || s >= g || d < 0 || d >= g)
         fail(ErrCode::CollectiveArgs, op, "pair (" + std::to_string(s) + ", " + std::to_string(d) + ") is out of range for an axis of size " + std::to_string(g));
-      if (src[s]) fail(ErrCode::CollectiveArgs, op, "source " + std::to_string(s) + " appears in more than one pair");
-      if (dst[d]) fail(ErrCode::CollectiveArgs, op, "destination " + std::to_string(d) + " appears in more than one pair");
+      if (src[s] || dst[d]) // JAX's ValueError
+        throw Error(ErrCode::CollectiveArgs, "ppermute sources and destinations must be unique, got " + pairs + ".");
       src[s] = dst[d] = true;
     }
     return x;

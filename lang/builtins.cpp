@@ -416,12 +416,21 @@ void InterpreterImpl::install_builtins() {
     if (r.has(2) && !in.has_attr(r[0], r.get_str(1))) return r[2];
     return in.get_attr(r[0], r.get_str(1), Span{});
   });
-  def("callable", [](InterpreterImpl&, CallArgs& a) {
+  // Callable objects of the standard library, by their Python type names: jnp.add
+  // & co. (ufunc), jit/pmap/vmap/grad'd functions, custom_jvp/vjp, compiled stages.
+  auto is_callable_object = [](const Value& v) {
+    if (!v.is_obj(ObjKind::Opaque)) return false;
+    static const char* const names[] = {"ufunc", "PjitFunction", "PmapFunction", "function", "builtin_function_or_method",
+                                        "custom_jvp", "custom_vjp", "Compiled"};
+    std::string t = type_name(v);
+    return std::any_of(std::begin(names), std::end(names), [&](const char* n) { return t == n; });
+  };
+  def("callable", [is_callable_object](InterpreterImpl&, CallArgs& a) {
     ArgReader r("callable", a, {"obj"}, 1);
     const Value& v = r[0];
     return Value::boolean(v.is_obj(ObjKind::Function) || v.is_obj(ObjKind::Builtin) ||
                           v.is_obj(ObjKind::BoundMethod) || v.is_obj(ObjKind::Partial) ||
-                          v.is_obj(ObjKind::DType) || type_name(v) == "ufunc"); // jnp.add & co.
+                          v.is_obj(ObjKind::DType) || is_callable_object(v));
   });
   def("hash", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("hash", a, {"obj"}, 1);

@@ -1,6 +1,7 @@
 #include "runtime/sharded.hpp"
 
 #include <cstring>
+#include <set>
 
 #include "lang/diag.hpp"
 
@@ -67,9 +68,12 @@ void write_block(Array& dst, const Array& block, const std::vector<int64_t>& sta
 const Array& ShardedData::assemble() const {
   std::call_once(once_, [&] {
     Array whole(global.dtype, global.shape, global.weak);
+    // Each block from its first holder (replica 0), as JAX reads it: replicas
+    // may differ where nothing checked they agree (pmap's out_axes=None).
+    std::set<std::vector<int64_t>> written;
     for (int64_t pos = 0; pos < mesh.size(); ++pos) {
       ShardBlock b = block_of(mesh, spec, global.shape, pos);
-      write_block(whole, shards[pos], b.start);
+      if (written.insert(b.start).second) write_block(whole, shards[pos], b.start);
     }
     whole_ = whole;
     assembled_.store(true, std::memory_order_release);

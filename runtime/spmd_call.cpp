@@ -5,6 +5,7 @@
 #include <map>
 
 #include "ir/custom_call.hpp"
+#include "ir/while_loop.hpp"
 #include "lang/diag.hpp"
 #include "runtime/platform.hpp"
 #include "runtime/spmd_steps.hpp"
@@ -34,6 +35,22 @@ void consts_to_replicated_params(Function& fn, std::vector<SpmdMapping>& ins) {
   fn.consts.clear();
 }
 
+namespace {
+// Whether `f` (or a loop in it) has a collective over an axis `mesh` lacks: the
+// vmap axis a pmap inside vmap(axis_name=...) may name, which only vmap's
+// batching of the call gives a meaning (stdlib/spmd.cpp).
+bool names_outer_axes(const Function& f, const Mesh& mesh) {
+  for (const Instr& i : f.body) {
+    for (const std::string& a : i.attrs.axis_names)
+      if (mesh.axis_of(a) < 0) return true;
+    if (i.attrs.loop && (names_outer_axes(*i.attrs.loop->cond, mesh) || names_outer_axes(*i.attrs.loop->body, mesh)))
+      return true;
+    if (i.attrs.custom && names_outer_axes(*i.attrs.custom->fn, mesh)) return true;
+  }
+  return false;
+}
+} // namespace
+
 std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<Function> fn,
                                              SpmdLayout layout, std::vector<SpmdMapping> ins,
                                              std::vector<SpmdMapping> outs, DeviceThreads* pool,
@@ -48,9 +65,12 @@ std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<F
     c->in_global.push_back(global_aval(layout, ins[i], fn->values[fn->params[i]].aval));
   for (size_t r = 0; r < outs.size(); ++r)
     c->out_global.push_back(global_aval(layout, outs[r], fn->values[fn->results[r]].aval));
-  c->exe = platform ? platform->make_executable(mode, fn, layout, {})
-                    : make_executable(mode, cache, fn, layout, {});
-  c->exe->phase_times = times;
+  // Such a callee never runs as it is: only batched (then without those axes).
+  if (!names_outer_axes(*fn, layout.mesh)) {
+    c->exe = platform ? platform->make_executable(mode, fn, layout, {})
+                      : make_executable(mode, cache, fn, layout, {});
+    c->exe->phase_times = times;
+  }
   c->fn = std::move(fn);
   c->layout = std::move(layout);
   c->ins = std::move(ins);
@@ -164,7 +184,7 @@ Tensor pmap_output(const SpmdCallee& c, size_t r, const std::vector<std::vector<
   d->pull_log = log;
   d->mesh = Mesh{{name}, {threads}, {}};
   for (int t = 0; t < threads; ++t) d->mesh.device_ids.push_back(c.layout.mesh.device_ids[t * k]);
-  if (oa < 0) { // out_axes=None: the same value on every device, replicated as JAX's P()
+  if (oa < 0) { // out_axes=None: replicated as JAX's P(); unchecked, each device keeps its own value (JAX)
     d->global = c.out_global[r];
     for (int t = 0; t < threads; ++t)
       d->shards.push_back(results[t * k][r].on_device(d->mesh.device_ids[t]));
@@ -199,6 +219,9 @@ std::vector<Tensor> run_spmd_call(const SpmdCallee& c, std::span<const Tensor> o
                                   const std::shared_ptr<PullLog>& log,
                                   std::vector<DebugRecord>* debug) {
   PXL_ASSERT(operands.size() == c.ins.size(), "spmd_call: wrong number of operands");
+  if (!c.exe)
+    throw Error(ErrCode::Unsupported, "a collective in this " + c.kind + " names an axis of an enclosing vmap, "
+                                      "and this call was not batched by it");
   std::vector<std::vector<Array>> inputs = participant_inputs(c, operands);
   auto results = launch(*c.exe, *c.pool, c.layout, inputs, debug);
   std::vector<Tensor> outs;

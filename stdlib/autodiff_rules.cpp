@@ -657,8 +657,9 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
     return one(n == 1 ? g : b.mul(g, b.full(g, static_cast<double>(n))));
   }
   case Op::Pmax:
-  case Op::Pmin:
-    return one(b.select(b.eq(p[0], y), g, b.zeros(g)));
+  case Op::Pmin: // JAX has no derivative for them, over any axis: its NotImplementedError
+    throw Error(ErrCode::Unsupported, std::string("Differentiation rule for '") + (in.op == Op::Pmax ? "pmax" : "pmin") +
+                                          "' not implemented");
   case Op::AllGather:
     if (mode == SpmdMode::Pmap || vmap_axes_only(cx, at)) return one(b.collective(Op::PsumScatter, at, g));
     return one(gather_transpose(b, at, p[0], g));

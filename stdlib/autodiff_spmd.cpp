@@ -45,10 +45,13 @@ std::vector<Tensor> transpose_spmd_call(OpContext& cx, const Instr& in,
       // Unchecked (check_vma=False), an output left replicated over mesh axes
       // may vary over them; JAX then splits its cotangent evenly between the
       // participants that hold it.
+      // (Only the call's mesh axes: an enclosing vmap's, which a pmap inside
+      // vmap carries after its own, are batch dimensions.)
       int64_t unnamed = 1;
       std::vector<std::string> named = c.outs[r].spec.axes();
+      auto on_mesh = [&](size_t a) { return c.layout.mesh.axis_of(f.mesh_axes[a]) >= 0; };
       for (size_t a = 0; a < f.mesh_axes.size(); ++a)
-        if (std::find(named.begin(), named.end(), f.mesh_axes[a]) == named.end())
+        if (on_mesh(a) && std::find(named.begin(), named.end(), f.mesh_axes[a]) == named.end())
           unnamed *= f.mesh_sizes[a];
       if (!c.check_vma && unnamed > 1) {
         Tensor d = np::full_like(tc, seeds[r], Scalar::of_float(static_cast<double>(unnamed)));
@@ -60,7 +63,7 @@ std::vector<Tensor> transpose_spmd_call(OpContext& cx, const Instr& in,
         AxisSet own = vma_of(tc, seeds[r]);
         OpAttrs a;
         for (size_t b = 0; b < f.mesh_axes.size(); ++b)
-          if (!(own & (AxisSet{1} << b))) {
+          if (on_mesh(b) && !(own & (AxisSet{1} << b))) {
             a.axis_names.push_back(f.mesh_axes[b]);
             a.group_size *= f.mesh_sizes[b];
           }

@@ -573,10 +573,25 @@ std::vector<BVal> batch_spmd_call(OpContext& cx, const OpAttrs& attrs, std::span
     if (uses(c.ins)) throw Error(ErrCode::Value, "vmap spmd_axis_name cannot appear in shard_map in_specs");
     if (uses(c.outs)) throw Error(ErrCode::Value, "vmap spmd_axis_name cannot appear in shard_map out_specs");
   }
+  // Collectives in the callee over the vmap's named axis (one the call's mesh
+  // does not have: a pmap inside vmap(axis_name=...)) reduce over the batch,
+  // so such a call is batched even when no operand is.
+  BatchAxis inner{ax.size, ""};
+  const std::vector<std::string>& mesh_axes = c.layout.mesh.axis_names;
+  if (!ax.name.empty() && c.fn->axis_bit(ax.name) >= 0 &&
+      std::find(mesh_axes.begin(), mesh_axes.end(), ax.name) == mesh_axes.end())
+    inner.name = ax.name;
   std::vector<Tensor> ts;
   std::vector<bool> batched;
   std::vector<BVal> out;
-  if (!call_operands(cx, attrs, args, ts, batched, out)) return out;
+  if (inner.name.empty()) {
+    if (!call_operands(cx, attrs, args, ts, batched, out)) return out;
+  } else {
+    for (const BVal& a : args) {
+      ts.push_back(a.t);
+      batched.push_back(a.batched);
+    }
+  }
   std::vector<SpmdMapping> ins, outs;
   for (size_t i = 0; i < args.size(); ++i)
     ins.push_back(batched[i] ? with_batch_dim(c.ins[i]) : c.ins[i]);
@@ -585,7 +600,7 @@ std::vector<BVal> batch_spmd_call(OpContext& cx, const OpAttrs& attrs, std::span
     std::vector<BVal> bparams;
     for (size_t i = 0; i < params.size(); ++i) bparams.push_back({params[i], batched[i]});
     std::vector<Tensor> results;
-    for (const BVal& r : batch_function(tc, *c.fn, bparams, {}, BatchAxis{ax.size, "", {}}))
+    for (const BVal& r : batch_function(tc, *c.fn, bparams, {}, inner))
       results.push_back(materialize(tc, r, ax.size));
     return results;
   };

@@ -25,22 +25,34 @@ struct AxisEnv {
   std::vector<std::vector<int64_t>> index_groups; // axis_index_groups (empty: none)
 };
 
-// JAX's NameError for an axis name no enclosing map binds: "Found an unbound
-// axis name: i. To fix this, please call psum under `jax.shard_map`." names
-// the primitive that meets it (a reduction's psum, ppermute; in a shard_map
-// body, over an axis axis_names leaves automatic, the pvary before them),
-// while all_gather, psum_scatter, all_to_all and axis_size (and eager
-// collectives) say only "unbound axis name: i".
-std::string jax_unbound_message(const std::string& fn, const std::string& n, bool traced, bool auto_axis) {
-  std::string prim;
+// JAX's NameError for an axis name no enclosing map binds. Its text depends
+// on the collective and on whether it is being traced (eagerly, psum's
+// evaluation rule and ppermute's missing one answer differently); in a
+// shard_map body, over an axis axis_names leaves automatic, the pvary JAX
+// inserts before the collective is what meets the name.
+std::string unbound_axis_message(const std::string& fn, const std::string& name, bool traced,
+                                 bool auto_axis) {
+  std::string found = "Found an unbound axis name: " + name + ". To fix this, please call ";
   bool reduction = fn == "psum" || fn == "pmean" || fn == "pmax" || fn == "pmin";
-  if (fn == "axis_index") prim = "axis_index";
-  else if (!traced) prim = "";
-  else if (reduction) prim = auto_axis ? "pvary" : "psum";
-  else if (fn == "ppermute" || fn == "pshuffle") prim = auto_axis ? "pvary" : "ppermute";
-  else if (fn == "pcast") prim = "pvary";
-  if (prim.empty()) return "unbound axis name: " + n;
-  return "Found an unbound axis name: " + n + ". To fix this, please call " + prim + " under `jax.shard_map`.";
+  bool permute = fn == "ppermute" || fn == "pshuffle";
+  if (fn == "axis_index") return found + "axis_index under `jax.shard_map`.";
+  if (traced && (fn == "pcast" || (auto_axis && (reduction || permute))))
+    return found + "pvary under `jax.shard_map`.";
+  if (fn == "pmax" || fn == "pmin" || (reduction && traced)) return found + "psum under `jax.shard_map`.";
+  if (permute)
+    return traced ? found + "ppermute under `jax.shard_map`." : "Evaluation rule for 'ppermute' not implemented";
+  return "unbound axis name: " + name;
+}
+
+std::string unbound_axis_hint(const Function* f, const TraceContext* trace, const std::string& name) {
+  if (!f) return "wrap the function in pmap(f, axis_name='" + name + "') or shard_map(f, mesh, ...)";
+  std::string bound;
+  for (const auto& a : f->mesh_axes) bound += (bound.empty() ? "'" : ", '") + a + "'";
+  if (f->mesh_axes.size() == 1 && f->mesh_axes[0] == kPmapAxisName)
+    return "this pmap has no axis_name: pass axis_name='" + name + "' to pmap";
+  if (bound.empty())
+    return "the enclosing " + trace->what() + " binds no axis names: call it under jax.shard_map (or pmap) with a mesh axis '" + name + "'";
+  return "the enclosing " + trace->what() + " binds " + bound;
 }
 
 // The innermost enclosing pmap or shard_map trace (jit, grad and vmap traces
@@ -65,43 +77,24 @@ AxisEnv resolve_axes(InterpreterImpl& in, const Value& axis_name, const char* fn
   }
   if (env.names.empty()) throw Error(ErrCode::Value, std::string(fn) + "(): axis_name is an empty tuple");
   env.trace = dynamic_cast<TraceContext*>(&in.ops());
-  std::string quoted = "'" + env.names[0] + "'";
-  if (!env.trace)
-    throw Error(ErrCode::AxisName, jax_unbound_message(fn, env.names[0], false, false), Span{},
-                "collectives are only legal inside a function mapped by pmap or shard_map: wrap the function in "
-                "pmap(f, axis_name=" + quoted + ") or shard_map(f, mesh, ...)");
-  const Function& f = env.trace->function();
-  TraceContext* spmd = enclosing_spmd(*env.trace);
+  const Function* f = env.trace ? &env.trace->function() : nullptr;
+  TraceContext* spmd = env.trace ? enclosing_spmd(*env.trace) : nullptr;
   for (size_t i = 0; i < env.names.size(); ++i) {
     const std::string& n = env.names[i];
     for (size_t j = 0; j < i; ++j)
       if (env.names[j] == n) throw Error(ErrCode::Value, std::string(fn) + "(): axis name '" + n + "' is repeated");
-    int bit = f.axis_bit(n);
+    int bit = f ? f->axis_bit(n) : -1;
     if (spmd && std::find(spmd->auto_axes.begin(), spmd->auto_axes.end(), n) != spmd->auto_axes.end())
-      throw Error(ErrCode::AxisName, jax_unbound_message(fn, n, true, true), Span{},
+      throw Error(ErrCode::AxisName, unbound_axis_message(fn, n, true, true), Span{},
                   "shard_map's axis_names leave '" + n + "' automatic: add it to axis_names to use it here");
-    if (bit < 0 && (!spmd || spmd->what() == "pmap")) {
-      // Outside any shard_map (jit, or a pmap that binds other names): JAX's NameError.
-      std::string bound;
-      for (const auto& a : f.mesh_axes) bound += (bound.empty() ? "'" : ", '") + a + "'";
-      std::string hint = f.mesh_axes.size() == 1 && f.mesh_axes[0] == kPmapAxisName
-                             ? "this pmap has no axis_name: pass axis_name='" + n + "' to pmap"
-                         : bound.empty() ? "the enclosing " + env.trace->what() + " binds no axis names: call " + fn +
-                                                " under jax.shard_map (or pmap) with a mesh axis '" + n + "'"
-                                          : "the enclosing " + env.trace->what() + " binds " + bound;
-      throw Error(ErrCode::AxisName, jax_unbound_message(fn, n, true, false), Span{}, hint);
-    }
-    if (bit < 0) {
-      std::string bound;
-      for (const auto& a : f.mesh_axes) bound += (bound.empty() ? "'" : ", '") + a + "'";
-      std::string hint = f.mesh_axes.size() == 1 && f.mesh_axes[0] == kPmapAxisName
-                             ? "this pmap has no axis_name: pass axis_name='" + n + "' to pmap"
-                         : bound.empty() ? "the enclosing " + env.trace->what() + " binds no axis names: call " + fn +
-                                                " under jax.shard_map (or pmap) with a mesh axis '" + n + "'"
-                                          : "the enclosing " + env.trace->what() + " binds " + bound;
-      throw Error(ErrCode::AxisName, std::string(fn) + "(): unbound axis name '" + n + "'", Span{}, hint);
-    }
-    env.group_size *= f.mesh_sizes[bit];
+    // Inside a shard_map, an axis its mesh lacks: JAX fails an assertion; pxl says what is wrong.
+    if (bit < 0 && spmd && spmd->what() != "pmap")
+      throw Error(ErrCode::AxisName, std::string(fn) + "(): unbound axis name '" + n + "'", Span{},
+                  unbound_axis_hint(f, env.trace, n));
+    if (bit < 0)
+      throw Error(ErrCode::AxisName, unbound_axis_message(fn, n, f != nullptr, false), Span{},
+                  unbound_axis_hint(f, env.trace, n));
+    env.group_size *= f->mesh_sizes[bit];
   }
   return env;
 }
@@ -217,8 +210,10 @@ Value reduce_collective(InterpreterImpl& in, CallArgs& a, const char* fn, Op op,
 }
 
 int64_t norm_axis(int64_t axis, int64_t ndim, const char* fn) {
-  if (axis < -ndim || axis >= ndim)
-    throw Error(ErrCode::Axis, std::string(fn) + "(): axis " + std::to_string(axis) + " is out of range for an array of rank " + std::to_string(ndim));
+  if (axis < -ndim || axis >= ndim) // JAX's errors: all_gather's from canonicalize_axis, the others' IndexError
+    throw Error(ErrCode::Axis, std::string(fn) == "all_gather" ? "axis " + std::to_string(axis) +
+                                                                     " is out of bounds for array of dimension " + std::to_string(ndim)
+                                                               : std::string("tuple index out of range"));
   return axis < 0 ? axis + ndim : axis;
 }
 
@@ -314,6 +309,11 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
   def("pshuffle", [ppermute](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("pshuffle", a, {"x", "axis_name", "perm"}, 3);
     std::vector<int64_t> perm = value_to_int_list(r[2], "pshuffle() perm");
+    std::vector<int64_t> sorted = perm;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 0; i < sorted.size(); ++i)
+      if (sorted[i] != static_cast<int64_t>(i) || (i && sorted[i] == sorted[i - 1]))
+        throw Error(ErrCode::Value, "`perm` does not represent a permutation: " + repr(r[2]));
     std::vector<std::pair<int64_t, int64_t>> pairs;
     for (size_t i = 0; i < perm.size(); ++i) pairs.push_back({perm[i], static_cast<int64_t>(i)});
     return ppermute(in, r[0], r[1], pairs, "pshuffle");
@@ -328,13 +328,17 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
       int64_t split = norm_axis(r.get_int(2), nd, "all_to_all");
       int64_t concat = norm_axis(r.get_int(3), nd, "all_to_all");
       OpAttrs attrs = collective_attrs(env);
+      if (tiled && x->aval.shape[split] % env.group_size != 0) // JAX's ValueError
+        throw Error(ErrCode::CollectiveArgs, "The size of all_to_all split_axis (" + std::to_string(x->aval.shape[split]) +
+                                             ") has to be divisible by the size of the named axis " + pxl::str(r[1]) + " (" +
+                                             std::to_string(env.group_size) + ")");
       if (!tiled) {
         // JAX's untiled form: split_axis must equal the axis size; a new axis
         // is concatenated over and the split one squeezed away.
-        if (x->aval.shape[split] != env.group_size)
-          throw Error(ErrCode::CollectiveArgs, "all_to_all: split_axis " + std::to_string(split) + " of shape " + shape_str(x->aval.shape) +
-                                          " has size " + std::to_string(x->aval.shape[split]) + ", but it must equal the axis size " +
-                                          std::to_string(env.group_size) + " (or pass tiled=True)");
+        if (x->aval.shape[split] != env.group_size) // JAX's ValueError
+          throw Error(ErrCode::CollectiveArgs, "all_to_all requires the size of the mapped axis axis_name to equal "
+                                               "x.shape[split_axis], but they are " + std::to_string(env.group_size) +
+                                               " and " + std::to_string(x->aval.shape[split]) + " respectively.");
         if (split < concat) ++concat;
         x = np::expand_dims(in.ops(), x, {static_cast<int>(concat)});
         if (split >= concat) ++split; // the new axis came before it

@@ -147,6 +147,8 @@ bool run_partitioned(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> p
   if (mixed) return false;
   // A jitted shard_map with unsharded arguments runs over the shard_map's mesh.
   if (!mesh) mesh = shard_map_mesh(*e.traced->fn);
+  // ... and one with sharding constraints over a mesh, over that mesh.
+  if (!mesh) mesh = e.traced->fn->constraint_mesh.get();
   if (!mesh || !partitionable(*e.traced->fn, *mesh)) {
     check_shard_map_inputs(*e.traced->fn, operands);
     return false;

@@ -169,6 +169,10 @@ void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
     ArgReader r("_sharding_type_error", a, {"message"}, 1);
     throw Error(ErrCode::Spec, "ShardingTypeError: " + r.get_str(0)); // as sharding_rules.cpp's
   });
+  types.fn("_attribute_error", [](InterpreterImpl&, CallArgs& a) -> Value {
+    ArgReader r("_attribute_error", a, {"message"}, 1);
+    throw Error(ErrCode::Attribute, r.get_str(0)); // JAX's AttributeError (a removed name)
+  });
   types.fn("_index_error", [](InterpreterImpl&, CallArgs& a) -> Value {
     ArgReader r("_index_error", a, {"message"}, 1);
     throw Error(ErrCode::ArrayIndex, r.get_str(0)); // JAX's IndexError of an array index

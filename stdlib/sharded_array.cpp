@@ -405,7 +405,7 @@ bool sharded_array_attr(InterpreterImpl& in, const Tensor& t, const std::string&
   if (name == "sharding") return out = sharding_of(plat, t), true;
   if (name == "addressable_shards" || name == "global_shards")
     return out = shards_of(plat, t), true;
-  if (name == "device_buffers") {
+  if (name == "device_buffers" || name == "_arrays") { // _arrays: JAX's private list of them
     ValueList items;
     if (!t->sharded)
       items.push_back(make_array(t));

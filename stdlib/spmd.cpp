@@ -14,6 +14,7 @@
 #include "runtime/format.hpp"
 #include "runtime/spmd_call.hpp"
 #include "stdlib/debug_print.hpp"
+#include "stdlib/aot_stages.hpp"
 #include "stdlib/autodiff.hpp"
 #include "stdlib/cache_explain.hpp"
 #include "stdlib/convert.hpp"
@@ -26,6 +27,9 @@
 #include "stdlib/trace_util.hpp"
 
 namespace pxl {
+
+std::optional<std::string> pytree_prefix_error(InterpreterImpl& in, const TreeDef& prefix, const Value& full,
+                                               const std::string& name); // stdlib/pytree_errors.cpp
 
 namespace {
 
@@ -86,21 +90,15 @@ std::string varying_origin(const Function& f, int id, int bit) {
   return "its inputs";
 }
 
-// jax.debug.print output: each device's line, prefixed with its mesh
-// coordinates, statement by statement in device order.
-void print_debug(InterpreterImpl& in, const Function& f, const Mesh& mesh, std::vector<DebugRecord>& recs) {
+// jax.debug.print output: each device's line, unprefixed as JAX prints them,
+// statement by statement in device order (JAX's order varies from run to run).
+void print_debug(InterpreterImpl& in, const Function& f, std::vector<DebugRecord>& recs) {
   std::stable_sort(recs.begin(), recs.end(), [](const DebugRecord& a, const DebugRecord& b) {
     return a.format != b.format ? a.format < b.format : a.participant < b.participant;
   });
-  for (const DebugRecord& r : recs) {
-    const Function::DebugFormat& fmt = f.debug_formats[r.format];
-    std::string prefix = "[";
-    std::vector<int64_t> c = mesh.coords(r.participant);
-    for (int d = 0; d < mesh.ndim(); ++d)
-      prefix += (d ? ", " : "") + mesh.axis_names[d] + "=" + std::to_string(c[d]);
-    if (std::optional<std::string> line = format_debug(in, fmt, r.values))
-      in.out() << prefix << "] " << *line << "\n";
-  }
+  for (const DebugRecord& r : recs)
+    if (std::optional<std::string> line = format_debug(in, f.debug_formats[r.format], r.values))
+      in.out() << *line << "\n";
   in.out().flush();
 }
 
@@ -163,7 +161,7 @@ Signature signature(const std::vector<InLeaf>& leaves, const TreeDef& tree) {
 // ---------------------------------------------------------------------------
 // The shared driver: builds the Function, checks, runs, assembles.
 
-struct SpmdFunction : OpaqueObj {
+struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
   // Lowering (":ir", ":comm") runs call() up to compilation and stops there.
   bool lower_only = false;
   std::shared_ptr<Compiled> last;
@@ -192,13 +190,44 @@ struct SpmdFunction : OpaqueObj {
   }
   std::string repr() const override { return "<" + what + " of " + pxl::repr(fn) + ">"; }
 
-  // Nested SPMD functions have no meaning yet: say so before tracing.
-  void check_not_nested(InterpreterImpl& in, const Span& where) const {
-    if (spmd_mode(in.ops()) != SpmdMode::None)
-      throw Error(ErrCode::Unsupported,
-                  "a " + what + "'d function is called inside another pmap/shard_map; nested SPMD "
-                  "functions are not supported",
-                  where, "call it outside, or use a mesh with one more axis");
+  // f.lower(*args): traces (and checks) the call without running it; the
+  // Lowered's compile() gives a callable for arguments of the same types.
+  Value lower(InterpreterImpl& in, CallArgs& a) {
+    Span where; // errors take the span of the lower() call
+    Value ignored;
+    lower_only = true;
+    struct Reset {
+      bool& flag;
+      ~Reset() { flag = false; }
+    } reset{lower_only};
+    call(in, a, where, ignored);
+    StagedCall s;
+    s.fn = Value::object(shared_from_this());
+    s.arg_prefix = "flat_args";
+    s.text = last ? print_function(*last->callee->fn) : "";
+    stage_arguments(in, a, where, s);
+    return make_lowered(std::move(s));
+  }
+
+  // Nested SPMD functions have no meaning yet: say so before tracing, with
+  // JAX 0.10's ValueError (its pmap is a shard_map, which must match the
+  // enclosing manual mesh). `inner` is the mesh this call would run over.
+  void check_not_nested(InterpreterImpl& in, const Mesh& inner, const Span& where) const {
+    if (spmd_mode(in.ops()) == SpmdMode::None) return;
+    Mesh outer;
+    for (OpContext* c = &in.ops(); auto* tc = dynamic_cast<TraceContext*>(c); c = &tc->outer())
+      if (tc->what() == "pmap" || tc->what() == "shard_map") {
+        outer.axis_names = tc->function().mesh_axes;
+        outer.axis_sizes = tc->function().mesh_sizes;
+        break;
+      }
+    outer.axis_types.assign(outer.axis_names.size(), AxisType::Manual);
+    Mesh auto_inner = inner;
+    if (what == "pmap") auto_inner.axis_types.clear();
+    throw Error(ErrCode::Unsupported,
+                "The context mesh " + pxl::repr(make_abstract_mesh_value(outer, in.platform().name())) +
+                    " should match the mesh passed to shard_map " + auto_inner.jax_str(),
+                where, "nested pmap/shard_map calls are not supported: call it outside, or use a mesh with one more axis");
   }
 
   // Turns the traced Function into the call's callee: the captured constants
@@ -238,13 +267,21 @@ struct SpmdFunction : OpaqueObj {
         ScopedPhase timing(in.phase_times(), "run: pmap/shard_map");
         outs = run_spmd_call(*c.callee, operands, in.pull_log(), &debug);
       }
-      print_debug(in, *c.callee->fn, c.callee->layout.mesh, debug);
+      print_debug(in, *c.callee->fn, debug);
     }
     ValueList vals;
     for (const Tensor& t : outs) vals.push_back(make_array(t));
     return tree_unflatten(c.out_tree, vals);
   }
-  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+  bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
+    // functools.wraps(fun), as JAX's pmap: the function and its name.
+    if (name == "__wrapped__" && what == "pmap") return out = fn, true;
+    if (name == "__name__" && what == "pmap") return out = in.get_attr(fn, name, Span{}), true;
+    if (name == "lower" && what == "pmap") {
+      auto self = shared_from_this();
+      out = make_builtin("lower", [self](InterpreterImpl& in, CallArgs& a) { return self->lower(in, a); });
+      return true;
+    }
     if (name == "_cache_size") return out = Value::integer(static_cast<int64_t>(cache.size())), true;
     if (name == "_trace_count") return out = Value::integer(traces), true;
     return false;
@@ -352,7 +389,7 @@ struct ShardMapFn : SpmdFunction {
       out = call_nested_shard_map(in, *outer, fn, mesh, manual, per_leaf, out_specs, check_vma, a.pos, where);
       return true;
     }
-    check_not_nested(in, where);
+    check_not_nested(in, mesh, where);
     const ValueList& args = a.pos;
     // Sharding is part of the arguments' types only when every mesh axis is
     // Explicit (JAX checks it when all the manual axes are Explicit).
@@ -584,6 +621,7 @@ struct PmapFn : SpmdFunction {
   std::string axis_name; // "" for axis_name=None
   Value in_axes = Value::integer(0), out_axes = Value::integer(0);
   std::vector<int> devices; // empty: all devices
+  int64_t axis_size = -1;   // pmap(axis_size=): must equal the mapped size (-1: not given)
   // static_broadcasted_argnums: those arguments are Python values passed to
   // every device at trace time; one pmap per distinct tuple of their values.
   std::vector<int64_t> static_argnums;
@@ -596,6 +634,7 @@ struct PmapFn : SpmdFunction {
     sub->axis_name = axis_name;
     sub->out_axes = out_axes;
     sub->devices = devices;
+    sub->axis_size = axis_size;
     sub->in_axes = in_axes;
     return sub;
   }
@@ -636,8 +675,15 @@ struct PmapFn : SpmdFunction {
         dyn.push_back(a.pos[i]);
         continue;
       }
-      if (!is_hashable(a.pos[i]))
-        throw Error(ErrCode::Type, "pmap: static argument " + std::to_string(i) + " must be hashable, not " + pxl::type_name(a.pos[i]), where);
+      if (!is_hashable(a.pos[i])) { // JAX's ValueError
+        std::string cls = a.pos[i].is_obj(ObjKind::Array) ? "jaxlib._jax.ArrayImpl" : pxl::type_name(a.pos[i]);
+        std::string fname = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : "f";
+        throw Error(ErrCode::Value,
+                    "Non-hashable static arguments are not supported, as this can lead to unexpected cache-misses. "
+                    "Static argument (index " + std::to_string(i) + ") of type <class '" + cls + "'> for function " +
+                        fname + " is non-hashable.",
+                    where);
+      }
       statics.push_back({i, a.pos[i]});
       key += std::to_string(i) + "=" + pxl::type_name(a.pos[i]) + " " + pxl::repr(a.pos[i]) + ";";
     }
@@ -706,57 +752,119 @@ struct PmapFn : SpmdFunction {
     return call_variant(*sub, in, flat, where, out);
   }
 
+  // JAX's ValueError when in_axes is not a tree prefix of the positional
+  // arguments: (in_axes, 0) is compared against (args, kwargs), None a leaf.
+  void check_in_axes_prefix(InterpreterImpl& in, const CallArgs& a, const Span& where) const {
+    if (is_axis_leaf(in_axes)) return;
+    Value none_is_leaf = make_builtin("is_leaf", [](InterpreterImpl&, CallArgs& c) { return Value::boolean(c.pos.at(0).is_none()); });
+    ValueList leaves;
+    TreeDef prefix = tree_flatten(in, make_tuple({in_axes, Value::integer(0)}), leaves, &none_is_leaf);
+    auto kwargs = std::make_shared<DictObj>();
+    for (const auto& [k, v] : a.kw) kwargs->set(make_str(k), v);
+    std::optional<std::string> err =
+        pytree_prefix_error(in, prefix, make_tuple({make_tuple(a.pos), Value::object(kwargs)}), "pmap in_axes");
+    if (!err) return;
+    std::string msg = *err +
+                      "\n\nThe 'full pytree' here is the tuple of arguments passed positionally to the pmapped function, "
+                      "and the value of `in_axes` must be a tree prefix of that tuple. But it was not a prefix.";
+    if (!a.kw.empty())
+      msg += "\n\nWhen some arguments are passed by keyword to the pmapped function, they are not included in the "
+             "comparison to `in_axes`. Instead, each argument passed by keyword is mapped over its leading axis. See "
+             "the description of `in_axes` in the `pmap` docstring: "
+             "https://docs.jax.dev/en/latest/_autosummary/jax.pmap.html#jax.pmap";
+    msg += "\n\nCheck that the value of the `in_axes` argument to `pmap` is a tree prefix of the tuple of arguments "
+           "passed positionally to the pmapped function.";
+    throw Error(ErrCode::Value, msg, where);
+  }
+
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
     if (!static_argnums.empty()) check_statics_positional(a.pos.size(), where);
+    if (static_argnums.empty()) check_in_axes_prefix(in, a, where);
     if (!a.kw.empty()) return call_with_keywords(in, a, where, out);
     if (!static_argnums.empty()) return call_with_statics(in, a, where, out);
-    check_not_nested(in, where);
     const ValueList& args = a.pos;
     Value args_tuple = make_tuple(args);
     ValueList per_leaf;
-    Value axes_spec = in_axes;
-    if (const ValueList* items = sequence_items(in_axes)) {
-      if (items->size() != args.size())
-        throw Error(ErrCode::MappedAxis, "pmap: in_axes has " + std::to_string(items->size()) + " entries but the function is called with " +
-                                        std::to_string(args.size()) + " argument" + (args.size() == 1 ? "" : "s"),
-                    where);
-    }
-    broadcast_prefix(in, axes_spec, args_tuple, per_leaf, is_axis_leaf, "pmap in_axes");
+    broadcast_prefix(in, in_axes, args_tuple, per_leaf, is_axis_leaf, "pmap in_axes");
     ValueList arg_leaves;
     TreeDef in_tree = tree_flatten(in, args_tuple, arg_leaves);
-    // The mapped size n, and the devices.
+    std::vector<int> devs = devices;
+    if (devs.empty())
+      for (int d = 0; d < in.platform().device_count(); ++d) devs.push_back(d);
+    const int64_t D = static_cast<int64_t>(devs.size());
+    const std::string name = axis_name.empty() ? kPmapAxisName : axis_name;
+    // The mapped size n is the first mapped array's (JAX); the pmap runs over
+    // a mesh of m = min(n, D) devices (pxl: n = k*D runs k elements on each).
     int64_t n = -1;
+    for (size_t i = 0; i < arg_leaves.size() && n < 0; ++i) {
+      if (per_leaf[i].is_none() || !arg_leaves[i].is_obj(ObjKind::Array)) continue; // JAX: values with a shape
+      const Shape& shape = in.to_tensor(arg_leaves[i], where)->aval.shape;
+      int64_t ax = per_leaf[i].as_int(), nd = static_cast<int64_t>(shape.size());
+      if (ax >= nd || ax < -nd) throw Error(ErrCode::MappedAxis, "tuple index out of range", where); // JAX's IndexError
+      n = shape[static_cast<size_t>(ax < 0 ? ax + nd : ax)];
+    }
+    if (n < 0)
+      throw Error(ErrCode::MappedAxis, "pmap requires at least one argument with a mapped axis.",
+                  where, "map at least one argument over its leading axis");
+    if (axis_size >= 0 && axis_size != n) // JAX's ValueError
+      throw Error(ErrCode::MappedAxis, "Specified axis_size " + std::to_string(axis_size) + " doesn't match received axis_size " +
+                                           std::to_string(n) + ".", where);
+    const int64_t m = std::min(n, D);
+    // JAX's NamedSharding of a mapped argument over that mesh.
+    auto sharding_str = [&](int axis, int64_t mesh_size) {
+      PartitionSpec spec;
+      spec.entries.assign(static_cast<size_t>(axis) + 1, {});
+      spec.entries[static_cast<size_t>(axis)] = {name};
+      return "NamedSharding(mesh=" + (mesh_size ? "Mesh('" + name + "': " + std::to_string(mesh_size) + ", axis_types=(Auto,))" : std::string("Mesh()")) +
+             ", spec=" + spec.repr() + (mesh_size ? ", memory_kind=device)" : ")");
+    };
     std::vector<InLeaf> leaves;
     for (size_t i = 0; i < arg_leaves.size(); ++i) {
       InLeaf l;
       l.global = in.to_tensor(arg_leaves[i], where);
       l.block = l.global->aval;
       if (!per_leaf[i].is_none()) {
+        const Shape& shape = l.global->aval.shape;
         int nd = l.global->aval.ndim();
         int64_t ax = per_leaf[i].as_int();
-        if (ax < -nd || ax >= nd)
-          throw Error(ErrCode::MappedAxis, "pmap: in_axes " + std::to_string(ax) + " is out of range for argument " + std::to_string(i) +
-                                         " of shape " + shape_str(l.global->aval.shape), where);
+        if (n == 0) // JAX's ValueError
+          throw Error(ErrCode::MappedAxis, "One of in_shardings leaf specifications got an empty NamedSharding: " +
+                                               sharding_str(static_cast<int>(std::max<int64_t>(ax, 0)), 0) + " which is not allowed.", where);
+        if (ax < -nd || ax >= nd) { // JAX: the argument's rank is below the sharding's
+          std::string sh = sharding_str(static_cast<int>(std::max<int64_t>(ax, 0)), m);
+          throw Error(ErrCode::MappedAxis, "One of pjit arguments with pytree key path flat_args[" + std::to_string(i) +
+                                               "] is incompatible with its sharding annotation " + sh + ": Sharding " + sh +
+                                               " is only valid for values of rank at least " + std::to_string(std::max<int64_t>(ax, 0) + 1) +
+                                               ", but was applied to a value of rank " + std::to_string(nd) + "." +
+                                               (nd == 0 ? " For scalars the PartitionSpec should be P()" : ""),
+                      where);
+        }
         l.map_axis = static_cast<int>(ax < 0 ? ax + nd : ax);
-        int64_t size = l.global->aval.shape[l.map_axis];
-        if (n >= 0 && size != n)
-          throw Error(ErrCode::MappedAxis, "pmap: mapped axes disagree: argument " + std::to_string(i) + " has size " + std::to_string(size) +
-                                          " along its mapped axis, the earlier ones " + std::to_string(n), where);
-        n = size;
+        int64_t size = shape[l.map_axis];
+        if (size % m != 0) { // JAX's IndivisibleError
+          std::string factors = "[";
+          for (int d = 0; d < nd; ++d) factors += (d ? ", " : "") + std::to_string(d == l.map_axis ? m : 1);
+          throw Error(ErrCode::MappedAxis, "Sharding " + sharding_str(l.map_axis, m) + " implies that array axis " +
+                                               std::to_string(l.map_axis) + " is partitioned " + std::to_string(m) +
+                                               " times, but the dimension size is " + std::to_string(size) + " (full shape: " +
+                                               shape_str(shape) + ", per-dimension tiling factors: " + factors +
+                                               "] should evenly divide the shape)",
+                      where, n > D ? "pmap maps over at most the " + std::to_string(D) + " devices (or a multiple of them)" : "");
+        }
+        if (size != n) { // JAX squeezes each device's block of size/m
+          Shape block = shape;
+          block[l.map_axis] = size / m;
+          throw Error(ErrCode::MappedAxis, "cannot select an axis to squeeze out which has size not equal to one, got shape=" +
+                                               shape_str(block) + " and dimensions=(" + std::to_string(l.map_axis) + ",)", where,
+                      "every mapped argument must have the same size along its mapped axis");
+        }
         l.block.shape.erase(l.block.shape.begin() + l.map_axis);
         l.vma = 1;
         l.origin = "the mapped argument " + std::to_string(i);
       }
       leaves.push_back(std::move(l));
     }
-    if (n < 0)
-      throw Error(ErrCode::MappedAxis, "pmap requires at least one argument with a mapped axis.",
-                  where, "map at least one argument over its leading axis");
-    std::vector<int> devs = devices;
-    if (devs.empty())
-      for (int d = 0; d < in.platform().device_count(); ++d) devs.push_back(d);
-    int64_t D = static_cast<int64_t>(devs.size());
-    if (n == 0) throw Error(ErrCode::MappedAxis, "pmap: the mapped axis has size 0", where);
+    check_not_nested(in, Mesh{{name}, {m}, {}}, where);
     int threads, k;
     if (n <= D) {
       threads = static_cast<int>(n);
@@ -765,11 +873,8 @@ struct PmapFn : SpmdFunction {
       threads = static_cast<int>(D);
       k = static_cast<int>(n / D);
     } else {
-      throw Error(ErrCode::MappedAxis, "pmap: the mapped axis has size " + std::to_string(n) + ", which is neither at most the " +
-                                      std::to_string(D) + " devices nor a multiple of " + std::to_string(D),
-                  where, "pad the batch to a multiple of " + std::to_string(D) + " or use --devices");
+      PXL_ASSERT(false, "pmap: a mapped size neither at most nor a multiple of the devices passed the checks");
     }
-    std::string name = axis_name.empty() ? kPmapAxisName : axis_name;
     // The participant mesh: n elements on the threads, k per thread.
     Mesh pmesh{{name}, {n}, {}};
     for (int64_t p = 0; p < n; ++p) pmesh.device_ids.push_back(devs[p / k]);
@@ -800,6 +905,16 @@ struct PmapFn : SpmdFunction {
     f->name = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : "f";
     f->mesh_axes = pmesh.axis_names;
     f->mesh_sizes = pmesh.axis_sizes;
+    // Inside vmap(axis_name=...), collectives may name the enclosing vmap axes
+    // (JAX): they are carried as extra axes after the pmap's, which vmap's
+    // batching of the call (batch_spmd_call) turns into local reductions. The
+    // pmap's own axis shadows one of the same name.
+    if (auto* outer = dynamic_cast<TraceContext*>(&in.ops()))
+      for (size_t a = 0; a < outer->function().mesh_axes.size(); ++a)
+        if (f->axis_bit(outer->function().mesh_axes[a]) < 0) {
+          f->mesh_axes.push_back(outer->function().mesh_axes[a]);
+          f->mesh_sizes.push_back(outer->function().mesh_sizes[a]);
+        }
     TraceContext tc(*f, in.ops(), "pmap");
     ValueList traced;
     for (const InLeaf& l : leaves) traced.push_back(make_array(tc.add_param(l.block, l.vma, where, l.origin)));
@@ -808,6 +923,7 @@ struct PmapFn : SpmdFunction {
     Value out_tree_value = tree_unflatten(c->out_tree, out_leaves);
     ValueList per_out;
     try {
+      check_prefix_structure(out_axes, out_tree_value, "broadcast_prefix prefix_tree", is_axis_leaf, where);
       broadcast_prefix(in, out_axes, out_tree_value, per_out, is_axis_leaf, "pmap out_axes");
     } catch (Error& e) {
       e.set_span_if_missing(where);
@@ -824,19 +940,14 @@ struct PmapFn : SpmdFunction {
     };
     for (size_t r = 0; r < out_leaves.size(); ++r) {
       const IRValue& v = f->values[f->results[r]];
-      if (per_out[r].is_none()) {
-        if (v.vma)
-          throw Error(ErrCode::Vma, "pmap: out_axes=None says output " + std::to_string(r) + " is the same on every device, but it varies over '" +
-                                          pmesh.axis_names[0] + "' (it became varying through " + varying_origin(*f, f->results[r], 0) + ")",
-                      where, "reduce it with psum/pmean first, or map it with out_axes=0");
+      if (per_out[r].is_none()) { // unchecked, as JAX's (a shard_map with check_vma=False)
         outs.push_back(SpmdMapping{});
         continue;
       }
       int nd = v.aval.ndim() + 1;
       int64_t oa = per_out[r].as_int();
-      if (oa < -nd || oa >= nd)
-        throw Error(ErrCode::Axis, "pmap: out_axes " + std::to_string(oa) + " is out of range for output " + std::to_string(r) +
-                                       " of rank " + std::to_string(v.aval.ndim()), where);
+      if (oa < -nd || oa >= nd) // JAX's ValueError (from expand_dims)
+        throw Error(ErrCode::Axis, "axis " + std::to_string(oa) + " is out of bounds for array of dimension " + std::to_string(nd), where);
       outs.push_back(mapped(static_cast<int>(oa < 0 ? oa + nd : oa)));
     }
     std::vector<SpmdMapping> ins;
@@ -851,12 +962,23 @@ std::vector<int> devices_arg(const Value& v) {
   if (v.is_none()) return out;
   const ValueList* items = sequence_items(v);
   if (!items) throw Error(ErrCode::Type, "pmap() devices must be a list of Device values");
-  if (items->empty()) throw Error(ErrCode::MappedAxis, "pmap(): devices=[] gives no device to run on");
+  if (items->empty()) throw Error(ErrCode::MappedAxis, "'devices' argument to pmap must be non-empty, or None.");
   for (const Value& d : *items) {
     if (!d.is_obj(ObjKind::Device)) throw Error(ErrCode::Type, "pmap() devices must be Device values, not " + type_name(d));
     out.push_back(d.as<DeviceObj>()->id);
   }
   return out;
+}
+
+// JAX's TypeError: in_axes/out_axes leaves must be ints or None.
+void check_axes_leaves(InterpreterImpl& in, const Value& axes, const char* what) {
+  ValueList leaves;
+  tree_flatten(in, axes, leaves);
+  for (const Value& l : leaves)
+    if (!l.is_int())
+      throw Error(ErrCode::Type, std::string("pmap ") + what +
+                                     " must be an int, None, or (nested) container with those types as leaves, but got " +
+                                     pxl::str(axes) + ".");
 }
 
 Value make_pmap(InterpreterImpl& in, CallArgs& a) {
@@ -865,11 +987,15 @@ Value make_pmap(InterpreterImpl& in, CallArgs& a) {
   auto p = std::make_shared<PmapFn>();
   p->fn = r[0];
   p->what = "pmap";
+  p->check_vma = false; // JAX 0.10's pmap is a shard_map with check_vma=False (out_axes=None unchecked)
   if (r.has(1) && !r[1].is_none()) p->axis_name = value_to_str(r[1], "pmap() axis_name");
   if (r.has(2)) p->in_axes = r[2];
   if (r.has(3)) p->out_axes = r[3];
+  check_axes_leaves(in, p->in_axes, "in_axes");
+  check_axes_leaves(in, p->out_axes, "out_axes");
   if (r.has(4) && !r[4].is_none()) p->static_argnums = value_to_int_list(r[4], "pmap() static_broadcasted_argnums");
   if (r.has(5)) p->devices = devices_arg(r[5]);
+  if (r.has(7) && !r[7].is_none()) p->axis_size = value_to_int(r[7], "pmap() axis_size");
   for (int d : p->devices)
     if (d >= in.platform().device_count()) throw Error(ErrCode::Device, "pmap(): device " + std::to_string(d) + " does not exist");
   return Value::object(p);

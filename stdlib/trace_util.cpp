@@ -41,8 +41,8 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
     t.fn->mesh_sizes = enclosing->function().mesh_sizes;
   }
   if (extra_axis) {
-    if (t.fn->axis_bit(extra_axis->first) >= 0)
-      throw Error(ErrCode::Value, what + ": axis_name '" + extra_axis->first + "' is already bound by an enclosing transformation", where);
+    // An enclosing axis of the same name is shadowed (Function::axis_bit
+    // finds the innermost), as in JAX.
     t.fn->mesh_axes.push_back(extra_axis->first);
     t.fn->mesh_sizes.push_back(extra_axis->second);
   }

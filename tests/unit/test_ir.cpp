@@ -76,7 +76,7 @@ TEST_CASE("IR parser and verifier reject bad programs", "[ir]") {
   CHECK(error_of("func @f(%0: f32[4]) -> (f32[4]) mesh(i=4) {\n"
                  "  %1 = ppermute[axis_names=(i) group_size=4 pairs=[(0, 1), (2, 1)]] %0 : f32[4]\n"
                  "  return %1\n}")
-            .find("destination 1 appears in more than one pair") != std::string::npos);
+            .find("ppermute sources and destinations must be unique, got ((0, 1), (2, 1)).") != std::string::npos);
 }
 
 TEST_CASE("vma rules", "[ir]") {

@@ -142,7 +142,7 @@ def f(x):
 print(jax.pmap(f, axis_name='i')(jnp.array([1.0, 2.0])))
 )",
                         2);
-  CHECK(out == "[i=0] step 0 1.0\n[i=0] step 1 2.0\n[i=1] step 0 2.0\n[i=1] step 1 4.0\n[4. 8.]\n");
+  CHECK(out == "step 0 1.0\nstep 1 2.0\nstep 0 2.0\nstep 1 4.0\n[4. 8.]\n");
 }
 
 TEST_CASE("pmap over more elements than devices runs each element's loop", "[while]") {

@@ -1,0 +1,171 @@
+#include "stdlib/aot_stages.hpp"
+
+#include "lang/args.hpp"
+#include "stdlib/sharding_rules.hpp"
+
+namespace pxl {
+
+namespace {
+
+// Python's type of a pytree node, as JAX's equality errors name it.
+std::string node_type(const TreeDef& d) {
+  switch (d.kind) {
+  case TreeDef::Kind::Leaf: return "pytree leaf";
+  case TreeDef::Kind::None: return "<class 'NoneType'>";
+  case TreeDef::Kind::Tuple: return "<class 'tuple'>";
+  case TreeDef::Kind::List: return "<class 'list'>";
+  case TreeDef::Kind::Dict: return "<class 'dict'>";
+  case TreeDef::Kind::NamedTuple: return "<class '__main__." + d.nt_type->name + "'>";
+  case TreeDef::Kind::Key: return "pytree leaf";
+  }
+  return "?";
+}
+
+struct Mismatch {
+  std::string path, now, seen, why;
+};
+
+// JAX's tree_util._equality_errors between the called (`now`) and the
+// compiled (`seen`) argument trees.
+void equality_errors(const TreeDef& now, const TreeDef& seen, const std::string& path, std::vector<Mismatch>& out) {
+  bool now_leaf = now.kind == TreeDef::Kind::Leaf, seen_leaf = seen.kind == TreeDef::Kind::Leaf;
+  if (now_leaf && seen_leaf) return;
+  if (now.kind != seen.kind || (now.kind == TreeDef::Kind::NamedTuple && now.nt_type != seen.nt_type)) {
+    out.push_back({path, node_type(now), node_type(seen), "their Python types differ"});
+    return;
+  }
+  bool seq = now.kind == TreeDef::Kind::Tuple || now.kind == TreeDef::Kind::List;
+  std::string name = now.kind == TreeDef::Kind::Tuple ? "tuple" : "list";
+  if (seq && now.children.size() != seen.children.size()) {
+    out.push_back({path, name + " of length " + std::to_string(now.children.size()),
+                   name + " of length " + std::to_string(seen.children.size()), "the lengths do not match"});
+    return;
+  }
+  auto children = [&](const TreeDef& d) {
+    size_t k = d.children.size();
+    return node_type(d) + " with " + std::to_string(k) + " child" + (k > 1 ? "ren" : "");
+  };
+  if (now.children.size() != seen.children.size()) {
+    out.push_back({path, children(now), children(seen), "the numbers of children do not match"});
+    return;
+  }
+  auto same_keys = [](const ValueList& a, const ValueList& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (repr(a[i]) != repr(b[i])) return false;
+    return true;
+  };
+  if (now.kind == TreeDef::Kind::Dict && !same_keys(now.keys, seen.keys)) {
+    auto keys = [](const TreeDef& d) {
+      std::string s = "[";
+      for (size_t i = 0; i < d.keys.size(); ++i) s += (i ? ", " : "") + repr(d.keys[i]);
+      return s + "]";
+    };
+    out.push_back({path, node_type(now) + " with pytree metadata " + keys(now),
+                   node_type(seen) + " with pytree metadata " + keys(seen), "the pytree node metadata does not match"});
+    return;
+  }
+  for (size_t i = 0; i < now.children.size(); ++i) {
+    std::string key = now.kind == TreeDef::Kind::Dict ? "[" + repr(now.keys[i]) + "]" : "[" + std::to_string(i) + "]";
+    if (now.kind == TreeDef::Kind::NamedTuple) key = "." + now.nt_type->fields[i];
+    equality_errors(now.children[i], seen.children[i], path + key, out);
+  }
+}
+
+struct StageObj : OpaqueObj {
+  std::shared_ptr<const StagedCall> s;
+  bool compiled;
+  StageObj(std::shared_ptr<const StagedCall> sc, bool c) : s(std::move(sc)), compiled(c) {}
+  std::string type_name() const override { return compiled ? "Compiled" : "Lowered"; }
+  std::string repr() const override { return "<jax._src.stages." + type_name() + " object>"; }
+
+  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+    auto staged = s;
+    if (name == "compile" && !compiled) {
+      out = make_builtin("compile", [staged](InterpreterImpl&, CallArgs& a) {
+        ArgReader r("compile", a, {"compiler_options"}, 0);
+        if (r.has(0) && r[0].is_obj(ObjKind::Dict))
+          r[0].as<DictObj>()->for_each([](const Value& k, const Value&) {
+            // XLA knows its own flags (xla_*) only: JAX's JaxRuntimeError.
+            std::string key = k.is_obj(ObjKind::Str) ? k.as<StrObj>()->value : pxl::repr(k);
+            if (key.rfind("xla_", 0) != 0)
+              throw Error(ErrCode::Value, "INVALID_ARGUMENT: No such compile option: '" + key + "'");
+          });
+        return Value::object(std::make_shared<StageObj>(staged, true));
+      });
+      return true;
+    }
+    if (name == "as_text" || name == "compiler_ir") { // the traced program: pxl's IR, not StableHLO
+      out = make_builtin(name, [staged](InterpreterImpl&, CallArgs&) { return make_str(staged->text); });
+      return true;
+    }
+    if (name == "cost_analysis" || name == "memory_analysis") { // nothing measured: empty
+      out = make_builtin(name, [](InterpreterImpl&, CallArgs&) { return Value::object(std::make_shared<DictObj>()); });
+      return true;
+    }
+    if (name == "runtime_executable") {
+      out = make_builtin(name, [staged](InterpreterImpl&, CallArgs&) { return staged->fn; });
+      return true;
+    }
+    if (name == "in_tree") return out = tree_structure_value(s->in_tree), true;
+    if (name == "_no_kwargs") return out = Value::boolean(false), true;
+    return false;
+  }
+  std::vector<std::string> attr_names() const override {
+    std::vector<std::string> names{"as_text", "compiler_ir", "cost_analysis", "in_tree"};
+    if (compiled) names.insert(names.end(), {"memory_analysis", "runtime_executable"});
+    else names.push_back("compile");
+    return names;
+  }
+
+  bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
+    if (!compiled) return false;
+    StagedCall now;
+    stage_arguments(in, a, where, now);
+    if (!(now.in_tree == s->in_tree)) {
+      std::vector<Mismatch> errs;
+      for (size_t i = 0; i < 2 && i < now.in_tree.children.size() && i < s->in_tree.children.size(); ++i)
+        equality_errors(now.in_tree.children[i], s->in_tree.children[i], i ? "kwargs" : "args", errs);
+      std::string msg = "Function compiled with input pytree does not match the input pytree it was called with. "
+                        "There are " + std::to_string(errs.size()) + " mismatches, including:";
+      for (const Mismatch& m : errs)
+        msg += "\n    * at " + m.path + ", seen " + m.seen + " but now given " + m.now + ", so " + m.why;
+      throw Error(ErrCode::Type, msg, where);
+    }
+    std::vector<std::string> errors;
+    for (size_t i = 0; i < now.in_avals.size(); ++i) {
+      const AVal &ref = s->in_avals[i], &got = now.in_avals[i];
+      if (ref.shape != got.shape || ref.dtype != got.dtype)
+        errors.push_back("Argument '" + s->arg_prefix + "[" + std::to_string(i) + "]' compiled with " +
+                         sharded_type_str(ref, {}) + " and called with " + sharded_type_str(got, {}));
+    }
+    if (!errors.empty()) {
+      std::string msg = "Argument types differ from the types for which this computation was compiled. Perhaps you "
+                        "are calling the compiled executable with a different enable_x64 mode than when it was AOT "
+                        "compiled? " + std::string(errors.size() >= 5 ? "The first 5 of " + std::to_string(errors.size()) : "The") +
+                        " mismatches are:";
+      for (size_t i = 0; i < errors.size() && i < 5; ++i) msg += "\n" + errors[i];
+      throw Error(ErrCode::Type, msg, where);
+    }
+    out = in.call(s->fn, a, where);
+    return true;
+  }
+};
+
+} // namespace
+
+void stage_arguments(InterpreterImpl& in, const CallArgs& a, const Span& where, StagedCall& s) {
+  auto kwargs = std::make_shared<DictObj>();
+  for (const auto& [k, v] : a.kw) kwargs->set(make_str(k), v);
+  ValueList leaves;
+  s.in_tree = tree_flatten(in, make_tuple({make_tuple(a.pos), Value::object(kwargs)}), leaves);
+  s.in_avals.clear();
+  for (const Value& l : leaves) // a static argument (a hashable Python value) has no type
+    s.in_avals.push_back(l.is_obj(ObjKind::Array) || l.is_number() ? in.to_tensor(l, where)->aval : AVal{});
+}
+
+Value make_lowered(StagedCall s) {
+  return Value::object(std::make_shared<StageObj>(std::make_shared<const StagedCall>(std::move(s)), false));
+}
+
+} // namespace pxl
