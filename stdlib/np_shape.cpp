@@ -39,6 +39,14 @@ Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape0) {
   return reshape_to(cx, x, shape);
 }
 
+Tensor reshape_order(OpContext& cx, const Tensor& x, const Shape& shape, const std::string& order) {
+  if (order == "C") return reshape(cx, x, shape);
+  if (order == "A") throw Error(ErrCode::Unsupported, "np.reshape order=A is not implemented.");
+  if (order != "F") throw Error(ErrCode::Value, "Unexpected value for 'order' argument: " + order + ".");
+  Shape rev(shape.rbegin(), shape.rend());
+  return transpose(cx, reshape(cx, transpose(cx, x, std::nullopt), rev), std::nullopt);
+}
+
 Tensor transpose(OpContext& cx, const Tensor& x, const std::optional<std::vector<int>>& perm) {
   int nd = av(x).ndim();
   std::vector<int64_t> p;
@@ -121,11 +129,13 @@ Tensor squeeze(OpContext& cx, const Tensor& x, const Axes& axes) {
   if (!axes) {
     for (size_t i = 0; i < s.size(); ++i) drop[i] = s[i] == 1;
   } else {
-    for (int64_t a : norm_axes("squeeze", axes, av(x).ndim())) {
-      if (s[static_cast<size_t>(a)] != 1)
-        throw Error(ErrCode::Shape, "squeeze: cannot select an axis to squeeze out which has size "
-                                    "not equal to one (axis " +
-                                        std::to_string(a) + " of shape " + shape_str(s) + ")");
+    std::vector<int64_t> dims = norm_axes("squeeze", axes, av(x).ndim());
+    for (int64_t a : dims) {
+      if (s[static_cast<size_t>(a)] != 1) { // JAX's (lax.squeeze's) text
+        Shape d(dims.begin(), dims.end());
+        throw Error(ErrCode::Value, "cannot select an axis to squeeze out which has size not equal to one, "
+                                    "got shape=" + shape_str(s) + " and dimensions=" + shape_str(d));
+      }
       drop[static_cast<size_t>(a)] = true;
     }
   }
