@@ -147,7 +147,9 @@ void def_elementwise(ModuleBuilder& b) {
     });
   }
   b.fn("round", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("round", a, {"a", "decimals"}, 1);
+    ArgReader r("round", a, {"a", "decimals", "out"}, 1);
+    if (r.has(2) && !r[2].is_none())
+      throw Error(ErrCode::Unsupported, "The 'out' argument to jnp.round is not supported.");
     CallArgs ra;
     ra.pos = {make_array(T(in, r[0])), Value::integer(r.get_int(1, 0))};
     return in.call(in.builtin("round"), ra, Span{});
