@@ -359,13 +359,19 @@ void def_linalg(ModuleBuilder& b) {
     return make_array(np::outer(in.ops(), T(in, r[0]), T(in, r[1])));
   });
   b.fn("einsum", [](InterpreterImpl& in, CallArgs& a) {
-    for (auto& [k, v] : a.kw)
-      if (k != "optimize" && k != "precision")
+    std::optional<DType> preferred;
+    for (auto& [k, v] : a.kw) {
+      if (k == "preferred_element_type") preferred = value_to_dtype(v);
+      else if (k != "optimize" && k != "precision")
         throw Error(ErrCode::Arguments, "einsum() got an unexpected keyword argument '" + k + "'");
+    }
     if (a.pos.size() < 2) throw Error(ErrCode::Arguments, "einsum() needs a subscripts string and at least one operand");
     std::string spec = value_to_str(a.pos[0], "einsum() subscripts");
     std::vector<Tensor> ops;
     for (size_t i = 1; i < a.pos.size(); ++i) ops.push_back(T(in, a.pos[i]));
+    // preferred_element_type= is the result (and accumulation) type: the operands go in as it.
+    if (preferred)
+      for (Tensor& t : ops) t = np::astype(in.ops(), t, *preferred);
     return make_array(np::einsum(in.ops(), spec, ops));
   });
 }
