@@ -366,9 +366,34 @@ void def_linalg(ModuleBuilder& b) {
         throw Error(ErrCode::Arguments, "einsum() got an unexpected keyword argument '" + k + "'");
     }
     if (a.pos.size() < 2) throw Error(ErrCode::Arguments, "einsum() needs a subscripts string and at least one operand");
-    std::string spec = value_to_str(a.pos[0], "einsum() subscripts");
+    std::string spec;
     std::vector<Tensor> ops;
-    for (size_t i = 1; i < a.pos.size(); ++i) ops.push_back(T(in, a.pos[i]));
+    if (a.pos[0].is_obj(ObjKind::Str)) {
+      spec = value_to_str(a.pos[0], "einsum() subscripts");
+      for (size_t i = 1; i < a.pos.size(); ++i) ops.push_back(T(in, a.pos[i]));
+    } else { // numpy's interleaved form: op0, sublist0, op1, sublist1, ..., [output sublist]
+      auto letters = [](const Value& v) {
+        const ValueList* items = sequence_items(v);
+        if (!items) throw Error(ErrCode::Type, "einsum(): a sublist must be a list of integers");
+        std::string out;
+        for (const Value& e : *items) {
+          if (e.is_obj(ObjKind::Ellipsis)) {
+            out += "...";
+            continue;
+          }
+          int64_t k = value_to_int(e, "einsum() sublist entry");
+          if (k < 0 || k >= 52) throw Error(ErrCode::Value, "subscript is not within the valid range [0, 52)");
+          out += static_cast<char>(k < 26 ? 'a' + k : 'A' + (k - 26));
+        }
+        return out;
+      };
+      size_t n = a.pos.size();
+      for (size_t i = 0; i + 1 < n; i += 2) {
+        ops.push_back(T(in, a.pos[i]));
+        spec += (i ? "," : "") + letters(a.pos[i + 1]);
+      }
+      if (n % 2 == 1) spec += "->" + letters(a.pos[n - 1]);
+    }
     // preferred_element_type= is the result (and accumulation) type: the operands go in as it.
     if (preferred)
       for (Tensor& t : ops) t = np::astype(in.ops(), t, *preferred);
