@@ -69,14 +69,29 @@ Value py_round(InterpreterImpl& in, CallArgs& a) {
   if (x.is_obj(ObjKind::Array)) {
     int64_t nd = r.get_int(1, 0);
     Tensor t = x.as<ArrayObj>()->tensor;
-    // Integers stay integers (JAX): unchanged, or rounded to a multiple of 10^-nd.
+    if (!r.has(1) || r[1].is_none()) {
+      // round(x) without ndigits: JAX's __round__ rounds, then converts to int.
+      CallArgs fa;
+      fa.pos = {x, Value::integer(0)};
+      Value f = py_round(in, fa);
+      return make_array(np::astype(in.ops(), f.as<ArrayObj>()->tensor, DType::Int32));
+    }
+    // Integers stay integers (JAX), and JAX has no negative decimals for them.
     DType dt = t->aval.dtype;
     if (is_integer(dt) && nd >= 0) return x;
-    if (is_integer(dt)) {
-      CallArgs fa;
-      fa.pos = {make_array(np::astype(in.ops(), t, DType::Float32)), Value::integer(nd)};
-      Value f = py_round(in, fa);
-      return make_array(np::astype(in.ops(), f.as<ArrayObj>()->tensor, dt));
+    if (is_integer(dt)) throw Error(ErrCode::Unsupported, "integer np.round not implemented for decimals < 0");
+    // As JAX: more decimals than the dtype's largest value has digits leave x unchanged.
+    double max_digits = dt == DType::Float16 ? 4.8 : dt == DType::Float64 ? 308.25 : 38.53;
+    if (static_cast<double>(nd) > max_digits) return x;
+    if (dt == DType::Complex64 && nd != 0) { // JAX rounds the real and imaginary parts apart
+      auto part = [&](Op op) {
+        Tensor xs[] = {t};
+        CallArgs pa;
+        pa.pos = {make_array(in.ops().bind(op, {}, xs)), Value::integer(nd)};
+        return py_round(in, pa).as<ArrayObj>()->tensor;
+      };
+      Tensor parts[] = {part(Op::Real), part(Op::Imag)};
+      return make_array(in.ops().bind(Op::Complex, {}, parts));
     }
     if (nd == 0) return make_array(np::unary(in.ops(), np::UnOp::Round, t));
     if (t->aval.shape.empty()) {

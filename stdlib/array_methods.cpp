@@ -49,19 +49,51 @@ Shape shape_args(CallArgs& a, const char* name) {
   return s;
 }
 
+// x.item(*args) as numpy's: one int is a flat index, several ints (or one tuple) a
+// multi-index; the element comes back as a 0-d array.
+Tensor item_element(OpContext& cx, const Tensor& x, const ValueList& args) {
+  const Shape& shape = x->aval.shape;
+  int64_t flat = 0;
+  if (args.size() == 1 && args[0].is_intlike()) {
+    int64_t n = x->aval.size(), i = value_to_int(args[0], "item() index");
+    if (i < -n || i >= n)
+      throw Error(ErrCode::Index, "index " + std::to_string(i) + " is out of bounds for size " + std::to_string(n));
+    flat = i < 0 ? i + n : i;
+  } else {
+    Shape idx;
+    if (args.size() == 1) idx = value_to_int_list(args[0], "item() index");
+    else
+      for (const Value& v : args) idx.push_back(value_to_int(v, "item() index"));
+    if (idx.size() != shape.size()) throw Error(ErrCode::Value, "incorrect number of indices for array");
+    for (size_t k = 0; k < idx.size(); ++k) {
+      int64_t i = idx[k], d = shape[k];
+      if (i < -d || i >= d)
+        throw Error(ErrCode::Index, "index " + std::to_string(i) + " is out of bounds for axis " +
+                                        std::to_string(k) + " with size " + std::to_string(d));
+      flat = flat * d + (i < 0 ? i + d : i);
+    }
+  }
+  np::IndexItem it;
+  it.index = flat;
+  return np::index(cx, np::reshape(cx, x, {-1}), {it});
+}
+
 const std::map<std::string, ArrayMethod>& methods() {
   static const std::map<std::string, ArrayMethod> m = {
       {"reshape", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
-         for (auto& [k, v] : a.kw)
+         std::string order = "C";
+         for (auto& [k, v] : a.kw) {
            if (k != "order") throw Error(ErrCode::Arguments, "reshape() got an unexpected keyword argument '" + k + "'");
+           order = value_to_str(v, "reshape() order");
+         }
          a.kw.clear();
-         return make_array(np::reshape(in.ops(), x, shape_args(a, "reshape")));
+         return make_array(np::reshape_order(in.ops(), x, shape_args(a, "reshape"), order));
        }},
       {"astype", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
-         ArgReader r("astype", a, {"dtype"}, 1);
-         auto dt = value_to_dtype(r[0]);
-         if (!dt) throw Error(ErrCode::DType, "astype() needs a dtype");
-         return make_array(np::astype(in.ops(), x, *dt));
+         ArgReader r("astype", a, {"dtype", "copy", "device"}, 1);
+         // dtype=None is numpy's default float type, as in JAX (float32 without x64).
+         DType dt = value_to_dtype(r[0]).value_or(DType::Float32);
+         return make_array(np::astype(in.ops(), x, dt));
        }},
       {"sum", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, "sum"); }},
       {"mean", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) { return reduction(in, x, a, "mean"); }},
@@ -95,8 +127,13 @@ const std::map<std::string, ArrayMethod>& methods() {
          return array_to_list(in.ops().concrete(x));
        }},
       {"item", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
-         ArgReader r("item", a, {});
-         return array_to_scalar(in, make_array(x), Span{});
+         ArgReader r("item", a, {"*args"});
+         if (r.rest().empty()) {
+           if (x->aval.size() != 1)
+             throw Error(ErrCode::Value, "can only convert an array of size 1 to a Python scalar");
+           return array_to_scalar(in, make_array(x), Span{});
+         }
+         return array_to_scalar(in, make_array(item_element(in.ops(), x, r.rest())), Span{});
        }},
       {"block_until_ready", [](InterpreterImpl&, const Tensor& x, CallArgs& a) {
          ArgReader r("block_until_ready", a, {});
@@ -124,12 +161,18 @@ const std::map<std::string, ArrayMethod>& methods() {
          return make_array(np::transpose(in.ops(), x, perm));
        }},
       {"flatten", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
-         ArgReader r("flatten", a, {});
-         return make_array(np::reshape(in.ops(), x, {-1}));
+         ArgReader r("flatten", a, {"order"});
+         std::string order = r.has(0) ? r.get_str(0) : "C";
+         if (order != "C" && order != "F")
+           throw Error(ErrCode::Unsupported, "Ravel not implemented for order='" + order + "'.");
+         return make_array(np::reshape_order(in.ops(), x, {-1}, order));
        }},
       {"ravel", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
-         ArgReader r("ravel", a, {});
-         return make_array(np::reshape(in.ops(), x, {-1}));
+         ArgReader r("ravel", a, {"order"});
+         std::string order = r.has(0) ? r.get_str(0) : "C";
+         if (order != "C" && order != "F")
+           throw Error(ErrCode::Unsupported, "Ravel not implemented for order='" + order + "'.");
+         return make_array(np::reshape_order(in.ops(), x, {-1}, order));
        }},
       {"squeeze", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
          ArgReader r("squeeze", a, {"axis"});
@@ -387,12 +430,13 @@ bool array_attr(InterpreterImpl& in, const Value& obj, const std::string& name, 
   if (operator_method(obj, name, out)) return true;
   auto it = methods().find(name);
   if (it == methods().end()) {
-    // x.view(dtype) is written in pxl: numpy_rest.pxl's _array_view (jnp has no view).
-    bool view = name == "view";
-    if (!view && std::find(std::begin(kDelegated), std::end(kDelegated), name) == std::end(kDelegated))
+    // x.view(dtype) and x.compress(condition) are written in pxl: numpy_rest.pxl's
+    // _array_view (jnp has no view) and _array_compress (jnp.compress takes the condition first).
+    bool in_pxl = name == "view" || name == "compress";
+    if (!in_pxl && std::find(std::begin(kDelegated), std::end(kDelegated), name) == std::end(kDelegated))
       return false;
-    Value fn = view ? in.get_attr(in.import_module("numpy_rest", Span{}, ""), "_array_view", Span{})
-                    : in.get_attr(in.import_module("jax.numpy", Span{}, ""), name, Span{});
+    Value fn = in_pxl ? in.get_attr(in.import_module("numpy_rest", Span{}, ""), "_array_" + name, Span{})
+                      : in.get_attr(in.import_module("jax.numpy", Span{}, ""), name, Span{});
     out = Value::object(std::make_shared<BoundMethodObj>(obj, fn));
     return true;
   }

@@ -29,6 +29,11 @@ void flatten_nested(InterpreterImpl& in, const Value& v, size_t depth, Shape& sh
     for (const Value& x : *items) flatten_nested(in, x, depth + 1, shape, flat, has_array, where);
     return;
   }
+  if (v.is_obj(ObjKind::Array)) { // arrays inside lists are stacked (their shapes checked then)
+    has_array = true;
+    return;
+  }
+  if (v.is_none()) throw Error(ErrCode::Value, "None is not a valid value for jnp.array", where);
   if (shape.size() > depth)
     throw Error(ErrCode::Value, "the nested lists have inhomogeneous lengths", where);
   if (v.is_bool()) flat.push_back(Scalar::of_bool(v.b));

@@ -35,16 +35,29 @@ std::vector<Tensor> tensor_list(InterpreterImpl& in, const Value& v, const char*
 }
 
 void def_creation(ModuleBuilder& b) {
-  auto array_fn = [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("array", a, {"object", "dtype", "copy"}, 1);
-    auto dt = value_to_dtype(r[1]);
-    // np.array(jax.devices()): a grid of devices (numpy would make an object array).
-    if (auto grid = device_grid_of(r[0])) return Value::object(grid);
-    // As in JAX, a bare Python scalar stays weakly typed (jnp.array(3.0) is weak), a list is not.
-    return make_array(in.to_tensor(r[0], Span{}, dt));
+  // jnp.array(object, dtype, copy, order, ndmin) and jnp.asarray(a, dtype, order, *, copy).
+  auto array_fn = [](bool is_array) {
+    return [is_array](InterpreterImpl& in, CallArgs& a) {
+      ArgReader r(is_array ? "array" : "asarray", a,
+                  is_array ? std::initializer_list<const char*>{"object", "dtype", "copy", "order", "ndmin"}
+                           : std::initializer_list<const char*>{"a", "dtype", "order", "copy"},
+                  1);
+      auto dt = value_to_dtype(r[1]);
+      // np.array(jax.devices()): a grid of devices (numpy would make an object array).
+      if (auto grid = device_grid_of(r[0])) return Value::object(grid);
+      // As in JAX, a bare Python scalar stays weakly typed (jnp.array(3.0) is weak), a list is not.
+      Tensor t = in.to_tensor(r[0], Span{}, dt);
+      int64_t ndmin = is_array ? r.get_int(4, 0) : 0;
+      if (ndmin > t->aval.ndim()) { // ndmin= prepends length-1 axes
+        Shape s(static_cast<size_t>(ndmin - t->aval.ndim()), 1);
+        s.insert(s.end(), t->aval.shape.begin(), t->aval.shape.end());
+        t = np::reshape(in.ops(), t, s);
+      }
+      return make_array(t);
+    };
   };
-  b.fn("array", array_fn);
-  b.fn("asarray", array_fn);
+  b.fn("array", array_fn(true));
+  b.fn("asarray", array_fn(false));
   auto filled = [](const char* name, int kind) {
     return [name, kind](InterpreterImpl& in, CallArgs& a) {
       if (kind == 2) {
@@ -85,6 +98,10 @@ void def_creation(ModuleBuilder& b) {
   b.fn("empty_like", like("empty_like", 0));
   b.fn("arange", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("arange", a, {"start", "stop", "step", "dtype"}, 1);
+    for (size_t i = 0; i < 3; ++i)
+      if (r.has(i) && r[i].is_obj(ObjKind::Complex))
+        throw Error(ErrCode::Value, "Passing complex start/stop/step to jnp.arange is no longer supported "
+                                    "starting in JAX v0.10.0.");
     Scalar start = Scalar::of_int(0), stop, step = Scalar::of_int(1);
     if (r.has(1) && !r[1].is_none()) {
       start = value_to_scalar(in, r[0], "arange() start");
@@ -133,7 +150,9 @@ void def_elementwise(ModuleBuilder& b) {
     });
   }
   b.fn("round", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("round", a, {"a", "decimals"}, 1);
+    ArgReader r("round", a, {"a", "decimals", "out"}, 1);
+    if (r.has(2) && !r[2].is_none())
+      throw Error(ErrCode::Unsupported, "The 'out' argument to jnp.round is not supported.");
     CallArgs ra;
     ra.pos = {make_array(T(in, r[0])), Value::integer(r.get_int(1, 0))};
     return in.call(in.builtin("round"), ra, Span{});
@@ -192,8 +211,10 @@ void def_elementwise(ModuleBuilder& b) {
     return make_array(np::clip(in.ops(), T(in, r[0]), lo, hi));
   });
   b.fn("astype", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("astype", a, {"x", "dtype"}, 2);
-    return make_array(np::astype(in.ops(), T(in, r[0]), *value_to_dtype(r[1])));
+    ArgReader r("astype", a, {"x", "dtype", "copy", "device"}, 2);
+    // dtype=None is numpy's default float type, as in JAX (float32 without x64).
+    DType dt = value_to_dtype(r[1]).value_or(DType::Float32);
+    return make_array(np::astype(in.ops(), T(in, r[0]), dt));
   });
 }
 
@@ -201,11 +222,15 @@ void def_shape(ModuleBuilder& b) {
   b.fn("reshape", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("reshape", a, {"a", "newshape", "order", "shape"}, 1);
     const Value& s = r.has(1) ? r[1] : r[3];
-    return make_array(np::reshape(in.ops(), T(in, r[0]), value_to_int_list(s, "reshape() shape")));
+    std::string order = r.has(2) && !r[2].is_none() ? r.get_str(2) : "C";
+    return make_array(np::reshape_order(in.ops(), T(in, r[0]), value_to_int_list(s, "reshape() shape"), order));
   });
   b.fn("ravel", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("ravel", a, {"a"}, 1);
-    return make_array(np::reshape(in.ops(), T(in, r[0]), {-1}));
+    ArgReader r("ravel", a, {"a", "order"}, 1);
+    std::string order = r.has(1) ? r.get_str(1) : "C";
+    if (order != "C" && order != "F")
+      throw Error(ErrCode::Unsupported, "Ravel not implemented for order='" + order + "'.");
+    return make_array(np::reshape_order(in.ops(), T(in, r[0]), {-1}, order));
   });
   b.fn("transpose", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("transpose", a, {"a", "axes"}, 1);
@@ -337,13 +362,44 @@ void def_linalg(ModuleBuilder& b) {
     return make_array(np::outer(in.ops(), T(in, r[0]), T(in, r[1])));
   });
   b.fn("einsum", [](InterpreterImpl& in, CallArgs& a) {
-    for (auto& [k, v] : a.kw)
-      if (k != "optimize" && k != "precision")
+    std::optional<DType> preferred;
+    for (auto& [k, v] : a.kw) {
+      if (k == "preferred_element_type") preferred = value_to_dtype(v);
+      else if (k != "optimize" && k != "precision")
         throw Error(ErrCode::Arguments, "einsum() got an unexpected keyword argument '" + k + "'");
+    }
     if (a.pos.size() < 2) throw Error(ErrCode::Arguments, "einsum() needs a subscripts string and at least one operand");
-    std::string spec = value_to_str(a.pos[0], "einsum() subscripts");
+    std::string spec;
     std::vector<Tensor> ops;
-    for (size_t i = 1; i < a.pos.size(); ++i) ops.push_back(T(in, a.pos[i]));
+    if (a.pos[0].is_obj(ObjKind::Str)) {
+      spec = value_to_str(a.pos[0], "einsum() subscripts");
+      for (size_t i = 1; i < a.pos.size(); ++i) ops.push_back(T(in, a.pos[i]));
+    } else { // numpy's interleaved form: op0, sublist0, op1, sublist1, ..., [output sublist]
+      auto letters = [](const Value& v) {
+        const ValueList* items = sequence_items(v);
+        if (!items) throw Error(ErrCode::Type, "einsum(): a sublist must be a list of integers");
+        std::string out;
+        for (const Value& e : *items) {
+          if (e.is_obj(ObjKind::Ellipsis)) {
+            out += "...";
+            continue;
+          }
+          int64_t k = value_to_int(e, "einsum() sublist entry");
+          if (k < 0 || k >= 52) throw Error(ErrCode::Value, "subscript is not within the valid range [0, 52)");
+          out += static_cast<char>(k < 26 ? 'a' + k : 'A' + (k - 26));
+        }
+        return out;
+      };
+      size_t n = a.pos.size();
+      for (size_t i = 0; i + 1 < n; i += 2) {
+        ops.push_back(T(in, a.pos[i]));
+        spec += (i ? "," : "") + letters(a.pos[i + 1]);
+      }
+      if (n % 2 == 1) spec += "->" + letters(a.pos[n - 1]);
+    }
+    // preferred_element_type= is the result (and accumulation) type: the operands go in as it.
+    if (preferred)
+      for (Tensor& t : ops) t = np::astype(in.ops(), t, *preferred);
     return make_array(np::einsum(in.ops(), spec, ops));
   });
 }

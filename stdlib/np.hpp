@@ -58,6 +58,8 @@ Tensor clip(OpContext& cx, const Tensor& x, const std::optional<Tensor>& lo,
 
 // ---- shape ----------------------------------------------------------------
 Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape); // one -1 allowed
+// numpy's order=: 'C' (row-major) or 'F' (column-major: reverse the axes around a C reshape).
+Tensor reshape_order(OpContext& cx, const Tensor& x, const Shape& shape, const std::string& order);
 Tensor transpose(OpContext& cx, const Tensor& x, const std::optional<std::vector<int>>& perm);
 Tensor swapaxes(OpContext& cx, const Tensor& x, int a, int b);
 Tensor moveaxis(OpContext& cx, const Tensor& x, int src, int dst);

@@ -15,7 +15,8 @@ Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape0) {
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
       if (infer_at >= 0)
-        throw Error(ErrCode::Reshape, "reshape: can only specify one unknown dimension");
+        throw Error(ErrCode::Reshape, "can only specify one unknown axis size with a `-1` value, got " +
+                                          shape_str(shape0));
       infer_at = static_cast<int>(i);
     } else if (shape[i] < 0) {
       throw Error(ErrCode::Reshape, "reshape: negative dimension in shape " + shape_str(shape0));
@@ -25,10 +26,11 @@ Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape0) {
   }
   int64_t size = av(x).size();
   if (infer_at >= 0) {
-    if (known == 0 || size % known != 0)
+    if (known == 0 || size % known != 0) // JAX's text
       throw Error(ErrCode::Reshape, "cannot reshape array of shape " + shape_str(av(x).shape) +
                                         " (size " + std::to_string(size) + ") into shape " +
-                                        shape_str(shape0));
+                                        shape_str(shape0) + " because the product of specified axis sizes (" +
+                                        std::to_string(known) + ") does not evenly divide " + std::to_string(size));
     shape[static_cast<size_t>(infer_at)] = size / known;
   }
   if (shape_size(shape) != size)
@@ -37,6 +39,14 @@ Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape0) {
                                       shape_str(shape0) + " (size " +
                                       std::to_string(shape_size(shape)) + ")");
   return reshape_to(cx, x, shape);
+}
+
+Tensor reshape_order(OpContext& cx, const Tensor& x, const Shape& shape, const std::string& order) {
+  if (order == "C") return reshape(cx, x, shape);
+  if (order == "A") throw Error(ErrCode::Unsupported, "np.reshape order=A is not implemented.");
+  if (order != "F") throw Error(ErrCode::Value, "Unexpected value for 'order' argument: " + order + ".");
+  Shape rev(shape.rbegin(), shape.rend());
+  return transpose(cx, reshape(cx, transpose(cx, x, std::nullopt), rev), std::nullopt);
 }
 
 Tensor transpose(OpContext& cx, const Tensor& x, const std::optional<std::vector<int>>& perm) {
@@ -102,10 +112,11 @@ Tensor moveaxis(OpContext& cx, const Tensor& x, const std::vector<int>& src, con
 Tensor expand_dims(OpContext& cx, const Tensor& x, const std::vector<int>& axes) {
   int out_nd = av(x).ndim() + static_cast<int>(axes.size());
   std::vector<bool> is_new(static_cast<size_t>(out_nd), false);
-  for (int a : axes) {
-    int64_t n = norm_axis("expand_dims", a, out_nd);
-    if (is_new[static_cast<size_t>(n)])
-      throw Error(ErrCode::Axis, "expand_dims: repeated axis " + std::to_string(a));
+  std::vector<int64_t> canon;
+  for (int a : axes) canon.push_back(norm_axis("", a, out_nd));
+  for (int64_t n : canon) {
+    if (is_new[static_cast<size_t>(n)]) // JAX's text (the axes made non-negative)
+      throw Error(ErrCode::Value, "repeated axis in lax.expand_dims: " + dims_str(canon));
     is_new[static_cast<size_t>(n)] = true;
   }
   Shape out;
@@ -121,11 +132,13 @@ Tensor squeeze(OpContext& cx, const Tensor& x, const Axes& axes) {
   if (!axes) {
     for (size_t i = 0; i < s.size(); ++i) drop[i] = s[i] == 1;
   } else {
-    for (int64_t a : norm_axes("squeeze", axes, av(x).ndim())) {
-      if (s[static_cast<size_t>(a)] != 1)
-        throw Error(ErrCode::Shape, "squeeze: cannot select an axis to squeeze out which has size "
-                                    "not equal to one (axis " +
-                                        std::to_string(a) + " of shape " + shape_str(s) + ")");
+    std::vector<int64_t> dims = norm_axes("squeeze", axes, av(x).ndim());
+    for (int64_t a : dims) {
+      if (s[static_cast<size_t>(a)] != 1) { // JAX's (lax.squeeze's) text
+        Shape d(dims.begin(), dims.end());
+        throw Error(ErrCode::Value, "cannot select an axis to squeeze out which has size not equal to one, "
+                                    "got shape=" + shape_str(s) + " and dimensions=" + shape_str(d));
+      }
       drop[static_cast<size_t>(a)] = true;
     }
   }
@@ -136,18 +149,25 @@ Tensor squeeze(OpContext& cx, const Tensor& x, const Axes& axes) {
 }
 
 Tensor broadcast_to(OpContext& cx, const Tensor& x, const Shape& shape) {
-  for (int64_t d : shape)
-    if (d < 0)
-      throw Error(ErrCode::Shape, "broadcast_to: negative dimension in " + shape_str(shape));
   const Shape& s = av(x).shape;
-  bool ok = s.size() <= shape.size();
+  if (s.size() > shape.size())
+    throw Error(ErrCode::Value, "Cannot broadcast to shape with fewer dimensions: arr_shape=" + shape_str(s) +
+                                    " shape=" + shape_str(shape));
+  bool ok = true;
+  for (int64_t d : shape) ok = ok && d >= 0;
   for (size_t i = 0; ok && i < s.size(); ++i) {
     int64_t t = shape[shape.size() - s.size() + i];
     ok = s[i] == 1 || s[i] == t;
   }
-  if (!ok)
-    throw Error(ErrCode::Shape, "broadcast_to: incompatible shapes for broadcasting: " +
-                                    shape_str(s) + " and requested shape " + shape_str(shape));
+  if (!ok) { // JAX's text: the types as dtype[dims]
+    auto type = [&](const Shape& sh) {
+      std::string out = std::string(dtype_name(av(x).dtype)) + "[";
+      for (size_t i = 0; i < sh.size(); ++i) out += (i ? "," : "") + std::to_string(sh[i]);
+      return out + "]";
+    };
+    throw Error(ErrCode::Value, "Incompatible types for broadcasting: input type=" + type(s) +
+                                    " and requested type=" + type(shape));
+  }
   return broadcast(cx, x, shape, "broadcast_to");
 }
 

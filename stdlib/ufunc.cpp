@@ -20,6 +20,16 @@ struct UfuncObj : OpaqueObj {
   std::string type_name() const override { return "ufunc"; }
   std::string repr() const override { return "<jnp.ufunc '" + name + "'>"; }
   bool call(InterpreterImpl& in, CallArgs& args, const Span& where, Value& out) override {
+    // JAX's ufunc __call__ refuses out= (and where=) before calling.
+    for (auto it = args.kw.begin(); it != args.kw.end();) {
+      if (it->first != "out" && it->first != "where") {
+        ++it;
+        continue;
+      }
+      if (!it->second.is_none())
+        throw Error(ErrCode::Unsupported, it->first + " argument of <jnp.ufunc '" + name + "'>", where);
+      it = args.kw.erase(it);
+    }
     out = in.call(fn, args, where);
     return true;
   }
