@@ -213,6 +213,9 @@ Value InterpreterImpl::get_attr(const Value& obj, const std::string& name, const
     Value v;
     if (obj.as<OpaqueObj>()->get_attr(*this, name, v)) return v;
   }
+  if (obj.is_obj(ObjKind::Builtin))
+    for (const auto& [attr, v] : obj.as<BuiltinObj>()->attrs)
+      if (attr == name) return v;
   Value v;
   LocScope loc(ops(), op_location(ops(), where)); // array properties such as x.T bind ops
   if (lookup_method(*this, obj, name, v)) return v;

@@ -157,6 +157,8 @@ struct BuiltinObj : Object {
   BuiltinObj(std::string n, NativeFn f) : Object(ObjKind::Builtin), name(std::move(n)), fn(std::move(f)) {}
   std::string name;
   NativeFn fn;
+  // Attributes a builtin class carries (PartitionSpec.UNCONSTRAINED).
+  std::vector<std::pair<std::string, Value>> attrs;
 };
 
 struct BoundMethodObj : Object {

@@ -140,6 +140,7 @@ std::string Mesh::jax_repr() const {
 }
 
 bool PartitionSpec::operator==(const PartitionSpec& o) const {
+  if (unconstrained != o.unconstrained) return false;
   size_t n = std::max(entries.size(), o.entries.size());
   for (size_t i = 0; i < n; ++i) {
     bool mine = i < entries.size(), theirs = i < o.entries.size();
@@ -156,7 +157,9 @@ std::string PartitionSpec::repr() const {
     if (i) s += ", ";
     const auto& e = entries[i];
     // JAX normalises ('x',) to 'x' and () to None.
-    if (e.empty()) {
+    if (std::find(unconstrained.begin(), unconstrained.end(), i) != unconstrained.end()) {
+      s += "UNCONSTRAINED";
+    } else if (e.empty()) {
       s += "None";
     } else if (e.size() == 1) {
       s += "'" + e[0] + "'";

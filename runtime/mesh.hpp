@@ -59,6 +59,9 @@ struct Mesh {
 // mesh axes that dimension is split over (empty = None, i.e. replicated).
 struct PartitionSpec {
   std::vector<std::vector<std::string>> entries;
+  // Dimensions written P.UNCONSTRAINED (their entries empty): JAX leaves them
+  // to the compiler; pxl lays them out as None.
+  std::vector<size_t> unconstrained;
   // Trailing None entries do not change the layout: P('x') == P('x', None).
   bool operator==(const PartitionSpec& o) const;
   std::string repr() const; // P('batch', None, ('x', 'y')), as JAX 0.10 prints it

@@ -576,7 +576,7 @@ std::vector<BVal> batch_spmd_call(OpContext& cx, const OpAttrs& attrs, std::span
   // Collectives in the callee over the vmap's named axis (one the call's mesh
   // does not have: a pmap inside vmap(axis_name=...)) reduce over the batch,
   // so such a call is batched even when no operand is.
-  BatchAxis inner{ax.size, ""};
+  BatchAxis inner{ax.size, "", {}};
   const std::vector<std::string>& mesh_axes = c.layout.mesh.axis_names;
   if (!ax.name.empty() && c.fn->axis_bit(ax.name) >= 0 &&
       std::find(mesh_axes.begin(), mesh_axes.end(), ax.name) == mesh_axes.end())

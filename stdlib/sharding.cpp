@@ -451,6 +451,14 @@ Value current_abstract_mesh(InterpreterImpl& in) {
 
 // ---- PartitionSpec / NamedSharding --------------------------------------------
 
+namespace {
+// PartitionSpec.UNCONSTRAINED: a dimension left to the compiler.
+struct UnconstrainedObj : OpaqueObj {
+  std::string type_name() const override { return "UnconstrainedSingleton"; }
+  std::string repr() const override { return "UNCONSTRAINED"; }
+};
+} // namespace
+
 bool SpecObj::get_attr(InterpreterImpl&, const std::string&, Value&) { return false; }
 
 bool SpecObj::items(ValueList& out) const {
@@ -611,12 +619,15 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     m.axis_types = axis_types_arg(r.has(3) ? r[3] : Value(), shape.size(), AxisType::Explicit, "make_mesh");
     return make_mesh_value(std::move(m));
   });
+  Value unconstrained = Value::object(std::make_shared<UnconstrainedObj>());
   Value p_fn = make_builtin("PartitionSpec", [](InterpreterImpl&, CallArgs& a) {
     if (!a.kw.empty()) throw Error(ErrCode::Arguments, "PartitionSpec() takes no keyword arguments");
     PartitionSpec s;
     for (const Value& v : a.pos) {
       std::vector<std::string> names; // empty: None (also for an empty tuple)
-      if (v.is_none()) {
+      if (v.is_obj(ObjKind::Opaque) && dynamic_cast<UnconstrainedObj*>(v.as<OpaqueObj>())) {
+        s.unconstrained.push_back(s.entries.size());
+      } else if (v.is_none()) {
       } else if (v.is_obj(ObjKind::Str)) {
         names.push_back(v.as<StrObj>()->value);
       } else if (const ValueList* items = sequence_items(v)) {
@@ -628,6 +639,7 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     }
     return make_spec_value(std::move(s));
   });
+  p_fn.as<BuiltinObj>()->attrs.emplace_back("UNCONSTRAINED", unconstrained);
   Value named_fn = make_builtin("NamedSharding", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("NamedSharding", a, {"mesh", "spec", "memory_kind"}, 2);
     auto* am = r[0].is_obj(ObjKind::Opaque) ? dynamic_cast<AbstractMeshObj*>(r[0].as<OpaqueObj>()) : nullptr;

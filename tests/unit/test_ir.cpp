@@ -164,7 +164,7 @@ TEST_CASE("spec checks name the dimension, the sizes and the axes", "[ir]") {
   CHECK(check_spec(m, s, {4}).find("unknown mesh axis 'z'") != std::string::npos);
   s.entries = {{"x"}, {"x"}};
   CHECK(check_spec(m, s, {4, 4}).find("used twice") != std::string::npos);
-  ShardBlock b = block_of(m, PartitionSpec{{{"x"}, {"y"}}}, {4, 8}, 6);
+  ShardBlock b = block_of(m, PartitionSpec{{{"x"}, {"y"}}, {}}, {4, 8}, 6);
   CHECK(b.start == std::vector<int64_t>{2, 4});
   CHECK(b.shape == Shape{2, 2});
 }
