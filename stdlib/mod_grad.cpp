@@ -42,6 +42,8 @@ GradSpec read_spec(const char* name, CallArgs& a, bool with_value) {
   }
   g.has_aux = r.get_bool(2, false);
   g.holomorphic = r.get_bool(3, false);
+  // JAX removed reduce_axes: any value passed is its NotImplementedError.
+  if (r.has(5)) throw Error(ErrCode::Unsupported, std::string("reduce_axes argument to ") + name + " is deprecated");
   return g;
 }
 
@@ -105,6 +107,13 @@ Value output_tree(const TracedFunction& t, const std::vector<Tensor>& env, size_
   return tree_unflatten(t.out_tree, outs);
 }
 
+// An abstract value as JAX prints it in its errors: float32[3,2].
+std::string aval_str(const AVal& a) {
+  std::string s = std::string(dtype_name(a.dtype)) + "[";
+  for (size_t i = 0; i < a.shape.size(); ++i) s += (i ? "," : "") + std::to_string(a.shape[i]);
+  return s + "]";
+}
+
 // The (out, aux) pair a has_aux function returned (a tuple or a 2-field namedtuple).
 const ValueList& pair_items(const Value& v) { return *sequence_items(v); }
 
@@ -129,9 +138,14 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
                       t.out_tree.repr());
     value_tree = &t.out_tree.children[0];
   }
-  if (value_tree->kind != TreeDef::Kind::Leaf)
+  if (value_tree->kind != TreeDef::Kind::Leaf) {
+    // JAX's message shows the output's value (its primal is known there).
+    std::vector<Tensor> env = forward_pass(in.ops(), f, params, t.consts);
+    Value result = output_tree(t, env, 0); // numbers the function returned stay numbers
+    if (g.has_aux) result = pair_items(result)[0];
     throw Error(ErrCode::Type, "Gradient only defined for scalar-output functions. Output was " +
-                                   value_tree->repr() + ".");
+                                   repr(result) + ".");
+  }
   const AVal& out = f.values[f.results[0]].aval;
   if (!out.shape.empty())
     throw Error(ErrCode::Type,
@@ -212,10 +226,18 @@ Value run_vjp(InterpreterImpl& in, CallArgs& a, const char* what) {
         for (size_t i = 0; i < leaves.size(); ++i) {
           const AVal& want = t->fn->values[t->fn->results[i]].aval;
           seeds[i] = in.to_tensor(leaves[i], Span{});
-          if (seeds[i]->aval.shape != want.shape)
-            throw Error(ErrCode::Shape, "vjp_fn: cotangent " + std::to_string(i) + " has shape " +
-                                            shape_str(seeds[i]->aval.shape) +
-                                            " but the output has shape " + shape_str(want.shape));
+          // JAX's ValueError for a cotangent of another shape or dtype (a
+          // Python number counts as its default dtype; the cotangents of
+          // integer outputs, float0 in JAX, are taken as they come).
+          bool bad_dtype = seeds[i]->aval.dtype != want.dtype && is_inexact(want.dtype) &&
+                           !(leaves[i].is_number() && is_inexact(seeds[i]->aval.dtype) &&
+                             !is_complex(seeds[i]->aval.dtype) && !is_complex(want.dtype));
+          if (seeds[i]->aval.shape != want.shape || bad_dtype)
+            throw Error(ErrCode::Value,
+                        "unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got " +
+                            aval_str(seeds[i]->aval) + ", but expected " + aval_str(want) +
+                            " because the corresponding output of the differentiated function had "
+                            "JAX type " + aval_str(want));
           if (seeds[i]->aval.dtype != want.dtype)
             seeds[i] = np::astype(in.ops(), seeds[i], want.dtype);
         }

@@ -44,6 +44,8 @@ void add_tree_pair(Value& tree_util, Value& tree,
                    std::initializer_list<std::pair<const char*, NativeFn>> fns);
 // tree_flatten_with_path & co., tree_reduce, tree_all, keystr, Partial (pytree_paths.cpp).
 void add_tree_path_functions(Value& tree_util, Value& tree);
+// keystr of every leaf's key path of `d`, in flattening order ("['a'][0]").
+std::vector<std::string> leaf_keystrs(const TreeDef& d);
 // Matches a pytree of specs (or in_axes) against the argument tree: a leaf of
 // the spec tree applies to a whole subtree. `is_leaf` says what counts as a spec.
 template <class IsLeaf>
