@@ -197,10 +197,13 @@ Value place(InterpreterImpl& in, const Value& shardings, const Value& tree, cons
 
 // JAX's ValueError for a static argument that cannot be a cache key.
 Error unhashable_static(const Value& v, const Span& where) {
+  // An array is shown as JAX shows its ArrayImpl: the class path and str(x).
+  bool array = v.is_obj(ObjKind::Array);
+  std::string type = array ? "jaxlib._jax.ArrayImpl" : pxl::type_name(v);
   return Error(ErrCode::Value,
                "Non-hashable static arguments are not supported. An error occurred while trying "
-               "to hash an object of type <class '" + pxl::type_name(v) + "'>, " + pxl::repr(v) +
-                   ". The error was:\nTypeError: unhashable type: '" + pxl::type_name(v) + "'",
+               "to hash an object of type <class '" + type + "'>, " + (array ? pxl::str(v) : pxl::repr(v)) +
+                   ". The error was:\nTypeError: unhashable type: '" + type + "'",
                where, "pass it as a tuple, or make it a regular (traced) argument");
 }
 
@@ -464,9 +467,7 @@ Value make_jit(InterpreterImpl&, CallArgs& a) {
                "in_shardings", "out_shardings", "device", "backend", "inline", "keep_unused"},
               0);
   auto build = [](const Value& f, const ArgReader& r) {
-    if (f.is_number() || f.is_none() || f.is_obj(ObjKind::Str) || f.is_obj(ObjKind::Array) ||
-        f.is_obj(ObjKind::Tuple) || f.is_obj(ObjKind::List) || f.is_obj(ObjKind::Dict))
-      throw Error(ErrCode::Type, "Expected a callable value, got " + pxl::repr(f));
+    check_callable(f);
     auto j = std::make_shared<JitFunction>();
     j->fn = f;
     if (r.has(1)) j->static_argnums = int_list(r[1], "static_argnums");

@@ -27,6 +27,7 @@ GradSpec read_spec(const char* name, CallArgs& a, bool with_value) {
   ArgReader r(name, a, {"fun", "argnums", "has_aux", "holomorphic", "allow_int", "reduce_axes"}, 1);
   GradSpec g;
   g.fn = r[0];
+  check_callable(g.fn);
   g.with_value = with_value;
   if (r.has(1) && !r[1].is_intlike()) {
     const ValueList* items = sequence_items(r[1]);
@@ -54,7 +55,12 @@ TracedFunction trace_diff(InterpreterImpl& in, const Value& fn, const CallArgs& 
                           bool float_inputs = true) {
   size_t n = call.pos.size();
   for (int64_t k : argnums) {
-    if (k >= static_cast<int64_t>(n) || k < -static_cast<int64_t>(n))
+    if (k < -static_cast<int64_t>(n))
+      throw Error(ErrCode::Value,
+                  "Positional argument indices, e.g. for `static_argnums`, must have value greater "
+                  "than or equal to -len(args) and less than len(args), but got value " +
+                      std::to_string(k) + " for len(args) == " + std::to_string(n) + ".");
+    if (k >= static_cast<int64_t>(n))
       throw Error(ErrCode::Arguments,
                   "differentiating with respect to argnums=" + std::to_string(k) +
                       " requires at least " + std::to_string(k + 1) +

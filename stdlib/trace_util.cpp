@@ -89,6 +89,12 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
   return t;
 }
 
+void check_callable(const Value& f) {
+  if (f.is_number() || f.is_none() || f.is_obj(ObjKind::Str) || f.is_obj(ObjKind::Array) ||
+      f.is_obj(ObjKind::Tuple) || f.is_obj(ObjKind::List) || f.is_obj(ObjKind::Dict))
+    throw Error(ErrCode::Type, "Expected a callable value, got " + repr(f));
+}
+
 ValueList trace_body(InterpreterImpl& in, TraceContext& tc, const Value& fn, const Value& arg_tuple,
                      const Span& where, TreeDef& out_tree) {
   ScopedPhase timing(in.phase_times(), "trace + check");
@@ -102,6 +108,9 @@ ValueList trace_body(InterpreterImpl& in, TraceContext& tc, const Value& fn, con
   ValueList outs;
   out_tree = tree_flatten(in, r, outs);
   for (Value& v : outs) {
+    if (!v.is_obj(ObjKind::Array) && !v.is_number() && tc.what() == "vmap")
+      throw Error(ErrCode::Type, "Output from batched function " + repr(v) + " with type <class '" +
+                                     type_name(v) + "'> is not a valid JAX type", where);
     if (!v.is_obj(ObjKind::Array) && !v.is_number())
       throw Error(ErrCode::Type,
                   tc.what() + ": the function returned a " + type_name(v) +

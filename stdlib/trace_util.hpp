@@ -76,4 +76,8 @@ ValueList with_static_args(const std::vector<std::pair<size_t, Value>>& statics,
 // result pytree.
 Value apply_traced(InterpreterImpl& in, const TracedFunction& t, std::span<const Tensor> params);
 
+// JAX's TypeError for a transformation of something that is not callable (a
+// number, a string, an array, a container): "Expected a callable value, got 3".
+void check_callable(const Value& f);
+
 } // namespace pxl

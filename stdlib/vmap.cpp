@@ -435,10 +435,10 @@ struct VmapFunction : OpaqueObj {
       }
       Tensor t = o.batched ? o.t : broadcast_batch(in.ops(), o.t, B);
       int64_t nd = t->aval.ndim(), oa = per_out[r].as_int();
-      if (oa < -nd || oa >= nd)
+      if (oa < -nd || oa >= nd) // JAX's (numpy's) AxisError, a ValueError
         throw Error(ErrCode::Axis,
-                    "vmap: out_axes " + std::to_string(oa) + " is out of range for output " +
-                        std::to_string(r) + " of rank " + std::to_string(nd - 1),
+                    "axis " + std::to_string(oa) + " is out of bounds for array of dimension " +
+                        std::to_string(nd),
                     where);
       if (oa < 0) oa += nd;
       if (oa != 0) {
@@ -459,6 +459,7 @@ struct VmapFunction : OpaqueObj {
 Value make_vmap(InterpreterImpl&, CallArgs& a) {
   ArgReader r("vmap", a, {"fun", "in_axes", "out_axes", "axis_name", "axis_size", "spmd_axis_name"},
               1);
+  check_callable(r[0]);
   auto v = std::make_shared<VmapFunction>();
   v->fn = r[0];
   if (r.has(1)) v->in_axes = r[1];
