@@ -227,6 +227,27 @@ struct JitFunction : OpaqueObj {
     if (name == "_trace_count") return out = Value::integer(traces), true;
     if (name == "__wrapped__") return out = fn, true;
     if (name == "__name__") return out = make_str(fn_name()), true; // functools.wraps keeps it
+    if (name == "lower" || name == "trace" || name == "eval_shape") {
+      // Ahead-of-time use (jax_rest.pxl _jit_stage): this function, staged for
+      // the given arguments.
+      Value self = Value::object(std::make_shared<JitFunction>(*this));
+      std::string stage = name;
+      ValueList nums, names;
+      for (int64_t s : static_argnums) nums.push_back(Value::integer(s));
+      for (const std::string& s : static_argnames) names.push_back(make_str(s));
+      Value statics = make_tuple({make_tuple(nums), make_tuple(names)});
+      out = make_builtin(name, [self, stage, statics](InterpreterImpl& in, CallArgs& a) {
+        Value rest = in.import_module("jax_rest", Span{}, "");
+        const Value* helper = rest.as<ModuleObj>()->env->lookup("_jit_stage");
+        if (!helper) throw Error(ErrCode::Internal, "jax._jit_stage is missing");
+        auto kw = std::make_shared<DictObj>();
+        for (auto& [k, v] : a.kw) kw->set(make_str(k), v);
+        CallArgs c;
+        c.pos = {make_str(stage), self, make_tuple(a.pos), Value::object(kw), statics};
+        return in.call(*helper, c, in.ops().loc);
+      });
+      return true;
+    }
     return false;
   }
 
