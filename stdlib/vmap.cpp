@@ -182,6 +182,30 @@ std::vector<size_t> dyn_index(size_t total, const std::vector<std::pair<size_t, 
   return out;
 }
 
+// What JAX's out_axes check sees in place of each output leaf.
+struct PytreeLeafObj : OpaqueObj {
+  std::string type_name() const override { return "jax._src.api_util.PytreeLeaf"; }
+  std::string repr() const override { return "*"; }
+};
+
+// JAX's ValueError when in_axes/out_axes is not a tree prefix of the value it
+// describes (api.py's flatten_axes), with the first mismatch's details.
+void check_axes_prefix(InterpreterImpl& in, const Value& axes, const Value& full, const std::string& what,
+                       const Span& where) {
+  if (is_axis_leaf(axes)) return;
+  ValueList ignored;
+  // (None is an axis here, a leaf, as JAX flattens in_axes/out_axes.)
+  Value none_leaf = make_builtin("is_leaf", [](InterpreterImpl&, CallArgs& a) {
+    return Value::boolean(!a.pos.empty() && a.pos[0].is_none());
+  });
+  TreeDef d = tree_flatten(in, axes, ignored, &none_leaf);
+  if (auto msg = pytree_prefix_error(in, d, full, what))
+    throw Error(ErrCode::Value,
+                what + " specification must be a tree prefix of the corresponding value; \n"
+                       "  Mismatch details (1 found):\n  " + *msg,
+                where);
+}
+
 struct VmapFunction : OpaqueObj {
   Value fn;
   // Keyword arguments passed on as the trailing positional ones (their names,
@@ -274,6 +298,9 @@ struct VmapFunction : OpaqueObj {
                         ", len(args)=" + std::to_string(args.size()),
                     where, "give one entry per positional argument, e.g. in_axes=(0, None)");
     ValueList per_leaf;
+    // (A list of per-argument in_axes counts as the tuple, as JAX converts it.)
+    check_axes_prefix(in, in_axes.is_obj(ObjKind::List) ? make_tuple(*sequence_items(in_axes)) : in_axes,
+                      args_tuple, "vmap in_axes", where);
     try {
       axes_prefix(in, in_axes, args_tuple, per_leaf, "vmap in_axes");
     } catch (Error& e) {
@@ -392,6 +419,10 @@ struct VmapFunction : OpaqueObj {
     ValueList out_leaves;
     for (const BVal& o : outs) out_leaves.push_back(make_array(o.t)); // only for the structure
     ValueList per_out;
+    {
+      ValueList marks(out_leaves.size(), Value::object(std::make_shared<PytreeLeafObj>()));
+      check_axes_prefix(in, out_axes, tree_unflatten(traced.out_tree, marks), "vmap out_axes", where);
+    }
     try {
       axes_prefix(in, out_axes, tree_unflatten(traced.out_tree, out_leaves), per_out,
                   "vmap out_axes");
