@@ -140,7 +140,6 @@ const AVal* shape_dtype_struct_aval(const Value& v) {
 }
 
 void add_jax_misc(InterpreterImpl& in, Value& jax) {
-  (void)in;
   auto& vars = jax.as<ModuleObj>()->env->vars;
   auto def = [&](const std::string& name, NativeFn f) {
     vars[name] = make_builtin(name, std::move(f));
@@ -206,7 +205,23 @@ void add_jax_misc(InterpreterImpl& in, Value& jax) {
     policies.fn(name, [name](InterpreterImpl&, CallArgs&) {
       return make_builtin(name, [](InterpreterImpl&, CallArgs&) { return Value::boolean(false); });
     });
+  for (const char* name : {"offload_dot_with_no_batch_dims", "save_and_offload_only_these_names",
+                           "save_from_both_policies"})
+    policies.fn(name, [name](InterpreterImpl&, CallArgs&) {
+      return make_builtin(name, [](InterpreterImpl&, CallArgs&) { return Value::boolean(false); });
+    });
   vars["checkpoint_policies"] = policies.value();
+  // jax.ad_checkpoint: checkpoint/remat and their policies again, and
+  // checkpoint_name, which only names a value for a policy (the identity here).
+  ModuleBuilder ad_checkpoint("jax.ad_checkpoint");
+  ad_checkpoint.fn("checkpoint_name", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("checkpoint_name", a, {"x", "name"}, 2);
+    return r[0];
+  });
+  Value adc = ad_checkpoint.value();
+  adc.as<ModuleObj>()->env->vars["checkpoint_policies"] = vars["checkpoint_policies"];
+  vars["ad_checkpoint"] = adc;
+  in.register_module("jax.ad_checkpoint", adc);
 }
 
 } // namespace pxl
