@@ -222,8 +222,11 @@ struct JitFunction : OpaqueObj {
   std::string type_name() const override { return "PjitFunction"; }
   std::string repr() const override { return "<jitted " + pxl::repr(fn) + ">"; }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
-    if (name == "_cache_size")
-      return out = Value::integer(static_cast<int64_t>(cache.size())), true;
+    if (name == "_cache_size") { // a method, as JAX's
+      int64_t n = static_cast<int64_t>(cache.size());
+      out = make_builtin("_cache_size", [n](InterpreterImpl&, CallArgs&) { return Value::integer(n); });
+      return true;
+    }
     if (name == "_trace_count") return out = Value::integer(traces), true;
     if (name == "__wrapped__") return out = fn, true;
     if (name == "__name__") return out = make_str(fn_name()), true; // functools.wraps keeps it
