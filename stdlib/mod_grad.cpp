@@ -102,12 +102,13 @@ TracedFunction trace_diff(InterpreterImpl& in, const Value& fn, const CallArgs& 
   return trace_function(in, wrapper, diff_args, where, what, nullptr, nullptr, {}, true);
 }
 
-// The function's outputs from the forward pass; aux leaves (from position
-// `n_value` on) that the function returned as Python numbers stay numbers.
-Value output_tree(const TracedFunction& t, const std::vector<Tensor>& env, size_t n_value) {
+// The function's outputs from the forward pass; leaves the function returned
+// as Python numbers stay numbers (JAX's value_and_grad, vjp and jvp return
+// them as they are).
+Value output_tree(const TracedFunction& t, const std::vector<Tensor>& env) {
   ValueList outs;
   for (size_t i = 0; i < t.fn->results.size(); ++i)
-    outs.push_back(i >= n_value && i < t.number_outputs.size() && t.number_outputs[i].is_number()
+    outs.push_back(i < t.number_outputs.size() && t.number_outputs[i].is_number()
                        ? t.number_outputs[i]
                        : make_array(env[t.fn->results[i]]));
   return tree_unflatten(t.out_tree, outs);
@@ -147,7 +148,7 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
   if (value_tree->kind != TreeDef::Kind::Leaf) {
     // JAX's message shows the output's value (its primal is known there).
     std::vector<Tensor> env = forward_pass(in.ops(), f, params, t.consts);
-    Value result = output_tree(t, env, 0); // numbers the function returned stay numbers
+    Value result = output_tree(t, env);
     if (g.has_aux) result = pair_items(result)[0];
     throw Error(ErrCode::Type, "Gradient only defined for scalar-output functions. Output was " +
                                    repr(result) + ".");
@@ -182,7 +183,7 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
         in, cts[i] ? cts[i] : np::full_like(cx, params[i], Scalar::of_float(0.0)), params[i])));
   Value gtree = tree_unflatten(t.in_tree, grads);
   if (!g.argnums_tuple) gtree = (*sequence_items(gtree))[0];
-  Value result = output_tree(t, env, g.has_aux ? value_tree->num_leaves() : f.results.size());
+  Value result = output_tree(t, env);
   if (g.with_value) return make_tuple({result, gtree});
   if (g.has_aux) return make_tuple({gtree, pair_items(result)[1]});
   return gtree;
@@ -219,7 +220,7 @@ Value run_vjp(InterpreterImpl& in, CallArgs& a, const char* what) {
   }
   auto env =
       std::make_shared<std::vector<Tensor>>(forward_pass(in.ops(), *t->fn, params, t->consts));
-  Value result = output_tree(*t, *env, has_aux ? out_tree.num_leaves() : t->fn->results.size());
+  Value result = output_tree(*t, *env);
   Value vjp_fn =
       make_builtin("vjp_fn", [t, env, out_tree, params](InterpreterImpl& in, CallArgs& c) {
         ArgReader r("vjp_fn", c, {"ct"}, 1);
