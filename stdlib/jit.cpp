@@ -488,7 +488,8 @@ std::vector<int64_t> int_list(const Value& v, const char* what) {
 Value make_jit(InterpreterImpl&, CallArgs& a) {
   ArgReader r("jit", a,
               {"fun", "static_argnums", "static_argnames", "donate_argnums", "donate_argnames",
-               "in_shardings", "out_shardings", "device", "backend", "inline", "keep_unused"},
+               "in_shardings", "out_shardings", "device", "backend", "inline", "keep_unused",
+               "compiler_options"},
               0);
   auto build = [](const Value& f, const ArgReader& r) {
     check_callable(f);
@@ -520,7 +521,8 @@ Value make_jit(InterpreterImpl&, CallArgs& a) {
     CallArgs copy = *held;
     ArgReader r("jit", copy,
                 {"fun", "static_argnums", "static_argnames", "donate_argnums", "donate_argnames",
-                 "in_shardings", "out_shardings", "device", "backend", "inline", "keep_unused"},
+                 "in_shardings", "out_shardings", "device", "backend", "inline", "keep_unused",
+               "compiler_options"},
                 0);
     return build(fr[0], r);
   });
