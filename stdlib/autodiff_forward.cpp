@@ -225,7 +225,7 @@ struct TracedCallable : OpaqueObj {
     TreeDef tree = tree_flatten(in, out, leaves);
     bool any = false;
     for (size_t i = 0; i < leaves.size() && i < t.number_outputs.size(); ++i)
-      if (t.number_outputs[i].is_number()) leaves[i] = t.number_outputs[i], any = true;
+      if (!t.number_outputs[i].is_none()) leaves[i] = t.number_outputs[i], any = true;
     if (any) out = tree_unflatten(tree, leaves);
     return true;
   }

@@ -108,7 +108,7 @@ TracedFunction trace_diff(InterpreterImpl& in, const Value& fn, const CallArgs& 
 Value output_tree(const TracedFunction& t, const std::vector<Tensor>& env) {
   ValueList outs;
   for (size_t i = 0; i < t.fn->results.size(); ++i)
-    outs.push_back(i < t.number_outputs.size() && t.number_outputs[i].is_number()
+    outs.push_back(i < t.number_outputs.size() && !t.number_outputs[i].is_none()
                        ? t.number_outputs[i]
                        : make_array(env[t.fn->results[i]]));
   return tree_unflatten(t.out_tree, outs);
@@ -119,6 +119,16 @@ std::string aval_str(const AVal& a) {
   std::string s = std::string(dtype_name(a.dtype)) + "[";
   for (size_t i = 0; i < a.shape.size(); ++i) s += (i ? "," : "") + std::to_string(a.shape[i]);
   return s + "]";
+}
+
+// JAX's TypeError for a differentiated output (not aux) that is no JAX type.
+void check_main_outputs(const TracedFunction& t, size_t n) {
+  for (size_t i = 0; i < n && i < t.number_outputs.size(); ++i) {
+    const Value& v = t.number_outputs[i];
+    if (!v.is_none() && !v.is_number())
+      throw Error(ErrCode::Type, "Argument " + repr(v) + " of type <class '" + type_name(v) +
+                                     "'> is not a valid JAX type");
+  }
 }
 
 // The (out, aux) pair a has_aux function returned (a tuple or a 2-field namedtuple).
@@ -145,6 +155,7 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
                       t.out_tree.repr());
     value_tree = &t.out_tree.children[0];
   }
+  check_main_outputs(t, value_tree->num_leaves());
   if (value_tree->kind != TreeDef::Kind::Leaf) {
     // JAX's message shows the output's value (its primal is known there).
     std::vector<Tensor> env = forward_pass(in.ops(), f, params, t.consts);
@@ -218,6 +229,7 @@ Value run_vjp(InterpreterImpl& in, CallArgs& a, const char* what) {
                       out_tree.repr());
     out_tree = t->out_tree.children[0];
   }
+  check_main_outputs(*t, out_tree.num_leaves());
   auto env =
       std::make_shared<std::vector<Tensor>>(forward_pass(in.ops(), *t->fn, params, t->consts));
   Value result = output_tree(*t, *env);

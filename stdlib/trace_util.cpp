@@ -83,8 +83,8 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
     traced.push_back(make_array(tc.add_param(aval, vma, where, origin)));
   }
   for (const Value& v :
-       trace_body(in, tc, fn, tree_unflatten(t.in_tree, traced), where, t.out_tree))
-    t.number_outputs.push_back(v.is_number() ? v : Value());
+       trace_body(in, tc, fn, tree_unflatten(t.in_tree, traced), where, t.out_tree, concrete_primals))
+    t.number_outputs.push_back(v.is_obj(ObjKind::Array) || v.is_obj(ObjKind::Complex) ? Value() : v);
   t.consts = tc.captured_tensors();
   return t;
 }
@@ -96,7 +96,7 @@ void check_callable(const Value& f) {
 }
 
 ValueList trace_body(InterpreterImpl& in, TraceContext& tc, const Value& fn, const Value& arg_tuple,
-                     const Span& where, TreeDef& out_tree) {
+                     const Span& where, TreeDef& out_tree, bool any_outputs) {
   ScopedPhase timing(in.phase_times(), "trace + check");
   in.push_ops(&tc);
   struct Pop {
@@ -108,6 +108,10 @@ ValueList trace_body(InterpreterImpl& in, TraceContext& tc, const Value& fn, con
   ValueList outs;
   out_tree = tree_flatten(in, r, outs);
   for (Value& v : outs) {
+    if (any_outputs && !v.is_obj(ObjKind::Array) && !v.is_number() && !v.is_obj(ObjKind::Complex)) {
+      tc.function().results.push_back(tc.value_of(in.to_tensor(Value::integer(0), where)));
+      continue;
+    }
     if (!v.is_obj(ObjKind::Array) && !v.is_number() && tc.what() == "vmap")
       throw Error(ErrCode::Type, "Output from batched function " + repr(v) + " with type <class '" +
                                      type_name(v) + "'> is not a valid JAX type", where);
