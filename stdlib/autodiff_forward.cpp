@@ -219,6 +219,14 @@ struct TracedCallable : OpaqueObj {
   std::string repr() const override { return "<function " + t.fn->name + ">"; }
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
     out = apply_traced(in, t, leaf_tensors(in, a.pos, where));
+    // Leaves fun returned as Python numbers come back as numbers (so that a
+    // has_aux function's aux keeps them, as JAX's does).
+    ValueList leaves;
+    TreeDef tree = tree_flatten(in, out, leaves);
+    bool any = false;
+    for (size_t i = 0; i < leaves.size() && i < t.number_outputs.size(); ++i)
+      if (!t.number_outputs[i].is_none()) leaves[i] = t.number_outputs[i], any = true;
+    if (any) out = tree_unflatten(tree, leaves);
     return true;
   }
 };

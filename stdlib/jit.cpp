@@ -2,6 +2,7 @@
 // types and weak flags, static argument values, the enclosing mesh axes) into
 // an IR Function and then only runs that Function. Python side effects in the
 // function (print) therefore happen once per trace, as in JAX.
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -196,6 +197,18 @@ Value place(InterpreterImpl& in, const Value& shardings, const Value& tree, cons
                               });
 }
 
+// JAX's ValueError for a static argument that cannot be a cache key.
+Error unhashable_static(const Value& v, const Span& where) {
+  // An array is shown as JAX shows its ArrayImpl: the class path and str(x).
+  bool array = v.is_obj(ObjKind::Array);
+  std::string type = array ? "jaxlib._jax.ArrayImpl" : pxl::type_name(v);
+  return Error(ErrCode::Value,
+               "Non-hashable static arguments are not supported. An error occurred while trying "
+               "to hash an object of type <class '" + type + "'>, " + (array ? pxl::str(v) : pxl::repr(v)) +
+                   ". The error was:\nTypeError: unhashable type: '" + type + "'",
+               where, "pass it as a tuple, or make it a regular (traced) argument");
+}
+
 struct JitFunction : OpaqueObj {
   Value fn;
   Value in_shardings, out_shardings; // None: as the arguments / as propagated
@@ -211,11 +224,35 @@ struct JitFunction : OpaqueObj {
   std::string type_name() const override { return "PjitFunction"; }
   std::string repr() const override { return "<jitted " + pxl::repr(fn) + ">"; }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
-    if (name == "_cache_size")
-      return out = Value::integer(static_cast<int64_t>(cache.size())), true;
+    if (name == "_cache_size") { // a method, as JAX's
+      int64_t n = static_cast<int64_t>(cache.size());
+      out = make_builtin("_cache_size", [n](InterpreterImpl&, CallArgs&) { return Value::integer(n); });
+      return true;
+    }
     if (name == "_trace_count") return out = Value::integer(traces), true;
     if (name == "__wrapped__") return out = fn, true;
     if (name == "__name__") return out = make_str(fn_name()), true; // functools.wraps keeps it
+    if (name == "lower" || name == "trace" || name == "eval_shape") {
+      // Ahead-of-time use (jax_rest.pxl _jit_stage): this function, staged for
+      // the given arguments.
+      Value self = Value::object(std::make_shared<JitFunction>(*this));
+      std::string stage = name;
+      ValueList nums, names;
+      for (int64_t s : static_argnums) nums.push_back(Value::integer(s));
+      for (const std::string& s : static_argnames) names.push_back(make_str(s));
+      Value statics = make_tuple({make_tuple(nums), make_tuple(names)});
+      out = make_builtin(name, [self, stage, statics](InterpreterImpl& in, CallArgs& a) {
+        Value rest = in.import_module("jax_rest", Span{}, "");
+        const Value* helper = rest.as<ModuleObj>()->env->lookup("_jit_stage");
+        if (!helper) throw Error(ErrCode::Internal, "jax._jit_stage is missing");
+        auto kw = std::make_shared<DictObj>();
+        for (auto& [k, v] : a.kw) kw->set(make_str(k), v);
+        CallArgs c;
+        c.pos = {make_str(stage), self, make_tuple(a.pos), Value::object(kw), statics};
+        return in.call(*helper, c, in.ops().loc);
+      });
+      return true;
+    }
     return false;
   }
 
@@ -230,6 +267,76 @@ struct JitFunction : OpaqueObj {
     const auto* ps = fn.as<FunctionObj>()->params;
     if (!ps || i >= ps->size() || (*ps)[i].kind != Param::Kind::Normal) return "";
     return (*ps)[i].name;
+  }
+
+  // JAX's checks at jit() time (api_util.py validate_argnums/validate_argnames):
+  // through the signature of a pxl function, static_argnums must name
+  // positional parameters (unless it takes *args) and static_argnames
+  // parameters (unless it takes **kwargs). A static_argnames entry naming a
+  // positional parameter also makes its position static, as JAX infers.
+  void validate_static_args() {
+    if (!fn.is_obj(ObjKind::Function)) return;
+    const auto* ps = fn.as<FunctionObj>()->params;
+    if (!ps) return;
+    int64_t n_pos = 0;
+    bool var_args = false, var_kw = false;
+    for (const Param& p : *ps) {
+      if (p.kind == Param::Kind::VarArgs) var_args = true;
+      if (p.kind == Param::Kind::KwArgs) var_kw = true;
+      if (p.kind == Param::Kind::Normal && !p.keyword_only && !var_args) ++n_pos;
+    }
+    if (!var_args)
+      for (int64_t s : static_argnums)
+        if (s >= n_pos || s < -n_pos) {
+          std::string t = "(";
+          for (size_t i = 0; i < static_argnums.size(); ++i)
+            t += (i ? ", " : "") + std::to_string(static_argnums[i]);
+          t += static_argnums.size() == 1 ? ",)" : ")";
+          throw Error(ErrCode::Value, "Jitted function has static_argnums=" + t +
+                                          ", but only accepts " + std::to_string(n_pos) +
+                                          " positional arguments.");
+        }
+    std::vector<std::string> invalid;
+    for (const std::string& name : static_argnames) {
+      bool found = false;
+      for (size_t i = 0; i < ps->size(); ++i) {
+        const Param& p = (*ps)[i];
+        if (p.kind != Param::Kind::Normal || p.name != name) continue;
+        found = true;
+        bool positional = !p.keyword_only && static_cast<int64_t>(i) < n_pos;
+        if (positional && std::find(static_argnums.begin(), static_argnums.end(),
+                                    static_cast<int64_t>(i)) == static_argnums.end())
+          static_argnums.push_back(static_cast<int64_t>(i));
+      }
+      if (!found && !var_kw) invalid.push_back(name);
+    }
+    if (!invalid.empty()) {
+      std::string t = "{";
+      for (size_t i = 0; i < invalid.size(); ++i) t += (i ? ", '" : "'") + invalid[i] + "'";
+      throw Error(ErrCode::Value, "Jitted function has invalid argnames " + t +
+                                      "} in static_argnames. Function does not take these args.");
+    }
+  }
+
+  // A literal (a Python number, a host array) the enclosing trace captured:
+  // a jit traced inside that trace may keep it, as JAX keeps tracing a nested
+  // jit once per signature, for as long as the enclosing trace lives.
+  static bool is_enclosing_literal(TraceContext* enclosing, const Tensor& c) {
+    // (Only inside another jit: under grad the trace so far is also run to
+    // learn primal values, and it must not meet the cached trace there.)
+    if (!enclosing || enclosing->what() != "jit" || !enclosing->owns(c)) return false;
+    const Function& ef = enclosing->function();
+    int id = static_cast<int>(c->trace_id);
+    return std::find(ef.consts.begin(), ef.consts.end(), id) != ef.consts.end() &&
+           ef.values[static_cast<size_t>(id)].origin == "a constant captured from the host";
+  }
+  // Whether a cached trace's captured values can be used here: each belongs to
+  // the host or to this trace (not to an enclosing trace that has ended).
+  static bool consts_reachable(InterpreterImpl& in, const JitEntry& e) {
+    auto* tc = dynamic_cast<TraceContext*>(&in.ops());
+    for (const Tensor& c : e.traced->consts)
+      if (c->trace && !(tc && tc->owns(c))) return false;
+    return true;
   }
 
   bool is_static_pos(size_t i, size_t npos) const {
@@ -266,24 +373,21 @@ struct JitFunction : OpaqueObj {
         dyn.push_back(a.pos[i]);
         continue;
       }
-      if (!is_hashable(a.pos[i]))
-        throw Error(ErrCode::Type,
-                    "jit: static argument " + std::to_string(i) + " must be hashable, not " +
-                        pxl::type_name(a.pos[i]),
-                    where, "pass it as a tuple, or make it a regular (traced) argument");
+      if (!is_hashable(a.pos[i])) throw unhashable_static(a.pos[i], where);
       static_pos.push_back({i, a.pos[i]});
       sig.add("static argument " + std::to_string(i),
               pxl::type_name(a.pos[i]) + " " + pxl::repr(a.pos[i]));
     }
     for (auto& [name, v] : a.kw) {
       if (is_static_name(name)) {
-        if (!is_hashable(v))
-          throw Error(ErrCode::Type,
-                      "jit: static argument '" + name + "' must be hashable, not " +
-                          pxl::type_name(v),
-                      where);
+        if (!is_hashable(v)) throw unhashable_static(v, where);
         static_kw.push_back({name, v});
-        sig.add("static argument '" + name + "'", pxl::type_name(v) + " " + pxl::repr(v));
+        // Keyed by position when it names a positional parameter, so that
+        // passing it either way hits the same trace (as in JAX).
+        std::string label = "static argument '" + name + "'";
+        for (size_t i = 0; !param_name(i).empty(); ++i)
+          if (param_name(i) == name) label = "static argument " + std::to_string(i);
+        sig.add(label, pxl::type_name(v) + " " + pxl::repr(v));
       } else {
         dyn_kw.push_back({name, v});
       }
@@ -324,7 +428,7 @@ struct JitFunction : OpaqueObj {
     const std::string key = sig.key();
     std::shared_ptr<JitEntry> entry;
     auto it = cache.find(key);
-    if (it != cache.end()) {
+    if (it != cache.end() && (keep_captured || consts_reachable(in, *it->second))) {
       entry = it->second;
     } else {
       if (in.options().explain_cache) {
@@ -360,7 +464,7 @@ struct JitFunction : OpaqueObj {
       // that trace; it is not kept (the enclosing transformation caches itself).
       bool reusable = true;
       for (const Tensor& c : traced->consts)
-        if (c->trace && !keep_captured) reusable = false;
+        if (c->trace && !keep_captured && !is_enclosing_literal(enclosing, c)) reusable = false;
       if (reusable) cache[key] = entry;
     }
     if (!run_partitioned(in, *entry, leaves, out_shardings, where, out) &&
@@ -386,12 +490,11 @@ std::vector<int64_t> int_list(const Value& v, const char* what) {
 Value make_jit(InterpreterImpl&, CallArgs& a) {
   ArgReader r("jit", a,
               {"fun", "static_argnums", "static_argnames", "donate_argnums", "donate_argnames",
-               "in_shardings", "out_shardings", "device", "backend", "inline", "keep_unused"},
+               "in_shardings", "out_shardings", "device", "backend", "inline", "keep_unused",
+               "compiler_options"},
               0);
   auto build = [](const Value& f, const ArgReader& r) {
-    if (f.is_number() || f.is_none() || f.is_obj(ObjKind::Str) || f.is_obj(ObjKind::Array) ||
-        f.is_obj(ObjKind::Tuple) || f.is_obj(ObjKind::List) || f.is_obj(ObjKind::Dict))
-      throw Error(ErrCode::Type, "Expected a callable value, got " + pxl::repr(f));
+    check_callable(f);
     auto j = std::make_shared<JitFunction>();
     j->fn = f;
     if (r.has(1)) j->static_argnums = int_list(r[1], "static_argnums");
@@ -409,6 +512,7 @@ Value make_jit(InterpreterImpl&, CallArgs& a) {
     if (r.has(3)) int_list(r[3], "donate_argnums");
     if (r.has(5)) j->in_shardings = r[5];
     if (r.has(6)) j->out_shardings = r[6];
+    j->validate_static_args();
     return Value::object(j);
   };
   if (r.has(0)) return build(r[0], r);
@@ -419,7 +523,8 @@ Value make_jit(InterpreterImpl&, CallArgs& a) {
     CallArgs copy = *held;
     ArgReader r("jit", copy,
                 {"fun", "static_argnums", "static_argnames", "donate_argnums", "donate_argnames",
-                 "in_shardings", "out_shardings", "device", "backend", "inline", "keep_unused"},
+                 "in_shardings", "out_shardings", "device", "backend", "inline", "keep_unused",
+               "compiler_options"},
                 0);
     return build(fr[0], r);
   });

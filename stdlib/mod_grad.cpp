@@ -27,6 +27,7 @@ GradSpec read_spec(const char* name, CallArgs& a, bool with_value) {
   ArgReader r(name, a, {"fun", "argnums", "has_aux", "holomorphic", "allow_int", "reduce_axes"}, 1);
   GradSpec g;
   g.fn = r[0];
+  check_callable(g.fn);
   g.with_value = with_value;
   if (r.has(1) && !r[1].is_intlike()) {
     const ValueList* items = sequence_items(r[1]);
@@ -42,6 +43,8 @@ GradSpec read_spec(const char* name, CallArgs& a, bool with_value) {
   }
   g.has_aux = r.get_bool(2, false);
   g.holomorphic = r.get_bool(3, false);
+  // JAX removed reduce_axes: any value passed is its NotImplementedError.
+  if (r.has(5)) throw Error(ErrCode::Unsupported, std::string("reduce_axes argument to ") + name + " is deprecated");
   return g;
 }
 
@@ -52,7 +55,12 @@ TracedFunction trace_diff(InterpreterImpl& in, const Value& fn, const CallArgs& 
                           bool float_inputs = true) {
   size_t n = call.pos.size();
   for (int64_t k : argnums) {
-    if (k >= static_cast<int64_t>(n) || k < -static_cast<int64_t>(n))
+    if (k < -static_cast<int64_t>(n))
+      throw Error(ErrCode::Value,
+                  "Positional argument indices, e.g. for `static_argnums`, must have value greater "
+                  "than or equal to -len(args) and less than len(args), but got value " +
+                      std::to_string(k) + " for len(args) == " + std::to_string(n) + ".");
+    if (k >= static_cast<int64_t>(n))
       throw Error(ErrCode::Arguments,
                   "differentiating with respect to argnums=" + std::to_string(k) +
                       " requires at least " + std::to_string(k + 1) +
@@ -94,15 +102,33 @@ TracedFunction trace_diff(InterpreterImpl& in, const Value& fn, const CallArgs& 
   return trace_function(in, wrapper, diff_args, where, what, nullptr, nullptr, {}, true);
 }
 
-// The function's outputs from the forward pass; aux leaves (from position
-// `n_value` on) that the function returned as Python numbers stay numbers.
-Value output_tree(const TracedFunction& t, const std::vector<Tensor>& env, size_t n_value) {
+// The function's outputs from the forward pass; leaves the function returned
+// as Python numbers stay numbers (JAX's value_and_grad, vjp and jvp return
+// them as they are).
+Value output_tree(const TracedFunction& t, const std::vector<Tensor>& env) {
   ValueList outs;
   for (size_t i = 0; i < t.fn->results.size(); ++i)
-    outs.push_back(i >= n_value && i < t.number_outputs.size() && t.number_outputs[i].is_number()
+    outs.push_back(i < t.number_outputs.size() && !t.number_outputs[i].is_none()
                        ? t.number_outputs[i]
                        : make_array(env[t.fn->results[i]]));
   return tree_unflatten(t.out_tree, outs);
+}
+
+// An abstract value as JAX prints it in its errors: float32[3,2].
+std::string aval_str(const AVal& a) {
+  std::string s = std::string(dtype_name(a.dtype)) + "[";
+  for (size_t i = 0; i < a.shape.size(); ++i) s += (i ? "," : "") + std::to_string(a.shape[i]);
+  return s + "]";
+}
+
+// JAX's TypeError for a differentiated output (not aux) that is no JAX type.
+void check_main_outputs(const TracedFunction& t, size_t n) {
+  for (size_t i = 0; i < n && i < t.number_outputs.size(); ++i) {
+    const Value& v = t.number_outputs[i];
+    if (!v.is_none() && !v.is_number())
+      throw Error(ErrCode::Type, "Argument " + repr(v) + " of type <class '" + type_name(v) +
+                                     "'> is not a valid JAX type");
+  }
 }
 
 // The (out, aux) pair a has_aux function returned (a tuple or a 2-field namedtuple).
@@ -129,9 +155,15 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
                       t.out_tree.repr());
     value_tree = &t.out_tree.children[0];
   }
-  if (value_tree->kind != TreeDef::Kind::Leaf)
+  check_main_outputs(t, value_tree->num_leaves());
+  if (value_tree->kind != TreeDef::Kind::Leaf) {
+    // JAX's message shows the output's value (its primal is known there).
+    std::vector<Tensor> env = forward_pass(in.ops(), f, params, t.consts);
+    Value result = output_tree(t, env);
+    if (g.has_aux) result = pair_items(result)[0];
     throw Error(ErrCode::Type, "Gradient only defined for scalar-output functions. Output was " +
-                                   value_tree->repr() + ".");
+                                   repr(result) + ".");
+  }
   const AVal& out = f.values[f.results[0]].aval;
   if (!out.shape.empty())
     throw Error(ErrCode::Type,
@@ -162,7 +194,7 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
         in, cts[i] ? cts[i] : np::full_like(cx, params[i], Scalar::of_float(0.0)), params[i])));
   Value gtree = tree_unflatten(t.in_tree, grads);
   if (!g.argnums_tuple) gtree = (*sequence_items(gtree))[0];
-  Value result = output_tree(t, env, g.has_aux ? value_tree->num_leaves() : f.results.size());
+  Value result = output_tree(t, env);
   if (g.with_value) return make_tuple({result, gtree});
   if (g.has_aux) return make_tuple({gtree, pair_items(result)[1]});
   return gtree;
@@ -197,9 +229,10 @@ Value run_vjp(InterpreterImpl& in, CallArgs& a, const char* what) {
                       out_tree.repr());
     out_tree = t->out_tree.children[0];
   }
+  check_main_outputs(*t, out_tree.num_leaves());
   auto env =
       std::make_shared<std::vector<Tensor>>(forward_pass(in.ops(), *t->fn, params, t->consts));
-  Value result = output_tree(*t, *env, has_aux ? out_tree.num_leaves() : t->fn->results.size());
+  Value result = output_tree(*t, *env);
   Value vjp_fn =
       make_builtin("vjp_fn", [t, env, out_tree, params](InterpreterImpl& in, CallArgs& c) {
         ArgReader r("vjp_fn", c, {"ct"}, 1);
@@ -212,10 +245,18 @@ Value run_vjp(InterpreterImpl& in, CallArgs& a, const char* what) {
         for (size_t i = 0; i < leaves.size(); ++i) {
           const AVal& want = t->fn->values[t->fn->results[i]].aval;
           seeds[i] = in.to_tensor(leaves[i], Span{});
-          if (seeds[i]->aval.shape != want.shape)
-            throw Error(ErrCode::Shape, "vjp_fn: cotangent " + std::to_string(i) + " has shape " +
-                                            shape_str(seeds[i]->aval.shape) +
-                                            " but the output has shape " + shape_str(want.shape));
+          // JAX's ValueError for a cotangent of another shape or dtype (a
+          // Python number counts as its default dtype; the cotangents of
+          // integer outputs, float0 in JAX, are taken as they come).
+          bool bad_dtype = seeds[i]->aval.dtype != want.dtype && is_inexact(want.dtype) &&
+                           !(leaves[i].is_number() && is_inexact(seeds[i]->aval.dtype) &&
+                             !is_complex(seeds[i]->aval.dtype) && !is_complex(want.dtype));
+          if (seeds[i]->aval.shape != want.shape || bad_dtype)
+            throw Error(ErrCode::Value,
+                        "unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got " +
+                            aval_str(seeds[i]->aval) + ", but expected " + aval_str(want) +
+                            " because the corresponding output of the differentiated function had "
+                            "JAX type " + aval_str(want));
           if (seeds[i]->aval.dtype != want.dtype)
             seeds[i] = np::astype(in.ops(), seeds[i], want.dtype);
         }

@@ -28,10 +28,26 @@ struct ShapeDtypeStructObj : OpaqueObj {
   }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
     if (name == "sharding") return out = sharding, true;
+    if (name == "update") { // a copy with the given fields replaced, as JAX's
+      AVal a0 = aval;
+      Value sh0 = sharding;
+      out = make_builtin("update", [a0, sh0](InterpreterImpl&, CallArgs& a) {
+        ArgReader r("update", a, {"shape", "dtype", "sharding", "weak_type"}, 0);
+        auto s = std::make_shared<ShapeDtypeStructObj>();
+        s->aval = a0;
+        s->sharding = sh0;
+        if (r.has(0)) s->aval.shape = value_to_shape(r[0], "ShapeDtypeStruct.update() shape");
+        if (r.has(1)) s->aval.dtype = required_dtype(r[1], "ShapeDtypeStruct.update() dtype");
+        if (r.has(2)) s->sharding = r[2];
+        if (r.has(3)) s->aval.weak = r.get_bool(3, false);
+        return Value::object(s);
+      });
+      return true;
+    }
     return aval_attr(aval, name, out);
   }
   std::vector<std::string> attr_names() const override {
-    return {"shape", "dtype", "ndim", "size", "sharding", "weak_type"};
+    return {"shape", "dtype", "ndim", "size", "sharding", "weak_type", "update"};
   }
   // len() is the leading dimension, as JAX's ShapeDtypeStruct.__len__ (a
   // scalar has none: "object ... has no len()"); the items carry no values.
@@ -140,7 +156,6 @@ const AVal* shape_dtype_struct_aval(const Value& v) {
 }
 
 void add_jax_misc(InterpreterImpl& in, Value& jax) {
-  (void)in;
   auto& vars = jax.as<ModuleObj>()->env->vars;
   auto def = [&](const std::string& name, NativeFn f) {
     vars[name] = make_builtin(name, std::move(f));
@@ -206,7 +221,23 @@ void add_jax_misc(InterpreterImpl& in, Value& jax) {
     policies.fn(name, [name](InterpreterImpl&, CallArgs&) {
       return make_builtin(name, [](InterpreterImpl&, CallArgs&) { return Value::boolean(false); });
     });
+  for (const char* name : {"offload_dot_with_no_batch_dims", "save_and_offload_only_these_names",
+                           "save_from_both_policies"})
+    policies.fn(name, [name](InterpreterImpl&, CallArgs&) {
+      return make_builtin(name, [](InterpreterImpl&, CallArgs&) { return Value::boolean(false); });
+    });
   vars["checkpoint_policies"] = policies.value();
+  // jax.ad_checkpoint: checkpoint/remat and their policies again, and
+  // checkpoint_name, which only names a value for a policy (the identity here).
+  ModuleBuilder ad_checkpoint("jax.ad_checkpoint");
+  ad_checkpoint.fn("checkpoint_name", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("checkpoint_name", a, {"x", "name"}, 2);
+    return r[0];
+  });
+  Value adc = ad_checkpoint.value();
+  adc.as<ModuleObj>()->env->vars["checkpoint_policies"] = vars["checkpoint_policies"];
+  vars["ad_checkpoint"] = adc;
+  in.register_module("jax.ad_checkpoint", adc);
 }
 
 } // namespace pxl

@@ -115,6 +115,31 @@ struct ContextObj : OpaqueObj {
   }
 };
 
+// An object with named attributes and, optionally, a call (jit(f).lower(...)'s
+// Lowered and Compiled objects: types._object(name, attrs, call)).
+struct AttrObj : OpaqueObj {
+  std::string name;
+  std::vector<std::pair<std::string, Value>> attrs;
+  Value call_fn;
+  std::string type_name() const override { return name; }
+  std::string repr() const override { return "<" + name + " object>"; }
+  bool get_attr(InterpreterImpl&, const std::string& attr, Value& out) override {
+    for (const auto& [k, v] : attrs)
+      if (k == attr) return out = v, true;
+    return false;
+  }
+  std::vector<std::string> attr_names() const override {
+    std::vector<std::string> names;
+    for (const auto& kv : attrs) names.push_back(kv.first);
+    return names;
+  }
+  bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
+    if (call_fn.is_none()) return false;
+    out = in.call(call_fn, a, where);
+    return true;
+  }
+};
+
 std::vector<std::string> field_names(const Value& v) {
   std::vector<std::string> out;
   if (v.is_obj(ObjKind::Str)) {
@@ -145,6 +170,17 @@ void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
     auto obj = std::make_shared<SubscriptableObj>();
     obj->name = r.get_str(0);
     obj->fn = r[1];
+    return Value::object(obj);
+  });
+  types.fn("_object", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("_object", a, {"name", "attrs", "call"}, 2);
+    auto obj = std::make_shared<AttrObj>();
+    obj->name = r.get_str(0);
+    if (!r[1].is_obj(ObjKind::Dict)) throw Error(ErrCode::Type, "_object() attrs must be a dict");
+    r[1].as<DictObj>()->for_each([&](const Value& k, const Value& v) {
+      obj->attrs.push_back({value_to_str(k, "_object() attribute name"), v});
+    });
+    if (r.has(2)) obj->call_fn = r[2];
     return Value::object(obj);
   });
   types.fn("_context", [](InterpreterImpl&, CallArgs& a) {

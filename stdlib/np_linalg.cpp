@@ -19,6 +19,12 @@ std::pair<Tensor, Tensor> promoted(OpContext& cx, const Tensor& a, const Tensor&
   return {convert(cx, a, p.dtype, p.weak), convert(cx, b, p.dtype, p.weak)};
 }
 
+// JAX's TypeError (from lax.dot_general) for one contracted axis of two sizes.
+std::string contracting_mismatch(int64_t a, int64_t b) {
+  return "dot_general requires contracting dimensions to have the same shape, got (" +
+         std::to_string(a) + ",) and (" + std::to_string(b) + ",).";
+}
+
 } // namespace
 
 Tensor matmul(OpContext& cx, const Tensor& a0, const Tensor& b0) {
@@ -35,9 +41,7 @@ Tensor matmul(OpContext& cx, const Tensor& a0, const Tensor& b0) {
   Shape la = av(a).shape, lb = av(b).shape;
   int64_t k_a = la.back(), k_b = lb[lb.size() - 2];
   if (k_a != k_b)
-    throw Error(ErrCode::Contraction, "matmul: contracting dimensions differ for shapes " +
-                                          shape_str(sa) + " and " + shape_str(sb) + " (" +
-                                          std::to_string(k_a) + " != " + std::to_string(k_b) + ")");
+    throw Error(ErrCode::Contraction, contracting_mismatch(k_a, k_b));
   Shape ba(la.begin(), la.end() - 2), bb(lb.begin(), lb.end() - 2);
   Shape batch;
   try {
@@ -76,10 +80,7 @@ Tensor dot(OpContext& cx, const Tensor& a0, const Tensor& b0) {
   int64_t cb = sb.size() == 1 ? 0 : static_cast<int64_t>(sb.size()) - 2;
   if (sa[static_cast<size_t>(ca)] != sb[static_cast<size_t>(cb)])
     throw Error(ErrCode::Contraction,
-                "dot: shapes " + shape_str(sa) + " and " + shape_str(sb) +
-                    " not aligned: " + std::to_string(sa[static_cast<size_t>(ca)]) + " (dim " +
-                    std::to_string(ca) + ") != " + std::to_string(sb[static_cast<size_t>(cb)]) +
-                    " (dim " + std::to_string(cb) + ")");
+                contracting_mismatch(sa[static_cast<size_t>(ca)], sb[static_cast<size_t>(cb)]));
   DotDims dims;
   dims.lhs_contract = {ca};
   dims.rhs_contract = {cb};

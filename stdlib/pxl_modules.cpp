@@ -108,6 +108,12 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   merge_functions(in, "lax_checked", lax); // JAX's dtype and shape checks over the above
   // jax_extra.pxl: jvp, jacfwd, jacrev, hessian, checkpoint into jax.
   merge_functions(in, "jax_extra", jax);
+  {
+    auto& jv = jax.as<ModuleObj>()->env->vars;
+    auto& adc = jv.at("ad_checkpoint").as<ModuleObj>()->env->vars; // stdlib/mod_jax_misc.cpp
+    adc["checkpoint"] = jv.at("checkpoint");
+    adc["remat"] = jv.at("remat");
+  }
   merge_functions(in, "jax_rest", jax); // pure_callback, linear_transpose, named_scope, ...
   merge_functions(in, "sharding_axes", jax.as<ModuleObj>()->env->vars.at("sharding")); // auto_axes, explicit_axes
   Value pjit = in.import_module("experimental_pjit", Span{}, ""); // jax.experimental.pjit

@@ -3,6 +3,7 @@
 // None as an empty subtree and everything else a leaf. Used by tree_map
 // and, later, to pass structured arguments in and out of traced functions.
 #pragma once
+#include <optional>
 #include "lang/args.hpp"
 #include "lang/interp_impl.hpp"
 #include "stdlib/namedtuple.hpp"
@@ -44,6 +45,12 @@ void add_tree_pair(Value& tree_util, Value& tree,
                    std::initializer_list<std::pair<const char*, NativeFn>> fns);
 // tree_flatten_with_path & co., tree_reduce, tree_all, keystr, Partial (pytree_paths.cpp).
 void add_tree_path_functions(Value& tree_util, Value& tree);
+// JAX's "pytree structure error: ..." text for the first place where `full`
+// does not have `prefix` as a prefix (stdlib/pytree_errors.cpp), or nothing.
+std::optional<std::string> pytree_prefix_error(InterpreterImpl& in, const TreeDef& prefix, const Value& full,
+                                               const std::string& name);
+// keystr of every leaf's key path of `d`, in flattening order ("['a'][0]").
+std::vector<std::string> leaf_keystrs(const TreeDef& d);
 // Matches a pytree of specs (or in_axes) against the argument tree: a leaf of
 // the spec tree applies to a whole subtree. `is_leaf` says what counts as a spec.
 template <class IsLeaf>

@@ -88,6 +88,22 @@ TreeDef flatten_with_paths(InterpreterImpl& in, const Value& tree, ValueList& le
   return d;
 }
 
+} // namespace
+
+std::vector<std::string> leaf_keystrs(const TreeDef& d) {
+  ValueList cur, paths;
+  paths_rec(d, cur, paths);
+  std::vector<std::string> out;
+  for (const Value& p : paths) {
+    std::string s;
+    for (const Value& k : *sequence_items(p)) s += k.as<KeyEntryObj>()->str(false);
+    out.push_back(s);
+  }
+  return out;
+}
+
+namespace {
+
 ValueList path_leaf_pairs(const ValueList& leaves, const ValueList& paths) {
   ValueList pairs;
   for (size_t i = 0; i < leaves.size(); ++i) pairs.push_back(make_tuple({paths[i], leaves[i]}));

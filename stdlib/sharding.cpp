@@ -655,6 +655,11 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     ArgReader r("device_put", a, {"x", "device", "src", "donate", "may_alias"}, 1);
     // x is a pytree; device a Device, a NamedSharding, None, or a pytree prefix of them.
     Value where = r.has(1) ? r[1] : Value();
+    if (where.is_obj(ObjKind::Str) || where.is_number())
+      throw Error(ErrCode::Value,
+                  "`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, `jax.Device`, "
+                  "`Format`, `jax.memory.Space` or a pytree of these values. Received invalid value: " +
+                      str(where));
     return map_tree_with_prefix(
         in, r[0], where,
         [](const Value& v) { return v.is_none() || v.is_obj(ObjKind::Device) || v.is_obj(ObjKind::Opaque); },

@@ -83,14 +83,20 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
     traced.push_back(make_array(tc.add_param(aval, vma, where, origin)));
   }
   for (const Value& v :
-       trace_body(in, tc, fn, tree_unflatten(t.in_tree, traced), where, t.out_tree))
-    t.number_outputs.push_back(v.is_number() ? v : Value());
+       trace_body(in, tc, fn, tree_unflatten(t.in_tree, traced), where, t.out_tree, concrete_primals))
+    t.number_outputs.push_back(v.is_obj(ObjKind::Array) || v.is_obj(ObjKind::Complex) ? Value() : v);
   t.consts = tc.captured_tensors();
   return t;
 }
 
+void check_callable(const Value& f) {
+  if (f.is_number() || f.is_none() || f.is_obj(ObjKind::Str) || f.is_obj(ObjKind::Array) ||
+      f.is_obj(ObjKind::Tuple) || f.is_obj(ObjKind::List) || f.is_obj(ObjKind::Dict))
+    throw Error(ErrCode::Type, "Expected a callable value, got " + repr(f));
+}
+
 ValueList trace_body(InterpreterImpl& in, TraceContext& tc, const Value& fn, const Value& arg_tuple,
-                     const Span& where, TreeDef& out_tree) {
+                     const Span& where, TreeDef& out_tree, bool any_outputs) {
   ScopedPhase timing(in.phase_times(), "trace + check");
   in.push_ops(&tc);
   struct Pop {
@@ -102,6 +108,13 @@ ValueList trace_body(InterpreterImpl& in, TraceContext& tc, const Value& fn, con
   ValueList outs;
   out_tree = tree_flatten(in, r, outs);
   for (Value& v : outs) {
+    if (any_outputs && !v.is_obj(ObjKind::Array) && !v.is_number() && !v.is_obj(ObjKind::Complex)) {
+      tc.function().results.push_back(tc.value_of(in.to_tensor(Value::integer(0), where)));
+      continue;
+    }
+    if (!v.is_obj(ObjKind::Array) && !v.is_number() && tc.what() == "vmap")
+      throw Error(ErrCode::Type, "Output from batched function " + repr(v) + " with type <class '" +
+                                     type_name(v) + "'> is not a valid JAX type", where);
     if (!v.is_obj(ObjKind::Array) && !v.is_number())
       throw Error(ErrCode::Type,
                   tc.what() + ": the function returned a " + type_name(v) +

@@ -23,8 +23,10 @@ struct TracedFunction {
   TreeDef in_tree;             // of the argument tuple
   TreeDef out_tree;            // of the result
   std::vector<Tensor> consts;  // tensors of the calling context for fn->consts
-  // Per output leaf: the Python number the function returned there, else None
-  // (grad's has_aux hands such aux values back as they are, as JAX does).
+  // Per output leaf: the Python value the function returned there when it is
+  // not an array (a number; under grad, vjp and jvp also any other object,
+  // such as a string in aux), else None. JAX hands such values back as they
+  // are (value_and_grad's value, aux).
   ValueList number_outputs;
 };
 
@@ -46,8 +48,11 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
 // Calls fn on `arg_tuple` (a tuple of traced arguments) with `tc` as the
 // current context, records the flattened outputs as the function's results, and
 // returns them (for matching out_specs / out_axes against the output tree).
+// With `any_outputs` (grad, vjp, jvp), a leaf that is neither an array nor a
+// number (a string in aux) is recorded as a placeholder result instead of
+// being refused; the caller hands the value back as it is.
 ValueList trace_body(InterpreterImpl& in, TraceContext& tc, const Value& fn, const Value& arg_tuple,
-                     const Span& where, TreeDef& out_tree);
+                     const Span& where, TreeDef& out_tree, bool any_outputs = false);
 
 // The argument leaves of `args` as tensors (numbers become weak scalars).
 std::vector<Tensor> leaf_tensors(InterpreterImpl& in, const ValueList& args, const Span& where,
@@ -75,5 +80,9 @@ ValueList with_static_args(const std::vector<std::pair<size_t, Value>>& statics,
 // Runs a traced function on `params` in the current context and rebuilds the
 // result pytree.
 Value apply_traced(InterpreterImpl& in, const TracedFunction& t, std::span<const Tensor> params);
+
+// JAX's TypeError for a transformation of something that is not callable (a
+// number, a string, an array, a container): "Expected a callable value, got 3".
+void check_callable(const Value& f);
 
 } // namespace pxl

@@ -138,8 +138,104 @@ void axes_prefix(InterpreterImpl& in, const Value& prefix, const Value& tree, Va
                                   type_name(prefix) + " vs " + type_name(tree) + ")");
 }
 
+// JAX's ValueError for mapped axes of different sizes (api.py
+// _mapped_axis_size): the sizes from the most common on, each with an example
+// leaf; `sizes` is -1 for unmapped leaves.
+std::string inconsistent_sizes_message(const std::vector<std::string>& names,
+                                       const std::vector<Tensor>& leaves, const ValueList& per_leaf,
+                                       const std::vector<int64_t>& sizes, int64_t axis_size) {
+  std::vector<std::pair<int64_t, size_t>> counts; // (size, count) in order of first appearance
+  for (int64_t s : sizes) {
+    if (s < 0) continue;
+    auto it = std::find_if(counts.begin(), counts.end(), [s](const auto& c) { return c.first == s; });
+    if (it == counts.end()) counts.push_back({s, 1});
+    else ++it->second;
+  }
+  std::stable_sort(counts.begin(), counts.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string msg = "vmap got inconsistent sizes for array axes to be mapped:\n";
+  if (axis_size >= 0) msg += "  * the `axis_size` argument was " + std::to_string(axis_size) + ";\n";
+  for (size_t k = 0; k < counts.size(); ++k) {
+    size_t i = 0;
+    while (sizes[i] != counts[k].first) ++i;
+    const AVal& av = leaves[i]->aval;
+    std::string ex = "axis " + std::to_string(per_leaf[i].as_int()) + " of " + names[i] + " of type " +
+                     dtype_name(av.dtype) + "[";
+    for (size_t d = 0; d < av.shape.size(); ++d) ex += (d ? "," : "") + std::to_string(av.shape[d]);
+    ex += "]";
+    std::string sz = std::to_string(counts[k].first), ct = std::to_string(counts[k].second);
+    if (counts[k].second == 1) msg += "  * one axis had size " + sz + ": " + ex + ";\n";
+    else if (k == 0) msg += "  * most axes (" + ct + " of them) had size " + sz + ", e.g. " + ex + ";\n";
+    else msg += "  * some axes (" + ct + " of them) had size " + sz + ", e.g. " + ex + ";\n";
+  }
+  return msg.substr(0, msg.size() - 2);
+}
+
+// The positions (in the full leaf list) of the leaves that are not static.
+std::vector<size_t> dyn_index(size_t total, const std::vector<std::pair<size_t, Value>>& statics) {
+  std::vector<size_t> out;
+  size_t s = 0;
+  for (size_t i = 0; i < total; ++i) {
+    if (s < statics.size() && statics[s].first == i) { ++s; continue; }
+    out.push_back(i);
+  }
+  return out;
+}
+
+// What JAX's out_axes check sees in place of each output leaf.
+struct PytreeLeafObj : OpaqueObj {
+  std::string type_name() const override { return "jax._src.api_util.PytreeLeaf"; }
+  std::string repr() const override { return "*"; }
+};
+
+// JAX's ValueError when in_axes/out_axes is not a tree prefix of the value it
+// describes (api.py's flatten_axes), with the first mismatch's details.
+void check_axes_prefix(InterpreterImpl& in, const Value& axes, const Value& full, const std::string& what,
+                       const Span& where) {
+  if (is_axis_leaf(axes)) return;
+  ValueList ignored;
+  // (None is an axis here, a leaf, as JAX flattens in_axes/out_axes.)
+  Value none_leaf = make_builtin("is_leaf", [](InterpreterImpl&, CallArgs& a) {
+    return Value::boolean(!a.pos.empty() && a.pos[0].is_none());
+  });
+  TreeDef d = tree_flatten(in, axes, ignored, &none_leaf);
+  if (auto msg = pytree_prefix_error(in, d, full, what))
+    throw Error(ErrCode::Value,
+                what + " specification must be a tree prefix of the corresponding value; \n"
+                       "  Mismatch details (1 found):\n  " + *msg,
+                where);
+}
+
 struct VmapFunction : OpaqueObj {
   Value fn;
+  // Keyword arguments passed on as the trailing positional ones (their names,
+  // for error messages).
+  std::vector<std::string> kw_names;
+  size_t n_pos_args = 0;
+  Value sig_fn; // the user's function when `fn` wraps it (keyword calls)
+
+  // How JAX names each (non-static) argument leaf in its errors: "argument
+  // x['a']" through the function's signature, "kwargs['y']" for a keyword
+  // argument, "args[3]" past the named parameters.
+  std::vector<std::string> arg_leaf_names(InterpreterImpl& in, const ValueList& args,
+                                          const std::vector<size_t>& keep) const {
+    const Value& named = sig_fn.is_none() ? fn : sig_fn;
+    const std::vector<Param>* ps =
+        named.is_obj(ObjKind::Function) ? named.as<FunctionObj>()->params : nullptr;
+    std::vector<std::string> all;
+    for (size_t i = 0; i < args.size(); ++i) {
+      ValueList ignored;
+      TreeDef d = tree_flatten(in, args[i], ignored);
+      std::string base;
+      if (!kw_names.empty() && i >= n_pos_args) base = "kwargs['" + kw_names[i - n_pos_args] + "']";
+      else if (ps && i < ps->size() && (*ps)[i].kind == Param::Kind::Normal) base = "argument " + (*ps)[i].name;
+      else base = "args[" + std::to_string(i) + "]";
+      for (const std::string& k : leaf_keystrs(d)) all.push_back(base + k);
+    }
+    std::vector<std::string> out;
+    for (size_t i : keep) out.push_back(i < all.size() ? all[i] : "args");
+    return out;
+  }
   Value in_axes = Value::integer(0), out_axes = Value::integer(0);
   std::string axis_name;
   int64_t axis_size = -1;
@@ -165,6 +261,7 @@ struct VmapFunction : OpaqueObj {
                         ", len(args)=" + std::to_string(a.pos.size()),
                     where, "give one entry per positional argument, e.g. in_axes=(0, None)");
       auto by_pos = std::make_shared<VmapFunction>(*this);
+      by_pos->n_pos_args = a.pos.size();
       std::vector<std::string> names;
       ValueList axes_items = in_axes.is_obj(ObjKind::Tuple) ? *sequence_items(in_axes)
                                                             : ValueList(a.pos.size(), in_axes);
@@ -176,6 +273,8 @@ struct VmapFunction : OpaqueObj {
         axes_items.push_back(Value::integer(0));
       }
       by_pos->in_axes = make_tuple(axes_items);
+      by_pos->kw_names = names;
+      by_pos->sig_fn = fn;
       Value f = fn;
       size_t npos = a.pos.size();
       by_pos->fn = make_builtin("vmap", [f, names, npos, where](InterpreterImpl& in, CallArgs& c) {
@@ -199,6 +298,9 @@ struct VmapFunction : OpaqueObj {
                         ", len(args)=" + std::to_string(args.size()),
                     where, "give one entry per positional argument, e.g. in_axes=(0, None)");
     ValueList per_leaf;
+    // (A list of per-argument in_axes counts as the tuple, as JAX converts it.)
+    check_axes_prefix(in, in_axes.is_obj(ObjKind::List) ? make_tuple(*sequence_items(in_axes)) : in_axes,
+                      args_tuple, "vmap in_axes", where);
     try {
       axes_prefix(in, in_axes, args_tuple, per_leaf, "vmap in_axes");
     } catch (Error& e) {
@@ -238,8 +340,9 @@ struct VmapFunction : OpaqueObj {
     std::vector<Tensor> leaves = leaf_tensors(in, traced_args, where);
     // The mapped size, checked across the arguments.
     int64_t B = -1;
-    std::string first;
     std::vector<int> axes(leaves.size(), -1);
+    std::vector<int64_t> sizes(leaves.size(), -1);
+    bool consistent = true;
     for (size_t i = 0; i < leaves.size(); ++i) {
       if (per_leaf[i].is_none()) continue;
       const AVal& av = leaves[i]->aval;
@@ -253,22 +356,17 @@ struct VmapFunction : OpaqueObj {
                     where);
       axes[i] = static_cast<int>(ax < 0 ? ax + av.ndim() : ax);
       int64_t size = av.shape[axes[i]];
-      std::string desc = "axis " + std::to_string(axes[i]) + " of argument leaf " +
-                         std::to_string(i) + " of type " + type_str(av) + " has size " +
-                         std::to_string(size);
-      if (B >= 0 && size != B)
-        throw Error(ErrCode::MappedAxis,
-                    "vmap got inconsistent sizes for the mapped axes: " + first + ", but " + desc,
-                    where);
-      if (B < 0) first = desc;
+      sizes[i] = size;
+      if (B >= 0 && size != B) consistent = false;
       B = size;
     }
-    if (axis_size >= 0) {
-      if (B >= 0 && B != axis_size)
-        throw Error(ErrCode::MappedAxis,
-                    "vmap: axis_size=" + std::to_string(axis_size) + " but " + first, where);
-      B = axis_size;
+    if (!consistent || (axis_size >= 0 && B >= 0 && B != axis_size)) {
+      // Which argument each leaf is, as JAX names it.
+      std::vector<std::string> names = arg_leaf_names(in, args, dyn_index(all_leaves.size(), statics));
+      throw Error(ErrCode::MappedAxis,
+                  inconsistent_sizes_message(names, leaves, per_leaf, sizes, axis_size), where);
     }
+    if (axis_size >= 0) B = axis_size;
     if (B < 0)
       throw Error(
           ErrCode::MappedAxis,
@@ -321,6 +419,10 @@ struct VmapFunction : OpaqueObj {
     ValueList out_leaves;
     for (const BVal& o : outs) out_leaves.push_back(make_array(o.t)); // only for the structure
     ValueList per_out;
+    {
+      ValueList marks(out_leaves.size(), Value::object(std::make_shared<PytreeLeafObj>()));
+      check_axes_prefix(in, out_axes, tree_unflatten(traced.out_tree, marks), "vmap out_axes", where);
+    }
     try {
       axes_prefix(in, out_axes, tree_unflatten(traced.out_tree, out_leaves), per_out,
                   "vmap out_axes");
@@ -364,10 +466,10 @@ struct VmapFunction : OpaqueObj {
       }
       Tensor t = o.batched ? o.t : broadcast_batch(in.ops(), o.t, B);
       int64_t nd = t->aval.ndim(), oa = per_out[r].as_int();
-      if (oa < -nd || oa >= nd)
+      if (oa < -nd || oa >= nd) // JAX's (numpy's) AxisError, a ValueError
         throw Error(ErrCode::Axis,
-                    "vmap: out_axes " + std::to_string(oa) + " is out of range for output " +
-                        std::to_string(r) + " of rank " + std::to_string(nd - 1),
+                    "axis " + std::to_string(oa) + " is out of bounds for array of dimension " +
+                        std::to_string(nd),
                     where);
       if (oa < 0) oa += nd;
       if (oa != 0) {
@@ -388,6 +490,7 @@ struct VmapFunction : OpaqueObj {
 Value make_vmap(InterpreterImpl&, CallArgs& a) {
   ArgReader r("vmap", a, {"fun", "in_axes", "out_axes", "axis_name", "axis_size", "spmd_axis_name"},
               1);
+  check_callable(r[0]);
   auto v = std::make_shared<VmapFunction>();
   v->fn = r[0];
   if (r.has(1)) v->in_axes = r[1];
