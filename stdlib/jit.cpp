@@ -43,6 +43,34 @@ struct JitEntry {
   std::map<std::string, std::shared_ptr<PartitionedJit>> partitioned;
 };
 
+using JitCache = std::map<std::string, std::shared_ptr<JitEntry>>; // by signature key
+
+// JAX keys jit's trace cache by the function and jit's parameters, not by the
+// jit object: jax.jit(f) made twice traces f once. One registry per
+// interpreter (the jax module holds it); it holds each function weakly and
+// its caches as long as the function lives.
+struct JitCacheRegistry : OpaqueObj {
+  struct Slot {
+    std::weak_ptr<Object> fn;
+    std::shared_ptr<JitCache> cache;
+  };
+  std::map<std::pair<const Object*, std::string>, Slot> slots;
+  size_t inserts = 0;
+
+  std::string type_name() const override { return "JitCacheRegistry"; }
+  std::string repr() const override { return "<jit caches>"; }
+
+  std::shared_ptr<JitCache> cache_for(const Value& fn, const std::string& params) {
+    Slot& s = slots[{fn.obj.get(), params}];
+    if (s.cache && s.fn.lock() == fn.obj) return s.cache;
+    s = Slot{fn.obj, std::make_shared<JitCache>()};
+    std::shared_ptr<JitCache> cache = s.cache;
+    if (++inserts % 256 == 0) // drop the slots of functions gone
+      std::erase_if(slots, [](const auto& kv) { return kv.second.fn.expired(); });
+    return cache;
+  }
+};
+
 // Effects (jax.debug.print) keep their per-op eager path, which prints.
 bool has_effects(const Function& f) {
   for (const Instr& i : f.body)
@@ -214,7 +242,7 @@ struct JitFunction : OpaqueObj {
   Value in_shardings, out_shardings; // None: as the arguments / as propagated
   std::vector<int64_t> static_argnums;
   std::vector<std::string> static_argnames;
-  std::map<std::string, std::shared_ptr<JitEntry>> cache;
+  std::shared_ptr<JitCache> cache = std::make_shared<JitCache>(); // shared: JitCacheRegistry
   int traces = 0;
   // Traces that captured values of the enclosing trace are kept too: set for
   // a function jitted to run several times inside one trace (a scan body,
@@ -225,7 +253,7 @@ struct JitFunction : OpaqueObj {
   std::string repr() const override { return "<jitted " + pxl::repr(fn) + ">"; }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
     if (name == "_cache_size") { // a method, as JAX's
-      int64_t n = static_cast<int64_t>(cache.size());
+      int64_t n = static_cast<int64_t>(cache->size());
       out = make_builtin("_cache_size", [n](InterpreterImpl&, CallArgs&) { return Value::integer(n); });
       return true;
     }
@@ -427,13 +455,13 @@ struct JitFunction : OpaqueObj {
     if (prepare && !layout.empty()) sig.add("argument shardings", layout);
     const std::string key = sig.key();
     std::shared_ptr<JitEntry> entry;
-    auto it = cache.find(key);
-    if (it != cache.end() && (keep_captured || consts_reachable(in, *it->second))) {
+    auto it = cache->find(key);
+    if (it != cache->end() && (keep_captured || consts_reachable(in, *it->second))) {
       entry = it->second;
     } else {
       if (in.options().explain_cache) {
         std::vector<const Signature*> seen;
-        for (const auto& [k, e] : cache) seen.push_back(&e->sig);
+        for (const auto& [k, e] : *cache) seen.push_back(&e->sig);
         explain_trace_miss(in, "jit(" + fn_name() + ")", where, sig, seen);
       }
       // The traced callable puts the static arguments back in their places.
@@ -465,7 +493,7 @@ struct JitFunction : OpaqueObj {
       bool reusable = true;
       for (const Tensor& c : traced->consts)
         if (c->trace && !keep_captured && !is_enclosing_literal(enclosing, c)) reusable = false;
-      if (reusable) cache[key] = entry;
+      if (reusable) (*cache)[key] = entry;
     }
     if (!run_partitioned(in, *entry, leaves, out_shardings, where, out) &&
         !run_compiled(in, *entry, leaves, out))
@@ -487,38 +515,53 @@ std::vector<int64_t> int_list(const Value& v, const char* what) {
   return value_to_int_list(v, std::string("jit() ") + what);
 }
 
-Value make_jit(InterpreterImpl&, CallArgs& a) {
+// jit's parameters that change what a trace is (the key of a shared cache).
+std::string trace_params(const JitFunction& j) {
+  std::string key = "static";
+  for (int64_t s : j.static_argnums) key += " " + std::to_string(s);
+  for (const auto& s : j.static_argnames) key += " " + s;
+  return key + " in " + pxl::repr(j.in_shardings) + " out " + pxl::repr(j.out_shardings);
+}
+
+JitCacheRegistry& jit_caches(InterpreterImpl& in) {
+  Value jax = in.import_module("jax", Span{}, "");
+  return *static_cast<JitCacheRegistry*>(jax.as<ModuleObj>()->env->vars.at("_jit_caches").as<OpaqueObj>());
+}
+
+Value build_jit(InterpreterImpl& in, const Value& f, const ArgReader& r) {
+  check_callable(f);
+  auto j = std::make_shared<JitFunction>();
+  j->fn = f;
+  if (r.has(1)) j->static_argnums = int_list(r[1], "static_argnums");
+  if (r.has(2) && !r[2].is_none()) {
+    if (r[2].is_obj(ObjKind::Str))
+      j->static_argnames.push_back(r[2].as<StrObj>()->value);
+    else if (const ValueList* names = sequence_items(r[2]))
+      for (const Value& n : *names)
+        j->static_argnames.push_back(value_to_str(n, "jit() static_argnames"));
+    else
+      throw Error(ErrCode::Type, "jit() static_argnames must be a string or a tuple of strings");
+  }
+  // Donation is a hint for buffer reuse; the reference runtime copies anyway,
+  // so it is only validated.
+  if (r.has(3)) int_list(r[3], "donate_argnums");
+  if (r.has(5)) j->in_shardings = r[5];
+  if (r.has(6)) j->out_shardings = r[6];
+  j->validate_static_args();
+  j->cache = jit_caches(in).cache_for(f, trace_params(*j));
+  return Value::object(j);
+}
+
+Value make_jit(InterpreterImpl& in, CallArgs& a) {
   ArgReader r("jit", a,
               {"fun", "static_argnums", "static_argnames", "donate_argnums", "donate_argnames",
                "in_shardings", "out_shardings", "device", "backend", "inline", "keep_unused",
                "compiler_options"},
               0);
-  auto build = [](const Value& f, const ArgReader& r) {
-    check_callable(f);
-    auto j = std::make_shared<JitFunction>();
-    j->fn = f;
-    if (r.has(1)) j->static_argnums = int_list(r[1], "static_argnums");
-    if (r.has(2) && !r[2].is_none()) {
-      if (r[2].is_obj(ObjKind::Str))
-        j->static_argnames.push_back(r[2].as<StrObj>()->value);
-      else if (const ValueList* names = sequence_items(r[2]))
-        for (const Value& n : *names)
-          j->static_argnames.push_back(value_to_str(n, "jit() static_argnames"));
-      else
-        throw Error(ErrCode::Type, "jit() static_argnames must be a string or a tuple of strings");
-    }
-    // Donation is a hint for buffer reuse; the reference runtime copies anyway,
-    // so it is only validated.
-    if (r.has(3)) int_list(r[3], "donate_argnums");
-    if (r.has(5)) j->in_shardings = r[5];
-    if (r.has(6)) j->out_shardings = r[6];
-    j->validate_static_args();
-    return Value::object(j);
-  };
-  if (r.has(0)) return build(r[0], r);
+  if (r.has(0)) return build_jit(in, r[0], r);
   // jax.jit(static_argnums=...) used as a decorator factory.
   auto held = std::make_shared<CallArgs>(a);
-  return make_builtin("jit", [held, build](InterpreterImpl&, CallArgs& c) {
+  return make_builtin("jit", [held](InterpreterImpl& in, CallArgs& c) {
     ArgReader fr("jit", c, {"fun"}, 1);
     CallArgs copy = *held;
     ArgReader r("jit", copy,
@@ -526,7 +569,7 @@ Value make_jit(InterpreterImpl&, CallArgs& a) {
                  "in_shardings", "out_shardings", "device", "backend", "inline", "keep_unused",
                "compiler_options"},
                 0);
-    return build(fr[0], r);
+    return build_jit(in, fr[0], r);
   });
 }
 
@@ -534,6 +577,7 @@ Value make_jit(InterpreterImpl&, CallArgs& a) {
 
 void add_jit(InterpreterImpl& in, Value& jax) {
   Value jit = make_builtin("jit", make_jit);
+  jax.as<ModuleObj>()->env->vars["_jit_caches"] = Value::object(std::make_shared<JitCacheRegistry>());
   jax.as<ModuleObj>()->env->vars["jit"] = jit;
   in.define_builtin("jit", jit);
   // jax._jit_within_trace(f): jit(f) for repeated calls inside one trace

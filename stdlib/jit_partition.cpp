@@ -23,10 +23,12 @@ DimSpec dims_of_spec(const PartitionSpec& s, size_t ndim) {
   return d;
 }
 
-// JAX's form of a result's sharding: over Auto axes, XLA's (trailing whole
-// dimensions dropped); over Explicit axes the sharding is part of the type and
-// names every dimension (P('x', None)).
+// JAX's form of a result's sharding: over Auto axes, XLA's (axes of size 1,
+// which split nothing, and trailing whole dimensions dropped); over Explicit
+// axes the sharding is part of the type and names every dimension (P('x', None)).
 PartitionSpec spec_of_dims(DimSpec d, const Mesh& mesh) {
+  if (!any_explicit_axis(mesh))
+    for (Axes& e : d) std::erase_if(e, [&](const std::string& a) { return mesh.axis_size(a) == 1; });
   while (!any_explicit_axis(mesh) && !d.empty() && d.back().empty()) d.pop_back();
   PartitionSpec s;
   s.entries = std::move(d);
