@@ -185,6 +185,8 @@ struct ModuleObj : Object {
 struct ArrayObj : Object {
   explicit ArrayObj(Tensor t) : Object(ObjKind::Array), tensor(std::move(t)) {}
   Tensor tensor;
+  // Donated to a jit call, or x.delete(): any use but .shape/.dtype is JAX's error.
+  bool deleted = false;
 };
 
 // A Python complex (immutable, like the scalars, but two doubles wide).

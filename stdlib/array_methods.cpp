@@ -414,6 +414,16 @@ bool array_attr(InterpreterImpl& in, const Value& obj, const std::string& name, 
     return out = make_array(np::swapaxes(in.ops(), t, -1, -2)), true;
   }
   if (name == "at") return out = Value::object(std::make_shared<AtProxyObj>(obj, Value(), false)), true;
+  if (name == "is_deleted" || name == "delete") {
+    auto* arr = obj.as<ArrayObj>();
+    Value keep = obj; // the bound method keeps the array alive
+    out = make_builtin(name, [arr, keep, name](InterpreterImpl&, CallArgs& a) {
+      ArgReader r(name, a, {});
+      if (name == "delete") return arr->deleted = true, Value();
+      return Value::boolean(arr->deleted);
+    });
+    return true;
+  }
   if (name == "real" || name == "imag") {
     Tensor xs[] = {t};
     if (is_complex(av.dtype))

@@ -6,6 +6,7 @@
 #include "lang/args.hpp"
 #include "lang/methods.hpp"
 #include "runtime/sharded.hpp"
+#include "stdlib/sharding_rules.hpp"
 #include "stdlib/prng_key.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/np.hpp"
@@ -52,6 +53,8 @@ Tensor InterpreterImpl::to_tensor(const Value& v, const Span& where, std::option
   try {
     if (v.is_obj(ObjKind::Array)) {
       const Tensor& t = v.as<ArrayObj>()->tensor;
+      if (v.as<ArrayObj>()->deleted)
+        throw Error(ErrCode::Value, "Array has been deleted with shape=" + sharded_type_str(t->aval, {}, false) + ".");
       return dtype && *dtype != t->aval.dtype ? np::astype(ops(), t, *dtype) : t;
     }
     if (v.is_bool()) return np::scalar(ops(), Scalar::of_bool(v.b), dtype, !dtype);

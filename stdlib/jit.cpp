@@ -242,6 +242,8 @@ struct JitFunction : OpaqueObj {
   Value in_shardings, out_shardings; // None: as the arguments / as propagated
   std::vector<int64_t> static_argnums;
   std::vector<std::string> static_argnames;
+  std::vector<int64_t> donate_argnums;
+  std::vector<std::string> donate_argnames;
   std::shared_ptr<JitCache> cache = std::make_shared<JitCache>(); // shared: JitCacheRegistry
   int traces = 0;
   // Traces that captured values of the enclosing trace are kept too: set for
@@ -506,7 +508,41 @@ struct JitFunction : OpaqueObj {
         throw;
       }
     }
+    if (!enclosing) donate(in, a, out);
     return true;
+  }
+
+  // Donated arguments: as XLA, each array whose buffer an output of the same
+  // shape and dtype can take over is deleted (the others are kept; JAX warns).
+  void donate(InterpreterImpl& in, const CallArgs& a, const Value& out) const {
+    if (donate_argnums.empty() && donate_argnames.empty()) return;
+    ValueList donated, outs;
+    auto is_donated_name = [&](const std::string& n) {
+      return std::find(donate_argnames.begin(), donate_argnames.end(), n) != donate_argnames.end();
+    };
+    for (size_t i = 0; i < a.pos.size(); ++i)
+      if (is_static_position(donate_argnums, i, a.pos.size()) || is_donated_name(param_name(i)))
+        tree_flatten(in, a.pos[i], donated);
+    for (const auto& [name, v] : a.kw) {
+      bool by_position = false;
+      for (size_t i = 0; !param_name(i).empty(); ++i)
+        if (param_name(i) == name && is_static_position(donate_argnums, i, a.pos.size())) by_position = true;
+      if (by_position || is_donated_name(name)) tree_flatten(in, v, donated);
+    }
+    tree_flatten(in, out, outs);
+    std::vector<bool> taken(outs.size(), false);
+    for (const Value& d : donated) {
+      if (!d.is_obj(ObjKind::Array)) continue;
+      const AVal& av = d.as<ArrayObj>()->tensor->aval;
+      for (size_t k = 0; k < outs.size(); ++k) {
+        if (taken[k] || !outs[k].is_obj(ObjKind::Array)) continue;
+        const AVal& o = outs[k].as<ArrayObj>()->tensor->aval;
+        if (o.shape != av.shape || o.dtype != av.dtype) continue;
+        taken[k] = true;
+        d.as<ArrayObj>()->deleted = true;
+        break;
+      }
+    }
   }
 };
 
@@ -542,9 +578,14 @@ Value build_jit(InterpreterImpl& in, const Value& f, const ArgReader& r) {
     else
       throw Error(ErrCode::Type, "jit() static_argnames must be a string or a tuple of strings");
   }
-  // Donation is a hint for buffer reuse; the reference runtime copies anyway,
-  // so it is only validated.
-  if (r.has(3)) int_list(r[3], "donate_argnums");
+  // Donated arrays are deleted after a call (JitFunction::donate).
+  if (r.has(3)) j->donate_argnums = int_list(r[3], "donate_argnums");
+  if (r.has(4) && !r[4].is_none()) {
+    if (r[4].is_obj(ObjKind::Str))
+      j->donate_argnames.push_back(r[4].as<StrObj>()->value);
+    else if (const ValueList* names = sequence_items(r[4]))
+      for (const Value& n : *names) j->donate_argnames.push_back(value_to_str(n, "jit() donate_argnames"));
+  }
   if (r.has(5)) j->in_shardings = r[5];
   if (r.has(6)) j->out_shardings = r[6];
   j->validate_static_args();
