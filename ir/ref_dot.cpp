@@ -54,13 +54,15 @@ Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& 
   // Every element is written below (BLAS with beta = 0, or the plain loops).
   Array out = Array::uninitialized(oa.dtype, oa.shape, oa.weak);
   if (out.size() == 0) return out;
-  if (oa.dtype == DType::Float32 && K > 0) {
+  // A contraction of size 1 is a plain product in XLA (its simplifier turns
+  // it into a multiply), so -1 * 0 stays -0 there; BLAS would add it to +0.
+  if (oa.dtype == DType::Float32 && K > 1) {
     for (int64_t b = 0; b < B; ++b)
       gemm_f32(false, false, M, N, K, lt.as<float>() + b * M * K, K, rt.as<float>() + b * K * N, N,
                out.as<float>() + b * M * N, N);
     return out;
   }
-  if (oa.dtype == DType::Float64 && K > 0) {
+  if (oa.dtype == DType::Float64 && K > 1) {
     for (int64_t b = 0; b < B; ++b)
       gemm_f64(false, false, M, N, K, lt.as<double>() + b * M * K, K, rt.as<double>() + b * K * N,
                N, out.as<double>() + b * M * N, N);
@@ -77,6 +79,12 @@ Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& 
       for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) {
           C acc = C(0);
+          if constexpr (!std::is_same_v<C, bool> && !is_int_v<C>)
+            if (K == 1) { // the product alone, keeping its sign of zero
+              os[(b * M + i) * N + j] = E::store(static_cast<C>(E::load(ls[(b * M + i)]) *
+                                                                E::load(rs[b * N + j])));
+              continue;
+            }
           for (int64_t k = 0; k < K; ++k) {
             C x = E::load(ls[(b * M + i) * K + k]), y = E::load(rs[(b * K + k) * N + j]);
             if constexpr (std::is_same_v<C, bool>)

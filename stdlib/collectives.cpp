@@ -298,6 +298,17 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
   auto ppermute = [](InterpreterImpl& in, const Value& x, const Value& axis_name,
                      std::vector<std::pair<int64_t, int64_t>> pairs, const char* fn) {
     AxisEnv env = resolve_axes(in, axis_name, fn);
+    // Over an axis a vmap binds, JAX's batching rule asserts one pair per
+    // index. The binder is the outermost trace that has the axis in scope.
+    if (env.names.size() == 1) {
+      TraceContext* binder = nullptr;
+      for (OpContext* c = env.trace; auto* tc = dynamic_cast<TraceContext*>(c); c = &tc->outer()) {
+        const auto& axes = tc->function().mesh_axes;
+        if (std::find(axes.begin(), axes.end(), env.names[0]) != axes.end()) binder = tc;
+      }
+      if (binder && binder->what() == "vmap" && static_cast<int64_t>(pairs.size()) != env.group_size)
+        throw Error(ErrCode::Assertion, "Permutation doesn't match the axis size!");
+    }
     OpAttrs attrs = collective_attrs(env);
     attrs.pairs = std::move(pairs);
     return map_leaves(in, x, [&](const Tensor& t) { return bind1(in, Op::Ppermute, attrs, t); });

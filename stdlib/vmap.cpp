@@ -299,8 +299,14 @@ struct VmapFunction : OpaqueObj {
                     where, "give one entry per positional argument, e.g. in_axes=(0, None)");
     ValueList per_leaf;
     // (A list of per-argument in_axes counts as the tuple, as JAX converts it.)
-    check_axes_prefix(in, in_axes.is_obj(ObjKind::List) ? make_tuple(*sequence_items(in_axes)) : in_axes,
-                      args_tuple, "vmap in_axes", where);
+    {
+      // JAX checks in_axes against the arguments with each leaf a PytreeLeaf.
+      ValueList arg_leaves;
+      TreeDef arg_def = tree_flatten(in, args_tuple, arg_leaves);
+      ValueList marks(arg_leaves.size(), Value::object(std::make_shared<PytreeLeafObj>()));
+      check_axes_prefix(in, in_axes.is_obj(ObjKind::List) ? make_tuple(*sequence_items(in_axes)) : in_axes,
+                        tree_unflatten(arg_def, marks), "vmap in_axes", where);
+    }
     try {
       axes_prefix(in, in_axes, args_tuple, per_leaf, "vmap in_axes");
     } catch (Error& e) {
@@ -367,6 +373,11 @@ struct VmapFunction : OpaqueObj {
                   inconsistent_sizes_message(names, leaves, per_leaf, sizes, axis_size), where);
     }
     if (axis_size >= 0) B = axis_size;
+    if (B < 0 && leaves.empty())
+      throw Error(ErrCode::MappedAxis,
+                  "vmap wrapped function must be passed at least one argument containing an array or "
+                  "axis_size must be specified, got empty *args=" + pxl::repr(args_tuple) + " and **kwargs={}",
+                  where);
     if (B < 0)
       throw Error(
           ErrCode::MappedAxis,
@@ -495,6 +506,12 @@ Value make_vmap(InterpreterImpl&, CallArgs& a) {
   v->fn = r[0];
   if (r.has(1)) v->in_axes = r[1];
   if (r.has(2)) v->out_axes = r[2];
+  // As JAX, vmap checks the kind of in_axes when it is applied to the function.
+  if (!v->in_axes.is_none() && !v->in_axes.is_int() && !v->in_axes.is_obj(ObjKind::Tuple) &&
+      !v->in_axes.is_obj(ObjKind::List))
+    throw Error(ErrCode::Type,
+                "vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
+                "positional arguments passed to the function, but got " + pxl::repr(v->in_axes) + ".");
   if (r.has(3) && !r[3].is_none()) v->axis_name = value_to_str(r[3], "vmap() axis_name");
   if (r.has(4) && !r[4].is_none()) v->axis_size = r.get_int(4);
   // spmd_axis_name only asks JAX to lay the batch dimension of the SPMD calls
