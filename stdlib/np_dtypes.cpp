@@ -428,8 +428,10 @@ void def_dtype_queries(ModuleBuilder& b) {
   b.fn("iinfo", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("iinfo", a, {"int_type"}, 1);
     DType d = dtype_of(in, r[0]);
-    if (!is_integer(d))
-      throw Error(ErrCode::DType, std::string("iinfo(): invalid integer data type '") + dtype_name(d) + "'");
+    if (!is_integer(d)) { // numpy's text, naming the dtype's kind (bfloat16's is 'V')
+      const char* kind = d == DType::Bool ? "b" : is_complex(d) ? "c" : d == DType::BFloat16 ? "V" : "f";
+      throw Error(ErrCode::DType, std::string("Invalid integer data type '") + kind + "'.");
+    }
     auto t = jt_of_dtype_arg(r[0]);
     return Value::object(std::make_shared<IInfoObj>(d, t && strong_of(*t) == I8));
   });
