@@ -191,8 +191,19 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
     if (is_complex(p.dtype)) lax_dtype_error0("rem", p.dtype, "integer, floating");
     if (p.dtype == DType::Bool) p = {DType::Int32, false};
     break;
-  case BinOp::Pow:
+  case BinOp::Pow: {
+    // As jnp.power: a concrete integer (or bool) scalar exponent makes it
+    // lax.integer_pow of the base alone, so the result has the base's dtype and
+    // weak type (a bool base becomes int32). Otherwise integer powers go through
+    // JAX's _pow_int_int, whose strongly typed constants make the result strong.
+    bool int_pow = b0->concrete && av(b0).ndim() == 0 &&
+                   (is_integer(av(b0).dtype) || av(b0).dtype == DType::Bool) &&
+                   std::abs(b0->concrete->get(0).i) <= 127; // the exponent fits the base's dtype
+    if (int_pow)
+      p = av(a0).dtype == DType::Bool ? PromotedType{DType::Int32, false}
+                                      : PromotedType{av(a0).dtype, av(a0).weak};
     if (p.dtype == DType::Bool) p = {DType::Int32, false};
+    if (!int_pow && is_integer(p.dtype)) p.weak = false;
     // A known integer exponent makes jnp.power an integer_pow, which refuses
     // negative powers of integers.
     if (is_integer(p.dtype) && av(b0).ndim() == 0 && b0->concrete && is_integer(av(b0).dtype) &&
@@ -204,6 +215,7 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
                                      std::to_string(b0->concrete->get(0).i) + ")");
     }
     break;
+  }
   default:
     break;
   }
