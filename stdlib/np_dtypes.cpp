@@ -70,6 +70,12 @@ struct FInfoObj : OpaqueObj {
   DType dtype;
   explicit FInfoObj(DType d) : dtype(d) {}
   std::string type_name() const override { return "finfo"; }
+  // numpy caches finfo objects per dtype, so two of one dtype compare equal
+  // (iinfo objects are not cached: identity).
+  bool equals(const OpaqueObj& other) const override {
+    auto* o = dynamic_cast<const FInfoObj*>(&other);
+    return o && o->dtype == dtype;
+  }
   std::string repr() const override { return float_info(dtype).repr; }
   std::string str() const override { // numpy's "Machine parameters" table
     const FloatInfo& f = float_info(dtype);
