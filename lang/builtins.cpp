@@ -94,6 +94,12 @@ Value py_round(InterpreterImpl& in, CallArgs& a) {
       return make_array(in.ops().bind(Op::Complex, {}, parts));
     }
     if (nd == 0) return make_array(np::unary(in.ops(), np::UnOp::Round, t));
+    if (dt == DType::Float16) { // as JAX: rounded in float32 (scaling in float16 loses digits)
+      CallArgs va;
+      va.pos = {make_array(np::astype(in.ops(), t, DType::Float32)), Value::integer(nd)};
+      Tensor r32 = py_round(in, va).as<ArrayObj>()->tensor;
+      return make_array(np::astype(in.ops(), r32, dt));
+    }
     if (t->aval.shape.empty()) {
       // JAX's round divides by the constant 10^nd, which XLA turns into a multiplication by
       // its reciprocal for a 0-d value too: round as a 1-element array, where the division

@@ -453,6 +453,13 @@ Value make_numpy_module(InterpreterImpl& in) {
     }
     if (r[0].is_obj(ObjKind::Str) && is_x64_name(r[0].as<StrObj>()->value))
       return Value::object(std::make_shared<DTypeObj>(*value_to_dtype(r[0]), true));
+    // numpy's dtype(int) is int64 and dtype(complex) complex128: names kept over
+    // x64-off storage. dtype(float) stays float32, as pxl honours explicit float64.
+    if (r[0].is_obj(ObjKind::Builtin)) {
+      const std::string& n = r[0].as<BuiltinObj>()->name;
+      if (n == "int") return Value::object(std::make_shared<DTypeObj>(DType::Int32, true));
+      if (n == "complex") return Value::object(std::make_shared<DTypeObj>(DType::Complex64, true));
+    }
     return Value::object(std::make_shared<DTypeObj>(*value_to_dtype(r[0])));
   });
   b.val("pi", Value::number(M_PI));

@@ -70,6 +70,12 @@ struct FInfoObj : OpaqueObj {
   DType dtype;
   explicit FInfoObj(DType d) : dtype(d) {}
   std::string type_name() const override { return "finfo"; }
+  // numpy caches finfo objects per dtype, so two of one dtype compare equal
+  // (iinfo objects are not cached: identity).
+  bool equals(const OpaqueObj& other) const override {
+    auto* o = dynamic_cast<const FInfoObj*>(&other);
+    return o && o->dtype == dtype;
+  }
   std::string repr() const override { return float_info(dtype).repr; }
   std::string str() const override { // numpy's "Machine parameters" table
     const FloatInfo& f = float_info(dtype);
@@ -428,8 +434,10 @@ void def_dtype_queries(ModuleBuilder& b) {
   b.fn("iinfo", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("iinfo", a, {"int_type"}, 1);
     DType d = dtype_of(in, r[0]);
-    if (!is_integer(d))
-      throw Error(ErrCode::DType, std::string("iinfo(): invalid integer data type '") + dtype_name(d) + "'");
+    if (!is_integer(d)) { // numpy's text, naming the dtype's kind (bfloat16's is 'V')
+      const char* kind = d == DType::Bool ? "b" : is_complex(d) ? "c" : d == DType::BFloat16 ? "V" : "f";
+      throw Error(ErrCode::DType, std::string("Invalid integer data type '") + kind + "'.");
+    }
     auto t = jt_of_dtype_arg(r[0]);
     return Value::object(std::make_shared<IInfoObj>(d, t && strong_of(*t) == I8));
   });

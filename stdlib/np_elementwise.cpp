@@ -58,68 +58,16 @@ const char* bin_name(BinOp op) {
   return "?";
 }
 
-const char* un_name(UnOp op) {
-  switch (op) {
-  case UnOp::Neg:
-    return "negative";
-  case UnOp::Pos:
-    return "positive";
-  case UnOp::Invert:
-    return "invert";
-  case UnOp::Exp:
-    return "exp";
-  case UnOp::Log:
-    return "log";
-  case UnOp::Log1p:
-    return "log1p";
-  case UnOp::Expm1:
-    return "expm1";
-  case UnOp::Sqrt:
-    return "sqrt";
-  case UnOp::Rsqrt:
-    return "rsqrt";
-  case UnOp::Tanh:
-    return "tanh";
-  case UnOp::Sin:
-    return "sin";
-  case UnOp::Cos:
-    return "cos";
-  case UnOp::Tan:
-    return "tan";
-  case UnOp::Abs:
-    return "absolute";
-  case UnOp::Sign:
-    return "sign";
-  case UnOp::Floor:
-    return "floor";
-  case UnOp::Ceil:
-    return "ceil";
-  case UnOp::Round:
-    return "round";
-  case UnOp::IsNan:
-    return "isnan";
-  case UnOp::IsFinite:
-    return "isfinite";
-  case UnOp::IsInf:
-    return "isinf";
-  case UnOp::Square:
-    return "square";
-  case UnOp::Logistic:
-    return "sigmoid";
-  case UnOp::Erf:
-    return "erf";
-  case UnOp::ErfInv:
-    return "erf_inv";
-  case UnOp::Reciprocal:
-    return "reciprocal";
-  case UnOp::LogicalNot:
-    return "logical_not";
-  }
-  return "?";
+// JAX's TypeErrors from the lax primitive a jnp function lowers to, which checks
+// its operand dtypes: `lax_fn` names the primitive, `accepted` its dtype classes.
+[[noreturn]] void lax_dtype_error(const char* lax_fn, DType d, const char* accepted) {
+  throw Error(ErrCode::Type, std::string(lax_fn) + " does not accept dtype " + dtype_name(d) +
+                                 ". Accepted dtypes are subtypes of " + accepted + ".");
 }
-
-[[noreturn]] void bad_dtype(const char* fn, DType d) {
-  throw Error(ErrCode::DType, std::string(fn) + " does not accept dtype " + dtype_name(d));
+[[noreturn]] void lax_dtype_error0(const char* lax_fn, DType d, const char* accepted) {
+  throw Error(ErrCode::Type, std::string(lax_fn) + " does not accept dtype " + dtype_name(d) +
+                                 " at position 0. Accepted dtypes at position 0 are subtypes of " +
+                                 accepted + ".");
 }
 
 Tensor p2(OpContext& cx, Op op, const Tensor& a, const Tensor& b) {
@@ -224,24 +172,38 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
   case BinOp::BitAnd:
   case BinOp::BitOr:
   case BinOp::BitXor:
-    if (is_inexact(p.dtype)) bad_dtype(fn, p.dtype);
+    if (is_inexact(p.dtype)) lax_dtype_error0(lax_name(op), p.dtype, "integer, bool");
     break;
   case BinOp::LeftShift:
   case BinOp::RightShift:
-    if (!is_integer(p.dtype)) bad_dtype(fn, p.dtype);
+    if (!is_integer(p.dtype)) lax_dtype_error0(lax_name(op), p.dtype, "integer");
     break;
   case BinOp::Sub:
     if (p.dtype == DType::Bool)
-      throw Error(ErrCode::DType, "subtract: the numpy boolean subtract, the `-` operator, is not "
-                                  "supported; use the bitwise_xor, the `^` operator, instead");
+      lax_dtype_error0("sub", p.dtype, "integer, floating, complexfloating");
     break;
   case BinOp::FloorDiv:
-  case BinOp::Mod:
-    if (is_complex(p.dtype)) bad_dtype(fn, p.dtype); // jnp: no complex floor division
+    if (is_complex(p.dtype))
+      throw Error(ErrCode::Type, "floor_divide does not support complex-valued inputs");
     if (p.dtype == DType::Bool) p = {DType::Int32, false};
     break;
-  case BinOp::Pow:
+  case BinOp::Mod:
+    if (is_complex(p.dtype)) lax_dtype_error0("rem", p.dtype, "integer, floating");
     if (p.dtype == DType::Bool) p = {DType::Int32, false};
+    break;
+  case BinOp::Pow: {
+    // As jnp.power: a concrete integer (or bool) scalar exponent makes it
+    // lax.integer_pow of the base alone, so the result has the base's dtype and
+    // weak type (a bool base becomes int32). Otherwise integer powers go through
+    // JAX's _pow_int_int, whose strongly typed constants make the result strong.
+    bool int_pow = b0->concrete && av(b0).ndim() == 0 &&
+                   (is_integer(av(b0).dtype) || av(b0).dtype == DType::Bool) &&
+                   std::abs(b0->concrete->get(0).i) <= 127; // the exponent fits the base's dtype
+    if (int_pow)
+      p = av(a0).dtype == DType::Bool ? PromotedType{DType::Int32, false}
+                                      : PromotedType{av(a0).dtype, av(a0).weak};
+    if (p.dtype == DType::Bool) p = {DType::Int32, false};
+    if (!int_pow && is_integer(p.dtype)) p.weak = false;
     // A known integer exponent makes jnp.power an integer_pow, which refuses
     // negative powers of integers.
     if (is_integer(p.dtype) && av(b0).ndim() == 0 && b0->concrete && is_integer(av(b0).dtype) &&
@@ -253,6 +215,7 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
                                      std::to_string(b0->concrete->get(0).i) + ")");
     }
     break;
+  }
   default:
     break;
   }
@@ -322,21 +285,18 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
 }
 
 Tensor unary(OpContext& cx, UnOp op, const Tensor& x0) {
-  const char* fn = un_name(op);
   DType d = av(x0).dtype;
   bool is_bool = d == DType::Bool, is_int = is_integer(d);
   // Transcendental functions promote ints/bools to float32 (keeping weak type).
   auto inexact = [&] { return convert(cx, x0, is_inexact(d) ? d : DType::Float32, av(x0).weak); };
   switch (op) {
   case UnOp::Neg:
-    if (is_bool)
-      throw Error(ErrCode::DType, "negative: the numpy boolean negative, the `-` operator, is not "
-                                  "supported; use the `~` operator or logical_not instead");
+    if (is_bool) lax_dtype_error("neg", d, "integer, floating, complexfloating");
     return p1(cx, Op::Neg, x0);
   case UnOp::Pos:
     return x0;
   case UnOp::Invert:
-    if (!is_bool && !is_int) bad_dtype(fn, d);
+    if (!is_bool && !is_int) lax_dtype_error("not", d, "integer, bool");
     return p1(cx, Op::Not, x0);
   case UnOp::Exp:
     return p1(cx, Op::Exp, inexact());
@@ -372,15 +332,15 @@ Tensor unary(OpContext& cx, UnOp op, const Tensor& x0) {
     if (is_bool || is_unsigned_int(d)) return x0;
     return p1(cx, Op::Abs, x0);
   case UnOp::Sign:
-    if (is_bool) return x0;
+    if (is_bool) lax_dtype_error("sign", d, "integer, floating, complexfloating");
     return p1(cx, Op::Sign, x0);
   // Rounding is the identity on ints and bools (jnp keeps their dtype);
   // complex values round part by part, and have no floor or ceiling (JAX).
   case UnOp::Floor:
-    if (is_complex(d)) bad_dtype(fn, d);
+    if (is_complex(d)) lax_dtype_error("floor", d, "floating");
     return is_floating(d) ? p1(cx, Op::Floor, x0) : x0;
   case UnOp::Ceil:
-    if (is_complex(d)) bad_dtype(fn, d);
+    if (is_complex(d)) lax_dtype_error("ceil", d, "floating");
     return is_floating(d) ? p1(cx, Op::Ceil, x0) : x0;
   case UnOp::Round:
     if (is_complex(d))

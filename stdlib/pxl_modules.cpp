@@ -125,6 +125,13 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   Value dtypes = in.import_module("jax_dtypes", Span{}, "");
   jax.as<ModuleObj>()->env->vars["dtypes"] = dtypes;
   in.register_module("jax.dtypes", dtypes);
+  // jax._src.dtypes: the internal module JAX's tests import (is_weakly_typed).
+  Value src_dtypes = in.import_module("jax_src_dtypes", Span{}, "");
+  ModuleBuilder src("jax._src");
+  src.val("dtypes", src_dtypes);
+  jax.as<ModuleObj>()->env->vars["_src"] = src.value();
+  in.register_module("jax._src", src.value());
+  in.register_module("jax._src.dtypes", src_dtypes);
   // jax.scipy: special and the stats distributions (loaded now: attributes of
   // jax.scipy; before nn, whose logsumexp is jax.scipy.special's).
   Value special = in.import_module("scipy_special", Span{}, "");
