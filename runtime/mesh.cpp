@@ -242,9 +242,10 @@ std::string check_divisible(const Mesh& mesh, const PartitionSpec& spec, const S
   return {};
 }
 
-std::string check_spec(const Mesh& mesh, const PartitionSpec& spec, const Shape& global) {
+std::string check_spec(const Mesh& mesh, const PartitionSpec& spec, const Shape& global,
+                       const std::string& axes_prefix) {
   std::string problem = check_spec_axes(mesh, spec, global);
-  return problem.empty() ? check_divisible(mesh, spec, global) : problem;
+  return problem.empty() ? check_divisible(mesh, spec, global) : axes_prefix + problem;
 }
 
 } // namespace pxl

@@ -80,8 +80,11 @@ ShardBlock block_of(const Mesh& mesh, const PartitionSpec& spec, const Shape& gl
 // The per-device block shape (every device's is the same).
 Shape block_shape(const Mesh& mesh, const PartitionSpec& spec, const Shape& global);
 // Checks a spec against a mesh and a global shape: check_spec_axes, then
-// check_divisible. Each returns a message, empty when fine.
-std::string check_spec(const Mesh& mesh, const PartitionSpec& spec, const Shape& global);
+// check_divisible. Each returns a message, empty when fine. `axes_prefix`
+// (the caller's name) leads a check_spec_axes message only: JAX's
+// IndivisibleError text stands on its own.
+std::string check_spec(const Mesh& mesh, const PartitionSpec& spec, const Shape& global,
+                       const std::string& axes_prefix = {});
 // No more entries than the rank, every axis the mesh's, none twice.
 std::string check_spec_axes(const Mesh& mesh, const PartitionSpec& spec, const Shape& global);
 // Every dimension divisible by the product of its axes' sizes; the message is

@@ -1,6 +1,9 @@
 #include "stdlib/aot_stages.hpp"
 
+#include <algorithm>
+
 #include "lang/args.hpp"
+#include "stdlib/shape_dtype_struct.hpp"
 #include "stdlib/sharding_rules.hpp"
 
 namespace pxl {
@@ -46,7 +49,24 @@ void equality_errors(const TreeDef& now, const TreeDef& seen, const std::string&
     return node_type(d) + " with " + std::to_string(k) + " child" + (k > 1 ? "ren" : "");
   };
   if (now.children.size() != seen.children.size()) {
-    out.push_back({path, children(now), children(seen), "the numbers of children do not match"});
+    std::string why = "the numbers of children do not match";
+    if (now.kind == TreeDef::Kind::Dict) { // JAX names the keys only one side has, as a Python set
+      std::vector<std::string> only;
+      auto add_missing = [&](const TreeDef& a, const TreeDef& b) {
+        for (const Value& k : a.keys) {
+          bool found = false;
+          for (const Value& o : b.keys) found = found || repr(o) == repr(k);
+          if (!found) only.push_back(repr(k));
+        }
+      };
+      add_missing(now, seen);
+      add_missing(seen, now);
+      std::sort(only.begin(), only.end());
+      std::string set;
+      for (const std::string& k : only) set += (set.empty() ? "" : ", ") + k;
+      why += ", with the symmetric difference of key sets: {" + set + "}";
+    }
+    out.push_back({path, children(now), children(seen), why});
     return;
   }
   auto same_keys = [](const ValueList& a, const ValueList& b) {
@@ -80,6 +100,8 @@ struct StageObj : OpaqueObj {
   std::string repr() const override { return "<jax._src.stages." + type_name() + " object>"; }
 
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+    if (s->attrs.is_obj(ObjKind::Dict))
+      if (const Value* v = s->attrs.as<DictObj>()->find(make_str(name))) return out = *v, true;
     auto staged = s;
     if (name == "compile" && !compiled) {
       out = make_builtin("compile", [staged](InterpreterImpl&, CallArgs& a) {
@@ -115,6 +137,11 @@ struct StageObj : OpaqueObj {
     std::vector<std::string> names{"as_text", "compiler_ir", "cost_analysis", "in_tree"};
     if (compiled) names.insert(names.end(), {"memory_analysis", "runtime_executable"});
     else names.push_back("compile");
+    if (s->attrs.is_obj(ObjKind::Dict))
+      s->attrs.as<DictObj>()->for_each([&](const Value& k, const Value&) {
+        std::string n = pxl::str(k);
+        if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+      });
     return names;
   }
 
@@ -136,7 +163,7 @@ struct StageObj : OpaqueObj {
     for (size_t i = 0; i < now.in_avals.size(); ++i) {
       const AVal &ref = s->in_avals[i], &got = now.in_avals[i];
       if (ref.shape != got.shape || ref.dtype != got.dtype)
-        errors.push_back("Argument '" + s->arg_prefix + "[" + std::to_string(i) + "]' compiled with " +
+        errors.push_back("Argument '" + s->arg_names.at(i) + "' compiled with " +
                          sharded_type_str(ref, {}) + " and called with " + sharded_type_str(got, {}));
     }
     if (!errors.empty()) {
@@ -161,11 +188,30 @@ void stage_arguments(InterpreterImpl& in, const CallArgs& a, const Span& where, 
   s.in_tree = tree_flatten(in, make_tuple({make_tuple(a.pos), Value::object(kwargs)}), leaves);
   s.in_avals.clear();
   for (const Value& l : leaves) // a static argument (a hashable Python value) has no type
-    s.in_avals.push_back(l.is_obj(ObjKind::Array) || l.is_number() ? in.to_tensor(l, where)->aval : AVal{});
+    if (const AVal* abstract = shape_dtype_struct_aval(l)) s.in_avals.push_back(*abstract);
+    else s.in_avals.push_back(l.is_obj(ObjKind::Array) || l.is_number() ? in.to_tensor(l, where)->aval : AVal{});
 }
 
 Value make_lowered(StagedCall s) {
   return Value::object(std::make_shared<StageObj>(std::make_shared<const StagedCall>(std::move(s)), false));
+}
+
+Value lowered_builtin(InterpreterImpl& in, CallArgs& a) {
+  ArgReader r("_lowered", a, {"fn", "args", "kwargs", "arg_names", "attrs"}, 5);
+  const ValueList* args = sequence_items(r[1]);
+  if (!args || !r[2].is_obj(ObjKind::Dict)) throw Error(ErrCode::Type, "_lowered() takes an args tuple and a kwargs dict");
+  StagedCall s;
+  s.fn = r[0];
+  CallArgs staged;
+  staged.pos = *args;
+  r[2].as<DictObj>()->for_each([&](const Value& k, const Value& v) { staged.kw.push_back({pxl::str(k), v}); });
+  stage_arguments(in, staged, in.ops().loc, s);
+  const ValueList* names = sequence_items(r[3]);
+  if (!names || names->size() != s.in_avals.size())
+    throw Error(ErrCode::Internal, "_lowered() needs one name per argument leaf");
+  for (const Value& n : *names) s.arg_names.push_back(pxl::str(n));
+  s.attrs = r[4];
+  return make_lowered(std::move(s));
 }
 
 } // namespace pxl

@@ -265,7 +265,7 @@ struct JitFunction : OpaqueObj {
     if (name == "lower" || name == "trace" || name == "eval_shape") {
       // Ahead-of-time use (jax_rest.pxl _jit_stage): this function, staged for
       // the given arguments.
-      Value self = Value::object(std::make_shared<JitFunction>(*this));
+      auto self = std::make_shared<JitFunction>(*this);
       std::string stage = name;
       ValueList nums, names;
       for (int64_t s : static_argnums) nums.push_back(Value::integer(s));
@@ -275,10 +275,21 @@ struct JitFunction : OpaqueObj {
         Value rest = in.import_module("jax_rest", Span{}, "");
         const Value* helper = rest.as<ModuleObj>()->env->lookup("_jit_stage");
         if (!helper) throw Error(ErrCode::Internal, "jax._jit_stage is missing");
-        auto kw = std::make_shared<DictObj>();
-        for (auto& [k, v] : a.kw) kw->set(make_str(k), v);
+        // Each argument's debug-info label and whether it is donated, for
+        // the stages' args_info and the Compiled's argument checks.
+        auto kw = std::make_shared<DictObj>(), kw_labels = std::make_shared<DictObj>();
+        ValueList pos_labels;
+        for (size_t i = 0; i < a.pos.size(); ++i)
+          pos_labels.push_back(make_tuple({make_str(self->positional_label(i)),
+                                           Value::boolean(self->donated_position(i, a.pos.size()))}));
+        for (auto& [k, v] : a.kw) {
+          kw->set(make_str(k), v);
+          kw_labels->set(make_str(k), make_tuple({make_str(self->keyword_label(k)),
+                                                   Value::boolean(self->donated_keyword(k, a.pos.size()))}));
+        }
         CallArgs c;
-        c.pos = {make_str(stage), self, make_tuple(a.pos), Value::object(kw), statics};
+        c.pos = {make_str(stage), Value::object(self), make_tuple(a.pos), Value::object(kw), statics,
+                 make_tuple({make_tuple(pos_labels), Value::object(kw_labels)})};
         return in.call(*helper, c, in.ops().loc);
       });
       return true;
@@ -293,10 +304,46 @@ struct JitFunction : OpaqueObj {
   // The parameter name at position i of a pxl function (to link static_argnums
   // with keyword calls, as JAX does through the signature), or "".
   std::string param_name(size_t i) const {
-    if (!fn.is_obj(ObjKind::Function)) return "";
-    const auto* ps = fn.as<FunctionObj>()->params;
-    if (!ps || i >= ps->size() || (*ps)[i].kind != Param::Kind::Normal) return "";
+    const std::vector<Param>* ps = params();
+    if (!ps || i >= ps->size() || (*ps)[i].kind != Param::Kind::Normal || (*ps)[i].keyword_only) return "";
     return (*ps)[i].name;
+  }
+  const std::vector<Param>* params() const {
+    return fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->params : nullptr;
+  }
+
+  // JAX's debug-info label of positional argument i (its parameter, or an
+  // entry of the *args parameter) and of keyword argument `name` (its
+  // parameter, or an entry of **kwargs): what a Compiled's errors quote.
+  std::string positional_label(size_t i) const {
+    std::string p = param_name(i);
+    if (!p.empty() || !params()) return p.empty() ? "args[" + std::to_string(i) + "]" : p;
+    size_t before = 0;
+    for (const Param& q : *params()) {
+      if (q.kind == Param::Kind::VarArgs) return q.name + "[" + std::to_string(i - before) + "]";
+      if (q.kind == Param::Kind::Normal && !q.keyword_only) ++before;
+    }
+    return "args[" + std::to_string(i) + "]";
+  }
+  std::string keyword_label(const std::string& name) const {
+    if (params())
+      for (const Param& q : *params()) {
+        if (q.kind == Param::Kind::Normal && q.name == name) return name;
+        if (q.kind == Param::Kind::KwArgs) return q.name + "['" + name + "']";
+      }
+    return name;
+  }
+
+  bool donated_position(size_t i, size_t npos) const {
+    return is_static_position(donate_argnums, i, npos) || is_donated_name(param_name(i));
+  }
+  bool donated_keyword(const std::string& name, size_t npos) const {
+    for (size_t i = 0; !param_name(i).empty(); ++i)
+      if (param_name(i) == name && is_static_position(donate_argnums, i, npos)) return true;
+    return is_donated_name(name);
+  }
+  bool is_donated_name(const std::string& n) const {
+    return std::find(donate_argnames.begin(), donate_argnames.end(), n) != donate_argnames.end();
   }
 
   // JAX's checks at jit() time (api_util.py validate_argnums/validate_argnames):
@@ -517,18 +564,10 @@ struct JitFunction : OpaqueObj {
   void donate(InterpreterImpl& in, const CallArgs& a, const Value& out) const {
     if (donate_argnums.empty() && donate_argnames.empty()) return;
     ValueList donated, outs;
-    auto is_donated_name = [&](const std::string& n) {
-      return std::find(donate_argnames.begin(), donate_argnames.end(), n) != donate_argnames.end();
-    };
     for (size_t i = 0; i < a.pos.size(); ++i)
-      if (is_static_position(donate_argnums, i, a.pos.size()) || is_donated_name(param_name(i)))
-        tree_flatten(in, a.pos[i], donated);
-    for (const auto& [name, v] : a.kw) {
-      bool by_position = false;
-      for (size_t i = 0; !param_name(i).empty(); ++i)
-        if (param_name(i) == name && is_static_position(donate_argnums, i, a.pos.size())) by_position = true;
-      if (by_position || is_donated_name(name)) tree_flatten(in, v, donated);
-    }
+      if (donated_position(i, a.pos.size())) tree_flatten(in, a.pos[i], donated);
+    for (const auto& [name, v] : a.kw)
+      if (donated_keyword(name, a.pos.size())) tree_flatten(in, v, donated);
     tree_flatten(in, out, outs);
     std::vector<bool> taken(outs.size(), false);
     for (const Value& d : donated) {

@@ -731,11 +731,8 @@ PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const
     std::optional<PartitionSpec> want = r < out_specs.size() ? out_specs[r] : std::nullopt;
     if (want) {
       const Shape& shape = g.values[g.results[r]].aval.shape;
-      std::string problem = check_spec_axes(mesh, *want, shape);
-      if (!problem.empty())
-        throw Error(ErrCode::Spec,
-                    "jit: out_shardings of output " + std::to_string(r) + ": " + problem, where);
-      problem = check_divisible(mesh, *want, shape);
+      std::string problem =
+          check_spec(mesh, *want, shape, "jit: out_shardings of output " + std::to_string(r) + ": ");
       if (!problem.empty()) throw Error(ErrCode::Spec, problem, where);
     }
     f->results.push_back(tc.value_of(p.result(g.results[r], want, spec)));

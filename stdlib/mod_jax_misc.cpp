@@ -8,6 +8,7 @@
 #include "stdlib/module_builder.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
+#include "stdlib/shape_dtype_struct.hpp"
 #include "stdlib/sharding.hpp"
 #include "stdlib/trace_util.hpp"
 
@@ -148,8 +149,7 @@ struct DisableJitObj : OpaqueObj {
 
 } // namespace
 
-// The type a ShapeDtypeStruct describes, or null (stdlib/prng_key.cpp: the
-// abstract key arrays eval_shape returns).
+// (stdlib/prng_key.cpp: the abstract key arrays eval_shape returns.)
 const AVal* shape_dtype_struct_aval(const Value& v) {
   const ShapeDtypeStructObj* s = as_struct(v);
   return s ? &s->aval : nullptr;

@@ -6,6 +6,7 @@
 #include "lang/args.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/module_builder.hpp"
+#include "stdlib/shape_dtype_struct.hpp"
 
 namespace pxl {
 
@@ -290,7 +291,6 @@ Value make_key_array(Value data) { return Value::object(std::make_shared<KeyArra
 
 const KeyArrayObj* as_key_array(const Value& v) { return opaque_as<KeyArrayObj>(v); }
 
-const AVal* shape_dtype_struct_aval(const Value& v); // stdlib/mod_jax_misc.cpp
 
 bool is_key_data(const Value& v) { return v.is_obj(ObjKind::Array) || shape_dtype_struct_aval(v); }
 

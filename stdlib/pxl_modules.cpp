@@ -1,6 +1,7 @@
 // The stdlib modules written in pxl itself (stdlib/*.pxl), embedded at build
 // time. `import nn` loads one on first use; jax.nn is the same module as nn.
 #include "lang/args.hpp"
+#include "stdlib/aot_stages.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/transforms.hpp"
 
@@ -66,6 +67,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   });
   ModuleBuilder collections("collections");
   add_object_makers(types, collections);
+  types.fn("_lowered", lowered_builtin); // stdlib/aot_stages.cpp
   in.register_module("types", types.value());
   in.register_module("collections", collections.value());
   for (const EmbeddedSource& s : kSources)

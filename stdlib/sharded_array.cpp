@@ -9,6 +9,7 @@
 #include "lang/py_set.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/convert.hpp"
+#include "stdlib/shape_dtype_struct.hpp"
 #include "stdlib/sharding.hpp"
 #include "stdlib/sharding_rules.hpp"
 
@@ -320,9 +321,7 @@ Shape shape_arg(CallArgs& a, const char* fn) {
 // clear error when `s` does not fit the shape.
 Shape checked_shard_shape(const ShardingObj& s, const Shape& shape, const std::string& fn) {
   if (s.single_device) return shape;
-  std::string problem = check_spec_axes(s.mesh, s.spec, shape);
-  if (!problem.empty()) throw Error(ErrCode::Spec, fn + ": " + problem);
-  problem = check_divisible(s.mesh, s.spec, shape);
+  std::string problem = check_spec(s.mesh, s.spec, shape, fn + ": ");
   if (!problem.empty()) throw Error(ErrCode::Spec, problem);
   return block_shape(s.mesh, s.spec, shape);
 }
@@ -521,9 +520,15 @@ void add_array_functions(Value& jax_module) {
     }
     return assemble(in, s, shape, std::move(blocks));
   });
-  // jax.typeof(x): the abstract value (ShapedArray) of an array or Python scalar.
+  // jax.typeof(x): the abstract value (ShapedArray) of an array, a Python
+  // scalar or a ShapeDtypeStruct.
   fn("typeof", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("typeof", a, {"x"}, 1);
+    if (const AVal* abstract = shape_dtype_struct_aval(r[0])) {
+      auto v = std::make_shared<AvalObj>();
+      v->aval = *abstract;
+      return Value::object(v);
+    }
     return aval_value(in, in.to_tensor(r[0], Span{}));
   });
 }

@@ -570,9 +570,7 @@ Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& targe
     // Already laid out so: nothing moves (JAX returns the same buffers).
     if (t->sharded && t->sharded->mesh.same_mesh(s->mesh) && t->sharded->spec == s->spec) return make_array(t);
     const Array& x = in.ops().concrete(t);
-    std::string problem = check_spec_axes(s->mesh, s->spec, x.shape());
-    if (!problem.empty()) throw Error(ErrCode::Shape, "device_put(): " + problem);
-    problem = check_divisible(s->mesh, s->spec, x.shape());
+    std::string problem = check_spec(s->mesh, s->spec, x.shape(), "device_put(): ");
     if (!problem.empty()) throw Error(ErrCode::Shape, problem);
     return make_array(make_sharded_tensor(shard_array(x, s->mesh, s->spec, in.pull_log())));
   }

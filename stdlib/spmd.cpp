@@ -203,9 +203,9 @@ struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
     call(in, a, where, ignored);
     StagedCall s;
     s.fn = Value::object(shared_from_this());
-    s.arg_prefix = "flat_args";
     s.text = last ? print_function(*last->callee->fn) : "";
     stage_arguments(in, a, where, s);
+    for (size_t i = 0; i < s.in_avals.size(); ++i) s.arg_names.push_back("flat_args[" + std::to_string(i) + "]");
     return make_lowered(std::move(s));
   }
 
