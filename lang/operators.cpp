@@ -160,7 +160,12 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
       unsupported(sym, a, b, where);
     try {
       LocScope loc(ops(), op_location(ops(), where));
-      Tensor x = to_tensor(a, where), y = to_tensor(b, where);
+      Tensor x = to_tensor(a, where);
+      // A Python int exponent stays concrete inside a trace (jnp.power then
+      // lowers to integer_pow, which keeps the base's weak type).
+      bool int_exponent = op == BinOpKind::Pow && b.is_int() && b.i >= INT32_MIN && b.i <= INT32_MAX;
+      Tensor y = int_exponent ? make_tensor(Array::scalar(Scalar::of_int(b.i), DType::Int32, true))
+                              : to_tensor(b, where);
       if (op == BinOpKind::MatMul) return make_array(np::matmul(ops(), x, y));
       return make_array(np::binary(ops(), to_np(op), x, y));
     } catch (Error& e) {
