@@ -69,6 +69,8 @@ public:
   // ---- arrays ----
   // The context array operations go to: eager, or the innermost active trace.
   OpContext& ops() { return *ops_stack_.back(); }
+  // The outermost context: the interpreter's eager one.
+  OpContext& root_ops() { return *ops_stack_.front(); }
   // The log of host pulls of sharded arrays (--profile); attach it to every ShardedData.
   std::shared_ptr<PullLog> pull_log();
   void push_ops(OpContext* c) { ops_stack_.push_back(c); }

@@ -1,6 +1,7 @@
 // Eager OpContext over the reference kernels.
 #include "runtime/eager.hpp"
 
+#include <cmath>
 #include <vector>
 
 #include "ir/custom_call.hpp"
@@ -12,6 +13,32 @@
 
 namespace pxl {
 
+std::string invalid_float(const Array& a, FloatChecks checks) {
+  if (!is_inexact(a.dtype())) return "";
+  for (int64_t i = 0; i < a.size(); ++i) {
+    Scalar v = a.get(i);
+    for (double part : {v.f, v.im}) {
+      if (checks.nans && std::isnan(part)) return "nan";
+      if (checks.infs && std::isinf(part)) return "inf";
+    }
+  }
+  return "";
+}
+
+std::string invalid_float(const Tensor& t, FloatChecks checks) {
+  if (!checks.any() || !is_inexact(t->aval.dtype) || (!t->concrete && !t->sharded)) return "";
+  return invalid_float(t->concrete ? *t->concrete : t->sharded->assemble(), checks);
+}
+
+// With jax_debug_nans/infs set, an op whose result holds such a value fails
+// as JAX's eager primitives do.
+Tensor EagerContext::checked(Op op, Tensor t) const {
+  std::string bad = invalid_float(t, float_checks_);
+  if (!bad.empty())
+    throw Error(ErrCode::Value, "invalid value (" + bad + ") encountered in " + op_name(op), loc);
+  return t;
+}
+
 Tensor EagerContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) {
   if (op == Op::DebugPrint && attrs.debug) { // prints now; the result is a token
     std::vector<Array> values;
@@ -22,7 +49,7 @@ Tensor EagerContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> i
   if (sharded_)
     for (const Tensor& t : inputs)
       if (t->sharded && t->sharded->spans_devices()) {
-        if (std::optional<Tensor> r = sharded_->run(op, attrs, inputs, loc)) return std::move(*r);
+        if (std::optional<Tensor> r = sharded_->run(op, attrs, inputs, loc)) return checked(op, std::move(*r));
         break;
       }
   std::vector<Array> args;
@@ -33,7 +60,7 @@ Tensor EagerContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> i
   if (jit_) compiled = jit_->run(op, attrs, args, device_, loc);
   Array out = compiled ? std::move(*compiled) : eval_ref(op, attrs, args);
   if (out.device() != device_) out = out.on_device(device_);
-  return make_tensor(std::move(out));
+  return checked(op, make_tensor(std::move(out)));
 }
 
 std::vector<Tensor> EagerContext::bind_call(const OpAttrs& attrs,
@@ -46,11 +73,22 @@ std::vector<Tensor> EagerContext::bind_call(const OpAttrs& attrs,
     for (const Tensor& t : inputs) args.push_back(concrete(t).on_device(device_));
     std::vector<Tensor> out;
     for (Array& a : run_while(*attrs.loop, args, loc)) out.push_back(make_tensor(std::move(a)));
-    return out;
+    return checked_results("invalid value (%) encountered in while", std::move(out));
   }
   infer_call(attrs, avals); // operand checks, as eval_ref runs the shape rule
   if (attrs.custom) return bind_custom_primal(*this, *attrs.custom, inputs);
-  return run_spmd_call(*attrs.callee, inputs, pull_log_);
+  return checked_results("Invalid value (%) encountered in sharded computation.",
+                         run_spmd_call(*attrs.callee, inputs, pull_log_));
+}
+
+std::vector<Tensor> EagerContext::checked_results(const std::string& message, std::vector<Tensor> out) const {
+  for (const Tensor& t : out)
+    if (std::string bad = invalid_float(t, float_checks_); !bad.empty()) {
+      std::string text = message;
+      text.replace(text.find('%'), 1, bad);
+      throw Error(ErrCode::Value, text, loc);
+    }
+  return out;
 }
 
 const Array& EagerContext::concrete(const Tensor& t) {

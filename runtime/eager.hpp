@@ -22,6 +22,17 @@ public:
                                     const Span& loc) = 0;
 };
 
+// jax_debug_nans / jax_debug_infs: which invalid values an eager op's result
+// may not hold (JAX's FloatingPointError names the primitive).
+struct FloatChecks {
+  bool nans = false, infs = false;
+  bool any() const { return nans || infs; }
+};
+// "nan" or "inf" when `a` (of an inexact dtype) holds a value `checks` refuses; "" otherwise.
+std::string invalid_float(const Array& a, FloatChecks checks);
+// The same for a tensor with values (a traced one has none: "").
+std::string invalid_float(const Tensor& t, FloatChecks checks);
+
 class EagerContext : public OpContext {
 public:
   explicit EagerContext(int device = 0) : device_(device) {}
@@ -35,6 +46,11 @@ public:
   const Array& concrete(const Tensor& t) override;
   Tensor constant(Array a) override;
   int device() const { return device_; }
+  void set_float_checks(FloatChecks c) { float_checks_ = c; }
+  FloatChecks float_checks() const { return float_checks_; }
+  // A loop or SPMD program's results under jax_debug_nans/infs: fails with
+  // `message`, % replaced by "nan" or "inf", when one holds such a value.
+  std::vector<Tensor> checked_results(const std::string& message, std::vector<Tensor> out) const;
   // Where pulls of sharded arrays to the host are logged (--profile).
   const std::shared_ptr<PullLog>& pull_log() const { return pull_log_; }
   ~EagerContext() override { pull_log_->detach(); }
@@ -43,7 +59,28 @@ private:
   int device_;
   EagerJit* jit_ = nullptr;
   std::unique_ptr<ShardedOpRunner> sharded_;
+  FloatChecks float_checks_;
+  Tensor checked(Op op, Tensor t) const;
   std::shared_ptr<PullLog> pull_log_ = std::make_shared<PullLog>(this);
+};
+
+// Turns an eager context's float checks off for a scope: a program run whole
+// (a jit, a cond branch), whose outputs alone are checked, as XLA runs it.
+class FloatChecksOff {
+public:
+  explicit FloatChecksOff(EagerContext* e) : e_(e), saved_(e ? e->float_checks() : FloatChecks{}) {
+    if (e_) e_->set_float_checks({});
+  }
+  ~FloatChecksOff() {
+    if (e_) e_->set_float_checks(saved_);
+  }
+  FloatChecksOff(const FloatChecksOff&) = delete;
+  FloatChecksOff& operator=(const FloatChecksOff&) = delete;
+  FloatChecks saved() const { return saved_; }
+
+private:
+  EagerContext* e_;
+  FloatChecks saved_;
 };
 
 } // namespace pxl

@@ -544,9 +544,15 @@ struct JitFunction : OpaqueObj {
         if (c->trace && !keep_captured && !is_enclosing_literal(enclosing, c)) reusable = false;
       if (reusable) (*cache)[key] = entry;
     }
-    if (!run_partitioned(in, *entry, leaves, out_shardings, where, out) &&
-        !run_compiled(in, *entry, leaves, out))
-      out = run_jitted(in, *entry->traced, leaves);
+    {
+      // With jax_debug_nans/infs only the program's outputs are checked
+      // (check_outputs); its ops run unchecked.
+      FloatChecksOff unchecked(enclosing ? nullptr : dynamic_cast<EagerContext*>(&in.ops()));
+      if (!run_partitioned(in, *entry, leaves, out_shardings, where, out) &&
+          !run_compiled(in, *entry, leaves, out))
+        out = run_jitted(in, *entry->traced, leaves);
+    }
+    check_outputs(in, a, out, where);
     if (!out_shardings.is_none() && !enclosing) {
       try {
         out = place(in, out_shardings, out, "jit() out_shardings");
@@ -557,6 +563,36 @@ struct JitFunction : OpaqueObj {
     }
     if (!enclosing) donate(in, a, out);
     return true;
+  }
+
+  // jax_debug_nans/infs: an output holding such a value makes JAX call the
+  // function again without jit, op by op, so that the op producing it fails
+  // (EagerContext::checked); when none does, JAX's own message.
+  void check_outputs(InterpreterImpl& in, CallArgs& a, const Value& out, const Span& where) const {
+    auto* eager = dynamic_cast<EagerContext*>(&in.ops());
+    if (!eager || !eager->float_checks().any()) return;
+    ValueList leaves;
+    tree_flatten(in, out, leaves);
+    std::string bad;
+    for (const Value& l : leaves)
+      if (l.is_obj(ObjKind::Array) && bad.empty()) bad = invalid_float(l.as<ArrayObj>()->tensor, eager->float_checks());
+    if (bad.empty()) return;
+    in.err() << "Invalid " << bad
+             << " value encountered in the output of a jax.jit function. Calling the de-optimized version."
+             << std::endl;
+    in.call(fn, a, where);
+    throw Error(ErrCode::Value,
+                "('jit(" + fn_name() + ")', '" + bad +
+                    "'). Because jax_config.debug_nans.value and/or config.jax_debug_infs is set, the "
+                    "de-optimized function (i.e., the function as if the `jit` decorator were removed) was "
+                    "called in an attempt to get a more precise error message. However, the de-optimized "
+                    "function did not produce invalid values during its execution. This behavior can result "
+                    "from `jit` optimizations causing the invalid value to be produced. It may also arise from "
+                    "having nan/inf literals as inputs or outputs, like `jax.jit(lambda ...: "
+                    "jax.numpy.nan)(...)`. \n\nIt may be possible to avoid the invalid value by removing the "
+                    "`jit` decorator, at the cost of losing optimizations. \n\nIf you see this error, consider "
+                    "opening a bug report at https://github.com/jax-ml/jax.",
+                where);
   }
 
   // Donated arguments: as XLA, each array whose buffer an output of the same

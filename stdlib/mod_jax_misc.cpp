@@ -4,6 +4,7 @@
 #include <map>
 
 #include "lang/args.hpp"
+#include "runtime/eager.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/np.hpp"
@@ -117,6 +118,12 @@ struct ConfigObj : OpaqueObj {
                       "jax_enable_x64 is not supported: pxl's default dtypes are JAX's 32-bit ones",
                       Span{}, "ask for float64 explicitly (dtype=jnp.float64)");
         self->flags[flag] = r[1];
+        if (flag == "jax_debug_nans" || flag == "jax_debug_infs")
+          if (auto* eager = dynamic_cast<EagerContext*>(&in.root_ops())) {
+            FloatChecks c = eager->float_checks();
+            (flag == "jax_debug_nans" ? c.nans : c.infs) = in.truthy(r[1], Span{});
+            eager->set_float_checks(c);
+          }
         return Value();
       });
       return true;

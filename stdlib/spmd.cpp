@@ -10,6 +10,7 @@
 #include "ir/comm_report.hpp"
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
+#include "runtime/eager.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/format.hpp"
 #include "runtime/spmd_call.hpp"
@@ -268,6 +269,10 @@ struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
         outs = run_spmd_call(*c.callee, operands, in.pull_log(), &debug);
       }
       print_debug(in, *c.callee->fn, debug);
+      if (auto* eager = dynamic_cast<EagerContext*>(&in.ops())) {
+        LocScope loc(in.ops(), where);
+        outs = eager->checked_results("Invalid value (%) encountered in sharded computation.", std::move(outs));
+      }
     }
     ValueList vals;
     for (const Tensor& t : outs) vals.push_back(make_array(t));

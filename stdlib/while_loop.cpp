@@ -17,6 +17,7 @@
 #include "stdlib/trace_util.hpp"
 #include "stdlib/transforms.hpp"
 #include "stdlib/while_loop.hpp"
+#include "runtime/eager.hpp"
 #include "runtime/sharded.hpp"
 
 namespace pxl {
@@ -604,7 +605,21 @@ void add_while_loop(Value& lax) {
     if (a.pos.empty()) throw Error(ErrCode::Arguments, "_run_traced(fn, *args) needs a function");
     ValueList args(a.pos.begin() + 1, a.pos.end());
     TracedFunction t = trace_function(in, a.pos[0], args, Span{}, "cond");
-    return apply_traced(in, t, leaf_tensors(in, args, Span{}));
+    // With jax_debug_nans/infs the branch runs whole, as JAX's cond primitive:
+    // only its outputs are checked, and the error names cond.
+    auto* eager = dynamic_cast<EagerContext*>(&in.ops());
+    FloatChecks checks;
+    Value out;
+    {
+      FloatChecksOff unchecked(eager);
+      checks = unchecked.saved();
+      out = apply_traced(in, t, leaf_tensors(in, args, Span{}));
+    }
+    if (checks.any())
+      for (const Tensor& r : leaf_tensors(in, {out}, Span{}))
+        if (std::string bad = invalid_float(r, checks); !bad.empty())
+          throw Error(ErrCode::Value, "invalid value (" + bad + ") encountered in cond");
+    return out;
   });
   vars["_is_concrete"] = make_builtin("_is_concrete", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("_is_concrete", a, {"x"}, 1);
