@@ -56,6 +56,7 @@ bool instance_of(const Value& v, const Value& cls) {
   std::string have = type_name(v);
   if (want == have) return true;
   if (want == "int" && v.is_bool()) return true;
+  if (want == "dict" && v.is_obj(ObjKind::Dict)) return true; // OrderedDict, defaultdict
   if (want == "tuple" && v.is_obj(ObjKind::Opaque) && v.as<OpaqueObj>()->tuple_items()) return true;
   if ((want == "Array" || want == "ndarray" || want == "ArrayImpl") && v.is_obj(ObjKind::Array)) return true;
   if (want == "Array" && have == "PRNGKeyArray") return true; // typed keys are jax.Arrays

@@ -318,7 +318,14 @@ Value InterpreterImpl::get_item(const Value& obj, const Value& index, const Span
     case ObjKind::Dict: {
       if (!is_hashable(index))
         throw Error(ErrCode::Type, "unhashable type: '" + type_name(index) + "'", where);
-      if (const Value* v = obj.as<DictObj>()->find(index)) return *v;
+      auto* d = obj.as<DictObj>();
+      if (const Value* v = d->find(index)) return *v;
+      if (d->defaulted && !d->default_factory.is_none()) { // defaultdict: the factory's value, kept
+        CallArgs none;
+        Value made = call(d->default_factory, none, where);
+        d->set(index, made);
+        return made;
+      }
       throw Error(ErrCode::Key, "key " + repr(index) + " not found in dict", where);
     }
     case ObjKind::Range: {

@@ -134,6 +134,13 @@ bool values_equal(const Value& a, const Value& b) {
     const auto* x = a.as<DictObj>();
     const auto* y = b.as<DictObj>();
     if (x->size() != y->size()) return false;
+    if (x->ordered && y->ordered) { // OrderedDicts compare in order too, as Python's
+      ValueList kx, ky;
+      x->for_each([&](const Value& k, const Value&) { kx.push_back(k); });
+      y->for_each([&](const Value& k, const Value&) { ky.push_back(k); });
+      for (size_t i = 0; i < kx.size(); ++i)
+        if (!values_equal(kx[i], ky[i])) return false;
+    }
     bool eq = true;
     x->for_each([&](const Value& k, const Value& v) {
       const Value* o = y->find(k);
@@ -220,7 +227,7 @@ std::string type_name(const Value& v) {
   case ObjKind::Str: return "str";
   case ObjKind::Tuple: return "tuple";
   case ObjKind::List: return "list";
-  case ObjKind::Dict: return v.as<DictObj>()->ordered ? "OrderedDict" : "dict";
+  case ObjKind::Dict: return v.as<DictObj>()->ordered ? "OrderedDict" : v.as<DictObj>()->defaulted ? "defaultdict" : "dict";
   case ObjKind::Function: return "function";
   case ObjKind::Builtin: return "builtin_function_or_method";
   case ObjKind::BoundMethod: return "method";
@@ -242,6 +249,15 @@ std::string type_name(const Value& v) {
   return "object";
 }
 
+std::string factory_repr(const Value& f) {
+  if (f.is_obj(ObjKind::Builtin)) {
+    const std::string& n = f.as<BuiltinObj>()->name;
+    for (const char* t : {"dict", "list", "set", "frozenset", "tuple", "int", "float", "str", "bool", "complex"})
+      if (n == t) return "<class '" + n + "'>";
+  }
+  return repr(f);
+}
+
 static std::string seq_repr(const ValueList& items, const char* open, const char* close,
                             bool one_tuple, int depth);
 
@@ -261,6 +277,7 @@ static std::string repr_depth(const Value& v, int depth) {
   case ObjKind::Dict: {
     bool ordered = v.as<DictObj>()->ordered;
     std::string out = ordered ? "OrderedDict([" : "{";
+    if (v.as<DictObj>()->defaulted) out = "defaultdict(" + factory_repr(v.as<DictObj>()->default_factory) + ", {";
     bool first = true;
     v.as<DictObj>()->for_each([&](const Value& k, const Value& x) {
       if (!first) out += ", ";
@@ -268,7 +285,7 @@ static std::string repr_depth(const Value& v, int depth) {
       if (ordered) out += "(" + repr_depth(k, depth + 1) + ", " + repr_depth(x, depth + 1) + ")";
       else out += repr_depth(k, depth + 1) + ": " + repr_depth(x, depth + 1);
     });
-    return out + (ordered ? "])" : "}");
+    return out + (ordered ? "])" : v.as<DictObj>()->defaulted ? "})" : "}");
   }
   case ObjKind::Function: return "<function " + v.as<FunctionObj>()->name + ">";
   case ObjKind::Builtin: return "<built-in function " + v.as<BuiltinObj>()->name + ">";

@@ -102,7 +102,11 @@ struct DictObj : Object {
   std::vector<std::pair<Value, Value>> entries; // erased entries have a None-tag tombstone
   std::vector<bool> live;
   std::unordered_map<Value, size_t, ValueHash, ValueKeyEq> index;
-  bool ordered = false; // an OrderedDict (Mesh.shape): repr OrderedDict([(k, v), ...])
+  bool ordered = false; // a collections.OrderedDict: repr OrderedDict([(k, v), ...])
+  // A collections.defaultdict: a missing key's value is default_factory()
+  // (None: a KeyError, as a dict's).
+  bool defaulted = false;
+  Value default_factory;
   size_t size() const { return index.size(); }
   const Value* find(const Value& k) const;
   void set(const Value& k, Value v);
@@ -296,6 +300,9 @@ Value make_type(std::string name);
 
 // Python-compatible printing and comparisons.
 std::string type_name(const Value& v);
+// A defaultdict's factory as Python shows it: the builtin types as classes
+// (<class 'dict'>), None, or the callable's repr.
+std::string factory_repr(const Value& f);
 std::string repr(const Value& v);
 std::string str(const Value& v);
 std::string repr_string(const std::string& s); // 'abc' with Python's quoting rules

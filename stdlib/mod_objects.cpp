@@ -219,6 +219,29 @@ void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
     ArgReader r("_unsupported_error", a, {"message"}, 1);
     throw Error(ErrCode::Unsupported, r.get_str(0)); // JAX's NotImplementedError
   });
+  // OrderedDict(items, **kw) / defaultdict(factory, items, **kw): a dict made
+  // as dict(items, **kw) is, flagged (lang/value.hpp DictObj).
+  collections.fn("OrderedDict", [](InterpreterImpl& in, CallArgs& a) {
+    Value d = in.call(in.builtin("dict"), a, Span{});
+    d.as<DictObj>()->ordered = true;
+    return d;
+  });
+  collections.fn("defaultdict", [](InterpreterImpl& in, CallArgs& a) {
+    Value factory;
+    CallArgs rest = a;
+    if (!rest.pos.empty()) {
+      factory = rest.pos.front();
+      rest.pos.erase(rest.pos.begin());
+    }
+    CallArgs check;
+    check.pos = {factory};
+    if (!factory.is_none() && !in.truthy(in.call(in.builtin("callable"), check, Span{}), Span{}))
+      throw Error(ErrCode::Type, "first argument must be callable or None");
+    Value d = in.call(in.builtin("dict"), rest, Span{});
+    d.as<DictObj>()->defaulted = true;
+    d.as<DictObj>()->default_factory = factory;
+    return d;
+  });
   collections.fn("namedtuple", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("namedtuple", a, {"typename", "field_names"}, 2);
     auto type = std::make_shared<NamedTupleType>();

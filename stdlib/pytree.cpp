@@ -17,7 +17,8 @@ size_t TreeDef::num_leaves() const {
 
 bool TreeDef::operator==(const TreeDef& o) const {
   if (kind != o.kind || children.size() != o.children.size() || keys.size() != o.keys.size() ||
-      nt_type != o.nt_type)
+      nt_type != o.nt_type || ordered != o.ordered || defaulted != o.defaulted ||
+      (defaulted && !values_equal(default_factory, o.default_factory)))
     return false;
   for (size_t i = 0; i < keys.size(); ++i)
     if (!values_equal(keys[i], o.keys[i])) return false;
@@ -40,6 +41,15 @@ std::string TreeDef::repr() const {
       return s + (d.kind == Kind::Tuple ? ")" : "]");
     }
     case Kind::Dict: {
+      if (d.ordered || d.defaulted) { // JAX's CustomNode(OrderedDict[keys], [...])
+        std::string keys;
+        for (size_t i = 0; i < d.keys.size(); ++i) keys += (i ? ", " : "") + pxl::repr(d.keys[i]);
+        keys = "(" + keys + (d.keys.size() == 1 ? ",)" : ")");
+        std::string s = d.ordered ? "CustomNode(OrderedDict[" + keys + "], ["
+                                  : "CustomNode(defaultdict[(" + factory_repr(d.default_factory) + ", " + keys + ")], [";
+        for (size_t i = 0; i < d.children.size(); ++i) s += (i ? ", " : "") + rec(d.children[i]);
+        return s + "])";
+      }
       std::string s = "{";
       for (size_t i = 0; i < d.children.size(); ++i)
         s += (i ? ", " : "") + pxl::repr(d.keys[i]) + ": " + rec(d.children[i]);
@@ -76,12 +86,17 @@ static TreeDef flatten_rec(InterpreterImpl& in, const Value& v, ValueList& leave
     for (const Value& x : *fields) d.children.push_back(flatten_rec(in, x, leaves, is_leaf, depth + 1));
   } else if (v.is_obj(ObjKind::Dict)) {
     d.kind = TreeDef::Kind::Dict;
+    d.ordered = v.as<DictObj>()->ordered;
+    d.defaulted = v.as<DictObj>()->defaulted;
+    d.default_factory = v.as<DictObj>()->default_factory;
     v.as<DictObj>()->for_each([&](const Value& k, const Value&) { d.keys.push_back(k); });
-    try {
-      std::stable_sort(d.keys.begin(), d.keys.end(),
-                       [&](const Value& a, const Value& b) { return in.less_than(a, b, Span{}); });
-    } catch (const Error&) { // keys that do not compare (JAX's message)
-      throw Error(ErrCode::Value, "Comparator raised exception while sorting pytree dictionary keys.");
+    if (!d.ordered) { // an OrderedDict's keep their order
+      try {
+        std::stable_sort(d.keys.begin(), d.keys.end(),
+                         [&](const Value& a, const Value& b) { return in.less_than(a, b, Span{}); });
+      } catch (const Error&) { // keys that do not compare (JAX's message)
+        throw Error(ErrCode::Value, "Comparator raised exception while sorting pytree dictionary keys.");
+      }
     }
     for (const Value& k : d.keys)
       d.children.push_back(flatten_rec(in, *v.as<DictObj>()->find(k), leaves, is_leaf, depth + 1));
@@ -138,7 +153,8 @@ static void flatten_up_to_rec(InterpreterImpl& in, const TreeDef& d, const Value
     if (!v.is_obj(ObjKind::Dict)) throw fail("Expected dict, got " + repr(v) + ".");
     ValueList keys;
     v.as<DictObj>()->for_each([&](const Value& k, const Value&) { keys.push_back(k); });
-    std::stable_sort(keys.begin(), keys.end(), [&](const Value& a, const Value& b) { return in.less_than(a, b, Span{}); });
+    if (!d.ordered)
+      std::stable_sort(keys.begin(), keys.end(), [&](const Value& a, const Value& b) { return in.less_than(a, b, Span{}); });
     bool same = keys.size() == d.keys.size();
     for (size_t i = 0; same && i < keys.size(); ++i) same = values_equal(keys[i], d.keys[i]);
     if (!same)
@@ -177,6 +193,9 @@ static Value unflatten_rec(const TreeDef& d, const ValueList& leaves, size_t& po
   }
   case TreeDef::Kind::Dict: {
     auto out = std::make_shared<DictObj>();
+    out->ordered = d.ordered;
+    out->defaulted = d.defaulted;
+    out->default_factory = d.default_factory;
     for (size_t i = 0; i < d.children.size(); ++i) out->set(d.keys[i], unflatten_rec(d.children[i], leaves, pos));
     return Value::object(out);
   }

@@ -14,7 +14,11 @@ struct TreeDef {
   // Key: a typed PRNG key array, a node over its one leaf, the key data
   // (stdlib/prng_key.hpp), so that transformations carry keys as arrays.
   enum class Kind : uint8_t { Leaf, None, Tuple, List, Dict, NamedTuple, Key } kind = Kind::Leaf;
-  ValueList keys;                               // Dict: sorted keys
+  ValueList keys;                               // Dict: sorted keys (an OrderedDict's in order)
+  // Dict: a collections.OrderedDict / defaultdict node (JAX's CustomNode), and
+  // the defaultdict's factory.
+  bool ordered = false, defaulted = false;
+  Value default_factory;
   std::shared_ptr<const NamedTupleType> nt_type; // NamedTuple: its class
   std::vector<TreeDef> children;                // Tuple/List/Dict/NamedTuple (one per field)
   // A tuple or a named tuple (a has_aux function's (out, aux) may be either).
