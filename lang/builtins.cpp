@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <tuple>
 
 #include "lang/args.hpp"
 #include "lang/interp_impl.hpp"
@@ -471,6 +472,20 @@ void InterpreterImpl::install_builtins() {
     else out += static_cast<char>(0xF0 | (c >> 18)), out += static_cast<char>(0x80 | ((c >> 12) & 0x3F)), out += static_cast<char>(0x80 | ((c >> 6) & 0x3F)), out += static_cast<char>(0x80 | (c & 0x3F));
     return make_str(out);
   });
+  // hex, oct, bin: an integer in base 16, 8 or 2 with Python's prefix ('-0x1f').
+  for (auto [name, base, prefix] : {std::tuple{"hex", 16, "0x"}, std::tuple{"oct", 8, "0o"}, std::tuple{"bin", 2, "0b"}}) {
+    def(name, [name = std::string(name), base = base, prefix = std::string(prefix)](InterpreterImpl&, CallArgs& a) {
+      ArgReader r(name.c_str(), a, {"number"}, 1);
+      int64_t v = r.get_int(0);
+      uint64_t m = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+      std::string digits;
+      do {
+        digits.insert(digits.begin(), "0123456789abcdef"[m % static_cast<uint64_t>(base)]);
+        m /= static_cast<uint64_t>(base);
+      } while (m);
+      return make_str((v < 0 ? "-" : "") + prefix + digits);
+    });
+  }
   def("ord", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("ord", a, {"c"}, 1);
     const std::string& s = r.get_str(0);

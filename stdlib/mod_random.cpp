@@ -30,7 +30,16 @@ Tensor bound_arg(InterpreterImpl& in, const ArgReader& r, size_t i, double dflt)
   return in.to_tensor(r[i], Span{});
 }
 Shape shape_arg(const ArgReader& r, size_t i, const char* fn) {
-  return r.has(i) && !r[i].is_none() ? value_to_shape(r[i], std::string(fn) + "() shape") : Shape{};
+  if (!r.has(i) || r[i].is_none()) return Shape{};
+  // JAX's canonicalize_shape: a sequence of integers (or an integer).
+  const Value& v = r[i];
+  if (const ValueList* items = sequence_items(v)) {
+    for (const Value& d : *items)
+      if (!d.is_intlike())
+        throw Error(ErrCode::Type, "Shapes must be 1D sequences of concrete values of integer type, got " +
+                                       repr(v) + ".");
+  }
+  return value_to_shape(v, std::string(fn) + "() shape");
 }
 } // namespace
 
@@ -88,8 +97,8 @@ Value make_random_module(InterpreterImpl& in) {
     ArgReader r("bits", a, {"key", "shape", "dtype"}, 1);
     DType dt = value_to_dtype(r[2]).value_or(DType::UInt32);
     if (dt != DType::UInt32 && dt != DType::UInt16 && dt != DType::UInt8)
-      throw Error(ErrCode::DType, std::string("bits(): dtype must be an unsigned integer type of 8, 16 "
-                                              "or 32 bits, got ") + dtype_name(dt));
+      throw Error(ErrCode::Value, std::string("dtype argument to `bits` must be an unsigned int dtype, got ") +
+                                      dtype_name(dt));
     Tensor bits = np::random_bits(in.ops(), key_arg(in, r[0], "bits"), shape_arg(r, 1, "bits"));
     // Narrower draws keep the low bits of the 32-bit hash, as JAX's partitionable bits.
     return make_array(np::astype(in.ops(), bits, dt));
@@ -109,6 +118,14 @@ Value make_random_module(InterpreterImpl& in) {
     DType dt = *value_to_dtype(r[2]);
     return make_tuple({Value::number(np::next_toward(r.get_float(0), INFINITY, dt)),
                        Value::number(np::next_toward(r.get_float(1), -INFINITY, dt))});
+  });
+  // threefry2x32_p for jax.extend.random.threefry_2x32 (stdlib/jax_extend_random.pxl
+  // checks the dtypes, pads and splits the counts).
+  b.fn("_threefry2x32_p", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("threefry2x32", a, {"k1", "k2", "x1", "x2"}, 4);
+    auto out = np::threefry2x32(in.ops(), in.to_tensor(r[0], Span{}), in.to_tensor(r[1], Span{}),
+                                in.to_tensor(r[2], Span{}), in.to_tensor(r[3], Span{}));
+    return make_tuple({make_array(out[0]), make_array(out[1])});
   });
   return b.value();
 }

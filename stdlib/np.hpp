@@ -152,6 +152,10 @@ Tensor random_randint(OpContext& cx, const Tensor& key, const Shape& shape, int6
                       int64_t maxval, DType dtype = DType::Int32);
 // A concrete key sorts on the host; a traced one by O(n^2) rank counting.
 Tensor random_permutation(OpContext& cx, const Tensor& key, int64_t n);
+// JAX's threefry2x32_p: both hashed words of counters (x0, x1) of one shape
+// under the key words k0, k1 (uint32 scalars or of that shape).
+std::array<Tensor, 2> threefry2x32(OpContext& cx, const Tensor& k0, const Tensor& k1, const Tensor& x0,
+                                   const Tensor& x1);
 // jax.random.bits: the raw 32-bit threefry draws.
 Tensor random_bits(OpContext& cx, const Tensor& key, const Shape& shape);
 // sqrt(2) * erfinv(uniform(key, shape, dtype, minval, maxval)), the core of

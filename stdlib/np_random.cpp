@@ -202,9 +202,9 @@ Tensor random_split(OpContext& cx, const Tensor& key, int64_t num) {
 
 Tensor random_fold_in(OpContext& cx, const Tensor& key, const Tensor& data) {
   check_key(key, "fold_in");
-  if (av(data).ndim() != 0 || !is_integer(av(data).dtype))
-    throw Error(ErrCode::Type, std::string("fold_in: data must be an integer scalar, got ") +
-                                   dtype_name(av(data).dtype) + shape_str(av(data).shape));
+  if (av(data).ndim() != 0)
+    throw Error(ErrCode::Type, "fold_in accepts a scalar, but was given an array of" // sic: JAX's text
+                               "shape " + shape_str(av(data).shape) + " != (). Use jax.vmap for batching.");
   // jnp.asarray(data, dtype='uint32'), then the counter (0, data).
   Tensor d = convert(cx, data, DType::UInt32, false);
   auto [y0, y1] = hash(cx, key, u32(cx, 0), d);
@@ -227,12 +227,41 @@ Tensor random_uniform(OpContext& cx, const Tensor& key, const Shape& shape, DTyp
   DType dt = float_dtype(dtype, "uniform");
   check_bound(minval, "uniform");
   check_bound(maxval, "uniform");
+  // JAX raises the bounds to the shape's rank and scales the [0, 1) draws
+  // (of `shape`) by maxval - minval: a lax.mul that needs equal dimensions or 1s.
+  for (const Tensor* t : {&minval, &maxval}) {
+    const Shape& bs = av(*t).shape;
+    bool ok = bs.size() <= shape.size();
+    for (size_t i = 0; ok && i < bs.size(); ++i) {
+      int64_t d = bs[bs.size() - 1 - i], want = shape[shape.size() - 1 - i];
+      ok = d == 1 || d == want;
+    }
+    if (!ok) {
+      Shape ranked(shape.size() > bs.size() ? shape.size() - bs.size() : 0, 1);
+      ranked.insert(ranked.end(), bs.begin(), bs.end());
+      throw Error(ErrCode::Type, "mul got incompatible shapes for broadcasting: " + shape_str(shape) + ", " +
+                                     shape_str(ranked) + ".");
+    }
+  }
   return uniform(cx, key, shape, dt, minval, maxval);
 }
 
 Tensor random_uniform(OpContext& cx, const Tensor& key, const Shape& shape, DType dtype,
                       double minval, double maxval) {
   return random_uniform(cx, key, shape, dtype, float_bound(cx, minval), float_bound(cx, maxval));
+}
+
+std::array<Tensor, 2> threefry2x32(OpContext& cx, const Tensor& k0, const Tensor& k1, const Tensor& x0,
+                                   const Tensor& x1) {
+  const Shape& s = av(x0).shape;
+  Tensor b0 = broadcast(cx, k0, s, "threefry_2x32"), b1 = broadcast(cx, k1, s, "threefry_2x32");
+  std::array<Tensor, 2> out;
+  for (int w = 0; w < 2; ++w) {
+    OpAttrs a;
+    a.axis = w;
+    out[static_cast<size_t>(w)] = bind(cx, Op::Threefry2x32, a, {b0, b1, x0, x1});
+  }
+  return out;
 }
 
 Tensor random_bits(OpContext& cx, const Tensor& key, const Shape& shape) {

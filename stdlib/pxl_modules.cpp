@@ -121,6 +121,14 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   Value pjit = in.import_module("experimental_pjit", Span{}, ""); // jax.experimental.pjit
   jax.as<ModuleObj>()->env->vars.at("experimental").as<ModuleObj>()->env->vars["pjit"] = pjit;
   in.register_module("jax.experimental.pjit", pjit);
+  {
+    Value ext_random = in.import_module("jax_extend_random", Span{}, ""); // threefry_2x32
+    ModuleBuilder ext("jax.extend");
+    ext.val("random", ext_random);
+    jax.as<ModuleObj>()->env->vars["extend"] = ext.value();
+    in.register_module("jax.extend", ext.value());
+    in.register_module("jax.extend.random", ext_random);
+  }
   Value ops = in.import_module("jax_ops", Span{}, ""); // segment_sum, ...
   jax.as<ModuleObj>()->env->vars["ops"] = ops;
   in.register_module("jax.ops", ops);

@@ -374,6 +374,28 @@ bool ShardingObj::get_attr(InterpreterImpl& in, const std::string& name, Value& 
     });
     return true;
   }
+  if (name == "is_equivalent_to") {
+    // JAX compares the HLO shardings for an array of ndim dimensions: here, the
+    // devices and each device's block of a shape every mesh axis divides.
+    out = make_builtin("is_equivalent_to", [self](InterpreterImpl&, CallArgs& a) {
+      ArgReader r("is_equivalent_to", a, {"other", "ndim"}, 2);
+      auto* o = r[0].is_obj(ObjKind::Opaque) ? dynamic_cast<ShardingObj*>(r[0].as<OpaqueObj>()) : nullptr;
+      if (!o || o->is_abstract()) return Value::boolean(false);
+      if (o->mesh.device_ids.size() != self->mesh.device_ids.size()) return Value::boolean(false);
+      std::vector<int> mine = self->mesh.device_ids, theirs = o->mesh.device_ids;
+      if (self->single_device || o->single_device) return Value::boolean(mine == theirs);
+      int64_t ndim = r.get_int(1);
+      Shape shape(static_cast<size_t>(std::max<int64_t>(ndim, 0)), self->mesh.size());
+      std::vector<Value> ia = device_indices(*self, shape), ib = device_indices(*o, shape);
+      std::vector<std::pair<int, std::string>> pa, pb; // (device, block) pairs
+      for (size_t p = 0; p < ia.size(); ++p) pa.emplace_back(mine[p], pxl::repr(ia[p]));
+      for (size_t p = 0; p < ib.size(); ++p) pb.emplace_back(theirs[p], pxl::repr(ib[p]));
+      std::sort(pa.begin(), pa.end());
+      std::sort(pb.begin(), pb.end());
+      return Value::boolean(pa == pb);
+    });
+    return true;
+  }
   if (name == "devices_indices_map") {
     out = make_builtin("devices_indices_map", [self, plat](InterpreterImpl&, CallArgs& a) {
       Shape shape = shape_arg(a, "devices_indices_map");
@@ -392,7 +414,7 @@ bool ShardingObj::get_attr(InterpreterImpl& in, const std::string& name, Value& 
 std::vector<std::string> ShardingObj::attr_names() const {
   std::vector<std::string> names = {"memory_kind", "device_set",          "addressable_devices",
                                     "num_devices", "is_fully_replicated", "is_fully_addressable",
-                                    "shard_shape", "devices_indices_map"};
+                                    "shard_shape", "devices_indices_map", "is_equivalent_to"};
   if (!single_device) names.insert(names.begin(), {"mesh", "spec"});
   return names;
 }
