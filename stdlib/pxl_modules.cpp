@@ -140,7 +140,9 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   ModuleBuilder stats("jax.scipy.stats");
   for (const char* dist : {"norm", "uniform", "expon", "gamma", "beta", "t", "cauchy", "laplace",
                            "logistic", "chi2", "pareto", "poisson", "bernoulli", "geom", "binom",
-                           "dirichlet", "gennorm", "multivariate_normal"}) {
+                           "dirichlet", "gennorm", "multivariate_normal", "betabinom", "nbinom",
+                           "vonmises", "wrapcauchy", "gumbel_l", "gumbel_r", "multinomial",
+                           "truncnorm"}) {
     Value m = in.import_module(std::string("scipy_stats_") + dist, Span{}, "");
     stats.val(dist, m);
     in.register_module(std::string("jax.scipy.stats.") + dist, m);
