@@ -147,6 +147,9 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
     stats.val(dist, m);
     in.register_module(std::string("jax.scipy.stats.") + dist, m);
   }
+  Value stats_core = in.import_module("scipy_stats_core", Span{}, "");
+  for (const char* fn : {"mode", "rankdata", "sem"})
+    stats.val(fn, stats_core.as<ModuleObj>()->env->vars.at(fn));
   Value scipy_linalg = in.import_module("scipy_linalg", Span{}, "");
   ModuleBuilder scipy("jax.scipy");
   scipy.val("special", special);
