@@ -150,6 +150,8 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   Value stats_core = in.import_module("scipy_stats_core", Span{}, "");
   for (const char* fn : {"mode", "rankdata", "sem"})
     stats.val(fn, stats_core.as<ModuleObj>()->env->vars.at(fn));
+  Value stats_kde = in.import_module("scipy_stats_kde", Span{}, "");
+  stats.val("gaussian_kde", stats_kde.as<ModuleObj>()->env->vars.at("gaussian_kde"));
   Value scipy_linalg = in.import_module("scipy_linalg", Span{}, "");
   ModuleBuilder scipy("jax.scipy");
   scipy.val("special", special);
