@@ -157,6 +157,13 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   scipy.val("special", special);
   scipy.val("linalg", scipy_linalg);
   scipy.val("stats", stats.value());
+  // jax.scipy.cluster (its vq module).
+  Value cluster_vq = in.import_module("scipy_cluster_vq", Span{}, "");
+  ModuleBuilder cluster("jax.scipy.cluster");
+  cluster.val("vq", cluster_vq);
+  scipy.val("cluster", cluster.value());
+  in.register_module("jax.scipy.cluster", cluster.value());
+  in.register_module("jax.scipy.cluster.vq", cluster_vq);
   jax.as<ModuleObj>()->env->vars["scipy"] = scipy.value();
   in.register_module("jax.scipy", scipy.value());
   in.register_module("jax.scipy.special", special);
