@@ -336,10 +336,10 @@ AVal fft(Op op, const OpAttrs& a, const AVal& x) {
   size_t k = a.shape.size();
   if (k < 1 || k > 3)
     fail(ErrCode::Value, op, "fft_lengths must have 1 to 3 entries, got " + ints_str(a.shape));
-  if (static_cast<size_t>(x.ndim()) < k)
-    fail(ErrCode::Shape, op,
-         std::string(type) + " of " + std::to_string(k) + " dimensions needs an operand of rank >= " +
-             std::to_string(k) + ", got " + shape_str(x.shape));
+  if (static_cast<size_t>(x.ndim()) < k) // JAX's text, without the op name
+    throw Error(ErrCode::Shape, "FFT input shape " + shape_str(x.shape) +
+                                    " must have at least as many input dimensions as fft_lengths " +
+                                    shape_str(a.shape) + ".");
   bool real_in = a.axis == 2;
   if (real_in ? x.dtype != DType::Float32 : !is_complex(x.dtype))
     fail(ErrCode::DType, op,

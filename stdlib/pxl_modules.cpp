@@ -148,16 +148,30 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   ModuleBuilder stats("jax.scipy.stats");
   for (const char* dist : {"norm", "uniform", "expon", "gamma", "beta", "t", "cauchy", "laplace",
                            "logistic", "chi2", "pareto", "poisson", "bernoulli", "geom", "binom",
-                           "dirichlet", "gennorm", "multivariate_normal"}) {
+                           "dirichlet", "gennorm", "multivariate_normal", "betabinom", "nbinom",
+                           "vonmises", "wrapcauchy", "gumbel_l", "gumbel_r", "multinomial",
+                           "truncnorm"}) {
     Value m = in.import_module(std::string("scipy_stats_") + dist, Span{}, "");
     stats.val(dist, m);
     in.register_module(std::string("jax.scipy.stats.") + dist, m);
   }
+  Value stats_core = in.import_module("scipy_stats_core", Span{}, "");
+  for (const char* fn : {"mode", "rankdata", "sem"})
+    stats.val(fn, stats_core.as<ModuleObj>()->env->vars.at(fn));
+  Value stats_kde = in.import_module("scipy_stats_kde", Span{}, "");
+  stats.val("gaussian_kde", stats_kde.as<ModuleObj>()->env->vars.at("gaussian_kde"));
   Value scipy_linalg = in.import_module("scipy_linalg", Span{}, "");
   ModuleBuilder scipy("jax.scipy");
   scipy.val("special", special);
   scipy.val("linalg", scipy_linalg);
   scipy.val("stats", stats.value());
+  // jax.scipy.cluster (its vq module).
+  Value cluster_vq = in.import_module("scipy_cluster_vq", Span{}, "");
+  ModuleBuilder cluster("jax.scipy.cluster");
+  cluster.val("vq", cluster_vq);
+  scipy.val("cluster", cluster.value());
+  in.register_module("jax.scipy.cluster", cluster.value());
+  in.register_module("jax.scipy.cluster.vq", cluster_vq);
   jax.as<ModuleObj>()->env->vars["scipy"] = scipy.value();
   in.register_module("jax.scipy", scipy.value());
   in.register_module("jax.scipy.special", special);
