@@ -643,8 +643,11 @@ Value* ScalarEmitter::inline_math(Op op, DType d, Value* x) {
     return m.log_f32(x);
   case Op::Log1p:
     return m.log1p_f32(x);
-  case Op::Expm1:
-    return m.expm1_f32(x);
+  case Op::Expm1: {
+    // float16 rounds each step, bfloat16 only the result (XLA's expansions).
+    Math m32(b_, *this, DType::Float32, x->getType());
+    return (d == DType::BFloat16 ? m32 : m).expm1_f32(x);
+  }
   case Op::Tanh:
     return m.tanh_f32(x);
   case Op::Erf:

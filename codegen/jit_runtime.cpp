@@ -35,7 +35,7 @@ template <class T> T int_pow(T base, T exp) {
 }
 
 float expm1_f16(float v) { return x::expm1_f32(v, x::Round::F16); }
-float expm1_bf16(float v) { return x::expm1_f32(v, x::Round::BF16); }
+float expm1_bf16(float v) { return x::expm1_f32(v); } // float32 steps, as XLA's bfloat16
 float expm1_f32(float v) { return x::expm1_f32(v); }
 float logistic_f16(float v) { return x::logistic_f32(v, x::Round::F16); }
 float logistic_bf16(float v) { return x::logistic_f32(v, x::Round::BF16); }

@@ -158,7 +158,10 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
         or_cx(by_width(xla::log1p_f32, xla::log1p_f64), cplx::log1p));
   case Op::Expm1:
     return un.template operator()<kFloat | kComplex>(or_cx(
-        by_width([r = rounding_of(in[0].dtype())](float v) { return xla::expm1_f32(v, r); },
+        // XLA expands a float16 expm1 in float16 steps but a bfloat16 one in
+        // float32 (JAX's bfloat16 results are the float32 value rounded once).
+        by_width([r = in[0].dtype() == DType::Float16 ? xla::Round::F16 : xla::Round::F32](
+                     float v) { return xla::expm1_f32(v, r); },
                  xla::expm1_f64),
         cplx::expm1));
   case Op::Sqrt:

@@ -383,10 +383,11 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
       return one(b.mul(b.bin(Op::Complex, g, b.zeros(g)), c));
     }
     return one(b.select(b.bin(Op::Ge, p[0], b.zeros(p[0])), g, b.neg(g)));
-  case Op::Real: // JAX's transposes: real -> complex(t, 0), imag -> complex(0, -t)
-    return one(b.bin(Op::Complex, g, b.zeros(g)));
+  case Op::Real: // JAX's transposes: real -> complex(t, 0), imag -> complex(0, -t), the
+                 // zero a strongly typed array (so the cotangent is never weak)
+    return one(b.bin(Op::Complex, g, b.convert(b.zeros(g), g->aval.dtype, false)));
   case Op::Imag:
-    return one(b.bin(Op::Complex, b.zeros(g), b.neg(g)));
+    return one(b.bin(Op::Complex, b.convert(b.zeros(g), g->aval.dtype, false), b.neg(g)));
   case Op::Conj:
     return one(b.un(Op::Conj, g));
   case Op::ShardingConstraint: // the cotangent laid out as the value was (JAX's transpose)

@@ -125,6 +125,8 @@ void add_lax_complex(Value& lax) {
     } else if (!is_complex(x->aval.dtype)) {
       x = np::detail::convert(in.ops(), x, DType::Complex64, false);
     }
+    // No transformed axes (JAX's fft_lengths=()): the operand as converted.
+    if (at.shape.empty()) return make_array(x);
     Tensor xs[] = {x};
     return make_array(in.ops().bind(Op::Fft, at, xs));
   });

@@ -318,8 +318,14 @@ Tensor unary(OpContext& cx, UnOp op, const Tensor& x0) {
     return p1(cx, Op::Cos, inexact());
   case UnOp::Tan:
     return p1(cx, Op::Tan, inexact());
-  case UnOp::Logistic:
-    return p1(cx, Op::Logistic, inexact());
+  case UnOp::Logistic: {
+    Tensor x = inexact();
+    if (!is_complex(av(x).dtype)) return p1(cx, Op::Logistic, x);
+    // The logistic primitive is real-only here; a complex operand takes
+    // JAX's own expansion, 1 / (1 + exp(-x)), whose derivatives follow.
+    Tensor one = like(cx, x, Scalar::of_int(1));
+    return p2(cx, Op::Div, one, p2(cx, Op::Add, one, p1(cx, Op::Exp, p1(cx, Op::Neg, x))));
+  }
   case UnOp::Erf:
     return p1(cx, Op::Erf, inexact());
   case UnOp::ErfInv:

@@ -129,6 +129,9 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
     in.register_module("jax.extend", ext.value());
     in.register_module("jax.extend.random", ext_random);
   }
+  Value test_util = in.import_module("jax_test_util", Span{}, ""); // check_grads, ...
+  jax.as<ModuleObj>()->env->vars["test_util"] = test_util;
+  in.register_module("jax.test_util", test_util);
   Value ops = in.import_module("jax_ops", Span{}, ""); // segment_sum, ...
   jax.as<ModuleObj>()->env->vars["ops"] = ops;
   in.register_module("jax.ops", ops);
