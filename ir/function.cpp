@@ -511,7 +511,9 @@ bool* bool_attr(OpAttrs& a, const std::string& key) {
                                                  {"transpose_a", &l.transpose_a},
                                                  {"unit_diagonal", &l.unit_diagonal},
                                                  {"full_matrices", &l.full_matrices},
-                                                 {"compute_uv", &l.compute_uv}};
+                                                 {"compute_uv", &l.compute_uv},
+                                                 {"compute_left", &l.compute_left},
+                                                 {"compute_right", &l.compute_right}};
   for (auto [name, field] : flags)
     if (key == name) return field;
   return nullptr;

@@ -46,7 +46,8 @@ std::string sharding_str(const std::vector<std::vector<std::string>>& dims) {
 std::string linalg_attrs_str(Op op, const LinalgAttrs& l) {
   auto flag = [](const char* k, bool v) { return std::string(" ") + k + (v ? "=true" : "=false"); };
   std::string s;
-  if (op == Op::Lu || op == Op::Qr || op == Op::Eigh || op == Op::Svd)
+  if (op == Op::Lu || op == Op::Qr || op == Op::Eigh || op == Op::Svd || op == Op::Eig ||
+      op == Op::Schur)
     s += " output=" + std::to_string(l.output);
   if (op == Op::TriangularSolve)
     s += flag("left_side", l.left_side) + flag("lower", l.lower) +
@@ -54,6 +55,8 @@ std::string linalg_attrs_str(Op op, const LinalgAttrs& l) {
   if (op == Op::Eigh) s += flag("lower", l.lower);
   if (op == Op::Qr || op == Op::Svd) s += flag("full_matrices", l.full_matrices);
   if (op == Op::Svd) s += flag("compute_uv", l.compute_uv);
+  if (op == Op::Eig)
+    s += flag("compute_left", l.compute_left) + flag("compute_right", l.compute_right);
   return s.empty() ? s : s.substr(1);
 }
 
@@ -195,6 +198,8 @@ std::string attrs_str(Op op, const OpAttrs& a) {
   case Op::Qr:
   case Op::Eigh:
   case Op::Svd:
+  case Op::Eig:
+  case Op::Schur:
     return linalg_attrs_str(op, a.linalg);
   case Op::Scatter:
     return "axis=" + std::to_string(a.axis) + " mode=" + scatter_mode_name(a.mode);

@@ -82,6 +82,7 @@ struct LinalgAttrs {
   int output = 0;
   bool left_side = false, lower = false, transpose_a = false, unit_diagonal = false;
   bool full_matrices = false, compute_uv = false;
+  bool compute_left = false, compute_right = false; // eig: which eigenvectors geev computes
   bool operator==(const LinalgAttrs&) const = default;
 };
 
@@ -109,7 +110,7 @@ struct OpAttrs {
   bool tiled = false;                           // all_gather, psum_scatter
   int64_t concat_axis = 0;                      // all_to_all
   std::vector<std::pair<int64_t, int64_t>> pairs; // ppermute: (source, destination) ranks
-  LinalgAttrs linalg;                           // cholesky, triangular_solve, lu, qr, eigh, svd
+  LinalgAttrs linalg;                           // the linalg ops (ops.def)
   std::vector<std::vector<std::string>> dim_axes; // sharding_constraint: each dimension's mesh axes
   std::shared_ptr<const SpmdCallee> callee;     // spmd_call
   std::shared_ptr<const WhileLoop> loop;        // while

@@ -417,6 +417,8 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
   case Op::Qr:
   case Op::Eigh:
   case Op::Svd:
+  case Op::Eig:
+  case Op::Schur:
     return linalg(op, in, a, oa);
   case Op::Scatter:
     return scatter(in[0], in[1], in[2], a, oa);

@@ -175,6 +175,7 @@ Array run(Op op, std::span<const Array> in, const LinalgAttrs& l, const AVal& oa
 } // namespace
 
 Array linalg(Op op, std::span<const Array> in, const OpAttrs& a, const AVal& oa) {
+  if (op == Op::Eig || op == Op::Schur) return eig_schur(op, in[0], a, oa);
   if (in[0].dtype() == DType::Float64) return run<double>(op, in, a.linalg, oa);
   return run<float>(op, in, a.linalg, oa);
 }

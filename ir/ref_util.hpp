@@ -240,8 +240,10 @@ Array arg_reduce(bool is_max, const Array& x, const OpAttrs& a, const AVal& out)
 Array cumsum(const Array& x, const OpAttrs& a, const AVal& out);
 Array fft(const Array& x, const OpAttrs& a, const AVal& out); // ref_fft.cpp
 Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& out);
-// cholesky, triangular_solve, lu, qr, eigh, svd (ir/ref_linalg.cpp).
+// cholesky, triangular_solve, lu, qr, eigh, svd, eig, schur (ir/ref_linalg.cpp).
 Array linalg(Op op, std::span<const Array> in, const OpAttrs& a, const AVal& out);
+// eig and schur (ir/ref_eig.cpp), which linalg hands on.
+Array eig_schur(Op op, const Array& x, const OpAttrs& a, const AVal& out);
 // dot_general's dims of an operand of rank `rank` that are neither batch nor
 // contracting, and the product of `dims` of shape `s` (also the CUDA gemm's).
 std::vector<int64_t> free_dims(int rank, const std::vector<int64_t>& batch,

@@ -463,11 +463,13 @@ AVal linalg(Op op, const OpAttrs& a, std::span<const AVal> in) {
            "Input " + std::to_string(i) + " to " + op_name(op) +
                " must have rank at least 2, but got shape=" + shape_str(in[i].shape));
     std::string at = " at position " + std::to_string(i);
-    if (!is_floating(in[i].dtype)) // JAX's naryop_dtype_rule
+    if (!is_inexact(in[i].dtype)) // JAX's naryop_dtype_rule
       fail(ErrCode::DType, op,
            std::string(op_name(op)) + " does not accept dtype " + dtype_name(in[i].dtype) + at +
                ". Accepted dtypes" + at + " are subtypes of floating, complexfloating.");
-    if (in[i].dtype != DType::Float32 && in[i].dtype != DType::Float64) // LAPACK's types; JAX's text
+    bool lapack_type = in[i].dtype == DType::Float32 || in[i].dtype == DType::Float64 ||
+                       ((op == Op::Eig || op == Op::Schur) && in[i].dtype == DType::Complex64);
+    if (!lapack_type) // LAPACK's types (complex only for eig, schur); JAX's text
       fail(ErrCode::DType, op, std::string("Unsupported dtype ") + dtype_name(in[i].dtype) + ".");
   }
   const AVal& x = in[0];
@@ -534,6 +536,20 @@ AVal linalg(Op op, const OpAttrs& a, std::span<const AVal> in) {
     if (l.output == 0) return out({k}, x.dtype);
     if (l.output == 1) return out({m, l.full_matrices ? m : k}, x.dtype);
     return out({l.full_matrices ? n : k, n}, x.dtype);
+  case Op::Eig: {
+    check_output(3);
+    square("The input to eig must be a square matrix. Got shape ");
+    if (x.dtype == DType::Float64) // its results would be complex128, which pxl lacks
+      fail(ErrCode::DType, op, "Unsupported dtype float64 (eig's complex128 results).");
+    // Weak-typed like the operand (JAX's standard weak type rule).
+    AVal r = l.output == 0 ? out({n}, DType::Complex64) : out({n, n}, DType::Complex64);
+    r.weak = x.weak;
+    return r;
+  }
+  case Op::Schur:
+    check_output(2);
+    square("The input to schur must be a square matrix. Got shape ");
+    return AVal{x.dtype, out({n, n}, x.dtype).shape, x.weak};
   default:
     break;
   }
@@ -689,6 +705,8 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
   case Op::Qr:
   case Op::Eigh:
   case Op::Svd:
+  case Op::Eig:
+  case Op::Schur:
     return linalg(op, a, in);
   case Op::Scatter:
     return scatter(op, a, in[0], in[1], in[2]);

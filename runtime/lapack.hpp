@@ -3,6 +3,7 @@
 // calls into it) use them; T is float or double. Each returns LAPACK's info
 // (0: success; > 0: the factorization failed, e.g. not positive definite).
 #pragma once
+#include <complex>
 #include <cstdint>
 
 namespace pxl::lapack {
@@ -19,5 +20,15 @@ int gesdd(char jobz, int m, int n, T* a, int lda, T* s, T* u, int ldu, T* vt, in
 template <class T>
 void trsm(bool left_side, bool lower, bool transpose_a, bool unit_diagonal, int m, int n,
           const T* a, int lda, T* b, int ldb);
+
+// The general eigendecomposition and Schur form (runtime/lapack_eig.cpp); T is
+// float or std::complex<float> (geev), also double (gees). a (n x n, lda = n)
+// is overwritten. geev: the eigenvalues into w, the left / right eigenvectors
+// (when asked for) into vl / vr (n x n), a real matrix's conjugate pairs
+// unpacked into complex columns as jaxlib's kernel does. gees: the Schur form
+// into a, the Schur vectors into vs (n x n).
+using c64 = std::complex<float>;
+template <class T> int geev(bool left, bool right, int n, T* a, c64* w, c64* vl, c64* vr);
+template <class T> int gees(int n, T* a, T* vs);
 
 } // namespace pxl::lapack

@@ -590,6 +590,8 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
   case Op::Qr:
   case Op::Eigh:
   case Op::Svd:
+  case Op::Eig:
+  case Op::Schur:
     // The factorizations are differentiated by the jvp rules of their
     // jax.lax.linalg wrappers (stdlib/linalg_lax.pxl, custom_jvp), which are
     // always what records them.

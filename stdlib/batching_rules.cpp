@@ -424,6 +424,8 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
   case Op::Qr:
   case Op::Eigh:
   case Op::Svd:
+  case Op::Eig:
+  case Op::Schur:
     return {cx.bind(op, attrs, all_batched()), true};
   case Op::ShardingConstraint: // the batch axis (0) is not split
     a.dim_axes.insert(a.dim_axes.begin(), std::vector<std::string>{});

@@ -406,11 +406,12 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
   def("_linalg", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("_linalg", a,
                 {"name", "a", "b", "output", "left_side", "lower", "transpose_a", "unit_diagonal",
-                 "full_matrices", "compute_uv"},
+                 "full_matrices", "compute_uv", "compute_left", "compute_right"},
                 2);
     static const std::pair<const char*, Op> ops[] = {
         {"cholesky", Op::Cholesky}, {"triangular_solve", Op::TriangularSolve}, {"lu", Op::Lu},
-        {"qr", Op::Qr},             {"eigh", Op::Eigh},                        {"svd", Op::Svd}};
+        {"qr", Op::Qr},             {"eigh", Op::Eigh},                        {"svd", Op::Svd},
+        {"eig", Op::Eig},           {"schur", Op::Schur}};
     std::string name = r.get_str(0);
     const Op* op = nullptr;
     for (const auto& [n, o] : ops)
@@ -425,6 +426,8 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     l.unit_diagonal = r.get_bool(7, false);
     l.full_matrices = r.get_bool(8, false);
     l.compute_uv = r.get_bool(9, false);
+    l.compute_left = r.get_bool(10, false);
+    l.compute_right = r.get_bool(11, false);
     Tensor x = T(in, r[1]);
     if (*op == Op::TriangularSolve) return make_array(bind(in, *op, at, {x, T(in, r[2])}));
     return make_array(bind(in, *op, at, {x}));

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <complex>
 #include <vector>
 
 #include "ir/function.hpp"
@@ -151,4 +152,45 @@ TEST_CASE("linalg attributes round-trip through IR text", "[linalg]") {
   CHECK(f.body[2].attrs.linalg.compute_uv);
   std::string printed = print_function(f);
   CHECK(print_function(parse_function(printed)) == printed);
+}
+
+TEST_CASE("eig and schur: geev's complex results, gees's Schur form", "[linalg]") {
+  AVal sq{DType::Float32, {2, 3, 3}, false}, wide{DType::Float32, {3, 4}, false};
+  OpAttrs vr = out(2);
+  vr.linalg.compute_right = true;
+  CHECK(infer(Op::Eig, out(0), std::vector<AVal>{sq}).shape == Shape{2, 3});
+  CHECK(infer(Op::Eig, vr, std::vector<AVal>{sq}).dtype == DType::Complex64);
+  CHECK(err(Op::Eig, {wide}) == "eig: The input to eig must be a square matrix. Got shape (3, 4).");
+  CHECK(err(Op::Schur, {wide}) ==
+        "schur: The input to schur must be a square matrix. Got shape (3, 4).");
+
+  // [[0, -1], [1, 0]] rotates by 90 degrees: eigenvalues +-i, +i first (geev's pair order).
+  Array rot = mat({0, -1, 1, 0}, {2, 2});
+  Array w = run(Op::Eig, {rot}, out(0));
+  const auto* ws = w.as<std::complex<float>>();
+  CHECK(ws[0].imag() == Approx(1.0));
+  CHECK(ws[1].imag() == Approx(-1.0));
+  Array v = run(Op::Eig, {rot}, vr);
+  const auto* vs = v.as<std::complex<float>>();
+  // rot v = w v for the first column.
+  std::complex<float> r0 = -vs[2], r1 = vs[0];
+  CHECK(std::abs(r0 - ws[0] * vs[0]) < 1e-5f);
+  CHECK(std::abs(r1 - ws[0] * vs[2]) < 1e-5f);
+
+  // A non-finite matrix gives NaNs.
+  Array bad = mat({1, NAN, 0, 1}, {2, 2});
+  CHECK(std::isnan(run(Op::Eig, {bad}, out(0)).as<std::complex<float>>()[0].real()));
+
+  // Schur: z t z^T = a, t quasi-triangular.
+  Array a = mat({4, 1, 2, 0.5, 3, 1, 1, 0, 2}, {3, 3}, DType::Float64);
+  Array t = run(Op::Schur, {a}, out(0)), z = run(Op::Schur, {a}, out(1));
+  CHECK(t.dtype() == DType::Float64);
+  std::vector<double> zt = matmul(z, t);
+  Array zta(DType::Float64, {3, 3});
+  for (int i = 0; i < 9; ++i) zta.set(i, Scalar::of_float(zt[static_cast<size_t>(i)]));
+  Array zT(DType::Float64, {3, 3});
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) zT.set(i * 3 + j, Scalar::of_float(z.get_f64(j * 3 + i)));
+  close(matmul(zta, zT), a);
+  CHECK(t.get_f64(6) == 0.0);
 }
