@@ -211,7 +211,16 @@ const std::map<std::string, ArrayMethod>& methods() {
          if (i < -n || i >= n)
            throw Error(ErrCode::Index, "addressable_data() index " + std::to_string(i) + " is out of range for " +
                                            std::to_string(n) + " shard(s)");
+         // A fully replicated array answers with its first device's copy
+         // whatever the index, as JAX's (its _fully_replicated_shard()).
+         Value rep;
+         if (sharded_array_attr(in, x, "is_fully_replicated", rep) && rep.b) return items[0];
          return items[static_cast<size_t>(i < 0 ? i + n : i)];
+       }},
+      {"to_device", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         // The array API's x.to_device(device_or_sharding): jax.device_put's placement.
+         ArgReader r("to_device", a, {"device", "stream"}, 1);
+         return device_put_leaf(in, make_array(x), r[0]);
        }},
       {"devices", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
          ArgReader r("devices", a, {});
@@ -394,6 +403,14 @@ bool array_attr(InterpreterImpl& in, const Value& obj, const std::string& name, 
   }
   const Tensor& t = obj.as<ArrayObj>()->tensor;
   const AVal& av = t->aval;
+  if (obj.as<ArrayObj>()->deleted) {
+    // A deleted array keeps its type and placement; every other use is JAX's error.
+    static const char* live[] = {"shape", "dtype", "ndim", "size", "itemsize", "nbytes", "weak_type",
+                                 "aval", "sharding", "device", "is_deleted", "delete", "committed"};
+    if (name == "block_until_ready")
+      throw Error(ErrCode::Value, "INVALID_ARGUMENT: BlockHostUntilReady() called on deleted or donated buffer");
+    if (std::find(std::begin(live), std::end(live), name) == std::end(live)) obj.as<ArrayObj>()->check_live();
+  }
   if (name == "shape") {
     ValueList dims;
     for (int64_t d : av.shape) dims.push_back(Value::integer(d));

@@ -459,7 +459,14 @@ struct UnconstrainedObj : OpaqueObj {
 };
 } // namespace
 
-bool SpecObj::get_attr(InterpreterImpl&, const std::string&, Value&) { return false; }
+// A PartitionSpec's tuple methods (count, index) are its entries' tuple's.
+bool SpecObj::get_attr(InterpreterImpl& in, const std::string& name, Value& out) {
+  if (name != "count" && name != "index") return false;
+  ValueList entries;
+  items(entries);
+  out = in.get_attr(make_tuple(std::move(entries)), name, Span{});
+  return true;
+}
 
 bool SpecObj::items(ValueList& out) const {
   for (const auto& entry : spec.entries) {
@@ -485,21 +492,35 @@ bool SpecObj::get_item(InterpreterImpl& in, const Value& index, Value& out) {
 
 bool SpecObj::equals(const OpaqueObj& o) const {
   auto* s = dynamic_cast<const SpecObj*>(&o);
-  return s && s->spec.entries == spec.entries; // as in JAX, P(x) != P(x, None)
+  return s && s->spec.entries == spec.entries && s->spec.unconstrained == spec.unconstrained; // as in JAX, P(x) != P(x, None)
 }
 
 std::string ShardingObj::repr() const {
   if (is_abstract()) return "NamedSharding(mesh=" + pxl::repr(abstract_mesh) + ", spec=" + spec.repr() + ")";
   if (single_device)
-    return "SingleDeviceSharding(device=" + pxl::repr(device_value(platform, mesh.device_ids[0])) + ", memory_kind=device)";
-  return "NamedSharding(mesh=" + mesh.jax_str() + ", spec=" + spec.repr() + ", memory_kind=device)";
+    return "SingleDeviceSharding(device=" + pxl::repr(device_value(platform, mesh.device_ids[0])) +
+           ", memory_kind=" + memory_kind + ")";
+  return "NamedSharding(mesh=" + mesh.jax_str() + ", spec=" + spec.repr() + ", memory_kind=" + memory_kind + ")";
 }
 
+// JAX compares NamedShardings by mesh, spec (as written: P('x') and P('x', None)
+// differ) and memory kind; is_equivalent_to compares the layouts.
 bool ShardingObj::equals(const OpaqueObj& o) const {
   auto* s = dynamic_cast<const ShardingObj*>(&o);
   if (s && (s->is_abstract() || is_abstract()))
     return s->is_abstract() && is_abstract() && values_equal(s->abstract_mesh, abstract_mesh) && s->spec == spec;
-  return s && s->single_device == single_device && s->mesh.same_mesh(mesh) && s->spec == spec;
+  return s && s->single_device == single_device && s->mesh.same_mesh(mesh) &&
+         s->spec.entries == spec.entries && s->spec.unconstrained == spec.unconstrained &&
+         s->memory_kind == memory_kind;
+}
+
+std::string checked_memory_kind(const Value& v) {
+  std::string kind = value_to_str(v, "memory_kind");
+  if (kind != "device" && kind != "pinned_host" && kind != "unpinned_host")
+    throw Error(ErrCode::Value,
+                "Could not find memory addressable by device cpu. Device cpu can address the following "
+                "memory kinds: device, pinned_host, unpinned_host. Got memory kind: " + kind);
+  return kind;
 }
 
 Value make_single_device_sharding(const std::string& platform, int device) {
@@ -575,7 +596,8 @@ Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& targe
     return make_array(make_sharded_tensor(shard_array(x, s->mesh, s->spec, in.pull_log())));
   }
   const Array& x = in.ops().concrete(t);
-  if (target.is_none()) return make_array(in.ops().constant(x));
+  // device_put(x) leaves an array where it is (JAX: device=None keeps its placement).
+  if (target.is_none()) return leaf.is_obj(ObjKind::Array) && t->concrete ? leaf : make_array(in.ops().constant(x));
   if (target.is_obj(ObjKind::Device)) return make_array(make_tensor(x.on_device(target.as<DeviceObj>()->id)));
   throw Error(ErrCode::Type, "device_put() expects a Device or a NamedSharding, not " + type_name(target));
 }
@@ -647,7 +669,9 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     for (const auto& axis : s.axes())
       if (m->axis_of(axis) < 0) throw Error(ErrCode::Value, "NamedSharding(): unknown mesh axis '" + axis + "' in " + s.repr());
     if (am) return make_abstract_sharding(r[0], s);
-    return Value::object(std::make_shared<ShardingObj>(*m, s));
+    auto out = std::make_shared<ShardingObj>(*m, s);
+    if (r.has(2) && !r[2].is_none()) out->memory_kind = checked_memory_kind(r[2]);
+    return Value::object(out);
   });
   Value put_fn = make_builtin("device_put", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("device_put", a, {"x", "device", "src", "donate", "may_alias"}, 1);
@@ -714,7 +738,10 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     ArgReader r("SingleDeviceSharding", a, {"device", "memory_kind"}, 1);
     if (!r[0].is_obj(ObjKind::Device))
       throw Error(ErrCode::Type, "SingleDeviceSharding() expects a Device, not " + type_name(r[0]));
-    return make_single_device_sharding(r[0].as<DeviceObj>()->platform, r[0].as<DeviceObj>()->id);
+    Value out = make_single_device_sharding(r[0].as<DeviceObj>()->platform, r[0].as<DeviceObj>()->id);
+    if (r.has(1) && !r[1].is_none())
+      dynamic_cast<ShardingObj*>(out.as<OpaqueObj>())->memory_kind = checked_memory_kind(r[1]);
+    return out;
   });
   // jax.experimental.mesh_utils.create_device_mesh(mesh_shape, devices=None)
   ModuleBuilder mesh_utils("jax.experimental.mesh_utils");
