@@ -217,6 +217,28 @@ const std::map<std::string, ArrayMethod>& methods() {
          if (sharded_array_attr(in, x, "is_fully_replicated", rep) && rep.b) return items[0];
          return items[static_cast<size_t>(i < 0 ? i + n : i)];
        }},
+      {"on_device_size_in_bytes", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         // The bytes every device's block takes, summed over the devices (JAX's).
+         ArgReader r("on_device_size_in_bytes", a, {});
+         Value blocks;
+         if (!sharded_array_attr(in, x, "device_buffers", blocks))
+           throw Error(ErrCode::Value, "on_device_size_in_bytes() needs a concrete array, not a traced one");
+         int64_t bytes = 0;
+         for (const Value& b : blocks.as<ListObj>()->items) {
+           const AVal& av = b.as<ArrayObj>()->tensor->aval;
+           bytes += av.size() * static_cast<int64_t>(dtype_size(av.dtype));
+         }
+         return Value::integer(bytes);
+       }},
+      {"is_ready", [](InterpreterImpl&, const Tensor& x, CallArgs& a) {
+         ArgReader r("is_ready", a, {});
+         wait_ready(*x); // CUDA results are computed asynchronously
+         return Value::boolean(true);
+       }},
+      {"copy_to_host_async", [](InterpreterImpl&, const Tensor&, CallArgs& a) {
+         ArgReader r("copy_to_host_async", a, {});
+         return Value(); // host reads assemble when needed
+       }},
       {"to_device", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
          // The array API's x.to_device(device_or_sharding): jax.device_put's placement.
          ArgReader r("to_device", a, {"device", "stream"}, 1);

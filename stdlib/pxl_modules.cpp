@@ -121,6 +121,9 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   Value pjit = in.import_module("experimental_pjit", Span{}, ""); // jax.experimental.pjit
   jax.as<ModuleObj>()->env->vars.at("experimental").as<ModuleObj>()->env->vars["pjit"] = pjit;
   in.register_module("jax.experimental.pjit", pjit);
+  Value multihost = in.import_module("experimental_multihost_utils", Span{}, ""); // one process
+  jax.as<ModuleObj>()->env->vars.at("experimental").as<ModuleObj>()->env->vars["multihost_utils"] = multihost;
+  in.register_module("jax.experimental.multihost_utils", multihost);
   Value ops = in.import_module("jax_ops", Span{}, ""); // segment_sum, ...
   jax.as<ModuleObj>()->env->vars["ops"] = ops;
   in.register_module("jax.ops", ops);
