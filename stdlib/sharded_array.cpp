@@ -549,7 +549,8 @@ void add_array_functions(Value& jax_module) {
         throw Error(ErrCode::Value, "When making an array from single-device arrays the input arrays must have "
                                     "one shard each. An argument array had " +
                                         std::to_string(t->sharded->shards.size()) + " shard(s).");
-      given.push_back(in.ops().concrete(t));
+      // (an array on a mesh of one device: its one block, where it is)
+      given.push_back(t->sharded ? t->sharded->shards.at(0) : in.ops().concrete(t));
     }
     if (given.size() != static_cast<size_t>(s.mesh.size()))
       throw Error(ErrCode::Value, "Expected " + std::to_string(s.mesh.size()) +
