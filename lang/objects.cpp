@@ -218,7 +218,12 @@ Value InterpreterImpl::get_attr(const Value& obj, const std::string& name, const
       if (attr == name) return v;
   Value v;
   LocScope loc(ops(), op_location(ops(), where)); // array properties such as x.T bind ops
-  if (lookup_method(*this, obj, name, v)) return v;
+  try {
+    if (lookup_method(*this, obj, name, v)) return v;
+  } catch (Error& e) { // (a deleted array's attributes, an op's shape rule): at the access
+    e.set_span_if_missing(where);
+    throw;
+  }
   throw Error(ErrCode::Attribute, "'" + type_name(obj) + "' object has no attribute '" + name + "'",
               where);
 }

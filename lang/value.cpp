@@ -292,6 +292,7 @@ static std::string repr_depth(const Value& v, int depth) {
   case ObjKind::BoundMethod: return "<bound method>";
   case ObjKind::Module: return "<module '" + v.as<ModuleObj>()->name + "'>";
   case ObjKind::Array: {
+    v.as<ArrayObj>()->check_live();
     const Tensor& t = v.as<ArrayObj>()->tensor;
     if (t->concrete) return array_repr(*t->concrete);
     if (t->sharded) return array_repr(t->sharded->assemble());
@@ -342,12 +343,24 @@ static std::string seq_repr(const ValueList& items, const char* open, const char
 
 std::string repr(const Value& v) { return repr_depth(v, 0); }
 
+void ArrayObj::check_live(const Span& where) const {
+  if (!deleted) return;
+  std::string dims;
+  for (size_t i = 0; i < tensor->aval.shape.size(); ++i)
+    dims += (i ? "," : "") + std::to_string(tensor->aval.shape[i]);
+  // JAX raises a RuntimeError; pxl has no code of its own for it.
+  throw Error(ErrCode::Value,
+              "Array has been deleted with shape=" + std::string(dtype_name(tensor->aval.dtype)) + "[" + dims + "].",
+              where);
+}
+
 std::string str(const Value& v) {
   if (v.is_obj(ObjKind::Str)) return v.as<StrObj>()->value;
   if (v.is_obj(ObjKind::DType)) return v.as<DTypeObj>()->scalar_type ? repr(v) : v.as<DTypeObj>()->name();
   if (v.is_obj(ObjKind::Device)) // JAX: str(device) is "cpu:0", repr is "CpuDevice(id=0)"
     return v.as<DeviceObj>()->platform + ":" + std::to_string(v.as<DeviceObj>()->id);
   if (v.is_obj(ObjKind::Array)) {
+    v.as<ArrayObj>()->check_live();
     const Tensor& t = v.as<ArrayObj>()->tensor;
     if (t->concrete) return array_str(*t->concrete);
     if (t->sharded) return array_str(t->sharded->assemble());

@@ -191,6 +191,9 @@ struct ArrayObj : Object {
   Tensor tensor;
   // Donated to a jit call, or x.delete(): any use but .shape/.dtype is JAX's error.
   bool deleted = false;
+  // JAX's error for using a deleted array ("Array has been deleted with
+  // shape=int32[3]."); nothing when it is live. Every read of the data checks.
+  void check_live(const Span& where = {}) const;
 };
 
 // A Python complex (immutable, like the scalars, but two doubles wide).

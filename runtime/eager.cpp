@@ -52,15 +52,36 @@ Tensor EagerContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> i
         if (std::optional<Tensor> r = sharded_->run(op, attrs, inputs, loc)) return checked(op, std::move(*r));
         break;
       }
+  int device = placement(inputs);
   std::vector<Array> args;
   args.reserve(inputs.size());
   for (const Tensor& t : inputs) args.push_back(concrete(t));
   // eval_ref (and the JIT) run the shape rule first, so bad input throws pxl::Error.
   std::optional<Array> compiled;
-  if (jit_) compiled = jit_->run(op, attrs, args, device_, loc);
+  if (jit_) compiled = jit_->run(op, attrs, args, device, loc);
   Array out = compiled ? std::move(*compiled) : eval_ref(op, attrs, args);
-  if (out.device() != device_) out = out.on_device(device_);
+  if (out.device() != device) out = out.on_device(device);
   return checked(op, make_tensor(std::move(out)));
+}
+
+// JAX's "computation follows data": an op whose operands were put on another
+// device than the default (jax.device_put(x, jax.devices()[1])) runs there and
+// leaves its result there. (JAX tracks which arrays are committed; pxl counts
+// an array on a device other than this context's as put there.) Operands put
+// on two different devices are JAX's error for jnp, but pxl's numpy is
+// jax.numpy and numpy reads any device's arrays, so such an op runs on the
+// default device instead.
+int EagerContext::placement(std::span<const Tensor> inputs) const {
+  int device = device_;
+  for (const Tensor& t : inputs) {
+    int d = t->concrete                                              ? t->concrete->device()
+            : t->sharded && t->sharded->mesh.device_ids.size() == 1 ? t->sharded->mesh.device_ids[0] // a mesh of one
+                                                                     : device_;
+    if (d == device_ || d == device) continue;
+    if (device != device_) return device_;
+    device = d;
+  }
+  return device;
 }
 
 std::vector<Tensor> EagerContext::bind_call(const OpAttrs& attrs,

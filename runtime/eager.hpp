@@ -56,6 +56,7 @@ public:
   ~EagerContext() override { pull_log_->detach(); }
 
 private:
+  int placement(std::span<const Tensor> inputs) const;
   int device_;
   EagerJit* jit_ = nullptr;
   std::unique_ptr<ShardedOpRunner> sharded_;

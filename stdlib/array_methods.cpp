@@ -211,7 +211,38 @@ const std::map<std::string, ArrayMethod>& methods() {
          if (i < -n || i >= n)
            throw Error(ErrCode::Index, "addressable_data() index " + std::to_string(i) + " is out of range for " +
                                            std::to_string(n) + " shard(s)");
+         // A fully replicated array answers with its first device's copy
+         // whatever the index, as JAX's (its _fully_replicated_shard()).
+         Value rep;
+         if (sharded_array_attr(in, x, "is_fully_replicated", rep) && rep.b) return items[0];
          return items[static_cast<size_t>(i < 0 ? i + n : i)];
+       }},
+      {"on_device_size_in_bytes", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         // The bytes every device's block takes, summed over the devices (JAX's).
+         ArgReader r("on_device_size_in_bytes", a, {});
+         Value blocks;
+         if (!sharded_array_attr(in, x, "device_buffers", blocks))
+           throw Error(ErrCode::Value, "on_device_size_in_bytes() needs a concrete array, not a traced one");
+         int64_t bytes = 0;
+         for (const Value& b : blocks.as<ListObj>()->items) {
+           const AVal& av = b.as<ArrayObj>()->tensor->aval;
+           bytes += av.size() * static_cast<int64_t>(dtype_size(av.dtype));
+         }
+         return Value::integer(bytes);
+       }},
+      {"is_ready", [](InterpreterImpl&, const Tensor& x, CallArgs& a) {
+         ArgReader r("is_ready", a, {});
+         wait_ready(*x); // CUDA results are computed asynchronously
+         return Value::boolean(true);
+       }},
+      {"copy_to_host_async", [](InterpreterImpl&, const Tensor&, CallArgs& a) {
+         ArgReader r("copy_to_host_async", a, {});
+         return Value(); // host reads assemble when needed
+       }},
+      {"to_device", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
+         // The array API's x.to_device(device_or_sharding): jax.device_put's placement.
+         ArgReader r("to_device", a, {"device", "stream"}, 1);
+         return device_put_leaf(in, make_array(x), r[0]);
        }},
       {"devices", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
          ArgReader r("devices", a, {});
@@ -394,6 +425,14 @@ bool array_attr(InterpreterImpl& in, const Value& obj, const std::string& name, 
   }
   const Tensor& t = obj.as<ArrayObj>()->tensor;
   const AVal& av = t->aval;
+  if (obj.as<ArrayObj>()->deleted) {
+    // A deleted array keeps its type and placement; every other use is JAX's error.
+    static const char* live[] = {"shape", "dtype", "ndim", "size", "itemsize", "nbytes", "weak_type",
+                                 "aval", "sharding", "device", "is_deleted", "delete", "committed"};
+    if (name == "block_until_ready")
+      throw Error(ErrCode::Value, "INVALID_ARGUMENT: BlockHostUntilReady() called on deleted or donated buffer");
+    if (std::find(std::begin(live), std::end(live), name) == std::end(live)) obj.as<ArrayObj>()->check_live();
+  }
   if (name == "shape") {
     ValueList dims;
     for (int64_t d : av.shape) dims.push_back(Value::integer(d));

@@ -53,8 +53,7 @@ Tensor InterpreterImpl::to_tensor(const Value& v, const Span& where, std::option
   try {
     if (v.is_obj(ObjKind::Array)) {
       const Tensor& t = v.as<ArrayObj>()->tensor;
-      if (v.as<ArrayObj>()->deleted)
-        throw Error(ErrCode::Value, "Array has been deleted with shape=" + sharded_type_str(t->aval, {}, false) + ".");
+      v.as<ArrayObj>()->check_live();
       return dtype && *dtype != t->aval.dtype ? np::astype(ops(), t, *dtype) : t;
     }
     if (v.is_bool()) return np::scalar(ops(), Scalar::of_bool(v.b), dtype, !dtype);
@@ -219,6 +218,7 @@ static const Array& concrete_at(InterpreterImpl& in, const Tensor& t, const Span
 
 Value array_get_item(InterpreterImpl& in, const Value& arr, const Value& index, const Span& where) {
   try {
+    arr.as<ArrayObj>()->check_live();
     return make_array(np::index(in.ops(), arr.as<ArrayObj>()->tensor, to_index_items(in, index, where)));
   } catch (Error& e) {
     e.set_span_if_missing(where);
@@ -242,6 +242,7 @@ Value array_to_scalar(InterpreterImpl& in, const Value& arr, const Span& where) 
 }
 
 bool array_truthy(InterpreterImpl& in, const Value& arr, const Span& where) {
+  arr.as<ArrayObj>()->check_live(where);
   const Tensor& t = arr.as<ArrayObj>()->tensor;
   if (t->aval.size() != 1)
     throw Error(ErrCode::Value,
@@ -267,11 +268,17 @@ bool array_truthy(InterpreterImpl& in, const Value& arr, const Span& where) {
 }
 
 ValueList array_iterate(InterpreterImpl& in, const Value& arr, const Span& where) {
+  arr.as<ArrayObj>()->check_live(where);
   const Tensor& t = arr.as<ArrayObj>()->tensor;
   if (t->aval.shape.empty()) throw Error(ErrCode::Type, "iteration over a 0-d array", where);
   // A sharded array is iterated on the host, each row put on the default
-  // device, as JAX's Array.__iter__ does (device_put(self._value[i])).
-  Tensor rows = t->sharded && t->sharded->spans_devices() ? make_tensor(in.ops().concrete(t)) : t;
+  // device, as JAX's Array.__iter__ does (device_put(self._value[i])); a fully
+  // replicated one is sliced where it is (its rows stay replicated, as JAX's
+  // _chunk_iter path leaves them).
+  bool split = false;
+  if (t->sharded && t->sharded->spans_devices())
+    for (const auto& axis : t->sharded->spec.axes()) split = split || t->sharded->mesh.axis_size(axis) > 1;
+  Tensor rows = split ? make_tensor(in.ops().concrete(t)) : t;
   ValueList out;
   for (int64_t i = 0; i < t->aval.shape[0]; ++i) {
     np::IndexItem it;

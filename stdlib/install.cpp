@@ -91,12 +91,24 @@ void install_stdlib(InterpreterImpl& in) {
     ValueList leaves;
     tree_flatten(in, r[0], leaves);
     for (const Value& l : leaves)
-      if (l.is_obj(ObjKind::Array)) wait_ready(*l.as<ArrayObj>()->tensor);
+      if (l.is_obj(ObjKind::Array)) {
+        if (l.as<ArrayObj>()->deleted)
+          throw Error(ErrCode::Value, "INVALID_ARGUMENT: BlockHostUntilReady() called on deleted or donated buffer");
+        wait_ready(*l.as<ArrayObj>()->tensor);
+      }
     return r[0];
   });
-  jax.fn("device_get", [](InterpreterImpl&, CallArgs& a) {
+  jax.fn("device_get", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("device_get", a, {"x"}, 1);
-    return r[0];
+    // JAX hands back host (numpy) arrays; pxl's nearest is each array whole on
+    // one device: a sharded array is assembled, a deleted one is JAX's error.
+    return map_tree(in, r[0], [&in](const Value& leaf) {
+      if (!leaf.is_obj(ObjKind::Array)) return leaf;
+      leaf.as<ArrayObj>()->check_live();
+      const Tensor& t = leaf.as<ArrayObj>()->tensor;
+      if (!t->sharded || !t->sharded->spans_devices()) return leaf;
+      return make_array(make_tensor(in.ops().concrete(t)));
+    });
   });
   Value jax_v = jax.value();
 

@@ -129,6 +129,26 @@ bool run_compiled(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> para
 }
 
 
+// JAX's "computation follows data": a call whose arguments were put on a
+// device other than the default runs there, so every result is on that
+// device (outputs that are constants or other arguments included).
+Value follow_data(InterpreterImpl& in, std::span<const Tensor> params, const Value& out) {
+  auto* eager = dynamic_cast<EagerContext*>(&in.ops());
+  if (!eager) return out;
+  int device = eager->device();
+  for (const Tensor& t : params) {
+    if (t->sharded && t->sharded->spans_devices()) return out;
+    if (t->concrete && t->concrete->device() != eager->device()) device = t->concrete->device();
+  }
+  if (device == eager->device()) return out;
+  return map_tree(in, out, [device](const Value& leaf) {
+    if (!leaf.is_obj(ObjKind::Array)) return leaf;
+    const Tensor& t = leaf.as<ArrayObj>()->tensor;
+    if (!t->concrete || t->concrete->device() == device) return leaf;
+    return make_array(make_tensor(t->concrete->on_device(device)));
+  });
+}
+
 // jax.disable_jit() / jax.config.update("jax_disable_jit", True): jitted
 // functions run as plain Python functions.
 bool jit_disabled(InterpreterImpl& in) {
@@ -548,9 +568,10 @@ struct JitFunction : OpaqueObj {
       // With jax_debug_nans/infs only the program's outputs are checked
       // (check_outputs); its ops run unchecked.
       FloatChecksOff unchecked(enclosing ? nullptr : dynamic_cast<EagerContext*>(&in.ops()));
-      if (!run_partitioned(in, *entry, leaves, out_shardings, where, out) &&
-          !run_compiled(in, *entry, leaves, out))
-        out = run_jitted(in, *entry->traced, leaves);
+      if (!run_partitioned(in, *entry, leaves, out_shardings, where, out)) {
+        if (!run_compiled(in, *entry, leaves, out)) out = run_jitted(in, *entry->traced, leaves);
+        if (out_shardings.is_none() && !enclosing) out = follow_data(in, leaves, out);
+      }
     }
     check_outputs(in, a, out, where);
     if (!out_shardings.is_none() && !enclosing) {

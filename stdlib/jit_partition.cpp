@@ -648,7 +648,7 @@ const Mesh* operands_mesh(std::span<const Tensor> operands, bool& mixed) {
 }
 
 OperandSpecs operand_specs(const Mesh& mesh, std::span<const Tensor> operands, std::string& key) {
-  key += mesh.repr();
+  key += mesh.jax_str(); // the axis types too: they change the result types
   for (int id : mesh.device_ids) key += " " + std::to_string(id);
   OperandSpecs specs;
   for (const Tensor& t : operands) {
@@ -838,7 +838,7 @@ std::function<void(TraceContext&)> explicit_type_hook(InterpreterImpl& in,
   // types are): a call from inside a trace finds the trace made for concrete
   // arrays laid out alike. Over Auto axes the layout is not the type's.
   if (key && any_explicit_axis(*mesh)) {
-    *key = mesh->repr();
+    *key = mesh->jax_str();
     for (const PartitionSpec& s : specs) {
       PartitionSpec typed = explicit_part(s, *mesh);
       while (!typed.entries.empty() && typed.entries.back().empty()) typed.entries.pop_back();

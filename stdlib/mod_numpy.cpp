@@ -89,6 +89,9 @@ void def_creation(ModuleBuilder& b) {
       if (x->sharded && x->sharded->spans_devices())
         out = make_sharded_tensor(shard_array(in.ops().concrete(out), x->sharded->mesh,
                                               x->sharded->spec, in.pull_log()));
+      // ... or x's device, when x was put on another than the default.
+      else if (x->concrete && out->concrete && out->concrete->device() != x->concrete->device())
+        out = make_tensor(out->concrete->on_device(x->concrete->device()));
       return make_array(out);
     };
   };

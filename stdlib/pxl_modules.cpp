@@ -132,6 +132,9 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   Value test_util = in.import_module("jax_test_util", Span{}, ""); // check_grads, ...
   jax.as<ModuleObj>()->env->vars["test_util"] = test_util;
   in.register_module("jax.test_util", test_util);
+  Value multihost = in.import_module("experimental_multihost_utils", Span{}, ""); // one process
+  jax.as<ModuleObj>()->env->vars.at("experimental").as<ModuleObj>()->env->vars["multihost_utils"] = multihost;
+  in.register_module("jax.experimental.multihost_utils", multihost);
   Value ops = in.import_module("jax_ops", Span{}, ""); // segment_sum, ...
   jax.as<ModuleObj>()->env->vars["ops"] = ops;
   in.register_module("jax.ops", ops);

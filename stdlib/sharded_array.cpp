@@ -4,8 +4,10 @@
 // shard by shard (jax.make_array_from_callback, make_array_from_single_device_arrays).
 // Printing follows JAX 0.10.
 #include <algorithm>
+#include <set>
 
 #include "lang/args.hpp"
+#include "runtime/format.hpp"
 #include "lang/py_set.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/convert.hpp"
@@ -356,7 +358,7 @@ bool ShardingObj::get_attr(InterpreterImpl& in, const std::string& name, Value& 
   }
   if (!single_device && name == "mesh") return out = make_mesh_value(mesh), true;
   if (!single_device && name == "spec") return out = make_spec_value(spec), true;
-  if (name == "memory_kind") return out = make_str("device"), true;
+  if (name == "memory_kind") return out = make_str(memory_kind), true;
   if (name == "device_set" || name == "addressable_devices")
     return out = Value::object(std::make_shared<DeviceSetObj>(plat, mesh.device_ids)), true;
   if (name == "_device_assignment") {
@@ -374,25 +376,35 @@ bool ShardingObj::get_attr(InterpreterImpl& in, const std::string& name, Value& 
     });
     return true;
   }
+  if (name == "with_memory_kind") {
+    out = make_builtin("with_memory_kind", [self](InterpreterImpl&, CallArgs& a) {
+      ArgReader r("with_memory_kind", a, {"kind"}, 1);
+      auto copy = std::make_shared<ShardingObj>(*self);
+      copy->memory_kind = checked_memory_kind(r[0]);
+      return Value::object(copy);
+    });
+    return true;
+  }
   if (name == "is_equivalent_to") {
-    // JAX compares the HLO shardings for an array of ndim dimensions: here, the
-    // devices and each device's block of a shape every mesh axis divides.
+    // JAX: the same devices in the same order, the same memory kind, and the
+    // same HLO sharding for arrays of rank `ndim` -- here, every device holding
+    // the same block of an array every mesh axis divides.
     out = make_builtin("is_equivalent_to", [self](InterpreterImpl&, CallArgs& a) {
       ArgReader r("is_equivalent_to", a, {"other", "ndim"}, 2);
       auto* o = r[0].is_obj(ObjKind::Opaque) ? dynamic_cast<ShardingObj*>(r[0].as<OpaqueObj>()) : nullptr;
       if (!o || o->is_abstract()) return Value::boolean(false);
-      if (o->mesh.device_ids.size() != self->mesh.device_ids.size()) return Value::boolean(false);
-      std::vector<int> mine = self->mesh.device_ids, theirs = o->mesh.device_ids;
-      if (self->single_device || o->single_device) return Value::boolean(mine == theirs);
-      int64_t ndim = r.get_int(1);
-      Shape shape(static_cast<size_t>(std::max<int64_t>(ndim, 0)), self->mesh.size());
-      std::vector<Value> ia = device_indices(*self, shape), ib = device_indices(*o, shape);
-      std::vector<std::pair<int, std::string>> pa, pb; // (device, block) pairs
-      for (size_t p = 0; p < ia.size(); ++p) pa.emplace_back(mine[p], pxl::repr(ia[p]));
-      for (size_t p = 0; p < ib.size(); ++p) pb.emplace_back(theirs[p], pxl::repr(ib[p]));
-      std::sort(pa.begin(), pa.end());
-      std::sort(pb.begin(), pb.end());
-      return Value::boolean(pa == pb);
+      if (o->mesh.device_ids != self->mesh.device_ids || o->memory_kind != self->memory_kind)
+        return Value::boolean(false);
+      int64_t ndim = value_to_int(r[1], "is_equivalent_to() ndim");
+      for (const ShardingObj* s : {self.get(), o}) // specs longer than the rank fit no array
+        if (!s->single_device && static_cast<int64_t>(s->spec.entries.size()) > ndim) return Value::boolean(false);
+      // One device (the lists are equal): every layout of it is the whole array.
+      if (self->single_device || o->single_device) return Value::boolean(true);
+      Shape shape(static_cast<size_t>(ndim), std::max<int64_t>(self->mesh.size(), 1));
+      std::vector<Value> mine = device_indices(*self, shape), theirs = device_indices(*o, shape);
+      for (size_t p = 0; p < mine.size(); ++p)
+        if (!values_equal(mine[p], theirs[p])) return Value::boolean(false);
+      return Value::boolean(true);
     });
     return true;
   }
@@ -414,7 +426,7 @@ bool ShardingObj::get_attr(InterpreterImpl& in, const std::string& name, Value& 
 std::vector<std::string> ShardingObj::attr_names() const {
   std::vector<std::string> names = {"memory_kind", "device_set",          "addressable_devices",
                                     "num_devices", "is_fully_replicated", "is_fully_addressable",
-                                    "shard_shape", "devices_indices_map", "is_equivalent_to"};
+                                    "shard_shape", "devices_indices_map", "is_equivalent_to", "with_memory_kind"};
   if (!single_device) names.insert(names.begin(), {"mesh", "spec"});
   return names;
 }
@@ -476,14 +488,18 @@ Value assemble(InterpreterImpl& in, const ShardingObj& s, const Shape& shape,
   return make_array(make_sharded_tensor(d));
 }
 
-void check_block(const Array& a, const Shape& want, DType dtype, const char* fn) {
+// A block a data callback returned: JAX's messages (shape first for the
+// callback's blocks, whose dtype the first one sets).
+void check_block(const Array& a, const Shape& want, DType dtype, const Shape& global, const Value& sharding) {
   if (a.shape() != want)
-    throw Error(ErrCode::Shape, std::string(fn) + "(): expected shard shape " + shape_str(want) +
-                                    " doesn't match the single device array shape " +
-                                    shape_str(a.shape()));
+    throw Error(ErrCode::Shape, "Expected shard shape " + shape_str(want) +
+                                    " doesn't match the single device array shape " + shape_str(a.shape()) +
+                                    ". Shape of Array is " + sharded_type_str(AVal{a.dtype(), global, false}, {}) +
+                                    " with sharding " + sharding.as<OpaqueObj>()->repr());
   if (a.dtype() != dtype)
-    throw Error(ErrCode::DType, std::string(fn) + "(): the arrays must have matching dtypes; got " +
-                                    dtype_name(a.dtype()) + ", expected " + dtype_name(dtype));
+    throw Error(ErrCode::DType, std::string("Input buffers to `Array` must have matching dtypes. Got ") +
+                                    dtype_name(a.dtype()) + ", expected " + dtype_name(dtype) +
+                                    " for buffer: " + array_str(a));
 }
 
 } // namespace
@@ -506,9 +522,11 @@ void add_array_functions(Value& jax_module) {
       CallArgs ca;
       ca.pos = {idx[p]};
       std::optional<DType> dt = r.has(3) ? value_to_dtype(r[3]) : std::nullopt;
-      Array b = in.ops().concrete(in.to_tensor(in.call(r[2], ca, Span{}), Span{}, dt));
-      check_block(b, block, blocks.empty() ? b.dtype() : blocks[0].dtype(),
-                  "make_array_from_callback");
+      Tensor bt = in.to_tensor(in.call(r[2], ca, Span{}), Span{}, dt);
+      if (bt->trace)
+        throw Error(ErrCode::Value, "jax.make_array_from_callback cannot be called within a traced context.");
+      Array b = in.ops().concrete(bt);
+      check_block(b, block, blocks.empty() ? b.dtype() : blocks[0].dtype(), shape, r[1]);
       blocks.push_back(b.on_device(s.mesh.device_ids[p]));
     }
     return assemble(in, s, shape, std::move(blocks));
@@ -523,23 +541,59 @@ void add_array_functions(Value& jax_module) {
     const ShardingObj& s = sharding_arg(r[1], name);
     Shape block = checked_shard_shape(s, shape, std::string(name) + "()");
     ValueList arrays = in.iterate(r[2], Span{});
-    if (arrays.size() != static_cast<size_t>(s.mesh.size()))
-      throw Error(ErrCode::Value,
-                  std::string(name) + "(): expected " + std::to_string(s.mesh.size()) +
-                      " per-device arrays (one per device of the sharding), but got " +
-                      std::to_string(arrays.size()));
+    // JAX's checks and messages (ArrayImpl._check_and_rearrange), in its order.
     std::vector<Array> given;
-    for (const Value& v : arrays) given.push_back(in.ops().concrete(in.to_tensor(v, Span{})));
-    std::vector<Array> blocks;
-    for (int id : s.mesh.device_ids) {
-      auto it = std::find_if(given.begin(), given.end(),
-                             [&](const Array& x) { return x.device() == id; });
-      if (it == given.end())
-        throw Error(ErrCode::Value, std::string(name) + "(): no array is on device " +
-                                        std::to_string(id) + ", which the sharding uses");
-      check_block(*it, block, given[0].dtype(), name);
-      blocks.push_back(*it);
+    for (const Value& v : arrays) {
+      Tensor t = in.to_tensor(v, Span{});
+      if (t->sharded && t->sharded->spans_devices())
+        throw Error(ErrCode::Value, "When making an array from single-device arrays the input arrays must have "
+                                    "one shard each. An argument array had " +
+                                        std::to_string(t->sharded->shards.size()) + " shard(s).");
+      // (an array on a mesh of one device: its one block, where it is)
+      given.push_back(t->sharded ? t->sharded->shards.at(0) : in.ops().concrete(t));
     }
+    if (given.size() != static_cast<size_t>(s.mesh.size()))
+      throw Error(ErrCode::Value, "Expected " + std::to_string(s.mesh.size()) +
+                                      " per-device arrays (this is how many devices are addressable by the "
+                                      "sharding), but got " + std::to_string(given.size()));
+    std::set<int> have, want(s.mesh.device_ids.begin(), s.mesh.device_ids.end());
+    std::string ids;
+    for (const Array& x : given) {
+      have.insert(x.device());
+      ids += (ids.empty() ? "" : ", ") + std::to_string(x.device());
+    }
+    if (have.size() != given.size())
+      throw Error(ErrCode::Value, "When making an array from single-device arrays, the input arrays must be from "
+                                  "distinct devices, but got device IDs [" + ids + "]");
+    auto set_str = [](const std::set<int>& a, const std::set<int>& b) { // a - b, as Python prints it
+      std::string out;
+      for (int x : a)
+        if (!b.count(x)) out += (out.empty() ? "" : ", ") + std::to_string(x);
+      return out.empty() ? out : "{" + out + "}";
+    };
+    if (have != want) {
+      std::string msg = "Addressable devices and per-device arrays devices do not match.";
+      if (std::string d = set_str(want, have); !d.empty())
+        msg += " Sharding contains devices " + d + " that are not present in per-device arrays.";
+      if (std::string d = set_str(have, want); !d.empty())
+        msg += " Per-device arrays contain devices " + d + " that are not present in the sharding.";
+      throw Error(ErrCode::Value, msg);
+    }
+    DType dtype = given[0].dtype();
+    for (const Array& x : given) {
+      if (x.dtype() != dtype)
+        throw Error(ErrCode::DType, std::string("Input buffers to `Array` must have matching dtypes. Got ") +
+                                        dtype_name(x.dtype()) + ", expected " + dtype_name(dtype) +
+                                        " for buffer: " + array_str(x));
+      if (x.shape() != block)
+        throw Error(ErrCode::Shape, "Expected shard shape " + shape_str(block) +
+                                        " doesn't match the single device array shape " + shape_str(x.shape()) +
+                                        ". Shape of Array is " + sharded_type_str(AVal{dtype, shape, false}, {}) +
+                                        " with sharding " + r[1].as<OpaqueObj>()->repr());
+    }
+    std::vector<Array> blocks;
+    for (int id : s.mesh.device_ids)
+      blocks.push_back(*std::find_if(given.begin(), given.end(), [&](const Array& x) { return x.device() == id; }));
     return assemble(in, s, shape, std::move(blocks));
   });
   // jax.typeof(x): the abstract value (ShapedArray) of an array, a Python

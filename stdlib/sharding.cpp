@@ -68,14 +68,16 @@ std::vector<std::string> axis_names_arg(const Value& v, const char* fn) {
 
 // axis_types=: one AxisType for every axis, or a tuple of one per axis;
 // None gives `dflt` (Auto for Mesh, Explicit for make_mesh, as in JAX 0.10).
-std::vector<AxisType> axis_types_arg(const Value& v, size_t ndim, AxisType dflt, const char* fn);
+std::vector<AxisType> axis_types_arg(const Value& v, const std::vector<std::string>& names, AxisType dflt,
+                                     const char* fn);
 
 Mesh build_mesh(InterpreterImpl& in, const Shape& shape, std::vector<int> ids,
                 std::vector<std::string> names, const char* fn) {
   if (names.size() != shape.size())
-    throw Error(ErrCode::Value, std::string(fn) + "(): the devices form a " + std::to_string(shape.size()) +
-                                    "-d grid " + shape_str(shape) + " but " + std::to_string(names.size()) +
-                                    " axis names were given");
+    throw Error(ErrCode::Value, "Mesh requires the ndim of its first argument (`devices`) to equal the length of "
+                                "its second argument (`axis_names`), but got devices.ndim == " +
+                                    std::to_string(shape.size()) + " and len(axis_names) == " +
+                                    std::to_string(names.size()) + ".");
   if (ids.empty()) throw Error(ErrCode::Value, std::string(fn) + "(): a mesh needs at least one device");
   for (int id : ids)
     if (id < 0 || id >= in.platform().device_count())
@@ -106,8 +108,9 @@ struct AxisTypeObj : OpaqueObj {
 
 Value axis_type_value(AxisType t) { return Value::object(std::make_shared<AxisTypeObj>(t)); }
 
-std::vector<AxisType> axis_types_arg(const Value& v, size_t ndim, AxisType dflt, const char* fn) {
-  if (v.is_none()) return std::vector<AxisType>(ndim, dflt);
+std::vector<AxisType> axis_types_arg(const Value& v, const std::vector<std::string>& names, AxisType dflt,
+                                     const char* fn) {
+  if (v.is_none()) return std::vector<AxisType>(names.size(), dflt);
   auto one = [&](const Value& x) {
     auto* t = x.is_obj(ObjKind::Opaque) ? dynamic_cast<AxisTypeObj*>(x.as<OpaqueObj>()) : nullptr;
     if (!t)
@@ -115,11 +118,22 @@ std::vector<AxisType> axis_types_arg(const Value& v, size_t ndim, AxisType dflt,
                                      type_name(x));
     return t->type;
   };
+  // One AxisType is a tuple of one, as in JAX.
   const ValueList* items = sequence_items(v);
-  if (!items) return std::vector<AxisType>(ndim, one(v));
-  if (items->size() != ndim)
-    throw Error(ErrCode::Value, std::string(fn) + "(): " + std::to_string(items->size()) + " axis_types for " +
-                                    std::to_string(ndim) + " mesh axes");
+  ValueList single{v};
+  if (!items) items = &single;
+  if (items->size() != names.size()) {
+    auto tuple = [](const std::vector<std::string>& xs) {
+      std::string out = "(";
+      for (size_t i = 0; i < xs.size(); ++i) out += (i ? ", " : "") + xs[i];
+      return out + (xs.size() == 1 ? ",)" : ")");
+    };
+    std::vector<std::string> quoted, types;
+    for (const auto& n : names) quoted.push_back(repr_string(n));
+    for (const Value& x : *items) types.push_back(axis_type_name(one(x)));
+    throw Error(ErrCode::Value, "Number of axis names should match the number of axis_types. Got axis_names=" +
+                                    tuple(quoted) + " and axis_types=" + tuple(types));
+  }
   std::vector<AxisType> out;
   for (const Value& x : *items) out.push_back(one(x));
   return out;
@@ -127,7 +141,7 @@ std::vector<AxisType> axis_types_arg(const Value& v, size_t ndim, AxisType dflt,
 
 } // namespace
 
-AxisType axis_type_arg(const Value& v, const char* fn) { return axis_types_arg(v, 1, AxisType::Auto, fn)[0]; }
+AxisType axis_type_arg(const Value& v, const char* fn) { return axis_types_arg(v, {"axis"}, AxisType::Auto, fn)[0]; }
 
 // ---- device grids ------------------------------------------------------------------
 
@@ -326,9 +340,11 @@ bool MeshObj::get_attr(InterpreterImpl& in, const std::string& name, Value& out)
     for (int id : mesh.device_ids) devs.push_back(device_value(in.platform().name(), id));
     out = make_list(std::move(devs));
   } else if (name == "device_ids") {
-    ValueList ids;
-    for (int id : mesh.device_ids) ids.push_back(Value::integer(id));
-    out = make_list(std::move(ids));
+    // A numpy int array of the mesh's shape in JAX.
+    Array ids(DType::Int32, Shape(mesh.axis_sizes.begin(), mesh.axis_sizes.end()));
+    for (size_t i = 0; i < mesh.device_ids.size(); ++i)
+      ids.set(static_cast<int64_t>(i), Scalar::of_int(mesh.device_ids[i]));
+    out = make_array(make_tensor(std::move(ids)));
   } else if (name == "abstract_mesh") {
     out = make_abstract_mesh_value(mesh, in.platform().name());
   } else {
@@ -459,7 +475,14 @@ struct UnconstrainedObj : OpaqueObj {
 };
 } // namespace
 
-bool SpecObj::get_attr(InterpreterImpl&, const std::string&, Value&) { return false; }
+// A PartitionSpec's tuple methods (count, index) are its entries' tuple's.
+bool SpecObj::get_attr(InterpreterImpl& in, const std::string& name, Value& out) {
+  if (name != "count" && name != "index") return false;
+  ValueList entries;
+  items(entries);
+  out = in.get_attr(make_tuple(std::move(entries)), name, Span{});
+  return true;
+}
 
 bool SpecObj::items(ValueList& out) const {
   for (const auto& entry : spec.entries) {
@@ -485,21 +508,35 @@ bool SpecObj::get_item(InterpreterImpl& in, const Value& index, Value& out) {
 
 bool SpecObj::equals(const OpaqueObj& o) const {
   auto* s = dynamic_cast<const SpecObj*>(&o);
-  return s && s->spec.entries == spec.entries; // as in JAX, P(x) != P(x, None)
+  return s && s->spec.entries == spec.entries && s->spec.unconstrained == spec.unconstrained; // as in JAX, P(x) != P(x, None)
 }
 
 std::string ShardingObj::repr() const {
   if (is_abstract()) return "NamedSharding(mesh=" + pxl::repr(abstract_mesh) + ", spec=" + spec.repr() + ")";
   if (single_device)
-    return "SingleDeviceSharding(device=" + pxl::repr(device_value(platform, mesh.device_ids[0])) + ", memory_kind=device)";
-  return "NamedSharding(mesh=" + mesh.jax_str() + ", spec=" + spec.repr() + ", memory_kind=device)";
+    return "SingleDeviceSharding(device=" + pxl::repr(device_value(platform, mesh.device_ids[0])) +
+           ", memory_kind=" + memory_kind + ")";
+  return "NamedSharding(mesh=" + mesh.jax_str() + ", spec=" + spec.repr() + ", memory_kind=" + memory_kind + ")";
 }
 
+// JAX compares NamedShardings by mesh, spec (as written: P('x') and P('x', None)
+// differ) and memory kind; is_equivalent_to compares the layouts.
 bool ShardingObj::equals(const OpaqueObj& o) const {
   auto* s = dynamic_cast<const ShardingObj*>(&o);
   if (s && (s->is_abstract() || is_abstract()))
     return s->is_abstract() && is_abstract() && values_equal(s->abstract_mesh, abstract_mesh) && s->spec == spec;
-  return s && s->single_device == single_device && s->mesh.same_mesh(mesh) && s->spec == spec;
+  return s && s->single_device == single_device && s->mesh.same_mesh(mesh) &&
+         s->spec.entries == spec.entries && s->spec.unconstrained == spec.unconstrained &&
+         s->memory_kind == memory_kind;
+}
+
+std::string checked_memory_kind(const Value& v) {
+  std::string kind = value_to_str(v, "memory_kind");
+  if (kind != "device" && kind != "pinned_host" && kind != "unpinned_host")
+    throw Error(ErrCode::Value,
+                "Could not find memory addressable by device cpu. Device cpu can address the following "
+                "memory kinds: device, pinned_host, unpinned_host. Got memory kind: " + kind);
+  return kind;
 }
 
 Value make_single_device_sharding(const std::string& platform, int device) {
@@ -570,12 +607,20 @@ Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& targe
     // Already laid out so: nothing moves (JAX returns the same buffers).
     if (t->sharded && t->sharded->mesh.same_mesh(s->mesh) && t->sharded->spec == s->spec) return make_array(t);
     const Array& x = in.ops().concrete(t);
+    if (!s->single_device && s->spec.entries.size() > x.shape().size()) { // JAX's text
+      std::string annot = s->repr(), rank = std::to_string(s->spec.entries.size());
+      throw Error(ErrCode::Value, "One of device_put args is incompatible with its sharding annotation " + annot +
+                                      ": Sharding " + annot + " is only valid for values of rank at least " + rank +
+                                      ", but was applied to a value of rank " + std::to_string(x.shape().size()) +
+                                      (x.shape().empty() ? ". For scalars the PartitionSpec should be P()" : "."));
+    }
     std::string problem = check_spec(s->mesh, s->spec, x.shape(), "device_put(): ");
     if (!problem.empty()) throw Error(ErrCode::Shape, problem);
     return make_array(make_sharded_tensor(shard_array(x, s->mesh, s->spec, in.pull_log())));
   }
   const Array& x = in.ops().concrete(t);
-  if (target.is_none()) return make_array(in.ops().constant(x));
+  // device_put(x) leaves an array where it is (JAX: device=None keeps its placement).
+  if (target.is_none()) return leaf.is_obj(ObjKind::Array) && t->concrete ? leaf : make_array(in.ops().constant(x));
   if (target.is_obj(ObjKind::Device)) return make_array(make_tensor(x.on_device(target.as<DeviceObj>()->id)));
   throw Error(ErrCode::Type, "device_put() expects a Device or a NamedSharding, not " + type_name(target));
 }
@@ -590,7 +635,7 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     std::vector<int> ids;
     collect_devices(r[0], 0, shape, ids);
     Mesh m = build_mesh(in, shape, ids, axis_names_arg(r[1], "Mesh"), "Mesh");
-    m.axis_types = axis_types_arg(r.has(2) ? r[2] : Value(), shape.size(), AxisType::Auto, "Mesh");
+    m.axis_types = axis_types_arg(r.has(2) ? r[2] : Value(), m.axis_names, AxisType::Auto, "Mesh");
     return make_mesh_value(std::move(m));
   });
   Value make_mesh_fn = make_builtin("make_mesh", [](InterpreterImpl& in, CallArgs& a) {
@@ -603,18 +648,19 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
       collect_devices(r[2], 0, s, ids);
     } else {
       if (n > in.platform().device_count())
-        throw Error(ErrCode::Value, "make_mesh(): the mesh " + shape_str(shape) + " needs " + std::to_string(n) +
-                                        " devices but there are only " + std::to_string(in.platform().device_count()),
+        throw Error(ErrCode::Value, "Number of devices " + std::to_string(in.platform().device_count()) +
+                                        " must be >= the product of mesh_shape " + shape_str(shape),
                     Span{}, "run with --devices " + std::to_string(n));
       for (int64_t i = 0; i < n; ++i) ids.push_back(static_cast<int>(i));
     }
-    if (static_cast<int64_t>(ids.size()) != n)
-      throw Error(ErrCode::Value, "make_mesh(): the mesh " + shape_str(shape) + " needs " + std::to_string(n) +
-                                      " devices, got " + std::to_string(ids.size()));
+    if (static_cast<int64_t>(ids.size()) < n)
+      throw Error(ErrCode::Value, "Number of devices " + std::to_string(ids.size()) +
+                                      " must be >= the product of mesh_shape " + shape_str(shape));
+    ids.resize(static_cast<size_t>(n)); // the first ones, as JAX takes them
     Mesh m = build_mesh(in, shape, ids, axis_names_arg(r[1], "make_mesh"), "make_mesh");
     // JAX 0.10's make_mesh makes Explicit axes by default; pxl records the type
     // (printing, equality) and propagates shardings as for Auto axes.
-    m.axis_types = axis_types_arg(r.has(3) ? r[3] : Value(), shape.size(), AxisType::Explicit, "make_mesh");
+    m.axis_types = axis_types_arg(r.has(3) ? r[3] : Value(), m.axis_names, AxisType::Explicit, "make_mesh");
     return make_mesh_value(std::move(m));
   });
   Value unconstrained = Value::object(std::make_shared<UnconstrainedObj>());
@@ -644,10 +690,23 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     const Mesh* m = am ? &am->mesh : value_to_mesh(r[0]);
     if (!m) throw Error(ErrCode::Type, "NamedSharding() mesh must be a Mesh, not " + type_name(r[0]));
     PartitionSpec s = value_to_spec(r[1], "NamedSharding() spec");
-    for (const auto& axis : s.axes())
-      if (m->axis_of(axis) < 0) throw Error(ErrCode::Value, "NamedSharding(): unknown mesh axis '" + axis + "' in " + s.repr());
+    // JAX's checks (NamedSharding's _check_mesh_resource_axis / _check_unique_resources).
+    std::string names;
+    for (const auto& n : m->axis_names) names += (names.empty() ? "'" : ", '") + n + "'";
+    if (m->axis_names.size() == 1) names += ",";
+    std::vector<std::string> seen;
+    for (const auto& axis : s.axes()) {
+      if (m->axis_of(axis) < 0)
+        throw Error(ErrCode::Value, "Resource axis: " + axis + " of " + s.repr() + " is not found in mesh: (" + names + ").");
+      if (std::find(seen.begin(), seen.end(), axis) != seen.end())
+        throw Error(ErrCode::Value, "A single NamedSharding spec specification can map every mesh axis to at most "
+                                    "one positional dimension, but " + s.repr() + " has duplicate entries for `" + axis + "`");
+      seen.push_back(axis);
+    }
     if (am) return make_abstract_sharding(r[0], s);
-    return Value::object(std::make_shared<ShardingObj>(*m, s));
+    auto out = std::make_shared<ShardingObj>(*m, s);
+    if (r.has(2) && !r[2].is_none()) out->memory_kind = checked_memory_kind(r[2]);
+    return Value::object(out);
   });
   Value put_fn = make_builtin("device_put", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("device_put", a, {"x", "device", "src", "donate", "may_alias"}, 1);
@@ -702,7 +761,7 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
       throw Error(ErrCode::Value, "AbstractMesh(): " + std::to_string(sizes.size()) + " axis sizes but " +
                                       std::to_string(names.size()) + " axis names");
     Mesh m{names, std::vector<int64_t>(sizes.begin(), sizes.end()), {}, {}};
-    m.axis_types = axis_types_arg(r.has(2) ? r[2] : Value(), sizes.size(), AxisType::Auto, "AbstractMesh");
+    m.axis_types = axis_types_arg(r.has(2) ? r[2] : Value(), names, AxisType::Auto, "AbstractMesh");
     return make_abstract_mesh_value(m, "");
   });
   sv["use_abstract_mesh"] = make_builtin("use_abstract_mesh", make_use_abstract_mesh);
@@ -714,7 +773,10 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     ArgReader r("SingleDeviceSharding", a, {"device", "memory_kind"}, 1);
     if (!r[0].is_obj(ObjKind::Device))
       throw Error(ErrCode::Type, "SingleDeviceSharding() expects a Device, not " + type_name(r[0]));
-    return make_single_device_sharding(r[0].as<DeviceObj>()->platform, r[0].as<DeviceObj>()->id);
+    Value out = make_single_device_sharding(r[0].as<DeviceObj>()->platform, r[0].as<DeviceObj>()->id);
+    if (r.has(1) && !r[1].is_none())
+      dynamic_cast<ShardingObj*>(out.as<OpaqueObj>())->memory_kind = checked_memory_kind(r[1]);
+    return out;
   });
   // jax.experimental.mesh_utils.create_device_mesh(mesh_shape, devices=None)
   ModuleBuilder mesh_utils("jax.experimental.mesh_utils");
@@ -725,12 +787,12 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     if (r.has(1) && !r[1].is_none()) {
       Shape s;
       collect_devices(r[1], 0, s, ids);
-    } else {
-      for (int64_t i = 0; i < shape_size(shape) && i < in.platform().device_count(); ++i) ids.push_back(static_cast<int>(i));
+    } else { // all of them, as JAX
+      for (int i = 0; i < in.platform().device_count(); ++i) ids.push_back(i);
     }
     if (static_cast<int64_t>(ids.size()) != shape_size(shape))
-      throw Error(ErrCode::Value, "create_device_mesh(): the mesh " + shape_str(shape) + " needs " +
-                                      std::to_string(shape_size(shape)) + " devices, " + std::to_string(ids.size()) + " are available");
+      throw Error(ErrCode::Value, "Number of devices " + std::to_string(ids.size()) +
+                                      " must equal the product of mesh_shape " + shape_str(shape));
     return Value::object(std::make_shared<DeviceGridObj>(shape, ids, in.platform().name()));
   });
   in.register_module("jax.experimental.mesh_utils", mesh_utils.value());

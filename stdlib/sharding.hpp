@@ -65,6 +65,9 @@ struct ShardingObj : OpaqueObj {
   PartitionSpec spec;
   bool single_device = false;
   std::string platform = "cpu"; // the device's, for a SingleDeviceSharding's repr
+  // The memory the sharding names ("device", "pinned_host", "unpinned_host"):
+  // printed and compared as JAX does; pxl's arrays all live in device memory.
+  std::string memory_kind = "device";
   // An AbstractMeshObj when this is a type's sharding (jax.typeof(x).sharding):
   // `mesh` then has the axes but no devices, and nothing can be placed on it.
   Value abstract_mesh;
@@ -76,6 +79,9 @@ struct ShardingObj : OpaqueObj {
   bool equals(const OpaqueObj& o) const override;
 };
 Value make_single_device_sharding(const std::string& platform, int device);
+// A sharding's memory_kind= argument: one the CPU devices address (JAX's
+// ValueError naming them otherwise).
+std::string checked_memory_kind(const Value& v);
 
 // An n-d grid of devices: what np.array(jax.devices()) and
 // mesh_utils.create_device_mesh give (numpy object arrays of devices in JAX).
