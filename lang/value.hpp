@@ -187,6 +187,10 @@ struct ArrayObj : Object {
   Tensor tensor;
   // Donated to a jit call, or x.delete(): any use but .shape/.dtype is JAX's error.
   bool deleted = false;
+  // Placed on purpose (device_put to a device, results of jit over such
+  // arrays): JAX's committed flag, which makes jit check its devices
+  // (stdlib/jit_devices.cpp). Arrays over a mesh count as committed anyway.
+  bool committed = false;
 };
 
 // A Python complex (immutable, like the scalars, but two doubles wide).

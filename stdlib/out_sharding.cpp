@@ -182,8 +182,9 @@ Value constrain_traced(InterpreterImpl& in, const Value& leaf, const Value& targ
     for (size_t d = 0; d < s.entries.size(); ++d)
       if (shape[d] % parts[d] != 0) s.entries[d].clear();
   }
-  if (named && !tc->function().constraint_mesh)
-    tc->function().constraint_mesh = std::make_shared<const Mesh>(named->mesh);
+  // (A bare PartitionSpec is over the mesh in context, which the call then runs over.)
+  if (mesh && !tc->function().constraint_mesh && mesh->size() > 0)
+    tc->function().constraint_mesh = std::make_shared<const Mesh>(*mesh);
   OpAttrs a;
   a.dim_axes = s.entries;
   a.dim_axes.resize(shape.size());

@@ -546,6 +546,14 @@ Value spec_over_current_mesh(InterpreterImpl& in, const Value& target, const std
 
 // ---- module functions -------------------------------------------------------------
 
+namespace {
+// An array device_put placed on purpose (JAX's committed arrays).
+Value committed(Value array) {
+  array.as<ArrayObj>()->committed = true;
+  return array;
+}
+} // namespace
+
 // device_put of one array to a Device, a NamedSharding or (None) the default device.
 Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& target_arg) {
   // In a shard_map body called eagerly, JAX refuses a device; under jit the
@@ -567,8 +575,13 @@ Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& targe
     auto* s = dynamic_cast<ShardingObj*>(target.as<OpaqueObj>());
     if (!s)
       throw Error(ErrCode::Type, "device_put() expects a Device or a NamedSharding, not " + type_name(target));
+    // A SingleDeviceSharding: onto its device.
+    if (s->single_device && !s->mesh.device_ids.empty()) {
+      const Array& x = in.ops().concrete(t);
+      return committed(make_array(make_tensor(x.on_device(s->mesh.device_ids[0]))));
+    }
     // Already laid out so: nothing moves (JAX returns the same buffers).
-    if (t->sharded && t->sharded->mesh.same_mesh(s->mesh) && t->sharded->spec == s->spec) return make_array(t);
+    if (t->sharded && t->sharded->mesh.same_mesh(s->mesh) && t->sharded->spec == s->spec) return committed(make_array(t));
     const Array& x = in.ops().concrete(t);
     std::string problem = check_spec(s->mesh, s->spec, x.shape(), "device_put(): ");
     if (!problem.empty()) throw Error(ErrCode::Shape, problem);
@@ -576,7 +589,8 @@ Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& targe
   }
   const Array& x = in.ops().concrete(t);
   if (target.is_none()) return make_array(in.ops().constant(x));
-  if (target.is_obj(ObjKind::Device)) return make_array(make_tensor(x.on_device(target.as<DeviceObj>()->id)));
+  if (target.is_obj(ObjKind::Device))
+    return committed(make_array(make_tensor(x.on_device(target.as<DeviceObj>()->id))));
   throw Error(ErrCode::Type, "device_put() expects a Device or a NamedSharding, not " + type_name(target));
 }
 
@@ -693,6 +707,13 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
   jv["P"] = p_fn; // jax.P and jax.NamedSharding, as in recent JAX
   jv["NamedSharding"] = named_fn;
   jv["device_put"] = put_fn;
+  // The concrete mesh in context (`with mesh:` / jax.set_mesh), or None: what
+  // jax.experimental.pjit runs calls over (experimental_pjit.pxl).
+  sv["_context_mesh"] = make_builtin("_context_mesh", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_context_mesh", a, {});
+    const Value* current = in.context_mesh();
+    return current && value_to_mesh(*current) ? *current : Value();
+  });
   add_array_functions(jax);
   sv["AbstractMesh"] = make_builtin("AbstractMesh", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("AbstractMesh", a, {"axis_sizes", "axis_names", "axis_types"}, 2);

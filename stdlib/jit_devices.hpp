@@ -1,0 +1,49 @@
+// The checks JAX makes of where a jit call's arrays live before it runs
+// (pjit._resolve_in_shardings and pxla._get_and_check_device_assignment):
+// shardings given to jit against the arguments' own, and every device
+// assignment involved (committed arguments, in/out shardings, the context
+// mesh) against each other.
+#pragma once
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lang/interp_impl.hpp"
+
+namespace pxl {
+
+struct JitCallPlacement {
+  std::string fun_name;               // as JAX names the function in its messages
+  std::vector<std::string> arg_names; // one per argument (positional, then keywords)
+  ValueList args;                     // the dynamic arguments, before in_shardings places them
+  size_t n_positional = 0;            // in_shardings covers these
+  Value in_shardings, out_shardings;  // None when not given
+};
+
+// Over Auto axes a result's sharding is XLA's (P('x',): trailing whole
+// dimensions and size-1 axes dropped), except that JAX names a result laid out
+// as its first sharded argument by that argument's NamedSharding as written
+// (P('x', None)): pxla's _get_out_sharding_from_orig_sharding, for jit calls
+// and eager ops alike.
+void name_like_first_argument(std::vector<Tensor>& results, std::span<const Tensor> params);
+
+// The results of a call whose first sharded argument lives on a one-device
+// mesh keep a NamedSharding over that mesh (as that argument's spec when of
+// its rank, else replicated), as in JAX; `out` itself otherwise.
+Value keep_one_device_mesh(InterpreterImpl& in, std::span<const Tensor> params, const Value& out);
+
+// JAX's jax.Array.committed: placed on purpose (ArrayObj::committed), laid out
+// over a mesh, or on a device other than the default one.
+bool array_committed(const Value& array);
+
+// JAX's TypeError when a leaf of jit's `what` (in_shardings/out_shardings) is
+// neither a Sharding, a PartitionSpec nor None.
+void check_sharding_leaves(InterpreterImpl& in, const Value& shardings, const char* what);
+// JAX's RuntimeError when `shardings` holds a PartitionSpec and no mesh is in
+// context (`api`: "jit" or "pjit").
+void check_specs_have_mesh(InterpreterImpl& in, const Value& shardings, const char* what,
+                           const std::string& api);
+// JAX's ValueErrors of a call whose arrays cannot run together.
+void check_jit_placement(InterpreterImpl& in, const JitCallPlacement& c);
+
+} // namespace pxl
