@@ -202,7 +202,9 @@ bool run_partitioned(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> p
 Value place(InterpreterImpl& in, const Value& shardings, const Value& tree, const char* what) {
   return map_tree_with_prefix(in, tree, shardings, is_sharding_leaf, what,
                               [&](const Value& leaf, const Value& target) {
-                                return target.is_none() ? leaf : device_put_leaf(in, leaf, target);
+                                if (target.is_none()) return leaf;
+                                Value s = spec_over_current_mesh(in, target, "device_put");
+                                return named_as(device_put_leaf(in, leaf, s), s);
                               });
 }
 

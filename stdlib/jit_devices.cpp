@@ -111,6 +111,25 @@ void name_like_first_argument(std::vector<Tensor>& results, std::span<const Tens
   }
 }
 
+Value named_as(const Value& array, const Value& sharding) {
+  const ShardingObj* s = as_sharding(sharding);
+  if (!s || s->single_device || !array.is_obj(ObjKind::Array)) return array;
+  const Tensor& t = array.as<ArrayObj>()->tensor;
+  if (!t->sharded || !t->sharded->mesh.same_mesh(s->mesh) || !(t->sharded->spec == s->spec) ||
+      t->sharded->spec.entries == s->spec.entries)
+    return array;
+  auto named = std::make_shared<ShardedData>();
+  named->pull_log = t->sharded->pull_log;
+  named->mesh = t->sharded->mesh;
+  named->spec = s->spec;
+  named->spec.unconstrained.clear();
+  named->global = t->sharded->global;
+  named->shards = t->sharded->shards;
+  Value out = make_array(make_sharded_tensor(std::move(named)));
+  out.as<ArrayObj>()->committed = array.as<ArrayObj>()->committed;
+  return out;
+}
+
 Value keep_one_device_mesh(InterpreterImpl& in, std::span<const Tensor> params, const Value& out) {
   auto it = std::find_if(params.begin(), params.end(), [](const Tensor& p) { return p->sharded != nullptr; });
   if (it == params.end() || (*it)->sharded->mesh.size() != 1) return out;

@@ -27,6 +27,10 @@ struct JitCallPlacement {
 // and eager ops alike.
 void name_like_first_argument(std::vector<Tensor>& results, std::span<const Tensor> params);
 
+// `array` (laid out as `sharding` says) with `sharding`'s spec as written
+// (P(None, None) rather than P()): jit's results of explicit out_shardings.
+Value named_as(const Value& array, const Value& sharding);
+
 // The results of a call whose first sharded argument lives on a one-device
 // mesh keep a NamedSharding over that mesh (as that argument's spec when of
 // its rank, else replicated), as in JAX; `out` itself otherwise.
