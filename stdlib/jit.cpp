@@ -613,6 +613,7 @@ struct JitFunction : OpaqueObj {
     check_outputs(in, a, out, where);
     if (!out_shardings.is_none()) {
       try {
+        if (!enclosing) check_out_sharding_ranks(in, out_shardings, out);
         out = enclosing ? constrain(in, out_shardings, out, "jit() out_shardings")
                         : place(in, out_shardings, out, "jit() out_shardings");
       } catch (Error& e) {

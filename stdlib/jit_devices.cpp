@@ -151,6 +151,51 @@ bool array_committed(const Value& array) {
   return a->committed || a->tensor->sharded || (a->tensor->concrete && a->tensor->concrete->device() != 0);
 }
 
+void check_spec_names(const Mesh& mesh, const PartitionSpec& spec, const std::string& what) {
+  std::vector<std::string> seen;
+  for (const std::string& a : spec.axes()) {
+    if (mesh.axis_of(a) < 0) {
+      std::string names = "(";
+      for (size_t i = 0; i < mesh.axis_names.size(); ++i)
+        names += (i ? ", '" : "'") + mesh.axis_names[i] + "'";
+      names += mesh.axis_names.size() == 1 ? ",)" : ")";
+      throw Error(ErrCode::Value,
+                  "Resource axis: " + a + " of " + spec.repr() + " is not found in mesh: " + names + ".");
+    }
+    if (std::find(seen.begin(), seen.end(), a) != seen.end())
+      throw Error(ErrCode::Value, "A single " + what +
+                                      " specification can map every mesh axis to at most one positional "
+                                      "dimension, but " + spec.repr() + " has duplicate entries for `" + a + "`");
+    seen.push_back(a);
+  }
+}
+
+void check_sharding_rank(const std::string& which, const std::string& sharding_repr,
+                         const PartitionSpec& spec, int rank) {
+  if (static_cast<int>(spec.entries.size()) <= rank) return;
+  throw Error(ErrCode::Value,
+              "One of " + which + " is incompatible with its sharding annotation " + sharding_repr +
+                  ": Sharding " + sharding_repr + " is only valid for values of rank at least " +
+                  std::to_string(spec.entries.size()) + ", but was applied to a value of rank " +
+                  std::to_string(rank) + "." + (rank == 0 ? " For scalars the PartitionSpec should be P()" : ""));
+}
+
+void check_out_sharding_ranks(InterpreterImpl& in, const Value& out_shardings, const Value& out) {
+  if (out_shardings.is_none()) return;
+  ValueList leaves, targets;
+  TreeDef def = tree_flatten(in, out, leaves);
+  std::vector<std::string> keys = leaf_keystrs(def);
+  broadcast_prefix(in, out_shardings, out, targets, is_sharding_leaf, "jit() out_shardings");
+  for (size_t i = 0; i < leaves.size() && i < targets.size(); ++i) {
+    if (!leaves[i].is_obj(ObjKind::Array)) continue;
+    Value target = spec_over_current_mesh(in, targets[i], "jit");
+    const ShardingObj* s = as_sharding(target);
+    if (s && !s->single_device)
+      check_sharding_rank("pjit outputs with pytree key path result" + keys[i], s->repr(), s->spec,
+                          leaves[i].as<ArrayObj>()->tensor->aval.ndim());
+  }
+}
+
 void check_sharding_leaves(InterpreterImpl& in, const Value& shardings, const char* what) {
   if (shardings.is_none()) return;
   for (const Value& leaf : sharding_leaves(in, shardings)) {
@@ -224,6 +269,11 @@ void check_jit_placement(InterpreterImpl& in, const JitCallPlacement& c) {
     const Shape& shape = l.value.as<ArrayObj>()->tensor->aval.shape;
     Value target = spec_over_current_mesh(in, l.target, "jit");
     const ShardingObj* s = as_sharding(target);
+    if (s && !s->single_device) {
+      check_spec_names(s->mesh, s->spec, "in_shardings");
+      check_sharding_rank("pjit arguments with pytree key path " + l.name, s->repr(), s->spec,
+                          static_cast<int>(shape.size()));
+    }
     if (s && !s->is_abstract()) {
       if (p->committed && layout(s->mesh, s->spec, shape) != layout(p->mesh, p->spec, shape))
         throw Error(ErrCode::Value,
@@ -239,6 +289,7 @@ void check_jit_placement(InterpreterImpl& in, const JitCallPlacement& c) {
     for (const Value& leaf : sharding_leaves(in, c.out_shardings)) {
       Value target = spec_over_current_mesh(in, leaf, "jit");
       const ShardingObj* s = as_sharding(target);
+      if (s && !s->single_device) check_spec_names(s->mesh, s->spec, "out_shardings");
       if (s && !s->is_abstract()) order.push_back({s->mesh.device_ids, "explicit output sharding"});
     }
 

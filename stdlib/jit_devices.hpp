@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lang/interp_impl.hpp"
+#include "runtime/mesh.hpp"
 
 namespace pxl {
 
@@ -39,6 +40,19 @@ Value keep_one_device_mesh(InterpreterImpl& in, std::span<const Tensor> params, 
 // JAX's jax.Array.committed: placed on purpose (ArrayObj::committed), laid out
 // over a mesh, or on a device other than the default one.
 bool array_committed(const Value& array);
+
+// JAX's errors for a spec naming an axis `mesh` lacks ("Resource axis: x of
+// P('x',) is not found in mesh: ('z',).") or one axis twice ("A single
+// in_shardings specification can map ..."; `what` names the specification).
+void check_spec_names(const Mesh& mesh, const PartitionSpec& spec, const std::string& what);
+// JAX's error for a sharding of more dimensions than the value it annotates
+// ("One of pjit arguments with pytree key path x is incompatible ...";
+// `which`: "pjit arguments with pytree key path x", "with_sharding_constraint arguments").
+void check_sharding_rank(const std::string& which, const std::string& sharding_repr,
+                         const PartitionSpec& spec, int rank);
+
+// check_sharding_rank of each result of a jit call against its out_shardings leaf.
+void check_out_sharding_ranks(InterpreterImpl& in, const Value& out_shardings, const Value& out);
 
 // JAX's TypeError when a leaf of jit's `what` (in_shardings/out_shardings) is
 // neither a Sharding, a PartitionSpec nor None.

@@ -11,6 +11,7 @@
 #include "stdlib/module_builder.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
+#include "stdlib/jit_devices.hpp"
 #include "stdlib/sharding.hpp"
 
 namespace pxl {
@@ -409,6 +410,8 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
                           Span{}, "pass NamedSharding(mesh, spec)");
             target = Value::object(std::make_shared<ShardingObj>(t->sharded->mesh, spec->spec));
           }
+          if (auto* named = dynamic_cast<ShardingObj*>(target.as<OpaqueObj>()); named && !named->single_device)
+            check_spec_names(named->mesh, named->spec, "shardings");
           return device_put_leaf(in, leaf, target);
         });
   });

@@ -1,6 +1,7 @@
 // jax.sharding: Mesh, PartitionSpec, NamedSharding, make_mesh, device_put, and
 // the attributes of sharded arrays.
 #include "stdlib/sharding.hpp"
+#include "stdlib/jit_devices.hpp"
 #include "stdlib/mesh_context.hpp"
 
 #include <algorithm>
@@ -658,8 +659,7 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     const Mesh* m = am ? &am->mesh : value_to_mesh(r[0]);
     if (!m) throw Error(ErrCode::Type, "NamedSharding() mesh must be a Mesh, not " + type_name(r[0]));
     PartitionSpec s = value_to_spec(r[1], "NamedSharding() spec");
-    for (const auto& axis : s.axes())
-      if (m->axis_of(axis) < 0) throw Error(ErrCode::Value, "NamedSharding(): unknown mesh axis '" + axis + "' in " + s.repr());
+    check_spec_names(*m, s, "NamedSharding spec");
     if (am) return make_abstract_sharding(r[0], s);
     return Value::object(std::make_shared<ShardingObj>(*m, s));
   });
