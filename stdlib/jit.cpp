@@ -658,18 +658,33 @@ struct JitFunction : OpaqueObj {
                 where);
   }
 
-  // As JAX's: the results of a call with committed arguments or out_shardings
-  // are committed to where they are.
-  void commit_results(InterpreterImpl& in, const ValueList& args, const Value& out) const {
-    bool commit = !out_shardings.is_none();
+  // As JAX's: the results of a call with arguments committed to a device
+  // (or with out_shardings) are committed, on that device. (Results of a call
+  // over a mesh are laid out over it, committed as such; one pxl leaves on a
+  // single device stays uncommitted, as it would not be there in JAX.)
+  void commit_results(InterpreterImpl& in, const ValueList& args, Value& out) const {
+    bool commit = !out_shardings.is_none(), over_mesh = false;
+    int device = -1;
     ValueList leaves;
     for (const Value& arg : args) tree_flatten(in, arg, leaves);
-    for (const Value& l : leaves) commit = commit || (l.is_obj(ObjKind::Array) && array_committed(l));
+    for (const Value& l : leaves) {
+      if (!l.is_obj(ObjKind::Array) || !array_committed(l)) continue;
+      const Tensor& t = l.as<ArrayObj>()->tensor;
+      if (t->sharded) over_mesh = true;
+      else if (t->concrete && device < 0) device = t->concrete->device();
+    }
+    commit = commit || (device >= 0 && !over_mesh);
     if (!commit) return;
     ValueList outs;
-    tree_flatten(in, out, outs);
-    for (const Value& o : outs)
-      if (o.is_obj(ObjKind::Array)) o.as<ArrayObj>()->committed = true;
+    TreeDef def = tree_flatten(in, out, outs);
+    for (Value& o : outs) {
+      if (!o.is_obj(ObjKind::Array)) continue;
+      const Tensor& t = o.as<ArrayObj>()->tensor;
+      if (out_shardings.is_none() && device >= 0 && t->concrete && t->concrete->device() != device)
+        o = make_array(make_tensor(t->concrete->on_device(device)));
+      o.as<ArrayObj>()->committed = true;
+    }
+    out = tree_unflatten(def, outs);
   }
 
   // Donated arguments: as XLA, each array whose buffer an output of the same
