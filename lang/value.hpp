@@ -194,6 +194,10 @@ struct ArrayObj : Object {
   // JAX's error for using a deleted array ("Array has been deleted with
   // shape=int32[3]."); nothing when it is live. Every read of the data checks.
   void check_live(const Span& where = {}) const;
+  // Placed on purpose (device_put to a device, results of jit over such
+  // arrays): JAX's committed flag, which makes jit check its devices
+  // (stdlib/jit_devices.cpp). Arrays over a mesh count as committed anyway.
+  bool committed = false;
 };
 
 // A Python complex (immutable, like the scalars, but two doubles wide).

@@ -10,6 +10,7 @@
 #include "stdlib/np_internal.hpp"
 #include "stdlib/reduce_api.hpp"
 #include "runtime/platform.hpp"
+#include "stdlib/jit_devices.hpp"
 #include "stdlib/sharding.hpp"
 
 namespace pxl {
@@ -475,6 +476,8 @@ bool array_attr(InterpreterImpl& in, const Value& obj, const std::string& name, 
     int id = t->sharded ? t->sharded->mesh.device_ids[0] : t->concrete ? t->concrete->device() : 0;
     return out = device_object(in, id), true;
   }
+  if ((name == "committed" || name == "_committed") && (t->sharded || t->concrete))
+    return out = Value::boolean(array_committed(obj)), true;
   if (sharded_array_attr(in, t, name, out)) return true;
   if (operator_method(obj, name, out)) return true;
   auto it = methods().find(name);

@@ -9,7 +9,9 @@
 
 #include "lang/tracer.hpp"
 #include "runtime/eager.hpp"
+#include "stdlib/jit_devices.hpp"
 #include "stdlib/jit_partition.hpp"
+#include "stdlib/sharding_rules.hpp"
 
 namespace pxl {
 
@@ -36,6 +38,7 @@ public:
     std::vector<Tensor> operands(inputs.begin(), inputs.end());
     operands.insert(operands.end(), p->extra.begin(), p->extra.end());
     std::vector<Tensor> results = run_spmd_call(*p->callee, operands, in_.pull_log());
+    if (!any_explicit_axis(*mesh)) name_like_first_argument(results, inputs);
     return std::move(results.at(0));
   }
 

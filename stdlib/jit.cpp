@@ -14,6 +14,7 @@
 #include "runtime/debug_print.hpp"
 #include "stdlib/cache_explain.hpp"
 #include "runtime/sharded.hpp"
+#include "stdlib/jit_devices.hpp"
 #include "stdlib/jit_partition.hpp"
 #include "stdlib/sharding.hpp"
 #include "stdlib/sharding_rules.hpp"
@@ -163,31 +164,11 @@ bool is_sharding_leaf(const Value& v) { return v.is_none() || v.is_obj(ObjKind::
 // results come back sharded as the propagation gives them. False when there is
 // no such operand, the operands live on different meshes, or the program has
 // effects (those keep the single-device path).
-// Over Auto axes a result's sharding is XLA's (P('x',): trailing whole
-// dimensions dropped), except that JAX names a result laid out as its first
-// array argument by that argument's NamedSharding as written (P('x', None)):
-// pxla's _get_out_sharding_from_orig_sharding.
-void name_like_first_argument(std::vector<Tensor>& results, std::span<const Tensor> params) {
-  if (params.empty() || !params[0]->sharded) return;
-  const ShardedData& first = *params[0]->sharded;
-  for (Tensor& t : results) {
-    // (PartitionSpec's == ignores trailing Nones: the same layout, written otherwise.)
-    if (!t->sharded || !t->sharded->mesh.same_mesh(first.mesh) ||
-        t->aval.ndim() != first.global.ndim() || !(t->sharded->spec == first.spec) ||
-        t->sharded->spec.entries == first.spec.entries)
-      continue;
-    auto named = std::make_shared<ShardedData>();
-    named->pull_log = t->sharded->pull_log;
-    named->mesh = t->sharded->mesh;
-    named->spec = first.spec;
-    named->global = t->sharded->global;
-    named->shards = t->sharded->shards;
-    t = make_sharded_tensor(std::move(named));
-  }
-}
-
+// `named_by`: the arguments as passed, before in_shardings placed them (JAX
+// names results only after arguments that came with their sharding).
 bool run_partitioned(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> params,
-                     const Value& out_shardings, const Span& where, Value& out) {
+                     std::span<const Tensor> named_by, const Value& out_shardings,
+                     const Span& where, Value& out) {
   if (!dynamic_cast<EagerContext*>(&in.ops())) return false;
   std::vector<Tensor> operands(params.begin(), params.end());
   operands.insert(operands.end(), e.traced->consts.begin(), e.traced->consts.end());
@@ -229,7 +210,7 @@ bool run_partitioned(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> p
     ScopedPhase timing(in.phase_times(), "run: jit");
     results = run_spmd_call(*p->callee, operands, in.pull_log());
   }
-  if (!any_explicit_axis(*mesh)) name_like_first_argument(results, params);
+  if (!any_explicit_axis(*mesh)) name_like_first_argument(results, named_by);
   ValueList leaves;
   for (Tensor& t : results) leaves.push_back(make_array(std::move(t)));
   out = tree_unflatten(e.traced->out_tree, leaves);
@@ -241,7 +222,25 @@ bool run_partitioned(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> p
 Value place(InterpreterImpl& in, const Value& shardings, const Value& tree, const char* what) {
   return map_tree_with_prefix(in, tree, shardings, is_sharding_leaf, what,
                               [&](const Value& leaf, const Value& target) {
-                                return target.is_none() ? leaf : device_put_leaf(in, leaf, target);
+                                if (target.is_none()) return leaf;
+                                Value s = spec_over_current_mesh(in, target, "device_put");
+                                return named_as(device_put_leaf(in, leaf, s), s);
+                              });
+}
+
+// Inside a trace (vmap, grad, an enclosing jit), jit's in_shardings and
+// out_shardings constrain its arguments and results, as JAX's jit primitive
+// keeps them: vmap's batching rule leaves the mapped axis unsplit before them.
+Value constrain(InterpreterImpl& in, const Value& shardings, const Value& tree, const char* what) {
+  return map_tree_with_prefix(in, tree, shardings, is_sharding_leaf, what,
+                              [&](const Value& leaf, const Value& target) {
+                                auto* s = target.is_obj(ObjKind::Opaque)
+                                              ? dynamic_cast<ShardingObj*>(target.as<OpaqueObj>())
+                                              : nullptr;
+                                if (target.is_none() || !leaf.is_obj(ObjKind::Array) ||
+                                    (s && s->single_device))
+                                  return leaf;
+                                return constrain_traced(in, leaf, target, "jit");
                               });
 }
 
@@ -319,6 +318,22 @@ struct JitFunction : OpaqueObj {
 
   std::string fn_name() const {
     return fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : pxl::type_name(fn);
+  }
+
+  // JAX's name for the argument at position i in its messages: the parameter's,
+  // "args[k]" for one gathered by *args ("" for a builtin).
+  std::string arg_name(size_t i) const {
+    if (!fn.is_obj(ObjKind::Function)) return "";
+    const auto* ps = fn.as<FunctionObj>()->params;
+    if (!ps) return "";
+    size_t normal = 0;
+    for (const Param& p : *ps) {
+      if (p.kind == Param::Kind::VarArgs) return p.name + "[" + std::to_string(i - normal) + "]";
+      if (p.kind != Param::Kind::Normal || p.keyword_only) break;
+      if (normal == i) return p.name;
+      ++normal;
+    }
+    return "";
   }
 
   // The parameter name at position i of a pxl function (to link static_argnums
@@ -492,9 +507,43 @@ struct JitFunction : OpaqueObj {
     size_t n_dyn_pos = dyn.size();
     // in_shardings: the positional arguments are first placed as it says.
     auto* enclosing = dynamic_cast<TraceContext*>(&in.ops());
-    if (!in_shardings.is_none() && !enclosing) {
-      Value placed = place(in, in_shardings, make_tuple(dyn), "jit() in_shardings");
+    if (!enclosing) {
+      check_specs_have_mesh(in, in_shardings, "in_shardings", "jit");
+      check_specs_have_mesh(in, out_shardings, "out_shardings", "jit");
+      JitCallPlacement pc;
+      pc.fun_name = fn_name();
+      pc.args = dyn;
+      pc.n_positional = n_dyn_pos;
+      for (size_t i = 0; i < a.pos.size(); ++i)
+        if (!is_static_pos(i, a.pos.size())) pc.arg_names.push_back(arg_name(i));
+      for (auto& [k, v] : dyn_kw) {
+        pc.args.push_back(v);
+        pc.arg_names.push_back(k);
+      }
+      pc.in_shardings = in_shardings;
+      pc.out_shardings = out_shardings;
+      try {
+        check_jit_placement(in, pc);
+      } catch (Error& e) {
+        e.set_span_if_missing(where);
+        throw;
+      }
+    }
+    std::vector<Tensor> as_passed; // (for naming results: run_partitioned)
+    if (!enclosing)
+      for (const Value& v : dyn) {
+        ValueList vals;
+        tree_flatten(in, v, vals);
+        for (const Value& l : vals)
+          as_passed.push_back(l.is_obj(ObjKind::Array) ? l.as<ArrayObj>()->tensor : nullptr);
+      }
+    if (!in_shardings.is_none()) {
+      Value tuple = make_tuple(ValueList(dyn.begin(), dyn.begin() + static_cast<long>(n_dyn_pos)));
+      Value placed = enclosing ? constrain(in, in_shardings, tuple, "jit() in_shardings")
+                               : place(in, in_shardings, tuple, "jit() in_shardings");
+      ValueList rest(dyn.begin() + static_cast<long>(n_dyn_pos), dyn.end());
       dyn = *sequence_items(placed);
+      dyn.insert(dyn.end(), rest.begin(), rest.end());
     }
     if (!dyn_kw.empty()) {
       auto d = std::make_shared<DictObj>();
@@ -522,6 +571,12 @@ struct JitFunction : OpaqueObj {
     std::string layout;
     std::function<void(TraceContext&)> prepare = explicit_type_hook(in, leaves, &layout);
     if (prepare && !layout.empty()) sig.add("argument shardings", layout);
+    // A trace resolves bare PartitionSpecs against the mesh in context: one per mesh.
+    if (const Value* current = in.context_mesh(); current && value_to_mesh(*current)) {
+      std::string ids;
+      for (int id : value_to_mesh(*current)->device_ids) ids += " " + std::to_string(id);
+      sig.add("context mesh", value_to_mesh(*current)->repr() + ids);
+    }
     const std::string key = sig.key();
     std::shared_ptr<JitEntry> entry;
     auto it = cache->find(key);
@@ -564,25 +619,33 @@ struct JitFunction : OpaqueObj {
         if (c->trace && !keep_captured && !is_enclosing_literal(enclosing, c)) reusable = false;
       if (reusable) (*cache)[key] = entry;
     }
+    // (Keyword arguments are not named after; numbers and lists are no arrays.)
+    std::erase(as_passed, nullptr);
     {
       // With jax_debug_nans/infs only the program's outputs are checked
       // (check_outputs); its ops run unchecked.
       FloatChecksOff unchecked(enclosing ? nullptr : dynamic_cast<EagerContext*>(&in.ops()));
-      if (!run_partitioned(in, *entry, leaves, out_shardings, where, out)) {
+      if (!run_partitioned(in, *entry, leaves, as_passed, out_shardings, where, out)) {
         if (!run_compiled(in, *entry, leaves, out)) out = run_jitted(in, *entry->traced, leaves);
         if (out_shardings.is_none() && !enclosing) out = follow_data(in, leaves, out);
+        if (!enclosing) out = keep_one_device_mesh(in, as_passed, out);
       }
     }
     check_outputs(in, a, out, where);
-    if (!out_shardings.is_none() && !enclosing) {
+    if (!out_shardings.is_none()) {
       try {
-        out = place(in, out_shardings, out, "jit() out_shardings");
+        if (!enclosing) check_out_sharding_ranks(in, out_shardings, out);
+        out = enclosing ? constrain(in, out_shardings, out, "jit() out_shardings")
+                        : place(in, out_shardings, out, "jit() out_shardings");
       } catch (Error& e) {
         e.set_span_if_missing(where);
         throw;
       }
     }
-    if (!enclosing) donate(in, a, out);
+    if (!enclosing) {
+      commit_results(in, dyn, out);
+      donate(in, a, out);
+    }
     return true;
   }
 
@@ -614,6 +677,35 @@ struct JitFunction : OpaqueObj {
                     "`jit` decorator, at the cost of losing optimizations. \n\nIf you see this error, consider "
                     "opening a bug report at https://github.com/jax-ml/jax.",
                 where);
+  }
+
+  // As JAX's: the results of a call with arguments committed to a device
+  // (or with out_shardings) are committed, on that device. (Results of a call
+  // over a mesh are laid out over it, committed as such; one pxl leaves on a
+  // single device stays uncommitted, as it would not be there in JAX.)
+  void commit_results(InterpreterImpl& in, const ValueList& args, Value& out) const {
+    bool commit = !out_shardings.is_none(), over_mesh = false;
+    int device = -1;
+    ValueList leaves;
+    for (const Value& arg : args) tree_flatten(in, arg, leaves);
+    for (const Value& l : leaves) {
+      if (!l.is_obj(ObjKind::Array) || !array_committed(l)) continue;
+      const Tensor& t = l.as<ArrayObj>()->tensor;
+      if (t->sharded) over_mesh = true;
+      else if (t->concrete && device < 0) device = t->concrete->device();
+    }
+    commit = commit || (device >= 0 && !over_mesh);
+    if (!commit) return;
+    ValueList outs;
+    TreeDef def = tree_flatten(in, out, outs);
+    for (Value& o : outs) {
+      if (!o.is_obj(ObjKind::Array)) continue;
+      const Tensor& t = o.as<ArrayObj>()->tensor;
+      if (out_shardings.is_none() && device >= 0 && t->concrete && t->concrete->device() != device)
+        o = make_array(make_tensor(t->concrete->on_device(device)));
+      o.as<ArrayObj>()->committed = true;
+    }
+    out = tree_unflatten(def, outs);
   }
 
   // Donated arguments: as XLA, each array whose buffer an output of the same
@@ -684,6 +776,8 @@ Value build_jit(InterpreterImpl& in, const Value& f, const ArgReader& r) {
   }
   if (r.has(5)) j->in_shardings = r[5];
   if (r.has(6)) j->out_shardings = r[6];
+  check_sharding_leaves(in, j->in_shardings, "in_shardings");
+  check_sharding_leaves(in, j->out_shardings, "out_shardings");
   j->validate_static_args();
   j->cache = jit_caches(in).cache_for(f, trace_params(*j));
   return Value::object(j);

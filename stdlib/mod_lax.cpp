@@ -11,6 +11,7 @@
 #include "stdlib/module_builder.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
+#include "stdlib/jit_devices.hpp"
 #include "stdlib/sharding.hpp"
 
 namespace pxl {
@@ -377,19 +378,30 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
   // inside traced code it is a sharding_constraint jit's partitioner honours.
   def("with_sharding_constraint", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("with_sharding_constraint", a, {"x", "shardings"}, 2);
+    auto no_none = [](const Value& target) {
+      if (target.is_none())
+        throw Error(ErrCode::Value, "One of with_sharding_constraint arguments got sharding None which is "
+                                    "not allowed. Please only pass `jax.sharding.Sharding` instances.");
+    };
     if (dynamic_cast<TraceContext*>(&in.ops()))
       return map_tree_with_prefix(
           in, r[0], r[1], [](const Value& v) { return v.is_none() || v.is_obj(ObjKind::Opaque); },
           "with_sharding_constraint() shardings", [&](const Value& leaf, const Value& target) {
+            no_none(target);
             return constrain_traced(in, leaf, target, "with_sharding_constraint");
           });
     return map_tree_with_prefix(
         in, r[0], r[1], [](const Value& v) { return v.is_none() || v.is_obj(ObjKind::Opaque); },
         "with_sharding_constraint() shardings",
         [&](const Value& leaf, Value target) {
-          if (target.is_none()) return leaf;
-          // A bare PartitionSpec needs the mesh of a sharded argument.
-          if (auto* spec = dynamic_cast<SpecObj*>(target.as<OpaqueObj>())) {
+          no_none(target);
+          // A bare PartitionSpec is over the mesh in context, else over the
+          // mesh of a sharded argument.
+          auto* spec = dynamic_cast<SpecObj*>(target.as<OpaqueObj>());
+          const Value* current = in.context_mesh();
+          if (spec && current && value_to_mesh(*current))
+            target = Value::object(std::make_shared<ShardingObj>(*value_to_mesh(*current), spec->spec));
+          else if (spec) {
             Tensor t = T(in, leaf);
             if (!t->sharded)
               throw Error(ErrCode::Value,
@@ -398,6 +410,8 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
                           Span{}, "pass NamedSharding(mesh, spec)");
             target = Value::object(std::make_shared<ShardingObj>(t->sharded->mesh, spec->spec));
           }
+          if (auto* named = dynamic_cast<ShardingObj*>(target.as<OpaqueObj>()); named && !named->single_device)
+            check_spec_names(named->mesh, named->spec, "shardings");
           return device_put_leaf(in, leaf, target);
         });
   });

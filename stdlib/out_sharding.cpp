@@ -9,6 +9,7 @@
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/pytree.hpp"
+#include "stdlib/jit_devices.hpp"
 #include "stdlib/sharding.hpp"
 #include "stdlib/sharding_rules.hpp"
 
@@ -167,6 +168,16 @@ Value constrain_traced(InterpreterImpl& in, const Value& leaf, const Value& targ
   PartitionSpec s = spec ? spec->spec : named->spec;
   Tensor t = in.to_tensor(leaf, Span{});
   const Shape& shape = t->aval.shape;
+  if (fn == "with_sharding_constraint") { // JAX's messages (its sharding shown over the abstract mesh)
+    const Value* cur_mesh = in.context_mesh();
+    const Mesh* m = named ? &named->mesh : cur_mesh ? value_to_mesh(*cur_mesh) : nullptr;
+    if (m) {
+      check_spec_names(*m, s, "shardings");
+      Value typed = make_abstract_sharding(make_abstract_mesh_value(*m, in.platform().name()), s);
+      check_sharding_rank("with_sharding_constraint arguments", pxl::repr(typed), s,
+                          static_cast<int>(shape.size()));
+    }
+  }
   if (s.entries.size() > shape.size())
     throw Error(ErrCode::Spec, fn + "(): " + s.repr() + " has " + std::to_string(s.entries.size()) +
                                    " entries for a rank-" + std::to_string(shape.size()) + " array");
@@ -182,8 +193,9 @@ Value constrain_traced(InterpreterImpl& in, const Value& leaf, const Value& targ
     for (size_t d = 0; d < s.entries.size(); ++d)
       if (shape[d] % parts[d] != 0) s.entries[d].clear();
   }
-  if (named && !tc->function().constraint_mesh)
-    tc->function().constraint_mesh = std::make_shared<const Mesh>(named->mesh);
+  // (A bare PartitionSpec is over the mesh in context, which the call then runs over.)
+  if (mesh && !tc->function().constraint_mesh && mesh->size() > 0)
+    tc->function().constraint_mesh = std::make_shared<const Mesh>(*mesh);
   OpAttrs a;
   a.dim_axes = s.entries;
   a.dim_axes.resize(shape.size());

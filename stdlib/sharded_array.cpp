@@ -450,9 +450,6 @@ bool sharded_array_attr(InterpreterImpl& in, const Tensor& t, const std::string&
     return out = Value::boolean(!t->sharded || replicated(t->sharded->mesh, t->sharded->spec)),
            true;
   if (name == "is_fully_addressable") return out = Value::boolean(true), true;
-  // pxl does not track JAX's committed flag: arrays laid out over a mesh count
-  // as committed (device_put to a sharding), single-device ones as not.
-  if (name == "committed") return out = Value::boolean(t->sharded != nullptr), true;
   return false;
 }
 

@@ -1,6 +1,7 @@
 // jax.sharding: Mesh, PartitionSpec, NamedSharding, make_mesh, device_put, and
 // the attributes of sharded arrays.
 #include "stdlib/sharding.hpp"
+#include "stdlib/jit_devices.hpp"
 #include "stdlib/mesh_context.hpp"
 
 #include <algorithm>
@@ -583,6 +584,14 @@ Value spec_over_current_mesh(InterpreterImpl& in, const Value& target, const std
 
 // ---- module functions -------------------------------------------------------------
 
+namespace {
+// An array device_put placed on purpose (JAX's committed arrays).
+Value committed(Value array) {
+  array.as<ArrayObj>()->committed = true;
+  return array;
+}
+} // namespace
+
 // device_put of one array to a Device, a NamedSharding or (None) the default device.
 Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& target_arg) {
   // In a shard_map body called eagerly, JAX refuses a device; under jit the
@@ -604,8 +613,13 @@ Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& targe
     auto* s = dynamic_cast<ShardingObj*>(target.as<OpaqueObj>());
     if (!s)
       throw Error(ErrCode::Type, "device_put() expects a Device or a NamedSharding, not " + type_name(target));
+    // A SingleDeviceSharding: onto its device.
+    if (s->single_device && !s->mesh.device_ids.empty()) {
+      const Array& x = in.ops().concrete(t);
+      return committed(make_array(make_tensor(x.on_device(s->mesh.device_ids[0]))));
+    }
     // Already laid out so: nothing moves (JAX returns the same buffers).
-    if (t->sharded && t->sharded->mesh.same_mesh(s->mesh) && t->sharded->spec == s->spec) return make_array(t);
+    if (t->sharded && t->sharded->mesh.same_mesh(s->mesh) && t->sharded->spec == s->spec) return committed(make_array(t));
     const Array& x = in.ops().concrete(t);
     if (!s->single_device && s->spec.entries.size() > x.shape().size()) { // JAX's text
       std::string annot = s->repr(), rank = std::to_string(s->spec.entries.size());
@@ -621,7 +635,8 @@ Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& targe
   const Array& x = in.ops().concrete(t);
   // device_put(x) leaves an array where it is (JAX: device=None keeps its placement).
   if (target.is_none()) return leaf.is_obj(ObjKind::Array) && t->concrete ? leaf : make_array(in.ops().constant(x));
-  if (target.is_obj(ObjKind::Device)) return make_array(make_tensor(x.on_device(target.as<DeviceObj>()->id)));
+  if (target.is_obj(ObjKind::Device))
+    return committed(make_array(make_tensor(x.on_device(target.as<DeviceObj>()->id))));
   throw Error(ErrCode::Type, "device_put() expects a Device or a NamedSharding, not " + type_name(target));
 }
 
@@ -690,19 +705,7 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     const Mesh* m = am ? &am->mesh : value_to_mesh(r[0]);
     if (!m) throw Error(ErrCode::Type, "NamedSharding() mesh must be a Mesh, not " + type_name(r[0]));
     PartitionSpec s = value_to_spec(r[1], "NamedSharding() spec");
-    // JAX's checks (NamedSharding's _check_mesh_resource_axis / _check_unique_resources).
-    std::string names;
-    for (const auto& n : m->axis_names) names += (names.empty() ? "'" : ", '") + n + "'";
-    if (m->axis_names.size() == 1) names += ",";
-    std::vector<std::string> seen;
-    for (const auto& axis : s.axes()) {
-      if (m->axis_of(axis) < 0)
-        throw Error(ErrCode::Value, "Resource axis: " + axis + " of " + s.repr() + " is not found in mesh: (" + names + ").");
-      if (std::find(seen.begin(), seen.end(), axis) != seen.end())
-        throw Error(ErrCode::Value, "A single NamedSharding spec specification can map every mesh axis to at most "
-                                    "one positional dimension, but " + s.repr() + " has duplicate entries for `" + axis + "`");
-      seen.push_back(axis);
-    }
+    check_spec_names(*m, s, "NamedSharding spec");
     if (am) return make_abstract_sharding(r[0], s);
     auto out = std::make_shared<ShardingObj>(*m, s);
     if (r.has(2) && !r[2].is_none()) out->memory_kind = checked_memory_kind(r[2]);
@@ -752,6 +755,13 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
   jv["P"] = p_fn; // jax.P and jax.NamedSharding, as in recent JAX
   jv["NamedSharding"] = named_fn;
   jv["device_put"] = put_fn;
+  // The concrete mesh in context (`with mesh:` / jax.set_mesh), or None: what
+  // jax.experimental.pjit runs calls over (experimental_pjit.pxl).
+  sv["_context_mesh"] = make_builtin("_context_mesh", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_context_mesh", a, {});
+    const Value* current = in.context_mesh();
+    return current && value_to_mesh(*current) ? *current : Value();
+  });
   add_array_functions(jax);
   sv["AbstractMesh"] = make_builtin("AbstractMesh", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("AbstractMesh", a, {"axis_sizes", "axis_names", "axis_types"}, 2);

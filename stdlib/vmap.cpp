@@ -6,6 +6,7 @@
 
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
+#include "runtime/eager.hpp"
 #include "stdlib/jit_partition.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/sharding.hpp"
@@ -31,6 +32,26 @@ void check_axes_leaves(InterpreterImpl& in, const Value& axes, const char* which
               " must be an int, None, or (nested) container with those types as leaves, but got " +
               repr(axes) + ".",
           where);
+}
+
+// Called eagerly, a result the traced function constrained last (a
+// with_sharding_constraint, a jit's out_shardings over a mesh) comes back laid
+// out so over the constraint's mesh, its mapped axis (at `mapped`, -1 for
+// none) unsplit: what JAX's batching rule of sharding_constraint gives.
+Value lay_out_constrained(InterpreterImpl& in, const Function& fn, size_t r, Value leaf,
+                          int64_t mapped) {
+  if (!dynamic_cast<EagerContext*>(&in.ops()) || !fn.constraint_mesh || r >= fn.results.size())
+    return leaf;
+  int producer = fn.values[fn.results[r]].producer;
+  if (producer < 0 || fn.body[producer].op != Op::ShardingConstraint) return leaf;
+  PartitionSpec spec;
+  spec.entries = fn.body[producer].attrs.dim_axes;
+  if (mapped >= 0) spec.entries.insert(spec.entries.begin() + mapped, std::vector<std::string>{});
+  const Shape& shape = leaf.as<ArrayObj>()->tensor->aval.shape;
+  const Mesh& mesh = *fn.constraint_mesh;
+  if (spec.entries.size() != shape.size() || !check_spec(mesh, spec, shape).empty()) return leaf;
+  while (!spec.entries.empty() && spec.entries.back().empty()) spec.entries.pop_back();
+  return device_put_leaf(in, leaf, Value::object(std::make_shared<ShardingObj>(mesh, spec)));
 }
 
 // Python's repr of a tuple of axis names: ('x',), ('x', 'y').
@@ -472,7 +493,7 @@ struct VmapFunction : OpaqueObj {
                       where,
                       "give it an int out_axes, or return a value that does not depend on the "
                       "mapped inputs");
-        out_leaves[r] = make_array(o.t);
+        out_leaves[r] = lay_out_constrained(in, *traced.fn, r, make_array(o.t), -1);
         continue;
       }
       Tensor t = o.batched ? o.t : broadcast_batch(in.ops(), o.t, B);
@@ -491,7 +512,8 @@ struct VmapFunction : OpaqueObj {
       }
       if (!mapped_split.empty())
         t = split_mapped_dim(in, t, static_cast<size_t>(oa), mapped_split, split_mesh);
-      out_leaves[r] = make_array(t);
+      out_leaves[r] = mapped_split.empty() ? lay_out_constrained(in, *traced.fn, r, make_array(t), oa)
+                                           : make_array(t);
     }
     out = tree_unflatten(traced.out_tree, out_leaves);
     return true;
