@@ -167,9 +167,13 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   Value stats_kde = in.import_module("scipy_stats_kde", Span{}, "");
   stats.val("gaussian_kde", stats_kde.as<ModuleObj>()->env->vars.at("gaussian_kde"));
   Value scipy_linalg = in.import_module("scipy_linalg", Span{}, "");
+  Value scipy_signal = in.import_module("scipy_signal", Span{}, "");   // convolve, correlate, ...
+  Value scipy_ndimage = in.import_module("scipy_ndimage", Span{}, ""); // map_coordinates
   ModuleBuilder scipy("jax.scipy");
   scipy.val("special", special);
   scipy.val("linalg", scipy_linalg);
+  scipy.val("signal", scipy_signal);
+  scipy.val("ndimage", scipy_ndimage);
   scipy.val("stats", stats.value());
   // jax.scipy.cluster (its vq module).
   Value cluster_vq = in.import_module("scipy_cluster_vq", Span{}, "");
@@ -182,6 +186,12 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   in.register_module("jax.scipy", scipy.value());
   in.register_module("jax.scipy.special", special);
   in.register_module("jax.scipy.linalg", scipy_linalg);
+  in.register_module("jax.scipy.signal", scipy_signal);
+  in.register_module("jax.scipy.ndimage", scipy_ndimage);
+  // jax.image: resize and scale_and_translate (stdlib/image.pxl).
+  Value image = in.import_module("image", Span{}, "");
+  jax.as<ModuleObj>()->env->vars["image"] = image;
+  in.register_module("jax.image", image);
   in.register_module("jax.scipy.stats", stats.value());
   // jax.nn must be an attribute of the jax module, so nn loads now (a few defs).
   Value nn = in.import_module("nn", Span{}, "");
