@@ -92,14 +92,7 @@ Tensor key_word(OpContext& cx, const Tensor& key, int64_t i, const Shape& shape)
 // JAX's threefry_2x32 of the key over counters (x0, x1) of one shape: both words.
 std::array<Tensor, 2> hash(OpContext& cx, const Tensor& key, const Tensor& x0, const Tensor& x1) {
   const Shape& s = av(x0).shape;
-  Tensor k0 = key_word(cx, key, 0, s), k1 = key_word(cx, key, 1, s);
-  std::array<Tensor, 2> out;
-  for (int w = 0; w < 2; ++w) {
-    OpAttrs a;
-    a.axis = w;
-    out[static_cast<size_t>(w)] = bind(cx, Op::Threefry2x32, a, {k0, k1, x0, x1});
-  }
-  return out;
+  return threefry2x32(cx, key_word(cx, key, 0, s), key_word(cx, key, 1, s), x0, x1);
 }
 
 // iota_2x32_shape: the (high, low) words of each element's flat index.

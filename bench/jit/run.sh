@@ -10,7 +10,6 @@
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
 pxl=${1:-$here/../../build/bin/pxl}
-venv=${PXL_BENCH_VENV:-$HOME/.cache/pxl-bench-venv}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -22,10 +21,7 @@ with_mode mesh
 PXL_CACHE_DIR=off "$pxl" --devices 8 "$tmp/main.py" | sed 's/^/pxl /' > "$tmp/results"
 PXL_CACHE_DIR=off "$pxl" --devices 64 "$tmp/mesh.py" | sed 's/^/pxl /' >> "$tmp/results"
 
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import jax' 2>/dev/null; then
-  echo "creating $venv with jax (pip)..." >&2
-  python3 -m venv "$venv" >&2 && "$venv/bin/pip" install -q jax numpy >&2 || true
-fi
+. "$here/../jax_venv.sh"
 if "$venv/bin/python" -c 'import jax' 2>/dev/null; then
   XLA_FLAGS=--xla_force_host_platform_device_count=8 "$venv/bin/python" "$tmp/main.py" \
     | sed 's/^/jax /' >> "$tmp/results"

@@ -7,13 +7,9 @@
 set -e
 here=$(dirname "$0")
 pxl=${1:-$here/../../build/bin/pxl}
-venv=${PXL_BENCH_VENV:-$HOME/.cache/pxl-bench-venv}
 printf 'pxl: '
 "$pxl" --devices 8 "$here/step.py"
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import jax' 2>/dev/null; then
-  echo "creating $venv with jax (pip)..." >&2
-  python3 -m venv "$venv" >&2 && "$venv/bin/pip" install -q jax numpy >&2 || true
-fi
+. "$here/../jax_venv.sh"
 printf 'JAX: '
 XLA_FLAGS=--xla_force_host_platform_device_count=8 "$venv/bin/python" "$here/step.py" 2>/dev/null ||
   echo "(JAX unavailable)"
