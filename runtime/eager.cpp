@@ -94,20 +94,21 @@ std::vector<Tensor> EagerContext::bind_call(const OpAttrs& attrs,
     for (const Tensor& t : inputs) args.push_back(concrete(t).on_device(device_));
     std::vector<Tensor> out;
     for (Array& a : run_while(*attrs.loop, args, loc)) out.push_back(make_tensor(std::move(a)));
-    return checked_results("invalid value (%) encountered in while", std::move(out));
+    return checked_results("invalid value (%) encountered in while", std::move(out), loc);
   }
   infer_call(attrs, avals); // operand checks, as eval_ref runs the shape rule
   if (attrs.custom) return bind_custom_primal(*this, *attrs.custom, inputs);
   return checked_results("Invalid value (%) encountered in sharded computation.",
-                         run_spmd_call(*attrs.callee, inputs, pull_log_));
+                         run_spmd_call(*attrs.callee, inputs, pull_log_), loc);
 }
 
-std::vector<Tensor> EagerContext::checked_results(const std::string& message, std::vector<Tensor> out) const {
+std::vector<Tensor> EagerContext::checked_results(const std::string& message, std::vector<Tensor> out,
+                                                  const Span& where) const {
   for (const Tensor& t : out)
     if (std::string bad = invalid_float(t, float_checks_); !bad.empty()) {
       std::string text = message;
       text.replace(text.find('%'), 1, bad);
-      throw Error(ErrCode::Value, text, loc);
+      throw Error(ErrCode::Value, text, where);
     }
   return out;
 }

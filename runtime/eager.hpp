@@ -48,9 +48,11 @@ public:
   int device() const { return device_; }
   void set_float_checks(FloatChecks c) { float_checks_ = c; }
   FloatChecks float_checks() const { return float_checks_; }
-  // A loop or SPMD program's results under jax_debug_nans/infs: fails with
-  // `message`, % replaced by "nan" or "inf", when one holds such a value.
-  std::vector<Tensor> checked_results(const std::string& message, std::vector<Tensor> out) const;
+  // Results of a program run whole (a loop, a cond branch, an SPMD program)
+  // under jax_debug_nans/infs: fails at `where` with `message`, % replaced by
+  // "nan" or "inf", when one holds such a value.
+  std::vector<Tensor> checked_results(const std::string& message, std::vector<Tensor> out,
+                                      const Span& where) const;
   // Where pulls of sharded arrays to the host are logged (--profile).
   const std::shared_ptr<PullLog>& pull_log() const { return pull_log_; }
   ~EagerContext() override { pull_log_->detach(); }

@@ -269,10 +269,8 @@ struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
         outs = run_spmd_call(*c.callee, operands, in.pull_log(), &debug);
       }
       print_debug(in, *c.callee->fn, debug);
-      if (auto* eager = dynamic_cast<EagerContext*>(&in.ops())) {
-        LocScope loc(in.ops(), where);
-        outs = eager->checked_results("Invalid value (%) encountered in sharded computation.", std::move(outs));
-      }
+      if (auto* eager = dynamic_cast<EagerContext*>(&in.ops()))
+        outs = eager->checked_results("Invalid value (%) encountered in sharded computation.", std::move(outs), where);
     }
     ValueList vals;
     for (const Tensor& t : outs) vals.push_back(make_array(t));
