@@ -1,6 +1,6 @@
 // jax.lax's complex-number primitives (complex, real, imag, conj) and lax.fft
 // with lax.FftType. jnp's complex helpers and jnp.fft are written in pxl on
-// top of these (numpy_misc.pxl, numpy_fft.pxl).
+// top of these (numpy_elementwise.pxl, numpy_fft.pxl).
 #include "lang/args.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/np_internal.hpp"

@@ -74,7 +74,8 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
     in.register_source_module(s.name, std::string("<stdlib>/") + s.name + ".pxl", s.text);
   // numpy_*.pxl define more of jax.numpy in pxl: merge their public functions into np.
   Value np = jax.as<ModuleObj>()->env->vars.at("numpy");
-  for (const char* file : {"numpy_extra", "numpy_more", "numpy_sort", "numpy_misc", "numpy_rest"}) merge_functions(in, file, np);
+  for (const char* file : {"numpy_extra", "numpy_more", "numpy_sort", "numpy_elementwise", "numpy_construct",
+                           "numpy_poly_signal", "numpy_stats", "numpy_index_sets", "numpy_functional", "numpy_rest"}) merge_functions(in, file, np);
   // jax.lax.linalg: the factorization primitives with their JVP rules.
   Value lax = jax.as<ModuleObj>()->env->vars.at("lax");
   Value lax_linalg = in.import_module("linalg_lax", Span{}, "");
