@@ -390,11 +390,27 @@ Value* ScalarEmitter::binary(Op op, DType d, Value* x, Value* y) {
   }
 }
 
+// The reference's integer_pow: products by squaring, each rounded in d, then
+// 1 / acc for a negative exponent (integers never get one: the shape rule).
+Value* ScalarEmitter::integer_pow(DType d, Value* x, int64_t n) {
+  llvm::Type* t = x->getType();
+  Value* one = is_floating(d) ? llvm::ConstantFP::get(t, 1.0) : llvm::ConstantInt::get(t, 1);
+  Value* acc = nullptr;
+  for (uint64_t e = n < 0 ? 0 - static_cast<uint64_t>(n) : static_cast<uint64_t>(n); e > 0;) {
+    if (e & 1) acc = acc ? round_to(d, binary(Op::Mul, d, acc, x)) : x;
+    e >>= 1;
+    if (e > 0) x = round_to(d, binary(Op::Mul, d, x, x));
+  }
+  if (!acc) return one;
+  return n > 0 ? acc : round_to(d, binary(Op::Div, d, one, acc));
+}
+
 Value* ScalarEmitter::elementwise(const Instr& in, DType result, const std::vector<DType>& types,
                                   const std::vector<Value*>& args) {
   Value* r = nullptr;
   switch (op_family(in.op)) {
   case OpFamily::Unary:
+    if (in.op == Op::IntegerPow) return integer_pow(types[0], args[0], in.attrs.exponent);
     r = unary(in.op, types[0], args[0]);
     break;
   case OpFamily::Binary:

@@ -65,6 +65,7 @@ private:
   llvm::Value* nan_minmax(bool is_max, DType d, llvm::Value* a, llvm::Value* b);
   llvm::Value* convert(DType from, DType to, llvm::Value* v);
   llvm::Value* unary(Op op, DType d, llvm::Value* x);
+  llvm::Value* integer_pow(DType d, llvm::Value* x, int64_t n);
   // Transcendental `op` as inline IR (emit_math.cpp), or null where the
   // kernel calls the runtime instead.
   llvm::Value* inline_math(Op op, DType d, llvm::Value* x);

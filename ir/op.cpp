@@ -144,6 +144,8 @@ std::string attrs_str(Op op, const OpAttrs& a) {
     return "";
   case Op::ShardingConstraint:
     return sharding_str(a.dim_axes);
+  case Op::IntegerPow:
+    return "y=" + std::to_string(a.exponent);
   case Op::Threefry2x32:
     return "word=" + std::to_string(a.axis);
   case Op::ConvertElementType:

@@ -97,6 +97,7 @@ struct OpAttrs {
   DType dtype = DType::Float32;                 // convert, bitcast, iota, argmax/argmin
   bool weak = false;                            // convert_element_type's result weak_type
   int64_t axis = 0;                             // iota, concatenate, argmax, cumsum, take, scatter
+  int64_t exponent = 0;                         // integer_pow
   bool reverse = false;                         // cumsum
   DotDims dot;                                  // dot_general
   ScatterMode mode = ScatterMode::Set;          // scatter

@@ -123,6 +123,30 @@ Array select(const Array& p, const Array& t, const Array& f, Array out) {
   return out;
 }
 
+Array eval(Op op, const OpAttrs& a, std::span<const Array> in);
+
+// integer_pow as XLA expands it: products by squaring, each rounded in the
+// operand's dtype by the mul kernel, then 1 / acc for a negative exponent.
+Array integer_pow(const Array& base, int64_t n) {
+  auto mul = [](const Array& p, const Array& q) {
+    Array pq[] = {p, q};
+    return eval(Op::Mul, {}, pq);
+  };
+  Array x = base;
+  std::optional<Array> acc;
+  for (uint64_t e = n < 0 ? 0 - static_cast<uint64_t>(n) : static_cast<uint64_t>(n); e > 0;) {
+    if (e & 1) acc = acc ? mul(*acc, x) : x;
+    e >>= 1;
+    if (e > 0) x = mul(x, x);
+  }
+  Array one(base.dtype(), base.shape(), base.weak_type());
+  for (int64_t i = 0; i < one.size(); ++i) one.set(i, Scalar::of_int(1));
+  if (!acc) return one;
+  if (n > 0) return *acc;
+  Array quotient[] = {one, *acc};
+  return eval(Op::Div, {}, quotient);
+}
+
 Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
   std::vector<AVal> avals;
   for (const Array& x : in) avals.push_back(x.aval());
@@ -231,6 +255,8 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
       else
         return decltype(v)(~v);
     });
+  case Op::IntegerPow:
+    return integer_pow(in[0], a.exponent);
   case Op::Real:
     return complex_to_real(in[0], fresh(), [](std::complex<float> z) { return z.real(); });
   case Op::Imag:

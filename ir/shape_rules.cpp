@@ -585,6 +585,14 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
   }
   case Op::Not:
     return unary(op, in[0], kBool | kInt);
+  case Op::IntegerPow:
+    if (a.exponent < 0 && is_integer(in[0].dtype)) {
+      std::string dims; // JAX's text
+      for (int64_t d : in[0].shape) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+      throw Error(ErrCode::Type, std::string("Integers cannot be raised to negative powers, got integer_pow(") +
+                                     dtype_name(in[0].dtype) + "[" + dims + "], " + std::to_string(a.exponent) + ")");
+    }
+    return unary(op, in[0], kNum | kComplex);
   case Op::Exp:
   case Op::Log:
   case Op::Log1p:

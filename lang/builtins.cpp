@@ -226,7 +226,7 @@ std::string display_str(InterpreterImpl& in, const Value& v) {
     if (tc && tc->describe && tc->owns(t))
       if (std::optional<std::string> s = tc->describe(tc->value_of(t))) return *s;
   }
-  return str(v);
+  return str(v, in.print_options());
 }
 
 void InterpreterImpl::install_builtins() {
@@ -274,9 +274,9 @@ void InterpreterImpl::install_builtins() {
     ArgReader r("str", a, {"object"});
     return make_str(r.has(0) ? display_str(in, r[0]) : std::string());
   });
-  def("repr", [](InterpreterImpl&, CallArgs& a) {
+  def("repr", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("repr", a, {"object"}, 1);
-    return make_str(repr(r[0]));
+    return make_str(repr(r[0], in.print_options()));
   });
   def("format", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("format", a, {"value", "format_spec"}, 1);

@@ -165,8 +165,8 @@ static std::string eval_fstring(InterpreterImpl& in, const std::vector<FStringPa
     Value v = in.eval(*p.expr, env);
     std::string spec = p.spec.empty() ? std::string() : eval_fstring(in, p.spec, env, span);
     out += p.expr_text;
-    if (p.conversion == 'r') v = make_str(repr(v));
-    else if (p.conversion == 's') v = make_str(str(v));
+    if (p.conversion == 'r') v = make_str(repr(v, in.print_options()));
+    else if (p.conversion == 's') v = make_str(str(v, in.print_options()));
     out += in.format_value(v, spec, p.expr->span);
   }
   return out;

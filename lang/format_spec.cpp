@@ -178,7 +178,7 @@ std::string format_int(int64_t v, const Spec& sp) {
 
 std::string InterpreterImpl::format_value(const Value& v, const std::string& spec, const Span& where) {
   try {
-    if (spec.empty()) return str(v);
+    if (spec.empty()) return str(v, print_options_);
     Spec sp = parse_spec(spec);
     if (v.is_obj(ObjKind::Array)) return format_value(array_to_scalar(*this, v, where), spec, where);
     if (v.is_bool() && !sp.type) return pad_text(v.b ? "True" : "False", sp);
@@ -191,7 +191,7 @@ std::string InterpreterImpl::format_value(const Value& v, const std::string& spe
     if (sp.type && sp.type != 's')
       throw Error(ErrCode::Value, std::string("unknown format code '") + sp.type +
                                       "' for object of type '" + type_name(v) + "'");
-    std::string s = str(v);
+    std::string s = str(v, print_options_);
     if (sp.precision >= 0 && static_cast<size_t>(sp.precision) < s.size()) s = s.substr(0, sp.precision);
     return pad_text(s, sp);
   } catch (Error& e) {

@@ -103,7 +103,7 @@ Value InterpreterImpl::run_source(const SourceRef& src, const EnvPtr& env, bool 
     if (echo && s->kind == StmtKind::Expr) {
       Value v = eval(*s->value, env);
       if (!v.is_none()) {
-        out() << repr(v) << "\n";
+        out() << repr(v, print_options_) << "\n";
         out().flush();
       }
       continue;

@@ -9,6 +9,7 @@
 #include "lang/value.hpp"
 #include "lang/phase_times.hpp"
 #include "runtime/eager_jit.hpp"
+#include "runtime/format.hpp"
 #include "runtime/platform.hpp"
 
 namespace pxl {
@@ -55,6 +56,8 @@ public:
 
   // ---- formatting (lang/format_spec.cpp) ----
   std::string format_value(const Value& v, const std::string& spec, const Span& where);
+  // numpy's print options (np.set_printoptions), which print/str/repr follow.
+  PrintOptions& print_options() { return print_options_; }
 
   // ---- modules (lang/modules.cpp) ----
   // Registers a host module (stdlib) under a dotted name, e.g. "jax.numpy".
@@ -120,6 +123,7 @@ private:
   std::unique_ptr<OpContext> ops_;       // the eager context
   std::vector<OpContext*> ops_stack_;
   std::vector<Value> context_meshes_;
+  PrintOptions print_options_;
   EnvPtr builtins_;
   EnvPtr globals_;
   std::map<std::string, Value> modules_;        // host (stdlib) modules by dotted name

@@ -259,9 +259,9 @@ std::string factory_repr(const Value& f) {
 }
 
 static std::string seq_repr(const ValueList& items, const char* open, const char* close,
-                            bool one_tuple, int depth);
+                            bool one_tuple, int depth, const PrintOptions& po);
 
-static std::string repr_depth(const Value& v, int depth) {
+static std::string repr_depth(const Value& v, int depth, const PrintOptions& po) {
   if (depth > 200) return "...";
   switch (v.tag) {
   case Value::Tag::None: return "None";
@@ -272,8 +272,8 @@ static std::string repr_depth(const Value& v, int depth) {
   }
   switch (v.obj->kind) {
   case ObjKind::Str: return repr_string(v.as<StrObj>()->value);
-  case ObjKind::Tuple: return seq_repr(v.as<TupleObj>()->items, "(", ")", true, depth);
-  case ObjKind::List: return seq_repr(v.as<ListObj>()->items, "[", "]", false, depth);
+  case ObjKind::Tuple: return seq_repr(v.as<TupleObj>()->items, "(", ")", true, depth, po);
+  case ObjKind::List: return seq_repr(v.as<ListObj>()->items, "[", "]", false, depth, po);
   case ObjKind::Dict: {
     bool ordered = v.as<DictObj>()->ordered;
     std::string out = ordered ? "OrderedDict([" : "{";
@@ -282,8 +282,8 @@ static std::string repr_depth(const Value& v, int depth) {
     v.as<DictObj>()->for_each([&](const Value& k, const Value& x) {
       if (!first) out += ", ";
       first = false;
-      if (ordered) out += "(" + repr_depth(k, depth + 1) + ", " + repr_depth(x, depth + 1) + ")";
-      else out += repr_depth(k, depth + 1) + ": " + repr_depth(x, depth + 1);
+      if (ordered) out += "(" + repr_depth(k, depth + 1, po) + ", " + repr_depth(x, depth + 1, po) + ")";
+      else out += repr_depth(k, depth + 1, po) + ": " + repr_depth(x, depth + 1, po);
     });
     return out + (ordered ? "])" : v.as<DictObj>()->defaulted ? "})" : "}");
   }
@@ -294,8 +294,8 @@ static std::string repr_depth(const Value& v, int depth) {
   case ObjKind::Array: {
     v.as<ArrayObj>()->check_live();
     const Tensor& t = v.as<ArrayObj>()->tensor;
-    if (t->concrete) return array_repr(*t->concrete);
-    if (t->sharded) return array_repr(t->sharded->assemble());
+    if (t->concrete) return array_repr(*t->concrete, po);
+    if (t->sharded) return array_repr(t->sharded->assemble(), po);
     // JAX's repr of a traced value: JitTracer(float32[8,2]), "~" marking a weak type.
     std::string dims;
     for (size_t i = 0; i < t->aval.shape.size(); ++i)
@@ -305,8 +305,8 @@ static std::string repr_depth(const Value& v, int depth) {
   }
   case ObjKind::Slice: {
     auto* s = v.as<SliceObj>();
-    return "slice(" + repr_depth(s->start, depth + 1) + ", " + repr_depth(s->stop, depth + 1) +
-           ", " + repr_depth(s->step, depth + 1) + ")";
+    return "slice(" + repr_depth(s->start, depth + 1, po) + ", " + repr_depth(s->stop, depth + 1, po) +
+           ", " + repr_depth(s->step, depth + 1, po) + ")";
   }
   case ObjKind::Ellipsis: return "Ellipsis";
   case ObjKind::DType:
@@ -322,7 +322,7 @@ static std::string repr_depth(const Value& v, int depth) {
     return "range(" + std::to_string(r->start) + ", " + std::to_string(r->stop) +
            (r->step != 1 ? ", " + std::to_string(r->step) : "") + ")";
   }
-  case ObjKind::Partial: return "functools.partial(" + repr_depth(v.as<PartialObj>()->fn, depth + 1) + ", ...)";
+  case ObjKind::Partial: return "functools.partial(" + repr_depth(v.as<PartialObj>()->fn, depth + 1, po) + ", ...)";
   case ObjKind::AtProxy: return "_IndexUpdateHelper";
   case ObjKind::Opaque: return v.as<OpaqueObj>()->repr();
   case ObjKind::Complex: return python_complex_repr(v.as<ComplexObj>()->re, v.as<ComplexObj>()->im);
@@ -331,17 +331,19 @@ static std::string repr_depth(const Value& v, int depth) {
 }
 
 static std::string seq_repr(const ValueList& items, const char* open, const char* close,
-                            bool one_tuple, int depth) {
+                            bool one_tuple, int depth, const PrintOptions& po) {
   std::string out = open;
   for (size_t i = 0; i < items.size(); ++i) {
     if (i) out += ", ";
-    out += repr_depth(items[i], depth + 1);
+    out += repr_depth(items[i], depth + 1, po);
   }
   if (one_tuple && items.size() == 1) out += ",";
   return out + close;
 }
 
-std::string repr(const Value& v) { return repr_depth(v, 0); }
+std::string repr(const Value& v, const PrintOptions& po) { return repr_depth(v, 0, po); }
+std::string repr(const Value& v) { return repr(v, PrintOptions{}); }
+std::string str(const Value& v) { return str(v, PrintOptions{}); }
 
 void ArrayObj::check_live(const Span& where) const {
   if (!deleted) return;
@@ -354,7 +356,7 @@ void ArrayObj::check_live(const Span& where) const {
               where);
 }
 
-std::string str(const Value& v) {
+std::string str(const Value& v, const PrintOptions& po) {
   if (v.is_obj(ObjKind::Str)) return v.as<StrObj>()->value;
   if (v.is_obj(ObjKind::DType)) return v.as<DTypeObj>()->scalar_type ? repr(v) : v.as<DTypeObj>()->name();
   if (v.is_obj(ObjKind::Device)) // JAX: str(device) is "cpu:0", repr is "CpuDevice(id=0)"
@@ -362,11 +364,11 @@ std::string str(const Value& v) {
   if (v.is_obj(ObjKind::Array)) {
     v.as<ArrayObj>()->check_live();
     const Tensor& t = v.as<ArrayObj>()->tensor;
-    if (t->concrete) return array_str(*t->concrete);
-    if (t->sharded) return array_str(t->sharded->assemble());
+    if (t->concrete) return array_str(*t->concrete, po);
+    if (t->sharded) return array_str(t->sharded->assemble(), po);
   }
   if (v.is_obj(ObjKind::Opaque)) return v.as<OpaqueObj>()->str();
-  return repr(v);
+  return repr(v, po);
 }
 
 } // namespace pxl

@@ -312,6 +312,10 @@ std::string type_name(const Value& v);
 std::string factory_repr(const Value& f);
 std::string repr(const Value& v);
 std::string str(const Value& v);
+// The same under numpy's print options (np.set_printoptions) for the arrays in v.
+struct PrintOptions; // runtime/format.hpp
+std::string repr(const Value& v, const PrintOptions& po);
+std::string str(const Value& v, const PrintOptions& po);
 std::string repr_string(const std::string& s); // 'abc' with Python's quoting rules
 bool values_equal(const Value& a, const Value& b); // ==, for host values
 bool is_hashable(const Value& v);

@@ -1,7 +1,7 @@
 // Array printing, a port of numpy's arrayprint (numpy 2.4, the version JAX 0.10
 // pulls in) with JAX's Array repr wrapped around it. Everything here mirrors a
 // specific piece of numpy so that printed output can be compared byte for byte:
-// FloatingFormat (floatmode 'maxprec', precision 8), IntegerFormat, BoolFormat,
+// FloatingFormat (every floatmode, precision, suppress, sign), IntegerFormat, BoolFormat,
 // _formatArray's line wrapping and summarisation, and Dragon4's digit generation
 // (shortest round-trip digits of the element's own dtype).
 #include "runtime/format.hpp"
@@ -17,10 +17,8 @@ namespace pxl {
 
 namespace {
 
-constexpr int kPrecision = 8;  // np.get_printoptions()['precision']
-constexpr int kLineWidth = 75; // np.get_printoptions()['linewidth']
-constexpr int64_t kThreshold = 1000;
-constexpr int64_t kEdgeItems = 3;
+const PrintOptions kDefaults; // object arrays (of devices) always print with these
+constexpr int kUniquePrecision = 1000; // floatmode 'unique': the shortest digits, always
 
 // A non-negative finite decimal: digits d0 d1 d2 ... meaning d0.d1d2... × 10^exp.
 // Normalised: no leading or trailing zeros, except zero itself which is "0", exp 0.
@@ -122,9 +120,11 @@ std::string exponent_str(int e, int min_digits) {
 // digits, or the exact value rounded to `precision` fraction digits when those are
 // longer; trailing zeros trimmed; min_digits pads the fraction with zeros.
 // Returns {integer part with sign, fraction part}.
+// With unique=false (floatmode 'fixed') the exact value is rounded to `precision`.
 std::pair<std::string, std::string> positional_parts(double v, DType dt, int precision,
-                                                     int min_digits, bool plus = false) {
-  Dec d = shortest(v, dt);
+                                                     int min_digits, bool plus = false,
+                                                     bool unique = true) {
+  Dec d = unique ? shortest(v, dt) : to_dec(std::fabs(v), std::chars_format::fixed, precision);
   int nfrac = std::max(0, static_cast<int>(d.digits.size()) - 1 - d.exp);
   // Dragon4 stops at `precision`, rounding the exact value; below min_digits it keeps
   // generating exact digits (7.389056f with 7 digits prints 7.3890562, not 7.3890560).
@@ -148,8 +148,8 @@ std::pair<std::string, std::string> positional_parts(double v, DType dt, int pre
 // dragon4_scientific(unique=True, precision): at most precision+1 significant digits.
 // Returns {"-d", "ddd", "e+XX"}.
 std::array<std::string, 3> scientific_parts(double v, DType dt, int precision, int min_digits,
-                                            int exp_digits, bool plus = false) {
-  Dec d = shortest(v, dt);
+                                            int exp_digits, bool plus = false, bool unique = true) {
+  Dec d = unique ? shortest(v, dt) : to_dec(std::fabs(v), std::chars_format::scientific, precision);
   int nfrac = static_cast<int>(d.digits.size()) - 1;
   if (nfrac > precision || nfrac < min_digits)
     d = to_dec(std::fabs(v), std::chars_format::scientific,
@@ -226,17 +226,20 @@ double in_dtype(double v, DType dt) {
 }
 
 // numpy's FloatingFormat: decides the shared layout from the displayed values.
-// `plus` is its sign='+' (a complex number's imaginary parts): '+' before
-// non-negative values.
+// `sign` is numpy's: '-', '+' (also a complex number's imaginary parts) or ' '.
 class FloatFormat {
 public:
-  FloatFormat(const std::vector<double>& vals, DType dt, bool plus = false) : dt_(dt), plus_(plus) {
+  FloatFormat(const std::vector<double>& vals, DType dt, const PrintOptions& o, char sign)
+      : dt_(dt), plus_(sign == '+'), nanstr_(o.nanstr), infstr_(o.infstr) {
+    bool unique = o.floatmode != "fixed";
+    int precision = o.floatmode == "unique" ? kUniquePrecision : o.precision;
     std::vector<double> finite;
     double max_val = 0, min_val = 0;
-    bool any_nonzero = false;
+    bool any_nonzero = false, any_signbit = false;
     for (double v : vals) {
       if (!std::isfinite(v)) continue;
       finite.push_back(v);
+      any_signbit |= std::signbit(v);
       if (v == 0) continue;
       double av = std::fabs(v);
       max_val = any_nonzero ? std::max(max_val, av) : av;
@@ -246,48 +249,57 @@ public:
     if (any_nonzero) {
       // numpy >= 2.3: 10**min(8, finfo(dtype).precision).
       double cutoff = dt == DType::Float16 ? 1e3 : dt == DType::Float32 ? 1e6 : 1e8;
-      exp_format_ = max_val >= cutoff || min_val < in_dtype(0.0001, dt) ||
-                    in_dtype(max_val / min_val, dt) > 1000.;
+      exp_format_ = max_val >= cutoff ||
+                    (!o.suppress && (min_val < in_dtype(0.0001, dt) ||
+                                     in_dtype(max_val / min_val, dt) > 1000.));
     }
+    unique_ = unique;
     if (finite.empty()) {
       pad_left_ = pad_right_ = 0;
     } else if (exp_format_) {
       int exp_len = 0;
       for (double v : finite) {
-        auto [ip, fp, ex] = scientific_parts(v, dt, kPrecision, 0, -1, plus);
+        // Without `unique`, Dragon4 keeps the trailing zeros (trim='k').
+        auto [ip, fp, ex] =
+            scientific_parts(v, dt, precision, unique ? 0 : precision, -1, plus_, unique);
         pad_left_ = std::max(pad_left_, static_cast<int>(ip.size()));
         precision_ = std::max(precision_, static_cast<int>(fp.size()));
         exp_len = std::max(exp_len, static_cast<int>(ex.size()) - 1);
       }
       exp_size_ = exp_len - 1;
+      min_digits_ = precision_;
       pad_right_ = exp_size_ + 2 + precision_;
     } else {
       for (double v : finite) {
-        auto [ip, fp] = positional_parts(v, dt, kPrecision, 0, plus);
+        auto [ip, fp] = positional_parts(v, dt, precision, unique ? 0 : precision, plus_, unique);
         pad_left_ = std::max(pad_left_, static_cast<int>(ip.size()));
         pad_right_ = std::max(pad_right_, static_cast<int>(fp.size()));
       }
-      precision_ = kPrecision;
+      bool equal = o.floatmode == "fixed" || o.floatmode == "maxprec_equal";
+      precision_ = equal ? pad_right_ : precision;
+      min_digits_ = equal ? pad_right_ : 0;
     }
+    if (sign == ' ' && !any_signbit) ++pad_left_; // room for the sign
     if (finite.size() != vals.size()) {
-      bool neginf = plus;
+      bool neginf = sign != '-';
       for (double v : vals) neginf |= std::isinf(v) && v < 0;
       int offset = pad_right_ + 1;
-      pad_left_ = std::max({pad_left_, 3 - offset, 3 + (neginf ? 1 : 0) - offset});
+      pad_left_ = std::max({pad_left_, static_cast<int>(nanstr_.size()) - offset,
+                            static_cast<int>(infstr_.size()) + (neginf ? 1 : 0) - offset});
     }
   }
 
   std::string operator()(double v) const {
     if (!std::isfinite(v)) {
-      std::string sign = (std::isinf(v) && v < 0) ? "-" : plus_ ? "+" : "";
-      std::string r = sign + (std::isnan(v) ? "nan" : "inf");
+      std::string r = std::isnan(v) ? (plus_ ? "+" : "") + nanstr_
+                                    : (v < 0 ? "-" : plus_ ? "+" : "") + infstr_;
       return pad(r, pad_left_ + pad_right_ + 1);
     }
     if (exp_format_) {
-      auto [ip, fp, ex] = scientific_parts(v, dt_, precision_, precision_, exp_size_, plus_);
+      auto [ip, fp, ex] = scientific_parts(v, dt_, precision_, min_digits_, exp_size_, plus_, unique_);
       return pad(ip, pad_left_) + "." + fp + ex;
     }
-    auto [ip, fp] = positional_parts(v, dt_, precision_, 0, plus_);
+    auto [ip, fp] = positional_parts(v, dt_, precision_, min_digits_, plus_, unique_);
     if (fp.size() < static_cast<size_t>(pad_right_)) fp.append(pad_right_ - fp.size(), ' ');
     return pad(ip, pad_left_) + "." + fp;
   }
@@ -297,25 +309,35 @@ private:
     return s.size() >= static_cast<size_t>(width) ? s : std::string(width - s.size(), ' ') + s;
   }
   DType dt_;
-  bool plus_ = false;
+  bool plus_ = false, unique_ = true;
+  std::string nanstr_, infstr_;
   bool exp_format_ = false;
-  int precision_ = 0, pad_left_ = 0, pad_right_ = 0, exp_size_ = -1;
+  int precision_ = 0, min_digits_ = 0, pad_left_ = 0, pad_right_ = 0, exp_size_ = -1;
 };
 
 using ElemFormat = std::function<std::string(int64_t)>;
 
 // numpy's _get_format_function over the displayed elements `shown`.
-ElemFormat make_formatter(const Array& a, const std::vector<int64_t>& shown) {
+ElemFormat make_formatter(const Array& a, const std::vector<int64_t>& shown, const PrintOptions& o) {
   DType dt = a.dtype();
   if (dt == DType::Bool) {
     std::string t = a.ndim() == 0 ? "True" : " True";
     return [&a, t](int64_t i) { return elem(a, i) != 0 ? t : std::string("False"); };
   }
   if (is_integer(dt)) {
+    // numpy's IntegerFormat: sign '+' or ' ' marks non-negative values too
+    // (' ' only when no value is negative).
+    char sign = o.sign;
+    for (int64_t i : shown)
+      if (sign == ' ' && elem(a, i) < 0) sign = '-';
+    auto text = [&a, sign](int64_t i) {
+      int64_t v = int64_t(elem(a, i));
+      return (v >= 0 && sign != '-' ? std::string(1, sign) : std::string()) + std::to_string(v);
+    };
     size_t width = 0;
-    for (int64_t i : shown) width = std::max(width, std::to_string(int64_t(elem(a, i))).size());
-    return [&a, width](int64_t i) {
-      std::string s = std::to_string(int64_t(elem(a, i)));
+    for (int64_t i : shown) width = std::max(width, text(i).size());
+    return [text, width](int64_t i) {
+      std::string s = text(i);
       return std::string(width - std::min(width, s.size()), ' ') + s;
     };
   }
@@ -330,7 +352,7 @@ ElemFormat make_formatter(const Array& a, const std::vector<int64_t>& shown) {
       re.push_back(cs[i].real());
       im.push_back(cs[i].imag());
     }
-    return [cs, fr = FloatFormat(re, DType::Float32), fi = FloatFormat(im, DType::Float32, true)](
+    return [cs, fr = FloatFormat(re, DType::Float32, o, o.sign), fi = FloatFormat(im, DType::Float32, o, '+')](
                int64_t i) {
       std::string r = fr(cs[i].real()), m = fi(cs[i].imag());
       size_t end = m.find_last_not_of(' ') + 1;
@@ -340,7 +362,7 @@ ElemFormat make_formatter(const Array& a, const std::vector<int64_t>& shown) {
   std::vector<double> vals;
   vals.reserve(shown.size());
   for (int64_t i : shown) vals.push_back(elem(a, i));
-  return [&a, f = FloatFormat(vals, dt)](int64_t i) { return f(elem(a, i)); };
+  return [&a, f = FloatFormat(vals, dt, o, o.sign)](int64_t i) { return f(elem(a, i)); };
 }
 
 std::string rstrip(std::string s) {
@@ -352,9 +374,9 @@ std::string rstrip(std::string s) {
 // "..." for summarised axes.
 class Printer {
 public:
-  Printer(const Shape& shape, ElemFormat fmt, std::string sep, bool summary)
+  Printer(const Shape& shape, ElemFormat fmt, std::string sep, bool summary, int64_t edgeitems)
       : shape_(shape), fmt_(std::move(fmt)), sep_(std::move(sep)), summary_(summary),
-        strides_(shape.size(), 1) {
+        edgeitems_(edgeitems), strides_(shape.size(), 1) {
     for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d)
       strides_[d] = strides_[d + 1] * shape[d + 1];
   }
@@ -379,9 +401,9 @@ private:
     std::string next_hanging = hanging + " ";
     int next_width = width - 1; // the closing ']'
     int64_t n = shape_[axis];
-    bool show_summary = summary_ && 2 * kEdgeItems < n;
-    int64_t leading = show_summary ? kEdgeItems : 0;
-    int64_t trailing = show_summary ? kEdgeItems : n;
+    bool show_summary = summary_ && 2 * edgeitems_ < n;
+    int64_t leading = show_summary ? edgeitems_ : 0;
+    int64_t trailing = show_summary ? edgeitems_ : n;
     auto item = [&](int64_t i) {
       return rec(axis + 1, offset + i * strides_[axis], next_hanging, next_width);
     };
@@ -418,17 +440,18 @@ private:
   ElemFormat fmt_;
   std::string sep_;
   bool summary_;
+  int64_t edgeitems_;
   std::vector<int64_t> strides_;
 };
 
 // Flat indices of the elements numpy shows (its _leading_trailing), in order.
-std::vector<int64_t> shown_indices(const Array& a, bool summary) {
+std::vector<int64_t> shown_indices(const Array& a, bool summary, int64_t edgeitems) {
   std::vector<int64_t> out{0};
   for (int d = 0; d < a.ndim(); ++d) {
     int64_t n = a.shape()[d];
     std::vector<int64_t> idx;
     for (int64_t i = 0; i < n; ++i)
-      if (!summary || n <= 2 * kEdgeItems || i < kEdgeItems || i >= n - kEdgeItems)
+      if (!summary || n <= 2 * edgeitems || i < edgeitems || i >= n - edgeitems)
         idx.push_back(i);
     std::vector<int64_t> next;
     next.reserve(out.size() * idx.size());
@@ -441,12 +464,12 @@ std::vector<int64_t> shown_indices(const Array& a, bool summary) {
 
 // numpy's array2string(a, separator, prefix, suffix) for a non-empty array.
 std::string array2string(const Array& a, const std::string& sep, const std::string& prefix,
-                         const std::string& suffix) {
-  bool summary = a.size() > kThreshold;
-  ElemFormat fmt = make_formatter(a, shown_indices(a, summary));
-  Printer p(a.shape(), std::move(fmt), sep, summary);
+                         const std::string& suffix, const PrintOptions& o) {
+  bool summary = a.size() > o.threshold;
+  ElemFormat fmt = make_formatter(a, shown_indices(a, summary, o.edgeitems), o);
+  Printer p(a.shape(), std::move(fmt), sep, summary, o.edgeitems);
   return p.print(" " + std::string(prefix.size(), ' '),
-                 kLineWidth - static_cast<int>(suffix.size()));
+                 o.linewidth - static_cast<int>(suffix.size()));
 }
 
 std::string shape_tuple(const Shape& s) {
@@ -505,16 +528,16 @@ std::string complex64_scalar_str(float re, float im) {
   return complex_str(float_scalar_str(re, DType::Float32), float_scalar_str(im, DType::Float32), re);
 }
 
-std::string array_repr(const Array& a) {
+std::string array_repr(const Array& a, const PrintOptions& o) {
   const std::string prefix = "Array(";
   std::string dtype_str = std::string("dtype=") + dtype_name(a.dtype());
   if (a.weak_type()) dtype_str += ", weak_type=True";
   std::string s =
-      a.size() == 0 ? "[], shape=" + shape_tuple(a.shape()) : array2string(a, ", ", prefix, ",");
+      a.size() == 0 ? "[], shape=" + shape_tuple(a.shape()) : array2string(a, ", ", prefix, ",", o);
   size_t nl = s.rfind('\n');
   size_t last_line_len = nl == std::string::npos ? s.size() + 2 : s.size() - nl + 1;
   // JAX pads with len(prefix) spaces (no newline) when the dtype would overflow.
-  std::string sep = last_line_len + dtype_str.size() + 2 > kLineWidth ? "      " : " ";
+  std::string sep = last_line_len + dtype_str.size() + 2 > static_cast<size_t>(o.linewidth) ? "      " : " ";
   return prefix + s + "," + sep + dtype_str + ")";
 }
 
@@ -523,11 +546,11 @@ namespace {
 std::string object_array2string(const Shape& shape, const std::vector<std::string>& items,
                                 const std::string& sep, const std::string& prefix,
                                 const std::string& suffix) {
-  bool summary = static_cast<int64_t>(items.size()) > kThreshold;
+  bool summary = static_cast<int64_t>(items.size()) > kDefaults.threshold;
   ElemFormat fmt = [&items](int64_t i) { return items[i]; };
-  Printer p(shape, std::move(fmt), sep, summary);
+  Printer p(shape, std::move(fmt), sep, summary, kDefaults.edgeitems);
   return p.print(" " + std::string(prefix.size(), ' '),
-                 kLineWidth - static_cast<int>(suffix.size()));
+                 kDefaults.linewidth - static_cast<int>(suffix.size()));
 }
 } // namespace
 
@@ -548,16 +571,16 @@ std::string object_array_repr(const Shape& shape, const std::vector<std::string>
   size_t last_line_len = s.size() - (nl == std::string::npos ? 0 : nl + 1);
   const std::string extra = "dtype=object)";
   return s +
-         (last_line_len + extra.size() + 1 > static_cast<size_t>(kLineWidth)
+         (last_line_len + extra.size() + 1 > static_cast<size_t>(kDefaults.linewidth)
               ? "\n" + std::string(prefix.size(), ' ')
               : " ") +
          extra;
 }
 
-std::string array_str(const Array& a) {
+std::string array_str(const Array& a, const PrintOptions& o) {
   if (a.size() == 0) return "[]";
   if (a.ndim() == 0) return scalar_str(a);
-  return array2string(a, " ", "", "");
+  return array2string(a, " ", "", "", o);
 }
 
 std::string python_float_repr(double v) {

@@ -6,10 +6,23 @@
 
 namespace pxl {
 
+// numpy's print options (np.set_printoptions), which JAX's array printing
+// follows: one set per interpreter.
+struct PrintOptions {
+  int precision = 8;                 // fraction digits; ignored by floatmode "unique"
+  int64_t threshold = 1000;          // more elements than this are summarised
+  int64_t edgeitems = 3;             // items kept at each end of a summarised axis
+  int linewidth = 75;
+  bool suppress = false;             // never scientific for small values
+  std::string floatmode = "maxprec"; // fixed unique maxprec maxprec_equal
+  char sign = '-';                   // '-', '+' or ' '
+  std::string nanstr = "nan", infstr = "inf";
+};
+
 // repr(x):  "Array([[1., 2.],\n       [3., 4.]], dtype=float32)" (weak_type=True when weak)
-std::string array_repr(const Array& a);
+std::string array_repr(const Array& a, const PrintOptions& o = {});
 // str(x) / print(x): numpy's str: "[[1. 2.]\n [3. 4.]]", 0-d: "1.0"
-std::string array_str(const Array& a);
+std::string array_str(const Array& a, const PrintOptions& o = {});
 // numpy's str / repr of an object array (of devices) of `shape` whose elements'
 // reprs are `items` (row-major): "[[CpuDevice(id=0) CpuDevice(id=1)]\n [...]]" and
 // "array([[CpuDevice(id=0), ...]], dtype=object)".

@@ -29,6 +29,7 @@ struct B {
   Tensor mul(const Tensor& x, const Tensor& y) { return bin(Op::Mul, x, y); }
   Tensor div(const Tensor& x, const Tensor& y) { return bin(Op::Div, x, y); }
   Tensor neg(const Tensor& x) { return un(Op::Neg, x); }
+  Tensor integer_pow(const Tensor& x, int64_t n) { return np::integer_pow(cx, x, n); }
   Tensor eq(const Tensor& x, const Tensor& y) { return bin(Op::Eq, x, y); }
   Tensor select(const Tensor& p, const Tensor& t, const Tensor& f) {
     return bind(Op::Select, {}, {p, t, f});
@@ -425,9 +426,16 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
     return {when(0, [&] { return b.mul(g, p[1]); }), when(1, [&] { return b.mul(p[0], g); })};
   case Op::Div: {
     return {when(0, [&] { return b.div(g, p[1]); }), when(1, [&] {
-              Tensor inv_y2 = b.div(b.full(p[1], 1), b.mul(p[1], p[1]));
-              return b.neg(b.mul(b.mul(g, inv_y2), p[0]));
+              // JAX's: integer_pow(y, -2), whose own rule keeps every higher
+              // derivative one op (1 / (y * y) squares its denominator per order).
+              return b.neg(b.mul(b.mul(g, b.integer_pow(p[1], -2)), p[0]));
             })};
+  }
+  case Op::IntegerPow: {
+    // JAX's: g * (n * x ** (n - 1)); zero for n = 0.
+    int64_t n = at.exponent;
+    if (n == 0) return one(b.zeros(p[0]));
+    return one(b.mul(g, b.mul(b.full(p[0], static_cast<double>(n)), b.integer_pow(p[0], n - 1))));
   }
   case Op::Rem: {
     Tensor q = b.div(p[0], p[1]);

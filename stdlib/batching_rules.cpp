@@ -388,6 +388,7 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
   case Op::Erf:
   case Op::ErfInv:
   case Op::Not:
+  case Op::IntegerPow:
   case Op::ConvertElementType:
   case Op::BitcastConvertType:
   case Op::Add:

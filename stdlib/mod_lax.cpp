@@ -131,21 +131,6 @@ Value binary_fn(InterpreterImpl& in, CallArgs& a, const char* name, Op op) {
   return make_array(bind(in, op, {}, {x, y}));
 }
 
-// x ** n by squaring, as lax.integer_pow lowers it (so the rounding is JAX's).
-Tensor integer_pow(InterpreterImpl& in, Tensor x, int64_t n) {
-  bool reciprocal = n < 0;
-  uint64_t e = static_cast<uint64_t>(n < 0 ? -n : n);
-  std::optional<Tensor> acc;
-  while (e > 0) {
-    if (e & 1) acc = acc ? bind(in, Op::Mul, {}, {*acc, x}) : x;
-    e >>= 1;
-    if (e > 0) x = bind(in, Op::Mul, {}, {x, x});
-  }
-  Tensor one = np::full_like(in.ops(), x, Scalar::of_int(1));
-  if (!acc) return one;
-  return reciprocal ? bind(in, Op::Div, {}, {one, *acc}) : *acc;
-}
-
 // lax.Precision.HIGHEST and friends: accepted and ignored (CPU matmuls are f32).
 struct PrecisionObj : OpaqueObj {
   std::string name;
@@ -337,7 +322,7 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     def(name, [name, op](InterpreterImpl& in, CallArgs& a) { return binary_fn(in, a, name, op); });
   def("integer_pow", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("integer_pow", a, {"x", "y"}, 2);
-    return make_array(integer_pow(in, T(in, r[0]), r.get_int(1)));
+    return make_array(np::integer_pow(in.ops(), T(in, r[0]), r.get_int(1)));
   });
   // stop_gradient: the value, through a same-type bitcast, which has no
   // derivative (so grad, vjp and the transposes see a constant).

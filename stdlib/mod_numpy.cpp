@@ -423,10 +423,13 @@ void def_io(ModuleBuilder& b) {
 
 } // namespace
 
+void add_print_options(ModuleBuilder& np); // stdlib/print_options.cpp
+
 Value make_numpy_module(InterpreterImpl& in) {
   (void)in;
   ModuleBuilder b("jax.numpy");
   def_creation(b);
+  add_print_options(b);
   def_elementwise(b);
   def_shape(b);
   def_reductions(b);

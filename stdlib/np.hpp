@@ -52,6 +52,8 @@ Tensor astype(OpContext& cx, const Tensor& x, DType dtype); // result is strong 
 // ---- elementwise ----------------------------------------------------------
 Tensor binary(OpContext& cx, BinOp op, const Tensor& a, const Tensor& b);
 Tensor unary(OpContext& cx, UnOp op, const Tensor& x);
+// lax.integer_pow: x ** n in x's dtype (integers refuse negative n).
+Tensor integer_pow(OpContext& cx, const Tensor& x, int64_t n);
 Tensor where(OpContext& cx, const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor clip(OpContext& cx, const Tensor& x, const std::optional<Tensor>& lo,
             const std::optional<Tensor>& hi);

@@ -161,8 +161,15 @@ void check_broadcastable(BinOp op, const Shape& a, const Shape& b) {
 
 } // namespace
 
+Tensor integer_pow(OpContext& cx, const Tensor& x, int64_t n) {
+  OpAttrs a;
+  a.exponent = n;
+  return bind(cx, Op::IntegerPow, a, {x});
+}
+
 Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
   const char* fn = bin_name(op);
+  bool int_pow = false; // jnp.power with a concrete integer scalar exponent
   PromotedType p = promote_types(av(a0).dtype, av(a0).weak, av(b0).dtype, av(b0).weak);
   switch (op) {
   case BinOp::TrueDiv:
@@ -196,7 +203,7 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
     // lax.integer_pow of the base alone, so the result has the base's dtype and
     // weak type (a bool base becomes int32). Otherwise integer powers go through
     // JAX's _pow_int_int, whose strongly typed constants make the result strong.
-    bool int_pow = b0->concrete && av(b0).ndim() == 0 &&
+    int_pow = b0->concrete && av(b0).ndim() == 0 &&
                    (is_integer(av(b0).dtype) || av(b0).dtype == DType::Bool) &&
                    std::abs(b0->concrete->get(0).i) <= 127; // the exponent fits the base's dtype
     if (int_pow)
@@ -250,6 +257,7 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
   case BinOp::Mod:
     return remainder(cx, a, b);
   case BinOp::Pow:
+    if (int_pow) return integer_pow(cx, a, b0->concrete->get(0).i);
     return p2(cx, Op::Pow, a, b);
   case BinOp::Maximum:
     return p2(cx, Op::Max, a, b);

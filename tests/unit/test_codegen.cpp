@@ -144,7 +144,11 @@ Function random_graph(std::mt19937& rng, DType d) {
     int r = -1;
     switch (rng() % 9) {
     case 0:
-      if (is_floating(xd))
+      if (xd != DType::Bool && rng() % 4 == 0) {
+        // integer_pow: negative exponents for floats only (the shape rule).
+        a.exponent = static_cast<int64_t>(rng() % 9) - (is_floating(xd) ? 4 : 0);
+        r = b.op(Op::IntegerPow, a, {x});
+      } else if (is_floating(xd))
         r = b.op(pick(rng, kUnaryFloat), a, {x});
       else if (xd != DType::Bool)
         r = b.op(rng() % 2 ? Op::Neg : Op::Abs, a, {x});

@@ -107,6 +107,8 @@ TEST_CASE("batching: elementwise ops", "[transforms]") {
                 Op::IsFinite, Op::Logistic, Op::Erf})
     check_case({op, {}, {{F, {2, 3}}}});
   check_case({Op::Not, {}, {{Bo, {4}}}});
+  check_case({Op::IntegerPow, with([](OpAttrs& a) { a.exponent = -3; }), {{F, {2, 3}}}});
+  check_case({Op::IntegerPow, with([](OpAttrs& a) { a.exponent = 5; }), {{I, {4}}}});
   check_case({Op::Not, {}, {{I, {4}}}});
   for (Op op : {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Rem, Op::Pow, Op::Max, Op::Min, Op::Atan2,
                 Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge})
