@@ -24,4 +24,9 @@ void add_debug_print(InterpreterImpl& in, ModuleBuilder& debug);
 std::optional<std::string> format_debug(InterpreterImpl& in, const DebugFormat& f,
                                         std::span<const Array> values);
 
+// vmap's checks of a debug_print it batches (gate_batched: whether the
+// branch-taken operand varies over the batch): JAX's errors for an ordered
+// io_callback, and for an io_callback in a cond whose predicate is batched.
+void check_debug_batching(const DebugFormat& f, bool gate_batched);
+
 } // namespace pxl

@@ -117,7 +117,14 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
     adc["checkpoint"] = jv.at("checkpoint");
     adc["remat"] = jv.at("remat");
   }
-  merge_functions(in, "jax_rest", jax); // pure_callback, linear_transpose, named_scope, ...
+  merge_functions(in, "jax_rest", jax); // linear_transpose, named_scope, ...
+  {
+    // jax.pure_callback and jax.experimental.io_callback.
+    Value cbs = in.import_module("callbacks", Span{}, "");
+    auto& cv = cbs.as<ModuleObj>()->env->vars;
+    jax.as<ModuleObj>()->env->vars["pure_callback"] = cv.at("pure_callback");
+    jax.as<ModuleObj>()->env->vars.at("experimental").as<ModuleObj>()->env->vars["io_callback"] = cv.at("io_callback");
+  }
   merge_functions(in, "sharding_axes", jax.as<ModuleObj>()->env->vars.at("sharding")); // auto_axes, explicit_axes
   Value pjit = in.import_module("experimental_pjit", Span{}, ""); // jax.experimental.pjit
   jax.as<ModuleObj>()->env->vars.at("experimental").as<ModuleObj>()->env->vars["pjit"] = pjit;
