@@ -2,6 +2,7 @@
 // time. `import nn` loads one on first use; jax.nn is the same module as nn.
 #include "lang/args.hpp"
 #include "stdlib/aot_stages.hpp"
+#include "stdlib/float0.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/transforms.hpp"
 
@@ -67,6 +68,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   });
   ModuleBuilder collections("collections");
   add_object_makers(types, collections);
+  add_float0_builtins(types);
   types.fn("_lowered", lowered_builtin); // stdlib/aot_stages.cpp
   in.register_module("types", types.value());
   in.register_module("collections", collections.value());
@@ -148,6 +150,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   in.register_module("jax.ops", ops);
   Value dtypes = in.import_module("jax_dtypes", Span{}, "");
   jax.as<ModuleObj>()->env->vars["dtypes"] = dtypes;
+  dtypes.as<ModuleObj>()->env->vars["float0"] = float0_dtype();
   in.register_module("jax.dtypes", dtypes);
   // jax._src.dtypes: the internal module JAX's tests import (is_weakly_typed).
   Value src_dtypes = in.import_module("jax_src_dtypes", Span{}, "");
