@@ -120,6 +120,23 @@ struct StackGuard {
   ~StackGuard() { --in.call_depth; }
 };
 
+namespace {
+
+bool in_stdlib_file(const Span& s) { return s.valid() && s.file->path().rfind("<stdlib>/", 0) == 0; }
+
+// An error raised in the standard library's .pxl code while a builtin runs
+// (a custom_jvp rule that grad calls, say) names no user frame when the
+// builtin called that code itself: the user's call of the builtin is then the
+// frame an error points at (Error::render skips the library's frames).
+void blame_caller(Error& e, const Span& where, const std::string& name) {
+  if (!in_stdlib_file(e.span()) || !where.valid() || in_stdlib_file(where)) return;
+  for (const TraceEntry& t : e.trace())
+    if (t.span.valid() && !in_stdlib_file(t.span)) return;
+  e.add_trace({where, name});
+}
+
+} // namespace
+
 Value InterpreterImpl::call(const Value& fn, ValueList pos, const Span& where) {
   CallArgs a;
   a.pos = std::move(pos);
@@ -147,6 +164,7 @@ Value InterpreterImpl::call(const Value& fn, CallArgs& args, const Span& where) 
       return fn.as<BuiltinObj>()->fn(*this, args);
     } catch (Error& e) {
       e.set_span_if_missing(where);
+      blame_caller(e, where, fn.as<BuiltinObj>()->name);
       throw;
     }
   }
@@ -181,6 +199,7 @@ Value InterpreterImpl::call(const Value& fn, CallArgs& args, const Span& where) 
       if (fn.as<OpaqueObj>()->call(*this, args, where, out)) return out;
     } catch (Error& e) {
       e.set_span_if_missing(where);
+      blame_caller(e, where, type_name(fn));
       throw;
     }
     break;

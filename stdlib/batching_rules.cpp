@@ -9,6 +9,7 @@
 #include "lang/tracer.hpp"
 #include "runtime/spmd_call.hpp"
 #include "stdlib/custom_derivatives.hpp"
+#include "stdlib/debug_print.hpp"
 #include "stdlib/trace_util.hpp"
 #include "stdlib/transforms.hpp"
 
@@ -506,6 +507,9 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
   case Op::AxisIndex: // no operands
     break;
   case Op::DebugPrint: { // one print per example, in order (JAX's batching rule)
+    if (attrs.debug)
+      check_debug_batching(*attrs.debug, !in.empty() && in.back().batched,
+                           std::any_of(in.begin(), in.end(), [](const BVal& v) { return v.batched; }));
     Tensor token;
     for (int64_t i = 0; i < B; ++i) {
       std::vector<Tensor> row;

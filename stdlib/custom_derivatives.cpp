@@ -34,6 +34,7 @@
 
 #include "lang/args.hpp"
 #include "stdlib/closure_convert.hpp"
+#include "stdlib/float0.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/autodiff.hpp"
 #include "stdlib/np.hpp"
@@ -212,8 +213,28 @@ struct JvpRule : SiteRule {
     const CustomDef& d = *site.def;
     ValueList args = site.nondiff_values(arrays);
     args.push_back(primals);
-    args.push_back(tangents);
+    // An integer or bool primal's tangent is float0 zeros, as JAX gives the rule.
+    args.push_back(map_tree(in, tangents, [](const Value& t) {
+      if (!t.is_obj(ObjKind::Array) || is_inexact(t.as<ArrayObj>()->tensor->aval.dtype)) return t;
+      return float0_zeros(t.as<ArrayObj>()->tensor->aval.shape);
+    }));
     Value pair = in.call(d.jvp, args, site.where);
+    {
+      // ... and the rule may give an integer output a float0 tangent: zeros.
+      const ValueList* got = sequence_items(pair);
+      if (got && got->size() == 2) {
+        ValueList po, to;
+        TreeDef pt = tree_flatten(in, (*got)[0], po), tt = tree_flatten(in, (*got)[1], to);
+        bool any = false;
+        for (size_t i = 0; i < to.size() && i < po.size(); ++i)
+          if (is_float0(to[i])) {
+            to[i] = make_array(np::zeros(in.ops(), in.to_tensor(po[i], site.where)->aval.shape,
+                                         in.to_tensor(po[i], site.where)->aval.dtype));
+            any = true;
+          }
+        if (any && pt == tt) pair = make_tuple({(*got)[0], tree_unflatten(tt, to)});
+      }
+    }
     std::string rule = "Custom JVP rule " + fn_name(d.jvp) + " for function " + d.name();
     const ValueList* items = sequence_items(pair);
     if (!items || items->size() != 2)

@@ -5,6 +5,7 @@
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/autodiff.hpp"
+#include "stdlib/float0.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/sharding.hpp"
@@ -21,6 +22,7 @@ struct GradSpec {
   bool has_aux = false;
   bool with_value = false; // value_and_grad
   bool holomorphic = false;
+  bool allow_int = false; // integer and bool inputs get float0 gradients
 };
 
 GradSpec read_spec(const char* name, CallArgs& a, bool with_value) {
@@ -43,6 +45,7 @@ GradSpec read_spec(const char* name, CallArgs& a, bool with_value) {
   }
   g.has_aux = r.get_bool(2, false);
   g.holomorphic = r.get_bool(3, false);
+  g.allow_int = r.get_bool(4, false);
   // JAX removed reduce_axes: any value passed is its NotImplementedError.
   if (r.has(5)) throw Error(ErrCode::Unsupported, std::string("reduce_axes argument to ") + name + " is deprecated");
   return g;
@@ -139,7 +142,7 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
   Span where = in.ops().loc;
   ValueList diff_args;
   std::vector<Tensor> params;
-  TracedFunction t = trace_diff(in, g.fn, call, g.argnums, diff_args, params, where, what);
+  TracedFunction t = trace_diff(in, g.fn, call, g.argnums, diff_args, params, where, what, !g.allow_int);
   if (g.holomorphic)
     for (const Tensor& p : params)
       if (!is_complex(p->aval.dtype))
@@ -190,8 +193,11 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
   std::vector<Tensor> cts = backward_pass(cx, f, env, seeds);
   ValueList grads;
   for (size_t i = 0; i < cts.size(); ++i)
-    grads.push_back(make_array(typed_like_primal(
-        in, cts[i] ? cts[i] : np::full_like(cx, params[i], Scalar::of_float(0.0)), params[i])));
+    grads.push_back(!is_inexact(params[i]->aval.dtype)
+                        ? float0_zeros(params[i]->aval.shape) // allow_int: JAX's float0 zeros
+                        : make_array(typed_like_primal(
+                              in, cts[i] ? cts[i] : np::full_like(cx, params[i], Scalar::of_float(0.0)),
+                              params[i])));
   Value gtree = tree_unflatten(t.in_tree, grads);
   if (!g.argnums_tuple) gtree = (*sequence_items(gtree))[0];
   Value result = output_tree(t, env);
@@ -203,7 +209,7 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
 // jax.vjp(f, *primals, has_aux=False) -> (out, vjp_fn[, aux]). `what` names
 // the trace: "jvp" when forward mode (jax_extra.pxl) transposes this vjp, so
 // that a custom_vjp function inside can refuse it, as JAX does.
-Value run_vjp(InterpreterImpl& in, CallArgs& a, const char* what) {
+Value run_vjp(InterpreterImpl& in, CallArgs& a, const char* what, bool float0 = true) {
   if (a.pos.empty()) throw Error(ErrCode::Arguments, "vjp() missing required argument 'fun'");
   bool has_aux = false;
   for (auto& [k, v] : a.kw) {
@@ -234,7 +240,7 @@ Value run_vjp(InterpreterImpl& in, CallArgs& a, const char* what) {
       std::make_shared<std::vector<Tensor>>(forward_pass(in.ops(), *t->fn, params, t->consts));
   Value result = output_tree(*t, *env);
   Value vjp_fn =
-      make_builtin("vjp_fn", [t, env, out_tree, params](InterpreterImpl& in, CallArgs& c) {
+      make_builtin("vjp_fn", [t, env, out_tree, params, float0](InterpreterImpl& in, CallArgs& c) {
         ArgReader r("vjp_fn", c, {"ct"}, 1);
         ValueList leaves;
         TreeDef ct_tree = tree_flatten(in, r[0], leaves);
@@ -244,6 +250,10 @@ Value run_vjp(InterpreterImpl& in, CallArgs& a, const char* what) {
         std::vector<Tensor> seeds(t->fn->results.size());
         for (size_t i = 0; i < leaves.size(); ++i) {
           const AVal& want = t->fn->values[t->fn->results[i]].aval;
+          if (is_float0(leaves[i])) { // an integer output's float0 cotangent: zeros
+            seeds[i] = np::zeros(in.ops(), want.shape, want.dtype);
+            continue;
+          }
           seeds[i] = in.to_tensor(leaves[i], Span{});
           // JAX's ValueError for a cotangent of another shape or dtype (a
           // Python number counts as its default dtype; the cotangents of
@@ -268,7 +278,10 @@ Value run_vjp(InterpreterImpl& in, CallArgs& a, const char* what) {
           // (Only a primal of this context has a type to give: vjp_fn may run
           // after the trace that made its primals is gone.)
           bool here = tc ? tc->owns(params[i]) : !params[i]->trace;
-          grads.push_back(make_array(here ? typed_like_primal(in, g, params[i]) : g));
+          if (float0 && !is_inexact(params[i]->aval.dtype))
+            grads.push_back(float0_zeros(params[i]->aval.shape)); // JAX's cotangent of an integer
+          else
+            grads.push_back(make_array(here ? typed_like_primal(in, g, params[i]) : g));
         }
         return tree_unflatten(t->in_tree, grads);
       });
@@ -296,7 +309,11 @@ void add_grad_functions(InterpreterImpl& in, Value& jax) {
   vars["vjp"] =
       make_builtin("vjp", [](InterpreterImpl& in, CallArgs& a) { return run_vjp(in, a, "vjp"); });
   vars["_forward_vjp"] =
-      make_builtin("vjp", [](InterpreterImpl& in, CallArgs& a) { return run_vjp(in, a, "jvp"); });
+      make_builtin("vjp", [](InterpreterImpl& in, CallArgs& a) { return run_vjp(in, a, "jvp", false); });
+  // The stdlib's vjp: integer inputs' cotangents are integer zeros, not float0
+  // (jacrev, linear_transpose and the jvp of the vjp differentiate through them).
+  vars["_vjp"] =
+      make_builtin("vjp", [](InterpreterImpl& in, CallArgs& a) { return run_vjp(in, a, "vjp", false); });
   for (const char* n : {"grad", "value_and_grad"}) in.define_builtin(n, vars.at(n));
 }
 

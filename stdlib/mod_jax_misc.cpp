@@ -128,6 +128,17 @@ struct ConfigObj : OpaqueObj {
       });
       return true;
     }
+    if (name == "read") { // jax.config.read(name): a flag's value
+      auto* self = this;
+      out = make_builtin("read", [self](InterpreterImpl& in, CallArgs& a) {
+        ArgReader r("config.read", a, {"name"}, 1);
+        Value v;
+        if (!self->get_attr(in, r.get_str(0), v))
+          throw Error(ErrCode::Attribute, "Unrecognized config option: " + r.get_str(0));
+        return v;
+      });
+      return true;
+    }
     auto it = flags.find(name);
     if (it != flags.end()) return out = it->second, true;
     if (name.rfind("jax_", 0) == 0) return out = Value::boolean(false), true;

@@ -6,6 +6,7 @@
 #include "runtime/npy.hpp"
 #include "stdlib/autodiff.hpp"
 #include "stdlib/convert.hpp"
+#include "stdlib/float0.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/reduce_api.hpp"
 #include "stdlib/sharding.hpp"
@@ -67,6 +68,7 @@ void def_creation(ModuleBuilder& b) {
       }
       ArgReader r(name, a, {"shape", "dtype"}, 1);
       Shape s = value_to_shape(r[0], std::string(name) + "() shape");
+      if (kind == 0 && r.has(1) && is_float0_dtype(r[1])) return float0_zeros(s); // jax.dtypes.float0
       DType dt = value_to_dtype(r[1]).value_or(DType::Float32);
       return make_array(kind == 1 ? np::ones(in.ops(), s, dt) : np::zeros(in.ops(), s, dt));
     };

@@ -2,6 +2,7 @@
 // time. `import nn` loads one on first use; jax.nn is the same module as nn.
 #include "lang/args.hpp"
 #include "stdlib/aot_stages.hpp"
+#include "stdlib/float0.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/transforms.hpp"
 
@@ -67,6 +68,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   });
   ModuleBuilder collections("collections");
   add_object_makers(types, collections);
+  add_float0_builtins(types);
   types.fn("_lowered", lowered_builtin); // stdlib/aot_stages.cpp
   in.register_module("types", types.value());
   in.register_module("collections", collections.value());
@@ -117,7 +119,14 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
     adc["checkpoint"] = jv.at("checkpoint");
     adc["remat"] = jv.at("remat");
   }
-  merge_functions(in, "jax_rest", jax); // pure_callback, linear_transpose, named_scope, ...
+  merge_functions(in, "jax_rest", jax); // linear_transpose, named_scope, ...
+  {
+    // jax.pure_callback and jax.experimental.io_callback.
+    Value cbs = in.import_module("callbacks", Span{}, "");
+    auto& cv = cbs.as<ModuleObj>()->env->vars;
+    jax.as<ModuleObj>()->env->vars["pure_callback"] = cv.at("pure_callback");
+    jax.as<ModuleObj>()->env->vars.at("experimental").as<ModuleObj>()->env->vars["io_callback"] = cv.at("io_callback");
+  }
   merge_functions(in, "sharding_axes", jax.as<ModuleObj>()->env->vars.at("sharding")); // auto_axes, explicit_axes
   Value pjit = in.import_module("experimental_pjit", Span{}, ""); // jax.experimental.pjit
   jax.as<ModuleObj>()->env->vars.at("experimental").as<ModuleObj>()->env->vars["pjit"] = pjit;
@@ -141,6 +150,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   in.register_module("jax.ops", ops);
   Value dtypes = in.import_module("jax_dtypes", Span{}, "");
   jax.as<ModuleObj>()->env->vars["dtypes"] = dtypes;
+  dtypes.as<ModuleObj>()->env->vars["float0"] = float0_dtype();
   in.register_module("jax.dtypes", dtypes);
   // jax._src.dtypes: the internal module JAX's tests import (is_weakly_typed).
   Value src_dtypes = in.import_module("jax_src_dtypes", Span{}, "");
