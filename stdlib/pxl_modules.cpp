@@ -72,6 +72,16 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   in.register_module("collections", collections.value());
   for (const EmbeddedSource& s : kSources)
     in.register_source_module(s.name, std::string("<stdlib>/") + s.name + ".pxl", s.text);
+  // jax.example_libraries: stax and optimizers load on first import
+  // (`from jax.example_libraries import stax` finds them as submodules).
+  ModuleBuilder examples("jax.example_libraries");
+  jax.as<ModuleObj>()->env->vars["example_libraries"] = examples.value();
+  in.register_module("jax.example_libraries", examples.value());
+  for (const EmbeddedSource& s : kSources)
+    for (const char* sub : {"stax", "optimizers"})
+      if (std::string(s.name) == std::string("example_libraries_") + sub)
+        in.register_source_module(std::string("jax.example_libraries.") + sub,
+                                  std::string("<stdlib>/") + s.name + ".pxl", s.text);
   // numpy_*.pxl define more of jax.numpy in pxl: merge their public functions into np.
   Value np = jax.as<ModuleObj>()->env->vars.at("numpy");
   for (const char* file : {"numpy_extra", "numpy_more", "numpy_sort", "numpy_elementwise", "numpy_construct",
