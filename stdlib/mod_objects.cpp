@@ -78,6 +78,13 @@ struct NamedTupleObj : OpaqueObj {
     return false;
   }
   std::vector<std::string> attr_names() const override { return fields(); }
+  bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
+    if (type->call.is_none()) return false;
+    CallArgs args = a;
+    args.pos.insert(args.pos.begin(), make_namedtuple(type, values)); // self
+    out = in.call(type->call, args, where);
+    return true;
+  }
   bool equals(const OpaqueObj& o) const override {
     // Python compares named tuples as tuples: by their values alone.
     auto* t = dynamic_cast<const NamedTupleObj*>(&o);
@@ -281,11 +288,12 @@ void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
     type->fields = field_names(r[1]);
     return namedtuple_class(std::move(type));
   });
-  // types._pytree_namedtuple(typename, field_names, num_aux): a named tuple
-  // class whose last num_aux fields are pytree node data (see NamedTupleType),
-  // what JAX code makes with namedtuple + register_pytree_node.
+  // types._pytree_namedtuple(typename, field_names, num_aux, call=None): a
+  // named tuple class whose last num_aux fields are pytree node data (see
+  // NamedTupleType), what JAX code makes with a class and register_pytree_node;
+  // `call(self, *args)` makes its instances callable.
   types.fn("_pytree_namedtuple", [](InterpreterImpl&, CallArgs& a) {
-    ArgReader r("_pytree_namedtuple", a, {"typename", "field_names", "num_aux"}, 3);
+    ArgReader r("_pytree_namedtuple", a, {"typename", "field_names", "num_aux", "call"}, 3);
     auto type = std::make_shared<NamedTupleType>();
     type->name = r.get_str(0);
     type->fields = field_names(r[1]);
@@ -293,6 +301,7 @@ void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
     if (n < 0 || static_cast<size_t>(n) > type->fields.size())
       throw Error(ErrCode::Value, "_pytree_namedtuple() num_aux must be between 0 and the number of fields");
     type->num_aux = static_cast<size_t>(n);
+    if (r.has(3)) type->call = r[3];
     return namedtuple_class(std::move(type));
   });
 }

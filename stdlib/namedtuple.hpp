@@ -21,6 +21,9 @@ struct NamedTupleType {
   // Its PyTreeDef shows CustomNode(Name[aux], [...]) and compares the aux values.
   size_t num_aux = 0;
   size_t num_children() const { return fields.size() - num_aux; }
+  // When set, instances are callable: obj(*args) is call(obj, *args) (a class
+  // with __call__, as jax.scipy.interpolate.RegularGridInterpolator).
+  Value call;
 };
 
 // The class and pytree children of `v` when it is a named tuple, else nullptr:

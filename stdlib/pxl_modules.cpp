@@ -180,11 +180,13 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   Value scipy_linalg = in.import_module("scipy_linalg", Span{}, "");
   Value scipy_signal = in.import_module("scipy_signal", Span{}, "");   // convolve, correlate, ...
   Value scipy_ndimage = in.import_module("scipy_ndimage", Span{}, ""); // map_coordinates
+  Value scipy_interpolate = in.import_module("scipy_interpolate", Span{}, ""); // RegularGridInterpolator
   ModuleBuilder scipy("jax.scipy");
   scipy.val("special", special);
   scipy.val("linalg", scipy_linalg);
   scipy.val("signal", scipy_signal);
   scipy.val("ndimage", scipy_ndimage);
+  scipy.val("interpolate", scipy_interpolate);
   scipy.val("stats", stats.value());
   // jax.scipy.cluster (its vq module).
   Value cluster_vq = in.import_module("scipy_cluster_vq", Span{}, "");
@@ -199,6 +201,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   in.register_module("jax.scipy.linalg", scipy_linalg);
   in.register_module("jax.scipy.signal", scipy_signal);
   in.register_module("jax.scipy.ndimage", scipy_ndimage);
+  in.register_module("jax.scipy.interpolate", scipy_interpolate);
   // jax.image: resize and scale_and_translate (stdlib/image.pxl).
   Value image = in.import_module("image", Span{}, "");
   jax.as<ModuleObj>()->env->vars["image"] = image;
