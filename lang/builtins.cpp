@@ -31,11 +31,35 @@ struct TypeObj : OpaqueObj {
     auto* t = dynamic_cast<const TypeObj*>(&o);
     return t && t->name == name;
   }
+  // type(x)(...) constructs as the builtin class does (type(3)("4") == 4).
+  bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
+    Value cls = in.builtin(name);
+    if (!cls.is_obj(ObjKind::Builtin)) return false;
+    out = in.call(cls, a, where);
+    return true;
+  }
 };
 
 } // namespace
 
 Value make_type(std::string name) { return Value::object(std::make_shared<TypeObj>(std::move(name))); }
+
+// Python's builtin classes, which pxl has as builtin functions: type(x) of
+// their instances is the class itself, so `type(x) is tuple` holds.
+bool same_builtin_class(const Value& a, const Value& b) {
+  static const char* const kClasses[] = {"int", "float", "bool", "str", "list", "tuple",
+                                         "dict", "set", "frozenset", "complex"};
+  auto type_of = [](const Value& v) -> const TypeObj* {
+    return v.is_obj(ObjKind::Opaque) ? dynamic_cast<const TypeObj*>(v.as<OpaqueObj>()) : nullptr;
+  };
+  const TypeObj* t = type_of(a);
+  const Value* other = &b;
+  if (!t) t = type_of(b), other = &a;
+  if (!t || !other->is_obj(ObjKind::Builtin) || other->as<BuiltinObj>()->name != t->name) return false;
+  for (const char* c : kClasses)
+    if (t->name == c) return true;
+  return false;
+}
 
 namespace {
 

@@ -9,6 +9,8 @@
 
 namespace pxl {
 
+bool same_builtin_class(const Value& a, const Value& b); // lang/builtins.cpp
+
 namespace {
 
 [[noreturn]] void unsupported(const char* sym, const Value& a, const Value& b, const Span& where) {
@@ -370,7 +372,8 @@ Value InterpreterImpl::compare(CmpOpKind op, const Value& a, const Value& b, con
   case CmpOpKind::IsNot: {
     bool same;
     if (a.tag != b.tag) same = false;
-    else if (a.tag == Value::Tag::Obj) same = a.obj == b.obj || (a.obj->kind == ObjKind::DType && values_equal(a, b));
+    else if (a.tag == Value::Tag::Obj)
+      same = a.obj == b.obj || (a.obj->kind == ObjKind::DType && values_equal(a, b)) || same_builtin_class(a, b);
     else same = values_equal(a, b) && a.tag == b.tag;
     return Value::boolean(op == CmpOpKind::Is ? same : !same);
   }

@@ -89,6 +89,9 @@ size_t ValueHash::operator()(const Value& v) const {
 
 bool ValueKeyEq::operator()(const Value& a, const Value& b) const { return values_equal(a, b); }
 
+// type(x) against a builtin class (lang/builtins.cpp).
+bool same_builtin_class(const Value& a, const Value& b);
+
 bool values_equal(const Value& a, const Value& b) {
   if (a.is_obj(ObjKind::Complex) || b.is_obj(ObjKind::Complex)) {
     auto parts = [](const Value& v, double& re, double& im) {
@@ -118,6 +121,7 @@ bool values_equal(const Value& a, const Value& b) {
   case Value::Tag::Obj: break;
   }
   if (a.obj == b.obj) return true;
+  if (same_builtin_class(a, b)) return true; // type(()) == tuple
   if (a.obj->kind != b.obj->kind) return false;
   switch (a.obj->kind) {
   case ObjKind::Str: return a.as<StrObj>()->value == b.as<StrObj>()->value;

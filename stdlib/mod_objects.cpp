@@ -14,6 +14,7 @@ namespace {
 struct NamedTupleObj : OpaqueObj {
   std::shared_ptr<const NamedTupleType> type;
   ValueList values;
+  ValueList children; // the pytree children when the type has aux fields (else values are)
   const std::vector<std::string>& fields() const { return type->fields; }
   std::string type_name() const override { return type->name; }
   std::string repr() const override {
@@ -77,6 +78,13 @@ struct NamedTupleObj : OpaqueObj {
     return false;
   }
   std::vector<std::string> attr_names() const override { return fields(); }
+  bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
+    if (type->call.is_none()) return false;
+    CallArgs args = a;
+    args.pos.insert(args.pos.begin(), make_namedtuple(type, values)); // self
+    out = in.call(type->call, args, where);
+    return true;
+  }
   bool equals(const OpaqueObj& o) const override {
     // Python compares named tuples as tuples: by their values alone.
     auto* t = dynamic_cast<const NamedTupleObj*>(&o);
@@ -163,6 +171,37 @@ std::vector<std::string> field_names(const Value& v) {
   return out;
 }
 
+// The constructor of the named tuple class `type`: Name(*values, **fields).
+Value namedtuple_class(std::shared_ptr<NamedTupleType> type) {
+  std::shared_ptr<const NamedTupleType> t = std::move(type);
+  return make_builtin(t->name, [t](InterpreterImpl&, CallArgs& a) {
+    const std::string& name = t->name;
+    const std::vector<std::string>& fields = t->fields;
+    if (a.pos.size() > fields.size())
+      throw Error(ErrCode::Arguments, name + "() takes " + std::to_string(fields.size()) +
+                                          " positional arguments but " +
+                                          std::to_string(a.pos.size()) + " were given");
+    ValueList values(fields.size());
+    std::vector<bool> set(fields.size(), false);
+    for (size_t i = 0; i < a.pos.size(); ++i) values[i] = a.pos[i], set[i] = true;
+    for (const auto& [k, v] : a.kw) {
+      size_t i = 0;
+      while (i < fields.size() && fields[i] != k) ++i;
+      if (i == fields.size())
+        throw Error(ErrCode::Arguments,
+                    name + "() got an unexpected keyword argument '" + k + "'");
+      if (set[i])
+        throw Error(ErrCode::Arguments, name + "() got multiple values for argument '" + k + "'");
+      values[i] = v, set[i] = true;
+    }
+    for (size_t i = 0; i < set.size(); ++i)
+      if (!set[i])
+        throw Error(ErrCode::Arguments,
+                    name + "() missing required argument '" + fields[i] + "'");
+    return make_namedtuple(t, std::move(values));
+  });
+}
+
 } // namespace
 
 void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
@@ -247,45 +286,45 @@ void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
     auto type = std::make_shared<NamedTupleType>();
     type->name = r.get_str(0);
     type->fields = field_names(r[1]);
-    std::shared_ptr<const NamedTupleType> t = std::move(type);
-    return make_builtin(t->name, [t](InterpreterImpl&, CallArgs& a) {
-      const std::string& name = t->name;
-      const std::vector<std::string>& fields = t->fields;
-      if (a.pos.size() > fields.size())
-        throw Error(ErrCode::Arguments, name + "() takes " + std::to_string(fields.size()) +
-                                            " positional arguments but " +
-                                            std::to_string(a.pos.size()) + " were given");
-      ValueList values(fields.size());
-      std::vector<bool> set(fields.size(), false);
-      for (size_t i = 0; i < a.pos.size(); ++i) values[i] = a.pos[i], set[i] = true;
-      for (const auto& [k, v] : a.kw) {
-        size_t i = 0;
-        while (i < fields.size() && fields[i] != k) ++i;
-        if (i == fields.size())
-          throw Error(ErrCode::Arguments,
-                      name + "() got an unexpected keyword argument '" + k + "'");
-        if (set[i])
-          throw Error(ErrCode::Arguments, name + "() got multiple values for argument '" + k + "'");
-        values[i] = v, set[i] = true;
-      }
-      for (size_t i = 0; i < set.size(); ++i)
-        if (!set[i])
-          throw Error(ErrCode::Arguments,
-                      name + "() missing required argument '" + fields[i] + "'");
-      return make_namedtuple(t, std::move(values));
-    });
+    return namedtuple_class(std::move(type));
+  });
+  // types._pytree_namedtuple(typename, field_names, num_aux, call=None): a
+  // named tuple class whose last num_aux fields are pytree node data (see
+  // NamedTupleType), what JAX code makes with a class and register_pytree_node;
+  // `call(self, *args)` makes its instances callable.
+  types.fn("_pytree_namedtuple", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("_pytree_namedtuple", a, {"typename", "field_names", "num_aux", "call"}, 3);
+    auto type = std::make_shared<NamedTupleType>();
+    type->name = r.get_str(0);
+    type->fields = field_names(r[1]);
+    int64_t n = r.get_int(2);
+    if (n < 0 || static_cast<size_t>(n) > type->fields.size())
+      throw Error(ErrCode::Value, "_pytree_namedtuple() num_aux must be between 0 and the number of fields");
+    type->num_aux = static_cast<size_t>(n);
+    if (r.has(3)) type->call = r[3];
+    return namedtuple_class(std::move(type));
   });
 }
 
 std::shared_ptr<const NamedTupleType> namedtuple_parts(const Value& v, const ValueList** values) {
   auto* t = v.is_obj(ObjKind::Opaque) ? dynamic_cast<NamedTupleObj*>(v.as<OpaqueObj>()) : nullptr;
   if (!t) return nullptr;
-  if (values) *values = &t->values;
+  if (values) *values = t->type->num_aux ? &t->children : &t->values;
   return t->type;
+}
+
+ValueList namedtuple_aux(const Value& v) {
+  const ValueList* children = nullptr;
+  auto type = namedtuple_parts(v, &children);
+  if (!type || !type->num_aux) return {};
+  const ValueList& all = dynamic_cast<NamedTupleObj*>(v.as<OpaqueObj>())->values;
+  return ValueList(all.end() - static_cast<std::ptrdiff_t>(type->num_aux), all.end());
 }
 
 Value make_namedtuple(std::shared_ptr<const NamedTupleType> type, ValueList values) {
   auto obj = std::make_shared<NamedTupleObj>();
+  if (type->num_aux)
+    obj->children.assign(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(type->num_children()));
   obj->type = std::move(type);
   obj->values = std::move(values);
   return Value::object(obj);

@@ -15,10 +15,22 @@ namespace pxl {
 struct NamedTupleType {
   std::string name;
   std::vector<std::string> fields;
+  // The last `num_aux` fields are the node's static data, not children: a
+  // class JAX code registers with register_pytree_node to flatten as
+  // ((children...), aux) (jax.example_libraries.optimizers.OptimizerState).
+  // Its PyTreeDef shows CustomNode(Name[aux], [...]) and compares the aux values.
+  size_t num_aux = 0;
+  size_t num_children() const { return fields.size() - num_aux; }
+  // When set, instances are callable: obj(*args) is call(obj, *args) (a class
+  // with __call__, as jax.scipy.interpolate.RegularGridInterpolator).
+  Value call;
 };
 
-// The class and field values of `v` when it is a named tuple, else nullptr.
+// The class and pytree children of `v` when it is a named tuple, else nullptr:
+// all its field values, but those of the aux fields.
 std::shared_ptr<const NamedTupleType> namedtuple_parts(const Value& v, const ValueList** values = nullptr);
+// The values of `v`'s aux fields (empty for a plain named tuple).
+ValueList namedtuple_aux(const Value& v);
 // An instance of `type` holding `values` (one per field).
 Value make_namedtuple(std::shared_ptr<const NamedTupleType> type, ValueList values);
 

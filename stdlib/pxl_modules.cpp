@@ -74,6 +74,16 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   in.register_module("collections", collections.value());
   for (const EmbeddedSource& s : kSources)
     in.register_source_module(s.name, std::string("<stdlib>/") + s.name + ".pxl", s.text);
+  // jax.example_libraries: stax and optimizers load on first import
+  // (`from jax.example_libraries import stax` finds them as submodules).
+  ModuleBuilder examples("jax.example_libraries");
+  jax.as<ModuleObj>()->env->vars["example_libraries"] = examples.value();
+  in.register_module("jax.example_libraries", examples.value());
+  for (const EmbeddedSource& s : kSources)
+    for (const char* sub : {"stax", "optimizers"})
+      if (std::string(s.name) == std::string("example_libraries_") + sub)
+        in.register_source_module(std::string("jax.example_libraries.") + sub,
+                                  std::string("<stdlib>/") + s.name + ".pxl", s.text);
   // numpy_*.pxl define more of jax.numpy in pxl: merge their public functions into np.
   Value np = jax.as<ModuleObj>()->env->vars.at("numpy");
   for (const char* file : {"numpy_extra", "numpy_more", "numpy_sort", "numpy_elementwise", "numpy_construct",
@@ -180,11 +190,13 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   Value scipy_linalg = in.import_module("scipy_linalg", Span{}, "");
   Value scipy_signal = in.import_module("scipy_signal", Span{}, "");   // convolve, correlate, ...
   Value scipy_ndimage = in.import_module("scipy_ndimage", Span{}, ""); // map_coordinates
+  Value scipy_interpolate = in.import_module("scipy_interpolate", Span{}, ""); // RegularGridInterpolator
   ModuleBuilder scipy("jax.scipy");
   scipy.val("special", special);
   scipy.val("linalg", scipy_linalg);
   scipy.val("signal", scipy_signal);
   scipy.val("ndimage", scipy_ndimage);
+  scipy.val("interpolate", scipy_interpolate);
   scipy.val("stats", stats.value());
   // jax.scipy.cluster (its vq module).
   Value cluster_vq = in.import_module("scipy_cluster_vq", Span{}, "");
@@ -199,6 +211,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   in.register_module("jax.scipy.linalg", scipy_linalg);
   in.register_module("jax.scipy.signal", scipy_signal);
   in.register_module("jax.scipy.ndimage", scipy_ndimage);
+  in.register_module("jax.scipy.interpolate", scipy_interpolate);
   // jax.image: resize and scale_and_translate (stdlib/image.pxl).
   Value image = in.import_module("image", Span{}, "");
   jax.as<ModuleObj>()->env->vars["image"] = image;

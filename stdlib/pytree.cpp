@@ -56,7 +56,11 @@ std::string TreeDef::repr() const {
       return s + "}";
     }
     case Kind::NamedTuple: {
-      std::string s = "CustomNode(namedtuple[" + d.nt_type->name + "], [";
+      // A registered node shows its aux data (JAX's repr of what flatten returned).
+      std::string s = d.nt_type->num_aux
+                          ? "CustomNode(" + d.nt_type->name + "[" +
+                                pxl::repr(d.keys.size() == 1 ? d.keys[0] : make_tuple(d.keys)) + "], ["
+                          : "CustomNode(namedtuple[" + d.nt_type->name + "], [";
       for (size_t i = 0; i < d.children.size(); ++i) s += (i ? ", " : "") + rec(d.children[i]);
       return s + "])";
     }
@@ -83,6 +87,7 @@ static TreeDef flatten_rec(InterpreterImpl& in, const Value& v, ValueList& leave
     for (const Value& x : *sequence_items(v)) d.children.push_back(flatten_rec(in, x, leaves, is_leaf, depth + 1));
   } else if (const ValueList* fields = nullptr; (d.nt_type = namedtuple_parts(v, &fields))) {
     d.kind = TreeDef::Kind::NamedTuple;
+    d.keys = namedtuple_aux(v); // a registered node's static data
     for (const Value& x : *fields) d.children.push_back(flatten_rec(in, x, leaves, is_leaf, depth + 1));
   } else if (v.is_obj(ObjKind::Dict)) {
     d.kind = TreeDef::Kind::Dict;
@@ -146,6 +151,13 @@ static void flatten_up_to_rec(InterpreterImpl& in, const TreeDef& d, const Value
     if (type != d.nt_type)
       throw fail("Named tuple type mismatch: expected type: <class '__main__." + d.nt_type->name +
                  "'>, tuple: " + repr(v) + ".");
+    if (!d.keys.empty()) { // a registered node: its data must agree too
+      ValueList aux = namedtuple_aux(v);
+      Value want = d.keys.size() == 1 ? d.keys[0] : make_tuple(d.keys);
+      Value got = aux.size() == 1 ? aux[0] : make_tuple(aux);
+      if (!values_equal(want, got))
+        throw fail("Mismatch custom node data: " + repr(want) + " != " + repr(got) + "; value: " + repr(v) + ".");
+    }
     for (size_t i = 0; i < items->size(); ++i) flatten_up_to_rec(in, d.children[i], (*items)[i], out);
     return;
   }
@@ -189,6 +201,7 @@ static Value unflatten_rec(const TreeDef& d, const ValueList& leaves, size_t& po
   case TreeDef::Kind::NamedTuple: {
     ValueList items;
     for (const auto& c : d.children) items.push_back(unflatten_rec(c, leaves, pos));
+    items.insert(items.end(), d.keys.begin(), d.keys.end()); // a registered node's aux fields
     return make_namedtuple(d.nt_type, std::move(items));
   }
   case TreeDef::Kind::Dict: {

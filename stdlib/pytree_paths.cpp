@@ -64,9 +64,13 @@ void paths_rec(const TreeDef& d, ValueList& cur, ValueList& out) {
     return;
   default:
     for (size_t i = 0; i < d.children.size(); ++i) {
-      // JAX's keys: a dict's DictKey, a named tuple's GetAttrKey (its field), else SequenceKey.
+      // JAX's keys: a dict's DictKey, a named tuple's GetAttrKey (its field), a
+      // registered node's FlattenedIndexKey (it has no key function), else SequenceKey.
       if (d.kind == TreeDef::Kind::Dict)
         cur.push_back(Value::object(std::make_shared<KeyEntryObj>(KeyEntryObj::Kind::Dict, d.keys[i])));
+      else if (d.kind == TreeDef::Kind::NamedTuple && d.nt_type->num_aux)
+        cur.push_back(Value::object(std::make_shared<KeyEntryObj>(KeyEntryObj::Kind::FlattenedIndex,
+                                                                  Value::integer(static_cast<int64_t>(i)))));
       else if (d.kind == TreeDef::Kind::NamedTuple)
         cur.push_back(Value::object(
             std::make_shared<KeyEntryObj>(KeyEntryObj::Kind::GetAttr, make_str(d.nt_type->fields[i]))));
