@@ -236,6 +236,13 @@ struct CheckSiteImpl : CheckSite {
   }
 };
 
+// An index bounds check that indexing recorded under checkify: its operands
+// are the predicate and JAX's OOBError payload (index, axis, size).
+struct OobSite : CheckSite {
+  Shape shape;
+  void run(std::span<const Array>) const override {} // left out of a run without checkify
+};
+
 bool under_checkify(InterpreterImpl& in, bool* staged) {
   *staged = false;
   for (auto* tc = dynamic_cast<TraceContext*>(&in.ops()); tc; tc = dynamic_cast<TraceContext*>(&tc->outer())) {
@@ -352,6 +359,16 @@ struct Checkifier {
     if (op == Op::DebugPrint && a.debug)
       if (auto* site = dynamic_cast<const CheckSiteImpl*>(a.debug->args.get())) {
         discharge(*site, xs);
+        return cx.constant(Array(DType::Bool, {}));
+      }
+    if (op == Op::DebugPrint && a.debug)
+      if (auto* site = dynamic_cast<const OobSite*>(a.debug->args.get())) {
+        if (on(kOob)) {
+          ErrorMeta m;
+          m.kind = kOob;
+          m.shape = site->shape;
+          update(kOob, xs[0], code(m), {xs[1]});
+        }
         return cx.constant(Array(DType::Bool, {}));
       }
     if (op == Op::Div && on(kDiv)) {
@@ -472,6 +489,66 @@ Value category_set(std::initializer_list<const char*> names) {
 }
 
 } // namespace
+
+bool checkify_index_checks(OpContext& cx) {
+  for (auto* tc = dynamic_cast<TraceContext*>(&cx); tc; tc = dynamic_cast<TraceContext*>(&tc->outer()))
+    if (tc->what() == "checkify") return true;
+  return false;
+}
+
+void record_index_check(OpContext& cx, const Shape& shape, std::span<const Tensor> indices,
+                        std::span<const int64_t> axes) {
+  auto* tc = dynamic_cast<TraceContext*>(&cx);
+  if (!tc || indices.empty()) return;
+  auto bind = [&](Op op, std::vector<Tensor> xs, OpAttrs a = {}) { return cx.bind(op, a, xs); };
+  auto reshape = [&](const Tensor& t, Shape s) {
+    OpAttrs a;
+    a.shape = std::move(s);
+    return bind(Op::Reshape, {t}, a);
+  };
+  const int64_t k = static_cast<int64_t>(indices.size());
+  const int64_t n = indices[0]->aval.size();
+  if (n == 0) return;
+  // The indices as JAX's gather has them, (position, axis) row-major, flat.
+  std::vector<Tensor> cols;
+  for (const Tensor& t : indices) cols.push_back(reshape(t, {n, 1}));
+  OpAttrs cat;
+  cat.axis = 1;
+  Tensor flat = reshape(k == 1 ? cols[0] : cx.bind(Op::Concatenate, cat, cols), {n * k});
+  Array sizes(DType::Int32, {n * k}), axis_of(DType::Int32, {n * k}), zeros(DType::Int32, {n * k});
+  for (int64_t p = 0; p < n; ++p)
+    for (int64_t j = 0; j < k; ++j) {
+      sizes.set(p * k + j, Scalar::of_int(shape[static_cast<size_t>(axes[j])]));
+      axis_of.set(p * k + j, Scalar::of_int(axes[j]));
+    }
+  Tensor size_c = cx.constant(sizes), axis_c = cx.constant(axis_of);
+  Tensor oob = bind(Op::Or, {bind(Op::Lt, {flat, cx.constant(zeros)}), bind(Op::Ge, {flat, size_c})});
+  OpAttrs all;
+  all.axes = {0};
+  Tensor pred = bind(Op::ReduceOr, {oob}, all);
+  OpAttrs to_int;
+  to_int.dtype = DType::Int32;
+  OpAttrs am;
+  am.axis = 0;
+  am.dtype = DType::Int32;
+  Tensor first = bind(Op::Argmax, {bind(Op::ConvertElementType, {oob}, to_int)}, am);
+  OpAttrs take;
+  take.axis = 0;
+  std::vector<Tensor> parts;
+  for (const Tensor& src : {flat, axis_c, size_c}) parts.push_back(reshape(bind(Op::Take, {src, first}, take), {1}));
+  OpAttrs cat0;
+  cat0.axis = 0;
+  Tensor payload = cx.bind(Op::Concatenate, cat0, parts);
+  auto site = std::make_shared<OobSite>();
+  site->shape = shape;
+  auto df = std::make_shared<DebugFormat>();
+  df->args = site;
+  OpAttrs attrs;
+  attrs.debug = df;
+  attrs.axis = static_cast<int64_t>(tc->function().debug_formats.size());
+  tc->function().debug_formats.push_back(*df);
+  cx.bind(Op::DebugPrint, attrs, std::vector<Tensor>{pred, payload});
+}
 
 void add_checkify(InterpreterImpl& in, ModuleBuilder& experimental) {
   auto st = std::make_shared<State>();

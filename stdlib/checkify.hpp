@@ -3,6 +3,7 @@
 #include <span>
 
 #include "ir/op.hpp"
+#include "ir/tensor.hpp"
 #include "runtime/array.hpp"
 
 namespace pxl {
@@ -19,6 +20,17 @@ struct ModuleBuilder;
 struct CheckSite : DebugFormatArgs {
   virtual void run(std::span<const Array> values) const = 0;
 };
+
+// Whether `cx` traces inside checkify (so that indexing records its bounds
+// check: JAX checks its gathers' indices, which pxl clamps before its take).
+bool checkify_index_checks(OpContext& cx);
+// Records the bounds check of a gather from an array of shape `shape` (JAX's
+// operand): `indices` (int32, one per indexed axis `axes`, broadcast to one
+// shape, negative ones already wrapped) must lie in [0, size). The first
+// out-of-bounds one, in row-major order over (index position, axis), is the
+// payload of JAX's OOBError.
+void record_index_check(OpContext& cx, const Shape& shape, std::span<const Tensor> indices,
+                        std::span<const int64_t> axes);
 
 // Adds the module jax.experimental.checkify (and its attribute on `experimental`).
 void add_checkify(InterpreterImpl& in, ModuleBuilder& experimental);
