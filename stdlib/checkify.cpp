@@ -20,12 +20,14 @@
 
 #include "lang/args.hpp"
 #include "ir/custom_call.hpp"
+#include "ir/while_loop.hpp"
 #include "lang/py_set.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/namedtuple.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/trace_util.hpp"
+#include "stdlib/while_loop.hpp"
 
 namespace pxl {
 
@@ -243,6 +245,14 @@ struct OobSite : CheckSite {
   void run(std::span<const Array>) const override {} // left out of a run without checkify
 };
 
+// lax.cond on a traced predicate traces every branch: under checkify a branch
+// begins (and ends) with one of these, whose operand is the predicate under
+// which the branch is taken, so that its errors count only then.
+struct BranchSite : CheckSite {
+  bool begin = true;
+  void run(std::span<const Array>) const override {}
+};
+
 bool under_checkify(InterpreterImpl& in, bool* staged) {
   *staged = false;
   for (auto* tc = dynamic_cast<TraceContext*>(&in.ops()); tc; tc = dynamic_cast<TraceContext*>(&tc->outer())) {
@@ -252,9 +262,53 @@ bool under_checkify(InterpreterImpl& in, bool* staged) {
   return false;
 }
 
+// JAX's _reduce_any_error: a batched error (a scan's stacked errors) as one,
+// per error type the last failing example's (argsort(pred)[-1]).
+ErrState reduce_any(OpContext& cx, const ErrState& err) {
+  ErrState out;
+  for (const auto& [k, s] : err) {
+    const Shape& bs = s.pred->aval.shape;
+    if (bs.empty()) {
+      out[k] = s;
+      continue;
+    }
+    int64_t n = s.pred->aval.size();
+    auto reshape = [&](const Tensor& t, Shape sh) {
+      OpAttrs a;
+      a.shape = std::move(sh);
+      return cx.bind(Op::Reshape, a, std::vector<Tensor>{t});
+    };
+    auto flat = [&](const Tensor& t) {
+      Shape sh{n};
+      sh.insert(sh.end(), t->aval.shape.begin() + static_cast<long>(bs.size()), t->aval.shape.end());
+      return reshape(t, sh);
+    };
+    Tensor p = flat(s.pred);
+    OpAttrs rev;
+    rev.axes = {0};
+    OpAttrs to_int;
+    to_int.dtype = DType::Int32;
+    OpAttrs am;
+    am.axis = 0;
+    am.dtype = DType::Int32;
+    Tensor r = cx.bind(Op::Rev, rev, std::vector<Tensor>{p});
+    Tensor first = cx.bind(Op::Argmax, am, std::vector<Tensor>{cx.bind(Op::ConvertElementType, to_int, std::vector<Tensor>{r})});
+    Tensor last = cx.constant(Array::scalar(Scalar::of_int(n - 1), DType::Int32));
+    Tensor idx = cx.bind(Op::Sub, {}, std::vector<Tensor>{last, first});
+    OpAttrs take;
+    take.axis = 0;
+    auto pick = [&](const Tensor& t) { return cx.bind(Op::Take, take, std::vector<Tensor>{flat(t), idx}); };
+    Slot o{pick(s.pred), pick(s.code), {}};
+    for (const Tensor& t : s.payload) o.payload.push_back(pick(t));
+    out[k] = std::move(o);
+  }
+  return out;
+}
+
 // check_error(err) (and check(), an error of one slot): raises now when the
 // error is concrete; traced, records a CheckSite for checkify to functionalize.
-void check_error_impl(InterpreterImpl& in, const std::shared_ptr<State>& st, const ErrState& err, bool debug) {
+void check_error_impl(InterpreterImpl& in, const std::shared_ptr<State>& st, const ErrState& err0, bool debug) {
+  ErrState err = reduce_any(in.ops(), err0);
   auto* tc = dynamic_cast<TraceContext*>(&in.ops());
   bool all_concrete = true;
   for (const auto& [k, s] : err) {
@@ -315,6 +369,7 @@ struct Checkifier {
   OpContext& cx;
   std::set<std::string> enabled;
   ErrState err;
+  std::vector<Tensor> gates; // the predicates of the cond branches being walked
 
   bool on(const char* kind) const { return enabled.count(kind) > 0; }
   Tensor bind(Op op, std::vector<Tensor> xs, OpAttrs a = {}) { return cx.bind(op, a, xs); }
@@ -337,7 +392,9 @@ struct Checkifier {
     return bind(Op::Select, {pp, a, b});
   }
   // JAX's update_error: the slot's first error stays.
-  void update(const std::string& key, const Tensor& pred, const Tensor& c, std::vector<Tensor> payload) {
+  void update(const std::string& key, const Tensor& pred0, const Tensor& c, std::vector<Tensor> payload) {
+    Tensor pred = pred0;
+    for (const Tensor& g : gates) pred = bind(Op::And, {pred, g});
     auto it = err.find(key);
     if (it == err.end()) {
       err[key] = Slot{pred, c, std::move(payload)};
@@ -371,6 +428,12 @@ struct Checkifier {
         }
         return cx.constant(Array(DType::Bool, {}));
       }
+    if (op == Op::DebugPrint && a.debug)
+      if (auto* site = dynamic_cast<const BranchSite*>(a.debug->args.get())) {
+        if (site->begin) gates.push_back(xs[0]);
+        else if (!gates.empty()) gates.pop_back();
+        return cx.constant(Array(DType::Bool, {}));
+      }
     if (op == Op::Div && on(kDiv)) {
       const Tensor& y = xs[1];
       Tensor zero = cx.constant(Array::scalar(Scalar::of_int(0), y->aval.dtype));
@@ -395,7 +458,92 @@ struct Checkifier {
   std::vector<Tensor> bind_call(const OpAttrs& a, const std::vector<Tensor>& xs) {
     // A custom_jvp/custom_vjp function: its primal is checked (JAX's rule).
     if (a.custom) return run(*a.custom->fn, xs, {});
+    if (a.loop) return bind_while(*a.loop, xs);
     return cx.bind_call(a, xs);
+  }
+  // The slots' tensors, in key order (pred, code, payload...), and back.
+  static std::vector<Tensor> flatten(const ErrState& e) {
+    std::vector<Tensor> out;
+    for (const auto& [k, s] : e) {
+      out.push_back(s.pred);
+      out.push_back(s.code);
+      out.insert(out.end(), s.payload.begin(), s.payload.end());
+    }
+    return out;
+  }
+  static ErrState unflatten(const ErrState& like, std::span<const Tensor> xs) {
+    ErrState out;
+    size_t i = 0;
+    for (const auto& [k, s] : like) {
+      Slot n{xs[i], xs[i + 1], {}};
+      i += 2;
+      for (size_t j = 0; j < s.payload.size(); ++j) n.payload.push_back(xs[i++]);
+      out[k] = std::move(n);
+    }
+    return out;
+  }
+  // JAX's while rule: cond is checked on the initial carry, and the loop
+  // carries the error through a body that checks itself and then cond on its
+  // result. (As JAX, a cond whose carry the body forwards loses its dead code.)
+  std::vector<Tensor> bind_while(const WhileLoop& w, const std::vector<Tensor>& xs) {
+    const size_t ncc = static_cast<size_t>(w.cond_nconsts), nbc = static_cast<size_t>(w.body_nconsts);
+    std::vector<Tensor> cconsts(xs.begin(), xs.begin() + static_cast<long>(ncc));
+    std::vector<Tensor> bconsts(xs.begin() + static_cast<long>(ncc), xs.begin() + static_cast<long>(ncc + nbc));
+    std::vector<Tensor> init(xs.begin() + static_cast<long>(ncc + nbc), xs.end());
+    std::shared_ptr<const Function> cond = w.cond;
+    bool forwarded = false;
+    for (size_t i = 0; i < w.ncarry(); ++i)
+      forwarded = forwarded || w.body->results[i] == w.body->params[nbc + i];
+    if (forwarded) {
+      auto c = std::make_shared<Function>(*w.cond);
+      remove_dead_code(*c);
+      cond = c;
+    }
+    auto concat = [](std::vector<Tensor> a, std::span<const Tensor> b) {
+      a.insert(a.end(), b.begin(), b.end());
+      return a;
+    };
+    run(*cond, concat(cconsts, init), {});
+    // The error types the loop can add: a trial trace of the checked body.
+    ErrState probe;
+    {
+      Function scratch;
+      TraceContext tc(scratch, cx, "while_loop");
+      std::vector<Tensor> carry;
+      for (const Tensor& t : init) carry.push_back(tc.add_param(t->aval, 0, cx.loc, "the while_loop carry"));
+      Checkifier sub{in, st, tc, enabled, {}, gates};
+      std::vector<Tensor> out = sub.run(*w.body, concat(bconsts, carry), {});
+      sub.run(*cond, concat(cconsts, out), {});
+      probe = std::move(sub.err);
+    }
+    for (const auto& [k, s] : probe) {
+      if (err.count(k)) continue;
+      Slot ph{cx.constant(Array(DType::Bool, {})), cx.constant(Array::scalar(Scalar::of_int(-1), DType::Int32)), {}};
+      for (const Tensor& p : s.payload) ph.payload.push_back(cx.constant(Array(p->aval.dtype, p->aval.shape)));
+      err[k] = std::move(ph);
+    }
+    std::vector<Tensor> err_in = flatten(err);
+    const size_t ne = err_in.size();
+    std::vector<AVal> avals;
+    for (const Tensor& t : err_in) avals.push_back(t->aval);
+    for (const Tensor& t : init) avals.push_back(t->aval);
+    const ErrState layout = err;
+    std::vector<Tensor> outs = bind_loop(
+        cx, w.cond->name, w.body->name, avals, concat(err_in, init),
+        [&](TraceContext& tc, std::span<const Tensor> ps) {
+          // (Its checks were made in the body: here they are dropped.)
+          Checkifier unchecked{in, st, tc, {}, {}, {}};
+          return unchecked.run(*w.cond, concat(cconsts, ps.subspan(ne)), {})[0];
+        },
+        [&](TraceContext& tc, std::span<const Tensor> ps) {
+          Checkifier sub{in, st, tc, enabled, unflatten(layout, ps.first(ne)), gates};
+          std::vector<Tensor> out = sub.run(*w.body, concat(bconsts, ps.subspan(ne)), {});
+          sub.run(*cond, concat(cconsts, out), {});
+          return concat(flatten(sub.err), out);
+        },
+        w.mode, w.cache, w.trip_count);
+    err = unflatten(layout, std::span<const Tensor>(outs).first(ne));
+    return std::vector<Tensor>(outs.begin() + static_cast<long>(ne), outs.end());
   }
   std::vector<Tensor> run(const Function& f, std::span<const Tensor> params, std::span<const Tensor> consts) {
     std::vector<Tensor> env = walk_function<Tensor>(
@@ -428,7 +576,7 @@ Value checkify_call(InterpreterImpl& in, const std::shared_ptr<State>& st, const
   });
   TracedFunction t = trace_function(in, wrapper, a.pos, where, "checkify");
   std::vector<Tensor> params = leaf_tensors(in, a.pos, where);
-  Checkifier ck{in, *st, in.ops(), enabled, {}};
+  Checkifier ck{in, *st, in.ops(), enabled, {}, {}};
   std::vector<Tensor> outs;
   {
     LocScope keep(in.ops(), where);
@@ -490,7 +638,7 @@ Value category_set(std::initializer_list<const char*> names) {
 
 } // namespace
 
-bool checkify_index_checks(OpContext& cx) {
+bool tracing_under_checkify(OpContext& cx) {
   for (auto* tc = dynamic_cast<TraceContext*>(&cx); tc; tc = dynamic_cast<TraceContext*>(&tc->outer()))
     if (tc->what() == "checkify") return true;
   return false;
@@ -548,6 +696,20 @@ void record_index_check(OpContext& cx, const Shape& shape, std::span<const Tenso
   attrs.axis = static_cast<int64_t>(tc->function().debug_formats.size());
   tc->function().debug_formats.push_back(*df);
   cx.bind(Op::DebugPrint, attrs, std::vector<Tensor>{pred, payload});
+}
+
+void record_branch(OpContext& cx, const Tensor& pred, bool begin) {
+  auto* tc = dynamic_cast<TraceContext*>(&cx);
+  if (!tc) return;
+  auto site = std::make_shared<BranchSite>();
+  site->begin = begin;
+  auto df = std::make_shared<DebugFormat>();
+  df->args = site;
+  OpAttrs attrs;
+  attrs.debug = df;
+  attrs.axis = static_cast<int64_t>(tc->function().debug_formats.size());
+  tc->function().debug_formats.push_back(*df);
+  cx.bind(Op::DebugPrint, attrs, std::vector<Tensor>{pred});
 }
 
 void add_checkify(InterpreterImpl& in, ModuleBuilder& experimental) {

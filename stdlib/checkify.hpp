@@ -23,7 +23,10 @@ struct CheckSite : DebugFormatArgs {
 
 // Whether `cx` traces inside checkify (so that indexing records its bounds
 // check: JAX checks its gathers' indices, which pxl clamps before its take).
-bool checkify_index_checks(OpContext& cx);
+bool tracing_under_checkify(OpContext& cx);
+// Marks, under checkify, where a branch of a traced lax.cond begins (with the
+// predicate under which it is taken) or ends (the same predicate).
+void record_branch(OpContext& cx, const Tensor& pred, bool begin);
 // Records the bounds check of a gather from an array of shape `shape` (JAX's
 // operand): `indices` (int32, one per indexed axis `axes`, broadcast to one
 // shape, negative ones already wrapped) must lie in [0, size). The first

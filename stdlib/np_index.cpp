@@ -240,7 +240,7 @@ Tensor gather(OpContext& cx, const Tensor& y, const std::vector<int64_t>& dims,
     if (wrap_negative)
       t = where(cx, binary(cx, BinOp::Lt, t, scalar(cx, Scalar::of_int(0))),
                 binary(cx, BinOp::Add, t, nn), t);
-    if (checkify_index_checks(cx)) {
+    if (tracing_under_checkify(cx)) {
       wrapped.push_back(broadcast(cx, t, b, "index"));
       wrapped_axes.push_back(dims[j]);
     }
@@ -312,7 +312,7 @@ std::pair<Tensor, std::vector<IndexItem>> route_out_of_range(OpContext& cx, cons
       if (k >= 0 && k < n) {
         it.index = k;
       } else {
-        if (checkify_index_checks(cx)) {
+        if (tracing_under_checkify(cx)) {
           Tensor kt = scalar(cx, Scalar::of_int(k), DType::Int32, false);
           int64_t axis = static_cast<int64_t>(d);
           record_index_check(cx, av(x).shape, std::span(&kt, 1), std::span(&axis, 1));
@@ -335,7 +335,7 @@ std::pair<Tensor, std::vector<IndexItem>> route_out_of_range(OpContext& cx, cons
                              binary(cx, BinOp::Lt, wrapped, nn));
       it.array = where(cx, inside, wrapped, nn);
       pad.hi[d] = 1;
-      if (checkify_index_checks(cx)) {
+      if (tracing_under_checkify(cx)) {
         wrapped_all.push_back(wrapped);
         wrapped_axes.push_back(static_cast<int64_t>(d));
       }
@@ -448,7 +448,7 @@ Tensor index_clamped(OpContext& cx, const Tensor& x, const std::vector<IndexItem
         index_error("index is out of bounds for axis " + std::to_string(x_axis[i]) +
                     " with size 0");
       int64_t k = wrap_negative && it.index < 0 ? it.index + n : it.index;
-      if ((k < 0 || k >= n) && checkify_index_checks(cx)) {
+      if ((k < 0 || k >= n) && tracing_under_checkify(cx)) {
         Tensor kt = scalar(cx, Scalar::of_int(k), DType::Int32, false);
         record_index_check(cx, av(x).shape, std::span(&kt, 1), std::span(&x_axis[i], 1));
       }
