@@ -21,6 +21,7 @@
 #include "lang/args.hpp"
 #include "ir/custom_call.hpp"
 #include "ir/while_loop.hpp"
+#include "runtime/spmd_call.hpp"
 #include "lang/py_set.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/module_builder.hpp"
@@ -387,12 +388,21 @@ struct Checkifier {
     if (pp->aval.shape != a->aval.shape) {
       OpAttrs bc;
       bc.shape = a->aval.shape;
+      for (size_t i = 0; i < pp->aval.shape.size(); ++i) bc.axes.push_back(static_cast<int64_t>(i));
       pp = bind(Op::BroadcastInDim, {pp}, bc);
     }
     return bind(Op::Select, {pp, a, b});
   }
+  // `t` with the leading dims `batch` added.
+  Tensor lift(const Tensor& t, const Shape& batch) {
+    OpAttrs bc;
+    bc.shape = batch;
+    bc.shape.insert(bc.shape.end(), t->aval.shape.begin(), t->aval.shape.end());
+    for (size_t i = 0; i < t->aval.shape.size(); ++i) bc.axes.push_back(static_cast<int64_t>(batch.size() + i));
+    return bind(Op::BroadcastInDim, {t}, bc);
+  }
   // JAX's update_error: the slot's first error stays.
-  void update(const std::string& key, const Tensor& pred0, const Tensor& c, std::vector<Tensor> payload) {
+  void update(const std::string& key, const Tensor& pred0, Tensor c, std::vector<Tensor> payload) {
     Tensor pred = pred0;
     for (const Tensor& g : gates) pred = bind(Op::And, {pred, g});
     auto it = err.find(key);
@@ -401,6 +411,18 @@ struct Checkifier {
       return;
     }
     Slot& s = it->second;
+    // A mapped (pmap) error meets an unmapped one: the unmapped is broadcast.
+    if (s.pred->aval.shape.size() < pred->aval.shape.size()) {
+      Shape b = pred->aval.shape;
+      s.pred = lift(s.pred, b);
+      s.code = lift(s.code, b);
+      for (Tensor& p : s.payload) p = lift(p, b);
+    } else if (s.pred->aval.shape.size() > pred->aval.shape.size()) {
+      Shape b = s.pred->aval.shape;
+      pred = lift(pred, b);
+      c = lift(c, b);
+      for (Tensor& p : payload) p = lift(p, b);
+    }
     Tensor was = s.pred;
     s.pred = bind(Op::Or, {was, pred});
     s.code = select(was, s.code, c);
@@ -459,7 +481,57 @@ struct Checkifier {
     // A custom_jvp/custom_vjp function: its primal is checked (JAX's rule).
     if (a.custom) return run(*a.custom->fn, xs, {});
     if (a.loop) return bind_while(*a.loop, xs);
+    if (a.callee && a.callee->kind == "pmap")
+      if (std::optional<std::vector<Tensor>> r = bind_pmap(*a.callee, xs)) return *r;
     return cx.bind_call(a, xs);
+  }
+  // pmap (JAX's rule for map primitives): each participant checks its part,
+  // and the errors come back mapped over the pmapped axis (a batched Error).
+  std::optional<std::vector<Tensor>> bind_pmap(const SpmdCallee& c, const std::vector<Tensor>& xs) {
+    const SpmdMapping* mapped = nullptr;
+    for (const SpmdMapping& o : c.outs)
+      if (o.squeeze == 0 && !mapped) mapped = &o;
+    for (const SpmdMapping& o : c.ins)
+      if (o.squeeze == 0 && !mapped) mapped = &o;
+    if (!mapped) return std::nullopt;
+    ErrState probe;
+    {
+      Function scratch;
+      scratch.mesh_axes = c.fn->mesh_axes;
+      scratch.mesh_sizes = c.fn->mesh_sizes;
+      TraceContext tc(scratch, cx, c.kind);
+      tc.check_vma = c.check_vma;
+      std::vector<Tensor> params;
+      for (size_t i = 0; i < c.fn->params.size(); ++i) {
+        AxisSet vma = 0;
+        for (const auto& axis : c.ins[i].spec.axes()) vma |= AxisSet{1} << scratch.axis_bit(axis);
+        params.push_back(tc.add_param(c.fn->values[c.fn->params[i]].aval, vma, cx.loc, "a pmap operand"));
+      }
+      Checkifier sub{in, st, tc, enabled, {}, {}};
+      sub.run(*c.fn, params, {});
+      probe = std::move(sub.err);
+    }
+    if (probe.empty()) return std::nullopt;
+    size_t ne = flatten(probe).size();
+    std::vector<SpmdMapping> outs(ne, *mapped);
+    outs.insert(outs.end(), c.outs.begin(), c.outs.end());
+    std::vector<Tensor> res = bind_derived_spmd_call(
+        cx, c, c.fn->name, c.ins, xs, outs, [&](TraceContext& tc, std::span<const Tensor> ps) {
+          Checkifier sub{in, st, tc, enabled, {}, {}};
+          std::vector<Tensor> out = sub.run(*c.fn, ps, {});
+          for (const auto& [k, s] : probe) // (the same slots as the trial)
+            if (!sub.err.count(k)) {
+              Slot ph{tc.constant(Array(DType::Bool, {})), tc.constant(Array::scalar(Scalar::of_int(-1), DType::Int32)), {}};
+              for (const Tensor& p : s.payload) ph.payload.push_back(tc.constant(Array(p->aval.dtype, p->aval.shape)));
+              sub.err[k] = std::move(ph);
+            }
+          std::vector<Tensor> all = flatten(sub.err);
+          all.insert(all.end(), out.begin(), out.end());
+          return all;
+        });
+    ErrState inner = unflatten(probe, std::span<const Tensor>(res).first(ne));
+    for (auto& [k, s] : inner) update(k, s.pred, s.code, s.payload);
+    return std::vector<Tensor>(res.begin() + static_cast<long>(ne), res.end());
   }
   // The slots' tensors, in key order (pred, code, payload...), and back.
   static std::vector<Tensor> flatten(const ErrState& e) {
