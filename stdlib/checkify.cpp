@@ -717,7 +717,7 @@ bool tracing_under_checkify(OpContext& cx) {
 }
 
 void record_index_check(OpContext& cx, const Shape& shape, std::span<const Tensor> indices,
-                        std::span<const int64_t> axes) {
+                        std::span<const int64_t> axes, std::span<const int64_t> limits) {
   auto* tc = dynamic_cast<TraceContext*>(&cx);
   if (!tc || indices.empty()) return;
   auto bind = [&](Op op, std::vector<Tensor> xs, OpAttrs a = {}) { return cx.bind(op, a, xs); };
@@ -735,14 +735,18 @@ void record_index_check(OpContext& cx, const Shape& shape, std::span<const Tenso
   OpAttrs cat;
   cat.axis = 1;
   Tensor flat = reshape(k == 1 ? cols[0] : cx.bind(Op::Concatenate, cat, cols), {n * k});
-  Array sizes(DType::Int32, {n * k}), axis_of(DType::Int32, {n * k}), zeros(DType::Int32, {n * k});
+  Array sizes(DType::Int32, {n * k}), axis_of(DType::Int32, {n * k}), zeros(DType::Int32, {n * k}),
+      highest(DType::Int32, {n * k});
   for (int64_t p = 0; p < n; ++p)
     for (int64_t j = 0; j < k; ++j) {
-      sizes.set(p * k + j, Scalar::of_int(shape[static_cast<size_t>(axes[j])]));
+      int64_t size = shape[static_cast<size_t>(axes[j])];
+      sizes.set(p * k + j, Scalar::of_int(size));
       axis_of.set(p * k + j, Scalar::of_int(axes[j]));
+      highest.set(p * k + j, Scalar::of_int(limits.empty() ? size - 1 : limits[j]));
     }
   Tensor size_c = cx.constant(sizes), axis_c = cx.constant(axis_of);
-  Tensor oob = bind(Op::Or, {bind(Op::Lt, {flat, cx.constant(zeros)}), bind(Op::Ge, {flat, size_c})});
+  Tensor oob =
+      bind(Op::Or, {bind(Op::Lt, {flat, cx.constant(zeros)}), bind(Op::Gt, {flat, cx.constant(highest)})});
   OpAttrs all;
   all.axes = {0};
   Tensor pred = bind(Op::ReduceOr, {oob}, all);
@@ -841,6 +845,35 @@ void add_checkify(InterpreterImpl& in, ModuleBuilder& experimental) {
     const ValueList* fields = nullptr;
     namedtuple_parts(r[0], &fields);
     check_error_impl(in, st, error_state(in, *fields), false);
+    return Value();
+  });
+  // For the stdlib's .pxl indexing (lax.dynamic_slice & co., jnp.take):
+  // _index_check(shape, indices, axes, limits) records JAX's bounds check of
+  // a gather from an array of `shape` when tracing under checkify: each index
+  // (wrapped, not yet clamped) must lie in [0, limit] (see record_index_check).
+  mod.fn("_index_check", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_index_check", a, {"shape", "indices", "axes", "limits"}, 4);
+    if (!tracing_under_checkify(in.ops())) return Value();
+    Shape shape;
+    for (const Value& d : *sequence_items(r[0])) shape.push_back(d.as_int());
+    std::vector<Tensor> idx;
+    std::vector<int64_t> axes, limits;
+    for (const Value& v : *sequence_items(r[1])) idx.push_back(in.to_tensor(v, Span{}, DType::Int32));
+    for (const Value& v : *sequence_items(r[2])) axes.push_back(v.as_int());
+    for (const Value& v : *sequence_items(r[3])) limits.push_back(v.as_int());
+    // (Scalars and arrays together: broadcast to one shape.)
+    Shape b;
+    for (const Tensor& t : idx)
+      if (t->aval.shape.size() > b.size()) b = t->aval.shape;
+    for (Tensor& t : idx)
+      if (t->aval.shape != b) {
+        OpAttrs bc;
+        bc.shape = b;
+        for (size_t i = 0; i < t->aval.shape.size(); ++i)
+          bc.axes.push_back(static_cast<int64_t>(b.size() - t->aval.shape.size() + i));
+        t = in.ops().bind(Op::BroadcastInDim, bc, std::vector<Tensor>{t});
+      }
+    record_index_check(in.ops(), shape, idx, axes, limits);
     return Value();
   });
   mod.val("init_error", error_value(*st, {}));

@@ -29,11 +29,12 @@ bool tracing_under_checkify(OpContext& cx);
 void record_branch(OpContext& cx, const Tensor& pred, bool begin);
 // Records the bounds check of a gather from an array of shape `shape` (JAX's
 // operand): `indices` (int32, one per indexed axis `axes`, broadcast to one
-// shape, negative ones already wrapped) must lie in [0, size). The first
-// out-of-bounds one, in row-major order over (index position, axis), is the
-// payload of JAX's OOBError.
+// shape, negative ones already wrapped) must lie in [0, limit], where the
+// limit is the axis size less the slice size (`limits`, one per index; none:
+// size - 1). The first out-of-bounds one, in row-major order over (index
+// position, axis), is the payload of JAX's OOBError.
 void record_index_check(OpContext& cx, const Shape& shape, std::span<const Tensor> indices,
-                        std::span<const int64_t> axes);
+                        std::span<const int64_t> axes, std::span<const int64_t> limits = {});
 
 // Adds the module jax.experimental.checkify (and its attribute on `experimental`).
 void add_checkify(InterpreterImpl& in, ModuleBuilder& experimental);
