@@ -481,18 +481,26 @@ struct Checkifier {
     // A custom_jvp/custom_vjp function: its primal is checked (JAX's rule).
     if (a.custom) return run(*a.custom->fn, xs, {});
     if (a.loop) return bind_while(*a.loop, xs);
-    if (a.callee && a.callee->kind == "pmap")
-      if (std::optional<std::vector<Tensor>> r = bind_pmap(*a.callee, xs)) return *r;
+    if (a.callee)
+      if (std::optional<std::vector<Tensor>> r = bind_spmd(*a.callee, xs)) return *r;
     return cx.bind_call(a, xs);
   }
-  // pmap (JAX's rule for map primitives): each participant checks its part,
-  // and the errors come back mapped over the pmapped axis (a batched Error).
-  std::optional<std::vector<Tensor>> bind_pmap(const SpmdCallee& c, const std::vector<Tensor>& xs) {
-    const SpmdMapping* mapped = nullptr;
-    for (const SpmdMapping& o : c.outs)
-      if (o.squeeze == 0 && !mapped) mapped = &o;
-    for (const SpmdMapping& o : c.ins)
-      if (o.squeeze == 0 && !mapped) mapped = &o;
+  // pmap and shard_map (JAX's rules): each participant checks its part, and
+  // the errors come back mapped over the pmapped axis, or over all the mesh's
+  // devices for a shard_map (a batched Error).
+  std::optional<std::vector<Tensor>> bind_spmd(const SpmdCallee& c, const std::vector<Tensor>& xs) {
+    std::optional<SpmdMapping> mapped;
+    const bool expand = c.kind == "shard_map"; // each participant's error gets a leading dim
+    if (expand) {
+      if (c.fn->mesh_axes.empty()) return std::nullopt;
+      mapped = SpmdMapping{};
+      mapped->spec.entries = {c.fn->mesh_axes};
+    } else {
+      for (const SpmdMapping& o : c.outs)
+        if (o.squeeze == 0 && !mapped) mapped = o;
+      for (const SpmdMapping& o : c.ins)
+        if (o.squeeze == 0 && !mapped) mapped = o;
+    }
     if (!mapped) return std::nullopt;
     ErrState probe;
     {
@@ -526,6 +534,13 @@ struct Checkifier {
               sub.err[k] = std::move(ph);
             }
           std::vector<Tensor> all = flatten(sub.err);
+          if (expand)
+            for (Tensor& t : all) {
+              OpAttrs r;
+              r.shape = {1};
+              r.shape.insert(r.shape.end(), t->aval.shape.begin(), t->aval.shape.end());
+              t = tc.bind(Op::Reshape, r, std::vector<Tensor>{t});
+            }
           all.insert(all.end(), out.begin(), out.end());
           return all;
         });
