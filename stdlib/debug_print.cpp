@@ -13,6 +13,7 @@
 #include "stdlib/debug_print.hpp"
 
 #include "lang/tracer.hpp"
+#include "stdlib/checkify.hpp"
 #include "runtime/debug_print.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/pytree.hpp"
@@ -288,6 +289,7 @@ void add_debug_print(InterpreterImpl&, ModuleBuilder& debug) {
   // print goes to the interpreter that traced it, which its format records,
   // so several embedded interpreters never print into each other's output.
   set_debug_printer([](const DebugFormat& f, std::span<const Array> values) {
+    if (auto* check = dynamic_cast<const CheckSite*>(f.args.get())) return check->run(values);
     auto* pa = dynamic_cast<const PrintArgs*>(f.args.get());
     if (!pa || !pa->in) return;
     if (std::optional<std::string> line = format_debug(*pa->in, f, values)) pa->in->out() << *line << "\n";

@@ -2,6 +2,7 @@
 // jax, devices, device_count, tree_map, ...).
 #include "lang/args.hpp"
 #include "stdlib/prng_key.hpp"
+#include "stdlib/checkify.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/pytree.hpp"
@@ -132,6 +133,7 @@ void install_stdlib(InterpreterImpl& in) {
   add_collectives(in, lax);
   add_jit(in, jax_v);
   add_vmap(in, jax_v);
+  add_checkify(in, experimental);
   in.register_module("jax", jax_v);
   in.register_module("jax.numpy", np);
   in.register_module("numpy", np);

@@ -23,6 +23,7 @@ struct NamedTupleObj : OpaqueObj {
       s += (i ? ", " : "") + fields()[i] + "=" + pxl::repr(values[i]);
     return s + ")";
   }
+  std::string str() const override { return type->str ? type->str(values) : repr(); }
   bool items(ValueList& out) const override {
     out = values;
     return true;
@@ -37,9 +38,10 @@ struct NamedTupleObj : OpaqueObj {
     out = values[static_cast<size_t>(i < 0 ? i + n : i)];
     return true;
   }
-  bool get_attr(InterpreterImpl&, const std::string& attr, Value& out) override {
+  bool get_attr(InterpreterImpl& in, const std::string& attr, Value& out) override {
     for (size_t i = 0; i < fields().size(); ++i)
       if (fields()[i] == attr) return out = values[i], true;
+    if (type->attr && type->attr(in, values, attr, out)) return true;
     if (attr == "_fields") {
       ValueList names;
       for (const auto& f : fields()) names.push_back(make_str(f));

@@ -2,6 +2,7 @@
 // and jnp.linalg): their class and instances, which pytree code takes apart
 // and rebuilds as JAX does (a node whose children are the fields).
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,11 @@ struct NamedTupleType {
   // When set, instances are callable: obj(*args) is call(obj, *args) (a class
   // with __call__, as jax.scipy.interpolate.RegularGridInterpolator).
   Value call;
+  // A stdlib class built as a named tuple so that pytrees take it apart
+  // (checkify's Error): its further attributes (methods) and its str().
+  // Unset for collections.namedtuple's classes.
+  std::function<bool(InterpreterImpl&, const ValueList& values, const std::string& attr, Value& out)> attr;
+  std::function<std::string(const ValueList& values)> str;
 };
 
 // The class and pytree children of `v` when it is a named tuple, else nullptr:

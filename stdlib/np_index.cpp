@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "stdlib/np_index.hpp"
+#include "stdlib/checkify.hpp"
 #include "stdlib/np_internal.hpp"
 #include "stdlib/sharding.hpp"
 #include "stdlib/sharding_rules.hpp"
@@ -225,6 +226,8 @@ Tensor gather(OpContext& cx, const Tensor& y, const std::vector<int64_t>& dims,
     }
   }
   // Negative indices count from the end; out-of-range ones are clamped (JAX's gather).
+  std::vector<Tensor> wrapped; // (for checkify's index check: before the clamp)
+  std::vector<int64_t> wrapped_axes;
   for (size_t j = 0; j < idx.size(); ++j) {
     Tensor t = idx[j];
     if (!is_integer(av(t).dtype))
@@ -237,10 +240,15 @@ Tensor gather(OpContext& cx, const Tensor& y, const std::vector<int64_t>& dims,
     if (wrap_negative)
       t = where(cx, binary(cx, BinOp::Lt, t, scalar(cx, Scalar::of_int(0))),
                 binary(cx, BinOp::Add, t, nn), t);
+    if (tracing_under_checkify(cx)) {
+      wrapped.push_back(broadcast(cx, t, b, "index"));
+      wrapped_axes.push_back(dims[j]);
+    }
     t = clip(cx, t, scalar(cx, Scalar::of_int(0)),
              scalar(cx, Scalar::of_int(std::max<int64_t>(n - 1, 0))));
     idx[j] = broadcast(cx, convert(cx, t, DType::Int32, false), b, "index");
   }
+  if (!wrapped.empty()) record_index_check(cx, ys, wrapped, wrapped_axes);
   OpAttrs take;
   if (idx.size() == 1) {
     take.axis = dims[0];
@@ -293,6 +301,8 @@ std::pair<Tensor, std::vector<IndexItem>> route_out_of_range(OpContext& cx, cons
   pad.interior.assign(av(x).shape.size(), 0);
   size_t d = 0;
   bool any = false;
+  std::vector<Tensor> wrapped_all; // (for checkify's index check)
+  std::vector<int64_t> wrapped_axes;
   for (IndexItem& it : items) {
     if (it.kind == Kind::NewAxis || is_scalar_bool(it)) continue;
     int64_t n = av(x).shape[d];
@@ -302,6 +312,11 @@ std::pair<Tensor, std::vector<IndexItem>> route_out_of_range(OpContext& cx, cons
       if (k >= 0 && k < n) {
         it.index = k;
       } else {
+        if (tracing_under_checkify(cx)) {
+          Tensor kt = scalar(cx, Scalar::of_int(k), DType::Int32, false);
+          int64_t axis = static_cast<int64_t>(d);
+          record_index_check(cx, av(x).shape, std::span(&kt, 1), std::span(&axis, 1));
+        }
         it = array_item(scalar(cx, Scalar::of_int(n), DType::Int32, false));
         any = true;
         pad.hi[d] = 1;
@@ -320,8 +335,22 @@ std::pair<Tensor, std::vector<IndexItem>> route_out_of_range(OpContext& cx, cons
                              binary(cx, BinOp::Lt, wrapped, nn));
       it.array = where(cx, inside, wrapped, nn);
       pad.hi[d] = 1;
+      if (tracing_under_checkify(cx)) {
+        wrapped_all.push_back(wrapped);
+        wrapped_axes.push_back(static_cast<int64_t>(d));
+      }
     }
     ++d;
+  }
+  if (!wrapped_all.empty()) {
+    bool same = std::all_of(wrapped_all.begin(), wrapped_all.end(),
+                            [&](const Tensor& t) { return av(t).shape == av(wrapped_all[0]).shape; });
+    if (same) {
+      record_index_check(cx, av(x).shape, wrapped_all, wrapped_axes);
+    } else {
+      for (size_t j = 0; j < wrapped_all.size(); ++j)
+        record_index_check(cx, av(x).shape, std::span(&wrapped_all[j], 1), std::span(&wrapped_axes[j], 1));
+    }
   }
   if (!any) return {x, items}; // nothing can be out of range
   return {bind(cx, Op::Pad, pad, {x, fill}), items};
@@ -419,6 +448,10 @@ Tensor index_clamped(OpContext& cx, const Tensor& x, const std::vector<IndexItem
         index_error("index is out of bounds for axis " + std::to_string(x_axis[i]) +
                     " with size 0");
       int64_t k = wrap_negative && it.index < 0 ? it.index + n : it.index;
+      if ((k < 0 || k >= n) && tracing_under_checkify(cx)) {
+        Tensor kt = scalar(cx, Scalar::of_int(k), DType::Int32, false);
+        record_index_check(cx, av(x).shape, std::span(&kt, 1), std::span(&x_axis[i], 1));
+      }
       k = std::clamp<int64_t>(k, 0, n - 1);
       if (advanced) { // numpy: an int among index arrays acts as a 0-d index array
         adv_dims.push_back(static_cast<int64_t>(i));

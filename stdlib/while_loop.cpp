@@ -12,6 +12,7 @@
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/autodiff.hpp"
+#include "stdlib/checkify.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/trace_util.hpp"
@@ -626,12 +627,22 @@ void add_while_loop(Value& lax) {
   // branch, _branch_gate_end() after it (see TraceContext::push_branch_gate).
   vars["_branch_gate"] = make_builtin("_branch_gate", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("_branch_gate", a, {"pred"}, 1);
-    if (auto* tc = dynamic_cast<TraceContext*>(&in.ops())) tc->push_branch_gate(in.to_tensor(r[0], Span{}));
+    if (auto* tc = dynamic_cast<TraceContext*>(&in.ops())) {
+      Tensor pred = in.to_tensor(r[0], Span{});
+      tc->push_branch_gate(pred);
+      if (tracing_under_checkify(*tc)) record_branch(*tc, pred, true);
+    }
     return Value::none();
   });
   vars["_branch_gate_end"] = make_builtin("_branch_gate_end", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("_branch_gate_end", a, {}, 0);
-    if (auto* tc = dynamic_cast<TraceContext*>(&in.ops())) tc->pop_branch_gate();
+    if (auto* tc = dynamic_cast<TraceContext*>(&in.ops())) {
+      if (tracing_under_checkify(*tc)) {
+        std::vector<Tensor> preds = tc->branch_predicates();
+        record_branch(*tc, preds.back(), false);
+      }
+      tc->pop_branch_gate();
+    }
     return Value::none();
   });
 }
