@@ -370,7 +370,9 @@ Value InterpreterImpl::compare(CmpOpKind op, const Value& a, const Value& b, con
   case CmpOpKind::IsNot: {
     bool same;
     if (a.tag != b.tag) same = false;
-    else if (a.tag == Value::Tag::Obj) same = a.obj == b.obj || (a.obj->kind == ObjKind::DType && values_equal(a, b));
+    else if (a.tag == Value::Tag::Obj) // dtypes, and a class against its builtin, are one object
+      same = a.obj == b.obj ||
+             ((a.obj->kind == ObjKind::DType || a.obj->kind != b.obj->kind) && values_equal(a, b));
     else same = values_equal(a, b) && a.tag == b.tag;
     return Value::boolean(op == CmpOpKind::Is ? same : !same);
   }

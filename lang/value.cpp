@@ -89,7 +89,20 @@ size_t ValueHash::operator()(const Value& v) const {
 
 bool ValueKeyEq::operator()(const Value& a, const Value& b) const { return values_equal(a, b); }
 
+namespace {
+
+// type(x) is a class object (<class 'tuple'>) while the name `tuple` is the
+// builtin that makes one: Python's `type(x) is tuple` and `== tuple` hold.
+bool class_names_builtin(const Value& cls, const Value& fn) {
+  if (!cls.is_obj(ObjKind::Opaque) || !fn.is_obj(ObjKind::Builtin)) return false;
+  const auto* c = cls.as<OpaqueObj>();
+  return c->type_name() == "type" && c->repr() == "<class '" + fn.as<BuiltinObj>()->name + "'>";
+}
+
+} // namespace
+
 bool values_equal(const Value& a, const Value& b) {
+  if (class_names_builtin(a, b) || class_names_builtin(b, a)) return true;
   if (a.is_obj(ObjKind::Complex) || b.is_obj(ObjKind::Complex)) {
     auto parts = [](const Value& v, double& re, double& im) {
       if (v.is_obj(ObjKind::Complex)) {
