@@ -1,5 +1,6 @@
 // The `np` / `jax.numpy` module: Python-facing wrappers over stdlib/np.hpp.
 #include <cmath>
+#include <set>
 
 #include "lang/args.hpp"
 #include "lang/methods.hpp"
@@ -8,6 +9,7 @@
 #include "stdlib/convert.hpp"
 #include "stdlib/float0.hpp"
 #include "stdlib/module_builder.hpp"
+#include "stdlib/np_einsum.hpp"
 #include "stdlib/reduce_api.hpp"
 #include "stdlib/sharding.hpp"
 
@@ -353,6 +355,75 @@ void def_reductions(ModuleBuilder& b) {
   });
 }
 
+// einsum's optimize=: True or a strategy name (opt_einsum's optimal path is
+// taken for every strategy), False (left to right), or a path of tuples.
+np::EinsumOptimize einsum_optimize(const Value& v) {
+  np::EinsumOptimize o;
+  if (v.is_bool()) {
+    o.left_to_right = !v.as_int();
+    return o;
+  }
+  if (v.is_obj(ObjKind::Str)) return o;
+  const ValueList* steps = sequence_items(v);
+  if (!steps) throw Error(ErrCode::Type, "einsum(): optimize must be a bool, a string or a contraction path");
+  np::EinsumPath path;
+  for (const Value& st : *steps) {
+    const ValueList* ids = sequence_items(st);
+    if (!ids) throw Error(ErrCode::Type, "einsum(): a contraction path is a list of tuples of operand positions");
+    std::vector<int64_t> step;
+    for (const Value& i : *ids) step.push_back(value_to_int(i, "einsum() path entry"));
+    path.push_back(step);
+  }
+  o.path = path;
+  return o;
+}
+
+// The subscripts and operands of einsum(subscripts, *operands) or numpy's
+// interleaved einsum(op0, sublist0, op1, sublist1, ..., [output sublist]),
+// whose symbols map, in sorted order, to letters (opt_einsum's
+// convert_interleaved_input).
+std::pair<std::string, ValueList> einsum_operands(const ValueList& pos) {
+  if (pos[0].is_obj(ObjKind::Str))
+    return {value_to_str(pos[0], "einsum() subscripts"), ValueList(pos.begin() + 1, pos.end())};
+  ValueList operands;
+  std::vector<const ValueList*> subs;
+  for (size_t i = 0; i + 1 < pos.size(); i += 2) {
+    operands.push_back(pos[i]);
+    const ValueList* items = sequence_items(pos[i + 1]);
+    if (!items) throw Error(ErrCode::Type, "einsum(): a sublist must be a list of integers");
+    subs.push_back(items);
+  }
+  const ValueList* out = nullptr;
+  if (pos.size() % 2 == 1) {
+    out = sequence_items(pos.back());
+    if (!out) throw Error(ErrCode::Type, "einsum(): a sublist must be a list of integers");
+  }
+  std::set<int64_t> symbols;
+  for (const ValueList* s : subs)
+    for (const Value& e : *s)
+      if (!e.is_obj(ObjKind::Ellipsis)) symbols.insert(value_to_int(e, "einsum() sublist entry"));
+  if (symbols.size() > 52) throw Error(ErrCode::Value, "einsum: more than 52 distinct subscripts are not supported");
+  auto letters = [&](const ValueList& items) {
+    static const char* kSymbols = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    std::string r;
+    for (const Value& e : items) {
+      if (e.is_obj(ObjKind::Ellipsis)) {
+        r += "...";
+        continue;
+      }
+      int64_t k = value_to_int(e, "einsum() sublist entry");
+      auto it = symbols.find(k);
+      if (it == symbols.end()) throw Error(ErrCode::Key, std::to_string(k));
+      r += kSymbols[std::distance(symbols.begin(), it)];
+    }
+    return r;
+  };
+  std::string spec;
+  for (size_t i = 0; i < subs.size(); ++i) spec += (i ? "," : "") + letters(*subs[i]);
+  if (out) spec += "->" + letters(*out);
+  return {spec, operands};
+}
+
 void def_linalg(ModuleBuilder& b) {
   b.fn("matmul", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("matmul", a, {"a", "b"}, 2);
@@ -368,44 +439,48 @@ void def_linalg(ModuleBuilder& b) {
   });
   b.fn("einsum", [](InterpreterImpl& in, CallArgs& a) {
     std::optional<DType> preferred;
+    np::EinsumOptimize optimize;
     for (auto& [k, v] : a.kw) {
-      if (k == "preferred_element_type") preferred = value_to_dtype(v);
-      else if (k != "optimize" && k != "precision")
+      if (k == "preferred_element_type") {
+        preferred = value_to_dtype(v);
+      } else if (k == "optimize") {
+        optimize = einsum_optimize(v);
+      } else if (k == "out") {
+        if (!v.is_none())
+          throw Error(ErrCode::Unsupported, "The 'out' argument to jnp.einsum is not supported.");
+      } else if (k != "precision" && k != "_dot_general") {
         throw Error(ErrCode::Arguments, "einsum() got an unexpected keyword argument '" + k + "'");
-    }
-    if (a.pos.size() < 2) throw Error(ErrCode::Arguments, "einsum() needs a subscripts string and at least one operand");
-    std::string spec;
-    std::vector<Tensor> ops;
-    if (a.pos[0].is_obj(ObjKind::Str)) {
-      spec = value_to_str(a.pos[0], "einsum() subscripts");
-      for (size_t i = 1; i < a.pos.size(); ++i) ops.push_back(T(in, a.pos[i]));
-    } else { // numpy's interleaved form: op0, sublist0, op1, sublist1, ..., [output sublist]
-      auto letters = [](const Value& v) {
-        const ValueList* items = sequence_items(v);
-        if (!items) throw Error(ErrCode::Type, "einsum(): a sublist must be a list of integers");
-        std::string out;
-        for (const Value& e : *items) {
-          if (e.is_obj(ObjKind::Ellipsis)) {
-            out += "...";
-            continue;
-          }
-          int64_t k = value_to_int(e, "einsum() sublist entry");
-          if (k < 0 || k >= 52) throw Error(ErrCode::Value, "subscript is not within the valid range [0, 52)");
-          out += static_cast<char>(k < 26 ? 'a' + k : 'A' + (k - 26));
-        }
-        return out;
-      };
-      size_t n = a.pos.size();
-      for (size_t i = 0; i + 1 < n; i += 2) {
-        ops.push_back(T(in, a.pos[i]));
-        spec += (i ? "," : "") + letters(a.pos[i + 1]);
       }
-      if (n % 2 == 1) spec += "->" + letters(a.pos[n - 1]);
     }
+    if (a.pos.empty()) throw Error(ErrCode::Arguments, "einsum() missing 1 required positional argument: 'subscripts'");
+    auto [spec, operands] = einsum_operands(a.pos);
+    std::vector<Tensor> ops;
+    for (const Value& v : operands) ops.push_back(T(in, v));
     // preferred_element_type= is the result (and accumulation) type: the operands go in as it.
     if (preferred)
       for (Tensor& t : ops) t = np::astype(in.ops(), t, *preferred);
-    return make_array(np::einsum(in.ops(), spec, ops));
+    return make_array(np::einsum(in.ops(), spec, ops, optimize));
+  });
+  // (path, info): opt_einsum's path as a list of tuples and its printed PathInfo.
+  b.fn("einsum_path", [](InterpreterImpl& in, CallArgs& a) {
+    np::EinsumOptimize optimize;
+    for (auto& [k, v] : a.kw) {
+      if (k != "optimize")
+        throw Error(ErrCode::Arguments, "einsum_path() got an unexpected keyword argument '" + k + "'");
+      optimize = einsum_optimize(v);
+    }
+    if (a.pos.empty()) throw Error(ErrCode::Arguments, "einsum_path() missing 1 required positional argument: 'subscripts'");
+    auto [spec, operands] = einsum_operands(a.pos);
+    std::vector<Shape> shapes;
+    for (const Value& v : operands) shapes.push_back(T(in, v)->aval.shape);
+    np::EinsumPathInfo r = np::einsum_path(spec, shapes, optimize);
+    ValueList path;
+    for (const auto& step : r.path) {
+      ValueList ids;
+      for (int64_t i : step) ids.push_back(Value::integer(i));
+      path.push_back(make_tuple(std::move(ids)));
+    }
+    return make_tuple({make_list(std::move(path)), make_str(r.info)});
   });
 }
 

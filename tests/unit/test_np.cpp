@@ -343,12 +343,13 @@ TEST_CASE_METHOD(Fixture, "np einsum", "[np]") {
         V{228, 660, 294, 870});
   CHECK(type(einsum(cx, "i,i", {ar(3), ar(3)})) == "int32()");
   CHECK(vals(einsum(cx, "i,i", {ar(3), ar(3)})) == V{5});
-  CHECK(error([&] {
-          einsum(cx, "ij,jk", {a, a});
-        }) == "einsum: index 'j' has size 3 in operand 0 but 2 in operand 1");
-  CHECK(error([&] { einsum(cx, "ij,jk", {a}); }).find("name 2 operands but 1") !=
-        std::string::npos);
-  CHECK(error([&] { einsum(cx, "ijk", {a}); }).find("has 2 dimensions") != std::string::npos);
+  // opt_einsum's messages, as JAX raises them.
+  CHECK(error([&] { einsum(cx, "ij,jk", {a, a}); }) ==
+        "Size of label 'j' for operand 1 (3) does not match previous terms (2).");
+  CHECK(error([&] { einsum(cx, "ij,jk", {a}); }) ==
+        "Number of einsum subscripts, 2, must be equal to the number of operands, 1.");
+  CHECK(error([&] { einsum(cx, "ijk", {a}); }) ==
+        "Einstein sum subscript 'ijk' does not contain the correct number of indices for operand 0.");
 }
 
 TEST_CASE_METHOD(Fixture, "basic indexing", "[np]") {
