@@ -118,6 +118,11 @@ bool values_equal(const Value& a, const Value& b) {
   case Value::Tag::Obj: break;
   }
   if (a.obj == b.obj) return true;
+  // type(x) == tuple: a type value equals the builtin class of its name.
+  for (auto [t, c] : {std::pair{&a, &b}, std::pair{&b, &a}})
+    if (t->is_obj(ObjKind::Opaque) && c->is_obj(ObjKind::Builtin) &&
+        t->as<OpaqueObj>()->type_name() == "type")
+      return t->as<OpaqueObj>()->repr() == "<class '" + c->as<BuiltinObj>()->name + "'>";
   if (a.obj->kind != b.obj->kind) return false;
   switch (a.obj->kind) {
   case ObjKind::Str: return a.as<StrObj>()->value == b.as<StrObj>()->value;

@@ -47,6 +47,8 @@ void def_creation(ModuleBuilder& b) {
       if (auto grid = device_grid_of(r[0])) return Value::object(grid);
       // As in JAX, a bare Python scalar stays weakly typed (jnp.array(3.0) is weak), a list is not.
       Tensor t = in.to_tensor(r[0], Span{}, dt);
+      // A weak array given a dtype= becomes strong, as JAX's asarray/array.
+      if (dt && t->aval.weak && r[0].is_obj(ObjKind::Array)) t = np::astype(in.ops(), t, *dt);
       int64_t ndmin = is_array ? r.get_int(4, 0) : 0;
       if (ndmin > t->aval.ndim()) { // ndmin= prepends length-1 axes
         Shape s(static_cast<size_t>(ndmin - t->aval.ndim()), 1);

@@ -72,6 +72,16 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   in.register_module("collections", collections.value());
   for (const EmbeddedSource& s : kSources)
     in.register_source_module(s.name, std::string("<stdlib>/") + s.name + ".pxl", s.text);
+  // Modules JAX loads only when imported by their dotted name: pxl loads them
+  // then too (`import jax.experimental.ode`, `from jax.scipy.optimize import minimize`).
+  static const std::pair<const char*, const char*> lazy[] = {
+      {"jax.experimental.ode", "experimental_ode"},
+      {"jax.scipy.optimize", "scipy_optimize"},
+  };
+  for (auto [dotted, file] : lazy)
+    for (const EmbeddedSource& s : kSources)
+      if (std::string(s.name) == file)
+        in.register_source_module(dotted, std::string("<stdlib>/") + s.name + ".pxl", s.text);
   // numpy_*.pxl define more of jax.numpy in pxl: merge their public functions into np.
   Value np = jax.as<ModuleObj>()->env->vars.at("numpy");
   for (const char* file : {"numpy_extra", "numpy_more", "numpy_sort", "numpy_elementwise", "numpy_construct",
@@ -183,6 +193,13 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   scipy.val("cluster", cluster.value());
   in.register_module("jax.scipy.cluster", cluster.value());
   in.register_module("jax.scipy.cluster.vq", cluster_vq);
+  // jax.scipy.sparse (its linalg module: cg, gmres, bicgstab).
+  Value sparse_linalg = in.import_module("scipy_sparse_linalg", Span{}, "");
+  ModuleBuilder sparse("jax.scipy.sparse");
+  sparse.val("linalg", sparse_linalg);
+  scipy.val("sparse", sparse.value());
+  in.register_module("jax.scipy.sparse", sparse.value());
+  in.register_module("jax.scipy.sparse.linalg", sparse_linalg);
   jax.as<ModuleObj>()->env->vars["scipy"] = scipy.value();
   in.register_module("jax.scipy", scipy.value());
   in.register_module("jax.scipy.special", special);
