@@ -77,6 +77,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   static const std::pair<const char*, const char*> lazy[] = {
       {"jax.experimental.ode", "experimental_ode"},
       {"jax.scipy.optimize", "scipy_optimize"},
+      {"jax._src.scipy.optimize.line_search", "scipy_optimize"}, // what JAX's tests import
   };
   for (auto [dotted, file] : lazy)
     for (const EmbeddedSource& s : kSources)
