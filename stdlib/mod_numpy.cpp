@@ -50,6 +50,8 @@ void def_creation(ModuleBuilder& b) {
       if (auto grid = device_grid_of(r[0])) return Value::object(grid);
       // As in JAX, a bare Python scalar stays weakly typed (jnp.array(3.0) is weak), a list is not.
       Tensor t = in.to_tensor(r[0], Span{}, dt);
+      // A weak array given a dtype= becomes strong, as JAX's asarray/array.
+      if (dt && t->aval.weak && r[0].is_obj(ObjKind::Array)) t = np::astype(in.ops(), t, *dt);
       int64_t ndmin = is_array ? r.get_int(4, 0) : 0;
       if (ndmin > t->aval.ndim()) { // ndmin= prepends length-1 axes
         Shape s(static_cast<size_t>(ndmin - t->aval.ndim()), 1);
@@ -425,13 +427,26 @@ std::pair<std::string, ValueList> einsum_operands(const ValueList& pos) {
 }
 
 void def_linalg(ModuleBuilder& b) {
-  b.fn("matmul", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("matmul", a, {"a", "b"}, 2);
-    return make_array(np::matmul(in.ops(), T(in, r[0]), T(in, r[1])));
+  // precision= changes nothing on CPU (float32 products are exact there);
+  // preferred_element_type= converts the operands first, as lax.dot does.
+  auto operands = [](InterpreterImpl& in, ArgReader& r) {
+    Tensor x = T(in, r[0]), y = T(in, r[1]);
+    if (r.has(3) && !r[3].is_none()) {
+      DType d = value_to_dtype(r[3]).value();
+      x = np::astype(in.ops(), x, d);
+      y = np::astype(in.ops(), y, d);
+    }
+    return std::pair{x, y};
+  };
+  b.fn("matmul", [operands](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("matmul", a, {"a", "b", "precision", "preferred_element_type", "out_sharding"}, 2);
+    auto [x, y] = operands(in, r);
+    return make_array(np::matmul(in.ops(), x, y));
   });
-  b.fn("dot", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("dot", a, {"a", "b"}, 2);
-    return make_array(np::dot(in.ops(), T(in, r[0]), T(in, r[1])));
+  b.fn("dot", [operands](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("dot", a, {"a", "b", "precision", "preferred_element_type", "out_sharding"}, 2);
+    auto [x, y] = operands(in, r);
+    return make_array(np::dot(in.ops(), x, y));
   });
   b.fn("outer", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("outer", a, {"a", "b"}, 2);

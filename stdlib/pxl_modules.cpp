@@ -74,16 +74,24 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   in.register_module("collections", collections.value());
   for (const EmbeddedSource& s : kSources)
     in.register_source_module(s.name, std::string("<stdlib>/") + s.name + ".pxl", s.text);
-  // jax.example_libraries: stax and optimizers load on first import
-  // (`from jax.example_libraries import stax` finds them as submodules).
+  // jax.example_libraries: a package whose stax and optimizers load on first
+  // import (`from jax.example_libraries import stax` finds them as submodules).
   ModuleBuilder examples("jax.example_libraries");
   jax.as<ModuleObj>()->env->vars["example_libraries"] = examples.value();
   in.register_module("jax.example_libraries", examples.value());
-  for (const EmbeddedSource& s : kSources)
-    for (const char* sub : {"stax", "optimizers"})
-      if (std::string(s.name) == std::string("example_libraries_") + sub)
-        in.register_source_module(std::string("jax.example_libraries.") + sub,
-                                  std::string("<stdlib>/") + s.name + ".pxl", s.text);
+  // Modules JAX loads only when imported by their dotted name: pxl loads them
+  // then too (`import jax.experimental.ode`, `from jax.scipy.optimize import minimize`).
+  static const std::pair<const char*, const char*> lazy[] = {
+      {"jax.example_libraries.stax", "example_libraries_stax"},
+      {"jax.example_libraries.optimizers", "example_libraries_optimizers"},
+      {"jax.experimental.ode", "experimental_ode"},
+      {"jax.scipy.optimize", "scipy_optimize"},
+      {"jax._src.scipy.optimize.line_search", "scipy_optimize"}, // what JAX's tests import
+  };
+  for (auto [dotted, file] : lazy)
+    for (const EmbeddedSource& s : kSources)
+      if (std::string(s.name) == file)
+        in.register_source_module(dotted, std::string("<stdlib>/") + s.name + ".pxl", s.text);
   // numpy_*.pxl define more of jax.numpy in pxl: merge their public functions into np.
   Value np = jax.as<ModuleObj>()->env->vars.at("numpy");
   for (const char* file : {"numpy_extra", "numpy_more", "numpy_sort", "numpy_elementwise", "numpy_construct",
@@ -205,6 +213,13 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   scipy.val("cluster", cluster.value());
   in.register_module("jax.scipy.cluster", cluster.value());
   in.register_module("jax.scipy.cluster.vq", cluster_vq);
+  // jax.scipy.sparse (its linalg module: cg, gmres, bicgstab).
+  Value sparse_linalg = in.import_module("scipy_sparse_linalg", Span{}, "");
+  ModuleBuilder sparse("jax.scipy.sparse");
+  sparse.val("linalg", sparse_linalg);
+  scipy.val("sparse", sparse.value());
+  in.register_module("jax.scipy.sparse", sparse.value());
+  in.register_module("jax.scipy.sparse.linalg", sparse_linalg);
   jax.as<ModuleObj>()->env->vars["scipy"] = scipy.value();
   in.register_module("jax.scipy", scipy.value());
   in.register_module("jax.scipy.special", special);
