@@ -4,6 +4,7 @@
 #include "lang/args.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/module_builder.hpp"
+#include "stdlib/np_philox.hpp"
 #include "stdlib/prng_key.hpp"
 
 namespace pxl {
@@ -61,7 +62,8 @@ Value make_random_module(InterpreterImpl& in) {
     Tensor key = key_arg(in, r[0], "fold_in");
     Tensor out = r[1].is_intlike() ? np::random_fold_in(in.ops(), key, r.get_int(1))
                                    : np::random_fold_in(in.ops(), key, in.to_tensor(r[1], Span{}));
-    return as_key_array(r[0]) ? make_key_array(make_array(out)) : make_array(out); // typed in, typed out
+    const KeyArrayObj* k = as_key_array(r[0]);
+    return k ? make_key_array(make_array(out), k->tag) : make_array(out); // typed in, typed out
   });
   b.fn("normal", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("normal", a, {"key", "shape", "dtype"}, 1);
@@ -126,6 +128,13 @@ Value make_random_module(InterpreterImpl& in) {
     auto out = np::threefry2x32(in.ops(), in.to_tensor(r[0], Span{}), in.to_tensor(r[1], Span{}),
                                 in.to_tensor(r[2], Span{}), in.to_tensor(r[3], Span{}));
     return make_tuple({make_array(out[0]), make_array(out[1])});
+  });
+  // XLA's Philox words for lax.rng_bit_generator (stdlib/lax_rng.pxl checks
+  // the arguments and shapes the words): (new_key, uint32[n]).
+  b.fn("_philox_words", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("rng_bit_generator", a, {"key", "n"}, 2);
+    auto [key, words] = np::philox_words(in.ops(), in.to_tensor(r[0], Span{}), r.get_int(1));
+    return make_tuple({make_array(key), make_array(words)});
   });
   return b.value();
 }

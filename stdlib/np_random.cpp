@@ -15,6 +15,7 @@
 #include "lang/diag.hpp"
 #include "runtime/threefry.hpp"
 #include "stdlib/np_internal.hpp"
+#include "stdlib/np_philox.hpp"
 
 namespace pxl::np {
 
@@ -32,11 +33,15 @@ std::string invalid_key_message(DType dt, const Shape& shape) {
          shape_str(shape) + " for impl=threefry2x32";
 }
 
+// An rbg key (uint32[4] data: the rbg and unsafe_rbg implementations) rather
+// than a threefry one (uint32[2]).
+bool is_rbg(const Tensor& key) { return !av(key).shape.empty() && av(key).shape.back() == 4; }
+
 void check_key(const Tensor& key, const char* fn) {
   const AVal& k = av(key);
-  if (k.dtype == DType::UInt32 && k.shape == Shape{2}) return;
+  if (k.dtype == DType::UInt32 && (k.shape == Shape{2} || k.shape == Shape{4})) return;
   // JAX names the raw key data's shape (keys here are raw uint32[..., 2] data).
-  if (k.dtype == DType::UInt32 && k.ndim() > 1 && k.shape.back() == 2)
+  if (k.dtype == DType::UInt32 && k.ndim() > 1 && (k.shape.back() == 2 || k.shape.back() == 4))
     throw Error(ErrCode::Value, std::string(fn) +
                                     " accepts a single key, but was given a key array of shape " +
                                     shape_str(k.shape) + " != (). Use jax.vmap for batching.");
@@ -101,8 +106,10 @@ std::array<Tensor, 2> counters(OpContext& cx, const Shape& shape) {
   return {u32_like(cx, 0, shape), lo};
 }
 
-// _threefry_random_bits_partitionable for 32 bits: the xor of both words.
+// _threefry_random_bits_partitionable for 32 bits: the xor of both words; an
+// rbg key's bits are lax.rng_bit_generator's (_rbg_random_bits).
 Tensor bits32(OpContext& cx, const Tensor& key, const Shape& shape) {
+  if (is_rbg(key)) return reshape_to(cx, philox_words(cx, key, shape_size(shape)).second, shape);
   auto [hi, lo] = counters(cx, shape);
   auto [y0, y1] = hash(cx, key, hi, lo);
   return bind(cx, Op::Xor, {}, {y0, y1});
@@ -113,8 +120,22 @@ Tensor stack_words(OpContext& cx, const Tensor& y0, const Tensor& y1) {
   return stack(cx, {y0, y1}, av(y0).ndim());
 }
 
+// An rbg key's two threefry halves (words 0-1 and 2-3): rbg splits and folds
+// each half as a threefry key (_rbg_split, _rbg_fold_in) and joins the results.
+Tensor rbg_half(OpContext& cx, const Tensor& key, int64_t h) {
+  OpAttrs a;
+  a.starts = {2 * h};
+  a.limits = {2 * h + 2};
+  a.strides = {1};
+  return bind(cx, Op::Slice, a, {key});
+}
+Tensor rbg_join(OpContext& cx, const Tensor& a, const Tensor& b) {
+  return concatenate(cx, {a, b}, static_cast<int>(av(a).ndim()) - 1);
+}
+
 // Key i of split(key, n) without the others (randint's two subkeys).
 Tensor split_one(OpContext& cx, const Tensor& key, uint32_t i) {
+  if (is_rbg(key)) return rbg_join(cx, split_one(cx, rbg_half(cx, key, 0), i), split_one(cx, rbg_half(cx, key, 1), i));
   auto [y0, y1] = hash(cx, key, u32(cx, 0), u32(cx, i));
   return stack_words(cx, y0, y1);
 }
@@ -188,6 +209,8 @@ Tensor random_split(OpContext& cx, const Tensor& key, int64_t num) {
   if (num < 0)
     throw Error(ErrCode::Value, "split: num must be non-negative, got " + std::to_string(num));
   check_shape({num}, "split");
+  if (is_rbg(key))
+    return rbg_join(cx, random_split(cx, rbg_half(cx, key, 0), num), random_split(cx, rbg_half(cx, key, 1), num));
   auto [hi, lo] = counters(cx, {num});
   auto [y0, y1] = hash(cx, key, hi, lo);
   return stack_words(cx, y0, y1);
@@ -198,6 +221,8 @@ Tensor random_fold_in(OpContext& cx, const Tensor& key, const Tensor& data) {
   if (av(data).ndim() != 0)
     throw Error(ErrCode::Type, "fold_in accepts a scalar, but was given an array of" // sic: JAX's text
                                "shape " + shape_str(av(data).shape) + " != (). Use jax.vmap for batching.");
+  if (is_rbg(key))
+    return rbg_join(cx, random_fold_in(cx, rbg_half(cx, key, 0), data), random_fold_in(cx, rbg_half(cx, key, 1), data));
   // jnp.asarray(data, dtype='uint32'), then the counter (0, data).
   Tensor d = convert(cx, data, DType::UInt32, false);
   auto [y0, y1] = hash(cx, key, u32(cx, 0), d);
@@ -384,8 +409,8 @@ Tensor random_permutation(OpContext& cx, const Tensor& key, int64_t n) {
   const double uint32max = std::numeric_limits<uint32_t>::max();
   int rounds = static_cast<int>(std::ceil(
       3.0 * std::log(static_cast<double>(std::max<int64_t>(1, n))) / std::log(uint32max)));
-  if (key->trace) {
-    // A traced key: the same rounds as ops (subkeys by split, keys by bits).
+  if (key->trace || is_rbg(key)) {
+    // A traced (or rbg) key: the same rounds as ops (subkeys by split, keys by bits).
     Tensor k = key, x = iota(cx, DType::Int32, {n}, 0);
     for (int r = 0; r < rounds; ++r) {
       Tensor sub = split_one(cx, k, 1);

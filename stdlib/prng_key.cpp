@@ -12,21 +12,28 @@ namespace pxl {
 
 namespace {
 
-const char* const kKeyDType = "key<fry>";
+// A key dtype's name from its implementation's tag: key<fry> (threefry2x32),
+// key<rbg>, key<urbg> (unsafe_rbg).
+std::string key_dtype_name(const std::string& tag) { return "key<" + tag + ">"; }
 
 Error type_error(const std::string& m) { return Error(ErrCode::Type, m); }
 
-// The dtype of key arrays (JAX's KeyTy, printed key<fry>).
+// The dtype of key arrays (JAX's KeyTy, printed key<fry>), one per implementation.
 struct KeyDTypeObj : OpaqueObj {
+  explicit KeyDTypeObj(std::string t) : tag(std::move(t)) {}
+  std::string tag;
   std::string type_name() const override { return "KeyTy"; }
-  std::string repr() const override { return kKeyDType; }
+  std::string repr() const override { return key_dtype_name(tag); }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
-    if (name == "name") return out = make_str(kKeyDType), true;
-    if (name == "itemsize") return out = Value::integer(8), true;
+    if (name == "name") return out = make_str(key_dtype_name(tag)), true;
+    if (name == "itemsize") return out = Value::integer(tag == "fry" ? 8 : 16), true;
     return false;
   }
   std::vector<std::string> attr_names() const override { return {"itemsize", "name"}; }
-  bool equals(const OpaqueObj& o) const override { return dynamic_cast<const KeyDTypeObj*>(&o) != nullptr; }
+  bool equals(const OpaqueObj& o) const override {
+    auto* d = dynamic_cast<const KeyDTypeObj*>(&o);
+    return d && d->tag == tag;
+  }
 };
 
 // jax.dtypes.prng_key and jax.dtypes.extended: the classes key dtypes belong to.
@@ -45,24 +52,25 @@ template <class T> const T* opaque_as(const Value& v) {
   return v.is_obj(ObjKind::Opaque) ? dynamic_cast<const T*>(v.as<OpaqueObj>()) : nullptr;
 }
 
-Value key_dtype_value() { return Value::object(std::make_shared<KeyDTypeObj>()); }
+Value key_dtype_value(const std::string& tag) { return Value::object(std::make_shared<KeyDTypeObj>(tag)); }
 
 Tensor data_of(const KeyArrayObj& k) { return k.tensor(); }
-Value wrap(Tensor data) { return make_key_array(make_array(std::move(data))); }
+// Key arrays of the implementation `tag` over new data.
+Value wrap(Tensor data, const std::string& tag) { return make_key_array(make_array(std::move(data)), tag); }
 
 int norm_axis(int64_t axis, size_t ndim) {
   return static_cast<int>(axis < 0 ? axis + static_cast<int64_t>(ndim) : axis);
 }
 
-Shape with_key_axis(Shape s) {
-  s.push_back(2);
+Shape with_key_axis(Shape s, const KeyArrayObj& k) {
+  s.push_back(k.width());
   return s;
 }
 
 // A key array reshaped (the key shape; one -1 allowed).
 Value reshape_keys(InterpreterImpl& in, const KeyArrayObj& k, const std::vector<int64_t>& shape) {
   Shape s(shape.begin(), shape.end());
-  return wrap(np::reshape(in.ops(), data_of(k), with_key_axis(s)));
+  return wrap(np::reshape(in.ops(), data_of(k), with_key_axis(s, k)), k.tag);
 }
 
 Value squeeze_keys(InterpreterImpl& in, const KeyArrayObj& k, const Value& axis) {
@@ -75,7 +83,7 @@ Value squeeze_keys(InterpreterImpl& in, const KeyArrayObj& k, const Value& axis)
     std::vector<int> given = value_to_axes(axis, "squeeze() axis").value_or(std::vector<int>{});
     for (int a : given) axes.push_back(norm_axis(a, ks.size()));
   }
-  return wrap(np::squeeze(in.ops(), data_of(k), axes));
+  return wrap(np::squeeze(in.ops(), data_of(k), axes), k.tag);
 }
 
 // The dtype name JAX's promotion errors give an operand: Python scalars are
@@ -99,17 +107,19 @@ bool holds_key(const Value& v, int depth = 0) {
   return false;
 }
 
-[[noreturn]] void promotion_error() {
-  throw Error(ErrCode::Value, std::string("dtype=") + kKeyDType + " is not a valid dtype for JAX type promotion.");
+[[noreturn]] void promotion_error(const std::string& tag = "fry") {
+  throw Error(ErrCode::Value, "dtype=" + key_dtype_name(tag) + " is not a valid dtype for JAX type promotion.");
 }
 
-// The key arrays of a sequence argument (all must be keys), as their data.
-std::vector<Tensor> key_datas(InterpreterImpl& in, const Value& seq, size_t& key_ndim) {
+// The key arrays of a sequence argument (all must be keys), as their data;
+// `tag` is their implementation's.
+std::vector<Tensor> key_datas(InterpreterImpl& in, const Value& seq, size_t& key_ndim, std::string& tag) {
   std::vector<Tensor> out;
   for (const Value& x : in.iterate(seq, Span{})) {
     const KeyArrayObj* k = as_key_array(x);
     if (!k) promotion_error();
     key_ndim = k->shape().size();
+    tag = k->tag;
     out.push_back(data_of(*k));
   }
   return out;
@@ -121,9 +131,14 @@ Value keyed_array(InterpreterImpl& in, const Value& v) {
   const ValueList* items = sequence_items(v);
   if (!items) promotion_error();
   std::vector<Tensor> parts;
-  for (const Value& x : *items) parts.push_back(data_of(*as_key_array(keyed_array(in, x))));
+  std::string tag = "fry";
+  for (const Value& x : *items) {
+    Value k = keyed_array(in, x);
+    parts.push_back(data_of(*as_key_array(k)));
+    tag = as_key_array(k)->tag;
+  }
   if (parts.empty()) promotion_error();
-  return wrap(np::stack(in.ops(), parts, 0));
+  return wrap(np::stack(in.ops(), parts, 0), tag);
 }
 
 // The index items of the key data for an index of a key array of `nd` axes:
@@ -151,32 +166,37 @@ std::vector<np::IndexItem> key_index(InterpreterImpl& in, const Value& index, si
 
 // keys.at[index]: .get() and .set(keys) (JAX's gather and scatter of keys).
 struct KeyAtObj : OpaqueObj {
-  explicit KeyAtObj(Value d, Value i = Value(), bool has = false) : data(std::move(d)), index(std::move(i)), has_index(has) {}
-  Value data, index;
+  KeyAtObj(Value d, std::string t, Value i = Value(), bool has = false)
+      : data(std::move(d)), tag(std::move(t)), index(std::move(i)), has_index(has) {}
+  Value data;
+  std::string tag;
+  Value index;
   bool has_index;
   std::string type_name() const override { return "_IndexUpdateRef"; }
   std::string repr() const override { return "_IndexUpdateRef"; }
   bool get_item(InterpreterImpl&, const Value& i, Value& out) override {
     if (has_index) return false;
-    out = Value::object(std::make_shared<KeyAtObj>(data, i, true));
+    out = Value::object(std::make_shared<KeyAtObj>(data, tag, i, true));
     return true;
   }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
     if (!has_index || (name != "get" && name != "set")) return false;
     Value d = data, i = index;
+    std::string tg = tag;
     if (name == "get") {
-      out = make_builtin("get", [d, i](InterpreterImpl& in, CallArgs&) {
+      out = make_builtin("get", [d, i, tg](InterpreterImpl& in, CallArgs&) {
         const Tensor& t = d.as<ArrayObj>()->tensor;
-        return wrap(np::index(in.ops(), t, key_index(in, i, t->aval.shape.size() - 1)));
+        return wrap(np::index(in.ops(), t, key_index(in, i, t->aval.shape.size() - 1)), tg);
       });
     } else {
-      out = make_builtin("set", [d, i](InterpreterImpl& in, CallArgs& a) {
+      out = make_builtin("set", [d, i, tg](InterpreterImpl& in, CallArgs& a) {
         ArgReader r("set", a, {"values", "indices_are_sorted", "unique_indices", "mode"}, 1);
         const KeyArrayObj* v = as_key_array(r[0]);
         if (!v) promotion_error();
         const Tensor& t = d.as<ArrayObj>()->tensor;
         return wrap(np::index_update(in.ops(), t, key_index(in, i, t->aval.shape.size() - 1), v->tensor(),
-                                     np::UpdateMode::Set));
+                                     np::UpdateMode::Set),
+                    tg);
       });
     }
     return true;
@@ -210,21 +230,23 @@ void install_np_wrappers(const Value& np) {
     ArgReader r("stack", a, {"arrays", "axis", "out", "dtype"}, 1);
     if (!holds_key(r[0])) return false;
     size_t nd = 0;
-    std::vector<Tensor> ds = key_datas(in, r[0], nd);
-    out = wrap(np::stack(in.ops(), ds, norm_axis(r.get_int(1, 0), nd + 1)));
+    std::string tag;
+    std::vector<Tensor> ds = key_datas(in, r[0], nd, tag);
+    out = wrap(np::stack(in.ops(), ds, norm_axis(r.get_int(1, 0), nd + 1)), tag);
     return true;
   });
   wrap_np(np, "concatenate", [](InterpreterImpl& in, CallArgs& a, Value& out) {
     ArgReader r("concatenate", a, {"arrays", "axis", "dtype"}, 1);
     if (!holds_key(r[0])) return false;
     size_t nd = 0;
-    std::vector<Tensor> ds = key_datas(in, r[0], nd);
+    std::string tag;
+    std::vector<Tensor> ds = key_datas(in, r[0], nd, tag);
     if (r.has(1) && r[1].is_none()) { // axis=None: the flattened key arrays
-      for (Tensor& d : ds) d = np::reshape(in.ops(), d, {-1, 2});
-      out = wrap(np::concatenate(in.ops(), ds, 0));
+      for (Tensor& d : ds) d = np::reshape(in.ops(), d, {-1, d->aval.shape.back()});
+      out = wrap(np::concatenate(in.ops(), ds, 0), tag);
       return true;
     }
-    out = wrap(np::concatenate(in.ops(), ds, norm_axis(r.get_int(1, 0), nd)));
+    out = wrap(np::concatenate(in.ops(), ds, norm_axis(r.get_int(1, 0), nd)), tag);
     return true;
   });
   wrap_np(np, "reshape", [](InterpreterImpl& in, CallArgs& a, Value& out) {
@@ -243,7 +265,8 @@ void install_np_wrappers(const Value& np) {
     if (!any_key(a, {0}, {"array"})) return false;
     ArgReader r("broadcast_to", a, {"array", "shape"}, 2);
     Shape s = value_to_shape(r[1], "broadcast_to() shape");
-    out = wrap(np::broadcast_to(in.ops(), data_of(*as_key_array(r[0])), with_key_axis(s)));
+    const KeyArrayObj& k = *as_key_array(r[0]);
+    out = wrap(np::broadcast_to(in.ops(), data_of(k), with_key_axis(s, k)), k.tag);
     return true;
   });
   wrap_np(np, "expand_dims", [](InterpreterImpl& in, CallArgs& a, Value& out) {
@@ -253,7 +276,7 @@ void install_np_wrappers(const Value& np) {
     std::vector<int> axes = *value_to_axes(r[1], "expand_dims() axis");
     size_t out_nd = k.shape().size() + axes.size();
     for (int& ax : axes) ax = norm_axis(ax, out_nd);
-    out = wrap(np::expand_dims(in.ops(), data_of(k), axes));
+    out = wrap(np::expand_dims(in.ops(), data_of(k), axes), k.tag);
     return true;
   });
   wrap_np(np, "squeeze", [](InterpreterImpl& in, CallArgs& a, Value& out) {
@@ -269,7 +292,7 @@ void install_np_wrappers(const Value& np) {
     if (!x || !y) promotion_error();
     Tensor c = in.to_tensor(r[0], Span{});
     c = np::expand_dims(in.ops(), c, {static_cast<int>(c->aval.shape.size())});
-    out = wrap(np::where(in.ops(), c, data_of(*x), data_of(*y)));
+    out = wrap(np::where(in.ops(), c, data_of(*x), data_of(*y)), x->tag);
     return true;
   });
   for (const char* name : {"array", "asarray"}) {
@@ -277,7 +300,7 @@ void install_np_wrappers(const Value& np) {
       ArgReader r(name, a, {"object", "dtype", "copy", "order", "ndmin", "device"}, 1);
       if (!holds_key(r[0])) return false;
       if (r.has(1) && !r[1].is_none())
-        throw Error(ErrCode::Value, std::string("Cannot convert_element_type from ") + kKeyDType + " to " +
+        throw Error(ErrCode::Value, "Cannot convert_element_type from " + key_dtype_name("fry") + " to " +
                                         pxl::str(r[1]));
       out = keyed_array(in, r[0]);
       return true;
@@ -287,7 +310,9 @@ void install_np_wrappers(const Value& np) {
 
 } // namespace
 
-Value make_key_array(Value data) { return Value::object(std::make_shared<KeyArrayObj>(std::move(data))); }
+Value make_key_array(Value data, std::string tag) {
+  return Value::object(std::make_shared<KeyArrayObj>(std::move(data), std::move(tag)));
+}
 
 const KeyArrayObj* as_key_array(const Value& v) { return opaque_as<KeyArrayObj>(v); }
 
@@ -309,23 +334,23 @@ Shape KeyArrayObj::shape() const {
 
 std::string KeyArrayObj::repr() const {
   if (!data.is_obj(ObjKind::Array))
-    return "ShapeDtypeStruct(shape=" + shape_str(shape()) + ", dtype=" + kKeyDType + ")";
+    return "ShapeDtypeStruct(shape=" + shape_str(shape()) + ", dtype=" + key_dtype_name(tag) + ")";
   const Tensor& t = tensor();
   bool concrete = t->concrete || t->sharded;
   if (!concrete) { // a traced key, as JAX's repr of a tracer: JitTracer(key<fry>[3])
     std::string dims;
     Shape s = shape();
     for (size_t i = 0; i < s.size(); ++i) dims += (i ? "," : "") + std::to_string(s[i]);
-    return std::string("JitTracer(") + kKeyDType + "[" + dims + "])";
+    return "JitTracer(" + key_dtype_name(tag) + "[" + dims + "])";
   }
-  return "Array(" + shape_str(shape()) + ", dtype=" + kKeyDType + ") overlaying:\n" + pxl::str(data);
+  return "Array(" + shape_str(shape()) + ", dtype=" + key_dtype_name(tag) + ") overlaying:\n" + pxl::str(data);
 }
 
 bool KeyArrayObj::get_attr(InterpreterImpl& in, const std::string& name, Value& out) {
   (void)in;
   Shape s = shape();
   // Methods hold their own key array (key arrays are immutable).
-  auto self_of = [&] { return std::make_shared<const KeyArrayObj>(data); };
+  auto self_of = [&] { return std::make_shared<const KeyArrayObj>(data, tag); };
   if (name == "shape") {
     ValueList dims;
     for (int64_t d : s) dims.push_back(Value::integer(d));
@@ -337,13 +362,13 @@ bool KeyArrayObj::get_attr(InterpreterImpl& in, const std::string& name, Value& 
     for (int64_t d : s) n *= d;
     return out = Value::integer(n), true;
   }
-  if (name == "dtype") return out = key_dtype_value(), true;
-  if (name == "itemsize") return out = Value::integer(8), true;
+  if (name == "dtype") return out = key_dtype_value(tag), true;
+  if (name == "itemsize") return out = Value::integer(tag == "fry" ? 8 : 16), true;
   if (name == "T") {
     std::vector<int> perm;
     for (size_t i = s.size(); i-- > 0;) perm.push_back(static_cast<int>(i));
     perm.push_back(static_cast<int>(s.size()));
-    return out = wrap(np::transpose(in.ops(), tensor(), perm)), true;
+    return out = wrap(np::transpose(in.ops(), tensor(), perm), tag), true;
   }
   if (name == "reshape") {
     out = make_builtin("reshape", [self = self_of()](InterpreterImpl& in, CallArgs& a) {
@@ -366,9 +391,9 @@ bool KeyArrayObj::get_attr(InterpreterImpl& in, const std::string& name, Value& 
     });
     return true;
   }
-  if (name == "at") return out = Value::object(std::make_shared<KeyAtObj>(data)), true;
+  if (name == "at") return out = Value::object(std::make_shared<KeyAtObj>(data, tag)), true;
   if (name == "block_until_ready" || name == "copy") {
-    Value me = make_key_array(data);
+    Value me = make_key_array(data, tag);
     out = make_builtin(name, [me](InterpreterImpl&, CallArgs&) { return me; });
     return true;
   }
@@ -380,7 +405,7 @@ std::vector<std::string> KeyArrayObj::attr_names() const {
 }
 
 bool KeyArrayObj::get_item(InterpreterImpl& in, const Value& index, Value& out) {
-  out = wrap(np::index(in.ops(), tensor(), key_index(in, index, shape().size())));
+  out = wrap(np::index(in.ops(), tensor(), key_index(in, index, shape().size())), tag);
   return true;
 }
 
@@ -390,7 +415,7 @@ bool KeyArrayObj::items(InterpreterImpl& in, ValueList& out) {
   for (int64_t i = 0; i < s[0]; ++i) {
     np::IndexItem it;
     it.index = i;
-    out.push_back(wrap(np::index(in.ops(), tensor(), {it})));
+    out.push_back(wrap(np::index(in.ops(), tensor(), {it}), tag));
   }
   return true;
 }
@@ -399,8 +424,8 @@ bool KeyArrayObj::truth(InterpreterImpl&) { throw type_error("key array cannot b
 
 bool KeyArrayObj::apply_operator(InterpreterImpl& in, const std::string& op, const Value& other, bool self_first,
                                  Value& out) {
-  const std::string key = kKeyDType;
-  if (op == "pos") return out = make_key_array(data), true;
+  const std::string key = key_dtype_name(tag);
+  if (op == "pos") return out = make_key_array(data, tag), true;
   if (op == "neg")
     throw type_error("neg does not accept dtype " + key + ". Accepted dtypes are subtypes of integer, floating, complexfloating.");
   if (op == "invert") throw type_error("not does not accept dtype " + key + ". Accepted dtypes are subtypes of integer, bool.");
@@ -466,8 +491,14 @@ void install_key_arrays(InterpreterImpl& in, const Value& np, const Value& rando
   install_np_wrappers(np);
   auto& vars = random.as<ModuleObj>()->env->vars;
   vars["_wrap_keys"] = make_builtin("wrap_key_data", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("wrap_key_data", a, {"data"}, 1);
-    return make_key_array(make_array(in.to_tensor(r[0], Span{})));
+    ArgReader r("wrap_key_data", a, {"data", "tag"}, 1);
+    return make_key_array(make_array(in.to_tensor(r[0], Span{})), r.has(1) ? r.get_str(1) : std::string("fry"));
+  });
+  // A key array's implementation tag: fry, rbg or urbg (unsafe_rbg).
+  vars["_key_tag"] = make_builtin("_key_tag", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("_key_tag", a, {"keys"}, 1);
+    const KeyArrayObj* k = as_key_array(r[0]);
+    return k ? make_str(k->tag) : Value();
   });
   vars["_unwrap_keys"] = make_builtin("key_data", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("key_data", a, {"keys"}, 1);

@@ -14,10 +14,15 @@
 namespace pxl {
 
 struct KeyArrayObj : OpaqueObj {
-  explicit KeyArrayObj(Value d) : data(std::move(d)) {}
-  // An Array, uint32[..., 2], or (what eval_shape returns for a key) a
-  // ShapeDtypeStruct describing one: an abstract key array without values.
+  explicit KeyArrayObj(Value d, std::string t = "fry") : data(std::move(d)), tag(std::move(t)) {}
+  // An Array, uint32[..., 2] (uint32[..., 4] for rbg keys), or (what
+  // eval_shape returns for a key) a ShapeDtypeStruct describing one: an
+  // abstract key array without values.
   Value data;
+  // The implementation, as JAX's dtype names it (key<fry>): fry
+  // (threefry2x32), rbg or urbg (unsafe_rbg), whose keys are uint32[4].
+  std::string tag;
+  int64_t width() const { return tag == "fry" ? 2 : 4; } // words per key
   const Tensor& tensor() const; // the data; an abstract key array's is an error
   Shape shape() const;          // the key shape: the data's without its last axis
   std::string type_name() const override { return "PRNGKeyArray"; }
@@ -32,7 +37,7 @@ struct KeyArrayObj : OpaqueObj {
 };
 
 // A key array over `data` (not checked: the caller has checked it).
-Value make_key_array(Value data);
+Value make_key_array(Value data, std::string tag = "fry");
 // Whether `v` can be a key array's data: an array or a ShapeDtypeStruct.
 bool is_key_data(const Value& v);
 // The key array `v` is, or null.

@@ -80,6 +80,7 @@ static TreeDef flatten_rec(InterpreterImpl& in, const Value& v, ValueList& leave
     d.kind = TreeDef::Kind::None;
   } else if (const KeyArrayObj* k = as_key_array(v)) {
     d.kind = TreeDef::Kind::Key;
+    d.keys.push_back(make_str(k->tag)); // the implementation, to rebuild the keys
     d.children.emplace_back();
     leaves.push_back(k->data);
   } else if (v.is_obj(ObjKind::Tuple) || v.is_obj(ObjKind::List)) {
@@ -189,7 +190,8 @@ static Value unflatten_rec(const TreeDef& d, const ValueList& leaves, size_t& po
     return leaves[pos++];
   case TreeDef::Kind::Key: { // the key data back as keys (other leaves, e.g. tree_map's, as they are)
     const Value& leaf = leaves.at(pos++);
-    return is_key_data(leaf) ? make_key_array(leaf) : leaf;
+    std::string tag = d.keys.empty() ? std::string("fry") : pxl::str(d.keys[0]);
+    return is_key_data(leaf) ? make_key_array(leaf, tag) : leaf;
   }
   case TreeDef::Kind::None: return Value();
   case TreeDef::Kind::Tuple:

@@ -14,7 +14,9 @@ struct TreeDef {
   // Key: a typed PRNG key array, a node over its one leaf, the key data
   // (stdlib/prng_key.hpp), so that transformations carry keys as arrays.
   enum class Kind : uint8_t { Leaf, None, Tuple, List, Dict, NamedTuple, Key } kind = Kind::Leaf;
-  ValueList keys;                               // Dict: sorted keys (an OrderedDict's in order)
+  // Dict: sorted keys (an OrderedDict's in order); Key: one str, the key
+  // array's implementation tag (KeyArrayObj::tag).
+  ValueList keys;
   // Dict: a collections.OrderedDict / defaultdict node (JAX's CustomNode), and
   // the defaultdict's factory.
   bool ordered = false, defaulted = false;
