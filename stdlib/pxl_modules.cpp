@@ -81,6 +81,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   Value lax_linalg = in.import_module("linalg_lax", Span{}, "");
   lax.as<ModuleObj>()->env->vars["linalg"] = lax_linalg;
   in.register_module("jax.lax.linalg", lax_linalg);
+  merge_functions(in, "linalg_tridiagonal", lax_linalg); // tridiagonal_solve
   // np.linalg (also jax.numpy.linalg).
   Value linalg = in.import_module("numpy_linalg", Span{}, "");
   np.as<ModuleObj>()->env->vars["linalg"] = linalg;
