@@ -82,6 +82,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   lax.as<ModuleObj>()->env->vars["linalg"] = lax_linalg;
   in.register_module("jax.lax.linalg", lax_linalg);
   merge_functions(in, "linalg_tridiagonal", lax_linalg); // tridiagonal_solve
+  merge_functions(in, "linalg_qdwh", lax_linalg);        // qdwh
   // np.linalg (also jax.numpy.linalg).
   Value linalg = in.import_module("numpy_linalg", Span{}, "");
   np.as<ModuleObj>()->env->vars["linalg"] = linalg;
