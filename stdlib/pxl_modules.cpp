@@ -170,6 +170,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   Value stats_kde = in.import_module("scipy_stats_kde", Span{}, "");
   stats.val("gaussian_kde", stats_kde.as<ModuleObj>()->env->vars.at("gaussian_kde"));
   Value scipy_linalg = in.import_module("scipy_linalg", Span{}, "");
+  merge_functions(in, "scipy_linalg_tridiagonal", scipy_linalg); // eigh_tridiagonal
   Value scipy_signal = in.import_module("scipy_signal", Span{}, "");   // convolve, correlate, ...
   Value scipy_ndimage = in.import_module("scipy_ndimage", Span{}, ""); // map_coordinates
   ModuleBuilder scipy("jax.scipy");
