@@ -2,7 +2,8 @@
 // eigh, svd): each matrix of the batch is copied to column-major order, handed
 // to LAPACK the way XLA's CPU backend calls it (JAX's lowerings in
 // jax/_src/lax/linalg.py), and copied back. A factorization LAPACK reports as
-// failed gives NaNs, as JAX's _replace_not_ok_with_nan does.
+// failed gives NaNs, as JAX's _replace_not_ok_with_nan does. complex64 goes to
+// the c* routines; eigh's eigenvalues and svd's singular values are then real.
 #include <algorithm>
 #include <limits>
 #include <numeric>
@@ -48,7 +49,12 @@ template <class T> struct Mat {
   }
 };
 
+using lapack::c64;
+using lapack::Real;
+
 template <class T> constexpr T kNaN = std::numeric_limits<T>::quiet_NaN();
+template <> constexpr c64 kNaN<c64> = c64(std::numeric_limits<float>::quiet_NaN(),
+                                          std::numeric_limits<float>::quiet_NaN());
 
 template <class T> void set_eye(T* out, int64_t rows, int64_t cols) {
   for (int64_t i = 0; i < rows; ++i)
@@ -113,11 +119,11 @@ void one(Op op, const LinalgAttrs& l, const T* x, int64_t m, int64_t n, const T*
   }
   case Op::Eigh: {
     Mat<T> a = Mat<T>::from_rows(x, n, n);
-    std::vector<T> w(static_cast<size_t>(n));
+    std::vector<Real<T>> w(static_cast<size_t>(n));
     int info = n ? lapack::syevd<T>(l.lower, dim(n), a.data(), a.ld(), w.data()) : 0;
-    if (info != 0) a.fill(kNaN<T>), std::fill(w.begin(), w.end(), kNaN<T>);
+    if (info != 0) a.fill(kNaN<T>), std::fill(w.begin(), w.end(), kNaN<Real<T>>);
     if (l.output == 0) return a.to_rows(o, n, n);
-    std::copy(w.begin(), w.end(), o);
+    std::copy(w.begin(), w.end(), static_cast<Real<T>*>(out));
     return;
   }
   case Op::Svd: {
@@ -133,13 +139,14 @@ void one(Op op, const LinalgAttrs& l, const T* x, int64_t m, int64_t n, const T*
     char jobz = !uv ? 'N' : l.full_matrices ? 'A' : 'S';
     Mat<T> a = Mat<T>::from_rows(x, m, n), u(uv ? m : 1, uv ? ucols : 1),
            vt(uv ? vrows : 1, uv ? n : 1);
-    std::vector<T> s(static_cast<size_t>(k));
+    std::vector<Real<T>> s(static_cast<size_t>(k));
     int info = lapack::gesdd<T>(jobz, dim(m), dim(n), a.data(), a.ld(), s.data(), u.data(), u.ld(),
                                 vt.data(), vt.ld());
-    if (info != 0) std::fill(s.begin(), s.end(), kNaN<T>), u.fill(kNaN<T>), vt.fill(kNaN<T>);
+    if (info != 0)
+      std::fill(s.begin(), s.end(), kNaN<Real<T>>), u.fill(kNaN<T>), vt.fill(kNaN<T>);
     if (l.output == 1) return u.to_rows(o, m, ucols);
     if (l.output == 2) return vt.to_rows(o, vrows, n);
-    std::copy(s.begin(), s.end(), o);
+    std::copy(s.begin(), s.end(), static_cast<Real<T>*>(out));
     return;
   }
   default:
@@ -177,6 +184,7 @@ Array run(Op op, std::span<const Array> in, const LinalgAttrs& l, const AVal& oa
 Array linalg(Op op, std::span<const Array> in, const OpAttrs& a, const AVal& oa) {
   if (op == Op::Eig || op == Op::Schur) return eig_schur(op, in[0], a, oa);
   if (in[0].dtype() == DType::Float64) return run<double>(op, in, a.linalg, oa);
+  if (in[0].dtype() == DType::Complex64) return run<c64>(op, in, a.linalg, oa);
   return run<float>(op, in, a.linalg, oa);
 }
 

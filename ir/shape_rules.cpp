@@ -468,8 +468,8 @@ AVal linalg(Op op, const OpAttrs& a, std::span<const AVal> in) {
            std::string(op_name(op)) + " does not accept dtype " + dtype_name(in[i].dtype) + at +
                ". Accepted dtypes" + at + " are subtypes of floating, complexfloating.");
     bool lapack_type = in[i].dtype == DType::Float32 || in[i].dtype == DType::Float64 ||
-                       ((op == Op::Eig || op == Op::Schur) && in[i].dtype == DType::Complex64);
-    if (!lapack_type) // LAPACK's types (complex only for eig, schur); JAX's text
+                       in[i].dtype == DType::Complex64;
+    if (!lapack_type) // LAPACK's types; JAX's text
       fail(ErrCode::DType, op, std::string("Unsupported dtype ") + dtype_name(in[i].dtype) + ".");
   }
   const AVal& x = in[0];
@@ -530,10 +530,10 @@ AVal linalg(Op op, const OpAttrs& a, std::span<const AVal> in) {
       fail(ErrCode::Shape, op,
            "Argument to symmetric eigendecomposition must have shape [..., n, n], got shape " +
                shape_str(s));
-    return l.output == 0 ? out({n, n}, x.dtype) : out({n}, x.dtype);
+    return l.output == 0 ? out({n, n}, x.dtype) : out({n}, real_dtype(x.dtype));
   case Op::Svd:
     check_output(3);
-    if (l.output == 0) return out({k}, x.dtype);
+    if (l.output == 0) return out({k}, real_dtype(x.dtype));
     if (l.output == 1) return out({m, l.full_matrices ? m : k}, x.dtype);
     return out({l.full_matrices ? n : k, n}, x.dtype);
   case Op::Eig: {

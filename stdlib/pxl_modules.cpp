@@ -101,6 +101,8 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   Value lax_linalg = in.import_module("linalg_lax", Span{}, "");
   lax.as<ModuleObj>()->env->vars["linalg"] = lax_linalg;
   in.register_module("jax.lax.linalg", lax_linalg);
+  merge_functions(in, "linalg_tridiagonal", lax_linalg); // tridiagonal_solve
+  merge_functions(in, "linalg_qdwh", lax_linalg);        // qdwh
   // np.linalg (also jax.numpy.linalg).
   Value linalg = in.import_module("numpy_linalg", Span{}, "");
   np.as<ModuleObj>()->env->vars["linalg"] = linalg;
@@ -197,6 +199,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   Value stats_kde = in.import_module("scipy_stats_kde", Span{}, "");
   stats.val("gaussian_kde", stats_kde.as<ModuleObj>()->env->vars.at("gaussian_kde"));
   Value scipy_linalg = in.import_module("scipy_linalg", Span{}, "");
+  merge_functions(in, "scipy_linalg_tridiagonal", scipy_linalg); // eigh_tridiagonal
   Value scipy_signal = in.import_module("scipy_signal", Span{}, "");   // convolve, correlate, ...
   Value scipy_ndimage = in.import_module("scipy_ndimage", Span{}, ""); // map_coordinates
   Value scipy_interpolate = in.import_module("scipy_interpolate", Span{}, ""); // RegularGridInterpolator
