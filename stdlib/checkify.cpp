@@ -250,6 +250,19 @@ Value category_set(std::initializer_list<const char*> names) {
   return make_py_set(std::move(items), true);
 }
 
+// Records a check site in the trace as a debug_print instruction carrying
+// `site` (so it travels through jit, vmap, autodiff and loops like a print).
+void bind_site(OpContext& cx, TraceContext& tc, std::shared_ptr<const DebugFormatArgs> site,
+               std::vector<Tensor> operands) {
+  auto df = std::make_shared<DebugFormat>();
+  df->args = std::move(site);
+  OpAttrs attrs;
+  attrs.debug = df;
+  attrs.axis = static_cast<int64_t>(tc.function().debug_formats.size());
+  tc.function().debug_formats.push_back(*df);
+  cx.bind(Op::DebugPrint, attrs, operands);
+}
+
 } // namespace
 
 bool tracing_under_checkify(OpContext& cx) {
@@ -307,13 +320,7 @@ void record_index_check(OpContext& cx, const Shape& shape, std::span<const Tenso
   Tensor payload = cx.bind(Op::Concatenate, cat0, parts);
   auto site = std::make_shared<OobSite>();
   site->shape = shape;
-  auto df = std::make_shared<DebugFormat>();
-  df->args = site;
-  OpAttrs attrs;
-  attrs.debug = df;
-  attrs.axis = static_cast<int64_t>(tc->function().debug_formats.size());
-  tc->function().debug_formats.push_back(*df);
-  cx.bind(Op::DebugPrint, attrs, std::vector<Tensor>{pred, payload});
+  bind_site(cx, *tc, site, {pred, payload});
 }
 
 void record_branch(OpContext& cx, const Tensor& pred, bool begin) {
@@ -321,13 +328,7 @@ void record_branch(OpContext& cx, const Tensor& pred, bool begin) {
   if (!tc) return;
   auto site = std::make_shared<BranchSite>();
   site->begin = begin;
-  auto df = std::make_shared<DebugFormat>();
-  df->args = site;
-  OpAttrs attrs;
-  attrs.debug = df;
-  attrs.axis = static_cast<int64_t>(tc->function().debug_formats.size());
-  tc->function().debug_formats.push_back(*df);
-  cx.bind(Op::DebugPrint, attrs, std::vector<Tensor>{pred});
+  bind_site(cx, *tc, site, {pred});
 }
 
 void add_checkify(InterpreterImpl& in, ModuleBuilder& experimental) {

@@ -43,4 +43,7 @@ PromotedType to_inexact(PromotedType p);
 
 std::string dims_str(const std::vector<int64_t>& v);
 
+// Word i of a PRNG key's uint32 data as a uint32 array of `shape` (stdlib/np_random.cpp).
+Tensor key_word(OpContext& cx, const Tensor& key, int64_t i, const Shape& shape);
+
 } // namespace pxl::np::detail

@@ -23,14 +23,6 @@ Tensor u32c(OpContext& cx, uint32_t v, const Shape& shape) {
 
 Tensor op(OpContext& cx, Op o, const Tensor& a, const Tensor& b) { return bind(cx, o, {}, {a, b}); }
 
-// Word i of the key, broadcast to `shape`.
-Tensor word(OpContext& cx, const Tensor& key, int64_t i, const Shape& shape) {
-  OpAttrs a;
-  a.starts = {i};
-  a.limits = {i + 1};
-  a.strides = {1};
-  return broadcast(cx, reshape_to(cx, bind(cx, Op::Slice, a, {key}), {}), shape, "rng_bit_generator");
-}
 
 // 1 where a + b carried out of 32 bits (sum < a), else 0, as uint32.
 Tensor carry(OpContext& cx, const Tensor& sum, const Tensor& a) {
@@ -56,7 +48,7 @@ Tensor mulhi(OpContext& cx, const Tensor& x, uint32_t m) {
 std::pair<Tensor, Tensor> philox_words(OpContext& cx, const Tensor& key, int64_t n) {
   const int64_t nvec = (n + 3) / 4;
   const Shape s{nvec};
-  Tensor k0 = word(cx, key, 0, s), k1 = word(cx, key, 1, s), k2 = word(cx, key, 2, s), k3 = word(cx, key, 3, s);
+  Tensor k0 = key_word(cx, key, 0, s), k1 = key_word(cx, key, 1, s), k2 = key_word(cx, key, 2, s), k3 = key_word(cx, key, 3, s);
   // The counters (k2, k3, k0, k1) + i, with carries between the words.
   Tensor x0 = op(cx, Op::Add, k2, iota(cx, DType::UInt32, s, 0));
   Tensor c = carry(cx, x0, k2);
@@ -86,11 +78,11 @@ std::pair<Tensor, Tensor> philox_words(OpContext& cx, const Tensor& key, int64_t
   }
   // The new state: state[1] + nvec (mod 2**64) in words 2 and 3.
   const Shape one{};
-  Tensor w2 = word(cx, key, 2, one), w3 = word(cx, key, 3, one);
+  Tensor w2 = key_word(cx, key, 2, one), w3 = key_word(cx, key, 3, one);
   uint64_t add = static_cast<uint64_t>(nvec);
   Tensor s2 = op(cx, Op::Add, w2, u32c(cx, static_cast<uint32_t>(add), one));
   Tensor s3 = op(cx, Op::Add, op(cx, Op::Add, w3, u32c(cx, static_cast<uint32_t>(add >> 32), one)), carry(cx, s2, w2));
-  Tensor new_key = stack(cx, {word(cx, key, 0, one), word(cx, key, 1, one), s2, s3}, 0);
+  Tensor new_key = stack(cx, {key_word(cx, key, 0, one), key_word(cx, key, 1, one), s2, s3}, 0);
   return {new_key, words};
 }
 

@@ -85,14 +85,6 @@ Tensor u32_like(OpContext& cx, uint32_t v, const Shape& shape) {
   return broadcast(cx, u32(cx, v), shape, "random");
 }
 
-// Word i of the key as a uint32 array of `shape`.
-Tensor key_word(OpContext& cx, const Tensor& key, int64_t i, const Shape& shape) {
-  OpAttrs a;
-  a.starts = {i};
-  a.limits = {i + 1};
-  a.strides = {1};
-  return broadcast(cx, reshape_to(cx, bind(cx, Op::Slice, a, {key}), {}), shape, "random");
-}
 
 // JAX's threefry_2x32 of the key over counters (x0, x1) of one shape: both words.
 std::array<Tensor, 2> hash(OpContext& cx, const Tensor& key, const Tensor& x0, const Tensor& x1) {
@@ -193,6 +185,15 @@ Tensor urem(OpContext& cx, const Tensor& a, const Tensor& b) {
 }
 
 } // namespace
+
+// Word i of the key as a uint32 array of `shape`.
+Tensor detail::key_word(OpContext& cx, const Tensor& key, int64_t i, const Shape& shape) {
+  OpAttrs a;
+  a.starts = {i};
+  a.limits = {i + 1};
+  a.strides = {1};
+  return broadcast(cx, reshape_to(cx, bind(cx, Op::Slice, a, {key}), {}), shape, "random");
+}
 
 Tensor prng_key(OpContext& cx, int64_t seed) {
   // x64 disabled: the seed becomes an int32, whose logical shift right by 32 is 0,
