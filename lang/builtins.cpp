@@ -46,9 +46,17 @@ Value make_type(std::string name) { return Value::object(std::make_shared<TypeOb
 
 // Python's builtin classes, which pxl has as builtin functions: type(x) of
 // their instances is the class itself, so `type(x) is tuple` holds.
+namespace {
+const char* const kClasses[] = {"int", "float", "bool", "str", "list", "tuple", "dict", "set", "frozenset", "complex"};
+} // namespace
+
+bool is_builtin_class(const std::string& name) {
+  for (const char* c : kClasses)
+    if (name == c) return true;
+  return false;
+}
+
 bool same_builtin_class(const Value& a, const Value& b) {
-  static const char* const kClasses[] = {"int", "float", "bool", "str", "list", "tuple",
-                                         "dict", "set", "frozenset", "complex"};
   auto type_of = [](const Value& v) -> const TypeObj* {
     return v.is_obj(ObjKind::Opaque) ? dynamic_cast<const TypeObj*>(v.as<OpaqueObj>()) : nullptr;
   };
@@ -56,9 +64,7 @@ bool same_builtin_class(const Value& a, const Value& b) {
   const Value* other = &b;
   if (!t) t = type_of(b), other = &a;
   if (!t || !other->is_obj(ObjKind::Builtin) || other->as<BuiltinObj>()->name != t->name) return false;
-  for (const char* c : kClasses)
-    if (t->name == c) return true;
-  return false;
+  return is_builtin_class(t->name);
 }
 
 namespace {

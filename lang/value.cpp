@@ -91,6 +91,7 @@ bool ValueKeyEq::operator()(const Value& a, const Value& b) const { return value
 
 // type(x) against a builtin class (lang/builtins.cpp).
 bool same_builtin_class(const Value& a, const Value& b);
+bool is_builtin_class(const std::string& name); // int, tuple, ...: lang/builtins.cpp
 
 bool values_equal(const Value& a, const Value& b) {
   if (a.is_obj(ObjKind::Complex) || b.is_obj(ObjKind::Complex)) {
@@ -292,7 +293,9 @@ static std::string repr_depth(const Value& v, int depth, const PrintOptions& po)
     return out + (ordered ? "])" : v.as<DictObj>()->defaulted ? "})" : "}");
   }
   case ObjKind::Function: return "<function " + v.as<FunctionObj>()->name + ">";
-  case ObjKind::Builtin: return "<built-in function " + v.as<BuiltinObj>()->name + ">";
+  case ObjKind::Builtin: // Python's builtin classes print as classes: <class 'tuple'>
+    if (is_builtin_class(v.as<BuiltinObj>()->name)) return "<class '" + v.as<BuiltinObj>()->name + "'>";
+    return "<built-in function " + v.as<BuiltinObj>()->name + ">";
   case ObjKind::BoundMethod: return "<bound method>";
   case ObjKind::Module: return "<module '" + v.as<ModuleObj>()->name + "'>";
   case ObjKind::Array: {

@@ -141,6 +141,11 @@ struct ConfigObj : OpaqueObj {
     }
     auto it = flags.find(name);
     if (it != flags.end()) return out = it->second, true;
+    // JAX's defaults of the flags that are not booleans (or not False).
+    if (name == "jax_numpy_rank_promotion") return out = make_str("allow"), true;
+    if (name == "jax_default_prng_impl") return out = make_str("threefry2x32"), true;
+    if (name == "jax_default_matmul_precision") return out = Value(), true;
+    if (name == "jax_threefry_partitionable") return out = Value::boolean(true), true;
     if (name.rfind("jax_", 0) == 0) return out = Value::boolean(false), true;
     return false;
   }
