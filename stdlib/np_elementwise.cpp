@@ -212,14 +212,14 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
     if (p.dtype == DType::Bool) p = {DType::Int32, false};
     if (!int_pow && is_integer(p.dtype)) p.weak = false;
     // A known integer exponent makes jnp.power an integer_pow, which refuses
-    // negative powers of integers.
+    // negative powers of integers: its shape rule raises JAX's TypeError (also
+    // for exponents beyond int_pow's range, which JAX sends to integer_pow too).
     if (is_integer(p.dtype) && av(b0).ndim() == 0 && b0->concrete && is_integer(av(b0).dtype) &&
         b0->concrete->get(0).i < 0) {
-      std::string dims;
-      for (int64_t d : av(a0).shape) dims += (dims.empty() ? "" : ",") + std::to_string(d);
-      throw Error(ErrCode::Type, std::string("Integers cannot be raised to negative powers, got integer_pow(") +
-                                     dtype_name(p.dtype) + "[" + dims + "], " +
-                                     std::to_string(b0->concrete->get(0).i) + ")");
+      OpAttrs ip;
+      ip.exponent = b0->concrete->get(0).i;
+      AVal base{p.dtype, av(a0).shape, false};
+      infer(Op::IntegerPow, ip, std::span<const AVal>(&base, 1));
     }
     break;
   }

@@ -210,20 +210,17 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   scipy.val("ndimage", scipy_ndimage);
   scipy.val("interpolate", scipy_interpolate);
   scipy.val("stats", stats.value());
-  // jax.scipy.cluster (its vq module).
-  Value cluster_vq = in.import_module("scipy_cluster_vq", Span{}, "");
-  ModuleBuilder cluster("jax.scipy.cluster");
-  cluster.val("vq", cluster_vq);
-  scipy.val("cluster", cluster.value());
-  in.register_module("jax.scipy.cluster", cluster.value());
-  in.register_module("jax.scipy.cluster.vq", cluster_vq);
-  // jax.scipy.sparse (its linalg module: cg, gmres, bicgstab).
-  Value sparse_linalg = in.import_module("scipy_sparse_linalg", Span{}, "");
-  ModuleBuilder sparse("jax.scipy.sparse");
-  sparse.val("linalg", sparse_linalg);
-  scipy.val("sparse", sparse.value());
-  in.register_module("jax.scipy.sparse", sparse.value());
-  in.register_module("jax.scipy.sparse.linalg", sparse_linalg);
+  // jax.scipy packages of one pxl module each: jax.scipy.<package>.<sub>.
+  auto package = [&](const std::string& name, const std::string& sub, const char* file) {
+    Value mod = in.import_module(file, Span{}, "");
+    ModuleBuilder pkg("jax.scipy." + name);
+    pkg.val(sub, mod);
+    scipy.val(name, pkg.value());
+    in.register_module("jax.scipy." + name, pkg.value());
+    in.register_module("jax.scipy." + name + "." + sub, mod);
+  };
+  package("cluster", "vq", "scipy_cluster_vq");
+  package("sparse", "linalg", "scipy_sparse_linalg"); // cg, gmres, bicgstab
   jax.as<ModuleObj>()->env->vars["scipy"] = scipy.value();
   in.register_module("jax.scipy", scipy.value());
   in.register_module("jax.scipy.special", special);
