@@ -56,6 +56,8 @@ public:
 
   // ---- formatting (lang/format_spec.cpp) ----
   std::string format_value(const Value& v, const std::string& spec, const Span& where);
+  // printf-style `fmt % args` (lang/percent_format.cpp).
+  std::string percent_format(const std::string& fmt, const Value& args, const Span& where);
   // numpy's print options (np.set_printoptions), which print/str/repr follow.
   PrintOptions& print_options() { return print_options_; }
 

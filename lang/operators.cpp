@@ -146,6 +146,7 @@ bool InterpreterImpl::is_array_like(const Value& v) const { return v.is_obj(ObjK
 Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, const Span& where) {
   const char* sym = binop_symbol(op);
   if (Value r; opaque_operator(*this, binop_dunder(op), a, b, r, where)) return r;
+  if (op == BinOpKind::Mod && a.is_obj(ObjKind::Str)) return make_str(percent_format(a.as<StrObj>()->value, b, where));
   // Arrays: the array namespace decides (broadcasting, promotion, weak types).
   if (a.is_obj(ObjKind::Array) || b.is_obj(ObjKind::Array)) {
     if (rejected_operand(a) || rejected_operand(b)) {
@@ -293,8 +294,6 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
       }
     }
   }
-  if (op == BinOpKind::Mod && a.is_obj(ObjKind::Str))
-    throw Error(ErrCode::Unsupported, "'%' string formatting is not supported; use f-strings or str.format", where);
   unsupported(sym, a, b, where);
 }
 
