@@ -19,7 +19,7 @@ using Block = std::vector<StmtPtr>;
 enum class ExprKind : uint8_t {
   Name, NoneLit, BoolLit, IntLit, FloatLit, ImagLit, StrLit, EllipsisLit, FString,
   Tuple, List, Dict, Set, BinOp, UnaryOp, BoolOp, Compare, Call, Attribute, Subscript, Slice,
-  Lambda, IfExp, ListComp, DictComp, Starred
+  Lambda, IfExp, ListComp, SetComp, DictComp, Starred
 };
 
 enum class BinOpKind : uint8_t {
@@ -78,7 +78,7 @@ struct Expr {
   //  Call: func + elts (positional; Starred for *args) + keywords;
   //  Attribute: func (the object); Subscript: func (object) + elts[0] (index);
   //  Slice: lower/upper/step in elts (null when omitted);
-  //  IfExp: elts = {cond, then, else}; ListComp: func = element; DictComp:
+  //  IfExp: elts = {cond, then, else}; ListComp, SetComp: func = element; DictComp:
   //  func = key, value = elts[0]; Starred: elts[0]; Lambda: params + elts[0] body.
   ExprPtr func;
   std::vector<ExprPtr> elts;

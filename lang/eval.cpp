@@ -284,6 +284,18 @@ Value InterpreterImpl::eval(const Expr& e, const EnvPtr& env) {
                       [&](const EnvPtr& s) { items.push_back(eval(*e.func, s)); });
     return make_list(std::move(items));
   }
+  case ExprKind::SetComp: {
+    auto scope = std::make_shared<Env>(env);
+    ValueList items;
+    run_comprehension(*this, e, 0, scope,
+                      [&](const EnvPtr& s) { items.push_back(eval(*e.func, s)); });
+    try {
+      return make_py_set(std::move(items), false);
+    } catch (Error& err) {
+      err.set_span_if_missing(e.span);
+      throw;
+    }
+  }
   case ExprKind::DictComp: {
     auto scope = std::make_shared<Env>(env);
     auto d = std::make_shared<DictObj>();

@@ -1225,8 +1225,15 @@ private:
       d->span = span_from(start);
       return d;
     }
+    if (at(Tok::KwFor)) {
+      auto comp = make(ExprKind::SetComp, start);
+      comp->func = std::move(first_key);
+      comp_for(*comp);
+      expect(Tok::RBrace, "'}'");
+      comp->span = span_from(start);
+      return comp;
+    }
     auto s = make(ExprKind::Set, start);
-    if (at(Tok::KwFor)) fail_span(first_key->span, "set comprehensions are not supported in pxl");
     s->elts.push_back(std::move(first_key));
     while (accept(Tok::Comma)) {
       if (at(Tok::RBrace)) break;
