@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "lang/args.hpp"
+#include "lang/str_methods.hpp"
 
 namespace pxl {
 
@@ -22,210 +23,6 @@ Value bind_method(const Value& self, const std::string& name, Method m) {
       })));
 }
 
-const std::string& S(const Value& v) { return v.as<StrObj>()->value; }
-
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-
-std::string strip_chars(const std::string& s, const Value& chars, bool left, bool right) {
-  auto in_set = [&](char c) {
-    return chars.is_none() ? is_space(c) : S(chars).find(c) != std::string::npos;
-  };
-  size_t b = 0, e = s.size();
-  if (left) while (b < e && in_set(s[b])) ++b;
-  if (right) while (e > b && in_set(s[e - 1])) --e;
-  return s.substr(b, e - b);
-}
-
-Value str_split(InterpreterImpl&, const Value& self, CallArgs& a) {
-  ArgReader r("split", a, {"sep", "maxsplit"});
-  const std::string& s = S(self);
-  int64_t maxsplit = r.get_int(1, -1);
-  ValueList out;
-  if (!r.has(0) || r[0].is_none()) {
-    size_t i = 0;
-    while (true) {
-      while (i < s.size() && is_space(s[i])) ++i;
-      if (i >= s.size()) break;
-      if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) {
-        size_t e = s.size();
-        while (e > i && is_space(s[e - 1])) --e;
-        out.push_back(make_str(s.substr(i, e - i)));
-        break;
-      }
-      size_t j = i;
-      while (j < s.size() && !is_space(s[j])) ++j;
-      out.push_back(make_str(s.substr(i, j - i)));
-      i = j;
-    }
-    return make_list(std::move(out));
-  }
-  std::string sep = r.get_str(0);
-  if (sep.empty()) throw Error(ErrCode::Value, "empty separator");
-  size_t i = 0;
-  while (true) {
-    size_t j = s.find(sep, i);
-    if (j == std::string::npos || (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit)) {
-      out.push_back(make_str(s.substr(i)));
-      break;
-    }
-    out.push_back(make_str(s.substr(i, j - i)));
-    i = j + sep.size();
-  }
-  return make_list(std::move(out));
-}
-
-Value str_format(InterpreterImpl& in, const Value& self, CallArgs& a) {
-  const std::string& f = S(self);
-  std::string out;
-  size_t auto_idx = 0;
-  for (size_t i = 0; i < f.size(); ++i) {
-    char c = f[i];
-    if (c == '{' && i + 1 < f.size() && f[i + 1] == '{') { out += '{'; ++i; continue; }
-    if (c == '}' && i + 1 < f.size() && f[i + 1] == '}') { out += '}'; ++i; continue; }
-    if (c == '}') throw Error(ErrCode::Value, "single '}' encountered in format string");
-    if (c != '{') { out += c; continue; }
-    size_t j = f.find('}', i);
-    if (j == std::string::npos) throw Error(ErrCode::Value, "single '{' encountered in format string");
-    std::string field = f.substr(i + 1, j - i - 1);
-    std::string spec;
-    char conv = 0;
-    size_t colon = field.find(':');
-    if (colon != std::string::npos) spec = field.substr(colon + 1), field = field.substr(0, colon);
-    size_t bang = field.find('!');
-    if (bang != std::string::npos) {
-      conv = bang + 1 < field.size() ? field[bang + 1] : 0;
-      field = field.substr(0, bang);
-    }
-    Value v;
-    if (field.empty()) {
-      if (auto_idx >= a.pos.size()) throw Error(ErrCode::Index, "Replacement index " + std::to_string(auto_idx) + " out of range for positional args tuple");
-      v = a.pos[auto_idx++];
-    } else if (std::all_of(field.begin(), field.end(), ::isdigit)) {
-      size_t k = std::stoul(field.substr(0, 6));
-      if (k >= a.pos.size()) throw Error(ErrCode::Index, "Replacement index " + field + " out of range for positional args tuple");
-      v = a.pos[k];
-    } else {
-      bool found = false;
-      for (auto& [name, x] : a.kw)
-        if (name == field) v = x, found = true;
-      if (!found) throw Error(ErrCode::Key, "format string names '" + field + "' but it was not passed");
-    }
-    if (conv == 'r') v = make_str(repr(v));
-    else if (conv == 's') v = make_str(str(v));
-    out += in.format_value(v, spec, Span{});
-    i = j;
-  }
-  return make_str(out);
-}
-
-Value str_method(InterpreterImpl& in, const std::string& name, const Value& self, CallArgs& a) {
-  const std::string& s = S(self);
-  if (name == "join") {
-    ArgReader r("join", a, {"iterable"}, 1);
-    std::string out;
-    bool first = true;
-    for (const Value& x : in.iterate(r[0], Span{})) {
-      if (!x.is_obj(ObjKind::Str))
-        throw Error(ErrCode::Type, "sequence item: expected str instance, " + type_name(x) + " found");
-      if (!first) out += s;
-      first = false;
-      out += S(x);
-    }
-    return make_str(out);
-  }
-  if (name == "strip" || name == "lstrip" || name == "rstrip") {
-    ArgReader r(name, a, {"chars"});
-    return make_str(strip_chars(s, r[0], name != "rstrip", name != "lstrip"));
-  }
-  if (name == "replace") {
-    ArgReader r("replace", a, {"old", "new", "count"}, 2);
-    std::string from = r.get_str(0), to = r.get_str(1), out;
-    int64_t count = r.get_int(2, -1);
-    if (from.empty()) {
-      return make_str(s); // rarely meaningful; keep the string as is
-    }
-    size_t i = 0;
-    while (count != 0) {
-      size_t j = s.find(from, i);
-      if (j == std::string::npos) break;
-      out += s.substr(i, j - i) + to;
-      i = j + from.size();
-      --count;
-    }
-    return make_str(out + s.substr(i));
-  }
-  if (name == "startswith" || name == "endswith") {
-    ArgReader r(name, a, {"prefix"}, 1);
-    ValueList options;
-    if (const ValueList* seq = sequence_items(r[0])) options = *seq;
-    else options.push_back(r[0]);
-    for (const Value& o : options) {
-      const std::string& p = value_to_str(o, name + "() argument");
-      bool hit = name == "startswith" ? s.compare(0, p.size(), p) == 0
-                                      : s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
-      if (hit) return Value::boolean(true);
-    }
-    return Value::boolean(false);
-  }
-  if (name == "split") return str_split(in, self, a);
-  if (name == "format") return str_format(in, self, a);
-  if (name == "upper" || name == "lower") {
-    ArgReader r(name, a, {});
-    std::string out = s;
-    for (char& c : out) c = static_cast<char>(name == "upper" ? std::toupper(static_cast<unsigned char>(c)) : std::tolower(static_cast<unsigned char>(c)));
-    return make_str(out);
-  }
-  if (name == "find" || name == "index" || name == "count") {
-    ArgReader r(name, a, {"sub"}, 1);
-    std::string sub = r.get_str(0);
-    if (name == "count") {
-      if (sub.empty()) return Value::integer(static_cast<int64_t>(s.size()) + 1);
-      int64_t n = 0;
-      for (size_t i = s.find(sub); i != std::string::npos; i = s.find(sub, i + sub.size())) ++n;
-      return Value::integer(n);
-    }
-    size_t i = s.find(sub);
-    if (i == std::string::npos) {
-      if (name == "index") throw Error(ErrCode::Value, "substring not found");
-      return Value::integer(-1);
-    }
-    return Value::integer(static_cast<int64_t>(i));
-  }
-  if (name == "isdigit" || name == "isalpha" || name == "isspace") {
-    ArgReader r(name, a, {});
-    if (s.empty()) return Value::boolean(false);
-    for (unsigned char c : s) {
-      bool ok = name == "isdigit" ? std::isdigit(c) : name == "isalpha" ? std::isalpha(c) : is_space(static_cast<char>(c));
-      if (!ok) return Value::boolean(false);
-    }
-    return Value::boolean(true);
-  }
-  if (name == "splitlines") {
-    ArgReader r(name, a, {});
-    ValueList out;
-    size_t i = 0;
-    while (i < s.size()) {
-      size_t j = s.find('\n', i);
-      if (j == std::string::npos) j = s.size();
-      out.push_back(make_str(s.substr(i, j - i)));
-      i = j + 1;
-    }
-    return make_list(std::move(out));
-  }
-  if (name == "center" || name == "ljust" || name == "rjust") {
-    ArgReader r(name, a, {"width", "fillchar"}, 1);
-    std::string spec = (r.has(1) ? r.get_str(1) : std::string(" ")) +
-                       (name == "center" ? "^" : name == "ljust" ? "<" : ">") +
-                       std::to_string(std::clamp<int64_t>(r.get_int(0), 0, 10000));
-    return make_str(in.format_value(self, spec, Span{}));
-  }
-  throw Error(ErrCode::Internal, "unhandled str method " + name);
-}
-
-const std::vector<std::string> kStrMethods = {
-    "join", "split", "strip", "lstrip", "rstrip", "replace", "startswith", "endswith", "format",
-    "upper", "lower", "find", "index", "count", "isdigit", "isalpha", "isspace", "splitlines",
-    "center", "ljust", "rjust"};
 const std::vector<std::string> kListMethods = {"append", "extend", "pop", "insert", "index",
                                                "count", "reverse", "sort", "copy", "clear", "remove"};
 const std::vector<std::string> kTupleMethods = {"index", "count"};
@@ -329,6 +126,9 @@ Value dict_method(InterpreterImpl& in, const std::string& name, const Value& sel
     return v ? *v : r[1];
   }
   if (name == "update") {
+    // d.update(other, **kwargs): the keywords are set after `other`.
+    auto keywords = std::move(a.kw);
+    a.kw.clear();
     ArgReader r(name, a, {"other"});
     if (r.has(0)) {
       if (r[0].is_obj(ObjKind::Dict)) {
@@ -341,6 +141,7 @@ Value dict_method(InterpreterImpl& in, const std::string& name, const Value& sel
         }
       }
     }
+    for (auto& [key, v] : keywords) d->set(make_str(key), v);
     return Value();
   }
   if (name == "pop") {
@@ -408,7 +209,7 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
   case ObjKind::Complex:
     return complex_attr(obj, name, out);
   case ObjKind::Str:
-    if (!contains_name(kStrMethods, name)) return false;
+    if (!contains_name(str_method_names(), name)) return false;
     out = bind_dynamic(obj, name, str_method);
     return true;
   case ObjKind::List:
@@ -493,7 +294,7 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
 }
 
 std::vector<std::string> method_names(const Value& obj) {
-  if (obj.is_obj(ObjKind::Str)) return kStrMethods;
+  if (obj.is_obj(ObjKind::Str)) return str_method_names();
   if (obj.is_obj(ObjKind::List)) return kListMethods;
   if (obj.is_obj(ObjKind::Tuple)) return kTupleMethods;
   if (obj.is_obj(ObjKind::Dict)) return kDictMethods;
