@@ -213,7 +213,7 @@ Value to_int(InterpreterImpl& in, CallArgs& a) {
     return Value::integer(v);
   }
   if (x.is_obj(ObjKind::Array)) {
-    Value s = array_to_scalar(in, x, Span{});
+    Value s = array_to_python_scalar(in, x, Span{});
     CallArgs again;
     again.pos.push_back(s);
     return to_int(in, again);
@@ -241,7 +241,7 @@ Value to_float(InterpreterImpl& in, CallArgs& a) {
       throw Error(ErrCode::Value, "could not convert string to float: " + repr(x));
     return Value::number(v);
   }
-  if (x.is_obj(ObjKind::Array)) return Value::number(array_to_scalar(in, x, Span{}).as_float());
+  if (x.is_obj(ObjKind::Array)) return Value::number(array_to_python_scalar(in, x, Span{}).as_float());
   throw Error(ErrCode::Type, "float() argument must be a string or a number, not '" + type_name(x) + "'");
 }
 

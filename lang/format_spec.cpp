@@ -180,7 +180,7 @@ std::string InterpreterImpl::format_value(const Value& v, const std::string& spe
   try {
     if (spec.empty()) return str(v, print_options_);
     Spec sp = parse_spec(spec);
-    if (v.is_obj(ObjKind::Array)) return format_value(array_to_scalar(*this, v, where), spec, where);
+    if (v.is_obj(ObjKind::Array)) return format_value(array_to_python_scalar(*this, v, where), spec, where);
     if (v.is_bool() && !sp.type) return pad_text(v.b ? "True" : "False", sp);
     if (v.is_intlike()) return format_int(v.as_int(), sp);
     if (v.is_float()) {

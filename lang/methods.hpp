@@ -16,7 +16,10 @@ ValueList array_iterate(InterpreterImpl& in, const Value& arr, const Span& where
 bool array_attr(InterpreterImpl& in, const Value& arr, const std::string& name, Value& out);
 std::vector<std::string> array_attr_names();
 Tensor np_astype_value(InterpreterImpl& in, const Value& v, DType dtype, const Span& where);
-// Converts a 0-d (or size-1) concrete array to a Python scalar (float(x), int(x), .item()).
+// Converts a size-1 concrete array to a Python scalar (.item()).
 Value array_to_scalar(InterpreterImpl& in, const Value& arr, const Span& where);
+// int(x), float(x), complex(x), format(x, spec), "%d" % x: JAX converts only 0-d arrays
+// ("Only scalar arrays can be converted to Python scalars; got arr.ndim=1").
+Value array_to_python_scalar(InterpreterImpl& in, const Value& arr, const Span& where);
 
 } // namespace pxl

@@ -143,7 +143,7 @@ std::string InterpreterImpl::percent_format(const std::string& fmt, const Value&
     }
     Value v = c.has_key ? args.lookup(c.key) : args.next();
     if (v.is_obj(ObjKind::Array) && std::string("diouxXeEfFgGc").find(c.type) != std::string::npos)
-      v = array_to_scalar(*this, v, where);
+      v = array_to_python_scalar(*this, v, where);
     std::string width = c.width >= 0 ? std::to_string(c.width) : "";
     std::string precision = c.precision >= 0 ? "." + std::to_string(c.precision) : "";
     std::string number_flags = std::string(c.left ? "<" : "") + (c.sign ? std::string(1, c.sign) : "") +

@@ -99,7 +99,7 @@ Value complex_builtin(InterpreterImpl& in, CallArgs& a) {
   ArgReader r("complex", a, {"real", "imag"});
   auto part = [&](int i) -> Cd {
     Value v = r[i];
-    if (v.is_obj(ObjKind::Array)) v = array_to_scalar(in, v, Span{});
+    if (v.is_obj(ObjKind::Array)) v = array_to_python_scalar(in, v, Span{});
     auto z = as_py_complex(v);
     if (!z)
       throw Error(ErrCode::Type,

@@ -241,6 +241,14 @@ Value array_to_scalar(InterpreterImpl& in, const Value& arr, const Span& where) 
   return Value::integer(s.i);
 }
 
+Value array_to_python_scalar(InterpreterImpl& in, const Value& arr, const Span& where) {
+  size_t ndim = arr.as<ArrayObj>()->tensor->aval.shape.size();
+  if (ndim != 0)
+    throw Error(ErrCode::Type,
+                "Only scalar arrays can be converted to Python scalars; got arr.ndim=" + std::to_string(ndim), where);
+  return array_to_scalar(in, arr, where);
+}
+
 bool array_truthy(InterpreterImpl& in, const Value& arr, const Span& where) {
   arr.as<ArrayObj>()->check_live(where);
   const Tensor& t = arr.as<ArrayObj>()->tensor;

@@ -55,15 +55,18 @@ Tensor transpose(OpContext& cx, const Tensor& x, const std::optional<std::vector
   if (!perm) {
     for (int i = nd - 1; i >= 0; --i) p.push_back(i);
   } else {
-    if (static_cast<int>(perm->size()) != nd)
-      throw Error(ErrCode::Axis, "transpose: axes don't match array: got " +
-                                     std::to_string(perm->size()) + " axes for an array of shape " +
-                                     shape_str(av(x).shape));
+    // JAX's text for a wrong length or a repeated axis; an axis out of range
+    // is canonicalize_axis's error.
+    auto not_a_permutation = [&]() {
+      std::vector<int64_t> given(perm->begin(), perm->end());
+      return Error(ErrCode::Axis, "transpose permutation isn't a permutation of operand dimensions, got permutation " +
+                                      dims_str(given) + " for operand shape " + shape_str(av(x).shape) + ".");
+    };
+    if (static_cast<int>(perm->size()) != nd) throw not_a_permutation();
     for (int a : *perm) p.push_back(norm_axis("transpose", a, nd));
     std::vector<int64_t> sorted = p;
     std::sort(sorted.begin(), sorted.end());
-    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
-      throw Error(ErrCode::Axis, "transpose: repeated axis in " + dims_str(p));
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) throw not_a_permutation();
   }
   return transpose_to(cx, x, p);
 }
@@ -174,23 +177,26 @@ Tensor broadcast_to(OpContext& cx, const Tensor& x, const Shape& shape) {
 
 Tensor concatenate(OpContext& cx, const std::vector<Tensor>& xs, int axis) {
   if (xs.empty())
-    throw Error(ErrCode::Value, "concatenate: need at least one array to concatenate");
+    throw Error(ErrCode::Value, "Need at least one array to concatenate.");
   int nd = av(xs[0]).ndim();
   if (nd == 0)
-    throw Error(ErrCode::Shape, "concatenate: zero-dimensional arrays cannot be concatenated");
+    throw Error(ErrCode::Shape, "Zero-dimensional arrays cannot be concatenated.");
   int64_t ax = norm_axis("concatenate", axis, nd);
-  for (const Tensor& x : xs) {
-    bool ok = av(x).ndim() == nd;
-    for (int i = 0; ok && i < nd; ++i)
-      ok =
-          i == ax || av(x).shape[static_cast<size_t>(i)] == av(xs[0]).shape[static_cast<size_t>(i)];
-    if (!ok)
-      throw Error(ErrCode::Shape, "concatenate: all the input array dimensions except for the "
-                                  "concatenation axis must match exactly, got " +
-                                      shape_str(av(xs[0]).shape) + " and " +
-                                      shape_str(av(x).shape) + " (axis " + std::to_string(ax) +
-                                      ")");
-  }
+  auto all_shapes = [&]() {
+    std::string out;
+    for (const Tensor& x : xs) out += (out.empty() ? "" : ", ") + shape_str(av(x).shape);
+    return out;
+  };
+  for (const Tensor& x : xs)
+    if (av(x).ndim() != nd)
+      throw Error(ErrCode::Shape, "Cannot concatenate arrays with different numbers of dimensions: got " +
+                                      all_shapes() + ".");
+  for (const Tensor& x : xs)
+    for (int i = 0; i < nd; ++i)
+      if (i != ax && av(x).shape[static_cast<size_t>(i)] != av(xs[0]).shape[static_cast<size_t>(i)])
+        throw Error(ErrCode::Shape, "Cannot concatenate arrays with shapes that differ in dimensions other than "
+                                    "the one being concatenated: concatenating along dimension " +
+                                        std::to_string(ax) + " for shapes " + all_shapes() + ".");
   if (xs.size() == 1) return xs[0];
   PromotedType p = result_type(xs);
   std::vector<Tensor> conv;
@@ -201,12 +207,13 @@ Tensor concatenate(OpContext& cx, const std::vector<Tensor>& xs, int axis) {
 }
 
 Tensor stack(OpContext& cx, const std::vector<Tensor>& xs, int axis) {
-  if (xs.empty()) throw Error(ErrCode::Value, "stack: need at least one array to stack");
+  if (xs.empty()) throw Error(ErrCode::Value, "Need at least one array to stack.");
   for (const Tensor& x : xs)
-    if (av(x).shape != av(xs[0]).shape)
-      throw Error(ErrCode::Shape, "stack: all input arrays must have the same shape, got " +
-                                      shape_str(av(xs[0]).shape) + " and " +
-                                      shape_str(av(x).shape));
+    if (av(x).shape != av(xs[0]).shape) {
+      std::string shapes;
+      for (const Tensor& y : xs) shapes += (shapes.empty() ? "" : ", ") + shape_str(av(y).shape);
+      throw Error(ErrCode::Shape, "All input arrays must have the same shape. Got " + shapes + ".");
+    }
   int64_t ax = norm_axis("stack", axis, av(xs[0]).ndim() + 1);
   std::vector<Tensor> expanded;
   for (const Tensor& x : xs) expanded.push_back(expand_dims(cx, x, {static_cast<int>(ax)}));

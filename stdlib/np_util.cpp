@@ -91,10 +91,17 @@ Tensor fill(OpContext& cx, const Shape& shape, const Scalar& v, DType dtype, boo
 }
 
 int64_t norm_axis(const char* fn, int64_t axis, int ndim) {
-  if (axis < -ndim || axis >= ndim)
-    throw Error(ErrCode::Axis, (*fn ? std::string(fn) + ": axis " : std::string("axis ")) + std::to_string(axis) +
-                                   " is out of bounds for array of dimension " +
-                                   std::to_string(ndim));
+  if (axis < -ndim || axis >= ndim) {
+    // JAX's texts: canonicalize_axis's, except where jnp indexes a shape
+    // tuple with the axis first (swapaxes, split).
+    std::string name = fn;
+    if (name == "split") throw Error(ErrCode::Axis, "tuple index out of range");
+    if (name == "swapaxes")
+      throw Error(ErrCode::Axis, "index " + std::to_string(axis) + " is out of bounds for axis 0 with size " +
+                                     std::to_string(ndim));
+    throw Error(ErrCode::Axis,
+                "axis " + std::to_string(axis) + " is out of bounds for array of dimension " + std::to_string(ndim));
+  }
   return axis < 0 ? axis + ndim : axis;
 }
 
