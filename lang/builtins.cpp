@@ -464,6 +464,16 @@ void InterpreterImpl::install_builtins() {
     ArgReader r("hasattr", a, {"obj", "name"}, 2);
     return Value::boolean(in.has_attr(r[0], r.get_str(1)));
   });
+  // dir(obj): its attribute names, sorted (a module's: every name it defines).
+  def("dir", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("dir", a, {"object"}, 1);
+    std::vector<std::string> names = in.attr_names(r[0]);
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    ValueList out;
+    for (auto& n : names) out.push_back(make_str(std::move(n)));
+    return make_list(std::move(out));
+  });
   def("getattr", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("getattr", a, {"obj", "name", "default"}, 2);
     if (r.has(2) && !in.has_attr(r[0], r.get_str(1))) return r[2];

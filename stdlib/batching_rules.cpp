@@ -9,6 +9,7 @@
 #include "lang/tracer.hpp"
 #include "runtime/spmd_call.hpp"
 #include "stdlib/custom_derivatives.hpp"
+#include "stdlib/rbg_batching.hpp"
 #include "stdlib/debug_print.hpp"
 #include "stdlib/trace_util.hpp"
 #include "stdlib/transforms.hpp"
@@ -634,6 +635,7 @@ std::vector<BVal> batch_function(OpContext& cx, const Function& f, std::span<con
       [&](const OpAttrs& attrs, const std::vector<BVal>& args, const Instr& in) {
         try {
           if (in.op == Op::While) return batch_while(cx, attrs, args, ax);
+          if (is_rng_bit_generator_call(attrs)) return batch_rng_bit_generator(cx, attrs, args, ax);
           if (attrs.custom) return batch_custom_call(cx, attrs, args, ax);
           return batch_spmd_call(cx, attrs, args, ax);
         } catch (Error& e) {

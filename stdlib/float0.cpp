@@ -174,6 +174,10 @@ bool is_float0(const Value& v) {
   return v.is_obj(ObjKind::Opaque) && dynamic_cast<const Float0Array*>(v.as<OpaqueObj>());
 }
 
+std::vector<int64_t> float0_shape(const Value& v) {
+  return dynamic_cast<const Float0Array*>(v.as<OpaqueObj>())->shape;
+}
+
 bool is_float0_dtype(const Value& v) {
   return v.is_obj(ObjKind::Opaque) && dynamic_cast<const Float0DType*>(v.as<OpaqueObj>());
 }

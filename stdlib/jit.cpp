@@ -551,11 +551,12 @@ struct JitFunction : OpaqueObj {
       dyn.push_back(Value::object(d));
     }
     TreeDef tree;
-    std::vector<Tensor> leaves = leaf_tensors(in, dyn, where, &tree);
+    std::vector<bool> float0;
+    std::vector<Tensor> leaves = leaf_tensors(in, dyn, where, &tree, &float0);
     sig.add("argument structure", tree.repr() + " with " + std::to_string(n_dyn_pos) + " positional");
     for (size_t i = 0; i < leaves.size(); ++i) {
       const Tensor& t = leaves[i];
-      std::string type = type_str(t->aval);
+      std::string type = float0[i] ? "float0" + type_str(t->aval) : type_str(t->aval);
       // (Only a value that varies over mesh axes differs from an eager one.)
       if (enclosing && enclosing->owns(t) && enclosing->function().values[t->trace_id].vma)
         type += " varying over " + std::to_string(enclosing->function().values[t->trace_id].vma);
@@ -631,6 +632,7 @@ struct JitFunction : OpaqueObj {
         if (!enclosing) out = keep_one_device_mesh(in, as_passed, out);
       }
     }
+    out = restore_float0_outputs(in, *entry->traced, out);
     check_outputs(in, a, out, where);
     if (!out_shardings.is_none()) {
       try {

@@ -6,6 +6,7 @@
 #include "lang/args.hpp"
 #include "runtime/eager.hpp"
 #include "stdlib/convert.hpp"
+#include "stdlib/jaxpr_eqns.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
@@ -95,11 +96,38 @@ TracedFunction trace_abstract(InterpreterImpl& in, const Value& fun, const Value
   return trace_function(in, fun, *sequence_items(placed), where, what, &avals);
 }
 
-// make_jaxpr's result: prints as pxl's IR of the traced call.
+// make_jaxpr's result: prints as pxl's IR of the traced call; its jaxpr
+// attributes (eqns, in_avals, out_avals, consts, jaxpr) come from
+// jax_rest._jaxpr_attr over the IR read as equations (stdlib/jaxpr_eqns.cpp).
 struct JaxprObj : OpaqueObj {
   std::shared_ptr<Function> fn;
+  std::vector<Tensor> consts; // the values of fn's consts
   std::string type_name() const override { return "ClosedJaxpr"; }
   std::string repr() const override { return print_function(*fn, false); }
+  bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
+    static const char* names[] = {"eqns", "jaxpr", "in_avals", "out_avals", "consts", "literals",
+                                  "effects", "invars", "outvars", "constvars"};
+    bool known = false;
+    for (const char* n : names) known = known || name == n;
+    if (!known) return false;
+    Value typeof_fn = in.import_module("jax", Span{}, "").as<ModuleObj>()->env->vars.at("typeof");
+    auto aval_value = [&](const AVal& a) { return in.call(typeof_fn, ValueList{make_struct(a)}, Span{}); };
+    ValueList ins, outs, cs;
+    for (int p : fn->params) ins.push_back(aval_value(fn->values[static_cast<size_t>(p)].aval));
+    for (int r : fn->results) outs.push_back(aval_value(fn->values[static_cast<size_t>(r)].aval));
+    // (A scalar constant is a literal in a jaxpr, not one of its consts.)
+    for (const Tensor& c : consts)
+      if (!c->aval.shape.empty()) cs.push_back(make_array(c));
+    Value helper = in.import_module("jax_rest", Span{}, "").as<ModuleObj>()->env->vars.at("_jaxpr_attr");
+    out = in.call(helper,
+                  ValueList{make_str(name), make_str(repr()), jaxpr_eqns(*fn, aval_value), make_list(ins),
+                            make_list(outs), make_list(cs)},
+                  Span{});
+    return true;
+  }
+  std::vector<std::string> attr_names() const override {
+    return {"consts", "eqns", "in_avals", "jaxpr", "literals", "out_avals"};
+  }
 };
 
 // jax.config: flags are recorded; the ones pxl cannot honour say so.
@@ -213,7 +241,9 @@ void add_jax_misc(InterpreterImpl& in, Value& jax) {
       if (!c.kw.empty())
         throw Error(ErrCode::Arguments, "make_jaxpr(f)() takes positional arguments only");
       auto j = std::make_shared<JaxprObj>();
-      j->fn = trace_abstract(in, fun, c.pos, Span{}, "make_jaxpr").fn;
+      TracedFunction t = trace_abstract(in, fun, c.pos, Span{}, "make_jaxpr");
+      j->fn = t.fn;
+      j->consts = t.consts;
       return Value::object(j);
     });
   });

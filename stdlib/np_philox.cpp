@@ -45,7 +45,7 @@ Tensor mulhi(OpContext& cx, const Tensor& x, uint32_t m) {
 
 } // namespace
 
-std::pair<Tensor, Tensor> philox_words(OpContext& cx, const Tensor& key, int64_t n) {
+std::pair<Tensor, Tensor> philox_words_ops(OpContext& cx, const Tensor& key, int64_t n) {
   const int64_t nvec = (n + 3) / 4;
   const Shape s{nvec};
   Tensor k0 = key_word(cx, key, 0, s), k1 = key_word(cx, key, 1, s), k2 = key_word(cx, key, 2, s), k3 = key_word(cx, key, 3, s);

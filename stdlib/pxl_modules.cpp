@@ -85,6 +85,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
       {"jax.example_libraries.stax", "example_libraries_stax"},
       {"jax.example_libraries.optimizers", "example_libraries_optimizers"},
       {"jax.experimental.ode", "experimental_ode"},
+      {"jax.experimental.jet", "experimental_jet"},
       {"jax.scipy.optimize", "scipy_optimize"},
       {"jax._src.scipy.optimize.line_search", "scipy_optimize"}, // what JAX's tests import
   };

@@ -26,6 +26,7 @@
 #include "stdlib/sharding.hpp"
 #include "stdlib/sharding_rules.hpp"
 #include "stdlib/shard_map_checks.hpp"
+#include "stdlib/float0.hpp"
 #include "stdlib/trace_util.hpp"
 
 namespace pxl {
@@ -53,6 +54,9 @@ struct Compiled {
   TreeDef out_tree;
   std::vector<Tensor> consts; // captured by the trace, passed as replicated operands
   bool reusable = true;       // false when a constant is a value of an enclosing trace
+  // Per output leaf: the float0 value the function returned there (bool zeros
+  // stood for it in the trace), else None; the call's results get it back.
+  ValueList float0_outputs;
 };
 
 std::string loc_str(const Span& s) {
@@ -277,7 +281,10 @@ struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
         outs = eager->checked_results("Invalid value (%) encountered in sharded computation.", std::move(outs), where);
     }
     ValueList vals;
-    for (const Tensor& t : outs) vals.push_back(make_array(t));
+    for (size_t i = 0; i < outs.size(); ++i)
+      vals.push_back(i < c.float0_outputs.size() && is_float0(c.float0_outputs[i])
+                         ? float0_zeros(outs[i]->aval.shape)
+                         : make_array(outs[i]));
     return tree_unflatten(c.out_tree, vals);
   }
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
@@ -927,6 +934,7 @@ struct PmapFn : SpmdFunction {
     for (const InLeaf& l : leaves) traced.push_back(make_array(tc.add_param(l.block, l.vma, where, l.origin)));
     ++traces;
     ValueList out_leaves = trace_body(in, tc, fn, tree_unflatten(in_tree, traced), where, c->out_tree);
+    for (const Value& v : out_leaves) c->float0_outputs.push_back(is_float0(v) ? v : Value());
     Value out_tree_value = tree_unflatten(c->out_tree, out_leaves);
     ValueList per_out;
     try {

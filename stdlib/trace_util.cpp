@@ -3,17 +3,24 @@
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
 #include "runtime/spmd_call.hpp"
+#include "stdlib/float0.hpp"
 #include "stdlib/jit_partition.hpp"
+#include "stdlib/np.hpp"
 
 namespace pxl {
 
 std::vector<Tensor> leaf_tensors(InterpreterImpl& in, const ValueList& args, const Span& where,
-                                 TreeDef* tree) {
+                                 TreeDef* tree, std::vector<bool>* float0) {
   ValueList leaves;
   TreeDef def = tree_flatten(in, make_tuple(args), leaves);
   if (tree) *tree = def;
   std::vector<Tensor> out;
   for (const Value& l : leaves) {
+    if (float0) float0->push_back(is_float0(l));
+    if (is_float0(l)) {
+      out.push_back(np::full(in.ops(), float0_shape(l), Scalar::of_bool(false), DType::Bool));
+      continue;
+    }
     if (!l.is_obj(ObjKind::Array) && !l.is_number() && !l.is_obj(ObjKind::Complex) &&
         !sequence_items(l))
       throw Error(ErrCode::Type,
@@ -32,7 +39,8 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
                               const std::function<void(TraceContext&)>& prepare,
                               bool concrete_primals) {
   TracedFunction t;
-  std::vector<Tensor> leaves = leaf_tensors(in, args, where, &t.in_tree);
+  std::vector<bool> float0;
+  std::vector<Tensor> leaves = leaf_tensors(in, args, where, &t.in_tree, &float0);
   t.fn = std::make_shared<Function>();
   t.fn->name = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : what;
   auto* enclosing = dynamic_cast<TraceContext*>(&in.ops());
@@ -80,13 +88,26 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
       vma = ov.vma;
       if (!ov.origin.empty()) origin = ov.origin;
     }
-    traced.push_back(make_array(tc.add_param(aval, vma, where, origin)));
+    Tensor param = tc.add_param(aval, vma, where, origin);
+    traced.push_back(float0[i] ? float0_zeros(aval.shape) : make_array(param));
   }
   for (const Value& v :
        trace_body(in, tc, fn, tree_unflatten(t.in_tree, traced), where, t.out_tree, concrete_primals))
     t.number_outputs.push_back(v.is_obj(ObjKind::Array) || v.is_obj(ObjKind::Complex) ? Value() : v);
   t.consts = tc.captured_tensors();
   return t;
+}
+
+Value restore_float0_outputs(InterpreterImpl& in, const TracedFunction& t, const Value& out) {
+  bool any = false;
+  for (const Value& v : t.number_outputs) any = any || is_float0(v);
+  if (!any) return out;
+  ValueList leaves;
+  TreeDef def = tree_flatten(in, out, leaves);
+  for (size_t i = 0; i < leaves.size() && i < t.number_outputs.size(); ++i)
+    if (is_float0(t.number_outputs[i]) && leaves[i].is_obj(ObjKind::Array))
+      leaves[i] = float0_zeros(leaves[i].as<ArrayObj>()->tensor->aval.shape);
+  return tree_unflatten(def, leaves);
 }
 
 void check_callable(const Value& f) {
@@ -108,6 +129,11 @@ ValueList trace_body(InterpreterImpl& in, TraceContext& tc, const Value& fn, con
   ValueList outs;
   out_tree = tree_flatten(in, r, outs);
   for (Value& v : outs) {
+    if (is_float0(v)) { // bool zeros stand for it; restore_float0_outputs puts it back
+      tc.function().results.push_back(
+          tc.value_of(np::full(tc, float0_shape(v), Scalar::of_bool(false), DType::Bool)));
+      continue;
+    }
     if (any_outputs && !v.is_obj(ObjKind::Array) && !v.is_number() && !v.is_obj(ObjKind::Complex)) {
       tc.function().results.push_back(tc.value_of(in.to_tensor(Value::integer(0), where)));
       continue;

@@ -54,9 +54,17 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
 ValueList trace_body(InterpreterImpl& in, TraceContext& tc, const Value& fn, const Value& arg_tuple,
                      const Span& where, TreeDef& out_tree, bool any_outputs = false);
 
-// The argument leaves of `args` as tensors (numbers become weak scalars).
+// The argument leaves of `args` as tensors (numbers become weak scalars). A
+// float0 leaf (jax.dtypes.float0 zeros, a host object) travels as bool zeros
+// of its shape, flagged in `float0` when given: trace_function hands the
+// function float0 zeros of the traced (per-example) shape in its place.
 std::vector<Tensor> leaf_tensors(InterpreterImpl& in, const ValueList& args, const Span& where,
-                                 TreeDef* tree = nullptr);
+                                 TreeDef* tree = nullptr, std::vector<bool>* float0 = nullptr);
+
+// `out` with each leaf that the traced function returned as float0 (its
+// number_outputs entry, a bool placeholder result) made float0 zeros of the
+// leaf's shape again (jit, vmap: the shape the call gave it, batched or not).
+Value restore_float0_outputs(InterpreterImpl& in, const TracedFunction& t, const Value& out);
 
 // Binds in `cx` an SPMD call derived from `c` (its transpose, its batched
 // form): `body` records the new per-participant Function in `tc` from its

@@ -515,7 +515,7 @@ struct VmapFunction : OpaqueObj {
       out_leaves[r] = mapped_split.empty() ? lay_out_constrained(in, *traced.fn, r, make_array(t), oa)
                                            : make_array(t);
     }
-    out = tree_unflatten(traced.out_tree, out_leaves);
+    out = restore_float0_outputs(in, traced, tree_unflatten(traced.out_tree, out_leaves));
     return true;
   }
 };

@@ -1,0 +1,163 @@
+#include "stdlib/jaxpr_eqns.hpp"
+
+#include <cstring>
+
+#include "ir/op.hpp"
+
+namespace pxl {
+
+namespace {
+
+Value ints(const std::vector<int64_t>& xs) {
+  ValueList v;
+  for (int64_t x : xs) v.push_back(Value::integer(x));
+  return make_tuple(v);
+}
+
+Value dtype_value(DType d) { return Value::object(std::make_shared<DTypeObj>(d)); }
+
+bool is_elementwise_binary(Op op) {
+  switch (op) {
+  case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Max: case Op::Min: case Op::Pow:
+  case Op::Atan2: case Op::Rem: case Op::And: case Op::Or: case Op::Xor: case Op::Eq: case Op::Ne:
+  case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
+    return true;
+  default:
+    return false;
+  }
+}
+
+// JAX's params of the primitives whose attributes pxl's IR holds.
+Value params_of(Op op, const OpAttrs& a, DType result) {
+  auto d = std::make_shared<DictObj>();
+  auto set = [&](const char* k, Value v) { d->set(make_str(k), std::move(v)); };
+  const std::string name = op_name(op);
+  static const char* accuracy_ops[] = {"sin", "cos", "tan", "exp", "exp2", "log", "tanh", "logistic",
+                                       "sqrt", "rsqrt", "cbrt", "log1p", "expm1"};
+  for (const char* n : accuracy_ops)
+    if (name == n) set("accuracy", Value());
+  switch (op) {
+  case Op::ReduceSum:
+    set("axes", ints(a.axes));
+    set("out_sharding", Value());
+    break;
+  case Op::ReduceMax: case Op::ReduceMin: case Op::ReduceProd: case Op::ReduceAnd: case Op::ReduceOr:
+    set("axes", ints(a.axes));
+    break;
+  case Op::Argmax: case Op::Argmin:
+    set("axes", ints({a.axis}));
+    set("index_dtype", dtype_value(a.dtype));
+    break;
+  case Op::BroadcastInDim:
+    set("shape", ints(a.shape));
+    set("broadcast_dimensions", ints(a.axes));
+    set("sharding", Value());
+    break;
+  case Op::Reshape:
+    set("new_sizes", ints(a.shape));
+    set("dimensions", Value());
+    set("sharding", Value());
+    break;
+  case Op::Transpose:
+    set("permutation", ints(a.perm));
+    break;
+  case Op::ConvertElementType:
+    set("new_dtype", dtype_value(a.dtype));
+    set("weak_type", Value::boolean(a.weak));
+    set("sharding", Value());
+    break;
+  case Op::IntegerPow:
+    set("y", Value::integer(a.exponent));
+    break;
+  case Op::Iota:
+    set("dtype", dtype_value(a.dtype));
+    set("shape", ints(a.shape));
+    set("dimension", Value::integer(a.axis));
+    set("sharding", Value());
+    break;
+  case Op::Cumsum:
+    set("axis", Value::integer(a.axis));
+    set("reverse", Value::boolean(a.reverse));
+    break;
+  case Op::Concatenate:
+    set("dimension", Value::integer(a.axis));
+    break;
+  case Op::Rev:
+    set("dimensions", ints(a.axes));
+    break;
+  case Op::Slice: {
+    set("start_indices", ints(a.starts));
+    set("limit_indices", ints(a.limits));
+    bool unit = true;
+    for (int64_t s : a.strides) unit = unit && s == 1;
+    set("strides", unit ? Value() : ints(a.strides));
+    break;
+  }
+  case Op::DotGeneral:
+    set("dimension_numbers",
+        make_tuple({make_tuple({ints(a.dot.lhs_contract), ints(a.dot.rhs_contract)}),
+                    make_tuple({ints(a.dot.lhs_batch), ints(a.dot.rhs_batch)})}));
+    set("precision", Value());
+    set("preferred_element_type", dtype_value(result));
+    set("out_sharding", Value());
+    break;
+  default:
+    break;
+  }
+  return Value::object(d);
+}
+
+} // namespace
+
+Value jaxpr_eqns(const Function& fn, const std::function<Value(const AVal&)>& aval_value) {
+  // Who reads each value.
+  std::vector<std::vector<const Instr*>> users(fn.values.size());
+  for (const Instr& i : fn.body)
+    for (int o : i.operands) users[static_cast<size_t>(o)].push_back(&i);
+  // What the results need (pxl's tracing leaves steps whose values go unused,
+  // such as the conversion of an exponent integer_pow took as an attribute).
+  std::vector<bool> live(fn.values.size(), false);
+  for (int r : fn.results) live[static_cast<size_t>(r)] = true;
+  std::vector<bool> keep(fn.body.size(), false);
+  for (size_t k = fn.body.size(); k-- > 0;) {
+    const Instr& i = fn.body[k];
+    bool needed = op_family(i.op) == OpFamily::Effect;
+    for (int r = 0; r < i.nresults; ++r) needed = needed || live[static_cast<size_t>(i.result + r)];
+    if (!needed) continue;
+    keep[k] = true;
+    for (int o : i.operands) live[static_cast<size_t>(o)] = true;
+  }
+  std::vector<bool> skip_value(fn.values.size(), false);
+  ValueList eqns;
+  size_t index = 0;
+  for (const Instr& i : fn.body) {
+    if (!keep[index++]) continue;
+    const IRValue& r = fn.values[static_cast<size_t>(i.result)];
+    if (i.op == Op::ConvertElementType && i.operands.size() == 1) {
+      const IRValue& x = fn.values[static_cast<size_t>(i.operands[0])];
+      bool is_param = false;
+      for (int p : fn.params) is_param = is_param || p == i.operands[0];
+      if (x.producer < 0 && !is_param && x.aval.shape.empty()) { // a literal's conversion
+        skip_value[static_cast<size_t>(i.result)] = true;
+        continue;
+      }
+    }
+    if (i.op == Op::BroadcastInDim && i.operands.size() == 1 &&
+        fn.values[static_cast<size_t>(i.operands[0])].aval.shape.empty()) {
+      bool implicit = !users[static_cast<size_t>(i.result)].empty();
+      for (const Instr* u : users[static_cast<size_t>(i.result)]) implicit = implicit && is_elementwise_binary(u->op);
+      for (int res : fn.results) implicit = implicit && res != i.result;
+      if (implicit) {
+        skip_value[static_cast<size_t>(i.result)] = true;
+        continue;
+      }
+    }
+    ValueList ins, outs;
+    for (int o : i.operands) ins.push_back(aval_value(fn.values[static_cast<size_t>(o)].aval));
+    for (int k = 0; k < i.nresults; ++k) outs.push_back(aval_value(fn.values[static_cast<size_t>(i.result + k)].aval));
+    eqns.push_back(make_tuple({make_str(op_name(i.op)), params_of(i.op, i.attrs, r.aval.dtype), make_list(ins), make_list(outs)}));
+  }
+  return make_list(eqns);
+}
+
+} // namespace pxl
