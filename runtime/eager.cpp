@@ -2,6 +2,7 @@
 #include "runtime/eager.hpp"
 
 #include <cmath>
+#include <map>
 #include <vector>
 
 #include "ir/custom_call.hpp"
@@ -52,7 +53,7 @@ Tensor EagerContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> i
         if (std::optional<Tensor> r = sharded_->run(op, attrs, inputs, loc)) return checked(op, std::move(*r));
         break;
       }
-  int device = placement(inputs);
+  int device = placement(op, inputs);
   std::vector<Array> args;
   args.reserve(inputs.size());
   for (const Tensor& t : inputs) args.push_back(concrete(t));
@@ -61,25 +62,77 @@ Tensor EagerContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> i
   if (jit_) compiled = jit_->run(op, attrs, args, device, loc);
   Array out = compiled ? std::move(*compiled) : eval_ref(op, attrs, args);
   if (out.device() != device) out = out.on_device(device);
-  return checked(op, make_tensor(std::move(out)));
+  Tensor result = checked(op, make_tensor(std::move(out)));
+  if (sharded_ && device == device_)
+    if (std::optional<Tensor> placed = sharded_->place_result(result)) return *placed;
+  return result;
+}
+
+namespace {
+
+// How JAX's error names an eager op's operands i and j: the jnp function it
+// runs as a jit of, with that function's parameter names (x + y is jnp.add's
+// jit: "argument x of add"), or the primitive itself ("args[0] of concatenate").
+std::pair<std::string, std::string> operand_name(Op op, size_t i, size_t n) {
+  static const std::map<Op, std::pair<const char*, bool>> jnp_names = {
+      {Op::Add, {"add", false}},         {Op::Sub, {"subtract", false}},
+      {Op::Mul, {"multiply", false}},    {Op::Div, {"true_divide", true}},
+      {Op::Rem, {"remainder", false}},   {Op::Pow, {"_power", true}},
+      {Op::Max, {"maximum", false}},     {Op::Min, {"minimum", false}},
+      {Op::And, {"bitwise_and", false}}, {Op::Or, {"bitwise_or", false}},
+      {Op::Xor, {"bitwise_xor", false}}, {Op::Atan2, {"arctan2", true}},
+      {Op::Eq, {"equal", false}},        {Op::Ne, {"not_equal", false}},
+      {Op::Lt, {"less", false}},         {Op::Le, {"less_equal", false}},
+      {Op::Gt, {"greater", false}},      {Op::Ge, {"greater_equal", false}},
+  };
+  if (auto it = jnp_names.find(op); it != jnp_names.end() && n == 2) {
+    const char* names[2][2] = {{"x", "y"}, {"x1", "x2"}};
+    return {names[it->second.second ? 1 : 0][i], it->second.first};
+  }
+  if (op == Op::DotGeneral && n == 2) return {i == 0 ? "a" : "b", "dot"};
+  if (op == Op::Select && n == 3) {
+    const char* names[3] = {"condition", "x", "y"};
+    return {names[i], "_where"};
+  }
+  return {"args[" + std::to_string(i) + "]", op_name(op)};
+}
+
+} // namespace
+
+// JAX's ValueError for an eager op whose operands i and j are committed to
+// different devices (stages.py's _device_assignment_mismatch_error).
+std::string incompatible_devices_message(Op op, std::span<const Tensor> inputs, size_t i, size_t j) {
+  auto describe = [&](size_t k) {
+    const Tensor& t = inputs[k];
+    auto [name, fn] = operand_name(op, k, inputs.size());
+    int d = t->concrete ? t->concrete->device() : t->sharded->mesh.device_ids[0];
+    std::string shape;
+    for (size_t a = 0; a < t->aval.shape.size(); ++a)
+      shape += (a ? "," : "") + std::to_string(t->aval.shape[a]);
+    return "argument " + name + " of " + fn + " with shape " + dtype_name(t->aval.dtype) + "[" + shape +
+           "] and with device ids [" + std::to_string(d) + "] on platform CPU";
+  };
+  return "Received incompatible devices for jitted computation. Got " + describe(i) + " and " + describe(j);
 }
 
 // JAX's "computation follows data": an op whose operands were put on another
 // device than the default (jax.device_put(x, jax.devices()[1])) runs there and
 // leaves its result there. (JAX tracks which arrays are committed; pxl counts
 // an array on a device other than this context's as put there.) Operands put
-// on two different devices are JAX's error for jnp, but pxl's numpy is
-// jax.numpy and numpy reads any device's arrays, so such an op runs on the
-// default device instead.
-int EagerContext::placement(std::span<const Tensor> inputs) const {
+// on two different such devices are JAX's error: every eager op is a jit of
+// its primitive, whose arguments must share their devices.
+int EagerContext::placement(Op op, std::span<const Tensor> inputs) const {
   int device = device_;
-  for (const Tensor& t : inputs) {
+  size_t first = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
     int d = t->concrete                                              ? t->concrete->device()
             : t->sharded && t->sharded->mesh.device_ids.size() == 1 ? t->sharded->mesh.device_ids[0] // a mesh of one
                                                                      : device_;
     if (d == device_ || d == device) continue;
-    if (device != device_) return device_;
+    if (device != device_) throw Error(ErrCode::Value, incompatible_devices_message(op, inputs, first, i));
     device = d;
+    first = i;
   }
   return device;
 }

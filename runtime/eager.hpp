@@ -20,7 +20,15 @@ public:
   virtual ~ShardedOpRunner() = default;
   virtual std::optional<Tensor> run(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs,
                                     const Span& loc) = 0;
+  // The result of an op run on one device, laid out where JAX puts it: under
+  // jax.set_mesh JAX commits every eager result to the current mesh. Nothing
+  // to leave it on its device.
+  virtual std::optional<Tensor> place_result(const Tensor&) { return std::nullopt; }
 };
+
+// JAX's "Received incompatible devices for jitted computation. ..." for an
+// eager op whose operands i and j are on different devices.
+std::string incompatible_devices_message(Op op, std::span<const Tensor> inputs, size_t i, size_t j);
 
 // jax_debug_nans / jax_debug_infs: which invalid values an eager op's result
 // may not hold (JAX's FloatingPointError names the primitive).
@@ -58,7 +66,7 @@ public:
   ~EagerContext() override { pull_log_->detach(); }
 
 private:
-  int placement(std::span<const Tensor> inputs) const;
+  int placement(Op op, std::span<const Tensor> inputs) const;
   int device_;
   EagerJit* jit_ = nullptr;
   std::unique_ptr<ShardedOpRunner> sharded_;

@@ -151,9 +151,11 @@ const std::map<std::string, ArrayMethod>& methods() {
          Tensor xs[] = {x};
          return make_array(is_complex(x->aval.dtype) ? in.ops().bind(Op::Conj, {}, xs) : x);
        }},
-      {"copy", [](InterpreterImpl&, const Tensor& x, CallArgs& a) {
+      {"copy", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
          ArgReader r("copy", a, {});
-         return make_array(x); // arrays are immutable: sharing is a copy
+         // Arrays are immutable: sharing is a copy. Under jax.set_mesh JAX
+         // places the copy on the mesh, as device_put does.
+         return results_on_current_mesh(in, make_array(x), false);
        }},
       {"transpose", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
          if (a.pos.empty()) return make_array(np::transpose(in.ops(), x, std::nullopt));

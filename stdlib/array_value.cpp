@@ -6,6 +6,7 @@
 #include "lang/args.hpp"
 #include "lang/methods.hpp"
 #include "runtime/sharded.hpp"
+#include "stdlib/jit_devices.hpp"
 #include "stdlib/sharding_rules.hpp"
 #include "stdlib/prng_key.hpp"
 #include "stdlib/convert.hpp"
@@ -299,7 +300,11 @@ ValueList array_iterate(InterpreterImpl& in, const Value& arr, const Span& where
 Tensor np_astype_value(InterpreterImpl& in, const Value& v, DType dtype, const Span& where) {
   // Python values convert straight to the dtype (jnp.int8(300) is numpy's
   // overflow error, jnp.float32(2**40) is fine), arrays through astype.
-  if (!v.is_obj(ObjKind::Array)) return in.to_tensor(v, where, dtype);
+  if (!v.is_obj(ObjKind::Array)) {
+    // Under jax.set_mesh JAX commits the new array to the mesh.
+    Tensor t = in.to_tensor(v, where, dtype);
+    return on_current_mesh(in, t, true).value_or(t);
+  }
   Tensor t = in.to_tensor(v, where);
   return np::astype(in.ops(), t, dtype);
 }

@@ -11,6 +11,8 @@
 #include "runtime/eager.hpp"
 #include "stdlib/jit_devices.hpp"
 #include "stdlib/jit_partition.hpp"
+#include "stdlib/pytree.hpp"
+#include "stdlib/sharding.hpp"
 #include "stdlib/sharding_rules.hpp"
 
 namespace pxl {
@@ -42,6 +44,8 @@ public:
     return std::move(results.at(0));
   }
 
+  std::optional<Tensor> place_result(const Tensor& t) override { return on_current_mesh(in_, t, true); }
+
 private:
   PartitionedJit partition(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs,
                            const Mesh& mesh, const OperandSpecs& specs, const Span& loc) {
@@ -61,6 +65,31 @@ private:
 };
 
 } // namespace
+
+std::optional<Tensor> on_current_mesh(InterpreterImpl& in, const Tensor& t, bool computed) {
+  auto* eager = dynamic_cast<EagerContext*>(&in.ops());
+  if (!eager || !t->concrete || t->trace || t->concrete->device() != eager->device()) return std::nullopt;
+  const Value* current = in.context_mesh();
+  const Mesh* mesh = current ? value_to_mesh(*current) : nullptr;
+  if (!mesh || mesh->device_ids.empty()) return std::nullopt;
+  PartitionSpec spec;
+  if (computed && any_explicit_axis(*mesh)) spec.entries.resize(t->aval.shape.size());
+  return make_sharded_tensor(shard_array(*t->concrete, *mesh, spec, in.pull_log()));
+}
+
+Value results_on_current_mesh(InterpreterImpl& in, const Value& out, bool computed) {
+  const Value* current = in.context_mesh();
+  if (!current || !value_to_mesh(*current)) return out;
+  auto* eager = dynamic_cast<EagerContext*>(&in.ops());
+  if (!eager) return out;
+  return map_tree(in, out, [&](const Value& leaf) {
+    if (!leaf.is_obj(ObjKind::Array)) return leaf;
+    const Tensor& t = leaf.as<ArrayObj>()->tensor;
+    if (!t->concrete || t->concrete->device() != eager->device() || leaf.as<ArrayObj>()->committed) return leaf;
+    std::optional<Tensor> placed = on_current_mesh(in, t, computed);
+    return placed ? make_array(*placed) : leaf;
+  });
+}
 
 void install_sharded_op_runner(InterpreterImpl& in) {
   if (auto* eager = dynamic_cast<EagerContext*>(&in.ops()))

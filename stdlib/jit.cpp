@@ -630,6 +630,7 @@ struct JitFunction : OpaqueObj {
         if (!run_compiled(in, *entry, leaves, out)) out = run_jitted(in, *entry->traced, leaves);
         if (out_shardings.is_none() && !enclosing) out = follow_data(in, leaves, out);
         if (!enclosing) out = keep_one_device_mesh(in, as_passed, out);
+        if (!enclosing && out_shardings.is_none()) out = results_on_current_mesh(in, out);
       }
     }
     out = restore_float0_outputs(in, *entry->traced, out);

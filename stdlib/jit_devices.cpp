@@ -2,10 +2,13 @@
 // whose arrays live on devices that cannot run together.
 #include "stdlib/jit_devices.hpp"
 
+#include "runtime/eager.hpp"
+
 #include <algorithm>
 #include <optional>
 #include <tuple>
 
+#include "runtime/eager.hpp"
 #include "runtime/sharded.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/sharding.hpp"
@@ -336,6 +339,33 @@ void check_jit_placement(InterpreterImpl& in, const JitCallPlacement& c) {
   else
     extra = " Got" + describe(one) + " and" + describe(two);
   throw Error(ErrCode::Value, "Received incompatible devices for jitted computation." + extra);
+}
+
+void check_grad_mesh(InterpreterImpl& in, std::span<const Tensor> params, const AVal& out) {
+  if (!dynamic_cast<EagerContext*>(&in.ops())) return;
+  if (const Value* cur = in.context_mesh(); cur && value_to_mesh(*cur)) return;
+  for (const Tensor& p : params) {
+    if (!p->sharded || p->sharded->mesh.size() == 1) continue;
+    const Mesh& m = p->sharded->mesh;
+    std::string explicit_axes, sizes;
+    bool all_explicit = true;
+    for (int a = 0; a < m.ndim(); ++a) {
+      if (m.axis_type(a) == AxisType::Explicit)
+        explicit_axes += (explicit_axes.empty() ? "'" : ", '") + m.axis_names[static_cast<size_t>(a)] + "'";
+      else
+        all_explicit = false;
+      sizes += (a ? ", " : "") + std::to_string(m.axis_sizes[static_cast<size_t>(a)]);
+    }
+    if (explicit_axes.empty()) continue;
+    if (!all_explicit) // (JAX 0.10 fails earlier there, reshaping the one device into the mesh)
+      throw Error(ErrCode::Value, "cannot reshape array of size 1 into shape (" + sizes +
+                                      (m.ndim() == 1 ? ",)" : ")"));
+    if (m.ndim() == 1) explicit_axes += ",";
+    throw Error(ErrCode::Value, "Length of device assignment 1 is not equal to the size of the mesh " +
+                                    std::to_string(m.size()) + " of aval " + type_str(out) +
+                                    "({Explicit: (" + explicit_axes +
+                                    ")}). Please enter your `jit` into a mesh context via `jax.set_mesh`.");
+  }
 }
 
 } // namespace pxl

@@ -4,6 +4,7 @@
 // assignment involved (committed arguments, in/out shardings, the context
 // mesh) against each other.
 #pragma once
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -36,6 +37,26 @@ Value named_as(const Value& array, const Value& sharding);
 // mesh keep a NamedSharding over that mesh (as that argument's spec when of
 // its rank, else replicated), as in JAX; `out` itself otherwise.
 Value keep_one_device_mesh(InterpreterImpl& in, std::span<const Tensor> params, const Value& out);
+
+// Under jax.set_mesh JAX commits the arrays it makes to the current mesh,
+// replicated: `t` so laid out, its spec P() for what JAX places as device_put
+// does (jnp.array, x.copy(); `computed` false) or over a mesh without
+// Explicit axes, else P(None, ...) naming every dimension (what a computation
+// gives: eager ops, jnp.zeros, jit results). Nullopt when no mesh is set or
+// `t` is traced (stdlib/eager_sharded.cpp).
+std::optional<Tensor> on_current_mesh(InterpreterImpl& in, const Tensor& t, bool computed);
+
+// on_current_mesh of each uncommitted array leaf of `out` on the default
+// device (a jit call's or a creation function's results, which JAX commits
+// to the jax.set_mesh mesh).
+Value results_on_current_mesh(InterpreterImpl& in, const Value& out, bool computed = true);
+
+// JAX's error for an eager grad over arrays laid out over a mesh with
+// Explicit axes outside jax.set_mesh: its cotangent seed, typed over that
+// mesh, would lie on one device ("Length of device assignment 1 is not equal
+// to the size of the mesh 2 of aval f32[]({Explicit: ('x',)}). ..."). `out`
+// is the function's (scalar) output.
+void check_grad_mesh(InterpreterImpl& in, std::span<const Tensor> params, const AVal& out);
 
 // JAX's jax.Array.committed: placed on purpose (ArrayObj::committed), laid out
 // over a mesh, or on a device other than the default one.

@@ -6,6 +6,7 @@
 #include "lang/tracer.hpp"
 #include "stdlib/autodiff.hpp"
 #include "stdlib/float0.hpp"
+#include "stdlib/jit_devices.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/sharding.hpp"
@@ -186,6 +187,7 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
                  ? ". For holomorphic differentiation, pass holomorphic=True. For differentiation "
                    "of non-holomorphic functions involving complex outputs, use jax.vjp directly."
                  : ". For differentiation of functions with integer outputs, use jax.vjp directly."));
+  check_grad_mesh(in, params, out);
   OpContext& cx = in.ops();
   std::vector<Tensor> env = forward_pass(cx, f, params, t.consts);
   std::vector<Tensor> seeds(f.results.size());

@@ -380,21 +380,14 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
         "with_sharding_constraint() shardings",
         [&](const Value& leaf, Value target) {
           no_none(target);
-          // A bare PartitionSpec is over the mesh in context, else over the
-          // mesh of a sharded argument.
+          // A bare PartitionSpec is over the mesh in context: jax.set_mesh's,
+          // else the deprecated `with mesh:`'s, as JAX reads them.
           auto* spec = dynamic_cast<SpecObj*>(target.as<OpaqueObj>());
           const Value* current = in.context_mesh();
-          if (spec && current && value_to_mesh(*current))
-            target = Value::object(std::make_shared<ShardingObj>(*value_to_mesh(*current), spec->spec));
-          else if (spec) {
-            Tensor t = T(in, leaf);
-            if (!t->sharded)
-              throw Error(ErrCode::Value,
-                          "with_sharding_constraint(): a bare PartitionSpec needs an array already "
-                          "sharded over a mesh",
-                          Span{}, "pass NamedSharding(mesh, spec)");
-            target = Value::object(std::make_shared<ShardingObj>(t->sharded->mesh, spec->spec));
-          }
+          const Mesh* ctx = current ? value_to_mesh(*current) : nullptr;
+          if (!ctx) ctx = legacy_context_mesh(in);
+          if (spec && !ctx) throw Error(ErrCode::Value, wsc_needs_mesh_message());
+          if (spec) target = Value::object(std::make_shared<ShardingObj>(*ctx, spec->spec));
           if (auto* named = dynamic_cast<ShardingObj*>(target.as<OpaqueObj>()); named && !named->single_device)
             check_spec_names(named->mesh, named->spec, "shardings");
           return device_put_leaf(in, leaf, target);

@@ -8,6 +8,7 @@
 // business (as for with_sharding_constraint), so values pass through.
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
+#include "runtime/eager.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/jit_devices.hpp"
 #include "stdlib/sharding.hpp"
@@ -123,8 +124,25 @@ void wrap(Value& module, const std::string& name, const std::string& prefix, boo
       for (auto& kw : a.kw) replicate(kw.second);
     }
     // The call site is the wrapper's (errors inside point at the user's call).
+    bool given_array = !a.pos.empty() && a.pos[0].is_obj(ObjKind::Array);
     Value result = in.call(inner, a, in.ops().loc);
-    if (target.is_none()) return result;
+    if (target.is_none()) {
+      // Under jax.set_mesh the result is committed to the mesh: jnp.array
+      // places its copy as device_put does (P()), jnp.asarray leaves an array
+      // it is given as it is, the others compute theirs.
+      // pxl's numpy is jax.numpy: np.asarray(x) of an array on another device
+      // (a shard's data) is numpy's host copy in JAX, which mixes with any
+      // device's arrays; here it comes to the default device, uncommitted
+      // (where JAX's jnp.asarray would keep x's device).
+      if (given_array && fn == "jnp.asarray" && result.is_obj(ObjKind::Array))
+        if (auto* eager = dynamic_cast<EagerContext*>(&in.ops())) {
+          const Tensor& t = result.as<ArrayObj>()->tensor;
+          if (t->concrete && t->concrete->device() != eager->device())
+            return make_array(make_tensor(t->concrete->on_device(eager->device())));
+        }
+      if (fn == "jnp.asarray" && given_array) return result;
+      return results_on_current_mesh(in, result, fn != "jnp.array" && fn != "jnp.asarray");
+    }
     return map_tree(in, result,
                     [&](const Value& leaf) { return place(in, leaf, target, how, fn); });
   });
@@ -168,9 +186,13 @@ Value constrain_traced(InterpreterImpl& in, const Value& leaf, const Value& targ
   PartitionSpec s = spec ? spec->spec : named->spec;
   Tensor t = in.to_tensor(leaf, Span{});
   const Shape& shape = t->aval.shape;
+  // with_sharding_constraint also reads the deprecated `with mesh:`'s mesh.
+  const Value* cur = in.context_mesh();
+  const Mesh* ctx = cur ? value_to_mesh(*cur) : nullptr;
+  if (!ctx && fn == "with_sharding_constraint") ctx = legacy_context_mesh(in);
+  if (!ctx && spec && fn == "with_sharding_constraint") throw Error(ErrCode::Value, wsc_needs_mesh_message());
   if (fn == "with_sharding_constraint") { // JAX's messages (its sharding shown over the abstract mesh)
-    const Value* cur_mesh = in.context_mesh();
-    const Mesh* m = named ? &named->mesh : cur_mesh ? value_to_mesh(*cur_mesh) : nullptr;
+    const Mesh* m = named ? &named->mesh : ctx;
     if (m) {
       check_spec_names(*m, s, "shardings");
       Value typed = make_abstract_sharding(make_abstract_mesh_value(*m, in.platform().name()), s);
@@ -182,8 +204,7 @@ Value constrain_traced(InterpreterImpl& in, const Value& leaf, const Value& targ
     throw Error(ErrCode::Spec, fn + "(): " + s.repr() + " has " + std::to_string(s.entries.size()) +
                                    " entries for a rank-" + std::to_string(shape.size()) + " array");
   // A mesh to check against: the sharding's, else the current one.
-  const Value* cur = in.context_mesh();
-  const Mesh* mesh = named ? &named->mesh : cur ? value_to_mesh(*cur) : nullptr;
+  const Mesh* mesh = named ? &named->mesh : ctx;
   if (mesh) {
     std::string problem = check_spec_axes(*mesh, s, shape);
     if (!problem.empty()) throw Error(ErrCode::Spec, fn + "(): " + problem);

@@ -359,9 +359,49 @@ std::vector<std::string> MeshObj::attr_names() const {
           "local_devices", "empty", "abstract_mesh"};
 }
 
+namespace {
+// An entry of the interpreter's mesh context stack: the mesh jax.set_mesh made
+// current (`concrete`) and the one `with mesh:` made current (`physical`),
+// each None when there is none. JAX 0.10 keeps them apart: `with mesh:` (a
+// deprecated context manager there) sets only the legacy resource
+// environment's mesh, which pjit and with_sharding_constraint read; jit,
+// device_put, reshard, shard_map and array creation read jax.set_mesh's only.
+// value_to_mesh of an entry is its concrete mesh.
+struct MeshContextObj : OpaqueObj {
+  MeshContextObj(Value c, Value p) : concrete(std::move(c)), physical(std::move(p)) {}
+  Value concrete, physical;
+  std::string type_name() const override { return "mesh_context"; }
+  std::string repr() const override { return "<mesh_context>"; }
+};
+
+const MeshContextObj* context_entry(InterpreterImpl& in) {
+  const Value* cur = in.context_mesh();
+  return cur && cur->is_obj(ObjKind::Opaque) ? dynamic_cast<const MeshContextObj*>(cur->as<OpaqueObj>())
+                                             : nullptr;
+}
+
+// Pushes `with mesh:`'s entry (the jax.set_mesh mesh stays as it was).
+void push_legacy_mesh(InterpreterImpl& in, const Value& mesh) {
+  const Value* cur = in.context_mesh();
+  Value concrete = cur && value_to_mesh(*cur) ? (context_entry(in) ? context_entry(in)->concrete : *cur) : Value();
+  in.push_context_mesh(Value::object(std::make_shared<MeshContextObj>(concrete, mesh)));
+}
+} // namespace
+
+std::string wsc_needs_mesh_message() {
+  return "with_sharding_constraint requires a non-empty mesh in context if you are passing "
+         "`PartitionSpec`s to shardings. You can define a context mesh via `jax.set_mesh(mesh)`. "
+         "Alternatively, provide `Sharding`s to shardings and then the mesh context manager is not required.";
+}
+
+const Mesh* legacy_context_mesh(InterpreterImpl& in) {
+  const MeshContextObj* e = context_entry(in);
+  return e ? value_to_mesh(e->physical) : nullptr;
+}
+
 bool MeshObj::enter(InterpreterImpl& in, Value& bound) {
   bound = make_mesh_value(mesh);
-  in.push_context_mesh(bound);
+  push_legacy_mesh(in, bound);
   return true;
 }
 
@@ -374,7 +414,7 @@ bool MeshObj::call(InterpreterImpl&, CallArgs& args, const Span&, Value& out) {
       InterpreterImpl& in;
       ~Scope() { in.pop_context_mesh(); }
     };
-    in.push_context_mesh(mesh_value);
+    push_legacy_mesh(in, mesh_value);
     Scope scope{in};
     return in.call(fn, a, Span{});
   });
@@ -397,7 +437,11 @@ struct MeshScopeObj : OpaqueObj {
 Value make_set_mesh(InterpreterImpl& in, CallArgs& a) {
   ArgReader r("set_mesh", a, {"mesh"}, 1);
   if (!value_to_mesh(r[0])) throw Error(ErrCode::Type, "set_mesh() expects a Mesh, not " + type_name(r[0]));
-  in.push_context_mesh(r[0]);
+  // The `with mesh:` mesh stays current for what reads it (pjit).
+  const MeshContextObj* outer = context_entry(in);
+  in.push_context_mesh(outer && !outer->physical.is_none()
+                           ? Value::object(std::make_shared<MeshContextObj>(r[0], outer->physical))
+                           : r[0]);
   return Value::object(std::make_shared<MeshScopeObj>(r[0]));
 }
 
@@ -549,6 +593,7 @@ Value make_single_device_sharding(const std::string& platform, int device) {
 
 const Mesh* value_to_mesh(const Value& v) {
   if (!v.is_obj(ObjKind::Opaque)) return nullptr;
+  if (auto* e = dynamic_cast<MeshContextObj*>(v.as<OpaqueObj>())) return value_to_mesh(e->concrete);
   auto* m = dynamic_cast<MeshObj*>(v.as<OpaqueObj>());
   return m ? &m->mesh : nullptr;
 }
@@ -570,6 +615,10 @@ Value spec_over_current_mesh(InterpreterImpl& in, const Value& target, const std
   if (!spec && !(typed && typed->is_abstract())) return target;
   const Value* current = in.context_mesh();
   const Mesh* mesh = current ? value_to_mesh(*current) : nullptr;
+  if (!mesh && spec && fn != "device_put")
+    throw Error(ErrCode::Value,
+                "Using PartitionSpec when you are not under a mesh context is not allowed. Please pass a "
+                "NamedSharding instance or enter into a mesh context via `jax.set_mesh`. Got " + spec->spec.repr());
   if (!mesh)
     throw Error(ErrCode::Value,
                 spec ? "Please set a mesh via `jax.set_mesh` if a PartitionSpec is passed to " + fn
@@ -632,9 +681,11 @@ Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& targe
     if (!problem.empty()) throw Error(ErrCode::Shape, problem);
     return make_array(make_sharded_tensor(shard_array(x, s->mesh, s->spec, in.pull_log())));
   }
+  // device_put(x) leaves an array where it is (JAX: device=None keeps its
+  // placement, a sharded one's too).
+  if (target.is_none() && leaf.is_obj(ObjKind::Array)) return leaf;
   const Array& x = in.ops().concrete(t);
-  // device_put(x) leaves an array where it is (JAX: device=None keeps its placement).
-  if (target.is_none()) return leaf.is_obj(ObjKind::Array) && t->concrete ? leaf : make_array(in.ops().constant(x));
+  if (target.is_none()) return make_array(in.ops().constant(x));
   if (target.is_obj(ObjKind::Device))
     return committed(make_array(make_tensor(x.on_device(target.as<DeviceObj>()->id))));
   throw Error(ErrCode::Type, "device_put() expects a Device or a NamedSharding, not " + type_name(target));
@@ -755,12 +806,13 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
   jv["P"] = p_fn; // jax.P and jax.NamedSharding, as in recent JAX
   jv["NamedSharding"] = named_fn;
   jv["device_put"] = put_fn;
-  // The concrete mesh in context (`with mesh:` / jax.set_mesh), or None: what
-  // jax.experimental.pjit runs calls over (experimental_pjit.pxl).
+  // The mesh `with mesh:` made current, or None: what jax.experimental.pjit
+  // resolves its PartitionSpecs against and runs calls over, as JAX's reads
+  // the resource environment (experimental_pjit.pxl).
   sv["_context_mesh"] = make_builtin("_context_mesh", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("_context_mesh", a, {});
-    const Value* current = in.context_mesh();
-    return current && value_to_mesh(*current) ? *current : Value();
+    const MeshContextObj* e = context_entry(in);
+    return e ? e->physical : Value();
   });
   add_array_functions(jax);
   sv["AbstractMesh"] = make_builtin("AbstractMesh", [](InterpreterImpl&, CallArgs& a) {

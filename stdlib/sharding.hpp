@@ -143,6 +143,14 @@ Value devices_set_value(const std::string& platform, const Tensor& t);
 // jax.typeof (stdlib/sharded_array.cpp).
 void add_array_functions(Value& jax_module);
 
+// The mesh `with mesh:` (or a Mesh used as a decorator) made current, which
+// JAX 0.10 reads only in pjit and with_sharding_constraint; null when none.
+// (value_to_mesh of in.context_mesh() is jax.set_mesh's mesh.)
+const Mesh* legacy_context_mesh(InterpreterImpl& in);
+// JAX's RuntimeError text for with_sharding_constraint of a bare
+// PartitionSpec with no mesh in context.
+std::string wsc_needs_mesh_message();
+
 // `target` itself, or a bare PartitionSpec made a NamedSharding over the mesh
 // jax.set_mesh made current (JAX's error naming `fn` when there is none).
 Value spec_over_current_mesh(InterpreterImpl& in, const Value& target, const std::string& fn);

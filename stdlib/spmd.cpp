@@ -384,10 +384,10 @@ struct ShardMapFn : SpmdFunction {
     if (!a.kw.empty()) throw Error(ErrCode::Arguments, "a shard_map'd function takes positional arguments only", where);
     if (mesh_from_context) {
       const Value* current = in.context_mesh();
-      if (!current)
+      if (!current || !value_to_mesh(*current)) // (`with mesh:` alone sets none, as in JAX 0.10)
         throw Error(ErrCode::Arguments,
                     "The context mesh cannot be empty. Use `jax.set_mesh(mesh)` to enter into a mesh context", where,
-                    "call it inside `with mesh:` or after jax.set_mesh(mesh), or pass mesh=");
+                    "call it after jax.set_mesh(mesh) (or inside `with jax.set_mesh(mesh):`), or pass mesh=");
       mesh = *value_to_mesh(*current);
     }
     if (abstract_mesh) mesh = concrete_mesh(in, a.pos, where);
