@@ -10,6 +10,7 @@
 #include "runtime/spmd_call.hpp"
 #include "stdlib/custom_derivatives.hpp"
 #include "stdlib/debug_print.hpp"
+#include "stdlib/host_callback.hpp"
 #include "stdlib/trace_util.hpp"
 #include "stdlib/transforms.hpp"
 
@@ -535,6 +536,7 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
   case Op::SpmdCall: // several results: batch_function maps over it (batch_spmd_call)
   case Op::While:    // likewise (batch_while)
   case Op::CustomCall: // likewise (batch_custom_call)
+  case Op::HostCallback: // likewise (batch_host_callback)
     break;
   }
   return {cx.bind(op, attrs, ts), false};
@@ -635,6 +637,7 @@ std::vector<BVal> batch_function(OpContext& cx, const Function& f, std::span<con
         try {
           if (in.op == Op::While) return batch_while(cx, attrs, args, ax);
           if (attrs.custom) return batch_custom_call(cx, attrs, args, ax);
+          if (attrs.host) return batch_host_callback(cx, attrs, args, ax);
           return batch_spmd_call(cx, attrs, args, ax);
         } catch (Error& e) {
           e.set_span_if_missing(f.values[in.result].loc);
