@@ -68,7 +68,7 @@ Value host_callback(InterpreterImpl& in, CallArgs& a, const std::shared_ptr<std:
   if (!tc) {
     ValueList pos{a.pos[1]};
     pos.insert(pos.end(), leaves.begin(), leaves.end());
-    return in.call(a.pos[0], std::move(pos), in.ops().loc);
+    return in.call(a.pos[0], std::move(pos), Span{});
   }
   auto c = std::make_shared<Callee>();
   c->in = &in;
