@@ -253,6 +253,13 @@ std::optional<std::string> format_debug(InterpreterImpl& in, const DebugFormat& 
   return str(call_format(in, f.format, args));
 }
 
+bool is_io_callback(const DebugFormat& f, bool& ordered) {
+  auto* pa = dynamic_cast<const PrintArgs*>(f.args.get());
+  if (!pa || !pa->io) return false;
+  ordered = pa->ordered;
+  return true;
+}
+
 void check_debug_batching(const DebugFormat& f, bool gate_batched) {
   auto* pa = dynamic_cast<const PrintArgs*>(f.args.get());
   if (!pa || !pa->io) return; // prints and debug callbacks run once per example

@@ -29,4 +29,8 @@ std::optional<std::string> format_debug(InterpreterImpl& in, const DebugFormat& 
 // io_callback and for an io_callback in a cond whose predicate is batched.
 void check_debug_batching(const DebugFormat& f, bool gate_batched);
 
+// Whether `f` is an io_callback without results; `ordered` says whether it
+// is an ordered one.
+bool is_io_callback(const DebugFormat& f, bool& ordered);
+
 } // namespace pxl

@@ -13,7 +13,10 @@
 #include "lang/interp_impl.hpp"
 #include "lang/tracer.hpp"
 #include "runtime/sharded.hpp"
+#include "ir/custom_call.hpp"
+#include "ir/while_loop.hpp"
 #include "stdlib/convert.hpp"
+#include "stdlib/debug_print.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/pytree.hpp"
 
@@ -228,6 +231,30 @@ std::vector<BVal> batch_host_callback(OpContext& cx, const OpAttrs& attrs, std::
   }
   for (Tensor& t : cx.bind_call(a, row)) out.push_back({std::move(t), true});
   return out;
+}
+
+IoEffects io_effects(const Function& f) {
+  IoEffects e;
+  auto add = [&](bool ordered) { (ordered ? e.ordered : e.unordered) = true; };
+  auto add_all = [&](const IoEffects& sub) {
+    e.ordered = e.ordered || sub.ordered;
+    e.unordered = e.unordered || sub.unordered;
+  };
+  for (const Instr& in : f.body) {
+    if (in.op == Op::HostCallback) {
+      const auto& c = dynamic_cast<const Callee&>(*in.attrs.host);
+      if (!c.pure) add(c.ordered);
+    } else if (in.op == Op::DebugPrint && in.attrs.debug) {
+      bool ordered = false;
+      if (is_io_callback(*in.attrs.debug, ordered)) add(ordered);
+    } else if (in.op == Op::While) {
+      add_all(io_effects(*in.attrs.loop->cond));
+      add_all(io_effects(*in.attrs.loop->body));
+    } else if (in.op == Op::CustomCall && in.attrs.custom) {
+      add_all(io_effects(*in.attrs.custom->fn));
+    }
+  }
+  return e;
 }
 
 void add_host_callback(ModuleBuilder& debug) {

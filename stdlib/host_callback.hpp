@@ -21,4 +21,12 @@ void add_host_callback(ModuleBuilder& debug);
 std::vector<BVal> batch_host_callback(OpContext& cx, const OpAttrs& attrs, std::span<const BVal> args,
                                       const BatchAxis& axis);
 
+// The io_callbacks (with or without results) `f` holds, nested loops and
+// custom_jvp/vjp functions included: JAX's vmap of a while loop whose
+// predicate is batched refuses them.
+struct IoEffects {
+  bool ordered = false, unordered = false;
+};
+IoEffects io_effects(const Function& f);
+
 } // namespace pxl
