@@ -15,9 +15,10 @@ int64_t aligned(int64_t n) {
 
 // Host steps that keep what they are given past the step: jax.debug.print's
 // records are printed after the run; an SPMD call's callee may return views
-// of its arguments, a while loop its carry when it runs no iteration.
+// of its arguments, a while loop its carry when it runs no iteration; a host
+// callback may keep its arguments (in a list) or return them.
 bool keeps_operands(Op op) {
-  return op == Op::DebugPrint || op == Op::SpmdCall || op == Op::While;
+  return op == Op::DebugPrint || op == Op::HostCallback || op == Op::SpmdCall || op == Op::While;
 }
 
 struct Item {

@@ -625,15 +625,33 @@ bool IRParser::parse_attr(OpAttrs& a, const std::string& key) {
 
 Function parse_function(const std::string& text) { return IRParser(text).run(); }
 
+namespace {
+bool any_effect(const Function& f) {
+  if (!f.debug_formats.empty()) return true;
+  return std::any_of(f.body.begin(), f.body.end(), [](const Instr& in) { return has_effect(in); });
+}
+} // namespace
+
+bool has_effect(const Instr& in) {
+  switch (in.op) {
+  case Op::HostCallback:
+    return !in.attrs.host || !in.attrs.host->pure;
+  case Op::While:
+    return any_effect(*in.attrs.loop->cond) || any_effect(*in.attrs.loop->body);
+  case Op::CustomCall:
+    return in.attrs.custom && any_effect(*in.attrs.custom->fn);
+  default:
+    return op_family(in.op) == OpFamily::Effect;
+  }
+}
+
 void remove_dead_code(Function& f) {
   std::vector<bool> live(f.values.size(), false);
   for (int r : f.results) live[r] = true;
   std::vector<bool> keep(f.body.size(), false);
   for (size_t i = f.body.size(); i-- > 0;) {
     const Instr& in = f.body[i];
-    bool needed = op_family(in.op) == OpFamily::Effect ||
-                  (in.op == Op::While && (!in.attrs.loop->cond->debug_formats.empty() ||
-                                          !in.attrs.loop->body->debug_formats.empty()));
+    bool needed = has_effect(in);
     for (int r = 0; r < in.nresults; ++r) needed = needed || live[in.result + r];
     if (!needed) continue;
     keep[i] = true;

@@ -74,6 +74,10 @@ std::string type_str(const AVal& a); // "f32[4,3]", "i32[]", "bool[2]"
 std::string print_function(const Function& f, bool with_locations = true);
 // Parses the text form; throws pxl::Error(Syntax) naming the line on bad input.
 Function parse_function(const std::string& text);
+// Whether `in` must run even when nothing uses its results: debug_print, an
+// io_callback (a pure_callback's host_callback is not), and loops and
+// custom_calls holding one.
+bool has_effect(const Instr& in);
 // Drops the instructions whose results no result depends on (effects, such as
 // debug_print and loops that print, stay). Every participant drops the same collectives, so an SPMD
 // Function stays consistent. Value ids are kept; producers are renumbered.

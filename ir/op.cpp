@@ -217,6 +217,8 @@ std::string attrs_str(Op op, const OpAttrs& a) {
     return group_str(a) + " axis=" + std::to_string(a.axis) + " concat_axis=" + std::to_string(a.concat_axis);
   case Op::DebugPrint:
     return "format=" + std::to_string(a.axis);
+  case Op::HostCallback:
+    return a.host ? (a.host->pure ? "pure" : "io") : "";
   case Op::SpmdCall:
     return a.callee ? callee_str(*a.callee) : "";
   case Op::While:

@@ -32,6 +32,20 @@ struct DebugFormat {
   std::shared_ptr<const DebugFormatArgs> args;
 };
 
+// A host_callback's callee (jax.pure_callback / io_callback with results):
+// its results' types and how the runtime calls it, opaque to the IR
+// (stdlib/host_callback.cpp). Shared by every copy of the instruction.
+struct HostCallee {
+  virtual ~HostCallee() = default;
+  std::vector<AVal> results;
+  bool pure = true;   // pure_callback: dead code when its results are unused
+  bool gated = false; // the last operand says whether its cond branch is taken
+  std::string no_jvp; // JAX's error for differentiating it
+  // Calls the callback with one participant's operands (the gate excluded)
+  // and returns its checked results; thread-safe (devices call it at once).
+  virtual std::vector<Array> call(std::span<const Array> operands) const = 0;
+};
+
 enum class Op : uint16_t {
 #define OP(name, text, arity, family) name,
 #include "ir/ops.def"
@@ -117,6 +131,7 @@ struct OpAttrs {
   std::shared_ptr<const WhileLoop> loop;        // while
   std::shared_ptr<const CustomCallee> custom;   // custom_call
   std::shared_ptr<const DebugFormat> debug;     // debug_print
+  std::shared_ptr<const HostCallee> host;       // host_callback
   bool operator==(const OpAttrs&) const = default;
 };
 
@@ -130,9 +145,9 @@ AVal infer(Op op, const OpAttrs& attrs, std::span<const AVal> inputs);
 // spmd_call's and custom_call's shape rule: the (global) types of all of its results.
 std::vector<AVal> infer_call(const OpAttrs& attrs, std::span<const AVal> inputs);
 // Whether `op` defines several values (Instr::nresults) and is bound with
-// OpContext::bind_call: spmd_call, while and custom_call.
+// OpContext::bind_call: spmd_call, while, custom_call and host_callback.
 inline bool is_multi_result(Op op) {
-  return op == Op::SpmdCall || op == Op::While || op == Op::CustomCall;
+  return op == Op::SpmdCall || op == Op::While || op == Op::CustomCall || op == Op::HostCallback;
 }
 // The shape rule of any op: all of its results' types (one for most ops).
 std::vector<AVal> infer_results(Op op, const OpAttrs& attrs, std::span<const AVal> inputs);

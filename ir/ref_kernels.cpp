@@ -457,6 +457,7 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
   case Op::AllToAll:
   case Op::AxisIndex:
   case Op::DebugPrint:
+  case Op::HostCallback:
   case Op::SpmdCall:
   case Op::While:
   case Op::CustomCall: // lowered before it runs (ir/custom_call.hpp)

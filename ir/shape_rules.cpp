@@ -729,6 +729,11 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
     return collective(op, a, in);
   case Op::DebugPrint:
     return {DType::Bool, {}, false};
+  case Op::HostCallback: {
+    std::vector<AVal> outs = infer_results(op, a, in);
+    if (outs.size() != 1) fail(ErrCode::Internal, op, "has several results (bind it with bind_call)");
+    return outs[0];
+  }
   case Op::SpmdCall:
   case Op::CustomCall: {
     // Bound through OpContext::bind_call; a one-result call also checks here.
@@ -748,6 +753,10 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
 std::vector<AVal> infer_results(Op op, const OpAttrs& attrs, std::span<const AVal> inputs) {
   if (op == Op::SpmdCall || op == Op::CustomCall) return infer_call(attrs, inputs);
   if (op == Op::While) return infer_while(attrs, inputs);
+  if (op == Op::HostCallback) {
+    if (!attrs.host) fail(ErrCode::Internal, op, "needs its callee");
+    return attrs.host->results;
+  }
   return {infer(op, attrs, inputs)};
 }
 

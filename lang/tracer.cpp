@@ -144,7 +144,10 @@ Tensor TraceContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> i
 std::vector<Tensor> TraceContext::bind_call(const OpAttrs& attrs, std::span<const Tensor> inputs) {
   std::vector<AVal> avals;
   std::vector<int> ids = operand_ids(inputs, avals);
-  Op op = attrs.loop ? Op::While : attrs.custom ? Op::CustomCall : Op::SpmdCall;
+  Op op = attrs.loop     ? Op::While
+           : attrs.custom ? Op::CustomCall
+           : attrs.host   ? Op::HostCallback
+                          : Op::SpmdCall;
   std::vector<AVal> outs = infer_results(op, attrs, avals);
   // A while's carry varies over what its initial value or the body's result
   // varies over (the body shares this function's mesh axes); a custom_call's
@@ -155,6 +158,11 @@ std::vector<Tensor> TraceContext::bind_call(const OpAttrs& attrs, std::span<cons
     size_t first = ids.size() - outs.size();
     for (size_t r = 0; r < outs.size(); ++r)
       vmas[r] = fn_.values[ids[first + r]].vma | body.values[body.results[r]].vma;
+  }
+  if (attrs.host) { // a callback's results vary where its operands do
+    AxisSet all = 0;
+    for (int id : ids) all |= fn_.values[id].vma;
+    vmas.assign(outs.size(), all);
   }
   if (attrs.custom) {
     std::vector<AxisSet> in_vma;

@@ -149,6 +149,22 @@ std::vector<Tensor> EagerContext::bind_call(const OpAttrs& attrs,
     for (Array& a : run_while(*attrs.loop, args, loc)) out.push_back(make_tensor(std::move(a)));
     return checked_results("invalid value (%) encountered in while", std::move(out), loc);
   }
+  if (attrs.host) { // a callback with results: called now
+    std::vector<Array> args;
+    for (const Tensor& t : inputs) args.push_back(concrete(t));
+    if (attrs.host->gated) {
+      bool taken = args.back().as<uint8_t>()[0] != 0;
+      args.pop_back();
+      if (!taken) {
+        std::vector<Tensor> out;
+        for (const AVal& a : attrs.host->results) out.push_back(make_tensor(Array(a.dtype, a.shape)));
+        return out;
+      }
+    }
+    std::vector<Tensor> out;
+    for (Array& a : attrs.host->call(args)) out.push_back(make_tensor(std::move(a)));
+    return out;
+  }
   infer_call(attrs, avals); // operand checks, as eval_ref runs the shape rule
   if (attrs.custom) return bind_custom_primal(*this, *attrs.custom, inputs);
   return checked_results("Invalid value (%) encountered in sharded computation.",

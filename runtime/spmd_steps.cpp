@@ -81,6 +81,8 @@ void run_host_instr(const Function& f, const SpmdLayout& layout, const Collectiv
   int k = layout.per_thread;
   if (in.op == Op::DebugPrint) {
     run_debug_print(in, thread, k, env, debug);
+  } else if (in.op == Op::HostCallback) {
+    run_host_callback(f, in, k, env);
   } else if (in.op == Op::SpmdCall) {
     run_spmd_call_instr(f, index, k, env);
   } else if (in.op == Op::While) {
@@ -90,6 +92,28 @@ void run_host_instr(const Function& f, const SpmdLayout& layout, const Collectiv
     run_collective(f, layout, groups, thread, index, env, world);
   } else {
     run_reference_instr(f, index, k, env);
+  }
+}
+
+void run_host_callback(const Function& f, const Instr& in, int per_thread,
+                       std::vector<std::vector<Array>>& env) {
+  const HostCallee& host = *in.attrs.host;
+  for (int j = 0; j < per_thread; ++j) {
+    std::vector<Array> args;
+    for (int o : in.operands) args.push_back(env[j][o]);
+    std::vector<Array> outs;
+    if (host.gated && args.back().as<uint8_t>()[0] == 0) { // in a cond branch not taken
+      for (const AVal& a : host.results) outs.push_back(Array(a.dtype, a.shape));
+    } else {
+      if (host.gated) args.pop_back();
+      try {
+        outs = host.call(args);
+      } catch (Error& e) {
+        e.set_span_if_missing(f.values[in.result].loc);
+        throw;
+      }
+    }
+    for (int r = 0; r < in.nresults; ++r) env[j][in.result + r] = std::move(outs[r]);
   }
 }
 

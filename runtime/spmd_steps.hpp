@@ -48,6 +48,11 @@ void run_reference_instr(const Function& f, size_t index, int per_thread,
 void run_spmd_call_instr(const Function& f, size_t index, int per_thread,
                          std::vector<std::vector<Array>>& env);
 
+// Calls a host_callback's callee for every local participant (not where its
+// gate says the cond branch is not taken: zeros then), in participant order.
+void run_host_callback(const Function& f, const Instr& in, int per_thread,
+                       std::vector<std::vector<Array>>& env);
+
 // Records a debug_print for every local participant; its result is a 0-d bool.
 void run_debug_print(const Instr& in, int thread, int per_thread,
                      std::vector<std::vector<Array>>& env, std::vector<DebugRecord>& debug);

@@ -237,6 +237,14 @@ std::vector<Tensor> backward_pass(OpContext& cx, const Function& f, const std::v
       transpose_custom(cx, f, in, env, live, acc);
       continue;
     }
+    if (in.op == Op::HostCallback) { // JAX's callbacks have no JVP
+      std::vector<Tensor> cts;
+      if (!call_result_cts(f, in, live, acc, cts)) continue;
+      for (int o : in.operands)
+        if (live[o] && is_inexact(f.values[o].aval.dtype))
+          throw Error(ErrCode::Value, in.attrs.host->no_jvp, f.values[in.result].loc);
+      continue;
+    }
     AxisSet pend = 0;
     Tensor ct = acc.take(in.result, pend);
     if (!ct || !live[in.result] || !is_inexact(f.values[in.result].aval.dtype)) continue;

@@ -483,6 +483,7 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
   case Op::AxisIndex:
   case Op::DebugPrint:
     return out; // integer/bool results: nothing to differentiate
+  case Op::HostCallback: // several results: backward_pass refuses it
   case Op::SpmdCall: // several results: backward_pass transposes it (autodiff_spmd.cpp)
   case Op::While:    // no transpose: backward_pass raises JAX's error
   case Op::CustomCall: // backward_pass asks its rule (custom_derivatives.cpp)

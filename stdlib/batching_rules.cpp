@@ -11,6 +11,7 @@
 #include "stdlib/custom_derivatives.hpp"
 #include "stdlib/rbg_batching.hpp"
 #include "stdlib/debug_print.hpp"
+#include "stdlib/host_callback.hpp"
 #include "stdlib/trace_util.hpp"
 #include "stdlib/transforms.hpp"
 
@@ -509,8 +510,7 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
     break;
   case Op::DebugPrint: { // one print per example, in order (JAX's batching rule)
     if (attrs.debug)
-      check_debug_batching(*attrs.debug, !in.empty() && in.back().batched,
-                           std::any_of(in.begin(), in.end(), [](const BVal& v) { return v.batched; }));
+      check_debug_batching(*attrs.debug, !in.empty() && in.back().batched);
     Tensor token;
     for (int64_t i = 0; i < B; ++i) {
       std::vector<Tensor> row;
@@ -536,6 +536,7 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
   case Op::SpmdCall: // several results: batch_function maps over it (batch_spmd_call)
   case Op::While:    // likewise (batch_while)
   case Op::CustomCall: // likewise (batch_custom_call)
+  case Op::HostCallback: // likewise (batch_host_callback)
     break;
   }
   return {cx.bind(op, attrs, ts), false};
@@ -637,6 +638,7 @@ std::vector<BVal> batch_function(OpContext& cx, const Function& f, std::span<con
           if (in.op == Op::While) return batch_while(cx, attrs, args, ax);
           if (is_rng_bit_generator_call(attrs)) return batch_rng_bit_generator(cx, attrs, args, ax);
           if (attrs.custom) return batch_custom_call(cx, attrs, args, ax);
+          if (attrs.host) return batch_host_callback(cx, attrs, args, ax);
           return batch_spmd_call(cx, attrs, args, ax);
         } catch (Error& e) {
           e.set_span_if_missing(f.values[in.result].loc);

@@ -33,9 +33,6 @@ struct PrintArgs : DebugFormatArgs {
   Value callback;      // jax.debug.callback's function (None: print the format)
   bool io = false;      // jax.experimental.io_callback's (without results): JAX refuses
   bool ordered = false; // to vmap an ordered one, or one in a cond whose predicate is batched
-  // A pure_callback without a vmap_method: nothing runs; vmap with a batched
-  // operand raises this (JAX's NotImplementedError).
-  std::string batch_error;
   InterpreterImpl* in = nullptr; // whose output the line goes to (the one that traced it)
 };
 
@@ -117,12 +114,11 @@ Value call_format(InterpreterImpl& in, const std::string& fmt, CallArgs& args) {
 // the rest (the tree, static leaves, the callback) stays in its format.
 void record(InterpreterImpl& in, TraceContext& tc, const std::string& fmt, const Value& callback,
             const ValueList& pos, const std::vector<std::pair<std::string, Value>>& kw,
-            bool io = false, bool ordered = false, const std::string& batch_error = "") {
+            bool io = false, bool ordered = false) {
   auto args = std::make_shared<PrintArgs>();
   args->callback = callback;
   args->io = io;
   args->ordered = ordered;
-  args->batch_error = batch_error;
   ValueList all = pos;
   auto df = std::make_shared<DebugFormat>();
   df->format = fmt;
@@ -219,19 +215,6 @@ Value call_back(InterpreterImpl& in, CallArgs& a, bool io) {
 
 Value debug_callback(InterpreterImpl& in, CallArgs& a) { return call_back(in, a, false); }
 
-// jax.debug._vmap_refusal(message, *args): traced, records an instruction on
-// the arrays of args that does nothing when it runs and that vmap refuses
-// with `message` when one of them is batched (stdlib/callbacks.pxl's
-// pure_callback without a vmap_method).
-Value vmap_refusal(InterpreterImpl& in, CallArgs& a) {
-  auto* tc = dynamic_cast<TraceContext*>(&in.ops());
-  // (Not inside pmap/shard_map, whose prints jit cannot trace through.)
-  if (!tc || a.pos.empty() || !tc->function().mesh_axes.empty()) return Value();
-  std::string message = value_to_str(a.pos[0], "_vmap_refusal message");
-  ValueList pos(a.pos.begin() + 1, a.pos.end());
-  record(in, *tc, "", Value(), pos, {}, false, false, message);
-  return Value();
-}
 Value io_callback(InterpreterImpl& in, CallArgs& a) { return call_back(in, a, true); }
 
 } // namespace
@@ -240,7 +223,6 @@ std::optional<std::string> format_debug(InterpreterImpl& in, const DebugFormat& 
                                         std::span<const Array> values) {
   CallArgs args;
   auto* pa = dynamic_cast<const PrintArgs*>(f.args.get());
-  if (pa && !pa->batch_error.empty()) return std::nullopt; // only vmap looks at it
   if (pa && pa->gated) {
     if (values.back().as<uint8_t>()[0] == 0) return std::nullopt;
     values = values.first(values.size() - 1);
@@ -271,9 +253,15 @@ std::optional<std::string> format_debug(InterpreterImpl& in, const DebugFormat& 
   return str(call_format(in, f.format, args));
 }
 
-void check_debug_batching(const DebugFormat& f, bool gate_batched, bool any_batched) {
+bool is_io_callback(const DebugFormat& f, bool& ordered) {
   auto* pa = dynamic_cast<const PrintArgs*>(f.args.get());
-  if (pa && !pa->batch_error.empty() && any_batched) throw Error(ErrCode::Unsupported, pa->batch_error);
+  if (!pa || !pa->io) return false;
+  ordered = pa->ordered;
+  return true;
+}
+
+void check_debug_batching(const DebugFormat& f, bool gate_batched) {
+  auto* pa = dynamic_cast<const PrintArgs*>(f.args.get());
   if (!pa || !pa->io) return; // prints and debug callbacks run once per example
   if (pa->ordered) throw Error(ErrCode::Value, "Cannot `vmap` ordered IO callback.");
   if (pa->gated && gate_batched)
@@ -284,7 +272,6 @@ void add_debug_print(InterpreterImpl&, ModuleBuilder& debug) {
   debug.fn("print", debug_print);
   debug.fn("callback", debug_callback);
   debug.fn("_io_callback", io_callback);
-  debug.fn("_vmap_refusal", vmap_refusal);
   // The printer is the same for every interpreter (it keeps no state): each
   // print goes to the interpreter that traced it, which its format records,
   // so several embedded interpreters never print into each other's output.

@@ -25,10 +25,12 @@ std::optional<std::string> format_debug(InterpreterImpl& in, const DebugFormat& 
                                         std::span<const Array> values);
 
 // vmap's checks of a debug_print it batches (gate_batched: whether the
-// branch-taken operand varies over the batch; any_batched: whether any
-// operand does): JAX's errors for an ordered io_callback, for an io_callback
-// in a cond whose predicate is batched, and for a pure_callback without a
-// vmap_method.
-void check_debug_batching(const DebugFormat& f, bool gate_batched, bool any_batched);
+// branch-taken operand varies over the batch): JAX's errors for an ordered
+// io_callback and for an io_callback in a cond whose predicate is batched.
+void check_debug_batching(const DebugFormat& f, bool gate_batched);
+
+// Whether `f` is an io_callback without results; `ordered` says whether it
+// is an ordered one.
+bool is_io_callback(const DebugFormat& f, bool& ordered);
 
 } // namespace pxl

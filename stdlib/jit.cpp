@@ -612,6 +612,11 @@ struct JitFunction : OpaqueObj {
               trace_function(in, wrapper, dyn, where, "jit", nullptr, nullptr, prepare));
       TracedFunction* traced = entry->traced.get();
       if (fn.is_obj(ObjKind::Function)) traced->fn->name = fn.as<FunctionObj>()->name;
+      // A pure_callback whose results are unused is never called (JAX's DCE).
+      if (std::any_of(traced->fn->body.begin(), traced->fn->body.end(), [](const Instr& i) {
+            return i.op == Op::HostCallback && i.attrs.host->pure;
+          }))
+        remove_dead_code(*traced->fn);
       if (in.options().dump_ir) in.out() << print_function(*traced->fn);
       // A Function that captured values of an enclosing trace is valid only in
       // that trace; it is not kept (the enclosing transformation caches itself).

@@ -11,6 +11,7 @@
 #include "lang/tracer.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/debug_print.hpp"
+#include "stdlib/host_callback.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/pytree.hpp"
 
@@ -861,6 +862,7 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
   ModuleBuilder debug("jax.debug");
   debug.val("visualize_array_sharding", vis_fn);
   add_debug_print(in, debug);
+  add_host_callback(debug);
   jv["debug"] = debug.value();
   in.register_module("jax.debug", debug.value());
   for (auto [name, v] : {std::pair<const char*, Value>{"Mesh", mesh_fn}, {"P", p_fn}, {"PartitionSpec", p_fn},

@@ -13,6 +13,7 @@
 #include "lang/tracer.hpp"
 #include "stdlib/autodiff.hpp"
 #include "stdlib/checkify.hpp"
+#include "stdlib/host_callback.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/trace_util.hpp"
@@ -682,6 +683,8 @@ std::vector<BVal> batch_while(OpContext& cx, const OpAttrs& attrs, std::span<con
     for (Tensor& t : cx.bind_call(attrs, ts)) out.push_back({std::move(t), false});
     return out;
   }
+  const IoEffects io = io_effects(*w.cond), body_io = io_effects(*w.body);
+  if (io.ordered || body_io.ordered) throw Error(ErrCode::Unsupported, "Ordered IO effects not supported in vmap.");
   auto with_carry = [](std::vector<BVal> consts, std::span<const Tensor> carry,
                        const std::vector<bool>& batched) {
     for (size_t i = 0; i < carry.size(); ++i) consts.push_back({carry[i], batched[i]});
@@ -723,6 +726,10 @@ std::vector<BVal> batch_while(OpContext& cx, const OpAttrs& attrs, std::span<con
     if (pred_b)
       for (size_t i = 0; i < nc; ++i) carry_b[i] = carry_b[i] || !read_only(i);
   }
+  // (JAX's while batching rule: with a batched predicate each example would
+  // need effects of its own.)
+  if (pred_b && (io.unordered || body_io.unordered))
+    throw Error(ErrCode::Unsupported, "Unordered IO effects not supported in while_loop with batched predicate");
   CarryTypes types = types_for(carry_b);
   Part cond = trace_part(cx, w.cond->name + "_batched", types, [&](TraceContext& tc, std::span<const Tensor> ps) {
     BVal p = batch_function(tc, *w.cond, with_carry(cconsts, ps, carry_b), {}, ax)[0];
