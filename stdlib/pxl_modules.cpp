@@ -214,6 +214,9 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   scipy.val("ndimage", scipy_ndimage);
   scipy.val("interpolate", scipy_interpolate);
   scipy.val("fft", scipy_fft);
+  ModuleBuilder integrate("jax.scipy.integrate"); // trapezoid is jnp.trapezoid, as in JAX
+  integrate.val("trapezoid", np_vars.at("trapezoid"));
+  scipy.val("integrate", integrate.value());
   scipy.val("stats", stats.value());
   // jax.scipy packages of one pxl module each: jax.scipy.<package>.<sub>.
   auto package = [&](const std::string& name, const std::string& sub, const char* file) {
@@ -234,6 +237,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   in.register_module("jax.scipy.ndimage", scipy_ndimage);
   in.register_module("jax.scipy.interpolate", scipy_interpolate);
   in.register_module("jax.scipy.fft", scipy_fft);
+  in.register_module("jax.scipy.integrate", integrate.value());
   // jax.image: resize and scale_and_translate (stdlib/image.pxl).
   Value image = in.import_module("image", Span{}, "");
   jax.as<ModuleObj>()->env->vars["image"] = image;
