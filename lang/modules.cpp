@@ -31,6 +31,13 @@ Value InterpreterImpl::import_module(const std::string& dotted, const Span& wher
   // A stdlib module written in pxl (nn, optim): loaded once, then a host module.
   auto src = source_modules_.find(dotted);
   if (src != source_modules_.end()) {
+    // As Python, a package loads before its submodules: `import a.b.c` where
+    // a.b is itself a stdlib source module makes c an attribute of a loaded a.b.
+    size_t dot = dotted.rfind('.');
+    if (dot != std::string::npos && source_modules_.count(dotted.substr(0, dot)))
+      import_module(dotted.substr(0, dot), where, from_dir);
+    it = modules_.find(dotted); // the package may have imported its submodule
+    if (it != modules_.end()) return it->second;
     Value m = load_source_module(dotted, "<stdlib>/" + dotted, src->second.first, src->second.second, where);
     register_module(dotted, m);
     return m;

@@ -375,6 +375,7 @@ Value InterpreterImpl::get_item(const Value& obj, const Value& index, const Span
         if (obj.as<OpaqueObj>()->get_item(*this, index, out)) return out;
       } catch (Error& e) {
         e.set_span_if_missing(where);
+        blame_caller(e, where, "__getitem__"); // a stdlib class's own __getitem__ failed
         throw;
       }
       break;
@@ -497,6 +498,14 @@ int64_t InterpreterImpl::length(const Value& v, const Span& where) {
     case ObjKind::Opaque: {
       ValueList out;
       try {
+        // A tuple subclass may define __len__ (a stdlib class built on a
+        // named tuple: len(Rotation) counts rotations, not fields).
+        Value len_fn;
+        if (v.as<OpaqueObj>()->tuple_items() && v.as<OpaqueObj>()->get_attr(*this, "__len__", len_fn)) {
+          Value n = call(len_fn, ValueList{}, where);
+          if (!n.is_int()) throw Error(ErrCode::Type, "'" + type_name(n) + "' object cannot be interpreted as an integer");
+          return n.as_int();
+        }
         if (v.as<OpaqueObj>()->items(*this, out)) return static_cast<int64_t>(out.size());
       } catch (Error& e) {
         e.set_span_if_missing(where);

@@ -199,7 +199,7 @@ const std::map<std::string, ArrayMethod>& methods() {
          return in.call(in.builtin("round"), ra, Span{});
        }},
       {"dot", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
-         ArgReader r("dot", a, {"b"}, 1);
+         ArgReader r("dot", a, {"b", "precision", "preferred_element_type"}, 1); // as jnp.dot's
          return make_array(np::dot(in.ops(), x, in.to_tensor(r[0], Span{})));
        }},
       {"addressable_data", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {

@@ -30,6 +30,9 @@ struct NamedTupleObj : OpaqueObj {
   }
   const ValueList* tuple_items() const override { return &values; }
   bool get_item(InterpreterImpl& in, const Value& index, Value& out) override {
+    Value method; // a stdlib class's own __getitem__ (Rotation[1:3])
+    if (type->attr && type->attr(in, values, "__getitem__", method))
+      return out = in.call(method, {index}, Span{}), true;
     if (index.is_obj(ObjKind::Slice)) // a slice of a named tuple is a plain tuple
       return out = in.get_item(make_tuple(values), index, Span{}), true;
     if (!index.is_int()) return false;
@@ -85,6 +88,16 @@ struct NamedTupleObj : OpaqueObj {
     CallArgs args = a;
     args.pos.insert(args.pos.begin(), make_namedtuple(type, values)); // self
     out = in.call(type->call, args, where);
+    return true;
+  }
+  // Python's operators through a stdlib class's dunder methods (__mul__,
+  // __rmul__, ...: Rotation composition); else the interpreter's default.
+  bool apply_operator(InterpreterImpl& in, const std::string& op, const Value& other, bool self_first,
+                      Value& out) override {
+    Value method;
+    std::string name = self_first ? "__" + op + "__" : "__r" + op + "__";
+    if (!type->attr || !type->attr(in, values, name, method)) return false;
+    out = in.call(method, {other}, Span{});
     return true;
   }
   bool equals(const OpaqueObj& o) const override {
@@ -290,12 +303,19 @@ void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
     type->fields = field_names(r[1]);
     return namedtuple_class(std::move(type));
   });
-  // types._pytree_namedtuple(typename, field_names, num_aux, call=None): a
-  // named tuple class whose last num_aux fields are pytree node data (see
-  // NamedTupleType), what JAX code makes with a class and register_pytree_node;
-  // `call(self, *args)` makes its instances callable.
+  // types._pytree_namedtuple(typename, field_names, num_aux, call=None,
+  // methods=None, properties=None, class_attrs=None): a named tuple class
+  // whose last num_aux fields are pytree node data (see NamedTupleType), what
+  // JAX code makes with a class and register_pytree_node, or a class JAX
+  // derives from typing.NamedTuple (jax.scipy.spatial.transform.Rotation).
+  // `call(self, *args)` makes its instances callable; `methods` maps names to
+  // fn(self, ...) (obj.name is bound to obj; __getitem__, __len__ and operator
+  // dunders such as __mul__ serve obj[i], len(obj) and the operators);
+  // `properties` maps names to fn(self), run on attribute access; `class_attrs`
+  // are attributes of the class itself (its classmethods: Rotation.from_quat).
   types.fn("_pytree_namedtuple", [](InterpreterImpl&, CallArgs& a) {
-    ArgReader r("_pytree_namedtuple", a, {"typename", "field_names", "num_aux", "call"}, 3);
+    ArgReader r("_pytree_namedtuple", a,
+                {"typename", "field_names", "num_aux", "call", "methods", "properties", "class_attrs"}, 3);
     auto type = std::make_shared<NamedTupleType>();
     type->name = r.get_str(0);
     type->fields = field_names(r[1]);
@@ -304,7 +324,33 @@ void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
       throw Error(ErrCode::Value, "_pytree_namedtuple() num_aux must be between 0 and the number of fields");
     type->num_aux = static_cast<size_t>(n);
     if (r.has(3)) type->call = r[3];
-    return namedtuple_class(std::move(type));
+    auto named = [&](size_t i) {
+      std::vector<std::pair<std::string, Value>> out;
+      if (!r.has(i) || r[i].is_none()) return out;
+      if (!r[i].is_obj(ObjKind::Dict)) throw Error(ErrCode::Type, "_pytree_namedtuple() methods must be dicts");
+      r[i].as<DictObj>()->for_each([&](const Value& k, const Value& v) {
+        out.push_back({value_to_str(k, "_pytree_namedtuple() method name"), v});
+      });
+      return out;
+    };
+    auto methods = named(4), properties = named(5), class_attrs = named(6);
+    if (!methods.empty() || !properties.empty()) {
+      // The hook sees an instance's values; it rebuilds the instance (self)
+      // from them. The type holds the hook, so the hook holds it weakly.
+      std::weak_ptr<const NamedTupleType> weak = type;
+      type->attr = [weak, methods, properties](InterpreterImpl& in, const ValueList& values,
+                                               const std::string& attr, Value& out) {
+        auto self = [&] { return make_namedtuple(weak.lock(), values); };
+        for (const auto& [k, fn] : properties)
+          if (k == attr) return out = in.call(fn, {self()}, Span{}), true;
+        for (const auto& [k, fn] : methods)
+          if (k == attr) return out = Value::object(std::make_shared<BoundMethodObj>(self(), fn)), true;
+        return false;
+      };
+    }
+    Value cls = namedtuple_class(std::move(type));
+    cls.as<BuiltinObj>()->attrs = std::move(class_attrs);
+    return cls;
   });
 }
 

@@ -92,7 +92,8 @@ struct FInfoObj : OpaqueObj {
   }
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
     const FloatInfo& f = float_info(dtype);
-    auto num = [&](double v) { return make_array(np::scalar(in.ops(), Scalar::of_float(v), dtype, false)); };
+    // numpy scalars, concrete even inside a trace (float(finfo(dt).eps) under jit, as JAX's).
+    auto num = [&](double v) { return make_array(np::scalar(in.root_ops(), Scalar::of_float(v), dtype, false)); };
     if (name == "eps") return out = num(f.eps), true;
     if (name == "max") return out = num(f.max), true;
     if (name == "min") return out = num(-f.max), true;

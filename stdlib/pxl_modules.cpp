@@ -88,6 +88,9 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
       {"jax.experimental.jet", "experimental_jet"},
       {"jax.scipy.optimize", "scipy_optimize"},
       {"jax._src.scipy.optimize.line_search", "scipy_optimize"}, // what JAX's tests import
+      {"jax.scipy.spatial", "scipy_spatial"},
+      {"jax.scipy.spatial.transform", "scipy_spatial_transform"}, // Rotation, Slerp
+      {"jax.experimental.sparse.linalg", "experimental_sparse_linalg"}, // lobpcg_standard
   };
   for (auto [dotted, file] : lazy)
     for (const EmbeddedSource& s : kSources)
@@ -204,12 +207,17 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   Value scipy_signal = in.import_module("scipy_signal", Span{}, "");   // convolve, correlate, ...
   Value scipy_ndimage = in.import_module("scipy_ndimage", Span{}, ""); // map_coordinates
   Value scipy_interpolate = in.import_module("scipy_interpolate", Span{}, ""); // RegularGridInterpolator
+  Value scipy_fft = in.import_module("scipy_fft", Span{}, ""); // dct, dctn, idct, idctn
   ModuleBuilder scipy("jax.scipy");
   scipy.val("special", special);
   scipy.val("linalg", scipy_linalg);
   scipy.val("signal", scipy_signal);
   scipy.val("ndimage", scipy_ndimage);
   scipy.val("interpolate", scipy_interpolate);
+  scipy.val("fft", scipy_fft);
+  ModuleBuilder integrate("jax.scipy.integrate"); // trapezoid is jnp.trapezoid, as in JAX
+  integrate.val("trapezoid", np_vars.at("trapezoid"));
+  scipy.val("integrate", integrate.value());
   scipy.val("stats", stats.value());
   // jax.scipy packages of one pxl module each: jax.scipy.<package>.<sub>.
   auto package = [&](const std::string& name, const std::string& sub, const char* file) {
@@ -229,6 +237,8 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   in.register_module("jax.scipy.signal", scipy_signal);
   in.register_module("jax.scipy.ndimage", scipy_ndimage);
   in.register_module("jax.scipy.interpolate", scipy_interpolate);
+  in.register_module("jax.scipy.fft", scipy_fft);
+  in.register_module("jax.scipy.integrate", integrate.value());
   // jax.image: resize and scale_and_translate (stdlib/image.pxl).
   Value image = in.import_module("image", Span{}, "");
   jax.as<ModuleObj>()->env->vars["image"] = image;
