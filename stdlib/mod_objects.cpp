@@ -359,6 +359,7 @@ ValueList namedtuple_aux(const Value& v) {
 }
 
 Value make_namedtuple(std::shared_ptr<const NamedTupleType> type, ValueList values) {
+  if (type->normalize) type->normalize(values);
   auto obj = std::make_shared<NamedTupleObj>();
   if (type->num_aux)
     obj->children.assign(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(type->num_children()));

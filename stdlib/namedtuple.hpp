@@ -38,6 +38,10 @@ struct NamedTupleType {
   bool tuple_like = true;
   Value attrs, ops;
   std::function<std::string(const ValueList& values)> repr;
+  // Run on the field values of every instance made (by the class or by pytree
+  // unflattening): a sparse array's shape follows its leaves when vmap adds or
+  // removes a leading batch axis (JAX's vmappable BCOO).
+  std::function<void(ValueList& values)> normalize;
 };
 
 // The class and pytree children of `v` when it is a named tuple, else nullptr:

@@ -36,6 +36,35 @@ std::string sparse_repr(const std::string& name, const ValueList& values) {
   return s + ")";
 }
 
+// vmap maps a sparse array over its leading batch axis: inside, the leaves
+// have lost that axis, and the results gain one. The aux shape follows the
+// leaves: leading entries are dropped, or taken from data's leading axes.
+void follow_leaves(bool csr, ValueList& values) {
+  if (values.size() < 3 || !values[0].is_obj(ObjKind::Array) || !values.back().is_obj(ObjKind::Dict)) return;
+  const Shape* data = array_shape(values[0]);
+  const Shape* ind = array_shape(values[1]);
+  auto* info = values.back().as<DictObj>();
+  const Value* shape = info->find(make_str("shape"));
+  const ValueList* dims = shape ? sequence_items(*shape) : nullptr;
+  if (!ind || !dims || ind->size() < (csr ? 1u : 2u)) return;
+  int64_t n_batch = static_cast<int64_t>(ind->size()) - (csr ? 1 : 2);
+  int64_t n_sparse = csr ? 2 : ind->back();
+  int64_t n_dense = static_cast<int64_t>(data->size()) - 1 - n_batch;
+  int64_t want = n_batch + n_sparse + n_dense, have = static_cast<int64_t>(dims->size());
+  if (want == have || n_dense < 0) return;
+  ValueList out;
+  if (want < have) {
+    out.assign(dims->begin() + (have - want), dims->end());
+  } else {
+    if (static_cast<int64_t>(data->size()) < want - have) return;
+    for (int64_t i = 0; i < want - have; ++i) out.push_back(Value::integer((*data)[static_cast<size_t>(i)]));
+    out.insert(out.end(), dims->begin(), dims->end());
+  }
+  auto copy = std::make_shared<DictObj>(*info);
+  copy->set(make_str("shape"), make_tuple(std::move(out)));
+  values.back() = Value::object(copy);
+}
+
 } // namespace
 
 void add_sparse_class_builtin(ModuleBuilder& types) {
@@ -53,6 +82,8 @@ void add_sparse_class_builtin(ModuleBuilder& types) {
     std::string name = type->name;
     type->repr = [name](const ValueList& values) { return sparse_repr(name, values); };
     type->str = type->repr;
+    bool csr = name == "BCSR";
+    type->normalize = [csr](ValueList& values) { follow_leaves(csr, values); };
     // Calling the class runs init (BCOO((data, indices), shape=...)); the
     // class's _new(*fields) makes an instance from its fields.
     Value init = r[5];
