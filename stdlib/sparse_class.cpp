@@ -33,7 +33,12 @@ std::string sparse_repr(const std::string& name, const ValueList& values) {
   s += "], nse=" + std::to_string(nse);
   if (n_batch) s += ", n_batch=" + std::to_string(n_batch);
   if (n_dense) s += ", n_dense=" + std::to_string(n_dense);
-  return s + ")";
+  s += ")";
+  // Traced data (inside jit) shows as JAX shows it there; pxl does not tell
+  // jit's traces from vmap's (JAX's BatchTracer[...]), as for arrays.
+  const Tensor& t = values[0].as<ArrayObj>()->tensor;
+  if (!t->concrete && !t->sharded) s = "DynamicJaxprTracer[" + s + "]";
+  return s;
 }
 
 // vmap maps a sparse array over its leading batch axis: inside, the leaves
