@@ -37,10 +37,14 @@ struct NamedTupleObj : OpaqueObj {
   }
   bool items(InterpreterImpl& in, ValueList& out) override {
     if (type->tuple_like) return items(out);
+    // len() and iteration: obj[0], obj[1], ... (JAX's sparse __iter__).
     const Value* f = op_fn("len");
-    if (!f) return false;
-    Value n = in.call(*f, {make_namedtuple(type, values)}, Span{});
-    out.assign(static_cast<size_t>(n.is_int() ? n.as_int() : 0), Value());
+    const Value* get = op_fn("getitem");
+    if (!f || !get) return false;
+    Value self = make_namedtuple(type, values);
+    Value n = in.call(*f, {self}, Span{});
+    out.clear();
+    for (int64_t i = 0; i < (n.is_int() ? n.as_int() : 0); ++i) out.push_back(in.call(*get, {self, Value::integer(i)}, Span{}));
     return true;
   }
   bool apply_operator(InterpreterImpl& in, const std::string& op, const Value& other, bool self_first,
