@@ -102,6 +102,10 @@ bool opaque_operator(InterpreterImpl& in, const std::string& op, const Value& a,
     if (a.is_obj(ObjKind::Opaque) && a.as<OpaqueObj>()->apply_operator(in, op, b, true, out)) return true;
     if (b.is_obj(ObjKind::Opaque) && b.as<OpaqueObj>()->apply_operator(in, op, a, false, out)) return true;
   } catch (Error& e) {
+    // An operator written in pxl's standard library (a sparse array's) points
+    // at the user's expression, as an error in a stdlib function does.
+    if (e.has_span() && e.span().file->path().rfind("<stdlib>/", 0) == 0)
+      e.add_trace({where, "operator"});
     e.set_span_if_missing(where);
     throw;
   }

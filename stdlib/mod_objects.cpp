@@ -18,6 +18,7 @@ struct NamedTupleObj : OpaqueObj {
   const std::vector<std::string>& fields() const { return type->fields; }
   std::string type_name() const override { return type->name; }
   std::string repr() const override {
+    if (type->repr) return type->repr(values);
     std::string s = type->name + "(";
     for (size_t i = 0; i < values.size(); ++i)
       s += (i ? ", " : "") + fields()[i] + "=" + pxl::repr(values[i]);
@@ -25,11 +26,48 @@ struct NamedTupleObj : OpaqueObj {
   }
   std::string str() const override { return type->str ? type->str(values) : repr(); }
   bool items(ValueList& out) const override {
+    if (!type->tuple_like) return false;
     out = values;
     return true;
   }
-  const ValueList* tuple_items() const override { return &values; }
+  const ValueList* tuple_items() const override { return type->tuple_like ? &values : nullptr; }
+  // The pxl function `ops[name]`, or null when the class has none.
+  const Value* op_fn(const char* name) const {
+    return type->ops.is_obj(ObjKind::Dict) ? type->ops.as<DictObj>()->find(make_str(name)) : nullptr;
+  }
+  bool items(InterpreterImpl& in, ValueList& out) override {
+    if (type->tuple_like) return items(out);
+    // len() and iteration: obj[0], obj[1], ... (JAX's sparse __iter__).
+    const Value* f = op_fn("len");
+    const Value* get = op_fn("getitem");
+    if (!f || !get) return false;
+    Value self = make_namedtuple(type, values);
+    Value n = in.call(*f, {self}, Span{});
+    out.clear();
+    for (int64_t i = 0; i < (n.is_int() ? n.as_int() : 0); ++i) out.push_back(in.call(*get, {self, Value::integer(i)}, Span{}));
+    return true;
+  }
+  // Python's operators: a sparse class's `ops[op]`, else a stdlib class's
+  // dunder methods (__mul__, __rmul__, ...: Rotation composition); else
+  // the interpreter's default.
+  bool apply_operator(InterpreterImpl& in, const std::string& op, const Value& other, bool self_first,
+                      Value& out) override {
+    if (const Value* f = op_fn(op.c_str())) {
+      out = in.call(*f, {make_namedtuple(type, values), other, Value::boolean(self_first)}, Span{});
+      return true;
+    }
+    Value method;
+    std::string name = self_first ? "__" + op + "__" : "__r" + op + "__";
+    if (!type->attr || !type->attr(in, values, name, method)) return false;
+    out = in.call(method, {other}, Span{});
+    return true;
+  }
   bool get_item(InterpreterImpl& in, const Value& index, Value& out) override {
+    if (!type->tuple_like) {
+      const Value* f = op_fn("getitem");
+      if (!f) return false;
+      return out = in.call(*f, {make_namedtuple(type, values), index}, Span{}), true;
+    }
     Value method; // a stdlib class's own __getitem__ (Rotation[1:3])
     if (type->attr && type->attr(in, values, "__getitem__", method))
       return out = in.call(method, {index}, Span{}), true;
@@ -45,6 +83,10 @@ struct NamedTupleObj : OpaqueObj {
     for (size_t i = 0; i < fields().size(); ++i)
       if (fields()[i] == attr) return out = values[i], true;
     if (type->attr && type->attr(in, values, attr, out)) return true;
+    if (type->attrs.is_obj(ObjKind::Dict))
+      if (const Value* f = type->attrs.as<DictObj>()->find(make_str(attr)))
+        return out = in.call(*f, {make_namedtuple(type, values)}, Span{}), true;
+    if (!type->tuple_like) return false; // no tuple methods
     if (attr == "_fields") {
       ValueList names;
       for (const auto& f : fields()) names.push_back(make_str(f));
@@ -82,22 +124,17 @@ struct NamedTupleObj : OpaqueObj {
     }
     return false;
   }
-  std::vector<std::string> attr_names() const override { return fields(); }
+  std::vector<std::string> attr_names() const override {
+    std::vector<std::string> names = fields();
+    if (type->attrs.is_obj(ObjKind::Dict))
+      type->attrs.as<DictObj>()->for_each([&](const Value& k, const Value&) { names.push_back(value_to_str(k, "attr")); });
+    return names;
+  }
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
     if (type->call.is_none()) return false;
     CallArgs args = a;
     args.pos.insert(args.pos.begin(), make_namedtuple(type, values)); // self
     out = in.call(type->call, args, where);
-    return true;
-  }
-  // Python's operators through a stdlib class's dunder methods (__mul__,
-  // __rmul__, ...: Rotation composition); else the interpreter's default.
-  bool apply_operator(InterpreterImpl& in, const std::string& op, const Value& other, bool self_first,
-                      Value& out) override {
-    Value method;
-    std::string name = self_first ? "__" + op + "__" : "__r" + op + "__";
-    if (!type->attr || !type->attr(in, values, name, method)) return false;
-    out = in.call(method, {other}, Span{});
     return true;
   }
   bool equals(const OpaqueObj& o) const override {
@@ -187,6 +224,8 @@ std::vector<std::string> field_names(const Value& v) {
 }
 
 // The constructor of the named tuple class `type`: Name(*values, **fields).
+} // namespace
+
 Value namedtuple_class(std::shared_ptr<NamedTupleType> type) {
   std::shared_ptr<const NamedTupleType> t = std::move(type);
   return make_builtin(t->name, [t](InterpreterImpl&, CallArgs& a) {
@@ -216,8 +255,6 @@ Value namedtuple_class(std::shared_ptr<NamedTupleType> type) {
     return make_namedtuple(t, std::move(values));
   });
 }
-
-} // namespace
 
 void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
   types.fn("_subscriptable", [](InterpreterImpl&, CallArgs& a) {
@@ -370,6 +407,7 @@ ValueList namedtuple_aux(const Value& v) {
 }
 
 Value make_namedtuple(std::shared_ptr<const NamedTupleType> type, ValueList values) {
+  if (type->normalize) type->normalize(values);
   auto obj = std::make_shared<NamedTupleObj>();
   if (type->num_aux)
     obj->children.assign(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(type->num_children()));

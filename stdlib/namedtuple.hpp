@@ -30,6 +30,18 @@ struct NamedTupleType {
   // Unset for collections.namedtuple's classes.
   std::function<bool(InterpreterImpl&, const ValueList& values, const std::string& attr, Value& out)> attr;
   std::function<std::string(const ValueList& values)> str;
+  // A stdlib class built as a named tuple that is no tuple (a sparse array,
+  // stdlib/sparse_class.cpp): not a sequence; its further attributes computed
+  // by pxl code (attrs: a dict name -> fn(self)); its operators (ops: a dict
+  // from the dunder name without underscores to fn(self, other, self_first),
+  // "getitem" to fn(self, index), "len" to fn(self)); and its repr.
+  bool tuple_like = true;
+  Value attrs, ops;
+  std::function<std::string(const ValueList& values)> repr;
+  // Run on the field values of every instance made (by the class or by pytree
+  // unflattening): a sparse array's shape follows its leaves when vmap adds or
+  // removes a leading batch axis (JAX's vmappable BCOO).
+  std::function<void(ValueList& values)> normalize;
 };
 
 // The class and pytree children of `v` when it is a named tuple, else nullptr:
@@ -37,6 +49,8 @@ struct NamedTupleType {
 std::shared_ptr<const NamedTupleType> namedtuple_parts(const Value& v, const ValueList** values = nullptr);
 // The values of `v`'s aux fields (empty for a plain named tuple).
 ValueList namedtuple_aux(const Value& v);
+// The class of `type`: calling it makes an instance (fields by position or keyword).
+Value namedtuple_class(std::shared_ptr<NamedTupleType> type);
 // An instance of `type` holding `values` (one per field).
 Value make_namedtuple(std::shared_ptr<const NamedTupleType> type, ValueList values);
 

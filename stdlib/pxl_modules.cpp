@@ -3,6 +3,7 @@
 #include "lang/args.hpp"
 #include "stdlib/aot_stages.hpp"
 #include "stdlib/float0.hpp"
+#include "stdlib/sparse_class.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/transforms.hpp"
 
@@ -69,6 +70,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   ModuleBuilder collections("collections");
   add_object_makers(types, collections);
   add_float0_builtins(types);
+  add_sparse_class_builtin(types); // stdlib/sparse_class.cpp
   types.fn("_lowered", lowered_builtin); // stdlib/aot_stages.cpp
   in.register_module("types", types.value());
   in.register_module("collections", collections.value());
@@ -86,6 +88,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
       {"jax.example_libraries.optimizers", "example_libraries_optimizers"},
       {"jax.experimental.ode", "experimental_ode"},
       {"jax.experimental.jet", "experimental_jet"},
+      {"jax.experimental.sparse", "experimental_sparse"},
       {"jax.scipy.optimize", "scipy_optimize"},
       {"jax._src.scipy.optimize.line_search", "scipy_optimize"}, // what JAX's tests import
       {"jax.scipy.spatial", "scipy_spatial"},
