@@ -30,6 +30,19 @@ void flatten_nested(InterpreterImpl& in, const Value& v, size_t depth, Shape& sh
     for (const Value& x : *items) flatten_nested(in, x, depth + 1, shape, flat, has_array, where);
     return;
   }
+  if (v.is_obj(ObjKind::Range)) { // a range is a sequence of Python ints (jnp.array(range(4)))
+    const auto* r = v.as<RangeObj>();
+    int64_t n = r->size();
+    if (shape.size() == depth) shape.push_back(n);
+    else if (shape.size() < depth || shape[depth] != n)
+      throw Error(ErrCode::Value,
+                  "setting an array element with a sequence: the nested lists have inhomogeneous "
+                  "lengths (dimension " + std::to_string(depth) + ")",
+                  where);
+    for (int64_t i = 0; i < n; ++i)
+      flatten_nested(in, Value::integer(r->start + i * r->step), depth + 1, shape, flat, has_array, where);
+    return;
+  }
   if (v.is_obj(ObjKind::Array)) { // arrays inside lists are stacked (their shapes checked then)
     has_array = true;
     return;
@@ -67,7 +80,7 @@ Tensor InterpreterImpl::to_tensor(const Value& v, const Span& where, std::option
     if (v.is_obj(ObjKind::Complex))
       return np::scalar(ops(), Scalar::of_complex(v.as<ComplexObj>()->re, v.as<ComplexObj>()->im),
                         dtype, !dtype);
-    if (sequence_items(v)) {
+    if (sequence_items(v) || v.is_obj(ObjKind::Range)) {
       Shape shape;
       std::vector<Scalar> flat;
       bool has_array = false;
