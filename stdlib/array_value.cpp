@@ -89,7 +89,10 @@ Tensor InterpreterImpl::to_tensor(const Value& v, const Span& where, std::option
         // A list of arrays (or mixed): convert each element and stack them.
         std::vector<Tensor> parts;
         for (const Value& x : *sequence_items(v)) parts.push_back(to_tensor(x, where, dtype));
-        return np::stack(ops(), parts, 0);
+        Tensor out = np::stack(ops(), parts, 0);
+        // As JAX's jnp.array, a list is never weakly typed, even of weak scalars or arrays.
+        if (out->aval.weak) out = np::astype(ops(), out, out->aval.dtype);
+        return out;
       }
       return np::from_host(ops(), flat, shape, dtype);
     }
