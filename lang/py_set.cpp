@@ -80,6 +80,11 @@ struct SetObj : OpaqueObj {
   bool apply_operator(InterpreterImpl&, const std::string& op, const Value& other, bool self_first,
                       Value& out) override {
     const ValueList* o = py_set_items(other);
+    // Another set-like object (an array's x.devices()) compares by its items.
+    ValueList other_items;
+    if (!o && (op == "eq" || op == "ne") && other.is_obj(ObjKind::Opaque) &&
+        other.as<OpaqueObj>()->type_name() == "set" && other.as<OpaqueObj>()->items(other_items))
+      o = &other_items;
     if (!o) {
       if (op == "eq") return out = Value::boolean(false), true;
       if (op == "ne") return out = Value::boolean(true), true;

@@ -31,6 +31,19 @@ void flatten_nested(InterpreterImpl& in, const Value& v, size_t depth, Shape& sh
     for (const Value& x : *items) flatten_nested(in, x, depth + 1, shape, flat, has_array, where);
     return;
   }
+  if (v.is_obj(ObjKind::Range)) { // a range is a sequence of Python ints (jnp.array(range(4)))
+    const auto* r = v.as<RangeObj>();
+    int64_t n = r->size();
+    if (shape.size() == depth) shape.push_back(n);
+    else if (shape.size() < depth || shape[depth] != n)
+      throw Error(ErrCode::Value,
+                  "setting an array element with a sequence: the nested lists have inhomogeneous "
+                  "lengths (dimension " + std::to_string(depth) + ")",
+                  where);
+    for (int64_t i = 0; i < n; ++i)
+      flatten_nested(in, Value::integer(r->start + i * r->step), depth + 1, shape, flat, has_array, where);
+    return;
+  }
   if (v.is_obj(ObjKind::Array)) { // arrays inside lists are stacked (their shapes checked then)
     has_array = true;
     return;
@@ -68,7 +81,7 @@ Tensor InterpreterImpl::to_tensor(const Value& v, const Span& where, std::option
     if (v.is_obj(ObjKind::Complex))
       return np::scalar(ops(), Scalar::of_complex(v.as<ComplexObj>()->re, v.as<ComplexObj>()->im),
                         dtype, !dtype);
-    if (sequence_items(v)) {
+    if (sequence_items(v) || v.is_obj(ObjKind::Range)) {
       Shape shape;
       std::vector<Scalar> flat;
       bool has_array = false;
@@ -77,7 +90,10 @@ Tensor InterpreterImpl::to_tensor(const Value& v, const Span& where, std::option
         // A list of arrays (or mixed): convert each element and stack them.
         std::vector<Tensor> parts;
         for (const Value& x : *sequence_items(v)) parts.push_back(to_tensor(x, where, dtype));
-        return np::stack(ops(), parts, 0);
+        Tensor out = np::stack(ops(), parts, 0);
+        // As JAX's jnp.array, a list is never weakly typed, even of weak scalars or arrays.
+        if (out->aval.weak) out = np::astype(ops(), out, out->aval.dtype);
+        return out;
       }
       return np::from_host(ops(), flat, shape, dtype);
     }

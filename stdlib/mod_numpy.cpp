@@ -119,7 +119,30 @@ void def_creation(ModuleBuilder& b) {
       stop = value_to_scalar(in, r[0], "arange() stop");
     }
     if (r.has(2) && !r[2].is_none()) step = value_to_scalar(in, r[2], "arange() step");
-    return make_array(np::arange(in.ops(), start, stop, step, value_to_dtype(r[3])));
+    std::optional<DType> dt = value_to_dtype(r[3]);
+    // As JAX, without dtype= a typed array argument (jnp.int8(3)) sets the result type,
+    // promoted with the others; Python numbers stay weak.
+    if (!dt) {
+      std::optional<PromotedType> p;
+      for (size_t i = 0; i < 3; ++i) {
+        if (!r.has(i) || r[i].is_none()) continue;
+        PromotedType t{DType::Int32, true};
+        if (r[i].is_obj(ObjKind::Array)) {
+          const auto& av = T(in, r[i])->aval;
+          t = {av.dtype, av.weak};
+        } else if (r[i].is_bool()) {
+          t = {DType::Bool, false};
+        } else if (r[i].is_float()) {
+          t = {DType::Float32, true};
+        }
+        p = p ? promote_types(p->dtype, p->weak, t.dtype, t.weak) : t;
+      }
+      if (p && !p->weak) dt = p->dtype;
+      if (dt == DType::Bool)
+        throw Error(ErrCode::Type, "iota does not accept dtype bool. Accepted dtypes are subtypes of "
+                                   "integer, floating, complexfloating.");
+    }
+    return make_array(np::arange(in.ops(), start, stop, step, dt));
   });
   b.fn("linspace", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("linspace", a, {"start", "stop", "num", "endpoint", "retstep", "dtype"}, 2);

@@ -204,8 +204,7 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
     // weak type (a bool base becomes int32). Otherwise integer powers go through
     // JAX's _pow_int_int, whose strongly typed constants make the result strong.
     int_pow = b0->concrete && av(b0).ndim() == 0 &&
-                   (is_integer(av(b0).dtype) || av(b0).dtype == DType::Bool) &&
-                   std::abs(b0->concrete->get(0).i) <= 127; // the exponent fits the base's dtype
+              (is_integer(av(b0).dtype) || av(b0).dtype == DType::Bool);
     if (int_pow)
       p = av(a0).dtype == DType::Bool ? PromotedType{DType::Int32, false}
                                       : PromotedType{av(a0).dtype, av(a0).weak};

@@ -7,8 +7,8 @@
 #include <set>
 
 #include "lang/args.hpp"
-#include "runtime/format.hpp"
 #include "lang/py_set.hpp"
+#include "runtime/format.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/shape_dtype_struct.hpp"
@@ -113,6 +113,20 @@ struct DeviceSetObj : OpaqueObj {
   bool equals(const OpaqueObj& o) const override {
     auto* s = dynamic_cast<const DeviceSetObj*>(&o);
     return s && s->ids == ids;
+  }
+  // x.devices() == {device}: equal to a Python set of the same devices.
+  bool apply_operator(InterpreterImpl&, const std::string& op, const Value& other, bool,
+                      Value& out) override {
+    const ValueList* o = py_set_items(other);
+    if (!o || (op != "eq" && op != "ne")) return false;
+    ValueList mine;
+    items(mine);
+    bool eq = o->size() == mine.size() &&
+              std::all_of(mine.begin(), mine.end(), [&](const Value& v) {
+                return std::any_of(o->begin(), o->end(), [&](const Value& x) { return values_equal(x, v); });
+              });
+    out = Value::boolean(op == "eq" ? eq : !eq);
+    return true;
   }
 };
 
