@@ -16,32 +16,39 @@ namespace pxl {
 
 namespace {
 
-// Nested Python lists/tuples of numbers -> flat scalars + shape.
-void flatten_nested(InterpreterImpl& in, const Value& v, size_t depth, Shape& shape,
+// numpy's error for ragged nested sequences: the shape is regular for the
+// first `dims` dimensions only.
+Error inhomogeneous(const Shape& shape, size_t dims, const Span& where) {
+  Shape detected(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(std::min(dims, shape.size())));
+  return Error(ErrCode::Value,
+               "setting an array element with a sequence. The requested array has an inhomogeneous shape after " +
+                   std::to_string(dims) + " dimensions. The detected shape was " + shape_str(detected) +
+                   " + inhomogeneous part.",
+               where);
+}
+
+// Nested Python lists/tuples of numbers -> flat scalars + shape. leaf_depth:
+// the depth of the first number seen (every number must be that deep).
+void flatten_nested(InterpreterImpl& in, const Value& v, size_t depth, Shape& shape, size_t& leaf_depth,
                     std::vector<Scalar>& flat, bool& has_array, const Span& where) {
   if (depth > 64) throw Error(ErrCode::Value, "array data nested too deeply", where);
-  if (const ValueList* items = sequence_items(v)) {
-    int64_t n = static_cast<int64_t>(items->size());
+  // A sequence of n items at `depth`: its length must agree with the others there.
+  auto enter = [&](int64_t n) {
+    if (depth >= leaf_depth) throw inhomogeneous(shape, leaf_depth, where);
     if (shape.size() == depth) shape.push_back(n);
-    else if (shape.size() < depth || shape[depth] != n)
-      throw Error(ErrCode::Value,
-                  "setting an array element with a sequence: the nested lists have inhomogeneous "
-                  "lengths (dimension " + std::to_string(depth) + ")",
-                  where);
-    for (const Value& x : *items) flatten_nested(in, x, depth + 1, shape, flat, has_array, where);
+    else if (shape[depth] != n) throw inhomogeneous(shape, depth, where);
+  };
+  if (const ValueList* items = sequence_items(v)) {
+    enter(static_cast<int64_t>(items->size()));
+    for (const Value& x : *items) flatten_nested(in, x, depth + 1, shape, leaf_depth, flat, has_array, where);
     return;
   }
   if (v.is_obj(ObjKind::Range)) { // a range is a sequence of Python ints (jnp.array(range(4)))
     const auto* r = v.as<RangeObj>();
-    int64_t n = r->size();
-    if (shape.size() == depth) shape.push_back(n);
-    else if (shape.size() < depth || shape[depth] != n)
-      throw Error(ErrCode::Value,
-                  "setting an array element with a sequence: the nested lists have inhomogeneous "
-                  "lengths (dimension " + std::to_string(depth) + ")",
-                  where);
-    for (int64_t i = 0; i < n; ++i)
-      flatten_nested(in, Value::integer(r->start + i * r->step), depth + 1, shape, flat, has_array, where);
+    enter(r->size());
+    for (int64_t i = 0; i < r->size(); ++i)
+      flatten_nested(in, Value::integer(r->start + i * r->step), depth + 1, shape, leaf_depth, flat, has_array,
+                     where);
     return;
   }
   if (v.is_obj(ObjKind::Array)) { // arrays inside lists are stacked (their shapes checked then)
@@ -49,8 +56,8 @@ void flatten_nested(InterpreterImpl& in, const Value& v, size_t depth, Shape& sh
     return;
   }
   if (v.is_none()) throw Error(ErrCode::Value, "None is not a valid value for jnp.array", where);
-  if (shape.size() > depth)
-    throw Error(ErrCode::Value, "the nested lists have inhomogeneous lengths", where);
+  if (shape.size() > depth) throw inhomogeneous(shape, depth, where);
+  leaf_depth = std::min(leaf_depth, depth);
   if (v.is_bool()) flat.push_back(Scalar::of_bool(v.b));
   else if (v.is_int()) flat.push_back(Scalar::of_int(v.i));
   else if (v.is_float()) flat.push_back(Scalar::of_float(v.f));
@@ -85,7 +92,8 @@ Tensor InterpreterImpl::to_tensor(const Value& v, const Span& where, std::option
       Shape shape;
       std::vector<Scalar> flat;
       bool has_array = false;
-      flatten_nested(*this, v, 0, shape, flat, has_array, where);
+      size_t leaf_depth = SIZE_MAX;
+      flatten_nested(*this, v, 0, shape, leaf_depth, flat, has_array, where);
       if (has_array) {
         // A list of arrays (or mixed): convert each element and stack them.
         std::vector<Tensor> parts;

@@ -2,8 +2,6 @@
 // whose arrays live on devices that cannot run together.
 #include "stdlib/jit_devices.hpp"
 
-#include "runtime/eager.hpp"
-
 #include <algorithm>
 #include <optional>
 #include <tuple>

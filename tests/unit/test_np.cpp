@@ -236,7 +236,7 @@ TEST_CASE_METHOD(Fixture, "shape functions", "[np]") {
   CHECK(vals(concatenate(cx, {ar(4, {2, 2}), ar(2, {2, 1})}, -1)) == V{0, 1, 0, 2, 3, 1});
   CHECK(error([&] {
           concatenate(cx, {ar(4, {2, 2}), ar(3, {3, 1})}, 1);
-        }).find("must match exactly") != std::string::npos);
+        }).find("differ in dimensions other than the one being concatenated") != std::string::npos);
   Tensor s = stack(cx, {ar(2), ar(2)}, 1);
   CHECK(type(s) == "int32(2, 2)");
   CHECK(vals(s) == V{0, 0, 1, 1});
@@ -249,8 +249,7 @@ TEST_CASE_METHOD(Fixture, "shape functions", "[np]") {
   REQUIRE(parts.size() == 3);
   CHECK(vals(parts[1]) == V{3, 4});
   CHECK(vals(parts[2]) == V{5, 6, 7, 8, 9});
-  CHECK(error([&] { swapaxes(cx, ar(3), 0, 2); }) ==
-        "swapaxes: axis 2 is out of bounds for array of dimension 1");
+  CHECK(error([&] { swapaxes(cx, ar(3), 0, 2); }) == "index 2 is out of bounds for axis 0 with size 1");
 }
 
 TEST_CASE_METHOD(Fixture, "np reductions", "[np]") {
