@@ -31,10 +31,11 @@ Tensor fill(OpContext& cx, const Shape& shape, const Scalar& v, DType dtype, boo
 
 // numpy broadcasting of two shapes; the error names `fn` and both shapes.
 Shape broadcast_shapes(const char* fn, const Shape& a, const Shape& b);
-// A possibly negative axis made non-negative; error names `fn` (unless empty, as
-// JAX's reductions), the axis and ndim.
-int64_t norm_axis(const char* fn, int64_t axis, int ndim);
-std::vector<int64_t> norm_axes(const char* fn, const Axes& axes, int ndim);
+// A possibly negative axis made non-negative; out of range raises JAX's
+// canonicalize_axis text, which names the axis and ndim but no function.
+int64_t norm_axis(int64_t axis, int ndim);
+// Axes (all of them when absent) normalised and sorted; a repeat is an error.
+std::vector<int64_t> norm_axes(const Axes& axes, int ndim);
 
 // Promotes tensors to their common (dtype, weak) type, as jnp's promote_dtypes.
 PromotedType result_type(const std::vector<Tensor>& xs);

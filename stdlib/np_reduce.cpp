@@ -96,7 +96,7 @@ Tensor reduce(OpContext& cx, ReduceOp op, const Tensor& x0, const Axes& axes0, b
               std::optional<DType> dtype, const ReduceExtras& ex) {
   const char* fn = reduce_name(op);
   std::optional<Tensor> where = checked_where(fn, ex.where);
-  std::vector<int64_t> axes = norm_axes("", axes0, av(x0).ndim()); // JAX names no function
+  std::vector<int64_t> axes = norm_axes(axes0, av(x0).ndim()); // JAX names no function
   if (op == ReduceOp::Mean) {
     if (ex.initial)
       throw Error(ErrCode::Arguments, "mean() got an unexpected keyword argument 'initial'");
@@ -187,7 +187,7 @@ Tensor arg_reduce(OpContext& cx, Op op, const Tensor& x0, std::optional<int> axi
   Tensor x = x0;
   int64_t ax = 0;
   if (axis)
-    ax = norm_axis(fn, *axis, av(x).ndim());
+    ax = norm_axis(*axis, av(x).ndim());
   else
     x = ravel(cx, x);
   if (av(x).shape[static_cast<size_t>(ax)] == 0)
@@ -213,7 +213,7 @@ Tensor argmin(OpContext& cx, const Tensor& x, std::optional<int> axis, bool keep
 
 Tensor var(OpContext& cx, const Tensor& x0, const Axes& axes0, bool keepdims, const VarOptions& o) {
   std::optional<Tensor> where = checked_where(o.name, o.where);
-  std::vector<int64_t> axes = norm_axes("", axes0, av(x0).ndim());
+  std::vector<int64_t> axes = norm_axes(axes0, av(x0).ndim());
   Axes ax = std::vector<int>(axes.begin(), axes.end());
   DType d = av(x0).dtype;
   // JAX's _var_promote_types: the result is real; 16-bit floats compute in float32.
@@ -271,10 +271,10 @@ Tensor cumsum(OpContext& cx, const Tensor& x0, std::optional<int> axis, std::opt
   Tensor x = x0;
   int64_t ax = 0;
   if (axis && av(x).ndim() > 0)
-    ax = norm_axis("cumsum", *axis, av(x).ndim());
+    ax = norm_axis(*axis, av(x).ndim());
   else
     x = ravel(cx, x);
-  if (axis && av(x0).ndim() == 0) norm_axis("cumsum", *axis, 1);
+  if (axis && av(x0).ndim() == 0) norm_axis(*axis, 1);
   // JAX's _cumulative_reduction: bools sum as int32; dtype=bool sums x != 0 as int32.
   DType result = dtype ? *dtype : av(x).dtype == DType::Bool ? DType::Int32 : av(x).dtype;
   DType compute = result;

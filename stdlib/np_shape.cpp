@@ -8,6 +8,25 @@ namespace pxl::np {
 
 using namespace detail;
 
+namespace {
+
+// jnp.swapaxes and jnp.split index the shape tuple with the axis before any
+// axis check, so an axis out of range raises the indexing error of the tuple
+// (numpy's for swapaxes, which indexes an array of the shape; Python's for split).
+int64_t swapaxes_axis(int64_t axis, int ndim) {
+  if (axis < -ndim || axis >= ndim)
+    throw Error(ErrCode::Axis, "index " + std::to_string(axis) + " is out of bounds for axis 0 with size " +
+                                   std::to_string(ndim));
+  return axis < 0 ? axis + ndim : axis;
+}
+
+int64_t split_axis(int64_t axis, int ndim) {
+  if (axis < -ndim || axis >= ndim) throw Error(ErrCode::Axis, "tuple index out of range");
+  return axis < 0 ? axis + ndim : axis;
+}
+
+} // namespace
+
 Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape0) {
   Shape shape = shape0;
   int64_t known = 1;
@@ -63,7 +82,7 @@ Tensor transpose(OpContext& cx, const Tensor& x, const std::optional<std::vector
                                       dims_str(given) + " for operand shape " + shape_str(av(x).shape) + ".");
     };
     if (static_cast<int>(perm->size()) != nd) throw not_a_permutation();
-    for (int a : *perm) p.push_back(norm_axis("transpose", a, nd));
+    for (int a : *perm) p.push_back(norm_axis(a, nd));
     std::vector<int64_t> sorted = p;
     std::sort(sorted.begin(), sorted.end());
     if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) throw not_a_permutation();
@@ -75,8 +94,8 @@ Tensor swapaxes(OpContext& cx, const Tensor& x, int a, int b) {
   int nd = av(x).ndim();
   std::vector<int64_t> p;
   for (int i = 0; i < nd; ++i) p.push_back(i);
-  std::swap(p[static_cast<size_t>(norm_axis("swapaxes", a, nd))],
-            p[static_cast<size_t>(norm_axis("swapaxes", b, nd))]);
+  std::swap(p[static_cast<size_t>(swapaxes_axis(a, nd))],
+            p[static_cast<size_t>(swapaxes_axis(b, nd))]);
   return transpose_to(cx, x, p);
 }
 
@@ -96,7 +115,7 @@ Tensor moveaxis(OpContext& cx, const Tensor& x, const std::vector<int>& src, con
   std::vector<bool> moved(static_cast<size_t>(nd), false);
   for (size_t i = 0; i < src.size(); ++i) {
     // JAX's text names no function: "axis 2 is out of bounds for array of dimension 2".
-    int64_t s = norm_axis("", src[i], nd), d = norm_axis("", dst[i], nd);
+    int64_t s = norm_axis(src[i], nd), d = norm_axis(dst[i], nd);
     moved[static_cast<size_t>(s)] = true;
     moves.push_back({d, s});
   }
@@ -117,7 +136,7 @@ Tensor expand_dims(OpContext& cx, const Tensor& x, const std::vector<int>& axes)
   int out_nd = av(x).ndim() + static_cast<int>(axes.size());
   std::vector<bool> is_new(static_cast<size_t>(out_nd), false);
   std::vector<int64_t> canon;
-  for (int a : axes) canon.push_back(norm_axis("", a, out_nd));
+  for (int a : axes) canon.push_back(norm_axis(a, out_nd));
   for (int64_t n : canon) {
     if (is_new[static_cast<size_t>(n)]) // JAX's text (the axes made non-negative)
       throw Error(ErrCode::Value, "repeated axis in lax.expand_dims: " + dims_str(canon));
@@ -136,7 +155,7 @@ Tensor squeeze(OpContext& cx, const Tensor& x, const Axes& axes) {
   if (!axes) {
     for (size_t i = 0; i < s.size(); ++i) drop[i] = s[i] == 1;
   } else {
-    std::vector<int64_t> dims = norm_axes("squeeze", axes, av(x).ndim());
+    std::vector<int64_t> dims = norm_axes(axes, av(x).ndim());
     for (int64_t a : dims) {
       if (s[static_cast<size_t>(a)] != 1) { // JAX's (lax.squeeze's) text
         Shape d(dims.begin(), dims.end());
@@ -181,7 +200,7 @@ Tensor concatenate(OpContext& cx, const std::vector<Tensor>& xs, int axis) {
   int nd = av(xs[0]).ndim();
   if (nd == 0)
     throw Error(ErrCode::Shape, "Zero-dimensional arrays cannot be concatenated.");
-  int64_t ax = norm_axis("concatenate", axis, nd);
+  int64_t ax = norm_axis(axis, nd);
   auto all_shapes = [&]() {
     std::string out;
     for (const Tensor& x : xs) out += (out.empty() ? "" : ", ") + shape_str(av(x).shape);
@@ -214,7 +233,7 @@ Tensor stack(OpContext& cx, const std::vector<Tensor>& xs, int axis) {
       for (const Tensor& y : xs) shapes += (shapes.empty() ? "" : ", ") + shape_str(av(y).shape);
       throw Error(ErrCode::Shape, "All input arrays must have the same shape. Got " + shapes + ".");
     }
-  int64_t ax = norm_axis("stack", axis, av(xs[0]).ndim() + 1);
+  int64_t ax = norm_axis(axis, av(xs[0]).ndim() + 1);
   std::vector<Tensor> expanded;
   for (const Tensor& x : xs) expanded.push_back(expand_dims(cx, x, {static_cast<int>(ax)}));
   if (expanded.size() == 1) return expanded[0];
@@ -238,7 +257,7 @@ Tensor slice_axis(OpContext& cx, const Tensor& x, int64_t axis, int64_t start, i
 } // namespace
 
 std::vector<Tensor> split_sections(OpContext& cx, const Tensor& x, int64_t sections, int axis) {
-  int64_t ax = norm_axis("split", axis, av(x).ndim());
+  int64_t ax = split_axis(axis, av(x).ndim());
   int64_t n = av(x).shape[static_cast<size_t>(ax)];
   if (sections <= 0) throw Error(ErrCode::Value, "split: number sections must be larger than 0");
   if (n % sections != 0)
@@ -252,7 +271,7 @@ std::vector<Tensor> split_sections(OpContext& cx, const Tensor& x, int64_t secti
 
 std::vector<Tensor> split_indices(OpContext& cx, const Tensor& x,
                                   const std::vector<int64_t>& indices, int axis) {
-  int64_t ax = norm_axis("split", axis, av(x).ndim());
+  int64_t ax = split_axis(axis, av(x).ndim());
   int64_t n = av(x).shape[static_cast<size_t>(ax)];
   // numpy's rules: negative indices count from the end, all are clipped to [0, n].
   auto clip = [&](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };

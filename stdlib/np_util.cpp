@@ -90,29 +90,21 @@ Tensor fill(OpContext& cx, const Shape& shape, const Scalar& v, DType dtype, boo
   return broadcast(cx, constant(cx, v, dtype, weak), shape, "full");
 }
 
-int64_t norm_axis(const char* fn, int64_t axis, int ndim) {
-  if (axis < -ndim || axis >= ndim) {
-    // JAX's texts: canonicalize_axis's, except where jnp indexes a shape
-    // tuple with the axis first (swapaxes, split).
-    std::string name = fn;
-    if (name == "split") throw Error(ErrCode::Axis, "tuple index out of range");
-    if (name == "swapaxes")
-      throw Error(ErrCode::Axis, "index " + std::to_string(axis) + " is out of bounds for axis 0 with size " +
-                                     std::to_string(ndim));
+int64_t norm_axis(int64_t axis, int ndim) {
+  if (axis < -ndim || axis >= ndim)
     throw Error(ErrCode::Axis,
                 "axis " + std::to_string(axis) + " is out of bounds for array of dimension " + std::to_string(ndim));
-  }
   return axis < 0 ? axis + ndim : axis;
 }
 
-std::vector<int64_t> norm_axes(const char* fn, const Axes& axes, int ndim) {
+std::vector<int64_t> norm_axes(const Axes& axes, int ndim) {
   std::vector<int64_t> out;
   if (!axes) {
     for (int i = 0; i < ndim; ++i) out.push_back(i);
     return out;
   }
   for (int ax : *axes) {
-    int64_t a = norm_axis(fn, ax, ndim);
+    int64_t a = norm_axis(ax, ndim);
     if (std::find(out.begin(), out.end(), a) != out.end()) // JAX's message shows the axes as given
       throw Error(ErrCode::Axis, "duplicate value in 'axis': " +
                                      dims_str(std::vector<int64_t>(axes->begin(), axes->end())));

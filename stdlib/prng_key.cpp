@@ -58,7 +58,7 @@ Tensor data_of(const KeyArrayObj& k) { return k.tensor(); }
 // Key arrays of the implementation `tag` over new data.
 Value wrap(Tensor data, const std::string& tag) { return make_key_array(make_array(std::move(data)), tag); }
 
-int norm_axis(int64_t axis, size_t ndim) {
+int wrap_negative_axis(int64_t axis, size_t ndim) {
   return static_cast<int>(axis < 0 ? axis + static_cast<int64_t>(ndim) : axis);
 }
 
@@ -81,7 +81,7 @@ Value squeeze_keys(InterpreterImpl& in, const KeyArrayObj& k, const Value& axis)
       if (ks[i] == 1) axes.push_back(static_cast<int>(i));
   } else {
     std::vector<int> given = value_to_axes(axis, "squeeze() axis").value_or(std::vector<int>{});
-    for (int a : given) axes.push_back(norm_axis(a, ks.size()));
+    for (int a : given) axes.push_back(wrap_negative_axis(a, ks.size()));
   }
   return wrap(np::squeeze(in.ops(), data_of(k), axes), k.tag);
 }
@@ -232,7 +232,7 @@ void install_np_wrappers(const Value& np) {
     size_t nd = 0;
     std::string tag;
     std::vector<Tensor> ds = key_datas(in, r[0], nd, tag);
-    out = wrap(np::stack(in.ops(), ds, norm_axis(r.get_int(1, 0), nd + 1)), tag);
+    out = wrap(np::stack(in.ops(), ds, wrap_negative_axis(r.get_int(1, 0), nd + 1)), tag);
     return true;
   });
   wrap_np(np, "concatenate", [](InterpreterImpl& in, CallArgs& a, Value& out) {
@@ -246,7 +246,7 @@ void install_np_wrappers(const Value& np) {
       out = wrap(np::concatenate(in.ops(), ds, 0), tag);
       return true;
     }
-    out = wrap(np::concatenate(in.ops(), ds, norm_axis(r.get_int(1, 0), nd)), tag);
+    out = wrap(np::concatenate(in.ops(), ds, wrap_negative_axis(r.get_int(1, 0), nd)), tag);
     return true;
   });
   wrap_np(np, "reshape", [](InterpreterImpl& in, CallArgs& a, Value& out) {
@@ -275,7 +275,7 @@ void install_np_wrappers(const Value& np) {
     const KeyArrayObj& k = *as_key_array(r[0]);
     std::vector<int> axes = *value_to_axes(r[1], "expand_dims() axis");
     size_t out_nd = k.shape().size() + axes.size();
-    for (int& ax : axes) ax = norm_axis(ax, out_nd);
+    for (int& ax : axes) ax = wrap_negative_axis(ax, out_nd);
     out = wrap(np::expand_dims(in.ops(), data_of(k), axes), k.tag);
     return true;
   });
