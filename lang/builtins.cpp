@@ -10,21 +10,25 @@
 #include "lang/py_complex.hpp"
 #include "lang/py_set.hpp"
 #include "lang/tracer.hpp"
+#include "lang/type_object.hpp"
+#include "lang/utf8.hpp"
 #include "stdlib/np.hpp"
 
 namespace pxl {
 
 namespace {
 
-// The value of type(x): prints as <class 'int'>, has __name__.
+// The value of type(x): prints as <class 'int'>, has __name__. `name` is
+// pxl's type name (what isinstance and equality compare); `path` is the
+// class's module-qualified name as Python prints it.
 struct TypeObj : OpaqueObj {
-  explicit TypeObj(std::string n) : name(std::move(n)) {}
-  std::string name;
+  TypeObj(std::string n, std::string p) : name(std::move(n)), path(std::move(p)) {}
+  std::string name, path;
   std::string type_name() const override { return "type"; }
-  std::string repr() const override { return "<class '" + name + "'>"; }
+  std::string repr() const override { return "<class '" + path + "'>"; }
   bool get_attr(InterpreterImpl&, const std::string& attr, Value& out) override {
     if (attr != "__name__") return false;
-    out = make_str(name);
+    out = make_str(path.substr(path.rfind('.') + 1));
     return true;
   }
   bool equals(const OpaqueObj& o) const override {
@@ -42,7 +46,42 @@ struct TypeObj : OpaqueObj {
 
 } // namespace
 
-Value make_type(std::string name) { return Value::object(std::make_shared<TypeObj>(std::move(name))); }
+Value make_type(std::string name) {
+  std::string path = name;
+  return make_type_at(std::move(name), std::move(path));
+}
+
+Value make_type_at(std::string name, std::string path) {
+  return Value::object(std::make_shared<TypeObj>(std::move(name), std::move(path)));
+}
+
+namespace {
+
+// The classes of JAX's objects as type(x) prints them in JAX 0.10 (the
+// classes pxl's own type names stand for).
+std::string jax_class_path(const std::string& name) {
+  static const std::pair<const char*, const char*> kPaths[] = {
+      {"Array", "jaxlib._jax.ArrayImpl"},
+      {"PRNGKeyArray", "jax._src.random.prng.PRNGKeyArray"},
+      {"CpuDevice", "jaxlib._jax.Device"},
+      {"CudaDevice", "jaxlib._jax.Device"},
+      {"PartitionSpec", "jax.P"},
+      {"PyTreeDef", "jaxlib._jax.pytree.PyTreeDef"},
+      {"PjitFunction", "jaxlib._jax.PjitFunction"},
+      {"Mesh", "jax._src.mesh.Mesh"},
+      {"NamedSharding", "jax.sharding.NamedSharding"},
+      {"SingleDeviceSharding", "jax.sharding.SingleDeviceSharding"},
+      {"ShapeDtypeStruct", "jax.ShapeDtypeStruct"},
+      {"ClosedJaxpr", "jax._src.core.ClosedJaxpr"},
+      {"ShapedArray", "jax._src.core.ShapedArray"},
+      {"_IndexUpdateHelper", "jax._src.numpy.array_methods._IndexUpdateHelper"},
+  };
+  for (const auto& [pxl_name, path] : kPaths)
+    if (name == pxl_name) return path;
+  return name;
+}
+
+} // namespace
 
 // Python's builtin classes, which pxl has as builtin functions: type(x) of
 // their instances is the class itself, so `type(x) is tuple` holds.
@@ -294,7 +333,8 @@ void InterpreterImpl::install_builtins() {
   });
   def("type", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("type", a, {"object"}, 1);
-    return make_type(type_name(r[0]));
+    std::string name = type_name(r[0]);
+    return make_type_at(name, jax_class_path(name));
   });
   def("isinstance", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("isinstance", a, {"obj", "class_or_tuple"}, 2);
@@ -500,17 +540,20 @@ void InterpreterImpl::install_builtins() {
     if (!is_hashable(r[0])) throw Error(ErrCode::Type, "unhashable type: '" + type_name(r[0]) + "'");
     return Value::integer(static_cast<int64_t>(ValueHash()(r[0]) >> 1));
   });
+  // id(x): the object's address, so it agrees with `is`; None, bools,
+  // numbers have no object in pxl, and equal ones share an id (as Python's
+  // cached small ints do).
+  def("id", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("id", a, {"obj"}, 1);
+    const Value& v = r[0];
+    if (v.tag == Value::Tag::Obj) return Value::integer(static_cast<int64_t>(reinterpret_cast<intptr_t>(v.obj.get())));
+    return Value::integer(static_cast<int64_t>(ValueHash()(v) >> 1) ^ static_cast<int64_t>(v.tag));
+  });
   def("chr", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("chr", a, {"i"}, 1);
     int64_t cp = r.get_int(0);
     if (cp < 0 || cp > 0x10FFFF) throw Error(ErrCode::Value, "chr() arg not in range(0x110000)");
-    std::string out;
-    uint32_t c = static_cast<uint32_t>(cp);
-    if (c < 0x80) out += static_cast<char>(c);
-    else if (c < 0x800) out += static_cast<char>(0xC0 | (c >> 6)), out += static_cast<char>(0x80 | (c & 0x3F));
-    else if (c < 0x10000) out += static_cast<char>(0xE0 | (c >> 12)), out += static_cast<char>(0x80 | ((c >> 6) & 0x3F)), out += static_cast<char>(0x80 | (c & 0x3F));
-    else out += static_cast<char>(0xF0 | (c >> 18)), out += static_cast<char>(0x80 | ((c >> 12) & 0x3F)), out += static_cast<char>(0x80 | ((c >> 6) & 0x3F)), out += static_cast<char>(0x80 | (c & 0x3F));
-    return make_str(out);
+    return make_str(utf8_encode(static_cast<uint32_t>(cp)));
   });
   // hex, oct, bin: an integer in base 16, 8 or 2 with Python's prefix ('-0x1f').
   for (auto [name, base, prefix] : {std::tuple{"hex", 16, "0x"}, std::tuple{"oct", 8, "0o"}, std::tuple{"bin", 2, "0b"}}) {
@@ -530,12 +573,9 @@ void InterpreterImpl::install_builtins() {
     ArgReader r("ord", a, {"c"}, 1);
     const std::string& s = r.get_str(0);
     if (s.empty()) throw Error(ErrCode::Type, "ord() expected a character, but string of length 0 found");
-    unsigned char c = s[0];
-    uint32_t cp = c < 0x80 ? c : c < 0xE0 ? c & 0x1F : c < 0xF0 ? c & 0x0F : c & 0x07;
-    size_t n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    if (s.size() != n) throw Error(ErrCode::Type, "ord() expected a character, but a longer string was found");
-    for (size_t i = 1; i < n; ++i) cp = (cp << 6) | (static_cast<unsigned char>(s[i]) & 0x3F);
-    return Value::integer(cp);
+    std::optional<uint32_t> cp = utf8_single(s);
+    if (!cp) throw Error(ErrCode::Type, "ord() expected a character, but a longer string was found");
+    return Value::integer(*cp);
   });
   def("slice", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("slice", a, {"start", "stop", "step"}, 1);

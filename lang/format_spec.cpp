@@ -4,6 +4,7 @@
 
 #include "lang/interp_impl.hpp"
 #include "lang/methods.hpp"
+#include "lang/utf8.hpp"
 #include "runtime/format.hpp"
 
 namespace pxl {
@@ -156,11 +157,9 @@ std::string format_int(int64_t v, const Spec& sp) {
   case 'o': base = 8; prefix = "0o"; break;
   case 'x': base = 16; prefix = "0x"; break;
   case 'X': base = 16; prefix = "0X"; break;
-  case 'c': {
-    std::string s;
-    s += static_cast<char>(v);
-    return pad_text(s, sp);
-  }
+  case 'c':
+    if (v < 0 || v > 0x10FFFF) throw Error(ErrCode::Value, "%c arg not in range(0x110000)");
+    return pad_text(utf8_encode(static_cast<uint32_t>(v)), sp);
   default: throw Error(ErrCode::Value, std::string("unknown format code '") + sp.type + "' for an int");
   }
   const char* digits = sp.type == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";

@@ -5,6 +5,7 @@
 
 #include "lang/interp_impl.hpp"
 #include "lang/methods.hpp"
+#include "lang/utf8.hpp"
 
 namespace pxl {
 
@@ -195,7 +196,7 @@ std::string InterpreterImpl::percent_format(const std::string& fmt, const Value&
         int64_t code = v.as_int();
         if (code < 0 || code > 0x10FFFF) throw Error(ErrCode::Value, "%c arg not in range(0x110000)", where);
         ch = format_value(v, "c", where);
-      } else if (v.is_obj(ObjKind::Str) && v.as<StrObj>()->value.size() == 1) {
+      } else if (v.is_obj(ObjKind::Str) && utf8_single(v.as<StrObj>()->value)) {
         ch = v.as<StrObj>()->value;
       } else {
         throw Error(ErrCode::Type, "%c requires int or char", where);

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "lang/args.hpp"
+#include "lang/type_object.hpp"
 #include "runtime/eager.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/jaxpr_eqns.hpp"
@@ -212,7 +213,7 @@ void add_jax_misc(InterpreterImpl& in, Value& jax) {
     vars[name] = make_builtin(name, std::move(f));
   };
   // jax.Array: the class of every array (isinstance(x, jax.Array)); jnp.ndarray is its other name.
-  vars["Array"] = make_type("Array");
+  vars["Array"] = make_type_at("Array", "jax.jaxlib._jax.Array");
   vars["numpy"].as<ModuleObj>()->env->vars["ndarray"] = make_type("ndarray");
   def("ShapeDtypeStruct", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("ShapeDtypeStruct", a, {"shape", "dtype", "sharding", "weak_type"}, 2);
