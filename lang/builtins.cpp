@@ -58,7 +58,8 @@ Value make_type_at(std::string name, std::string path) {
 namespace {
 
 // The classes of JAX's objects as type(x) prints them in JAX 0.10 (the
-// classes pxl's own type names stand for).
+// classes pxl's own type names stand for). A sharded array stays a
+// ShardedArray, as DESIGN.md has it.
 std::string jax_class_path(const std::string& name) {
   static const std::pair<const char*, const char*> kPaths[] = {
       {"Array", "jaxlib._jax.ArrayImpl"},
