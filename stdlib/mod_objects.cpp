@@ -6,6 +6,7 @@
 #include "lang/args.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/namedtuple.hpp"
+#include "lang/py_set.hpp"
 
 namespace pxl {
 
@@ -309,6 +310,22 @@ void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
   types.fn("_unsupported_error", [](InterpreterImpl&, CallArgs& a) -> Value {
     ArgReader r("_unsupported_error", a, {"message"}, 1);
     throw Error(ErrCode::Unsupported, r.get_str(0)); // JAX's NotImplementedError
+  });
+  // JAX's check_arraylike: _check_arraylike(fn_name, *args) raises its
+  // TypeError for the first argument that is a Python container, a string
+  // or None rather than an array or a scalar.
+  types.fn("_check_arraylike", [](InterpreterImpl&, CallArgs& a) -> Value {
+    if (a.pos.empty() || !a.pos[0].is_obj(ObjKind::Str))
+      throw Error(ErrCode::Arguments, "_check_arraylike(name, *args) needs the function's name");
+    for (size_t i = 1; i < a.pos.size(); ++i) {
+      const Value& v = a.pos[i];
+      bool container = v.is_none() || v.is_obj(ObjKind::List) || v.is_obj(ObjKind::Tuple) ||
+                       v.is_obj(ObjKind::Dict) || v.is_obj(ObjKind::Str) || py_set_items(v);
+      if (!container) continue; // arrays of every kind, scalars
+      throw Error(ErrCode::Type, a.pos[0].as<StrObj>()->value + " requires ndarray or scalar arguments, got <class '" +
+                                     type_name(v) + "'> at position " + std::to_string(i - 1) + ".");
+    }
+    return Value::none();
   });
   // OrderedDict(items, **kw) / defaultdict(factory, items, **kw): a dict made
   // as dict(items, **kw) is, flagged (lang/value.hpp DictObj).

@@ -387,16 +387,9 @@ double np::next_toward(double x, double to, DType dt) {
 void def_dtype_queries(ModuleBuilder& b) {
   b.fn("broadcast_shapes", [](InterpreterImpl&, CallArgs& a) {
     if (!a.kw.empty()) throw Error(ErrCode::Arguments, "broadcast_shapes() takes shapes only");
-    Shape out;
     std::vector<Shape> shapes;
     for (const Value& v : a.pos) shapes.push_back(value_to_shape(v, "broadcast_shapes()"));
-    try {
-      for (const Shape& s : shapes) out = np::detail::broadcast_shapes("broadcast_shapes", out, s);
-    } catch (const Error&) { // JAX's text, naming every shape
-      std::string all;
-      for (const Shape& s : shapes) all += (all.empty() ? "" : ", ") + shape_str(s);
-      throw Error(ErrCode::Shape, "Incompatible shapes for broadcasting: shapes=[" + all + "]");
-    }
+    Shape out = np::detail::broadcast_shapes_all(shapes);
     ValueList d;
     for (int64_t x : out) d.push_back(Value::integer(x));
     return make_tuple(std::move(d));

@@ -387,8 +387,7 @@ Tensor where(OpContext& cx, const Tensor& cond0, const Tensor& a0, const Tensor&
   Tensor cond = cond0;
   if (av(cond).dtype != DType::Bool) cond = p2(cx, Op::Ne, cond, like(cx, cond, Scalar::of_int(0)));
   PromotedType p = promote_types(av(a0).dtype, av(a0).weak, av(b0).dtype, av(b0).weak);
-  Shape shape = broadcast_shapes("where", av(a0).shape, av(b0).shape);
-  shape = broadcast_shapes("where", av(cond).shape, shape);
+  Shape shape = broadcast_shapes_all({av(cond).shape, av(a0).shape, av(b0).shape});
   Tensor a = broadcast(cx, convert(cx, a0, p.dtype, p.weak), shape, "where");
   Tensor b = broadcast(cx, convert(cx, b0, p.dtype, p.weak), shape, "where");
   return bind(cx, Op::Select, {}, {broadcast(cx, cond, shape, "where"), a, b});

@@ -553,11 +553,7 @@ Tensor index_update(OpContext& cx, const Tensor& x, const std::vector<IndexItem>
   Tensor vp = convert(cx, v, pt.dtype, pt.weak);
   const Shape& ps = av(pos).shape;
   const Shape& vs = av(v).shape;
-  auto type_of = [&](const Shape& sh) {
-    std::string t = dtype_name(pt.dtype) + std::string("[");
-    for (size_t i = 0; i < sh.size(); ++i) t += (i ? "," : "") + std::to_string(sh[i]);
-    return t + "]";
-  };
+  auto type_of = [&](const Shape& sh) { return array_type_str(pt.dtype, sh); };
   if (vs.size() > ps.size())
     throw Error(ErrCode::Shape, "Cannot broadcast to shape with fewer dimensions: arr_shape=" +
                                     shape_str(vs) + " shape=" + shape_str(ps));

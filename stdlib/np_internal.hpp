@@ -31,6 +31,11 @@ Tensor fill(OpContext& cx, const Shape& shape, const Scalar& v, DType dtype, boo
 
 // numpy broadcasting of two shapes; the error names `fn` and both shapes.
 Shape broadcast_shapes(const char* fn, const Shape& a, const Shape& b);
+// numpy broadcasting of several shapes; the error is JAX's, naming them all
+// ("Incompatible shapes for broadcasting: shapes=[(2, 3), (4,)]").
+Shape broadcast_shapes_all(const std::vector<Shape>& shapes);
+// JAX's short text of an array type: "float32[2,3]".
+std::string array_type_str(DType dtype, const Shape& shape);
 // A possibly negative axis made non-negative; out of range raises JAX's
 // canonicalize_axis text, which names the axis and ndim but no function.
 int64_t norm_axis(int64_t axis, int ndim);

@@ -46,9 +46,9 @@ Tensor matmul(OpContext& cx, const Tensor& a0, const Tensor& b0) {
   Shape batch;
   try {
     batch = broadcast_shapes("matmul", ba, bb);
-  } catch (const Error&) {
-    throw Error(ErrCode::Shape, "matmul: batch dimensions of shapes " + shape_str(sa) + " and " +
-                                    shape_str(sb) + " cannot be broadcast together");
+  } catch (const Error&) { // JAX's text
+    throw Error(ErrCode::Value, "Incompatible types for matmul arguments: " + array_type_str(av(a0).dtype, sa) +
+                                    " and " + array_type_str(av(b0).dtype, sb));
   }
   Shape ta = batch, tb = batch;
   ta.insert(ta.end(), la.end() - 2, la.end());

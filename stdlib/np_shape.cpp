@@ -183,13 +183,9 @@ Tensor broadcast_to(OpContext& cx, const Tensor& x, const Shape& shape) {
     ok = s[i] == 1 || s[i] == t;
   }
   if (!ok) { // JAX's text: the types as dtype[dims]
-    auto type = [&](const Shape& sh) {
-      std::string out = std::string(dtype_name(av(x).dtype)) + "[";
-      for (size_t i = 0; i < sh.size(); ++i) out += (i ? "," : "") + std::to_string(sh[i]);
-      return out + "]";
-    };
-    throw Error(ErrCode::Value, "Incompatible types for broadcasting: input type=" + type(s) +
-                                    " and requested type=" + type(shape));
+    throw Error(ErrCode::Value, "Incompatible types for broadcasting: input type=" +
+                                    array_type_str(av(x).dtype, s) +
+                                    " and requested type=" + array_type_str(av(x).dtype, shape));
   }
   return broadcast(cx, x, shape, "broadcast_to");
 }

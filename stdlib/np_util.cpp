@@ -36,6 +36,24 @@ Shape broadcast_shapes(const char* fn, const Shape& a, const Shape& b) {
   return out;
 }
 
+Shape broadcast_shapes_all(const std::vector<Shape>& shapes) {
+  Shape out;
+  try {
+    for (const Shape& s : shapes) out = broadcast_shapes("", out, s);
+  } catch (const Error&) {
+    std::string all;
+    for (const Shape& s : shapes) all += (all.empty() ? "" : ", ") + shape_str(s);
+    throw Error(ErrCode::Shape, "Incompatible shapes for broadcasting: shapes=[" + all + "]");
+  }
+  return out;
+}
+
+std::string array_type_str(DType dtype, const Shape& shape) {
+  std::string out = std::string(dtype_name(dtype)) + "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? "," : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
 Tensor broadcast(OpContext& cx, const Tensor& x, const Shape& shape, const char* fn) {
   const Shape& s = av(x).shape;
   if (s == shape) return x;
