@@ -145,6 +145,10 @@ struct ConfigObj : OpaqueObj {
           throw Error(ErrCode::Unsupported,
                       "jax_enable_x64 is not supported: pxl's default dtypes are JAX's 32-bit ones",
                       Span{}, "ask for float64 explicitly (dtype=jnp.float64)");
+        if (flag == "jax_threefry_partitionable" && !in.truthy(r[1], Span{}))
+          throw Error(ErrCode::Unsupported,
+                      "jax_threefry_partitionable=False is not supported: pxl draws random bits as "
+                      "JAX's default (partitionable) threefry does");
         self->flags[flag] = r[1];
         if (flag == "jax_debug_nans" || flag == "jax_debug_infs")
           if (auto* eager = dynamic_cast<EagerContext*>(&in.root_ops())) {
