@@ -99,7 +99,7 @@ struct StageObj : OpaqueObj {
   std::string type_name() const override { return compiled ? "Compiled" : "Lowered"; }
   std::string repr() const override { return "<jax._src.stages." + type_name() + " object>"; }
 
-  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+  bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
     if (s->attrs.is_obj(ObjKind::Dict))
       if (const Value* v = s->attrs.as<DictObj>()->find(make_str(name))) return out = *v, true;
     auto staged = s;
@@ -130,6 +130,10 @@ struct StageObj : OpaqueObj {
       return true;
     }
     if (name == "in_tree") return out = tree_structure_value(s->in_tree), true;
+    // A Compiled's shardings, computed when asked (stdlib/jax_rest.pxl).
+    if (compiled && (name == "input_shardings" || name == "output_shardings") && s->attrs.is_obj(ObjKind::Dict))
+      if (const Value* fn = s->attrs.as<DictObj>()->find(make_str("_" + name)))
+        return out = in.call(*fn, ValueList{}, Span{}), true;
     if (name == "_no_kwargs") return out = Value::boolean(false), true;
     return false;
   }
