@@ -100,6 +100,11 @@ struct StageObj : OpaqueObj {
   std::string repr() const override { return "<jax._src.stages." + type_name() + " object>"; }
 
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
+    // What only a Compiled knows (its shardings), computed when asked: the
+    // attrs' "_compiled_NAME" function (stdlib/jax_rest.pxl).
+    if (compiled && s->attrs.is_obj(ObjKind::Dict))
+      if (const Value* fn = s->attrs.as<DictObj>()->find(make_str("_compiled_" + name)))
+        return out = in.call(*fn, ValueList{}, Span{}), true;
     if (s->attrs.is_obj(ObjKind::Dict))
       if (const Value* v = s->attrs.as<DictObj>()->find(make_str(name))) return out = *v, true;
     auto staged = s;
@@ -130,10 +135,6 @@ struct StageObj : OpaqueObj {
       return true;
     }
     if (name == "in_tree") return out = tree_structure_value(s->in_tree), true;
-    // A Compiled's shardings, computed when asked (stdlib/jax_rest.pxl).
-    if (compiled && (name == "input_shardings" || name == "output_shardings") && s->attrs.is_obj(ObjKind::Dict))
-      if (const Value* fn = s->attrs.as<DictObj>()->find(make_str("_" + name)))
-        return out = in.call(*fn, ValueList{}, Span{}), true;
     if (name == "_no_kwargs") return out = Value::boolean(false), true;
     return false;
   }

@@ -219,10 +219,24 @@ bool run_partitioned(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> p
 
 // jit's in_shardings/out_shardings: each array leaf of `tree` placed as the
 // matching leaf of the prefix `shardings` says (None leaves it where it is).
+// A result whose leaf is None while others name a mesh is computed on that
+// mesh's devices too, as JAX's: an unsplit one comes back replicated over it.
 Value place(InterpreterImpl& in, const Value& shardings, const Value& tree, const char* what) {
+  Value replicated;
+  map_tree_with_prefix(in, shardings, shardings, is_sharding_leaf, what, [&](const Value& leaf, const Value&) {
+    Value s = leaf.is_none() ? leaf : spec_over_current_mesh(in, leaf, "device_put");
+    auto* named = s.is_obj(ObjKind::Opaque) ? dynamic_cast<ShardingObj*>(s.as<OpaqueObj>()) : nullptr;
+    if (replicated.is_none() && named && !named->single_device && !named->is_abstract() && named->mesh.size() > 1)
+      replicated = Value::object(std::make_shared<ShardingObj>(named->mesh, PartitionSpec{}));
+    return leaf;
+  });
   return map_tree_with_prefix(in, tree, shardings, is_sharding_leaf, what,
                               [&](const Value& leaf, const Value& target) {
-                                if (target.is_none()) return leaf;
+                                if (target.is_none()) {
+                                  bool spread = leaf.is_obj(ObjKind::Array) && leaf.as<ArrayObj>()->tensor->sharded;
+                                  if (replicated.is_none() || !leaf.is_obj(ObjKind::Array) || spread) return leaf;
+                                  return named_as(device_put_leaf(in, leaf, replicated), replicated);
+                                }
                                 Value s = spec_over_current_mesh(in, target, "device_put");
                                 return named_as(device_put_leaf(in, leaf, s), s);
                               });
