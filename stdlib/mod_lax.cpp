@@ -3,6 +3,7 @@
 // argmax, cumsum, rev, bitcast_convert_type, shifts), plus stop_gradient,
 // integer_pow, with_sharding_constraint and Precision. The control-flow and
 // slicing helpers written in pxl are in lax_extra.pxl.
+#include <cctype>
 #include <cstdlib>
 
 #include "lang/args.hpp"
@@ -45,6 +46,27 @@ Value over_input_mesh(const Value& leaf, const ShardingObj& target) {
                                     " does not match the mesh shape of the target sharding " +
                                     shape_tuple(target.mesh) + " for shape " + shape);
   return Value::object(std::make_shared<ShardingObj>(have, target.spec));
+}
+
+// JAX runs an eager with_sharding_constraint as a jit of the identity: an
+// array spread over other devices (or in another order) than the target's is
+// its device-assignment error.
+void check_wsc_devices(InterpreterImpl& in, const Value& leaf, const Mesh& target) {
+  if (!leaf.is_obj(ObjKind::Array)) return;
+  const Tensor& t = leaf.as<ArrayObj>()->tensor;
+  if (!t->sharded || !t->sharded->spans_devices() || t->sharded->mesh.device_ids == target.device_ids) return;
+  auto ids = [](const std::vector<int>& v) {
+    std::string out = "[";
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+    return out + "]";
+  };
+  std::string platform = in.platform().name();
+  for (char& c : platform) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  throw Error(ErrCode::Value, "Received incompatible devices for jitted computation. Got argument x of _identity_fn "
+                              "with shape " + sharded_type_str(t->aval, {}, false) + " and with device ids " +
+                                  ids(t->sharded->mesh.device_ids) + " on platform " + platform +
+                                  " and explicit output sharding with device ids " + ids(target.device_ids) +
+                                  " on platform " + platform);
 }
 
 } // namespace
@@ -426,6 +448,7 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
           if (auto* named = dynamic_cast<ShardingObj*>(target.as<OpaqueObj>()); named && !named->single_device) {
             check_spec_names(named->mesh, named->spec, "shardings");
             check_wsc_auto_axes(in, named->mesh, named->spec);
+            check_wsc_devices(in, leaf, named->mesh);
           }
           return device_put_leaf(in, leaf, target);
         });
