@@ -44,6 +44,31 @@ struct TypeObj : OpaqueObj {
   }
 };
 
+// iter(x): the items of x, taken one at a time by next() and by loops (which
+// take all that are left), as Python's iterators. The items are listed when
+// the iterator is made (pxl's containers are immutable or copied on use).
+struct IteratorObj : OpaqueObj {
+  IteratorObj(ValueList v, std::string kind) : items_(std::move(v)), kind_(std::move(kind)) {}
+  std::string type_name() const override { return kind_; }
+  std::string repr() const override { return "<" + kind_ + " object>"; }
+  bool items(ValueList& out) const override {
+    out.assign(items_.begin() + static_cast<std::ptrdiff_t>(pos_), items_.end());
+    pos_ = items_.size();
+    return true;
+  }
+  // The next item, or false when none is left.
+  bool next(Value& out) {
+    if (pos_ >= items_.size()) return false;
+    out = items_[pos_++];
+    return true;
+  }
+
+private:
+  ValueList items_;
+  std::string kind_;
+  mutable size_t pos_ = 0;
+};
+
 } // namespace
 
 Value make_type(std::string name) {
@@ -415,6 +440,25 @@ void InterpreterImpl::install_builtins() {
     ValueList out;
     for (const Value& x : in.iterate(r[0], Span{})) out.push_back(make_tuple({Value::integer(k++), x}));
     return make_list(std::move(out));
+  });
+  def("iter", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("iter", a, {"object"}, 1);
+    if (r[0].is_obj(ObjKind::Opaque) && dynamic_cast<IteratorObj*>(r[0].as<OpaqueObj>())) return r[0];
+    std::string kind = r[0].is_obj(ObjKind::List)    ? "list_iterator"
+                       : r[0].is_obj(ObjKind::Tuple) ? "tuple_iterator"
+                       : r[0].is_obj(ObjKind::Dict)  ? "dict_keyiterator"
+                       : r[0].is_obj(ObjKind::Str)   ? "str_ascii_iterator"
+                                                     : "iterator";
+    return Value::object(std::make_shared<IteratorObj>(in.iterate(r[0], Span{}), kind));
+  });
+  def("next", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("next", a, {"iterator", "default"}, 1);
+    auto* it = r[0].is_obj(ObjKind::Opaque) ? dynamic_cast<IteratorObj*>(r[0].as<OpaqueObj>()) : nullptr;
+    if (!it) throw Error(ErrCode::Type, "'" + type_name(r[0]) + "' object is not an iterator");
+    Value out;
+    if (it->next(out)) return out;
+    if (r.has(1)) return r[1];
+    throw Error(ErrCode::Value, "StopIteration");
   });
   def("reversed", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("reversed", a, {"sequence"}, 1);

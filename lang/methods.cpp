@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "lang/args.hpp"
+#include "lang/device_memory.hpp"
 #include "lang/str_methods.hpp"
 
 namespace pxl {
@@ -273,7 +274,7 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
     if (name == "id") return out = Value::integer(obj.as<DeviceObj>()->id), true;
     if (name == "platform") return out = make_str(obj.as<DeviceObj>()->platform), true;
     if (name == "device_kind") return out = make_str(obj.as<DeviceObj>()->platform), true;
-    return false;
+    return device_memory_method(obj, name, out);
   case ObjKind::Slice: {
     auto* s = obj.as<SliceObj>();
     if (name == "start") return out = s->start, true;

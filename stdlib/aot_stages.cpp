@@ -99,7 +99,12 @@ struct StageObj : OpaqueObj {
   std::string type_name() const override { return compiled ? "Compiled" : "Lowered"; }
   std::string repr() const override { return "<jax._src.stages." + type_name() + " object>"; }
 
-  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+  bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
+    // What only a Compiled knows (its shardings), computed when asked: the
+    // attrs' "_compiled_NAME" function (stdlib/jax_rest.pxl).
+    if (compiled && s->attrs.is_obj(ObjKind::Dict))
+      if (const Value* fn = s->attrs.as<DictObj>()->find(make_str("_compiled_" + name)))
+        return out = in.call(*fn, ValueList{}, Span{}), true;
     if (s->attrs.is_obj(ObjKind::Dict))
       if (const Value* v = s->attrs.as<DictObj>()->find(make_str(name))) return out = *v, true;
     auto staged = s;

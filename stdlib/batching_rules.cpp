@@ -431,8 +431,8 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
   case Op::Eig:
   case Op::Schur:
     return {cx.bind(op, attrs, all_batched()), true};
-  case Op::ShardingConstraint: // the batch axis (0) is not split
-    a.dim_axes.insert(a.dim_axes.begin(), std::vector<std::string>{});
+  case Op::ShardingConstraint: // the batch axis (0) is split over spmd_axis_name, else whole
+    a.dim_axes.insert(a.dim_axes.begin(), ax.spmd_axis_name);
     return {cx.bind(op, a, all_batched()), true};
   case Op::Fft: // transforms trailing axes: the batch axis (0) is a leading one
     return {bind(cx, op, attrs, {in[0].t}), true};

@@ -219,10 +219,24 @@ bool run_partitioned(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> p
 
 // jit's in_shardings/out_shardings: each array leaf of `tree` placed as the
 // matching leaf of the prefix `shardings` says (None leaves it where it is).
+// A result whose leaf is None while others name a mesh is computed on that
+// mesh's devices too, as JAX's: an unsplit one comes back replicated over it.
 Value place(InterpreterImpl& in, const Value& shardings, const Value& tree, const char* what) {
+  Value replicated;
+  map_tree_with_prefix(in, shardings, shardings, is_sharding_leaf, what, [&](const Value& leaf, const Value&) {
+    Value s = leaf.is_none() ? leaf : spec_over_current_mesh(in, leaf, "device_put");
+    auto* named = s.is_obj(ObjKind::Opaque) ? dynamic_cast<ShardingObj*>(s.as<OpaqueObj>()) : nullptr;
+    if (replicated.is_none() && named && !named->single_device && !named->is_abstract() && named->mesh.size() > 1)
+      replicated = Value::object(std::make_shared<ShardingObj>(named->mesh, PartitionSpec{}));
+    return leaf;
+  });
   return map_tree_with_prefix(in, tree, shardings, is_sharding_leaf, what,
                               [&](const Value& leaf, const Value& target) {
-                                if (target.is_none()) return leaf;
+                                if (target.is_none()) {
+                                  bool spread = leaf.is_obj(ObjKind::Array) && leaf.as<ArrayObj>()->tensor->sharded;
+                                  if (replicated.is_none() || !leaf.is_obj(ObjKind::Array) || spread) return leaf;
+                                  return named_as(device_put_leaf(in, leaf, replicated), replicated);
+                                }
                                 Value s = spec_over_current_mesh(in, target, "device_put");
                                 return named_as(device_put_leaf(in, leaf, s), s);
                               });
@@ -269,6 +283,10 @@ struct JitFunction : OpaqueObj {
   // a function jitted to run several times inside one trace (a scan body,
   // stdlib/lax_loops.pxl), whose jit object does not outlive that trace.
   bool keep_captured = false;
+  // jit(device=...) / jit(backend=...) (deprecated in JAX): the call runs on
+  // that device (the default one for a backend), its arguments moved there and
+  // its results committed there. -1: neither was given.
+  int device = -1;
 
   std::string type_name() const override { return "PjitFunction"; }
   std::string repr() const override { return "<jitted " + pxl::repr(fn) + ">"; }
@@ -463,6 +481,22 @@ struct JitFunction : OpaqueObj {
   }
 
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
+    if (device < 0 || dynamic_cast<TraceContext*>(&in.ops())) return call_placed(in, a, where, out);
+    Value dev = device_value(in.platform().name(), device);
+    auto put = [&](const Value& tree) {
+      return map_tree(in, tree, [&](const Value& leaf) {
+        return leaf.is_obj(ObjKind::Array) ? device_put_leaf(in, leaf, dev) : leaf;
+      });
+    };
+    CallArgs moved = a;
+    for (Value& v : moved.pos) v = put(v);
+    for (auto& kw : moved.kw) kw.second = put(kw.second);
+    call_placed(in, moved, where, out);
+    out = put(out);
+    return true;
+  }
+
+  bool call_placed(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) {
     if (jit_disabled(in)) return out = in.call(fn, a, where), true;
     for (int64_t s : static_argnums)
       if (s >= static_cast<int64_t>(a.pos.size()) || s < -static_cast<int64_t>(a.pos.size())) {
@@ -784,6 +818,19 @@ Value build_jit(InterpreterImpl& in, const Value& f, const ArgReader& r) {
   }
   if (r.has(5)) j->in_shardings = r[5];
   if (r.has(6)) j->out_shardings = r[6];
+  bool device = r.has(7) && !r[7].is_none(), backend = r.has(8) && !r[8].is_none();
+  if (device || backend) {
+    if (!j->in_shardings.is_none())
+      throw Error(ErrCode::Value, "If backend or device is specified on jit, then in_shardings should not be specified.");
+    if (!j->out_shardings.is_none())
+      throw Error(ErrCode::Value, "If backend or device is specified on jit, then out_shardings should not be specified.");
+    if (device && backend)
+      throw Error(ErrCode::Value, "can't specify both a device and a backend for jit, got device=" + pxl::repr(r[7]) +
+                                      " and backend=" + pxl::repr(r[8]));
+    if (device && !r[7].is_obj(ObjKind::Device))
+      throw Error(ErrCode::Type, "jit() device must be a Device, not " + pxl::type_name(r[7]));
+    j->device = device ? r[7].as<DeviceObj>()->id : 0;
+  }
   check_sharding_leaves(in, j->in_shardings, "in_shardings");
   check_sharding_leaves(in, j->out_shardings, "out_shardings");
   j->validate_static_args();

@@ -19,19 +19,28 @@ namespace pxl {
 
 namespace {
 
+bool is_bare_spec(const Value& v) { return v.is_obj(ObjKind::Opaque) && dynamic_cast<SpecObj*>(v.as<OpaqueObj>()); }
+
 struct ShapeDtypeStructObj : OpaqueObj {
   AVal aval;
-  Value sharding;
+  Value sharding; // None, a Sharding, or a PartitionSpec given with no mesh current
+  // The sharding, which a bare PartitionSpec (no mesh was current) cannot give.
+  const Value& checked_sharding() const {
+    if (is_bare_spec(sharding))
+      throw Error(ErrCode::Type, "When specifying PartitionSpec to `ShapeDtypeStruct`, the context mesh cannot be "
+                                 "empty. Please use `jax.set_mesh` to set the mesh context.");
+    return sharding;
+  }
   std::string type_name() const override { return "ShapeDtypeStruct"; }
   std::string repr() const override {
     std::string s =
         "ShapeDtypeStruct(shape=" + shape_str(aval.shape) + ", dtype=" + dtype_name(aval.dtype);
-    if (!sharding.is_none()) s += ", sharding=" + pxl::repr(sharding);
+    if (!sharding.is_none()) s += ", sharding=" + pxl::repr(checked_sharding());
     if (aval.weak) s += ", weak_type=True";
     return s + ")";
   }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
-    if (name == "sharding") return out = sharding, true;
+    if (name == "sharding") return out = checked_sharding(), true;
     if (name == "update") { // a copy with the given fields replaced, as JAX's
       AVal a0 = aval;
       Value sh0 = sharding;
@@ -146,6 +155,10 @@ struct ConfigObj : OpaqueObj {
           throw Error(ErrCode::Unsupported,
                       "jax_enable_x64 is not supported: pxl's default dtypes are JAX's 32-bit ones",
                       Span{}, "ask for float64 explicitly (dtype=jnp.float64)");
+        if (flag == "jax_threefry_partitionable" && !in.truthy(r[1], Span{}))
+          throw Error(ErrCode::Unsupported,
+                      "jax_threefry_partitionable=False is not supported: pxl draws random bits as "
+                      "JAX's default (partitionable) threefry does");
         self->flags[flag] = r[1];
         if (flag == "jax_debug_nans" || flag == "jax_debug_infs")
           if (auto* eager = dynamic_cast<EagerContext*>(&in.root_ops())) {
@@ -215,13 +228,19 @@ void add_jax_misc(InterpreterImpl& in, Value& jax) {
   // jax.Array: the class of every array (isinstance(x, jax.Array)); jnp.ndarray is its other name.
   vars["Array"] = make_type_at("Array", "jax.jaxlib._jax.Array");
   vars["numpy"].as<ModuleObj>()->env->vars["ndarray"] = make_type("ndarray");
-  def("ShapeDtypeStruct", [](InterpreterImpl&, CallArgs& a) {
+  def("ShapeDtypeStruct", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("ShapeDtypeStruct", a, {"shape", "dtype", "sharding", "weak_type"}, 2);
     AVal aval;
     aval.shape = value_to_shape(r[0], "ShapeDtypeStruct() shape");
     aval.dtype = required_dtype(r[1], "ShapeDtypeStruct() dtype");
     aval.weak = r.get_bool(3, false);
-    return make_struct(aval, r.has(2) ? r[2] : Value());
+    Value sharding = r.has(2) ? r[2] : Value();
+    // A bare PartitionSpec names axes of the jax.set_mesh mesh, as in JAX
+    // (with none, reading the sharding is JAX's TypeError).
+    if (is_bare_spec(sharding))
+      if (const Value* current = in.context_mesh(); current && value_to_mesh(*current))
+        sharding = spec_over_current_mesh(in, sharding, "ShapeDtypeStruct");
+    return make_struct(aval, sharding);
   });
   def("eval_shape", [](InterpreterImpl& in, CallArgs& a) {
     if (a.pos.empty())

@@ -3,6 +3,7 @@
 // argmax, cumsum, rev, bitcast_convert_type, shifts), plus stop_gradient,
 // integer_pow, with_sharding_constraint and Precision. The control-flow and
 // slicing helpers written in pxl are in lax_extra.pxl.
+#include <cctype>
 #include <cstdlib>
 
 #include "lang/args.hpp"
@@ -13,8 +14,62 @@
 #include "stdlib/pytree.hpp"
 #include "stdlib/jit_devices.hpp"
 #include "stdlib/sharding.hpp"
+#include "stdlib/sharding_rules.hpp"
 
 namespace pxl {
+
+namespace {
+
+// An eager with_sharding_constraint to a NamedSharding over an AbstractMesh
+// lays the array out over its own mesh, which must have those axes (JAX's errors).
+Value over_input_mesh(const Value& leaf, const ShardingObj& target) {
+  if (!leaf.is_obj(ObjKind::Array))
+    throw Error(ErrCode::Value, "Target sharding contains a `jax.sharding.AbstractMesh` which requires the input "
+                                "passed should be a `jax.Array`. Got " + type_name(leaf));
+  const Tensor& t = leaf.as<ArrayObj>()->tensor;
+  std::string shape = sharded_type_str(t->aval, {}, false);
+  if (!t->sharded)
+    throw Error(ErrCode::Type, "The sharding on the input must be a `NamedSharding` since the target sharding has "
+                               "an `AbstractMesh` in it. Got sharding type <class "
+                               "'jax.sharding.SingleDeviceSharding'> for shape " + shape);
+  auto shape_tuple = [](const Mesh& m) {
+    std::string out = "(";
+    for (int i = 0; i < m.ndim(); ++i)
+      out += "('" + m.axis_names[static_cast<size_t>(i)] + "', " + std::to_string(m.axis_sizes[static_cast<size_t>(i)]) + "), ";
+    if (m.ndim() > 1) out.resize(out.size() - 2);
+    else if (m.ndim() == 1) out.pop_back();
+    return out + ")";
+  };
+  const Mesh& have = t->sharded->mesh;
+  if (have.axis_names != target.mesh.axis_names || have.axis_sizes != target.mesh.axis_sizes)
+    throw Error(ErrCode::Value, "Mesh shape of the input " + shape_tuple(have) +
+                                    " does not match the mesh shape of the target sharding " +
+                                    shape_tuple(target.mesh) + " for shape " + shape);
+  return Value::object(std::make_shared<ShardingObj>(have, target.spec));
+}
+
+// JAX runs an eager with_sharding_constraint as a jit of the identity: an
+// array spread over other devices (or in another order) than the target's is
+// its device-assignment error.
+void check_wsc_devices(InterpreterImpl& in, const Value& leaf, const Mesh& target) {
+  if (!leaf.is_obj(ObjKind::Array)) return;
+  const Tensor& t = leaf.as<ArrayObj>()->tensor;
+  if (!t->sharded || !t->sharded->spans_devices() || t->sharded->mesh.device_ids == target.device_ids) return;
+  auto ids = [](const std::vector<int>& v) {
+    std::string out = "[";
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+    return out + "]";
+  };
+  std::string platform = in.platform().name();
+  for (char& c : platform) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  throw Error(ErrCode::Value, "Received incompatible devices for jitted computation. Got argument x of _identity_fn "
+                              "with shape " + sharded_type_str(t->aval, {}, false) + " and with device ids " +
+                                  ids(t->sharded->mesh.device_ids) + " on platform " + platform +
+                                  " and explicit output sharding with device ids " + ids(target.device_ids) +
+                                  " on platform " + platform);
+}
+
+} // namespace
 
 namespace {
 
@@ -388,8 +443,13 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
           if (!ctx) ctx = legacy_context_mesh(in);
           if (spec && !ctx) throw Error(ErrCode::Value, wsc_needs_mesh_message());
           if (spec) target = Value::object(std::make_shared<ShardingObj>(*ctx, spec->spec));
-          if (auto* named = dynamic_cast<ShardingObj*>(target.as<OpaqueObj>()); named && !named->single_device)
+          if (auto* named = dynamic_cast<ShardingObj*>(target.as<OpaqueObj>()); named && named->is_abstract())
+            target = over_input_mesh(leaf, *named);
+          if (auto* named = dynamic_cast<ShardingObj*>(target.as<OpaqueObj>()); named && !named->single_device) {
             check_spec_names(named->mesh, named->spec, "shardings");
+            check_wsc_auto_axes(in, named->mesh, named->spec);
+            check_wsc_devices(in, leaf, named->mesh);
+          }
           return device_put_leaf(in, leaf, target);
         });
   });

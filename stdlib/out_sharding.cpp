@@ -31,8 +31,17 @@ ShardingObj* sharding_of(const Value& v) {
 Value place(InterpreterImpl& in, const Value& leaf, Value target, Placement how,
             const std::string& fn) {
   if (target.is_none()) return leaf;
-  if (dynamic_cast<TraceContext*>(&in.ops()))
-    return how == Placement::Device ? leaf : constrain_traced(in, leaf, target, fn);
+  // JAX's jnp.array/asarray/astype place their result through a
+  // with_sharding_constraint, whose spec must name Auto axes only.
+  if (how == Placement::Device && (fn == "jnp.array" || fn == "jnp.asarray" || fn == "jnp.astype"))
+    if (ShardingObj* s = sharding_of(target); s && !s->single_device)
+      check_wsc_auto_axes(in, s->mesh, s->spec);
+  if (dynamic_cast<TraceContext*>(&in.ops())) {
+    // device= a NamedSharding lays the traced result out so, as out_sharding= does.
+    ShardingObj* s = sharding_of(target);
+    bool over_mesh = s && !s->single_device && !s->is_abstract();
+    return how == Placement::Device && !over_mesh ? leaf : constrain_traced(in, leaf, target, fn);
+  }
   target = spec_over_current_mesh(in, target, fn);
   ShardingObj* s = sharding_of(target);
   if (how == Placement::OutSharding && !s)
@@ -173,6 +182,19 @@ void type_contraction(TraceContext& tc, const Tensor& t, const DimSpec& dims) {
 
 } // namespace
 
+void check_wsc_auto_axes(InterpreterImpl& in, const Mesh& mesh, const PartitionSpec& spec) {
+  for (const auto& entry : spec.entries)
+    for (const std::string& axis : entry) {
+      int a = mesh.axis_of(axis);
+      if (a >= 0 && mesh.axis_type(a) == AxisType::Explicit)
+        throw Error(ErrCode::Value,
+                    "The spec of NamedSharding passed to with_sharding_constraint can only refer to Auto axes "
+                    "of the mesh. Got spec=" + spec.repr() + " and mesh=" +
+                        pxl::repr(make_abstract_mesh_value(mesh, in.platform().name())) +
+                        ". You probably meant to use `reshard` API?");
+    }
+}
+
 Value constrain_traced(InterpreterImpl& in, const Value& leaf, const Value& target,
                        const std::string& fn) {
   auto* tc = dynamic_cast<TraceContext*>(&in.ops());
@@ -195,6 +217,7 @@ Value constrain_traced(InterpreterImpl& in, const Value& leaf, const Value& targ
     const Mesh* m = named ? &named->mesh : ctx;
     if (m) {
       check_spec_names(*m, s, "shardings");
+      check_wsc_auto_axes(in, *m, s);
       Value typed = make_abstract_sharding(make_abstract_mesh_value(*m, in.platform().name()), s);
       check_sharding_rank("with_sharding_constraint arguments", pxl::repr(typed), s,
                           static_cast<int>(shape.size()));

@@ -94,6 +94,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
       {"jax.scipy.spatial", "scipy_spatial"},
       {"jax.scipy.spatial.transform", "scipy_spatial_transform"}, // Rotation, Slerp
       {"jax.experimental.sparse.linalg", "experimental_sparse_linalg"}, // lobpcg_standard
+      {"jax.experimental.shard_alike", "experimental_shard_alike"},
   };
   for (auto [dotted, file] : lazy)
     for (const EmbeddedSource& s : kSources)

@@ -552,6 +552,11 @@ void add_array_functions(Value& jax_module) {
     const ShardingObj& s = sharding_arg(r[1], name);
     Shape block = checked_shard_shape(s, shape, std::string(name) + "()");
     ValueList arrays = in.iterate(r[2], Span{});
+    for (const Value& v : arrays)
+      if (v.is_obj(ObjKind::Array) && v.as<ArrayObj>()->tensor->trace)
+        throw Error(ErrCode::Value, "jax.make_array_from_single_device_arrays requires a list of concrete arrays as "
+                                    "input, but got types {<class "
+                                    "'jax._src.interpreters.partial_eval.DynamicJaxprTracer'>}");
     // JAX's checks and messages (ArrayImpl._check_and_rearrange), in its order.
     std::vector<Array> given;
     for (const Value& v : arrays) {

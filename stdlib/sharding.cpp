@@ -231,7 +231,71 @@ bool DeviceGridObj::get_item(InterpreterImpl& in, const Value& index, Value& out
   return true;
 }
 
+namespace {
+// The grid with its axes permuted (numpy's transpose of an object array).
+Value permuted_grid(const Shape& shape, const std::vector<int>& ids, const std::string& platform,
+                    const std::vector<int64_t>& perm) {
+  size_t n = shape.size();
+  std::vector<bool> seen(n, false);
+  if (perm.size() != n) throw Error(ErrCode::Value, "axes don't match array");
+  for (int64_t p : perm) {
+    if (p < -static_cast<int64_t>(n) || p >= static_cast<int64_t>(n) || seen[static_cast<size_t>(p < 0 ? p + n : p)])
+      throw Error(ErrCode::Value, "axes don't match array");
+    seen[static_cast<size_t>(p < 0 ? p + n : p)] = true;
+  }
+  Shape out_shape(n), strides(n, 1);
+  for (size_t k = n; k-- > 1;) strides[k - 1] = strides[k] * shape[k];
+  std::vector<int64_t> axes(n);
+  for (size_t k = 0; k < n; ++k) axes[k] = perm[k] < 0 ? perm[k] + static_cast<int64_t>(n) : perm[k];
+  for (size_t k = 0; k < n; ++k) out_shape[k] = shape[static_cast<size_t>(axes[k])];
+  std::vector<int> out_ids(ids.size());
+  std::vector<int64_t> idx(n, 0);
+  for (size_t flat = 0; flat < ids.size(); ++flat) {
+    int64_t src = 0;
+    for (size_t k = 0; k < n; ++k) src += idx[k] * strides[static_cast<size_t>(axes[k])];
+    out_ids[flat] = ids[static_cast<size_t>(src)];
+    for (size_t k = n; k-- > 0;) {
+      if (++idx[k] < out_shape[k]) break;
+      idx[k] = 0;
+    }
+  }
+  return Value::object(std::make_shared<DeviceGridObj>(out_shape, std::move(out_ids), platform));
+}
+} // namespace
+
 bool DeviceGridObj::get_attr(InterpreterImpl&, const std::string& name, Value& out) {
+  if (name == "T" || name == "transpose" || name == "swapaxes") {
+    Shape s0 = shape;
+    std::vector<int> ids0 = ids;
+    std::string p0 = platform;
+    std::vector<int64_t> reversed;
+    for (size_t k = shape.size(); k-- > 0;) reversed.push_back(static_cast<int64_t>(k));
+    if (name == "T") return out = permuted_grid(s0, ids0, p0, reversed), true;
+    if (name == "transpose") {
+      out = make_builtin("transpose", [s0, ids0, p0, reversed](InterpreterImpl&, CallArgs& a) {
+        std::vector<int64_t> perm;
+        if (a.pos.empty() || (a.pos.size() == 1 && a.pos[0].is_none())) perm = reversed;
+        else if (a.pos.size() == 1) perm = value_to_int_list(a.pos[0], "transpose() axes");
+        else
+          for (const Value& v : a.pos) perm.push_back(value_to_int(v, "transpose() axes"));
+        return permuted_grid(s0, ids0, p0, perm);
+      });
+      return true;
+    }
+    out = make_builtin("swapaxes", [s0, ids0, p0](InterpreterImpl&, CallArgs& a) {
+      ArgReader r("swapaxes", a, {"axis1", "axis2"}, 2);
+      int64_t n = static_cast<int64_t>(s0.size());
+      int64_t a1 = r.get_int(0), a2 = r.get_int(1);
+      if (a1 < -n || a1 >= n || a2 < -n || a2 >= n)
+        throw Error(ErrCode::Axis, "axis " + std::to_string(a1 < -n || a1 >= n ? a1 : a2) +
+                                       " is out of bounds for array of dimension " + std::to_string(n));
+      std::vector<int64_t> perm(static_cast<size_t>(n));
+      for (int64_t k = 0; k < n; ++k) perm[static_cast<size_t>(k)] = k;
+      std::swap(perm[static_cast<size_t>(a1 < 0 ? a1 + n : a1)], perm[static_cast<size_t>(a2 < 0 ? a2 + n : a2)]);
+      return permuted_grid(s0, ids0, p0, perm);
+    });
+    return true;
+  }
   if (name == "shape") {
     ValueList d;
     for (int64_t x : shape) d.push_back(Value::integer(x));
@@ -772,11 +836,31 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
                   "`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, `jax.Device`, "
                   "`Format`, `jax.memory.Space` or a pytree of these values. Received invalid value: " +
                       str(where));
-    return map_tree_with_prefix(
+    // donate= (a bool, or a pytree prefix of bools): a donated array whose
+    // result is a new array is deleted, as JAX's donated buffer is.
+    std::vector<std::pair<Value, bool>> donated; // each array leaf, and whether donated
+    if (r.has(3) && !r[3].is_none())
+      map_tree_with_prefix(in, r[0], r[3], [](const Value& v) { return v.is_none() || v.is_bool(); },
+                           "device_put() donate", [&](const Value& leaf, const Value& flag) {
+                             donated.emplace_back(leaf, flag.is_bool() && flag.as_int() != 0);
+                             return leaf;
+                           });
+    Value out = map_tree_with_prefix(
         in, r[0], where,
         [](const Value& v) { return v.is_none() || v.is_obj(ObjKind::Device) || v.is_obj(ObjKind::Opaque); },
         "device_put() device",
         [&](const Value& leaf, const Value& target) { return device_put_leaf(in, leaf, target); });
+    if (!donated.empty()) {
+      ValueList outs;
+      tree_flatten(in, out, outs);
+      for (size_t i = 0; i < outs.size() && i < donated.size(); ++i) {
+        const auto& [leaf, flag] = donated[i];
+        if (flag && leaf.is_obj(ObjKind::Array) && outs[i].is_obj(ObjKind::Array) &&
+            outs[i].as<ArrayObj>() != leaf.as<ArrayObj>())
+          leaf.as<ArrayObj>()->deleted = true;
+      }
+    }
+    return out;
   });
   Value vis_fn = make_builtin("visualize_array_sharding", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("visualize_array_sharding", a, {"arr"}, 1);

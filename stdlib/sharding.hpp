@@ -165,6 +165,9 @@ Tensor typed_like_primal(InterpreterImpl& in, const Tensor& ct, const Tensor& pr
 // itself inside shard_map/pmap (whose axes are manual there) or for None.
 Value constrain_traced(InterpreterImpl& in, const Value& leaf, const Value& target,
                        const std::string& fn);
+// JAX's ValueError when a with_sharding_constraint's spec names Explicit axes
+// of `mesh` ("... can only refer to Auto axes of the mesh. ... reshard API?").
+void check_wsc_auto_axes(InterpreterImpl& in, const Mesh& mesh, const PartitionSpec& spec);
 
 // jax.device_put of one array leaf to `target`: a Device, a NamedSharding, or
 // None (the default device). An array already laid out so is returned as is.
