@@ -23,6 +23,10 @@ struct AxisEnv {
   std::vector<std::string> names;
   int64_t group_size = 1;                       // the whole group's, or an index group's
   std::vector<std::vector<int64_t>> index_groups; // axis_index_groups (empty: none)
+  // axis_index_groups of different sizes (psum/pmax/pmin/pmean only); the
+  // runtime's collectives need equal groups, so these are computed by masking.
+  std::vector<std::vector<int64_t>> uneven_groups;
+  int64_t axis_size = 1; // the named axes' whole size
 };
 
 // JAX's NameError for an axis name no enclosing map binds. Its text depends
@@ -96,6 +100,7 @@ AxisEnv resolve_axes(InterpreterImpl& in, const Value& axis_name, const char* fn
                   unbound_axis_hint(f, env.trace, n));
     env.group_size *= f->mesh_sizes[bit];
   }
+  env.axis_size = env.group_size;
   return env;
 }
 
@@ -125,7 +130,10 @@ std::vector<std::vector<int64_t>> index_group_rows(const Value& v, const char* f
   const ValueList* items = sequence_items(v);
   if (!items) throw Error(ErrCode::Type, what + " must be a list of lists of integers, not " + type_name(v));
   for (const Value& row : *items) {
-    if (!sequence_items(row)) throw Error(ErrCode::Type, what + " must be a list of lists of integers, not a list of " + type_name(row));
+    // A row may be a 1-d integer array (JAX's tests pass np.arange(2, n)).
+    bool array_row = row.is_obj(ObjKind::Array) && row.as<ArrayObj>()->tensor->aval.ndim() == 1;
+    if (!sequence_items(row) && !array_row)
+      throw Error(ErrCode::Type, what + " must be a list of lists of integers, not a list of " + type_name(row));
     rows.push_back(value_to_int_list(row, what));
   }
   return rows;
@@ -159,10 +167,19 @@ void apply_index_groups(InterpreterImpl& in, AxisEnv& env, const Value& groups, 
   if (int64_t(total) != env.group_size)
     throw Error(ErrCode::CollectiveArgs, f + "axis_index_groups cover " + std::to_string(total) + " indices, but the axis size is " + std::to_string(env.group_size),
                 Span{}, "list every index 0.." + std::to_string(env.group_size - 1) + " in exactly one group");
+  // psum/pmax/pmin (and pmean) reduce within groups of any sizes, as in JAX;
+  // then, as in JAX, the group size (psum of a constant, pmean's divisor) is
+  // the first group's.
+  bool reduction = f == "psum(): " || f == "pmean(): " || f == "pmax(): " || f == "pmin(): ";
   for (const auto& r : rows)
-    if (r.size() != rows[0].size())
+    if (r.size() != rows[0].size() && !reduction)
       throw Error(ErrCode::CollectiveArgs, f + "axis_index_groups must all be the same size, got groups of " + std::to_string(rows[0].size()) + " and " + std::to_string(r.size()));
   env.group_size = int64_t(rows[0].size());
+  for (const auto& r : rows)
+    if (r.size() != rows[0].size()) {
+      env.uneven_groups = std::move(rows); // reduce_collective masks them (see there)
+      return;
+    }
   // One group over the whole axis is the plain collective.
   if (rows.size() > 1) env.index_groups = std::move(rows);
   else env.index_groups.clear();
@@ -175,6 +192,32 @@ template <class F> Value map_leaves(InterpreterImpl& in, const Value& tree, F&& 
 
 Tensor bind1(InterpreterImpl& in, Op op, const OpAttrs& a, const Tensor& x) {
   return in.ops().bind(op, a, std::span<const Tensor>(&x, 1));
+}
+
+// psum/pmax/pmin within axis_index_groups of different sizes, from
+// whole-axis collectives: for each group, the members' values reduced over the
+// axis with the others' neutralised (0 for a sum; for a max, the axis-wide
+// minimum, which no member exceeds; the reverse for a min), kept by the members.
+Tensor uneven_group_reduce(InterpreterImpl& in, const AxisEnv& env, Op op, const Tensor& x) {
+  OpContext& cx = in.ops();
+  OpAttrs whole;
+  whole.axis_names = env.names;
+  whole.group_size = env.axis_size;
+  Tensor idx = cx.bind(Op::AxisIndex, whole, {});
+  std::optional<Tensor> neutral;
+  if (op == Op::Pmax) neutral = bind1(in, Op::Pmin, whole, x);
+  if (op == Op::Pmin) neutral = bind1(in, Op::Pmax, whole, x);
+  if (op == Op::Psum) neutral = np::zeros(cx, x->aval.shape, x->aval.dtype);
+  Tensor out = x;
+  for (const auto& grp : env.uneven_groups) {
+    Tensor member = np::scalar(cx, Scalar::of_bool(false));
+    for (int64_t m : grp)
+      member = np::binary(cx, np::BinOp::BitOr, member,
+                          np::binary(cx, np::BinOp::Eq, idx, np::scalar(cx, Scalar::of_int(m), DType::Int32)));
+    Tensor red = bind1(in, op, whole, np::where(cx, member, x, *neutral));
+    out = np::where(cx, member, red, out);
+  }
+  return out;
 }
 
 Value reduce_collective(InterpreterImpl& in, CallArgs& a, const char* fn, Op op, bool mean) {
@@ -202,7 +245,7 @@ Value reduce_collective(InterpreterImpl& in, CallArgs& a, const char* fn, Op op,
     // JAX: psum of bool counts (int32); pmean of ints is float32.
     if (x->aval.dtype == DType::Bool && op == Op::Psum) x = np::astype(in.ops(), x, DType::Int32);
     if (mean && !is_inexact(x->aval.dtype)) x = np::astype(in.ops(), x, DType::Float32);
-    Tensor y = bind1(in, op, attrs, x);
+    Tensor y = env.uneven_groups.empty() ? bind1(in, op, attrs, x) : uneven_group_reduce(in, env, op, x);
     if (!mean) return y;
     Tensor n = np::scalar(in.ops(), Scalar::of_int(env.group_size));
     return np::binary(in.ops(), np::BinOp::TrueDiv, y, n);
