@@ -40,6 +40,7 @@ std::string unbound_axis_message(const std::string& fn, const std::string& name,
   bool reduction = fn == "psum" || fn == "pmean" || fn == "pmax" || fn == "pmin";
   bool permute = fn == "ppermute" || fn == "pshuffle";
   if (fn == "axis_index") return found + "axis_index under `jax.shard_map`.";
+  if (fn == "ragged_all_to_all") return found + "ragged_all_to_all under `jax.shard_map`.";
   if (traced && (fn == "pcast" || (auto_axis && (reduction || permute))))
     return found + "pvary under `jax.shard_map`.";
   if (fn == "pmax" || fn == "pmin" || (reduction && traced)) return found + "psum under `jax.shard_map`.";
@@ -428,6 +429,36 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
           throw Error(ErrCode::Value, "pcast(): the value already varies over '" + n + "' (Unsupported pcast from=varying, to='varying')");
       return bind1(in, Op::Ppermute, attrs, x);
     });
+  });
+  def("ragged_all_to_all", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("ragged_all_to_all", a,
+                {"operand", "output", "input_offsets", "send_sizes", "output_offsets", "recv_sizes",
+                 "axis_name", "axis_index_groups"},
+                7);
+    // JAX's abstract evaluation: the offsets and sizes' dtypes, then their shapes.
+    static const char* names[] = {"input_offsets", "send_sizes", "output_offsets", "recv_sizes"};
+    std::vector<Tensor> meta;
+    for (int i = 0; i < 4; ++i) meta.push_back(in.to_tensor(r[size_t(2 + i)], Span{}));
+    for (int i = 0; i < 4; ++i)
+      if (!is_integer(meta[size_t(i)]->aval.dtype))
+        throw Error(ErrCode::Value, std::string("ragged_all_to_all ") + names[i] + " must be integer type.");
+    for (int i = 0; i < 4; ++i) {
+      const Shape& s = meta[size_t(i)]->aval.shape;
+      if (s.size() != 1 || s[0] < 1)
+        throw Error(ErrCode::Value, std::string("ragged_all_to_all ") + names[i] +
+                                        " must be rank 1 with positive dimension size, but got shape " + shape_str(s));
+    }
+    if (!dynamic_cast<TraceContext*>(&in.ops()))
+      throw Error(ErrCode::Value, "ragged_all_to_all must be used within a mapped context like vmap or shard_map.");
+    AxisEnv env = resolve_axes(in, r[6], "ragged_all_to_all");
+    Value groups = r.has(7) ? r[7] : Value();
+    if (!groups.is_none()) apply_index_groups(in, env, groups, "ragged_all_to_all");
+    Value rest = in.import_module("lax_rest", Span{}, "");
+    const Value* impl = rest.as<ModuleObj>()->env->lookup("_ragged_all_to_all_impl");
+    if (!impl) throw Error(ErrCode::Internal, "lax_rest._ragged_all_to_all_impl is missing");
+    CallArgs c;
+    c.pos = {r[0], r[1], r[2], r[3], r[4], r[6], groups, Value::integer(env.axis_size)};
+    return in.call(*impl, c, Span{});
   });
   def("axis_index", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("axis_index", a, {"axis_name"}, 1);
