@@ -352,6 +352,21 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
       }
       if (binder && binder->what() == "vmap" && static_cast<int64_t>(pairs.size()) != env.group_size)
         throw Error(ErrCode::Assertion, "Permutation doesn't match the axis size!");
+      // In pmap and shard_map JAX checks that the pairs are unique, then its
+      // lowering indexes the list of devices with them: an index past the
+      // axis is Python's IndexError.
+      std::vector<int64_t> srcs, dsts;
+      for (auto [s, d] : pairs) srcs.push_back(s), dsts.push_back(d);
+      auto unique = [](std::vector<int64_t> v) {
+        std::sort(v.begin(), v.end());
+        return std::adjacent_find(v.begin(), v.end()) == v.end();
+      };
+      bool past = std::any_of(pairs.begin(), pairs.end(), [&](const auto& p) {
+        return p.first >= env.group_size || p.second >= env.group_size;
+      });
+      if (binder && binder->what() != "vmap" && past && unique(srcs) && unique(dsts))
+        throw Error(ErrCode::Index, "list index out of range", Span{},
+                    "ppermute's pairs name ranks 0.." + std::to_string(env.group_size - 1) + " of axis '" + env.names[0] + "'");
     }
     OpAttrs attrs = collective_attrs(env);
     attrs.pairs = std::move(pairs);
