@@ -466,6 +466,17 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
     if (!dynamic_cast<TraceContext*>(&in.ops()))
       throw Error(ErrCode::Value, "ragged_all_to_all must be used within a mapped context like vmap or shard_map.");
     AxisEnv env = resolve_axes(in, r[6], "ragged_all_to_all");
+    // JAX's batching rule has no case for the vmap that binds the axis itself.
+    for (const std::string& n : env.names) {
+      TraceContext* binder = nullptr;
+      for (OpContext* c = env.trace; auto* tc = dynamic_cast<TraceContext*>(c); c = &tc->outer()) {
+        const auto& axes = tc->function().mesh_axes;
+        if (std::find(axes.begin(), axes.end(), n) != axes.end()) binder = tc;
+      }
+      if (binder && binder->what() == "vmap")
+        throw Error(ErrCode::Unsupported, "Please open a feature request!", Span{},
+                    "ragged_all_to_all over a vmap's axis is not implemented (nor is it in JAX): use shard_map");
+    }
     Value groups = r.has(7) ? r[7] : Value();
     if (!groups.is_none()) apply_index_groups(in, env, groups, "ragged_all_to_all");
     Value rest = in.import_module("lax_rest", Span{}, "");
