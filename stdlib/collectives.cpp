@@ -87,7 +87,11 @@ AxisEnv resolve_axes(InterpreterImpl& in, const Value& axis_name, const char* fn
   for (size_t i = 0; i < env.names.size(); ++i) {
     const std::string& n = env.names[i];
     for (size_t j = 0; j < i; ++j)
-      if (env.names[j] == n) throw Error(ErrCode::Value, std::string(fn) + "(): axis name '" + n + "' is repeated");
+      if (env.names[j] == n) {
+        // In pmap and shard_map JAX's text is that of the moveaxis meeting it.
+        if (spmd) throw Error(ErrCode::Value, "repeated axis in `source` argument", Span{}, std::string(fn) + "(): axis name '" + n + "' is repeated");
+        throw Error(ErrCode::Value, std::string(fn) + "(): axis name '" + n + "' is repeated");
+      }
     int bit = f ? f->axis_bit(n) : -1;
     if (spmd && std::find(spmd->auto_axes.begin(), spmd->auto_axes.end(), n) != spmd->auto_axes.end())
       throw Error(ErrCode::AxisName, unbound_axis_message(fn, n, true, true), Span{},
@@ -164,7 +168,8 @@ void apply_index_groups(InterpreterImpl& in, AxisEnv& env, const Value& groups, 
       if (i < 0 || size_t(i) >= total || seen[size_t(i)]) covers = false;
       else seen[size_t(i)] = true;
     }
-  if (!covers || rows.empty()) throw Error(ErrCode::CollectiveArgs, f + "axis_index_groups must cover all indices exactly once");
+  if (!covers || rows.empty()) // (JAX's text names no collective)
+    throw Error(ErrCode::CollectiveArgs, "axis_index_groups must cover all indices exactly once", Span{}, f + "each index of the axis must be in one group");
   if (int64_t(total) != env.group_size)
     throw Error(ErrCode::CollectiveArgs, f + "axis_index_groups cover " + std::to_string(total) + " indices, but the axis size is " + std::to_string(env.group_size),
                 Span{}, "list every index 0.." + std::to_string(env.group_size - 1) + " in exactly one group");
@@ -284,9 +289,14 @@ std::vector<std::pair<int64_t, int64_t>> perm_arg(const Value& v, const char* fn
       out.push_back({(*pair)[0], (*pair)[1]});
       continue;
     }
+    // JAX unpacks each entry as `for s, d in perm`: Python's errors.
     const ValueList* pair = sequence_items(p);
-    if (!pair || pair->size() != 2)
-      throw Error(ErrCode::Type, std::string(fn) + "() perm entries must be (source, destination) pairs, got " + repr(p));
+    std::string hint = std::string(fn) + "() perm entries must be (source, destination) pairs, got " + repr(p);
+    if (!pair)
+      throw Error(ErrCode::Type, "'" + type_name(p) + "' object is not iterable", Span{}, hint);
+    if (pair->size() < 2)
+      throw Error(ErrCode::Value, "not enough values to unpack (expected 2, got " + std::to_string(pair->size()) + ")", Span{}, hint);
+    if (pair->size() > 2) throw Error(ErrCode::Value, "too many values to unpack (expected 2)", Span{}, hint);
     out.push_back({value_to_int((*pair)[0], "perm source"), value_to_int((*pair)[1], "perm destination")});
   }
   return out;
