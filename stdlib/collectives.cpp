@@ -23,6 +23,10 @@ struct AxisEnv {
   std::vector<std::string> names;
   int64_t group_size = 1;                       // the whole group's, or an index group's
   std::vector<std::vector<int64_t>> index_groups; // axis_index_groups (empty: none)
+  // axis_index_groups of different sizes (psum/pmax/pmin/pmean only); the
+  // runtime's collectives need equal groups, so these are computed by masking.
+  std::vector<std::vector<int64_t>> uneven_groups;
+  int64_t axis_size = 1; // the named axes' whole size
 };
 
 // JAX's NameError for an axis name no enclosing map binds. Its text depends
@@ -36,6 +40,7 @@ std::string unbound_axis_message(const std::string& fn, const std::string& name,
   bool reduction = fn == "psum" || fn == "pmean" || fn == "pmax" || fn == "pmin";
   bool permute = fn == "ppermute" || fn == "pshuffle";
   if (fn == "axis_index") return found + "axis_index under `jax.shard_map`.";
+  if (fn == "ragged_all_to_all") return found + "ragged_all_to_all under `jax.shard_map`.";
   if (traced && (fn == "pcast" || (auto_axis && (reduction || permute))))
     return found + "pvary under `jax.shard_map`.";
   if (fn == "pmax" || fn == "pmin" || (reduction && traced)) return found + "psum under `jax.shard_map`.";
@@ -82,7 +87,11 @@ AxisEnv resolve_axes(InterpreterImpl& in, const Value& axis_name, const char* fn
   for (size_t i = 0; i < env.names.size(); ++i) {
     const std::string& n = env.names[i];
     for (size_t j = 0; j < i; ++j)
-      if (env.names[j] == n) throw Error(ErrCode::Value, std::string(fn) + "(): axis name '" + n + "' is repeated");
+      if (env.names[j] == n) {
+        // In pmap and shard_map JAX's text is that of the moveaxis meeting it.
+        if (spmd) throw Error(ErrCode::Value, "repeated axis in `source` argument", Span{}, std::string(fn) + "(): axis name '" + n + "' is repeated");
+        throw Error(ErrCode::Value, std::string(fn) + "(): axis name '" + n + "' is repeated");
+      }
     int bit = f ? f->axis_bit(n) : -1;
     if (spmd && std::find(spmd->auto_axes.begin(), spmd->auto_axes.end(), n) != spmd->auto_axes.end())
       throw Error(ErrCode::AxisName, unbound_axis_message(fn, n, true, true), Span{},
@@ -96,6 +105,7 @@ AxisEnv resolve_axes(InterpreterImpl& in, const Value& axis_name, const char* fn
                   unbound_axis_hint(f, env.trace, n));
     env.group_size *= f->mesh_sizes[bit];
   }
+  env.axis_size = env.group_size;
   return env;
 }
 
@@ -125,7 +135,10 @@ std::vector<std::vector<int64_t>> index_group_rows(const Value& v, const char* f
   const ValueList* items = sequence_items(v);
   if (!items) throw Error(ErrCode::Type, what + " must be a list of lists of integers, not " + type_name(v));
   for (const Value& row : *items) {
-    if (!sequence_items(row)) throw Error(ErrCode::Type, what + " must be a list of lists of integers, not a list of " + type_name(row));
+    // A row may be a 1-d integer array (JAX's tests pass np.arange(2, n)).
+    bool array_row = row.is_obj(ObjKind::Array) && row.as<ArrayObj>()->tensor->aval.ndim() == 1;
+    if (!sequence_items(row) && !array_row)
+      throw Error(ErrCode::Type, what + " must be a list of lists of integers, not a list of " + type_name(row));
     rows.push_back(value_to_int_list(row, what));
   }
   return rows;
@@ -155,14 +168,24 @@ void apply_index_groups(InterpreterImpl& in, AxisEnv& env, const Value& groups, 
       if (i < 0 || size_t(i) >= total || seen[size_t(i)]) covers = false;
       else seen[size_t(i)] = true;
     }
-  if (!covers || rows.empty()) throw Error(ErrCode::CollectiveArgs, f + "axis_index_groups must cover all indices exactly once");
+  if (!covers || rows.empty()) // (JAX's text names no collective)
+    throw Error(ErrCode::CollectiveArgs, "axis_index_groups must cover all indices exactly once", Span{}, f + "each index of the axis must be in one group");
   if (int64_t(total) != env.group_size)
     throw Error(ErrCode::CollectiveArgs, f + "axis_index_groups cover " + std::to_string(total) + " indices, but the axis size is " + std::to_string(env.group_size),
                 Span{}, "list every index 0.." + std::to_string(env.group_size - 1) + " in exactly one group");
+  // psum/pmax/pmin (and pmean) reduce within groups of any sizes, as in JAX;
+  // then, as in JAX, the group size (psum of a constant, pmean's divisor) is
+  // the first group's.
+  bool reduction = f == "psum(): " || f == "pmean(): " || f == "pmax(): " || f == "pmin(): ";
   for (const auto& r : rows)
-    if (r.size() != rows[0].size())
+    if (r.size() != rows[0].size() && !reduction)
       throw Error(ErrCode::CollectiveArgs, f + "axis_index_groups must all be the same size, got groups of " + std::to_string(rows[0].size()) + " and " + std::to_string(r.size()));
   env.group_size = int64_t(rows[0].size());
+  for (const auto& r : rows)
+    if (r.size() != rows[0].size()) {
+      env.uneven_groups = std::move(rows); // reduce_collective masks them (see there)
+      return;
+    }
   // One group over the whole axis is the plain collective.
   if (rows.size() > 1) env.index_groups = std::move(rows);
   else env.index_groups.clear();
@@ -175,6 +198,32 @@ template <class F> Value map_leaves(InterpreterImpl& in, const Value& tree, F&& 
 
 Tensor bind1(InterpreterImpl& in, Op op, const OpAttrs& a, const Tensor& x) {
   return in.ops().bind(op, a, std::span<const Tensor>(&x, 1));
+}
+
+// psum/pmax/pmin within axis_index_groups of different sizes, from
+// whole-axis collectives: for each group, the members' values reduced over the
+// axis with the others' neutralised (0 for a sum; for a max, the axis-wide
+// minimum, which no member exceeds; the reverse for a min), kept by the members.
+Tensor uneven_group_reduce(InterpreterImpl& in, const AxisEnv& env, Op op, const Tensor& x) {
+  OpContext& cx = in.ops();
+  OpAttrs whole;
+  whole.axis_names = env.names;
+  whole.group_size = env.axis_size;
+  Tensor idx = cx.bind(Op::AxisIndex, whole, {});
+  std::optional<Tensor> neutral;
+  if (op == Op::Pmax) neutral = bind1(in, Op::Pmin, whole, x);
+  if (op == Op::Pmin) neutral = bind1(in, Op::Pmax, whole, x);
+  if (op == Op::Psum) neutral = np::zeros(cx, x->aval.shape, x->aval.dtype);
+  Tensor out = x;
+  for (const auto& grp : env.uneven_groups) {
+    Tensor member = np::scalar(cx, Scalar::of_bool(false));
+    for (int64_t m : grp)
+      member = np::binary(cx, np::BinOp::BitOr, member,
+                          np::binary(cx, np::BinOp::Eq, idx, np::scalar(cx, Scalar::of_int(m), DType::Int32)));
+    Tensor red = bind1(in, op, whole, np::where(cx, member, x, *neutral));
+    out = np::where(cx, member, red, out);
+  }
+  return out;
 }
 
 Value reduce_collective(InterpreterImpl& in, CallArgs& a, const char* fn, Op op, bool mean) {
@@ -202,7 +251,7 @@ Value reduce_collective(InterpreterImpl& in, CallArgs& a, const char* fn, Op op,
     // JAX: psum of bool counts (int32); pmean of ints is float32.
     if (x->aval.dtype == DType::Bool && op == Op::Psum) x = np::astype(in.ops(), x, DType::Int32);
     if (mean && !is_inexact(x->aval.dtype)) x = np::astype(in.ops(), x, DType::Float32);
-    Tensor y = bind1(in, op, attrs, x);
+    Tensor y = env.uneven_groups.empty() ? bind1(in, op, attrs, x) : uneven_group_reduce(in, env, op, x);
     if (!mean) return y;
     Tensor n = np::scalar(in.ops(), Scalar::of_int(env.group_size));
     return np::binary(in.ops(), np::BinOp::TrueDiv, y, n);
@@ -240,9 +289,14 @@ std::vector<std::pair<int64_t, int64_t>> perm_arg(const Value& v, const char* fn
       out.push_back({(*pair)[0], (*pair)[1]});
       continue;
     }
+    // JAX unpacks each entry as `for s, d in perm`: Python's errors.
     const ValueList* pair = sequence_items(p);
-    if (!pair || pair->size() != 2)
-      throw Error(ErrCode::Type, std::string(fn) + "() perm entries must be (source, destination) pairs, got " + repr(p));
+    std::string hint = std::string(fn) + "() perm entries must be (source, destination) pairs, got " + repr(p);
+    if (!pair)
+      throw Error(ErrCode::Type, "'" + type_name(p) + "' object is not iterable", Span{}, hint);
+    if (pair->size() < 2)
+      throw Error(ErrCode::Value, "not enough values to unpack (expected 2, got " + std::to_string(pair->size()) + ")", Span{}, hint);
+    if (pair->size() > 2) throw Error(ErrCode::Value, "too many values to unpack (expected 2)", Span{}, hint);
     out.push_back({value_to_int((*pair)[0], "perm source"), value_to_int((*pair)[1], "perm destination")});
   }
   return out;
@@ -308,6 +362,21 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
       }
       if (binder && binder->what() == "vmap" && static_cast<int64_t>(pairs.size()) != env.group_size)
         throw Error(ErrCode::Assertion, "Permutation doesn't match the axis size!");
+      // In pmap and shard_map JAX checks that the pairs are unique, then its
+      // lowering indexes the list of devices with them: an index past the
+      // axis is Python's IndexError.
+      std::vector<int64_t> srcs, dsts;
+      for (auto [s, d] : pairs) srcs.push_back(s), dsts.push_back(d);
+      auto unique = [](std::vector<int64_t> v) {
+        std::sort(v.begin(), v.end());
+        return std::adjacent_find(v.begin(), v.end()) == v.end();
+      };
+      bool past = std::any_of(pairs.begin(), pairs.end(), [&](const auto& p) {
+        return p.first >= env.group_size || p.second >= env.group_size;
+      });
+      if (binder && binder->what() != "vmap" && past && unique(srcs) && unique(dsts))
+        throw Error(ErrCode::Index, "list index out of range", Span{},
+                    "ppermute's pairs name ranks 0.." + std::to_string(env.group_size - 1) + " of axis '" + env.names[0] + "'");
     }
     OpAttrs attrs = collective_attrs(env);
     attrs.pairs = std::move(pairs);
@@ -385,6 +454,47 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
           throw Error(ErrCode::Value, "pcast(): the value already varies over '" + n + "' (Unsupported pcast from=varying, to='varying')");
       return bind1(in, Op::Ppermute, attrs, x);
     });
+  });
+  def("ragged_all_to_all", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("ragged_all_to_all", a,
+                {"operand", "output", "input_offsets", "send_sizes", "output_offsets", "recv_sizes",
+                 "axis_name", "axis_index_groups"},
+                7);
+    // JAX's abstract evaluation: the offsets and sizes' dtypes, then their shapes.
+    static const char* names[] = {"input_offsets", "send_sizes", "output_offsets", "recv_sizes"};
+    std::vector<Tensor> meta;
+    for (int i = 0; i < 4; ++i) meta.push_back(in.to_tensor(r[size_t(2 + i)], Span{}));
+    for (int i = 0; i < 4; ++i)
+      if (!is_integer(meta[size_t(i)]->aval.dtype))
+        throw Error(ErrCode::Value, std::string("ragged_all_to_all ") + names[i] + " must be integer type.");
+    for (int i = 0; i < 4; ++i) {
+      const Shape& s = meta[size_t(i)]->aval.shape;
+      if (s.size() != 1 || s[0] < 1)
+        throw Error(ErrCode::Value, std::string("ragged_all_to_all ") + names[i] +
+                                        " must be rank 1 with positive dimension size, but got shape " + shape_str(s));
+    }
+    if (!dynamic_cast<TraceContext*>(&in.ops()))
+      throw Error(ErrCode::Value, "ragged_all_to_all must be used within a mapped context like vmap or shard_map.");
+    AxisEnv env = resolve_axes(in, r[6], "ragged_all_to_all");
+    // JAX's batching rule has no case for the vmap that binds the axis itself.
+    for (const std::string& n : env.names) {
+      TraceContext* binder = nullptr;
+      for (OpContext* c = env.trace; auto* tc = dynamic_cast<TraceContext*>(c); c = &tc->outer()) {
+        const auto& axes = tc->function().mesh_axes;
+        if (std::find(axes.begin(), axes.end(), n) != axes.end()) binder = tc;
+      }
+      if (binder && binder->what() == "vmap")
+        throw Error(ErrCode::Unsupported, "Please open a feature request!", Span{},
+                    "ragged_all_to_all over a vmap's axis is not implemented (nor is it in JAX): use shard_map");
+    }
+    Value groups = r.has(7) ? r[7] : Value();
+    if (!groups.is_none()) apply_index_groups(in, env, groups, "ragged_all_to_all");
+    Value rest = in.import_module("lax_rest", Span{}, "");
+    const Value* impl = rest.as<ModuleObj>()->env->lookup("_ragged_all_to_all_impl");
+    if (!impl) throw Error(ErrCode::Internal, "lax_rest._ragged_all_to_all_impl is missing");
+    CallArgs c;
+    c.pos = {r[0], r[1], r[2], r[3], r[4], r[6], groups, Value::integer(env.axis_size)};
+    return in.call(*impl, c, Span{});
   });
   def("axis_index", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("axis_index", a, {"axis_name"}, 1);

@@ -22,6 +22,7 @@
 #include "stdlib/convert.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
+#include "stdlib/shape_dtype_struct.hpp"
 #include "stdlib/shard_map_nested.hpp"
 #include "stdlib/sharding.hpp"
 #include "stdlib/sharding_rules.hpp"
@@ -206,6 +207,16 @@ struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
       bool& flag;
       ~Reset() { flag = false; }
     } reset{lower_only};
+    // ShapeDtypeStruct arguments (JAX's testLowerShapedArray) stand for
+    // arrays of their type: zeros, which only the trace sees.
+    auto concrete = [&](const Value& tree) {
+      return map_tree(in, tree, [&](const Value& leaf) {
+        const AVal* av = shape_dtype_struct_aval(leaf);
+        return av ? make_array(np::zeros(in.ops(), av->shape, av->dtype)) : leaf;
+      });
+    };
+    for (Value& v : a.pos) v = concrete(v);
+    for (auto& kv : a.kw) kv.second = concrete(kv.second);
     call(in, a, where, ignored);
     StagedCall s;
     s.fn = Value::object(shared_from_this());
