@@ -9,6 +9,7 @@
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
 #include "runtime/eager.hpp"
+#include "stdlib/autodiff.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/jit_devices.hpp"
 #include "stdlib/sharding.hpp"
@@ -224,7 +225,14 @@ Value constrain_traced(InterpreterImpl& in, const Value& leaf, const Value& targ
   return make_array(in.ops().bind(Op::ShardingConstraint, a, std::vector<Tensor>{t}));
 }
 
-Tensor typed_like_primal(InterpreterImpl& in, const Tensor& ct, const Tensor& primal) {
+Tensor typed_like_primal(InterpreterImpl& in, const Tensor& ct_in, const Tensor& primal) {
+  // Inside shard_map a cotangent varies over the axes its primal varies over,
+  // even where its value does not (an unused argument's zeros, a replicated
+  // seed): JAX gives it the primal's type.
+  Tensor ct = ct_in;
+  if (auto* tc = dynamic_cast<TraceContext*>(&in.ops()))
+    if (ct->aval.shape == primal->aval.shape && tc->owns(primal))
+      ct = pvary_to(in.ops(), ct, vma_of(in.ops(), primal));
   auto typed = explicit_mesh_type(primal);
   if (!typed || ct->aval.shape != primal->aval.shape) return ct;
   if (auto* tc = dynamic_cast<TraceContext*>(&in.ops())) {
