@@ -14,6 +14,7 @@
 #include "runtime/debug_print.hpp"
 #include "stdlib/cache_explain.hpp"
 #include "runtime/sharded.hpp"
+#include "stdlib/float0.hpp"
 #include "stdlib/jit_devices.hpp"
 #include "stdlib/jit_partition.hpp"
 #include "stdlib/sharding.hpp"
@@ -222,7 +223,8 @@ bool run_partitioned(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> p
 Value place(InterpreterImpl& in, const Value& shardings, const Value& tree, const char* what) {
   return map_tree_with_prefix(in, tree, shardings, is_sharding_leaf, what,
                               [&](const Value& leaf, const Value& target) {
-                                if (target.is_none()) return leaf;
+                                // (A float0 cotangent is a host value with no layout.)
+                                if (target.is_none() || is_float0(leaf)) return leaf;
                                 Value s = spec_over_current_mesh(in, target, "device_put");
                                 return named_as(device_put_leaf(in, leaf, s), s);
                               });

@@ -146,9 +146,28 @@ struct ManualAxisTypeObj : OpaqueObj {
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
     if (name == "varying") return out = set_of(varying), true;
     if (name == "unreduced" || name == "reduced") return out = set_of({}), true;
+    if (name == "invarying") {
+      // invarying(mesh): the mesh's Manual axes the value does not vary over.
+      std::vector<std::string> mine = varying;
+      out = make_builtin("invarying", [mine, this_set = *this](InterpreterImpl& in, CallArgs& a) {
+        if (a.pos.size() != 1 || !a.kw.empty())
+          throw Error(ErrCode::Arguments, "invarying() takes exactly one argument (the mesh)");
+        std::vector<std::string> names;
+        Value axes = in.get_attr(a.pos[0], "manual_axes", Span{});
+        if (const ValueList* manual = sequence_items(axes))
+          for (const Value& n : *manual) {
+            const std::string& s = value_to_str(n, "mesh axis name");
+            if (std::find(mine.begin(), mine.end(), s) == mine.end()) names.push_back(s);
+          }
+        return this_set.set_of(names);
+      });
+      return true;
+    }
     return false;
   }
-  std::vector<std::string> attr_names() const override { return {"varying", "unreduced", "reduced"}; }
+  std::vector<std::string> attr_names() const override {
+    return {"varying", "unreduced", "reduced", "invarying"};
+  }
   bool equals(const OpaqueObj& o) const override {
     auto* m = dynamic_cast<const ManualAxisTypeObj*>(&o);
     return m && m->varying == varying;
