@@ -309,6 +309,14 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
       if (binder && binder->what() == "vmap" && static_cast<int64_t>(pairs.size()) != env.group_size)
         throw Error(ErrCode::Assertion, "Permutation doesn't match the axis size!");
     }
+    // Inside shard_map JAX's ppermute over several axes numbers the devices
+    // in mesh order, whatever order axis_name lists them in (on CPU; TPUs
+    // reject an out-of-order axis_name).
+    if (TraceContext* spmd = env.trace ? enclosing_spmd(*env.trace) : nullptr; spmd && spmd->what() == "shard_map") {
+      const Function& f = env.trace->function();
+      std::stable_sort(env.names.begin(), env.names.end(),
+                       [&](const std::string& a, const std::string& b) { return f.axis_bit(a) < f.axis_bit(b); });
+    }
     OpAttrs attrs = collective_attrs(env);
     attrs.pairs = std::move(pairs);
     return map_leaves(in, x, [&](const Tensor& t) { return bind1(in, Op::Ppermute, attrs, t); });

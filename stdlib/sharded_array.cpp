@@ -633,6 +633,8 @@ void add_array_functions(Value& jax_module) {
     if (const AVal* abstract = shape_dtype_struct_aval(r[0])) {
       auto v = std::make_shared<AvalObj>();
       v->aval = *abstract;
+      v->varying_list = shape_dtype_struct_varying(r[0]);
+      v->varying = v->varying_list.empty() ? "" : axes_label(v->varying_list);
       return Value::object(v);
     }
     return aval_value(in, in.to_tensor(r[0], Span{}));
