@@ -565,6 +565,7 @@ struct ShardMapFn : SpmdFunction {
     ++traces;
     traced = with_static_args(statics, traced, n_leaves);
     ValueList out_leaves = trace_body(in, tc, fn, tree_unflatten(in_tree, traced), where, c->out_tree);
+    check_closed_over(tc.captured_tensors(), mesh, manual, where);
     std::vector<SpmdMapping> outs;
     // out_specs: a single P (or a 1-tuple holding one) may stand for a lone output.
     Value out_tree_value = tree_unflatten(c->out_tree, out_leaves);
