@@ -177,10 +177,33 @@ void type_contraction(TraceContext& tc, const Tensor& t, const DimSpec& dims) {
 Value constrain_traced(InterpreterImpl& in, const Value& leaf, const Value& target,
                        const std::string& fn) {
   auto* tc = dynamic_cast<TraceContext*>(&in.ops());
-  if (!tc || target.is_none() || !tc->function().mesh_axes.empty()) return leaf;
+  if (!tc || target.is_none()) return leaf;
   auto* obj = target.is_obj(ObjKind::Opaque) ? target.as<OpaqueObj>() : nullptr;
   auto* spec = dynamic_cast<SpecObj*>(obj);
   auto* named = dynamic_cast<ShardingObj*>(obj);
+  if (!tc->function().mesh_axes.empty()) {
+    // Inside shard_map the layout over its automatic axes is the compiler's;
+    // naming a manual axis is JAX's ValueError (raised when it lowers).
+    if (fn == "with_sharding_constraint" && (spec || named))
+      for (OpContext* c = tc; auto* t = dynamic_cast<TraceContext*>(c); c = &t->outer()) {
+        if (t->what() != "shard_map") continue;
+        std::vector<std::string> manual;
+        for (const std::string& n : t->function().mesh_axes)
+          if (std::find(t->auto_axes.begin(), t->auto_axes.end(), n) == t->auto_axes.end()) manual.push_back(n);
+        const PartitionSpec& want = spec ? spec->spec : named->spec;
+        for (const std::string& a : want.axes())
+          if (std::find(manual.begin(), manual.end(), a) != manual.end()) {
+            std::string names;
+            for (const std::string& n : manual) names += (names.empty() ? "'" : ", '") + n + "'";
+            throw Error(ErrCode::Value,
+                        "pspec " + want.repr() + " contains a manual axes (" + names + (manual.size() == 1 ? ",)" : ")") +
+                            " of mesh which is not allowed. If you are using a with_sharding_constraint under a "
+                            "shard_map, only use the mesh axis in PartitionSpec which are not manual.");
+          }
+        break;
+      }
+    return leaf;
+  }
   if (!spec && !(named && !named->single_device))
     throw Error(ErrCode::Type, fn + "() inside traced code needs a NamedSharding or a "
                                     "PartitionSpec, not " + type_name(target));
