@@ -220,13 +220,25 @@ struct AvalObj : OpaqueObj {
 std::vector<std::string> varying_names(const Tensor& t) {
   if (!t->trace) return {};
   auto& tc = *const_cast<TraceContext*>(static_cast<const TraceContext*>(t->trace));
-  // With check_vma=False JAX's types carry no varying axes.
-  if (tc.what() != "shard_map" || t->trace_id < 0 || !tc.check_vma) return {};
+  if (t->trace_id < 0) return {};
+  // Inside shard_map, or a trace nested in one (jit, vjp, eval_shape: they
+  // share its mesh axes). With check_vma=False JAX's types carry no varying axes.
+  TraceContext* sm = nullptr;
+  for (OpContext* c = &tc; auto* x = dynamic_cast<TraceContext*>(c); c = &x->outer()) {
+    if (x->what() == "pmap") return {};
+    if (x->what() == "shard_map") {
+      sm = x;
+      break;
+    }
+  }
+  if (!sm || !sm->check_vma) return {};
   const Function& f = tc.function();
+  const std::vector<std::string>& mesh_axes = sm->function().mesh_axes;
   AxisSet vma = f.values.at(static_cast<size_t>(t->trace_id)).vma;
   std::vector<std::string> names;
   for (size_t i = 0; i < f.mesh_axes.size(); ++i)
-    if (vma & (AxisSet{1} << i)) names.push_back(f.mesh_axes[i]);
+    if ((vma & (AxisSet{1} << i)) && std::find(mesh_axes.begin(), mesh_axes.end(), f.mesh_axes[i]) != mesh_axes.end())
+      names.push_back(f.mesh_axes[i]);
   return names;
 }
 
