@@ -378,6 +378,14 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
         throw Error(ErrCode::Index, "list index out of range", Span{},
                     "ppermute's pairs name ranks 0.." + std::to_string(env.group_size - 1) + " of axis '" + env.names[0] + "'");
     }
+    // Inside shard_map JAX's ppermute over several axes numbers the devices
+    // in mesh order, whatever order axis_name lists them in (on CPU; TPUs
+    // reject an out-of-order axis_name).
+    if (TraceContext* spmd = env.trace ? enclosing_spmd(*env.trace) : nullptr; spmd && spmd->what() == "shard_map") {
+      const Function& f = env.trace->function();
+      std::stable_sort(env.names.begin(), env.names.end(),
+                       [&](const std::string& a, const std::string& b) { return f.axis_bit(a) < f.axis_bit(b); });
+    }
     OpAttrs attrs = collective_attrs(env);
     attrs.pairs = std::move(pairs);
     return map_leaves(in, x, [&](const Tensor& t) { return bind1(in, Op::Ppermute, attrs, t); });

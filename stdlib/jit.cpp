@@ -14,6 +14,7 @@
 #include "runtime/debug_print.hpp"
 #include "stdlib/cache_explain.hpp"
 #include "runtime/sharded.hpp"
+#include "stdlib/float0.hpp"
 #include "stdlib/jit_devices.hpp"
 #include "stdlib/jit_partition.hpp"
 #include "stdlib/sharding.hpp"
@@ -232,6 +233,8 @@ Value place(InterpreterImpl& in, const Value& shardings, const Value& tree, cons
   });
   return map_tree_with_prefix(in, tree, shardings, is_sharding_leaf, what,
                               [&](const Value& leaf, const Value& target) {
+                                // (A float0 cotangent is a host value with no layout.)
+                                if (is_float0(leaf)) return leaf;
                                 if (target.is_none()) {
                                   bool spread = leaf.is_obj(ObjKind::Array) && leaf.as<ArrayObj>()->tensor->sharded;
                                   if (replicated.is_none() || !leaf.is_obj(ObjKind::Array) || spread) return leaf;

@@ -31,6 +31,9 @@ struct ShapeDtypeStructObj : OpaqueObj {
                                  "empty. Please use `jax.set_mesh` to set the mesh context.");
     return sharding;
   }
+  // eval_shape inside shard_map: the manual axes the value varies over (JAX's
+  // manual_axis_type), which jax.typeof shows.
+  std::vector<std::string> varying;
   std::string type_name() const override { return "ShapeDtypeStruct"; }
   std::string repr() const override {
     std::string s =
@@ -48,7 +51,7 @@ struct ShapeDtypeStructObj : OpaqueObj {
         ArgReader r("update", a, {"shape", "dtype", "sharding", "weak_type"}, 0);
         auto s = std::make_shared<ShapeDtypeStructObj>();
         s->aval = a0;
-        s->sharding = sh0;
+        s->sharding = sh0; // (update() keeps no varying axes)
         if (r.has(0)) s->aval.shape = value_to_shape(r[0], "ShapeDtypeStruct.update() shape");
         if (r.has(1)) s->aval.dtype = required_dtype(r[1], "ShapeDtypeStruct.update() dtype");
         if (r.has(2)) s->sharding = r[2];
@@ -220,6 +223,11 @@ const AVal* shape_dtype_struct_aval(const Value& v) {
   return s ? &s->aval : nullptr;
 }
 
+std::vector<std::string> shape_dtype_struct_varying(const Value& v) {
+  const ShapeDtypeStructObj* s = as_struct(v);
+  return s ? s->varying : std::vector<std::string>{};
+}
+
 void add_jax_misc(InterpreterImpl& in, Value& jax) {
   auto& vars = jax.as<ModuleObj>()->env->vars;
   auto def = [&](const std::string& name, NativeFn f) {
@@ -251,7 +259,14 @@ void add_jax_misc(InterpreterImpl& in, Value& jax) {
     ValueList args(a.pos.begin() + 1, a.pos.end());
     TracedFunction t = trace_abstract(in, fun, args, Span{}, "eval_shape");
     ValueList outs;
-    for (int id : t.fn->results) outs.push_back(make_struct(t.fn->values[id].aval));
+    for (int id : t.fn->results) {
+      Value v = make_struct(t.fn->values[id].aval);
+      AxisSet vma = t.fn->values[id].vma;
+      auto* st = static_cast<ShapeDtypeStructObj*>(v.as<OpaqueObj>());
+      for (size_t b = 0; b < t.fn->mesh_axes.size(); ++b)
+        if (vma & (AxisSet{1} << b)) st->varying.push_back(t.fn->mesh_axes[b]);
+      outs.push_back(v);
+    }
     return tree_unflatten(t.out_tree, outs);
   });
   def("make_jaxpr", [](InterpreterImpl&, CallArgs& a) {

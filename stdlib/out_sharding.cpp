@@ -9,6 +9,7 @@
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
 #include "runtime/eager.hpp"
+#include "stdlib/autodiff.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/jit_devices.hpp"
 #include "stdlib/sharding.hpp"
@@ -198,10 +199,33 @@ void check_wsc_auto_axes(InterpreterImpl& in, const Mesh& mesh, const PartitionS
 Value constrain_traced(InterpreterImpl& in, const Value& leaf, const Value& target,
                        const std::string& fn) {
   auto* tc = dynamic_cast<TraceContext*>(&in.ops());
-  if (!tc || target.is_none() || !tc->function().mesh_axes.empty()) return leaf;
+  if (!tc || target.is_none()) return leaf;
   auto* obj = target.is_obj(ObjKind::Opaque) ? target.as<OpaqueObj>() : nullptr;
   auto* spec = dynamic_cast<SpecObj*>(obj);
   auto* named = dynamic_cast<ShardingObj*>(obj);
+  if (!tc->function().mesh_axes.empty()) {
+    // Inside shard_map the layout over its automatic axes is the compiler's;
+    // naming a manual axis is JAX's ValueError (raised when it lowers).
+    if (fn == "with_sharding_constraint" && (spec || named))
+      for (OpContext* c = tc; auto* t = dynamic_cast<TraceContext*>(c); c = &t->outer()) {
+        if (t->what() != "shard_map") continue;
+        std::vector<std::string> manual;
+        for (const std::string& n : t->function().mesh_axes)
+          if (std::find(t->auto_axes.begin(), t->auto_axes.end(), n) == t->auto_axes.end()) manual.push_back(n);
+        const PartitionSpec& want = spec ? spec->spec : named->spec;
+        for (const std::string& a : want.axes())
+          if (std::find(manual.begin(), manual.end(), a) != manual.end()) {
+            std::string names;
+            for (const std::string& n : manual) names += (names.empty() ? "'" : ", '") + n + "'";
+            throw Error(ErrCode::Value,
+                        "pspec " + want.repr() + " contains a manual axes (" + names + (manual.size() == 1 ? ",)" : ")") +
+                            " of mesh which is not allowed. If you are using a with_sharding_constraint under a "
+                            "shard_map, only use the mesh axis in PartitionSpec which are not manual.");
+          }
+        break;
+      }
+    return leaf;
+  }
   if (!spec && !(named && !named->single_device))
     throw Error(ErrCode::Type, fn + "() inside traced code needs a NamedSharding or a "
                                     "PartitionSpec, not " + type_name(target));
@@ -247,7 +271,14 @@ Value constrain_traced(InterpreterImpl& in, const Value& leaf, const Value& targ
   return make_array(in.ops().bind(Op::ShardingConstraint, a, std::vector<Tensor>{t}));
 }
 
-Tensor typed_like_primal(InterpreterImpl& in, const Tensor& ct, const Tensor& primal) {
+Tensor typed_like_primal(InterpreterImpl& in, const Tensor& ct_in, const Tensor& primal) {
+  // Inside shard_map a cotangent varies over the axes its primal varies over,
+  // even where its value does not (an unused argument's zeros, a replicated
+  // seed): JAX gives it the primal's type.
+  Tensor ct = ct_in;
+  if (auto* tc = dynamic_cast<TraceContext*>(&in.ops()))
+    if (ct->aval.shape == primal->aval.shape && tc->owns(primal))
+      ct = pvary_to(in.ops(), ct, vma_of(in.ops(), primal));
   auto typed = explicit_mesh_type(primal);
   if (!typed || ct->aval.shape != primal->aval.shape) return ct;
   if (auto* tc = dynamic_cast<TraceContext*>(&in.ops())) {

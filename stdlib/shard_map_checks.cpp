@@ -4,6 +4,7 @@
 
 #include "lang/diag.hpp"
 #include "stdlib/sharding.hpp"
+#include "stdlib/sharding_rules.hpp"
 
 namespace pxl {
 
@@ -388,6 +389,48 @@ void prefix_rec(const Value& prefix, const Value& tree, const std::string& what,
 void check_prefix_structure(const Value& prefix, const Value& tree, const std::string& what,
                             bool (*is_spec)(const Value&), const Span& where) {
   prefix_rec(prefix, tree, what, "", is_spec, where);
+}
+
+void check_closed_over(const std::vector<Tensor>& captured, const Mesh& mesh,
+                       const std::vector<std::string>& manual, const Span& where) {
+  // JAX casts a closed-over value only when every axis of the body's mesh is
+  // Manual or Auto.
+  for (size_t a = 0; a < mesh.axis_names.size(); ++a)
+    if (!manual.empty() && std::find(manual.begin(), manual.end(), mesh.axis_names[a]) == manual.end() &&
+        mesh.axis_type(static_cast<int>(a)) == AxisType::Explicit)
+      return;
+  for (const Tensor& t : captured) {
+    if (t->trace || !t->sharded) continue;
+    const Mesh& m = t->sharded->mesh;
+    bool any_explicit = false;
+    // JAX's str_short(mesh_axis_types=True): f32[4@x,4]({Explicit: ('x',), Auto: ('y',)}).
+    std::vector<std::pair<AxisType, std::vector<std::string>>> groups;
+    for (int a = 0; a < m.ndim(); ++a) {
+      AxisType ty = m.axis_type(a);
+      any_explicit = any_explicit || ty == AxisType::Explicit;
+      auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& e) { return e.first == ty; });
+      if (g == groups.end()) {
+        groups.push_back({ty, {}});
+        g = groups.end() - 1;
+      }
+      g->second.push_back(m.axis_names[static_cast<size_t>(a)]);
+    }
+    if (!any_explicit) continue;
+    std::string types;
+    for (const auto& [ty, names] : groups) {
+      std::string tuple;
+      for (const std::string& n : names) tuple += (tuple.empty() ? "'" : ", '") + n + "'";
+      if (names.size() == 1) tuple += ",";
+      types += std::string(types.empty() ? "" : ", ") + axis_type_name(ty) + ": (" + tuple + ")";
+    }
+    DimSpec typed = explicit_part(t->sharded->spec, m).entries;
+    typed.resize(t->aval.shape.size());
+    throw Error(ErrCode::Unsupported,
+                "Closing over inputs to shard_map where the input is sharded on `Explicit` axes is not "
+                "implemented. As a workaround, please pass those inputs as an argument to shard_map. Got "
+                "input with shape " + sharded_type_str(t->aval, typed, true) + "({" + types + "})",
+                where, "pass it to the shard_map'd function as an argument (with its in_specs)");
+  }
 }
 
 } // namespace pxl

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/aval.hpp"
+#include "lang/value.hpp"
 #include "runtime/mesh.hpp"
 #include "stdlib/pytree.hpp"
 
@@ -57,5 +58,11 @@ void check_out_specs_rank(const Value& fn, const std::vector<SpecLeaf>& leaves, 
 // JAX gives it there (see spmd.cpp). Returns the message.
 std::string out_vma_message(const std::string& fun, const Mesh& mesh, const SpecLeaf& leaf,
                             const std::vector<std::string>& varying);
+
+// Values the body closes over (eager shard_map): one laid out over a mesh with
+// Explicit axes raises JAX's NotImplementedError (its Primitive.bind check),
+// unless the shard_map leaves Explicit axes automatic.
+void check_closed_over(const std::vector<Tensor>& captured, const Mesh& mesh,
+                       const std::vector<std::string>& manual, const Span& where);
 
 } // namespace pxl

@@ -146,9 +146,28 @@ struct ManualAxisTypeObj : OpaqueObj {
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
     if (name == "varying") return out = set_of(varying), true;
     if (name == "unreduced" || name == "reduced") return out = set_of({}), true;
+    if (name == "invarying") {
+      // invarying(mesh): the mesh's Manual axes the value does not vary over.
+      std::vector<std::string> mine = varying;
+      out = make_builtin("invarying", [mine, this_set = *this](InterpreterImpl& in, CallArgs& a) {
+        if (a.pos.size() != 1 || !a.kw.empty())
+          throw Error(ErrCode::Arguments, "invarying() takes exactly one argument (the mesh)");
+        std::vector<std::string> names;
+        Value axes = in.get_attr(a.pos[0], "manual_axes", Span{});
+        if (const ValueList* manual = sequence_items(axes))
+          for (const Value& n : *manual) {
+            const std::string& s = value_to_str(n, "mesh axis name");
+            if (std::find(mine.begin(), mine.end(), s) == mine.end()) names.push_back(s);
+          }
+        return this_set.set_of(names);
+      });
+      return true;
+    }
     return false;
   }
-  std::vector<std::string> attr_names() const override { return {"varying", "unreduced", "reduced"}; }
+  std::vector<std::string> attr_names() const override {
+    return {"varying", "unreduced", "reduced", "invarying"};
+  }
   bool equals(const OpaqueObj& o) const override {
     auto* m = dynamic_cast<const ManualAxisTypeObj*>(&o);
     return m && m->varying == varying;
@@ -201,13 +220,25 @@ struct AvalObj : OpaqueObj {
 std::vector<std::string> varying_names(const Tensor& t) {
   if (!t->trace) return {};
   auto& tc = *const_cast<TraceContext*>(static_cast<const TraceContext*>(t->trace));
-  // With check_vma=False JAX's types carry no varying axes.
-  if (tc.what() != "shard_map" || t->trace_id < 0 || !tc.check_vma) return {};
+  if (t->trace_id < 0) return {};
+  // Inside shard_map, or a trace nested in one (jit, vjp, eval_shape: they
+  // share its mesh axes). With check_vma=False JAX's types carry no varying axes.
+  TraceContext* sm = nullptr;
+  for (OpContext* c = &tc; auto* x = dynamic_cast<TraceContext*>(c); c = &x->outer()) {
+    if (x->what() == "pmap") return {};
+    if (x->what() == "shard_map") {
+      sm = x;
+      break;
+    }
+  }
+  if (!sm || !sm->check_vma) return {};
   const Function& f = tc.function();
+  const std::vector<std::string>& mesh_axes = sm->function().mesh_axes;
   AxisSet vma = f.values.at(static_cast<size_t>(t->trace_id)).vma;
   std::vector<std::string> names;
   for (size_t i = 0; i < f.mesh_axes.size(); ++i)
-    if (vma & (AxisSet{1} << i)) names.push_back(f.mesh_axes[i]);
+    if ((vma & (AxisSet{1} << i)) && std::find(mesh_axes.begin(), mesh_axes.end(), f.mesh_axes[i]) != mesh_axes.end())
+      names.push_back(f.mesh_axes[i]);
   return names;
 }
 
@@ -619,6 +650,8 @@ void add_array_functions(Value& jax_module) {
     if (const AVal* abstract = shape_dtype_struct_aval(r[0])) {
       auto v = std::make_shared<AvalObj>();
       v->aval = *abstract;
+      v->varying_list = shape_dtype_struct_varying(r[0]);
+      v->varying = v->varying_list.empty() ? "" : axes_label(v->varying_list);
       return Value::object(v);
     }
     return aval_value(in, in.to_tensor(r[0], Span{}));

@@ -236,9 +236,13 @@ struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
       if (tc->what() == "pmap" || tc->what() == "shard_map") {
         outer.axis_names = tc->function().mesh_axes;
         outer.axis_sizes = tc->function().mesh_sizes;
+        // (The axes an enclosing shard_map leaves automatic stay Auto.)
+        for (const std::string& n : outer.axis_names)
+          outer.axis_types.push_back(std::find(tc->auto_axes.begin(), tc->auto_axes.end(), n) == tc->auto_axes.end()
+                                         ? AxisType::Manual
+                                         : AxisType::Auto);
         break;
       }
-    outer.axis_types.assign(outer.axis_names.size(), AxisType::Manual);
     Mesh auto_inner = inner;
     if (what == "pmap") auto_inner.axis_types.clear();
     throw Error(ErrCode::Unsupported,
@@ -404,6 +408,9 @@ struct ShardMapFn : SpmdFunction {
     if (abstract_mesh) mesh = concrete_mesh(in, a.pos, where);
     // Inside another shard_map's body, over axes it leaves automatic.
     if (TraceContext* outer = enclosing_shard_map(in.ops()); outer && !outer->auto_axes.empty() && !infer_in_specs) {
+      // JAX takes the nested call's mesh from the context: a concrete mesh
+      // passed to it does not match the partly manual one there.
+      if (!mesh_from_context && !abstract_mesh) check_not_nested(in, mesh, where);
       const std::vector<std::string>& inner = manual.empty() ? outer->auto_axes : manual;
       Value args_tuple = make_tuple(a.pos);
       check_spec_tree(in, in_specs, true, mesh, where, inner);
@@ -576,6 +583,7 @@ struct ShardMapFn : SpmdFunction {
     ++traces;
     traced = with_static_args(statics, traced, n_leaves);
     ValueList out_leaves = trace_body(in, tc, fn, tree_unflatten(in_tree, traced), where, c->out_tree);
+    check_closed_over(tc.captured_tensors(), mesh, manual, where);
     std::vector<SpmdMapping> outs;
     // out_specs: a single P (or a 1-tuple holding one) may stand for a lone output.
     Value out_tree_value = tree_unflatten(c->out_tree, out_leaves);
