@@ -96,14 +96,15 @@ TracedFunction trace_abstract(InterpreterImpl& in, const Value& fun, const Value
   return trace_function(in, fun, *sequence_items(placed), where, what, &avals);
 }
 
-// make_jaxpr's result: prints as pxl's IR of the traced call; its jaxpr
+// make_jaxpr's result: prints as JAX's jaxpr text of pxl's IR of the traced
+// call (stdlib/jaxpr_print.cpp); its jaxpr
 // attributes (eqns, in_avals, out_avals, consts, jaxpr) come from
 // jax_rest._jaxpr_attr over the IR read as equations (stdlib/jaxpr_eqns.cpp).
 struct JaxprObj : OpaqueObj {
   std::shared_ptr<Function> fn;
   std::vector<Tensor> consts; // the values of fn's consts
   std::string type_name() const override { return "ClosedJaxpr"; }
-  std::string repr() const override { return print_function(*fn, false); }
+  std::string repr() const override { return jaxpr_text(*fn, consts); }
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
     static const char* names[] = {"eqns", "jaxpr", "in_avals", "out_avals", "consts", "literals",
                                   "effects", "invars", "outvars", "constvars"};
