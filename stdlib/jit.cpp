@@ -324,8 +324,9 @@ struct JitFunction : OpaqueObj {
   // JAX's name for the argument at position i in its messages: the parameter's,
   // "args[k]" for one gathered by *args ("" for a builtin).
   std::string arg_name(size_t i) const {
-    if (!fn.is_obj(ObjKind::Function)) return "";
-    const auto* ps = fn.as<FunctionObj>()->params;
+    Value f = unwrapped_function(fn); // (inspect.signature follows __wrapped__)
+    if (!f.is_obj(ObjKind::Function)) return "";
+    const auto* ps = f.as<FunctionObj>()->params;
     if (!ps) return "";
     size_t normal = 0;
     for (const Param& p : *ps) {

@@ -35,7 +35,20 @@ std::function<void(TraceContext&)> log_unknown_values(std::function<void(TraceCo
   };
 }
 
-std::string function_source_info(const Value& fn) {
+Value unwrapped_function(const Value& fn) {
+  Value f = fn;
+  for (int depth = 0; depth < 100 && f.is_obj(ObjKind::Builtin); ++depth) {
+    const Value* inner = nullptr;
+    for (const auto& [k, v] : f.as<BuiltinObj>()->attrs)
+      if (k == "__wrapped__") inner = &v;
+    if (!inner) break;
+    f = *inner;
+  }
+  return f;
+}
+
+std::string function_source_info(const Value& wrapped) {
+  Value fn = unwrapped_function(wrapped);
   if (!fn.is_obj(ObjKind::Function)) return type_name(fn);
   const auto* f = fn.as<FunctionObj>();
   const std::string& name = f->name;

@@ -25,6 +25,10 @@ struct UnknownValueLog {
 std::function<void(TraceContext&)> log_unknown_values(std::function<void(TraceContext&)> prepare,
                                                       std::shared_ptr<UnknownValueLog> log);
 
+// The function a transformation's result wraps (its __wrapped__, as
+// functools.wraps sets it), followed through; `fn` itself otherwise.
+Value unwrapped_function(const Value& fn);
+
 // "f at file.pxl:3" (JAX's func_src_info: the name and the first line of its
 // definition, decorators included), or the callable's type name.
 std::string function_source_info(const Value& fn);
