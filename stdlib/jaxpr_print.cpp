@@ -203,7 +203,7 @@ struct Printer {
     pp::Doc body = pp::concat({pp::text("{ "), pp::text("lambda "), cs, pp::text("; "), ins, pp::text(". "),
                                pp::text("let"), pp::nest(2, pp::concat({pp::brk(), pp::join(pp::brk("; "), eqns)})),
                                pp::brk(), pp::text("in "), outs});
-    return pp::format(pp::concat({pp::group(pp::nest(2, body)), pp::text(" }")}));
+    return pp::format(pp::group(pp::concat({pp::nest(2, body), pp::text(" }")})));
   }
 };
 

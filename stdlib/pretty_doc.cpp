@@ -23,31 +23,20 @@ struct Item {
   const DocNode* doc;
 };
 
-// Whether `d` printed flat, and then what follows it (`rest`, the agenda) up to
-// its first line break, takes at most `width` columns.
-bool fits(const DocNode* d, int width, const std::vector<Item>& rest) {
-  std::vector<std::pair<Mode, const DocNode*>> agenda{{Mode::Flat, d}};
-  size_t next_rest = rest.size();
-  while (width >= 0) {
-    if (agenda.empty()) {
-      if (next_rest == 0) break;
-      --next_rest;
-      agenda.push_back({rest[next_rest].mode, rest[next_rest].doc});
-    }
-    auto [mode, x] = agenda.back();
+// Whether `d` printed flat takes at most `width` columns (JAX measures the
+// group alone, not what follows it).
+bool fits(const DocNode* d, int width) {
+  std::vector<const DocNode*> agenda{d};
+  while (width >= 0 && !agenda.empty()) {
+    const DocNode* x = agenda.back();
     agenda.pop_back();
     switch (x->kind) {
     case DocNode::Kind::Nil: break;
-    case DocNode::Kind::Text: width -= static_cast<int>(x->text.size()); break;
-    case DocNode::Kind::Break:
-      if (mode == Mode::Break) return true;
-      width -= static_cast<int>(x->text.size());
-      break;
+    case DocNode::Kind::Text: case DocNode::Kind::Break: width -= static_cast<int>(x->text.size()); break;
     case DocNode::Kind::Concat:
-      for (auto it = x->children.rbegin(); it != x->children.rend(); ++it) agenda.push_back({mode, it->get()});
+      for (auto it = x->children.rbegin(); it != x->children.rend(); ++it) agenda.push_back(it->get());
       break;
-    case DocNode::Kind::Nest: agenda.push_back({mode, x->children[0].get()}); break;
-    case DocNode::Kind::Group: agenda.push_back({Mode::Flat, x->children[0].get()}); break;
+    case DocNode::Kind::Nest: case DocNode::Kind::Group: agenda.push_back(x->children[0].get()); break;
     }
   }
   return width >= 0;
@@ -100,7 +89,7 @@ std::string format(const Doc& d, int width) {
       break;
     case DocNode::Kind::Nest: agenda.push_back({it.indent + x->indent, it.mode, x->children[0].get()}); break;
     case DocNode::Kind::Group: {
-      Mode m = it.mode == Mode::Flat || fits(x->children[0].get(), width - col, agenda) ? Mode::Flat : Mode::Break;
+      Mode m = it.mode == Mode::Flat || fits(x->children[0].get(), width - col) ? Mode::Flat : Mode::Break;
       agenda.push_back({it.indent, m, x->children[0].get()});
       break;
     }

@@ -1,7 +1,7 @@
 // A small document pretty printer with JAX's layout rules (jax._src.pretty_printer,
 // after Lindig's "Strictly Pretty"): a group prints flat (its breaks as their
-// text) when it and what follows it up to the next line break fit in the rest
-// of the line, else its breaks are newlines indented by the enclosing nests. Used to print jaxprs as JAX does.
+// text) when the group alone fits in the rest of the line, else its breaks are
+// newlines indented by the enclosing nests. Used to print jaxprs as JAX does.
 #pragma once
 #include <memory>
 #include <string>
