@@ -235,17 +235,56 @@ void add_jax_misc(InterpreterImpl& in, Value& jax) {
     for (int id : t.fn->results) outs.push_back(make_struct(t.fn->values[id].aval));
     return tree_unflatten(t.out_tree, outs);
   });
-  def("make_jaxpr", [](InterpreterImpl&, CallArgs& a) {
+  def("make_jaxpr", [](InterpreterImpl& in, CallArgs& a) {
+    auto in_iterate_ints = [&](const Value& v) { return in.iterate(v, Span{}); };
     ArgReader r("make_jaxpr", a, {"fun", "static_argnums", "axis_env", "return_shape"}, 1);
     Value fun = r[0];
-    return make_builtin("make_jaxpr", [fun](InterpreterImpl& in, CallArgs& c) {
+    std::vector<int64_t> statics;
+    if (r.has(1) && !r[1].is_none()) {
+      if (r[1].is_intlike()) statics.push_back(r[1].as_int());
+      else
+        for (const Value& v : in_iterate_ints(r[1])) statics.push_back(v.as_int());
+    }
+    bool return_shape = r.get_bool(3, false);
+    return make_builtin("make_jaxpr", [fun, statics, return_shape](InterpreterImpl& in, CallArgs& c) {
       if (!c.kw.empty())
         throw Error(ErrCode::Arguments, "make_jaxpr(f)() takes positional arguments only");
+      // static_argnums: those arguments are bound into the traced function.
+      auto is_static = [&](size_t i) {
+        for (int64_t s : statics)
+          if (s == static_cast<int64_t>(i) || s + static_cast<int64_t>(c.pos.size()) == static_cast<int64_t>(i))
+            return true;
+        return false;
+      };
+      Value target = fun;
+      ValueList dyn;
+      if (!statics.empty()) {
+        ValueList all = c.pos;
+        std::vector<bool> stat;
+        for (size_t i = 0; i < all.size(); ++i) {
+          stat.push_back(is_static(i));
+          if (!stat.back()) dyn.push_back(all[i]);
+        }
+        target = make_builtin("make_jaxpr", [fun, all, stat](InterpreterImpl& in2, CallArgs& d) {
+          ValueList full;
+          size_t k = 0;
+          for (size_t i = 0; i < all.size(); ++i) full.push_back(stat[i] ? all[i] : d.pos.at(k++));
+          return in2.call(fun, full, Span{});
+        });
+      } else {
+        dyn = c.pos;
+      }
       auto j = std::make_shared<JaxprObj>();
-      TracedFunction t = trace_abstract(in, fun, c.pos, Span{}, "make_jaxpr");
+      TracedFunction t = trace_abstract(in, target, dyn, Span{}, "make_jaxpr");
       j->fn = t.fn;
       j->consts = t.consts;
-      return Value::object(j);
+      if (!return_shape) return Value::object(j);
+      // (jaxpr, the outputs' ShapeDtypeStructs in their tree)
+      ValueList outs;
+      for (int id : t.fn->results) {
+        outs.push_back(make_struct(t.fn->values[static_cast<size_t>(id)].aval));
+      }
+      return make_tuple({Value::object(j), tree_unflatten(t.out_tree, outs)});
     });
   });
   def("process_index", [](InterpreterImpl&, CallArgs& a) {
