@@ -212,6 +212,30 @@ Value scalar_for_conversion(InterpreterImpl& in, const Value& x, const std::stri
   }
 }
 
+// operator.index(x) of an integer array of one element (its __index__), for
+// range(); a traced one is JAX's TracerIntegerConversionError, then pxl's
+// account of the trace (which jit replaces by JAX's origin text). Other values
+// come back unchanged.
+Value index_of_array(InterpreterImpl& in, const Value& x) {
+  if (!x.is_obj(ObjKind::Array)) return x;
+  const AVal& aval = x.as<ArrayObj>()->tensor->aval;
+  if (!is_integer(aval.dtype) && aval.dtype != DType::Bool) return x;
+  try {
+    return array_to_python_scalar(in, x, Span{});
+  } catch (Error& e) {
+    if (e.code() != ErrCode::ConcreteValue) throw;
+    std::string type = std::string(dtype_name(aval.dtype)) + "[";
+    for (size_t i = 0; i < aval.shape.size(); ++i) type += (i ? "," : "") + std::to_string(aval.shape[i]);
+    std::string why = e.message();
+    if (!why.empty()) why[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(why[0])));
+    throw Error(ErrCode::ConcreteValue,
+                "TracerIntegerConversionError: The __index__() method was called on traced array with shape " +
+                    type + "] " + why +
+                    "\nSee https://docs.jax.dev/en/latest/errors.html#jax.errors.TracerIntegerConversionError",
+                e.span(), e.hint());
+  }
+}
+
 Value to_int(InterpreterImpl& in, CallArgs& a) {
   ArgReader r("int", a, {"x", "base"});
   if (!r.has(0)) return Value::integer(0);
@@ -306,7 +330,9 @@ void InterpreterImpl::install_builtins() {
     ArgReader r("len", a, {"obj"}, 1);
     return Value::integer(in.length(r[0], Span{}));
   });
-  def("range", [](InterpreterImpl&, CallArgs& a) {
+  def("range", [](InterpreterImpl& in, CallArgs& a) {
+    for (Value& v : a.pos) v = index_of_array(in, v);
+    for (auto& kv : a.kw) kv.second = index_of_array(in, kv.second);
     ArgReader r("range", a, {"start", "stop", "step"}, 1);
     int64_t start = 0, stop, step = 1;
     if (r.has(1)) start = r.get_int(0), stop = r.get_int(1);

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "lang/args.hpp"
+#include "lang/ast.hpp"
 #include "runtime/eager.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/jaxpr_eqns.hpp"
@@ -12,6 +13,7 @@
 #include "stdlib/pytree.hpp"
 #include "stdlib/shape_dtype_struct.hpp"
 #include "stdlib/sharding.hpp"
+#include "stdlib/trace_origin.hpp"
 #include "stdlib/trace_util.hpp"
 
 namespace pxl {
@@ -80,7 +82,8 @@ const ShapeDtypeStructObj* as_struct(const Value& v) {
 // Traces fun(*args) where ShapeDtypeStruct leaves stand for arrays of their
 // type (only a scalar placeholder is made for them, never the array).
 TracedFunction trace_abstract(InterpreterImpl& in, const Value& fun, const ValueList& args,
-                              const Span& where, const char* what) {
+                              const Span& where, const char* what,
+                              const std::function<void(TraceContext&)>& prepare = nullptr) {
   ValueList leaves;
   TreeDef def = tree_flatten(in, make_tuple(args), leaves);
   std::vector<AVal> avals;
@@ -93,7 +96,7 @@ TracedFunction trace_abstract(InterpreterImpl& in, const Value& fun, const Value
     }
   }
   Value placed = tree_unflatten(def, leaves);
-  return trace_function(in, fun, *sequence_items(placed), where, what, &avals);
+  return trace_function(in, fun, *sequence_items(placed), where, what, &avals, nullptr, prepare);
 }
 
 // make_jaxpr's result: prints as JAX's jaxpr text of pxl's IR of the traced
@@ -275,7 +278,33 @@ void add_jax_misc(InterpreterImpl& in, Value& jax) {
         dyn = c.pos;
       }
       auto j = std::make_shared<JaxprObj>();
-      TracedFunction t = trace_abstract(in, target, dyn, Span{}, "make_jaxpr");
+      // A value Python needs but cannot have: JAX's error with its origin (JAX's
+      // make_jaxpr traces for jit).
+      auto unknown = std::make_shared<UnknownValueLog>();
+      TracedFunction t;
+      try {
+        t = trace_abstract(in, target, dyn, Span{}, "make_jaxpr", log_unknown_values(nullptr, unknown));
+      } catch (Error& e) {
+        if (e.code() != ErrCode::ConcreteValue) throw;
+        std::vector<std::string> param_names; // the function's parameter of each dynamic argument
+        Value f = unwrapped_function(fun);
+        const std::vector<Param>* ps = f.is_obj(ObjKind::Function) ? f.as<FunctionObj>()->params : nullptr;
+        for (size_t i = 0; i < c.pos.size(); ++i) {
+          if (is_static(i)) continue;
+          std::string name;
+          if (ps && i < ps->size() && (*ps)[i].kind == Param::Kind::Normal) name = (*ps)[i].name;
+          param_names.push_back(name);
+        }
+        ValueList leaves;
+        std::vector<std::string> names;
+        for (const std::string& k : leaf_keystrs(tree_flatten(in, make_tuple(dyn), leaves))) {
+          size_t close = k.find(']');
+          size_t idx = static_cast<size_t>(std::stoll(k.substr(1, close - 1)));
+          names.push_back(idx < param_names.size() && !param_names[idx].empty()
+                              ? param_names[idx] + k.substr(close + 1) : "");
+        }
+        throw with_trace_origin(e, "make_jaxpr", function_source_info(fun), names, *unknown, "jit");
+      }
       j->fn = t.fn;
       j->consts = t.consts;
       if (!return_shape) return Value::object(j);

@@ -65,7 +65,8 @@ std::string function_source_info(const Value& wrapped) {
 }
 
 Error with_trace_origin(const Error& e, const std::string& what, const std::string& fn_info,
-                        const std::vector<std::string>& names, const UnknownValueLog& log) {
+                        const std::vector<std::string>& names, const UnknownValueLog& log,
+                        const std::string& traced_for) {
   if (e.code() != ErrCode::ConcreteValue) return e;
   const std::string& m = e.message();
   const std::string tail = "its value is not known while the function is being traced";
@@ -74,7 +75,8 @@ Error with_trace_origin(const Error& e, const std::string& what, const std::stri
   if (start == std::string::npos || start == 0 || end == std::string::npos) return e;
   start -= 1; // the "T" or "t"
   end += tail.size();
-  std::string origin = "The error occurred while tracing the function " + fn_info + " for " + what + ".";
+  std::string origin = "The error occurred while tracing the function " + fn_info + " for " +
+                       (traced_for.empty() ? what : traced_for) + ".";
   std::vector<std::string> args;
   for (size_t p : log.params)
     if (p < names.size() && !names[p].empty()) args.push_back(names[p]);

@@ -36,7 +36,10 @@ std::string function_source_info(const Value& fn);
 // `e` with TraceContext's account of an unknown value ("this array is traced
 // inside WHAT (its type is T): ...") replaced by JAX's origin text; names[i] is
 // the i-th parameter's argument name. Other errors come back unchanged.
+// `traced_for` is the transformation the text names ("" for `what`: make_jaxpr
+// traces for jit in JAX).
 Error with_trace_origin(const Error& e, const std::string& what, const std::string& fn_info,
-                        const std::vector<std::string>& names, const UnknownValueLog& log);
+                        const std::vector<std::string>& names, const UnknownValueLog& log,
+                        const std::string& traced_for = "");
 
 } // namespace pxl
