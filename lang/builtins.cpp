@@ -254,6 +254,53 @@ Value min_max(InterpreterImpl& in, CallArgs& a, bool is_max) {
   return best;
 }
 
+// The Python scalar of array `x` for int(x) / float(x); a traced one is JAX's
+// ConcretizationTypeError naming the conversion, then pxl's account of the
+// trace (which jit replaces by JAX's origin text: stdlib/trace_origin.hpp).
+Value scalar_for_conversion(InterpreterImpl& in, const Value& x, const std::string& fn) {
+  try {
+    return array_to_python_scalar(in, x, Span{});
+  } catch (Error& e) {
+    if (e.code() != ErrCode::ConcreteValue) throw;
+    const AVal& aval = x.as<ArrayObj>()->tensor->aval;
+    std::string type = std::string(dtype_name(aval.dtype)) + "[";
+    for (size_t i = 0; i < aval.shape.size(); ++i) type += (i ? "," : "") + std::to_string(aval.shape[i]);
+    std::string why = e.message();
+    if (!why.empty()) why[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(why[0])));
+    throw Error(ErrCode::ConcreteValue,
+                "ConcretizationTypeError: Abstract tracer value encountered where concrete value is expected: "
+                "traced array with shape " + type + "]\nThe problem arose with the `" + fn +
+                    "` function. If trying to convert the data type of a value, try using `x.astype(" + fn +
+                    ")` or `jnp.array(x, " + fn + ")` instead. " + why +
+                    "\n\nSee https://docs.jax.dev/en/latest/errors.html#jax.errors.ConcretizationTypeError",
+                e.span(), e.hint());
+  }
+}
+
+// operator.index(x) of an integer array of one element (its __index__), for
+// range(); a traced one is JAX's TracerIntegerConversionError, then pxl's
+// account of the trace (which jit replaces by JAX's origin text). Other values
+// come back unchanged.
+Value index_of_array(InterpreterImpl& in, const Value& x) {
+  if (!x.is_obj(ObjKind::Array)) return x;
+  const AVal& aval = x.as<ArrayObj>()->tensor->aval;
+  if (!is_integer(aval.dtype) && aval.dtype != DType::Bool) return x;
+  try {
+    return array_to_python_scalar(in, x, Span{});
+  } catch (Error& e) {
+    if (e.code() != ErrCode::ConcreteValue) throw;
+    std::string type = std::string(dtype_name(aval.dtype)) + "[";
+    for (size_t i = 0; i < aval.shape.size(); ++i) type += (i ? "," : "") + std::to_string(aval.shape[i]);
+    std::string why = e.message();
+    if (!why.empty()) why[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(why[0])));
+    throw Error(ErrCode::ConcreteValue,
+                "TracerIntegerConversionError: The __index__() method was called on traced array with shape " +
+                    type + "] " + why +
+                    "\nSee https://docs.jax.dev/en/latest/errors.html#jax.errors.TracerIntegerConversionError",
+                e.span(), e.hint());
+  }
+}
+
 Value to_int(InterpreterImpl& in, CallArgs& a) {
   ArgReader r("int", a, {"x", "base"});
   if (!r.has(0)) return Value::integer(0);
@@ -278,7 +325,7 @@ Value to_int(InterpreterImpl& in, CallArgs& a) {
     return Value::integer(v);
   }
   if (x.is_obj(ObjKind::Array)) {
-    Value s = array_to_python_scalar(in, x, Span{});
+    Value s = scalar_for_conversion(in, x, "int");
     CallArgs again;
     again.pos.push_back(s);
     return to_int(in, again);
@@ -306,7 +353,7 @@ Value to_float(InterpreterImpl& in, CallArgs& a) {
       throw Error(ErrCode::Value, "could not convert string to float: " + repr(x));
     return Value::number(v);
   }
-  if (x.is_obj(ObjKind::Array)) return Value::number(array_to_python_scalar(in, x, Span{}).as_float());
+  if (x.is_obj(ObjKind::Array)) return Value::number(scalar_for_conversion(in, x, "float").as_float());
   throw Error(ErrCode::Type, "float() argument must be a string or a number, not '" + type_name(x) + "'");
 }
 
@@ -348,7 +395,9 @@ void InterpreterImpl::install_builtins() {
     ArgReader r("len", a, {"obj"}, 1);
     return Value::integer(in.length(r[0], Span{}));
   });
-  def("range", [](InterpreterImpl&, CallArgs& a) {
+  def("range", [](InterpreterImpl& in, CallArgs& a) {
+    for (Value& v : a.pos) v = index_of_array(in, v);
+    for (auto& kv : a.kw) kv.second = index_of_array(in, kv.second);
     ArgReader r("range", a, {"start", "stop", "step"}, 1);
     int64_t start = 0, stop, step = 1;
     if (r.has(1)) start = r.get_int(0), stop = r.get_int(1);

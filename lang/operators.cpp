@@ -367,6 +367,42 @@ bool InterpreterImpl::less_than(const Value& a, const Value& b, const Span& wher
               where);
 }
 
+// Python's == of two tuples, lists or dicts: items compare with their own ==,
+// whose result must be truthy (an array's elementwise result is then true when
+// all of it is, or bool()'s error for several elements); identical items are
+// equal without comparing, as in Python.
+static bool containers_equal(InterpreterImpl& in, const Value& a, const Value& b, const Span& where) {
+  auto items_equal = [&](const Value& x, const Value& y) {
+    if (x.tag == Value::Tag::Obj && y.tag == Value::Tag::Obj && x.obj == y.obj) return true;
+    return in.truthy(in.compare(CmpOpKind::Eq, x, y, where), where);
+  };
+  if (a.obj->kind == ObjKind::Dict) {
+    const auto* x = a.as<DictObj>();
+    const auto* y = b.as<DictObj>();
+    if (x->size() != y->size()) return false;
+    if (x->ordered && y->ordered) { // OrderedDicts compare in order too
+      ValueList kx, ky;
+      x->for_each([&](const Value& k, const Value&) { kx.push_back(k); });
+      y->for_each([&](const Value& k, const Value&) { ky.push_back(k); });
+      for (size_t i = 0; i < kx.size(); ++i)
+        if (!values_equal(kx[i], ky[i])) return false;
+    }
+    bool eq = true;
+    x->for_each([&](const Value& k, const Value& v) {
+      if (!eq) return;
+      const Value* o = y->find(k);
+      eq = o && items_equal(v, *o);
+    });
+    return eq;
+  }
+  const ValueList& x = a.obj->kind == ObjKind::Tuple ? a.as<TupleObj>()->items : a.as<ListObj>()->items;
+  const ValueList& y = b.obj->kind == ObjKind::Tuple ? b.as<TupleObj>()->items : b.as<ListObj>()->items;
+  if (x.size() != y.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (!items_equal(x[i], y[i])) return false;
+  return true;
+}
+
 Value InterpreterImpl::compare(CmpOpKind op, const Value& a, const Value& b, const Span& where) {
   switch (op) {
   case CmpOpKind::In: return Value::boolean(contains(b, a, where));
@@ -423,6 +459,11 @@ Value InterpreterImpl::compare(CmpOpKind op, const Value& a, const Value& b, con
     default: break;
     }
   }
+  if ((op == CmpOpKind::Eq || op == CmpOpKind::Ne) && a.tag == Value::Tag::Obj && b.tag == Value::Tag::Obj &&
+      a.obj->kind == b.obj->kind &&
+      (a.obj->kind == ObjKind::Tuple || a.obj->kind == ObjKind::List || a.obj->kind == ObjKind::Dict) &&
+      !same_builtin_class(a, b) && a.obj != b.obj)
+    return Value::boolean(containers_equal(*this, a, b, where) == (op == CmpOpKind::Eq));
   switch (op) {
   case CmpOpKind::Eq: return Value::boolean(values_equal(a, b));
   case CmpOpKind::Ne: return Value::boolean(!values_equal(a, b));

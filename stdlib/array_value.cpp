@@ -279,9 +279,8 @@ bool array_truthy(InterpreterImpl& in, const Value& arr, const Span& where) {
   const Tensor& t = arr.as<ArrayObj>()->tensor;
   if (t->aval.size() != 1)
     throw Error(ErrCode::Value,
-                "the truth value of an array with more than one element is ambiguous (shape " +
-                    shape_str(t->aval.shape) + ")",
-                where, "use a.any() or a.all()");
+                "The truth value of an array with more than one element is ambiguous. Use a.any() or a.all()",
+                where); // JAX's text
   try {
     return concrete_at(in, t, where).get_f64(0) != 0.0;
   } catch (Error& e) {
@@ -295,7 +294,7 @@ bool array_truthy(InterpreterImpl& in, const Value& arr, const Span& where) {
     throw Error(
         ErrCode::ConcreteValue,
         "TracerBoolConversionError: Attempted boolean conversion of traced array with shape " +
-            type + "]. " + why,
+            type + "]. " + why + "\nSee https://docs.jax.dev/en/latest/errors.html#jax.errors.TracerBoolConversionError",
         e.span(), e.hint());
   }
 }

@@ -109,7 +109,11 @@ Value params_of(Op op, const OpAttrs& a, DType result) {
 
 } // namespace
 
-Value jaxpr_eqns(const Function& fn, const std::function<Value(const AVal&)>& aval_value) {
+JaxprReading read_jaxpr(const Function& fn) {
+  JaxprReading rd;
+  rd.stands_for.resize(fn.values.size());
+  for (size_t v = 0; v < fn.values.size(); ++v) rd.stands_for[v] = static_cast<int>(v);
+  rd.literal.assign(fn.values.size(), false);
   // Who reads each value.
   std::vector<std::vector<const Instr*>> users(fn.values.size());
   for (const Instr& i : fn.body)
@@ -127,18 +131,19 @@ Value jaxpr_eqns(const Function& fn, const std::function<Value(const AVal&)>& av
     keep[k] = true;
     for (int o : i.operands) live[static_cast<size_t>(o)] = true;
   }
-  std::vector<bool> skip_value(fn.values.size(), false);
-  ValueList eqns;
+  // A scalar constant is a literal in a jaxpr.
+  for (int c : fn.consts)
+    if (fn.values[static_cast<size_t>(c)].aval.shape.empty()) rd.literal[static_cast<size_t>(c)] = true;
   size_t index = 0;
   for (const Instr& i : fn.body) {
     if (!keep[index++]) continue;
-    const IRValue& r = fn.values[static_cast<size_t>(i.result)];
     if (i.op == Op::ConvertElementType && i.operands.size() == 1) {
       const IRValue& x = fn.values[static_cast<size_t>(i.operands[0])];
       bool is_param = false;
       for (int p : fn.params) is_param = is_param || p == i.operands[0];
       if (x.producer < 0 && !is_param && x.aval.shape.empty()) { // a literal's conversion
-        skip_value[static_cast<size_t>(i.result)] = true;
+        rd.literal[static_cast<size_t>(i.result)] = true;
+        rd.converted_from[i.result] = i.operands[0];
         continue;
       }
     }
@@ -148,10 +153,20 @@ Value jaxpr_eqns(const Function& fn, const std::function<Value(const AVal&)>& av
       for (const Instr* u : users[static_cast<size_t>(i.result)]) implicit = implicit && is_elementwise_binary(u->op);
       for (int res : fn.results) implicit = implicit && res != i.result;
       if (implicit) {
-        skip_value[static_cast<size_t>(i.result)] = true;
+        rd.stands_for[static_cast<size_t>(i.result)] = rd.stands_for[static_cast<size_t>(i.operands[0])];
         continue;
       }
     }
+    rd.eqns.push_back(&i);
+  }
+  return rd;
+}
+
+Value jaxpr_eqns(const Function& fn, const std::function<Value(const AVal&)>& aval_value) {
+  ValueList eqns;
+  for (const Instr* ip : read_jaxpr(fn).eqns) {
+    const Instr& i = *ip;
+    const IRValue& r = fn.values[static_cast<size_t>(i.result)];
     ValueList ins, outs;
     for (int o : i.operands) ins.push_back(aval_value(fn.values[static_cast<size_t>(o)].aval));
     for (int k = 0; k < i.nresults; ++k) outs.push_back(aval_value(fn.values[static_cast<size_t>(i.result + k)].aval));

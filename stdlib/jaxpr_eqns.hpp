@@ -2,9 +2,12 @@
 // equations (stdlib/jax_rest.pxl builds the JaxprEqn objects).
 #pragma once
 #include <functional>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "ir/function.hpp"
+#include "ir/tensor.hpp"
 #include "lang/value.hpp"
 
 namespace pxl {
@@ -14,6 +17,22 @@ namespace pxl {
 // jaxprs leave implicit are left out: the conversion of a scalar constant
 // (a literal in a jaxpr) and the broadcast of a scalar that only feeds
 // elementwise binary ops (JAX's binary primitives take rank-0 operands).
+// Which instructions are JAX equations and how the others' values print.
+struct JaxprReading {
+  std::vector<const Instr*> eqns; // in order
+  // Per value id: the value it prints as (a skipped scalar broadcast's operand).
+  std::vector<int> stands_for;
+  // Per value id: a literal (a scalar constant, or a scalar constant's skipped
+  // conversion, whose source converted_from names).
+  std::vector<bool> literal;
+  std::map<int, int> converted_from;
+};
+JaxprReading read_jaxpr(const Function& fn);
+
 Value jaxpr_eqns(const Function& fn, const std::function<Value(const AVal&)>& aval_value);
+
+// JAX's text of the jaxpr (core.pp_jaxpr at width 80): `{ lambda ; a:f32[]. let
+// b:f32[] = sin a in (b,) }`; `consts` are the values of fn.consts.
+std::string jaxpr_text(const Function& fn, const std::vector<Tensor>& consts);
 
 } // namespace pxl

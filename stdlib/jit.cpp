@@ -19,6 +19,7 @@
 #include "stdlib/jit_partition.hpp"
 #include "stdlib/sharding.hpp"
 #include "stdlib/sharding_rules.hpp"
+#include "stdlib/trace_origin.hpp"
 #include "stdlib/trace_util.hpp"
 #include "stdlib/transforms.hpp"
 
@@ -345,8 +346,9 @@ struct JitFunction : OpaqueObj {
   // JAX's name for the argument at position i in its messages: the parameter's,
   // "args[k]" for one gathered by *args ("" for a builtin).
   std::string arg_name(size_t i) const {
-    if (!fn.is_obj(ObjKind::Function)) return "";
-    const auto* ps = fn.as<FunctionObj>()->params;
+    Value f = unwrapped_function(fn); // (inspect.signature follows __wrapped__)
+    if (!f.is_obj(ObjKind::Function)) return "";
+    const auto* ps = f.as<FunctionObj>()->params;
     if (!ps) return "";
     size_t normal = 0;
     for (const Param& p : *ps) {
@@ -654,9 +656,33 @@ struct JitFunction : OpaqueObj {
       ++traces;
       entry = std::make_shared<JitEntry>();
       entry->sig = sig;
-      entry->traced =
-          std::make_shared<TracedFunction>(
-              trace_function(in, wrapper, dyn, where, "jit", nullptr, nullptr, prepare));
+      // A value Python needs but cannot have is JAX's error with its origin:
+      // the function and the arguments (leaf paths) the value depends on.
+      auto unknown = std::make_shared<UnknownValueLog>();
+      try {
+        entry->traced = std::make_shared<TracedFunction>(trace_function(
+            in, wrapper, dyn, where, "jit", nullptr, nullptr, log_unknown_values(prepare, unknown)));
+      } catch (Error& e) {
+        if (e.code() != ErrCode::ConcreteValue) throw;
+        std::vector<size_t> dyn_pos; // the original position of each dynamic positional argument
+        for (size_t i = 0; i < a.pos.size(); ++i)
+          if (!is_static_pos(i, a.pos.size())) dyn_pos.push_back(i);
+        ValueList leaves;
+        std::vector<std::string> names;
+        for (const std::string& k : leaf_keystrs(tree_flatten(in, make_tuple(dyn), leaves))) {
+          size_t close = k.find(']');
+          size_t idx = static_cast<size_t>(std::stoll(k.substr(1, close - 1)));
+          std::string rest = k.substr(close + 1);
+          if (idx < n_dyn_pos) {
+            names.push_back(arg_name(dyn_pos[idx]) + rest);
+          } else { // a keyword: ['name']...
+            size_t q = rest.find("']");
+            names.push_back(rest.size() > 2 && q != std::string::npos ? rest.substr(2, q - 2) + rest.substr(q + 2)
+                                                                       : "");
+          }
+        }
+        throw with_trace_origin(e, "jit", function_source_info(fn), names, *unknown);
+      }
       TracedFunction* traced = entry->traced.get();
       if (fn.is_obj(ObjKind::Function)) traced->fn->name = fn.as<FunctionObj>()->name;
       // A pure_callback whose results are unused is never called (JAX's DCE).

@@ -302,8 +302,10 @@ void add_grad_functions(InterpreterImpl& in, Value& jax) {
   auto maker = [](const char* name, bool with_value) {
     return make_builtin(name, [name, with_value](InterpreterImpl&, CallArgs& a) {
       GradSpec g = read_spec(name, a, with_value);
-      return make_builtin(name,
-                          [g](InterpreterImpl& in, CallArgs& c) { return run_grad(in, g, c); });
+      Value f = make_builtin(name, [g](InterpreterImpl& in, CallArgs& c) { return run_grad(in, g, c); });
+      // (functools.wraps: JAX's messages name the differentiated function.)
+      f.as<BuiltinObj>()->attrs.emplace_back("__wrapped__", g.fn);
+      return f;
     });
   };
   vars["grad"] = maker("grad", false);

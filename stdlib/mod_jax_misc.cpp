@@ -4,6 +4,7 @@
 #include <map>
 
 #include "lang/args.hpp"
+#include "lang/ast.hpp"
 #include "lang/type_object.hpp"
 #include "runtime/eager.hpp"
 #include "stdlib/convert.hpp"
@@ -13,6 +14,7 @@
 #include "stdlib/pytree.hpp"
 #include "stdlib/shape_dtype_struct.hpp"
 #include "stdlib/sharding.hpp"
+#include "stdlib/trace_origin.hpp"
 #include "stdlib/trace_util.hpp"
 
 namespace pxl {
@@ -93,7 +95,8 @@ const ShapeDtypeStructObj* as_struct(const Value& v) {
 // Traces fun(*args) where ShapeDtypeStruct leaves stand for arrays of their
 // type (only a scalar placeholder is made for them, never the array).
 TracedFunction trace_abstract(InterpreterImpl& in, const Value& fun, const ValueList& args,
-                              const Span& where, const char* what) {
+                              const Span& where, const char* what,
+                              const std::function<void(TraceContext&)>& prepare = nullptr) {
   ValueList leaves;
   TreeDef def = tree_flatten(in, make_tuple(args), leaves);
   std::vector<AVal> avals;
@@ -106,17 +109,18 @@ TracedFunction trace_abstract(InterpreterImpl& in, const Value& fun, const Value
     }
   }
   Value placed = tree_unflatten(def, leaves);
-  return trace_function(in, fun, *sequence_items(placed), where, what, &avals);
+  return trace_function(in, fun, *sequence_items(placed), where, what, &avals, nullptr, prepare);
 }
 
-// make_jaxpr's result: prints as pxl's IR of the traced call; its jaxpr
+// make_jaxpr's result: prints as JAX's jaxpr text of pxl's IR of the traced
+// call (stdlib/jaxpr_print.cpp); its jaxpr
 // attributes (eqns, in_avals, out_avals, consts, jaxpr) come from
 // jax_rest._jaxpr_attr over the IR read as equations (stdlib/jaxpr_eqns.cpp).
 struct JaxprObj : OpaqueObj {
   std::shared_ptr<Function> fn;
   std::vector<Tensor> consts; // the values of fn's consts
   std::string type_name() const override { return "ClosedJaxpr"; }
-  std::string repr() const override { return print_function(*fn, false); }
+  std::string repr() const override { return jaxpr_text(*fn, consts); }
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
     static const char* names[] = {"eqns", "jaxpr", "in_avals", "out_avals", "consts", "literals",
                                   "effects", "invars", "outvars", "constvars"};
@@ -269,17 +273,82 @@ void add_jax_misc(InterpreterImpl& in, Value& jax) {
     }
     return tree_unflatten(t.out_tree, outs);
   });
-  def("make_jaxpr", [](InterpreterImpl&, CallArgs& a) {
+  def("make_jaxpr", [](InterpreterImpl& in, CallArgs& a) {
+    auto in_iterate_ints = [&](const Value& v) { return in.iterate(v, Span{}); };
     ArgReader r("make_jaxpr", a, {"fun", "static_argnums", "axis_env", "return_shape"}, 1);
     Value fun = r[0];
-    return make_builtin("make_jaxpr", [fun](InterpreterImpl& in, CallArgs& c) {
+    std::vector<int64_t> statics;
+    if (r.has(1) && !r[1].is_none()) {
+      if (r[1].is_intlike()) statics.push_back(r[1].as_int());
+      else
+        for (const Value& v : in_iterate_ints(r[1])) statics.push_back(v.as_int());
+    }
+    bool return_shape = r.get_bool(3, false);
+    return make_builtin("make_jaxpr", [fun, statics, return_shape](InterpreterImpl& in, CallArgs& c) {
       if (!c.kw.empty())
         throw Error(ErrCode::Arguments, "make_jaxpr(f)() takes positional arguments only");
+      // static_argnums: those arguments are bound into the traced function.
+      auto is_static = [&](size_t i) {
+        for (int64_t s : statics)
+          if (s == static_cast<int64_t>(i) || s + static_cast<int64_t>(c.pos.size()) == static_cast<int64_t>(i))
+            return true;
+        return false;
+      };
+      Value target = fun;
+      ValueList dyn;
+      if (!statics.empty()) {
+        ValueList all = c.pos;
+        std::vector<bool> stat;
+        for (size_t i = 0; i < all.size(); ++i) {
+          stat.push_back(is_static(i));
+          if (!stat.back()) dyn.push_back(all[i]);
+        }
+        target = make_builtin("make_jaxpr", [fun, all, stat](InterpreterImpl& in2, CallArgs& d) {
+          ValueList full;
+          size_t k = 0;
+          for (size_t i = 0; i < all.size(); ++i) full.push_back(stat[i] ? all[i] : d.pos.at(k++));
+          return in2.call(fun, full, Span{});
+        });
+      } else {
+        dyn = c.pos;
+      }
       auto j = std::make_shared<JaxprObj>();
-      TracedFunction t = trace_abstract(in, fun, c.pos, Span{}, "make_jaxpr");
+      // A value Python needs but cannot have: JAX's error with its origin (JAX's
+      // make_jaxpr traces for jit).
+      auto unknown = std::make_shared<UnknownValueLog>();
+      TracedFunction t;
+      try {
+        t = trace_abstract(in, target, dyn, Span{}, "make_jaxpr", log_unknown_values(nullptr, unknown));
+      } catch (Error& e) {
+        if (e.code() != ErrCode::ConcreteValue) throw;
+        std::vector<std::string> param_names; // the function's parameter of each dynamic argument
+        Value f = unwrapped_function(fun);
+        const std::vector<Param>* ps = f.is_obj(ObjKind::Function) ? f.as<FunctionObj>()->params : nullptr;
+        for (size_t i = 0; i < c.pos.size(); ++i) {
+          if (is_static(i)) continue;
+          std::string name;
+          if (ps && i < ps->size() && (*ps)[i].kind == Param::Kind::Normal) name = (*ps)[i].name;
+          param_names.push_back(name);
+        }
+        ValueList leaves;
+        std::vector<std::string> names;
+        for (const std::string& k : leaf_keystrs(tree_flatten(in, make_tuple(dyn), leaves))) {
+          size_t close = k.find(']');
+          size_t idx = static_cast<size_t>(std::stoll(k.substr(1, close - 1)));
+          names.push_back(idx < param_names.size() && !param_names[idx].empty()
+                              ? param_names[idx] + k.substr(close + 1) : "");
+        }
+        throw with_trace_origin(e, "make_jaxpr", function_source_info(fun), names, *unknown, "jit");
+      }
       j->fn = t.fn;
       j->consts = t.consts;
-      return Value::object(j);
+      if (!return_shape) return Value::object(j);
+      // (jaxpr, the outputs' ShapeDtypeStructs in their tree)
+      ValueList outs;
+      for (int id : t.fn->results) {
+        outs.push_back(make_struct(t.fn->values[static_cast<size_t>(id)].aval));
+      }
+      return make_tuple({Value::object(j), tree_unflatten(t.out_tree, outs)});
     });
   });
   def("process_index", [](InterpreterImpl&, CallArgs& a) {

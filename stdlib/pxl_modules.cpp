@@ -179,6 +179,9 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   Value ops = in.import_module("jax_ops", Span{}, ""); // segment_sum, ...
   jax.as<ModuleObj>()->env->vars["ops"] = ops;
   in.register_module("jax.ops", ops);
+  Value jax_typing = in.import_module("jax_typing", Span{}, ""); // annotation aliases
+  jax.as<ModuleObj>()->env->vars["typing"] = jax_typing;
+  in.register_module("jax.typing", jax_typing);
   Value dtypes = in.import_module("jax_dtypes", Span{}, "");
   jax.as<ModuleObj>()->env->vars["dtypes"] = dtypes;
   dtypes.as<ModuleObj>()->env->vars["float0"] = float0_dtype();

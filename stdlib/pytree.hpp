@@ -55,6 +55,9 @@ void add_tree_path_functions(Value& tree_util, Value& tree);
 // does not have `prefix` as a prefix (stdlib/pytree_errors.cpp), or nothing.
 std::optional<std::string> pytree_prefix_error(InterpreterImpl& in, const TreeDef& prefix, const Value& full,
                                                const std::string& name);
+// All of them (JAX's tree_util.prefix_errors), one per disagreeing subtree.
+std::vector<std::string> pytree_prefix_errors(InterpreterImpl& in, const TreeDef& prefix, const Value& full,
+                                              const std::string& name);
 // keystr of every leaf's key path of `d`, in flattening order ("['a'][0]").
 std::vector<std::string> leaf_keystrs(const TreeDef& d);
 // Matches a pytree of specs (or in_axes) against the argument tree: a leaf of

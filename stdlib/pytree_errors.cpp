@@ -186,17 +186,20 @@ bool contains(const ValueList& keys, const Value& k) {
   return std::any_of(keys.begin(), keys.end(), [&](const Value& x) { return values_equal(x, k); });
 }
 
-// The first place where `full` does not have the structure `d` as a prefix, as
-// JAX's message for the tree named `name`; `path` is the key path so far.
-std::optional<std::string> find_prefix_error(InterpreterImpl& in, const TreeDef& d, const Value& full,
-                                             const std::string& path, const std::string& name) {
-  if (d.kind == TreeDef::Kind::Leaf) return std::nullopt;
+// The places where `full` does not have the structure `d` as a prefix, as
+// JAX's messages for the tree named `name` (tree_util._prefix_error: one per
+// disagreeing subtree, not looking inside it), appended to `out`; `path` is the
+// key path so far. With `first_only` it stops at the first.
+void find_prefix_errors(InterpreterImpl& in, const TreeDef& d, const Value& full, const std::string& path,
+                        const std::string& name, std::vector<std::string>& out, bool first_only) {
+  auto found = [&](std::string e) { out.push_back(std::move(e)); };
+  if (d.kind == TreeDef::Kind::Leaf) return;
   const std::string at = "    " + name + path + "\n";
   std::string ptype = def_type(d), ftype = py_type(full);
   if (ptype != ftype)
-    return "pytree structure error: different types at key path\n" + at +
+    return found("pytree structure error: different types at key path\n" + at +
            "At that key path, the prefix pytree " + name + " has a subtree of type\n    " + ptype +
-           "\nbut at the same key path the full pytree has a subtree of different type\n    " + ftype + ".";
+           "\nbut at the same key path the full pytree has a subtree of different type\n    " + ftype + ".");
   ValueList fkeys;
   const ValueList* items = nullptr;
   if (d.kind == TreeDef::Kind::Dict) {
@@ -209,50 +212,58 @@ std::optional<std::string> find_prefix_error(InterpreterImpl& in, const TreeDef&
         if (!contains(fkeys, k)) diff.push_back(k);
       for (const Value& k : fkeys)
         if (!contains(d.keys, k)) diff.push_back(k);
-      return "pytree structure error: different numbers of pytree children at key path\n" + at +
+      return found("pytree structure error: different numbers of pytree children at key path\n" + at +
              "At that key path, the prefix pytree " + name + " has a subtree of type\n    " + ptype + "\nwith " +
              std::to_string(d.keys.size()) + " child keys\n    " + join_keys(d.keys) +
              "\nbut at the same key path the full pytree has a subtree of the same type but with " +
              std::to_string(fkeys.size()) + " child keys\n    " + join_keys(fkeys) +
-             "\nso the symmetric difference on key sets is\n    " + join_keys(diff);
+             "\nso the symmetric difference on key sets is\n    " + join_keys(diff));
     }
     for (size_t i = 0; i < fkeys.size(); ++i) {
       if (values_equal(fkeys[i], d.keys[i])) continue;
       std::string pm = repr(make_tuple(d.keys)), fm = repr(make_tuple(fkeys));
-      return "pytree structure error: different pytree metadata at key path\n" + at +
+      return found("pytree structure error: different pytree metadata at key path\n" + at +
              "At that key path, the prefix pytree " + name + " has a subtree of type\n    " + ptype +
              "\nwith metadata\n    " + pm +
              "\nbut at the same key path the full pytree has a subtree of the same type but with metadata\n    " + fm +
-             "\nso the diff in the metadata at these pytree nodes is\n" + ndiff_lines(pm, fm);
+             "\nso the diff in the metadata at these pytree nodes is\n" + ndiff_lines(pm, fm));
     }
-    for (size_t i = 0; i < fkeys.size(); ++i)
-      if (auto e = find_prefix_error(in, d.children[i], *full.as<DictObj>()->find(fkeys[i]),
-                                     path + "[" + repr(fkeys[i]) + "]", name))
-        return e;
-    return std::nullopt;
+    for (size_t i = 0; i < fkeys.size() && !(first_only && !out.empty()); ++i)
+      find_prefix_errors(in, d.children[i], *full.as<DictObj>()->find(fkeys[i]), path + "[" + repr(fkeys[i]) + "]",
+                         name, out, first_only);
+    return;
   }
-  if (d.kind == TreeDef::Kind::None) return std::nullopt;
+  if (d.kind == TreeDef::Kind::None) return;
   if (d.kind == TreeDef::Kind::NamedTuple) namedtuple_parts(full, &items);
   else items = sequence_items(full);
   if (items->size() != d.children.size()) {
     std::string ty = d.kind == TreeDef::Kind::Tuple ? "tuple" : d.kind == TreeDef::Kind::List ? "list" : d.nt_type->name;
-    return "pytree structure error: different lengths of " + ty + " at key path\n" + at +
+    return found("pytree structure error: different lengths of " + ty + " at key path\n" + at +
            "At that key path, the prefix pytree " + name + " has a subtree of type " + ty + " of length " +
            std::to_string(d.children.size()) + ", but the full pytree has a subtree of the same type but of length " +
-           std::to_string(items->size()) + ".";
+           std::to_string(items->size()) + ".");
   }
-  for (size_t i = 0; i < items->size(); ++i) {
+  for (size_t i = 0; i < items->size() && !(first_only && !out.empty()); ++i) {
     std::string key = d.kind == TreeDef::Kind::NamedTuple ? "." + d.nt_type->fields[i] : "[" + std::to_string(i) + "]";
-    if (auto e = find_prefix_error(in, d.children[i], (*items)[i], path + key, name)) return e;
+    find_prefix_errors(in, d.children[i], (*items)[i], path + key, name, out, first_only);
   }
-  return std::nullopt;
 }
 
 } // namespace
 
 std::optional<std::string> pytree_prefix_error(InterpreterImpl& in, const TreeDef& prefix, const Value& full,
                                                const std::string& name) {
-  return find_prefix_error(in, prefix, full, "", name);
+  std::vector<std::string> errors;
+  find_prefix_errors(in, prefix, full, "", name, errors, true);
+  if (errors.empty()) return std::nullopt;
+  return errors[0];
+}
+
+std::vector<std::string> pytree_prefix_errors(InterpreterImpl& in, const TreeDef& prefix, const Value& full,
+                                              const std::string& name) {
+  std::vector<std::string> errors;
+  find_prefix_errors(in, prefix, full, "", name, errors, false);
+  return errors;
 }
 
 } // namespace pxl

@@ -3,6 +3,7 @@
 // the PyTreeDef methods (num_nodes, children(), unflatten(), flatten_up_to()).
 #include "lang/args.hpp"
 #include "stdlib/module_builder.hpp"
+#include "stdlib/namedtuple.hpp"
 #include "stdlib/pytree.hpp"
 
 namespace pxl {
@@ -168,7 +169,44 @@ Value tree_reduce_associative_fn(InterpreterImpl& in, CallArgs& a) {
 
 } // namespace
 
+namespace {
+
+// PyTreeDef.walk: f_leaf on each leaf, f_node(tuple of the children's results,
+// node data) on each node after its children; returns the root's result. The
+// node data is JAX's: None for tuples, lists and None, a dict's sorted keys (a
+// list), an OrderedDict's keys (a tuple), (factory, keys) for a defaultdict, a
+// named tuple's class.
+Value walk_rec(InterpreterImpl& in, const TreeDef& d, const Value& f_node, const Value& f_leaf,
+               const ValueList& leaves, size_t& pos) {
+  if (d.kind == TreeDef::Kind::Leaf) {
+    if (pos >= leaves.size()) throw Error(ErrCode::Value, "Too few leaves for PyTreeDef");
+    return f_leaf.is_none() ? leaves[pos++] : in.call(f_leaf, ValueList{leaves[pos++]}, Span{});
+  }
+  ValueList kids;
+  for (const TreeDef& c : d.children) kids.push_back(walk_rec(in, c, f_node, f_leaf, leaves, pos));
+  Value data;
+  if (d.kind == TreeDef::Kind::Dict) {
+    if (d.defaulted) data = make_tuple({d.default_factory, make_tuple(d.keys)});
+    else data = d.ordered ? make_tuple(d.keys) : make_list(d.keys);
+  } else if (d.kind == TreeDef::Kind::NamedTuple && d.nt_type) {
+    data = namedtuple_class(std::const_pointer_cast<NamedTupleType>(d.nt_type));
+  }
+  Value children = make_tuple(std::move(kids));
+  return f_node.is_none() ? children : in.call(f_node, ValueList{children, data}, Span{});
+}
+
+} // namespace
+
 bool treedef_attr(const TreeDef& def, const std::string& name, Value& out) {
+  if (name == "walk") {
+    out = make_builtin("walk", [def](InterpreterImpl& in, CallArgs& a) {
+      ArgReader r("walk", a, {"f_node", "f_leaf", "leaves"}, 3);
+      ValueList leaves = in.iterate(r[2], Span{});
+      size_t pos = 0;
+      return walk_rec(in, def, r[0], r[1], leaves, pos);
+    });
+    return true;
+  }
   if (name == "num_nodes") return out = Value::integer(static_cast<int64_t>(num_nodes(def))), true;
   if (name == "children") {
     out = make_builtin("children", [def](InterpreterImpl&, CallArgs& a) {

@@ -2,6 +2,9 @@
 // keystr, ...) and the reductions over leaves (tree_reduce, tree_all). A path
 // is a tuple of DictKey(key=...) / SequenceKey(idx=...) objects, printed and
 // joined by keystr as JAX does: "['a'][0]".
+#include <functional>
+#include <set>
+
 #include "lang/args.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/pytree.hpp"
@@ -92,6 +95,49 @@ TreeDef flatten_with_paths(InterpreterImpl& in, const Value& tree, ValueList& le
   return d;
 }
 
+// As flatten_with_paths with is_leaf_takes_path=True: `is_leaf(key path, node)`
+// decides. The nodes are visited from the root, each taken apart one level (its
+// children's keys are those paths_rec gives); the nodes chosen as leaves are
+// then leaves of an ordinary flatten (they are told apart by identity).
+TreeDef flatten_with_paths_taking(InterpreterImpl& in, const Value& tree, ValueList& leaves, ValueList& paths,
+                                  const Value& is_leaf) {
+  std::set<const Object*> chosen;
+  std::function<void(const Value&, const ValueList&)> visit = [&](const Value& node, const ValueList& path) {
+    if (in.truthy(in.call(is_leaf, ValueList{make_tuple(path), node}, Span{}), Span{})) {
+      if (node.tag == Value::Tag::Obj) chosen.insert(node.obj.get());
+      return;
+    }
+    const Object* self = node.tag == Value::Tag::Obj ? node.obj.get() : nullptr;
+    Value one_level = make_builtin("is_leaf", [self](InterpreterImpl&, CallArgs& c) {
+      return Value::boolean(!(c.pos[0].tag == Value::Tag::Obj && c.pos[0].obj.get() == self));
+    });
+    ValueList kids, kid_paths, cur;
+    TreeDef d = tree_flatten(in, node, kids, self ? &one_level : nullptr);
+    if (d.kind == TreeDef::Kind::Leaf || !self) return;
+    paths_rec(d, cur, kid_paths);
+    for (size_t i = 0; i < kids.size() && i < kid_paths.size(); ++i) {
+      ValueList p = path;
+      for (const Value& k : *sequence_items(kid_paths[i])) p.push_back(k);
+      visit(kids[i], p);
+    }
+  };
+  visit(tree, {});
+  Value take = make_builtin("is_leaf", [chosen](InterpreterImpl&, CallArgs& c) {
+    return Value::boolean(c.pos[0].tag == Value::Tag::Obj && chosen.count(c.pos[0].obj.get()) > 0);
+  });
+  return flatten_with_paths(in, tree, leaves, paths, &take);
+}
+
+// flatten_with_paths with the is_leaf and is_leaf_takes_path arguments at
+// positions `is_leaf_at` and `is_leaf_at + 1` of `r`.
+TreeDef flatten_with_paths_args(InterpreterImpl& in, const Value& tree, ValueList& leaves, ValueList& paths,
+                                ArgReader& r, size_t is_leaf_at) {
+  const Value* is_leaf = r.has(is_leaf_at) && !r[is_leaf_at].is_none() ? &r[is_leaf_at] : nullptr;
+  if (is_leaf && r.get_bool(is_leaf_at + 1, false))
+    return flatten_with_paths_taking(in, tree, leaves, paths, *is_leaf);
+  return flatten_with_paths(in, tree, leaves, paths, is_leaf);
+}
+
 } // namespace
 
 std::vector<std::string> leaf_keystrs(const TreeDef& d) {
@@ -154,21 +200,21 @@ Value leaves_reduce(InterpreterImpl& in, CallArgs& a, bool all) {
 
 void add_tree_path_functions(Value& tree_util, Value& tree) {
   auto flatten_fn = [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("tree_flatten_with_path", a, {"tree", "is_leaf"}, 1);
+    ArgReader r("tree_flatten_with_path", a, {"tree", "is_leaf", "is_leaf_takes_path"}, 1);
     ValueList leaves, paths;
-    TreeDef d = flatten_with_paths(in, r[0], leaves, paths, r.has(1) ? &r[1] : nullptr);
+    TreeDef d = flatten_with_paths_args(in, r[0], leaves, paths, r, 1);
     return make_tuple({make_list(path_leaf_pairs(leaves, paths)), tree_structure_value(d)});
   };
   auto leaves_fn = [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("tree_leaves_with_path", a, {"tree", "is_leaf"}, 1);
+    ArgReader r("tree_leaves_with_path", a, {"tree", "is_leaf", "is_leaf_takes_path"}, 1);
     ValueList leaves, paths;
-    flatten_with_paths(in, r[0], leaves, paths, r.has(1) ? &r[1] : nullptr);
+    flatten_with_paths_args(in, r[0], leaves, paths, r, 1);
     return make_list(path_leaf_pairs(leaves, paths));
   };
   auto map_fn = [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("tree_map_with_path", a, {"f", "tree", "*rest", "is_leaf"}, 2);
+    ArgReader r("tree_map_with_path", a, {"f", "tree", "*rest", "is_leaf", "is_leaf_takes_path"}, 2);
     ValueList leaves, paths;
-    TreeDef def = flatten_with_paths(in, r[1], leaves, paths, r.has(3) ? &r[3] : nullptr);
+    TreeDef def = flatten_with_paths_args(in, r[1], leaves, paths, r, 3);
     return map_leaves(in, "tree_map_with_path", r[0], def, leaves, r.rest(), &paths);
   };
   auto reduce_fn = [](InterpreterImpl& in, CallArgs& a) { return leaves_reduce(in, a, false); };

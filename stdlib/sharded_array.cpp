@@ -184,8 +184,15 @@ struct AvalObj : OpaqueObj {
   std::vector<std::string> varying_list;  // the same, as names in mesh order
   Value sharding;                         // a NamedSharding over an AbstractMesh
   std::string type_name() const override { return "ShapedArray"; }
-  std::string dims() const {
-    std::string s = std::string(dtype_name(aval.dtype)) + "[";
+  std::string dims(bool short_dtype = false) const {
+    std::string name = dtype_name(aval.dtype);
+    if (short_dtype) { // "f32": type_str's spelling, up to the shape
+      AVal strong = aval;
+      strong.weak = false;
+      std::string t = type_str(strong);
+      name = t.substr(0, t.find('['));
+    }
+    std::string s = name + "[";
     for (size_t d = 0; d < aval.shape.size(); ++d) {
       s += (d ? "," : "") + std::to_string(aval.shape[d]);
       if (d < explicit_axes.size() && !explicit_axes[d].empty()) s += "@" + explicit_axes[d];
@@ -198,6 +205,30 @@ struct AvalObj : OpaqueObj {
   }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
     if (name == "sharding") return out = sharding, true;
+    if (name == "update") { // a copy with fields replaced (JAX's ShapedArray.update)
+      auto self = std::make_shared<AvalObj>(*this);
+      out = make_builtin("update", [self](InterpreterImpl&, CallArgs& a) {
+        ArgReader r("update", a, {"shape", "dtype", "weak_type", "sharding", "vma", "memory_space"});
+        auto copy = std::make_shared<AvalObj>(*self);
+        if (r.has(0) && !r[0].is_none()) {
+          copy->aval.shape = value_to_shape(r[0], "update() shape");
+          copy->explicit_axes.clear();
+        }
+        if (r.has(1) && !r[1].is_none()) copy->aval.dtype = required_dtype(r[1], "update() dtype");
+        if (r.has(2) && !r[2].is_none()) copy->aval.weak = r.get_bool(2, false);
+        if (r.has(3)) copy->sharding = r[3];
+        return Value::object(copy);
+      });
+      return true;
+    }
+    if (name == "str_short") { // the type without its weak-type mark: float32[2,3] (f32[2,3])
+      std::string full = dims(), brief = dims(true);
+      out = make_builtin("str_short", [full, brief](InterpreterImpl&, CallArgs& a) {
+        ArgReader r("str_short", a, {"short_dtypes", "mesh_axis_types"});
+        return make_str(r.get_bool(0, false) ? brief : full);
+      });
+      return true;
+    }
     if (name == "mat") {
       auto m = std::make_shared<ManualAxisTypeObj>();
       m->varying = varying_list;
@@ -206,7 +237,7 @@ struct AvalObj : OpaqueObj {
     return aval_attr(aval, name, out);
   }
   std::vector<std::string> attr_names() const override {
-    return {"shape", "dtype", "ndim", "size", "weak_type", "sharding", "mat"};
+    return {"shape", "dtype", "ndim", "size", "weak_type", "sharding", "mat", "str_short", "update"};
   }
   bool equals(const OpaqueObj& o) const override {
     auto* a = dynamic_cast<const AvalObj*>(&o);

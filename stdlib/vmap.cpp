@@ -210,7 +210,7 @@ struct PytreeLeafObj : OpaqueObj {
 };
 
 // JAX's ValueError when in_axes/out_axes is not a tree prefix of the value it
-// describes (api.py's flatten_axes), with the first mismatch's details.
+// describes (api.py's flatten_axes), with the details of every mismatch.
 void check_axes_prefix(InterpreterImpl& in, const Value& axes, const Value& full, const std::string& what,
                        const Span& where) {
   if (is_axis_leaf(axes)) return;
@@ -220,11 +220,17 @@ void check_axes_prefix(InterpreterImpl& in, const Value& axes, const Value& full
     return Value::boolean(!a.pos.empty() && a.pos[0].is_none());
   });
   TreeDef d = tree_flatten(in, axes, ignored, &none_leaf);
-  if (auto msg = pytree_prefix_error(in, d, full, what))
-    throw Error(ErrCode::Value,
-                what + " specification must be a tree prefix of the corresponding value; \n"
-                       "  Mismatch details (1 found):\n  " + *msg,
-                where);
+  if (!pytree_prefix_error(in, d, full, what)) return;
+  // The details list every disagreeing subtree, with None a node there (as
+  // JAX's prefix_errors flattens the axes tree).
+  ValueList ignored_too;
+  std::vector<std::string> errors = pytree_prefix_errors(in, tree_flatten(in, axes, ignored_too), full, what);
+  std::string details;
+  for (size_t i = 0; i < errors.size(); ++i) details += (i ? "\n  " : "") + errors[i];
+  throw Error(ErrCode::Value,
+              what + " specification must be a tree prefix of the corresponding value; \n"
+                     "  Mismatch details (" + std::to_string(errors.size()) + " found):\n  " + details,
+              where);
 }
 
 struct VmapFunction : OpaqueObj {
