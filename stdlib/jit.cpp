@@ -277,7 +277,6 @@ Error unhashable_static(const Value& v, const Span& where) {
 struct JitFunction : OpaqueObj {
   Value fn;
   Value in_shardings, out_shardings; // None: as the arguments / as propagated
-  Value device;                      // jit(device=d): arguments and results put on d
   std::vector<int64_t> static_argnums;
   std::vector<std::string> static_argnames;
   std::vector<int64_t> donate_argnums;
@@ -547,15 +546,6 @@ struct JitFunction : OpaqueObj {
     size_t n_dyn_pos = dyn.size();
     // in_shardings: the positional arguments are first placed as it says.
     auto* enclosing = dynamic_cast<TraceContext*>(&in.ops());
-    // jit(device=d) (deprecated in JAX, still honoured): the arguments are
-    // first put on d, committed ones included.
-    auto onto_device = [&](const Value& tree) {
-      return map_tree(in, tree, [&](const Value& leaf) { return device_put_leaf(in, leaf, device); });
-    };
-    if (!enclosing && !device.is_none()) {
-      for (Value& v : dyn) v = onto_device(v);
-      for (auto& kv : dyn_kw) kv.second = onto_device(kv.second);
-    }
     if (!enclosing) {
       check_specs_have_mesh(in, in_shardings, "in_shardings", "jit");
       check_specs_have_mesh(in, out_shardings, "out_shardings", "jit");
@@ -712,7 +702,6 @@ struct JitFunction : OpaqueObj {
       }
     }
     out = restore_float0_outputs(in, *entry->traced, out);
-    if (!enclosing && !device.is_none()) out = onto_device(out); // (constants too)
     check_outputs(in, a, out, where);
     if (!out_shardings.is_none()) {
       try {
@@ -857,7 +846,6 @@ Value build_jit(InterpreterImpl& in, const Value& f, const ArgReader& r) {
       for (const Value& n : *names) j->donate_argnames.push_back(value_to_str(n, "jit() donate_argnames"));
   }
   if (r.has(5)) j->in_shardings = r[5];
-  if (r.has(7)) j->device = r[7];
   if (r.has(6)) j->out_shardings = r[6];
   bool device = r.has(7) && !r[7].is_none(), backend = r.has(8) && !r[8].is_none();
   if (device || backend) {
