@@ -160,6 +160,12 @@ bool instance_of(const Value& v, const Value& cls) {
   return false;
 }
 
+// jax.config's jax_disable_jit flag (as stdlib/jit.cpp reads it).
+static bool round_jit_disabled(InterpreterImpl& in) {
+  Value config = in.get_attr(in.import_module("jax", Span{}, ""), "config", Span{});
+  return in.truthy(in.get_attr(config, "jax_disable_jit", Span{}), Span{});
+}
+
 Value py_round(InterpreterImpl& in, CallArgs& a) {
   ArgReader r("round", a, {"number", "ndigits"}, 1);
   Value x = r[0];
@@ -197,18 +203,20 @@ Value py_round(InterpreterImpl& in, CallArgs& a) {
       Tensor r32 = py_round(in, va).as<ArrayObj>()->tensor;
       return make_array(np::astype(in.ops(), r32, dt));
     }
-    if (t->aval.shape.empty()) {
-      // JAX's round divides by the constant 10^nd, which XLA turns into a multiplication by
-      // its reciprocal for a 0-d value too: round as a 1-element array, where the division
-      // below takes that same path.
-      CallArgs va;
-      va.pos = {make_array(np::reshape(in.ops(), t, Shape{1})), Value::integer(nd)};
-      Value v = py_round(in, va);
-      return make_array(np::reshape(in.ops(), v.as<ArrayObj>()->tensor, Shape{}));
-    }
     Tensor scale = np::scalar(in.ops(), Scalar::of_float(std::pow(10.0, static_cast<double>(nd))));
     Tensor y = np::unary(in.ops(), np::UnOp::Round, np::binary(in.ops(), np::BinOp::Mul, t, scale));
-    return make_array(np::binary(in.ops(), np::BinOp::TrueDiv, y, scale));
+    // JAX divides by the constant 10^nd, which XLA turns into a multiplication by its
+    // reciprocal (whatever the shape); bfloat16 arithmetic is upcast to float32 around the
+    // fusion, so there the reciprocal and the product stay float32.
+    // Under jax_disable_jit JAX runs jnp.round primitive by primitive: the 10^nd is no
+    // constant then, and the division is rewritten only where it broadcasts (jnp's `/`).
+    if (round_jit_disabled(in))
+      return make_array(np::binary(in.ops(), np::BinOp::TrueDiv, y, np::astype(in.ops(), scale, dt)));
+    DType cd = dt == DType::BFloat16 ? DType::Float32 : dt;
+    Tensor one = np::astype(in.ops(), np::scalar(in.ops(), Scalar::of_float(1.0)), cd);
+    Tensor inv = np::binary(in.ops(), np::BinOp::TrueDiv, one, np::astype(in.ops(), scale, cd));
+    Tensor prod = np::binary(in.ops(), np::BinOp::Mul, np::astype(in.ops(), y, cd), inv);
+    return make_array(np::astype(in.ops(), prod, dt));
   }
   if (x.is_intlike()) return Value::integer(x.as_int());
   double f = value_to_float(x, "round() argument");

@@ -238,8 +238,10 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
   case BinOp::Mul:
     return p2(cx, is_bool ? Op::And : Op::Mul, a, b);
   case BinOp::TrueDiv:
-    if (is_floating(p.dtype) && av(b0).shape != shape) {
-      // XLA's algebraic simplifier rewrites A / broadcast(B) as A * broadcast(1 / B).
+    if (is_floating(p.dtype) && av(b0).size() != shape_size(shape)) {
+      // XLA's algebraic simplifier rewrites A / broadcast(B) as A * broadcast(1 / B). A
+      // broadcast that only adds size-1 dimensions ((4,) to (1, 4)) is a reshape to XLA, and
+      // the division stays exact.
       // bfloat16 arithmetic is upcast to float32 around the fusion, so 1 / B stays unrounded.
       Tensor bc = convert(cx, b0, p.dtype, p.weak);
       bool bf16 = p.dtype == DType::BFloat16;
