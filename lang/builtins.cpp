@@ -132,18 +132,17 @@ Value py_round(InterpreterImpl& in, CallArgs& a) {
       Tensor r32 = py_round(in, va).as<ArrayObj>()->tensor;
       return make_array(np::astype(in.ops(), r32, dt));
     }
-    if (t->aval.shape.empty()) {
-      // JAX's round divides by the constant 10^nd, which XLA turns into a multiplication by
-      // its reciprocal for a 0-d value too: round as a 1-element array, where the division
-      // below takes that same path.
-      CallArgs va;
-      va.pos = {make_array(np::reshape(in.ops(), t, Shape{1})), Value::integer(nd)};
-      Value v = py_round(in, va);
-      return make_array(np::reshape(in.ops(), v.as<ArrayObj>()->tensor, Shape{}));
-    }
-    Tensor scale = np::scalar(in.ops(), Scalar::of_float(std::pow(10.0, static_cast<double>(nd))));
-    Tensor y = np::unary(in.ops(), np::UnOp::Round, np::binary(in.ops(), np::BinOp::Mul, t, scale));
-    return make_array(np::binary(in.ops(), np::BinOp::TrueDiv, y, scale));
+    // JAX's round multiplies by and divides by lax._const(x, 10^nd): a weak Python scalar
+    // for a 0-d weak x, else a strong constant of x's dtype (so a weak array of rank >= 1
+    // comes out strong).
+    bool weak = t->aval.weak && t->aval.shape.empty();
+    Tensor scale = np::scalar(in.ops(), Scalar::of_float(std::pow(10.0, static_cast<double>(nd))), dt, weak);
+    // XLA turns the division by the constant into a multiplication by its reciprocal for a
+    // 0-d value too: round as a 1-element array, where the division takes that same path.
+    Tensor t1 = t->aval.shape.empty() ? np::reshape(in.ops(), t, Shape{1}) : t;
+    Tensor y = np::unary(in.ops(), np::UnOp::Round, np::binary(in.ops(), np::BinOp::Mul, t1, scale));
+    Tensor q = np::binary(in.ops(), np::BinOp::TrueDiv, y, scale);
+    return make_array(t->aval.shape.empty() ? np::reshape(in.ops(), q, Shape{}) : q);
   }
   if (x.is_intlike()) return Value::integer(x.as_int());
   double f = value_to_float(x, "round() argument");
