@@ -62,9 +62,20 @@ C log1p(C z) { return narrow(std::log(wide(z) + 1.0)); }
 C expm1(C z) { return narrow(std::exp(wide(z)) - 1.0); }
 C sqrt(C z) { return narrow(std::sqrt(wide(z))); }
 C rsqrt(C z) { return narrow(1.0 / std::sqrt(wide(z))); }
-C sin(C z) { return narrow(std::sin(wide(z))); }
-C cos(C z) { return narrow(std::cos(wide(z))); }
-C tan(C z) { return narrow(std::tan(wide(z))); }
+// JAX lowers complex sin and cos to formulas that select a +0 part when the real part is
+// zero (of either sign), and tan(z) = sin(z) / cos(z) inherits the +0 real part.
+C sin(C z) {
+  C r = narrow(std::sin(wide(z)));
+  return z.real() == 0 ? C(0, r.imag()) : r;
+}
+C cos(C z) {
+  C r = narrow(std::cos(wide(z)));
+  return z.real() == 0 ? C(r.real(), 0) : r;
+}
+C tan(C z) {
+  C r = narrow(std::tan(wide(z)));
+  return z.real() == 0 ? C(0, r.imag()) : r;
+}
 C tanh(C z) { return narrow(std::tanh(wide(z))); }
 
 C pow(C x, C y) {

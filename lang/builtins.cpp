@@ -203,20 +203,24 @@ Value py_round(InterpreterImpl& in, CallArgs& a) {
       Tensor r32 = py_round(in, va).as<ArrayObj>()->tensor;
       return make_array(np::astype(in.ops(), r32, dt));
     }
-    Tensor scale = np::scalar(in.ops(), Scalar::of_float(std::pow(10.0, static_cast<double>(nd))));
+    // JAX's round multiplies by and divides by lax._const(x, 10^nd): a weak Python scalar
+    // for a 0-d weak x, else a strong constant of x's dtype (so a weak array of rank >= 1
+    // comes out strong).
+    bool weak = t->aval.weak && t->aval.shape.empty();
+    double p10 = std::pow(10.0, static_cast<double>(nd));
+    Tensor scale = np::scalar(in.ops(), Scalar::of_float(p10), dt, weak);
     Tensor y = np::unary(in.ops(), np::UnOp::Round, np::binary(in.ops(), np::BinOp::Mul, t, scale));
-    // JAX divides by the constant 10^nd, which XLA turns into a multiplication by its
-    // reciprocal (whatever the shape); bfloat16 arithmetic is upcast to float32 around the
-    // fusion, so there the reciprocal and the product stay float32.
     // Under jax_disable_jit JAX runs jnp.round primitive by primitive: the 10^nd is no
     // constant then, and the division is rewritten only where it broadcasts (jnp's `/`).
-    if (round_jit_disabled(in))
-      return make_array(np::binary(in.ops(), np::BinOp::TrueDiv, y, np::astype(in.ops(), scale, dt)));
+    if (round_jit_disabled(in)) return make_array(np::binary(in.ops(), np::BinOp::TrueDiv, y, scale));
+    // Otherwise XLA turns the division by the constant into a multiplication by its
+    // reciprocal (whatever the shape); bfloat16 arithmetic is upcast to float32 around the
+    // fusion, so there the reciprocal and the product stay float32.
     DType cd = dt == DType::BFloat16 ? DType::Float32 : dt;
-    Tensor one = np::astype(in.ops(), np::scalar(in.ops(), Scalar::of_float(1.0)), cd);
-    Tensor inv = np::binary(in.ops(), np::BinOp::TrueDiv, one, np::astype(in.ops(), scale, cd));
-    Tensor prod = np::binary(in.ops(), np::BinOp::Mul, np::astype(in.ops(), y, cd), inv);
-    return make_array(np::astype(in.ops(), prod, dt));
+    Tensor inv = np::binary(in.ops(), np::BinOp::TrueDiv, np::scalar(in.ops(), Scalar::of_float(1.0), cd, weak),
+                            np::scalar(in.ops(), Scalar::of_float(p10), cd, weak));
+    Tensor prod = np::binary(in.ops(), np::BinOp::Mul, cd == dt ? y : np::astype(in.ops(), y, cd), inv);
+    return make_array(cd == dt ? prod : np::astype(in.ops(), prod, dt));
   }
   if (x.is_intlike()) return Value::integer(x.as_int());
   double f = value_to_float(x, "round() argument");

@@ -9,6 +9,7 @@
 #include "stdlib/convert.hpp"
 #include "stdlib/float0.hpp"
 #include "stdlib/module_builder.hpp"
+#include "stdlib/np_internal.hpp"
 #include "stdlib/np_einsum.hpp"
 #include "stdlib/reduce_api.hpp"
 #include "stdlib/sharding.hpp"
@@ -217,9 +218,16 @@ void def_elementwise(ModuleBuilder& b) {
     std::string n = name;
     b.fn(n, [n, o](InterpreterImpl& in, CallArgs& a) {
       ArgReader r(n, a, {"x1", "x2"}, 2);
-      Tensor x = np::astype(in.ops(), T(in, r[0]), DType::Bool);
-      Tensor y = np::astype(in.ops(), T(in, r[1]), DType::Bool);
-      return make_array(np::binary(in.ops(), o, x, y));
+      Tensor x0 = T(in, r[0]), y0 = T(in, r[1]);
+      Tensor x = np::astype(in.ops(), x0, DType::Bool);
+      Tensor y = np::astype(in.ops(), y0, DType::Bool);
+      Tensor out = np::binary(in.ops(), o, x, y);
+      // As JAX (x != 0 against lax._const(x, 0) after promotion): weak when the promoted
+      // operands are weak numbers and the result is 0-d.
+      PromotedType p = promote_types(x0->aval.dtype, x0->aval.weak, y0->aval.dtype, y0->aval.weak);
+      if (p.weak && p.dtype != DType::Bool && out->aval.shape.empty())
+        out = np::detail::convert(in.ops(), out, DType::Bool, true);
+      return make_array(out);
     });
   }
   b.fn("where", [](InterpreterImpl& in, CallArgs& a) {

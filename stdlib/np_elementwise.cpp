@@ -183,6 +183,7 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
     break;
   case BinOp::LeftShift:
   case BinOp::RightShift:
+    if (p.dtype == DType::Bool) p = {DType::Int32, false}; // jnp's promote_args_numeric
     if (!is_integer(p.dtype)) lax_dtype_error0(lax_name(op), p.dtype, "integer");
     break;
   case BinOp::Sub:
@@ -362,25 +363,34 @@ Tensor unary(OpContext& cx, UnOp op, const Tensor& x0) {
       return p2(cx, Op::Complex, p1(cx, Op::Round, p1(cx, Op::Real, x0)),
                 p1(cx, Op::Round, p1(cx, Op::Imag, x0)));
     return is_floating(d) ? p1(cx, Op::Round, x0) : x0;
+  // The weak types follow JAX's definitions: isnan is lax.ne(x, x) (weak for a weak x);
+  // isfinite is lax.is_finite (weak for a weak float), or a strong full_like for ints;
+  // isinf compares |x| with a strong constant (strong), part by part for complex values
+  // (|z| itself would overflow for large finite parts).
   case UnOp::IsNan:
-    if (!is_inexact(d)) return fill(cx, av(x0).shape, Scalar::of_bool(false), DType::Bool, false);
+    if (!is_inexact(d)) return fill(cx, av(x0).shape, Scalar::of_bool(false), DType::Bool, av(x0).weak);
     return p2(cx, Op::Ne, x0, x0);
   case UnOp::IsFinite:
     if (!is_inexact(d)) return fill(cx, av(x0).shape, Scalar::of_bool(true), DType::Bool, false);
-    return p1(cx, Op::IsFinite, x0);
+    return convert(cx, p1(cx, Op::IsFinite, x0), DType::Bool, av(x0).weak);
   case UnOp::IsInf: {
     if (!is_inexact(d)) return fill(cx, av(x0).shape, Scalar::of_bool(false), DType::Bool, false);
-    Tensor ax = p1(cx, Op::Abs, x0); // |z| of a complex is inf when a part is
-    Tensor inf = like(cx, ax, Scalar::of_float(std::numeric_limits<double>::infinity()));
-    return p2(cx, Op::Eq, ax, inf);
+    auto part_inf = [&](const Tensor& p) {
+      Tensor ap = p1(cx, Op::Abs, p);
+      Tensor inf = fill(cx, av(ap).shape, Scalar::of_float(std::numeric_limits<double>::infinity()),
+                        av(ap).dtype, false);
+      return p2(cx, Op::Eq, ap, inf);
+    };
+    if (!is_complex(d)) return part_inf(x0);
+    return p2(cx, Op::Or, part_inf(p1(cx, Op::Real, x0)), part_inf(p1(cx, Op::Imag, x0)));
   }
   case UnOp::Square: {
     Tensor x = is_bool ? convert(cx, x0, DType::Int32, false) : x0; // jnp squares bools as int32
     return binary(cx, BinOp::Mul, x, x);
   }
-  case UnOp::LogicalNot:
+  case UnOp::LogicalNot: // JAX's lax.ne(x, _const(x, 0)): a weak constant only for a 0-d x
     if (is_bool) return p1(cx, Op::Not, x0);
-    return p2(cx, Op::Eq, x0, like(cx, x0, Scalar::of_int(0)));
+    return p2(cx, Op::Eq, x0, fill(cx, av(x0).shape, Scalar::of_int(0), d, av(x0).weak && av(x0).shape.empty()));
   }
   return x0;
 }

@@ -100,6 +100,9 @@ Tensor reduce(OpContext& cx, ReduceOp op, const Tensor& x0, const Axes& axes0, b
   if (op == ReduceOp::Mean) {
     if (ex.initial)
       throw Error(ErrCode::Arguments, "mean() got an unexpected keyword argument 'initial'");
+    if (dtype && *dtype == DType::Bool) // JAX divides the bool sum by the bool count
+      throw Error(ErrCode::Type, "div does not accept dtype bool at position 0. Accepted dtypes at "
+                                 "position 0 are subtypes of integer, floating, complexfloating.");
     return mean_impl(cx, x0, axes, keepdims, dtype, where);
   }
   bool minmax = op == ReduceOp::Max || op == ReduceOp::Min;
