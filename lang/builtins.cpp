@@ -204,23 +204,26 @@ Value py_round(InterpreterImpl& in, CallArgs& a) {
       return make_array(np::astype(in.ops(), r32, dt));
     }
     // JAX's round multiplies by and divides by lax._const(x, 10^nd): a weak Python scalar
-    // for a 0-d weak x, else a strong constant of x's dtype (so a weak array of rank >= 1
-    // comes out strong).
+    // for a 0-d weak x, else a strong constant of x's dtype, so only a 0-d weak x gives a
+    // weak result.
     bool weak = t->aval.weak && t->aval.shape.empty();
     double p10 = std::pow(10.0, static_cast<double>(nd));
-    Tensor scale = np::scalar(in.ops(), Scalar::of_float(p10), dt, weak);
+    Tensor scale = np::scalar(in.ops(), Scalar::of_float(p10));
     Tensor y = np::unary(in.ops(), np::UnOp::Round, np::binary(in.ops(), np::BinOp::Mul, t, scale));
     // Under jax_disable_jit JAX runs jnp.round primitive by primitive: the 10^nd is no
     // constant then, and the division is rewritten only where it broadcasts (jnp's `/`).
-    if (round_jit_disabled(in)) return make_array(np::binary(in.ops(), np::BinOp::TrueDiv, y, scale));
+    if (round_jit_disabled(in))
+      return make_array(np::binary(in.ops(), np::BinOp::TrueDiv, y, np::scalar(in.ops(), Scalar::of_float(p10), dt, weak)));
     // Otherwise XLA turns the division by the constant into a multiplication by its
     // reciprocal (whatever the shape); bfloat16 arithmetic is upcast to float32 around the
-    // fusion, so there the reciprocal and the product stay float32.
+    // fusion, so there the reciprocal (of the constant rounded to bfloat16) and the
+    // product stay float32.
     DType cd = dt == DType::BFloat16 ? DType::Float32 : dt;
-    Tensor inv = np::binary(in.ops(), np::BinOp::TrueDiv, np::scalar(in.ops(), Scalar::of_float(1.0), cd, weak),
-                            np::scalar(in.ops(), Scalar::of_float(p10), cd, weak));
+    Tensor divisor = np::astype(in.ops(), np::scalar(in.ops(), Scalar::of_float(p10), dt, false), cd);
+    if (weak) divisor = np::scalar(in.ops(), Scalar::of_float(p10), cd, true);
+    Tensor inv = np::binary(in.ops(), np::BinOp::TrueDiv, np::scalar(in.ops(), Scalar::of_float(1.0), cd, weak), divisor);
     Tensor prod = np::binary(in.ops(), np::BinOp::Mul, cd == dt ? y : np::astype(in.ops(), y, cd), inv);
-    return make_array(cd == dt ? prod : np::astype(in.ops(), prod, dt));
+    return make_array(weak && cd == dt ? prod : np::astype(in.ops(), prod, dt));
   }
   if (x.is_intlike()) return Value::integer(x.as_int());
   double f = value_to_float(x, "round() argument");
