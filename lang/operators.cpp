@@ -2,6 +2,7 @@
 // that is an array sends the operation to the array namespace (np).
 #include <cmath>
 
+#include "lang/dict_equal.hpp"
 #include "lang/interp_impl.hpp"
 #include "lang/op_location.hpp"
 #include "lang/py_complex.hpp"
@@ -376,25 +377,7 @@ static bool containers_equal(InterpreterImpl& in, const Value& a, const Value& b
     if (x.tag == Value::Tag::Obj && y.tag == Value::Tag::Obj && x.obj == y.obj) return true;
     return in.truthy(in.compare(CmpOpKind::Eq, x, y, where), where);
   };
-  if (a.obj->kind == ObjKind::Dict) {
-    const auto* x = a.as<DictObj>();
-    const auto* y = b.as<DictObj>();
-    if (x->size() != y->size()) return false;
-    if (x->ordered && y->ordered) { // OrderedDicts compare in order too
-      ValueList kx, ky;
-      x->for_each([&](const Value& k, const Value&) { kx.push_back(k); });
-      y->for_each([&](const Value& k, const Value&) { ky.push_back(k); });
-      for (size_t i = 0; i < kx.size(); ++i)
-        if (!values_equal(kx[i], ky[i])) return false;
-    }
-    bool eq = true;
-    x->for_each([&](const Value& k, const Value& v) {
-      if (!eq) return;
-      const Value* o = y->find(k);
-      eq = o && items_equal(v, *o);
-    });
-    return eq;
-  }
+  if (a.obj->kind == ObjKind::Dict) return dicts_equal(*a.as<DictObj>(), *b.as<DictObj>(), items_equal);
   const ValueList& x = a.obj->kind == ObjKind::Tuple ? a.as<TupleObj>()->items : a.as<ListObj>()->items;
   const ValueList& y = b.obj->kind == ObjKind::Tuple ? b.as<TupleObj>()->items : b.as<ListObj>()->items;
   if (x.size() != y.size()) return false;

@@ -1,5 +1,7 @@
 #include "lang/value.hpp"
 
+#include "lang/dict_equal.hpp"
+
 #include <cmath>
 
 #include "runtime/format.hpp"
@@ -135,24 +137,8 @@ bool values_equal(const Value& a, const Value& b) {
       if (!values_equal(x[i], y[i])) return false;
     return true;
   }
-  case ObjKind::Dict: {
-    const auto* x = a.as<DictObj>();
-    const auto* y = b.as<DictObj>();
-    if (x->size() != y->size()) return false;
-    if (x->ordered && y->ordered) { // OrderedDicts compare in order too, as Python's
-      ValueList kx, ky;
-      x->for_each([&](const Value& k, const Value&) { kx.push_back(k); });
-      y->for_each([&](const Value& k, const Value&) { ky.push_back(k); });
-      for (size_t i = 0; i < kx.size(); ++i)
-        if (!values_equal(kx[i], ky[i])) return false;
-    }
-    bool eq = true;
-    x->for_each([&](const Value& k, const Value& v) {
-      const Value* o = y->find(k);
-      if (!o || !values_equal(v, *o)) eq = false;
-    });
-    return eq;
-  }
+  case ObjKind::Dict:
+    return dicts_equal(*a.as<DictObj>(), *b.as<DictObj>(), values_equal);
   case ObjKind::DType:
     return a.as<DTypeObj>()->dtype == b.as<DTypeObj>()->dtype &&
            a.as<DTypeObj>()->wide == b.as<DTypeObj>()->wide;
@@ -376,6 +362,29 @@ std::string str(const Value& v, const PrintOptions& po) {
   }
   if (v.is_obj(ObjKind::Opaque)) return v.as<OpaqueObj>()->str();
   return repr(v, po);
+}
+
+} // namespace pxl
+
+namespace pxl {
+
+bool dicts_equal(const DictObj& x, const DictObj& y,
+                 const std::function<bool(const Value&, const Value&)>& item_equal) {
+  if (x.size() != y.size()) return false;
+  if (x.ordered && y.ordered) { // OrderedDicts compare in order too, as Python's
+    ValueList kx, ky;
+    x.for_each([&](const Value& k, const Value&) { kx.push_back(k); });
+    y.for_each([&](const Value& k, const Value&) { ky.push_back(k); });
+    for (size_t i = 0; i < kx.size(); ++i)
+      if (!values_equal(kx[i], ky[i])) return false;
+  }
+  bool eq = true;
+  x.for_each([&](const Value& k, const Value& v) {
+    if (!eq) return;
+    const Value* o = y.find(k);
+    eq = o && item_equal(v, *o);
+  });
+  return eq;
 }
 
 } // namespace pxl
