@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <tuple>
 
+#include "ir/aval_text.hpp"
 #include "lang/args.hpp"
 #include "lang/interp_impl.hpp"
 #include "lang/methods.hpp"
@@ -278,13 +279,12 @@ Value scalar_for_conversion(InterpreterImpl& in, const Value& x, const std::stri
   } catch (Error& e) {
     if (e.code() != ErrCode::ConcreteValue) throw;
     const AVal& aval = x.as<ArrayObj>()->tensor->aval;
-    std::string type = std::string(dtype_name(aval.dtype)) + "[";
-    for (size_t i = 0; i < aval.shape.size(); ++i) type += (i ? "," : "") + std::to_string(aval.shape[i]);
+    const std::string type = array_type_str(aval.dtype, aval.shape);
     std::string why = e.message();
     if (!why.empty()) why[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(why[0])));
     throw Error(ErrCode::ConcreteValue,
                 "ConcretizationTypeError: Abstract tracer value encountered where concrete value is expected: "
-                "traced array with shape " + type + "]\nThe problem arose with the `" + fn +
+                "traced array with shape " + type + "\nThe problem arose with the `" + fn +
                     "` function. If trying to convert the data type of a value, try using `x.astype(" + fn +
                     ")` or `jnp.array(x, " + fn + ")` instead. " + why +
                     "\n\nSee https://docs.jax.dev/en/latest/errors.html#jax.errors.ConcretizationTypeError",
@@ -304,13 +304,12 @@ Value index_of_array(InterpreterImpl& in, const Value& x) {
     return array_to_python_scalar(in, x, Span{});
   } catch (Error& e) {
     if (e.code() != ErrCode::ConcreteValue) throw;
-    std::string type = std::string(dtype_name(aval.dtype)) + "[";
-    for (size_t i = 0; i < aval.shape.size(); ++i) type += (i ? "," : "") + std::to_string(aval.shape[i]);
+    const std::string type = array_type_str(aval.dtype, aval.shape);
     std::string why = e.message();
     if (!why.empty()) why[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(why[0])));
     throw Error(ErrCode::ConcreteValue,
                 "TracerIntegerConversionError: The __index__() method was called on traced array with shape " +
-                    type + "] " + why +
+                    type + " " + why +
                     "\nSee https://docs.jax.dev/en/latest/errors.html#jax.errors.TracerIntegerConversionError",
                 e.span(), e.hint());
   }

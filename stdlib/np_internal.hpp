@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/aval_text.hpp"
 #include "lang/diag.hpp"
 #include "stdlib/np.hpp"
 
@@ -34,8 +35,6 @@ Shape broadcast_shapes(const char* fn, const Shape& a, const Shape& b);
 // numpy broadcasting of several shapes; the error is JAX's, naming them all
 // ("Incompatible shapes for broadcasting: shapes=[(2, 3), (4,)]").
 Shape broadcast_shapes_all(const std::vector<Shape>& shapes);
-// JAX's short text of an array type: "float32[2,3]".
-std::string array_type_str(DType dtype, const Shape& shape);
 // A possibly negative axis made non-negative; out of range raises JAX's
 // canonicalize_axis text, which names the axis and ndim but no function.
 int64_t norm_axis(int64_t axis, int ndim);

@@ -48,12 +48,6 @@ Shape broadcast_shapes_all(const std::vector<Shape>& shapes) {
   return out;
 }
 
-std::string array_type_str(DType dtype, const Shape& shape) {
-  std::string out = std::string(dtype_name(dtype)) + "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? "," : "") + std::to_string(shape[i]);
-  return out + "]";
-}
-
 Tensor broadcast(OpContext& cx, const Tensor& x, const Shape& shape, const char* fn) {
   const Shape& s = av(x).shape;
   if (s == shape) return x;
