@@ -5,6 +5,7 @@
 #include <map>
 #include <vector>
 
+#include "ir/aval_text.hpp"
 #include "ir/custom_call.hpp"
 #include "lang/diag.hpp"
 #include "runtime/debug_print.hpp"
@@ -40,7 +41,25 @@ Tensor EagerContext::checked(Op op, Tensor t) const {
   return t;
 }
 
+// An eager op never sees a traced value of a live trace (those bind to the
+// trace), so a traced operand here outlived the transformation that made it:
+// JAX's UnexpectedTracerError.
+static void check_not_leaked(std::span<const Tensor> inputs, const Span& loc) {
+  for (const Tensor& t : inputs)
+    if (t && !t->concrete && !t->sharded && t->trace)
+      throw Error(ErrCode::ConcreteValue,
+                  "UnexpectedTracerError: Encountered an unexpected tracer. A function transformed by JAX had a "
+                  "side effect, allowing for a reference to an intermediate value with type " +
+                      array_type_str(t->aval.dtype, t->aval.shape) +
+                      " wrapped in a DynamicJaxprTracer to escape the scope of the transformation.\nJAX "
+                      "transformations require that functions explicitly return their outputs, and disallow "
+                      "saving intermediate values to global state.\nSee "
+                      "https://docs.jax.dev/en/latest/errors.html#jax.errors.UnexpectedTracerError",
+                  loc);
+}
+
 Tensor EagerContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) {
+  check_not_leaked(inputs, loc);
   if (op == Op::DebugPrint && attrs.debug) { // prints now; the result is a token
     std::vector<Array> values;
     for (const Tensor& t : inputs) values.push_back(concrete(t));
