@@ -26,6 +26,16 @@ Array convert(const Array& x, const AVal& oa) {
 }
 
 Array iota(const OpAttrs& a, const AVal& oa) {
+  if (oa.dtype == DType::Int32) { // the index arrays indexing builds: written directly
+    Array out = Array::uninitialized(oa.dtype, oa.shape, oa.weak);
+    int64_t inner = 1, dim = oa.shape[static_cast<size_t>(a.axis)];
+    for (size_t d = static_cast<size_t>(a.axis) + 1; d < oa.shape.size(); ++d) inner *= oa.shape[d];
+    auto* o = out.as<int32_t>();
+    for (int64_t flat = 0; flat < out.size();)
+      for (int32_t k = 0; k < dim; ++k)
+        for (int64_t i = 0; i < inner; ++i) o[flat++] = k;
+    return out;
+  }
   Array out = fresh(oa);
   for_each_index(oa.shape, [&](const std::vector<int64_t>& idx, int64_t flat) {
     out.set(flat, Scalar::of_int(idx[static_cast<size_t>(a.axis)]));
@@ -147,7 +157,8 @@ Array take(const Array& x, const Array& idx, const OpAttrs& a, const AVal& oa) {
 
 Array scatter(const Array& x, const Array& idx, const Array& upd, const OpAttrs& a,
               const AVal& oa) {
-  Array out = fresh(oa);
+  // The operand's copy writes every byte: no zero fill first.
+  Array out = Array::uninitialized(oa.dtype, oa.shape, oa.weak);
   std::memcpy(out.data(), x.data(), x.nbytes());
   size_t ax = static_cast<size_t>(a.axis);
   int64_t outer = 1, inner = 1, n = x.shape()[ax], m = idx.size();

@@ -2,6 +2,7 @@
 // slice/rev/reshape; integer arrays (and ints mixed with them) become one take;
 // updates index an iota of flat positions the same way and scatter into them.
 #include <algorithm>
+#include <optional>
 
 #include "stdlib/np_index.hpp"
 #include "stdlib/checkify.hpp"
@@ -525,6 +526,47 @@ Tensor index_fill(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& 
   return index_fill(cx, x, items, fill, true);
 }
 
+// The flat positions of x[i, j, ...] for scalar integer indices (constants or
+// 0-d traced arrays) in the leading axes: their offset plus an iota over the
+// trailing block, or the out-of-range position n for the whole block when an
+// index is out of range (after wrapping negative ones). The same positions
+// the general route finds by indexing an iota of all of x, at the block's
+// cost rather than x's (a scan's `ys.at[i].set(y)` runs once per step).
+// Empty when the items are not of that form.
+std::optional<Tensor> scalar_index_positions(OpContext& cx, const Tensor& x,
+                                             const std::vector<IndexItem>& items, bool wrap) {
+  const Shape& shape = av(x).shape;
+  if (items.empty() || items.size() > shape.size() || tracing_under_checkify(cx)) return std::nullopt;
+  for (const IndexItem& it : items) {
+    bool scalar_int = it.kind == Kind::Int || (it.kind == Kind::Array && av(it.array).shape.empty() &&
+                                               is_integer(av(it.array).dtype));
+    if (!scalar_int) return std::nullopt;
+  }
+  Shape block(shape.begin() + static_cast<long>(items.size()), shape.end());
+  int64_t stride = 1;
+  for (int64_t d : block) stride *= d;
+  auto i32 = [&](int64_t k) { return scalar(cx, Scalar::of_int(k), DType::Int32, false); };
+  Tensor offset = i32(0), inside = scalar(cx, Scalar::of_bool(true), DType::Bool, false);
+  for (size_t d = items.size(); d-- > 0;) {
+    int64_t n = shape[d];
+    const IndexItem& it = items[d];
+    Tensor k = it.kind == Kind::Int ? i32(it.index) : convert(cx, it.array, DType::Int32, false);
+    if (wrap) k = where(cx, binary(cx, BinOp::Lt, k, i32(0)), binary(cx, BinOp::Add, k, i32(n)), k);
+    inside = binary(cx, BinOp::BitAnd, inside,
+                    binary(cx, BinOp::BitAnd, binary(cx, BinOp::Ge, k, i32(0)), binary(cx, BinOp::Lt, k, i32(n))));
+    offset = binary(cx, BinOp::Add, offset, binary(cx, BinOp::Mul, k, i32(stride)));
+    stride *= n;
+  }
+  Tensor first = where(cx, inside, offset, i32(stride)); // stride is now x's size
+  if (block.empty()) return first;
+  Shape flat_block{1};
+  for (int64_t d : block) flat_block[0] *= d;
+  Tensor within = reshape_to(cx, iota(cx, DType::Int32, flat_block, 0), block);
+  Tensor dropped = broadcast(cx, i32(stride), block, "at[].update");
+  return where(cx, broadcast(cx, inside, block, "at[].update"),
+               binary(cx, BinOp::Add, broadcast(cx, first, block, "at[].update"), within), dropped);
+}
+
 Tensor index_update(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items0,
                     const Tensor& v, UpdateMode mode, const IndexOptions& opts) {
   // The flat positions x[items] refers to, found by indexing an iota the same
@@ -538,9 +580,13 @@ Tensor index_update(OpContext& cx, const Tensor& x, const std::vector<IndexItem>
   int64_t n = av(x).size();
   if (n > (int64_t{1} << 31) - 1)
     throw Error(ErrCode::Unsupported, "index update of an array with 2^31 or more elements");
-  Tensor positions = reshape_to(cx, iota(cx, DType::Int32, {n}, 0), av(x).shape);
   Tensor pos;
-  if (opts.clip) {
+  std::optional<Tensor> direct;
+  if (!opts.clip) direct = scalar_index_positions(cx, x, items0, opts.wrap_negative);
+  Tensor positions = direct ? Tensor{} : reshape_to(cx, iota(cx, DType::Int32, {n}, 0), av(x).shape);
+  if (direct) {
+    pos = *direct;
+  } else if (opts.clip) {
     pos = index_clamped(cx, positions, items0, opts.wrap_negative);
   } else {
     auto [padded, routed] = route_out_of_range(
