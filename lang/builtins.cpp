@@ -31,9 +31,11 @@ struct TypeObj : OpaqueObj {
     out = make_str(path.substr(path.rfind('.') + 1));
     return true;
   }
+  // The class itself: jax.Array (the abstract class) is not type(x)'s
+  // ArrayImpl, although isinstance(x, jax.Array) holds.
   bool equals(const OpaqueObj& o) const override {
     auto* t = dynamic_cast<const TypeObj*>(&o);
-    return t && t->name == name;
+    return t && t->name == name && t->path == path;
   }
   // type(x)(...) constructs as the builtin class does (type(3)("4") == 4).
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
@@ -146,6 +148,8 @@ bool instance_of(const Value& v, const Value& cls) {
     return false;
   } else if (cls.is_obj(ObjKind::DType)) {
     return false;
+  } else if (cls.is_obj(ObjKind::Opaque) && cls.as<OpaqueObj>()->type_name() == "type") {
+    return false; // NumPy's scalar classes (jnp.floating, ...): pxl has no NumPy scalars
   } else {
     throw Error(ErrCode::Type, "isinstance() arg 2 must be a type or tuple of types");
   }

@@ -239,7 +239,7 @@ void add_jax_misc(InterpreterImpl& in, Value& jax) {
   };
   // jax.Array: the class of every array (isinstance(x, jax.Array)); jnp.ndarray is its other name.
   vars["Array"] = make_type_at("Array", "jax.jaxlib._jax.Array");
-  vars["numpy"].as<ModuleObj>()->env->vars["ndarray"] = make_type("ndarray");
+  vars["numpy"].as<ModuleObj>()->env->vars["ndarray"] = vars["Array"]; // jnp.ndarray is jax.Array
   def("ShapeDtypeStruct", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("ShapeDtypeStruct", a, {"shape", "dtype", "sharding", "weak_type"}, 2);
     AVal aval;
