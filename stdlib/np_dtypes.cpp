@@ -466,13 +466,15 @@ void def_dtype_queries(ModuleBuilder& b) {
   for (auto [c, n] : cats) b.val(n, Value::object(std::make_shared<CategoryObj>(c, n)));
   b.fn("issubdtype", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("issubdtype", a, {"arg1", "arg2"}, 2);
-    if (auto keys = key_issubdtype(r[0], r[1])) return Value::boolean(*keys);
     auto category = [](const Value& v) -> const CategoryObj* {
       if (!v.is_obj(ObjKind::Opaque)) return nullptr;
       return dynamic_cast<const CategoryObj*>(v.as<OpaqueObj>());
     };
     const CategoryObj* c1 = category(r[0]);
     const CategoryObj* c2 = category(r[1]);
+    // Key dtypes and their classes (extended, prng_key) are np.generic's too, as in JAX.
+    if (c2 && c2->cat == Category::Generic && key_issubdtype(r[0], r[0])) return Value::boolean(true);
+    if (auto keys = key_issubdtype(r[0], r[1])) return Value::boolean(*keys);
     if (c1) { // a class is a subclass of a class that contains it
       if (!c2) return Value::boolean(false);
       bool sub = c1->cat == c2->cat || c2->cat == Category::Generic ||
