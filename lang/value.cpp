@@ -1,6 +1,7 @@
 #include "lang/value.hpp"
 
 #include "lang/dict_equal.hpp"
+#include "lang/dtype_names.hpp"
 
 #include <cmath>
 
@@ -97,20 +98,10 @@ bool is_builtin_class(const std::string& name); // int, tuple, ...: lang/builtin
 
 namespace {
 
-// NumPy's dtype == str: the string names the dtype (its name or a type code,
+// NumPy's dtype == str: the string names the dtype (its name or an alias,
 // np.dtype('float32') == 'f4'); jnp.float32 & co. are classes, never equal to a string.
 bool dtype_equals_name(const DTypeObj& d, const std::string& s) {
-  if (d.scalar_type) return false;
-  if (s == d.name()) return true;
-  static const std::pair<const char*, const char*> kCodes[] = {
-      {"?", "bool"},      {"b1", "bool"},     {"bool_", "bool"},      {"i1", "int8"},     {"i2", "int16"},
-      {"i4", "int32"},    {"i8", "int64"},    {"int", "int64"},       {"u1", "uint8"},    {"u2", "uint16"},
-      {"u4", "uint32"},   {"u8", "uint64"},   {"f2", "float16"},      {"half", "float16"}, {"f4", "float32"},
-      {"single", "float32"}, {"f8", "float64"}, {"float", "float64"}, {"double", "float64"},
-      {"c8", "complex64"}, {"c16", "complex128"}, {"complex", "complex128"}};
-  for (const auto& [code, name] : kCodes)
-    if (s == code) return std::string(name) == d.name();
-  return false;
+  return !d.scalar_type && canonical_dtype_name(s) == d.name();
 }
 
 } // namespace
