@@ -13,6 +13,7 @@
 #include "stdlib/module_builder.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/np_internal.hpp"
+#include "stdlib/strict_promotion.hpp"
 
 namespace pxl {
 
@@ -254,12 +255,17 @@ const char* jt_name(JT t) {
 
 // The least upper bound: the one common upper bound below all the others.
 // With no such bound (strict promotion only) JAX's TypePromotionError.
-JT lattice_join(const std::vector<JT>& ts, bool strict = false) {
+std::optional<JT> try_lattice_join(const std::vector<JT>& ts, bool strict) {
   const auto& ups = strict ? strict_upper_bounds() : upper_bounds();
   uint32_t common = (1u << kNumJT) - 1;
   for (JT t : ts) common &= ups[t];
   for (int n = 0; n < kNumJT; ++n)
     if ((common >> n & 1) && (ups[n] & common) == common) return static_cast<JT>(n);
+  return std::nullopt;
+}
+
+JT lattice_join(const std::vector<JT>& ts, bool strict = false) {
+  if (auto j = try_lattice_join(ts, strict)) return *j;
   std::string names;
   for (JT t : ts) { // Python's repr of a tuple of str(dtype)s
     std::string n = jt_name(t);
@@ -428,6 +434,23 @@ double np::next_toward(double x, double to, DType dt) {
   else if ((x < to) == (x > 0)) ++bits; // away from zero
   else --bits;
   return half ? half_to_float(bits) : bfloat16_to_float(bits);
+}
+
+std::optional<PromotedType> strict_binary_type(InterpreterImpl& in, const AVal& x, const AVal& y) {
+  const bool xw = x.weak && x.dtype != DType::Bool, yw = y.weak && y.dtype != DType::Bool;
+  if (x.dtype == y.dtype && !xw && !yw) return std::nullopt;
+  const JT xt = jt_of(x.dtype, false), yt = jt_of(y.dtype, false);
+  const std::vector<JT> ts = {xw ? weak_of(xt) : xt, yw ? weak_of(yt) : yt};
+  const auto joined = try_lattice_join(ts, true);
+  // Where the strict lattice agrees with the standard one (a strong operand with
+  // itself or with a weak type of its kind or below), the flag need not be read.
+  if (joined && !(xw && yw)) return std::nullopt;
+  if (!strict_promotion(in)) return std::nullopt;
+  const JT out = strong_of(lattice_join(ts, true)); // JAX's TypePromotionError when none
+  if (!(xw && yw)) return std::nullopt;
+  // Weak operands only: the default type of the joined kind (x64 off), weak.
+  const DType d = out >= CW ? DType::Complex64 : out >= FW ? DType::Float32 : DType::Int32;
+  return PromotedType{d, true};
 }
 
 void def_dtype_queries(ModuleBuilder& b) {
