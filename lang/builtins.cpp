@@ -32,9 +32,11 @@ struct TypeObj : OpaqueObj {
     out = make_str(path.substr(path.rfind('.') + 1));
     return true;
   }
+  // The class itself: jax.Array (the abstract class) is not type(x)'s
+  // ArrayImpl, although isinstance(x, jax.Array) holds.
   bool equals(const OpaqueObj& o) const override {
     auto* t = dynamic_cast<const TypeObj*>(&o);
-    return t && t->name == name;
+    return t && t->name == name && t->path == path;
   }
   // type(x)(...) constructs as the builtin class does (type(3)("4") == 4).
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
@@ -102,10 +104,23 @@ std::string jax_class_path(const std::string& name) {
       {"ClosedJaxpr", "jax._src.core.ClosedJaxpr"},
       {"ShapedArray", "jax._src.core.ShapedArray"},
       {"_IndexUpdateHelper", "jax._src.numpy.array_methods._IndexUpdateHelper"},
+      {"finfo", "ml_dtypes._finfo.finfo"},
+      {"iinfo", "ml_dtypes._iinfo.iinfo"},
   };
   for (const auto& [pxl_name, path] : kPaths)
     if (name == pxl_name) return path;
   return name;
+}
+
+// type() of a dtype: NumPy's class of that dtype (numpy.dtypes.Float32DType;
+// bfloat16's is numpy.dtype[bfloat16]); of a scalar type (jnp.float32) JAX's
+// metaclass.
+Value dtype_class(const DTypeObj& d) {
+  if (d.scalar_type) return make_type_at("_ScalarMeta", "jax._src.numpy.scalar_types._ScalarMeta");
+  const std::string n = d.name();
+  if (n == "bfloat16") return make_type_at("dtype[bfloat16]", "numpy.dtype[bfloat16]");
+  std::string cls = n.rfind("uint", 0) == 0 ? "UInt" + n.substr(4) : std::string(1, static_cast<char>(n[0] - 'a' + 'A')) + n.substr(1);
+  return make_type_at("dtype[" + n + "]", "numpy.dtypes." + cls + "DType");
 }
 
 } // namespace
@@ -147,6 +162,8 @@ bool instance_of(const Value& v, const Value& cls) {
     return false;
   } else if (cls.is_obj(ObjKind::DType)) {
     return false;
+  } else if (cls.is_obj(ObjKind::Opaque) && cls.as<OpaqueObj>()->type_name() == "type") {
+    return false; // NumPy's scalar classes (jnp.floating, ...): pxl has no NumPy scalars
   } else {
     throw Error(ErrCode::Type, "isinstance() arg 2 must be a type or tuple of types");
   }
@@ -422,6 +439,7 @@ void InterpreterImpl::install_builtins() {
   });
   def("type", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("type", a, {"object"}, 1);
+    if (r[0].is_obj(ObjKind::DType)) return dtype_class(*r[0].as<DTypeObj>());
     std::string name = type_name(r[0]);
     return make_type_at(name, jax_class_path(name));
   });

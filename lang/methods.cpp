@@ -248,6 +248,20 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
       d->scalar_type = true;
       return out = Value::object(d), true;
     }
+    if (name == "char" || name == "str" || name == "byteorder") { // numpy's codes, by the dtype's own name
+      static const char* const kCodes[][3] = {
+          {"bool", "?", "|b1"},     {"int8", "b", "|i1"},      {"int16", "h", "<i2"},   {"int32", "i", "<i4"},
+          {"int64", "l", "<i8"},    {"uint8", "B", "|u1"},     {"uint16", "H", "<u2"},  {"uint32", "I", "<u4"},
+          {"uint64", "L", "<u8"},   {"bfloat16", "E", "<V2"},  {"float16", "e", "<f2"}, {"float32", "f", "<f4"},
+          {"float64", "d", "<f8"},  {"complex64", "F", "<c8"}, {"complex128", "D", "<c16"}};
+      const std::string n = obj.as<DTypeObj>()->name();
+      for (const auto& c : kCodes) {
+        if (n != c[0]) continue;
+        if (name == "byteorder") return out = make_str(c[2][0] == '|' ? "|" : "="), true;
+        return out = make_str(name == "char" ? c[1] : c[2]), true;
+      }
+      return false;
+    }
     if (name == "kind") { // numpy's kind code; bfloat16 is an ml_dtypes 'V' type
       DType d = obj.as<DTypeObj>()->dtype;
       const char* k = d == DType::Bool            ? "b"

@@ -1,6 +1,7 @@
 #include "lang/value.hpp"
 
 #include "lang/dict_equal.hpp"
+#include "lang/dtype_names.hpp"
 
 #include <cmath>
 
@@ -95,7 +96,19 @@ bool ValueKeyEq::operator()(const Value& a, const Value& b) const { return value
 bool same_builtin_class(const Value& a, const Value& b);
 bool is_builtin_class(const std::string& name); // int, tuple, ...: lang/builtins.cpp
 
+namespace {
+
+// NumPy's dtype == str: the string names the dtype (its name or an alias,
+// np.dtype('float32') == 'f4'); jnp.float32 & co. are classes, never equal to a string.
+bool dtype_equals_name(const DTypeObj& d, const std::string& s) {
+  return !d.scalar_type && canonical_dtype_name(s) == d.name();
+}
+
+} // namespace
+
 bool values_equal(const Value& a, const Value& b) {
+  if (a.is_obj(ObjKind::DType) && b.is_obj(ObjKind::Str)) return dtype_equals_name(*a.as<DTypeObj>(), b.as<StrObj>()->value);
+  if (b.is_obj(ObjKind::DType) && a.is_obj(ObjKind::Str)) return dtype_equals_name(*b.as<DTypeObj>(), a.as<StrObj>()->value);
   if (a.is_obj(ObjKind::Complex) || b.is_obj(ObjKind::Complex)) {
     auto parts = [](const Value& v, double& re, double& im) {
       if (v.is_obj(ObjKind::Complex)) {

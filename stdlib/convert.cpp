@@ -1,11 +1,13 @@
 #include "stdlib/convert.hpp"
 
 #include "lang/args.hpp"
+#include "lang/dtype_names.hpp"
 #include "lang/methods.hpp"
 
 namespace pxl {
 
-bool is_x64_name(const std::string& name) {
+bool is_x64_name(const std::string& alias) {
+  const std::string name = canonical_dtype_name(alias);
   return name == "int64" || name == "uint64" || name == "complex128";
 }
 
@@ -19,7 +21,7 @@ std::optional<DType> value_to_dtype(const Value& v) {
   if (v.is_none()) return std::nullopt;
   if (v.is_obj(ObjKind::DType)) return v.as<DTypeObj>()->dtype;
   if (v.is_obj(ObjKind::Str)) {
-    const std::string& s = v.as<StrObj>()->value;
+    const std::string s = canonical_dtype_name(v.as<StrObj>()->value); // 'f4' is float32
     if (auto d = dtype_from_name(s)) return d;
     // x64 is off: JAX truncates the 64-bit integers to 32 bits.
     if (s == "int64") return DType::Int32;

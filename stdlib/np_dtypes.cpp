@@ -13,6 +13,7 @@
 #include "stdlib/module_builder.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/np_internal.hpp"
+#include "stdlib/strict_promotion.hpp"
 
 namespace pxl {
 
@@ -225,14 +226,63 @@ const std::array<uint32_t, kNumJT>& upper_bounds() {
   return ups;
 }
 
+// The 'strict' lattice (jax_numpy_dtype_promotion='strict'): strong types join
+// only with themselves; a weak type joins with the strong types of its kind and
+// above (a Python int with any number type, a float with floats and complexes).
+const std::array<uint32_t, kNumJT>& strict_upper_bounds() {
+  static const std::array<uint32_t, kNumJT> ups = [] {
+    std::vector<std::vector<int>> edges(kNumJT);
+    edges[IW] = {U1, U2, U4, U8, I1, I2, I4, I8, FW};
+    edges[FW] = {BF, F2, F4, F8, CW};
+    edges[CW] = {C4, C8};
+    std::array<uint32_t, kNumJT> u{};
+    for (int n = kNumJT - 1; n >= 0; --n) {
+      u[n] = 1u << n;
+      for (int m : edges[n]) u[n] |= u[m];
+    }
+    return u;
+  }();
+  return ups;
+}
+
+const char* jt_name(JT t) {
+  static const char* const kNames[] = {"bool",    "<class 'int'>", "uint8",   "uint16",  "uint32",    "uint64",
+                                       "int8",    "int16",         "int32",   "int64",   "<class 'float'>",
+                                       "bfloat16", "float16",      "float32", "float64", "<class 'complex'>",
+                                       "complex64", "complex128"};
+  return kNames[t];
+}
+
 // The least upper bound: the one common upper bound below all the others.
-JT lattice_join(const std::vector<JT>& ts) {
-  const auto& ups = upper_bounds();
+// With no such bound (strict promotion only) JAX's TypePromotionError.
+std::optional<JT> try_lattice_join(const std::vector<JT>& ts, bool strict) {
+  const auto& ups = strict ? strict_upper_bounds() : upper_bounds();
   uint32_t common = (1u << kNumJT) - 1;
   for (JT t : ts) common &= ups[t];
   for (int n = 0; n < kNumJT; ++n)
     if ((common >> n & 1) && (ups[n] & common) == common) return static_cast<JT>(n);
-  throw Error(ErrCode::DType, "no common type for promotion");
+  return std::nullopt;
+}
+
+JT lattice_join(const std::vector<JT>& ts, bool strict = false) {
+  if (auto j = try_lattice_join(ts, strict)) return *j;
+  std::string names;
+  for (JT t : ts) { // Python's repr of a tuple of str(dtype)s
+    std::string n = jt_name(t);
+    names += (names.empty() ? "" : ", ") + (n.find('\'') != std::string::npos ? '"' + n + '"' : "'" + n + "'");
+  }
+  if (ts.size() == 1) names += ",";
+  throw Error(ErrCode::Value, "Input dtypes (" + names +
+                                  ") have no available implicit dtype promotion path when "
+                                  "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the "
+                                  "desired output type, or set jax_numpy_dtype_promotion=standard.");
+}
+
+// jax.config's jax_numpy_dtype_promotion is 'strict' (jax.numpy_dtype_promotion('strict')).
+bool strict_promotion(InterpreterImpl& in) {
+  Value config = in.get_attr(in.import_module("jax", Span{}, ""), "config", Span{});
+  Value mode = in.get_attr(config, "jax_numpy_dtype_promotion", Span{});
+  return mode.is_obj(ObjKind::Str) && mode.as<StrObj>()->value == "strict";
 }
 
 JT jt_of(DType d, bool wide) {
@@ -340,17 +390,19 @@ std::pair<std::shared_ptr<DTypeObj>, bool> lattice_result_type(InterpreterImpl& 
     same = same && o.dtype == ops[0].dtype;
     all_weak = all_weak && o.weak;
   }
+  const bool strict = ops.size() > 1 && strict_promotion(in);
   if (ops.size() > 1) {
     std::vector<JT> ts;
     if (same && !all_weak) {
       weak = false;
     } else if (all_weak) { // the strong types' join, made weak
-      for (const Operand& o : ops) ts.push_back(o.dtype);
-      out = lattice_join(ts);
+      // (strict promotion joins their weak types: strong ones join only with themselves)
+      for (const Operand& o : ops) ts.push_back(strict ? weak_of(o.dtype) : o.dtype);
+      out = strong_of(lattice_join(ts, strict));
       weak = true;
     } else {
       for (const Operand& o : ops) ts.push_back(o.weak ? weak_of(o.dtype) : o.dtype);
-      out = lattice_join(ts);
+      out = lattice_join(ts, strict);
       weak = is_weak_jt(out);
       out = strong_of(out);
     }
@@ -382,6 +434,23 @@ double np::next_toward(double x, double to, DType dt) {
   else if ((x < to) == (x > 0)) ++bits; // away from zero
   else --bits;
   return half ? half_to_float(bits) : bfloat16_to_float(bits);
+}
+
+std::optional<PromotedType> strict_binary_type(InterpreterImpl& in, const AVal& x, const AVal& y) {
+  const bool xw = x.weak && x.dtype != DType::Bool, yw = y.weak && y.dtype != DType::Bool;
+  if (x.dtype == y.dtype && !xw && !yw) return std::nullopt;
+  const JT xt = jt_of(x.dtype, false), yt = jt_of(y.dtype, false);
+  const std::vector<JT> ts = {xw ? weak_of(xt) : xt, yw ? weak_of(yt) : yt};
+  const auto joined = try_lattice_join(ts, true);
+  // Where the strict lattice agrees with the standard one (a strong operand with
+  // itself or with a weak type of its kind or below), the flag need not be read.
+  if (joined && !(xw && yw)) return std::nullopt;
+  if (!strict_promotion(in)) return std::nullopt;
+  const JT out = strong_of(lattice_join(ts, true)); // JAX's TypePromotionError when none
+  if (!(xw && yw)) return std::nullopt;
+  // Weak operands only: the default type of the joined kind (x64 off), weak.
+  const DType d = out >= CW ? DType::Complex64 : out >= FW ? DType::Float32 : DType::Int32;
+  return PromotedType{d, true};
 }
 
 void def_dtype_queries(ModuleBuilder& b) {
@@ -448,7 +517,7 @@ void def_dtype_queries(ModuleBuilder& b) {
     if (!flag) return Value::object(dt);
     return make_tuple({Value::object(dt), Value::boolean(weak)});
   });
-  b.fn("promote_types", [](InterpreterImpl&, CallArgs& a) {
+  b.fn("promote_types", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("promote_types", a, {"a", "b"}, 2);
     std::vector<JT> ts;
     for (int i = 0; i < 2; ++i) {
@@ -456,7 +525,7 @@ void def_dtype_queries(ModuleBuilder& b) {
       if (!t) throw Error(ErrCode::Type, "data type " + repr(r[i]) + " not understood");
       ts.push_back(*t);
     }
-    return Value::object(dtype_obj_of(lattice_join(ts)));
+    return Value::object(dtype_obj_of(lattice_join(ts, strict_promotion(in))));
   });
   static const std::pair<Category, const char*> cats[] = {
       {Category::Generic, "generic"},         {Category::Number, "number"},
@@ -466,13 +535,15 @@ void def_dtype_queries(ModuleBuilder& b) {
   for (auto [c, n] : cats) b.val(n, Value::object(std::make_shared<CategoryObj>(c, n)));
   b.fn("issubdtype", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("issubdtype", a, {"arg1", "arg2"}, 2);
-    if (auto keys = key_issubdtype(r[0], r[1])) return Value::boolean(*keys);
     auto category = [](const Value& v) -> const CategoryObj* {
       if (!v.is_obj(ObjKind::Opaque)) return nullptr;
       return dynamic_cast<const CategoryObj*>(v.as<OpaqueObj>());
     };
     const CategoryObj* c1 = category(r[0]);
     const CategoryObj* c2 = category(r[1]);
+    // Key dtypes and their classes (extended, prng_key) are np.generic's too, as in JAX.
+    if (c2 && c2->cat == Category::Generic && key_issubdtype(r[0], r[0])) return Value::boolean(true);
+    if (auto keys = key_issubdtype(r[0], r[1])) return Value::boolean(*keys);
     if (c1) { // a class is a subclass of a class that contains it
       if (!c2) return Value::boolean(false);
       bool sub = c1->cat == c2->cat || c2->cat == Category::Generic ||

@@ -1,0 +1,20 @@
+#pragma once
+// jax.numpy_dtype_promotion('strict') for the binary operators: JAX's strict
+// lattice decides the operands' common type (stdlib/np_dtypes.cpp, where the
+// lattices live).
+
+#include <optional>
+
+#include "ir/dtype.hpp"
+
+namespace pxl {
+
+class InterpreterImpl;
+struct AVal;
+
+// Under strict promotion, the dtype and weak type both operands take (a
+// TypePromotionError, E0105, when the strict lattice joins them nowhere);
+// nullopt under 'standard' promotion.
+std::optional<PromotedType> strict_binary_type(InterpreterImpl& in, const AVal& x, const AVal& y);
+
+} // namespace pxl
