@@ -4,6 +4,7 @@
 
 #include "lang/args.hpp"
 #include "lang/methods.hpp"
+#include "lang/py_set.hpp"
 #include "runtime/npy.hpp"
 #include "stdlib/autodiff.hpp"
 #include "stdlib/convert.hpp"
@@ -38,6 +39,20 @@ std::vector<Tensor> tensor_list(InterpreterImpl& in, const Value& v, const char*
   return out;
 }
 
+// JAX's check_arraylike: a Python container, a string or None where an array
+// is expected is its TypeError (jnp.add([1., 2.], x)); arrays and scalars pass.
+void check_arraylike(const std::string& fn, const ArgReader& r, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (!r.has(i)) continue;
+    const Value& v = r[i];
+    bool container = v.is_none() || v.is_obj(ObjKind::List) || v.is_obj(ObjKind::Tuple) ||
+                     v.is_obj(ObjKind::Dict) || v.is_obj(ObjKind::Str) || py_set_items(v);
+    if (container)
+      throw Error(ErrCode::Type, fn + " requires ndarray or scalar arguments, got <class '" + type_name(v) +
+                                     "'> at position " + std::to_string(i) + ".");
+  }
+}
+
 void def_creation(ModuleBuilder& b) {
   // jnp.array(object, dtype, copy, order, ndmin) and jnp.asarray(a, dtype, order, *, copy).
   auto array_fn = [](bool is_array) {
@@ -68,16 +83,29 @@ void def_creation(ModuleBuilder& b) {
     return [name, kind](InterpreterImpl& in, CallArgs& a) {
       if (kind == 2) {
         ArgReader r(name, a, {"shape", "fill_value", "dtype"}, 2);
-        return make_array(np::full(in.ops(), value_to_shape(r[0], std::string(name) + "() shape"),
+        return make_array(np::full(in.ops(), canonical_shape(in, r[0]),
                                    value_to_scalar(in, r[1], "fill_value"), value_to_dtype(r[2])));
       }
       ArgReader r(name, a, {"shape", "dtype"}, 1);
-      Shape s = value_to_shape(r[0], std::string(name) + "() shape");
+      if (r.has(1) && r[0].is_int() && r[1].is_int()) { // JAX's hint for jnp.ones(2, 3)
+        std::string sh = std::to_string(r[0].i), dt = std::to_string(r[1].i);
+        throw Error(ErrCode::Type, "Cannot interpret '" + dt + "' as a data type.\n\nDid you accidentally write `jax.numpy." +
+                                       name + "(" + sh + ", " + dt + ")` when you meant `jax.numpy." + name + "((" +
+                                       sh + ", " + dt + "))`, i.e. with a single tuple argument for the shape?");
+      }
+      Shape s = canonical_shape(in, r[0]);
       if (kind == 0 && r.has(1) && is_float0_dtype(r[1])) return float0_zeros(s); // jax.dtypes.float0
       DType dt = value_to_dtype(r[1]).value_or(DType::Float32);
       return make_array(kind == 1 ? np::ones(in.ops(), s, dt) : np::zeros(in.ops(), s, dt));
     };
   };
+  // JAX's core.canonicalize_shape for stdlib .pxl code (jnp.tri): a tuple of ints.
+  b.fn("_canonicalize_shape", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_canonicalize_shape", a, {"shape"}, 1);
+    ValueList dims;
+    for (int64_t d : canonical_shape(in, r[0], false)) dims.push_back(Value::integer(d));
+    return make_tuple(std::move(dims));
+  });
   b.fn("zeros", filled("zeros", 0));
   b.fn("empty", filled("empty", 0));
   b.fn("ones", filled("ones", 1));
@@ -179,6 +207,7 @@ void def_elementwise(ModuleBuilder& b) {
     std::string n = name;
     b.fn(n, [n, o](InterpreterImpl& in, CallArgs& a) {
       ArgReader r(n, a, {"x"}, 1);
+      check_arraylike(n, r, 1);
       return make_array(np::unary(in.ops(), o, T(in, r[0])));
     });
   }
@@ -208,6 +237,7 @@ void def_elementwise(ModuleBuilder& b) {
     std::string n = name;
     b.fn(n, [n, o](InterpreterImpl& in, CallArgs& a) {
       ArgReader r(n, a, {"x1", "x2"}, 2);
+      check_arraylike(n, r, 2);
       return make_array(np::binary(in.ops(), o, T(in, r[0]), T(in, r[1])));
     });
   }
@@ -471,16 +501,19 @@ void def_linalg(ModuleBuilder& b) {
   };
   b.fn("matmul", [operands](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("matmul", a, {"a", "b", "precision", "preferred_element_type", "out_sharding"}, 2);
+    check_arraylike("matmul", r, 2);
     auto [x, y] = operands(in, r);
     return make_array(np::matmul(in.ops(), x, y));
   });
   b.fn("dot", [operands](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("dot", a, {"a", "b", "precision", "preferred_element_type", "out_sharding"}, 2);
+    check_arraylike("dot", r, 2);
     auto [x, y] = operands(in, r);
     return make_array(np::dot(in.ops(), x, y));
   });
   b.fn("outer", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("outer", a, {"a", "b"}, 2);
+    check_arraylike("outer", r, 2);
     return make_array(np::outer(in.ops(), T(in, r[0]), T(in, r[1])));
   });
   b.fn("einsum", [](InterpreterImpl& in, CallArgs& a) {
