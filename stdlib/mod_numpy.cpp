@@ -4,7 +4,6 @@
 
 #include "lang/args.hpp"
 #include "lang/methods.hpp"
-#include "lang/py_set.hpp"
 #include "runtime/npy.hpp"
 #include "stdlib/autodiff.hpp"
 #include "stdlib/convert.hpp"
@@ -37,20 +36,6 @@ std::vector<Tensor> tensor_list(InterpreterImpl& in, const Value& v, const char*
   if (!items) throw Error(ErrCode::Type, std::string(fn) + "() expects a sequence of arrays");
   for (const Value& x : *items) out.push_back(T(in, x));
   return out;
-}
-
-// JAX's check_arraylike: a Python container, a string or None where an array
-// is expected is its TypeError (jnp.add([1., 2.], x)); arrays and scalars pass.
-void check_arraylike(const std::string& fn, const ArgReader& r, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    if (!r.has(i)) continue;
-    const Value& v = r[i];
-    bool container = v.is_none() || v.is_obj(ObjKind::List) || v.is_obj(ObjKind::Tuple) ||
-                     v.is_obj(ObjKind::Dict) || v.is_obj(ObjKind::Str) || py_set_items(v);
-    if (container)
-      throw Error(ErrCode::Type, fn + " requires ndarray or scalar arguments, got <class '" + type_name(v) +
-                                     "'> at position " + std::to_string(i) + ".");
-  }
 }
 
 void def_creation(ModuleBuilder& b) {
@@ -207,7 +192,6 @@ void def_elementwise(ModuleBuilder& b) {
     std::string n = name;
     b.fn(n, [n, o](InterpreterImpl& in, CallArgs& a) {
       ArgReader r(n, a, {"x"}, 1);
-      check_arraylike(n, r, 1);
       return make_array(np::unary(in.ops(), o, T(in, r[0])));
     });
   }
@@ -237,7 +221,6 @@ void def_elementwise(ModuleBuilder& b) {
     std::string n = name;
     b.fn(n, [n, o](InterpreterImpl& in, CallArgs& a) {
       ArgReader r(n, a, {"x1", "x2"}, 2);
-      check_arraylike(n, r, 2);
       return make_array(np::binary(in.ops(), o, T(in, r[0]), T(in, r[1])));
     });
   }
@@ -360,9 +343,30 @@ void def_shape(ModuleBuilder& b) {
     ArgReader r("split", a, {"ary", "indices_or_sections", "axis"}, 2);
     Tensor x = T(in, r[0]);
     int axis = static_cast<int>(r.get_int(2, 0));
-    std::vector<Tensor> parts = r[1].is_intlike()
-                                    ? np::split_sections(in.ops(), x, r[1].as_int(), axis)
-                                    : np::split_indices(in.ops(), x, value_to_int_list(r[1], "split() indices"), axis);
+    std::vector<Tensor> parts;
+    if (r[1].is_intlike()) {
+      parts = np::split_sections(in.ops(), x, r[1].as_int(), axis);
+    } else {
+      std::vector<int64_t> idx = value_to_int_list(r[1], "split() indices");
+      // JAX splits at the indices as they are (lax.split's sizes), so indices
+      // past the end or out of order are its error, unlike numpy's.
+      int nd = static_cast<int>(x->aval.ndim());
+      if (nd > 0 && axis >= -nd && axis < nd) {
+        int64_t n = x->aval.shape[static_cast<size_t>((axis + nd) % nd)], prev = 0;
+        std::vector<int64_t> sizes;
+        for (int64_t i : idx) {
+          sizes.push_back(i - prev); // negative indices are not wrapped, as JAX's
+          prev = i;
+        }
+        sizes.push_back(n - prev);
+        if (std::any_of(sizes.begin(), sizes.end(), [](int64_t d) { return d < 0; })) {
+          std::string got = "[";
+          for (size_t k = 0; k < sizes.size(); ++k) got += (k ? ", np.int64(" : "np.int64(") + std::to_string(sizes[k]) + ")";
+          throw Error(ErrCode::Value, "Sizes passed to split must be nonnegative, got " + got + "]");
+        }
+      }
+      parts = np::split_indices(in.ops(), x, idx, axis);
+    }
     ValueList out;
     for (auto& p : parts) out.push_back(make_array(p));
     return make_list(std::move(out));
@@ -501,19 +505,16 @@ void def_linalg(ModuleBuilder& b) {
   };
   b.fn("matmul", [operands](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("matmul", a, {"a", "b", "precision", "preferred_element_type", "out_sharding"}, 2);
-    check_arraylike("matmul", r, 2);
     auto [x, y] = operands(in, r);
     return make_array(np::matmul(in.ops(), x, y));
   });
   b.fn("dot", [operands](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("dot", a, {"a", "b", "precision", "preferred_element_type", "out_sharding"}, 2);
-    check_arraylike("dot", r, 2);
     auto [x, y] = operands(in, r);
     return make_array(np::dot(in.ops(), x, y));
   });
   b.fn("outer", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("outer", a, {"a", "b"}, 2);
-    check_arraylike("outer", r, 2);
     return make_array(np::outer(in.ops(), T(in, r[0]), T(in, r[1])));
   });
   b.fn("einsum", [](InterpreterImpl& in, CallArgs& a) {
