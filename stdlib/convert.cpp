@@ -38,7 +38,8 @@ std::optional<DType> value_to_dtype(const Value& v) {
     if (n == "bool") return DType::Bool;
     if (n == "complex") return DType::Complex64; // complex128, truncated with x64 off
   }
-  throw Error(ErrCode::DType, "expected a dtype, got a " + type_name(v) + " value");
+  // numpy's text for a value that names no dtype (jnp.ones((2,), 3)).
+  throw Error(ErrCode::Type, "Cannot interpret '" + str(v) + "' as a data type");
 }
 
 Shape value_to_shape(const Value& v, const std::string& what) {
@@ -46,6 +47,54 @@ Shape value_to_shape(const Value& v, const std::string& what) {
   for (int64_t d : s)
     if (d < 0) throw Error(ErrCode::Value, what + ": negative dimension " + std::to_string(d));
   return s;
+}
+
+Shape canonical_shape(InterpreterImpl& in, const Value& v, bool nonnegative) {
+  // array_creation.canonicalize_shape: a sequence (or a 1-d array) of
+  // dimensions, or one dimension standing for a 1-tuple of it.
+  ValueList items;
+  std::string shown;
+  if (const ValueList* seq = sequence_items(v)) {
+    items = *seq;
+    shown = repr(v);
+  } else if (v.is_obj(ObjKind::Array) && v.as<ArrayObj>()->tensor->aval.ndim() > 0) {
+    return value_to_shape(v, "shape");
+  } else {
+    items.push_back(v);
+    shown = "(" + repr(v) + ",)";
+  }
+  const std::string invalid = "Shapes must be 1D sequences of concrete values of integer type, got " + shown + ".";
+  Shape out;
+  for (const Value& d : items) {
+    if (d.is_intlike()) {
+      out.push_back(d.as_int());
+      continue;
+    }
+    if (!d.is_obj(ObjKind::Array)) throw Error(ErrCode::Type, invalid);
+    const Tensor& t = d.as<ArrayObj>()->tensor;
+    if (!t->aval.shape.empty() || !(is_integer(t->aval.dtype) || t->aval.dtype == DType::Bool))
+      throw Error(ErrCode::Type, invalid);
+    try {
+      out.push_back(in.ops().concrete(t).get(0).i);
+    } catch (const Error& e) {
+      // A traced dimension: JAX's hint, then the tracer's origin (which the
+      // transformation fills in from the concretisation text that follows).
+      if (e.code() != ErrCode::ConcreteValue) throw;
+      throw Error(ErrCode::Type,
+                  invalid + "\nIf using `jit`, try using `static_argnums` or applying `jit` to smaller subfunctions.\n" +
+                      e.message());
+    }
+  }
+  // lax.full's broadcast_in_dim check.
+  if (nonnegative)
+    for (int64_t d : out)
+      if (d < 0) {
+        std::string s = "(";
+        for (size_t i = 0; i < out.size(); ++i) s += (i ? ", " : "") + std::to_string(out[i]);
+        throw Error(ErrCode::Type, "broadcast_in_dim shape must have every element be nonnegative, got " + s +
+                                       (out.size() == 1 ? ",)." : ")."));
+      }
+  return out;
 }
 
 Scalar value_to_scalar(InterpreterImpl& in, const Value& v, const std::string& what) {

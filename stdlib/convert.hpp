@@ -17,6 +17,10 @@ bool is_x64_name(const std::string& name);
 DType required_dtype(const Value& v, const std::string& what);
 // An int or a sequence of ints (np.zeros(3), np.zeros((2, 3))).
 Shape value_to_shape(const Value& v, const std::string& what);
+// jnp.zeros/ones/empty/full's shape: JAX's canonicalize_shape, with its
+// TypeErrors for a non-integer or traced dimension and (when `nonnegative`)
+// lax.full's for a negative one.
+Shape canonical_shape(InterpreterImpl& in, const Value& v, bool nonnegative = true);
 // A Python scalar from a Value that is a number or a size-1 concrete array.
 Scalar value_to_scalar(InterpreterImpl& in, const Value& v, const std::string& what);
 // Array attribute/method table (stdlib/array_methods.cpp).

@@ -653,7 +653,7 @@ struct JitFunction : OpaqueObj {
         entry->traced = std::make_shared<TracedFunction>(trace_function(
             in, wrapper, dyn, where, "jit", nullptr, nullptr, log_unknown_values(prepare, unknown)));
       } catch (Error& e) {
-        if (e.code() != ErrCode::ConcreteValue) throw;
+        if (!quotes_unknown_value(e)) throw;
         std::vector<size_t> dyn_pos; // the original position of each dynamic positional argument
         for (size_t i = 0; i < a.pos.size(); ++i)
           if (!is_static_pos(i, a.pos.size())) dyn_pos.push_back(i);

@@ -321,7 +321,7 @@ void add_jax_misc(InterpreterImpl& in, Value& jax) {
       try {
         t = trace_abstract(in, target, dyn, Span{}, "make_jaxpr", log_unknown_values(nullptr, unknown));
       } catch (Error& e) {
-        if (e.code() != ErrCode::ConcreteValue) throw;
+        if (!quotes_unknown_value(e)) throw;
         std::vector<std::string> param_names; // the function's parameter of each dynamic argument
         Value f = unwrapped_function(fun);
         const std::vector<Param>* ps = f.is_obj(ObjKind::Function) ? f.as<FunctionObj>()->params : nullptr;

@@ -68,16 +68,29 @@ void def_creation(ModuleBuilder& b) {
     return [name, kind](InterpreterImpl& in, CallArgs& a) {
       if (kind == 2) {
         ArgReader r(name, a, {"shape", "fill_value", "dtype"}, 2);
-        return make_array(np::full(in.ops(), value_to_shape(r[0], std::string(name) + "() shape"),
+        return make_array(np::full(in.ops(), canonical_shape(in, r[0]),
                                    value_to_scalar(in, r[1], "fill_value"), value_to_dtype(r[2])));
       }
       ArgReader r(name, a, {"shape", "dtype"}, 1);
-      Shape s = value_to_shape(r[0], std::string(name) + "() shape");
+      if (r.has(1) && r[0].is_int() && r[1].is_int()) { // JAX's hint for jnp.ones(2, 3)
+        std::string sh = std::to_string(r[0].i), dt = std::to_string(r[1].i);
+        throw Error(ErrCode::Type, "Cannot interpret '" + dt + "' as a data type.\n\nDid you accidentally write `jax.numpy." +
+                                       name + "(" + sh + ", " + dt + ")` when you meant `jax.numpy." + name + "((" +
+                                       sh + ", " + dt + "))`, i.e. with a single tuple argument for the shape?");
+      }
+      Shape s = canonical_shape(in, r[0]);
       if (kind == 0 && r.has(1) && is_float0_dtype(r[1])) return float0_zeros(s); // jax.dtypes.float0
       DType dt = value_to_dtype(r[1]).value_or(DType::Float32);
       return make_array(kind == 1 ? np::ones(in.ops(), s, dt) : np::zeros(in.ops(), s, dt));
     };
   };
+  // JAX's core.canonicalize_shape for stdlib .pxl code (jnp.tri): a tuple of ints.
+  b.fn("_canonicalize_shape", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_canonicalize_shape", a, {"shape"}, 1);
+    ValueList dims;
+    for (int64_t d : canonical_shape(in, r[0], false)) dims.push_back(Value::integer(d));
+    return make_tuple(std::move(dims));
+  });
   b.fn("zeros", filled("zeros", 0));
   b.fn("empty", filled("empty", 0));
   b.fn("ones", filled("ones", 1));
@@ -330,9 +343,30 @@ void def_shape(ModuleBuilder& b) {
     ArgReader r("split", a, {"ary", "indices_or_sections", "axis"}, 2);
     Tensor x = T(in, r[0]);
     int axis = static_cast<int>(r.get_int(2, 0));
-    std::vector<Tensor> parts = r[1].is_intlike()
-                                    ? np::split_sections(in.ops(), x, r[1].as_int(), axis)
-                                    : np::split_indices(in.ops(), x, value_to_int_list(r[1], "split() indices"), axis);
+    std::vector<Tensor> parts;
+    if (r[1].is_intlike()) {
+      parts = np::split_sections(in.ops(), x, r[1].as_int(), axis);
+    } else {
+      std::vector<int64_t> idx = value_to_int_list(r[1], "split() indices");
+      // JAX splits at the indices as they are (lax.split's sizes), so indices
+      // past the end or out of order are its error, unlike numpy's.
+      int nd = static_cast<int>(x->aval.ndim());
+      if (nd > 0 && axis >= -nd && axis < nd) {
+        int64_t n = x->aval.shape[static_cast<size_t>((axis + nd) % nd)], prev = 0;
+        std::vector<int64_t> sizes;
+        for (int64_t i : idx) {
+          sizes.push_back(i - prev); // negative indices are not wrapped, as JAX's
+          prev = i;
+        }
+        sizes.push_back(n - prev);
+        if (std::any_of(sizes.begin(), sizes.end(), [](int64_t d) { return d < 0; })) {
+          std::string got = "[";
+          for (size_t k = 0; k < sizes.size(); ++k) got += (k ? ", np.int64(" : "np.int64(") + std::to_string(sizes[k]) + ")";
+          throw Error(ErrCode::Value, "Sizes passed to split must be nonnegative, got " + got + "]");
+        }
+      }
+      parts = np::split_indices(in.ops(), x, idx, axis);
+    }
     ValueList out;
     for (auto& p : parts) out.push_back(make_array(p));
     return make_list(std::move(out));

@@ -255,11 +255,15 @@ Tensor slice_axis(OpContext& cx, const Tensor& x, int64_t axis, int64_t start, i
 std::vector<Tensor> split_sections(OpContext& cx, const Tensor& x, int64_t sections, int axis) {
   int64_t ax = split_axis(axis, av(x).ndim());
   int64_t n = av(x).shape[static_cast<size_t>(ax)];
-  if (sections <= 0) throw Error(ErrCode::Value, "split: number sections must be larger than 0");
-  if (n % sections != 0)
-    throw Error(ErrCode::Value, "split: array split does not result in an equal division (axis " +
-                                    std::to_string(ax) + " of size " + std::to_string(n) +
-                                    " into " + std::to_string(sections) + " sections)");
+  // JAX's texts: its `size % sections` (a Python remainder, with the sign of
+  // `sections`) and, for no sections, Python's ZeroDivisionError.
+  if (sections == 0) throw Error(ErrCode::ZeroDivision, "integer division or modulo by zero");
+  int64_t rest = ((n % sections) + sections) % sections;
+  if (rest != 0)
+    throw Error(ErrCode::Value, "array split does not result in an equal division: rest is " + std::to_string(rest));
+  if (sections < 0)
+    throw Error(ErrCode::Value, "Sum of sizes 0.0 must be equal to dimension " + std::to_string(ax) +
+                                    " of the operand shape [" + std::to_string(n) + "]");
   std::vector<int64_t> idx;
   for (int64_t i = 1; i < sections; ++i) idx.push_back(i * (n / sections));
   return split_indices(cx, x, idx, static_cast<int>(ax));

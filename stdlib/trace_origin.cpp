@@ -64,10 +64,15 @@ std::string function_source_info(const Value& wrapped) {
   return name + " at " + f->span.file->path() + ":" + std::to_string(line);
 }
 
+bool quotes_unknown_value(const Error& e) {
+  return e.code() == ErrCode::ConcreteValue ||
+         (e.code() == ErrCode::Type && e.message().find("his array is traced inside") != std::string::npos);
+}
+
 Error with_trace_origin(const Error& e, const std::string& what, const std::string& fn_info,
                         const std::vector<std::string>& names, const UnknownValueLog& log,
                         const std::string& traced_for) {
-  if (e.code() != ErrCode::ConcreteValue) return e;
+  if (!quotes_unknown_value(e)) return e;
   const std::string& m = e.message();
   const std::string tail = "its value is not known while the function is being traced";
   size_t start = m.find("his array is traced inside " + what + " (its type is ");

@@ -33,6 +33,10 @@ Value unwrapped_function(const Value& fn);
 // definition, decorators included), or the callable's type name.
 std::string function_source_info(const Value& fn);
 
+// A concretisation error, or a TypeError quoting one (JAX's invalid-shape
+// error for a traced dimension): an error with_trace_origin rewrites.
+bool quotes_unknown_value(const Error& e);
+
 // `e` with TraceContext's account of an unknown value ("this array is traced
 // inside WHAT (its type is T): ...") replaced by JAX's origin text; names[i] is
 // the i-th parameter's argument name. Other errors come back unchanged.
