@@ -484,10 +484,6 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     if (*op == Op::TriangularSolve) return make_array(bind(in, *op, at, {x, T(in, r[2])}));
     return make_array(bind(in, *op, at, {x}));
   });
-  def("optimization_barrier", [](InterpreterImpl&, CallArgs& a) {
-    ArgReader r("optimization_barrier", a, {"operand"}, 1);
-    return r[0];
-  });
   vars["Precision"] = Value::object(std::make_shared<PrecisionObj>("Precision"));
 }
 
