@@ -274,6 +274,17 @@ Error unhashable_static(const Value& v, const Span& where) {
                where, "pass it as a tuple, or make it a regular (traced) argument");
 }
 
+// JAX's advice after an error tracing a checkpointed function.
+Error remat_hint(const Error& e) {
+  Error out(e.code(), e.message() +
+                          "\n\nConsider using the `static_argnums` parameter for `jax.remat` or `jax.checkpoint`. "
+                          "See the `jax.checkpoint` docstring and its example involving `static_argnums`:\n"
+                          "https://docs.jax.dev/en/latest/_autosummary/jax.checkpoint.html",
+            e.span(), e.hint());
+  for (const TraceEntry& t : e.trace()) out.add_trace(t);
+  return out;
+}
+
 struct JitFunction : OpaqueObj {
   Value fn;
   Value in_shardings, out_shardings; // None: as the arguments / as propagated
@@ -291,9 +302,15 @@ struct JitFunction : OpaqueObj {
   // that device (the default one for a backend), its arguments moved there and
   // its results committed there. -1: neither was given.
   int device = -1;
+  // jax.checkpoint / jax.remat (jax._remat): JAX traces the function once per
+  // signature as jit does (and caches the trace), so it is a JitFunction, but
+  // disable_jit leaves it traced, an unhashable static argument is allowed (that
+  // call's trace is not kept), and a value Python needs names "checkpoint /
+  // remat" with JAX's hint about static_argnums.
+  bool remat = false;
 
-  std::string type_name() const override { return "PjitFunction"; }
-  std::string repr() const override { return "<jitted " + pxl::repr(fn) + ">"; }
+  std::string type_name() const override { return remat ? "function" : "PjitFunction"; }
+  std::string repr() const override { return remat ? pxl::repr(fn) : "<jitted " + pxl::repr(fn) + ">"; }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
     if (name == "_cache_size") { // a method, as JAX's
       int64_t n = static_cast<int64_t>(cache->size());
@@ -502,7 +519,12 @@ struct JitFunction : OpaqueObj {
   }
 
   bool call_placed(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) {
-    if (jit_disabled(in)) return out = in.call(fn, a, where), true;
+    if (!remat && jit_disabled(in)) return out = in.call(fn, a, where), true;
+    bool keep_trace = true; // false: an unhashable static argument (remat only)
+    Signature sig;
+    // (JAX's trace cache is keyed on the config too: a checkpointed function
+    // traced under disable_jit is traced again outside it.)
+    if (remat && jit_disabled(in)) sig.add("jax_disable_jit", "True");
     for (int64_t s : static_argnums)
       if (s >= static_cast<int64_t>(a.pos.size()) || s < -static_cast<int64_t>(a.pos.size())) {
         bool by_name = s >= 0 && !param_name(static_cast<size_t>(s)).empty();
@@ -515,7 +537,6 @@ struct JitFunction : OpaqueObj {
       }
     // Split the call into static values (part of the cache key) and dynamic ones
     // (traced): positional ones first, then the dynamic keywords as one dict.
-    Signature sig;
     ValueList dyn;
     std::vector<std::pair<size_t, Value>> static_pos;
     std::vector<std::pair<std::string, Value>> static_kw, dyn_kw;
@@ -524,14 +545,20 @@ struct JitFunction : OpaqueObj {
         dyn.push_back(a.pos[i]);
         continue;
       }
-      if (!is_hashable(a.pos[i])) throw unhashable_static(a.pos[i], where);
+      if (!is_hashable(a.pos[i])) {
+        if (!remat) throw unhashable_static(a.pos[i], where);
+        keep_trace = false;
+      }
       static_pos.push_back({i, a.pos[i]});
       sig.add("static argument " + std::to_string(i),
               pxl::type_name(a.pos[i]) + " " + pxl::repr(a.pos[i]));
     }
     for (auto& [name, v] : a.kw) {
       if (is_static_name(name)) {
-        if (!is_hashable(v)) throw unhashable_static(v, where);
+        if (!is_hashable(v)) {
+          if (!remat) throw unhashable_static(v, where);
+          keep_trace = false;
+        }
         static_kw.push_back({name, v});
         // Keyed by position when it names a positional parameter, so that
         // passing it either way hits the same trace (as in JAX).
@@ -671,7 +698,9 @@ struct JitFunction : OpaqueObj {
                                                                        : "");
           }
         }
-        throw with_trace_origin(e, "jit", function_source_info(fn), names, *unknown);
+        if (!remat) throw with_trace_origin(e, "jit", function_source_info(fn), names, *unknown);
+        throw remat_hint(with_trace_origin(e, "jit", function_source_info(fn), names, *unknown,
+                                           "checkpoint / remat"));
       }
       TracedFunction* traced = entry->traced.get();
       if (fn.is_obj(ObjKind::Function)) traced->fn->name = fn.as<FunctionObj>()->name;
@@ -686,7 +715,7 @@ struct JitFunction : OpaqueObj {
       bool reusable = true;
       for (const Tensor& c : traced->consts)
         if (c->trace && !keep_captured && !is_enclosing_literal(enclosing, c)) reusable = false;
-      if (reusable) (*cache)[key] = entry;
+      if (reusable && keep_trace) (*cache)[key] = entry;
     }
     // (Keyword arguments are not named after; numbers and lists are no arrays.)
     std::erase(as_passed, nullptr);
@@ -905,6 +934,17 @@ void add_jit(InterpreterImpl& in, Value& jax) {
         j->keep_captured = true;
         return Value::object(j);
       });
+  // jax._remat(f, static_argnums): jax.checkpoint's function (JitFunction::remat).
+  jax.as<ModuleObj>()->env->vars["_remat"] = make_builtin("_remat", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_remat", a, {"fun", "static_argnums"}, 1);
+    check_callable(r[0]);
+    auto j = std::make_shared<JitFunction>();
+    j->fn = r[0];
+    j->remat = true;
+    if (r.has(1)) j->static_argnums = int_list(r[1], "static_argnums");
+    j->cache = jit_caches(in).cache_for(r[0], "remat " + trace_params(*j));
+    return Value::object(j);
+  });
 }
 
 } // namespace pxl
