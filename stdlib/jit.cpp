@@ -644,6 +644,17 @@ struct JitFunction : OpaqueObj {
       for (int id : value_to_mesh(*current)->device_ids) ids += " " + std::to_string(id);
       sig.add("context mesh", value_to_mesh(*current)->repr() + ids);
     }
+    // (JAX's trace cache is keyed on the config flags that change how a
+    // function traces: one set other than its default keys the trace.)
+    {
+      Value config = in.get_attr(in.import_module("jax", Span{}, ""), "config", Span{});
+      for (auto [flag, fallback] : {std::pair{"jax_default_matmul_precision", "None"},
+                                    std::pair{"jax_numpy_rank_promotion", "'allow'"},
+                                    std::pair{"jax_numpy_dtype_promotion", "'standard'"}}) {
+        std::string v = pxl::repr(in.get_attr(config, flag, Span{}));
+        if (v != fallback) sig.add(flag, v);
+      }
+    }
     const std::string key = sig.key();
     std::shared_ptr<JitEntry> entry;
     auto it = cache->find(key);

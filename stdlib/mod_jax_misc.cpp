@@ -192,6 +192,7 @@ struct ConfigObj : OpaqueObj {
     if (it != flags.end()) return out = it->second, true;
     // JAX's defaults of the flags that are not booleans (or not False).
     if (name == "jax_numpy_rank_promotion") return out = make_str("allow"), true;
+    if (name == "jax_numpy_dtype_promotion") return out = make_str("standard"), true;
     if (name == "jax_default_prng_impl") return out = make_str("threefry2x32"), true;
     if (name == "jax_default_matmul_precision") return out = Value(), true;
     if (name == "jax_threefry_partitionable") return out = Value::boolean(true), true;
