@@ -311,7 +311,7 @@ struct JitFunction : OpaqueObj {
 
   std::string type_name() const override { return remat ? "function" : "PjitFunction"; }
   std::string repr() const override { return remat ? pxl::repr(fn) : "<jitted " + pxl::repr(fn) + ">"; }
-  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+  bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
     if (name == "_cache_size") { // a method, as JAX's
       int64_t n = static_cast<int64_t>(cache->size());
       out = make_builtin("_cache_size", [n](InterpreterImpl&, CallArgs&) { return Value::integer(n); });
@@ -319,7 +319,10 @@ struct JitFunction : OpaqueObj {
     }
     if (name == "_trace_count") return out = Value::integer(traces), true;
     if (name == "__wrapped__") return out = fn, true;
-    if (name == "__name__") return out = make_str(fn_name()), true; // functools.wraps keeps it
+    if (name == "__name__") { // functools.wraps keeps it
+      if (!fn.is_obj(ObjKind::Function) && in.has_attr(fn, name)) return out = in.get_attr(fn, name, Span{}), true;
+      return out = make_str(fn_name()), true;
+    }
     if (name == "lower" || name == "trace" || name == "eval_shape") {
       // Ahead-of-time use (jax_rest.pxl _jit_stage): this function, staged for
       // the given arguments.

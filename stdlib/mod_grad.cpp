@@ -307,11 +307,14 @@ void add_grad_functions(InterpreterImpl& in, Value& jax) {
   add_jvp_loops(jax);
   auto& vars = jax.as<ModuleObj>()->env->vars;
   auto maker = [](const char* name, bool with_value) {
-    return make_builtin(name, [name, with_value](InterpreterImpl&, CallArgs& a) {
+    return make_builtin(name, [name, with_value](InterpreterImpl& in, CallArgs& a) {
       GradSpec g = read_spec(name, a, with_value);
       Value f = make_builtin(name, [g](InterpreterImpl& in, CallArgs& c) { return run_grad(in, g, c); });
-      // (functools.wraps: JAX's messages name the differentiated function.)
+      // (functools.wraps: JAX's messages name the differentiated function,
+      // and the result has its __name__.)
       f.as<BuiltinObj>()->attrs.emplace_back("__wrapped__", g.fn);
+      if (in.has_attr(g.fn, "__name__"))
+        f.as<BuiltinObj>()->attrs.emplace_back("__name__", in.get_attr(g.fn, "__name__", Span{}));
       return f;
     });
   };

@@ -270,8 +270,10 @@ struct VmapFunction : OpaqueObj {
 
   std::string type_name() const override { return "function"; }
   std::string repr() const override { return "<vmap of " + pxl::repr(fn) + ">"; }
-  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+  bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
     if (name == "__wrapped__") return out = fn, true;
+    // (functools.wraps: the wrapped function's name, when it has one.)
+    if (name == "__name__" && in.has_attr(fn, "__name__")) return out = in.get_attr(fn, name, Span{}), true;
     return false;
   }
 
