@@ -505,6 +505,46 @@ struct JitFunction : OpaqueObj {
     return false;
   }
 
+  // JAX's TypeError for an argument leaf that is no array, number or float0
+  // (a string, a type): jit names the leaf's path, remat its value.
+  void check_array_leaves(InterpreterImpl& in, const ValueList& dyn, size_t n_dyn_pos, size_t n_pos,
+                          const Span& where) const {
+    ValueList leaves;
+    TreeDef def = tree_flatten(in, make_tuple(dyn), leaves);
+    std::vector<std::string> keys = leaf_keystrs(def);
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      const Value& l = leaves[i];
+      if (is_float0(l) || l.is_obj(ObjKind::Array) || l.is_number() || l.is_obj(ObjKind::Complex) ||
+          sequence_items(l))
+        continue;
+      std::string type = "<class '" + pxl::type_name(l) + "'>";
+      if (remat)
+        throw Error(ErrCode::Type, "Argument '" + pxl::str(l) + "' of type " + type + " is not a valid JAX type",
+                    where);
+      std::vector<size_t> dyn_pos; // the original position of each dynamic positional argument
+      for (size_t j = 0; j < n_pos; ++j)
+        if (!is_static_pos(j, n_pos)) dyn_pos.push_back(j);
+      const std::string& k = keys[i];
+      size_t close = k.find(']');
+      size_t idx = static_cast<size_t>(std::stoll(k.substr(1, close - 1)));
+      std::string rest = k.substr(close + 1), path;
+      if (idx < n_dyn_pos) {
+        path = arg_name(dyn_pos[idx]) + rest;
+      } else { // a keyword: ['name']...
+        size_t q = rest.find("']");
+        path = q != std::string::npos && rest.size() > 2 ? rest.substr(2, q - 2) + rest.substr(q + 2) : rest;
+      }
+      throw Error(ErrCode::Type,
+                  "Error interpreting argument to " + pxl::repr(fn) +
+                      " as an abstract array. The problematic value is of type " + type +
+                      " and was passed to the function at path " + path +
+                      ".\nThis typically means that a jit-wrapped function was called with a non-array argument, "
+                      "and this argument was not marked as static using the static_argnums or static_argnames "
+                      "parameters of jax.jit.",
+                  where);
+    }
+  }
+
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
     if (device < 0 || dynamic_cast<TraceContext*>(&in.ops())) return call_placed(in, a, where, out);
     Value dev = device_value(in.platform().name(), device);
@@ -619,6 +659,7 @@ struct JitFunction : OpaqueObj {
       for (auto& [k, v] : dyn_kw) d->set(make_str(k), v);
       dyn.push_back(Value::object(d));
     }
+    check_array_leaves(in, dyn, n_dyn_pos, a.pos.size(), where);
     TreeDef tree;
     std::vector<bool> float0;
     std::vector<Tensor> leaves = leaf_tensors(in, dyn, where, &tree, &float0);
