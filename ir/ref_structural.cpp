@@ -98,6 +98,7 @@ Array rev(const Array& x, const OpAttrs& a, const AVal& oa) {
 Array concatenate(std::span<const Array> xs, const OpAttrs& a, const AVal& oa) {
   // View every operand as (outer, axis, inner) and copy row blocks.
   Array out = fresh(oa);
+  if (out.size() == 0) return out; // (an empty array may have no buffer to copy to or from)
   size_t ax = static_cast<size_t>(a.axis);
   int64_t outer = 1, inner = 1;
   for (size_t d = 0; d < ax; ++d) outer *= oa.shape[d];
@@ -107,6 +108,7 @@ Array concatenate(std::span<const Array> xs, const OpAttrs& a, const AVal& oa) {
   int64_t offset = 0;
   for (const Array& x : xs) {
     int64_t row = x.shape()[ax] * inner;
+    if (row == 0) continue;
     for (int64_t o = 0; o < outer; ++o)
       std::memcpy(static_cast<char*>(out.data()) +
                       (o * out_row + offset) * static_cast<int64_t>(es),

@@ -274,6 +274,17 @@ Error unhashable_static(const Value& v, const Span& where) {
                where, "pass it as a tuple, or make it a regular (traced) argument");
 }
 
+// JAX's advice after an error tracing a checkpointed function.
+Error remat_hint(const Error& e) {
+  Error out(e.code(), e.message() +
+                          "\n\nConsider using the `static_argnums` parameter for `jax.remat` or `jax.checkpoint`. "
+                          "See the `jax.checkpoint` docstring and its example involving `static_argnums`:\n"
+                          "https://docs.jax.dev/en/latest/_autosummary/jax.checkpoint.html",
+            e.span(), e.hint());
+  for (const TraceEntry& t : e.trace()) out.add_trace(t);
+  return out;
+}
+
 struct JitFunction : OpaqueObj {
   Value fn;
   Value in_shardings, out_shardings; // None: as the arguments / as propagated
@@ -291,10 +302,16 @@ struct JitFunction : OpaqueObj {
   // that device (the default one for a backend), its arguments moved there and
   // its results committed there. -1: neither was given.
   int device = -1;
+  // jax.checkpoint / jax.remat (jax._remat): JAX traces the function once per
+  // signature as jit does (and caches the trace), so it is a JitFunction, but
+  // disable_jit leaves it traced, an unhashable static argument is allowed (that
+  // call's trace is not kept), and a value Python needs names "checkpoint /
+  // remat" with JAX's hint about static_argnums.
+  bool remat = false;
 
-  std::string type_name() const override { return "PjitFunction"; }
-  std::string repr() const override { return "<jitted " + pxl::repr(fn) + ">"; }
-  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+  std::string type_name() const override { return remat ? "function" : "PjitFunction"; }
+  std::string repr() const override { return remat ? pxl::repr(fn) : "<jitted " + pxl::repr(fn) + ">"; }
+  bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
     if (name == "_cache_size") { // a method, as JAX's
       int64_t n = static_cast<int64_t>(cache->size());
       out = make_builtin("_cache_size", [n](InterpreterImpl&, CallArgs&) { return Value::integer(n); });
@@ -302,7 +319,10 @@ struct JitFunction : OpaqueObj {
     }
     if (name == "_trace_count") return out = Value::integer(traces), true;
     if (name == "__wrapped__") return out = fn, true;
-    if (name == "__name__") return out = make_str(fn_name()), true; // functools.wraps keeps it
+    if (name == "__name__") { // functools.wraps keeps it
+      if (!fn.is_obj(ObjKind::Function) && in.has_attr(fn, name)) return out = in.get_attr(fn, name, Span{}), true;
+      return out = make_str(fn_name()), true;
+    }
     if (name == "lower" || name == "trace" || name == "eval_shape") {
       // Ahead-of-time use (jax_rest.pxl _jit_stage): this function, staged for
       // the given arguments.
@@ -485,6 +505,46 @@ struct JitFunction : OpaqueObj {
     return false;
   }
 
+  // JAX's TypeError for an argument leaf that is no array, number or float0
+  // (a string, a type): jit names the leaf's path, remat its value.
+  void check_array_leaves(InterpreterImpl& in, const ValueList& dyn, size_t n_dyn_pos, size_t n_pos,
+                          const Span& where) const {
+    ValueList leaves;
+    TreeDef def = tree_flatten(in, make_tuple(dyn), leaves);
+    std::vector<std::string> keys = leaf_keystrs(def);
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      const Value& l = leaves[i];
+      if (is_float0(l) || l.is_obj(ObjKind::Array) || l.is_number() || l.is_obj(ObjKind::Complex) ||
+          sequence_items(l))
+        continue;
+      std::string type = "<class '" + pxl::type_name(l) + "'>";
+      if (remat)
+        throw Error(ErrCode::Type, "Argument '" + pxl::str(l) + "' of type " + type + " is not a valid JAX type",
+                    where);
+      std::vector<size_t> dyn_pos; // the original position of each dynamic positional argument
+      for (size_t j = 0; j < n_pos; ++j)
+        if (!is_static_pos(j, n_pos)) dyn_pos.push_back(j);
+      const std::string& k = keys[i];
+      size_t close = k.find(']');
+      size_t idx = static_cast<size_t>(std::stoll(k.substr(1, close - 1)));
+      std::string rest = k.substr(close + 1), path;
+      if (idx < n_dyn_pos) {
+        path = arg_name(dyn_pos[idx]) + rest;
+      } else { // a keyword: ['name']...
+        size_t q = rest.find("']");
+        path = q != std::string::npos && rest.size() > 2 ? rest.substr(2, q - 2) + rest.substr(q + 2) : rest;
+      }
+      throw Error(ErrCode::Type,
+                  "Error interpreting argument to " + pxl::repr(fn) +
+                      " as an abstract array. The problematic value is of type " + type +
+                      " and was passed to the function at path " + path +
+                      ".\nThis typically means that a jit-wrapped function was called with a non-array argument, "
+                      "and this argument was not marked as static using the static_argnums or static_argnames "
+                      "parameters of jax.jit.",
+                  where);
+    }
+  }
+
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
     if (device < 0 || dynamic_cast<TraceContext*>(&in.ops())) return call_placed(in, a, where, out);
     Value dev = device_value(in.platform().name(), device);
@@ -502,7 +562,12 @@ struct JitFunction : OpaqueObj {
   }
 
   bool call_placed(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) {
-    if (jit_disabled(in)) return out = in.call(fn, a, where), true;
+    if (!remat && jit_disabled(in)) return out = in.call(fn, a, where), true;
+    bool keep_trace = true; // false: an unhashable static argument (remat only)
+    Signature sig;
+    // (JAX's trace cache is keyed on the config too: a checkpointed function
+    // traced under disable_jit is traced again outside it.)
+    if (remat && jit_disabled(in)) sig.add("jax_disable_jit", "True");
     for (int64_t s : static_argnums)
       if (s >= static_cast<int64_t>(a.pos.size()) || s < -static_cast<int64_t>(a.pos.size())) {
         bool by_name = s >= 0 && !param_name(static_cast<size_t>(s)).empty();
@@ -515,7 +580,6 @@ struct JitFunction : OpaqueObj {
       }
     // Split the call into static values (part of the cache key) and dynamic ones
     // (traced): positional ones first, then the dynamic keywords as one dict.
-    Signature sig;
     ValueList dyn;
     std::vector<std::pair<size_t, Value>> static_pos;
     std::vector<std::pair<std::string, Value>> static_kw, dyn_kw;
@@ -524,14 +588,20 @@ struct JitFunction : OpaqueObj {
         dyn.push_back(a.pos[i]);
         continue;
       }
-      if (!is_hashable(a.pos[i])) throw unhashable_static(a.pos[i], where);
+      if (!is_hashable(a.pos[i])) {
+        if (!remat) throw unhashable_static(a.pos[i], where);
+        keep_trace = false;
+      }
       static_pos.push_back({i, a.pos[i]});
       sig.add("static argument " + std::to_string(i),
               pxl::type_name(a.pos[i]) + " " + pxl::repr(a.pos[i]));
     }
     for (auto& [name, v] : a.kw) {
       if (is_static_name(name)) {
-        if (!is_hashable(v)) throw unhashable_static(v, where);
+        if (!is_hashable(v)) {
+          if (!remat) throw unhashable_static(v, where);
+          keep_trace = false;
+        }
         static_kw.push_back({name, v});
         // Keyed by position when it names a positional parameter, so that
         // passing it either way hits the same trace (as in JAX).
@@ -589,6 +659,7 @@ struct JitFunction : OpaqueObj {
       for (auto& [k, v] : dyn_kw) d->set(make_str(k), v);
       dyn.push_back(Value::object(d));
     }
+    check_array_leaves(in, dyn, n_dyn_pos, a.pos.size(), where);
     TreeDef tree;
     std::vector<bool> float0;
     std::vector<Tensor> leaves = leaf_tensors(in, dyn, where, &tree, &float0);
@@ -616,6 +687,17 @@ struct JitFunction : OpaqueObj {
       std::string ids;
       for (int id : value_to_mesh(*current)->device_ids) ids += " " + std::to_string(id);
       sig.add("context mesh", value_to_mesh(*current)->repr() + ids);
+    }
+    // (JAX's trace cache is keyed on the config flags that change how a
+    // function traces: one set other than its default keys the trace.)
+    {
+      Value config = in.get_attr(in.import_module("jax", Span{}, ""), "config", Span{});
+      for (auto [flag, fallback] : {std::pair{"jax_default_matmul_precision", "None"},
+                                    std::pair{"jax_numpy_rank_promotion", "'allow'"},
+                                    std::pair{"jax_numpy_dtype_promotion", "'standard'"}}) {
+        std::string v = pxl::repr(in.get_attr(config, flag, Span{}));
+        if (v != fallback) sig.add(flag, v);
+      }
     }
     const std::string key = sig.key();
     std::shared_ptr<JitEntry> entry;
@@ -671,7 +753,9 @@ struct JitFunction : OpaqueObj {
                                                                        : "");
           }
         }
-        throw with_trace_origin(e, "jit", function_source_info(fn), names, *unknown);
+        if (!remat) throw with_trace_origin(e, "jit", function_source_info(fn), names, *unknown);
+        throw remat_hint(with_trace_origin(e, "jit", function_source_info(fn), names, *unknown,
+                                           "checkpoint / remat"));
       }
       TracedFunction* traced = entry->traced.get();
       if (fn.is_obj(ObjKind::Function)) traced->fn->name = fn.as<FunctionObj>()->name;
@@ -686,7 +770,7 @@ struct JitFunction : OpaqueObj {
       bool reusable = true;
       for (const Tensor& c : traced->consts)
         if (c->trace && !keep_captured && !is_enclosing_literal(enclosing, c)) reusable = false;
-      if (reusable) (*cache)[key] = entry;
+      if (reusable && keep_trace) (*cache)[key] = entry;
     }
     // (Keyword arguments are not named after; numbers and lists are no arrays.)
     std::erase(as_passed, nullptr);
@@ -905,6 +989,17 @@ void add_jit(InterpreterImpl& in, Value& jax) {
         j->keep_captured = true;
         return Value::object(j);
       });
+  // jax._remat(f, static_argnums): jax.checkpoint's function (JitFunction::remat).
+  jax.as<ModuleObj>()->env->vars["_remat"] = make_builtin("_remat", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_remat", a, {"fun", "static_argnums"}, 1);
+    check_callable(r[0]);
+    auto j = std::make_shared<JitFunction>();
+    j->fn = r[0];
+    j->remat = true;
+    if (r.has(1)) j->static_argnums = int_list(r[1], "static_argnums");
+    j->cache = jit_caches(in).cache_for(r[0], "remat " + trace_params(*j));
+    return Value::object(j);
+  });
 }
 
 } // namespace pxl

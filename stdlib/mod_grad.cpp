@@ -138,6 +138,11 @@ void check_main_outputs(const TracedFunction& t, size_t n) {
 // The (out, aux) pair a has_aux function returned (a tuple or a 2-field namedtuple).
 const ValueList& pair_items(const Value& v) { return *sequence_items(v); }
 
+// What a function with aux output must return: a tuple or a list of two.
+bool is_pair(const TreeDef& t) {
+  return (t.is_tuple_like() || t.kind == TreeDef::Kind::List) && t.children.size() == 2;
+}
+
 Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
   const char* what = g.with_value ? "value_and_grad" : "grad";
   Span where = in.ops().loc;
@@ -153,7 +158,7 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
   const Function& f = *t.fn;
   const TreeDef* value_tree = &t.out_tree;
   if (g.has_aux) {
-    if (!t.out_tree.is_tuple_like() || t.out_tree.children.size() != 2)
+    if (!is_pair(t.out_tree)) // (a tuple or a list, as JAX's flatten_fun_nokwargs2 checks)
       throw Error(ErrCode::Type,
                   "expected function with aux output to return a two-element tuple, but got " +
                       t.out_tree.repr());
@@ -203,6 +208,8 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
   Value gtree = tree_unflatten(t.in_tree, grads);
   if (!g.argnums_tuple) gtree = (*sequence_items(gtree))[0];
   Value result = output_tree(t, env);
+  // (A list (value, aux) comes back as a tuple, as JAX's.)
+  if (g.with_value && g.has_aux) result = make_tuple(pair_items(result));
   if (g.with_value) return make_tuple({result, gtree});
   if (g.has_aux) return make_tuple({gtree, pair_items(result)[1]});
   return gtree;
@@ -231,7 +238,7 @@ Value run_vjp(InterpreterImpl& in, CallArgs& a, const char* what, bool float0 = 
       trace_diff(in, fn, call, argnums, diff_args, params, where, what, false));
   TreeDef out_tree = t->out_tree;
   if (has_aux) {
-    if (!out_tree.is_tuple_like() || out_tree.children.size() != 2)
+    if (!is_pair(out_tree))
       throw Error(ErrCode::Type,
                   "expected function with aux output to return a two-element tuple, but got " +
                       out_tree.repr());
@@ -300,11 +307,14 @@ void add_grad_functions(InterpreterImpl& in, Value& jax) {
   add_jvp_loops(jax);
   auto& vars = jax.as<ModuleObj>()->env->vars;
   auto maker = [](const char* name, bool with_value) {
-    return make_builtin(name, [name, with_value](InterpreterImpl&, CallArgs& a) {
+    return make_builtin(name, [name, with_value](InterpreterImpl& in, CallArgs& a) {
       GradSpec g = read_spec(name, a, with_value);
       Value f = make_builtin(name, [g](InterpreterImpl& in, CallArgs& c) { return run_grad(in, g, c); });
-      // (functools.wraps: JAX's messages name the differentiated function.)
+      // (functools.wraps: JAX's messages name the differentiated function,
+      // and the result has its __name__.)
       f.as<BuiltinObj>()->attrs.emplace_back("__wrapped__", g.fn);
+      if (in.has_attr(g.fn, "__name__"))
+        f.as<BuiltinObj>()->attrs.emplace_back("__name__", in.get_attr(g.fn, "__name__", Span{}));
       return f;
     });
   };

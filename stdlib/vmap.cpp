@@ -270,8 +270,10 @@ struct VmapFunction : OpaqueObj {
 
   std::string type_name() const override { return "function"; }
   std::string repr() const override { return "<vmap of " + pxl::repr(fn) + ">"; }
-  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+  bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
     if (name == "__wrapped__") return out = fn, true;
+    // (functools.wraps: the wrapped function's name, when it has one.)
+    if (name == "__name__" && in.has_attr(fn, "__name__")) return out = in.get_attr(fn, name, Span{}), true;
     return false;
   }
 
@@ -340,16 +342,17 @@ struct VmapFunction : OpaqueObj {
       e.set_span_if_missing(where);
       throw;
     }
-    // Leaves that are not arrays or numbers (functions, strings, ...) pass
+    // Leaves that are not arrays (functions, strings, Python numbers, ...) pass
     // through unmapped when their in_axes is None, as JAX lets them: the trace
-    // sees them as they are.
+    // sees them as they are (a Python int stays one: range(n), static_argnums).
     ValueList all_leaves;
     TreeDef arg_tree = tree_flatten(in, args_tuple, all_leaves);
     std::vector<std::pair<size_t, Value>> statics;
     ValueList dyn_leaves, dyn_axes;
     for (size_t i = 0; i < all_leaves.size(); ++i) {
       const Value& l = all_leaves[i];
-      bool data = l.is_obj(ObjKind::Array) || l.is_number() || l.is_obj(ObjKind::Complex);
+      bool data = l.is_obj(ObjKind::Array) || (l.is_number() && !per_leaf[i].is_none()) ||
+                  l.is_obj(ObjKind::Complex);
       if (per_leaf[i].is_none() && !data) {
         statics.emplace_back(i, l);
       } else {
@@ -369,6 +372,20 @@ struct VmapFunction : OpaqueObj {
           });
       traced_args = dyn_leaves;
       per_leaf = dyn_axes;
+    }
+    // The outputs that are Python numbers: with out_axes None they come back
+    // as they are (JAX's vmap leaves an unbatched non-tracer output alone).
+    auto number_outs = std::make_shared<ValueList>();
+    {
+      Value inner = traced_fn;
+      traced_fn = make_builtin("vmap", [inner, number_outs, where](InterpreterImpl& in, CallArgs& c) {
+        Value out = in.call(inner, c, where);
+        ValueList leaves;
+        tree_flatten(in, out, leaves);
+        number_outs->clear();
+        for (const Value& l : leaves) number_outs->push_back(l.is_number() ? l : Value());
+        return out;
+      });
     }
     std::vector<Tensor> leaves = leaf_tensors(in, traced_args, where);
     // The mapped size, checked across the arguments.
@@ -490,6 +507,10 @@ struct VmapFunction : OpaqueObj {
       const BVal& o = outs[r];
       if (const Value* v = forwarded(r)) {
         out_leaves[r] = *v;
+        continue;
+      }
+      if (per_out[r].is_none() && r < number_outs->size() && !(*number_outs)[r].is_none()) {
+        out_leaves[r] = (*number_outs)[r];
         continue;
       }
       if (per_out[r].is_none()) {
