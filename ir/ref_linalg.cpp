@@ -5,6 +5,7 @@
 // failed gives NaNs, as JAX's _replace_not_ok_with_nan does. complex64 goes to
 // the c* routines; eigh's eigenvalues and svd's singular values are then real.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 
@@ -59,6 +60,12 @@ template <> constexpr c64 kNaN<c64> = c64(std::numeric_limits<float>::quiet_NaN(
 template <class T> void set_eye(T* out, int64_t rows, int64_t cols) {
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) out[i * cols + j] = T(i == j);
+}
+
+template <class T> bool all_finite(const T* x, int64_t size) {
+  for (int64_t i = 0; i < size; ++i)
+    if (!std::isfinite(std::abs(x[i]))) return false;
+  return true;
 }
 
 // One matrix `x` (m x n, row-major) of the batch; writes output `l.output` to `out`.
@@ -142,6 +149,9 @@ void one(Op op, const LinalgAttrs& l, const T* x, int64_t m, int64_t n, const T*
     std::vector<Real<T>> s(static_cast<size_t>(k));
     int info = lapack::gesdd<T>(jobz, dim(m), dim(n), a.data(), a.ld(), s.data(), u.data(), u.ld(),
                                 vt.data(), vt.ld());
+    // XLA's LAPACK reports a non-finite operand as a failure (NaN everywhere);
+    // the system's may return partly finite vectors: treat it as failed too.
+    if (info == 0 && !all_finite(x, m * n)) info = 1;
     if (info != 0)
       std::fill(s.begin(), s.end(), kNaN<Real<T>>), u.fill(kNaN<T>), vt.fill(kNaN<T>);
     if (l.output == 1) return u.to_rows(o, m, ucols);

@@ -477,10 +477,12 @@ AVal linalg(Op op, const OpAttrs& a, std::span<const AVal> in) {
   size_t nb = s.size() - 2;
   Shape batch(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(nb));
   int64_t m = s[nb], n = s[nb + 1];
+  // Every output is weak-typed when the operands all are (JAX's standard
+  // weak type rule, which its linalg primitives use), lu's int32 pivots too.
   auto out = [&](std::initializer_list<int64_t> dims, DType d) {
     Shape r = batch;
     r.insert(r.end(), dims);
-    return AVal{d, r, false};
+    return AVal{d, r, x.weak};
   };
   auto square = [&](const std::string& what) {
     if (m != n) fail(ErrCode::Shape, op, what + shape_str({m, n}) + ".");
@@ -513,7 +515,7 @@ AVal linalg(Op op, const OpAttrs& a, std::span<const AVal> in) {
       fail(ErrCode::Shape, op,
            "Incompatible shapes for arguments to triangular_solve: " + shape_str(s) + " and " +
                shape_str(b.shape) + ".");
-    return b;
+    return AVal{b.dtype, b.shape, b.weak && x.weak};
   }
   case Op::Lu:
     check_output(3);
@@ -541,10 +543,7 @@ AVal linalg(Op op, const OpAttrs& a, std::span<const AVal> in) {
     square("The input to eig must be a square matrix. Got shape ");
     if (x.dtype == DType::Float64) // its results would be complex128, which pxl lacks
       fail(ErrCode::DType, op, "Unsupported dtype float64 (eig's complex128 results).");
-    // Weak-typed like the operand (JAX's standard weak type rule).
-    AVal r = l.output == 0 ? out({n}, DType::Complex64) : out({n, n}, DType::Complex64);
-    r.weak = x.weak;
-    return r;
+    return l.output == 0 ? out({n}, DType::Complex64) : out({n, n}, DType::Complex64);
   }
   case Op::Schur:
     check_output(2);

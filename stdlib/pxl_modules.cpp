@@ -93,6 +93,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
       {"jax._src.scipy.optimize.line_search", "scipy_optimize"}, // what JAX's tests import
       {"jax._src.lax", "jax_src_lax"},                            // its `parallel`
       {"jax._src.lax.parallel", "lax_parallel"},                  // pargmax, pargmin
+      {"jax._src.tpu.linalg", "tpu_linalg"},                      // its svd and qdwh
       {"jax.scipy.spatial", "scipy_spatial"},
       {"jax.scipy.spatial.transform", "scipy_spatial_transform"}, // Rotation, Slerp
       {"jax.experimental.sparse.linalg", "experimental_sparse_linalg"}, // lobpcg_standard
@@ -111,6 +112,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   Value lax_linalg = in.import_module("linalg_lax", Span{}, "");
   lax.as<ModuleObj>()->env->vars["linalg"] = lax_linalg;
   in.register_module("jax.lax.linalg", lax_linalg);
+  in.register_module("jax._src.lax.linalg", lax_linalg); // what JAX's tests import
   merge_functions(in, "linalg_tridiagonal", lax_linalg); // tridiagonal_solve
   merge_functions(in, "linalg_qdwh", lax_linalg);        // qdwh
   // np.linalg (also jax.numpy.linalg).
