@@ -38,6 +38,30 @@ std::vector<Tensor> tensor_list(InterpreterImpl& in, const Value& v, const char*
   return out;
 }
 
+// zeros/ones/full/empty/broadcast_to shapes: JAX's broadcast_in_dim refuses a negative size.
+Shape creation_shape(const Value& v, const std::string& what) {
+  Shape s = value_to_int_list(v, what);
+  for (int64_t d : s)
+    if (d < 0)
+      throw Error(ErrCode::Type,
+                  "broadcast_in_dim shape must have every element be nonnegative, got " + shape_str(s) + ".");
+  return s;
+}
+
+// jnp.eye's N and M go through JAX's shape canonicalisation (its TypeError) and
+// then its own check for negative sizes.
+int64_t eye_dim(const Value& v, const std::string& which) {
+  if (v.is_intlike() || v.is_obj(ObjKind::Array)) return value_to_int(v, which);
+  throw Error(ErrCode::Type, "Shapes must be 1D sequences of concrete values of integer type, got (" +
+                                 repr(v) + ",). " + which + ".");
+}
+
+void eye_check_sizes(int64_t n, std::optional<int64_t> m) {
+  if (n < 0 || (m && *m < 0))
+    throw Error(ErrCode::Value, "negative dimensions are not allowed, got " + std::to_string(n) + " and " +
+                                    (m ? std::to_string(*m) : std::string("None")));
+}
+
 void def_creation(ModuleBuilder& b) {
   // jnp.array(object, dtype, copy, order, ndmin) and jnp.asarray(a, dtype, order, *, copy).
   auto array_fn = [](bool is_array) {
@@ -68,11 +92,11 @@ void def_creation(ModuleBuilder& b) {
     return [name, kind](InterpreterImpl& in, CallArgs& a) {
       if (kind == 2) {
         ArgReader r(name, a, {"shape", "fill_value", "dtype"}, 2);
-        return make_array(np::full(in.ops(), value_to_shape(r[0], std::string(name) + "() shape"),
+        return make_array(np::full(in.ops(), creation_shape(r[0], std::string(name) + "() shape"),
                                    value_to_scalar(in, r[1], "fill_value"), value_to_dtype(r[2])));
       }
       ArgReader r(name, a, {"shape", "dtype"}, 1);
-      Shape s = value_to_shape(r[0], std::string(name) + "() shape");
+      Shape s = creation_shape(r[0], std::string(name) + "() shape");
       if (kind == 0 && r.has(1) && is_float0_dtype(r[1])) return float0_zeros(s); // jax.dtypes.float0
       DType dt = value_to_dtype(r[1]).value_or(DType::Float32);
       return make_array(kind == 1 ? np::ones(in.ops(), s, dt) : np::zeros(in.ops(), s, dt));
@@ -153,13 +177,22 @@ void def_creation(ModuleBuilder& b) {
   b.fn("eye", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("eye", a, {"N", "M", "k", "dtype"}, 1);
     std::optional<int64_t> m;
-    if (r.has(1) && !r[1].is_none()) m = r.get_int(1);
-    return make_array(np::eye(in.ops(), r.get_int(0), m, r.get_int(2, 0),
-                              value_to_dtype(r[3]).value_or(DType::Float32)));
+    if (r.has(1) && !r[1].is_none()) m = eye_dim(r[1], "argument 'M' of jnp.eye()");
+    int64_t n = eye_dim(r[0], "argument of 'N' jnp.eye()");  // sic: JAX's word order
+    int64_t k = 0;
+    if (r.has(2)) {
+      if (!r[2].is_intlike() && !(r[2].is_obj(ObjKind::Array) && !is_inexact(T(in, r[2])->aval.dtype)))
+        throw Error(ErrCode::Value, "k must be a scalar integer; got " + repr(r[2]));
+      k = r.get_int(2);
+    }
+    eye_check_sizes(n, m);
+    return make_array(np::eye(in.ops(), n, m, k, value_to_dtype(r[3]).value_or(DType::Float32)));
   });
   b.fn("identity", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("identity", a, {"n", "dtype"}, 1);
-    return make_array(np::eye(in.ops(), r.get_int(0), std::nullopt, 0, value_to_dtype(r[1]).value_or(DType::Float32)));
+    int64_t n = eye_dim(r[0], "argument of 'N' jnp.eye()");
+    eye_check_sizes(n, std::nullopt);
+    return make_array(np::eye(in.ops(), n, std::nullopt, 0, value_to_dtype(r[1]).value_or(DType::Float32)));
   });
 }
 
@@ -242,12 +275,17 @@ void def_elementwise(ModuleBuilder& b) {
     return make_array(np::where(in.ops(), T(in, r[0]), T(in, r[1]), T(in, r[2])));
   });
   b.fn("clip", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("clip", a, {"a", "a_min", "a_max", "min", "max"}, 1);
+    // JAX's clip(arr=None, /, min=None, max=None): the old a/a_min/a_max keywords are
+    // gone (JAX's TypeError names a_max before a_min before a).
+    for (const char* old : {"a_max", "a_min", "a"})
+      for (const auto& kv : a.kw)
+        if (kv.first == old)
+          throw Error(ErrCode::Arguments, std::string("clip() got an unexpected keyword argument '") + old + "'");
+    ArgReader r("clip", a, {"arr", "min", "max"});
+    if (!r.has(0) || r[0].is_none()) throw Error(ErrCode::Value, "No input was provided to the clip function.");
     std::optional<Tensor> lo, hi;
-    const Value& lov = r.has(1) ? r[1] : r[3];
-    const Value& hiv = r.has(2) ? r[2] : r[4];
-    if (!lov.is_none()) lo = T(in, lov);
-    if (!hiv.is_none()) hi = T(in, hiv);
+    if (r.has(1) && !r[1].is_none()) lo = T(in, r[1]);
+    if (r.has(2) && !r[2].is_none()) hi = T(in, r[2]);
     return make_array(np::clip(in.ops(), T(in, r[0]), lo, hi));
   });
   b.fn("astype", [](InterpreterImpl& in, CallArgs& a) {
@@ -300,7 +338,7 @@ void def_shape(ModuleBuilder& b) {
   });
   b.fn("broadcast_to", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("broadcast_to", a, {"array", "shape"}, 2);
-    return make_array(np::broadcast_to(in.ops(), T(in, r[0]), value_to_shape(r[1], "broadcast_to() shape")));
+    return make_array(np::broadcast_to(in.ops(), T(in, r[0]), creation_shape(r[1], "broadcast_to() shape")));
   });
   b.fn("concatenate", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("concatenate", a, {"arrays", "axis"}, 1);
