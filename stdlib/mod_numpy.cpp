@@ -136,14 +136,33 @@ void def_creation(ModuleBuilder& b) {
       if (r.has(i) && r[i].is_obj(ObjKind::Complex))
         throw Error(ErrCode::Value, "Passing complex start/stop/step to jnp.arange is no longer supported "
                                     "starting in JAX v0.10.0.");
+    // A traced bound is JAX's ConcretizationTypeError naming the argument, then pxl's
+    // account of the trace (which jit turns into JAX's origin text).
+    auto bound = [&in](const Value& v, const std::string& name) {
+      try {
+        return value_to_scalar(in, v, "arange() " + name);
+      } catch (Error& e) {
+        if (e.code() != ErrCode::ConcreteValue || !v.is_obj(ObjKind::Array)) throw;
+        const AVal& av = T(in, v)->aval;
+        std::string type = std::string(dtype_name(av.dtype)) + "[";
+        for (size_t i = 0; i < av.shape.size(); ++i) type += (i ? "," : "") + std::to_string(av.shape[i]);
+        std::string why = e.message();
+        if (!why.empty()) why[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(why[0])));
+        throw Error(ErrCode::ConcreteValue,
+                    "ConcretizationTypeError: Abstract tracer value encountered where concrete value is expected: "
+                    "traced array with shape " + type + "]\nIt arose in the jnp.arange argument '" + name + "' " +
+                        why + "\n\nSee https://docs.jax.dev/en/latest/errors.html#jax.errors.ConcretizationTypeError",
+                    e.span(), e.hint());
+      }
+    };
     Scalar start = Scalar::of_int(0), stop, step = Scalar::of_int(1);
     if (r.has(1) && !r[1].is_none()) {
-      start = value_to_scalar(in, r[0], "arange() start");
-      stop = value_to_scalar(in, r[1], "arange() stop");
+      start = bound(r[0], "start");
+      stop = bound(r[1], "stop");
     } else {
-      stop = value_to_scalar(in, r[0], "arange() stop");
+      stop = bound(r[0], "stop");
     }
-    if (r.has(2) && !r[2].is_none()) step = value_to_scalar(in, r[2], "arange() step");
+    if (r.has(2) && !r[2].is_none()) step = bound(r[2], "step");
     std::optional<DType> dt = value_to_dtype(r[3]);
     // As JAX, without dtype= a typed array argument (jnp.int8(3)) sets the result type,
     // promoted with the others; Python numbers stay weak.
