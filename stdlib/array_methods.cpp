@@ -186,7 +186,7 @@ const std::map<std::string, ArrayMethod>& methods() {
          return make_array(np::swapaxes(in.ops(), x, static_cast<int>(r.get_int(0)), static_cast<int>(r.get_int(1))));
        }},
       {"clip", [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
-         ArgReader r("clip", a, {"min", "max"});
+         ArgReader r("_clip", a, {"min", "max"});  // JAX's method is _clip (its errors say so)
          std::optional<Tensor> lo, hi;
          if (r.has(0) && !r[0].is_none()) lo = in.to_tensor(r[0], Span{});
          if (r.has(1) && !r[1].is_none()) hi = in.to_tensor(r[1], Span{});

@@ -80,7 +80,7 @@ Tensor InterpreterImpl::to_tensor(const Value& v, const Span& where, std::option
     if (v.is_bool()) return np::scalar(ops(), Scalar::of_bool(v.b), dtype, !dtype);
     if (v.is_int()) {
       if (!dtype && (v.i > INT32_MAX || v.i < INT32_MIN))
-        throw Error(ErrCode::Value, "Python int " + std::to_string(v.i) + " is too large to convert to int32");
+        throw Error(ErrCode::Value, "Python int " + std::to_string(v.i) + " too large to convert to int32");
       if (dtype) np::check_python_int(v.i, *dtype);
       return np::scalar(ops(), Scalar::of_int(v.i), dtype, !dtype);
     }

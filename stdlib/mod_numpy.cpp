@@ -38,6 +38,20 @@ std::vector<Tensor> tensor_list(InterpreterImpl& in, const Value& v, const char*
   return out;
 }
 
+// jnp.eye's N and M go through JAX's shape canonicalisation (its TypeError) and
+// then its own check for negative sizes.
+int64_t eye_dim(const Value& v, const std::string& which) {
+  if (v.is_intlike() || v.is_obj(ObjKind::Array)) return value_to_int(v, which);
+  throw Error(ErrCode::Type, "Shapes must be 1D sequences of concrete values of integer type, got (" +
+                                 repr(v) + ",). " + which + ".");
+}
+
+void eye_check_sizes(int64_t n, std::optional<int64_t> m) {
+  if (n < 0 || (m && *m < 0))
+    throw Error(ErrCode::Value, "negative dimensions are not allowed, got " + std::to_string(n) + " and " +
+                                    (m ? std::to_string(*m) : std::string("None")));
+}
+
 void def_creation(ModuleBuilder& b) {
   // jnp.array(object, dtype, copy, order, ndmin) and jnp.asarray(a, dtype, order, *, copy).
   auto array_fn = [](bool is_array) {
@@ -125,14 +139,33 @@ void def_creation(ModuleBuilder& b) {
       if (r.has(i) && r[i].is_obj(ObjKind::Complex))
         throw Error(ErrCode::Value, "Passing complex start/stop/step to jnp.arange is no longer supported "
                                     "starting in JAX v0.10.0.");
+    // A traced bound is JAX's ConcretizationTypeError naming the argument, then pxl's
+    // account of the trace (which jit turns into JAX's origin text).
+    auto bound = [&in](const Value& v, const std::string& name) {
+      try {
+        return value_to_scalar(in, v, "arange() " + name);
+      } catch (Error& e) {
+        if (e.code() != ErrCode::ConcreteValue || !v.is_obj(ObjKind::Array)) throw;
+        const AVal& av = T(in, v)->aval;
+        std::string type = std::string(dtype_name(av.dtype)) + "[";
+        for (size_t i = 0; i < av.shape.size(); ++i) type += (i ? "," : "") + std::to_string(av.shape[i]);
+        std::string why = e.message();
+        if (!why.empty()) why[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(why[0])));
+        throw Error(ErrCode::ConcreteValue,
+                    "ConcretizationTypeError: Abstract tracer value encountered where concrete value is expected: "
+                    "traced array with shape " + type + "]\nIt arose in the jnp.arange argument '" + name + "' " +
+                        why + "\n\nSee https://docs.jax.dev/en/latest/errors.html#jax.errors.ConcretizationTypeError",
+                    e.span(), e.hint());
+      }
+    };
     Scalar start = Scalar::of_int(0), stop, step = Scalar::of_int(1);
     if (r.has(1) && !r[1].is_none()) {
-      start = value_to_scalar(in, r[0], "arange() start");
-      stop = value_to_scalar(in, r[1], "arange() stop");
+      start = bound(r[0], "start");
+      stop = bound(r[1], "stop");
     } else {
-      stop = value_to_scalar(in, r[0], "arange() stop");
+      stop = bound(r[0], "stop");
     }
-    if (r.has(2) && !r[2].is_none()) step = value_to_scalar(in, r[2], "arange() step");
+    if (r.has(2) && !r[2].is_none()) step = bound(r[2], "step");
     std::optional<DType> dt = value_to_dtype(r[3]);
     // As JAX, without dtype= a typed array argument (jnp.int8(3)) sets the result type,
     // promoted with the others; Python numbers stay weak.
@@ -166,13 +199,22 @@ void def_creation(ModuleBuilder& b) {
   b.fn("eye", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("eye", a, {"N", "M", "k", "dtype"}, 1);
     std::optional<int64_t> m;
-    if (r.has(1) && !r[1].is_none()) m = r.get_int(1);
-    return make_array(np::eye(in.ops(), r.get_int(0), m, r.get_int(2, 0),
-                              value_to_dtype(r[3]).value_or(DType::Float32)));
+    if (r.has(1) && !r[1].is_none()) m = eye_dim(r[1], "argument 'M' of jnp.eye()");
+    int64_t n = eye_dim(r[0], "argument of 'N' jnp.eye()");  // sic: JAX's word order
+    int64_t k = 0;
+    if (r.has(2)) {
+      if (!r[2].is_intlike() && !(r[2].is_obj(ObjKind::Array) && !is_inexact(T(in, r[2])->aval.dtype)))
+        throw Error(ErrCode::Value, "k must be a scalar integer; got " + repr(r[2]));
+      k = r.get_int(2);
+    }
+    eye_check_sizes(n, m);
+    return make_array(np::eye(in.ops(), n, m, k, value_to_dtype(r[3]).value_or(DType::Float32)));
   });
   b.fn("identity", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("identity", a, {"n", "dtype"}, 1);
-    return make_array(np::eye(in.ops(), r.get_int(0), std::nullopt, 0, value_to_dtype(r[1]).value_or(DType::Float32)));
+    int64_t n = eye_dim(r[0], "argument of 'N' jnp.eye()");
+    eye_check_sizes(n, std::nullopt);
+    return make_array(np::eye(in.ops(), n, std::nullopt, 0, value_to_dtype(r[1]).value_or(DType::Float32)));
   });
 }
 
@@ -255,12 +297,17 @@ void def_elementwise(ModuleBuilder& b) {
     return make_array(np::where(in.ops(), T(in, r[0]), T(in, r[1]), T(in, r[2])));
   });
   b.fn("clip", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("clip", a, {"a", "a_min", "a_max", "min", "max"}, 1);
+    // JAX's clip(arr=None, /, min=None, max=None): the old a/a_min/a_max keywords are
+    // gone (JAX's TypeError names a_max before a_min before a).
+    for (const char* old : {"a_max", "a_min", "a"})
+      for (const auto& kv : a.kw)
+        if (kv.first == old)
+          throw Error(ErrCode::Arguments, std::string("clip() got an unexpected keyword argument '") + old + "'");
+    ArgReader r("clip", a, {"arr", "min", "max"});
+    if (!r.has(0) || r[0].is_none()) throw Error(ErrCode::Value, "No input was provided to the clip function.");
     std::optional<Tensor> lo, hi;
-    const Value& lov = r.has(1) ? r[1] : r[3];
-    const Value& hiv = r.has(2) ? r[2] : r[4];
-    if (!lov.is_none()) lo = T(in, lov);
-    if (!hiv.is_none()) hi = T(in, hiv);
+    if (r.has(1) && !r[1].is_none()) lo = T(in, r[1]);
+    if (r.has(2) && !r[2].is_none()) hi = T(in, r[2]);
     return make_array(np::clip(in.ops(), T(in, r[0]), lo, hi));
   });
   b.fn("astype", [](InterpreterImpl& in, CallArgs& a) {
@@ -313,7 +360,7 @@ void def_shape(ModuleBuilder& b) {
   });
   b.fn("broadcast_to", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("broadcast_to", a, {"array", "shape"}, 2);
-    return make_array(np::broadcast_to(in.ops(), T(in, r[0]), value_to_shape(r[1], "broadcast_to() shape")));
+    return make_array(np::broadcast_to(in.ops(), T(in, r[0]), canonical_shape(in, r[1])));
   });
   b.fn("concatenate", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("concatenate", a, {"arrays", "axis"}, 1);

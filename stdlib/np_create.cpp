@@ -69,8 +69,11 @@ Tensor from_host(OpContext& cx, const std::vector<Scalar>& flat, const Shape& sh
       else if (s.kind == Scalar::Kind::Int && d == DType::Bool)
         d = DType::Int32;
     }
+    // JAX's wording for an element of a list differs from a lone Python int's.
     if (d == DType::Int32)
-      for (const Scalar& s : flat) check_int32(s.i);
+      for (const Scalar& s : flat)
+        if (s.i < std::numeric_limits<int32_t>::min() || s.i > std::numeric_limits<int32_t>::max())
+          throw Error(ErrCode::Value, "Python integer " + std::to_string(s.i) + " out of bounds for int32");
   }
   Array a(d, shape);
   for (size_t i = 0; i < flat.size(); ++i) a.set(static_cast<int64_t>(i), flat[i]);

@@ -407,6 +407,14 @@ Tensor where(OpContext& cx, const Tensor& cond0, const Tensor& a0, const Tensor&
 
 Tensor clip(OpContext& cx, const Tensor& x, const std::optional<Tensor>& lo,
             const std::optional<Tensor>& hi) {
+  // As JAX's jnp.clip: complex values have no order, whichever argument carries them.
+  for (const Tensor* t : {&x, lo ? &*lo : nullptr, hi ? &*hi : nullptr})
+    if (t && is_complex(av(*t).dtype))
+      throw Error(ErrCode::Value,
+                  "Clip received a complex value either through the input or the min/max keywords. "
+                  "Complex values have no ordering and cannot be clipped. Please convert to a real "
+                  "value or array by taking the real or imaginary components via "
+                  "jax.numpy.real/imag respectively.");
   Tensor out = x;
   if (lo) out = binary(cx, BinOp::Maximum, *lo, out);
   if (hi) out = binary(cx, BinOp::Minimum, *hi, out);
