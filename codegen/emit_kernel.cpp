@@ -37,7 +37,8 @@ class KernelEmitter {
 public:
   KernelEmitter(llvm::Module& m, const Function& f, const Kernel& k, Target target,
                 bool finish = false)
-      : m_(m), f_(f), k_(k), target_(target), b_(m.getContext()), se_(b_, m, target == Target::Host), finish_(finish) {}
+      : m_(m), f_(f), k_(k), target_(target), b_(m.getContext()),
+        se_(b_, m, target == Target::Host), finish_(finish) {}
 
   void emit(const std::string& name);
 
@@ -478,7 +479,8 @@ void KernelEmitter::reduce_kernel() {
   int split_axis = target_ == Target::Host ? reduce_split_axis(f_, k_) : -1;
   auto outputs = [&](const std::function<void(Value*)>& body) {
     Idx oi;
-    loops(oa.shape, oi, [&] { body(linear(oa.shape, oi)); }, split_axis >= 0);
+    loops(
+        oa.shape, oi, [&] { body(linear(oa.shape, oi)); }, split_axis >= 0);
   };
   outputs([&](Value* o) { acc_store(init, b_.CreateInBoundsGEP(at_ty, accp, o)); });
   std::vector<int64_t> ost = ref::strides_of(oa.shape), st(r, 0);

@@ -349,8 +349,8 @@ Value* Math::pow_f32(Value* xv, Value* yv) {
   Value* e = b_.CreateAnd(b_.CreateLShr(iy, 23), 0xff);
   Value* ge1 = b_.CreateICmpUGE(e, k(0x7f));
   Value* big = b_.CreateICmpUGT(e, k(0x7f + 23));
-  Value* sh = b_.CreateSelect(b_.CreateAnd(ge1, b_.CreateNot(big)), b_.CreateSub(k(0x7f + 23), e),
-                              k(0));
+  Value* sh =
+      b_.CreateSelect(b_.CreateAnd(ge1, b_.CreateNot(big)), b_.CreateSub(k(0x7f + 23), e), k(0));
   Value* bit = b_.CreateShl(k(1), sh);
   Value* frac0 = b_.CreateICmpEQ(b_.CreateAnd(iy, b_.CreateSub(bit, k(1))), k(0));
   Value* is_int = b_.CreateAnd(ge1, b_.CreateOr(big, frac0));
@@ -432,15 +432,16 @@ Value* Math::atan_f32(Value* xv) {
   auto horner = [&](std::initializer_list<int> idx) { // a[i0] + w * (a[i1] + w * (...))
     std::vector<int> v(idx);
     Value* acc = cf32(a[v.back()]);
-    for (size_t i = v.size() - 1; i-- > 0;) acc = b_.CreateFAdd(cf32(a[v[i]]), b_.CreateFMul(w, acc));
+    for (size_t i = v.size() - 1; i-- > 0;)
+      acc = b_.CreateFAdd(cf32(a[v[i]]), b_.CreateFMul(w, acc));
     return acc;
   };
   Value* s1 = b_.CreateFMul(z, horner({0, 2, 4, 6, 8, 10}));
   Value* s2 = b_.CreateFMul(w, horner({1, 3, 5, 7, 9}));
   Value* xs = b_.CreateFMul(xr, b_.CreateFAdd(s1, s2));
   Value* near = b_.CreateFSub(xr, xs);
-  Value* r = b_.CreateFSub(pick(x::kAtanHi),
-                           b_.CreateFSub(b_.CreateFSub(xs, pick(x::kAtanLo)), xr));
+  Value* r =
+      b_.CreateFSub(pick(x::kAtanHi), b_.CreateFSub(b_.CreateFSub(xs, pick(x::kAtanLo)), xr));
   Value* neg = b_.CreateICmpSLT(hx, k(0));
   r = sel(neg, b_.CreateFNeg(r), r);
   Value* v = sel(small, sel(below(0x31000000), xv, near), r);
@@ -461,8 +462,8 @@ Value* Math::atan2_f32(Value* yv, Value* xv) {
   Value* hy = b_.CreateBitCast(yv, i32);
   Value* ix = b_.CreateAnd(hx, 0x7fffffff);
   Value* iy = b_.CreateAnd(hy, 0x7fffffff);
-  Value* m = b_.CreateOr(b_.CreateAnd(b_.CreateLShr(hy, 31), 1),
-                         b_.CreateAnd(b_.CreateAShr(hx, 30), 2));
+  Value* m =
+      b_.CreateOr(b_.CreateAnd(b_.CreateLShr(hy, 31), 1), b_.CreateAnd(b_.CreateAShr(hx, 30), 2));
   auto is_m = [&](uint32_t v) { return b_.CreateICmpEQ(m, k(v)); };
   Value* xone = b_.CreateICmpEQ(hx, k(0x3f800000));
   Value* q = un(llvm::Intrinsic::fabs, b_.CreateFDiv(yv, xv));
@@ -488,10 +489,12 @@ Value* Math::atan2_f32(Value* yv, Value* xv) {
   xinf = sel(is_m(3), b_.CreateFNeg(half), xinf);
   v = sel(b_.CreateICmpEQ(ix, k(0x7f800000)), xinf, v);
   v = sel(b_.CreateICmpEQ(ix, k(0)), half_pi, v);
-  Value* yzero = sel(b_.CreateICmpULT(m, k(2)), yv, sel(is_m(2), cf32(x::kAtanPi), cf32(-x::kAtanPi)));
+  Value* yzero =
+      sel(b_.CreateICmpULT(m, k(2)), yv, sel(is_m(2), cf32(x::kAtanPi), cf32(-x::kAtanPi)));
   v = sel(b_.CreateICmpEQ(iy, k(0)), yzero, v);
   v = sel(xone, at, v);
-  Value* nan = b_.CreateOr(b_.CreateICmpUGT(ix, k(0x7f800000)), b_.CreateICmpUGT(iy, k(0x7f800000)));
+  Value* nan =
+      b_.CreateOr(b_.CreateICmpUGT(ix, k(0x7f800000)), b_.CreateICmpUGT(iy, k(0x7f800000)));
   return sel(nan, b_.CreateFAdd(xv, yv), v);
 }
 

@@ -84,8 +84,8 @@ Value* ScalarEmitter::load_convert(DType d, Value* s) {
     Value* sign = b_.CreateShl(b_.CreateAnd(h, 0x8000), 16);
     Value* exp = b_.CreateAnd(b_.CreateLShr(h, 10), 0x1f);
     Value* mant = b_.CreateAnd(h, 0x3ff);
-    Value* normal = b_.CreateOr(b_.CreateShl(b_.CreateAdd(exp, b_.getInt32(112)), 23),
-                                b_.CreateShl(mant, 13));
+    Value* normal =
+        b_.CreateOr(b_.CreateShl(b_.CreateAdd(exp, b_.getInt32(112)), 23), b_.CreateShl(mant, 13));
     Value* special = b_.CreateOr(b_.getInt32(0x7f800000), b_.CreateShl(mant, 13));
     Value* sub = b_.CreateBitCast(b_.CreateFMul(b_.CreateUIToFP(mant, b_.getFloatTy()),
                                                 llvm::ConstantFP::get(b_.getFloatTy(), 0x1p-24)),
@@ -119,9 +119,9 @@ Value* ScalarEmitter::store_convert(DType d, Value* v) {
     // Normal: the top 10 mantissa bits under the exponent, rounded on 13 bits.
     Value* nh = b_.CreateOr(b_.CreateShl(e, 10), b_.CreateLShr(mant, 13));
     auto round = [&](Value* half, Value* rem, Value* mid) {
-      Value* up = b_.CreateOr(b_.CreateICmpUGT(rem, mid),
-                              b_.CreateAnd(b_.CreateICmpEQ(rem, mid),
-                                           b_.CreateICmpNE(b_.CreateAnd(half, 1), k(0))));
+      Value* up = b_.CreateOr(
+          b_.CreateICmpUGT(rem, mid),
+          b_.CreateAnd(b_.CreateICmpEQ(rem, mid), b_.CreateICmpNE(b_.CreateAnd(half, 1), k(0))));
       return b_.CreateAdd(half, b_.CreateZExt(up, i32));
     };
     Value* normal = round(nh, b_.CreateAnd(mant, 0x1fff), k(0x1000));
@@ -135,8 +135,8 @@ Value* ScalarEmitter::store_convert(DType d, Value* v) {
     Value* subn = round(sh, b_.CreateAnd(m, b_.CreateSub(one, k(1))), b_.CreateLShr(one, 1));
     Value* nan = b_.CreateSelect(b_.CreateICmpEQ(mant, k(0)), k(0x7c00),
                                  b_.CreateOr(k(0x7e00), b_.CreateLShr(mant, 13)));
-    Value* mag = b_.CreateSelect(b_.CreateICmpSLT(e, b_.getInt32(static_cast<uint32_t>(-10))),
-                                 k(0), normal);
+    Value* mag =
+        b_.CreateSelect(b_.CreateICmpSLT(e, b_.getInt32(static_cast<uint32_t>(-10))), k(0), normal);
     mag = b_.CreateSelect(is_sub, subn, mag);
     mag = b_.CreateSelect(b_.CreateICmpSGE(e, k(31)), k(0x7c00), mag);
     mag = b_.CreateSelect(b_.CreateICmpEQ(exp, k(0xff)), nan, mag);

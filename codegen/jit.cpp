@@ -14,9 +14,9 @@
 #include <optional>
 #include <sstream>
 
+#include <llvm/ADT/StringExtras.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
-#include <llvm/ADT/StringExtras.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/SHA256.h>
@@ -25,9 +25,9 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include "codegen/emitter.hpp"
-#include "codegen/llvm_passes.hpp"
 #include "codegen/jit_runtime.hpp"
 #include "codegen/kernel_pool.hpp"
+#include "codegen/llvm_passes.hpp"
 #include "codegen/schedule_emitter.hpp"
 #include "lang/diag.hpp"
 #include "lang/phase_times.hpp"
@@ -103,8 +103,8 @@ std::optional<std::string> read_file(const std::string& path) {
 // <prefix>k<n-1> and <prefix>schedule (what a cache file written by compile()
 // holds).
 bool defines_kernels(const std::string& bytes, const std::string& prefix, size_t n) {
-  auto obj = llvm::object::ObjectFile::createObjectFile(
-      llvm::MemoryBufferRef(bytes, "pxl-cache-entry"));
+  auto obj =
+      llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(bytes, "pxl-cache-entry"));
   if (!obj) {
     llvm::consumeError(obj.takeError());
     return false;
@@ -127,7 +127,8 @@ bool defines_kernels(const std::string& bytes, const std::string& prefix, size_t
   return std::all_of(found.begin(), found.end(), [](bool b) { return b; });
 }
 
-void write_file_atomic(const std::string& dir, const std::string& name, const llvm::StringRef data) {
+void write_file_atomic(const std::string& dir, const std::string& name,
+                       const llvm::StringRef data) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return;

@@ -69,7 +69,7 @@ std::span<const RuntimeSymbol> jit_runtime_symbols() {
       {"pxl.logistic.f16", addr(&logistic_f16)}, {"pxl.logistic.bf16", addr(&logistic_bf16)},
       {"pxl.sin.f32", addr(&x::sin_f32)},        {"pxl.cos.f32", addr(&x::cos_f32)},
       {"pxl.tan.f32", addr(&tan_f32)},           {"pxl.atan2.f32", addr(&x::atan2_f32)},
-      {"pxl.pow.f32", addr(&x::pow_f32)},           {"pxl.fmod.f32", addr(&fmod_f32)},
+      {"pxl.pow.f32", addr(&x::pow_f32)},        {"pxl.fmod.f32", addr(&fmod_f32)},
       {"pxl.exp.f64", addr(&x::exp_f64)},        {"pxl.log.f64", addr(&log_f64)},
       {"pxl.log1p.f64", addr(&x::log1p_f64)},    {"pxl.expm1.f64", addr(&x::expm1_f64)},
       {"pxl.tanh.f64", addr(&x::tanh_f64)},      {"pxl.erf.f64", addr(&erf_f64)},

@@ -19,8 +19,9 @@ class PassTimer {
 public:
   explicit PassTimer(PhaseTimes& times) : times_(times) {}
   void attach(llvm::PassInstrumentationCallbacks& pic) {
-    pic.registerBeforeNonSkippedPassCallback(
-        [this](llvm::StringRef name, llvm::Any) { open_.push_back({name.str(), now()}); });
+    pic.registerBeforeNonSkippedPassCallback([this](llvm::StringRef name, llvm::Any) {
+      open_.push_back({name.str(), now()});
+    });
     pic.registerAfterPassCallback(
         [this](llvm::StringRef, llvm::Any, const llvm::PreservedAnalyses&) { close(); });
     pic.registerAfterPassInvalidatedCallback(
@@ -42,8 +43,7 @@ private:
     // unreadable rows: passes are reported by their template's name.
     if (size_t lt = name.find('<'); lt != std::string::npos) name.resize(lt);
     if (!container(name))
-      times_.add("LLVM pass: " + name,
-                 std::chrono::duration<double>(now() - start).count());
+      times_.add("LLVM pass: " + name, std::chrono::duration<double>(now() - start).count());
   }
 
   PhaseTimes& times_;

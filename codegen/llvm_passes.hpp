@@ -15,7 +15,6 @@ namespace pxl::codegen {
 // With `times` (--time-passes), each pass's time is added to the phase
 // "LLVM pass: <name>" (pass managers and adaptors, which only contain others,
 // are left out).
-void run_o3(llvm::Module& m, llvm::TargetMachine& tm, bool vectorize,
-            PhaseTimes* times = nullptr);
+void run_o3(llvm::Module& m, llvm::TargetMachine& tm, bool vectorize, PhaseTimes* times = nullptr);
 
 } // namespace pxl::codegen

@@ -13,7 +13,8 @@ std::string bytes_str(double b) {
   int u = 0;
   while (b >= 1024 && u < 4) b /= 1024, ++u;
   std::ostringstream os;
-  if (u == 0) os << static_cast<int64_t>(b) << " B";
+  if (u == 0)
+    os << static_cast<int64_t>(b) << " B";
   else {
     os.precision(b < 10 ? 2 : b < 100 ? 1 : 0);
     os << std::fixed << b << " " << units[u];
@@ -49,14 +50,21 @@ std::string comm_report(const Function& f, int64_t participants) {
     switch (in.op) {
     case Op::Psum:
     case Op::Pmax:
-    case Op::Pmin: per_device = 2 * (g - 1) / g * s; break;
-    case Op::AllGather: per_device = (g - 1) * s; break;
+    case Op::Pmin:
+      per_device = 2 * (g - 1) / g * s;
+      break;
+    case Op::AllGather:
+      per_device = (g - 1) * s;
+      break;
     case Op::PsumScatter:
-    case Op::AllToAll: per_device = (g - 1) / g * s; break;
+    case Op::AllToAll:
+      per_device = (g - 1) / g * s;
+      break;
     case Op::Ppermute:
       per_device = g > 0 ? s * static_cast<double>(in.attrs.pairs.size()) / g : 0;
       break;
-    default: break;
+    default:
+      break;
     }
     double all = per_device * static_cast<double>(participants);
     total += all;
@@ -68,8 +76,11 @@ std::string comm_report(const Function& f, int64_t participants) {
        << in.attrs.group_size << ") of " << type_str(x) << ": " << bytes_str(per_device)
        << " sent per device, " << bytes_str(all) << " in total\n";
   }
-  if (n == 0) os << "  no collectives\n";
-  else os << "  total: " << n << " collective" << (n == 1 ? "" : "s") << ", " << bytes_str(total) << "\n";
+  if (n == 0)
+    os << "  no collectives\n";
+  else
+    os << "  total: " << n << " collective" << (n == 1 ? "" : "s") << ", " << bytes_str(total)
+       << "\n";
   return os.str();
 }
 

@@ -24,13 +24,15 @@ enum class DType : uint8_t {
   Complex64 // two float32s (real, imaginary), like std::complex<float>
 };
 // Every dtype, in the order jnp lists them (for tables and name lookups).
-inline constexpr DType kAllDTypes[] = {
-    DType::Bool,   DType::Int8,    DType::Int16,    DType::Int32,   DType::UInt8,  DType::UInt16,
-    DType::UInt32, DType::Float16, DType::BFloat16, DType::Float32, DType::Float64, DType::Complex64};
+inline constexpr DType kAllDTypes[] = {DType::Bool,    DType::Int8,    DType::Int16,
+                                       DType::Int32,   DType::UInt8,   DType::UInt16,
+                                       DType::UInt32,  DType::Float16, DType::BFloat16,
+                                       DType::Float32, DType::Float64, DType::Complex64};
 
 size_t dtype_size(DType d);
 const char* dtype_name(DType d); // "float32", "int32", "bool", ...
-std::optional<DType> dtype_from_name(std::string_view name); // accepts "float32", "f32"? no: numpy names only
+std::optional<DType>
+dtype_from_name(std::string_view name); // accepts "float32", "f32"? no: numpy names only
 inline bool is_floating(DType d) {
   return d == DType::Float16 || d == DType::BFloat16 || d == DType::Float32 || d == DType::Float64;
 }

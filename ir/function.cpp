@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "ir/custom_call.hpp"
-#include "lang/diag.hpp"
 #include "ir/while_loop.hpp"
+#include "lang/diag.hpp"
 #include "runtime/spmd_call.hpp"
 
 namespace pxl {
@@ -36,18 +36,30 @@ namespace {
 
 const char* short_dtype(DType d) {
   switch (d) {
-  case DType::Bool: return "bool";
-  case DType::Int8: return "i8";
-  case DType::UInt8: return "u8";
-  case DType::Int16: return "i16";
-  case DType::UInt16: return "u16";
-  case DType::Int32: return "i32";
-  case DType::UInt32: return "u32";
-  case DType::Float16: return "f16";
-  case DType::BFloat16: return "bf16";
-  case DType::Float32: return "f32";
-  case DType::Float64: return "f64";
-  case DType::Complex64: return "c64";
+  case DType::Bool:
+    return "bool";
+  case DType::Int8:
+    return "i8";
+  case DType::UInt8:
+    return "u8";
+  case DType::Int16:
+    return "i16";
+  case DType::UInt16:
+    return "u16";
+  case DType::Int32:
+    return "i32";
+  case DType::UInt32:
+    return "u32";
+  case DType::Float16:
+    return "f16";
+  case DType::BFloat16:
+    return "bf16";
+  case DType::Float32:
+    return "f32";
+  case DType::Float64:
+    return "f64";
+  case DType::Complex64:
+    return "c64";
   }
   return "?";
 }
@@ -110,7 +122,8 @@ std::string print_function(const Function& f, bool with_locations) {
   subs.name_of(&f);
   std::string out;
   // print_one may name more sub-Functions as it goes: index, not iterate.
-  for (size_t i = 0; i < subs.order.size(); ++i) out += print_one(*subs.order[i], with_locations, subs);
+  for (size_t i = 0; i < subs.order.size(); ++i)
+    out += print_one(*subs.order[i], with_locations, subs);
   return out;
 }
 
@@ -312,9 +325,12 @@ private:
   }
   void skip_ws() {
     while (pos_ < s_.size()) {
-      if (std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-      else if (s_[pos_] == '#') skip_comment();
-      else break;
+      if (std::isspace(static_cast<unsigned char>(s_[pos_])))
+        ++pos_;
+      else if (s_[pos_] == '#')
+        skip_comment();
+      else
+        break;
     }
   }
   void skip_comment() {
@@ -337,7 +353,8 @@ private:
   std::string ident() {
     skip_ws();
     size_t b = pos_;
-    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_'))
+    while (pos_ < s_.size() &&
+           (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_'))
       ++pos_;
     if (b == pos_) fail("expected a name");
     return s_.substr(b, pos_ - b);
@@ -345,7 +362,8 @@ private:
   bool accept_word(const char* w) {
     skip_ws();
     size_t n = std::char_traits<char>::length(w);
-    if (s_.compare(pos_, n, w) == 0 && (pos_ + n >= s_.size() || !std::isalnum(static_cast<unsigned char>(s_[pos_ + n])))) {
+    if (s_.compare(pos_, n, w) == 0 &&
+        (pos_ + n >= s_.size() || !std::isalnum(static_cast<unsigned char>(s_[pos_ + n])))) {
       pos_ += n;
       return true;
     }
@@ -563,8 +581,8 @@ bool IRParser::parse_attr(OpAttrs& a, const std::string& key) {
   } else if (key == "starts" || key == "limits" || key == "strides" || key == "lo" || key == "hi" ||
              key == "interior") {
     auto v = int_list('[', ']');
-    (key == "starts"   ? a.starts
-     : key == "limits" ? a.limits
+    (key == "starts"    ? a.starts
+     : key == "limits"  ? a.limits
      : key == "strides" ? a.strides
      : key == "lo"      ? a.lo
      : key == "hi"      ? a.hi
@@ -572,15 +590,15 @@ bool IRParser::parse_attr(OpAttrs& a, const std::string& key) {
   } else if (key == "lhs_batch" || key == "rhs_batch" || key == "lhs_contract" ||
              key == "rhs_contract") {
     auto v = int_list('[', ']');
-    (key == "lhs_batch"   ? a.dot.lhs_batch
-     : key == "rhs_batch" ? a.dot.rhs_batch
+    (key == "lhs_batch"      ? a.dot.lhs_batch
+     : key == "rhs_batch"    ? a.dot.rhs_batch
      : key == "lhs_contract" ? a.dot.lhs_contract
                              : a.dot.rhs_contract) = v;
   } else if (key == "mode") {
     std::string m = ident();
     bool found = false;
-    for (ScatterMode mode : {ScatterMode::Set, ScatterMode::Add, ScatterMode::Mul, ScatterMode::Min,
-                             ScatterMode::Max})
+    for (ScatterMode mode :
+         {ScatterMode::Set, ScatterMode::Add, ScatterMode::Mul, ScatterMode::Min, ScatterMode::Max})
       if (m == scatter_mode_name(mode)) a.mode = mode, found = true;
     if (!found) fail("unknown scatter mode '" + m + "'");
   } else if (key == "sharding") {

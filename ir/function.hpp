@@ -30,9 +30,9 @@ using AxisSet = uint64_t;
 struct IRValue {
   AVal aval;
   AxisSet vma = 0;
-  Span loc;             // where it was created (param: the call site)
-  int producer = -1;    // index of the instruction that defines it, -1 for params/consts
-  std::string origin;   // for vma diagnostics: why it varies ("the in_specs of argument 0")
+  Span loc;           // where it was created (param: the call site)
+  int producer = -1;  // index of the instruction that defines it, -1 for params/consts
+  std::string origin; // for vma diagnostics: why it varies ("the in_specs of argument 0")
 };
 
 struct Instr {
@@ -47,11 +47,11 @@ struct Instr {
 
 struct Function {
   std::string name;
-  std::vector<std::string> mesh_axes;   // the mesh axes in scope (bit i = mesh_axes[i])
+  std::vector<std::string> mesh_axes; // the mesh axes in scope (bit i = mesh_axes[i])
   std::vector<int64_t> mesh_sizes;
   std::vector<IRValue> values;
-  std::vector<int> params;              // value ids of the per-device inputs
-  std::vector<int> consts;              // value ids of captured constants (replicated inputs)
+  std::vector<int> params; // value ids of the per-device inputs
+  std::vector<int> consts; // value ids of captured constants (replicated inputs)
   std::vector<Instr> body;
   std::vector<int> results;
   // jax.debug.print format strings (debug_print's attrs.axis indexes them) and

@@ -62,10 +62,12 @@ std::string linalg_attrs_str(Op op, const LinalgAttrs& l) {
 
 // "axis_names=(i) group_size=4", plus " axis_index_groups=[[0, 1], [2, 3]]" when set.
 std::string group_str(const OpAttrs& a) {
-  std::string s = "axis_names=" + names_str(a.axis_names) + " group_size=" + std::to_string(a.group_size);
+  std::string s =
+      "axis_names=" + names_str(a.axis_names) + " group_size=" + std::to_string(a.group_size);
   if (a.index_groups.empty()) return s;
   s += " axis_index_groups=[";
-  for (size_t i = 0; i < a.index_groups.size(); ++i) s += (i ? ", " : "") + ints_str(a.index_groups[i]);
+  for (size_t i = 0; i < a.index_groups.size(); ++i)
+    s += (i ? ", " : "") + ints_str(a.index_groups[i]);
   return s + "]";
 }
 
@@ -214,7 +216,8 @@ std::string attrs_str(Op op, const OpAttrs& a) {
   case Op::PsumScatter:
     return group_str(a) + " axis=" + std::to_string(a.axis) + (a.tiled ? " tiled=true" : "");
   case Op::AllToAll:
-    return group_str(a) + " axis=" + std::to_string(a.axis) + " concat_axis=" + std::to_string(a.concat_axis);
+    return group_str(a) + " axis=" + std::to_string(a.axis) +
+           " concat_axis=" + std::to_string(a.concat_axis);
   case Op::DebugPrint:
     return "format=" + std::to_string(a.axis);
   case Op::HostCallback:

@@ -14,8 +14,8 @@
 namespace pxl {
 
 class Array;
-struct SpmdCallee; // runtime/spmd_call.hpp
-struct WhileLoop;  // ir/while_loop.hpp
+struct SpmdCallee;   // runtime/spmd_call.hpp
+struct WhileLoop;    // ir/while_loop.hpp
 struct CustomCallee; // ir/custom_call.hpp
 
 // What a jax.debug.print prints: its format string, the keyword names of its
@@ -122,16 +122,16 @@ struct OpAttrs {
   // partition of the ranks 0..N-1 over axis_names into equal groups that act
   // independently (ranks within a group in listed order); empty: one group.
   std::vector<std::vector<int64_t>> index_groups;
-  bool tiled = false;                           // all_gather, psum_scatter
-  int64_t concat_axis = 0;                      // all_to_all
+  bool tiled = false;                             // all_gather, psum_scatter
+  int64_t concat_axis = 0;                        // all_to_all
   std::vector<std::pair<int64_t, int64_t>> pairs; // ppermute: (source, destination) ranks
-  LinalgAttrs linalg;                           // the linalg ops (ops.def)
+  LinalgAttrs linalg;                             // the linalg ops (ops.def)
   std::vector<std::vector<std::string>> dim_axes; // sharding_constraint: each dimension's mesh axes
-  std::shared_ptr<const SpmdCallee> callee;     // spmd_call
-  std::shared_ptr<const WhileLoop> loop;        // while
-  std::shared_ptr<const CustomCallee> custom;   // custom_call
-  std::shared_ptr<const DebugFormat> debug;     // debug_print
-  std::shared_ptr<const HostCallee> host;       // host_callback
+  std::shared_ptr<const SpmdCallee> callee;       // spmd_call
+  std::shared_ptr<const WhileLoop> loop;          // while
+  std::shared_ptr<const CustomCallee> custom;     // custom_call
+  std::shared_ptr<const DebugFormat> debug;       // debug_print
+  std::shared_ptr<const HostCallee> host;         // host_callback
   bool operator==(const OpAttrs&) const = default;
 };
 

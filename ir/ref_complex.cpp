@@ -57,7 +57,10 @@ C exp(C z) {
   return {e * xla::cos_f32(y), e * xla::sin_f32(y)};
 }
 
-C log(C z) { return {std::log(static_cast<float>(std::hypot(double(z.real()), double(z.imag())))), xla::atan2_f32(z.imag(), z.real())}; }
+C log(C z) {
+  return {std::log(static_cast<float>(std::hypot(double(z.real()), double(z.imag())))),
+          xla::atan2_f32(z.imag(), z.real())};
+}
 C log1p(C z) { return narrow(std::log(wide(z) + 1.0)); }
 C expm1(C z) { return narrow(std::exp(wide(z)) - 1.0); }
 C sqrt(C z) { return narrow(std::sqrt(wide(z))); }

@@ -81,8 +81,8 @@ Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& 
           C acc = C(0);
           if constexpr (!std::is_same_v<C, bool> && !is_int_v<C>)
             if (K == 1) { // the product alone, keeping its sign of zero
-              os[(b * M + i) * N + j] = E::store(static_cast<C>(E::load(ls[(b * M + i)]) *
-                                                                E::load(rs[b * N + j])));
+              os[(b * M + i) * N + j] =
+                  E::store(static_cast<C>(E::load(ls[(b * M + i)]) * E::load(rs[b * N + j])));
               continue;
             }
           for (int64_t k = 0; k < K; ++k) {

@@ -56,8 +56,7 @@ template <class T> void schur_one(const LinalgAttrs& l, const T* x, int64_t n, T
   to_rows(r, n, out);
 }
 
-template <class T, class O>
-Array run(Op op, const Array& x, const LinalgAttrs& l, const AVal& oa) {
+template <class T, class O> Array run(Op op, const Array& x, const LinalgAttrs& l, const AVal& oa) {
   const Shape& s = x.shape();
   int64_t n = s.back(), batch = 1;
   for (size_t i = 0; i + 2 < s.size(); ++i) batch *= s[i];

@@ -131,9 +131,11 @@ void dft_axis(std::vector<Cd>& data, const Shape& shape, size_t ax, int sign) {
   std::vector<Cd> line(static_cast<size_t>(n));
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
-      for (int64_t k = 0; k < n; ++k) line[static_cast<size_t>(k)] = data[static_cast<size_t>((o * n + k) * inner + i)];
+      for (int64_t k = 0; k < n; ++k)
+        line[static_cast<size_t>(k)] = data[static_cast<size_t>((o * n + k) * inner + i)];
       dft(line, sign);
-      for (int64_t k = 0; k < n; ++k) data[static_cast<size_t>((o * n + k) * inner + i)] = line[static_cast<size_t>(k)];
+      for (int64_t k = 0; k < n; ++k)
+        data[static_cast<size_t>((o * n + k) * inner + i)] = line[static_cast<size_t>(k)];
     }
 }
 
@@ -155,7 +157,8 @@ Array fft(const Array& x, const OpAttrs& a, const AVal& oa) {
     std::vector<Cd> half(static_cast<size_t>(x.size()));
     for (size_t i = 0; i < half.size(); ++i) half[i] = Cd(xs[i]);
     for (size_t ax = rank - k; ax + 1 < rank; ++ax) dft_axis(half, x.shape(), ax, 1);
-    int64_t n = full.back(), h = x.shape().back(), rows = shape_size(full) / std::max<int64_t>(n, 1);
+    int64_t n = full.back(), h = x.shape().back(),
+            rows = shape_size(full) / std::max<int64_t>(n, 1);
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t j = 0; j < n; ++j) {
         bool mirrored = j >= h;
@@ -171,7 +174,8 @@ Array fft(const Array& x, const OpAttrs& a, const AVal& oa) {
     for (size_t i = 0; i < data.size(); ++i) data[i] = Cd(xs[i]);
   }
   int sign = (type == 1 || type == 3) ? 1 : -1;
-  for (size_t ax = (type == 3 ? rank - 1 : rank - k); ax < rank; ++ax) dft_axis(data, full, ax, sign);
+  for (size_t ax = (type == 3 ? rank - 1 : rank - k); ax < rank; ++ax)
+    dft_axis(data, full, ax, sign);
   double scale = 1.0;
   if (sign == 1)
     for (size_t ax = rank - k; ax < rank; ++ax) scale /= static_cast<double>(full[ax]);
@@ -183,7 +187,8 @@ Array fft(const Array& x, const OpAttrs& a, const AVal& oa) {
   }
   auto* os = out.as<std::complex<float>>();
   if (type == 2) { // keep the first n/2+1 of the last axis
-    int64_t n = full.back(), h = oa.shape.back(), rows = shape_size(oa.shape) / std::max<int64_t>(h, 1);
+    int64_t n = full.back(), h = oa.shape.back(),
+            rows = shape_size(oa.shape) / std::max<int64_t>(h, 1);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < h; ++j) {
         Cd v = data[static_cast<size_t>(r * n + j)];
@@ -192,7 +197,8 @@ Array fft(const Array& x, const OpAttrs& a, const AVal& oa) {
     return out;
   }
   for (size_t i = 0; i < data.size(); ++i)
-    os[i] = {static_cast<float>(data[i].real() * scale), static_cast<float>(data[i].imag() * scale)};
+    os[i] = {static_cast<float>(data[i].real() * scale),
+             static_cast<float>(data[i].imag() * scale)};
   return out;
 }
 

@@ -352,12 +352,14 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
   case Op::Ne:
     return bin.template operator()<kAny | kComplex, true>([](auto x, auto y) { return x != y; });
   case Op::Lt:
-    return bin.template operator()<kAny | kComplex, true>([](auto x, auto y) { return less(x, y); });
+    return bin.template operator()<kAny | kComplex, true>(
+        [](auto x, auto y) { return less(x, y); });
   case Op::Le:
     return bin.template operator()<kAny | kComplex, true>(
         [](auto x, auto y) { return less_equal(x, y); });
   case Op::Gt:
-    return bin.template operator()<kAny | kComplex, true>([](auto x, auto y) { return less(y, x); });
+    return bin.template operator()<kAny | kComplex, true>(
+        [](auto x, auto y) { return less(y, x); });
   case Op::Ge:
     return bin.template operator()<kAny | kComplex, true>(
         [](auto x, auto y) { return less_equal(y, x); });

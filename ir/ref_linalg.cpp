@@ -54,8 +54,9 @@ using lapack::c64;
 using lapack::Real;
 
 template <class T> constexpr T kNaN = std::numeric_limits<T>::quiet_NaN();
-template <> constexpr c64 kNaN<c64> = c64(std::numeric_limits<float>::quiet_NaN(),
-                                          std::numeric_limits<float>::quiet_NaN());
+template <>
+constexpr c64 kNaN<c64> = c64(std::numeric_limits<float>::quiet_NaN(),
+                              std::numeric_limits<float>::quiet_NaN());
 
 template <class T> void set_eye(T* out, int64_t rows, int64_t cols) {
   for (int64_t i = 0; i < rows; ++i)
@@ -152,8 +153,7 @@ void one(Op op, const LinalgAttrs& l, const T* x, int64_t m, int64_t n, const T*
     // XLA's LAPACK reports a non-finite operand as a failure (NaN everywhere);
     // the system's may return partly finite vectors: treat it as failed too.
     if (info == 0 && !all_finite(x, m * n)) info = 1;
-    if (info != 0)
-      std::fill(s.begin(), s.end(), kNaN<Real<T>>), u.fill(kNaN<T>), vt.fill(kNaN<T>);
+    if (info != 0) std::fill(s.begin(), s.end(), kNaN<Real<T>>), u.fill(kNaN<T>), vt.fill(kNaN<T>);
     if (l.output == 1) return u.to_rows(o, m, ucols);
     if (l.output == 2) return vt.to_rows(o, vrows, n);
     std::copy(s.begin(), s.end(), static_cast<Real<T>*>(out));

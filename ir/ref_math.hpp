@@ -16,10 +16,10 @@ float exp_f32(float x);   // xla/codegen/intrinsic/exp.cc (Cephes-style exp)
 float log_f32(float x);   // xla/codegen/intrinsic/log.cc (Cephes-style log)
 float log1p_f32(float x); // XLA's EmitLog1p: rational approximation near 0, else log(1+x)
 float expm1_f32(float x, Round r = Round::F32); // XLA's EmitExpm1: tanh(x/2) * (exp(x) + 1)
-float tanh_f32(float x);  // xla/codegen/intrinsic/tanh.cc (Eigen's generic_fast_tanh_float)
-float erf_f32(float x);   // xla/codegen/intrinsic/erf.cc (rational approximation)
-float erf_inv_f32(float x); // chlo's ErfInv (Giles' polynomial on log1p_f32)
-float rsqrt_f32(float x); // xla/codegen/intrinsic/rsqrt.cc (rsqrtss + Newton steps)
+float tanh_f32(float x);      // xla/codegen/intrinsic/tanh.cc (Eigen's generic_fast_tanh_float)
+float erf_f32(float x);       // xla/codegen/intrinsic/erf.cc (rational approximation)
+float erf_inv_f32(float x);   // chlo's ErfInv (Giles' polynomial on log1p_f32)
+float rsqrt_f32(float x);     // xla/codegen/intrinsic/rsqrt.cc (rsqrtss + Newton steps)
 int rsqrt_f32_newton_steps(); // 1 on AMD CPUs, 2 elsewhere, as XLA's
 float logistic_f32(float x, Round r = Round::F32); // LogisticExpander: 1 / (1 + exp(-x))
 // XLA calls libm's sinf/cosf; these are glibc 2.36's (Arm's optimized routines,
@@ -52,11 +52,11 @@ inline constexpr uint32_t kErfInvLarge[9] = {0xb951f09b, 0x38d3b56b, 0x3ab0dc72,
                                              0x3c1aa57e, 0x3f8036db, 0x40354f7e};
 
 // The constants of sin_f32/cos_f32, shared with the JIT's inline version.
-inline constexpr uint32_t kTrigTinyTop = 0x398;  // |x| < 2^-12: sin x = x, cos x = 1
-inline constexpr uint32_t kTrigSmallTop = 0x3f4; // |x| < pi/4: no reduction
-inline constexpr uint32_t kTrigFastTop = 0x42f;  // |x| < 120: one-step reduction
-inline constexpr double kTrigHpiInv = 0x1.45F306DC9C883p+23; // 2/pi * 2^24
-inline constexpr double kTrigHpi = 0x1.921FB54442D18p0;      // pi/2
+inline constexpr uint32_t kTrigTinyTop = 0x398;               // |x| < 2^-12: sin x = x, cos x = 1
+inline constexpr uint32_t kTrigSmallTop = 0x3f4;              // |x| < pi/4: no reduction
+inline constexpr uint32_t kTrigFastTop = 0x42f;               // |x| < 120: one-step reduction
+inline constexpr double kTrigHpiInv = 0x1.45F306DC9C883p+23;  // 2/pi * 2^24
+inline constexpr double kTrigHpi = 0x1.921FB54442D18p0;       // pi/2
 inline constexpr double kTrigPio2p63 = 0x1.921FB54442D18p-62; // pi/2 * 2^-61
 inline constexpr double kTrigSin[3] = {-0x1.555545995a603p-3, 0x1.1107605230bc4p-7,
                                        -0x1.994eb3774cf24p-13};
@@ -65,23 +65,28 @@ inline constexpr double kTrigCos[5] = {0x1p0, -0x1.ffffffd0c621cp-2, 0x1.55553e1
 // 4/pi to 192 bits; each entry adds 8 bits, so entries i, i+4 and i+8 form a
 // 96-bit window starting at any byte.
 inline constexpr uint32_t kInvPio4[24] = {
-    0xa2,       0xa2f9,     0xa2f983,   0xa2f9836e, 0xf9836e4e, 0x836e4e44,
-    0x6e4e4415, 0x4e441529, 0x441529fc, 0x1529fc27, 0x29fc2757, 0xfc2757d1,
-    0x2757d1f5, 0x57d1f534, 0xd1f534dd, 0xf534ddc0, 0x34ddc0db, 0xddc0db62,
-    0xc0db6295, 0xdb629599, 0x6295993c, 0x95993c43, 0x993c4390, 0x3c439041};
+    0xa2,       0xa2f9,     0xa2f983,   0xa2f9836e, 0xf9836e4e, 0x836e4e44, 0x6e4e4415, 0x4e441529,
+    0x441529fc, 0x1529fc27, 0x29fc2757, 0xfc2757d1, 0x2757d1f5, 0x57d1f534, 0xd1f534dd, 0xf534ddc0,
+    0x34ddc0db, 0xddc0db62, 0xc0db6295, 0xdb629599, 0x6295993c, 0x95993c43, 0x993c4390, 0x3c439041};
 
 // The tables of pow_f32: log2(x) = log2(c) + log2(z/c) for c the centre of
 // z's sixteenth of [0x1.66p-1, 0x1.66p0), and 2^(k/32) for exp2.
-inline constexpr double kPowInvc[16] = {
-    0x1.661ec79f8f3bep+0, 0x1.571ed4aaf883dp+0, 0x1.49539f0f010bp+0,  0x1.3c995b0b80385p+0,
-    0x1.30d190c8864a5p+0, 0x1.25e227b0b8eap+0,  0x1.1bb4a4a1a343fp+0, 0x1.12358f08ae5bap+0,
-    0x1.0953f419900a7p+0, 0x1p+0,               0x1.e608cfd9a47acp-1, 0x1.ca4b31f026aap-1,
-    0x1.b2036576afce6p-1, 0x1.9c2d163a1aa2dp-1, 0x1.886e6037841edp-1, 0x1.767dcf5534862p-1};
-inline constexpr double kPowLogc[16] = {
-    -0x1.efec65b963019p-2, -0x1.b0b6832d4fca4p-2, -0x1.7418b0a1fb77bp-2, -0x1.39de91a6dcf7bp-2,
-    -0x1.01d9bf3f2b631p-2, -0x1.97c1d1b3b7afp-3,  -0x1.2f9e393af3c9fp-3, -0x1.960cbbf788d5cp-4,
-    -0x1.a6f9db6475fcep-5, 0x0p+0,                0x1.338ca9f24f53dp-4,  0x1.476a9543891bap-3,
-    0x1.e840b4ac4e4d2p-3,  0x1.40645f0c6651cp-2,  0x1.88e9c2c1b9ff8p-2,  0x1.ce0a44eb17bccp-2};
+inline constexpr double kPowInvc[16] = {0x1.661ec79f8f3bep+0, 0x1.571ed4aaf883dp+0,
+                                        0x1.49539f0f010bp+0,  0x1.3c995b0b80385p+0,
+                                        0x1.30d190c8864a5p+0, 0x1.25e227b0b8eap+0,
+                                        0x1.1bb4a4a1a343fp+0, 0x1.12358f08ae5bap+0,
+                                        0x1.0953f419900a7p+0, 0x1p+0,
+                                        0x1.e608cfd9a47acp-1, 0x1.ca4b31f026aap-1,
+                                        0x1.b2036576afce6p-1, 0x1.9c2d163a1aa2dp-1,
+                                        0x1.886e6037841edp-1, 0x1.767dcf5534862p-1};
+inline constexpr double kPowLogc[16] = {-0x1.efec65b963019p-2, -0x1.b0b6832d4fca4p-2,
+                                        -0x1.7418b0a1fb77bp-2, -0x1.39de91a6dcf7bp-2,
+                                        -0x1.01d9bf3f2b631p-2, -0x1.97c1d1b3b7afp-3,
+                                        -0x1.2f9e393af3c9fp-3, -0x1.960cbbf788d5cp-4,
+                                        -0x1.a6f9db6475fcep-5, 0x0p+0,
+                                        0x1.338ca9f24f53dp-4,  0x1.476a9543891bap-3,
+                                        0x1.e840b4ac4e4d2p-3,  0x1.40645f0c6651cp-2,
+                                        0x1.88e9c2c1b9ff8p-2,  0x1.ce0a44eb17bccp-2};
 inline constexpr double kPowLog2Poly[5] = {0x1.27616c9496e0bp-2, -0x1.71969a075c67ap-2,
                                            0x1.ec70a6ca7baddp-2, -0x1.7154748bef6c8p-1,
                                            0x1.71547652ab82bp+0};
@@ -96,7 +101,7 @@ inline constexpr uint64_t kExp2fTab[32] = {
     0x3fef5818dcfba487, 0x3fef7c97337b9b5f, 0x3fefa4afa2a490da, 0x3fefd0765b6e4540};
 inline constexpr double kExp2fPoly[3] = {0x1.c6af84b912394p-5, 0x1.ebfce50fac4f3p-3,
                                          0x1.62e42ff0c52d6p-1};
-inline constexpr double kExp2fShift = 0x1.8p+52 / 32; // rounds to a multiple of 1/32
+inline constexpr double kExp2fShift = 0x1.8p+52 / 32;        // rounds to a multiple of 1/32
 inline constexpr double kPowOverflow = 0x1.fffffffd1d571p+6; // y log2 x above: inf
 
 // The constants of atan2_f32: atan(x) for x in [0, 0.4375) by a polynomial,
@@ -109,12 +114,11 @@ inline constexpr float kAtanPoly[11] = {0x1.555556p-2f,  -0x1.99999ap-3f, 0x1.24
                                         -0x1.c71c70p-4f, 0x1.745cdcp-4f,  -0x1.3b0f2ap-4f,
                                         0x1.10d66ap-4f,  -0x1.dde2d6p-5f, 0x1.97b4b2p-5f,
                                         -0x1.2b4442p-5f, 0x1.0ad3aep-6f};
-inline constexpr float kAtanPi = 0x1.921fb6p+1f;       // pi rounded to float
-inline constexpr float kAtanPiLo = -0x1.777a5cp-24f;   // pi - kAtanPi
+inline constexpr float kAtanPi = 0x1.921fb6p+1f;     // pi rounded to float
+inline constexpr float kAtanPiLo = -0x1.777a5cp-24f; // pi - kAtanPi
 inline constexpr float kAtanPio2 = 0x1.921fb6p+0f;
 inline constexpr float kAtanPio4 = 0x1.921fb6p-1f;
 inline constexpr int kAtan2Far = 26; // |y/x| beyond 2^this: atan2 is +-pi/2 or 0, +-pi
-
 
 // Sets the x86 MXCSR flush-to-zero and denormals-are-zero bits for the scope,
 // as XLA's CPU runtime does around every computation.

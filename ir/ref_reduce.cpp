@@ -16,33 +16,33 @@ template <class C> C reduce_init(Reduction r) {
     if (r == Reduction::Min) return C(inf, inf);
     return r == Reduction::Prod ? C(1) : C(0);
   } else
-  switch (r) {
-  case Reduction::Sum:
-    return C(0);
-  case Reduction::Prod:
-    return C(1);
-  case Reduction::Max:
-    if constexpr (std::is_same_v<C, bool>)
-      return false;
-    else if constexpr (is_float_v<C>)
-      return -std::numeric_limits<C>::infinity();
-    else
-      return std::numeric_limits<C>::lowest();
-  case Reduction::Min:
-    if constexpr (std::is_same_v<C, bool>)
-      return true;
-    else if constexpr (is_float_v<C>)
-      return std::numeric_limits<C>::infinity();
-    else
-      return std::numeric_limits<C>::max();
-  case Reduction::And:
-    if constexpr (is_int_v<C>)
-      return static_cast<C>(~C(0)); // all bits set
-    else
+    switch (r) {
+    case Reduction::Sum:
+      return C(0);
+    case Reduction::Prod:
       return C(1);
-  case Reduction::Or:
-    return C(0);
-  }
+    case Reduction::Max:
+      if constexpr (std::is_same_v<C, bool>)
+        return false;
+      else if constexpr (is_float_v<C>)
+        return -std::numeric_limits<C>::infinity();
+      else
+        return std::numeric_limits<C>::lowest();
+    case Reduction::Min:
+      if constexpr (std::is_same_v<C, bool>)
+        return true;
+      else if constexpr (is_float_v<C>)
+        return std::numeric_limits<C>::infinity();
+      else
+        return std::numeric_limits<C>::max();
+    case Reduction::And:
+      if constexpr (is_int_v<C>)
+        return static_cast<C>(~C(0)); // all bits set
+      else
+        return C(1);
+    case Reduction::Or:
+      return C(0);
+    }
   return C(0);
 }
 

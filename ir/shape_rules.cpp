@@ -23,7 +23,14 @@ std::string ints_str(const std::vector<int64_t>& v) {
 
 // Which dtypes an op accepts.
 // kAny is the ordered dtypes; complex64 (kComplex) has no order.
-enum Accept : unsigned { kBool = 1, kInt = 2, kFloat = 4, kNum = kInt | kFloat, kAny = 7, kComplex = 8 };
+enum Accept : unsigned {
+  kBool = 1,
+  kInt = 2,
+  kFloat = 4,
+  kNum = kInt | kFloat,
+  kAny = 7,
+  kComplex = 8
+};
 
 void check_dtype(Op op, DType d, unsigned accept) {
   bool ok = (d == DType::Bool && (accept & kBool)) || (is_integer(d) && (accept & kInt)) ||
@@ -331,7 +338,8 @@ AVal scatter(Op op, const OpAttrs& a, const AVal& x, const AVal& idx, const AVal
 // lax.fft: attrs.axis is the FftType, attrs.shape the fft_lengths.
 AVal fft(Op op, const OpAttrs& a, const AVal& x) {
   const char* names[] = {"FFT", "IFFT", "RFFT", "IRFFT"};
-  if (a.axis < 0 || a.axis > 3) fail(ErrCode::Value, op, "unknown fft_type " + std::to_string(a.axis));
+  if (a.axis < 0 || a.axis > 3)
+    fail(ErrCode::Value, op, "unknown fft_type " + std::to_string(a.axis));
   const char* type = names[a.axis];
   size_t k = a.shape.size();
   if (k < 1 || k > 3)
@@ -350,8 +358,9 @@ AVal fft(Op op, const OpAttrs& a, const AVal& x) {
   if (a.axis == 3) want.back() = a.shape.back() / 2 + 1;
   if (trailing != want)
     fail(ErrCode::Shape, op,
-         std::string(type) + " with fft_lengths " + ints_str(a.shape) + " needs trailing dimensions " +
-             shape_str(want) + ", got operand shape " + shape_str(x.shape));
+         std::string(type) + " with fft_lengths " + ints_str(a.shape) +
+             " needs trailing dimensions " + shape_str(want) + ", got operand shape " +
+             shape_str(x.shape));
   for (int64_t d : a.shape)
     if (d < 1 && !(d == 0 && a.axis != 2)) // an empty FFT/IFFT/IRFFT is empty
       fail(ErrCode::Value, op, "fft_lengths must be positive, got " + ints_str(a.shape));
@@ -373,13 +382,17 @@ AVal collective(Op op, const OpAttrs& a, std::span<const AVal> in) {
   if (!a.index_groups.empty()) {
     // A partition of the ranks 0..N-1 into groups of group_size (checked
     // against the axis size N when traced: stdlib/collectives.cpp).
-    if (op == Op::AxisIndex || op == Op::Ppermute) fail(ErrCode::Internal, op, "takes no axis_index_groups");
+    if (op == Op::AxisIndex || op == Op::Ppermute)
+      fail(ErrCode::Internal, op, "takes no axis_index_groups");
     size_t n = a.index_groups.size() * size_t(a.group_size);
     std::vector<bool> seen(n, false);
     for (const auto& grp : a.index_groups) {
-      if (int64_t(grp.size()) != a.group_size) fail(ErrCode::CollectiveArgs, op, "axis_index_groups must all have the same size");
+      if (int64_t(grp.size()) != a.group_size)
+        fail(ErrCode::CollectiveArgs, op, "axis_index_groups must all have the same size");
       for (int64_t r : grp) {
-        if (r < 0 || size_t(r) >= n || seen[size_t(r)]) fail(ErrCode::CollectiveArgs, op, "axis_index_groups must cover all indices exactly once");
+        if (r < 0 || size_t(r) >= n || seen[size_t(r)])
+          fail(ErrCode::CollectiveArgs, op,
+               "axis_index_groups must cover all indices exactly once");
         seen[size_t(r)] = true;
       }
     }
@@ -393,7 +406,7 @@ AVal collective(Op op, const OpAttrs& a, std::span<const AVal> in) {
   case Op::Pmax:
   case Op::Pmin:
     check_dtype(op, x.dtype, kAny); // complex has no order
-    return x; // bool: pmax is a logical or, pmin a logical and (JAX)
+    return x;                       // bool: pmax is a logical or, pmin a logical and (JAX)
   case Op::AllGather: {
     AVal out = x;
     if (a.tiled) {
@@ -401,7 +414,9 @@ AVal collective(Op op, const OpAttrs& a, std::span<const AVal> in) {
       out.shape[a.axis] *= g;
     } else {
       if (a.axis < 0 || a.axis > x.ndim())
-        fail(ErrCode::Axis, op, "axis " + std::to_string(a.axis) + " is out of range for an operand of rank " + std::to_string(x.ndim()));
+        fail(ErrCode::Axis, op,
+             "axis " + std::to_string(a.axis) + " is out of range for an operand of rank " +
+                 std::to_string(x.ndim()));
       out.shape.insert(out.shape.begin() + a.axis, g);
     }
     return out;
@@ -412,13 +427,15 @@ AVal collective(Op op, const OpAttrs& a, std::span<const AVal> in) {
     int64_t n = x.shape[a.axis];
     if (a.tiled) {
       if (n % g != 0) // JAX's ValueError
-        throw Error(ErrCode::CollectiveArgs, "tiled reduce_scatter operand scatter dimension size " + std::to_string(n) +
-                                             " must be divisible by shard_count " + std::to_string(g));
+        throw Error(ErrCode::CollectiveArgs,
+                    "tiled reduce_scatter operand scatter dimension size " + std::to_string(n) +
+                        " must be divisible by shard_count " + std::to_string(g));
       out.shape[a.axis] = n / g;
     } else {
       if (n != g) // JAX's ValueError
-        throw Error(ErrCode::CollectiveArgs, "reduce_scatter operand scatter dimension size " + std::to_string(n) +
-                                             " must match shard count " + std::to_string(g));
+        throw Error(ErrCode::CollectiveArgs, "reduce_scatter operand scatter dimension size " +
+                                                 std::to_string(n) + " must match shard count " +
+                                                 std::to_string(g));
       out.shape.erase(out.shape.begin() + a.axis);
     }
     return out;
@@ -428,7 +445,10 @@ AVal collective(Op op, const OpAttrs& a, std::span<const AVal> in) {
     check_axis(op, a.concat_axis, x.ndim());
     int64_t n = x.shape[a.axis];
     if (n % g != 0)
-      fail(ErrCode::CollectiveArgs, op, "split axis " + std::to_string(a.axis) + " of shape " + shape_str(x.shape) + " has size " + std::to_string(n) + ", which is not divisible by the axis size " + std::to_string(g));
+      fail(ErrCode::CollectiveArgs, op,
+           "split axis " + std::to_string(a.axis) + " of shape " + shape_str(x.shape) +
+               " has size " + std::to_string(n) + ", which is not divisible by the axis size " +
+               std::to_string(g));
     AVal out = x;
     out.shape[a.axis] = n / g;
     out.shape[a.concat_axis] *= g;
@@ -438,12 +458,16 @@ AVal collective(Op op, const OpAttrs& a, std::span<const AVal> in) {
     std::vector<bool> src(g, false), dst(g, false);
     std::string pairs = "(";
     for (auto [s, d] : a.pairs) pairs += "(" + std::to_string(s) + ", " + std::to_string(d) + "), ";
-    pairs = a.pairs.size() == 1 ? pairs.substr(0, pairs.size() - 1) + ")" : pairs.substr(0, pairs.size() - 2) + ")";
+    pairs = a.pairs.size() == 1 ? pairs.substr(0, pairs.size() - 1) + ")"
+                                : pairs.substr(0, pairs.size() - 2) + ")";
     for (auto [s, d] : a.pairs) {
       if (s < 0 || s >= g || d < 0 || d >= g)
-        fail(ErrCode::CollectiveArgs, op, "pair (" + std::to_string(s) + ", " + std::to_string(d) + ") is out of range for an axis of size " + std::to_string(g));
+        fail(ErrCode::CollectiveArgs, op,
+             "pair (" + std::to_string(s) + ", " + std::to_string(d) +
+                 ") is out of range for an axis of size " + std::to_string(g));
       if (src[s] || dst[d]) // JAX's ValueError
-        throw Error(ErrCode::CollectiveArgs, "ppermute sources and destinations must be unique, got " + pairs + ".");
+        throw Error(ErrCode::CollectiveArgs,
+                    "ppermute sources and destinations must be unique, got " + pairs + ".");
       src[s] = dst[d] = true;
     }
     return x;
@@ -501,11 +525,12 @@ AVal linalg(Op op, const OpAttrs& a, std::span<const AVal> in) {
     const AVal& b = in[1];
     if (b.dtype != x.dtype)
       fail(ErrCode::DType, op,
-           std::string("operands must have the same dtype, got ") + dtype_name(x.dtype) +
-               " and " + dtype_name(b.dtype));
+           std::string("operands must have the same dtype, got ") + dtype_name(x.dtype) + " and " +
+               dtype_name(b.dtype));
     if (b.ndim() != x.ndim())
       fail(ErrCode::Shape, op,
-           "All inputs to triangular_solve must have the same number of batch dimensions, but got [" +
+           "All inputs to triangular_solve must have the same number of batch dimensions, but got "
+           "[" +
                std::to_string(nb) + ", " + std::to_string(b.ndim() - 2) +
                "] batch dimensions for the inputs.");
     square("The first input to triangular_solve must be a square matrix. Got shape ");
@@ -578,8 +603,8 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
     AVal r = unary(op, in[0], kAny | kComplex);
     if (a.dim_axes.size() != r.shape.size())
       fail(ErrCode::Shape, op,
-           "the sharding names " + std::to_string(a.dim_axes.size()) +
-               " dimensions of a rank-" + std::to_string(r.shape.size()) + " operand");
+           "the sharding names " + std::to_string(a.dim_axes.size()) + " dimensions of a rank-" +
+               std::to_string(r.shape.size()) + " operand");
     return r;
   }
   case Op::Not:
@@ -588,8 +613,10 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
     if (a.exponent < 0 && is_integer(in[0].dtype)) {
       std::string dims; // JAX's text
       for (int64_t d : in[0].shape) dims += (dims.empty() ? "" : ",") + std::to_string(d);
-      throw Error(ErrCode::Type, std::string("Integers cannot be raised to negative powers, got integer_pow(") +
-                                     dtype_name(in[0].dtype) + "[" + dims + "], " + std::to_string(a.exponent) + ")");
+      throw Error(ErrCode::Type,
+                  std::string("Integers cannot be raised to negative powers, got integer_pow(") +
+                      dtype_name(in[0].dtype) + "[" + dims + "], " + std::to_string(a.exponent) +
+                      ")");
     }
     return unary(op, in[0], kNum | kComplex);
   case Op::Exp:
@@ -623,8 +650,7 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
   case Op::Complex: {
     AVal r = binary(op, in[0], in[1], kFloat);
     if (r.dtype != DType::Float32)
-      fail(ErrCode::DType, op,
-           std::string("operands must be float32, got ") + dtype_name(r.dtype));
+      fail(ErrCode::DType, op, std::string("operands must be float32, got ") + dtype_name(r.dtype));
     return {DType::Complex64, r.shape, r.weak};
   }
   case Op::Max:
@@ -730,19 +756,22 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
     return {DType::Bool, {}, false};
   case Op::HostCallback: {
     std::vector<AVal> outs = infer_results(op, a, in);
-    if (outs.size() != 1) fail(ErrCode::Internal, op, "has several results (bind it with bind_call)");
+    if (outs.size() != 1)
+      fail(ErrCode::Internal, op, "has several results (bind it with bind_call)");
     return outs[0];
   }
   case Op::SpmdCall:
   case Op::CustomCall: {
     // Bound through OpContext::bind_call; a one-result call also checks here.
     std::vector<AVal> outs = infer_call(a, in);
-    if (outs.size() != 1) fail(ErrCode::Internal, op, "has several results (bind it with bind_call)");
+    if (outs.size() != 1)
+      fail(ErrCode::Internal, op, "has several results (bind it with bind_call)");
     return outs[0];
   }
   case Op::While: {
     std::vector<AVal> outs = infer_while(a, in);
-    if (outs.size() != 1) fail(ErrCode::Internal, op, "has several results (bind it with bind_call)");
+    if (outs.size() != 1)
+      fail(ErrCode::Internal, op, "has several results (bind it with bind_call)");
     return outs[0];
   }
   }

@@ -56,7 +56,8 @@ std::vector<AVal> infer_while(const OpAttrs& attrs, std::span<const AVal> in) {
       !cond.values[cond.results[0]].aval.shape.empty())
     fail("cond must return one bool scalar");
   std::vector<AVal> out(carry.begin(), carry.end());
-  for (size_t i = 0; i < nc; ++i) out[i].weak = body.values[body.results[i]].aval.weak && carry[i].weak;
+  for (size_t i = 0; i < nc; ++i)
+    out[i].weak = body.values[body.results[i]].aval.weak && carry[i].weak;
   return out;
 }
 
@@ -68,8 +69,8 @@ std::string while_attrs_str(const WhileLoop& w) {
 bool has_collectives(const Function& f) {
   for (const Instr& in : f.body) {
     if (is_collective(in.op)) return true;
-    if (in.op == Op::While && (has_collectives(*in.attrs.loop->cond) ||
-                               has_collectives(*in.attrs.loop->body)))
+    if (in.op == Op::While &&
+        (has_collectives(*in.attrs.loop->cond) || has_collectives(*in.attrs.loop->body)))
       return true;
   }
   return false;

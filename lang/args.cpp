@@ -23,7 +23,8 @@ ArgReader::ArgReader(const std::string& fname, CallArgs& args,
     } else {
       throw Error(ErrCode::Arguments, fname + "() takes at most " + std::to_string(npos_params) +
                                           " positional argument" + (npos_params == 1 ? "" : "s") +
-                                          " but " + std::to_string(args.pos.size()) + " were given");
+                                          " but " + std::to_string(args.pos.size()) +
+                                          " were given");
     }
   }
   for (auto& [k, v] : args.kw) {
@@ -38,19 +39,25 @@ ArgReader::ArgReader(const std::string& fname, CallArgs& args,
   }
   for (size_t i = 0; i < required && i < names_.size(); ++i)
     if (!given_[i])
-      throw Error(ErrCode::Arguments,
-                  fname + "() missing required argument '" + names_[i] + "'");
+      throw Error(ErrCode::Arguments, fname + "() missing required argument '" + names_[i] + "'");
 }
 
-int64_t ArgReader::get_int(size_t i) const { return value_to_int(values_[i], fname_ + "() argument '" + names_[i] + "'"); }
-double ArgReader::get_float(size_t i) const { return value_to_float(values_[i], fname_ + "() argument '" + names_[i] + "'"); }
+int64_t ArgReader::get_int(size_t i) const {
+  return value_to_int(values_[i], fname_ + "() argument '" + names_[i] + "'");
+}
+double ArgReader::get_float(size_t i) const {
+  return value_to_float(values_[i], fname_ + "() argument '" + names_[i] + "'");
+}
 bool ArgReader::get_bool(size_t i, bool dflt) const {
   if (!has(i) || values_[i].is_none()) return dflt;
   const Value& v = values_[i];
   if (v.is_number()) return v.as_float() != 0;
-  throw Error(ErrCode::Type, fname_ + "() argument '" + names_[i] + "' must be a bool, not " + type_name(v));
+  throw Error(ErrCode::Type,
+              fname_ + "() argument '" + names_[i] + "' must be a bool, not " + type_name(v));
 }
-std::string ArgReader::get_str(size_t i) const { return value_to_str(values_[i], fname_ + "() argument '" + names_[i] + "'"); }
+std::string ArgReader::get_str(size_t i) const {
+  return value_to_str(values_[i], fname_ + "() argument '" + names_[i] + "'");
+}
 
 int64_t value_to_int(const Value& v, const std::string& what) {
   if (v.is_intlike()) return v.as_int();
@@ -91,7 +98,9 @@ std::vector<int64_t> value_to_int_list(const Value& v, const std::string& what) 
     return {value_to_int(v, what)};
   }
   const ValueList* items = sequence_items(v);
-  if (!items) throw Error(ErrCode::Type, what + " must be an integer or a tuple of integers, not " + type_name(v));
+  if (!items)
+    throw Error(ErrCode::Type,
+                what + " must be an integer or a tuple of integers, not " + type_name(v));
   std::vector<int64_t> out;
   for (const auto& x : *items) out.push_back(value_to_int(x, what));
   return out;
@@ -100,12 +109,14 @@ std::vector<int64_t> value_to_int_list(const Value& v, const std::string& what) 
 std::optional<std::vector<int>> value_to_axes(const Value& v, const std::string& what) {
   if (v.is_none()) return std::nullopt;
   std::vector<int> out;
-  for (int64_t a : value_to_int_list(v, what)) out.push_back(static_cast<int>(std::clamp<int64_t>(a, -1000000, 1000000)));
+  for (int64_t a : value_to_int_list(v, what))
+    out.push_back(static_cast<int>(std::clamp<int64_t>(a, -1000000, 1000000)));
   return out;
 }
 
 const std::string& value_to_str(const Value& v, const std::string& what) {
-  if (!v.is_obj(ObjKind::Str)) throw Error(ErrCode::Type, what + " must be a string, not " + type_name(v));
+  if (!v.is_obj(ObjKind::Str))
+    throw Error(ErrCode::Type, what + " must be a string, not " + type_name(v));
   return v.as<StrObj>()->value;
 }
 

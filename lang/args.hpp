@@ -21,9 +21,13 @@ public:
   const ValueList& rest() const { return rest_; }
 
   int64_t get_int(size_t i) const;
-  int64_t get_int(size_t i, int64_t dflt) const { return has(i) && !values_[i].is_none() ? get_int(i) : dflt; }
+  int64_t get_int(size_t i, int64_t dflt) const {
+    return has(i) && !values_[i].is_none() ? get_int(i) : dflt;
+  }
   double get_float(size_t i) const;
-  double get_float(size_t i, double dflt) const { return has(i) && !values_[i].is_none() ? get_float(i) : dflt; }
+  double get_float(size_t i, double dflt) const {
+    return has(i) && !values_[i].is_none() ? get_float(i) : dflt;
+  }
   bool get_bool(size_t i, bool dflt) const;
   std::string get_str(size_t i) const;
   const std::string& fname() const { return fname_; }
@@ -41,7 +45,8 @@ private:
 int64_t value_to_int(const Value& v, const std::string& what);
 double value_to_float(const Value& v, const std::string& what);
 std::vector<int64_t> value_to_int_list(const Value& v, const std::string& what); // int or sequence
-std::optional<std::vector<int>> value_to_axes(const Value& v, const std::string& what); // None/int/tuple
+std::optional<std::vector<int>> value_to_axes(const Value& v,
+                                              const std::string& what); // None/int/tuple
 const std::string& value_to_str(const Value& v, const std::string& what);
 const ValueList* sequence_items(const Value& v); // tuple or list items, else nullptr
 

@@ -17,13 +17,49 @@ using StmtPtr = std::unique_ptr<Stmt>;
 using Block = std::vector<StmtPtr>;
 
 enum class ExprKind : uint8_t {
-  Name, NoneLit, BoolLit, IntLit, FloatLit, ImagLit, StrLit, EllipsisLit, FString,
-  Tuple, List, Dict, Set, BinOp, UnaryOp, BoolOp, Compare, Call, Attribute, Subscript, Slice,
-  Lambda, IfExp, ListComp, SetComp, DictComp, Starred
+  Name,
+  NoneLit,
+  BoolLit,
+  IntLit,
+  FloatLit,
+  ImagLit,
+  StrLit,
+  EllipsisLit,
+  FString,
+  Tuple,
+  List,
+  Dict,
+  Set,
+  BinOp,
+  UnaryOp,
+  BoolOp,
+  Compare,
+  Call,
+  Attribute,
+  Subscript,
+  Slice,
+  Lambda,
+  IfExp,
+  ListComp,
+  SetComp,
+  DictComp,
+  Starred
 };
 
 enum class BinOpKind : uint8_t {
-  Add, Sub, Mul, Div, FloorDiv, Mod, Pow, MatMul, BitAnd, BitOr, BitXor, LShift, RShift
+  Add,
+  Sub,
+  Mul,
+  Div,
+  FloorDiv,
+  Mod,
+  Pow,
+  MatMul,
+  BitAnd,
+  BitOr,
+  BitXor,
+  LShift,
+  RShift
 };
 enum class UnaryOpKind : uint8_t { Neg, Pos, Invert, Not };
 enum class CmpOpKind : uint8_t { Eq, Ne, Lt, Le, Gt, Ge, In, NotIn, Is, IsNot };
@@ -52,25 +88,25 @@ struct Comprehension {
 };
 
 struct FStringPart {
-  std::string literal;     // when expr is null
-  ExprPtr expr;            // the {expr}
-  char conversion = 0;     // 'r', 's' or 0
+  std::string literal;           // when expr is null
+  ExprPtr expr;                  // the {expr}
+  char conversion = 0;           // 'r', 's' or 0
   std::vector<FStringPart> spec; // format spec (may itself contain {expr})
-  std::string expr_text;   // for "{x=}" debugging form
+  std::string expr_text;         // for "{x=}" debugging form
 };
 
 struct Expr {
   ExprKind kind;
   Span span;
   // Literals / names
-  std::string name;    // Name, StrLit (value), Attribute (attr)
+  std::string name; // Name, StrLit (value), Attribute (attr)
   bool bool_value = false;
   int64_t int_value = 0;
   double float_value = 0;
   // Operators
   BinOpKind binop = BinOpKind::Add;
   UnaryOpKind unop = UnaryOpKind::Neg;
-  bool is_and = false;          // BoolOp
+  bool is_and = false;            // BoolOp
   std::vector<CmpOpKind> cmp_ops; // Compare: elts[0] op0 elts[1] op1 elts[2] ...
   // Children: meaning depends on kind.
   //  Tuple/List/Set: elts; Dict: elts (keys; null key = **spread) + values;
@@ -93,8 +129,22 @@ struct Expr {
 };
 
 enum class StmtKind : uint8_t {
-  Expr, Assign, AugAssign, If, While, For, Break, Continue, Pass, Return, FunctionDef,
-  Assert, Import, ImportFrom, Del, With
+  Expr,
+  Assign,
+  AugAssign,
+  If,
+  While,
+  For,
+  Break,
+  Continue,
+  Pass,
+  Return,
+  FunctionDef,
+  Assert,
+  Import,
+  ImportFrom,
+  Del,
+  With
 };
 
 struct ImportName {

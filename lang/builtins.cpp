@@ -119,7 +119,9 @@ Value dtype_class(const DTypeObj& d) {
   if (d.scalar_type) return make_type_at("_ScalarMeta", "jax._src.numpy.scalar_types._ScalarMeta");
   const std::string n = d.name();
   if (n == "bfloat16") return make_type_at("dtype[bfloat16]", "numpy.dtype[bfloat16]");
-  std::string cls = n.rfind("uint", 0) == 0 ? "UInt" + n.substr(4) : std::string(1, static_cast<char>(n[0] - 'a' + 'A')) + n.substr(1);
+  std::string cls = n.rfind("uint", 0) == 0
+                        ? "UInt" + n.substr(4)
+                        : std::string(1, static_cast<char>(n[0] - 'a' + 'A')) + n.substr(1);
   return make_type_at("dtype[" + n + "]", "numpy.dtypes." + cls + "DType");
 }
 
@@ -128,7 +130,8 @@ Value dtype_class(const DTypeObj& d) {
 // Python's builtin classes, which pxl has as builtin functions: type(x) of
 // their instances is the class itself, so `type(x) is tuple` holds.
 namespace {
-const char* const kClasses[] = {"int", "float", "bool", "str", "list", "tuple", "dict", "set", "frozenset", "complex"};
+const char* const kClasses[] = {"int",   "float", "bool", "str",       "list",
+                                "tuple", "dict",  "set",  "frozenset", "complex"};
 } // namespace
 
 bool is_builtin_class(const std::string& name) {
@@ -144,7 +147,8 @@ bool same_builtin_class(const Value& a, const Value& b) {
   const TypeObj* t = type_of(a);
   const Value* other = &b;
   if (!t) t = type_of(b), other = &a;
-  if (!t || !other->is_obj(ObjKind::Builtin) || other->as<BuiltinObj>()->name != t->name) return false;
+  if (!t || !other->is_obj(ObjKind::Builtin) || other->as<BuiltinObj>()->name != t->name)
+    return false;
   return is_builtin_class(t->name);
 }
 
@@ -153,7 +157,8 @@ namespace {
 // Does value `v` belong to the class named by `cls` (a builtin like int, or a type(x) value)?
 bool instance_of(const Value& v, const Value& cls) {
   std::string want;
-  if (cls.is_obj(ObjKind::Builtin)) want = cls.as<BuiltinObj>()->name;
+  if (cls.is_obj(ObjKind::Builtin))
+    want = cls.as<BuiltinObj>()->name;
   else if (cls.is_obj(ObjKind::Opaque) && dynamic_cast<TypeObj*>(cls.as<OpaqueObj>()))
     want = static_cast<TypeObj*>(cls.as<OpaqueObj>())->name;
   else if (const ValueList* alts = sequence_items(cls)) {
@@ -172,7 +177,8 @@ bool instance_of(const Value& v, const Value& cls) {
   if (want == "int" && v.is_bool()) return true;
   if (want == "dict" && v.is_obj(ObjKind::Dict)) return true; // OrderedDict, defaultdict
   if (want == "tuple" && v.is_obj(ObjKind::Opaque) && v.as<OpaqueObj>()->tuple_items()) return true;
-  if ((want == "Array" || want == "ndarray" || want == "ArrayImpl") && v.is_obj(ObjKind::Array)) return true;
+  if ((want == "Array" || want == "ndarray" || want == "ArrayImpl") && v.is_obj(ObjKind::Array))
+    return true;
   if (want == "Array" && have == "PRNGKeyArray") return true; // typed keys are jax.Arrays
   if (want == "ShardedArray" && have == "ShardedArray") return true;
   return false;
@@ -200,7 +206,8 @@ Value py_round(InterpreterImpl& in, CallArgs& a) {
     // Integers stay integers (JAX), and JAX has no negative decimals for them.
     DType dt = t->aval.dtype;
     if (is_integer(dt) && nd >= 0) return x;
-    if (is_integer(dt)) throw Error(ErrCode::Unsupported, "integer np.round not implemented for decimals < 0");
+    if (is_integer(dt))
+      throw Error(ErrCode::Unsupported, "integer np.round not implemented for decimals < 0");
     // As JAX: more decimals than the dtype's largest value has digits leave x unchanged.
     double max_digits = dt == DType::Float16 ? 4.8 : dt == DType::Float64 ? 308.25 : 38.53;
     if (static_cast<double>(nd) > max_digits) return x;
@@ -231,22 +238,27 @@ Value py_round(InterpreterImpl& in, CallArgs& a) {
     // Under jax_disable_jit JAX runs jnp.round primitive by primitive: the 10^nd is no
     // constant then, and the division is rewritten only where it broadcasts (jnp's `/`).
     if (round_jit_disabled(in))
-      return make_array(np::binary(in.ops(), np::BinOp::TrueDiv, y, np::scalar(in.ops(), Scalar::of_float(p10), dt, weak)));
+      return make_array(np::binary(in.ops(), np::BinOp::TrueDiv, y,
+                                   np::scalar(in.ops(), Scalar::of_float(p10), dt, weak)));
     // Otherwise XLA turns the division by the constant into a multiplication by its
     // reciprocal (whatever the shape); bfloat16 arithmetic is upcast to float32 around the
     // fusion, so there the reciprocal (of the constant rounded to bfloat16) and the
     // product stay float32.
     DType cd = dt == DType::BFloat16 ? DType::Float32 : dt;
-    Tensor divisor = np::astype(in.ops(), np::scalar(in.ops(), Scalar::of_float(p10), dt, false), cd);
+    Tensor divisor =
+        np::astype(in.ops(), np::scalar(in.ops(), Scalar::of_float(p10), dt, false), cd);
     if (weak) divisor = np::scalar(in.ops(), Scalar::of_float(p10), cd, true);
-    Tensor inv = np::binary(in.ops(), np::BinOp::TrueDiv, np::scalar(in.ops(), Scalar::of_float(1.0), cd, weak), divisor);
-    Tensor prod = np::binary(in.ops(), np::BinOp::Mul, cd == dt ? y : np::astype(in.ops(), y, cd), inv);
+    Tensor inv = np::binary(in.ops(), np::BinOp::TrueDiv,
+                            np::scalar(in.ops(), Scalar::of_float(1.0), cd, weak), divisor);
+    Tensor prod =
+        np::binary(in.ops(), np::BinOp::Mul, cd == dt ? y : np::astype(in.ops(), y, cd), inv);
     return make_array(weak && cd == dt ? prod : np::astype(in.ops(), prod, dt));
   }
   if (x.is_intlike()) return Value::integer(x.as_int());
   double f = value_to_float(x, "round() argument");
   if (!r.has(1) || r[1].is_none()) {
-    if (!std::isfinite(f)) throw Error(ErrCode::Value, "cannot convert float " + repr(x) + " to integer");
+    if (!std::isfinite(f))
+      throw Error(ErrCode::Value, "cannot convert float " + repr(x) + " to integer");
     double rounded = std::nearbyint(f); // default rounding mode: half to even, as Python
     if (std::fabs(rounded) > 9.2e18) throw Error(ErrCode::Value, "integer overflow in round()");
     return Value::integer(static_cast<int64_t>(rounded));
@@ -267,11 +279,16 @@ Value min_max(InterpreterImpl& in, CallArgs& a, bool is_max) {
   Value key, dflt;
   bool has_default = false;
   for (auto& [k, v] : a.kw) {
-    if (k == "key") key = v;
-    else if (k == "default") dflt = v, has_default = true;
-    else throw Error(ErrCode::Arguments, std::string(name) + "() got an unexpected keyword argument '" + k + "'");
+    if (k == "key")
+      key = v;
+    else if (k == "default")
+      dflt = v, has_default = true;
+    else
+      throw Error(ErrCode::Arguments,
+                  std::string(name) + "() got an unexpected keyword argument '" + k + "'");
   }
-  if (a.pos.empty()) throw Error(ErrCode::Arguments, std::string(name) + "() expected at least 1 argument, got 0");
+  if (a.pos.empty())
+    throw Error(ErrCode::Arguments, std::string(name) + "() expected at least 1 argument, got 0");
   ValueList items = a.pos.size() == 1 ? in.iterate(a.pos[0], Span{}) : a.pos;
   if (items.empty()) {
     if (has_default) return dflt;
@@ -299,13 +316,16 @@ Value scalar_for_conversion(InterpreterImpl& in, const Value& x, const std::stri
     const std::string type = array_type_str(aval.dtype, aval.shape);
     std::string why = e.message();
     if (!why.empty()) why[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(why[0])));
-    throw Error(ErrCode::ConcreteValue,
-                "ConcretizationTypeError: Abstract tracer value encountered where concrete value is expected: "
-                "traced array with shape " + type + "\nThe problem arose with the `" + fn +
-                    "` function. If trying to convert the data type of a value, try using `x.astype(" + fn +
-                    ")` or `jnp.array(x, " + fn + ")` instead. " + why +
-                    "\n\nSee https://docs.jax.dev/en/latest/errors.html#jax.errors.ConcretizationTypeError",
-                e.span(), e.hint());
+    throw Error(
+        ErrCode::ConcreteValue,
+        "ConcretizationTypeError: Abstract tracer value encountered where concrete value is "
+        "expected: "
+        "traced array with shape " +
+            type + "\nThe problem arose with the `" + fn +
+            "` function. If trying to convert the data type of a value, try using `x.astype(" + fn +
+            ")` or `jnp.array(x, " + fn + ")` instead. " + why +
+            "\n\nSee https://docs.jax.dev/en/latest/errors.html#jax.errors.ConcretizationTypeError",
+        e.span(), e.hint());
   }
 }
 
@@ -324,11 +344,14 @@ Value index_of_array(InterpreterImpl& in, const Value& x) {
     const std::string type = array_type_str(aval.dtype, aval.shape);
     std::string why = e.message();
     if (!why.empty()) why[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(why[0])));
-    throw Error(ErrCode::ConcreteValue,
-                "TracerIntegerConversionError: The __index__() method was called on traced array with shape " +
-                    type + " " + why +
-                    "\nSee https://docs.jax.dev/en/latest/errors.html#jax.errors.TracerIntegerConversionError",
-                e.span(), e.hint());
+    throw Error(
+        ErrCode::ConcreteValue,
+        "TracerIntegerConversionError: The __index__() method was called on traced array with "
+        "shape " +
+            type + " " + why +
+            "\nSee "
+            "https://docs.jax.dev/en/latest/errors.html#jax.errors.TracerIntegerConversionError",
+        e.span(), e.hint());
   }
 }
 
@@ -338,8 +361,10 @@ Value to_int(InterpreterImpl& in, CallArgs& a) {
   const Value& x = r[0];
   if (x.is_intlike()) return Value::integer(x.as_int());
   if (x.is_float()) {
-    if (!std::isfinite(x.f)) throw Error(ErrCode::Value, "cannot convert float " + repr(x) + " to integer");
-    if (std::fabs(x.f) >= 9.2e18) throw Error(ErrCode::Value, "integer overflow converting " + repr(x));
+    if (!std::isfinite(x.f))
+      throw Error(ErrCode::Value, "cannot convert float " + repr(x) + " to integer");
+    if (std::fabs(x.f) >= 9.2e18)
+      throw Error(ErrCode::Value, "integer overflow converting " + repr(x));
     return Value::integer(static_cast<int64_t>(x.f));
   }
   if (x.is_obj(ObjKind::Str)) {
@@ -352,7 +377,8 @@ Value to_int(InterpreterImpl& in, CallArgs& a) {
     errno = 0;
     long long v = t.empty() ? 0 : std::strtoll(t.c_str(), &end, base);
     if (t.empty() || *end || errno == ERANGE)
-      throw Error(ErrCode::Value, "invalid literal for int() with base " + std::to_string(base) + ": " + repr(x));
+      throw Error(ErrCode::Value,
+                  "invalid literal for int() with base " + std::to_string(base) + ": " + repr(x));
     return Value::integer(v);
   }
   if (x.is_obj(ObjKind::Array)) {
@@ -361,7 +387,8 @@ Value to_int(InterpreterImpl& in, CallArgs& a) {
     again.pos.push_back(s);
     return to_int(in, again);
   }
-  throw Error(ErrCode::Type, "int() argument must be a string or a number, not '" + type_name(x) + "'");
+  throw Error(ErrCode::Type,
+              "int() argument must be a string or a number, not '" + type_name(x) + "'");
 }
 
 Value to_float(InterpreterImpl& in, CallArgs& a) {
@@ -384,8 +411,10 @@ Value to_float(InterpreterImpl& in, CallArgs& a) {
       throw Error(ErrCode::Value, "could not convert string to float: " + repr(x));
     return Value::number(v);
   }
-  if (x.is_obj(ObjKind::Array)) return Value::number(scalar_for_conversion(in, x, "float").as_float());
-  throw Error(ErrCode::Type, "float() argument must be a string or a number, not '" + type_name(x) + "'");
+  if (x.is_obj(ObjKind::Array))
+    return Value::number(scalar_for_conversion(in, x, "float").as_float());
+  throw Error(ErrCode::Type,
+              "float() argument must be a string or a number, not '" + type_name(x) + "'");
 }
 
 } // namespace
@@ -403,15 +432,21 @@ std::string display_str(InterpreterImpl& in, const Value& v) {
 }
 
 void InterpreterImpl::install_builtins() {
-  auto def = [&](const std::string& name, NativeFn fn) { builtins_->vars[name] = make_builtin(name, std::move(fn)); };
+  auto def = [&](const std::string& name, NativeFn fn) {
+    builtins_->vars[name] = make_builtin(name, std::move(fn));
+  };
 
   def("print", [](InterpreterImpl& in, CallArgs& a) {
     std::string sep = " ", end = "\n";
     for (auto& [k, v] : a.kw) {
-      if (k == "sep") sep = v.is_none() ? " " : value_to_str(v, "sep");
-      else if (k == "end") end = v.is_none() ? "\n" : value_to_str(v, "end");
-      else if (k == "flush" || k == "file") continue;
-      else throw Error(ErrCode::Arguments, "print() got an unexpected keyword argument '" + k + "'");
+      if (k == "sep")
+        sep = v.is_none() ? " " : value_to_str(v, "sep");
+      else if (k == "end")
+        end = v.is_none() ? "\n" : value_to_str(v, "end");
+      else if (k == "flush" || k == "file")
+        continue;
+      else
+        throw Error(ErrCode::Arguments, "print() got an unexpected keyword argument '" + k + "'");
     }
     std::string line;
     for (size_t i = 0; i < a.pos.size(); ++i) {
@@ -431,8 +466,10 @@ void InterpreterImpl::install_builtins() {
     for (auto& kv : a.kw) kv.second = index_of_array(in, kv.second);
     ArgReader r("range", a, {"start", "stop", "step"}, 1);
     int64_t start = 0, stop, step = 1;
-    if (r.has(1)) start = r.get_int(0), stop = r.get_int(1);
-    else stop = r.get_int(0);
+    if (r.has(1))
+      start = r.get_int(0), stop = r.get_int(1);
+    else
+      stop = r.get_int(0);
     if (r.has(2)) step = r.get_int(2);
     if (step == 0) throw Error(ErrCode::Value, "range() arg 3 must not be zero");
     return Value::object(std::make_shared<RangeObj>(start, stop, step));
@@ -485,8 +522,11 @@ void InterpreterImpl::install_builtins() {
       } else {
         for (const Value& kv : in.iterate(a.pos[0], Span{})) {
           ValueList pair = in.iterate(kv, Span{});
-          if (pair.size() != 2) throw Error(ErrCode::Value, "dictionary update sequence element has length " + std::to_string(pair.size()) + "; 2 is required");
-          if (!is_hashable(pair[0])) throw Error(ErrCode::Type, "unhashable type: '" + type_name(pair[0]) + "'");
+          if (pair.size() != 2)
+            throw Error(ErrCode::Value, "dictionary update sequence element has length " +
+                                            std::to_string(pair.size()) + "; 2 is required");
+          if (!is_hashable(pair[0]))
+            throw Error(ErrCode::Type, "unhashable type: '" + type_name(pair[0]) + "'");
           d->set(pair[0], pair[1]);
         }
       }
@@ -497,14 +537,16 @@ void InterpreterImpl::install_builtins() {
   def("zip", [](InterpreterImpl& in, CallArgs& a) {
     bool strict = false;
     for (auto& [k, v] : a.kw) {
-      if (k != "strict") throw Error(ErrCode::Arguments, "zip() got an unexpected keyword argument '" + k + "'");
+      if (k != "strict")
+        throw Error(ErrCode::Arguments, "zip() got an unexpected keyword argument '" + k + "'");
       strict = in.truthy(v, Span{});
     }
     std::vector<ValueList> seqs;
     for (const Value& x : a.pos) seqs.push_back(in.iterate(x, Span{}));
     size_t n = seqs.empty() ? 0 : SIZE_MAX;
     for (auto& s : seqs) {
-      if (strict && n != SIZE_MAX && s.size() != n) throw Error(ErrCode::Value, "zip() arguments have different lengths");
+      if (strict && n != SIZE_MAX && s.size() != n)
+        throw Error(ErrCode::Value, "zip() arguments have different lengths");
       n = std::min(n, s.size());
     }
     ValueList out;
@@ -519,12 +561,14 @@ void InterpreterImpl::install_builtins() {
     ArgReader r("enumerate", a, {"iterable", "start"}, 1);
     int64_t k = r.get_int(1, 0);
     ValueList out;
-    for (const Value& x : in.iterate(r[0], Span{})) out.push_back(make_tuple({Value::integer(k++), x}));
+    for (const Value& x : in.iterate(r[0], Span{}))
+      out.push_back(make_tuple({Value::integer(k++), x}));
     return make_list(std::move(out));
   });
   def("iter", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("iter", a, {"object"}, 1);
-    if (r[0].is_obj(ObjKind::Opaque) && dynamic_cast<IteratorObj*>(r[0].as<OpaqueObj>())) return r[0];
+    if (r[0].is_obj(ObjKind::Opaque) && dynamic_cast<IteratorObj*>(r[0].as<OpaqueObj>()))
+      return r[0];
     std::string kind = r[0].is_obj(ObjKind::List)    ? "list_iterator"
                        : r[0].is_obj(ObjKind::Tuple) ? "tuple_iterator"
                        : r[0].is_obj(ObjKind::Dict)  ? "dict_keyiterator"
@@ -534,7 +578,8 @@ void InterpreterImpl::install_builtins() {
   });
   def("next", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("next", a, {"iterator", "default"}, 1);
-    auto* it = r[0].is_obj(ObjKind::Opaque) ? dynamic_cast<IteratorObj*>(r[0].as<OpaqueObj>()) : nullptr;
+    auto* it =
+        r[0].is_obj(ObjKind::Opaque) ? dynamic_cast<IteratorObj*>(r[0].as<OpaqueObj>()) : nullptr;
     if (!it) throw Error(ErrCode::Type, "'" + type_name(r[0]) + "' object is not an iterator");
     Value out;
     if (it->next(out)) return out;
@@ -567,19 +612,22 @@ void InterpreterImpl::install_builtins() {
   def("abs", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("abs", a, {"x"}, 1);
     const Value& x = r[0];
-    if (x.is_obj(ObjKind::Array)) return make_array(np::unary(in.ops(), np::UnOp::Abs, x.as<ArrayObj>()->tensor));
+    if (x.is_obj(ObjKind::Array))
+      return make_array(np::unary(in.ops(), np::UnOp::Abs, x.as<ArrayObj>()->tensor));
     if (x.is_intlike()) {
       if (x.as_int() == INT64_MIN) throw Error(ErrCode::Value, "integer overflow in abs()");
       return Value::integer(std::llabs(x.as_int()));
     }
     if (x.is_float()) return Value::number(std::fabs(x.f));
-    if (is_py_complex(x)) return Value::number(std::hypot(x.as<ComplexObj>()->re, x.as<ComplexObj>()->im));
+    if (is_py_complex(x))
+      return Value::number(std::hypot(x.as<ComplexObj>()->re, x.as<ComplexObj>()->im));
     throw Error(ErrCode::Type, "bad operand type for abs(): '" + type_name(x) + "'");
   });
   def("sum", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("sum", a, {"iterable", "start"}, 1);
     Value acc = r.has(1) ? r[1] : Value::integer(0);
-    for (const Value& x : in.iterate(r[0], Span{})) acc = in.binary_op(BinOpKind::Add, acc, x, Span{});
+    for (const Value& x : in.iterate(r[0], Span{}))
+      acc = in.binary_op(BinOpKind::Add, acc, x, Span{});
     return acc;
   });
   def("any", [](InterpreterImpl& in, CallArgs& a) {
@@ -612,7 +660,8 @@ void InterpreterImpl::install_builtins() {
     ArgReader r("filter", a, {"function", "iterable"}, 2);
     ValueList out;
     for (const Value& x : in.iterate(r[1], Span{}))
-      if (r[0].is_none() ? in.truthy(x, Span{}) : in.truthy(in.call(r[0], ValueList{x}, Span{}), Span{}))
+      if (r[0].is_none() ? in.truthy(x, Span{})
+                         : in.truthy(in.call(r[0], ValueList{x}, Span{}), Span{}))
         out.push_back(x);
     return make_list(std::move(out));
   });
@@ -649,8 +698,9 @@ void InterpreterImpl::install_builtins() {
   // & co. (ufunc), jit/pmap/vmap/grad'd functions, custom_jvp/vjp, compiled stages.
   auto is_callable_object = [](const Value& v) {
     if (!v.is_obj(ObjKind::Opaque)) return false;
-    static const char* const names[] = {"ufunc", "PjitFunction", "PmapFunction", "function", "builtin_function_or_method",
-                                        "custom_jvp", "custom_vjp", "Compiled"};
+    static const char* const names[] = {
+        "ufunc",      "PjitFunction", "PmapFunction", "function", "builtin_function_or_method",
+        "custom_jvp", "custom_vjp",   "Compiled"};
     std::string t = type_name(v);
     return std::any_of(std::begin(names), std::end(names), [&](const char* n) { return t == n; });
   };
@@ -663,7 +713,8 @@ void InterpreterImpl::install_builtins() {
   });
   def("hash", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("hash", a, {"obj"}, 1);
-    if (!is_hashable(r[0])) throw Error(ErrCode::Type, "unhashable type: '" + type_name(r[0]) + "'");
+    if (!is_hashable(r[0]))
+      throw Error(ErrCode::Type, "unhashable type: '" + type_name(r[0]) + "'");
     return Value::integer(static_cast<int64_t>(ValueHash()(r[0]) >> 1));
   });
   // id(x): the object's address, so it agrees with `is`; None, bools,
@@ -672,7 +723,8 @@ void InterpreterImpl::install_builtins() {
   def("id", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("id", a, {"obj"}, 1);
     const Value& v = r[0];
-    if (v.tag == Value::Tag::Obj) return Value::integer(static_cast<int64_t>(reinterpret_cast<intptr_t>(v.obj.get())));
+    if (v.tag == Value::Tag::Obj)
+      return Value::integer(static_cast<int64_t>(reinterpret_cast<intptr_t>(v.obj.get())));
     return Value::integer(static_cast<int64_t>(ValueHash()(v) >> 1) ^ static_cast<int64_t>(v.tag));
   });
   def("chr", [](InterpreterImpl&, CallArgs& a) {
@@ -682,8 +734,10 @@ void InterpreterImpl::install_builtins() {
     return make_str(utf8_encode(static_cast<uint32_t>(cp)));
   });
   // hex, oct, bin: an integer in base 16, 8 or 2 with Python's prefix ('-0x1f').
-  for (auto [name, base, prefix] : {std::tuple{"hex", 16, "0x"}, std::tuple{"oct", 8, "0o"}, std::tuple{"bin", 2, "0b"}}) {
-    def(name, [name = std::string(name), base = base, prefix = std::string(prefix)](InterpreterImpl&, CallArgs& a) {
+  for (auto [name, base, prefix] :
+       {std::tuple{"hex", 16, "0x"}, std::tuple{"oct", 8, "0o"}, std::tuple{"bin", 2, "0b"}}) {
+    def(name, [name = std::string(name), base = base,
+               prefix = std::string(prefix)](InterpreterImpl&, CallArgs& a) {
       ArgReader r(name.c_str(), a, {"number"}, 1);
       int64_t v = r.get_int(0);
       uint64_t m = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
@@ -698,9 +752,11 @@ void InterpreterImpl::install_builtins() {
   def("ord", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("ord", a, {"c"}, 1);
     const std::string& s = r.get_str(0);
-    if (s.empty()) throw Error(ErrCode::Type, "ord() expected a character, but string of length 0 found");
+    if (s.empty())
+      throw Error(ErrCode::Type, "ord() expected a character, but string of length 0 found");
     std::optional<uint32_t> cp = utf8_single(s);
-    if (!cp) throw Error(ErrCode::Type, "ord() expected a character, but a longer string was found");
+    if (!cp)
+      throw Error(ErrCode::Type, "ord() expected a character, but a longer string was found");
     return Value::integer(*cp);
   });
   def("slice", [](InterpreterImpl&, CallArgs& a) {

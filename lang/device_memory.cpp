@@ -13,7 +13,8 @@ namespace {
 // kind k has id 3*d + k (CPU_DEVICE_9, PINNED_HOST_10, ... for device 3).
 constexpr std::array<const char*, 3> kKinds = {"device", "pinned_host", "unpinned_host"};
 constexpr std::array<const char*, 3> kReprs = {"CPU_DEVICE", "PINNED_HOST", "UNPINNED_HOST"};
-constexpr std::array<const char*, 3> kStrs = {"CpuDeviceMemory", "PinnedHostMemory", "UnpinnedHostMemory"};
+constexpr std::array<const char*, 3> kStrs = {"CpuDeviceMemory", "PinnedHostMemory",
+                                              "UnpinnedHostMemory"};
 
 struct MemoryObj : OpaqueObj {
   MemoryObj(Value dev, int k) : device(std::move(dev)), kind(k) {}
@@ -22,10 +23,12 @@ struct MemoryObj : OpaqueObj {
 
   int id() const { return 3 * device.as<DeviceObj>()->id + kind; }
   std::string type_name() const override { return "Memory"; }
-  std::string repr() const override { return std::string(kReprs[kind]) + "_" + std::to_string(id()); }
+  std::string repr() const override {
+    return std::string(kReprs[kind]) + "_" + std::to_string(id());
+  }
   std::string str() const override {
-    return std::string(kStrs[kind]) + "(id=" + std::to_string(id()) + ", process_index=0, client=" +
-           device.as<DeviceObj>()->platform + ")";
+    return std::string(kStrs[kind]) + "(id=" + std::to_string(id()) +
+           ", process_index=0, client=" + device.as<DeviceObj>()->platform + ")";
   }
   bool equals(const OpaqueObj& other) const override {
     auto* o = dynamic_cast<const MemoryObj*>(&other);
@@ -50,7 +53,9 @@ struct MemoryObj : OpaqueObj {
   }
 };
 
-Value memory(const Value& device, int kind) { return Value::object(std::make_shared<MemoryObj>(device, kind)); }
+Value memory(const Value& device, int kind) {
+  return Value::object(std::make_shared<MemoryObj>(device, kind));
+}
 
 } // namespace
 
@@ -78,10 +83,12 @@ bool device_memory_method(const Value& device, const std::string& name, Value& o
       for (int k = 0; k < static_cast<int>(kKinds.size()); ++k)
         if (kind == kKinds[k]) return memory(device, k);
       const std::string& platform = device.as<DeviceObj>()->platform;
-      throw Error(ErrCode::Value, "INVALID_ARGUMENT: Could not find memory addressable by device " + platform +
-                                      ". Device " + platform +
-                                      " can address the following memory kinds: device, pinned_host, "
-                                      "unpinned_host. Got memory kind: " + kind);
+      throw Error(ErrCode::Value,
+                  "INVALID_ARGUMENT: Could not find memory addressable by device " + platform +
+                      ". Device " + platform +
+                      " can address the following memory kinds: device, pinned_host, "
+                      "unpinned_host. Got memory kind: " +
+                      kind);
     });
     return true;
   }

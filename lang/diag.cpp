@@ -58,7 +58,8 @@ std::string render_excerpt(const Span& span) {
     size_t skip_cols = caret_col - kWindow / 2, bytes = 0, cols = 0;
     while (bytes < shown.size() && cols < skip_cols) {
       ++bytes;
-      while (bytes < shown.size() && (static_cast<unsigned char>(shown[bytes]) & 0xC0) == 0x80) ++bytes;
+      while (bytes < shown.size() && (static_cast<unsigned char>(shown[bytes]) & 0xC0) == 0x80)
+        ++bytes;
       ++cols;
     }
     shown = "..." + shown.substr(bytes);
@@ -68,7 +69,8 @@ std::string render_excerpt(const Span& span) {
     size_t bytes = 0, cols = 0;
     while (bytes < shown.size() && cols < 2 * kWindow) {
       ++bytes;
-      while (bytes < shown.size() && (static_cast<unsigned char>(shown[bytes]) & 0xC0) == 0x80) ++bytes;
+      while (bytes < shown.size() && (static_cast<unsigned char>(shown[bytes]) & 0xC0) == 0x80)
+        ++bytes;
       ++cols;
     }
     shown = shown.substr(0, bytes) + "...";
@@ -117,13 +119,14 @@ std::string Error::render() const {
   for (size_t i = first_note; i < trace_.size();) {
     size_t j = i;
     while (j < trace_.size() && trace_[j].name == trace_[i].name &&
-           trace_[j].span.begin == trace_[i].span.begin && trace_[j].span.file == trace_[i].span.file)
+           trace_[j].span.begin == trace_[i].span.begin &&
+           trace_[j].span.file == trace_[i].span.file)
       ++j;
     const TraceEntry& t = trace_[i];
     if (t.span.valid()) {
       const SourceFile& f = *t.span.file;
-      os << "  note: in call to '" << t.name << "' at " << f.path() << ":" << f.line_of(t.span.begin)
-         << ":" << f.column_of(t.span.begin);
+      os << "  note: in call to '" << t.name << "' at " << f.path() << ":"
+         << f.line_of(t.span.begin) << ":" << f.column_of(t.span.begin);
       if (j - i > 1) os << " (" << (j - i) << " times)";
       os << "\n";
     }
@@ -133,9 +136,9 @@ std::string Error::render() const {
 }
 
 void internal_error(const char* file, int line, const std::string& what) {
-  throw Error(ErrCode::Internal,
-              "internal error at " + std::string(file) + ":" + std::to_string(line) + ": " + what +
-                  " (this is a bug in pxl)");
+  throw Error(ErrCode::Internal, "internal error at " + std::string(file) + ":" +
+                                     std::to_string(line) + ": " + what +
+                                     " (this is a bug in pxl)");
 }
 
 } // namespace pxl

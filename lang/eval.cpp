@@ -29,9 +29,10 @@ static void assign_sequence(InterpreterImpl& in, const Expr& target, const Value
   if (star == n) {
     if (items.size() != n)
       throw Error(ErrCode::Value,
-                  items.size() > n ? "too many values to unpack (expected " + std::to_string(n) + ")"
-                                   : "not enough values to unpack (expected " + std::to_string(n) +
-                                         ", got " + std::to_string(items.size()) + ")",
+                  items.size() > n
+                      ? "too many values to unpack (expected " + std::to_string(n) + ")"
+                      : "not enough values to unpack (expected " + std::to_string(n) + ", got " +
+                            std::to_string(items.size()) + ")",
                   target.span);
     for (size_t i = 0; i < n; ++i) assign(in, *target.elts[i], items[i], env);
     return;
@@ -51,9 +52,13 @@ static void assign_sequence(InterpreterImpl& in, const Expr& target, const Value
 
 static void assign(InterpreterImpl& in, const Expr& target, const Value& v, const EnvPtr& env) {
   switch (target.kind) {
-  case ExprKind::Name: env->vars[target.name] = v; return;
+  case ExprKind::Name:
+    env->vars[target.name] = v;
+    return;
   case ExprKind::Tuple:
-  case ExprKind::List: assign_sequence(in, target, v, env); return;
+  case ExprKind::List:
+    assign_sequence(in, target, v, env);
+    return;
   case ExprKind::Subscript: {
     Value obj = in.eval(*target.func, env);
     Value idx = in.eval(*target.elts[0], env);
@@ -72,13 +77,14 @@ static void assign(InterpreterImpl& in, const Expr& target, const Value& v, cons
       return;
     }
     if (obj.is_obj(ObjKind::Array) && target.name == "at")
-      throw Error(ErrCode::Type,
-                  "JAX arrays are immutable; use x = x.at[idx].set(value) instead", target.span);
+      throw Error(ErrCode::Type, "JAX arrays are immutable; use x = x.at[idx].set(value) instead",
+                  target.span);
     throw Error(ErrCode::Attribute,
                 "cannot set attribute '" + target.name + "' of a " + type_name(obj) + " value",
                 target.span);
   }
-  default: throw Error(ErrCode::Syntax, "cannot assign to this expression", target.span);
+  default:
+    throw Error(ErrCode::Syntax, "cannot assign to this expression", target.span);
   }
 }
 
@@ -165,8 +171,10 @@ static std::string eval_fstring(InterpreterImpl& in, const std::vector<FStringPa
     Value v = in.eval(*p.expr, env);
     std::string spec = p.spec.empty() ? std::string() : eval_fstring(in, p.spec, env, span);
     out += p.expr_text;
-    if (p.conversion == 'r') v = make_str(repr(v, in.print_options()));
-    else if (p.conversion == 's') v = make_str(str(v, in.print_options()));
+    if (p.conversion == 'r')
+      v = make_str(repr(v, in.print_options()));
+    else if (p.conversion == 's')
+      v = make_str(str(v, in.print_options()));
     out += in.format_value(v, spec, p.expr->span);
   }
   return out;
@@ -178,14 +186,22 @@ Value InterpreterImpl::eval(const Expr& e, const EnvPtr& env) {
     if (const Value* v = env->lookup(e.name)) return *v;
     name_error(e.name, e.span);
   }
-  case ExprKind::NoneLit: return Value();
-  case ExprKind::BoolLit: return Value::boolean(e.bool_value);
-  case ExprKind::IntLit: return Value::integer(e.int_value);
-  case ExprKind::FloatLit: return Value::number(e.float_value);
-  case ExprKind::ImagLit: return make_complex(0.0, e.float_value);
-  case ExprKind::StrLit: return make_str(e.name);
-  case ExprKind::EllipsisLit: return ellipsis_;
-  case ExprKind::FString: return make_str(eval_fstring(*this, e.fparts, env, e.span));
+  case ExprKind::NoneLit:
+    return Value();
+  case ExprKind::BoolLit:
+    return Value::boolean(e.bool_value);
+  case ExprKind::IntLit:
+    return Value::integer(e.int_value);
+  case ExprKind::FloatLit:
+    return Value::number(e.float_value);
+  case ExprKind::ImagLit:
+    return make_complex(0.0, e.float_value);
+  case ExprKind::StrLit:
+    return make_str(e.name);
+  case ExprKind::EllipsisLit:
+    return ellipsis_;
+  case ExprKind::FString:
+    return make_str(eval_fstring(*this, e.fparts, env, e.span));
   case ExprKind::Tuple:
   case ExprKind::List:
   case ExprKind::Set: {
@@ -258,8 +274,10 @@ Value InterpreterImpl::eval(const Expr& e, const EnvPtr& env) {
     }
     return result;
   }
-  case ExprKind::Call: return eval_call(*this, e, env);
-  case ExprKind::Attribute: return get_attr(eval(*e.func, env), e.name, e.span);
+  case ExprKind::Call:
+    return eval_call(*this, e, env);
+  case ExprKind::Attribute:
+    return get_attr(eval(*e.func, env), e.name, e.span);
   case ExprKind::Subscript: {
     Value obj = eval(*e.func, env);
     Value idx = eval(*e.elts[0], env);
@@ -325,7 +343,9 @@ Flow InterpreterImpl::exec_block(const Block& b, const EnvPtr& env, Value& ret) 
 
 Flow InterpreterImpl::exec(const Stmt& s, const EnvPtr& env, Value& ret) {
   switch (s.kind) {
-  case StmtKind::Expr: eval(*s.value, env); return Flow::Normal;
+  case StmtKind::Expr:
+    eval(*s.value, env);
+    return Flow::Normal;
   case StmtKind::Assign: {
     Value v = eval(*s.value, env);
     for (const auto& t : s.targets) assign(*this, *t, v, env);
@@ -369,8 +389,10 @@ Flow InterpreterImpl::exec(const Stmt& s, const EnvPtr& env, Value& ret) {
       throw;
     }
     if (!entered)
-      throw Error(ErrCode::Type, "'" + type_name(cm) + "' object does not support the context manager protocol",
-                  s.value->span, "pxl's context managers are meshes (with mesh:, with jax.set_mesh(mesh):)");
+      throw Error(ErrCode::Type,
+                  "'" + type_name(cm) + "' object does not support the context manager protocol",
+                  s.value->span,
+                  "pxl's context managers are meshes (with mesh:, with jax.set_mesh(mesh):)");
     struct Exit {
       InterpreterImpl& in;
       OpaqueObj* obj;
@@ -413,9 +435,12 @@ Flow InterpreterImpl::exec(const Stmt& s, const EnvPtr& env, Value& ret) {
     }
     return exec_block(s.orelse, env, ret);
   }
-  case StmtKind::Break: return Flow::Break;
-  case StmtKind::Continue: return Flow::Continue;
-  case StmtKind::Pass: return Flow::Normal;
+  case StmtKind::Break:
+    return Flow::Break;
+  case StmtKind::Continue:
+    return Flow::Continue;
+  case StmtKind::Pass:
+    return Flow::Normal;
   case StmtKind::Return:
     ret = s.value ? eval(*s.value, env) : Value();
     return Flow::Return;
@@ -468,8 +493,7 @@ Flow InterpreterImpl::exec(const Stmt& s, const EnvPtr& env, Value& ret) {
           v = import_module(s.from_module + "." + in.name, in.span, dir);
         } catch (const Error&) {
           throw Error(ErrCode::Import,
-                      "cannot import name '" + in.name + "' from '" + s.from_module + "'",
-                      in.span);
+                      "cannot import name '" + in.name + "' from '" + s.from_module + "'", in.span);
         }
       }
       env->vars[in.alias.empty() ? in.name : in.alias] = v;

@@ -84,10 +84,14 @@ std::string finish_number(std::string body, bool negative, const Spec& sp) {
   if (sp.width <= len) return sign + body;
   int pad = sp.width - len;
   switch (align) {
-  case '<': return sign + body + std::string(pad, fill);
-  case '^': return std::string(pad / 2, fill) + sign + body + std::string(pad - pad / 2, fill);
-  case '=': return sign + std::string(pad, fill) + body;
-  default: return std::string(pad, fill) + sign + body;
+  case '<':
+    return sign + body + std::string(pad, fill);
+  case '^':
+    return std::string(pad / 2, fill) + sign + body + std::string(pad - pad / 2, fill);
+  case '=':
+    return sign + std::string(pad, fill) + body;
+  default:
+    return std::string(pad, fill) + sign + body;
   }
 }
 
@@ -98,9 +102,12 @@ std::string pad_text(const std::string& s, const Spec& sp) {
   if (sp.width <= len) return s;
   int pad = sp.width - len;
   switch (sp.align ? sp.align : '<') {
-  case '>': return std::string(pad, sp.fill) + s;
-  case '^': return std::string(pad / 2, sp.fill) + s + std::string(pad - pad / 2, sp.fill);
-  default: return s + std::string(pad, sp.fill);
+  case '>':
+    return std::string(pad, sp.fill) + s;
+  case '^':
+    return std::string(pad / 2, sp.fill) + s + std::string(pad - pad / 2, sp.fill);
+  default:
+    return s + std::string(pad, sp.fill);
   }
 }
 
@@ -129,7 +136,8 @@ std::string format_float(double v, const Spec& sp) {
   } else if (type == '%') {
     std::snprintf(buf, sizeof buf, sp.alt ? "%#.*f" : "%.*f", prec < 0 ? 6 : prec, a * 100);
     body = std::string(buf) + "%";
-  } else if (type == 'f' || type == 'F' || type == 'e' || type == 'E' || type == 'g' || type == 'G') {
+  } else if (type == 'f' || type == 'F' || type == 'e' || type == 'E' || type == 'g' ||
+             type == 'G') {
     std::string fmt = std::string("%") + (sp.alt ? "#" : "") + ".*" + type;
     std::snprintf(buf, sizeof buf, fmt.c_str(), prec < 0 ? 6 : prec, a);
     body = buf;
@@ -145,22 +153,39 @@ std::string format_float(double v, const Spec& sp) {
 std::string format_int(int64_t v, const Spec& sp) {
   if (sp.type && std::string("eEfFgG%").find(sp.type) != std::string::npos)
     return format_float(static_cast<double>(v), sp);
-  if (sp.precision >= 0) throw Error(ErrCode::Value, "precision not allowed in integer format specifier");
+  if (sp.precision >= 0)
+    throw Error(ErrCode::Value, "precision not allowed in integer format specifier");
   bool neg = v < 0;
   uint64_t a = neg ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
   std::string body;
   int base = 10;
   std::string prefix;
   switch (sp.type) {
-  case 0: case 'd': case 'n': break;
-  case 'b': base = 2; prefix = "0b"; break;
-  case 'o': base = 8; prefix = "0o"; break;
-  case 'x': base = 16; prefix = "0x"; break;
-  case 'X': base = 16; prefix = "0X"; break;
+  case 0:
+  case 'd':
+  case 'n':
+    break;
+  case 'b':
+    base = 2;
+    prefix = "0b";
+    break;
+  case 'o':
+    base = 8;
+    prefix = "0o";
+    break;
+  case 'x':
+    base = 16;
+    prefix = "0x";
+    break;
+  case 'X':
+    base = 16;
+    prefix = "0X";
+    break;
   case 'c':
     if (v < 0 || v > 0x10FFFF) throw Error(ErrCode::Value, "%c arg not in range(0x110000)");
     return pad_text(utf8_encode(static_cast<uint32_t>(v)), sp);
-  default: throw Error(ErrCode::Value, std::string("unknown format code '") + sp.type + "' for an int");
+  default:
+    throw Error(ErrCode::Value, std::string("unknown format code '") + sp.type + "' for an int");
   }
   const char* digits = sp.type == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
   do {
@@ -175,23 +200,27 @@ std::string format_int(int64_t v, const Spec& sp) {
 
 } // namespace
 
-std::string InterpreterImpl::format_value(const Value& v, const std::string& spec, const Span& where) {
+std::string InterpreterImpl::format_value(const Value& v, const std::string& spec,
+                                          const Span& where) {
   try {
     if (spec.empty()) return str(v, print_options_);
     Spec sp = parse_spec(spec);
-    if (v.is_obj(ObjKind::Array)) return format_value(array_to_python_scalar(*this, v, where), spec, where);
+    if (v.is_obj(ObjKind::Array))
+      return format_value(array_to_python_scalar(*this, v, where), spec, where);
     if (v.is_bool() && !sp.type) return pad_text(v.b ? "True" : "False", sp);
     if (v.is_intlike()) return format_int(v.as_int(), sp);
     if (v.is_float()) {
       if (sp.type == 'd' || sp.type == 'x' || sp.type == 'b' || sp.type == 'o' || sp.type == 'c')
-        throw Error(ErrCode::Value, std::string("unknown format code '") + sp.type + "' for object of type 'float'");
+        throw Error(ErrCode::Value, std::string("unknown format code '") + sp.type +
+                                        "' for object of type 'float'");
       return format_float(v.f, sp);
     }
     if (sp.type && sp.type != 's')
       throw Error(ErrCode::Value, std::string("unknown format code '") + sp.type +
                                       "' for object of type '" + type_name(v) + "'");
     std::string s = str(v, print_options_);
-    if (sp.precision >= 0 && static_cast<size_t>(sp.precision) < s.size()) s = s.substr(0, sp.precision);
+    if (sp.precision >= 0 && static_cast<size_t>(sp.precision) < s.size())
+      s = s.substr(0, sp.precision);
     return pad_text(s, sp);
   } catch (Error& e) {
     e.set_span_if_missing(where);

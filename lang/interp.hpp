@@ -18,14 +18,14 @@ struct InterpOptions {
   std::ostream* out = nullptr; // print() goes here; nullptr = std::cout
   std::ostream* err = nullptr; // nullptr = std::cerr
   int recursion_limit = 1000;
-  bool dump_ir = false;     // print the IR of every traced function (--dump=ir)
-  bool comm_report = false; // print the communication report of every SPMD function (--comm)
-  bool profile = false;     // report host pulls of sharded arrays when destroyed (--profile)
-  ExecMode exec = ExecMode::Jit;    // how traced programs run (--exec jit|interp)
-  bool dump_llvm = false;           // print the optimized LLVM IR of every SPMD program (--dump=llvm)
-  bool dump_ptx = false;            // print the PTX of every SPMD program's kernels (--dump=ptx)
-  bool time_passes = false;   // report the time of each phase when destroyed (--time-passes)
-  bool explain_cache = false; // say why traced functions are retraced and kernels compiled
+  bool dump_ir = false;          // print the IR of every traced function (--dump=ir)
+  bool comm_report = false;      // print the communication report of every SPMD function (--comm)
+  bool profile = false;          // report host pulls of sharded arrays when destroyed (--profile)
+  ExecMode exec = ExecMode::Jit; // how traced programs run (--exec jit|interp)
+  bool dump_llvm = false;        // print the optimized LLVM IR of every SPMD program (--dump=llvm)
+  bool dump_ptx = false;         // print the PTX of every SPMD program's kernels (--dump=ptx)
+  bool time_passes = false;      // report the time of each phase when destroyed (--time-passes)
+  bool explain_cache = false;    // say why traced functions are retraced and kernels compiled
   // Compiled kernels kept across processes: "auto" = default_disk_cache_dir()
   // ($PXL_CACHE_DIR, else the user's cache dir), "" = none.
   std::string cache_dir = "auto";

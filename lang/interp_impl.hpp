@@ -6,8 +6,8 @@
 #include <map>
 
 #include "lang/interp.hpp"
-#include "lang/value.hpp"
 #include "lang/phase_times.hpp"
+#include "lang/value.hpp"
 #include "runtime/eager_jit.hpp"
 #include "runtime/format.hpp"
 #include "runtime/platform.hpp"
@@ -85,7 +85,9 @@ public:
   void pop_context_mesh() {
     if (!context_meshes_.empty()) context_meshes_.pop_back();
   }
-  const Value* context_mesh() const { return context_meshes_.empty() ? nullptr : &context_meshes_.back(); }
+  const Value* context_mesh() const {
+    return context_meshes_.empty() ? nullptr : &context_meshes_.back();
+  }
   void pop_ops() { ops_stack_.pop_back(); }
   Platform& platform() { return platform_; }
   // --time-passes: null unless asked for, so ScopedPhase costs nothing then.
@@ -121,19 +123,20 @@ private:
   std::ostream* err_;
   PhaseTimes phase_times_;
   Platform platform_;
-  std::unique_ptr<EagerJit> eager_jit_;  // big eager ops, compiled (--exec jit)
-  std::unique_ptr<OpContext> ops_;       // the eager context
+  std::unique_ptr<EagerJit> eager_jit_; // big eager ops, compiled (--exec jit)
+  std::unique_ptr<OpContext> ops_;      // the eager context
   std::vector<OpContext*> ops_stack_;
   std::vector<Value> context_meshes_;
   PrintOptions print_options_;
   EnvPtr builtins_;
   EnvPtr globals_;
-  std::map<std::string, Value> modules_;        // host (stdlib) modules by dotted name
-  std::map<std::string, Value> file_modules_;   // sibling .pxl files by absolute path
-  std::vector<std::string> importing_;          // cycle detection
-  std::map<std::string, std::pair<std::string, std::string>> source_modules_; // name -> (path, text)
-  Value load_source_module(const std::string& dotted, const std::string& key, const std::string& path,
-                           std::string text, const Span& where);
+  std::map<std::string, Value> modules_;      // host (stdlib) modules by dotted name
+  std::map<std::string, Value> file_modules_; // sibling .pxl files by absolute path
+  std::vector<std::string> importing_;        // cycle detection
+  std::map<std::string, std::pair<std::string, std::string>>
+      source_modules_; // name -> (path, text)
+  Value load_source_module(const std::string& dotted, const std::string& key,
+                           const std::string& path, std::string text, const Span& where);
   Value ellipsis_;
   std::vector<std::weak_ptr<Env>> closure_scopes_;
   size_t closure_scopes_compacted_ = 64;

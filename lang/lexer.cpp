@@ -8,98 +8,190 @@ namespace pxl {
 
 const char* tok_name(Tok t) {
   switch (t) {
-  case Tok::Name: return "a name";
-  case Tok::Int: return "an integer";
-  case Tok::Float: return "a number";
-  case Tok::Imag: return "an imaginary number";
-  case Tok::String: return "a string";
-  case Tok::FString: return "an f-string";
-  case Tok::Newline: return "end of line";
-  case Tok::Indent: return "an indented block";
-  case Tok::Dedent: return "end of block";
-  case Tok::End: return "end of input";
-  case Tok::KwDef: return "'def'";
-  case Tok::KwReturn: return "'return'";
-  case Tok::KwIf: return "'if'";
-  case Tok::KwElif: return "'elif'";
-  case Tok::KwElse: return "'else'";
-  case Tok::KwFor: return "'for'";
-  case Tok::KwIn: return "'in'";
-  case Tok::KwWhile: return "'while'";
-  case Tok::KwBreak: return "'break'";
-  case Tok::KwContinue: return "'continue'";
-  case Tok::KwPass: return "'pass'";
-  case Tok::KwLambda: return "'lambda'";
-  case Tok::KwAnd: return "'and'";
-  case Tok::KwOr: return "'or'";
-  case Tok::KwNot: return "'not'";
-  case Tok::KwIs: return "'is'";
-  case Tok::KwNone: return "'None'";
-  case Tok::KwTrue: return "'True'";
-  case Tok::KwFalse: return "'False'";
-  case Tok::KwImport: return "'import'";
-  case Tok::KwFrom: return "'from'";
-  case Tok::KwAs: return "'as'";
-  case Tok::KwAssert: return "'assert'";
-  case Tok::KwDel: return "'del'";
-  case Tok::KwGlobal: return "'global'";
-  case Tok::KwNonlocal: return "'nonlocal'";
-  case Tok::KwClass: return "'class'";
-  case Tok::KwTry: return "'try'";
-  case Tok::KwExcept: return "'except'";
-  case Tok::KwFinally: return "'finally'";
-  case Tok::KwRaise: return "'raise'";
-  case Tok::KwWith: return "'with'";
-  case Tok::KwYield: return "'yield'";
-  case Tok::KwAsync: return "'async'";
-  case Tok::KwAwait: return "'await'";
-  case Tok::LParen: return "'('";
-  case Tok::RParen: return "')'";
-  case Tok::LBracket: return "'['";
-  case Tok::RBracket: return "']'";
-  case Tok::LBrace: return "'{'";
-  case Tok::RBrace: return "'}'";
-  case Tok::Comma: return "','";
-  case Tok::Colon: return "':'";
-  case Tok::Dot: return "'.'";
-  case Tok::Semicolon: return "';'";
-  case Tok::At: return "'@'";
-  case Tok::Arrow: return "'->'";
-  case Tok::Assign: return "'='";
-  case Tok::Plus: return "'+'";
-  case Tok::Minus: return "'-'";
-  case Tok::Star: return "'*'";
-  case Tok::DoubleStar: return "'**'";
-  case Tok::Slash: return "'/'";
-  case Tok::DoubleSlash: return "'//'";
-  case Tok::Percent: return "'%'";
-  case Tok::Amp: return "'&'";
-  case Tok::Pipe: return "'|'";
-  case Tok::Caret: return "'^'";
-  case Tok::Tilde: return "'~'";
-  case Tok::LShift: return "'<<'";
-  case Tok::RShift: return "'>>'";
-  case Tok::Eq: return "'=='";
-  case Tok::Ne: return "'!='";
-  case Tok::Lt: return "'<'";
-  case Tok::Le: return "'<='";
-  case Tok::Gt: return "'>'";
-  case Tok::Ge: return "'>='";
-  case Tok::Walrus: return "':='";
-  case Tok::PlusEq: return "'+='";
-  case Tok::MinusEq: return "'-='";
-  case Tok::StarEq: return "'*='";
-  case Tok::SlashEq: return "'/='";
-  case Tok::DoubleSlashEq: return "'//='";
-  case Tok::PercentEq: return "'%='";
-  case Tok::DoubleStarEq: return "'**='";
-  case Tok::AmpEq: return "'&='";
-  case Tok::PipeEq: return "'|='";
-  case Tok::CaretEq: return "'^='";
-  case Tok::AtEq: return "'@='";
-  case Tok::LShiftEq: return "'<<='";
-  case Tok::RShiftEq: return "'>>='";
-  case Tok::Ellipsis: return "'...'";
+  case Tok::Name:
+    return "a name";
+  case Tok::Int:
+    return "an integer";
+  case Tok::Float:
+    return "a number";
+  case Tok::Imag:
+    return "an imaginary number";
+  case Tok::String:
+    return "a string";
+  case Tok::FString:
+    return "an f-string";
+  case Tok::Newline:
+    return "end of line";
+  case Tok::Indent:
+    return "an indented block";
+  case Tok::Dedent:
+    return "end of block";
+  case Tok::End:
+    return "end of input";
+  case Tok::KwDef:
+    return "'def'";
+  case Tok::KwReturn:
+    return "'return'";
+  case Tok::KwIf:
+    return "'if'";
+  case Tok::KwElif:
+    return "'elif'";
+  case Tok::KwElse:
+    return "'else'";
+  case Tok::KwFor:
+    return "'for'";
+  case Tok::KwIn:
+    return "'in'";
+  case Tok::KwWhile:
+    return "'while'";
+  case Tok::KwBreak:
+    return "'break'";
+  case Tok::KwContinue:
+    return "'continue'";
+  case Tok::KwPass:
+    return "'pass'";
+  case Tok::KwLambda:
+    return "'lambda'";
+  case Tok::KwAnd:
+    return "'and'";
+  case Tok::KwOr:
+    return "'or'";
+  case Tok::KwNot:
+    return "'not'";
+  case Tok::KwIs:
+    return "'is'";
+  case Tok::KwNone:
+    return "'None'";
+  case Tok::KwTrue:
+    return "'True'";
+  case Tok::KwFalse:
+    return "'False'";
+  case Tok::KwImport:
+    return "'import'";
+  case Tok::KwFrom:
+    return "'from'";
+  case Tok::KwAs:
+    return "'as'";
+  case Tok::KwAssert:
+    return "'assert'";
+  case Tok::KwDel:
+    return "'del'";
+  case Tok::KwGlobal:
+    return "'global'";
+  case Tok::KwNonlocal:
+    return "'nonlocal'";
+  case Tok::KwClass:
+    return "'class'";
+  case Tok::KwTry:
+    return "'try'";
+  case Tok::KwExcept:
+    return "'except'";
+  case Tok::KwFinally:
+    return "'finally'";
+  case Tok::KwRaise:
+    return "'raise'";
+  case Tok::KwWith:
+    return "'with'";
+  case Tok::KwYield:
+    return "'yield'";
+  case Tok::KwAsync:
+    return "'async'";
+  case Tok::KwAwait:
+    return "'await'";
+  case Tok::LParen:
+    return "'('";
+  case Tok::RParen:
+    return "')'";
+  case Tok::LBracket:
+    return "'['";
+  case Tok::RBracket:
+    return "']'";
+  case Tok::LBrace:
+    return "'{'";
+  case Tok::RBrace:
+    return "'}'";
+  case Tok::Comma:
+    return "','";
+  case Tok::Colon:
+    return "':'";
+  case Tok::Dot:
+    return "'.'";
+  case Tok::Semicolon:
+    return "';'";
+  case Tok::At:
+    return "'@'";
+  case Tok::Arrow:
+    return "'->'";
+  case Tok::Assign:
+    return "'='";
+  case Tok::Plus:
+    return "'+'";
+  case Tok::Minus:
+    return "'-'";
+  case Tok::Star:
+    return "'*'";
+  case Tok::DoubleStar:
+    return "'**'";
+  case Tok::Slash:
+    return "'/'";
+  case Tok::DoubleSlash:
+    return "'//'";
+  case Tok::Percent:
+    return "'%'";
+  case Tok::Amp:
+    return "'&'";
+  case Tok::Pipe:
+    return "'|'";
+  case Tok::Caret:
+    return "'^'";
+  case Tok::Tilde:
+    return "'~'";
+  case Tok::LShift:
+    return "'<<'";
+  case Tok::RShift:
+    return "'>>'";
+  case Tok::Eq:
+    return "'=='";
+  case Tok::Ne:
+    return "'!='";
+  case Tok::Lt:
+    return "'<'";
+  case Tok::Le:
+    return "'<='";
+  case Tok::Gt:
+    return "'>'";
+  case Tok::Ge:
+    return "'>='";
+  case Tok::Walrus:
+    return "':='";
+  case Tok::PlusEq:
+    return "'+='";
+  case Tok::MinusEq:
+    return "'-='";
+  case Tok::StarEq:
+    return "'*='";
+  case Tok::SlashEq:
+    return "'/='";
+  case Tok::DoubleSlashEq:
+    return "'//='";
+  case Tok::PercentEq:
+    return "'%='";
+  case Tok::DoubleStarEq:
+    return "'**='";
+  case Tok::AmpEq:
+    return "'&='";
+  case Tok::PipeEq:
+    return "'|='";
+  case Tok::CaretEq:
+    return "'^='";
+  case Tok::AtEq:
+    return "'@='";
+  case Tok::LShiftEq:
+    return "'<<='";
+  case Tok::RShiftEq:
+    return "'>>='";
+  case Tok::Ellipsis:
+    return "'...'";
   }
   return "?";
 }
@@ -108,18 +200,24 @@ namespace {
 
 const std::unordered_map<std::string, Tok>& keywords() {
   static const std::unordered_map<std::string, Tok> kw = {
-      {"def", Tok::KwDef},       {"return", Tok::KwReturn},     {"if", Tok::KwIf},
-      {"elif", Tok::KwElif},     {"else", Tok::KwElse},         {"for", Tok::KwFor},
-      {"in", Tok::KwIn},         {"while", Tok::KwWhile},       {"break", Tok::KwBreak},
-      {"continue", Tok::KwContinue}, {"pass", Tok::KwPass},     {"lambda", Tok::KwLambda},
-      {"and", Tok::KwAnd},       {"or", Tok::KwOr},             {"not", Tok::KwNot},
-      {"is", Tok::KwIs},         {"None", Tok::KwNone},         {"True", Tok::KwTrue},
-      {"False", Tok::KwFalse},   {"import", Tok::KwImport},     {"from", Tok::KwFrom},
-      {"as", Tok::KwAs},         {"assert", Tok::KwAssert},     {"del", Tok::KwDel},
-      {"global", Tok::KwGlobal}, {"nonlocal", Tok::KwNonlocal}, {"class", Tok::KwClass},
-      {"try", Tok::KwTry},       {"except", Tok::KwExcept},     {"finally", Tok::KwFinally},
-      {"raise", Tok::KwRaise},   {"with", Tok::KwWith},         {"yield", Tok::KwYield},
-      {"async", Tok::KwAsync},   {"await", Tok::KwAwait}};
+      {"def", Tok::KwDef},       {"return", Tok::KwReturn},
+      {"if", Tok::KwIf},         {"elif", Tok::KwElif},
+      {"else", Tok::KwElse},     {"for", Tok::KwFor},
+      {"in", Tok::KwIn},         {"while", Tok::KwWhile},
+      {"break", Tok::KwBreak},   {"continue", Tok::KwContinue},
+      {"pass", Tok::KwPass},     {"lambda", Tok::KwLambda},
+      {"and", Tok::KwAnd},       {"or", Tok::KwOr},
+      {"not", Tok::KwNot},       {"is", Tok::KwIs},
+      {"None", Tok::KwNone},     {"True", Tok::KwTrue},
+      {"False", Tok::KwFalse},   {"import", Tok::KwImport},
+      {"from", Tok::KwFrom},     {"as", Tok::KwAs},
+      {"assert", Tok::KwAssert}, {"del", Tok::KwDel},
+      {"global", Tok::KwGlobal}, {"nonlocal", Tok::KwNonlocal},
+      {"class", Tok::KwClass},   {"try", Tok::KwTry},
+      {"except", Tok::KwExcept}, {"finally", Tok::KwFinally},
+      {"raise", Tok::KwRaise},   {"with", Tok::KwWith},
+      {"yield", Tok::KwYield},   {"async", Tok::KwAsync},
+      {"await", Tok::KwAwait}};
   return kw;
 }
 
@@ -129,22 +227,53 @@ struct OpSpelling {
   Tok tok;
 };
 const OpSpelling kOps[] = {
-    {"**=", Tok::DoubleStarEq}, {"//=", Tok::DoubleSlashEq}, {"<<=", Tok::LShiftEq},
-    {">>=", Tok::RShiftEq},     {"...", Tok::Ellipsis},      {"**", Tok::DoubleStar},
-    {"//", Tok::DoubleSlash},   {"<<", Tok::LShift},         {">>", Tok::RShift},
-    {"==", Tok::Eq},            {"!=", Tok::Ne},             {"<=", Tok::Le},
-    {">=", Tok::Ge},            {"->", Tok::Arrow},          {":=", Tok::Walrus},
-    {"+=", Tok::PlusEq},        {"-=", Tok::MinusEq},        {"*=", Tok::StarEq},
-    {"/=", Tok::SlashEq},       {"%=", Tok::PercentEq},      {"&=", Tok::AmpEq},
-    {"|=", Tok::PipeEq},        {"^=", Tok::CaretEq},        {"@=", Tok::AtEq},
-    {"(", Tok::LParen},         {")", Tok::RParen},          {"[", Tok::LBracket},
-    {"]", Tok::RBracket},       {"{", Tok::LBrace},          {"}", Tok::RBrace},
-    {",", Tok::Comma},          {":", Tok::Colon},           {".", Tok::Dot},
-    {";", Tok::Semicolon},      {"@", Tok::At},              {"=", Tok::Assign},
-    {"+", Tok::Plus},           {"-", Tok::Minus},           {"*", Tok::Star},
-    {"/", Tok::Slash},          {"%", Tok::Percent},         {"&", Tok::Amp},
-    {"|", Tok::Pipe},           {"^", Tok::Caret},           {"~", Tok::Tilde},
-    {"<", Tok::Lt},             {">", Tok::Gt},
+    {"**=", Tok::DoubleStarEq},
+    {"//=", Tok::DoubleSlashEq},
+    {"<<=", Tok::LShiftEq},
+    {">>=", Tok::RShiftEq},
+    {"...", Tok::Ellipsis},
+    {"**", Tok::DoubleStar},
+    {"//", Tok::DoubleSlash},
+    {"<<", Tok::LShift},
+    {">>", Tok::RShift},
+    {"==", Tok::Eq},
+    {"!=", Tok::Ne},
+    {"<=", Tok::Le},
+    {">=", Tok::Ge},
+    {"->", Tok::Arrow},
+    {":=", Tok::Walrus},
+    {"+=", Tok::PlusEq},
+    {"-=", Tok::MinusEq},
+    {"*=", Tok::StarEq},
+    {"/=", Tok::SlashEq},
+    {"%=", Tok::PercentEq},
+    {"&=", Tok::AmpEq},
+    {"|=", Tok::PipeEq},
+    {"^=", Tok::CaretEq},
+    {"@=", Tok::AtEq},
+    {"(", Tok::LParen},
+    {")", Tok::RParen},
+    {"[", Tok::LBracket},
+    {"]", Tok::RBracket},
+    {"{", Tok::LBrace},
+    {"}", Tok::RBrace},
+    {",", Tok::Comma},
+    {":", Tok::Colon},
+    {".", Tok::Dot},
+    {";", Tok::Semicolon},
+    {"@", Tok::At},
+    {"=", Tok::Assign},
+    {"+", Tok::Plus},
+    {"-", Tok::Minus},
+    {"*", Tok::Star},
+    {"/", Tok::Slash},
+    {"%", Tok::Percent},
+    {"&", Tok::Amp},
+    {"|", Tok::Pipe},
+    {"^", Tok::Caret},
+    {"~", Tok::Tilde},
+    {"<", Tok::Lt},
+    {">", Tok::Gt},
 };
 
 bool is_ident_start(unsigned char c) { return std::isalpha(c) || c == '_' || c >= 0x80; }
@@ -329,8 +458,8 @@ private:
           ++depth_;
           open_.push_back(toks_.back());
         } else if (op.tok == Tok::RParen || op.tok == Tok::RBracket || op.tok == Tok::RBrace) {
-          if (depth_ == 0) fail(std::string("unmatched ") + tok_name(op.tok), start, pos_,
-                                ErrCode::Syntax);
+          if (depth_ == 0)
+            fail(std::string("unmatched ") + tok_name(op.tok), start, pos_, ErrCode::Syntax);
           Tok want = open_.back().kind == Tok::LParen     ? Tok::RParen
                      : open_.back().kind == Tok::LBracket ? Tok::RBracket
                                                           : Tok::RBrace;
@@ -369,8 +498,7 @@ private:
       if (pos_ == body) fail("invalid number literal", start, pos_);
     } else {
       digits([](unsigned char ch) { return std::isdigit(ch) != 0; });
-      if (pos_ < s_.size() && s_[pos_] == '.' &&
-          !(pos_ + 1 < s_.size() && s_[pos_ + 1] == '.')) {
+      if (pos_ < s_.size() && s_[pos_] == '.' && !(pos_ + 1 < s_.size() && s_[pos_ + 1] == '.')) {
         is_float = true;
         ++pos_;
         digits([](unsigned char ch) { return std::isdigit(ch) != 0; });
@@ -418,8 +546,7 @@ private:
       }
       char c = s_[pos_];
       if (!triple && (c == '\n' || c == '\r'))
-        fail("unterminated string literal (missing closing quote)", start, pos_,
-             ErrCode::Syntax);
+        fail("unterminated string literal (missing closing quote)", start, pos_, ErrCode::Syntax);
       if (c == q && (!triple || s_.compare(pos_, 3, std::string(3, q)) == 0)) break;
       if (c == '\\' && pos_ + 1 < s_.size()) {
         if (raw || fstring) {
@@ -455,27 +582,54 @@ private:
         if (pos_ >= s_.size() || !std::isxdigit(static_cast<unsigned char>(s_[pos_])))
           fail("truncated \\x/\\u escape in string", esc_start, pos_, ErrCode::Syntax);
         char h = s_[pos_++];
-        v = v * 16 + (std::isdigit(static_cast<unsigned char>(h)) ? h - '0'
-                                                                  : std::tolower(h) - 'a' + 10);
+        v = v * 16 +
+            (std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : std::tolower(h) - 'a' + 10);
       }
       return v;
     };
     (void)str_start;
     switch (e) {
-    case 'n': out += '\n'; break;
-    case 't': out += '\t'; break;
-    case 'r': out += '\r'; break;
-    case '0': out += '\0'; break;
-    case 'a': out += '\a'; break;
-    case 'b': out += '\b'; break;
-    case 'f': out += '\f'; break;
-    case 'v': out += '\v'; break;
-    case '\\': out += '\\'; break;
-    case '\'': out += '\''; break;
-    case '"': out += '"'; break;
-    case '\n': break; // escaped newline continues the string
-    case 'x': append_utf8(out, hex(2)); break;
-    case 'u': append_utf8(out, hex(4)); break;
+    case 'n':
+      out += '\n';
+      break;
+    case 't':
+      out += '\t';
+      break;
+    case 'r':
+      out += '\r';
+      break;
+    case '0':
+      out += '\0';
+      break;
+    case 'a':
+      out += '\a';
+      break;
+    case 'b':
+      out += '\b';
+      break;
+    case 'f':
+      out += '\f';
+      break;
+    case 'v':
+      out += '\v';
+      break;
+    case '\\':
+      out += '\\';
+      break;
+    case '\'':
+      out += '\'';
+      break;
+    case '"':
+      out += '"';
+      break;
+    case '\n':
+      break; // escaped newline continues the string
+    case 'x':
+      append_utf8(out, hex(2));
+      break;
+    case 'u':
+      append_utf8(out, hex(4));
+      break;
     case 'U': {
       uint32_t cp = hex(8);
       if (cp > 0x10FFFF) fail("invalid \\U escape", esc_start, pos_, ErrCode::Syntax);

@@ -24,11 +24,12 @@ Value bind_method(const Value& self, const std::string& name, Method m) {
       })));
 }
 
-const std::vector<std::string> kListMethods = {"append", "extend", "pop", "insert", "index",
-                                               "count", "reverse", "sort", "copy", "clear", "remove"};
+const std::vector<std::string> kListMethods = {"append", "extend", "pop",     "insert",
+                                               "index",  "count",  "reverse", "sort",
+                                               "copy",   "clear",  "remove"};
 const std::vector<std::string> kTupleMethods = {"index", "count"};
-const std::vector<std::string> kDictMethods = {"keys", "values", "items", "get", "update",
-                                               "pop", "setdefault", "copy", "clear"};
+const std::vector<std::string> kDictMethods = {"keys", "values",     "items", "get",  "update",
+                                               "pop",  "setdefault", "copy",  "clear"};
 
 Value list_method(InterpreterImpl& in, const std::string& name, const Value& self, CallArgs& a) {
   bool is_list = self.is_obj(ObjKind::List);
@@ -114,15 +115,19 @@ Value dict_method(InterpreterImpl& in, const std::string& name, const Value& sel
     ArgReader r(name, a, {});
     ValueList out;
     d->for_each([&](const Value& k, const Value& v) {
-      if (name == "keys") out.push_back(k);
-      else if (name == "values") out.push_back(v);
-      else out.push_back(make_tuple({k, v}));
+      if (name == "keys")
+        out.push_back(k);
+      else if (name == "values")
+        out.push_back(v);
+      else
+        out.push_back(make_tuple({k, v}));
     });
     return make_list(std::move(out));
   }
   if (name == "get") {
     ArgReader r(name, a, {"key", "default"}, 1);
-    if (!is_hashable(r[0])) throw Error(ErrCode::Type, "unhashable type: '" + type_name(r[0]) + "'");
+    if (!is_hashable(r[0]))
+      throw Error(ErrCode::Type, "unhashable type: '" + type_name(r[0]) + "'");
     const Value* v = d->find(r[0]);
     return v ? *v : r[1];
   }
@@ -137,7 +142,8 @@ Value dict_method(InterpreterImpl& in, const std::string& name, const Value& sel
       } else {
         for (const Value& kv : in.iterate(r[0], Span{})) {
           ValueList pair = in.iterate(kv, Span{});
-          if (pair.size() != 2) throw Error(ErrCode::Value, "dictionary update sequence element has wrong length");
+          if (pair.size() != 2)
+            throw Error(ErrCode::Value, "dictionary update sequence element has wrong length");
           d->set(pair[0], pair[1]);
         }
       }
@@ -225,7 +231,8 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
     if (!contains_name(kDictMethods, name)) return false;
     out = bind_dynamic(obj, name, dict_method);
     return true;
-  case ObjKind::Array: return array_attr(in, obj, name, out);
+  case ObjKind::Array:
+    return array_attr(in, obj, name, out);
   case ObjKind::Function:
     if (name == "__name__") return out = make_str(obj.as<FunctionObj>()->name), true;
     return false;
@@ -248,11 +255,13 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
       d->scalar_type = true;
       return out = Value::object(d), true;
     }
-    if (name == "char" || name == "str" || name == "byteorder") { // numpy's codes, by the dtype's own name
+    if (name == "char" || name == "str" ||
+        name == "byteorder") { // numpy's codes, by the dtype's own name
       static const char* const kCodes[][3] = {
-          {"bool", "?", "|b1"},     {"int8", "b", "|i1"},      {"int16", "h", "<i2"},   {"int32", "i", "<i4"},
-          {"int64", "l", "<i8"},    {"uint8", "B", "|u1"},     {"uint16", "H", "<u2"},  {"uint32", "I", "<u4"},
-          {"uint64", "L", "<u8"},   {"bfloat16", "E", "<V2"},  {"float16", "e", "<f2"}, {"float32", "f", "<f4"},
+          {"bool", "?", "|b1"},     {"int8", "b", "|i1"},      {"int16", "h", "<i2"},
+          {"int32", "i", "<i4"},    {"int64", "l", "<i8"},     {"uint8", "B", "|u1"},
+          {"uint16", "H", "<u2"},   {"uint32", "I", "<u4"},    {"uint64", "L", "<u8"},
+          {"bfloat16", "E", "<V2"}, {"float16", "e", "<f2"},   {"float32", "f", "<f4"},
           {"float64", "d", "<f8"},  {"complex64", "F", "<c8"}, {"complex128", "D", "<c16"}};
       const std::string n = obj.as<DTypeObj>()->name();
       for (const auto& c : kCodes) {
@@ -264,12 +273,12 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
     }
     if (name == "kind") { // numpy's kind code; bfloat16 is an ml_dtypes 'V' type
       DType d = obj.as<DTypeObj>()->dtype;
-      const char* k = d == DType::Bool            ? "b"
-                      : d == DType::BFloat16      ? "V"
-                      : is_signed_int(d)          ? "i"
-                      : is_unsigned_int(d)        ? "u"
-                      : is_complex(d)             ? "c"
-                                                  : "f";
+      const char* k = d == DType::Bool       ? "b"
+                      : d == DType::BFloat16 ? "V"
+                      : is_signed_int(d)     ? "i"
+                      : is_unsigned_int(d)   ? "u"
+                      : is_complex(d)        ? "c"
+                                             : "f";
       return out = make_str(k), true;
     }
     return false;
@@ -303,8 +312,10 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
     if (name == "step") return out = Value::integer(r->step), true;
     return false;
   }
-  case ObjKind::AtProxy: return array_attr(in, obj, name, out);
-  default: return false;
+  case ObjKind::AtProxy:
+    return array_attr(in, obj, name, out);
+  default:
+    return false;
   }
 }
 

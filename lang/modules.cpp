@@ -38,7 +38,8 @@ Value InterpreterImpl::import_module(const std::string& dotted, const Span& wher
       import_module(dotted.substr(0, dot), where, from_dir);
     it = modules_.find(dotted); // the package may have imported its submodule
     if (it != modules_.end()) return it->second;
-    Value m = load_source_module(dotted, "<stdlib>/" + dotted, src->second.first, src->second.second, where);
+    Value m = load_source_module(dotted, "<stdlib>/" + dotted, src->second.first,
+                                 src->second.second, where);
     register_module(dotted, m);
     return m;
   }
@@ -71,7 +72,8 @@ Value InterpreterImpl::import_module(const std::string& dotted, const Span& wher
 }
 
 Value InterpreterImpl::load_source_module(const std::string& dotted, const std::string& key,
-                                          const std::string& path, std::string text, const Span& where) {
+                                          const std::string& path, std::string text,
+                                          const Span& where) {
   if (std::find(importing_.begin(), importing_.end(), key) != importing_.end())
     throw Error(ErrCode::Import, "circular import of '" + dotted + "'", where);
   auto mod = std::make_shared<ModuleObj>(dotted);

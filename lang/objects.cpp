@@ -3,8 +3,8 @@
 
 #include "lang/args.hpp"
 #include "lang/interp_impl.hpp"
-#include "lang/op_location.hpp"
 #include "lang/methods.hpp"
+#include "lang/op_location.hpp"
 
 namespace pxl {
 
@@ -94,8 +94,8 @@ static Value call_user(InterpreterImpl& in, FunctionObj& f, CallArgs& args, cons
   for (size_t i = 0; i < params.size(); ++i) {
     if (bound[i] || params[i].kind != Param::Kind::Normal) continue;
     if (!params[i].default_value)
-      throw Error(ErrCode::Arguments,
-                  fname + " missing required argument '" + params[i].name + "'", where);
+      throw Error(ErrCode::Arguments, fname + " missing required argument '" + params[i].name + "'",
+                  where);
     env->vars[params[i].name] = f.defaults[i];
   }
   if (f.lambda_body) return in.eval(*f.lambda_body, env);
@@ -122,7 +122,9 @@ struct StackGuard {
 
 namespace {
 
-bool in_stdlib_file(const Span& s) { return s.valid() && s.file->path().rfind("<stdlib>/", 0) == 0; }
+bool in_stdlib_file(const Span& s) {
+  return s.valid() && s.file->path().rfind("<stdlib>/", 0) == 0;
+}
 
 // An error raised in the standard library's .pxl code while a builtin runs
 // (a custom_jvp rule that grad calls, say) names no user frame when the
@@ -204,7 +206,8 @@ Value InterpreterImpl::call(const Value& fn, CallArgs& args, const Span& where) 
     }
     break;
   }
-  default: break;
+  default:
+    break;
   }
   throw Error(ErrCode::Type, "'" + type_name(fn) + "' object is not callable", where);
 }
@@ -262,7 +265,8 @@ std::vector<std::string> InterpreterImpl::attr_names(const Value& obj) {
 
 static int64_t normalize_index(int64_t i, int64_t n, const char* what, const Span& where) {
   if (i < 0) i += n;
-  if (i < 0 || i >= n) throw Error(ErrCode::Index, std::string(what) + " index out of range", where);
+  if (i < 0 || i >= n)
+    throw Error(ErrCode::Index, std::string(what) + " index out of range", where);
   return i;
 }
 
@@ -275,8 +279,10 @@ static void slice_indices(InterpreterImpl& in, const SliceObj& s, int64_t n, int
   auto clamp = [&](const Value& v, int64_t dflt) {
     if (v.is_none()) return dflt;
     int64_t x = value_to_int(v, "slice index");
-    if (x < 0) x = std::max<int64_t>(x + n, step < 0 ? -1 : 0);
-    else x = std::min<int64_t>(x, step < 0 ? n - 1 : n);
+    if (x < 0)
+      x = std::max<int64_t>(x + n, step < 0 ? -1 : 0);
+    else
+      x = std::min<int64_t>(x, step < 0 ? n - 1 : n);
     return x;
   };
   start = clamp(s.start, step < 0 ? n - 1 : 0);
@@ -301,9 +307,12 @@ static std::vector<std::string> code_points(const std::string& s) {
   for (size_t i = 0; i < s.size();) {
     size_t n = 1;
     unsigned char c = s[i];
-    if (c >= 0xF0) n = 4;
-    else if (c >= 0xE0) n = 3;
-    else if (c >= 0xC0) n = 2;
+    if (c >= 0xF0)
+      n = 4;
+    else if (c >= 0xE0)
+      n = 3;
+    else if (c >= 0xC0)
+      n = 2;
     out.push_back(s.substr(i, n));
     i += n;
   }
@@ -320,13 +329,16 @@ Value InterpreterImpl::get_item(const Value& obj, const Value& index, const Span
       const char* what = obj.obj->kind == ObjKind::List ? "list" : "tuple";
       if (index.is_obj(ObjKind::Slice)) {
         ValueList out = slice_seq(*this, items, *index.as<SliceObj>(), where);
-        return obj.obj->kind == ObjKind::List ? make_list(std::move(out)) : make_tuple(std::move(out));
+        return obj.obj->kind == ObjKind::List ? make_list(std::move(out))
+                                              : make_tuple(std::move(out));
       }
       if (!index.is_intlike())
         throw Error(ErrCode::Type,
-                    std::string(what) + " indices must be integers or slices, not " + type_name(index),
+                    std::string(what) + " indices must be integers or slices, not " +
+                        type_name(index),
                     where);
-      return items[normalize_index(index.as_int(), static_cast<int64_t>(items.size()), what, where)];
+      return items[normalize_index(index.as_int(), static_cast<int64_t>(items.size()), what,
+                                   where)];
     }
     case ObjKind::Str: {
       auto cps = code_points(obj.as<StrObj>()->value);
@@ -336,8 +348,10 @@ Value InterpreterImpl::get_item(const Value& obj, const Value& index, const Span
         return make_str(out);
       }
       if (!index.is_intlike())
-        throw Error(ErrCode::Type, "string indices must be integers, not " + type_name(index), where);
-      return make_str(cps[normalize_index(index.as_int(), static_cast<int64_t>(cps.size()), "string", where)]);
+        throw Error(ErrCode::Type, "string indices must be integers, not " + type_name(index),
+                    where);
+      return make_str(
+          cps[normalize_index(index.as_int(), static_cast<int64_t>(cps.size()), "string", where)]);
     }
     case ObjKind::Dict: {
       if (!is_hashable(index))
@@ -354,8 +368,7 @@ Value InterpreterImpl::get_item(const Value& obj, const Value& index, const Span
     }
     case ObjKind::Range: {
       auto* r = obj.as<RangeObj>();
-      if (!index.is_intlike())
-        throw Error(ErrCode::Type, "range indices must be integers", where);
+      if (!index.is_intlike()) throw Error(ErrCode::Type, "range indices must be integers", where);
       int64_t i = normalize_index(index.as_int(), r->size(), "range object", where);
       return Value::integer(r->start + i * r->step);
     }
@@ -365,8 +378,7 @@ Value InterpreterImpl::get_item(const Value& obj, const Value& index, const Span
     }
     case ObjKind::AtProxy: {
       auto* p = obj.as<AtProxyObj>();
-      if (!p->has_index)
-        return Value::object(std::make_shared<AtProxyObj>(p->array, index, true));
+      if (!p->has_index) return Value::object(std::make_shared<AtProxyObj>(p->array, index, true));
       break;
     }
     case ObjKind::Opaque: {
@@ -380,7 +392,8 @@ Value InterpreterImpl::get_item(const Value& obj, const Value& index, const Span
       }
       break;
     }
-    default: break;
+    default:
+      break;
     }
   }
   throw Error(ErrCode::Type, "'" + type_name(obj) + "' object is not subscriptable", where);
@@ -392,7 +405,8 @@ void InterpreterImpl::set_item(const Value& obj, const Value& index, const Value
     auto& items = obj.as<ListObj>()->items;
     if (!index.is_intlike())
       throw Error(ErrCode::Type, "list indices must be integers, not " + type_name(index), where);
-    items[normalize_index(index.as_int(), static_cast<int64_t>(items.size()), "list assignment", where)] = v;
+    items[normalize_index(index.as_int(), static_cast<int64_t>(items.size()), "list assignment",
+                          where)] = v;
     return;
   }
   if (obj.is_obj(ObjKind::Dict)) {
@@ -415,20 +429,32 @@ void InterpreterImpl::set_item(const Value& obj, const Value& index, const Value
 
 bool InterpreterImpl::truthy(const Value& v, const Span& where) {
   switch (v.tag) {
-  case Value::Tag::None: return false;
-  case Value::Tag::Bool: return v.b;
-  case Value::Tag::Int: return v.i != 0;
-  case Value::Tag::Float: return v.f != 0.0;
-  case Value::Tag::Obj: break;
+  case Value::Tag::None:
+    return false;
+  case Value::Tag::Bool:
+    return v.b;
+  case Value::Tag::Int:
+    return v.i != 0;
+  case Value::Tag::Float:
+    return v.f != 0.0;
+  case Value::Tag::Obj:
+    break;
   }
   switch (v.obj->kind) {
-  case ObjKind::Str: return !v.as<StrObj>()->value.empty();
-  case ObjKind::Tuple: return !v.as<TupleObj>()->items.empty();
-  case ObjKind::List: return !v.as<ListObj>()->items.empty();
-  case ObjKind::Dict: return v.as<DictObj>()->size() != 0;
-  case ObjKind::Range: return v.as<RangeObj>()->size() != 0;
-  case ObjKind::Complex: return v.as<ComplexObj>()->re != 0 || v.as<ComplexObj>()->im != 0;
-  case ObjKind::Array: return array_truthy(*this, v, where);
+  case ObjKind::Str:
+    return !v.as<StrObj>()->value.empty();
+  case ObjKind::Tuple:
+    return !v.as<TupleObj>()->items.empty();
+  case ObjKind::List:
+    return !v.as<ListObj>()->items.empty();
+  case ObjKind::Dict:
+    return v.as<DictObj>()->size() != 0;
+  case ObjKind::Range:
+    return v.as<RangeObj>()->size() != 0;
+  case ObjKind::Complex:
+    return v.as<ComplexObj>()->re != 0 || v.as<ComplexObj>()->im != 0;
+  case ObjKind::Array:
+    return array_truthy(*this, v, where);
   case ObjKind::Opaque:
     try {
       return v.as<OpaqueObj>()->truth(*this);
@@ -436,15 +462,18 @@ bool InterpreterImpl::truthy(const Value& v, const Span& where) {
       e.set_span_if_missing(where);
       throw;
     }
-  default: return true;
+  default:
+    return true;
   }
 }
 
 ValueList InterpreterImpl::iterate(const Value& v, const Span& where) {
   if (v.tag == Value::Tag::Obj) {
     switch (v.obj->kind) {
-    case ObjKind::List: return v.as<ListObj>()->items;
-    case ObjKind::Tuple: return v.as<TupleObj>()->items;
+    case ObjKind::List:
+      return v.as<ListObj>()->items;
+    case ObjKind::Tuple:
+      return v.as<TupleObj>()->items;
     case ObjKind::Str: {
       ValueList out;
       for (auto& c : code_points(v.as<StrObj>()->value)) out.push_back(make_str(c));
@@ -459,13 +488,16 @@ ValueList InterpreterImpl::iterate(const Value& v, const Span& where) {
       auto* r = v.as<RangeObj>();
       int64_t n = r->size();
       if (n > (int64_t{1} << 26))
-        throw Error(ErrCode::Value, "range of " + std::to_string(n) + " elements is too large to materialise", where);
+        throw Error(ErrCode::Value,
+                    "range of " + std::to_string(n) + " elements is too large to materialise",
+                    where);
       ValueList out;
       out.reserve(n);
       for (int64_t k = 0; k < n; ++k) out.push_back(Value::integer(r->start + k * r->step));
       return out;
     }
-    case ObjKind::Array: return array_iterate(*this, v, where);
+    case ObjKind::Array:
+      return array_iterate(*this, v, where);
     case ObjKind::Opaque: {
       ValueList out;
       try {
@@ -476,7 +508,8 @@ ValueList InterpreterImpl::iterate(const Value& v, const Span& where) {
       }
       break;
     }
-    default: break;
+    default:
+      break;
     }
   }
   throw Error(ErrCode::Type, "'" + type_name(v) + "' object is not iterable", where);
@@ -485,14 +518,20 @@ ValueList InterpreterImpl::iterate(const Value& v, const Span& where) {
 int64_t InterpreterImpl::length(const Value& v, const Span& where) {
   if (v.tag == Value::Tag::Obj) {
     switch (v.obj->kind) {
-    case ObjKind::List: return static_cast<int64_t>(v.as<ListObj>()->items.size());
-    case ObjKind::Tuple: return static_cast<int64_t>(v.as<TupleObj>()->items.size());
-    case ObjKind::Str: return static_cast<int64_t>(code_points(v.as<StrObj>()->value).size());
-    case ObjKind::Dict: return static_cast<int64_t>(v.as<DictObj>()->size());
-    case ObjKind::Range: return v.as<RangeObj>()->size();
+    case ObjKind::List:
+      return static_cast<int64_t>(v.as<ListObj>()->items.size());
+    case ObjKind::Tuple:
+      return static_cast<int64_t>(v.as<TupleObj>()->items.size());
+    case ObjKind::Str:
+      return static_cast<int64_t>(code_points(v.as<StrObj>()->value).size());
+    case ObjKind::Dict:
+      return static_cast<int64_t>(v.as<DictObj>()->size());
+    case ObjKind::Range:
+      return v.as<RangeObj>()->size();
     case ObjKind::Array: {
       const AVal& a = v.as<ArrayObj>()->tensor->aval;
-      if (a.shape.empty()) throw Error(ErrCode::Type, "len() of unsized object (a 0-d array)", where);
+      if (a.shape.empty())
+        throw Error(ErrCode::Type, "len() of unsized object (a 0-d array)", where);
       return a.shape[0];
     }
     case ObjKind::Opaque: {
@@ -501,9 +540,12 @@ int64_t InterpreterImpl::length(const Value& v, const Span& where) {
         // A tuple subclass may define __len__ (a stdlib class built on a
         // named tuple: len(Rotation) counts rotations, not fields).
         Value len_fn;
-        if (v.as<OpaqueObj>()->tuple_items() && v.as<OpaqueObj>()->get_attr(*this, "__len__", len_fn)) {
+        if (v.as<OpaqueObj>()->tuple_items() &&
+            v.as<OpaqueObj>()->get_attr(*this, "__len__", len_fn)) {
           Value n = call(len_fn, ValueList{}, where);
-          if (!n.is_int()) throw Error(ErrCode::Type, "'" + type_name(n) + "' object cannot be interpreted as an integer");
+          if (!n.is_int())
+            throw Error(ErrCode::Type,
+                        "'" + type_name(n) + "' object cannot be interpreted as an integer");
           return n.as_int();
         }
         if (v.as<OpaqueObj>()->items(*this, out)) return static_cast<int64_t>(out.size());
@@ -513,7 +555,8 @@ int64_t InterpreterImpl::length(const Value& v, const Span& where) {
       }
       break;
     }
-    default: break;
+    default:
+      break;
     }
   }
   throw Error(ErrCode::Type, "object of type '" + type_name(v) + "' has no len()", where);
@@ -522,11 +565,13 @@ int64_t InterpreterImpl::length(const Value& v, const Span& where) {
 bool InterpreterImpl::contains(const Value& c, const Value& item, const Span& where) {
   if (c.is_obj(ObjKind::Str)) {
     if (!item.is_obj(ObjKind::Str))
-      throw Error(ErrCode::Type, "'in <string>' requires string as left operand, not " + type_name(item), where);
+      throw Error(ErrCode::Type,
+                  "'in <string>' requires string as left operand, not " + type_name(item), where);
     return c.as<StrObj>()->value.find(item.as<StrObj>()->value) != std::string::npos;
   }
   if (c.is_obj(ObjKind::Dict)) {
-    if (!is_hashable(item)) throw Error(ErrCode::Type, "unhashable type: '" + type_name(item) + "'", where);
+    if (!is_hashable(item))
+      throw Error(ErrCode::Type, "unhashable type: '" + type_name(item) + "'", where);
     return c.as<DictObj>()->find(item) != nullptr;
   }
   if (c.is_obj(ObjKind::Range) && item.is_intlike()) {

@@ -39,8 +39,7 @@ std::string jax_type_name(const Value& v, bool short_name) {
 }
 
 int64_t checked(bool overflow, int64_t v, const Span& where) {
-  if (overflow)
-    throw Error(ErrCode::Value, "integer overflow (pxl integers are 64-bit)", where);
+  if (overflow) throw Error(ErrCode::Value, "integer overflow (pxl integers are 64-bit)", where);
   return v;
 }
 
@@ -59,32 +58,52 @@ double py_fmod(double a, double b) {
 
 np::BinOp to_np(BinOpKind op) {
   switch (op) {
-  case BinOpKind::Add: return np::BinOp::Add;
-  case BinOpKind::Sub: return np::BinOp::Sub;
-  case BinOpKind::Mul: return np::BinOp::Mul;
-  case BinOpKind::Div: return np::BinOp::TrueDiv;
-  case BinOpKind::FloorDiv: return np::BinOp::FloorDiv;
-  case BinOpKind::Mod: return np::BinOp::Mod;
-  case BinOpKind::Pow: return np::BinOp::Pow;
-  case BinOpKind::BitAnd: return np::BinOp::BitAnd;
-  case BinOpKind::BitOr: return np::BinOp::BitOr;
-  case BinOpKind::BitXor: return np::BinOp::BitXor;
-  case BinOpKind::LShift: return np::BinOp::LeftShift;
-  case BinOpKind::RShift: return np::BinOp::RightShift;
-  case BinOpKind::MatMul: break;
+  case BinOpKind::Add:
+    return np::BinOp::Add;
+  case BinOpKind::Sub:
+    return np::BinOp::Sub;
+  case BinOpKind::Mul:
+    return np::BinOp::Mul;
+  case BinOpKind::Div:
+    return np::BinOp::TrueDiv;
+  case BinOpKind::FloorDiv:
+    return np::BinOp::FloorDiv;
+  case BinOpKind::Mod:
+    return np::BinOp::Mod;
+  case BinOpKind::Pow:
+    return np::BinOp::Pow;
+  case BinOpKind::BitAnd:
+    return np::BinOp::BitAnd;
+  case BinOpKind::BitOr:
+    return np::BinOp::BitOr;
+  case BinOpKind::BitXor:
+    return np::BinOp::BitXor;
+  case BinOpKind::LShift:
+    return np::BinOp::LeftShift;
+  case BinOpKind::RShift:
+    return np::BinOp::RightShift;
+  case BinOpKind::MatMul:
+    break;
   }
   return np::BinOp::Add;
 }
 
 np::BinOp cmp_to_np(CmpOpKind op) {
   switch (op) {
-  case CmpOpKind::Eq: return np::BinOp::Eq;
-  case CmpOpKind::Ne: return np::BinOp::Ne;
-  case CmpOpKind::Lt: return np::BinOp::Lt;
-  case CmpOpKind::Le: return np::BinOp::Le;
-  case CmpOpKind::Gt: return np::BinOp::Gt;
-  case CmpOpKind::Ge: return np::BinOp::Ge;
-  default: return np::BinOp::Eq;
+  case CmpOpKind::Eq:
+    return np::BinOp::Eq;
+  case CmpOpKind::Ne:
+    return np::BinOp::Ne;
+  case CmpOpKind::Lt:
+    return np::BinOp::Lt;
+  case CmpOpKind::Le:
+    return np::BinOp::Le;
+  case CmpOpKind::Gt:
+    return np::BinOp::Gt;
+  case CmpOpKind::Ge:
+    return np::BinOp::Ge;
+  default:
+    return np::BinOp::Eq;
   }
 }
 
@@ -98,11 +117,13 @@ Value repeat_seq(const ValueList& items, int64_t n, bool tuple) {
 
 // An operand that is an array-like object (a typed PRNG key array) decides the
 // operator first: returns true and sets `out` when it did.
-bool opaque_operator(InterpreterImpl& in, const std::string& op, const Value& a, const Value& b, Value& out,
-                     const Span& where) {
+bool opaque_operator(InterpreterImpl& in, const std::string& op, const Value& a, const Value& b,
+                     Value& out, const Span& where) {
   try {
-    if (a.is_obj(ObjKind::Opaque) && a.as<OpaqueObj>()->apply_operator(in, op, b, true, out)) return true;
-    if (b.is_obj(ObjKind::Opaque) && b.as<OpaqueObj>()->apply_operator(in, op, a, false, out)) return true;
+    if (a.is_obj(ObjKind::Opaque) && a.as<OpaqueObj>()->apply_operator(in, op, b, true, out))
+      return true;
+    if (b.is_obj(ObjKind::Opaque) && b.as<OpaqueObj>()->apply_operator(in, op, a, false, out))
+      return true;
   } catch (Error& e) {
     // An operator written in pxl's standard library (a sparse array's) points
     // at the user's expression, as an error in a stdlib function does.
@@ -116,32 +137,52 @@ bool opaque_operator(InterpreterImpl& in, const std::string& op, const Value& a,
 
 const char* binop_dunder(BinOpKind op) {
   switch (op) {
-  case BinOpKind::Add: return "add";
-  case BinOpKind::Sub: return "sub";
-  case BinOpKind::Mul: return "mul";
-  case BinOpKind::Div: return "truediv";
-  case BinOpKind::FloorDiv: return "floordiv";
-  case BinOpKind::Mod: return "mod";
-  case BinOpKind::Pow: return "pow";
-  case BinOpKind::BitAnd: return "and";
-  case BinOpKind::BitOr: return "or";
-  case BinOpKind::BitXor: return "xor";
-  case BinOpKind::LShift: return "lshift";
-  case BinOpKind::RShift: return "rshift";
-  case BinOpKind::MatMul: return "matmul";
+  case BinOpKind::Add:
+    return "add";
+  case BinOpKind::Sub:
+    return "sub";
+  case BinOpKind::Mul:
+    return "mul";
+  case BinOpKind::Div:
+    return "truediv";
+  case BinOpKind::FloorDiv:
+    return "floordiv";
+  case BinOpKind::Mod:
+    return "mod";
+  case BinOpKind::Pow:
+    return "pow";
+  case BinOpKind::BitAnd:
+    return "and";
+  case BinOpKind::BitOr:
+    return "or";
+  case BinOpKind::BitXor:
+    return "xor";
+  case BinOpKind::LShift:
+    return "lshift";
+  case BinOpKind::RShift:
+    return "rshift";
+  case BinOpKind::MatMul:
+    return "matmul";
   }
   return "";
 }
 
 const char* cmpop_dunder(CmpOpKind op) {
   switch (op) {
-  case CmpOpKind::Eq: return "eq";
-  case CmpOpKind::Ne: return "ne";
-  case CmpOpKind::Lt: return "lt";
-  case CmpOpKind::Le: return "le";
-  case CmpOpKind::Gt: return "gt";
-  case CmpOpKind::Ge: return "ge";
-  default: return "";
+  case CmpOpKind::Eq:
+    return "eq";
+  case CmpOpKind::Ne:
+    return "ne";
+  case CmpOpKind::Lt:
+    return "lt";
+  case CmpOpKind::Le:
+    return "le";
+  case CmpOpKind::Gt:
+    return "gt";
+  case CmpOpKind::Ge:
+    return "ge";
+  default:
+    return "";
   }
 }
 
@@ -152,7 +193,8 @@ bool InterpreterImpl::is_array_like(const Value& v) const { return v.is_obj(ObjK
 Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, const Span& where) {
   const char* sym = binop_symbol(op);
   if (Value r; opaque_operator(*this, binop_dunder(op), a, b, r, where)) return r;
-  if (op == BinOpKind::Mod && a.is_obj(ObjKind::Str)) return make_str(percent_format(a.as<StrObj>()->value, b, where));
+  if (op == BinOpKind::Mod && a.is_obj(ObjKind::Str))
+    return make_str(percent_format(a.as<StrObj>()->value, b, where));
   // Arrays: the array namespace decides (broadcasting, promotion, weak types).
   if (a.is_obj(ObjKind::Array) || b.is_obj(ObjKind::Array)) {
     if (rejected_operand(a) || rejected_operand(b)) {
@@ -172,7 +214,8 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
       Tensor x = to_tensor(a, where);
       // A Python int exponent stays concrete inside a trace (jnp.power then
       // lowers to integer_pow, which keeps the base's weak type).
-      bool int_exponent = op == BinOpKind::Pow && b.is_int() && b.i >= INT32_MIN && b.i <= INT32_MAX;
+      bool int_exponent =
+          op == BinOpKind::Pow && b.is_int() && b.i >= INT32_MIN && b.i <= INT32_MAX;
       Tensor y = int_exponent ? make_tensor(Array::scalar(Scalar::of_int(b.i), DType::Int32, true))
                               : to_tensor(b, where);
       if (op == BinOpKind::MatMul) return make_array(np::matmul(ops(), x, y));
@@ -223,7 +266,8 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
         return Value::integer(x - floordiv_i(x, y) * y);
       case BinOpKind::Pow: {
         if (y < 0) {
-          if (x == 0) throw Error(ErrCode::ZeroDivision, "0 cannot be raised to a negative power", where);
+          if (x == 0)
+            throw Error(ErrCode::ZeroDivision, "0 cannot be raised to a negative power", where);
           return Value::number(std::pow(static_cast<double>(x), static_cast<double>(y)));
         }
         int64_t result = 1, base = x;
@@ -242,19 +286,24 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
         return a.is_bool() && b.is_bool() ? Value::boolean(a.b != b.b) : Value::integer(x ^ y);
       case BinOpKind::LShift:
         if (y < 0) throw Error(ErrCode::Value, "negative shift count", where);
-        if (y >= 63 || (x != 0 && (x > (INT64_MAX >> y) || x < (INT64_MIN >> y)))) checked(true, 0, where);
+        if (y >= 63 || (x != 0 && (x > (INT64_MAX >> y) || x < (INT64_MIN >> y))))
+          checked(true, 0, where);
         return Value::integer(x << y);
       case BinOpKind::RShift:
         if (y < 0) throw Error(ErrCode::Value, "negative shift count", where);
         return Value::integer(y >= 63 ? (x < 0 ? -1 : 0) : x >> y);
-      case BinOpKind::MatMul: unsupported(sym, a, b, where);
+      case BinOpKind::MatMul:
+        unsupported(sym, a, b, where);
       }
     }
     double x = a.as_float(), y = b.as_float();
     switch (op) {
-    case BinOpKind::Add: return Value::number(x + y);
-    case BinOpKind::Sub: return Value::number(x - y);
-    case BinOpKind::Mul: return Value::number(x * y);
+    case BinOpKind::Add:
+      return Value::number(x + y);
+    case BinOpKind::Sub:
+      return Value::number(x - y);
+    case BinOpKind::Mul:
+      return Value::number(x * y);
     case BinOpKind::Div:
       if (y == 0) throw Error(ErrCode::ZeroDivision, "float division by zero", where);
       return Value::number(x / y);
@@ -265,11 +314,16 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
       if (y == 0) throw Error(ErrCode::ZeroDivision, "float modulo by zero", where);
       return Value::number(py_fmod(x, y));
     case BinOpKind::Pow:
-      if (x == 0 && y < 0) throw Error(ErrCode::ZeroDivision, "0.0 cannot be raised to a negative power", where);
+      if (x == 0 && y < 0)
+        throw Error(ErrCode::ZeroDivision, "0.0 cannot be raised to a negative power", where);
       if (x < 0 && std::floor(y) != y)
-        throw Error(ErrCode::Value, "negative number cannot be raised to a fractional power (complex numbers are not supported)", where);
+        throw Error(ErrCode::Value,
+                    "negative number cannot be raised to a fractional power (complex numbers are "
+                    "not supported)",
+                    where);
       return Value::number(std::pow(x, y));
-    default: unsupported(sym, a, b, where);
+    default:
+      unsupported(sym, a, b, where);
     }
   }
   // Sequences and strings.
@@ -300,8 +354,10 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
         return make_str(out);
       }
       try {
-        if (seq.is_obj(ObjKind::List)) return repeat_seq(seq.as<ListObj>()->items, n.as_int(), false);
-        if (seq.is_obj(ObjKind::Tuple)) return repeat_seq(seq.as<TupleObj>()->items, n.as_int(), true);
+        if (seq.is_obj(ObjKind::List))
+          return repeat_seq(seq.as<ListObj>()->items, n.as_int(), false);
+        if (seq.is_obj(ObjKind::Tuple))
+          return repeat_seq(seq.as<TupleObj>()->items, n.as_int(), true);
       } catch (Error& e) {
         e.set_span_if_missing(where);
         throw;
@@ -313,17 +369,22 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
 
 Value InterpreterImpl::unary_op(UnaryOpKind op, const Value& a, const Span& where) {
   static const char* dunder[] = {"neg", "pos", "invert", ""};
-  if (Value r; op != UnaryOpKind::Not && opaque_operator(*this, dunder[static_cast<int>(op)], a, Value(), r, where))
+  if (Value r; op != UnaryOpKind::Not &&
+               opaque_operator(*this, dunder[static_cast<int>(op)], a, Value(), r, where))
     return r;
   if (a.is_obj(ObjKind::Array)) {
     try {
       LocScope loc(ops(), op_location(ops(), where));
       const Tensor& t = a.as<ArrayObj>()->tensor;
       switch (op) {
-      case UnaryOpKind::Neg: return make_array(np::unary(ops(), np::UnOp::Neg, t));
-      case UnaryOpKind::Pos: return a;
-      case UnaryOpKind::Invert: return make_array(np::unary(ops(), np::UnOp::Invert, t));
-      case UnaryOpKind::Not: break;
+      case UnaryOpKind::Neg:
+        return make_array(np::unary(ops(), np::UnOp::Neg, t));
+      case UnaryOpKind::Pos:
+        return a;
+      case UnaryOpKind::Invert:
+        return make_array(np::unary(ops(), np::UnOp::Invert, t));
+      case UnaryOpKind::Not:
+        break;
       }
     } catch (Error& e) {
       e.set_span_if_missing(where);
@@ -346,7 +407,8 @@ Value InterpreterImpl::unary_op(UnaryOpKind op, const Value& a, const Span& wher
   case UnaryOpKind::Invert:
     if (a.is_intlike()) return Value::integer(~a.as_int());
     break;
-  case UnaryOpKind::Not: return Value::boolean(!truthy(a, where));
+  case UnaryOpKind::Not:
+    return Value::boolean(!truthy(a, where));
   }
   static const char* names[] = {"-", "+", "~", "not"};
   throw Error(ErrCode::Type,
@@ -373,7 +435,8 @@ bool InterpreterImpl::less_than(const Value& a, const Value& b, const Span& wher
     return x.size() < y.size();
   }
   throw Error(ErrCode::Type,
-              "'<' not supported between instances of '" + type_name(a) + "' and '" + type_name(b) + "'",
+              "'<' not supported between instances of '" + type_name(a) + "' and '" + type_name(b) +
+                  "'",
               where);
 }
 
@@ -381,14 +444,18 @@ bool InterpreterImpl::less_than(const Value& a, const Value& b, const Span& wher
 // whose result must be truthy (an array's elementwise result is then true when
 // all of it is, or bool()'s error for several elements); identical items are
 // equal without comparing, as in Python.
-static bool containers_equal(InterpreterImpl& in, const Value& a, const Value& b, const Span& where) {
+static bool containers_equal(InterpreterImpl& in, const Value& a, const Value& b,
+                             const Span& where) {
   auto items_equal = [&](const Value& x, const Value& y) {
     if (x.tag == Value::Tag::Obj && y.tag == Value::Tag::Obj && x.obj == y.obj) return true;
     return in.truthy(in.compare(CmpOpKind::Eq, x, y, where), where);
   };
-  if (a.obj->kind == ObjKind::Dict) return dicts_equal(*a.as<DictObj>(), *b.as<DictObj>(), items_equal);
-  const ValueList& x = a.obj->kind == ObjKind::Tuple ? a.as<TupleObj>()->items : a.as<ListObj>()->items;
-  const ValueList& y = b.obj->kind == ObjKind::Tuple ? b.as<TupleObj>()->items : b.as<ListObj>()->items;
+  if (a.obj->kind == ObjKind::Dict)
+    return dicts_equal(*a.as<DictObj>(), *b.as<DictObj>(), items_equal);
+  const ValueList& x =
+      a.obj->kind == ObjKind::Tuple ? a.as<TupleObj>()->items : a.as<ListObj>()->items;
+  const ValueList& y =
+      b.obj->kind == ObjKind::Tuple ? b.as<TupleObj>()->items : b.as<ListObj>()->items;
   if (x.size() != y.size()) return false;
   for (size_t i = 0; i < x.size(); ++i)
     if (!items_equal(x[i], y[i])) return false;
@@ -397,18 +464,24 @@ static bool containers_equal(InterpreterImpl& in, const Value& a, const Value& b
 
 Value InterpreterImpl::compare(CmpOpKind op, const Value& a, const Value& b, const Span& where) {
   switch (op) {
-  case CmpOpKind::In: return Value::boolean(contains(b, a, where));
-  case CmpOpKind::NotIn: return Value::boolean(!contains(b, a, where));
+  case CmpOpKind::In:
+    return Value::boolean(contains(b, a, where));
+  case CmpOpKind::NotIn:
+    return Value::boolean(!contains(b, a, where));
   case CmpOpKind::Is:
   case CmpOpKind::IsNot: {
     bool same;
-    if (a.tag != b.tag) same = false;
+    if (a.tag != b.tag)
+      same = false;
     else if (a.tag == Value::Tag::Obj)
-      same = a.obj == b.obj || (a.obj->kind == ObjKind::DType && values_equal(a, b)) || same_builtin_class(a, b);
-    else same = values_equal(a, b) && a.tag == b.tag;
+      same = a.obj == b.obj || (a.obj->kind == ObjKind::DType && values_equal(a, b)) ||
+             same_builtin_class(a, b);
+    else
+      same = values_equal(a, b) && a.tag == b.tag;
     return Value::boolean(op == CmpOpKind::Is ? same : !same);
   }
-  default: break;
+  default:
+    break;
   }
   if (Value r; opaque_operator(*this, cmpop_dunder(op), a, b, r, where)) return r;
   if (a.is_obj(ObjKind::Array) || b.is_obj(ObjKind::Array)) {
@@ -418,7 +491,8 @@ Value InterpreterImpl::compare(CmpOpKind op, const Value& a, const Value& b, con
     if (scalar_or_array(a) && scalar_or_array(b)) {
       try {
         LocScope loc(ops(), op_location(ops(), where));
-        return make_array(np::binary(ops(), cmp_to_np(op), to_tensor(a, where), to_tensor(b, where)));
+        return make_array(
+            np::binary(ops(), cmp_to_np(op), to_tensor(a, where), to_tensor(b, where)));
       } catch (Error& e) {
         e.set_span_if_missing(where);
         throw;
@@ -442,28 +516,43 @@ Value InterpreterImpl::compare(CmpOpKind op, const Value& a, const Value& b, con
   if (a.is_number() && b.is_number() && (a.is_float() || b.is_float())) {
     double x = a.as_float(), y = b.as_float(); // IEEE semantics: NaN compares false
     switch (op) {
-    case CmpOpKind::Eq: return Value::boolean(x == y);
-    case CmpOpKind::Ne: return Value::boolean(x != y);
-    case CmpOpKind::Lt: return Value::boolean(x < y);
-    case CmpOpKind::Gt: return Value::boolean(x > y);
-    case CmpOpKind::Le: return Value::boolean(x <= y);
-    case CmpOpKind::Ge: return Value::boolean(x >= y);
-    default: break;
+    case CmpOpKind::Eq:
+      return Value::boolean(x == y);
+    case CmpOpKind::Ne:
+      return Value::boolean(x != y);
+    case CmpOpKind::Lt:
+      return Value::boolean(x < y);
+    case CmpOpKind::Gt:
+      return Value::boolean(x > y);
+    case CmpOpKind::Le:
+      return Value::boolean(x <= y);
+    case CmpOpKind::Ge:
+      return Value::boolean(x >= y);
+    default:
+      break;
     }
   }
-  if ((op == CmpOpKind::Eq || op == CmpOpKind::Ne) && a.tag == Value::Tag::Obj && b.tag == Value::Tag::Obj &&
-      a.obj->kind == b.obj->kind &&
-      (a.obj->kind == ObjKind::Tuple || a.obj->kind == ObjKind::List || a.obj->kind == ObjKind::Dict) &&
+  if ((op == CmpOpKind::Eq || op == CmpOpKind::Ne) && a.tag == Value::Tag::Obj &&
+      b.tag == Value::Tag::Obj && a.obj->kind == b.obj->kind &&
+      (a.obj->kind == ObjKind::Tuple || a.obj->kind == ObjKind::List ||
+       a.obj->kind == ObjKind::Dict) &&
       !same_builtin_class(a, b) && a.obj != b.obj)
     return Value::boolean(containers_equal(*this, a, b, where) == (op == CmpOpKind::Eq));
   switch (op) {
-  case CmpOpKind::Eq: return Value::boolean(values_equal(a, b));
-  case CmpOpKind::Ne: return Value::boolean(!values_equal(a, b));
-  case CmpOpKind::Lt: return Value::boolean(less_than(a, b, where));
-  case CmpOpKind::Gt: return Value::boolean(less_than(b, a, where));
-  case CmpOpKind::Le: return Value::boolean(!less_than(b, a, where));
-  case CmpOpKind::Ge: return Value::boolean(!less_than(a, b, where));
-  default: break;
+  case CmpOpKind::Eq:
+    return Value::boolean(values_equal(a, b));
+  case CmpOpKind::Ne:
+    return Value::boolean(!values_equal(a, b));
+  case CmpOpKind::Lt:
+    return Value::boolean(less_than(a, b, where));
+  case CmpOpKind::Gt:
+    return Value::boolean(less_than(b, a, where));
+  case CmpOpKind::Le:
+    return Value::boolean(!less_than(b, a, where));
+  case CmpOpKind::Ge:
+    return Value::boolean(!less_than(a, b, where));
+  default:
+    break;
   }
   return Value();
 }

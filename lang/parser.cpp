@@ -7,35 +7,58 @@ namespace pxl {
 
 const char* binop_symbol(BinOpKind k) {
   switch (k) {
-  case BinOpKind::Add: return "+";
-  case BinOpKind::Sub: return "-";
-  case BinOpKind::Mul: return "*";
-  case BinOpKind::Div: return "/";
-  case BinOpKind::FloorDiv: return "//";
-  case BinOpKind::Mod: return "%";
-  case BinOpKind::Pow: return "**";
-  case BinOpKind::MatMul: return "@";
-  case BinOpKind::BitAnd: return "&";
-  case BinOpKind::BitOr: return "|";
-  case BinOpKind::BitXor: return "^";
-  case BinOpKind::LShift: return "<<";
-  case BinOpKind::RShift: return ">>";
+  case BinOpKind::Add:
+    return "+";
+  case BinOpKind::Sub:
+    return "-";
+  case BinOpKind::Mul:
+    return "*";
+  case BinOpKind::Div:
+    return "/";
+  case BinOpKind::FloorDiv:
+    return "//";
+  case BinOpKind::Mod:
+    return "%";
+  case BinOpKind::Pow:
+    return "**";
+  case BinOpKind::MatMul:
+    return "@";
+  case BinOpKind::BitAnd:
+    return "&";
+  case BinOpKind::BitOr:
+    return "|";
+  case BinOpKind::BitXor:
+    return "^";
+  case BinOpKind::LShift:
+    return "<<";
+  case BinOpKind::RShift:
+    return ">>";
   }
   return "?";
 }
 
 const char* cmpop_symbol(CmpOpKind k) {
   switch (k) {
-  case CmpOpKind::Eq: return "==";
-  case CmpOpKind::Ne: return "!=";
-  case CmpOpKind::Lt: return "<";
-  case CmpOpKind::Le: return "<=";
-  case CmpOpKind::Gt: return ">";
-  case CmpOpKind::Ge: return ">=";
-  case CmpOpKind::In: return "in";
-  case CmpOpKind::NotIn: return "not in";
-  case CmpOpKind::Is: return "is";
-  case CmpOpKind::IsNot: return "is not";
+  case CmpOpKind::Eq:
+    return "==";
+  case CmpOpKind::Ne:
+    return "!=";
+  case CmpOpKind::Lt:
+    return "<";
+  case CmpOpKind::Le:
+    return "<=";
+  case CmpOpKind::Gt:
+    return ">";
+  case CmpOpKind::Ge:
+    return ">=";
+  case CmpOpKind::In:
+    return "in";
+  case CmpOpKind::NotIn:
+    return "not in";
+  case CmpOpKind::Is:
+    return "is";
+  case CmpOpKind::IsNot:
+    return "is not";
   }
   return "?";
 }
@@ -60,9 +83,11 @@ public:
   }
 
   ExprPtr lone_expression() {
-    while (accept(Tok::Newline)) {}
+    while (accept(Tok::Newline)) {
+    }
     ExprPtr e = testlist_star();
-    while (accept(Tok::Newline)) {}
+    while (accept(Tok::Newline)) {
+    }
     if (!at(Tok::End)) expected("end of expression");
     return e;
   }
@@ -90,12 +115,17 @@ private:
   }
   std::string found_text(const Token& t) const {
     switch (t.kind) {
-    case Tok::Name: return "name '" + t.text + "'";
+    case Tok::Name:
+      return "name '" + t.text + "'";
     case Tok::Int:
-    case Tok::Float: return "number " + t.text;
-    case Tok::Imag: return "number " + t.text + "j";
-    case Tok::String: return "a string";
-    default: return tok_name(t.kind);
+    case Tok::Float:
+      return "number " + t.text;
+    case Tok::Imag:
+      return "number " + t.text + "j";
+    case Tok::String:
+      return "a string";
+    default:
+      return tok_name(t.kind);
     }
   }
   [[noreturn]] void expected(const std::string& what) {
@@ -133,18 +163,31 @@ private:
   void statement(Block& out) {
     DepthGuard g(*this);
     switch (peek().kind) {
-    case Tok::KwIf: out.push_back(if_stmt()); return;
-    case Tok::KwWhile: out.push_back(while_stmt()); return;
-    case Tok::KwFor: out.push_back(for_stmt()); return;
-    case Tok::KwDef: out.push_back(funcdef({})); return;
-    case Tok::At: out.push_back(decorated()); return;
-    case Tok::KwClass: fail_at(peek(), "classes are not supported in pxl", ErrCode::Unsupported);
+    case Tok::KwIf:
+      out.push_back(if_stmt());
+      return;
+    case Tok::KwWhile:
+      out.push_back(while_stmt());
+      return;
+    case Tok::KwFor:
+      out.push_back(for_stmt());
+      return;
+    case Tok::KwDef:
+      out.push_back(funcdef({}));
+      return;
+    case Tok::At:
+      out.push_back(decorated());
+      return;
+    case Tok::KwClass:
+      fail_at(peek(), "classes are not supported in pxl", ErrCode::Unsupported);
     case Tok::KwTry:
     case Tok::KwRaise:
     case Tok::KwExcept:
     case Tok::KwFinally:
       fail_at(peek(), "exceptions are not supported in pxl", ErrCode::Unsupported);
-    case Tok::KwWith: out.push_back(with_stmt()); return;
+    case Tok::KwWith:
+      out.push_back(with_stmt());
+      return;
     case Tok::KwYield:
       fail_at(peek(), "generators ('yield') are not supported in pxl", ErrCode::Unsupported);
     case Tok::KwGlobal:
@@ -152,10 +195,13 @@ private:
       fail_at(peek(), std::string(tok_name(peek().kind)) + " is not supported in pxl",
               ErrCode::Unsupported);
     case Tok::KwAsync:
-    case Tok::KwAwait: fail_at(peek(), "async code is not supported in pxl", ErrCode::Unsupported);
+    case Tok::KwAwait:
+      fail_at(peek(), "async code is not supported in pxl", ErrCode::Unsupported);
     case Tok::KwElif:
-    case Tok::KwElse: fail_at(peek(), std::string(tok_name(peek().kind)) + " without a matching 'if'");
-    default: simple_stmt(out);
+    case Tok::KwElse:
+      fail_at(peek(), std::string(tok_name(peek().kind)) + " without a matching 'if'");
+    default:
+      simple_stmt(out);
     }
   }
 
@@ -173,9 +219,15 @@ private:
     const Token& t = peek();
     Span start = t.span;
     switch (t.kind) {
-    case Tok::KwPass: advance(); return std::make_unique<Stmt>(StmtKind::Pass, start);
-    case Tok::KwBreak: advance(); return std::make_unique<Stmt>(StmtKind::Break, start);
-    case Tok::KwContinue: advance(); return std::make_unique<Stmt>(StmtKind::Continue, start);
+    case Tok::KwPass:
+      advance();
+      return std::make_unique<Stmt>(StmtKind::Pass, start);
+    case Tok::KwBreak:
+      advance();
+      return std::make_unique<Stmt>(StmtKind::Break, start);
+    case Tok::KwContinue:
+      advance();
+      return std::make_unique<Stmt>(StmtKind::Continue, start);
     case Tok::KwReturn: {
       advance();
       auto s = std::make_unique<Stmt>(StmtKind::Return, start);
@@ -200,9 +252,12 @@ private:
       s->span = span_from(start);
       return s;
     }
-    case Tok::KwImport: return import_stmt();
-    case Tok::KwFrom: return from_stmt();
-    default: return expr_stmt();
+    case Tok::KwImport:
+      return import_stmt();
+    case Tok::KwFrom:
+      return from_stmt();
+    default:
+      return expr_stmt();
     }
   }
 
@@ -210,14 +265,19 @@ private:
   StmtPtr expr_stmt() {
     Span start = peek().span;
     ExprPtr first = testlist_star();
-    static const std::pair<Tok, BinOpKind> aug[] = {
-        {Tok::PlusEq, BinOpKind::Add},          {Tok::MinusEq, BinOpKind::Sub},
-        {Tok::StarEq, BinOpKind::Mul},          {Tok::SlashEq, BinOpKind::Div},
-        {Tok::DoubleSlashEq, BinOpKind::FloorDiv}, {Tok::PercentEq, BinOpKind::Mod},
-        {Tok::DoubleStarEq, BinOpKind::Pow},    {Tok::AmpEq, BinOpKind::BitAnd},
-        {Tok::PipeEq, BinOpKind::BitOr},        {Tok::CaretEq, BinOpKind::BitXor},
-        {Tok::AtEq, BinOpKind::MatMul},         {Tok::LShiftEq, BinOpKind::LShift},
-        {Tok::RShiftEq, BinOpKind::RShift}};
+    static const std::pair<Tok, BinOpKind> aug[] = {{Tok::PlusEq, BinOpKind::Add},
+                                                    {Tok::MinusEq, BinOpKind::Sub},
+                                                    {Tok::StarEq, BinOpKind::Mul},
+                                                    {Tok::SlashEq, BinOpKind::Div},
+                                                    {Tok::DoubleSlashEq, BinOpKind::FloorDiv},
+                                                    {Tok::PercentEq, BinOpKind::Mod},
+                                                    {Tok::DoubleStarEq, BinOpKind::Pow},
+                                                    {Tok::AmpEq, BinOpKind::BitAnd},
+                                                    {Tok::PipeEq, BinOpKind::BitOr},
+                                                    {Tok::CaretEq, BinOpKind::BitXor},
+                                                    {Tok::AtEq, BinOpKind::MatMul},
+                                                    {Tok::LShiftEq, BinOpKind::LShift},
+                                                    {Tok::RShiftEq, BinOpKind::RShift}};
     for (auto [tok, op] : aug) {
       if (at(tok)) {
         advance();
@@ -263,7 +323,8 @@ private:
     switch (e.kind) {
     case ExprKind::Name:
     case ExprKind::Attribute:
-    case ExprKind::Subscript: return;
+    case ExprKind::Subscript:
+      return;
     case ExprKind::Tuple:
     case ExprKind::List: {
       int starred = 0;
@@ -277,7 +338,8 @@ private:
       }
       return;
     }
-    case ExprKind::Call: fail_span(e.span, std::string("cannot ") + verb + " a function call");
+    case ExprKind::Call:
+      fail_span(e.span, std::string("cannot ") + verb + " a function call");
     default:
       fail_span(e.span, std::string("cannot ") + verb + " this expression" +
                             (e.kind == ExprKind::Compare ? " (did you mean '=='?)" : ""));
@@ -312,8 +374,10 @@ private:
     Span start = advance().span;
     auto s = std::make_unique<Stmt>(StmtKind::ImportFrom, start);
     while (at(Tok::Dot) || at(Tok::Ellipsis)) s->from_level += at(Tok::Dot) ? 1 : 3, advance();
-    if (at(Tok::Name)) s->from_module = dotted_name();
-    else if (s->from_level == 0) expected("a module name");
+    if (at(Tok::Name))
+      s->from_module = dotted_name();
+    else if (s->from_level == 0)
+      expected("a module name");
     expect(Tok::KwImport, "'import'");
     if (at(Tok::Star))
       fail_at(peek(), "'from ... import *' is not supported; import names explicitly",
@@ -343,14 +407,14 @@ private:
     }
     advance();
     if (at(Tok::End))
-      throw IncompleteInput(ErrCode::Indentation,
-                            "expected an indented block after " + std::string(tok_name(header.kind)),
-                            header.span);
+      throw IncompleteInput(
+          ErrCode::Indentation,
+          "expected an indented block after " + std::string(tok_name(header.kind)), header.span);
     if (!at(Tok::Indent))
       throw Error(ErrCode::Indentation,
                   "expected an indented block after " + std::string(tok_name(header.kind)) +
-                      " on line " + std::to_string(src_->line_of(header.span.begin)) +
-                      ", found " + found_text(peek()),
+                      " on line " + std::to_string(src_->line_of(header.span.begin)) + ", found " +
+                      found_text(peek()),
                   peek().span);
     advance();
     while (!at(Tok::Dedent) && !at(Tok::End)) {
@@ -388,8 +452,8 @@ private:
       advance();
       int depth = 0;
       bool items = false;
-      for (size_t k = pos_; k < toks_.size() && toks_[k].kind != Tok::Newline &&
-                            toks_[k].kind != Tok::End; ++k) {
+      for (size_t k = pos_;
+           k < toks_.size() && toks_[k].kind != Tok::Newline && toks_[k].kind != Tok::End; ++k) {
         Tok t = toks_[k].kind;
         if (t == Tok::LParen || t == Tok::LBracket || t == Tok::LBrace) ++depth;
         if (t == Tok::RParen || t == Tok::RBracket || t == Tok::RBrace) {
@@ -401,8 +465,10 @@ private:
         }
         if (depth == 0 && (t == Tok::KwAs || t == Tok::Comma)) items = true;
       }
-      if (items) parens = true;
-      else pos_ = save;
+      if (items)
+        parens = true;
+      else
+        pos_ = save;
     }
     return with_items(kw, parens);
   }
@@ -464,7 +530,8 @@ private:
     while (accept(Tok::At)) {
       decos.push_back(namedexpr_test());
       expect(Tok::Newline, "end of line after decorator");
-      while (accept(Tok::Newline)) {}
+      while (accept(Tok::Newline)) {
+      }
     }
     if (at(Tok::KwClass)) fail_at(peek(), "classes are not supported in pxl", ErrCode::Unsupported);
     if (!at(Tok::KwDef)) expected("'def' after decorator");
@@ -567,10 +634,25 @@ private:
 
   bool starts_expr() const {
     switch (peek().kind) {
-    case Tok::Name: case Tok::Int: case Tok::Float: case Tok::Imag: case Tok::String: case Tok::FString:
-    case Tok::LParen: case Tok::LBracket: case Tok::LBrace: case Tok::Minus: case Tok::Plus:
-    case Tok::Tilde: case Tok::KwNot: case Tok::KwLambda: case Tok::KwNone: case Tok::KwTrue:
-    case Tok::KwFalse: case Tok::Star: case Tok::Ellipsis:
+    case Tok::Name:
+    case Tok::Int:
+    case Tok::Float:
+    case Tok::Imag:
+    case Tok::String:
+    case Tok::FString:
+    case Tok::LParen:
+    case Tok::LBracket:
+    case Tok::LBrace:
+    case Tok::Minus:
+    case Tok::Plus:
+    case Tok::Tilde:
+    case Tok::KwNot:
+    case Tok::KwLambda:
+    case Tok::KwNone:
+    case Tok::KwTrue:
+    case Tok::KwFalse:
+    case Tok::Star:
+    case Tok::Ellipsis:
       return true;
     default:
       return false;
@@ -665,20 +747,37 @@ private:
     while (true) {
       CmpOpKind op;
       switch (peek().kind) {
-      case Tok::Eq: op = CmpOpKind::Eq; break;
-      case Tok::Ne: op = CmpOpKind::Ne; break;
-      case Tok::Lt: op = CmpOpKind::Lt; break;
-      case Tok::Le: op = CmpOpKind::Le; break;
-      case Tok::Gt: op = CmpOpKind::Gt; break;
-      case Tok::Ge: op = CmpOpKind::Ge; break;
-      case Tok::KwIn: op = CmpOpKind::In; break;
-      case Tok::KwIs: op = CmpOpKind::Is; break;
+      case Tok::Eq:
+        op = CmpOpKind::Eq;
+        break;
+      case Tok::Ne:
+        op = CmpOpKind::Ne;
+        break;
+      case Tok::Lt:
+        op = CmpOpKind::Lt;
+        break;
+      case Tok::Le:
+        op = CmpOpKind::Le;
+        break;
+      case Tok::Gt:
+        op = CmpOpKind::Gt;
+        break;
+      case Tok::Ge:
+        op = CmpOpKind::Ge;
+        break;
+      case Tok::KwIn:
+        op = CmpOpKind::In;
+        break;
+      case Tok::KwIs:
+        op = CmpOpKind::Is;
+        break;
       case Tok::KwNot:
         if (peek(1).kind != Tok::KwIn) goto done;
         advance();
         op = CmpOpKind::NotIn;
         break;
-      default: goto done;
+      default:
+        goto done;
       }
       advance();
       if (op == CmpOpKind::Is && accept(Tok::KwNot)) op = CmpOpKind::IsNot;
@@ -715,8 +814,11 @@ private:
         {{Tok::Amp, BinOpKind::BitAnd}},
         {{Tok::LShift, BinOpKind::LShift}, {Tok::RShift, BinOpKind::RShift}},
         {{Tok::Plus, BinOpKind::Add}, {Tok::Minus, BinOpKind::Sub}},
-        {{Tok::Star, BinOpKind::Mul}, {Tok::At, BinOpKind::MatMul}, {Tok::Slash, BinOpKind::Div},
-         {Tok::Percent, BinOpKind::Mod}, {Tok::DoubleSlash, BinOpKind::FloorDiv}}};
+        {{Tok::Star, BinOpKind::Mul},
+         {Tok::At, BinOpKind::MatMul},
+         {Tok::Slash, BinOpKind::Div},
+         {Tok::Percent, BinOpKind::Mod},
+         {Tok::DoubleSlash, BinOpKind::FloorDiv}}};
     if (lv == static_cast<int>(levels.size())) return factor();
     Span start = peek().span;
     ExprPtr lhs = level(lv + 1);
@@ -738,10 +840,17 @@ private:
   ExprPtr factor() {
     UnaryOpKind op;
     switch (peek().kind) {
-    case Tok::Plus: op = UnaryOpKind::Pos; break;
-    case Tok::Minus: op = UnaryOpKind::Neg; break;
-    case Tok::Tilde: op = UnaryOpKind::Invert; break;
-    default: return power();
+    case Tok::Plus:
+      op = UnaryOpKind::Pos;
+      break;
+    case Tok::Minus:
+      op = UnaryOpKind::Neg;
+      break;
+    case Tok::Tilde:
+      op = UnaryOpKind::Invert;
+      break;
+    default:
+      return power();
     }
     DepthGuard g(*this);
     Span start = advance().span;
@@ -839,15 +948,15 @@ private:
           comp->span = span_from(start);
           arg = std::move(comp);
         }
-        if (seen_kw)
-          fail_span(arg->span, "positional argument follows keyword argument");
+        if (seen_kw) fail_span(arg->span, "positional argument follows keyword argument");
         call.elts.push_back(std::move(arg));
       }
       if (!accept(Tok::Comma)) break;
     }
   }
 
-  // subscriptlist: subscript (',' subscript)* [',']; subscript: test | [test] ':' [test] [':' [test]]
+  // subscriptlist: subscript (',' subscript)* [',']; subscript: test | [test] ':' [test] [':'
+  // [test]]
   ExprPtr subscriptlist() {
     Span start = peek().span;
     ExprPtr first = subscript();
@@ -908,15 +1017,20 @@ private:
       e->name = advance().text;
       return e;
     }
-    case Tok::KwNone: advance(); return make(ExprKind::NoneLit, start);
+    case Tok::KwNone:
+      advance();
+      return make(ExprKind::NoneLit, start);
     case Tok::KwTrue:
     case Tok::KwFalse: {
       auto e = make(ExprKind::BoolLit, start);
       e->bool_value = advance().kind == Tok::KwTrue;
       return e;
     }
-    case Tok::Ellipsis: advance(); return make(ExprKind::EllipsisLit, start);
-    case Tok::Int: return int_literal();
+    case Tok::Ellipsis:
+      advance();
+      return make(ExprKind::EllipsisLit, start);
+    case Tok::Int:
+      return int_literal();
     case Tok::Float: {
       auto e = make(ExprKind::FloatLit, start);
       e->float_value = std::strtod(advance().text.c_str(), nullptr);
@@ -928,7 +1042,8 @@ private:
       return e;
     }
     case Tok::String:
-    case Tok::FString: return strings();
+    case Tok::FString:
+      return strings();
     case Tok::LParen: {
       advance();
       if (accept(Tok::RParen)) {
@@ -988,8 +1103,10 @@ private:
       list->span = span_from(start);
       return list;
     }
-    case Tok::LBrace: return dict_or_set();
-    default: break;
+    case Tok::LBrace:
+      return dict_or_set();
+    default:
+      break;
     }
     expected("an expression");
   }
@@ -1023,8 +1140,10 @@ private:
     while (at(Tok::String) || at(Tok::FString)) {
       const Token& t = advance();
       if (t.kind == Tok::String) {
-        if (!parts.empty() && !parts.back().expr) parts.back().literal += t.text;
-        else parts.push_back(FStringPart{t.text, nullptr, 0, {}, {}});
+        if (!parts.empty() && !parts.back().expr)
+          parts.back().literal += t.text;
+        else
+          parts.push_back(FStringPart{t.text, nullptr, 0, {}, {}});
       } else {
         any_f = true;
         fstring_parts(t.text, t.body_offset, parts, t.span, 0);
@@ -1051,15 +1170,32 @@ private:
       }
       char e = raw[++i];
       switch (e) {
-      case 'n': out += '\n'; break;
-      case 't': out += '\t'; break;
-      case 'r': out += '\r'; break;
-      case '\\': out += '\\'; break;
-      case '\'': out += '\''; break;
-      case '"': out += '"'; break;
-      case '0': out += '\0'; break;
-      case '\n': break;
-      default: out += '\\'; out += e;
+      case 'n':
+        out += '\n';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case '\\':
+        out += '\\';
+        break;
+      case '\'':
+        out += '\'';
+        break;
+      case '"':
+        out += '"';
+        break;
+      case '0':
+        out += '\0';
+        break;
+      case '\n':
+        break;
+      default:
+        out += '\\';
+        out += e;
       }
     }
     return out;
@@ -1073,8 +1209,10 @@ private:
     auto flush = [&] {
       if (lit.empty()) return;
       std::string text = decode_escapes(lit);
-      if (!parts.empty() && !parts.back().expr) parts.back().literal += text;
-      else parts.push_back(FStringPart{text, nullptr, 0, {}, {}});
+      if (!parts.empty() && !parts.back().expr)
+        parts.back().literal += text;
+      else
+        parts.push_back(FStringPart{text, nullptr, 0, {}, {}});
       lit.clear();
     };
     size_t i = 0;
@@ -1091,8 +1229,9 @@ private:
         continue;
       }
       if (c == '}')
-        fail_span(Span{src_, offset + static_cast<uint32_t>(i), offset + static_cast<uint32_t>(i) + 1},
-                  "f-string: single '}' is not allowed");
+        fail_span(
+            Span{src_, offset + static_cast<uint32_t>(i), offset + static_cast<uint32_t>(i) + 1},
+            "f-string: single '}' is not allowed");
       if (c != '{') {
         lit += c;
         ++i;
@@ -1114,7 +1253,8 @@ private:
         } else if (d == ')' || d == ']' || d == '}') {
           if (depth == 0) break;
           --depth;
-        } else if (depth == 0 && (d == ':' || (d == '!' && j + 1 < body.size() && body[j + 1] != '=')))
+        } else if (depth == 0 &&
+                   (d == ':' || (d == '!' && j + 1 < body.size() && body[j + 1] != '=')))
           break;
         ++j;
       }
@@ -1132,7 +1272,8 @@ private:
       }
       part.expr = sub_expression(expr_text, offset + static_cast<uint32_t>(i + 1), field);
       if (body[j] == '!') {
-        if (j + 1 >= body.size() || (body[j + 1] != 'r' && body[j + 1] != 's' && body[j + 1] != 'a'))
+        if (j + 1 >= body.size() ||
+            (body[j + 1] != 'r' && body[j + 1] != 's' && body[j + 1] != 'a'))
           fail_span(field, "f-string: expected 'r', 's' or 'a' after '!'");
         part.conversion = body[j + 1] == 'a' ? 'r' : body[j + 1];
         j += 2;
@@ -1171,7 +1312,8 @@ private:
     Parser p(src_, std::move(toks));
     p.depth_ = depth_;
     ExprPtr e = p.testlist_star();
-    while (p.accept(Tok::Newline)) {}
+    while (p.accept(Tok::Newline)) {
+    }
     if (!p.at(Tok::End)) p.expected("'}' in f-string");
     return e;
   }

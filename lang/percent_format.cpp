@@ -34,11 +34,13 @@ public:
     }
   }
   Value next() {
-    if (pos_ >= items_.size()) throw Error(ErrCode::Type, "not enough arguments for format string", where_);
+    if (pos_ >= items_.size())
+      throw Error(ErrCode::Type, "not enough arguments for format string", where_);
     return items_[pos_++];
   }
   Value lookup(const std::string& key) {
-    if (!mapping_.is_obj(ObjKind::Dict)) throw Error(ErrCode::Type, "format requires a mapping", where_);
+    if (!mapping_.is_obj(ObjKind::Dict))
+      throw Error(ErrCode::Type, "format requires a mapping", where_);
     const Value* v = mapping_.as<DictObj>()->find(make_str(key));
     if (!v) throw Error(ErrCode::Key, "'" + key + "'", where_);
     return *v;
@@ -73,12 +75,18 @@ Conversion parse_conversion(const std::string& fmt, size_t& i, const Span& where
   }
   for (; i < fmt.size(); ++i) {
     char f = fmt[i];
-    if (f == '-') c.left = true;
-    else if (f == '0') c.zero = true;
-    else if (f == '#') c.alt = true;
-    else if (f == '+') c.sign = '+';
-    else if (f == ' ') c.sign = c.sign ? c.sign : ' ';
-    else break;
+    if (f == '-')
+      c.left = true;
+    else if (f == '0')
+      c.zero = true;
+    else if (f == '#')
+      c.alt = true;
+    else if (f == '+')
+      c.sign = '+';
+    else if (f == ' ')
+      c.sign = c.sign ? c.sign : ' ';
+    else
+      break;
   }
   auto number = [&](bool& star) {
     if (i < fmt.size() && fmt[i] == '*') {
@@ -112,7 +120,8 @@ std::string hex_byte(unsigned char ch) {
 
 } // namespace
 
-std::string InterpreterImpl::percent_format(const std::string& fmt, const Value& args_value, const Span& where) {
+std::string InterpreterImpl::percent_format(const std::string& fmt, const Value& args_value,
+                                            const Span& where) {
   Args args(args_value, where);
   std::string out;
   size_t i = 0;
@@ -147,27 +156,39 @@ std::string InterpreterImpl::percent_format(const std::string& fmt, const Value&
       v = array_to_python_scalar(*this, v, where);
     std::string width = c.width >= 0 ? std::to_string(c.width) : "";
     std::string precision = c.precision >= 0 ? "." + std::to_string(c.precision) : "";
-    std::string number_flags = std::string(c.left ? "<" : "") + (c.sign ? std::string(1, c.sign) : "") +
-                               (c.alt ? "#" : "") + (c.zero && !c.left ? "0" : "");
+    std::string number_flags = std::string(c.left ? "<" : "") +
+                               (c.sign ? std::string(1, c.sign) : "") + (c.alt ? "#" : "") +
+                               (c.zero && !c.left ? "0" : "");
     std::string text_spec = std::string(c.left ? "<" : ">") + width;
     switch (c.type) {
-    case 's': case 'r': case 'a': {
+    case 's':
+    case 'r':
+    case 'a': {
       std::string s = c.type == 's' ? str(v, print_options_) : repr(v, print_options_);
       out += format_value(make_str(s), text_spec + precision, where);
       break;
     }
-    case 'd': case 'i': case 'u': case 'o': case 'x': case 'X': {
+    case 'd':
+    case 'i':
+    case 'u':
+    case 'o':
+    case 'x':
+    case 'X': {
       bool integral = c.type == 'd' || c.type == 'i' || c.type == 'u';
       if (v.is_float() && integral) {
         if (!std::isfinite(v.f))
-          throw Error(ErrCode::Value, std::string("cannot convert float ") + (std::isnan(v.f) ? "NaN" : "infinity") +
-                                          " to integer", where);
+          throw Error(ErrCode::Value,
+                      std::string("cannot convert float ") +
+                          (std::isnan(v.f) ? "NaN" : "infinity") + " to integer",
+                      where);
         v = Value::integer(static_cast<int64_t>(std::trunc(v.f)));
       }
       if (!v.is_intlike())
-        throw Error(ErrCode::Type, std::string("%") + c.type + " format: " +
-                                       (integral ? "a real number" : "an integer") + " is required, not " +
-                                       type_name(v), where);
+        throw Error(ErrCode::Type,
+                    std::string("%") + c.type +
+                        " format: " + (integral ? "a real number" : "an integer") +
+                        " is required, not " + type_name(v),
+                    where);
       char type = integral ? 'd' : c.type;
       if (c.precision < 0) {
         out += format_value(v, number_flags + width + type, where);
@@ -175,7 +196,8 @@ std::string InterpreterImpl::percent_format(const std::string& fmt, const Value&
       }
       // A precision is the minimum number of digits (zero-padded).
       int64_t n = v.as_int();
-      std::string digits = format_value(Value::integer(n < 0 ? -n : n), std::string(c.alt ? "#" : "") + type, where);
+      std::string digits =
+          format_value(Value::integer(n < 0 ? -n : n), std::string(c.alt ? "#" : "") + type, where);
       size_t body = digits.size() - (c.alt && type != 'd' ? 2 : 0);
       if (body < static_cast<size_t>(c.precision))
         digits.insert(digits.size() - body, static_cast<size_t>(c.precision) - body, '0');
@@ -183,18 +205,25 @@ std::string InterpreterImpl::percent_format(const std::string& fmt, const Value&
       out += format_value(make_str(sign + digits), text_spec, where);
       break;
     }
-    case 'e': case 'E': case 'f': case 'F': case 'g': case 'G': {
+    case 'e':
+    case 'E':
+    case 'f':
+    case 'F':
+    case 'g':
+    case 'G': {
       if (!v.is_intlike() && !v.is_float())
         throw Error(ErrCode::Type, "must be real number, not " + type_name(v), where);
       Value f = Value::number(v.as_float());
-      out += format_value(f, number_flags + width + (precision.empty() ? ".6" : precision) + c.type, where);
+      out += format_value(f, number_flags + width + (precision.empty() ? ".6" : precision) + c.type,
+                          where);
       break;
     }
     case 'c': {
       std::string ch;
       if (v.is_intlike()) {
         int64_t code = v.as_int();
-        if (code < 0 || code > 0x10FFFF) throw Error(ErrCode::Value, "%c arg not in range(0x110000)", where);
+        if (code < 0 || code > 0x10FFFF)
+          throw Error(ErrCode::Value, "%c arg not in range(0x110000)", where);
         ch = format_value(v, "c", where);
       } else if (v.is_obj(ObjKind::Str) && utf8_single(v.as<StrObj>()->value)) {
         ch = v.as<StrObj>()->value;
@@ -206,8 +235,10 @@ std::string InterpreterImpl::percent_format(const std::string& fmt, const Value&
     }
     default: {
       unsigned char ch = static_cast<unsigned char>(c.type);
-      throw Error(ErrCode::Value, std::string("unsupported format character '") + c.type + "' (" + hex_byte(ch) +
-                                      ") at index " + std::to_string(type_at), where);
+      throw Error(ErrCode::Value,
+                  std::string("unsupported format character '") + c.type + "' (" + hex_byte(ch) +
+                      ") at index " + std::to_string(type_at),
+                  where);
     }
     }
   }

@@ -35,8 +35,8 @@ public:
       : times_(times), phase_(phase), start_(std::chrono::steady_clock::now()) {}
   ~ScopedPhase() {
     if (times_)
-      times_->add(phase_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
-                              .count());
+      times_->add(phase_,
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
   }
   ScopedPhase(const ScopedPhase&) = delete;
   ScopedPhase& operator=(const ScopedPhase&) = delete;

@@ -81,12 +81,18 @@ Value complex_binary(BinOpKind op, const Value& a, const Value& b, const Span& w
   auto x = as_py_complex(a), y = as_py_complex(b);
   if (x && y) {
     switch (op) {
-    case BinOpKind::Add: return to_value(*x + *y);
-    case BinOpKind::Sub: return to_value(*x - *y);
-    case BinOpKind::Mul: return to_value(prod(*x, *y));
-    case BinOpKind::Div: return to_value(quot(*x, *y, where));
-    case BinOpKind::Pow: return to_value(pow(*x, *y, where));
-    default: break;
+    case BinOpKind::Add:
+      return to_value(*x + *y);
+    case BinOpKind::Sub:
+      return to_value(*x - *y);
+    case BinOpKind::Mul:
+      return to_value(prod(*x, *y));
+    case BinOpKind::Div:
+      return to_value(quot(*x, *y, where));
+    case BinOpKind::Pow:
+      return to_value(pow(*x, *y, where));
+    default:
+      break;
     }
   }
   throw Error(ErrCode::Type,
@@ -102,9 +108,9 @@ Value complex_builtin(InterpreterImpl& in, CallArgs& a) {
     if (v.is_obj(ObjKind::Array)) v = array_to_python_scalar(in, v, Span{});
     auto z = as_py_complex(v);
     if (!z)
-      throw Error(ErrCode::Type,
-                  std::string("complex() ") + (i == 0 ? "first" : "second") +
-                      " argument must be a string or a number, not '" + type_name(r[i]) + "'");
+      throw Error(ErrCode::Type, std::string("complex() ") + (i == 0 ? "first" : "second") +
+                                     " argument must be a string or a number, not '" +
+                                     type_name(r[i]) + "'");
     return *z;
   };
   // CPython's complex_new: a complex argument's other part is folded in

@@ -20,7 +20,8 @@ bool canonical_less(const Value& a, const Value& b) {
 }
 
 bool contains(const ValueList& items, const Value& v) {
-  return std::any_of(items.begin(), items.end(), [&](const Value& x) { return values_equal(x, v); });
+  return std::any_of(items.begin(), items.end(),
+                     [&](const Value& x) { return values_equal(x, v); });
 }
 
 struct SetObj : OpaqueObj {
@@ -29,7 +30,8 @@ struct SetObj : OpaqueObj {
 
   SetObj(ValueList in, bool f) : frozen(f) {
     for (Value& v : in) {
-      if (!is_hashable(v)) throw Error(ErrCode::Type, "unhashable type: '" + pxl::type_name(v) + "'");
+      if (!is_hashable(v))
+        throw Error(ErrCode::Type, "unhashable type: '" + pxl::type_name(v) + "'");
       if (!contains(elems, v)) elems.push_back(std::move(v));
     }
     std::stable_sort(elems.begin(), elems.end(), canonical_less);
@@ -49,7 +51,8 @@ struct SetObj : OpaqueObj {
   }
   bool truth(InterpreterImpl&) override { return !elems.empty(); }
   bool subset_of(const ValueList& other) const {
-    return std::all_of(elems.begin(), elems.end(), [&](const Value& v) { return contains(other, v); });
+    return std::all_of(elems.begin(), elems.end(),
+                       [&](const Value& v) { return contains(other, v); });
   }
   bool equals(const OpaqueObj& o) const override {
     auto* s = dynamic_cast<const SetObj*>(&o);
@@ -57,7 +60,8 @@ struct SetObj : OpaqueObj {
   }
 
   // The result of a binary set operation keeps the left operand's kind.
-  Value combine(const std::string& op, const ValueList& a, const ValueList& b, bool frozen_result) const {
+  Value combine(const std::string& op, const ValueList& a, const ValueList& b,
+                bool frozen_result) const {
     ValueList out;
     if (op == "or") {
       out = a;
@@ -93,7 +97,8 @@ struct SetObj : OpaqueObj {
     const ValueList& a = self_first ? elems : *o;
     const ValueList& b = self_first ? *o : elems;
     if (op == "or" || op == "and" || op == "sub" || op == "xor") {
-      bool left_frozen = self_first ? frozen : dynamic_cast<const SetObj*>(other.as<OpaqueObj>())->frozen;
+      bool left_frozen =
+          self_first ? frozen : dynamic_cast<const SetObj*>(other.as<OpaqueObj>())->frozen;
       out = combine(op, a, b, left_frozen);
       return true;
     }
@@ -101,13 +106,20 @@ struct SetObj : OpaqueObj {
       return std::all_of(x.begin(), x.end(), [&](const Value& v) { return contains(y, v); });
     };
     bool r;
-    if (op == "eq") r = a.size() == b.size() && sub(a, b);
-    else if (op == "ne") r = !(a.size() == b.size() && sub(a, b));
-    else if (op == "le") r = sub(a, b);
-    else if (op == "lt") r = a.size() < b.size() && sub(a, b);
-    else if (op == "ge") r = sub(b, a);
-    else if (op == "gt") r = b.size() < a.size() && sub(b, a);
-    else return false;
+    if (op == "eq")
+      r = a.size() == b.size() && sub(a, b);
+    else if (op == "ne")
+      r = !(a.size() == b.size() && sub(a, b));
+    else if (op == "le")
+      r = sub(a, b);
+    else if (op == "lt")
+      r = a.size() < b.size() && sub(a, b);
+    else if (op == "ge")
+      r = sub(b, a);
+    else if (op == "gt")
+      r = b.size() < a.size() && sub(b, a);
+    else
+      return false;
     out = Value::boolean(r);
     return true;
   }
@@ -130,7 +142,8 @@ struct SetObj : OpaqueObj {
     };
     auto mutating = [&](const std::string& n) {
       if (frozen) return false;
-      return n == "add" || n == "discard" || n == "remove" || n == "update" || n == "clear" || n == "pop";
+      return n == "add" || n == "discard" || n == "remove" || n == "update" || n == "clear" ||
+             n == "pop";
     };
     if (mutating(name)) {
       out = make_builtin(name, [self, name, others](InterpreterImpl& in, CallArgs& a) {
@@ -162,11 +175,16 @@ struct SetObj : OpaqueObj {
       });
       return true;
     }
-    if (name == "union" || name == "intersection" || name == "difference" || name == "symmetric_difference") {
-      std::string op = name == "union" ? "or" : name == "intersection" ? "and" : name == "difference" ? "sub" : "xor";
+    if (name == "union" || name == "intersection" || name == "difference" ||
+        name == "symmetric_difference") {
+      std::string op = name == "union"          ? "or"
+                       : name == "intersection" ? "and"
+                       : name == "difference"   ? "sub"
+                                                : "xor";
       out = make_builtin(name, [self, op, each_other](InterpreterImpl& in, CallArgs& a) {
         ValueList acc = self->elems;
-        for (const ValueList& o : each_other(in, a)) acc = *py_set_items(self->combine(op, acc, o, true));
+        for (const ValueList& o : each_other(in, a))
+          acc = *py_set_items(self->combine(op, acc, o, true));
         return make_py_set(std::move(acc), self->frozen);
       });
       return true;
@@ -176,22 +194,29 @@ struct SetObj : OpaqueObj {
         ArgReader r(name, a, {"other"}, 1);
         ValueList o = in.iterate(r[0], Span{});
         bool res;
-        if (name == "issubset") res = self->subset_of(o);
-        else if (name == "issuperset") res = std::all_of(o.begin(), o.end(), [&](const Value& v) { return contains(self->elems, v); });
-        else res = std::none_of(o.begin(), o.end(), [&](const Value& v) { return contains(self->elems, v); });
+        if (name == "issubset")
+          res = self->subset_of(o);
+        else if (name == "issuperset")
+          res = std::all_of(o.begin(), o.end(),
+                            [&](const Value& v) { return contains(self->elems, v); });
+        else
+          res = std::none_of(o.begin(), o.end(),
+                             [&](const Value& v) { return contains(self->elems, v); });
         return Value::boolean(res);
       });
       return true;
     }
     if (name == "copy") {
-      out = make_builtin(name, [self](InterpreterImpl&, CallArgs&) { return make_py_set(self->elems, self->frozen); });
+      out = make_builtin(name, [self](InterpreterImpl&, CallArgs&) {
+        return make_py_set(self->elems, self->frozen);
+      });
       return true;
     }
     return false;
   }
   std::vector<std::string> attr_names() const override {
-    std::vector<std::string> n = {"copy", "difference", "intersection", "isdisjoint", "issubset", "issuperset",
-                                  "symmetric_difference", "union"};
+    std::vector<std::string> n = {"copy",     "difference", "intersection",         "isdisjoint",
+                                  "issubset", "issuperset", "symmetric_difference", "union"};
     if (!frozen) n.insert(n.end(), {"add", "clear", "discard", "pop", "remove", "update"});
     return n;
   }

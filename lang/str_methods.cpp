@@ -12,15 +12,19 @@ namespace {
 
 const std::string& S(const Value& v) { return v.as<StrObj>()->value; }
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 
 std::string strip_chars(const std::string& s, const Value& chars, bool left, bool right) {
   auto in_set = [&](char c) {
     return chars.is_none() ? is_space(c) : S(chars).find(c) != std::string::npos;
   };
   size_t b = 0, e = s.size();
-  if (left) while (b < e && in_set(s[b])) ++b;
-  if (right) while (e > b && in_set(s[e - 1])) --e;
+  if (left)
+    while (b < e && in_set(s[b])) ++b;
+  if (right)
+    while (e > b && in_set(s[e - 1])) --e;
   return s.substr(b, e - b);
 }
 
@@ -66,12 +70,24 @@ Value str_format(InterpreterImpl& in, const Value& self, CallArgs& a) {
   size_t auto_idx = 0;
   for (size_t i = 0; i < f.size(); ++i) {
     char c = f[i];
-    if (c == '{' && i + 1 < f.size() && f[i + 1] == '{') { out += '{'; ++i; continue; }
-    if (c == '}' && i + 1 < f.size() && f[i + 1] == '}') { out += '}'; ++i; continue; }
+    if (c == '{' && i + 1 < f.size() && f[i + 1] == '{') {
+      out += '{';
+      ++i;
+      continue;
+    }
+    if (c == '}' && i + 1 < f.size() && f[i + 1] == '}') {
+      out += '}';
+      ++i;
+      continue;
+    }
     if (c == '}') throw Error(ErrCode::Value, "single '}' encountered in format string");
-    if (c != '{') { out += c; continue; }
+    if (c != '{') {
+      out += c;
+      continue;
+    }
     size_t j = f.find('}', i);
-    if (j == std::string::npos) throw Error(ErrCode::Value, "single '{' encountered in format string");
+    if (j == std::string::npos)
+      throw Error(ErrCode::Value, "single '{' encountered in format string");
     std::string field = f.substr(i + 1, j - i - 1);
     std::string spec;
     char conv = 0;
@@ -84,20 +100,27 @@ Value str_format(InterpreterImpl& in, const Value& self, CallArgs& a) {
     }
     Value v;
     if (field.empty()) {
-      if (auto_idx >= a.pos.size()) throw Error(ErrCode::Index, "Replacement index " + std::to_string(auto_idx) + " out of range for positional args tuple");
+      if (auto_idx >= a.pos.size())
+        throw Error(ErrCode::Index, "Replacement index " + std::to_string(auto_idx) +
+                                        " out of range for positional args tuple");
       v = a.pos[auto_idx++];
     } else if (std::all_of(field.begin(), field.end(), ::isdigit)) {
       size_t k = std::stoul(field.substr(0, 6));
-      if (k >= a.pos.size()) throw Error(ErrCode::Index, "Replacement index " + field + " out of range for positional args tuple");
+      if (k >= a.pos.size())
+        throw Error(ErrCode::Index,
+                    "Replacement index " + field + " out of range for positional args tuple");
       v = a.pos[k];
     } else {
       bool found = false;
       for (auto& [name, x] : a.kw)
         if (name == field) v = x, found = true;
-      if (!found) throw Error(ErrCode::Key, "format string names '" + field + "' but it was not passed");
+      if (!found)
+        throw Error(ErrCode::Key, "format string names '" + field + "' but it was not passed");
     }
-    if (conv == 'r') v = make_str(repr(v));
-    else if (conv == 's') v = make_str(str(v));
+    if (conv == 'r')
+      v = make_str(repr(v));
+    else if (conv == 's')
+      v = make_str(str(v));
     out += in.format_value(v, spec, Span{});
     i = j;
   }
@@ -143,7 +166,8 @@ Value str_rsplit(const Value& self, CallArgs& a) {
     size_t e = s.size();
     while (true) {
       size_t j = e >= sep.size() ? s.rfind(sep, e - sep.size()) : std::string::npos;
-      if (j == std::string::npos || (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit)) {
+      if (j == std::string::npos ||
+          (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit)) {
         out.push_back(make_str(s.substr(0, e)));
         break;
       }
@@ -165,7 +189,8 @@ Value str_method(InterpreterImpl& in, const std::string& name, const Value& self
     bool first = true;
     for (const Value& x : in.iterate(r[0], Span{})) {
       if (!x.is_obj(ObjKind::Str))
-        throw Error(ErrCode::Type, "sequence item: expected str instance, " + type_name(x) + " found");
+        throw Error(ErrCode::Type,
+                    "sequence item: expected str instance, " + type_name(x) + " found");
       if (!first) out += s;
       first = false;
       out += S(x);
@@ -196,12 +221,15 @@ Value str_method(InterpreterImpl& in, const std::string& name, const Value& self
   if (name == "startswith" || name == "endswith") {
     ArgReader r(name, a, {"prefix"}, 1);
     ValueList options;
-    if (const ValueList* seq = sequence_items(r[0])) options = *seq;
-    else options.push_back(r[0]);
+    if (const ValueList* seq = sequence_items(r[0]))
+      options = *seq;
+    else
+      options.push_back(r[0]);
     for (const Value& o : options) {
       const std::string& p = value_to_str(o, name + "() argument");
-      bool hit = name == "startswith" ? s.compare(0, p.size(), p) == 0
-                                      : s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
+      bool hit = name == "startswith"
+                     ? s.compare(0, p.size(), p) == 0
+                     : s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
       if (hit) return Value::boolean(true);
     }
     return Value::boolean(false);
@@ -211,7 +239,9 @@ Value str_method(InterpreterImpl& in, const std::string& name, const Value& self
   if (name == "upper" || name == "lower") {
     ArgReader r(name, a, {});
     std::string out = s;
-    for (char& c : out) c = static_cast<char>(name == "upper" ? std::toupper(static_cast<unsigned char>(c)) : std::tolower(static_cast<unsigned char>(c)));
+    for (char& c : out)
+      c = static_cast<char>(name == "upper" ? std::toupper(static_cast<unsigned char>(c))
+                                            : std::tolower(static_cast<unsigned char>(c)));
     return make_str(out);
   }
   if (name == "find" || name == "index" || name == "count" || name == "rfind" || name == "rindex") {
@@ -223,7 +253,9 @@ Value str_method(InterpreterImpl& in, const std::string& name, const Value& self
     if (name == "count") {
       if (sub.empty()) return Value::integer(static_cast<int64_t>(window.size()) + 1);
       int64_t n = 0;
-      for (size_t i = window.find(sub); i != std::string::npos; i = window.find(sub, i + sub.size())) ++n;
+      for (size_t i = window.find(sub); i != std::string::npos;
+           i = window.find(sub, i + sub.size()))
+        ++n;
       return Value::integer(n);
     }
     size_t i = name[0] == 'r' ? window.rfind(sub) : window.find(sub);
@@ -285,10 +317,14 @@ Value str_method(InterpreterImpl& in, const std::string& name, const Value& self
     bool word_start = true;
     for (size_t i = 0; i < out.size(); ++i) {
       unsigned char c = static_cast<unsigned char>(out[i]);
-      if (name == "swapcase") out[i] = static_cast<char>(std::isupper(c) ? std::tolower(c) : std::toupper(c));
-      else if (name == "casefold") out[i] = static_cast<char>(std::tolower(c));
-      else if (name == "capitalize") out[i] = static_cast<char>(i == 0 ? std::toupper(c) : std::tolower(c));
-      else out[i] = static_cast<char>(word_start ? std::toupper(c) : std::tolower(c));
+      if (name == "swapcase")
+        out[i] = static_cast<char>(std::isupper(c) ? std::tolower(c) : std::toupper(c));
+      else if (name == "casefold")
+        out[i] = static_cast<char>(std::tolower(c));
+      else if (name == "capitalize")
+        out[i] = static_cast<char>(i == 0 ? std::toupper(c) : std::tolower(c));
+      else
+        out[i] = static_cast<char>(word_start ? std::toupper(c) : std::tolower(c));
       word_start = !std::isalpha(c);
     }
     return make_str(out);
@@ -298,7 +334,8 @@ Value str_method(InterpreterImpl& in, const std::string& name, const Value& self
     int64_t width = std::min<int64_t>(r.get_int(0), 100000);
     if (width <= static_cast<int64_t>(s.size())) return self;
     size_t sign = !s.empty() && (s[0] == '+' || s[0] == '-') ? 1 : 0;
-    return make_str(s.substr(0, sign) + std::string(static_cast<size_t>(width) - s.size(), '0') + s.substr(sign));
+    return make_str(s.substr(0, sign) + std::string(static_cast<size_t>(width) - s.size(), '0') +
+                    s.substr(sign));
   }
   if (name == "partition" || name == "rpartition") {
     ArgReader r(name, a, {"sep"}, 1);
@@ -308,12 +345,14 @@ Value str_method(InterpreterImpl& in, const std::string& name, const Value& self
     if (i == std::string::npos)
       return name == "partition" ? make_tuple({self, make_str(""), make_str("")})
                                  : make_tuple({make_str(""), make_str(""), self});
-    return make_tuple({make_str(s.substr(0, i)), make_str(sep), make_str(s.substr(i + sep.size()))});
+    return make_tuple(
+        {make_str(s.substr(0, i)), make_str(sep), make_str(s.substr(i + sep.size()))});
   }
   if (name == "removeprefix" || name == "removesuffix") {
     ArgReader r(name, a, {"affix"}, 1);
     std::string affix = r.get_str(0);
-    if (name == "removeprefix" && s.compare(0, affix.size(), affix) == 0) return make_str(s.substr(affix.size()));
+    if (name == "removeprefix" && s.compare(0, affix.size(), affix) == 0)
+      return make_str(s.substr(affix.size()));
     if (name == "removesuffix" && !affix.empty() && s.size() >= affix.size() &&
         s.compare(s.size() - affix.size(), affix.size(), affix) == 0)
       return make_str(s.substr(0, s.size() - affix.size()));
@@ -323,7 +362,9 @@ Value str_method(InterpreterImpl& in, const std::string& name, const Value& self
   if (name == "center" || name == "ljust" || name == "rjust") {
     ArgReader r(name, a, {"width", "fillchar"}, 1);
     std::string spec = (r.has(1) ? r.get_str(1) : std::string(" ")) +
-                       (name == "center" ? "^" : name == "ljust" ? "<" : ">") +
+                       (name == "center"  ? "^"
+                        : name == "ljust" ? "<"
+                                          : ">") +
                        std::to_string(std::clamp<int64_t>(r.get_int(0), 0, 10000));
     return make_str(in.format_value(self, spec, Span{}));
   }
@@ -332,11 +373,13 @@ Value str_method(InterpreterImpl& in, const std::string& name, const Value& self
 
 const std::vector<std::string>& str_method_names() {
   static const std::vector<std::string> names = {
-      "join", "split", "rsplit", "strip", "lstrip", "rstrip", "replace", "startswith", "endswith",
-      "format", "upper", "lower", "title", "capitalize", "swapcase", "casefold", "find", "rfind",
-      "index", "rindex", "count", "isdigit", "isdecimal", "isnumeric", "isalpha", "isalnum",
-      "isspace", "isupper", "islower", "isidentifier", "splitlines", "center", "ljust", "rjust",
-      "zfill", "partition", "rpartition", "removeprefix", "removesuffix"};
+      "join",       "split",        "rsplit",      "strip",    "lstrip",    "rstrip",
+      "replace",    "startswith",   "endswith",    "format",   "upper",     "lower",
+      "title",      "capitalize",   "swapcase",    "casefold", "find",      "rfind",
+      "index",      "rindex",       "count",       "isdigit",  "isdecimal", "isnumeric",
+      "isalpha",    "isalnum",      "isspace",     "isupper",  "islower",   "isidentifier",
+      "splitlines", "center",       "ljust",       "rjust",    "zfill",     "partition",
+      "rpartition", "removeprefix", "removesuffix"};
   return names;
 }
 

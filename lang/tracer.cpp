@@ -145,9 +145,9 @@ std::vector<Tensor> TraceContext::bind_call(const OpAttrs& attrs, std::span<cons
   std::vector<AVal> avals;
   std::vector<int> ids = operand_ids(inputs, avals);
   Op op = attrs.loop     ? Op::While
-           : attrs.custom ? Op::CustomCall
-           : attrs.host   ? Op::HostCallback
-                          : Op::SpmdCall;
+          : attrs.custom ? Op::CustomCall
+          : attrs.host   ? Op::HostCallback
+                         : Op::SpmdCall;
   std::vector<AVal> outs = infer_results(op, attrs, avals);
   // A while's carry varies over what its initial value or the body's result
   // varies over (the body shares this function's mesh axes); a custom_call's
@@ -193,7 +193,8 @@ std::vector<Tensor> TraceContext::bind_call(const OpAttrs& attrs, std::span<cons
 const Array& TraceContext::concrete(const Tensor& t) {
   if (!t->trace) return outer_.concrete(t);
   if (concretize && owns(t))
-    if (std::optional<Array> a = concretize(value_of(t))) return concretized_.emplace_back(std::move(*a));
+    if (std::optional<Array> a = concretize(value_of(t)))
+      return concretized_.emplace_back(std::move(*a));
   throw Error(ErrCode::ConcreteValue,
               "this array is traced inside " + what_ + " (its type is " + type_str(t->aval) +
                   "): its value is not known while the function is being traced",
@@ -239,7 +240,8 @@ std::vector<Tensor> inline_function_values(OpContext& cx, const Function& f,
       });
 }
 
-std::vector<Tensor> inline_function(OpContext& cx, const Function& f, std::span<const Tensor> params,
+std::vector<Tensor> inline_function(OpContext& cx, const Function& f,
+                                    std::span<const Tensor> params,
                                     std::span<const Tensor> consts) {
   std::vector<Tensor> env = inline_function_values(cx, f, params, consts);
   std::vector<Tensor> out;

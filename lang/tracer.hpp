@@ -102,8 +102,8 @@ private:
 // Runs `f` by binding each of its instructions in `cx` (eagerly, or into an
 // enclosing trace): how a transformed function (jit, grad, vmap) is applied.
 // `params` and `consts` match f.params and f.consts.
-std::vector<Tensor> inline_function(OpContext& cx, const Function& f, std::span<const Tensor> params,
-                                    std::span<const Tensor> consts);
+std::vector<Tensor> inline_function(OpContext& cx, const Function& f,
+                                    std::span<const Tensor> params, std::span<const Tensor> consts);
 
 // Walks f's instructions in order with a value table of type V (a Tensor, or
 // vmap's batched value), calling bind(op, attrs, operands) for each with cx.loc

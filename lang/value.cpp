@@ -52,9 +52,11 @@ bool DictObj::erase(const Value& k) {
 
 size_t ValueHash::operator()(const Value& v) const {
   switch (v.tag) {
-  case Value::Tag::None: return 0x9e3779b9;
+  case Value::Tag::None:
+    return 0x9e3779b9;
   case Value::Tag::Bool:
-  case Value::Tag::Int: return std::hash<int64_t>()(v.as_int());
+  case Value::Tag::Int:
+    return std::hash<int64_t>()(v.as_int());
   case Value::Tag::Float: {
     // Equal numbers hash equal across int/float (1 == 1.0), as in Python.
     double f = v.f;
@@ -62,10 +64,12 @@ size_t ValueHash::operator()(const Value& v) const {
       return std::hash<int64_t>()(static_cast<int64_t>(f));
     return std::hash<double>()(f);
   }
-  case Value::Tag::Obj: break;
+  case Value::Tag::Obj:
+    break;
   }
   switch (v.obj->kind) {
-  case ObjKind::Str: return std::hash<std::string>()(v.as<StrObj>()->value);
+  case ObjKind::Str:
+    return std::hash<std::string>()(v.as<StrObj>()->value);
   case ObjKind::Tuple: {
     size_t h = 0x345678;
     for (const auto& x : v.as<TupleObj>()->items) h = h * 1000003 ^ (*this)(x);
@@ -73,7 +77,8 @@ size_t ValueHash::operator()(const Value& v) const {
   }
   case ObjKind::DType:
     return (static_cast<size_t>(v.as<DTypeObj>()->dtype) * 2 + v.as<DTypeObj>()->wide) * 7919;
-  case ObjKind::Device: return std::hash<int>()(v.as<DeviceObj>()->id) ^ 0x5bd1e995; // equal devices, equal keys
+  case ObjKind::Device:
+    return std::hash<int>()(v.as<DeviceObj>()->id) ^ 0x5bd1e995; // equal devices, equal keys
   case ObjKind::Complex: {
     // A complex with no imaginary part hashes as its real part (1+0j == 1).
     const auto* c = v.as<ComplexObj>();
@@ -86,7 +91,8 @@ size_t ValueHash::operator()(const Value& v) const {
     const auto* o = v.as<OpaqueObj>();
     return std::hash<std::string>()(o->type_name()) * 31 ^ std::hash<std::string>()(o->repr());
   }
-  default: return std::hash<const void*>()(v.obj.get());
+  default:
+    return std::hash<const void*>()(v.obj.get());
   }
 }
 
@@ -107,8 +113,10 @@ bool dtype_equals_name(const DTypeObj& d, const std::string& s) {
 } // namespace
 
 bool values_equal(const Value& a, const Value& b) {
-  if (a.is_obj(ObjKind::DType) && b.is_obj(ObjKind::Str)) return dtype_equals_name(*a.as<DTypeObj>(), b.as<StrObj>()->value);
-  if (b.is_obj(ObjKind::DType) && a.is_obj(ObjKind::Str)) return dtype_equals_name(*b.as<DTypeObj>(), a.as<StrObj>()->value);
+  if (a.is_obj(ObjKind::DType) && b.is_obj(ObjKind::Str))
+    return dtype_equals_name(*a.as<DTypeObj>(), b.as<StrObj>()->value);
+  if (b.is_obj(ObjKind::DType) && a.is_obj(ObjKind::Str))
+    return dtype_equals_name(*b.as<DTypeObj>(), a.as<StrObj>()->value);
   if (a.is_obj(ObjKind::Complex) || b.is_obj(ObjKind::Complex)) {
     auto parts = [](const Value& v, double& re, double& im) {
       if (v.is_obj(ObjKind::Complex)) {
@@ -130,21 +138,27 @@ bool values_equal(const Value& a, const Value& b) {
   }
   if (a.tag != b.tag) return false;
   switch (a.tag) {
-  case Value::Tag::None: return true;
+  case Value::Tag::None:
+    return true;
   case Value::Tag::Bool:
   case Value::Tag::Int:
-  case Value::Tag::Float: return false; // handled above
-  case Value::Tag::Obj: break;
+  case Value::Tag::Float:
+    return false; // handled above
+  case Value::Tag::Obj:
+    break;
   }
   if (a.obj == b.obj) return true;
   if (same_builtin_class(a, b)) return true; // type(()) == tuple
   if (a.obj->kind != b.obj->kind) return false;
   switch (a.obj->kind) {
-  case ObjKind::Str: return a.as<StrObj>()->value == b.as<StrObj>()->value;
+  case ObjKind::Str:
+    return a.as<StrObj>()->value == b.as<StrObj>()->value;
   case ObjKind::Tuple:
   case ObjKind::List: {
-    const ValueList& x = a.obj->kind == ObjKind::Tuple ? a.as<TupleObj>()->items : a.as<ListObj>()->items;
-    const ValueList& y = b.obj->kind == ObjKind::Tuple ? b.as<TupleObj>()->items : b.as<ListObj>()->items;
+    const ValueList& x =
+        a.obj->kind == ObjKind::Tuple ? a.as<TupleObj>()->items : a.as<ListObj>()->items;
+    const ValueList& y =
+        b.obj->kind == ObjKind::Tuple ? b.as<TupleObj>()->items : b.as<ListObj>()->items;
     if (x.size() != y.size()) return false;
     for (size_t i = 0; i < x.size(); ++i)
       if (!values_equal(x[i], y[i])) return false;
@@ -169,9 +183,12 @@ bool values_equal(const Value& a, const Value& b) {
     return values_equal(x->start, y->start) && values_equal(x->stop, y->stop) &&
            values_equal(x->step, y->step);
   }
-  case ObjKind::Ellipsis: return true;
-  case ObjKind::Opaque: return a.as<OpaqueObj>()->equals(*b.as<OpaqueObj>());
-  default: return false;
+  case ObjKind::Ellipsis:
+    return true;
+  case ObjKind::Opaque:
+    return a.as<OpaqueObj>()->equals(*b.as<OpaqueObj>());
+  default:
+    return false;
   }
 }
 
@@ -180,12 +197,14 @@ bool is_hashable(const Value& v) {
   switch (v.obj->kind) {
   case ObjKind::List:
   case ObjKind::Dict:
-  case ObjKind::Array: return false;
+  case ObjKind::Array:
+    return false;
   case ObjKind::Tuple:
     for (const auto& x : v.as<TupleObj>()->items)
       if (!is_hashable(x)) return false;
     return true;
-  default: return true;
+  default:
+    return true;
   }
 }
 
@@ -221,34 +240,58 @@ std::string repr_string(const std::string& s) {
 
 std::string type_name(const Value& v) {
   switch (v.tag) {
-  case Value::Tag::None: return "NoneType";
-  case Value::Tag::Bool: return "bool";
-  case Value::Tag::Int: return "int";
-  case Value::Tag::Float: return "float";
-  case Value::Tag::Obj: break;
+  case Value::Tag::None:
+    return "NoneType";
+  case Value::Tag::Bool:
+    return "bool";
+  case Value::Tag::Int:
+    return "int";
+  case Value::Tag::Float:
+    return "float";
+  case Value::Tag::Obj:
+    break;
   }
   switch (v.obj->kind) {
-  case ObjKind::Str: return "str";
-  case ObjKind::Tuple: return "tuple";
-  case ObjKind::List: return "list";
-  case ObjKind::Dict: return v.as<DictObj>()->ordered ? "OrderedDict" : v.as<DictObj>()->defaulted ? "defaultdict" : "dict";
-  case ObjKind::Function: return "function";
-  case ObjKind::Builtin: return "builtin_function_or_method";
-  case ObjKind::BoundMethod: return "method";
-  case ObjKind::Module: return "module";
+  case ObjKind::Str:
+    return "str";
+  case ObjKind::Tuple:
+    return "tuple";
+  case ObjKind::List:
+    return "list";
+  case ObjKind::Dict:
+    return v.as<DictObj>()->ordered     ? "OrderedDict"
+           : v.as<DictObj>()->defaulted ? "defaultdict"
+                                        : "dict";
+  case ObjKind::Function:
+    return "function";
+  case ObjKind::Builtin:
+    return "builtin_function_or_method";
+  case ObjKind::BoundMethod:
+    return "method";
+  case ObjKind::Module:
+    return "module";
   case ObjKind::Array: {
     const Tensor& t = v.as<ArrayObj>()->tensor;
     return t->sharded && t->sharded->spans_devices() ? "ShardedArray" : "Array";
   }
-  case ObjKind::Slice: return "slice";
-  case ObjKind::Ellipsis: return "ellipsis";
-  case ObjKind::DType: return "dtype";
-  case ObjKind::Device: return v.as<DeviceObj>()->platform == "cpu" ? "CpuDevice" : "CudaDevice";
-  case ObjKind::Range: return "range";
-  case ObjKind::Complex: return "complex";
-  case ObjKind::Partial: return "partial";
-  case ObjKind::AtProxy: return "_IndexUpdateHelper";
-  case ObjKind::Opaque: return v.as<OpaqueObj>()->type_name();
+  case ObjKind::Slice:
+    return "slice";
+  case ObjKind::Ellipsis:
+    return "ellipsis";
+  case ObjKind::DType:
+    return "dtype";
+  case ObjKind::Device:
+    return v.as<DeviceObj>()->platform == "cpu" ? "CpuDevice" : "CudaDevice";
+  case ObjKind::Range:
+    return "range";
+  case ObjKind::Complex:
+    return "complex";
+  case ObjKind::Partial:
+    return "partial";
+  case ObjKind::AtProxy:
+    return "_IndexUpdateHelper";
+  case ObjKind::Opaque:
+    return v.as<OpaqueObj>()->type_name();
   }
   return "object";
 }
@@ -256,7 +299,8 @@ std::string type_name(const Value& v) {
 std::string factory_repr(const Value& f) {
   if (f.is_obj(ObjKind::Builtin)) {
     const std::string& n = f.as<BuiltinObj>()->name;
-    for (const char* t : {"dict", "list", "set", "frozenset", "tuple", "int", "float", "str", "bool", "complex"})
+    for (const char* t :
+         {"dict", "list", "set", "frozenset", "tuple", "int", "float", "str", "bool", "complex"})
       if (n == t) return "<class '" + n + "'>";
   }
   return repr(f);
@@ -268,35 +312,50 @@ static std::string seq_repr(const ValueList& items, const char* open, const char
 static std::string repr_depth(const Value& v, int depth, const PrintOptions& po) {
   if (depth > 200) return "...";
   switch (v.tag) {
-  case Value::Tag::None: return "None";
-  case Value::Tag::Bool: return v.b ? "True" : "False";
-  case Value::Tag::Int: return std::to_string(v.i);
-  case Value::Tag::Float: return python_float_repr(v.f);
-  case Value::Tag::Obj: break;
+  case Value::Tag::None:
+    return "None";
+  case Value::Tag::Bool:
+    return v.b ? "True" : "False";
+  case Value::Tag::Int:
+    return std::to_string(v.i);
+  case Value::Tag::Float:
+    return python_float_repr(v.f);
+  case Value::Tag::Obj:
+    break;
   }
   switch (v.obj->kind) {
-  case ObjKind::Str: return repr_string(v.as<StrObj>()->value);
-  case ObjKind::Tuple: return seq_repr(v.as<TupleObj>()->items, "(", ")", true, depth, po);
-  case ObjKind::List: return seq_repr(v.as<ListObj>()->items, "[", "]", false, depth, po);
+  case ObjKind::Str:
+    return repr_string(v.as<StrObj>()->value);
+  case ObjKind::Tuple:
+    return seq_repr(v.as<TupleObj>()->items, "(", ")", true, depth, po);
+  case ObjKind::List:
+    return seq_repr(v.as<ListObj>()->items, "[", "]", false, depth, po);
   case ObjKind::Dict: {
     bool ordered = v.as<DictObj>()->ordered;
     std::string out = ordered ? "OrderedDict([" : "{";
-    if (v.as<DictObj>()->defaulted) out = "defaultdict(" + factory_repr(v.as<DictObj>()->default_factory) + ", {";
+    if (v.as<DictObj>()->defaulted)
+      out = "defaultdict(" + factory_repr(v.as<DictObj>()->default_factory) + ", {";
     bool first = true;
     v.as<DictObj>()->for_each([&](const Value& k, const Value& x) {
       if (!first) out += ", ";
       first = false;
-      if (ordered) out += "(" + repr_depth(k, depth + 1, po) + ", " + repr_depth(x, depth + 1, po) + ")";
-      else out += repr_depth(k, depth + 1, po) + ": " + repr_depth(x, depth + 1, po);
+      if (ordered)
+        out += "(" + repr_depth(k, depth + 1, po) + ", " + repr_depth(x, depth + 1, po) + ")";
+      else
+        out += repr_depth(k, depth + 1, po) + ": " + repr_depth(x, depth + 1, po);
     });
     return out + (ordered ? "])" : v.as<DictObj>()->defaulted ? "})" : "}");
   }
-  case ObjKind::Function: return "<function " + v.as<FunctionObj>()->name + ">";
+  case ObjKind::Function:
+    return "<function " + v.as<FunctionObj>()->name + ">";
   case ObjKind::Builtin: // Python's builtin classes print as classes: <class 'tuple'>
-    if (is_builtin_class(v.as<BuiltinObj>()->name)) return "<class '" + v.as<BuiltinObj>()->name + "'>";
+    if (is_builtin_class(v.as<BuiltinObj>()->name))
+      return "<class '" + v.as<BuiltinObj>()->name + "'>";
     return "<built-in function " + v.as<BuiltinObj>()->name + ">";
-  case ObjKind::BoundMethod: return "<bound method>";
-  case ObjKind::Module: return "<module '" + v.as<ModuleObj>()->name + "'>";
+  case ObjKind::BoundMethod:
+    return "<bound method>";
+  case ObjKind::Module:
+    return "<module '" + v.as<ModuleObj>()->name + "'>";
   case ObjKind::Array: {
     v.as<ArrayObj>()->check_live();
     const Tensor& t = v.as<ArrayObj>()->tensor;
@@ -311,12 +370,14 @@ static std::string repr_depth(const Value& v, int depth, const PrintOptions& po)
   }
   case ObjKind::Slice: {
     auto* s = v.as<SliceObj>();
-    return "slice(" + repr_depth(s->start, depth + 1, po) + ", " + repr_depth(s->stop, depth + 1, po) +
-           ", " + repr_depth(s->step, depth + 1, po) + ")";
+    return "slice(" + repr_depth(s->start, depth + 1, po) + ", " +
+           repr_depth(s->stop, depth + 1, po) + ", " + repr_depth(s->step, depth + 1, po) + ")";
   }
-  case ObjKind::Ellipsis: return "Ellipsis";
+  case ObjKind::Ellipsis:
+    return "Ellipsis";
   case ObjKind::DType:
-    if (v.as<DTypeObj>()->scalar_type) return std::string("<class 'jax.numpy.") + v.as<DTypeObj>()->name() + "'>";
+    if (v.as<DTypeObj>()->scalar_type)
+      return std::string("<class 'jax.numpy.") + v.as<DTypeObj>()->name() + "'>";
     // numpy writes the ml_dtypes types without quotes: dtype(bfloat16)
     if (v.as<DTypeObj>()->dtype == DType::BFloat16) return "dtype(bfloat16)";
     return std::string("dtype('") + v.as<DTypeObj>()->name() + "')";
@@ -328,10 +389,14 @@ static std::string repr_depth(const Value& v, int depth, const PrintOptions& po)
     return "range(" + std::to_string(r->start) + ", " + std::to_string(r->stop) +
            (r->step != 1 ? ", " + std::to_string(r->step) : "") + ")";
   }
-  case ObjKind::Partial: return "functools.partial(" + repr_depth(v.as<PartialObj>()->fn, depth + 1, po) + ", ...)";
-  case ObjKind::AtProxy: return "_IndexUpdateHelper";
-  case ObjKind::Opaque: return v.as<OpaqueObj>()->repr();
-  case ObjKind::Complex: return python_complex_repr(v.as<ComplexObj>()->re, v.as<ComplexObj>()->im);
+  case ObjKind::Partial:
+    return "functools.partial(" + repr_depth(v.as<PartialObj>()->fn, depth + 1, po) + ", ...)";
+  case ObjKind::AtProxy:
+    return "_IndexUpdateHelper";
+  case ObjKind::Opaque:
+    return v.as<OpaqueObj>()->repr();
+  case ObjKind::Complex:
+    return python_complex_repr(v.as<ComplexObj>()->re, v.as<ComplexObj>()->im);
   }
   return "<object>";
 }
@@ -358,13 +423,15 @@ void ArrayObj::check_live(const Span& where) const {
     dims += (i ? "," : "") + std::to_string(tensor->aval.shape[i]);
   // JAX raises a RuntimeError; pxl has no code of its own for it.
   throw Error(ErrCode::Value,
-              "Array has been deleted with shape=" + std::string(dtype_name(tensor->aval.dtype)) + "[" + dims + "].",
+              "Array has been deleted with shape=" + std::string(dtype_name(tensor->aval.dtype)) +
+                  "[" + dims + "].",
               where);
 }
 
 std::string str(const Value& v, const PrintOptions& po) {
   if (v.is_obj(ObjKind::Str)) return v.as<StrObj>()->value;
-  if (v.is_obj(ObjKind::DType)) return v.as<DTypeObj>()->scalar_type ? repr(v) : v.as<DTypeObj>()->name();
+  if (v.is_obj(ObjKind::DType))
+    return v.as<DTypeObj>()->scalar_type ? repr(v) : v.as<DTypeObj>()->name();
   if (v.is_obj(ObjKind::Device)) // JAX: str(device) is "cpu:0", repr is "CpuDevice(id=0)"
     return v.as<DeviceObj>()->platform + ":" + std::to_string(v.as<DeviceObj>()->id);
   if (v.is_obj(ObjKind::Array)) {

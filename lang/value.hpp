@@ -7,15 +7,31 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/tensor.hpp"
 #include "lang/ast.hpp"
 #include "lang/diag.hpp"
-#include "ir/tensor.hpp"
 
 namespace pxl {
 
 enum class ObjKind : uint8_t {
-  Str, Tuple, List, Dict, Function, Builtin, BoundMethod, Module, Array, Slice, Ellipsis,
-  DType, Device, Range, Partial, AtProxy, Opaque, Complex
+  Str,
+  Tuple,
+  List,
+  Dict,
+  Function,
+  Builtin,
+  BoundMethod,
+  Module,
+  Array,
+  Slice,
+  Ellipsis,
+  DType,
+  Device,
+  Range,
+  Partial,
+  AtProxy,
+  Opaque,
+  Complex
 };
 
 struct Object {
@@ -158,7 +174,8 @@ class InterpreterImpl;
 using NativeFn = std::function<Value(InterpreterImpl&, CallArgs&)>;
 
 struct BuiltinObj : Object {
-  BuiltinObj(std::string n, NativeFn f) : Object(ObjKind::Builtin), name(std::move(n)), fn(std::move(f)) {}
+  BuiltinObj(std::string n, NativeFn f)
+      : Object(ObjKind::Builtin), name(std::move(n)), fn(std::move(f)) {}
   std::string name;
   NativeFn fn;
   // Attributes a builtin class carries (PartitionSpec.UNCONSTRAINED).
@@ -166,7 +183,8 @@ struct BuiltinObj : Object {
 };
 
 struct BoundMethodObj : Object {
-  BoundMethodObj(Value s, Value f) : Object(ObjKind::BoundMethod), self(std::move(s)), fn(std::move(f)) {}
+  BoundMethodObj(Value s, Value f)
+      : Object(ObjKind::BoundMethod), self(std::move(s)), fn(std::move(f)) {}
   Value self;
   Value fn;
 };
@@ -228,7 +246,8 @@ struct DTypeObj : Object {
   // rather than a dtype (dtype('float32')); equal to their dtype, as in JAX.
   bool scalar_type = false;
   const char* name() const {
-    if (wide) return dtype == DType::UInt32 ? "uint64" : dtype == DType::Complex64 ? "complex128" : "int64";
+    if (wide)
+      return dtype == DType::UInt32 ? "uint64" : dtype == DType::Complex64 ? "complex128" : "int64";
     return dtype_name(dtype);
   }
   size_t itemsize() const { return wide ? 2 * dtype_size(dtype) : dtype_size(dtype); }
@@ -251,7 +270,8 @@ struct RangeObj : Object {
 
 // x.at and x.at[idx]: the functional-update helpers.
 struct AtProxyObj : Object {
-  AtProxyObj(Value a, Value i, bool has) : Object(ObjKind::AtProxy), array(std::move(a)), index(std::move(i)), has_index(has) {}
+  AtProxyObj(Value a, Value i, bool has)
+      : Object(ObjKind::AtProxy), array(std::move(a)), index(std::move(i)), has_index(has) {}
   Value array;
   Value index;
   bool has_index;
@@ -288,8 +308,8 @@ struct OpaqueObj : Object {
   // object is the left operand. False: the interpreter's default behaviour.
   virtual bool items(InterpreterImpl&, ValueList& out) { return items(out); }
   virtual bool truth(InterpreterImpl&) { return true; }
-  virtual bool apply_operator(InterpreterImpl&, const std::string& op, const Value& other, bool self_first,
-                              Value& out) {
+  virtual bool apply_operator(InterpreterImpl&, const std::string& op, const Value& other,
+                              bool self_first, Value& out) {
     (void)op, (void)other, (void)self_first, (void)out;
     return false;
   }
@@ -316,7 +336,7 @@ std::string str(const Value& v);
 struct PrintOptions; // runtime/format.hpp
 std::string repr(const Value& v, const PrintOptions& po);
 std::string str(const Value& v, const PrintOptions& po);
-std::string repr_string(const std::string& s); // 'abc' with Python's quoting rules
+std::string repr_string(const std::string& s);     // 'abc' with Python's quoting rules
 bool values_equal(const Value& a, const Value& b); // ==, for host values
 bool is_hashable(const Value& v);
 

@@ -29,7 +29,7 @@ bool split_long(const std::string& arg, const std::string& name,
 ParseResult parse(const std::vector<std::string>& args, const char* env_devices,
                   const char* env_platform) {
   Options opts;
-  std::optional<std::string> devices_text; // --devices wins over the environment
+  std::optional<std::string> devices_text;  // --devices wins over the environment
   std::optional<std::string> platform_text; // so does --platform
   size_t i = 0;
   auto fail = [](std::string msg) { return ParseResult{std::nullopt, std::move(msg)}; };

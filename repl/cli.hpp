@@ -26,8 +26,8 @@ struct Options {
   bool time_passes = false;             // --time-passes: time of each phase at exit
   bool explain_cache = false;           // --explain-cache: retraces and compilations
   PlatformKind platform = PlatformKind::Cpu; // --platform, else PXL_PLATFORM, else cpu
-  bool cuda_devices_given = false;      // --devices / PXL_DEVICES named a count (or cuda:K)
-  bool cuda_logical = false;            // cuda:K: `devices` logical devices on one GPU
+  bool cuda_devices_given = false;           // --devices / PXL_DEVICES named a count (or cuda:K)
+  bool cuda_logical = false;                 // cuda:K: `devices` logical devices on one GPU
 };
 
 struct ParseResult {

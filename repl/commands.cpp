@@ -50,7 +50,8 @@ CommandResult cmd_type(Session& s, const std::string& arg) {
 
 // Commands that print what an Interpreter query returns for their argument.
 template <std::string (Interpreter::*Query)(const std::string&)>
-CommandResult query(Session& s, const std::string& arg, const char* usage, bool arg_optional = false) {
+CommandResult query(Session& s, const std::string& arg, const char* usage,
+                    bool arg_optional = false) {
   if (arg.empty() && !arg_optional) {
     s.report_usage(usage);
     return CommandResult::Continue;

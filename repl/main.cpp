@@ -70,8 +70,8 @@ int main(int argc, char** argv) {
   mallopt(M_ARENA_MAX, 1);
   try {
     std::vector<std::string> args(argv + 1, argv + argc);
-    pxl::cli::ParseResult parsed = pxl::cli::parse(args, std::getenv("PXL_DEVICES"),
-                                                       std::getenv("PXL_PLATFORM"));
+    pxl::cli::ParseResult parsed =
+        pxl::cli::parse(args, std::getenv("PXL_DEVICES"), std::getenv("PXL_PLATFORM"));
     if (!parsed.options) {
       std::cerr << "pxl: error: " << parsed.error << "\nTry 'pxl --help' for more information.\n";
       return 2;

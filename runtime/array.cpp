@@ -197,9 +197,7 @@ void Array::set(int64_t flat, const Scalar& v) {
   }
 }
 
-double Array::get_f64(int64_t flat) const {
-  return get(flat).real();
-}
+double Array::get_f64(int64_t flat) const { return get(flat).real(); }
 
 Array Array::with_weak(bool weak) const {
   Array a = *this;

@@ -34,7 +34,9 @@ struct Scalar {
     return s;
   }
   // The value as a double (real part), whatever its kind.
-  double real() const { return kind == Kind::Float || kind == Kind::Complex ? f : static_cast<double>(i); }
+  double real() const {
+    return kind == Kind::Float || kind == Kind::Complex ? f : static_cast<double>(i);
+  }
 };
 
 // A buffer's contents where an accelerator computed them (runtime/cuda/):

@@ -47,15 +47,18 @@ Tensor EagerContext::checked(Op op, Tensor t) const {
 static void check_not_leaked(std::span<const Tensor> inputs, const Span& loc) {
   for (const Tensor& t : inputs)
     if (t && !t->concrete && !t->sharded && t->trace)
-      throw Error(ErrCode::ConcreteValue,
-                  "UnexpectedTracerError: Encountered an unexpected tracer. A function transformed by JAX had a "
-                  "side effect, allowing for a reference to an intermediate value with type " +
-                      array_type_str(t->aval.dtype, t->aval.shape) +
-                      " wrapped in a DynamicJaxprTracer to escape the scope of the transformation.\nJAX "
-                      "transformations require that functions explicitly return their outputs, and disallow "
-                      "saving intermediate values to global state.\nSee "
-                      "https://docs.jax.dev/en/latest/errors.html#jax.errors.UnexpectedTracerError",
-                  loc);
+      throw Error(
+          ErrCode::ConcreteValue,
+          "UnexpectedTracerError: Encountered an unexpected tracer. A function transformed by JAX "
+          "had a "
+          "side effect, allowing for a reference to an intermediate value with type " +
+              array_type_str(t->aval.dtype, t->aval.shape) +
+              " wrapped in a DynamicJaxprTracer to escape the scope of the transformation.\nJAX "
+              "transformations require that functions explicitly return their outputs, and "
+              "disallow "
+              "saving intermediate values to global state.\nSee "
+              "https://docs.jax.dev/en/latest/errors.html#jax.errors.UnexpectedTracerError",
+          loc);
 }
 
 Tensor EagerContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) {
@@ -69,7 +72,8 @@ Tensor EagerContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> i
   if (sharded_)
     for (const Tensor& t : inputs)
       if (t->sharded && t->sharded->spans_devices()) {
-        if (std::optional<Tensor> r = sharded_->run(op, attrs, inputs, loc)) return checked(op, std::move(*r));
+        if (std::optional<Tensor> r = sharded_->run(op, attrs, inputs, loc))
+          return checked(op, std::move(*r));
         break;
       }
   int device = placement(op, inputs);
@@ -120,7 +124,8 @@ std::pair<std::string, std::string> operand_name(Op op, size_t i, size_t n) {
 
 // JAX's ValueError for an eager op whose operands i and j are committed to
 // different devices (stages.py's _device_assignment_mismatch_error).
-std::string incompatible_devices_message(Op op, std::span<const Tensor> inputs, size_t i, size_t j) {
+std::string incompatible_devices_message(Op op, std::span<const Tensor> inputs, size_t i,
+                                         size_t j) {
   auto describe = [&](size_t k) {
     const Tensor& t = inputs[k];
     auto [name, fn] = operand_name(op, k, inputs.size());
@@ -128,10 +133,11 @@ std::string incompatible_devices_message(Op op, std::span<const Tensor> inputs, 
     std::string shape;
     for (size_t a = 0; a < t->aval.shape.size(); ++a)
       shape += (a ? "," : "") + std::to_string(t->aval.shape[a]);
-    return "argument " + name + " of " + fn + " with shape " + dtype_name(t->aval.dtype) + "[" + shape +
-           "] and with device ids [" + std::to_string(d) + "] on platform CPU";
+    return "argument " + name + " of " + fn + " with shape " + dtype_name(t->aval.dtype) + "[" +
+           shape + "] and with device ids [" + std::to_string(d) + "] on platform CPU";
   };
-  return "Received incompatible devices for jitted computation. Got " + describe(i) + " and " + describe(j);
+  return "Received incompatible devices for jitted computation. Got " + describe(i) + " and " +
+         describe(j);
 }
 
 // JAX's "computation follows data": an op whose operands were put on another
@@ -145,19 +151,20 @@ int EagerContext::placement(Op op, std::span<const Tensor> inputs) const {
   size_t first = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
-    int d = t->concrete                                              ? t->concrete->device()
-            : t->sharded && t->sharded->mesh.device_ids.size() == 1 ? t->sharded->mesh.device_ids[0] // a mesh of one
-                                                                     : device_;
+    int d = t->concrete ? t->concrete->device()
+            : t->sharded && t->sharded->mesh.device_ids.size() == 1
+                ? t->sharded->mesh.device_ids[0] // a mesh of one
+                : device_;
     if (d == device_ || d == device) continue;
-    if (device != device_) throw Error(ErrCode::Value, incompatible_devices_message(op, inputs, first, i));
+    if (device != device_)
+      throw Error(ErrCode::Value, incompatible_devices_message(op, inputs, first, i));
     device = d;
     first = i;
   }
   return device;
 }
 
-std::vector<Tensor> EagerContext::bind_call(const OpAttrs& attrs,
-                                            std::span<const Tensor> inputs) {
+std::vector<Tensor> EagerContext::bind_call(const OpAttrs& attrs, std::span<const Tensor> inputs) {
   std::vector<AVal> avals;
   for (const Tensor& t : inputs) avals.push_back(t->aval);
   if (attrs.loop) { // a while loop: on this device, its cond and body compiled
@@ -176,7 +183,8 @@ std::vector<Tensor> EagerContext::bind_call(const OpAttrs& attrs,
       args.pop_back();
       if (!taken) {
         std::vector<Tensor> out;
-        for (const AVal& a : attrs.host->results) out.push_back(make_tensor(Array(a.dtype, a.shape)));
+        for (const AVal& a : attrs.host->results)
+          out.push_back(make_tensor(Array(a.dtype, a.shape)));
         return out;
       }
     }
@@ -190,7 +198,8 @@ std::vector<Tensor> EagerContext::bind_call(const OpAttrs& attrs,
                          run_spmd_call(*attrs.callee, inputs, pull_log_), loc);
 }
 
-std::vector<Tensor> EagerContext::checked_results(const std::string& message, std::vector<Tensor> out,
+std::vector<Tensor> EagerContext::checked_results(const std::string& message,
+                                                  std::vector<Tensor> out,
                                                   const Span& where) const {
   for (const Tensor& t : out)
     if (std::string bad = invalid_float(t, float_checks_); !bad.empty()) {

@@ -55,8 +55,7 @@ public:
 };
 
 std::unique_ptr<Executable> make_reference_executable(std::shared_ptr<const Function> fn,
-                                                      SpmdLayout layout,
-                                                      std::vector<Array> consts);
+                                                      SpmdLayout layout, std::vector<Array> consts);
 
 class CodeCache; // codegen/jit.hpp
 

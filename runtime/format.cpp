@@ -17,7 +17,7 @@ namespace pxl {
 
 namespace {
 
-const PrintOptions kDefaults; // object arrays (of devices) always print with these
+const PrintOptions kDefaults;          // object arrays (of devices) always print with these
 constexpr int kUniquePrecision = 1000; // floatmode 'unique': the shortest digits, always
 
 // A non-negative finite decimal: digits d0 d1 d2 ... meaning d0.d1d2... × 10^exp.
@@ -249,9 +249,8 @@ public:
     if (any_nonzero) {
       // numpy >= 2.3: 10**min(8, finfo(dtype).precision).
       double cutoff = dt == DType::Float16 ? 1e3 : dt == DType::Float32 ? 1e6 : 1e8;
-      exp_format_ = max_val >= cutoff ||
-                    (!o.suppress && (min_val < in_dtype(0.0001, dt) ||
-                                     in_dtype(max_val / min_val, dt) > 1000.));
+      exp_format_ = max_val >= cutoff || (!o.suppress && (min_val < in_dtype(0.0001, dt) ||
+                                                          in_dtype(max_val / min_val, dt) > 1000.));
     }
     unique_ = unique;
     if (finite.empty()) {
@@ -292,11 +291,15 @@ public:
   std::string operator()(double v) const {
     if (!std::isfinite(v)) {
       std::string r = std::isnan(v) ? (plus_ ? "+" : "") + nanstr_
-                                    : (v < 0 ? "-" : plus_ ? "+" : "") + infstr_;
+                                    : (v < 0   ? "-"
+                                       : plus_ ? "+"
+                                               : "") +
+                                          infstr_;
       return pad(r, pad_left_ + pad_right_ + 1);
     }
     if (exp_format_) {
-      auto [ip, fp, ex] = scientific_parts(v, dt_, precision_, min_digits_, exp_size_, plus_, unique_);
+      auto [ip, fp, ex] =
+          scientific_parts(v, dt_, precision_, min_digits_, exp_size_, plus_, unique_);
       return pad(ip, pad_left_) + "." + fp + ex;
     }
     auto [ip, fp] = positional_parts(v, dt_, precision_, min_digits_, plus_, unique_);
@@ -318,7 +321,8 @@ private:
 using ElemFormat = std::function<std::string(int64_t)>;
 
 // numpy's _get_format_function over the displayed elements `shown`.
-ElemFormat make_formatter(const Array& a, const std::vector<int64_t>& shown, const PrintOptions& o) {
+ElemFormat make_formatter(const Array& a, const std::vector<int64_t>& shown,
+                          const PrintOptions& o) {
   DType dt = a.dtype();
   if (dt == DType::Bool) {
     std::string t = a.ndim() == 0 ? "True" : " True";
@@ -352,8 +356,8 @@ ElemFormat make_formatter(const Array& a, const std::vector<int64_t>& shown, con
       re.push_back(cs[i].real());
       im.push_back(cs[i].imag());
     }
-    return [cs, fr = FloatFormat(re, DType::Float32, o, o.sign), fi = FloatFormat(im, DType::Float32, o, '+')](
-               int64_t i) {
+    return [cs, fr = FloatFormat(re, DType::Float32, o, o.sign),
+            fi = FloatFormat(im, DType::Float32, o, '+')](int64_t i) {
       std::string r = fr(cs[i].real()), m = fi(cs[i].imag());
       size_t end = m.find_last_not_of(' ') + 1;
       return r + m.substr(0, end) + "j" + m.substr(end);
@@ -451,8 +455,7 @@ std::vector<int64_t> shown_indices(const Array& a, bool summary, int64_t edgeite
     int64_t n = a.shape()[d];
     std::vector<int64_t> idx;
     for (int64_t i = 0; i < n; ++i)
-      if (!summary || n <= 2 * edgeitems || i < edgeitems || i >= n - edgeitems)
-        idx.push_back(i);
+      if (!summary || n <= 2 * edgeitems || i < edgeitems || i >= n - edgeitems) idx.push_back(i);
     std::vector<int64_t> next;
     next.reserve(out.size() * idx.size());
     for (int64_t base : out)
@@ -525,7 +528,8 @@ std::string python_complex_repr(double re, double im) {
 }
 
 std::string complex64_scalar_str(float re, float im) {
-  return complex_str(float_scalar_str(re, DType::Float32), float_scalar_str(im, DType::Float32), re);
+  return complex_str(float_scalar_str(re, DType::Float32), float_scalar_str(im, DType::Float32),
+                     re);
 }
 
 std::string array_repr(const Array& a, const PrintOptions& o) {
@@ -537,7 +541,8 @@ std::string array_repr(const Array& a, const PrintOptions& o) {
   size_t nl = s.rfind('\n');
   size_t last_line_len = nl == std::string::npos ? s.size() + 2 : s.size() - nl + 1;
   // JAX pads with len(prefix) spaces (no newline) when the dtype would overflow.
-  std::string sep = last_line_len + dtype_str.size() + 2 > static_cast<size_t>(o.linewidth) ? "      " : " ";
+  std::string sep =
+      last_line_len + dtype_str.size() + 2 > static_cast<size_t>(o.linewidth) ? "      " : " ";
   return prefix + s + "," + sep + dtype_str + ")";
 }
 

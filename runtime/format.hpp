@@ -9,9 +9,9 @@ namespace pxl {
 // numpy's print options (np.set_printoptions), which JAX's array printing
 // follows: one set per interpreter.
 struct PrintOptions {
-  int precision = 8;                 // fraction digits; ignored by floatmode "unique"
-  int64_t threshold = 1000;          // more elements than this are summarised
-  int64_t edgeitems = 3;             // items kept at each end of a summarised axis
+  int precision = 8;        // fraction digits; ignored by floatmode "unique"
+  int64_t threshold = 1000; // more elements than this are summarised
+  int64_t edgeitems = 3;    // items kept at each end of a summarised axis
   int linewidth = 75;
   bool suppress = false;             // never scientific for small values
   std::string floatmode = "maxprec"; // fixed unique maxprec maxprec_equal

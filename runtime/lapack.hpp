@@ -12,12 +12,8 @@
 namespace pxl::lapack {
 
 using c64 = std::complex<float>;
-template <class T> struct RealOf {
-  using type = T;
-};
-template <> struct RealOf<c64> {
-  using type = float;
-};
+template <class T> struct RealOf { using type = T; };
+template <> struct RealOf<c64> { using type = float; };
 template <class T> using Real = typename RealOf<T>::type;
 
 template <class T> int potrf(bool lower, int n, T* a, int lda);

@@ -22,9 +22,9 @@ void cungqr_(const int* m, const int* n, const int* k, c64* a, const int* lda, c
 void cheevd_(const char* jobz, const char* uplo, const int* n, c64* a, const int* lda, float* w,
              c64* work, const int* lwork, float* rwork, const int* lrwork, int* iwork,
              const int* liwork, int* info, size_t, size_t);
-void cgesdd_(const char* jobz, const int* m, const int* n, c64* a, const int* lda, float* s,
-             c64* u, const int* ldu, c64* vt, const int* ldvt, c64* work, const int* lwork,
-             float* rwork, int* iwork, int* info, size_t);
+void cgesdd_(const char* jobz, const int* m, const int* n, c64* a, const int* lda, float* s, c64* u,
+             const int* ldu, c64* vt, const int* ldvt, c64* work, const int* lwork, float* rwork,
+             int* iwork, int* info, size_t);
 }
 
 namespace pxl::lapack {
@@ -92,7 +92,8 @@ int gesdd<c64>(char jobz, int m, int n, c64* a, int lda, float* s, c64* u, int l
   size_t mn = static_cast<size_t>(std::max(1, std::min(m, n)));
   size_t mx = static_cast<size_t>(std::max(1, std::max(m, n)));
   // LAPACK's documented rwork size (the larger of its two bounds for jobz != 'N').
-  size_t lrwork = jobz == 'N' ? 7 * mn : std::max(5 * mn * mn + 5 * mn, 2 * mx * mn + 2 * mn * mn + mn);
+  size_t lrwork =
+      jobz == 'N' ? 7 * mn : std::max(5 * mn * mn + 5 * mn, 2 * mx * mn + 2 * mn * mn + mn);
   std::vector<float> rwork(lrwork);
   std::vector<int> iwork(8 * mn);
   cgesdd_(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, &q, &lwork, rwork.data(), iwork.data(),

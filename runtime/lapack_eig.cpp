@@ -71,8 +71,8 @@ template <> int geev<float>(bool left, bool right, int n, float* a, c64* w, c64*
   const char* jr = right ? "V" : "N";
   int info = 0, lwork = -1;
   float q = 0;
-  sgeev_(jl, jr, &n, a, &n, wr.data(), wi.data(), l.data(), &n, r.data(), &n, &q, &lwork, &info,
-         1, 1);
+  sgeev_(jl, jr, &n, a, &n, wr.data(), wi.data(), l.data(), &n, r.data(), &n, &q, &lwork, &info, 1,
+         1);
   lwork = work_size(q);
   std::vector<float> work(static_cast<size_t>(lwork));
   sgeev_(jl, jr, &n, a, &n, wr.data(), wi.data(), l.data(), &n, r.data(), &n, work.data(), &lwork,
@@ -105,7 +105,7 @@ template <> int geev<c64>(bool left, bool right, int n, c64* a, c64* w, c64* vl,
 #define PXL_GEES_REAL(T, F)                                                                        \
   template <> int gees<T>(int n, T* a, T* vs) {                                                    \
     if (!all_finite(a, n)) return -4;                                                              \
-    std::vector<T> wr(static_cast<size_t>(n)), wi(static_cast<size_t>(n));                        \
+    std::vector<T> wr(static_cast<size_t>(n)), wi(static_cast<size_t>(n));                         \
     int info = 0, lwork = -1, sdim = 0;                                                            \
     T q = 0;                                                                                       \
     F("V", "N", nullptr, &n, a, &n, &sdim, wr.data(), wi.data(), vs, &n, &q, &lwork, nullptr,      \

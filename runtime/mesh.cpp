@@ -144,8 +144,7 @@ bool PartitionSpec::operator==(const PartitionSpec& o) const {
   size_t n = std::max(entries.size(), o.entries.size());
   for (size_t i = 0; i < n; ++i) {
     bool mine = i < entries.size(), theirs = i < o.entries.size();
-    if (mine && theirs ? entries[i] != o.entries[i]
-                       : !(mine ? entries[i] : o.entries[i]).empty())
+    if (mine && theirs ? entries[i] != o.entries[i] : !(mine ? entries[i] : o.entries[i]).empty())
       return false;
   }
   return true;
@@ -209,7 +208,8 @@ std::string check_spec_axes(const Mesh& mesh, const PartitionSpec& spec, const S
       if (mesh.axis_of(a) < 0) {
         std::string names;
         for (const auto& n : mesh.axis_names) names += (names.empty() ? "'" : ", '") + n + "'";
-        return "unknown mesh axis '" + a + "' in " + spec.repr() + " (the mesh has axes " + names + ")";
+        return "unknown mesh axis '" + a + "' in " + spec.repr() + " (the mesh has axes " + names +
+               ")";
       }
       if (std::find(seen.begin(), seen.end(), a) != seen.end())
         return "mesh axis '" + a + "' is used twice in " + spec.repr();

@@ -7,6 +7,6 @@
 namespace pxl {
 
 void save_npy(const std::string& path, const Array& a); // throws pxl::Error(IO)
-Array load_npy(const std::string& path);                 // throws pxl::Error(IO / DType)
+Array load_npy(const std::string& path);                // throws pxl::Error(IO / DType)
 
 } // namespace pxl

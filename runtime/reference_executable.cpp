@@ -1,9 +1,9 @@
 // The reference executable: each device thread interprets the IR for its local
 // participants in lock step, instruction by instruction, so that a collective
 // is entered once per thread with all of its participants' buffers.
+#include "ir/while_loop.hpp"
 #include "lang/diag.hpp"
 #include "lang/phase_times.hpp"
-#include "ir/while_loop.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/spmd_steps.hpp"
 
@@ -45,16 +45,14 @@ private:
 std::unique_ptr<Executable> make_reference_executable(std::shared_ptr<const Function> fn,
                                                       SpmdLayout layout,
                                                       std::vector<Array> consts) {
-  return std::make_unique<ReferenceExecutable>(std::move(fn), std::move(layout),
-                                               std::move(consts));
+  return std::make_unique<ReferenceExecutable>(std::move(fn), std::move(layout), std::move(consts));
 }
 
 bool participants_independent(const Function& f) {
   for (const Instr& in : f.body) {
     if (is_collective(in.op) || in.op == Op::SpmdCall) return false;
-    if (in.op == Op::While &&
-        !(participants_independent(*in.attrs.loop->cond) &&
-          participants_independent(*in.attrs.loop->body)))
+    if (in.op == Op::While && !(participants_independent(*in.attrs.loop->cond) &&
+                                participants_independent(*in.attrs.loop->body)))
       return false;
   }
   return true;

@@ -43,7 +43,8 @@ bool names_outer_axes(const Function& f, const Mesh& mesh) {
   for (const Instr& i : f.body) {
     for (const std::string& a : i.attrs.axis_names)
       if (mesh.axis_of(a) < 0) return true;
-    if (i.attrs.loop && (names_outer_axes(*i.attrs.loop->cond, mesh) || names_outer_axes(*i.attrs.loop->body, mesh)))
+    if (i.attrs.loop && (names_outer_axes(*i.attrs.loop->cond, mesh) ||
+                         names_outer_axes(*i.attrs.loop->body, mesh)))
       return true;
     if (i.attrs.custom && names_outer_axes(*i.attrs.custom->fn, mesh)) return true;
   }
@@ -184,7 +185,8 @@ Tensor pmap_output(const SpmdCallee& c, size_t r, const std::vector<std::vector<
   d->pull_log = log;
   d->mesh = Mesh{{name}, {threads}, {}};
   for (int t = 0; t < threads; ++t) d->mesh.device_ids.push_back(c.layout.mesh.device_ids[t * k]);
-  if (oa < 0) { // out_axes=None: replicated as JAX's P(); unchecked, each device keeps its own value (JAX)
+  if (oa < 0) { // out_axes=None: replicated as JAX's P(); unchecked, each device keeps its own
+                // value (JAX)
     d->global = c.out_global[r];
     for (int t = 0; t < threads; ++t)
       d->shards.push_back(results[t * k][r].on_device(d->mesh.device_ids[t]));
@@ -220,8 +222,9 @@ std::vector<Tensor> run_spmd_call(const SpmdCallee& c, std::span<const Tensor> o
                                   std::vector<DebugRecord>* debug) {
   PXL_ASSERT(operands.size() == c.ins.size(), "spmd_call: wrong number of operands");
   if (!c.exe)
-    throw Error(ErrCode::Unsupported, "a collective in this " + c.kind + " names an axis of an enclosing vmap, "
-                                      "and this call was not batched by it");
+    throw Error(ErrCode::Unsupported, "a collective in this " + c.kind +
+                                          " names an axis of an enclosing vmap, "
+                                          "and this call was not batched by it");
   std::vector<std::vector<Array>> inputs = participant_inputs(c, operands);
   auto results = launch(*c.exe, *c.pool, c.layout, inputs, debug);
   std::vector<Tensor> outs;
@@ -242,7 +245,8 @@ std::vector<Tensor> run_spmd_call(const SpmdCallee& c, std::span<const Tensor> o
     // axis_index_groups); JAX keeps the first one's block then too.
     std::map<std::vector<int64_t>, int64_t> first;
     for (int64_t p = 0; p < mesh.size(); ++p) {
-      int64_t src = first.emplace(block_of(mesh, d->spec, d->global.shape, p).start, p).first->second;
+      int64_t src =
+          first.emplace(block_of(mesh, d->spec, d->global.shape, p).start, p).first->second;
       d->shards.push_back(results[src][r].on_device(mesh.device_ids[p]));
     }
     outs.push_back(make_sharded_tensor(d));

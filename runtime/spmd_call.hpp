@@ -29,7 +29,7 @@ struct SpmdMapping {
 };
 
 struct SpmdCallee {
-  std::string kind;                   // "shard_map" or "pmap": how its collectives transpose
+  std::string kind; // "shard_map" or "pmap": how its collectives transpose
   // shard_map's check_vma: when off, an output may vary over mesh axes its
   // out_spec leaves out; the call keeps the first participant's block, as JAX does.
   bool check_vma = true;

@@ -141,8 +141,7 @@ void run_while_instr(const Function& f, const SpmdLayout& layout, int thread, si
     std::vector<std::vector<Array>> out =
         run_loop(*in.attrs.loop, layout, thread, operands, world, debug, where);
     for (size_t j = 0; j < env.size(); ++j)
-      for (int r = 0; r < in.nresults; ++r)
-        env[j][in.result + r] = out[j][static_cast<size_t>(r)];
+      for (int r = 0; r < in.nresults; ++r) env[j][in.result + r] = out[j][static_cast<size_t>(r)];
   } catch (Error& e) {
     e.set_span_if_missing(where);
     throw;

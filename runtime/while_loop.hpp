@@ -28,6 +28,7 @@ void run_while_instr(const Function& f, const SpmdLayout& layout, int thread, si
 // Runs loop `w` once on one participant (eager code, e.g. a vmapped or
 // differentiated function applied outside any trace): operands as the
 // instruction's, results the final carry. `where` is blamed for errors.
-std::vector<Array> run_while(const WhileLoop& w, std::span<const Array> operands, const Span& where);
+std::vector<Array> run_while(const WhileLoop& w, std::span<const Array> operands,
+                             const Span& where);
 
 } // namespace pxl

@@ -13,13 +13,20 @@ namespace {
 // Python's type of a pytree node, as JAX's equality errors name it.
 std::string node_type(const TreeDef& d) {
   switch (d.kind) {
-  case TreeDef::Kind::Leaf: return "pytree leaf";
-  case TreeDef::Kind::None: return "<class 'NoneType'>";
-  case TreeDef::Kind::Tuple: return "<class 'tuple'>";
-  case TreeDef::Kind::List: return "<class 'list'>";
-  case TreeDef::Kind::Dict: return "<class 'dict'>";
-  case TreeDef::Kind::NamedTuple: return "<class '__main__." + d.nt_type->name + "'>";
-  case TreeDef::Kind::Key: return "pytree leaf";
+  case TreeDef::Kind::Leaf:
+    return "pytree leaf";
+  case TreeDef::Kind::None:
+    return "<class 'NoneType'>";
+  case TreeDef::Kind::Tuple:
+    return "<class 'tuple'>";
+  case TreeDef::Kind::List:
+    return "<class 'list'>";
+  case TreeDef::Kind::Dict:
+    return "<class 'dict'>";
+  case TreeDef::Kind::NamedTuple:
+    return "<class '__main__." + d.nt_type->name + "'>";
+  case TreeDef::Kind::Key:
+    return "pytree leaf";
   }
   return "?";
 }
@@ -30,10 +37,12 @@ struct Mismatch {
 
 // JAX's tree_util._equality_errors between the called (`now`) and the
 // compiled (`seen`) argument trees.
-void equality_errors(const TreeDef& now, const TreeDef& seen, const std::string& path, std::vector<Mismatch>& out) {
+void equality_errors(const TreeDef& now, const TreeDef& seen, const std::string& path,
+                     std::vector<Mismatch>& out) {
   bool now_leaf = now.kind == TreeDef::Kind::Leaf, seen_leaf = seen.kind == TreeDef::Kind::Leaf;
   if (now_leaf && seen_leaf) return;
-  if (now.kind != seen.kind || (now.kind == TreeDef::Kind::NamedTuple && now.nt_type != seen.nt_type)) {
+  if (now.kind != seen.kind ||
+      (now.kind == TreeDef::Kind::NamedTuple && now.nt_type != seen.nt_type)) {
     out.push_back({path, node_type(now), node_type(seen), "their Python types differ"});
     return;
   }
@@ -41,7 +50,8 @@ void equality_errors(const TreeDef& now, const TreeDef& seen, const std::string&
   std::string name = now.kind == TreeDef::Kind::Tuple ? "tuple" : "list";
   if (seq && now.children.size() != seen.children.size()) {
     out.push_back({path, name + " of length " + std::to_string(now.children.size()),
-                   name + " of length " + std::to_string(seen.children.size()), "the lengths do not match"});
+                   name + " of length " + std::to_string(seen.children.size()),
+                   "the lengths do not match"});
     return;
   }
   auto children = [&](const TreeDef& d) {
@@ -82,11 +92,13 @@ void equality_errors(const TreeDef& now, const TreeDef& seen, const std::string&
       return s + "]";
     };
     out.push_back({path, node_type(now) + " with pytree metadata " + keys(now),
-                   node_type(seen) + " with pytree metadata " + keys(seen), "the pytree node metadata does not match"});
+                   node_type(seen) + " with pytree metadata " + keys(seen),
+                   "the pytree node metadata does not match"});
     return;
   }
   for (size_t i = 0; i < now.children.size(); ++i) {
-    std::string key = now.kind == TreeDef::Kind::Dict ? "[" + repr(now.keys[i]) + "]" : "[" + std::to_string(i) + "]";
+    std::string key = now.kind == TreeDef::Kind::Dict ? "[" + repr(now.keys[i]) + "]"
+                                                      : "[" + std::to_string(i) + "]";
     if (now.kind == TreeDef::Kind::NamedTuple) key = "." + now.nt_type->fields[i];
     equality_errors(now.children[i], seen.children[i], path + key, out);
   }
@@ -116,18 +128,22 @@ struct StageObj : OpaqueObj {
             // XLA knows its own flags (xla_*) only: JAX's JaxRuntimeError.
             std::string key = k.is_obj(ObjKind::Str) ? k.as<StrObj>()->value : pxl::repr(k);
             if (key.rfind("xla_", 0) != 0)
-              throw Error(ErrCode::Value, "INVALID_ARGUMENT: No such compile option: '" + key + "'");
+              throw Error(ErrCode::Value,
+                          "INVALID_ARGUMENT: No such compile option: '" + key + "'");
           });
         return Value::object(std::make_shared<StageObj>(staged, true));
       });
       return true;
     }
     if (name == "as_text" || name == "compiler_ir") { // the traced program: pxl's IR, not StableHLO
-      out = make_builtin(name, [staged](InterpreterImpl&, CallArgs&) { return make_str(staged->text); });
+      out = make_builtin(name,
+                         [staged](InterpreterImpl&, CallArgs&) { return make_str(staged->text); });
       return true;
     }
     if (name == "cost_analysis" || name == "memory_analysis") { // nothing measured: empty
-      out = make_builtin(name, [](InterpreterImpl&, CallArgs&) { return Value::object(std::make_shared<DictObj>()); });
+      out = make_builtin(name, [](InterpreterImpl&, CallArgs&) {
+        return Value::object(std::make_shared<DictObj>());
+      });
       return true;
     }
     if (name == "runtime_executable") {
@@ -140,8 +156,10 @@ struct StageObj : OpaqueObj {
   }
   std::vector<std::string> attr_names() const override {
     std::vector<std::string> names{"as_text", "compiler_ir", "cost_analysis", "in_tree"};
-    if (compiled) names.insert(names.end(), {"memory_analysis", "runtime_executable"});
-    else names.push_back("compile");
+    if (compiled)
+      names.insert(names.end(), {"memory_analysis", "runtime_executable"});
+    else
+      names.push_back("compile");
     if (s->attrs.is_obj(ObjKind::Dict))
       s->attrs.as<DictObj>()->for_each([&](const Value& k, const Value&) {
         std::string n = pxl::str(k);
@@ -156,12 +174,17 @@ struct StageObj : OpaqueObj {
     stage_arguments(in, a, where, now);
     if (!(now.in_tree == s->in_tree)) {
       std::vector<Mismatch> errs;
-      for (size_t i = 0; i < 2 && i < now.in_tree.children.size() && i < s->in_tree.children.size(); ++i)
-        equality_errors(now.in_tree.children[i], s->in_tree.children[i], i ? "kwargs" : "args", errs);
-      std::string msg = "Function compiled with input pytree does not match the input pytree it was called with. "
-                        "There are " + std::to_string(errs.size()) + " mismatches, including:";
+      for (size_t i = 0; i < 2 && i < now.in_tree.children.size() && i < s->in_tree.children.size();
+           ++i)
+        equality_errors(now.in_tree.children[i], s->in_tree.children[i], i ? "kwargs" : "args",
+                        errs);
+      std::string msg =
+          "Function compiled with input pytree does not match the input pytree it was called with. "
+          "There are " +
+          std::to_string(errs.size()) + " mismatches, including:";
       for (const Mismatch& m : errs)
-        msg += "\n    * at " + m.path + ", seen " + m.seen + " but now given " + m.now + ", so " + m.why;
+        msg += "\n    * at " + m.path + ", seen " + m.seen + " but now given " + m.now + ", so " +
+               m.why;
       throw Error(ErrCode::Type, msg, where);
     }
     std::vector<std::string> errors;
@@ -169,13 +192,19 @@ struct StageObj : OpaqueObj {
       const AVal &ref = s->in_avals[i], &got = now.in_avals[i];
       if (ref.shape != got.shape || ref.dtype != got.dtype)
         errors.push_back("Argument '" + s->arg_names.at(i) + "' compiled with " +
-                         sharded_type_str(ref, {}) + " and called with " + sharded_type_str(got, {}));
+                         sharded_type_str(ref, {}) + " and called with " +
+                         sharded_type_str(got, {}));
     }
     if (!errors.empty()) {
-      std::string msg = "Argument types differ from the types for which this computation was compiled. Perhaps you "
-                        "are calling the compiled executable with a different enable_x64 mode than when it was AOT "
-                        "compiled? " + std::string(errors.size() >= 5 ? "The first 5 of " + std::to_string(errors.size()) : "The") +
-                        " mismatches are:";
+      std::string msg =
+          "Argument types differ from the types for which this computation was compiled. Perhaps "
+          "you "
+          "are calling the compiled executable with a different enable_x64 mode than when it was "
+          "AOT "
+          "compiled? " +
+          std::string(errors.size() >= 5 ? "The first 5 of " + std::to_string(errors.size())
+                                         : "The") +
+          " mismatches are:";
       for (size_t i = 0; i < errors.size() && i < 5; ++i) msg += "\n" + errors[i];
       throw Error(ErrCode::Type, msg, where);
     }
@@ -193,23 +222,30 @@ void stage_arguments(InterpreterImpl& in, const CallArgs& a, const Span& where, 
   s.in_tree = tree_flatten(in, make_tuple({make_tuple(a.pos), Value::object(kwargs)}), leaves);
   s.in_avals.clear();
   for (const Value& l : leaves) // a static argument (a hashable Python value) has no type
-    if (const AVal* abstract = shape_dtype_struct_aval(l)) s.in_avals.push_back(*abstract);
-    else s.in_avals.push_back(l.is_obj(ObjKind::Array) || l.is_number() ? in.to_tensor(l, where)->aval : AVal{});
+    if (const AVal* abstract = shape_dtype_struct_aval(l))
+      s.in_avals.push_back(*abstract);
+    else
+      s.in_avals.push_back(l.is_obj(ObjKind::Array) || l.is_number() ? in.to_tensor(l, where)->aval
+                                                                     : AVal{});
 }
 
 Value make_lowered(StagedCall s) {
-  return Value::object(std::make_shared<StageObj>(std::make_shared<const StagedCall>(std::move(s)), false));
+  return Value::object(
+      std::make_shared<StageObj>(std::make_shared<const StagedCall>(std::move(s)), false));
 }
 
 Value lowered_builtin(InterpreterImpl& in, CallArgs& a) {
   ArgReader r("_lowered", a, {"fn", "args", "kwargs", "arg_names", "attrs"}, 5);
   const ValueList* args = sequence_items(r[1]);
-  if (!args || !r[2].is_obj(ObjKind::Dict)) throw Error(ErrCode::Type, "_lowered() takes an args tuple and a kwargs dict");
+  if (!args || !r[2].is_obj(ObjKind::Dict))
+    throw Error(ErrCode::Type, "_lowered() takes an args tuple and a kwargs dict");
   StagedCall s;
   s.fn = r[0];
   CallArgs staged;
   staged.pos = *args;
-  r[2].as<DictObj>()->for_each([&](const Value& k, const Value& v) { staged.kw.push_back({pxl::str(k), v}); });
+  r[2].as<DictObj>()->for_each([&](const Value& k, const Value& v) {
+    staged.kw.push_back({pxl::str(k), v});
+  });
   stage_arguments(in, staged, in.ops().loc, s);
   const ValueList* names = sequence_items(r[3]);
   if (!names || names->size() != s.in_avals.size())

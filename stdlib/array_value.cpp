@@ -6,11 +6,11 @@
 #include "lang/args.hpp"
 #include "lang/methods.hpp"
 #include "runtime/sharded.hpp"
-#include "stdlib/jit_devices.hpp"
-#include "stdlib/sharding_rules.hpp"
-#include "stdlib/prng_key.hpp"
 #include "stdlib/convert.hpp"
+#include "stdlib/jit_devices.hpp"
 #include "stdlib/np.hpp"
+#include "stdlib/prng_key.hpp"
+#include "stdlib/sharding_rules.hpp"
 
 namespace pxl {
 
@@ -19,36 +19,42 @@ namespace {
 // numpy's error for ragged nested sequences: the shape is regular for the
 // first `dims` dimensions only.
 Error inhomogeneous(const Shape& shape, size_t dims, const Span& where) {
-  Shape detected(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(std::min(dims, shape.size())));
+  Shape detected(shape.begin(),
+                 shape.begin() + static_cast<std::ptrdiff_t>(std::min(dims, shape.size())));
   return Error(ErrCode::Value,
-               "setting an array element with a sequence. The requested array has an inhomogeneous shape after " +
-                   std::to_string(dims) + " dimensions. The detected shape was " + shape_str(detected) +
-                   " + inhomogeneous part.",
+               "setting an array element with a sequence. The requested array has an inhomogeneous "
+               "shape after " +
+                   std::to_string(dims) + " dimensions. The detected shape was " +
+                   shape_str(detected) + " + inhomogeneous part.",
                where);
 }
 
 // Nested Python lists/tuples of numbers -> flat scalars + shape. leaf_depth:
 // the depth of the first number seen (every number must be that deep).
-void flatten_nested(InterpreterImpl& in, const Value& v, size_t depth, Shape& shape, size_t& leaf_depth,
-                    std::vector<Scalar>& flat, bool& has_array, const Span& where) {
+void flatten_nested(InterpreterImpl& in, const Value& v, size_t depth, Shape& shape,
+                    size_t& leaf_depth, std::vector<Scalar>& flat, bool& has_array,
+                    const Span& where) {
   if (depth > 64) throw Error(ErrCode::Value, "array data nested too deeply", where);
   // A sequence of n items at `depth`: its length must agree with the others there.
   auto enter = [&](int64_t n) {
     if (depth >= leaf_depth) throw inhomogeneous(shape, leaf_depth, where);
-    if (shape.size() == depth) shape.push_back(n);
-    else if (shape[depth] != n) throw inhomogeneous(shape, depth, where);
+    if (shape.size() == depth)
+      shape.push_back(n);
+    else if (shape[depth] != n)
+      throw inhomogeneous(shape, depth, where);
   };
   if (const ValueList* items = sequence_items(v)) {
     enter(static_cast<int64_t>(items->size()));
-    for (const Value& x : *items) flatten_nested(in, x, depth + 1, shape, leaf_depth, flat, has_array, where);
+    for (const Value& x : *items)
+      flatten_nested(in, x, depth + 1, shape, leaf_depth, flat, has_array, where);
     return;
   }
   if (v.is_obj(ObjKind::Range)) { // a range is a sequence of Python ints (jnp.array(range(4)))
     const auto* r = v.as<RangeObj>();
     enter(r->size());
     for (int64_t i = 0; i < r->size(); ++i)
-      flatten_nested(in, Value::integer(r->start + i * r->step), depth + 1, shape, leaf_depth, flat, has_array,
-                     where);
+      flatten_nested(in, Value::integer(r->start + i * r->step), depth + 1, shape, leaf_depth, flat,
+                     has_array, where);
     return;
   }
   if (v.is_obj(ObjKind::Array)) { // arrays inside lists are stacked (their shapes checked then)
@@ -58,12 +64,16 @@ void flatten_nested(InterpreterImpl& in, const Value& v, size_t depth, Shape& sh
   if (v.is_none()) throw Error(ErrCode::Value, "None is not a valid value for jnp.array", where);
   if (shape.size() > depth) throw inhomogeneous(shape, depth, where);
   leaf_depth = std::min(leaf_depth, depth);
-  if (v.is_bool()) flat.push_back(Scalar::of_bool(v.b));
-  else if (v.is_int()) flat.push_back(Scalar::of_int(v.i));
-  else if (v.is_float()) flat.push_back(Scalar::of_float(v.f));
+  if (v.is_bool())
+    flat.push_back(Scalar::of_bool(v.b));
+  else if (v.is_int())
+    flat.push_back(Scalar::of_int(v.i));
+  else if (v.is_float())
+    flat.push_back(Scalar::of_float(v.f));
   else if (v.is_obj(ObjKind::Complex))
     flat.push_back(Scalar::of_complex(v.as<ComplexObj>()->re, v.as<ComplexObj>()->im));
-  else if (v.is_obj(ObjKind::Array)) has_array = true;
+  else if (v.is_obj(ObjKind::Array))
+    has_array = true;
   else
     throw Error(ErrCode::Type, "cannot convert a " + type_name(v) + " to an array element", where);
 }
@@ -80,7 +90,8 @@ Tensor InterpreterImpl::to_tensor(const Value& v, const Span& where, std::option
     if (v.is_bool()) return np::scalar(ops(), Scalar::of_bool(v.b), dtype, !dtype);
     if (v.is_int()) {
       if (!dtype && (v.i > INT32_MAX || v.i < INT32_MIN))
-        throw Error(ErrCode::Value, "Python int " + std::to_string(v.i) + " too large to convert to int32");
+        throw Error(ErrCode::Value,
+                    "Python int " + std::to_string(v.i) + " too large to convert to int32");
       if (dtype) np::check_python_int(v.i, *dtype);
       return np::scalar(ops(), Scalar::of_int(v.i), dtype, !dtype);
     }
@@ -116,8 +127,8 @@ Tensor InterpreterImpl::to_tensor(const Value& v, const Span& where, std::option
 
 // JAX's text for an index of the wrong type.
 [[noreturn]] static void bad_index_type(const std::string& dtype, const Span& where) {
-  throw Error(ErrCode::Type, "Indexer must have integer or boolean type, got indexer with type " + dtype,
-              where);
+  throw Error(ErrCode::Type,
+              "Indexer must have integer or boolean type, got indexer with type " + dtype, where);
 }
 
 // A slice entry: None, an int, or a concrete 0-d integer array; a traced one is
@@ -132,13 +143,15 @@ static std::optional<int64_t> slice_entry(InterpreterImpl& in, const Value& v, c
         if (!e.is_obj(ObjKind::Array) || !e.as<ArrayObj>()->tensor->trace) return repr(e);
         const AVal& a = e.as<ArrayObj>()->tensor->aval;
         std::string type = std::string(a.weak ? "~" : "") + dtype_name(a.dtype) + "[";
-        for (size_t i = 0; i < a.shape.size(); ++i) type += (i ? "," : "") + std::to_string(a.shape[i]);
+        for (size_t i = 0; i < a.shape.size(); ++i)
+          type += (i ? "," : "") + std::to_string(a.shape[i]);
         return "JitTracer(" + type + "])";
       };
       auto* s = slice.as<SliceObj>();
       throw Error(ErrCode::ArrayIndex,
                   "Slice entries must be static integers. Got slice(" + entry(s->start) + ", " +
-                      entry(s->stop) + ", " + entry(s->step) + ") at position " + std::to_string(position),
+                      entry(s->stop) + ", " + entry(s->step) + ") at position " +
+                      std::to_string(position),
                   where);
     }
     if (t->aval.shape.empty() && is_integer(t->aval.dtype)) return in.ops().concrete(t).get(0).i;
@@ -154,17 +167,19 @@ static std::optional<int64_t> slice_entry(InterpreterImpl& in, const Value& v, c
     tuple_like = tuple_like || sequence_items(e) || e.is_none() || e.is_obj(ObjKind::Slice) ||
                  e.is_obj(ObjKind::Ellipsis) ||
                  (e.is_obj(ObjKind::Array) && !e.as<ArrayObj>()->tensor->aval.shape.empty());
-  throw Error(ErrCode::Type,
-              std::string("Using a non-tuple sequence for multidimensional indexing is not allowed; "
-                          "use `arr[") +
-                  (tuple_like ? "tuple" : "array") +
-                  "(seq)]` instead of `arr[seq]`. See https://github.com/jax-ml/jax/issues/4564 "
-                  "for more information.",
-              where);
+  throw Error(
+      ErrCode::Type,
+      std::string("Using a non-tuple sequence for multidimensional indexing is not allowed; "
+                  "use `arr[") +
+          (tuple_like ? "tuple" : "array") +
+          "(seq)]` instead of `arr[seq]`. See https://github.com/jax-ml/jax/issues/4564 "
+          "for more information.",
+      where);
 }
 
 // Python index value -> numpy index items.
-std::vector<np::IndexItem> to_index_items(InterpreterImpl& in, const Value& index, const Span& where) {
+std::vector<np::IndexItem> to_index_items(InterpreterImpl& in, const Value& index,
+                                          const Span& where) {
   std::vector<np::IndexItem> items;
   // A list inside a tuple index is an index array (x[0, [1, 2]]), as in JAX; only a
   // list as the whole index is the non-tuple-sequence error.
@@ -217,7 +232,8 @@ std::vector<np::IndexItem> to_index_items(InterpreterImpl& in, const Value& inde
     } else {
       throw Error(ErrCode::ArrayIndex,
                   "only integers, slices (`:`), ellipsis (`...`), newaxis (`None`) and integer or "
-                  "boolean arrays are valid indices. Got " + str(v),
+                  "boolean arrays are valid indices. Got " +
+                      str(v),
                   where);
     }
     items.push_back(std::move(it));
@@ -244,7 +260,8 @@ static const Array& concrete_at(InterpreterImpl& in, const Tensor& t, const Span
 Value array_get_item(InterpreterImpl& in, const Value& arr, const Value& index, const Span& where) {
   try {
     arr.as<ArrayObj>()->check_live();
-    return make_array(np::index(in.ops(), arr.as<ArrayObj>()->tensor, to_index_items(in, index, where)));
+    return make_array(
+        np::index(in.ops(), arr.as<ArrayObj>()->tensor, to_index_items(in, index, where)));
   } catch (Error& e) {
     e.set_span_if_missing(where);
     throw;
@@ -270,7 +287,9 @@ Value array_to_python_scalar(InterpreterImpl& in, const Value& arr, const Span& 
   size_t ndim = arr.as<ArrayObj>()->tensor->aval.shape.size();
   if (ndim != 0)
     throw Error(ErrCode::Type,
-                "Only scalar arrays can be converted to Python scalars; got arr.ndim=" + std::to_string(ndim), where);
+                "Only scalar arrays can be converted to Python scalars; got arr.ndim=" +
+                    std::to_string(ndim),
+                where);
   return array_to_scalar(in, arr, where);
 }
 
@@ -279,7 +298,8 @@ bool array_truthy(InterpreterImpl& in, const Value& arr, const Span& where) {
   const Tensor& t = arr.as<ArrayObj>()->tensor;
   if (t->aval.size() != 1)
     throw Error(ErrCode::Value,
-                "The truth value of an array with more than one element is ambiguous. Use a.any() or a.all()",
+                "The truth value of an array with more than one element is ambiguous. Use a.any() "
+                "or a.all()",
                 where); // JAX's text
   try {
     return concrete_at(in, t, where).get_f64(0) != 0.0;
@@ -294,7 +314,8 @@ bool array_truthy(InterpreterImpl& in, const Value& arr, const Span& where) {
     throw Error(
         ErrCode::ConcreteValue,
         "TracerBoolConversionError: Attempted boolean conversion of traced array with shape " +
-            type + "]. " + why + "\nSee https://docs.jax.dev/en/latest/errors.html#jax.errors.TracerBoolConversionError",
+            type + "]. " + why +
+            "\nSee https://docs.jax.dev/en/latest/errors.html#jax.errors.TracerBoolConversionError",
         e.span(), e.hint());
   }
 }
@@ -309,7 +330,8 @@ ValueList array_iterate(InterpreterImpl& in, const Value& arr, const Span& where
   // _chunk_iter path leaves them).
   bool split = false;
   if (t->sharded && t->sharded->spans_devices())
-    for (const auto& axis : t->sharded->spec.axes()) split = split || t->sharded->mesh.axis_size(axis) > 1;
+    for (const auto& axis : t->sharded->spec.axes())
+      split = split || t->sharded->mesh.axis_size(axis) > 1;
   Tensor rows = split ? make_tensor(in.ops().concrete(t)) : t;
   ValueList out;
   for (int64_t i = 0; i < t->aval.shape[0]; ++i) {

@@ -4,9 +4,9 @@
 // its primal is invariant over is psum'd over them (DESIGN §3).
 #include "stdlib/autodiff.hpp"
 
+#include "ir/while_loop.hpp"
 #include "lang/diag.hpp"
 #include "lang/interp_impl.hpp"
-#include "ir/while_loop.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/custom_derivatives.hpp"
 

@@ -64,8 +64,7 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
 // result (nullptr = zero); returns one per operand (nullptr where need[k] is false).
 std::vector<Tensor> transpose_spmd_call(OpContext& cx, const Instr& in,
                                         std::span<const Tensor> primals,
-                                        std::span<const Tensor> cts,
-                                        const std::vector<bool>& need);
+                                        std::span<const Tensor> cts, const std::vector<bool>& need);
 
 // The transpose of a while loop whose trip count is known (a long scan):
 // the cotangents of its operands given those of its results, as

@@ -156,7 +156,8 @@ Jvp while_jvp(OpContext& cx, const Instr& in, const std::vector<Tensor>& x,
   Jvp out;
   out.primals.assign(res.begin(), res.begin() + static_cast<long>(nc));
   for (size_t i = 0; i < nc; ++i)
-    out.tangents.push_back(tangent_of[i] >= 0 ? res[nc + static_cast<size_t>(tangent_of[i])] : nullptr);
+    out.tangents.push_back(tangent_of[i] >= 0 ? res[nc + static_cast<size_t>(tangent_of[i])]
+                                              : nullptr);
   return out;
 }
 
@@ -244,17 +245,20 @@ Value jvp_loops(InterpreterImpl& in, CallArgs& a, const Span& where) {
   bool has_aux = r.get_bool(3, false);
   const ValueList* primals = sequence_items(r[1]);
   const ValueList* tangents = sequence_items(r[2]);
-  if (!primals || !tangents) throw Error(ErrCode::Type, "jvp: primals and tangents must be tuples", where);
+  if (!primals || !tangents)
+    throw Error(ErrCode::Type, "jvp: primals and tangents must be tuples", where);
   TracedFunction t = trace_function(in, r[0], *primals, where, "jvp", nullptr, nullptr, {}, true);
   if (!has_loop(*t.fn)) return Value::object(std::make_shared<TracedCallable>(std::move(t)));
   std::vector<Tensor> ps = leaf_tensors(in, *primals, where);
   std::vector<Tensor> ts = leaf_tensors(in, *tangents, where);
   if (ps.size() != ts.size())
-    throw Error(ErrCode::Type, "jvp: primal and tangent arguments must have the same structure", where);
+    throw Error(ErrCode::Type, "jvp: primal and tangent arguments must have the same structure",
+                where);
   const TreeDef* out_tree = &t.out_tree;
   if (has_aux) {
     if (!t.out_tree.is_tuple_like() || t.out_tree.children.size() != 2)
-      throw Error(ErrCode::Type, "jvp: with has_aux=True the function must return a pair (out, aux)", where);
+      throw Error(ErrCode::Type,
+                  "jvp: with has_aux=True the function must return a pair (out, aux)", where);
     out_tree = &t.out_tree.children[0];
   }
   Jvp j = jvp_walk(in.ops(), *t.fn, ps, t.consts, ts);
@@ -267,7 +271,8 @@ Value jvp_loops(InterpreterImpl& in, CallArgs& a, const Span& where) {
     }
     ys.push_back(make_array(j.primals[i]));
     const AVal& av = j.primals[i]->aval;
-    dys.push_back(make_array(j.tangents[i] ? j.tangents[i] : np::zeros(in.ops(), av.shape, av.dtype)));
+    dys.push_back(
+        make_array(j.tangents[i] ? j.tangents[i] : np::zeros(in.ops(), av.shape, av.dtype)));
   }
   if (has_aux)
     return make_tuple({tree_unflatten(*out_tree, ys), tree_unflatten(*out_tree, dys),

@@ -77,7 +77,7 @@ std::vector<Tensor> transpose_fixed_loop(OpContext& cx, const Instr& in,
   std::vector<Tensor> bconsts(primals.begin() + static_cast<long>(ncc),
                               primals.begin() + static_cast<long>(ncc + nbc));
   std::vector<Tensor> carry0(primals.begin() + static_cast<long>(ncc + nbc), primals.end());
-  OpAttrs axis0; // take / scatter along the stacking axis
+  OpAttrs axis0;                     // take / scatter along the stacking axis
   std::vector<int> stack_of(nc, -1); // carry i -> its stack, when saved
   std::vector<size_t> saved_carry;
   for (size_t i = 0; i < nc; ++i)
@@ -156,12 +156,15 @@ std::vector<Tensor> transpose_fixed_loop(OpContext& cx, const Instr& in,
           Tensor c = tc.bind(Op::Take, axis0,
                              std::vector<Tensor>{stacks[static_cast<size_t>(stack_of[i])], step});
           if (c->aval.weak != carry0[i]->aval.weak)
-            c = tc.bind(Op::ConvertElementType, [&] {
-              OpAttrs a;
-              a.dtype = c->aval.dtype;
-              a.weak = carry0[i]->aval.weak;
-              return a;
-            }(), std::vector<Tensor>{c});
+            c = tc.bind(
+                Op::ConvertElementType,
+                [&] {
+                  OpAttrs a;
+                  a.dtype = c->aval.dtype;
+                  a.weak = carry0[i]->aval.weak;
+                  return a;
+                }(),
+                std::vector<Tensor>{c});
           args.push_back(c);
         }
         std::vector<Tensor> env = forward_pass(tc, *w.body, args, {});
@@ -190,7 +193,8 @@ std::vector<Tensor> transpose_fixed_loop(OpContext& cx, const Instr& in,
       w.mode, w.cache, N);
   std::vector<Tensor> out(primals.size());
   for (size_t i = 0; i < nc; ++i)
-    if (ct_pos[i] >= 0 && need[ncc + nbc + i]) out[ncc + nbc + i] = back[static_cast<size_t>(ct_pos[i])];
+    if (ct_pos[i] >= 0 && need[ncc + nbc + i])
+      out[ncc + nbc + i] = back[static_cast<size_t>(ct_pos[i])];
   for (size_t k = 0; k < nbc; ++k)
     if (const_pos[k] >= 0) out[ncc + k] = back[static_cast<size_t>(const_pos[k])];
   return out;

@@ -38,7 +38,7 @@ struct B {
   Tensor full(const Tensor& x, double v) {
     return np::full_like(cx, x,
                          is_inexact(x->aval.dtype) ? Scalar::of_float(v)
-                                                    : Scalar::of_int(static_cast<int64_t>(v)));
+                                                   : Scalar::of_int(static_cast<int64_t>(v)));
   }
   Tensor zeros(const Tensor& x) { return full(x, 0); }
   Tensor convert(const Tensor& x, DType d, bool weak) {
@@ -233,7 +233,8 @@ Tensor gather_transpose(B& b, const OpAttrs& a, const Tensor& x, const Tensor& c
 bool vmap_axes_only(OpContext& cx, const OpAttrs& at) {
   if (at.axis_names.empty()) return false;
   std::vector<std::string> vmapped;
-  for (auto* tc = dynamic_cast<TraceContext*>(&cx); tc; tc = dynamic_cast<TraceContext*>(&tc->outer())) {
+  for (auto* tc = dynamic_cast<TraceContext*>(&cx); tc;
+       tc = dynamic_cast<TraceContext*>(&tc->outer())) {
     if (tc->what() != "vmap") continue;
     const auto& mine = tc->function().mesh_axes;
     auto* up = dynamic_cast<TraceContext*>(&tc->outer());
@@ -288,8 +289,8 @@ std::vector<Tensor> triangular_solve_vjp(B& b, const OpAttrs& at, std::span<cons
   Tensor ct_a;
   if (need[0]) {
     // op(A)'s cotangent: -ct_b y^T (left side) or -y^T ct_b (right side).
-    Tensor c = l.left_side ? batch_matmul(b, ct_b, y, false, true)
-                           : batch_matmul(b, y, ct_b, true, false);
+    Tensor c =
+        l.left_side ? batch_matmul(b, ct_b, y, false, true) : batch_matmul(b, y, ct_b, true, false);
     if (l.transpose_a) c = swap_last(b, c);
     int64_t k = l.unit_diagonal ? (l.lower ? -1 : 1) : 0;
     ct_a = triangle(b, b.neg(c), l.lower, k); // masked after negating, as JAX (zeros stay +0)
@@ -311,7 +312,8 @@ Tensor fft_transpose(B& b, const OpAttrs& at, const Tensor& g) {
     pad.hi.assign(s.size(), 0);
     pad.interior.assign(s.size(), 0);
     pad.hi.back() = n - s.back();
-    Tensor padded = b.bind(Op::Pad, pad, {g, np::scalar(b.cx, Scalar::of_int(0), g->aval.dtype, false)});
+    Tensor padded =
+        b.bind(Op::Pad, pad, {g, np::scalar(b.cx, Scalar::of_int(0), g->aval.dtype, false)});
     OpAttrs f = at;
     f.axis = 0;
     return b.un(Op::Real, b.bind(Op::Fft, f, {padded}));
@@ -482,11 +484,11 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
   case Op::Argmin:
   case Op::AxisIndex:
   case Op::DebugPrint:
-    return out; // integer/bool results: nothing to differentiate
+    return out;          // integer/bool results: nothing to differentiate
   case Op::HostCallback: // several results: backward_pass refuses it
-  case Op::SpmdCall: // several results: backward_pass transposes it (autodiff_spmd.cpp)
-  case Op::While:    // no transpose: backward_pass raises JAX's error
-  case Op::CustomCall: // backward_pass asks its rule (custom_derivatives.cpp)
+  case Op::SpmdCall:     // several results: backward_pass transposes it (autodiff_spmd.cpp)
+  case Op::While:        // no transpose: backward_pass raises JAX's error
+  case Op::CustomCall:   // backward_pass asks its rule (custom_derivatives.cpp)
     return out;
   case Op::Fma:
     return {when(0, [&] { return b.mul(g, p[1]); }), when(1, [&] { return b.mul(p[0], g); }), g};
@@ -589,9 +591,8 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
     return one(b.bind(Op::Cumsum, a, {g}));
   }
   case Op::DotGeneral:
-    return {
-        when(0, [&] { return dot_transpose_lhs(b, g, p[0], p[1], at.dot, false); }),
-        when(1, [&] { return dot_transpose_lhs(b, g, p[1], p[0], swapped(at.dot), true); })};
+    return {when(0, [&] { return dot_transpose_lhs(b, g, p[0], p[1], at.dot, false); }),
+            when(1, [&] { return dot_transpose_lhs(b, g, p[1], p[0], swapped(at.dot), true); })};
   case Op::TriangularSolve:
     return triangular_solve_vjp(b, at, p, y, g, need);
   case Op::Cholesky:
@@ -633,10 +634,12 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
       // sharing a position get g * y / update (the product of the others).
       // (The unused branch divides by 1, so its transpose, in jvp, is finite.)
       Tensor one = b.full(upd, 1);
-      Tensor refs = take(b, scatter(b, b.zeros(x), idx, one, at.axis, ScatterMode::Add), idx, at.axis);
+      Tensor refs =
+          take(b, scatter(b, b.zeros(x), idx, one, at.axis, ScatterMode::Add), idx, at.axis);
       Tensor alone = b.eq(refs, one);
       return {scatter(b, g, idx, upd, at.axis, ScatterMode::Mul), nullptr,
-              b.select(alone, taken(b.mul(g, x)), b.div(taken(b.mul(g, y)), b.select(alone, one, upd)))};
+              b.select(alone, taken(b.mul(g, x)),
+                       b.div(taken(b.mul(g, y)), b.select(alone, one, upd)))};
     }
     case ScatterMode::Min:
     case ScatterMode::Max: {
@@ -670,10 +673,12 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
   }
   case Op::Pmax:
   case Op::Pmin: // JAX has no derivative for them, over any axis: its NotImplementedError
-    throw Error(ErrCode::Unsupported, std::string("Differentiation rule for '") + (in.op == Op::Pmax ? "pmax" : "pmin") +
+    throw Error(ErrCode::Unsupported, std::string("Differentiation rule for '") +
+                                          (in.op == Op::Pmax ? "pmax" : "pmin") +
                                           "' not implemented");
   case Op::AllGather:
-    if (mode == SpmdMode::Pmap || vmap_axes_only(cx, at)) return one(b.collective(Op::PsumScatter, at, g));
+    if (mode == SpmdMode::Pmap || vmap_axes_only(cx, at))
+      return one(b.collective(Op::PsumScatter, at, g));
     return one(gather_transpose(b, at, p[0], g));
   case Op::PsumScatter:
     return one(b.collective(Op::AllGather, at, g));

@@ -69,7 +69,8 @@ std::vector<Tensor> transpose_spmd_call(OpContext& cx, const Instr& in,
           }
         // The identity ppermute is lax.pcast(to='varying') (collectives.cpp).
         for (int64_t i = 0; i < a.group_size; ++i) a.pairs.push_back({i, i});
-        if (!a.axis_names.empty()) seeds[r] = tc.bind(Op::Ppermute, a, std::span<const Tensor>(&seeds[r], 1));
+        if (!a.axis_names.empty())
+          seeds[r] = tc.bind(Op::Ppermute, a, std::span<const Tensor>(&seeds[r], 1));
       }
     }
     std::vector<bool> wanted_params(n, false);
@@ -95,9 +96,8 @@ std::vector<Tensor> transpose_spmd_call(OpContext& cx, const Instr& in,
     }
     return results;
   };
-  std::vector<Tensor> grads =
-      bind_derived_spmd_call(cx, c, f.name + "_transpose", std::move(ins), std::move(operands),
-                             std::move(outs), body);
+  std::vector<Tensor> grads = bind_derived_spmd_call(cx, c, f.name + "_transpose", std::move(ins),
+                                                     std::move(operands), std::move(outs), body);
   for (size_t i = 0; i < wanted.size(); ++i) out[wanted[i]] = grads[i];
   return out;
 }

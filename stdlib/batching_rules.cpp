@@ -9,9 +9,9 @@
 #include "lang/tracer.hpp"
 #include "runtime/spmd_call.hpp"
 #include "stdlib/custom_derivatives.hpp"
-#include "stdlib/rbg_batching.hpp"
 #include "stdlib/debug_print.hpp"
 #include "stdlib/host_callback.hpp"
+#include "stdlib/rbg_batching.hpp"
 #include "stdlib/trace_util.hpp"
 #include "stdlib/transforms.hpp"
 
@@ -217,8 +217,9 @@ BVal batch_pad(OpContext& cx, const OpAttrs& attrs, const BVal& x, const BVal& v
 BVal batch_vmap_collective(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> in,
                            const BatchAxis& ax) {
   if (!attrs.index_groups.empty())
-    throw Error(ErrCode::Unsupported, std::string(op_name(op)) + " over the vmapped axis '" + ax.name +
-                                          "' with axis_index_groups is not supported (nor is it in JAX)");
+    throw Error(ErrCode::Unsupported,
+                std::string(op_name(op)) + " over the vmapped axis '" + ax.name +
+                    "' with axis_index_groups is not supported (nor is it in JAX)");
   OpAttrs rest = attrs;
   rest.axis_names.erase(std::find(rest.axis_names.begin(), rest.axis_names.end(), ax.name));
   rest.group_size = attrs.group_size / ax.size;
@@ -324,9 +325,9 @@ BVal batch_vmap_collective(OpContext& cx, Op op, const OpAttrs& attrs, std::span
     int64_t sa = attrs.axis + 1, ca = attrs.concat_axis + 1;
     Shape s = x->aval.shape;
     s[sa] /= B;
-    s.insert(s.begin() + sa, B);          // the split axis as (i, chunk)
+    s.insert(s.begin() + sa, B);                        // the split axis as (i, chunk)
     Tensor t = move_axis(cx, reshape(cx, x, s), sa, 0); // (i, j, operand dims...)
-    t = move_axis(cx, t, 1, ca);          // j just before the concat axis
+    t = move_axis(cx, t, 1, ca);                        // j just before the concat axis
     Shape m = t->aval.shape;
     m[ca] *= m[ca + 1];
     m.erase(m.begin() + ca + 1);
@@ -509,8 +510,7 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
   case Op::AxisIndex: // no operands
     break;
   case Op::DebugPrint: { // one print per example, in order (JAX's batching rule)
-    if (attrs.debug)
-      check_debug_batching(*attrs.debug, !in.empty() && in.back().batched);
+    if (attrs.debug) check_debug_batching(*attrs.debug, !in.empty() && in.back().batched);
     Tensor token;
     for (int64_t i = 0; i < B; ++i) {
       std::vector<Tensor> row;
@@ -533,9 +533,9 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
     }
     return {token, false};
   }
-  case Op::SpmdCall: // several results: batch_function maps over it (batch_spmd_call)
-  case Op::While:    // likewise (batch_while)
-  case Op::CustomCall: // likewise (batch_custom_call)
+  case Op::SpmdCall:     // several results: batch_function maps over it (batch_spmd_call)
+  case Op::While:        // likewise (batch_while)
+  case Op::CustomCall:   // likewise (batch_custom_call)
   case Op::HostCallback: // likewise (batch_host_callback)
     break;
   }
@@ -575,12 +575,15 @@ std::vector<BVal> batch_spmd_call(OpContext& cx, const OpAttrs& attrs, std::span
     auto uses = [&](const std::vector<SpmdMapping>& ms) {
       for (const SpmdMapping& m : ms)
         for (const std::string& a : m.spec.axes())
-          if (std::find(ax.spmd_axis_name.begin(), ax.spmd_axis_name.end(), a) != ax.spmd_axis_name.end())
+          if (std::find(ax.spmd_axis_name.begin(), ax.spmd_axis_name.end(), a) !=
+              ax.spmd_axis_name.end())
             return true;
       return false;
     };
-    if (uses(c.ins)) throw Error(ErrCode::Value, "vmap spmd_axis_name cannot appear in shard_map in_specs");
-    if (uses(c.outs)) throw Error(ErrCode::Value, "vmap spmd_axis_name cannot appear in shard_map out_specs");
+    if (uses(c.ins))
+      throw Error(ErrCode::Value, "vmap spmd_axis_name cannot appear in shard_map in_specs");
+    if (uses(c.outs))
+      throw Error(ErrCode::Value, "vmap spmd_axis_name cannot appear in shard_map out_specs");
   }
   // Collectives in the callee over the vmap's named axis (one the call's mesh
   // does not have: a pmap inside vmap(axis_name=...)) reduce over the batch,

@@ -44,7 +44,8 @@ Value error_value(State& st, const ErrState& err) {
     for (const Tensor& t : s.payload) p.push_back(make_array(t));
     payloads.push_back({k, make_list(std::move(p))});
   }
-  return make_namedtuple(st.type, {make_dict_of(preds), make_dict_of(codes), make_dict_of(payloads)});
+  return make_namedtuple(st.type,
+                         {make_dict_of(preds), make_dict_of(codes), make_dict_of(payloads)});
 }
 
 // The slots of an Error value (its fields, as the named tuple holds them).
@@ -71,14 +72,16 @@ bool is_error(const State& st, const Value& v) {
 }
 
 Error functionalization_error() {
-  return Error(ErrCode::Value, "Cannot abstractly evaluate a checkify.check which was not functionalized. This "
-                               "probably means you tried to stage (jit/scan/pmap/...) a `check` without "
-                               "functionalizing it through `checkify.checkify`.");
+  return Error(ErrCode::Value,
+               "Cannot abstractly evaluate a checkify.check which was not functionalized. This "
+               "probably means you tried to stage (jit/scan/pmap/...) a `check` without "
+               "functionalizing it through `checkify.checkify`.");
 }
 
 bool under_checkify(InterpreterImpl& in, bool* staged) {
   *staged = false;
-  for (auto* tc = dynamic_cast<TraceContext*>(&in.ops()); tc; tc = dynamic_cast<TraceContext*>(&tc->outer())) {
+  for (auto* tc = dynamic_cast<TraceContext*>(&in.ops()); tc;
+       tc = dynamic_cast<TraceContext*>(&tc->outer())) {
     if (tc->what() == "checkify") return true;
     if (tc->what() != "vmap" && tc->what() != "jvp") *staged = true;
   }
@@ -103,7 +106,8 @@ ErrState reduce_any(OpContext& cx, const ErrState& err) {
     };
     auto flat = [&](const Tensor& t) {
       Shape sh{n};
-      sh.insert(sh.end(), t->aval.shape.begin() + static_cast<long>(bs.size()), t->aval.shape.end());
+      sh.insert(sh.end(), t->aval.shape.begin() + static_cast<long>(bs.size()),
+                t->aval.shape.end());
       return reshape(t, sh);
     };
     Tensor p = flat(s.pred);
@@ -115,12 +119,16 @@ ErrState reduce_any(OpContext& cx, const ErrState& err) {
     am.axis = 0;
     am.dtype = DType::Int32;
     Tensor r = cx.bind(Op::Rev, rev, std::vector<Tensor>{p});
-    Tensor first = cx.bind(Op::Argmax, am, std::vector<Tensor>{cx.bind(Op::ConvertElementType, to_int, std::vector<Tensor>{r})});
+    Tensor first = cx.bind(
+        Op::Argmax, am,
+        std::vector<Tensor>{cx.bind(Op::ConvertElementType, to_int, std::vector<Tensor>{r})});
     Tensor last = cx.constant(Array::scalar(Scalar::of_int(n - 1), DType::Int32));
     Tensor idx = cx.bind(Op::Sub, {}, std::vector<Tensor>{last, first});
     OpAttrs take;
     take.axis = 0;
-    auto pick = [&](const Tensor& t) { return cx.bind(Op::Take, take, std::vector<Tensor>{flat(t), idx}); };
+    auto pick = [&](const Tensor& t) {
+      return cx.bind(Op::Take, take, std::vector<Tensor>{flat(t), idx});
+    };
     Slot o{pick(s.pred), pick(s.code), {}};
     for (const Tensor& t : s.payload) o.payload.push_back(pick(t));
     out[k] = std::move(o);
@@ -130,7 +138,8 @@ ErrState reduce_any(OpContext& cx, const ErrState& err) {
 
 // check_error(err) (and check(), an error of one slot): raises now when the
 // error is concrete; traced, records a CheckSite for checkify to functionalize.
-void check_error_impl(InterpreterImpl& in, const std::shared_ptr<State>& st, const ErrState& err0, bool debug) {
+void check_error_impl(InterpreterImpl& in, const std::shared_ptr<State>& st, const ErrState& err0,
+                      bool debug) {
   ErrState err = reduce_any(in.ops(), err0);
   auto* tc = dynamic_cast<TraceContext*>(&in.ops());
   bool all_concrete = true;
@@ -198,8 +207,9 @@ Value checkify_call(InterpreterImpl& in, const std::shared_ptr<State>& st, const
   }
   ValueList leaves;
   for (size_t i = 0; i < outs.size(); ++i)
-    leaves.push_back(i < t.number_outputs.size() && !t.number_outputs[i].is_none() ? t.number_outputs[i]
-                                                                                  : make_array(outs[i]));
+    leaves.push_back(i < t.number_outputs.size() && !t.number_outputs[i].is_none()
+                         ? t.number_outputs[i]
+                         : make_array(outs[i]));
   return make_tuple({error_value(*st, err), tree_unflatten(t.out_tree, leaves)});
 }
 
@@ -207,7 +217,8 @@ Value checkify_call(InterpreterImpl& in, const std::shared_ptr<State>& st, const
 Value check(InterpreterImpl& in, const std::shared_ptr<State>& st, CallArgs& a, bool debug) {
   const char* name = debug ? "debug_check" : "check";
   if (a.pos.size() < 2)
-    throw Error(ErrCode::Arguments, std::string(name) + "() missing required positional arguments: 'pred' and 'msg'");
+    throw Error(ErrCode::Arguments,
+                std::string(name) + "() missing required positional arguments: 'pred' and 'msg'");
   const Value& pred = a.pos[0];
   Tensor p;
   if (pred.is_bool()) {
@@ -216,7 +227,8 @@ Value check(InterpreterImpl& in, const std::shared_ptr<State>& st, CallArgs& a, 
     p = pred.as<ArrayObj>()->tensor;
   }
   if (!p || !p->aval.shape.empty() || p->aval.dtype != DType::Bool)
-    throw Error(ErrCode::Type, std::string(name) + " takes a scalar pred as argument, got " + str(pred));
+    throw Error(ErrCode::Type,
+                std::string(name) + " takes a scalar pred as argument, got " + str(pred));
   ErrorMeta m;
   m.kind = kCheck;
   m.fmt = value_to_str(a.pos[1], std::string(name) + "() msg");
@@ -232,13 +244,15 @@ Value check(InterpreterImpl& in, const std::shared_ptr<State>& st, CallArgs& a, 
   std::vector<Tensor> payload;
   for (const Value& l : leaves) {
     if (!l.is_obj(ObjKind::Array))
-      throw Error(ErrCode::Type, "Formatting arguments to checkify.check need to be PyTrees of arrays, but got " +
-                                     repr(l) + " of type <class '" + type_name(l) + "'>.");
+      throw Error(ErrCode::Type,
+                  "Formatting arguments to checkify.check need to be PyTrees of arrays, but got " +
+                      repr(l) + " of type <class '" + type_name(l) + "'>.");
     payload.push_back(l.as<ArrayObj>()->tensor);
   }
   Tensor c = make_tensor(Array::scalar(Scalar::of_int(st->add(std::move(m))), DType::Int32));
   ErrState err;
-  err[slot_key(kCheck, payload)] = Slot{in.ops().bind(Op::Not, {}, std::vector<Tensor>{p}), c, payload};
+  err[slot_key(kCheck, payload)] =
+      Slot{in.ops().bind(Op::Not, {}, std::vector<Tensor>{p}), c, payload};
   check_error_impl(in, st, err, debug);
   return Value();
 }
@@ -266,7 +280,8 @@ void bind_site(OpContext& cx, TraceContext& tc, std::shared_ptr<const DebugForma
 } // namespace
 
 bool tracing_under_checkify(OpContext& cx) {
-  for (auto* tc = dynamic_cast<TraceContext*>(&cx); tc; tc = dynamic_cast<TraceContext*>(&tc->outer()))
+  for (auto* tc = dynamic_cast<TraceContext*>(&cx); tc;
+       tc = dynamic_cast<TraceContext*>(&tc->outer()))
     if (tc->what() == "checkify") return true;
   return false;
 }
@@ -300,8 +315,8 @@ void record_index_check(OpContext& cx, const Shape& shape, std::span<const Tenso
       highest.set(p * k + j, Scalar::of_int(limits.empty() ? size - 1 : limits[j]));
     }
   Tensor size_c = cx.constant(sizes), axis_c = cx.constant(axis_of);
-  Tensor oob =
-      bind(Op::Or, {bind(Op::Lt, {flat, cx.constant(zeros)}), bind(Op::Gt, {flat, cx.constant(highest)})});
+  Tensor oob = bind(Op::Or, {bind(Op::Lt, {flat, cx.constant(zeros)}),
+                             bind(Op::Gt, {flat, cx.constant(highest)})});
   OpAttrs all;
   all.axes = {0};
   Tensor pred = bind(Op::ReduceOr, {oob}, all);
@@ -314,7 +329,8 @@ void record_index_check(OpContext& cx, const Shape& shape, std::span<const Tenso
   OpAttrs take;
   take.axis = 0;
   std::vector<Tensor> parts;
-  for (const Tensor& src : {flat, axis_c, size_c}) parts.push_back(reshape(bind(Op::Take, {src, first}, take), {1}));
+  for (const Tensor& src : {flat, axis_c, size_c})
+    parts.push_back(reshape(bind(Op::Take, {src, first}, take), {1}));
   OpAttrs cat0;
   cat0.axis = 0;
   Tensor payload = cx.bind(Op::Concatenate, cat0, parts);
@@ -338,7 +354,8 @@ void add_checkify(InterpreterImpl& in, ModuleBuilder& experimental) {
   st->type->name = "Error";
   st->type->fields = {"_pred", "_code", "_payload"};
   std::weak_ptr<State> weak = st;
-  st->type->attr = [weak](InterpreterImpl& in, const ValueList& fields, const std::string& attr, Value& out) {
+  st->type->attr = [weak](InterpreterImpl& in, const ValueList& fields, const std::string& attr,
+                          Value& out) {
     auto st = weak.lock();
     if (!st) return false;
     if (attr == "get") {
@@ -383,8 +400,8 @@ void add_checkify(InterpreterImpl& in, ModuleBuilder& experimental) {
   mod.fn("check_error", [st](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("check_error", a, {"error"}, 1);
     if (!is_error(*st, r[0]))
-      throw Error(ErrCode::Type, "check_error takes an Error as argument, got type <class '" + type_name(r[0]) +
-                                     "'> instead.");
+      throw Error(ErrCode::Type, "check_error takes an Error as argument, got type <class '" +
+                                     type_name(r[0]) + "'> instead.");
     const ValueList* fields = nullptr;
     namedtuple_parts(r[0], &fields);
     check_error_impl(in, st, error_state(in, *fields), false);
@@ -401,7 +418,8 @@ void add_checkify(InterpreterImpl& in, ModuleBuilder& experimental) {
     for (const Value& d : *sequence_items(r[0])) shape.push_back(d.as_int());
     std::vector<Tensor> idx;
     std::vector<int64_t> axes, limits;
-    for (const Value& v : *sequence_items(r[1])) idx.push_back(in.to_tensor(v, Span{}, DType::Int32));
+    for (const Value& v : *sequence_items(r[1]))
+      idx.push_back(in.to_tensor(v, Span{}, DType::Int32));
     for (const Value& v : *sequence_items(r[2])) axes.push_back(v.as_int());
     for (const Value& v : *sequence_items(r[3])) limits.push_back(v.as_int());
     // (Scalars and arrays together: broadcast to one shape.)

@@ -8,7 +8,8 @@ std::string slot_key(const std::string& kind, std::span<const Tensor> payload) {
   if (kind != kCheck) return kind;
   std::string k = kind + "(";
   for (size_t i = 0; i < payload.size(); ++i)
-    k += (i ? ", " : "") + std::string(dtype_name(payload[i]->aval.dtype)) + shape_str(payload[i]->aval.shape);
+    k += (i ? ", " : "") + std::string(dtype_name(payload[i]->aval.dtype)) +
+         shape_str(payload[i]->aval.shape);
   return k + ")";
 }
 std::string slot_kind(const std::string& key) { return key.substr(0, key.find('(')); }
@@ -22,15 +23,18 @@ std::string message(InterpreterImpl& in, const ErrorMeta& m, std::span<const Arr
   if (m.kind == kOob)
     return "out-of-bounds indexing for array of shape " + shape_str(m.shape) + ": index " +
            std::to_string(payload[0].get(0).i) + " is out of bounds for axis " +
-           std::to_string(payload[0].get(1).i) + " with size " + std::to_string(payload[0].get(2).i) + ". ";
+           std::to_string(payload[0].get(1).i) + " with size " +
+           std::to_string(payload[0].get(2).i) + ". ";
   ValueList leaves;
   for (const Array& a : payload) leaves.push_back(make_array(make_tensor(a)));
   Value tuple = tree_unflatten(m.tree, leaves);
   const ValueList& all = *sequence_items(tuple);
   CallArgs args;
   for (size_t i = 0; i < all.size(); ++i) {
-    if (i < m.npos) args.pos.push_back(all[i]);
-    else args.kw.emplace_back(m.keywords[i - m.npos], all[i]);
+    if (i < m.npos)
+      args.pos.push_back(all[i]);
+    else
+      args.kw.emplace_back(m.keywords[i - m.npos], all[i]);
   }
   Value s = in.call(in.get_attr(make_str(m.fmt), "format", Span{}), args, Span{});
   return str(s) + " (`check` failed)";
@@ -42,8 +46,9 @@ struct ConcreteSlot {
 };
 
 // The message of the error `slots` hold at batch position `idx` (flat), or nothing.
-std::optional<std::string> first_error(InterpreterImpl& in, const State& st, const std::vector<ConcreteSlot>& slots,
-                                       int64_t idx, bool batched) {
+std::optional<std::string> first_error(InterpreterImpl& in, const State& st,
+                                       const std::vector<ConcreteSlot>& slots, int64_t idx,
+                                       bool batched) {
   const ConcreteSlot* best = nullptr;
   int64_t best_code = 0;
   for (const ConcreteSlot& s : slots) {
@@ -70,7 +75,8 @@ std::optional<std::string> first_error(InterpreterImpl& in, const State& st, con
 
 } // namespace
 
-std::optional<std::string> error_message(InterpreterImpl& in, const State& st, const ErrState& err) {
+std::optional<std::string> error_message(InterpreterImpl& in, const State& st,
+                                         const ErrState& err) {
   std::vector<ConcreteSlot> slots;
   for (const auto& [k, s] : err) {
     ConcreteSlot c{in.ops().concrete(s.pred), in.ops().concrete(s.code), {}};

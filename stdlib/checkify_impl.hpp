@@ -25,11 +25,11 @@ inline constexpr const char* kCheck = "FailedCheckError";
 
 // The static part of one error code (JAX's metadata: the exception's treedef).
 struct ErrorMeta {
-  std::string kind;  // kNan, kDiv, kOob or kCheck
-  std::string prim;  // NaN: the primitive
-  Shape shape;       // OOB: the indexed array's shape
-  std::string fmt;   // check: the message (a str.format string)
-  TreeDef tree;      // check: of the tuple (positional..., keyword values...)
+  std::string kind; // kNan, kDiv, kOob or kCheck
+  std::string prim; // NaN: the primitive
+  Shape shape;      // OOB: the indexed array's shape
+  std::string fmt;  // check: the message (a str.format string)
+  TreeDef tree;     // check: of the tuple (positional..., keyword values...)
   size_t npos = 0;
   std::vector<std::string> keywords;
 };
@@ -95,7 +95,7 @@ Error runtime_error(const std::string& msg);
 // threads `err` through them. Returns f's results.
 std::vector<Tensor> checkify_function(InterpreterImpl& in, State& st, OpContext& cx,
                                       const std::set<std::string>& enabled, const Function& f,
-                                      std::span<const Tensor> params, std::span<const Tensor> consts,
-                                      ErrState& err);
+                                      std::span<const Tensor> params,
+                                      std::span<const Tensor> consts, ErrState& err);
 
 } // namespace pxl::checkify_impl

@@ -20,11 +20,33 @@ namespace {
 // JAX's nan_primitives that pxl has.
 bool nan_primitive(Op op) {
   switch (op) {
-  case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sqrt: case Op::Rsqrt:
-  case Op::Tanh: case Op::Sin: case Op::Cos: case Op::Tan: case Op::Logistic: case Op::Erf:
-  case Op::ErfInv: case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Rem:
-  case Op::Pow: case Op::Atan2: case Op::ReduceSum: case Op::ReduceProd: case Op::Cumsum:
-  case Op::Fft: case Op::DotGeneral: case Op::Pad: case Op::Psum:
+  case Op::Exp:
+  case Op::Log:
+  case Op::Log1p:
+  case Op::Expm1:
+  case Op::Sqrt:
+  case Op::Rsqrt:
+  case Op::Tanh:
+  case Op::Sin:
+  case Op::Cos:
+  case Op::Tan:
+  case Op::Logistic:
+  case Op::Erf:
+  case Op::ErfInv:
+  case Op::Add:
+  case Op::Sub:
+  case Op::Mul:
+  case Op::Div:
+  case Op::Rem:
+  case Op::Pow:
+  case Op::Atan2:
+  case Op::ReduceSum:
+  case Op::ReduceProd:
+  case Op::Cumsum:
+  case Op::Fft:
+  case Op::DotGeneral:
+  case Op::Pad:
+  case Op::Psum:
     return true;
   default:
     return false;
@@ -67,7 +89,8 @@ struct Checkifier {
     OpAttrs bc;
     bc.shape = batch;
     bc.shape.insert(bc.shape.end(), t->aval.shape.begin(), t->aval.shape.end());
-    for (size_t i = 0; i < t->aval.shape.size(); ++i) bc.axes.push_back(static_cast<int64_t>(batch.size() + i));
+    for (size_t i = 0; i < t->aval.shape.size(); ++i)
+      bc.axes.push_back(static_cast<int64_t>(batch.size() + i));
     return bind(Op::BroadcastInDim, {t}, bc);
   }
   // JAX's update_error: the slot's first error stays.
@@ -121,8 +144,10 @@ struct Checkifier {
       }
     if (op == Op::DebugPrint && a.debug)
       if (auto* site = dynamic_cast<const BranchSite*>(a.debug->args.get())) {
-        if (site->begin) gates.push_back(xs[0]);
-        else if (!gates.empty()) gates.pop_back();
+        if (site->begin)
+          gates.push_back(xs[0]);
+        else if (!gates.empty())
+          gates.pop_back();
         return cx.constant(Array(DType::Bool, {}));
       }
     if (op == Op::Div && on(kDiv)) {
@@ -182,7 +207,8 @@ struct Checkifier {
       for (size_t i = 0; i < c.fn->params.size(); ++i) {
         AxisSet vma = 0;
         for (const auto& axis : c.ins[i].spec.axes()) vma |= AxisSet{1} << scratch.axis_bit(axis);
-        params.push_back(tc.add_param(c.fn->values[c.fn->params[i]].aval, vma, cx.loc, "a pmap operand"));
+        params.push_back(
+            tc.add_param(c.fn->values[c.fn->params[i]].aval, vma, cx.loc, "a pmap operand"));
       }
       Checkifier sub{in, st, tc, enabled, {}, {}};
       sub.run(*c.fn, params, {});
@@ -198,8 +224,11 @@ struct Checkifier {
           std::vector<Tensor> out = sub.run(*c.fn, ps, {});
           for (const auto& [k, s] : probe) // (the same slots as the trial)
             if (!sub.err.count(k)) {
-              Slot ph{tc.constant(Array(DType::Bool, {})), tc.constant(Array::scalar(Scalar::of_int(-1), DType::Int32)), {}};
-              for (const Tensor& p : s.payload) ph.payload.push_back(tc.constant(Array(p->aval.dtype, p->aval.shape)));
+              Slot ph{tc.constant(Array(DType::Bool, {})),
+                      tc.constant(Array::scalar(Scalar::of_int(-1), DType::Int32)),
+                      {}};
+              for (const Tensor& p : s.payload)
+                ph.payload.push_back(tc.constant(Array(p->aval.dtype, p->aval.shape)));
               sub.err[k] = std::move(ph);
             }
           std::vector<Tensor> all = flatten(sub.err);
@@ -242,9 +271,11 @@ struct Checkifier {
   // carries the error through a body that checks itself and then cond on its
   // result. (As JAX, a cond whose carry the body forwards loses its dead code.)
   std::vector<Tensor> bind_while(const WhileLoop& w, const std::vector<Tensor>& xs) {
-    const size_t ncc = static_cast<size_t>(w.cond_nconsts), nbc = static_cast<size_t>(w.body_nconsts);
+    const size_t ncc = static_cast<size_t>(w.cond_nconsts),
+                 nbc = static_cast<size_t>(w.body_nconsts);
     std::vector<Tensor> cconsts(xs.begin(), xs.begin() + static_cast<long>(ncc));
-    std::vector<Tensor> bconsts(xs.begin() + static_cast<long>(ncc), xs.begin() + static_cast<long>(ncc + nbc));
+    std::vector<Tensor> bconsts(xs.begin() + static_cast<long>(ncc),
+                                xs.begin() + static_cast<long>(ncc + nbc));
     std::vector<Tensor> init(xs.begin() + static_cast<long>(ncc + nbc), xs.end());
     std::shared_ptr<const Function> cond = w.cond;
     bool forwarded = false;
@@ -266,7 +297,8 @@ struct Checkifier {
       Function scratch;
       TraceContext tc(scratch, cx, "while_loop");
       std::vector<Tensor> carry;
-      for (const Tensor& t : init) carry.push_back(tc.add_param(t->aval, 0, cx.loc, "the while_loop carry"));
+      for (const Tensor& t : init)
+        carry.push_back(tc.add_param(t->aval, 0, cx.loc, "the while_loop carry"));
       Checkifier sub{in, st, tc, enabled, {}, gates};
       std::vector<Tensor> out = sub.run(*w.body, concat(bconsts, carry), {});
       sub.run(*cond, concat(cconsts, out), {});
@@ -274,8 +306,11 @@ struct Checkifier {
     }
     for (const auto& [k, s] : probe) {
       if (err.count(k)) continue;
-      Slot ph{cx.constant(Array(DType::Bool, {})), cx.constant(Array::scalar(Scalar::of_int(-1), DType::Int32)), {}};
-      for (const Tensor& p : s.payload) ph.payload.push_back(cx.constant(Array(p->aval.dtype, p->aval.shape)));
+      Slot ph{cx.constant(Array(DType::Bool, {})),
+              cx.constant(Array::scalar(Scalar::of_int(-1), DType::Int32)),
+              {}};
+      for (const Tensor& p : s.payload)
+        ph.payload.push_back(cx.constant(Array(p->aval.dtype, p->aval.shape)));
       err[k] = std::move(ph);
     }
     std::vector<Tensor> err_in = flatten(err);
@@ -301,11 +336,16 @@ struct Checkifier {
     err = unflatten(layout, std::span<const Tensor>(outs).first(ne));
     return std::vector<Tensor>(outs.begin() + static_cast<long>(ne), outs.end());
   }
-  std::vector<Tensor> run(const Function& f, std::span<const Tensor> params, std::span<const Tensor> consts) {
+  std::vector<Tensor> run(const Function& f, std::span<const Tensor> params,
+                          std::span<const Tensor> consts) {
     std::vector<Tensor> env = walk_function<Tensor>(
         cx, f, params, consts,
-        [&](Op op, const OpAttrs& a, const std::vector<Tensor>& xs, const IRValue&) { return bind_checked(op, a, xs); },
-        [&](const OpAttrs& a, const std::vector<Tensor>& xs, const Instr&) { return bind_call(a, xs); });
+        [&](Op op, const OpAttrs& a, const std::vector<Tensor>& xs, const IRValue&) {
+          return bind_checked(op, a, xs);
+        },
+        [&](const OpAttrs& a, const std::vector<Tensor>& xs, const Instr&) {
+          return bind_call(a, xs);
+        });
     std::vector<Tensor> out;
     for (int r : f.results) out.push_back(env[r]);
     return out;
@@ -316,8 +356,8 @@ struct Checkifier {
 
 std::vector<Tensor> checkify_function(InterpreterImpl& in, State& st, OpContext& cx,
                                       const std::set<std::string>& enabled, const Function& f,
-                                      std::span<const Tensor> params, std::span<const Tensor> consts,
-                                      ErrState& err) {
+                                      std::span<const Tensor> params,
+                                      std::span<const Tensor> consts, ErrState& err) {
   Checkifier ck{in, st, cx, enabled, std::move(err), {}};
   std::vector<Tensor> out = ck.run(f, params, consts);
   err = std::move(ck.err);

@@ -16,7 +16,8 @@ namespace {
 
 Value closure_convert(InterpreterImpl& in, CallArgs& a) {
   if (a.pos.empty() || !a.kw.empty())
-    throw Error(ErrCode::Arguments, "closure_convert(fun, *example_args) takes positional arguments");
+    throw Error(ErrCode::Arguments,
+                "closure_convert(fun, *example_args) takes positional arguments");
   Span where = in.ops().loc;
   ValueList examples(a.pos.begin() + 1, a.pos.end());
   auto t = std::make_shared<TracedFunction>(
@@ -29,10 +30,12 @@ Value closure_convert(InterpreterImpl& in, CallArgs& a) {
       hoisted.push_back(make_array(t->consts[i]));
     }
   size_t nh = hoisted_at.size();
-  Value converted = make_builtin("converted_fun", [t, hoisted_at, nh](InterpreterImpl& in, CallArgs& c) {
+  Value converted = make_builtin("converted_fun", [t, hoisted_at, nh](InterpreterImpl& in,
+                                                                      CallArgs& c) {
     Span where = in.ops().loc;
     if (!c.kw.empty() || c.pos.size() < nh)
-      throw Error(ErrCode::Arguments, "converted_fun() takes the example arguments, then the hoisted values", where);
+      throw Error(ErrCode::Arguments,
+                  "converted_fun() takes the example arguments, then the hoisted values", where);
     size_t nargs = c.pos.size() - nh;
     ValueList args(c.pos.begin(), c.pos.begin() + static_cast<std::ptrdiff_t>(nargs));
     ValueList leaves;
@@ -41,11 +44,13 @@ Value closure_convert(InterpreterImpl& in, CallArgs& a) {
       throw Error(ErrCode::Type,
                   "The inputs to the closure produced by closure_convert must have the same Pytree "
                   "structure as the example arguments passed when closure_convert was called. "
-                  "Expected " + t->in_tree.repr() + ", but got " + tree.repr(),
+                  "Expected " +
+                      t->in_tree.repr() + ", but got " + tree.repr(),
                   where);
     std::vector<Tensor> params = leaf_tensors(in, args, where);
     TracedFunction run = *t;
-    for (size_t k = 0; k < nh; ++k) run.consts[hoisted_at[k]] = in.to_tensor(c.pos[nargs + k], where);
+    for (size_t k = 0; k < nh; ++k)
+      run.consts[hoisted_at[k]] = in.to_tensor(c.pos[nargs + k], where);
     return apply_traced(in, run, params);
   });
   return make_tuple({converted, make_list(hoisted)});
@@ -54,7 +59,8 @@ Value closure_convert(InterpreterImpl& in, CallArgs& a) {
 } // namespace
 
 void add_closure_convert(Value& jax) {
-  jax.as<ModuleObj>()->env->vars["closure_convert"] = make_builtin("closure_convert", closure_convert);
+  jax.as<ModuleObj>()->env->vars["closure_convert"] =
+      make_builtin("closure_convert", closure_convert);
 }
 
 } // namespace pxl

@@ -21,7 +21,7 @@ namespace {
 struct AxisEnv {
   TraceContext* trace = nullptr;
   std::vector<std::string> names;
-  int64_t group_size = 1;                       // the whole group's, or an index group's
+  int64_t group_size = 1;                         // the whole group's, or an index group's
   std::vector<std::vector<int64_t>> index_groups; // axis_index_groups (empty: none)
   // axis_index_groups of different sizes (psum/pmax/pmin/pmean only); the
   // runtime's collectives need equal groups, so these are computed by masking.
@@ -43,20 +43,26 @@ std::string unbound_axis_message(const std::string& fn, const std::string& name,
   if (fn == "ragged_all_to_all") return found + "ragged_all_to_all under `jax.shard_map`.";
   if (traced && (fn == "pcast" || (auto_axis && (reduction || permute))))
     return found + "pvary under `jax.shard_map`.";
-  if (fn == "pmax" || fn == "pmin" || (reduction && traced)) return found + "psum under `jax.shard_map`.";
+  if (fn == "pmax" || fn == "pmin" || (reduction && traced))
+    return found + "psum under `jax.shard_map`.";
   if (permute)
-    return traced ? found + "ppermute under `jax.shard_map`." : "Evaluation rule for 'ppermute' not implemented";
+    return traced ? found + "ppermute under `jax.shard_map`."
+                  : "Evaluation rule for 'ppermute' not implemented";
   return "unbound axis name: " + name;
 }
 
-std::string unbound_axis_hint(const Function* f, const TraceContext* trace, const std::string& name) {
-  if (!f) return "wrap the function in pmap(f, axis_name='" + name + "') or shard_map(f, mesh, ...)";
+std::string unbound_axis_hint(const Function* f, const TraceContext* trace,
+                              const std::string& name) {
+  if (!f)
+    return "wrap the function in pmap(f, axis_name='" + name + "') or shard_map(f, mesh, ...)";
   std::string bound;
   for (const auto& a : f->mesh_axes) bound += (bound.empty() ? "'" : ", '") + a + "'";
   if (f->mesh_axes.size() == 1 && f->mesh_axes[0] == kPmapAxisName)
     return "this pmap has no axis_name: pass axis_name='" + name + "' to pmap";
   if (bound.empty())
-    return "the enclosing " + trace->what() + " binds no axis names: call it under jax.shard_map (or pmap) with a mesh axis '" + name + "'";
+    return "the enclosing " + trace->what() +
+           " binds no axis names: call it under jax.shard_map (or pmap) with a mesh axis '" + name +
+           "'";
   return "the enclosing " + trace->what() + " binds " + bound;
 }
 
@@ -76,11 +82,15 @@ AxisEnv resolve_axes(InterpreterImpl& in, const Value& axis_name, const char* fn
   if (axis_name.is_obj(ObjKind::Str)) {
     env.names.push_back(axis_name.as<StrObj>()->value);
   } else if (const ValueList* items = sequence_items(axis_name)) {
-    for (const Value& v : *items) env.names.push_back(value_to_str(v, std::string(fn) + "() axis_name"));
+    for (const Value& v : *items)
+      env.names.push_back(value_to_str(v, std::string(fn) + "() axis_name"));
   } else {
-    throw Error(ErrCode::Type, std::string(fn) + "() axis_name must be a string or a tuple of strings, not " + type_name(axis_name));
+    throw Error(ErrCode::Type, std::string(fn) +
+                                   "() axis_name must be a string or a tuple of strings, not " +
+                                   type_name(axis_name));
   }
-  if (env.names.empty()) throw Error(ErrCode::Value, std::string(fn) + "(): axis_name is an empty tuple");
+  if (env.names.empty())
+    throw Error(ErrCode::Value, std::string(fn) + "(): axis_name is an empty tuple");
   env.trace = dynamic_cast<TraceContext*>(&in.ops());
   const Function* f = env.trace ? &env.trace->function() : nullptr;
   TraceContext* spmd = env.trace ? enclosing_spmd(*env.trace) : nullptr;
@@ -89,13 +99,17 @@ AxisEnv resolve_axes(InterpreterImpl& in, const Value& axis_name, const char* fn
     for (size_t j = 0; j < i; ++j)
       if (env.names[j] == n) {
         // In pmap and shard_map JAX's text is that of the moveaxis meeting it.
-        if (spmd) throw Error(ErrCode::Value, "repeated axis in `source` argument", Span{}, std::string(fn) + "(): axis name '" + n + "' is repeated");
+        if (spmd)
+          throw Error(ErrCode::Value, "repeated axis in `source` argument", Span{},
+                      std::string(fn) + "(): axis name '" + n + "' is repeated");
         throw Error(ErrCode::Value, std::string(fn) + "(): axis name '" + n + "' is repeated");
       }
     int bit = f ? f->axis_bit(n) : -1;
-    if (spmd && std::find(spmd->auto_axes.begin(), spmd->auto_axes.end(), n) != spmd->auto_axes.end())
+    if (spmd &&
+        std::find(spmd->auto_axes.begin(), spmd->auto_axes.end(), n) != spmd->auto_axes.end())
       throw Error(ErrCode::AxisName, unbound_axis_message(fn, n, true, true), Span{},
-                  "shard_map's axis_names leave '" + n + "' automatic: add it to axis_names to use it here");
+                  "shard_map's axis_names leave '" + n +
+                      "' automatic: add it to axis_names to use it here");
     // Inside a shard_map, an axis its mesh lacks: JAX fails an assertion; pxl says what is wrong.
     if (bit < 0 && spmd && spmd->what() != "pmap")
       throw Error(ErrCode::AxisName, std::string(fn) + "(): unbound axis name '" + n + "'", Span{},
@@ -128,17 +142,20 @@ std::vector<std::vector<int64_t>> index_group_rows(const Value& v, const char* f
       throw Error(ErrCode::Type, what + " must be a list of lists of integers");
     for (int64_t i = 0; i < t->aval.shape[0]; ++i) {
       rows.emplace_back();
-      for (int64_t j = 0; j < t->aval.shape[1]; ++j) rows.back().push_back(t->concrete->get(i * t->aval.shape[1] + j).i);
+      for (int64_t j = 0; j < t->aval.shape[1]; ++j)
+        rows.back().push_back(t->concrete->get(i * t->aval.shape[1] + j).i);
     }
     return rows;
   }
   const ValueList* items = sequence_items(v);
-  if (!items) throw Error(ErrCode::Type, what + " must be a list of lists of integers, not " + type_name(v));
+  if (!items)
+    throw Error(ErrCode::Type, what + " must be a list of lists of integers, not " + type_name(v));
   for (const Value& row : *items) {
     // A row may be a 1-d integer array (JAX's tests pass np.arange(2, n)).
     bool array_row = row.is_obj(ObjKind::Array) && row.as<ArrayObj>()->tensor->aval.ndim() == 1;
     if (!sequence_items(row) && !array_row)
-      throw Error(ErrCode::Type, what + " must be a list of lists of integers, not a list of " + type_name(row));
+      throw Error(ErrCode::Type,
+                  what + " must be a list of lists of integers, not a list of " + type_name(row));
     rows.push_back(value_to_int_list(row, what));
   }
   return rows;
@@ -157,29 +174,40 @@ void apply_index_groups(InterpreterImpl& in, AxisEnv& env, const Value& groups, 
   auto* tc = dynamic_cast<TraceContext*>(&in.ops());
   bool shard_map = spmd_mode(in.ops()) == SpmdMode::ShardMap || (tc && tc->what() == "shard_map");
   if (shard_map && (f == "psum(): " || f == "pmean(): "))
-    throw Error(ErrCode::Unsupported, f + "axis_index_groups is not implemented inside shard_map (NotImplementedError in JAX)",
-                Span{}, "compute the groups' results from axis_index, or split the mesh axis in two");
+    throw Error(
+        ErrCode::Unsupported,
+        f + "axis_index_groups is not implemented inside shard_map (NotImplementedError in JAX)",
+        Span{}, "compute the groups' results from axis_index, or split the mesh axis in two");
   size_t total = 0;
   for (const auto& r : rows) total += r.size();
   std::vector<bool> seen(total, false);
   bool covers = true;
   for (const auto& r : rows)
     for (int64_t i : r) {
-      if (i < 0 || size_t(i) >= total || seen[size_t(i)]) covers = false;
-      else seen[size_t(i)] = true;
+      if (i < 0 || size_t(i) >= total || seen[size_t(i)])
+        covers = false;
+      else
+        seen[size_t(i)] = true;
     }
   if (!covers || rows.empty()) // (JAX's text names no collective)
-    throw Error(ErrCode::CollectiveArgs, "axis_index_groups must cover all indices exactly once", Span{}, f + "each index of the axis must be in one group");
+    throw Error(ErrCode::CollectiveArgs, "axis_index_groups must cover all indices exactly once",
+                Span{}, f + "each index of the axis must be in one group");
   if (int64_t(total) != env.group_size)
-    throw Error(ErrCode::CollectiveArgs, f + "axis_index_groups cover " + std::to_string(total) + " indices, but the axis size is " + std::to_string(env.group_size),
-                Span{}, "list every index 0.." + std::to_string(env.group_size - 1) + " in exactly one group");
+    throw Error(ErrCode::CollectiveArgs,
+                f + "axis_index_groups cover " + std::to_string(total) +
+                    " indices, but the axis size is " + std::to_string(env.group_size),
+                Span{},
+                "list every index 0.." + std::to_string(env.group_size - 1) +
+                    " in exactly one group");
   // psum/pmax/pmin (and pmean) reduce within groups of any sizes, as in JAX;
   // then, as in JAX, the group size (psum of a constant, pmean's divisor) is
   // the first group's.
   bool reduction = f == "psum(): " || f == "pmean(): " || f == "pmax(): " || f == "pmin(): ";
   for (const auto& r : rows)
     if (r.size() != rows[0].size() && !reduction)
-      throw Error(ErrCode::CollectiveArgs, f + "axis_index_groups must all be the same size, got groups of " + std::to_string(rows[0].size()) + " and " + std::to_string(r.size()));
+      throw Error(ErrCode::CollectiveArgs,
+                  f + "axis_index_groups must all be the same size, got groups of " +
+                      std::to_string(rows[0].size()) + " and " + std::to_string(r.size()));
   env.group_size = int64_t(rows[0].size());
   for (const auto& r : rows)
     if (r.size() != rows[0].size()) {
@@ -187,13 +215,16 @@ void apply_index_groups(InterpreterImpl& in, AxisEnv& env, const Value& groups, 
       return;
     }
   // One group over the whole axis is the plain collective.
-  if (rows.size() > 1) env.index_groups = std::move(rows);
-  else env.index_groups.clear();
+  if (rows.size() > 1)
+    env.index_groups = std::move(rows);
+  else
+    env.index_groups.clear();
 }
 
 // Applies `leaf_fn` to every array leaf of a pytree.
 template <class F> Value map_leaves(InterpreterImpl& in, const Value& tree, F&& leaf_fn) {
-  return map_tree(in, tree, [&](const Value& l) { return make_array(leaf_fn(in.to_tensor(l, Span{}))); });
+  return map_tree(in, tree,
+                  [&](const Value& l) { return make_array(leaf_fn(in.to_tensor(l, Span{}))); });
 }
 
 Tensor bind1(InterpreterImpl& in, Op op, const OpAttrs& a, const Tensor& x) {
@@ -218,8 +249,9 @@ Tensor uneven_group_reduce(InterpreterImpl& in, const AxisEnv& env, Op op, const
   for (const auto& grp : env.uneven_groups) {
     Tensor member = np::scalar(cx, Scalar::of_bool(false));
     for (int64_t m : grp)
-      member = np::binary(cx, np::BinOp::BitOr, member,
-                          np::binary(cx, np::BinOp::Eq, idx, np::scalar(cx, Scalar::of_int(m), DType::Int32)));
+      member = np::binary(
+          cx, np::BinOp::BitOr, member,
+          np::binary(cx, np::BinOp::Eq, idx, np::scalar(cx, Scalar::of_int(m), DType::Int32)));
     Tensor red = bind1(in, op, whole, np::where(cx, member, x, *neutral));
     out = np::where(cx, member, red, out);
   }
@@ -241,8 +273,11 @@ Value reduce_collective(InterpreterImpl& in, CallArgs& a, const char* fn, Op op,
     });
     if (host) {
       for (Value& v : leaves) {
-        if (v.is_int() && !mean) v = Value::integer(v.as_int() * env.group_size);
-        else v = Value::number(v.as_float() * double(env.group_size) / (mean ? double(env.group_size) : 1.0));
+        if (v.is_int() && !mean)
+          v = Value::integer(v.as_int() * env.group_size);
+        else
+          v = Value::number(v.as_float() * double(env.group_size) /
+                            (mean ? double(env.group_size) : 1.0));
       }
       return tree_unflatten(def, leaves);
     }
@@ -251,7 +286,8 @@ Value reduce_collective(InterpreterImpl& in, CallArgs& a, const char* fn, Op op,
     // JAX: psum of bool counts (int32); pmean of ints is float32.
     if (x->aval.dtype == DType::Bool && op == Op::Psum) x = np::astype(in.ops(), x, DType::Int32);
     if (mean && !is_inexact(x->aval.dtype)) x = np::astype(in.ops(), x, DType::Float32);
-    Tensor y = env.uneven_groups.empty() ? bind1(in, op, attrs, x) : uneven_group_reduce(in, env, op, x);
+    Tensor y =
+        env.uneven_groups.empty() ? bind1(in, op, attrs, x) : uneven_group_reduce(in, env, op, x);
     if (!mean) return y;
     Tensor n = np::scalar(in.ops(), Scalar::of_int(env.group_size));
     return np::binary(in.ops(), np::BinOp::TrueDiv, y, n);
@@ -259,10 +295,13 @@ Value reduce_collective(InterpreterImpl& in, CallArgs& a, const char* fn, Op op,
 }
 
 int64_t norm_axis(int64_t axis, int64_t ndim, const char* fn) {
-  if (axis < -ndim || axis >= ndim) // JAX's errors: all_gather's from canonicalize_axis, the others' IndexError
-    throw Error(ErrCode::Axis, std::string(fn) == "all_gather" ? "axis " + std::to_string(axis) +
-                                                                     " is out of bounds for array of dimension " + std::to_string(ndim)
-                                                               : std::string("tuple index out of range"));
+  if (axis < -ndim ||
+      axis >= ndim) // JAX's errors: all_gather's from canonicalize_axis, the others' IndexError
+    throw Error(ErrCode::Axis, std::string(fn) == "all_gather"
+                                   ? "axis " + std::to_string(axis) +
+                                         " is out of bounds for array of dimension " +
+                                         std::to_string(ndim)
+                                   : std::string("tuple index out of range"));
   return axis < 0 ? axis + ndim : axis;
 }
 
@@ -270,9 +309,11 @@ int64_t norm_axis(int64_t axis, int64_t ndim, const char* fn) {
 std::optional<std::vector<int64_t>> int_entries(const Value& v, size_t rank) {
   if (!v.is_obj(ObjKind::Array)) return std::nullopt;
   const Tensor& t = v.as<ArrayObj>()->tensor;
-  if (!t->concrete || t->aval.shape.size() != rank || !is_integer(t->aval.dtype)) return std::nullopt;
+  if (!t->concrete || t->aval.shape.size() != rank || !is_integer(t->aval.dtype))
+    return std::nullopt;
   std::vector<int64_t> out;
-  for (int64_t i = 0; i < t->concrete->size(); ++i) out.push_back(static_cast<int64_t>(t->concrete->get_f64(i)));
+  for (int64_t i = 0; i < t->concrete->size(); ++i)
+    out.push_back(static_cast<int64_t>(t->concrete->get_f64(i)));
   return out;
 }
 
@@ -283,7 +324,9 @@ std::vector<std::pair<int64_t, int64_t>> perm_arg(const Value& v, const char* fn
     return out;
   }
   const ValueList* items = sequence_items(v);
-  if (!items) throw Error(ErrCode::Type, std::string(fn) + "() perm must be a list of (source, destination) pairs");
+  if (!items)
+    throw Error(ErrCode::Type,
+                std::string(fn) + "() perm must be a list of (source, destination) pairs");
   for (const Value& p : *items) {
     if (auto pair = int_entries(p, 1); pair && pair->size() == 2) {
       out.push_back({(*pair)[0], (*pair)[1]});
@@ -291,13 +334,19 @@ std::vector<std::pair<int64_t, int64_t>> perm_arg(const Value& v, const char* fn
     }
     // JAX unpacks each entry as `for s, d in perm`: Python's errors.
     const ValueList* pair = sequence_items(p);
-    std::string hint = std::string(fn) + "() perm entries must be (source, destination) pairs, got " + repr(p);
+    std::string hint =
+        std::string(fn) + "() perm entries must be (source, destination) pairs, got " + repr(p);
     if (!pair)
       throw Error(ErrCode::Type, "'" + type_name(p) + "' object is not iterable", Span{}, hint);
     if (pair->size() < 2)
-      throw Error(ErrCode::Value, "not enough values to unpack (expected 2, got " + std::to_string(pair->size()) + ")", Span{}, hint);
-    if (pair->size() > 2) throw Error(ErrCode::Value, "too many values to unpack (expected 2)", Span{}, hint);
-    out.push_back({value_to_int((*pair)[0], "perm source"), value_to_int((*pair)[1], "perm destination")});
+      throw Error(ErrCode::Value,
+                  "not enough values to unpack (expected 2, got " + std::to_string(pair->size()) +
+                      ")",
+                  Span{}, hint);
+    if (pair->size() > 2)
+      throw Error(ErrCode::Value, "too many values to unpack (expected 2)", Span{}, hint);
+    out.push_back(
+        {value_to_int((*pair)[0], "perm source"), value_to_int((*pair)[1], "perm destination")});
   }
   return out;
 }
@@ -311,10 +360,18 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
     vars[name] = v;
     in.define_builtin(name, v);
   };
-  def("psum", [](InterpreterImpl& in, CallArgs& a) { return reduce_collective(in, a, "psum", Op::Psum, false); });
-  def("pmean", [](InterpreterImpl& in, CallArgs& a) { return reduce_collective(in, a, "pmean", Op::Psum, true); });
-  def("pmax", [](InterpreterImpl& in, CallArgs& a) { return reduce_collective(in, a, "pmax", Op::Pmax, false); });
-  def("pmin", [](InterpreterImpl& in, CallArgs& a) { return reduce_collective(in, a, "pmin", Op::Pmin, false); });
+  def("psum", [](InterpreterImpl& in, CallArgs& a) {
+    return reduce_collective(in, a, "psum", Op::Psum, false);
+  });
+  def("pmean", [](InterpreterImpl& in, CallArgs& a) {
+    return reduce_collective(in, a, "pmean", Op::Psum, true);
+  });
+  def("pmax", [](InterpreterImpl& in, CallArgs& a) {
+    return reduce_collective(in, a, "pmax", Op::Pmax, false);
+  });
+  def("pmin", [](InterpreterImpl& in, CallArgs& a) {
+    return reduce_collective(in, a, "pmin", Op::Pmin, false);
+  });
   def("all_gather", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("all_gather", a, {"x", "axis_name", "axis_index_groups", "axis", "tiled", "to"}, 2);
     AxisEnv env = resolve_axes(in, r[1], "all_gather");
@@ -323,20 +380,23 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
     if (r.has(5)) {
       std::string to = value_to_str(r[5], "all_gather() to");
       if (to != "varying" && to != "invarying")
-        throw Error(ErrCode::Value, "all_gather(): to='" + to + "' is not supported (only 'varying' and 'invarying')");
+        throw Error(ErrCode::Value, "all_gather(): to='" + to +
+                                        "' is not supported (only 'varying' and 'invarying')");
     }
     int64_t axis = r.get_int(3, 0);
     bool tiled = r.get_bool(4, false);
     return map_leaves(in, r[0], [&](const Tensor& x) {
       OpAttrs attrs = collective_attrs(env);
       int64_t nd = x->aval.ndim();
-      attrs.axis = tiled ? norm_axis(axis, nd, "all_gather") : norm_axis(axis, nd + 1, "all_gather");
+      attrs.axis =
+          tiled ? norm_axis(axis, nd, "all_gather") : norm_axis(axis, nd + 1, "all_gather");
       attrs.tiled = tiled;
       return bind1(in, Op::AllGather, attrs, x);
     });
   });
   def("psum_scatter", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("psum_scatter", a, {"x", "axis_name", "scatter_dimension", "axis_index_groups", "tiled"}, 2);
+    ArgReader r("psum_scatter", a,
+                {"x", "axis_name", "scatter_dimension", "axis_index_groups", "tiled"}, 2);
     AxisEnv env = resolve_axes(in, r[1], "psum_scatter");
     apply_index_groups(in, env, r[3], "psum_scatter");
     int64_t dim = r.get_int(2, 0);
@@ -360,7 +420,8 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
         const auto& axes = tc->function().mesh_axes;
         if (std::find(axes.begin(), axes.end(), env.names[0]) != axes.end()) binder = tc;
       }
-      if (binder && binder->what() == "vmap" && static_cast<int64_t>(pairs.size()) != env.group_size)
+      if (binder && binder->what() == "vmap" &&
+          static_cast<int64_t>(pairs.size()) != env.group_size)
         throw Error(ErrCode::Assertion, "Permutation doesn't match the axis size!");
       // In pmap and shard_map JAX checks that the pairs are unique, then its
       // lowering indexes the list of devices with them: an index past the
@@ -376,15 +437,19 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
       });
       if (binder && binder->what() != "vmap" && past && unique(srcs) && unique(dsts))
         throw Error(ErrCode::Index, "list index out of range", Span{},
-                    "ppermute's pairs name ranks 0.." + std::to_string(env.group_size - 1) + " of axis '" + env.names[0] + "'");
+                    "ppermute's pairs name ranks 0.." + std::to_string(env.group_size - 1) +
+                        " of axis '" + env.names[0] + "'");
     }
     // Inside shard_map JAX's ppermute over several axes numbers the devices
     // in mesh order, whatever order axis_name lists them in (on CPU; TPUs
     // reject an out-of-order axis_name).
-    if (TraceContext* spmd = env.trace ? enclosing_spmd(*env.trace) : nullptr; spmd && spmd->what() == "shard_map") {
+    if (TraceContext* spmd = env.trace ? enclosing_spmd(*env.trace) : nullptr;
+        spmd && spmd->what() == "shard_map") {
       const Function& f = env.trace->function();
       std::stable_sort(env.names.begin(), env.names.end(),
-                       [&](const std::string& a, const std::string& b) { return f.axis_bit(a) < f.axis_bit(b); });
+                       [&](const std::string& a, const std::string& b) {
+                         return f.axis_bit(a) < f.axis_bit(b);
+                       });
     }
     OpAttrs attrs = collective_attrs(env);
     attrs.pairs = std::move(pairs);
@@ -407,7 +472,8 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
     return ppermute(in, r[0], r[1], pairs, "pshuffle");
   });
   def("all_to_all", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("all_to_all", a, {"x", "axis_name", "split_axis", "concat_axis", "axis_index_groups", "tiled"}, 4);
+    ArgReader r("all_to_all", a,
+                {"x", "axis_name", "split_axis", "concat_axis", "axis_index_groups", "tiled"}, 4);
     AxisEnv env = resolve_axes(in, r[1], "all_to_all");
     apply_index_groups(in, env, r[4], "all_to_all");
     bool tiled = r.get_bool(5, false);
@@ -417,16 +483,19 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
       int64_t concat = norm_axis(r.get_int(3), nd, "all_to_all");
       OpAttrs attrs = collective_attrs(env);
       if (tiled && x->aval.shape[split] % env.group_size != 0) // JAX's ValueError
-        throw Error(ErrCode::CollectiveArgs, "The size of all_to_all split_axis (" + std::to_string(x->aval.shape[split]) +
-                                             ") has to be divisible by the size of the named axis " + pxl::str(r[1]) + " (" +
-                                             std::to_string(env.group_size) + ")");
+        throw Error(ErrCode::CollectiveArgs,
+                    "The size of all_to_all split_axis (" + std::to_string(x->aval.shape[split]) +
+                        ") has to be divisible by the size of the named axis " + pxl::str(r[1]) +
+                        " (" + std::to_string(env.group_size) + ")");
       if (!tiled) {
         // JAX's untiled form: split_axis must equal the axis size; a new axis
         // is concatenated over and the split one squeezed away.
         if (x->aval.shape[split] != env.group_size) // JAX's ValueError
-          throw Error(ErrCode::CollectiveArgs, "all_to_all requires the size of the mapped axis axis_name to equal "
-                                               "x.shape[split_axis], but they are " + std::to_string(env.group_size) +
-                                               " and " + std::to_string(x->aval.shape[split]) + " respectively.");
+          throw Error(ErrCode::CollectiveArgs,
+                      "all_to_all requires the size of the mapped axis axis_name to equal "
+                      "x.shape[split_axis], but they are " +
+                          std::to_string(env.group_size) + " and " +
+                          std::to_string(x->aval.shape[split]) + " respectively.");
         if (split < concat) ++concat;
         x = np::expand_dims(in.ops(), x, {static_cast<int>(concat)});
         if (split >= concat) ++split; // the new axis came before it
@@ -445,9 +514,11 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
     ArgReader r("pcast", a, {"x", "axis_name", "to"}, 3);
     std::string to = value_to_str(r[2], "pcast() to");
     if (to != "varying")
-      throw Error(ErrCode::Value, "pcast(): to='" + to + "' is not supported (pxl has to='varying' only)");
+      throw Error(ErrCode::Value,
+                  "pcast(): to='" + to + "' is not supported (pxl has to='varying' only)");
     if (!r[1].is_obj(ObjKind::Str) && !r[1].is_obj(ObjKind::Tuple))
-      throw Error(ErrCode::Type, "axis_name=" + repr(r[1]) + " must be a tuple or a str. Got " + repr(r[1]));
+      throw Error(ErrCode::Type,
+                  "axis_name=" + repr(r[1]) + " must be a tuple or a str. Got " + repr(r[1]));
     if (!dynamic_cast<TraceContext*>(&in.ops()))
       throw Error(ErrCode::Value, "pvary should be called under jax.shard_map.", Span{},
                   "call it inside a function given to jax.shard_map");
@@ -459,7 +530,8 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
       AxisSet have = vma_of(in.ops(), x);
       for (const std::string& n : env.names)
         if (have & (AxisSet{1} << f.axis_bit(n)))
-          throw Error(ErrCode::Value, "pcast(): the value already varies over '" + n + "' (Unsupported pcast from=varying, to='varying')");
+          throw Error(ErrCode::Value, "pcast(): the value already varies over '" + n +
+                                          "' (Unsupported pcast from=varying, to='varying')");
       return bind1(in, Op::Ppermute, attrs, x);
     });
   });
@@ -474,15 +546,19 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
     for (int i = 0; i < 4; ++i) meta.push_back(in.to_tensor(r[size_t(2 + i)], Span{}));
     for (int i = 0; i < 4; ++i)
       if (!is_integer(meta[size_t(i)]->aval.dtype))
-        throw Error(ErrCode::Value, std::string("ragged_all_to_all ") + names[i] + " must be integer type.");
+        throw Error(ErrCode::Value,
+                    std::string("ragged_all_to_all ") + names[i] + " must be integer type.");
     for (int i = 0; i < 4; ++i) {
       const Shape& s = meta[size_t(i)]->aval.shape;
       if (s.size() != 1 || s[0] < 1)
-        throw Error(ErrCode::Value, std::string("ragged_all_to_all ") + names[i] +
-                                        " must be rank 1 with positive dimension size, but got shape " + shape_str(s));
+        throw Error(ErrCode::Value,
+                    std::string("ragged_all_to_all ") + names[i] +
+                        " must be rank 1 with positive dimension size, but got shape " +
+                        shape_str(s));
     }
     if (!dynamic_cast<TraceContext*>(&in.ops()))
-      throw Error(ErrCode::Value, "ragged_all_to_all must be used within a mapped context like vmap or shard_map.");
+      throw Error(ErrCode::Value,
+                  "ragged_all_to_all must be used within a mapped context like vmap or shard_map.");
     AxisEnv env = resolve_axes(in, r[6], "ragged_all_to_all");
     // JAX's batching rule has no case for the vmap that binds the axis itself.
     for (const std::string& n : env.names) {
@@ -493,7 +569,8 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
       }
       if (binder && binder->what() == "vmap")
         throw Error(ErrCode::Unsupported, "Please open a feature request!", Span{},
-                    "ragged_all_to_all over a vmap's axis is not implemented (nor is it in JAX): use shard_map");
+                    "ragged_all_to_all over a vmap's axis is not implemented (nor is it in JAX): "
+                    "use shard_map");
     }
     Value groups = r.has(7) ? r[7] : Value();
     if (!groups.is_none()) apply_index_groups(in, env, groups, "ragged_all_to_all");
@@ -519,7 +596,8 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
     if (!tc || tc->what() != "shard_map" || !r[0].is_obj(ObjKind::Array)) return r[0];
     const Tensor& out = r[0].as<ArrayObj>()->tensor;
     if (!tc->owns(out) || out->trace_id < 0) return r[0];
-    AxisSet branches = vma_of(in.ops(), in.to_tensor(r[1], Span{})) | vma_of(in.ops(), in.to_tensor(r[2], Span{}));
+    AxisSet branches =
+        vma_of(in.ops(), in.to_tensor(r[1], Span{})) | vma_of(in.ops(), in.to_tensor(r[2], Span{}));
     tc->function().values[static_cast<size_t>(out->trace_id)].vma &= branches;
     return r[0];
   });

@@ -63,7 +63,8 @@ Shape canonical_shape(InterpreterImpl& in, const Value& v, bool nonnegative) {
     items.push_back(v);
     shown = "(" + repr(v) + ",)";
   }
-  const std::string invalid = "Shapes must be 1D sequences of concrete values of integer type, got " + shown + ".";
+  const std::string invalid =
+      "Shapes must be 1D sequences of concrete values of integer type, got " + shown + ".";
   Shape out;
   for (const Value& d : items) {
     if (d.is_intlike()) {
@@ -80,9 +81,10 @@ Shape canonical_shape(InterpreterImpl& in, const Value& v, bool nonnegative) {
       // A traced dimension: JAX's hint, then the tracer's origin (which the
       // transformation fills in from the concretisation text that follows).
       if (e.code() != ErrCode::ConcreteValue) throw;
-      throw Error(ErrCode::Type,
-                  invalid + "\nIf using `jit`, try using `static_argnums` or applying `jit` to smaller subfunctions.\n" +
-                      e.message());
+      throw Error(ErrCode::Type, invalid +
+                                     "\nIf using `jit`, try using `static_argnums` or applying "
+                                     "`jit` to smaller subfunctions.\n" +
+                                     e.message());
     }
   }
   // lax.full's broadcast_in_dim check.
@@ -91,8 +93,9 @@ Shape canonical_shape(InterpreterImpl& in, const Value& v, bool nonnegative) {
       if (d < 0) {
         std::string s = "(";
         for (size_t i = 0; i < out.size(); ++i) s += (i ? ", " : "") + std::to_string(out[i]);
-        throw Error(ErrCode::Type, "broadcast_in_dim shape must have every element be nonnegative, got " + s +
-                                       (out.size() == 1 ? ",)." : ")."));
+        throw Error(ErrCode::Type,
+                    "broadcast_in_dim shape must have every element be nonnegative, got " + s +
+                        (out.size() == 1 ? ",)." : ")."));
       }
   return out;
 }

@@ -8,7 +8,8 @@
 
 namespace pxl {
 
-std::vector<np::IndexItem> to_index_items(InterpreterImpl& in, const Value& index, const Span& where);
+std::vector<np::IndexItem> to_index_items(InterpreterImpl& in, const Value& index,
+                                          const Span& where);
 // None -> nullopt; a dtype object, a name ("float32"), or Python's int/float/bool.
 std::optional<DType> value_to_dtype(const Value& v);
 // "int64" / "uint64": names JAX accepts with x64 off, meaning int32 / uint32.

@@ -33,13 +33,13 @@
 #include "stdlib/custom_derivatives.hpp"
 
 #include "lang/args.hpp"
-#include "stdlib/closure_convert.hpp"
-#include "stdlib/float0.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/autodiff.hpp"
+#include "stdlib/closure_convert.hpp"
+#include "stdlib/float0.hpp"
 #include "stdlib/np.hpp"
-#include "stdlib/pytree.hpp"
 #include "stdlib/prng_key.hpp"
+#include "stdlib/pytree.hpp"
 #include "stdlib/trace_util.hpp"
 
 namespace pxl {
@@ -578,7 +578,8 @@ ValueList positional_args(InterpreterImpl& in, const CustomDef& d, CallArgs& a, 
     bool named = false;
     for (size_t i = 0; f.params && i < f.params->size(); ++i) {
       const Param& p = (*f.params)[i];
-      named = named || (p.kind == Param::Kind::Normal && p.keyword_only && p.name == a.kw[k].first) ||
+      named = named ||
+              (p.kind == Param::Kind::Normal && p.keyword_only && p.name == a.kw[k].first) ||
               p.kind == Param::Kind::KwArgs;
     }
     if (named) {
@@ -662,8 +663,8 @@ Value call_custom(InterpreterImpl& in, const std::shared_ptr<const CustomDef>& d
   traced_args.insert(traced_args.end(), arrays.begin(), arrays.end());
   // Python control flow on the arguments reads their values where the calling
   // context knows them (grad's), as JAX's JVPTracer carries its primal.
-  TracedFunction t = trace_function(in, primal, traced_args, where, d.kind(), nullptr, nullptr, {},
-                                    true);
+  TracedFunction t =
+      trace_function(in, primal, traced_args, where, d.kind(), nullptr, nullptr, {}, true);
   site.out_tree = t.out_tree;
   auto fn = t.fn;
   fn->name = d.name();
@@ -801,16 +802,17 @@ Value make_custom(CallArgs& a, bool is_vjp) {
   if (r.has(1)) nums = value_to_int_list(r[1], std::string(name) + "() nondiff_argnums");
   if (r.has(2)) { // JAX adds their positions in fun's signature, then sorts
     ValueList names;
-    if (const ValueList* items = sequence_items(r[2])) names = *items;
-    else names.push_back(r[2]);
+    if (const ValueList* items = sequence_items(r[2]))
+      names = *items;
+    else
+      names.push_back(r[2]);
     const FunctionObj* f = r[0].is_obj(ObjKind::Function) ? r[0].as<FunctionObj>() : nullptr;
     for (const Value& nv : names) {
       const std::string& n = value_to_str(nv, std::string(name) + "() nondiff_argnames");
       int64_t pos = -1;
       for (size_t i = 0; f && f->params && i < f->params->size(); ++i)
         if ((*f->params)[i].name == n) pos = static_cast<int64_t>(i);
-      if (pos < 0)
-        throw Error(ErrCode::Value, "'" + n + "' is not in list");
+      if (pos < 0) throw Error(ErrCode::Value, "'" + n + "' is not in list");
       if (std::find(nums.begin(), nums.end(), pos) == nums.end()) nums.push_back(pos);
     }
     std::sort(nums.begin(), nums.end());

@@ -13,8 +13,8 @@
 #include "stdlib/debug_print.hpp"
 
 #include "lang/tracer.hpp"
-#include "stdlib/checkify.hpp"
 #include "runtime/debug_print.hpp"
+#include "stdlib/checkify.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/pytree.hpp"
 
@@ -26,11 +26,11 @@ namespace {
 // pytree, and per leaf its static value (dynamic leaves are the operands).
 struct PrintArgs : DebugFormatArgs {
   TreeDef tree;
-  ValueList statics;        // per leaf; unused for dynamic ones
+  ValueList statics; // per leaf; unused for dynamic ones
   std::vector<bool> dynamic;
   size_t npos = 0;
-  bool gated = false; // the last operand says whether the print's branch is taken
-  Value callback;      // jax.debug.callback's function (None: print the format)
+  bool gated = false;   // the last operand says whether the print's branch is taken
+  Value callback;       // jax.debug.callback's function (None: print the format)
   bool io = false;      // jax.experimental.io_callback's (without results): JAX refuses
   bool ordered = false; // to vmap an ordered one, or one in a cond whose predicate is batched
   InterpreterImpl* in = nullptr; // whose output the line goes to (the one that traced it)
@@ -95,15 +95,18 @@ void check_fields(const std::string& fmt, const ValueList& pos,
   if (!unused_kw.empty()) {
     std::string m = "Unused keyword arguments to `jax.debug.print`: [";
     for (size_t i = 0; i < unused_kw.size(); ++i) m += (i ? ", " : "") + unused_kw[i];
-    throw Error(ErrCode::Value, m + "]. You may be passing an f-string (i.e, `f\"{x}\"`) into "
-                                    "`jax.debug.print` and instead should pass in a regular string.");
+    throw Error(ErrCode::Value,
+                m + "]. You may be passing an f-string (i.e, `f\"{x}\"`) into "
+                    "`jax.debug.print` and instead should pass in a regular string.");
   }
   std::string unused;
   size_t n = 0;
   for (size_t i = 0; i < pos.size(); ++i)
     if (std::find(fl.indices.begin(), fl.indices.end(), i) == fl.indices.end())
       unused += (n++ ? ", " : "") + repr(pos[i]);
-  if (n) throw Error(ErrCode::Value, "Unused positional arguments to `jax.debug.print`: [" + unused + "]");
+  if (n)
+    throw Error(ErrCode::Value,
+                "Unused positional arguments to `jax.debug.print`: [" + unused + "]");
 }
 
 Value call_format(InterpreterImpl& in, const std::string& fmt, CallArgs& args) {
@@ -162,7 +165,9 @@ void record(InterpreterImpl& in, TraceContext& tc, const std::string& fmt, const
 }
 
 Value debug_print(InterpreterImpl& in, CallArgs& a) {
-  if (a.pos.empty()) throw Error(ErrCode::Arguments, "jax.debug.print() missing 1 required positional argument: 'fmt'");
+  if (a.pos.empty())
+    throw Error(ErrCode::Arguments,
+                "jax.debug.print() missing 1 required positional argument: 'fmt'");
   std::string fmt = value_to_str(a.pos[0], "jax.debug.print() fmt");
   ValueList pos(a.pos.begin() + 1, a.pos.end());
   std::vector<std::pair<std::string, Value>> kw;
@@ -181,7 +186,6 @@ Value debug_print(InterpreterImpl& in, CallArgs& a) {
   return Value();
 }
 
-
 // jax.debug.callback(callback, *args, ordered=False, partitioned=False, **kwargs):
 // calls callback(*args, **kwargs) with the arrays where the code runs.
 // jax.debug._io_callback(callback, ordered, *args, **kwargs) is the same call
@@ -194,10 +198,12 @@ Value call_back(InterpreterImpl& in, CallArgs& a, bool io) {
                   cb.is_obj(ObjKind::Opaque);
   if (!callable)
     throw Error(ErrCode::Type, "first argument to jax.debug.callback must be callable, but got an "
-                               "object of type <class '" + type_name(cb) + "'>");
+                               "object of type <class '" +
+                                   type_name(cb) + "'>");
   size_t first = io ? 2 : 1;
   bool ordered = io && a.pos.size() > 1 && in.truthy(a.pos[1], Span{});
-  ValueList pos(a.pos.begin() + static_cast<std::ptrdiff_t>(std::min(first, a.pos.size())), a.pos.end());
+  ValueList pos(a.pos.begin() + static_cast<std::ptrdiff_t>(std::min(first, a.pos.size())),
+                a.pos.end());
   std::vector<std::pair<std::string, Value>> kw;
   for (auto& [k, v] : a.kw)
     if (io || (k != "ordered" && k != "partitioned")) kw.emplace_back(k, v);
@@ -231,8 +237,10 @@ std::optional<std::string> format_debug(InterpreterImpl& in, const DebugFormat& 
     size_t npos = values.size() - f.keywords.size();
     for (size_t i = 0; i < values.size(); ++i) {
       Value v = make_array(make_tensor(values[i]));
-      if (i < npos) args.pos.push_back(v);
-      else args.kw.emplace_back(f.keywords[i - npos], v);
+      if (i < npos)
+        args.pos.push_back(v);
+      else
+        args.kw.emplace_back(f.keywords[i - npos], v);
     }
     return str(call_format(in, f.format, args));
   }
@@ -243,8 +251,10 @@ std::optional<std::string> format_debug(InterpreterImpl& in, const DebugFormat& 
   Value tuple = tree_unflatten(pa->tree, leaves); // keeps the items alive
   const ValueList& all = *sequence_items(tuple);
   for (size_t i = 0; i < all.size(); ++i) {
-    if (i < pa->npos) args.pos.push_back(all[i]);
-    else args.kw.emplace_back(f.keywords[i - pa->npos], all[i]);
+    if (i < pa->npos)
+      args.pos.push_back(all[i]);
+    else
+      args.kw.emplace_back(f.keywords[i - pa->npos], all[i]);
   }
   if (!pa->callback.is_none()) {
     in.call(pa->callback, args, Span{});
@@ -279,7 +289,8 @@ void add_debug_print(InterpreterImpl&, ModuleBuilder& debug) {
     if (auto* check = dynamic_cast<const CheckSite*>(f.args.get())) return check->run(values);
     auto* pa = dynamic_cast<const PrintArgs*>(f.args.get());
     if (!pa || !pa->in) return;
-    if (std::optional<std::string> line = format_debug(*pa->in, f, values)) pa->in->out() << *line << "\n";
+    if (std::optional<std::string> line = format_debug(*pa->in, f, values))
+      pa->in->out() << *line << "\n";
   });
 }
 

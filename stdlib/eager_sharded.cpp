@@ -44,7 +44,9 @@ public:
     return std::move(results.at(0));
   }
 
-  std::optional<Tensor> place_result(const Tensor& t) override { return on_current_mesh(in_, t, true); }
+  std::optional<Tensor> place_result(const Tensor& t) override {
+    return on_current_mesh(in_, t, true);
+  }
 
 private:
   PartitionedJit partition(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs,
@@ -68,7 +70,8 @@ private:
 
 std::optional<Tensor> on_current_mesh(InterpreterImpl& in, const Tensor& t, bool computed) {
   auto* eager = dynamic_cast<EagerContext*>(&in.ops());
-  if (!eager || !t->concrete || t->trace || t->concrete->device() != eager->device()) return std::nullopt;
+  if (!eager || !t->concrete || t->trace || t->concrete->device() != eager->device())
+    return std::nullopt;
   const Value* current = in.context_mesh();
   const Mesh* mesh = current ? value_to_mesh(*current) : nullptr;
   if (!mesh || mesh->device_ids.empty()) return std::nullopt;
@@ -85,7 +88,8 @@ Value results_on_current_mesh(InterpreterImpl& in, const Value& out, bool comput
   return map_tree(in, out, [&](const Value& leaf) {
     if (!leaf.is_obj(ObjKind::Array)) return leaf;
     const Tensor& t = leaf.as<ArrayObj>()->tensor;
-    if (!t->concrete || t->concrete->device() != eager->device() || leaf.as<ArrayObj>()->committed) return leaf;
+    if (!t->concrete || t->concrete->device() != eager->device() || leaf.as<ArrayObj>()->committed)
+      return leaf;
     std::optional<Tensor> placed = on_current_mesh(in, t, computed);
     return placed ? make_array(*placed) : leaf;
   });

@@ -14,7 +14,9 @@ struct Float0DType : OpaqueObj {
   std::string type_name() const override { return "dtype[void]"; }
   std::string repr() const override { return "dtype([('float0', 'V')])"; }
   std::string str() const override { return "[('float0', 'V')]"; }
-  bool equals(const OpaqueObj& other) const override { return dynamic_cast<const Float0DType*>(&other); }
+  bool equals(const OpaqueObj& other) const override {
+    return dynamic_cast<const Float0DType*>(&other);
+  }
   bool get_attr(InterpreterImpl&, const std::string& attr, Value& out) override {
     if (attr == "name") return out = make_str("void"), true;
     if (attr == "kind") return out = make_str("V"), true;
@@ -91,8 +93,9 @@ struct Float0Array : OpaqueObj {
   // JAX's TypedNdArray.__repr__ (jax/_src/literals.py).
   std::string repr() const override {
     const std::string prefix = "TypedNdArray(", dtype_str = "dtype=void)";
-    std::string s = size() == 0 ? "[], shape=" + shape_text(shape)
-                                : Layout{shape, ", ", 74}.rec(0, std::string(prefix.size() + 1, ' '), 74);
+    std::string s = size() == 0
+                        ? "[], shape=" + shape_text(shape)
+                        : Layout{shape, ", ", 74}.rec(0, std::string(prefix.size() + 1, ' '), 74);
     size_t nl = s.rfind('\n');
     size_t last = nl == std::string::npos ? s.size() + 2 : s.size() - nl + 1;
     std::string sep = last + dtype_str.size() + 1 > 75 ? std::string(prefix.size(), ' ') : " ";
@@ -110,24 +113,31 @@ struct Float0Array : OpaqueObj {
     // Shape-only methods work, as on JAX's float0 arrays.
     if (attr == "reshape") {
       int64_t n = size();
-      return out = make_builtin("reshape", [n](InterpreterImpl&, CallArgs& a) {
-        std::vector<int64_t> s;
-        for (const Value& v : a.pos) {
-          std::vector<int64_t> part = value_to_int_list(v, "reshape");
-          s.insert(s.end(), part.begin(), part.end());
-        }
-        int64_t known = 1, unknown = -1;
-        for (size_t i = 0; i < s.size(); ++i)
-          if (s[i] < 0) unknown = static_cast<int64_t>(i);
-          else known *= s[i];
-        if (unknown >= 0 && known > 0) s[static_cast<size_t>(unknown)] = n / known;
-        return float0_zeros(s);
-      }), true;
+      return out = make_builtin("reshape",
+                                [n](InterpreterImpl&, CallArgs& a) {
+                                  std::vector<int64_t> s;
+                                  for (const Value& v : a.pos) {
+                                    std::vector<int64_t> part = value_to_int_list(v, "reshape");
+                                    s.insert(s.end(), part.begin(), part.end());
+                                  }
+                                  int64_t known = 1, unknown = -1;
+                                  for (size_t i = 0; i < s.size(); ++i)
+                                    if (s[i] < 0)
+                                      unknown = static_cast<int64_t>(i);
+                                    else
+                                      known *= s[i];
+                                  if (unknown >= 0 && known > 0)
+                                    s[static_cast<size_t>(unknown)] = n / known;
+                                  return float0_zeros(s);
+                                }),
+             true;
     }
     if (attr == "transpose" || attr == "T") {
       std::vector<int64_t> t(shape.rbegin(), shape.rend());
       if (attr == "T") return out = float0_zeros(t), true;
-      return out = make_builtin("transpose", [t](InterpreterImpl&, CallArgs&) { return float0_zeros(t); }), true;
+      return out = make_builtin("transpose",
+                                [t](InterpreterImpl&, CallArgs&) { return float0_zeros(t); }),
+             true;
     }
     return false;
   }
@@ -141,21 +151,23 @@ struct Float0Array : OpaqueObj {
     if (op == "eq" || op == "ne") {
       bool same = is_float0(other) && other.as<Float0Array>()->shape == shape;
       bool v = (op == "eq") == same;
-      out = shape.empty() ? Value::boolean(v) : make_array(np::full(in.ops(), shape, Scalar::of_bool(v), DType::Bool));
+      out = shape.empty() ? Value::boolean(v)
+                          : make_array(np::full(in.ops(), shape, Scalar::of_bool(v), DType::Bool));
       return true;
     }
     static const std::pair<const char*, const char*> names[] = {
-        {"add", "add"}, {"sub", "subtract"}, {"mul", "multiply"}, {"truediv", "true_divide"},
+        {"add", "add"},   {"sub", "subtract"}, {"mul", "multiply"}, {"truediv", "true_divide"},
         {"pow", "power"}, {"neg", "negative"}, {"matmul", "matmul"}};
     for (auto [dunder, ufunc] : names)
       if (op == dunder)
-        throw Error(ErrCode::Type, std::string("Called ") + ufunc +
-                                       " with a float0 array. float0s do not support any operations by design "
-                                       "because they are not compatible with non-trivial vector spaces. No "
-                                       "implicit dtype conversion is done. You can use np.zeros_like(arr, "
-                                       "dtype=np.float) to cast a float0 array to a regular zeros array. \n"
-                                       "If you didn't expect to get a float0 you might have accidentally taken a "
-                                       "gradient with respect to an integer argument.");
+        throw Error(ErrCode::Type,
+                    std::string("Called ") + ufunc +
+                        " with a float0 array. float0s do not support any operations by design "
+                        "because they are not compatible with non-trivial vector spaces. No "
+                        "implicit dtype conversion is done. You can use np.zeros_like(arr, "
+                        "dtype=np.float) to cast a float0 array to a regular zeros array. \n"
+                        "If you didn't expect to get a float0 you might have accidentally taken a "
+                        "gradient with respect to an integer argument.");
     return false;
   }
 };

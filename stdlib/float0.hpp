@@ -15,9 +15,9 @@ struct ModuleBuilder;
 
 Value float0_dtype();
 Value float0_zeros(std::vector<int64_t> shape);
-bool is_float0(const Value& v);       // a float0 value
+bool is_float0(const Value& v);                    // a float0 value
 std::vector<int64_t> float0_shape(const Value& v); // of a float0 value
-bool is_float0_dtype(const Value& v); // jax.dtypes.float0
+bool is_float0_dtype(const Value& v);              // jax.dtypes.float0
 
 // types._float0_zeros(shape), types._is_float0(x), types._is_float0_dtype(d)
 // for the stdlib's .pxl code.

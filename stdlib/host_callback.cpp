@@ -9,12 +9,12 @@
 
 #include <mutex>
 
+#include "ir/custom_call.hpp"
+#include "ir/while_loop.hpp"
 #include "lang/args.hpp"
 #include "lang/interp_impl.hpp"
 #include "lang/tracer.hpp"
 #include "runtime/sharded.hpp"
-#include "ir/custom_call.hpp"
-#include "ir/while_loop.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/debug_print.hpp"
 #include "stdlib/module_builder.hpp"
@@ -50,7 +50,8 @@ struct Callee : HostCallee {
       pos.push_back(dynamic[i] ? make_array(make_tensor(operands[k++])) : statics[i]);
     Value out = in->call(run, std::move(pos), Span{});
     const ValueList* items = sequence_items(out);
-    PXL_ASSERT(items && items->size() == results.size(), "host_callback: run returned the wrong results");
+    PXL_ASSERT(items && items->size() == results.size(),
+               "host_callback: run returned the wrong results");
     std::vector<Array> arrays;
     for (size_t r = 0; r < results.size(); ++r) {
       Tensor t = in->to_tensor((*items)[r], Span{});
@@ -64,8 +65,10 @@ struct Callee : HostCallee {
 // no_jvp, *leaves): run(shapes, *leaves) now when eager; traced, a
 // host_callback instruction on the array leaves that calls it when it runs.
 // Returns the list of results.
-Value host_callback(InterpreterImpl& in, CallArgs& a, const std::shared_ptr<std::recursive_mutex>& mu) {
-  if (a.pos.size() < 7) throw Error(ErrCode::Arguments, "_host_callback() takes at least 7 arguments");
+Value host_callback(InterpreterImpl& in, CallArgs& a,
+                    const std::shared_ptr<std::recursive_mutex>& mu) {
+  if (a.pos.size() < 7)
+    throw Error(ErrCode::Arguments, "_host_callback() takes at least 7 arguments");
   ValueList leaves(a.pos.begin() + 7, a.pos.end());
   auto* tc = dynamic_cast<TraceContext*>(&in.ops());
   if (!tc) {
@@ -79,7 +82,8 @@ Value host_callback(InterpreterImpl& in, CallArgs& a, const std::shared_ptr<std:
   c->run = a.pos[0];
   const ValueList* shapes = sequence_items(a.pos[1]);
   const ValueList* dtypes = sequence_items(a.pos[2]);
-  PXL_ASSERT(shapes && dtypes && shapes->size() == dtypes->size(), "_host_callback: bad result types");
+  PXL_ASSERT(shapes && dtypes && shapes->size() == dtypes->size(),
+             "_host_callback: bad result types");
   for (size_t i = 0; i < shapes->size(); ++i) {
     AVal av;
     av.dtype = required_dtype((*dtypes)[i], "result_shape_dtypes");
@@ -119,7 +123,9 @@ Value host_callback(InterpreterImpl& in, CallArgs& a, const std::shared_ptr<std:
   return make_list(std::move(out));
 }
 
-Tensor bind1(OpContext& cx, Op op, const OpAttrs& a, std::vector<Tensor> xs) { return cx.bind(op, a, xs); }
+Tensor bind1(OpContext& cx, Op op, const OpAttrs& a, std::vector<Tensor> xs) {
+  return cx.bind(op, a, xs);
+}
 
 Tensor reshaped(OpContext& cx, const Tensor& t, Shape shape) {
   OpAttrs r;
@@ -141,8 +147,8 @@ Tensor example(OpContext& cx, const Tensor& t, int64_t i) {
 
 } // namespace
 
-std::vector<BVal> batch_host_callback(OpContext& cx, const OpAttrs& attrs, std::span<const BVal> args,
-                                      const BatchAxis& axis) {
+std::vector<BVal> batch_host_callback(OpContext& cx, const OpAttrs& attrs,
+                                      std::span<const BVal> args, const BatchAxis& axis) {
   const auto& c = dynamic_cast<const Callee&>(*attrs.host);
   const int64_t B = axis.size;
   std::vector<Tensor> ts;
@@ -259,7 +265,8 @@ IoEffects io_effects(const Function& f) {
 
 void add_host_callback(ModuleBuilder& debug) {
   auto mu = std::make_shared<std::recursive_mutex>();
-  debug.fn("_host_callback", [mu](InterpreterImpl& in, CallArgs& a) { return host_callback(in, a, mu); });
+  debug.fn("_host_callback",
+           [mu](InterpreterImpl& in, CallArgs& a) { return host_callback(in, a, mu); });
 }
 
 } // namespace pxl

@@ -18,8 +18,8 @@ void add_host_callback(ModuleBuilder& debug);
 // ("sequential": one call per example; "expand_dims", "broadcast_all",
 // "legacy_vectorized": one call that sees the batch) and io_callback
 // (sequential; an ordered one is refused).
-std::vector<BVal> batch_host_callback(OpContext& cx, const OpAttrs& attrs, std::span<const BVal> args,
-                                      const BatchAxis& axis);
+std::vector<BVal> batch_host_callback(OpContext& cx, const OpAttrs& attrs,
+                                      std::span<const BVal> args, const BatchAxis& axis);
 
 // The io_callbacks (with or without results) `f` holds, nested loops and
 // custom_jvp/vjp functions included: JAX's vmap of a while loop whose

@@ -1,10 +1,10 @@
 // Builds every stdlib module and the predeclared globals (DESIGN §2: np, lax,
 // jax, devices, device_count, tree_map, ...).
 #include "lang/args.hpp"
-#include "stdlib/prng_key.hpp"
 #include "stdlib/checkify.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/module_builder.hpp"
+#include "stdlib/prng_key.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/sharding.hpp"
 #include "stdlib/transforms.hpp"
@@ -14,30 +14,43 @@ namespace pxl {
 Value make_functools_module();
 Value make_time_module();
 Value make_math_module();
-void add_grad_functions(InterpreterImpl& in, Value& jax); // stdlib/mod_grad.cpp
-void add_lax_functions(InterpreterImpl& in, Value& lax);  // stdlib/mod_lax.cpp
-void add_lax_complex(Value& lax);                         // stdlib/mod_lax_complex.cpp
-void add_jax_misc(InterpreterImpl& in, Value& jax);       // stdlib/mod_jax_misc.cpp
-void install_sharded_op_runner(InterpreterImpl& in);      // stdlib/eager_sharded.cpp
+void add_grad_functions(InterpreterImpl& in, Value& jax);     // stdlib/mod_grad.cpp
+void add_lax_functions(InterpreterImpl& in, Value& lax);      // stdlib/mod_lax.cpp
+void add_lax_complex(Value& lax);                             // stdlib/mod_lax_complex.cpp
+void add_jax_misc(InterpreterImpl& in, Value& jax);           // stdlib/mod_jax_misc.cpp
+void install_sharded_op_runner(InterpreterImpl& in);          // stdlib/eager_sharded.cpp
 void add_custom_derivatives(InterpreterImpl& in, Value& jax); // stdlib/custom_derivatives.cpp
 
 Value make_lax_module(InterpreterImpl& in, const Value& np) {
   (void)in;
   ModuleBuilder b("jax.lax");
-  static const char* same[] = {"exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "tanh", "sin", "cos",
-                               "tan", "abs", "sign", "floor", "ceil", "round", "pow", "square",
-                               "clamp", "dot", "reshape", "transpose", "concatenate", "select",
-                               "is_finite"};
+  static const char* same[] = {
+      "exp",    "log",   "log1p", "expm1",   "sqrt",      "rsqrt",       "tanh",   "sin",
+      "cos",    "tan",   "abs",   "sign",    "floor",     "ceil",        "round",  "pow",
+      "square", "clamp", "dot",   "reshape", "transpose", "concatenate", "select", "is_finite"};
   const auto& src = np.as<ModuleObj>()->env->vars;
   for (const char* n : same)
     if (src.count(n)) b.alias(n, np);
-  static const std::pair<const char*, const char*> renamed[] = {
-      {"neg", "negative"}, {"add", "add"}, {"sub", "subtract"}, {"mul", "multiply"},
-      {"max", "maximum"}, {"min", "minimum"},
-      {"atan2", "arctan2"}, {"eq", "equal"}, {"ne", "not_equal"}, {"lt", "less"}, {"le", "less_equal"},
-      {"gt", "greater"}, {"ge", "greater_equal"}, {"bitwise_and", "bitwise_and"},
-      {"bitwise_or", "bitwise_or"}, {"bitwise_xor", "bitwise_xor"}, {"select", "where"},
-      {"is_finite", "isfinite"}, {"convert_element_type", "astype"}, {"broadcast_to", "broadcast_to"}};
+  static const std::pair<const char*, const char*> renamed[] = {{"neg", "negative"},
+                                                                {"add", "add"},
+                                                                {"sub", "subtract"},
+                                                                {"mul", "multiply"},
+                                                                {"max", "maximum"},
+                                                                {"min", "minimum"},
+                                                                {"atan2", "arctan2"},
+                                                                {"eq", "equal"},
+                                                                {"ne", "not_equal"},
+                                                                {"lt", "less"},
+                                                                {"le", "less_equal"},
+                                                                {"gt", "greater"},
+                                                                {"ge", "greater_equal"},
+                                                                {"bitwise_and", "bitwise_and"},
+                                                                {"bitwise_or", "bitwise_or"},
+                                                                {"bitwise_xor", "bitwise_xor"},
+                                                                {"select", "where"},
+                                                                {"is_finite", "isfinite"},
+                                                                {"convert_element_type", "astype"},
+                                                                {"broadcast_to", "broadcast_to"}};
   for (auto [mine, theirs] : renamed) b.alias(mine, np, theirs);
   b.fn("logistic", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("logistic", a, {"x"}, 1);
@@ -72,8 +85,7 @@ void install_stdlib(InterpreterImpl& in) {
   jax.fn("devices", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("devices", a, {"backend"});
     ValueList out;
-    for (const Device& d : in.platform().devices())
-      out.push_back(device_value(d.platform, d.id));
+    for (const Device& d : in.platform().devices()) out.push_back(device_value(d.platform, d.id));
     return make_list(std::move(out));
   });
   jax.alias("local_devices", jax.value(), "devices");
@@ -94,7 +106,9 @@ void install_stdlib(InterpreterImpl& in) {
     for (const Value& l : leaves)
       if (l.is_obj(ObjKind::Array)) {
         if (l.as<ArrayObj>()->deleted)
-          throw Error(ErrCode::Value, "INVALID_ARGUMENT: BlockHostUntilReady() called on deleted or donated buffer");
+          throw Error(
+              ErrCode::Value,
+              "INVALID_ARGUMENT: BlockHostUntilReady() called on deleted or donated buffer");
         wait_ready(*l.as<ArrayObj>()->tensor);
       }
     return r[0];
@@ -154,7 +168,7 @@ void install_stdlib(InterpreterImpl& in) {
   in.define_builtin("jax", jax_v);
   for (const char* n : {"devices", "device_count", "tree_map"})
     in.define_builtin(n, jax_v.as<ModuleObj>()->env->vars.at(n));
-  add_pxl_modules(in, jax_v); // nn.pxl imports jax
+  add_pxl_modules(in, jax_v);  // nn.pxl imports jax
   install_ufuncs(in, np);      // jnp.add & co. as ufunc objects (stdlib/ufunc.cpp)
   add_out_sharding(in, jax_v); // wraps functions of both kinds
 }

@@ -18,9 +18,24 @@ Value dtype_value(DType d) { return Value::object(std::make_shared<DTypeObj>(d))
 
 bool is_elementwise_binary(Op op) {
   switch (op) {
-  case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Max: case Op::Min: case Op::Pow:
-  case Op::Atan2: case Op::Rem: case Op::And: case Op::Or: case Op::Xor: case Op::Eq: case Op::Ne:
-  case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
+  case Op::Add:
+  case Op::Sub:
+  case Op::Mul:
+  case Op::Div:
+  case Op::Max:
+  case Op::Min:
+  case Op::Pow:
+  case Op::Atan2:
+  case Op::Rem:
+  case Op::And:
+  case Op::Or:
+  case Op::Xor:
+  case Op::Eq:
+  case Op::Ne:
+  case Op::Lt:
+  case Op::Le:
+  case Op::Gt:
+  case Op::Ge:
     return true;
   default:
     return false;
@@ -32,8 +47,8 @@ Value params_of(Op op, const OpAttrs& a, DType result) {
   auto d = std::make_shared<DictObj>();
   auto set = [&](const char* k, Value v) { d->set(make_str(k), std::move(v)); };
   const std::string name = op_name(op);
-  static const char* accuracy_ops[] = {"sin", "cos", "tan", "exp", "exp2", "log", "tanh", "logistic",
-                                       "sqrt", "rsqrt", "cbrt", "log1p", "expm1"};
+  static const char* accuracy_ops[] = {"sin",      "cos",  "tan",   "exp",  "exp2",  "log",  "tanh",
+                                       "logistic", "sqrt", "rsqrt", "cbrt", "log1p", "expm1"};
   for (const char* n : accuracy_ops)
     if (name == n) set("accuracy", Value());
   switch (op) {
@@ -41,10 +56,15 @@ Value params_of(Op op, const OpAttrs& a, DType result) {
     set("axes", ints(a.axes));
     set("out_sharding", Value());
     break;
-  case Op::ReduceMax: case Op::ReduceMin: case Op::ReduceProd: case Op::ReduceAnd: case Op::ReduceOr:
+  case Op::ReduceMax:
+  case Op::ReduceMin:
+  case Op::ReduceProd:
+  case Op::ReduceAnd:
+  case Op::ReduceOr:
     set("axes", ints(a.axes));
     break;
-  case Op::Argmax: case Op::Argmin:
+  case Op::Argmax:
+  case Op::Argmin:
     set("axes", ints({a.axis}));
     set("index_dtype", dtype_value(a.dtype));
     break;
@@ -133,7 +153,8 @@ JaxprReading read_jaxpr(const Function& fn) {
   }
   // A scalar constant is a literal in a jaxpr.
   for (int c : fn.consts)
-    if (fn.values[static_cast<size_t>(c)].aval.shape.empty()) rd.literal[static_cast<size_t>(c)] = true;
+    if (fn.values[static_cast<size_t>(c)].aval.shape.empty())
+      rd.literal[static_cast<size_t>(c)] = true;
   size_t index = 0;
   for (const Instr& i : fn.body) {
     if (!keep[index++]) continue;
@@ -150,10 +171,12 @@ JaxprReading read_jaxpr(const Function& fn) {
     if (i.op == Op::BroadcastInDim && i.operands.size() == 1 &&
         fn.values[static_cast<size_t>(i.operands[0])].aval.shape.empty()) {
       bool implicit = !users[static_cast<size_t>(i.result)].empty();
-      for (const Instr* u : users[static_cast<size_t>(i.result)]) implicit = implicit && is_elementwise_binary(u->op);
+      for (const Instr* u : users[static_cast<size_t>(i.result)])
+        implicit = implicit && is_elementwise_binary(u->op);
       for (int res : fn.results) implicit = implicit && res != i.result;
       if (implicit) {
-        rd.stands_for[static_cast<size_t>(i.result)] = rd.stands_for[static_cast<size_t>(i.operands[0])];
+        rd.stands_for[static_cast<size_t>(i.result)] =
+            rd.stands_for[static_cast<size_t>(i.operands[0])];
         continue;
       }
     }
@@ -169,8 +192,10 @@ Value jaxpr_eqns(const Function& fn, const std::function<Value(const AVal&)>& av
     const IRValue& r = fn.values[static_cast<size_t>(i.result)];
     ValueList ins, outs;
     for (int o : i.operands) ins.push_back(aval_value(fn.values[static_cast<size_t>(o)].aval));
-    for (int k = 0; k < i.nresults; ++k) outs.push_back(aval_value(fn.values[static_cast<size_t>(i.result + k)].aval));
-    eqns.push_back(make_tuple({make_str(op_name(i.op)), params_of(i.op, i.attrs, r.aval.dtype), make_list(ins), make_list(outs)}));
+    for (int k = 0; k < i.nresults; ++k)
+      outs.push_back(aval_value(fn.values[static_cast<size_t>(i.result + k)].aval));
+    eqns.push_back(make_tuple({make_str(op_name(i.op)), params_of(i.op, i.attrs, r.aval.dtype),
+                               make_list(ins), make_list(outs)}));
   }
   return make_list(eqns);
 }

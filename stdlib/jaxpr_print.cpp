@@ -35,10 +35,15 @@ Params printed_params(Op op, const OpAttrs& a, const AVal& result) {
   case Op::ReduceSum:
     p = {{"axes", py_seq(a.axes)}, {"out_sharding", "None"}};
     break;
-  case Op::ReduceMax: case Op::ReduceMin: case Op::ReduceProd: case Op::ReduceAnd: case Op::ReduceOr:
+  case Op::ReduceMax:
+  case Op::ReduceMin:
+  case Op::ReduceProd:
+  case Op::ReduceAnd:
+  case Op::ReduceOr:
     p = {{"axes", py_seq(a.axes)}};
     break;
-  case Op::Argmax: case Op::Argmin:
+  case Op::Argmax:
+  case Op::Argmin:
     p = {{"axes", py_seq({a.axis})}, {"index_dtype", dtype_name(a.dtype)}};
     break;
   case Op::BroadcastInDim:
@@ -60,7 +65,9 @@ Params printed_params(Op op, const OpAttrs& a, const AVal& result) {
     p = {{"y", std::to_string(a.exponent)}};
     break;
   case Op::Iota:
-    p = {{"dimension", std::to_string(a.axis)}, {"dtype", dtype_name(a.dtype)}, {"shape", py_seq(a.shape)},
+    p = {{"dimension", std::to_string(a.axis)},
+         {"dtype", dtype_name(a.dtype)},
+         {"shape", py_seq(a.shape)},
          {"sharding", "None"}};
     break;
   case Op::Cumsum:
@@ -75,21 +82,22 @@ Params printed_params(Op op, const OpAttrs& a, const AVal& result) {
   case Op::Pad: {
     std::string cfg = "(";
     for (size_t i = 0; i < a.lo.size(); ++i)
-      cfg += (i ? ", " : "") + std::string("(") + std::to_string(a.lo[i]) + ", " + std::to_string(a.hi[i]) + ", " +
-             std::to_string(a.interior[i]) + ")";
+      cfg += (i ? ", " : "") + std::string("(") + std::to_string(a.lo[i]) + ", " +
+             std::to_string(a.hi[i]) + ", " + std::to_string(a.interior[i]) + ")";
     p = {{"padding_config", cfg + (a.lo.size() == 1 ? ",)" : ")")}};
     break;
   }
   case Op::Slice: {
     bool unit = std::all_of(a.strides.begin(), a.strides.end(), [](int64_t s) { return s == 1; });
-    p = {{"limit_indices", py_seq(a.limits)}, {"start_indices", py_seq(a.starts)},
+    p = {{"limit_indices", py_seq(a.limits)},
+         {"start_indices", py_seq(a.starts)},
          {"strides", unit ? "None" : py_seq(a.strides)}};
     break;
   }
   case Op::DotGeneral:
-    p = {{"dimension_numbers", "((" + py_seq(a.dot.lhs_contract, true) + ", " + py_seq(a.dot.rhs_contract, true) +
-                                   "), (" + py_seq(a.dot.lhs_batch, true) + ", " + py_seq(a.dot.rhs_batch, true) +
-                                   "))"},
+    p = {{"dimension_numbers",
+          "((" + py_seq(a.dot.lhs_contract, true) + ", " + py_seq(a.dot.rhs_contract, true) +
+              "), (" + py_seq(a.dot.lhs_batch, true) + ", " + py_seq(a.dot.rhs_batch, true) + "))"},
          {"preferred_element_type", dtype_name(result.dtype)}};
     break;
   default:
@@ -163,13 +171,16 @@ struct Printer {
   // pp_vars: binders carry their types; uses are names (or literals).
   pp::Doc binders(const std::vector<int>& vs) {
     std::vector<pp::Doc> items;
-    for (int v : vs) items.push_back(pp::text(name(v) + ":" + aval_str(fn.values[static_cast<size_t>(v)].aval)));
-    return pp::nest(2, pp::group(pp::join(pp::concat({pp::text(""), pp::group(pp::brk())}), items)));
+    for (int v : vs)
+      items.push_back(pp::text(name(v) + ":" + aval_str(fn.values[static_cast<size_t>(v)].aval)));
+    return pp::nest(2,
+                    pp::group(pp::join(pp::concat({pp::text(""), pp::group(pp::brk())}), items)));
   }
   pp::Doc uses(const std::vector<int>& vs, const std::string& sep) {
     std::vector<pp::Doc> items;
     for (int v : vs) items.push_back(pp::text(atom(v)));
-    return pp::nest(2, pp::group(pp::join(pp::concat({pp::text(sep), pp::group(pp::brk())}), items)));
+    return pp::nest(2,
+                    pp::group(pp::join(pp::concat({pp::text(sep), pp::group(pp::brk())}), items)));
   }
 
   pp::Doc eqn(const Instr& i) {
@@ -177,14 +188,16 @@ struct Printer {
     for (int k = 0; k < i.nresults; ++k) outs.push_back(i.result + k);
     pp::Doc lhs = binders(outs);
     std::vector<int> ins = i.operands;
-    if (i.op == Op::Select && ins.size() == 3) std::swap(ins[1], ins[2]); // select_n(pred, false, true)
+    if (i.op == Op::Select && ins.size() == 3)
+      std::swap(ins[1], ins[2]); // select_n(pred, false, true)
     Params ps = printed_params(i.op, i.attrs, fn.values[static_cast<size_t>(i.result)].aval);
     pp::Doc kv = pp::nil();
     if (!ps.empty()) {
       std::vector<pp::Doc> pairs;
       for (auto& [k, v] : ps) pairs.push_back(pp::text(k + "=" + v));
-      kv = pp::group(pp::concat({pp::nest(2, pp::concat({pp::text("["), pp::brk(""), pp::join(pp::brk(), pairs)})),
-                                 pp::brk(""), pp::text("]")}));
+      kv = pp::group(pp::concat(
+          {pp::nest(2, pp::concat({pp::text("["), pp::brk(""), pp::join(pp::brk(), pairs)})),
+           pp::brk(""), pp::text("]")}));
     }
     return pp::concat({lhs, pp::text(" = "), pp::text(prim_name(i.op)), kv,
                        pp::concat({pp::text(" "), uses(ins, "")})});
@@ -198,10 +211,11 @@ struct Printer {
     pp::Doc ins = binders(fn.params);
     std::vector<pp::Doc> eqns;
     for (const Instr* i : rd.eqns) eqns.push_back(eqn(*i));
-    pp::Doc outs = pp::concat({pp::text("("), uses(fn.results, ","),
-                               pp::text(fn.results.size() != 1 ? ")" : ",)")});
-    pp::Doc body = pp::concat({pp::text("{ "), pp::text("lambda "), cs, pp::text("; "), ins, pp::text(". "),
-                               pp::text("let"), pp::nest(2, pp::concat({pp::brk(), pp::join(pp::brk("; "), eqns)})),
+    pp::Doc outs = pp::concat(
+        {pp::text("("), uses(fn.results, ","), pp::text(fn.results.size() != 1 ? ")" : ",)")});
+    pp::Doc body = pp::concat({pp::text("{ "), pp::text("lambda "), cs, pp::text("; "), ins,
+                               pp::text(". "), pp::text("let"),
+                               pp::nest(2, pp::concat({pp::brk(), pp::join(pp::brk("; "), eqns)})),
                                pp::brk(), pp::text("in "), outs});
     return pp::format(pp::group(pp::concat({pp::nest(2, body), pp::text(" }")})));
   }
@@ -211,7 +225,8 @@ struct Printer {
 
 std::string jaxpr_text(const Function& fn, const std::vector<Tensor>& consts) {
   Printer p{fn, read_jaxpr(fn), {}, {}, 0};
-  for (size_t k = 0; k < fn.consts.size() && k < consts.size(); ++k) p.const_values[fn.consts[k]] = consts[k];
+  for (size_t k = 0; k < fn.consts.size() && k < consts.size(); ++k)
+    p.const_values[fn.consts[k]] = consts[k];
   return p.print();
 }
 

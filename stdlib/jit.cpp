@@ -8,12 +8,12 @@
 
 #include "lang/args.hpp"
 #include "lang/phase_times.hpp"
-#include "runtime/eager.hpp"
-#include "runtime/executable.hpp"
 #include "lang/tracer.hpp"
 #include "runtime/debug_print.hpp"
-#include "stdlib/cache_explain.hpp"
+#include "runtime/eager.hpp"
+#include "runtime/executable.hpp"
 #include "runtime/sharded.hpp"
+#include "stdlib/cache_explain.hpp"
 #include "stdlib/float0.hpp"
 #include "stdlib/jit_devices.hpp"
 #include "stdlib/jit_partition.hpp"
@@ -131,7 +131,6 @@ bool run_compiled(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> para
   return true;
 }
 
-
 // JAX's "computation follows data": a call whose arguments were put on a
 // device other than the default runs there, so every result is on that
 // device (outputs that are constants or other arguments included).
@@ -225,41 +224,43 @@ bool run_partitioned(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> p
 // mesh's devices too, as JAX's: an unsplit one comes back replicated over it.
 Value place(InterpreterImpl& in, const Value& shardings, const Value& tree, const char* what) {
   Value replicated;
-  map_tree_with_prefix(in, shardings, shardings, is_sharding_leaf, what, [&](const Value& leaf, const Value&) {
-    Value s = leaf.is_none() ? leaf : spec_over_current_mesh(in, leaf, "device_put");
-    auto* named = s.is_obj(ObjKind::Opaque) ? dynamic_cast<ShardingObj*>(s.as<OpaqueObj>()) : nullptr;
-    if (replicated.is_none() && named && !named->single_device && !named->is_abstract() && named->mesh.size() > 1)
-      replicated = Value::object(std::make_shared<ShardingObj>(named->mesh, PartitionSpec{}));
-    return leaf;
-  });
-  return map_tree_with_prefix(in, tree, shardings, is_sharding_leaf, what,
-                              [&](const Value& leaf, const Value& target) {
-                                // (A float0 cotangent is a host value with no layout.)
-                                if (is_float0(leaf)) return leaf;
-                                if (target.is_none()) {
-                                  bool spread = leaf.is_obj(ObjKind::Array) && leaf.as<ArrayObj>()->tensor->sharded;
-                                  if (replicated.is_none() || !leaf.is_obj(ObjKind::Array) || spread) return leaf;
-                                  return named_as(device_put_leaf(in, leaf, replicated), replicated);
-                                }
-                                Value s = spec_over_current_mesh(in, target, "device_put");
-                                return named_as(device_put_leaf(in, leaf, s), s);
-                              });
+  map_tree_with_prefix(
+      in, shardings, shardings, is_sharding_leaf, what, [&](const Value& leaf, const Value&) {
+        Value s = leaf.is_none() ? leaf : spec_over_current_mesh(in, leaf, "device_put");
+        auto* named =
+            s.is_obj(ObjKind::Opaque) ? dynamic_cast<ShardingObj*>(s.as<OpaqueObj>()) : nullptr;
+        if (replicated.is_none() && named && !named->single_device && !named->is_abstract() &&
+            named->mesh.size() > 1)
+          replicated = Value::object(std::make_shared<ShardingObj>(named->mesh, PartitionSpec{}));
+        return leaf;
+      });
+  return map_tree_with_prefix(
+      in, tree, shardings, is_sharding_leaf, what, [&](const Value& leaf, const Value& target) {
+        // (A float0 cotangent is a host value with no layout.)
+        if (is_float0(leaf)) return leaf;
+        if (target.is_none()) {
+          bool spread = leaf.is_obj(ObjKind::Array) && leaf.as<ArrayObj>()->tensor->sharded;
+          if (replicated.is_none() || !leaf.is_obj(ObjKind::Array) || spread) return leaf;
+          return named_as(device_put_leaf(in, leaf, replicated), replicated);
+        }
+        Value s = spec_over_current_mesh(in, target, "device_put");
+        return named_as(device_put_leaf(in, leaf, s), s);
+      });
 }
 
 // Inside a trace (vmap, grad, an enclosing jit), jit's in_shardings and
 // out_shardings constrain its arguments and results, as JAX's jit primitive
 // keeps them: vmap's batching rule leaves the mapped axis unsplit before them.
 Value constrain(InterpreterImpl& in, const Value& shardings, const Value& tree, const char* what) {
-  return map_tree_with_prefix(in, tree, shardings, is_sharding_leaf, what,
-                              [&](const Value& leaf, const Value& target) {
-                                auto* s = target.is_obj(ObjKind::Opaque)
-                                              ? dynamic_cast<ShardingObj*>(target.as<OpaqueObj>())
-                                              : nullptr;
-                                if (target.is_none() || !leaf.is_obj(ObjKind::Array) ||
-                                    (s && s->single_device))
-                                  return leaf;
-                                return constrain_traced(in, leaf, target, "jit");
-                              });
+  return map_tree_with_prefix(
+      in, tree, shardings, is_sharding_leaf, what, [&](const Value& leaf, const Value& target) {
+        auto* s = target.is_obj(ObjKind::Opaque)
+                      ? dynamic_cast<ShardingObj*>(target.as<OpaqueObj>())
+                      : nullptr;
+        if (target.is_none() || !leaf.is_obj(ObjKind::Array) || (s && s->single_device))
+          return leaf;
+        return constrain_traced(in, leaf, target, "jit");
+      });
 }
 
 // JAX's ValueError for a static argument that cannot be a cache key.
@@ -269,18 +270,21 @@ Error unhashable_static(const Value& v, const Span& where) {
   std::string type = array ? "jaxlib._jax.ArrayImpl" : pxl::type_name(v);
   return Error(ErrCode::Value,
                "Non-hashable static arguments are not supported. An error occurred while trying "
-               "to hash an object of type <class '" + type + "'>, " + (array ? pxl::str(v) : pxl::repr(v)) +
+               "to hash an object of type <class '" +
+                   type + "'>, " + (array ? pxl::str(v) : pxl::repr(v)) +
                    ". The error was:\nTypeError: unhashable type: '" + type + "'",
                where, "pass it as a tuple, or make it a regular (traced) argument");
 }
 
 // JAX's advice after an error tracing a checkpointed function.
 Error remat_hint(const Error& e) {
-  Error out(e.code(), e.message() +
-                          "\n\nConsider using the `static_argnums` parameter for `jax.remat` or `jax.checkpoint`. "
-                          "See the `jax.checkpoint` docstring and its example involving `static_argnums`:\n"
-                          "https://docs.jax.dev/en/latest/_autosummary/jax.checkpoint.html",
-            e.span(), e.hint());
+  Error out(
+      e.code(),
+      e.message() +
+          "\n\nConsider using the `static_argnums` parameter for `jax.remat` or `jax.checkpoint`. "
+          "See the `jax.checkpoint` docstring and its example involving `static_argnums`:\n"
+          "https://docs.jax.dev/en/latest/_autosummary/jax.checkpoint.html",
+      e.span(), e.hint());
   for (const TraceEntry& t : e.trace()) out.add_trace(t);
   return out;
 }
@@ -310,17 +314,21 @@ struct JitFunction : OpaqueObj {
   bool remat = false;
 
   std::string type_name() const override { return remat ? "function" : "PjitFunction"; }
-  std::string repr() const override { return remat ? pxl::repr(fn) : "<jitted " + pxl::repr(fn) + ">"; }
+  std::string repr() const override {
+    return remat ? pxl::repr(fn) : "<jitted " + pxl::repr(fn) + ">";
+  }
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
     if (name == "_cache_size") { // a method, as JAX's
       int64_t n = static_cast<int64_t>(cache->size());
-      out = make_builtin("_cache_size", [n](InterpreterImpl&, CallArgs&) { return Value::integer(n); });
+      out = make_builtin("_cache_size",
+                         [n](InterpreterImpl&, CallArgs&) { return Value::integer(n); });
       return true;
     }
     if (name == "_trace_count") return out = Value::integer(traces), true;
     if (name == "__wrapped__") return out = fn, true;
     if (name == "__name__") { // functools.wraps keeps it
-      if (!fn.is_obj(ObjKind::Function) && in.has_attr(fn, name)) return out = in.get_attr(fn, name, Span{}), true;
+      if (!fn.is_obj(ObjKind::Function) && in.has_attr(fn, name))
+        return out = in.get_attr(fn, name, Span{}), true;
       return out = make_str(fn_name()), true;
     }
     if (name == "lower" || name == "trace" || name == "eval_shape") {
@@ -341,16 +349,19 @@ struct JitFunction : OpaqueObj {
         auto kw = std::make_shared<DictObj>(), kw_labels = std::make_shared<DictObj>();
         ValueList pos_labels;
         for (size_t i = 0; i < a.pos.size(); ++i)
-          pos_labels.push_back(make_tuple({make_str(self->positional_label(i)),
-                                           Value::boolean(self->donated_position(i, a.pos.size()))}));
+          pos_labels.push_back(
+              make_tuple({make_str(self->positional_label(i)),
+                          Value::boolean(self->donated_position(i, a.pos.size()))}));
         for (auto& [k, v] : a.kw) {
           kw->set(make_str(k), v);
-          kw_labels->set(make_str(k), make_tuple({make_str(self->keyword_label(k)),
-                                                   Value::boolean(self->donated_keyword(k, a.pos.size()))}));
+          kw_labels->set(make_str(k),
+                         make_tuple({make_str(self->keyword_label(k)),
+                                     Value::boolean(self->donated_keyword(k, a.pos.size()))}));
         }
         CallArgs c;
-        c.pos = {make_str(stage), Value::object(self), make_tuple(a.pos), Value::object(kw), statics,
-                 make_tuple({make_tuple(pos_labels), Value::object(kw_labels)})};
+        c.pos = {make_str(stage),   Value::object(self),
+                 make_tuple(a.pos), Value::object(kw),
+                 statics,           make_tuple({make_tuple(pos_labels), Value::object(kw_labels)})};
         return in.call(*helper, c, in.ops().loc);
       });
       return true;
@@ -383,7 +394,8 @@ struct JitFunction : OpaqueObj {
   // with keyword calls, as JAX does through the signature), or "".
   std::string param_name(size_t i) const {
     const std::vector<Param>* ps = params();
-    if (!ps || i >= ps->size() || (*ps)[i].kind != Param::Kind::Normal || (*ps)[i].keyword_only) return "";
+    if (!ps || i >= ps->size() || (*ps)[i].kind != Param::Kind::Normal || (*ps)[i].keyword_only)
+      return "";
     return (*ps)[i].name;
   }
   const std::vector<Param>* params() const {
@@ -519,7 +531,8 @@ struct JitFunction : OpaqueObj {
         continue;
       std::string type = "<class '" + pxl::type_name(l) + "'>";
       if (remat)
-        throw Error(ErrCode::Type, "Argument '" + pxl::str(l) + "' of type " + type + " is not a valid JAX type",
+        throw Error(ErrCode::Type,
+                    "Argument '" + pxl::str(l) + "' of type " + type + " is not a valid JAX type",
                     where);
       std::vector<size_t> dyn_pos; // the original position of each dynamic positional argument
       for (size_t j = 0; j < n_pos; ++j)
@@ -532,14 +545,18 @@ struct JitFunction : OpaqueObj {
         path = arg_name(dyn_pos[idx]) + rest;
       } else { // a keyword: ['name']...
         size_t q = rest.find("']");
-        path = q != std::string::npos && rest.size() > 2 ? rest.substr(2, q - 2) + rest.substr(q + 2) : rest;
+        path = q != std::string::npos && rest.size() > 2
+                   ? rest.substr(2, q - 2) + rest.substr(q + 2)
+                   : rest;
       }
       throw Error(ErrCode::Type,
                   "Error interpreting argument to " + pxl::repr(fn) +
                       " as an abstract array. The problematic value is of type " + type +
                       " and was passed to the function at path " + path +
-                      ".\nThis typically means that a jit-wrapped function was called with a non-array argument, "
-                      "and this argument was not marked as static using the static_argnums or static_argnames "
+                      ".\nThis typically means that a jit-wrapped function was called with a "
+                      "non-array argument, "
+                      "and this argument was not marked as static using the static_argnums or "
+                      "static_argnames "
                       "parameters of jax.jit.",
                   where);
     }
@@ -663,7 +680,8 @@ struct JitFunction : OpaqueObj {
     TreeDef tree;
     std::vector<bool> float0;
     std::vector<Tensor> leaves = leaf_tensors(in, dyn, where, &tree, &float0);
-    sig.add("argument structure", tree.repr() + " with " + std::to_string(n_dyn_pos) + " positional");
+    sig.add("argument structure",
+            tree.repr() + " with " + std::to_string(n_dyn_pos) + " positional");
     for (size_t i = 0; i < leaves.size(); ++i) {
       const Tensor& t = leaves[i];
       std::string type = float0[i] ? "float0" + type_str(t->aval) : type_str(t->aval);
@@ -732,8 +750,9 @@ struct JitFunction : OpaqueObj {
       // the function and the arguments (leaf paths) the value depends on.
       auto unknown = std::make_shared<UnknownValueLog>();
       try {
-        entry->traced = std::make_shared<TracedFunction>(trace_function(
-            in, wrapper, dyn, where, "jit", nullptr, nullptr, log_unknown_values(prepare, unknown)));
+        entry->traced = std::make_shared<TracedFunction>(
+            trace_function(in, wrapper, dyn, where, "jit", nullptr, nullptr,
+                           log_unknown_values(prepare, unknown)));
       } catch (Error& e) {
         if (!quotes_unknown_value(e)) throw;
         std::vector<size_t> dyn_pos; // the original position of each dynamic positional argument
@@ -749,8 +768,9 @@ struct JitFunction : OpaqueObj {
             names.push_back(arg_name(dyn_pos[idx]) + rest);
           } else { // a keyword: ['name']...
             size_t q = rest.find("']");
-            names.push_back(rest.size() > 2 && q != std::string::npos ? rest.substr(2, q - 2) + rest.substr(q + 2)
-                                                                       : "");
+            names.push_back(rest.size() > 2 && q != std::string::npos
+                                ? rest.substr(2, q - 2) + rest.substr(q + 2)
+                                : "");
           }
         }
         if (!remat) throw with_trace_origin(e, "jit", function_source_info(fn), names, *unknown);
@@ -814,24 +834,31 @@ struct JitFunction : OpaqueObj {
     tree_flatten(in, out, leaves);
     std::string bad;
     for (const Value& l : leaves)
-      if (l.is_obj(ObjKind::Array) && bad.empty()) bad = invalid_float(l.as<ArrayObj>()->tensor, eager->float_checks());
+      if (l.is_obj(ObjKind::Array) && bad.empty())
+        bad = invalid_float(l.as<ArrayObj>()->tensor, eager->float_checks());
     if (bad.empty()) return;
     in.err() << "Invalid " << bad
-             << " value encountered in the output of a jax.jit function. Calling the de-optimized version."
+             << " value encountered in the output of a jax.jit function. Calling the de-optimized "
+                "version."
              << std::endl;
     in.call(fn, a, where);
-    throw Error(ErrCode::Value,
-                "('jit(" + fn_name() + ")', '" + bad +
-                    "'). Because jax_config.debug_nans.value and/or config.jax_debug_infs is set, the "
-                    "de-optimized function (i.e., the function as if the `jit` decorator were removed) was "
-                    "called in an attempt to get a more precise error message. However, the de-optimized "
-                    "function did not produce invalid values during its execution. This behavior can result "
-                    "from `jit` optimizations causing the invalid value to be produced. It may also arise from "
-                    "having nan/inf literals as inputs or outputs, like `jax.jit(lambda ...: "
-                    "jax.numpy.nan)(...)`. \n\nIt may be possible to avoid the invalid value by removing the "
-                    "`jit` decorator, at the cost of losing optimizations. \n\nIf you see this error, consider "
-                    "opening a bug report at https://github.com/jax-ml/jax.",
-                where);
+    throw Error(
+        ErrCode::Value,
+        "('jit(" + fn_name() + ")', '" + bad +
+            "'). Because jax_config.debug_nans.value and/or config.jax_debug_infs is set, the "
+            "de-optimized function (i.e., the function as if the `jit` decorator were removed) was "
+            "called in an attempt to get a more precise error message. However, the de-optimized "
+            "function did not produce invalid values during its execution. This behavior can "
+            "result "
+            "from `jit` optimizations causing the invalid value to be produced. It may also arise "
+            "from "
+            "having nan/inf literals as inputs or outputs, like `jax.jit(lambda ...: "
+            "jax.numpy.nan)(...)`. \n\nIt may be possible to avoid the invalid value by removing "
+            "the "
+            "`jit` decorator, at the cost of losing optimizations. \n\nIf you see this error, "
+            "consider "
+            "opening a bug report at https://github.com/jax-ml/jax.",
+        where);
   }
 
   // As JAX's: the results of a call with arguments committed to a device
@@ -846,8 +873,10 @@ struct JitFunction : OpaqueObj {
     for (const Value& l : leaves) {
       if (!l.is_obj(ObjKind::Array) || !array_committed(l)) continue;
       const Tensor& t = l.as<ArrayObj>()->tensor;
-      if (t->sharded) over_mesh = true;
-      else if (t->concrete && device < 0) device = t->concrete->device();
+      if (t->sharded)
+        over_mesh = true;
+      else if (t->concrete && device < 0)
+        device = t->concrete->device();
     }
     commit = commit || (device >= 0 && !over_mesh);
     if (!commit) return;
@@ -904,7 +933,8 @@ std::string trace_params(const JitFunction& j) {
 
 JitCacheRegistry& jit_caches(InterpreterImpl& in) {
   Value jax = in.import_module("jax", Span{}, "");
-  return *static_cast<JitCacheRegistry*>(jax.as<ModuleObj>()->env->vars.at("_jit_caches").as<OpaqueObj>());
+  return *static_cast<JitCacheRegistry*>(
+      jax.as<ModuleObj>()->env->vars.at("_jit_caches").as<OpaqueObj>());
 }
 
 Value build_jit(InterpreterImpl& in, const Value& f, const ArgReader& r) {
@@ -927,19 +957,24 @@ Value build_jit(InterpreterImpl& in, const Value& f, const ArgReader& r) {
     if (r[4].is_obj(ObjKind::Str))
       j->donate_argnames.push_back(r[4].as<StrObj>()->value);
     else if (const ValueList* names = sequence_items(r[4]))
-      for (const Value& n : *names) j->donate_argnames.push_back(value_to_str(n, "jit() donate_argnames"));
+      for (const Value& n : *names)
+        j->donate_argnames.push_back(value_to_str(n, "jit() donate_argnames"));
   }
   if (r.has(5)) j->in_shardings = r[5];
   if (r.has(6)) j->out_shardings = r[6];
   bool device = r.has(7) && !r[7].is_none(), backend = r.has(8) && !r[8].is_none();
   if (device || backend) {
     if (!j->in_shardings.is_none())
-      throw Error(ErrCode::Value, "If backend or device is specified on jit, then in_shardings should not be specified.");
+      throw Error(
+          ErrCode::Value,
+          "If backend or device is specified on jit, then in_shardings should not be specified.");
     if (!j->out_shardings.is_none())
-      throw Error(ErrCode::Value, "If backend or device is specified on jit, then out_shardings should not be specified.");
+      throw Error(
+          ErrCode::Value,
+          "If backend or device is specified on jit, then out_shardings should not be specified.");
     if (device && backend)
-      throw Error(ErrCode::Value, "can't specify both a device and a backend for jit, got device=" + pxl::repr(r[7]) +
-                                      " and backend=" + pxl::repr(r[8]));
+      throw Error(ErrCode::Value, "can't specify both a device and a backend for jit, got device=" +
+                                      pxl::repr(r[7]) + " and backend=" + pxl::repr(r[8]));
     if (device && !r[7].is_obj(ObjKind::Device))
       throw Error(ErrCode::Type, "jit() device must be a Device, not " + pxl::type_name(r[7]));
     j->device = device ? r[7].as<DeviceObj>()->id : 0;
@@ -966,7 +1001,7 @@ Value make_jit(InterpreterImpl& in, CallArgs& a) {
     ArgReader r("jit", copy,
                 {"fun", "static_argnums", "static_argnames", "donate_argnums", "donate_argnames",
                  "in_shardings", "out_shardings", "device", "backend", "inline", "keep_unused",
-               "compiler_options"},
+                 "compiler_options"},
                 0);
     return build_jit(in, fr[0], r);
   });
@@ -976,7 +1011,8 @@ Value make_jit(InterpreterImpl& in, CallArgs& a) {
 
 void add_jit(InterpreterImpl& in, Value& jax) {
   Value jit = make_builtin("jit", make_jit);
-  jax.as<ModuleObj>()->env->vars["_jit_caches"] = Value::object(std::make_shared<JitCacheRegistry>());
+  jax.as<ModuleObj>()->env->vars["_jit_caches"] =
+      Value::object(std::make_shared<JitCacheRegistry>());
   jax.as<ModuleObj>()->env->vars["jit"] = jit;
   in.define_builtin("jit", jit);
   // jax._jit_within_trace(f): jit(f) for repeated calls inside one trace
@@ -990,16 +1026,17 @@ void add_jit(InterpreterImpl& in, Value& jax) {
         return Value::object(j);
       });
   // jax._remat(f, static_argnums): jax.checkpoint's function (JitFunction::remat).
-  jax.as<ModuleObj>()->env->vars["_remat"] = make_builtin("_remat", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("_remat", a, {"fun", "static_argnums"}, 1);
-    check_callable(r[0]);
-    auto j = std::make_shared<JitFunction>();
-    j->fn = r[0];
-    j->remat = true;
-    if (r.has(1)) j->static_argnums = int_list(r[1], "static_argnums");
-    j->cache = jit_caches(in).cache_for(r[0], "remat " + trace_params(*j));
-    return Value::object(j);
-  });
+  jax.as<ModuleObj>()->env->vars["_remat"] =
+      make_builtin("_remat", [](InterpreterImpl& in, CallArgs& a) {
+        ArgReader r("_remat", a, {"fun", "static_argnums"}, 1);
+        check_callable(r[0]);
+        auto j = std::make_shared<JitFunction>();
+        j->fn = r[0];
+        j->remat = true;
+        if (r.has(1)) j->static_argnums = int_list(r[1], "static_argnums");
+        j->cache = jit_caches(in).cache_for(r[0], "remat " + trace_params(*j));
+        return Value::object(j);
+      });
 }
 
 } // namespace pxl

@@ -66,12 +66,12 @@ std::optional<Placement> placement_of(const Value& leaf) {
 
 // Device -> block of `shape`: two shardings lay an array out alike when these
 // agree (JAX compares their HLO shardings).
-std::vector<std::tuple<int, std::vector<int64_t>, Shape>> layout(const Mesh& mesh,
-                                                                 const PartitionSpec& spec,
-                                                                 const Shape& shape) {
+std::vector<std::tuple<int, std::vector<int64_t>, Shape>>
+layout(const Mesh& mesh, const PartitionSpec& spec, const Shape& shape) {
   std::vector<std::tuple<int, std::vector<int64_t>, Shape>> out;
   for (int64_t pos = 0; pos < mesh.size(); ++pos) {
-    ShardBlock b = mesh.ndim() ? block_of(mesh, spec, shape, pos) : ShardBlock{std::vector<int64_t>(shape.size(), 0), shape};
+    ShardBlock b = mesh.ndim() ? block_of(mesh, spec, shape, pos)
+                               : ShardBlock{std::vector<int64_t>(shape.size(), 0), shape};
     out.emplace_back(mesh.device_ids[pos], b.start, b.shape);
   }
   std::sort(out.begin(), out.end());
@@ -94,13 +94,15 @@ struct Assignment {
 
 void name_like_first_argument(std::vector<Tensor>& results, std::span<const Tensor> params) {
   // (The first argument with a sharding of its own: uncommitted ones have none.)
-  auto it = std::find_if(params.begin(), params.end(), [](const Tensor& p) { return p->sharded != nullptr; });
+  auto it = std::find_if(params.begin(), params.end(),
+                         [](const Tensor& p) { return p->sharded != nullptr; });
   if (it == params.end()) return;
   const ShardedData& first = *(*it)->sharded;
   for (Tensor& t : results) {
     if (!t->sharded || !t->sharded->mesh.same_mesh(first.mesh) ||
         t->aval.ndim() != first.global.ndim() || t->sharded->spec.entries == first.spec.entries ||
-        layout(first.mesh, t->sharded->spec, t->aval.shape) != layout(first.mesh, first.spec, t->aval.shape))
+        layout(first.mesh, t->sharded->spec, t->aval.shape) !=
+            layout(first.mesh, first.spec, t->aval.shape))
       continue;
     auto named = std::make_shared<ShardedData>();
     named->pull_log = t->sharded->pull_log;
@@ -132,7 +134,8 @@ Value named_as(const Value& array, const Value& sharding) {
 }
 
 Value keep_one_device_mesh(InterpreterImpl& in, std::span<const Tensor> params, const Value& out) {
-  auto it = std::find_if(params.begin(), params.end(), [](const Tensor& p) { return p->sharded != nullptr; });
+  auto it = std::find_if(params.begin(), params.end(),
+                         [](const Tensor& p) { return p->sharded != nullptr; });
   if (it == params.end() || (*it)->sharded->mesh.size() != 1) return out;
   const ShardedData& first = *(*it)->sharded;
   ValueList leaves;
@@ -142,14 +145,16 @@ Value keep_one_device_mesh(InterpreterImpl& in, std::span<const Tensor> params, 
     const Tensor& t = leaf.as<ArrayObj>()->tensor;
     if (!t->concrete || t->concrete->device() != first.mesh.device_ids[0]) continue;
     PartitionSpec spec = t->aval.ndim() == first.global.ndim() ? first.spec : PartitionSpec{};
-    leaf = make_array(make_sharded_tensor(shard_array(*t->concrete, first.mesh, spec, first.pull_log)));
+    leaf = make_array(
+        make_sharded_tensor(shard_array(*t->concrete, first.mesh, spec, first.pull_log)));
   }
   return tree_unflatten(def, leaves);
 }
 
 bool array_committed(const Value& array) {
   const auto* a = array.as<ArrayObj>();
-  return a->committed || a->tensor->sharded || (a->tensor->concrete && a->tensor->concrete->device() != 0);
+  return a->committed || a->tensor->sharded ||
+         (a->tensor->concrete && a->tensor->concrete->device() != 0);
 }
 
 void check_spec_names(const Mesh& mesh, const PartitionSpec& spec, const std::string& what) {
@@ -160,13 +165,15 @@ void check_spec_names(const Mesh& mesh, const PartitionSpec& spec, const std::st
       for (size_t i = 0; i < mesh.axis_names.size(); ++i)
         names += (i ? ", '" : "'") + mesh.axis_names[i] + "'";
       names += mesh.axis_names.size() == 1 ? ",)" : ")";
-      throw Error(ErrCode::Value,
-                  "Resource axis: " + a + " of " + spec.repr() + " is not found in mesh: " + names + ".");
+      throw Error(ErrCode::Value, "Resource axis: " + a + " of " + spec.repr() +
+                                      " is not found in mesh: " + names + ".");
     }
     if (std::find(seen.begin(), seen.end(), a) != seen.end())
-      throw Error(ErrCode::Value, "A single " + what +
-                                      " specification can map every mesh axis to at most one positional "
-                                      "dimension, but " + spec.repr() + " has duplicate entries for `" + a + "`");
+      throw Error(ErrCode::Value,
+                  "A single " + what +
+                      " specification can map every mesh axis to at most one positional "
+                      "dimension, but " +
+                      spec.repr() + " has duplicate entries for `" + a + "`");
     seen.push_back(a);
   }
 }
@@ -178,7 +185,8 @@ void check_sharding_rank(const std::string& which, const std::string& sharding_r
               "One of " + which + " is incompatible with its sharding annotation " + sharding_repr +
                   ": Sharding " + sharding_repr + " is only valid for values of rank at least " +
                   std::to_string(spec.entries.size()) + ", but was applied to a value of rank " +
-                  std::to_string(rank) + "." + (rank == 0 ? " For scalars the PartitionSpec should be P()" : ""));
+                  std::to_string(rank) + "." +
+                  (rank == 0 ? " For scalars the PartitionSpec should be P()" : ""));
 }
 
 void check_out_sharding_ranks(InterpreterImpl& in, const Value& out_shardings, const Value& out) {
@@ -204,10 +212,12 @@ void check_sharding_leaves(InterpreterImpl& in, const Value& shardings, const ch
     if (!leaf.is_none() && !s && !is_spec(leaf))
       throw Error(ErrCode::Type, std::string(what) +
                                      " leaf specifications are expected to be PartitionSpec "
-                                     "instances or None, but got " + pxl::str(leaf));
+                                     "instances or None, but got " +
+                                     pxl::str(leaf));
     if (s && !s->spec.unconstrained.empty())
-      throw Error(ErrCode::Value, std::string("Unconstrained dims are not allowed when passed to ") +
-                                      what + ": " + s->repr());
+      throw Error(ErrCode::Value,
+                  std::string("Unconstrained dims are not allowed when passed to ") + what + ": " +
+                      s->repr());
   }
 }
 
@@ -218,10 +228,13 @@ void check_specs_have_mesh(InterpreterImpl& in, const Value& shardings, const ch
   if (current && value_to_mesh(*current)) return;
   for (const Value& leaf : sharding_leaves(in, shardings))
     if (is_spec(leaf))
-      throw Error(ErrCode::Value,
-                  api + " requires a non-empty mesh in context if you are passing `PartitionSpec`s to " +
-                      what + ". You can define a context mesh via `jax.set_mesh(mesh)`. Alternatively, "
-                      "provide `Sharding`s to " + what + " and then the mesh context manager is not required.");
+      throw Error(
+          ErrCode::Value,
+          api + " requires a non-empty mesh in context if you are passing `PartitionSpec`s to " +
+              what +
+              ". You can define a context mesh via `jax.set_mesh(mesh)`. Alternatively, "
+              "provide `Sharding`s to " +
+              what + " and then the mesh context manager is not required.");
 }
 
 void check_jit_placement(InterpreterImpl& in, const JitCallPlacement& c) {
@@ -256,7 +269,8 @@ void check_jit_placement(InterpreterImpl& in, const JitCallPlacement& c) {
         tree_flatten(in, c.args[k], tmp);
         before += tmp.size();
       }
-      for (size_t k = 0; k < vals.size() && before + k < all.size(); ++k) targets[k] = all[before + k];
+      for (size_t k = 0; k < vals.size() && before + k < all.size(); ++k)
+        targets[k] = all[before + k];
     }
     for (size_t k = 0; k < vals.size(); ++k)
       leaves.push_back({c.arg_names[i] + keys[k], vals[k], targets[k]});
@@ -277,10 +291,12 @@ void check_jit_placement(InterpreterImpl& in, const JitCallPlacement& c) {
     }
     if (s && !s->is_abstract()) {
       if (p->committed && layout(s->mesh, s->spec, shape) != layout(p->mesh, p->spec, shape))
-        throw Error(ErrCode::Value,
-                    "Sharding passed to jit does not match the sharding on the respective arg. Got jit "
-                    "sharding: " + pxl::repr(target) + ",\narg sharding: " + p->repr(platform) +
-                        " for arg type: " + sharded_type_str(l.value.as<ArrayObj>()->tensor->aval, {}, false));
+        throw Error(
+            ErrCode::Value,
+            "Sharding passed to jit does not match the sharding on the respective arg. Got jit "
+            "sharding: " +
+                pxl::repr(target) + ",\narg sharding: " + p->repr(platform) + " for arg type: " +
+                sharded_type_str(l.value.as<ArrayObj>()->tensor->aval, {}, false));
       order.push_back({s->mesh.device_ids, "ARG_SHARDING"});
     } else if (p->committed) {
       order.push_back({p->mesh.device_ids, "ARG_SHARDING"});
@@ -349,7 +365,8 @@ void check_grad_mesh(InterpreterImpl& in, std::span<const Tensor> params, const 
     bool all_explicit = true;
     for (int a = 0; a < m.ndim(); ++a) {
       if (m.axis_type(a) == AxisType::Explicit)
-        explicit_axes += (explicit_axes.empty() ? "'" : ", '") + m.axis_names[static_cast<size_t>(a)] + "'";
+        explicit_axes +=
+            (explicit_axes.empty() ? "'" : ", '") + m.axis_names[static_cast<size_t>(a)] + "'";
       else
         all_explicit = false;
       sizes += (a ? ", " : "") + std::to_string(m.axis_sizes[static_cast<size_t>(a)]);
@@ -359,10 +376,11 @@ void check_grad_mesh(InterpreterImpl& in, std::span<const Tensor> params, const 
       throw Error(ErrCode::Value, "cannot reshape array of size 1 into shape (" + sizes +
                                       (m.ndim() == 1 ? ",)" : ")"));
     if (m.ndim() == 1) explicit_axes += ",";
-    throw Error(ErrCode::Value, "Length of device assignment 1 is not equal to the size of the mesh " +
-                                    std::to_string(m.size()) + " of aval " + type_str(out) +
-                                    "({Explicit: (" + explicit_axes +
-                                    ")}). Please enter your `jit` into a mesh context via `jax.set_mesh`.");
+    throw Error(ErrCode::Value,
+                "Length of device assignment 1 is not equal to the size of the mesh " +
+                    std::to_string(m.size()) + " of aval " + type_str(out) + "({Explicit: (" +
+                    explicit_axes +
+                    ")}). Please enter your `jit` into a mesh context via `jax.set_mesh`.");
   }
 }
 

@@ -28,7 +28,8 @@ DimSpec dims_of_spec(const PartitionSpec& s, size_t ndim) {
 // axes the sharding is part of the type and names every dimension (P('x', None)).
 PartitionSpec spec_of_dims(DimSpec d, const Mesh& mesh) {
   if (!any_explicit_axis(mesh))
-    for (Axes& e : d) std::erase_if(e, [&](const std::string& a) { return mesh.axis_size(a) == 1; });
+    for (Axes& e : d)
+      std::erase_if(e, [&](const std::string& a) { return mesh.axis_size(a) == 1; });
   while (!any_explicit_axis(mesh) && !d.empty() && d.back().empty()) d.pop_back();
   PartitionSpec s;
   s.entries = std::move(d);
@@ -48,8 +49,7 @@ public:
   Partitioner(const Function& g, const Mesh& mesh, TraceContext& tc, bool eager,
               std::string platform)
       : g_(g), mesh_(mesh), tc_(tc), eager_(eager), explicit_(explicit_mesh(mesh)),
-        platform_(std::move(platform)),
-        env_(g.values.size()), recreatable_(g.values.size(), false),
+        platform_(std::move(platform)), env_(g.values.size()), recreatable_(g.values.size(), false),
         constrained_(g.values.size(), nullptr) {
     // A value whose first use constrains its layout (out_sharding=) is typed by
     // that constraint: JAX's ops take the result's sharding as a parameter.
@@ -126,7 +126,7 @@ private:
   const Mesh& mesh_;
   TraceContext& tc_;
   bool eager_;
-  bool explicit_; // sharding is part of the type (sharding_rules.hpp)
+  bool explicit_;        // sharding is part of the type (sharding_rules.hpp)
   std::string platform_; // (JAX's errors name the abstract mesh's device kind)
   std::vector<Local> env_;
   // Values that are cheaper to recreate in another layout than to reshard:
@@ -296,8 +296,8 @@ private:
       for (const std::string& a : want[d]) {
         if (mesh_.axis_of(a) < 0)
           throw Error(ErrCode::Spec,
-                      "sharding constraint names mesh axis '" + a + "', which " +
-                          mesh_.jax_str() + " does not have",
+                      "sharding constraint names mesh axis '" + a + "', which " + mesh_.jax_str() +
+                          " does not have",
                       loc_of(ins));
         if (d < shape.size() && shape[d] % parts(want[d]) != 0)
           throw Error(ErrCode::Spec,
@@ -731,8 +731,8 @@ PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const
     std::optional<PartitionSpec> want = r < out_specs.size() ? out_specs[r] : std::nullopt;
     if (want) {
       const Shape& shape = g.values[g.results[r]].aval.shape;
-      std::string problem =
-          check_spec(mesh, *want, shape, "jit: out_shardings of output " + std::to_string(r) + ": ");
+      std::string problem = check_spec(mesh, *want, shape,
+                                       "jit: out_shardings of output " + std::to_string(r) + ": ");
       if (!problem.empty()) throw Error(ErrCode::Spec, problem, where);
     }
     f->results.push_back(tc.value_of(p.result(g.results[r], want, spec)));
@@ -793,7 +793,6 @@ std::optional<PartitionSpec> traced_sharding(InterpreterImpl& in, TraceContext& 
   for (const Instr& i : g.body) p.run(i);
   return spec_of_dims(p.spec_of(g.results[0]), mesh);
 }
-
 
 std::function<void(TraceContext&)> explicit_type_hook(InterpreterImpl& in,
                                                       std::span<const Tensor> leaves,

@@ -48,7 +48,9 @@ GradSpec read_spec(const char* name, CallArgs& a, bool with_value) {
   g.holomorphic = r.get_bool(3, false);
   g.allow_int = r.get_bool(4, false);
   // JAX removed reduce_axes: any value passed is its NotImplementedError.
-  if (r.has(5)) throw Error(ErrCode::Unsupported, std::string("reduce_axes argument to ") + name + " is deprecated");
+  if (r.has(5))
+    throw Error(ErrCode::Unsupported,
+                std::string("reduce_axes argument to ") + name + " is deprecated");
   return g;
 }
 
@@ -148,12 +150,14 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
   Span where = in.ops().loc;
   ValueList diff_args;
   std::vector<Tensor> params;
-  TracedFunction t = trace_diff(in, g.fn, call, g.argnums, diff_args, params, where, what, !g.allow_int);
+  TracedFunction t =
+      trace_diff(in, g.fn, call, g.argnums, diff_args, params, where, what, !g.allow_int);
   if (g.holomorphic)
     for (const Tensor& p : params)
       if (!is_complex(p->aval.dtype))
         throw Error(ErrCode::Type,
-                    std::string(what) + " with holomorphic=True requires inputs with complex dtype, but got " +
+                    std::string(what) +
+                        " with holomorphic=True requires inputs with complex dtype, but got " +
                         dtype_name(p->aval.dtype) + ".");
   const Function& f = *t.fn;
   const TreeDef* value_tree = &t.out_tree;
@@ -179,9 +183,10 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
                 "Gradient only defined for scalar-output functions. Output had shape: " +
                     shape_str(out.shape) + ".");
   if (g.holomorphic && !is_complex(out.dtype))
-    throw Error(ErrCode::Type, std::string(what) +
-                                   " with holomorphic=True requires outputs with complex dtype, but got " +
-                                   dtype_name(out.dtype) + ".");
+    throw Error(ErrCode::Type,
+                std::string(what) +
+                    " with holomorphic=True requires outputs with complex dtype, but got " +
+                    dtype_name(out.dtype) + ".");
   if (!g.holomorphic && !is_floating(out.dtype))
     throw Error(
         ErrCode::Type,
@@ -191,7 +196,8 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
             (is_complex(out.dtype)
                  ? ". For holomorphic differentiation, pass holomorphic=True. For differentiation "
                    "of non-holomorphic functions involving complex outputs, use jax.vjp directly."
-                 : ". For differentiation of functions with integer outputs, use jax.vjp directly."));
+                 : ". For differentiation of functions with integer outputs, use jax.vjp "
+                   "directly."));
   check_grad_mesh(in, params, out);
   OpContext& cx = in.ops();
   std::vector<Tensor> env = forward_pass(cx, f, params, t.consts);
@@ -200,11 +206,12 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
   std::vector<Tensor> cts = backward_pass(cx, f, env, seeds);
   ValueList grads;
   for (size_t i = 0; i < cts.size(); ++i)
-    grads.push_back(!is_inexact(params[i]->aval.dtype)
-                        ? float0_zeros(params[i]->aval.shape) // allow_int: JAX's float0 zeros
-                        : make_array(typed_like_primal(
-                              in, cts[i] ? cts[i] : np::full_like(cx, params[i], Scalar::of_float(0.0)),
-                              params[i])));
+    grads.push_back(
+        !is_inexact(params[i]->aval.dtype)
+            ? float0_zeros(params[i]->aval.shape) // allow_int: JAX's float0 zeros
+            : make_array(typed_like_primal(
+                  in, cts[i] ? cts[i] : np::full_like(cx, params[i], Scalar::of_float(0.0)),
+                  params[i])));
   Value gtree = tree_unflatten(t.in_tree, grads);
   if (!g.argnums_tuple) gtree = (*sequence_items(gtree))[0];
   Value result = output_tree(t, env);
@@ -248,52 +255,52 @@ Value run_vjp(InterpreterImpl& in, CallArgs& a, const char* what, bool float0 = 
   auto env =
       std::make_shared<std::vector<Tensor>>(forward_pass(in.ops(), *t->fn, params, t->consts));
   Value result = output_tree(*t, *env);
-  Value vjp_fn =
-      make_builtin("vjp_fn", [t, env, out_tree, params, float0](InterpreterImpl& in, CallArgs& c) {
-        ArgReader r("vjp_fn", c, {"ct"}, 1);
-        ValueList leaves;
-        TreeDef ct_tree = tree_flatten(in, r[0], leaves);
-        if (!(ct_tree == out_tree))
-          throw Error(ErrCode::Type, "vjp_fn: the cotangent has structure " + ct_tree.repr() +
-                                         " but the primal output has structure " + out_tree.repr());
-        std::vector<Tensor> seeds(t->fn->results.size());
-        for (size_t i = 0; i < leaves.size(); ++i) {
-          const AVal& want = t->fn->values[t->fn->results[i]].aval;
-          if (is_float0(leaves[i])) { // an integer output's float0 cotangent: zeros
-            seeds[i] = np::zeros(in.ops(), want.shape, want.dtype);
-            continue;
-          }
-          seeds[i] = in.to_tensor(leaves[i], Span{});
-          // JAX's ValueError for a cotangent of another shape or dtype (a
-          // Python number counts as its default dtype; the cotangents of
-          // integer outputs, float0 in JAX, are taken as they come).
-          bool bad_dtype = seeds[i]->aval.dtype != want.dtype && is_inexact(want.dtype) &&
-                           !(leaves[i].is_number() && is_inexact(seeds[i]->aval.dtype) &&
-                             !is_complex(seeds[i]->aval.dtype) && !is_complex(want.dtype));
-          if (seeds[i]->aval.shape != want.shape || bad_dtype)
-            throw Error(ErrCode::Value,
-                        "unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got " +
-                            aval_str(seeds[i]->aval) + ", but expected " + aval_str(want) +
-                            " because the corresponding output of the differentiated function had "
-                            "JAX type " + aval_str(want));
-          if (seeds[i]->aval.dtype != want.dtype)
-            seeds[i] = np::astype(in.ops(), seeds[i], want.dtype);
-        }
-        std::vector<Tensor> cts = backward_pass(in.ops(), *t->fn, *env, seeds);
-        ValueList grads;
-        auto* tc = dynamic_cast<TraceContext*>(&in.ops());
-        for (size_t i = 0; i < cts.size(); ++i) {
-          Tensor g = cts[i] ? cts[i] : np::full_like(in.ops(), params[i], Scalar::of_float(0.0));
-          // (Only a primal of this context has a type to give: vjp_fn may run
-          // after the trace that made its primals is gone.)
-          bool here = tc ? tc->owns(params[i]) : !params[i]->trace;
-          if (float0 && !is_inexact(params[i]->aval.dtype))
-            grads.push_back(float0_zeros(params[i]->aval.shape)); // JAX's cotangent of an integer
-          else
-            grads.push_back(make_array(here ? typed_like_primal(in, g, params[i]) : g));
-        }
-        return tree_unflatten(t->in_tree, grads);
-      });
+  Value vjp_fn = make_builtin("vjp_fn", [t, env, out_tree, params, float0](InterpreterImpl& in,
+                                                                           CallArgs& c) {
+    ArgReader r("vjp_fn", c, {"ct"}, 1);
+    ValueList leaves;
+    TreeDef ct_tree = tree_flatten(in, r[0], leaves);
+    if (!(ct_tree == out_tree))
+      throw Error(ErrCode::Type, "vjp_fn: the cotangent has structure " + ct_tree.repr() +
+                                     " but the primal output has structure " + out_tree.repr());
+    std::vector<Tensor> seeds(t->fn->results.size());
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      const AVal& want = t->fn->values[t->fn->results[i]].aval;
+      if (is_float0(leaves[i])) { // an integer output's float0 cotangent: zeros
+        seeds[i] = np::zeros(in.ops(), want.shape, want.dtype);
+        continue;
+      }
+      seeds[i] = in.to_tensor(leaves[i], Span{});
+      // JAX's ValueError for a cotangent of another shape or dtype (a
+      // Python number counts as its default dtype; the cotangents of
+      // integer outputs, float0 in JAX, are taken as they come).
+      bool bad_dtype = seeds[i]->aval.dtype != want.dtype && is_inexact(want.dtype) &&
+                       !(leaves[i].is_number() && is_inexact(seeds[i]->aval.dtype) &&
+                         !is_complex(seeds[i]->aval.dtype) && !is_complex(want.dtype));
+      if (seeds[i]->aval.shape != want.shape || bad_dtype)
+        throw Error(ErrCode::Value,
+                    "unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got " +
+                        aval_str(seeds[i]->aval) + ", but expected " + aval_str(want) +
+                        " because the corresponding output of the differentiated function had "
+                        "JAX type " +
+                        aval_str(want));
+      if (seeds[i]->aval.dtype != want.dtype) seeds[i] = np::astype(in.ops(), seeds[i], want.dtype);
+    }
+    std::vector<Tensor> cts = backward_pass(in.ops(), *t->fn, *env, seeds);
+    ValueList grads;
+    auto* tc = dynamic_cast<TraceContext*>(&in.ops());
+    for (size_t i = 0; i < cts.size(); ++i) {
+      Tensor g = cts[i] ? cts[i] : np::full_like(in.ops(), params[i], Scalar::of_float(0.0));
+      // (Only a primal of this context has a type to give: vjp_fn may run
+      // after the trace that made its primals is gone.)
+      bool here = tc ? tc->owns(params[i]) : !params[i]->trace;
+      if (float0 && !is_inexact(params[i]->aval.dtype))
+        grads.push_back(float0_zeros(params[i]->aval.shape)); // JAX's cotangent of an integer
+      else
+        grads.push_back(make_array(here ? typed_like_primal(in, g, params[i]) : g));
+    }
+    return tree_unflatten(t->in_tree, grads);
+  });
   if (!has_aux) return make_tuple({result, vjp_fn});
   const ValueList& pair = pair_items(result);
   return make_tuple({pair[0], vjp_fn, pair[1]});
@@ -309,7 +316,8 @@ void add_grad_functions(InterpreterImpl& in, Value& jax) {
   auto maker = [](const char* name, bool with_value) {
     return make_builtin(name, [name, with_value](InterpreterImpl& in, CallArgs& a) {
       GradSpec g = read_spec(name, a, with_value);
-      Value f = make_builtin(name, [g](InterpreterImpl& in, CallArgs& c) { return run_grad(in, g, c); });
+      Value f =
+          make_builtin(name, [g](InterpreterImpl& in, CallArgs& c) { return run_grad(in, g, c); });
       // (functools.wraps: JAX's messages name the differentiated function,
       // and the result has its __name__.)
       f.as<BuiltinObj>()->attrs.emplace_back("__wrapped__", g.fn);
@@ -322,12 +330,12 @@ void add_grad_functions(InterpreterImpl& in, Value& jax) {
   vars["value_and_grad"] = maker("value_and_grad", true);
   vars["vjp"] =
       make_builtin("vjp", [](InterpreterImpl& in, CallArgs& a) { return run_vjp(in, a, "vjp"); });
-  vars["_forward_vjp"] =
-      make_builtin("vjp", [](InterpreterImpl& in, CallArgs& a) { return run_vjp(in, a, "jvp", false); });
+  vars["_forward_vjp"] = make_builtin(
+      "vjp", [](InterpreterImpl& in, CallArgs& a) { return run_vjp(in, a, "jvp", false); });
   // The stdlib's vjp: integer inputs' cotangents are integer zeros, not float0
   // (jacrev, linear_transpose and the jvp of the vjp differentiate through them).
-  vars["_vjp"] =
-      make_builtin("vjp", [](InterpreterImpl& in, CallArgs& a) { return run_vjp(in, a, "vjp", false); });
+  vars["_vjp"] = make_builtin(
+      "vjp", [](InterpreterImpl& in, CallArgs& a) { return run_vjp(in, a, "vjp", false); });
   for (const char* n : {"grad", "value_and_grad"}) in.define_builtin(n, vars.at(n));
 }
 

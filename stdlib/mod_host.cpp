@@ -38,9 +38,12 @@ Value make_functools_module() {
     ValueList items = in.iterate(r[1], Span{});
     size_t i = 0;
     Value acc;
-    if (r.has(2)) acc = r[2];
-    else if (items.empty()) throw Error(ErrCode::Type, "reduce() of empty iterable with no initial value");
-    else acc = items[i++];
+    if (r.has(2))
+      acc = r[2];
+    else if (items.empty())
+      throw Error(ErrCode::Type, "reduce() of empty iterable with no initial value");
+    else
+      acc = items[i++];
     for (; i < items.size(); ++i) acc = in.call(r[0], ValueList{acc, items[i]}, Span{});
     return acc;
   });
@@ -73,9 +76,9 @@ Value make_time_module() {
 Value make_math_module() {
   ModuleBuilder b("math");
   static const std::pair<const char*, double (*)(double)> fns[] = {
-      {"sqrt", std::sqrt}, {"exp", std::exp}, {"log2", std::log2}, {"log10", std::log10},
-      {"sin", std::sin}, {"cos", std::cos}, {"tan", std::tan}, {"tanh", std::tanh},
-      {"fabs", std::fabs}, {"erf", std::erf}, {"log1p", std::log1p}, {"expm1", std::expm1},
+      {"sqrt", std::sqrt}, {"exp", std::exp},   {"log2", std::log2},   {"log10", std::log10},
+      {"sin", std::sin},   {"cos", std::cos},   {"tan", std::tan},     {"tanh", std::tanh},
+      {"fabs", std::fabs}, {"erf", std::erf},   {"log1p", std::log1p}, {"expm1", std::expm1},
       {"atan", std::atan}, {"asin", std::asin}, {"acos", std::acos}};
   for (auto [name, f] : fns) {
     std::string n = name;
@@ -99,7 +102,8 @@ Value make_math_module() {
       ArgReader r(name, a, {"x"}, 1);
       if (r[0].is_intlike()) return Value::integer(r[0].as_int());
       double x = f(r.get_float(0));
-      if (!std::isfinite(x)) throw Error(ErrCode::Value, "cannot convert float infinity or nan to integer");
+      if (!std::isfinite(x))
+        throw Error(ErrCode::Value, "cannot convert float infinity or nan to integer");
       return Value::integer(static_cast<int64_t>(x));
     };
   };
@@ -110,7 +114,9 @@ Value make_math_module() {
     return [name, which](InterpreterImpl&, CallArgs& a) {
       ArgReader r(name, a, {"x"}, 1);
       double x = r.get_float(0);
-      return Value::boolean(which == 0 ? std::isnan(x) : which == 1 ? std::isinf(x) : std::isfinite(x));
+      return Value::boolean(which == 0   ? std::isnan(x)
+                            : which == 1 ? std::isinf(x)
+                                         : std::isfinite(x));
     };
   };
   b.fn("isnan", pred("isnan", 0));
@@ -119,7 +125,8 @@ Value make_math_module() {
   b.fn("prod", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("prod", a, {"iterable", "start"}, 1);
     Value acc = r.has(1) ? r[1] : Value::integer(1);
-    for (const Value& x : in.iterate(r[0], Span{})) acc = in.binary_op(BinOpKind::Mul, acc, x, Span{});
+    for (const Value& x : in.iterate(r[0], Span{}))
+      acc = in.binary_op(BinOpKind::Mul, acc, x, Span{});
     return acc;
   });
   b.fn("pow", [](InterpreterImpl&, CallArgs& a) {

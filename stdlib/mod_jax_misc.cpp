@@ -21,7 +21,9 @@ namespace pxl {
 
 namespace {
 
-bool is_bare_spec(const Value& v) { return v.is_obj(ObjKind::Opaque) && dynamic_cast<SpecObj*>(v.as<OpaqueObj>()); }
+bool is_bare_spec(const Value& v) {
+  return v.is_obj(ObjKind::Opaque) && dynamic_cast<SpecObj*>(v.as<OpaqueObj>());
+}
 
 struct ShapeDtypeStructObj : OpaqueObj {
   AVal aval;
@@ -29,8 +31,9 @@ struct ShapeDtypeStructObj : OpaqueObj {
   // The sharding, which a bare PartitionSpec (no mesh was current) cannot give.
   const Value& checked_sharding() const {
     if (is_bare_spec(sharding))
-      throw Error(ErrCode::Type, "When specifying PartitionSpec to `ShapeDtypeStruct`, the context mesh cannot be "
-                                 "empty. Please use `jax.set_mesh` to set the mesh context.");
+      throw Error(ErrCode::Type,
+                  "When specifying PartitionSpec to `ShapeDtypeStruct`, the context mesh cannot be "
+                  "empty. Please use `jax.set_mesh` to set the mesh context.");
     return sharding;
   }
   // eval_shape inside shard_map: the manual axes the value varies over (JAX's
@@ -122,23 +125,26 @@ struct JaxprObj : OpaqueObj {
   std::string type_name() const override { return "ClosedJaxpr"; }
   std::string repr() const override { return jaxpr_text(*fn, consts); }
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
-    static const char* names[] = {"eqns", "jaxpr", "in_avals", "out_avals", "consts", "literals",
-                                  "effects", "invars", "outvars", "constvars"};
+    static const char* names[] = {"eqns",     "jaxpr",   "in_avals", "out_avals", "consts",
+                                  "literals", "effects", "invars",   "outvars",   "constvars"};
     bool known = false;
     for (const char* n : names) known = known || name == n;
     if (!known) return false;
     Value typeof_fn = in.import_module("jax", Span{}, "").as<ModuleObj>()->env->vars.at("typeof");
-    auto aval_value = [&](const AVal& a) { return in.call(typeof_fn, ValueList{make_struct(a)}, Span{}); };
+    auto aval_value = [&](const AVal& a) {
+      return in.call(typeof_fn, ValueList{make_struct(a)}, Span{});
+    };
     ValueList ins, outs, cs;
     for (int p : fn->params) ins.push_back(aval_value(fn->values[static_cast<size_t>(p)].aval));
     for (int r : fn->results) outs.push_back(aval_value(fn->values[static_cast<size_t>(r)].aval));
     // (A scalar constant is a literal in a jaxpr, not one of its consts.)
     for (const Tensor& c : consts)
       if (!c->aval.shape.empty()) cs.push_back(make_array(c));
-    Value helper = in.import_module("jax_rest", Span{}, "").as<ModuleObj>()->env->vars.at("_jaxpr_attr");
+    Value helper =
+        in.import_module("jax_rest", Span{}, "").as<ModuleObj>()->env->vars.at("_jaxpr_attr");
     out = in.call(helper,
-                  ValueList{make_str(name), make_str(repr()), jaxpr_eqns(*fn, aval_value), make_list(ins),
-                            make_list(outs), make_list(cs)},
+                  ValueList{make_str(name), make_str(repr()), jaxpr_eqns(*fn, aval_value),
+                            make_list(ins), make_list(outs), make_list(cs)},
                   Span{});
     return true;
   }
@@ -280,18 +286,21 @@ void add_jax_misc(InterpreterImpl& in, Value& jax) {
     Value fun = r[0];
     std::vector<int64_t> statics;
     if (r.has(1) && !r[1].is_none()) {
-      if (r[1].is_intlike()) statics.push_back(r[1].as_int());
+      if (r[1].is_intlike())
+        statics.push_back(r[1].as_int());
       else
         for (const Value& v : in_iterate_ints(r[1])) statics.push_back(v.as_int());
     }
     bool return_shape = r.get_bool(3, false);
-    return make_builtin("make_jaxpr", [fun, statics, return_shape](InterpreterImpl& in, CallArgs& c) {
+    return make_builtin("make_jaxpr", [fun, statics, return_shape](InterpreterImpl& in,
+                                                                   CallArgs& c) {
       if (!c.kw.empty())
         throw Error(ErrCode::Arguments, "make_jaxpr(f)() takes positional arguments only");
       // static_argnums: those arguments are bound into the traced function.
       auto is_static = [&](size_t i) {
         for (int64_t s : statics)
-          if (s == static_cast<int64_t>(i) || s + static_cast<int64_t>(c.pos.size()) == static_cast<int64_t>(i))
+          if (s == static_cast<int64_t>(i) ||
+              s + static_cast<int64_t>(c.pos.size()) == static_cast<int64_t>(i))
             return true;
         return false;
       };
@@ -319,12 +328,14 @@ void add_jax_misc(InterpreterImpl& in, Value& jax) {
       auto unknown = std::make_shared<UnknownValueLog>();
       TracedFunction t;
       try {
-        t = trace_abstract(in, target, dyn, Span{}, "make_jaxpr", log_unknown_values(nullptr, unknown));
+        t = trace_abstract(in, target, dyn, Span{}, "make_jaxpr",
+                           log_unknown_values(nullptr, unknown));
       } catch (Error& e) {
         if (!quotes_unknown_value(e)) throw;
         std::vector<std::string> param_names; // the function's parameter of each dynamic argument
         Value f = unwrapped_function(fun);
-        const std::vector<Param>* ps = f.is_obj(ObjKind::Function) ? f.as<FunctionObj>()->params : nullptr;
+        const std::vector<Param>* ps =
+            f.is_obj(ObjKind::Function) ? f.as<FunctionObj>()->params : nullptr;
         for (size_t i = 0; i < c.pos.size(); ++i) {
           if (is_static(i)) continue;
           std::string name;
@@ -337,7 +348,8 @@ void add_jax_misc(InterpreterImpl& in, Value& jax) {
           size_t close = k.find(']');
           size_t idx = static_cast<size_t>(std::stoll(k.substr(1, close - 1)));
           names.push_back(idx < param_names.size() && !param_names[idx].empty()
-                              ? param_names[idx] + k.substr(close + 1) : "");
+                              ? param_names[idx] + k.substr(close + 1)
+                              : "");
         }
         throw with_trace_origin(e, "make_jaxpr", function_source_info(fun), names, *unknown, "jit");
       }
@@ -370,10 +382,12 @@ void add_jax_misc(InterpreterImpl& in, Value& jax) {
   // jax.checkpoint_policies: remat's policy= is accepted and has no effect in
   // pxl (jax.checkpoint returns the function itself), but the names exist.
   ModuleBuilder policies("jax.checkpoint_policies");
-  for (const char* name : {"everything_saveable", "nothing_saveable", "dots_saveable", "checkpoint_dots",
-                           "dots_with_no_batch_dims_saveable", "checkpoint_dots_with_no_batch_dims"}) {
+  for (const char* name :
+       {"everything_saveable", "nothing_saveable", "dots_saveable", "checkpoint_dots",
+        "dots_with_no_batch_dims_saveable", "checkpoint_dots_with_no_batch_dims"}) {
     bool saves_all = std::string(name) == "everything_saveable";
-    policies.fn(name, [saves_all](InterpreterImpl&, CallArgs&) { return Value::boolean(saves_all); });
+    policies.fn(name,
+                [saves_all](InterpreterImpl&, CallArgs&) { return Value::boolean(saves_all); });
   }
   for (const char* name : {"save_only_these_names", "save_any_names_but_these"})
     policies.fn(name, [name](InterpreterImpl&, CallArgs&) {

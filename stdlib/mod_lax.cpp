@@ -9,10 +9,10 @@
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/convert.hpp"
+#include "stdlib/jit_devices.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
-#include "stdlib/jit_devices.hpp"
 #include "stdlib/sharding.hpp"
 #include "stdlib/sharding_rules.hpp"
 
@@ -24,20 +24,27 @@ namespace {
 // lays the array out over its own mesh, which must have those axes (JAX's errors).
 Value over_input_mesh(const Value& leaf, const ShardingObj& target) {
   if (!leaf.is_obj(ObjKind::Array))
-    throw Error(ErrCode::Value, "Target sharding contains a `jax.sharding.AbstractMesh` which requires the input "
-                                "passed should be a `jax.Array`. Got " + type_name(leaf));
+    throw Error(ErrCode::Value,
+                "Target sharding contains a `jax.sharding.AbstractMesh` which requires the input "
+                "passed should be a `jax.Array`. Got " +
+                    type_name(leaf));
   const Tensor& t = leaf.as<ArrayObj>()->tensor;
   std::string shape = sharded_type_str(t->aval, {}, false);
   if (!t->sharded)
-    throw Error(ErrCode::Type, "The sharding on the input must be a `NamedSharding` since the target sharding has "
-                               "an `AbstractMesh` in it. Got sharding type <class "
-                               "'jax.sharding.SingleDeviceSharding'> for shape " + shape);
+    throw Error(ErrCode::Type,
+                "The sharding on the input must be a `NamedSharding` since the target sharding has "
+                "an `AbstractMesh` in it. Got sharding type <class "
+                "'jax.sharding.SingleDeviceSharding'> for shape " +
+                    shape);
   auto shape_tuple = [](const Mesh& m) {
     std::string out = "(";
     for (int i = 0; i < m.ndim(); ++i)
-      out += "('" + m.axis_names[static_cast<size_t>(i)] + "', " + std::to_string(m.axis_sizes[static_cast<size_t>(i)]) + "), ";
-    if (m.ndim() > 1) out.resize(out.size() - 2);
-    else if (m.ndim() == 1) out.pop_back();
+      out += "('" + m.axis_names[static_cast<size_t>(i)] + "', " +
+             std::to_string(m.axis_sizes[static_cast<size_t>(i)]) + "), ";
+    if (m.ndim() > 1)
+      out.resize(out.size() - 2);
+    else if (m.ndim() == 1)
+      out.pop_back();
     return out + ")";
   };
   const Mesh& have = t->sharded->mesh;
@@ -54,7 +61,9 @@ Value over_input_mesh(const Value& leaf, const ShardingObj& target) {
 void check_wsc_devices(InterpreterImpl& in, const Value& leaf, const Mesh& target) {
   if (!leaf.is_obj(ObjKind::Array)) return;
   const Tensor& t = leaf.as<ArrayObj>()->tensor;
-  if (!t->sharded || !t->sharded->spans_devices() || t->sharded->mesh.device_ids == target.device_ids) return;
+  if (!t->sharded || !t->sharded->spans_devices() ||
+      t->sharded->mesh.device_ids == target.device_ids)
+    return;
   auto ids = [](const std::vector<int>& v) {
     std::string out = "[";
     for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
@@ -62,11 +71,14 @@ void check_wsc_devices(InterpreterImpl& in, const Value& leaf, const Mesh& targe
   };
   std::string platform = in.platform().name();
   for (char& c : platform) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  throw Error(ErrCode::Value, "Received incompatible devices for jitted computation. Got argument x of _identity_fn "
-                              "with shape " + sharded_type_str(t->aval, {}, false) + " and with device ids " +
-                                  ids(t->sharded->mesh.device_ids) + " on platform " + platform +
-                                  " and explicit output sharding with device ids " + ids(target.device_ids) +
-                                  " on platform " + platform);
+  throw Error(
+      ErrCode::Value,
+      "Received incompatible devices for jitted computation. Got argument x of _identity_fn "
+      "with shape " +
+          sharded_type_str(t->aval, {}, false) + " and with device ids " +
+          ids(t->sharded->mesh.device_ids) + " on platform " + platform +
+          " and explicit output sharding with device ids " + ids(target.device_ids) +
+          " on platform " + platform);
 }
 
 } // namespace
@@ -248,8 +260,8 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     Tensor x = T(in, r[0]), y = T(in, r[1]), z = T(in, r[2]);
     DType dt = x->aval.dtype;
     if (dt != DType::Float32 && dt != DType::Float64)
-      return make_array(np::binary(in.ops(), np::BinOp::Add,
-                                   np::binary(in.ops(), np::BinOp::Mul, x, y), z));
+      return make_array(
+          np::binary(in.ops(), np::BinOp::Add, np::binary(in.ops(), np::BinOp::Mul, x, y), z));
     return make_array(bind(in, Op::Fma, {}, {x, y, z}));
   });
   def("broadcast_in_dim", [](InterpreterImpl& in, CallArgs& a) {
@@ -298,7 +310,8 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     // preferred_element_type: the products accumulate in that type (an int8
     // dot to int32 does not wrap), as XLA computes it on CPU.
     std::optional<DType> pref;
-    if (r.has(4) && !r[4].is_none()) pref = required_dtype(r[4], "dot_general() preferred_element_type");
+    if (r.has(4) && !r[4].is_none())
+      pref = required_dtype(r[4], "dot_general() preferred_element_type");
     if (pref && *pref != l->aval.dtype) {
       l = np::astype(in.ops(), l, *pref);
       rt = np::astype(in.ops(), rt, *pref);
@@ -420,13 +433,15 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     ArgReader r("with_sharding_constraint", a, {"x", "shardings"}, 2);
     auto no_none = [](const Value& target) {
       if (target.is_none())
-        throw Error(ErrCode::Value, "One of with_sharding_constraint arguments got sharding None which is "
-                                    "not allowed. Please only pass `jax.sharding.Sharding` instances.");
+        throw Error(ErrCode::Value,
+                    "One of with_sharding_constraint arguments got sharding None which is "
+                    "not allowed. Please only pass `jax.sharding.Sharding` instances.");
     };
     if (dynamic_cast<TraceContext*>(&in.ops()))
       return map_tree_with_prefix(
           in, r[0], r[1], [](const Value& v) { return v.is_none() || v.is_obj(ObjKind::Opaque); },
-          "with_sharding_constraint() shardings", [&](const Value& leaf, const Value& target) {
+          "with_sharding_constraint() shardings",
+          [&](const Value& leaf, const Value& target) {
             no_none(target);
             return constrain_traced(in, leaf, target, "with_sharding_constraint");
           });
@@ -443,9 +458,11 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
           if (!ctx) ctx = legacy_context_mesh(in);
           if (spec && !ctx) throw Error(ErrCode::Value, wsc_needs_mesh_message());
           if (spec) target = Value::object(std::make_shared<ShardingObj>(*ctx, spec->spec));
-          if (auto* named = dynamic_cast<ShardingObj*>(target.as<OpaqueObj>()); named && named->is_abstract())
+          if (auto* named = dynamic_cast<ShardingObj*>(target.as<OpaqueObj>());
+              named && named->is_abstract())
             target = over_input_mesh(leaf, *named);
-          if (auto* named = dynamic_cast<ShardingObj*>(target.as<OpaqueObj>()); named && !named->single_device) {
+          if (auto* named = dynamic_cast<ShardingObj*>(target.as<OpaqueObj>());
+              named && !named->single_device) {
             check_spec_names(named->mesh, named->spec, "shardings");
             check_wsc_auto_axes(in, named->mesh, named->spec);
             check_wsc_devices(in, leaf, named->mesh);
@@ -460,10 +477,14 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
                 {"name", "a", "b", "output", "left_side", "lower", "transpose_a", "unit_diagonal",
                  "full_matrices", "compute_uv", "compute_left", "compute_right"},
                 2);
-    static const std::pair<const char*, Op> ops[] = {
-        {"cholesky", Op::Cholesky}, {"triangular_solve", Op::TriangularSolve}, {"lu", Op::Lu},
-        {"qr", Op::Qr},             {"eigh", Op::Eigh},                        {"svd", Op::Svd},
-        {"eig", Op::Eig},           {"schur", Op::Schur}};
+    static const std::pair<const char*, Op> ops[] = {{"cholesky", Op::Cholesky},
+                                                     {"triangular_solve", Op::TriangularSolve},
+                                                     {"lu", Op::Lu},
+                                                     {"qr", Op::Qr},
+                                                     {"eigh", Op::Eigh},
+                                                     {"svd", Op::Svd},
+                                                     {"eig", Op::Eig},
+                                                     {"schur", Op::Schur}};
     std::string name = r.get_str(0);
     const Op* op = nullptr;
     for (const auto& [n, o] : ops)

@@ -56,7 +56,8 @@ int fft_type_of(const Value& v) {
     throw Error(ErrCode::Value, "fft: unknown fft_type '" + v.as<StrObj>()->value +
                                     "' (use lax.FftType.FFT, IFFT, RFFT or IRFFT)");
   }
-  throw Error(ErrCode::Type, "fft: fft_type must be a lax.FftType or a string, not " + type_name(v));
+  throw Error(ErrCode::Type,
+              "fft: fft_type must be a lax.FftType or a string, not " + type_name(v));
 }
 
 Tensor T(InterpreterImpl& in, const Value& v) { return in.to_tensor(v, Span{}); }
@@ -77,15 +78,19 @@ Tensor lax_complex(OpContext& cx, const Tensor& re, const Tensor& im) {
                                     std::string(dtype_name(re->aval.dtype)) + " and " +
                                     dtype_name(im->aval.dtype));
   Shape s = np::detail::broadcast_shapes("complex", re->aval.shape, im->aval.shape);
-  Tensor x = np::detail::broadcast(cx, np::detail::convert(cx, re, DType::Float32, p.weak), s, "complex");
-  Tensor y = np::detail::broadcast(cx, np::detail::convert(cx, im, DType::Float32, p.weak), s, "complex");
+  Tensor x =
+      np::detail::broadcast(cx, np::detail::convert(cx, re, DType::Float32, p.weak), s, "complex");
+  Tensor y =
+      np::detail::broadcast(cx, np::detail::convert(cx, im, DType::Float32, p.weak), s, "complex");
   Tensor xs[] = {x, y};
   return cx.bind(Op::Complex, {}, xs);
 }
 
 void add_lax_complex(Value& lax) {
   auto& vars = lax.as<ModuleObj>()->env->vars;
-  auto def = [&](const std::string& name, NativeFn f) { vars[name] = make_builtin(name, std::move(f)); };
+  auto def = [&](const std::string& name, NativeFn f) {
+    vars[name] = make_builtin(name, std::move(f));
+  };
   def("complex", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("complex", a, {"x", "y"}, 2);
     return make_array(lax_complex(in.ops(), T(in, r[0]), T(in, r[1])));
@@ -121,7 +126,8 @@ void add_lax_complex(Value& lax) {
     if (at.axis == 2) {
       if (is_complex(x->aval.dtype))
         throw Error(ErrCode::DType, "only real valued inputs supported for rfft");
-      if (x->aval.dtype != DType::Float32) x = np::detail::convert(in.ops(), x, DType::Float32, false);
+      if (x->aval.dtype != DType::Float32)
+        x = np::detail::convert(in.ops(), x, DType::Float32, false);
     } else if (!is_complex(x->aval.dtype)) {
       x = np::detail::convert(in.ops(), x, DType::Complex64, false);
     }

@@ -9,8 +9,8 @@
 #include "stdlib/convert.hpp"
 #include "stdlib/float0.hpp"
 #include "stdlib/module_builder.hpp"
-#include "stdlib/np_internal.hpp"
 #include "stdlib/np_einsum.hpp"
+#include "stdlib/np_internal.hpp"
 #include "stdlib/reduce_api.hpp"
 #include "stdlib/sharding.hpp"
 
@@ -42,24 +42,26 @@ std::vector<Tensor> tensor_list(InterpreterImpl& in, const Value& v, const char*
 // then its own check for negative sizes.
 int64_t eye_dim(const Value& v, const std::string& which) {
   if (v.is_intlike() || v.is_obj(ObjKind::Array)) return value_to_int(v, which);
-  throw Error(ErrCode::Type, "Shapes must be 1D sequences of concrete values of integer type, got (" +
-                                 repr(v) + ",). " + which + ".");
+  throw Error(ErrCode::Type,
+              "Shapes must be 1D sequences of concrete values of integer type, got (" + repr(v) +
+                  ",). " + which + ".");
 }
 
 void eye_check_sizes(int64_t n, std::optional<int64_t> m) {
   if (n < 0 || (m && *m < 0))
-    throw Error(ErrCode::Value, "negative dimensions are not allowed, got " + std::to_string(n) + " and " +
-                                    (m ? std::to_string(*m) : std::string("None")));
+    throw Error(ErrCode::Value, "negative dimensions are not allowed, got " + std::to_string(n) +
+                                    " and " + (m ? std::to_string(*m) : std::string("None")));
 }
 
 void def_creation(ModuleBuilder& b) {
   // jnp.array(object, dtype, copy, order, ndmin) and jnp.asarray(a, dtype, order, *, copy).
   auto array_fn = [](bool is_array) {
     return [is_array](InterpreterImpl& in, CallArgs& a) {
-      ArgReader r(is_array ? "array" : "asarray", a,
-                  is_array ? std::initializer_list<const char*>{"object", "dtype", "copy", "order", "ndmin"}
-                           : std::initializer_list<const char*>{"a", "dtype", "order", "copy"},
-                  1);
+      ArgReader r(
+          is_array ? "array" : "asarray", a,
+          is_array ? std::initializer_list<const char*>{"object", "dtype", "copy", "order", "ndmin"}
+                   : std::initializer_list<const char*>{"a", "dtype", "order", "copy"},
+          1);
       auto dt = value_to_dtype(r[1]);
       // np.array(jax.devices()): a grid of devices (numpy would make an object array).
       if (auto grid = device_grid_of(r[0])) return Value::object(grid);
@@ -88,12 +90,15 @@ void def_creation(ModuleBuilder& b) {
       ArgReader r(name, a, {"shape", "dtype"}, 1);
       if (r.has(1) && r[0].is_int() && r[1].is_int()) { // JAX's hint for jnp.ones(2, 3)
         std::string sh = std::to_string(r[0].i), dt = std::to_string(r[1].i);
-        throw Error(ErrCode::Type, "Cannot interpret '" + dt + "' as a data type.\n\nDid you accidentally write `jax.numpy." +
-                                       name + "(" + sh + ", " + dt + ")` when you meant `jax.numpy." + name + "((" +
-                                       sh + ", " + dt + "))`, i.e. with a single tuple argument for the shape?");
+        throw Error(ErrCode::Type,
+                    "Cannot interpret '" + dt +
+                        "' as a data type.\n\nDid you accidentally write `jax.numpy." + name + "(" +
+                        sh + ", " + dt + ")` when you meant `jax.numpy." + name + "((" + sh + ", " +
+                        dt + "))`, i.e. with a single tuple argument for the shape?");
       }
       Shape s = canonical_shape(in, r[0]);
-      if (kind == 0 && r.has(1) && is_float0_dtype(r[1])) return float0_zeros(s); // jax.dtypes.float0
+      if (kind == 0 && r.has(1) && is_float0_dtype(r[1]))
+        return float0_zeros(s); // jax.dtypes.float0
       DType dt = value_to_dtype(r[1]).value_or(DType::Float32);
       return make_array(kind == 1 ? np::ones(in.ops(), s, dt) : np::zeros(in.ops(), s, dt));
     };
@@ -111,8 +116,9 @@ void def_creation(ModuleBuilder& b) {
   b.fn("full", filled("full", 2));
   auto like = [](const char* name, int kind) {
     return [name, kind](InterpreterImpl& in, CallArgs& a) {
-      ArgReader r(name, a, kind == 2 ? std::initializer_list<const char*>{"a", "fill_value", "dtype"}
-                                     : std::initializer_list<const char*>{"a", "dtype"},
+      ArgReader r(name, a,
+                  kind == 2 ? std::initializer_list<const char*>{"a", "fill_value", "dtype"}
+                            : std::initializer_list<const char*>{"a", "dtype"},
                   kind == 2 ? 2 : 1);
       Tensor x = T(in, r[0]);
       Scalar v = kind == 2 ? value_to_scalar(in, r[1], "fill_value") : Scalar::of_int(kind);
@@ -121,8 +127,8 @@ void def_creation(ModuleBuilder& b) {
       out = pvary_to(in.ops(), out, vma_of(in.ops(), x));
       // JAX gives the result x's sharding.
       if (x->sharded && x->sharded->spans_devices())
-        out = make_sharded_tensor(shard_array(in.ops().concrete(out), x->sharded->mesh,
-                                              x->sharded->spec, in.pull_log()));
+        out = make_sharded_tensor(
+            shard_array(in.ops().concrete(out), x->sharded->mesh, x->sharded->spec, in.pull_log()));
       // ... or x's device, when x was put on another than the default.
       else if (x->concrete && out->concrete && out->concrete->device() != x->concrete->device())
         out = make_tensor(out->concrete->on_device(x->concrete->device()));
@@ -137,8 +143,9 @@ void def_creation(ModuleBuilder& b) {
     ArgReader r("arange", a, {"start", "stop", "step", "dtype"}, 1);
     for (size_t i = 0; i < 3; ++i)
       if (r.has(i) && r[i].is_obj(ObjKind::Complex))
-        throw Error(ErrCode::Value, "Passing complex start/stop/step to jnp.arange is no longer supported "
-                                    "starting in JAX v0.10.0.");
+        throw Error(ErrCode::Value,
+                    "Passing complex start/stop/step to jnp.arange is no longer supported "
+                    "starting in JAX v0.10.0.");
     // A traced bound is JAX's ConcretizationTypeError naming the argument, then pxl's
     // account of the trace (which jit turns into JAX's origin text).
     auto bound = [&in](const Value& v, const std::string& name) {
@@ -148,14 +155,20 @@ void def_creation(ModuleBuilder& b) {
         if (e.code() != ErrCode::ConcreteValue || !v.is_obj(ObjKind::Array)) throw;
         const AVal& av = T(in, v)->aval;
         std::string type = std::string(dtype_name(av.dtype)) + "[";
-        for (size_t i = 0; i < av.shape.size(); ++i) type += (i ? "," : "") + std::to_string(av.shape[i]);
+        for (size_t i = 0; i < av.shape.size(); ++i)
+          type += (i ? "," : "") + std::to_string(av.shape[i]);
         std::string why = e.message();
-        if (!why.empty()) why[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(why[0])));
-        throw Error(ErrCode::ConcreteValue,
-                    "ConcretizationTypeError: Abstract tracer value encountered where concrete value is expected: "
-                    "traced array with shape " + type + "]\nIt arose in the jnp.arange argument '" + name + "' " +
-                        why + "\n\nSee https://docs.jax.dev/en/latest/errors.html#jax.errors.ConcretizationTypeError",
-                    e.span(), e.hint());
+        if (!why.empty())
+          why[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(why[0])));
+        throw Error(
+            ErrCode::ConcreteValue,
+            "ConcretizationTypeError: Abstract tracer value encountered where concrete value is "
+            "expected: "
+            "traced array with shape " +
+                type + "]\nIt arose in the jnp.arange argument '" + name + "' " + why +
+                "\n\nSee "
+                "https://docs.jax.dev/en/latest/errors.html#jax.errors.ConcretizationTypeError",
+            e.span(), e.hint());
       }
     };
     Scalar start = Scalar::of_int(0), stop, step = Scalar::of_int(1);
@@ -186,8 +199,9 @@ void def_creation(ModuleBuilder& b) {
       }
       if (p && !p->weak) dt = p->dtype;
       if (dt == DType::Bool)
-        throw Error(ErrCode::Type, "iota does not accept dtype bool. Accepted dtypes are subtypes of "
-                                   "integer, floating, complexfloating.");
+        throw Error(ErrCode::Type,
+                    "iota does not accept dtype bool. Accepted dtypes are subtypes of "
+                    "integer, floating, complexfloating.");
     }
     return make_array(np::arange(in.ops(), start, stop, step, dt));
   });
@@ -200,10 +214,11 @@ void def_creation(ModuleBuilder& b) {
     ArgReader r("eye", a, {"N", "M", "k", "dtype"}, 1);
     std::optional<int64_t> m;
     if (r.has(1) && !r[1].is_none()) m = eye_dim(r[1], "argument 'M' of jnp.eye()");
-    int64_t n = eye_dim(r[0], "argument of 'N' jnp.eye()");  // sic: JAX's word order
+    int64_t n = eye_dim(r[0], "argument of 'N' jnp.eye()"); // sic: JAX's word order
     int64_t k = 0;
     if (r.has(2)) {
-      if (!r[2].is_intlike() && !(r[2].is_obj(ObjKind::Array) && !is_inexact(T(in, r[2])->aval.dtype)))
+      if (!r[2].is_intlike() &&
+          !(r[2].is_obj(ObjKind::Array) && !is_inexact(T(in, r[2])->aval.dtype)))
         throw Error(ErrCode::Value, "k must be a scalar integer; got " + repr(r[2]));
       k = r.get_int(2);
     }
@@ -214,21 +229,37 @@ void def_creation(ModuleBuilder& b) {
     ArgReader r("identity", a, {"n", "dtype"}, 1);
     int64_t n = eye_dim(r[0], "argument of 'N' jnp.eye()");
     eye_check_sizes(n, std::nullopt);
-    return make_array(np::eye(in.ops(), n, std::nullopt, 0, value_to_dtype(r[1]).value_or(DType::Float32)));
+    return make_array(
+        np::eye(in.ops(), n, std::nullopt, 0, value_to_dtype(r[1]).value_or(DType::Float32)));
   });
 }
 
 void def_elementwise(ModuleBuilder& b) {
-  static const std::pair<const char*, np::UnOp> unary[] = {
-      {"negative", np::UnOp::Neg}, {"positive", np::UnOp::Pos}, {"invert", np::UnOp::Invert},
-      {"bitwise_not", np::UnOp::Invert}, {"exp", np::UnOp::Exp}, {"log", np::UnOp::Log},
-      {"log1p", np::UnOp::Log1p}, {"expm1", np::UnOp::Expm1}, {"sqrt", np::UnOp::Sqrt},
-      {"rsqrt", np::UnOp::Rsqrt}, {"tanh", np::UnOp::Tanh}, {"sin", np::UnOp::Sin},
-      {"cos", np::UnOp::Cos}, {"tan", np::UnOp::Tan}, {"abs", np::UnOp::Abs},
-      {"absolute", np::UnOp::Abs}, {"sign", np::UnOp::Sign}, {"floor", np::UnOp::Floor},
-      {"ceil", np::UnOp::Ceil}, {"isnan", np::UnOp::IsNan}, {"isfinite", np::UnOp::IsFinite},
-      {"isinf", np::UnOp::IsInf}, {"square", np::UnOp::Square}, {"reciprocal", np::UnOp::Reciprocal},
-      {"logical_not", np::UnOp::LogicalNot}};
+  static const std::pair<const char*, np::UnOp> unary[] = {{"negative", np::UnOp::Neg},
+                                                           {"positive", np::UnOp::Pos},
+                                                           {"invert", np::UnOp::Invert},
+                                                           {"bitwise_not", np::UnOp::Invert},
+                                                           {"exp", np::UnOp::Exp},
+                                                           {"log", np::UnOp::Log},
+                                                           {"log1p", np::UnOp::Log1p},
+                                                           {"expm1", np::UnOp::Expm1},
+                                                           {"sqrt", np::UnOp::Sqrt},
+                                                           {"rsqrt", np::UnOp::Rsqrt},
+                                                           {"tanh", np::UnOp::Tanh},
+                                                           {"sin", np::UnOp::Sin},
+                                                           {"cos", np::UnOp::Cos},
+                                                           {"tan", np::UnOp::Tan},
+                                                           {"abs", np::UnOp::Abs},
+                                                           {"absolute", np::UnOp::Abs},
+                                                           {"sign", np::UnOp::Sign},
+                                                           {"floor", np::UnOp::Floor},
+                                                           {"ceil", np::UnOp::Ceil},
+                                                           {"isnan", np::UnOp::IsNan},
+                                                           {"isfinite", np::UnOp::IsFinite},
+                                                           {"isinf", np::UnOp::IsInf},
+                                                           {"square", np::UnOp::Square},
+                                                           {"reciprocal", np::UnOp::Reciprocal},
+                                                           {"logical_not", np::UnOp::LogicalNot}};
   for (auto [name, op] : unary) {
     np::UnOp o = op;
     std::string n = name;
@@ -247,16 +278,31 @@ void def_elementwise(ModuleBuilder& b) {
   });
   b.alias("around", b.value(), "round");
   static const std::pair<const char*, np::BinOp> binary[] = {
-      {"add", np::BinOp::Add}, {"subtract", np::BinOp::Sub}, {"multiply", np::BinOp::Mul},
-      {"divide", np::BinOp::TrueDiv}, {"true_divide", np::BinOp::TrueDiv},
-      {"floor_divide", np::BinOp::FloorDiv}, {"mod", np::BinOp::Mod}, {"remainder", np::BinOp::Mod},
-      {"power", np::BinOp::Pow}, {"pow", np::BinOp::Pow}, {"maximum", np::BinOp::Maximum},
-      {"minimum", np::BinOp::Minimum}, {"bitwise_and", np::BinOp::BitAnd},
-      {"bitwise_or", np::BinOp::BitOr}, {"bitwise_xor", np::BinOp::BitXor},
-      {"left_shift", np::BinOp::LeftShift}, {"right_shift", np::BinOp::RightShift},
-      {"bitwise_left_shift", np::BinOp::LeftShift}, {"bitwise_right_shift", np::BinOp::RightShift},
-      {"equal", np::BinOp::Eq}, {"not_equal", np::BinOp::Ne}, {"less", np::BinOp::Lt},
-      {"less_equal", np::BinOp::Le}, {"greater", np::BinOp::Gt}, {"greater_equal", np::BinOp::Ge},
+      {"add", np::BinOp::Add},
+      {"subtract", np::BinOp::Sub},
+      {"multiply", np::BinOp::Mul},
+      {"divide", np::BinOp::TrueDiv},
+      {"true_divide", np::BinOp::TrueDiv},
+      {"floor_divide", np::BinOp::FloorDiv},
+      {"mod", np::BinOp::Mod},
+      {"remainder", np::BinOp::Mod},
+      {"power", np::BinOp::Pow},
+      {"pow", np::BinOp::Pow},
+      {"maximum", np::BinOp::Maximum},
+      {"minimum", np::BinOp::Minimum},
+      {"bitwise_and", np::BinOp::BitAnd},
+      {"bitwise_or", np::BinOp::BitOr},
+      {"bitwise_xor", np::BinOp::BitXor},
+      {"left_shift", np::BinOp::LeftShift},
+      {"right_shift", np::BinOp::RightShift},
+      {"bitwise_left_shift", np::BinOp::LeftShift},
+      {"bitwise_right_shift", np::BinOp::RightShift},
+      {"equal", np::BinOp::Eq},
+      {"not_equal", np::BinOp::Ne},
+      {"less", np::BinOp::Lt},
+      {"less_equal", np::BinOp::Le},
+      {"greater", np::BinOp::Gt},
+      {"greater_equal", np::BinOp::Ge},
       {"arctan2", np::BinOp::Arctan2}};
   for (auto [name, op] : binary) {
     np::BinOp o = op;
@@ -266,8 +312,9 @@ void def_elementwise(ModuleBuilder& b) {
       return make_array(np::binary(in.ops(), o, T(in, r[0]), T(in, r[1])));
     });
   }
-  static const std::pair<const char*, np::BinOp> logical[] = {
-      {"logical_and", np::BinOp::BitAnd}, {"logical_or", np::BinOp::BitOr}, {"logical_xor", np::BinOp::BitXor}};
+  static const std::pair<const char*, np::BinOp> logical[] = {{"logical_and", np::BinOp::BitAnd},
+                                                              {"logical_or", np::BinOp::BitOr},
+                                                              {"logical_xor", np::BinOp::BitXor}};
   for (auto [name, op] : logical) {
     np::BinOp o = op;
     std::string n = name;
@@ -302,9 +349,11 @@ void def_elementwise(ModuleBuilder& b) {
     for (const char* old : {"a_max", "a_min", "a"})
       for (const auto& kv : a.kw)
         if (kv.first == old)
-          throw Error(ErrCode::Arguments, std::string("clip() got an unexpected keyword argument '") + old + "'");
+          throw Error(ErrCode::Arguments,
+                      std::string("clip() got an unexpected keyword argument '") + old + "'");
     ArgReader r("clip", a, {"arr", "min", "max"});
-    if (!r.has(0) || r[0].is_none()) throw Error(ErrCode::Value, "No input was provided to the clip function.");
+    if (!r.has(0) || r[0].is_none())
+      throw Error(ErrCode::Value, "No input was provided to the clip function.");
     std::optional<Tensor> lo, hi;
     if (r.has(1) && !r[1].is_none()) lo = T(in, r[1]);
     if (r.has(2) && !r[2].is_none()) hi = T(in, r[2]);
@@ -323,7 +372,8 @@ void def_shape(ModuleBuilder& b) {
     ArgReader r("reshape", a, {"a", "newshape", "order", "shape"}, 1);
     const Value& s = r.has(1) ? r[1] : r[3];
     std::string order = r.has(2) && !r[2].is_none() ? r.get_str(2) : "C";
-    return make_array(np::reshape_order(in.ops(), T(in, r[0]), value_to_int_list(s, "reshape() shape"), order));
+    return make_array(
+        np::reshape_order(in.ops(), T(in, r[0]), value_to_int_list(s, "reshape() shape"), order));
   });
   b.fn("ravel", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("ravel", a, {"a", "order"}, 1);
@@ -339,12 +389,15 @@ void def_shape(ModuleBuilder& b) {
   });
   b.fn("swapaxes", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("swapaxes", a, {"a", "axis1", "axis2"}, 3);
-    return make_array(np::swapaxes(in.ops(), T(in, r[0]), static_cast<int>(r.get_int(1)), static_cast<int>(r.get_int(2))));
+    return make_array(np::swapaxes(in.ops(), T(in, r[0]), static_cast<int>(r.get_int(1)),
+                                   static_cast<int>(r.get_int(2))));
   });
   b.fn("moveaxis", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("moveaxis", a, {"a", "source", "destination"}, 3);
     auto axes = [](const Value& v, const char* what) {
-      if (v.is_none()) throw Error(ErrCode::Type, std::string(what) + " must be an integer or a tuple of integers, not None");
+      if (v.is_none())
+        throw Error(ErrCode::Type,
+                    std::string(what) + " must be an integer or a tuple of integers, not None");
       return *value_to_axes(v, what);
     };
     return make_array(np::moveaxis(in.ops(), T(in, r[0]), axes(r[1], "moveaxis() source"),
@@ -352,7 +405,8 @@ void def_shape(ModuleBuilder& b) {
   });
   b.fn("expand_dims", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("expand_dims", a, {"a", "axis"}, 2);
-    return make_array(np::expand_dims(in.ops(), T(in, r[0]), *value_to_axes(r[1], "expand_dims() axis")));
+    return make_array(
+        np::expand_dims(in.ops(), T(in, r[0]), *value_to_axes(r[1], "expand_dims() axis")));
   });
   b.fn("squeeze", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("squeeze", a, {"a", "axis"}, 1);
@@ -371,7 +425,8 @@ void def_shape(ModuleBuilder& b) {
   });
   b.fn("stack", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("stack", a, {"arrays", "axis"}, 1);
-    return make_array(np::stack(in.ops(), tensor_list(in, r[0], "stack"), static_cast<int>(r.get_int(1, 0))));
+    return make_array(
+        np::stack(in.ops(), tensor_list(in, r[0], "stack"), static_cast<int>(r.get_int(1, 0))));
   });
   b.fn("hstack", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("hstack", a, {"tup"}, 1);
@@ -408,8 +463,10 @@ void def_shape(ModuleBuilder& b) {
         sizes.push_back(n - prev);
         if (std::any_of(sizes.begin(), sizes.end(), [](int64_t d) { return d < 0; })) {
           std::string got = "[";
-          for (size_t k = 0; k < sizes.size(); ++k) got += (k ? ", np.int64(" : "np.int64(") + std::to_string(sizes[k]) + ")";
-          throw Error(ErrCode::Value, "Sizes passed to split must be nonnegative, got " + got + "]");
+          for (size_t k = 0; k < sizes.size(); ++k)
+            got += (k ? ", np.int64(" : "np.int64(") + std::to_string(sizes[k]) + ")";
+          throw Error(ErrCode::Value,
+                      "Sizes passed to split must be nonnegative, got " + got + "]");
         }
       }
       parts = np::split_indices(in.ops(), x, idx, axis);
@@ -447,7 +504,8 @@ void def_shape(ModuleBuilder& b) {
 }
 
 void def_reductions(ModuleBuilder& b) {
-  for (const char* name : {"sum", "prod", "max", "amax", "min", "amin", "mean", "any", "all", "var", "std"}) {
+  for (const char* name :
+       {"sum", "prod", "max", "amax", "min", "amin", "mean", "any", "all", "var", "std"}) {
     std::string n = name;
     b.fn(n, [n](InterpreterImpl& in, CallArgs& a) { return call_reduction(in, n, a); });
   }
@@ -479,11 +537,14 @@ np::EinsumOptimize einsum_optimize(const Value& v) {
   }
   if (v.is_obj(ObjKind::Str)) return o;
   const ValueList* steps = sequence_items(v);
-  if (!steps) throw Error(ErrCode::Type, "einsum(): optimize must be a bool, a string or a contraction path");
+  if (!steps)
+    throw Error(ErrCode::Type, "einsum(): optimize must be a bool, a string or a contraction path");
   np::EinsumPath path;
   for (const Value& st : *steps) {
     const ValueList* ids = sequence_items(st);
-    if (!ids) throw Error(ErrCode::Type, "einsum(): a contraction path is a list of tuples of operand positions");
+    if (!ids)
+      throw Error(ErrCode::Type,
+                  "einsum(): a contraction path is a list of tuples of operand positions");
     std::vector<int64_t> step;
     for (const Value& i : *ids) step.push_back(value_to_int(i, "einsum() path entry"));
     path.push_back(step);
@@ -516,7 +577,8 @@ std::pair<std::string, ValueList> einsum_operands(const ValueList& pos) {
   for (const ValueList* s : subs)
     for (const Value& e : *s)
       if (!e.is_obj(ObjKind::Ellipsis)) symbols.insert(value_to_int(e, "einsum() sublist entry"));
-  if (symbols.size() > 52) throw Error(ErrCode::Value, "einsum: more than 52 distinct subscripts are not supported");
+  if (symbols.size() > 52)
+    throw Error(ErrCode::Value, "einsum: more than 52 distinct subscripts are not supported");
   auto letters = [&](const ValueList& items) {
     static const char* kSymbols = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
     std::string r;
@@ -579,7 +641,9 @@ void def_linalg(ModuleBuilder& b) {
         throw Error(ErrCode::Arguments, "einsum() got an unexpected keyword argument '" + k + "'");
       }
     }
-    if (a.pos.empty()) throw Error(ErrCode::Arguments, "einsum() missing 1 required positional argument: 'subscripts'");
+    if (a.pos.empty())
+      throw Error(ErrCode::Arguments,
+                  "einsum() missing 1 required positional argument: 'subscripts'");
     auto [spec, operands] = einsum_operands(a.pos);
     std::vector<Tensor> ops;
     for (const Value& v : operands) ops.push_back(T(in, v));
@@ -593,10 +657,13 @@ void def_linalg(ModuleBuilder& b) {
     np::EinsumOptimize optimize;
     for (auto& [k, v] : a.kw) {
       if (k != "optimize")
-        throw Error(ErrCode::Arguments, "einsum_path() got an unexpected keyword argument '" + k + "'");
+        throw Error(ErrCode::Arguments,
+                    "einsum_path() got an unexpected keyword argument '" + k + "'");
       optimize = einsum_optimize(v);
     }
-    if (a.pos.empty()) throw Error(ErrCode::Arguments, "einsum_path() missing 1 required positional argument: 'subscripts'");
+    if (a.pos.empty())
+      throw Error(ErrCode::Arguments,
+                  "einsum_path() missing 1 required positional argument: 'subscripts'");
     auto [spec, operands] = einsum_operands(a.pos);
     std::vector<Shape> shapes;
     for (const Value& v : operands) shapes.push_back(T(in, v)->aval.shape);

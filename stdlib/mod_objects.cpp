@@ -4,9 +4,9 @@
 // (jnp.r_, jnp.mgrid, ...: types._subscriptable) and context managers built
 // from two functions (jnp.printoptions, jax.named_scope: types._context).
 #include "lang/args.hpp"
+#include "lang/py_set.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/namedtuple.hpp"
-#include "lang/py_set.hpp"
 
 namespace pxl {
 
@@ -34,7 +34,8 @@ struct NamedTupleObj : OpaqueObj {
   const ValueList* tuple_items() const override { return type->tuple_like ? &values : nullptr; }
   // The pxl function `ops[name]`, or null when the class has none.
   const Value* op_fn(const char* name) const {
-    return type->ops.is_obj(ObjKind::Dict) ? type->ops.as<DictObj>()->find(make_str(name)) : nullptr;
+    return type->ops.is_obj(ObjKind::Dict) ? type->ops.as<DictObj>()->find(make_str(name))
+                                           : nullptr;
   }
   bool items(InterpreterImpl& in, ValueList& out) override {
     if (type->tuple_like) return items(out);
@@ -45,14 +46,15 @@ struct NamedTupleObj : OpaqueObj {
     Value self = make_namedtuple(type, values);
     Value n = in.call(*f, {self}, Span{});
     out.clear();
-    for (int64_t i = 0; i < (n.is_int() ? n.as_int() : 0); ++i) out.push_back(in.call(*get, {self, Value::integer(i)}, Span{}));
+    for (int64_t i = 0; i < (n.is_int() ? n.as_int() : 0); ++i)
+      out.push_back(in.call(*get, {self, Value::integer(i)}, Span{}));
     return true;
   }
   // Python's operators: a sparse class's `ops[op]`, else a stdlib class's
   // dunder methods (__mul__, __rmul__, ...: Rotation composition); else
   // the interpreter's default.
-  bool apply_operator(InterpreterImpl& in, const std::string& op, const Value& other, bool self_first,
-                      Value& out) override {
+  bool apply_operator(InterpreterImpl& in, const std::string& op, const Value& other,
+                      bool self_first, Value& out) override {
     if (const Value* f = op_fn(op.c_str())) {
       out = in.call(*f, {make_namedtuple(type, values), other, Value::boolean(self_first)}, Span{});
       return true;
@@ -128,7 +130,8 @@ struct NamedTupleObj : OpaqueObj {
   std::vector<std::string> attr_names() const override {
     std::vector<std::string> names = fields();
     if (type->attrs.is_obj(ObjKind::Dict))
-      type->attrs.as<DictObj>()->for_each([&](const Value& k, const Value&) { names.push_back(value_to_str(k, "attr")); });
+      type->attrs.as<DictObj>()->for_each(
+          [&](const Value& k, const Value&) { names.push_back(value_to_str(k, "attr")); });
     return names;
   }
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
@@ -184,7 +187,9 @@ struct AttrObj : OpaqueObj {
   Value call_fn;
   std::string repr_text; // what repr() shows; empty: <name object>
   std::string type_name() const override { return name; }
-  std::string repr() const override { return repr_text.empty() ? "<" + name + " object>" : repr_text; }
+  std::string repr() const override {
+    return repr_text.empty() ? "<" + name + " object>" : repr_text;
+  }
   bool get_attr(InterpreterImpl&, const std::string& attr, Value& out) override {
     for (const auto& [k, v] : attrs)
       if (k == attr) return out = v, true;
@@ -243,16 +248,14 @@ Value namedtuple_class(std::shared_ptr<NamedTupleType> type) {
       size_t i = 0;
       while (i < fields.size() && fields[i] != k) ++i;
       if (i == fields.size())
-        throw Error(ErrCode::Arguments,
-                    name + "() got an unexpected keyword argument '" + k + "'");
+        throw Error(ErrCode::Arguments, name + "() got an unexpected keyword argument '" + k + "'");
       if (set[i])
         throw Error(ErrCode::Arguments, name + "() got multiple values for argument '" + k + "'");
       values[i] = v, set[i] = true;
     }
     for (size_t i = 0; i < set.size(); ++i)
       if (!set[i])
-        throw Error(ErrCode::Arguments,
-                    name + "() missing required argument '" + fields[i] + "'");
+        throw Error(ErrCode::Arguments, name + "() missing required argument '" + fields[i] + "'");
     return make_namedtuple(t, std::move(values));
   });
 }
@@ -322,8 +325,10 @@ void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
       bool container = v.is_none() || v.is_obj(ObjKind::List) || v.is_obj(ObjKind::Tuple) ||
                        v.is_obj(ObjKind::Dict) || v.is_obj(ObjKind::Str) || py_set_items(v);
       if (!container) continue; // arrays of every kind, scalars
-      throw Error(ErrCode::Type, a.pos[0].as<StrObj>()->value + " requires ndarray or scalar arguments, got <class '" +
-                                     type_name(v) + "'> at position " + std::to_string(i - 1) + ".");
+      throw Error(ErrCode::Type, a.pos[0].as<StrObj>()->value +
+                                     " requires ndarray or scalar arguments, got <class '" +
+                                     type_name(v) + "'> at position " + std::to_string(i - 1) +
+                                     ".");
     }
     return Value::none();
   });
@@ -368,20 +373,23 @@ void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
   // `properties` maps names to fn(self), run on attribute access; `class_attrs`
   // are attributes of the class itself (its classmethods: Rotation.from_quat).
   types.fn("_pytree_namedtuple", [](InterpreterImpl&, CallArgs& a) {
-    ArgReader r("_pytree_namedtuple", a,
-                {"typename", "field_names", "num_aux", "call", "methods", "properties", "class_attrs"}, 3);
+    ArgReader r(
+        "_pytree_namedtuple", a,
+        {"typename", "field_names", "num_aux", "call", "methods", "properties", "class_attrs"}, 3);
     auto type = std::make_shared<NamedTupleType>();
     type->name = r.get_str(0);
     type->fields = field_names(r[1]);
     int64_t n = r.get_int(2);
     if (n < 0 || static_cast<size_t>(n) > type->fields.size())
-      throw Error(ErrCode::Value, "_pytree_namedtuple() num_aux must be between 0 and the number of fields");
+      throw Error(ErrCode::Value,
+                  "_pytree_namedtuple() num_aux must be between 0 and the number of fields");
     type->num_aux = static_cast<size_t>(n);
     if (r.has(3)) type->call = r[3];
     auto named = [&](size_t i) {
       std::vector<std::pair<std::string, Value>> out;
       if (!r.has(i) || r[i].is_none()) return out;
-      if (!r[i].is_obj(ObjKind::Dict)) throw Error(ErrCode::Type, "_pytree_namedtuple() methods must be dicts");
+      if (!r[i].is_obj(ObjKind::Dict))
+        throw Error(ErrCode::Type, "_pytree_namedtuple() methods must be dicts");
       r[i].as<DictObj>()->for_each([&](const Value& k, const Value& v) {
         out.push_back({value_to_str(k, "_pytree_namedtuple() method name"), v});
       });
@@ -398,7 +406,8 @@ void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
         for (const auto& [k, fn] : properties)
           if (k == attr) return out = in.call(fn, {self()}, Span{}), true;
         for (const auto& [k, fn] : methods)
-          if (k == attr) return out = Value::object(std::make_shared<BoundMethodObj>(self(), fn)), true;
+          if (k == attr)
+            return out = Value::object(std::make_shared<BoundMethodObj>(self(), fn)), true;
         return false;
       };
     }
@@ -427,7 +436,8 @@ Value make_namedtuple(std::shared_ptr<const NamedTupleType> type, ValueList valu
   if (type->normalize) type->normalize(values);
   auto obj = std::make_shared<NamedTupleObj>();
   if (type->num_aux)
-    obj->children.assign(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(type->num_children()));
+    obj->children.assign(values.begin(),
+                         values.begin() + static_cast<std::ptrdiff_t>(type->num_children()));
   obj->type = std::move(type);
   obj->values = std::move(values);
   return Value::object(obj);

@@ -15,7 +15,8 @@ namespace {
 Tensor key_arg(InterpreterImpl& in, const Value& v, const char* fn) {
   if (const KeyArrayObj* k = as_key_array(v)) {
     if (!k->shape().empty())
-      throw Error(ErrCode::Value, std::string(fn) + " accepts a single key, but was given a key array of shape " +
+      throw Error(ErrCode::Value, std::string(fn) +
+                                      " accepts a single key, but was given a key array of shape " +
                                       shape_str(k->shape()) + " != (). Use jax.vmap for batching.");
     return k->tensor();
   }
@@ -37,8 +38,9 @@ Shape shape_arg(const ArgReader& r, size_t i, const char* fn) {
   if (const ValueList* items = sequence_items(v)) {
     for (const Value& d : *items)
       if (!d.is_intlike())
-        throw Error(ErrCode::Type, "Shapes must be 1D sequences of concrete values of integer type, got " +
-                                       repr(v) + ".");
+        throw Error(ErrCode::Type,
+                    "Shapes must be 1D sequences of concrete values of integer type, got " +
+                        repr(v) + ".");
   }
   return value_to_shape(v, std::string(fn) + "() shape");
 }
@@ -67,7 +69,8 @@ Value make_random_module(InterpreterImpl& in) {
   });
   b.fn("normal", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("normal", a, {"key", "shape", "dtype"}, 1);
-    return make_array(np::random_normal(in.ops(), key_arg(in, r[0], "normal"), shape_arg(r, 1, "normal"),
+    return make_array(np::random_normal(in.ops(), key_arg(in, r[0], "normal"),
+                                        shape_arg(r, 1, "normal"),
                                         value_to_dtype(r[2]).value_or(DType::Float32)));
   });
   b.fn("uniform", [](InterpreterImpl& in, CallArgs& a) {
@@ -79,17 +82,19 @@ Value make_random_module(InterpreterImpl& in) {
   });
   b.fn("randint", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("randint", a, {"key", "shape", "minval", "maxval", "dtype"}, 4);
-    return make_array(np::random_randint(in.ops(), key_arg(in, r[0], "randint"), shape_arg(r, 1, "randint"),
-                                         r.get_int(2), r.get_int(3),
+    return make_array(np::random_randint(in.ops(), key_arg(in, r[0], "randint"),
+                                         shape_arg(r, 1, "randint"), r.get_int(2), r.get_int(3),
                                          value_to_dtype(r[4]).value_or(DType::Int32)));
   });
   b.fn("permutation", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("permutation", a, {"key", "x"}, 2);
     if (r[1].is_intlike())
-      return make_array(np::random_permutation(in.ops(), key_arg(in, r[0], "permutation"), r.get_int(1)));
+      return make_array(
+          np::random_permutation(in.ops(), key_arg(in, r[0], "permutation"), r.get_int(1)));
     Tensor x = in.to_tensor(r[1], Span{});
     if (x->aval.shape.empty()) throw Error(ErrCode::Value, "permutation() of a 0-d array");
-    Tensor perm = np::random_permutation(in.ops(), key_arg(in, r[0], "permutation"), x->aval.shape[0]);
+    Tensor perm =
+        np::random_permutation(in.ops(), key_arg(in, r[0], "permutation"), x->aval.shape[0]);
     np::IndexItem it;
     it.kind = np::IndexItem::Kind::Array;
     it.array = perm;
@@ -99,8 +104,9 @@ Value make_random_module(InterpreterImpl& in) {
     ArgReader r("bits", a, {"key", "shape", "dtype"}, 1);
     DType dt = value_to_dtype(r[2]).value_or(DType::UInt32);
     if (dt != DType::UInt32 && dt != DType::UInt16 && dt != DType::UInt8)
-      throw Error(ErrCode::Value, std::string("dtype argument to `bits` must be an unsigned int dtype, got ") +
-                                      dtype_name(dt));
+      throw Error(ErrCode::Value,
+                  std::string("dtype argument to `bits` must be an unsigned int dtype, got ") +
+                      dtype_name(dt));
     Tensor bits = np::random_bits(in.ops(), key_arg(in, r[0], "bits"), shape_arg(r, 1, "bits"));
     // Narrower draws keep the low bits of the 32-bit hash, as JAX's partitionable bits.
     return make_array(np::astype(in.ops(), bits, dt));

@@ -7,12 +7,16 @@ namespace pxl {
 struct ModuleBuilder {
   explicit ModuleBuilder(const std::string& name) : mod(std::make_shared<ModuleObj>(name)) {}
   std::shared_ptr<ModuleObj> mod;
-  void fn(const std::string& name, NativeFn f) { mod->env->vars[name] = make_builtin(name, std::move(f)); }
+  void fn(const std::string& name, NativeFn f) {
+    mod->env->vars[name] = make_builtin(name, std::move(f));
+  }
   void val(const std::string& name, Value v) { mod->env->vars[name] = std::move(v); }
   Value value() const { return Value::object(mod); }
   // Copies an attribute of another module (aliases such as jax.numpy.sum == np.sum).
-  void alias(const std::string& name, const Value& other_module, const std::string& other_name = "") {
-    mod->env->vars[name] = other_module.as<ModuleObj>()->env->vars.at(other_name.empty() ? name : other_name);
+  void alias(const std::string& name, const Value& other_module,
+             const std::string& other_name = "") {
+    mod->env->vars[name] =
+        other_module.as<ModuleObj>()->env->vars.at(other_name.empty() ? name : other_name);
   }
 };
 

@@ -28,7 +28,9 @@ struct NamedTupleType {
   // A stdlib class built as a named tuple so that pytrees take it apart
   // (checkify's Error): its further attributes (methods) and its str().
   // Unset for collections.namedtuple's classes.
-  std::function<bool(InterpreterImpl&, const ValueList& values, const std::string& attr, Value& out)> attr;
+  std::function<bool(InterpreterImpl&, const ValueList& values, const std::string& attr,
+                     Value& out)>
+      attr;
   std::function<std::string(const ValueList& values)> str;
   // A stdlib class built as a named tuple that is no tuple (a sparse array,
   // stdlib/sparse_class.cpp): not a sequence; its further attributes computed
@@ -46,7 +48,8 @@ struct NamedTupleType {
 
 // The class and pytree children of `v` when it is a named tuple, else nullptr:
 // all its field values, but those of the aux fields.
-std::shared_ptr<const NamedTupleType> namedtuple_parts(const Value& v, const ValueList** values = nullptr);
+std::shared_ptr<const NamedTupleType> namedtuple_parts(const Value& v,
+                                                       const ValueList** values = nullptr);
 // The values of `v`'s aux fields (empty for a plain named tuple).
 ValueList namedtuple_aux(const Value& v);
 // The class of `type`: calling it makes an instance (fields by position or keyword).

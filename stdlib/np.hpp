@@ -17,12 +17,56 @@ namespace pxl::np {
 using Axes = std::optional<std::vector<int>>; // nullopt = all axes
 
 enum class BinOp {
-  Add, Sub, Mul, TrueDiv, FloorDiv, Mod, Pow, Maximum, Minimum,
-  BitAnd, BitOr, BitXor, LeftShift, RightShift, Eq, Ne, Lt, Le, Gt, Ge, Arctan2
+  Add,
+  Sub,
+  Mul,
+  TrueDiv,
+  FloorDiv,
+  Mod,
+  Pow,
+  Maximum,
+  Minimum,
+  BitAnd,
+  BitOr,
+  BitXor,
+  LeftShift,
+  RightShift,
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Arctan2
 };
 enum class UnOp {
-  Neg, Pos, Invert, Exp, Log, Log1p, Expm1, Sqrt, Rsqrt, Tanh, Sin, Cos, Tan, Abs, Sign,
-  Floor, Ceil, Round, IsNan, IsFinite, IsInf, Square, Logistic, Erf, ErfInv, Reciprocal, LogicalNot
+  Neg,
+  Pos,
+  Invert,
+  Exp,
+  Log,
+  Log1p,
+  Expm1,
+  Sqrt,
+  Rsqrt,
+  Tanh,
+  Sin,
+  Cos,
+  Tan,
+  Abs,
+  Sign,
+  Floor,
+  Ceil,
+  Round,
+  IsNan,
+  IsFinite,
+  IsInf,
+  Square,
+  Logistic,
+  Erf,
+  ErfInv,
+  Reciprocal,
+  LogicalNot
 };
 enum class ReduceOp { Sum, Prod, Max, Min, Mean, Any, All };
 
@@ -66,7 +110,8 @@ Tensor transpose(OpContext& cx, const Tensor& x, const std::optional<std::vector
 Tensor swapaxes(OpContext& cx, const Tensor& x, int a, int b);
 Tensor moveaxis(OpContext& cx, const Tensor& x, int src, int dst);
 // Several axes at once (numpy's: the others keep their order).
-Tensor moveaxis(OpContext& cx, const Tensor& x, const std::vector<int>& src, const std::vector<int>& dst);
+Tensor moveaxis(OpContext& cx, const Tensor& x, const std::vector<int>& src,
+                const std::vector<int>& dst);
 Tensor expand_dims(OpContext& cx, const Tensor& x, const std::vector<int>& axes);
 Tensor squeeze(OpContext& cx, const Tensor& x, const Axes& axes);
 Tensor broadcast_to(OpContext& cx, const Tensor& x, const Shape& shape);
@@ -114,9 +159,9 @@ Tensor einsum(OpContext& cx, const std::string& spec, const std::vector<Tensor>&
 // ---- indexing -------------------------------------------------------------
 struct IndexItem {
   enum class Kind { Int, Slice, Ellipsis, NewAxis, Array } kind = Kind::Int;
-  int64_t index = 0;                              // Int
-  std::optional<int64_t> start, stop, step;       // Slice
-  Tensor array;                                   // Array: int (gather) or bool (mask)
+  int64_t index = 0;                        // Int
+  std::optional<int64_t> start, stop, step; // Slice
+  Tensor array;                             // Array: int (gather) or bool (mask)
 };
 // x[items] with numpy semantics for basic indexing; an int array item gathers
 // along its axis. Out-of-bounds ints are an error naming the index, axis and size.
@@ -137,7 +182,7 @@ Tensor index_fill(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& 
 double next_toward(double x, double to, DType dt);
 
 // ---- random (jax.random, threefry-2x32 exactly as JAX) -----------------------
-Tensor prng_key(OpContext& cx, int64_t seed);                // uint32[2]
+Tensor prng_key(OpContext& cx, int64_t seed);                       // uint32[2]
 Tensor random_split(OpContext& cx, const Tensor& key, int64_t num); // uint32[num, 2]
 // data: an integer scalar (converted to uint32, as jnp.asarray(data, 'uint32')).
 Tensor random_fold_in(OpContext& cx, const Tensor& key, const Tensor& data);
@@ -156,8 +201,8 @@ Tensor random_randint(OpContext& cx, const Tensor& key, const Shape& shape, int6
 Tensor random_permutation(OpContext& cx, const Tensor& key, int64_t n);
 // JAX's threefry2x32_p: both hashed words of counters (x0, x1) of one shape
 // under the key words k0, k1 (uint32 scalars or of that shape).
-std::array<Tensor, 2> threefry2x32(OpContext& cx, const Tensor& k0, const Tensor& k1, const Tensor& x0,
-                                   const Tensor& x1);
+std::array<Tensor, 2> threefry2x32(OpContext& cx, const Tensor& k0, const Tensor& k1,
+                                   const Tensor& x0, const Tensor& x1);
 // jax.random.bits: the raw 32-bit threefry draws.
 Tensor random_bits(OpContext& cx, const Tensor& key, const Shape& shape);
 // sqrt(2) * erfinv(uniform(key, shape, dtype, minval, maxval)), the core of

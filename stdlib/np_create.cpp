@@ -73,7 +73,8 @@ Tensor from_host(OpContext& cx, const std::vector<Scalar>& flat, const Shape& sh
     if (d == DType::Int32)
       for (const Scalar& s : flat)
         if (s.i < std::numeric_limits<int32_t>::min() || s.i > std::numeric_limits<int32_t>::max())
-          throw Error(ErrCode::Value, "Python integer " + std::to_string(s.i) + " out of bounds for int32");
+          throw Error(ErrCode::Value,
+                      "Python integer " + std::to_string(s.i) + " out of bounds for int32");
   }
   Array a(d, shape);
   for (size_t i = 0; i < flat.size(); ++i) a.set(static_cast<int64_t>(i), flat[i]);
@@ -129,7 +130,8 @@ Tensor arange(OpContext& cx, const Scalar& start, const Scalar& stop, const Scal
     if (all_int) {
       a.set(i, Scalar::of_int(start.i + i * step.i));
     } else if (!is_inexact(d)) {
-      int64_t s0 = static_cast<int64_t>(as_double(start)), s1 = static_cast<int64_t>(as_double(step));
+      int64_t s0 = static_cast<int64_t>(as_double(start)),
+              s1 = static_cast<int64_t>(as_double(step));
       a.set(i, Scalar::of_int(s0 + i * s1));
     } else if (d == DType::Float64) {
       a.set(i, Scalar::of_float(as_double(start) + as_double(step) * static_cast<double>(i)));

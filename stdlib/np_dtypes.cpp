@@ -4,15 +4,15 @@
 // type behave in JAX (strong, so `x * finfo(x.dtype).eps` keeps x's dtype).
 #include <array>
 #include <cfloat>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 
 #include "lang/args.hpp"
-#include "stdlib/prng_key.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/np_internal.hpp"
+#include "stdlib/prng_key.hpp"
 #include "stdlib/strict_promotion.hpp"
 
 namespace pxl {
@@ -29,24 +29,71 @@ struct FloatInfo {
 };
 
 const FloatInfo& float_info(DType d) {
-  static const FloatInfo f16{16, 10, 5, 3, -10, 16, -14, std::ldexp(1.0, -10), 65504.0, std::ldexp(1.0, -14),
-                             0.0010004043579101562, std::ldexp(1.0, -11), std::ldexp(1.0, -24),
-                             "finfo(resolution=0.001, min=-6.55040e+04, max=6.55040e+04, dtype=float16)",
-                             {"0.001", "0.000977", "0.0004883", "6.104e-05", "6.55e+04", "6e-08"}};
-  static const FloatInfo bf16{16, 7, 8, 2, -7, 128, -126, std::ldexp(1.0, -7), 3.3895313892515355e+38,
-                              std::ldexp(1.0, -126), 0.010009765625, std::ldexp(1.0, -8), std::ldexp(1.0, -133),
-                              "finfo(resolution=0.0100098, min=-3.38953e+38, max=3.38953e+38, dtype=bfloat16)",
-                              {"0.0100098", "0.0078125", "0.00390625", "1.17549e-38", "3.38953e+38", "9.18355e-41"}};
-  static const FloatInfo f32{32, 23, 8, 6, -23, 128, -126, std::ldexp(1.0, -23), FLT_MAX, std::ldexp(1.0, -126),
-                             static_cast<double>(1e-6f), std::ldexp(1.0, -24), std::ldexp(1.0, -149),
-                             "finfo(resolution=1e-06, min=-3.4028235e+38, max=3.4028235e+38, dtype=float32)",
-                             {"1e-06", "1.1920929e-07", "5.9604645e-08", "1.1754944e-38", "3.4028235e+38", "1e-45"}};
-  static const FloatInfo f64{64, 52, 11, 15, -52, 1024, -1022, DBL_EPSILON, DBL_MAX, DBL_MIN, 1e-15,
-                             std::ldexp(1.0, -53), std::ldexp(1.0, -1074),
+  static const FloatInfo f16{
+      16,
+      10,
+      5,
+      3,
+      -10,
+      16,
+      -14,
+      std::ldexp(1.0, -10),
+      65504.0,
+      std::ldexp(1.0, -14),
+      0.0010004043579101562,
+      std::ldexp(1.0, -11),
+      std::ldexp(1.0, -24),
+      "finfo(resolution=0.001, min=-6.55040e+04, max=6.55040e+04, dtype=float16)",
+      {"0.001", "0.000977", "0.0004883", "6.104e-05", "6.55e+04", "6e-08"}};
+  static const FloatInfo bf16{
+      16,
+      7,
+      8,
+      2,
+      -7,
+      128,
+      -126,
+      std::ldexp(1.0, -7),
+      3.3895313892515355e+38,
+      std::ldexp(1.0, -126),
+      0.010009765625,
+      std::ldexp(1.0, -8),
+      std::ldexp(1.0, -133),
+      "finfo(resolution=0.0100098, min=-3.38953e+38, max=3.38953e+38, dtype=bfloat16)",
+      {"0.0100098", "0.0078125", "0.00390625", "1.17549e-38", "3.38953e+38", "9.18355e-41"}};
+  static const FloatInfo f32{
+      32,
+      23,
+      8,
+      6,
+      -23,
+      128,
+      -126,
+      std::ldexp(1.0, -23),
+      FLT_MAX,
+      std::ldexp(1.0, -126),
+      static_cast<double>(1e-6f),
+      std::ldexp(1.0, -24),
+      std::ldexp(1.0, -149),
+      "finfo(resolution=1e-06, min=-3.4028235e+38, max=3.4028235e+38, dtype=float32)",
+      {"1e-06", "1.1920929e-07", "5.9604645e-08", "1.1754944e-38", "3.4028235e+38", "1e-45"}};
+  static const FloatInfo f64{64,
+                             52,
+                             11,
+                             15,
+                             -52,
+                             1024,
+                             -1022,
+                             DBL_EPSILON,
+                             DBL_MAX,
+                             DBL_MIN,
+                             1e-15,
+                             std::ldexp(1.0, -53),
+                             std::ldexp(1.0, -1074),
                              "finfo(resolution=1e-15, min=-1.7976931348623157e+308, "
                              "max=1.7976931348623157e+308, dtype=float64)",
-                             {"1e-15", "2.220446049250313e-16", "1.1102230246251565e-16", "2.2250738585072014e-308",
-                              "1.7976931348623157e+308", "5e-324"}};
+                             {"1e-15", "2.220446049250313e-16", "1.1102230246251565e-16",
+                              "2.2250738585072014e-308", "1.7976931348623157e+308", "5e-324"}};
   switch (d) {
   case DType::Float16:
     return f16;
@@ -63,7 +110,8 @@ const FloatInfo& float_info(DType d) {
 // array (its dtype) or a Python scalar type.
 DType dtype_of(InterpreterImpl& in, const Value& v) {
   if (v.is_obj(ObjKind::Array)) return v.as<ArrayObj>()->tensor->aval.dtype;
-  if (v.is_obj(ObjKind::DType) || v.is_obj(ObjKind::Str) || v.is_obj(ObjKind::Builtin)) return *value_to_dtype(v);
+  if (v.is_obj(ObjKind::DType) || v.is_obj(ObjKind::Str) || v.is_obj(ObjKind::Builtin))
+    return *value_to_dtype(v);
   return in.to_tensor(v, Span{})->aval.dtype;
 }
 
@@ -88,13 +136,15 @@ struct FInfoObj : OpaqueObj {
            "negep =  " + n(f.machep - 1) + "   epsneg =     " + f.text[2] + "\n" +
            "minexp = " + n(f.minexp) + "   tiny =       " + f.text[3] + "\n" +
            "maxexp = " + n(f.maxexp) + "   max =        " + f.text[4] + "\n" +
-           "nexp =   " + n(f.nexp) + "   min =        -max\n" +
-           "smallest_normal = " + f.text[3] + "   smallest_subnormal = " + f.text[5] + "\n" + rule;
+           "nexp =   " + n(f.nexp) + "   min =        -max\n" + "smallest_normal = " + f.text[3] +
+           "   smallest_subnormal = " + f.text[5] + "\n" + rule;
   }
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
     const FloatInfo& f = float_info(dtype);
     // numpy scalars, concrete even inside a trace (float(finfo(dt).eps) under jit, as JAX's).
-    auto num = [&](double v) { return make_array(np::scalar(in.root_ops(), Scalar::of_float(v), dtype, false)); };
+    auto num = [&](double v) {
+      return make_array(np::scalar(in.root_ops(), Scalar::of_float(v), dtype, false));
+    };
     if (name == "eps") return out = num(f.eps), true;
     if (name == "max") return out = num(f.max), true;
     if (name == "min") return out = num(-f.max), true;
@@ -103,17 +153,33 @@ struct FInfoObj : OpaqueObj {
     if (name == "epsneg") return out = num(f.epsneg), true;
     if (name == "smallest_subnormal") return out = num(f.subnormal), true;
     if (name == "dtype") return out = Value::object(std::make_shared<DTypeObj>(dtype)), true;
-    const std::pair<const char*, int> ints[] = {{"bits", f.bits},     {"nmant", f.nmant},   {"nexp", f.nexp},
-                                                {"precision", f.precision}, {"machep", f.machep},
-                                                {"maxexp", f.maxexp}, {"minexp", f.minexp}, {"negep", f.machep - 1},
-                                                {"iexp", f.nexp}};
+    const std::pair<const char*, int> ints[] = {
+        {"bits", f.bits},           {"nmant", f.nmant},      {"nexp", f.nexp},
+        {"precision", f.precision}, {"machep", f.machep},    {"maxexp", f.maxexp},
+        {"minexp", f.minexp},       {"negep", f.machep - 1}, {"iexp", f.nexp}};
     for (auto [n, v] : ints)
       if (name == n) return out = Value::integer(v), true;
     return false;
   }
   std::vector<std::string> attr_names() const override {
-    return {"bits", "dtype", "eps", "epsneg", "iexp", "machep", "max", "maxexp", "min", "minexp",
-            "negep", "nexp", "nmant", "precision", "resolution", "smallest_normal", "smallest_subnormal", "tiny"};
+    return {"bits",
+            "dtype",
+            "eps",
+            "epsneg",
+            "iexp",
+            "machep",
+            "max",
+            "maxexp",
+            "min",
+            "minexp",
+            "negep",
+            "nexp",
+            "nmant",
+            "precision",
+            "resolution",
+            "smallest_normal",
+            "smallest_subnormal",
+            "tiny"};
   }
 };
 
@@ -128,18 +194,22 @@ struct IInfoObj : OpaqueObj {
   const char* name() const { return int64 ? "int64" : dtype_name(dtype); }
   std::string type_name() const override { return "iinfo"; }
   std::string repr() const override {
-    return "iinfo(min=" + std::to_string(lo()) + ", max=" + std::to_string(hi()) + ", dtype=" + name() + ")";
+    return "iinfo(min=" + std::to_string(lo()) + ", max=" + std::to_string(hi()) +
+           ", dtype=" + name() + ")";
   }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
     if (name == "min") return out = Value::integer(lo()), true;
     if (name == "max") return out = Value::integer(hi()), true;
     if (name == "bits")
-      return out = Value::integer(static_cast<int64_t>(8 * dtype_size(dtype) * (int64 ? 2 : 1))), true;
+      return out = Value::integer(static_cast<int64_t>(8 * dtype_size(dtype) * (int64 ? 2 : 1))),
+             true;
     if (name == "kind") return out = make_str(is_signed_int(dtype) ? "i" : "u"), true;
     if (name == "dtype") return out = Value::object(std::make_shared<DTypeObj>(dtype, int64)), true;
     return false;
   }
-  std::vector<std::string> attr_names() const override { return {"bits", "dtype", "kind", "max", "min"}; }
+  std::vector<std::string> attr_names() const override {
+    return {"bits", "dtype", "kind", "max", "min"};
+  }
 };
 
 // numpy's abstract scalar classes, for issubdtype.
@@ -246,10 +316,24 @@ const std::array<uint32_t, kNumJT>& strict_upper_bounds() {
 }
 
 const char* jt_name(JT t) {
-  static const char* const kNames[] = {"bool",    "<class 'int'>", "uint8",   "uint16",  "uint32",    "uint64",
-                                       "int8",    "int16",         "int32",   "int64",   "<class 'float'>",
-                                       "bfloat16", "float16",      "float32", "float64", "<class 'complex'>",
-                                       "complex64", "complex128"};
+  static const char* const kNames[] = {"bool",
+                                       "<class 'int'>",
+                                       "uint8",
+                                       "uint16",
+                                       "uint32",
+                                       "uint64",
+                                       "int8",
+                                       "int16",
+                                       "int32",
+                                       "int64",
+                                       "<class 'float'>",
+                                       "bfloat16",
+                                       "float16",
+                                       "float32",
+                                       "float64",
+                                       "<class 'complex'>",
+                                       "complex64",
+                                       "complex128"};
   return kNames[t];
 }
 
@@ -269,13 +353,15 @@ JT lattice_join(const std::vector<JT>& ts, bool strict = false) {
   std::string names;
   for (JT t : ts) { // Python's repr of a tuple of str(dtype)s
     std::string n = jt_name(t);
-    names += (names.empty() ? "" : ", ") + (n.find('\'') != std::string::npos ? '"' + n + '"' : "'" + n + "'");
+    names += (names.empty() ? "" : ", ") +
+             (n.find('\'') != std::string::npos ? '"' + n + '"' : "'" + n + "'");
   }
   if (ts.size() == 1) names += ",";
-  throw Error(ErrCode::Value, "Input dtypes (" + names +
-                                  ") have no available implicit dtype promotion path when "
-                                  "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the "
-                                  "desired output type, or set jax_numpy_dtype_promotion=standard.");
+  throw Error(ErrCode::Value,
+              "Input dtypes (" + names +
+                  ") have no available implicit dtype promotion path when "
+                  "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the "
+                  "desired output type, or set jax_numpy_dtype_promotion=standard.");
 }
 
 // jax.config's jax_numpy_dtype_promotion is 'strict' (jax.numpy_dtype_promotion('strict')).
@@ -287,18 +373,30 @@ bool strict_promotion(InterpreterImpl& in) {
 
 JT jt_of(DType d, bool wide) {
   switch (d) {
-  case DType::Bool: return B1;
-  case DType::Int8: return I1;
-  case DType::Int16: return I2;
-  case DType::Int32: return wide ? I8 : I4;
-  case DType::UInt8: return U1;
-  case DType::UInt16: return U2;
-  case DType::UInt32: return wide ? U8 : U4;
-  case DType::BFloat16: return BF;
-  case DType::Float16: return F2;
-  case DType::Float32: return F4;
-  case DType::Float64: return F8;
-  case DType::Complex64: return wide ? C8 : C4;
+  case DType::Bool:
+    return B1;
+  case DType::Int8:
+    return I1;
+  case DType::Int16:
+    return I2;
+  case DType::Int32:
+    return wide ? I8 : I4;
+  case DType::UInt8:
+    return U1;
+  case DType::UInt16:
+    return U2;
+  case DType::UInt32:
+    return wide ? U8 : U4;
+  case DType::BFloat16:
+    return BF;
+  case DType::Float16:
+    return F2;
+  case DType::Float32:
+    return F4;
+  case DType::Float64:
+    return F8;
+  case DType::Complex64:
+    return wide ? C8 : C4;
   }
   return F4;
 }
@@ -316,21 +414,36 @@ JT weak_of(JT t) {
 
 std::shared_ptr<DTypeObj> dtype_obj_of(JT t) {
   switch (strong_of(t)) {
-  case I8: return std::make_shared<DTypeObj>(DType::Int32, true);
-  case U8: return std::make_shared<DTypeObj>(DType::UInt32, true);
-  case C8: return std::make_shared<DTypeObj>(DType::Complex64, true);
-  case B1: return std::make_shared<DTypeObj>(DType::Bool);
-  case U1: return std::make_shared<DTypeObj>(DType::UInt8);
-  case U2: return std::make_shared<DTypeObj>(DType::UInt16);
-  case U4: return std::make_shared<DTypeObj>(DType::UInt32);
-  case I1: return std::make_shared<DTypeObj>(DType::Int8);
-  case I2: return std::make_shared<DTypeObj>(DType::Int16);
-  case I4: return std::make_shared<DTypeObj>(DType::Int32);
-  case BF: return std::make_shared<DTypeObj>(DType::BFloat16);
-  case F2: return std::make_shared<DTypeObj>(DType::Float16);
-  case F8: return std::make_shared<DTypeObj>(DType::Float64);
-  case C4: return std::make_shared<DTypeObj>(DType::Complex64);
-  default: return std::make_shared<DTypeObj>(DType::Float32);
+  case I8:
+    return std::make_shared<DTypeObj>(DType::Int32, true);
+  case U8:
+    return std::make_shared<DTypeObj>(DType::UInt32, true);
+  case C8:
+    return std::make_shared<DTypeObj>(DType::Complex64, true);
+  case B1:
+    return std::make_shared<DTypeObj>(DType::Bool);
+  case U1:
+    return std::make_shared<DTypeObj>(DType::UInt8);
+  case U2:
+    return std::make_shared<DTypeObj>(DType::UInt16);
+  case U4:
+    return std::make_shared<DTypeObj>(DType::UInt32);
+  case I1:
+    return std::make_shared<DTypeObj>(DType::Int8);
+  case I2:
+    return std::make_shared<DTypeObj>(DType::Int16);
+  case I4:
+    return std::make_shared<DTypeObj>(DType::Int32);
+  case BF:
+    return std::make_shared<DTypeObj>(DType::BFloat16);
+  case F2:
+    return std::make_shared<DTypeObj>(DType::Float16);
+  case F8:
+    return std::make_shared<DTypeObj>(DType::Float64);
+  case C4:
+    return std::make_shared<DTypeObj>(DType::Complex64);
+  default:
+    return std::make_shared<DTypeObj>(DType::Float32);
   }
 }
 
@@ -376,7 +489,8 @@ Operand operand_of(InterpreterImpl& in, const Value& v) {
 
 // JAX's dtypes.result_type: the lattice join, then x64-off canonicalization;
 // a weak result is its kind's default type.
-std::pair<std::shared_ptr<DTypeObj>, bool> lattice_result_type(InterpreterImpl& in, const ValueList& args) {
+std::pair<std::shared_ptr<DTypeObj>, bool> lattice_result_type(InterpreterImpl& in,
+                                                               const ValueList& args) {
   std::vector<Operand> ops;
   bool f64 = false;
   for (const Value& v : args) {
@@ -411,7 +525,9 @@ std::pair<std::shared_ptr<DTypeObj>, bool> lattice_result_type(InterpreterImpl& 
   DType d;
   if (weak) { // the kind's default type, canonical
     const bool is_int = out >= U1 && out <= I8;
-    d = is_int ? (out <= U8 ? DType::UInt32 : DType::Int32) : out >= CW ? DType::Complex64 : DType::Float32;
+    d = is_int      ? (out <= U8 ? DType::UInt32 : DType::Int32)
+        : out >= CW ? DType::Complex64
+                    : DType::Float32;
     if (out == B1) d = DType::Bool;
   } else {
     d = dtype_obj_of(out)->dtype; // 64-bit integer and complex types become 32-bit ones
@@ -429,10 +545,14 @@ double np::next_toward(double x, double to, DType dt) {
   if (dt == DType::Float64) return std::nextafter(x, to);
   if (dt == DType::Float32) return std::nextafter(static_cast<float>(x), static_cast<float>(to));
   bool half = dt == DType::Float16;
-  uint16_t bits = half ? float_to_half(static_cast<float>(x)) : float_to_bfloat16(static_cast<float>(x));
-  if (x == 0) bits = static_cast<uint16_t>((to > 0 ? 0 : 0x8000) | 1);
-  else if ((x < to) == (x > 0)) ++bits; // away from zero
-  else --bits;
+  uint16_t bits =
+      half ? float_to_half(static_cast<float>(x)) : float_to_bfloat16(static_cast<float>(x));
+  if (x == 0)
+    bits = static_cast<uint16_t>((to > 0 ? 0 : 0x8000) | 1);
+  else if ((x < to) == (x > 0))
+    ++bits; // away from zero
+  else
+    --bits;
   return half ? half_to_float(bits) : bfloat16_to_float(bits);
 }
 
@@ -471,16 +591,22 @@ void def_dtype_queries(ModuleBuilder& b) {
     PromotedType t = promote_types(x->aval.dtype, x->aval.weak, y->aval.dtype, y->aval.weak);
     if (!is_floating(t.dtype)) t = {DType::Float32, t.weak};
     Shape shape = np::detail::broadcast_shapes("nextafter", x->aval.shape, y->aval.shape);
-    Array xs = in.ops().concrete(np::astype(in.ops(), np::broadcast_to(in.ops(), x, shape), DType::Float64));
-    Array ys = in.ops().concrete(np::astype(in.ops(), np::broadcast_to(in.ops(), y, shape), DType::Float64));
+    Array xs = in.ops().concrete(
+        np::astype(in.ops(), np::broadcast_to(in.ops(), x, shape), DType::Float64));
+    Array ys = in.ops().concrete(
+        np::astype(in.ops(), np::broadcast_to(in.ops(), y, shape), DType::Float64));
     // Written in the result type directly: a conversion could flush subnormals.
     Array out(t.dtype, shape);
     for (int64_t i = 0; i < out.size(); ++i) {
       double v = np::next_toward(xs.as<double>()[i], ys.as<double>()[i], t.dtype);
-      if (t.dtype == DType::Float64) out.as<double>()[i] = v;
-      else if (t.dtype == DType::Float32) out.as<float>()[i] = static_cast<float>(v);
-      else if (t.dtype == DType::Float16) out.as<uint16_t>()[i] = float_to_half(static_cast<float>(v));
-      else out.as<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(v));
+      if (t.dtype == DType::Float64)
+        out.as<double>()[i] = v;
+      else if (t.dtype == DType::Float32)
+        out.as<float>()[i] = static_cast<float>(v);
+      else if (t.dtype == DType::Float16)
+        out.as<uint16_t>()[i] = float_to_half(static_cast<float>(v));
+      else
+        out.as<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(v));
     }
     return make_array(in.ops().constant(out));
   });
@@ -492,13 +618,17 @@ void def_dtype_queries(ModuleBuilder& b) {
                                       "'> not inexact"); // numpy's text, as JAX raises it
     auto t = jt_of_dtype_arg(r[0]);
     if (t && strong_of(*t) == C8) d = DType::Float64; // complex128: its float64 parts'
-    return Value::object(std::make_shared<FInfoObj>(real_dtype(d))); // complex64: its float32 parts'
+    return Value::object(
+        std::make_shared<FInfoObj>(real_dtype(d))); // complex64: its float32 parts'
   });
   b.fn("iinfo", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("iinfo", a, {"int_type"}, 1);
     DType d = dtype_of(in, r[0]);
     if (!is_integer(d)) { // numpy's text, naming the dtype's kind (bfloat16's is 'V')
-      const char* kind = d == DType::Bool ? "b" : is_complex(d) ? "c" : d == DType::BFloat16 ? "V" : "f";
+      const char* kind = d == DType::Bool       ? "b"
+                         : is_complex(d)        ? "c"
+                         : d == DType::BFloat16 ? "V"
+                                                : "f";
       throw Error(ErrCode::DType, std::string("Invalid integer data type '") + kind + "'.");
     }
     auto t = jt_of_dtype_arg(r[0]);
@@ -509,7 +639,8 @@ void def_dtype_queries(ModuleBuilder& b) {
     bool flag = false;
     for (const auto& [k, v] : a.kw) {
       if (k != "return_weak_type_flag")
-        throw Error(ErrCode::Arguments, "result_type() got an unexpected keyword argument '" + k + "'");
+        throw Error(ErrCode::Arguments,
+                    "result_type() got an unexpected keyword argument '" + k + "'");
       flag = in.truthy(v, Span{});
     }
     if (a.pos.empty()) throw Error(ErrCode::Value, "at least one array or dtype is required");
@@ -528,10 +659,14 @@ void def_dtype_queries(ModuleBuilder& b) {
     return Value::object(dtype_obj_of(lattice_join(ts, strict_promotion(in))));
   });
   static const std::pair<Category, const char*> cats[] = {
-      {Category::Generic, "generic"},         {Category::Number, "number"},
-      {Category::Integer, "integer"},         {Category::SignedInteger, "signedinteger"},
-      {Category::UnsignedInteger, "unsignedinteger"}, {Category::Inexact, "inexact"},
-      {Category::Floating, "floating"},       {Category::ComplexFloating, "complexfloating"}};
+      {Category::Generic, "generic"},
+      {Category::Number, "number"},
+      {Category::Integer, "integer"},
+      {Category::SignedInteger, "signedinteger"},
+      {Category::UnsignedInteger, "unsignedinteger"},
+      {Category::Inexact, "inexact"},
+      {Category::Floating, "floating"},
+      {Category::ComplexFloating, "complexfloating"}};
   for (auto [c, n] : cats) b.val(n, Value::object(std::make_shared<CategoryObj>(c, n)));
   b.fn("issubdtype", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("issubdtype", a, {"arg1", "arg2"}, 2);
@@ -542,7 +677,8 @@ void def_dtype_queries(ModuleBuilder& b) {
     const CategoryObj* c1 = category(r[0]);
     const CategoryObj* c2 = category(r[1]);
     // Key dtypes and their classes (extended, prng_key) are np.generic's too, as in JAX.
-    if (c2 && c2->cat == Category::Generic && key_issubdtype(r[0], r[0])) return Value::boolean(true);
+    if (c2 && c2->cat == Category::Generic && key_issubdtype(r[0], r[0]))
+      return Value::boolean(true);
     if (auto keys = key_issubdtype(r[0], r[1])) return Value::boolean(*keys);
     if (c1) { // a class is a subclass of a class that contains it
       if (!c2) return Value::boolean(false);

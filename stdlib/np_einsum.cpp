@@ -90,16 +90,19 @@ Parsed parse(const std::string& spec0, const std::vector<Shape>& shapes) {
       if (count(sub, ".") != 3 || count(sub, "...") != 1) bad("Invalid Ellipses.");
       // A missing operand is caught below, by the operand count.
       int64_t nd = num < shapes.size() ? static_cast<int64_t>(shapes[num].size()) : 0;
-      int64_t ellipse_count = nd == 0 ? 0 : std::max<int64_t>(nd, 1) - (static_cast<int64_t>(sub.size()) - 3);
+      int64_t ellipse_count =
+          nd == 0 ? 0 : std::max<int64_t>(nd, 1) - (static_cast<int64_t>(sub.size()) - 3);
       longest = std::max(longest, ellipse_count);
       if (ellipse_count < 0) bad("Ellipses lengths do not match.");
       size_t p = sub.find("...");
-      sub.replace(p, 3, ellipse_count == 0 ? std::string()
-                                           : ellipse_inds.substr(ellipse_inds.size() - ellipse_count));
+      sub.replace(p, 3,
+                  ellipse_count == 0 ? std::string()
+                                     : ellipse_inds.substr(ellipse_inds.size() - ellipse_count));
     }
     std::string joined;
     for (size_t i = 0; i < terms.size(); ++i) joined += (i ? "," : "") + terms[i];
-    std::string out_ellipse = longest == 0 ? "" : ellipse_inds.substr(ellipse_inds.size() - longest);
+    std::string out_ellipse =
+        longest == 0 ? "" : ellipse_inds.substr(ellipse_inds.size() - longest);
     if (arrow != std::string::npos) {
       std::string out = subscripts.substr(arrow + 2);
       if (size_t p = out.find("..."); p != std::string::npos) out.replace(p, 3, out_ellipse);
@@ -136,7 +139,8 @@ Parsed parse(const std::string& spec0, const std::vector<Shape>& shapes) {
     const std::string& term = p.in[t];
     if (term.size() != shapes[t].size())
       bad("Einstein sum subscript '" + term +
-          "' does not contain the correct number of indices for operand " + std::to_string(t) + ".");
+          "' does not contain the correct number of indices for operand " + std::to_string(t) +
+          ".");
     for (size_t k = 0; k < term.size(); ++k) {
       int64_t dim = shapes[t][k];
       auto it = p.size.find(term[k]);
@@ -165,7 +169,8 @@ int64_t size_of(const Set& idx, const std::map<char, int64_t>& size) {
 }
 
 // opt_einsum's flop_count.
-int64_t flop_count(const Set& idx, bool inner, size_t num_terms, const std::map<char, int64_t>& size) {
+int64_t flop_count(const Set& idx, bool inner, size_t num_terms,
+                   const std::map<char, int64_t>& size) {
   int64_t factor = std::max<int64_t>(1, static_cast<int64_t>(num_terms) - 1) + (inner ? 1 : 0);
   return size_of(idx, size) * factor;
 }
@@ -204,8 +209,10 @@ EinsumPath optimal_path(const Parsed& p) {
             Set k12;
             bool inner = false;
             for (char c : either) {
-              if (keep.count(c)) k12.insert(c);
-              else if (k1.count(c) && k2.count(c)) inner = true;
+              if (keep.count(c))
+                k12.insert(c);
+              else if (k1.count(c) && k2.count(c))
+                inner = true;
             }
             double new_flops = flops + static_cast<double>(flop_count(either, inner, 2, p.size));
             if (new_flops >= best) continue;
@@ -227,11 +234,11 @@ EinsumPath optimal_path(const Parsed& p) {
   // ssa_to_linear: ids of the operands still present, results appended last.
   EinsumPath linear;
   std::vector<int64_t> ids;
-  for (size_t i = 0; i < inputs.size() + best_ssa.size(); ++i) ids.push_back(static_cast<int64_t>(i));
+  for (size_t i = 0; i < inputs.size() + best_ssa.size(); ++i)
+    ids.push_back(static_cast<int64_t>(i));
   for (const auto& scon : best_ssa) {
     std::vector<int64_t> con;
-    for (int64_t s : scon)
-      con.push_back(std::lower_bound(ids.begin(), ids.end(), s) - ids.begin());
+    for (int64_t s : scon) con.push_back(std::lower_bound(ids.begin(), ids.end(), s) - ids.begin());
     std::sort(con.begin(), con.end());
     for (auto it = con.rbegin(); it != con.rend(); ++it) ids.erase(ids.begin() + *it);
     linear.push_back(con);
@@ -290,8 +297,10 @@ std::vector<Step> plan(const Parsed& p, const EinsumPath& path) {
     st.contract = set_of(all_inputs);
     std::string kept;
     for (char c : st.contract) {
-      if (remain.count(c)) kept += c;
-      else st.removed.insert(c);
+      if (remain.count(c))
+        kept += c;
+      else
+        st.removed.insert(c);
     }
     if (cnum + 1 == path.size()) {
       st.result = p.out;
@@ -314,8 +323,10 @@ template <class Keep> Tensor sum_out(OpContext& cx, Tensor x, std::string& ls, K
   std::vector<int64_t> axes;
   std::string rest;
   for (size_t i = 0; i < ls.size(); ++i) {
-    if (keep(ls[i])) rest += ls[i];
-    else axes.push_back(static_cast<int64_t>(i));
+    if (keep(ls[i]))
+      rest += ls[i];
+    else
+      axes.push_back(static_cast<int64_t>(i));
   }
   ls = rest;
   if (axes.empty()) return x;
@@ -402,8 +413,10 @@ Tensor einsum(OpContext& cx, const std::string& spec, const std::vector<Tensor>&
       std::vector<int64_t> lc, rc, lb, rb;
       for (size_t k = 0; k < cl.size(); ++k) {
         size_t rk = rl.find(cl[k]);
-        if (rk == std::string::npos) lfree += cl[k];
-        else if (!in_want(cl[k])) lc.push_back(static_cast<int64_t>(k)), rc.push_back(static_cast<int64_t>(rk));
+        if (rk == std::string::npos)
+          lfree += cl[k];
+        else if (!in_want(cl[k]))
+          lc.push_back(static_cast<int64_t>(k)), rc.push_back(static_cast<int64_t>(rk));
       }
       for (char c : batch) {
         lb.push_back(static_cast<int64_t>(cl.find(c)));
@@ -519,7 +532,8 @@ EinsumPathInfo einsum_path(const std::string& spec, const std::vector<Shape>& sh
     } else {
       rem = "...";
     }
-    size_t width = static_cast<size_t>(std::max<int64_t>(0, 56 - std::max<int64_t>(22, static_cast<int64_t>(einsum_str.size()))));
+    size_t width = static_cast<size_t>(
+        std::max<int64_t>(0, 56 - std::max<int64_t>(22, static_cast<int64_t>(einsum_str.size()))));
     table += "\n" + pad_left(std::to_string(st.contract.size()), 4) + " " +
              pad_left(can_blas(st), 14) + " " + pad_left(einsum_str, 22) + "    " +
              (width == 0 ? rem : pad_left(rem, width));

@@ -119,26 +119,47 @@ Tensor remainder(OpContext& cx, const Tensor& a, Tensor b) {
 // The lax primitive JAX's binary operator reaches first (its broadcasting errors name it).
 const char* lax_name(BinOp op) {
   switch (op) {
-  case BinOp::Add: return "add";
-  case BinOp::Sub: return "sub";
-  case BinOp::Mul: return "mul";
-  case BinOp::TrueDiv: case BinOp::FloorDiv: return "div";
-  case BinOp::Mod: return "rem";
-  case BinOp::Pow: return "pow";
-  case BinOp::Maximum: return "max";
-  case BinOp::Minimum: return "min";
-  case BinOp::BitAnd: return "and";
-  case BinOp::BitOr: return "or";
-  case BinOp::BitXor: return "xor";
-  case BinOp::LeftShift: return "shift_left";
-  case BinOp::RightShift: return "shift_right_arithmetic";
-  case BinOp::Eq: return "eq";
-  case BinOp::Ne: return "ne";
-  case BinOp::Lt: return "lt";
-  case BinOp::Le: return "le";
-  case BinOp::Gt: return "gt";
-  case BinOp::Ge: return "ge";
-  case BinOp::Arctan2: return "atan2";
+  case BinOp::Add:
+    return "add";
+  case BinOp::Sub:
+    return "sub";
+  case BinOp::Mul:
+    return "mul";
+  case BinOp::TrueDiv:
+  case BinOp::FloorDiv:
+    return "div";
+  case BinOp::Mod:
+    return "rem";
+  case BinOp::Pow:
+    return "pow";
+  case BinOp::Maximum:
+    return "max";
+  case BinOp::Minimum:
+    return "min";
+  case BinOp::BitAnd:
+    return "and";
+  case BinOp::BitOr:
+    return "or";
+  case BinOp::BitXor:
+    return "xor";
+  case BinOp::LeftShift:
+    return "shift_left";
+  case BinOp::RightShift:
+    return "shift_right_arithmetic";
+  case BinOp::Eq:
+    return "eq";
+  case BinOp::Ne:
+    return "ne";
+  case BinOp::Lt:
+    return "lt";
+  case BinOp::Le:
+    return "le";
+  case BinOp::Gt:
+    return "gt";
+  case BinOp::Ge:
+    return "ge";
+  case BinOp::Arctan2:
+    return "atan2";
   }
   return bin_name(op);
 }
@@ -152,10 +173,11 @@ void check_broadcastable(BinOp op, const Shape& a, const Shape& b) {
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     if (da == db || da == 1 || db == 1) continue;
     if (a.size() == b.size())
-      throw Error(ErrCode::Shape, std::string(lax_name(op)) + " got incompatible shapes for broadcasting: " +
-                                      shape_str(a) + ", " + shape_str(b) + ".");
-    throw Error(ErrCode::Shape, "Incompatible shapes for broadcasting: shapes=[" + shape_str(a) + ", " +
-                                    shape_str(b) + "]");
+      throw Error(ErrCode::Shape, std::string(lax_name(op)) +
+                                      " got incompatible shapes for broadcasting: " + shape_str(a) +
+                                      ", " + shape_str(b) + ".");
+    throw Error(ErrCode::Shape, "Incompatible shapes for broadcasting: shapes=[" + shape_str(a) +
+                                    ", " + shape_str(b) + "]");
   }
 }
 
@@ -368,7 +390,8 @@ Tensor unary(OpContext& cx, UnOp op, const Tensor& x0) {
   // isinf compares |x| with a strong constant (strong), part by part for complex values
   // (|z| itself would overflow for large finite parts).
   case UnOp::IsNan:
-    if (!is_inexact(d)) return fill(cx, av(x0).shape, Scalar::of_bool(false), DType::Bool, av(x0).weak);
+    if (!is_inexact(d))
+      return fill(cx, av(x0).shape, Scalar::of_bool(false), DType::Bool, av(x0).weak);
     return p2(cx, Op::Ne, x0, x0);
   case UnOp::IsFinite:
     if (!is_inexact(d)) return fill(cx, av(x0).shape, Scalar::of_bool(true), DType::Bool, false);
@@ -390,7 +413,8 @@ Tensor unary(OpContext& cx, UnOp op, const Tensor& x0) {
   }
   case UnOp::LogicalNot: // JAX's lax.ne(x, _const(x, 0)): a weak constant only for a 0-d x
     if (is_bool) return p1(cx, Op::Not, x0);
-    return p2(cx, Op::Eq, x0, fill(cx, av(x0).shape, Scalar::of_int(0), d, av(x0).weak && av(x0).shape.empty()));
+    return p2(cx, Op::Eq, x0,
+              fill(cx, av(x0).shape, Scalar::of_int(0), d, av(x0).weak && av(x0).shape.empty()));
   }
   return x0;
 }

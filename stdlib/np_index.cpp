@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <optional>
 
-#include "stdlib/np_index.hpp"
 #include "stdlib/checkify.hpp"
+#include "stdlib/np_index.hpp"
 #include "stdlib/np_internal.hpp"
 #include "stdlib/sharding.hpp"
 #include "stdlib/sharding_rules.hpp"
@@ -33,7 +33,9 @@ IndexItem array_item(const Tensor& t) {
   return it;
 }
 
-bool is_mask(const IndexItem& it) { return it.kind == Kind::Array && av(it.array).dtype == DType::Bool; }
+bool is_mask(const IndexItem& it) {
+  return it.kind == Kind::Array && av(it.array).dtype == DType::Bool;
+}
 // A 0-d boolean (x[True], x[..., np.array(False)]): a new axis of size 1 that an
 // index array arange(b) then indexes, as JAX's expand_scalar_bool_indices.
 bool is_scalar_bool(const IndexItem& it) { return is_mask(it) && av(it.array).ndim() == 0; }
@@ -56,7 +58,9 @@ int consumed(const IndexItem& it) {
 // then puts the broadcast index dims first): it becomes a size-1 new axis that
 // index_clamped drops again, marked by its `index`.
 constexpr int64_t kSeparator = 1;
-bool is_separator(const IndexItem& it) { return it.kind == Kind::NewAxis && it.index == kSeparator; }
+bool is_separator(const IndexItem& it) {
+  return it.kind == Kind::NewAxis && it.index == kSeparator;
+}
 
 // Replaces `...` (or the implicit trailing one) by full slices.
 std::vector<IndexItem> expand_ellipsis(const std::vector<IndexItem>& items, int ndim) {
@@ -69,7 +73,9 @@ std::vector<IndexItem> expand_ellipsis(const std::vector<IndexItem>& items, int 
   if (used > ndim)
     index_error("Too many indices: array is " + std::to_string(ndim) + "-dimensional, but " +
                 std::to_string(used) + " were indexed");
-  auto advanced = [](const IndexItem& it) { return it.kind == Kind::Array || it.kind == Kind::Int; };
+  auto advanced = [](const IndexItem& it) {
+    return it.kind == Kind::Array || it.kind == Kind::Int;
+  };
   bool any_array = std::any_of(items.begin(), items.end(),
                                [](const IndexItem& it) { return it.kind == Kind::Array; });
   std::vector<IndexItem> out;
@@ -79,7 +85,8 @@ std::vector<IndexItem> expand_ellipsis(const std::vector<IndexItem>& items, int 
       out.push_back(it);
     } else if (ndim > used) {
       out.insert(out.end(), static_cast<size_t>(ndim - used), full_slice());
-    } else if (any_array && std::any_of(items.begin(), items.begin() + static_cast<long>(i), advanced) &&
+    } else if (any_array &&
+               std::any_of(items.begin(), items.begin() + static_cast<long>(i), advanced) &&
                std::any_of(items.begin() + static_cast<long>(i) + 1, items.end(), advanced)) {
       IndexItem sep;
       sep.kind = Kind::NewAxis;
@@ -100,10 +107,9 @@ const Array& concrete_mask(OpContext& cx, const Tensor& m) {
     std::string type = dtype_name(av(m).dtype) + std::string("[");
     for (size_t i = 0; i < av(m).shape.size(); ++i)
       type += (i ? "," : "") + std::to_string(av(m).shape[i]);
-    throw Error(ErrCode::ConcreteValue,
-                "Array boolean indices must be concrete; got " + type +
-                    "]\n\nSee https://docs.jax.dev/en/latest/errors.html"
-                    "#jax.errors.NonConcreteBooleanIndexError");
+    throw Error(ErrCode::ConcreteValue, "Array boolean indices must be concrete; got " + type +
+                                            "]\n\nSee https://docs.jax.dev/en/latest/errors.html"
+                                            "#jax.errors.NonConcreteBooleanIndexError");
   }
 }
 
@@ -212,9 +218,11 @@ Tensor gather(OpContext& cx, const Tensor& y, const std::vector<int64_t>& dims,
   for (size_t j = 0; j < idx.size(); ++j) {
     if (ys[static_cast<size_t>(dims[j])] != 0 || av(idx[j]).size() == 0) continue;
     std::string axis = std::to_string(x_axis[static_cast<size_t>(dims[j])]);
-    if (av(idx[j]).ndim() == 0) index_error("index is out of bounds for axis " + axis + " with size 0");
-    throw Error(ErrCode::Type, "Slice size at index " + axis +
-                                   " in gather op is out of range, must be within [0, 0 + 1), got 1.");
+    if (av(idx[j]).ndim() == 0)
+      index_error("index is out of bounds for axis " + axis + " with size 0");
+    throw Error(ErrCode::Type,
+                "Slice size at index " + axis +
+                    " in gather op is out of range, must be within [0, 0 + 1), got 1.");
   }
   Shape b = av(idx[0]).shape;
   for (size_t j = 1; j < idx.size(); ++j) {
@@ -308,7 +316,8 @@ std::pair<Tensor, std::vector<IndexItem>> route_out_of_range(OpContext& cx, cons
     if (it.kind == Kind::NewAxis || is_scalar_bool(it)) continue;
     int64_t n = av(x).shape[d];
     if (it.kind == Kind::Int) {
-      if (n == 0) index_error("index is out of bounds for axis " + std::to_string(d) + " with size 0");
+      if (n == 0)
+        index_error("index is out of bounds for axis " + std::to_string(d) + " with size 0");
       int64_t k = wrap && it.index < 0 ? it.index + n : it.index;
       if (k >= 0 && k < n) {
         it.index = k;
@@ -325,13 +334,15 @@ std::pair<Tensor, std::vector<IndexItem>> route_out_of_range(OpContext& cx, cons
     } else if (it.kind == Kind::Array) {
       any = true;
       if (!is_integer(av(it.array).dtype))
-        throw Error(ErrCode::Type,
-                    std::string("Indexer must have integer or boolean type, got indexer with type ") +
-                        dtype_name(av(it.array).dtype));
+        throw Error(
+            ErrCode::Type,
+            std::string("Indexer must have integer or boolean type, got indexer with type ") +
+                dtype_name(av(it.array).dtype));
       Tensor t = convert(cx, it.array, DType::Int32, false);
       Tensor nn = scalar(cx, Scalar::of_int(n), DType::Int32, false);
       Tensor zero = scalar(cx, Scalar::of_int(0), DType::Int32, false);
-      Tensor wrapped = wrap ? where(cx, binary(cx, BinOp::Lt, t, zero), binary(cx, BinOp::Add, t, nn), t) : t;
+      Tensor wrapped =
+          wrap ? where(cx, binary(cx, BinOp::Lt, t, zero), binary(cx, BinOp::Add, t, nn), t) : t;
       Tensor inside = binary(cx, BinOp::BitAnd, binary(cx, BinOp::Ge, wrapped, zero),
                              binary(cx, BinOp::Lt, wrapped, nn));
       it.array = where(cx, inside, wrapped, nn);
@@ -344,13 +355,15 @@ std::pair<Tensor, std::vector<IndexItem>> route_out_of_range(OpContext& cx, cons
     ++d;
   }
   if (!wrapped_all.empty()) {
-    bool same = std::all_of(wrapped_all.begin(), wrapped_all.end(),
-                            [&](const Tensor& t) { return av(t).shape == av(wrapped_all[0]).shape; });
+    bool same = std::all_of(wrapped_all.begin(), wrapped_all.end(), [&](const Tensor& t) {
+      return av(t).shape == av(wrapped_all[0]).shape;
+    });
     if (same) {
       record_index_check(cx, av(x).shape, wrapped_all, wrapped_axes);
     } else {
       for (size_t j = 0; j < wrapped_all.size(); ++j)
-        record_index_check(cx, av(x).shape, std::span(&wrapped_all[j], 1), std::span(&wrapped_axes[j], 1));
+        record_index_check(cx, av(x).shape, std::span(&wrapped_all[j], 1),
+                           std::span(&wrapped_axes[j], 1));
     }
   }
   if (!any) return {x, items}; // nothing can be out of range
@@ -502,9 +515,12 @@ Tensor index_clamped(OpContext& cx, const Tensor& x, const std::vector<IndexItem
   Tensor r = gather(cx, y, adv_dims, adv, wrap_negative, x_axis);
   if (separator < 0) return r;
   // The separator's dim follows the index dims and the basic dims before it.
-  int64_t at = av(r).ndim() - (static_cast<int64_t>(items.size()) - static_cast<int64_t>(adv.size()));
+  int64_t at =
+      av(r).ndim() - (static_cast<int64_t>(items.size()) - static_cast<int64_t>(adv.size()));
   for (int64_t i = 0; i < separator; ++i)
-    if (items[static_cast<size_t>(i)].kind != Kind::Array && !(advanced && items[static_cast<size_t>(i)].kind == Kind::Int)) ++at;
+    if (items[static_cast<size_t>(i)].kind != Kind::Array &&
+        !(advanced && items[static_cast<size_t>(i)].kind == Kind::Int))
+      ++at;
   Shape rs = av(r).shape;
   rs.erase(rs.begin() + at);
   return reshape_to(cx, r, rs);
@@ -516,8 +532,8 @@ Tensor index(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items
 
 Tensor index_fill(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items,
                   const Tensor& fill, bool wrap_negative) {
-  auto [padded, routed] = route_out_of_range(cx, x, items, convert(cx, fill, av(x).dtype, false),
-                                             wrap_negative);
+  auto [padded, routed] =
+      route_out_of_range(cx, x, items, convert(cx, fill, av(x).dtype, false), wrap_negative);
   return index_clamped(cx, padded, routed, true);
 }
 
@@ -536,10 +552,12 @@ Tensor index_fill(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& 
 std::optional<Tensor> scalar_index_positions(OpContext& cx, const Tensor& x,
                                              const std::vector<IndexItem>& items, bool wrap) {
   const Shape& shape = av(x).shape;
-  if (items.empty() || items.size() > shape.size() || tracing_under_checkify(cx)) return std::nullopt;
+  if (items.empty() || items.size() > shape.size() || tracing_under_checkify(cx))
+    return std::nullopt;
   for (const IndexItem& it : items) {
-    bool scalar_int = it.kind == Kind::Int || (it.kind == Kind::Array && av(it.array).shape.empty() &&
-                                               is_integer(av(it.array).dtype));
+    bool scalar_int =
+        it.kind == Kind::Int ||
+        (it.kind == Kind::Array && av(it.array).shape.empty() && is_integer(av(it.array).dtype));
     if (!scalar_int) return std::nullopt;
   }
   Shape block(shape.begin() + static_cast<long>(items.size()), shape.end());
@@ -553,7 +571,8 @@ std::optional<Tensor> scalar_index_positions(OpContext& cx, const Tensor& x,
     Tensor k = it.kind == Kind::Int ? i32(it.index) : convert(cx, it.array, DType::Int32, false);
     if (wrap) k = where(cx, binary(cx, BinOp::Lt, k, i32(0)), binary(cx, BinOp::Add, k, i32(n)), k);
     inside = binary(cx, BinOp::BitAnd, inside,
-                    binary(cx, BinOp::BitAnd, binary(cx, BinOp::Ge, k, i32(0)), binary(cx, BinOp::Lt, k, i32(n))));
+                    binary(cx, BinOp::BitAnd, binary(cx, BinOp::Ge, k, i32(0)),
+                           binary(cx, BinOp::Lt, k, i32(n))));
     offset = binary(cx, BinOp::Add, offset, binary(cx, BinOp::Mul, k, i32(stride)));
     stride *= n;
   }
@@ -583,14 +602,16 @@ Tensor index_update(OpContext& cx, const Tensor& x, const std::vector<IndexItem>
   Tensor pos;
   std::optional<Tensor> direct;
   if (!opts.clip) direct = scalar_index_positions(cx, x, items0, opts.wrap_negative);
-  Tensor positions = direct ? Tensor{} : reshape_to(cx, iota(cx, DType::Int32, {n}, 0), av(x).shape);
+  Tensor positions =
+      direct ? Tensor{} : reshape_to(cx, iota(cx, DType::Int32, {n}, 0), av(x).shape);
   if (direct) {
     pos = *direct;
   } else if (opts.clip) {
     pos = index_clamped(cx, positions, items0, opts.wrap_negative);
   } else {
-    auto [padded, routed] = route_out_of_range(
-        cx, positions, items0, scalar(cx, Scalar::of_int(n), DType::Int32, false), opts.wrap_negative);
+    auto [padded, routed] =
+        route_out_of_range(cx, positions, items0,
+                           scalar(cx, Scalar::of_int(n), DType::Int32, false), opts.wrap_negative);
     pos = index_clamped(cx, padded, routed, true);
   }
   // As JAX: the update runs in the promoted type of x and v, and the result

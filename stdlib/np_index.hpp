@@ -6,8 +6,8 @@
 namespace pxl::np {
 
 struct IndexOptions {
-  bool clip = false;          // mode='clip': out-of-range indices clamp into range
-  bool wrap_negative = true;  // entries from -n to -1 count from the end first
+  bool clip = false;         // mode='clip': out-of-range indices clamp into range
+  bool wrap_negative = true; // entries from -n to -1 count from the end first
 };
 
 // x[items] reading clamped indices (modes None, 'clip', 'promise_in_bounds').

@@ -40,15 +40,15 @@ Tensor matmul(OpContext& cx, const Tensor& a0, const Tensor& b0) {
   if (b_vec) b = reshape_to(cx, b, {sb[0], 1});
   Shape la = av(a).shape, lb = av(b).shape;
   int64_t k_a = la.back(), k_b = lb[lb.size() - 2];
-  if (k_a != k_b)
-    throw Error(ErrCode::Contraction, contracting_mismatch(k_a, k_b));
+  if (k_a != k_b) throw Error(ErrCode::Contraction, contracting_mismatch(k_a, k_b));
   Shape ba(la.begin(), la.end() - 2), bb(lb.begin(), lb.end() - 2);
   Shape batch;
   try {
     batch = broadcast_shapes("matmul", ba, bb);
   } catch (const Error&) { // JAX's text
-    throw Error(ErrCode::Value, "Incompatible types for matmul arguments: " + array_type_str(av(a0).dtype, sa) +
-                                    " and " + array_type_str(av(b0).dtype, sb));
+    throw Error(ErrCode::Value,
+                "Incompatible types for matmul arguments: " + array_type_str(av(a0).dtype, sa) +
+                    " and " + array_type_str(av(b0).dtype, sb));
   }
   Shape ta = batch, tb = batch;
   ta.insert(ta.end(), la.end() - 2, la.end());

@@ -23,7 +23,6 @@ Tensor u32c(OpContext& cx, uint32_t v, const Shape& shape) {
 
 Tensor op(OpContext& cx, Op o, const Tensor& a, const Tensor& b) { return bind(cx, o, {}, {a, b}); }
 
-
 // 1 where a + b carried out of 32 bits (sum < a), else 0, as uint32.
 Tensor carry(OpContext& cx, const Tensor& sum, const Tensor& a) {
   return convert(cx, op(cx, Op::Lt, sum, a), DType::UInt32, false);
@@ -35,7 +34,8 @@ Tensor mulhi(OpContext& cx, const Tensor& x, uint32_t m) {
   Tensor m16 = u32c(cx, 0xFFFF, s), s16 = u32c(cx, 16, s);
   Tensor xl = op(cx, Op::And, x, m16), xh = op(cx, Op::ShiftRightLogical, x, s16);
   Tensor ml = u32c(cx, m & 0xFFFF, s), mh = u32c(cx, m >> 16, s);
-  Tensor lo = op(cx, Op::Mul, xl, ml), mid1 = op(cx, Op::Mul, xh, ml), mid2 = op(cx, Op::Mul, xl, mh);
+  Tensor lo = op(cx, Op::Mul, xl, ml), mid1 = op(cx, Op::Mul, xh, ml),
+         mid2 = op(cx, Op::Mul, xl, mh);
   Tensor c = op(cx, Op::Add, op(cx, Op::ShiftRightLogical, lo, s16),
                 op(cx, Op::Add, op(cx, Op::And, mid1, m16), op(cx, Op::And, mid2, m16)));
   Tensor hi = op(cx, Op::Add, op(cx, Op::Mul, xh, mh), op(cx, Op::ShiftRightLogical, mid1, s16));
@@ -48,7 +48,8 @@ Tensor mulhi(OpContext& cx, const Tensor& x, uint32_t m) {
 std::pair<Tensor, Tensor> philox_words_ops(OpContext& cx, const Tensor& key, int64_t n) {
   const int64_t nvec = (n + 3) / 4;
   const Shape s{nvec};
-  Tensor k0 = key_word(cx, key, 0, s), k1 = key_word(cx, key, 1, s), k2 = key_word(cx, key, 2, s), k3 = key_word(cx, key, 3, s);
+  Tensor k0 = key_word(cx, key, 0, s), k1 = key_word(cx, key, 1, s), k2 = key_word(cx, key, 2, s),
+         k3 = key_word(cx, key, 3, s);
   // The counters (k2, k3, k0, k1) + i, with carries between the words.
   Tensor x0 = op(cx, Op::Add, k2, iota(cx, DType::UInt32, s, 0));
   Tensor c = carry(cx, x0, k2);
@@ -81,7 +82,8 @@ std::pair<Tensor, Tensor> philox_words_ops(OpContext& cx, const Tensor& key, int
   Tensor w2 = key_word(cx, key, 2, one), w3 = key_word(cx, key, 3, one);
   uint64_t add = static_cast<uint64_t>(nvec);
   Tensor s2 = op(cx, Op::Add, w2, u32c(cx, static_cast<uint32_t>(add), one));
-  Tensor s3 = op(cx, Op::Add, op(cx, Op::Add, w3, u32c(cx, static_cast<uint32_t>(add >> 32), one)), carry(cx, s2, w2));
+  Tensor s3 = op(cx, Op::Add, op(cx, Op::Add, w3, u32c(cx, static_cast<uint32_t>(add >> 32), one)),
+                 carry(cx, s2, w2));
   Tensor new_key = stack(cx, {key_word(cx, key, 0, one), key_word(cx, key, 1, one), s2, s3}, 0);
   return {new_key, words};
 }

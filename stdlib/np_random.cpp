@@ -27,9 +27,11 @@ namespace {
 // are the same for concrete and traced keys.
 std::string invalid_key_message(DType dt, const Shape& shape) {
   if (dt != DType::UInt32)
-    return std::string("JAX encountered invalid PRNG key data: expected key_data.dtype = uint32; got dtype=") +
+    return std::string("JAX encountered invalid PRNG key data: expected key_data.dtype = uint32; "
+                       "got dtype=") +
            dtype_name(dt);
-  return "JAX encountered invalid PRNG key data: expected key_data.shape to end with (2,); got shape=" +
+  return "JAX encountered invalid PRNG key data: expected key_data.shape to end with (2,); got "
+         "shape=" +
          shape_str(shape) + " for impl=threefry2x32";
 }
 
@@ -85,7 +87,6 @@ Tensor u32_like(OpContext& cx, uint32_t v, const Shape& shape) {
   return broadcast(cx, u32(cx, v), shape, "random");
 }
 
-
 // JAX's threefry_2x32 of the key over counters (x0, x1) of one shape: both words.
 std::array<Tensor, 2> hash(OpContext& cx, const Tensor& key, const Tensor& x0, const Tensor& x1) {
   const Shape& s = av(x0).shape;
@@ -127,7 +128,9 @@ Tensor rbg_join(OpContext& cx, const Tensor& a, const Tensor& b) {
 
 // Key i of split(key, n) without the others (randint's two subkeys).
 Tensor split_one(OpContext& cx, const Tensor& key, uint32_t i) {
-  if (is_rbg(key)) return rbg_join(cx, split_one(cx, rbg_half(cx, key, 0), i), split_one(cx, rbg_half(cx, key, 1), i));
+  if (is_rbg(key))
+    return rbg_join(cx, split_one(cx, rbg_half(cx, key, 0), i),
+                    split_one(cx, rbg_half(cx, key, 1), i));
   auto [y0, y1] = hash(cx, key, u32(cx, 0), u32(cx, i));
   return stack_words(cx, y0, y1);
 }
@@ -211,7 +214,8 @@ Tensor random_split(OpContext& cx, const Tensor& key, int64_t num) {
     throw Error(ErrCode::Value, "split: num must be non-negative, got " + std::to_string(num));
   check_shape({num}, "split");
   if (is_rbg(key))
-    return rbg_join(cx, random_split(cx, rbg_half(cx, key, 0), num), random_split(cx, rbg_half(cx, key, 1), num));
+    return rbg_join(cx, random_split(cx, rbg_half(cx, key, 0), num),
+                    random_split(cx, rbg_half(cx, key, 1), num));
   auto [hi, lo] = counters(cx, {num});
   auto [y0, y1] = hash(cx, key, hi, lo);
   return stack_words(cx, y0, y1);
@@ -220,10 +224,13 @@ Tensor random_split(OpContext& cx, const Tensor& key, int64_t num) {
 Tensor random_fold_in(OpContext& cx, const Tensor& key, const Tensor& data) {
   check_key(key, "fold_in");
   if (av(data).ndim() != 0)
-    throw Error(ErrCode::Type, "fold_in accepts a scalar, but was given an array of" // sic: JAX's text
-                               "shape " + shape_str(av(data).shape) + " != (). Use jax.vmap for batching.");
+    throw Error(ErrCode::Type,
+                "fold_in accepts a scalar, but was given an array of" // sic: JAX's text
+                "shape " +
+                    shape_str(av(data).shape) + " != (). Use jax.vmap for batching.");
   if (is_rbg(key))
-    return rbg_join(cx, random_fold_in(cx, rbg_half(cx, key, 0), data), random_fold_in(cx, rbg_half(cx, key, 1), data));
+    return rbg_join(cx, random_fold_in(cx, rbg_half(cx, key, 0), data),
+                    random_fold_in(cx, rbg_half(cx, key, 1), data));
   // jnp.asarray(data, dtype='uint32'), then the counter (0, data).
   Tensor d = convert(cx, data, DType::UInt32, false);
   auto [y0, y1] = hash(cx, key, u32(cx, 0), d);
@@ -258,8 +265,8 @@ Tensor random_uniform(OpContext& cx, const Tensor& key, const Shape& shape, DTyp
     if (!ok) {
       Shape ranked(shape.size() > bs.size() ? shape.size() - bs.size() : 0, 1);
       ranked.insert(ranked.end(), bs.begin(), bs.end());
-      throw Error(ErrCode::Type, "mul got incompatible shapes for broadcasting: " + shape_str(shape) + ", " +
-                                     shape_str(ranked) + ".");
+      throw Error(ErrCode::Type, "mul got incompatible shapes for broadcasting: " +
+                                     shape_str(shape) + ", " + shape_str(ranked) + ".");
     }
   }
   return uniform(cx, key, shape, dt, minval, maxval);
@@ -270,8 +277,8 @@ Tensor random_uniform(OpContext& cx, const Tensor& key, const Shape& shape, DTyp
   return random_uniform(cx, key, shape, dtype, float_bound(cx, minval), float_bound(cx, maxval));
 }
 
-std::array<Tensor, 2> threefry2x32(OpContext& cx, const Tensor& k0, const Tensor& k1, const Tensor& x0,
-                                   const Tensor& x1) {
+std::array<Tensor, 2> threefry2x32(OpContext& cx, const Tensor& k0, const Tensor& k1,
+                                   const Tensor& x0, const Tensor& x1) {
   const Shape& s = av(x0).shape;
   Tensor b0 = broadcast(cx, k0, s, "threefry_2x32"), b1 = broadcast(cx, k1, s, "threefry_2x32");
   std::array<Tensor, 2> out;

@@ -47,17 +47,18 @@ int64_t count(const Shape& s, const std::vector<int64_t>& axes) {
 
 // 1 / n rounded to `compute` (as XLA constant-folds it), filled to the shape of `like`.
 Tensor reciprocal_of_count(OpContext& cx, double n, DType compute, const AVal& like) {
-  double inv = compute == DType::Float64 ? 1.0 / n
-                                         : static_cast<double>(1.0f / static_cast<float>(n));
+  double inv =
+      compute == DType::Float64 ? 1.0 / n : static_cast<double>(1.0f / static_cast<float>(n));
   return fill(cx, like.shape, Scalar::of_float(inv), compute, like.weak);
 }
 
 // jnp's check of where=: None or a bool array.
 std::optional<Tensor> checked_where(const char* fn, const std::optional<Tensor>& w) {
   if (w && av(*w).dtype != DType::Bool)
-    throw Error(ErrCode::Value, std::string("jnp.") + fn +
-                                    ": where must be None or a boolean array; got where.dtype=dtype('" +
-                                    dtype_name(av(*w).dtype) + "').");
+    throw Error(ErrCode::Value,
+                std::string("jnp.") + fn +
+                    ": where must be None or a boolean array; got where.dtype=dtype('" +
+                    dtype_name(av(*w).dtype) + "').");
   return w;
 }
 
@@ -108,7 +109,8 @@ Tensor reduce(OpContext& cx, ReduceOp op, const Tensor& x0, const Axes& axes0, b
   bool minmax = op == ReduceOp::Max || op == ReduceOp::Min;
   bool logical = op == ReduceOp::Any || op == ReduceOp::All;
   if (ex.initial && logical)
-    throw Error(ErrCode::Arguments, std::string(fn) + "() got an unexpected keyword argument 'initial'");
+    throw Error(ErrCode::Arguments,
+                std::string(fn) + "() got an unexpected keyword argument 'initial'");
   if (where && minmax && !ex.initial)
     throw Error(ErrCode::Value, std::string("reduction operation ") + fn +
                                     " does not have an identity, so to use a where mask one has "
@@ -124,7 +126,9 @@ Tensor reduce(OpContext& cx, ReduceOp op, const Tensor& x0, const Axes& axes0, b
   if (minmax && !ex.initial && count(av(x).shape, axes) == 0)
     throw Error(ErrCode::Value, std::string("zero-size array to reduction operation ") + fn +
                                     " which has no identity");
-  DType result = dtype ? *dtype : (!minmax && !logical && ex.promote_integers) ? promote_integer(d) : d;
+  DType result = dtype                                          ? *dtype
+                 : (!minmax && !logical && ex.promote_integers) ? promote_integer(d)
+                                                                : d;
   // Sums and products of 16-bit floats accumulate in float32 unless dtype= asks otherwise.
   bool half = result == DType::Float16 || result == DType::BFloat16;
   DType compute = !dtype && !minmax && !logical && half ? DType::Float32 : result;
@@ -174,9 +178,12 @@ Tensor mean_impl(OpContext& cx, const Tensor& x, const std::vector<int64_t>& axe
     r = bind(cx, Op::Div, {}, {s, n}); // lax.div: integers truncate
   } else if (is_inexact(compute)) {
     // XLA rewrites the division by the constant count as a multiply by its reciprocal.
-    r = bind(cx, Op::Mul, {}, {s, reciprocal_of_count(cx, static_cast<double>(count(av(x).shape, axes)), compute, av(s))});
+    r = bind(cx, Op::Mul, {},
+             {s, reciprocal_of_count(cx, static_cast<double>(count(av(x).shape, axes)), compute,
+                                     av(s))});
   } else {
-    r = bind(cx, Op::Div, {}, {s, fill(cx, av(s).shape, Scalar::of_int(count(av(x).shape, axes)), compute, false)});
+    r = bind(cx, Op::Div, {},
+             {s, fill(cx, av(s).shape, Scalar::of_int(count(av(x).shape, axes)), compute, false)});
   }
   return convert(cx, r, result, false);
 }
@@ -237,11 +244,13 @@ Tensor var(OpContext& cx, const Tensor& x0, const Axes& axes0, bool keepdims, co
   }
   if (compute == DType::Float16 || compute == DType::BFloat16) compute = DType::Float32;
   Tensor a = convert(cx, x0, compute, false);
-  Tensor mu = o.mean ? convert(cx, *o.mean, compute, false) : mean_impl(cx, a, axes, true, compute, where);
+  Tensor mu =
+      o.mean ? convert(cx, *o.mean, compute, false) : mean_impl(cx, a, axes, true, compute, where);
   Tensor centered = binary(cx, BinOp::Sub, a, mu);
   bool cplx = is_complex(compute);
   if (cplx) { // |c|^2, real
-    centered = bind(cx, Op::Real, {}, {bind(cx, Op::Mul, {}, {centered, bind(cx, Op::Conj, {}, {centered})})});
+    centered = bind(cx, Op::Real, {},
+                    {bind(cx, Op::Mul, {}, {centered, bind(cx, Op::Conj, {}, {centered})})});
     compute = real_dtype(compute);
   } else {
     centered = bind(cx, Op::Mul, {}, {centered, centered});
@@ -270,7 +279,8 @@ Tensor var(OpContext& cx, const Tensor& x0, const Axes& axes0, bool keepdims, co
   return r;
 }
 
-Tensor cumsum(OpContext& cx, const Tensor& x0, std::optional<int> axis, std::optional<DType> dtype) {
+Tensor cumsum(OpContext& cx, const Tensor& x0, std::optional<int> axis,
+              std::optional<DType> dtype) {
   Tensor x = x0;
   int64_t ax = 0;
   if (axis && av(x).ndim() > 0)

@@ -15,7 +15,8 @@ namespace {
 // (numpy's for swapaxes, which indexes an array of the shape; Python's for split).
 int64_t swapaxes_axis(int64_t axis, int ndim) {
   if (axis < -ndim || axis >= ndim)
-    throw Error(ErrCode::Axis, "index " + std::to_string(axis) + " is out of bounds for axis 0 with size " +
+    throw Error(ErrCode::Axis, "index " + std::to_string(axis) +
+                                   " is out of bounds for axis 0 with size " +
                                    std::to_string(ndim));
   return axis < 0 ? axis + ndim : axis;
 }
@@ -34,8 +35,9 @@ Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape0) {
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
       if (infer_at >= 0)
-        throw Error(ErrCode::Reshape, "can only specify one unknown axis size with a `-1` value, got " +
-                                          shape_str(shape0));
+        throw Error(ErrCode::Reshape,
+                    "can only specify one unknown axis size with a `-1` value, got " +
+                        shape_str(shape0));
       infer_at = static_cast<int>(i);
     } else if (shape[i] < 0) {
       throw Error(ErrCode::Reshape, "reshape: negative dimension in shape " + shape_str(shape0));
@@ -46,10 +48,11 @@ Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape0) {
   int64_t size = av(x).size();
   if (infer_at >= 0) {
     if (known == 0 || size % known != 0) // JAX's text
-      throw Error(ErrCode::Reshape, "cannot reshape array of shape " + shape_str(av(x).shape) +
-                                        " (size " + std::to_string(size) + ") into shape " +
-                                        shape_str(shape0) + " because the product of specified axis sizes (" +
-                                        std::to_string(known) + ") does not evenly divide " + std::to_string(size));
+      throw Error(ErrCode::Reshape,
+                  "cannot reshape array of shape " + shape_str(av(x).shape) + " (size " +
+                      std::to_string(size) + ") into shape " + shape_str(shape0) +
+                      " because the product of specified axis sizes (" + std::to_string(known) +
+                      ") does not evenly divide " + std::to_string(size));
     shape[static_cast<size_t>(infer_at)] = size / known;
   }
   if (shape_size(shape) != size)
@@ -63,7 +66,8 @@ Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape0) {
 Tensor reshape_order(OpContext& cx, const Tensor& x, const Shape& shape, const std::string& order) {
   if (order == "C") return reshape(cx, x, shape);
   if (order == "A") throw Error(ErrCode::Unsupported, "np.reshape order=A is not implemented.");
-  if (order != "F") throw Error(ErrCode::Value, "Unexpected value for 'order' argument: " + order + ".");
+  if (order != "F")
+    throw Error(ErrCode::Value, "Unexpected value for 'order' argument: " + order + ".");
   Shape rev(shape.rbegin(), shape.rend());
   return transpose(cx, reshape(cx, transpose(cx, x, std::nullopt), rev), std::nullopt);
 }
@@ -78,8 +82,10 @@ Tensor transpose(OpContext& cx, const Tensor& x, const std::optional<std::vector
     // is canonicalize_axis's error.
     auto not_a_permutation = [&]() {
       std::vector<int64_t> given(perm->begin(), perm->end());
-      return Error(ErrCode::Axis, "transpose permutation isn't a permutation of operand dimensions, got permutation " +
-                                      dims_str(given) + " for operand shape " + shape_str(av(x).shape) + ".");
+      return Error(
+          ErrCode::Axis,
+          "transpose permutation isn't a permutation of operand dimensions, got permutation " +
+              dims_str(given) + " for operand shape " + shape_str(av(x).shape) + ".");
     };
     if (static_cast<int>(perm->size()) != nd) throw not_a_permutation();
     for (int a : *perm) p.push_back(norm_axis(a, nd));
@@ -106,7 +112,8 @@ Tensor moveaxis(OpContext& cx, const Tensor& x, int src, int dst) {
 // JAX's _moveaxis: the axes not moved keep their order and each moved axis is inserted at
 // its destination, in order of destination. Like JAX it does not check for repeats: a
 // repeated destination still gives a permutation, a repeated source fails in transpose.
-Tensor moveaxis(OpContext& cx, const Tensor& x, const std::vector<int>& src, const std::vector<int>& dst) {
+Tensor moveaxis(OpContext& cx, const Tensor& x, const std::vector<int>& src,
+                const std::vector<int>& dst) {
   int nd = av(x).ndim();
   if (src.size() != dst.size())
     throw Error(ErrCode::Value, "Inconsistent number of elements: " + std::to_string(src.size()) +
@@ -123,12 +130,16 @@ Tensor moveaxis(OpContext& cx, const Tensor& x, const std::vector<int>& src, con
   std::vector<int64_t> p;
   for (int i = 0; i < nd; ++i)
     if (!moved[static_cast<size_t>(i)]) p.push_back(i);
-  for (auto [d, s] : moves) p.insert(p.begin() + std::min<int64_t>(d, static_cast<int64_t>(p.size())), s);
+  for (auto [d, s] : moves)
+    p.insert(p.begin() + std::min<int64_t>(d, static_cast<int64_t>(p.size())), s);
   std::vector<int64_t> sorted = p;
   std::sort(sorted.begin(), sorted.end());
-  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end() || static_cast<int>(p.size()) != nd)
-    throw Error(ErrCode::Type, "transpose permutation isn't a permutation of operand dimensions, got permutation " +
-                                   dims_str(p) + " for operand shape " + shape_str(av(x).shape) + ".");
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end() ||
+      static_cast<int>(p.size()) != nd)
+    throw Error(
+        ErrCode::Type,
+        "transpose permutation isn't a permutation of operand dimensions, got permutation " +
+            dims_str(p) + " for operand shape " + shape_str(av(x).shape) + ".");
   return transpose_to(cx, x, p);
 }
 
@@ -159,8 +170,10 @@ Tensor squeeze(OpContext& cx, const Tensor& x, const Axes& axes) {
     for (int64_t a : dims) {
       if (s[static_cast<size_t>(a)] != 1) { // JAX's (lax.squeeze's) text
         Shape d(dims.begin(), dims.end());
-        throw Error(ErrCode::Value, "cannot select an axis to squeeze out which has size not equal to one, "
-                                    "got shape=" + shape_str(s) + " and dimensions=" + shape_str(d));
+        throw Error(ErrCode::Value,
+                    "cannot select an axis to squeeze out which has size not equal to one, "
+                    "got shape=" +
+                        shape_str(s) + " and dimensions=" + shape_str(d));
       }
       drop[static_cast<size_t>(a)] = true;
     }
@@ -174,8 +187,8 @@ Tensor squeeze(OpContext& cx, const Tensor& x, const Axes& axes) {
 Tensor broadcast_to(OpContext& cx, const Tensor& x, const Shape& shape) {
   const Shape& s = av(x).shape;
   if (s.size() > shape.size())
-    throw Error(ErrCode::Value, "Cannot broadcast to shape with fewer dimensions: arr_shape=" + shape_str(s) +
-                                    " shape=" + shape_str(shape));
+    throw Error(ErrCode::Value, "Cannot broadcast to shape with fewer dimensions: arr_shape=" +
+                                    shape_str(s) + " shape=" + shape_str(shape));
   bool ok = true;
   for (int64_t d : shape) ok = ok && d >= 0;
   for (size_t i = 0; ok && i < s.size(); ++i) {
@@ -191,11 +204,9 @@ Tensor broadcast_to(OpContext& cx, const Tensor& x, const Shape& shape) {
 }
 
 Tensor concatenate(OpContext& cx, const std::vector<Tensor>& xs, int axis) {
-  if (xs.empty())
-    throw Error(ErrCode::Value, "Need at least one array to concatenate.");
+  if (xs.empty()) throw Error(ErrCode::Value, "Need at least one array to concatenate.");
   int nd = av(xs[0]).ndim();
-  if (nd == 0)
-    throw Error(ErrCode::Shape, "Zero-dimensional arrays cannot be concatenated.");
+  if (nd == 0) throw Error(ErrCode::Shape, "Zero-dimensional arrays cannot be concatenated.");
   int64_t ax = norm_axis(axis, nd);
   auto all_shapes = [&]() {
     std::string out;
@@ -204,14 +215,16 @@ Tensor concatenate(OpContext& cx, const std::vector<Tensor>& xs, int axis) {
   };
   for (const Tensor& x : xs)
     if (av(x).ndim() != nd)
-      throw Error(ErrCode::Shape, "Cannot concatenate arrays with different numbers of dimensions: got " +
-                                      all_shapes() + ".");
+      throw Error(ErrCode::Shape,
+                  "Cannot concatenate arrays with different numbers of dimensions: got " +
+                      all_shapes() + ".");
   for (const Tensor& x : xs)
     for (int i = 0; i < nd; ++i)
       if (i != ax && av(x).shape[static_cast<size_t>(i)] != av(xs[0]).shape[static_cast<size_t>(i)])
-        throw Error(ErrCode::Shape, "Cannot concatenate arrays with shapes that differ in dimensions other than "
-                                    "the one being concatenated: concatenating along dimension " +
-                                        std::to_string(ax) + " for shapes " + all_shapes() + ".");
+        throw Error(ErrCode::Shape,
+                    "Cannot concatenate arrays with shapes that differ in dimensions other than "
+                    "the one being concatenated: concatenating along dimension " +
+                        std::to_string(ax) + " for shapes " + all_shapes() + ".");
   if (xs.size() == 1) return xs[0];
   PromotedType p = result_type(xs);
   std::vector<Tensor> conv;
@@ -260,10 +273,12 @@ std::vector<Tensor> split_sections(OpContext& cx, const Tensor& x, int64_t secti
   if (sections == 0) throw Error(ErrCode::ZeroDivision, "integer division or modulo by zero");
   int64_t rest = ((n % sections) + sections) % sections;
   if (rest != 0)
-    throw Error(ErrCode::Value, "array split does not result in an equal division: rest is " + std::to_string(rest));
+    throw Error(ErrCode::Value, "array split does not result in an equal division: rest is " +
+                                    std::to_string(rest));
   if (sections < 0)
-    throw Error(ErrCode::Value, "Sum of sizes 0.0 must be equal to dimension " + std::to_string(ax) +
-                                    " of the operand shape [" + std::to_string(n) + "]");
+    throw Error(ErrCode::Value, "Sum of sizes 0.0 must be equal to dimension " +
+                                    std::to_string(ax) + " of the operand shape [" +
+                                    std::to_string(n) + "]");
   std::vector<int64_t> idx;
   for (int64_t i = 1; i < sections; ++i) idx.push_back(i * (n / sections));
   return split_indices(cx, x, idx, static_cast<int>(ax));

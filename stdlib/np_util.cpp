@@ -104,8 +104,9 @@ Tensor fill(OpContext& cx, const Shape& shape, const Scalar& v, DType dtype, boo
 
 int64_t norm_axis(int64_t axis, int ndim) {
   if (axis < -ndim || axis >= ndim)
-    throw Error(ErrCode::Axis,
-                "axis " + std::to_string(axis) + " is out of bounds for array of dimension " + std::to_string(ndim));
+    throw Error(ErrCode::Axis, "axis " + std::to_string(axis) +
+                                   " is out of bounds for array of dimension " +
+                                   std::to_string(ndim));
   return axis < 0 ? axis + ndim : axis;
 }
 

@@ -10,8 +10,8 @@
 #include "lang/tracer.hpp"
 #include "runtime/eager.hpp"
 #include "stdlib/autodiff.hpp"
-#include "stdlib/pytree.hpp"
 #include "stdlib/jit_devices.hpp"
+#include "stdlib/pytree.hpp"
 #include "stdlib/sharding.hpp"
 #include "stdlib/sharding_rules.hpp"
 
@@ -189,8 +189,10 @@ void check_wsc_auto_axes(InterpreterImpl& in, const Mesh& mesh, const PartitionS
       int a = mesh.axis_of(axis);
       if (a >= 0 && mesh.axis_type(a) == AxisType::Explicit)
         throw Error(ErrCode::Value,
-                    "The spec of NamedSharding passed to with_sharding_constraint can only refer to Auto axes "
-                    "of the mesh. Got spec=" + spec.repr() + " and mesh=" +
+                    "The spec of NamedSharding passed to with_sharding_constraint can only refer "
+                    "to Auto axes "
+                    "of the mesh. Got spec=" +
+                        spec.repr() + " and mesh=" +
                         pxl::repr(make_abstract_mesh_value(mesh, in.platform().name())) +
                         ". You probably meant to use `reshard` API?");
     }
@@ -211,24 +213,30 @@ Value constrain_traced(InterpreterImpl& in, const Value& leaf, const Value& targ
         if (t->what() != "shard_map") continue;
         std::vector<std::string> manual;
         for (const std::string& n : t->function().mesh_axes)
-          if (std::find(t->auto_axes.begin(), t->auto_axes.end(), n) == t->auto_axes.end()) manual.push_back(n);
+          if (std::find(t->auto_axes.begin(), t->auto_axes.end(), n) == t->auto_axes.end())
+            manual.push_back(n);
         const PartitionSpec& want = spec ? spec->spec : named->spec;
         for (const std::string& a : want.axes())
           if (std::find(manual.begin(), manual.end(), a) != manual.end()) {
             std::string names;
             for (const std::string& n : manual) names += (names.empty() ? "'" : ", '") + n + "'";
-            throw Error(ErrCode::Value,
-                        "pspec " + want.repr() + " contains a manual axes (" + names + (manual.size() == 1 ? ",)" : ")") +
-                            " of mesh which is not allowed. If you are using a with_sharding_constraint under a "
-                            "shard_map, only use the mesh axis in PartitionSpec which are not manual.");
+            throw Error(
+                ErrCode::Value,
+                "pspec " + want.repr() + " contains a manual axes (" + names +
+                    (manual.size() == 1 ? ",)" : ")") +
+                    " of mesh which is not allowed. If you are using a with_sharding_constraint "
+                    "under a "
+                    "shard_map, only use the mesh axis in PartitionSpec which are not manual.");
           }
         break;
       }
     return leaf;
   }
   if (!spec && !(named && !named->single_device))
-    throw Error(ErrCode::Type, fn + "() inside traced code needs a NamedSharding or a "
-                                    "PartitionSpec, not " + type_name(target));
+    throw Error(ErrCode::Type, fn +
+                                   "() inside traced code needs a NamedSharding or a "
+                                   "PartitionSpec, not " +
+                                   type_name(target));
   PartitionSpec s = spec ? spec->spec : named->spec;
   Tensor t = in.to_tensor(leaf, Span{});
   const Shape& shape = t->aval.shape;
@@ -236,8 +244,10 @@ Value constrain_traced(InterpreterImpl& in, const Value& leaf, const Value& targ
   const Value* cur = in.context_mesh();
   const Mesh* ctx = cur ? value_to_mesh(*cur) : nullptr;
   if (!ctx && fn == "with_sharding_constraint") ctx = legacy_context_mesh(in);
-  if (!ctx && spec && fn == "with_sharding_constraint") throw Error(ErrCode::Value, wsc_needs_mesh_message());
-  if (fn == "with_sharding_constraint") { // JAX's messages (its sharding shown over the abstract mesh)
+  if (!ctx && spec && fn == "with_sharding_constraint")
+    throw Error(ErrCode::Value, wsc_needs_mesh_message());
+  if (fn ==
+      "with_sharding_constraint") { // JAX's messages (its sharding shown over the abstract mesh)
     const Mesh* m = named ? &named->mesh : ctx;
     if (m) {
       check_spec_names(*m, s, "shardings");
@@ -249,7 +259,8 @@ Value constrain_traced(InterpreterImpl& in, const Value& leaf, const Value& targ
   }
   if (s.entries.size() > shape.size())
     throw Error(ErrCode::Spec, fn + "(): " + s.repr() + " has " + std::to_string(s.entries.size()) +
-                                   " entries for a rank-" + std::to_string(shape.size()) + " array");
+                                   " entries for a rank-" + std::to_string(shape.size()) +
+                                   " array");
   // A mesh to check against: the sharding's, else the current one.
   const Mesh* mesh = named ? &named->mesh : ctx;
   if (mesh) {
@@ -288,7 +299,8 @@ Tensor typed_like_primal(InterpreterImpl& in, const Tensor& ct_in, const Tensor&
     return in.ops().bind(Op::ShardingConstraint, a, std::vector<Tensor>{ct});
   }
   if (!primal->sharded || ct->trace) return ct;
-  Value target = Value::object(std::make_shared<ShardingObj>(primal->sharded->mesh, primal->sharded->spec));
+  Value target =
+      Value::object(std::make_shared<ShardingObj>(primal->sharded->mesh, primal->sharded->spec));
   return in.to_tensor(device_put_leaf(in, make_array(ct), target), Span{});
 }
 
@@ -355,7 +367,8 @@ void add_out_sharding(InterpreterImpl&, Value& jax) {
       ArgReader r(name, a, {"xs", "out_shardings"}, 2);
       return map_tree_with_prefix(
           in, r[0], r[1], [](const Value& v) { return v.is_none() || v.is_obj(ObjKind::Opaque); },
-          std::string(name) + "() out_shardings", [&](const Value& leaf, const Value& target) {
+          std::string(name) + "() out_shardings",
+          [&](const Value& leaf, const Value& target) {
             if (!always && auto_only(in, target)) return leaf;
             return place(in, leaf, target, Placement::OutSharding, "reshard");
           });

@@ -31,12 +31,20 @@ bool fits(const DocNode* d, int width) {
     const DocNode* x = agenda.back();
     agenda.pop_back();
     switch (x->kind) {
-    case DocNode::Kind::Nil: break;
-    case DocNode::Kind::Text: case DocNode::Kind::Break: width -= static_cast<int>(x->text.size()); break;
-    case DocNode::Kind::Concat:
-      for (auto it = x->children.rbegin(); it != x->children.rend(); ++it) agenda.push_back(it->get());
+    case DocNode::Kind::Nil:
       break;
-    case DocNode::Kind::Nest: case DocNode::Kind::Group: agenda.push_back(x->children[0].get()); break;
+    case DocNode::Kind::Text:
+    case DocNode::Kind::Break:
+      width -= static_cast<int>(x->text.size());
+      break;
+    case DocNode::Kind::Concat:
+      for (auto it = x->children.rbegin(); it != x->children.rend(); ++it)
+        agenda.push_back(it->get());
+      break;
+    case DocNode::Kind::Nest:
+    case DocNode::Kind::Group:
+      agenda.push_back(x->children[0].get());
+      break;
     }
   }
   return width >= 0;
@@ -70,13 +78,15 @@ std::string format(const Doc& d, int width) {
     agenda.pop_back();
     const DocNode* x = it.doc;
     switch (x->kind) {
-    case DocNode::Kind::Nil: break;
+    case DocNode::Kind::Nil:
+      break;
     case DocNode::Kind::Text:
       out += x->text;
       col += static_cast<int>(x->text.size());
       break;
     case DocNode::Kind::Concat:
-      for (auto c = x->children.rbegin(); c != x->children.rend(); ++c) agenda.push_back({it.indent, it.mode, c->get()});
+      for (auto c = x->children.rbegin(); c != x->children.rend(); ++c)
+        agenda.push_back({it.indent, it.mode, c->get()});
       break;
     case DocNode::Kind::Break:
       if (it.mode == Mode::Break) {
@@ -87,9 +97,12 @@ std::string format(const Doc& d, int width) {
         col += static_cast<int>(x->text.size());
       }
       break;
-    case DocNode::Kind::Nest: agenda.push_back({it.indent + x->indent, it.mode, x->children[0].get()}); break;
+    case DocNode::Kind::Nest:
+      agenda.push_back({it.indent + x->indent, it.mode, x->children[0].get()});
+      break;
     case DocNode::Kind::Group: {
-      Mode m = it.mode == Mode::Flat || fits(x->children[0].get(), width - col) ? Mode::Flat : Mode::Break;
+      Mode m = it.mode == Mode::Flat || fits(x->children[0].get(), width - col) ? Mode::Flat
+                                                                                : Mode::Break;
       agenda.push_back({it.indent, m, x->children[0].get()});
       break;
     }

@@ -48,8 +48,9 @@ Value set_printoptions(InterpreterImpl& in, CallArgs& a) {
   if (given(9)) {
     std::string m = r.get_str(9);
     if (m != "fixed" && m != "unique" && m != "maxprec" && m != "maxprec_equal")
-      throw Error(ErrCode::Value,
-                  "floatmode option must be one of \"fixed\", \"unique\", \"maxprec\", \"maxprec_equal\"");
+      throw Error(
+          ErrCode::Value,
+          "floatmode option must be one of \"fixed\", \"unique\", \"maxprec\", \"maxprec_equal\"");
     o.floatmode = m;
   }
   if (given(8)) {
@@ -62,7 +63,8 @@ Value set_printoptions(InterpreterImpl& in, CallArgs& a) {
     if (!r[1].is_number()) throw Error(ErrCode::Type, "threshold must be numeric");
     double t = r.get_float(1);
     if (std::isnan(t))
-      throw Error(ErrCode::Value, "threshold must be non-NAN, try sys.maxsize for untruncated representation");
+      throw Error(ErrCode::Value,
+                  "threshold must be non-NAN, try sys.maxsize for untruncated representation");
     o.threshold = t >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(t);
   }
   if (given(0)) o.precision = static_cast<int>(std::min<int64_t>(non_negative(r, 0), 1000));
@@ -71,10 +73,13 @@ Value set_printoptions(InterpreterImpl& in, CallArgs& a) {
   if (given(4)) o.suppress = r.get_bool(4, false);
   if (given(5)) o.nanstr = r.get_str(5);
   if (given(6)) o.infstr = r.get_str(6);
-  if (given(7)) throw Error(ErrCode::Unsupported, "set_printoptions: formatter= is not supported by pxl");
+  if (given(7))
+    throw Error(ErrCode::Unsupported, "set_printoptions: formatter= is not supported by pxl");
   if (given(10) && !(r[10].is_bool() && !r[10].b))
-    throw Error(ErrCode::Unsupported, "set_printoptions: legacy printing modes are not supported by pxl");
-  if (given(11)) throw Error(ErrCode::Unsupported, "set_printoptions: override_repr= is not supported by pxl");
+    throw Error(ErrCode::Unsupported,
+                "set_printoptions: legacy printing modes are not supported by pxl");
+  if (given(11))
+    throw Error(ErrCode::Unsupported, "set_printoptions: override_repr= is not supported by pxl");
   in.print_options() = o;
   return Value();
 }

@@ -52,11 +52,15 @@ template <class T> const T* opaque_as(const Value& v) {
   return v.is_obj(ObjKind::Opaque) ? dynamic_cast<const T*>(v.as<OpaqueObj>()) : nullptr;
 }
 
-Value key_dtype_value(const std::string& tag) { return Value::object(std::make_shared<KeyDTypeObj>(tag)); }
+Value key_dtype_value(const std::string& tag) {
+  return Value::object(std::make_shared<KeyDTypeObj>(tag));
+}
 
 Tensor data_of(const KeyArrayObj& k) { return k.tensor(); }
 // Key arrays of the implementation `tag` over new data.
-Value wrap(Tensor data, const std::string& tag) { return make_key_array(make_array(std::move(data)), tag); }
+Value wrap(Tensor data, const std::string& tag) {
+  return make_key_array(make_array(std::move(data)), tag);
+}
 
 int wrap_negative_axis(int64_t axis, size_t ndim) {
   return static_cast<int>(axis < 0 ? axis + static_cast<int64_t>(ndim) : axis);
@@ -108,12 +112,14 @@ bool holds_key(const Value& v, int depth = 0) {
 }
 
 [[noreturn]] void promotion_error(const std::string& tag = "fry") {
-  throw Error(ErrCode::Value, "dtype=" + key_dtype_name(tag) + " is not a valid dtype for JAX type promotion.");
+  throw Error(ErrCode::Value,
+              "dtype=" + key_dtype_name(tag) + " is not a valid dtype for JAX type promotion.");
 }
 
 // The key arrays of a sequence argument (all must be keys), as their data;
 // `tag` is their implementation's.
-std::vector<Tensor> key_datas(InterpreterImpl& in, const Value& seq, size_t& key_ndim, std::string& tag) {
+std::vector<Tensor> key_datas(InterpreterImpl& in, const Value& seq, size_t& key_ndim,
+                              std::string& tag) {
   std::vector<Tensor> out;
   for (const Value& x : in.iterate(seq, Span{})) {
     const KeyArrayObj* k = as_key_array(x);
@@ -149,13 +155,17 @@ std::vector<np::IndexItem> key_index(InterpreterImpl& in, const Value& index, si
   bool ellipsis = false;
   for (const auto& it : items) {
     using K = np::IndexItem::Kind;
-    if (it.kind == K::Ellipsis) ellipsis = true;
-    else if (it.kind == K::Array && it.array->aval.dtype == DType::Bool) used += it.array->aval.shape.size();
-    else if (it.kind != K::NewAxis) ++used;
+    if (it.kind == K::Ellipsis)
+      ellipsis = true;
+    else if (it.kind == K::Array && it.array->aval.dtype == DType::Bool)
+      used += it.array->aval.shape.size();
+    else if (it.kind != K::NewAxis)
+      ++used;
   }
   if (used > nd)
-    throw Error(ErrCode::ArrayIndex, "Too many indices: array is " + std::to_string(nd) + "-dimensional, but " +
-                                         std::to_string(used) + " were indexed");
+    throw Error(ErrCode::ArrayIndex, "Too many indices: array is " + std::to_string(nd) +
+                                         "-dimensional, but " + std::to_string(used) +
+                                         " were indexed");
   if (ellipsis) {
     np::IndexItem all;
     all.kind = np::IndexItem::Kind::Slice;
@@ -194,8 +204,8 @@ struct KeyAtObj : OpaqueObj {
         const KeyArrayObj* v = as_key_array(r[0]);
         if (!v) promotion_error();
         const Tensor& t = d.as<ArrayObj>()->tensor;
-        return wrap(np::index_update(in.ops(), t, key_index(in, i, t->aval.shape.size() - 1), v->tensor(),
-                                     np::UpdateMode::Set),
+        return wrap(np::index_update(in.ops(), t, key_index(in, i, t->aval.shape.size() - 1),
+                                     v->tensor(), np::UpdateMode::Set),
                     tg);
       });
     }
@@ -205,7 +215,8 @@ struct KeyAtObj : OpaqueObj {
 
 // Replaces np.<name> with a function that handles key arrays with `keyed`
 // (returning true) and leaves everything else to numpy's.
-void wrap_np(const Value& np, const char* name, std::function<bool(InterpreterImpl&, CallArgs&, Value&)> keyed) {
+void wrap_np(const Value& np, const char* name,
+             std::function<bool(InterpreterImpl&, CallArgs&, Value&)> keyed) {
   auto& vars = np.as<ModuleObj>()->env->vars;
   Value orig = vars.at(name);
   vars[name] = make_builtin(name, [orig, keyed](InterpreterImpl& in, CallArgs& a) {
@@ -216,7 +227,8 @@ void wrap_np(const Value& np, const char* name, std::function<bool(InterpreterIm
   });
 }
 
-bool any_key(const CallArgs& a, std::initializer_list<size_t> positions, std::initializer_list<const char*> names) {
+bool any_key(const CallArgs& a, std::initializer_list<size_t> positions,
+             std::initializer_list<const char*> names) {
   for (size_t p : positions)
     if (p < a.pos.size() && as_key_array(a.pos[p])) return true;
   for (const auto& [k, v] : a.kw)
@@ -252,7 +264,8 @@ void install_np_wrappers(const Value& np) {
   wrap_np(np, "reshape", [](InterpreterImpl& in, CallArgs& a, Value& out) {
     if (!any_key(a, {0}, {"a"})) return false;
     ArgReader r("reshape", a, {"a", "newshape", "order", "shape"}, 1);
-    out = reshape_keys(in, *as_key_array(r[0]), value_to_int_list(r.has(1) ? r[1] : r[3], "reshape() shape"));
+    out = reshape_keys(in, *as_key_array(r[0]),
+                       value_to_int_list(r.has(1) ? r[1] : r[3], "reshape() shape"));
     return true;
   });
   wrap_np(np, "ravel", [](InterpreterImpl& in, CallArgs& a, Value& out) {
@@ -300,8 +313,8 @@ void install_np_wrappers(const Value& np) {
       ArgReader r(name, a, {"object", "dtype", "copy", "order", "ndmin", "device"}, 1);
       if (!holds_key(r[0])) return false;
       if (r.has(1) && !r[1].is_none())
-        throw Error(ErrCode::Value, "Cannot convert_element_type from " + key_dtype_name("fry") + " to " +
-                                        pxl::str(r[1]));
+        throw Error(ErrCode::Value, "Cannot convert_element_type from " + key_dtype_name("fry") +
+                                        " to " + pxl::str(r[1]));
       out = keyed_array(in, r[0]);
       return true;
     });
@@ -315,7 +328,6 @@ Value make_key_array(Value data, std::string tag) {
 }
 
 const KeyArrayObj* as_key_array(const Value& v) { return opaque_as<KeyArrayObj>(v); }
-
 
 bool is_key_data(const Value& v) { return v.is_obj(ObjKind::Array) || shape_dtype_struct_aval(v); }
 
@@ -343,7 +355,8 @@ std::string KeyArrayObj::repr() const {
     for (size_t i = 0; i < s.size(); ++i) dims += (i ? "," : "") + std::to_string(s[i]);
     return "JitTracer(" + key_dtype_name(tag) + "[" + dims + "])";
   }
-  return "Array(" + shape_str(shape()) + ", dtype=" + key_dtype_name(tag) + ") overlaying:\n" + pxl::str(data);
+  return "Array(" + shape_str(shape()) + ", dtype=" + key_dtype_name(tag) + ") overlaying:\n" +
+         pxl::str(data);
 }
 
 bool KeyArrayObj::get_attr(InterpreterImpl& in, const std::string& name, Value& out) {
@@ -381,7 +394,9 @@ bool KeyArrayObj::get_attr(InterpreterImpl& in, const std::string& name, Value& 
     return true;
   }
   if (name == "ravel" || name == "flatten") {
-    out = make_builtin(name, [self = self_of()](InterpreterImpl& in, CallArgs&) { return reshape_keys(in, *self, {-1}); });
+    out = make_builtin(name, [self = self_of()](InterpreterImpl& in, CallArgs&) {
+      return reshape_keys(in, *self, {-1});
+    });
     return true;
   }
   if (name == "squeeze") {
@@ -401,7 +416,8 @@ bool KeyArrayObj::get_attr(InterpreterImpl& in, const std::string& name, Value& 
 }
 
 std::vector<std::string> KeyArrayObj::attr_names() const {
-  return {"T", "at", "block_until_ready", "copy", "dtype", "flatten", "itemsize", "ndim", "ravel", "reshape", "shape", "size", "squeeze"};
+  return {"T",    "at",    "block_until_ready", "copy",  "dtype", "flatten", "itemsize",
+          "ndim", "ravel", "reshape",           "shape", "size",  "squeeze"};
 }
 
 bool KeyArrayObj::get_item(InterpreterImpl& in, const Value& index, Value& out) {
@@ -420,65 +436,86 @@ bool KeyArrayObj::items(InterpreterImpl& in, ValueList& out) {
   return true;
 }
 
-bool KeyArrayObj::truth(InterpreterImpl&) { throw type_error("key array cannot be converted to boolean."); }
+bool KeyArrayObj::truth(InterpreterImpl&) {
+  throw type_error("key array cannot be converted to boolean.");
+}
 
-bool KeyArrayObj::apply_operator(InterpreterImpl& in, const std::string& op, const Value& other, bool self_first,
-                                 Value& out) {
+bool KeyArrayObj::apply_operator(InterpreterImpl& in, const std::string& op, const Value& other,
+                                 bool self_first, Value& out) {
   const std::string key = key_dtype_name(tag);
   if (op == "pos") return out = make_key_array(data, tag), true;
   if (op == "neg")
-    throw type_error("neg does not accept dtype " + key + ". Accepted dtypes are subtypes of integer, floating, complexfloating.");
-  if (op == "invert") throw type_error("not does not accept dtype " + key + ". Accepted dtypes are subtypes of integer, bool.");
+    throw type_error("neg does not accept dtype " + key +
+                     ". Accepted dtypes are subtypes of integer, floating, complexfloating.");
+  if (op == "invert")
+    throw type_error("not does not accept dtype " + key +
+                     ". Accepted dtypes are subtypes of integer, bool.");
   bool cmp = op == "lt" || op == "le" || op == "gt" || op == "ge" || op == "eq" || op == "ne";
   if (const KeyArrayObj* o = as_key_array(other)) { // lax's checks of two keys
-    if (op == "eq" || op == "ne") { // keys compare by their whole data
+    if (op == "eq" || op == "ne") {                 // keys compare by their whole data
       Tensor x = self_first ? tensor() : o->tensor(), y = self_first ? o->tensor() : tensor();
       bool eq = op == "eq";
       Tensor c = np::binary(in.ops(), eq ? np::BinOp::Eq : np::BinOp::Ne, x, y);
       int last = static_cast<int>(c->aval.shape.size()) - 1;
-      out = make_array(np::reduce(in.ops(), eq ? np::ReduceOp::All : np::ReduceOp::Any, c, std::vector<int>{last}));
+      out = make_array(np::reduce(in.ops(), eq ? np::ReduceOp::All : np::ReduceOp::Any, c,
+                                  std::vector<int>{last}));
       return true;
     }
     static const std::pair<const char*, const char*> lax_names[] = {
-        {"add", "add"}, {"sub", "sub"}, {"mul", "mul"}, {"and", "and"}, {"or", "or"}, {"xor", "xor"},
-        {"lt", "lt"},   {"le", "le"},   {"gt", "gt"},   {"ge", "ge"}};
+        {"add", "add"}, {"sub", "sub"}, {"mul", "mul"}, {"and", "and"}, {"or", "or"},
+        {"xor", "xor"}, {"lt", "lt"},   {"le", "le"},   {"gt", "gt"},   {"ge", "ge"}};
     for (auto [py, lax] : lax_names) {
       if (op != py) continue;
       std::string accepted = cmp ? "integer, floating, bool"
-                             : (op == "and" || op == "or" || op == "xor") ? "integer, bool"
-                                                                          : "integer, floating, complexfloating";
+                             : (op == "and" || op == "or" || op == "xor")
+                                 ? "integer, bool"
+                                 : "integer, floating, complexfloating";
       throw type_error(std::string(lax) + " does not accept dtype " + key +
-                       " at position 0. Accepted dtypes at position 0 are subtypes of " + accepted + ".");
+                       " at position 0. Accepted dtypes at position 0 are subtypes of " + accepted +
+                       ".");
     }
     throw type_error("Cannot interpret '" + key + "' as a data type");
   }
   std::optional<std::string> od = operand_dtype(other);
   if (!od) return false; // Python's unsupported-operand error
-  if ((op == "pow" && self_first) || op == "matmul") throw type_error("Cannot interpret '" + key + "' as a data type");
+  if ((op == "pow" && self_first) || op == "matmul")
+    throw type_error("Cannot interpret '" + key + "' as a data type");
   if (cmp) { // a reflected comparison swaps its sides (Python's __gt__ for <)
     static const std::pair<const char*, const char*> names[] = {
-        {"lt", "less"}, {"le", "less_equal"}, {"gt", "greater"}, {"ge", "greater_equal"}, {"eq", "equal"}, {"ne", "not_equal"}};
-    static const std::pair<const char*, const char*> mirror[] = {{"lt", "gt"}, {"gt", "lt"}, {"le", "ge"}, {"ge", "le"}};
+        {"lt", "less"},          {"le", "less_equal"}, {"gt", "greater"},
+        {"ge", "greater_equal"}, {"eq", "equal"},      {"ne", "not_equal"}};
+    static const std::pair<const char*, const char*> mirror[] = {
+        {"lt", "gt"}, {"gt", "lt"}, {"le", "ge"}, {"ge", "le"}};
     std::string o = op;
     if (!self_first)
       for (auto [a, b] : mirror)
         if (op == a) o = b;
     for (auto [py, jnp] : names)
-      if (o == py) throw type_error(std::string(jnp) + " does not accept dtypes " + key + ", " + *od + ".");
+      if (o == py)
+        throw type_error(std::string(jnp) + " does not accept dtypes " + key + ", " + *od + ".");
   }
-  static const std::pair<const char*, const char*> names[] = {
-      {"add", "add"},           {"sub", "subtract"},     {"mul", "multiply"},      {"truediv", "true_divide"},
-      {"floordiv", "floor_divide"}, {"mod", "remainder"}, {"pow", "power"},        {"and", "bitwise_and"},
-      {"or", "bitwise_or"},     {"xor", "bitwise_xor"},  {"lshift", "left_shift"}, {"rshift", "right_shift"}};
+  static const std::pair<const char*, const char*> names[] = {{"add", "add"},
+                                                              {"sub", "subtract"},
+                                                              {"mul", "multiply"},
+                                                              {"truediv", "true_divide"},
+                                                              {"floordiv", "floor_divide"},
+                                                              {"mod", "remainder"},
+                                                              {"pow", "power"},
+                                                              {"and", "bitwise_and"},
+                                                              {"or", "bitwise_or"},
+                                                              {"xor", "bitwise_xor"},
+                                                              {"lshift", "left_shift"},
+                                                              {"rshift", "right_shift"}};
   for (auto [py, jnp] : names)
     if (op == py)
-      throw type_error(std::string(jnp) + " does not accept dtypes " + (self_first ? key : *od) + ", " +
-                       (self_first ? *od : key) + ".");
+      throw type_error(std::string(jnp) + " does not accept dtypes " + (self_first ? key : *od) +
+                       ", " + (self_first ? *od : key) + ".");
   return false;
 }
 
 std::optional<bool> key_issubdtype(const Value& a, const Value& b) {
-  bool a_dtype = opaque_as<KeyDTypeObj>(a) != nullptr, b_dtype = opaque_as<KeyDTypeObj>(b) != nullptr;
+  bool a_dtype = opaque_as<KeyDTypeObj>(a) != nullptr,
+       b_dtype = opaque_as<KeyDTypeObj>(b) != nullptr;
   const KeyClassObj *a_cls = opaque_as<KeyClassObj>(a), *b_cls = opaque_as<KeyClassObj>(b);
   if (!a_dtype && !b_dtype && !a_cls && !b_cls) return std::nullopt;
   if (a_dtype) return b_dtype || b_cls;
@@ -492,7 +529,8 @@ void install_key_arrays(InterpreterImpl& in, const Value& np, const Value& rando
   auto& vars = random.as<ModuleObj>()->env->vars;
   vars["_wrap_keys"] = make_builtin("wrap_key_data", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("wrap_key_data", a, {"data", "tag"}, 1);
-    return make_key_array(make_array(in.to_tensor(r[0], Span{})), r.has(1) ? r.get_str(1) : std::string("fry"));
+    return make_key_array(make_array(in.to_tensor(r[0], Span{})),
+                          r.has(1) ? r.get_str(1) : std::string("fry"));
   });
   // A key array's implementation tag: fry, rbg or urbg (unsafe_rbg).
   vars["_key_tag"] = make_builtin("_key_tag", [](InterpreterImpl&, CallArgs& a) {

@@ -32,8 +32,8 @@ struct KeyArrayObj : OpaqueObj {
   bool get_item(InterpreterImpl& in, const Value& index, Value& out) override;
   bool items(InterpreterImpl& in, ValueList& out) override;
   bool truth(InterpreterImpl&) override;
-  bool apply_operator(InterpreterImpl& in, const std::string& op, const Value& other, bool self_first,
-                      Value& out) override;
+  bool apply_operator(InterpreterImpl& in, const std::string& op, const Value& other,
+                      bool self_first, Value& out) override;
 };
 
 // A key array over `data` (not checked: the caller has checked it).

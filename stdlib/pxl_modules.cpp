@@ -3,8 +3,8 @@
 #include "lang/args.hpp"
 #include "stdlib/aot_stages.hpp"
 #include "stdlib/float0.hpp"
-#include "stdlib/sparse_class.hpp"
 #include "stdlib/module_builder.hpp"
+#include "stdlib/sparse_class.hpp"
 #include "stdlib/transforms.hpp"
 
 namespace pxl {
@@ -70,7 +70,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   ModuleBuilder collections("collections");
   add_object_makers(types, collections);
   add_float0_builtins(types);
-  add_sparse_class_builtin(types); // stdlib/sparse_class.cpp
+  add_sparse_class_builtin(types);       // stdlib/sparse_class.cpp
   types.fn("_lowered", lowered_builtin); // stdlib/aot_stages.cpp
   in.register_module("types", types.value());
   in.register_module("collections", collections.value());
@@ -91,11 +91,11 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
       {"jax.experimental.sparse", "experimental_sparse"},
       {"jax.scipy.optimize", "scipy_optimize"},
       {"jax._src.scipy.optimize.line_search", "scipy_optimize"}, // what JAX's tests import
-      {"jax._src.lax", "jax_src_lax"},                            // its `parallel`
-      {"jax._src.lax.parallel", "lax_parallel"},                  // pargmax, pargmin
-      {"jax._src.tpu.linalg", "tpu_linalg"},                      // its svd and qdwh
+      {"jax._src.lax", "jax_src_lax"},                           // its `parallel`
+      {"jax._src.lax.parallel", "lax_parallel"},                 // pargmax, pargmin
+      {"jax._src.tpu.linalg", "tpu_linalg"},                     // its svd and qdwh
       {"jax.scipy.spatial", "scipy_spatial"},
-      {"jax.scipy.spatial.transform", "scipy_spatial_transform"}, // Rotation, Slerp
+      {"jax.scipy.spatial.transform", "scipy_spatial_transform"},       // Rotation, Slerp
       {"jax.experimental.sparse.linalg", "experimental_sparse_linalg"}, // lobpcg_standard
       {"jax.experimental.shard_alike", "experimental_shard_alike"},
   };
@@ -105,8 +105,10 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
         in.register_source_module(dotted, std::string("<stdlib>/") + s.name + ".pxl", s.text);
   // numpy_*.pxl define more of jax.numpy in pxl: merge their public functions into np.
   Value np = jax.as<ModuleObj>()->env->vars.at("numpy");
-  for (const char* file : {"numpy_extra", "numpy_more", "numpy_sort", "numpy_elementwise", "numpy_construct",
-                           "numpy_poly_signal", "numpy_stats", "numpy_index_sets", "numpy_functional", "numpy_rest"}) merge_functions(in, file, np);
+  for (const char* file :
+       {"numpy_extra", "numpy_more", "numpy_sort", "numpy_elementwise", "numpy_construct",
+        "numpy_poly_signal", "numpy_stats", "numpy_index_sets", "numpy_functional", "numpy_rest"})
+    merge_functions(in, file, np);
   // jax.lax.linalg: the factorization primitives with their JVP rules.
   Value lax = jax.as<ModuleObj>()->env->vars.at("lax");
   Value lax_linalg = in.import_module("linalg_lax", Span{}, "");
@@ -129,17 +131,17 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   merge_functions(in, "random_extra", jax.as<ModuleObj>()->env->vars.at("random"));
   // lax_extra.pxl likewise for jax.lax (control flow, slicing helpers).
   merge_functions(in, "lax_extra", lax);
-  merge_functions(in, "lax_loops", lax); // scan, map, cond, switch, while_loop's host loop
-  merge_functions(in, "lax_conv", lax);   // convolutions, reduce_window, reduce
-  merge_functions(in, "lax_gather", lax); // gather, scatter
-  merge_functions(in, "lax_rest", lax);   // nextafter, mulhi, custom_root, ...
+  merge_functions(in, "lax_loops", lax);   // scan, map, cond, switch, while_loop's host loop
+  merge_functions(in, "lax_conv", lax);    // convolutions, reduce_window, reduce
+  merge_functions(in, "lax_gather", lax);  // gather, scatter
+  merge_functions(in, "lax_rest", lax);    // nextafter, mulhi, custom_root, ...
   merge_functions(in, "lax_special", lax); // lgamma, digamma, igamma, betainc, ...
   merge_functions(in, "lax_rng", lax);     // rng_bit_generator (Philox, as XLA on CPU)
   // lax names of np functions, some of which the files above just defined.
   static const std::pair<const char*, const char*> from_np[] = {
-      {"asin", "arcsin"},   {"acos", "arccos"},   {"atan", "arctan"},   {"sinh", "sinh"},
-      {"cosh", "cosh"},     {"asinh", "arcsinh"}, {"acosh", "arccosh"}, {"atanh", "arctanh"},
-      {"cbrt", "cbrt"}};
+      {"asin", "arcsin"},   {"acos", "arccos"},   {"atan", "arctan"},
+      {"sinh", "sinh"},     {"cosh", "cosh"},     {"asinh", "arcsinh"},
+      {"acosh", "arccosh"}, {"atanh", "arctanh"}, {"cbrt", "cbrt"}};
   auto& np_vars = np.as<ModuleObj>()->env->vars;
   for (auto [mine, theirs] : from_np)
     if (np_vars.count(theirs)) lax.as<ModuleObj>()->env->vars[mine] = np_vars.at(theirs);
@@ -158,9 +160,11 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
     Value cbs = in.import_module("callbacks", Span{}, "");
     auto& cv = cbs.as<ModuleObj>()->env->vars;
     jax.as<ModuleObj>()->env->vars["pure_callback"] = cv.at("pure_callback");
-    jax.as<ModuleObj>()->env->vars.at("experimental").as<ModuleObj>()->env->vars["io_callback"] = cv.at("io_callback");
+    jax.as<ModuleObj>()->env->vars.at("experimental").as<ModuleObj>()->env->vars["io_callback"] =
+        cv.at("io_callback");
   }
-  merge_functions(in, "sharding_axes", jax.as<ModuleObj>()->env->vars.at("sharding")); // auto_axes, explicit_axes
+  merge_functions(in, "sharding_axes",
+                  jax.as<ModuleObj>()->env->vars.at("sharding")); // auto_axes, explicit_axes
   Value pjit = in.import_module("experimental_pjit", Span{}, ""); // jax.experimental.pjit
   jax.as<ModuleObj>()->env->vars.at("experimental").as<ModuleObj>()->env->vars["pjit"] = pjit;
   in.register_module("jax.experimental.pjit", pjit);
@@ -176,7 +180,8 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   jax.as<ModuleObj>()->env->vars["test_util"] = test_util;
   in.register_module("jax.test_util", test_util);
   Value multihost = in.import_module("experimental_multihost_utils", Span{}, ""); // one process
-  jax.as<ModuleObj>()->env->vars.at("experimental").as<ModuleObj>()->env->vars["multihost_utils"] = multihost;
+  jax.as<ModuleObj>()->env->vars.at("experimental").as<ModuleObj>()->env->vars["multihost_utils"] =
+      multihost;
   in.register_module("jax.experimental.multihost_utils", multihost);
   Value ops = in.import_module("jax_ops", Span{}, ""); // segment_sum, ...
   jax.as<ModuleObj>()->env->vars["ops"] = ops;
@@ -199,11 +204,12 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   // jax.scipy; before nn, whose logsumexp is jax.scipy.special's).
   Value special = in.import_module("scipy_special", Span{}, "");
   ModuleBuilder stats("jax.scipy.stats");
-  for (const char* dist : {"norm", "uniform", "expon", "gamma", "beta", "t", "cauchy", "laplace",
-                           "logistic", "chi2", "pareto", "poisson", "bernoulli", "geom", "binom",
-                           "dirichlet", "gennorm", "multivariate_normal", "betabinom", "nbinom",
-                           "vonmises", "wrapcauchy", "gumbel_l", "gumbel_r", "multinomial",
-                           "truncnorm"}) {
+  for (const char* dist :
+       {"norm",        "uniform",  "expon",    "gamma",      "beta",     "t",
+        "cauchy",      "laplace",  "logistic", "chi2",       "pareto",   "poisson",
+        "bernoulli",   "geom",     "binom",    "dirichlet",  "gennorm",  "multivariate_normal",
+        "betabinom",   "nbinom",   "vonmises", "wrapcauchy", "gumbel_l", "gumbel_r",
+        "multinomial", "truncnorm"}) {
     Value m = in.import_module(std::string("scipy_stats_") + dist, Span{}, "");
     stats.val(dist, m);
     in.register_module(std::string("jax.scipy.stats.") + dist, m);
@@ -214,10 +220,11 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   Value stats_kde = in.import_module("scipy_stats_kde", Span{}, "");
   stats.val("gaussian_kde", stats_kde.as<ModuleObj>()->env->vars.at("gaussian_kde"));
   Value scipy_linalg = in.import_module("scipy_linalg", Span{}, "");
-  merge_functions(in, "scipy_linalg_tridiagonal", scipy_linalg); // eigh_tridiagonal
+  merge_functions(in, "scipy_linalg_tridiagonal", scipy_linalg);       // eigh_tridiagonal
   Value scipy_signal = in.import_module("scipy_signal", Span{}, "");   // convolve, correlate, ...
   Value scipy_ndimage = in.import_module("scipy_ndimage", Span{}, ""); // map_coordinates
-  Value scipy_interpolate = in.import_module("scipy_interpolate", Span{}, ""); // RegularGridInterpolator
+  Value scipy_interpolate =
+      in.import_module("scipy_interpolate", Span{}, "");       // RegularGridInterpolator
   Value scipy_fft = in.import_module("scipy_fft", Span{}, ""); // dct, dctn, idct, idctn
   ModuleBuilder scipy("jax.scipy");
   scipy.val("special", special);

@@ -31,8 +31,10 @@ std::string TreeDef::repr() const {
   std::function<std::string(const TreeDef&)> rec = [&](const TreeDef& d) -> std::string {
     switch (d.kind) {
     case Kind::Leaf:
-    case Kind::Key: return "*";
-    case Kind::None: return "None";
+    case Kind::Key:
+      return "*";
+    case Kind::None:
+      return "None";
     case Kind::Tuple:
     case Kind::List: {
       std::string s = d.kind == Kind::Tuple ? "(" : "[";
@@ -46,7 +48,8 @@ std::string TreeDef::repr() const {
         for (size_t i = 0; i < d.keys.size(); ++i) keys += (i ? ", " : "") + pxl::repr(d.keys[i]);
         keys = "(" + keys + (d.keys.size() == 1 ? ",)" : ")");
         std::string s = d.ordered ? "CustomNode(OrderedDict[" + keys + "], ["
-                                  : "CustomNode(defaultdict[(" + factory_repr(d.default_factory) + ", " + keys + ")], [";
+                                  : "CustomNode(defaultdict[(" + factory_repr(d.default_factory) +
+                                        ", " + keys + ")], [";
         for (size_t i = 0; i < d.children.size(); ++i) s += (i ? ", " : "") + rec(d.children[i]);
         return s + "])";
       }
@@ -59,7 +62,8 @@ std::string TreeDef::repr() const {
       // A registered node shows its aux data (JAX's repr of what flatten returned).
       std::string s = d.nt_type->num_aux
                           ? "CustomNode(" + d.nt_type->name + "[" +
-                                pxl::repr(d.keys.size() == 1 ? d.keys[0] : make_tuple(d.keys)) + "], ["
+                                pxl::repr(d.keys.size() == 1 ? d.keys[0] : make_tuple(d.keys)) +
+                                "], ["
                           : "CustomNode(namedtuple[" + d.nt_type->name + "], [";
       for (size_t i = 0; i < d.children.size(); ++i) s += (i ? ", " : "") + rec(d.children[i]);
       return s + "])";
@@ -70,8 +74,8 @@ std::string TreeDef::repr() const {
   return "PyTreeDef(" + rec(*this) + ")";
 }
 
-static TreeDef flatten_rec(InterpreterImpl& in, const Value& v, ValueList& leaves, const Value* is_leaf,
-                           int depth) {
+static TreeDef flatten_rec(InterpreterImpl& in, const Value& v, ValueList& leaves,
+                           const Value* is_leaf, int depth) {
   if (depth > 500) throw Error(ErrCode::Value, "pytree nested too deeply");
   TreeDef d;
   if (is_leaf && in.truthy(in.call(*is_leaf, {v}, Span{}), Span{})) {
@@ -85,11 +89,13 @@ static TreeDef flatten_rec(InterpreterImpl& in, const Value& v, ValueList& leave
     leaves.push_back(k->data);
   } else if (v.is_obj(ObjKind::Tuple) || v.is_obj(ObjKind::List)) {
     d.kind = v.is_obj(ObjKind::Tuple) ? TreeDef::Kind::Tuple : TreeDef::Kind::List;
-    for (const Value& x : *sequence_items(v)) d.children.push_back(flatten_rec(in, x, leaves, is_leaf, depth + 1));
+    for (const Value& x : *sequence_items(v))
+      d.children.push_back(flatten_rec(in, x, leaves, is_leaf, depth + 1));
   } else if (const ValueList* fields = nullptr; (d.nt_type = namedtuple_parts(v, &fields))) {
     d.kind = TreeDef::Kind::NamedTuple;
     d.keys = namedtuple_aux(v); // a registered node's static data
-    for (const Value& x : *fields) d.children.push_back(flatten_rec(in, x, leaves, is_leaf, depth + 1));
+    for (const Value& x : *fields)
+      d.children.push_back(flatten_rec(in, x, leaves, is_leaf, depth + 1));
   } else if (v.is_obj(ObjKind::Dict)) {
     d.kind = TreeDef::Kind::Dict;
     d.ordered = v.as<DictObj>()->ordered;
@@ -98,10 +104,12 @@ static TreeDef flatten_rec(InterpreterImpl& in, const Value& v, ValueList& leave
     v.as<DictObj>()->for_each([&](const Value& k, const Value&) { d.keys.push_back(k); });
     if (!d.ordered) { // an OrderedDict's keep their order
       try {
-        std::stable_sort(d.keys.begin(), d.keys.end(),
-                         [&](const Value& a, const Value& b) { return in.less_than(a, b, Span{}); });
+        std::stable_sort(d.keys.begin(), d.keys.end(), [&](const Value& a, const Value& b) {
+          return in.less_than(a, b, Span{});
+        });
       } catch (const Error&) { // keys that do not compare (JAX's message)
-        throw Error(ErrCode::Value, "Comparator raised exception while sorting pytree dictionary keys.");
+        throw Error(ErrCode::Value,
+                    "Comparator raised exception while sorting pytree dictionary keys.");
       }
     }
     for (const Value& k : d.keys)
@@ -112,16 +120,20 @@ static TreeDef flatten_rec(InterpreterImpl& in, const Value& v, ValueList& leave
   return d;
 }
 
-TreeDef tree_flatten(InterpreterImpl& in, const Value& tree, ValueList& leaves, const Value* is_leaf) {
+TreeDef tree_flatten(InterpreterImpl& in, const Value& tree, ValueList& leaves,
+                     const Value* is_leaf) {
   if (is_leaf && is_leaf->is_none()) is_leaf = nullptr;
   return flatten_rec(in, tree, leaves, is_leaf, 0);
 }
 
 // JAX's PyTreeDef.flatten_up_to errors (ValueError), naming the offending subtree.
-static void flatten_up_to_rec(InterpreterImpl& in, const TreeDef& d, const Value& v, ValueList& out) {
+static void flatten_up_to_rec(InterpreterImpl& in, const TreeDef& d, const Value& v,
+                              ValueList& out) {
   auto fail = [](const std::string& msg) { return Error(ErrCode::Value, msg); };
   switch (d.kind) {
-  case TreeDef::Kind::Leaf: out.push_back(v); return;
+  case TreeDef::Kind::Leaf:
+    out.push_back(v);
+    return;
   case TreeDef::Kind::Key:
     if (!as_key_array(v)) throw fail("Expected a key array, got " + repr(v) + ".");
     out.push_back(as_key_array(v)->data);
@@ -129,20 +141,25 @@ static void flatten_up_to_rec(InterpreterImpl& in, const TreeDef& d, const Value
   case TreeDef::Kind::None:
     if (!v.is_none())
       throw fail("Expected None, got " + repr(v) +
-                 ".\n\nIn previous releases of JAX, flatten-up-to used to consider None to be a tree-prefix of "
-                 "non-None values. To obtain the previous behavior, you can usually write:\n  jax.tree.map(lambda "
+                 ".\n\nIn previous releases of JAX, flatten-up-to used to consider None to be a "
+                 "tree-prefix of "
+                 "non-None values. To obtain the previous behavior, you can usually write:\n  "
+                 "jax.tree.map(lambda "
                  "x, y: None if x is None else f(x, y), a, b, is_leaf=lambda x: x is None)");
     return;
   case TreeDef::Kind::Tuple:
   case TreeDef::Kind::List: {
     bool tuple = d.kind == TreeDef::Kind::Tuple;
     bool ok = (tuple ? v.is_obj(ObjKind::Tuple) : v.is_obj(ObjKind::List)) && !namedtuple_parts(v);
-    if (!ok) throw fail(std::string("Expected ") + (tuple ? "tuple" : "list") + ", got " + repr(v) + ".");
+    if (!ok)
+      throw fail(std::string("Expected ") + (tuple ? "tuple" : "list") + ", got " + repr(v) + ".");
     const ValueList* items = sequence_items(v);
     if (items->size() != d.children.size())
-      throw fail(std::string(tuple ? "Tuple" : "List") + " arity mismatch: " + std::to_string(items->size()) +
-                 " != " + std::to_string(d.children.size()) + "; " + (tuple ? "tuple: " : "list: ") + repr(v) + ".");
-    for (size_t i = 0; i < items->size(); ++i) flatten_up_to_rec(in, d.children[i], (*items)[i], out);
+      throw fail(std::string(tuple ? "Tuple" : "List") + " arity mismatch: " +
+                 std::to_string(items->size()) + " != " + std::to_string(d.children.size()) + "; " +
+                 (tuple ? "tuple: " : "list: ") + repr(v) + ".");
+    for (size_t i = 0; i < items->size(); ++i)
+      flatten_up_to_rec(in, d.children[i], (*items)[i], out);
     return;
   }
   case TreeDef::Kind::NamedTuple: {
@@ -157,9 +174,11 @@ static void flatten_up_to_rec(InterpreterImpl& in, const TreeDef& d, const Value
       Value want = d.keys.size() == 1 ? d.keys[0] : make_tuple(d.keys);
       Value got = aux.size() == 1 ? aux[0] : make_tuple(aux);
       if (!values_equal(want, got))
-        throw fail("Mismatch custom node data: " + repr(want) + " != " + repr(got) + "; value: " + repr(v) + ".");
+        throw fail("Mismatch custom node data: " + repr(want) + " != " + repr(got) +
+                   "; value: " + repr(v) + ".");
     }
-    for (size_t i = 0; i < items->size(); ++i) flatten_up_to_rec(in, d.children[i], (*items)[i], out);
+    for (size_t i = 0; i < items->size(); ++i)
+      flatten_up_to_rec(in, d.children[i], (*items)[i], out);
     return;
   }
   case TreeDef::Kind::Dict: {
@@ -167,13 +186,15 @@ static void flatten_up_to_rec(InterpreterImpl& in, const TreeDef& d, const Value
     ValueList keys;
     v.as<DictObj>()->for_each([&](const Value& k, const Value&) { keys.push_back(k); });
     if (!d.ordered)
-      std::stable_sort(keys.begin(), keys.end(), [&](const Value& a, const Value& b) { return in.less_than(a, b, Span{}); });
+      std::stable_sort(keys.begin(), keys.end(),
+                       [&](const Value& a, const Value& b) { return in.less_than(a, b, Span{}); });
     bool same = keys.size() == d.keys.size();
     for (size_t i = 0; same && i < keys.size(); ++i) same = values_equal(keys[i], d.keys[i]);
     if (!same)
-      throw fail("Dict key mismatch; expected keys: " + repr(make_list(d.keys)) + "; present keys: " +
-                 repr(make_list(keys)) + ".");
-    for (size_t i = 0; i < d.keys.size(); ++i) flatten_up_to_rec(in, d.children[i], *v.as<DictObj>()->find(d.keys[i]), out);
+      throw fail("Dict key mismatch; expected keys: " + repr(make_list(d.keys)) +
+                 "; present keys: " + repr(make_list(keys)) + ".");
+    for (size_t i = 0; i < d.keys.size(); ++i)
+      flatten_up_to_rec(in, d.children[i], *v.as<DictObj>()->find(d.keys[i]), out);
     return;
   }
   }
@@ -188,17 +209,20 @@ static Value unflatten_rec(const TreeDef& d, const ValueList& leaves, size_t& po
   case TreeDef::Kind::Leaf:
     if (pos >= leaves.size()) throw Error(ErrCode::Value, "too few leaves for the tree structure");
     return leaves[pos++];
-  case TreeDef::Kind::Key: { // the key data back as keys (other leaves, e.g. tree_map's, as they are)
+  case TreeDef::Kind::Key: { // the key data back as keys (other leaves, e.g. tree_map's, as they
+                             // are)
     const Value& leaf = leaves.at(pos++);
     std::string tag = d.keys.empty() ? std::string("fry") : pxl::str(d.keys[0]);
     return is_key_data(leaf) ? make_key_array(leaf, tag) : leaf;
   }
-  case TreeDef::Kind::None: return Value();
+  case TreeDef::Kind::None:
+    return Value();
   case TreeDef::Kind::Tuple:
   case TreeDef::Kind::List: {
     ValueList items;
     for (const auto& c : d.children) items.push_back(unflatten_rec(c, leaves, pos));
-    return d.kind == TreeDef::Kind::Tuple ? make_tuple(std::move(items)) : make_list(std::move(items));
+    return d.kind == TreeDef::Kind::Tuple ? make_tuple(std::move(items))
+                                          : make_list(std::move(items));
   }
   case TreeDef::Kind::NamedTuple: {
     ValueList items;
@@ -211,7 +235,8 @@ static Value unflatten_rec(const TreeDef& d, const ValueList& leaves, size_t& po
     out->ordered = d.ordered;
     out->defaulted = d.defaulted;
     out->default_factory = d.default_factory;
-    for (size_t i = 0; i < d.children.size(); ++i) out->set(d.keys[i], unflatten_rec(d.children[i], leaves, pos));
+    for (size_t i = 0; i < d.children.size(); ++i)
+      out->set(d.keys[i], unflatten_rec(d.children[i], leaves, pos));
     return Value::object(out);
   }
   }
@@ -221,19 +246,22 @@ static Value unflatten_rec(const TreeDef& d, const ValueList& leaves, size_t& po
 Value tree_unflatten(const TreeDef& def, const ValueList& leaves) {
   size_t n = def.num_leaves();
   if (leaves.size() < n)
-    throw Error(ErrCode::Value, "Too few leaves for PyTreeDef; expected " + std::to_string(n) + ", got " +
-                                    std::to_string(leaves.size()));
+    throw Error(ErrCode::Value, "Too few leaves for PyTreeDef; expected " + std::to_string(n) +
+                                    ", got " + std::to_string(leaves.size()));
   if (leaves.size() > n)
-    throw Error(ErrCode::Value, "Too many leaves for PyTreeDef; expected " + std::to_string(n) + ".");
+    throw Error(ErrCode::Value,
+                "Too many leaves for PyTreeDef; expected " + std::to_string(n) + ".");
   size_t pos = 0;
   Value v = unflatten_rec(def, leaves, pos);
   return v;
 }
 
-bool treedef_attr(const TreeDef& def, const std::string& name, Value& out); // stdlib/pytree_more.cpp
-std::optional<std::string> pytree_prefix_error(InterpreterImpl& in, const TreeDef& prefix, const Value& full,
+bool treedef_attr(const TreeDef& def, const std::string& name,
+                  Value& out); // stdlib/pytree_more.cpp
+std::optional<std::string> pytree_prefix_error(InterpreterImpl& in, const TreeDef& prefix,
+                                               const Value& full,
                                                const std::string& name); // stdlib/pytree_errors.cpp
-void add_tree_more_functions(Value& tree_util, Value& tree);                 // stdlib/pytree_more.cpp
+void add_tree_more_functions(Value& tree_util, Value& tree);             // stdlib/pytree_more.cpp
 
 namespace {
 
@@ -243,7 +271,8 @@ struct TreeDefObj : OpaqueObj {
   std::string type_name() const override { return "PyTreeDef"; }
   std::string repr() const override { return def.repr(); }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
-    if (name == "num_leaves") return out = Value::integer(static_cast<int64_t>(def.num_leaves())), true;
+    if (name == "num_leaves")
+      return out = Value::integer(static_cast<int64_t>(def.num_leaves())), true;
     return treedef_attr(def, name, out); // num_nodes, children(), unflatten(), ...
   }
   bool equals(const OpaqueObj& o) const override {
@@ -261,15 +290,16 @@ Value tree_map(InterpreterImpl& in, CallArgs& a) {
 
 } // namespace
 
-Value map_leaves(InterpreterImpl& in, const char* fn, const Value& f, const TreeDef& def, const ValueList& leaves,
-                 const ValueList& rest, const ValueList* first) {
+Value map_leaves(InterpreterImpl& in, const char* fn, const Value& f, const TreeDef& def,
+                 const ValueList& leaves, const ValueList& rest, const ValueList* first) {
   std::vector<ValueList> others;
   for (const Value& t : rest) {
     ValueList ls;
     try {
       flatten_up_to(in, def, t, ls);
     } catch (Error& e) { // JAX's tree_map reports where the structures part
-      if (auto msg = pytree_prefix_error(in, def, t, std::string(fn) + " tree")) throw Error(ErrCode::Value, *msg);
+      if (auto msg = pytree_prefix_error(in, def, t, std::string(fn) + " tree"))
+        throw Error(ErrCode::Value, *msg);
       throw;
     }
     others.push_back(std::move(ls));
@@ -285,7 +315,9 @@ Value map_leaves(InterpreterImpl& in, const char* fn, const Value& f, const Tree
   return tree_unflatten(def, out);
 }
 
-Value tree_structure_value(TreeDef def) { return Value::object(std::make_shared<TreeDefObj>(std::move(def))); }
+Value tree_structure_value(TreeDef def) {
+  return Value::object(std::make_shared<TreeDefObj>(std::move(def)));
+}
 
 const TreeDef* treedef_of(const Value& v) {
   auto* d = v.is_obj(ObjKind::Opaque) ? dynamic_cast<TreeDefObj*>(v.as<OpaqueObj>()) : nullptr;
@@ -312,17 +344,20 @@ void add_tree_functions(InterpreterImpl& in, Value& tree_util, Value& tree, Valu
   auto structure_fn = [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("tree_structure", a, {"tree", "is_leaf"}, 1);
     ValueList leaves;
-    return Value::object(std::make_shared<TreeDefObj>(tree_flatten(in, r[0], leaves, r.has(1) ? &r[1] : nullptr)));
+    return Value::object(
+        std::make_shared<TreeDefObj>(tree_flatten(in, r[0], leaves, r.has(1) ? &r[1] : nullptr)));
   };
   auto flatten_fn = [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("tree_flatten", a, {"tree", "is_leaf"}, 1);
     ValueList leaves;
     TreeDef d = tree_flatten(in, r[0], leaves, r.has(1) ? &r[1] : nullptr);
-    return make_tuple({make_list(std::move(leaves)), Value::object(std::make_shared<TreeDefObj>(d))});
+    return make_tuple(
+        {make_list(std::move(leaves)), Value::object(std::make_shared<TreeDefObj>(d))});
   };
   auto unflatten_fn = [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("tree_unflatten", a, {"treedef", "leaves"}, 2);
-    auto* d = r[0].is_obj(ObjKind::Opaque) ? dynamic_cast<TreeDefObj*>(r[0].as<OpaqueObj>()) : nullptr;
+    auto* d =
+        r[0].is_obj(ObjKind::Opaque) ? dynamic_cast<TreeDefObj*>(r[0].as<OpaqueObj>()) : nullptr;
     if (!d) throw Error(ErrCode::Type, "tree_unflatten() expects a PyTreeDef");
     return tree_unflatten(d->def, in.iterate(r[1], Span{}));
   };

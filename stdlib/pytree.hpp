@@ -3,10 +3,10 @@
 // None as an empty subtree and everything else a leaf. Used by tree_map
 // and, later, to pass structured arguments in and out of traced functions.
 #pragma once
-#include <optional>
 #include "lang/args.hpp"
 #include "lang/interp_impl.hpp"
 #include "stdlib/namedtuple.hpp"
+#include <optional>
 
 namespace pxl {
 
@@ -22,7 +22,7 @@ struct TreeDef {
   bool ordered = false, defaulted = false;
   Value default_factory;
   std::shared_ptr<const NamedTupleType> nt_type; // NamedTuple: its class
-  std::vector<TreeDef> children;                // Tuple/List/Dict/NamedTuple (one per field)
+  std::vector<TreeDef> children;                 // Tuple/List/Dict/NamedTuple (one per field)
   // A tuple or a named tuple (a has_aux function's (out, aux) may be either).
   bool is_tuple_like() const { return kind == Kind::Tuple || kind == Kind::NamedTuple; }
   size_t num_leaves() const;
@@ -33,7 +33,8 @@ struct TreeDef {
 
 // `is_leaf` (a callable, or None/nullptr for none) is asked about every node
 // before it is taken apart: a true answer makes the whole node one leaf (JAX's).
-TreeDef tree_flatten(InterpreterImpl& in, const Value& tree, ValueList& leaves, const Value* is_leaf = nullptr);
+TreeDef tree_flatten(InterpreterImpl& in, const Value& tree, ValueList& leaves,
+                     const Value* is_leaf = nullptr);
 // The subtrees of `tree` at the leaves of `def`, which must be a prefix of
 // `tree`'s structure (JAX's treedef.flatten_up_to; what tree_map does with its
 // second and later trees).
@@ -42,8 +43,8 @@ Value tree_unflatten(const TreeDef& def, const ValueList& leaves);
 // f applied leaf by leaf to `leaves` (of `def`) and the leaves of the trees `rest`,
 // which must have the same structure; `first`, if given, holds one more leading
 // argument per leaf (tree_map_with_path's paths). Returns the tree of results.
-Value map_leaves(InterpreterImpl& in, const char* fn, const Value& f, const TreeDef& def, const ValueList& leaves,
-                 const ValueList& rest, const ValueList* first);
+Value map_leaves(InterpreterImpl& in, const char* fn, const Value& f, const TreeDef& def,
+                 const ValueList& leaves, const ValueList& rest, const ValueList* first);
 // A PyTreeDef object for `def` (what tree_structure returns).
 Value tree_structure_value(TreeDef def);
 // Installs each (name, fn) as tree_util.tree_<name> and tree.<name> (JAX's two spellings).
@@ -53,11 +54,11 @@ void add_tree_pair(Value& tree_util, Value& tree,
 void add_tree_path_functions(Value& tree_util, Value& tree);
 // JAX's "pytree structure error: ..." text for the first place where `full`
 // does not have `prefix` as a prefix (stdlib/pytree_errors.cpp), or nothing.
-std::optional<std::string> pytree_prefix_error(InterpreterImpl& in, const TreeDef& prefix, const Value& full,
-                                               const std::string& name);
+std::optional<std::string> pytree_prefix_error(InterpreterImpl& in, const TreeDef& prefix,
+                                               const Value& full, const std::string& name);
 // All of them (JAX's tree_util.prefix_errors), one per disagreeing subtree.
-std::vector<std::string> pytree_prefix_errors(InterpreterImpl& in, const TreeDef& prefix, const Value& full,
-                                              const std::string& name);
+std::vector<std::string> pytree_prefix_errors(InterpreterImpl& in, const TreeDef& prefix,
+                                              const Value& full, const std::string& name);
 // keystr of every leaf's key path of `d`, in flattening order ("['a'][0]").
 std::vector<std::string> leaf_keystrs(const TreeDef& d);
 // Matches a pytree of specs (or in_axes) against the argument tree: a leaf of
@@ -77,9 +78,11 @@ void broadcast_prefix(InterpreterImpl& in, const Value& prefix, const Value& tre
   if (pt != tt) ps = ts = nullptr; // a named tuple matches only its own class
   if (ps && ts) {
     if (ps->size() != ts->size())
-      throw Error(ErrCode::Value, what + " has " + std::to_string(ps->size()) + " entries but the value it describes has " +
+      throw Error(ErrCode::Value, what + " has " + std::to_string(ps->size()) +
+                                      " entries but the value it describes has " +
                                       std::to_string(ts->size()));
-    for (size_t i = 0; i < ps->size(); ++i) broadcast_prefix(in, (*ps)[i], (*ts)[i], out, is_leaf, what);
+    for (size_t i = 0; i < ps->size(); ++i)
+      broadcast_prefix(in, (*ps)[i], (*ts)[i], out, is_leaf, what);
     return;
   }
   if (prefix.is_obj(ObjKind::Dict) && tree.is_obj(ObjKind::Dict)) {
@@ -111,8 +114,8 @@ template <class F> Value map_tree(InterpreterImpl& in, const Value& tree, F&& fn
 // Every leaf of `tree` replaced by fn(leaf, target), where `target` is the leaf
 // of the pytree prefix `prefix` that covers it (see broadcast_prefix).
 template <class IsLeaf, class F>
-Value map_tree_with_prefix(InterpreterImpl& in, const Value& tree, const Value& prefix, IsLeaf is_leaf,
-                           const std::string& what, F&& fn) {
+Value map_tree_with_prefix(InterpreterImpl& in, const Value& tree, const Value& prefix,
+                           IsLeaf is_leaf, const std::string& what, F&& fn) {
   ValueList leaves, targets;
   TreeDef def = tree_flatten(in, tree, leaves);
   broadcast_prefix(in, prefix, tree, targets, is_leaf, what);

@@ -41,7 +41,8 @@ public:
       if (m.size) {
         blocks.push_back(m);
         if (alo < m.a && blo < m.b) queue.push_back({alo, m.a, blo, m.b});
-        if (m.a + m.size < ahi && m.b + m.size < bhi) queue.push_back({m.a + m.size, ahi, m.b + m.size, bhi});
+        if (m.a + m.size < ahi && m.b + m.size < bhi)
+          queue.push_back({m.a + m.size, ahi, m.b + m.size, bhi});
       }
     }
     std::sort(blocks.begin(), blocks.end(), [](const Match& x, const Match& y) {
@@ -49,7 +50,8 @@ public:
     });
     std::vector<Match> merged; // adjacent blocks join
     for (const Match& m : blocks) {
-      if (!merged.empty() && merged.back().a + merged.back().size == m.a && merged.back().b + merged.back().size == m.b)
+      if (!merged.empty() && merged.back().a + merged.back().size == m.a &&
+          merged.back().b + merged.back().size == m.b)
         merged.back().size += m.size;
       else
         merged.push_back(m);
@@ -70,9 +72,12 @@ public:
     size_t i = 0, j = 0;
     for (const Match& m : matching_blocks()) {
       size_t la = m.a - i, lb = m.b - j;
-      if (la && lb) atags += std::string(la, '^'), btags += std::string(lb, '^');
-      else if (la) atags += std::string(la, '-');
-      else if (lb) btags += std::string(lb, '+');
+      if (la && lb)
+        atags += std::string(la, '^'), btags += std::string(lb, '^');
+      else if (la)
+        atags += std::string(la, '-');
+      else if (lb)
+        btags += std::string(lb, '+');
       atags += std::string(m.size, ' ');
       btags += std::string(m.size, ' ');
       i = m.a + m.size;
@@ -102,7 +107,8 @@ private:
     }
     // Extend over equal non-junk, then junk, elements on both sides.
     for (bool junk : {false, true}) {
-      while (besti > alo && bestj > blo && bjunk(bestj - 1) == junk && a_[besti - 1] == b_[bestj - 1])
+      while (besti > alo && bestj > blo && bjunk(bestj - 1) == junk &&
+             a_[besti - 1] == b_[bestj - 1])
         --besti, --bestj, ++bestsize;
       while (besti + bestsize < ahi && bestj + bestsize < bhi && bjunk(bestj + bestsize) == junk &&
              a_[besti + bestsize] == b_[bestj + bestsize])
@@ -159,19 +165,27 @@ std::string ndiff_lines(const std::string& a, const std::string& b) {
 std::string py_type(const Value& v) {
   if (namedtuple_parts(v)) return "<class '__main__." + namedtuple_parts(v)->name + "'>";
   if (v.is_obj(ObjKind::Array)) return "<class 'jaxlib._jax.ArrayImpl'>";
-  if (v.is_obj(ObjKind::Dict) && v.as<DictObj>()->ordered) return "<class 'collections.OrderedDict'>";
+  if (v.is_obj(ObjKind::Dict) && v.as<DictObj>()->ordered)
+    return "<class 'collections.OrderedDict'>";
   return "<class '" + type_name(v) + "'>";
 }
 
 std::string def_type(const TreeDef& d) {
   switch (d.kind) {
-  case TreeDef::Kind::None: return "<class 'NoneType'>";
-  case TreeDef::Kind::Tuple: return "<class 'tuple'>";
-  case TreeDef::Kind::List: return "<class 'list'>";
-  case TreeDef::Kind::Dict: return "<class 'dict'>";
-  case TreeDef::Kind::NamedTuple: return "<class '__main__." + d.nt_type->name + "'>";
-  case TreeDef::Kind::Key: return "<class 'jax._src.prng.PRNGKeyArray'>";
-  case TreeDef::Kind::Leaf: break;
+  case TreeDef::Kind::None:
+    return "<class 'NoneType'>";
+  case TreeDef::Kind::Tuple:
+    return "<class 'tuple'>";
+  case TreeDef::Kind::List:
+    return "<class 'list'>";
+  case TreeDef::Kind::Dict:
+    return "<class 'dict'>";
+  case TreeDef::Kind::NamedTuple:
+    return "<class '__main__." + d.nt_type->name + "'>";
+  case TreeDef::Kind::Key:
+    return "<class 'jax._src.prng.PRNGKeyArray'>";
+  case TreeDef::Kind::Leaf:
+    break;
   }
   return "";
 }
@@ -190,16 +204,19 @@ bool contains(const ValueList& keys, const Value& k) {
 // JAX's messages for the tree named `name` (tree_util._prefix_error: one per
 // disagreeing subtree, not looking inside it), appended to `out`; `path` is the
 // key path so far. With `first_only` it stops at the first.
-void find_prefix_errors(InterpreterImpl& in, const TreeDef& d, const Value& full, const std::string& path,
-                        const std::string& name, std::vector<std::string>& out, bool first_only) {
+void find_prefix_errors(InterpreterImpl& in, const TreeDef& d, const Value& full,
+                        const std::string& path, const std::string& name,
+                        std::vector<std::string>& out, bool first_only) {
   auto found = [&](std::string e) { out.push_back(std::move(e)); };
   if (d.kind == TreeDef::Kind::Leaf) return;
   const std::string at = "    " + name + path + "\n";
   std::string ptype = def_type(d), ftype = py_type(full);
   if (ptype != ftype)
-    return found("pytree structure error: different types at key path\n" + at +
-           "At that key path, the prefix pytree " + name + " has a subtree of type\n    " + ptype +
-           "\nbut at the same key path the full pytree has a subtree of different type\n    " + ftype + ".");
+    return found(
+        "pytree structure error: different types at key path\n" + at +
+        "At that key path, the prefix pytree " + name + " has a subtree of type\n    " + ptype +
+        "\nbut at the same key path the full pytree has a subtree of different type\n    " + ftype +
+        ".");
   ValueList fkeys;
   const ValueList* items = nullptr;
   if (d.kind == TreeDef::Kind::Dict) {
@@ -212,55 +229,64 @@ void find_prefix_errors(InterpreterImpl& in, const TreeDef& d, const Value& full
         if (!contains(fkeys, k)) diff.push_back(k);
       for (const Value& k : fkeys)
         if (!contains(d.keys, k)) diff.push_back(k);
-      return found("pytree structure error: different numbers of pytree children at key path\n" + at +
-             "At that key path, the prefix pytree " + name + " has a subtree of type\n    " + ptype + "\nwith " +
-             std::to_string(d.keys.size()) + " child keys\n    " + join_keys(d.keys) +
-             "\nbut at the same key path the full pytree has a subtree of the same type but with " +
-             std::to_string(fkeys.size()) + " child keys\n    " + join_keys(fkeys) +
-             "\nso the symmetric difference on key sets is\n    " + join_keys(diff));
+      return found(
+          "pytree structure error: different numbers of pytree children at key path\n" + at +
+          "At that key path, the prefix pytree " + name + " has a subtree of type\n    " + ptype +
+          "\nwith " + std::to_string(d.keys.size()) + " child keys\n    " + join_keys(d.keys) +
+          "\nbut at the same key path the full pytree has a subtree of the same type but with " +
+          std::to_string(fkeys.size()) + " child keys\n    " + join_keys(fkeys) +
+          "\nso the symmetric difference on key sets is\n    " + join_keys(diff));
     }
     for (size_t i = 0; i < fkeys.size(); ++i) {
       if (values_equal(fkeys[i], d.keys[i])) continue;
       std::string pm = repr(make_tuple(d.keys)), fm = repr(make_tuple(fkeys));
       return found("pytree structure error: different pytree metadata at key path\n" + at +
-             "At that key path, the prefix pytree " + name + " has a subtree of type\n    " + ptype +
-             "\nwith metadata\n    " + pm +
-             "\nbut at the same key path the full pytree has a subtree of the same type but with metadata\n    " + fm +
-             "\nso the diff in the metadata at these pytree nodes is\n" + ndiff_lines(pm, fm));
+                   "At that key path, the prefix pytree " + name + " has a subtree of type\n    " +
+                   ptype + "\nwith metadata\n    " + pm +
+                   "\nbut at the same key path the full pytree has a subtree of the same type but "
+                   "with metadata\n    " +
+                   fm + "\nso the diff in the metadata at these pytree nodes is\n" +
+                   ndiff_lines(pm, fm));
     }
     for (size_t i = 0; i < fkeys.size() && !(first_only && !out.empty()); ++i)
-      find_prefix_errors(in, d.children[i], *full.as<DictObj>()->find(fkeys[i]), path + "[" + repr(fkeys[i]) + "]",
-                         name, out, first_only);
+      find_prefix_errors(in, d.children[i], *full.as<DictObj>()->find(fkeys[i]),
+                         path + "[" + repr(fkeys[i]) + "]", name, out, first_only);
     return;
   }
   if (d.kind == TreeDef::Kind::None) return;
-  if (d.kind == TreeDef::Kind::NamedTuple) namedtuple_parts(full, &items);
-  else items = sequence_items(full);
+  if (d.kind == TreeDef::Kind::NamedTuple)
+    namedtuple_parts(full, &items);
+  else
+    items = sequence_items(full);
   if (items->size() != d.children.size()) {
-    std::string ty = d.kind == TreeDef::Kind::Tuple ? "tuple" : d.kind == TreeDef::Kind::List ? "list" : d.nt_type->name;
+    std::string ty = d.kind == TreeDef::Kind::Tuple  ? "tuple"
+                     : d.kind == TreeDef::Kind::List ? "list"
+                                                     : d.nt_type->name;
     return found("pytree structure error: different lengths of " + ty + " at key path\n" + at +
-           "At that key path, the prefix pytree " + name + " has a subtree of type " + ty + " of length " +
-           std::to_string(d.children.size()) + ", but the full pytree has a subtree of the same type but of length " +
-           std::to_string(items->size()) + ".");
+                 "At that key path, the prefix pytree " + name + " has a subtree of type " + ty +
+                 " of length " + std::to_string(d.children.size()) +
+                 ", but the full pytree has a subtree of the same type but of length " +
+                 std::to_string(items->size()) + ".");
   }
   for (size_t i = 0; i < items->size() && !(first_only && !out.empty()); ++i) {
-    std::string key = d.kind == TreeDef::Kind::NamedTuple ? "." + d.nt_type->fields[i] : "[" + std::to_string(i) + "]";
+    std::string key = d.kind == TreeDef::Kind::NamedTuple ? "." + d.nt_type->fields[i]
+                                                          : "[" + std::to_string(i) + "]";
     find_prefix_errors(in, d.children[i], (*items)[i], path + key, name, out, first_only);
   }
 }
 
 } // namespace
 
-std::optional<std::string> pytree_prefix_error(InterpreterImpl& in, const TreeDef& prefix, const Value& full,
-                                               const std::string& name) {
+std::optional<std::string> pytree_prefix_error(InterpreterImpl& in, const TreeDef& prefix,
+                                               const Value& full, const std::string& name) {
   std::vector<std::string> errors;
   find_prefix_errors(in, prefix, full, "", name, errors, true);
   if (errors.empty()) return std::nullopt;
   return errors[0];
 }
 
-std::vector<std::string> pytree_prefix_errors(InterpreterImpl& in, const TreeDef& prefix, const Value& full,
-                                              const std::string& name) {
+std::vector<std::string> pytree_prefix_errors(InterpreterImpl& in, const TreeDef& prefix,
+                                              const Value& full, const std::string& name) {
   std::vector<std::string> errors;
   find_prefix_errors(in, prefix, full, "", name, errors, false);
   return errors;

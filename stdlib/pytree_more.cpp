@@ -32,7 +32,9 @@ ValueList children(const TreeDef& d) {
   return out;
 }
 
-Value unflatten_checked(const TreeDef& d, const ValueList& leaves) { return tree_unflatten(d, leaves); }
+Value unflatten_checked(const TreeDef& d, const ValueList& leaves) {
+  return tree_unflatten(d, leaves);
+}
 
 Value treedef_children_fn(InterpreterImpl&, CallArgs& a) {
   ArgReader r("treedef_children", a, {"treedef"}, 1);
@@ -73,7 +75,8 @@ Value flatten_one_level_fn(InterpreterImpl& in, CallArgs& a) {
   const Value& t = r[0];
   if (t.is_none()) return make_tuple({make_tuple({}), Value()});
   const ValueList* fields = nullptr;
-  if (auto nt = namedtuple_parts(t, &fields)) return make_tuple({make_list(*fields), make_type(nt->name)});
+  if (auto nt = namedtuple_parts(t, &fields))
+    return make_tuple({make_list(*fields), make_type(nt->name)});
   if (sequence_items(t)) return make_tuple({t, Value()});
   if (t.is_obj(ObjKind::Dict)) {
     ValueList leaves;
@@ -186,8 +189,10 @@ Value walk_rec(InterpreterImpl& in, const TreeDef& d, const Value& f_node, const
   for (const TreeDef& c : d.children) kids.push_back(walk_rec(in, c, f_node, f_leaf, leaves, pos));
   Value data;
   if (d.kind == TreeDef::Kind::Dict) {
-    if (d.defaulted) data = make_tuple({d.default_factory, make_tuple(d.keys)});
-    else data = d.ordered ? make_tuple(d.keys) : make_list(d.keys);
+    if (d.defaulted)
+      data = make_tuple({d.default_factory, make_tuple(d.keys)});
+    else
+      data = d.ordered ? make_tuple(d.keys) : make_list(d.keys);
   } else if (d.kind == TreeDef::Kind::NamedTuple && d.nt_type) {
     data = namedtuple_class(std::const_pointer_cast<NamedTupleType>(d.nt_type));
   }

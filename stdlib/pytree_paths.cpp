@@ -23,23 +23,34 @@ struct KeyEntryObj : OpaqueObj {
   KeyEntryObj(Kind k, Value v) : kind(k), key(std::move(v)) {}
   std::string type_name() const override {
     switch (kind) {
-    case Kind::Dict: return "DictKey";
-    case Kind::Sequence: return "SequenceKey";
-    case Kind::GetAttr: return "GetAttrKey";
-    case Kind::FlattenedIndex: return "FlattenedIndexKey";
+    case Kind::Dict:
+      return "DictKey";
+    case Kind::Sequence:
+      return "SequenceKey";
+    case Kind::GetAttr:
+      return "GetAttrKey";
+    case Kind::FlattenedIndex:
+      return "FlattenedIndexKey";
     }
     return "?";
   }
-  const char* field() const { return kind == Kind::Sequence ? "idx" : kind == Kind::GetAttr ? "name" : "key"; }
-  std::string repr() const override { return type_name() + "(" + field() + "=" + pxl::repr(key) + ")"; }
+  const char* field() const {
+    return kind == Kind::Sequence ? "idx" : kind == Kind::GetAttr ? "name" : "key";
+  }
+  std::string repr() const override {
+    return type_name() + "(" + field() + "=" + pxl::repr(key) + ")";
+  }
   std::string str() const override { return str(false); }
   // keystr's form: ['a'], [0], .name, [<flat index 3>]; with simple=True just a, 0, name, 3.
   std::string str(bool simple) const {
     if (simple) return pxl::str(key);
     switch (kind) {
-    case Kind::GetAttr: return "." + pxl::str(key);
-    case Kind::FlattenedIndex: return "[<flat index " + pxl::str(key) + ">]";
-    default: return "[" + pxl::repr(key) + "]";
+    case Kind::GetAttr:
+      return "." + pxl::str(key);
+    case Kind::FlattenedIndex:
+      return "[<flat index " + pxl::str(key) + ">]";
+    default:
+      return "[" + pxl::repr(key) + "]";
     }
   }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
@@ -70,16 +81,17 @@ void paths_rec(const TreeDef& d, ValueList& cur, ValueList& out) {
       // JAX's keys: a dict's DictKey, a named tuple's GetAttrKey (its field), a
       // registered node's FlattenedIndexKey (it has no key function), else SequenceKey.
       if (d.kind == TreeDef::Kind::Dict)
-        cur.push_back(Value::object(std::make_shared<KeyEntryObj>(KeyEntryObj::Kind::Dict, d.keys[i])));
+        cur.push_back(
+            Value::object(std::make_shared<KeyEntryObj>(KeyEntryObj::Kind::Dict, d.keys[i])));
       else if (d.kind == TreeDef::Kind::NamedTuple && d.nt_type->num_aux)
-        cur.push_back(Value::object(std::make_shared<KeyEntryObj>(KeyEntryObj::Kind::FlattenedIndex,
-                                                                  Value::integer(static_cast<int64_t>(i)))));
+        cur.push_back(Value::object(std::make_shared<KeyEntryObj>(
+            KeyEntryObj::Kind::FlattenedIndex, Value::integer(static_cast<int64_t>(i)))));
       else if (d.kind == TreeDef::Kind::NamedTuple)
-        cur.push_back(Value::object(
-            std::make_shared<KeyEntryObj>(KeyEntryObj::Kind::GetAttr, make_str(d.nt_type->fields[i]))));
+        cur.push_back(Value::object(std::make_shared<KeyEntryObj>(KeyEntryObj::Kind::GetAttr,
+                                                                  make_str(d.nt_type->fields[i]))));
       else
-        cur.push_back(Value::object(std::make_shared<KeyEntryObj>(KeyEntryObj::Kind::Sequence,
-                                                                  Value::integer(static_cast<int64_t>(i)))));
+        cur.push_back(Value::object(std::make_shared<KeyEntryObj>(
+            KeyEntryObj::Kind::Sequence, Value::integer(static_cast<int64_t>(i)))));
       paths_rec(d.children[i], cur, out);
       cur.pop_back();
     }
@@ -87,8 +99,8 @@ void paths_rec(const TreeDef& d, ValueList& cur, ValueList& out) {
 }
 
 // Leaves and their paths; the treedef is returned too.
-TreeDef flatten_with_paths(InterpreterImpl& in, const Value& tree, ValueList& leaves, ValueList& paths,
-                           const Value* is_leaf) {
+TreeDef flatten_with_paths(InterpreterImpl& in, const Value& tree, ValueList& leaves,
+                           ValueList& paths, const Value* is_leaf) {
   TreeDef d = tree_flatten(in, tree, leaves, is_leaf);
   ValueList cur;
   paths_rec(d, cur, paths);
@@ -99,10 +111,11 @@ TreeDef flatten_with_paths(InterpreterImpl& in, const Value& tree, ValueList& le
 // decides. The nodes are visited from the root, each taken apart one level (its
 // children's keys are those paths_rec gives); the nodes chosen as leaves are
 // then leaves of an ordinary flatten (they are told apart by identity).
-TreeDef flatten_with_paths_taking(InterpreterImpl& in, const Value& tree, ValueList& leaves, ValueList& paths,
-                                  const Value& is_leaf) {
+TreeDef flatten_with_paths_taking(InterpreterImpl& in, const Value& tree, ValueList& leaves,
+                                  ValueList& paths, const Value& is_leaf) {
   std::set<const Object*> chosen;
-  std::function<void(const Value&, const ValueList&)> visit = [&](const Value& node, const ValueList& path) {
+  std::function<void(const Value&, const ValueList&)> visit = [&](const Value& node,
+                                                                  const ValueList& path) {
     if (in.truthy(in.call(is_leaf, ValueList{make_tuple(path), node}, Span{}), Span{})) {
       if (node.tag == Value::Tag::Obj) chosen.insert(node.obj.get());
       return;
@@ -130,8 +143,8 @@ TreeDef flatten_with_paths_taking(InterpreterImpl& in, const Value& tree, ValueL
 
 // flatten_with_paths with the is_leaf and is_leaf_takes_path arguments at
 // positions `is_leaf_at` and `is_leaf_at + 1` of `r`.
-TreeDef flatten_with_paths_args(InterpreterImpl& in, const Value& tree, ValueList& leaves, ValueList& paths,
-                                ArgReader& r, size_t is_leaf_at) {
+TreeDef flatten_with_paths_args(InterpreterImpl& in, const Value& tree, ValueList& leaves,
+                                ValueList& paths, ArgReader& r, size_t is_leaf_at) {
   const Value* is_leaf = r.has(is_leaf_at) && !r[is_leaf_at].is_none() ? &r[is_leaf_at] : nullptr;
   if (is_leaf && r.get_bool(is_leaf_at + 1, false))
     return flatten_with_paths_taking(in, tree, leaves, paths, *is_leaf);
@@ -168,7 +181,10 @@ Value keystr(InterpreterImpl& in, CallArgs& a) {
   bool first = true;
   for (const Value& k : in.iterate(r[0], Span{})) {
     auto* e = k.is_obj(ObjKind::Opaque) ? dynamic_cast<KeyEntryObj*>(k.as<OpaqueObj>()) : nullptr;
-    if (!e) throw Error(ErrCode::Type, "keystr() expects a key path (a tuple of DictKey, SequenceKey, GetAttrKey or FlattenedIndexKey), got a " + type_name(k));
+    if (!e)
+      throw Error(ErrCode::Type, "keystr() expects a key path (a tuple of DictKey, SequenceKey, "
+                                 "GetAttrKey or FlattenedIndexKey), got a " +
+                                     type_name(k));
     s += (first ? "" : sep) + e->str(simple);
     first = false;
   }
@@ -189,9 +205,12 @@ Value leaves_reduce(InterpreterImpl& in, CallArgs& a, bool all) {
   tree_flatten(in, r[1], leaves, r.has(3) ? &r[3] : nullptr);
   size_t i = 0;
   Value acc;
-  if (r.has(2)) acc = r[2];
-  else if (leaves.empty()) throw Error(ErrCode::Type, "reduce() of empty iterable with no initial value");
-  else acc = leaves[i++];
+  if (r.has(2))
+    acc = r[2];
+  else if (leaves.empty())
+    throw Error(ErrCode::Type, "reduce() of empty iterable with no initial value");
+  else
+    acc = leaves[i++];
   for (; i < leaves.size(); ++i) acc = in.call(r[0], {acc, leaves[i]}, Span{});
   return acc;
 }
@@ -212,7 +231,8 @@ void add_tree_path_functions(Value& tree_util, Value& tree) {
     return make_list(path_leaf_pairs(leaves, paths));
   };
   auto map_fn = [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("tree_map_with_path", a, {"f", "tree", "*rest", "is_leaf", "is_leaf_takes_path"}, 2);
+    ArgReader r("tree_map_with_path", a, {"f", "tree", "*rest", "is_leaf", "is_leaf_takes_path"},
+                2);
     ValueList leaves, paths;
     TreeDef def = flatten_with_paths_args(in, r[1], leaves, paths, r, 3);
     return map_leaves(in, "tree_map_with_path", r[0], def, leaves, r.rest(), &paths);
@@ -235,18 +255,20 @@ void add_tree_path_functions(Value& tree_util, Value& tree) {
   for (auto [name, kind] : key_classes) {
     KeyEntryObj::Kind k = kind;
     std::string cls = name;
-    tree_util.as<ModuleObj>()->env->vars[name] = make_builtin(cls, [k, cls](InterpreterImpl&, CallArgs& a) {
-      KeyEntryObj probe(k, Value());
-      ArgReader r(cls, a, {probe.field()}, 1);
-      if (k == KeyEntryObj::Kind::Sequence || k == KeyEntryObj::Kind::FlattenedIndex)
-        (void)value_to_int(r[0], cls + "() " + probe.field());
-      if (k == KeyEntryObj::Kind::GetAttr) (void)value_to_str(r[0], cls + "() name");
-      return Value::object(std::make_shared<KeyEntryObj>(k, r[0]));
-    });
+    tree_util.as<ModuleObj>()->env->vars[name] =
+        make_builtin(cls, [k, cls](InterpreterImpl&, CallArgs& a) {
+          KeyEntryObj probe(k, Value());
+          ArgReader r(cls, a, {probe.field()}, 1);
+          if (k == KeyEntryObj::Kind::Sequence || k == KeyEntryObj::Kind::FlattenedIndex)
+            (void)value_to_int(r[0], cls + "() " + probe.field());
+          if (k == KeyEntryObj::Kind::GetAttr) (void)value_to_str(r[0], cls + "() name");
+          return Value::object(std::make_shared<KeyEntryObj>(k, r[0]));
+        });
   }
   // tree_util.Partial: functools.partial (pxl's partial objects are leaves).
   Value functools = make_functools_module();
-  tree_util.as<ModuleObj>()->env->vars["Partial"] = functools.as<ModuleObj>()->env->vars.at("partial");
+  tree_util.as<ModuleObj>()->env->vars["Partial"] =
+      functools.as<ModuleObj>()->env->vars.at("partial");
 }
 
 } // namespace pxl

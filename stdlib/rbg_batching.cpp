@@ -15,7 +15,8 @@ constexpr const char* kKind = "rng_bit_generator";
 // The draw's custom_call rule: its operand is an integer key, so reverse mode
 // asks no cotangent of it.
 struct RngBitsRule : CustomRule {
-  std::vector<Tensor> vjp(OpContext&, std::span<const Tensor>, std::span<const Tensor>) const override {
+  std::vector<Tensor> vjp(OpContext&, std::span<const Tensor>,
+                          std::span<const Tensor>) const override {
     return std::vector<Tensor>(num_args);
   }
 };
@@ -36,8 +37,8 @@ bool is_rng_bit_generator_call(const OpAttrs& attrs) {
   return attrs.custom && attrs.custom->kind == kKind;
 }
 
-std::vector<BVal> batch_rng_bit_generator(OpContext& cx, const OpAttrs& attrs, std::span<const BVal> args,
-                                          const BatchAxis& axis) {
+std::vector<BVal> batch_rng_bit_generator(OpContext& cx, const OpAttrs& attrs,
+                                          std::span<const BVal> args, const BatchAxis& axis) {
   const Function& f = *attrs.custom->fn;
   if (!args[0].batched) {
     std::vector<Tensor> ts;

@@ -16,7 +16,7 @@ namespace pxl {
 bool is_rng_bit_generator_call(const OpAttrs& attrs);
 
 // Its batching rule.
-std::vector<BVal> batch_rng_bit_generator(OpContext& cx, const OpAttrs& attrs, std::span<const BVal> args,
-                                          const BatchAxis& axis);
+std::vector<BVal> batch_rng_bit_generator(OpContext& cx, const OpAttrs& attrs,
+                                          std::span<const BVal> args, const BatchAxis& axis);
 
 } // namespace pxl

@@ -23,7 +23,8 @@ void paths_rec(const TreeDef& d, const std::string& cur, std::vector<std::string
   default:
     for (size_t i = 0; i < d.children.size(); ++i)
       paths_rec(d.children[i],
-                cur + "[" + (d.kind == TreeDef::Kind::Dict ? repr(d.keys[i]) : std::to_string(i)) + "]",
+                cur + "[" + (d.kind == TreeDef::Kind::Dict ? repr(d.keys[i]) : std::to_string(i)) +
+                    "]",
                 out);
   }
 }
@@ -79,7 +80,8 @@ std::string mesh_sentence(const Mesh& mesh) {
 // lists them in mesh order; Python's set order varies from run to run).
 std::string manual_axes(const Mesh& mesh) {
   std::string s;
-  for (size_t i = 0; i < mesh.axis_names.size(); ++i) s += (i ? ", '" : "'") + mesh.axis_names[i] + "'";
+  for (size_t i = 0; i < mesh.axis_names.size(); ++i)
+    s += (i ? ", '" : "'") + mesh.axis_names[i] + "'";
   return "frozenset({" + s + "})";
 }
 
@@ -106,8 +108,10 @@ std::string bound_to(const Value& fn_in, const std::string& leaf_path, size_t na
   bool keyword_only = false;
   for (const Param& p : *f->params) {
     if (p.kind == Param::Kind::VarArgs) varargs = true;
-    if (p.kind == Param::Kind::KwArgs || p.kind == Param::Kind::KwOnlyMarker || p.keyword_only) continue;
-    if (std::find(by_keyword.begin(), by_keyword.end(), p.name) != by_keyword.end()) keyword_only = true;
+    if (p.kind == Param::Kind::KwArgs || p.kind == Param::Kind::KwOnlyMarker || p.keyword_only)
+      continue;
+    if (std::find(by_keyword.begin(), by_keyword.end(), p.name) != by_keyword.end())
+      keyword_only = true;
     if (keyword_only && p.kind != Param::Kind::VarArgs) continue;
     if (skip > 0 && p.kind != Param::Kind::VarArgs) {
       --skip;
@@ -155,24 +159,26 @@ std::string rank_message(const std::string& fun, bool input, const std::vector<S
   for (const SpecLeaf& l : bad) {
     size_t n = l.spec.entries.size(), r = l.aval.shape.size();
     scalar = scalar || r == 0;
-    msgs.push_back("* " + prefix + "_specs" + l.spec_path + " is " + l.spec.repr() + " which has length " +
-                   std::to_string(n) + ", but " + base + l.leaf_path +
-                   (input ? bound_to(fn, l.leaf_path, nargs) : "") + " has shape " + short_type(l.aval) +
-                   ", which has rank " + std::to_string(r) + " (and " + std::to_string(r) + " < " +
-                   std::to_string(n) + ")");
+    msgs.push_back("* " + prefix + "_specs" + l.spec_path + " is " + l.spec.repr() +
+                   " which has length " + std::to_string(n) + ", but " + base + l.leaf_path +
+                   (input ? bound_to(fn, l.leaf_path, nargs) : "") + " has shape " +
+                   short_type(l.aval) + ", which has rank " + std::to_string(r) + " (and " +
+                   std::to_string(r) + " < " + std::to_string(n) + ")");
   }
-  std::string msg = "shard_map applied to the function '" + fun + "' was given an " + prefix +
-                    "_specs entry which is too long to be compatible with the corresponding " + prefix +
-                    "put value from the function:\n\n" + join_msgs(msgs) + "\n\nEntries in " + prefix +
-                    "_specs must be of length no greater than the number of axes in the corresponding " +
-                    prefix + "put value.\n\nEither revise the spec to be shorter, or modify '" + fun +
-                    "' so that its " + prefix + "puts have sufficient rank.";
+  std::string msg =
+      "shard_map applied to the function '" + fun + "' was given an " + prefix +
+      "_specs entry which is too long to be compatible with the corresponding " + prefix +
+      "put value from the function:\n\n" + join_msgs(msgs) + "\n\nEntries in " + prefix +
+      "_specs must be of length no greater than the number of axes in the corresponding " + prefix +
+      "put value.\n\nEither revise the spec to be shorter, or modify '" + fun + "' so that its " +
+      prefix + "puts have sufficient rank.";
   if (scalar)
     msg += "\n\nFor scalar values (rank 0), consider using an " + prefix +
            "_specs entry of `P()`, where `P = jax.sharding.PartitionSpec`.";
   if (scalar && !input)
-    msg += " In particular, for rank 0 outputs which are not constant over the mesh, add at least one "
-           "(singleton) axis to them so that they can be concatenated using out_specs.";
+    msg +=
+        " In particular, for rank 0 outputs which are not constant over the mesh, add at least one "
+        "(singleton) axis to them so that they can be concatenated using out_specs.";
   return msg;
 }
 
@@ -180,7 +186,8 @@ size_t num_args(const std::vector<SpecLeaf>& leaves) {
   size_t n = 0;
   for (const SpecLeaf& l : leaves) {
     size_t close = l.leaf_path.find(']');
-    if (close != std::string::npos) n = std::max(n, std::stoul(l.leaf_path.substr(1, close - 1)) + 1);
+    if (close != std::string::npos)
+      n = std::max(n, std::stoul(l.leaf_path.substr(1, close - 1)) + 1);
   }
   return n;
 }
@@ -201,7 +208,8 @@ std::vector<std::string> covering_spec_paths(const Value& specs, const TreeDef& 
 }
 
 std::string shard_map_fun_name(const Value& fn) {
-  if (fn.is_obj(ObjKind::Partial)) return shard_map_fun_name(fn.as<PartialObj>()->fn); // JAX's fun_name
+  if (fn.is_obj(ObjKind::Partial))
+    return shard_map_fun_name(fn.as<PartialObj>()->fn); // JAX's fun_name
   if (fn.is_obj(ObjKind::Function)) return fn.as<FunctionObj>()->name;
   if (fn.is_obj(ObjKind::Builtin)) return fn.as<BuiltinObj>()->name;
   return type_name(fn);
@@ -213,7 +221,8 @@ void check_spec_tree(InterpreterImpl& in, const Value& specs, bool input, const 
   if (!manual.empty()) {
     manual_mesh.axis_names.clear();
     for (const std::string& n : mesh.axis_names)
-      if (std::find(manual.begin(), manual.end(), n) != manual.end()) manual_mesh.axis_names.push_back(n);
+      if (std::find(manual.begin(), manual.end(), n) != manual.end())
+        manual_mesh.axis_names.push_back(n);
   }
   auto is_manual = [&](const std::string& axis) {
     return mesh.axis_of(axis) >= 0 &&
@@ -226,10 +235,11 @@ void check_spec_tree(InterpreterImpl& in, const Value& specs, bool input, const 
   std::vector<std::string> not_specs, unknown;
   std::vector<const PartitionSpec*> found;
   for (size_t i = 0; i < leaves.size(); ++i) {
-    auto* s = leaves[i].is_obj(ObjKind::Opaque) ? dynamic_cast<SpecObj*>(leaves[i].as<OpaqueObj>()) : nullptr;
+    auto* s = leaves[i].is_obj(ObjKind::Opaque) ? dynamic_cast<SpecObj*>(leaves[i].as<OpaqueObj>())
+                                                : nullptr;
     if (!s) {
-      not_specs.push_back("  " + prefix + "_specs" + paths[i] + " is " + str(leaves[i]) + " of type " +
-                          type_name(leaves[i]) + ", ");
+      not_specs.push_back("  " + prefix + "_specs" + paths[i] + " is " + str(leaves[i]) +
+                          " of type " + type_name(leaves[i]) + ", ");
       continue;
     }
     found.push_back(&s->spec);
@@ -244,27 +254,29 @@ void check_spec_tree(InterpreterImpl& in, const Value& specs, bool input, const 
     return s;
   };
   if (!not_specs.empty())
-    throw Error(ErrCode::Type,
-                "shard_map " + prefix +
-                    "_specs argument must be a pytree of `jax.sharding.PartitionSpec` instances, but:\n\n" +
-                    join(not_specs) + "\n\nCheck the " + prefix + "_specs values passed to shard_map.",
-                where);
+    throw Error(
+        ErrCode::Type,
+        "shard_map " + prefix +
+            "_specs argument must be a pytree of `jax.sharding.PartitionSpec` instances, but:\n\n" +
+            join(not_specs) + "\n\nCheck the " + prefix + "_specs values passed to shard_map.",
+        where);
   if (!unknown.empty())
     throw Error(ErrCode::Spec,
                 "shard_map " + prefix + "_specs argument must refer to an axis marked as manual (" +
-                    manual_axes(manual_mesh) + "), but:\n\n" + join(unknown) + "\n\nCheck the " + prefix +
-                    "_specs values passed to shard_map.",
+                    manual_axes(manual_mesh) + "), but:\n\n" + join(unknown) + "\n\nCheck the " +
+                    prefix + "_specs values passed to shard_map.",
                 where);
   for (const PartitionSpec* s : found) {
     std::vector<std::string> seen;
     for (const auto& entry : s->entries)
       for (const std::string& axis : entry) {
         if (std::find(seen.begin(), seen.end(), axis) != seen.end())
-          throw Error(ErrCode::Spec,
-                      "DuplicateSpecError: A single NamedSharding spec specification can map every mesh "
-                      "axis to at most one positional dimension, but " +
-                          s->repr() + " has duplicate entries for `" + axis + "`",
-                      where);
+          throw Error(
+              ErrCode::Spec,
+              "DuplicateSpecError: A single NamedSharding spec specification can map every mesh "
+              "axis to at most one positional dimension, but " +
+                  s->repr() + " has duplicate entries for `" + axis + "`",
+              where);
         seen.push_back(axis);
       }
   }
@@ -296,22 +308,24 @@ void check_in_specs_vs_args(const Value& fn, const Mesh& mesh, const std::vector
       msgs.push_back("* the passed args" + l.leaf_path + " of shape " + short_type(l.aval) +
                      bound_to(fn, l.leaf_path, nargs) + " corresponds to in_specs" + l.spec_path +
                      " of value " + l.spec.repr() + ", which maps array axis " + std::to_string(d) +
-                     " (of size " + std::to_string(l.aval.shape[d]) + ") to mesh " + axis + " (of " +
-                     (ns.size() > 1 ? "total " : "") + "size " + std::to_string(size) + "), but " +
-                     std::to_string(size) + " does not evenly divide " + std::to_string(l.aval.shape[d]));
+                     " (of size " + std::to_string(l.aval.shape[d]) + ") to mesh " + axis +
+                     " (of " + (ns.size() > 1 ? "total " : "") + "size " + std::to_string(size) +
+                     "), but " + std::to_string(size) + " does not evenly divide " +
+                     std::to_string(l.aval.shape[d]));
     }
   if (msgs.empty()) return;
-  throw Error(ErrCode::Spec,
-              "shard_map applied to the function '" + fun +
-                  "' was given argument arrays with axis sizes that are not evenly divisible by the "
-                  "corresponding mesh axis sizes:\n\n" +
-                  mesh_sentence(mesh) + "\n\n" + join_msgs(msgs) +
-                  "\n\nArray arguments' axis sizes must be evenly divisible by the mesh axis or axes "
-                  "indicated by the corresponding elements of the argument's in_specs entry. Consider "
-                  "checking that in_specs are correct, and if so consider changing the mesh axis sizes "
-                  "or else padding the input and adapting '" +
-                  fun + "' appropriately.",
-              where);
+  throw Error(
+      ErrCode::Spec,
+      "shard_map applied to the function '" + fun +
+          "' was given argument arrays with axis sizes that are not evenly divisible by the "
+          "corresponding mesh axis sizes:\n\n" +
+          mesh_sentence(mesh) + "\n\n" + join_msgs(msgs) +
+          "\n\nArray arguments' axis sizes must be evenly divisible by the mesh axis or axes "
+          "indicated by the corresponding elements of the argument's in_specs entry. Consider "
+          "checking that in_specs are correct, and if so consider changing the mesh axis sizes "
+          "or else padding the input and adapting '" +
+          fun + "' appropriately.",
+      where);
 }
 
 void check_out_specs_rank(const Value& fn, const std::vector<SpecLeaf>& leaves, const Span& where) {
@@ -347,7 +361,8 @@ std::string out_vma_message(const std::string& fun, const Mesh& mesh, const Spec
            " which implies that the corresponding output value is replicated across mesh axis '" +
            unmentioned.at(0) + "', but could not infer replication over any axes";
   }
-  return "shard_map applied to the function '" + fun + "' was given out_specs which require "
+  return "shard_map applied to the function '" + fun +
+         "' was given out_specs which require "
          "replication which can't be statically inferred given the mesh:\n\n" +
          mesh_sentence(mesh) + "\n\n" + item +
          "\n\nCheck if these output values are meant to be replicated over those mesh axes. If "
@@ -356,8 +371,8 @@ std::string out_vma_message(const std::string& fun, const Mesh& mesh, const Spec
 }
 
 namespace {
-void prefix_rec(const Value& prefix, const Value& tree, const std::string& what, const std::string& path,
-                bool (*is_spec)(const Value&), const Span& where) {
+void prefix_rec(const Value& prefix, const Value& tree, const std::string& what,
+                const std::string& path, bool (*is_spec)(const Value&), const Span& where) {
   if (is_spec(prefix)) return;
   const ValueList* ps = sequence_items(prefix);
   const ValueList* ts = sequence_items(tree);
@@ -365,9 +380,10 @@ void prefix_rec(const Value& prefix, const Value& tree, const std::string& what,
     if (ps->size() != ts->size()) {
       std::string kind = type_name(prefix), full = type_name(tree);
       throw Error(ErrCode::Value,
-                  "pytree structure error: different lengths of " + kind + " at key path\n    " + what +
-                      path + "\nAt that key path, the prefix pytree " + what + " has a subtree of type " +
-                      kind + " of length " + std::to_string(ps->size()) + ", but the full pytree has a subtree of " +
+                  "pytree structure error: different lengths of " + kind + " at key path\n    " +
+                      what + path + "\nAt that key path, the prefix pytree " + what +
+                      " has a subtree of type " + kind + " of length " +
+                      std::to_string(ps->size()) + ", but the full pytree has a subtree of " +
                       (kind == full ? "the same type" : "type " + full) + " but of length " +
                       std::to_string(ts->size()) + ".",
                   where);
@@ -380,7 +396,8 @@ void prefix_rec(const Value& prefix, const Value& tree, const std::string& what,
     const auto* pd = prefix.as<DictObj>();
     const auto* td = tree.as<DictObj>();
     pd->for_each([&](const Value& key, const Value& value) {
-      if (const Value* t = td->find(key)) prefix_rec(value, *t, what, path + "[" + repr(key) + "]", is_spec, where);
+      if (const Value* t = td->find(key))
+        prefix_rec(value, *t, what, path + "[" + repr(key) + "]", is_spec, where);
     });
   }
 }
@@ -396,7 +413,8 @@ void check_closed_over(const std::vector<Tensor>& captured, const Mesh& mesh,
   // JAX casts a closed-over value only when every axis of the body's mesh is
   // Manual or Auto.
   for (size_t a = 0; a < mesh.axis_names.size(); ++a)
-    if (!manual.empty() && std::find(manual.begin(), manual.end(), mesh.axis_names[a]) == manual.end() &&
+    if (!manual.empty() &&
+        std::find(manual.begin(), manual.end(), mesh.axis_names[a]) == manual.end() &&
         mesh.axis_type(static_cast<int>(a)) == AxisType::Explicit)
       return;
   for (const Tensor& t : captured) {
@@ -408,7 +426,8 @@ void check_closed_over(const std::vector<Tensor>& captured, const Mesh& mesh,
     for (int a = 0; a < m.ndim(); ++a) {
       AxisType ty = m.axis_type(a);
       any_explicit = any_explicit || ty == AxisType::Explicit;
-      auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& e) { return e.first == ty; });
+      auto g =
+          std::find_if(groups.begin(), groups.end(), [&](const auto& e) { return e.first == ty; });
       if (g == groups.end()) {
         groups.push_back({ty, {}});
         g = groups.end() - 1;
@@ -425,11 +444,13 @@ void check_closed_over(const std::vector<Tensor>& captured, const Mesh& mesh,
     }
     DimSpec typed = explicit_part(t->sharded->spec, m).entries;
     typed.resize(t->aval.shape.size());
-    throw Error(ErrCode::Unsupported,
-                "Closing over inputs to shard_map where the input is sharded on `Explicit` axes is not "
-                "implemented. As a workaround, please pass those inputs as an argument to shard_map. Got "
-                "input with shape " + sharded_type_str(t->aval, typed, true) + "({" + types + "})",
-                where, "pass it to the shard_map'd function as an argument (with its in_specs)");
+    throw Error(
+        ErrCode::Unsupported,
+        "Closing over inputs to shard_map where the input is sharded on `Explicit` axes is not "
+        "implemented. As a workaround, please pass those inputs as an argument to shard_map. Got "
+        "input with shape " +
+            sharded_type_str(t->aval, typed, true) + "({" + types + "})",
+        where, "pass it to the shard_map'd function as an argument (with its in_specs)");
   }
 }
 

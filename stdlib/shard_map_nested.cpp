@@ -30,9 +30,10 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
 
 } // namespace
 
-Value call_nested_shard_map(InterpreterImpl& in, TraceContext& outer, const Value& fn, const Mesh& mesh,
-                            const std::vector<std::string>& manual, const ValueList& per_leaf,
-                            const Value& out_specs, bool check_vma, const ValueList& args, const Span& where) {
+Value call_nested_shard_map(InterpreterImpl& in, TraceContext& outer, const Value& fn,
+                            const Mesh& mesh, const std::vector<std::string>& manual,
+                            const ValueList& per_leaf, const Value& out_specs, bool check_vma,
+                            const ValueList& args, const Span& where) {
   const Function& of = outer.function();
   if (of.mesh_axes != mesh.axis_names || of.mesh_sizes != mesh.axis_sizes)
     throw Error(ErrCode::Value,
@@ -43,7 +44,8 @@ Value call_nested_shard_map(InterpreterImpl& in, TraceContext& outer, const Valu
   for (const std::string& n : manual.empty() ? outer.auto_axes : manual) {
     if (!contains(outer.auto_axes, n))
       throw Error(ErrCode::Unsupported,
-                  "shard_map inside shard_map: axis '" + n + "' is already manual in the enclosing shard_map",
+                  "shard_map inside shard_map: axis '" + n +
+                      "' is already manual in the enclosing shard_map",
                   where, "give the inner shard_map axis_names the outer one leaves automatic");
     inner.push_back(n);
   }
@@ -72,8 +74,10 @@ Value call_nested_shard_map(InterpreterImpl& in, TraceContext& outer, const Valu
 
   ValueList outs, out_leaf_specs;
   TreeDef out_tree = tree_flatten(in, result, outs);
-  broadcast_prefix(in, out_specs, result, out_leaf_specs,
-                   [](const Value& v) { return v.is_none() || v.is_obj(ObjKind::Opaque); }, "shard_map out_specs");
+  broadcast_prefix(
+      in, out_specs, result, out_leaf_specs,
+      [](const Value& v) { return v.is_none() || v.is_obj(ObjKind::Opaque); },
+      "shard_map out_specs");
   for (size_t i = 0; i < outs.size(); ++i) {
     if (!outs[i].is_obj(ObjKind::Array)) continue;
     PartitionSpec spec = value_to_spec(out_leaf_specs[i], "shard_map out_specs entry");
@@ -90,7 +94,8 @@ Value call_nested_shard_map(InterpreterImpl& in, TraceContext& outer, const Valu
       if (bad) {
         Mesh inner_mesh = mesh;
         throw Error(ErrCode::Vma,
-                    out_vma_message(shard_map_fun_name(fn), inner_mesh, SpecLeaf{spec, t->aval, "", ""}, varying),
+                    out_vma_message(shard_map_fun_name(fn), inner_mesh,
+                                    SpecLeaf{spec, t->aval, "", ""}, varying),
                     where);
       }
     }

@@ -21,8 +21,9 @@ TraceContext* enclosing_shard_map(OpContext& cx);
 // axis_names=manual) inside `outer`'s body. `manual` empty: every axis the
 // outer one leaves automatic. `per_leaf`: the in_specs entry of each argument
 // leaf (None for a static one).
-Value call_nested_shard_map(InterpreterImpl& in, TraceContext& outer, const Value& fn, const Mesh& mesh,
-                            const std::vector<std::string>& manual, const ValueList& per_leaf,
-                            const Value& out_specs, bool check_vma, const ValueList& args, const Span& where);
+Value call_nested_shard_map(InterpreterImpl& in, TraceContext& outer, const Value& fn,
+                            const Mesh& mesh, const std::vector<std::string>& manual,
+                            const ValueList& per_leaf, const Value& out_specs, bool check_vma,
+                            const ValueList& args, const Span& where);
 
 } // namespace pxl

@@ -8,8 +8,8 @@
 
 #include "lang/args.hpp"
 #include "lang/py_set.hpp"
-#include "runtime/format.hpp"
 #include "lang/tracer.hpp"
+#include "runtime/format.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/shape_dtype_struct.hpp"
 #include "stdlib/sharding.hpp"
@@ -121,10 +121,11 @@ struct DeviceSetObj : OpaqueObj {
     if (!o || (op != "eq" && op != "ne")) return false;
     ValueList mine;
     items(mine);
-    bool eq = o->size() == mine.size() &&
-              std::all_of(mine.begin(), mine.end(), [&](const Value& v) {
-                return std::any_of(o->begin(), o->end(), [&](const Value& x) { return values_equal(x, v); });
-              });
+    bool eq =
+        o->size() == mine.size() && std::all_of(mine.begin(), mine.end(), [&](const Value& v) {
+          return std::any_of(o->begin(), o->end(),
+                             [&](const Value& x) { return values_equal(x, v); });
+        });
     out = Value::boolean(op == "eq" ? eq : !eq);
     return true;
   }
@@ -141,7 +142,8 @@ struct ManualAxisTypeObj : OpaqueObj {
   }
   std::string type_name() const override { return "ManualAxisType"; }
   std::string repr() const override {
-    return "ManualAxisType(varying=" + pxl::repr(set_of(varying)) + ", unreduced=frozenset(), reduced=frozenset())";
+    return "ManualAxisType(varying=" + pxl::repr(set_of(varying)) +
+           ", unreduced=frozenset(), reduced=frozenset())";
   }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
     if (name == "varying") return out = set_of(varying), true;
@@ -208,7 +210,8 @@ struct AvalObj : OpaqueObj {
     if (name == "update") { // a copy with fields replaced (JAX's ShapedArray.update)
       auto self = std::make_shared<AvalObj>(*this);
       out = make_builtin("update", [self](InterpreterImpl&, CallArgs& a) {
-        ArgReader r("update", a, {"shape", "dtype", "weak_type", "sharding", "vma", "memory_space"});
+        ArgReader r("update", a,
+                    {"shape", "dtype", "weak_type", "sharding", "vma", "memory_space"});
         auto copy = std::make_shared<AvalObj>(*self);
         if (r.has(0) && !r[0].is_none()) {
           copy->aval.shape = value_to_shape(r[0], "update() shape");
@@ -237,7 +240,8 @@ struct AvalObj : OpaqueObj {
     return aval_attr(aval, name, out);
   }
   std::vector<std::string> attr_names() const override {
-    return {"shape", "dtype", "ndim", "size", "weak_type", "sharding", "mat", "str_short", "update"};
+    return {"shape",    "dtype", "ndim",      "size",  "weak_type",
+            "sharding", "mat",   "str_short", "update"};
   }
   bool equals(const OpaqueObj& o) const override {
     auto* a = dynamic_cast<const AvalObj*>(&o);
@@ -268,7 +272,8 @@ std::vector<std::string> varying_names(const Tensor& t) {
   AxisSet vma = f.values.at(static_cast<size_t>(t->trace_id)).vma;
   std::vector<std::string> names;
   for (size_t i = 0; i < f.mesh_axes.size(); ++i)
-    if ((vma & (AxisSet{1} << i)) && std::find(mesh_axes.begin(), mesh_axes.end(), f.mesh_axes[i]) != mesh_axes.end())
+    if ((vma & (AxisSet{1} << i)) &&
+        std::find(mesh_axes.begin(), mesh_axes.end(), f.mesh_axes[i]) != mesh_axes.end())
       names.push_back(f.mesh_axes[i]);
   return names;
 }
@@ -277,7 +282,6 @@ std::string varying_axes(const Tensor& t) {
   std::vector<std::string> names = varying_names(t);
   return names.empty() ? "" : axes_label(names);
 }
-
 
 } // namespace
 
@@ -342,7 +346,8 @@ Value type_sharding(InterpreterImpl& in, const Tensor& t) {
                                 : current_abstract_mesh(in);
   const Mesh& m = static_cast<AbstractMeshObj*>(mesh.as<OpaqueObj>())->mesh;
   PartitionSpec typed;
-  typed.entries = typed_dims(TypeSource{m, src ? src->spec : PartitionSpec{}}, t->aval.shape.size());
+  typed.entries =
+      typed_dims(TypeSource{m, src ? src->spec : PartitionSpec{}}, t->aval.shape.size());
   return make_abstract_sharding(mesh, std::move(typed));
 }
 
@@ -467,13 +472,15 @@ bool ShardingObj::get_attr(InterpreterImpl& in, const std::string& name, Value& 
     // the same block of an array every mesh axis divides.
     out = make_builtin("is_equivalent_to", [self](InterpreterImpl&, CallArgs& a) {
       ArgReader r("is_equivalent_to", a, {"other", "ndim"}, 2);
-      auto* o = r[0].is_obj(ObjKind::Opaque) ? dynamic_cast<ShardingObj*>(r[0].as<OpaqueObj>()) : nullptr;
+      auto* o =
+          r[0].is_obj(ObjKind::Opaque) ? dynamic_cast<ShardingObj*>(r[0].as<OpaqueObj>()) : nullptr;
       if (!o || o->is_abstract()) return Value::boolean(false);
       if (o->mesh.device_ids != self->mesh.device_ids || o->memory_kind != self->memory_kind)
         return Value::boolean(false);
       int64_t ndim = value_to_int(r[1], "is_equivalent_to() ndim");
       for (const ShardingObj* s : {self.get(), o}) // specs longer than the rank fit no array
-        if (!s->single_device && static_cast<int64_t>(s->spec.entries.size()) > ndim) return Value::boolean(false);
+        if (!s->single_device && static_cast<int64_t>(s->spec.entries.size()) > ndim)
+          return Value::boolean(false);
       // One device (the lists are equal): every layout of it is the whole array.
       if (self->single_device || o->single_device) return Value::boolean(true);
       Shape shape(static_cast<size_t>(ndim), std::max<int64_t>(self->mesh.size(), 1));
@@ -500,9 +507,10 @@ bool ShardingObj::get_attr(InterpreterImpl& in, const std::string& name, Value& 
 }
 
 std::vector<std::string> ShardingObj::attr_names() const {
-  std::vector<std::string> names = {"memory_kind", "device_set",          "addressable_devices",
-                                    "num_devices", "is_fully_replicated", "is_fully_addressable",
-                                    "shard_shape", "devices_indices_map", "is_equivalent_to", "with_memory_kind"};
+  std::vector<std::string> names = {
+      "memory_kind",         "device_set",           "addressable_devices", "num_devices",
+      "is_fully_replicated", "is_fully_addressable", "shard_shape",         "devices_indices_map",
+      "is_equivalent_to",    "with_memory_kind"};
   if (!single_device) names.insert(names.begin(), {"mesh", "spec"});
   return names;
 }
@@ -563,16 +571,19 @@ Value assemble(InterpreterImpl& in, const ShardingObj& s, const Shape& shape,
 
 // A block a data callback returned: JAX's messages (shape first for the
 // callback's blocks, whose dtype the first one sets).
-void check_block(const Array& a, const Shape& want, DType dtype, const Shape& global, const Value& sharding) {
+void check_block(const Array& a, const Shape& want, DType dtype, const Shape& global,
+                 const Value& sharding) {
   if (a.shape() != want)
     throw Error(ErrCode::Shape, "Expected shard shape " + shape_str(want) +
-                                    " doesn't match the single device array shape " + shape_str(a.shape()) +
-                                    ". Shape of Array is " + sharded_type_str(AVal{a.dtype(), global, false}, {}) +
+                                    " doesn't match the single device array shape " +
+                                    shape_str(a.shape()) + ". Shape of Array is " +
+                                    sharded_type_str(AVal{a.dtype(), global, false}, {}) +
                                     " with sharding " + sharding.as<OpaqueObj>()->repr());
   if (a.dtype() != dtype)
-    throw Error(ErrCode::DType, std::string("Input buffers to `Array` must have matching dtypes. Got ") +
-                                    dtype_name(a.dtype()) + ", expected " + dtype_name(dtype) +
-                                    " for buffer: " + array_str(a));
+    throw Error(ErrCode::DType,
+                std::string("Input buffers to `Array` must have matching dtypes. Got ") +
+                    dtype_name(a.dtype()) + ", expected " + dtype_name(dtype) +
+                    " for buffer: " + array_str(a));
 }
 
 } // namespace
@@ -597,7 +608,8 @@ void add_array_functions(Value& jax_module) {
       std::optional<DType> dt = r.has(3) ? value_to_dtype(r[3]) : std::nullopt;
       Tensor bt = in.to_tensor(in.call(r[2], ca, Span{}), Span{}, dt);
       if (bt->trace)
-        throw Error(ErrCode::Value, "jax.make_array_from_callback cannot be called within a traced context.");
+        throw Error(ErrCode::Value,
+                    "jax.make_array_from_callback cannot be called within a traced context.");
       Array b = in.ops().concrete(bt);
       check_block(b, block, blocks.empty() ? b.dtype() : blocks[0].dtype(), shape, r[1]);
       blocks.push_back(b.on_device(s.mesh.device_ids[p]));
@@ -616,24 +628,29 @@ void add_array_functions(Value& jax_module) {
     ValueList arrays = in.iterate(r[2], Span{});
     for (const Value& v : arrays)
       if (v.is_obj(ObjKind::Array) && v.as<ArrayObj>()->tensor->trace)
-        throw Error(ErrCode::Value, "jax.make_array_from_single_device_arrays requires a list of concrete arrays as "
-                                    "input, but got types {<class "
-                                    "'jax._src.interpreters.partial_eval.DynamicJaxprTracer'>}");
+        throw Error(
+            ErrCode::Value,
+            "jax.make_array_from_single_device_arrays requires a list of concrete arrays as "
+            "input, but got types {<class "
+            "'jax._src.interpreters.partial_eval.DynamicJaxprTracer'>}");
     // JAX's checks and messages (ArrayImpl._check_and_rearrange), in its order.
     std::vector<Array> given;
     for (const Value& v : arrays) {
       Tensor t = in.to_tensor(v, Span{});
       if (t->sharded && t->sharded->spans_devices())
-        throw Error(ErrCode::Value, "When making an array from single-device arrays the input arrays must have "
-                                    "one shard each. An argument array had " +
-                                        std::to_string(t->sharded->shards.size()) + " shard(s).");
+        throw Error(ErrCode::Value,
+                    "When making an array from single-device arrays the input arrays must have "
+                    "one shard each. An argument array had " +
+                        std::to_string(t->sharded->shards.size()) + " shard(s).");
       // (an array on a mesh of one device: its one block, where it is)
       given.push_back(t->sharded ? t->sharded->shards.at(0) : in.ops().concrete(t));
     }
     if (given.size() != static_cast<size_t>(s.mesh.size()))
-      throw Error(ErrCode::Value, "Expected " + std::to_string(s.mesh.size()) +
-                                      " per-device arrays (this is how many devices are addressable by the "
-                                      "sharding), but got " + std::to_string(given.size()));
+      throw Error(ErrCode::Value,
+                  "Expected " + std::to_string(s.mesh.size()) +
+                      " per-device arrays (this is how many devices are addressable by the "
+                      "sharding), but got " +
+                      std::to_string(given.size()));
     std::set<int> have, want(s.mesh.device_ids.begin(), s.mesh.device_ids.end());
     std::string ids;
     for (const Array& x : given) {
@@ -641,9 +658,12 @@ void add_array_functions(Value& jax_module) {
       ids += (ids.empty() ? "" : ", ") + std::to_string(x.device());
     }
     if (have.size() != given.size())
-      throw Error(ErrCode::Value, "When making an array from single-device arrays, the input arrays must be from "
-                                  "distinct devices, but got device IDs [" + ids + "]");
-    auto set_str = [](const std::set<int>& a, const std::set<int>& b) { // a - b, as Python prints it
+      throw Error(ErrCode::Value,
+                  "When making an array from single-device arrays, the input arrays must be from "
+                  "distinct devices, but got device IDs [" +
+                      ids + "]");
+    auto set_str = [](const std::set<int>& a,
+                      const std::set<int>& b) { // a - b, as Python prints it
       std::string out;
       for (int x : a)
         if (!b.count(x)) out += (out.empty() ? "" : ", ") + std::to_string(x);
@@ -660,18 +680,21 @@ void add_array_functions(Value& jax_module) {
     DType dtype = given[0].dtype();
     for (const Array& x : given) {
       if (x.dtype() != dtype)
-        throw Error(ErrCode::DType, std::string("Input buffers to `Array` must have matching dtypes. Got ") +
-                                        dtype_name(x.dtype()) + ", expected " + dtype_name(dtype) +
-                                        " for buffer: " + array_str(x));
+        throw Error(ErrCode::DType,
+                    std::string("Input buffers to `Array` must have matching dtypes. Got ") +
+                        dtype_name(x.dtype()) + ", expected " + dtype_name(dtype) +
+                        " for buffer: " + array_str(x));
       if (x.shape() != block)
         throw Error(ErrCode::Shape, "Expected shard shape " + shape_str(block) +
-                                        " doesn't match the single device array shape " + shape_str(x.shape()) +
-                                        ". Shape of Array is " + sharded_type_str(AVal{dtype, shape, false}, {}) +
+                                        " doesn't match the single device array shape " +
+                                        shape_str(x.shape()) + ". Shape of Array is " +
+                                        sharded_type_str(AVal{dtype, shape, false}, {}) +
                                         " with sharding " + r[1].as<OpaqueObj>()->repr());
     }
     std::vector<Array> blocks;
     for (int id : s.mesh.device_ids)
-      blocks.push_back(*std::find_if(given.begin(), given.end(), [&](const Array& x) { return x.device() == id; }));
+      blocks.push_back(*std::find_if(given.begin(), given.end(),
+                                     [&](const Array& x) { return x.device() == id; }));
     return assemble(in, s, shape, std::move(blocks));
   });
   // jax.typeof(x): the abstract value (ShapedArray) of an array, a Python

@@ -7,8 +7,8 @@
 #include <algorithm>
 
 #include "lang/args.hpp"
-#include "runtime/format.hpp"
 #include "lang/tracer.hpp"
+#include "runtime/format.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/debug_print.hpp"
 #include "stdlib/host_callback.hpp"
@@ -29,8 +29,10 @@ Value str_tuple(const std::vector<std::string>& names) {
 Value device_grid(const Mesh& m, const std::string& platform, size_t dim, int64_t& pos) {
   ValueList items;
   for (int64_t i = 0; i < m.axis_sizes[dim]; ++i) {
-    if (dim + 1 == m.axis_sizes.size()) items.push_back(device_value(platform, m.device_ids[pos++]));
-    else items.push_back(device_grid(m, platform, dim + 1, pos));
+    if (dim + 1 == m.axis_sizes.size())
+      items.push_back(device_value(platform, m.device_ids[pos++]));
+    else
+      items.push_back(device_grid(m, platform, dim + 1, pos));
   }
   return make_list(std::move(items));
 }
@@ -44,13 +46,17 @@ void collect_devices(const Value& v, size_t depth, Shape& shape, std::vector<int
       return;
     }
   if (v.is_obj(ObjKind::Device)) {
-    if (shape.size() != depth) throw Error(ErrCode::Value, "Mesh devices must form a rectangular grid");
+    if (shape.size() != depth)
+      throw Error(ErrCode::Value, "Mesh devices must form a rectangular grid");
     ids.push_back(v.as<DeviceObj>()->id);
     return;
   }
   const ValueList* items = sequence_items(v);
-  if (!items) throw Error(ErrCode::Type, "Mesh devices must be Device values (from jax.devices()), not " + type_name(v));
-  if (shape.size() == depth) shape.push_back(static_cast<int64_t>(items->size()));
+  if (!items)
+    throw Error(ErrCode::Type,
+                "Mesh devices must be Device values (from jax.devices()), not " + type_name(v));
+  if (shape.size() == depth)
+    shape.push_back(static_cast<int64_t>(items->size()));
   else if (shape.size() < depth || shape[depth] != static_cast<int64_t>(items->size()))
     throw Error(ErrCode::Value, "Mesh devices must form a rectangular grid");
   for (const Value& x : *items) collect_devices(x, depth + 1, shape, ids);
@@ -60,30 +66,36 @@ std::vector<std::string> axis_names_arg(const Value& v, const char* fn) {
   std::vector<std::string> names;
   if (v.is_obj(ObjKind::Str)) return {v.as<StrObj>()->value};
   const ValueList* items = sequence_items(v);
-  if (!items) throw Error(ErrCode::Type, std::string(fn) + "() axis_names must be a tuple of strings");
+  if (!items)
+    throw Error(ErrCode::Type, std::string(fn) + "() axis_names must be a tuple of strings");
   for (const Value& x : *items) names.push_back(value_to_str(x, std::string(fn) + "() axis name"));
   for (size_t i = 0; i < names.size(); ++i)
     for (size_t j = 0; j < i; ++j)
-      if (names[i] == names[j]) throw Error(ErrCode::Value, std::string(fn) + "(): axis name '" + names[i] + "' appears twice");
+      if (names[i] == names[j])
+        throw Error(ErrCode::Value,
+                    std::string(fn) + "(): axis name '" + names[i] + "' appears twice");
   return names;
 }
 
 // axis_types=: one AxisType for every axis, or a tuple of one per axis;
 // None gives `dflt` (Auto for Mesh, Explicit for make_mesh, as in JAX 0.10).
-std::vector<AxisType> axis_types_arg(const Value& v, const std::vector<std::string>& names, AxisType dflt,
-                                     const char* fn);
+std::vector<AxisType> axis_types_arg(const Value& v, const std::vector<std::string>& names,
+                                     AxisType dflt, const char* fn);
 
 Mesh build_mesh(InterpreterImpl& in, const Shape& shape, std::vector<int> ids,
                 std::vector<std::string> names, const char* fn) {
   if (names.size() != shape.size())
-    throw Error(ErrCode::Value, "Mesh requires the ndim of its first argument (`devices`) to equal the length of "
-                                "its second argument (`axis_names`), but got devices.ndim == " +
-                                    std::to_string(shape.size()) + " and len(axis_names) == " +
-                                    std::to_string(names.size()) + ".");
-  if (ids.empty()) throw Error(ErrCode::Value, std::string(fn) + "(): a mesh needs at least one device");
+    throw Error(ErrCode::Value,
+                "Mesh requires the ndim of its first argument (`devices`) to equal the length of "
+                "its second argument (`axis_names`), but got devices.ndim == " +
+                    std::to_string(shape.size()) +
+                    " and len(axis_names) == " + std::to_string(names.size()) + ".");
+  if (ids.empty())
+    throw Error(ErrCode::Value, std::string(fn) + "(): a mesh needs at least one device");
   for (int id : ids)
     if (id < 0 || id >= in.platform().device_count())
-      throw Error(ErrCode::Device, std::string(fn) + "(): device " + std::to_string(id) + " does not exist");
+      throw Error(ErrCode::Device,
+                  std::string(fn) + "(): device " + std::to_string(id) + " does not exist");
   std::vector<int> sorted = ids;
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
@@ -110,13 +122,14 @@ struct AxisTypeObj : OpaqueObj {
 
 Value axis_type_value(AxisType t) { return Value::object(std::make_shared<AxisTypeObj>(t)); }
 
-std::vector<AxisType> axis_types_arg(const Value& v, const std::vector<std::string>& names, AxisType dflt,
-                                     const char* fn) {
+std::vector<AxisType> axis_types_arg(const Value& v, const std::vector<std::string>& names,
+                                     AxisType dflt, const char* fn) {
   if (v.is_none()) return std::vector<AxisType>(names.size(), dflt);
   auto one = [&](const Value& x) {
     auto* t = x.is_obj(ObjKind::Opaque) ? dynamic_cast<AxisTypeObj*>(x.as<OpaqueObj>()) : nullptr;
     if (!t)
-      throw Error(ErrCode::Type, std::string(fn) + "() axis_types must be jax.sharding.AxisType values, not " +
+      throw Error(ErrCode::Type, std::string(fn) +
+                                     "() axis_types must be jax.sharding.AxisType values, not " +
                                      type_name(x));
     return t->type;
   };
@@ -133,8 +146,9 @@ std::vector<AxisType> axis_types_arg(const Value& v, const std::vector<std::stri
     std::vector<std::string> quoted, types;
     for (const auto& n : names) quoted.push_back(repr_string(n));
     for (const Value& x : *items) types.push_back(axis_type_name(one(x)));
-    throw Error(ErrCode::Value, "Number of axis names should match the number of axis_types. Got axis_names=" +
-                                    tuple(quoted) + " and axis_types=" + tuple(types));
+    throw Error(ErrCode::Value,
+                "Number of axis names should match the number of axis_types. Got axis_names=" +
+                    tuple(quoted) + " and axis_types=" + tuple(types));
   }
   std::vector<AxisType> out;
   for (const Value& x : *items) out.push_back(one(x));
@@ -143,7 +157,9 @@ std::vector<AxisType> axis_types_arg(const Value& v, const std::vector<std::stri
 
 } // namespace
 
-AxisType axis_type_arg(const Value& v, const char* fn) { return axis_types_arg(v, {"axis"}, AxisType::Auto, fn)[0]; }
+AxisType axis_type_arg(const Value& v, const char* fn) {
+  return axis_types_arg(v, {"axis"}, AxisType::Auto, fn)[0];
+}
 
 // ---- device grids ------------------------------------------------------------------
 
@@ -177,8 +193,12 @@ std::vector<std::string> device_reprs(const std::string& platform, const std::ve
 }
 } // namespace
 
-std::string DeviceGridObj::repr() const { return object_array_repr(shape, device_reprs(platform, ids)); }
-std::string DeviceGridObj::str() const { return object_array_str(shape, device_reprs(platform, ids)); }
+std::string DeviceGridObj::repr() const {
+  return object_array_repr(shape, device_reprs(platform, ids));
+}
+std::string DeviceGridObj::str() const {
+  return object_array_str(shape, device_reprs(platform, ids));
+}
 
 // Iterating over the first axis gives devices (1-d) or sub-grids.
 bool DeviceGridObj::items(ValueList& out) const {
@@ -186,9 +206,11 @@ bool DeviceGridObj::items(ValueList& out) const {
   Shape inner(shape.begin() + 1, shape.end());
   size_t n = static_cast<size_t>(shape_size(inner));
   for (int64_t i = 0; i < shape[0]; ++i) {
-    if (inner.empty()) out.push_back(device_value(platform, ids[i]));
-    else out.push_back(Value::object(std::make_shared<DeviceGridObj>(
-             inner, std::vector<int>(ids.begin() + i * n, ids.begin() + (i + 1) * n), platform)));
+    if (inner.empty())
+      out.push_back(device_value(platform, ids[i]));
+    else
+      out.push_back(Value::object(std::make_shared<DeviceGridObj>(
+          inner, std::vector<int>(ids.begin() + i * n, ids.begin() + (i + 1) * n), platform)));
   }
   return true;
 }
@@ -203,8 +225,10 @@ bool DeviceGridObj::get_item(InterpreterImpl& in, const Value& index, Value& out
     s[0] = static_cast<int64_t>(picked.size());
     std::vector<int> picked_ids;
     for (const Value& r : picked) {
-      if (r.is_obj(ObjKind::Device)) picked_ids.push_back(r.as<DeviceObj>()->id);
-      else for (int id : static_cast<DeviceGridObj*>(r.as<OpaqueObj>())->ids) picked_ids.push_back(id);
+      if (r.is_obj(ObjKind::Device))
+        picked_ids.push_back(r.as<DeviceObj>()->id);
+      else
+        for (int id : static_cast<DeviceGridObj*>(r.as<OpaqueObj>())->ids) picked_ids.push_back(id);
     }
     out = Value::object(std::make_shared<DeviceGridObj>(s, std::move(picked_ids), platform));
     return true;
@@ -216,14 +240,16 @@ bool DeviceGridObj::get_item(InterpreterImpl& in, const Value& index, Value& out
     idx.push_back(value_to_int(index, "device array index"));
   }
   if (idx.size() > shape.size())
-    throw Error(ErrCode::Index, "too many indices for a " + std::to_string(shape.size()) + "-d device array");
+    throw Error(ErrCode::Index,
+                "too many indices for a " + std::to_string(shape.size()) + "-d device array");
   Value cur = Value::object(std::make_shared<DeviceGridObj>(shape, ids, platform));
   for (int64_t i : idx) {
     ValueList items;
     cur.as<OpaqueObj>()->items(items);
     int64_t n = static_cast<int64_t>(items.size());
     if (i < -n || i >= n)
-      throw Error(ErrCode::Index, "index " + std::to_string(i) + " is out of bounds for a device axis of size " +
+      throw Error(ErrCode::Index, "index " + std::to_string(i) +
+                                      " is out of bounds for a device axis of size " +
                                       std::to_string(n));
     cur = items[i < 0 ? i + n : i];
   }
@@ -239,14 +265,16 @@ Value permuted_grid(const Shape& shape, const std::vector<int>& ids, const std::
   std::vector<bool> seen(n, false);
   if (perm.size() != n) throw Error(ErrCode::Value, "axes don't match array");
   for (int64_t p : perm) {
-    if (p < -static_cast<int64_t>(n) || p >= static_cast<int64_t>(n) || seen[static_cast<size_t>(p < 0 ? p + n : p)])
+    if (p < -static_cast<int64_t>(n) || p >= static_cast<int64_t>(n) ||
+        seen[static_cast<size_t>(p < 0 ? p + n : p)])
       throw Error(ErrCode::Value, "axes don't match array");
     seen[static_cast<size_t>(p < 0 ? p + n : p)] = true;
   }
   Shape out_shape(n), strides(n, 1);
   for (size_t k = n; k-- > 1;) strides[k - 1] = strides[k] * shape[k];
   std::vector<int64_t> axes(n);
-  for (size_t k = 0; k < n; ++k) axes[k] = perm[k] < 0 ? perm[k] + static_cast<int64_t>(n) : perm[k];
+  for (size_t k = 0; k < n; ++k)
+    axes[k] = perm[k] < 0 ? perm[k] + static_cast<int64_t>(n) : perm[k];
   for (size_t k = 0; k < n; ++k) out_shape[k] = shape[static_cast<size_t>(axes[k])];
   std::vector<int> out_ids(ids.size());
   std::vector<int64_t> idx(n, 0);
@@ -274,8 +302,10 @@ bool DeviceGridObj::get_attr(InterpreterImpl&, const std::string& name, Value& o
     if (name == "transpose") {
       out = make_builtin("transpose", [s0, ids0, p0, reversed](InterpreterImpl&, CallArgs& a) {
         std::vector<int64_t> perm;
-        if (a.pos.empty() || (a.pos.size() == 1 && a.pos[0].is_none())) perm = reversed;
-        else if (a.pos.size() == 1) perm = value_to_int_list(a.pos[0], "transpose() axes");
+        if (a.pos.empty() || (a.pos.size() == 1 && a.pos[0].is_none()))
+          perm = reversed;
+        else if (a.pos.size() == 1)
+          perm = value_to_int_list(a.pos[0], "transpose() axes");
         else
           for (const Value& v : a.pos) perm.push_back(value_to_int(v, "transpose() axes"));
         return permuted_grid(s0, ids0, p0, perm);
@@ -288,10 +318,12 @@ bool DeviceGridObj::get_attr(InterpreterImpl&, const std::string& name, Value& o
       int64_t a1 = r.get_int(0), a2 = r.get_int(1);
       if (a1 < -n || a1 >= n || a2 < -n || a2 >= n)
         throw Error(ErrCode::Axis, "axis " + std::to_string(a1 < -n || a1 >= n ? a1 : a2) +
-                                       " is out of bounds for array of dimension " + std::to_string(n));
+                                       " is out of bounds for array of dimension " +
+                                       std::to_string(n));
       std::vector<int64_t> perm(static_cast<size_t>(n));
       for (int64_t k = 0; k < n; ++k) perm[static_cast<size_t>(k)] = k;
-      std::swap(perm[static_cast<size_t>(a1 < 0 ? a1 + n : a1)], perm[static_cast<size_t>(a2 < 0 ? a2 + n : a2)]);
+      std::swap(perm[static_cast<size_t>(a1 < 0 ? a1 + n : a1)],
+                perm[static_cast<size_t>(a2 < 0 ? a2 + n : a2)]);
       return permuted_grid(s0, ids0, p0, perm);
     });
     return true;
@@ -310,7 +342,8 @@ bool DeviceGridObj::get_attr(InterpreterImpl&, const std::string& name, Value& o
   }
   if (name == "tolist") {
     int64_t pos = 0;
-    Value grid = device_grid(Mesh{std::vector<std::string>(shape.size()), shape, ids}, platform, 0, pos);
+    Value grid =
+        device_grid(Mesh{std::vector<std::string>(shape.size()), shape, ids}, platform, 0, pos);
     out = make_builtin("tolist", [grid](InterpreterImpl&, CallArgs&) { return grid; });
     return true;
   }
@@ -320,18 +353,22 @@ bool DeviceGridObj::get_attr(InterpreterImpl&, const std::string& name, Value& o
     std::string p0 = platform;
     out = make_builtin("reshape", [s0, ids0, p0](InterpreterImpl&, CallArgs& a) {
       Shape s;
-      if (a.pos.size() == 1) s = value_to_int_list(a.pos[0], "reshape() shape");
+      if (a.pos.size() == 1)
+        s = value_to_int_list(a.pos[0], "reshape() shape");
       else
         for (const Value& v : a.pos) s.push_back(value_to_int(v, "reshape() shape"));
       int64_t known = 1, unknown = -1;
       for (size_t k = 0; k < s.size(); ++k) {
-        if (s[k] == -1 && unknown < 0) unknown = static_cast<int64_t>(k);
-        else known *= s[k];
+        if (s[k] == -1 && unknown < 0)
+          unknown = static_cast<int64_t>(k);
+        else
+          known *= s[k];
       }
       if (unknown >= 0 && known > 0) s[unknown] = static_cast<int64_t>(ids0.size()) / known;
       if (shape_size(s) != static_cast<int64_t>(ids0.size()))
-        throw Error(ErrCode::Reshape, "cannot reshape a device array of " + std::to_string(ids0.size()) +
-                                          " devices into shape " + shape_str(s));
+        throw Error(ErrCode::Reshape, "cannot reshape a device array of " +
+                                          std::to_string(ids0.size()) + " devices into shape " +
+                                          shape_str(s));
       return Value::object(std::make_shared<DeviceGridObj>(s, ids0, p0));
     });
     return true;
@@ -365,7 +402,8 @@ bool mesh_axes_attr(const Mesh& mesh, const std::string& name, Value& out) {
   if (name == "shape") { // an OrderedDict in JAX
     auto d = std::make_shared<DictObj>();
     d->ordered = true;
-    for (int i = 0; i < mesh.ndim(); ++i) d->set(make_str(mesh.axis_names[i]), Value::integer(mesh.axis_sizes[i]));
+    for (int i = 0; i < mesh.ndim(); ++i)
+      d->set(make_str(mesh.axis_names[i]), Value::integer(mesh.axis_sizes[i]));
     out = Value::object(d);
   } else if (name == "axis_names") {
     out = str_tuple(mesh.axis_names);
@@ -399,8 +437,9 @@ bool MeshObj::get_attr(InterpreterImpl& in, const std::string& name, Value& out)
   if (name == "size") return out = Value::integer(mesh.size()), true;
   if (mesh_axes_attr(mesh, name, out)) return true;
   if (name == "devices") { // a numpy object array in JAX
-    out = Value::object(std::make_shared<DeviceGridObj>(Shape(mesh.axis_sizes.begin(), mesh.axis_sizes.end()),
-                                                        mesh.device_ids, in.platform().name()));
+    out = Value::object(
+        std::make_shared<DeviceGridObj>(Shape(mesh.axis_sizes.begin(), mesh.axis_sizes.end()),
+                                        mesh.device_ids, in.platform().name()));
   } else if (name == "local_devices") {
     ValueList devs;
     for (int id : mesh.device_ids) devs.push_back(device_value(in.platform().name(), id));
@@ -420,8 +459,8 @@ bool MeshObj::get_attr(InterpreterImpl& in, const std::string& name, Value& out)
 }
 
 std::vector<std::string> MeshObj::attr_names() const {
-  return {"shape", "axis_names", "size", "devices", "device_ids", "axis_sizes", "axis_types", "shape_tuple",
-          "local_devices", "empty", "abstract_mesh"};
+  return {"shape",      "axis_names",  "size",          "devices", "device_ids",   "axis_sizes",
+          "axis_types", "shape_tuple", "local_devices", "empty",   "abstract_mesh"};
 }
 
 namespace {
@@ -441,14 +480,17 @@ struct MeshContextObj : OpaqueObj {
 
 const MeshContextObj* context_entry(InterpreterImpl& in) {
   const Value* cur = in.context_mesh();
-  return cur && cur->is_obj(ObjKind::Opaque) ? dynamic_cast<const MeshContextObj*>(cur->as<OpaqueObj>())
-                                             : nullptr;
+  return cur && cur->is_obj(ObjKind::Opaque)
+             ? dynamic_cast<const MeshContextObj*>(cur->as<OpaqueObj>())
+             : nullptr;
 }
 
 // Pushes `with mesh:`'s entry (the jax.set_mesh mesh stays as it was).
 void push_legacy_mesh(InterpreterImpl& in, const Value& mesh) {
   const Value* cur = in.context_mesh();
-  Value concrete = cur && value_to_mesh(*cur) ? (context_entry(in) ? context_entry(in)->concrete : *cur) : Value();
+  Value concrete = cur && value_to_mesh(*cur)
+                       ? (context_entry(in) ? context_entry(in)->concrete : *cur)
+                       : Value();
   in.push_context_mesh(Value::object(std::make_shared<MeshContextObj>(concrete, mesh)));
 }
 } // namespace
@@ -456,7 +498,8 @@ void push_legacy_mesh(InterpreterImpl& in, const Value& mesh) {
 std::string wsc_needs_mesh_message() {
   return "with_sharding_constraint requires a non-empty mesh in context if you are passing "
          "`PartitionSpec`s to shardings. You can define a context mesh via `jax.set_mesh(mesh)`. "
-         "Alternatively, provide `Sharding`s to shardings and then the mesh context manager is not required.";
+         "Alternatively, provide `Sharding`s to shardings and then the mesh context manager is not "
+         "required.";
 }
 
 const Mesh* legacy_context_mesh(InterpreterImpl& in) {
@@ -472,7 +515,8 @@ bool MeshObj::enter(InterpreterImpl& in, Value& bound) {
 
 bool MeshObj::call(InterpreterImpl&, CallArgs& args, const Span&, Value& out) {
   if (args.pos.size() != 1 || !args.kw.empty())
-    throw Error(ErrCode::Arguments, "a Mesh used as a decorator takes the one function it decorates");
+    throw Error(ErrCode::Arguments,
+                "a Mesh used as a decorator takes the one function it decorates");
   Value fn = args.pos[0], mesh_value = make_mesh_value(mesh);
   out = make_builtin("mesh_decorated", [fn, mesh_value](InterpreterImpl& in, CallArgs& a) {
     struct Scope {
@@ -494,14 +538,17 @@ struct MeshScopeObj : OpaqueObj {
   explicit MeshScopeObj(Value m) : mesh(std::move(m)) {}
   std::string type_name() const override { return "set_mesh"; }
   std::string repr() const override { return "<set_mesh " + pxl::repr(mesh) + ">"; }
-  bool enter(InterpreterImpl&, Value& bound) override { return bound = Value(), true; } // binds None, as JAX
+  bool enter(InterpreterImpl&, Value& bound) override {
+    return bound = Value(), true;
+  } // binds None, as JAX
   void exit(InterpreterImpl& in) override { in.pop_context_mesh(); }
 };
 } // namespace
 
 Value make_set_mesh(InterpreterImpl& in, CallArgs& a) {
   ArgReader r("set_mesh", a, {"mesh"}, 1);
-  if (!value_to_mesh(r[0])) throw Error(ErrCode::Type, "set_mesh() expects a Mesh, not " + type_name(r[0]));
+  if (!value_to_mesh(r[0]))
+    throw Error(ErrCode::Type, "set_mesh() expects a Mesh, not " + type_name(r[0]));
   // The `with mesh:` mesh stays current for what reads it (pjit).
   const MeshContextObj* outer = context_entry(in);
   in.push_context_mesh(outer && !outer->physical.is_none()
@@ -534,8 +581,8 @@ bool AbstractMeshObj::get_attr(InterpreterImpl&, const std::string& name, Value&
 }
 
 std::vector<std::string> AbstractMeshObj::attr_names() const {
-  return {"shape", "axis_names", "size", "axis_sizes", "axis_types", "shape_tuple", "empty", "abstract_mesh",
-          "update_axis_types"};
+  return {"shape",       "axis_names", "size",          "axis_sizes",       "axis_types",
+          "shape_tuple", "empty",      "abstract_mesh", "update_axis_types"};
 }
 
 bool AbstractMeshObj::equals(const OpaqueObj& o) const {
@@ -572,7 +619,8 @@ Value current_abstract_mesh(InterpreterImpl& in) {
     }
   const Value* cur = in.context_mesh();
   const Mesh* m = cur ? value_to_mesh(*cur) : nullptr;
-  return m ? make_abstract_mesh_value(*m, in.platform().name()) : make_abstract_mesh_value(Mesh{}, "");
+  return m ? make_abstract_mesh_value(*m, in.platform().name())
+           : make_abstract_mesh_value(Mesh{}, "");
 }
 
 // ---- PartitionSpec / NamedSharding --------------------------------------------
@@ -618,15 +666,18 @@ bool SpecObj::get_item(InterpreterImpl& in, const Value& index, Value& out) {
 
 bool SpecObj::equals(const OpaqueObj& o) const {
   auto* s = dynamic_cast<const SpecObj*>(&o);
-  return s && s->spec.entries == spec.entries && s->spec.unconstrained == spec.unconstrained; // as in JAX, P(x) != P(x, None)
+  return s && s->spec.entries == spec.entries &&
+         s->spec.unconstrained == spec.unconstrained; // as in JAX, P(x) != P(x, None)
 }
 
 std::string ShardingObj::repr() const {
-  if (is_abstract()) return "NamedSharding(mesh=" + pxl::repr(abstract_mesh) + ", spec=" + spec.repr() + ")";
+  if (is_abstract())
+    return "NamedSharding(mesh=" + pxl::repr(abstract_mesh) + ", spec=" + spec.repr() + ")";
   if (single_device)
     return "SingleDeviceSharding(device=" + pxl::repr(device_value(platform, mesh.device_ids[0])) +
            ", memory_kind=" + memory_kind + ")";
-  return "NamedSharding(mesh=" + mesh.jax_str() + ", spec=" + spec.repr() + ", memory_kind=" + memory_kind + ")";
+  return "NamedSharding(mesh=" + mesh.jax_str() + ", spec=" + spec.repr() +
+         ", memory_kind=" + memory_kind + ")";
 }
 
 // JAX compares NamedShardings by mesh, spec (as written: P('x') and P('x', None)
@@ -634,7 +685,8 @@ std::string ShardingObj::repr() const {
 bool ShardingObj::equals(const OpaqueObj& o) const {
   auto* s = dynamic_cast<const ShardingObj*>(&o);
   if (s && (s->is_abstract() || is_abstract()))
-    return s->is_abstract() && is_abstract() && values_equal(s->abstract_mesh, abstract_mesh) && s->spec == spec;
+    return s->is_abstract() && is_abstract() && values_equal(s->abstract_mesh, abstract_mesh) &&
+           s->spec == spec;
   return s && s->single_device == single_device && s->mesh.same_mesh(mesh) &&
          s->spec.entries == spec.entries && s->spec.unconstrained == spec.unconstrained &&
          s->memory_kind == memory_kind;
@@ -643,9 +695,11 @@ bool ShardingObj::equals(const OpaqueObj& o) const {
 std::string checked_memory_kind(const Value& v) {
   std::string kind = value_to_str(v, "memory_kind");
   if (kind != "device" && kind != "pinned_host" && kind != "unpinned_host")
-    throw Error(ErrCode::Value,
-                "Could not find memory addressable by device cpu. Device cpu can address the following "
-                "memory kinds: device, pinned_host, unpinned_host. Got memory kind: " + kind);
+    throw Error(
+        ErrCode::Value,
+        "Could not find memory addressable by device cpu. Device cpu can address the following "
+        "memory kinds: device, pinned_host, unpinned_host. Got memory kind: " +
+            kind);
   return kind;
 }
 
@@ -667,11 +721,14 @@ PartitionSpec value_to_spec(const Value& v, const std::string& what) {
   if (v.is_none()) return {};
   if (v.is_obj(ObjKind::Opaque))
     if (auto* s = dynamic_cast<SpecObj*>(v.as<OpaqueObj>())) return s->spec;
-  throw Error(ErrCode::Type, what + " must be a PartitionSpec (P(...)) or None, not " + type_name(v));
+  throw Error(ErrCode::Type,
+              what + " must be a PartitionSpec (P(...)) or None, not " + type_name(v));
 }
 
 Value make_mesh_value(Mesh m) { return Value::object(std::make_shared<MeshObj>(std::move(m))); }
-Value make_spec_value(PartitionSpec s) { return Value::object(std::make_shared<SpecObj>(std::move(s))); }
+Value make_spec_value(PartitionSpec s) {
+  return Value::object(std::make_shared<SpecObj>(std::move(s)));
+}
 
 Value spec_over_current_mesh(InterpreterImpl& in, const Value& target, const std::string& fn) {
   if (!target.is_obj(ObjKind::Opaque)) return target;
@@ -681,16 +738,20 @@ Value spec_over_current_mesh(InterpreterImpl& in, const Value& target, const std
   const Value* current = in.context_mesh();
   const Mesh* mesh = current ? value_to_mesh(*current) : nullptr;
   if (!mesh && spec && fn != "device_put")
-    throw Error(ErrCode::Value,
-                "Using PartitionSpec when you are not under a mesh context is not allowed. Please pass a "
-                "NamedSharding instance or enter into a mesh context via `jax.set_mesh`. Got " + spec->spec.repr());
+    throw Error(
+        ErrCode::Value,
+        "Using PartitionSpec when you are not under a mesh context is not allowed. Please pass a "
+        "NamedSharding instance or enter into a mesh context via `jax.set_mesh`. Got " +
+            spec->spec.repr());
   if (!mesh)
     throw Error(ErrCode::Value,
-                spec ? "Please set a mesh via `jax.set_mesh` if a PartitionSpec is passed to " + fn
-                     : fn + "() got a NamedSharding over an AbstractMesh (no devices): set a mesh "
-                            "with the same axes via `jax.set_mesh`, or pass a Mesh's NamedSharding");
+                spec
+                    ? "Please set a mesh via `jax.set_mesh` if a PartitionSpec is passed to " + fn
+                    : fn + "() got a NamedSharding over an AbstractMesh (no devices): set a mesh "
+                           "with the same axes via `jax.set_mesh`, or pass a Mesh's NamedSharding");
   // A type's sharding names the current mesh's axes: placed on its devices.
-  if (typed && (typed->mesh.axis_names != mesh->axis_names || typed->mesh.axis_sizes != mesh->axis_sizes))
+  if (typed &&
+      (typed->mesh.axis_names != mesh->axis_names || typed->mesh.axis_sizes != mesh->axis_sizes))
     throw Error(ErrCode::Value, fn + "(): the sharding's " + pxl::repr(typed->abstract_mesh) +
                                     " does not match the current mesh " + mesh->jax_str());
   return Value::object(std::make_shared<ShardingObj>(*mesh, spec ? spec->spec : typed->spec));
@@ -714,7 +775,8 @@ Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& targe
       tc && tc->what() == "shard_map" && !dynamic_cast<TraceContext*>(&tc->outer()) &&
       target_arg.is_obj(ObjKind::Device)) {
     const auto* d = target_arg.as<DeviceObj>();
-    throw Error(ErrCode::Value, "device_put with explicit device not allowed within shard_map-decorated functions, but got device " +
+    throw Error(ErrCode::Value, "device_put with explicit device not allowed within "
+                                "shard_map-decorated functions, but got device " +
                                     d->platform + ":" + std::to_string(d->id));
   }
   Tensor t = in.to_tensor(leaf, Span{});
@@ -726,21 +788,24 @@ Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& targe
   if (target.is_obj(ObjKind::Opaque)) {
     auto* s = dynamic_cast<ShardingObj*>(target.as<OpaqueObj>());
     if (!s)
-      throw Error(ErrCode::Type, "device_put() expects a Device or a NamedSharding, not " + type_name(target));
+      throw Error(ErrCode::Type,
+                  "device_put() expects a Device or a NamedSharding, not " + type_name(target));
     // A SingleDeviceSharding: onto its device.
     if (s->single_device && !s->mesh.device_ids.empty()) {
       const Array& x = in.ops().concrete(t);
       return committed(make_array(make_tensor(x.on_device(s->mesh.device_ids[0]))));
     }
     // Already laid out so: nothing moves (JAX returns the same buffers).
-    if (t->sharded && t->sharded->mesh.same_mesh(s->mesh) && t->sharded->spec == s->spec) return committed(make_array(t));
+    if (t->sharded && t->sharded->mesh.same_mesh(s->mesh) && t->sharded->spec == s->spec)
+      return committed(make_array(t));
     const Array& x = in.ops().concrete(t);
     if (!s->single_device && s->spec.entries.size() > x.shape().size()) { // JAX's text
       std::string annot = s->repr(), rank = std::to_string(s->spec.entries.size());
-      throw Error(ErrCode::Value, "One of device_put args is incompatible with its sharding annotation " + annot +
-                                      ": Sharding " + annot + " is only valid for values of rank at least " + rank +
-                                      ", but was applied to a value of rank " + std::to_string(x.shape().size()) +
-                                      (x.shape().empty() ? ". For scalars the PartitionSpec should be P()" : "."));
+      throw Error(ErrCode::Value,
+                  "One of device_put args is incompatible with its sharding annotation " + annot +
+                      ": Sharding " + annot + " is only valid for values of rank at least " + rank +
+                      ", but was applied to a value of rank " + std::to_string(x.shape().size()) +
+                      (x.shape().empty() ? ". For scalars the PartitionSpec should be P()" : "."));
     }
     std::string problem = check_spec(s->mesh, s->spec, x.shape(), "device_put(): ");
     if (!problem.empty()) throw Error(ErrCode::Shape, problem);
@@ -753,7 +818,8 @@ Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& targe
   if (target.is_none()) return make_array(in.ops().constant(x));
   if (target.is_obj(ObjKind::Device))
     return committed(make_array(make_tensor(x.on_device(target.as<DeviceObj>()->id))));
-  throw Error(ErrCode::Type, "device_put() expects a Device or a NamedSharding, not " + type_name(target));
+  throw Error(ErrCode::Type,
+              "device_put() expects a Device or a NamedSharding, not " + type_name(target));
 }
 
 void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
@@ -779,8 +845,9 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
       collect_devices(r[2], 0, s, ids);
     } else {
       if (n > in.platform().device_count())
-        throw Error(ErrCode::Value, "Number of devices " + std::to_string(in.platform().device_count()) +
-                                        " must be >= the product of mesh_shape " + shape_str(shape),
+        throw Error(ErrCode::Value,
+                    "Number of devices " + std::to_string(in.platform().device_count()) +
+                        " must be >= the product of mesh_shape " + shape_str(shape),
                     Span{}, "run with --devices " + std::to_string(n));
       for (int64_t i = 0; i < n; ++i) ids.push_back(static_cast<int>(i));
     }
@@ -791,12 +858,14 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     Mesh m = build_mesh(in, shape, ids, axis_names_arg(r[1], "make_mesh"), "make_mesh");
     // JAX 0.10's make_mesh makes Explicit axes by default; pxl records the type
     // (printing, equality) and propagates shardings as for Auto axes.
-    m.axis_types = axis_types_arg(r.has(3) ? r[3] : Value(), m.axis_names, AxisType::Explicit, "make_mesh");
+    m.axis_types =
+        axis_types_arg(r.has(3) ? r[3] : Value(), m.axis_names, AxisType::Explicit, "make_mesh");
     return make_mesh_value(std::move(m));
   });
   Value unconstrained = Value::object(std::make_shared<UnconstrainedObj>());
   Value p_fn = make_builtin("PartitionSpec", [](InterpreterImpl&, CallArgs& a) {
-    if (!a.kw.empty()) throw Error(ErrCode::Arguments, "PartitionSpec() takes no keyword arguments");
+    if (!a.kw.empty())
+      throw Error(ErrCode::Arguments, "PartitionSpec() takes no keyword arguments");
     PartitionSpec s;
     for (const Value& v : a.pos) {
       std::vector<std::string> names; // empty: None (also for an empty tuple)
@@ -808,7 +877,10 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
       } else if (const ValueList* items = sequence_items(v)) {
         for (const Value& x : *items) names.push_back(value_to_str(x, "PartitionSpec entry"));
       } else {
-        throw Error(ErrCode::Type, "PartitionSpec entries must be None, a mesh axis name, or a tuple of names, not " + type_name(v));
+        throw Error(
+            ErrCode::Type,
+            "PartitionSpec entries must be None, a mesh axis name, or a tuple of names, not " +
+                type_name(v));
       }
       s.entries.push_back(std::move(names));
     }
@@ -817,9 +889,11 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
   p_fn.as<BuiltinObj>()->attrs.emplace_back("UNCONSTRAINED", unconstrained);
   Value named_fn = make_builtin("NamedSharding", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("NamedSharding", a, {"mesh", "spec", "memory_kind"}, 2);
-    auto* am = r[0].is_obj(ObjKind::Opaque) ? dynamic_cast<AbstractMeshObj*>(r[0].as<OpaqueObj>()) : nullptr;
+    auto* am = r[0].is_obj(ObjKind::Opaque) ? dynamic_cast<AbstractMeshObj*>(r[0].as<OpaqueObj>())
+                                            : nullptr;
     const Mesh* m = am ? &am->mesh : value_to_mesh(r[0]);
-    if (!m) throw Error(ErrCode::Type, "NamedSharding() mesh must be a Mesh, not " + type_name(r[0]));
+    if (!m)
+      throw Error(ErrCode::Type, "NamedSharding() mesh must be a Mesh, not " + type_name(r[0]));
     PartitionSpec s = value_to_spec(r[1], "NamedSharding() spec");
     check_spec_names(*m, s, "NamedSharding spec");
     if (am) return make_abstract_sharding(r[0], s);
@@ -832,22 +906,27 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     // x is a pytree; device a Device, a NamedSharding, None, or a pytree prefix of them.
     Value where = r.has(1) ? r[1] : Value();
     if (where.is_obj(ObjKind::Str) || where.is_number())
-      throw Error(ErrCode::Value,
-                  "`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, `jax.Device`, "
-                  "`Format`, `jax.memory.Space` or a pytree of these values. Received invalid value: " +
-                      str(where));
+      throw Error(
+          ErrCode::Value,
+          "`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, `jax.Device`, "
+          "`Format`, `jax.memory.Space` or a pytree of these values. Received invalid value: " +
+              str(where));
     // donate= (a bool, or a pytree prefix of bools): a donated array whose
     // result is a new array is deleted, as JAX's donated buffer is.
     std::vector<std::pair<Value, bool>> donated; // each array leaf, and whether donated
     if (r.has(3) && !r[3].is_none())
-      map_tree_with_prefix(in, r[0], r[3], [](const Value& v) { return v.is_none() || v.is_bool(); },
-                           "device_put() donate", [&](const Value& leaf, const Value& flag) {
-                             donated.emplace_back(leaf, flag.is_bool() && flag.as_int() != 0);
-                             return leaf;
-                           });
+      map_tree_with_prefix(
+          in, r[0], r[3], [](const Value& v) { return v.is_none() || v.is_bool(); },
+          "device_put() donate",
+          [&](const Value& leaf, const Value& flag) {
+            donated.emplace_back(leaf, flag.is_bool() && flag.as_int() != 0);
+            return leaf;
+          });
     Value out = map_tree_with_prefix(
         in, r[0], where,
-        [](const Value& v) { return v.is_none() || v.is_obj(ObjKind::Device) || v.is_obj(ObjKind::Opaque); },
+        [](const Value& v) {
+          return v.is_none() || v.is_obj(ObjKind::Device) || v.is_obj(ObjKind::Opaque);
+        },
         "device_put() device",
         [&](const Value& leaf, const Value& target) { return device_put_leaf(in, leaf, target); });
     if (!donated.empty()) {
@@ -864,7 +943,8 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
   });
   Value vis_fn = make_builtin("visualize_array_sharding", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("visualize_array_sharding", a, {"arr"}, 1);
-    if (!r[0].is_obj(ObjKind::Array)) throw Error(ErrCode::Type, "visualize_array_sharding() expects an array");
+    if (!r[0].is_obj(ObjKind::Array))
+      throw Error(ErrCode::Type, "visualize_array_sharding() expects an array");
     const Tensor& t = r[0].as<ArrayObj>()->tensor;
     if (t->sharded) {
       in.out() << sharding_picture(*t->sharded, in.platform().picture_label());
@@ -905,8 +985,9 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     Shape sizes = value_to_shape(r[0], "AbstractMesh() axis_sizes");
     std::vector<std::string> names = axis_names_arg(r[1], "AbstractMesh");
     if (names.size() != sizes.size())
-      throw Error(ErrCode::Value, "AbstractMesh(): " + std::to_string(sizes.size()) + " axis sizes but " +
-                                      std::to_string(names.size()) + " axis names");
+      throw Error(ErrCode::Value, "AbstractMesh(): " + std::to_string(sizes.size()) +
+                                      " axis sizes but " + std::to_string(names.size()) +
+                                      " axis names");
     Mesh m{names, std::vector<int64_t>(sizes.begin(), sizes.end()), {}, {}};
     m.axis_types = axis_types_arg(r.has(2) ? r[2] : Value(), names, AxisType::Auto, "AbstractMesh");
     return make_abstract_mesh_value(m, "");
@@ -916,11 +997,13 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     ArgReader r("get_abstract_mesh", a, {}, 0);
     return current_abstract_mesh(in);
   });
-  sv["SingleDeviceSharding"] = make_builtin("SingleDeviceSharding", [](InterpreterImpl&, CallArgs& a) {
+  sv["SingleDeviceSharding"] = make_builtin("SingleDeviceSharding", [](InterpreterImpl&,
+                                                                       CallArgs& a) {
     ArgReader r("SingleDeviceSharding", a, {"device", "memory_kind"}, 1);
     if (!r[0].is_obj(ObjKind::Device))
       throw Error(ErrCode::Type, "SingleDeviceSharding() expects a Device, not " + type_name(r[0]));
-    Value out = make_single_device_sharding(r[0].as<DeviceObj>()->platform, r[0].as<DeviceObj>()->id);
+    Value out =
+        make_single_device_sharding(r[0].as<DeviceObj>()->platform, r[0].as<DeviceObj>()->id);
     if (r.has(1) && !r[1].is_none())
       dynamic_cast<ShardingObj*>(out.as<OpaqueObj>())->memory_kind = checked_memory_kind(r[1]);
     return out;
@@ -928,7 +1011,8 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
   // jax.experimental.mesh_utils.create_device_mesh(mesh_shape, devices=None)
   ModuleBuilder mesh_utils("jax.experimental.mesh_utils");
   mesh_utils.fn("create_device_mesh", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("create_device_mesh", a, {"mesh_shape", "devices", "contiguous_submeshes", "allow_split_physical_axes"}, 1);
+    ArgReader r("create_device_mesh", a,
+                {"mesh_shape", "devices", "contiguous_submeshes", "allow_split_physical_axes"}, 1);
     Shape shape = value_to_shape(r[0], "create_device_mesh() mesh_shape");
     std::vector<int> ids;
     if (r.has(1) && !r[1].is_none()) {
@@ -949,8 +1033,12 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
   add_host_callback(debug);
   jv["debug"] = debug.value();
   in.register_module("jax.debug", debug.value());
-  for (auto [name, v] : {std::pair<const char*, Value>{"Mesh", mesh_fn}, {"P", p_fn}, {"PartitionSpec", p_fn},
-                         {"NamedSharding", named_fn}, {"make_mesh", make_mesh_fn}, {"device_put", put_fn},
+  for (auto [name, v] : {std::pair<const char*, Value>{"Mesh", mesh_fn},
+                         {"P", p_fn},
+                         {"PartitionSpec", p_fn},
+                         {"NamedSharding", named_fn},
+                         {"make_mesh", make_mesh_fn},
+                         {"device_put", put_fn},
                          {"visualize_sharding", vis_fn}})
     in.define_builtin(name, v);
 }

@@ -1,10 +1,10 @@
 // Host objects of jax.sharding (Mesh, PartitionSpec, NamedSharding) and the
 // SPMD transformations (pmap, shard_map) and collectives built on them.
 #pragma once
-#include <optional>
 #include "lang/interp_impl.hpp"
 #include "runtime/mesh.hpp"
 #include "runtime/sharded.hpp"
+#include <optional>
 
 namespace pxl {
 
@@ -72,7 +72,9 @@ struct ShardingObj : OpaqueObj {
   // `mesh` then has the axes but no devices, and nothing can be placed on it.
   Value abstract_mesh;
   bool is_abstract() const { return !abstract_mesh.is_none(); }
-  std::string type_name() const override { return single_device ? "SingleDeviceSharding" : "NamedSharding"; }
+  std::string type_name() const override {
+    return single_device ? "SingleDeviceSharding" : "NamedSharding";
+  }
   std::string repr() const override;
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override;
   std::vector<std::string> attr_names() const override;
@@ -95,7 +97,9 @@ struct DeviceGridObj : OpaqueObj {
   std::string repr() const override;
   std::string str() const override;
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override;
-  std::vector<std::string> attr_names() const override { return {"shape", "ndim", "size", "reshape", "tolist", "flat"}; }
+  std::vector<std::string> attr_names() const override {
+    return {"shape", "ndim", "size", "reshape", "tolist", "flat"};
+  }
   bool items(ValueList& out) const override;
   bool get_item(InterpreterImpl& in, const Value& index, Value& out) override;
 };
@@ -106,13 +110,12 @@ Value device_value(const std::string& platform, int id);
 // A DeviceGridObj when `v` is a (nested) list of devices or already a grid, else null.
 std::shared_ptr<DeviceGridObj> device_grid_of(const Value& v);
 
-
 // The mesh axis of a pmap without axis_name (JAX's name: pmap results'
 // shardings print it).
 inline constexpr const char* kPmapAxisName = "_internal_pmap_axis_name";
 
 // Value conversions.
-const Mesh* value_to_mesh(const Value& v);             // nullptr if not a Mesh
+const Mesh* value_to_mesh(const Value& v);                            // nullptr if not a Mesh
 PartitionSpec value_to_spec(const Value& v, const std::string& what); // P(...) or None
 Value make_mesh_value(Mesh m);
 Value make_spec_value(PartitionSpec s);

@@ -159,7 +159,8 @@ PartitionSpec explicit_part(const PartitionSpec& spec, const Mesh& mesh) {
   for (const Axes& e : spec.entries) {
     Axes kept;
     for (const std::string& a : e)
-      if (mesh.axis_of(a) >= 0 && mesh.axis_type(mesh.axis_of(a)) == AxisType::Explicit) kept.push_back(a);
+      if (mesh.axis_of(a) >= 0 && mesh.axis_type(mesh.axis_of(a)) == AxisType::Explicit)
+        kept.push_back(a);
     out.entries.push_back(std::move(kept));
   }
   return out;
@@ -220,10 +221,10 @@ void explicit_result_check(const std::string& op, const std::vector<AVal>& avals
         std::string ins;
         for (size_t k = 0; k < avals.size(); ++k)
           ins += (k ? ", " : "") + sharded_type_str(avals[k], specs[k], true);
-        type_error(op + " operation with inputs: " + ins +
-                       " produces an illegally sharded result: " +
-                       sharded_type_str(result, spec, true),
-                   loc);
+        type_error(
+            op + " operation with inputs: " + ins +
+                " produces an illegally sharded result: " + sharded_type_str(result, spec, true),
+            loc);
       }
       seen.push_back(a);
     }
@@ -352,13 +353,14 @@ void explicit_in_spec_check(const PartitionSpec& want, const DimSpec& have, cons
   if (full.entries == have) return;
   PartitionSpec typed;
   typed.entries = have;
-  throw Error(ErrCode::Spec,
-              "in_specs passed to shard_map: " + full.repr() + " does not match the specs of the input: " +
-                  typed.repr() + " for arg: " + (aval.weak ? "~" : "") + sharded_type_str(aval, have) +
-                  ". `in_specs` is an optional argument so you can omit specifying it and shard_map will "
-                  "infer the in_specs from the arguments. If you want to reshard your inputs, you can use "
-                  "`jax.reshard` on the arguments and then pass those args to shard_map.",
-              loc);
+  throw Error(
+      ErrCode::Spec,
+      "in_specs passed to shard_map: " + full.repr() + " does not match the specs of the input: " +
+          typed.repr() + " for arg: " + (aval.weak ? "~" : "") + sharded_type_str(aval, have) +
+          ". `in_specs` is an optional argument so you can omit specifying it and shard_map will "
+          "infer the in_specs from the arguments. If you want to reshard your inputs, you can use "
+          "`jax.reshard` on the arguments and then pass those args to shard_map.",
+      loc);
 }
 
 std::string abstract_sharding_str(const Mesh& mesh, const DimSpec& spec,
@@ -383,7 +385,8 @@ int64_t split_parts(const Mesh& mesh, const Axes& axes) {
 std::string entry_str(const Axes& e) { return e.size() == 1 ? e[0] : entry_repr(e); }
 
 std::string shaped_array_str(const AVal& aval, const DimSpec& spec) {
-  return "ShapedArray(" + sharded_type_str(aval, spec) + (aval.weak ? ", weak_type=True" : "") + ")";
+  return "ShapedArray(" + sharded_type_str(aval, spec) + (aval.weak ? ", weak_type=True" : "") +
+         ")";
 }
 
 std::string int_indices_str(const Shape& indices) {
@@ -395,9 +398,8 @@ std::string int_indices_str(const Shape& indices) {
 
 } // namespace
 
-void explicit_varying_shape_check(const std::string& what, const AVal& operand,
-                                  const DimSpec& spec, const Shape& out_shape, const Mesh& mesh,
-                                  const Span& loc) {
+void explicit_varying_shape_check(const std::string& what, const AVal& operand, const DimSpec& spec,
+                                  const Shape& out_shape, const Mesh& mesh, const Span& loc) {
   for (size_t d = 0; d < spec.size() && d < out_shape.size(); ++d) {
     if (spec[d].empty() || operand.shape[d] == out_shape[d]) continue;
     int64_t n = split_parts(mesh, spec[d]);
@@ -440,14 +442,17 @@ void explicit_same_sharding(const std::string& op, const std::vector<DimSpec>& s
     bool split = false;
     for (const Axes& e : s) split = split || !e.empty();
     if (!split) continue;
-    if (!first) first = &s;
-    else differ = differ || s != *first;
+    if (!first)
+      first = &s;
+    else
+      differ = differ || s != *first;
   }
   if (!differ) return;
   std::string all;
   for (const DimSpec& s : specs)
     all += (all.empty() ? "" : ", ") + abstract_sharding_str(mesh, s, platform);
-  if (op == "select") type_error("select cases must have the same shardings, got [" + all + "].", loc);
+  if (op == "select")
+    type_error("select cases must have the same shardings, got [" + all + "].", loc);
   type_error("All operands should have the same sharding. Got shardings " + all, loc);
 }
 

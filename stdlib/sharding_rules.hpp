@@ -54,14 +54,14 @@ void explicit_scan_check(const AVal& operand, const DimSpec& spec, int64_t axis,
 
 // The type's sharding as JAX's errors print it: NamedSharding(mesh=
 // AbstractMesh('x': 2, axis_types=(Explicit,), device_kind=cpu, ...), spec=P('x', None)).
-std::string abstract_sharding_str(const Mesh& mesh, const DimSpec& spec, const std::string& platform);
+std::string abstract_sharding_str(const Mesh& mesh, const DimSpec& spec,
+                                  const std::string& platform);
 
 // slice and pad (lax's _get_sharding_for_varying_out_shape; `what` is
 // "slicing" or "padding"): a split dimension whose size changes must still
 // divide by its axes; the result keeps the operand's sharding.
-void explicit_varying_shape_check(const std::string& what, const AVal& operand,
-                                  const DimSpec& spec, const Shape& out_shape, const Mesh& mesh,
-                                  const Span& loc);
+void explicit_varying_shape_check(const std::string& what, const AVal& operand, const DimSpec& spec,
+                                  const Shape& out_shape, const Mesh& mesh, const Span& loc);
 // gather from / scatter into a dimension that is split (JAX's gather rule
 // cannot type the result): JAX's ShardingTypeError asking for out_sharding=.
 // `indices` is the shape of JAX's index array.

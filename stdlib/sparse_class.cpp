@@ -18,7 +18,9 @@ const Shape* array_shape(const Value& v) {
 // and the aux dict's shape; Name(<invalid>) when they are not arrays.
 std::string sparse_repr(const std::string& name, const ValueList& values) {
   const std::string invalid = name + "(<invalid>)";
-  if (values.size() < 3 || !values[0].is_obj(ObjKind::Array) || !values.back().is_obj(ObjKind::Dict)) return invalid;
+  if (values.size() < 3 || !values[0].is_obj(ObjKind::Array) ||
+      !values.back().is_obj(ObjKind::Dict))
+    return invalid;
   const Shape* ind = array_shape(values[1]);
   const Value* shape = values.back().as<DictObj>()->find(make_str("shape"));
   const ValueList* dims = shape ? sequence_items(*shape) : nullptr;
@@ -45,7 +47,9 @@ std::string sparse_repr(const std::string& name, const ValueList& values) {
 // have lost that axis, and the results gain one. The aux shape follows the
 // leaves: leading entries are dropped, or taken from data's leading axes.
 void follow_leaves(bool csr, ValueList& values) {
-  if (values.size() < 3 || !values[0].is_obj(ObjKind::Array) || !values.back().is_obj(ObjKind::Dict)) return;
+  if (values.size() < 3 || !values[0].is_obj(ObjKind::Array) ||
+      !values.back().is_obj(ObjKind::Dict))
+    return;
   const Shape* data = array_shape(values[0]);
   const Shape* ind = array_shape(values[1]);
   auto* info = values.back().as<DictObj>();
@@ -62,7 +66,8 @@ void follow_leaves(bool csr, ValueList& values) {
     out.assign(dims->begin() + (have - want), dims->end());
   } else {
     if (static_cast<int64_t>(data->size()) < want - have) return;
-    for (int64_t i = 0; i < want - have; ++i) out.push_back(Value::integer((*data)[static_cast<size_t>(i)]));
+    for (int64_t i = 0; i < want - have; ++i)
+      out.push_back(Value::integer((*data)[static_cast<size_t>(i)]));
     out.insert(out.end(), dims->begin(), dims->end());
   }
   auto copy = std::make_shared<DictObj>(*info);
@@ -74,12 +79,15 @@ void follow_leaves(bool csr, ValueList& values) {
 
 void add_sparse_class_builtin(ModuleBuilder& types) {
   types.fn("_sparse_class", [](InterpreterImpl&, CallArgs& a) {
-    ArgReader r("_sparse_class", a, {"name", "field_names", "attrs", "ops", "class_attrs", "init"}, 6);
+    ArgReader r("_sparse_class", a, {"name", "field_names", "attrs", "ops", "class_attrs", "init"},
+                6);
     auto type = std::make_shared<NamedTupleType>();
     type->name = r.get_str(0);
     const ValueList* fields = sequence_items(r[1]);
-    if (!fields || fields->empty()) throw Error(ErrCode::Value, "_sparse_class() needs field names");
-    for (const Value& f : *fields) type->fields.push_back(value_to_str(f, "_sparse_class() field name"));
+    if (!fields || fields->empty())
+      throw Error(ErrCode::Value, "_sparse_class() needs field names");
+    for (const Value& f : *fields)
+      type->fields.push_back(value_to_str(f, "_sparse_class() field name"));
     type->num_aux = 1;
     type->tuple_like = false;
     type->attrs = r[2];
@@ -92,7 +100,8 @@ void add_sparse_class_builtin(ModuleBuilder& types) {
     // Calling the class runs init (BCOO((data, indices), shape=...)); the
     // class's _new(*fields) makes an instance from its fields.
     Value init = r[5];
-    Value cls = make_builtin(name, [init](InterpreterImpl& in, CallArgs& args) { return in.call(init, args, Span{}); });
+    Value cls = make_builtin(
+        name, [init](InterpreterImpl& in, CallArgs& args) { return in.call(init, args, Span{}); });
     cls.as<BuiltinObj>()->attrs.emplace_back("_new", namedtuple_class(std::move(type)));
     if (r[4].is_obj(ObjKind::Dict))
       r[4].as<DictObj>()->for_each([&](const Value& k, const Value& v) {

@@ -14,38 +14,39 @@
 #include "runtime/executable.hpp"
 #include "runtime/format.hpp"
 #include "runtime/spmd_call.hpp"
-#include "stdlib/debug_print.hpp"
 #include "stdlib/aot_stages.hpp"
 #include "stdlib/autodiff.hpp"
 #include "stdlib/cache_explain.hpp"
 #include "stdlib/checkify.hpp"
 #include "stdlib/convert.hpp"
+#include "stdlib/debug_print.hpp"
+#include "stdlib/float0.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/shape_dtype_struct.hpp"
+#include "stdlib/shard_map_checks.hpp"
 #include "stdlib/shard_map_nested.hpp"
 #include "stdlib/sharding.hpp"
 #include "stdlib/sharding_rules.hpp"
-#include "stdlib/shard_map_checks.hpp"
-#include "stdlib/float0.hpp"
 #include "stdlib/trace_util.hpp"
 
 namespace pxl {
 
-std::optional<std::string> pytree_prefix_error(InterpreterImpl& in, const TreeDef& prefix, const Value& full,
+std::optional<std::string> pytree_prefix_error(InterpreterImpl& in, const TreeDef& prefix,
+                                               const Value& full,
                                                const std::string& name); // stdlib/pytree_errors.cpp
 
 namespace {
 
 // One argument leaf as the SPMD function sees it.
 struct InLeaf {
-  Tensor global;        // the whole array
-  AVal block;           // per-participant type
+  Tensor global; // the whole array
+  AVal block;    // per-participant type
   AxisSet vma = 0;
-  std::string origin;   // why it varies, for the vma diagnostic
-  PartitionSpec spec;   // shard_map: its in_spec; pmap: unused
-  int map_axis = -1;    // pmap: the mapped axis, -1 for in_axes=None
-  bool typed = false;   // shard_map over Explicit axes: must already be laid out as spec
+  std::string origin; // why it varies, for the vma diagnostic
+  PartitionSpec spec; // shard_map: its in_spec; pmap: unused
+  int map_axis = -1;  // pmap: the mapped axis, -1 for in_axes=None
+  bool typed = false; // shard_map over Explicit axes: must already be laid out as spec
 };
 
 // A traced and compiled signature: the callee of the spmd_call (its operands
@@ -89,8 +90,9 @@ std::string varying_origin(const Function& f, int id, int bit) {
       }
     if (!from_operands) {
       // lax.pcast(to='varying') is bound as the identity ppermute.
-      bool pcast = in.op == Op::Ppermute && std::all_of(in.attrs.pairs.begin(), in.attrs.pairs.end(),
-                                                         [](const auto& p) { return p.first == p.second; });
+      bool pcast =
+          in.op == Op::Ppermute && std::all_of(in.attrs.pairs.begin(), in.attrs.pairs.end(),
+                                               [](const auto& p) { return p.first == p.second; });
       return std::string("the ") + (pcast ? "pcast" : op_name(in.op)) + " at " + loc_str(val.loc);
     }
   }
@@ -113,8 +115,9 @@ void print_debug(InterpreterImpl& in, const Function& f, std::vector<DebugRecord
 // devices with value `id` as its one output and returns each device's block in
 // mesh order. The value gets a leading axis of size 1 laid out over every mesh
 // axis, so that each device's own block comes back even where it is invariant.
-std::vector<Array> run_traced_prefix(InterpreterImpl& in, const std::string& what, const Function& f, int id,
-                                     const Mesh& mesh, const std::vector<InLeaf>& leaves,
+std::vector<Array> run_traced_prefix(InterpreterImpl& in, const std::string& what,
+                                     const Function& f, int id, const Mesh& mesh,
+                                     const std::vector<InLeaf>& leaves,
                                      const std::vector<Tensor>& consts) {
   auto prefix = std::make_shared<Function>(f);
   IRValue v = f.values[id];
@@ -137,8 +140,9 @@ std::vector<Array> run_traced_prefix(InterpreterImpl& in, const std::string& wha
   consts_to_replicated_params(*prefix, ins);
   PartitionSpec every_axis;
   every_axis.entries = {mesh.axis_names};
-  auto callee = make_spmd_callee(what, prefix, SpmdLayout{mesh, static_cast<int>(mesh.size()), 1}, std::move(ins),
-                                 {SpmdMapping{every_axis, -1}}, &in.platform().threads(), in.options().exec,
+  auto callee = make_spmd_callee(what, prefix, SpmdLayout{mesh, static_cast<int>(mesh.size()), 1},
+                                 std::move(ins), {SpmdMapping{every_axis, -1}},
+                                 &in.platform().threads(), in.options().exec,
                                  &in.platform().code_cache(), in.phase_times(), &in.platform());
   callee->check_vma = false;
   Tensor out = run_spmd_call(*callee, operands, in.pull_log())[0];
@@ -159,7 +163,7 @@ Signature signature(const std::vector<InLeaf>& leaves, const TreeDef& tree) {
   for (size_t i = 0; i < leaves.size(); ++i) {
     const InLeaf& l = leaves[i];
     std::string mapping = l.map_axis >= 0 ? " mapped over axis " + std::to_string(l.map_axis)
-                                           : " as " + l.spec.repr();
+                                          : " as " + l.spec.repr();
     sig.add("array argument " + std::to_string(i), type_str(l.global->aval) + mapping);
   }
   return sig;
@@ -178,7 +182,7 @@ struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
   bool check_vma = true;
   std::map<std::string, std::shared_ptr<Compiled>> cache;
   std::vector<Signature> traced_signatures; // for --explain-cache
-  int traces = 0; // how many times the function was traced (tests use it)
+  int traces = 0;                           // how many times the function was traced (tests use it)
   // With --explain-cache, says why `sig` is being traced.
   void explain_miss(InterpreterImpl& in, const Signature& sig, const Span& where) {
     if (!in.options().explain_cache) return;
@@ -222,7 +226,8 @@ struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
     s.fn = Value::object(shared_from_this());
     s.text = last ? print_function(*last->callee->fn) : "";
     stage_arguments(in, a, where, s);
-    for (size_t i = 0; i < s.in_avals.size(); ++i) s.arg_names.push_back("flat_args[" + std::to_string(i) + "]");
+    for (size_t i = 0; i < s.in_avals.size(); ++i)
+      s.arg_names.push_back("flat_args[" + std::to_string(i) + "]");
     return make_lowered(std::move(s));
   }
 
@@ -238,7 +243,8 @@ struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
         outer.axis_sizes = tc->function().mesh_sizes;
         // (The axes an enclosing shard_map leaves automatic stay Auto.)
         for (const std::string& n : outer.axis_names)
-          outer.axis_types.push_back(std::find(tc->auto_axes.begin(), tc->auto_axes.end(), n) == tc->auto_axes.end()
+          outer.axis_types.push_back(std::find(tc->auto_axes.begin(), tc->auto_axes.end(), n) ==
+                                             tc->auto_axes.end()
                                          ? AxisType::Manual
                                          : AxisType::Auto);
         break;
@@ -246,9 +252,12 @@ struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
     Mesh auto_inner = inner;
     if (what == "pmap") auto_inner.axis_types.clear();
     throw Error(ErrCode::Unsupported,
-                "The context mesh " + pxl::repr(make_abstract_mesh_value(outer, in.platform().name())) +
+                "The context mesh " +
+                    pxl::repr(make_abstract_mesh_value(outer, in.platform().name())) +
                     " should match the mesh passed to shard_map " + auto_inner.jax_str(),
-                where, "nested pmap/shard_map calls are not supported: call it outside, or use a mesh with one more axis");
+                where,
+                "nested pmap/shard_map calls are not supported: call it outside, or use a mesh "
+                "with one more axis");
   }
 
   // Turns the traced Function into the call's callee: the captured constants
@@ -274,8 +283,9 @@ struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
     std::vector<Tensor> outs;
     if (dynamic_cast<TraceContext*>(&in.ops())) {
       // (checkify's checks, debug_prints too, are walked away by checkify.)
-      bool prints = std::any_of(c.callee->fn->debug_formats.begin(), c.callee->fn->debug_formats.end(),
-                                [](const DebugFormat& f) { return !dynamic_cast<const CheckSite*>(f.args.get()); });
+      bool prints = std::any_of(
+          c.callee->fn->debug_formats.begin(), c.callee->fn->debug_formats.end(),
+          [](const DebugFormat& f) { return !dynamic_cast<const CheckSite*>(f.args.get()); });
       if (prints)
         throw Error(ErrCode::Unsupported,
                     "jax.debug.print inside a " + what +
@@ -293,7 +303,8 @@ struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
       }
       print_debug(in, *c.callee->fn, debug);
       if (auto* eager = dynamic_cast<EagerContext*>(&in.ops()))
-        outs = eager->checked_results("Invalid value (%) encountered in sharded computation.", std::move(outs), where);
+        outs = eager->checked_results("Invalid value (%) encountered in sharded computation.",
+                                      std::move(outs), where);
     }
     ValueList vals;
     for (size_t i = 0; i < outs.size(); ++i)
@@ -308,10 +319,12 @@ struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
     if (name == "__name__" && what == "pmap") return out = in.get_attr(fn, name, Span{}), true;
     if (name == "lower" && what == "pmap") {
       auto self = shared_from_this();
-      out = make_builtin("lower", [self](InterpreterImpl& in, CallArgs& a) { return self->lower(in, a); });
+      out = make_builtin("lower",
+                         [self](InterpreterImpl& in, CallArgs& a) { return self->lower(in, a); });
       return true;
     }
-    if (name == "_cache_size") return out = Value::integer(static_cast<int64_t>(cache.size())), true;
+    if (name == "_cache_size")
+      return out = Value::integer(static_cast<int64_t>(cache.size())), true;
     if (name == "_trace_count") return out = Value::integer(traces), true;
     return false;
   }
@@ -343,7 +356,9 @@ struct ShardMapFn : SpmdFunction {
   }
   Mesh concrete_mesh(InterpreterImpl& in, const ValueList& args, const Span& where) const {
     const Mesh& am = *abstract_mesh;
-    auto same_shape = [&](const Mesh& m) { return m.axis_names == am.axis_names && m.axis_sizes == am.axis_sizes; };
+    auto same_shape = [&](const Mesh& m) {
+      return m.axis_names == am.axis_names && m.axis_sizes == am.axis_sizes;
+    };
     if (const Value* cur = in.context_mesh())
       if (const Mesh* m = value_to_mesh(*cur); m && same_shape(*m)) return *m;
     ValueList leaves;
@@ -356,18 +371,20 @@ struct ShardMapFn : SpmdFunction {
         if (!same_shape((*t)->sharded->mesh))
           throw Error(ErrCode::Value,
                       "Mesh shape of the input " + shape_tuple((*t)->sharded->mesh) +
-                          " does not match the mesh shape passed to shard_map  " + shape_tuple(am) + " for shape " +
-                          short_aval((*t)->aval),
+                          " does not match the mesh shape passed to shard_map  " + shape_tuple(am) +
+                          " for shape " + short_aval((*t)->aval),
                       where);
         if (!found) found = (*t)->sharded->mesh;
         continue;
       }
       if (!traced && !(t && (*t)->trace))
-        throw Error(ErrCode::Value,
-                    "Please pass `jax.Array`s with a `NamedSharding` as input to `shard_map` when passing "
-                    "`AbstractMesh` to the mesh argument.",
-                    where, "lay the arguments out with jax.device_put(x, NamedSharding(mesh, spec)), or call "
-                           "it under jax.set_mesh(mesh)");
+        throw Error(
+            ErrCode::Value,
+            "Please pass `jax.Array`s with a `NamedSharding` as input to `shard_map` when passing "
+            "`AbstractMesh` to the mesh argument.",
+            where,
+            "lay the arguments out with jax.device_put(x, NamedSharding(mesh, spec)), or call "
+            "it under jax.set_mesh(mesh)");
     }
     if (found) return *found;
     // Traced (jit): the first devices, in order, as jax.make_mesh lays them out.
@@ -396,18 +413,24 @@ struct ShardMapFn : SpmdFunction {
   }
 
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
-    if (!a.kw.empty()) throw Error(ErrCode::Arguments, "a shard_map'd function takes positional arguments only", where);
+    if (!a.kw.empty())
+      throw Error(ErrCode::Arguments, "a shard_map'd function takes positional arguments only",
+                  where);
     if (mesh_from_context) {
       const Value* current = in.context_mesh();
       if (!current || !value_to_mesh(*current)) // (`with mesh:` alone sets none, as in JAX 0.10)
         throw Error(ErrCode::Arguments,
-                    "The context mesh cannot be empty. Use `jax.set_mesh(mesh)` to enter into a mesh context", where,
-                    "call it after jax.set_mesh(mesh) (or inside `with jax.set_mesh(mesh):`), or pass mesh=");
+                    "The context mesh cannot be empty. Use `jax.set_mesh(mesh)` to enter into a "
+                    "mesh context",
+                    where,
+                    "call it after jax.set_mesh(mesh) (or inside `with jax.set_mesh(mesh):`), or "
+                    "pass mesh=");
       mesh = *value_to_mesh(*current);
     }
     if (abstract_mesh) mesh = concrete_mesh(in, a.pos, where);
     // Inside another shard_map's body, over axes it leaves automatic.
-    if (TraceContext* outer = enclosing_shard_map(in.ops()); outer && !outer->auto_axes.empty() && !infer_in_specs) {
+    if (TraceContext* outer = enclosing_shard_map(in.ops());
+        outer && !outer->auto_axes.empty() && !infer_in_specs) {
       // JAX takes the nested call's mesh from the context: a concrete mesh
       // passed to it does not match the partly manual one there.
       if (!mesh_from_context && !abstract_mesh) check_not_nested(in, mesh, where);
@@ -418,7 +441,8 @@ struct ShardMapFn : SpmdFunction {
       ValueList per_leaf;
       broadcast_prefix(in, in_specs, args_tuple, per_leaf, is_spec_leaf, "shard_map in_specs");
       check_spec_tree(in, out_specs, false, mesh, where, inner);
-      out = call_nested_shard_map(in, *outer, fn, mesh, manual, per_leaf, out_specs, check_vma, a.pos, where);
+      out = call_nested_shard_map(in, *outer, fn, mesh, manual, per_leaf, out_specs, check_vma,
+                                  a.pos, where);
       return true;
     }
     check_not_nested(in, mesh, where);
@@ -434,7 +458,9 @@ struct ShardMapFn : SpmdFunction {
       std::string names, types;
       bool manual_explicit = true;
       for (size_t i = 0, k = 0; i < mesh.axis_names.size(); ++i) {
-        if (!manual.empty() && std::find(manual.begin(), manual.end(), mesh.axis_names[i]) == manual.end()) continue;
+        if (!manual.empty() &&
+            std::find(manual.begin(), manual.end(), mesh.axis_names[i]) == manual.end())
+          continue;
         AxisType t = mesh.axis_type(static_cast<int>(i));
         manual_explicit = manual_explicit && t == AxisType::Explicit;
         names += (k ? ", '" : "'") + mesh.axis_names[i] + "'";
@@ -443,11 +469,13 @@ struct ShardMapFn : SpmdFunction {
       if (!manual_explicit) {
         if (smap)
           throw Error(ErrCode::Type,
-                      "in_axes was not specified when axis_name=frozenset({" + names + "}) was of type " + types,
+                      "in_axes was not specified when axis_name=frozenset({" + names +
+                          "}) was of type " + types,
                       where, "pass in_axes=, or use a mesh whose axis is Explicit");
         throw Error(ErrCode::Type,
                     "shard_map in_specs argument must be a pytree of `jax.sharding.PartitionSpec` "
-                    "instances, but it was `None` when axis_names=frozenset({" + names + "}) are of type " + types,
+                    "instances, but it was `None` when axis_names=frozenset({" +
+                        names + "}) are of type " + types,
                     where, "in_specs may be left out only on a mesh whose axes are all Explicit");
       }
       ValueList leaves;
@@ -457,10 +485,12 @@ struct ShardMapFn : SpmdFunction {
         if (leaf.is_obj(ObjKind::Array)) {
           auto typed = explicit_type_spec(in.to_tensor(leaf, where));
           if (!typed)
-            throw Error(ErrCode::Unsupported,
-                        "shard_map without in_specs of a value whose sharding is not known here (inside "
-                        "grad or vmap, or a jit of arrays not laid out over an Explicit mesh) is not supported",
-                        where, "pass in_specs=, the specs the arguments are laid out with");
+            throw Error(
+                ErrCode::Unsupported,
+                "shard_map without in_specs of a value whose sharding is not known here (inside "
+                "grad or vmap, or a jit of arrays not laid out over an Explicit mesh) is not "
+                "supported",
+                where, "pass in_specs=, the specs the arguments are laid out with");
           inferred.entries = std::move(*typed);
         }
         per_leaf.push_back(make_spec_value(std::move(inferred)));
@@ -481,7 +511,8 @@ struct ShardMapFn : SpmdFunction {
       for (size_t i = 0; i < arg_leaves.size(); ++i) {
         if (per_leaf[i].is_none()) continue;
         checked.push_back(SpecLeaf{value_to_spec(per_leaf[i], "shard_map in_specs entry"),
-                                   in.to_tensor(arg_leaves[i], where)->aval, spec_paths.at(i), arg_paths.at(i)});
+                                   in.to_tensor(arg_leaves[i], where)->aval, spec_paths.at(i),
+                                   arg_paths.at(i)});
       }
       check_in_specs_vs_args(fn, mesh, checked, where);
     }
@@ -502,7 +533,8 @@ struct ShardMapFn : SpmdFunction {
       l.spec = value_to_spec(per_leaf[i], "shard_map in_specs entry");
       std::string problem = check_spec(mesh, l.spec, l.global->aval.shape);
       if (!problem.empty())
-        throw Error(ErrCode::Spec, "shard_map: argument " + std::to_string(i) + ": " + problem, where);
+        throw Error(ErrCode::Spec, "shard_map: argument " + std::to_string(i) + ": " + problem,
+                    where);
       // A traced argument whose type's sharding is not known yet is checked
       // when jit partitions the call (jit_partition.cpp).
       l.typed = explicit_types && !per_leaf[i].is_none();
@@ -518,7 +550,11 @@ struct ShardMapFn : SpmdFunction {
     Signature sig = signature(leaves, in_tree);
     for (const auto& [i, v] : statics) {
       if (!is_hashable(v))
-        throw Error(ErrCode::Type, "shard_map: argument leaf " + std::to_string(i) + " has in_specs None, so it is static and must be hashable, not " + pxl::type_name(v), where);
+        throw Error(ErrCode::Type,
+                    "shard_map: argument leaf " + std::to_string(i) +
+                        " has in_specs None, so it is static and must be hashable, not " +
+                        pxl::type_name(v),
+                    where);
       sig.add("static leaf " + std::to_string(i), pxl::type_name(v) + " " + pxl::repr(v));
     }
     if (mesh_from_context) {
@@ -531,7 +567,8 @@ struct ShardMapFn : SpmdFunction {
     // print, happen at each call; compiled kernels still come from the code cache.
     std::string key = sig.key();
     explain_miss(in, sig, where);
-    std::shared_ptr<Compiled> c = compile(in, leaves, statics, arg_leaves.size(), in_tree, proto, where);
+    std::shared_ptr<Compiled> c =
+        compile(in, leaves, statics, arg_leaves.size(), in_tree, proto, where);
     if (c->reusable) cache[key] = c;
     report(in, *c->callee->fn, mesh.size());
     last = c;
@@ -542,8 +579,9 @@ struct ShardMapFn : SpmdFunction {
   }
 
   std::shared_ptr<Compiled> compile(InterpreterImpl& in, const std::vector<InLeaf>& leaves,
-                                    const std::vector<std::pair<size_t, Value>>& statics, size_t n_leaves,
-                                    const TreeDef& in_tree, const Function& proto, const Span& where) {
+                                    const std::vector<std::pair<size_t, Value>>& statics,
+                                    size_t n_leaves, const TreeDef& in_tree, const Function& proto,
+                                    const Span& where) {
     auto c = std::make_shared<Compiled>();
     auto f = std::make_shared<Function>(proto);
     f->name = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : "f";
@@ -570,26 +608,32 @@ struct ShardMapFn : SpmdFunction {
         std::string text;
         for (int64_t pos = 0; pos < mesh.size(); ++pos) {
           std::string coords;
-          for (int64_t x : mesh.coords(pos)) coords += (coords.empty() ? "" : ", ") + std::to_string(x);
+          for (int64_t x : mesh.coords(pos))
+            coords += (coords.empty() ? "" : ", ") + std::to_string(x);
           if (mesh.ndim() == 1) coords += ",";
-          text += std::string(pos ? "\n" : "") + "On " + in.platform().device_label(mesh.device_ids[pos]) + " at mesh coordinates (" + names + ",) = (" + coords +
-                  "):\n" + array_str(blocks[static_cast<size_t>(pos)]) + "\n";
+          text += std::string(pos ? "\n" : "") + "On " +
+                  in.platform().device_label(mesh.device_ids[pos]) + " at mesh coordinates (" +
+                  names + ",) = (" + coords + "):\n" + array_str(blocks[static_cast<size_t>(pos)]) +
+                  "\n";
         }
         return text;
       };
     }
     ValueList traced;
-    for (const InLeaf& l : leaves) traced.push_back(make_array(tc.add_param(l.block, l.vma, where, l.origin)));
+    for (const InLeaf& l : leaves)
+      traced.push_back(make_array(tc.add_param(l.block, l.vma, where, l.origin)));
     ++traces;
     traced = with_static_args(statics, traced, n_leaves);
-    ValueList out_leaves = trace_body(in, tc, fn, tree_unflatten(in_tree, traced), where, c->out_tree);
+    ValueList out_leaves =
+        trace_body(in, tc, fn, tree_unflatten(in_tree, traced), where, c->out_tree);
     check_closed_over(tc.captured_tensors(), mesh, manual, where);
     std::vector<SpmdMapping> outs;
     // out_specs: a single P (or a 1-tuple holding one) may stand for a lone output.
     Value out_tree_value = tree_unflatten(c->out_tree, out_leaves);
     Value specs = out_specs;
     if (const ValueList* items = sequence_items(specs))
-      if (items->size() == 1 && is_spec_leaf((*items)[0]) && out_leaves.size() == 1 && !sequence_items(out_tree_value))
+      if (items->size() == 1 && is_spec_leaf((*items)[0]) && out_leaves.size() == 1 &&
+          !sequence_items(out_tree_value))
         specs = (*items)[0];
     ValueList per_out;
     try {
@@ -604,7 +648,8 @@ struct ShardMapFn : SpmdFunction {
       std::vector<std::string> spec_paths = covering_spec_paths(specs, c->out_tree, is_spec_leaf);
       for (size_t r = 0; r < out_leaves.size(); ++r)
         out_checked.push_back(SpecLeaf{value_to_spec(per_out[r], "shard_map out_specs entry"),
-                                       f->values[f->results[r]].aval, spec_paths.at(r), out_paths.at(r)});
+                                       f->values[f->results[r]].aval, spec_paths.at(r),
+                                       out_paths.at(r)});
     }
     check_out_specs_rank(fn, out_checked, where);
     for (size_t r = 0; r < out_leaves.size(); ++r) {
@@ -614,14 +659,17 @@ struct ShardMapFn : SpmdFunction {
       for (size_t d = 0; d < s.entries.size(); ++d)
         for (const auto& axis : s.entries[d]) global[d] *= mesh.axis_size(axis);
       std::string problem = check_spec(mesh, s, global);
-      if (!problem.empty()) throw Error(ErrCode::Spec, "shard_map: output " + std::to_string(r) + ": " + problem, where);
+      if (!problem.empty())
+        throw Error(ErrCode::Spec, "shard_map: output " + std::to_string(r) + ": " + problem,
+                    where);
       if (check_vma) {
         std::vector<std::string> named = s.axes(), varying;
         int first_bad = -1;
         for (size_t b = 0; b < mesh.axis_names.size(); ++b) {
           if (!(v.vma & (AxisSet{1} << b))) continue;
           varying.push_back(mesh.axis_names[b]);
-          if (first_bad < 0 && std::find(named.begin(), named.end(), mesh.axis_names[b]) == named.end())
+          if (first_bad < 0 &&
+              std::find(named.begin(), named.end(), mesh.axis_names[b]) == named.end())
             first_bad = static_cast<int>(b);
         }
         if (first_bad >= 0) {
@@ -629,24 +677,25 @@ struct ShardMapFn : SpmdFunction {
           // JAX names the user's function under jit, and otherwise the
           // wrapper its eager shard_map traces.
           auto* outer = dynamic_cast<TraceContext*>(&in.ops());
-          std::string fun = outer && outer->what() == "jit" ? shard_map_fun_name(fn) : "_rem_singleton";
+          std::string fun =
+              outer && outer->what() == "jit" ? shard_map_fun_name(fn) : "_rem_singleton";
           throw Error(ErrCode::Vma, out_vma_message(fun, mesh, out_checked[r], varying), where,
                       "output " + std::to_string(r) + " varies over '" + axis + "' through " +
-                          varying_origin(*f, f->results[r], first_bad) + "; reduce it with psum (or pmean/all_gather) over '" +
-                          axis + "', or name '" + axis + "' in out_specs");
+                          varying_origin(*f, f->results[r], first_bad) +
+                          "; reduce it with psum (or pmean/all_gather) over '" + axis +
+                          "', or name '" + axis + "' in out_specs");
         }
       }
       outs.push_back(SpmdMapping{std::move(s), -1});
     }
     std::vector<SpmdMapping> ins;
     for (const InLeaf& l : leaves) ins.push_back(SpmdMapping{l.spec, -1});
-    finish(in, *c, tc, std::move(f), SpmdLayout{mesh, static_cast<int>(mesh.size()), 1}, std::move(ins),
-           std::move(outs));
+    finish(in, *c, tc, std::move(f), SpmdLayout{mesh, static_cast<int>(mesh.size()), 1},
+           std::move(ins), std::move(outs));
     for (const InLeaf& l : leaves) c->callee->explicit_in_types.push_back(l.typed);
     return c;
   }
 };
-
 
 // ---------------------------------------------------------------------------
 
@@ -709,11 +758,14 @@ struct PmapFn : SpmdFunction {
         continue;
       }
       if (!is_hashable(a.pos[i])) { // JAX's ValueError
-        std::string cls = a.pos[i].is_obj(ObjKind::Array) ? "jaxlib._jax.ArrayImpl" : pxl::type_name(a.pos[i]);
+        std::string cls =
+            a.pos[i].is_obj(ObjKind::Array) ? "jaxlib._jax.ArrayImpl" : pxl::type_name(a.pos[i]);
         std::string fname = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : "f";
         throw Error(ErrCode::Value,
-                    "Non-hashable static arguments are not supported, as this can lead to unexpected cache-misses. "
-                    "Static argument (index " + std::to_string(i) + ") of type <class '" + cls + "'> for function " +
+                    "Non-hashable static arguments are not supported, as this can lead to "
+                    "unexpected cache-misses. "
+                    "Static argument (index " +
+                        std::to_string(i) + ") of type <class '" + cls + "'> for function " +
                         fname + " is non-hashable.",
                     where);
       }
@@ -768,19 +820,23 @@ struct PmapFn : SpmdFunction {
       ValueList axes;
       const ValueList* items = sequence_items(in_axes);
       if (items && items->size() != npos)
-        throw Error(ErrCode::MappedAxis, "pmap: in_axes has " + std::to_string(items->size()) + " entries but the function is called with " +
-                                        std::to_string(npos) + " positional argument" + (npos == 1 ? "" : "s"),
+        throw Error(ErrCode::MappedAxis,
+                    "pmap: in_axes has " + std::to_string(items->size()) +
+                        " entries but the function is called with " + std::to_string(npos) +
+                        " positional argument" + (npos == 1 ? "" : "s"),
                     where);
       for (size_t i = 0; i < npos; ++i) axes.push_back(items ? (*items)[i] : in_axes);
       for (size_t i = 0; i < names.size(); ++i) axes.push_back(Value::integer(0));
       sub->in_axes = make_tuple(std::move(axes));
       Value target = fn;
-      sub->fn = make_builtin("pmap", [target, names, npos, where](InterpreterImpl& in, CallArgs& c) {
-        CallArgs full;
-        full.pos.assign(c.pos.begin(), c.pos.begin() + static_cast<std::ptrdiff_t>(npos));
-        for (size_t i = 0; i < names.size(); ++i) full.kw.push_back({names[i], c.pos[npos + i]});
-        return in.call(target, full, where);
-      });
+      sub->fn =
+          make_builtin("pmap", [target, names, npos, where](InterpreterImpl& in, CallArgs& c) {
+            CallArgs full;
+            full.pos.assign(c.pos.begin(), c.pos.begin() + static_cast<std::ptrdiff_t>(npos));
+            for (size_t i = 0; i < names.size(); ++i)
+              full.kw.push_back({names[i], c.pos[npos + i]});
+            return in.call(target, full, where);
+          });
     }
     return call_variant(*sub, in, flat, where, out);
   }
@@ -789,23 +845,31 @@ struct PmapFn : SpmdFunction {
   // arguments: (in_axes, 0) is compared against (args, kwargs), None a leaf.
   void check_in_axes_prefix(InterpreterImpl& in, const CallArgs& a, const Span& where) const {
     if (is_axis_leaf(in_axes)) return;
-    Value none_is_leaf = make_builtin("is_leaf", [](InterpreterImpl&, CallArgs& c) { return Value::boolean(c.pos.at(0).is_none()); });
+    Value none_is_leaf = make_builtin("is_leaf", [](InterpreterImpl&, CallArgs& c) {
+      return Value::boolean(c.pos.at(0).is_none());
+    });
     ValueList leaves;
-    TreeDef prefix = tree_flatten(in, make_tuple({in_axes, Value::integer(0)}), leaves, &none_is_leaf);
+    TreeDef prefix =
+        tree_flatten(in, make_tuple({in_axes, Value::integer(0)}), leaves, &none_is_leaf);
     auto kwargs = std::make_shared<DictObj>();
     for (const auto& [k, v] : a.kw) kwargs->set(make_str(k), v);
-    std::optional<std::string> err =
-        pytree_prefix_error(in, prefix, make_tuple({make_tuple(a.pos), Value::object(kwargs)}), "pmap in_axes");
+    std::optional<std::string> err = pytree_prefix_error(
+        in, prefix, make_tuple({make_tuple(a.pos), Value::object(kwargs)}), "pmap in_axes");
     if (!err) return;
-    std::string msg = *err +
-                      "\n\nThe 'full pytree' here is the tuple of arguments passed positionally to the pmapped function, "
-                      "and the value of `in_axes` must be a tree prefix of that tuple. But it was not a prefix.";
+    std::string msg =
+        *err +
+        "\n\nThe 'full pytree' here is the tuple of arguments passed positionally to the pmapped "
+        "function, "
+        "and the value of `in_axes` must be a tree prefix of that tuple. But it was not a prefix.";
     if (!a.kw.empty())
-      msg += "\n\nWhen some arguments are passed by keyword to the pmapped function, they are not included in the "
-             "comparison to `in_axes`. Instead, each argument passed by keyword is mapped over its leading axis. See "
+      msg += "\n\nWhen some arguments are passed by keyword to the pmapped function, they are not "
+             "included in the "
+             "comparison to `in_axes`. Instead, each argument passed by keyword is mapped over its "
+             "leading axis. See "
              "the description of `in_axes` in the `pmap` docstring: "
              "https://docs.jax.dev/en/latest/_autosummary/jax.pmap.html#jax.pmap";
-    msg += "\n\nCheck that the value of the `in_axes` argument to `pmap` is a tree prefix of the tuple of arguments "
+    msg += "\n\nCheck that the value of the `in_axes` argument to `pmap` is a tree prefix of the "
+           "tuple of arguments "
            "passed positionally to the pmapped function.";
     throw Error(ErrCode::Value, msg, where);
   }
@@ -830,25 +894,32 @@ struct PmapFn : SpmdFunction {
     // a mesh of m = min(n, D) devices (pxl: n = k*D runs k elements on each).
     int64_t n = -1;
     for (size_t i = 0; i < arg_leaves.size() && n < 0; ++i) {
-      if (per_leaf[i].is_none() || !arg_leaves[i].is_obj(ObjKind::Array)) continue; // JAX: values with a shape
+      if (per_leaf[i].is_none() || !arg_leaves[i].is_obj(ObjKind::Array))
+        continue; // JAX: values with a shape
       const Shape& shape = in.to_tensor(arg_leaves[i], where)->aval.shape;
       int64_t ax = per_leaf[i].as_int(), nd = static_cast<int64_t>(shape.size());
-      if (ax >= nd || ax < -nd) throw Error(ErrCode::MappedAxis, "tuple index out of range", where); // JAX's IndexError
+      if (ax >= nd || ax < -nd)
+        throw Error(ErrCode::MappedAxis, "tuple index out of range", where); // JAX's IndexError
       n = shape[static_cast<size_t>(ax < 0 ? ax + nd : ax)];
     }
     if (n < 0)
       throw Error(ErrCode::MappedAxis, "pmap requires at least one argument with a mapped axis.",
                   where, "map at least one argument over its leading axis");
     if (axis_size >= 0 && axis_size != n) // JAX's ValueError
-      throw Error(ErrCode::MappedAxis, "Specified axis_size " + std::to_string(axis_size) + " doesn't match received axis_size " +
-                                           std::to_string(n) + ".", where);
+      throw Error(ErrCode::MappedAxis,
+                  "Specified axis_size " + std::to_string(axis_size) +
+                      " doesn't match received axis_size " + std::to_string(n) + ".",
+                  where);
     const int64_t m = std::min(n, D);
     // JAX's NamedSharding of a mapped argument over that mesh.
     auto sharding_str = [&](int axis, int64_t mesh_size) {
       PartitionSpec spec;
       spec.entries.assign(static_cast<size_t>(axis) + 1, {});
       spec.entries[static_cast<size_t>(axis)] = {name};
-      return "NamedSharding(mesh=" + (mesh_size ? "Mesh('" + name + "': " + std::to_string(mesh_size) + ", axis_types=(Auto,))" : std::string("Mesh()")) +
+      return "NamedSharding(mesh=" +
+             (mesh_size
+                  ? "Mesh('" + name + "': " + std::to_string(mesh_size) + ", axis_types=(Auto,))"
+                  : std::string("Mesh()")) +
              ", spec=" + spec.repr() + (mesh_size ? ", memory_kind=device)" : ")");
     };
     std::vector<InLeaf> leaves;
@@ -861,35 +932,47 @@ struct PmapFn : SpmdFunction {
         int nd = l.global->aval.ndim();
         int64_t ax = per_leaf[i].as_int();
         if (n == 0) // JAX's ValueError
-          throw Error(ErrCode::MappedAxis, "One of in_shardings leaf specifications got an empty NamedSharding: " +
-                                               sharding_str(static_cast<int>(std::max<int64_t>(ax, 0)), 0) + " which is not allowed.", where);
+          throw Error(ErrCode::MappedAxis,
+                      "One of in_shardings leaf specifications got an empty NamedSharding: " +
+                          sharding_str(static_cast<int>(std::max<int64_t>(ax, 0)), 0) +
+                          " which is not allowed.",
+                      where);
         if (ax < -nd || ax >= nd) { // JAX: the argument's rank is below the sharding's
           std::string sh = sharding_str(static_cast<int>(std::max<int64_t>(ax, 0)), m);
-          throw Error(ErrCode::MappedAxis, "One of pjit arguments with pytree key path flat_args[" + std::to_string(i) +
-                                               "] is incompatible with its sharding annotation " + sh + ": Sharding " + sh +
-                                               " is only valid for values of rank at least " + std::to_string(std::max<int64_t>(ax, 0) + 1) +
-                                               ", but was applied to a value of rank " + std::to_string(nd) + "." +
-                                               (nd == 0 ? " For scalars the PartitionSpec should be P()" : ""),
+          throw Error(ErrCode::MappedAxis,
+                      "One of pjit arguments with pytree key path flat_args[" + std::to_string(i) +
+                          "] is incompatible with its sharding annotation " + sh + ": Sharding " +
+                          sh + " is only valid for values of rank at least " +
+                          std::to_string(std::max<int64_t>(ax, 0) + 1) +
+                          ", but was applied to a value of rank " + std::to_string(nd) + "." +
+                          (nd == 0 ? " For scalars the PartitionSpec should be P()" : ""),
                       where);
         }
         l.map_axis = static_cast<int>(ax < 0 ? ax + nd : ax);
         int64_t size = shape[l.map_axis];
         if (size % m != 0) { // JAX's IndivisibleError
           std::string factors = "[";
-          for (int d = 0; d < nd; ++d) factors += (d ? ", " : "") + std::to_string(d == l.map_axis ? m : 1);
-          throw Error(ErrCode::MappedAxis, "Sharding " + sharding_str(l.map_axis, m) + " implies that array axis " +
-                                               std::to_string(l.map_axis) + " is partitioned " + std::to_string(m) +
-                                               " times, but the dimension size is " + std::to_string(size) + " (full shape: " +
-                                               shape_str(shape) + ", per-dimension tiling factors: " + factors +
-                                               "] should evenly divide the shape)",
-                      where, n > D ? "pmap maps over at most the " + std::to_string(D) + " devices (or a multiple of them)" : "");
+          for (int d = 0; d < nd; ++d)
+            factors += (d ? ", " : "") + std::to_string(d == l.map_axis ? m : 1);
+          throw Error(ErrCode::MappedAxis,
+                      "Sharding " + sharding_str(l.map_axis, m) + " implies that array axis " +
+                          std::to_string(l.map_axis) + " is partitioned " + std::to_string(m) +
+                          " times, but the dimension size is " + std::to_string(size) +
+                          " (full shape: " + shape_str(shape) + ", per-dimension tiling factors: " +
+                          factors + "] should evenly divide the shape)",
+                      where,
+                      n > D ? "pmap maps over at most the " + std::to_string(D) +
+                                  " devices (or a multiple of them)"
+                            : "");
         }
         if (size != n) { // JAX squeezes each device's block of size/m
           Shape block = shape;
           block[l.map_axis] = size / m;
-          throw Error(ErrCode::MappedAxis, "cannot select an axis to squeeze out which has size not equal to one, got shape=" +
-                                               shape_str(block) + " and dimensions=(" + std::to_string(l.map_axis) + ",)", where,
-                      "every mapped argument must have the same size along its mapped axis");
+          throw Error(
+              ErrCode::MappedAxis,
+              "cannot select an axis to squeeze out which has size not equal to one, got shape=" +
+                  shape_str(block) + " and dimensions=(" + std::to_string(l.map_axis) + ",)",
+              where, "every mapped argument must have the same size along its mapped axis");
         }
         l.block.shape.erase(l.block.shape.begin() + l.map_axis);
         l.vma = 1;
@@ -906,13 +989,16 @@ struct PmapFn : SpmdFunction {
       threads = static_cast<int>(D);
       k = static_cast<int>(n / D);
     } else {
-      PXL_ASSERT(false, "pmap: a mapped size neither at most nor a multiple of the devices passed the checks");
+      PXL_ASSERT(
+          false,
+          "pmap: a mapped size neither at most nor a multiple of the devices passed the checks");
     }
     // The participant mesh: n elements on the threads, k per thread.
     Mesh pmesh{{name}, {n}, {}};
     for (int64_t p = 0; p < n; ++p) pmesh.device_ids.push_back(devs[p / k]);
     Signature sig = signature(leaves, in_tree);
-    sig.add("elements per device", std::to_string(n) + " over " + std::to_string(threads) + " devices");
+    sig.add("elements per device",
+            std::to_string(n) + " over " + std::to_string(threads) + " devices");
     std::string key = sig.key();
     std::shared_ptr<Compiled> c;
     auto it = cache.find(key);
@@ -931,8 +1017,9 @@ struct PmapFn : SpmdFunction {
     return true;
   }
 
-  std::shared_ptr<Compiled> compile(InterpreterImpl& in, const std::vector<InLeaf>& leaves, const TreeDef& in_tree,
-                                    const Mesh& pmesh, int threads, int k, const Span& where) {
+  std::shared_ptr<Compiled> compile(InterpreterImpl& in, const std::vector<InLeaf>& leaves,
+                                    const TreeDef& in_tree, const Mesh& pmesh, int threads, int k,
+                                    const Span& where) {
     auto c = std::make_shared<Compiled>();
     auto f = std::make_shared<Function>();
     f->name = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : "f";
@@ -950,14 +1037,17 @@ struct PmapFn : SpmdFunction {
         }
     TraceContext tc(*f, in.ops(), "pmap");
     ValueList traced;
-    for (const InLeaf& l : leaves) traced.push_back(make_array(tc.add_param(l.block, l.vma, where, l.origin)));
+    for (const InLeaf& l : leaves)
+      traced.push_back(make_array(tc.add_param(l.block, l.vma, where, l.origin)));
     ++traces;
-    ValueList out_leaves = trace_body(in, tc, fn, tree_unflatten(in_tree, traced), where, c->out_tree);
+    ValueList out_leaves =
+        trace_body(in, tc, fn, tree_unflatten(in_tree, traced), where, c->out_tree);
     for (const Value& v : out_leaves) c->float0_outputs.push_back(is_float0(v) ? v : Value());
     Value out_tree_value = tree_unflatten(c->out_tree, out_leaves);
     ValueList per_out;
     try {
-      check_prefix_structure(out_axes, out_tree_value, "broadcast_prefix prefix_tree", is_axis_leaf, where);
+      check_prefix_structure(out_axes, out_tree_value, "broadcast_prefix prefix_tree", is_axis_leaf,
+                             where);
       broadcast_prefix(in, out_axes, out_tree_value, per_out, is_axis_leaf, "pmap out_axes");
     } catch (Error& e) {
       e.set_span_if_missing(where);
@@ -981,12 +1071,17 @@ struct PmapFn : SpmdFunction {
       int nd = v.aval.ndim() + 1;
       int64_t oa = per_out[r].as_int();
       if (oa < -nd || oa >= nd) // JAX's ValueError (from expand_dims)
-        throw Error(ErrCode::Axis, "axis " + std::to_string(oa) + " is out of bounds for array of dimension " + std::to_string(nd), where);
+        throw Error(ErrCode::Axis,
+                    "axis " + std::to_string(oa) + " is out of bounds for array of dimension " +
+                        std::to_string(nd),
+                    where);
       outs.push_back(mapped(static_cast<int>(oa < 0 ? oa + nd : oa)));
     }
     std::vector<SpmdMapping> ins;
-    for (const InLeaf& l : leaves) ins.push_back(l.map_axis < 0 ? SpmdMapping{} : mapped(l.map_axis));
-    finish(in, *c, tc, std::move(f), SpmdLayout{pmesh, threads, k}, std::move(ins), std::move(outs));
+    for (const InLeaf& l : leaves)
+      ins.push_back(l.map_axis < 0 ? SpmdMapping{} : mapped(l.map_axis));
+    finish(in, *c, tc, std::move(f), SpmdLayout{pmesh, threads, k}, std::move(ins),
+           std::move(outs));
     return c;
   }
 };
@@ -996,9 +1091,11 @@ std::vector<int> devices_arg(const Value& v) {
   if (v.is_none()) return out;
   const ValueList* items = sequence_items(v);
   if (!items) throw Error(ErrCode::Type, "pmap() devices must be a list of Device values");
-  if (items->empty()) throw Error(ErrCode::MappedAxis, "'devices' argument to pmap must be non-empty, or None.");
+  if (items->empty())
+    throw Error(ErrCode::MappedAxis, "'devices' argument to pmap must be non-empty, or None.");
   for (const Value& d : *items) {
-    if (!d.is_obj(ObjKind::Device)) throw Error(ErrCode::Type, "pmap() devices must be Device values, not " + type_name(d));
+    if (!d.is_obj(ObjKind::Device))
+      throw Error(ErrCode::Type, "pmap() devices must be Device values, not " + type_name(d));
     out.push_back(d.as<DeviceObj>()->id);
   }
   return out;
@@ -1010,33 +1107,43 @@ void check_axes_leaves(InterpreterImpl& in, const Value& axes, const char* what)
   tree_flatten(in, axes, leaves);
   for (const Value& l : leaves)
     if (!l.is_int())
-      throw Error(ErrCode::Type, std::string("pmap ") + what +
-                                     " must be an int, None, or (nested) container with those types as leaves, but got " +
-                                     pxl::str(axes) + ".");
+      throw Error(
+          ErrCode::Type,
+          std::string("pmap ") + what +
+              " must be an int, None, or (nested) container with those types as leaves, but got " +
+              pxl::str(axes) + ".");
 }
 
 Value make_pmap(InterpreterImpl& in, CallArgs& a) {
-  ArgReader r("pmap", a, {"fun", "axis_name", "in_axes", "out_axes", "static_broadcasted_argnums", "devices", "backend",
-                          "axis_size", "donate_argnums"}, 1);
+  ArgReader r("pmap", a,
+              {"fun", "axis_name", "in_axes", "out_axes", "static_broadcasted_argnums", "devices",
+               "backend", "axis_size", "donate_argnums"},
+              1);
   auto p = std::make_shared<PmapFn>();
   p->fn = r[0];
   p->what = "pmap";
-  p->check_vma = false; // JAX 0.10's pmap is a shard_map with check_vma=False (out_axes=None unchecked)
+  p->check_vma =
+      false; // JAX 0.10's pmap is a shard_map with check_vma=False (out_axes=None unchecked)
   if (r.has(1) && !r[1].is_none()) p->axis_name = value_to_str(r[1], "pmap() axis_name");
   if (r.has(2)) p->in_axes = r[2];
   if (r.has(3)) p->out_axes = r[3];
   check_axes_leaves(in, p->in_axes, "in_axes");
   check_axes_leaves(in, p->out_axes, "out_axes");
-  if (r.has(4) && !r[4].is_none()) p->static_argnums = value_to_int_list(r[4], "pmap() static_broadcasted_argnums");
+  if (r.has(4) && !r[4].is_none())
+    p->static_argnums = value_to_int_list(r[4], "pmap() static_broadcasted_argnums");
   if (r.has(5)) p->devices = devices_arg(r[5]);
   if (r.has(7) && !r[7].is_none()) p->axis_size = value_to_int(r[7], "pmap() axis_size");
   for (int d : p->devices)
-    if (d >= in.platform().device_count()) throw Error(ErrCode::Device, "pmap(): device " + std::to_string(d) + " does not exist");
+    if (d >= in.platform().device_count())
+      throw Error(ErrCode::Device, "pmap(): device " + std::to_string(d) + " does not exist");
   return Value::object(p);
 }
 
 Value make_shard_map(InterpreterImpl& in, CallArgs& a) {
-  ArgReader r("shard_map", a, {"f", "mesh", "in_specs", "out_specs", "check_vma", "check_rep", "auto", "axis_names", "_smap"}, 0);
+  ArgReader r("shard_map", a,
+              {"f", "mesh", "in_specs", "out_specs", "check_vma", "check_rep", "auto", "axis_names",
+               "_smap"},
+              0);
   if (!r.has(0)) { // jax.shard_map(mesh=..., in_specs=..., out_specs=...) as a decorator
     auto held = std::make_shared<CallArgs>(a);
     return make_builtin("shard_map", [held](InterpreterImpl& in, CallArgs& c) {
@@ -1051,7 +1158,8 @@ Value make_shard_map(InterpreterImpl& in, CallArgs& a) {
   s->what = "shard_map";
   // Without mesh=, the mesh made current by `with mesh:` or jax.set_mesh when
   // the function is called.
-  if (!r.has(3)) throw Error(ErrCode::Arguments, "shard_map() missing required argument 'out_specs'");
+  if (!r.has(3))
+    throw Error(ErrCode::Arguments, "shard_map() missing required argument 'out_specs'");
   s->infer_in_specs = !r.has(2);
   if (r.has(2)) s->in_specs = r[2];
   s->out_specs = r[3];
@@ -1059,7 +1167,8 @@ Value make_shard_map(InterpreterImpl& in, CallArgs& a) {
   if (r.has(7) && !r[7].is_none()) {
     Value names = r[7];
     if (names.is_obj(ObjKind::Str)) names = make_tuple({names});
-    for (const Value& n : in.iterate(names, Span{})) s->manual.push_back(value_to_str(n, "shard_map() axis_names"));
+    for (const Value& n : in.iterate(names, Span{}))
+      s->manual.push_back(value_to_str(n, "shard_map() axis_names"));
   }
   if (!r.has(1) || r[1].is_none()) {
     s->mesh_from_context = true;
@@ -1085,10 +1194,14 @@ Value make_shard_map(InterpreterImpl& in, CallArgs& a) {
 namespace {
 std::string render_lowered(const Function& f, int64_t participants, Lowered what) {
   switch (what) {
-  case Lowered::Comm: return comm_report(f, participants);
-  case Lowered::Llvm: return kernels_llvm_ir(f, true);
-  case Lowered::Ptx: return kernels_ptx(f);
-  case Lowered::Ir: break;
+  case Lowered::Comm:
+    return comm_report(f, participants);
+  case Lowered::Llvm:
+    return kernels_llvm_ir(f, true);
+  case Lowered::Ptx:
+    return kernels_ptx(f);
+  case Lowered::Ir:
+    break;
   }
   return print_function(f);
 }
@@ -1113,7 +1226,9 @@ std::string lower_call(InterpreterImpl& in, const Value& fn, CallArgs& args, con
   TraceContext tc(f, in.ops(), "tracing");
   ValueList leaves, traced;
   TreeDef tree = tree_flatten(in, make_tuple(args.pos), leaves);
-  for (const Value& l : leaves) traced.push_back(make_array(tc.add_param(in.to_tensor(l, where)->aval, 0, where, "an argument")));
+  for (const Value& l : leaves)
+    traced.push_back(
+        make_array(tc.add_param(in.to_tensor(l, where)->aval, 0, where, "an argument")));
   TreeDef out_tree;
   trace_body(in, tc, fn, tree_unflatten(tree, traced), where, out_tree);
   return render_lowered(f, 1, what);

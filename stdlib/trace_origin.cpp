@@ -21,7 +21,8 @@ std::function<void(TraceContext&)> log_unknown_values(std::function<void(TraceCo
       while (!todo.empty()) {
         int v = todo.back();
         todo.pop_back();
-        if (v < 0 || static_cast<size_t>(v) >= seen.size() || seen[static_cast<size_t>(v)]) continue;
+        if (v < 0 || static_cast<size_t>(v) >= seen.size() || seen[static_cast<size_t>(v)])
+          continue;
         seen[static_cast<size_t>(v)] = true;
         int p = fn.values[static_cast<size_t>(v)].producer;
         if (p >= 0)
@@ -66,7 +67,8 @@ std::string function_source_info(const Value& wrapped) {
 
 bool quotes_unknown_value(const Error& e) {
   return e.code() == ErrCode::ConcreteValue ||
-         (e.code() == ErrCode::Type && e.message().find("his array is traced inside") != std::string::npos);
+         (e.code() == ErrCode::Type &&
+          e.message().find("his array is traced inside") != std::string::npos);
 }
 
 Error with_trace_origin(const Error& e, const std::string& what, const std::string& fn_info,
@@ -87,15 +89,19 @@ Error with_trace_origin(const Error& e, const std::string& what, const std::stri
     if (p < names.size() && !names[p].empty()) args.push_back(names[p]);
   if (!args.empty() && args.size() == log.params.size()) {
     std::string list;
-    if (args.size() == 1) list = "the argument " + args[0];
-    else if (args.size() == 2) list = "the arguments " + args[0] + " and " + args[1];
+    if (args.size() == 1)
+      list = "the argument " + args[0];
+    else if (args.size() == 2)
+      list = "the arguments " + args[0] + " and " + args[1];
     else {
       list = "the arguments ";
       for (size_t i = 0; i + 1 < args.size(); ++i) list += args[i] + ", ";
       list += "and " + args.back();
     }
-    origin += std::string(" This concrete value was not available in Python because it depends on the value") +
-              (args.size() > 1 ? "s" : "") + " of " + list + ".";
+    origin +=
+        std::string(
+            " This concrete value was not available in Python because it depends on the value") +
+        (args.size() > 1 ? "s" : "") + " of " + list + ".";
   }
   // The account follows a sentence (after a space or a newline) or opens the message.
   if (start > 0 && (m[start - 1] == ' ' || m[start - 1] == '\n')) {

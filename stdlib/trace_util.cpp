@@ -23,10 +23,11 @@ std::vector<Tensor> leaf_tensors(InterpreterImpl& in, const ValueList& args, con
     }
     if (!l.is_obj(ObjKind::Array) && !l.is_number() && !l.is_obj(ObjKind::Complex) &&
         !sequence_items(l))
-      throw Error(ErrCode::Type,
-                  "arguments of a transformed function must be arrays, numbers or pytrees of them, not " +
-                      type_name(l),
-                  where, "mark non-array arguments static (static_argnums)");
+      throw Error(
+          ErrCode::Type,
+          "arguments of a transformed function must be arrays, numbers or pytrees of them, not " +
+              type_name(l),
+          where, "mark non-array arguments static (static_argnums)");
     out.push_back(in.to_tensor(l, where));
   }
   return out;
@@ -91,9 +92,10 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
     Tensor param = tc.add_param(aval, vma, where, origin);
     traced.push_back(float0[i] ? float0_zeros(aval.shape) : make_array(param));
   }
-  for (const Value& v :
-       trace_body(in, tc, fn, tree_unflatten(t.in_tree, traced), where, t.out_tree, concrete_primals))
-    t.number_outputs.push_back(v.is_obj(ObjKind::Array) || v.is_obj(ObjKind::Complex) ? Value() : v);
+  for (const Value& v : trace_body(in, tc, fn, tree_unflatten(t.in_tree, traced), where, t.out_tree,
+                                   concrete_primals))
+    t.number_outputs.push_back(v.is_obj(ObjKind::Array) || v.is_obj(ObjKind::Complex) ? Value()
+                                                                                      : v);
   t.consts = tc.captured_tensors();
   return t;
 }
@@ -139,8 +141,10 @@ ValueList trace_body(InterpreterImpl& in, TraceContext& tc, const Value& fn, con
       continue;
     }
     if (!v.is_obj(ObjKind::Array) && !v.is_number() && tc.what() == "vmap")
-      throw Error(ErrCode::Type, "Output from batched function " + repr(v) + " with type <class '" +
-                                     type_name(v) + "'> is not a valid JAX type", where);
+      throw Error(ErrCode::Type,
+                  "Output from batched function " + repr(v) + " with type <class '" + type_name(v) +
+                      "'> is not a valid JAX type",
+                  where);
     if (!v.is_obj(ObjKind::Array) && !v.is_number())
       throw Error(ErrCode::Type,
                   tc.what() + ": the function returned a " + type_name(v) +
@@ -154,7 +158,8 @@ ValueList trace_body(InterpreterImpl& in, TraceContext& tc, const Value& fn, con
 std::vector<Tensor> bind_derived_spmd_call(
     OpContext& cx, const SpmdCallee& c, const std::string& name, std::vector<SpmdMapping> ins,
     std::vector<Tensor> operands, std::vector<SpmdMapping> outs,
-    const std::function<std::vector<Tensor>(TraceContext& tc, std::span<const Tensor> params)>& body) {
+    const std::function<std::vector<Tensor>(TraceContext& tc, std::span<const Tensor> params)>&
+        body) {
   auto f = std::make_shared<Function>();
   f->name = name;
   f->mesh_axes = c.fn->mesh_axes;
@@ -198,7 +203,8 @@ ValueList with_static_args(const std::vector<std::pair<size_t, Value>>& statics,
   ValueList out;
   size_t next = 0, sp = 0;
   for (size_t i = 0; i < total; ++i)
-    out.push_back(sp < statics.size() && statics[sp].first == i ? statics[sp++].second : dyn[next++]);
+    out.push_back(sp < statics.size() && statics[sp].first == i ? statics[sp++].second
+                                                                : dyn[next++]);
   return out;
 }
 

@@ -14,15 +14,15 @@ namespace pxl {
 class TraceContext;
 struct SpmdCallee;
 struct SpmdMapping;
-}
+} // namespace pxl
 
 namespace pxl {
 
 struct TracedFunction {
   std::shared_ptr<Function> fn;
-  TreeDef in_tree;             // of the argument tuple
-  TreeDef out_tree;            // of the result
-  std::vector<Tensor> consts;  // tensors of the calling context for fn->consts
+  TreeDef in_tree;            // of the argument tuple
+  TreeDef out_tree;           // of the result
+  std::vector<Tensor> consts; // tensors of the calling context for fn->consts
   // Per output leaf: the Python value the function returned there when it is
   // not an array (a number; under grad, vjp and jvp also any other object,
   // such as a string in aux), else None. JAX hands such values back as they
@@ -74,7 +74,8 @@ Value restore_float0_outputs(InterpreterImpl& in, const TracedFunction& t, const
 std::vector<Tensor> bind_derived_spmd_call(
     OpContext& cx, const SpmdCallee& c, const std::string& name, std::vector<SpmdMapping> ins,
     std::vector<Tensor> operands, std::vector<SpmdMapping> outs,
-    const std::function<std::vector<Tensor>(TraceContext& tc, std::span<const Tensor> params)>& body);
+    const std::function<std::vector<Tensor>(TraceContext& tc, std::span<const Tensor> params)>&
+        body);
 
 // Static arguments (jit's static_argnums, pmap's static_broadcasted_argnums):
 // whether position i of n positional arguments is one of `argnums` (negative

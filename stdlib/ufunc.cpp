@@ -12,8 +12,8 @@ namespace pxl {
 namespace {
 
 struct UfuncObj : OpaqueObj {
-  Value fn;       // what a call runs (numpy's function, or the vectorized Python function)
-  Value func;     // the function given to frompyfunc (JAX's _func); fn for the built-in ones
+  Value fn;   // what a call runs (numpy's function, or the vectorized Python function)
+  Value func; // the function given to frompyfunc (JAX's _func); fn for the built-in ones
   std::string name;
   int64_t nin = 2, nout = 1;
   Value identity; // None when the operation has none
@@ -27,7 +27,8 @@ struct UfuncObj : OpaqueObj {
         continue;
       }
       if (!it->second.is_none())
-        throw Error(ErrCode::Unsupported, it->first + " argument of <jnp.ufunc '" + name + "'>", where);
+        throw Error(ErrCode::Unsupported, it->first + " argument of <jnp.ufunc '" + name + "'>",
+                    where);
       it = args.kw.erase(it);
     }
     out = in.call(fn, args, where);
@@ -55,7 +56,8 @@ struct UfuncObj : OpaqueObj {
     return false;
   }
   std::vector<std::string> attr_names() const override {
-    return {"__name__", "_func", "accumulate", "at", "identity", "nargs", "nin", "nout", "outer", "reduce", "reduceat"};
+    return {"__name__", "_func", "accumulate", "at",     "identity", "nargs",
+            "nin",      "nout",  "outer",      "reduce", "reduceat"};
   }
   bool equals(const OpaqueObj& o) const override {
     auto* u = dynamic_cast<const UfuncObj*>(&o);
@@ -64,7 +66,8 @@ struct UfuncObj : OpaqueObj {
   }
 };
 
-Value make_ufunc(Value fn, Value func, std::string name, int64_t nin, int64_t nout, Value identity) {
+Value make_ufunc(Value fn, Value func, std::string name, int64_t nin, int64_t nout,
+                 Value identity) {
   auto u = std::make_shared<UfuncObj>();
   u->fn = std::move(fn);
   u->func = std::move(func);
@@ -83,30 +86,39 @@ void install_ufuncs(InterpreterImpl& in, const Value& np) {
   (void)in;
   auto& vars = np.as<ModuleObj>()->env->vars;
   const Value none;
-  const std::pair<const char*, Value> binary[] = {
-      {"add", Value::integer(0)},        {"bitwise_and", Value::integer(-1)},
-      {"bitwise_or", Value::integer(0)}, {"bitwise_xor", Value::integer(0)},
-      {"logaddexp", Value::number(-INFINITY)}, {"logaddexp2", Value::number(-INFINITY)},
-      {"logical_and", Value::boolean(true)},   {"logical_or", Value::boolean(false)},
-      {"logical_xor", Value::boolean(false)},  {"maximum", none},
-      {"minimum", none},                 {"multiply", Value::integer(1)},
-      {"subtract", none}};
+  const std::pair<const char*, Value> binary[] = {{"add", Value::integer(0)},
+                                                  {"bitwise_and", Value::integer(-1)},
+                                                  {"bitwise_or", Value::integer(0)},
+                                                  {"bitwise_xor", Value::integer(0)},
+                                                  {"logaddexp", Value::number(-INFINITY)},
+                                                  {"logaddexp2", Value::number(-INFINITY)},
+                                                  {"logical_and", Value::boolean(true)},
+                                                  {"logical_or", Value::boolean(false)},
+                                                  {"logical_xor", Value::boolean(false)},
+                                                  {"maximum", none},
+                                                  {"minimum", none},
+                                                  {"multiply", Value::integer(1)},
+                                                  {"subtract", none}};
   for (const auto& [name, identity] : binary) {
     auto it = vars.find(name);
     if (it == vars.end()) continue;
     Value f = it->second;
     it->second = make_ufunc(f, f, name, 2, 1, identity);
   }
-  if (auto it = vars.find("negative"); it != vars.end()) it->second = make_ufunc(it->second, it->second, "negative", 1, 1, none);
+  if (auto it = vars.find("negative"); it != vars.end())
+    it->second = make_ufunc(it->second, it->second, "negative", 1, 1, none);
   vars["ufunc"] = make_type("ufunc");
   Value vectorize = vars.at("vectorize");
   vars["frompyfunc"] = make_builtin("frompyfunc", [vectorize](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("frompyfunc", a, {"func", "nin", "nout", "identity"}, 3);
     int64_t nin = r.get_int(1), nout = r.get_int(2);
     std::string name = "<function>";
-    if (r[0].is_obj(ObjKind::Function)) name = r[0].as<FunctionObj>()->name;
-    else if (r[0].is_obj(ObjKind::Builtin)) name = r[0].as<BuiltinObj>()->name;
-    else if (auto* u = r[0].is_obj(ObjKind::Opaque) ? dynamic_cast<UfuncObj*>(r[0].as<OpaqueObj>()) : nullptr)
+    if (r[0].is_obj(ObjKind::Function))
+      name = r[0].as<FunctionObj>()->name;
+    else if (r[0].is_obj(ObjKind::Builtin))
+      name = r[0].as<BuiltinObj>()->name;
+    else if (auto* u = r[0].is_obj(ObjKind::Opaque) ? dynamic_cast<UfuncObj*>(r[0].as<OpaqueObj>())
+                                                    : nullptr)
       name = u->name;
     // A call maps the function over the broadcast elements (JAX's vectorize).
     Value fn = in.call(vectorize, ValueList{r[0]}, Span{});

@@ -72,12 +72,14 @@ std::vector<std::string> mapped_axis_spec_check(const std::vector<Tensor>& leave
     if (axes[i] < 0) continue;
     auto dims = explicit_type_spec(leaves[i]);
     std::vector<std::string> e;
-    if (dims && static_cast<size_t>(axes[i]) < dims->size()) e = (*dims)[static_cast<size_t>(axes[i])];
+    if (dims && static_cast<size_t>(axes[i]) < dims->size())
+      e = (*dims)[static_cast<size_t>(axes[i])];
     std::string spec = e.empty() ? "None" : e.size() == 1 ? e[0] : py_tuple_repr(e);
     if (first && *first != spec)
       throw Error(ErrCode::Value,
                   "Mapped away dimension of inputs passed to vmap should be sharded the same. "
-                  "Got inconsistent axis specs: " + *first + " vs " + spec,
+                  "Got inconsistent axis specs: " +
+                      *first + " vs " + spec,
                   where);
     first = spec;
     common = e;
@@ -168,26 +170,33 @@ std::string inconsistent_sizes_message(const std::vector<std::string>& names,
   std::vector<std::pair<int64_t, size_t>> counts; // (size, count) in order of first appearance
   for (int64_t s : sizes) {
     if (s < 0) continue;
-    auto it = std::find_if(counts.begin(), counts.end(), [s](const auto& c) { return c.first == s; });
-    if (it == counts.end()) counts.push_back({s, 1});
-    else ++it->second;
+    auto it =
+        std::find_if(counts.begin(), counts.end(), [s](const auto& c) { return c.first == s; });
+    if (it == counts.end())
+      counts.push_back({s, 1});
+    else
+      ++it->second;
   }
   std::stable_sort(counts.begin(), counts.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   std::string msg = "vmap got inconsistent sizes for array axes to be mapped:\n";
-  if (axis_size >= 0) msg += "  * the `axis_size` argument was " + std::to_string(axis_size) + ";\n";
+  if (axis_size >= 0)
+    msg += "  * the `axis_size` argument was " + std::to_string(axis_size) + ";\n";
   for (size_t k = 0; k < counts.size(); ++k) {
     size_t i = 0;
     while (sizes[i] != counts[k].first) ++i;
     const AVal& av = leaves[i]->aval;
-    std::string ex = "axis " + std::to_string(per_leaf[i].as_int()) + " of " + names[i] + " of type " +
-                     dtype_name(av.dtype) + "[";
+    std::string ex = "axis " + std::to_string(per_leaf[i].as_int()) + " of " + names[i] +
+                     " of type " + dtype_name(av.dtype) + "[";
     for (size_t d = 0; d < av.shape.size(); ++d) ex += (d ? "," : "") + std::to_string(av.shape[d]);
     ex += "]";
     std::string sz = std::to_string(counts[k].first), ct = std::to_string(counts[k].second);
-    if (counts[k].second == 1) msg += "  * one axis had size " + sz + ": " + ex + ";\n";
-    else if (k == 0) msg += "  * most axes (" + ct + " of them) had size " + sz + ", e.g. " + ex + ";\n";
-    else msg += "  * some axes (" + ct + " of them) had size " + sz + ", e.g. " + ex + ";\n";
+    if (counts[k].second == 1)
+      msg += "  * one axis had size " + sz + ": " + ex + ";\n";
+    else if (k == 0)
+      msg += "  * most axes (" + ct + " of them) had size " + sz + ", e.g. " + ex + ";\n";
+    else
+      msg += "  * some axes (" + ct + " of them) had size " + sz + ", e.g. " + ex + ";\n";
   }
   return msg.substr(0, msg.size() - 2);
 }
@@ -197,7 +206,10 @@ std::vector<size_t> dyn_index(size_t total, const std::vector<std::pair<size_t, 
   std::vector<size_t> out;
   size_t s = 0;
   for (size_t i = 0; i < total; ++i) {
-    if (s < statics.size() && statics[s].first == i) { ++s; continue; }
+    if (s < statics.size() && statics[s].first == i) {
+      ++s;
+      continue;
+    }
     out.push_back(i);
   }
   return out;
@@ -211,8 +223,8 @@ struct PytreeLeafObj : OpaqueObj {
 
 // JAX's ValueError when in_axes/out_axes is not a tree prefix of the value it
 // describes (api.py's flatten_axes), with the details of every mismatch.
-void check_axes_prefix(InterpreterImpl& in, const Value& axes, const Value& full, const std::string& what,
-                       const Span& where) {
+void check_axes_prefix(InterpreterImpl& in, const Value& axes, const Value& full,
+                       const std::string& what, const Span& where) {
   if (is_axis_leaf(axes)) return;
   ValueList ignored;
   // (None is an axis here, a leaf, as JAX flattens in_axes/out_axes.)
@@ -224,12 +236,15 @@ void check_axes_prefix(InterpreterImpl& in, const Value& axes, const Value& full
   // The details list every disagreeing subtree, with None a node there (as
   // JAX's prefix_errors flattens the axes tree).
   ValueList ignored_too;
-  std::vector<std::string> errors = pytree_prefix_errors(in, tree_flatten(in, axes, ignored_too), full, what);
+  std::vector<std::string> errors =
+      pytree_prefix_errors(in, tree_flatten(in, axes, ignored_too), full, what);
   std::string details;
   for (size_t i = 0; i < errors.size(); ++i) details += (i ? "\n  " : "") + errors[i];
   throw Error(ErrCode::Value,
-              what + " specification must be a tree prefix of the corresponding value; \n"
-                     "  Mismatch details (" + std::to_string(errors.size()) + " found):\n  " + details,
+              what +
+                  " specification must be a tree prefix of the corresponding value; \n"
+                  "  Mismatch details (" +
+                  std::to_string(errors.size()) + " found):\n  " + details,
               where);
 }
 
@@ -254,9 +269,12 @@ struct VmapFunction : OpaqueObj {
       ValueList ignored;
       TreeDef d = tree_flatten(in, args[i], ignored);
       std::string base;
-      if (!kw_names.empty() && i >= n_pos_args) base = "kwargs['" + kw_names[i - n_pos_args] + "']";
-      else if (ps && i < ps->size() && (*ps)[i].kind == Param::Kind::Normal) base = "argument " + (*ps)[i].name;
-      else base = "args[" + std::to_string(i) + "]";
+      if (!kw_names.empty() && i >= n_pos_args)
+        base = "kwargs['" + kw_names[i - n_pos_args] + "']";
+      else if (ps && i < ps->size() && (*ps)[i].kind == Param::Kind::Normal)
+        base = "argument " + (*ps)[i].name;
+      else
+        base = "args[" + std::to_string(i) + "]";
       for (const std::string& k : leaf_keystrs(d)) all.push_back(base + k);
     }
     std::vector<std::string> out;
@@ -273,7 +291,8 @@ struct VmapFunction : OpaqueObj {
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
     if (name == "__wrapped__") return out = fn, true;
     // (functools.wraps: the wrapped function's name, when it has one.)
-    if (name == "__name__" && in.has_attr(fn, "__name__")) return out = in.get_attr(fn, name, Span{}), true;
+    if (name == "__name__" && in.has_attr(fn, "__name__"))
+      return out = in.get_attr(fn, name, Span{}), true;
     return false;
   }
 
@@ -333,8 +352,9 @@ struct VmapFunction : OpaqueObj {
       ValueList arg_leaves;
       TreeDef arg_def = tree_flatten(in, args_tuple, arg_leaves);
       ValueList marks(arg_leaves.size(), Value::object(std::make_shared<PytreeLeafObj>()));
-      check_axes_prefix(in, in_axes.is_obj(ObjKind::List) ? make_tuple(*sequence_items(in_axes)) : in_axes,
-                        tree_unflatten(arg_def, marks), "vmap in_axes", where);
+      check_axes_prefix(
+          in, in_axes.is_obj(ObjKind::List) ? make_tuple(*sequence_items(in_axes)) : in_axes,
+          tree_unflatten(arg_def, marks), "vmap in_axes", where);
     }
     try {
       axes_prefix(in, in_axes, args_tuple, per_leaf, "vmap in_axes");
@@ -378,14 +398,15 @@ struct VmapFunction : OpaqueObj {
     auto number_outs = std::make_shared<ValueList>();
     {
       Value inner = traced_fn;
-      traced_fn = make_builtin("vmap", [inner, number_outs, where](InterpreterImpl& in, CallArgs& c) {
-        Value out = in.call(inner, c, where);
-        ValueList leaves;
-        tree_flatten(in, out, leaves);
-        number_outs->clear();
-        for (const Value& l : leaves) number_outs->push_back(l.is_number() ? l : Value());
-        return out;
-      });
+      traced_fn =
+          make_builtin("vmap", [inner, number_outs, where](InterpreterImpl& in, CallArgs& c) {
+            Value out = in.call(inner, c, where);
+            ValueList leaves;
+            tree_flatten(in, out, leaves);
+            number_outs->clear();
+            for (const Value& l : leaves) number_outs->push_back(l.is_number() ? l : Value());
+            return out;
+          });
     }
     std::vector<Tensor> leaves = leaf_tensors(in, traced_args, where);
     // The mapped size, checked across the arguments.
@@ -412,16 +433,19 @@ struct VmapFunction : OpaqueObj {
     }
     if (!consistent || (axis_size >= 0 && B >= 0 && B != axis_size)) {
       // Which argument each leaf is, as JAX names it.
-      std::vector<std::string> names = arg_leaf_names(in, args, dyn_index(all_leaves.size(), statics));
+      std::vector<std::string> names =
+          arg_leaf_names(in, args, dyn_index(all_leaves.size(), statics));
       throw Error(ErrCode::MappedAxis,
                   inconsistent_sizes_message(names, leaves, per_leaf, sizes, axis_size), where);
     }
     if (axis_size >= 0) B = axis_size;
     if (B < 0 && leaves.empty())
-      throw Error(ErrCode::MappedAxis,
-                  "vmap wrapped function must be passed at least one argument containing an array or "
-                  "axis_size must be specified, got empty *args=" + pxl::repr(args_tuple) + " and **kwargs={}",
-                  where);
+      throw Error(
+          ErrCode::MappedAxis,
+          "vmap wrapped function must be passed at least one argument containing an array or "
+          "axis_size must be specified, got empty *args=" +
+              pxl::repr(args_tuple) + " and **kwargs={}",
+          where);
     if (B < 0)
       throw Error(
           ErrCode::MappedAxis,
@@ -433,7 +457,8 @@ struct VmapFunction : OpaqueObj {
     if (!spmd_axis_name.empty() && !mapped_split.empty() && spmd_axis_name != mapped_split) {
       throw Error(ErrCode::Value,
                   "Only one of spmd_axis_name or arrays sharded on `Explicit` mesh axis type is "
-                  "allowed. Got spmd_axis_name=" + py_tuple_repr(spmd_axis_name) +
+                  "allowed. Got spmd_axis_name=" +
+                      py_tuple_repr(spmd_axis_name) +
                       " and arrays sharded on explicit_mesh_axis=" + py_tuple_repr(mapped_split),
                   where);
     }
@@ -462,21 +487,22 @@ struct VmapFunction : OpaqueObj {
     }
     std::pair<std::string, int64_t> named{axis_name, B};
     // jax.typeof inside sees each example's sharding (the mapped dimension's dropped).
-    std::function<void(TraceContext&)> typing =
-        axis_name.empty() ? explicit_type_hook(in, leaves, nullptr, &axes)
-                          : std::function<void(TraceContext&)>{};
+    std::function<void(TraceContext&)> typing = axis_name.empty()
+                                                    ? explicit_type_hook(in, leaves, nullptr, &axes)
+                                                    : std::function<void(TraceContext&)>{};
     TracedFunction traced = trace_function(in, traced_fn, traced_args, where, "vmap", &avals,
                                            axis_name.empty() ? nullptr : &named, typing);
     if (in.options().dump_ir) in.out() << print_function(*traced.fn);
-    std::vector<BVal> outs =
-        batch_function(in.ops(), *traced.fn, params, traced.consts, BatchAxis{B, axis_name, spmd_axis_name});
+    std::vector<BVal> outs = batch_function(in.ops(), *traced.fn, params, traced.consts,
+                                            BatchAxis{B, axis_name, spmd_axis_name});
     // out_axes: where the mapped axis goes in each output.
     ValueList out_leaves;
     for (const BVal& o : outs) out_leaves.push_back(make_array(o.t)); // only for the structure
     ValueList per_out;
     {
       ValueList marks(out_leaves.size(), Value::object(std::make_shared<PytreeLeafObj>()));
-      check_axes_prefix(in, out_axes, tree_unflatten(traced.out_tree, marks), "vmap out_axes", where);
+      check_axes_prefix(in, out_axes, tree_unflatten(traced.out_tree, marks), "vmap out_axes",
+                        where);
     }
     try {
       axes_prefix(in, out_axes, tree_unflatten(traced.out_tree, out_leaves), per_out,
@@ -492,13 +518,15 @@ struct VmapFunction : OpaqueObj {
     ValueList arg_values;
     tree_flatten(in, make_tuple(traced_args), arg_values);
     auto forwarded = [&](size_t r) -> const Value* {
-      if (r >= traced.fn->results.size() || arg_values.size() != traced.fn->params.size()) return nullptr;
+      if (r >= traced.fn->results.size() || arg_values.size() != traced.fn->params.size())
+        return nullptr;
       for (size_t k = 0; k < traced.fn->params.size(); ++k) {
         if (traced.fn->params[k] != traced.fn->results[r]) continue;
-        if (axes[k] < 0 ? per_out[r].is_none()
-                        : !per_out[r].is_none() &&
-                              (per_out[r].as_int() < 0 ? per_out[r].as_int() + leaves[k]->aval.ndim()
-                                                       : per_out[r].as_int()) == axes[k])
+        if (axes[k] < 0
+                ? per_out[r].is_none()
+                : !per_out[r].is_none() &&
+                      (per_out[r].as_int() < 0 ? per_out[r].as_int() + leaves[k]->aval.ndim()
+                                               : per_out[r].as_int()) == axes[k])
           return &arg_values[k];
       }
       return nullptr;
@@ -539,8 +567,9 @@ struct VmapFunction : OpaqueObj {
       }
       if (!mapped_split.empty())
         t = split_mapped_dim(in, t, static_cast<size_t>(oa), mapped_split, split_mesh);
-      out_leaves[r] = mapped_split.empty() ? lay_out_constrained(in, *traced.fn, r, make_array(t), oa)
-                                           : make_array(t);
+      out_leaves[r] = mapped_split.empty()
+                          ? lay_out_constrained(in, *traced.fn, r, make_array(t), oa)
+                          : make_array(t);
     }
     out = restore_float0_outputs(in, traced, tree_unflatten(traced.out_tree, out_leaves));
     return true;
@@ -560,7 +589,8 @@ Value make_vmap(InterpreterImpl&, CallArgs& a) {
       !v->in_axes.is_obj(ObjKind::List))
     throw Error(ErrCode::Type,
                 "vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
-                "positional arguments passed to the function, but got " + pxl::repr(v->in_axes) + ".");
+                "positional arguments passed to the function, but got " +
+                    pxl::repr(v->in_axes) + ".");
   if (r.has(3) && !r[3].is_none()) v->axis_name = value_to_str(r[3], "vmap() axis_name");
   if (r.has(4) && !r[4].is_none()) v->axis_size = r.get_int(4);
   // spmd_axis_name only asks JAX to lay the batch dimension of the SPMD calls
@@ -568,7 +598,8 @@ Value make_vmap(InterpreterImpl&, CallArgs& a) {
   if (r.has(5) && !r[5].is_none()) {
     const ValueList* names = sequence_items(r[5]);
     if (names)
-      for (const Value& n : *names) v->spmd_axis_name.push_back(value_to_str(n, "vmap() spmd_axis_name"));
+      for (const Value& n : *names)
+        v->spmd_axis_name.push_back(value_to_str(n, "vmap() spmd_axis_name"));
     else
       v->spmd_axis_name.push_back(value_to_str(r[5], "vmap() spmd_axis_name"));
   }

@@ -11,6 +11,8 @@
 
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
+#include "runtime/eager.hpp"
+#include "runtime/sharded.hpp"
 #include "stdlib/autodiff.hpp"
 #include "stdlib/checkify.hpp"
 #include "stdlib/host_callback.hpp"
@@ -19,8 +21,6 @@
 #include "stdlib/trace_util.hpp"
 #include "stdlib/transforms.hpp"
 #include "stdlib/while_loop.hpp"
-#include "runtime/eager.hpp"
-#include "runtime/sharded.hpp"
 
 namespace pxl {
 
@@ -118,11 +118,14 @@ void leaf_paths(const TreeDef& d, const std::string& prefix, std::vector<std::st
     return;
   default:
     for (size_t i = 0; i < d.children.size(); ++i)
-      leaf_paths(d.children[i],
-                 prefix + (d.kind == TreeDef::Kind::NamedTuple
-                               ? "." + d.nt_type->fields[i]
-                               : "[" + (d.kind == TreeDef::Kind::Dict ? repr(d.keys[i]) : std::to_string(i)) + "]"),
-                 out);
+      leaf_paths(
+          d.children[i],
+          prefix +
+              (d.kind == TreeDef::Kind::NamedTuple
+                   ? "." + d.nt_type->fields[i]
+                   : "[" + (d.kind == TreeDef::Kind::Dict ? repr(d.keys[i]) : std::to_string(i)) +
+                         "]"),
+          out);
   }
 }
 
@@ -171,7 +174,8 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
   for (const Value& l : init_leaves) {
     if (!l.is_obj(ObjKind::Array) && !l.is_number())
       throw Error(ErrCode::Type,
-                  "while_loop: the carry must be a pytree of arrays and numbers, not " + type_name(l),
+                  "while_loop: the carry must be a pytree of arrays and numbers, not " +
+                      type_name(l),
                   where);
     init.push_back(in.to_tensor(l, where));
   }
@@ -213,7 +217,8 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
       if (retype && i < retype->avals.size()) {
         const AVal& want = retype->avals[i];
         body_weak[i] = -1;
-        if (t->aval.dtype == want.dtype && t->aval.shape == want.shape && t->aval.weak != want.weak) {
+        if (t->aval.dtype == want.dtype && t->aval.shape == want.shape &&
+            t->aval.weak != want.weak) {
           body_weak[i] = t->aval.weak ? 1 : 0;
           OpAttrs at;
           at.dtype = want.dtype;
@@ -235,10 +240,15 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
       TreeDef out_tree;
       record(spec.cond, tc, ps, out_tree, nullptr);
       if (out_tree.kind != TreeDef::Kind::Leaf)
-        throw Error(ErrCode::Type, "cond_fun must return a boolean scalar, but got pytree " + out_tree.repr() + ".", where);
+        throw Error(ErrCode::Type,
+                    "cond_fun must return a boolean scalar, but got pytree " + out_tree.repr() +
+                        ".",
+                    where);
       const Function& f = tc.function();
       std::string got;
-      for (int r : f.results) got += std::string(got.empty() ? "" : ", ") + "ShapedArray(" + jax_type(f.values[r].aval, 0, axes) + ")";
+      for (int r : f.results)
+        got += std::string(got.empty() ? "" : ", ") + "ShapedArray(" +
+               jax_type(f.values[r].aval, 0, axes) + ")";
       if (f.results.size() != 1 || f.values[f.results[0]].aval.dtype != DType::Bool ||
           !f.values[f.results[0]].aval.shape.empty())
         throw Error(ErrCode::Type,
@@ -263,8 +273,8 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
               ValueList{make_str(spec.carry_name), init_val, body_out}, where);
       throw Error(ErrCode::Type,
                   "while_loop body function carry input and carry output must have the same "
-                  "pytree structure, but they differ: the input carry is " + tree.repr() +
-                      " and the carry output is " + out_tree.repr(),
+                  "pytree structure, but they differ: the input carry is " +
+                      tree.repr() + " and the carry output is " + out_tree.repr(),
                   where,
                   "Revise the function so that the carry output has the same pytree structure as "
                   "the carry input.");
@@ -290,10 +300,12 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
                               ? "the dtypes do not match, and the shapes do not match"
                           : out.aval.shape != want.shape ? "the shapes do not match"
                                                          : "the dtypes do not match";
-        diffs.push_back("the input carry " + std::string(what.find("component") != std::string::npos ? "component " : "") +
-                        paths[i] + " has type " + jax_type(want, 0, axes) +
-                        " but the corresponding output carry component has type " +
-                        jax_type(out.aval, 0, axes) + ", so " + why);
+        diffs.push_back(
+            "the input carry " +
+            std::string(what.find("component") != std::string::npos ? "component " : "") +
+            paths[i] + " has type " + jax_type(want, 0, axes) +
+            " but the corresponding output carry component has type " +
+            jax_type(out.aval, 0, axes) + ", so " + why);
         continue;
       }
       if (out.vma != types.vmas[i]) {
@@ -304,17 +316,21 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
             std::string names;
             for (size_t a = 0; a < axes.size(); ++a)
               if (extra & (AxisSet{1} << a)) names += "'" + axes[a] + "',";
-            fix = "apply jax.lax.pcast(..., (" + names + "), to='varying') to the initial carry value "
-                  "corresponding to the input carry component " + paths[i];
+            fix = "apply jax.lax.pcast(..., (" + names +
+                  "), to='varying') to the initial carry value "
+                  "corresponding to the input carry component " +
+                  paths[i];
           } else {
-            fix = "Revise the function so that all output types match the corresponding input types.";
+            fix =
+                "Revise the function so that all output types match the corresponding input types.";
           }
           throw Error(ErrCode::Vma,
                       "while_loop body function carry input and carry output must have equal "
-                      "types, but they differ: " + what + " has type " +
-                          jax_type(want, types.vmas[i], axes) +
+                      "types, but they differ: " +
+                          what + " has type " + jax_type(want, types.vmas[i], axes) +
                           " but the corresponding output carry component has type " +
-                          jax_type(out.aval, out.vma, axes) + ", so the manual axis types do not match",
+                          jax_type(out.aval, out.vma, axes) +
+                          ", so the manual axis types do not match",
                       where, fix);
         }
         if (attempt < 3) {
@@ -330,27 +346,33 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
         listed = diffs[0] + ".\n";
         listed[0] = 'T';
       } else {
-        for (size_t k = 0; k + 1 < diffs.size(); ++k) listed += (k ? "\n" : "") + std::string("  * ") + diffs[k] + ";\n";
+        for (size_t k = 0; k + 1 < diffs.size(); ++k)
+          listed += (k ? "\n" : "") + std::string("  * ") + diffs[k] + ";\n";
         listed += "  * " + diffs.back() + ".\n";
       }
-      throw Error(ErrCode::Type,
-                  "while_loop body function carry input and carry output must have equal types, but they "
-                  "differ:\n\n" + listed + "\nRevise the function so that all output types match the "
-                  "corresponding input types.",
-                  where);
+      throw Error(
+          ErrCode::Type,
+          "while_loop body function carry input and carry output must have equal types, but they "
+          "differ:\n\n" +
+              listed +
+              "\nRevise the function so that all output types match the "
+              "corresponding input types.",
+          where);
     }
     if (!changed) break;
   }
-  std::vector<Tensor> out =
-      bind_while(cx, cond, body, init, in.options().exec, &in.platform().code_cache(), spec.trip_count);
+  std::vector<Tensor> out = bind_while(cx, cond, body, init, in.options().exec,
+                                       &in.platform().code_cache(), spec.trip_count);
   ValueList leaves;
   for (size_t i = 0; i < out.size(); ++i) {
     // A carry the body returns unchanged (of unchanged type) is the initial
     // value itself, as JAX forwards it.
-    const size_t nconst = body.fn->params.size() - std::min(body.fn->params.size(), out.size()); // (first)
+    const size_t nconst =
+        body.fn->params.size() - std::min(body.fn->params.size(), out.size()); // (first)
     if (body.fn->params.size() >= out.size() && body.fn->results.size() == out.size() &&
         body.fn->results[i] == body.fn->params[nconst + i] && body_weak[i] < 0 &&
-        init_leaves[i].is_obj(ObjKind::Array) && same_type(init_leaves[i].as<ArrayObj>()->tensor->aval, types.avals[i])) {
+        init_leaves[i].is_obj(ObjKind::Array) &&
+        same_type(init_leaves[i].as<ArrayObj>()->tensor->aval, types.avals[i])) {
       leaves.push_back(init_leaves[i]);
       continue;
     }
@@ -389,8 +411,8 @@ struct WhileLoopFn : OpaqueObj {
     ArgReader r("while_loop", a, {"cond_fun", "body_fun", "init_val"}, 3);
     Value cond_fun = r[0], body_fun = r[1];
     if (plainly_not_callable(cond_fun) || plainly_not_callable(body_fun))
-      throw Error(ErrCode::Type, "lax.while_loop: body_fun and cond_fun arguments should be callable.",
-                  where);
+      throw Error(ErrCode::Type,
+                  "lax.while_loop: body_fun and cond_fun arguments should be callable.", where);
     auto traced = [cond_fun, body_fun, where](InterpreterImpl& in, const Value& init) {
       LoopSpec spec;
       spec.cond = [&](const Value& c) { return in.call(cond_fun, ValueList{c}, where); };
@@ -411,7 +433,9 @@ struct WhileLoopFn : OpaqueObj {
       out = in.call(loops_fn(in, "_host_while_loop"), ValueList{cond_fun, body_fun, r[2]}, where);
       return true;
     }
-    Value loop = make_builtin("while_loop", [traced](InterpreterImpl& in, CallArgs& c) { return traced(in, c.pos.at(0)); });
+    Value loop = make_builtin("while_loop", [traced](InterpreterImpl& in, CallArgs& c) {
+      return traced(in, c.pos.at(0));
+    });
     TracedFunction t = trace_function(in, loop, ValueList{r[2]}, where, "while_loop");
     Value res = apply_traced(in, t, leaf_tensors(in, ValueList{r[2]}, where));
     // Carries the body forwards come back as the caller's own values.
@@ -447,7 +471,8 @@ Value fori_as_while(InterpreterImpl& in, const Span& where, const Value& lower, 
   Tensor lo = in.to_tensor(lower, where), hi = in.to_tensor(upper, where);
   // JAX counts with whatever real type the bounds have (floats included).
   auto real = [](DType d) { return is_integer(d) || is_floating(d); };
-  if (!lo->aval.shape.empty() || !hi->aval.shape.empty() || !real(lo->aval.dtype) || !real(hi->aval.dtype))
+  if (!lo->aval.shape.empty() || !hi->aval.shape.empty() || !real(lo->aval.dtype) ||
+      !real(hi->aval.dtype))
     throw Error(ErrCode::Type,
                 "fori_loop: lower and upper must be real scalars, got " + type_str(lo->aval) +
                     " and " + type_str(hi->aval),
@@ -535,8 +560,9 @@ struct ForiLoopFn : OpaqueObj {
         if (v.is_int() || v.is_bool()) return v.as_int();
         if (v.is_float()) return static_cast<int64_t>(v.as_float());
         if (!arr || arr->size() != 1 || !(is_integer(arr->dtype()) || is_floating(arr->dtype())))
-          throw Error(ErrCode::Type, "fori_loop: lower and upper must be real scalars, got " +
-                                         (arr ? type_str(arr->aval()) : pxl::type_name(v)),
+          throw Error(ErrCode::Type,
+                      "fori_loop: lower and upper must be real scalars, got " +
+                          (arr ? type_str(arr->aval()) : pxl::type_name(v)),
                       where);
         return static_cast<int64_t>(arr->get_f64(0));
       };
@@ -554,7 +580,8 @@ struct ForiLoopFn : OpaqueObj {
     if (r.has(4) && !r[4].is_none() && !(r[4].is_bool() && r[4].as_int() == 0) &&
         !(r[4].is_int() && r[4].as_int() == 1))
       throw Error(ErrCode::Value,
-                  "Can only use `unroll` in `fori_loop` if the loop bounds are statically known.", where);
+                  "Can only use `unroll` in `fori_loop` if the loop bounds are statically known.",
+                  where);
     out = fori_as_while(in, where, lower, upper, body_fun, r[3], -1);
     return true;
   }
@@ -565,12 +592,12 @@ struct ForiLoopFn : OpaqueObj {
 // A loop over `init` (typed `carry_avals`) whose cond and body are built by
 // the callbacks from the carry parameters; for transformations that derive
 // loops (forward mode, stdlib/autodiff_forward.cpp).
-std::vector<Tensor> bind_loop(OpContext& cx, const std::string& cond_name,
-                              const std::string& body_name, const std::vector<AVal>& carry_avals,
-                              std::span<const Tensor> init,
-                              const std::function<Tensor(TraceContext&, std::span<const Tensor>)>& cond,
-                              const std::function<std::vector<Tensor>(TraceContext&, std::span<const Tensor>)>& body,
-                              ExecMode mode, CodeCache* cache, int64_t trip_count) {
+std::vector<Tensor>
+bind_loop(OpContext& cx, const std::string& cond_name, const std::string& body_name,
+          const std::vector<AVal>& carry_avals, std::span<const Tensor> init,
+          const std::function<Tensor(TraceContext&, std::span<const Tensor>)>& cond,
+          const std::function<std::vector<Tensor>(TraceContext&, std::span<const Tensor>)>& body,
+          ExecMode mode, CodeCache* cache, int64_t trip_count) {
   CarryTypes types;
   types.avals = carry_avals;
   for (const Tensor& t : init) types.vmas.push_back(vma_of(cx, t));
@@ -599,7 +626,8 @@ void add_while_loop(Value& lax) {
     if (!r[0].is_obj(ObjKind::Function)) return make_str("<unknown>");
     const auto* f = r[0].as<FunctionObj>();
     if (!f->span.valid()) return make_str(f->name);
-    return make_str(f->name + " at " + f->span.file->path() + ":" + std::to_string(f->span.file->line_of(f->span.begin)));
+    return make_str(f->name + " at " + f->span.file->path() + ":" +
+                    std::to_string(f->span.file->line_of(f->span.begin)));
   });
   // For lax_loops.pxl: fn(*args) as JAX runs a cond branch: traced (its Python
   // runs on tracers), then the traced Function evaluated in the current context.
@@ -616,7 +644,8 @@ void add_while_loop(Value& lax) {
       out = apply_traced(in, t, leaf_tensors(in, args, Span{}));
     }
     if (eager && eager->float_checks().any()) // (the error takes the cond call's place)
-      eager->checked_results("invalid value (%) encountered in cond", leaf_tensors(in, {out}, Span{}), Span{});
+      eager->checked_results("invalid value (%) encountered in cond",
+                             leaf_tensors(in, {out}, Span{}), Span{});
     return out;
   });
   vars["_is_concrete"] = make_builtin("_is_concrete", [](InterpreterImpl&, CallArgs& a) {
@@ -672,7 +701,8 @@ std::vector<BVal> batch_while(OpContext& cx, const OpAttrs& attrs, std::span<con
   std::function<bool(const Function&)> names_axis = [&](const Function& f) {
     for (const Instr& i : f.body) {
       if (i.op == Op::AxisIndex || !i.attrs.axis_names.empty()) return true;
-      if (i.attrs.loop && (names_axis(*i.attrs.loop->cond) || names_axis(*i.attrs.loop->body))) return true;
+      if (i.attrs.loop && (names_axis(*i.attrs.loop->cond) || names_axis(*i.attrs.loop->body)))
+        return true;
     }
     return false;
   };
@@ -684,7 +714,8 @@ std::vector<BVal> batch_while(OpContext& cx, const OpAttrs& attrs, std::span<con
     return out;
   }
   const IoEffects io = io_effects(*w.cond), body_io = io_effects(*w.body);
-  if (io.ordered || body_io.ordered) throw Error(ErrCode::Unsupported, "Ordered IO effects not supported in vmap.");
+  if (io.ordered || body_io.ordered)
+    throw Error(ErrCode::Unsupported, "Ordered IO effects not supported in vmap.");
   auto with_carry = [](std::vector<BVal> consts, std::span<const Tensor> carry,
                        const std::vector<bool>& batched) {
     for (size_t i = 0; i < carry.size(); ++i) consts.push_back({carry[i], batched[i]});
@@ -708,58 +739,68 @@ std::vector<BVal> batch_while(OpContext& cx, const OpAttrs& attrs, std::span<con
   // batched predicate (JAX's read-only carry: every example has its value).
   auto read_only = [&](size_t i) {
     const Function& b = *w.body;
-    return b.params.size() == nbc + nc && b.results.size() == nc && b.results[i] == b.params[nbc + i];
+    return b.params.size() == nbc + nc && b.results.size() == nc &&
+           b.results[i] == b.params[nbc + i];
   };
   bool pred_b = false;
   for (bool changed = true; changed;) {
     changed = false;
     std::vector<BVal> outs;
-    trace_part(cx, "scratch", types_for(carry_b), [&](TraceContext& tc, std::span<const Tensor> ps) {
-      outs = batch_function(tc, *w.body, with_carry(bconsts, ps, carry_b), {}, ax);
-    });
+    trace_part(cx, "scratch", types_for(carry_b),
+               [&](TraceContext& tc, std::span<const Tensor> ps) {
+                 outs = batch_function(tc, *w.body, with_carry(bconsts, ps, carry_b), {}, ax);
+               });
     for (size_t i = 0; i < nc; ++i)
       if (outs[i].batched && !carry_b[i]) carry_b[i] = changed = true;
     if (changed) continue;
-    trace_part(cx, "scratch", types_for(carry_b), [&](TraceContext& tc, std::span<const Tensor> ps) {
-      pred_b = batch_function(tc, *w.cond, with_carry(cconsts, ps, carry_b), {}, ax)[0].batched;
-    });
+    trace_part(
+        cx, "scratch", types_for(carry_b), [&](TraceContext& tc, std::span<const Tensor> ps) {
+          pred_b = batch_function(tc, *w.cond, with_carry(cconsts, ps, carry_b), {}, ax)[0].batched;
+        });
     if (pred_b)
       for (size_t i = 0; i < nc; ++i) carry_b[i] = carry_b[i] || !read_only(i);
   }
   // (JAX's while batching rule: with a batched predicate each example would
   // need effects of its own.)
   if (pred_b && (io.unordered || body_io.unordered))
-    throw Error(ErrCode::Unsupported, "Unordered IO effects not supported in while_loop with batched predicate");
+    throw Error(ErrCode::Unsupported,
+                "Unordered IO effects not supported in while_loop with batched predicate");
   CarryTypes types = types_for(carry_b);
-  Part cond = trace_part(cx, w.cond->name + "_batched", types, [&](TraceContext& tc, std::span<const Tensor> ps) {
-    BVal p = batch_function(tc, *w.cond, with_carry(cconsts, ps, carry_b), {}, ax)[0];
-    Tensor pred = p.t;
-    if (p.batched) {
-      OpAttrs any_lane;
-      any_lane.axes = {0};
-      pred = tc.bind(Op::ReduceOr, any_lane, std::vector<Tensor>{pred});
-    }
-    tc.function().results.push_back(tc.value_of(pred));
-  });
-  Part body = trace_part(cx, w.body->name + "_batched", types, [&](TraceContext& tc, std::span<const Tensor> ps) {
-    std::vector<BVal> outs = batch_function(tc, *w.body, with_carry(bconsts, ps, carry_b), {}, ax);
-    Tensor pred;
-    if (pred_b) pred = batch_function(tc, *w.cond, with_carry(cconsts, ps, carry_b), {}, ax)[0].t;
-    for (size_t i = 0; i < nc; ++i) {
-      Tensor r = outs[i].batched || !carry_b[i] ? outs[i].t : broadcast_batch(tc, outs[i].t, ax.size);
-      if (pred_b && carry_b[i]) { // examples that are done keep their carry
-        OpAttrs b;
-        b.shape = r->aval.shape;
-        b.axes = {0};
-        Tensor p = tc.bind(Op::BroadcastInDim, b, std::vector<Tensor>{pred});
-        r = tc.bind(Op::Select, {}, std::vector<Tensor>{p, r, ps[i]});
-      }
-      tc.function().results.push_back(tc.value_of(r));
-    }
-  });
+  Part cond = trace_part(
+      cx, w.cond->name + "_batched", types, [&](TraceContext& tc, std::span<const Tensor> ps) {
+        BVal p = batch_function(tc, *w.cond, with_carry(cconsts, ps, carry_b), {}, ax)[0];
+        Tensor pred = p.t;
+        if (p.batched) {
+          OpAttrs any_lane;
+          any_lane.axes = {0};
+          pred = tc.bind(Op::ReduceOr, any_lane, std::vector<Tensor>{pred});
+        }
+        tc.function().results.push_back(tc.value_of(pred));
+      });
+  Part body = trace_part(
+      cx, w.body->name + "_batched", types, [&](TraceContext& tc, std::span<const Tensor> ps) {
+        std::vector<BVal> outs =
+            batch_function(tc, *w.body, with_carry(bconsts, ps, carry_b), {}, ax);
+        Tensor pred;
+        if (pred_b)
+          pred = batch_function(tc, *w.cond, with_carry(cconsts, ps, carry_b), {}, ax)[0].t;
+        for (size_t i = 0; i < nc; ++i) {
+          Tensor r =
+              outs[i].batched || !carry_b[i] ? outs[i].t : broadcast_batch(tc, outs[i].t, ax.size);
+          if (pred_b && carry_b[i]) { // examples that are done keep their carry
+            OpAttrs b;
+            b.shape = r->aval.shape;
+            b.axes = {0};
+            Tensor p = tc.bind(Op::BroadcastInDim, b, std::vector<Tensor>{pred});
+            r = tc.bind(Op::Select, {}, std::vector<Tensor>{p, r, ps[i]});
+          }
+          tc.function().results.push_back(tc.value_of(r));
+        }
+      });
   std::vector<Tensor> start;
   for (size_t i = 0; i < nc; ++i)
-    start.push_back(carry_b[i] && !init[i].batched ? broadcast_batch(cx, init[i].t, ax.size) : init[i].t);
+    start.push_back(carry_b[i] && !init[i].batched ? broadcast_batch(cx, init[i].t, ax.size)
+                                                   : init[i].t);
   std::vector<BVal> out;
   size_t i = 0;
   // A batched predicate runs as long as the longest example: no fixed count.

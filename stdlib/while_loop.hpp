@@ -17,11 +17,11 @@ class TraceContext;
 // body are recorded by the callbacks from the carry parameters (values of
 // `cx` they use become the loop's constants). `trip_count`: the number of
 // iterations when known (ir/while_loop.hpp), else -1.
-std::vector<Tensor> bind_loop(OpContext& cx, const std::string& cond_name,
-                              const std::string& body_name, const std::vector<AVal>& carry_avals,
-                              std::span<const Tensor> init,
-                              const std::function<Tensor(TraceContext&, std::span<const Tensor>)>& cond,
-                              const std::function<std::vector<Tensor>(TraceContext&, std::span<const Tensor>)>& body,
-                              ExecMode mode, CodeCache* cache, int64_t trip_count = -1);
+std::vector<Tensor>
+bind_loop(OpContext& cx, const std::string& cond_name, const std::string& body_name,
+          const std::vector<AVal>& carry_avals, std::span<const Tensor> init,
+          const std::function<Tensor(TraceContext&, std::span<const Tensor>)>& cond,
+          const std::function<std::vector<Tensor>(TraceContext&, std::span<const Tensor>)>& body,
+          ExecMode mode, CodeCache* cache, int64_t trip_count = -1);
 
 } // namespace pxl

@@ -29,12 +29,12 @@ class Interpreter;
 std::string version(); // "0.1.0"
 
 struct RuntimeOptions {
-  int num_devices = 8;         // CPU devices in the mesh
+  int num_devices = 8; // CPU devices in the mesh
   // "cpu", "cuda" (NVIDIA GPUs; Runtime's constructor throws E0400 naming what
   // is missing when there is no usable GPU) or "auto" (cuda when usable).
   std::string platform = "cpu";
-  int cuda_devices = 0;      // CUDA devices: 0 = one per GPU
-  bool cuda_logical = false; // cuda_devices logical devices on GPU 0
+  int cuda_devices = 0;        // CUDA devices: 0 = one per GPU
+  bool cuda_logical = false;   // cuda_devices logical devices on GPU 0
   std::ostream* out = nullptr; // where print() writes; nullptr = std::cout
   std::ostream* err = nullptr; // nullptr = std::cerr
 };

@@ -27,7 +27,9 @@ public:
   Library() = default;
   explicit Library(void* handle, std::string name) : handle_(handle), name_(std::move(name)) {}
   ~Library();
-  Library(Library&& o) noexcept : handle_(o.handle_), name_(std::move(o.name_)) { o.handle_ = nullptr; }
+  Library(Library&& o) noexcept : handle_(o.handle_), name_(std::move(o.name_)) {
+    o.handle_ = nullptr;
+  }
   Library& operator=(Library&& o) noexcept;
   Library(const Library&) = delete;
   Library& operator=(const Library&) = delete;

@@ -52,8 +52,8 @@ private:
   TransferLog transfers_;
   std::vector<std::unique_ptr<GpuDevice>> devices_;
   std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const PtxProgram>> ptx_;            // by arch + IR text
-  std::map<std::string, std::shared_ptr<const LoadedProgram>> loaded_;      // by GPU + arch + IR
+  std::map<std::string, std::shared_ptr<const PtxProgram>> ptx_;       // by arch + IR text
+  std::map<std::string, std::shared_ptr<const LoadedProgram>> loaded_; // by GPU + arch + IR
   std::mutex nccl_mu_;
   std::map<std::vector<int>, std::vector<ncclComm_t>> nccl_comms_; // by GPU ordinals
 };

@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <bit>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -116,8 +116,8 @@ const Op kReduce[] = {Op::ReduceSum, Op::ReduceMax, Op::ReduceMin, Op::ReducePro
 // The real dtypes: complex64 is never fused (codegen/plan.cpp runs it on the
 // reference kernels) and has no order for the comparisons these graphs use;
 // the golden programs under tests/programs/complex cover its jit path.
-const DType kDtypes[] = {DType::Bool,    DType::Int8,     DType::Int16,   DType::Int32,
-                         DType::UInt8,   DType::UInt16,   DType::UInt32,  DType::Float16,
+const DType kDtypes[] = {DType::Bool,     DType::Int8,    DType::Int16,  DType::Int32,
+                         DType::UInt8,    DType::UInt16,  DType::UInt32, DType::Float16,
                          DType::BFloat16, DType::Float32, DType::Float64};
 
 template <class T, size_t N> T pick(std::mt19937& rng, const T (&xs)[N]) { return xs[rng() % N]; }
@@ -260,12 +260,11 @@ TEST_CASE("Inlined transcendental math is bit-identical to the reference", "[cod
       std::uniform_real_distribution<double> wide(-100.0, 100.0), narrow(-1.0, 1.0),
           expo(-20.0, 127.0);
       // The ends of every range of the algorithms (sin/cos: 2^-12, pi/4, 120).
-      const double specials[] = {0.0,     -0.0,      INFINITY,   -INFINITY, NAN,     1e-40,
-                                 -1e-30,  0.5,       88.7,       -87.9,     20.0,    4e-4,
-                                 1e30,    709.0,     -745.0,     0.3,       -3e38,   3.4e38,
-                                 120.0,   -119.99,   0x1p-12,    -0x1p-13,  0.78539, 0.7854,
-                                 1e10,    -1.5e7,    102943.0,   6.2831855, 1e-300,  -4e300,
-                                 1.0,     -2.0};
+      const double specials[] = {
+          0.0,   -0.0,   INFINITY, -INFINITY, NAN,     1e-40,    -1e-30,  0.5,
+          88.7,  -87.9,  20.0,     4e-4,      1e30,    709.0,    -745.0,  0.3,
+          -3e38, 3.4e38, 120.0,    -119.99,   0x1p-12, -0x1p-13, 0.78539, 0.7854,
+          1e10,  -1.5e7, 102943.0, 6.2831855, 1e-300,  -4e300,   1.0,     -2.0};
       const int64_t ns = std::size(specials);
       for (int64_t i = 0; i < in.size(); ++i)
         in.set(i, Scalar::of_float(i < ns       ? specials[i]
@@ -351,9 +350,10 @@ TEST_CASE("threefry2x32 and fma kernels are bit-identical to the reference", "[c
 TEST_CASE("Inlined binary math is bit-identical to the reference", "[codegen]") {
   // Every pair of special values, then negative bases with integer and
   // half-integer exponents, overflow and underflow, and wide random pairs.
-  const double sp[] = {0.0,  -0.0, INFINITY, -INFINITY, NAN,  1.0,   -1.0,  2.0,   -2.0,  0.5,
-                       -0.5, 3.0,  -3.0,     1e-40,     -1e-40, 1e38, -1e38, 127.0, -150.0, 0.75,
-                       1.5,  25.0, 16777216.0, -16777217.0, 1e-300};
+  const double sp[] = {0.0,    -0.0,       INFINITY,    -INFINITY, NAN,    1.0,  -1.0,
+                       2.0,    -2.0,       0.5,         -0.5,      3.0,    -3.0, 1e-40,
+                       -1e-40, 1e38,       -1e38,       127.0,     -150.0, 0.75, 1.5,
+                       25.0,   16777216.0, -16777217.0, 1e-300};
   const int64_t ns = std::size(sp), n = ns * ns + 2048;
   std::mt19937 rng(5);
   std::uniform_real_distribution<double> base(-30.0, 30.0), ex(-40.0, 40.0);
@@ -389,11 +389,11 @@ TEST_CASE("Inlined binary math is bit-identical to the reference", "[codegen]") 
       int bad = 0;
       size_t w = dtype_size(d);
       for (int64_t i = 0; i < n; ++i) {
-        bool same = std::isnan(want.get_f64(i))
-                        ? std::isnan(got.get_f64(i))
-                        : std::memcmp(static_cast<const char*>(want.data()) + i * int64_t(w),
-                                      static_cast<const char*>(got.data()) + i * int64_t(w),
-                                      w) == 0;
+        bool same =
+            std::isnan(want.get_f64(i))
+                ? std::isnan(got.get_f64(i))
+                : std::memcmp(static_cast<const char*>(want.data()) + i * int64_t(w),
+                              static_cast<const char*>(got.data()) + i * int64_t(w), w) == 0;
         if (!same && bad++ < 3)
           UNSCOPED_INFO(x.get_f64(i) << ", " << y.get_f64(i) << ": " << want.get_f64(i) << " vs "
                                      << got.get_f64(i));

@@ -35,7 +35,7 @@ TEST_CASE("complex promotion matches JAX", "[complex]") {
   CHECK(promo(D::Complex64, false, D::Float32, false) == "complex64");
   CHECK(promo(D::Complex64, false, D::Float64, false) == "complex64"); // complex128, x64 off
   CHECK(promo(D::BFloat16, false, D::Complex64, false) == "complex64");
-  CHECK(promo(D::Int32, false, D::Complex64, true) == "complex64*");  // int array * 1j
+  CHECK(promo(D::Int32, false, D::Complex64, true) == "complex64*"); // int array * 1j
   CHECK(promo(D::Int8, false, D::Complex64, true) == "complex64*");
   CHECK(promo(D::Float16, false, D::Complex64, true) == "complex64"); // strong float * 1j
   CHECK(promo(D::Float32, true, D::Complex64, true) == "complex64*"); // 2.0 * 1j
@@ -83,7 +83,8 @@ TEST_CASE("RFFT and IRFFT are the half spectrum and its inverse", "[complex]") {
     a.axis = 3; // IRFFT
     Array back = eval_ref(Op::Fft, a, std::span<const Array>(&half, 1));
     REQUIRE(back.shape() == Shape{2, n});
-    for (int64_t i = 0; i < 2 * n; ++i) CHECK(std::fabs(back.as<float>()[i] - x.as<float>()[i]) < 1e-5f);
+    for (int64_t i = 0; i < 2 * n; ++i)
+      CHECK(std::fabs(back.as<float>()[i] - x.as<float>()[i]) < 1e-5f);
   }
 }
 
@@ -110,7 +111,8 @@ TEST_CASE("complex values print as numpy and Python print them", "[complex][form
   CHECK(python_complex_repr(NAN, INFINITY) == "(nan+infj)");
   CHECK(complex64_scalar_str(1e7f, 1) == "(1e+07+1j)");
   CHECK(complex64_scalar_str(0.1f, 0.2f) == "(0.1+0.2j)");
-  CHECK(array_repr(complex_array({{1, 2}, {0, 3}}, {2})) == "Array([1.+2.j, 0.+3.j], dtype=complex64)");
+  CHECK(array_repr(complex_array({{1, 2}, {0, 3}}, {2})) ==
+        "Array([1.+2.j, 0.+3.j], dtype=complex64)");
   CHECK(array_str(complex_array({{1, 2}, {0, 3}}, {2})) == "[1.+2.j 0.+3.j]");
   CHECK(array_repr(complex_array({{NAN, 1}, {1, INFINITY}, {2, -2}}, {3})) ==
         "Array([nan +1.j,  1.+infj,  2. -2.j], dtype=complex64)");

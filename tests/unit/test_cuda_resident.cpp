@@ -261,23 +261,23 @@ TEST_CASE("cuda: one pmap's output feeds the next on the device", "[cuda]") {
                  "(48 bytes)\n") != std::string::npos);
 }
 TEST_CASE("cuda: mesh devices, shard devices and x.devices() print as the platform's", "[cuda]") {
-  auto [out, err] = run_on_fake_platform(
-      "import jax\n"
-      "import jax.numpy as jnp\n"
-      "import numpy as np\n"
-      "from jax.sharding import Mesh, NamedSharding, PartitionSpec as P\n"
-      "grid = np.array(jax.devices())\n"
-      "mesh = Mesh(grid, ('x',))\n"
-      "print(jax.devices())\n"
-      "print(mesh.devices)\n"
-      "print(grid, grid.flat, grid.tolist())\n"
-      "x = jax.device_put(jnp.ones((2, 2)), NamedSharding(mesh, P('x')))\n"
-      "print([s.device for s in x.addressable_shards])\n"
-      "print(x.addressable_shards[1])\n"
-      "print(x.devices(), jnp.ones(2).devices())\n"
-      "from jax.experimental import mesh_utils\n"
-      "print(mesh_utils.create_device_mesh((2,)))\n",
-      "2");
+  auto [out, err] =
+      run_on_fake_platform("import jax\n"
+                           "import jax.numpy as jnp\n"
+                           "import numpy as np\n"
+                           "from jax.sharding import Mesh, NamedSharding, PartitionSpec as P\n"
+                           "grid = np.array(jax.devices())\n"
+                           "mesh = Mesh(grid, ('x',))\n"
+                           "print(jax.devices())\n"
+                           "print(mesh.devices)\n"
+                           "print(grid, grid.flat, grid.tolist())\n"
+                           "x = jax.device_put(jnp.ones((2, 2)), NamedSharding(mesh, P('x')))\n"
+                           "print([s.device for s in x.addressable_shards])\n"
+                           "print(x.addressable_shards[1])\n"
+                           "print(x.devices(), jnp.ones(2).devices())\n"
+                           "from jax.experimental import mesh_utils\n"
+                           "print(mesh_utils.create_device_mesh((2,)))\n",
+                           "2");
   INFO(out);
   CHECK(out.find("CpuDevice") == std::string::npos);
   size_t n = 0;

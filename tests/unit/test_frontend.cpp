@@ -24,9 +24,9 @@ std::string parse_error(const std::string& text) {
 
 TEST_CASE("lexer produces INDENT/DEDENT around blocks") {
   auto k = kinds("if x:\n    y = 1\nz\n");
-  std::vector<Tok> want = {Tok::KwIf, Tok::Name, Tok::Colon, Tok::Newline, Tok::Indent, Tok::Name,
-                           Tok::Assign, Tok::Int, Tok::Newline, Tok::Dedent, Tok::Name,
-                           Tok::Newline, Tok::End};
+  std::vector<Tok> want = {Tok::KwIf, Tok::Name,    Tok::Colon, Tok::Newline, Tok::Indent,
+                           Tok::Name, Tok::Assign,  Tok::Int,   Tok::Newline, Tok::Dedent,
+                           Tok::Name, Tok::Newline, Tok::End};
   CHECK(k == want);
 }
 
@@ -87,11 +87,15 @@ import jax.numpy as jnp
 }
 
 TEST_CASE("syntax errors say what was expected and what was found") {
-  CHECK(parse_error("if x\n  y\n").find("t.pxl:1:5: error[E0001]: expected ':', found end of line") != std::string::npos);
+  CHECK(
+      parse_error("if x\n  y\n").find("t.pxl:1:5: error[E0001]: expected ':', found end of line") !=
+      std::string::npos);
   CHECK(parse_error("x = (1, 2\n").find("'(' was never closed") != std::string::npos);
-  CHECK(parse_error("x = 1 +\n").find("expected an expression, found end of line") != std::string::npos);
+  CHECK(parse_error("x = 1 +\n").find("expected an expression, found end of line") !=
+        std::string::npos);
   CHECK(parse_error("def f(, x): pass\n").find("expected a parameter name") != std::string::npos);
-  CHECK(parse_error("f(x=1, 2)\n").find("positional argument follows keyword argument") != std::string::npos);
+  CHECK(parse_error("f(x=1, 2)\n").find("positional argument follows keyword argument") !=
+        std::string::npos);
   CHECK(parse_error("1 = x\n").find("cannot assign to this expression") != std::string::npos);
   CHECK(parse_error("class A: pass\n").find("E0111") != std::string::npos);
   CHECK(parse_error("x = 1 $ 2\n").find("E0003") != std::string::npos);

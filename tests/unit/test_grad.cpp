@@ -286,14 +286,16 @@ def noisy(a):
     jax.debug.print("{}", a)
     return lax.psum(jnp.sum(a), 'i')
 )";
-  std::string nested = error_of(std::string(setup) +
-                                "inner = shard_map(lambda a: a, mesh=mesh, in_specs=P('i'), out_specs=P('i'))\n"
-                                "shard_map(inner, mesh=mesh, in_specs=P('i'), out_specs=P('i'))(jnp.arange(8.0))\n");
+  std::string nested =
+      error_of(std::string(setup) +
+               "inner = shard_map(lambda a: a, mesh=mesh, in_specs=P('i'), out_specs=P('i'))\n"
+               "shard_map(inner, mesh=mesh, in_specs=P('i'), out_specs=P('i'))(jnp.arange(8.0))\n");
   CHECK(nested.find("E0111") != std::string::npos);
   CHECK(nested.find("should match the mesh passed to shard_map") != std::string::npos);
   CHECK(nested.find("t.pxl:") != std::string::npos);
-  std::string printed = error_of(std::string(setup) +
-                                 "jax.grad(shard_map(noisy, mesh=mesh, in_specs=P('i'), out_specs=P()))(jnp.arange(8.0))\n");
+  std::string printed = error_of(
+      std::string(setup) +
+      "jax.grad(shard_map(noisy, mesh=mesh, in_specs=P('i'), out_specs=P()))(jnp.arange(8.0))\n");
   CHECK(printed.find("E0111") != std::string::npos);
   CHECK(printed.find("jax.debug.print") != std::string::npos);
 }

@@ -26,8 +26,10 @@ std::string error_of(const std::string& code) {
 } // namespace
 
 TEST_CASE("Python printing") {
-  CHECK(run("print(1/4, 1e-05, 1e16, 0.1+0.2, -0.0)") == "0.25 1e-05 1e+16 0.30000000000000004 -0.0\n");
-  CHECK(run("print(repr('a\\'b'), (1,), [1, 'x'], {'k': None})") == "\"a'b\" (1,) [1, 'x'] {'k': None}\n");
+  CHECK(run("print(1/4, 1e-05, 1e16, 0.1+0.2, -0.0)") ==
+        "0.25 1e-05 1e+16 0.30000000000000004 -0.0\n");
+  CHECK(run("print(repr('a\\'b'), (1,), [1, 'x'], {'k': None})") ==
+        "\"a'b\" (1,) [1, 'x'] {'k': None}\n");
   CHECK(run("print(f'{3.14159:.2f}|{42:>5}|{7:03d}')") == "3.14|   42|007\n");
 }
 
@@ -39,15 +41,19 @@ TEST_CASE("closures, defaults and varargs") {
 }
 
 TEST_CASE("chained comparisons short-circuit") {
-  CHECK(run("def t(v):\n  print('t', v)\n  return v\nprint(t(1) < t(0) < t(5))") == "t 1\nt 0\nFalse\n");
+  CHECK(run("def t(v):\n  print('t', v)\n  return v\nprint(t(1) < t(0) < t(5))") ==
+        "t 1\nt 0\nFalse\n");
 }
 
 TEST_CASE("errors carry the user's line and column") {
-  CHECK(error_of("x = 1\nprint(y)").find("t.pxl:2:7: error[E0100]: name 'y' is not defined") != std::string::npos);
-  CHECK(error_of("1 + 'a'").find("unsupported operand type(s) for +: 'int' and 'str'") != std::string::npos);
+  CHECK(error_of("x = 1\nprint(y)").find("t.pxl:2:7: error[E0100]: name 'y' is not defined") !=
+        std::string::npos);
+  CHECK(error_of("1 + 'a'").find("unsupported operand type(s) for +: 'int' and 'str'") !=
+        std::string::npos);
   CHECK(error_of("[1][3]").find("E0103") != std::string::npos);
   CHECK(error_of("{}['k']").find("E0104") != std::string::npos);
-  CHECK(error_of("def f(x): pass\nf()").find("f() missing required argument 'x'") != std::string::npos);
+  CHECK(error_of("def f(x): pass\nf()").find("f() missing required argument 'x'") !=
+        std::string::npos);
   CHECK(error_of("assert 1 == 2, 'nope'").find("assertion failed: nope") != std::string::npos);
   CHECK(error_of("1 // 0").find("E0106") != std::string::npos);
   CHECK(error_of("import nosuchmod").find("E0109") != std::string::npos);

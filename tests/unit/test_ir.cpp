@@ -10,7 +10,8 @@
 using namespace pxl;
 
 TEST_CASE("IR text round-trips", "[ir]") {
-  const char* text = R"(func @step(%0: f32[2,2]{x,y}, %1: f32[3]) consts(%2: ~i32[]) -> (f32[2,2]{x}, f32[4,2]{y}) mesh(x=2, y=4) {
+  const char* text =
+      R"(func @step(%0: f32[2,2]{x,y}, %1: f32[3]) consts(%2: ~i32[]) -> (f32[2,2]{x}, f32[4,2]{y}) mesh(x=2, y=4) {
   %3 = convert_element_type[dtype=float32] %2 : f32[]
   %4 = broadcast_in_dim[shape=(2, 2) dims=[]] %3 : f32[2,2]
   %5 = mul %0, %4 : f32[2,2]{x,y}
@@ -33,7 +34,8 @@ TEST_CASE("IR text round-trips", "[ir]") {
 }
 
 TEST_CASE("random primitives round-trip and check their operands", "[ir]") {
-  const char* text = R"(func @bits(%0: u32[3], %1: u32[3], %2: u32[3], %3: f32[3]) -> (u32[3], f32[3]) {
+  const char* text =
+      R"(func @bits(%0: u32[3], %1: u32[3], %2: u32[3], %3: f32[3]) -> (u32[3], f32[3]) {
   %4 = threefry2x32[word=1] %0, %1, %2, %2 : u32[3]
   %5 = fma %3, %3, %3 : f32[3]
   %6 = erf_inv %5 : f32[3]
@@ -44,7 +46,8 @@ TEST_CASE("random primitives round-trip and check their operands", "[ir]") {
   CHECK(f.body[0].attrs.axis == 1);
   std::string printed = print_function(f);
   CHECK(print_function(parse_function(printed)) == printed);
-  const AVal u{DType::UInt32, {3}, false}, i{DType::Int32, {3}, false}, u2{DType::UInt32, {2}, false};
+  const AVal u{DType::UInt32, {3}, false}, i{DType::Int32, {3}, false},
+      u2{DType::UInt32, {2}, false};
   const AVal fl{DType::Float32, {3}, false};
   OpAttrs w2;
   w2.axis = 2;
@@ -71,12 +74,14 @@ TEST_CASE("IR parser and verifier reject bad programs", "[ir]") {
             .find("shape rule gives f32[2]") != std::string::npos);
   CHECK(error_of("func @f(%0: f32[2]) -> (f32[2]) {\n  %1 = frobnicate %0 : f32[2]\n  return %1\n}")
             .find("unknown op 'frobnicate'") != std::string::npos);
-  CHECK(error_of("func @f(%0: f32[2]{q}) -> (f32[2]) {\n  return %0\n}").find("unknown mesh axis") !=
-        std::string::npos);
+  CHECK(
+      error_of("func @f(%0: f32[2]{q}) -> (f32[2]) {\n  return %0\n}").find("unknown mesh axis") !=
+      std::string::npos);
   CHECK(error_of("func @f(%0: f32[4]) -> (f32[4]) mesh(i=4) {\n"
                  "  %1 = ppermute[axis_names=(i) group_size=4 pairs=[(0, 1), (2, 1)]] %0 : f32[4]\n"
                  "  return %1\n}")
-            .find("ppermute sources and destinations must be unique, got ((0, 1), (2, 1)).") != std::string::npos);
+            .find("ppermute sources and destinations must be unique, got ((0, 1), (2, 1)).") !=
+        std::string::npos);
 }
 
 TEST_CASE("vma rules", "[ir]") {
@@ -173,10 +178,11 @@ TEST_CASE("a traced SPMD function lowers to IR that verifies", "[ir]") {
   Interpreter in;
   // Auto axes: over Explicit ones (make_mesh's default) a plain array would have
   // to be laid out as in_specs already.
-  in.run_string("mesh = make_mesh((2, 2), ('x', 'y'), axis_types=(jax.sharding.AxisType.Auto,) * 2)\n"
-                "f = shard_map(lambda a: psum(a * 2, 'y'), mesh=mesh, in_specs=P('x', 'y'), "
-                "out_specs=P('x'))\nA = np.ones((4, 4))\n",
-                "t.pxl");
+  in.run_string(
+      "mesh = make_mesh((2, 2), ('x', 'y'), axis_types=(jax.sharding.AxisType.Auto,) * 2)\n"
+      "f = shard_map(lambda a: psum(a * 2, 'y'), mesh=mesh, in_specs=P('x', 'y'), "
+      "out_specs=P('x'))\nA = np.ones((4, 4))\n",
+      "t.pxl");
   std::string ir = in.ir_of("f(A)");
   Function fn = parse_function(ir);
   CHECK(verify_function(fn).empty());

@@ -196,8 +196,9 @@ TEST_CASE_METHOD(Fixture, "unary functions", "[np]") {
   CHECK(vals(unary(cx, UnOp::Reciprocal, f32({4}))) == V{0.25});
   CHECK(type(unary(cx, UnOp::Reciprocal, ar(2))) == "float32(2,)");
   CHECK(vals(unary(cx, UnOp::Logistic, f32({0}))) == V{0.5});
-  CHECK(error([&] { unary(cx, UnOp::Neg, bools({true})); }).find("neg does not accept dtype bool") !=
-        std::string::npos);
+  CHECK(error([&] {
+          unary(cx, UnOp::Neg, bools({true}));
+        }).find("neg does not accept dtype bool") != std::string::npos);
 }
 
 TEST_CASE_METHOD(Fixture, "where and clip", "[np]") {
@@ -249,7 +250,8 @@ TEST_CASE_METHOD(Fixture, "shape functions", "[np]") {
   REQUIRE(parts.size() == 3);
   CHECK(vals(parts[1]) == V{3, 4});
   CHECK(vals(parts[2]) == V{5, 6, 7, 8, 9});
-  CHECK(error([&] { swapaxes(cx, ar(3), 0, 2); }) == "index 2 is out of bounds for axis 0 with size 1");
+  CHECK(error([&] { swapaxes(cx, ar(3), 0, 2); }) ==
+        "index 2 is out of bounds for axis 0 with size 1");
 }
 
 TEST_CASE_METHOD(Fixture, "np reductions", "[np]") {
@@ -305,7 +307,8 @@ TEST_CASE_METHOD(Fixture, "matmul, dot, outer", "[np]") {
   CHECK(type(matmul(cx, ar(4, {2, 2}), ar(4, {2, 2}))) == "int32(2, 2)");
   CHECK(error([&] {
           matmul(cx, ones(cx, {2, 3}), ones(cx, {4, 5}));
-        }) == "dot_general requires contracting dimensions to have the same shape, got (3,) and (4,).");
+        }) ==
+        "dot_general requires contracting dimensions to have the same shape, got (3,) and (4,).");
   Tensor d = dot(cx, reshape(cx, arf(24), {2, 3, 4}), reshape(cx, arf(20), {5, 4, 1}));
   CHECK(type(d) == "float32(2, 3, 5, 1)");
   CHECK(vals(d)[6] == 126);
@@ -314,7 +317,8 @@ TEST_CASE_METHOD(Fixture, "matmul, dot, outer", "[np]") {
   CHECK(type(dot(cx, bools({true, false}), bools({true, true}))) == "bool()");
   CHECK(error([&] {
           dot(cx, ones(cx, {2, 3}), ones(cx, {4}));
-        }) == "dot_general requires contracting dimensions to have the same shape, got (3,) and (4,).");
+        }) ==
+        "dot_general requires contracting dimensions to have the same shape, got (3,) and (4,).");
   Tensor o = outer(cx, ar(3), arf(2));
   CHECK(type(o) == "float32(3, 2)");
   CHECK(vals(o) == V{0, 0, 0, 1, 0, 2});
@@ -343,12 +347,14 @@ TEST_CASE_METHOD(Fixture, "np einsum", "[np]") {
   CHECK(type(einsum(cx, "i,i", {ar(3), ar(3)})) == "int32()");
   CHECK(vals(einsum(cx, "i,i", {ar(3), ar(3)})) == V{5});
   // opt_einsum's messages, as JAX raises them.
-  CHECK(error([&] { einsum(cx, "ij,jk", {a, a}); }) ==
-        "Size of label 'j' for operand 1 (3) does not match previous terms (2).");
+  CHECK(error([&] {
+          einsum(cx, "ij,jk", {a, a});
+        }) == "Size of label 'j' for operand 1 (3) does not match previous terms (2).");
   CHECK(error([&] { einsum(cx, "ij,jk", {a}); }) ==
         "Number of einsum subscripts, 2, must be equal to the number of operands, 1.");
-  CHECK(error([&] { einsum(cx, "ijk", {a}); }) ==
-        "Einstein sum subscript 'ijk' does not contain the correct number of indices for operand 0.");
+  CHECK(
+      error([&] { einsum(cx, "ijk", {a}); }) ==
+      "Einstein sum subscript 'ijk' does not contain the correct number of indices for operand 0.");
 }
 
 TEST_CASE_METHOD(Fixture, "basic indexing", "[np]") {
@@ -372,8 +378,9 @@ TEST_CASE_METHOD(Fixture, "basic indexing", "[np]") {
   // Static indices out of range clamp, as JAX's gather; an empty axis has nothing.
   CHECK(vals(index(cx, ar(3), {iint(5)})) == V{2});
   CHECK(vals(index(cx, ar(3), {iint(-7)})) == V{0});
-  CHECK(error([&] { index(cx, zeros(cx, {2, 0}), {iint(0), iint(0)}); }) ==
-        "index is out of bounds for axis 1 with size 0");
+  CHECK(error([&] {
+          index(cx, zeros(cx, {2, 0}), {iint(0), iint(0)});
+        }) == "index is out of bounds for axis 1 with size 0");
   CHECK(error([&] {
           index(cx, ar(3), {iint(0), iint(0)});
         }) == "Too many indices: array is 1-dimensional, but 2 were indexed");
@@ -432,6 +439,6 @@ TEST_CASE_METHOD(Fixture, "at[] updates", "[np]") {
   CHECK(vals(index_update(cx, ar(4), {iint(0)}, py(2.7), UpdateMode::Set)) == V{2, 1, 2, 3});
   CHECK(error([&] {
           index_update(cx, z, {iarr(i13)}, f32({1, 2, 3}), UpdateMode::Set);
-        }) == "Incompatible types for broadcasting: input type=float32[3] and requested type=float32[2]");
+        }) ==
+        "Incompatible types for broadcasting: input type=float32[3] and requested type=float32[2]");
 }
-

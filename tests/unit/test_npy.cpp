@@ -202,8 +202,8 @@ TEST_CASE("malformed npy files are clean errors", "[npy]") {
     CHECK(load_error(f.str()) == ErrCode::IO);
   }
   SECTION("unsupported dtype") {
-    f.write(
-        npy_file("{'descr': '<c16', 'fortran_order': False, 'shape': (1,), }", raw<double>({1, 2})));
+    f.write(npy_file("{'descr': '<c16', 'fortran_order': False, 'shape': (1,), }",
+                     raw<double>({1, 2})));
     CHECK(load_error(f.str()) == ErrCode::DType); // complex128: x64 is off
     f.write(npy_file("{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }", raw<float>({1})));
     CHECK(load_error(f.str()) == ErrCode::DType);

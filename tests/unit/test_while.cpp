@@ -91,8 +91,10 @@ TEST_CASE("sub-Functions with the same name print under distinct names", "[ir][w
 
 TEST_CASE("the verifier rejects ill-typed while loops", "[ir][while]") {
   // The body returns a carry of another type.
-  CHECK(error_of(replaced(replaced(kLoop, "-> (i32[], f32[3]) {\n  %3 = add", "-> (i32[], f32[]) {\n  %3 = add"),
-                          "return %6, %3\n", "%7 = reduce_sum[axes=[0]] %3 : f32[]\n  return %6, %7\n"))
+  CHECK(error_of(replaced(replaced(kLoop, "-> (i32[], f32[3]) {\n  %3 = add",
+                                   "-> (i32[], f32[]) {\n  %3 = add"),
+                          "return %6, %3\n",
+                          "%7 = reduce_sum[axes=[0]] %3 : f32[]\n  return %6, %7\n"))
             .find("carry 1 is f32[3] but cond takes f32[3], body takes f32[3] and returns f32[]") !=
         std::string::npos);
   // cond returns an int.
@@ -100,12 +102,14 @@ TEST_CASE("the verifier rejects ill-typed while loops", "[ir][while]") {
                           "%3 = add %1, %0 : i32[]"))
             .find("cond must return one bool scalar") != std::string::npos);
   // A sub-Function that is not there.
-  CHECK(error_of(replaced(kLoop, "body=@body", "body=@nobody")).find("@nobody") != std::string::npos);
+  CHECK(error_of(replaced(kLoop, "body=@body", "body=@nobody")).find("@nobody") !=
+        std::string::npos);
   // Too few operands.
   CHECK(error_of(replaced(kLoop, "%1, %0, %2, %0 :", "%1, %0, %2 :")).find("takes 4 operands") !=
         std::string::npos);
   // A one-result op cannot define two values.
-  CHECK(error_of("func @f(%0: f32[2]) -> (f32[2]) {\n  %1, %2 = neg %0 : f32[2], f32[2]\n  return %1\n}")
+  CHECK(error_of(
+            "func @f(%0: f32[2]) -> (f32[2]) {\n  %1, %2 = neg %0 : f32[2], f32[2]\n  return %1\n}")
             .find("neg has one result") != std::string::npos);
 }
 
@@ -159,10 +163,10 @@ print(jax.pmap(g, axis_name='i')(jnp.array([1.0, 2.0, 3.0, 4.0])))
 }
 
 TEST_CASE("--dump=ir prints a loop's cond and body after the caller", "[while]") {
-  std::string out = run("print(jax.jit(lambda n: lax.fori_loop(0, n, lambda i, s: s + i, 0))(jnp.int32(5)))\n",
-                        1, true);
-  CHECK(out.find("= while[cond=@fori_cond body=@fori_body cond_nconsts=0") !=
-        std::string::npos);
+  std::string out =
+      run("print(jax.jit(lambda n: lax.fori_loop(0, n, lambda i, s: s + i, 0))(jnp.int32(5)))\n", 1,
+          true);
+  CHECK(out.find("= while[cond=@fori_cond body=@fori_body cond_nconsts=0") != std::string::npos);
   CHECK(out.find("func @fori_cond(") != std::string::npos);
   CHECK(out.find("func @fori_body(") != std::string::npos);
   CHECK(out.find("10\n") != std::string::npos);

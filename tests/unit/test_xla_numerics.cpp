@@ -49,8 +49,10 @@ TEST_CASE("xla float32 transcendentals match JAX bit for bit") {
   // differently, and XLA refines it with one Newton step on AMD CPUs and two
   // elsewhere; JAX's results differ in the last bit at 1.5 (AMD Zen 4: ...EB,
   // an AVX-512 Intel Xeon: ...EC).
-  const std::vector<uint32_t> amd = {0x3F05168B, 0x3FE9B1E8, 0x40000000, 0x3F5105EB, 0x3F13CD3A, 0x3EA61D5F};
-  const std::vector<uint32_t> intel = {0x3F05168B, 0x3FE9B1E8, 0x40000000, 0x3F5105EC, 0x3F13CD3A, 0x3EA61D5F};
+  const std::vector<uint32_t> amd = {0x3F05168B, 0x3FE9B1E8, 0x40000000,
+                                     0x3F5105EB, 0x3F13CD3A, 0x3EA61D5F};
+  const std::vector<uint32_t> intel = {0x3F05168B, 0x3FE9B1E8, 0x40000000,
+                                       0x3F5105EC, 0x3F13CD3A, 0x3EA61D5F};
 #if defined(__x86_64__) && defined(__GNUC__)
   const bool on_amd = __builtin_cpu_is("amd");
 #else
