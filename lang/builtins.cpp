@@ -205,6 +205,8 @@ Value py_round(InterpreterImpl& in, CallArgs& a) {
     }
     // Integers stay integers (JAX), and JAX has no negative decimals for them.
     DType dt = t->aval.dtype;
+    if (dt == DType::Bool) // JAX's round checks for a number type first
+      throw Error(ErrCode::Value, "data type <class 'numpy.bool'> not inexact");
     if (is_integer(dt) && nd >= 0) return x;
     if (is_integer(dt))
       throw Error(ErrCode::Unsupported, "integer np.round not implemented for decimals < 0");
