@@ -600,17 +600,17 @@ Tensor index_update(OpContext& cx, const Tensor& x, const std::vector<IndexItem>
   if (n > (int64_t{1} << 31) - 1)
     throw Error(ErrCode::Unsupported, "index update of an array with 2^31 or more elements");
   Tensor pos;
+  // Scalar indices take the direct route; the others index an iota of all of x.
+  auto all_positions = [&] { return reshape_to(cx, iota(cx, DType::Int32, {n}, 0), av(x).shape); };
   std::optional<Tensor> direct;
   if (!opts.clip) direct = scalar_index_positions(cx, x, items0, opts.wrap_negative);
-  Tensor positions =
-      direct ? Tensor{} : reshape_to(cx, iota(cx, DType::Int32, {n}, 0), av(x).shape);
   if (direct) {
     pos = *direct;
   } else if (opts.clip) {
-    pos = index_clamped(cx, positions, items0, opts.wrap_negative);
+    pos = index_clamped(cx, all_positions(), items0, opts.wrap_negative);
   } else {
     auto [padded, routed] =
-        route_out_of_range(cx, positions, items0,
+        route_out_of_range(cx, all_positions(), items0,
                            scalar(cx, Scalar::of_int(n), DType::Int32, false), opts.wrap_negative);
     pos = index_clamped(cx, padded, routed, true);
   }
