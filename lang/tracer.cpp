@@ -99,6 +99,7 @@ int TraceContext::gated(const Tensor& t, int id) {
       gates_.clear();
       const IRValue src = fn_.values[static_cast<size_t>(id)];
       Tensor x = make(id);
+      const size_t gate_begin = fn_.body.size();
       OpAttrs same;
       same.dtype = src.aval.dtype;
       // stop_gradient(x) as lax.stop_gradient binds it (keeping a weak type,
@@ -113,6 +114,10 @@ int TraceContext::gated(const Tensor& t, int id) {
       fn_.values[static_cast<size_t>(sel->trace_id)].vma = src.vma; // not the predicate's axes
       found = static_cast<int>(sel->trace_id);
       gates_[g].ids.push_back({orig, found});
+      if (jaxpr_record) { // JAX's branch uses the value itself
+        jaxpr_record->hidden.push_back({gate_begin, fn_.body.size()});
+        jaxpr_record->alias[found] = orig;
+      }
     }
     id = found;
   }

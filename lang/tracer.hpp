@@ -11,6 +11,7 @@
 #include "ir/function.hpp"
 #include "ir/tensor.hpp"
 #include "lang/diag.hpp"
+#include "lang/jaxpr_record.hpp"
 #include "lang/value.hpp"
 
 namespace pxl {
@@ -70,6 +71,8 @@ public:
   // type of traced value `id` (what jax.typeof shows: a NamedSharding over the
   // abstract mesh), or None when it has none.
   std::function<Value(int id)> type_sharding;
+  // Set by make_jaxpr: JAX's nesting of what is traced (lang/jaxpr_record.hpp).
+  std::shared_ptr<JaxprRecord> jaxpr_record;
 
   Tensor bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) override;
   // Records an spmd_call (its results are invariant: single-device code), a

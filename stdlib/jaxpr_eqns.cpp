@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "ir/op.hpp"
+#include "lang/jaxpr_record.hpp"
 
 namespace pxl {
 
@@ -129,7 +130,8 @@ Value params_of(Op op, const OpAttrs& a, DType result) {
 
 } // namespace
 
-JaxprReading read_jaxpr(const Function& fn) {
+JaxprReading read_jaxpr(const Function& fn, const std::vector<int>& roots,
+                        const std::vector<int>& bound) {
   JaxprReading rd;
   rd.stands_for.resize(fn.values.size());
   for (size_t v = 0; v < fn.values.size(); ++v) rd.stands_for[v] = static_cast<int>(v);
@@ -142,6 +144,11 @@ JaxprReading read_jaxpr(const Function& fn) {
   // such as the conversion of an exponent integer_pow took as an attribute).
   std::vector<bool> live(fn.values.size(), false);
   for (int r : fn.results) live[static_cast<size_t>(r)] = true;
+  for (int r : roots)
+    if (r >= 0 && static_cast<size_t>(r) < live.size()) live[static_cast<size_t>(r)] = true;
+  std::vector<bool> is_bound(fn.values.size(), false);
+  for (int b : bound)
+    if (b >= 0 && static_cast<size_t>(b) < is_bound.size()) is_bound[static_cast<size_t>(b)] = true;
   std::vector<bool> keep(fn.body.size(), false);
   for (size_t k = fn.body.size(); k-- > 0;) {
     const Instr& i = fn.body[k];
@@ -160,7 +167,7 @@ JaxprReading read_jaxpr(const Function& fn) {
     if (!keep[index++]) continue;
     if (i.op == Op::ConvertElementType && i.operands.size() == 1) {
       const IRValue& x = fn.values[static_cast<size_t>(i.operands[0])];
-      bool is_param = false;
+      bool is_param = is_bound[static_cast<size_t>(i.operands[0])];
       for (int p : fn.params) is_param = is_param || p == i.operands[0];
       if (x.producer < 0 && !is_param && x.aval.shape.empty()) { // a literal's conversion
         rd.literal[static_cast<size_t>(i.result)] = true;
@@ -185,17 +192,41 @@ JaxprReading read_jaxpr(const Function& fn) {
   return rd;
 }
 
-Value jaxpr_eqns(const Function& fn, const std::function<Value(const AVal&)>& aval_value) {
+Value jaxpr_eqns(const Function& fn, const JaxprRecord* record,
+                 const std::function<Value(const AVal&)>& aval_value) {
   ValueList eqns;
-  for (const Instr* ip : read_jaxpr(fn).eqns) {
-    const Instr& i = *ip;
+  auto avals = [&](const std::vector<int>& ids) {
+    ValueList out;
+    for (int v : ids)
+      if (v >= 0 && static_cast<size_t>(v) < fn.values.size())
+        out.push_back(aval_value(fn.values[static_cast<size_t>(v)].aval));
+    return make_list(out);
+  };
+  for (const JaxprTopEqn& e : jaxpr_top_eqns(fn, record)) {
+    if (e.region) { // a jit, cond or scan: its printed params as Python values
+      auto d = std::make_shared<DictObj>();
+      for (const auto& [k, v] : e.region->params) {
+        Value pv = make_str(v);
+        if (v == "True" || v == "False")
+          pv = Value::boolean(v == "True");
+        else if (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos)
+          pv = Value::integer(std::stoll(v));
+        d->set(make_str(k), pv);
+      }
+      eqns.push_back(make_tuple({make_str(e.prim), Value::object(d), avals(e.ins), avals(e.outs)}));
+      continue;
+    }
+    const Instr& i = *e.instr;
     const IRValue& r = fn.values[static_cast<size_t>(i.result)];
-    ValueList ins, outs;
-    for (int o : i.operands) ins.push_back(aval_value(fn.values[static_cast<size_t>(o)].aval));
-    for (int k = 0; k < i.nresults; ++k)
-      outs.push_back(aval_value(fn.values[static_cast<size_t>(i.result + k)].aval));
-    eqns.push_back(make_tuple({make_str(op_name(i.op)), params_of(i.op, i.attrs, r.aval.dtype),
-                               make_list(ins), make_list(outs)}));
+    std::vector<int> outs;
+    for (int k = 0; k < i.nresults; ++k) outs.push_back(i.result + k);
+    Value params = params_of(i.op, i.attrs, r.aval.dtype);
+    if (e.prim == "squeeze") {
+      auto d = std::make_shared<DictObj>();
+      d->set(make_str("dimensions"), ints(i.attrs.axes));
+      params = Value::object(d);
+    }
+    eqns.push_back(make_tuple({make_str(e.prim), params, avals(i.operands), avals(outs)}));
   }
   return make_list(eqns);
 }

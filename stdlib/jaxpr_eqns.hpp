@@ -12,6 +12,9 @@
 
 namespace pxl {
 
+struct JaxprRecord; // lang/jaxpr_record.hpp
+struct JaxprRegion;
+
 // A list of (primitive name, params dict, [input avals], [output avals]) per
 // equation, avals as `aval_value` makes them. The IR's steps that JAX's
 // jaxprs leave implicit are left out: the conversion of a scalar constant
@@ -27,12 +30,28 @@ struct JaxprReading {
   std::vector<bool> literal;
   std::map<int, int> converted_from;
 };
-JaxprReading read_jaxpr(const Function& fn);
+// `roots`: values needed besides fn's results; `bound`: scalar constants that
+// stand for a sub-jaxpr's parameters (not literals there).
+JaxprReading read_jaxpr(const Function& fn, const std::vector<int>& roots = {},
+                        const std::vector<int>& bound = {});
 
-Value jaxpr_eqns(const Function& fn, const std::function<Value(const AVal&)>& aval_value);
+// make_jaxpr's top-level equations in order: an instruction of fn, or a
+// region of the record (with its operands and results, value ids).
+struct JaxprTopEqn {
+  const Instr* instr = nullptr;
+  const JaxprRegion* region = nullptr;
+  std::string prim;
+  std::vector<int> ins, outs;
+};
+std::vector<JaxprTopEqn> jaxpr_top_eqns(const Function& fn, const JaxprRecord* record);
+
+Value jaxpr_eqns(const Function& fn, const JaxprRecord* record,
+                 const std::function<Value(const AVal&)>& aval_value);
 
 // JAX's text of the jaxpr (core.pp_jaxpr at width 80): `{ lambda ; a:f32[]. let
-// b:f32[] = sin a in (b,) }`; `consts` are the values of fn.consts.
-std::string jaxpr_text(const Function& fn, const std::vector<Tensor>& consts);
+// b:f32[] = sin a in (b,) }`; `consts` are the values of fn.consts. With a
+// record (make_jaxpr's), nested jit, cond and scan print as JAX's equations.
+std::string jaxpr_text(const Function& fn, const std::vector<Tensor>& consts,
+                       const JaxprRecord* record = nullptr);
 
 } // namespace pxl

@@ -7,6 +7,8 @@
 #include <utility>
 
 #include "ir/op.hpp"
+#include "ir/while_loop.hpp"
+#include "lang/jaxpr_record.hpp"
 #include "runtime/format.hpp"
 #include "stdlib/jaxpr_eqns.hpp"
 #include "stdlib/pretty_doc.hpp"
@@ -50,7 +52,10 @@ Params printed_params(Op op, const OpAttrs& a, const AVal& result) {
     if (!a.axes.empty()) p = {{"broadcast_dimensions", py_seq(a.axes)}};
     break;
   case Op::Reshape:
-    p = {{"dimensions", "None"}, {"new_sizes", py_seq(a.shape)}, {"sharding", "None"}};
+    if (!a.axes.empty()) // jnp.squeeze, or indexing dropping dimensions
+      p = {{"dimensions", py_seq(a.axes)}};
+    else
+      p = {{"dimensions", "None"}, {"new_sizes", py_seq(a.shape)}, {"sharding", "None"}};
     break;
   case Op::Transpose:
     p = {{"permutation", py_seq(a.perm)}};
@@ -108,19 +113,206 @@ Params printed_params(Op op, const OpAttrs& a, const AVal& result) {
 }
 
 // JAX's primitive name and operand order where pxl's op differs.
-std::string prim_name(Op op) { return op == Op::Select ? "select_n" : op_name(op); }
+std::string prim_name(const Instr& i) {
+  if (i.op == Op::Reshape && !i.attrs.axes.empty()) return "squeeze";
+  return i.op == Op::Select ? "select_n" : op_name(i.op);
+}
 
 std::string aval_str(const AVal& a) {
   std::string s = type_str(a);
   return !s.empty() && s[0] == '~' ? s.substr(1) : s;
 }
 
+// Which of fn's instructions and recorded regions JAX's jaxpr shows, and
+// where (lang/jaxpr_record.hpp). Without a record every kept instruction is
+// shown at the top.
+struct Structure {
+  const Function& fn;
+  const JaxprRecord* rec;
+  const JaxprReading& rd;
+  std::vector<int> innermost;  // per instruction: the deepest region holding it, or -1
+  std::vector<char> shown_rgn; // per region: printed (an equation, or a part of one)
+  std::vector<char> eqn;       // per instruction: read_jaxpr keeps it
+
+  Structure(const Function& f, const JaxprRecord* r, const JaxprReading& reading)
+      : fn(f), rec(r), rd(reading), innermost(f.body.size(), -1), eqn(f.body.size(), 0) {
+    for (const Instr* i : rd.eqns) eqn[static_cast<size_t>(i - f.body.data())] = 1;
+    if (!rec) return;
+    const auto& rs = rec->regions;
+    shown_rgn.assign(rs.size(), 0);
+    for (size_t k = 0; k < rs.size(); ++k) { // (a parent comes before its regions)
+      const JaxprRegion& g = rs[k];
+      bool ok = g.closed && g.end <= f.body.size() && g.begin <= g.end;
+      if (ok && g.parent >= 0) {
+        const JaxprRegion& p = rs[static_cast<size_t>(g.parent)];
+        ok = shown_rgn[static_cast<size_t>(g.parent)] &&
+             (g.prim == "part" ? std::count(p.parts.begin(), p.parts.end(), static_cast<int>(k)) > 0
+                               : opens_body(p));
+      }
+      shown_rgn[k] = ok;
+      if (!g.closed) continue;
+      for (size_t i = g.begin; i < g.end && i < f.body.size(); ++i)
+        innermost[i] = static_cast<int>(k);
+    }
+  }
+  // A region whose instructions are its equation's own jaxpr (jit) or a
+  // part's; a cond's or scan's own instructions are pxl's plumbing.
+  bool opens_body(const JaxprRegion& g) const { return g.prim != "cond" && g.prim != "scan"; }
+  const JaxprRegion& region(int k) const { return rec->regions[static_cast<size_t>(k)]; }
+  bool instr_shown(size_t i) const {
+    if (!eqn[i]) return false;
+    if (!rec) return true;
+    if (rec->is_hidden(i)) return false;
+    int k = innermost[i];
+    return k < 0 || (shown_rgn[static_cast<size_t>(k)] && opens_body(region(k)));
+  }
+  // The shown regions directly inside `scope` (-1: the top), in program order.
+  std::vector<int> children(int scope) const {
+    std::vector<int> out;
+    if (!rec) return out;
+    for (size_t k = 0; k < rec->regions.size(); ++k)
+      if (shown_rgn[k] && region(static_cast<int>(k)).parent == scope &&
+          region(static_cast<int>(k)).prim != "part")
+        out.push_back(static_cast<int>(k));
+    std::stable_sort(out.begin(), out.end(),
+                     [&](int a, int b) { return region(a).begin < region(b).begin; });
+    return out;
+  }
+  int resolve(int v) const {
+    for (int guard = 0; guard < 64 && v >= 0 && static_cast<size_t>(v) < fn.values.size();
+         ++guard) {
+      int next = rd.stands_for[static_cast<size_t>(v)];
+      if (rec)
+        if (auto a = rec->alias.find(next); a != rec->alias.end()) next = a->second;
+      if (next == v) break;
+      v = next;
+    }
+    return v;
+  }
+  bool literal(int v) const {
+    return v >= 0 && static_cast<size_t>(v) < fn.values.size() &&
+           rd.literal[static_cast<size_t>(v)];
+  }
+  bool defined_in(const JaxprRegion& g, int v) const {
+    if (v < 0 || static_cast<size_t>(v) >= fn.values.size()) return false;
+    int p = fn.values[static_cast<size_t>(v)].producer;
+    return p >= 0 && static_cast<size_t>(p) >= g.begin && static_cast<size_t>(p) < g.end;
+  }
+  // The values a region's jaxpr uses from outside (not literals, not its own
+  // parameters), in order of first use: the consts JAX's equation takes as
+  // extra leading operands. For a cond or scan, its parts' together.
+  std::vector<int> free_values(int k) const {
+    const JaxprRegion& g = region(k);
+    std::vector<int> out;
+    auto add = [&](int v) {
+      v = resolve(v);
+      if (literal(v) || defined_in(g, v)) return;
+      if (std::count(g.invars.begin(), g.invars.end(), v)) return;
+      if (g.prim != "part" && opens_body(g) && std::count(g.inputs.begin(), g.inputs.end(), v))
+        return; // a jit's operand
+      if (!std::count(out.begin(), out.end(), v)) out.push_back(v);
+    };
+    if (!opens_body(g)) {
+      for (int p : g.parts)
+        if (shown_rgn[static_cast<size_t>(p)])
+          for (int v : free_values(p)) add(v);
+      return out;
+    }
+    std::vector<int> kids = children(k);
+    size_t next_kid = 0;
+    for (size_t i = g.begin; i <= g.end; ++i) {
+      for (; next_kid < kids.size() && region(kids[next_kid]).begin <= i; ++next_kid) {
+        for (int v : free_values(kids[next_kid])) add(v);
+        for (int v : region(kids[next_kid]).inputs) add(v);
+      }
+      if (i < g.end && innermost[i] == k && instr_shown(i))
+        for (int o : fn.body[i].operands) add(o);
+    }
+    for (int v : g.prim == "part" ? g.outvars : g.outputs) add(v);
+    return out;
+  }
+};
+
+// fn with each value a recorded alias names replaced by the value itself (a
+// branch's gated inputs are its inputs in JAX's jaxpr).
+Function without_aliases(const Function& f, const JaxprRecord* rec) {
+  Function g = f;
+  if (!rec || rec->alias.empty()) return g;
+  for (Instr& i : g.body)
+    for (int& o : i.operands)
+      for (int guard = 0; guard < 64; ++guard) {
+        auto a = rec->alias.find(o);
+        if (a == rec->alias.end()) break;
+        o = a->second;
+      }
+  return g;
+}
+
+// The values the record's equations use (kept alive when read_jaxpr drops
+// unused steps), and the values sub-jaxpr parameters stand for.
+std::vector<int> record_roots(const JaxprRecord* rec, bool parameters_only) {
+  std::vector<int> out;
+  if (!rec) return out;
+  for (const JaxprRegion& g : rec->regions) {
+    out.insert(out.end(), g.invars.begin(), g.invars.end());
+    if (parameters_only) continue;
+    out.insert(out.end(), g.inputs.begin(), g.inputs.end());
+    out.insert(out.end(), g.outputs.begin(), g.outputs.end());
+    out.insert(out.end(), g.outvars.begin(), g.outvars.end());
+  }
+  return out;
+}
+
 struct Printer {
+  Function view; // the traced function, aliases resolved
   const Function& fn;
   JaxprReading rd;
+  const JaxprRecord* rec;
+  Structure st;
   std::map<int, Tensor> const_values; // value id -> its constant
   std::map<int, std::string> names;
-  int next = 0;
+  int own_next = 0;
+  int* next = &own_next; // shared with the printers of a while's cond and body
+  // Per sub-jaxpr being printed (innermost last): the names its parameters
+  // give to the values they stand for, and values renamed after a jit whose
+  // result is one of its operands (a new variable in JAX's jaxpr).
+  struct Scope {
+    std::map<int, std::string> names;
+    std::map<int, int> renamed;
+  };
+  std::vector<Scope> scopes{Scope{}};
+  std::map<int, AVal> synthetic; // binders with no value of their own (id >= values.size())
+  std::vector<int> uses;         // per value: shown uses
+
+  Printer(const Function& f, const JaxprRecord* r)
+      : view(without_aliases(f, r)), fn(view),
+        rd(read_jaxpr(view, record_roots(r, false), record_roots(r, true))), rec(r),
+        st(view, r, rd), uses(f.values.size(), 0) {
+    count_uses(-1);
+    for (int v : fn.results) use(v);
+  }
+
+  void use(int v) {
+    v = st.resolve(v);
+    if (v >= 0 && static_cast<size_t>(v) < uses.size()) ++uses[static_cast<size_t>(v)];
+  }
+  void count_uses(int scope) {
+    for (size_t i = 0; i < fn.body.size(); ++i)
+      if (st.instr_shown(i))
+        for (int o : fn.body[i].operands) use(o);
+    if (!rec) return;
+    for (size_t k = 0; k < rec->regions.size(); ++k) {
+      if (!st.shown_rgn[k]) continue;
+      const JaxprRegion& g = rec->regions[k];
+      if (g.prim == "part") {
+        for (int v : g.outvars) use(v);
+        continue;
+      }
+      for (int v : g.inputs) use(v);
+      for (int v : st.free_values(static_cast<int>(k))) use(v);
+    }
+    (void)scope;
+  }
 
   // core._encode_digits_alphabetic
   static std::string encode(int n) {
@@ -131,10 +323,16 @@ struct Printer {
     }
     return s;
   }
+  std::string fresh() { return encode((*next)++); }
   std::string name(int v) {
+    if (auto it = scopes.back().names.find(v); it != scopes.back().names.end()) return it->second;
     auto it = names.find(v);
     if (it != names.end()) return it->second;
-    return names[v] = encode(next++);
+    return names[v] = fresh();
+  }
+  const AVal& aval_of(int v) const {
+    if (auto s = synthetic.find(v); s != synthetic.end()) return s->second;
+    return fn.values[static_cast<size_t>(v)].aval;
   }
 
   // Literal.pretty_print: str(np.asarray(val).item()) and the short type. A
@@ -164,67 +362,311 @@ struct Printer {
   }
 
   std::string atom(int v) {
-    v = rd.stands_for[static_cast<size_t>(v)];
-    return rd.literal[static_cast<size_t>(v)] ? literal(v) : name(v);
+    v = st.resolve(v);
+    const Scope& sc = scopes.back();
+    if (auto r = sc.renamed.find(v); r != sc.renamed.end()) v = r->second;
+    if (sc.names.count(v) || synthetic.count(v)) return name(v);
+    return st.literal(v) ? literal(v) : name(v);
   }
 
-  // pp_vars: binders carry their types; uses are names (or literals).
-  pp::Doc binders(const std::vector<int>& vs) {
-    std::vector<pp::Doc> items;
-    for (int v : vs)
-      items.push_back(pp::text(name(v) + ":" + aval_str(fn.values[static_cast<size_t>(v)].aval)));
+  // pp_vars: binders carry their types (an unused one is JAX's `_`); uses are
+  // names (or literals).
+  pp::Doc var_list(const std::vector<pp::Doc>& items) {
     return pp::nest(2,
                     pp::group(pp::join(pp::concat({pp::text(""), pp::group(pp::brk())}), items)));
   }
-  pp::Doc uses(const std::vector<int>& vs, const std::string& sep) {
+  pp::Doc binder(int v, bool may_drop) {
+    bool unused = may_drop && !synthetic.count(v) && static_cast<size_t>(v) < uses.size() &&
+                  uses[static_cast<size_t>(v)] == 0;
+    return pp::text((unused ? std::string("_") : name(v)) + ":" + aval_str(aval_of(v)));
+  }
+  pp::Doc binders(const std::vector<int>& vs, bool may_drop = false) {
+    std::vector<pp::Doc> items;
+    for (int v : vs) items.push_back(binder(v, may_drop));
+    return var_list(items);
+  }
+  pp::Doc uses_doc(const std::vector<int>& vs, const std::string& sep) {
     std::vector<pp::Doc> items;
     for (int v : vs) items.push_back(pp::text(atom(v)));
     return pp::nest(2,
                     pp::group(pp::join(pp::concat({pp::text(sep), pp::group(pp::brk())}), items)));
   }
 
-  pp::Doc eqn(const Instr& i) {
+  // pp_kv_pairs: `[k=v k=v]`, a group that breaks one pair per line.
+  static pp::Doc kv_pairs(const std::vector<pp::Doc>& pairs) {
+    if (pairs.empty()) return pp::nil();
+    return pp::group(pp::concat(
+        {pp::nest(2, pp::concat({pp::text("["), pp::brk(""), pp::join(pp::brk(), pairs)})),
+         pp::brk(""), pp::text("]")}));
+  }
+  pp::Doc eqn_doc(pp::Doc lhs, const std::string& prim, pp::Doc kv, const std::vector<int>& ins) {
+    return pp::concat(
+        {lhs, pp::text(" = "), pp::text(prim), kv, pp::concat({pp::text(" "), uses_doc(ins, "")})});
+  }
+
+  // A while's cond or body as its own jaxpr: the parameters `f` takes
+  // from `operands` that are literals print inline, as in JAX's jaxpr where
+  // a captured Python number is a literal; `kept` counts the constants left.
+  pp::Doc loop_jaxpr(const Function& f, size_t nconsts, std::span<const int> operands,
+                     size_t& kept) {
+    Function g = f;
+    std::map<int, Tensor> values;
+    std::vector<int> params;
+    kept = 0;
+    for (size_t p = 0; p < g.params.size(); ++p) {
+      int outer = p < operands.size() ? st.resolve(operands[p]) : -1;
+      if (p < nconsts && st.literal(outer)) {
+        auto conv = rd.converted_from.find(outer);
+        auto cv = const_values.find(conv == rd.converted_from.end() ? outer : conv->second);
+        if (cv != const_values.end()) {
+          g.consts.push_back(g.params[p]);
+          values[g.params[p]] = cv->second;
+          continue;
+        }
+      }
+      params.push_back(g.params[p]);
+      if (p < nconsts) ++kept;
+    }
+    g.params = params;
+    Printer sub(g, nullptr);
+    sub.next = next;
+    sub.const_values = values;
+    return sub.top_doc();
+  }
+
+  pp::Doc while_eqn(const Instr& i) {
+    const WhileLoop& w = *i.attrs.loop;
     std::vector<int> outs;
     for (int k = 0; k < i.nresults; ++k) outs.push_back(i.result + k);
-    pp::Doc lhs = binders(outs);
+    pp::Doc lhs = binders(outs, true);
+    const size_t nc = static_cast<size_t>(w.cond_nconsts), nb = static_cast<size_t>(w.body_nconsts);
+    std::span<const int> ops(i.operands);
+    std::vector<int> carry(i.operands.begin() + static_cast<long>(nc + nb), i.operands.end());
+    std::vector<int> body_ops(ops.begin() + static_cast<long>(nc), ops.end());
+    std::vector<int> cond_ops(ops.begin(), ops.begin() + static_cast<long>(nc));
+    cond_ops.insert(cond_ops.end(), carry.begin(), carry.end());
+    size_t body_kept = 0, cond_kept = 0;
+    // (JAX sorts the params: the body's jaxpr is named first.)
+    pp::Doc body = loop_jaxpr(*w.body, nb, body_ops, body_kept);
+    pp::Doc cond = loop_jaxpr(*w.cond, nc, cond_ops, cond_kept);
+    std::vector<int> ins;
+    auto keep_consts = [&](std::span<const int> consts) {
+      for (int v : consts)
+        if (!st.literal(st.resolve(v))) ins.push_back(v);
+    };
+    keep_consts(ops.subspan(0, nc));
+    keep_consts(ops.subspan(nc, nb));
+    ins.insert(ins.end(), carry.begin(), carry.end());
+    std::vector<pp::Doc> pairs = {pp::concat({pp::text("body_jaxpr="), body}),
+                                  pp::text("body_nconsts=" + std::to_string(body_kept)),
+                                  pp::concat({pp::text("cond_jaxpr="), cond}),
+                                  pp::text("cond_nconsts=" + std::to_string(cond_kept))};
+    return eqn_doc(lhs, "while", kv_pairs(pairs), ins);
+  }
+
+  pp::Doc eqn(const Instr& i) {
+    if (i.op == Op::While && i.attrs.loop) return while_eqn(i);
+    std::vector<int> outs;
+    for (int k = 0; k < i.nresults; ++k) outs.push_back(i.result + k);
+    pp::Doc lhs = binders(outs, true);
     std::vector<int> ins = i.operands;
     if (i.op == Op::Select && ins.size() == 3)
       std::swap(ins[1], ins[2]); // select_n(pred, false, true)
     Params ps = printed_params(i.op, i.attrs, fn.values[static_cast<size_t>(i.result)].aval);
-    pp::Doc kv = pp::nil();
-    if (!ps.empty()) {
-      std::vector<pp::Doc> pairs;
-      for (auto& [k, v] : ps) pairs.push_back(pp::text(k + "=" + v));
-      kv = pp::group(pp::concat(
-          {pp::nest(2, pp::concat({pp::text("["), pp::brk(""), pp::join(pp::brk(), pairs)})),
-           pp::brk(""), pp::text("]")}));
-    }
-    return pp::concat({lhs, pp::text(" = "), pp::text(prim_name(i.op)), kv,
-                       pp::concat({pp::text(" "), uses(ins, "")})});
+    std::vector<pp::Doc> pairs;
+    for (auto& [k, v] : ps) pairs.push_back(pp::text(k + "=" + v));
+    return eqn_doc(lhs, prim_name(i), kv_pairs(pairs), ins);
   }
 
-  std::string print() {
+  // The equations of a scope (-1: the top jaxpr) in program order.
+  std::vector<pp::Doc> eqns_of(int scope, size_t begin, size_t end) {
+    std::vector<pp::Doc> out;
+    std::vector<int> kids = st.children(scope);
+    size_t next_kid = 0;
+    for (size_t i = begin; i <= end; ++i) {
+      for (; next_kid < kids.size() && st.region(kids[next_kid]).begin <= i; ++next_kid)
+        out.push_back(region_eqn(kids[next_kid]));
+      if (i < end && (scope < 0 ? (!rec || st.innermost[i] < 0) : st.innermost[i] == scope) &&
+          st.instr_shown(i))
+        out.push_back(eqn(fn.body[i]));
+    }
+    return out;
+  }
+
+  // pp_jaxpr_skeleton
+  pp::Doc skeleton(pp::Doc constvars, pp::Doc invars, const std::vector<pp::Doc>& eqns,
+                   const std::vector<int>& outvars) {
+    pp::Doc outs = pp::concat(
+        {pp::text("("), uses_doc(outvars, ","), pp::text(outvars.size() != 1 ? ")" : ",)")});
+    pp::Doc body = pp::concat({pp::text("{ "), pp::text("lambda "), constvars, pp::text("; "),
+                               invars, pp::text(". "), pp::text("let"),
+                               pp::nest(2, pp::concat({pp::brk(), pp::join(pp::brk("; "), eqns)})),
+                               pp::brk(), pp::text("in "), outs});
+    return pp::group(pp::concat({pp::nest(2, body), pp::text(" }")}));
+  }
+
+  // A part's jaxpr (a cond branch, a scan body): fresh parameters for its
+  // consts, then for the values its invars stand for.
+  pp::Doc part_jaxpr(int k, const std::vector<int>& consts) {
+    const JaxprRegion& g = st.region(k);
+    Scope sc;
+    std::vector<pp::Doc> params;
+    auto bind = [&](int v) {
+      v = st.resolve(v);
+      std::string n = fresh();
+      if (!sc.names.count(v)) sc.names[v] = n;
+      params.push_back(pp::text(n + ":" + aval_str(aval_of(v))));
+    };
+    for (int v : consts) bind(v);
+    for (int v : g.invars) bind(v);
+    scopes.push_back(sc);
+    pp::Doc doc = skeleton(pp::nil(), var_list(params), eqns_of(k, g.begin, g.end), g.outvars);
+    scopes.pop_back();
+    return doc;
+  }
+
+  // The lhs of a region's equation: its results, each a new variable (one
+  // that is an operand, a literal or repeated gets a variable of its own).
+  pp::Doc region_lhs(const JaxprRegion& g, std::vector<int>& binder_ids) {
+    std::vector<pp::Doc> items;
+    for (int v : g.outputs) {
+      int r = st.resolve(v);
+      bool own = st.defined_in(g, r) && !std::count(binder_ids.begin(), binder_ids.end(), r);
+      if (!own) {
+        int id = static_cast<int>(fn.values.size() + synthetic.size());
+        synthetic[id] = aval_of(r);
+        r = id;
+      }
+      binder_ids.push_back(r);
+      items.push_back(binder(r, true));
+    }
+    return var_list(items);
+  }
+
+  pp::Doc region_eqn(int k) {
+    const JaxprRegion& g = st.region(k);
+    std::vector<int> binder_ids;
+    pp::Doc lhs = region_lhs(g, binder_ids);
+    std::vector<int> consts = st.free_values(k);
+    std::vector<std::pair<std::string, pp::Doc>> pairs;
+    for (auto& [key, v] : g.params) pairs.push_back({key, pp::text(key + "=" + v)});
+    std::vector<int> ins;
+    if (g.prim == "cond") {
+      // cond[branches=(...)] index *consts *operands
+      std::vector<pp::Doc> branches;
+      for (int p : g.parts) branches.push_back(part_jaxpr(p, consts));
+      pp::Doc tuple = pp::group(pp::concat(
+          {pp::nest(2, pp::concat({pp::text("("), pp::brk(""), pp::join(pp::brk(), branches)})),
+           pp::brk(""), pp::text(")")}));
+      pairs.push_back({"branches", pp::concat({pp::text("branches="), tuple})});
+      if (!g.inputs.empty()) ins.push_back(g.inputs[0]);
+      ins.insert(ins.end(), consts.begin(), consts.end());
+      ins.insert(ins.end(), g.inputs.begin() + (g.inputs.empty() ? 0 : 1), g.inputs.end());
+    } else if (g.prim == "scan") {
+      if (!g.parts.empty())
+        pairs.push_back(
+            {"jaxpr", pp::concat({pp::text("jaxpr="), part_jaxpr(g.parts[0], consts)})});
+      pairs.push_back({"num_consts", pp::text("num_consts=" + std::to_string(consts.size()))});
+      ins = consts;
+      ins.insert(ins.end(), g.inputs.begin(), g.inputs.end());
+    } else { // jit, checkpoint: the body's parameters are named as the operands
+      ins = consts;
+      ins.insert(ins.end(), g.inputs.begin(), g.inputs.end());
+      Scope sc;
+      std::vector<pp::Doc> params;
+      std::vector<std::string> taken;
+      for (size_t p = 0; p < ins.size(); ++p) {
+        // consts stand for themselves; operands for the body's parameters
+        int inner = p < consts.size() ? consts[p] : g.invars.at(p - consts.size());
+        int r = st.resolve(inner);
+        std::string outer = atom(ins[p]);
+        bool shared =
+            !st.literal(st.resolve(ins[p])) && !std::count(taken.begin(), taken.end(), outer);
+        std::string n = shared ? outer : fresh();
+        taken.push_back(n);
+        if (!sc.names.count(r)) sc.names[r] = n;
+        params.push_back(pp::text(n + ":" + aval_str(aval_of(r))));
+      }
+      // Results named as the equation's binders.
+      for (size_t o = 0; o < g.outputs.size(); ++o) {
+        int r = st.resolve(g.outputs[o]);
+        if (st.defined_in(g, r) && !sc.names.count(r) && binder_ids[o] == r) sc.names[r] = name(r);
+      }
+      scopes.push_back(sc);
+      pp::Doc body = skeleton(pp::nil(), var_list(params), eqns_of(k, g.begin, g.end), g.outputs);
+      scopes.pop_back();
+      pairs.push_back({"jaxpr", pp::concat({pp::text("jaxpr="), body})});
+    }
+    // JAX sorts params by name; jit's pp rule moves name= to the front.
+    std::stable_sort(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) {
+      if ((a.first == "name") != (b.first == "name")) return a.first == "name";
+      return a.first < b.first;
+    });
+    std::vector<pp::Doc> docs;
+    for (auto& kv : pairs) docs.push_back(kv.second);
+    pp::Doc doc = eqn_doc(lhs, g.prim, kv_pairs(docs), ins);
+    // Later uses of a result that was no value of its own name its binder.
+    for (size_t o = 0; o < g.outputs.size(); ++o) {
+      int r = st.resolve(g.outputs[o]);
+      if (binder_ids[o] != r && !scopes.back().renamed.count(r))
+        scopes.back().renamed[r] = binder_ids[o];
+    }
+    return doc;
+  }
+
+  pp::Doc top_doc() {
     std::vector<int> constvars;
     for (int c : fn.consts)
       if (!rd.literal[static_cast<size_t>(c)]) constvars.push_back(c);
     pp::Doc cs = binders(constvars);
     pp::Doc ins = binders(fn.params);
-    std::vector<pp::Doc> eqns;
-    for (const Instr* i : rd.eqns) eqns.push_back(eqn(*i));
-    pp::Doc outs = pp::concat(
-        {pp::text("("), uses(fn.results, ","), pp::text(fn.results.size() != 1 ? ")" : ",)")});
-    pp::Doc body = pp::concat({pp::text("{ "), pp::text("lambda "), cs, pp::text("; "), ins,
-                               pp::text(". "), pp::text("let"),
-                               pp::nest(2, pp::concat({pp::brk(), pp::join(pp::brk("; "), eqns)})),
-                               pp::brk(), pp::text("in "), outs});
-    return pp::format(pp::group(pp::concat({pp::nest(2, body), pp::text(" }")})));
+    std::vector<pp::Doc> eqns = eqns_of(-1, 0, fn.body.size());
+    return skeleton(cs, ins, eqns, fn.results);
   }
+  std::string print() { return pp::format(top_doc()); }
 };
 
 } // namespace
 
-std::string jaxpr_text(const Function& fn, const std::vector<Tensor>& consts) {
-  Printer p{fn, read_jaxpr(fn), {}, {}, 0};
+std::vector<JaxprTopEqn> jaxpr_top_eqns(const Function& fn, const JaxprRecord* record) {
+  Function view = without_aliases(fn, record);
+  JaxprReading rd = read_jaxpr(view, record_roots(record, false), record_roots(record, true));
+  Structure st(view, record, rd);
+  std::vector<JaxprTopEqn> out;
+  std::vector<int> kids = st.children(-1);
+  size_t next_kid = 0;
+  for (size_t i = 0; i <= view.body.size(); ++i) {
+    for (; next_kid < kids.size() && st.region(kids[next_kid]).begin <= i; ++next_kid) {
+      const JaxprRegion& g = st.region(kids[next_kid]);
+      JaxprTopEqn e;
+      e.region = &g;
+      std::vector<int> consts = st.free_values(kids[next_kid]);
+      if (g.prim == "cond" && !g.inputs.empty()) {
+        e.ins = {g.inputs[0]};
+        e.ins.insert(e.ins.end(), consts.begin(), consts.end());
+        e.ins.insert(e.ins.end(), g.inputs.begin() + 1, g.inputs.end());
+      } else {
+        e.ins = consts;
+        e.ins.insert(e.ins.end(), g.inputs.begin(), g.inputs.end());
+      }
+      e.outs = g.outputs;
+      out.push_back(std::move(e));
+    }
+    if (i < view.body.size() && (!record || st.innermost[i] < 0) && st.instr_shown(i)) {
+      JaxprTopEqn e;
+      e.instr = &fn.body[i];
+      e.prim = prim_name(fn.body[i]);
+      out.push_back(std::move(e));
+    }
+  }
+  for (JaxprTopEqn& e : out)
+    if (e.region) e.prim = e.region->prim;
+  return out;
+}
+
+std::string jaxpr_text(const Function& fn, const std::vector<Tensor>& consts,
+                       const JaxprRecord* record) {
+  Printer p(fn, record);
   for (size_t k = 0; k < fn.consts.size() && k < consts.size(); ++k)
     p.const_values[fn.consts[k]] = consts[k];
   return p.print();

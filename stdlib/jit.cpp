@@ -15,6 +15,7 @@
 #include "runtime/sharded.hpp"
 #include "stdlib/cache_explain.hpp"
 #include "stdlib/float0.hpp"
+#include "stdlib/jaxpr_record.hpp"
 #include "stdlib/jit_devices.hpp"
 #include "stdlib/jit_partition.hpp"
 #include "stdlib/sharding.hpp"
@@ -720,7 +721,11 @@ struct JitFunction : OpaqueObj {
     const std::string key = sig.key();
     std::shared_ptr<JitEntry> entry;
     auto it = cache->find(key);
-    if (it != cache->end() && (keep_captured || consts_reachable(in, *it->second))) {
+    // make_jaxpr records JAX's structure inside a jit too: a trace made
+    // without that record is not used while it records.
+    const bool recording = enclosing && enclosing->jaxpr_record;
+    if (it != cache->end() && (keep_captured || consts_reachable(in, *it->second)) &&
+        (!recording || it->second->traced->jaxpr_record)) {
       entry = it->second;
     } else {
       if (in.options().explain_cache) {
@@ -749,10 +754,19 @@ struct JitFunction : OpaqueObj {
       // A value Python needs but cannot have is JAX's error with its origin:
       // the function and the arguments (leaf paths) the value depends on.
       auto unknown = std::make_shared<UnknownValueLog>();
+      std::shared_ptr<JaxprRecord> record;
+      if (recording) {
+        record = std::make_shared<JaxprRecord>();
+        prepare = [prepare, record](TraceContext& tc) {
+          if (prepare) prepare(tc);
+          tc.jaxpr_record = record;
+        };
+      }
       try {
         entry->traced = std::make_shared<TracedFunction>(
             trace_function(in, wrapper, dyn, where, "jit", nullptr, nullptr,
                            log_unknown_values(prepare, unknown)));
+        entry->traced->jaxpr_record = record;
       } catch (Error& e) {
         if (!quotes_unknown_value(e)) throw;
         std::vector<size_t> dyn_pos; // the original position of each dynamic positional argument
@@ -798,11 +812,37 @@ struct JitFunction : OpaqueObj {
       // With jax_debug_nans/infs only the program's outputs are checked
       // (check_outputs); its ops run unchecked.
       FloatChecksOff unchecked(enclosing ? nullptr : dynamic_cast<EagerContext*>(&in.ops()));
+      // make_jaxpr shows a jit called inside the traced function as JAX's
+      // jit equation (a scan body's internal jit is not one).
+      int region = -1;
+      if (enclosing && enclosing->jaxpr_record && !keep_captured) {
+        std::vector<int> ids;
+        for (const Tensor& t : leaves) ids.push_back(enclosing->value_of(t));
+        region =
+            remat ? jaxpr_begin_region(
+                        *enclosing, "checkpoint", std::move(ids),
+                        {{"differentiated", "False"}, {"policy", "None"}, {"prevent_cse", "True"}})
+                  : jaxpr_begin_region(*enclosing, "jit", std::move(ids), {{"name", fn_name()}});
+        // The body's parameters: new values, told apart from the operands'
+        // other uses (an operand passed twice is two parameters).
+        std::vector<int>& params =
+            enclosing->jaxpr_record->regions[static_cast<size_t>(region)].invars;
+        for (Tensor& t : leaves) {
+          t = jaxpr_fresh_copy(*enclosing, t);
+          params.push_back(enclosing->value_of(t));
+        }
+      }
       if (!run_partitioned(in, *entry, leaves, as_passed, out_shardings, where, out)) {
         if (!run_compiled(in, *entry, leaves, out)) out = run_jitted(in, *entry->traced, leaves);
         if (out_shardings.is_none() && !enclosing) out = follow_data(in, leaves, out);
         if (!enclosing) out = keep_one_device_mesh(in, as_passed, out);
         if (!enclosing && out_shardings.is_none()) out = results_on_current_mesh(in, out);
+      }
+      if (region >= 0) {
+        std::vector<int> ids;
+        for (const Tensor& t : leaf_tensors(in, {out}, Span{}))
+          ids.push_back(enclosing->value_of(t));
+        jaxpr_end_region(*enclosing, region, std::move(ids));
       }
     }
     out = restore_float0_outputs(in, *entry->traced, out);

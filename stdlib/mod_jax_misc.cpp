@@ -5,6 +5,7 @@
 
 #include "lang/args.hpp"
 #include "lang/ast.hpp"
+#include "lang/tracer.hpp"
 #include "lang/type_object.hpp"
 #include "runtime/eager.hpp"
 #include "stdlib/convert.hpp"
@@ -123,7 +124,8 @@ struct JaxprObj : OpaqueObj {
   std::shared_ptr<Function> fn;
   std::vector<Tensor> consts; // the values of fn's consts
   std::string type_name() const override { return "ClosedJaxpr"; }
-  std::string repr() const override { return jaxpr_text(*fn, consts); }
+  std::shared_ptr<JaxprRecord> record; // JAX's nesting (lang/jaxpr_record.hpp)
+  std::string repr() const override { return jaxpr_text(*fn, consts, record.get()); }
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
     static const char* names[] = {"eqns",     "jaxpr",   "in_avals", "out_avals", "consts",
                                   "literals", "effects", "invars",   "outvars",   "constvars"};
@@ -143,7 +145,7 @@ struct JaxprObj : OpaqueObj {
     Value helper =
         in.import_module("jax_rest", Span{}, "").as<ModuleObj>()->env->vars.at("_jaxpr_attr");
     out = in.call(helper,
-                  ValueList{make_str(name), make_str(repr()), jaxpr_eqns(*fn, aval_value),
+                  ValueList{make_str(name), make_str(repr()), jaxpr_eqns(*fn, record.get(), aval_value),
                             make_list(ins), make_list(outs), make_list(cs)},
                   Span{});
     return true;
@@ -328,8 +330,13 @@ void add_jax_misc(InterpreterImpl& in, Value& jax) {
       auto unknown = std::make_shared<UnknownValueLog>();
       TracedFunction t;
       try {
-        t = trace_abstract(in, target, dyn, Span{}, "make_jaxpr",
-                           log_unknown_values(nullptr, unknown));
+        auto log = log_unknown_values(nullptr, unknown);
+        auto record = std::make_shared<JaxprRecord>();
+        j->record = record;
+        t = trace_abstract(in, target, dyn, Span{}, "make_jaxpr", [log, record](TraceContext& tc) {
+          if (log) log(tc);
+          tc.jaxpr_record = record;
+        });
       } catch (Error& e) {
         if (!quotes_unknown_value(e)) throw;
         std::vector<std::string> param_names; // the function's parameter of each dynamic argument

@@ -214,11 +214,13 @@ struct PrecisionObj : OpaqueObj {
 
 } // namespace
 
-void add_while_loop(Value& lax); // stdlib/while_loop.cpp
+void add_while_loop(Value& lax);   // stdlib/while_loop.cpp
+void add_jaxpr_record(Value& lax); // stdlib/jaxpr_record.cpp
 
 void add_lax_functions(InterpreterImpl& in, Value& lax) {
   (void)in;
   add_while_loop(lax);
+  add_jaxpr_record(lax);
   auto& vars = lax.as<ModuleObj>()->env->vars;
   auto def = [&](const std::string& name, NativeFn f) {
     vars[name] = make_builtin(name, std::move(f));

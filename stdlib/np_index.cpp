@@ -450,6 +450,7 @@ Tensor index_clamped(OpContext& cx, const Tensor& x, const std::vector<IndexItem
   std::vector<int64_t> rev_axes, adv_dims;
   std::vector<Tensor> adv;
   Shape kept;
+  std::vector<int64_t> dropped; // the dims of basic int indices
   bool sliced = false;
   for (size_t i = 0; i < items.size(); ++i) {
     const IndexItem& it = items[i];
@@ -473,6 +474,7 @@ Tensor index_clamped(OpContext& cx, const Tensor& x, const std::vector<IndexItem
         kept.push_back(n);
       } else {
         start = k, limit = k + 1;
+        dropped.push_back(static_cast<int64_t>(i));
       }
       break;
     }
@@ -510,7 +512,7 @@ Tensor index_clamped(OpContext& cx, const Tensor& x, const std::vector<IndexItem
     r.axes = rev_axes;
     y = bind(cx, Op::Rev, r, {y});
   }
-  y = reshape_to(cx, y, kept); // drops the dims of basic int indices
+  y = squeeze_dims(cx, y, dropped); // drops the dims of basic int indices
   if (adv.empty()) return y;
   Tensor r = gather(cx, y, adv_dims, adv, wrap_negative, x_axis);
   if (separator < 0) return r;

@@ -23,6 +23,9 @@ Tensor convert(OpContext& cx, const Tensor& x, DType dtype, bool weak);
 // A 0-d x broadcast (or any x broadcast numpy-style) to `shape`.
 Tensor broadcast(OpContext& cx, const Tensor& x, const Shape& shape, const char* fn);
 Tensor reshape_to(OpContext& cx, const Tensor& x, const Shape& shape);
+// x without its size-1 dimensions `dims` (sorted): a reshape that records them
+// (attrs.axes), so that make_jaxpr shows JAX's squeeze[dimensions=...].
+Tensor squeeze_dims(OpContext& cx, const Tensor& x, const std::vector<int64_t>& dims);
 Tensor transpose_to(OpContext& cx, const Tensor& x, const std::vector<int64_t>& perm);
 Tensor reduce_axes(OpContext& cx, Op op, const Tensor& x, const std::vector<int64_t>& axes);
 Tensor iota(OpContext& cx, DType dtype, const Shape& shape, int64_t axis);

@@ -178,10 +178,10 @@ Tensor squeeze(OpContext& cx, const Tensor& x, const Axes& axes) {
       drop[static_cast<size_t>(a)] = true;
     }
   }
-  Shape out;
+  std::vector<int64_t> dims;
   for (size_t i = 0; i < s.size(); ++i)
-    if (!drop[i]) out.push_back(s[i]);
-  return reshape_to(cx, x, out);
+    if (drop[i]) dims.push_back(static_cast<int64_t>(i));
+  return squeeze_dims(cx, x, dims);
 }
 
 Tensor broadcast_to(OpContext& cx, const Tensor& x, const Shape& shape) {

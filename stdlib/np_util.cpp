@@ -68,6 +68,16 @@ Tensor reshape_to(OpContext& cx, const Tensor& x, const Shape& shape) {
   return bind(cx, Op::Reshape, a, {x});
 }
 
+Tensor squeeze_dims(OpContext& cx, const Tensor& x, const std::vector<int64_t>& dims) {
+  if (dims.empty()) return x;
+  OpAttrs a;
+  const Shape& s = av(x).shape;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (!std::count(dims.begin(), dims.end(), static_cast<int64_t>(i))) a.shape.push_back(s[i]);
+  a.axes = dims;
+  return bind(cx, Op::Reshape, a, {x});
+}
+
 Tensor transpose_to(OpContext& cx, const Tensor& x, const std::vector<int64_t>& perm) {
   bool identity = true;
   for (size_t i = 0; i < perm.size(); ++i)

@@ -1,9 +1,12 @@
 #include "stdlib/trace_util.hpp"
 
+#include "stdlib/jaxpr_record.hpp"
+
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
 #include "runtime/spmd_call.hpp"
 #include "stdlib/float0.hpp"
+#include "stdlib/jaxpr_record.hpp"
 #include "stdlib/jit_partition.hpp"
 #include "stdlib/np.hpp"
 
@@ -209,7 +212,10 @@ ValueList with_static_args(const std::vector<std::pair<size_t, Value>>& statics,
 }
 
 Value apply_traced(InterpreterImpl& in, const TracedFunction& t, std::span<const Tensor> params) {
-  std::vector<Tensor> outs = inline_function(in.ops(), *t.fn, params, t.consts);
+  auto* tc = dynamic_cast<TraceContext*>(&in.ops());
+  std::vector<Tensor> outs = tc && tc->jaxpr_record && t.jaxpr_record
+                                 ? inline_recorded(*tc, *t.fn, *t.jaxpr_record, params, t.consts)
+                                 : inline_function(in.ops(), *t.fn, params, t.consts);
   ValueList leaves;
   for (auto& o : outs) leaves.push_back(make_array(o));
   return tree_unflatten(t.out_tree, leaves);

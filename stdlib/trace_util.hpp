@@ -11,6 +11,8 @@
 #include "stdlib/pytree.hpp"
 
 namespace pxl {
+
+struct JaxprRecord; // lang/jaxpr_record.hpp
 class TraceContext;
 struct SpmdCallee;
 struct SpmdMapping;
@@ -28,6 +30,9 @@ struct TracedFunction {
   // such as a string in aux), else None. JAX hands such values back as they
   // are (value_and_grad's value, aux).
   ValueList number_outputs;
+  // Traced inside make_jaxpr: JAX's structure of what fn does (jit's traces;
+  // lang/jaxpr_record.hpp), carried into the enclosing record when inlined.
+  std::shared_ptr<JaxprRecord> jaxpr_record;
 };
 
 // Traces fn(*args). `param_avals`, when given, overrides the type of each

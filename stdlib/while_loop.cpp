@@ -490,9 +490,10 @@ Value fori_as_while(InterpreterImpl& in, const Span& where, const Value& lower, 
   };
   spec.body = [&](const Value& c) {
     ValueList items = *sequence_items(c);
+    // (JAX's order: the step's i + 1 first, then body_fun.)
+    Value i_next = in.binary_op(BinOpKind::Add, items[0], Value::integer(1), where);
     Value next = in.call(body_fun, ValueList{items[0], items[2]}, where);
-    return make_tuple(
-        {in.binary_op(BinOpKind::Add, items[0], Value::integer(1), where), items[1], next});
+    return make_tuple({i_next, items[1], next});
   };
   spec.cond_name = "fori_cond";
   spec.body_name = "fori_body";

@@ -1,0 +1,212 @@
+// The marks lax_loops.pxl and jit leave for make_jaxpr's record of JAX's
+// structure (lang/jaxpr_record.hpp). Each is a no-op unless the current
+// trace is make_jaxpr's, so the code that calls them computes the same either
+// way. From pxl:
+//   lax._jaxpr_recording()                  whether make_jaxpr is recording
+//   lax._jaxpr_fresh(tree)                  its arrays as new values (hidden
+//                                           copies) a part's parameters stand for
+//   lax._jaxpr_begin(prim, inputs, params)  an equation's region opens here
+//   lax._jaxpr_part(invars)                 a branch / body of it opens here
+//   lax._jaxpr_end_part(outvars)            ... and closes here
+//   lax._jaxpr_end(outputs, inputs=None)    the equation's region closes here
+//                                           (inputs: its operands, when known late)
+// inputs/invars/outvars/outputs are lists of arrays (or numbers); params a
+// list of (name, printed value) pairs.
+#include "stdlib/jaxpr_record.hpp"
+
+#include "lang/args.hpp"
+#include "lang/interp_impl.hpp"
+#include "lang/tracer.hpp"
+#include "stdlib/pytree.hpp"
+
+namespace pxl {
+
+namespace {
+
+// The recording trace and its record, or nulls.
+std::pair<TraceContext*, JaxprRecord*> recording(InterpreterImpl& in) {
+  auto* tc = dynamic_cast<TraceContext*>(&in.ops());
+  if (!tc || !tc->jaxpr_record) return {nullptr, nullptr};
+  return {tc, tc->jaxpr_record.get()};
+}
+
+std::vector<int> value_ids(InterpreterImpl& in, TraceContext& tc, const Value& tree) {
+  ValueList leaves;
+  tree_flatten(in, tree, leaves);
+  std::vector<int> ids;
+  for (const Value& l : leaves)
+    if (l.is_obj(ObjKind::Array) || l.is_number())
+      ids.push_back(tc.value_of(in.to_tensor(l, Span{})));
+  return ids;
+}
+
+} // namespace
+
+Tensor jaxpr_fresh_copy(TraceContext& tc, const Tensor& t) {
+  JaxprRecord& rec = *tc.jaxpr_record;
+  OpAttrs same;
+  same.shape = t->aval.shape;
+  size_t at = tc.function().body.size();
+  Tensor copy = tc.bind(Op::Reshape, same, std::span<const Tensor>(&t, 1));
+  rec.hidden.push_back({at, at + 1});
+  return copy;
+}
+
+int jaxpr_begin_region(TraceContext& tc, std::string prim, std::vector<int> inputs,
+                       std::vector<std::pair<std::string, std::string>> params) {
+  JaxprRecord& rec = *tc.jaxpr_record;
+  JaxprRegion r;
+  r.prim = std::move(prim);
+  r.params = std::move(params);
+  r.begin = tc.function().body.size();
+  r.parent = rec.innermost();
+  r.inputs = std::move(inputs);
+  rec.regions.push_back(std::move(r));
+  rec.open.push_back(static_cast<int>(rec.regions.size()) - 1);
+  return rec.open.back();
+}
+
+void jaxpr_end_region(TraceContext& tc, int region, std::vector<int> outputs) {
+  JaxprRecord& rec = *tc.jaxpr_record;
+  // (Regions left open by an error inside them close with their parent.)
+  while (!rec.open.empty()) {
+    int top = rec.open.back();
+    rec.open.pop_back();
+    JaxprRegion& r = rec.regions[static_cast<size_t>(top)];
+    r.end = tc.function().body.size();
+    r.closed = top == region;
+    if (top == region) {
+      r.outputs = std::move(outputs);
+      return;
+    }
+  }
+}
+
+std::vector<Tensor> inline_recorded(TraceContext& tc, const Function& f, const JaxprRecord& inner,
+                                    std::span<const Tensor> params,
+                                    std::span<const Tensor> consts) {
+  JaxprRecord& rec = *tc.jaxpr_record;
+  const size_t start = tc.function().body.size();
+  // Where each of f's instructions lands (a branch gate may put hidden steps
+  // before one): after[k] is the position just past f's instruction k.
+  std::vector<size_t> after;
+  auto landed = [&] { after.push_back(tc.function().body.size()); };
+  std::vector<Tensor> env = walk_function<Tensor>(
+      tc, f, params, consts,
+      [&](Op op, const OpAttrs& attrs, const std::vector<Tensor>& args, const IRValue&) {
+        Tensor r = tc.bind(op, attrs, args);
+        landed();
+        return r;
+      },
+      [&](const OpAttrs& attrs, const std::vector<Tensor>& args, const Instr&) {
+        std::vector<Tensor> r = tc.bind_call(attrs, args);
+        landed();
+        return r;
+      });
+  auto at = [&](size_t k) { return k == 0 ? start : after[std::min(k, after.size()) - 1]; };
+  auto id = [&](int v) {
+    const Tensor& t =
+        v >= 0 && static_cast<size_t>(v) < env.size() ? env[static_cast<size_t>(v)] : Tensor();
+    return t ? tc.value_of(t) : -1;
+  };
+  auto ids = [&](const std::vector<int>& vs) {
+    std::vector<int> out;
+    for (int v : vs) out.push_back(id(v));
+    return out;
+  };
+  const int base = static_cast<int>(rec.regions.size());
+  const int parent = rec.innermost();
+  for (const JaxprRegion& g : inner.regions) {
+    JaxprRegion r = g;
+    r.begin = at(g.begin);
+    r.end = at(g.end);
+    r.parent = g.parent < 0 ? parent : base + g.parent;
+    r.inputs = ids(g.inputs);
+    r.outputs = ids(g.outputs);
+    r.invars = ids(g.invars);
+    r.outvars = ids(g.outvars);
+    for (int& p : r.parts) p += base;
+    rec.regions.push_back(std::move(r));
+  }
+  for (auto [b, e] : inner.hidden) rec.hidden.push_back({at(b), at(e)});
+  for (auto [from, to] : inner.alias) {
+    int a = id(from), b = id(to);
+    if (a >= 0 && b >= 0 && a != b) rec.alias[a] = b;
+  }
+  std::vector<Tensor> out;
+  for (int r : f.results) out.push_back(env[static_cast<size_t>(r)]);
+  return out;
+}
+
+void add_jaxpr_record(Value& lax) {
+  auto& vars = lax.as<ModuleObj>()->env->vars;
+  vars["_jaxpr_recording"] = make_builtin("_jaxpr_recording", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_jaxpr_recording", a, {}, 0);
+    return Value::boolean(recording(in).first != nullptr);
+  });
+  vars["_jaxpr_fresh"] = make_builtin("_jaxpr_fresh", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_jaxpr_fresh", a, {"tree"}, 1);
+    auto [tc, rec] = recording(in);
+    if (!tc) return r[0];
+    ValueList leaves;
+    TreeDef def = tree_flatten(in, r[0], leaves);
+    for (Value& l : leaves)
+      if (l.is_obj(ObjKind::Array) || l.is_number())
+        l = make_array(jaxpr_fresh_copy(*tc, in.to_tensor(l, Span{})));
+    return tree_unflatten(def, leaves);
+  });
+  vars["_jaxpr_begin"] = make_builtin("_jaxpr_begin", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_jaxpr_begin", a, {"prim", "inputs", "params"}, 3);
+    auto [tc, rec] = recording(in);
+    if (!tc) return Value::none();
+    std::vector<std::pair<std::string, std::string>> params;
+    for (const Value& kv : in.iterate(r[2], Span{})) {
+      ValueList pair = in.iterate(kv, Span{});
+      if (pair.size() == 2) params.push_back({value_to_str(pair[0], "param"), pxl::str(pair[1])});
+    }
+    jaxpr_begin_region(*tc, value_to_str(r[0], "prim"), value_ids(in, *tc, r[1]),
+                       std::move(params));
+    return Value::none();
+  });
+  vars["_jaxpr_part"] = make_builtin("_jaxpr_part", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_jaxpr_part", a, {"invars"}, 1);
+    auto [tc, rec] = recording(in);
+    if (!tc || rec->open.empty()) return Value::none();
+    int owner = rec->open.back();
+    // A scan body traced again (its carry types promoted) replaces the first.
+    if (rec->regions[static_cast<size_t>(owner)].prim == "scan")
+      rec->regions[static_cast<size_t>(owner)].parts.clear();
+    std::vector<int> invars = value_ids(in, *tc, r[0]);
+    int part = jaxpr_begin_region(*tc, "part", {}, {});
+    rec->regions[static_cast<size_t>(part)].invars = std::move(invars);
+    rec->regions[static_cast<size_t>(owner)].parts.push_back(part);
+    return Value::none();
+  });
+  vars["_jaxpr_end_part"] = make_builtin("_jaxpr_end_part", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_jaxpr_end_part", a, {"outvars"}, 1);
+    auto [tc, rec] = recording(in);
+    if (!tc || rec->open.empty() ||
+        rec->regions[static_cast<size_t>(rec->open.back())].prim != "part")
+      return Value::none();
+    int part = rec->open.back();
+    rec->regions[static_cast<size_t>(part)].outvars = value_ids(in, *tc, r[0]);
+    jaxpr_end_region(*tc, part, {});
+    return Value::none();
+  });
+  vars["_jaxpr_end"] = make_builtin("_jaxpr_end", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_jaxpr_end", a, {"outputs", "inputs"}, 1);
+    auto [tc, rec] = recording(in);
+    if (!tc || rec->open.empty()) return Value::none();
+    // The innermost region that is not a part.
+    for (auto it = rec->open.rbegin(); it != rec->open.rend(); ++it)
+      if (rec->regions[static_cast<size_t>(*it)].prim != "part") {
+        if (r.has(1)) // (known only now: a scan's carry types)
+          rec->regions[static_cast<size_t>(*it)].inputs = value_ids(in, *tc, r[1]);
+        jaxpr_end_region(*tc, *it, value_ids(in, *tc, r[0]));
+        break;
+      }
+    return Value::none();
+  });
+}
+
+} // namespace pxl

@@ -1,0 +1,38 @@
+// Recording JAX's structure while make_jaxpr traces (lang/jaxpr_record.hpp):
+// the region calls jit makes, and the lax._jaxpr_* marks for lax_loops.pxl.
+#pragma once
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/function.hpp"
+#include "ir/tensor.hpp"
+#include "lang/value.hpp"
+
+namespace pxl {
+
+class TraceContext;
+struct JaxprRecord;
+
+// Opens a region for primitive `prim` at the trace's current instruction, with
+// the equation's operands (value ids); returns its index. tc.jaxpr_record set.
+int jaxpr_begin_region(TraceContext& tc, std::string prim, std::vector<int> inputs,
+                       std::vector<std::pair<std::string, std::string>> params);
+// Closes `region` (and any region an error left open inside it) with the
+// equation's results.
+void jaxpr_end_region(TraceContext& tc, int region, std::vector<int> outputs);
+
+// A new value equal to `t` (a hidden copy): what a sub-jaxpr's parameter
+// stands for, told apart from other uses of `t` in the same body.
+Tensor jaxpr_fresh_copy(TraceContext& tc, const Tensor& t);
+
+// Inlines `f` (traced with its own record `inner`) into the recording trace
+// `tc`, as inline_function does, and carries inner's regions, hidden steps and
+// aliases over to tc's record, nested in its innermost open region.
+std::vector<Tensor> inline_recorded(TraceContext& tc, const Function& f, const JaxprRecord& inner,
+                                    std::span<const Tensor> params, std::span<const Tensor> consts);
+
+void add_jaxpr_record(Value& lax); // lax._jaxpr_* (see stdlib/jaxpr_record.cpp)
+
+} // namespace pxl
