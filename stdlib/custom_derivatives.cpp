@@ -119,8 +119,9 @@ struct CustomDef {
   bool is_vjp = false;
   Value fun;
   std::vector<int64_t> nondiff_argnums;
-  Value jvp;      // custom_jvp: jvp(*nondiff, primals, tangents)
-  Value fwd, bwd; // custom_vjp
+  Value jvp;             // custom_jvp: jvp(*nondiff, primals, tangents)
+  Value fwd, bwd;        // custom_vjp
+  std::string primitive; // jax.custom_jvp(f, _primitive=name): the stdlib's lax ops
   std::string name() const { return fn_name(fun); }
   const char* kind() const { return is_vjp ? "custom_vjp" : "custom_jvp"; }
 };
@@ -678,6 +679,14 @@ Value call_custom(InterpreterImpl& in, const std::shared_ptr<const CustomDef>& d
   else
     rule = std::make_shared<JvpRule>();
   rule->kind = d.kind();
+  rule->primitive = d.primitive;
+  rule->jaxpr_params = {{"name", d.name()}};
+  if (d.is_vjp)
+    rule->jaxpr_params.insert(rule->jaxpr_params.end(),
+                              {{"bwd", fn_name(d.bwd)}, {"fwd", fn_name(d.fwd)}});
+  else
+    rule->jaxpr_params.push_back({"jvp", fn_name(d.jvp)});
+  rule->jaxpr_params.push_back({"symbolic_zeros", "False"});
   rule->fn = fn;
   rule->num_args = nargs;
   rule->num_static = site.num_arrays;
@@ -793,11 +802,12 @@ struct CustomFunctionObj : OpaqueObj {
 
 Value make_custom(CallArgs& a, bool is_vjp) {
   const char* name = is_vjp ? "custom_vjp" : "custom_jvp";
-  ArgReader r(name, a, {"fun", "nondiff_argnums", "nondiff_argnames"}, 1);
+  ArgReader r(name, a, {"fun", "nondiff_argnums", "nondiff_argnames", "_primitive"}, 1);
   auto obj = std::make_shared<CustomFunctionObj>();
   obj->def = std::make_shared<CustomDef>();
   obj->def->is_vjp = is_vjp;
   obj->def->fun = r[0];
+  if (r.has(3)) obj->def->primitive = value_to_str(r[3], "_primitive");
   std::vector<int64_t>& nums = obj->def->nondiff_argnums;
   if (r.has(1)) nums = value_to_int_list(r[1], std::string(name) + "() nondiff_argnums");
   if (r.has(2)) { // JAX adds their positions in fun's signature, then sorts
@@ -889,6 +899,8 @@ std::vector<BVal> batch_custom_call(OpContext& cx, const OpAttrs& attrs, std::sp
   ts.insert(ts.end(), consts.begin(), consts.end());
   auto rule = std::make_shared<BatchedRule>();
   rule->kind = inner->kind;
+  rule->primitive = inner->primitive;
+  rule->jaxpr_params = inner->jaxpr_params;
   rule->fn = pb;
   rule->num_args = inner->num_args;
   rule->num_static = inner->num_static;

@@ -6,6 +6,7 @@
 #include <map>
 #include <utility>
 
+#include "ir/custom_call.hpp"
 #include "ir/op.hpp"
 #include "ir/while_loop.hpp"
 #include "lang/jaxpr_record.hpp"
@@ -115,6 +116,9 @@ Params printed_params(Op op, const OpAttrs& a, const AVal& result) {
 // JAX's primitive name and operand order where pxl's op differs.
 std::string prim_name(const Instr& i) {
   if (i.op == Op::Reshape && !i.attrs.axes.empty()) return "squeeze";
+  if (i.op == Op::CustomCall && i.attrs.custom)
+    return i.attrs.custom->primitive.empty() ? i.attrs.custom->kind + "_call"
+                                             : i.attrs.custom->primitive;
   return i.op == Op::Select ? "select_n" : op_name(i.op);
 }
 
@@ -464,8 +468,38 @@ struct Printer {
     return eqn_doc(lhs, "while", kv_pairs(pairs), ins);
   }
 
+  // A custom_jvp/custom_vjp function's call: JAX's custom_jvp_call with the
+  // primal's jaxpr (fresh parameters), or the lax primitive it implements.
+  pp::Doc custom_eqn(const Instr& i) {
+    const CustomCallee& c = *i.attrs.custom;
+    std::vector<int> outs;
+    for (int k = 0; k < i.nresults; ++k) outs.push_back(i.result + k);
+    pp::Doc lhs = binders(outs, true);
+    if (!c.primitive.empty()) // (its argument leaves; the rest are what the primal captured)
+      return eqn_doc(lhs, c.primitive, pp::nil(),
+                     std::vector<int>(i.operands.begin(),
+                                      i.operands.begin() + static_cast<long>(std::min(
+                                                               c.num_args, i.operands.size()))));
+    std::vector<std::pair<std::string, pp::Doc>> pairs;
+    for (const auto& [k, v] : c.jaxpr_params) pairs.push_back({k, pp::text(k + "=" + v)});
+    size_t kept = 0;
+    pp::Doc call = loop_jaxpr(*c.fn, c.fn->params.size(), i.operands, kept);
+    pairs.push_back({"call_jaxpr", pp::concat({pp::text("call_jaxpr="), call})});
+    std::stable_sort(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) {
+      if ((a.first == "name") != (b.first == "name")) return a.first == "name";
+      return a.first < b.first;
+    });
+    std::vector<pp::Doc> docs;
+    std::vector<int> ins;
+    for (size_t k = 0; k < i.operands.size(); ++k)
+      if (!st.literal(st.resolve(i.operands[k]))) ins.push_back(i.operands[k]);
+    for (auto& kv : pairs) docs.push_back(kv.second);
+    return eqn_doc(lhs, c.kind + "_call", kv_pairs(docs), ins);
+  }
+
   pp::Doc eqn(const Instr& i) {
     if (i.op == Op::While && i.attrs.loop) return while_eqn(i);
+    if (i.op == Op::CustomCall && i.attrs.custom) return custom_eqn(i);
     std::vector<int> outs;
     for (int k = 0; k < i.nresults; ++k) outs.push_back(i.result + k);
     pp::Doc lhs = binders(outs, true);
