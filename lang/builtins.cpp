@@ -256,7 +256,19 @@ Value py_round(InterpreterImpl& in, CallArgs& a) {
         np::binary(in.ops(), np::BinOp::Mul, cd == dt ? y : np::astype(in.ops(), y, cd), inv);
     return make_array(weak && cd == dt ? prod : np::astype(in.ops(), prod, dt));
   }
-  if (x.is_intlike()) return Value::integer(x.as_int());
+  if (x.is_intlike()) {
+    int64_t n = x.as_int();
+    if (!r.has(1) || r[1].is_none() || r.get_int(1) >= 0) return Value::integer(n);
+    // round(1234, -2) == 1200: to a multiple of 10^-ndigits, halves to even.
+    int64_t nd = r.get_int(1);
+    if (nd < -18) return Value::integer(0);
+    int64_t p = 1;
+    for (int64_t k = 0; k < -nd; ++k) p *= 10;
+    int64_t q = n / p, rem = n % p;
+    if (rem < 0) rem += p, q -= 1; // floor division
+    if (2 * (rem % p) > p || (2 * rem == p && (q & 1))) q += 1;
+    return Value::integer(q * p);
+  }
   double f = value_to_float(x, "round() argument");
   if (!r.has(1) || r[1].is_none()) {
     if (!std::isfinite(f))
@@ -276,6 +288,42 @@ Value py_round(InterpreterImpl& in, CallArgs& a) {
   return Value::number(std::nearbyint(f / p) * p);
 }
 
+// pow(base, exp, mod) of ints, as Python: the result takes mod's sign, a
+// negative exponent inverts base modulo mod.
+int64_t pow_mod(const Value& base, const Value& exp, const Value& mod) {
+  if (!base.is_intlike() || !exp.is_intlike() || !mod.is_intlike())
+    throw Error(ErrCode::Type, "pow() 3rd argument not allowed unless all arguments are integers");
+  int64_t m = mod.as_int(), e = exp.as_int();
+  if (m == 0) throw Error(ErrCode::Value, "pow() 3rd argument cannot be 0");
+  using u128 = unsigned __int128;
+  uint64_t um = m < 0 ? 0 - static_cast<uint64_t>(m) : static_cast<uint64_t>(m);
+  auto reduce = [&](int64_t x) { // x mod |m| in [0, |m|)
+    int64_t r = static_cast<int64_t>(static_cast<__int128>(x) % static_cast<__int128>(um));
+    return static_cast<uint64_t>(r < 0 ? r + static_cast<__int128>(um) : r);
+  };
+  uint64_t b = reduce(base.as_int());
+  if (e < 0) { // the inverse of b modulo |m| by the extended Euclidean algorithm
+    __int128 g = static_cast<__int128>(um), x = static_cast<__int128>(b), s0 = 0, s1 = 1;
+    while (x != 0) {
+      __int128 q = g / x, t = g - q * x;
+      g = x, x = t;
+      t = s0 - q * s1;
+      s0 = s1, s1 = t;
+    }
+    if (g != 1) throw Error(ErrCode::Value, "base is not invertible for the given modulus");
+    s0 %= static_cast<__int128>(um);
+    b = static_cast<uint64_t>(s0 < 0 ? s0 + static_cast<__int128>(um) : s0);
+    e = e == INT64_MIN ? INT64_MAX : -e; // (INT64_MIN is beyond any practical use)
+  }
+  uint64_t r = um == 1 ? 0 : 1;
+  for (uint64_t k = static_cast<uint64_t>(e); k; k >>= 1) {
+    if (k & 1) r = static_cast<uint64_t>(static_cast<u128>(r) * b % um);
+    b = static_cast<uint64_t>(static_cast<u128>(b) * b % um);
+  }
+  // Python's result has the sign of the modulus.
+  return m < 0 && r != 0 ? static_cast<int64_t>(r) + m : static_cast<int64_t>(r);
+}
+
 Value min_max(InterpreterImpl& in, CallArgs& a, bool is_max) {
   const char* name = is_max ? "max" : "min";
   Value key, dflt;
@@ -290,7 +338,7 @@ Value min_max(InterpreterImpl& in, CallArgs& a, bool is_max) {
                   std::string(name) + "() got an unexpected keyword argument '" + k + "'");
   }
   if (a.pos.empty())
-    throw Error(ErrCode::Arguments, std::string(name) + "() expected at least 1 argument, got 0");
+    throw Error(ErrCode::Type, std::string(name) + " expected at least 1 argument, got 0");
   ValueList items = a.pos.size() == 1 ? in.iterate(a.pos[0], Span{}) : a.pos;
   if (items.empty()) {
     if (has_default) return dflt;
@@ -546,11 +594,15 @@ void InterpreterImpl::install_builtins() {
     std::vector<ValueList> seqs;
     for (const Value& x : a.pos) seqs.push_back(in.iterate(x, Span{}));
     size_t n = seqs.empty() ? 0 : SIZE_MAX;
-    for (auto& s : seqs) {
-      if (strict && n != SIZE_MAX && s.size() != n)
-        throw Error(ErrCode::Value, "zip() arguments have different lengths");
-      n = std::min(n, s.size());
-    }
+    for (auto& s : seqs) n = std::min(n, s.size());
+    if (strict) // Python's texts name the first argument of another length
+      for (size_t k = 1; k < seqs.size(); ++k)
+        if (seqs[k].size() != seqs[0].size()) {
+          std::string which = "argument" + std::string(k == 1 ? " " : "s 1-") + std::to_string(k);
+          throw Error(ErrCode::Value, "zip() argument " + std::to_string(k + 1) + " is " +
+                                          (seqs[k].size() < seqs[0].size() ? "shorter" : "longer") +
+                                          " than " + which);
+        }
     ValueList out;
     for (size_t i = 0; i < n; ++i) {
       ValueList t;
@@ -669,8 +721,9 @@ void InterpreterImpl::install_builtins() {
   });
   def("round", py_round);
   def("pow", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("pow", a, {"base", "exp"}, 2);
-    return in.binary_op(BinOpKind::Pow, r[0], r[1], Span{});
+    ArgReader r("pow", a, {"base", "exp", "mod"}, 2);
+    if (!r.has(2) || r[2].is_none()) return in.binary_op(BinOpKind::Pow, r[0], r[1], Span{});
+    return Value::integer(pow_mod(r[0], r[1], r[2]));
   });
   def("divmod", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("divmod", a, {"a", "b"}, 2);

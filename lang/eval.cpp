@@ -50,10 +50,25 @@ static void assign_sequence(InterpreterImpl& in, const Expr& target, const Value
     assign(in, *target.elts[star + 1 + i], items[items.size() - after + i], env);
 }
 
+// Binds `name` in `env`; a name declared nonlocal (the parser marks its
+// targets) in the nearest enclosing scope that binds it.
+static void assign_name(Env& env, const std::string& name, bool nonlocal, const Value& v) {
+  if (nonlocal) {
+    for (Env* e = env.parent.get(); e; e = e->parent.get()) {
+      auto it = e->vars.find(name);
+      if (it != e->vars.end()) {
+        it->second = v;
+        return;
+      }
+    }
+  }
+  env.vars[name] = v;
+}
+
 static void assign(InterpreterImpl& in, const Expr& target, const Value& v, const EnvPtr& env) {
   switch (target.kind) {
   case ExprKind::Name:
-    env->vars[target.name] = v;
+    assign_name(*env, target.name, target.bool_value, v);
     return;
   case ExprKind::Tuple:
   case ExprKind::List:
@@ -90,7 +105,18 @@ static void assign(InterpreterImpl& in, const Expr& target, const Value& v, cons
 
 // ---- expressions -------------------------------------------------------------
 
+// The walrus `(name := value)` (a Call node without a callee, see the
+// parser's namedexpr_test): binds outside the comprehensions around it.
+static Value eval_walrus(InterpreterImpl& in, const Expr& e, const EnvPtr& env) {
+  Value v = in.eval(*e.elts[0], env);
+  Env* scope = env.get();
+  for (int64_t k = 0; k < e.int_value && scope->parent; ++k) scope = scope->parent.get();
+  assign_name(*scope, e.name, e.bool_value, v);
+  return v;
+}
+
 static Value eval_call(InterpreterImpl& in, const Expr& e, const EnvPtr& env) {
+  if (!e.func) return eval_walrus(in, e, env);
   Value fn;
   // Method call fast path: obj.name(...) avoids allocating a bound method when possible.
   fn = in.eval(*e.func, env);
@@ -457,8 +483,9 @@ Flow InterpreterImpl::exec(const Stmt& s, const EnvPtr& env, Value& ret) {
   case StmtKind::Assert: {
     Value t = eval(*s.test, env);
     if (!truthy(t, s.test->span)) {
-      std::string msg = "assertion failed";
-      if (s.value) msg += ": " + str(eval(*s.value, env));
+      // Python's AssertionError: its message is str() of the assert's second
+      // operand; a bare assert has none (shown as the class name).
+      std::string msg = s.value ? str(eval(*s.value, env)) : "AssertionError";
       throw Error(ErrCode::Assertion, msg, s.test->span);
     }
     return Flow::Normal;

@@ -7,6 +7,7 @@
 
 #include "lang/args.hpp"
 #include "lang/device_memory.hpp"
+#include "lang/docstring.hpp"
 #include "lang/str_methods.hpp"
 
 namespace pxl {
@@ -235,6 +236,7 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
     return array_attr(in, obj, name, out);
   case ObjKind::Function:
     if (name == "__name__") return out = make_str(obj.as<FunctionObj>()->name), true;
+    if (name == "__doc__") return out = docstring(obj.as<FunctionObj>()->body), true;
     return false;
   case ObjKind::Builtin:
     if (name == "__name__") return out = make_str(obj.as<BuiltinObj>()->name), true;

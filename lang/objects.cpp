@@ -64,13 +64,19 @@ static Value call_user(InterpreterImpl& in, FunctionObj& f, CallArgs& args, cons
     }
   }
   if (pi < npos) {
-    size_t max_pos = 0;
+    // Python's text: "takes 2", or "takes from 1 to 3" when some have defaults.
+    size_t max_pos = 0, min_pos = 0;
     for (const auto& p : params)
-      if (p.kind == Param::Kind::Normal && !p.keyword_only) ++max_pos;
+      if (p.kind == Param::Kind::Normal && !p.keyword_only) {
+        ++max_pos;
+        if (!p.default_value) ++min_pos;
+      }
+    std::string takes = min_pos == max_pos ? std::to_string(max_pos)
+                                           : "from " + std::to_string(min_pos) + " to " +
+                                                 std::to_string(max_pos);
     throw Error(ErrCode::Arguments,
-                fname + " takes " + std::to_string(max_pos) + " positional argument" +
-                    (max_pos == 1 ? "" : "s") + " but " + std::to_string(npos) +
-                    (npos == 1 ? " was" : " were") + " given",
+                fname + " takes " + takes + " positional argument" + (max_pos == 1 ? "" : "s") +
+                    " but " + std::to_string(npos) + (npos == 1 ? " was" : " were") + " given",
                 where);
   }
   for (auto& [name, v] : args.kw) {
@@ -91,11 +97,29 @@ static Value call_user(InterpreterImpl& in, FunctionObj& f, CallArgs& args, cons
     env->vars[name] = v;
     bound[i] = true;
   }
+  // Python names all the missing ones: positional first, then keyword-only.
+  for (bool kwonly : {false, true}) {
+    std::vector<std::string> missing;
+    for (size_t i = 0; i < params.size(); ++i)
+      if (!bound[i] && params[i].kind == Param::Kind::Normal &&
+          params[i].keyword_only == kwonly && !params[i].default_value)
+        missing.push_back("'" + params[i].name + "'");
+    if (missing.empty()) continue;
+    std::string names;
+    for (size_t k = 0; k < missing.size(); ++k)
+      names += (k == 0                                           ? ""
+                : k + 1 < missing.size()                         ? ", "
+                : missing.size() == 2                            ? " and "
+                                                                 : ", and ") +
+               missing[k];
+    throw Error(ErrCode::Arguments,
+                fname + " missing " + std::to_string(missing.size()) + " required " +
+                    (kwonly ? "keyword-only" : "positional") + " argument" +
+                    (missing.size() == 1 ? "" : "s") + ": " + names,
+                where);
+  }
   for (size_t i = 0; i < params.size(); ++i) {
     if (bound[i] || params[i].kind != Param::Kind::Normal) continue;
-    if (!params[i].default_value)
-      throw Error(ErrCode::Arguments, fname + " missing required argument '" + params[i].name + "'",
-                  where);
     env->vars[params[i].name] = f.defaults[i];
   }
   if (f.lambda_body) return in.eval(*f.lambda_body, env);
