@@ -3,6 +3,7 @@
 
 #include "lang/args.hpp"
 #include "lang/interp_impl.hpp"
+#include "lang/list_slices.hpp"
 #include "lang/py_set.hpp"
 
 namespace pxl {
@@ -549,6 +550,8 @@ Flow InterpreterImpl::exec(const Stmt& s, const EnvPtr& env, Value& ret) {
           if (i < 0) i += n;
           if (i < 0 || i >= n) throw Error(ErrCode::Index, "list index out of range", x->span);
           items.erase(items.begin() + i);
+        } else if (obj.is_obj(ObjKind::List) && idx.is_obj(ObjKind::Slice)) {
+          delete_list_slice(*this, *obj.as<ListObj>(), *idx.as<SliceObj>(), x->span);
         } else {
           throw Error(ErrCode::Type, "cannot delete items of a " + type_name(obj) + " value",
                       x->span);

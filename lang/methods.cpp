@@ -29,8 +29,9 @@ const std::vector<std::string> kListMethods = {"append", "extend", "pop",     "i
                                                "index",  "count",  "reverse", "sort",
                                                "copy",   "clear",  "remove"};
 const std::vector<std::string> kTupleMethods = {"index", "count"};
-const std::vector<std::string> kDictMethods = {"keys", "values",     "items", "get",  "update",
-                                               "pop",  "setdefault", "copy",  "clear"};
+const std::vector<std::string> kDictMethods = {"keys", "values", "items",      "get",
+                                               "update", "pop",  "popitem", "setdefault",
+                                               "copy", "clear"};
 
 Value list_method(InterpreterImpl& in, const std::string& name, const Value& self, CallArgs& a) {
   bool is_list = self.is_obj(ObjKind::List);
@@ -162,6 +163,16 @@ Value dict_method(InterpreterImpl& in, const std::string& name, const Value& sel
     Value out = *v;
     d->erase(r[0]);
     return out;
+  }
+  if (name == "popitem") { // the last item inserted, as Python's
+    ArgReader r(name, a, {});
+    for (size_t i = d->entries.size(); i-- > 0;)
+      if (d->live[i]) {
+        Value out = make_tuple({d->entries[i].first, d->entries[i].second});
+        d->erase(d->entries[i].first);
+        return out;
+      }
+    throw Error(ErrCode::Key, "'popitem(): dictionary is empty'");
   }
   if (name == "setdefault") {
     ArgReader r(name, a, {"key", "default"}, 1);

@@ -3,6 +3,7 @@
 
 #include "lang/args.hpp"
 #include "lang/interp_impl.hpp"
+#include "lang/list_slices.hpp"
 #include "lang/methods.hpp"
 #include "lang/op_location.hpp"
 
@@ -325,6 +326,51 @@ static Seq slice_seq(InterpreterImpl& in, const Seq& items, const SliceObj& s, c
   return out;
 }
 
+// The indices a slice selects in a sequence of n items, in order.
+static std::vector<int64_t> slice_positions(InterpreterImpl& in, const SliceObj& s, int64_t n,
+                                            const Span& where) {
+  int64_t start, stop, step;
+  slice_indices(in, s, n, start, stop, step, where);
+  std::vector<int64_t> out;
+  if (step > 0)
+    for (int64_t i = start; i < stop; i += step) out.push_back(i);
+  else
+    for (int64_t i = start; i > stop; i += step) out.push_back(i);
+  return out;
+}
+
+void assign_list_slice(InterpreterImpl& in, ListObj& list, const SliceObj& s, ValueList items,
+                       const Span& where) {
+  auto& xs = list.items;
+  int64_t n = static_cast<int64_t>(xs.size());
+  int64_t start, stop, step;
+  slice_indices(in, s, n, start, stop, step, where);
+  if (step == 1) { // any length: the items replace xs[start:stop]
+    stop = std::max(stop, start);
+    xs.erase(xs.begin() + start, xs.begin() + stop);
+    xs.insert(xs.begin() + start, items.begin(), items.end());
+    return;
+  }
+  std::vector<int64_t> at = slice_positions(in, s, n, where);
+  if (at.size() != items.size())
+    throw Error(ErrCode::Value,
+                "attempt to assign sequence of size " + std::to_string(items.size()) +
+                    " to extended slice of size " + std::to_string(at.size()),
+                where);
+  for (size_t k = 0; k < at.size(); ++k) xs[at[k]] = items[k];
+}
+
+void delete_list_slice(InterpreterImpl& in, ListObj& list, const SliceObj& s, const Span& where) {
+  auto& xs = list.items;
+  std::vector<int64_t> at = slice_positions(in, s, static_cast<int64_t>(xs.size()), where);
+  std::vector<bool> drop(xs.size(), false);
+  for (int64_t i : at) drop[i] = true;
+  ValueList keep;
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (!drop[i]) keep.push_back(std::move(xs[i]));
+  xs = std::move(keep);
+}
+
 // Splits UTF-8 text into code points (Python strings index by code point).
 static std::vector<std::string> code_points(const std::string& s) {
   std::vector<std::string> out;
@@ -427,6 +473,11 @@ void InterpreterImpl::set_item(const Value& obj, const Value& index, const Value
                                const Span& where) {
   if (obj.is_obj(ObjKind::List)) {
     auto& items = obj.as<ListObj>()->items;
+    if (index.is_obj(ObjKind::Slice)) {
+      assign_list_slice(*this, *obj.as<ListObj>(), *index.as<SliceObj>(), iterate(v, where),
+                        where);
+      return;
+    }
     if (!index.is_intlike())
       throw Error(ErrCode::Type, "list indices must be integers, not " + type_name(index), where);
     items[normalize_index(index.as_int(), static_cast<int64_t>(items.size()), "list assignment",
