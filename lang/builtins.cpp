@@ -7,6 +7,7 @@
 #include "ir/aval_text.hpp"
 #include "lang/args.hpp"
 #include "lang/interp_impl.hpp"
+#include "lang/lazy_iter.hpp"
 #include "lang/methods.hpp"
 #include "lang/py_complex.hpp"
 #include "lang/py_set.hpp"
@@ -50,7 +51,7 @@ struct TypeObj : OpaqueObj {
 // iter(x): the items of x, taken one at a time by next() and by loops (which
 // take all that are left), as Python's iterators. The items are listed when
 // the iterator is made (pxl's containers are immutable or copied on use).
-struct IteratorObj : OpaqueObj {
+struct IteratorObj : LazyIterObj {
   IteratorObj(ValueList v, std::string kind) : items_(std::move(v)), kind_(std::move(kind)) {}
   std::string type_name() const override { return kind_; }
   std::string repr() const override { return "<" + kind_ + " object>"; }
@@ -59,8 +60,7 @@ struct IteratorObj : OpaqueObj {
     pos_ = items_.size();
     return true;
   }
-  // The next item, or false when none is left.
-  bool next(Value& out) {
+  bool next(InterpreterImpl&, Value& out) override {
     if (pos_ >= items_.size()) return false;
     out = items_[pos_++];
     return true;
@@ -584,12 +584,41 @@ void InterpreterImpl::install_builtins() {
     for (auto& [k, v] : a.kw) d->set(make_str(k), v);
     return Value::object(d);
   });
+  // dict.fromkeys(iterable, value=None): one shared value per key.
+  builtins_->vars["dict"].as<BuiltinObj>()->attrs.emplace_back(
+      "fromkeys", make_builtin("fromkeys", [](InterpreterImpl& in, CallArgs& a) {
+        ArgReader r("fromkeys", a, {"iterable", "value"}, 1);
+        auto d = std::make_shared<DictObj>();
+        for (const Value& k : in.iterate(r[0], Span{})) {
+          if (!is_hashable(k)) throw Error(ErrCode::Type, "unhashable type: '" + type_name(k) + "'");
+          d->set(k, r[1]);
+        }
+        return Value::object(d);
+      }));
   def("zip", [](InterpreterImpl& in, CallArgs& a) {
     bool strict = false;
     for (auto& [k, v] : a.kw) {
       if (k != "strict")
         throw Error(ErrCode::Arguments, "zip() got an unexpected keyword argument '" + k + "'");
       strict = in.truthy(v, Span{});
+    }
+    if (std::any_of(a.pos.begin(), a.pos.end(), [](const Value& x) { return as_lazy_iter(x); })) {
+      // Iterators (count(), iter(x), ...) give their items one at a time:
+      // stop at the first argument that runs out, as Python does.
+      std::vector<ValueList> listed(a.pos.size());
+      for (size_t k = 0; k < a.pos.size(); ++k)
+        if (!as_lazy_iter(a.pos[k])) listed[k] = in.iterate(a.pos[k], Span{});
+      ValueList out;
+      for (size_t i = 0;; ++i) {
+        ValueList t;
+        for (size_t k = 0; k < a.pos.size(); ++k) {
+          Value x;
+          LazyIterObj* it = as_lazy_iter(a.pos[k]);
+          if (it ? !it->next(in, x) : i >= listed[k].size()) return make_list(std::move(out));
+          t.push_back(it ? x : listed[k][i]);
+        }
+        out.push_back(make_tuple(std::move(t)));
+      }
     }
     std::vector<ValueList> seqs;
     for (const Value& x : a.pos) seqs.push_back(in.iterate(x, Span{}));
@@ -621,8 +650,7 @@ void InterpreterImpl::install_builtins() {
   });
   def("iter", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("iter", a, {"object"}, 1);
-    if (r[0].is_obj(ObjKind::Opaque) && dynamic_cast<IteratorObj*>(r[0].as<OpaqueObj>()))
-      return r[0];
+    if (as_lazy_iter(r[0])) return r[0]; // an iterator is its own iterator
     std::string kind = r[0].is_obj(ObjKind::List)    ? "list_iterator"
                        : r[0].is_obj(ObjKind::Tuple) ? "tuple_iterator"
                        : r[0].is_obj(ObjKind::Dict)  ? "dict_keyiterator"
@@ -630,13 +658,12 @@ void InterpreterImpl::install_builtins() {
                                                      : "iterator";
     return Value::object(std::make_shared<IteratorObj>(in.iterate(r[0], Span{}), kind));
   });
-  def("next", [](InterpreterImpl&, CallArgs& a) {
+  def("next", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("next", a, {"iterator", "default"}, 1);
-    auto* it =
-        r[0].is_obj(ObjKind::Opaque) ? dynamic_cast<IteratorObj*>(r[0].as<OpaqueObj>()) : nullptr;
+    auto* it = as_lazy_iter(r[0]);
     if (!it) throw Error(ErrCode::Type, "'" + type_name(r[0]) + "' object is not an iterator");
     Value out;
-    if (it->next(out)) return out;
+    if (it->next(in, out)) return out;
     if (r.has(1)) return r[1];
     throw Error(ErrCode::Value, "StopIteration");
   });

@@ -3,6 +3,7 @@
 
 #include "lang/args.hpp"
 #include "lang/interp_impl.hpp"
+#include "lang/lazy_iter.hpp"
 #include "lang/list_slices.hpp"
 #include "lang/py_set.hpp"
 
@@ -446,6 +447,17 @@ Flow InterpreterImpl::exec(const Stmt& s, const EnvPtr& env, Value& ret) {
       int64_t n = r->size();
       for (int64_t k = 0; k < n; ++k) {
         assign(*this, *s.targets[0], Value::integer(r->start + k * r->step), env);
+        poll_interrupt(s.span);
+        Flow f = exec_block(s.body, env, ret);
+        if (f == Flow::Break) return Flow::Normal;
+        if (f == Flow::Return) return f;
+      }
+      return exec_block(s.orelse, env, ret);
+    }
+    if (LazyIterObj* it = as_lazy_iter(iterable)) { // one item at a time (maybe endless)
+      Value item;
+      while (it->next(*this, item)) {
+        assign(*this, *s.targets[0], item, env);
         poll_interrupt(s.span);
         Flow f = exec_block(s.body, env, ret);
         if (f == Flow::Break) return Flow::Normal;

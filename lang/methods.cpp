@@ -214,7 +214,34 @@ Value bind_dynamic(const Value& self, const std::string& name,
 
 bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& name, Value& out) {
   if (obj.tag != Value::Tag::Obj) {
-    if (obj.is_float() && (name == "real")) return out = obj, true;
+    // Python's number attributes: x.real, x.imag, x.conjugate(); ints (and
+    // bools, as ints) also numerator, denominator, bit_length().
+    if (obj.is_number()) {
+      Value self = obj.is_bool() ? Value::integer(obj.as_int()) : obj;
+      if (name == "real") return out = self, true;
+      if (name == "imag")
+        return out = obj.is_float() ? Value::number(0.0) : Value::integer(0), true;
+      if (name == "conjugate") {
+        out = bind_method(self, name, [](InterpreterImpl&, const Value& s, CallArgs& a) {
+          ArgReader r("conjugate", a, {});
+          return s;
+        });
+        return true;
+      }
+    }
+    if (obj.is_intlike()) {
+      if (name == "numerator") return out = Value::integer(obj.as_int()), true;
+      if (name == "denominator") return out = Value::integer(1), true;
+      if (name == "bit_length") {
+        out = bind_method(obj, name, [](InterpreterImpl&, const Value& s, CallArgs& a) {
+          ArgReader r("bit_length", a, {});
+          int64_t v = s.as_int();
+          uint64_t m = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+          return Value::integer(m == 0 ? 0 : 64 - __builtin_clzll(m));
+        });
+        return true;
+      }
+    }
     if (obj.is_float() && name == "is_integer") {
       out = bind_method(obj, name, [](InterpreterImpl&, const Value& s, CallArgs& a) {
         ArgReader r("is_integer", a, {});
