@@ -324,6 +324,58 @@ int64_t pow_mod(const Value& base, const Value& exp, const Value& mod) {
   return m < 0 && r != 0 ? static_cast<int64_t>(r) + m : static_cast<int64_t>(r);
 }
 
+// hash(x) as CPython computes it for numbers and tuples of them (ints modulo
+// 2**61 - 1, floats by their exact value, tuples by xxHash), so printed hashes
+// agree with Python's; other values hash by pxl's own function (CPython's
+// string hashes are randomized per run anyway).
+int64_t python_hash(const Value& v) {
+  constexpr uint64_t kModulus = (uint64_t{1} << 61) - 1;
+  auto fix = [](int64_t h) { return h == -1 ? -2 : h; };
+  if (v.is_intlike()) {
+    int64_t x = v.as_int();
+    uint64_t m = x < 0 ? 0 - static_cast<uint64_t>(x) : static_cast<uint64_t>(x);
+    auto h = static_cast<int64_t>(m % kModulus);
+    return fix(x < 0 ? -h : h);
+  }
+  if (v.is_float()) {
+    double d = v.f;
+    if (std::isinf(d)) return d > 0 ? 314159 : -314159;
+    if (std::isnan(d)) return 0; // CPython: the object's identity
+    int e = 0;
+    double m = std::frexp(d, &e);
+    int sign = 1;
+    if (m < 0) sign = -1, m = -m;
+    uint64_t x = 0;
+    while (m != 0) {
+      x = ((x << 28) & kModulus) | x >> (61 - 28);
+      m *= 268435456.0;
+      e -= 28;
+      auto y = static_cast<uint64_t>(m);
+      m -= static_cast<double>(y);
+      x += y;
+      if (x >= kModulus) x -= kModulus;
+    }
+    e = e >= 0 ? e % 61 : 61 - 1 - ((-1 - e) % 61);
+    x = ((x << e) & kModulus) | x >> (61 - e);
+    return fix(static_cast<int64_t>(x) * sign);
+  }
+  if (v.is_obj(ObjKind::Tuple)) {
+    const uint64_t p1 = 11400714785074694791ULL, p2 = 14029467366897019727ULL,
+                   p5 = 2870177450012600261ULL;
+    const auto& items = v.as<TupleObj>()->items;
+    uint64_t acc = p5;
+    for (const Value& x : items) {
+      acc += static_cast<uint64_t>(python_hash(x)) * p2;
+      acc = (acc << 31) | (acc >> 33);
+      acc *= p1;
+    }
+    acc += items.size() ^ (p5 ^ 3527539UL);
+    if (acc == static_cast<uint64_t>(-1)) return 1546275796;
+    return static_cast<int64_t>(acc);
+  }
+  return static_cast<int64_t>(ValueHash()(v) >> 1);
+}
+
 Value min_max(InterpreterImpl& in, CallArgs& a, bool is_max) {
   const char* name = is_max ? "max" : "min";
   Value key, dflt;
@@ -423,12 +475,36 @@ Value to_int(InterpreterImpl& in, CallArgs& a) {
     size_t b = s.find_first_not_of(" \t\n"), e = s.find_last_not_of(" \t\n");
     std::string t = b == std::string::npos ? "" : s.substr(b, e - b + 1);
     int base = static_cast<int>(r.get_int(1, 10));
+    if (base != 0 && (base < 2 || base > 36))
+      throw Error(ErrCode::Value, "int() base must be >= 2 and <= 36, or 0");
+    auto bad = [&]() {
+      return Error(ErrCode::Value,
+                   "invalid literal for int() with base " + std::to_string(base) + ": " + repr(x));
+    };
+    // Python's prefixes: 0x 0o 0b (any base when 0, the matching one otherwise).
+    std::string sign = !t.empty() && (t[0] == '+' || t[0] == '-') ? t.substr(0, 1) : "";
+    std::string digits = t.substr(sign.size());
+    int b2 = base;
+    if (digits.size() > 1 && digits[0] == '0') {
+      char p = static_cast<char>(std::tolower(static_cast<unsigned char>(digits[1])));
+      int pb = p == 'x' ? 16 : p == 'o' ? 8 : p == 'b' ? 2 : 0;
+      if (pb && (base == 0 || base == pb)) {
+        b2 = pb;
+        digits = digits.substr(2);
+      } else if (base == 0 && digits.find_first_not_of('0') != std::string::npos) {
+        throw bad(); // "017": leading zeros need a prefix
+      }
+    }
+    if (b2 == 0) b2 = 10;
+    if (digits.empty() || digits[0] == '+' || digits[0] == '-' || std::isspace(static_cast<unsigned char>(digits[0])))
+      throw bad();
     char* end = nullptr;
     errno = 0;
-    long long v = t.empty() ? 0 : std::strtoll(t.c_str(), &end, base);
-    if (t.empty() || *end || errno == ERANGE)
-      throw Error(ErrCode::Value,
-                  "invalid literal for int() with base " + std::to_string(base) + ": " + repr(x));
+    std::string num = sign + digits;
+    long long v = std::strtoll(num.c_str(), &end, b2);
+    if (*end) throw bad();
+    if (errno == ERANGE)
+      throw Error(ErrCode::Value, "integer overflow (pxl integers are 64-bit): int(" + repr(x) + ")");
     return Value::integer(v);
   }
   if (x.is_obj(ObjKind::Array)) {
@@ -797,7 +873,7 @@ void InterpreterImpl::install_builtins() {
     ArgReader r("hash", a, {"obj"}, 1);
     if (!is_hashable(r[0]))
       throw Error(ErrCode::Type, "unhashable type: '" + type_name(r[0]) + "'");
-    return Value::integer(static_cast<int64_t>(ValueHash()(r[0]) >> 1));
+    return Value::integer(python_hash(r[0]));
   });
   // id(x): the object's address, so it agrees with `is`; None, bools,
   // numbers have no object in pxl, and equal ones share an id (as Python's

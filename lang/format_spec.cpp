@@ -71,13 +71,16 @@ std::string group_digits(const std::string& digits, char sep) {
 }
 
 // Applies sign, grouping, width and alignment to a formatted number body.
-std::string finish_number(std::string body, bool negative, const Spec& sp) {
+// `prefix` (0x, 0o, 0b) stays before '=' padding, as Python's f"{255:#06x}" == "0x00ff".
+std::string finish_number(std::string body, bool negative, const Spec& sp,
+                          const std::string& prefix = "") {
   if (sp.grouping) {
     size_t end = body.find_first_not_of("0123456789");
     if (end == std::string::npos) end = body.size();
     body = group_digits(body.substr(0, end), sp.grouping) + body.substr(end);
   }
   std::string sign = negative ? "-" : sp.sign == '+' ? "+" : sp.sign == ' ' ? " " : "";
+  sign += prefix;
   char align = sp.align ? sp.align : (sp.zero ? '=' : '>');
   char fill = sp.zero && !sp.align ? '0' : sp.fill;
   int len = static_cast<int>(sign.size() + body.size());
@@ -197,7 +200,7 @@ std::string format_int(int64_t v, const Spec& sp) {
   if (sp.grouping) body = group_digits(body, sp.grouping);
   Spec no_group = sp;
   no_group.grouping = 0;
-  return finish_number((sp.alt ? prefix : "") + body, neg, no_group);
+  return finish_number(body, neg, no_group, sp.alt ? prefix : "");
 }
 
 } // namespace

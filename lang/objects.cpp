@@ -6,6 +6,7 @@
 #include "lang/list_slices.hpp"
 #include "lang/methods.hpp"
 #include "lang/op_location.hpp"
+#include "lang/py_set.hpp"
 
 namespace pxl {
 
@@ -31,6 +32,54 @@ void InterpreterImpl::check_stack(const Span& where) {
   if (stack_base_ && static_cast<size_t>(stack_base_ - &here) > stack_limit_)
     throw Error(ErrCode::Recursion, "maximum recursion depth exceeded (the native stack is full)",
                 where, "run pxl with a larger stack, or make the recursion shallower");
+}
+
+// ---- unbound methods ---------------------------------------------------------
+
+
+// A method of a builtin class taken from the class, as `str.lower` or
+// `dict.get`: a function whose first argument is the instance (Python's
+// method descriptor), so that `sorted(xs, key=str.lower)` works.
+static bool unbound_method(InterpreterImpl& in, const std::string& cls, const std::string& name,
+                           Value& out) {
+  Value proto;
+  if (cls == "str")
+    proto = make_str("");
+  else if (cls == "list")
+    proto = make_list({});
+  else if (cls == "tuple")
+    proto = make_tuple({});
+  else if (cls == "dict")
+    proto = Value::object(std::make_shared<DictObj>());
+  else if (cls == "int")
+    proto = Value::integer(0);
+  else if (cls == "float")
+    proto = Value::number(0.0);
+  else if (cls == "set" || cls == "frozenset")
+    proto = make_py_set({}, cls == "frozenset");
+  else
+    return false;
+  Value m;
+  if (!lookup_method(in, proto, name, m) ||
+      !(m.is_obj(ObjKind::BoundMethod) || m.is_obj(ObjKind::Builtin)))
+    return false;
+  out = make_builtin(name, [cls, name](InterpreterImpl& in, CallArgs& a) {
+    if (a.pos.empty())
+      throw Error(ErrCode::Type,
+                  "unbound method " + cls + "." + name + "() needs an argument");
+    Value self = a.pos[0];
+    std::string t = type_name(self);
+    bool fits = t == cls || (cls == "int" && self.is_intlike()) ||
+                (cls == "dict" && self.is_obj(ObjKind::Dict)) ||
+                (cls == "tuple" && self.is_obj(ObjKind::Opaque) &&
+                 self.as<OpaqueObj>()->tuple_items());
+    if (!fits)
+      throw Error(ErrCode::Type, "descriptor '" + name + "' for '" + cls +
+                                     "' objects doesn't apply to a '" + t + "' object");
+    a.pos.erase(a.pos.begin());
+    return in.call(in.get_attr(self, name, Span{}), a, Span{});
+  });
+  return true;
 }
 
 // ---- calls -------------------------------------------------------------------
@@ -260,9 +309,12 @@ Value InterpreterImpl::get_attr(const Value& obj, const std::string& name, const
     Value v;
     if (obj.as<OpaqueObj>()->get_attr(*this, name, v)) return v;
   }
-  if (obj.is_obj(ObjKind::Builtin))
+  if (obj.is_obj(ObjKind::Builtin)) {
     for (const auto& [attr, v] : obj.as<BuiltinObj>()->attrs)
       if (attr == name) return v;
+    Value m;
+    if (unbound_method(*this, obj.as<BuiltinObj>()->name, name, m)) return m;
+  }
   Value v;
   LocScope loc(ops(), op_location(ops(), where)); // array properties such as x.T bind ops
   try {
@@ -438,7 +490,15 @@ Value InterpreterImpl::get_item(const Value& obj, const Value& index, const Span
     }
     case ObjKind::Range: {
       auto* r = obj.as<RangeObj>();
-      if (!index.is_intlike()) throw Error(ErrCode::Type, "range indices must be integers", where);
+      if (index.is_obj(ObjKind::Slice)) { // a range again: range(10)[2:8:3] is range(2, 8, 3)
+        int64_t start, stop, step;
+        slice_indices(*this, *index.as<SliceObj>(), r->size(), start, stop, step, where);
+        return Value::object(std::make_shared<RangeObj>(
+            r->start + start * r->step, r->start + stop * r->step, r->step * step));
+      }
+      if (!index.is_intlike())
+        throw Error(ErrCode::Type,
+                    "range indices must be integers or slices, not " + type_name(index), where);
       int64_t i = normalize_index(index.as_int(), r->size(), "range object", where);
       return Value::integer(r->start + i * r->step);
     }

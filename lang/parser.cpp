@@ -1358,13 +1358,16 @@ private:
       if (j >= body.size()) fail_span(field, "f-string: expected '}' to close '{'");
       std::string expr_text = body.substr(i + 1, j - i - 1);
       FStringPart part;
-      // "{x=}" prints "x=" then repr(x).
+      // "{x=}" prints "x=" (the text as written, spaces too) then repr(x), or
+      // format(x, spec) when a spec follows and no conversion is given.
       size_t last = expr_text.find_last_not_of(' ');
+      bool debug = false;
       if (last != std::string::npos && expr_text[last] == '=' &&
           (last == 0 || std::string("=!<>").find(expr_text[last - 1]) == std::string::npos)) {
-        part.expr_text = expr_text.substr(0, last + 1);
+        part.expr_text = expr_text;
         expr_text = expr_text.substr(0, last);
         part.conversion = 'r';
+        debug = true;
       }
       part.expr = sub_expression(expr_text, offset + static_cast<uint32_t>(i + 1), field);
       if (body[j] == '!') {
@@ -1373,8 +1376,10 @@ private:
           fail_span(field, "f-string: expected 'r', 's' or 'a' after '!'");
         part.conversion = body[j + 1] == 'a' ? 'r' : body[j + 1];
         j += 2;
+        debug = false; // an explicit conversion stays
       }
       if (j < body.size() && body[j] == ':') {
+        if (debug) part.conversion = 0;
         size_t k = j + 1;
         int d2 = 0;
         while (k < body.size() && !(body[k] == '}' && d2 == 0)) {
