@@ -1242,7 +1242,7 @@ private:
           parts.push_back(FStringPart{t.text, nullptr, 0, {}, {}});
       } else {
         any_f = true;
-        fstring_parts(t.text, t.body_offset, parts, t.span, 0);
+        fstring_parts(t.text, t.body_offset, parts, t.span, 0, t.raw);
       }
     }
     if (!any_f) {
@@ -1255,56 +1255,32 @@ private:
     return e;
   }
 
-  static std::string decode_escapes(const std::string& raw) {
-    // f-string literal pieces keep their backslashes from the lexer; decode the
-    // common escapes here.
+  // An f-string's literal piece with its escapes decoded (lang/lexer.hpp's
+  // decoder; the lexer keeps f-string bodies as written so that the offsets
+  // of the {fields} stay exact). Raw f-strings keep them.
+  std::string decode_escapes(const std::string& text, bool raw, const Span& where) {
+    if (raw) return text;
     std::string out;
-    for (size_t i = 0; i < raw.size(); ++i) {
-      if (raw[i] != '\\' || i + 1 >= raw.size()) {
-        out += raw[i];
+    for (size_t i = 0; i < text.size();) {
+      if (text[i] != '\\' || i + 1 >= text.size()) {
+        out += text[i++];
         continue;
       }
-      char e = raw[++i];
-      switch (e) {
-      case 'n':
-        out += '\n';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case '\\':
-        out += '\\';
-        break;
-      case '\'':
-        out += '\'';
-        break;
-      case '"':
-        out += '"';
-        break;
-      case '0':
-        out += '\0';
-        break;
-      case '\n':
-        break;
-      default:
-        out += '\\';
-        out += e;
-      }
+      ++i;
+      std::string err = decode_escape(text, i, out);
+      if (!err.empty()) fail_span(where, err);
     }
     return out;
   }
 
   // Splits an f-string body into literal text and {expr[!conv][:spec]} fields.
   void fstring_parts(const std::string& body, uint32_t offset, std::vector<FStringPart>& parts,
-                     const Span& tok_span, int nest) {
+                     const Span& tok_span, int nest, bool raw) {
     if (nest > 2) fail_span(tok_span, "f-string format specs nested too deeply");
     std::string lit;
     auto flush = [&] {
       if (lit.empty()) return;
-      std::string text = decode_escapes(lit);
+      std::string text = decode_escapes(lit, raw, tok_span);
       if (!parts.empty() && !parts.back().expr)
         parts.back().literal += text;
       else
@@ -1389,7 +1365,7 @@ private:
         }
         if (k >= body.size()) fail_span(field, "f-string: expected '}' after format spec");
         fstring_parts(body.substr(j + 1, k - j - 1), offset + static_cast<uint32_t>(j + 1),
-                      part.spec, tok_span, nest + 1);
+                      part.spec, tok_span, nest + 1, raw);
         j = k;
       }
       if (j >= body.size() || body[j] != '}') fail_span(field, "f-string: expected '}'");
