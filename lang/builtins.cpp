@@ -496,7 +496,8 @@ Value to_int(InterpreterImpl& in, CallArgs& a) {
       }
     }
     if (b2 == 0) b2 = 10;
-    if (digits.empty() || digits[0] == '+' || digits[0] == '-' || std::isspace(static_cast<unsigned char>(digits[0])))
+    if (digits.empty() || digits[0] == '+' || digits[0] == '-' ||
+        std::isspace(static_cast<unsigned char>(digits[0])))
       throw bad();
     char* end = nullptr;
     errno = 0;
@@ -504,7 +505,8 @@ Value to_int(InterpreterImpl& in, CallArgs& a) {
     long long v = std::strtoll(num.c_str(), &end, b2);
     if (*end) throw bad();
     if (errno == ERANGE)
-      throw Error(ErrCode::Value, "integer overflow (pxl integers are 64-bit): int(" + repr(x) + ")");
+      throw Error(ErrCode::Value,
+                  "integer overflow (pxl integers are 64-bit): int(" + repr(x) + ")");
     return Value::integer(v);
   }
   if (x.is_obj(ObjKind::Array)) {
@@ -666,7 +668,8 @@ void InterpreterImpl::install_builtins() {
         ArgReader r("fromkeys", a, {"iterable", "value"}, 1);
         auto d = std::make_shared<DictObj>();
         for (const Value& k : in.iterate(r[0], Span{})) {
-          if (!is_hashable(k)) throw Error(ErrCode::Type, "unhashable type: '" + type_name(k) + "'");
+          if (!is_hashable(k))
+            throw Error(ErrCode::Type, "unhashable type: '" + type_name(k) + "'");
           d->set(k, r[1]);
         }
         return Value::object(d);

@@ -148,8 +148,8 @@ std::string format_float(double v, const Spec& sp) {
     std::snprintf(buf, sizeof buf, "%.*g", prec < 0 ? 6 : prec, a);
     body = buf;
   } else {
-    throw Error(ErrCode::Value, std::string("Unknown format code '") + type +
-                                    "' for object of type 'float'");
+    throw Error(ErrCode::Value,
+                std::string("Unknown format code '") + type + "' for object of type 'float'");
   }
   return finish_number(body, neg, sp);
 }
@@ -189,8 +189,8 @@ std::string format_int(int64_t v, const Spec& sp) {
     if (v < 0 || v > 0x10FFFF) throw Error(ErrCode::Value, "%c arg not in range(0x110000)");
     return pad_text(utf8_encode(static_cast<uint32_t>(v)), sp);
   default:
-    throw Error(ErrCode::Value, std::string("Unknown format code '") + sp.type +
-                                    "' for object of type 'int'");
+    throw Error(ErrCode::Value,
+                std::string("Unknown format code '") + sp.type + "' for object of type 'int'");
   }
   const char* digits = sp.type == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
   do {

@@ -663,5 +663,4 @@ std::string decode_escape(const std::string& s, size_t& pos, std::string& out) {
   return "";
 }
 
-
 } // namespace pxl

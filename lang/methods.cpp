@@ -29,9 +29,8 @@ const std::vector<std::string> kListMethods = {"append", "extend", "pop",     "i
                                                "index",  "count",  "reverse", "sort",
                                                "copy",   "clear",  "remove"};
 const std::vector<std::string> kTupleMethods = {"index", "count"};
-const std::vector<std::string> kDictMethods = {"keys", "values", "items",      "get",
-                                               "update", "pop",  "popitem", "setdefault",
-                                               "copy", "clear"};
+const std::vector<std::string> kDictMethods = {"keys", "values",  "items",      "get",  "update",
+                                               "pop",  "popitem", "setdefault", "copy", "clear"};
 
 Value list_method(InterpreterImpl& in, const std::string& name, const Value& self, CallArgs& a) {
   bool is_list = self.is_obj(ObjKind::List);

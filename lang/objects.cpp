@@ -36,7 +36,6 @@ void InterpreterImpl::check_stack(const Span& where) {
 
 // ---- unbound methods ---------------------------------------------------------
 
-
 // A method of a builtin class taken from the class, as `str.lower` or
 // `dict.get`: a function whose first argument is the instance (Python's
 // method descriptor), so that `sorted(xs, key=str.lower)` works.
@@ -65,14 +64,13 @@ static bool unbound_method(InterpreterImpl& in, const std::string& cls, const st
     return false;
   out = make_builtin(name, [cls, name](InterpreterImpl& in, CallArgs& a) {
     if (a.pos.empty())
-      throw Error(ErrCode::Type,
-                  "unbound method " + cls + "." + name + "() needs an argument");
+      throw Error(ErrCode::Type, "unbound method " + cls + "." + name + "() needs an argument");
     Value self = a.pos[0];
     std::string t = type_name(self);
-    bool fits = t == cls || (cls == "int" && self.is_intlike()) ||
-                (cls == "dict" && self.is_obj(ObjKind::Dict)) ||
-                (cls == "tuple" && self.is_obj(ObjKind::Opaque) &&
-                 self.as<OpaqueObj>()->tuple_items());
+    bool fits =
+        t == cls || (cls == "int" && self.is_intlike()) ||
+        (cls == "dict" && self.is_obj(ObjKind::Dict)) ||
+        (cls == "tuple" && self.is_obj(ObjKind::Opaque) && self.as<OpaqueObj>()->tuple_items());
     if (!fits)
       throw Error(ErrCode::Type, "descriptor '" + name + "' for '" + cls +
                                      "' objects doesn't apply to a '" + t + "' object");
@@ -121,9 +119,9 @@ static Value call_user(InterpreterImpl& in, FunctionObj& f, CallArgs& args, cons
         ++max_pos;
         if (!p.default_value) ++min_pos;
       }
-    std::string takes = min_pos == max_pos ? std::to_string(max_pos)
-                                           : "from " + std::to_string(min_pos) + " to " +
-                                                 std::to_string(max_pos);
+    std::string takes = min_pos == max_pos
+                            ? std::to_string(max_pos)
+                            : "from " + std::to_string(min_pos) + " to " + std::to_string(max_pos);
     throw Error(ErrCode::Arguments,
                 fname + " takes " + takes + " positional argument" + (max_pos == 1 ? "" : "s") +
                     " but " + std::to_string(npos) + (npos == 1 ? " was" : " were") + " given",
@@ -151,16 +149,16 @@ static Value call_user(InterpreterImpl& in, FunctionObj& f, CallArgs& args, cons
   for (bool kwonly : {false, true}) {
     std::vector<std::string> missing;
     for (size_t i = 0; i < params.size(); ++i)
-      if (!bound[i] && params[i].kind == Param::Kind::Normal &&
-          params[i].keyword_only == kwonly && !params[i].default_value)
+      if (!bound[i] && params[i].kind == Param::Kind::Normal && params[i].keyword_only == kwonly &&
+          !params[i].default_value)
         missing.push_back("'" + params[i].name + "'");
     if (missing.empty()) continue;
     std::string names;
     for (size_t k = 0; k < missing.size(); ++k)
-      names += (k == 0                                           ? ""
-                : k + 1 < missing.size()                         ? ", "
-                : missing.size() == 2                            ? " and "
-                                                                 : ", and ") +
+      names += (k == 0                   ? ""
+                : k + 1 < missing.size() ? ", "
+                : missing.size() == 2    ? " and "
+                                         : ", and ") +
                missing[k];
     throw Error(ErrCode::Arguments,
                 fname + " missing " + std::to_string(missing.size()) + " required " +
@@ -493,8 +491,8 @@ Value InterpreterImpl::get_item(const Value& obj, const Value& index, const Span
       if (index.is_obj(ObjKind::Slice)) { // a range again: range(10)[2:8:3] is range(2, 8, 3)
         int64_t start, stop, step;
         slice_indices(*this, *index.as<SliceObj>(), r->size(), start, stop, step, where);
-        return Value::object(std::make_shared<RangeObj>(
-            r->start + start * r->step, r->start + stop * r->step, r->step * step));
+        return Value::object(std::make_shared<RangeObj>(r->start + start * r->step,
+                                                        r->start + stop * r->step, r->step * step));
       }
       if (!index.is_intlike())
         throw Error(ErrCode::Type,
@@ -534,8 +532,7 @@ void InterpreterImpl::set_item(const Value& obj, const Value& index, const Value
   if (obj.is_obj(ObjKind::List)) {
     auto& items = obj.as<ListObj>()->items;
     if (index.is_obj(ObjKind::Slice)) {
-      assign_list_slice(*this, *obj.as<ListObj>(), *index.as<SliceObj>(), iterate(v, where),
-                        where);
+      assign_list_slice(*this, *obj.as<ListObj>(), *index.as<SliceObj>(), iterate(v, where), where);
       return;
     }
     if (!index.is_intlike())

@@ -257,8 +257,7 @@ private:
       // assign in the enclosing scope that binds them (mark_nonlocal marks
       // those targets); the statement itself does nothing when it runs.
       advance();
-      if (nonlocals_.empty())
-        fail_span(start, "nonlocal declaration not allowed at module level");
+      if (nonlocals_.empty()) fail_span(start, "nonlocal declaration not allowed at module level");
       do {
         const Token& n = expect(Tok::Name, "a name");
         nonlocals_.back().push_back(n.text);
@@ -359,7 +358,8 @@ private:
       return;
     }
     case ExprKind::Call:
-      fail_span(e.span, std::string("cannot ") + verb + " a function call");
+      fail_span(e.span, std::string("cannot ") + verb +
+                            (e.func ? " a function call" : " a named expression"));
     default:
       fail_span(e.span, std::string("cannot ") + verb + " this expression" +
                             (e.kind == ExprKind::Compare ? " (did you mean '=='?)" : ""));
@@ -607,8 +607,8 @@ private:
         // not an error, as Python's is).
         const Token& slash = advance();
         if (seen_star || seen_slash || ps.empty())
-          fail_span(slash.span, ps.empty() ? "at least one argument must precede /"
-                                           : "/ must be ahead of *");
+          fail_span(slash.span,
+                    ps.empty() ? "at least one argument must precede /" : "/ must be ahead of *");
         seen_slash = true;
         if (!accept(Tok::Comma)) break;
         continue;

@@ -91,7 +91,8 @@ Value format_field(InterpreterImpl& in, const std::string& field, CallArgs& a, s
     bool found = false;
     for (auto& [name, x] : a.kw)
       if (name == head) v = x, found = true;
-    if (!found) throw Error(ErrCode::Key, "format string names '" + head + "' but it was not passed");
+    if (!found)
+      throw Error(ErrCode::Key, "format string names '" + head + "' but it was not passed");
   }
   size_t i = head_end;
   while (i < field.size()) {
@@ -106,8 +107,8 @@ Value format_field(InterpreterImpl& in, const std::string& field, CallArgs& a, s
       if (e == std::string::npos) throw Error(ErrCode::Value, "Missing ']' in format string");
       std::string key = field.substr(i + 1, e - i - 1);
       if (key.empty()) throw Error(ErrCode::Value, "Empty attribute in format string");
-      v = in.get_item(v, digits(key) ? Value::integer(std::stoll(key.substr(0, 18))) : make_str(key),
-                      Span{});
+      v = in.get_item(
+          v, digits(key) ? Value::integer(std::stoll(key.substr(0, 18))) : make_str(key), Span{});
       i = e + 1;
     } else {
       throw Error(ErrCode::Value, "Only '.' or '[' may follow ']' in format field specifier");
@@ -430,7 +431,9 @@ Value str_method(InterpreterImpl& in, const std::string& name, const Value& self
         }
       } else {
         out += c;
-        col = c == '\n' || c == '\r' ? 0 : (static_cast<unsigned char>(c) & 0xC0) == 0x80 ? col : col + 1;
+        col = c == '\n' || c == '\r'                           ? 0
+              : (static_cast<unsigned char>(c) & 0xC0) == 0x80 ? col
+                                                               : col + 1;
       }
     }
     return make_str(out);
@@ -450,12 +453,12 @@ Value str_method(InterpreterImpl& in, const std::string& name, const Value& self
 
 const std::vector<std::string>& str_method_names() {
   static const std::vector<std::string> names = {
-      "join",       "split",        "rsplit",      "strip",    "lstrip",    "rstrip",
-      "replace",    "startswith",   "endswith",    "format",   "upper",     "lower",
-      "title",      "capitalize",   "swapcase",    "casefold", "find",      "rfind",
-      "index",      "rindex",       "count",       "isdigit",  "isdecimal", "isnumeric",
-      "isalpha",    "isalnum",      "isspace",     "isupper",  "islower",   "isidentifier",
-      "splitlines", "center",       "ljust",       "rjust",    "zfill",     "partition",
+      "join",       "split",        "rsplit",       "strip",     "lstrip",    "rstrip",
+      "replace",    "startswith",   "endswith",     "format",    "upper",     "lower",
+      "title",      "capitalize",   "swapcase",     "casefold",  "find",      "rfind",
+      "index",      "rindex",       "count",        "isdigit",   "isdecimal", "isnumeric",
+      "isalpha",    "isalnum",      "isspace",      "isupper",   "islower",   "isidentifier",
+      "splitlines", "center",       "ljust",        "rjust",     "zfill",     "partition",
       "rpartition", "removeprefix", "removesuffix", "expandtabs"};
   return names;
 }

@@ -21,16 +21,18 @@ Value memoize(InterpreterImpl& in, const Value& fn, int64_t maxsize) {
       name.is_obj(ObjKind::Str) ? name.as<StrObj>()->value : std::string("lru_cache_wrapper"),
       [fn, cache, maxsize](InterpreterImpl& in, CallArgs& a) {
         ValueList key = a.pos;
-        if (!a.kw.empty()) { // keywords follow a marker, as in Python's key
+        if (!a.kw.empty()) {                   // keywords follow a marker, as in Python's key
           key.push_back(Value::object(cache)); // (never an argument: unique)
           for (auto& [k, v] : a.kw) key.push_back(make_tuple({make_str(k), v}));
         }
         Value k = make_tuple(std::move(key));
         if (!is_hashable(k)) {
           for (const Value& v : a.pos)
-            if (!is_hashable(v)) throw Error(ErrCode::Type, "unhashable type: '" + type_name(v) + "'");
+            if (!is_hashable(v))
+              throw Error(ErrCode::Type, "unhashable type: '" + type_name(v) + "'");
           for (auto& [kw, v] : a.kw)
-            if (!is_hashable(v)) throw Error(ErrCode::Type, "unhashable type: '" + type_name(v) + "'");
+            if (!is_hashable(v))
+              throw Error(ErrCode::Type, "unhashable type: '" + type_name(v) + "'");
         }
         if (const Value* hit = cache->find(k)) {
           Value out = *hit;
@@ -147,7 +149,8 @@ namespace {
 
 int64_t math_int(const ArgReader& r, size_t i) {
   if (!r[i].is_intlike())
-    throw Error(ErrCode::Type, "'" + type_name(r[i]) + "' object cannot be interpreted as an integer");
+    throw Error(ErrCode::Type,
+                "'" + type_name(r[i]) + "' object cannot be interpreted as an integer");
   return r[i].as_int();
 }
 
@@ -169,8 +172,7 @@ void add_math_integer_functions(ModuleBuilder& b) {
   for (bool is_lcm : {false, true}) {
     std::string name = is_lcm ? "lcm" : "gcd";
     b.fn(name, [name, is_lcm, gcd2](InterpreterImpl&, CallArgs& a) {
-      if (!a.kw.empty())
-        throw Error(ErrCode::Arguments, name + "() takes no keyword arguments");
+      if (!a.kw.empty()) throw Error(ErrCode::Arguments, name + "() takes no keyword arguments");
       int64_t acc = is_lcm ? 1 : 0;
       for (const Value& v : a.pos) {
         if (!v.is_intlike())
@@ -212,7 +214,8 @@ void add_math_integer_functions(ModuleBuilder& b) {
       for (int64_t i = 0; i < k; ++i) {
         acc *= n - i;
         if (!is_perm) acc /= i + 1;
-        if (acc > INT64_MAX) throw Error(ErrCode::Value, "integer overflow (pxl integers are 64-bit)");
+        if (acc > INT64_MAX)
+          throw Error(ErrCode::Value, "integer overflow (pxl integers are 64-bit)");
       }
       return Value::integer(static_cast<int64_t>(acc));
     });
@@ -350,12 +353,12 @@ Value make_math_module() {
   // number that is not NaN is a domain error, an infinity from a finite
   // number a range error where the function can overflow, else a domain error.
   static const std::pair<const char*, double (*)(double)> fns[] = {
-      {"sqrt", std::sqrt},   {"exp", std::exp},     {"log2", std::log2},   {"log10", std::log10},
-      {"sin", std::sin},     {"cos", std::cos},     {"tan", std::tan},     {"tanh", std::tanh},
-      {"fabs", std::fabs},   {"erf", std::erf},     {"log1p", std::log1p}, {"expm1", std::expm1},
-      {"atan", std::atan},   {"asin", std::asin},   {"acos", std::acos},   {"sinh", std::sinh},
-      {"cosh", std::cosh},   {"asinh", std::asinh}, {"acosh", std::acosh}, {"atanh", std::atanh},
-      {"erfc", std::erfc},   {"exp2", std::exp2},   {"cbrt", std::cbrt},   {"gamma", std::tgamma},
+      {"sqrt", std::sqrt},    {"exp", std::exp},     {"log2", std::log2},   {"log10", std::log10},
+      {"sin", std::sin},      {"cos", std::cos},     {"tan", std::tan},     {"tanh", std::tanh},
+      {"fabs", std::fabs},    {"erf", std::erf},     {"log1p", std::log1p}, {"expm1", std::expm1},
+      {"atan", std::atan},    {"asin", std::asin},   {"acos", std::acos},   {"sinh", std::sinh},
+      {"cosh", std::cosh},    {"asinh", std::asinh}, {"acosh", std::acosh}, {"atanh", std::atanh},
+      {"erfc", std::erfc},    {"exp2", std::exp2},   {"cbrt", std::cbrt},   {"gamma", std::tgamma},
       {"lgamma", std::lgamma}};
   for (auto [name, f] : fns) {
     std::string n = name;
@@ -364,12 +367,12 @@ Value make_math_module() {
       ArgReader r(n, a, {"x"}, 1);
       double x = r.get_float(0);
       double y = fp(x);
-      bool can_overflow = n == "exp" || n == "expm1" || n == "exp2" || n == "sinh" ||
-                          n == "cosh" || n == "gamma" || n == "lgamma";
+      bool can_overflow = n == "exp" || n == "expm1" || n == "exp2" || n == "sinh" || n == "cosh" ||
+                          n == "gamma" || n == "lgamma";
       // tgamma/lgamma at 0 and the negative integers are poles: domain errors.
       bool pole = (n == "gamma" || n == "lgamma") && x <= 0 && std::floor(x) == x;
-      if ((std::isnan(y) && !std::isnan(x)) || (std::isinf(y) && std::isfinite(x) && !can_overflow) ||
-          pole)
+      if ((std::isnan(y) && !std::isnan(x)) ||
+          (std::isinf(y) && std::isfinite(x) && !can_overflow) || pole)
         throw Error(ErrCode::Value, "math domain error");
       if (std::isinf(y) && std::isfinite(x)) throw Error(ErrCode::Value, "math range error");
       return Value::number(y);
