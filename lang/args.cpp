@@ -37,9 +37,22 @@ ArgReader::ArgReader(const std::string& fname, CallArgs& args,
     values_[i] = v;
     given_[i] = true;
   }
+  // Python's text for a function's missing arguments, naming them all.
+  std::vector<std::string> missing;
   for (size_t i = 0; i < required && i < names_.size(); ++i)
-    if (!given_[i])
-      throw Error(ErrCode::Arguments, fname + "() missing required argument '" + names_[i] + "'");
+    if (!given_[i]) missing.push_back("'" + names_[i] + "'");
+  if (!missing.empty()) {
+    std::string names;
+    for (size_t k = 0; k < missing.size(); ++k)
+      names += (k == 0                   ? ""
+                : k + 1 < missing.size() ? ", "
+                : missing.size() == 2    ? " and "
+                                         : ", and ") +
+               missing[k];
+    throw Error(ErrCode::Arguments, fname + "() missing " + std::to_string(missing.size()) +
+                                        " required positional argument" +
+                                        (missing.size() == 1 ? "" : "s") + ": " + names);
+  }
 }
 
 int64_t ArgReader::get_int(size_t i) const {

@@ -7,6 +7,7 @@
 #include "ir/aval_text.hpp"
 #include "lang/args.hpp"
 #include "lang/interp_impl.hpp"
+#include "lang/lazy_iter.hpp"
 #include "lang/methods.hpp"
 #include "lang/py_complex.hpp"
 #include "lang/py_set.hpp"
@@ -50,7 +51,7 @@ struct TypeObj : OpaqueObj {
 // iter(x): the items of x, taken one at a time by next() and by loops (which
 // take all that are left), as Python's iterators. The items are listed when
 // the iterator is made (pxl's containers are immutable or copied on use).
-struct IteratorObj : OpaqueObj {
+struct IteratorObj : LazyIterObj {
   IteratorObj(ValueList v, std::string kind) : items_(std::move(v)), kind_(std::move(kind)) {}
   std::string type_name() const override { return kind_; }
   std::string repr() const override { return "<" + kind_ + " object>"; }
@@ -59,8 +60,7 @@ struct IteratorObj : OpaqueObj {
     pos_ = items_.size();
     return true;
   }
-  // The next item, or false when none is left.
-  bool next(Value& out) {
+  bool next(InterpreterImpl&, Value& out) override {
     if (pos_ >= items_.size()) return false;
     out = items_[pos_++];
     return true;
@@ -256,7 +256,19 @@ Value py_round(InterpreterImpl& in, CallArgs& a) {
         np::binary(in.ops(), np::BinOp::Mul, cd == dt ? y : np::astype(in.ops(), y, cd), inv);
     return make_array(weak && cd == dt ? prod : np::astype(in.ops(), prod, dt));
   }
-  if (x.is_intlike()) return Value::integer(x.as_int());
+  if (x.is_intlike()) {
+    int64_t n = x.as_int();
+    if (!r.has(1) || r[1].is_none() || r.get_int(1) >= 0) return Value::integer(n);
+    // round(1234, -2) == 1200: to a multiple of 10^-ndigits, halves to even.
+    int64_t nd = r.get_int(1);
+    if (nd < -18) return Value::integer(0);
+    int64_t p = 1;
+    for (int64_t k = 0; k < -nd; ++k) p *= 10;
+    int64_t q = n / p, rem = n % p;
+    if (rem < 0) rem += p, q -= 1; // floor division
+    if (2 * (rem % p) > p || (2 * rem == p && (q & 1))) q += 1;
+    return Value::integer(q * p);
+  }
   double f = value_to_float(x, "round() argument");
   if (!r.has(1) || r[1].is_none()) {
     if (!std::isfinite(f))
@@ -276,6 +288,94 @@ Value py_round(InterpreterImpl& in, CallArgs& a) {
   return Value::number(std::nearbyint(f / p) * p);
 }
 
+// pow(base, exp, mod) of ints, as Python: the result takes mod's sign, a
+// negative exponent inverts base modulo mod.
+int64_t pow_mod(const Value& base, const Value& exp, const Value& mod) {
+  if (!base.is_intlike() || !exp.is_intlike() || !mod.is_intlike())
+    throw Error(ErrCode::Type, "pow() 3rd argument not allowed unless all arguments are integers");
+  int64_t m = mod.as_int(), e = exp.as_int();
+  if (m == 0) throw Error(ErrCode::Value, "pow() 3rd argument cannot be 0");
+  using u128 = unsigned __int128;
+  uint64_t um = m < 0 ? 0 - static_cast<uint64_t>(m) : static_cast<uint64_t>(m);
+  auto reduce = [&](int64_t x) { // x mod |m| in [0, |m|)
+    int64_t r = static_cast<int64_t>(static_cast<__int128>(x) % static_cast<__int128>(um));
+    return static_cast<uint64_t>(r < 0 ? r + static_cast<__int128>(um) : r);
+  };
+  uint64_t b = reduce(base.as_int());
+  if (e < 0) { // the inverse of b modulo |m| by the extended Euclidean algorithm
+    __int128 g = static_cast<__int128>(um), x = static_cast<__int128>(b), s0 = 0, s1 = 1;
+    while (x != 0) {
+      __int128 q = g / x, t = g - q * x;
+      g = x, x = t;
+      t = s0 - q * s1;
+      s0 = s1, s1 = t;
+    }
+    if (g != 1) throw Error(ErrCode::Value, "base is not invertible for the given modulus");
+    s0 %= static_cast<__int128>(um);
+    b = static_cast<uint64_t>(s0 < 0 ? s0 + static_cast<__int128>(um) : s0);
+    e = e == INT64_MIN ? INT64_MAX : -e; // (INT64_MIN is beyond any practical use)
+  }
+  uint64_t r = um == 1 ? 0 : 1;
+  for (uint64_t k = static_cast<uint64_t>(e); k; k >>= 1) {
+    if (k & 1) r = static_cast<uint64_t>(static_cast<u128>(r) * b % um);
+    b = static_cast<uint64_t>(static_cast<u128>(b) * b % um);
+  }
+  // Python's result has the sign of the modulus.
+  return m < 0 && r != 0 ? static_cast<int64_t>(r) + m : static_cast<int64_t>(r);
+}
+
+// hash(x) as CPython computes it for numbers and tuples of them (ints modulo
+// 2**61 - 1, floats by their exact value, tuples by xxHash), so printed hashes
+// agree with Python's; other values hash by pxl's own function (CPython's
+// string hashes are randomized per run anyway).
+int64_t python_hash(const Value& v) {
+  constexpr uint64_t kModulus = (uint64_t{1} << 61) - 1;
+  auto fix = [](int64_t h) { return h == -1 ? -2 : h; };
+  if (v.is_intlike()) {
+    int64_t x = v.as_int();
+    uint64_t m = x < 0 ? 0 - static_cast<uint64_t>(x) : static_cast<uint64_t>(x);
+    auto h = static_cast<int64_t>(m % kModulus);
+    return fix(x < 0 ? -h : h);
+  }
+  if (v.is_float()) {
+    double d = v.f;
+    if (std::isinf(d)) return d > 0 ? 314159 : -314159;
+    if (std::isnan(d)) return 0; // CPython: the object's identity
+    int e = 0;
+    double m = std::frexp(d, &e);
+    int sign = 1;
+    if (m < 0) sign = -1, m = -m;
+    uint64_t x = 0;
+    while (m != 0) {
+      x = ((x << 28) & kModulus) | x >> (61 - 28);
+      m *= 268435456.0;
+      e -= 28;
+      auto y = static_cast<uint64_t>(m);
+      m -= static_cast<double>(y);
+      x += y;
+      if (x >= kModulus) x -= kModulus;
+    }
+    e = e >= 0 ? e % 61 : 61 - 1 - ((-1 - e) % 61);
+    x = ((x << e) & kModulus) | x >> (61 - e);
+    return fix(static_cast<int64_t>(x) * sign);
+  }
+  if (v.is_obj(ObjKind::Tuple)) {
+    const uint64_t p1 = 11400714785074694791ULL, p2 = 14029467366897019727ULL,
+                   p5 = 2870177450012600261ULL;
+    const auto& items = v.as<TupleObj>()->items;
+    uint64_t acc = p5;
+    for (const Value& x : items) {
+      acc += static_cast<uint64_t>(python_hash(x)) * p2;
+      acc = (acc << 31) | (acc >> 33);
+      acc *= p1;
+    }
+    acc += items.size() ^ (p5 ^ 3527539UL);
+    if (acc == static_cast<uint64_t>(-1)) return 1546275796;
+    return static_cast<int64_t>(acc);
+  }
+  return static_cast<int64_t>(ValueHash()(v) >> 1);
+}
+
 Value min_max(InterpreterImpl& in, CallArgs& a, bool is_max) {
   const char* name = is_max ? "max" : "min";
   Value key, dflt;
@@ -290,7 +390,7 @@ Value min_max(InterpreterImpl& in, CallArgs& a, bool is_max) {
                   std::string(name) + "() got an unexpected keyword argument '" + k + "'");
   }
   if (a.pos.empty())
-    throw Error(ErrCode::Arguments, std::string(name) + "() expected at least 1 argument, got 0");
+    throw Error(ErrCode::Type, std::string(name) + " expected at least 1 argument, got 0");
   ValueList items = a.pos.size() == 1 ? in.iterate(a.pos[0], Span{}) : a.pos;
   if (items.empty()) {
     if (has_default) return dflt;
@@ -375,12 +475,38 @@ Value to_int(InterpreterImpl& in, CallArgs& a) {
     size_t b = s.find_first_not_of(" \t\n"), e = s.find_last_not_of(" \t\n");
     std::string t = b == std::string::npos ? "" : s.substr(b, e - b + 1);
     int base = static_cast<int>(r.get_int(1, 10));
+    if (base != 0 && (base < 2 || base > 36))
+      throw Error(ErrCode::Value, "int() base must be >= 2 and <= 36, or 0");
+    auto bad = [&]() {
+      return Error(ErrCode::Value,
+                   "invalid literal for int() with base " + std::to_string(base) + ": " + repr(x));
+    };
+    // Python's prefixes: 0x 0o 0b (any base when 0, the matching one otherwise).
+    std::string sign = !t.empty() && (t[0] == '+' || t[0] == '-') ? t.substr(0, 1) : "";
+    std::string digits = t.substr(sign.size());
+    int b2 = base;
+    if (digits.size() > 1 && digits[0] == '0') {
+      char p = static_cast<char>(std::tolower(static_cast<unsigned char>(digits[1])));
+      int pb = p == 'x' ? 16 : p == 'o' ? 8 : p == 'b' ? 2 : 0;
+      if (pb && (base == 0 || base == pb)) {
+        b2 = pb;
+        digits = digits.substr(2);
+      } else if (base == 0 && digits.find_first_not_of('0') != std::string::npos) {
+        throw bad(); // "017": leading zeros need a prefix
+      }
+    }
+    if (b2 == 0) b2 = 10;
+    if (digits.empty() || digits[0] == '+' || digits[0] == '-' ||
+        std::isspace(static_cast<unsigned char>(digits[0])))
+      throw bad();
     char* end = nullptr;
     errno = 0;
-    long long v = t.empty() ? 0 : std::strtoll(t.c_str(), &end, base);
-    if (t.empty() || *end || errno == ERANGE)
+    std::string num = sign + digits;
+    long long v = std::strtoll(num.c_str(), &end, b2);
+    if (*end) throw bad();
+    if (errno == ERANGE)
       throw Error(ErrCode::Value,
-                  "invalid literal for int() with base " + std::to_string(base) + ": " + repr(x));
+                  "integer overflow (pxl integers are 64-bit): int(" + repr(x) + ")");
     return Value::integer(v);
   }
   if (x.is_obj(ObjKind::Array)) {
@@ -536,6 +662,18 @@ void InterpreterImpl::install_builtins() {
     for (auto& [k, v] : a.kw) d->set(make_str(k), v);
     return Value::object(d);
   });
+  // dict.fromkeys(iterable, value=None): one shared value per key.
+  builtins_->vars["dict"].as<BuiltinObj>()->attrs.emplace_back(
+      "fromkeys", make_builtin("fromkeys", [](InterpreterImpl& in, CallArgs& a) {
+        ArgReader r("fromkeys", a, {"iterable", "value"}, 1);
+        auto d = std::make_shared<DictObj>();
+        for (const Value& k : in.iterate(r[0], Span{})) {
+          if (!is_hashable(k))
+            throw Error(ErrCode::Type, "unhashable type: '" + type_name(k) + "'");
+          d->set(k, r[1]);
+        }
+        return Value::object(d);
+      }));
   def("zip", [](InterpreterImpl& in, CallArgs& a) {
     bool strict = false;
     for (auto& [k, v] : a.kw) {
@@ -543,14 +681,36 @@ void InterpreterImpl::install_builtins() {
         throw Error(ErrCode::Arguments, "zip() got an unexpected keyword argument '" + k + "'");
       strict = in.truthy(v, Span{});
     }
+    if (std::any_of(a.pos.begin(), a.pos.end(), [](const Value& x) { return as_lazy_iter(x); })) {
+      // Iterators (count(), iter(x), ...) give their items one at a time:
+      // stop at the first argument that runs out, as Python does.
+      std::vector<ValueList> listed(a.pos.size());
+      for (size_t k = 0; k < a.pos.size(); ++k)
+        if (!as_lazy_iter(a.pos[k])) listed[k] = in.iterate(a.pos[k], Span{});
+      ValueList out;
+      for (size_t i = 0;; ++i) {
+        ValueList t;
+        for (size_t k = 0; k < a.pos.size(); ++k) {
+          Value x;
+          LazyIterObj* it = as_lazy_iter(a.pos[k]);
+          if (it ? !it->next(in, x) : i >= listed[k].size()) return make_list(std::move(out));
+          t.push_back(it ? x : listed[k][i]);
+        }
+        out.push_back(make_tuple(std::move(t)));
+      }
+    }
     std::vector<ValueList> seqs;
     for (const Value& x : a.pos) seqs.push_back(in.iterate(x, Span{}));
     size_t n = seqs.empty() ? 0 : SIZE_MAX;
-    for (auto& s : seqs) {
-      if (strict && n != SIZE_MAX && s.size() != n)
-        throw Error(ErrCode::Value, "zip() arguments have different lengths");
-      n = std::min(n, s.size());
-    }
+    for (auto& s : seqs) n = std::min(n, s.size());
+    if (strict) // Python's texts name the first argument of another length
+      for (size_t k = 1; k < seqs.size(); ++k)
+        if (seqs[k].size() != seqs[0].size()) {
+          std::string which = "argument" + std::string(k == 1 ? " " : "s 1-") + std::to_string(k);
+          throw Error(ErrCode::Value, "zip() argument " + std::to_string(k + 1) + " is " +
+                                          (seqs[k].size() < seqs[0].size() ? "shorter" : "longer") +
+                                          " than " + which);
+        }
     ValueList out;
     for (size_t i = 0; i < n; ++i) {
       ValueList t;
@@ -569,8 +729,7 @@ void InterpreterImpl::install_builtins() {
   });
   def("iter", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("iter", a, {"object"}, 1);
-    if (r[0].is_obj(ObjKind::Opaque) && dynamic_cast<IteratorObj*>(r[0].as<OpaqueObj>()))
-      return r[0];
+    if (as_lazy_iter(r[0])) return r[0]; // an iterator is its own iterator
     std::string kind = r[0].is_obj(ObjKind::List)    ? "list_iterator"
                        : r[0].is_obj(ObjKind::Tuple) ? "tuple_iterator"
                        : r[0].is_obj(ObjKind::Dict)  ? "dict_keyiterator"
@@ -578,13 +737,12 @@ void InterpreterImpl::install_builtins() {
                                                      : "iterator";
     return Value::object(std::make_shared<IteratorObj>(in.iterate(r[0], Span{}), kind));
   });
-  def("next", [](InterpreterImpl&, CallArgs& a) {
+  def("next", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("next", a, {"iterator", "default"}, 1);
-    auto* it =
-        r[0].is_obj(ObjKind::Opaque) ? dynamic_cast<IteratorObj*>(r[0].as<OpaqueObj>()) : nullptr;
+    auto* it = as_lazy_iter(r[0]);
     if (!it) throw Error(ErrCode::Type, "'" + type_name(r[0]) + "' object is not an iterator");
     Value out;
-    if (it->next(out)) return out;
+    if (it->next(in, out)) return out;
     if (r.has(1)) return r[1];
     throw Error(ErrCode::Value, "StopIteration");
   });
@@ -669,8 +827,9 @@ void InterpreterImpl::install_builtins() {
   });
   def("round", py_round);
   def("pow", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("pow", a, {"base", "exp"}, 2);
-    return in.binary_op(BinOpKind::Pow, r[0], r[1], Span{});
+    ArgReader r("pow", a, {"base", "exp", "mod"}, 2);
+    if (!r.has(2) || r[2].is_none()) return in.binary_op(BinOpKind::Pow, r[0], r[1], Span{});
+    return Value::integer(pow_mod(r[0], r[1], r[2]));
   });
   def("divmod", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("divmod", a, {"a", "b"}, 2);
@@ -717,7 +876,7 @@ void InterpreterImpl::install_builtins() {
     ArgReader r("hash", a, {"obj"}, 1);
     if (!is_hashable(r[0]))
       throw Error(ErrCode::Type, "unhashable type: '" + type_name(r[0]) + "'");
-    return Value::integer(static_cast<int64_t>(ValueHash()(r[0]) >> 1));
+    return Value::integer(python_hash(r[0]));
   });
   // id(x): the object's address, so it agrees with `is`; None, bools,
   // numbers have no object in pxl, and equal ones share an id (as Python's

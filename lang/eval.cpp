@@ -3,6 +3,8 @@
 
 #include "lang/args.hpp"
 #include "lang/interp_impl.hpp"
+#include "lang/lazy_iter.hpp"
+#include "lang/list_slices.hpp"
 #include "lang/py_set.hpp"
 
 namespace pxl {
@@ -50,10 +52,25 @@ static void assign_sequence(InterpreterImpl& in, const Expr& target, const Value
     assign(in, *target.elts[star + 1 + i], items[items.size() - after + i], env);
 }
 
+// Binds `name` in `env`; a name declared nonlocal (the parser marks its
+// targets) in the nearest enclosing scope that binds it.
+static void assign_name(Env& env, const std::string& name, bool nonlocal, const Value& v) {
+  if (nonlocal) {
+    for (Env* e = env.parent.get(); e; e = e->parent.get()) {
+      auto it = e->vars.find(name);
+      if (it != e->vars.end()) {
+        it->second = v;
+        return;
+      }
+    }
+  }
+  env.vars[name] = v;
+}
+
 static void assign(InterpreterImpl& in, const Expr& target, const Value& v, const EnvPtr& env) {
   switch (target.kind) {
   case ExprKind::Name:
-    env->vars[target.name] = v;
+    assign_name(*env, target.name, target.bool_value, v);
     return;
   case ExprKind::Tuple:
   case ExprKind::List:
@@ -90,7 +107,18 @@ static void assign(InterpreterImpl& in, const Expr& target, const Value& v, cons
 
 // ---- expressions -------------------------------------------------------------
 
+// The walrus `(name := value)` (a Call node without a callee, see the
+// parser's namedexpr_test): binds outside the comprehensions around it.
+static Value eval_walrus(InterpreterImpl& in, const Expr& e, const EnvPtr& env) {
+  Value v = in.eval(*e.elts[0], env);
+  Env* scope = env.get();
+  for (int64_t k = 0; k < e.int_value && scope->parent; ++k) scope = scope->parent.get();
+  assign_name(*scope, e.name, e.bool_value, v);
+  return v;
+}
+
 static Value eval_call(InterpreterImpl& in, const Expr& e, const EnvPtr& env) {
+  if (!e.func) return eval_walrus(in, e, env);
   Value fn;
   // Method call fast path: obj.name(...) avoids allocating a bound method when possible.
   fn = in.eval(*e.func, env);
@@ -426,6 +454,17 @@ Flow InterpreterImpl::exec(const Stmt& s, const EnvPtr& env, Value& ret) {
       }
       return exec_block(s.orelse, env, ret);
     }
+    if (LazyIterObj* it = as_lazy_iter(iterable)) { // one item at a time (maybe endless)
+      Value item;
+      while (it->next(*this, item)) {
+        assign(*this, *s.targets[0], item, env);
+        poll_interrupt(s.span);
+        Flow f = exec_block(s.body, env, ret);
+        if (f == Flow::Break) return Flow::Normal;
+        if (f == Flow::Return) return f;
+      }
+      return exec_block(s.orelse, env, ret);
+    }
     for (const Value& item : iterate(iterable, s.value->span)) {
       assign(*this, *s.targets[0], item, env);
       poll_interrupt(s.span);
@@ -457,8 +496,9 @@ Flow InterpreterImpl::exec(const Stmt& s, const EnvPtr& env, Value& ret) {
   case StmtKind::Assert: {
     Value t = eval(*s.test, env);
     if (!truthy(t, s.test->span)) {
-      std::string msg = "assertion failed";
-      if (s.value) msg += ": " + str(eval(*s.value, env));
+      // Python's AssertionError: its message is str() of the assert's second
+      // operand; a bare assert has none (shown as the class name).
+      std::string msg = s.value ? str(eval(*s.value, env)) : "AssertionError";
       throw Error(ErrCode::Assertion, msg, s.test->span);
     }
     return Flow::Normal;
@@ -522,6 +562,8 @@ Flow InterpreterImpl::exec(const Stmt& s, const EnvPtr& env, Value& ret) {
           if (i < 0) i += n;
           if (i < 0 || i >= n) throw Error(ErrCode::Index, "list index out of range", x->span);
           items.erase(items.begin() + i);
+        } else if (obj.is_obj(ObjKind::List) && idx.is_obj(ObjKind::Slice)) {
+          delete_list_slice(*this, *obj.as<ListObj>(), *idx.as<SliceObj>(), x->span);
         } else {
           throw Error(ErrCode::Type, "cannot delete items of a " + type_name(obj) + " value",
                       x->span);

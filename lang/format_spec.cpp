@@ -71,13 +71,16 @@ std::string group_digits(const std::string& digits, char sep) {
 }
 
 // Applies sign, grouping, width and alignment to a formatted number body.
-std::string finish_number(std::string body, bool negative, const Spec& sp) {
+// `prefix` (0x, 0o, 0b) stays before '=' padding, as Python's f"{255:#06x}" == "0x00ff".
+std::string finish_number(std::string body, bool negative, const Spec& sp,
+                          const std::string& prefix = "") {
   if (sp.grouping) {
     size_t end = body.find_first_not_of("0123456789");
     if (end == std::string::npos) end = body.size();
     body = group_digits(body.substr(0, end), sp.grouping) + body.substr(end);
   }
   std::string sign = negative ? "-" : sp.sign == '+' ? "+" : sp.sign == ' ' ? " " : "";
+  sign += prefix;
   char align = sp.align ? sp.align : (sp.zero ? '=' : '>');
   char fill = sp.zero && !sp.align ? '0' : sp.fill;
   int len = static_cast<int>(sign.size() + body.size());
@@ -145,7 +148,8 @@ std::string format_float(double v, const Spec& sp) {
     std::snprintf(buf, sizeof buf, "%.*g", prec < 0 ? 6 : prec, a);
     body = buf;
   } else {
-    throw Error(ErrCode::Value, std::string("unknown format code '") + type + "' for a float");
+    throw Error(ErrCode::Value,
+                std::string("Unknown format code '") + type + "' for object of type 'float'");
   }
   return finish_number(body, neg, sp);
 }
@@ -185,7 +189,8 @@ std::string format_int(int64_t v, const Spec& sp) {
     if (v < 0 || v > 0x10FFFF) throw Error(ErrCode::Value, "%c arg not in range(0x110000)");
     return pad_text(utf8_encode(static_cast<uint32_t>(v)), sp);
   default:
-    throw Error(ErrCode::Value, std::string("unknown format code '") + sp.type + "' for an int");
+    throw Error(ErrCode::Value,
+                std::string("Unknown format code '") + sp.type + "' for object of type 'int'");
   }
   const char* digits = sp.type == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
   do {
@@ -195,7 +200,7 @@ std::string format_int(int64_t v, const Spec& sp) {
   if (sp.grouping) body = group_digits(body, sp.grouping);
   Spec no_group = sp;
   no_group.grouping = 0;
-  return finish_number((sp.alt ? prefix : "") + body, neg, no_group);
+  return finish_number(body, neg, no_group, sp.alt ? prefix : "");
 }
 
 } // namespace
@@ -211,12 +216,12 @@ std::string InterpreterImpl::format_value(const Value& v, const std::string& spe
     if (v.is_intlike()) return format_int(v.as_int(), sp);
     if (v.is_float()) {
       if (sp.type == 'd' || sp.type == 'x' || sp.type == 'b' || sp.type == 'o' || sp.type == 'c')
-        throw Error(ErrCode::Value, std::string("unknown format code '") + sp.type +
+        throw Error(ErrCode::Value, std::string("Unknown format code '") + sp.type +
                                         "' for object of type 'float'");
       return format_float(v.f, sp);
     }
     if (sp.type && sp.type != 's')
-      throw Error(ErrCode::Value, std::string("unknown format code '") + sp.type +
+      throw Error(ErrCode::Value, std::string("Unknown format code '") + sp.type +
                                       "' for object of type '" + type_name(v) + "'");
     std::string s = str(v, print_options_);
     if (sp.precision >= 0 && static_cast<size_t>(sp.precision) < s.size())

@@ -10,6 +10,7 @@
 
 #include "ir/function.hpp"
 #include "lang/args.hpp"
+#include "lang/docstring.hpp"
 #include "lang/interp_impl.hpp"
 #include "lang/methods.hpp"
 #include "lang/parser.hpp"
@@ -99,6 +100,9 @@ Value InterpreterImpl::run_source(const SourceRef& src, const EnvPtr& env, bool 
   // Function objects point into the AST: keep it alive as long as the session.
   asts_.push_back(module);
   Value ret;
+  // A script's or module's docstring is its __doc__ (None without one).
+  if (Value doc = docstring(&module->body); !doc.is_none() || !env->vars.count("__doc__"))
+    env->vars["__doc__"] = doc;
   for (const auto& s : module->body) {
     if (echo && s->kind == StmtKind::Expr) {
       Value v = eval(*s->value, env);
@@ -233,7 +237,7 @@ static std::string lower_expr(InterpreterImpl& in, const std::string& text, Lowe
   in.set_stack_base();
   auto src = std::make_shared<SourceFile>("<stdin>", text);
   ExprPtr e = parse_expression(src);
-  if (e->kind != ExprKind::Call)
+  if (e->kind != ExprKind::Call || !e->func) // (a callee-less Call is a walrus)
     throw Error(ErrCode::Syntax, "expected a call such as f(x)", e->span);
   Value fn = in.eval(*e->func, in.globals());
   CallArgs args;

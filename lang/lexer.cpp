@@ -558,7 +558,7 @@ private:
           continue;
         }
         pos_ += 1;
-        decode_escape(out, start);
+        decode_escape(out);
         continue;
       }
       out += c;
@@ -568,78 +568,15 @@ private:
     pos_ += triple ? 3 : 1;
     (void)body_end;
     Token t{fstring ? Tok::FString : Tok::String, span(start, pos_), std::move(out),
-            static_cast<uint32_t>(body_start)};
+            static_cast<uint32_t>(body_start), raw};
     toks_.push_back(std::move(t));
   }
 
-  void decode_escape(std::string& out, size_t str_start) {
-    char e = s_[pos_];
+  // pos_ is just past a backslash: decodes the escape (lang/lexer.hpp).
+  void decode_escape(std::string& out) {
     size_t esc_start = pos_ - 1;
-    ++pos_;
-    auto hex = [&](int n) {
-      uint32_t v = 0;
-      for (int i = 0; i < n; ++i) {
-        if (pos_ >= s_.size() || !std::isxdigit(static_cast<unsigned char>(s_[pos_])))
-          fail("truncated \\x/\\u escape in string", esc_start, pos_, ErrCode::Syntax);
-        char h = s_[pos_++];
-        v = v * 16 +
-            (std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : std::tolower(h) - 'a' + 10);
-      }
-      return v;
-    };
-    (void)str_start;
-    switch (e) {
-    case 'n':
-      out += '\n';
-      break;
-    case 't':
-      out += '\t';
-      break;
-    case 'r':
-      out += '\r';
-      break;
-    case '0':
-      out += '\0';
-      break;
-    case 'a':
-      out += '\a';
-      break;
-    case 'b':
-      out += '\b';
-      break;
-    case 'f':
-      out += '\f';
-      break;
-    case 'v':
-      out += '\v';
-      break;
-    case '\\':
-      out += '\\';
-      break;
-    case '\'':
-      out += '\'';
-      break;
-    case '"':
-      out += '"';
-      break;
-    case '\n':
-      break; // escaped newline continues the string
-    case 'x':
-      append_utf8(out, hex(2));
-      break;
-    case 'u':
-      append_utf8(out, hex(4));
-      break;
-    case 'U': {
-      uint32_t cp = hex(8);
-      if (cp > 0x10FFFF) fail("invalid \\U escape", esc_start, pos_, ErrCode::Syntax);
-      append_utf8(out, cp);
-      break;
-    }
-    default:
-      out += '\\';
-      out += e;
-    }
+    std::string err = pxl::decode_escape(s_, pos_, out);
+    if (!err.empty()) fail(err, esc_start, pos_, ErrCode::Syntax);
   }
 
   SourceRef src_;
@@ -654,5 +591,76 @@ private:
 } // namespace
 
 std::vector<Token> lex(const SourceRef& src) { return Lexer(src).run(); }
+
+std::string decode_escape(const std::string& s, size_t& pos, std::string& out) {
+  char e = s[pos++];
+  auto hex = [&](int n, uint32_t& v) {
+    v = 0;
+    for (int i = 0; i < n; ++i) {
+      if (pos >= s.size() || !std::isxdigit(static_cast<unsigned char>(s[pos]))) return false;
+      char h = s[pos++];
+      v = v * 16 +
+          (std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : std::tolower(h) - 'a' + 10);
+    }
+    return true;
+  };
+  uint32_t cp = 0;
+  switch (e) {
+  case 'n':
+    out += '\n';
+    break;
+  case 't':
+    out += '\t';
+    break;
+  case 'r':
+    out += '\r';
+    break;
+  case '0':
+  case '1':
+  case '2':
+  case '3':
+  case '4':
+  case '5':
+  case '6':
+  case '7': { // up to three octal digits: \0, \101
+    cp = static_cast<uint32_t>(e - '0');
+    for (int k = 0; k < 2 && pos < s.size() && s[pos] >= '0' && s[pos] <= '7'; ++k)
+      cp = cp * 8 + static_cast<uint32_t>(s[pos++] - '0');
+    append_utf8(out, cp);
+    break;
+  }
+  case 'a':
+    out += '\a';
+    break;
+  case 'b':
+    out += '\b';
+    break;
+  case 'f':
+    out += '\f';
+    break;
+  case 'v':
+    out += '\v';
+    break;
+  case '\\':
+  case '\'':
+  case '"':
+    out += e;
+    break;
+  case '\n':
+    break; // an escaped newline continues the string
+  case 'x':
+  case 'u':
+  case 'U':
+    if (!hex(e == 'x' ? 2 : e == 'u' ? 4 : 8, cp))
+      return std::string("truncated \\") + e + " escape in string";
+    if (cp > 0x10FFFF) return "invalid \\U escape";
+    append_utf8(out, cp);
+    break;
+  default:
+    out += '\\';
+    out += e;
+  }
+  return "";
+}
 
 } // namespace pxl

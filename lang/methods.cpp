@@ -7,6 +7,7 @@
 
 #include "lang/args.hpp"
 #include "lang/device_memory.hpp"
+#include "lang/docstring.hpp"
 #include "lang/str_methods.hpp"
 
 namespace pxl {
@@ -28,8 +29,8 @@ const std::vector<std::string> kListMethods = {"append", "extend", "pop",     "i
                                                "index",  "count",  "reverse", "sort",
                                                "copy",   "clear",  "remove"};
 const std::vector<std::string> kTupleMethods = {"index", "count"};
-const std::vector<std::string> kDictMethods = {"keys", "values",     "items", "get",  "update",
-                                               "pop",  "setdefault", "copy",  "clear"};
+const std::vector<std::string> kDictMethods = {"keys", "values",  "items",      "get",  "update",
+                                               "pop",  "popitem", "setdefault", "copy", "clear"};
 
 Value list_method(InterpreterImpl& in, const std::string& name, const Value& self, CallArgs& a) {
   bool is_list = self.is_obj(ObjKind::List);
@@ -162,6 +163,16 @@ Value dict_method(InterpreterImpl& in, const std::string& name, const Value& sel
     d->erase(r[0]);
     return out;
   }
+  if (name == "popitem") { // the last item inserted, as Python's
+    ArgReader r(name, a, {});
+    for (size_t i = d->entries.size(); i-- > 0;)
+      if (d->live[i]) {
+        Value out = make_tuple({d->entries[i].first, d->entries[i].second});
+        d->erase(d->entries[i].first);
+        return out;
+      }
+    throw Error(ErrCode::Key, "'popitem(): dictionary is empty'");
+  }
   if (name == "setdefault") {
     ArgReader r(name, a, {"key", "default"}, 1);
     if (const Value* v = d->find(r[0])) return *v;
@@ -202,7 +213,34 @@ Value bind_dynamic(const Value& self, const std::string& name,
 
 bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& name, Value& out) {
   if (obj.tag != Value::Tag::Obj) {
-    if (obj.is_float() && (name == "real")) return out = obj, true;
+    // Python's number attributes: x.real, x.imag, x.conjugate(); ints (and
+    // bools, as ints) also numerator, denominator, bit_length().
+    if (obj.is_number()) {
+      Value self = obj.is_bool() ? Value::integer(obj.as_int()) : obj;
+      if (name == "real") return out = self, true;
+      if (name == "imag")
+        return out = obj.is_float() ? Value::number(0.0) : Value::integer(0), true;
+      if (name == "conjugate") {
+        out = bind_method(self, name, [](InterpreterImpl&, const Value& s, CallArgs& a) {
+          ArgReader r("conjugate", a, {});
+          return s;
+        });
+        return true;
+      }
+    }
+    if (obj.is_intlike()) {
+      if (name == "numerator") return out = Value::integer(obj.as_int()), true;
+      if (name == "denominator") return out = Value::integer(1), true;
+      if (name == "bit_length") {
+        out = bind_method(obj, name, [](InterpreterImpl&, const Value& s, CallArgs& a) {
+          ArgReader r("bit_length", a, {});
+          int64_t v = s.as_int();
+          uint64_t m = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+          return Value::integer(m == 0 ? 0 : 64 - __builtin_clzll(m));
+        });
+        return true;
+      }
+    }
     if (obj.is_float() && name == "is_integer") {
       out = bind_method(obj, name, [](InterpreterImpl&, const Value& s, CallArgs& a) {
         ArgReader r("is_integer", a, {});
@@ -235,6 +273,7 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
     return array_attr(in, obj, name, out);
   case ObjKind::Function:
     if (name == "__name__") return out = make_str(obj.as<FunctionObj>()->name), true;
+    if (name == "__doc__") return out = docstring(obj.as<FunctionObj>()->body), true;
     return false;
   case ObjKind::Builtin:
     if (name == "__name__") return out = make_str(obj.as<BuiltinObj>()->name), true;

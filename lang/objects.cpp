@@ -3,8 +3,10 @@
 
 #include "lang/args.hpp"
 #include "lang/interp_impl.hpp"
+#include "lang/list_slices.hpp"
 #include "lang/methods.hpp"
 #include "lang/op_location.hpp"
+#include "lang/py_set.hpp"
 
 namespace pxl {
 
@@ -30,6 +32,52 @@ void InterpreterImpl::check_stack(const Span& where) {
   if (stack_base_ && static_cast<size_t>(stack_base_ - &here) > stack_limit_)
     throw Error(ErrCode::Recursion, "maximum recursion depth exceeded (the native stack is full)",
                 where, "run pxl with a larger stack, or make the recursion shallower");
+}
+
+// ---- unbound methods ---------------------------------------------------------
+
+// A method of a builtin class taken from the class, as `str.lower` or
+// `dict.get`: a function whose first argument is the instance (Python's
+// method descriptor), so that `sorted(xs, key=str.lower)` works.
+static bool unbound_method(InterpreterImpl& in, const std::string& cls, const std::string& name,
+                           Value& out) {
+  Value proto;
+  if (cls == "str")
+    proto = make_str("");
+  else if (cls == "list")
+    proto = make_list({});
+  else if (cls == "tuple")
+    proto = make_tuple({});
+  else if (cls == "dict")
+    proto = Value::object(std::make_shared<DictObj>());
+  else if (cls == "int")
+    proto = Value::integer(0);
+  else if (cls == "float")
+    proto = Value::number(0.0);
+  else if (cls == "set" || cls == "frozenset")
+    proto = make_py_set({}, cls == "frozenset");
+  else
+    return false;
+  Value m;
+  if (!lookup_method(in, proto, name, m) ||
+      !(m.is_obj(ObjKind::BoundMethod) || m.is_obj(ObjKind::Builtin)))
+    return false;
+  out = make_builtin(name, [cls, name](InterpreterImpl& in, CallArgs& a) {
+    if (a.pos.empty())
+      throw Error(ErrCode::Type, "unbound method " + cls + "." + name + "() needs an argument");
+    Value self = a.pos[0];
+    std::string t = type_name(self);
+    bool fits =
+        t == cls || (cls == "int" && self.is_intlike()) ||
+        (cls == "dict" && self.is_obj(ObjKind::Dict)) ||
+        (cls == "tuple" && self.is_obj(ObjKind::Opaque) && self.as<OpaqueObj>()->tuple_items());
+    if (!fits)
+      throw Error(ErrCode::Type, "descriptor '" + name + "' for '" + cls +
+                                     "' objects doesn't apply to a '" + t + "' object");
+    a.pos.erase(a.pos.begin());
+    return in.call(in.get_attr(self, name, Span{}), a, Span{});
+  });
+  return true;
 }
 
 // ---- calls -------------------------------------------------------------------
@@ -64,13 +112,19 @@ static Value call_user(InterpreterImpl& in, FunctionObj& f, CallArgs& args, cons
     }
   }
   if (pi < npos) {
-    size_t max_pos = 0;
+    // Python's text: "takes 2", or "takes from 1 to 3" when some have defaults.
+    size_t max_pos = 0, min_pos = 0;
     for (const auto& p : params)
-      if (p.kind == Param::Kind::Normal && !p.keyword_only) ++max_pos;
+      if (p.kind == Param::Kind::Normal && !p.keyword_only) {
+        ++max_pos;
+        if (!p.default_value) ++min_pos;
+      }
+    std::string takes = min_pos == max_pos
+                            ? std::to_string(max_pos)
+                            : "from " + std::to_string(min_pos) + " to " + std::to_string(max_pos);
     throw Error(ErrCode::Arguments,
-                fname + " takes " + std::to_string(max_pos) + " positional argument" +
-                    (max_pos == 1 ? "" : "s") + " but " + std::to_string(npos) +
-                    (npos == 1 ? " was" : " were") + " given",
+                fname + " takes " + takes + " positional argument" + (max_pos == 1 ? "" : "s") +
+                    " but " + std::to_string(npos) + (npos == 1 ? " was" : " were") + " given",
                 where);
   }
   for (auto& [name, v] : args.kw) {
@@ -91,11 +145,29 @@ static Value call_user(InterpreterImpl& in, FunctionObj& f, CallArgs& args, cons
     env->vars[name] = v;
     bound[i] = true;
   }
+  // Python names all the missing ones: positional first, then keyword-only.
+  for (bool kwonly : {false, true}) {
+    std::vector<std::string> missing;
+    for (size_t i = 0; i < params.size(); ++i)
+      if (!bound[i] && params[i].kind == Param::Kind::Normal && params[i].keyword_only == kwonly &&
+          !params[i].default_value)
+        missing.push_back("'" + params[i].name + "'");
+    if (missing.empty()) continue;
+    std::string names;
+    for (size_t k = 0; k < missing.size(); ++k)
+      names += (k == 0                   ? ""
+                : k + 1 < missing.size() ? ", "
+                : missing.size() == 2    ? " and "
+                                         : ", and ") +
+               missing[k];
+    throw Error(ErrCode::Arguments,
+                fname + " missing " + std::to_string(missing.size()) + " required " +
+                    (kwonly ? "keyword-only" : "positional") + " argument" +
+                    (missing.size() == 1 ? "" : "s") + ": " + names,
+                where);
+  }
   for (size_t i = 0; i < params.size(); ++i) {
     if (bound[i] || params[i].kind != Param::Kind::Normal) continue;
-    if (!params[i].default_value)
-      throw Error(ErrCode::Arguments, fname + " missing required argument '" + params[i].name + "'",
-                  where);
     env->vars[params[i].name] = f.defaults[i];
   }
   if (f.lambda_body) return in.eval(*f.lambda_body, env);
@@ -235,9 +307,12 @@ Value InterpreterImpl::get_attr(const Value& obj, const std::string& name, const
     Value v;
     if (obj.as<OpaqueObj>()->get_attr(*this, name, v)) return v;
   }
-  if (obj.is_obj(ObjKind::Builtin))
+  if (obj.is_obj(ObjKind::Builtin)) {
     for (const auto& [attr, v] : obj.as<BuiltinObj>()->attrs)
       if (attr == name) return v;
+    Value m;
+    if (unbound_method(*this, obj.as<BuiltinObj>()->name, name, m)) return m;
+  }
   Value v;
   LocScope loc(ops(), op_location(ops(), where)); // array properties such as x.T bind ops
   try {
@@ -299,6 +374,51 @@ static Seq slice_seq(InterpreterImpl& in, const Seq& items, const SliceObj& s, c
   else
     for (int64_t i = start; i > stop; i += step) out.push_back(items[i]);
   return out;
+}
+
+// The indices a slice selects in a sequence of n items, in order.
+static std::vector<int64_t> slice_positions(InterpreterImpl& in, const SliceObj& s, int64_t n,
+                                            const Span& where) {
+  int64_t start, stop, step;
+  slice_indices(in, s, n, start, stop, step, where);
+  std::vector<int64_t> out;
+  if (step > 0)
+    for (int64_t i = start; i < stop; i += step) out.push_back(i);
+  else
+    for (int64_t i = start; i > stop; i += step) out.push_back(i);
+  return out;
+}
+
+void assign_list_slice(InterpreterImpl& in, ListObj& list, const SliceObj& s, ValueList items,
+                       const Span& where) {
+  auto& xs = list.items;
+  int64_t n = static_cast<int64_t>(xs.size());
+  int64_t start, stop, step;
+  slice_indices(in, s, n, start, stop, step, where);
+  if (step == 1) { // any length: the items replace xs[start:stop]
+    stop = std::max(stop, start);
+    xs.erase(xs.begin() + start, xs.begin() + stop);
+    xs.insert(xs.begin() + start, items.begin(), items.end());
+    return;
+  }
+  std::vector<int64_t> at = slice_positions(in, s, n, where);
+  if (at.size() != items.size())
+    throw Error(ErrCode::Value,
+                "attempt to assign sequence of size " + std::to_string(items.size()) +
+                    " to extended slice of size " + std::to_string(at.size()),
+                where);
+  for (size_t k = 0; k < at.size(); ++k) xs[at[k]] = items[k];
+}
+
+void delete_list_slice(InterpreterImpl& in, ListObj& list, const SliceObj& s, const Span& where) {
+  auto& xs = list.items;
+  std::vector<int64_t> at = slice_positions(in, s, static_cast<int64_t>(xs.size()), where);
+  std::vector<bool> drop(xs.size(), false);
+  for (int64_t i : at) drop[i] = true;
+  ValueList keep;
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (!drop[i]) keep.push_back(std::move(xs[i]));
+  xs = std::move(keep);
 }
 
 // Splits UTF-8 text into code points (Python strings index by code point).
@@ -368,7 +488,15 @@ Value InterpreterImpl::get_item(const Value& obj, const Value& index, const Span
     }
     case ObjKind::Range: {
       auto* r = obj.as<RangeObj>();
-      if (!index.is_intlike()) throw Error(ErrCode::Type, "range indices must be integers", where);
+      if (index.is_obj(ObjKind::Slice)) { // a range again: range(10)[2:8:3] is range(2, 8, 3)
+        int64_t start, stop, step;
+        slice_indices(*this, *index.as<SliceObj>(), r->size(), start, stop, step, where);
+        return Value::object(std::make_shared<RangeObj>(r->start + start * r->step,
+                                                        r->start + stop * r->step, r->step * step));
+      }
+      if (!index.is_intlike())
+        throw Error(ErrCode::Type,
+                    "range indices must be integers or slices, not " + type_name(index), where);
       int64_t i = normalize_index(index.as_int(), r->size(), "range object", where);
       return Value::integer(r->start + i * r->step);
     }
@@ -403,6 +531,10 @@ void InterpreterImpl::set_item(const Value& obj, const Value& index, const Value
                                const Span& where) {
   if (obj.is_obj(ObjKind::List)) {
     auto& items = obj.as<ListObj>()->items;
+    if (index.is_obj(ObjKind::Slice)) {
+      assign_list_slice(*this, *obj.as<ListObj>(), *index.as<SliceObj>(), iterate(v, where), where);
+      return;
+    }
     if (!index.is_intlike())
       throw Error(ErrCode::Type, "list indices must be integers, not " + type_name(index), where);
     items[normalize_index(index.as_int(), static_cast<int64_t>(items.size()), "list assignment",

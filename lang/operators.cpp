@@ -261,7 +261,7 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
         if (x == INT64_MIN && y == -1) checked(true, 0, where);
         return Value::integer(floordiv_i(x, y));
       case BinOpKind::Mod:
-        if (y == 0) throw Error(ErrCode::ZeroDivision, "integer division or modulo by zero", where);
+        if (y == 0) throw Error(ErrCode::ZeroDivision, "integer modulo by zero", where);
         if (y == -1) return Value::integer(0);
         return Value::integer(x - floordiv_i(x, y) * y);
       case BinOpKind::Pow: {

@@ -1,5 +1,6 @@
 #include "lang/parser.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
@@ -191,7 +192,6 @@ private:
     case Tok::KwYield:
       fail_at(peek(), "generators ('yield') are not supported in pxl", ErrCode::Unsupported);
     case Tok::KwGlobal:
-    case Tok::KwNonlocal:
       fail_at(peek(), std::string(tok_name(peek().kind)) + " is not supported in pxl",
               ErrCode::Unsupported);
     case Tok::KwAsync:
@@ -252,6 +252,20 @@ private:
       s->span = span_from(start);
       return s;
     }
+    case Tok::KwNonlocal: {
+      // nonlocal NAME (',' NAME)*: the function's assignments to the names
+      // assign in the enclosing scope that binds them (mark_nonlocal marks
+      // those targets); the statement itself does nothing when it runs.
+      advance();
+      if (nonlocals_.empty()) fail_span(start, "nonlocal declaration not allowed at module level");
+      do {
+        const Token& n = expect(Tok::Name, "a name");
+        nonlocals_.back().push_back(n.text);
+      } while (accept(Tok::Comma));
+      auto s = std::make_unique<Stmt>(StmtKind::Pass, start);
+      s->span = span_from(start);
+      return s;
+    }
     case Tok::KwImport:
       return import_stmt();
     case Tok::KwFrom:
@@ -286,6 +300,7 @@ private:
           fail_span(first->span, "illegal target for augmented assignment");
         auto s = std::make_unique<Stmt>(StmtKind::AugAssign, start);
         s->op = op;
+        mark_nonlocal(*first);
         s->targets.push_back(std::move(first));
         s->value = testlist_star();
         s->span = span_from(start);
@@ -298,6 +313,7 @@ private:
       test();
       if (!accept(Tok::Assign)) return std::make_unique<Stmt>(StmtKind::Pass, start);
       auto s = std::make_unique<Stmt>(StmtKind::Assign, start);
+      mark_nonlocal(*first);
       s->targets.push_back(std::move(first));
       s->value = testlist_star();
       s->span = span_from(start);
@@ -314,7 +330,10 @@ private:
     while (accept(Tok::Assign)) s->targets.push_back(testlist_star());
     s->value = std::move(s->targets.back());
     s->targets.pop_back();
-    for (auto& t : s->targets) check_target(*t, "assign to");
+    for (auto& t : s->targets) {
+      check_target(*t, "assign to");
+      mark_nonlocal(*t);
+    }
     s->span = span_from(start);
     return s;
   }
@@ -339,7 +358,8 @@ private:
       return;
     }
     case ExprKind::Call:
-      fail_span(e.span, std::string("cannot ") + verb + " a function call");
+      fail_span(e.span, std::string("cannot ") + verb +
+                            (e.func ? " a function call" : " a named expression"));
     default:
       fail_span(e.span, std::string("cannot ") + verb + " this expression" +
                             (e.kind == ExprKind::Compare ? " (did you mean '=='?)" : ""));
@@ -480,6 +500,7 @@ private:
       advance();
       ExprPtr target = bitor_expr();
       check_target(*target, "assign to");
+      mark_nonlocal(*target);
       s->targets.push_back(std::move(target));
     }
     if (at(Tok::Comma)) {
@@ -513,6 +534,7 @@ private:
     auto s = std::make_unique<Stmt>(StmtKind::For, kw.span);
     ExprPtr target = exprlist();
     check_target(*target, "assign to");
+    mark_nonlocal(*target);
     s->targets.push_back(std::move(target));
     expect(Tok::KwIn, "'in'");
     s->value = testlist_star();
@@ -551,7 +573,9 @@ private:
     expect(Tok::RParen, "')'");
     if (accept(Tok::Arrow)) test();
     s->span = Span{src_, kw.span.begin, name.span.end};
+    nonlocals_.emplace_back();
     block(s->body, kw);
+    nonlocals_.pop_back();
     return s;
   }
 
@@ -559,7 +583,7 @@ private:
   //   param: NAME [':' test] ['=' test] | '*' [NAME] | '**' NAME
   std::vector<Param> parameters(Tok close) {
     std::vector<Param> ps;
-    bool seen_default = false, seen_star = false;
+    bool seen_default = false, seen_star = false, seen_slash = false;
     while (!at(close)) {
       Param p;
       if (accept(Tok::Star)) {
@@ -577,6 +601,17 @@ private:
         p.span = peek().span;
         p.name = expect(Tok::Name, "a parameter name").text;
         p.kind = Param::Kind::KwArgs;
+      } else if (at(Tok::Slash)) {
+        // `/`: the parameters before it are positional-only. pxl accepts it
+        // and binds them as ordinary parameters (passing them by keyword is
+        // not an error, as Python's is).
+        const Token& slash = advance();
+        if (seen_star || seen_slash || ps.empty())
+          fail_span(slash.span,
+                    ps.empty() ? "at least one argument must precede /" : "/ must be ahead of *");
+        seen_slash = true;
+        if (!accept(Tok::Comma)) break;
+        continue;
       } else {
         p.span = peek().span;
         p.name = expect(Tok::Name, "a parameter name").text;
@@ -670,12 +705,67 @@ private:
     return e;
   }
 
-  // namedexpr_test: test (walrus unsupported)
+  // namedexpr_test: NAME ':=' test | test. The walrus `(name := value)` is a
+  // Call node without a callee: `name` the target, elts[0] the value,
+  // int_value the number of comprehension scopes around it inside its
+  // function (it binds outside them, as in Python; see mark_comprehension),
+  // bool_value set when the name is declared nonlocal.
   ExprPtr namedexpr_test() {
+    if (at(Tok::Name) && peek(1).kind == Tok::Walrus) {
+      Span start = peek().span;
+      auto e = make(ExprKind::Call, start);
+      e->name = advance().text;
+      advance(); // ':='
+      e->elts.push_back(test());
+      e->span = span_from(start);
+      e->bool_value = is_nonlocal(e->name);
+      return e;
+    }
     ExprPtr e = test();
-    if (at(Tok::Walrus)) fail_at(peek(), "':=' is not supported in pxl", ErrCode::Unsupported);
+    if (at(Tok::Walrus))
+      fail_span(e->span, "cannot use assignment expressions with this expression");
     return e;
   }
+
+  static bool is_walrus(const Expr& e) { return e.kind == ExprKind::Call && !e.func; }
+
+  // A comprehension is a scope of its own: a walrus in its element or
+  // conditions (outside lambdas) binds one scope further out.
+  static void mark_comprehension(Expr& e) {
+    if (is_walrus(e)) ++e.int_value;
+    if (e.kind == ExprKind::Lambda) return;
+    if (e.func) mark_comprehension(*e.func);
+    for (auto& x : e.elts)
+      if (x) mark_comprehension(*x);
+    for (auto& x : e.values)
+      if (x) mark_comprehension(*x);
+    for (auto& k : e.keywords) mark_comprehension(*k.value);
+    for (auto& c : e.comps) {
+      mark_comprehension(*c.iter);
+      for (auto& x : c.conds) mark_comprehension(*x);
+    }
+    for (auto& f : e.fparts) mark_fstring(f);
+  }
+  static void mark_fstring(FStringPart& f) {
+    if (f.expr) mark_comprehension(*f.expr);
+    for (auto& p : f.spec) mark_fstring(p);
+  }
+
+  // Names declared `nonlocal` in the function being parsed (one list per
+  // enclosing def); assignments to them are marked (Name.bool_value).
+  bool is_nonlocal(const std::string& name) const {
+    return !nonlocals_.empty() && std::find(nonlocals_.back().begin(), nonlocals_.back().end(),
+                                            name) != nonlocals_.back().end();
+  }
+  void mark_nonlocal(Expr& target) {
+    if (target.kind == ExprKind::Name) target.bool_value = is_nonlocal(target.name);
+    if (target.kind == ExprKind::Tuple || target.kind == ExprKind::List ||
+        target.kind == ExprKind::Starred)
+      for (auto& x : target.elts) mark_nonlocal(*x);
+  }
+
+  // A list/tuple/argument element: a starred expression or a namedexpr_test.
+  ExprPtr star_or_named() { return at(Tok::Star) ? star_expr() : namedexpr_test(); }
 
   // test: or_test ['if' or_test 'else' test] | lambdef
   ExprPtr test() {
@@ -705,7 +795,9 @@ private:
     auto e = make(ExprKind::Lambda, start);
     e->params = parameters(Tok::Colon);
     expect(Tok::Colon, "':' in lambda");
+    nonlocals_.emplace_back(); // a lambda is a scope of its own
     e->elts.push_back(test());
+    nonlocals_.pop_back();
     e->span = span_from(start);
     return e;
   }
@@ -939,7 +1031,7 @@ private:
       } else if (at(Tok::Star)) {
         call.elts.push_back(star_expr());
       } else {
-        ExprPtr arg = test();
+        ExprPtr arg = namedexpr_test();
         if (at(Tok::KwFor)) {
           // f(x for x in xs): a generator argument, evaluated as a list.
           auto comp = make(ExprKind::ListComp, start);
@@ -1003,6 +1095,10 @@ private:
       while (accept(Tok::KwIf)) c.conds.push_back(test_nocond());
       comp.comps.push_back(std::move(c));
     }
+    if (comp.func) mark_comprehension(*comp.func);
+    for (auto& x : comp.elts) mark_comprehension(*x);
+    for (auto& c : comp.comps)
+      for (auto& x : c.conds) mark_comprehension(*x);
   }
 
   // atom: '(' [testlist_comp] ')' | '[' [testlist_comp] ']' | '{' [dictorsetmaker] '}'
@@ -1052,7 +1148,7 @@ private:
         e->parenthesized_tuple = true;
         return e;
       }
-      ExprPtr first = star_or_test();
+      ExprPtr first = star_or_named();
       if (at(Tok::KwFor)) {
         auto comp = make(ExprKind::ListComp, start); // generator -> list
         comp->func = std::move(first);
@@ -1071,7 +1167,7 @@ private:
       tup->elts.push_back(std::move(first));
       while (accept(Tok::Comma)) {
         if (at(Tok::RParen)) break;
-        tup->elts.push_back(star_or_test());
+        tup->elts.push_back(star_or_named());
       }
       expect(Tok::RParen, "')' or ','");
       tup->span = span_from(start);
@@ -1085,7 +1181,7 @@ private:
         list->span = span_from(start);
         return list;
       }
-      ExprPtr first = star_or_test();
+      ExprPtr first = star_or_named();
       if (at(Tok::KwFor)) {
         auto comp = make(ExprKind::ListComp, start);
         comp->func = std::move(first);
@@ -1097,7 +1193,7 @@ private:
       list->elts.push_back(std::move(first));
       while (accept(Tok::Comma)) {
         if (at(Tok::RBracket)) break;
-        list->elts.push_back(star_or_test());
+        list->elts.push_back(star_or_named());
       }
       expect(Tok::RBracket, "']' or ','");
       list->span = span_from(start);
@@ -1146,7 +1242,7 @@ private:
           parts.push_back(FStringPart{t.text, nullptr, 0, {}, {}});
       } else {
         any_f = true;
-        fstring_parts(t.text, t.body_offset, parts, t.span, 0);
+        fstring_parts(t.text, t.body_offset, parts, t.span, 0, t.raw);
       }
     }
     if (!any_f) {
@@ -1159,56 +1255,32 @@ private:
     return e;
   }
 
-  static std::string decode_escapes(const std::string& raw) {
-    // f-string literal pieces keep their backslashes from the lexer; decode the
-    // common escapes here.
+  // An f-string's literal piece with its escapes decoded (lang/lexer.hpp's
+  // decoder; the lexer keeps f-string bodies as written so that the offsets
+  // of the {fields} stay exact). Raw f-strings keep them.
+  std::string decode_escapes(const std::string& text, bool raw, const Span& where) {
+    if (raw) return text;
     std::string out;
-    for (size_t i = 0; i < raw.size(); ++i) {
-      if (raw[i] != '\\' || i + 1 >= raw.size()) {
-        out += raw[i];
+    for (size_t i = 0; i < text.size();) {
+      if (text[i] != '\\' || i + 1 >= text.size()) {
+        out += text[i++];
         continue;
       }
-      char e = raw[++i];
-      switch (e) {
-      case 'n':
-        out += '\n';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case '\\':
-        out += '\\';
-        break;
-      case '\'':
-        out += '\'';
-        break;
-      case '"':
-        out += '"';
-        break;
-      case '0':
-        out += '\0';
-        break;
-      case '\n':
-        break;
-      default:
-        out += '\\';
-        out += e;
-      }
+      ++i;
+      std::string err = decode_escape(text, i, out);
+      if (!err.empty()) fail_span(where, err);
     }
     return out;
   }
 
   // Splits an f-string body into literal text and {expr[!conv][:spec]} fields.
   void fstring_parts(const std::string& body, uint32_t offset, std::vector<FStringPart>& parts,
-                     const Span& tok_span, int nest) {
+                     const Span& tok_span, int nest, bool raw) {
     if (nest > 2) fail_span(tok_span, "f-string format specs nested too deeply");
     std::string lit;
     auto flush = [&] {
       if (lit.empty()) return;
-      std::string text = decode_escapes(lit);
+      std::string text = decode_escapes(lit, raw, tok_span);
       if (!parts.empty() && !parts.back().expr)
         parts.back().literal += text;
       else
@@ -1262,13 +1334,16 @@ private:
       if (j >= body.size()) fail_span(field, "f-string: expected '}' to close '{'");
       std::string expr_text = body.substr(i + 1, j - i - 1);
       FStringPart part;
-      // "{x=}" prints "x=" then repr(x).
+      // "{x=}" prints "x=" (the text as written, spaces too) then repr(x), or
+      // format(x, spec) when a spec follows and no conversion is given.
       size_t last = expr_text.find_last_not_of(' ');
+      bool debug = false;
       if (last != std::string::npos && expr_text[last] == '=' &&
           (last == 0 || std::string("=!<>").find(expr_text[last - 1]) == std::string::npos)) {
-        part.expr_text = expr_text.substr(0, last + 1);
+        part.expr_text = expr_text;
         expr_text = expr_text.substr(0, last);
         part.conversion = 'r';
+        debug = true;
       }
       part.expr = sub_expression(expr_text, offset + static_cast<uint32_t>(i + 1), field);
       if (body[j] == '!') {
@@ -1277,8 +1352,10 @@ private:
           fail_span(field, "f-string: expected 'r', 's' or 'a' after '!'");
         part.conversion = body[j + 1] == 'a' ? 'r' : body[j + 1];
         j += 2;
+        debug = false; // an explicit conversion stays
       }
       if (j < body.size() && body[j] == ':') {
+        if (debug) part.conversion = 0;
         size_t k = j + 1;
         int d2 = 0;
         while (k < body.size() && !(body[k] == '}' && d2 == 0)) {
@@ -1288,7 +1365,7 @@ private:
         }
         if (k >= body.size()) fail_span(field, "f-string: expected '}' after format spec");
         fstring_parts(body.substr(j + 1, k - j - 1), offset + static_cast<uint32_t>(j + 1),
-                      part.spec, tok_span, nest + 1);
+                      part.spec, tok_span, nest + 1, raw);
         j = k;
       }
       if (j >= body.size() || body[j] != '}') fail_span(field, "f-string: expected '}'");
@@ -1390,6 +1467,7 @@ private:
   std::vector<Token> toks_;
   size_t pos_ = 0;
   int depth_ = 0;
+  std::vector<std::vector<std::string>> nonlocals_; // see is_nonlocal
 };
 
 } // namespace

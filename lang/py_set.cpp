@@ -157,9 +157,15 @@ struct SetObj : OpaqueObj {
           self->elems.erase(self->elems.begin());
           return v;
         }
-        ArgReader r(name, a, {"elem"}, name == "update" ? 0 : 1);
-        ValueList add = name == "update" ? others(in, a) : ValueList{r[0]};
-        if (name == "add" || name == "update") {
+        if (name == "update") { // s.update(*others)
+          ValueList all = self->elems, more = others(in, a);
+          all.insert(all.end(), more.begin(), more.end());
+          self->elems = SetObj(std::move(all), false).elems;
+          return Value();
+        }
+        ArgReader r(name, a, {"elem"}, 1);
+        ValueList add{r[0]};
+        if (name == "add") {
           ValueList all = self->elems;
           all.insert(all.end(), add.begin(), add.end());
           self->elems = SetObj(std::move(all), false).elems;

@@ -64,6 +64,61 @@ Value str_split(InterpreterImpl&, const Value& self, CallArgs& a) {
   return make_list(std::move(out));
 }
 
+namespace {
+
+// One replacement field's value: an argument by position (auto-numbered when
+// the name is empty) or keyword, then Python's accessors `.attr` and `[key]`
+// (a key of digits is an int, else a str).
+Value format_field(InterpreterImpl& in, const std::string& field, CallArgs& a, size_t& auto_idx) {
+  size_t head_end = std::min(field.find('.'), field.find('['));
+  std::string head = field.substr(0, head_end);
+  auto digits = [](const std::string& t) {
+    return !t.empty() && std::all_of(t.begin(), t.end(), ::isdigit);
+  };
+  Value v;
+  if (head.empty()) {
+    if (auto_idx >= a.pos.size())
+      throw Error(ErrCode::Index, "Replacement index " + std::to_string(auto_idx) +
+                                      " out of range for positional args tuple");
+    v = a.pos[auto_idx++];
+  } else if (digits(head)) {
+    size_t k = std::stoul(head.substr(0, 6));
+    if (k >= a.pos.size())
+      throw Error(ErrCode::Index,
+                  "Replacement index " + head + " out of range for positional args tuple");
+    v = a.pos[k];
+  } else {
+    bool found = false;
+    for (auto& [name, x] : a.kw)
+      if (name == head) v = x, found = true;
+    if (!found)
+      throw Error(ErrCode::Key, "format string names '" + head + "' but it was not passed");
+  }
+  size_t i = head_end;
+  while (i < field.size()) {
+    if (field[i] == '.') {
+      size_t e = std::min(field.find('.', i + 1), field.find('[', i + 1));
+      std::string attr = field.substr(i + 1, e == std::string::npos ? e : e - i - 1);
+      if (attr.empty()) throw Error(ErrCode::Value, "Empty attribute in format string");
+      v = in.get_attr(v, attr, Span{});
+      i = e == std::string::npos ? field.size() : e;
+    } else if (field[i] == '[') {
+      size_t e = field.find(']', i);
+      if (e == std::string::npos) throw Error(ErrCode::Value, "Missing ']' in format string");
+      std::string key = field.substr(i + 1, e - i - 1);
+      if (key.empty()) throw Error(ErrCode::Value, "Empty attribute in format string");
+      v = in.get_item(
+          v, digits(key) ? Value::integer(std::stoll(key.substr(0, 18))) : make_str(key), Span{});
+      i = e + 1;
+    } else {
+      throw Error(ErrCode::Value, "Only '.' or '[' may follow ']' in format field specifier");
+    }
+  }
+  return v;
+}
+
+} // namespace
+
 Value str_format(InterpreterImpl& in, const Value& self, CallArgs& a) {
   const std::string& f = S(self);
   std::string out;
@@ -80,42 +135,46 @@ Value str_format(InterpreterImpl& in, const Value& self, CallArgs& a) {
       ++i;
       continue;
     }
-    if (c == '}') throw Error(ErrCode::Value, "single '}' encountered in format string");
+    if (c == '}') throw Error(ErrCode::Value, "Single '}' encountered in format string");
     if (c != '{') {
       out += c;
       continue;
     }
-    size_t j = f.find('}', i);
-    if (j == std::string::npos)
-      throw Error(ErrCode::Value, "single '{' encountered in format string");
+    // The field runs to the matching '}' (its spec may hold nested {fields}).
+    size_t j = i + 1;
+    for (int depth = 1; j < f.size(); ++j) {
+      if (f[j] == '{') ++depth;
+      if (f[j] == '}' && --depth == 0) break;
+    }
+    if (j >= f.size()) throw Error(ErrCode::Value, "Single '{' encountered in format string");
     std::string field = f.substr(i + 1, j - i - 1);
     std::string spec;
     char conv = 0;
-    size_t colon = field.find(':');
+    size_t colon = field.find(':'), bracket = field.find('[');
+    // A ':' inside [key] belongs to the key.
+    if (colon != std::string::npos && bracket != std::string::npos && bracket < colon) {
+      size_t close = field.find(']', bracket);
+      colon = close == std::string::npos ? close : field.find(':', close);
+    }
     if (colon != std::string::npos) spec = field.substr(colon + 1), field = field.substr(0, colon);
     size_t bang = field.find('!');
     if (bang != std::string::npos) {
       conv = bang + 1 < field.size() ? field[bang + 1] : 0;
       field = field.substr(0, bang);
     }
-    Value v;
-    if (field.empty()) {
-      if (auto_idx >= a.pos.size())
-        throw Error(ErrCode::Index, "Replacement index " + std::to_string(auto_idx) +
-                                        " out of range for positional args tuple");
-      v = a.pos[auto_idx++];
-    } else if (std::all_of(field.begin(), field.end(), ::isdigit)) {
-      size_t k = std::stoul(field.substr(0, 6));
-      if (k >= a.pos.size())
-        throw Error(ErrCode::Index,
-                    "Replacement index " + field + " out of range for positional args tuple");
-      v = a.pos[k];
-    } else {
-      bool found = false;
-      for (auto& [name, x] : a.kw)
-        if (name == field) v = x, found = true;
-      if (!found)
-        throw Error(ErrCode::Key, "format string names '" + field + "' but it was not passed");
+    Value v = format_field(in, field, a, auto_idx);
+    if (spec.find('{') != std::string::npos) { // nested fields in the spec: '{:{width}}'
+      std::string expanded;
+      for (size_t k = 0; k < spec.size(); ++k) {
+        size_t e = spec[k] == '{' ? spec.find('}', k) : std::string::npos;
+        if (e == std::string::npos) {
+          expanded += spec[k];
+          continue;
+        }
+        expanded += str(format_field(in, spec.substr(k + 1, e - k - 1), a, auto_idx));
+        k = e;
+      }
+      spec = expanded;
     }
     if (conv == 'r')
       v = make_str(repr(v));
@@ -358,6 +417,27 @@ Value str_method(InterpreterImpl& in, const std::string& name, const Value& self
       return make_str(s.substr(0, s.size() - affix.size()));
     return self;
   }
+  if (name == "expandtabs") { // tabs to spaces up to the next multiple of tabsize
+    ArgReader r(name, a, {"tabsize"});
+    int64_t tab = std::min<int64_t>(r.get_int(0, 8), 10000);
+    std::string out;
+    size_t col = 0;
+    for (char c : s) {
+      if (c == '\t') {
+        if (tab > 0) {
+          size_t n = static_cast<size_t>(tab) - col % static_cast<size_t>(tab);
+          out.append(n, ' ');
+          col += n;
+        }
+      } else {
+        out += c;
+        col = c == '\n' || c == '\r'                           ? 0
+              : (static_cast<unsigned char>(c) & 0xC0) == 0x80 ? col
+                                                               : col + 1;
+      }
+    }
+    return make_str(out);
+  }
   if (name == "rsplit") return str_rsplit(self, a);
   if (name == "center" || name == "ljust" || name == "rjust") {
     ArgReader r(name, a, {"width", "fillchar"}, 1);
@@ -373,13 +453,13 @@ Value str_method(InterpreterImpl& in, const std::string& name, const Value& self
 
 const std::vector<std::string>& str_method_names() {
   static const std::vector<std::string> names = {
-      "join",       "split",        "rsplit",      "strip",    "lstrip",    "rstrip",
-      "replace",    "startswith",   "endswith",    "format",   "upper",     "lower",
-      "title",      "capitalize",   "swapcase",    "casefold", "find",      "rfind",
-      "index",      "rindex",       "count",       "isdigit",  "isdecimal", "isnumeric",
-      "isalpha",    "isalnum",      "isspace",     "isupper",  "islower",   "isidentifier",
-      "splitlines", "center",       "ljust",       "rjust",    "zfill",     "partition",
-      "rpartition", "removeprefix", "removesuffix"};
+      "join",       "split",        "rsplit",       "strip",     "lstrip",    "rstrip",
+      "replace",    "startswith",   "endswith",     "format",    "upper",     "lower",
+      "title",      "capitalize",   "swapcase",     "casefold",  "find",      "rfind",
+      "index",      "rindex",       "count",        "isdigit",   "isdecimal", "isnumeric",
+      "isalpha",    "isalnum",      "isspace",      "isupper",   "islower",   "isidentifier",
+      "splitlines", "center",       "ljust",        "rjust",     "zfill",     "partition",
+      "rpartition", "removeprefix", "removesuffix", "expandtabs"};
   return names;
 }
 

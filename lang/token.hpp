@@ -112,6 +112,7 @@ struct Token {
   // For f-strings: offset in the source of the first body character, so
   // embedded expressions get exact spans.
   uint32_t body_offset = 0;
+  bool raw = false; // an rf-string: its literal pieces keep their backslashes
 };
 
 } // namespace pxl

@@ -10,6 +10,62 @@
 
 namespace pxl {
 
+namespace {
+
+// functools' cached wrapper of `fn`: at most `maxsize` results (-1: no limit),
+// the least recently used dropped first; cache_clear() empties it.
+Value memoize(InterpreterImpl& in, const Value& fn, int64_t maxsize) {
+  Value name = in.has_attr(fn, "__name__") ? in.get_attr(fn, "__name__", Span{}) : make_str("");
+  auto cache = std::make_shared<DictObj>();
+  Value wrapper = make_builtin(
+      name.is_obj(ObjKind::Str) ? name.as<StrObj>()->value : std::string("lru_cache_wrapper"),
+      [fn, cache, maxsize](InterpreterImpl& in, CallArgs& a) {
+        ValueList key = a.pos;
+        if (!a.kw.empty()) {                   // keywords follow a marker, as in Python's key
+          key.push_back(Value::object(cache)); // (never an argument: unique)
+          for (auto& [k, v] : a.kw) key.push_back(make_tuple({make_str(k), v}));
+        }
+        Value k = make_tuple(std::move(key));
+        if (!is_hashable(k)) {
+          for (const Value& v : a.pos)
+            if (!is_hashable(v))
+              throw Error(ErrCode::Type, "unhashable type: '" + type_name(v) + "'");
+          for (auto& [kw, v] : a.kw)
+            if (!is_hashable(v))
+              throw Error(ErrCode::Type, "unhashable type: '" + type_name(v) + "'");
+        }
+        if (const Value* hit = cache->find(k)) {
+          Value out = *hit;
+          if (maxsize > 0) { // most recently used: to the end
+            cache->erase(k);
+            cache->set(k, out);
+          }
+          return out;
+        }
+        Value out = in.call(fn, a, Span{});
+        if (maxsize != 0) cache->set(k, out);
+        if (maxsize > 0 && static_cast<int64_t>(cache->size()) > maxsize)
+          for (size_t i = 0; i < cache->entries.size(); ++i)
+            if (cache->live[i]) {
+              cache->erase(Value(cache->entries[i].first));
+              break;
+            }
+        return out;
+      });
+  wrapper.as<BuiltinObj>()->attrs.emplace_back(
+      "cache_clear", make_builtin("cache_clear", [cache](InterpreterImpl&, CallArgs& a) {
+        ArgReader r("cache_clear", a, {});
+        cache->entries.clear();
+        cache->live.clear();
+        cache->index.clear();
+        return Value();
+      }));
+  wrapper.as<BuiltinObj>()->attrs.emplace_back("__wrapped__", fn);
+  return wrapper;
+}
+
+} // namespace
+
 Value make_functools_module() {
   ModuleBuilder b("functools");
   b.fn("partial", [](InterpreterImpl&, CallArgs& a) {
@@ -32,6 +88,22 @@ Value make_functools_module() {
       f->name = name.as<StrObj>()->value;
       return Value::object(f);
     });
+  });
+  // lru_cache(maxsize=128, typed=False) / lru_cache(f) / cache(f): a wrapper
+  // that remembers f's results by its arguments (hashable, as Python's).
+  b.fn("lru_cache", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("lru_cache", a, {"maxsize", "typed"});
+    if (r.has(0) && !r[0].is_none() && !r[0].is_intlike()) // lru_cache(f): maxsize 128
+      return memoize(in, r[0], 128);
+    int64_t maxsize = !r.has(0) ? 128 : r[0].is_none() ? -1 : std::max<int64_t>(r[0].as_int(), 0);
+    return make_builtin("decorating_function", [maxsize](InterpreterImpl& in, CallArgs& d) {
+      ArgReader w("decorating_function", d, {"user_function"}, 1);
+      return memoize(in, w[0], maxsize);
+    });
+  });
+  b.fn("cache", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("cache", a, {"user_function"}, 1);
+    return memoize(in, r[0], -1);
   });
   b.fn("reduce", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("reduce", a, {"function", "iterable", "initial"}, 2);
@@ -73,29 +145,250 @@ Value make_time_module() {
   return b.value();
 }
 
+namespace {
+
+int64_t math_int(const ArgReader& r, size_t i) {
+  if (!r[i].is_intlike())
+    throw Error(ErrCode::Type,
+                "'" + type_name(r[i]) + "' object cannot be interpreted as an integer");
+  return r[i].as_int();
+}
+
+int64_t checked_mul(int64_t a, int64_t b) {
+  int64_t out;
+  if (__builtin_mul_overflow(a, b, &out))
+    throw Error(ErrCode::Value, "integer overflow (pxl integers are 64-bit)");
+  return out;
+}
+
+// Python's math functions of integers: gcd lcm factorial comb perm isqrt.
+void add_math_integer_functions(ModuleBuilder& b) {
+  auto gcd2 = [](int64_t x, int64_t y) {
+    uint64_t a = x < 0 ? 0 - static_cast<uint64_t>(x) : static_cast<uint64_t>(x);
+    uint64_t c = y < 0 ? 0 - static_cast<uint64_t>(y) : static_cast<uint64_t>(y);
+    while (c) a %= c, std::swap(a, c);
+    return static_cast<int64_t>(a);
+  };
+  for (bool is_lcm : {false, true}) {
+    std::string name = is_lcm ? "lcm" : "gcd";
+    b.fn(name, [name, is_lcm, gcd2](InterpreterImpl&, CallArgs& a) {
+      if (!a.kw.empty()) throw Error(ErrCode::Arguments, name + "() takes no keyword arguments");
+      int64_t acc = is_lcm ? 1 : 0;
+      for (const Value& v : a.pos) {
+        if (!v.is_intlike())
+          throw Error(ErrCode::Type,
+                      "'" + type_name(v) + "' object cannot be interpreted as an integer");
+        int64_t x = v.as_int();
+        if (!is_lcm) {
+          acc = gcd2(acc, x);
+        } else if (acc == 0 || x == 0) {
+          acc = 0;
+        } else {
+          int64_t g = gcd2(acc, x);
+          acc = std::llabs(checked_mul(acc / g, x));
+        }
+      }
+      return Value::integer(acc);
+    });
+  }
+  b.fn("factorial", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("factorial", a, {"n"}, 1);
+    int64_t n = math_int(r, 0);
+    if (n < 0) throw Error(ErrCode::Value, "factorial() not defined for negative values");
+    int64_t acc = 1;
+    for (int64_t k = 2; k <= n; ++k) acc = checked_mul(acc, k);
+    return Value::integer(acc);
+  });
+  for (bool is_perm : {false, true}) {
+    std::string name = is_perm ? "perm" : "comb";
+    b.fn(name, [name, is_perm](InterpreterImpl&, CallArgs& a) {
+      ArgReader r(name, a, {"n", "k"}, is_perm ? 1 : 2);
+      int64_t n = math_int(r, 0);
+      int64_t k = is_perm && (!r.has(1) || r[1].is_none()) ? n : math_int(r, 1);
+      if (n < 0) throw Error(ErrCode::Value, "n must be a non-negative integer");
+      if (k < 0) throw Error(ErrCode::Value, "k must be a non-negative integer");
+      if (k > n) return Value::integer(0);
+      if (!is_perm) k = std::min(k, n - k);
+      // comb: acc * (n - i) / (i + 1) stays an integer at every step.
+      __int128 acc = 1;
+      for (int64_t i = 0; i < k; ++i) {
+        acc *= n - i;
+        if (!is_perm) acc /= i + 1;
+        if (acc > INT64_MAX)
+          throw Error(ErrCode::Value, "integer overflow (pxl integers are 64-bit)");
+      }
+      return Value::integer(static_cast<int64_t>(acc));
+    });
+  }
+  b.fn("isqrt", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("isqrt", a, {"n"}, 1);
+    int64_t n = math_int(r, 0);
+    if (n < 0) throw Error(ErrCode::Value, "isqrt() argument must be nonnegative");
+    auto x = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
+    while (x > 0 && static_cast<__int128>(x) * x > n) --x;
+    while (static_cast<__int128>(x + 1) * (x + 1) <= n) ++x;
+    return Value::integer(x);
+  });
+}
+
+// Python's math functions of floats beyond the one-argument ones.
+void add_math_float_functions(ModuleBuilder& b) {
+  auto two = [&b](const char* name, double (*f)(double, double), bool domain_nan) {
+    std::string n = name;
+    b.fn(n, [n, f, domain_nan](InterpreterImpl&, CallArgs& a) {
+      ArgReader r(n, a, {"x", "y"}, 2);
+      double x = r.get_float(0), y = r.get_float(1), z = f(x, y);
+      if (domain_nan && std::isnan(z) && !std::isnan(x) && !std::isnan(y))
+        throw Error(ErrCode::Value, "math domain error");
+      return Value::number(z);
+    });
+  };
+  two("copysign", std::copysign, false);
+  two("atan2", std::atan2, false);
+  two("fmod", std::fmod, true);
+  two("remainder", std::remainder, true);
+  two("nextafter", std::nextafter, false);
+  b.fn("hypot", [](InterpreterImpl&, CallArgs& a) {
+    double acc = 0;
+    for (const Value& v : a.pos) acc = std::hypot(acc, value_to_float(v, "hypot() argument"));
+    return Value::number(acc);
+  });
+  b.fn("dist", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("dist", a, {"p", "q"}, 2);
+    ValueList p = in.iterate(r[0], Span{}), q = in.iterate(r[1], Span{});
+    if (p.size() != q.size())
+      throw Error(ErrCode::Value, "both points must have the same number of dimensions");
+    double acc = 0;
+    for (size_t i = 0; i < p.size(); ++i)
+      acc = std::hypot(acc, value_to_float(p[i], "dist()") - value_to_float(q[i], "dist()"));
+    return Value::number(acc);
+  });
+  b.fn("fsum", [](InterpreterImpl& in, CallArgs& a) {
+    // Exact partial sums (Shewchuk), rounded once, as Python's fsum.
+    ArgReader r("fsum", a, {"seq"}, 1);
+    std::vector<double> partials;
+    for (const Value& v : in.iterate(r[0], Span{})) {
+      double x = value_to_float(v, "fsum()");
+      size_t i = 0;
+      for (double y : partials) {
+        if (std::fabs(x) < std::fabs(y)) std::swap(x, y);
+        double hi = x + y, lo = y - (hi - x);
+        if (lo != 0) partials[i++] = lo;
+        x = hi;
+      }
+      partials.resize(i);
+      partials.push_back(x);
+    }
+    double hi = 0;
+    if (!partials.empty()) {
+      size_t n = partials.size();
+      hi = partials[--n];
+      double lo = 0;
+      while (n > 0) {
+        double x = hi, y = partials[--n];
+        hi = x + y;
+        lo = y - (hi - x);
+        if (lo != 0) break;
+      }
+      // Round half to even across the remaining partials, as CPython does.
+      if (n > 0 && ((lo < 0 && partials[n - 1] < 0) || (lo > 0 && partials[n - 1] > 0))) {
+        double y = lo * 2, x = hi + y;
+        if (y == x - hi) hi = x;
+      }
+    }
+    return Value::number(hi);
+  });
+  b.fn("modf", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("modf", a, {"x"}, 1);
+    double ip, fp = std::modf(r.get_float(0), &ip);
+    return make_tuple({Value::number(fp), Value::number(ip)});
+  });
+  b.fn("frexp", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("frexp", a, {"x"}, 1);
+    int e = 0;
+    double m = std::frexp(r.get_float(0), &e);
+    return make_tuple({Value::number(m), Value::integer(e)});
+  });
+  b.fn("ldexp", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("ldexp", a, {"x", "i"}, 2);
+    double x = r.get_float(0);
+    int64_t e = std::clamp<int64_t>(math_int(r, 1), -100000, 100000);
+    double y = std::ldexp(x, static_cast<int>(e));
+    if (std::isinf(y) && std::isfinite(x)) throw Error(ErrCode::Value, "math range error");
+    return Value::number(y);
+  });
+  b.fn("isclose", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("isclose", a, {"a", "b", "rel_tol", "abs_tol"}, 2);
+    double x = r.get_float(0), y = r.get_float(1);
+    double rel = r.has(2) ? r.get_float(2) : 1e-9, abs_tol = r.has(3) ? r.get_float(3) : 0.0;
+    if (rel < 0 || abs_tol < 0) throw Error(ErrCode::Value, "tolerances must be non-negative");
+    if (x == y) return Value::boolean(true);
+    if (std::isinf(x) || std::isinf(y)) return Value::boolean(false);
+    double d = std::fabs(y - x);
+    return Value::boolean(d <= std::fabs(rel * y) || d <= std::fabs(rel * x) || d <= abs_tol);
+  });
+  b.fn("degrees", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("degrees", a, {"x"}, 1);
+    return Value::number(r.get_float(0) * (180.0 / M_PI));
+  });
+  b.fn("radians", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("radians", a, {"x"}, 1);
+    return Value::number(r.get_float(0) * (M_PI / 180.0));
+  });
+  b.fn("ulp", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("ulp", a, {"x"}, 1);
+    double x = std::fabs(r.get_float(0));
+    if (std::isnan(x) || std::isinf(x)) return Value::number(x);
+    double next = std::nextafter(x, INFINITY);
+    if (std::isinf(next)) return Value::number(x - std::nextafter(x, -INFINITY));
+    return Value::number(next - x);
+  });
+}
+
+} // namespace
+
 Value make_math_module() {
   ModuleBuilder b("math");
+  // One-argument functions with CPython's error rule (math_1): a NaN from a
+  // number that is not NaN is a domain error, an infinity from a finite
+  // number a range error where the function can overflow, else a domain error.
   static const std::pair<const char*, double (*)(double)> fns[] = {
-      {"sqrt", std::sqrt}, {"exp", std::exp},   {"log2", std::log2},   {"log10", std::log10},
-      {"sin", std::sin},   {"cos", std::cos},   {"tan", std::tan},     {"tanh", std::tanh},
-      {"fabs", std::fabs}, {"erf", std::erf},   {"log1p", std::log1p}, {"expm1", std::expm1},
-      {"atan", std::atan}, {"asin", std::asin}, {"acos", std::acos}};
+      {"sqrt", std::sqrt},    {"exp", std::exp},     {"log2", std::log2},   {"log10", std::log10},
+      {"sin", std::sin},      {"cos", std::cos},     {"tan", std::tan},     {"tanh", std::tanh},
+      {"fabs", std::fabs},    {"erf", std::erf},     {"log1p", std::log1p}, {"expm1", std::expm1},
+      {"atan", std::atan},    {"asin", std::asin},   {"acos", std::acos},   {"sinh", std::sinh},
+      {"cosh", std::cosh},    {"asinh", std::asinh}, {"acosh", std::acosh}, {"atanh", std::atanh},
+      {"erfc", std::erfc},    {"exp2", std::exp2},   {"cbrt", std::cbrt},   {"gamma", std::tgamma},
+      {"lgamma", std::lgamma}};
   for (auto [name, f] : fns) {
     std::string n = name;
     auto fp = f;
     b.fn(n, [n, fp](InterpreterImpl&, CallArgs& a) {
       ArgReader r(n, a, {"x"}, 1);
       double x = r.get_float(0);
-      if ((n == "sqrt" && x < 0) || (n == "log2" && x <= 0) || (n == "log10" && x <= 0))
+      double y = fp(x);
+      bool can_overflow = n == "exp" || n == "expm1" || n == "exp2" || n == "sinh" || n == "cosh" ||
+                          n == "gamma" || n == "lgamma";
+      // tgamma/lgamma at 0 and the negative integers are poles: domain errors.
+      bool pole = (n == "gamma" || n == "lgamma") && x <= 0 && std::floor(x) == x;
+      if ((std::isnan(y) && !std::isnan(x)) ||
+          (std::isinf(y) && std::isfinite(x) && !can_overflow) || pole)
         throw Error(ErrCode::Value, "math domain error");
-      return Value::number(fp(x));
+      if (std::isinf(y) && std::isfinite(x)) throw Error(ErrCode::Value, "math range error");
+      return Value::number(y);
     });
   }
+  add_math_integer_functions(b);
+  add_math_float_functions(b);
   b.fn("log", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("log", a, {"x", "base"}, 1);
     double x = r.get_float(0);
     if (x <= 0) throw Error(ErrCode::Value, "math domain error");
-    return Value::number(r.has(1) ? std::log(x) / std::log(r.get_float(1)) : std::log(x));
+    if (!r.has(1)) return Value::number(std::log(x));
+    double base = r.get_float(1);
+    if (base <= 0) throw Error(ErrCode::Value, "math domain error");
+    if (base == 1) throw Error(ErrCode::ZeroDivision, "float division by zero");
+    return Value::number(std::log(x) / std::log(base));
   });
   auto rounding = [](const char* name, double (*f)(double)) {
     return [name, f](InterpreterImpl&, CallArgs& a) {

@@ -4,6 +4,7 @@
 // (jnp.r_, jnp.mgrid, ...: types._subscriptable) and context managers built
 // from two functions (jnp.printoptions, jax.named_scope: types._context).
 #include "lang/args.hpp"
+#include "lang/lazy_iter.hpp"
 #include "lang/py_set.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/namedtuple.hpp"
@@ -288,6 +289,43 @@ void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
     obj->exit_fn = r[2];
     return Value::object(obj);
   });
+  // itertools' endless iterators (lang/lazy_iter.hpp) and chain, for
+  // stdlib/itertools.pxl: chain is a builtin so that it can carry
+  // chain.from_iterable.
+  types.fn("_count", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("count", a, {"start", "step"});
+    Value start = r.has(0) ? r[0] : Value::integer(0), step = r.has(1) ? r[1] : Value::integer(1);
+    for (const Value& v : {start, step})
+      if (!v.is_number() && !v.is_obj(ObjKind::Complex))
+        throw Error(ErrCode::Type, "a number is required");
+    return make_count_iter(start, step);
+  });
+  types.fn("_cycle", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("cycle", a, {"iterable"}, 1);
+    return make_cycle_iter(in.iterate(r[0], Span{}));
+  });
+  types.fn("_repeat", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("repeat", a, {"object"}, 1);
+    return make_repeat_iter(r[0]);
+  });
+  {
+    auto chain = [](InterpreterImpl& in, const ValueList& iterables) {
+      ValueList out;
+      for (const Value& it : iterables)
+        for (Value& x : in.iterate(it, Span{})) out.push_back(std::move(x));
+      return make_list(std::move(out));
+    };
+    Value c = make_builtin("chain", [chain](InterpreterImpl& in, CallArgs& a) {
+      if (!a.kw.empty()) throw Error(ErrCode::Type, "chain() takes no keyword arguments");
+      return chain(in, a.pos);
+    });
+    c.as<BuiltinObj>()->attrs.emplace_back(
+        "from_iterable", make_builtin("from_iterable", [chain](InterpreterImpl& in, CallArgs& a) {
+          ArgReader r("from_iterable", a, {"iterable"}, 1);
+          return chain(in, in.iterate(r[0], Span{}));
+        }));
+    types.val("_chain", c);
+  }
   // Errors of the kinds JAX raises (ValueError, TypeError, NotImplementedError)
   // for pxl code, which has no raise: types._value_error("...") fails with E0105.
   types.fn("_value_error", [](InterpreterImpl&, CallArgs& a) -> Value {
