@@ -339,6 +339,17 @@ Value at_method(InterpreterImpl& in, const AtProxyObj& p, const std::string& nam
   // indices into range; "promise_in_bounds" clamps a gather and drops a scatter's.
   auto mode_of = [](const ArgReader& r, size_t i) -> std::string {
     if (!r.has(i) || r[i].is_none()) return "";
+    // A lax.GatherScatterMode member (stdlib/lax_gather.pxl) prints as GatherScatterMode.NAME.
+    if (r[i].is_obj(ObjKind::Opaque)) {
+      const auto* o = r[i].as<OpaqueObj>();
+      if (o->type_name() == "GatherScatterMode") {
+        std::string n = o->str().substr(o->str().find('.') + 1);
+        return n == "CLIP"           ? "clip"
+               : n == "FILL_OR_DROP" ? "fill"
+               : n == "ONE_HOT"      ? "one_hot"
+                                     : "promise_in_bounds";
+      }
+    }
     std::string m = r.get_str(i);
     if (m != "fill" && m != "drop" && m != "clip" && m != "promise_in_bounds")
       throw Error(ErrCode::Value, "Unknown gather mode \"" + m + "\"");
