@@ -386,7 +386,15 @@ Value at_method(InterpreterImpl& in, const AtProxyObj& p, const std::string& nam
                 1);
     opts.clip = mode_of(r, 3) == "clip";
     opts.wrap_negative = r.get_bool(4, true);
-    return at_apply(in, x, items(), r[0], opts);
+    // Through _without_jvp (stdlib/lax_gather.pxl): as JAX's scatter_apply, not
+    // differentiable.
+    Value func = r[0];
+    std::vector<np::IndexItem> idx = items();
+    Value apply = make_builtin("apply", [idx, func, opts](InterpreterImpl& in2, CallArgs& fa) {
+      return at_apply(in2, in2.to_tensor(fa.pos.at(0), Span{}), idx, func, opts);
+    });
+    Value gather = in.import_module("lax_gather", Span{}, "");
+    return in.call(in.get_attr(gather, "_without_jvp", Span{}), ValueList{apply, p.array}, Span{});
   }
   ArgReader r(name, a,
               {"values", "indices_are_sorted", "unique_indices", "mode", "wrap_negative_indices",
