@@ -73,6 +73,8 @@ private:
   // A split reduction's total: its blocks' partial results (in `partial`) in
   // order of b, then the elements after the blocks (see KernelSplit).
   Value* split_total(const Instr& in, Value* partial);
+  // The accumulator's initial value for reduction `in` (see ScalarEmitter::reduce_init).
+  Value* reduce_init(const Instr& in);
   // ---- NVPTX thread groups (see the header comment) ----
   // The lanes reducing one row of `n` elements of compute type `ct` when there
   // are `rows` rows; 0: one thread per row, in order (short rows).
@@ -348,6 +350,13 @@ void KernelEmitter::loop_kernel() {
       true);
 }
 
+Value* KernelEmitter::reduce_init(const Instr& in) {
+  const Shape& xs = aval(in.operands[0]).shape;
+  int64_t n = 1;
+  for (int64_t a : in.attrs.axes) n *= xs[static_cast<size_t>(a)];
+  return se_.reduce_init(in.op, aval(in.operands[0]).dtype, n == 1);
+}
+
 Value* KernelEmitter::reduce_row(const Instr& in, const Idx& outer, int64_t len, Value* offset) {
   int x = in.operands[0];
   const Shape& xs = aval(x).shape;
@@ -356,7 +365,7 @@ Value* KernelEmitter::reduce_row(const Instr& in, const Idx& outer, int64_t len,
   int64_t n = 1;
   for (size_t a = kept; a < xs.size(); ++a) n *= xs[a];
   llvm::Type* ct = se_.compute_type(d);
-  Value* init = se_.reduce_init(in.op, d);
+  Value* init = reduce_init(in);
   auto step = [&](Value* acc, Value* v) { return se_.reduce_step(in.op, d, acc, v); };
   // The element at position j of the row, where the row is one index range.
   bool by_position = flat_ || in.attrs.axes.size() == 1;
@@ -432,7 +441,7 @@ void KernelEmitter::reduce_kernel() {
   size_t kept = r - in.attrs.axes.size();
   bool trailing = reduce_axes_trailing(f_, k_);
   llvm::Type* ct = se_.compute_type(d);
-  Value* init = se_.reduce_init(in.op, d);
+  Value* init = reduce_init(in);
   if (trailing) {
     // With an elementwise prologue every row is one contiguous index range.
     flat_ = kernel_flat(f_, k_);
@@ -568,7 +577,7 @@ Value* KernelEmitter::split_total(const Instr& in, Value* partial) {
   int64_t rest = aval(in.operands[0]).size() - blocks * kSplitBlock;
   llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
   Value* acc = eb.CreateAlloca(ct);
-  b_.CreateStore(se_.reduce_init(in.op, d), acc);
+  b_.CreateStore(reduce_init(in), acc);
   auto add = [&](Value* v) {
     b_.CreateStore(se_.reduce_step(in.op, d, b_.CreateLoad(ct, acc), v), acc);
   };
@@ -638,7 +647,7 @@ Value* KernelEmitter::group_reduce_row(const Instr& in, int64_t n,
   auto step = [&](Value* acc, Value* v) { return se_.reduce_step(in.op, d, acc, v); };
   llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
   Value* acc = eb.CreateAlloca(ct);
-  b_.CreateStore(se_.reduce_init(in.op, d), acc);
+  b_.CreateStore(reduce_init(in), acc);
   // Lane l takes elements l, l + lanes, ...; a warp's threads past `lanes`
   // (f64 rows use 16) take none and keep the initial value.
   Value* limit = lanes < group_
@@ -710,7 +719,7 @@ void KernelEmitter::gpu_leading_reduce_kernel() {
   loops(
       kept, oidx,
       [&] {
-        b_.CreateStore(se_.reduce_init(in.op, d), acc);
+        b_.CreateStore(reduce_init(in), acc);
         Idx ridx;
         loops(red, ridx, [&] {
           Idx full;

@@ -457,7 +457,7 @@ Value* ScalarEmitter::threefry2x32(const std::vector<Value*>& args, int word) {
   return word == 0 ? x0 : x1;
 }
 
-Value* ScalarEmitter::reduce_init(Op op, DType d) {
+Value* ScalarEmitter::reduce_init(Op op, DType d, bool single) {
   llvm::Type* t = compute_type(d);
   bool flt = is_floating(d);
   double inf = std::numeric_limits<double>::infinity();
@@ -465,8 +465,8 @@ Value* ScalarEmitter::reduce_init(Op op, DType d) {
   if (d == DType::Bool && op == Op::ReduceSum) op = Op::ReduceOr;
   if (d == DType::Bool && op == Op::ReduceProd) op = Op::ReduceAnd;
   switch (op) {
-  case Op::ReduceSum:
-    return flt ? llvm::ConstantFP::get(t, 0.0) : ic(0);
+  case Op::ReduceSum: // -0.0, addition's identity, keeps a lone -0.0 (XLA's reshape)
+    return flt ? llvm::ConstantFP::get(t, single ? -0.0 : 0.0) : ic(0);
   case Op::ReduceProd:
     return flt ? llvm::ConstantFP::get(t, 1.0) : ic(1);
   case Op::ReduceMax:

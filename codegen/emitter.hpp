@@ -55,7 +55,8 @@ public:
   llvm::Value* elementwise(const Instr& in, DType result, const std::vector<DType>& arg_types,
                            const std::vector<llvm::Value*>& args);
   // Reduction step and initial value in the compute type.
-  llvm::Value* reduce_init(Op op, DType d);
+  // `single`: the reduction covers one element per output, which XLA turns into a reshape.
+  llvm::Value* reduce_init(Op op, DType d, bool single = false);
   llvm::Value* reduce_step(Op op, DType d, llvm::Value* acc, llvm::Value* v);
 
 private:

@@ -76,6 +76,18 @@ template <class C> C reduce_step(Reduction r, C acc, C v) {
   return acc;
 }
 
+// The identity of addition: a sum of one element is that element, -0.0 included, as XLA
+// turns a reduction (or cumulative sum) over size-1 axes into a reshape. Longer sums start
+// from XLA's +0.0, so [-0.0, -0.0] sums to 0.0 as there.
+template <class C> C neg_zero() {
+  if constexpr (is_complex_v<C>)
+    return C(-0.0f, -0.0f);
+  else if constexpr (is_float_v<C>)
+    return C(-0.0);
+  else
+    return C(0);
+}
+
 // Out-index stride of each input axis (0 for reduced axes).
 std::vector<int64_t> out_strides(const Shape& in, const std::vector<int64_t>& axes,
                                  const Shape& out) {
@@ -95,7 +107,8 @@ Array reduce(Reduction r, const Array& x, const OpAttrs& a, const AVal& oa) {
   visit_dtype(x.dtype(), [&]<DType D>() {
     using E = Elem<D>;
     using C = typename E::C;
-    std::vector<C> acc(static_cast<size_t>(out.size()), reduce_init<C>(r));
+    bool single = r == Reduction::Sum && x.size() == out.size();
+    std::vector<C> acc(static_cast<size_t>(out.size()), single ? neg_zero<C>() : reduce_init<C>(r));
     const auto* xs = x.as<typename E::S>();
     for_each_index(x.shape(), [&](const std::vector<int64_t>& idx, int64_t flat) {
       int64_t o = 0;
@@ -152,7 +165,8 @@ Array cumsum(const Array& x, const OpAttrs& a, const AVal& oa) {
     auto* os = out.as<typename E::S>();
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t i = 0; i < inner; ++i) {
-        typename E::S acc = E::store(C(0)); // rounded after every step, like a chain of adds
+        // rounded after every step, like a chain of adds
+        typename E::S acc = E::store(n == 1 ? neg_zero<C>() : C(0));
         for (int64_t s = 0; s < n; ++s) {
           int64_t k = a.reverse ? n - 1 - s : s;
           int64_t at = (o * n + k) * inner + i;

@@ -219,14 +219,7 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
       Tensor y = int_exponent ? make_tensor(Array::scalar(Scalar::of_int(b.i), DType::Int32, true))
                               : to_tensor(b, where);
       if (op == BinOpKind::MatMul) return make_array(np::matmul(ops(), x, y));
-      if (auto t = strict_binary_type(*this, x->aval, y->aval)) { // weak operands under 'strict'
-        OpAttrs at;
-        at.dtype = t->dtype;
-        at.weak = t->weak;
-        Tensor xs[] = {x}, ys[] = {y};
-        x = ops().bind(Op::ConvertElementType, at, xs);
-        y = ops().bind(Op::ConvertElementType, at, ys);
-      }
+      strict_promote_pair(*this, x, y); // under 'strict': JAX's lattice, or its error
       return make_array(np::binary(ops(), to_np(op), x, y));
     } catch (Error& e) {
       e.set_span_if_missing(where);

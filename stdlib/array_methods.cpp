@@ -339,6 +339,17 @@ Value at_method(InterpreterImpl& in, const AtProxyObj& p, const std::string& nam
   // indices into range; "promise_in_bounds" clamps a gather and drops a scatter's.
   auto mode_of = [](const ArgReader& r, size_t i) -> std::string {
     if (!r.has(i) || r[i].is_none()) return "";
+    // A lax.GatherScatterMode member (stdlib/lax_gather.pxl) prints as GatherScatterMode.NAME.
+    if (r[i].is_obj(ObjKind::Opaque)) {
+      const auto* o = r[i].as<OpaqueObj>();
+      if (o->type_name() == "GatherScatterMode") {
+        std::string n = o->str().substr(o->str().find('.') + 1);
+        return n == "CLIP"           ? "clip"
+               : n == "FILL_OR_DROP" ? "fill"
+               : n == "ONE_HOT"      ? "one_hot"
+                                     : "promise_in_bounds";
+      }
+    }
     std::string m = r.get_str(i);
     if (m != "fill" && m != "drop" && m != "clip" && m != "promise_in_bounds")
       throw Error(ErrCode::Value, "Unknown gather mode \"" + m + "\"");
@@ -375,7 +386,15 @@ Value at_method(InterpreterImpl& in, const AtProxyObj& p, const std::string& nam
                 1);
     opts.clip = mode_of(r, 3) == "clip";
     opts.wrap_negative = r.get_bool(4, true);
-    return at_apply(in, x, items(), r[0], opts);
+    // Through _without_jvp (stdlib/lax_gather.pxl): as JAX's scatter_apply, not
+    // differentiable.
+    Value func = r[0];
+    std::vector<np::IndexItem> idx = items();
+    Value apply = make_builtin("apply", [idx, func, opts](InterpreterImpl& in2, CallArgs& fa) {
+      return at_apply(in2, in2.to_tensor(fa.pos.at(0), Span{}), idx, func, opts);
+    });
+    Value gather = in.import_module("lax_gather", Span{}, "");
+    return in.call(in.get_attr(gather, "_without_jvp", Span{}), ValueList{apply, p.array}, Span{});
   }
   ArgReader r(name, a,
               {"values", "indices_are_sorted", "unique_indices", "mode", "wrap_negative_indices",

@@ -13,6 +13,7 @@
 #include "stdlib/np_internal.hpp"
 #include "stdlib/reduce_api.hpp"
 #include "stdlib/sharding.hpp"
+#include "stdlib/strict_promotion.hpp"
 
 namespace pxl {
 
@@ -309,7 +310,9 @@ void def_elementwise(ModuleBuilder& b) {
     std::string n = name;
     b.fn(n, [n, o](InterpreterImpl& in, CallArgs& a) {
       ArgReader r(n, a, {"x1", "x2"}, 2);
-      return make_array(np::binary(in.ops(), o, T(in, r[0]), T(in, r[1])));
+      Tensor x = T(in, r[0]), y = T(in, r[1]);
+      strict_promote_pair(in, x, y); // jax.numpy_dtype_promotion('strict')
+      return make_array(np::binary(in.ops(), o, x, y));
     });
   }
   static const std::pair<const char*, np::BinOp> logical[] = {{"logical_and", np::BinOp::BitAnd},
@@ -341,7 +344,9 @@ void def_elementwise(ModuleBuilder& b) {
     }
     if (!r.has(1) || !r.has(2))
       throw Error(ErrCode::Arguments, "where() takes either 1 or 3 arguments (condition, x, y)");
-    return make_array(np::where(in.ops(), T(in, r[0]), T(in, r[1]), T(in, r[2])));
+    Tensor x = T(in, r[1]), y = T(in, r[2]);
+    strict_promote_pair(in, x, y);
+    return make_array(np::where(in.ops(), T(in, r[0]), x, y));
   });
   b.fn("clip", [](InterpreterImpl& in, CallArgs& a) {
     // JAX's clip(arr=None, /, min=None, max=None): the old a/a_min/a_max keywords are
@@ -355,9 +360,11 @@ void def_elementwise(ModuleBuilder& b) {
     if (!r.has(0) || r[0].is_none())
       throw Error(ErrCode::Value, "No input was provided to the clip function.");
     std::optional<Tensor> lo, hi;
-    if (r.has(1) && !r[1].is_none()) lo = T(in, r[1]);
-    if (r.has(2) && !r[2].is_none()) hi = T(in, r[2]);
-    return make_array(np::clip(in.ops(), T(in, r[0]), lo, hi));
+    Tensor x = T(in, r[0]);
+    // JAX's clip is maximum(min, x), then minimum(max, ...): strict promotion pairwise.
+    if (r.has(1) && !r[1].is_none()) lo = T(in, r[1]), strict_promote_pair(in, *lo, x);
+    if (r.has(2) && !r[2].is_none()) hi = T(in, r[2]), strict_promote_pair(in, *hi, x);
+    return make_array(np::clip(in.ops(), x, lo, hi));
   });
   b.fn("astype", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("astype", a, {"x", "dtype", "copy", "device"}, 2);

@@ -187,10 +187,12 @@ struct AttrObj : OpaqueObj {
   std::vector<std::pair<std::string, Value>> attrs;
   Value call_fn;
   std::string repr_text; // what repr() shows; empty: <name object>
+  std::string str_text;  // what str()/print show; empty: the repr (an enum member differs)
   std::string type_name() const override { return name; }
   std::string repr() const override {
     return repr_text.empty() ? "<" + name + " object>" : repr_text;
   }
+  std::string str() const override { return str_text.empty() ? repr() : str_text; }
   bool get_attr(InterpreterImpl&, const std::string& attr, Value& out) override {
     for (const auto& [k, v] : attrs)
       if (k == attr) return out = v, true;
@@ -270,7 +272,7 @@ void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
     return Value::object(obj);
   });
   types.fn("_object", [](InterpreterImpl&, CallArgs& a) {
-    ArgReader r("_object", a, {"name", "attrs", "call", "repr"}, 2);
+    ArgReader r("_object", a, {"name", "attrs", "call", "repr", "str"}, 2);
     auto obj = std::make_shared<AttrObj>();
     obj->name = r.get_str(0);
     if (!r[1].is_obj(ObjKind::Dict)) throw Error(ErrCode::Type, "_object() attrs must be a dict");
@@ -279,6 +281,7 @@ void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
     });
     if (r.has(2)) obj->call_fn = r[2];
     if (r.has(3)) obj->repr_text = r.get_str(3);
+    if (r.has(4)) obj->str_text = r.get_str(4);
     return Value::object(obj);
   });
   types.fn("_context", [](InterpreterImpl&, CallArgs& a) {

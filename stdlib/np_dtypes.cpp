@@ -573,6 +573,17 @@ std::optional<PromotedType> strict_binary_type(InterpreterImpl& in, const AVal& 
   return PromotedType{d, true};
 }
 
+void strict_promote_pair(InterpreterImpl& in, Tensor& x, Tensor& y) {
+  auto t = strict_binary_type(in, x->aval, y->aval);
+  if (!t) return;
+  OpAttrs at;
+  at.dtype = t->dtype;
+  at.weak = t->weak;
+  Tensor xs[] = {x}, ys[] = {y};
+  x = in.ops().bind(Op::ConvertElementType, at, xs);
+  y = in.ops().bind(Op::ConvertElementType, at, ys);
+}
+
 void def_dtype_queries(ModuleBuilder& b) {
   b.fn("broadcast_shapes", [](InterpreterImpl&, CallArgs& a) {
     if (!a.kw.empty()) throw Error(ErrCode::Arguments, "broadcast_shapes() takes shapes only");

@@ -116,6 +116,18 @@ Tensor remainder(OpContext& cx, const Tensor& a, Tensor b) {
   return bind(cx, Op::Select, {}, {do_plus, p2(cx, Op::Add, trunc, b), trunc});
 }
 
+// XLA's algebraic simplifier turns convert(pred) * y into select(pred, y, 0), so a bool
+// operand converted to an inexact type (bfloat16 aside: it is upcast around the fusion)
+// zeroes even an infinite or NaN factor; a broadcast bool operand escapes the pattern.
+bool bool_operand(const Tensor& x0, const Shape& shape, DType to) {
+  return av(x0).dtype == DType::Bool && av(x0).shape == shape && is_inexact(to) &&
+         to != DType::BFloat16;
+}
+
+Tensor bool_mask(OpContext& cx, const Tensor& pred, const Tensor& y) {
+  return bind(cx, Op::Select, {}, {pred, y, like(cx, y, Scalar::of_int(0))});
+}
+
 // The lax primitive JAX's binary operator reaches first (its broadcasting errors name it).
 const char* lax_name(BinOp op) {
   switch (op) {
@@ -259,6 +271,8 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
   case BinOp::Sub:
     return p2(cx, Op::Sub, a, b);
   case BinOp::Mul:
+    if (bool_operand(a0, shape, p.dtype)) return bool_mask(cx, a0, b);
+    if (bool_operand(b0, shape, p.dtype)) return bool_mask(cx, b0, a);
     return p2(cx, is_bool ? Op::And : Op::Mul, a, b);
   case BinOp::TrueDiv:
     if (is_floating(p.dtype) && av(b0).size() != shape_size(shape)) {
@@ -270,6 +284,7 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
       bool bf16 = p.dtype == DType::BFloat16;
       if (bf16) bc = convert(cx, bc, DType::Float32, false);
       Tensor inv = p2(cx, Op::Div, like(cx, bc, Scalar::of_int(1)), bc);
+      if (bool_operand(a0, shape, p.dtype)) return bool_mask(cx, a0, broadcast(cx, inv, shape, fn));
       if (!bf16) return p2(cx, Op::Mul, a, broadcast(cx, inv, shape, fn));
       Tensor prod =
           p2(cx, Op::Mul, convert(cx, a, DType::Float32, false), broadcast(cx, inv, shape, fn));

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "ir/dtype.hpp"
+#include "ir/tensor.hpp"
 
 namespace pxl {
 
@@ -16,5 +17,9 @@ struct AVal;
 // TypePromotionError, E0105, when the strict lattice joins them nowhere);
 // nullopt under 'standard' promotion.
 std::optional<PromotedType> strict_binary_type(InterpreterImpl& in, const AVal& x, const AVal& y);
+
+// The same for a jnp function's two operands, converted in place to the type
+// strict promotion gives them (unchanged under 'standard').
+void strict_promote_pair(InterpreterImpl& in, Tensor& x, Tensor& y);
 
 } // namespace pxl
