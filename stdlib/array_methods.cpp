@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 
+#include "ir/aval_text.hpp"
 #include "lang/args.hpp"
 #include "lang/methods.hpp"
 #include "runtime/platform.hpp"
@@ -12,6 +13,7 @@
 #include "stdlib/np_internal.hpp"
 #include "stdlib/reduce_api.hpp"
 #include "stdlib/sharding.hpp"
+#include "stdlib/trace_origin.hpp"
 
 namespace pxl {
 
@@ -21,6 +23,17 @@ namespace {
 Value device_object(InterpreterImpl& in, int id) { return device_value(in.platform().name(), id); }
 
 using ArrayMethod = Value (*)(InterpreterImpl&, const Tensor& self, CallArgs&);
+
+// Runs `get` (which reads the array's value); a traced array is JAX's
+// ConcretizationTypeError with `context`, the line naming the method.
+template <class F> Value needs_value(const Tensor& x, const std::string& context, F&& get) {
+  try {
+    return get();
+  } catch (Error& e) {
+    if (e.code() != ErrCode::ConcreteValue) throw;
+    throw concretization_error(e, x->aval, context);
+  }
+}
 
 Value list_rec(const Array& a, size_t dim, int64_t& flat) {
   if (dim == a.shape().size()) {
@@ -145,7 +158,10 @@ const std::map<std::string, ArrayMethod>& methods() {
       {"tolist",
        [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
          ArgReader r("tolist", a, {});
-         return array_to_list(in.ops().concrete(x));
+         return needs_value(x,
+                            "The tolist() method was called on traced array with shape " +
+                                array_type_str(x->aval.dtype, x->aval.shape) + ".",
+                            [&] { return array_to_list(in.ops().concrete(x)); });
        }},
       {"item",
        [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
@@ -153,9 +169,12 @@ const std::map<std::string, ArrayMethod>& methods() {
          if (r.rest().empty()) {
            if (x->aval.size() != 1)
              throw Error(ErrCode::Value, "can only convert an array of size 1 to a Python scalar");
-           return array_to_scalar(in, make_array(x), Span{});
+           return needs_value(x, "This occurred in the item() method of jax.Array",
+                              [&] { return array_to_scalar(in, make_array(x), Span{}); });
          }
-         return array_to_scalar(in, make_array(item_element(in.ops(), x, r.rest())), Span{});
+         return needs_value(x, "This occurred in the item() method of jax.Array", [&] {
+           return array_to_scalar(in, make_array(item_element(in.ops(), x, r.rest())), Span{});
+         });
        }},
       {"block_until_ready",
        [](InterpreterImpl&, const Tensor& x, CallArgs& a) {

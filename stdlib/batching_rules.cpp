@@ -212,6 +212,83 @@ BVal batch_pad(OpContext& cx, const OpAttrs& attrs, const BVal& x, const BVal& v
   return {bind(cx, Op::Select, {}, {mask, padded, fill}), true};
 }
 
+// all_to_all over the vmapped axis together with other axes `rest` (of total
+// size R), the vmapped one first (major) or last (minor) among the names. The
+// combined rank is b*R + r (major) or r*B + b (minor); chunk k of the split
+// axis goes to rank k. Done in two exchanges: over the vmapped axis here (a
+// transpose: example b' takes every example's chunks (., b', .)), then over the
+// rest with the other chunk index as both split and concat axis, after which
+// that axis holds the senders' rest ranks; the senders' (rest, vmapped) ranks
+// and the chunk's own concat axis are merged in rank order.
+BVal batch_all_to_all_with_rest(OpContext& cx, const OpAttrs& attrs, const OpAttrs& rest,
+                                const BVal& in, int64_t B, bool major) {
+  Tensor x = materialize(cx, in, B); // (from_b, operand dims...)
+  int64_t R = rest.group_size, n = x->aval.ndim();
+  int64_t sa = attrs.axis + 1, ca = attrs.concat_axis + 1;
+  Shape shape = x->aval.shape;
+  int64_t c = shape[static_cast<size_t>(sa)] / (R * B);
+  // Labels: 0..n-1 the tensor's axes (0 = sender's b); n = receiver's b,
+  // n+1 = the rest chunk index (becomes the sender's rest rank), n+2 = chunk.
+  const int64_t TO_B = n, KR = n + 1, CH = n + 2;
+  std::vector<int64_t> labels, sizes;
+  for (int64_t i = 0; i < n; ++i) {
+    if (i != sa) {
+      labels.push_back(i);
+      sizes.push_back(shape[static_cast<size_t>(i)]);
+      continue;
+    }
+    if (major) {
+      labels.insert(labels.end(), {TO_B, KR, CH});
+      sizes.insert(sizes.end(), {B, R, c});
+    } else {
+      labels.insert(labels.end(), {KR, TO_B, CH});
+      sizes.insert(sizes.end(), {R, B, c});
+    }
+  }
+  Tensor t = reshape(cx, x, Shape(sizes.begin(), sizes.end()));
+  auto pos = [&](int64_t l) {
+    return static_cast<int64_t>(std::find(labels.begin(), labels.end(), l) - labels.begin());
+  };
+  auto permute = [&](const std::vector<int64_t>& target) {
+    Dims perm;
+    for (int64_t l : target) perm.push_back(pos(l));
+    t = transpose(cx, t, perm);
+    labels = target;
+  };
+  // (to_b, from_b, operand dims with the split axis as (KR, CH)).
+  std::vector<int64_t> y = {TO_B, 0};
+  for (int64_t i = 1; i < n; ++i) {
+    if (i == sa)
+      y.insert(y.end(), {KR, CH});
+    else
+      y.push_back(i);
+  }
+  permute(y);
+  OpAttrs ra = rest;
+  ra.axis = ra.concat_axis = pos(KR);
+  t = bind(cx, Op::AllToAll, ra, {t}); // KR now indexes the sender's rest rank
+  // Final: the concat axis as (senders' ranks in order, its own axis), the
+  // split axis as the chunk.
+  std::vector<int64_t> target = {TO_B};
+  Shape out = {B};
+  for (int64_t i = 1; i < n; ++i) {
+    int64_t own = i == sa ? CH : i;
+    int64_t own_size = i == sa ? c : shape[static_cast<size_t>(i)];
+    if (i == ca) {
+      if (major)
+        target.insert(target.end(), {0, KR, own});
+      else
+        target.insert(target.end(), {KR, 0, own});
+      out.push_back(R * B * own_size);
+    } else {
+      target.push_back(own);
+      out.push_back(own_size);
+    }
+  }
+  permute(target);
+  return {reshape(cx, t, out), true};
+}
+
 // A collective whose axis names include the vmapped axis itself (vmap's
 // axis_name): over that axis it acts across the batch dimension.
 BVal batch_vmap_collective(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> in,
@@ -320,7 +397,11 @@ BVal batch_vmap_collective(OpContext& cx, Op op, const OpAttrs& attrs, std::span
   case Op::AllToAll: {
     // Example j's chunk i (of the split axis) goes to example i, which
     // concatenates the chunks it receives along the concat axis in order of j.
-    if (has_rest) break;
+    if (has_rest) {
+      bool major = attrs.axis_names.front() == ax.name, minor = attrs.axis_names.back() == ax.name;
+      if (!major && !minor) break;
+      return batch_all_to_all_with_rest(cx, attrs, rest, in[0], B, major);
+    }
     Tensor x = materialize(cx, in[0], B); // (j, operand dims...)
     int64_t sa = attrs.axis + 1, ca = attrs.concat_axis + 1;
     Shape s = x->aval.shape;

@@ -8,6 +8,7 @@
 #include "lang/py_set.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/namedtuple.hpp"
+#include "stdlib/trace_origin.hpp"
 
 namespace pxl {
 
@@ -350,6 +351,20 @@ void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
   types.fn("_index_error", [](InterpreterImpl&, CallArgs& a) -> Value {
     ArgReader r("_index_error", a, {"message"}, 1);
     throw Error(ErrCode::ArrayIndex, r.get_str(0)); // JAX's IndexError of an array index
+  });
+  // _concrete(x, context): the array x, whose value pxl code needs; a traced
+  // one is JAX's ConcretizationTypeError naming the use (`context`).
+  types.fn("_concrete", [](InterpreterImpl& in, CallArgs& a) -> Value {
+    ArgReader r("_concrete", a, {"x", "context"}, 2);
+    if (!r[0].is_obj(ObjKind::Array)) return r[0];
+    const Tensor& t = r[0].as<ArrayObj>()->tensor;
+    try {
+      in.ops().concrete(t);
+    } catch (Error& e) {
+      if (e.code() != ErrCode::ConcreteValue) throw;
+      throw concretization_error(e, t->aval, r.get_str(1));
+    }
+    return r[0];
   });
   types.fn("_unsupported_error", [](InterpreterImpl&, CallArgs& a) -> Value {
     ArgReader r("_unsupported_error", a, {"message"}, 1);

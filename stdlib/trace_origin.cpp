@@ -1,7 +1,9 @@
 #include "stdlib/trace_origin.hpp"
 
 #include <algorithm>
+#include <cctype>
 
+#include "ir/aval_text.hpp"
 #include "lang/ast.hpp"
 #include "lang/tracer.hpp"
 
@@ -111,6 +113,18 @@ Error with_trace_origin(const Error& e, const std::string& what, const std::stri
   Error out(e.code(), m.substr(0, start) + origin + m.substr(end), e.span());
   for (const TraceEntry& t : e.trace()) out.add_trace(t);
   return out;
+}
+
+Error concretization_error(const Error& e, const AVal& aval, const std::string& context) {
+  std::string why = e.message();
+  if (!why.empty()) why[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(why[0])));
+  return Error(ErrCode::ConcreteValue,
+               "ConcretizationTypeError: Abstract tracer value encountered where concrete value "
+               "is expected: traced array with shape " +
+                   array_type_str(aval.dtype, aval.shape) + "\n" + context + "\n" + why +
+                   "\n\nSee "
+                   "https://docs.jax.dev/en/latest/errors.html#jax.errors.ConcretizationTypeError",
+               e.span(), e.hint());
 }
 
 } // namespace pxl

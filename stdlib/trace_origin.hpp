@@ -37,6 +37,12 @@ std::string function_source_info(const Value& fn);
 // error for a traced dimension): an error with_trace_origin rewrites.
 bool quotes_unknown_value(const Error& e);
 
+// JAX's ConcretizationTypeError for code that needed the value of a traced
+// array of type `aval` (`e`, a concretisation error, says why it is unknown):
+// its head, `context` (JAX's line naming the use), then `e`'s account of the
+// trace, which with_trace_origin rewrites.
+Error concretization_error(const Error& e, const AVal& aval, const std::string& context);
+
 // `e` with TraceContext's account of an unknown value ("this array is traced
 // inside WHAT (its type is T): ...") replaced by JAX's origin text; names[i] is
 // the i-th parameter's argument name. Other errors come back unchanged.

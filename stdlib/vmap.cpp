@@ -590,7 +590,7 @@ Value make_vmap(InterpreterImpl&, CallArgs& a) {
     throw Error(ErrCode::Type,
                 "vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
                 "positional arguments passed to the function, but got " +
-                    pxl::repr(v->in_axes) + ".");
+                    pxl::str(v->in_axes) + "."); // JAX formats it with str()
   if (r.has(3) && !r[3].is_none()) v->axis_name = value_to_str(r[3], "vmap() axis_name");
   if (r.has(4) && !r[4].is_none()) v->axis_size = r.get_int(4);
   // spmd_axis_name only asks JAX to lay the batch dimension of the SPMD calls
