@@ -353,14 +353,24 @@ AVal fft(Op op, const OpAttrs& a, const AVal& x) {
     fail(ErrCode::DType, op,
          std::string(type) + " needs a " + (real_in ? "float32" : "complex64") + " operand, got " +
              dtype_name(x.dtype));
+  // JAX's texts: IRFFT's minor dimensions but the last must equal fft_lengths;
+  // its last must be fft_lengths[-1] // 2 + 1 (XLA's check, pxl's text).
   Shape trailing(x.shape.end() - static_cast<int64_t>(k), x.shape.end());
-  Shape want = a.shape;
-  if (a.axis == 3) want.back() = a.shape.back() / 2 + 1;
-  if (trailing != want)
-    fail(ErrCode::Shape, op,
-         std::string(type) + " with fft_lengths " + ints_str(a.shape) +
-             " needs trailing dimensions " + shape_str(want) + ", got operand shape " +
-             shape_str(x.shape));
+  if (a.axis == 3) {
+    if (!std::equal(trailing.begin(), trailing.end() - 1, a.shape.begin()))
+      throw Error(ErrCode::Shape, "IRFFT input shape " + shape_str(x.shape) +
+                                      " minor dimensions must be equal to all except the last "
+                                      "fft_length, got fft_lengths=" +
+                                      shape_str(a.shape));
+    if (trailing.back() != a.shape.back() / 2 + 1)
+      fail(ErrCode::Shape, op,
+           "IRFFT requires innermost dimension to be compatible with fft_length[-1]/2+1. Got: " +
+               std::to_string(trailing.back()) + " but fft_lengths is " + shape_str(a.shape));
+  } else if (trailing != a.shape) {
+    throw Error(ErrCode::Shape, std::string(type) + " input shape " + shape_str(x.shape) +
+                                    " minor dimensions must be equal to fft_lengths " +
+                                    shape_str(a.shape));
+  }
   for (int64_t d : a.shape)
     if (d < 1 && !(d == 0 && a.axis != 2)) // an empty FFT/IFFT/IRFFT is empty
       fail(ErrCode::Value, op, "fft_lengths must be positive, got " + ints_str(a.shape));

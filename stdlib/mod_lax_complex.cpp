@@ -48,16 +48,17 @@ int fft_type_of(const Value& v) {
   if (v.is_obj(ObjKind::Opaque))
     if (auto* f = dynamic_cast<const FftTypeObj*>(v.as<OpaqueObj>()); f && f->value >= 0)
       return f->value;
+  // JAX's _str_to_fft_type: the lower or upper case name only.
   if (v.is_obj(ObjKind::Str)) {
-    std::string s = v.as<StrObj>()->value;
-    for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    for (int i = 0; i < 4; ++i)
-      if (s == kFftNames[i]) return i;
-    throw Error(ErrCode::Value, "fft: unknown fft_type '" + v.as<StrObj>()->value +
-                                    "' (use lax.FftType.FFT, IFFT, RFFT or IRFFT)");
+    const std::string& s = v.as<StrObj>()->value;
+    for (int i = 0; i < 4; ++i) {
+      std::string lower = kFftNames[i];
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (s == kFftNames[i] || s == lower) return i;
+    }
+    throw Error(ErrCode::Value, "Unknown FFT type '" + s + "'");
   }
-  throw Error(ErrCode::Type,
-              "fft: fft_type must be a lax.FftType or a string, not " + type_name(v));
+  throw Error(ErrCode::Type, "Unknown FFT type value '" + str(v) + "'");
 }
 
 Tensor T(InterpreterImpl& in, const Value& v) { return in.to_tensor(v, Span{}); }
@@ -126,6 +127,10 @@ void add_lax_complex(Value& lax) {
     if (at.axis == 2) {
       if (is_complex(x->aval.dtype))
         throw Error(ErrCode::DType, "only real valued inputs supported for rfft");
+      // Integers and bools become float32; a 16-bit float stays and is refused.
+      if (x->aval.dtype == DType::Float16 || x->aval.dtype == DType::BFloat16)
+        throw Error(ErrCode::Value, std::string("RFFT input must be float32 or float64, got ") +
+                                        dtype_name(x->aval.dtype));
       if (x->aval.dtype != DType::Float32)
         x = np::detail::convert(in.ops(), x, DType::Float32, false);
     } else if (!is_complex(x->aval.dtype)) {

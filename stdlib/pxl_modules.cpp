@@ -222,6 +222,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   Value scipy_linalg = in.import_module("scipy_linalg", Span{}, "");
   merge_functions(in, "scipy_linalg_tridiagonal", scipy_linalg);       // eigh_tridiagonal
   Value scipy_signal = in.import_module("scipy_signal", Span{}, "");   // convolve, correlate, ...
+  merge_functions(in, "scipy_signal_spectral", scipy_signal); // stft, istft, csd, welch
   Value scipy_ndimage = in.import_module("scipy_ndimage", Span{}, ""); // map_coordinates
   Value scipy_interpolate =
       in.import_module("scipy_interpolate", Span{}, "");       // RegularGridInterpolator
