@@ -1,5 +1,6 @@
 // Python's built-in functions (DESIGN §2), with Python's semantics and errors.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <tuple>
@@ -374,13 +375,42 @@ Value to_int(InterpreterImpl& in, CallArgs& a) {
     s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
     size_t b = s.find_first_not_of(" \t\n"), e = s.find_last_not_of(" \t\n");
     std::string t = b == std::string::npos ? "" : s.substr(b, e - b + 1);
-    int base = static_cast<int>(r.get_int(1, 10));
+    int64_t base64 = r.get_int(1, 10);
+    // strtoll leaves `end` unset for a base it does not know: check it first, as Python does.
+    if (base64 != 0 && (base64 < 2 || base64 > 36))
+      throw Error(ErrCode::Value, "int() base must be >= 2 and <= 36, or 0");
+    int base = static_cast<int>(base64);
+    auto invalid = [&] {
+      return Error(ErrCode::Value, "invalid literal for int() with base " + std::to_string(base64) +
+                                       ": " + repr(x));
+    };
+    // Python's prefixes: 0x/0o/0b name the base when it is 0 and may repeat a matching one;
+    // base 0 takes no other leading zeros ('010' is invalid, not octal as for strtoll).
+    std::string sign, digits = t;
+    if (!digits.empty() && (digits[0] == '+' || digits[0] == '-')) {
+      sign = digits.substr(0, 1);
+      digits.erase(0, 1);
+    }
+    int prefix = 0;
+    if (digits.size() >= 2 && digits[0] == '0') {
+      char c = static_cast<char>(std::tolower(static_cast<unsigned char>(digits[1])));
+      prefix = c == 'x' ? 16 : c == 'o' ? 8 : c == 'b' ? 2 : 0;
+    }
+    if (prefix && (base == 0 || base == prefix)) {
+      digits.erase(0, 2);
+      base = prefix;
+    } else if (base == 0) {
+      base = 10;
+      if (digits.find_first_not_of('0') != std::string::npos && digits[0] == '0') throw invalid();
+    }
+    for (char c : digits)
+      if (!std::isalnum(static_cast<unsigned char>(c))) throw invalid();
+    if (digits.empty()) throw invalid();
+    std::string text = sign + digits;
     char* end = nullptr;
     errno = 0;
-    long long v = t.empty() ? 0 : std::strtoll(t.c_str(), &end, base);
-    if (t.empty() || *end || errno == ERANGE)
-      throw Error(ErrCode::Value,
-                  "invalid literal for int() with base " + std::to_string(base) + ": " + repr(x));
+    long long v = std::strtoll(text.c_str(), &end, base);
+    if (*end || errno == ERANGE) throw invalid();
     return Value::integer(v);
   }
   if (x.is_obj(ObjKind::Array)) {
