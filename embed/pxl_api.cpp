@@ -13,6 +13,11 @@ namespace pxl {
 std::string version() { return PXL_VERSION; }
 
 Runtime::Runtime(RuntimeOptions options) {
+  // The same bounds as the command line's --devices.
+  if (options.num_devices < 1 || options.num_devices > 4096)
+    throw Error(ErrCode::Value, "RuntimeOptions::num_devices is " +
+                                    std::to_string(options.num_devices) +
+                                    ": expected an integer from 1 to 4096");
   InterpOptions io;
   io.num_devices = options.num_devices;
   io.platform = parse_platform(options.platform);
@@ -27,17 +32,24 @@ Runtime::~Runtime() = default;
 Runtime::Runtime(Runtime&&) noexcept = default;
 Runtime& Runtime::operator=(Runtime&&) noexcept = default;
 
-void Runtime::run_file(const std::string& path) { interp_->run_file(path); }
+// A moved-from Runtime has no interpreter; using it is a clear error, not a null dereference.
+Interpreter& Runtime::interpreter() const {
+  if (!interp_)
+    throw Error(ErrCode::Value, "this pxl::Runtime was moved from and has no interpreter");
+  return *interp_;
+}
+
+void Runtime::run_file(const std::string& path) { interpreter().run_file(path); }
 
 void Runtime::run_string(const std::string& code, const std::string& name) {
-  interp_->run_string(code, name);
+  interpreter().run_string(code, name);
 }
 
 std::vector<Array> Runtime::call(const std::string& function, const std::vector<Array>& args) {
-  return interp_->call(function, args);
+  return interpreter().call(function, args);
 }
 
-int Runtime::num_devices() const { return interp_->num_devices(); }
+int Runtime::num_devices() const { return interpreter().num_devices(); }
 
 void check_dtype(const Array& a, DType want) {
   if (!a.defined())

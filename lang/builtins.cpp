@@ -1,5 +1,6 @@
 // Python's built-in functions (DESIGN §2), with Python's semantics and errors.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <tuple>

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -134,8 +135,14 @@ std::string Interpreter::platform_warning() const { return impl_->platform().fal
 void Interpreter::run_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(ErrCode::IO, "cannot open file '" + path + "'");
+  // A directory opens as a stream on Linux but reads as nothing: without this check
+  // `pxl somedir` ran an empty script and succeeded.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(ErrCode::IO, "cannot run '" + path + "': it is a directory, not a .pxl file");
   std::stringstream ss;
   ss << f.rdbuf();
+  if (f.bad()) throw Error(ErrCode::IO, "cannot read file '" + path + "'");
   impl_->set_stack_base();
   impl_->run_source(std::make_shared<SourceFile>(path, ss.str()), impl_->globals(), false);
 }
@@ -330,7 +337,12 @@ std::vector<Array> Interpreter::call(const std::string& function, const std::vec
   const Value* f = impl_->globals()->lookup(function);
   if (!f) throw Error(ErrCode::Name, "name '" + function + "' is not defined");
   ValueList pos;
-  for (const Array& a : args) pos.push_back(make_array(make_tensor(a)));
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].defined()) // it has no buffer: using it would dereference null
+      throw Error(ErrCode::Value, "argument " + std::to_string(i) + " of " + function +
+                                      "() is an empty (default-constructed) pxl::Array");
+    pos.push_back(make_array(make_tensor(args[i])));
+  }
   Value r = impl_->call(*f, std::move(pos), Span{});
   std::vector<Array> out;
   std::function<void(const Value&)> flatten = [&](const Value& v) {

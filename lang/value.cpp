@@ -3,6 +3,7 @@
 #include "lang/dict_equal.hpp"
 #include "lang/dtype_names.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "runtime/format.hpp"
@@ -306,10 +307,28 @@ std::string factory_repr(const Value& f) {
   return repr(f);
 }
 
-static std::string seq_repr(const ValueList& items, const char* open, const char* close,
-                            bool one_tuple, int depth, const PrintOptions& po);
+// The containers being printed, innermost last: a list or dict met again inside itself prints
+// as Python's [...] / {...} (without this, l.append(l); l.append(l) printed 2**200 items).
+using ReprActive = std::vector<const void*>;
+struct ReprGuard {
+  ReprActive& active;
+  bool recursive;
+  ReprGuard(ReprActive& a, const void* obj)
+      : active(a), recursive(std::find(a.begin(), a.end(), obj) != a.end()) {
+    if (!recursive) active.push_back(obj);
+  }
+  ~ReprGuard() {
+    if (!recursive) active.pop_back();
+  }
+  ReprGuard(const ReprGuard&) = delete;
+  ReprGuard& operator=(const ReprGuard&) = delete;
+};
 
-static std::string repr_depth(const Value& v, int depth, const PrintOptions& po) {
+static std::string seq_repr(const ValueList& items, const char* open, const char* close,
+                            bool one_tuple, int depth, const PrintOptions& po, ReprActive& active);
+
+static std::string repr_depth(const Value& v, int depth, const PrintOptions& po,
+                              ReprActive& active) {
   if (depth > 200) return "...";
   switch (v.tag) {
   case Value::Tag::None:
@@ -327,10 +346,15 @@ static std::string repr_depth(const Value& v, int depth, const PrintOptions& po)
   case ObjKind::Str:
     return repr_string(v.as<StrObj>()->value);
   case ObjKind::Tuple:
-    return seq_repr(v.as<TupleObj>()->items, "(", ")", true, depth, po);
-  case ObjKind::List:
-    return seq_repr(v.as<ListObj>()->items, "[", "]", false, depth, po);
+    return seq_repr(v.as<TupleObj>()->items, "(", ")", true, depth, po, active);
+  case ObjKind::List: {
+    ReprGuard guard(active, v.obj.get());
+    if (guard.recursive) return "[...]";
+    return seq_repr(v.as<ListObj>()->items, "[", "]", false, depth, po, active);
+  }
   case ObjKind::Dict: {
+    ReprGuard guard(active, v.obj.get());
+    if (guard.recursive) return "{...}";
     bool ordered = v.as<DictObj>()->ordered;
     std::string out = ordered ? "OrderedDict([" : "{";
     if (v.as<DictObj>()->defaulted)
@@ -340,9 +364,10 @@ static std::string repr_depth(const Value& v, int depth, const PrintOptions& po)
       if (!first) out += ", ";
       first = false;
       if (ordered)
-        out += "(" + repr_depth(k, depth + 1, po) + ", " + repr_depth(x, depth + 1, po) + ")";
+        out += "(" + repr_depth(k, depth + 1, po, active) + ", " +
+               repr_depth(x, depth + 1, po, active) + ")";
       else
-        out += repr_depth(k, depth + 1, po) + ": " + repr_depth(x, depth + 1, po);
+        out += repr_depth(k, depth + 1, po, active) + ": " + repr_depth(x, depth + 1, po, active);
     });
     return out + (ordered ? "])" : v.as<DictObj>()->defaulted ? "})" : "}");
   }
@@ -370,8 +395,9 @@ static std::string repr_depth(const Value& v, int depth, const PrintOptions& po)
   }
   case ObjKind::Slice: {
     auto* s = v.as<SliceObj>();
-    return "slice(" + repr_depth(s->start, depth + 1, po) + ", " +
-           repr_depth(s->stop, depth + 1, po) + ", " + repr_depth(s->step, depth + 1, po) + ")";
+    return "slice(" + repr_depth(s->start, depth + 1, po, active) + ", " +
+           repr_depth(s->stop, depth + 1, po, active) + ", " +
+           repr_depth(s->step, depth + 1, po, active) + ")";
   }
   case ObjKind::Ellipsis:
     return "Ellipsis";
@@ -390,7 +416,8 @@ static std::string repr_depth(const Value& v, int depth, const PrintOptions& po)
            (r->step != 1 ? ", " + std::to_string(r->step) : "") + ")";
   }
   case ObjKind::Partial:
-    return "functools.partial(" + repr_depth(v.as<PartialObj>()->fn, depth + 1, po) + ", ...)";
+    return "functools.partial(" + repr_depth(v.as<PartialObj>()->fn, depth + 1, po, active) +
+           ", ...)";
   case ObjKind::AtProxy:
     return "_IndexUpdateHelper";
   case ObjKind::Opaque:
@@ -402,17 +429,20 @@ static std::string repr_depth(const Value& v, int depth, const PrintOptions& po)
 }
 
 static std::string seq_repr(const ValueList& items, const char* open, const char* close,
-                            bool one_tuple, int depth, const PrintOptions& po) {
+                            bool one_tuple, int depth, const PrintOptions& po, ReprActive& active) {
   std::string out = open;
   for (size_t i = 0; i < items.size(); ++i) {
     if (i) out += ", ";
-    out += repr_depth(items[i], depth + 1, po);
+    out += repr_depth(items[i], depth + 1, po, active);
   }
   if (one_tuple && items.size() == 1) out += ",";
   return out + close;
 }
 
-std::string repr(const Value& v, const PrintOptions& po) { return repr_depth(v, 0, po); }
+std::string repr(const Value& v, const PrintOptions& po) {
+  ReprActive active;
+  return repr_depth(v, 0, po, active);
+}
 std::string repr(const Value& v) { return repr(v, PrintOptions{}); }
 std::string str(const Value& v) { return str(v, PrintOptions{}); }
 

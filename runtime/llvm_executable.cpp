@@ -227,6 +227,11 @@ private:
               a = arenas[j]
                       .view_bytes(static_cast<size_t>(s.offset), f.values[o].aval)
                       .on_device(device_of(j, o));
+            // A zero-size value has no bytes, so no kernel wrote it and it may have no slot;
+            // the reference kernels still read its data pointer (x @ jnp.ones((0, 3)) crashed).
+            const AVal& av = f.values[o].aval;
+            if (!a.defined() && av.size() == 0)
+              a = Array(av.dtype, av.shape, av.weak).on_device(device_of(j, o));
           }
         run_host_instr(f, exe.layout_, exe.groups_, thread, static_cast<size_t>(index), env, *world,
                        *debug, exe.phase_times);

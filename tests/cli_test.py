@@ -120,6 +120,11 @@ def main():
         expect("unclosed brackets", run(pxl, [str(nested)]), code=1, err_has=["error["])
         Path(d, "bad.pxl").write_bytes(b"print('\xff\xfe')\n")
         expect("invalid UTF-8", run(pxl, ["bad.pxl"], cwd=d), code=1, err_has=["bad.pxl:1:"])
+        # A directory opens as a stream but reads as nothing: it once ran as an empty script.
+        expect("directory as script", run(pxl, [d]), code=1, out="",
+               err_has=["it is a directory, not a .pxl file"])
+        expect(":load directory", run(pxl, [], stdin=":load .\nprint('alive')\n", cwd=d),
+               code=1, out="alive\n", err_has=["it is a directory"])
 
     # stdin script mode: REPL logic, no prompts, errors do not stop the session.
     expect("stdin mode", run(pxl, [], stdin="1 + 1\nfoo\nx = 3\nx * 2\n"), code=1,

@@ -34,6 +34,8 @@ def main():
         " 1 | y = scale(2.0, undefined_factor)",
         "   |                ^" + "~" * 15 + "\n",  # the caret spans undefined_factor
         "caught pxl::Error: name 'no_such_function' is not defined",
+        "caught pxl::Error: argument 0 of scale() is an empty (default-constructed) pxl::Array",
+        "caught pxl::Error: this pxl::Runtime was moved from and has no interpreter",
     ]
     missing = [e for e in expected if e not in p.stdout]
     if p.returncode or missing:

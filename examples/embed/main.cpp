@@ -32,6 +32,19 @@ int main() {
     } catch (const pxl::Error& e) {
       std::cout << "caught pxl::Error: " << e.message() << "\n";
     }
+    // A default-constructed Array holds no data: passing one is an error, not a crash.
+    try {
+      rt.call("scale", {pxl::Array(), x});
+    } catch (const pxl::Error& e) {
+      std::cout << "caught pxl::Error: " << e.message() << "\n";
+    }
+    // So is using a Runtime after moving it away.
+    pxl::Runtime moved = std::move(rt);
+    try {
+      rt.run_string("print(1)\n");
+    } catch (const pxl::Error& e) {
+      std::cout << "caught pxl::Error: " << e.message() << "\n";
+    }
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "embed_demo: " << e.what() << "\n";

@@ -56,7 +56,8 @@ public:
   std::vector<Array> call(const std::string& function, const std::vector<Array>& args);
   int num_devices() const;
   // The full interpreter, for what this API does not wrap (REPL-style input).
-  Interpreter& interpreter() { return *interp_; }
+  // Every member throws pxl::Error on a moved-from Runtime.
+  Interpreter& interpreter() const;
 
 private:
   std::unique_ptr<Interpreter> interp_;

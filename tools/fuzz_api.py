@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""API fuzzer for pxl: calls every public function with wrong-typed and absurd arguments.
+
+Reads qualified names (one a line, e.g. `jnp.sum`, `lax.pad`; list them with dir() in pxl),
+writes `NAME(ARGS)` lines for a fixed set of argument patterns (empty/0-d/int8/bool/complex
+arrays, out-of-range axes, huge and negative sizes, None, strings, keys, callables) and pipes
+them in chunks to pxl's REPL stdin mode, where an error is a diagnostic and the session goes
+on. A chunk whose session dies (signal, abort, sanitizer report, "internal error", time limit,
+or a missing end-of-chunk probe) is halved until the culprit lines are named.
+
+  tools/fuzz_api.py --pxl build/bin/pxl names.txt [--pxl-args '--exec interp'] [-o out]
+"""
+import argparse
+import concurrent.futures
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+PRELUDE = """import jax
+import jax.numpy as jnp
+from jax import lax
+import jax.scipy.special as sp
+import jax.numpy.linalg as la
+import jax.numpy.fft as fft
+import jax.random as jr
+import jax.scipy.linalg as sla
+import jax.scipy.signal as sig
+import jax.image as image
+import jax.scipy.ndimage as nd
+A = jnp.arange(6.0).reshape(2, 3)
+E = jnp.zeros((0,))
+E2 = jnp.zeros((0, 3))
+S = jnp.float32(2)
+I = jnp.arange(6, dtype=jnp.int8).reshape(2, 3)
+B = jnp.array([True, False])
+C = jnp.array([1 + 2j, 3j])
+K = jr.PRNGKey(0)
+"""
+PATTERNS = [
+    "", "None", "'a'", "A", "A, A", "A, 9", "A, -9", "E", "E2", "S", "I", "B", "C",
+    "A, axis=9", "A, A, A", "A, (9, 9)", "A, dtype='bogus'", "[[1, 2], [3]]", "K, (2**40,)",
+    "K, (-1,)", "lambda x: x, A", "A, shape=(-1, -1)", "2**62", "A, 2**62", "A, -2**62",
+    "jnp.ones(())", "A, 1.5", "E2, E2", "I, I", "B, B", "C, C", "A, None, None", "E, 0",
+    "A, E", "I, -1", "A, 'a'", "A, ()", "A, []", "A, lambda x: x",
+]
+PROBE = "print('API-ALIVE')"
+BAD = ("AddressSanitizer", "runtime error:", "LeakSanitizer", "internal error",
+       "terminate called", "Assertion")
+
+
+def run(pxl, extra, lines, timeout):
+    text = PRELUDE + "\n".join(lines) + "\n\n" + PROBE + "\n"
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0", MALLOC_CHECK_="3",
+               MALLOC_PERTURB_="165")
+    try:
+        p = subprocess.run([pxl] + extra, input=text.encode(), capture_output=True,
+                           timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return "hang", ""
+    err = p.stderr.decode("utf-8", "replace")
+    if p.returncode < 0 or p.returncode > 2:
+        return f"status {p.returncode}", err
+    for b in BAD:
+        if b in err:
+            return b, err
+    if b"API-ALIVE" not in p.stdout:
+        return "lost session", err
+    return None, err
+
+
+def check_chunk(pxl, extra, chunk, timeout):
+    """The bad lines of a chunk, found by halving it (most chunks are clean)."""
+    verdict, err = run(pxl, extra, chunk, timeout + 0.5 * len(chunk))
+    if not verdict:
+        return []
+    if len(chunk) == 1:
+        return [(chunk[0], verdict, err[-1500:])]
+    half = len(chunk) // 2
+    found = check_chunk(pxl, extra, chunk[:half], timeout) + \
+        check_chunk(pxl, extra, chunk[half:], timeout)
+    return found or [(" ; ".join(chunk), verdict + " (only together)", "")]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("names")
+    ap.add_argument("--pxl", default="build/bin/pxl")
+    ap.add_argument("--pxl-args", default="")
+    ap.add_argument("-o", "--out", default="fuzz-api.txt")
+    ap.add_argument("-j", type=int, default=2)
+    ap.add_argument("--chunk", type=int, default=80)
+    ap.add_argument("--timeout", type=float, default=20.0,
+                    help="seconds for one line (a chunk gets this plus 0.5 s a line)")
+    ap.add_argument("--start", type=int, default=0, help="skip this many names")
+    ap.add_argument("--count", type=int, default=10**9, help="names to try")
+    a = ap.parse_args()
+    names = [n.strip() for n in Path(a.names).read_text().splitlines() if n.strip()]
+    names = names[a.start:a.start + a.count]
+    lines = [f"{n}({p})" for n in names for p in PATTERNS]
+    chunks = [lines[i:i + a.chunk] for i in range(0, len(lines), a.chunk)]
+    pxl = str(Path(a.pxl).resolve())
+    bad = 0
+    with open(a.out, "a") as out, concurrent.futures.ThreadPoolExecutor(a.j) as ex:
+        for found in ex.map(lambda c: check_chunk(pxl, a.pxl_args.split(), c, a.timeout), chunks):
+            for line, verdict, err in found:
+                bad += 1
+                print(f"{verdict}: {line}", flush=True)
+                out.write(f"=== {verdict}: {line}\n{err}\n")
+    print(f"{bad} bad lines of {len(lines)}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
