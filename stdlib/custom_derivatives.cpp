@@ -37,6 +37,7 @@
 #include "stdlib/autodiff.hpp"
 #include "stdlib/closure_convert.hpp"
 #include "stdlib/float0.hpp"
+#include "stdlib/module_builder.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/prng_key.hpp"
 #include "stdlib/pytree.hpp"
@@ -121,8 +122,11 @@ struct CustomDef {
   std::vector<int64_t> nondiff_argnums;
   Value jvp;      // custom_jvp: jvp(*nondiff, primals, tangents)
   Value fwd, bwd; // custom_vjp
+  // linear_call: a custom_vjp (fwd and bwd built by linear_call) that forward
+  // mode may differentiate too, as it is linear.
+  bool linear = false;
   std::string name() const { return fn_name(fun); }
-  const char* kind() const { return is_vjp ? "custom_vjp" : "custom_jvp"; }
+  const char* kind() const { return linear ? "linear_call" : is_vjp ? "custom_vjp" : "custom_jvp"; }
 };
 
 // One call of a custom function, as its rules need it.
@@ -527,15 +531,21 @@ struct BatchedRule : CustomRule {
 
 // The TypeError JAX raises for forward mode through a custom_vjp: when the
 // innermost differentiating trace around the call is jvp's.
-void check_not_forward_mode(InterpreterImpl& in, const Span& where) {
+// Whether the innermost differentiating trace is forward mode's (jax.jvp).
+bool forward_mode(InterpreterImpl& in) {
   for (auto* tc = dynamic_cast<TraceContext*>(&in.ops()); tc;
        tc = dynamic_cast<TraceContext*>(&tc->outer())) {
     const std::string& w = tc->what();
-    if (w == "jvp")
-      throw Error(ErrCode::Type,
-                  "can't apply forward-mode autodiff (jvp) to a custom_vjp function.", where);
-    if (w == "grad" || w == "value_and_grad" || w == "vjp") return;
+    if (w == "jvp") return true;
+    if (w == "grad" || w == "value_and_grad" || w == "vjp") return false;
   }
+  return false;
+}
+
+void check_not_forward_mode(InterpreterImpl& in, const Span& where) {
+  if (forward_mode(in))
+    throw Error(ErrCode::Type, "can't apply forward-mode autodiff (jvp) to a custom_vjp function.",
+                where);
 }
 
 // JAX binds keyword arguments to positions through the signature (with defaults).
@@ -618,7 +628,7 @@ Value call_custom(InterpreterImpl& in, const std::shared_ptr<const CustomDef>& d
   ValueList args = positional_args(in, d, a, where);
   auto* tc = dynamic_cast<TraceContext*>(&in.ops());
   if (!tc) return in.call(d.fun, args, where); // nothing differentiates an eager call
-  if (d.is_vjp) check_not_forward_mode(in, where);
+  if (d.is_vjp && !d.linear) check_not_forward_mode(in, where);
   CallSite site;
   site.in = &in;
   site.def = def;
@@ -851,6 +861,90 @@ Value make_custom_gradient(InterpreterImpl&, CallArgs& a) {
   return Value::object(obj);
 }
 
+// jax.custom_derivatives.linear_call(fun, fun_transpose, residual_args, linear_args):
+// fun(residual_args, linear_args), which must be linear in linear_args, with
+// fun_transpose(residual_args, cotangent) as its transpose. Recorded as a
+// custom_vjp call whose residual_args are nondiff and whose bwd is
+// linear_call(fun_transpose, fun, ...), so that transposing twice gives fun
+// back, as JAX's linear_call_p transposes. pxl's forward mode (the transpose
+// of reverse mode) then computes fun's map on the tangents, as JAX does.
+Value linear_call(InterpreterImpl& in, CallArgs& a) {
+  ArgReader r("linear_call", a, {"fun", "fun_transpose", "residual_args", "linear_args"}, 4);
+  Value fun = r[0], tp = r[1];
+  Span where = in.ops().loc;
+  if (!dynamic_cast<TraceContext*>(&in.ops())) return in.call(fun, ValueList{r[2], r[3]}, where);
+  ValueList lin_leaves;
+  TreeDef lin_tree = tree_flatten(in, r[3], lin_leaves);
+  std::vector<AVal> lin_avals = avals_of(in, lin_leaves, where);
+  auto def = std::make_shared<CustomDef>();
+  def->is_vjp = true;
+  def->linear = true;
+  def->fun = fun;
+  def->nondiff_argnums = {0};
+  def->fwd = make_builtin(fn_name(fun), [fun](InterpreterImpl& in, CallArgs& c) {
+    return make_tuple({in.call(fun, c.pos, in.ops().loc), Value()});
+  });
+  // Under forward mode pxl transposes the call's transpose: that is fun's own
+  // transpose (autodiff's) recorded with fun as its rule, so that the tangent
+  // map is fun's, as JAX's jvp of linear_call_p, even where fun_transpose is
+  // not fun's true transpose.
+  if (forward_mode(in)) {
+    Value vjp = in.import_module("jax", where, "").as<ModuleObj>()->env->vars.at("vjp");
+    // transposed(res, ct): fun's transpose at res (by autodiff), applied to ct.
+    Value transposed = make_builtin(
+        "transpose", [fun, vjp, lin_tree, lin_avals](InterpreterImpl& in, CallArgs& t) {
+          Span at = in.ops().loc;
+          Value res = t.pos[0];
+          Value along = make_builtin(fn_name(fun), [fun, res](InterpreterImpl& in, CallArgs& l) {
+            return in.call(fun, ValueList{res, l.pos[0]}, in.ops().loc);
+          });
+          ValueList zeros;
+          for (const AVal& z : lin_avals)
+            zeros.push_back(make_array(np::broadcast_to(
+                in.ops(), np::scalar(in.ops(), Scalar::of_float(0.0), z.dtype, z.weak), z.shape)));
+          Value pair = in.call(vjp, ValueList{along, tree_unflatten(lin_tree, zeros)}, at);
+          Value cts = in.call((*sequence_items(pair))[1], ValueList{t.pos[1]}, at);
+          return (*sequence_items(cts))[0];
+        });
+    def->bwd = make_builtin(fn_name(fun), [fun, transposed](InterpreterImpl& in, CallArgs& c) {
+      CallArgs t;
+      t.pos = {transposed, fun, c.pos[0], c.pos[2]};
+      return make_tuple({linear_call(in, t)});
+    });
+    CallArgs call;
+    call.pos = {r[2], r[3]};
+    return call_custom(in, def, call, where);
+  }
+  // bwd(residual_args, None, ct): JAX's checks of the transpose's output.
+  def->bwd =
+      make_builtin(fn_name(tp), [fun, tp, lin_tree, lin_avals](InterpreterImpl& in, CallArgs& c) {
+        Span at = in.ops().loc;
+        CallArgs t;
+        t.pos = {tp, fun, c.pos[0], c.pos[2]};
+        Value out = linear_call(in, t);
+        ValueList leaves;
+        TreeDef tree = tree_flatten(in, out, leaves);
+        if (!(tree == lin_tree))
+          throw Error(ErrCode::Type,
+                      "transpose output pytree structure must match that of linear inputs, got "
+                      "output structure " +
+                          tree.repr() + " and input structure " + lin_tree.repr() + ".",
+                      at);
+        for (size_t i = 0; i < leaves.size(); ++i) {
+          const AVal& got = in.to_tensor(leaves[i], at)->aval;
+          if (!same_type(got, lin_avals[i]))
+            throw Error(ErrCode::Value,
+                        "Expected cotangent type " + short_str(lin_avals[i]) + " but got " +
+                            short_str(got),
+                        at);
+        }
+        return make_tuple({out});
+      });
+  CallArgs call;
+  call.pos = {r[2], r[3]};
+  return call_custom(in, def, call, where);
+}
+
 } // namespace
 
 Tensor pvary_like(OpContext& cx, const Tensor& t, const Tensor& like) {
@@ -901,7 +995,7 @@ std::vector<BVal> batch_custom_call(OpContext& cx, const OpAttrs& attrs, std::sp
   return out;
 }
 
-void add_custom_derivatives(InterpreterImpl&, Value& jax) {
+void add_custom_derivatives(InterpreterImpl& in, Value& jax) {
   auto& vars = jax.as<ModuleObj>()->env->vars;
   vars["custom_jvp"] = make_builtin(
       "custom_jvp", [](InterpreterImpl&, CallArgs& a) { return make_custom(a, false); });
@@ -909,6 +1003,13 @@ void add_custom_derivatives(InterpreterImpl&, Value& jax) {
       "custom_vjp", [](InterpreterImpl&, CallArgs& a) { return make_custom(a, true); });
   vars["custom_gradient"] = make_builtin("custom_gradient", make_custom_gradient);
   add_closure_convert(jax);
+  // jax.custom_derivatives: the same functions, and linear_call.
+  ModuleBuilder cd("jax.custom_derivatives");
+  for (const char* n : {"custom_jvp", "custom_vjp", "custom_gradient", "closure_convert"})
+    cd.alias(n, jax);
+  cd.fn("linear_call", linear_call);
+  vars["custom_derivatives"] = cd.value();
+  in.register_module("jax.custom_derivatives", cd.value());
 }
 
 } // namespace pxl
