@@ -125,6 +125,10 @@ struct CustomDef {
   // linear_call: a custom_vjp (fwd and bwd built by linear_call) that forward
   // mode may differentiate too, as it is linear.
   bool linear = false;
+  // custom_jvp: how many transpositions of this function's jvp rule are under
+  // way. A rule whose tangent output calls the function again (f(t)) puts a
+  // call of it in the linear part: JAX transposes that one by its primal.
+  mutable int transposing = 0;
   std::string name() const { return fn_name(fun); }
   const char* kind() const { return linear ? "linear_call" : is_vjp ? "custom_vjp" : "custom_jvp"; }
 };
@@ -211,6 +215,20 @@ struct SiteRule : CustomRule {
 
 // custom_jvp: the transpose of the jvp rule's tangent map.
 struct JvpRule : SiteRule {
+  // The cotangents by differentiating the primal (what the rule's own
+  // transposition uses for calls of the function inside it).
+  std::vector<Tensor> primal_vjp(OpContext& cx, std::span<const Tensor> operands,
+                                 std::span<const Tensor> cts) const {
+    std::vector<Tensor> env = forward_pass(cx, *fn, operands, {});
+    std::vector<Tensor> seeds(cts.begin(), cts.end());
+    std::vector<bool> wanted(operands.size(), false);
+    for (size_t k = 0; k < num_args; ++k) wanted[k] = true;
+    std::vector<Tensor> ct = backward_pass(cx, *fn, env, seeds, &wanted);
+    ct.resize(operands.size());
+    for (size_t k = num_args; k < ct.size(); ++k) ct[k] = nullptr;
+    return ct;
+  }
+
   // Calls the jvp rule on (primals, tangents) and checks its output as JAX does.
   Value call_rule(InterpreterImpl& in, std::span<const Tensor> arrays, const Value& primals,
                   const Value& tangents) const {
@@ -291,6 +309,14 @@ struct JvpRule : SiteRule {
     InterpreterImpl& in = *site.in;
     OpsScope scope(in, cx);
     size_t n = num_args;
+    if (site.def->transposing > 0) return primal_vjp(cx, operands, cts);
+    struct Transposing {
+      const CustomDef& d;
+      explicit Transposing(const CustomDef& def) : d(def) { ++d.transposing; }
+      ~Transposing() { --d.transposing; }
+      Transposing(const Transposing&) = delete;
+      Transposing& operator=(const Transposing&) = delete;
+    } guard(*site.def);
     std::span<const Tensor> xs = operands.subspan(0, n);
     Value primals = site.diff_tuple(xs);
     // J(primals, tangents) -> (primal_out, tangent_out): the tangents are
@@ -650,6 +676,20 @@ Value call_custom(InterpreterImpl& in, const std::shared_ptr<const CustomDef>& d
     site.statics.push_back(std::move(s));
   }
   site.num_arrays = arrays.size();
+  // JAX refuses traced values in a custom_vjp's nondiff_argnums.
+  if (d.is_vjp && !d.linear)
+    for (const Value& v : arrays)
+      if (!v.as<ArrayObj>()->tensor->concrete)
+        throw Error(ErrCode::ConcreteValue,
+                    "UnexpectedTracerError: Found a JAX Tracer object passed as an argument to a "
+                    "custom_vjp function in a position indicated by nondiff_argnums as "
+                    "non-differentiable. Tracers cannot be passed as non-differentiable arguments "
+                    "to custom_vjp functions; instead, nondiff_argnums should only be used for "
+                    "arguments that can't be or contain JAX tracers, e.g. function-valued "
+                    "arguments. In particular, array-valued arguments should typically not be "
+                    "indicated as nondiff_argnums.\nSee "
+                    "https://docs.jax.dev/en/latest/errors.html#jax.errors.UnexpectedTracerError",
+                    where);
   for (int64_t k : d.nondiff_argnums)
     if (k >= static_cast<int64_t>(args.size()) || k < -static_cast<int64_t>(args.size()))
       throw Error(ErrCode::Arguments,
@@ -691,6 +731,7 @@ Value call_custom(InterpreterImpl& in, const std::shared_ptr<const CustomDef>& d
   rule->fn = fn;
   rule->num_args = nargs;
   rule->num_static = site.num_arrays;
+  rule->under_jvp = forward_mode(in);
   rule->site = std::move(site);
   OpAttrs attrs;
   attrs.custom = rule;
@@ -945,6 +986,21 @@ Value linear_call(InterpreterImpl& in, CallArgs& a) {
   return call_custom(in, def, call, where);
 }
 
+// jax.custom_derivatives.zero_from_primal(val): zero tangents shaped as val's
+// leaves (float0 ones for integer and bool leaves), as JAX's ad_util builds them.
+Value zero_from_primal(InterpreterImpl& in, CallArgs& a) {
+  ArgReader r("zero_from_primal", a, {"val", "symbolic_zeros"}, 1);
+  if (r.get_bool(1, false))
+    throw Error(ErrCode::Unsupported, "zero_from_primal: symbolic_zeros=True is not supported");
+  Span where = in.ops().loc;
+  return map_tree(in, r[0], [&in, &where](const Value& leaf) {
+    const AVal& t = in.to_tensor(leaf, where)->aval;
+    if (!is_inexact(t.dtype)) return float0_zeros(t.shape);
+    Tensor z = np::scalar(in.ops(), Scalar::of_float(0.0), t.dtype, t.weak);
+    return make_array(t.shape.empty() ? z : np::broadcast_to(in.ops(), z, t.shape));
+  });
+}
+
 } // namespace
 
 Tensor pvary_like(OpContext& cx, const Tensor& t, const Tensor& like) {
@@ -986,6 +1042,7 @@ std::vector<BVal> batch_custom_call(OpContext& cx, const OpAttrs& attrs, std::sp
   rule->fn = pb;
   rule->num_args = inner->num_args;
   rule->num_static = inner->num_static;
+  rule->under_jvp = inner->under_jvp;
   rule->inner = inner;
   rule->batched = batched;
   rule->axis = axis;
@@ -1008,6 +1065,7 @@ void add_custom_derivatives(InterpreterImpl& in, Value& jax) {
   for (const char* n : {"custom_jvp", "custom_vjp", "custom_gradient", "closure_convert"})
     cd.alias(n, jax);
   cd.fn("linear_call", linear_call);
+  cd.fn("zero_from_primal", zero_from_primal);
   vars["custom_derivatives"] = cd.value();
   in.register_module("jax.custom_derivatives", cd.value());
 }
