@@ -4,6 +4,7 @@
 // its primal is invariant over is psum'd over them (DESIGN §3).
 #include "stdlib/autodiff.hpp"
 
+#include "ir/aval_text.hpp"
 #include "ir/while_loop.hpp"
 #include "lang/diag.hpp"
 #include "lang/interp_impl.hpp"
@@ -174,11 +175,20 @@ void transpose_custom(OpContext& cx, const Function& f, const Instr& in,
   // with respect to it is JAX's UnexpectedTracerError.
   for (size_t k = rule.num_args + rule.num_static; k < in.operands.size(); ++k)
     if (live[in.operands[k]] && is_inexact(f.values[in.operands[k]].aval.dtype))
-      throw Error(ErrCode::Unsupported,
-                  rule.kind + " function '" + rule.fn->name +
-                      "' closes over a value that is being differentiated (JAX raises "
-                      "UnexpectedTracerError)",
-                  f.values[in.result].loc, "pass the value to the function as an argument");
+      throw Error(ErrCode::ConcreteValue,
+                  "UnexpectedTracerError: Encountered an unexpected tracer. A function "
+                  "transformed by JAX had a side effect, allowing for a reference to an "
+                  "intermediate value with type " +
+                      array_type_str(f.values[in.operands[k]].aval.dtype,
+                                     f.values[in.operands[k]].aval.shape) +
+                      " wrapped in a " + (rule.under_jvp ? "JVPTracer" : "LinearizeTracer") +
+                      " to escape the scope of the transformation.\nJAX transformations require "
+                      "that functions explicitly return their outputs, and disallow saving "
+                      "intermediate values to global state.\nTo catch the leak earlier, try "
+                      "setting the environment variable JAX_CHECK_TRACER_LEAKS or using the "
+                      "`jax.checking_leaks` context manager.\nSee "
+                      "https://docs.jax.dev/en/latest/errors.html#jax.errors.UnexpectedTracerError",
+                  f.values[in.result].loc);
   if (!needed) return;
   std::vector<Tensor> primals;
   for (int o : in.operands) primals.push_back(env[o]);

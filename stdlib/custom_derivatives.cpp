@@ -37,6 +37,7 @@
 #include "stdlib/autodiff.hpp"
 #include "stdlib/closure_convert.hpp"
 #include "stdlib/float0.hpp"
+#include "stdlib/module_builder.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/prng_key.hpp"
 #include "stdlib/pytree.hpp"
@@ -119,11 +120,18 @@ struct CustomDef {
   bool is_vjp = false;
   Value fun;
   std::vector<int64_t> nondiff_argnums;
-  Value jvp;             // custom_jvp: jvp(*nondiff, primals, tangents)
-  Value fwd, bwd;        // custom_vjp
+  Value jvp;      // custom_jvp: jvp(*nondiff, primals, tangents)
+  Value fwd, bwd; // custom_vjp
   std::string primitive; // jax.custom_jvp(f, _primitive=name): the stdlib's lax ops
+  // linear_call: a custom_vjp (fwd and bwd built by linear_call) that forward
+  // mode may differentiate too, as it is linear.
+  bool linear = false;
+  // custom_jvp: how many transpositions of this function's jvp rule are under
+  // way. A rule whose tangent output calls the function again (f(t)) puts a
+  // call of it in the linear part: JAX transposes that one by its primal.
+  mutable int transposing = 0;
   std::string name() const { return fn_name(fun); }
-  const char* kind() const { return is_vjp ? "custom_vjp" : "custom_jvp"; }
+  const char* kind() const { return linear ? "linear_call" : is_vjp ? "custom_vjp" : "custom_jvp"; }
 };
 
 // One call of a custom function, as its rules need it.
@@ -208,6 +216,20 @@ struct SiteRule : CustomRule {
 
 // custom_jvp: the transpose of the jvp rule's tangent map.
 struct JvpRule : SiteRule {
+  // The cotangents by differentiating the primal (what the rule's own
+  // transposition uses for calls of the function inside it).
+  std::vector<Tensor> primal_vjp(OpContext& cx, std::span<const Tensor> operands,
+                                 std::span<const Tensor> cts) const {
+    std::vector<Tensor> env = forward_pass(cx, *fn, operands, {});
+    std::vector<Tensor> seeds(cts.begin(), cts.end());
+    std::vector<bool> wanted(operands.size(), false);
+    for (size_t k = 0; k < num_args; ++k) wanted[k] = true;
+    std::vector<Tensor> ct = backward_pass(cx, *fn, env, seeds, &wanted);
+    ct.resize(operands.size());
+    for (size_t k = num_args; k < ct.size(); ++k) ct[k] = nullptr;
+    return ct;
+  }
+
   // Calls the jvp rule on (primals, tangents) and checks its output as JAX does.
   Value call_rule(InterpreterImpl& in, std::span<const Tensor> arrays, const Value& primals,
                   const Value& tangents) const {
@@ -288,6 +310,14 @@ struct JvpRule : SiteRule {
     InterpreterImpl& in = *site.in;
     OpsScope scope(in, cx);
     size_t n = num_args;
+    if (site.def->transposing > 0) return primal_vjp(cx, operands, cts);
+    struct Transposing {
+      const CustomDef& d;
+      explicit Transposing(const CustomDef& def) : d(def) { ++d.transposing; }
+      ~Transposing() { --d.transposing; }
+      Transposing(const Transposing&) = delete;
+      Transposing& operator=(const Transposing&) = delete;
+    } guard(*site.def);
     std::span<const Tensor> xs = operands.subspan(0, n);
     Value primals = site.diff_tuple(xs);
     // J(primals, tangents) -> (primal_out, tangent_out): the tangents are
@@ -528,15 +558,21 @@ struct BatchedRule : CustomRule {
 
 // The TypeError JAX raises for forward mode through a custom_vjp: when the
 // innermost differentiating trace around the call is jvp's.
-void check_not_forward_mode(InterpreterImpl& in, const Span& where) {
+// Whether the innermost differentiating trace is forward mode's (jax.jvp).
+bool forward_mode(InterpreterImpl& in) {
   for (auto* tc = dynamic_cast<TraceContext*>(&in.ops()); tc;
        tc = dynamic_cast<TraceContext*>(&tc->outer())) {
     const std::string& w = tc->what();
-    if (w == "jvp")
-      throw Error(ErrCode::Type,
-                  "can't apply forward-mode autodiff (jvp) to a custom_vjp function.", where);
-    if (w == "grad" || w == "value_and_grad" || w == "vjp") return;
+    if (w == "jvp") return true;
+    if (w == "grad" || w == "value_and_grad" || w == "vjp") return false;
   }
+  return false;
+}
+
+void check_not_forward_mode(InterpreterImpl& in, const Span& where) {
+  if (forward_mode(in))
+    throw Error(ErrCode::Type, "can't apply forward-mode autodiff (jvp) to a custom_vjp function.",
+                where);
 }
 
 // JAX binds keyword arguments to positions through the signature (with defaults).
@@ -619,7 +655,7 @@ Value call_custom(InterpreterImpl& in, const std::shared_ptr<const CustomDef>& d
   ValueList args = positional_args(in, d, a, where);
   auto* tc = dynamic_cast<TraceContext*>(&in.ops());
   if (!tc) return in.call(d.fun, args, where); // nothing differentiates an eager call
-  if (d.is_vjp) check_not_forward_mode(in, where);
+  if (d.is_vjp && !d.linear) check_not_forward_mode(in, where);
   CallSite site;
   site.in = &in;
   site.def = def;
@@ -641,6 +677,20 @@ Value call_custom(InterpreterImpl& in, const std::shared_ptr<const CustomDef>& d
     site.statics.push_back(std::move(s));
   }
   site.num_arrays = arrays.size();
+  // JAX refuses traced values in a custom_vjp's nondiff_argnums.
+  if (d.is_vjp && !d.linear)
+    for (const Value& v : arrays)
+      if (!v.as<ArrayObj>()->tensor->concrete)
+        throw Error(ErrCode::ConcreteValue,
+                    "UnexpectedTracerError: Found a JAX Tracer object passed as an argument to a "
+                    "custom_vjp function in a position indicated by nondiff_argnums as "
+                    "non-differentiable. Tracers cannot be passed as non-differentiable arguments "
+                    "to custom_vjp functions; instead, nondiff_argnums should only be used for "
+                    "arguments that can't be or contain JAX tracers, e.g. function-valued "
+                    "arguments. In particular, array-valued arguments should typically not be "
+                    "indicated as nondiff_argnums.\nSee "
+                    "https://docs.jax.dev/en/latest/errors.html#jax.errors.UnexpectedTracerError",
+                    where);
   for (int64_t k : d.nondiff_argnums)
     if (k >= static_cast<int64_t>(args.size()) || k < -static_cast<int64_t>(args.size()))
       throw Error(ErrCode::Arguments,
@@ -690,6 +740,7 @@ Value call_custom(InterpreterImpl& in, const std::shared_ptr<const CustomDef>& d
   rule->fn = fn;
   rule->num_args = nargs;
   rule->num_static = site.num_arrays;
+  rule->under_jvp = forward_mode(in);
   rule->site = std::move(site);
   OpAttrs attrs;
   attrs.custom = rule;
@@ -861,6 +912,105 @@ Value make_custom_gradient(InterpreterImpl&, CallArgs& a) {
   return Value::object(obj);
 }
 
+// jax.custom_derivatives.linear_call(fun, fun_transpose, residual_args, linear_args):
+// fun(residual_args, linear_args), which must be linear in linear_args, with
+// fun_transpose(residual_args, cotangent) as its transpose. Recorded as a
+// custom_vjp call whose residual_args are nondiff and whose bwd is
+// linear_call(fun_transpose, fun, ...), so that transposing twice gives fun
+// back, as JAX's linear_call_p transposes. pxl's forward mode (the transpose
+// of reverse mode) then computes fun's map on the tangents, as JAX does.
+Value linear_call(InterpreterImpl& in, CallArgs& a) {
+  ArgReader r("linear_call", a, {"fun", "fun_transpose", "residual_args", "linear_args"}, 4);
+  Value fun = r[0], tp = r[1];
+  Span where = in.ops().loc;
+  if (!dynamic_cast<TraceContext*>(&in.ops())) return in.call(fun, ValueList{r[2], r[3]}, where);
+  ValueList lin_leaves;
+  TreeDef lin_tree = tree_flatten(in, r[3], lin_leaves);
+  std::vector<AVal> lin_avals = avals_of(in, lin_leaves, where);
+  auto def = std::make_shared<CustomDef>();
+  def->is_vjp = true;
+  def->linear = true;
+  def->fun = fun;
+  def->nondiff_argnums = {0};
+  def->fwd = make_builtin(fn_name(fun), [fun](InterpreterImpl& in, CallArgs& c) {
+    return make_tuple({in.call(fun, c.pos, in.ops().loc), Value()});
+  });
+  // Under forward mode pxl transposes the call's transpose: that is fun's own
+  // transpose (autodiff's) recorded with fun as its rule, so that the tangent
+  // map is fun's, as JAX's jvp of linear_call_p, even where fun_transpose is
+  // not fun's true transpose.
+  if (forward_mode(in)) {
+    Value vjp = in.import_module("jax", where, "").as<ModuleObj>()->env->vars.at("vjp");
+    // transposed(res, ct): fun's transpose at res (by autodiff), applied to ct.
+    Value transposed = make_builtin(
+        "transpose", [fun, vjp, lin_tree, lin_avals](InterpreterImpl& in, CallArgs& t) {
+          Span at = in.ops().loc;
+          Value res = t.pos[0];
+          Value along = make_builtin(fn_name(fun), [fun, res](InterpreterImpl& in, CallArgs& l) {
+            return in.call(fun, ValueList{res, l.pos[0]}, in.ops().loc);
+          });
+          ValueList zeros;
+          for (const AVal& z : lin_avals)
+            zeros.push_back(make_array(np::broadcast_to(
+                in.ops(), np::scalar(in.ops(), Scalar::of_float(0.0), z.dtype, z.weak), z.shape)));
+          Value pair = in.call(vjp, ValueList{along, tree_unflatten(lin_tree, zeros)}, at);
+          Value cts = in.call((*sequence_items(pair))[1], ValueList{t.pos[1]}, at);
+          return (*sequence_items(cts))[0];
+        });
+    def->bwd = make_builtin(fn_name(fun), [fun, transposed](InterpreterImpl& in, CallArgs& c) {
+      CallArgs t;
+      t.pos = {transposed, fun, c.pos[0], c.pos[2]};
+      return make_tuple({linear_call(in, t)});
+    });
+    CallArgs call;
+    call.pos = {r[2], r[3]};
+    return call_custom(in, def, call, where);
+  }
+  // bwd(residual_args, None, ct): JAX's checks of the transpose's output.
+  def->bwd =
+      make_builtin(fn_name(tp), [fun, tp, lin_tree, lin_avals](InterpreterImpl& in, CallArgs& c) {
+        Span at = in.ops().loc;
+        CallArgs t;
+        t.pos = {tp, fun, c.pos[0], c.pos[2]};
+        Value out = linear_call(in, t);
+        ValueList leaves;
+        TreeDef tree = tree_flatten(in, out, leaves);
+        if (!(tree == lin_tree))
+          throw Error(ErrCode::Type,
+                      "transpose output pytree structure must match that of linear inputs, got "
+                      "output structure " +
+                          tree.repr() + " and input structure " + lin_tree.repr() + ".",
+                      at);
+        for (size_t i = 0; i < leaves.size(); ++i) {
+          const AVal& got = in.to_tensor(leaves[i], at)->aval;
+          if (!same_type(got, lin_avals[i]))
+            throw Error(ErrCode::Value,
+                        "Expected cotangent type " + short_str(lin_avals[i]) + " but got " +
+                            short_str(got),
+                        at);
+        }
+        return make_tuple({out});
+      });
+  CallArgs call;
+  call.pos = {r[2], r[3]};
+  return call_custom(in, def, call, where);
+}
+
+// jax.custom_derivatives.zero_from_primal(val): zero tangents shaped as val's
+// leaves (float0 ones for integer and bool leaves), as JAX's ad_util builds them.
+Value zero_from_primal(InterpreterImpl& in, CallArgs& a) {
+  ArgReader r("zero_from_primal", a, {"val", "symbolic_zeros"}, 1);
+  if (r.get_bool(1, false))
+    throw Error(ErrCode::Unsupported, "zero_from_primal: symbolic_zeros=True is not supported");
+  Span where = in.ops().loc;
+  return map_tree(in, r[0], [&in, &where](const Value& leaf) {
+    const AVal& t = in.to_tensor(leaf, where)->aval;
+    if (!is_inexact(t.dtype)) return float0_zeros(t.shape);
+    Tensor z = np::scalar(in.ops(), Scalar::of_float(0.0), t.dtype, t.weak);
+    return make_array(t.shape.empty() ? z : np::broadcast_to(in.ops(), z, t.shape));
+  });
+}
+
 } // namespace
 
 Tensor pvary_like(OpContext& cx, const Tensor& t, const Tensor& like) {
@@ -904,6 +1054,7 @@ std::vector<BVal> batch_custom_call(OpContext& cx, const OpAttrs& attrs, std::sp
   rule->fn = pb;
   rule->num_args = inner->num_args;
   rule->num_static = inner->num_static;
+  rule->under_jvp = inner->under_jvp;
   rule->inner = inner;
   rule->batched = batched;
   rule->axis = axis;
@@ -913,7 +1064,7 @@ std::vector<BVal> batch_custom_call(OpContext& cx, const OpAttrs& attrs, std::sp
   return out;
 }
 
-void add_custom_derivatives(InterpreterImpl&, Value& jax) {
+void add_custom_derivatives(InterpreterImpl& in, Value& jax) {
   auto& vars = jax.as<ModuleObj>()->env->vars;
   vars["custom_jvp"] = make_builtin(
       "custom_jvp", [](InterpreterImpl&, CallArgs& a) { return make_custom(a, false); });
@@ -921,6 +1072,14 @@ void add_custom_derivatives(InterpreterImpl&, Value& jax) {
       "custom_vjp", [](InterpreterImpl&, CallArgs& a) { return make_custom(a, true); });
   vars["custom_gradient"] = make_builtin("custom_gradient", make_custom_gradient);
   add_closure_convert(jax);
+  // jax.custom_derivatives: the same functions, and linear_call.
+  ModuleBuilder cd("jax.custom_derivatives");
+  for (const char* n : {"custom_jvp", "custom_vjp", "custom_gradient", "closure_convert"})
+    cd.alias(n, jax);
+  cd.fn("linear_call", linear_call);
+  cd.fn("zero_from_primal", zero_from_primal);
+  vars["custom_derivatives"] = cd.value();
+  in.register_module("jax.custom_derivatives", cd.value());
 }
 
 } // namespace pxl

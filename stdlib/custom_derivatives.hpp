@@ -14,6 +14,9 @@ struct CustomRule : CustomCallee {
   // After the num_args argument operands, this many operands are the arrays in
   // nondiff_argnums arguments (no cotangent; the rest are captured values).
   size_t num_static = 0;
+  // Recorded where forward mode (jax.jvp) differentiates the call: JAX's
+  // leaked-tracer error then names a JVPTracer (else a LinearizeTracer).
+  bool under_jvp = false;
   // The cotangents of the call's first num_args operands (nullptr = zero),
   // bound in `cx`, given all of its operands and its results' cotangents
   // (nullptr = zero). Errors in the user's rule propagate as pxl::Error.

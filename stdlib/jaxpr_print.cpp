@@ -114,10 +114,15 @@ Params printed_params(Op op, const OpAttrs& a, const AVal& result) {
 }
 
 // JAX's primitive name and operand order where pxl's op differs.
+// custom_jvp_call, custom_vjp_call, linear_call
+std::string custom_prim(const CustomCallee& c) {
+  return c.kind == "linear_call" ? c.kind : c.kind + "_call";
+}
+
 std::string prim_name(const Instr& i) {
   if (i.op == Op::Reshape && !i.attrs.axes.empty()) return "squeeze";
   if (i.op == Op::CustomCall && i.attrs.custom)
-    return i.attrs.custom->primitive.empty() ? i.attrs.custom->kind + "_call"
+    return i.attrs.custom->primitive.empty() ? custom_prim(*i.attrs.custom)
                                              : i.attrs.custom->primitive;
   return i.op == Op::Select ? "select_n" : op_name(i.op);
 }
@@ -494,7 +499,7 @@ struct Printer {
     for (size_t k = 0; k < i.operands.size(); ++k)
       if (!st.literal(st.resolve(i.operands[k]))) ins.push_back(i.operands[k]);
     for (auto& kv : pairs) docs.push_back(kv.second);
-    return eqn_doc(lhs, c.kind + "_call", kv_pairs(docs), ins);
+    return eqn_doc(lhs, custom_prim(c), kv_pairs(docs), ins);
   }
 
   pp::Doc eqn(const Instr& i) {
