@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "lang/name_list.hpp"
+
 namespace pxl {
 
 ArgReader::ArgReader(const std::string& fname, CallArgs& args,
@@ -42,16 +44,10 @@ ArgReader::ArgReader(const std::string& fname, CallArgs& args,
   for (size_t i = 0; i < required && i < names_.size(); ++i)
     if (!given_[i]) missing.push_back("'" + names_[i] + "'");
   if (!missing.empty()) {
-    std::string names;
-    for (size_t k = 0; k < missing.size(); ++k)
-      names += (k == 0                   ? ""
-                : k + 1 < missing.size() ? ", "
-                : missing.size() == 2    ? " and "
-                                         : ", and ") +
-               missing[k];
     throw Error(ErrCode::Arguments, fname + "() missing " + std::to_string(missing.size()) +
                                         " required positional argument" +
-                                        (missing.size() == 1 ? "" : "s") + ": " + names);
+                                        (missing.size() == 1 ? "" : "s") + ": " +
+                                        python_and_list(missing));
   }
 }
 

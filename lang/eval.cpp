@@ -454,24 +454,24 @@ Flow InterpreterImpl::exec(const Stmt& s, const EnvPtr& env, Value& ret) {
       }
       return exec_block(s.orelse, env, ret);
     }
-    if (LazyIterObj* it = as_lazy_iter(iterable)) { // one item at a time (maybe endless)
-      Value item;
-      while (it->next(*this, item)) {
-        assign(*this, *s.targets[0], item, env);
-        poll_interrupt(s.span);
-        Flow f = exec_block(s.body, env, ret);
-        if (f == Flow::Break) return Flow::Normal;
-        if (f == Flow::Return) return f;
-      }
-      return exec_block(s.orelse, env, ret);
-    }
-    for (const Value& item : iterate(iterable, s.value->span)) {
+    // One pass of the body: whether the loop goes on (and `f`, how it stopped).
+    Flow f = Flow::Normal;
+    auto step = [&](const Value& item) {
       assign(*this, *s.targets[0], item, env);
       poll_interrupt(s.span);
-      Flow f = exec_block(s.body, env, ret);
-      if (f == Flow::Break) return Flow::Normal;
-      if (f == Flow::Return) return f;
+      f = exec_block(s.body, env, ret);
+      return f != Flow::Break && f != Flow::Return;
+    };
+    bool done = false;
+    if (LazyIterObj* it = as_lazy_iter(iterable)) { // one item at a time (maybe endless)
+      Value item;
+      while (!done && it->next(*this, item)) done = !step(item);
+    } else {
+      for (const Value& item : iterate(iterable, s.value->span))
+        if ((done = !step(item))) break;
     }
+    if (f == Flow::Break) return Flow::Normal;
+    if (f == Flow::Return) return f;
     return exec_block(s.orelse, env, ret);
   }
   case StmtKind::Break:

@@ -5,6 +5,7 @@
 #include "lang/interp_impl.hpp"
 #include "lang/list_slices.hpp"
 #include "lang/methods.hpp"
+#include "lang/name_list.hpp"
 #include "lang/op_location.hpp"
 #include "lang/py_set.hpp"
 
@@ -153,13 +154,7 @@ static Value call_user(InterpreterImpl& in, FunctionObj& f, CallArgs& args, cons
           !params[i].default_value)
         missing.push_back("'" + params[i].name + "'");
     if (missing.empty()) continue;
-    std::string names;
-    for (size_t k = 0; k < missing.size(); ++k)
-      names += (k == 0                   ? ""
-                : k + 1 < missing.size() ? ", "
-                : missing.size() == 2    ? " and "
-                                         : ", and ") +
-               missing[k];
+    const std::string names = python_and_list(missing);
     throw Error(ErrCode::Arguments,
                 fname + " missing " + std::to_string(missing.size()) + " required " +
                     (kwonly ? "keyword-only" : "positional") + " argument" +
