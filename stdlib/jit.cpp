@@ -373,6 +373,11 @@ struct JitFunction : OpaqueObj {
   std::string fn_name() const {
     return fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : pxl::type_name(fn);
   }
+  // The name a jaxpr's jit equation shows: the wrapped function's (jit(grad(f)) is f's).
+  std::string jaxpr_name() const {
+    Value f = unwrapped_function(fn);
+    return f.is_obj(ObjKind::Function) ? f.as<FunctionObj>()->name : fn_name();
+  }
 
   // JAX's name for the argument at position i in its messages: the parameter's,
   // "args[k]" for one gathered by *args ("" for a builtin).
@@ -822,7 +827,7 @@ struct JitFunction : OpaqueObj {
             remat ? jaxpr_begin_region(
                         *enclosing, "checkpoint", std::move(ids),
                         {{"differentiated", "False"}, {"policy", "None"}, {"prevent_cse", "True"}})
-                  : jaxpr_begin_region(*enclosing, "jit", std::move(ids), {{"name", fn_name()}});
+                  : jaxpr_begin_region(*enclosing, "jit", std::move(ids), {{"name", jaxpr_name()}});
         // The body's parameters: new values, told apart from the operands'
         // other uses (an operand passed twice is two parameters).
         std::vector<int>& params =
