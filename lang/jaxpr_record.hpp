@@ -47,11 +47,6 @@ struct JaxprRecord {
   std::map<int, int> alias;
 
   int innermost() const { return open.empty() ? -1 : open.back(); }
-  bool is_hidden(size_t instr) const {
-    for (auto [b, e] : hidden)
-      if (instr >= b && instr < e) return true;
-    return false;
-  }
 };
 
 } // namespace pxl

@@ -142,11 +142,15 @@ struct Structure {
   std::vector<int> innermost;  // per instruction: the deepest region holding it, or -1
   std::vector<char> shown_rgn; // per region: printed (an equation, or a part of one)
   std::vector<char> eqn;       // per instruction: read_jaxpr keeps it
+  std::vector<char> hidden;    // per instruction: the record hides it
 
   Structure(const Function& f, const JaxprRecord* r, const JaxprReading& reading)
       : fn(f), rec(r), rd(reading), innermost(f.body.size(), -1), eqn(f.body.size(), 0) {
     for (const Instr* i : rd.eqns) eqn[static_cast<size_t>(i - f.body.data())] = 1;
     if (!rec) return;
+    hidden.assign(f.body.size(), 0);
+    for (auto [b, e] : rec->hidden)
+      for (size_t i = b; i < e && i < f.body.size(); ++i) hidden[i] = 1;
     const auto& rs = rec->regions;
     shown_rgn.assign(rs.size(), 0);
     for (size_t k = 0; k < rs.size(); ++k) { // (a parent comes before its regions)
@@ -171,7 +175,7 @@ struct Structure {
   bool instr_shown(size_t i) const {
     if (!eqn[i]) return false;
     if (!rec) return true;
-    if (rec->is_hidden(i)) return false;
+    if (hidden[i]) return false;
     int k = innermost[i];
     return k < 0 || (shown_rgn[static_cast<size_t>(k)] && opens_body(region(k)));
   }
