@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "lang/bigint.hpp"
 #include "lang/name_list.hpp"
 
 namespace pxl {
@@ -75,11 +76,13 @@ int64_t value_to_int(const Value& v, const std::string& what) {
     if (t->concrete && t->aval.shape.empty() && !is_floating(t->aval.dtype))
       return t->concrete->get(0).i;
   }
+  if (is_bigint(v)) throw Error(ErrCode::Value, "Python int too large to convert to C ssize_t");
   throw Error(ErrCode::Type, what + " must be an integer, not " + type_name(v));
 }
 
 double value_to_float(const Value& v, const std::string& what) {
   if (v.is_number()) return v.as_float();
+  if (is_bigint(v)) return bigint_to_double(v.as<BigIntObj>()->value);
   if (v.is_obj(ObjKind::Array)) {
     const Tensor& t = v.as<ArrayObj>()->tensor;
     if (t->concrete && t->aval.size() == 1) return t->concrete->get_f64(0);

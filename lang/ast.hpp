@@ -43,7 +43,8 @@ enum class ExprKind : uint8_t {
   ListComp,
   SetComp,
   DictComp,
-  Starred
+  Starred,
+  NamedExpr
 };
 
 enum class BinOpKind : uint8_t {
@@ -73,6 +74,7 @@ struct Param {
   ExprPtr default_value; // may be null
   enum class Kind : uint8_t { Normal, VarArgs, KwArgs, KwOnlyMarker } kind = Kind::Normal;
   bool keyword_only = false;
+  bool positional_only = false; // before a `/` in the parameter list
 };
 
 struct Keyword {
@@ -99,7 +101,11 @@ struct Expr {
   ExprKind kind;
   Span span;
   // Literals / names
-  std::string name; // Name, StrLit (value), Attribute (attr)
+  //  name: Name, StrLit (value), Attribute (attr), NamedExpr (target), IntLit
+  //  (the decimal digits of a literal beyond 64 bits; empty: int_value).
+  //  int_value: IntLit; NamedExpr: the comprehension scopes around it inside
+  //  its function (a walrus binds outside them, as in Python).
+  std::string name;
   bool bool_value = false;
   int64_t int_value = 0;
   double float_value = 0;
@@ -115,7 +121,8 @@ struct Expr {
   //  Attribute: func (the object); Subscript: func (object) + elts[0] (index);
   //  Slice: lower/upper/step in elts (null when omitted);
   //  IfExp: elts = {cond, then, else}; ListComp, SetComp: func = element; DictComp:
-  //  func = key, value = elts[0]; Starred: elts[0]; Lambda: params + elts[0] body.
+  //  func = key, value = elts[0]; Starred: elts[0]; Lambda: params + elts[0] body;
+  //  NamedExpr `(name := value)`: elts[0] the value.
   ExprPtr func;
   std::vector<ExprPtr> elts;
   std::vector<ExprPtr> values;
@@ -144,7 +151,8 @@ enum class StmtKind : uint8_t {
   Import,
   ImportFrom,
   Del,
-  With
+  With,
+  Nonlocal
 };
 
 struct ImportName {
@@ -161,7 +169,9 @@ struct Stmt {
   // If/While: test + body + orelse; For: targets[0] (target), value (iter), body, orelse;
   // Return: value (may be null); Assert: test + value (message, may be null);
   // FunctionDef: name, params, decorators, body; Del: targets;
-  // With: value (the context manager), targets[0] (the `as` target, optional), body.
+  // With: value (the context manager), targets[0] (the `as` target, optional), body;
+  // Nonlocal: the declared names as Name targets (it does nothing when it runs:
+  // the FunctionDef's `nonlocals` lists them for the whole function).
   ExprPtr value;
   ExprPtr test;
   std::vector<ExprPtr> targets;
@@ -172,6 +182,9 @@ struct Stmt {
   Span name_span;
   std::vector<Param> params;
   std::vector<ExprPtr> decorators;
+  // FunctionDef: the names its body declares nonlocal (its assignments to them
+  // bind in the enclosing scope that has them).
+  std::vector<std::string> nonlocals;
   std::vector<ImportName> imports;
   std::string from_module;
   int from_level = 0; // leading dots in "from . import x"

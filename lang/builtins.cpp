@@ -7,6 +7,7 @@
 
 #include "ir/aval_text.hpp"
 #include "lang/args.hpp"
+#include "lang/bigint.hpp"
 #include "lang/interp_impl.hpp"
 #include "lang/lazy_iter.hpp"
 #include "lang/methods.hpp"
@@ -175,7 +176,7 @@ bool instance_of(const Value& v, const Value& cls) {
   }
   std::string have = type_name(v);
   if (want == have) return true;
-  if (want == "int" && v.is_bool()) return true;
+  if (want == "int" && v.is_bool()) return true;              // (a big int's type name is "int")
   if (want == "dict" && v.is_obj(ObjKind::Dict)) return true; // OrderedDict, defaultdict
   if (want == "tuple" && v.is_obj(ObjKind::Opaque) && v.as<OpaqueObj>()->tuple_items()) return true;
   if ((want == "Array" || want == "ndarray" || want == "ArrayImpl") && v.is_obj(ObjKind::Array))
@@ -257,6 +258,17 @@ Value py_round(InterpreterImpl& in, CallArgs& a) {
         np::binary(in.ops(), np::BinOp::Mul, cd == dt ? y : np::astype(in.ops(), y, cd), inv);
     return make_array(weak && cd == dt ? prod : np::astype(in.ops(), prod, dt));
   }
+  if (is_bigint(x)) {
+    if (!r.has(1) || r[1].is_none() || r.get_int(1) >= 0) return x;
+    // To a multiple of 10**-ndigits, halves to even.
+    int64_t nd = r.get_int(1);
+    BigInt p = BigInt::pow(BigInt(10), static_cast<uint64_t>(std::min<int64_t>(-nd, 100000)));
+    BigInt q, rem;
+    BigInt::divmod(x.as<BigIntObj>()->value, p, q, rem);
+    int c = BigInt::compare(rem + rem, p);
+    if (c > 0 || (c == 0 && !(q & BigInt(1)).is_zero())) q = q + BigInt(1);
+    return make_int(q * p);
+  }
   if (x.is_intlike()) {
     int64_t n = x.as_int();
     if (!r.has(1) || r[1].is_none() || r.get_int(1) >= 0) return Value::integer(n);
@@ -275,8 +287,7 @@ Value py_round(InterpreterImpl& in, CallArgs& a) {
     if (!std::isfinite(f))
       throw Error(ErrCode::Value, "cannot convert float " + repr(x) + " to integer");
     double rounded = std::nearbyint(f); // default rounding mode: half to even, as Python
-    if (std::fabs(rounded) > 9.2e18) throw Error(ErrCode::Value, "integer overflow in round()");
-    return Value::integer(static_cast<int64_t>(rounded));
+    return make_int(BigInt::from_double(rounded));
   }
   int64_t nd = std::clamp<int64_t>(r.get_int(1), -308, 308);
   if (!std::isfinite(f)) return x;
@@ -325,6 +336,26 @@ int64_t pow_mod(const Value& base, const Value& exp, const Value& mod) {
   return m < 0 && r != 0 ? static_cast<int64_t>(r) + m : static_cast<int64_t>(r);
 }
 
+// pow(base, exp, mod) when an operand is beyond 64 bits (a non-negative
+// exponent; a negative one needs an inverse, which pow_mod finds for 64 bits).
+Value pow_mod_big(const Value& base, const Value& exp, const Value& mod) {
+  if (!is_py_int(base) || !is_py_int(exp) || !is_py_int(mod))
+    throw Error(ErrCode::Type, "pow() 3rd argument not allowed unless all arguments are integers");
+  BigInt m = to_bigint(mod), e = to_bigint(exp), q, b;
+  if (m.is_zero()) throw Error(ErrCode::Value, "pow() 3rd argument cannot be 0");
+  if (e.negative())
+    throw Error(ErrCode::Unsupported,
+                "pow() with a negative exponent and a modulus beyond 64 bits");
+  BigInt::divmod(to_bigint(base), m, q, b);
+  BigInt r(1);
+  BigInt::divmod(r, m, q, r);
+  for (; !e.is_zero(); e = e.shr(1)) {
+    if (!(e & BigInt(1)).is_zero()) BigInt::divmod(r * b, m, q, r);
+    BigInt::divmod(b * b, m, q, b);
+  }
+  return make_int(r);
+}
+
 // hash(x) as CPython computes it for numbers and tuples of them (ints modulo
 // 2**61 - 1, floats by their exact value, tuples by xxHash), so printed hashes
 // agree with Python's; other values hash by pxl's own function (CPython's
@@ -332,6 +363,7 @@ int64_t pow_mod(const Value& base, const Value& exp, const Value& mod) {
 int64_t python_hash(const Value& v) {
   constexpr uint64_t kModulus = (uint64_t{1} << 61) - 1;
   auto fix = [](int64_t h) { return h == -1 ? -2 : h; };
+  if (is_bigint(v)) return v.as<BigIntObj>()->value.py_hash();
   if (v.is_intlike()) {
     int64_t x = v.as_int();
     uint64_t m = x < 0 ? 0 - static_cast<uint64_t>(x) : static_cast<uint64_t>(x);
@@ -458,17 +490,19 @@ Value index_of_array(InterpreterImpl& in, const Value& x) {
   }
 }
 
+// Python 3.11's default limit on decimal digits in int(str) (sys.int_info).
+constexpr size_t kMaxStrDigits = 4300;
+
 Value to_int(InterpreterImpl& in, CallArgs& a) {
   ArgReader r("int", a, {"x", "base"});
   if (!r.has(0)) return Value::integer(0);
   const Value& x = r[0];
   if (x.is_intlike()) return Value::integer(x.as_int());
+  if (is_bigint(x)) return x;
   if (x.is_float()) {
-    if (!std::isfinite(x.f))
-      throw Error(ErrCode::Value, "cannot convert float " + repr(x) + " to integer");
-    if (std::fabs(x.f) >= 9.2e18)
-      throw Error(ErrCode::Value, "integer overflow converting " + repr(x));
-    return Value::integer(static_cast<int64_t>(x.f));
+    if (std::isinf(x.f)) throw Error(ErrCode::Value, "cannot convert float infinity to integer");
+    if (std::isnan(x.f)) throw Error(ErrCode::Value, "cannot convert float NaN to integer");
+    return make_int(BigInt::from_double(x.f));
   }
   if (x.is_obj(ObjKind::Str)) {
     std::string s = x.as<StrObj>()->value;
@@ -500,15 +534,15 @@ Value to_int(InterpreterImpl& in, CallArgs& a) {
     if (digits.empty() || digits[0] == '+' || digits[0] == '-' ||
         std::isspace(static_cast<unsigned char>(digits[0])))
       throw bad();
-    char* end = nullptr;
-    errno = 0;
-    std::string num = sign + digits;
-    long long v = std::strtoll(num.c_str(), &end, b2);
-    if (*end) throw bad();
-    if (errno == ERANGE)
+    if (b2 == 10 && digits.size() > kMaxStrDigits &&
+        digits.find_first_not_of("0123456789") == std::string::npos)
       throw Error(ErrCode::Value,
-                  "integer overflow (pxl integers are 64-bit): int(" + repr(x) + ")");
-    return Value::integer(v);
+                  "Exceeds the limit (4300 digits) for integer string conversion: value has " +
+                      std::to_string(digits.size()) +
+                      " digits; use sys.set_int_max_str_digits() to increase the limit");
+    std::optional<BigInt> v = BigInt::parse(digits, b2);
+    if (!v) throw bad();
+    return make_int(sign == "-" ? -*v : *v);
   }
   if (x.is_obj(ObjKind::Array)) {
     Value s = scalar_for_conversion(in, x, "int");
@@ -525,6 +559,7 @@ Value to_float(InterpreterImpl& in, CallArgs& a) {
   if (!r.has(0)) return Value::number(0.0);
   const Value& x = r[0];
   if (x.is_number()) return Value::number(x.as_float());
+  if (is_bigint(x)) return Value::number(bigint_to_double(x.as<BigIntObj>()->value));
   if (x.is_obj(ObjKind::Str)) {
     std::string s = x.as<StrObj>()->value;
     size_t b = s.find_first_not_of(" \t\n"), e = s.find_last_not_of(" \t\n");
@@ -776,9 +811,11 @@ void InterpreterImpl::install_builtins() {
     if (x.is_obj(ObjKind::Array))
       return make_array(np::unary(in.ops(), np::UnOp::Abs, x.as<ArrayObj>()->tensor));
     if (x.is_intlike()) {
-      if (x.as_int() == INT64_MIN) throw Error(ErrCode::Value, "integer overflow in abs()");
+      if (x.as_int() == INT64_MIN) return make_int(-BigInt(INT64_MIN));
       return Value::integer(std::llabs(x.as_int()));
     }
+    if (is_bigint(x))
+      return x.as<BigIntObj>()->value.negative() ? make_int(-x.as<BigIntObj>()->value) : x;
     if (x.is_float()) return Value::number(std::fabs(x.f));
     if (is_py_complex(x))
       return Value::number(std::hypot(x.as<ComplexObj>()->re, x.as<ComplexObj>()->im));
@@ -830,6 +867,7 @@ void InterpreterImpl::install_builtins() {
   def("pow", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("pow", a, {"base", "exp", "mod"}, 2);
     if (!r.has(2) || r[2].is_none()) return in.binary_op(BinOpKind::Pow, r[0], r[1], Span{});
+    if (is_bigint(r[0]) || is_bigint(r[1]) || is_bigint(r[2])) return pow_mod_big(r[0], r[1], r[2]);
     return Value::integer(pow_mod(r[0], r[1], r[2]));
   });
   def("divmod", [](InterpreterImpl& in, CallArgs& a) {
@@ -901,6 +939,10 @@ void InterpreterImpl::install_builtins() {
     def(name, [name = std::string(name), base = base,
                prefix = std::string(prefix)](InterpreterImpl&, CallArgs& a) {
       ArgReader r(name.c_str(), a, {"number"}, 1);
+      if (is_bigint(r[0])) {
+        std::string d = r[0].as<BigIntObj>()->value.to_string(base);
+        return make_str(d[0] == '-' ? "-" + prefix + d.substr(1) : prefix + d);
+      }
       int64_t v = r.get_int(0);
       uint64_t m = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
       std::string digits;

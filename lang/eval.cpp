@@ -1,7 +1,9 @@
 // Tree-walking evaluation of expressions and statements.
+#include <algorithm>
 #include <filesystem>
 
 #include "lang/args.hpp"
+#include "lang/bigint.hpp"
 #include "lang/interp_impl.hpp"
 #include "lang/lazy_iter.hpp"
 #include "lang/list_slices.hpp"
@@ -52,10 +54,11 @@ static void assign_sequence(InterpreterImpl& in, const Expr& target, const Value
     assign(in, *target.elts[star + 1 + i], items[items.size() - after + i], env);
 }
 
-// Binds `name` in `env`; a name declared nonlocal (the parser marks its
-// targets) in the nearest enclosing scope that binds it.
-static void assign_name(Env& env, const std::string& name, bool nonlocal, const Value& v) {
-  if (nonlocal) {
+// Binds `name` in `env`; a name its function declares nonlocal in the nearest
+// enclosing scope that binds it.
+static void assign_name(Env& env, const std::string& name, const Value& v) {
+  if (env.nonlocals &&
+      std::find(env.nonlocals->begin(), env.nonlocals->end(), name) != env.nonlocals->end()) {
     for (Env* e = env.parent.get(); e; e = e->parent.get()) {
       auto it = e->vars.find(name);
       if (it != e->vars.end()) {
@@ -70,7 +73,7 @@ static void assign_name(Env& env, const std::string& name, bool nonlocal, const 
 static void assign(InterpreterImpl& in, const Expr& target, const Value& v, const EnvPtr& env) {
   switch (target.kind) {
   case ExprKind::Name:
-    assign_name(*env, target.name, target.bool_value, v);
+    assign_name(*env, target.name, v);
     return;
   case ExprKind::Tuple:
   case ExprKind::List:
@@ -107,18 +110,16 @@ static void assign(InterpreterImpl& in, const Expr& target, const Value& v, cons
 
 // ---- expressions -------------------------------------------------------------
 
-// The walrus `(name := value)` (a Call node without a callee, see the
-// parser's namedexpr_test): binds outside the comprehensions around it.
+// The walrus `(name := value)`: binds outside the comprehensions around it.
 static Value eval_walrus(InterpreterImpl& in, const Expr& e, const EnvPtr& env) {
   Value v = in.eval(*e.elts[0], env);
   Env* scope = env.get();
   for (int64_t k = 0; k < e.int_value && scope->parent; ++k) scope = scope->parent.get();
-  assign_name(*scope, e.name, e.bool_value, v);
+  assign_name(*scope, e.name, v);
   return v;
 }
 
 static Value eval_call(InterpreterImpl& in, const Expr& e, const EnvPtr& env) {
-  if (!e.func) return eval_walrus(in, e, env);
   Value fn;
   // Method call fast path: obj.name(...) avoids allocating a bound method when possible.
   fn = in.eval(*e.func, env);
@@ -219,7 +220,10 @@ Value InterpreterImpl::eval(const Expr& e, const EnvPtr& env) {
   case ExprKind::BoolLit:
     return Value::boolean(e.bool_value);
   case ExprKind::IntLit:
-    return Value::integer(e.int_value);
+    return e.name.empty() ? Value::integer(e.int_value)
+                          : make_int(*BigInt::parse(e.name, 10)); // beyond 64 bits
+  case ExprKind::NamedExpr:
+    return eval_walrus(*this, e, env);
   case ExprKind::FloatLit:
     return Value::number(e.float_value);
   case ExprKind::ImagLit:
@@ -479,6 +483,7 @@ Flow InterpreterImpl::exec(const Stmt& s, const EnvPtr& env, Value& ret) {
   case StmtKind::Continue:
     return Flow::Continue;
   case StmtKind::Pass:
+  case StmtKind::Nonlocal: // (declares names for the whole def: FunctionDef's nonlocals)
     return Flow::Normal;
   case StmtKind::Return:
     ret = s.value ? eval(*s.value, env) : Value();
@@ -486,6 +491,7 @@ Flow InterpreterImpl::exec(const Stmt& s, const EnvPtr& env, Value& ret) {
   case StmtKind::FunctionDef: {
     Value f = make_function(*this, s.name, s.params, env, s.name_span);
     f.as<FunctionObj>()->body = &s.body;
+    if (!s.nonlocals.empty()) f.as<FunctionObj>()->nonlocals = &s.nonlocals;
     for (auto it = s.decorators.rbegin(); it != s.decorators.rend(); ++it) {
       Value deco = eval(**it, env);
       f = call(deco, ValueList{f}, (*it)->span);

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "lang/bigint.hpp"
 #include "lang/interp_impl.hpp"
 #include "lang/methods.hpp"
 #include "lang/utf8.hpp"
@@ -154,12 +155,16 @@ std::string format_float(double v, const Spec& sp) {
   return finish_number(body, neg, sp);
 }
 
-std::string format_int(int64_t v, const Spec& sp) {
+// An int of any size (a big int's digits come from lang/bigint.hpp).
+std::string format_int(const Value& x, const Spec& sp) {
   if (sp.type && std::string("eEfFgG%").find(sp.type) != std::string::npos)
-    return format_float(static_cast<double>(v), sp);
+    return format_float(is_bigint(x) ? bigint_to_double(x.as<BigIntObj>()->value) : x.as_float(),
+                        sp);
+  const BigInt* big = is_bigint(x) ? &x.as<BigIntObj>()->value : nullptr;
+  int64_t v = big ? 0 : x.as_int();
   if (sp.precision >= 0)
     throw Error(ErrCode::Value, "precision not allowed in integer format specifier");
-  bool neg = v < 0;
+  bool neg = big ? big->negative() : v < 0;
   uint64_t a = neg ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
   std::string body;
   int base = 10;
@@ -186,17 +191,23 @@ std::string format_int(int64_t v, const Spec& sp) {
     prefix = "0X";
     break;
   case 'c':
-    if (v < 0 || v > 0x10FFFF) throw Error(ErrCode::Value, "%c arg not in range(0x110000)");
+    if (big || v < 0 || v > 0x10FFFF) throw Error(ErrCode::Value, "%c arg not in range(0x110000)");
     return pad_text(utf8_encode(static_cast<uint32_t>(v)), sp);
   default:
     throw Error(ErrCode::Value,
                 std::string("Unknown format code '") + sp.type + "' for object of type 'int'");
   }
   const char* digits = sp.type == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
-  do {
-    body.insert(body.begin(), digits[a % base]);
-    a /= base;
-  } while (a);
+  if (big) {
+    body = (neg ? -*big : *big).to_string(base);
+    if (sp.type == 'X')
+      for (char& c : body) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  } else {
+    do {
+      body.insert(body.begin(), digits[a % base]);
+      a /= base;
+    } while (a);
+  }
   if (sp.grouping) body = group_digits(body, sp.grouping);
   Spec no_group = sp;
   no_group.grouping = 0;
@@ -213,7 +224,7 @@ std::string InterpreterImpl::format_value(const Value& v, const std::string& spe
     if (v.is_obj(ObjKind::Array))
       return format_value(array_to_python_scalar(*this, v, where), spec, where);
     if (v.is_bool() && !sp.type) return pad_text(v.b ? "True" : "False", sp);
-    if (v.is_intlike()) return format_int(v.as_int(), sp);
+    if (is_py_int(v)) return format_int(v, sp);
     if (v.is_float()) {
       if (sp.type == 'd' || sp.type == 'x' || sp.type == 'b' || sp.type == 'o' || sp.type == 'c')
         throw Error(ErrCode::Value, std::string("Unknown format code '") + sp.type +

@@ -244,7 +244,7 @@ static std::string lower_expr(InterpreterImpl& in, const std::string& text, Lowe
   in.set_stack_base();
   auto src = std::make_shared<SourceFile>("<stdin>", text);
   ExprPtr e = parse_expression(src);
-  if (e->kind != ExprKind::Call || !e->func) // (a callee-less Call is a walrus)
+  if (e->kind != ExprKind::Call)
     throw Error(ErrCode::Syntax, "expected a call such as f(x)", e->span);
   Value fn = in.eval(*e->func, in.globals());
   CallArgs args;

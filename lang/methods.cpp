@@ -1,5 +1,7 @@
 // Methods and attributes of the built-in host types (str, list, tuple, dict, ...).
 #include "lang/methods.hpp"
+
+#include "lang/bigint.hpp"
 #include "lang/py_complex.hpp"
 
 #include <algorithm>
@@ -251,6 +253,25 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
     return false;
   }
   switch (obj.obj->kind) {
+  case ObjKind::BigInt: // as an int's (real, imag, numerator, denominator, bit_length())
+    if (name == "real" || name == "numerator") return out = obj, true;
+    if (name == "imag") return out = Value::integer(0), true;
+    if (name == "denominator") return out = Value::integer(1), true;
+    if (name == "conjugate") {
+      out = bind_method(obj, name, [](InterpreterImpl&, const Value& s, CallArgs& a) {
+        ArgReader r("conjugate", a, {});
+        return s;
+      });
+      return true;
+    }
+    if (name == "bit_length") {
+      out = bind_method(obj, name, [](InterpreterImpl&, const Value& s, CallArgs& a) {
+        ArgReader r("bit_length", a, {});
+        return Value::integer(static_cast<int64_t>(s.as<BigIntObj>()->value.bit_length()));
+      });
+      return true;
+    }
+    return false;
   case ObjKind::Complex:
     return complex_attr(obj, name, out);
   case ObjKind::Str:

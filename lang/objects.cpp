@@ -86,6 +86,7 @@ static bool unbound_method(InterpreterImpl& in, const std::string& cls, const st
 static Value call_user(InterpreterImpl& in, FunctionObj& f, CallArgs& args, const Span& where) {
   const auto& params = *f.params;
   auto env = std::make_shared<Env>(f.closure);
+  env->nonlocals = f.nonlocals;
   size_t npos = args.pos.size();
   size_t pi = 0;
   ValueList varargs;
@@ -131,11 +132,28 @@ static Value call_user(InterpreterImpl& in, FunctionObj& f, CallArgs& args, cons
   for (auto& [name, v] : args.kw) {
     size_t i = 0;
     for (; i < params.size(); ++i)
-      if (params[i].name == name && params[i].kind == Param::Kind::Normal) break;
+      if (params[i].name == name && params[i].kind == Param::Kind::Normal &&
+          !params[i].positional_only)
+        break;
     if (i == params.size()) {
       if (kwargs) {
         kwargs->set(make_str(name), v);
         continue;
+      }
+      // Python names every keyword that matches a positional-only parameter.
+      auto posonly = [&](const std::string& n) {
+        for (const auto& p : params)
+          if (p.positional_only && p.name == n) return true;
+        return false;
+      };
+      if (posonly(name)) {
+        std::string names;
+        for (const auto& kw : args.kw)
+          if (posonly(kw.first)) names += (names.empty() ? "" : ", ") + kw.first;
+        throw Error(ErrCode::Arguments,
+                    fname + " got some positional-only arguments passed as keyword arguments: '" +
+                        names + "'",
+                    where);
       }
       throw Error(ErrCode::Arguments, fname + " got an unexpected keyword argument '" + name + "'",
                   where);

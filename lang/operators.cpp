@@ -2,6 +2,7 @@
 // that is an array sends the operation to the array namespace (np).
 #include <cmath>
 
+#include "lang/bigint.hpp"
 #include "lang/dict_equal.hpp"
 #include "lang/interp_impl.hpp"
 #include "lang/op_location.hpp"
@@ -38,15 +39,21 @@ std::string jax_type_name(const Value& v, bool short_name) {
   throw Error(ErrCode::Type, msg, where);
 }
 
-int64_t checked(bool overflow, int64_t v, const Span& where) {
-  if (overflow) throw Error(ErrCode::Value, "integer overflow (pxl integers are 64-bit)", where);
-  return v;
-}
-
 int64_t floordiv_i(int64_t a, int64_t b) {
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
+}
+
+// JAX's array operators are jitted functions of both operands: a Python int
+// operand beyond int32 (x64 is off) fails as the jit parses it.
+void check_jit_int(const Value& v, const char* path, const Span& where) {
+  if (is_bigint(v) || (v.is_int() && (v.i > INT32_MAX || v.i < INT32_MIN)))
+    throw Error(ErrCode::Value,
+                std::string("An overflow was encountered while parsing an argument to a jitted "
+                            "computation, whose argument path is ") +
+                    path + ". Got <class 'int'> with value " + repr(v),
+                where);
 }
 
 double py_fmod(double a, double b) {
@@ -105,6 +112,40 @@ np::BinOp cmp_to_np(CmpOpKind op) {
   default:
     return np::BinOp::Eq;
   }
+}
+
+// Python's float operators (an int operand already converted).
+Value float_binary(BinOpKind op, double x, double y, const Value& a, const Value& b,
+                   const char* sym, const Span& where) {
+  switch (op) {
+  case BinOpKind::Add:
+    return Value::number(x + y);
+  case BinOpKind::Sub:
+    return Value::number(x - y);
+  case BinOpKind::Mul:
+    return Value::number(x * y);
+  case BinOpKind::Div:
+    if (y == 0) throw Error(ErrCode::ZeroDivision, "float division by zero", where);
+    return Value::number(x / y);
+  case BinOpKind::FloorDiv:
+    if (y == 0) throw Error(ErrCode::ZeroDivision, "float floor division by zero", where);
+    return Value::number(std::floor(x / y));
+  case BinOpKind::Mod:
+    if (y == 0) throw Error(ErrCode::ZeroDivision, "float modulo by zero", where);
+    return Value::number(py_fmod(x, y));
+  case BinOpKind::Pow:
+    if (x == 0 && y < 0)
+      throw Error(ErrCode::ZeroDivision, "0.0 cannot be raised to a negative power", where);
+    if (x < 0 && std::floor(y) != y)
+      throw Error(ErrCode::Value,
+                  "negative number cannot be raised to a fractional power (complex numbers are "
+                  "not supported)",
+                  where);
+    return Value::number(std::pow(x, y));
+  default:
+    unsupported(sym, a, b, where);
+  }
+  unsupported(sym, a, b, where);
 }
 
 Value repeat_seq(const ValueList& items, int64_t n, bool tuple) {
@@ -204,11 +245,13 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
                    "' and '" + jax_type_name(b, short_name) + "'",
                where);
     }
-    if ((!a.is_number() && !is_py_complex(a) && !a.is_obj(ObjKind::Array) &&
+    if ((!a.is_number() && !is_bigint(a) && !is_py_complex(a) && !a.is_obj(ObjKind::Array) &&
          !a.is_obj(ObjKind::List) && !a.is_obj(ObjKind::Tuple)) ||
-        (!b.is_number() && !is_py_complex(b) && !b.is_obj(ObjKind::Array) &&
+        (!b.is_number() && !is_bigint(b) && !is_py_complex(b) && !b.is_obj(ObjKind::Array) &&
          !b.is_obj(ObjKind::List) && !b.is_obj(ObjKind::Tuple)))
       unsupported(sym, a, b, where);
+    check_jit_int(a, "x", where);
+    check_jit_int(b, "y", where);
     try {
       LocScope loc(ops(), op_location(ops(), where));
       Tensor x = to_tensor(a, where);
@@ -229,29 +272,44 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
   if ((is_py_complex(a) && (b.is_number() || is_py_complex(b))) ||
       (is_py_complex(b) && a.is_number()))
     return complex_binary(op, a, b, where);
+  if ((is_bigint(a) || is_bigint(b)) && (is_py_int(a) || a.is_float()) &&
+      (is_py_int(b) || b.is_float())) {
+    if (!a.is_float() && !b.is_float()) return bigint_binary(op, to_bigint(a), to_bigint(b), where);
+    auto to_double = [&](const Value& v) {
+      try {
+        return v.is_float() ? v.f : bigint_to_double(to_bigint(v));
+      } catch (Error& e) {
+        e.set_span_if_missing(where);
+        throw;
+      }
+    };
+    return float_binary(op, to_double(a), to_double(b), a, b, sym, where);
+  }
   if (a.is_number() && b.is_number()) {
     bool ints = a.is_intlike() && b.is_intlike();
     if (ints) {
       int64_t x = a.as_int(), y = b.as_int(), r = 0;
       switch (op) {
-      case BinOpKind::Add: {
-        bool of = __builtin_add_overflow(x, y, &r);
-        return Value::integer(checked(of, r, where));
-      }
-      case BinOpKind::Sub: {
-        bool of = __builtin_sub_overflow(x, y, &r);
-        return Value::integer(checked(of, r, where));
-      }
-      case BinOpKind::Mul: {
-        bool of = __builtin_mul_overflow(x, y, &r);
-        return Value::integer(checked(of, r, where));
-      }
-      case BinOpKind::Div:
+      case BinOpKind::Add:
+        if (__builtin_add_overflow(x, y, &r)) return bigint_binary(op, BigInt(x), BigInt(y), where);
+        return Value::integer(r);
+      case BinOpKind::Sub:
+        if (__builtin_sub_overflow(x, y, &r)) return bigint_binary(op, BigInt(x), BigInt(y), where);
+        return Value::integer(r);
+      case BinOpKind::Mul:
+        if (__builtin_mul_overflow(x, y, &r)) return bigint_binary(op, BigInt(x), BigInt(y), where);
+        return Value::integer(r);
+      case BinOpKind::Div: {
         if (y == 0) throw Error(ErrCode::ZeroDivision, "division by zero", where);
+        // Exact in doubles up to 2**53; beyond, Python rounds the true quotient.
+        const int64_t exact = int64_t{1} << 53;
+        if (x > exact || x < -exact || y > exact || y < -exact)
+          return Value::number(int_true_divide(BigInt(x), BigInt(y), where));
         return Value::number(static_cast<double>(x) / static_cast<double>(y));
+      }
       case BinOpKind::FloorDiv:
         if (y == 0) throw Error(ErrCode::ZeroDivision, "integer division or modulo by zero", where);
-        if (x == INT64_MIN && y == -1) checked(true, 0, where);
+        if (x == INT64_MIN && y == -1) return bigint_binary(op, BigInt(x), BigInt(y), where);
         return Value::integer(floordiv_i(x, y));
       case BinOpKind::Mod:
         if (y == 0) throw Error(ErrCode::ZeroDivision, "integer modulo by zero", where);
@@ -263,11 +321,13 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
             throw Error(ErrCode::ZeroDivision, "0 cannot be raised to a negative power", where);
           return Value::number(std::pow(static_cast<double>(x), static_cast<double>(y)));
         }
-        int64_t result = 1, base = x;
-        while (y > 0) {
-          if (y & 1) checked(__builtin_mul_overflow(result, base, &result), 0, where);
-          y >>= 1;
-          if (y) checked(__builtin_mul_overflow(base, base, &base), 0, where);
+        int64_t result = 1, base = x, e = y;
+        while (e > 0) {
+          if ((e & 1) && __builtin_mul_overflow(result, base, &result))
+            return bigint_binary(op, BigInt(x), BigInt(y), where);
+          e >>= 1;
+          if (e && __builtin_mul_overflow(base, base, &base))
+            return bigint_binary(op, BigInt(x), BigInt(y), where);
         }
         return Value::integer(result);
       }
@@ -279,9 +339,9 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
         return a.is_bool() && b.is_bool() ? Value::boolean(a.b != b.b) : Value::integer(x ^ y);
       case BinOpKind::LShift:
         if (y < 0) throw Error(ErrCode::Value, "negative shift count", where);
-        if (y >= 63 || (x != 0 && (x > (INT64_MAX >> y) || x < (INT64_MIN >> y))))
-          checked(true, 0, where);
-        return Value::integer(x << y);
+        if (x != 0 && (y >= 63 || x > (INT64_MAX >> y) || x < (INT64_MIN >> y)))
+          return bigint_binary(op, BigInt(x), BigInt(y), where);
+        return Value::integer(x == 0 ? 0 : x << y);
       case BinOpKind::RShift:
         if (y < 0) throw Error(ErrCode::Value, "negative shift count", where);
         return Value::integer(y >= 63 ? (x < 0 ? -1 : 0) : x >> y);
@@ -289,35 +349,7 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
         unsupported(sym, a, b, where);
       }
     }
-    double x = a.as_float(), y = b.as_float();
-    switch (op) {
-    case BinOpKind::Add:
-      return Value::number(x + y);
-    case BinOpKind::Sub:
-      return Value::number(x - y);
-    case BinOpKind::Mul:
-      return Value::number(x * y);
-    case BinOpKind::Div:
-      if (y == 0) throw Error(ErrCode::ZeroDivision, "float division by zero", where);
-      return Value::number(x / y);
-    case BinOpKind::FloorDiv:
-      if (y == 0) throw Error(ErrCode::ZeroDivision, "float floor division by zero", where);
-      return Value::number(std::floor(x / y));
-    case BinOpKind::Mod:
-      if (y == 0) throw Error(ErrCode::ZeroDivision, "float modulo by zero", where);
-      return Value::number(py_fmod(x, y));
-    case BinOpKind::Pow:
-      if (x == 0 && y < 0)
-        throw Error(ErrCode::ZeroDivision, "0.0 cannot be raised to a negative power", where);
-      if (x < 0 && std::floor(y) != y)
-        throw Error(ErrCode::Value,
-                    "negative number cannot be raised to a fractional power (complex numbers are "
-                    "not supported)",
-                    where);
-      return Value::number(std::pow(x, y));
-    default:
-      unsupported(sym, a, b, where);
-    }
+    return float_binary(op, a.as_float(), b.as_float(), a, b, sym, where);
   }
   // Sequences and strings.
   if (op == BinOpKind::Add) {
@@ -387,18 +419,20 @@ Value InterpreterImpl::unary_op(UnaryOpKind op, const Value& a, const Span& wher
   switch (op) {
   case UnaryOpKind::Neg:
     if (a.is_intlike()) {
-      if (a.as_int() == INT64_MIN) checked(true, 0, where);
+      if (a.as_int() == INT64_MIN) return make_int(-BigInt(INT64_MIN));
       return Value::integer(-a.as_int());
     }
+    if (is_bigint(a)) return make_int(-a.as<BigIntObj>()->value);
     if (a.is_float()) return Value::number(-a.f);
     if (is_py_complex(a)) return make_complex(-a.as<ComplexObj>()->re, -a.as<ComplexObj>()->im);
     break;
   case UnaryOpKind::Pos:
     if (a.is_intlike()) return Value::integer(a.as_int());
-    if (a.is_float() || is_py_complex(a)) return a;
+    if (a.is_float() || is_py_complex(a) || is_bigint(a)) return a;
     break;
   case UnaryOpKind::Invert:
     if (a.is_intlike()) return Value::integer(~a.as_int());
+    if (is_bigint(a)) return make_int(~a.as<BigIntObj>()->value);
     break;
   case UnaryOpKind::Not:
     return Value::boolean(!truthy(a, where));
@@ -410,7 +444,33 @@ Value InterpreterImpl::unary_op(UnaryOpKind op, const Value& a, const Span& wher
               where);
 }
 
+// Python's ordering of two numbers when one is a big int: exact, as Python
+// compares ints with floats (nullopt: NaN, unordered).
+static std::optional<int> compare_big(const Value& a, const Value& b) {
+  if (a.is_float()) {
+    auto c = compare_with_double(to_bigint(b), a.f);
+    return c ? std::optional<int>(-*c) : std::nullopt;
+  }
+  if (b.is_float()) return compare_with_double(to_bigint(a), b.f);
+  return BigInt::compare(to_bigint(a), to_bigint(b));
+}
+
+// A big int, or an int beyond 2**53 (a double cannot hold every such int)
+// against a float: compared exactly.
+static bool big_comparable(const Value& a, const Value& b) {
+  auto wide = [](const Value& v) {
+    return is_bigint(v) || (v.is_int() && (v.i > (int64_t{1} << 53) || v.i < -(int64_t{1} << 53)));
+  };
+  bool numbers = (is_py_int(a) || a.is_float()) && (is_py_int(b) || b.is_float());
+  return numbers &&
+         (is_bigint(a) || is_bigint(b) || (wide(a) && b.is_float()) || (wide(b) && a.is_float()));
+}
+
 bool InterpreterImpl::less_than(const Value& a, const Value& b, const Span& where) {
+  if (big_comparable(a, b)) {
+    auto c = compare_big(a, b);
+    return c && *c < 0;
+  }
   if (a.is_number() && b.is_number()) {
     if (a.is_intlike() && b.is_intlike()) return a.as_int() < b.as_int();
     return a.as_float() < b.as_float();
@@ -479,9 +539,11 @@ Value InterpreterImpl::compare(CmpOpKind op, const Value& a, const Value& b, con
   if (Value r; opaque_operator(*this, cmpop_dunder(op), a, b, r, where)) return r;
   if (a.is_obj(ObjKind::Array) || b.is_obj(ObjKind::Array)) {
     auto scalar_or_array = [](const Value& v) {
-      return v.is_number() || is_py_complex(v) || v.is_obj(ObjKind::Array);
+      return v.is_number() || is_bigint(v) || is_py_complex(v) || v.is_obj(ObjKind::Array);
     };
     if (scalar_or_array(a) && scalar_or_array(b)) {
+      check_jit_int(a, "x", where);
+      check_jit_int(b, "y", where);
       try {
         LocScope loc(ops(), op_location(ops(), where));
         return make_array(
@@ -505,6 +567,16 @@ Value InterpreterImpl::compare(CmpOpKind op, const Value& a, const Value& b, con
     }
     if (op == CmpOpKind::Eq) return Value::boolean(false);
     if (op == CmpOpKind::Ne) return Value::boolean(true);
+  }
+  if (big_comparable(a, b) && op != CmpOpKind::In && op != CmpOpKind::NotIn) {
+    auto c = compare_big(a, b); // (NaN: unordered, unequal)
+    bool r = op == CmpOpKind::Ne ? !c || *c != 0
+                                 : c && (op == CmpOpKind::Eq   ? *c == 0
+                                         : op == CmpOpKind::Lt ? *c < 0
+                                         : op == CmpOpKind::Le ? *c <= 0
+                                         : op == CmpOpKind::Gt ? *c > 0
+                                                               : *c >= 0);
+    return Value::boolean(r);
   }
   if (a.is_number() && b.is_number() && (a.is_float() || b.is_float())) {
     double x = a.as_float(), y = b.as_float(); // IEEE semantics: NaN compares false

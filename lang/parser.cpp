@@ -1,5 +1,7 @@
 #include "lang/parser.hpp"
 
+#include "lang/bigint.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -253,16 +255,18 @@ private:
       return s;
     }
     case Tok::KwNonlocal: {
-      // nonlocal NAME (',' NAME)*: the function's assignments to the names
-      // assign in the enclosing scope that binds them (mark_nonlocal marks
-      // those targets); the statement itself does nothing when it runs.
+      // nonlocal NAME (',' NAME)*: declares the names for the whole enclosing
+      // def (its FunctionDef's `nonlocals`); the statement does nothing when run.
       advance();
       if (nonlocals_.empty()) fail_span(start, "nonlocal declaration not allowed at module level");
+      auto s = std::make_unique<Stmt>(StmtKind::Nonlocal, start);
       do {
         const Token& n = expect(Tok::Name, "a name");
         nonlocals_.back().push_back(n.text);
+        auto e = make(ExprKind::Name, n.span);
+        e->name = n.text;
+        s->targets.push_back(std::move(e));
       } while (accept(Tok::Comma));
-      auto s = std::make_unique<Stmt>(StmtKind::Pass, start);
       s->span = span_from(start);
       return s;
     }
@@ -300,7 +304,6 @@ private:
           fail_span(first->span, "illegal target for augmented assignment");
         auto s = std::make_unique<Stmt>(StmtKind::AugAssign, start);
         s->op = op;
-        mark_nonlocal(*first);
         s->targets.push_back(std::move(first));
         s->value = testlist_star();
         s->span = span_from(start);
@@ -313,7 +316,6 @@ private:
       test();
       if (!accept(Tok::Assign)) return std::make_unique<Stmt>(StmtKind::Pass, start);
       auto s = std::make_unique<Stmt>(StmtKind::Assign, start);
-      mark_nonlocal(*first);
       s->targets.push_back(std::move(first));
       s->value = testlist_star();
       s->span = span_from(start);
@@ -330,10 +332,7 @@ private:
     while (accept(Tok::Assign)) s->targets.push_back(testlist_star());
     s->value = std::move(s->targets.back());
     s->targets.pop_back();
-    for (auto& t : s->targets) {
-      check_target(*t, "assign to");
-      mark_nonlocal(*t);
-    }
+    for (auto& t : s->targets) check_target(*t, "assign to");
     s->span = span_from(start);
     return s;
   }
@@ -500,7 +499,6 @@ private:
       advance();
       ExprPtr target = bitor_expr();
       check_target(*target, "assign to");
-      mark_nonlocal(*target);
       s->targets.push_back(std::move(target));
     }
     if (at(Tok::Comma)) {
@@ -534,7 +532,6 @@ private:
     auto s = std::make_unique<Stmt>(StmtKind::For, kw.span);
     ExprPtr target = exprlist();
     check_target(*target, "assign to");
-    mark_nonlocal(*target);
     s->targets.push_back(std::move(target));
     expect(Tok::KwIn, "'in'");
     s->value = testlist_star();
@@ -575,6 +572,7 @@ private:
     s->span = Span{src_, kw.span.begin, name.span.end};
     nonlocals_.emplace_back();
     block(s->body, kw);
+    s->nonlocals = std::move(nonlocals_.back());
     nonlocals_.pop_back();
     return s;
   }
@@ -602,14 +600,14 @@ private:
         p.name = expect(Tok::Name, "a parameter name").text;
         p.kind = Param::Kind::KwArgs;
       } else if (at(Tok::Slash)) {
-        // `/`: the parameters before it are positional-only. pxl accepts it
-        // and binds them as ordinary parameters (passing them by keyword is
-        // not an error, as Python's is).
+        // `/`: the parameters before it are positional-only.
         const Token& slash = advance();
         if (seen_star || seen_slash || ps.empty())
-          fail_span(slash.span,
-                    ps.empty() ? "at least one argument must precede /" : "/ must be ahead of *");
+          fail_span(slash.span, ps.empty()   ? "at least one argument must precede /"
+                                : seen_slash ? "/ may appear only once"
+                                             : "/ must be ahead of *");
         seen_slash = true;
+        for (auto& q : ps) q.positional_only = true;
         if (!accept(Tok::Comma)) break;
         continue;
       } else {
@@ -705,20 +703,15 @@ private:
     return e;
   }
 
-  // namedexpr_test: NAME ':=' test | test. The walrus `(name := value)` is a
-  // Call node without a callee: `name` the target, elts[0] the value,
-  // int_value the number of comprehension scopes around it inside its
-  // function (it binds outside them, as in Python; see mark_comprehension),
-  // bool_value set when the name is declared nonlocal.
+  // namedexpr_test: NAME ':=' test | test (the walrus `(name := value)`).
   ExprPtr namedexpr_test() {
     if (at(Tok::Name) && peek(1).kind == Tok::Walrus) {
       Span start = peek().span;
-      auto e = make(ExprKind::Call, start);
+      auto e = make(ExprKind::NamedExpr, start);
       e->name = advance().text;
       advance(); // ':='
       e->elts.push_back(test());
       e->span = span_from(start);
-      e->bool_value = is_nonlocal(e->name);
       return e;
     }
     ExprPtr e = test();
@@ -727,12 +720,10 @@ private:
     return e;
   }
 
-  static bool is_walrus(const Expr& e) { return e.kind == ExprKind::Call && !e.func; }
-
   // A comprehension is a scope of its own: a walrus in its element or
   // conditions (outside lambdas) binds one scope further out.
   static void mark_comprehension(Expr& e) {
-    if (is_walrus(e)) ++e.int_value;
+    if (e.kind == ExprKind::NamedExpr) ++e.int_value;
     if (e.kind == ExprKind::Lambda) return;
     if (e.func) mark_comprehension(*e.func);
     for (auto& x : e.elts)
@@ -749,19 +740,6 @@ private:
   static void mark_fstring(FStringPart& f) {
     if (f.expr) mark_comprehension(*f.expr);
     for (auto& p : f.spec) mark_fstring(p);
-  }
-
-  // Names declared `nonlocal` in the function being parsed (one list per
-  // enclosing def); assignments to them are marked (Name.bool_value).
-  bool is_nonlocal(const std::string& name) const {
-    return !nonlocals_.empty() && std::find(nonlocals_.back().begin(), nonlocals_.back().end(),
-                                            name) != nonlocals_.back().end();
-  }
-  void mark_nonlocal(Expr& target) {
-    if (target.kind == ExprKind::Name) target.bool_value = is_nonlocal(target.name);
-    if (target.kind == ExprKind::Tuple || target.kind == ExprKind::List ||
-        target.kind == ExprKind::Starred)
-      for (auto& x : target.elts) mark_nonlocal(*x);
   }
 
   // A list/tuple/argument element: a starred expression or a namedexpr_test.
@@ -795,9 +773,7 @@ private:
     auto e = make(ExprKind::Lambda, start);
     e->params = parameters(Tok::Colon);
     expect(Tok::Colon, "':' in lambda");
-    nonlocals_.emplace_back(); // a lambda is a scope of its own
     e->elts.push_back(test());
-    nonlocals_.pop_back();
     e->span = span_from(start);
     return e;
   }
@@ -1222,8 +1198,13 @@ private:
     }
     errno = 0;
     unsigned long long v = std::strtoull(s.c_str() + skip, nullptr, base);
-    if (errno == ERANGE || v > static_cast<unsigned long long>(INT64_MAX))
-      fail_at(t, "integer literal too large (pxl integers are 64-bit)");
+    if (errno == ERANGE || v > static_cast<unsigned long long>(INT64_MAX)) {
+      // Beyond 64 bits: the decimal digits, made a big int when evaluated.
+      auto big = BigInt::parse(std::string_view(s).substr(skip), base);
+      if (!big) fail_at(t, "invalid integer literal");
+      e->name = big->to_string();
+      return e;
+    }
     e->int_value = static_cast<int64_t>(v);
     return e;
   }
@@ -1467,7 +1448,7 @@ private:
   std::vector<Token> toks_;
   size_t pos_ = 0;
   int depth_ = 0;
-  std::vector<std::vector<std::string>> nonlocals_; // see is_nonlocal
+  std::vector<std::vector<std::string>> nonlocals_; // per enclosing def: its nonlocal names
 };
 
 } // namespace

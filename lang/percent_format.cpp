@@ -3,6 +3,7 @@
 // format_value (lang/format_spec.cpp), so both spellings format numbers alike.
 #include <cmath>
 
+#include "lang/bigint.hpp"
 #include "lang/interp_impl.hpp"
 #include "lang/methods.hpp"
 #include "lang/utf8.hpp"
@@ -181,7 +182,11 @@ std::string InterpreterImpl::percent_format(const std::string& fmt, const Value&
                       std::string("cannot convert float ") +
                           (std::isnan(v.f) ? "NaN" : "infinity") + " to integer",
                       where);
-        v = Value::integer(static_cast<int64_t>(std::trunc(v.f)));
+        v = make_int(BigInt::from_double(v.f));
+      }
+      if (is_bigint(v)) { // (a precision: its digits are all there anyway)
+        out += format_value(v, number_flags + width + (integral ? 'd' : c.type), where);
+        break;
       }
       if (!v.is_intlike())
         throw Error(ErrCode::Type,
@@ -211,9 +216,10 @@ std::string InterpreterImpl::percent_format(const std::string& fmt, const Value&
     case 'F':
     case 'g':
     case 'G': {
-      if (!v.is_intlike() && !v.is_float())
+      if (!v.is_intlike() && !v.is_float() && !is_bigint(v))
         throw Error(ErrCode::Type, "must be real number, not " + type_name(v), where);
-      Value f = Value::number(v.as_float());
+      Value f =
+          Value::number(is_bigint(v) ? bigint_to_double(v.as<BigIntObj>()->value) : v.as_float());
       out += format_value(f, number_flags + width + (precision.empty() ? ".6" : precision) + c.type,
                           where);
       break;

@@ -1,5 +1,6 @@
 #include "lang/value.hpp"
 
+#include "lang/bigint.hpp"
 #include "lang/dict_equal.hpp"
 #include "lang/dtype_names.hpp"
 
@@ -80,6 +81,13 @@ size_t ValueHash::operator()(const Value& v) const {
     return (static_cast<size_t>(v.as<DTypeObj>()->dtype) * 2 + v.as<DTypeObj>()->wide) * 7919;
   case ObjKind::Device:
     return std::hash<int>()(v.as<DeviceObj>()->id) ^ 0x5bd1e995; // equal devices, equal keys
+  case ObjKind::BigInt: {
+    // Equal to a float only when the float holds it exactly: then hash alike.
+    const BigInt& b = v.as<BigIntObj>()->value;
+    auto d = b.to_double();
+    if (d && BigInt::from_double(*d) == b) return std::hash<double>()(*d);
+    return std::hash<std::string>()(b.to_string());
+  }
   case ObjKind::Complex: {
     // A complex with no imaginary part hashes as its real part (1+0j == 1).
     const auto* c = v.as<ComplexObj>();
@@ -118,6 +126,17 @@ bool values_equal(const Value& a, const Value& b) {
     return dtype_equals_name(*a.as<DTypeObj>(), b.as<StrObj>()->value);
   if (b.is_obj(ObjKind::DType) && a.is_obj(ObjKind::Str))
     return dtype_equals_name(*b.as<DTypeObj>(), a.as<StrObj>()->value);
+  if (is_bigint(a) || is_bigint(b)) {
+    const Value& big = is_bigint(a) ? a : b;
+    const Value& other = is_bigint(a) ? b : a;
+    const BigInt& x = big.as<BigIntObj>()->value;
+    if (is_py_int(other)) return x == to_bigint(other);
+    if (other.is_float()) return compare_with_double(x, other.f) == 0;
+    if (other.is_obj(ObjKind::Complex))
+      return other.as<ComplexObj>()->im == 0 &&
+             compare_with_double(x, other.as<ComplexObj>()->re) == 0;
+    return false;
+  }
   if (a.is_obj(ObjKind::Complex) || b.is_obj(ObjKind::Complex)) {
     auto parts = [](const Value& v, double& re, double& im) {
       if (v.is_obj(ObjKind::Complex)) {
@@ -134,6 +153,11 @@ bool values_equal(const Value& a, const Value& b) {
     return ar == br && ai == bi;
   }
   if (a.is_number() && b.is_number()) {
+    // Beyond 2**53 an int may not be a double: compared exactly, as Python.
+    const int64_t exact = int64_t{1} << 53;
+    const Value& i = a.is_int() ? a : b;
+    if (a.is_float() != b.is_float() && i.is_int() && (i.i > exact || i.i < -exact))
+      return compare_with_double(BigInt(i.i), a.is_float() ? a.f : b.f) == 0;
     if (a.is_float() || b.is_float()) return a.as_float() == b.as_float();
     return a.as_int() == b.as_int();
   }
@@ -287,6 +311,8 @@ std::string type_name(const Value& v) {
     return "range";
   case ObjKind::Complex:
     return "complex";
+  case ObjKind::BigInt:
+    return "int";
   case ObjKind::Partial:
     return "partial";
   case ObjKind::AtProxy:
@@ -424,6 +450,8 @@ static std::string repr_depth(const Value& v, int depth, const PrintOptions& po,
     return v.as<OpaqueObj>()->repr();
   case ObjKind::Complex:
     return python_complex_repr(v.as<ComplexObj>()->re, v.as<ComplexObj>()->im);
+  case ObjKind::BigInt:
+    return v.as<BigIntObj>()->value.to_string();
   }
   return "<object>";
 }

@@ -31,7 +31,8 @@ enum class ObjKind : uint8_t {
   Partial,
   AtProxy,
   Opaque,
-  Complex
+  Complex,
+  BigInt // a Python int beyond 64 bits (lang/bigint.hpp); smaller ones are Value::Int
 };
 
 struct Object {
@@ -141,6 +142,9 @@ struct Env {
   explicit Env(EnvPtr p = nullptr) : parent(std::move(p)) {}
   std::unordered_map<std::string, Value> vars;
   EnvPtr parent;
+  // A function call's scope: the names its function declares nonlocal (owned
+  // by the AST); assignments to them bind in the enclosing scope.
+  const std::vector<std::string>* nonlocals = nullptr;
   const Value* lookup(const std::string& name) const {
     for (const Env* e = this; e; e = e->parent.get()) {
       auto it = e->vars.find(name);
@@ -159,6 +163,7 @@ struct FunctionObj : Object {
   const Block* body = nullptr;
   const Expr* lambda_body = nullptr;
   std::vector<Value> defaults; // evaluated at definition time, one per param (None if absent)
+  const std::vector<std::string>* nonlocals = nullptr; // the def's (owned by the AST)
   EnvPtr closure;
   std::shared_ptr<const void> ast; // keeps the defining module's AST alive
   Span span;

@@ -103,7 +103,8 @@ ParseResult parse(const std::vector<std::string>& args, const char* env_devices,
     }
   }
   if (opts.mode != Mode::Code && i < args.size()) {
-    opts.mode = Mode::File;
+    // `-` as the script: the whole of stdin is the script (as python -).
+    opts.mode = args[i] == "-" ? Mode::Stdin : Mode::File;
     opts.file = args[i++];
   }
   opts.script_args.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
@@ -140,6 +141,7 @@ ParseResult parse(const std::vector<std::string>& args, const char* env_devices,
 std::string usage() {
   return "usage: pxl [options] [file.pxl [args...]]\n"
          "       pxl [options] -c 'code' [args...]\n"
+         "       pxl [options] - [args...]   (the script read from stdin)\n"
          "\n"
          "With no file, pxl starts the REPL (or, when stdin is not a terminal, runs\n"
          "stdin line by line through the REPL without prompts).\n"

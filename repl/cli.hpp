@@ -9,7 +9,7 @@
 
 namespace pxl::cli {
 
-enum class Mode { Repl, File, Code, Version, Help };
+enum class Mode { Repl, File, Code, Stdin, Version, Help }; // Stdin: `pxl -`
 
 struct Options {
   Mode mode = Mode::Repl;

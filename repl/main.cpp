@@ -1,7 +1,10 @@
 // pxl: the command-line driver. A thin client of libpxl: parses options, then
-// runs a script, a -c string, the interactive REPL, or stdin in REPL mode.
+// runs a script (a file, or stdin for `-`), a -c string, the interactive REPL,
+// or stdin in REPL mode.
 #include <cstdlib>
 #include <iostream>
+#include <iterator>
+#include <string>
 
 #include <malloc.h>
 #include <unistd.h>
@@ -42,6 +45,12 @@ int run(const pxl::cli::Options& opts) {
     case Mode::Code:
       interp.run_string(opts.code, "<string>");
       break;
+    case Mode::Stdin: { // read to the end first: a script, not REPL lines
+      std::string code((std::istreambuf_iterator<char>(std::cin)),
+                       std::istreambuf_iterator<char>());
+      interp.run_string(code, "<stdin>");
+      break;
+    }
     case Mode::Repl:
       status =
           isatty(STDIN_FILENO) ? pxl::run_interactive(interp) : pxl::run_lines(interp, std::cin);

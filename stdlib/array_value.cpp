@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "lang/args.hpp"
+#include "lang/bigint.hpp"
 #include "lang/methods.hpp"
 #include "runtime/sharded.hpp"
 #include "stdlib/convert.hpp"
@@ -32,7 +33,7 @@ Error inhomogeneous(const Shape& shape, size_t dims, const Span& where) {
 // Nested Python lists/tuples of numbers -> flat scalars + shape. leaf_depth:
 // the depth of the first number seen (every number must be that deep).
 void flatten_nested(InterpreterImpl& in, const Value& v, size_t depth, Shape& shape,
-                    size_t& leaf_depth, std::vector<Scalar>& flat, bool& has_array,
+                    size_t& leaf_depth, std::vector<Scalar>& flat, bool& has_array, size_t& bigints,
                     const Span& where) {
   if (depth > 64) throw Error(ErrCode::Value, "array data nested too deeply", where);
   // A sequence of n items at `depth`: its length must agree with the others there.
@@ -46,7 +47,7 @@ void flatten_nested(InterpreterImpl& in, const Value& v, size_t depth, Shape& sh
   if (const ValueList* items = sequence_items(v)) {
     enter(static_cast<int64_t>(items->size()));
     for (const Value& x : *items)
-      flatten_nested(in, x, depth + 1, shape, leaf_depth, flat, has_array, where);
+      flatten_nested(in, x, depth + 1, shape, leaf_depth, flat, has_array, bigints, where);
     return;
   }
   if (v.is_obj(ObjKind::Range)) { // a range is a sequence of Python ints (jnp.array(range(4)))
@@ -54,7 +55,7 @@ void flatten_nested(InterpreterImpl& in, const Value& v, size_t depth, Shape& sh
     enter(r->size());
     for (int64_t i = 0; i < r->size(); ++i)
       flatten_nested(in, Value::integer(r->start + i * r->step), depth + 1, shape, leaf_depth, flat,
-                     has_array, where);
+                     has_array, bigints, where);
     return;
   }
   if (v.is_obj(ObjKind::Array)) { // arrays inside lists are stacked (their shapes checked then)
@@ -70,7 +71,10 @@ void flatten_nested(InterpreterImpl& in, const Value& v, size_t depth, Shape& sh
     flat.push_back(Scalar::of_int(v.i));
   else if (v.is_float())
     flat.push_back(Scalar::of_float(v.f));
-  else if (v.is_obj(ObjKind::Complex))
+  else if (is_bigint(v)) { // as a float: only a float array can hold it (see to_tensor)
+    flat.push_back(Scalar::of_float(bigint_to_double(v.as<BigIntObj>()->value)));
+    ++bigints;
+  } else if (v.is_obj(ObjKind::Complex))
     flat.push_back(Scalar::of_complex(v.as<ComplexObj>()->re, v.as<ComplexObj>()->im));
   else if (v.is_obj(ObjKind::Array))
     has_array = true;
@@ -79,6 +83,20 @@ void flatten_nested(InterpreterImpl& in, const Value& v, size_t depth, Shape& sh
 }
 
 } // namespace
+
+// A Python int beyond 64 bits as an array: only a float or complex dtype can
+// hold it; otherwise JAX's (numpy's) OverflowError for that case.
+static Tensor bigint_to_tensor(OpContext& cx, const BigInt& v, std::optional<DType> dtype) {
+  if (!dtype)
+    throw Error(ErrCode::Value, "Python int " + v.to_string() + " too large to convert to int32");
+  if (is_inexact(*dtype))
+    return np::scalar(cx, Scalar::of_float(bigint_to_double(v)), dtype, false);
+  // Below 2**64 numpy reads it as a uint64 and names the bounds it misses.
+  if (!v.negative() && v.bit_length() <= 64 && *dtype != DType::Bool)
+    throw Error(ErrCode::Value,
+                "Python integer " + v.to_string() + " out of bounds for " + dtype_name(*dtype));
+  throw Error(ErrCode::Value, "Python int too large to convert to C long");
+}
 
 Tensor InterpreterImpl::to_tensor(const Value& v, const Span& where, std::optional<DType> dtype) {
   try {
@@ -95,6 +113,7 @@ Tensor InterpreterImpl::to_tensor(const Value& v, const Span& where, std::option
       if (dtype) np::check_python_int(v.i, *dtype);
       return np::scalar(ops(), Scalar::of_int(v.i), dtype, !dtype);
     }
+    if (is_bigint(v)) return bigint_to_tensor(ops(), v.as<BigIntObj>()->value, dtype);
     if (v.is_float()) return np::scalar(ops(), Scalar::of_float(v.f), dtype, !dtype);
     if (v.is_obj(ObjKind::Complex))
       return np::scalar(ops(), Scalar::of_complex(v.as<ComplexObj>()->re, v.as<ComplexObj>()->im),
@@ -103,8 +122,15 @@ Tensor InterpreterImpl::to_tensor(const Value& v, const Span& where, std::option
       Shape shape;
       std::vector<Scalar> flat;
       bool has_array = false;
-      size_t leaf_depth = SIZE_MAX;
-      flatten_nested(*this, v, 0, shape, leaf_depth, flat, has_array, where);
+      size_t leaf_depth = SIZE_MAX, bigints = 0;
+      flatten_nested(*this, v, 0, shape, leaf_depth, flat, has_array, bigints, where);
+      if (bigints) { // numpy's int64 cannot hold them: only a float or complex array can
+        size_t inexact = 0;
+        for (const Scalar& s : flat)
+          inexact += s.kind == Scalar::Kind::Float || s.kind == Scalar::Kind::Complex;
+        if (dtype ? !is_inexact(*dtype) : inexact == bigints)
+          throw Error(ErrCode::Value, "Python int too large to convert to C long");
+      }
       if (has_array) {
         // A list of arrays (or mixed): convert each element and stack them.
         std::vector<Tensor> parts;

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "lang/args.hpp"
+#include "lang/bigint.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/pytree.hpp"
@@ -147,57 +148,65 @@ Value make_time_module() {
 
 namespace {
 
+// An int argument of any size (Python's "cannot be interpreted as an integer").
+BigInt math_int(const Value& v) {
+  if (!is_py_int(v))
+    throw Error(ErrCode::Type, "'" + type_name(v) + "' object cannot be interpreted as an integer");
+  return to_bigint(v);
+}
 int64_t math_int(const ArgReader& r, size_t i) {
-  if (!r[i].is_intlike())
-    throw Error(ErrCode::Type,
-                "'" + type_name(r[i]) + "' object cannot be interpreted as an integer");
-  return r[i].as_int();
+  BigInt v = math_int(r[i]);
+  if (auto small = v.to_int64()) return *small;
+  throw Error(ErrCode::Value, "Python int too large to convert to C long");
 }
 
-int64_t checked_mul(int64_t a, int64_t b) {
-  int64_t out;
-  if (__builtin_mul_overflow(a, b, &out))
-    throw Error(ErrCode::Value, "integer overflow (pxl integers are 64-bit)");
-  return out;
-}
-
-// Python's math functions of integers: gcd lcm factorial comb perm isqrt.
+// Python's math functions of integers: gcd lcm factorial comb perm isqrt
+// (their results may leave 64 bits: lang/bigint.hpp).
 void add_math_integer_functions(ModuleBuilder& b) {
-  auto gcd2 = [](int64_t x, int64_t y) {
-    uint64_t a = x < 0 ? 0 - static_cast<uint64_t>(x) : static_cast<uint64_t>(x);
-    uint64_t c = y < 0 ? 0 - static_cast<uint64_t>(y) : static_cast<uint64_t>(y);
-    while (c) a %= c, std::swap(a, c);
-    return static_cast<int64_t>(a);
+  auto gcd2 = [](BigInt x, BigInt y) {
+    if (x.negative()) x = -x;
+    if (y.negative()) y = -y;
+    BigInt q, r;
+    while (!y.is_zero()) {
+      BigInt::divmod(x, y, q, r);
+      x = y;
+      y = r;
+    }
+    return x;
   };
   for (bool is_lcm : {false, true}) {
     std::string name = is_lcm ? "lcm" : "gcd";
     b.fn(name, [name, is_lcm, gcd2](InterpreterImpl&, CallArgs& a) {
       if (!a.kw.empty()) throw Error(ErrCode::Arguments, name + "() takes no keyword arguments");
-      int64_t acc = is_lcm ? 1 : 0;
+      BigInt acc(is_lcm ? 1 : 0);
       for (const Value& v : a.pos) {
-        if (!v.is_intlike())
-          throw Error(ErrCode::Type,
-                      "'" + type_name(v) + "' object cannot be interpreted as an integer");
-        int64_t x = v.as_int();
+        BigInt x = math_int(v);
         if (!is_lcm) {
           acc = gcd2(acc, x);
-        } else if (acc == 0 || x == 0) {
-          acc = 0;
+        } else if (acc.is_zero() || x.is_zero()) {
+          acc = BigInt(0);
         } else {
-          int64_t g = gcd2(acc, x);
-          acc = std::llabs(checked_mul(acc / g, x));
+          BigInt q, r;
+          BigInt::divmod(acc, gcd2(acc, x), q, r);
+          acc = q * x;
+          if (acc.negative()) acc = -acc;
         }
       }
-      return Value::integer(acc);
+      return make_int(acc);
     });
   }
+  // Products past this many bits are refused rather than left to run for long.
+  constexpr uint64_t kMaxBits = uint64_t{1} << 24;
   b.fn("factorial", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("factorial", a, {"n"}, 1);
     int64_t n = math_int(r, 0);
     if (n < 0) throw Error(ErrCode::Value, "factorial() not defined for negative values");
-    int64_t acc = 1;
-    for (int64_t k = 2; k <= n; ++k) acc = checked_mul(acc, k);
-    return Value::integer(acc);
+    BigInt acc(1);
+    for (int64_t k = 2; k <= n; ++k) {
+      acc = acc * BigInt(k);
+      if (acc.bit_length() > kMaxBits) throw Error(ErrCode::Value, "factorial() result too large");
+    }
+    return make_int(acc);
   });
   for (bool is_perm : {false, true}) {
     std::string name = is_perm ? "perm" : "comb";
@@ -210,14 +219,16 @@ void add_math_integer_functions(ModuleBuilder& b) {
       if (k > n) return Value::integer(0);
       if (!is_perm) k = std::min(k, n - k);
       // comb: acc * (n - i) / (i + 1) stays an integer at every step.
-      __int128 acc = 1;
+      BigInt acc(1), q, rem;
       for (int64_t i = 0; i < k; ++i) {
-        acc *= n - i;
-        if (!is_perm) acc /= i + 1;
-        if (acc > INT64_MAX)
-          throw Error(ErrCode::Value, "integer overflow (pxl integers are 64-bit)");
+        acc = acc * BigInt(n - i);
+        if (!is_perm) {
+          BigInt::divmod(acc, BigInt(i + 1), q, rem);
+          acc = q;
+        }
+        if (acc.bit_length() > kMaxBits) throw Error(ErrCode::Value, name + "() result too large");
       }
-      return Value::integer(static_cast<int64_t>(acc));
+      return make_int(acc);
     });
   }
   b.fn("isqrt", [](InterpreterImpl&, CallArgs& a) {
@@ -394,10 +405,11 @@ Value make_math_module() {
     return [name, f](InterpreterImpl&, CallArgs& a) {
       ArgReader r(name, a, {"x"}, 1);
       if (r[0].is_intlike()) return Value::integer(r[0].as_int());
+      if (is_bigint(r[0])) return r[0];
       double x = f(r.get_float(0));
-      if (!std::isfinite(x))
-        throw Error(ErrCode::Value, "cannot convert float infinity or nan to integer");
-      return Value::integer(static_cast<int64_t>(x));
+      if (std::isinf(x)) throw Error(ErrCode::Value, "cannot convert float infinity to integer");
+      if (std::isnan(x)) throw Error(ErrCode::Value, "cannot convert float NaN to integer");
+      return make_int(BigInt::from_double(x));
     };
   };
   b.fn("floor", rounding("floor", std::floor));

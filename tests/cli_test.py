@@ -59,6 +59,11 @@ def main():
     expect("PXL_DEVICES=abc", run(pxl, ["-c", "print(1)"], env_extra={"PXL_DEVICES": "abc"}),
            code=2, out="", err_has=["PXL_DEVICES: invalid device count 'abc'"])
     expect("unknown option", run(pxl, ["--bogus"]), code=2, err_has=["unknown option '--bogus'"])
+    # `pxl -`: the script is stdin, read to its end (a def spanning lines, as a file).
+    expect("- (stdin script)", run(pxl, ["-", "arg"], stdin="def f(x):\n    return x * 2**70\nprint(f(3))\n"),
+           code=0, out="3541774862152233910272\n")
+    expect("- (stdin error)", run(pxl, ["-"], stdin="print(1)\nprint(nope)\n"), code=1,
+           out="1\n", err_has=["<stdin>:2:7: error[E0100]: name 'nope' is not defined"])
 
     # Platforms. Without a usable GPU, cuda is a clear E0400 naming what is
     # missing and auto is the CPU mesh; with one, both run on it.

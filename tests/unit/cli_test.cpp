@@ -31,6 +31,14 @@ TEST_CASE("cli: -c code", "[cli]") {
   CHECK_FALSE(parse({"-c"}, nullptr).options);
 }
 
+TEST_CASE("cli: - reads the script from stdin", "[cli]") {
+  auto r = parse({"--devices", "2", "-", "a"}, nullptr);
+  REQUIRE(r.options);
+  CHECK(r.options->mode == Mode::Stdin);
+  CHECK(r.options->devices == 2);
+  CHECK(r.options->script_args == std::vector<std::string>{"a"});
+}
+
 TEST_CASE("cli: --devices wins over PXL_DEVICES", "[cli]") {
   CHECK(parse({}, "3").options->devices == 3);
   CHECK(parse({"--devices=5"}, "3").options->devices == 5);
