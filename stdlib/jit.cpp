@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "lang/args.hpp"
+#include "lang/bigint.hpp"
 #include "lang/phase_times.hpp"
 #include "lang/tracer.hpp"
 #include "runtime/debug_print.hpp"
@@ -532,8 +533,11 @@ struct JitFunction : OpaqueObj {
     std::vector<std::string> keys = leaf_keystrs(def);
     for (size_t i = 0; i < leaves.size(); ++i) {
       const Value& l = leaves[i];
-      if (is_float0(l) || l.is_obj(ObjKind::Array) || l.is_number() || l.is_obj(ObjKind::Complex) ||
-          sequence_items(l))
+      // A Python int beyond int32 (x64 is off): JAX's OverflowError as it
+      // parses the argument (remat traces it as the function's own value).
+      bool overflow = !remat && (is_bigint(l) || (l.is_int() && (l.i > INT32_MAX || l.i < INT32_MIN)));
+      if (!overflow && (is_float0(l) || l.is_obj(ObjKind::Array) || l.is_number() ||
+                        l.is_obj(ObjKind::Complex) || sequence_items(l)))
         continue;
       std::string type = "<class '" + pxl::type_name(l) + "'>";
       if (remat)
@@ -555,6 +559,12 @@ struct JitFunction : OpaqueObj {
                    ? rest.substr(2, q - 2) + rest.substr(q + 2)
                    : rest;
       }
+      if (overflow)
+        throw Error(ErrCode::Value,
+                    "An overflow was encountered while parsing an argument to a jitted "
+                    "computation, whose argument path is " +
+                        path + ". Got <class 'int'> with value " + pxl::repr(l),
+                    where);
       throw Error(ErrCode::Type,
                   "Error interpreting argument to " + pxl::repr(fn) +
                       " as an abstract array. The problematic value is of type " + type +
