@@ -8,9 +8,10 @@ namespace pxl {
 
 namespace {
 
-// The most bits a result may have: Python has no limit, but a script asking
-// for more is a mistake better reported than left to exhaust memory.
-constexpr uint64_t kMaxBits = uint64_t{1} << 26;
+// The most bits a result may have (about 315,000 decimal digits): Python has
+// no limit, but schoolbook arithmetic past it takes seconds, and a script
+// asking for more is better told than left to hang.
+constexpr uint64_t kMaxBits = uint64_t{1} << 20;
 
 [[noreturn]] void too_many_digits(const Span& where) {
   throw Error(ErrCode::Value, "too many digits in integer", where);

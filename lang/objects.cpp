@@ -2,6 +2,7 @@
 #include <pthread.h>
 
 #include "lang/args.hpp"
+#include "lang/bigint.hpp"
 #include "lang/interp_impl.hpp"
 #include "lang/list_slices.hpp"
 #include "lang/methods.hpp"
@@ -465,6 +466,8 @@ Value InterpreterImpl::get_item(const Value& obj, const Value& index, const Span
         return obj.obj->kind == ObjKind::List ? make_list(std::move(out))
                                               : make_tuple(std::move(out));
       }
+      if (is_bigint(index)) // (Python's IndexError for an index beyond ssize_t)
+        throw Error(ErrCode::Index, "cannot fit 'int' into an index-sized integer", where);
       if (!index.is_intlike())
         throw Error(ErrCode::Type,
                     std::string(what) + " indices must be integers or slices, not " +

@@ -143,9 +143,9 @@ Value float_binary(BinOpKind op, double x, double y, const Value& a, const Value
                   where);
     return Value::number(std::pow(x, y));
   default:
-    unsupported(sym, a, b, where);
+    break;
   }
-  unsupported(sym, a, b, where);
+  unsupported(sym, a, b, where); // (@ and the bitwise operators)
 }
 
 Value repeat_seq(const ValueList& items, int64_t n, bool tuple) {
@@ -367,8 +367,11 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
     }
   }
   if (op == BinOpKind::Mul) {
-    const Value& seq = a.is_intlike() ? b : a;
-    const Value& n = a.is_intlike() ? a : b;
+    const Value& seq = a.is_intlike() || is_bigint(a) ? b : a;
+    const Value& n = a.is_intlike() || is_bigint(a) ? a : b;
+    if (is_bigint(n) &&
+        (seq.is_obj(ObjKind::Str) || seq.is_obj(ObjKind::List) || seq.is_obj(ObjKind::Tuple)))
+      throw Error(ErrCode::Value, "cannot fit 'int' into an index-sized integer", where);
     if (n.is_intlike()) {
       if (seq.is_obj(ObjKind::Str)) {
         std::string out;

@@ -450,8 +450,13 @@ static std::string repr_depth(const Value& v, int depth, const PrintOptions& po,
     return v.as<OpaqueObj>()->repr();
   case ObjKind::Complex:
     return python_complex_repr(v.as<ComplexObj>()->re, v.as<ComplexObj>()->im);
-  case ObjKind::BigInt:
-    return v.as<BigIntObj>()->value.to_string();
+  case ObjKind::BigInt: {
+    std::string s = v.as<BigIntObj>()->value.to_string();
+    if (s.size() - (s[0] == '-') > 4300) // Python 3.11's default sys.int_info limit
+      throw Error(ErrCode::Value, "Exceeds the limit (4300 digits) for integer string conversion; "
+                                  "use sys.set_int_max_str_digits() to increase the limit");
+    return s;
+  }
   }
   return "<object>";
 }

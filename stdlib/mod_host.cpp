@@ -196,7 +196,7 @@ void add_math_integer_functions(ModuleBuilder& b) {
     });
   }
   // Products past this many bits are refused rather than left to run for long.
-  constexpr uint64_t kMaxBits = uint64_t{1} << 24;
+  constexpr uint64_t kMaxBits = uint64_t{1} << 20; // (as lang/bigint_ops.cpp's limit)
   b.fn("factorial", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("factorial", a, {"n"}, 1);
     int64_t n = math_int(r, 0);
