@@ -84,9 +84,11 @@ Tensor matmul(OpContext& cx, const Tensor& a0, const Tensor& b0) {
   std::vector<int64_t> order = idx_batch; // where each dot_general dimension goes
   order.insert(order.end(), idx_a_other.begin(), idx_a_other.end());
   order.insert(order.end(), idx_b_other.begin(), idx_b_other.end());
-  std::vector<int64_t> perm(order.size());
-  for (size_t d = 0; d < order.size(); ++d)
-    perm[static_cast<size_t>(order[d])] = static_cast<int64_t>(d);
+  std::vector<int64_t> perm(order.size()); // argsort(order) (a squeezed pair leaves a gap)
+  for (size_t d = 0; d < order.size(); ++d) perm[d] = static_cast<int64_t>(d);
+  std::sort(perm.begin(), perm.end(), [&](int64_t x, int64_t y) {
+    return order[static_cast<size_t>(x)] < order[static_cast<size_t>(y)];
+  });
   a = squeeze_dims(cx, a, a_squeeze);
   b = squeeze_dims(cx, b, b_squeeze);
   DotDims dims;
