@@ -539,6 +539,8 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
     return {bind(cx, op, a, {in[0].t}), true};
   case Op::Reshape:
     a.shape.insert(a.shape.begin(), B);
+    a.axes = shifted(attrs.axes); // a squeeze's dropped dimensions
+    a.perm = shifted(attrs.perm); // an expand_dims' inserted ones
     return {bind(cx, op, a, {in[0].t}), true};
   case Op::Transpose:
     a.perm = cat({{0}, shifted(attrs.perm)});

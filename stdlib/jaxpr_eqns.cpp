@@ -1,5 +1,6 @@
 #include "stdlib/jaxpr_eqns.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "ir/op.hpp"
@@ -41,6 +42,153 @@ bool is_elementwise_binary(Op op) {
   default:
     return false;
   }
+}
+
+// Whether broadcast `i` keeps its operand's dimensions in order, stretching
+// only unit ones: the broadcasting of numpy (trailing dimensions) or of a
+// batched binary op (vmap's batch dimension first).
+bool stretches(const Function& fn, const Instr& i) {
+  if (i.op != Op::BroadcastInDim || i.operands.size() != 1) return false;
+  const Shape& in = fn.values[static_cast<size_t>(i.operands[0])].aval.shape;
+  const Shape& out = fn.values[static_cast<size_t>(i.result)].aval.shape;
+  if (in.size() > out.size() || i.attrs.axes.size() != in.size()) return false;
+  for (size_t k = 0; k < in.size(); ++k) {
+    int64_t d = i.attrs.axes[k];
+    if (d < 0 || static_cast<size_t>(d) >= out.size() || (k && d <= i.attrs.axes[k - 1]) ||
+        (in[k] != out[static_cast<size_t>(d)] && in[k] != 1))
+      return false;
+  }
+  return true;
+}
+
+// What JAX's jaxpr shows of such a broadcast: the operand with unit
+// dimensions where the broadcast adds ones (jnp's rank promotion); the
+// operand's own shape when it adds none (a rank-0 operand included).
+Shape promoted_shape(const Function& fn, const Instr& i) {
+  const Shape& in = fn.values[static_cast<size_t>(i.operands[0])].aval.shape;
+  const Shape& out = fn.values[static_cast<size_t>(i.result)].aval.shape;
+  if (in.empty() || in.size() == out.size()) return in;
+  Shape s(out.size(), 1);
+  for (size_t k = 0; k < in.size(); ++k) s[static_cast<size_t>(i.attrs.axes[k])] = in[k];
+  return s;
+}
+
+// The values used outside fn's equations: its results and `roots`.
+std::vector<bool> used_outside(const Function& fn, const std::vector<int>& roots) {
+  std::vector<bool> out(fn.values.size(), false);
+  for (int r : fn.results) out[static_cast<size_t>(r)] = true;
+  for (int r : roots)
+    if (r >= 0 && static_cast<size_t>(r) < out.size()) out[static_cast<size_t>(r)] = true;
+  return out;
+}
+
+// Per instruction: a broadcast that only does the broadcasting of the
+// elementwise binary ops reading it, which JAX's jaxpr leaves to the
+// primitive (rank-0 operands, unit dimensions) except for jnp's rank
+// promotion. Each binary op must keep an operand of its result's rank and
+// each of its sizes; where all of them are such broadcasts (`jnp.zeros((3,
+// 4)) + 1.0`), the earliest one is an equation of its own, as JAX's explicit
+// broadcast is.
+std::vector<bool> implicit_broadcasts(const Function& fn, const std::vector<bool>& keep,
+                                      const std::vector<std::vector<const Instr*>>& users,
+                                      const std::vector<bool>& outside) {
+  std::vector<bool> implicit(fn.body.size(), false);
+  auto index_of = [&](int v) { return fn.values[static_cast<size_t>(v)].producer; };
+  for (size_t k = 0; k < fn.body.size(); ++k) {
+    const Instr& i = fn.body[k];
+    if (!keep[k] || !stretches(fn, i) || outside[static_cast<size_t>(i.result)]) continue;
+    const auto& us = users[static_cast<size_t>(i.result)];
+    implicit[k] = !us.empty() && std::all_of(us.begin(), us.end(), [](const Instr* u) {
+      return is_elementwise_binary(u->op);
+    });
+  }
+  // The shape an operand shows in the binary op.
+  auto shown = [&](int v) -> Shape {
+    int p = index_of(v);
+    if (p < 0 || !implicit[static_cast<size_t>(p)])
+      return fn.values[static_cast<size_t>(v)].aval.shape;
+    return promoted_shape(fn, fn.body[static_cast<size_t>(p)]);
+  };
+  for (size_t k = 0; k < fn.body.size(); ++k) {
+    const Instr& u = fn.body[k];
+    if (!keep[k] || !is_elementwise_binary(u.op)) continue;
+    const Shape& out = fn.values[static_cast<size_t>(u.result)].aval.shape;
+    auto covered = [&] {
+      bool has_rank = out.empty();
+      std::vector<bool> size_ok(out.size(), false);
+      for (int o : u.operands) {
+        Shape s = shown(o);
+        if (s.size() != out.size()) continue;
+        has_rank = true;
+        for (size_t d = 0; d < s.size(); ++d) size_ok[d] = size_ok[d] || s[d] == out[d];
+      }
+      return has_rank && std::all_of(size_ok.begin(), size_ok.end(), [](bool b) { return b; });
+    };
+    while (!covered()) {
+      int earliest = -1;
+      for (int o : u.operands) {
+        int p = index_of(o);
+        if (p >= 0 && implicit[static_cast<size_t>(p)] && (earliest < 0 || p < earliest))
+          earliest = p;
+      }
+      if (earliest < 0) break;
+      implicit[static_cast<size_t>(earliest)] = false;
+    }
+  }
+  return implicit;
+}
+
+// Whether value v is the constant 1 (or its conversion or broadcast).
+bool is_one(const Function& fn, int v, const std::vector<Tensor>* constants) {
+  const IRValue& x = fn.values[static_cast<size_t>(v)];
+  if (x.producer >= 0) {
+    const Instr& p = fn.body[static_cast<size_t>(x.producer)];
+    return (p.op == Op::ConvertElementType || p.op == Op::BroadcastInDim) &&
+           p.operands.size() == 1 && is_one(fn, p.operands[0], constants);
+  }
+  if (!constants || !x.aval.shape.empty()) return false;
+  for (size_t k = 0; k < fn.consts.size() && k < constants->size(); ++k)
+    if (fn.consts[k] == v) {
+      const Tensor& t = (*constants)[k];
+      return t && t->concrete && t->concrete->get_f64(0) == 1.0;
+    }
+  return false;
+}
+
+// pxl binds x / y, y smaller than the result, as x * broadcast(1 / y)
+// (np_elementwise.cpp: XLA's rewrite, for its rounding); JAX's jaxpr has
+// div x broadcast(y). Per reciprocal instruction skipped: the divisor its
+// value shows as; the muls reading it show as div (`prim`).
+std::map<size_t, int> reciprocal_divisions(const Function& fn, const std::vector<bool>& keep,
+                                           const std::vector<bool>& implicit,
+                                           const std::vector<std::vector<const Instr*>>& users,
+                                           const std::vector<bool>& outside,
+                                           const std::vector<Tensor>* constants,
+                                           std::map<size_t, std::string>& prim) {
+  std::map<size_t, int> out;
+  for (size_t k = 0; k < fn.body.size(); ++k) {
+    const Instr& r = fn.body[k];
+    if (!keep[k] || r.op != Op::Div || r.operands.size() != 2 ||
+        outside[static_cast<size_t>(r.result)] || !is_one(fn, r.operands[0], constants))
+      continue;
+    // Each reader: an implicit broadcast whose readers are muls by it.
+    std::vector<const Instr*> muls;
+    bool ok = !users[static_cast<size_t>(r.result)].empty();
+    for (const Instr* b : users[static_cast<size_t>(r.result)]) {
+      size_t bi = static_cast<size_t>(b - fn.body.data());
+      ok = ok && implicit[bi];
+      for (const Instr* m : users[static_cast<size_t>(b->result)])
+        ok = ok && m->op == Op::Mul && m->operands.size() == 2 && m->operands[1] == b->result &&
+             m->operands[0] != b->result;
+      if (ok)
+        muls.insert(muls.end(), users[static_cast<size_t>(b->result)].begin(),
+                    users[static_cast<size_t>(b->result)].end());
+    }
+    if (!ok) continue;
+    out[k] = r.operands[1];
+    for (const Instr* m : muls) prim[static_cast<size_t>(m - fn.body.data())] = "div";
+  }
+  return out;
 }
 
 // JAX's params of the primitives whose attributes pxl's IR holds.
@@ -100,6 +248,9 @@ Value params_of(Op op, const OpAttrs& a, DType result) {
     set("axis", Value::integer(a.axis));
     set("reverse", Value::boolean(a.reverse));
     break;
+  case Op::Round:
+    set("rounding_method", Value::integer(1)); // TO_NEAREST_EVEN
+    break;
   case Op::Concatenate:
     set("dimension", Value::integer(a.axis));
     break;
@@ -130,8 +281,19 @@ Value params_of(Op op, const OpAttrs& a, DType result) {
 
 } // namespace
 
+bool is_expand(const Instr& i) { return i.op == Op::Reshape && !i.attrs.perm.empty(); }
+
+std::vector<int64_t> expand_broadcast_dims(const OpAttrs& a) {
+  std::vector<int64_t> dims;
+  const auto& added = a.perm;
+  for (size_t d = 0; d < a.shape.size(); ++d)
+    if (!std::count(added.begin(), added.end(), static_cast<int64_t>(d)))
+      dims.push_back(static_cast<int64_t>(d));
+  return dims;
+}
+
 JaxprReading read_jaxpr(const Function& fn, const std::vector<int>& roots,
-                        const std::vector<int>& bound) {
+                        const std::vector<int>& bound, const std::vector<Tensor>* constants) {
   JaxprReading rd;
   rd.stands_for.resize(fn.values.size());
   for (size_t v = 0; v < fn.values.size(); ++v) rd.stands_for[v] = static_cast<int>(v);
@@ -162,6 +324,10 @@ JaxprReading read_jaxpr(const Function& fn, const std::vector<int>& roots,
   for (int c : fn.consts)
     if (fn.values[static_cast<size_t>(c)].aval.shape.empty())
       rd.literal[static_cast<size_t>(c)] = true;
+  const std::vector<bool> outside = used_outside(fn, roots);
+  const std::vector<bool> implicit = implicit_broadcasts(fn, keep, users, outside);
+  const std::map<size_t, int> divisor =
+      reciprocal_divisions(fn, keep, implicit, users, outside, constants, rd.prim);
   size_t index = 0;
   for (const Instr& i : fn.body) {
     if (!keep[index++]) continue;
@@ -175,24 +341,31 @@ JaxprReading read_jaxpr(const Function& fn, const std::vector<int>& roots,
         continue;
       }
     }
-    if (i.op == Op::BroadcastInDim && i.operands.size() == 1 &&
-        fn.values[static_cast<size_t>(i.operands[0])].aval.shape.empty()) {
-      bool implicit = !users[static_cast<size_t>(i.result)].empty();
-      for (const Instr* u : users[static_cast<size_t>(i.result)])
-        implicit = implicit && is_elementwise_binary(u->op);
-      for (int res : fn.results) implicit = implicit && res != i.result;
-      if (implicit) {
+    if (implicit[index - 1]) {
+      const AVal& out = fn.values[static_cast<size_t>(i.result)].aval;
+      Shape shown = promoted_shape(fn, i);
+      if (shown == fn.values[static_cast<size_t>(i.operands[0])].aval.shape) { // the operand
         rd.stands_for[static_cast<size_t>(i.result)] =
             rd.stands_for[static_cast<size_t>(i.operands[0])];
         continue;
       }
+      AVal promoted = out;
+      promoted.shape = shown;
+      rd.retyped[i.result] = promoted;
     }
+    if (auto c = divisor.find(index - 1); c != divisor.end()) { // shown as a div's operand
+      rd.stands_for[static_cast<size_t>(i.result)] = rd.stands_for[static_cast<size_t>(c->second)];
+      continue;
+    }
+    if (i.op == Op::BitcastConvertType && i.operands.size() == 1 &&
+        fn.values[static_cast<size_t>(i.operands[0])].aval.dtype == i.attrs.dtype)
+      rd.prim[index - 1] = "stop_gradient"; // pxl's stop_gradient (mod_lax.cpp)
     rd.eqns.push_back(&i);
   }
   return rd;
 }
 
-Value jaxpr_eqns(const Function& fn, const JaxprRecord* record,
+Value jaxpr_eqns(const Function& fn, const std::vector<Tensor>& consts, const JaxprRecord* record,
                  const std::function<Value(const AVal&)>& aval_value) {
   ValueList eqns;
   auto avals = [&](const std::vector<int>& ids) {
@@ -202,7 +375,7 @@ Value jaxpr_eqns(const Function& fn, const JaxprRecord* record,
         out.push_back(aval_value(fn.values[static_cast<size_t>(v)].aval));
     return make_list(out);
   };
-  for (const JaxprTopEqn& e : jaxpr_top_eqns(fn, record)) {
+  for (const JaxprTopEqn& e : jaxpr_top_eqns(fn, record, consts)) {
     if (e.region) { // a jit, cond or scan: its printed params as Python values
       auto d = std::make_shared<DictObj>();
       for (const auto& [k, v] : e.region->params) {
@@ -220,7 +393,14 @@ Value jaxpr_eqns(const Function& fn, const JaxprRecord* record,
     const IRValue& r = fn.values[static_cast<size_t>(i.result)];
     std::vector<int> outs;
     for (int k = 0; k < i.nresults; ++k) outs.push_back(i.result + k);
-    Value params = params_of(i.op, i.attrs, r.aval.dtype);
+    Value params = e.renamed ? Value::object(std::make_shared<DictObj>())
+                             : params_of(i.op, i.attrs, r.aval.dtype);
+    if (is_expand(i)) {
+      OpAttrs b;
+      b.shape = i.attrs.shape;
+      b.axes = expand_broadcast_dims(i.attrs);
+      params = params_of(Op::BroadcastInDim, b, r.aval.dtype);
+    }
     if (e.prim == "squeeze") {
       auto d = std::make_shared<DictObj>();
       d->set(make_str("dimensions"), ints(i.attrs.axes));

@@ -53,7 +53,10 @@ Params printed_params(Op op, const OpAttrs& a, const AVal& result) {
     if (!a.axes.empty()) p = {{"broadcast_dimensions", py_seq(a.axes)}};
     break;
   case Op::Reshape:
-    if (!a.axes.empty()) // jnp.squeeze, or indexing dropping dimensions
+    if (!a.perm.empty()) { // expand_dims: JAX's broadcast_in_dim
+      if (auto dims = expand_broadcast_dims(a); !dims.empty())
+        p = {{"broadcast_dimensions", py_seq(dims)}};
+    } else if (!a.axes.empty()) // jnp.squeeze, or indexing dropping dimensions
       p = {{"dimensions", py_seq(a.axes)}};
     else
       p = {{"dimensions", "None"}, {"new_sizes", py_seq(a.shape)}, {"sharding", "None"}};
@@ -78,6 +81,9 @@ Params printed_params(Op op, const OpAttrs& a, const AVal& result) {
     break;
   case Op::Cumsum:
     p = {{"axis", std::to_string(a.axis)}, {"reverse", py_bool(a.reverse)}};
+    break;
+  case Op::Round: // pxl's round is jnp.round's: RoundingMethod.TO_NEAREST_EVEN
+    p = {{"rounding_method", "1"}};
     break;
   case Op::Concatenate:
     p = {{"dimension", std::to_string(a.axis)}};
@@ -121,10 +127,17 @@ std::string custom_prim(const CustomCallee& c) {
 
 std::string prim_name(const Instr& i) {
   if (i.op == Op::Reshape && !i.attrs.axes.empty()) return "squeeze";
+  if (is_expand(i)) return "broadcast_in_dim";
   if (i.op == Op::CustomCall && i.attrs.custom)
     return i.attrs.custom->primitive.empty() ? custom_prim(*i.attrs.custom)
                                              : i.attrs.custom->primitive;
   return i.op == Op::Select ? "select_n" : op_name(i.op);
+}
+
+// The primitive instruction `index` of the reading's function shows as.
+std::string shown_prim(const Instr& i, const JaxprReading& rd, size_t index) {
+  auto r = rd.prim.find(index);
+  return r != rd.prim.end() ? r->second : prim_name(i);
 }
 
 std::string aval_str(const AVal& a) {
@@ -295,11 +308,12 @@ struct Printer {
   };
   std::vector<Scope> scopes{Scope{}};
   std::map<int, AVal> synthetic; // binders with no value of their own (id >= values.size())
+  std::map<int, std::string> shared; // jit regions printed before the jaxpr: `let name = ...`
   std::vector<int> uses;         // per value: shown uses
 
-  Printer(const Function& f, const JaxprRecord* r)
+  Printer(const Function& f, const JaxprRecord* r, const std::vector<Tensor>* consts = nullptr)
       : view(without_aliases(f, r)), fn(view),
-        rd(read_jaxpr(view, record_roots(r, false), record_roots(r, true))), rec(r),
+        rd(read_jaxpr(view, record_roots(r, false), record_roots(r, true), consts)), rec(r),
         st(view, r, rd), uses(f.values.size(), 0) {
     count_uses(-1);
     for (int v : fn.results) use(v);
@@ -345,6 +359,7 @@ struct Printer {
   }
   const AVal& aval_of(int v) const {
     if (auto s = synthetic.find(v); s != synthetic.end()) return s->second;
+    if (auto r = rd.retyped.find(v); r != rd.retyped.end()) return r->second;
     return fn.values[static_cast<size_t>(v)].aval;
   }
 
@@ -515,10 +530,13 @@ struct Printer {
     std::vector<int> ins = i.operands;
     if (i.op == Op::Select && ins.size() == 3)
       std::swap(ins[1], ins[2]); // select_n(pred, false, true)
-    Params ps = printed_params(i.op, i.attrs, fn.values[static_cast<size_t>(i.result)].aval);
+    const size_t index = static_cast<size_t>(&i - fn.body.data());
+    Params ps;
+    if (!rd.prim.count(index))
+      ps = printed_params(i.op, i.attrs, fn.values[static_cast<size_t>(i.result)].aval);
     std::vector<pp::Doc> pairs;
     for (auto& [k, v] : ps) pairs.push_back(pp::text(k + "=" + v));
-    return eqn_doc(lhs, prim_name(i), kv_pairs(pairs), ins);
+    return eqn_doc(lhs, shown_prim(i, rd, index), kv_pairs(pairs), ins);
   }
 
   // The equations of a scope (-1: the top jaxpr) in program order.
@@ -570,11 +588,12 @@ struct Printer {
 
   // The lhs of a region's equation: its results, each a new variable (one
   // that is an operand, a literal or repeated gets a variable of its own).
-  pp::Doc region_lhs(const JaxprRegion& g, std::vector<int>& binder_ids) {
+  pp::Doc region_lhs(const JaxprRegion& g, bool hoisted, std::vector<int>& binder_ids) {
     std::vector<pp::Doc> items;
     for (int v : g.outputs) {
       int r = st.resolve(v);
-      bool own = st.defined_in(g, r) && !std::count(binder_ids.begin(), binder_ids.end(), r);
+      bool own = !hoisted && st.defined_in(g, r) &&
+                 !std::count(binder_ids.begin(), binder_ids.end(), r);
       if (!own) {
         int id = static_cast<int>(fn.values.size() + synthetic.size());
         synthetic[id] = aval_of(r);
@@ -589,7 +608,8 @@ struct Printer {
   pp::Doc region_eqn(int k) {
     const JaxprRegion& g = st.region(k);
     std::vector<int> binder_ids;
-    pp::Doc lhs = region_lhs(g, binder_ids);
+    auto hoisted = shared.find(k);
+    pp::Doc lhs = region_lhs(g, hoisted != shared.end(), binder_ids);
     std::vector<int> consts = st.free_values(k);
     std::vector<std::pair<std::string, pp::Doc>> pairs;
     for (auto& [key, v] : g.params) pairs.push_back({key, pp::text(key + "=" + v)});
@@ -612,6 +632,10 @@ struct Printer {
       pairs.push_back({"num_consts", pp::text("num_consts=" + std::to_string(consts.size()))});
       ins = consts;
       ins.insert(ins.end(), g.inputs.begin(), g.inputs.end());
+    } else if (hoisted != shared.end()) { // printed before the jaxpr
+      ins = consts;
+      ins.insert(ins.end(), g.inputs.begin(), g.inputs.end());
+      pairs.push_back({"jaxpr", pp::text("jaxpr=" + hoisted->second)});
     } else { // jit, checkpoint: the body's parameters are named as the operands
       ins = consts;
       ins.insert(ins.end(), g.inputs.begin(), g.inputs.end());
@@ -666,14 +690,79 @@ struct Printer {
     std::vector<pp::Doc> eqns = eqns_of(-1, 0, fn.body.size());
     return skeleton(cs, ins, eqns, fn.results);
   }
-  std::string print() { return pp::format(top_doc()); }
+  // The equations a region's own jaxpr shows (as eqns_of lists them).
+  size_t eqn_count(int k) const {
+    const JaxprRegion& g = st.region(k);
+    size_t n = st.children(k).size();
+    for (size_t i = g.begin; i < g.end && i < fn.body.size(); ++i)
+      n += st.innermost[i] == k && st.instr_shown(i);
+    return n;
+  }
+
+  // pp_toplevel_jaxpr: a sub-jaxpr of more than 10 equations is printed
+  // first, as `let name = { lambda ... } in`, and named by its equation (a
+  // jit's name=, else "jaxpr"; repeated names numbered); found breadth first.
+  std::vector<int> hoist() {
+    std::vector<int> order;
+    if (!rec) return order;
+    std::map<std::string, int> taken;
+    std::vector<int> queue{-1};
+    for (size_t q = 0; q < queue.size(); ++q)
+      for (int c : st.children(queue[q])) {
+        const JaxprRegion& g = st.region(c);
+        if (!st.opens_body(g)) {
+          for (int p : g.parts)
+            if (st.shown_rgn[static_cast<size_t>(p)]) queue.push_back(p);
+          continue;
+        }
+        queue.push_back(c);
+        if (eqn_count(c) <= 10) continue;
+        std::string name = "jaxpr";
+        for (const auto& [k, v] : g.params)
+          if (k == "name") name = v;
+        std::erase(name, '<'), std::erase(name, '>');
+        if (int n = taken[name]++; n > 0) name += std::to_string(n), ++taken[name];
+        shared[c] = name;
+        order.push_back(c);
+      }
+    return order;
+  }
+  // A hoisted region's jaxpr: fresh parameters for its consts and operands.
+  pp::Doc hoisted_jaxpr(int k) {
+    const JaxprRegion& g = st.region(k);
+    Scope sc;
+    std::vector<pp::Doc> params;
+    std::vector<int> ins = st.free_values(k);
+    ins.insert(ins.end(), g.invars.begin(), g.invars.end());
+    for (int v : ins) {
+      int r = st.resolve(v);
+      std::string n = fresh();
+      if (!sc.names.count(r)) sc.names[r] = n;
+      params.push_back(pp::text(n + ":" + aval_str(aval_of(r))));
+    }
+    scopes.push_back(sc);
+    pp::Doc doc = skeleton(pp::nil(), var_list(params), eqns_of(k, g.begin, g.end), g.outputs);
+    scopes.pop_back();
+    return doc;
+  }
+
+  std::string print() {
+    std::vector<pp::Doc> docs;
+    for (int k : hoist())
+      docs.push_back(pp::concat({pp::text("let " + shared[k] + " = "), hoisted_jaxpr(k),
+                                 pp::text(" in"), pp::brk()}));
+    docs.push_back(top_doc());
+    return pp::format(pp::concat(docs));
+  }
 };
 
 } // namespace
 
-std::vector<JaxprTopEqn> jaxpr_top_eqns(const Function& fn, const JaxprRecord* record) {
+std::vector<JaxprTopEqn> jaxpr_top_eqns(const Function& fn, const JaxprRecord* record,
+                                        const std::vector<Tensor>& consts) {
   Function view = without_aliases(fn, record);
-  JaxprReading rd = read_jaxpr(view, record_roots(record, false), record_roots(record, true));
+  JaxprReading rd =
+      read_jaxpr(view, record_roots(record, false), record_roots(record, true), &consts);
   Structure st(view, record, rd);
   std::vector<JaxprTopEqn> out;
   std::vector<int> kids = st.children(-1);
@@ -698,7 +787,8 @@ std::vector<JaxprTopEqn> jaxpr_top_eqns(const Function& fn, const JaxprRecord* r
     if (i < view.body.size() && (!record || st.innermost[i] < 0) && st.instr_shown(i)) {
       JaxprTopEqn e;
       e.instr = &fn.body[i];
-      e.prim = prim_name(fn.body[i]);
+      e.prim = shown_prim(fn.body[i], rd, i);
+      e.renamed = rd.prim.count(i) > 0;
       out.push_back(std::move(e));
     }
   }
@@ -709,7 +799,7 @@ std::vector<JaxprTopEqn> jaxpr_top_eqns(const Function& fn, const JaxprRecord* r
 
 std::string jaxpr_text(const Function& fn, const std::vector<Tensor>& consts,
                        const JaxprRecord* record) {
-  Printer p(fn, record);
+  Printer p(fn, record, &consts);
   for (size_t k = 0; k < fn.consts.size() && k < consts.size(); ++k)
     p.const_values[fn.consts[k]] = consts[k];
   return p.print();

@@ -10,6 +10,9 @@
 //   lax._jaxpr_end_part(outvars)            ... and closes here
 //   lax._jaxpr_end(outputs, inputs=None)    the equation's region closes here
 //                                           (inputs: its operands, when known late)
+//   lax._jaxpr_jit(name, *dynamic)          a decorator: calls of the function
+//                                           are a jit[name=...] equation
+//                                           (call_as_jitted)
 // inputs/invars/outvars/outputs are lists of arrays (or numbers); params a
 // list of (name, printed value) pairs.
 #include "stdlib/jaxpr_record.hpp"
@@ -138,12 +141,63 @@ std::vector<Tensor> inline_recorded(TraceContext& tc, const Function& f, const J
   return out;
 }
 
+Value call_as_jitted(InterpreterImpl& in, const std::string& name,
+                     const std::vector<std::string>& dynamic, CallArgs& a, const NativeFn& f) {
+  auto [tc, rec] = recording(in);
+  if (!tc) return f(in, a);
+  std::vector<Value*> lifted;
+  auto consider = [&](Value& v) {
+    if (v.is_obj(ObjKind::Array) || v.is_number()) lifted.push_back(&v);
+  };
+  for (size_t i = 0; i < a.pos.size() && i < dynamic.size(); ++i) consider(a.pos[i]);
+  for (auto& [k, v] : a.kw)
+    if (std::count(dynamic.begin(), dynamic.end(), k)) consider(v);
+  std::vector<Tensor> operands;
+  std::vector<int> inputs;
+  for (Value* v : lifted) {
+    operands.push_back(in.to_tensor(*v, Span{}));
+    inputs.push_back(tc->value_of(operands.back()));
+  }
+  int region = jaxpr_begin_region(*tc, "jit", std::move(inputs), {{"name", name}});
+  // The body's parameters: new values (as jit's, stdlib/jit.cpp).
+  for (size_t k = 0; k < lifted.size(); ++k) {
+    Tensor copy = jaxpr_fresh_copy(*tc, operands[k]);
+    rec->regions[static_cast<size_t>(region)].invars.push_back(tc->value_of(copy));
+    *lifted[k] = make_array(copy);
+  }
+  Value out = f(in, a);
+  jaxpr_end_region(*tc, region, value_ids(in, *tc, out));
+  return out;
+}
+
+Value jaxpr_jit_decorator() {
+  return make_builtin("_jaxpr_jit", [](InterpreterImpl&, CallArgs& a) {
+    if (a.pos.empty() || !a.kw.empty())
+      throw Error(ErrCode::Arguments, "_jaxpr_jit(name, *dynamic) takes positional arguments");
+    std::string name = value_to_str(a.pos[0], "name");
+    std::vector<std::string> dynamic;
+    for (size_t i = 1; i < a.pos.size(); ++i) dynamic.push_back(value_to_str(a.pos[i], "dynamic"));
+    return make_builtin("_jaxpr_jit", [name, dynamic](InterpreterImpl&, CallArgs& d) {
+      if (d.pos.size() != 1 || !d.kw.empty())
+        throw Error(ErrCode::Arguments, "_jaxpr_jit(...) decorates one function");
+      Value fn = d.pos[0];
+      std::string own = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : name;
+      return make_builtin(own, [name, dynamic, fn](InterpreterImpl& in, CallArgs& c) {
+        return call_as_jitted(in, name, dynamic, c, [&fn](InterpreterImpl& i2, CallArgs& c2) {
+          return i2.call(fn, c2, Span{});
+        });
+      });
+    });
+  });
+}
+
 void add_jaxpr_record(Value& lax) {
   auto& vars = lax.as<ModuleObj>()->env->vars;
   vars["_jaxpr_recording"] = make_builtin("_jaxpr_recording", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("_jaxpr_recording", a, {}, 0);
     return Value::boolean(recording(in).first != nullptr);
   });
+  vars["_jaxpr_jit"] = jaxpr_jit_decorator();
   vars["_jaxpr_fresh"] = make_builtin("_jaxpr_fresh", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("_jaxpr_fresh", a, {"tree"}, 1);
     auto [tc, rec] = recording(in);

@@ -33,6 +33,18 @@ Tensor jaxpr_fresh_copy(TraceContext& tc, const Tensor& t);
 std::vector<Tensor> inline_recorded(TraceContext& tc, const Function& f, const JaxprRecord& inner,
                                     std::span<const Tensor> params, std::span<const Tensor> consts);
 
+// Calls f(in, a) as JAX calls a jnp function it wraps in jit: while make_jaxpr
+// records, the call is a jit[name=`name`] equation whose operands are the
+// arguments named in `dynamic` (positional i is dynamic[i]; keywords by name)
+// that are arrays or numbers (JAX's jit lifts a number to a weak-typed
+// operand); the others are static. Otherwise it is just f(in, a).
+Value call_as_jitted(InterpreterImpl& in, const std::string& name,
+                     const std::vector<std::string>& dynamic, CallArgs& a, const NativeFn& f);
+
+// _jaxpr_jit(name, *dynamic): a decorator making a stdlib function's calls
+// call_as_jitted (lax._jaxpr_jit, types._jaxpr_jit).
+Value jaxpr_jit_decorator();
+
 void add_jaxpr_record(Value& lax); // lax._jaxpr_* (see stdlib/jaxpr_record.cpp)
 
 } // namespace pxl

@@ -145,7 +145,7 @@ struct JaxprObj : OpaqueObj {
     Value helper =
         in.import_module("jax_rest", Span{}, "").as<ModuleObj>()->env->vars.at("_jaxpr_attr");
     out = in.call(helper,
-                  ValueList{make_str(name), make_str(repr()), jaxpr_eqns(*fn, record.get(), aval_value),
+                  ValueList{make_str(name), make_str(repr()), jaxpr_eqns(*fn, consts, record.get(), aval_value),
                             make_list(ins), make_list(outs), make_list(cs)},
                   Span{});
     return true;

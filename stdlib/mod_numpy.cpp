@@ -8,6 +8,7 @@
 #include "stdlib/autodiff.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/float0.hpp"
+#include "stdlib/jaxpr_record.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/np_einsum.hpp"
 #include "stdlib/np_internal.hpp"
@@ -270,12 +271,14 @@ void def_elementwise(ModuleBuilder& b) {
     });
   }
   b.fn("round", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("round", a, {"a", "decimals", "out"}, 1);
-    if (r.has(2) && !r[2].is_none())
-      throw Error(ErrCode::Unsupported, "The 'out' argument to jnp.round is not supported.");
-    CallArgs ra;
-    ra.pos = {make_array(T(in, r[0])), Value::integer(r.get_int(1, 0))};
-    return in.call(in.builtin("round"), ra, Span{});
+    return call_as_jitted(in, "round", {"a"}, a, [](InterpreterImpl& in, CallArgs& a) {
+      ArgReader r("round", a, {"a", "decimals", "out"}, 1);
+      if (r.has(2) && !r[2].is_none())
+        throw Error(ErrCode::Unsupported, "The 'out' argument to jnp.round is not supported.");
+      CallArgs ra;
+      ra.pos = {make_array(T(in, r[0])), Value::integer(r.get_int(1, 0))};
+      return in.call(in.builtin("round"), ra, Span{});
+    });
   });
   b.alias("around", b.value(), "round");
   static const std::pair<const char*, np::BinOp> binary[] = {
@@ -335,7 +338,7 @@ void def_elementwise(ModuleBuilder& b) {
       return make_array(out);
     });
   }
-  b.fn("where", [](InterpreterImpl& in, CallArgs& a) {
+  NativeFn where = [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("where", a, {"condition", "x", "y", "size", "fill_value"}, 1);
     if (!r.has(1) && !r.has(2)) { // where(condition) is nonzero(condition), as numpy
       Value nonzero = in.get_attr(in.import_module("jax.numpy", Span{}, ""), "nonzero", Span{});
@@ -347,8 +350,13 @@ void def_elementwise(ModuleBuilder& b) {
     Tensor x = T(in, r[1]), y = T(in, r[2]);
     strict_promote_pair(in, x, y);
     return make_array(np::where(in.ops(), T(in, r[0]), x, y));
+  };
+  b.fn("where", [where](InterpreterImpl& in, CallArgs& a) {
+    bool select = a.pos.size() > 1; // where(condition, x, y) is JAX's jitted _where
+    for (const auto& kv : a.kw) select = select || kv.first == "x" || kv.first == "y";
+    return select ? call_as_jitted(in, "_where", {"condition", "x", "y"}, a, where) : where(in, a);
   });
-  b.fn("clip", [](InterpreterImpl& in, CallArgs& a) {
+  NativeFn clip = [](InterpreterImpl& in, CallArgs& a) -> Value {
     // JAX's clip(arr=None, /, min=None, max=None): the old a/a_min/a_max keywords are
     // gone (JAX's TypeError names a_max before a_min before a).
     for (const char* old : {"a_max", "a_min", "a"})
@@ -365,6 +373,9 @@ void def_elementwise(ModuleBuilder& b) {
     if (r.has(1) && !r[1].is_none()) lo = T(in, r[1]), strict_promote_pair(in, *lo, x);
     if (r.has(2) && !r[2].is_none()) hi = T(in, r[2]), strict_promote_pair(in, *hi, x);
     return make_array(np::clip(in.ops(), x, lo, hi));
+  };
+  b.fn("clip", [clip](InterpreterImpl& in, CallArgs& a) {
+    return call_as_jitted(in, "clip", {"arr", "min", "max"}, a, clip);
   });
   b.fn("astype", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("astype", a, {"x", "dtype", "copy", "device"}, 2);
@@ -527,10 +538,12 @@ void def_reductions(ModuleBuilder& b) {
   b.fn("argmax", arg("argmax", true));
   b.fn("argmin", arg("argmin", false));
   b.fn("cumsum", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("cumsum", a, {"a", "axis", "dtype", "out"}, 1);
-    if (r.has(3) && !r[3].is_none())
-      throw Error(ErrCode::Unsupported, "The 'out' argument to jnp.cumsum is not supported");
-    return make_array(np::cumsum(in.ops(), T(in, r[0]), opt_axis(r, 1), value_to_dtype(r[2])));
+    return call_as_jitted(in, "cumsum", {"a"}, a, [](InterpreterImpl& in, CallArgs& a) {
+      ArgReader r("cumsum", a, {"a", "axis", "dtype", "out"}, 1);
+      if (r.has(3) && !r[3].is_none())
+        throw Error(ErrCode::Unsupported, "The 'out' argument to jnp.cumsum is not supported");
+      return make_array(np::cumsum(in.ops(), T(in, r[0]), opt_axis(r, 1), value_to_dtype(r[2])));
+    });
   });
 }
 

@@ -6,6 +6,7 @@
 #include "lang/args.hpp"
 #include "lang/lazy_iter.hpp"
 #include "lang/py_set.hpp"
+#include "stdlib/jaxpr_record.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/namedtuple.hpp"
 #include "stdlib/trace_origin.hpp"
@@ -330,6 +331,8 @@ void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
         }));
     types.val("_chain", c);
   }
+  // make_jaxpr shows the calls of stdlib functions JAX wraps in jit as jit equations.
+  types.val("_jaxpr_jit", jaxpr_jit_decorator());
   // Errors of the kinds JAX raises (ValueError, TypeError, NotImplementedError)
   // for pxl code, which has no raise: types._value_error("...") fails with E0105.
   types.fn("_value_error", [](InterpreterImpl&, CallArgs& a) -> Value {

@@ -424,6 +424,7 @@ Tensor index_clamped(OpContext& cx, const Tensor& x, const std::vector<IndexItem
   // None: insert size-1 dims, indexed by a full slice; a 0-d boolean also
   // inserts one, indexed by arange(0) or arange(1).
   Shape with_new;
+  std::vector<int64_t> new_dims;
   std::vector<int64_t> x_axis; // each item's axis of x (for errors)
   size_t d = 0;
   int64_t separator = -1;
@@ -431,9 +432,11 @@ Tensor index_clamped(OpContext& cx, const Tensor& x, const std::vector<IndexItem
     x_axis.push_back(static_cast<int64_t>(d));
     if (is_separator(it)) separator = static_cast<int64_t>(with_new.size());
     if (it.kind == Kind::NewAxis) {
+      new_dims.push_back(static_cast<int64_t>(with_new.size()));
       with_new.push_back(1);
       it = full_slice();
     } else if (is_scalar_bool(it)) {
+      new_dims.push_back(static_cast<int64_t>(with_new.size()));
       with_new.push_back(1);
       int64_t b = cx.concrete(it.array).get(0).i != 0;
       it = array_item(iota(cx, DType::Int32, {b}, 0));
@@ -441,7 +444,9 @@ Tensor index_clamped(OpContext& cx, const Tensor& x, const std::vector<IndexItem
       with_new.push_back(av(x).shape[d++]);
     }
   }
-  Tensor y = reshape_to(cx, x, with_new);
+  Tensor y = with_new.size() == av(x).shape.size() + new_dims.size()
+                 ? expand_dims_at(cx, x, new_dims)
+                 : reshape_to(cx, x, with_new);
   const Shape& s = with_new;
 
   bool advanced = std::any_of(items.begin(), items.end(),

@@ -26,6 +26,10 @@ Tensor reshape_to(OpContext& cx, const Tensor& x, const Shape& shape);
 // x without its size-1 dimensions `dims` (sorted): a reshape that records them
 // (attrs.axes), so that make_jaxpr shows JAX's squeeze[dimensions=...].
 Tensor squeeze_dims(OpContext& cx, const Tensor& x, const std::vector<int64_t>& dims);
+// x with size-1 dimensions inserted at the result's positions `new_dims`
+// (sorted; expand_dims, x[None], keepdims): a reshape that records them
+// (attrs.perm), so that make_jaxpr shows JAX's broadcast_in_dim.
+Tensor expand_dims_at(OpContext& cx, const Tensor& x, const std::vector<int64_t>& new_dims);
 Tensor transpose_to(OpContext& cx, const Tensor& x, const std::vector<int64_t>& perm);
 Tensor reduce_axes(OpContext& cx, Op op, const Tensor& x, const std::vector<int64_t>& axes);
 Tensor iota(OpContext& cx, DType dtype, const Shape& shape, int64_t axis);

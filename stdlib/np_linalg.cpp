@@ -1,4 +1,7 @@
 // matmul, dot and outer with numpy's rank rules, all as dot_general.
+#include <algorithm>
+#include <optional>
+
 #include "stdlib/np_internal.hpp"
 
 namespace pxl::np {
@@ -27,47 +30,74 @@ std::string contracting_mismatch(int64_t a, int64_t b) {
 
 } // namespace
 
+// jnp.matmul as JAX builds it: batch dimensions of size 1 on one side are
+// squeezed and become the other side's free dimensions (no broadcast), a 1-d
+// operand is contracted as it is, and a transpose puts the batch dimensions
+// first; the dot_general XLA sees (and make_jaxpr prints) is JAX's.
 Tensor matmul(OpContext& cx, const Tensor& a0, const Tensor& b0) {
   const Shape& sa = av(a0).shape;
   const Shape& sb = av(b0).shape;
-  if (sa.empty() || sb.empty())
-    throw Error(ErrCode::Shape, "matmul: operands must have at least one dimension, got shapes " +
-                                    shape_str(sa) + " and " + shape_str(sb));
+  for (int k = 0; k < 2; ++k)
+    if ((k ? sb : sa).empty()) // JAX's text
+      throw Error(ErrCode::Value, "matmul input operand " + std::to_string(k) +
+                                      " must have ndim at least 1, but it has ndim 0");
   auto [a, b] = promoted(cx, a0, b0);
-  bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
-  // numpy: a 1-d lhs is a row (1, k), a 1-d rhs a column (k, 1); both removed after.
-  if (a_vec) a = reshape_to(cx, a, {1, sa[0]});
-  if (b_vec) b = reshape_to(cx, b, {sb[0], 1});
-  Shape la = av(a).shape, lb = av(b).shape;
-  int64_t k_a = la.back(), k_b = lb[lb.size() - 2];
+  const bool a_mat = sa.size() > 1, b_mat = sb.size() > 1;
+  const int64_t k_a = sa.back(), k_b = b_mat ? sb[sb.size() - 2] : sb[0];
+  const size_t na = a_mat ? sa.size() - 2 : 0, nb = b_mat ? sb.size() - 2 : 0;
+  const size_t n = std::max(na, nb);
+  std::vector<int64_t> a_squeeze, b_squeeze, both_squeeze, a_batch, b_batch;
+  std::vector<int64_t> idx_batch, idx_a_other, idx_b_other;
+  auto sz = [](std::vector<int64_t>& v) { return static_cast<int64_t>(v.size()); };
+  for (size_t i = 0; i < n; ++i) {
+    std::optional<int64_t> ba, bb; // this batch dimension's size on each side
+    if (i >= n - na) ba = sa[i - (n - na)];
+    if (i >= n - nb) bb = sb[i - (n - nb)];
+    const auto at = static_cast<int64_t>(i);
+    if (!ba) {
+      idx_b_other.push_back(at);
+    } else if (!bb) {
+      idx_a_other.push_back(at);
+    } else if (*ba == 1 && *bb == 1) {
+      a_squeeze.push_back(sz(idx_batch) + sz(idx_a_other) + sz(a_squeeze));
+      b_squeeze.push_back(sz(idx_batch) + sz(idx_b_other) + sz(b_squeeze));
+      both_squeeze.push_back(at);
+    } else if (*ba == 1) {
+      idx_b_other.push_back(at);
+      a_squeeze.push_back(sz(idx_batch) + sz(idx_a_other) + sz(a_squeeze));
+    } else if (*bb == 1) {
+      idx_a_other.push_back(at);
+      b_squeeze.push_back(sz(idx_batch) + sz(idx_b_other) + sz(b_squeeze));
+    } else if (*ba == *bb) {
+      a_batch.push_back(sz(idx_batch) + sz(idx_a_other));
+      b_batch.push_back(sz(idx_batch) + sz(idx_b_other));
+      idx_batch.push_back(at);
+    } else { // JAX's text
+      throw Error(ErrCode::Value,
+                  "Incompatible types for matmul arguments: " + array_type_str(av(a0).dtype, sa) +
+                      " and " + array_type_str(av(b0).dtype, sb));
+    }
+  }
   if (k_a != k_b) throw Error(ErrCode::Contraction, contracting_mismatch(k_a, k_b));
-  Shape ba(la.begin(), la.end() - 2), bb(lb.begin(), lb.end() - 2);
-  Shape batch;
-  try {
-    batch = broadcast_shapes("matmul", ba, bb);
-  } catch (const Error&) { // JAX's text
-    throw Error(ErrCode::Value,
-                "Incompatible types for matmul arguments: " + array_type_str(av(a0).dtype, sa) +
-                    " and " + array_type_str(av(b0).dtype, sb));
-  }
-  Shape ta = batch, tb = batch;
-  ta.insert(ta.end(), la.end() - 2, la.end());
-  tb.insert(tb.end(), lb.end() - 2, lb.end());
-  a = broadcast(cx, a, ta, "matmul");
-  b = broadcast(cx, b, tb, "matmul");
-  int64_t nb = static_cast<int64_t>(batch.size());
+  if (a_mat) idx_a_other.push_back(static_cast<int64_t>(n));
+  if (b_mat) idx_b_other.push_back(static_cast<int64_t>(n) + (a_mat ? 1 : 0));
+  std::vector<int64_t> order = idx_batch; // where each dot_general dimension goes
+  order.insert(order.end(), idx_a_other.begin(), idx_a_other.end());
+  order.insert(order.end(), idx_b_other.begin(), idx_b_other.end());
+  std::vector<int64_t> perm(order.size()); // argsort(order) (a squeezed pair leaves a gap)
+  for (size_t d = 0; d < order.size(); ++d) perm[d] = static_cast<int64_t>(d);
+  std::sort(perm.begin(), perm.end(), [&](int64_t x, int64_t y) {
+    return order[static_cast<size_t>(x)] < order[static_cast<size_t>(y)];
+  });
+  a = squeeze_dims(cx, a, a_squeeze);
+  b = squeeze_dims(cx, b, b_squeeze);
   DotDims dims;
-  for (int64_t i = 0; i < nb; ++i) dims.lhs_batch.push_back(i), dims.rhs_batch.push_back(i);
-  dims.lhs_contract = {nb + 1};
-  dims.rhs_contract = {nb};
-  Tensor r = dot_general(cx, a, b, dims); // (batch..., m, n)
-  if (a_vec || b_vec) {
-    Shape out = batch;
-    if (!a_vec) out.push_back(la[la.size() - 2]);
-    if (!b_vec) out.push_back(lb.back());
-    r = reshape_to(cx, r, out);
-  }
-  return r;
+  dims.lhs_contract = {static_cast<int64_t>(av(a).ndim()) - 1};
+  dims.rhs_contract = {static_cast<int64_t>(av(b).ndim()) - 1 - (b_mat ? 1 : 0)};
+  dims.lhs_batch = a_batch;
+  dims.rhs_batch = b_batch;
+  Tensor r = transpose_to(cx, dot_general(cx, a, b, dims), perm);
+  return expand_dims_at(cx, r, both_squeeze);
 }
 
 Tensor dot(OpContext& cx, const Tensor& a0, const Tensor& b0) {
@@ -88,9 +118,9 @@ Tensor dot(OpContext& cx, const Tensor& a0, const Tensor& b0) {
 }
 
 Tensor outer(OpContext& cx, const Tensor& a, const Tensor& b) {
-  Tensor ra = ravel(cx, a), rb = ravel(cx, b);
-  return binary(cx, BinOp::Mul, reshape_to(cx, ra, {av(ra).size(), 1}),
-                reshape_to(cx, rb, {1, av(rb).size()}));
+  Tensor column = expand_dims_at(cx, ravel(cx, a), {1});
+  Tensor row = expand_dims_at(cx, ravel(cx, b), {0});
+  return binary(cx, BinOp::Mul, column, row);
 }
 
 } // namespace pxl::np

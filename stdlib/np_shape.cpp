@@ -153,11 +153,10 @@ Tensor expand_dims(OpContext& cx, const Tensor& x, const std::vector<int>& axes)
       throw Error(ErrCode::Value, "repeated axis in lax.expand_dims: " + dims_str(canon));
     is_new[static_cast<size_t>(n)] = true;
   }
-  Shape out;
-  size_t k = 0;
+  std::vector<int64_t> new_dims;
   for (int i = 0; i < out_nd; ++i)
-    out.push_back(is_new[static_cast<size_t>(i)] ? 1 : av(x).shape[k++]);
-  return reshape_to(cx, x, out);
+    if (is_new[static_cast<size_t>(i)]) new_dims.push_back(i);
+  return expand_dims_at(cx, x, new_dims);
 }
 
 Tensor squeeze(OpContext& cx, const Tensor& x, const Axes& axes) {

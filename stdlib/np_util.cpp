@@ -78,6 +78,20 @@ Tensor squeeze_dims(OpContext& cx, const Tensor& x, const std::vector<int64_t>& 
   return bind(cx, Op::Reshape, a, {x});
 }
 
+Tensor expand_dims_at(OpContext& cx, const Tensor& x, const std::vector<int64_t>& new_dims) {
+  if (new_dims.empty()) return x;
+  const Shape& s = av(x).shape;
+  OpAttrs a;
+  a.perm = new_dims;
+  size_t k = 0;
+  for (size_t i = 0; i < s.size() + new_dims.size(); ++i)
+    a.shape.push_back(std::count(new_dims.begin(), new_dims.end(), static_cast<int64_t>(i)) ||
+                              k >= s.size()
+                          ? 1
+                          : s[k++]);
+  return bind(cx, Op::Reshape, a, {x});
+}
+
 Tensor transpose_to(OpContext& cx, const Tensor& x, const std::vector<int64_t>& perm) {
   bool identity = true;
   for (size_t i = 0; i < perm.size(); ++i)
