@@ -402,11 +402,20 @@ Shape shape_arg(CallArgs& a, const char* fn) {
 
 // The block shape every device holds of an array of `shape` laid out by `s`; a
 // clear error when `s` does not fit the shape.
+// As JAX's shard_shape, a spec longer than the rank is fine when its extra
+// entries are None (they split nothing); an extra entry naming a mesh axis is
+// JAX's IndexError from indexing past the rank.
 Shape checked_shard_shape(const ShardingObj& s, const Shape& shape, const std::string& fn) {
   if (s.single_device) return shape;
-  std::string problem = check_spec(s.mesh, s.spec, shape, fn + ": ");
+  PartitionSpec fit = s.spec;
+  if (fit.entries.size() > shape.size()) {
+    for (size_t d = shape.size(); d < fit.entries.size(); ++d)
+      if (!fit.entries[d].empty()) throw Error(ErrCode::Index, "list index out of range");
+    fit.entries.resize(shape.size());
+  }
+  std::string problem = check_spec(s.mesh, fit, shape, fn + ": ");
   if (!problem.empty()) throw Error(ErrCode::Spec, problem);
-  return block_shape(s.mesh, s.spec, shape);
+  return block_shape(s.mesh, fit, shape);
 }
 
 Value shape_value(const Shape& s) {
