@@ -610,8 +610,15 @@ void add_array_functions(Value& jax_module) {
     std::vector<Value> idx = device_indices(s, shape);
     if (s.single_device)
       idx = {block_index(ShardBlock{Shape(shape.size(), 0), shape}, Shape(shape.size(), 1))};
+    // As JAX, a fully replicated sharding asks the callback once (every
+    // device's block is the whole array).
+    const bool once = s.single_device || replicated(s.mesh, s.spec);
     std::vector<Array> blocks;
     for (size_t p = 0; p < idx.size(); ++p) {
+      if (once && !blocks.empty()) {
+        blocks.push_back(blocks[0].on_device(s.mesh.device_ids[p]));
+        continue;
+      }
       CallArgs ca;
       ca.pos = {idx[p]};
       std::optional<DType> dt = r.has(3) ? value_to_dtype(r[3]) : std::nullopt;

@@ -215,45 +215,56 @@ bool DeviceGridObj::items(ValueList& out) const {
   return true;
 }
 
-// grid[i] and grid[i, j, ...] with integer indices; grid[a:b:c] slices the first axis.
+// numpy's basic indexing of an object array: per axis an integer (the axis
+// goes) or a slice (it stays, with the picked positions), e.g. grid[:, 0].
 bool DeviceGridObj::get_item(InterpreterImpl& in, const Value& index, Value& out) {
-  if (index.is_obj(ObjKind::Slice) && !shape.empty()) {
-    ValueList rows;
-    items(rows);
-    ValueList picked = *sequence_items(in.get_item(make_list(std::move(rows)), index, Span{}));
-    Shape s = shape;
-    s[0] = static_cast<int64_t>(picked.size());
-    std::vector<int> picked_ids;
-    for (const Value& r : picked) {
-      if (r.is_obj(ObjKind::Device))
-        picked_ids.push_back(r.as<DeviceObj>()->id);
-      else
-        for (int id : static_cast<DeviceGridObj*>(r.as<OpaqueObj>())->ids) picked_ids.push_back(id);
-    }
-    out = Value::object(std::make_shared<DeviceGridObj>(s, std::move(picked_ids), platform));
-    return true;
-  }
-  std::vector<int64_t> idx;
-  if (const ValueList* parts = sequence_items(index)) {
-    for (const Value& p : *parts) idx.push_back(value_to_int(p, "device array index"));
-  } else {
-    idx.push_back(value_to_int(index, "device array index"));
-  }
-  if (idx.size() > shape.size())
+  ValueList parts;
+  if (const ValueList* p = sequence_items(index))
+    parts = *p;
+  else
+    parts.push_back(index);
+  if (parts.size() > shape.size())
     throw Error(ErrCode::Index,
                 "too many indices for a " + std::to_string(shape.size()) + "-d device array");
-  Value cur = Value::object(std::make_shared<DeviceGridObj>(shape, ids, platform));
-  for (int64_t i : idx) {
-    ValueList items;
-    cur.as<OpaqueObj>()->items(items);
-    int64_t n = static_cast<int64_t>(items.size());
+  std::vector<std::vector<int64_t>> picked(shape.size());
+  Shape out_shape;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    int64_t n = shape[k];
+    if (k >= parts.size() || parts[k].is_obj(ObjKind::Slice)) {
+      ValueList positions;
+      for (int64_t i = 0; i < n; ++i) positions.push_back(Value::integer(i));
+      Value all = make_list(std::move(positions));
+      Value kept = k < parts.size() ? in.get_item(all, parts[k], Span{}) : all;
+      for (const Value& v : *sequence_items(kept)) picked[k].push_back(v.as_int());
+      out_shape.push_back(static_cast<int64_t>(picked[k].size()));
+      continue;
+    }
+    int64_t i = value_to_int(parts[k], "device array index");
     if (i < -n || i >= n)
       throw Error(ErrCode::Index, "index " + std::to_string(i) +
                                       " is out of bounds for a device axis of size " +
                                       std::to_string(n));
-    cur = items[i < 0 ? i + n : i];
+    picked[k].push_back(i < 0 ? i + n : i);
   }
-  out = cur;
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t k = shape.size(); k-- > 1;) strides[k - 1] = strides[k] * shape[k];
+  std::vector<int> out_ids;
+  std::vector<size_t> at(shape.size(), 0);
+  bool empty = false;
+  for (const auto& p : picked) empty = empty || p.empty();
+  while (!empty) {
+    int64_t src = 0;
+    for (size_t k = 0; k < shape.size(); ++k) src += picked[k][at[k]] * strides[k];
+    out_ids.push_back(ids[static_cast<size_t>(src)]);
+    size_t k = shape.size();
+    while (k-- > 0) {
+      if (++at[k] < picked[k].size()) break;
+      at[k] = 0;
+    }
+    if (k == static_cast<size_t>(-1)) break;
+  }
+  if (out_shape.empty()) return out = device_value(platform, out_ids.at(0)), true;
+  out = Value::object(std::make_shared<DeviceGridObj>(out_shape, std::move(out_ids), platform));
   return true;
 }
 
