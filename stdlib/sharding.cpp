@@ -795,6 +795,14 @@ Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& targe
   // value goes through, as JAX's device_put under a trace.
   if (t->trace) return make_array(t);
   Value target = target_arg;
+  // A device's memory (d.memory("pinned_host")) is no placement JAX's
+  // device_put takes on CPU: its ValueError.
+  if (type_name(target) == "Memory")
+    throw Error(ErrCode::Value,
+                "`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, `jax.Device`, "
+                "`Format`, `jax.memory.Space` or a pytree of these values. Received invalid "
+                "value: " +
+                    str(target));
   target = spec_over_current_mesh(in, target, "device_put");
   if (target.is_obj(ObjKind::Opaque)) {
     auto* s = dynamic_cast<ShardingObj*>(target.as<OpaqueObj>());
