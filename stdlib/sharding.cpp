@@ -1027,22 +1027,57 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
       dynamic_cast<ShardingObj*>(out.as<OpaqueObj>())->memory_kind = checked_memory_kind(r[1]);
     return out;
   });
-  // jax.experimental.mesh_utils.create_device_mesh(mesh_shape, devices=None)
-  ModuleBuilder mesh_utils("jax.experimental.mesh_utils");
-  mesh_utils.fn("create_device_mesh", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("create_device_mesh", a,
-                {"mesh_shape", "devices", "contiguous_submeshes", "allow_split_physical_axes"}, 1);
-    Shape shape = value_to_shape(r[0], "create_device_mesh() mesh_shape");
+  // jax.experimental.mesh_utils.create_device_mesh(mesh_shape, devices=None):
+  // the devices (all of them by default) in order, in the mesh's shape.
+  auto device_mesh = [](InterpreterImpl& in, const Value& shape_arg, const Value& devices) {
+    Shape shape = value_to_shape(shape_arg, "create_device_mesh() mesh_shape");
     std::vector<int> ids;
-    if (r.has(1) && !r[1].is_none()) {
+    if (!devices.is_none()) {
       Shape s;
-      collect_devices(r[1], 0, s, ids);
+      collect_devices(devices, 0, s, ids);
     } else { // all of them, as JAX
       for (int i = 0; i < in.platform().device_count(); ++i) ids.push_back(i);
     }
     if (static_cast<int64_t>(ids.size()) != shape_size(shape))
       throw Error(ErrCode::Value, "Number of devices " + std::to_string(ids.size()) +
                                       " must equal the product of mesh_shape " + shape_str(shape));
+    return std::make_pair(shape, ids);
+  };
+  ModuleBuilder mesh_utils("jax.experimental.mesh_utils");
+  mesh_utils.fn("create_device_mesh", [device_mesh](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("create_device_mesh", a,
+                {"mesh_shape", "devices", "contiguous_submeshes", "allow_split_physical_axes"}, 1);
+    auto [shape, ids] = device_mesh(in, r[0], r.has(1) ? r[1] : Value());
+    return Value::object(std::make_shared<DeviceGridObj>(shape, ids, in.platform().name()));
+  });
+  // create_hybrid_device_mesh(mesh_shape, dcn_mesh_shape, devices=None, *,
+  // process_is_granule=False, ...): one mesh per granule (slice or process),
+  // the granules laid out by dcn_mesh_shape. CPU devices have no slice_index
+  // and one process is one granule, so dcn_mesh_shape must be all ones (JAX's
+  // errors otherwise); np.block's result gains leading 1s up to its rank.
+  mesh_utils.fn("create_hybrid_device_mesh", [device_mesh](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("create_hybrid_device_mesh", a,
+                {"mesh_shape", "dcn_mesh_shape", "devices", "process_is_granule",
+                 "should_sort_granules_by_key", "allow_split_physical_axes"},
+                2);
+    Value devices = r.has(2) ? r[2] : Value();
+    int first = 0;
+    if (!devices.is_none()) {
+      Shape s;
+      std::vector<int> ids;
+      collect_devices(devices, 0, s, ids);
+      if (!ids.empty()) first = ids[0];
+    }
+    if (!(r.has(3) && in.truthy(r[3], Span{})))
+      throw Error(ErrCode::Value, "Device " + str(device_value(in.platform().name(), first)) +
+                                      " does not have attribute slice_index. See "
+                                      "`process_is_granule` option.");
+    Shape dcn = value_to_shape(r[1], "create_hybrid_device_mesh() dcn_mesh_shape");
+    if (shape_size(dcn) != 1)
+      throw Error(ErrCode::Value,
+                  "Number of slices 1 must equal the product of dcn_mesh_shape " + str(r[1]));
+    auto [shape, ids] = device_mesh(in, r[0], devices);
+    while (shape.size() < dcn.size()) shape.insert(shape.begin(), 1);
     return Value::object(std::make_shared<DeviceGridObj>(shape, ids, in.platform().name()));
   });
   in.register_module("jax.experimental.mesh_utils", mesh_utils.value());
