@@ -595,6 +595,16 @@ void check_block(const Array& a, const Shape& want, DType dtype, const Shape& gl
                     " for buffer: " + array_str(a));
 }
 
+// JAX's _get_and_check_dtype: a dtype= given must be the first block's.
+void check_given_dtype(std::optional<DType> given, DType shard, const char* fn) {
+  if (given && *given != shard)
+    throw Error(ErrCode::Value, std::string("If `dtype` is provided to `jax.") + fn +
+                                    "`, it must match the dtype of the addressable shards. Got "
+                                    "dtype=" +
+                                    dtype_name(*given) + " and shard dtype=" + dtype_name(shard) +
+                                    "`.");
+}
+
 } // namespace
 
 void add_array_functions(Value& jax_module) {
@@ -621,11 +631,12 @@ void add_array_functions(Value& jax_module) {
       }
       CallArgs ca;
       ca.pos = {idx[p]};
-      std::optional<DType> dt = r.has(3) ? value_to_dtype(r[3]) : std::nullopt;
-      Tensor bt = in.to_tensor(in.call(r[2], ca, Span{}), Span{}, dt);
+      Tensor bt = in.to_tensor(in.call(r[2], ca, Span{}), Span{});
       if (bt->trace)
         throw Error(ErrCode::Value,
                     "jax.make_array_from_callback cannot be called within a traced context.");
+      if (blocks.empty() && r.has(3) && !r[3].is_none())
+        check_given_dtype(value_to_dtype(r[3]), bt->aval.dtype, "make_array_from_callback");
       Array b = in.ops().concrete(bt);
       check_block(b, block, blocks.empty() ? b.dtype() : blocks[0].dtype(), shape, r[1]);
       blocks.push_back(b.on_device(s.mesh.device_ids[p]));
@@ -642,6 +653,15 @@ void add_array_functions(Value& jax_module) {
     const ShardingObj& s = sharding_arg(r[1], name);
     Shape block = checked_shard_shape(s, shape, std::string(name) + "()");
     ValueList arrays = in.iterate(r[2], Span{});
+    // JAX's _get_and_check_dtype comes first.
+    if (!r.has(3) || r[3].is_none()) {
+      if (arrays.empty())
+        throw Error(ErrCode::Value,
+                    "If the Array has no addressable shards, `dtype` must be provided via the "
+                    "`dtype` argument to `jax.make_array_from_single_device_arrays`.");
+    } else if (!arrays.empty()) {
+      check_given_dtype(value_to_dtype(r[3]), in.to_tensor(arrays[0], Span{})->aval.dtype, name);
+    }
     for (const Value& v : arrays)
       if (v.is_obj(ObjKind::Array) && v.as<ArrayObj>()->tensor->trace)
         throw Error(
