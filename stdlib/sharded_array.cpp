@@ -500,10 +500,11 @@ bool ShardingObj::get_attr(InterpreterImpl& in, const std::string& name, Value& 
     });
     return true;
   }
-  if (name == "devices_indices_map") {
-    out = make_builtin("devices_indices_map", [self, plat](InterpreterImpl&, CallArgs& a) {
-      Shape shape = shape_arg(a, "devices_indices_map");
-      checked_shard_shape(*self, shape, "devices_indices_map()");
+  if (name == "devices_indices_map" || name == "addressable_devices_indices_map") {
+    // (one process: every device is addressable)
+    out = make_builtin(name, [self, plat, name](InterpreterImpl&, CallArgs& a) {
+      Shape shape = shape_arg(a, name.c_str());
+      checked_shard_shape(*self, shape, name + "()");
       std::vector<Value> idx = device_indices(*self, shape);
       auto d = std::make_shared<DictObj>();
       for (size_t p = 0; p < idx.size(); ++p)
@@ -516,10 +517,17 @@ bool ShardingObj::get_attr(InterpreterImpl& in, const std::string& name, Value& 
 }
 
 std::vector<std::string> ShardingObj::attr_names() const {
-  std::vector<std::string> names = {
-      "memory_kind",         "device_set",           "addressable_devices", "num_devices",
-      "is_fully_replicated", "is_fully_addressable", "shard_shape",         "devices_indices_map",
-      "is_equivalent_to",    "with_memory_kind"};
+  std::vector<std::string> names = {"memory_kind",
+                                    "device_set",
+                                    "addressable_devices",
+                                    "num_devices",
+                                    "is_fully_replicated",
+                                    "is_fully_addressable",
+                                    "shard_shape",
+                                    "devices_indices_map",
+                                    "is_equivalent_to",
+                                    "with_memory_kind",
+                                    "addressable_devices_indices_map"};
   if (!single_device) names.insert(names.begin(), {"mesh", "spec"});
   return names;
 }
@@ -652,6 +660,18 @@ void add_array_functions(Value& jax_module) {
     Shape shape = value_to_shape(r[0], std::string(name) + "() shape");
     const ShardingObj& s = sharding_arg(r[1], name);
     Shape block = checked_shard_shape(s, shape, std::string(name) + "()");
+    // A list or tuple of arrays (JAX's TypeError for anything else, an array
+    // included).
+    if (!r[2].is_obj(ObjKind::List) && !r[2].is_obj(ObjKind::Tuple)) {
+      std::string cls = "<class '" + type_name(r[2]) + "'>";
+      if (r[2].is_obj(ObjKind::Array))
+        cls = r[2].as<ArrayObj>()->tensor->trace
+                  ? "<class 'jax._src.interpreters.partial_eval.DynamicJaxprTracer'>"
+                  : "<class 'jaxlib._jax.ArrayImpl'>";
+      throw Error(ErrCode::Type, "jax.make_array_from_single_device_arrays `arrays` argument "
+                                 "must be a list or tuple, but got " +
+                                     cls + ".");
+    }
     ValueList arrays = in.iterate(r[2], Span{});
     // JAX's _get_and_check_dtype comes first.
     if (!r.has(3) || r[3].is_none()) {
