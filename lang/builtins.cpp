@@ -186,6 +186,38 @@ bool instance_of(const Value& v, const Value& cls) {
   return false;
 }
 
+namespace {
+// The name of a class (a builtin type such as int, or a TypeObj such as
+// jax.Array or type(x)); empty when `cls` is not one.
+std::string class_name(const Value& cls) {
+  if (cls.is_obj(ObjKind::Builtin)) return cls.as<BuiltinObj>()->name;
+  if (cls.is_obj(ObjKind::Opaque) && dynamic_cast<TypeObj*>(cls.as<OpaqueObj>())) {
+    const std::string& path = static_cast<TypeObj*>(cls.as<OpaqueObj>())->path;
+    return path.substr(path.rfind('.') + 1); // its __name__: ArrayImpl is not Array
+  }
+  return {};
+}
+
+// issubclass over the classes pxl names: a class is its own subclass and
+// object's; bool is an int; the array classes (ArrayImpl, a ShardedArray, a
+// typed key array) are jax.Array (= jnp.ndarray).
+bool subclass_of(const Value& cls, const Value& base) {
+  if (const ValueList* alts = sequence_items(base)) {
+    for (const Value& b : *alts)
+      if (subclass_of(cls, b)) return true;
+    return false;
+  }
+  std::string c = class_name(cls), b = class_name(base);
+  if (b.empty())
+    throw Error(ErrCode::Type,
+                "issubclass() arg 2 must be a class, a tuple of classes, or a union");
+  if (c == b || b == "object") return true;
+  if (c == "bool" && b == "int") return true;
+  bool array_class = c == "ArrayImpl" || c == "ShardedArray" || c == "PRNGKeyArray";
+  return array_class && (b == "Array" || b == "ndarray");
+}
+} // namespace
+
 // jax.config's jax_disable_jit flag (as stdlib/jit.cpp reads it).
 static bool round_jit_disabled(InterpreterImpl& in) {
   Value config = in.get_attr(in.import_module("jax", Span{}, ""), "config", Span{});
@@ -647,6 +679,11 @@ void InterpreterImpl::install_builtins() {
   def("isinstance", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("isinstance", a, {"obj", "class_or_tuple"}, 2);
     return Value::boolean(instance_of(r[0], r[1]));
+  });
+  def("issubclass", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("issubclass", a, {"cls", "class_or_tuple"}, 2);
+    if (class_name(r[0]).empty()) throw Error(ErrCode::Type, "issubclass() arg 1 must be a class");
+    return Value::boolean(subclass_of(r[0], r[1]));
   });
   def("str", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("str", a, {"object"});

@@ -357,6 +357,18 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
     if (name == "id") return out = Value::integer(obj.as<DeviceObj>()->id), true;
     if (name == "platform") return out = make_str(obj.as<DeviceObj>()->platform), true;
     if (name == "device_kind") return out = make_str(obj.as<DeviceObj>()->platform), true;
+    // One process, one host: JAX's CPU devices report 0 for these, their id
+    // as the local hardware id, and no memory statistics.
+    if (name == "process_index" || name == "host_id" || name == "task_id")
+      return out = Value::integer(0), true;
+    if (name == "local_hardware_id") return out = Value::integer(obj.as<DeviceObj>()->id), true;
+    if (name == "memory_stats") {
+      out = make_builtin("memory_stats", [](InterpreterImpl&, CallArgs& a) {
+        ArgReader r("memory_stats", a, {}, 0);
+        return Value();
+      });
+      return true;
+    }
     return device_memory_method(obj, name, out);
   case ObjKind::Slice: {
     auto* s = obj.as<SliceObj>();

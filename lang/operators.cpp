@@ -7,6 +7,7 @@
 #include "lang/interp_impl.hpp"
 #include "lang/op_location.hpp"
 #include "lang/py_complex.hpp"
+#include "runtime/eager.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/strict_promotion.hpp"
 
@@ -61,6 +62,41 @@ double py_fmod(double a, double b) {
   if (m != 0 && ((m < 0) != (b < 0))) m += b;
   if (m == 0) m = std::copysign(0.0, b);
   return m;
+}
+
+// The primitive JAX's error names for an operator's jnp function (x + y is
+// jnp.add's jit), for the operators whose names it knows.
+std::optional<Op> error_op(BinOpKind op) {
+  switch (op) {
+  case BinOpKind::Add:
+    return Op::Add;
+  case BinOpKind::Sub:
+    return Op::Sub;
+  case BinOpKind::Mul:
+    return Op::Mul;
+  case BinOpKind::Div:
+    return Op::Div;
+  case BinOpKind::Mod:
+    return Op::Rem;
+  case BinOpKind::Pow:
+    return Op::Pow;
+  case BinOpKind::BitAnd:
+    return Op::And;
+  case BinOpKind::BitOr:
+    return Op::Or;
+  case BinOpKind::BitXor:
+    return Op::Xor;
+  default:
+    return std::nullopt;
+  }
+}
+
+// JAX's committed arrays: put on purpose (device_put), or not on the default device.
+bool committed_single(const Value& v) {
+  if (!v.is_obj(ObjKind::Array)) return false;
+  const auto* a = v.as<ArrayObj>();
+  return a->tensor->concrete && !a->tensor->sharded &&
+         (a->committed || a->tensor->concrete->device() != 0);
 }
 
 np::BinOp to_np(BinOpKind op) {
@@ -262,8 +298,19 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
       Tensor y = int_exponent ? make_tensor(Array::scalar(Scalar::of_int(b.i), DType::Int32, true))
                               : to_tensor(b, where);
       if (op == BinOpKind::MatMul) return make_array(np::matmul(ops(), x, y));
+      // Operands committed to two devices are JAX's error (the runtime sees
+      // only placements, so one committed to the default device is caught
+      // here); a result with a committed operand is committed, as JAX's.
+      bool ca = committed_single(a), cb = committed_single(b);
+      if (ca && cb && x->concrete->device() != y->concrete->device())
+        if (std::optional<Op> eop = error_op(op)) {
+          Tensor both[] = {x, y};
+          throw Error(ErrCode::Value, incompatible_devices_message(*eop, both, 0, 1));
+        }
       strict_promote_pair(*this, x, y); // under 'strict': JAX's lattice, or its error
-      return make_array(np::binary(ops(), to_np(op), x, y));
+      Value out = make_array(np::binary(ops(), to_np(op), x, y));
+      if ((ca || cb) && out.as<ArrayObj>()->tensor->concrete) out.as<ArrayObj>()->committed = true;
+      return out;
     } catch (Error& e) {
       e.set_span_if_missing(where);
       throw;

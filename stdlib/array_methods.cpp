@@ -577,9 +577,23 @@ bool array_attr(InterpreterImpl& in, const Value& obj, const std::string& name, 
     int id = t->sharded ? t->sharded->mesh.device_ids[0] : t->concrete ? t->concrete->device() : 0;
     return out = device_object(in, id), true;
   }
+  if (name == "format" && (t->sharded || t->concrete)) { // (written in pxl: jax_rest.pxl)
+    CallArgs ca;
+    ca.pos = {obj};
+    Value fn = in.get_attr(in.import_module("jax_rest", Span{}, ""), "_array_format", Span{});
+    return out = in.call(fn, ca, Span{}), true;
+  }
   if ((name == "committed" || name == "_committed") && (t->sharded || t->concrete))
     return out = Value::boolean(array_committed(obj)), true;
-  if (sharded_array_attr(in, t, name, out)) return true;
+  if (sharded_array_attr(in, t, name, out)) {
+    // A shard's data is committed when its array is (JAX: s.data._committed).
+    if ((name == "addressable_shards" || name == "global_shards") && array_committed(obj))
+      for (const Value& shard : *sequence_items(out)) {
+        Value data = in.get_attr(shard, "data", Span{});
+        if (data.is_obj(ObjKind::Array)) data.as<ArrayObj>()->committed = true;
+      }
+    return true;
+  }
   if (operator_method(obj, name, out)) return true;
   auto it = methods().find(name);
   if (it == methods().end()) {
@@ -628,6 +642,7 @@ std::vector<std::string> array_attr_names() {
                                     "is_fully_replicated",
                                     "is_fully_addressable",
                                     "committed",
+                                    "format",
                                     "aval"};
   for (const auto& [k, _] : methods()) names.push_back(k);
   for (const char* k : kDelegated) names.push_back(k);

@@ -402,11 +402,20 @@ Shape shape_arg(CallArgs& a, const char* fn) {
 
 // The block shape every device holds of an array of `shape` laid out by `s`; a
 // clear error when `s` does not fit the shape.
+// As JAX's shard_shape, a spec longer than the rank is fine when its extra
+// entries are None (they split nothing); an extra entry naming a mesh axis is
+// JAX's IndexError from indexing past the rank.
 Shape checked_shard_shape(const ShardingObj& s, const Shape& shape, const std::string& fn) {
   if (s.single_device) return shape;
-  std::string problem = check_spec(s.mesh, s.spec, shape, fn + ": ");
+  PartitionSpec fit = s.spec;
+  if (fit.entries.size() > shape.size()) {
+    for (size_t d = shape.size(); d < fit.entries.size(); ++d)
+      if (!fit.entries[d].empty()) throw Error(ErrCode::Index, "list index out of range");
+    fit.entries.resize(shape.size());
+  }
+  std::string problem = check_spec(s.mesh, fit, shape, fn + ": ");
   if (!problem.empty()) throw Error(ErrCode::Spec, problem);
-  return block_shape(s.mesh, s.spec, shape);
+  return block_shape(s.mesh, fit, shape);
 }
 
 Value shape_value(const Shape& s) {
@@ -491,10 +500,11 @@ bool ShardingObj::get_attr(InterpreterImpl& in, const std::string& name, Value& 
     });
     return true;
   }
-  if (name == "devices_indices_map") {
-    out = make_builtin("devices_indices_map", [self, plat](InterpreterImpl&, CallArgs& a) {
-      Shape shape = shape_arg(a, "devices_indices_map");
-      checked_shard_shape(*self, shape, "devices_indices_map()");
+  if (name == "devices_indices_map" || name == "addressable_devices_indices_map") {
+    // (one process: every device is addressable)
+    out = make_builtin(name, [self, plat, name](InterpreterImpl&, CallArgs& a) {
+      Shape shape = shape_arg(a, name.c_str());
+      checked_shard_shape(*self, shape, name + "()");
       std::vector<Value> idx = device_indices(*self, shape);
       auto d = std::make_shared<DictObj>();
       for (size_t p = 0; p < idx.size(); ++p)
@@ -507,10 +517,17 @@ bool ShardingObj::get_attr(InterpreterImpl& in, const std::string& name, Value& 
 }
 
 std::vector<std::string> ShardingObj::attr_names() const {
-  std::vector<std::string> names = {
-      "memory_kind",         "device_set",           "addressable_devices", "num_devices",
-      "is_fully_replicated", "is_fully_addressable", "shard_shape",         "devices_indices_map",
-      "is_equivalent_to",    "with_memory_kind"};
+  std::vector<std::string> names = {"memory_kind",
+                                    "device_set",
+                                    "addressable_devices",
+                                    "num_devices",
+                                    "is_fully_replicated",
+                                    "is_fully_addressable",
+                                    "shard_shape",
+                                    "devices_indices_map",
+                                    "is_equivalent_to",
+                                    "with_memory_kind",
+                                    "addressable_devices_indices_map"};
   if (!single_device) names.insert(names.begin(), {"mesh", "spec"});
   return names;
 }
@@ -586,6 +603,16 @@ void check_block(const Array& a, const Shape& want, DType dtype, const Shape& gl
                     " for buffer: " + array_str(a));
 }
 
+// JAX's _get_and_check_dtype: a dtype= given must be the first block's.
+void check_given_dtype(std::optional<DType> given, DType shard, const char* fn) {
+  if (given && *given != shard)
+    throw Error(ErrCode::Value, std::string("If `dtype` is provided to `jax.") + fn +
+                                    "`, it must match the dtype of the addressable shards. Got "
+                                    "dtype=" +
+                                    dtype_name(*given) + " and shard dtype=" + dtype_name(shard) +
+                                    "`.");
+}
+
 } // namespace
 
 void add_array_functions(Value& jax_module) {
@@ -601,15 +628,23 @@ void add_array_functions(Value& jax_module) {
     std::vector<Value> idx = device_indices(s, shape);
     if (s.single_device)
       idx = {block_index(ShardBlock{Shape(shape.size(), 0), shape}, Shape(shape.size(), 1))};
+    // As JAX, a fully replicated sharding asks the callback once (every
+    // device's block is the whole array).
+    const bool once = s.single_device || replicated(s.mesh, s.spec);
     std::vector<Array> blocks;
     for (size_t p = 0; p < idx.size(); ++p) {
+      if (once && !blocks.empty()) {
+        blocks.push_back(blocks[0].on_device(s.mesh.device_ids[p]));
+        continue;
+      }
       CallArgs ca;
       ca.pos = {idx[p]};
-      std::optional<DType> dt = r.has(3) ? value_to_dtype(r[3]) : std::nullopt;
-      Tensor bt = in.to_tensor(in.call(r[2], ca, Span{}), Span{}, dt);
+      Tensor bt = in.to_tensor(in.call(r[2], ca, Span{}), Span{});
       if (bt->trace)
         throw Error(ErrCode::Value,
                     "jax.make_array_from_callback cannot be called within a traced context.");
+      if (blocks.empty() && r.has(3) && !r[3].is_none())
+        check_given_dtype(value_to_dtype(r[3]), bt->aval.dtype, "make_array_from_callback");
       Array b = in.ops().concrete(bt);
       check_block(b, block, blocks.empty() ? b.dtype() : blocks[0].dtype(), shape, r[1]);
       blocks.push_back(b.on_device(s.mesh.device_ids[p]));
@@ -625,7 +660,28 @@ void add_array_functions(Value& jax_module) {
     Shape shape = value_to_shape(r[0], std::string(name) + "() shape");
     const ShardingObj& s = sharding_arg(r[1], name);
     Shape block = checked_shard_shape(s, shape, std::string(name) + "()");
+    // A list or tuple of arrays (JAX's TypeError for anything else, an array
+    // included).
+    if (!r[2].is_obj(ObjKind::List) && !r[2].is_obj(ObjKind::Tuple)) {
+      std::string cls = "<class '" + type_name(r[2]) + "'>";
+      if (r[2].is_obj(ObjKind::Array))
+        cls = r[2].as<ArrayObj>()->tensor->trace
+                  ? "<class 'jax._src.interpreters.partial_eval.DynamicJaxprTracer'>"
+                  : "<class 'jaxlib._jax.ArrayImpl'>";
+      throw Error(ErrCode::Type, "jax.make_array_from_single_device_arrays `arrays` argument "
+                                 "must be a list or tuple, but got " +
+                                     cls + ".");
+    }
     ValueList arrays = in.iterate(r[2], Span{});
+    // JAX's _get_and_check_dtype comes first.
+    if (!r.has(3) || r[3].is_none()) {
+      if (arrays.empty())
+        throw Error(ErrCode::Value,
+                    "If the Array has no addressable shards, `dtype` must be provided via the "
+                    "`dtype` argument to `jax.make_array_from_single_device_arrays`.");
+    } else if (!arrays.empty()) {
+      check_given_dtype(value_to_dtype(r[3]), in.to_tensor(arrays[0], Span{})->aval.dtype, name);
+    }
     for (const Value& v : arrays)
       if (v.is_obj(ObjKind::Array) && v.as<ArrayObj>()->tensor->trace)
         throw Error(

@@ -215,45 +215,56 @@ bool DeviceGridObj::items(ValueList& out) const {
   return true;
 }
 
-// grid[i] and grid[i, j, ...] with integer indices; grid[a:b:c] slices the first axis.
+// numpy's basic indexing of an object array: per axis an integer (the axis
+// goes) or a slice (it stays, with the picked positions), e.g. grid[:, 0].
 bool DeviceGridObj::get_item(InterpreterImpl& in, const Value& index, Value& out) {
-  if (index.is_obj(ObjKind::Slice) && !shape.empty()) {
-    ValueList rows;
-    items(rows);
-    ValueList picked = *sequence_items(in.get_item(make_list(std::move(rows)), index, Span{}));
-    Shape s = shape;
-    s[0] = static_cast<int64_t>(picked.size());
-    std::vector<int> picked_ids;
-    for (const Value& r : picked) {
-      if (r.is_obj(ObjKind::Device))
-        picked_ids.push_back(r.as<DeviceObj>()->id);
-      else
-        for (int id : static_cast<DeviceGridObj*>(r.as<OpaqueObj>())->ids) picked_ids.push_back(id);
-    }
-    out = Value::object(std::make_shared<DeviceGridObj>(s, std::move(picked_ids), platform));
-    return true;
-  }
-  std::vector<int64_t> idx;
-  if (const ValueList* parts = sequence_items(index)) {
-    for (const Value& p : *parts) idx.push_back(value_to_int(p, "device array index"));
-  } else {
-    idx.push_back(value_to_int(index, "device array index"));
-  }
-  if (idx.size() > shape.size())
+  ValueList parts;
+  if (const ValueList* p = sequence_items(index))
+    parts = *p;
+  else
+    parts.push_back(index);
+  if (parts.size() > shape.size())
     throw Error(ErrCode::Index,
                 "too many indices for a " + std::to_string(shape.size()) + "-d device array");
-  Value cur = Value::object(std::make_shared<DeviceGridObj>(shape, ids, platform));
-  for (int64_t i : idx) {
-    ValueList items;
-    cur.as<OpaqueObj>()->items(items);
-    int64_t n = static_cast<int64_t>(items.size());
+  std::vector<std::vector<int64_t>> picked(shape.size());
+  Shape out_shape;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    int64_t n = shape[k];
+    if (k >= parts.size() || parts[k].is_obj(ObjKind::Slice)) {
+      ValueList positions;
+      for (int64_t i = 0; i < n; ++i) positions.push_back(Value::integer(i));
+      Value all = make_list(std::move(positions));
+      Value kept = k < parts.size() ? in.get_item(all, parts[k], Span{}) : all;
+      for (const Value& v : *sequence_items(kept)) picked[k].push_back(v.as_int());
+      out_shape.push_back(static_cast<int64_t>(picked[k].size()));
+      continue;
+    }
+    int64_t i = value_to_int(parts[k], "device array index");
     if (i < -n || i >= n)
       throw Error(ErrCode::Index, "index " + std::to_string(i) +
                                       " is out of bounds for a device axis of size " +
                                       std::to_string(n));
-    cur = items[i < 0 ? i + n : i];
+    picked[k].push_back(i < 0 ? i + n : i);
   }
-  out = cur;
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t k = shape.size(); k-- > 1;) strides[k - 1] = strides[k] * shape[k];
+  std::vector<int> out_ids;
+  std::vector<size_t> at(shape.size(), 0);
+  bool empty = false;
+  for (const auto& p : picked) empty = empty || p.empty();
+  while (!empty) {
+    int64_t src = 0;
+    for (size_t k = 0; k < shape.size(); ++k) src += picked[k][at[k]] * strides[k];
+    out_ids.push_back(ids[static_cast<size_t>(src)]);
+    size_t k = shape.size();
+    while (k-- > 0) {
+      if (++at[k] < picked[k].size()) break;
+      at[k] = 0;
+    }
+    if (k == static_cast<size_t>(-1)) break;
+  }
+  if (out_shape.empty()) return out = device_value(platform, out_ids.at(0)), true;
+  out = Value::object(std::make_shared<DeviceGridObj>(out_shape, std::move(out_ids), platform));
   return true;
 }
 
@@ -784,6 +795,14 @@ Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& targe
   // value goes through, as JAX's device_put under a trace.
   if (t->trace) return make_array(t);
   Value target = target_arg;
+  // A device's memory (d.memory("pinned_host")) is no placement JAX's
+  // device_put takes on CPU: its ValueError.
+  if (type_name(target) == "Memory")
+    throw Error(ErrCode::Value,
+                "`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, `jax.Device`, "
+                "`Format`, `jax.memory.Space` or a pytree of these values. Received invalid "
+                "value: " +
+                    str(target));
   target = spec_over_current_mesh(in, target, "device_put");
   if (target.is_obj(ObjKind::Opaque)) {
     auto* s = dynamic_cast<ShardingObj*>(target.as<OpaqueObj>());
@@ -1008,22 +1027,57 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
       dynamic_cast<ShardingObj*>(out.as<OpaqueObj>())->memory_kind = checked_memory_kind(r[1]);
     return out;
   });
-  // jax.experimental.mesh_utils.create_device_mesh(mesh_shape, devices=None)
-  ModuleBuilder mesh_utils("jax.experimental.mesh_utils");
-  mesh_utils.fn("create_device_mesh", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("create_device_mesh", a,
-                {"mesh_shape", "devices", "contiguous_submeshes", "allow_split_physical_axes"}, 1);
-    Shape shape = value_to_shape(r[0], "create_device_mesh() mesh_shape");
+  // jax.experimental.mesh_utils.create_device_mesh(mesh_shape, devices=None):
+  // the devices (all of them by default) in order, in the mesh's shape.
+  auto device_mesh = [](InterpreterImpl& in, const Value& shape_arg, const Value& devices) {
+    Shape shape = value_to_shape(shape_arg, "create_device_mesh() mesh_shape");
     std::vector<int> ids;
-    if (r.has(1) && !r[1].is_none()) {
+    if (!devices.is_none()) {
       Shape s;
-      collect_devices(r[1], 0, s, ids);
+      collect_devices(devices, 0, s, ids);
     } else { // all of them, as JAX
       for (int i = 0; i < in.platform().device_count(); ++i) ids.push_back(i);
     }
     if (static_cast<int64_t>(ids.size()) != shape_size(shape))
       throw Error(ErrCode::Value, "Number of devices " + std::to_string(ids.size()) +
                                       " must equal the product of mesh_shape " + shape_str(shape));
+    return std::make_pair(shape, ids);
+  };
+  ModuleBuilder mesh_utils("jax.experimental.mesh_utils");
+  mesh_utils.fn("create_device_mesh", [device_mesh](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("create_device_mesh", a,
+                {"mesh_shape", "devices", "contiguous_submeshes", "allow_split_physical_axes"}, 1);
+    auto [shape, ids] = device_mesh(in, r[0], r.has(1) ? r[1] : Value());
+    return Value::object(std::make_shared<DeviceGridObj>(shape, ids, in.platform().name()));
+  });
+  // create_hybrid_device_mesh(mesh_shape, dcn_mesh_shape, devices=None, *,
+  // process_is_granule=False, ...): one mesh per granule (slice or process),
+  // the granules laid out by dcn_mesh_shape. CPU devices have no slice_index
+  // and one process is one granule, so dcn_mesh_shape must be all ones (JAX's
+  // errors otherwise); np.block's result gains leading 1s up to its rank.
+  mesh_utils.fn("create_hybrid_device_mesh", [device_mesh](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("create_hybrid_device_mesh", a,
+                {"mesh_shape", "dcn_mesh_shape", "devices", "process_is_granule",
+                 "should_sort_granules_by_key", "allow_split_physical_axes"},
+                2);
+    Value devices = r.has(2) ? r[2] : Value();
+    int first = 0;
+    if (!devices.is_none()) {
+      Shape s;
+      std::vector<int> ids;
+      collect_devices(devices, 0, s, ids);
+      if (!ids.empty()) first = ids[0];
+    }
+    if (!(r.has(3) && in.truthy(r[3], Span{})))
+      throw Error(ErrCode::Value, "Device " + str(device_value(in.platform().name(), first)) +
+                                      " does not have attribute slice_index. See "
+                                      "`process_is_granule` option.");
+    Shape dcn = value_to_shape(r[1], "create_hybrid_device_mesh() dcn_mesh_shape");
+    if (shape_size(dcn) != 1)
+      throw Error(ErrCode::Value,
+                  "Number of slices 1 must equal the product of dcn_mesh_shape " + str(r[1]));
+    auto [shape, ids] = device_mesh(in, r[0], devices);
+    while (shape.size() < dcn.size()) shape.insert(shape.begin(), 1);
     return Value::object(std::make_shared<DeviceGridObj>(shape, ids, in.platform().name()));
   });
   in.register_module("jax.experimental.mesh_utils", mesh_utils.value());
