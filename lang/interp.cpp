@@ -15,6 +15,7 @@
 #include "lang/interp_impl.hpp"
 #include "lang/methods.hpp"
 #include "lang/parser.hpp"
+#include "lang/tracer.hpp"
 #include "runtime/eager.hpp"
 #include "stdlib/sharding.hpp"
 
@@ -38,6 +39,19 @@ InterpreterImpl::InterpreterImpl(InterpOptions opts)
   platform_.set_transfer_sites(eager->pull_log());
   ops_ = std::move(eager);
   ops_stack_.push_back(ops_.get());
+  // A traced value of vmap or grad prints as JAX's VmapTracer / GradTracer
+  // (their traces describe it; stdlib/vmap.cpp, stdlib/trace_util.cpp).
+  print_options_.tracer_repr = [this](const TensorImpl& t) -> std::optional<std::string> {
+    for (auto* tc = dynamic_cast<TraceContext*>(&ops()); tc;
+         tc = dynamic_cast<TraceContext*>(&tc->outer()))
+      if (t.trace == tc) {
+        const std::string& w = tc->what();
+        if (tc->describe && (w == "vmap" || w == "grad" || w == "value_and_grad" || w == "vjp"))
+          return tc->describe(static_cast<int>(t.trace_id));
+        return std::nullopt;
+      }
+    return std::nullopt;
+  };
   ellipsis_ = Value::object(std::make_shared<EllipsisObj>());
   builtins_ = std::make_shared<Env>();
   install_builtins();

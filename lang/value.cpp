@@ -412,6 +412,8 @@ static std::string repr_depth(const Value& v, int depth, const PrintOptions& po,
     const Tensor& t = v.as<ArrayObj>()->tensor;
     if (t->concrete) return array_repr(*t->concrete, po);
     if (t->sharded) return array_repr(t->sharded->assemble(), po);
+    if (po.tracer_repr)
+      if (std::optional<std::string> s = po.tracer_repr(*t)) return *s;
     // JAX's repr of a traced value: JitTracer(float32[8,2]), "~" marking a weak type.
     std::string dims;
     for (size_t i = 0; i < t->aval.shape.size(); ++i)

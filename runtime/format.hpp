@@ -1,5 +1,7 @@
 // Printing arrays the way JAX/numpy do.
 #pragma once
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "runtime/array.hpp"
@@ -8,6 +10,8 @@ namespace pxl {
 
 // numpy's print options (np.set_printoptions), which JAX's array printing
 // follows: one set per interpreter.
+struct TensorImpl; // ir/tensor.hpp
+
 struct PrintOptions {
   int precision = 8;        // fraction digits; ignored by floatmode "unique"
   int64_t threshold = 1000; // more elements than this are summarised
@@ -17,6 +21,10 @@ struct PrintOptions {
   std::string floatmode = "maxprec"; // fixed unique maxprec maxprec_equal
   char sign = '-';                   // '-', '+' or ' '
   std::string nanstr = "nan", infstr = "inf";
+  // Set by the interpreter: JAX's repr of a traced value where the trace that
+  // owns it says more than its type (VmapTracer(...), GradTracer(...)); nullopt
+  // keeps the default, JitTracer(float32[2]).
+  std::function<std::optional<std::string>(const TensorImpl&)> tracer_repr;
 };
 
 // repr(x):  "Array([[1., 2.],\n       [3., 4.]], dtype=float32)" (weak_type=True when weak)

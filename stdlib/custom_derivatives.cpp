@@ -36,6 +36,7 @@
 #include "lang/tracer.hpp"
 #include "stdlib/autodiff.hpp"
 #include "stdlib/closure_convert.hpp"
+#include "stdlib/custom_batching.hpp"
 #include "stdlib/float0.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/np.hpp"
@@ -46,27 +47,6 @@
 namespace pxl {
 
 namespace {
-
-// Makes `cx` the interpreter's current context while it lives (the backward
-// pass may run in a trace nobody pushed, e.g. an SPMD call's transpose).
-struct OpsScope {
-  InterpreterImpl& in;
-  bool pushed;
-  OpsScope(InterpreterImpl& i, OpContext& cx) : in(i), pushed(&i.ops() != &cx) {
-    if (pushed) in.push_ops(&cx);
-  }
-  ~OpsScope() {
-    if (pushed) in.pop_ops();
-  }
-  OpsScope(const OpsScope&) = delete;
-  OpsScope& operator=(const OpsScope&) = delete;
-};
-
-std::string fn_name(const Value& f) {
-  if (f.is_obj(ObjKind::Function)) return f.as<FunctionObj>()->name;
-  if (f.is_obj(ObjKind::Builtin)) return f.as<BuiltinObj>()->name;
-  return type_name(f);
-}
 
 // JAX's aval.str_short(): "float32[2,3]".
 std::string short_str(const AVal& a) {
@@ -120,8 +100,8 @@ struct CustomDef {
   bool is_vjp = false;
   Value fun;
   std::vector<int64_t> nondiff_argnums;
-  Value jvp;      // custom_jvp: jvp(*nondiff, primals, tangents)
-  Value fwd, bwd; // custom_vjp
+  Value jvp;             // custom_jvp: jvp(*nondiff, primals, tangents)
+  Value fwd, bwd;        // custom_vjp
   std::string primitive; // jax.custom_jvp(f, _primitive=name): the stdlib's lax ops
   // linear_call: a custom_vjp (fwd and bwd built by linear_call) that forward
   // mode may differentiate too, as it is linear.
@@ -130,7 +110,7 @@ struct CustomDef {
   // way. A rule whose tangent output calls the function again (f(t)) puts a
   // call of it in the linear part: JAX transposes that one by its primal.
   mutable int transposing = 0;
-  std::string name() const { return fn_name(fun); }
+  std::string name() const { return callable_name(fun); }
   const char* kind() const { return linear ? "linear_call" : is_vjp ? "custom_vjp" : "custom_jvp"; }
 };
 
@@ -258,7 +238,7 @@ struct JvpRule : SiteRule {
         if (any && pt == tt) pair = make_tuple({(*got)[0], tree_unflatten(tt, to)});
       }
     }
-    std::string rule = "Custom JVP rule " + fn_name(d.jvp) + " for function " + d.name();
+    std::string rule = "Custom JVP rule " + callable_name(d.jvp) + " for function " + d.name();
     const ValueList* items = sequence_items(pair);
     if (!items || items->size() != 2)
       throw Error(ErrCode::Type,
@@ -415,7 +395,7 @@ struct VjpRule : SiteRule {
     size_t n = num_args;
     std::span<const Tensor> xs = operands.subspan(0, n);
     Value diff = site.diff_tuple(xs);
-    std::string fwd_name = fn_name(d.fwd);
+    std::string fwd_name = callable_name(d.fwd);
     Value pair =
         in.call(d.fwd, site.full_args(*sequence_items(diff), arrays(operands)), site.where);
     std::string head = "Custom VJP fwd rule " + fwd_name + " for function " + d.name() +
@@ -556,8 +536,14 @@ struct BatchedRule : CustomRule {
   }
 };
 
-// The TypeError JAX raises for forward mode through a custom_vjp: when the
-// innermost differentiating trace around the call is jvp's.
+} // namespace
+
+std::string callable_name(const Value& f) {
+  if (f.is_obj(ObjKind::Function)) return f.as<FunctionObj>()->name;
+  if (f.is_obj(ObjKind::Builtin)) return f.as<BuiltinObj>()->name;
+  return type_name(f);
+}
+
 // Whether the innermost differentiating trace is forward mode's (jax.jvp).
 bool forward_mode(InterpreterImpl& in) {
   for (auto* tc = dynamic_cast<TraceContext*>(&in.ops()); tc;
@@ -569,22 +555,30 @@ bool forward_mode(InterpreterImpl& in) {
   return false;
 }
 
+namespace {
+
+// The TypeError JAX raises for forward mode through a custom_vjp: when the
+// innermost differentiating trace around the call is jvp's.
 void check_not_forward_mode(InterpreterImpl& in, const Span& where) {
   if (forward_mode(in))
     throw Error(ErrCode::Type, "can't apply forward-mode autodiff (jvp) to a custom_vjp function.",
                 where);
 }
 
+} // namespace
+
 // JAX binds keyword arguments to positions through the signature (with defaults).
-ValueList positional_args(InterpreterImpl& in, const CustomDef& d, CallArgs& a, const Span& where) {
-  if (a.kw.empty() && !d.fun.is_obj(ObjKind::Function)) return a.pos;
-  if (!d.fun.is_obj(ObjKind::Function)) {
+ValueList positional_args(InterpreterImpl& in, const Value& fun, const std::string& kind,
+                          CallArgs& a, const Span& where) {
+  const std::string name = callable_name(fun);
+  if (a.kw.empty() && !fun.is_obj(ObjKind::Function)) return a.pos;
+  if (!fun.is_obj(ObjKind::Function)) {
     throw Error(ErrCode::Type,
-                "The input arguments to the " + std::string(d.kind()) + "-decorated function " +
-                    d.name() + " could not be resolved to positional-only arguments.",
+                "The input arguments to the " + kind + "-decorated function " + name +
+                    " could not be resolved to positional-only arguments.",
                 where);
   }
-  const FunctionObj& f = *d.fun.as<FunctionObj>();
+  const FunctionObj& f = *fun.as<FunctionObj>();
   ValueList out = a.pos;
   std::vector<bool> used(a.kw.size(), false);
   for (size_t i = 0; f.params && i < f.params->size(); ++i) {
@@ -600,8 +594,7 @@ ValueList positional_args(InterpreterImpl& in, const CustomDef& d, CallArgs& a, 
     if (found) continue;
     if (!p.default_value)
       throw Error(ErrCode::Type,
-                  "The input arguments to the " + std::string(d.kind()) + "-decorated function " +
-                      d.name() +
+                  "The input arguments to the " + kind + "-decorated function " + name +
                       " could not be resolved to positional-only arguments. Binding failed with "
                       "the error:\nmissing a required argument: '" +
                       p.name + "'",
@@ -624,8 +617,7 @@ ValueList positional_args(InterpreterImpl& in, const CustomDef& d, CallArgs& a, 
       continue;
     }
     throw Error(ErrCode::Type,
-                "The input arguments to the " + std::string(d.kind()) + "-decorated function " +
-                    d.name() +
+                "The input arguments to the " + kind + "-decorated function " + name +
                     " could not be resolved to positional-only arguments. Binding failed with "
                     "the error:\ngot an unexpected keyword argument '" +
                     a.kw[k].first + "'",
@@ -633,8 +625,7 @@ ValueList positional_args(InterpreterImpl& in, const CustomDef& d, CallArgs& a, 
   }
   if (!keyword_only.empty())
     throw Error(ErrCode::Type,
-                "The input arguments to the " + std::string(d.kind()) + "-decorated function " +
-                    d.name() +
+                "The input arguments to the " + kind + "-decorated function " + name +
                     " could not be resolved to positional-only arguments. Binding failed with "
                     "the error:\nThe following keyword arguments could not be resolved to "
                     "positions: " +
@@ -644,6 +635,8 @@ ValueList positional_args(InterpreterImpl& in, const CustomDef& d, CallArgs& a, 
   return out;
 }
 
+namespace {
+
 Value call_custom(InterpreterImpl& in, const std::shared_ptr<const CustomDef>& def, CallArgs& a,
                   const Span& where) {
   const CustomDef& d = *def;
@@ -652,7 +645,7 @@ Value call_custom(InterpreterImpl& in, const std::shared_ptr<const CustomDef>& d
                 std::string("No ") + (d.is_vjp ? "VJP" : "JVP") + " defined for " + d.kind() +
                     " function " + d.name() + " using " + (d.is_vjp ? "defvjp" : "defjvp") + ".",
                 where);
-  ValueList args = positional_args(in, d, a, where);
+  ValueList args = positional_args(in, d.fun, d.kind(), a, where);
   auto* tc = dynamic_cast<TraceContext*>(&in.ops());
   if (!tc) return in.call(d.fun, args, where); // nothing differentiates an eager call
   if (d.is_vjp && !d.linear) check_not_forward_mode(in, where);
@@ -733,9 +726,9 @@ Value call_custom(InterpreterImpl& in, const std::shared_ptr<const CustomDef>& d
   rule->jaxpr_params = {{"name", d.name()}};
   if (d.is_vjp)
     rule->jaxpr_params.insert(rule->jaxpr_params.end(),
-                              {{"bwd", fn_name(d.bwd)}, {"fwd", fn_name(d.fwd)}});
+                              {{"bwd", callable_name(d.bwd)}, {"fwd", callable_name(d.fwd)}});
   else
-    rule->jaxpr_params.push_back({"jvp", fn_name(d.jvp)});
+    rule->jaxpr_params.push_back({"jvp", callable_name(d.jvp)});
   rule->jaxpr_params.push_back({"symbolic_zeros", "False"});
   rule->fn = fn;
   rule->num_args = nargs;
@@ -799,7 +792,7 @@ struct CustomFunctionObj : OpaqueObj {
     if (def->is_vjp) return {"defvjp", "fun", "fwd", "bwd", "nondiff_argnums", "__wrapped__"};
     return {"defjvp", "defjvps", "fun", "jvp", "nondiff_argnums", "__wrapped__"};
   }
-  bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
+  bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
     std::shared_ptr<CustomDef> d = def;
     if (name == "fun" || name == "__wrapped__") return out = d->fun, true;
     if (name == "nondiff_argnums") {
@@ -843,6 +836,8 @@ struct CustomFunctionObj : OpaqueObj {
       });
       return true;
     }
+    // JAX forwards the other custom_* methods (def_vmap, ...) to the function it wraps.
+    if (d->fun.is_obj(ObjKind::Opaque)) return d->fun.as<OpaqueObj>()->get_attr(in, name, out);
     return false;
   }
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
@@ -899,9 +894,9 @@ Value make_custom_gradient(InterpreterImpl&, CallArgs& a) {
                       repr(p));
     return *items;
   };
-  d.fun = make_builtin(fn_name(fun),
+  d.fun = make_builtin(callable_name(fun),
                        [pair_of](InterpreterImpl& in, CallArgs& c) { return pair_of(in, c)[0]; });
-  d.fwd = make_builtin(fn_name(fun), [pair_of](InterpreterImpl& in, CallArgs& c) {
+  d.fwd = make_builtin(callable_name(fun), [pair_of](InterpreterImpl& in, CallArgs& c) {
     return make_tuple(pair_of(in, c));
   });
   d.bwd = make_builtin("vjp", [](InterpreterImpl& in, CallArgs& c) {
@@ -932,7 +927,7 @@ Value linear_call(InterpreterImpl& in, CallArgs& a) {
   def->linear = true;
   def->fun = fun;
   def->nondiff_argnums = {0};
-  def->fwd = make_builtin(fn_name(fun), [fun](InterpreterImpl& in, CallArgs& c) {
+  def->fwd = make_builtin(callable_name(fun), [fun](InterpreterImpl& in, CallArgs& c) {
     return make_tuple({in.call(fun, c.pos, in.ops().loc), Value()});
   });
   // Under forward mode pxl transposes the call's transpose: that is fun's own
@@ -942,33 +937,34 @@ Value linear_call(InterpreterImpl& in, CallArgs& a) {
   if (forward_mode(in)) {
     Value vjp = in.import_module("jax", where, "").as<ModuleObj>()->env->vars.at("vjp");
     // transposed(res, ct): fun's transpose at res (by autodiff), applied to ct.
-    Value transposed = make_builtin(
-        "transpose", [fun, vjp, lin_tree, lin_avals](InterpreterImpl& in, CallArgs& t) {
-          Span at = in.ops().loc;
-          Value res = t.pos[0];
-          Value along = make_builtin(fn_name(fun), [fun, res](InterpreterImpl& in, CallArgs& l) {
-            return in.call(fun, ValueList{res, l.pos[0]}, in.ops().loc);
-          });
-          ValueList zeros;
-          for (const AVal& z : lin_avals)
-            zeros.push_back(make_array(np::broadcast_to(
-                in.ops(), np::scalar(in.ops(), Scalar::of_float(0.0), z.dtype, z.weak), z.shape)));
-          Value pair = in.call(vjp, ValueList{along, tree_unflatten(lin_tree, zeros)}, at);
-          Value cts = in.call((*sequence_items(pair))[1], ValueList{t.pos[1]}, at);
-          return (*sequence_items(cts))[0];
-        });
-    def->bwd = make_builtin(fn_name(fun), [fun, transposed](InterpreterImpl& in, CallArgs& c) {
-      CallArgs t;
-      t.pos = {transposed, fun, c.pos[0], c.pos[2]};
-      return make_tuple({linear_call(in, t)});
+    Value transposed = make_builtin("transpose", [fun, vjp, lin_tree,
+                                                  lin_avals](InterpreterImpl& in, CallArgs& t) {
+      Span at = in.ops().loc;
+      Value res = t.pos[0];
+      Value along = make_builtin(callable_name(fun), [fun, res](InterpreterImpl& in, CallArgs& l) {
+        return in.call(fun, ValueList{res, l.pos[0]}, in.ops().loc);
+      });
+      ValueList zeros;
+      for (const AVal& z : lin_avals)
+        zeros.push_back(make_array(np::broadcast_to(
+            in.ops(), np::scalar(in.ops(), Scalar::of_float(0.0), z.dtype, z.weak), z.shape)));
+      Value pair = in.call(vjp, ValueList{along, tree_unflatten(lin_tree, zeros)}, at);
+      Value cts = in.call((*sequence_items(pair))[1], ValueList{t.pos[1]}, at);
+      return (*sequence_items(cts))[0];
     });
+    def->bwd =
+        make_builtin(callable_name(fun), [fun, transposed](InterpreterImpl& in, CallArgs& c) {
+          CallArgs t;
+          t.pos = {transposed, fun, c.pos[0], c.pos[2]};
+          return make_tuple({linear_call(in, t)});
+        });
     CallArgs call;
     call.pos = {r[2], r[3]};
     return call_custom(in, def, call, where);
   }
   // bwd(residual_args, None, ct): JAX's checks of the transpose's output.
-  def->bwd =
-      make_builtin(fn_name(tp), [fun, tp, lin_tree, lin_avals](InterpreterImpl& in, CallArgs& c) {
+  def->bwd = make_builtin(
+      callable_name(tp), [fun, tp, lin_tree, lin_avals](InterpreterImpl& in, CallArgs& c) {
         Span at = in.ops().loc;
         CallArgs t;
         t.pos = {tp, fun, c.pos[0], c.pos[2]};
@@ -1029,6 +1025,7 @@ std::vector<BVal> batch_custom_call(OpContext& cx, const OpAttrs& attrs, std::sp
   std::vector<bool> batched;
   std::vector<BVal> out;
   if (!call_operands(cx, attrs, args, ts, batched, out)) return out;
+  if (batch_custom_vmap(cx, attrs, args, axis, out)) return out; // the user's vmap rule
   // The batched primal, every result batched.
   auto pb = function_in(cx, inner->fn->name);
   std::vector<Tensor> consts;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "ir/custom_call.hpp"
+#include "lang/interp_impl.hpp"
 #include "stdlib/transforms.hpp"
 
 namespace pxl {
@@ -23,6 +24,33 @@ struct CustomRule : CustomCallee {
   virtual std::vector<Tensor> vjp(OpContext& cx, std::span<const Tensor> operands,
                                   std::span<const Tensor> cts) const = 0;
 };
+
+// Makes `cx` the interpreter's current context while it lives (the backward
+// pass may run in a trace nobody pushed, e.g. an SPMD call's transpose).
+struct OpsScope {
+  InterpreterImpl& in;
+  bool pushed;
+  OpsScope(InterpreterImpl& i, OpContext& cx) : in(i), pushed(&i.ops() != &cx) {
+    if (pushed) in.push_ops(&cx);
+  }
+  ~OpsScope() {
+    if (pushed) in.pop_ops();
+  }
+  OpsScope(const OpsScope&) = delete;
+  OpsScope& operator=(const OpsScope&) = delete;
+};
+
+// A function's name as JAX's messages show it (its type name for other callables).
+std::string callable_name(const Value& f);
+
+// Whether the innermost differentiating trace is forward mode's (jax.jvp).
+bool forward_mode(InterpreterImpl& in);
+
+// The positional arguments of a call of the `kind`-decorated function `fun`
+// (custom_jvp, custom_vjp, custom_vmap): keywords bound through fun's
+// signature, defaults included, or JAX's TypeError.
+ValueList positional_args(InterpreterImpl& in, const Value& fun, const std::string& kind,
+                          CallArgs& a, const Span& where);
 
 // `t` typed as varying over the mesh axes `like` (of its type) varies over,
 // as JAX's pvary makes it: a tangent or cotangent has its primal's type.

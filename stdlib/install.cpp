@@ -20,6 +20,7 @@ void add_lax_complex(Value& lax);                             // stdlib/mod_lax_
 void add_jax_misc(InterpreterImpl& in, Value& jax);           // stdlib/mod_jax_misc.cpp
 void install_sharded_op_runner(InterpreterImpl& in);          // stdlib/eager_sharded.cpp
 void add_custom_derivatives(InterpreterImpl& in, Value& jax); // stdlib/custom_derivatives.cpp
+void add_custom_batching(InterpreterImpl& in, Value& jax);    // stdlib/custom_batching.cpp
 
 Value make_lax_module(InterpreterImpl& in, const Value& np) {
   (void)in;
@@ -143,6 +144,7 @@ void install_stdlib(InterpreterImpl& in) {
   add_spmd_functions(in, jax_v, shard_map_v);
   add_grad_functions(in, jax_v);
   add_custom_derivatives(in, jax_v);
+  add_custom_batching(in, jax_v);
   add_jax_misc(in, jax_v);
   add_collectives(in, lax);
   add_jit(in, jax_v);

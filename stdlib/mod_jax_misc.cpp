@@ -396,7 +396,8 @@ void add_jax_misc(InterpreterImpl& in, Value& jax) {
     policies.fn(name,
                 [saves_all](InterpreterImpl&, CallArgs&) { return Value::boolean(saves_all); });
   }
-  for (const char* name : {"save_only_these_names", "save_any_names_but_these"})
+  for (const char* name :
+       {"save_only_these_names", "save_any_names_but_these", "save_anything_except_these_names"})
     policies.fn(name, [name](InterpreterImpl&, CallArgs&) {
       return make_builtin(name, [](InterpreterImpl&, CallArgs&) { return Value::boolean(false); });
     });

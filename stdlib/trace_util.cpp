@@ -63,25 +63,40 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
     prepare(tc);
   else if (!param_avals && !extra_axis)
     if (auto hook = explicit_type_hook(in, leaves)) hook(tc); // typeof sees shardings
-  if (concrete_primals && !param_avals)
+  // The value of `id`: the function traced so far (its effects left out), run
+  // in the calling context on the arguments.
+  auto in_caller = [&](int id) -> Tensor {
+    Function prefix = *t.fn;
+    std::vector<bool> used(prefix.values.size(), false);
+    for (const Instr& i : prefix.body)
+      for (int o : i.operands) used[static_cast<size_t>(o)] = true;
+    std::erase_if(prefix.body, [&](const Instr& i) {
+      return op_family(i.op) == OpFamily::Effect &&
+             (i.result < 0 || !used[static_cast<size_t>(i.result)]);
+    });
+    prefix.results = {id};
+    remove_dead_code(prefix);
+    return inline_function(tc.outer(), prefix, leaves, tc.captured_tensors())[0];
+  };
+  if (concrete_primals && !param_avals) {
+    // Eagerly that is the array; inside an enclosing trace the enclosing
+    // context is asked in turn (grad of grad concretizes, jit refuses as JAX does).
     tc.concretize = [&](int id) -> std::optional<Array> {
-      // The value of `id`: the function traced so far (its effects left out),
-      // run in the calling context on the arguments. Eagerly that is the
-      // array; inside an enclosing trace the enclosing context is asked in
-      // turn (grad of grad concretizes, jit refuses as JAX does).
-      Function prefix = *t.fn;
-      std::vector<bool> used(prefix.values.size(), false);
-      for (const Instr& i : prefix.body)
-        for (int o : i.operands) used[static_cast<size_t>(o)] = true;
-      std::erase_if(prefix.body, [&](const Instr& i) {
-        return op_family(i.op) == OpFamily::Effect &&
-               (i.result < 0 || !used[static_cast<size_t>(i.result)]);
-      });
-      prefix.results = {id};
-      remove_dead_code(prefix);
-      std::vector<Tensor> outs = inline_function(tc.outer(), prefix, leaves, tc.captured_tensors());
-      return tc.outer().concrete(outs[0]);
+      return tc.outer().concrete(in_caller(id));
     };
+    // JAX's repr of a value under reverse mode: GradTracer(primal=2.0,
+    // typeof(tangent)=f32[]), the primal as the calling context shows it.
+    if (what == "grad" || what == "value_and_grad" || what == "vjp")
+      tc.describe = [&](int id) -> std::optional<std::string> {
+        const AVal& a = tc.function().values[static_cast<size_t>(id)].aval;
+        AVal tangent = a;
+        tangent.weak = false;
+        std::string ty = is_inexact(a.dtype) ? type_str(tangent)
+                                             : "float0" + type_str(a).substr(type_str(a).find('['));
+        return "GradTracer(primal=" + str(make_array(in_caller(id)), in.print_options()) +
+               ", typeof(tangent)=" + ty + ")";
+      };
+  }
   ValueList traced;
   for (size_t i = 0; i < leaves.size(); ++i) {
     AVal aval = param_avals ? (*param_avals)[i] : leaves[i]->aval;

@@ -490,8 +490,22 @@ struct VmapFunction : OpaqueObj {
     std::function<void(TraceContext&)> typing = axis_name.empty()
                                                     ? explicit_type_hook(in, leaves, nullptr, &axes)
                                                     : std::function<void(TraceContext&)>{};
+    // A traced value prints as JAX's VmapTracer(aval=float32[], batched=float32[3]).
+    auto describe = [&typing, B](TraceContext& tc) {
+      if (typing) typing(tc);
+      tc.describe = [&tc, B](int id) -> std::optional<std::string> {
+        AVal a = tc.function().values[static_cast<size_t>(id)].aval;
+        a.weak = false;
+        std::string ty = type_str(a), dt = std::string(dtype_name(a.dtype));
+        std::string aval = dt + ty.substr(ty.find('['));
+        AVal b = a;
+        b.shape.insert(b.shape.begin(), B);
+        std::string bty = type_str(b);
+        return "VmapTracer(aval=" + aval + ", batched=" + dt + bty.substr(bty.find('[')) + ")";
+      };
+    };
     TracedFunction traced = trace_function(in, traced_fn, traced_args, where, "vmap", &avals,
-                                           axis_name.empty() ? nullptr : &named, typing);
+                                           axis_name.empty() ? nullptr : &named, describe);
     if (in.options().dump_ir) in.out() << print_function(*traced.fn);
     std::vector<BVal> outs = batch_function(in.ops(), *traced.fn, params, traced.consts,
                                             BatchAxis{B, axis_name, spmd_axis_name});
