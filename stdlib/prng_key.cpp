@@ -360,7 +360,6 @@ std::string KeyArrayObj::repr() const {
 }
 
 bool KeyArrayObj::get_attr(InterpreterImpl& in, const std::string& name, Value& out) {
-  (void)in;
   Shape s = shape();
   // Methods hold their own key array (key arrays are immutable).
   auto self_of = [&] { return std::make_shared<const KeyArrayObj>(data, tag); };
@@ -407,6 +406,11 @@ bool KeyArrayObj::get_attr(InterpreterImpl& in, const std::string& name, Value& 
     return true;
   }
   if (name == "at") return out = Value::object(std::make_shared<KeyAtObj>(data, tag)), true;
+  // Where the keys lie is where their data lies (a spec naming the data's
+  // trailing word axis never arises: device_put lays keys out by their shape).
+  if (name == "sharding" || name == "devices" || name == "committed" ||
+      name == "is_fully_replicated")
+    return out = in.get_attr(data, name, Span{}), true;
   if (name == "block_until_ready" || name == "copy") {
     Value me = make_key_array(data, tag);
     out = make_builtin(name, [me](InterpreterImpl&, CallArgs&) { return me; });
@@ -416,8 +420,12 @@ bool KeyArrayObj::get_attr(InterpreterImpl& in, const std::string& name, Value& 
 }
 
 std::vector<std::string> KeyArrayObj::attr_names() const {
-  return {"T",    "at",    "block_until_ready", "copy",  "dtype", "flatten", "itemsize",
-          "ndim", "ravel", "reshape",           "shape", "size",  "squeeze"};
+  return {"T",         "at",      "block_until_ready",
+          "committed", "copy",    "devices",
+          "dtype",     "flatten", "is_fully_replicated",
+          "itemsize",  "ndim",    "ravel",
+          "reshape",   "shape",   "sharding",
+          "size",      "squeeze"};
 }
 
 bool KeyArrayObj::get_item(InterpreterImpl& in, const Value& index, Value& out) {
