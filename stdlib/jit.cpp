@@ -32,6 +32,13 @@ Value run_jitted(InterpreterImpl& in, const TracedFunction& t, std::span<const T
   return apply_traced(in, t, params);
 }
 
+void inherit_constraint_mesh(OpContext& cx, const Function& inner) {
+  auto* tc = dynamic_cast<TraceContext*>(&cx);
+  if (tc && inner.constraint_mesh && !tc->function().constraint_mesh &&
+      tc->function().mesh_axes.empty())
+    tc->function().constraint_mesh = inner.constraint_mesh;
+}
+
 namespace {
 
 // One traced signature of a jitted function and, once it has been run eagerly

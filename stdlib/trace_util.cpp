@@ -1,4 +1,5 @@
 #include "stdlib/trace_util.hpp"
+#include "stdlib/transforms.hpp"
 
 #include "stdlib/jaxpr_record.hpp"
 
@@ -216,6 +217,7 @@ Value apply_traced(InterpreterImpl& in, const TracedFunction& t, std::span<const
   std::vector<Tensor> outs = tc && tc->jaxpr_record && t.jaxpr_record
                                  ? inline_recorded(*tc, *t.fn, *t.jaxpr_record, params, t.consts)
                                  : inline_function(in.ops(), *t.fn, params, t.consts);
+  inherit_constraint_mesh(in.ops(), *t.fn);
   ValueList leaves;
   for (auto& o : outs) leaves.push_back(make_array(o));
   return tree_unflatten(t.out_tree, leaves);
