@@ -144,6 +144,13 @@ ValueList trace_body(InterpreterImpl& in, TraceContext& tc, const Value& fn, con
       tc.function().results.push_back(tc.value_of(in.to_tensor(Value::integer(0), where)));
       continue;
     }
+    // (JAX makes a returned value a constant of the jaxpr, which a
+    // ShapeDtypeStruct cannot be.)
+    if (tc.what() == "jit" && type_name(v) == "ShapeDtypeStruct")
+      throw Error(ErrCode::Type,
+                  "A ShapeDtypeStruct does not have a value and cannot be used as a constant in a "
+                  "JAX function.",
+                  where);
     if (!v.is_obj(ObjKind::Array) && !v.is_number() && tc.what() == "vmap")
       throw Error(ErrCode::Type,
                   "Output from batched function " + repr(v) + " with type <class '" + type_name(v) +
