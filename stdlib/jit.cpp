@@ -33,6 +33,13 @@ Value run_jitted(InterpreterImpl& in, const TracedFunction& t, std::span<const T
   return apply_traced(in, t, params);
 }
 
+void inherit_constraint_mesh(OpContext& cx, const Function& inner) {
+  auto* tc = dynamic_cast<TraceContext*>(&cx);
+  if (tc && inner.constraint_mesh && !tc->function().constraint_mesh &&
+      tc->function().mesh_axes.empty())
+    tc->function().constraint_mesh = inner.constraint_mesh;
+}
+
 namespace {
 
 // One traced signature of a jitted function and, once it has been run eagerly
@@ -360,10 +367,26 @@ struct JitFunction : OpaqueObj {
                          make_tuple({make_str(self->keyword_label(k)),
                                      Value::boolean(self->donated_keyword(k, a.pos.size()))}));
         }
+        // JAX's Lowered.donate_argnums: the donated parameters' positions in
+        // the signature (a name given to donate_argnames counts however the
+        // argument is passed), numbered among the non-static ones.
+        ValueList donated_nums;
+        for (size_t i = 0, dyn = 0; i < a.pos.size() || !self->param_name(i).empty(); ++i) {
+          if (self->is_static_pos(i, a.pos.size()) ||
+              (!self->param_name(i).empty() && self->is_static_name(self->param_name(i))))
+            continue;
+          if (self->donated_position(i, a.pos.size()))
+            donated_nums.push_back(Value::integer(static_cast<int64_t>(dyn)));
+          ++dyn;
+        }
         CallArgs c;
-        c.pos = {make_str(stage),   Value::object(self),
-                 make_tuple(a.pos), Value::object(kw),
-                 statics,           make_tuple({make_tuple(pos_labels), Value::object(kw_labels)})};
+        c.pos = {make_str(stage),
+                 Value::object(self),
+                 make_tuple(a.pos),
+                 Value::object(kw),
+                 statics,
+                 make_tuple(
+                     {make_tuple(pos_labels), Value::object(kw_labels), make_tuple(donated_nums)})};
         return in.call(*helper, c, in.ops().loc);
       });
       return true;

@@ -4,9 +4,11 @@
 #include "stdlib/prng_key.hpp"
 
 #include "lang/args.hpp"
+#include "runtime/sharded.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/shape_dtype_struct.hpp"
+#include "stdlib/sharding.hpp"
 
 namespace pxl {
 
@@ -359,8 +361,36 @@ std::string KeyArrayObj::repr() const {
          pxl::str(data);
 }
 
+namespace {
+
+// JAX lays a key array's data out by the keys' spec with one more None entry,
+// for the key words' axis (P('x') keys: P('x', None) data; P() keys: P(None,)
+// data), and types the keys by the data's first entries (P(None,) for those
+// P() keys). pxl's data carries the keys' own spec: `data` with that entry
+// added, when its spec stops within the key dimensions.
+Value physical_data(const Value& data) {
+  if (!data.is_obj(ObjKind::Array)) return data;
+  const auto* a = data.as<ArrayObj>();
+  const Tensor& t = a->tensor;
+  if (!t->sharded || t->aval.shape.empty() ||
+      t->sharded->spec.entries.size() >= t->aval.shape.size() ||
+      !t->sharded->spec.unconstrained.empty())
+    return data;
+  auto d = std::make_shared<ShardedData>();
+  d->pull_log = t->sharded->pull_log;
+  d->mesh = t->sharded->mesh;
+  d->spec = t->sharded->spec;
+  d->spec.entries.emplace_back();
+  d->global = t->sharded->global;
+  d->shards = t->sharded->shards;
+  Value out = make_array(make_sharded_tensor(std::move(d)));
+  out.as<ArrayObj>()->committed = a->committed;
+  return out;
+}
+
+} // namespace
+
 bool KeyArrayObj::get_attr(InterpreterImpl& in, const std::string& name, Value& out) {
-  (void)in;
   Shape s = shape();
   // Methods hold their own key array (key arrays are immutable).
   auto self_of = [&] { return std::make_shared<const KeyArrayObj>(data, tag); };
@@ -407,6 +437,22 @@ bool KeyArrayObj::get_attr(InterpreterImpl& in, const std::string& name, Value& 
     return true;
   }
   if (name == "at") return out = Value::object(std::make_shared<KeyAtObj>(data, tag)), true;
+  // Where the keys lie is where their data lies (a spec naming the data's
+  // trailing word axis never arises: device_put lays keys out by their shape).
+  if (name == "sharding") {
+    out = in.get_attr(physical_data(data), name, Span{});
+    // (A NamedSharding's spec cut to the key dimensions.)
+    if (auto* so =
+            out.is_obj(ObjKind::Opaque) ? dynamic_cast<ShardingObj*>(out.as<OpaqueObj>()) : nullptr;
+        so && !so->single_device && !so->is_abstract() && so->spec.entries.size() > s.size()) {
+      auto cut = std::make_shared<ShardingObj>(*so);
+      cut->spec.entries.resize(s.size());
+      out = Value::object(cut);
+    }
+    return true;
+  }
+  if (name == "devices" || name == "committed" || name == "is_fully_replicated")
+    return out = in.get_attr(data, name, Span{}), true;
   if (name == "block_until_ready" || name == "copy") {
     Value me = make_key_array(data, tag);
     out = make_builtin(name, [me](InterpreterImpl&, CallArgs&) { return me; });
@@ -416,8 +462,12 @@ bool KeyArrayObj::get_attr(InterpreterImpl& in, const std::string& name, Value& 
 }
 
 std::vector<std::string> KeyArrayObj::attr_names() const {
-  return {"T",    "at",    "block_until_ready", "copy",  "dtype", "flatten", "itemsize",
-          "ndim", "ravel", "reshape",           "shape", "size",  "squeeze"};
+  return {"T",         "at",      "block_until_ready",
+          "committed", "copy",    "devices",
+          "dtype",     "flatten", "is_fully_replicated",
+          "itemsize",  "ndim",    "ravel",
+          "reshape",   "shape",   "sharding",
+          "size",      "squeeze"};
 }
 
 bool KeyArrayObj::get_item(InterpreterImpl& in, const Value& index, Value& out) {
@@ -541,7 +591,7 @@ void install_key_arrays(InterpreterImpl& in, const Value& np, const Value& rando
   vars["_unwrap_keys"] = make_builtin("key_data", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("key_data", a, {"keys"}, 1);
     const KeyArrayObj* k = as_key_array(r[0]);
-    return k ? k->data : r[0];
+    return k ? physical_data(k->data) : r[0];
   });
   vars["_is_key_array"] = make_builtin("_is_key_array", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("_is_key_array", a, {"x"}, 1);

@@ -21,6 +21,7 @@
 #include "stdlib/convert.hpp"
 #include "stdlib/debug_print.hpp"
 #include "stdlib/float0.hpp"
+#include "stdlib/jit_partition.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/shape_dtype_struct.hpp"
@@ -47,6 +48,9 @@ struct InLeaf {
   PartitionSpec spec; // shard_map: its in_spec; pmap: unused
   int map_axis = -1;  // pmap: the mapped axis, -1 for in_axes=None
   bool typed = false; // shard_map over Explicit axes: must already be laid out as spec
+  // shard_map with axis_names= over a mesh with Explicit axes it leaves
+  // alone: the argument's sharding over those, which its type keeps in the body.
+  PartitionSpec body_type;
 };
 
 // A traced and compiled signature: the callee of the spmd_call (its operands
@@ -59,6 +63,10 @@ struct Compiled {
   // Per output leaf: the float0 value the function returned there (bool zeros
   // stood for it in the trace), else None; the call's results get it back.
   ValueList float0_outputs;
+  // shard_map with Explicit axes left out of axis_names: per output leaf, its
+  // out_specs axes followed by those its type in the body is sharded over
+  // (JAX's result sharding); empty otherwise.
+  std::vector<PartitionSpec> out_layouts;
 };
 
 std::string loc_str(const Span& s) {
@@ -412,6 +420,52 @@ struct ShardMapFn : SpmdFunction {
     return out;
   }
 
+  // The Explicit axes that axis_names= leaves out: the body's values stay
+  // sharded over them as their types say (empty when every axis is manual).
+  std::vector<std::string> free_explicit_axes() const {
+    std::vector<std::string> out;
+    for (const std::string& n : auto_axes())
+      if (mesh.axis_type(mesh.axis_of(n)) == AxisType::Explicit) out.push_back(n);
+    return out;
+  }
+  // `dims` with only the axes in `keep` (`all`: unchanged).
+  static std::vector<std::vector<std::string>>
+  only_axes(const std::vector<std::vector<std::string>>& dims, const std::vector<std::string>& keep,
+            bool all) {
+    if (all) return dims;
+    std::vector<std::vector<std::string>> out(dims.size());
+    for (size_t d = 0; d < dims.size(); ++d)
+      for (const std::string& n : dims[d])
+        if (std::find(keep.begin(), keep.end(), n) != keep.end()) out[d].push_back(n);
+    return out;
+  }
+
+  // Without in_specs the manual axes (`axes`, empty: all) must all be Explicit
+  // for the specs to be inferred: JAX's TypeError otherwise.
+  void check_manual_explicit(const std::vector<std::string>& axes, const Span& where) const {
+    std::string names, types;
+    bool manual_explicit = true;
+    for (size_t i = 0, k = 0; i < mesh.axis_names.size(); ++i) {
+      if (!axes.empty() && std::find(axes.begin(), axes.end(), mesh.axis_names[i]) == axes.end())
+        continue;
+      AxisType t = mesh.axis_type(static_cast<int>(i));
+      manual_explicit = manual_explicit && t == AxisType::Explicit;
+      names += (k ? ", '" : "'") + mesh.axis_names[i] + "'";
+      types += std::string(k++ ? ", " : "") + "AxisType." + axis_type_name(t);
+    }
+    if (manual_explicit) return;
+    if (smap)
+      throw Error(ErrCode::Type,
+                  "in_axes was not specified when axis_name=frozenset({" + names +
+                      "}) was of type " + types,
+                  where, "pass in_axes=, or use a mesh whose axis is Explicit");
+    throw Error(ErrCode::Type,
+                "shard_map in_specs argument must be a pytree of `jax.sharding.PartitionSpec` "
+                "instances, but it was `None` when axis_names=frozenset({" +
+                    names + "}) are of type " + types,
+                where, "in_specs may be left out only on a mesh whose axes are all Explicit");
+  }
+
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
     if (!a.kw.empty())
       throw Error(ErrCode::Arguments, "a shard_map'd function takes positional arguments only",
@@ -429,17 +483,26 @@ struct ShardMapFn : SpmdFunction {
     }
     if (abstract_mesh) mesh = concrete_mesh(in, a.pos, where);
     // Inside another shard_map's body, over axes it leaves automatic.
-    if (TraceContext* outer = enclosing_shard_map(in.ops());
-        outer && !outer->auto_axes.empty() && !infer_in_specs) {
+    if (TraceContext* outer = enclosing_shard_map(in.ops()); outer && !outer->auto_axes.empty()) {
       // JAX takes the nested call's mesh from the context: a concrete mesh
       // passed to it does not match the partly manual one there.
       if (!mesh_from_context && !abstract_mesh) check_not_nested(in, mesh, where);
       const std::vector<std::string>& inner = manual.empty() ? outer->auto_axes : manual;
       Value args_tuple = make_tuple(a.pos);
-      check_spec_tree(in, in_specs, true, mesh, where, inner);
-      check_prefix_structure(in_specs, args_tuple, "shard_map in_specs", is_spec_leaf, where);
       ValueList per_leaf;
-      broadcast_prefix(in, in_specs, args_tuple, per_leaf, is_spec_leaf, "shard_map in_specs");
+      if (infer_in_specs) {
+        // The body's values carry no sharding over the inner manual axes (pxl
+        // types them only over manual ones), so, as JAX infers for an
+        // argument without one, each is replicated over them: P().
+        check_manual_explicit(inner, where);
+        ValueList leaves;
+        tree_flatten(in, args_tuple, leaves);
+        for (size_t i = 0; i < leaves.size(); ++i) per_leaf.push_back(make_spec_value({}));
+      } else {
+        check_spec_tree(in, in_specs, true, mesh, where, inner);
+        check_prefix_structure(in_specs, args_tuple, "shard_map in_specs", is_spec_leaf, where);
+        broadcast_prefix(in, in_specs, args_tuple, per_leaf, is_spec_leaf, "shard_map in_specs");
+      }
       check_spec_tree(in, out_specs, false, mesh, where, inner);
       out = call_nested_shard_map(in, *outer, fn, mesh, manual, per_leaf, out_specs, check_vma,
                                   a.pos, where);
@@ -454,30 +517,7 @@ struct ShardMapFn : SpmdFunction {
     ValueList per_leaf;
     Value args_tuple = make_tuple(args);
     if (infer_in_specs) {
-      // The manual axes must all be Explicit for the specs to be inferred.
-      std::string names, types;
-      bool manual_explicit = true;
-      for (size_t i = 0, k = 0; i < mesh.axis_names.size(); ++i) {
-        if (!manual.empty() &&
-            std::find(manual.begin(), manual.end(), mesh.axis_names[i]) == manual.end())
-          continue;
-        AxisType t = mesh.axis_type(static_cast<int>(i));
-        manual_explicit = manual_explicit && t == AxisType::Explicit;
-        names += (k ? ", '" : "'") + mesh.axis_names[i] + "'";
-        types += std::string(k++ ? ", " : "") + "AxisType." + axis_type_name(t);
-      }
-      if (!manual_explicit) {
-        if (smap)
-          throw Error(ErrCode::Type,
-                      "in_axes was not specified when axis_name=frozenset({" + names +
-                          "}) was of type " + types,
-                      where, "pass in_axes=, or use a mesh whose axis is Explicit");
-        throw Error(ErrCode::Type,
-                    "shard_map in_specs argument must be a pytree of `jax.sharding.PartitionSpec` "
-                    "instances, but it was `None` when axis_names=frozenset({" +
-                        names + "}) are of type " + types,
-                    where, "in_specs may be left out only on a mesh whose axes are all Explicit");
-      }
+      check_manual_explicit(manual, where);
       ValueList leaves;
       tree_flatten(in, args_tuple, leaves);
       for (const Value& leaf : leaves) {
@@ -491,7 +531,8 @@ struct ShardMapFn : SpmdFunction {
                 "grad or vmap, or a jit of arrays not laid out over an Explicit mesh) is not "
                 "supported",
                 where, "pass in_specs=, the specs the arguments are laid out with");
-          inferred.entries = std::move(*typed);
+          // Only the manual axes: the others stay in the value's type.
+          inferred.entries = only_axes(*typed, manual, manual.empty());
         }
         per_leaf.push_back(make_spec_value(std::move(inferred)));
       }
@@ -539,8 +580,11 @@ struct ShardMapFn : SpmdFunction {
       // when jit partitions the call (jit_partition.cpp).
       l.typed = explicit_types && !per_leaf[i].is_none();
       if (l.typed)
-        if (auto typed = explicit_type_spec(l.global))
-          explicit_in_spec_check(l.spec, *typed, l.global->aval, where);
+        if (auto typed = explicit_type_spec(l.global)) {
+          explicit_in_spec_check(l.spec, only_axes(*typed, manual, manual.empty()), l.global->aval,
+                                 where);
+          l.body_type.entries = only_axes(*typed, free_explicit_axes(), false);
+        }
       l.block = l.global->aval;
       l.block.shape = block_shape(mesh, l.spec, l.global->aval.shape);
       for (const auto& axis : l.spec.axes()) l.vma |= AxisSet{1} << proto.axis_bit(axis);
@@ -575,6 +619,18 @@ struct ShardMapFn : SpmdFunction {
     last_participants = mesh.size();
     if (lower_only) return true;
     out = invoke(in, *c, leaves, where);
+    if (!c->out_layouts.empty()) {
+      // Each result laid out as its type says (see out_layouts).
+      ValueList results;
+      TreeDef tree = tree_flatten(in, out, results);
+      for (size_t r = 0; r < results.size() && r < c->out_layouts.size(); ++r) {
+        Value target = Value::object(std::make_shared<ShardingObj>(mesh, c->out_layouts[r]));
+        results[r] = dynamic_cast<TraceContext*>(&in.ops())
+                         ? constrain_traced(in, results[r], target, "shard_map")
+                         : device_put_leaf(in, results[r], target);
+      }
+      out = tree_unflatten(tree, results);
+    }
     return true;
   }
 
@@ -617,6 +673,28 @@ struct ShardMapFn : SpmdFunction {
                   "\n";
         }
         return text;
+      };
+    }
+    // Over Explicit axes axis_names= leaves out, the body's values keep their
+    // shardings in their types (jax.typeof shows them; the results are laid
+    // out so): the partitioner's, from the arguments' shardings over those axes.
+    const std::vector<std::string> free = free_explicit_axes();
+    OperandSpecs body_types;
+    for (const InLeaf& l : leaves) body_types.push_back(l.body_type);
+    std::function<std::optional<PartitionSpec>(int)> body_type_of;
+    if (!free.empty()) {
+      Mesh typed_mesh = mesh;
+      for (const std::string& n : manual)
+        typed_mesh.axis_types[static_cast<size_t>(mesh.axis_of(n))] = AxisType::Manual;
+      Value am = make_abstract_mesh_value(typed_mesh, in.platform().name());
+      body_type_of = [&in, &tc, m = mesh, body_types, free](int id) {
+        std::optional<PartitionSpec> s = traced_sharding(in, tc, m, body_types, id);
+        if (s) s->entries = only_axes(s->entries, free, false);
+        return s;
+      };
+      tc.type_sharding = [body_type_of, am](int id) -> Value {
+        std::optional<PartitionSpec> s = body_type_of(id);
+        return s ? make_abstract_sharding(am, *s) : Value();
       };
     }
     ValueList traced;
@@ -686,13 +764,25 @@ struct ShardMapFn : SpmdFunction {
                           "', or name '" + axis + "' in out_specs");
         }
       }
+      if (body_type_of) {
+        PartitionSpec layout = s;
+        if (std::optional<PartitionSpec> typed = body_type_of(f->results[r])) {
+          if (layout.entries.size() < typed->entries.size())
+            layout.entries.resize(typed->entries.size());
+          for (size_t d = 0; d < typed->entries.size(); ++d)
+            for (const std::string& n : typed->entries[d]) layout.entries[d].push_back(n);
+        }
+        c->out_layouts.push_back(std::move(layout));
+      }
       outs.push_back(SpmdMapping{std::move(s), -1});
     }
     std::vector<SpmdMapping> ins;
     for (const InLeaf& l : leaves) ins.push_back(SpmdMapping{l.spec, -1});
     finish(in, *c, tc, std::move(f), SpmdLayout{mesh, static_cast<int>(mesh.size()), 1},
            std::move(ins), std::move(outs));
-    for (const InLeaf& l : leaves) c->callee->explicit_in_types.push_back(l.typed);
+    // (With axis_names= the check above compared the manual axes only.)
+    for (const InLeaf& l : leaves)
+      c->callee->explicit_in_types.push_back(l.typed && manual.empty());
     return c;
   }
 };

@@ -1,4 +1,5 @@
 #include "stdlib/trace_util.hpp"
+#include "stdlib/transforms.hpp"
 
 #include "stdlib/jaxpr_record.hpp"
 
@@ -158,6 +159,13 @@ ValueList trace_body(InterpreterImpl& in, TraceContext& tc, const Value& fn, con
       tc.function().results.push_back(tc.value_of(in.to_tensor(Value::integer(0), where)));
       continue;
     }
+    // (JAX makes a returned value a constant of the jaxpr, which a
+    // ShapeDtypeStruct cannot be.)
+    if (tc.what() == "jit" && type_name(v) == "ShapeDtypeStruct")
+      throw Error(ErrCode::Type,
+                  "A ShapeDtypeStruct does not have a value and cannot be used as a constant in a "
+                  "JAX function.",
+                  where);
     if (!v.is_obj(ObjKind::Array) && !v.is_number() && tc.what() == "vmap")
       throw Error(ErrCode::Type,
                   "Output from batched function " + repr(v) + " with type <class '" + type_name(v) +
@@ -231,6 +239,7 @@ Value apply_traced(InterpreterImpl& in, const TracedFunction& t, std::span<const
   std::vector<Tensor> outs = tc && tc->jaxpr_record && t.jaxpr_record
                                  ? inline_recorded(*tc, *t.fn, *t.jaxpr_record, params, t.consts)
                                  : inline_function(in.ops(), *t.fn, params, t.consts);
+  inherit_constraint_mesh(in.ops(), *t.fn);
   ValueList leaves;
   for (auto& o : outs) leaves.push_back(make_array(o));
   return tree_unflatten(t.out_tree, leaves);

@@ -20,6 +20,12 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax);
 // Runs a jitted Function in the current context (see jit.cpp).
 Value run_jitted(InterpreterImpl& in, const TracedFunction& t, std::span<const Tensor> params);
 
+// The ops of `inner` (a trace with sharding constraints over a mesh) now bound
+// into `cx`: an enclosing trace outside shard_map takes that mesh too, so that
+// jit partitions over it (vmap(jit(f)), jit(vmap(f)) of a
+// with_sharding_constraint).
+void inherit_constraint_mesh(OpContext& cx, const Function& inner);
+
 // A value during batching: when `batched`, dimension 0 of `t` is the vmapped
 // axis (of size B); otherwise `t` is the same for every example.
 struct BVal {

@@ -37,16 +37,17 @@ void check_axes_leaves(InterpreterImpl& in, const Value& axes, const char* which
 // Called eagerly, a result the traced function constrained last (a
 // with_sharding_constraint, a jit's out_shardings over a mesh) comes back laid
 // out so over the constraint's mesh, its mapped axis (at `mapped`, -1 for
-// none) unsplit: what JAX's batching rule of sharding_constraint gives.
+// none) split over spmd_axis_name (unsplit without one): what JAX's batching
+// rule of sharding_constraint gives.
 Value lay_out_constrained(InterpreterImpl& in, const Function& fn, size_t r, Value leaf,
-                          int64_t mapped) {
+                          int64_t mapped, const std::vector<std::string>& spmd_axis_name) {
   if (!dynamic_cast<EagerContext*>(&in.ops()) || !fn.constraint_mesh || r >= fn.results.size())
     return leaf;
   int producer = fn.values[fn.results[r]].producer;
   if (producer < 0 || fn.body[producer].op != Op::ShardingConstraint) return leaf;
   PartitionSpec spec;
   spec.entries = fn.body[producer].attrs.dim_axes;
-  if (mapped >= 0) spec.entries.insert(spec.entries.begin() + mapped, std::vector<std::string>{});
+  if (mapped >= 0) spec.entries.insert(spec.entries.begin() + mapped, spmd_axis_name);
   const Shape& shape = leaf.as<ArrayObj>()->tensor->aval.shape;
   const Mesh& mesh = *fn.constraint_mesh;
   if (spec.entries.size() != shape.size() || !check_spec(mesh, spec, shape).empty()) return leaf;
@@ -509,6 +510,7 @@ struct VmapFunction : OpaqueObj {
     if (in.options().dump_ir) in.out() << print_function(*traced.fn);
     std::vector<BVal> outs = batch_function(in.ops(), *traced.fn, params, traced.consts,
                                             BatchAxis{B, axis_name, spmd_axis_name});
+    inherit_constraint_mesh(in.ops(), *traced.fn);
     // out_axes: where the mapped axis goes in each output.
     ValueList out_leaves;
     for (const BVal& o : outs) out_leaves.push_back(make_array(o.t)); // only for the structure
@@ -562,7 +564,7 @@ struct VmapFunction : OpaqueObj {
                       where,
                       "give it an int out_axes, or return a value that does not depend on the "
                       "mapped inputs");
-        out_leaves[r] = lay_out_constrained(in, *traced.fn, r, make_array(o.t), -1);
+        out_leaves[r] = lay_out_constrained(in, *traced.fn, r, make_array(o.t), -1, {});
         continue;
       }
       Tensor t = o.batched ? o.t : broadcast_batch(in.ops(), o.t, B);
@@ -581,9 +583,9 @@ struct VmapFunction : OpaqueObj {
       }
       if (!mapped_split.empty())
         t = split_mapped_dim(in, t, static_cast<size_t>(oa), mapped_split, split_mesh);
-      out_leaves[r] = mapped_split.empty()
-                          ? lay_out_constrained(in, *traced.fn, r, make_array(t), oa)
-                          : make_array(t);
+      out_leaves[r] = mapped_split.empty() ? lay_out_constrained(in, *traced.fn, r, make_array(t),
+                                                                 oa, spmd_axis_name)
+                                           : make_array(t);
     }
     out = restore_float0_outputs(in, traced, tree_unflatten(traced.out_tree, out_leaves));
     return true;
