@@ -109,9 +109,11 @@ np::BinOp cmp_to_np(CmpOpKind op) {
 
 Value repeat_seq(const ValueList& items, int64_t n, bool tuple) {
   ValueList out;
-  if (n > 0 && items.size() * static_cast<size_t>(n) > (size_t{1} << 27))
+  // n > limit / size, not size * n > limit: the product wraps for huge n (2**62 copies hung).
+  if (n > 0 && !items.empty() && static_cast<size_t>(n) > (size_t{1} << 27) / items.size())
     throw Error(ErrCode::Value, "sequence repetition result is too large");
-  for (int64_t k = 0; k < n; ++k) out.insert(out.end(), items.begin(), items.end());
+  for (int64_t k = 0; !items.empty() && k < n; ++k)
+    out.insert(out.end(), items.begin(), items.end());
   return tuple ? make_tuple(std::move(out)) : make_list(std::move(out));
 }
 
@@ -341,9 +343,10 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
       if (seq.is_obj(ObjKind::Str)) {
         std::string out;
         int64_t k = n.as_int();
-        if (k > 0 && seq.as<StrObj>()->value.size() * static_cast<size_t>(k) > (size_t{1} << 30))
+        size_t len = seq.as<StrObj>()->value.size();
+        if (k > 0 && len > 0 && static_cast<size_t>(k) > (size_t{1} << 30) / len)
           throw Error(ErrCode::Value, "string repetition result is too large", where);
-        for (int64_t i = 0; i < k; ++i) out += seq.as<StrObj>()->value;
+        for (int64_t i = 0; len > 0 && i < k; ++i) out += seq.as<StrObj>()->value;
         return make_str(out);
       }
       try {
