@@ -424,8 +424,15 @@ bool InterpreterImpl::less_than(const Value& a, const Value& b, const Span& wher
   if (seq_a && a.tag == b.tag && a.obj->kind == b.obj->kind) {
     const ValueList& x = a.is_obj(ObjKind::List) ? a.as<ListObj>()->items : a.as<TupleObj>()->items;
     const ValueList& y = b.is_obj(ObjKind::List) ? b.as<ListObj>()->items : b.as<TupleObj>()->items;
+    check_stack(where); // self-containing lists recurse without end
+    auto is_container = [](const Value& v) {
+      return v.is_obj(ObjKind::List) || v.is_obj(ObjKind::Tuple) || v.is_obj(ObjKind::Dict);
+    };
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
-      if (values_equal(x[i], y[i])) continue;
+      bool nested = is_container(x[i]) && is_container(y[i]) && x[i].obj != y[i].obj;
+      if (nested ? truthy(compare(CmpOpKind::Eq, x[i], y[i], where), where)
+                 : values_equal(x[i], y[i]))
+        continue;
       return less_than(x[i], y[i], where);
     }
     return x.size() < y.size();
@@ -442,6 +449,9 @@ bool InterpreterImpl::less_than(const Value& a, const Value& b, const Span& wher
 // equal without comparing, as in Python.
 static bool containers_equal(InterpreterImpl& in, const Value& a, const Value& b,
                              const Span& where) {
+  // Two lists that contain themselves recurse without end: Python's RecursionError,
+  // not a native stack overflow.
+  in.check_stack(where);
   auto items_equal = [&](const Value& x, const Value& y) {
     if (x.tag == Value::Tag::Obj && y.tag == Value::Tag::Obj && x.obj == y.obj) return true;
     return in.truthy(in.compare(CmpOpKind::Eq, x, y, where), where);
