@@ -5,6 +5,7 @@
 #include "lang/bigint.hpp"
 #include "lang/interp_impl.hpp"
 #include "lang/methods.hpp"
+#include "lang/str_limits.hpp"
 #include "lang/utf8.hpp"
 #include "runtime/format.hpp"
 
@@ -44,7 +45,7 @@ Spec parse_spec(const std::string& s) {
     bool any = false;
     while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
       v = v * 10 + (s[i++] - '0');
-      if (v > 10000) throw Error(ErrCode::Value, "format width or precision too large");
+      if (v > kMaxStrWidth) throw Error(ErrCode::Value, "format width or precision too large");
       any = true;
     }
     return any ? v : -1;
@@ -115,6 +116,17 @@ std::string pad_text(const std::string& s, const Spec& sp) {
   }
 }
 
+// printf of one double with a precision, however long the result (f of 1e300 has 301
+// digits, a precision may be in the millions).
+std::string c_format(const char* fmt, int prec, double a) {
+  int n = std::snprintf(nullptr, 0, fmt, prec, a);
+  if (n < 0) throw Error(ErrCode::Value, "format width or precision too large");
+  std::string out(static_cast<size_t>(n) + 1, '\0');
+  std::snprintf(out.data(), out.size(), fmt, prec, a);
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
 std::string format_float(double v, const Spec& sp) {
   char type = sp.type;
   int prec = sp.precision;
@@ -127,27 +139,21 @@ std::string format_float(double v, const Spec& sp) {
     if (type == '%') body += "%";
     return finish_number(body, neg, sp);
   }
-  char buf[512];
-  if (a >= 1e250 && (type == 'f' || type == 'F' || type == '%')) type = 'e'; // bounded buffer
   if (type == 0) {
     if (prec < 0) {
       body = python_float_repr(a);
     } else {
-      std::snprintf(buf, sizeof buf, "%.*g", std::max(prec, 1), a);
-      body = buf;
+      body = c_format("%.*g", std::max(prec, 1), a);
       if (body.find_first_of(".e") == std::string::npos) body += ".0";
     }
   } else if (type == '%') {
-    std::snprintf(buf, sizeof buf, sp.alt ? "%#.*f" : "%.*f", prec < 0 ? 6 : prec, a * 100);
-    body = std::string(buf) + "%";
+    body = c_format(sp.alt ? "%#.*f" : "%.*f", prec < 0 ? 6 : prec, a * 100) + "%";
   } else if (type == 'f' || type == 'F' || type == 'e' || type == 'E' || type == 'g' ||
              type == 'G') {
     std::string fmt = std::string("%") + (sp.alt ? "#" : "") + ".*" + type;
-    std::snprintf(buf, sizeof buf, fmt.c_str(), prec < 0 ? 6 : prec, a);
-    body = buf;
+    body = c_format(fmt.c_str(), prec < 0 ? 6 : prec, a);
   } else if (type == 'n') {
-    std::snprintf(buf, sizeof buf, "%.*g", prec < 0 ? 6 : prec, a);
-    body = buf;
+    body = c_format("%.*g", prec < 0 ? 6 : prec, a);
   } else {
     throw Error(ErrCode::Value,
                 std::string("Unknown format code '") + type + "' for object of type 'float'");

@@ -1,5 +1,6 @@
 // The object protocol: calling, attributes, items, truthiness, iteration.
 #include <pthread.h>
+#include <string_view>
 
 #include "lang/args.hpp"
 #include "lang/bigint.hpp"
@@ -435,22 +436,34 @@ void delete_list_slice(InterpreterImpl& in, ListObj& list, const SliceObj& s, co
   xs = std::move(keep);
 }
 
-// Splits UTF-8 text into code points (Python strings index by code point).
-static std::vector<std::string> code_points(const std::string& s) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < s.size();) {
-    size_t n = 1;
-    unsigned char c = s[i];
-    if (c >= 0xF0)
-      n = 4;
-    else if (c >= 0xE0)
-      n = 3;
-    else if (c >= 0xC0)
-      n = 2;
-    out.push_back(s.substr(i, n));
-    i += n;
-  }
+// Python strings index by code point. The byte length of the UTF-8 character
+// whose first byte is c (a stray continuation byte counts as one character).
+static size_t utf8_char_len(unsigned char c) {
+  return c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+}
+
+// Splits UTF-8 text into its code points, as views into `s` (no copy per
+// character: a string of millions of characters took gigabytes).
+static std::vector<std::string_view> code_points(const std::string& s) {
+  std::vector<std::string_view> out;
+  std::string_view all(s);
+  for (size_t i = 0; i < s.size(); i += utf8_char_len(s[i]))
+    out.push_back(all.substr(i, utf8_char_len(s[i])));
   return out;
+}
+
+// len(s): the number of code points, counted without splitting.
+static int64_t code_point_count(const std::string& s) {
+  int64_t n = 0;
+  for (size_t i = 0; i < s.size(); i += utf8_char_len(s[i])) ++n;
+  return n;
+}
+
+// s[k] for 0 <= k < code_point_count(s).
+static std::string code_point_at(const std::string& s, int64_t k) {
+  size_t i = 0;
+  for (; k > 0; --k) i += utf8_char_len(s[i]);
+  return s.substr(i, utf8_char_len(s[i]));
 }
 
 Value InterpreterImpl::get_item(const Value& obj, const Value& index, const Span& where) {
@@ -477,17 +490,17 @@ Value InterpreterImpl::get_item(const Value& obj, const Value& index, const Span
                                    where)];
     }
     case ObjKind::Str: {
-      auto cps = code_points(obj.as<StrObj>()->value);
+      const std::string& str = obj.as<StrObj>()->value;
       if (index.is_obj(ObjKind::Slice)) {
         std::string out;
-        for (auto& c : slice_seq(*this, cps, *index.as<SliceObj>(), where)) out += c;
+        for (auto& c : slice_seq(*this, code_points(str), *index.as<SliceObj>(), where)) out += c;
         return make_str(out);
       }
       if (!index.is_intlike())
         throw Error(ErrCode::Type, "string indices must be integers, not " + type_name(index),
                     where);
-      return make_str(
-          cps[normalize_index(index.as_int(), static_cast<int64_t>(cps.size()), "string", where)]);
+      return make_str(code_point_at(
+          str, normalize_index(index.as_int(), code_point_count(str), "string", where)));
     }
     case ObjKind::Dict: {
       if (!is_hashable(index))
@@ -624,7 +637,7 @@ ValueList InterpreterImpl::iterate(const Value& v, const Span& where) {
       return v.as<TupleObj>()->items;
     case ObjKind::Str: {
       ValueList out;
-      for (auto& c : code_points(v.as<StrObj>()->value)) out.push_back(make_str(c));
+      for (auto& c : code_points(v.as<StrObj>()->value)) out.push_back(make_str(std::string(c)));
       return out;
     }
     case ObjKind::Dict: {
@@ -671,7 +684,7 @@ int64_t InterpreterImpl::length(const Value& v, const Span& where) {
     case ObjKind::Tuple:
       return static_cast<int64_t>(v.as<TupleObj>()->items.size());
     case ObjKind::Str:
-      return static_cast<int64_t>(code_points(v.as<StrObj>()->value).size());
+      return code_point_count(v.as<StrObj>()->value);
     case ObjKind::Dict:
       return static_cast<int64_t>(v.as<DictObj>()->size());
     case ObjKind::Range:

@@ -186,9 +186,11 @@ Value float_binary(BinOpKind op, double x, double y, const Value& a, const Value
 
 Value repeat_seq(const ValueList& items, int64_t n, bool tuple) {
   ValueList out;
-  if (n > 0 && items.size() * static_cast<size_t>(n) > (size_t{1} << 27))
+  // n > limit / size, not size * n > limit: the product wraps for huge n (2**62 copies hung).
+  if (n > 0 && !items.empty() && static_cast<size_t>(n) > (size_t{1} << 27) / items.size())
     throw Error(ErrCode::Value, "sequence repetition result is too large");
-  for (int64_t k = 0; k < n; ++k) out.insert(out.end(), items.begin(), items.end());
+  for (int64_t k = 0; !items.empty() && k < n; ++k)
+    out.insert(out.end(), items.begin(), items.end());
   return tuple ? make_tuple(std::move(out)) : make_list(std::move(out));
 }
 
@@ -423,9 +425,10 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
       if (seq.is_obj(ObjKind::Str)) {
         std::string out;
         int64_t k = n.as_int();
-        if (k > 0 && seq.as<StrObj>()->value.size() * static_cast<size_t>(k) > (size_t{1} << 30))
+        size_t len = seq.as<StrObj>()->value.size();
+        if (k > 0 && len > 0 && static_cast<size_t>(k) > (size_t{1} << 30) / len)
           throw Error(ErrCode::Value, "string repetition result is too large", where);
-        for (int64_t i = 0; i < k; ++i) out += seq.as<StrObj>()->value;
+        for (int64_t i = 0; len > 0 && i < k; ++i) out += seq.as<StrObj>()->value;
         return make_str(out);
       }
       try {
@@ -531,8 +534,15 @@ bool InterpreterImpl::less_than(const Value& a, const Value& b, const Span& wher
   if (seq_a && a.tag == b.tag && a.obj->kind == b.obj->kind) {
     const ValueList& x = a.is_obj(ObjKind::List) ? a.as<ListObj>()->items : a.as<TupleObj>()->items;
     const ValueList& y = b.is_obj(ObjKind::List) ? b.as<ListObj>()->items : b.as<TupleObj>()->items;
+    check_stack(where); // self-containing lists recurse without end
+    auto is_container = [](const Value& v) {
+      return v.is_obj(ObjKind::List) || v.is_obj(ObjKind::Tuple) || v.is_obj(ObjKind::Dict);
+    };
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
-      if (values_equal(x[i], y[i])) continue;
+      bool nested = is_container(x[i]) && is_container(y[i]) && x[i].obj != y[i].obj;
+      if (nested ? truthy(compare(CmpOpKind::Eq, x[i], y[i], where), where)
+                 : values_equal(x[i], y[i]))
+        continue;
       return less_than(x[i], y[i], where);
     }
     return x.size() < y.size();
@@ -549,6 +559,9 @@ bool InterpreterImpl::less_than(const Value& a, const Value& b, const Span& wher
 // equal without comparing, as in Python.
 static bool containers_equal(InterpreterImpl& in, const Value& a, const Value& b,
                              const Span& where) {
+  // Two lists that contain themselves recurse without end: Python's RecursionError,
+  // not a native stack overflow.
+  in.check_stack(where);
   auto items_equal = [&](const Value& x, const Value& y) {
     if (x.tag == Value::Tag::Obj && y.tag == Value::Tag::Obj && x.obj == y.obj) return true;
     return in.truthy(in.compare(CmpOpKind::Eq, x, y, where), where);

@@ -6,6 +6,7 @@
 #include "lang/bigint.hpp"
 #include "lang/interp_impl.hpp"
 #include "lang/methods.hpp"
+#include "lang/str_limits.hpp"
 #include "lang/utf8.hpp"
 
 namespace pxl {
@@ -98,7 +99,7 @@ Conversion parse_conversion(const std::string& fmt, size_t& i, const Span& where
     int v = -1;
     while (i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i]))) {
       v = (v < 0 ? 0 : v) * 10 + (fmt[i++] - '0');
-      if (v > 10000) throw Error(ErrCode::Value, "width or precision too big", where);
+      if (v > kMaxStrWidth) throw Error(ErrCode::Value, "width or precision too big", where);
     }
     return v;
   };
@@ -144,13 +145,17 @@ std::string InterpreterImpl::percent_format(const std::string& fmt, const Value&
     if (c.star_width) {
       Value w = args.next();
       if (!w.is_intlike()) throw Error(ErrCode::Type, "* wants int", where);
-      c.width = static_cast<int>(std::min<int64_t>(std::abs(w.as_int()), 10000));
+      if (w.as_int() > kMaxStrWidth || w.as_int() < -kMaxStrWidth)
+        throw Error(ErrCode::Value, "width or precision too big", where);
+      c.width = static_cast<int>(std::abs(w.as_int()));
       if (w.as_int() < 0) c.left = true;
     }
     if (c.star_precision) {
       Value p = args.next();
       if (!p.is_intlike()) throw Error(ErrCode::Type, "* wants int", where);
-      c.precision = static_cast<int>(std::clamp<int64_t>(p.as_int(), 0, 10000));
+      if (p.as_int() > kMaxStrWidth)
+        throw Error(ErrCode::Value, "width or precision too big", where);
+      c.precision = static_cast<int>(std::max<int64_t>(p.as_int(), 0));
     }
     Value v = c.has_key ? args.lookup(c.key) : args.next();
     if (v.is_obj(ObjKind::Array) && std::string("diouxXeEfFgGc").find(c.type) != std::string::npos)

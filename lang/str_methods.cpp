@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "lang/args.hpp"
+#include "lang/str_limits.hpp"
 
 namespace pxl {
 
@@ -390,8 +391,9 @@ Value str_method(InterpreterImpl& in, const std::string& name, const Value& self
   }
   if (name == "zfill") {
     ArgReader r(name, a, {"width"}, 1);
-    int64_t width = std::min<int64_t>(r.get_int(0), 100000);
+    int64_t width = r.get_int(0);
     if (width <= static_cast<int64_t>(s.size())) return self;
+    if (width > kMaxStrWidth) throw Error(ErrCode::Value, "string result is too large");
     size_t sign = !s.empty() && (s[0] == '+' || s[0] == '-') ? 1 : 0;
     return make_str(s.substr(0, sign) + std::string(static_cast<size_t>(width) - s.size(), '0') +
                     s.substr(sign));
@@ -419,13 +421,16 @@ Value str_method(InterpreterImpl& in, const std::string& name, const Value& self
   }
   if (name == "expandtabs") { // tabs to spaces up to the next multiple of tabsize
     ArgReader r(name, a, {"tabsize"});
-    int64_t tab = std::min<int64_t>(r.get_int(0, 8), 10000);
+    int64_t tab = r.get_int(0, 8);
+    if (tab > kMaxStrWidth) throw Error(ErrCode::Value, "string result is too large");
     std::string out;
     size_t col = 0;
     for (char c : s) {
       if (c == '\t') {
         if (tab > 0) {
           size_t n = static_cast<size_t>(tab) - col % static_cast<size_t>(tab);
+          if (out.size() + n > static_cast<size_t>(kMaxStrWidth))
+            throw Error(ErrCode::Value, "string result is too large");
           out.append(n, ' ');
           col += n;
         }
@@ -441,11 +446,12 @@ Value str_method(InterpreterImpl& in, const std::string& name, const Value& self
   if (name == "rsplit") return str_rsplit(self, a);
   if (name == "center" || name == "ljust" || name == "rjust") {
     ArgReader r(name, a, {"width", "fillchar"}, 1);
+    if (r.get_int(0) > kMaxStrWidth) throw Error(ErrCode::Value, "string result is too large");
     std::string spec = (r.has(1) ? r.get_str(1) : std::string(" ")) +
                        (name == "center"  ? "^"
                         : name == "ljust" ? "<"
                                           : ">") +
-                       std::to_string(std::clamp<int64_t>(r.get_int(0), 0, 10000));
+                       std::to_string(std::max<int64_t>(r.get_int(0), 0));
     return make_str(in.format_value(self, spec, Span{}));
   }
   throw Error(ErrCode::Internal, "unhandled str method " + name);

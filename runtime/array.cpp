@@ -1,6 +1,7 @@
 // Host buffers and concrete arrays.
 #include "runtime/array.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -22,11 +23,15 @@ constexpr size_t kMaxBytes = size_t{1} << 40;
 
 size_t checked_nbytes(DType dtype, const Shape& shape) {
   size_t n = dtype_size(dtype);
-  for (int64_t d : shape) {
+  for (int64_t d : shape)
     if (d < 0)
       throw Error(ErrCode::Value,
                   "negative dimension " + std::to_string(d) + " in shape " + shape_str(shape));
-    if (d != 0 && n > kMaxBytes / static_cast<size_t>(d))
+  // An empty array is empty whatever its other dimensions (JAX makes (2**40, 0)):
+  // checking the running product first refused it when the 0 came last.
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
+  for (int64_t d : shape) {
+    if (n > kMaxBytes / static_cast<size_t>(d))
       throw Error(ErrCode::Value, "array of shape " + shape_str(shape) + " and dtype " +
                                       dtype_name(dtype) + " is too large");
     n *= static_cast<size_t>(d);

@@ -174,8 +174,10 @@ std::shared_ptr<DeviceGridObj> device_grid_of(const Value& v) {
   const ValueList* items = sequence_items(v);
   if (!items || items->empty()) return nullptr;
   const Value* first = &v;
-  while (const ValueList* inner = sequence_items(*first)) {
-    if (inner->empty()) return nullptr;
+  // A bounded walk: a list that contains itself (a.append(a)) has no first leaf; deeper
+  // than any array's rank is not a grid of devices (the caller reports the nesting).
+  for (int depth = 0; const ValueList* inner = sequence_items(*first); ++depth) {
+    if (inner->empty() || depth > 64) return nullptr;
     first = &(*inner)[0];
   }
   if (!first->is_obj(ObjKind::Device)) return nullptr;

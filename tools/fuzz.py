@@ -101,21 +101,25 @@ def mutant(text, rng):
 
 
 REPL_PROBE = "print('REPL-ALIVE')"
+# An unclosed bracket or string rightly swallows a REPL probe, as in Python's REPL.
+PROBE_SWALLOWED = ("never closed", "unterminated")
 
 
-def run_one(pxl, extra, repl, text, args, timeout, workdir, name):
-    if repl:  # the session must survive whatever came before: blank lines end open blocks
-        text += "\n\n\n" + REPL_PROBE + "\n"
-    path = workdir / (name + ".pxl")
-    path.write_text(text, encoding="utf-8", errors="surrogateescape")
-    cmd = [str(Path(pxl).resolve())] + extra + args + ([] if repl else [path.name])
+def run_pxl(cmd, timeout, stdin=None, cwd=None, alive=None, lost="lost REPL session"):
+    """Runs pxl and classifies the outcome: (verdict, stderr), verdict None for a clean run.
+
+    A bad run is a signal or abort (status < 0 or > 2), a sanitizer report or internal error
+    on stderr (BAD_MARKERS), the time limit ("hang"), or, where `alive` is given (the bytes a
+    REPL probe prints last), a session that died before printing them (verdict `lost`).
+    Ordinary diagnostics (status 1 with error[E...]) are clean. fuzz_api.py uses this too.
+    """
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0:abort_on_error=0",
                UBSAN_OPTIONS="print_stacktrace=1",
                # glibc's checks, for an unsanitized build: freed memory is scribbled on
                MALLOC_CHECK_="3", MALLOC_PERTURB_="165")
     try:
-        p = subprocess.run(cmd, cwd=workdir, input=text.encode("utf-8", "surrogateescape")
-                           if repl else None, capture_output=True, timeout=timeout, env=env)
+        p = subprocess.run(cmd, cwd=cwd, input=stdin, capture_output=True, timeout=timeout,
+                           env=env)
     except subprocess.TimeoutExpired:
         return "hang", ""
     err = p.stderr.decode("utf-8", "replace")
@@ -124,12 +128,24 @@ def run_one(pxl, extra, repl, text, args, timeout, workdir, name):
     for marker in BAD_MARKERS:
         if marker in err:
             return marker, err
-    # An unclosed bracket or string rightly swallows the probe, as in Python's REPL.
-    if repl and b"REPL-ALIVE" not in p.stdout and "never closed" not in err and \
-            "unterminated" not in err:
-        return "lost REPL session", err
-    path.unlink()
+    if alive is not None and alive not in p.stdout and \
+            not any(s in err for s in PROBE_SWALLOWED):
+        return lost, err
     return None, err
+
+
+def run_one(pxl, extra, repl, text, args, timeout, workdir, name):
+    if repl:  # the session must survive whatever came before: blank lines end open blocks
+        text += "\n\n\n" + REPL_PROBE + "\n"
+    path = workdir / (name + ".pxl")
+    path.write_text(text, encoding="utf-8", errors="surrogateescape")
+    cmd = [str(Path(pxl).resolve())] + extra + args + ([] if repl else [path.name])
+    verdict, err = run_pxl(cmd, timeout, cwd=workdir,
+                           stdin=text.encode("utf-8", "surrogateescape") if repl else None,
+                           alive=b"REPL-ALIVE" if repl else None)
+    if not verdict:
+        path.unlink()
+    return verdict, err
 
 
 def corpus_files(paths):

@@ -12,10 +12,10 @@ or a missing end-of-chunk probe) is halved until the culprit lines are named.
 """
 import argparse
 import concurrent.futures
-import os
-import subprocess
 import sys
 from pathlib import Path
+
+from fuzz import run_pxl  # one runner and one verdict for both fuzzers
 
 PRELUDE = """import jax
 import jax.numpy as jnp
@@ -45,28 +45,12 @@ PATTERNS = [
     "A, E", "I, -1", "A, 'a'", "A, ()", "A, []", "A, lambda x: x",
 ]
 PROBE = "print('API-ALIVE')"
-BAD = ("AddressSanitizer", "runtime error:", "LeakSanitizer", "internal error",
-       "terminate called", "Assertion")
 
 
 def run(pxl, extra, lines, timeout):
     text = PRELUDE + "\n".join(lines) + "\n\n" + PROBE + "\n"
-    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0", MALLOC_CHECK_="3",
-               MALLOC_PERTURB_="165")
-    try:
-        p = subprocess.run([pxl] + extra, input=text.encode(), capture_output=True,
-                           timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return "hang", ""
-    err = p.stderr.decode("utf-8", "replace")
-    if p.returncode < 0 or p.returncode > 2:
-        return f"status {p.returncode}", err
-    for b in BAD:
-        if b in err:
-            return b, err
-    if b"API-ALIVE" not in p.stdout:
-        return "lost session", err
-    return None, err
+    return run_pxl([pxl] + extra, timeout, stdin=text.encode(), alive=b"API-ALIVE",
+                   lost="lost session")
 
 
 def check_chunk(pxl, extra, chunk, timeout):
