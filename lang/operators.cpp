@@ -218,7 +218,10 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
           op == BinOpKind::Pow && b.is_int() && b.i >= INT32_MIN && b.i <= INT32_MAX;
       Tensor y = int_exponent ? make_tensor(Array::scalar(Scalar::of_int(b.i), DType::Int32, true))
                               : to_tensor(b, where);
-      if (op == BinOpKind::MatMul) return make_array(np::matmul(ops(), x, y));
+      if (op == BinOpKind::MatMul) {
+        strict_check_join(*this, {x, y});
+        return make_array(np::matmul(ops(), x, y));
+      }
       strict_promote_pair(*this, x, y); // under 'strict': JAX's lattice, or its error
       return make_array(np::binary(ops(), to_np(op), x, y));
     } catch (Error& e) {
@@ -484,8 +487,9 @@ Value InterpreterImpl::compare(CmpOpKind op, const Value& a, const Value& b, con
     if (scalar_or_array(a) && scalar_or_array(b)) {
       try {
         LocScope loc(ops(), op_location(ops(), where));
-        return make_array(
-            np::binary(ops(), cmp_to_np(op), to_tensor(a, where), to_tensor(b, where)));
+        Tensor x = to_tensor(a, where), y = to_tensor(b, where);
+        strict_promote_pair(*this, x, y); // under 'strict': JAX's lattice, or its error
+        return make_array(np::binary(ops(), cmp_to_np(op), x, y));
       } catch (Error& e) {
         e.set_span_if_missing(where);
         throw;
