@@ -909,8 +909,16 @@ void InterpreterImpl::install_builtins() {
   });
   def("divmod", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("divmod", a, {"a", "b"}, 2);
-    return make_tuple({in.binary_op(BinOpKind::FloorDiv, r[0], r[1], Span{}),
-                       in.binary_op(BinOpKind::Mod, r[0], r[1], Span{})});
+    try {
+      return make_tuple({in.binary_op(BinOpKind::FloorDiv, r[0], r[1], Span{}),
+                         in.binary_op(BinOpKind::Mod, r[0], r[1], Span{})});
+    } catch (Error& e) { // Python names divmod() itself for operands it cannot take
+      const std::string floordiv = "unsupported operand type(s) for //:";
+      if (e.code() != ErrCode::Type || e.message().rfind(floordiv, 0) != 0) throw;
+      throw Error(ErrCode::Type,
+                  "unsupported operand type(s) for divmod():" + e.message().substr(floordiv.size()),
+                  e.span(), e.hint());
+    }
   });
   def("hasattr", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("hasattr", a, {"obj", "name"}, 2);

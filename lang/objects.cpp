@@ -310,11 +310,26 @@ bool InterpreterImpl::has_attr(const Value& obj, const std::string& name) {
   }
 }
 
+namespace {
+
+// Names JAX's modules keep only to say they were removed (its deprecation_getattr):
+// reading one is an AttributeError with JAX's message.
+const char* removed_attr_message(const std::string& module, const std::string& name) {
+  if (module == "jax.numpy" && name == "fix")
+    return "jax.numpy.fix was deprecated in JAX v0.9.0, and will be removed in JAX v0.10.0. Use "
+           "jax.numpy.trunc instead.";
+  return nullptr;
+}
+
+} // namespace
+
 Value InterpreterImpl::get_attr(const Value& obj, const std::string& name, const Span& where) {
   if (obj.is_obj(ObjKind::Module)) {
     auto* m = obj.as<ModuleObj>();
     auto it = m->env->vars.find(name);
     if (it != m->env->vars.end()) return it->second;
+    if (const char* msg = removed_attr_message(m->name, name))
+      throw Error(ErrCode::Attribute, msg, where);
     throw Error(ErrCode::Attribute, "module '" + m->name + "' has no attribute '" + name + "'",
                 where);
   }

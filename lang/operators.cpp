@@ -7,6 +7,7 @@
 #include "lang/interp_impl.hpp"
 #include "lang/op_location.hpp"
 #include "lang/py_complex.hpp"
+#include "lang/py_set.hpp"
 #include "runtime/eager.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/strict_promotion.hpp"
@@ -24,11 +25,13 @@ namespace {
               where);
 }
 
-// JAX's arrays refuse lists, tuples and dicts as operands (TypeError), naming the
-// array's type as Python does: 'ArrayImpl' from the operators jaxlib implements
-// (+, *, ==, !=), 'jaxlib._jax.ArrayImpl' from the others.
+// JAX's arrays refuse lists, tuples, dicts and sets as operands (TypeError), naming
+// the array's type as Python does: 'ArrayImpl' where jaxlib raises (+ and * of a
+// list or tuple, == and != of any), 'jaxlib._jax.ArrayImpl' where the array's
+// method returns NotImplemented and Python raises.
 bool rejected_operand(const Value& v) {
-  return v.is_obj(ObjKind::List) || v.is_obj(ObjKind::Tuple) || v.is_obj(ObjKind::Dict);
+  return v.is_obj(ObjKind::List) || v.is_obj(ObjKind::Tuple) || v.is_obj(ObjKind::Dict) ||
+         py_set_items(v);
 }
 
 std::string jax_type_name(const Value& v, bool short_name) {
@@ -277,7 +280,8 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
   // Arrays: the array namespace decides (broadcasting, promotion, weak types).
   if (a.is_obj(ObjKind::Array) || b.is_obj(ObjKind::Array)) {
     if (rejected_operand(a) || rejected_operand(b)) {
-      bool short_name = op == BinOpKind::Add || op == BinOpKind::Mul;
+      auto seq = [](const Value& v) { return v.is_obj(ObjKind::List) || v.is_obj(ObjKind::Tuple); };
+      bool short_name = (op == BinOpKind::Add || op == BinOpKind::Mul) && (seq(a) || seq(b));
       std::string s = op == BinOpKind::Pow ? "** or pow()" : sym;
       rejected("unsupported operand type(s) for " + s + ": '" + jax_type_name(a, short_name) +
                    "' and '" + jax_type_name(b, short_name) + "'",
@@ -299,7 +303,10 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
           op == BinOpKind::Pow && b.is_int() && b.i >= INT32_MIN && b.i <= INT32_MAX;
       Tensor y = int_exponent ? make_tensor(Array::scalar(Scalar::of_int(b.i), DType::Int32, true))
                               : to_tensor(b, where);
-      if (op == BinOpKind::MatMul) return make_array(np::matmul(ops(), x, y));
+      if (op == BinOpKind::MatMul) {
+        strict_check_join(*this, {x, y});
+        return make_array(np::matmul(ops(), x, y));
+      }
       // Operands committed to two devices are JAX's error (the runtime sees
       // only placements, so one committed to the default device is caught
       // here); a result with a committed operand is committed, as JAX's.
@@ -599,6 +606,11 @@ Value InterpreterImpl::compare(CmpOpKind op, const Value& a, const Value& b, con
   default:
     break;
   }
+  // A set's __eq__ gives NotImplemented for an array, whose own __eq__ refuses the set.
+  if ((op == CmpOpKind::Eq || op == CmpOpKind::Ne) &&
+      ((a.is_obj(ObjKind::Array) && py_set_items(b)) ||
+       (b.is_obj(ObjKind::Array) && py_set_items(a))))
+    rejected("unsupported operand type(s) for ==: 'ArrayImpl' and 'set'", where);
   if (Value r; opaque_operator(*this, cmpop_dunder(op), a, b, r, where)) return r;
   if (a.is_obj(ObjKind::Array) || b.is_obj(ObjKind::Array)) {
     auto scalar_or_array = [](const Value& v) {
@@ -609,8 +621,9 @@ Value InterpreterImpl::compare(CmpOpKind op, const Value& a, const Value& b, con
       check_jit_int(b, "y", where);
       try {
         LocScope loc(ops(), op_location(ops(), where));
-        return make_array(
-            np::binary(ops(), cmp_to_np(op), to_tensor(a, where), to_tensor(b, where)));
+        Tensor x = to_tensor(a, where), y = to_tensor(b, where);
+        strict_promote_pair(*this, x, y); // under 'strict': JAX's lattice, or its error
+        return make_array(np::binary(ops(), cmp_to_np(op), x, y));
       } catch (Error& e) {
         e.set_span_if_missing(where);
         throw;

@@ -40,6 +40,21 @@ std::vector<Tensor> tensor_list(InterpreterImpl& in, const Value& v, const char*
   return out;
 }
 
+// The arrays a joining function (concatenate, stack, ...) takes: each converted
+// to dtype= when given (JAX's asarray(a, dtype=dtype)), else checked as JAX's
+// promote_dtypes checks them under strict promotion.
+std::vector<Tensor> joined_list(InterpreterImpl& in, const ArgReader& r, size_t arrays,
+                                size_t dtype, const char* fn) {
+  std::vector<Tensor> xs = tensor_list(in, r[arrays], fn);
+  if (r.has(dtype) && !r[dtype].is_none()) {
+    DType d = value_to_dtype(r[dtype]).value();
+    for (Tensor& x : xs) x = np::astype(in.ops(), x, d);
+  } else {
+    strict_check_join(in, xs);
+  }
+  return xs;
+}
+
 // jnp.eye's N and M go through JAX's shape canonicalisation (its TypeError) and
 // then its own check for negative sizes.
 int64_t eye_dim(const Value& v, const std::string& which) {
@@ -435,26 +450,28 @@ void def_shape(ModuleBuilder& b) {
     return make_array(np::broadcast_to(in.ops(), T(in, r[0]), canonical_shape(in, r[1])));
   });
   b.fn("concatenate", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("concatenate", a, {"arrays", "axis"}, 1);
-    std::vector<Tensor> xs = tensor_list(in, r[0], "concatenate");
+    ArgReader r("concatenate", a, {"arrays", "axis", "dtype"}, 1);
+    std::vector<Tensor> xs = joined_list(in, r, 0, 2, "concatenate");
     if (r.has(1) && r[1].is_none()) // axis=None concatenates the flattened arrays
       for (Tensor& x : xs) x = np::reshape(in.ops(), x, {-1});
     return make_array(np::concatenate(in.ops(), xs, static_cast<int>(r.get_int(1, 0))));
   });
   b.fn("stack", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("stack", a, {"arrays", "axis"}, 1);
+    ArgReader r("stack", a, {"arrays", "axis", "out", "dtype"}, 1);
+    if (r.has(2) && !r[2].is_none())
+      throw Error(ErrCode::Unsupported, "The 'out' argument to jnp.stack is not supported.");
     return make_array(
-        np::stack(in.ops(), tensor_list(in, r[0], "stack"), static_cast<int>(r.get_int(1, 0))));
+        np::stack(in.ops(), joined_list(in, r, 0, 3, "stack"), static_cast<int>(r.get_int(1, 0))));
   });
   b.fn("hstack", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("hstack", a, {"tup"}, 1);
-    auto xs = tensor_list(in, r[0], "hstack");
+    ArgReader r("hstack", a, {"tup", "dtype"}, 1);
+    auto xs = joined_list(in, r, 0, 1, "hstack");
     bool all_1d = !xs.empty() && xs[0]->aval.ndim() <= 1;
     return make_array(np::concatenate(in.ops(), xs, all_1d ? 0 : 1));
   });
   b.fn("vstack", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("vstack", a, {"tup"}, 1);
-    auto xs = tensor_list(in, r[0], "vstack");
+    ArgReader r("vstack", a, {"tup", "dtype"}, 1);
+    auto xs = joined_list(in, r, 0, 1, "vstack");
     for (auto& x : xs)
       if (x->aval.ndim() < 2) x = np::reshape(in.ops(), x, {1, -1});
     return make_array(np::concatenate(in.ops(), xs, 0));
@@ -629,6 +646,8 @@ void def_linalg(ModuleBuilder& b) {
       DType d = value_to_dtype(r[3]).value();
       x = np::astype(in.ops(), x, d);
       y = np::astype(in.ops(), y, d);
+    } else {
+      strict_check_join(in, {x, y}); // JAX's result_type of the operands
     }
     return std::pair{x, y};
   };
@@ -644,7 +663,9 @@ void def_linalg(ModuleBuilder& b) {
   });
   b.fn("outer", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("outer", a, {"a", "b"}, 2);
-    return make_array(np::outer(in.ops(), T(in, r[0]), T(in, r[1])));
+    Tensor x = T(in, r[0]), y = T(in, r[1]);
+    strict_check_join(in, {x, y});
+    return make_array(np::outer(in.ops(), x, y));
   });
   b.fn("einsum", [](InterpreterImpl& in, CallArgs& a) {
     std::optional<DType> preferred;
@@ -670,6 +691,8 @@ void def_linalg(ModuleBuilder& b) {
     // preferred_element_type= is the result (and accumulation) type: the operands go in as it.
     if (preferred)
       for (Tensor& t : ops) t = np::astype(in.ops(), t, *preferred);
+    else
+      strict_check_join(in, ops);
     return make_array(np::einsum(in.ops(), spec, ops, optimize));
   });
   // (path, info): opt_einsum's path as a list of tuples and its printed PathInfo.

@@ -2,6 +2,7 @@
 // issubdtype and numpy's abstract scalar classes (floating, integer, ...).
 // finfo's float fields are 0-d arrays of the dtype, as numpy scalars of that
 // type behave in JAX (strong, so `x * finfo(x.dtype).eps` keeps x's dtype).
+#include <algorithm>
 #include <array>
 #include <cfloat>
 #include <cmath>
@@ -571,6 +572,19 @@ std::optional<PromotedType> strict_binary_type(InterpreterImpl& in, const AVal& 
   // Weak operands only: the default type of the joined kind (x64 off), weak.
   const DType d = out >= CW ? DType::Complex64 : out >= FW ? DType::Float32 : DType::Int32;
   return PromotedType{d, true};
+}
+
+void strict_check_join(InterpreterImpl& in, const std::vector<Tensor>& xs) {
+  if (xs.size() < 2) return;
+  std::vector<JT> ts; // distinct, in argument order (JAX names a set's members)
+  for (const Tensor& x : xs) {
+    const bool w = x->aval.weak && x->aval.dtype != DType::Bool;
+    const JT t = jt_of(x->aval.dtype, false);
+    const JT j = w ? weak_of(t) : t;
+    if (std::find(ts.begin(), ts.end(), j) == ts.end()) ts.push_back(j);
+  }
+  if (ts.size() < 2 || try_lattice_join(ts, true)) return; // strict agrees: no flag read
+  if (strict_promotion(in)) lattice_join(ts, true);        // JAX's TypePromotionError
 }
 
 void strict_promote_pair(InterpreterImpl& in, Tensor& x, Tensor& y) {

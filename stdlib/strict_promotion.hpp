@@ -4,6 +4,7 @@
 // lattices live).
 
 #include <optional>
+#include <vector>
 
 #include "ir/dtype.hpp"
 #include "ir/tensor.hpp"
@@ -21,5 +22,10 @@ std::optional<PromotedType> strict_binary_type(InterpreterImpl& in, const AVal& 
 // The same for a jnp function's two operands, converted in place to the type
 // strict promotion gives them (unchanged under 'standard').
 void strict_promote_pair(InterpreterImpl& in, Tensor& x, Tensor& y);
+
+// jnp functions that join all their operands' types (concatenate, stack, dot,
+// matmul, outer, einsum): under strict promotion JAX's TypePromotionError when
+// the strict lattice has no join; otherwise nothing (standard promotion follows).
+void strict_check_join(InterpreterImpl& in, const std::vector<Tensor>& xs);
 
 } // namespace pxl
