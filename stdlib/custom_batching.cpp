@@ -238,13 +238,7 @@ Value call_vmap(InterpreterImpl& in, const std::shared_ptr<const VmapDef>& def,
   rule->out_tree = t.out_tree;
   rule->where = where;
   operands.insert(operands.end(), t.consts.begin(), t.consts.end());
-  OpAttrs attrs;
-  attrs.custom = rule;
-  LocScope loc(in.ops(), where);
-  std::vector<Tensor> outs = in.ops().bind_call(attrs, operands);
-  ValueList leaves;
-  for (Tensor& o : outs) leaves.push_back(make_array(std::move(o)));
-  return tree_unflatten(t.out_tree, leaves);
+  return bind_custom_call(in, rule, operands, t.out_tree, where);
 }
 
 // The custom_vmap-decorated function.

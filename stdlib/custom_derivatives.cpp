@@ -635,6 +635,18 @@ ValueList positional_args(InterpreterImpl& in, const Value& fun, const std::stri
   return out;
 }
 
+Value bind_custom_call(InterpreterImpl& in, std::shared_ptr<const CustomCallee> rule,
+                       std::span<const Tensor> operands, const TreeDef& out_tree,
+                       const Span& where) {
+  OpAttrs attrs;
+  attrs.custom = std::move(rule);
+  LocScope loc(in.ops(), where);
+  std::vector<Tensor> outs = in.ops().bind_call(attrs, operands);
+  ValueList leaves;
+  for (Tensor& o : outs) leaves.push_back(make_array(std::move(o)));
+  return tree_unflatten(out_tree, leaves);
+}
+
 namespace {
 
 Value call_custom(InterpreterImpl& in, const std::shared_ptr<const CustomDef>& def, CallArgs& a,
@@ -735,13 +747,7 @@ Value call_custom(InterpreterImpl& in, const std::shared_ptr<const CustomDef>& d
   rule->num_static = site.num_arrays;
   rule->under_jvp = forward_mode(in);
   rule->site = std::move(site);
-  OpAttrs attrs;
-  attrs.custom = rule;
-  LocScope loc(in.ops(), where);
-  std::vector<Tensor> outs = in.ops().bind_call(attrs, operands);
-  ValueList leaves;
-  for (Tensor& o : outs) leaves.push_back(make_array(std::move(o)));
-  return tree_unflatten(t.out_tree, leaves);
+  return bind_custom_call(in, rule, operands, t.out_tree, where);
 }
 
 // defjvps(*jvps): JAX's jvp from one rule per argument, jvp_i(t_i, ans, *primals),

@@ -5,6 +5,7 @@
 
 #include "ir/custom_call.hpp"
 #include "lang/interp_impl.hpp"
+#include "stdlib/pytree.hpp"
 #include "stdlib/transforms.hpp"
 
 namespace pxl {
@@ -45,6 +46,12 @@ std::string callable_name(const Value& f);
 
 // Whether the innermost differentiating trace is forward mode's (jax.jvp).
 bool forward_mode(InterpreterImpl& in);
+
+// Binds the custom_call of `rule` on `operands` in the current context (at
+// `where`) and returns its results as the pytree `out_tree`.
+Value bind_custom_call(InterpreterImpl& in, std::shared_ptr<const CustomCallee> rule,
+                       std::span<const Tensor> operands, const TreeDef& out_tree,
+                       const Span& where);
 
 // The positional arguments of a call of the `kind`-decorated function `fun`
 // (custom_jvp, custom_vjp, custom_vmap): keywords bound through fun's
