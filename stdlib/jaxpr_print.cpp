@@ -307,9 +307,9 @@ struct Printer {
     std::map<int, int> renamed;
   };
   std::vector<Scope> scopes{Scope{}};
-  std::map<int, AVal> synthetic; // binders with no value of their own (id >= values.size())
+  std::map<int, AVal> synthetic;     // binders with no value of their own (id >= values.size())
   std::map<int, std::string> shared; // jit regions printed before the jaxpr: `let name = ...`
-  std::vector<int> uses;         // per value: shown uses
+  std::vector<int> uses;             // per value: shown uses
 
   Printer(const Function& f, const JaxprRecord* r, const std::vector<Tensor>* consts = nullptr)
       : view(without_aliases(f, r)), fn(view),
@@ -566,9 +566,10 @@ struct Printer {
     return pp::group(pp::concat({pp::nest(2, body), pp::text(" }")}));
   }
 
-  // A part's jaxpr (a cond branch, a scan body): fresh parameters for its
-  // consts, then for the values its invars stand for.
-  pp::Doc part_jaxpr(int k, const std::vector<int>& consts) {
+  // Region k's jaxpr with fresh parameters for `consts`, then for the values
+  // its invars stand for, returning `outs`: a part's (a cond branch, a scan
+  // body) or a hoisted jit's.
+  pp::Doc fresh_params_jaxpr(int k, const std::vector<int>& consts, const std::vector<int>& outs) {
     const JaxprRegion& g = st.region(k);
     Scope sc;
     std::vector<pp::Doc> params;
@@ -581,9 +582,12 @@ struct Printer {
     for (int v : consts) bind(v);
     for (int v : g.invars) bind(v);
     scopes.push_back(sc);
-    pp::Doc doc = skeleton(pp::nil(), var_list(params), eqns_of(k, g.begin, g.end), g.outvars);
+    pp::Doc doc = skeleton(pp::nil(), var_list(params), eqns_of(k, g.begin, g.end), outs);
     scopes.pop_back();
     return doc;
+  }
+  pp::Doc part_jaxpr(int k, const std::vector<int>& consts) {
+    return fresh_params_jaxpr(k, consts, st.region(k).outvars);
   }
 
   // The lhs of a region's equation: its results, each a new variable (one
@@ -592,8 +596,8 @@ struct Printer {
     std::vector<pp::Doc> items;
     for (int v : g.outputs) {
       int r = st.resolve(v);
-      bool own = !hoisted && st.defined_in(g, r) &&
-                 !std::count(binder_ids.begin(), binder_ids.end(), r);
+      bool own =
+          !hoisted && st.defined_in(g, r) && !std::count(binder_ids.begin(), binder_ids.end(), r);
       if (!own) {
         int id = static_cast<int>(fn.values.size() + synthetic.size());
         synthetic[id] = aval_of(r);
@@ -727,29 +731,11 @@ struct Printer {
       }
     return order;
   }
-  // A hoisted region's jaxpr: fresh parameters for its consts and operands.
-  pp::Doc hoisted_jaxpr(int k) {
-    const JaxprRegion& g = st.region(k);
-    Scope sc;
-    std::vector<pp::Doc> params;
-    std::vector<int> ins = st.free_values(k);
-    ins.insert(ins.end(), g.invars.begin(), g.invars.end());
-    for (int v : ins) {
-      int r = st.resolve(v);
-      std::string n = fresh();
-      if (!sc.names.count(r)) sc.names[r] = n;
-      params.push_back(pp::text(n + ":" + aval_str(aval_of(r))));
-    }
-    scopes.push_back(sc);
-    pp::Doc doc = skeleton(pp::nil(), var_list(params), eqns_of(k, g.begin, g.end), g.outputs);
-    scopes.pop_back();
-    return doc;
-  }
-
   std::string print() {
     std::vector<pp::Doc> docs;
     for (int k : hoist())
-      docs.push_back(pp::concat({pp::text("let " + shared[k] + " = "), hoisted_jaxpr(k),
+      docs.push_back(pp::concat({pp::text("let " + shared[k] + " = "),
+                                 fresh_params_jaxpr(k, st.free_values(k), st.region(k).outputs),
                                  pp::text(" in"), pp::brk()}));
     docs.push_back(top_doc());
     return pp::format(pp::concat(docs));

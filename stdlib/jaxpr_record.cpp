@@ -69,6 +69,21 @@ int jaxpr_begin_region(TraceContext& tc, std::string prim, std::vector<int> inpu
   return rec.open.back();
 }
 
+int jaxpr_begin_body(TraceContext& tc, std::string prim,
+                     std::vector<std::pair<std::string, std::string>> params,
+                     std::vector<Tensor>& operands) {
+  std::vector<int> inputs;
+  for (const Tensor& t : operands) inputs.push_back(tc.value_of(t));
+  int region = jaxpr_begin_region(tc, std::move(prim), std::move(inputs), std::move(params));
+  // New values, told apart from the operands' other uses (an operand passed
+  // twice is two parameters).
+  for (Tensor& t : operands) {
+    t = jaxpr_fresh_copy(tc, t);
+    tc.jaxpr_record->regions[static_cast<size_t>(region)].invars.push_back(tc.value_of(t));
+  }
+  return region;
+}
+
 void jaxpr_end_region(TraceContext& tc, int region, std::vector<int> outputs) {
   JaxprRecord& rec = *tc.jaxpr_record;
   // (Regions left open by an error inside them close with their parent.)
@@ -143,7 +158,7 @@ std::vector<Tensor> inline_recorded(TraceContext& tc, const Function& f, const J
 
 Value call_as_jitted(InterpreterImpl& in, const std::string& name,
                      const std::vector<std::string>& dynamic, CallArgs& a, const NativeFn& f) {
-  auto [tc, rec] = recording(in);
+  TraceContext* tc = recording(in).first;
   if (!tc) return f(in, a);
   std::vector<Value*> lifted;
   auto consider = [&](Value& v) {
@@ -153,18 +168,9 @@ Value call_as_jitted(InterpreterImpl& in, const std::string& name,
   for (auto& [k, v] : a.kw)
     if (std::count(dynamic.begin(), dynamic.end(), k)) consider(v);
   std::vector<Tensor> operands;
-  std::vector<int> inputs;
-  for (Value* v : lifted) {
-    operands.push_back(in.to_tensor(*v, Span{}));
-    inputs.push_back(tc->value_of(operands.back()));
-  }
-  int region = jaxpr_begin_region(*tc, "jit", std::move(inputs), {{"name", name}});
-  // The body's parameters: new values (as jit's, stdlib/jit.cpp).
-  for (size_t k = 0; k < lifted.size(); ++k) {
-    Tensor copy = jaxpr_fresh_copy(*tc, operands[k]);
-    rec->regions[static_cast<size_t>(region)].invars.push_back(tc->value_of(copy));
-    *lifted[k] = make_array(copy);
-  }
+  for (Value* v : lifted) operands.push_back(in.to_tensor(*v, Span{}));
+  int region = jaxpr_begin_body(*tc, "jit", {{"name", name}}, operands);
+  for (size_t k = 0; k < lifted.size(); ++k) *lifted[k] = make_array(operands[k]);
   Value out = f(in, a);
   jaxpr_end_region(*tc, region, value_ids(in, *tc, out));
   return out;

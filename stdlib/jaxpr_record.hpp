@@ -19,6 +19,12 @@ struct JaxprRecord;
 // the equation's operands (value ids); returns its index. tc.jaxpr_record set.
 int jaxpr_begin_region(TraceContext& tc, std::string prim, std::vector<int> inputs,
                        std::vector<std::pair<std::string, std::string>> params);
+// Opens the region of an equation (jit, checkpoint) whose body takes
+// `operands` as its parameters: each operand is replaced by a fresh copy
+// (jaxpr_fresh_copy) that the body uses, recorded as the region's invars.
+int jaxpr_begin_body(TraceContext& tc, std::string prim,
+                     std::vector<std::pair<std::string, std::string>> params,
+                     std::vector<Tensor>& operands);
 // Closes `region` (and any region an error left open inside it) with the
 // equation's results.
 void jaxpr_end_region(TraceContext& tc, int region, std::vector<int> outputs);

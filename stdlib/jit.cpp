@@ -558,7 +558,8 @@ struct JitFunction : OpaqueObj {
       const Value& l = leaves[i];
       // A Python int beyond int32 (x64 is off): JAX's OverflowError as it
       // parses the argument (remat traces it as the function's own value).
-      bool overflow = !remat && (is_bigint(l) || (l.is_int() && (l.i > INT32_MAX || l.i < INT32_MIN)));
+      bool overflow =
+          !remat && (is_bigint(l) || (l.is_int() && (l.i > INT32_MAX || l.i < INT32_MIN)));
       if (!overflow && (is_float0(l) || l.is_obj(ObjKind::Array) || l.is_number() ||
                         l.is_obj(ObjKind::Complex) || sequence_items(l)))
         continue;
@@ -853,23 +854,13 @@ struct JitFunction : OpaqueObj {
       // make_jaxpr shows a jit called inside the traced function as JAX's
       // jit equation (a scan body's internal jit is not one).
       int region = -1;
-      if (enclosing && enclosing->jaxpr_record && !keep_captured) {
-        std::vector<int> ids;
-        for (const Tensor& t : leaves) ids.push_back(enclosing->value_of(t));
+      if (enclosing && enclosing->jaxpr_record && !keep_captured)
         region =
-            remat ? jaxpr_begin_region(
-                        *enclosing, "checkpoint", std::move(ids),
-                        {{"differentiated", "False"}, {"policy", "None"}, {"prevent_cse", "True"}})
-                  : jaxpr_begin_region(*enclosing, "jit", std::move(ids), {{"name", jaxpr_name()}});
-        // The body's parameters: new values, told apart from the operands'
-        // other uses (an operand passed twice is two parameters).
-        std::vector<int>& params =
-            enclosing->jaxpr_record->regions[static_cast<size_t>(region)].invars;
-        for (Tensor& t : leaves) {
-          t = jaxpr_fresh_copy(*enclosing, t);
-          params.push_back(enclosing->value_of(t));
-        }
-      }
+            remat ? jaxpr_begin_body(
+                        *enclosing, "checkpoint",
+                        {{"differentiated", "False"}, {"policy", "None"}, {"prevent_cse", "True"}},
+                        leaves)
+                  : jaxpr_begin_body(*enclosing, "jit", {{"name", jaxpr_name()}}, leaves);
       if (!run_partitioned(in, *entry, leaves, as_passed, out_shardings, where, out)) {
         if (!run_compiled(in, *entry, leaves, out)) out = run_jitted(in, *entry->traced, leaves);
         if (out_shardings.is_none() && !enclosing) out = follow_data(in, leaves, out);

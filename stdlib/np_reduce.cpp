@@ -1,6 +1,5 @@
 // Reductions (sum prod max min mean any all var), argmax/argmin and cumsum with
 // jnp's result dtypes: sums of bool/int give int32, means of ints float32.
-#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -30,20 +29,6 @@ const char* reduce_name(ReduceOp op) {
     return "all";
   }
   return "?";
-}
-
-// The reduced result with size-1 dims put back where `axes` were.
-Tensor keep_dims(OpContext& cx, const Tensor& r, const Shape& in,
-                 const std::vector<int64_t>& axes) {
-  std::vector<int64_t> sorted = axes;
-  std::sort(sorted.begin(), sorted.end());
-  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-  if (av(r).shape.size() + sorted.size() != in.size()) { // r kept some of them already
-    Shape s = in;
-    for (int64_t a : axes) s[static_cast<size_t>(a)] = 1;
-    return reshape_to(cx, r, s);
-  }
-  return expand_dims_at(cx, r, sorted);
 }
 
 int64_t count(const Shape& s, const std::vector<int64_t>& axes) {
@@ -160,7 +145,7 @@ Tensor reduce(OpContext& cx, ReduceOp op, const Tensor& x0, const Axes& axes0, b
                                         : (b ? BinOp::BitAnd : BinOp::Minimum);
     r = binary(cx, comb, init, r);
   }
-  if (keepdims) r = keep_dims(cx, r, av(x).shape, axes);
+  if (keepdims) r = expand_dims_at(cx, r, axes); // (axes sorted: norm_axes)
   // jnp reductions drop the weak type.
   return convert(cx, r, result, false);
 }
@@ -214,12 +199,12 @@ Tensor arg_reduce(OpContext& cx, Op op, const Tensor& x0, std::optional<int> axi
   a.dtype = DType::Int32;
   Tensor r = bind(cx, op, a, {x});
   if (!keepdims) return r;
-  if (!axis) {
-    std::vector<int64_t> all(av(x0).shape.size());
-    for (size_t d = 0; d < all.size(); ++d) all[d] = static_cast<int64_t>(d);
-    return expand_dims_at(cx, r, all);
+  std::vector<int64_t> axes{ax};
+  if (!axis) { // every dimension
+    axes.resize(av(x0).shape.size());
+    for (size_t d = 0; d < axes.size(); ++d) axes[d] = static_cast<int64_t>(d);
   }
-  return keep_dims(cx, r, av(x0).shape, {ax});
+  return expand_dims_at(cx, r, axes);
 }
 
 } // namespace
