@@ -1,9 +1,11 @@
 // Builds every stdlib module and the predeclared globals (DESIGN §2: np, lax,
 // jax, devices, device_count, tree_map, ...).
 #include "lang/args.hpp"
+#include "stdlib/arraylike_checks.hpp"
 #include "stdlib/checkify.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/module_builder.hpp"
+#include "stdlib/numpy_twin.hpp"
 #include "stdlib/prng_key.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/sharding.hpp"
@@ -152,7 +154,6 @@ void install_stdlib(InterpreterImpl& in) {
   add_checkify(in, experimental);
   in.register_module("jax", jax_v);
   in.register_module("jax.numpy", np);
-  in.register_module("numpy", np);
   in.register_module("jax.lax", lax);
   in.register_module("jax.random", random);
   in.register_module("jax.tree_util", tu);
@@ -165,13 +166,19 @@ void install_stdlib(InterpreterImpl& in) {
   in.register_module("math", make_math_module());
 
   // Predeclared names: a script may use them without importing anything.
-  in.define_builtin("np", np);
+  in.define_builtin("np", np); // numpy's twin replaces it below
   in.define_builtin("lax", lax);
   in.define_builtin("jax", jax_v);
   for (const char* n : {"devices", "device_count", "tree_map"})
     in.define_builtin(n, jax_v.as<ModuleObj>()->env->vars.at(n));
-  add_pxl_modules(in, jax_v);  // nn.pxl imports jax
-  install_ufuncs(in, np);      // jnp.add & co. as ufunc objects (stdlib/ufunc.cpp)
+  add_pxl_modules(in, jax_v); // nn.pxl imports jax
+  // numpy converts lists where jax.numpy refuses them: its twin is made
+  // before jax.numpy's functions get JAX's checks (stdlib/arraylike_checks.cpp).
+  Value numpy = make_numpy_twin(in, np);
+  in.define_builtin("np", numpy);
+  add_arraylike_checks(in);
+  install_ufuncs(in, np); // jnp.add & co. as ufunc objects (stdlib/ufunc.cpp)
+  install_ufuncs(in, numpy);
   add_out_sharding(in, jax_v); // wraps functions of both kinds
 }
 

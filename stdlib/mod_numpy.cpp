@@ -524,7 +524,8 @@ void def_shape(ModuleBuilder& b) {
         for (const Value& d : *dims) n *= value_to_int(d, std::string(name) + "() shape entry");
         return Value::integer(which == 1 ? static_cast<int64_t>(dims->size()) : n);
       }
-      const AVal av = T(in, r[0])->aval; // a copy: the tensor of a list is a temporary
+      // None is numpy's 0-d object array: shape (), one element.
+      const AVal av = r[0].is_none() ? AVal{} : T(in, r[0])->aval; // a copy: a list's is temporary
       if (which == 0) {
         ValueList d;
         for (int64_t x : av.shape) d.push_back(Value::integer(x));

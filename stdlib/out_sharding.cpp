@@ -8,7 +8,6 @@
 // business (as for with_sharding_constraint), so values pass through.
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
-#include "runtime/eager.hpp"
 #include "stdlib/autodiff.hpp"
 #include "stdlib/jit_devices.hpp"
 #include "stdlib/pytree.hpp"
@@ -139,17 +138,7 @@ void wrap(Value& module, const std::string& name, const std::string& prefix, boo
     if (target.is_none()) {
       // Under jax.set_mesh the result is committed to the mesh: jnp.array
       // places its copy as device_put does (P()), jnp.asarray leaves an array
-      // it is given as it is, the others compute theirs.
-      // pxl's numpy is jax.numpy: np.asarray(x) of an array on another device
-      // (a shard's data) is numpy's host copy in JAX, which mixes with any
-      // device's arrays; here it comes to the default device, uncommitted
-      // (where JAX's jnp.asarray would keep x's device).
-      if (given_array && fn == "jnp.asarray" && result.is_obj(ObjKind::Array))
-        if (auto* eager = dynamic_cast<EagerContext*>(&in.ops())) {
-          const Tensor& t = result.as<ArrayObj>()->tensor;
-          if (t->concrete && t->concrete->device() != eager->device())
-            return make_array(make_tensor(t->concrete->on_device(eager->device())));
-        }
+      // it is given as it is (on its device), the others compute theirs.
       if (fn == "jnp.asarray" && given_array) return result;
       return results_on_current_mesh(in, result, fn != "jnp.array" && fn != "jnp.asarray");
     }
