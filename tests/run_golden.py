@@ -9,6 +9,9 @@ from its own directory (so diagnostics show the bare file name) and compared wit
   NAME.amd.out / NAME.intel.out  expected stdout on that CPU vendor's machines, in place of
              NAME.out: JAX's own linear algebra (LAPACK through OpenBLAS, whose kernels are
              chosen per CPU) differs in the last bits between them, and pxl follows it.
+  NAME.amd512.out  the same on AMD CPUs with AVX-512 (Zen 4 and later): OpenBLAS runs its
+             Intel AVX-512 kernels there, so NAME.out (not NAME.amd.out) is their fallback,
+             while XLA's AMD-specific code (rsqrt's one Newton step) still applies.
 A first line `# ARGS: --devices 4` passes flags to pxl. Files whose name starts
 with `_` are helper modules for the others to import, not tests.
 
@@ -66,24 +69,29 @@ def read_args(test):
     return []
 
 
-def cpu_vendor():
+def cpu_kind():
+    """'amd', 'amd512' (AMD with AVX-512), 'intel', or None."""
+    vendor, avx512 = None, False
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             for line in f:
-                if line.startswith("vendor_id"):
-                    return {"AuthenticAMD": "amd", "GenuineIntel": "intel"}.get(line.split(":")[1].strip())
+                if line.startswith("vendor_id") and vendor is None:
+                    vendor = {"AuthenticAMD": "amd", "GenuineIntel": "intel"}.get(line.split(":")[1].strip())
+                elif line.startswith("flags"):
+                    avx512 = "avx512f" in line.split()
+                    break
     except OSError:
         pass
-    return None
+    return "amd512" if vendor == "amd" and avx512 else vendor
 
 
-VENDOR = cpu_vendor()
+CPU_KIND = cpu_kind()
 
 
 def stdout_file(base):
-    """NAME.out, or this CPU vendor's NAME.VENDOR.out where the test has one."""
-    if VENDOR:
-        own = Path(f"{base}.{VENDOR}.out")
+    """NAME.out, or this kind of CPU's NAME.KIND.out where the test has one."""
+    if CPU_KIND:
+        own = Path(f"{base}.{CPU_KIND}.out")
         if own.exists():
             return own
     return Path(f"{base}.out")
