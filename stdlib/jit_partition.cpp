@@ -61,6 +61,10 @@ public:
   struct Local {
     Tensor t;
     DimSpec spec;
+    // A shard_map's result with unreduced out_specs: per device a partial
+    // sum over these axes. Any use sums them first (reshard); a jit result
+    // keeps them (its sharding then names them).
+    Axes unreduced = {};
   };
 
   Shape local_shape(const Shape& global, const DimSpec& s) const {
@@ -84,6 +88,8 @@ public:
 
   void run(const Instr& ins) {
     LocScope loc(tc_, g_.values[ins.result].loc);
+    for (int o : ins.operands)
+      if (!env_[o].unreduced.empty()) env_[o] = {reshard(o, env_[o].spec), env_[o].spec, {}};
     Op op = ins.op;
     if (op == Op::ShardingConstraint) return constrain(ins);
     if (is_elementwise(op)) return elementwise(ins);
@@ -118,6 +124,10 @@ public:
   Tensor result(int gid, const std::optional<PartitionSpec>& want, PartitionSpec& spec) {
     DimSpec d = want ? dims_of_spec(*want, g_.values[gid].aval.ndim()) : env_[gid].spec;
     spec = want ? *want : spec_of_dims(d, mesh_);
+    if (!want && !env_[gid].unreduced.empty()) { // the partial sums, as they are
+      spec.unreduced = env_[gid].unreduced;
+      return env_[gid].t;
+    }
     return reshard(gid, d);
   }
 
@@ -184,6 +194,10 @@ private:
   // then split, so an axis may move between dimensions.
   Tensor reshard(int gid, const DimSpec& to) {
     Local cur = env_[gid];
+    if (!cur.unreduced.empty()) { // the partial sums summed
+      cur.t = bind(Op::Psum, over(cur.unreduced), {cur.t});
+      cur.unreduced.clear();
+    }
     if (cur.spec == to) return cur.t;
     if (recreatable_[gid])
       if (std::optional<Tensor> t = recreate(gid, to)) return *t;
@@ -245,7 +259,8 @@ private:
     for (int r = 0; r < ins.nresults; ++r) {
       int id = ins.result + r;
       env_[id] = {outs[static_cast<size_t>(r)],
-                  dims_of_spec(c.outs[static_cast<size_t>(r)].spec, gshape(id).size())};
+                  dims_of_spec(c.outs[static_cast<size_t>(r)].spec, gshape(id).size()),
+                  c.outs[static_cast<size_t>(r)].spec.unreduced};
     }
   }
 
@@ -652,7 +667,8 @@ OperandSpecs operand_specs(const Mesh& mesh, std::span<const Tensor> operands, s
   for (int id : mesh.device_ids) key += " " + std::to_string(id);
   OperandSpecs specs;
   for (const Tensor& t : operands) {
-    bool own = t->sharded && t->sharded->mesh == mesh;
+    // An array of partial sums (unreduced) enters as its sum, laid out anew.
+    bool own = t->sharded && t->sharded->mesh == mesh && t->sharded->spec.unreduced.empty();
     specs.push_back(own ? t->sharded->spec : PartitionSpec{});
     key += " " + specs.back().repr();
   }
@@ -784,7 +800,8 @@ std::optional<PartitionSpec> traced_sharding(InterpreterImpl& in, TraceContext& 
     p.set_input(g.params[i], dims_of_spec(param_specs[i], g.values[g.params[i]].aval.ndim()),
                 Span{}, "argument " + std::to_string(i));
   for (size_t i = 0; i < g.consts.size() && i < consts.size(); ++i) {
-    bool own = consts[i]->sharded && consts[i]->sharded->mesh == mesh;
+    bool own = consts[i]->sharded && consts[i]->sharded->mesh == mesh &&
+               consts[i]->sharded->spec.unreduced.empty();
     PartitionSpec spec = own ? consts[i]->sharded->spec : PartitionSpec{};
     if (auto typed = hooked_type(consts[i])) spec = typed->second; // an enclosing trace's value
     p.set_input(g.consts[i], dims_of_spec(spec, g.values[g.consts[i]].aval.ndim()), Span{},

@@ -541,6 +541,14 @@ struct ShardMapFn : SpmdFunction {
       check_prefix_structure(in_specs, args_tuple, "shard_map in_specs", is_spec_leaf, where);
       broadcast_prefix(in, in_specs, args_tuple, per_leaf, is_spec_leaf, "shard_map in_specs");
     }
+    for (bool input : {true, false}) {
+      if (input && infer_in_specs) continue;
+      ValueList spec_leaves;
+      tree_flatten(in, input ? in_specs : out_specs, spec_leaves);
+      for (const Value& l : spec_leaves)
+        if (is_spec_leaf(l) && !l.is_none())
+          check_unreduced_spec(value_to_spec(l, "shard_map specs entry"), input, where);
+    }
     check_spec_tree(in, out_specs, false, mesh, where, manual);
     ValueList arg_leaves;
     TreeDef in_tree = tree_flatten(in, args_tuple, arg_leaves);
@@ -634,6 +642,106 @@ struct ShardMapFn : SpmdFunction {
     return true;
   }
 
+  // JAX's _check_unreduced of an out_specs entry: unreduced/reduced need a
+  // fully manual shard_map over Explicit axes.
+  void check_unreduced_spec(const PartitionSpec& s, bool input, const Span& where) const {
+    if (s.unreduced.empty() && s.reduced.empty()) return;
+    std::string which = input ? "in" : "out";
+    if (!manual.empty() && manual.size() != mesh.axis_names.size()) {
+      std::string names;
+      for (const std::string& n : manual) names += (names.empty() ? "'" : ", '") + n + "'";
+      throw Error(ErrCode::Unsupported,
+                  "unreduced/reduced can only be passed to " + which +
+                      "_specs when shard_map is in full manual mode. Got mesh axis names " +
+                      axes_tuple(mesh.axis_names) + ", manual_axes: frozenset({" + names +
+                      "}), specs: " + s.repr() +
+                      ". Please file a bug at https://github.com/jax-ml/jax/issues.",
+                  where);
+    }
+    for (bool red : {false, true})
+      for (const std::string& u : red ? s.reduced : s.unreduced)
+        if (int a = mesh.axis_of(u); a >= 0 && mesh.axis_type(a) != AxisType::Explicit)
+          throw Error(ErrCode::Value,
+                      std::string(red ? "reduced" : "unreduced") + " in " + which + "_specs " +
+                          s.repr() +
+                          " can only be used when the mesh passed to shard_map contains axis "
+                          "names all of type `Explicit`. Got mesh " +
+                          mesh.jax_str(),
+                      where);
+    if (input) // (JAX's in_specs then take the unreduced/reduced of the arguments' types)
+      throw Error(
+          ErrCode::Unsupported,
+          "shard_map: in_specs with unreduced or reduced axes are not supported: " + s.repr(),
+          where, "reshard the argument (its partial sums summed) and pass it as replicated");
+  }
+  static std::string axes_tuple(const std::vector<std::string>& names) {
+    std::string t = "(";
+    for (size_t i = 0; i < names.size(); ++i) t += (i ? ", '" : "'") + names[i] + "'";
+    return t + (names.size() == 1 ? ",)" : ")");
+  }
+  // What JAX's shard_map does to an output before checking it against its
+  // out_specs (add_implicit_pvary_and_unreduced): a pvary over the axes the
+  // spec's entries name (which an unreduced value refuses), then a
+  // vary_unreduced_cast over the spec's unreduced axes the value is not yet
+  // unreduced over (which must vary over them). Both are no-ops on the data.
+  void implicit_unreduced_cast(const Function& f, const PartitionSpec& s, IRValue& v,
+                               const Span& where) const {
+    auto bit_of = [&](const std::string& n) {
+      int b = f.axis_bit(n);
+      return b < 0 ? AxisSet{0} : AxisSet{1} << b;
+    };
+    auto short_type = [&](const IRValue& x) {
+      std::string t = type_str(x.aval), mat;
+      for (size_t i = 0; i < f.mesh_axes.size(); ++i)
+        if (x.vma & (AxisSet{1} << i)) mat += (mat.empty() ? "" : ",") + f.mesh_axes[i];
+      if (std::count(mat.begin(), mat.end(), ',')) mat = "(" + mat + ")";
+      mat = mat.empty() ? "" : "V:" + mat;
+      std::string u;
+      for (size_t i = 0; i < f.mesh_axes.size(); ++i)
+        if (x.unreduced & (AxisSet{1} << i)) u += (u.empty() ? "" : ",") + f.mesh_axes[i];
+      if (std::count(u.begin(), u.end(), ',')) u = "(" + u + ")";
+      if (!u.empty()) mat += (mat.empty() ? "U:" : ", U:") + u;
+      return t + (mat.empty() ? "" : "{" + mat + "}");
+    };
+    std::string pvary_unreduced;
+    AxisSet entry_axes = 0;
+    for (const std::string& n : s.axes()) entry_axes |= bit_of(n);
+    for (size_t i = 0; i < f.mesh_axes.size(); ++i)
+      if (entry_axes & ~v.vma & v.unreduced & (AxisSet{1} << i))
+        pvary_unreduced += (pvary_unreduced.empty() ? "'" : ", '") + f.mesh_axes[i] + "'";
+    if (!pvary_unreduced.empty())
+      throw Error(ErrCode::Value,
+                  "pvary cannot accept args which are unreduced. Got " + short_type(v) +
+                      " and axes={" + pvary_unreduced + "}",
+                  where);
+    v.vma |= entry_axes;
+    AxisSet want = 0;
+    for (const std::string& u : s.unreduced) want |= bit_of(u);
+    want &= ~v.unreduced;
+    if (!want) return;
+    if (!v.vma)
+      throw Error(ErrCode::Value,
+                  "vary_unreduced_cast only accepts inputs that are varying. Got " + short_type(v),
+                  where);
+    if (!(v.vma & want)) {
+      std::vector<std::string> axes, varying;
+      for (size_t i = 0; i < f.mesh_axes.size(); ++i) {
+        if (want & (AxisSet{1} << i)) axes.push_back(f.mesh_axes[i]);
+        if (v.vma & (AxisSet{1} << i)) varying.push_back("'" + f.mesh_axes[i] + "'");
+      }
+      std::string vs;
+      for (const std::string& x : varying) vs += (vs.empty() ? "" : ", ") + x;
+      throw Error(ErrCode::Value,
+                  "vary_unreduced_cast is a Varying->Unreduced collective. This means that the "
+                  "axis names mentioned in `axes` passed to `vary_unreduced_cast` must be present "
+                  "in `jax.typeof(x).mat.varying`. Got axes=" +
+                      axes_tuple(axes) + " and jax.typeof(x).mat.varying=frozenset({" + vs + "})",
+                  where);
+    }
+    v.vma &= ~want;
+    v.unreduced |= want;
+  }
+
   std::shared_ptr<Compiled> compile(InterpreterImpl& in, const std::vector<InLeaf>& leaves,
                                     const std::vector<std::pair<size_t, Value>>& statics,
                                     size_t n_leaves, const TreeDef& in_tree, const Function& proto,
@@ -653,7 +761,7 @@ struct ShardMapFn : SpmdFunction {
         return run_traced_prefix(in, what, *f, id, mesh, leaves, tc.captured_tensors());
       };
       tc.concretize = [&, run_prefix](int id) -> std::optional<Array> {
-        if (f->values[id].vma) return std::nullopt;
+        if (f->values[id].vma || f->values[id].unreduced) return std::nullopt;
         return run_prefix(id)[0];
       };
       tc.describe = [&, run_prefix](int id) -> std::optional<std::string> {
@@ -731,8 +839,12 @@ struct ShardMapFn : SpmdFunction {
     }
     check_out_specs_rank(fn, out_checked, where);
     for (size_t r = 0; r < out_leaves.size(); ++r) {
+      check_unreduced_spec(out_checked[r].spec, false, where);
+      // Typed as JAX types it after its implicit casts (unreduced out_specs):
+      // `v` is a copy whose vma/unreduced the casts change.
+      IRValue v = f->values[f->results[r]];
+      if (check_vma) implicit_unreduced_cast(*f, out_checked[r].spec, v, where);
       PartitionSpec s = out_checked[r].spec;
-      const IRValue& v = f->values[f->results[r]];
       Shape global = v.aval.shape;
       for (size_t d = 0; d < s.entries.size(); ++d)
         for (const auto& axis : s.entries[d]) global[d] *= mesh.axis_size(axis);
@@ -743,8 +855,13 @@ struct ShardMapFn : SpmdFunction {
       if (check_vma) {
         std::vector<std::string> named = s.axes(), varying;
         int first_bad = -1;
+        // A value unreduced over an axis its out_specs leave out is not
+        // replicated there either (JAX's replication error).
+        AxisSet unreduced_left = v.unreduced;
+        for (const std::string& u : s.unreduced)
+          if (int bit = f->axis_bit(u); bit >= 0) unreduced_left &= ~(AxisSet{1} << bit);
         for (size_t b = 0; b < mesh.axis_names.size(); ++b) {
-          if (!(v.vma & (AxisSet{1} << b))) continue;
+          if (!((v.vma | unreduced_left) & (AxisSet{1} << b))) continue;
           varying.push_back(mesh.axis_names[b]);
           if (first_bad < 0 &&
               std::find(named.begin(), named.end(), mesh.axis_names[b]) == named.end())
@@ -757,11 +874,17 @@ struct ShardMapFn : SpmdFunction {
           auto* outer = dynamic_cast<TraceContext*>(&in.ops());
           std::string fun =
               outer && outer->what() == "jit" ? shard_map_fun_name(fn) : "_rem_singleton";
+          bool partial = (unreduced_left & (AxisSet{1} << first_bad)) != 0;
+          std::string hint = partial
+                                 ? "output " + std::to_string(r) + " holds partial sums over '" +
+                                       axis + "' (unreduced); psum it over '" + axis +
+                                       "', or add '" + axis + "' to its out_specs' unreduced="
+                                 : "output " + std::to_string(r) + " varies over '" + axis +
+                                       "' through " + varying_origin(*f, f->results[r], first_bad) +
+                                       "; reduce it with psum (or pmean/all_gather) over '" + axis +
+                                       "', or name '" + axis + "' in out_specs";
           throw Error(ErrCode::Vma, out_vma_message(fun, mesh, out_checked[r], varying), where,
-                      "output " + std::to_string(r) + " varies over '" + axis + "' through " +
-                          varying_origin(*f, f->results[r], first_bad) +
-                          "; reduce it with psum (or pmean/all_gather) over '" + axis +
-                          "', or name '" + axis + "' in out_specs");
+                      hint);
         }
       }
       if (body_type_of) {
