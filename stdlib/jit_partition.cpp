@@ -80,16 +80,18 @@ public:
     return v;
   }
 
-  void set_input(int gid, const DimSpec& spec, const Span& loc, const std::string& origin) {
+  void set_input(int gid, const DimSpec& spec, const Span& loc, const std::string& origin,
+                 const Axes& unreduced = {}) {
     AVal block = g_.values[gid].aval;
     block.shape = local_shape(block.shape, spec);
-    env_[gid] = {tc_.add_param(block, vma_of(spec), loc, origin), spec};
+    env_[gid] = {tc_.add_param(block, vma_of(spec), loc, origin), spec, unreduced};
   }
 
   void run(const Instr& ins) {
     LocScope loc(tc_, g_.values[ins.result].loc);
-    for (int o : ins.operands)
-      if (!env_[o].unreduced.empty()) env_[o] = {reshard(o, env_[o].spec), env_[o].spec, {}};
+    if (op_family(ins.op) != OpFamily::Call) // (a shard_map may take the partial sums)
+      for (int o : ins.operands)
+        if (!env_[o].unreduced.empty()) env_[o] = {reshard(o, env_[o].spec), env_[o].spec, {}};
     Op op = ins.op;
     if (op == Op::ShardingConstraint) return constrain(ins);
     if (is_elementwise(op)) return elementwise(ins);
@@ -119,6 +121,7 @@ public:
   }
 
   const DimSpec& spec_of(int gid) const { return env_[gid].spec; }
+  const Axes& unreduced_of(int gid) const { return env_[gid].unreduced; }
 
   // The result `gid` laid out by `want` (or as propagated).
   Tensor result(int gid, const std::optional<PartitionSpec>& want, PartitionSpec& spec) {
@@ -252,8 +255,14 @@ private:
     for (size_t i = 0; i < ins.operands.size(); ++i) {
       int o = ins.operands[i];
       if (explicit_ && i < c.explicit_in_types.size() && c.explicit_in_types[i])
-        explicit_in_spec_check(c.ins[i].spec, env_[o].spec, g_.values[o].aval, loc_of(ins));
-      params.push_back(reshard(o, dims_of_spec(c.ins[i].spec, gshape(o).size())));
+        explicit_in_spec_check(c.ins[i].spec, env_[o].spec, g_.values[o].aval, loc_of(ins),
+                               env_[o].unreduced);
+      DimSpec want = dims_of_spec(c.ins[i].spec, gshape(o).size());
+      // Unreduced in_specs take the partial sums as they are.
+      bool partial = !c.ins[i].spec.unreduced.empty() && env_[o].spec == want &&
+                     PartitionSpec{{}, {}, c.ins[i].spec.unreduced}.same_ur(
+                         PartitionSpec{{}, {}, env_[o].unreduced});
+      params.push_back(partial ? env_[o].t : reshard(o, want));
     }
     std::vector<Tensor> outs = inline_function(tc_, *c.fn, params, {});
     for (int r = 0; r < ins.nresults; ++r) {
@@ -667,8 +676,8 @@ OperandSpecs operand_specs(const Mesh& mesh, std::span<const Tensor> operands, s
   for (int id : mesh.device_ids) key += " " + std::to_string(id);
   OperandSpecs specs;
   for (const Tensor& t : operands) {
-    // An array of partial sums (unreduced) enters as its sum, laid out anew.
-    bool own = t->sharded && t->sharded->mesh == mesh && t->sharded->spec.unreduced.empty();
+    // An array of partial sums (unreduced) enters as such (its spec names the axes).
+    bool own = t->sharded && t->sharded->mesh == mesh;
     specs.push_back(own ? t->sharded->spec : PartitionSpec{});
     key += " " + specs.back().repr();
   }
@@ -712,9 +721,10 @@ void check_shard_map_inputs(const Function& f, std::span<const Tensor> operands)
       auto at = std::find(inputs.begin(), inputs.end(), i.operands[k]);
       size_t pos = static_cast<size_t>(at - inputs.begin());
       if (at == inputs.end() || pos >= operands.size() || operands[pos]->trace) continue;
-      explicit_in_spec_check(c.ins[k].spec, *explicit_type_spec(operands[pos]),
-                             f.values[i.operands[k]].aval,
-                             i.result >= 0 ? f.values[i.result].loc : Span{});
+      explicit_in_spec_check(
+          c.ins[k].spec, *explicit_type_spec(operands[pos]), f.values[i.operands[k]].aval,
+          i.result >= 0 ? f.values[i.result].loc : Span{},
+          operands[pos]->sharded ? operands[pos]->sharded->spec.unreduced : Axes{});
     }
   }
 }
@@ -737,7 +747,8 @@ PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const
   std::vector<SpmdMapping> ins;
   for (size_t i = 0; i < inputs.size(); ++i) {
     p.set_input(inputs[i], dims_of_spec(specs[i], g.values[inputs[i]].aval.ndim()), where,
-                "the sharding " + specs[i].repr() + " of argument " + std::to_string(i));
+                "the sharding " + specs[i].repr() + " of argument " + std::to_string(i),
+                specs[i].unreduced);
     ins.push_back(SpmdMapping{specs[i], -1});
   }
   for (const Instr& i : g.body) p.run(i);
@@ -798,7 +809,7 @@ std::optional<PartitionSpec> traced_sharding(InterpreterImpl& in, TraceContext& 
   Partitioner p(g, mesh, scratch, false, in.platform().name());
   for (size_t i = 0; i < g.params.size(); ++i)
     p.set_input(g.params[i], dims_of_spec(param_specs[i], g.values[g.params[i]].aval.ndim()),
-                Span{}, "argument " + std::to_string(i));
+                Span{}, "argument " + std::to_string(i), param_specs[i].unreduced);
   for (size_t i = 0; i < g.consts.size() && i < consts.size(); ++i) {
     bool own = consts[i]->sharded && consts[i]->sharded->mesh == mesh &&
                consts[i]->sharded->spec.unreduced.empty();
@@ -808,7 +819,9 @@ std::optional<PartitionSpec> traced_sharding(InterpreterImpl& in, TraceContext& 
                 "a captured constant");
   }
   for (const Instr& i : g.body) p.run(i);
-  return spec_of_dims(p.spec_of(g.results[0]), mesh);
+  PartitionSpec out = spec_of_dims(p.spec_of(g.results[0]), mesh);
+  out.unreduced = p.unreduced_of(g.results[0]);
+  return out;
 }
 
 std::function<void(TraceContext&)> explicit_type_hook(InterpreterImpl& in,

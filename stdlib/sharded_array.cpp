@@ -358,7 +358,7 @@ Value type_sharding(InterpreterImpl& in, const Tensor& t) {
   PartitionSpec typed;
   typed.entries =
       typed_dims(TypeSource{m, src ? src->spec : PartitionSpec{}}, t->aval.shape.size());
-  if (t->sharded) typed.unreduced = t->sharded->spec.unreduced;
+  if (src) typed.unreduced = src->spec.unreduced;
   return make_abstract_sharding(mesh, std::move(typed));
 }
 
@@ -368,10 +368,11 @@ Value aval_value(InterpreterImpl& in, const Tensor& t) {
   a->varying = varying_axes(t);
   a->varying_list = varying_names(t);
   a->unreduced = varying_names(t, true);
-  if (t->sharded) // a shard_map's result with unreduced out_specs
-    for (const std::string& n : t->sharded->mesh.axis_names)
-      if (std::find(t->sharded->spec.unreduced.begin(), t->sharded->spec.unreduced.end(), n) !=
-          t->sharded->spec.unreduced.end())
+  // A shard_map's result with unreduced out_specs: an array, or (in jit) its type.
+  if (std::optional<TypeSource> src = type_source(t); src && src->mesh && a->unreduced.empty())
+    for (const std::string& n : src->mesh->axis_names)
+      if (std::find(src->spec.unreduced.begin(), src->spec.unreduced.end(), n) !=
+          src->spec.unreduced.end())
         a->unreduced.push_back(n);
   a->sharding = type_sharding(in, t);
   for (const auto& axes : static_cast<ShardingObj*>(a->sharding.as<OpaqueObj>())->spec.entries)

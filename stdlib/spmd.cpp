@@ -44,10 +44,11 @@ struct InLeaf {
   Tensor global; // the whole array
   AVal block;    // per-participant type
   AxisSet vma = 0;
-  std::string origin; // why it varies, for the vma diagnostic
-  PartitionSpec spec; // shard_map: its in_spec; pmap: unused
-  int map_axis = -1;  // pmap: the mapped axis, -1 for in_axes=None
-  bool typed = false; // shard_map over Explicit axes: must already be laid out as spec
+  std::string origin;    // why it varies, for the vma diagnostic
+  PartitionSpec spec;    // shard_map: its in_spec; pmap: unused
+  int map_axis = -1;     // pmap: the mapped axis, -1 for in_axes=None
+  bool typed = false;    // shard_map over Explicit axes: must already be laid out as spec
+  AxisSet unreduced = 0; // shard_map: its in_spec's unreduced axes (the body's partial sums)
   // shard_map with axis_names= over a mesh with Explicit axes it leaves
   // alone: the argument's sharding over those, which its type keeps in the body.
   PartitionSpec body_type;
@@ -68,6 +69,19 @@ struct Compiled {
   // (JAX's result sharding); empty otherwise.
   std::vector<PartitionSpec> out_layouts;
 };
+
+// The axes an argument holds partial sums over: an array's (a shard_map
+// result with unreduced out_specs), or what the enclosing jit's types say of
+// a traced value.
+std::vector<std::string> unreduced_of(const Tensor& t) {
+  if (t->sharded) return t->sharded->spec.unreduced;
+  if (!t->trace || t->trace_id < 0) return {};
+  auto& tc = *const_cast<TraceContext*>(static_cast<const TraceContext*>(t->trace));
+  if (!tc.type_sharding) return {};
+  Value s = tc.type_sharding(t->trace_id);
+  if (s.is_none()) return {};
+  return static_cast<ShardingObj*>(s.as<OpaqueObj>())->spec.unreduced;
+}
 
 std::string loc_str(const Span& s) {
   if (!s.valid()) return "?";
@@ -587,12 +601,23 @@ struct ShardMapFn : SpmdFunction {
       // A traced argument whose type's sharding is not known yet is checked
       // when jit partitions the call (jit_partition.cpp).
       l.typed = explicit_types && !per_leaf[i].is_none();
+      std::vector<std::string> arg_unreduced = unreduced_of(l.global);
       if (l.typed)
         if (auto typed = explicit_type_spec(l.global)) {
           explicit_in_spec_check(l.spec, only_axes(*typed, manual, manual.empty()), l.global->aval,
-                                 where);
+                                 where, arg_unreduced);
           l.body_type.entries = only_axes(*typed, free_explicit_axes(), false);
         }
+      if (!PartitionSpec{{}, {}, l.spec.unreduced}.same_ur(PartitionSpec{{}, {}, arg_unreduced}))
+        throw Error(ErrCode::Value,
+                    "in_specs containing unreduced " + l.spec.repr() +
+                        " passed to shard_map should be equal to the unreduced present on the "
+                        "in_aval " +
+                        type_str(l.global->aval),
+                    where);
+      if (check_vma)
+        for (const std::string& u : l.spec.unreduced)
+          l.unreduced |= AxisSet{1} << proto.axis_bit(u);
       l.block = l.global->aval;
       l.block.shape = block_shape(mesh, l.spec, l.global->aval.shape);
       for (const auto& axis : l.spec.axes()) l.vma |= AxisSet{1} << proto.axis_bit(axis);
@@ -668,11 +693,6 @@ struct ShardMapFn : SpmdFunction {
                           "names all of type `Explicit`. Got mesh " +
                           mesh.jax_str(),
                       where);
-    if (input) // (JAX's in_specs then take the unreduced/reduced of the arguments' types)
-      throw Error(
-          ErrCode::Unsupported,
-          "shard_map: in_specs with unreduced or reduced axes are not supported: " + s.repr(),
-          where, "reshard the argument (its partial sums summed) and pass it as replicated");
   }
   static std::string axes_tuple(const std::vector<std::string>& names) {
     std::string t = "(";
@@ -808,6 +828,8 @@ struct ShardMapFn : SpmdFunction {
     ValueList traced;
     for (const InLeaf& l : leaves)
       traced.push_back(make_array(tc.add_param(l.block, l.vma, where, l.origin)));
+    for (size_t k = 0; k < leaves.size(); ++k) // unreduced in_specs: typed as partial sums
+      f->values[static_cast<size_t>(f->params[k])].unreduced = leaves[k].unreduced;
     ++traces;
     traced = with_static_args(statics, traced, n_leaves);
     ValueList out_leaves =
