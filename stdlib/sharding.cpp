@@ -969,6 +969,9 @@ Value spec_over_current_mesh(InterpreterImpl& in, const Value& target, const std
       (typed->mesh.axis_names != mesh->axis_names || typed->mesh.axis_sizes != mesh->axis_sizes))
     throw Error(ErrCode::Value, fn + "(): the sharding's " + pxl::repr(typed->abstract_mesh) +
                                     " does not match the current mesh " + mesh->jax_str());
+  // JAX makes a NamedSharding of it, whose checks name unknown unreduced axes.
+  if (spec && (!spec->spec.unreduced.empty() || !spec->spec.reduced.empty()))
+    check_spec_names(*mesh, spec->spec, "NamedSharding spec");
   return Value::object(std::make_shared<ShardingObj>(*mesh, spec ? spec->spec : typed->spec));
 }
 

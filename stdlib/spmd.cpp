@@ -685,6 +685,11 @@ struct ShardMapFn : SpmdFunction {
     }
     for (bool red : {false, true})
       for (const std::string& u : red ? s.reduced : s.unreduced)
+        if (mesh.axis_of(u) < 0) // JAX looks the axis's type up: KeyError
+          throw Error(ErrCode::Key, "'" + u + "'", where,
+                      which + "_specs " + s.repr() + " names an axis the mesh lacks");
+    for (bool red : {false, true})
+      for (const std::string& u : red ? s.reduced : s.unreduced)
         if (int a = mesh.axis_of(u); a >= 0 && mesh.axis_type(a) != AxisType::Explicit)
           throw Error(ErrCode::Value,
                       std::string(red ? "reduced" : "unreduced") + " in " + which + "_specs " +
