@@ -50,12 +50,14 @@ public:
               std::string platform)
       : g_(g), mesh_(mesh), tc_(tc), eager_(eager), explicit_(explicit_mesh(mesh)),
         platform_(std::move(platform)), env_(g.values.size()), recreatable_(g.values.size(), false),
-        constrained_(g.values.size(), nullptr) {
+        constrained_(g.values.size(), nullptr), constrained_ur_(g.values.size(), nullptr) {
     // A value whose first use constrains its layout (out_sharding=) is typed by
     // that constraint: JAX's ops take the result's sharding as a parameter.
     for (const Instr& i : g.body)
-      if (i.op == Op::ShardingConstraint && !constrained_[i.operands[0]])
+      if (i.op == Op::ShardingConstraint && !constrained_[i.operands[0]]) {
         constrained_[i.operands[0]] = &i.attrs.dim_axes;
+        constrained_ur_[i.operands[0]] = &i.attrs.unreduced;
+      }
   }
 
   struct Local {
@@ -89,7 +91,8 @@ public:
 
   void run(const Instr& ins) {
     LocScope loc(tc_, g_.values[ins.result].loc);
-    if (op_family(ins.op) != OpFamily::Call) // (a shard_map may take the partial sums)
+    // (a shard_map and a sharding constraint may take the partial sums)
+    if (op_family(ins.op) != OpFamily::Call && ins.op != Op::ShardingConstraint)
       for (int o : ins.operands)
         if (!env_[o].unreduced.empty()) env_[o] = {reshard(o, env_[o].spec), env_[o].spec, {}};
     Op op = ins.op;
@@ -147,6 +150,7 @@ private:
   // along a dimension it does not count over is a smaller iota).
   std::vector<bool> recreatable_;
   std::vector<const DimSpec*> constrained_; // see the constructor
+  std::vector<const Axes*> constrained_ur_; // the same constraints' unreduced axes
 
   int64_t parts(const Axes& axes) const {
     int64_t n = 1;
@@ -330,7 +334,26 @@ private:
                           " devices, which does not divide it",
                       loc_of(ins));
       }
-    define(ins, reshard(ins.operands[0], want), want);
+    const Axes& ur = ins.attrs.unreduced;
+    int x = ins.operands[0];
+    if (!ur.empty()) { // the operand's partial sums, as a contraction left them
+      if (!PartitionSpec{{}, {}, ur}.same_ur(PartitionSpec{{}, {}, env_[x].unreduced}))
+        throw Error(ErrCode::Unsupported,
+                    "out_sharding with unreduced axes " + PartitionSpec{{}, {}, ur}.repr() +
+                        " of a result that holds no partial sums over them",
+                    loc_of(ins),
+                    "pxl makes unreduced results only of contractions (dot, einsum, matmul) "
+                    "over dimensions split over those axes");
+      DimSpec spec = env_[x].spec;
+      if (spec != want)
+        throw Error(ErrCode::Unsupported,
+                    "out_sharding with unreduced axes laid out otherwise than the contraction's "
+                    "result",
+                    loc_of(ins));
+      env_[ins.result] = env_[x];
+      return;
+    }
+    define(ins, reshard(x, want), want);
   }
 
   void elementwise(const Instr& ins) {
@@ -472,11 +495,17 @@ private:
     OpAttrs local = ins.attrs;
     local.dim_axes.clear(); // (a type of the global value, not of the block)
     Tensor t = bind(Op::DotGeneral, local, {reshard(l, lt), reshard(r, rt)});
-    Axes contracted;
+    Axes contracted, partial;
+    // out_sharding=P(..., unreduced=...): the partial sums over those of the
+    // contracted axes stay on their devices (JAX's unreduced result).
+    const Axes* keep = constrained_ur_[ins.result];
     for (int64_t d : dd.lhs_contract)
-      for (const std::string& a : lt[static_cast<size_t>(d)]) contracted.push_back(a);
+      for (const std::string& a : lt[static_cast<size_t>(d)])
+        (keep && std::find(keep->begin(), keep->end(), a) != keep->end() ? partial : contracted)
+            .push_back(a);
     if (!contracted.empty()) t = bind(Op::Psum, over(contracted), {t});
     define(ins, t, out);
+    env_[ins.result].unreduced = partial;
     if (typed) conform(ins.result, *typed);
   }
   static bool is_in_dims(const std::vector<int64_t>& v, size_t d) {

@@ -547,6 +547,7 @@ struct ShardMapFn : SpmdFunction {
                 where, "pass in_specs=, the specs the arguments are laid out with");
           // Only the manual axes: the others stay in the value's type.
           inferred.entries = only_axes(*typed, manual, manual.empty());
+          inferred.unreduced = unreduced_of(in.to_tensor(leaf, where)); // (JAX's in_specs too)
         }
         per_leaf.push_back(make_spec_value(std::move(inferred)));
       }
