@@ -614,10 +614,11 @@ bool IRParser::parse_attr(OpAttrs& a, const std::string& key) {
       if (!accept(',')) break;
     }
     expect(']');
-  } else if (key == "axis_names") {
+  } else if (key == "axis_names" || key == "unreduced") {
+    std::vector<std::string>& names = key == "unreduced" ? a.unreduced : a.axis_names;
     expect('(');
     while (!peek_is(')')) {
-      a.axis_names.push_back(ident());
+      names.push_back(ident());
       if (!accept(',')) break;
     }
     expect(')');

@@ -30,6 +30,9 @@ using AxisSet = uint64_t;
 struct IRValue {
   AVal aval;
   AxisSet vma = 0;
+  // Inside shard_map: the mesh axes over which the value is unreduced (each
+  // device holds a partial sum; JAX's aval.mat.unreduced). Never also in vma.
+  AxisSet unreduced = 0;
   Span loc;           // where it was created (param: the call site)
   int producer = -1;  // index of the instruction that defines it, -1 for params/consts
   std::string origin; // for vma diagnostics: why it varies ("the in_specs of argument 0")

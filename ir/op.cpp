@@ -145,7 +145,8 @@ std::string attrs_str(Op op, const OpAttrs& a) {
   case Op::Complex:
     return "";
   case Op::ShardingConstraint:
-    return sharding_str(a.dim_axes);
+    return sharding_str(a.dim_axes) +
+           (a.unreduced.empty() ? "" : " unreduced=" + names_str(a.unreduced));
   case Op::IntegerPow:
     return "y=" + std::to_string(a.exponent);
   case Op::Threefry2x32:

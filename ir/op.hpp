@@ -127,11 +127,14 @@ struct OpAttrs {
   std::vector<std::pair<int64_t, int64_t>> pairs; // ppermute: (source, destination) ranks
   LinalgAttrs linalg;                             // the linalg ops (ops.def)
   std::vector<std::vector<std::string>> dim_axes; // sharding_constraint: each dimension's mesh axes
-  std::shared_ptr<const SpmdCallee> callee;       // spmd_call
-  std::shared_ptr<const WhileLoop> loop;          // while
-  std::shared_ptr<const CustomCallee> custom;     // custom_call
-  std::shared_ptr<const DebugFormat> debug;       // debug_print
-  std::shared_ptr<const HostCallee> host;         // host_callback
+  // sharding_constraint: the mesh axes its result is unreduced over (JAX's
+  // out_sharding=P(..., unreduced=...) of a contraction: per-device partial sums).
+  std::vector<std::string> unreduced;
+  std::shared_ptr<const SpmdCallee> callee;   // spmd_call
+  std::shared_ptr<const WhileLoop> loop;      // while
+  std::shared_ptr<const CustomCallee> custom; // custom_call
+  std::shared_ptr<const DebugFormat> debug;   // debug_print
+  std::shared_ptr<const HostCallee> host;     // host_callback
   bool operator==(const OpAttrs&) const = default;
 };
 

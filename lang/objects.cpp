@@ -714,9 +714,11 @@ int64_t InterpreterImpl::length(const Value& v, const Span& where) {
       ValueList out;
       try {
         // A tuple subclass may define __len__ (a stdlib class built on a
-        // named tuple: len(Rotation) counts rotations, not fields).
+        // named tuple: len(Rotation) counts rotations, not fields), and so
+        // may a PartitionSpec (whose iteration may be an error).
         Value len_fn;
-        if (v.as<OpaqueObj>()->tuple_items() &&
+        if ((v.as<OpaqueObj>()->tuple_items() ||
+             v.as<OpaqueObj>()->type_name() == "PartitionSpec") &&
             v.as<OpaqueObj>()->get_attr(*this, "__len__", len_fn)) {
           Value n = call(len_fn, ValueList{}, where);
           if (!n.is_int())

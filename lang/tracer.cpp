@@ -124,6 +124,54 @@ int TraceContext::gated(const Tensor& t, int id) {
   return id;
 }
 
+namespace {
+std::string axes_frozenset(const Function& f, AxisSet s) {
+  std::string out;
+  for (size_t i = 0; i < f.mesh_axes.size(); ++i)
+    if (s & (AxisSet{1} << i)) out += (out.empty() ? "'" : ", '") + f.mesh_axes[i] + "'";
+  return out.empty() ? "frozenset()" : "frozenset({" + out + "})";
+}
+
+// JAX's unreduced rules (aval.mat.unreduced: per-device partial sums): psum
+// and psum_scatter reduce over their axes, add keeps operands unreduced alike,
+// the identity ppermute (pcast) keeps them; other ops refuse such operands,
+// as JAX's do not implement them (their results would not be partial sums).
+AxisSet unreduced_result(const Function& fn, Op op, const std::vector<int>& ids, AxisSet named) {
+  AxisSet any = 0;
+  for (int id : ids) any |= fn.values[static_cast<size_t>(id)].unreduced;
+  if (!any) return 0;
+  switch (op) {
+  case Op::Psum:
+  case Op::PsumScatter:
+    return any & ~named;
+  case Op::Ppermute:
+    return any;
+  case Op::Add: {
+    AxisSet x = fn.values[static_cast<size_t>(ids.at(0))].unreduced;
+    AxisSet y = fn.values[static_cast<size_t>(ids.at(1))].unreduced;
+    if (x && y && x != y)
+      throw Error(ErrCode::Type, "lhs and rhs to `add` must be unreduced along the same mesh axes. "
+                                 "Got lhs=" +
+                                     axes_frozenset(fn, x) + ", rhs=" + axes_frozenset(fn, y));
+    if (!x || !y) {
+      std::string l = x ? "lhs" : "rhs", r = x ? "rhs" : "lhs";
+      throw Error(ErrCode::Type, l + " is unreduced while " + r +
+                                     " is not. `add` operation does not allow this because there "
+                                     "will be implicit communication. Please reduce " +
+                                     l + " via `reshard` before calling `add`.");
+    }
+    return any;
+  }
+  default:
+    throw Error(ErrCode::Unsupported,
+                std::string("unreduced rule for ") + op_name(op) +
+                    " is not implemented. Please file an issue at "
+                    "https://github.com/jax-ml/jax/issues",
+                Span{}, "reduce the partial sums first (jax.lax.psum over the unreduced axes)");
+  }
+}
+} // namespace
+
 Tensor TraceContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) {
   std::vector<AVal> avals;
   std::vector<int> ids = operand_ids(inputs, avals);
@@ -139,6 +187,7 @@ Tensor TraceContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> i
   IRValue v;
   v.aval = out;
   v.vma = infer_vma(op, vmas, named, attrs.index_groups.size() > 1);
+  v.unreduced = unreduced_result(fn_, op, ids, named);
   v.loc = loc;
   v.producer = static_cast<int>(fn_.body.size());
   int id = fn_.add_value(std::move(v));

@@ -6,11 +6,27 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "runtime/format.hpp"
 #include "runtime/sharded.hpp"
 
 namespace pxl {
+
+namespace {
+// JAX prints an array of partial sums (a shard_map result with unreduced
+// out_specs) by its type alone: its values are not one array yet.
+std::optional<std::string> unreduced_repr(const TensorImpl& t) {
+  if (!t.sharded || t.sharded->spec.unreduced.empty()) return std::nullopt;
+  std::string shape = "(";
+  for (size_t i = 0; i < t.aval.shape.size(); ++i)
+    shape += (i ? ", " : "") + std::to_string(t.aval.shape[i]);
+  shape += t.aval.shape.size() == 1 ? ",)" : ")";
+  return "Array(shape=" + shape + ", dtype=" + dtype_name(t.aval.dtype) +
+         ", sharding=NamedSharding(mesh=" + t.sharded->mesh.jax_str() +
+         ", spec=" + t.sharded->spec.repr() + ", memory_kind=device))";
+}
+} // namespace
 
 Value make_str(std::string s) { return Value::object(std::make_shared<StrObj>(std::move(s))); }
 Value make_complex(double re, double im) {
@@ -410,6 +426,7 @@ static std::string repr_depth(const Value& v, int depth, const PrintOptions& po,
   case ObjKind::Array: {
     v.as<ArrayObj>()->check_live();
     const Tensor& t = v.as<ArrayObj>()->tensor;
+    if (std::optional<std::string> u = unreduced_repr(*t)) return *u;
     if (t->concrete) return array_repr(*t->concrete, po);
     if (t->sharded) return array_repr(t->sharded->assemble(), po);
     if (po.tracer_repr)
@@ -479,6 +496,7 @@ std::string repr(const Value& v, const PrintOptions& po) {
   return repr_depth(v, 0, po, active);
 }
 std::string repr(const Value& v) { return repr(v, PrintOptions{}); }
+
 std::string str(const Value& v) { return str(v, PrintOptions{}); }
 
 void ArrayObj::check_live(const Span& where) const {
@@ -502,6 +520,7 @@ std::string str(const Value& v, const PrintOptions& po) {
   if (v.is_obj(ObjKind::Array)) {
     v.as<ArrayObj>()->check_live();
     const Tensor& t = v.as<ArrayObj>()->tensor;
+    if (std::optional<std::string> u = unreduced_repr(*t)) return *u;
     if (t->concrete) return array_str(*t->concrete, po);
     if (t->sharded) return array_str(t->sharded->assemble(), po);
   }

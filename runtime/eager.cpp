@@ -1,6 +1,7 @@
 // Eager OpContext over the reference kernels.
 #include "runtime/eager.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <vector>
@@ -61,8 +62,33 @@ static void check_not_leaked(std::span<const Tensor> inputs, const Span& loc) {
           loc);
 }
 
+namespace {
+// An array of partial sums (a shard_map result with unreduced out_specs) is
+// no operand of an eager op: JAX's rules ask for a reshard first.
+void check_not_unreduced(Op op, std::span<const Tensor> inputs, const Span& loc) {
+  std::vector<bool> ur;
+  for (const Tensor& t : inputs) ur.push_back(t->sharded && !t->sharded->spec.unreduced.empty());
+  if (std::find(ur.begin(), ur.end(), true) == ur.end()) return;
+  if (op == Op::Add && ur.size() == 2 && ur[0] != ur[1]) {
+    std::string l = ur[0] ? "lhs" : "rhs", r = ur[0] ? "rhs" : "lhs";
+    throw Error(ErrCode::Type,
+                l + " is unreduced while " + r +
+                    " is not. `add` operation does not allow this because there will be implicit "
+                    "communication. Please reduce " +
+                    l + " via `reshard` before calling `add`.",
+                loc);
+  }
+  throw Error(ErrCode::Unsupported,
+              std::string("unreduced rule for ") + op_name(op) +
+                  " is not implemented. Please file an issue at "
+                  "https://github.com/jax-ml/jax/issues",
+              loc, "sum the partial sums first: jax.sharding.reshard(x, P(...))");
+}
+} // namespace
+
 Tensor EagerContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) {
   check_not_leaked(inputs, loc);
+  check_not_unreduced(op, inputs, loc);
   if (op == Op::DebugPrint && attrs.debug) { // prints now; the result is a token
     std::vector<Array> values;
     for (const Tensor& t : inputs) values.push_back(concrete(t));

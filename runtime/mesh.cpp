@@ -139,8 +139,27 @@ std::string Mesh::jax_repr() const {
          ", axis_types=" + axis_types_tuple(*this) + ")";
 }
 
+namespace {
+bool same_set(std::vector<std::string> a, std::vector<std::string> b) {
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  return a == b;
+}
+
+// Python's repr of a set of axis names: {'x', 'y'}.
+std::string set_repr(const std::vector<std::string>& names) {
+  std::string s = "{";
+  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", '" : "'") + names[i] + "'";
+  return s + "}";
+}
+} // namespace
+
+bool PartitionSpec::same_ur(const PartitionSpec& o) const {
+  return same_set(unreduced, o.unreduced) && same_set(reduced, o.reduced);
+}
+
 bool PartitionSpec::operator==(const PartitionSpec& o) const {
-  if (unconstrained != o.unconstrained) return false;
+  if (unconstrained != o.unconstrained || !same_ur(o)) return false;
   size_t n = std::max(entries.size(), o.entries.size());
   for (size_t i = 0; i < n; ++i) {
     bool mine = i < entries.size(), theirs = i < o.entries.size();
@@ -168,8 +187,13 @@ std::string PartitionSpec::repr() const {
       s += ")";
     }
   }
-  // A one-entry spec prints as the 1-tuple it is in JAX: P('x',).
-  return s + (entries.size() == 1 ? ",)" : ")");
+  // A one-entry spec prints as the 1-tuple it is in JAX: P('x',); JAX's
+  // unreduced/reduced sets follow the entries: P('x', unreduced={'y'}).
+  if (unreduced.empty() && reduced.empty()) return s + (entries.size() == 1 ? ",)" : ")");
+  if (!entries.empty()) s += ", ";
+  if (!unreduced.empty()) s += "unreduced=" + set_repr(unreduced);
+  if (!reduced.empty()) s += (unreduced.empty() ? "reduced=" : ", reduced=") + set_repr(reduced);
+  return s + ")";
 }
 
 std::vector<std::string> PartitionSpec::axes() const {

@@ -62,9 +62,17 @@ struct PartitionSpec {
   // Dimensions written P.UNCONSTRAINED (their entries empty): JAX leaves them
   // to the compiler; pxl lays them out as None.
   std::vector<size_t> unconstrained;
+  // JAX's unreduced= / reduced= sets of mesh axes (in the order written; JAX
+  // keeps frozensets). Over an unreduced axis each device holds a partial sum
+  // of the value (the whole is the sum over the axis); over a reduced axis the
+  // value is replicated, typed as the result of a reduction.
+  std::vector<std::string> unreduced = {}, reduced = {};
   // Trailing None entries do not change the layout: P('x') == P('x', None).
   bool operator==(const PartitionSpec& o) const;
-  std::string repr() const; // P('batch', None, ('x', 'y')), as JAX 0.10 prints it
+  // P('batch', None, ('x', 'y')), or P('x', unreduced={'y'}), as JAX 0.10 prints it
+  std::string repr() const;
+  // The same unreduced and reduced sets (compared as sets).
+  bool same_ur(const PartitionSpec& o) const;
   // Axes the spec mentions, in order of appearance.
   std::vector<std::string> axes() const;
 };

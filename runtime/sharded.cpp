@@ -65,6 +65,34 @@ void write_block(Array& dst, const Array& block, const std::vector<int64_t>& sta
   copy_block(dst, dst, &block, start, block.shape(), false);
 }
 
+namespace {
+// Adds device `pos`'s block into `whole` once per distinct block position and
+// coordinates along the unreduced axes (replicas over the other axes repeat
+// the same partial sum).
+void add_partial_block(Array& whole, const Array& block, const ShardBlock& b, const Mesh& mesh,
+                       const PartitionSpec& spec, int64_t pos,
+                       std::set<std::vector<int64_t>>& written) {
+  std::vector<int64_t> key = b.start, c = mesh.coords(pos);
+  for (const std::string& u : spec.unreduced)
+    if (int a = mesh.axis_of(u); a >= 0) key.push_back(c[static_cast<size_t>(a)]);
+  if (!written.insert(key).second) return;
+  Array part = slice_block(whole, b.start, b.shape); // zeros until a first block lands
+  for (int64_t i = 0; i < part.size(); ++i) {
+    Scalar x = block.get(i), acc = part.get(i);
+    if (x.kind == Scalar::Kind::Float || x.kind == Scalar::Kind::Complex) {
+      Scalar sum = Scalar::of_complex(acc.f + x.f, acc.im + x.im);
+      sum.kind = x.kind;
+      part.set(i, sum);
+    } else if (x.kind == Scalar::Kind::Bool) {
+      part.set(i, Scalar::of_bool(acc.i || x.i));
+    } else {
+      part.set(i, Scalar::of_int(acc.i + x.i));
+    }
+  }
+  write_block(whole, part, b.start);
+}
+} // namespace
+
 const Array& ShardedData::assemble() const {
   std::call_once(once_, [&] {
     Array whole(global.dtype, global.shape, global.weak);
@@ -73,6 +101,10 @@ const Array& ShardedData::assemble() const {
     std::set<std::vector<int64_t>> written;
     for (int64_t pos = 0; pos < mesh.size(); ++pos) {
       ShardBlock b = block_of(mesh, spec, global.shape, pos);
+      if (!spec.unreduced.empty()) { // partial sums: the whole is their sum
+        add_partial_block(whole, shards[pos], b, mesh, spec, pos, written);
+        continue;
+      }
       if (written.insert(b.start).second) write_block(whole, shards[pos], b.start);
     }
     whole_ = whole;
@@ -91,6 +123,16 @@ std::shared_ptr<ShardedData> shard_array(const Array& global, const Mesh& mesh,
   d->global = global.aval();
   for (int64_t pos = 0; pos < mesh.size(); ++pos) {
     ShardBlock b = block_of(mesh, spec, global.shape(), pos);
+    // Unreduced axes: the value is the sum of the devices' blocks, so (as in
+    // JAX) the first device along them holds it and the others zeros.
+    bool zero = false;
+    std::vector<int64_t> c = mesh.coords(pos);
+    for (const std::string& u : spec.unreduced)
+      if (int a = mesh.axis_of(u); a >= 0 && c[static_cast<size_t>(a)] != 0) zero = true;
+    if (zero) {
+      d->shards.push_back(Array(global.dtype(), b.shape, global.weak_type(), mesh.device_ids[pos]));
+      continue;
+    }
     d->shards.push_back(slice_block(global, b.start, b.shape).on_device(mesh.device_ids[pos]));
   }
   return d;

@@ -243,10 +243,14 @@ std::vector<Tensor> run_spmd_call(const SpmdCallee& c, std::span<const Tensor> o
     // unless the value varies where out_specs says not: with check_vma off, or
     // where JAX's typing calls a value invariant that is not (pmax within
     // axis_index_groups); JAX keeps the first one's block then too.
+    // Over unreduced axes each participant keeps its own partial sum.
     std::map<std::vector<int64_t>, int64_t> first;
     for (int64_t p = 0; p < mesh.size(); ++p) {
-      int64_t src =
-          first.emplace(block_of(mesh, d->spec, d->global.shape, p).start, p).first->second;
+      std::vector<int64_t> key = block_of(mesh, d->spec, d->global.shape, p).start;
+      std::vector<int64_t> coords = mesh.coords(p);
+      for (const std::string& u : d->spec.unreduced)
+        if (int a = mesh.axis_of(u); a >= 0) key.push_back(coords[static_cast<size_t>(a)]);
+      int64_t src = first.emplace(key, p).first->second;
       d->shards.push_back(results[src][r].on_device(mesh.device_ids[p]));
     }
     outs.push_back(make_sharded_tensor(d));

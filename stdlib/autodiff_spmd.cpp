@@ -19,6 +19,14 @@ std::vector<Tensor> transpose_spmd_call(OpContext& cx, const Instr& in,
                                         const std::vector<bool>& need) {
   const SpmdCallee& c = *in.attrs.callee;
   const Function& f = *c.fn;
+  // JAX transposes partial-sum arguments into reduced cotangents, a type pxl
+  // does not have: refused rather than summed wrongly.
+  for (const SpmdMapping& m : c.ins)
+    if (!m.spec.unreduced.empty() || !m.spec.reduced.empty())
+      throw Error(ErrCode::Unsupported,
+                  "differentiating a shard_map whose in_specs have unreduced or reduced axes (" +
+                      m.spec.repr() + ") is not implemented",
+                  Span{}, "reshard the argument to a spec without them before the shard_map");
   std::vector<SpmdMapping> ins = c.ins, outs;
   std::vector<Tensor> operands(primals.begin(), primals.end());
   std::vector<size_t> with_ct, wanted;

@@ -351,6 +351,45 @@ std::vector<std::pair<int64_t, int64_t>> perm_arg(const Value& v, const char* fn
   return out;
 }
 
+// The bits of `env`'s axes in its trace's function.
+AxisSet named_bits(const AxisEnv& env) {
+  AxisSet named = 0;
+  for (const std::string& n : env.names) named |= AxisSet{1} << env.trace->function().axis_bit(n);
+  return named;
+}
+
+// pcast(x, axes, to='unreduced') (JAX's vary_unreduced_cast): the same
+// per-device values, now typed as partial sums over `axes` instead of varying
+// over them. Bound as the identity ppermute (a no-op), its type then set.
+Value vary_unreduced_cast(InterpreterImpl& in, const AxisEnv& env, const Value& x) {
+  AxisSet named = named_bits(env);
+  TraceContext& tc = *env.trace;
+  OpAttrs attrs = collective_attrs(env);
+  for (int64_t i = 0; i < env.group_size; ++i) attrs.pairs.push_back({i, i});
+  return map_leaves(in, x, [&](const Tensor& leaf) {
+    AxisSet vma = vma_of(in.ops(), leaf), unreduced = 0;
+    if (tc.owns(leaf) && leaf->trace_id >= 0)
+      unreduced = tc.function().values[static_cast<size_t>(leaf->trace_id)].unreduced;
+    int kinds = 0;
+    std::string from;
+    if (vma & named) ++kinds, from = "varying";
+    if (unreduced & named) ++kinds, from = "unreduced";
+    if (named & ~(vma | unreduced)) ++kinds, from = "invarying";
+    if (kinds > 1)
+      throw Error(ErrCode::Value,
+                  "jax.lax.pcast can only accept axis_name which corresponds to one of varying, "
+                  "unreduced, reduced or invarying state of the input.",
+                  Span{}, "cast over the axes of one state at a time");
+    if (from != "varying")
+      throw Error(ErrCode::Value, "Unsupported pcast from=" + from + ", to='unreduced'");
+    Tensor out = bind1(in, Op::Ppermute, attrs, leaf);
+    IRValue& v = tc.function().values[static_cast<size_t>(out->trace_id)];
+    v.vma = vma & ~named;
+    v.unreduced = unreduced | named;
+    return out;
+  });
+}
+
 } // namespace
 
 void add_collectives(InterpreterImpl& in, Value& lax) {
@@ -513,9 +552,10 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
   def("pcast", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("pcast", a, {"x", "axis_name", "to"}, 3);
     std::string to = value_to_str(r[2], "pcast() to");
-    if (to != "varying")
-      throw Error(ErrCode::Value,
-                  "pcast(): to='" + to + "' is not supported (pxl has to='varying' only)");
+    if (to != "varying" && to != "unreduced")
+      throw Error(ErrCode::Value, "pcast(): to='" + to +
+                                      "' is not supported (pxl has to='varying' and "
+                                      "to='unreduced')");
     if (!r[1].is_obj(ObjKind::Str) && !r[1].is_obj(ObjKind::Tuple))
       throw Error(ErrCode::Type,
                   "axis_name=" + repr(r[1]) + " must be a tuple or a str. Got " + repr(r[1]));
@@ -526,8 +566,13 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
     OpAttrs attrs = collective_attrs(env);
     for (int64_t i = 0; i < env.group_size; ++i) attrs.pairs.push_back({i, i});
     const Function& f = env.trace->function();
+    if (to == "unreduced") return vary_unreduced_cast(in, env, r[0]);
     return map_leaves(in, r[0], [&](const Tensor& x) {
       AxisSet have = vma_of(in.ops(), x);
+      if (env.trace->owns(x) && x->trace_id >= 0 &&
+          (env.trace->function().values[static_cast<size_t>(x->trace_id)].unreduced &
+           named_bits(env)))
+        throw Error(ErrCode::Value, "Unsupported pcast from=unreduced, to='varying'");
       for (const std::string& n : env.names)
         if (have & (AxisSet{1} << f.axis_bit(n)))
           throw Error(ErrCode::Value, "pcast(): the value already varies over '" + n +

@@ -176,6 +176,29 @@ void check_spec_names(const Mesh& mesh, const PartitionSpec& spec, const std::st
                       spec.repr() + " has duplicate entries for `" + a + "`");
     seen.push_back(a);
   }
+  // JAX's _check_mesh_unreduced: unreduced/reduced axes are Explicit axes of the mesh.
+  for (bool red : {false, true})
+    for (const std::string& a : red ? spec.reduced : spec.unreduced) {
+      std::string Kind = red ? "Reduced" : "Unreduced", kind = red ? "reduced" : "unreduced";
+      if (mesh.axis_of(a) < 0) {
+        std::string names = "(";
+        for (size_t i = 0; i < mesh.axis_names.size(); ++i)
+          names += (i ? ", '" : "'") + mesh.axis_names[i] + "'";
+        names += mesh.axis_names.size() == 1 ? ",)" : ")";
+        throw Error(ErrCode::Value, Kind + " axes " + a + " is not found in mesh.axis_names=" +
+                                        names + ". Got pspec=" + spec.repr());
+      }
+      if (mesh.axis_type(mesh.axis_of(a)) != AxisType::Explicit) {
+        std::string set;
+        for (const std::string& n : red ? spec.reduced : spec.unreduced)
+          set += (set.empty() ? "'" : ", '") + n + "'";
+        throw Error(ErrCode::Value, Kind +
+                                        " axes can only refer to mesh axes that is of type "
+                                        "`Explicit`. Got " +
+                                        kind + " axes: frozenset({" + set +
+                                        "}) and mesh: " + mesh.jax_str());
+      }
+    }
 }
 
 void check_sharding_rank(const std::string& which, const std::string& sharding_repr,

@@ -50,17 +50,23 @@ public:
               std::string platform)
       : g_(g), mesh_(mesh), tc_(tc), eager_(eager), explicit_(explicit_mesh(mesh)),
         platform_(std::move(platform)), env_(g.values.size()), recreatable_(g.values.size(), false),
-        constrained_(g.values.size(), nullptr) {
+        constrained_(g.values.size(), nullptr), constrained_ur_(g.values.size(), nullptr) {
     // A value whose first use constrains its layout (out_sharding=) is typed by
     // that constraint: JAX's ops take the result's sharding as a parameter.
     for (const Instr& i : g.body)
-      if (i.op == Op::ShardingConstraint && !constrained_[i.operands[0]])
+      if (i.op == Op::ShardingConstraint && !constrained_[i.operands[0]]) {
         constrained_[i.operands[0]] = &i.attrs.dim_axes;
+        constrained_ur_[i.operands[0]] = &i.attrs.unreduced;
+      }
   }
 
   struct Local {
     Tensor t;
     DimSpec spec;
+    // A shard_map's result with unreduced out_specs: per device a partial
+    // sum over these axes. Any use sums them first (reshard); a jit result
+    // keeps them (its sharding then names them).
+    Axes unreduced = {};
   };
 
   Shape local_shape(const Shape& global, const DimSpec& s) const {
@@ -76,14 +82,19 @@ public:
     return v;
   }
 
-  void set_input(int gid, const DimSpec& spec, const Span& loc, const std::string& origin) {
+  void set_input(int gid, const DimSpec& spec, const Span& loc, const std::string& origin,
+                 const Axes& unreduced = {}) {
     AVal block = g_.values[gid].aval;
     block.shape = local_shape(block.shape, spec);
-    env_[gid] = {tc_.add_param(block, vma_of(spec), loc, origin), spec};
+    env_[gid] = {tc_.add_param(block, vma_of(spec), loc, origin), spec, unreduced};
   }
 
   void run(const Instr& ins) {
     LocScope loc(tc_, g_.values[ins.result].loc);
+    // (a shard_map and a sharding constraint may take the partial sums)
+    if (op_family(ins.op) != OpFamily::Call && ins.op != Op::ShardingConstraint)
+      for (int o : ins.operands)
+        if (!env_[o].unreduced.empty()) env_[o] = {reshard(o, env_[o].spec), env_[o].spec, {}};
     Op op = ins.op;
     if (op == Op::ShardingConstraint) return constrain(ins);
     if (is_elementwise(op)) return elementwise(ins);
@@ -113,11 +124,16 @@ public:
   }
 
   const DimSpec& spec_of(int gid) const { return env_[gid].spec; }
+  const Axes& unreduced_of(int gid) const { return env_[gid].unreduced; }
 
   // The result `gid` laid out by `want` (or as propagated).
   Tensor result(int gid, const std::optional<PartitionSpec>& want, PartitionSpec& spec) {
     DimSpec d = want ? dims_of_spec(*want, g_.values[gid].aval.ndim()) : env_[gid].spec;
     spec = want ? *want : spec_of_dims(d, mesh_);
+    if (!want && !env_[gid].unreduced.empty()) { // the partial sums, as they are
+      spec.unreduced = env_[gid].unreduced;
+      return env_[gid].t;
+    }
     return reshard(gid, d);
   }
 
@@ -134,6 +150,7 @@ private:
   // along a dimension it does not count over is a smaller iota).
   std::vector<bool> recreatable_;
   std::vector<const DimSpec*> constrained_; // see the constructor
+  std::vector<const Axes*> constrained_ur_; // the same constraints' unreduced axes
 
   int64_t parts(const Axes& axes) const {
     int64_t n = 1;
@@ -184,6 +201,10 @@ private:
   // then split, so an axis may move between dimensions.
   Tensor reshard(int gid, const DimSpec& to) {
     Local cur = env_[gid];
+    if (!cur.unreduced.empty()) { // the partial sums summed
+      cur.t = bind(Op::Psum, over(cur.unreduced), {cur.t});
+      cur.unreduced.clear();
+    }
     if (cur.spec == to) return cur.t;
     if (recreatable_[gid])
       if (std::optional<Tensor> t = recreate(gid, to)) return *t;
@@ -238,14 +259,21 @@ private:
     for (size_t i = 0; i < ins.operands.size(); ++i) {
       int o = ins.operands[i];
       if (explicit_ && i < c.explicit_in_types.size() && c.explicit_in_types[i])
-        explicit_in_spec_check(c.ins[i].spec, env_[o].spec, g_.values[o].aval, loc_of(ins));
-      params.push_back(reshard(o, dims_of_spec(c.ins[i].spec, gshape(o).size())));
+        explicit_in_spec_check(c.ins[i].spec, env_[o].spec, g_.values[o].aval, loc_of(ins),
+                               env_[o].unreduced);
+      DimSpec want = dims_of_spec(c.ins[i].spec, gshape(o).size());
+      // Unreduced in_specs take the partial sums as they are.
+      bool partial = !c.ins[i].spec.unreduced.empty() && env_[o].spec == want &&
+                     PartitionSpec{{}, {}, c.ins[i].spec.unreduced}.same_ur(
+                         PartitionSpec{{}, {}, env_[o].unreduced});
+      params.push_back(partial ? env_[o].t : reshard(o, want));
     }
     std::vector<Tensor> outs = inline_function(tc_, *c.fn, params, {});
     for (int r = 0; r < ins.nresults; ++r) {
       int id = ins.result + r;
       env_[id] = {outs[static_cast<size_t>(r)],
-                  dims_of_spec(c.outs[static_cast<size_t>(r)].spec, gshape(id).size())};
+                  dims_of_spec(c.outs[static_cast<size_t>(r)].spec, gshape(id).size()),
+                  c.outs[static_cast<size_t>(r)].spec.unreduced};
     }
   }
 
@@ -306,7 +334,26 @@ private:
                           " devices, which does not divide it",
                       loc_of(ins));
       }
-    define(ins, reshard(ins.operands[0], want), want);
+    const Axes& ur = ins.attrs.unreduced;
+    int x = ins.operands[0];
+    if (!ur.empty()) { // the operand's partial sums, as a contraction left them
+      if (!PartitionSpec{{}, {}, ur}.same_ur(PartitionSpec{{}, {}, env_[x].unreduced}))
+        throw Error(ErrCode::Unsupported,
+                    "out_sharding with unreduced axes " + PartitionSpec{{}, {}, ur}.repr() +
+                        " of a result that holds no partial sums over them",
+                    loc_of(ins),
+                    "pxl makes unreduced results only of contractions (dot, einsum, matmul) "
+                    "over dimensions split over those axes");
+      DimSpec spec = env_[x].spec;
+      if (spec != want)
+        throw Error(ErrCode::Unsupported,
+                    "out_sharding with unreduced axes laid out otherwise than the contraction's "
+                    "result",
+                    loc_of(ins));
+      env_[ins.result] = env_[x];
+      return;
+    }
+    define(ins, reshard(x, want), want);
   }
 
   void elementwise(const Instr& ins) {
@@ -448,11 +495,17 @@ private:
     OpAttrs local = ins.attrs;
     local.dim_axes.clear(); // (a type of the global value, not of the block)
     Tensor t = bind(Op::DotGeneral, local, {reshard(l, lt), reshard(r, rt)});
-    Axes contracted;
+    Axes contracted, partial;
+    // out_sharding=P(..., unreduced=...): the partial sums over those of the
+    // contracted axes stay on their devices (JAX's unreduced result).
+    const Axes* keep = constrained_ur_[ins.result];
     for (int64_t d : dd.lhs_contract)
-      for (const std::string& a : lt[static_cast<size_t>(d)]) contracted.push_back(a);
+      for (const std::string& a : lt[static_cast<size_t>(d)])
+        (keep && std::find(keep->begin(), keep->end(), a) != keep->end() ? partial : contracted)
+            .push_back(a);
     if (!contracted.empty()) t = bind(Op::Psum, over(contracted), {t});
     define(ins, t, out);
+    env_[ins.result].unreduced = partial;
     if (typed) conform(ins.result, *typed);
   }
   static bool is_in_dims(const std::vector<int64_t>& v, size_t d) {
@@ -652,6 +705,7 @@ OperandSpecs operand_specs(const Mesh& mesh, std::span<const Tensor> operands, s
   for (int id : mesh.device_ids) key += " " + std::to_string(id);
   OperandSpecs specs;
   for (const Tensor& t : operands) {
+    // An array of partial sums (unreduced) enters as such (its spec names the axes).
     bool own = t->sharded && t->sharded->mesh == mesh;
     specs.push_back(own ? t->sharded->spec : PartitionSpec{});
     key += " " + specs.back().repr();
@@ -696,9 +750,10 @@ void check_shard_map_inputs(const Function& f, std::span<const Tensor> operands)
       auto at = std::find(inputs.begin(), inputs.end(), i.operands[k]);
       size_t pos = static_cast<size_t>(at - inputs.begin());
       if (at == inputs.end() || pos >= operands.size() || operands[pos]->trace) continue;
-      explicit_in_spec_check(c.ins[k].spec, *explicit_type_spec(operands[pos]),
-                             f.values[i.operands[k]].aval,
-                             i.result >= 0 ? f.values[i.result].loc : Span{});
+      explicit_in_spec_check(
+          c.ins[k].spec, *explicit_type_spec(operands[pos]), f.values[i.operands[k]].aval,
+          i.result >= 0 ? f.values[i.result].loc : Span{},
+          operands[pos]->sharded ? operands[pos]->sharded->spec.unreduced : Axes{});
     }
   }
 }
@@ -721,7 +776,8 @@ PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const
   std::vector<SpmdMapping> ins;
   for (size_t i = 0; i < inputs.size(); ++i) {
     p.set_input(inputs[i], dims_of_spec(specs[i], g.values[inputs[i]].aval.ndim()), where,
-                "the sharding " + specs[i].repr() + " of argument " + std::to_string(i));
+                "the sharding " + specs[i].repr() + " of argument " + std::to_string(i),
+                specs[i].unreduced);
     ins.push_back(SpmdMapping{specs[i], -1});
   }
   for (const Instr& i : g.body) p.run(i);
@@ -782,16 +838,19 @@ std::optional<PartitionSpec> traced_sharding(InterpreterImpl& in, TraceContext& 
   Partitioner p(g, mesh, scratch, false, in.platform().name());
   for (size_t i = 0; i < g.params.size(); ++i)
     p.set_input(g.params[i], dims_of_spec(param_specs[i], g.values[g.params[i]].aval.ndim()),
-                Span{}, "argument " + std::to_string(i));
+                Span{}, "argument " + std::to_string(i), param_specs[i].unreduced);
   for (size_t i = 0; i < g.consts.size() && i < consts.size(); ++i) {
-    bool own = consts[i]->sharded && consts[i]->sharded->mesh == mesh;
+    bool own = consts[i]->sharded && consts[i]->sharded->mesh == mesh &&
+               consts[i]->sharded->spec.unreduced.empty();
     PartitionSpec spec = own ? consts[i]->sharded->spec : PartitionSpec{};
     if (auto typed = hooked_type(consts[i])) spec = typed->second; // an enclosing trace's value
     p.set_input(g.consts[i], dims_of_spec(spec, g.values[g.consts[i]].aval.ndim()), Span{},
                 "a captured constant");
   }
   for (const Instr& i : g.body) p.run(i);
-  return spec_of_dims(p.spec_of(g.results[0]), mesh);
+  PartitionSpec out = spec_of_dims(p.spec_of(g.results[0]), mesh);
+  out.unreduced = p.unreduced_of(g.results[0]);
+  return out;
 }
 
 std::function<void(TraceContext&)> explicit_type_hook(InterpreterImpl& in,

@@ -267,6 +267,7 @@ Value constrain_traced(InterpreterImpl& in, const Value& leaf, const Value& targ
   OpAttrs a;
   a.dim_axes = s.entries;
   a.dim_axes.resize(shape.size());
+  a.unreduced = s.unreduced; // a contraction's partial sums (jit_partition.cpp)
   type_contraction(*tc, t, a.dim_axes);
   return make_array(in.ops().bind(Op::ShardingConstraint, a, std::vector<Tensor>{t}));
 }

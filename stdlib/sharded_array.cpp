@@ -28,6 +28,7 @@ std::vector<int64_t> split_factors(const Mesh& mesh, const PartitionSpec& spec, 
 }
 
 bool replicated(const Mesh& mesh, const PartitionSpec& spec) {
+  if (mesh.size() > 1 && !spec.unreduced.empty()) return false; // partial sums differ
   for (const auto& axis : spec.axes())
     if (mesh.axis_size(axis) > 1) return false;
   return true;
@@ -135,6 +136,7 @@ struct DeviceSetObj : OpaqueObj {
 // over (pxl has no unreduced or reduced values: those sets are empty).
 struct ManualAxisTypeObj : OpaqueObj {
   std::vector<std::string> varying;
+  std::vector<std::string> unreduced; // JAX's mat.unreduced (a value of partial sums)
   Value set_of(const std::vector<std::string>& names) const {
     ValueList items;
     for (const std::string& n : names) items.push_back(make_str(n));
@@ -143,11 +145,12 @@ struct ManualAxisTypeObj : OpaqueObj {
   std::string type_name() const override { return "ManualAxisType"; }
   std::string repr() const override {
     return "ManualAxisType(varying=" + pxl::repr(set_of(varying)) +
-           ", unreduced=frozenset(), reduced=frozenset())";
+           ", unreduced=" + pxl::repr(set_of(unreduced)) + ", reduced=frozenset())";
   }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
     if (name == "varying") return out = set_of(varying), true;
-    if (name == "unreduced" || name == "reduced") return out = set_of({}), true;
+    if (name == "unreduced") return out = set_of(unreduced), true;
+    if (name == "reduced") return out = set_of({}), true;
     if (name == "invarying") {
       // invarying(mesh): the mesh's Manual axes the value does not vary over.
       std::vector<std::string> mine = varying;
@@ -172,7 +175,7 @@ struct ManualAxisTypeObj : OpaqueObj {
   }
   bool equals(const OpaqueObj& o) const override {
     auto* m = dynamic_cast<const ManualAxisTypeObj*>(&o);
-    return m && m->varying == varying;
+    return m && m->varying == varying && m->unreduced == unreduced;
   }
 };
 
@@ -184,6 +187,7 @@ struct AvalObj : OpaqueObj {
   std::vector<std::string> explicit_axes; // per dimension, "" when none
   std::string varying;                    // inside shard_map: the axes it varies over
   std::vector<std::string> varying_list;  // the same, as names in mesh order
+  std::vector<std::string> unreduced;     // the axes it is unreduced over (mesh order)
   Value sharding;                         // a NamedSharding over an AbstractMesh
   std::string type_name() const override { return "ShapedArray"; }
   std::string dims(bool short_dtype = false) const {
@@ -199,7 +203,10 @@ struct AvalObj : OpaqueObj {
       s += (d ? "," : "") + std::to_string(aval.shape[d]);
       if (d < explicit_axes.size() && !explicit_axes[d].empty()) s += "@" + explicit_axes[d];
     }
-    return s + "]" + (varying.empty() ? "" : "{V:" + varying + "}");
+    // JAX's {V:x, U:y}: the varying axes, then the unreduced ones.
+    std::string mat = varying.empty() ? "" : "V:" + varying;
+    if (!unreduced.empty()) mat += (mat.empty() ? "U:" : ", U:") + axes_label(unreduced);
+    return s + "]" + (mat.empty() ? "" : "{" + mat + "}");
   }
   std::string str() const override { return (aval.weak ? "~" : "") + dims(); }
   std::string repr() const override {
@@ -235,6 +242,7 @@ struct AvalObj : OpaqueObj {
     if (name == "mat") {
       auto m = std::make_shared<ManualAxisTypeObj>();
       m->varying = varying_list;
+      m->unreduced = unreduced;
       return out = Value::object(m), true;
     }
     return aval_attr(aval, name, out);
@@ -246,13 +254,14 @@ struct AvalObj : OpaqueObj {
   bool equals(const OpaqueObj& o) const override {
     auto* a = dynamic_cast<const AvalObj*>(&o);
     return a && a->aval.dtype == aval.dtype && a->aval.shape == aval.shape &&
-           a->aval.weak == aval.weak && a->explicit_axes == explicit_axes && a->varying == varying;
+           a->aval.weak == aval.weak && a->explicit_axes == explicit_axes &&
+           a->varying == varying && a->unreduced == unreduced;
   }
 };
 
 // "a" or "(b,a)": the mesh axes (in mesh order) a value traced inside a
 // shard_map varies over, as JAX's types show them; "" elsewhere.
-std::vector<std::string> varying_names(const Tensor& t) {
+std::vector<std::string> varying_names(const Tensor& t, bool unreduced = false) {
   if (!t->trace) return {};
   auto& tc = *const_cast<TraceContext*>(static_cast<const TraceContext*>(t->trace));
   if (t->trace_id < 0) return {};
@@ -269,7 +278,8 @@ std::vector<std::string> varying_names(const Tensor& t) {
   if (!sm || !sm->check_vma) return {};
   const Function& f = tc.function();
   const std::vector<std::string>& mesh_axes = sm->function().mesh_axes;
-  AxisSet vma = f.values.at(static_cast<size_t>(t->trace_id)).vma;
+  const IRValue& value = f.values.at(static_cast<size_t>(t->trace_id));
+  AxisSet vma = unreduced ? value.unreduced : value.vma;
   std::vector<std::string> names;
   for (size_t i = 0; i < f.mesh_axes.size(); ++i)
     if ((vma & (AxisSet{1} << i)) &&
@@ -348,6 +358,7 @@ Value type_sharding(InterpreterImpl& in, const Tensor& t) {
   PartitionSpec typed;
   typed.entries =
       typed_dims(TypeSource{m, src ? src->spec : PartitionSpec{}}, t->aval.shape.size());
+  if (src) typed.unreduced = src->spec.unreduced;
   return make_abstract_sharding(mesh, std::move(typed));
 }
 
@@ -356,6 +367,13 @@ Value aval_value(InterpreterImpl& in, const Tensor& t) {
   a->aval = t->aval;
   a->varying = varying_axes(t);
   a->varying_list = varying_names(t);
+  a->unreduced = varying_names(t, true);
+  // A shard_map's result with unreduced out_specs: an array, or (in jit) its type.
+  if (std::optional<TypeSource> src = type_source(t); src && src->mesh && a->unreduced.empty())
+    for (const std::string& n : src->mesh->axis_names)
+      if (std::find(src->spec.unreduced.begin(), src->spec.unreduced.end(), n) !=
+          src->spec.unreduced.end())
+        a->unreduced.push_back(n);
   a->sharding = type_sharding(in, t);
   for (const auto& axes : static_cast<ShardingObj*>(a->sharding.as<OpaqueObj>())->spec.entries)
     a->explicit_axes.push_back(axes_label(axes));

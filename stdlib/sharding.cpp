@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "lang/args.hpp"
+#include "lang/py_set.hpp"
 #include "lang/tracer.hpp"
 #include "runtime/format.hpp"
 #include "stdlib/convert.hpp"
@@ -646,18 +647,98 @@ struct UnconstrainedObj : OpaqueObj {
 };
 } // namespace
 
-// A PartitionSpec's tuple methods (count, index) are its entries' tuple's.
-bool SpecObj::get_attr(InterpreterImpl& in, const std::string& name, Value& out) {
-  if (name != "count" && name != "index") return false;
-  ValueList entries;
-  items(entries);
-  out = in.get_attr(make_tuple(std::move(entries)), name, Span{});
-  return true;
+namespace {
+Value names_set(const std::vector<std::string>& names) {
+  ValueList items;
+  for (const std::string& n : names) items.push_back(make_str(n));
+  return make_py_set(std::move(items), true);
 }
 
-bool SpecObj::items(ValueList& out) const {
-  for (const auto& entry : spec.entries) {
-    if (entry.empty()) {
+// unreduced= / reduced=: a set or frozenset of axis names (JAX's TypeError
+// otherwise); None among them is JAX's ValueError, raised by the caller.
+std::vector<std::string> ur_arg(const Value& v, const char* what, bool& has_none) {
+  const ValueList* items = py_set_items(v);
+  if (!items)
+    throw Error(ErrCode::Type, std::string(what) +
+                                   " argument of PartitionSpec should of type `frozenset` or "
+                                   "`set`. Got type " +
+                                   str(v));
+  std::vector<std::string> names;
+  for (const Value& x : *items) {
+    if (x.is_none()) {
+      has_none = true;
+      continue;
+    }
+    names.push_back(value_to_str(x, std::string("PartitionSpec ") + what + " axis"));
+  }
+  return names;
+}
+
+Value partitions_tuple(const PartitionSpec& s) { return make_tuple(SpecObj(s).partitions()); }
+} // namespace
+
+PartitionSpec make_partition_spec(const ValueList& partitions, const Value& unreduced_arg,
+                                  const Value& reduced_arg) {
+  PartitionSpec s;
+  for (const Value& v : partitions) {
+    std::vector<std::string> names; // empty: None (also for an empty tuple)
+    if (v.is_obj(ObjKind::Opaque) && dynamic_cast<UnconstrainedObj*>(v.as<OpaqueObj>())) {
+      s.unconstrained.push_back(s.entries.size());
+    } else if (v.is_none()) {
+    } else if (v.is_obj(ObjKind::Str)) {
+      names.push_back(v.as<StrObj>()->value);
+    } else if (const ValueList* items = sequence_items(v)) {
+      for (const Value& x : *items) names.push_back(value_to_str(x, "PartitionSpec entry"));
+    } else {
+      throw Error(
+          ErrCode::Type,
+          "PartitionSpec entries must be None, a mesh axis name, or a tuple of names, not " +
+              type_name(v));
+    }
+    s.entries.push_back(std::move(names));
+  }
+  // JAX's __new__ checks the types, then _check the contents, in this order.
+  bool u_none = false, r_none = false;
+  s.unreduced = ur_arg(unreduced_arg, "unreduced", u_none);
+  s.reduced = ur_arg(reduced_arg, "reduced", r_none);
+  if (s.unreduced.empty() && s.reduced.empty() && !u_none && !r_none) return s;
+  if (u_none)
+    throw Error(ErrCode::Value, "unreduced cannot contain None. All elements in unreduced should "
+                                "refer to the mesh axes.");
+  if (r_none)
+    throw Error(ErrCode::Value,
+                "reduced cannot contain None. All elements in reduced should refer to the mesh "
+                "axes.");
+  auto has = [](const std::vector<std::string>& xs, const std::string& x) {
+    return std::find(xs.begin(), xs.end(), x) != xs.end();
+  };
+  for (const std::string& u : s.unreduced)
+    if (has(s.reduced, u))
+      throw Error(ErrCode::Value,
+                  "`unreduced` and `reduced` argument to PartitionSpec cannot overlap. Got "
+                  "unreduced: " +
+                      repr(names_set(s.unreduced)) + " and reduced: " + repr(names_set(s.reduced)));
+  for (const auto& entry : s.entries)
+    for (const std::string& a : entry)
+      for (bool red : {false, true})
+        if (has(red ? s.reduced : s.unreduced, a))
+          throw Error(
+              ErrCode::Value,
+              std::string("partitions cannot overlap with ") + (red ? "reduced" : "unreduced") +
+                  " axes passed to PartitionSpec. Got partitions: " + repr(partitions_tuple(s)) +
+                  " and " + (red ? "reduced" : "unreduced") +
+                  " axes: " + repr(names_set(red ? s.reduced : s.unreduced)));
+  return s;
+}
+
+ValueList SpecObj::partitions() const {
+  ValueList out;
+  for (size_t i = 0; i < spec.entries.size(); ++i) {
+    const auto& entry = spec.entries[i];
+    if (std::find(spec.unconstrained.begin(), spec.unconstrained.end(), i) !=
+        spec.unconstrained.end()) {
+      out.push_back(Value::object(std::make_shared<UnconstrainedObj>()));
+    } else if (entry.empty()) {
       out.push_back(Value());
     } else if (entry.size() == 1) {
       out.push_back(make_str(entry[0]));
@@ -667,20 +748,141 @@ bool SpecObj::items(ValueList& out) const {
       out.push_back(make_tuple(std::move(names)));
     }
   }
+  return out;
+}
+
+// A PartitionSpec's tuple methods (count, index) are its entries' tuple's;
+// unreduced, reduced, partitions and the methods JAX's transforms use.
+bool SpecObj::get_attr(InterpreterImpl& in, const std::string& name, Value& out) {
+  PartitionSpec self = spec;
+  if (name == "count" || name == "index") {
+    out = in.get_attr(make_tuple(partitions()), name, Span{});
+    return true;
+  }
+  if (name == "unreduced") return out = names_set(spec.unreduced), true;
+  if (name == "reduced") return out = names_set(spec.reduced), true;
+  if (name == "partitions") return out = make_tuple(partitions()), true;
+  if (name == "__len__") { // len() works whatever the sets (iteration may not)
+    int64_t n = static_cast<int64_t>(spec.entries.size());
+    out = make_builtin("__len__", [n](InterpreterImpl&, CallArgs&) { return Value::integer(n); });
+    return true;
+  }
+  if (name == "update") {
+    out = make_builtin("update", [self](InterpreterImpl&, CallArgs& a) {
+      ArgReader r("update", a, {"partitions", "unreduced", "reduced"});
+      ValueList parts = SpecObj(self).partitions();
+      if (r.has(0) && !r[0].is_none()) {
+        const ValueList* p = sequence_items(r[0]);
+        if (!p) throw Error(ErrCode::Type, "update() partitions must be a sequence");
+        parts = *p;
+      }
+      Value u = r.has(1) && !r[1].is_none() ? r[1] : names_set(self.unreduced);
+      Value d = r.has(2) && !r[2].is_none() ? r[2] : names_set(self.reduced);
+      return make_spec_value(make_partition_spec(parts, u, d));
+    });
+    return true;
+  }
+  if (name == "to_tangent_spec" || name == "to_ct_spec" || name == "to_lo") {
+    out = make_builtin(name, [self, name](InterpreterImpl&, CallArgs& a) {
+      ArgReader r(name, a, {});
+      PartitionSpec s = self;
+      if (name == "to_ct_spec") std::swap(s.unreduced, s.reduced);
+      Value v = make_spec_value(std::move(s));
+      return name == "to_lo" ? make_list({v}) : v;
+    });
+    return true;
+  }
+  if (name == "_normalized_spec_for_aval") {
+    out = make_builtin(name, [self](InterpreterImpl&, CallArgs& a) {
+      ArgReader r("_normalized_spec_for_aval", a, {"ndim"}, 1);
+      PartitionSpec s = self;
+      s.unconstrained.clear();
+      if (int64_t n = r.get_int(0); static_cast<int64_t>(s.entries.size()) < n)
+        s.entries.resize(static_cast<size_t>(n));
+      return make_spec_value(std::move(s));
+    });
+    return true;
+  }
+  if (name == "_check_compatible_wrt_shape") {
+    out = make_builtin(name, [self](InterpreterImpl&, CallArgs& a) {
+      ArgReader r("_check_compatible_wrt_shape", a, {"shape"}, 1);
+      Shape shape = value_to_shape(r[0], "_check_compatible_wrt_shape() shape");
+      if (shape.size() < self.entries.size())
+        throw Error(ErrCode::Value, "PartitionSpec " + self.repr() +
+                                        " is only valid for values of rank at least " +
+                                        std::to_string(self.entries.size()) +
+                                        ", but was applied to a value of rank " +
+                                        std::to_string(shape.size()) + "." +
+                                        (shape.empty() ? " For scalars the PartitionSpec should "
+                                                         "be P()"
+                                                       : ""));
+      return Value();
+    });
+    return true;
+  }
+  return false;
+}
+
+std::vector<std::string> SpecObj::attr_names() const {
+  return {"count",  "index",           "unreduced",  "reduced", "partitions",
+          "update", "to_tangent_spec", "to_ct_spec", "to_lo"};
+}
+
+bool SpecObj::items(ValueList& out) const {
+  if (!spec.unreduced.empty() || !spec.reduced.empty())
+    throw Error(ErrCode::Value, "Using *pspec is dangerous when PartitionSpec has non-empty "
+                                "unreduced/reduced set. Please use *spec.partitions");
+  ValueList p = partitions();
+  out.insert(out.end(), p.begin(), p.end());
   return true;
 }
 
 bool SpecObj::get_item(InterpreterImpl& in, const Value& index, Value& out) {
-  ValueList entries;
-  items(entries);
-  out = in.get_item(make_tuple(std::move(entries)), index, Span{}); // as a tuple's
+  if (!spec.unreduced.empty() || !spec.reduced.empty())
+    throw Error(ErrCode::Value, "Using pspec[...] is dangerous when PartitionSpec has non-empty "
+                                "unreduced/reduced set. Please use spec.partitions[...]");
+  out = in.get_item(make_tuple(partitions()), index, Span{}); // as a tuple's
+  return true;
+}
+
+bool SpecObj::apply_operator(InterpreterImpl&, const std::string& op, const Value& other,
+                             bool self_first, Value& out) {
+  if (op != "add") return false;
+  auto* o = other.is_obj(ObjKind::Opaque) ? dynamic_cast<SpecObj*>(other.as<OpaqueObj>()) : nullptr;
+  if (o) { // P + P: the entries and both sets joined
+    const SpecObj& a = self_first ? *this : *o;
+    const SpecObj& b = self_first ? *o : *this;
+    ValueList parts = a.partitions(), more = b.partitions();
+    parts.insert(parts.end(), more.begin(), more.end());
+    std::vector<std::string> u = a.spec.unreduced, r = a.spec.reduced;
+    for (const auto& x : b.spec.unreduced)
+      if (std::find(u.begin(), u.end(), x) == u.end()) u.push_back(x);
+    for (const auto& x : b.spec.reduced)
+      if (std::find(r.begin(), r.end(), x) == r.end()) r.push_back(x);
+    out = make_spec_value(make_partition_spec(parts, names_set(u), names_set(r)));
+    return true;
+  }
+  if (!other.is_obj(ObjKind::Tuple))
+    throw Error(ErrCode::Unsupported, "", Span{},
+                "JAX's PartitionSpec.__add__ raises NotImplementedError: add a PartitionSpec "
+                "or a tuple");
+  for (bool red : {false, true})
+    if (!(red ? spec.reduced : spec.unreduced).empty())
+      throw Error(ErrCode::Type, "other " + pxl::repr(other) +
+                                     " cannot be of instance `tuple` when self " + spec.repr() +
+                                     " has " + (red ? "reduced" : "unreduced") + " in `" +
+                                     (self_first ? "__add__" : "__radd__") + "` of PartitionSpec.");
+  ValueList parts = partitions();
+  const ValueList& t = *sequence_items(other);
+  parts.insert(self_first ? parts.end() : parts.begin(), t.begin(), t.end());
+  out = make_spec_value(make_partition_spec(parts, names_set({}), names_set({})));
   return true;
 }
 
 bool SpecObj::equals(const OpaqueObj& o) const {
   auto* s = dynamic_cast<const SpecObj*>(&o);
-  return s && s->spec.entries == spec.entries &&
-         s->spec.unconstrained == spec.unconstrained; // as in JAX, P(x) != P(x, None)
+  return s && s->spec.entries == spec.entries && s->spec.unconstrained == spec.unconstrained &&
+         s->spec.same_ur(spec); // as in JAX, P(x) != P(x, None)
 }
 
 std::string ShardingObj::repr() const {
@@ -702,7 +904,7 @@ bool ShardingObj::equals(const OpaqueObj& o) const {
            s->spec == spec;
   return s && s->single_device == single_device && s->mesh.same_mesh(mesh) &&
          s->spec.entries == spec.entries && s->spec.unconstrained == spec.unconstrained &&
-         s->memory_kind == memory_kind;
+         s->spec.same_ur(spec) && s->memory_kind == memory_kind;
 }
 
 std::string checked_memory_kind(const Value& v) {
@@ -767,6 +969,9 @@ Value spec_over_current_mesh(InterpreterImpl& in, const Value& target, const std
       (typed->mesh.axis_names != mesh->axis_names || typed->mesh.axis_sizes != mesh->axis_sizes))
     throw Error(ErrCode::Value, fn + "(): the sharding's " + pxl::repr(typed->abstract_mesh) +
                                     " does not match the current mesh " + mesh->jax_str());
+  // JAX makes a NamedSharding of it, whose checks name unknown unreduced axes.
+  if (spec && (!spec->spec.unreduced.empty() || !spec->spec.reduced.empty()))
+    check_spec_names(*mesh, spec->spec, "NamedSharding spec");
   return Value::object(std::make_shared<ShardingObj>(*mesh, spec ? spec->spec : typed->spec));
 }
 
@@ -885,27 +1090,16 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
   });
   Value unconstrained = Value::object(std::make_shared<UnconstrainedObj>());
   Value p_fn = make_builtin("PartitionSpec", [](InterpreterImpl&, CallArgs& a) {
-    if (!a.kw.empty())
-      throw Error(ErrCode::Arguments, "PartitionSpec() takes no keyword arguments");
-    PartitionSpec s;
-    for (const Value& v : a.pos) {
-      std::vector<std::string> names; // empty: None (also for an empty tuple)
-      if (v.is_obj(ObjKind::Opaque) && dynamic_cast<UnconstrainedObj*>(v.as<OpaqueObj>())) {
-        s.unconstrained.push_back(s.entries.size());
-      } else if (v.is_none()) {
-      } else if (v.is_obj(ObjKind::Str)) {
-        names.push_back(v.as<StrObj>()->value);
-      } else if (const ValueList* items = sequence_items(v)) {
-        for (const Value& x : *items) names.push_back(value_to_str(x, "PartitionSpec entry"));
-      } else {
-        throw Error(
-            ErrCode::Type,
-            "PartitionSpec entries must be None, a mesh axis name, or a tuple of names, not " +
-                type_name(v));
-      }
-      s.entries.push_back(std::move(names));
+    Value unreduced = make_py_set({}, true), reduced = unreduced;
+    for (const auto& [k, v] : a.kw) {
+      if (k == "unreduced")
+        unreduced = v;
+      else if (k == "reduced")
+        reduced = v;
+      else
+        throw Error(ErrCode::Type, "P.__new__() got an unexpected keyword argument '" + k + "'");
     }
-    return make_spec_value(std::move(s));
+    return make_spec_value(make_partition_spec(a.pos, unreduced, reduced));
   });
   p_fn.as<BuiltinObj>()->attrs.emplace_back("UNCONSTRAINED", unconstrained);
   Value named_fn = make_builtin("NamedSharding", [](InterpreterImpl&, CallArgs& a) {

@@ -51,11 +51,22 @@ struct SpecObj : OpaqueObj {
   std::string type_name() const override { return "PartitionSpec"; }
   std::string repr() const override { return spec.repr(); }
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override;
+  std::vector<std::string> attr_names() const override;
   bool equals(const OpaqueObj& o) const override;
-  // JAX's PartitionSpec is a tuple: its entries (None, 'x', ('x', 'y')).
+  // JAX's PartitionSpec is a tuple: its entries (None, 'x', ('x', 'y')); with
+  // unreduced/reduced axes, iterating or indexing it is JAX's ValueError.
   bool items(ValueList& out) const override;
   bool get_item(InterpreterImpl& in, const Value& index, Value& out) override;
+  // P + P, P + tuple, tuple + P (JAX's __add__/__radd__).
+  bool apply_operator(InterpreterImpl& in, const std::string& op, const Value& other,
+                      bool self_first, Value& out) override;
+  // The entries as JAX's canonical partitions tuple (no unreduced check).
+  ValueList partitions() const;
 };
+// P(*partitions, unreduced=..., reduced=...), checked as JAX's constructor
+// checks it; pass empty frozensets for sets not given.
+PartitionSpec make_partition_spec(const ValueList& partitions, const Value& unreduced,
+                                  const Value& reduced);
 
 // A NamedSharding, or (single_device) the SingleDeviceSharding of an array on
 // one device: a mesh of that one device with no axes.

@@ -345,18 +345,22 @@ void explicit_scan_check(const AVal& operand, const DimSpec& spec, int64_t axis,
 }
 
 void explicit_in_spec_check(const PartitionSpec& want, const DimSpec& have, const AVal& aval,
-                            const Span& loc) {
+                            const Span& loc, const std::vector<std::string>& have_unreduced) {
   // JAX compares the spec normalized against the value's rank: one entry per
   // dimension, trailing None entries added.
   PartitionSpec full = want;
   if (full.entries.size() < aval.shape.size()) full.entries.resize(aval.shape.size());
-  if (full.entries == have) return;
   PartitionSpec typed;
   typed.entries = have;
+  typed.unreduced = have_unreduced;
+  typed.reduced = want.reduced; // (pxl's arrays carry no reduced axes)
+  if (full.entries == have && full.same_ur(typed)) return;
+  std::string mat = have_unreduced.empty() ? "" : "{U:" + axes_label(have_unreduced) + "}";
   throw Error(
       ErrCode::Spec,
-      "in_specs passed to shard_map: " + full.repr() + " does not match the specs of the input: " +
-          typed.repr() + " for arg: " + (aval.weak ? "~" : "") + sharded_type_str(aval, have) +
+      "in_specs passed to shard_map: " + full.repr() +
+          " does not match the specs of the input: " + typed.repr() +
+          " for arg: " + (aval.weak ? "~" : "") + sharded_type_str(aval, have) + mat +
           ". `in_specs` is an optional argument so you can omit specifying it and shard_map will "
           "infer the in_specs from the arguments. If you want to reshard your inputs, you can use "
           "`jax.reshard` on the arguments and then pass those args to shard_map.",

@@ -78,7 +78,9 @@ void explicit_same_sharding(const std::string& op, const std::vector<DimSpec>& s
 // shard_map over Explicit axes: an argument whose type's sharding is `have`
 // must already be laid out as its in_specs entry `want` says (JAX 0.10 does not
 // reshard; a plain array is replicated, P(None, ...)); else JAX's ValueError.
+// `have_unreduced`: the axes the argument is unreduced over (partial sums),
+// which must be the entry's unreduced= set.
 void explicit_in_spec_check(const PartitionSpec& want, const DimSpec& have, const AVal& aval,
-                            const Span& loc);
+                            const Span& loc, const std::vector<std::string>& have_unreduced = {});
 
 } // namespace pxl

@@ -44,10 +44,11 @@ struct InLeaf {
   Tensor global; // the whole array
   AVal block;    // per-participant type
   AxisSet vma = 0;
-  std::string origin; // why it varies, for the vma diagnostic
-  PartitionSpec spec; // shard_map: its in_spec; pmap: unused
-  int map_axis = -1;  // pmap: the mapped axis, -1 for in_axes=None
-  bool typed = false; // shard_map over Explicit axes: must already be laid out as spec
+  std::string origin;    // why it varies, for the vma diagnostic
+  PartitionSpec spec;    // shard_map: its in_spec; pmap: unused
+  int map_axis = -1;     // pmap: the mapped axis, -1 for in_axes=None
+  bool typed = false;    // shard_map over Explicit axes: must already be laid out as spec
+  AxisSet unreduced = 0; // shard_map: its in_spec's unreduced axes (the body's partial sums)
   // shard_map with axis_names= over a mesh with Explicit axes it leaves
   // alone: the argument's sharding over those, which its type keeps in the body.
   PartitionSpec body_type;
@@ -68,6 +69,19 @@ struct Compiled {
   // (JAX's result sharding); empty otherwise.
   std::vector<PartitionSpec> out_layouts;
 };
+
+// The axes an argument holds partial sums over: an array's (a shard_map
+// result with unreduced out_specs), or what the enclosing jit's types say of
+// a traced value.
+std::vector<std::string> unreduced_of(const Tensor& t) {
+  if (t->sharded) return t->sharded->spec.unreduced;
+  if (!t->trace || t->trace_id < 0) return {};
+  auto& tc = *const_cast<TraceContext*>(static_cast<const TraceContext*>(t->trace));
+  if (!tc.type_sharding) return {};
+  Value s = tc.type_sharding(t->trace_id);
+  if (s.is_none()) return {};
+  return static_cast<ShardingObj*>(s.as<OpaqueObj>())->spec.unreduced;
+}
 
 std::string loc_str(const Span& s) {
   if (!s.valid()) return "?";
@@ -533,6 +547,7 @@ struct ShardMapFn : SpmdFunction {
                 where, "pass in_specs=, the specs the arguments are laid out with");
           // Only the manual axes: the others stay in the value's type.
           inferred.entries = only_axes(*typed, manual, manual.empty());
+          inferred.unreduced = unreduced_of(in.to_tensor(leaf, where)); // (JAX's in_specs too)
         }
         per_leaf.push_back(make_spec_value(std::move(inferred)));
       }
@@ -540,6 +555,14 @@ struct ShardMapFn : SpmdFunction {
       check_spec_tree(in, in_specs, true, mesh, where, manual);
       check_prefix_structure(in_specs, args_tuple, "shard_map in_specs", is_spec_leaf, where);
       broadcast_prefix(in, in_specs, args_tuple, per_leaf, is_spec_leaf, "shard_map in_specs");
+    }
+    for (bool input : {true, false}) {
+      if (input && infer_in_specs) continue;
+      ValueList spec_leaves;
+      tree_flatten(in, input ? in_specs : out_specs, spec_leaves);
+      for (const Value& l : spec_leaves)
+        if (is_spec_leaf(l) && !l.is_none())
+          check_unreduced_spec(value_to_spec(l, "shard_map specs entry"), input, where);
     }
     check_spec_tree(in, out_specs, false, mesh, where, manual);
     ValueList arg_leaves;
@@ -579,12 +602,23 @@ struct ShardMapFn : SpmdFunction {
       // A traced argument whose type's sharding is not known yet is checked
       // when jit partitions the call (jit_partition.cpp).
       l.typed = explicit_types && !per_leaf[i].is_none();
+      std::vector<std::string> arg_unreduced = unreduced_of(l.global);
       if (l.typed)
         if (auto typed = explicit_type_spec(l.global)) {
           explicit_in_spec_check(l.spec, only_axes(*typed, manual, manual.empty()), l.global->aval,
-                                 where);
+                                 where, arg_unreduced);
           l.body_type.entries = only_axes(*typed, free_explicit_axes(), false);
         }
+      if (!PartitionSpec{{}, {}, l.spec.unreduced}.same_ur(PartitionSpec{{}, {}, arg_unreduced}))
+        throw Error(ErrCode::Value,
+                    "in_specs containing unreduced " + l.spec.repr() +
+                        " passed to shard_map should be equal to the unreduced present on the "
+                        "in_aval " +
+                        type_str(l.global->aval),
+                    where);
+      if (check_vma)
+        for (const std::string& u : l.spec.unreduced)
+          l.unreduced |= AxisSet{1} << proto.axis_bit(u);
       l.block = l.global->aval;
       l.block.shape = block_shape(mesh, l.spec, l.global->aval.shape);
       for (const auto& axis : l.spec.axes()) l.vma |= AxisSet{1} << proto.axis_bit(axis);
@@ -634,6 +668,106 @@ struct ShardMapFn : SpmdFunction {
     return true;
   }
 
+  // JAX's _check_unreduced of an out_specs entry: unreduced/reduced need a
+  // fully manual shard_map over Explicit axes.
+  void check_unreduced_spec(const PartitionSpec& s, bool input, const Span& where) const {
+    if (s.unreduced.empty() && s.reduced.empty()) return;
+    std::string which = input ? "in" : "out";
+    if (!manual.empty() && manual.size() != mesh.axis_names.size()) {
+      std::string names;
+      for (const std::string& n : manual) names += (names.empty() ? "'" : ", '") + n + "'";
+      throw Error(ErrCode::Unsupported,
+                  "unreduced/reduced can only be passed to " + which +
+                      "_specs when shard_map is in full manual mode. Got mesh axis names " +
+                      axes_tuple(mesh.axis_names) + ", manual_axes: frozenset({" + names +
+                      "}), specs: " + s.repr() +
+                      ". Please file a bug at https://github.com/jax-ml/jax/issues.",
+                  where);
+    }
+    for (bool red : {false, true})
+      for (const std::string& u : red ? s.reduced : s.unreduced)
+        if (mesh.axis_of(u) < 0) // JAX looks the axis's type up: KeyError
+          throw Error(ErrCode::Key, "'" + u + "'", where,
+                      which + "_specs " + s.repr() + " names an axis the mesh lacks");
+    for (bool red : {false, true})
+      for (const std::string& u : red ? s.reduced : s.unreduced)
+        if (int a = mesh.axis_of(u); a >= 0 && mesh.axis_type(a) != AxisType::Explicit)
+          throw Error(ErrCode::Value,
+                      std::string(red ? "reduced" : "unreduced") + " in " + which + "_specs " +
+                          s.repr() +
+                          " can only be used when the mesh passed to shard_map contains axis "
+                          "names all of type `Explicit`. Got mesh " +
+                          mesh.jax_str(),
+                      where);
+  }
+  static std::string axes_tuple(const std::vector<std::string>& names) {
+    std::string t = "(";
+    for (size_t i = 0; i < names.size(); ++i) t += (i ? ", '" : "'") + names[i] + "'";
+    return t + (names.size() == 1 ? ",)" : ")");
+  }
+  // What JAX's shard_map does to an output before checking it against its
+  // out_specs (add_implicit_pvary_and_unreduced): a pvary over the axes the
+  // spec's entries name (which an unreduced value refuses), then a
+  // vary_unreduced_cast over the spec's unreduced axes the value is not yet
+  // unreduced over (which must vary over them). Both are no-ops on the data.
+  void implicit_unreduced_cast(const Function& f, const PartitionSpec& s, IRValue& v,
+                               const Span& where) const {
+    auto bit_of = [&](const std::string& n) {
+      int b = f.axis_bit(n);
+      return b < 0 ? AxisSet{0} : AxisSet{1} << b;
+    };
+    auto short_type = [&](const IRValue& x) {
+      std::string t = type_str(x.aval), mat;
+      for (size_t i = 0; i < f.mesh_axes.size(); ++i)
+        if (x.vma & (AxisSet{1} << i)) mat += (mat.empty() ? "" : ",") + f.mesh_axes[i];
+      if (std::count(mat.begin(), mat.end(), ',')) mat = "(" + mat + ")";
+      mat = mat.empty() ? "" : "V:" + mat;
+      std::string u;
+      for (size_t i = 0; i < f.mesh_axes.size(); ++i)
+        if (x.unreduced & (AxisSet{1} << i)) u += (u.empty() ? "" : ",") + f.mesh_axes[i];
+      if (std::count(u.begin(), u.end(), ',')) u = "(" + u + ")";
+      if (!u.empty()) mat += (mat.empty() ? "U:" : ", U:") + u;
+      return t + (mat.empty() ? "" : "{" + mat + "}");
+    };
+    std::string pvary_unreduced;
+    AxisSet entry_axes = 0;
+    for (const std::string& n : s.axes()) entry_axes |= bit_of(n);
+    for (size_t i = 0; i < f.mesh_axes.size(); ++i)
+      if (entry_axes & ~v.vma & v.unreduced & (AxisSet{1} << i))
+        pvary_unreduced += (pvary_unreduced.empty() ? "'" : ", '") + f.mesh_axes[i] + "'";
+    if (!pvary_unreduced.empty())
+      throw Error(ErrCode::Value,
+                  "pvary cannot accept args which are unreduced. Got " + short_type(v) +
+                      " and axes={" + pvary_unreduced + "}",
+                  where);
+    v.vma |= entry_axes;
+    AxisSet want = 0;
+    for (const std::string& u : s.unreduced) want |= bit_of(u);
+    want &= ~v.unreduced;
+    if (!want) return;
+    if (!v.vma)
+      throw Error(ErrCode::Value,
+                  "vary_unreduced_cast only accepts inputs that are varying. Got " + short_type(v),
+                  where);
+    if (!(v.vma & want)) {
+      std::vector<std::string> axes, varying;
+      for (size_t i = 0; i < f.mesh_axes.size(); ++i) {
+        if (want & (AxisSet{1} << i)) axes.push_back(f.mesh_axes[i]);
+        if (v.vma & (AxisSet{1} << i)) varying.push_back("'" + f.mesh_axes[i] + "'");
+      }
+      std::string vs;
+      for (const std::string& x : varying) vs += (vs.empty() ? "" : ", ") + x;
+      throw Error(ErrCode::Value,
+                  "vary_unreduced_cast is a Varying->Unreduced collective. This means that the "
+                  "axis names mentioned in `axes` passed to `vary_unreduced_cast` must be present "
+                  "in `jax.typeof(x).mat.varying`. Got axes=" +
+                      axes_tuple(axes) + " and jax.typeof(x).mat.varying=frozenset({" + vs + "})",
+                  where);
+    }
+    v.vma &= ~want;
+    v.unreduced |= want;
+  }
+
   std::shared_ptr<Compiled> compile(InterpreterImpl& in, const std::vector<InLeaf>& leaves,
                                     const std::vector<std::pair<size_t, Value>>& statics,
                                     size_t n_leaves, const TreeDef& in_tree, const Function& proto,
@@ -653,7 +787,7 @@ struct ShardMapFn : SpmdFunction {
         return run_traced_prefix(in, what, *f, id, mesh, leaves, tc.captured_tensors());
       };
       tc.concretize = [&, run_prefix](int id) -> std::optional<Array> {
-        if (f->values[id].vma) return std::nullopt;
+        if (f->values[id].vma || f->values[id].unreduced) return std::nullopt;
         return run_prefix(id)[0];
       };
       tc.describe = [&, run_prefix](int id) -> std::optional<std::string> {
@@ -700,6 +834,8 @@ struct ShardMapFn : SpmdFunction {
     ValueList traced;
     for (const InLeaf& l : leaves)
       traced.push_back(make_array(tc.add_param(l.block, l.vma, where, l.origin)));
+    for (size_t k = 0; k < leaves.size(); ++k) // unreduced in_specs: typed as partial sums
+      f->values[static_cast<size_t>(f->params[k])].unreduced = leaves[k].unreduced;
     ++traces;
     traced = with_static_args(statics, traced, n_leaves);
     ValueList out_leaves =
@@ -731,8 +867,12 @@ struct ShardMapFn : SpmdFunction {
     }
     check_out_specs_rank(fn, out_checked, where);
     for (size_t r = 0; r < out_leaves.size(); ++r) {
+      check_unreduced_spec(out_checked[r].spec, false, where);
+      // Typed as JAX types it after its implicit casts (unreduced out_specs):
+      // `v` is a copy whose vma/unreduced the casts change.
+      IRValue v = f->values[f->results[r]];
+      if (check_vma) implicit_unreduced_cast(*f, out_checked[r].spec, v, where);
       PartitionSpec s = out_checked[r].spec;
-      const IRValue& v = f->values[f->results[r]];
       Shape global = v.aval.shape;
       for (size_t d = 0; d < s.entries.size(); ++d)
         for (const auto& axis : s.entries[d]) global[d] *= mesh.axis_size(axis);
@@ -743,8 +883,13 @@ struct ShardMapFn : SpmdFunction {
       if (check_vma) {
         std::vector<std::string> named = s.axes(), varying;
         int first_bad = -1;
+        // A value unreduced over an axis its out_specs leave out is not
+        // replicated there either (JAX's replication error).
+        AxisSet unreduced_left = v.unreduced;
+        for (const std::string& u : s.unreduced)
+          if (int bit = f->axis_bit(u); bit >= 0) unreduced_left &= ~(AxisSet{1} << bit);
         for (size_t b = 0; b < mesh.axis_names.size(); ++b) {
-          if (!(v.vma & (AxisSet{1} << b))) continue;
+          if (!((v.vma | unreduced_left) & (AxisSet{1} << b))) continue;
           varying.push_back(mesh.axis_names[b]);
           if (first_bad < 0 &&
               std::find(named.begin(), named.end(), mesh.axis_names[b]) == named.end())
@@ -757,11 +902,17 @@ struct ShardMapFn : SpmdFunction {
           auto* outer = dynamic_cast<TraceContext*>(&in.ops());
           std::string fun =
               outer && outer->what() == "jit" ? shard_map_fun_name(fn) : "_rem_singleton";
+          bool partial = (unreduced_left & (AxisSet{1} << first_bad)) != 0;
+          std::string hint = partial
+                                 ? "output " + std::to_string(r) + " holds partial sums over '" +
+                                       axis + "' (unreduced); psum it over '" + axis +
+                                       "', or add '" + axis + "' to its out_specs' unreduced="
+                                 : "output " + std::to_string(r) + " varies over '" + axis +
+                                       "' through " + varying_origin(*f, f->results[r], first_bad) +
+                                       "; reduce it with psum (or pmean/all_gather) over '" + axis +
+                                       "', or name '" + axis + "' in out_specs";
           throw Error(ErrCode::Vma, out_vma_message(fun, mesh, out_checked[r], varying), where,
-                      "output " + std::to_string(r) + " varies over '" + axis + "' through " +
-                          varying_origin(*f, f->results[r], first_bad) +
-                          "; reduce it with psum (or pmean/all_gather) over '" + axis +
-                          "', or name '" + axis + "' in out_specs");
+                      hint);
         }
       }
       if (body_type_of) {
