@@ -166,7 +166,7 @@ void install_stdlib(InterpreterImpl& in) {
   in.register_module("math", make_math_module());
 
   // Predeclared names: a script may use them without importing anything.
-  in.define_builtin("np", np); // numpy's twin replaces it below
+  in.define_builtin("np", np); // DESIGN §2: the predeclared np is jax.numpy
   in.define_builtin("lax", lax);
   in.define_builtin("jax", jax_v);
   for (const char* n : {"devices", "device_count", "tree_map"})
@@ -174,8 +174,7 @@ void install_stdlib(InterpreterImpl& in) {
   add_pxl_modules(in, jax_v); // nn.pxl imports jax
   // numpy converts lists where jax.numpy refuses them: its twin is made
   // before jax.numpy's functions get JAX's checks (stdlib/arraylike_checks.cpp).
-  Value numpy = make_numpy_twin(in, np);
-  in.define_builtin("np", numpy);
+  Value numpy = make_numpy_twin(in, np); // what `import numpy` gives
   add_arraylike_checks(in);
   install_ufuncs(in, np); // jnp.add & co. as ufunc objects (stdlib/ufunc.cpp)
   install_ufuncs(in, numpy);
