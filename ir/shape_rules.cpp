@@ -176,7 +176,8 @@ AVal slice(Op op, const OpAttrs& a, const AVal& x) {
       fail(ErrCode::Shape, op,
            "invalid slice " + std::to_string(s) + ":" + std::to_string(l) + ":" +
                std::to_string(st) + " of axis " + std::to_string(i) + " in " + shape_str(x.shape));
-    out.push_back((l - s + st - 1) / st);
+    // ceil((l - s) / st) without wrapping (signed overflow) at st = 2**63 - 1
+    out.push_back(l == s ? 0 : (l - s - 1) / st + 1);
   }
   return {x.dtype, out, x.weak};
 }
