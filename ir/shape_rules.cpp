@@ -176,7 +176,8 @@ AVal slice(Op op, const OpAttrs& a, const AVal& x) {
       fail(ErrCode::Shape, op,
            "invalid slice " + std::to_string(s) + ":" + std::to_string(l) + ":" +
                std::to_string(st) + " of axis " + std::to_string(i) + " in " + shape_str(x.shape));
-    out.push_back((l - s + st - 1) / st);
+    // ceil((l - s) / st) without wrapping (signed overflow) at st = 2**63 - 1
+    out.push_back(l == s ? 0 : (l - s - 1) / st + 1);
   }
   return {x.dtype, out, x.weak};
 }
@@ -217,7 +218,15 @@ AVal pad(Op op, const OpAttrs& a, const AVal& x, const AVal& v) {
   for (size_t i = 0; i < n; ++i) {
     int64_t d = x.shape[i];
     if (a.interior[i] < 0) fail(ErrCode::Shape, op, "negative interior padding");
-    int64_t o = a.lo[i] + a.hi[i] + d + (d > 0 ? (d - 1) * a.interior[i] : 0);
+    // lo, hi and interior come from the user unchecked: 2**62 each must not wrap
+    // (signed overflow) into a small or negative size.
+    int64_t inner = 0, o = 0;
+    if ((d > 0 && __builtin_mul_overflow(d - 1, a.interior[i], &inner)) ||
+        __builtin_add_overflow(d, inner, &o) || __builtin_add_overflow(o, a.lo[i], &o) ||
+        __builtin_add_overflow(o, a.hi[i], &o))
+      fail(ErrCode::Shape, op,
+           "padding gives a size too large on axis " + std::to_string(i) + " of " +
+               shape_str(x.shape));
     if (o < 0)
       fail(ErrCode::Shape, op,
            "padding gives a negative size on axis " + std::to_string(i) + " of " +

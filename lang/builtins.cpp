@@ -13,6 +13,7 @@
 #include "lang/methods.hpp"
 #include "lang/py_complex.hpp"
 #include "lang/py_set.hpp"
+#include "lang/range_make.hpp"
 #include "lang/tracer.hpp"
 #include "lang/type_object.hpp"
 #include "lang/utf8.hpp"
@@ -668,7 +669,7 @@ void InterpreterImpl::install_builtins() {
       stop = r.get_int(0);
     if (r.has(2)) step = r.get_int(2);
     if (step == 0) throw Error(ErrCode::Value, "range() arg 3 must not be zero");
-    return Value::object(std::make_shared<RangeObj>(start, stop, step));
+    return make_range(start, stop, step);
   });
   def("type", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("type", a, {"object"}, 1);

@@ -10,6 +10,7 @@
 #include "lang/name_list.hpp"
 #include "lang/op_location.hpp"
 #include "lang/py_set.hpp"
+#include "lang/range_make.hpp"
 
 namespace pxl {
 
@@ -535,8 +536,9 @@ Value InterpreterImpl::get_item(const Value& obj, const Value& index, const Span
       if (index.is_obj(ObjKind::Slice)) { // a range again: range(10)[2:8:3] is range(2, 8, 3)
         int64_t start, stop, step;
         slice_indices(*this, *index.as<SliceObj>(), r->size(), start, stop, step, where);
-        return Value::object(std::make_shared<RangeObj>(r->start + start * r->step,
-                                                        r->start + stop * r->step, r->step * step));
+        // In 128 bits: the slice's end may lie a step beyond int64 (range(0, 2**63 - 1, 2**62)[:]).
+        __int128 first = r->start, by = r->step;
+        return make_range(first + start * by, first + stop * by, by * step, where);
       }
       if (!index.is_intlike())
         throw Error(ErrCode::Type,

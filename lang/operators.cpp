@@ -49,6 +49,14 @@ int64_t floordiv_i(int64_t a, int64_t b) {
   return q;
 }
 
+// Python's modulo (the sign of the divisor) from C's remainder: a - (a // b) * b
+// would overflow for a near INT64_MIN although the result is small. b != 0, -1.
+int64_t floormod_i(int64_t a, int64_t b) {
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
 // JAX's array operators are jitted functions of both operands: a Python int
 // operand beyond int32 (x64 is off) fails as the jit parses it.
 void check_jit_int(const Value& v, const char* path, const Span& where) {
@@ -370,7 +378,7 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
       case BinOpKind::Mod:
         if (y == 0) throw Error(ErrCode::ZeroDivision, "integer modulo by zero", where);
         if (y == -1) return Value::integer(0);
-        return Value::integer(x - floordiv_i(x, y) * y);
+        return Value::integer(floormod_i(x, y));
       case BinOpKind::Pow: {
         if (y < 0) {
           if (x == 0)

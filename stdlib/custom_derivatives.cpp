@@ -984,7 +984,7 @@ Value linear_call(InterpreterImpl& in, CallArgs& a) {
                           tree.repr() + " and input structure " + lin_tree.repr() + ".",
                       at);
         for (size_t i = 0; i < leaves.size(); ++i) {
-          const AVal& got = in.to_tensor(leaves[i], at)->aval;
+          AVal got = in.to_tensor(leaves[i], at)->aval; // a copy: the tensor may be a temporary
           if (!same_type(got, lin_avals[i]))
             throw Error(ErrCode::Value,
                         "Expected cotangent type " + short_str(lin_avals[i]) + " but got " +
@@ -1006,7 +1006,7 @@ Value zero_from_primal(InterpreterImpl& in, CallArgs& a) {
     throw Error(ErrCode::Unsupported, "zero_from_primal: symbolic_zeros=True is not supported");
   Span where = in.ops().loc;
   return map_tree(in, r[0], [&in, &where](const Value& leaf) {
-    const AVal& t = in.to_tensor(leaf, where)->aval;
+    AVal t = in.to_tensor(leaf, where)->aval; // a copy: the tensor may be a temporary
     if (!is_inexact(t.dtype)) return float0_zeros(t.shape);
     Tensor z = np::scalar(in.ops(), Scalar::of_float(0.0), t.dtype, t.weak);
     return make_array(t.shape.empty() ? z : np::broadcast_to(in.ops(), z, t.shape));

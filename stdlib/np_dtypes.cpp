@@ -484,7 +484,7 @@ Operand operand_of(InterpreterImpl& in, const Value& v) {
   if (v.is_int()) return {I4, true, false};
   if (v.is_float()) return {F4, true, false};
   if (v.is_obj(ObjKind::Complex)) return {C4, true, false};
-  const AVal& av = in.to_tensor(v, Span{})->aval;
+  AVal av = in.to_tensor(v, Span{})->aval; // a copy: the tensor may be a temporary
   return {jt_of(av.dtype, false), av.weak && av.dtype != DType::Bool, av.dtype == DType::Float64};
 }
 
