@@ -1,28 +1,32 @@
 // Loop nests of the fused kernels. A loop kernel walks its root's shape in
 // row-major order (one flat loop when every fused op is elementwise) and
 // computes each element by pulling the fused producers through their index
-// maps (broadcast, transpose, slice, rev). A reduction over trailing axes
-// accumulates each row in registers: in order for short rows (bit-identical
-// to the reference), in a fixed number of interleaved lanes for long ones (see
-// reduce_row; floats then differ from the reference's sequential sum by
-// rounding only, SPEC.md states the bound). Over other axes, the input is
-// walked in row-major order accumulating into the output (vectorizable over
-// the kept inner axes), in the reference's order. A row kernel (plan.hpp)
-// reduces each row, then computes that row's elementwise epilogue.
+// maps (broadcast, transpose, slice, rev). A float sum or product follows
+// XLA's order (ir/reduce_tree.hpp, reduce_box): windows of 32 along long axes,
+// reduced again level by level, each window a chain of additions in order
+// (windows of computed elements are evaluated a vector of windows at a time,
+// so the fused elementwise work stays vectorized). Other reductions over
+// trailing axes, whose value any order gives, accumulate each row in
+// registers: in order for short rows, in a fixed number of interleaved lanes
+// for long ones (reduce_row). Over other axes, the input is walked in
+// row-major order accumulating into the output (vectorizable over the kept
+// inner axes), in the reference's order; a tree-ordered reduction reduces
+// each output on its own instead. A row kernel (plan.hpp) reduces each row,
+// then computes that row's elementwise epilogue.
 //
-// On NVPTX a long row is reduced by a group of GPU threads (a warp, or a
-// whole block for few very long rows): lane l accumulates elements l, l + L,
-// ... in order, then lanes l and l + w combine for w = L/2, ..., 1 through
-// shared memory (w >= 32, bar.sync between steps) and warp shuffles: the
-// same fixed order as reduce_row's lanes, so with the CPU's lane count (a
-// warp) the result is bitwise the CPU's, and never depends on the launch.
-// Reductions over leading axes give each output element its own thread.
+// On NVPTX a long row of an order-free reduction is reduced by a group of GPU
+// threads (a warp, or a whole block for few very long rows): lane l
+// accumulates elements l, l + L, ... in order, then lanes l and l + w combine
+// for w = L/2, ..., 1 through shared memory (w >= 32, bar.sync between steps)
+// and warp shuffles; never depending on the launch. Float sums give each row
+// (or output) one thread, in XLA's order.
 #include <algorithm>
 #include <functional>
 
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include "codegen/emitter.hpp"
+#include "ir/reduce_tree.hpp"
 #include "ir/ref_util.hpp"
 
 namespace pxl::codegen {
@@ -69,6 +73,22 @@ private:
   // the flat row number when flat_), in the compute type.
   // `len` elements of the row from `offset` (flat_ only; default: all).
   Value* reduce_row(const Instr& in, const Idx& outer, int64_t len = -1, Value* offset = nullptr);
+  // Whether reduction `in` must accumulate in XLA's order (ir/reduce_tree.hpp)
+  // rather than in lanes: a float or complex sum or product.
+  bool ordered(const Instr& in) const;
+  // Reduction `in` over the box `red` of reduced extents (in axis order) in
+  // XLA's order, leaf(r) giving the element at reduced index r; a tree over
+  // axes longer than kReduceWindow, else row-major; over the minor-most axes
+  // (`trailing`) the last level may be vectorized across rows as XLA's is
+  // (reduce_row_lanes). With `node`: only that node of the tree's level
+  // `level` (a split reduction's block).
+  Value* reduce_box(const Instr& in, const Shape& red,
+                    const std::function<Value*(const Idx&)>& leaf, bool trailing,
+                    const Idx* node = nullptr, size_t level = 0);
+  // One output element per iteration of a spread loop over the kept axes,
+  // each reduced by reduce_box (NVPTX's leading reductions, and ordered ones
+  // over non-trailing axes on the host).
+  void per_output_reduce_kernel(bool spread);
   void split_reduce_kernel();
   // A split reduction's total: its blocks' partial results (in `partial`) in
   // order of b, then the elements after the blocks (see KernelSplit).
@@ -78,7 +98,7 @@ private:
   // ---- NVPTX thread groups (see the header comment) ----
   // The lanes reducing one row of `n` elements of compute type `ct` when there
   // are `rows` rows; 0: one thread per row, in order (short rows).
-  int64_t gpu_lanes(int64_t rows, int64_t n, llvm::Type* ct) const;
+  int64_t gpu_lanes(const Instr& in, int64_t rows, int64_t n, llvm::Type* ct) const;
   // Makes every spread loop hand out one iteration per group of
   // max(lanes, 32) threads; lane_ is the thread's index in its group.
   void use_groups(int64_t lanes);
@@ -86,7 +106,6 @@ private:
   void barrier();
   // reduce_row by the row_lanes_ lanes of the group; every lane gets the result.
   Value* group_reduce_row(const Instr& in, int64_t n, const std::function<Value*(Value*)>& elem);
-  void gpu_leading_reduce_kernel();
   void store_if_lane0(const std::function<void()>& store);
 
   llvm::Module& m_;
@@ -378,6 +397,18 @@ Value* KernelEmitter::reduce_row(const Instr& in, const Idx& outer, int64_t len,
     full.push_back(j);
     return at(x, full);
   };
+  if (ordered(in) && len < 0) {
+    Shape red(xs.begin() + static_cast<std::ptrdiff_t>(kept), xs.end());
+    return reduce_box(
+        in, red,
+        [&](const Idx& r) {
+          if (flat_) return elem(linear(red, r));
+          Idx full = outer;
+          full.insert(full.end(), r.begin(), r.end());
+          return at(x, full);
+        },
+        true);
+  }
   llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
   int64_t lanes = ct->getPrimitiveSizeInBits() >= 64 ? kLanes64 : kLanes32;
   if (target_ == Target::Ptx && row_lanes_ > 0 && n >= 2 * lanes)
@@ -429,6 +460,196 @@ Value* KernelEmitter::reduce_row(const Instr& in, const Idx& outer, int64_t len,
   return b_.CreateLoad(ct, lane(i64(0)));
 }
 
+bool KernelEmitter::ordered(const Instr& in) const {
+  return reduce_order_matters(in.op == Op::ReduceSum || in.op == Op::ReduceProd,
+                              aval(in.operands[0]).dtype);
+}
+
+Value* KernelEmitter::reduce_box(const Instr& in, const Shape& red,
+                                 const std::function<Value*(const Idx&)>& leaf, bool trailing,
+                                 const Idx* node, size_t level) {
+  DType d = aval(in.operands[0]).dtype;
+  llvm::Type* ct = se_.compute_type(d);
+  std::vector<ReduceTreeLevel> levels =
+      ordered(in) ? reduce_tree(red) : std::vector<ReduceTreeLevel>{{red, {}, {}}};
+  // Accumulators live in the entry block (mem2reg makes them registers); a
+  // fresh builder each time, as the block may have been empty at first.
+  auto new_acc = [&] {
+    llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+    return eb.CreateAlloca(ct);
+  };
+  auto accumulate = [&](Value* acc, Value* v) {
+    b_.CreateStore(se_.reduce_step(in.op, d, b_.CreateLoad(ct, acc), v), acc);
+  };
+  // Node p of level l: its children of level l - 1 inside that level's
+  // extent, p * window - lo + t for t < window, in row-major order.
+  // `lanes` accumulators: lane l takes rows l, l + lanes, ... of a rows x
+  // cols box (row(i)/col(j) gives the index of element (i, j)), each row in
+  // order; then halving (reduce_row_lanes).
+  auto lanes_of = [&](int64_t lanes, int64_t rows, int64_t cols,
+                      const std::function<Value*(Value*, Value*)>& elem) {
+    std::vector<Value*> acc;
+    for (int64_t l = 0; l < lanes; ++l) {
+      acc.push_back(new_acc());
+      b_.CreateStore(reduce_init(in), acc.back());
+    }
+    loop(rows / lanes, [&](Value* it) {
+      for (int64_t l = 0; l < lanes; ++l)
+        loop(cols, [&](Value* j) {
+          Value* i =
+              b_.CreateAdd(b_.CreateMul(it, i64(lanes), "", true, true), i64(l), "", true, true);
+          accumulate(acc[static_cast<size_t>(l)], elem(i, j));
+        });
+    });
+    std::vector<Value*> v;
+    for (Value* a : acc) v.push_back(b_.CreateLoad(ct, a));
+    for (size_t h = v.size() / 2; h >= 1; h /= 2)
+      for (size_t i = 0; i < h; ++i) v[i] = se_.reduce_step(in.op, d, v[i], v[i + h]);
+    return v[0];
+  };
+  int64_t elem_bytes = ct->isStructTy() ? 0 : ct->getPrimitiveSizeInBits() / 8;
+  std::function<Value*(size_t, const Idx&)> tree;
+  // Adds the level-1 nodes c (c's last index in [start, limit)) to `acc` in
+  // order. Each node is a chain of additions in XLA's order, so nodes are
+  // computed `group` at a time, one vector lane each (every lane walks its
+  // whole window; the elements a clipped window lacks add the identity),
+  // which keeps the fused elementwise work vectorized; the rest one by one.
+  // Only worth it when the elements are computed: lanes of plain loads would
+  // be gathers, slower than the chains.
+  size_t wa = 0, wb = 0;
+  bool computed = std::find(k_.inputs.begin(), k_.inputs.end(), in.operands[0]) == k_.inputs.end();
+  bool grouped = computed && levels.size() > 1 && elem_bytes &&
+                 !(trailing && reduce_window_lanes(levels, 1, elem_bytes, wa, wb) > 0);
+  const int64_t group = elem_bytes == 8 ? 8 : 16;
+  auto level1_nodes = [&](Value* acc, Idx c, Value* start, Value* limit) {
+    const ReduceTreeLevel& lv = levels[1];
+    const std::vector<int64_t>& below = levels[0].extent;
+    size_t last = c.size() - 1;
+    Value* whole = b_.CreateAdd(
+        start, b_.CreateMul(b_.CreateSDiv(b_.CreateSub(limit, start), i64(group)), i64(group)));
+    llvm::Type* lanes_ty = llvm::ArrayType::get(ct, static_cast<uint64_t>(group));
+    Value* lanes = llvm::IRBuilder<>(&fn_->getEntryBlock(), fn_->getEntryBlock().begin())
+                       .CreateAlloca(lanes_ty);
+    auto lane = [&](Value* k) { return b_.CreateInBoundsGEP(lanes_ty, lanes, {i64(0), k}); };
+    loop_range(start, i64(group), whole, [&](Value* g0) {
+      loop(
+          group, [&](Value* k) { b_.CreateStore(reduce_init(in), lane(k)); }, false, true);
+      Shape box(lv.window.begin(), lv.window.end());
+      Idx t;
+      loops(box, t, [&] {
+        loop(
+            group,
+            [&](Value* k) {
+              Value* valid = b_.getTrue();
+              Idx e(c.size());
+              for (size_t i = 0; i < c.size(); ++i) {
+                Value* node = i == last ? b_.CreateAdd(g0, k, "", true, true) : c[i];
+                Value* pos =
+                    b_.CreateAdd(b_.CreateSub(b_.CreateMul(node, i64(lv.window[i]), "", true, true),
+                                              i64(lv.lo[i]), "", false, true),
+                                 t[i], "", false, true);
+                Value* in_range = b_.CreateAnd(b_.CreateICmpSGE(pos, i64(0)),
+                                               b_.CreateICmpSLT(pos, i64(below[i])));
+                valid = b_.CreateAnd(valid, in_range);
+                e[i] = b_.CreateSelect(in_range, pos, i64(0));
+              }
+              Value* v = b_.CreateSelect(valid, tree(0, e), reduce_init(in));
+              b_.CreateStore(se_.reduce_step(in.op, d, b_.CreateLoad(ct, lane(k)), v), lane(k));
+            },
+            false, true);
+      });
+      for (int64_t k = 0; k < group; ++k) accumulate(acc, b_.CreateLoad(ct, lane(i64(k))));
+    });
+    loop_range(whole, i64(1), limit, [&](Value* ci) {
+      c[last] = ci;
+      accumulate(acc, tree(1, c));
+    });
+  };
+  tree = [&](size_t l, const Idx& p) -> Value* {
+    if (l == 0) return leaf(p);
+    const ReduceTreeLevel& lv = levels[l];
+    const std::vector<int64_t>& below = levels[l - 1].extent;
+    size_t ra = 0, ca = 0;
+    int64_t wl = trailing && elem_bytes ? reduce_window_lanes(levels, l, elem_bytes, ra, ca) : 0;
+    if (wl > 0)
+      return lanes_of(wl, lv.window[ra], lv.window[ca], [&](Value* i, Value* j) {
+        Idx c(p.size());
+        for (size_t k = 0; k < p.size(); ++k)
+          c[k] = b_.CreateMul(p[k], i64(lv.window[k]), "", true, true);
+        c[ra] = b_.CreateAdd(c[ra], i, "", true, true);
+        c[ca] = b_.CreateAdd(c[ca], j, "", true, true);
+        return tree(l - 1, c);
+      });
+    Value* acc = new_acc();
+    b_.CreateStore(reduce_init(in), acc);
+    Idx c(p.size());
+    std::function<void(size_t)> axis = [&](size_t i) {
+      if (i == p.size()) return accumulate(acc, tree(l - 1, c));
+      Value* first = b_.CreateSub(b_.CreateMul(p[i], i64(lv.window[i]), "", true, true),
+                                  i64(lv.lo[i]), "", false, true);
+      Value* end = b_.CreateAdd(first, i64(lv.window[i]), "", false, true);
+      Value* start = b_.CreateSelect(b_.CreateICmpSLT(first, i64(0)), i64(0), first);
+      Value* limit = b_.CreateSelect(b_.CreateICmpSGT(end, i64(below[i])), i64(below[i]), end);
+      if (l == 2 && grouped && i + 1 == p.size()) return level1_nodes(acc, c, start, limit);
+      if (l == 1 && computed && i + 1 == p.size()) {
+        // The elements of one run of the window: computed first (a loop the
+        // vectorizer takes, with any fused elementwise work), then added in
+        // order.
+        llvm::Type* run_ty = llvm::ArrayType::get(ct, static_cast<uint64_t>(lv.window[i]));
+        Value* run = llvm::IRBuilder<>(&fn_->getEntryBlock(), fn_->getEntryBlock().begin())
+                         .CreateAlloca(run_ty);
+        auto slot = [&](Value* ci) {
+          return b_.CreateInBoundsGEP(run_ty, run,
+                                      {i64(0), b_.CreateSub(ci, start, "", true, true)});
+        };
+        loop_range(start, i64(1), limit, [&](Value* ci) {
+          c[i] = ci;
+          b_.CreateStore(tree(0, c), slot(ci));
+        });
+        loop_range(start, i64(1), limit,
+                   [&](Value* ci) { accumulate(acc, b_.CreateLoad(ct, slot(ci))); });
+        return;
+      }
+      loop_range(start, i64(1), limit, [&](Value* ci) {
+        c[i] = ci;
+        axis(i + 1);
+      });
+    };
+    axis(0);
+    return b_.CreateLoad(ct, acc);
+  };
+  if (node) return tree(level, *node);
+  const Shape& last = levels.back().extent;
+  std::vector<size_t> box; // the last level's non-unit axes
+  for (size_t i = 0; i < last.size(); ++i)
+    if (last[i] != 1) box.push_back(i);
+  int64_t lanes = 0;
+  if (ordered(in) && trailing && box.size() == 2 && elem_bytes)
+    lanes = reduce_row_lanes(last[box[0]], last[box[1]], elem_bytes);
+  if (lanes > 0)
+    return lanes_of(lanes, last[box[0]], last[box[1]], [&](Value* i, Value* j) {
+      Idx p(last.size(), i64(0));
+      p[box[0]] = i;
+      p[box[1]] = j;
+      return tree(levels.size() - 1, p);
+    });
+  Value* acc = new_acc();
+  b_.CreateStore(reduce_init(in), acc);
+  Idx p;
+  if (levels.size() == 2 && grouped) {
+    // The level-1 nodes along the last axis, grouped (level1_nodes).
+    Shape outer(last.begin(), last.end() - 1);
+    loops(outer, p, [&] {
+      Idx c = p;
+      c.push_back(i64(0));
+      level1_nodes(acc, c, i64(0), i64(last.back()));
+    });
+  } else {
+    loops(last, p, [&] { accumulate(acc, tree(levels.size() - 1, p)); });
+  }
+  return b_.CreateLoad(ct, acc);
+}
+
 void KernelEmitter::reduce_kernel() {
   const Instr& in = f_.body[k_.instr];
   int x = in.operands[0];
@@ -450,7 +671,7 @@ void KernelEmitter::reduce_kernel() {
     if (target_ == Target::Ptx) {
       int64_t row_len = 1;
       for (size_t a = kept; a < r; ++a) row_len *= xs[a];
-      use_groups(gpu_lanes(oa.size(), row_len, ct));
+      use_groups(gpu_lanes(in, oa.size(), row_len, ct));
     }
     auto store = [&](Value* acc, Value* o) {
       store_if_lane0([&] {
@@ -468,7 +689,13 @@ void KernelEmitter::reduce_kernel() {
     }
     return;
   }
-  if (target_ == Target::Ptx) return gpu_leading_reduce_kernel();
+  // A tree-ordered reduction reduces each output's box on its own (its walk
+  // would visit the elements in plain row-major order).
+  Shape red;
+  for (int64_t a : in.attrs.axes) red.push_back(xs[static_cast<size_t>(a)]);
+  if (target_ == Target::Ptx) return per_output_reduce_kernel(true);
+  if (ordered(in) && reduce_tree(red).size() > 1)
+    return per_output_reduce_kernel(reduce_split_axis(f_, k_) >= 0);
   // Accumulate in memory: the output itself, or an f32 scratch for half types
   // (the reference rounds half sums once, at the end).
   bool half = kernel_scratch_bytes(f_, k_) > 0;
@@ -537,8 +764,14 @@ void KernelEmitter::split_reduce_kernel() {
   int64_t blocks = kernel_split(f_, k_).extent;
   Value* partial = args_.back();
   llvm::BasicBlock* combine = nullptr;
+  // An ordered reduction's blocks are the nodes of one level of its tree
+  // (reduce_tree_split_level); the levels above are the tree of that level.
+  const Shape& xs = aval(in.operands[0]).shape;
+  std::vector<ReduceTreeLevel> levels = reduce_tree(xs);
+  size_t level = reduce_tree_split_level(levels, kReduceSplitNodes);
+  Shape nodes = levels[level].extent;
   if (target_ == Target::Ptx) {
-    use_groups(ct->getPrimitiveSizeInBits() >= 64 ? kLanes64 : kLanes32);
+    if (!ordered(in)) use_groups(ct->getPrimitiveSizeInBits() >= 64 ? kLanes64 : kLanes32);
   } else {
     llvm::LLVMContext& ctx = m_.getContext();
     combine = llvm::BasicBlock::Create(ctx, "combine", fn_);
@@ -550,8 +783,17 @@ void KernelEmitter::split_reduce_kernel() {
     loop(
         blocks,
         [&](Value* blk) {
-          Value* v = reduce_row(in, {i64(0)}, kSplitBlock,
-                                b_.CreateMul(blk, i64(kSplitBlock), "", true, true));
+          Value* v = nullptr;
+          if (ordered(in)) {
+            Idx p;
+            unflatten(blk, nodes, 0, p);
+            v = reduce_box(
+                in, xs, [&](const Idx& r) { return at(in.operands[0], {linear(xs, r)}); }, true, &p,
+                level);
+          } else {
+            v = reduce_row(in, {i64(0)}, kSplitBlock,
+                           b_.CreateMul(blk, i64(kSplitBlock), "", true, true));
+          }
           store_if_lane0([&] { b_.CreateStore(v, b_.CreateInBoundsGEP(ct, partial, blk)); });
         },
         true);
@@ -574,6 +816,17 @@ Value* KernelEmitter::split_total(const Instr& in, Value* partial) {
   DType d = aval(in.operands[0]).dtype;
   llvm::Type* ct = se_.compute_type(d);
   int64_t blocks = kernel_split(f_, k_).extent;
+  if (ordered(in)) {
+    // The levels above the blocks' (reduce_tree_split_level): the tree of its extent.
+    std::vector<ReduceTreeLevel> levels = reduce_tree(aval(in.operands[0]).shape);
+    Shape nodes = levels[reduce_tree_split_level(levels, kReduceSplitNodes)].extent;
+    return reduce_box(
+        in, nodes,
+        [&](const Idx& r) {
+          return b_.CreateLoad(ct, b_.CreateInBoundsGEP(ct, partial, linear(nodes, r)));
+        },
+        true);
+  }
   int64_t rest = aval(in.operands[0]).size() - blocks * kSplitBlock;
   llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
   Value* acc = eb.CreateAlloca(ct);
@@ -592,7 +845,8 @@ Value* KernelEmitter::split_total(const Instr& in, Value* partial) {
 // at least kGpuBlockRow elements get a whole block instead.
 constexpr int64_t kGpuWarpRowsMin = 128, kGpuBlockRow = 8192, kGpuMaxBlock = 1024;
 
-int64_t KernelEmitter::gpu_lanes(int64_t rows, int64_t n, llvm::Type* ct) const {
+int64_t KernelEmitter::gpu_lanes(const Instr& in, int64_t rows, int64_t n, llvm::Type* ct) const {
+  if (ordered(in)) return 0; // XLA's order: one thread per row
   int64_t cpu = ct->getPrimitiveSizeInBits() >= 64 ? kLanes64 : kLanes32;
   if (n < 2 * cpu) return 0; // reduce_row sums these in order: so does one thread
   if (rows >= kGpuWarpRowsMin || n < kGpuBlockRow) return cpu; // a warp: the CPU's order
@@ -699,39 +953,36 @@ void KernelEmitter::store_if_lane0(const std::function<void()>& store) {
   b_.SetInsertPoint(cont);
 }
 
-void KernelEmitter::gpu_leading_reduce_kernel() {
-  // One thread per output element, accumulating its elements in a register in
-  // row-major order of the reduced axes: the reference's order (its walk adds
-  // each element to its output in that order), and half types round once.
+void KernelEmitter::per_output_reduce_kernel(bool spread) {
+  // Each output element accumulates in a register: row-major over the
+  // reduced axes (the reference's walk visits each output's elements in that
+  // order) or XLA's tree, and half types round once.
   const Instr& in = f_.body[k_.instr];
   int x = in.operands[0];
   const Shape& xs = aval(x).shape;
-  DType d = aval(x).dtype;
   const AVal& oa = aval(k_.root);
-  llvm::Type* ct = se_.compute_type(d);
   std::vector<bool> reduced(xs.size(), false);
   for (int64_t a : in.attrs.axes) reduced[a] = true;
   Shape kept, red;
   for (size_t a = 0; a < xs.size(); ++a) (reduced[a] ? red : kept).push_back(xs[a]);
-  llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
-  Value* acc = eb.CreateAlloca(ct);
   Idx oidx;
   loops(
       kept, oidx,
       [&] {
-        b_.CreateStore(reduce_init(in), acc);
-        Idx ridx;
-        loops(red, ridx, [&] {
-          Idx full;
-          for (size_t a = 0, o = 0, r = 0; a < xs.size(); ++a)
-            full.push_back(reduced[a] ? ridx[r++] : oidx[o++]);
-          b_.CreateStore(se_.reduce_step(in.op, d, b_.CreateLoad(ct, acc), at(x, full)), acc);
-        });
+        Value* v = reduce_box(
+            in, red,
+            [&](const Idx& ridx) {
+              Idx full;
+              for (size_t a = 0, o = 0, r = 0; a < xs.size(); ++a)
+                full.push_back(reduced[a] ? ridx[r++] : oidx[o++]);
+              return at(x, full);
+            },
+            reduce_axes_trailing(f_, k_));
         b_.CreateStore(
-            se_.store_convert(oa.dtype, b_.CreateLoad(ct, acc)),
+            se_.store_convert(oa.dtype, v),
             b_.CreateInBoundsGEP(se_.storage_type(oa.dtype), args_[0], linear(kept, oidx)));
       },
-      true);
+      spread);
 }
 
 void KernelEmitter::row_kernel() {
@@ -741,7 +992,7 @@ void KernelEmitter::row_kernel() {
   const Shape& row = ra.shape;
   if (target_ == Target::Ptx) {
     const AVal& xa = aval(rin.operands[0]);
-    use_groups(gpu_lanes(ra.size(), xa.size() / std::max<int64_t>(1, ra.size()),
+    use_groups(gpu_lanes(rin, ra.size(), xa.size() / std::max<int64_t>(1, ra.size()),
                          se_.compute_type(xa.dtype)));
   }
   Idx idx;

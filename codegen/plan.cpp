@@ -4,6 +4,8 @@
 // loop; everything else becomes a host step.
 #include "codegen/plan.hpp"
 
+#include "ir/reduce_tree.hpp"
+
 #include <algorithm>
 #include <set>
 
@@ -333,7 +335,14 @@ KernelSplit kernel_split(const Function& f, const Kernel& k) {
   }
   if (kernel_flat(f, k)) {
     if (oa.size() == 1 && xa.size() >= kSplitMin) {
+      // An ordered sum's blocks are its tree's last-level nodes (reduce_tree.hpp).
       s.extent = xa.size() / kSplitBlock;
+      if (reduce_order_matters(in.op == Op::ReduceSum || in.op == Op::ReduceProd, xa.dtype)) {
+        std::vector<ReduceTreeLevel> levels = reduce_tree(xa.shape);
+        s.extent = 1;
+        for (int64_t e : levels[reduce_tree_split_level(levels, kReduceSplitNodes)].extent)
+          s.extent *= e;
+      }
       s.finish = true;
     } else {
       s.extent = oa.size();

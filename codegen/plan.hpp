@@ -68,7 +68,9 @@ bool kernel_flat(const Function& f, const Kernel& k);
 // [b·kSplitBlock, (b+1)·kSplitBlock) into the scratch buffer, and a last call
 // with the range [extent, extent + 1) combines those partial results in
 // order of b with the remaining elements, so the result never depends on
-// how many threads ran. `work` is the number of elements the kernel reads.
+// how many threads ran. (A float sum or product's blocks are instead the
+// nodes of one level of XLA's tree, ir/reduce_tree.hpp, which the last call
+// reduces as the levels above.) `work` is the number of elements the kernel reads.
 // A reduction over non-trailing axes: the input axis (its first kept one)
 // whose range [begin, end) a host call runs, or -1 where one call runs it all.
 int reduce_split_axis(const Function& f, const Kernel& k);

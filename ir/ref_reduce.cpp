@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "ir/reduce_tree.hpp"
 #include "ir/ref_util.hpp"
 
 namespace pxl::ref {
@@ -103,20 +104,127 @@ std::vector<int64_t> out_strides(const Shape& in, const std::vector<int64_t>& ax
 
 Array reduce(Reduction r, const Array& x, const OpAttrs& a, const AVal& oa) {
   Array out(oa.dtype, oa.shape, oa.weak);
-  std::vector<int64_t> st = out_strides(x.shape(), a.axes, oa.shape);
+  std::vector<int64_t> reduced_extents;
+  for (int64_t ax : a.axes) reduced_extents.push_back(x.shape()[static_cast<size_t>(ax)]);
+  std::vector<ReduceTreeLevel> levels;
+  if (reduce_order_matters(r == Reduction::Sum || r == Reduction::Prod, x.dtype()))
+    levels = reduce_tree(reduced_extents);
   visit_dtype(x.dtype(), [&]<DType D>() {
     using E = Elem<D>;
     using C = typename E::C;
+    const auto* xs = x.as<typename E::S>();
+    // Accumulates every element of `shape` (read by `get`) into its output
+    // under `to` (a flat output index per input index), in row-major order.
+    auto accumulate = [&](const Shape& shape, auto get, auto to, std::vector<C>& acc) {
+      for_each_index(shape, [&](const std::vector<int64_t>& idx, int64_t flat) {
+        size_t o = static_cast<size_t>(to(idx));
+        acc[o] = reduce_step<C>(r, acc[o], get(flat));
+      });
+    };
+    // XLA's tree (ir/reduce_tree.hpp): each level's windows, accumulated
+    // over the whole array by one row-major walk, which visits every
+    // window's elements in its row-major order.
+    Shape shape = x.shape();
+    bool trailing = true; // over the minor-most axes: XLA's loops vectorize (reduce_row_lanes)
+    for (size_t k = 0; k < a.axes.size(); ++k)
+      trailing &= a.axes[k] == static_cast<int64_t>(shape.size() - a.axes.size() + k);
+    std::vector<C> level;
+    // Lanes combined by halving: lane i with lane i + n/2, ... (LLVM's vector reduction).
+    auto halve = [&](std::vector<C>& lane) {
+      for (size_t h = lane.size() / 2; h >= 1; h /= 2)
+        for (size_t i = 0; i < h; ++i) lane[i] = reduce_step<C>(r, lane[i], lane[i + h]);
+      return lane[0];
+    };
+    auto get = [&](int64_t flat) {
+      return level.empty() ? E::load(xs[flat]) : level[static_cast<size_t>(flat)];
+    };
+    for (size_t l = 1; l < levels.size(); ++l) {
+      Shape next = shape;
+      for (size_t k = 0; k < a.axes.size(); ++k)
+        next[static_cast<size_t>(a.axes[k])] = levels[l].extent[k];
+      std::vector<int64_t> ns = strides_of(next);
+      std::vector<int64_t> window(shape.size(), 1), lo(shape.size(), 0);
+      for (size_t k = 0; k < a.axes.size(); ++k) {
+        window[static_cast<size_t>(a.axes[k])] = levels[l].window[k];
+        lo[static_cast<size_t>(a.axes[k])] = levels[l].lo[k];
+      }
+      int64_t size = 1;
+      for (int64_t e : next) size *= e;
+      std::vector<C> acc(static_cast<size_t>(size), reduce_init<C>(r));
+      size_t rows = 0, cols = 0;
+      int64_t lanes = 0;
+      if constexpr (is_float_v<C>)
+        if (trailing)
+          lanes = reduce_window_lanes(levels, l, static_cast<int64_t>(sizeof(C)), rows, cols);
+      if constexpr (is_float_v<C>)
+        if (lanes > 0) {
+          // Node by node: its window's rows go to lanes, then halving.
+          std::vector<int64_t> st = strides_of(shape);
+          Shape box(shape.size(), 1);
+          for (size_t k = 0; k < a.axes.size(); ++k)
+            box[static_cast<size_t>(a.axes[k])] = levels[l].window[k];
+          size_t row_dim = static_cast<size_t>(a.axes[rows]);
+          for_each_index(next, [&](const std::vector<int64_t>& idx, int64_t flat) {
+            int64_t base = 0;
+            for (size_t d = 0; d < idx.size(); ++d) base += idx[d] * window[d] * st[d];
+            std::vector<C> lane(static_cast<size_t>(lanes), reduce_init<C>(r));
+            for_each_index(box, [&](const std::vector<int64_t>& t, int64_t) {
+              int64_t src = base;
+              for (size_t d = 0; d < t.size(); ++d) src += t[d] * st[d];
+              C& v = lane[static_cast<size_t>(t[row_dim] % lanes)];
+              v = reduce_step<C>(r, v, get(src));
+            });
+            acc[static_cast<size_t>(flat)] = halve(lane);
+          });
+        }
+      if (lanes == 0)
+        accumulate(
+            shape, get,
+            [&](const std::vector<int64_t>& idx) {
+              int64_t o = 0;
+              for (size_t d = 0; d < idx.size(); ++d) o += (idx[d] + lo[d]) / window[d] * ns[d];
+              return o;
+            },
+            acc);
+      level = std::move(acc);
+      shape = std::move(next);
+    }
+    auto* os = out.as<typename E::S>();
+    // The last level over the minor-most axes, vectorized across rows as
+    // XLA's CPU code is (reduce_row_lanes).
+    if constexpr (is_float_v<C>) {
+      std::vector<int64_t> box;
+      for (int64_t ax : a.axes)
+        if (shape[static_cast<size_t>(ax)] != 1) box.push_back(shape[static_cast<size_t>(ax)]);
+      int64_t lanes = 0, rows = 1, cols = 1;
+      if (!levels.empty() && trailing && box.size() == 2) {
+        rows = box[0], cols = box[1];
+        lanes = reduce_row_lanes(rows, cols, static_cast<int64_t>(sizeof(C)));
+      }
+      if (lanes > 0) {
+        for (int64_t o = 0; o < out.size(); ++o) {
+          std::vector<C> acc(static_cast<size_t>(lanes), reduce_init<C>(r));
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < cols; ++j) {
+              C& l = acc[static_cast<size_t>(i % lanes)];
+              l = reduce_step<C>(r, l, get((o * rows + i) * cols + j));
+            }
+          os[o] = E::store(halve(acc));
+        }
+        return;
+      }
+    }
+    std::vector<int64_t> st = out_strides(shape, a.axes, oa.shape);
     bool single = r == Reduction::Sum && x.size() == out.size();
     std::vector<C> acc(static_cast<size_t>(out.size()), single ? neg_zero<C>() : reduce_init<C>(r));
-    const auto* xs = x.as<typename E::S>();
-    for_each_index(x.shape(), [&](const std::vector<int64_t>& idx, int64_t flat) {
-      int64_t o = 0;
-      for (size_t d = 0; d < idx.size(); ++d) o += idx[d] * st[d];
-      acc[static_cast<size_t>(o)] =
-          reduce_step<C>(r, acc[static_cast<size_t>(o)], E::load(xs[flat]));
-    });
-    auto* os = out.as<typename E::S>();
+    accumulate(
+        shape, get,
+        [&](const std::vector<int64_t>& idx) {
+          int64_t o = 0;
+          for (size_t d = 0; d < idx.size(); ++d) o += idx[d] * st[d];
+          return o;
+        },
+        acc);
     for (size_t i = 0; i < acc.size(); ++i) os[i] = E::store(acc[i]);
   });
   return out;

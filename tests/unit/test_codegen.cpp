@@ -781,15 +781,16 @@ TEST_CASE("PTX of inlined math, lane reductions and row kernels assembles", "[co
   Builder b;
   int x = b.param(DType::Float32, {16, 128});
   int y = b.param(DType::Float32, {16, 128});
-  // Softmax (a max, then a row kernel whose sum is reduced in lanes).
+  // Softmax (a max reduced in lanes, then a row kernel whose sum is XLA's tree).
   b.f.results.push_back(b.softmax(x));
   b.f.results.push_back(b.op(Op::Tanh, {}, {b.op(Op::Log, {}, {y})}));
   std::string ptx = kernels_ptx(b.f);
   CHECK(ptx.find("left out") == std::string::npos); // no runtime calls left
   PtxProgram prog = compile_ptx(b.f);
   REQUIRE(prog.plan.kernels.size() == 3);
-  // A warp per row (its 32 lanes: the CPU's lane order), a thread per element.
-  CHECK(prog.grid_extent == std::vector<int64_t>{16 * 32, 16 * 32, 2048});
+  // The max: a warp per row (its 32 lanes); the sum: a thread per row; then a
+  // thread per element.
+  CHECK(prog.grid_extent == std::vector<int64_t>{16 * 32, 16, 2048});
   assemble(ptx);
 }
 TEST_CASE("PTX of 8- and 16-bit integer kernels assembles", "[codegen]") {

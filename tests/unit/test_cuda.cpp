@@ -166,6 +166,7 @@ struct ReduceCase {
   int64_t extent; // threads wanted
   int block;
   bool shuffles, barriers, finish;
+  Op op = Op::ReduceMax;
 };
 
 } // namespace
@@ -174,6 +175,8 @@ struct ReduceCase {
 // thread groups designed for it, and its PTX has the shuffles and barriers of
 // the tree and assembles. tests/gpu/run.sh checks the results on a GPU.
 TEST_CASE("cuda: reductions use warps and blocks with a fixed tree, no atomics", "[cuda]") {
+  // Max (and integer reductions) may take any order; a float sum or product
+  // follows XLA's (ir/reduce_tree.hpp): one thread per row.
   const ReduceCase cases[] = {
       // Many long rows: a warp each (32 lanes, the CPU's order), 8 per block.
       {"warp rows", DType::Float32, {256, 1024}, {1}, 256 * 32, 256, true, false, false},
@@ -184,18 +187,31 @@ TEST_CASE("cuda: reductions use warps and blocks with a fixed tree, no atomics",
       // Short rows: one thread each, in order (as the CPU).
       {"short rows", DType::Float32, {1000, 40}, {1}, 1000, 256, false, false, false},
       // Two trailing axes of a 3-d array: still one row per group.
-      {"2 trailing axes", DType::Int32, {512, 16, 16}, {1, 2}, 512 * 32, 256, true, false, false},
+      {"2 trailing axes",
+       DType::Int32,
+       {512, 16, 16},
+       {1, 2},
+       512 * 32,
+       256,
+       true,
+       false,
+       false,
+       Op::ReduceSum},
       // Leading axes: a thread per output, in the reference's order.
       {"leading axis", DType::Float32, {4096, 64}, {0}, 64, 256, false, false, false},
       // 2^21 elements to one: a warp per 2^16-element block, then one warp.
       {"split", DType::Float32, {1 << 21}, {0}, 32 * 32, 256, true, false, true},
+      // Float sums: a thread per row, in XLA's order; a long one to one value
+      // splits into the nodes of one level of its tree (2048 of them here).
+      {"sum rows", DType::Float32, {256, 1024}, {1}, 256, 256, false, false, false, Op::ReduceSum},
+      {"sum split", DType::Float32, {1 << 21}, {0}, 2048, 256, false, false, true, Op::ReduceSum},
   };
   for (const ReduceCase& c : cases) {
     INFO(c.what);
     Builder b;
     OpAttrs red;
     red.axes = c.axes;
-    b.f.results.push_back(b.op(Op::ReduceSum, red, {b.param(c.dtype, c.shape)}));
+    b.f.results.push_back(b.op(c.op, red, {b.param(c.dtype, c.shape)}));
     PtxProgram p = compile_ptx(b.f);
     REQUIRE(p.plan.kernels.size() == 1);
     CHECK(p.on_device[0]);
@@ -209,7 +225,8 @@ TEST_CASE("cuda: reductions use warps and blocks with a fixed tree, no atomics",
     CHECK_FALSE(has(p.ptx, "atom.")); // deterministic: no atomics anywhere
     CHECK(ptxas_accepts(p.ptx, "sm_90"));
   }
-  // Softmax: the row kernel's warp reduces the row, then shares out its outputs.
+  // Softmax: the max's warp reduces the row; the row kernel's thread sums it in
+  // XLA's order and computes its outputs.
   Builder b;
   b.f.results.push_back(b.softmax(b.param(DType::Float32, {512, 2048})));
   PtxOptions turing;
@@ -218,8 +235,8 @@ TEST_CASE("cuda: reductions use warps and blocks with a fixed tree, no atomics",
     PtxProgram p = compile_ptx(b.f, o);
     INFO(o.arch);
     REQUIRE(p.plan.kernels.size() == 2);
-    CHECK(p.grid_extent == std::vector<int64_t>{512 * 32, 512 * 32});
-    CHECK(has(p.ptx, "shfl.sync.idx")); // the row's result, to every lane
+    CHECK(p.grid_extent == std::vector<int64_t>{512 * 32, 512});
+    CHECK(has(p.ptx, "shfl.sync.idx")); // the max's result, to every lane
     CHECK(ptxas_accepts(p.ptx, o.arch));
   }
 }
