@@ -694,7 +694,9 @@ void KernelEmitter::reduce_kernel() {
   Shape red;
   for (int64_t a : in.attrs.axes) red.push_back(xs[static_cast<size_t>(a)]);
   if (target_ == Target::Ptx) return per_output_reduce_kernel(true);
-  if (ordered(in) && reduce_tree(red).size() > 1)
+  // (So does one over the minor-most axes once size-1 axes are dropped, whose
+  // last level may be vectorized across rows: reduce_row_lanes.)
+  if (ordered(in) && (reduce_tree(red).size() > 1 || reduces_minor_axes(xs, in.attrs.axes)))
     return per_output_reduce_kernel(reduce_split_axis(f_, k_) >= 0);
   // Accumulate in memory: the output itself, or an f32 scratch for half types
   // (the reference rounds half sums once, at the end).
@@ -977,7 +979,7 @@ void KernelEmitter::per_output_reduce_kernel(bool spread) {
                 full.push_back(reduced[a] ? ridx[r++] : oidx[o++]);
               return at(x, full);
             },
-            reduce_axes_trailing(f_, k_));
+            reduces_minor_axes(xs, in.attrs.axes));
         b_.CreateStore(
             se_.store_convert(oa.dtype, v),
             b_.CreateInBoundsGEP(se_.storage_type(oa.dtype), args_[0], linear(kept, oidx)));

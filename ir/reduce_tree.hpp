@@ -78,6 +78,21 @@ inline int64_t reduce_row_lanes(int64_t rows, int64_t cols, int64_t elem_bytes) 
   return (rows & (rows - 1)) == 0 && cols <= 8 ? rows : 0;
 }
 
+// Whether `axes` (sorted) are an array's minor-most axes once its size-1 axes
+// are dropped (XLA's layout normalization drops them).
+inline bool reduces_minor_axes(const std::vector<int64_t>& shape,
+                               const std::vector<int64_t>& axes) {
+  bool kept_seen = false;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] == 1) continue;
+    bool reduced = false;
+    for (int64_t a : axes) reduced |= a == static_cast<int64_t>(d);
+    if (reduced && kept_seen) return false;
+    kept_seen |= !reduced;
+  }
+  return true;
+}
+
 // The lanes of a node's window at tree level `level` > 0 of a reduction over
 // minor-most axes: XLA's reduce-window loops vectorize like the last level
 // when the level needs no padding (with padding they stay in row-major

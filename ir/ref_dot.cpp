@@ -1,7 +1,9 @@
 // Reference dot_general: transpose both operands to (batch, m, k) and
 // (batch, k, n), then one matrix product per batch (OpenBLAS for f32/f64).
 #include <algorithm>
+#include <cmath>
 
+#include "ir/reduce_tree.hpp"
 #include "ir/ref_util.hpp"
 #include "runtime/blas.hpp"
 
@@ -41,6 +43,40 @@ std::vector<int64_t> concat(std::initializer_list<const std::vector<int64_t>*> p
   return out;
 }
 
+// x . y[:, j] for each of the n columns of y (k x n, row-major) in XLA's
+// order on the CPU. A vector-vector dot (`scalar_out`) becomes a multiply and
+// a reduce there: up to 32 terms a chain of fused multiply-adds, beyond that
+// the rounded products summed as a reduction is (ir/reduce_tree.hpp: windows
+// of 32, "SAME" padding). A vector-matrix product is a chain of fused
+// multiply-adds over k for every output.
+template <class T>
+void vector_dot(const T* x, const T* y, int64_t k, int64_t n, bool scalar_out, T* out) {
+  std::vector<ReduceTreeLevel> levels = reduce_tree({k});
+  for (int64_t j = 0; j < n; ++j) {
+    auto term = [&](int64_t i) { return y[i * n + j]; };
+    if (!scalar_out || levels.size() == 1) {
+      T acc = T(0);
+      for (int64_t i = 0; i < k; ++i) acc = std::fma(x[i], term(i), acc);
+      out[j] = acc;
+      continue;
+    }
+    std::vector<T> level(static_cast<size_t>(k));
+    for (int64_t i = 0; i < k; ++i) level[static_cast<size_t>(i)] = x[i] * term(i);
+    for (size_t l = 1; l < levels.size(); ++l) {
+      const ReduceTreeLevel& lv = levels[l];
+      std::vector<T> next(static_cast<size_t>(lv.extent[0]), T(0));
+      for (size_t i = 0; i < level.size(); ++i) {
+        T& node = next[(static_cast<int64_t>(i) + lv.lo[0]) / lv.window[0]];
+        node = static_cast<T>(node + level[i]);
+      }
+      level = std::move(next);
+    }
+    T acc = T(0);
+    for (T v : level) acc = static_cast<T>(acc + v);
+    out[j] = acc;
+  }
+}
+
 } // namespace
 
 Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& oa) {
@@ -56,6 +92,16 @@ Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& 
   if (out.size() == 0) return out;
   // A contraction of size 1 is a plain product in XLA (its simplifier turns
   // it into a multiply), so -1 * 0 stays -0 there; BLAS would add it to +0.
+  // Where the left operand is a vector, XLA's order is known (vector_dot).
+  bool vector_lhs = lf.empty() && dd.lhs_batch.empty() && dd.lhs_contract.size() == 1;
+  if ((oa.dtype == DType::Float32 || oa.dtype == DType::Float64) && K > 1 && vector_lhs) {
+    visit_dtype(oa.dtype, [&]<DType D>() {
+      if constexpr (D == DType::Float32 || D == DType::Float64)
+        vector_dot(lt.as<typename Elem<D>::S>(), rt.as<typename Elem<D>::S>(), K, N, rf.empty(),
+                   out.as<typename Elem<D>::S>());
+    });
+    return out;
+  }
   if (oa.dtype == DType::Float32 && K > 1) {
     for (int64_t b = 0; b < B; ++b)
       gemm_f32(false, false, M, N, K, lt.as<float>() + b * M * K, K, rt.as<float>() + b * K * N, N,

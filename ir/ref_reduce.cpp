@@ -125,9 +125,8 @@ Array reduce(Reduction r, const Array& x, const OpAttrs& a, const AVal& oa) {
     // over the whole array by one row-major walk, which visits every
     // window's elements in its row-major order.
     Shape shape = x.shape();
-    bool trailing = true; // over the minor-most axes: XLA's loops vectorize (reduce_row_lanes)
-    for (size_t k = 0; k < a.axes.size(); ++k)
-      trailing &= a.axes[k] == static_cast<int64_t>(shape.size() - a.axes.size() + k);
+    // Over the minor-most axes XLA's loops vectorize (reduce_row_lanes).
+    bool trailing = reduces_minor_axes(shape, a.axes);
     std::vector<C> level;
     // Lanes combined by halving: lane i with lane i + n/2, ... (LLVM's vector reduction).
     auto halve = [&](std::vector<C>& lane) {
