@@ -67,6 +67,10 @@ public:
     // sum over these axes. Any use sums them first (reshard); a jit result
     // keeps them (its sharding then names them).
     Axes unreduced = {};
+    // Reduced over these axes (an argument or a shard_map result so typed):
+    // replicated data, the type JAX gives it. Ops other than a shard_map's
+    // in_specs drop it (pxl types only those: a gap).
+    Axes reduced = {};
   };
 
   Shape local_shape(const Shape& global, const DimSpec& s) const {
@@ -83,10 +87,10 @@ public:
   }
 
   void set_input(int gid, const DimSpec& spec, const Span& loc, const std::string& origin,
-                 const Axes& unreduced = {}) {
+                 const Axes& unreduced = {}, const Axes& reduced = {}) {
     AVal block = g_.values[gid].aval;
     block.shape = local_shape(block.shape, spec);
-    env_[gid] = {tc_.add_param(block, vma_of(spec), loc, origin), spec, unreduced};
+    env_[gid] = {tc_.add_param(block, vma_of(spec), loc, origin), spec, unreduced, reduced};
   }
 
   void run(const Instr& ins) {
@@ -125,11 +129,13 @@ public:
 
   const DimSpec& spec_of(int gid) const { return env_[gid].spec; }
   const Axes& unreduced_of(int gid) const { return env_[gid].unreduced; }
+  const Axes& reduced_of(int gid) const { return env_[gid].reduced; }
 
   // The result `gid` laid out by `want` (or as propagated).
   Tensor result(int gid, const std::optional<PartitionSpec>& want, PartitionSpec& spec) {
     DimSpec d = want ? dims_of_spec(*want, g_.values[gid].aval.ndim()) : env_[gid].spec;
     spec = want ? *want : spec_of_dims(d, mesh_);
+    if (!want) spec.reduced = env_[gid].reduced;
     if (!want && !env_[gid].unreduced.empty()) { // the partial sums, as they are
       spec.unreduced = env_[gid].unreduced;
       return env_[gid].t;
@@ -260,7 +266,7 @@ private:
       int o = ins.operands[i];
       if (explicit_ && i < c.explicit_in_types.size() && c.explicit_in_types[i])
         explicit_in_spec_check(c.ins[i].spec, env_[o].spec, g_.values[o].aval, loc_of(ins),
-                               env_[o].unreduced);
+                               env_[o].unreduced, env_[o].reduced);
       DimSpec want = dims_of_spec(c.ins[i].spec, gshape(o).size());
       // Unreduced in_specs take the partial sums as they are.
       bool partial = !c.ins[i].spec.unreduced.empty() && env_[o].spec == want &&
@@ -273,7 +279,8 @@ private:
       int id = ins.result + r;
       env_[id] = {outs[static_cast<size_t>(r)],
                   dims_of_spec(c.outs[static_cast<size_t>(r)].spec, gshape(id).size()),
-                  c.outs[static_cast<size_t>(r)].spec.unreduced};
+                  c.outs[static_cast<size_t>(r)].spec.unreduced,
+                  c.outs[static_cast<size_t>(r)].spec.reduced};
     }
   }
 
@@ -753,7 +760,8 @@ void check_shard_map_inputs(const Function& f, std::span<const Tensor> operands)
       explicit_in_spec_check(
           c.ins[k].spec, *explicit_type_spec(operands[pos]), f.values[i.operands[k]].aval,
           i.result >= 0 ? f.values[i.result].loc : Span{},
-          operands[pos]->sharded ? operands[pos]->sharded->spec.unreduced : Axes{});
+          operands[pos]->sharded ? operands[pos]->sharded->spec.unreduced : Axes{},
+          operands[pos]->sharded ? operands[pos]->sharded->spec.reduced : Axes{});
     }
   }
 }
@@ -777,7 +785,7 @@ PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const
   for (size_t i = 0; i < inputs.size(); ++i) {
     p.set_input(inputs[i], dims_of_spec(specs[i], g.values[inputs[i]].aval.ndim()), where,
                 "the sharding " + specs[i].repr() + " of argument " + std::to_string(i),
-                specs[i].unreduced);
+                specs[i].unreduced, specs[i].reduced);
     ins.push_back(SpmdMapping{specs[i], -1});
   }
   for (const Instr& i : g.body) p.run(i);
@@ -838,7 +846,8 @@ std::optional<PartitionSpec> traced_sharding(InterpreterImpl& in, TraceContext& 
   Partitioner p(g, mesh, scratch, false, in.platform().name());
   for (size_t i = 0; i < g.params.size(); ++i)
     p.set_input(g.params[i], dims_of_spec(param_specs[i], g.values[g.params[i]].aval.ndim()),
-                Span{}, "argument " + std::to_string(i), param_specs[i].unreduced);
+                Span{}, "argument " + std::to_string(i), param_specs[i].unreduced,
+                param_specs[i].reduced);
   for (size_t i = 0; i < g.consts.size() && i < consts.size(); ++i) {
     bool own = consts[i]->sharded && consts[i]->sharded->mesh == mesh &&
                consts[i]->sharded->spec.unreduced.empty();
@@ -850,6 +859,7 @@ std::optional<PartitionSpec> traced_sharding(InterpreterImpl& in, TraceContext& 
   for (const Instr& i : g.body) p.run(i);
   PartitionSpec out = spec_of_dims(p.spec_of(g.results[0]), mesh);
   out.unreduced = p.unreduced_of(g.results[0]);
+  out.reduced = p.reduced_of(g.results[0]);
   return out;
 }
 
