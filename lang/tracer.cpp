@@ -315,7 +315,8 @@ Tensor TraceContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> i
   v.aval = out;
   v.vma = infer_vma(op, vmas, named, attrs.index_groups.size() > 1);
   v.unreduced = unreduced_result(fn_, op, ids, named);
-  v.reduced = reduced_result(fn_, op, ids, named, v.vma);
+  // (partial sums times a reduced value are partial sums, not reduced: JAX's mul)
+  v.reduced = reduced_result(fn_, op, ids, named, v.vma) & ~v.unreduced;
   v.loc = loc;
   v.producer = static_cast<int>(fn_.body.size());
   int id = fn_.add_value(std::move(v));

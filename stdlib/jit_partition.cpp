@@ -730,7 +730,17 @@ bool partitionable(const Function& f, const Mesh& mesh) {
       return false;
     if (fam == OpFamily::Call) {
       const SpmdCallee& c = *i.attrs.callee;
-      if (c.kind != "shard_map" || !c.check_vma || !(c.layout.mesh == mesh) || !inlinable(*c.fn))
+      // With check_vma=False an output need not be replicated over the axes its
+      // out_specs leave out (the call keeps the first participant's block), so
+      // such calls run whole; but one with unreduced specs is inlined: JAX's
+      // jit takes each device's block as its partial sum (and hands partial
+      // sums to unreduced in_specs as they are), which only a per-device
+      // program keeps.
+      bool ur = false;
+      for (const auto* maps : {&c.ins, &c.outs})
+        for (const SpmdMapping& m : *maps) ur = ur || !m.spec.unreduced.empty();
+      if (c.kind != "shard_map" || !(c.check_vma || ur) || !(c.layout.mesh == mesh) ||
+          !inlinable(*c.fn))
         return false;
     }
   }
