@@ -314,6 +314,10 @@ Tensor TraceContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> i
   IRValue v;
   v.aval = out;
   v.vma = infer_vma(op, vmas, named, attrs.index_groups.size() > 1);
+  // pcast(to='reduced') binds the identity ppermute marked `tiled`: the cast
+  // leaves the value invariant (JAX's preduced), and so does its transpose
+  // (autodiff copies the attrs), where a pvary's is a psum.
+  if (op == Op::Ppermute && attrs.tiled) v.vma = vmas.at(0);
   v.unreduced = unreduced_result(fn_, op, ids, named);
   // (partial sums times a reduced value are partial sums, not reduced: JAX's mul)
   v.reduced = reduced_result(fn_, op, ids, named, v.vma) & ~v.unreduced;

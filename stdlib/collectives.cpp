@@ -444,7 +444,9 @@ Value pcast_leaves(InterpreterImpl& in, const AxisEnv& env, const Value& x, cons
     if (!((from == "invarying" && (to == "varying" || to == "reduced")) ||
           (from == "varying" && to == "unreduced") || (from == "reduced" && to == "varying")))
       throw Error(ErrCode::Value, "Unsupported pcast from=" + from + ", to='" + to + "'");
-    Tensor out = bind1(in, Op::Ppermute, attrs, leaf);
+    OpAttrs cast = attrs;
+    cast.tiled = to == "reduced"; // (typed invariant, see TraceContext::bind)
+    Tensor out = bind1(in, Op::Ppermute, cast, leaf);
     IRValue& v = *traced_value(in, out);
     v.vma = src.vma, v.unreduced = src.unreduced, v.reduced = src.reduced;
     if (to == "varying") v.vma |= named, v.reduced &= ~named;

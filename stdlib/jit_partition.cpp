@@ -12,6 +12,7 @@
 #include "ir/custom_call.hpp"
 #include "lang/tracer.hpp"
 #include "runtime/platform.hpp"
+#include "stdlib/np.hpp"
 
 namespace pxl {
 
@@ -343,6 +344,19 @@ private:
       }
     const Axes& ur = ins.attrs.unreduced;
     int x = ins.operands[0];
+    if (!ur.empty() && ins.attrs.tiled &&
+        !PartitionSpec{{}, {}, ur}.same_ur(PartitionSpec{{}, {}, env_[x].unreduced})) {
+      // A cotangent laid out as its reduced primal's (autodiff marks the
+      // constraint `tiled`): partial sums, the whole on the first device
+      // along the axes and zeros on the others (as device_put lays it out).
+      Tensor t = reshard(x, want);
+      Tensor rank = bind(Op::AxisIndex, over(ur), {});
+      Tensor lead = np::binary(tc_, np::BinOp::Eq, rank, np::scalar(tc_, Scalar::of_int(0)));
+      lead = np::broadcast_to(tc_, lead, t->aval.shape);
+      t = bind(Op::Select, {}, {lead, t, np::full_like(tc_, t, Scalar::of_float(0.0))});
+      env_[ins.result] = {t, want, ur};
+      return;
+    }
     if (!ur.empty()) { // the operand's partial sums, as a contraction left them
       if (!PartitionSpec{{}, {}, ur}.same_ur(PartitionSpec{{}, {}, env_[x].unreduced}))
         throw Error(ErrCode::Unsupported,
@@ -920,6 +934,7 @@ std::function<void(TraceContext&)> explicit_type_hook(InterpreterImpl& in,
     for (const PartitionSpec& s : specs) {
       PartitionSpec typed = explicit_part(s, *mesh);
       while (!typed.entries.empty() && typed.entries.back().empty()) typed.entries.pop_back();
+      typed.unreduced = s.unreduced, typed.reduced = s.reduced; // (the types have them)
       *key += " " + typed.repr();
     }
   }
