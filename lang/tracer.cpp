@@ -351,10 +351,20 @@ std::vector<Tensor> TraceContext::bind_call(const OpAttrs& attrs, std::span<cons
     for (int id : ids) all |= fn_.values[id].vma;
     vmas.assign(outs.size(), all);
   }
+  std::vector<AxisSet> reduced(outs.size(), 0);
   if (attrs.custom) {
     std::vector<AxisSet> in_vma;
     for (int id : ids) in_vma.push_back(fn_.values[id].vma);
     vmas = custom_call_vma(*attrs.custom, in_vma);
+    // A custom_jvp/vjp function returning an argument as it is keeps its
+    // reduced axes (JAX types the call by the primal function).
+    const Function& cf = *attrs.custom->fn;
+    for (size_t r = 0; r < outs.size() && r < cf.results.size(); ++r) {
+      reduced[r] = cf.values[static_cast<size_t>(cf.results[r])].reduced;
+      for (size_t k = 0; k < cf.params.size() && k < ids.size(); ++k)
+        if (cf.params[k] == cf.results[r]) reduced[r] |= fn_.values[ids[k]].reduced;
+      reduced[r] &= ~vmas[r];
+    }
   }
   // A call with no results (a custom_vjp function returning None) computes
   // nothing anyone can use: it is not recorded (an instruction names its
@@ -367,6 +377,7 @@ std::vector<Tensor> TraceContext::bind_call(const OpAttrs& attrs, std::span<cons
     IRValue v;
     v.aval = outs[r];
     v.vma = vmas[r];
+    v.reduced = reduced[r];
     v.loc = loc;
     v.producer = static_cast<int>(fn_.body.size());
     int id = fn_.add_value(std::move(v));

@@ -302,7 +302,12 @@ Tensor typed_like_primal(InterpreterImpl& in, const Tensor& ct_in, const Tensor&
   }
   if (!primal->sharded || ct->trace) return ct;
   PartitionSpec ct_spec = primal->sharded->spec;
-  std::swap(ct_spec.unreduced, ct_spec.reduced);
+  if (!ct_spec.unreduced.empty() || !ct_spec.reduced.empty()) {
+    std::swap(ct_spec.unreduced, ct_spec.reduced);
+    // (JAX's cotangent sharding names every dimension: P(None, unreduced={'x'}))
+    if (ct_spec.entries.size() < ct->aval.shape.size())
+      ct_spec.entries.resize(ct->aval.shape.size());
+  }
   Value target = Value::object(std::make_shared<ShardingObj>(primal->sharded->mesh, ct_spec));
   return in.to_tensor(device_put_leaf(in, make_array(ct), target), Span{});
 }
