@@ -628,8 +628,10 @@ bool IRParser::parse_attr(OpAttrs& a, const std::string& key) {
       if (!accept(',')) break;
     }
     expect(']');
-  } else if (key == "axis_names" || key == "unreduced") {
-    std::vector<std::string>& names = key == "unreduced" ? a.unreduced : a.axis_names;
+  } else if (key == "axis_names" || key == "unreduced" || key == "reduced") {
+    // (sharding_constraint's reduced= axes are its `unreduced` with concat_axis 1)
+    if (key == "reduced") a.concat_axis = 1;
+    std::vector<std::string>& names = key == "axis_names" ? a.axis_names : a.unreduced;
     expect('(');
     while (!peek_is(')')) {
       names.push_back(ident());

@@ -397,6 +397,7 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
     // The cotangent of partial sums is a whole (reduced) value: JAX's to_ct_spec.
     OpAttrs a = at;
     a.unreduced.clear();
+    a.concat_axis = 0;
     return one(b.bind(Op::ShardingConstraint, a, {g}));
   }
   case Op::Complex:

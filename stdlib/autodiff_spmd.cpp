@@ -41,6 +41,10 @@ std::vector<Tensor> transpose_spmd_call(OpContext& cx, const Instr& in,
       wanted.push_back(k);
       SpmdMapping m = c.ins[k];
       std::swap(m.spec.unreduced, m.spec.reduced);
+      // (JAX's cotangent spec names every dimension: P(None, reduced={'x'}))
+      if ((!m.spec.unreduced.empty() || !m.spec.reduced.empty()) &&
+          m.spec.entries.size() < primals[k]->aval.shape.size())
+        m.spec.entries.resize(primals[k]->aval.shape.size());
       outs.push_back(std::move(m));
     }
   auto bits = [&](const std::vector<std::string>& names) {
@@ -117,6 +121,9 @@ std::vector<Tensor> transpose_spmd_call(OpContext& cx, const Instr& in,
       // whole on the first participant along them and zeros on the others.
       AxisSet reduced = bits(c.ins[k].spec.reduced);
       AxisSet extra = vma_of(tc, g) & ~bits(c.ins[k].spec.axes()) & ~reduced;
+      // Unchecked, JAX sums an unreduced argument's cotangent over its axes
+      // (as it sums an invariant one's), so that the numbers are right.
+      if (!c.check_vma) extra |= bits(c.ins[k].spec.unreduced);
       if (extra) g = psum_over(tc, g, extra);
       if (AxisSet first = reduced & ~vma_of(tc, g)) {
         OpAttrs ia;

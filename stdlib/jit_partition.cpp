@@ -57,7 +57,7 @@ public:
     for (const Instr& i : g.body)
       if (i.op == Op::ShardingConstraint && !constrained_[i.operands[0]]) {
         constrained_[i.operands[0]] = &i.attrs.dim_axes;
-        constrained_ur_[i.operands[0]] = &i.attrs.unreduced;
+        if (i.attrs.concat_axis == 0) constrained_ur_[i.operands[0]] = &i.attrs.unreduced;
       }
   }
 
@@ -344,6 +344,11 @@ private:
       }
     const Axes& ur = ins.attrs.unreduced;
     int x = ins.operands[0];
+    if (ins.attrs.concat_axis == 1) { // a cotangent laid out as its unreduced primal's: reduced
+      define(ins, reshard(x, want), want);
+      env_[ins.result].reduced = ur;
+      return;
+    }
     if (!ur.empty() && ins.attrs.tiled &&
         !PartitionSpec{{}, {}, ur}.same_ur(PartitionSpec{{}, {}, env_[x].unreduced})) {
       // A cotangent laid out as its reduced primal's (autodiff marks the

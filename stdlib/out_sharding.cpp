@@ -284,13 +284,17 @@ Tensor typed_like_primal(InterpreterImpl& in, const Tensor& ct_in, const Tensor&
   if (!typed || ct->aval.shape != primal->aval.shape) return ct;
   // JAX's cotangent type swaps the primal's unreduced and reduced axes
   // (to_ct_spec): a reduced primal's gradient is partial sums.
-  std::vector<std::string> primal_reduced;
+  std::vector<std::string> primal_reduced, primal_unreduced;
   if (primal->sharded) {
     primal_reduced = primal->sharded->spec.reduced;
+    primal_unreduced = primal->sharded->spec.unreduced;
   } else if (primal->trace && primal->trace_id >= 0) {
     auto& ptc = *const_cast<TraceContext*>(static_cast<const TraceContext*>(primal->trace));
     Value s = ptc.type_sharding ? ptc.type_sharding(primal->trace_id) : Value();
-    if (!s.is_none()) primal_reduced = static_cast<ShardingObj*>(s.as<OpaqueObj>())->spec.reduced;
+    if (!s.is_none()) {
+      primal_reduced = static_cast<ShardingObj*>(s.as<OpaqueObj>())->spec.reduced;
+      primal_unreduced = static_cast<ShardingObj*>(s.as<OpaqueObj>())->spec.unreduced;
+    }
   }
   if (auto* tc = dynamic_cast<TraceContext*>(&in.ops())) {
     if (!tc->function().mesh_axes.empty()) return ct;
@@ -298,6 +302,10 @@ Tensor typed_like_primal(InterpreterImpl& in, const Tensor& ct_in, const Tensor&
     a.dim_axes = *typed;
     a.unreduced = primal_reduced;
     a.tiled = !primal_reduced.empty(); // (made partial sums if it is whole: jit_partition.cpp)
+    if (primal_reduced.empty() && !primal_unreduced.empty()) { // typed reduced (concat_axis 1)
+      a.unreduced = primal_unreduced;
+      a.concat_axis = 1;
+    }
     return in.ops().bind(Op::ShardingConstraint, a, std::vector<Tensor>{ct});
   }
   if (!primal->sharded || ct->trace) return ct;
