@@ -32,6 +32,20 @@ std::string Function::axes_str(AxisSet s) const {
   return out + "}";
 }
 
+std::string mat_suffix(const Function& f, const IRValue& v) {
+  auto part = [&](AxisSet s, const char* tag) {
+    std::string names;
+    int n = 0;
+    for (size_t i = 0; i < f.mesh_axes.size(); ++i)
+      if (s & (AxisSet{1} << i)) names += (n++ ? "," : "") + f.mesh_axes[i];
+    return n == 0 ? std::string() : std::string(tag) + ":" + (n > 1 ? "(" + names + ")" : names);
+  };
+  std::string out;
+  for (const std::string& p : {part(v.vma, "V"), part(v.unreduced, "U"), part(v.reduced, "R")})
+    if (!p.empty()) out += (out.empty() ? "" : ", ") + p;
+  return out.empty() ? "" : "{" + out + "}";
+}
+
 namespace {
 
 const char* short_dtype(DType d) {
@@ -614,8 +628,10 @@ bool IRParser::parse_attr(OpAttrs& a, const std::string& key) {
       if (!accept(',')) break;
     }
     expect(']');
-  } else if (key == "axis_names" || key == "unreduced") {
-    std::vector<std::string>& names = key == "unreduced" ? a.unreduced : a.axis_names;
+  } else if (key == "axis_names" || key == "unreduced" || key == "reduced") {
+    // (sharding_constraint's reduced= axes are its `unreduced` with concat_axis 1)
+    if (key == "reduced") a.concat_axis = 1;
+    std::vector<std::string>& names = key == "axis_names" ? a.axis_names : a.unreduced;
     expect('(');
     while (!peek_is(')')) {
       names.push_back(ident());

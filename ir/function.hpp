@@ -33,6 +33,10 @@ struct IRValue {
   // Inside shard_map: the mesh axes over which the value is unreduced (each
   // device holds a partial sum; JAX's aval.mat.unreduced). Never also in vma.
   AxisSet unreduced = 0;
+  // Inside shard_map: the mesh axes over which the value is reduced (replicated,
+  // typed as the result of a reduction: its cotangent is unreduced there; JAX's
+  // aval.mat.reduced). Never also in vma or unreduced.
+  AxisSet reduced = 0;
   Span loc;           // where it was created (param: the call site)
   int producer = -1;  // index of the instruction that defines it, -1 for params/consts
   std::string origin; // for vma diagnostics: why it varies ("the in_specs of argument 0")
@@ -74,6 +78,9 @@ struct Function {
 };
 
 std::string type_str(const AVal& a); // "f32[4,3]", "i32[]", "bool[2]"
+// JAX's suffix for a value's manual axis types, axes in mesh order:
+// "{V:x, U:(y,z), R:w}" (varying, unreduced, reduced), "" when it has none.
+std::string mat_suffix(const Function& f, const IRValue& v);
 std::string print_function(const Function& f, bool with_locations = true);
 // Parses the text form; throws pxl::Error(Syntax) naming the line on bad input.
 Function parse_function(const std::string& text);

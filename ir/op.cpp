@@ -145,8 +145,11 @@ std::string attrs_str(Op op, const OpAttrs& a) {
   case Op::Complex:
     return "";
   case Op::ShardingConstraint:
+    // (concat_axis 1: the axes are those its result is reduced over)
     return sharding_str(a.dim_axes) +
-           (a.unreduced.empty() ? "" : " unreduced=" + names_str(a.unreduced));
+           (a.unreduced.empty()
+                ? ""
+                : (a.concat_axis == 1 ? " reduced=" : " unreduced=") + names_str(a.unreduced));
   case Op::IntegerPow:
     return "y=" + std::to_string(a.exponent);
   case Op::Threefry2x32:

@@ -1,5 +1,6 @@
 #include "lang/tracer.hpp"
 
+#include "ir/aval_text.hpp"
 #include "ir/custom_call.hpp"
 #include "ir/vma.hpp"
 #include "ir/while_loop.hpp"
@@ -132,23 +133,64 @@ std::string axes_frozenset(const Function& f, AxisSet s) {
   return out.empty() ? "frozenset()" : "frozenset({" + out + "})";
 }
 
+// str(aval) as JAX prints an operand in its sharding-type errors: float32[8]{R:x}.
+std::string long_type(const Function& f, const IRValue& v) {
+  return array_type_str(v.aval.dtype, v.aval.shape) + mat_suffix(f, v);
+}
+
 // JAX's unreduced rules (aval.mat.unreduced: per-device partial sums): psum
 // and psum_scatter reduce over their axes, add keeps operands unreduced alike,
-// the identity ppermute (pcast) keeps them; other ops refuse such operands,
-// as JAX's do not implement them (their results would not be partial sums).
+// mul takes one unreduced operand times one reduced alike (bilinear), the
+// structural ops, convert and reduce_sum keep them, the identity ppermute
+// (pcast) keeps them; other ops refuse such operands, as JAX's do not
+// implement them (their results would not be partial sums).
 AxisSet unreduced_result(const Function& fn, Op op, const std::vector<int>& ids, AxisSet named) {
   AxisSet any = 0;
   for (int id : ids) any |= fn.values[static_cast<size_t>(id)].unreduced;
   if (!any) return 0;
+  auto val = [&](size_t k) -> const IRValue& { return fn.values[static_cast<size_t>(ids.at(k))]; };
   switch (op) {
   case Op::Psum:
   case Op::PsumScatter:
     return any & ~named;
   case Op::Ppermute:
+  case Op::ShardingConstraint:
+  case Op::ConvertElementType:
+  case Op::BitcastConvertType:
+  case Op::Reshape:
+  case Op::Transpose:
+  case Op::Slice:
+  case Op::ReduceSum:
     return any;
+  case Op::Pad:
+    return val(0).unreduced;
+  case Op::Select:
+    return val(1).unreduced;
+  case Op::Concatenate:
+    for (size_t k = 0; k < ids.size(); ++k)
+      if (val(k).unreduced && val(k).unreduced != any)
+        throw Error(ErrCode::Type, "All operands should be unreduced along the same mesh axes. "
+                                   "Got unreduced specs: {" +
+                                       axes_frozenset(fn, val(k).unreduced) + ", " +
+                                       axes_frozenset(fn, any & ~val(k).unreduced) + "}");
+    return any;
+  case Op::Mul: {
+    const IRValue &x = val(0), &y = val(1);
+    if (x.unreduced && y.unreduced)
+      throw Error(ErrCode::Type, "lhs and rhs to `mul` cannot be unreduced since mul is bilinear. "
+                                 "Got lhs=" +
+                                     axes_frozenset(fn, x.unreduced) +
+                                     ", rhs=" + axes_frozenset(fn, y.unreduced));
+    const IRValue &u = x.unreduced ? x : y, &o = x.unreduced ? y : x;
+    if (u.unreduced != o.reduced)
+      throw Error(ErrCode::Type, std::string(x.unreduced ? "RHS" : "LHS") +
+                                     " should be reduced along the same axes " +
+                                     (x.unreduced ? "LHS" : "RHS") + " is unreduced on. Got lhs=" +
+                                     long_type(fn, x) + " and rhs=" + long_type(fn, y));
+    return u.unreduced;
+  }
   case Op::Add: {
-    AxisSet x = fn.values[static_cast<size_t>(ids.at(0))].unreduced;
-    AxisSet y = fn.values[static_cast<size_t>(ids.at(1))].unreduced;
+    AxisSet x = val(0).unreduced, y = val(1).unreduced;
     if (x && y && x != y)
       throw Error(ErrCode::Type, "lhs and rhs to `add` must be unreduced along the same mesh axes. "
                                  "Got lhs=" +
@@ -170,6 +212,91 @@ AxisSet unreduced_result(const Function& fn, Op op, const std::vector<int>& ids,
                 Span{}, "reduce the partial sums first (jax.lax.psum over the unreduced axes)");
   }
 }
+
+// JAX's reduced rules (aval.mat.reduced: replicated, typed as reduced so that
+// the cotangent is unreduced). An operand reduced over an axis another operand
+// varies over is cast to varying there first (JAX's implicit
+// reduced_vary_cast). Elementwise ops, convert, the structural ops JAX gives
+// a rule (reshape, transpose, slice, pad, concatenate) and reduce_sum keep the
+// reduced axes; an elementwise op refuses an operand replicated over them (it
+// would be summed with the cotangent of the others); ops without a rule in JAX
+// (dot_general, cumsum, broadcast_in_dim, the other reductions, ...) drop them.
+// psum/pmax/pmin over other axes keep them; the callers of the other
+// collectives type them (stdlib/collectives.cpp).
+AxisSet reduced_result(const Function& fn, Op op, const std::vector<int>& ids, AxisSet named,
+                       AxisSet out_vma) {
+  AxisSet any = 0, vary = 0;
+  for (int id : ids) {
+    any |= fn.values[static_cast<size_t>(id)].reduced;
+    vary |= fn.values[static_cast<size_t>(id)].vma;
+  }
+  any &= ~(vary | out_vma);
+  if (!any) return 0;
+  auto val = [&](size_t k) -> const IRValue& { return fn.values[static_cast<size_t>(ids.at(k))]; };
+  switch (op_family(op)) {
+  case OpFamily::Unary:
+  case OpFamily::Convert:
+    return any;
+  case OpFamily::Select:
+    return val(1).reduced & any;
+  case OpFamily::Binary:
+  case OpFamily::Compare:
+  case OpFamily::Nary: {
+    std::vector<AxisSet> distinct;
+    for (size_t k = 0; k < ids.size(); ++k)
+      if (AxisSet r = val(k).reduced & ~vary;
+          r && std::find(distinct.begin(), distinct.end(), r) == distinct.end())
+        distinct.push_back(r);
+    if (distinct.size() > 1) {
+      std::string specs;
+      for (AxisSet r : distinct) specs += (specs.empty() ? "" : ", ") + axes_frozenset(fn, r);
+      throw Error(ErrCode::Type,
+                  "All inputs should be reduced across the same mesh axes. Got specs: {" + specs +
+                      "}");
+    }
+    AxisSet all = fn.mesh_axes.size() >= 64 ? ~AxisSet{0} : (AxisSet{1} << fn.mesh_axes.size()) - 1;
+    for (size_t k = 0; k < ids.size(); ++k) {
+      const IRValue& a = val(k);
+      if (!(all & ~(a.vma | a.unreduced | (a.reduced & ~vary)) & any)) continue;
+      // JAX's operand is the scalar pxl broadcast before the op (x * 2).
+      const IRValue* shown = &a;
+      if (a.producer >= 0) {
+        const Instr& p = fn.body[static_cast<size_t>(a.producer)];
+        if (p.op == Op::BroadcastInDim &&
+            fn.values[static_cast<size_t>(p.operands.at(0))].aval.shape.empty())
+          shown = &fn.values[static_cast<size_t>(p.operands.at(0))];
+      }
+      throw Error(ErrCode::Type,
+                  "Inputs cannot be replicated on the same axes that another input "
+                  "is reduced on. Got input type: " +
+                      long_type(fn, *shown) + " and reduced spec: " + axes_frozenset(fn, any),
+                  Span{},
+                  "make every operand reduced alike (jax.lax.pcast(x, axes, to='reduced'))");
+    }
+    return any;
+  }
+  case OpFamily::Structural:
+    switch (op) {
+    case Op::Reshape:
+    case Op::Transpose:
+    case Op::Slice:
+    case Op::Concatenate:
+      return any;
+    case Op::Pad:
+      return val(0).reduced & any;
+    default:
+      return 0;
+    }
+  case OpFamily::Reduce:
+    return op == Op::ReduceSum ? any : 0;
+  case OpFamily::Index:
+    return op == Op::Take ? val(0).reduced & any : 0;
+  case OpFamily::Collective: // a reduction over other axes keeps them
+    return op == Op::Psum || op == Op::Pmax || op == Op::Pmin ? any & ~named : 0;
+  default:
+    return 0;
+  }
+}
 } // namespace
 
 Tensor TraceContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> inputs) {
@@ -187,7 +314,13 @@ Tensor TraceContext::bind(Op op, const OpAttrs& attrs, std::span<const Tensor> i
   IRValue v;
   v.aval = out;
   v.vma = infer_vma(op, vmas, named, attrs.index_groups.size() > 1);
+  // pcast(to='reduced') binds the identity ppermute marked `tiled`: the cast
+  // leaves the value invariant (JAX's preduced), and so does its transpose
+  // (autodiff copies the attrs), where a pvary's is a psum.
+  if (op == Op::Ppermute && attrs.tiled) v.vma = vmas.at(0);
   v.unreduced = unreduced_result(fn_, op, ids, named);
+  // (partial sums times a reduced value are partial sums, not reduced: JAX's mul)
+  v.reduced = reduced_result(fn_, op, ids, named, v.vma) & ~v.unreduced;
   v.loc = loc;
   v.producer = static_cast<int>(fn_.body.size());
   int id = fn_.add_value(std::move(v));
@@ -218,10 +351,20 @@ std::vector<Tensor> TraceContext::bind_call(const OpAttrs& attrs, std::span<cons
     for (int id : ids) all |= fn_.values[id].vma;
     vmas.assign(outs.size(), all);
   }
+  std::vector<AxisSet> reduced(outs.size(), 0);
   if (attrs.custom) {
     std::vector<AxisSet> in_vma;
     for (int id : ids) in_vma.push_back(fn_.values[id].vma);
     vmas = custom_call_vma(*attrs.custom, in_vma);
+    // A custom_jvp/vjp function returning an argument as it is keeps its
+    // reduced axes (JAX types the call by the primal function).
+    const Function& cf = *attrs.custom->fn;
+    for (size_t r = 0; r < outs.size() && r < cf.results.size(); ++r) {
+      reduced[r] = cf.values[static_cast<size_t>(cf.results[r])].reduced;
+      for (size_t k = 0; k < cf.params.size() && k < ids.size(); ++k)
+        if (cf.params[k] == cf.results[r]) reduced[r] |= fn_.values[ids[k]].reduced;
+      reduced[r] &= ~vmas[r];
+    }
   }
   // A call with no results (a custom_vjp function returning None) computes
   // nothing anyone can use: it is not recorded (an instruction names its
@@ -234,6 +377,7 @@ std::vector<Tensor> TraceContext::bind_call(const OpAttrs& attrs, std::span<cons
     IRValue v;
     v.aval = outs[r];
     v.vma = vmas[r];
+    v.reduced = reduced[r];
     v.loc = loc;
     v.producer = static_cast<int>(fn_.body.size());
     int id = fn_.add_value(std::move(v));

@@ -393,8 +393,13 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
     return one(b.bin(Op::Complex, b.convert(b.zeros(g), g->aval.dtype, false), b.neg(g)));
   case Op::Conj:
     return one(b.un(Op::Conj, g));
-  case Op::ShardingConstraint: // the cotangent laid out as the value was (JAX's transpose)
-    return one(b.bind(Op::ShardingConstraint, at, {g}));
+  case Op::ShardingConstraint: { // the cotangent laid out as the value was (JAX's transpose)
+    // The cotangent of partial sums is a whole (reduced) value: JAX's to_ct_spec.
+    OpAttrs a = at;
+    a.unreduced.clear();
+    a.concat_axis = 0;
+    return one(b.bind(Op::ShardingConstraint, a, {g}));
+  }
   case Op::Complex:
     return {when(0, [&] { return b.un(Op::Real, g); }),
             when(1, [&] { return b.un(Op::Imag, b.neg(g)); })};

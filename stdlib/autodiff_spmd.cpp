@@ -19,32 +19,54 @@ std::vector<Tensor> transpose_spmd_call(OpContext& cx, const Instr& in,
                                         const std::vector<bool>& need) {
   const SpmdCallee& c = *in.attrs.callee;
   const Function& f = *c.fn;
-  // JAX transposes partial-sum arguments into reduced cotangents, a type pxl
-  // does not have: refused rather than summed wrongly.
-  for (const SpmdMapping& m : c.ins)
-    if (!m.spec.unreduced.empty() || !m.spec.reduced.empty())
-      throw Error(ErrCode::Unsupported,
-                  "differentiating a shard_map whose in_specs have unreduced or reduced axes (" +
-                      m.spec.repr() + ") is not implemented",
-                  Span{}, "reshard the argument to a spec without them before the shard_map");
   std::vector<SpmdMapping> ins = c.ins, outs;
   std::vector<Tensor> operands(primals.begin(), primals.end());
   std::vector<size_t> with_ct, wanted;
+  // Unreduced and reduced axes (JAX 0.10): pxl keeps a cotangent whole (the
+  // sum JAX's partial sums stand for) inside the transpose, so a reduced
+  // output's cotangent enters replicated (partial sums are summed first) and
+  // each rule sees the value it knows; at the boundary the in_specs' types
+  // swap as JAX's to_ct_spec swaps them: a reduced argument's cotangent leaves
+  // as partial sums (unreduced), an unreduced one's as a reduced value.
   for (size_t r = 0; r < cts.size(); ++r)
     if (cts[r]) {
       with_ct.push_back(r);
-      ins.push_back(c.outs[r]);
+      SpmdMapping m = c.outs[r];
+      m.spec.reduced.clear();
+      ins.push_back(std::move(m));
       operands.push_back(cts[r]);
     }
   for (size_t k = 0; k < primals.size(); ++k)
     if (need[k]) {
       wanted.push_back(k);
-      outs.push_back(c.ins[k]);
+      SpmdMapping m = c.ins[k];
+      std::swap(m.spec.unreduced, m.spec.reduced);
+      // (JAX's cotangent spec names every dimension: P(None, reduced={'x'}))
+      if ((!m.spec.unreduced.empty() || !m.spec.reduced.empty()) &&
+          m.spec.entries.size() < primals[k]->aval.shape.size())
+        m.spec.entries.resize(primals[k]->aval.shape.size());
+      outs.push_back(std::move(m));
     }
+  auto bits = [&](const std::vector<std::string>& names) {
+    AxisSet b = 0;
+    for (const std::string& n : names)
+      if (int i = f.axis_bit(n); i >= 0) b |= AxisSet{1} << i;
+    return b;
+  };
   std::vector<Tensor> out(primals.size());
   if (with_ct.empty() || wanted.empty()) return out;
   auto body = [&](TraceContext& tc, std::span<const Tensor> params) {
     size_t n = f.params.size();
+    // Partial sums (unreduced arguments) are typed varying over their axes in
+    // the recomputed forward pass: a psum of them is then a sum of distinct
+    // values, whose transpose hands each participant the cotangent, not a sum
+    // over copies. (Reduced arguments stay plain replicated values there: the
+    // types were checked when the call was traced, and the rules here keep
+    // cotangents whole.)
+    if (c.check_vma)
+      for (size_t k = 0; k < n && k < c.ins.size(); ++k)
+        tc.function().values[static_cast<size_t>(tc.value_of(params[k]))].vma |=
+            bits(c.ins[k].spec.unreduced);
     std::vector<Tensor> env = forward_pass(tc, f, params.subspan(0, n), {});
     std::vector<Tensor> seeds(f.results.size());
     for (size_t i = 0; i < with_ct.size(); ++i) {
@@ -94,8 +116,28 @@ std::vector<Tensor> transpose_spmd_call(OpContext& cx, const Instr& in,
       // A cotangent that varies where its operand is the same on every
       // participant is summed over those axes: the operand was broadcast to
       // them (a replicated in_spec, pmap's in_axes=None).
-      AxisSet extra = vma_of(tc, g) & ~vma_of(tc, params[k]);
+      // A reduced argument's cotangent is left as partial sums over its
+      // reduced axes: each participant's own where it varies there, else the
+      // whole on the first participant along them and zeros on the others.
+      AxisSet reduced = bits(c.ins[k].spec.reduced);
+      AxisSet extra = vma_of(tc, g) & ~bits(c.ins[k].spec.axes()) & ~reduced;
+      // Unchecked, JAX sums an unreduced argument's cotangent over its axes
+      // (as it sums an invariant one's), so that the numbers are right.
+      if (!c.check_vma) extra |= bits(c.ins[k].spec.unreduced);
       if (extra) g = psum_over(tc, g, extra);
+      if (AxisSet first = reduced & ~vma_of(tc, g)) {
+        OpAttrs ia;
+        for (size_t b = 0; b < f.mesh_axes.size(); ++b)
+          if (first & (AxisSet{1} << b)) {
+            ia.axis_names.push_back(f.mesh_axes[b]);
+            ia.group_size *= f.mesh_sizes[b];
+          }
+        Tensor rank = tc.bind(Op::AxisIndex, ia, {});
+        Tensor lead = np::binary(tc, np::BinOp::Eq, rank, np::scalar(tc, Scalar::of_int(0)));
+        lead = np::broadcast_to(tc, lead, g->aval.shape);
+        std::vector<Tensor> xs{lead, g, np::full_like(tc, g, Scalar::of_float(0.0))};
+        g = tc.bind(Op::Select, {}, xs);
+      }
       // JAX 0.10's pmap transpose adds its input cotangents to zeros, so a
       // -0.0 there comes back +0.0 (shard_map's keeps it): the same here.
       if (c.kind == "pmap" && is_inexact(g->aval.dtype))

@@ -4,7 +4,9 @@
 // where the tracer binds them as IR ops; the axis names are checked here.
 #include <algorithm>
 #include <cmath>
+#include <set>
 
+#include "ir/aval_text.hpp"
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/autodiff.hpp"
@@ -258,6 +260,53 @@ Tensor uneven_group_reduce(InterpreterImpl& in, const AxisEnv& env, Op op, const
   return out;
 }
 
+// The IR value of t in the innermost trace (nullptr off a trace). Constants
+// of enclosing traces come in as this trace's constants (no manual types).
+IRValue* traced_value(InterpreterImpl& in, const Tensor& t) {
+  auto* tc = dynamic_cast<TraceContext*>(&in.ops());
+  if (!tc || !t->trace) return nullptr;
+  return &tc->function().values[static_cast<size_t>(tc->value_of(t))];
+}
+
+// env's axes as bits of the innermost trace's function.
+AxisSet axes_bits(InterpreterImpl& in, const AxisEnv& env) {
+  auto* tc = dynamic_cast<TraceContext*>(&in.ops());
+  if (!tc) return 0;
+  AxisSet bits = 0;
+  for (const std::string& n : env.names)
+    if (int b = tc->function().axis_bit(n); b >= 0) bits |= AxisSet{1} << b;
+  return bits;
+}
+
+// "{'x', 'y'}": a set of axes as JAX prints axes={...} (in mesh order where
+// CPython's set order is hash-seeded).
+std::string axes_set_str(const Function& f, AxisSet s) {
+  std::string out;
+  for (size_t i = 0; i < f.mesh_axes.size(); ++i)
+    if (s & (AxisSet{1} << i)) out += (out.empty() ? "'" : ", '") + f.mesh_axes[i] + "'";
+  return "{" + out + "}";
+}
+
+// f32[8]{R:x}: JAX's str_short(True) of a traced value.
+std::string short_type(InterpreterImpl& in, const IRValue& v) {
+  const Function& f = static_cast<TraceContext&>(in.ops()).function();
+  return type_str(v.aval) + mat_suffix(f, v);
+}
+
+// Before a collective over env's axes JAX casts an operand invariant over
+// them to varying (pvary), which refuses one reduced over them.
+void check_pvary_reduced(InterpreterImpl& in, const AxisEnv& env, const Tensor& x) {
+  const IRValue* v = traced_value(in, x);
+  if (!v || !v->reduced) return;
+  AxisSet axes = axes_bits(in, env) & ~v->vma & ~v->unreduced;
+  if (!(axes & v->reduced)) return;
+  const Function& f = static_cast<TraceContext&>(in.ops()).function();
+  throw Error(ErrCode::Value,
+              "pvary cannot accept args which are reduced. Got " + short_type(in, *v) +
+                  " and axes=" + axes_set_str(f, axes),
+              Span{}, "cast it to varying first: jax.lax.pcast(x, axes, to='varying')");
+}
+
 Value reduce_collective(InterpreterImpl& in, CallArgs& a, const char* fn, Op op, bool mean) {
   ArgReader r(fn, a, {"x", "axis_name", "axis_index_groups"}, 2);
   AxisEnv env = resolve_axes(in, r[1], fn);
@@ -283,6 +332,7 @@ Value reduce_collective(InterpreterImpl& in, CallArgs& a, const char* fn, Op op,
     }
   }
   return map_leaves(in, r[0], [&](Tensor x) {
+    check_pvary_reduced(in, env, x);
     // JAX: psum of bool counts (int32); pmean of ints is float32.
     if (x->aval.dtype == DType::Bool && op == Op::Psum) x = np::astype(in.ops(), x, DType::Int32);
     if (mean && !is_inexact(x->aval.dtype)) x = np::astype(in.ops(), x, DType::Float32);
@@ -351,41 +401,57 @@ std::vector<std::pair<int64_t, int64_t>> perm_arg(const Value& v, const char* fn
   return out;
 }
 
-// The bits of `env`'s axes in its trace's function.
-AxisSet named_bits(const AxisEnv& env) {
-  AxisSet named = 0;
-  for (const std::string& n : env.names) named |= AxisSet{1} << env.trace->function().axis_bit(n);
-  return named;
+// JAX's _get_from: which one state (varying, unreduced, reduced or
+// invarying) the value has over all the named axes.
+std::string pcast_from(InterpreterImpl& in, const IRValue& v, AxisSet named,
+                       const std::vector<std::string>& names) {
+  std::set<std::string> states;
+  for (size_t i = 0; i < 64; ++i) {
+    AxisSet bit = AxisSet{1} << i;
+    if (!(named & bit)) continue;
+    states.insert(v.vma & bit         ? "varying"
+                  : v.unreduced & bit ? "unreduced"
+                  : v.reduced & bit   ? "reduced"
+                                      : "invarying");
+  }
+  if (states.size() == 1) return *states.begin();
+  std::string axes = "(", st;
+  for (size_t i = 0; i < names.size(); ++i) axes += (i ? ", '" : "'") + names[i] + "'";
+  axes += names.size() == 1 ? ",)" : ")";
+  for (const std::string& x : states) st += (st.empty() ? "'" : ", '") + x + "'";
+  const Function& f = static_cast<TraceContext&>(in.ops()).function();
+  throw Error(ErrCode::Value,
+              "jax.lax.pcast can only accept axis_name which corresponds to one of varying, "
+              "unreduced, reduced or invarying state of the input. Got input type: " +
+                  array_type_str(v.aval.dtype, v.aval.shape) + mat_suffix(f, v) +
+                  ", axes: " + axes + " and input state: {" + st + "}",
+              Span{}, "cast over the axes of one state at a time");
 }
 
-// pcast(x, axes, to='unreduced') (JAX's vary_unreduced_cast): the same
-// per-device values, now typed as partial sums over `axes` instead of varying
-// over them. Bound as the identity ppermute (a no-op), its type then set.
-Value vary_unreduced_cast(InterpreterImpl& in, const AxisEnv& env, const Value& x) {
-  AxisSet named = named_bits(env);
-  TraceContext& tc = *env.trace;
+// pcast(x, axes, to=...): JAX's no-op casts between manual axis types, each
+// bound as the identity ppermute (no data moves), its result then retyped:
+// invarying -> varying (pvary; its transpose is a psum), invarying -> reduced
+// (preduced), varying -> unreduced (vary_unreduced_cast), reduced -> varying
+// (reduced_vary_cast). Any other pair is JAX's ValueError.
+Value pcast_leaves(InterpreterImpl& in, const AxisEnv& env, const Value& x, const std::string& to) {
   OpAttrs attrs = collective_attrs(env);
   for (int64_t i = 0; i < env.group_size; ++i) attrs.pairs.push_back({i, i});
   return map_leaves(in, x, [&](const Tensor& leaf) {
-    AxisSet vma = vma_of(in.ops(), leaf), unreduced = 0;
-    if (tc.owns(leaf) && leaf->trace_id >= 0)
-      unreduced = tc.function().values[static_cast<size_t>(leaf->trace_id)].unreduced;
-    int kinds = 0;
-    std::string from;
-    if (vma & named) ++kinds, from = "varying";
-    if (unreduced & named) ++kinds, from = "unreduced";
-    if (named & ~(vma | unreduced)) ++kinds, from = "invarying";
-    if (kinds > 1)
-      throw Error(ErrCode::Value,
-                  "jax.lax.pcast can only accept axis_name which corresponds to one of varying, "
-                  "unreduced, reduced or invarying state of the input.",
-                  Span{}, "cast over the axes of one state at a time");
-    if (from != "varying")
-      throw Error(ErrCode::Value, "Unsupported pcast from=" + from + ", to='unreduced'");
-    Tensor out = bind1(in, Op::Ppermute, attrs, leaf);
-    IRValue& v = tc.function().values[static_cast<size_t>(out->trace_id)];
-    v.vma = vma & ~named;
-    v.unreduced = unreduced | named;
+    AxisSet named = axes_bits(in, env);
+    IRValue src;
+    if (const IRValue* v = traced_value(in, leaf)) src = *v;
+    std::string from = pcast_from(in, src, named, env.names);
+    if (!((from == "invarying" && (to == "varying" || to == "reduced")) ||
+          (from == "varying" && to == "unreduced") || (from == "reduced" && to == "varying")))
+      throw Error(ErrCode::Value, "Unsupported pcast from=" + from + ", to='" + to + "'");
+    OpAttrs cast = attrs;
+    cast.tiled = to == "reduced"; // (typed invariant, see TraceContext::bind)
+    Tensor out = bind1(in, Op::Ppermute, cast, leaf);
+    IRValue& v = *traced_value(in, out);
+    v.vma = src.vma, v.unreduced = src.unreduced, v.reduced = src.reduced;
+    if (to == "varying") v.vma |= named, v.reduced &= ~named;
+    if (to == "unreduced") v.vma &= ~named, v.unreduced |= named;
+    if (to == "reduced") v.reduced |= named;
     return out;
   });
 }
@@ -415,13 +481,14 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
     ArgReader r("all_gather", a, {"x", "axis_name", "axis_index_groups", "axis", "tiled", "to"}, 2);
     AxisEnv env = resolve_axes(in, r[1], "all_gather");
     apply_index_groups(in, env, r[2], "all_gather");
-    // JAX >= 0.8 types the result by `to`; pxl's is invariant either way (DESIGN 3).
-    if (r.has(5)) {
-      std::string to = value_to_str(r[5], "all_gather() to");
-      if (to != "varying" && to != "invarying")
-        throw Error(ErrCode::Value, "all_gather(): to='" + to +
-                                        "' is not supported (only 'varying' and 'invarying')");
-    }
+    // JAX >= 0.8 types the result by `to`; pxl's is invariant either way
+    // (DESIGN 3), except to='reduced': reduced over the axes (JAX's
+    // all_gather_reduced, whose transpose is a psum_scatter of partial sums).
+    std::string to = r.has(5) ? value_to_str(r[5], "all_gather() to") : "varying";
+    if (to != "varying" && to != "invarying" && to != "reduced")
+      throw Error(ErrCode::Value,
+                  "Got unexpected `to` value for `jax.lax.all_gather`. Allowed `to` "
+                  "values are: {'invarying', 'reduced', 'varying'}");
     int64_t axis = r.get_int(3, 0);
     bool tiled = r.get_bool(4, false);
     return map_leaves(in, r[0], [&](const Tensor& x) {
@@ -430,6 +497,35 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
       attrs.axis =
           tiled ? norm_axis(axis, nd, "all_gather") : norm_axis(axis, nd + 1, "all_gather");
       attrs.tiled = tiled;
+      IRValue src;
+      if (const IRValue* v = traced_value(in, x)) src = *v;
+      if (to == "reduced") {
+        const Function& f = static_cast<TraceContext&>(in.ops()).function();
+        AxisSet named = axes_bits(in, env);
+        if (!src.vma)
+          throw Error(ErrCode::Value,
+                      "all_gather_reduced only accepts inputs that are varying. Got " +
+                          short_type(in, src));
+        if (!(src.vma & named)) {
+          std::string axes = "(";
+          for (size_t i = 0; i < env.names.size(); ++i)
+            axes += (i ? ", '" : "'") + env.names[i] + "'";
+          axes += env.names.size() == 1 ? ",)" : ")";
+          throw Error(ErrCode::Value,
+                      "all_gather_reduced is a Varying -> Reduced collective. This means that the "
+                      "axis_name=" +
+                          axes +
+                          " passed to `all_gather_reduced` must be present in "
+                          "jax.typeof(x).mat.varying=frozenset(" +
+                          axes_set_str(f, src.vma) + ")");
+        }
+        Tensor out = bind1(in, Op::AllGather, attrs, x);
+        IRValue& v = *traced_value(in, out);
+        v.vma = src.vma & ~named;
+        v.reduced = src.reduced | named;
+        return out;
+      }
+      check_pvary_reduced(in, env, x);
       return bind1(in, Op::AllGather, attrs, x);
     });
   });
@@ -441,6 +537,7 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
     int64_t dim = r.get_int(2, 0);
     bool tiled = r.get_bool(4, false);
     return map_leaves(in, r[0], [&](Tensor x) {
+      check_pvary_reduced(in, env, x);
       if (x->aval.dtype == DType::Bool) x = np::astype(in.ops(), x, DType::Int32);
       OpAttrs attrs = collective_attrs(env);
       attrs.axis = norm_axis(dim, x->aval.ndim(), "psum_scatter");
@@ -492,7 +589,10 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
     }
     OpAttrs attrs = collective_attrs(env);
     attrs.pairs = std::move(pairs);
-    return map_leaves(in, x, [&](const Tensor& t) { return bind1(in, Op::Ppermute, attrs, t); });
+    return map_leaves(in, x, [&](const Tensor& t) {
+      check_pvary_reduced(in, env, t);
+      return bind1(in, Op::Ppermute, attrs, t);
+    });
   };
   def("ppermute", [ppermute](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("ppermute", a, {"x", "axis_name", "perm"}, 3);
@@ -517,6 +617,7 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
     apply_index_groups(in, env, r[4], "all_to_all");
     bool tiled = r.get_bool(5, false);
     return map_leaves(in, r[0], [&](Tensor x) {
+      check_pvary_reduced(in, env, x);
       int64_t nd = x->aval.ndim();
       int64_t split = norm_axis(r.get_int(2), nd, "all_to_all");
       int64_t concat = norm_axis(r.get_int(3), nd, "all_to_all");
@@ -551,34 +652,19 @@ void add_collectives(InterpreterImpl& in, Value& lax) {
   // is that typing; its transpose is the psum over the axes, as in JAX.
   def("pcast", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("pcast", a, {"x", "axis_name", "to"}, 3);
-    std::string to = value_to_str(r[2], "pcast() to");
-    if (to != "varying" && to != "unreduced")
-      throw Error(ErrCode::Value, "pcast(): to='" + to +
-                                      "' is not supported (pxl has to='varying' and "
-                                      "to='unreduced')");
     if (!r[1].is_obj(ObjKind::Str) && !r[1].is_obj(ObjKind::Tuple))
       throw Error(ErrCode::Type,
                   "axis_name=" + repr(r[1]) + " must be a tuple or a str. Got " + repr(r[1]));
+    if (r[1].is_obj(ObjKind::Tuple) && r[1].as<TupleObj>()->items.empty()) return r[0];
+    std::string to = value_to_str(r[2], "pcast() to");
+    if (to != "varying" && to != "unreduced" && to != "reduced") // (CPython's order is hash-seeded)
+      throw Error(ErrCode::Value, "Got unexpected `to` value. Allowed `to` values are: "
+                                  "{'reduced', 'unreduced', 'varying'}");
     if (!dynamic_cast<TraceContext*>(&in.ops()))
       throw Error(ErrCode::Value, "pvary should be called under jax.shard_map.", Span{},
                   "call it inside a function given to jax.shard_map");
     AxisEnv env = resolve_axes(in, r[1], "pcast");
-    OpAttrs attrs = collective_attrs(env);
-    for (int64_t i = 0; i < env.group_size; ++i) attrs.pairs.push_back({i, i});
-    const Function& f = env.trace->function();
-    if (to == "unreduced") return vary_unreduced_cast(in, env, r[0]);
-    return map_leaves(in, r[0], [&](const Tensor& x) {
-      AxisSet have = vma_of(in.ops(), x);
-      if (env.trace->owns(x) && x->trace_id >= 0 &&
-          (env.trace->function().values[static_cast<size_t>(x->trace_id)].unreduced &
-           named_bits(env)))
-        throw Error(ErrCode::Value, "Unsupported pcast from=unreduced, to='varying'");
-      for (const std::string& n : env.names)
-        if (have & (AxisSet{1} << f.axis_bit(n)))
-          throw Error(ErrCode::Value, "pcast(): the value already varies over '" + n +
-                                          "' (Unsupported pcast from=varying, to='varying')");
-      return bind1(in, Op::Ppermute, attrs, x);
-    });
+    return pcast_leaves(in, env, r[0], to);
   });
   def("ragged_all_to_all", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("ragged_all_to_all", a,

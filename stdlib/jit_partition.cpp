@@ -12,6 +12,7 @@
 #include "ir/custom_call.hpp"
 #include "lang/tracer.hpp"
 #include "runtime/platform.hpp"
+#include "stdlib/np.hpp"
 
 namespace pxl {
 
@@ -56,7 +57,7 @@ public:
     for (const Instr& i : g.body)
       if (i.op == Op::ShardingConstraint && !constrained_[i.operands[0]]) {
         constrained_[i.operands[0]] = &i.attrs.dim_axes;
-        constrained_ur_[i.operands[0]] = &i.attrs.unreduced;
+        if (i.attrs.concat_axis == 0) constrained_ur_[i.operands[0]] = &i.attrs.unreduced;
       }
   }
 
@@ -67,6 +68,10 @@ public:
     // sum over these axes. Any use sums them first (reshard); a jit result
     // keeps them (its sharding then names them).
     Axes unreduced = {};
+    // Reduced over these axes (an argument or a shard_map result so typed):
+    // replicated data, the type JAX gives it. Ops other than a shard_map's
+    // in_specs drop it (pxl types only those: a gap).
+    Axes reduced = {};
   };
 
   Shape local_shape(const Shape& global, const DimSpec& s) const {
@@ -83,10 +88,10 @@ public:
   }
 
   void set_input(int gid, const DimSpec& spec, const Span& loc, const std::string& origin,
-                 const Axes& unreduced = {}) {
+                 const Axes& unreduced = {}, const Axes& reduced = {}) {
     AVal block = g_.values[gid].aval;
     block.shape = local_shape(block.shape, spec);
-    env_[gid] = {tc_.add_param(block, vma_of(spec), loc, origin), spec, unreduced};
+    env_[gid] = {tc_.add_param(block, vma_of(spec), loc, origin), spec, unreduced, reduced};
   }
 
   void run(const Instr& ins) {
@@ -125,11 +130,13 @@ public:
 
   const DimSpec& spec_of(int gid) const { return env_[gid].spec; }
   const Axes& unreduced_of(int gid) const { return env_[gid].unreduced; }
+  const Axes& reduced_of(int gid) const { return env_[gid].reduced; }
 
   // The result `gid` laid out by `want` (or as propagated).
   Tensor result(int gid, const std::optional<PartitionSpec>& want, PartitionSpec& spec) {
     DimSpec d = want ? dims_of_spec(*want, g_.values[gid].aval.ndim()) : env_[gid].spec;
     spec = want ? *want : spec_of_dims(d, mesh_);
+    if (!want) spec.reduced = env_[gid].reduced;
     if (!want && !env_[gid].unreduced.empty()) { // the partial sums, as they are
       spec.unreduced = env_[gid].unreduced;
       return env_[gid].t;
@@ -260,7 +267,7 @@ private:
       int o = ins.operands[i];
       if (explicit_ && i < c.explicit_in_types.size() && c.explicit_in_types[i])
         explicit_in_spec_check(c.ins[i].spec, env_[o].spec, g_.values[o].aval, loc_of(ins),
-                               env_[o].unreduced);
+                               env_[o].unreduced, env_[o].reduced);
       DimSpec want = dims_of_spec(c.ins[i].spec, gshape(o).size());
       // Unreduced in_specs take the partial sums as they are.
       bool partial = !c.ins[i].spec.unreduced.empty() && env_[o].spec == want &&
@@ -273,7 +280,8 @@ private:
       int id = ins.result + r;
       env_[id] = {outs[static_cast<size_t>(r)],
                   dims_of_spec(c.outs[static_cast<size_t>(r)].spec, gshape(id).size()),
-                  c.outs[static_cast<size_t>(r)].spec.unreduced};
+                  c.outs[static_cast<size_t>(r)].spec.unreduced,
+                  c.outs[static_cast<size_t>(r)].spec.reduced};
     }
   }
 
@@ -336,6 +344,24 @@ private:
       }
     const Axes& ur = ins.attrs.unreduced;
     int x = ins.operands[0];
+    if (ins.attrs.concat_axis == 1) { // a cotangent laid out as its unreduced primal's: reduced
+      define(ins, reshard(x, want), want);
+      env_[ins.result].reduced = ur;
+      return;
+    }
+    if (!ur.empty() && ins.attrs.tiled &&
+        !PartitionSpec{{}, {}, ur}.same_ur(PartitionSpec{{}, {}, env_[x].unreduced})) {
+      // A cotangent laid out as its reduced primal's (autodiff marks the
+      // constraint `tiled`): partial sums, the whole on the first device
+      // along the axes and zeros on the others (as device_put lays it out).
+      Tensor t = reshard(x, want);
+      Tensor rank = bind(Op::AxisIndex, over(ur), {});
+      Tensor lead = np::binary(tc_, np::BinOp::Eq, rank, np::scalar(tc_, Scalar::of_int(0)));
+      lead = np::broadcast_to(tc_, lead, t->aval.shape);
+      t = bind(Op::Select, {}, {lead, t, np::full_like(tc_, t, Scalar::of_float(0.0))});
+      env_[ins.result] = {t, want, ur};
+      return;
+    }
     if (!ur.empty()) { // the operand's partial sums, as a contraction left them
       if (!PartitionSpec{{}, {}, ur}.same_ur(PartitionSpec{{}, {}, env_[x].unreduced}))
         throw Error(ErrCode::Unsupported,
@@ -723,7 +749,17 @@ bool partitionable(const Function& f, const Mesh& mesh) {
       return false;
     if (fam == OpFamily::Call) {
       const SpmdCallee& c = *i.attrs.callee;
-      if (c.kind != "shard_map" || !c.check_vma || !(c.layout.mesh == mesh) || !inlinable(*c.fn))
+      // With check_vma=False an output need not be replicated over the axes its
+      // out_specs leave out (the call keeps the first participant's block), so
+      // such calls run whole; but one with unreduced specs is inlined: JAX's
+      // jit takes each device's block as its partial sum (and hands partial
+      // sums to unreduced in_specs as they are), which only a per-device
+      // program keeps.
+      bool ur = false;
+      for (const auto* maps : {&c.ins, &c.outs})
+        for (const SpmdMapping& m : *maps) ur = ur || !m.spec.unreduced.empty();
+      if (c.kind != "shard_map" || !(c.check_vma || ur) || !(c.layout.mesh == mesh) ||
+          !inlinable(*c.fn))
         return false;
     }
   }
@@ -753,7 +789,8 @@ void check_shard_map_inputs(const Function& f, std::span<const Tensor> operands)
       explicit_in_spec_check(
           c.ins[k].spec, *explicit_type_spec(operands[pos]), f.values[i.operands[k]].aval,
           i.result >= 0 ? f.values[i.result].loc : Span{},
-          operands[pos]->sharded ? operands[pos]->sharded->spec.unreduced : Axes{});
+          operands[pos]->sharded ? operands[pos]->sharded->spec.unreduced : Axes{},
+          operands[pos]->sharded ? operands[pos]->sharded->spec.reduced : Axes{});
     }
   }
 }
@@ -777,7 +814,7 @@ PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const
   for (size_t i = 0; i < inputs.size(); ++i) {
     p.set_input(inputs[i], dims_of_spec(specs[i], g.values[inputs[i]].aval.ndim()), where,
                 "the sharding " + specs[i].repr() + " of argument " + std::to_string(i),
-                specs[i].unreduced);
+                specs[i].unreduced, specs[i].reduced);
     ins.push_back(SpmdMapping{specs[i], -1});
   }
   for (const Instr& i : g.body) p.run(i);
@@ -838,7 +875,8 @@ std::optional<PartitionSpec> traced_sharding(InterpreterImpl& in, TraceContext& 
   Partitioner p(g, mesh, scratch, false, in.platform().name());
   for (size_t i = 0; i < g.params.size(); ++i)
     p.set_input(g.params[i], dims_of_spec(param_specs[i], g.values[g.params[i]].aval.ndim()),
-                Span{}, "argument " + std::to_string(i), param_specs[i].unreduced);
+                Span{}, "argument " + std::to_string(i), param_specs[i].unreduced,
+                param_specs[i].reduced);
   for (size_t i = 0; i < g.consts.size() && i < consts.size(); ++i) {
     bool own = consts[i]->sharded && consts[i]->sharded->mesh == mesh &&
                consts[i]->sharded->spec.unreduced.empty();
@@ -850,6 +888,7 @@ std::optional<PartitionSpec> traced_sharding(InterpreterImpl& in, TraceContext& 
   for (const Instr& i : g.body) p.run(i);
   PartitionSpec out = spec_of_dims(p.spec_of(g.results[0]), mesh);
   out.unreduced = p.unreduced_of(g.results[0]);
+  out.reduced = p.reduced_of(g.results[0]);
   return out;
 }
 
@@ -900,6 +939,7 @@ std::function<void(TraceContext&)> explicit_type_hook(InterpreterImpl& in,
     for (const PartitionSpec& s : specs) {
       PartitionSpec typed = explicit_part(s, *mesh);
       while (!typed.entries.empty() && typed.entries.back().empty()) typed.entries.pop_back();
+      typed.unreduced = s.unreduced, typed.reduced = s.reduced; // (the types have them)
       *key += " " + typed.repr();
     }
   }

@@ -282,15 +282,41 @@ Tensor typed_like_primal(InterpreterImpl& in, const Tensor& ct_in, const Tensor&
       ct = pvary_to(in.ops(), ct, vma_of(in.ops(), primal));
   auto typed = explicit_mesh_type(primal);
   if (!typed || ct->aval.shape != primal->aval.shape) return ct;
+  // JAX's cotangent type swaps the primal's unreduced and reduced axes
+  // (to_ct_spec): a reduced primal's gradient is partial sums.
+  std::vector<std::string> primal_reduced, primal_unreduced;
+  if (primal->sharded) {
+    primal_reduced = primal->sharded->spec.reduced;
+    primal_unreduced = primal->sharded->spec.unreduced;
+  } else if (primal->trace && primal->trace_id >= 0) {
+    auto& ptc = *const_cast<TraceContext*>(static_cast<const TraceContext*>(primal->trace));
+    Value s = ptc.type_sharding ? ptc.type_sharding(primal->trace_id) : Value();
+    if (!s.is_none()) {
+      primal_reduced = static_cast<ShardingObj*>(s.as<OpaqueObj>())->spec.reduced;
+      primal_unreduced = static_cast<ShardingObj*>(s.as<OpaqueObj>())->spec.unreduced;
+    }
+  }
   if (auto* tc = dynamic_cast<TraceContext*>(&in.ops())) {
     if (!tc->function().mesh_axes.empty()) return ct;
     OpAttrs a;
     a.dim_axes = *typed;
+    a.unreduced = primal_reduced;
+    a.tiled = !primal_reduced.empty(); // (made partial sums if it is whole: jit_partition.cpp)
+    if (primal_reduced.empty() && !primal_unreduced.empty()) { // typed reduced (concat_axis 1)
+      a.unreduced = primal_unreduced;
+      a.concat_axis = 1;
+    }
     return in.ops().bind(Op::ShardingConstraint, a, std::vector<Tensor>{ct});
   }
   if (!primal->sharded || ct->trace) return ct;
-  Value target =
-      Value::object(std::make_shared<ShardingObj>(primal->sharded->mesh, primal->sharded->spec));
+  PartitionSpec ct_spec = primal->sharded->spec;
+  if (!ct_spec.unreduced.empty() || !ct_spec.reduced.empty()) {
+    std::swap(ct_spec.unreduced, ct_spec.reduced);
+    // (JAX's cotangent sharding names every dimension: P(None, unreduced={'x'}))
+    if (ct_spec.entries.size() < ct->aval.shape.size())
+      ct_spec.entries.resize(ct->aval.shape.size());
+  }
+  Value target = Value::object(std::make_shared<ShardingObj>(primal->sharded->mesh, ct_spec));
   return in.to_tensor(device_put_leaf(in, make_array(ct), target), Span{});
 }
 

@@ -133,10 +133,11 @@ struct DeviceSetObj : OpaqueObj {
 };
 
 // aval.mat: JAX's ManualAxisType, the sets of manual axes a value varies
-// over (pxl has no unreduced or reduced values: those sets are empty).
+// over, is unreduced over (partial sums) and is reduced over.
 struct ManualAxisTypeObj : OpaqueObj {
   std::vector<std::string> varying;
   std::vector<std::string> unreduced; // JAX's mat.unreduced (a value of partial sums)
+  std::vector<std::string> reduced;   // JAX's mat.reduced
   Value set_of(const std::vector<std::string>& names) const {
     ValueList items;
     for (const std::string& n : names) items.push_back(make_str(n));
@@ -145,12 +146,13 @@ struct ManualAxisTypeObj : OpaqueObj {
   std::string type_name() const override { return "ManualAxisType"; }
   std::string repr() const override {
     return "ManualAxisType(varying=" + pxl::repr(set_of(varying)) +
-           ", unreduced=" + pxl::repr(set_of(unreduced)) + ", reduced=frozenset())";
+           ", unreduced=" + pxl::repr(set_of(unreduced)) +
+           ", reduced=" + pxl::repr(set_of(reduced)) + ")";
   }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
     if (name == "varying") return out = set_of(varying), true;
     if (name == "unreduced") return out = set_of(unreduced), true;
-    if (name == "reduced") return out = set_of({}), true;
+    if (name == "reduced") return out = set_of(reduced), true;
     if (name == "invarying") {
       // invarying(mesh): the mesh's Manual axes the value does not vary over.
       std::vector<std::string> mine = varying;
@@ -175,7 +177,7 @@ struct ManualAxisTypeObj : OpaqueObj {
   }
   bool equals(const OpaqueObj& o) const override {
     auto* m = dynamic_cast<const ManualAxisTypeObj*>(&o);
-    return m && m->varying == varying && m->unreduced == unreduced;
+    return m && m->varying == varying && m->unreduced == unreduced && m->reduced == reduced;
   }
 };
 
@@ -188,6 +190,7 @@ struct AvalObj : OpaqueObj {
   std::string varying;                    // inside shard_map: the axes it varies over
   std::vector<std::string> varying_list;  // the same, as names in mesh order
   std::vector<std::string> unreduced;     // the axes it is unreduced over (mesh order)
+  std::vector<std::string> reduced;       // the axes it is reduced over (mesh order)
   Value sharding;                         // a NamedSharding over an AbstractMesh
   std::string type_name() const override { return "ShapedArray"; }
   std::string dims(bool short_dtype = false) const {
@@ -203,9 +206,10 @@ struct AvalObj : OpaqueObj {
       s += (d ? "," : "") + std::to_string(aval.shape[d]);
       if (d < explicit_axes.size() && !explicit_axes[d].empty()) s += "@" + explicit_axes[d];
     }
-    // JAX's {V:x, U:y}: the varying axes, then the unreduced ones.
+    // JAX's {V:x, U:y, R:z}: the varying axes, the unreduced, the reduced.
     std::string mat = varying.empty() ? "" : "V:" + varying;
     if (!unreduced.empty()) mat += (mat.empty() ? "U:" : ", U:") + axes_label(unreduced);
+    if (!reduced.empty()) mat += (mat.empty() ? "R:" : ", R:") + axes_label(reduced);
     return s + "]" + (mat.empty() ? "" : "{" + mat + "}");
   }
   std::string str() const override { return (aval.weak ? "~" : "") + dims(); }
@@ -243,6 +247,7 @@ struct AvalObj : OpaqueObj {
       auto m = std::make_shared<ManualAxisTypeObj>();
       m->varying = varying_list;
       m->unreduced = unreduced;
+      m->reduced = reduced;
       return out = Value::object(m), true;
     }
     return aval_attr(aval, name, out);
@@ -255,13 +260,14 @@ struct AvalObj : OpaqueObj {
     auto* a = dynamic_cast<const AvalObj*>(&o);
     return a && a->aval.dtype == aval.dtype && a->aval.shape == aval.shape &&
            a->aval.weak == aval.weak && a->explicit_axes == explicit_axes &&
-           a->varying == varying && a->unreduced == unreduced;
+           a->varying == varying && a->unreduced == unreduced && a->reduced == reduced;
   }
 };
 
 // "a" or "(b,a)": the mesh axes (in mesh order) a value traced inside a
 // shard_map varies over, as JAX's types show them; "" elsewhere.
-std::vector<std::string> varying_names(const Tensor& t, bool unreduced = false) {
+// kind: 0 the varying axes, 1 the unreduced ones, 2 the reduced ones.
+std::vector<std::string> varying_names(const Tensor& t, int kind = 0) {
   if (!t->trace) return {};
   auto& tc = *const_cast<TraceContext*>(static_cast<const TraceContext*>(t->trace));
   if (t->trace_id < 0) return {};
@@ -279,7 +285,7 @@ std::vector<std::string> varying_names(const Tensor& t, bool unreduced = false) 
   const Function& f = tc.function();
   const std::vector<std::string>& mesh_axes = sm->function().mesh_axes;
   const IRValue& value = f.values.at(static_cast<size_t>(t->trace_id));
-  AxisSet vma = unreduced ? value.unreduced : value.vma;
+  AxisSet vma = kind == 1 ? value.unreduced : kind == 2 ? value.reduced : value.vma;
   std::vector<std::string> names;
   for (size_t i = 0; i < f.mesh_axes.size(); ++i)
     if ((vma & (AxisSet{1} << i)) &&
@@ -358,7 +364,7 @@ Value type_sharding(InterpreterImpl& in, const Tensor& t) {
   PartitionSpec typed;
   typed.entries =
       typed_dims(TypeSource{m, src ? src->spec : PartitionSpec{}}, t->aval.shape.size());
-  if (src) typed.unreduced = src->spec.unreduced;
+  if (src) typed.unreduced = src->spec.unreduced, typed.reduced = src->spec.reduced;
   return make_abstract_sharding(mesh, std::move(typed));
 }
 
@@ -367,13 +373,18 @@ Value aval_value(InterpreterImpl& in, const Tensor& t) {
   a->aval = t->aval;
   a->varying = varying_axes(t);
   a->varying_list = varying_names(t);
-  a->unreduced = varying_names(t, true);
-  // A shard_map's result with unreduced out_specs: an array, or (in jit) its type.
-  if (std::optional<TypeSource> src = type_source(t); src && src->mesh && a->unreduced.empty())
-    for (const std::string& n : src->mesh->axis_names)
-      if (std::find(src->spec.unreduced.begin(), src->spec.unreduced.end(), n) !=
-          src->spec.unreduced.end())
-        a->unreduced.push_back(n);
+  a->unreduced = varying_names(t, 1);
+  a->reduced = varying_names(t, 2);
+  // A shard_map's result with unreduced/reduced out_specs (or an array put
+  // there): an array, or (in jit) its type.
+  if (std::optional<TypeSource> src = type_source(t); src && src->mesh)
+    for (const std::string& n : src->mesh->axis_names) {
+      auto has = [&](const std::vector<std::string>& v) {
+        return std::find(v.begin(), v.end(), n) != v.end();
+      };
+      if (has(src->spec.unreduced) && !has(a->unreduced)) a->unreduced.push_back(n);
+      if (has(src->spec.reduced) && !has(a->reduced)) a->reduced.push_back(n);
+    }
   a->sharding = type_sharding(in, t);
   for (const auto& axes : static_cast<ShardingObj*>(a->sharding.as<OpaqueObj>())->spec.entries)
     a->explicit_axes.push_back(axes_label(axes));

@@ -345,7 +345,8 @@ void explicit_scan_check(const AVal& operand, const DimSpec& spec, int64_t axis,
 }
 
 void explicit_in_spec_check(const PartitionSpec& want, const DimSpec& have, const AVal& aval,
-                            const Span& loc, const std::vector<std::string>& have_unreduced) {
+                            const Span& loc, const std::vector<std::string>& have_unreduced,
+                            const std::vector<std::string>& have_reduced) {
   // JAX compares the spec normalized against the value's rank: one entry per
   // dimension, trailing None entries added.
   PartitionSpec full = want;
@@ -353,9 +354,11 @@ void explicit_in_spec_check(const PartitionSpec& want, const DimSpec& have, cons
   PartitionSpec typed;
   typed.entries = have;
   typed.unreduced = have_unreduced;
-  typed.reduced = want.reduced; // (pxl's arrays carry no reduced axes)
+  typed.reduced = have_reduced;
   if (full.entries == have && full.same_ur(typed)) return;
-  std::string mat = have_unreduced.empty() ? "" : "{U:" + axes_label(have_unreduced) + "}";
+  std::string mat = have_unreduced.empty() ? "" : "U:" + axes_label(have_unreduced);
+  if (!have_reduced.empty()) mat += (mat.empty() ? "R:" : ", R:") + axes_label(have_reduced);
+  if (!mat.empty()) mat = "{" + mat + "}";
   throw Error(
       ErrCode::Spec,
       "in_specs passed to shard_map: " + full.repr() +

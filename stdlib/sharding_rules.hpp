@@ -81,6 +81,7 @@ void explicit_same_sharding(const std::string& op, const std::vector<DimSpec>& s
 // `have_unreduced`: the axes the argument is unreduced over (partial sums),
 // which must be the entry's unreduced= set.
 void explicit_in_spec_check(const PartitionSpec& want, const DimSpec& have, const AVal& aval,
-                            const Span& loc, const std::vector<std::string>& have_unreduced = {});
+                            const Span& loc, const std::vector<std::string>& have_unreduced = {},
+                            const std::vector<std::string>& have_reduced = {});
 
 } // namespace pxl

@@ -49,6 +49,7 @@ struct InLeaf {
   int map_axis = -1;     // pmap: the mapped axis, -1 for in_axes=None
   bool typed = false;    // shard_map over Explicit axes: must already be laid out as spec
   AxisSet unreduced = 0; // shard_map: its in_spec's unreduced axes (the body's partial sums)
+  AxisSet reduced = 0;   // shard_map: its in_spec's reduced axes
   // shard_map with axis_names= over a mesh with Explicit axes it leaves
   // alone: the argument's sharding over those, which its type keeps in the body.
   PartitionSpec body_type;
@@ -70,19 +71,23 @@ struct Compiled {
   std::vector<PartitionSpec> out_layouts;
 };
 
-// The axes an argument holds partial sums over: an array's (a shard_map
-// result with unreduced out_specs), or what the enclosing jit's types say of
-// a traced value.
-std::vector<std::string> unreduced_of(const Tensor& t) {
-  if (t->sharded) return t->sharded->spec.unreduced;
-  if (!t->trace || t->trace_id < 0) return {};
-  auto& tc = *const_cast<TraceContext*>(static_cast<const TraceContext*>(t->trace));
-  if (!tc.type_sharding) return {};
-  Value s = tc.type_sharding(t->trace_id);
-  if (s.is_none()) return {};
-  return static_cast<ShardingObj*>(s.as<OpaqueObj>())->spec.unreduced;
+// The unreduced and reduced axes of an argument (their sets in a spec): an
+// array's (a shard_map result with unreduced/reduced out_specs, a device_put
+// to such a spec), or what the enclosing jit's types say of a traced value.
+PartitionSpec ur_of(const Tensor& t) {
+  PartitionSpec out;
+  const PartitionSpec* s = nullptr;
+  Value typed;
+  if (t->sharded) {
+    s = &t->sharded->spec;
+  } else if (t->trace && t->trace_id >= 0) {
+    auto& tc = *const_cast<TraceContext*>(static_cast<const TraceContext*>(t->trace));
+    if (tc.type_sharding) typed = tc.type_sharding(t->trace_id);
+    if (!typed.is_none()) s = &static_cast<ShardingObj*>(typed.as<OpaqueObj>())->spec;
+  }
+  if (s) out.unreduced = s->unreduced, out.reduced = s->reduced;
+  return out;
 }
-
 std::string loc_str(const Span& s) {
   if (!s.valid()) return "?";
   return s.file->path() + ":" + std::to_string(s.file->line_of(s.begin)) + ":" +
@@ -547,7 +552,9 @@ struct ShardMapFn : SpmdFunction {
                 where, "pass in_specs=, the specs the arguments are laid out with");
           // Only the manual axes: the others stay in the value's type.
           inferred.entries = only_axes(*typed, manual, manual.empty());
-          inferred.unreduced = unreduced_of(in.to_tensor(leaf, where)); // (JAX's in_specs too)
+          PartitionSpec ur = ur_of(in.to_tensor(leaf, where)); // (JAX's in_specs too)
+          inferred.unreduced = ur.unreduced;
+          inferred.reduced = ur.reduced;
         }
         per_leaf.push_back(make_spec_value(std::move(inferred)));
       }
@@ -602,11 +609,12 @@ struct ShardMapFn : SpmdFunction {
       // A traced argument whose type's sharding is not known yet is checked
       // when jit partitions the call (jit_partition.cpp).
       l.typed = explicit_types && !per_leaf[i].is_none();
-      std::vector<std::string> arg_unreduced = unreduced_of(l.global);
+      PartitionSpec arg_ur = ur_of(l.global);
+      std::vector<std::string> arg_unreduced = arg_ur.unreduced;
       if (l.typed)
         if (auto typed = explicit_type_spec(l.global)) {
           explicit_in_spec_check(l.spec, only_axes(*typed, manual, manual.empty()), l.global->aval,
-                                 where, arg_unreduced);
+                                 where, arg_unreduced, arg_ur.reduced);
           l.body_type.entries = only_axes(*typed, free_explicit_axes(), false);
         }
       if (!PartitionSpec{{}, {}, l.spec.unreduced}.same_ur(PartitionSpec{{}, {}, arg_unreduced}))
@@ -616,9 +624,19 @@ struct ShardMapFn : SpmdFunction {
                         "in_aval " +
                         type_str(l.global->aval),
                     where);
-      if (check_vma)
+      if (!PartitionSpec{{}, {}, {}, l.spec.reduced}.same_ur(
+              PartitionSpec{{}, {}, {}, arg_ur.reduced}))
+        throw Error(ErrCode::Value,
+                    "in_specs containing reduced " + l.spec.repr() +
+                        " passed to shard_map should be equal to the reduced present on the "
+                        "in_aval " +
+                        type_str(l.global->aval),
+                    where);
+      if (check_vma) {
         for (const std::string& u : l.spec.unreduced)
           l.unreduced |= AxisSet{1} << proto.axis_bit(u);
+        for (const std::string& u : l.spec.reduced) l.reduced |= AxisSet{1} << proto.axis_bit(u);
+      }
       l.block = l.global->aval;
       l.block.shape = block_shape(mesh, l.spec, l.global->aval.shape);
       for (const auto& axis : l.spec.axes()) l.vma |= AxisSet{1} << proto.axis_bit(axis);
@@ -716,30 +734,22 @@ struct ShardMapFn : SpmdFunction {
       int b = f.axis_bit(n);
       return b < 0 ? AxisSet{0} : AxisSet{1} << b;
     };
-    auto short_type = [&](const IRValue& x) {
-      std::string t = type_str(x.aval), mat;
-      for (size_t i = 0; i < f.mesh_axes.size(); ++i)
-        if (x.vma & (AxisSet{1} << i)) mat += (mat.empty() ? "" : ",") + f.mesh_axes[i];
-      if (std::count(mat.begin(), mat.end(), ',')) mat = "(" + mat + ")";
-      mat = mat.empty() ? "" : "V:" + mat;
-      std::string u;
-      for (size_t i = 0; i < f.mesh_axes.size(); ++i)
-        if (x.unreduced & (AxisSet{1} << i)) u += (u.empty() ? "" : ",") + f.mesh_axes[i];
-      if (std::count(u.begin(), u.end(), ',')) u = "(" + u + ")";
-      if (!u.empty()) mat += (mat.empty() ? "U:" : ", U:") + u;
-      return t + (mat.empty() ? "" : "{" + mat + "}");
-    };
-    std::string pvary_unreduced;
+    auto short_type = [&](const IRValue& x) { return type_str(x.aval) + mat_suffix(f, x); };
     AxisSet entry_axes = 0;
     for (const std::string& n : s.axes()) entry_axes |= bit_of(n);
-    for (size_t i = 0; i < f.mesh_axes.size(); ++i)
-      if (entry_axes & ~v.vma & v.unreduced & (AxisSet{1} << i))
-        pvary_unreduced += (pvary_unreduced.empty() ? "'" : ", '") + f.mesh_axes[i] + "'";
-    if (!pvary_unreduced.empty())
-      throw Error(ErrCode::Value,
-                  "pvary cannot accept args which are unreduced. Got " + short_type(v) +
-                      " and axes={" + pvary_unreduced + "}",
-                  where);
+    AxisSet pvaried = entry_axes & ~v.vma;
+    for (bool red : {false, true})
+      if (pvaried & (red ? v.reduced : v.unreduced)) {
+        std::string axes;
+        for (size_t i = 0; i < f.mesh_axes.size(); ++i)
+          if (pvaried & (AxisSet{1} << i))
+            axes += (axes.empty() ? "'" : ", '") + f.mesh_axes[i] + "'";
+        throw Error(ErrCode::Value,
+                    std::string("pvary cannot accept args which are ") +
+                        (red ? "reduced" : "unreduced") + ". Got " + short_type(v) + " and axes={" +
+                        axes + "}",
+                    where);
+      }
     v.vma |= entry_axes;
     AxisSet want = 0;
     for (const std::string& u : s.unreduced) want |= bit_of(u);
@@ -834,8 +844,10 @@ struct ShardMapFn : SpmdFunction {
     ValueList traced;
     for (const InLeaf& l : leaves)
       traced.push_back(make_array(tc.add_param(l.block, l.vma, where, l.origin)));
-    for (size_t k = 0; k < leaves.size(); ++k) // unreduced in_specs: typed as partial sums
+    for (size_t k = 0; k < leaves.size(); ++k) { // unreduced in_specs: typed as partial sums
       f->values[static_cast<size_t>(f->params[k])].unreduced = leaves[k].unreduced;
+      f->values[static_cast<size_t>(f->params[k])].reduced = leaves[k].reduced;
+    }
     ++traces;
     traced = with_static_args(statics, traced, n_leaves);
     ValueList out_leaves =
@@ -888,6 +900,11 @@ struct ShardMapFn : SpmdFunction {
         AxisSet unreduced_left = v.unreduced;
         for (const std::string& u : s.unreduced)
           if (int bit = f->axis_bit(u); bit >= 0) unreduced_left &= ~(AxisSet{1} << bit);
+        // So is one reduced over an axis its out_specs do not list as reduced.
+        AxisSet reduced_left = v.reduced;
+        for (const std::string& u : s.reduced)
+          if (int bit = f->axis_bit(u); bit >= 0) reduced_left &= ~(AxisSet{1} << bit);
+        unreduced_left |= reduced_left;
         for (size_t b = 0; b < mesh.axis_names.size(); ++b) {
           if (!((v.vma | unreduced_left) & (AxisSet{1} << b))) continue;
           varying.push_back(mesh.axis_names[b]);
@@ -903,7 +920,10 @@ struct ShardMapFn : SpmdFunction {
           std::string fun =
               outer && outer->what() == "jit" ? shard_map_fun_name(fn) : "_rem_singleton";
           bool partial = (unreduced_left & (AxisSet{1} << first_bad)) != 0;
-          std::string hint = partial
+          std::string hint = (reduced_left & (AxisSet{1} << first_bad))
+                                 ? "output " + std::to_string(r) + " is reduced over '" + axis +
+                                       "'; add '" + axis + "' to its out_specs' reduced="
+                             : partial
                                  ? "output " + std::to_string(r) + " holds partial sums over '" +
                                        axis + "' (unreduced); psum it over '" + axis +
                                        "', or add '" + axis + "' to its out_specs' unreduced="
@@ -914,6 +934,19 @@ struct ShardMapFn : SpmdFunction {
           throw Error(ErrCode::Vma, out_vma_message(fun, mesh, out_checked[r], varying), where,
                       hint);
         }
+        // JAX's _unshard_shaped_array: the out_specs' reduced axes are the value's.
+        AxisSet want_reduced = 0;
+        for (const std::string& u : s.reduced)
+          if (int bit = f->axis_bit(u); bit >= 0) want_reduced |= AxisSet{1} << bit;
+        if (want_reduced != v.reduced)
+          throw Error(ErrCode::Value,
+                      "out_specs passed to shard_map should be equal to the reduced present on "
+                      "the out_aval. Got out_specs=" +
+                          s.repr() + " and out_aval=" + type_str(v.aval) + mat_suffix(*f, v),
+                      where,
+                      "cast output " + std::to_string(r) +
+                          " to reduced over those axes (jax.lax.pcast(x, axes, to='reduced') or "
+                          "all_gather(..., to='reduced'))");
       }
       if (body_type_of) {
         PartitionSpec layout = s;
