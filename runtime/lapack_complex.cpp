@@ -91,17 +91,27 @@ int gesdd<c64>(char jobz, int m, int n, c64* a, int lda, float* s, c64* u, int l
   c64 q = 0;
   size_t mn = static_cast<size_t>(std::max(1, std::min(m, n)));
   size_t mx = static_cast<size_t>(std::max(1, std::max(m, n)));
+  // OpenBLAS 0.3.21's cgemv 'N' reads x[n * incx], one stride past a strided
+  // vector's last element, when m % 4 == 2. cgesdd's bidiagonalization applies
+  // reflectors stored in rows of A (and of blocks in WORK) that way (clarf
+  // 'Right', incv = lda), reading up to one column past the matrix: a SEGV under
+  // ASan (cla_solve, lng_svd_edge) and past an mmap'd buffer's end. So A is
+  // factored in a copy with a column of slack and WORK gets mx spare elements.
+  size_t asize = static_cast<size_t>(lda) * static_cast<size_t>(std::max(n, 0));
+  std::vector<c64> ap(asize + static_cast<size_t>(lda));
+  std::copy(a, a + asize, ap.data());
   // LAPACK's documented rwork size (the larger of its two bounds for jobz != 'N').
   size_t lrwork =
       jobz == 'N' ? 7 * mn : std::max(5 * mn * mn + 5 * mn, 2 * mx * mn + 2 * mn * mn + mn);
   std::vector<float> rwork(lrwork);
   std::vector<int> iwork(8 * mn);
-  cgesdd_(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, &q, &lwork, rwork.data(), iwork.data(),
-          &info, 1);
-  lwork = work_size(q);
-  std::vector<c64> work(static_cast<size_t>(lwork));
-  cgesdd_(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work.data(), &lwork, rwork.data(),
+  cgesdd_(&jobz, &m, &n, ap.data(), &lda, s, u, &ldu, vt, &ldvt, &q, &lwork, rwork.data(),
           iwork.data(), &info, 1);
+  lwork = work_size(q);
+  std::vector<c64> work(static_cast<size_t>(lwork) + mx);
+  cgesdd_(&jobz, &m, &n, ap.data(), &lda, s, u, &ldu, vt, &ldvt, work.data(), &lwork, rwork.data(),
+          iwork.data(), &info, 1);
+  std::copy(ap.begin(), ap.begin() + static_cast<std::ptrdiff_t>(asize), a);
   return info;
 }
 

@@ -31,6 +31,9 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+# A sanitized build's report on stderr (tools/fuzz.py's BAD_MARKERS, less pxl's own).
+SANITIZER_MARKERS = ("AddressSanitizer", "LeakSanitizer", "ThreadSanitizer",
+                     "UndefinedBehaviorSanitizer", "runtime error:")
 
 
 def parse_args():
@@ -160,6 +163,12 @@ def check(r, opts):
         if not err_file.exists() and r.stderr:
             msg += "\nstderr:\n" + text(r.stderr)
         r.problems.append(msg)
+    # Fails the test even where stderr is not compared (no NAME.err) and the status is the
+    # expected one: UBSan reports and goes on unless UBSAN_OPTIONS has halt_on_error=1, and
+    # ASan's and UBSan's exit status is 1, an error golden's too.
+    marker = next((m for m in SANITIZER_MARKERS if m in text(r.stderr)), None)
+    if marker:
+        r.problems.append(f"sanitizer report ({marker}) on stderr:\n" + text(r.stderr))
 
 
 def update(r):

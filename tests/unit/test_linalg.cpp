@@ -7,10 +7,13 @@
 #include <complex>
 #include <vector>
 
+#include <sys/mman.h>
+
 #include "ir/function.hpp"
 #include "ir/op.hpp"
 #include "lang/diag.hpp"
 #include "runtime/array.hpp"
+#include "runtime/lapack.hpp"
 
 using namespace pxl;
 
@@ -193,4 +196,29 @@ TEST_CASE("eig and schur: geev's complex results, gees's Schur form", "[linalg]"
     for (int j = 0; j < 3; ++j) zT.set(i * 3 + j, Scalar::of_float(z.get_f64(j * 3 + i)));
   close(matmul(zta, zT), a);
   CHECK(t.get_f64(6) == 0.0);
+}
+
+// OpenBLAS 0.3.21's cgemv 'N' reads one stride past a strided vector when m % 4
+// == 2, and cgesdd's bidiagonalization calls it on rows of A: with A's last
+// element right before an unmapped page it faulted (an ASan SEGV in cla_solve).
+TEST_CASE("complex gesdd reads nothing past its operand", "[linalg]") {
+  using c64 = std::complex<float>;
+  const size_t page = 4096;
+  void* mem = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(mem != MAP_FAILED);
+  char* base = static_cast<char*>(mem);
+  REQUIRE(mprotect(base + page, page, PROT_NONE) == 0);
+  for (int n : {3, 4, 6}) {
+    for (char jobz : {'N', 'S'}) {
+      c64* a = reinterpret_cast<c64*>(base + page) - n * n; // ends at the guard page
+      for (int i = 0; i < n * n; ++i)
+        a[i] = c64(std::sin(1.3f * static_cast<float>(i)), std::cos(0.7f * static_cast<float>(i)));
+      std::vector<float> s(static_cast<size_t>(n));
+      std::vector<c64> u(static_cast<size_t>(n * n)), vt(static_cast<size_t>(n * n));
+      int ld = jobz == 'N' ? 1 : n;
+      CHECK(lapack::gesdd<c64>(jobz, n, n, a, n, s.data(), u.data(), ld, vt.data(), ld) == 0);
+      CHECK(s[0] > 0.0f);
+    }
+  }
+  munmap(mem, 2 * page);
 }
