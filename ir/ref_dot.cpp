@@ -77,6 +77,35 @@ void vector_dot(const T* x, const T* y, int64_t k, int64_t n, bool scalar_out, T
   }
 }
 
+// A (m x k, row-major) . v in XLA's order on the CPU (its row-major
+// matrix-vector emitter): per row, 32-byte vectors of fused multiply-adds
+// over the first k - k % lanes terms, the lanes combined (adjacent pairs in
+// the 8-row tiles of float32, by halving elsewhere), plus a chain of fused
+// multiply-adds over the rest. One row is a vector dot (vector_dot). Returns
+// false where the order is not known (float64 with 8 or more rows).
+template <class T> bool matrix_vector(const T* a, const T* v, int64_t m, int64_t k, T* out) {
+  if (m == 1) {
+    vector_dot(a, v, k, 1, true, out);
+    return true;
+  }
+  constexpr int64_t lanes = 32 / sizeof(T);
+  if (sizeof(T) == 8 && m >= 8) return false;
+  int64_t tiled = m / 8 * 8, main = k - k % lanes;
+  for (int64_t i = 0; i < m; ++i) {
+    const T* row = a + i * k;
+    T acc[lanes] = {};
+    for (int64_t j = 0; j < main; ++j) acc[j % lanes] = std::fma(row[j], v[j], acc[j % lanes]);
+    for (int64_t w = lanes; w > 1; w /= 2)
+      for (int64_t l = 0; l < w / 2; ++l)
+        acc[l] = i < tiled ? static_cast<T>(acc[2 * l] + acc[2 * l + 1])
+                           : static_cast<T>(acc[l] + acc[l + w / 2]);
+    T tail = T(0);
+    for (int64_t j = main; j < k; ++j) tail = std::fma(row[j], v[j], tail);
+    out[i] = static_cast<T>(acc[0] + tail);
+  }
+  return true;
+}
+
 } // namespace
 
 Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& oa) {
@@ -101,6 +130,18 @@ Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& 
                    out.as<typename Elem<D>::S>());
     });
     return out;
+  }
+  // A row-major matrix times a vector: XLA's order too.
+  bool matvec = rf.empty() && dd.lhs_batch.empty() && dd.lhs_contract.size() == 1 &&
+                l.ndim() == 2 && dd.lhs_contract[0] == 1 && r.ndim() == 1;
+  if ((oa.dtype == DType::Float32 || oa.dtype == DType::Float64) && K > 1 && matvec) {
+    bool done = false;
+    visit_dtype(oa.dtype, [&]<DType D>() {
+      if constexpr (D == DType::Float32 || D == DType::Float64)
+        done = matrix_vector(lt.as<typename Elem<D>::S>(), rt.as<typename Elem<D>::S>(), M, K,
+                             out.as<typename Elem<D>::S>());
+    });
+    if (done) return out;
   }
   if (oa.dtype == DType::Float32 && K > 1) {
     for (int64_t b = 0; b < B; ++b)
