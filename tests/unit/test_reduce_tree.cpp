@@ -1,0 +1,81 @@
+// The geometry of XLA's reduction order (ir/reduce_tree.hpp): the windows its
+// TreeReductionRewriter makes (read off JAX 0.10.2's optimized HLO, e.g. a
+// sum of f32[100] is reduce-window size=32 pad=14_14 into f32[4], then a
+// reduce) and the row lanes of the last level.
+#include <catch2/catch.hpp>
+
+#include "ir/reduce_tree.hpp"
+
+using namespace pxl;
+
+TEST_CASE("reduce_tree: windows of 32, SAME padding, level after level", "[reduce]") {
+  // Up to 32 elements per axis: reduced whole, in order.
+  CHECK(reduce_tree({32}).size() == 1);
+  CHECK(reduce_tree({7, 32}).size() == 1);
+
+  // f32[100]: window=32 stride=32 pad=14_14 -> f32[4].
+  auto l100 = reduce_tree({100});
+  REQUIRE(l100.size() == 2);
+  CHECK(l100[1].extent == std::vector<int64_t>{4});
+  CHECK(l100[1].window == std::vector<int64_t>{32});
+  CHECK(l100[1].lo == std::vector<int64_t>{14});
+
+  // f32[33,33]: window=32x32 pad=15_16x15_16 -> f32[2,2] (odd padding: the extra after).
+  auto l33 = reduce_tree({33, 33});
+  REQUIRE(l33.size() == 2);
+  CHECK(l33[1].extent == std::vector<int64_t>{2, 2});
+  CHECK(l33[1].lo == std::vector<int64_t>{15, 15});
+
+  // An axis of 32 or less next to a long one gets one whole window.
+  auto l3 = reduce_tree({3, 100});
+  REQUIRE(l3.size() == 2);
+  CHECK(l3[1].extent == std::vector<int64_t>{1, 4});
+  CHECK(l3[1].window == std::vector<int64_t>{3, 32});
+
+  // 2000 -> 63 -> 2: rewritten again while an axis is longer than 32.
+  auto l2000 = reduce_tree({2000});
+  REQUIRE(l2000.size() == 3);
+  CHECK(l2000[1].extent == std::vector<int64_t>{63});
+  CHECK(l2000[2].extent == std::vector<int64_t>{2});
+  CHECK(l2000[2].lo == std::vector<int64_t>{0});
+
+  // The split level: the last one with enough nodes for the threads.
+  auto big = reduce_tree({int64_t{1} << 24});
+  size_t s = reduce_tree_split_level(big, kReduceSplitNodes);
+  CHECK(big[s].extent == std::vector<int64_t>{512});
+}
+
+TEST_CASE("reduce_row_lanes: where XLA's loops vectorize across rows", "[reduce]") {
+  // float32: 8 lanes when the rows are a multiple of 8 and 2..6 columns.
+  CHECK(reduce_row_lanes(8, 3, 4) == 8);
+  CHECK(reduce_row_lanes(24, 6, 4) == 8);
+  CHECK(reduce_row_lanes(8, 7, 4) == 0); // not measured to match: row-major
+  CHECK(reduce_row_lanes(12, 4, 4) == 0);
+  // Fewer rows than lanes: a power of two of them, up to 8 columns.
+  CHECK(reduce_row_lanes(2, 8, 4) == 2);
+  CHECK(reduce_row_lanes(4, 4, 4) == 4);
+  CHECK(reduce_row_lanes(3, 4, 4) == 0);
+  CHECK(reduce_row_lanes(4, 9, 4) == 0);
+  // float64: 4 lanes.
+  CHECK(reduce_row_lanes(4, 4, 8) == 4);
+  CHECK(reduce_row_lanes(12, 3, 8) == 4);
+  CHECK(reduce_row_lanes(2, 3, 8) == 2);
+  // One column or one row: a plain in-order sum.
+  CHECK(reduce_row_lanes(8, 1, 4) == 0);
+  CHECK(reduce_row_lanes(1, 8, 4) == 0);
+
+  // A window vectorizes only when its level needs no padding.
+  size_t rows = 0, cols = 0;
+  auto padded = reduce_tree({40, 4});
+  CHECK(reduce_window_lanes(padded, 1, 4, rows, cols) == 0);
+  auto exact = reduce_tree({64, 4});
+  CHECK(reduce_window_lanes(exact, 1, 4, rows, cols) == 8);
+  CHECK(rows == 0);
+  CHECK(cols == 1);
+
+  // Minor-most axes, size-1 axes dropped.
+  CHECK(reduces_minor_axes({2, 1, 4}, {0, 2}));
+  CHECK(reduces_minor_axes({4, 4, 1}, {0, 1}));
+  CHECK_FALSE(reduces_minor_axes({4, 4, 3}, {0, 1}));
+  CHECK(reduces_minor_axes({3, 4, 4}, {1, 2}));
+}
