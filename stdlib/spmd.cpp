@@ -617,21 +617,21 @@ struct ShardMapFn : SpmdFunction {
                                  where, arg_unreduced, arg_ur.reduced);
           l.body_type.entries = only_axes(*typed, free_explicit_axes(), false);
         }
-      if (!PartitionSpec{{}, {}, l.spec.unreduced}.same_ur(PartitionSpec{{}, {}, arg_unreduced}))
-        throw Error(ErrCode::Value,
-                    "in_specs containing unreduced " + l.spec.repr() +
-                        " passed to shard_map should be equal to the unreduced present on the "
-                        "in_aval " +
-                        type_str(l.global->aval),
-                    where);
-      if (!PartitionSpec{{}, {}, {}, l.spec.reduced}.same_ur(
-              PartitionSpec{{}, {}, {}, arg_ur.reduced}))
-        throw Error(ErrCode::Value,
-                    "in_specs containing reduced " + l.spec.repr() +
-                        " passed to shard_map should be equal to the reduced present on the "
-                        "in_aval " +
-                        type_str(l.global->aval),
-                    where);
+      // The spec's unreduced (reduced) axes must be the argument's.
+      auto same_as_arg = [&](bool same, const char* what) {
+        if (!same)
+          throw Error(ErrCode::Value,
+                      std::string("in_specs containing ") + what + " " + l.spec.repr() +
+                          " passed to shard_map should be equal to the " + what +
+                          " present on the in_aval " + type_str(l.global->aval),
+                      where);
+      };
+      same_as_arg(
+          PartitionSpec{{}, {}, l.spec.unreduced}.same_ur(PartitionSpec{{}, {}, arg_unreduced}),
+          "unreduced");
+      same_as_arg(PartitionSpec{{}, {}, {}, l.spec.reduced}.same_ur(
+                      PartitionSpec{{}, {}, {}, arg_ur.reduced}),
+                  "reduced");
       if (check_vma) {
         for (const std::string& u : l.spec.unreduced)
           l.unreduced |= AxisSet{1} << proto.axis_bit(u);
