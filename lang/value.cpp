@@ -104,6 +104,15 @@ size_t ValueHash::operator()(const Value& v) const {
     if (d && BigInt::from_double(*d) == b) return std::hash<double>()(*d);
     return std::hash<std::string>()(b.to_string());
   }
+  case ObjKind::Range: {
+    // Equal ranges (the same sequence) hash alike: by length, first item, step.
+    const auto* r = v.as<RangeObj>();
+    int64_t n = r->size();
+    size_t h = std::hash<int64_t>()(n) * 1000003;
+    if (n > 0) h ^= std::hash<int64_t>()(r->start);
+    if (n > 1) h = h * 31 ^ std::hash<int64_t>()(r->step);
+    return h;
+  }
   case ObjKind::Complex: {
     // A complex with no imaginary part hashes as its real part (1+0j == 1).
     const auto* c = v.as<ComplexObj>();
@@ -213,10 +222,12 @@ bool values_equal(const Value& a, const Value& b) {
   case ObjKind::Device:
     return a.as<DeviceObj>()->id == b.as<DeviceObj>()->id &&
            a.as<DeviceObj>()->platform == b.as<DeviceObj>()->platform;
-  case ObjKind::Range: {
+  case ObjKind::Range: { // as sequences, as in Python: range(0, 3, 2) == range(0, 4, 2)
     auto* x = a.as<RangeObj>();
     auto* y = b.as<RangeObj>();
-    return x->start == y->start && x->stop == y->stop && x->step == y->step;
+    int64_t n = x->size();
+    if (n != y->size()) return false;
+    return n == 0 || (x->start == y->start && (n == 1 || x->step == y->step));
   }
   case ObjKind::Slice: {
     auto* x = a.as<SliceObj>();
