@@ -474,18 +474,17 @@ Value* KernelEmitter::reduce_box(const Instr& in, const Shape& red,
       ordered(in) ? reduce_tree(red) : std::vector<ReduceTreeLevel>{{red, {}, {}}};
   // Accumulators live in the entry block (mem2reg makes them registers); a
   // fresh builder each time, as the block may have been empty at first.
-  auto new_acc = [&] {
+  auto entry_alloca = [&](llvm::Type* t) {
     llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
-    return eb.CreateAlloca(ct);
+    return eb.CreateAlloca(t);
   };
+  auto new_acc = [&] { return entry_alloca(ct); };
   auto accumulate = [&](Value* acc, Value* v) {
     b_.CreateStore(se_.reduce_step(in.op, d, b_.CreateLoad(ct, acc), v), acc);
   };
-  // Node p of level l: its children of level l - 1 inside that level's
-  // extent, p * window - lo + t for t < window, in row-major order.
   // `lanes` accumulators: lane l takes rows l, l + lanes, ... of a rows x
-  // cols box (row(i)/col(j) gives the index of element (i, j)), each row in
-  // order; then halving (reduce_row_lanes).
+  // cols box (elem(i, j) gives element (i, j)), each row in order; then
+  // halving (reduce_row_lanes).
   auto lanes_of = [&](int64_t lanes, int64_t rows, int64_t cols,
                       const std::function<Value*(Value*, Value*)>& elem) {
     std::vector<Value*> acc;
@@ -528,8 +527,7 @@ Value* KernelEmitter::reduce_box(const Instr& in, const Shape& red,
     Value* whole = b_.CreateAdd(
         start, b_.CreateMul(b_.CreateSDiv(b_.CreateSub(limit, start), i64(group)), i64(group)));
     llvm::Type* lanes_ty = llvm::ArrayType::get(ct, static_cast<uint64_t>(group));
-    Value* lanes = llvm::IRBuilder<>(&fn_->getEntryBlock(), fn_->getEntryBlock().begin())
-                       .CreateAlloca(lanes_ty);
+    Value* lanes = entry_alloca(lanes_ty);
     auto lane = [&](Value* k) { return b_.CreateInBoundsGEP(lanes_ty, lanes, {i64(0), k}); };
     loop_range(start, i64(group), whole, [&](Value* g0) {
       loop(
@@ -565,6 +563,8 @@ Value* KernelEmitter::reduce_box(const Instr& in, const Shape& red,
       accumulate(acc, tree(1, c));
     });
   };
+  // Node p of level l: its children of level l - 1 inside that level's
+  // extent, p * window - lo + t for t < window, in row-major order.
   tree = [&](size_t l, const Idx& p) -> Value* {
     if (l == 0) return leaf(p);
     const ReduceTreeLevel& lv = levels[l];
@@ -596,8 +596,7 @@ Value* KernelEmitter::reduce_box(const Instr& in, const Shape& red,
         // vectorizer takes, with any fused elementwise work), then added in
         // order.
         llvm::Type* run_ty = llvm::ArrayType::get(ct, static_cast<uint64_t>(lv.window[i]));
-        Value* run = llvm::IRBuilder<>(&fn_->getEntryBlock(), fn_->getEntryBlock().begin())
-                         .CreateAlloca(run_ty);
+        Value* run = entry_alloca(run_ty);
         auto slot = [&](Value* ci) {
           return b_.CreateInBoundsGEP(run_ty, run,
                                       {i64(0), b_.CreateSub(ci, start, "", true, true)});
