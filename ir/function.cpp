@@ -560,6 +560,12 @@ bool IRParser::parse_attr(OpAttrs& a, const std::string& key) {
     bool v = accept_word("true");
     if (!v) expect_word("false");
     *flag = v;
+  } else if (key == "y") { // integer_pow
+    a.exponent = integer();
+  } else if (key == "squares") { // mul_reduce_sum: both factors are one value
+    bool v = accept_word("true");
+    if (!v) expect_word("false");
+    a.exponent = v ? 2 : 0;
   } else if (key == "output") {
     a.linalg.output = static_cast<int>(integer());
   } else if (key == "shape") {

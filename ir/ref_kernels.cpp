@@ -437,6 +437,8 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
   // ---- contraction, indexing ----
   case Op::DotGeneral:
     return dot_general(in[0], in[1], a, oa);
+  case Op::MulReduceSum:
+    return mul_reduce_sum(in[0], in[1], a, oa);
   case Op::Take:
     return take(in[0], in[1], a, oa);
   case Op::Cholesky:

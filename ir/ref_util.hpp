@@ -240,6 +240,8 @@ Array arg_reduce(bool is_max, const Array& x, const OpAttrs& a, const AVal& out)
 Array cumsum(const Array& x, const OpAttrs& a, const AVal& out);
 Array fft(const Array& x, const OpAttrs& a, const AVal& out); // ref_fft.cpp
 Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& out);
+// sum over a.axes of l * r, the products fused in (ir/ref_mul_reduce.cpp).
+Array mul_reduce_sum(const Array& l, const Array& r, const OpAttrs& a, const AVal& out);
 // cholesky, triangular_solve, lu, qr, eigh, svd, eig, schur (ir/ref_linalg.cpp).
 Array linalg(Op op, std::span<const Array> in, const OpAttrs& a, const AVal& out);
 // eig and schur (ir/ref_eig.cpp), which linalg hands on.

@@ -749,6 +749,12 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
     return fft(op, a, in[0]);
   case Op::DotGeneral:
     return dot_general(op, a, in[0], in[1]);
+  case Op::MulReduceSum:
+    if (in[0].dtype != DType::Float32 && in[0].dtype != DType::Float64)
+      fail(ErrCode::DType, op,
+           std::string("operand dtype ") + dtype_name(in[0].dtype) +
+               " is not supported (float32 or float64 required)");
+    return reduce(op, a, nary(op, in, kFloat), kFloat);
   case Op::Take:
     return take(op, a, in[0], in[1]);
   case Op::Cholesky:

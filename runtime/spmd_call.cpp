@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "ir/contract.hpp"
 #include "ir/custom_call.hpp"
 #include "ir/while_loop.hpp"
 #include "lang/diag.hpp"
@@ -68,8 +69,12 @@ std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<F
     c->out_global.push_back(global_aval(layout, outs[r], fn->values[fn->results[r]].aval));
   // Such a callee never runs as it is: only batched (then without those axes).
   if (!names_outer_axes(*fn, layout.mesh)) {
-    c->exe = platform ? platform->make_executable(mode, fn, layout, {})
-                      : make_executable(mode, cache, fn, layout, {});
+    // pmap compiles its function whole, with XLA's contraction (ir/contract.hpp);
+    // an eager shard_map runs op by op in JAX.
+    std::shared_ptr<const Function> run =
+        c->kind == "pmap" ? contract_multiply_adds(fn) : std::shared_ptr<const Function>(fn);
+    c->exe = platform ? platform->make_executable(mode, run, layout, {})
+                      : make_executable(mode, cache, run, layout, {});
     c->exe->phase_times = times;
   }
   c->fn = std::move(fn);
@@ -82,6 +87,27 @@ std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<F
   c->times = times;
   c->platform = platform;
   return c;
+}
+
+std::shared_ptr<const Function> contract_program(std::shared_ptr<const Function> f,
+                                                 std::span<const Array> consts) {
+  std::shared_ptr<const Function> out = contract_multiply_adds(f, consts);
+  std::shared_ptr<Function> copy;
+  for (size_t i = 0; i < out->body.size(); ++i) {
+    const Instr& in = out->body[i];
+    if (in.op != Op::SpmdCall || !in.attrs.callee || in.attrs.callee->kind != "shard_map") continue;
+    const SpmdCallee& old = *in.attrs.callee;
+    std::shared_ptr<const Function> fn = contract_program(old.fn);
+    if (fn == old.fn) continue;
+    auto callee =
+        make_spmd_callee(old.kind, std::const_pointer_cast<Function>(fn), old.layout, old.ins,
+                         old.outs, old.pool, old.mode, old.cache, old.times, old.platform);
+    callee->check_vma = old.check_vma;
+    callee->explicit_in_types = old.explicit_in_types;
+    if (!copy) copy = std::make_shared<Function>(*out);
+    copy->body[i].attrs.callee = std::move(callee);
+  }
+  return copy ? copy : out;
 }
 
 std::vector<AVal> infer_call(const OpAttrs& a, std::span<const AVal> inputs) {

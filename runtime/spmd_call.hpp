@@ -61,6 +61,13 @@ AVal block_aval(const SpmdLayout& layout, const SpmdMapping& m, const AVal& glob
 // (an SpmdMapping{} appended to `ins`), as a callee's Function must have them.
 void consts_to_replicated_params(Function& fn, std::vector<SpmdMapping>& ins);
 
+// `f` (a jitted program) with XLA's contraction (ir/contract.hpp) applied to
+// it and to the shard_map calls in it, which JAX compiles as part of the
+// program (an eager shard_map runs op by op, a pmap is contracted always).
+// `consts`: the values of f.consts, when known (contract_multiply_adds).
+std::shared_ptr<const Function> contract_program(std::shared_ptr<const Function> f,
+                                                 std::span<const Array> consts = {});
+
 // A callee for `fn` (whose consts must already be params), compiled for `layout`.
 std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<Function> fn,
                                              SpmdLayout layout, std::vector<SpmdMapping> ins,

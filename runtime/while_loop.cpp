@@ -4,6 +4,7 @@
 
 #include <mutex>
 
+#include "ir/contract.hpp"
 #include "lang/diag.hpp"
 
 namespace pxl {
@@ -29,8 +30,9 @@ struct WhileExecutables {
     e->layout = layout;
     // Host executables: on a GPU platform the enclosing program copies a host
     // step's operands to the host first, and the loop's steps stay there.
-    e->cond = make_executable(w.mode, w.cache, w.cond, layout, {});
-    e->body = make_executable(w.mode, w.cache, w.body, layout, {});
+    // XLA compiles a loop whole, with its multiply-adds contracted (ir/contract.hpp).
+    e->cond = make_executable(w.mode, w.cache, contract_multiply_adds(w.cond), layout, {});
+    e->body = make_executable(w.mode, w.cache, contract_multiply_adds(w.body), layout, {});
     e->everyone.num_participants = layout.participants();
     e->everyone.groups.emplace_back();
     for (int p = 0; p < layout.participants(); ++p) e->everyone.groups[0].push_back(p);

@@ -497,6 +497,10 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
     return out;
   case Op::Fma:
     return {when(0, [&] { return b.mul(g, p[1]); }), when(1, [&] { return b.mul(p[0], g); }), g};
+  case Op::MulReduceSum: {
+    Tensor gb = b.broadcast(g, p[0]->aval.shape, kept_dims(p[0]->aval.ndim(), at.axes));
+    return {when(0, [&] { return b.mul(gb, p[1]); }), when(1, [&] { return b.mul(p[0], gb); })};
+  }
   case Op::Threefry2x32:
     return out; // uint32 bits: not differentiable (JAX's threefry2x32_p has no JVP)
   case Op::Select: {

@@ -568,6 +568,9 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
   case Op::Concatenate:
     a.axis = attrs.axis + 1;
     return {cx.bind(op, a, all_batched()), true};
+  case Op::MulReduceSum:
+    a.axes = shifted(attrs.axes);
+    return {cx.bind(op, a, all_batched()), true};
   case Op::Pad:
     return batch_pad(cx, attrs, in[0], in[1], B);
   case Op::DotGeneral:

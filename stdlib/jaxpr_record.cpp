@@ -20,7 +20,10 @@
 #include "lang/args.hpp"
 #include "lang/interp_impl.hpp"
 #include "lang/tracer.hpp"
+#include "runtime/eager.hpp"
 #include "stdlib/pytree.hpp"
+#include "stdlib/trace_util.hpp"
+#include "stdlib/xla_program.hpp"
 
 namespace pxl {
 
@@ -156,6 +159,45 @@ std::vector<Tensor> inline_recorded(TraceContext& tc, const Function& f, const J
   return out;
 }
 
+namespace {
+
+// An eager call of a function JAX jits: one XLA program, so its array
+// arguments are traced and the Function is contracted as XLA does
+// (ir/contract.hpp) before it runs. Arguments that are no arrays stay as
+// they are (constants of the program).
+Value call_as_xla_program(InterpreterImpl& in, const std::string& name,
+                          const std::vector<std::string>& dynamic, CallArgs& a, const NativeFn& f) {
+  std::vector<Value*> lifted;
+  auto consider = [&](Value& v) {
+    if (v.is_obj(ObjKind::Array)) lifted.push_back(&v);
+  };
+  for (size_t i = 0; i < a.pos.size() && i < dynamic.size(); ++i) consider(a.pos[i]);
+  for (auto& [k, v] : a.kw)
+    if (std::count(dynamic.begin(), dynamic.end(), k)) consider(v);
+  if (lifted.empty()) return f(in, a);
+  ValueList args;
+  for (Value* v : lifted) args.push_back(*v);
+  // fn(*arrays): the call with its array arguments replaced.
+  Value body = make_builtin(name, [&](InterpreterImpl& i2, CallArgs& traced) {
+    CallArgs call = a;
+    std::vector<Value*> slots;
+    for (size_t i = 0; i < call.pos.size() && i < dynamic.size(); ++i)
+      if (call.pos[i].is_obj(ObjKind::Array)) slots.push_back(&call.pos[i]);
+    for (auto& [k, v] : call.kw)
+      if (std::count(dynamic.begin(), dynamic.end(), k) && v.is_obj(ObjKind::Array))
+        slots.push_back(&v);
+    for (size_t k = 0; k < slots.size() && k < traced.pos.size(); ++k) *slots[k] = traced.pos[k];
+    return f(i2, call);
+  });
+  TracedFunction t = trace_function(in, body, args, Span{}, "jit");
+  t.fn = as_compiled(t.fn, t.consts);
+  std::vector<Tensor> leaves;
+  for (const Value& v : args) leaves.push_back(in.to_tensor(v, Span{}));
+  return apply_traced(in, t, leaves);
+}
+
+} // namespace
+
 Value call_as_jitted(InterpreterImpl& in, const std::string& name,
                      const std::vector<std::string>& dynamic, CallArgs& a, const NativeFn& f) {
   TraceContext* tc = recording(in).first;
@@ -189,9 +231,10 @@ Value jaxpr_jit_decorator() {
       Value fn = d.pos[0];
       std::string own = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : name;
       return make_builtin(own, [name, dynamic, fn](InterpreterImpl& in, CallArgs& c) {
-        return call_as_jitted(in, name, dynamic, c, [&fn](InterpreterImpl& i2, CallArgs& c2) {
-          return i2.call(fn, c2, Span{});
-        });
+        auto call = [&fn](InterpreterImpl& i2, CallArgs& c2) { return i2.call(fn, c2, Span{}); };
+        if (dynamic_cast<EagerContext*>(&in.ops()))
+          return call_as_xla_program(in, name, dynamic, c, call);
+        return call_as_jitted(in, name, dynamic, c, call);
       });
     });
   });

@@ -24,6 +24,7 @@
 #include "stdlib/trace_origin.hpp"
 #include "stdlib/trace_util.hpp"
 #include "stdlib/transforms.hpp"
+#include "stdlib/xla_program.hpp"
 
 namespace pxl {
 
@@ -51,6 +52,9 @@ struct JitEntry {
   std::unique_ptr<Executable> exe;
   std::unique_ptr<CommWorld> world;
   bool compilable = true;
+  // What an eager call runs: `traced` as XLA compiles it (ir/contract.hpp);
+  // make_jaxpr, autodiff and enclosing traces keep `traced`. Made on first use.
+  std::shared_ptr<TracedFunction> lowered;
   // Partitioned over a mesh, per (mesh, operand shardings).
   std::map<std::string, std::shared_ptr<PartitionedJit>> partitioned;
 };
@@ -90,6 +94,19 @@ bool has_effects(const Function& f) {
   return false;
 }
 
+const TracedFunction& lowered(JitEntry& e) {
+  if (!e.lowered) {
+    std::shared_ptr<Function> fn = as_compiled(e.traced->fn, e.traced->consts);
+    if (fn == e.traced->fn) {
+      e.lowered = e.traced;
+    } else {
+      e.lowered = std::make_shared<TracedFunction>(*e.traced);
+      e.lowered->fn = fn;
+    }
+  }
+  return *e.lowered;
+}
+
 // Runs `e` compiled when the call is eager, --exec jit is on and every argument
 // is a plain array on one device; returns false to fall back to run_jitted.
 bool run_compiled(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> params, Value& out) {
@@ -122,7 +139,7 @@ bool run_compiled(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> para
     SpmdLayout layout;
     layout.mesh.device_ids = {eager->device()};
     // The platform's: on CUDA the program runs on the GPU and its results stay there.
-    e.exe = in.platform().make_executable(ExecMode::Jit, e.traced->fn, std::move(layout),
+    e.exe = in.platform().make_executable(ExecMode::Jit, lowered(e).fn, std::move(layout),
                                           std::move(consts));
     e.world = std::make_unique<CommWorld>(1, 1);
   }
@@ -862,7 +879,8 @@ struct JitFunction : OpaqueObj {
                         leaves)
                   : jaxpr_begin_body(*enclosing, "jit", {{"name", jaxpr_name()}}, leaves);
       if (!run_partitioned(in, *entry, leaves, as_passed, out_shardings, where, out)) {
-        if (!run_compiled(in, *entry, leaves, out)) out = run_jitted(in, *entry->traced, leaves);
+        if (!run_compiled(in, *entry, leaves, out))
+          out = run_jitted(in, enclosing ? *entry->traced : lowered(*entry), leaves);
         if (out_shardings.is_none() && !enclosing) out = follow_data(in, leaves, out);
         if (!enclosing) out = keep_one_device_mesh(in, as_passed, out);
         if (!enclosing && out_shardings.is_none()) out = results_on_current_mesh(in, out);

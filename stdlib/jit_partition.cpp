@@ -12,6 +12,7 @@
 #include "ir/custom_call.hpp"
 #include "lang/tracer.hpp"
 #include "runtime/platform.hpp"
+#include "runtime/spmd_call.hpp"
 #include "stdlib/np.hpp"
 
 namespace pxl {
@@ -836,9 +837,11 @@ PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const
   consts_to_replicated_params(*f, ins);
   remove_dead_code(*f);
   Platform& pf = in.platform();
+  // One XLA program: its multiply-adds contracted (ir/contract.hpp).
   out.callee = make_spmd_callee(
-      "shard_map", std::move(f), SpmdLayout{mesh, static_cast<int>(mesh.size()), 1}, std::move(ins),
-      std::move(outs), &pf.threads(), in.options().exec, &pf.code_cache(), in.phase_times(), &pf);
+      "shard_map", std::const_pointer_cast<Function>(contract_program(std::move(f))),
+      SpmdLayout{mesh, static_cast<int>(mesh.size()), 1}, std::move(ins), std::move(outs),
+      &pf.threads(), in.options().exec, &pf.code_cache(), in.phase_times(), &pf);
   return out;
 }
 

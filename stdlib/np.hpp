@@ -143,6 +143,9 @@ struct VarOptions {
   std::optional<DType> dtype;
   std::optional<Tensor> where, mean;
   double correction = 0;
+  // Called eagerly: JAX's jitted _var then takes the correction as an
+  // argument, so the count is no constant and XLA divides by it.
+  bool eager = false;
 };
 Tensor var(OpContext& cx, const Tensor& x, const Axes& axes, bool keepdims = false,
            const VarOptions& options = {});

@@ -266,7 +266,7 @@ Tensor var(OpContext& cx, const Tensor& x0, const Axes& axes0, bool keepdims, co
   // JAX's eager var passes the correction to its jitted body as an argument, so the
   // count is not a constant there and XLA divides; traced inside jit, the count is
   // a constant, whose division XLA rewrites as a multiply by its reciprocal.
-  if (cplx || !is_inexact(compute) || x0->concrete)
+  if (cplx || !is_inexact(compute) || x0->concrete || o.eager)
     r = bind(cx, Op::Div, {}, {ss, fill(cx, av(ss).shape, Scalar::of_float(n), compute, false)});
   else
     r = bind(cx, Op::Mul, {}, {ss, reciprocal_of_count(cx, n, compute, av(ss))});

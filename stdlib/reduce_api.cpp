@@ -2,8 +2,10 @@
 #include "stdlib/reduce_api.hpp"
 
 #include "lang/args.hpp"
+#include "runtime/eager.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/np.hpp"
+#include "stdlib/xla_program.hpp"
 
 namespace pxl {
 
@@ -52,8 +54,15 @@ Value var_std(InterpreterImpl& in, const std::string& name, CallArgs& a) {
   o.where = opt_tensor(in, r, 6);
   o.mean = opt_tensor(in, r, 7);
   Tensor x = T(in, r[0]);
-  Tensor v = np::var(in.ops(), x, value_to_axes(r[1], name + "() axis"), r.get_bool(5, false), o);
-  return make_array(name == "std" ? np::unary(in.ops(), np::UnOp::Sqrt, v) : v);
+  np::Axes axes = value_to_axes(r[1], name + "() axis");
+  bool keepdims = r.get_bool(5, false);
+  o.eager = dynamic_cast<EagerContext*>(&in.ops()) != nullptr;
+  // JAX jits jnp.var and jnp.std: one XLA program, its sum of squares fused.
+  return make_array(
+      as_xla_program(in.ops(), std::span(&x, 1), [&](OpContext& cx, std::span<const Tensor> p) {
+        Tensor v = np::var(cx, p[0], axes, keepdims, o);
+        return name == "std" ? np::unary(cx, np::UnOp::Sqrt, v) : v;
+      }));
 }
 
 } // namespace

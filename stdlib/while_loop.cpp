@@ -21,6 +21,7 @@
 #include "stdlib/trace_util.hpp"
 #include "stdlib/transforms.hpp"
 #include "stdlib/while_loop.hpp"
+#include "stdlib/xla_program.hpp"
 
 namespace pxl {
 
@@ -639,6 +640,7 @@ void add_while_loop(Value& lax) {
     // With jax_debug_nans/infs the branch runs whole, as JAX's cond primitive:
     // only its outputs are checked, and the error names cond.
     auto* eager = dynamic_cast<EagerContext*>(&in.ops());
+    if (eager) t.fn = as_compiled(t.fn, t.consts); // JAX compiles the cond: one XLA program
     Value out;
     {
       FloatChecksOff unchecked(eager);

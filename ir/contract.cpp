@@ -1,0 +1,178 @@
+#include "ir/contract.hpp"
+
+#include "ir/reduce_tree.hpp"
+#include "runtime/array.hpp"
+
+namespace pxl {
+
+namespace {
+
+bool contractible_dtype(DType d) { return d == DType::Float32 || d == DType::Float64; }
+
+class Contraction {
+public:
+  Contraction(const Function& f, std::span<const Array> consts)
+      : f_(f), consts_(consts), out_(f), uses_(f.values.size(), 0) {
+    for (const Instr& in : f.body)
+      for (int o : in.operands) ++uses_[static_cast<size_t>(o)];
+    for (int r : f.results) ++uses_[static_cast<size_t>(r)];
+    is_dropped_.assign(f.values.size(), false);
+  }
+
+  // The rewritten Function, or null when nothing was contracted.
+  std::shared_ptr<const Function> run() {
+    out_.body.clear();
+    for (size_t i = 0; i < f_.body.size(); ++i) rewrite(f_.body[i]);
+    if (!changed_) return nullptr;
+    std::vector<Instr> body = std::move(out_.body);
+    out_.body.clear();
+    // Drop the multiplies now fused into their one user.
+    for (Instr& in : body)
+      if (!dropped(in.result)) out_.body.push_back(std::move(in));
+    for (size_t i = 0; i < out_.body.size(); ++i)
+      for (int r = 0; r < out_.body[i].nresults; ++r)
+        out_.values[static_cast<size_t>(out_.body[i].result + r)].producer = static_cast<int>(i);
+    for (int v : dropped_) out_.values[static_cast<size_t>(v)].producer = -1;
+    return std::make_shared<Function>(std::move(out_));
+  }
+
+private:
+  // The two factors of a multiply whose only use is being fused, emitting
+  // integer_pow's earlier products; false when `v` is no such multiply.
+  bool factors(int v0, int& a, int& b) {
+    // A convert that keeps the dtype (only a weak type changes) is no op in XLA.
+    std::vector<int> chain{v0};
+    for (;;) {
+      const IRValue& val = f_.values[static_cast<size_t>(chain.back())];
+      if (val.producer < 0 || uses_[static_cast<size_t>(chain.back())] != 1 ||
+          !contractible_dtype(val.aval.dtype))
+        return false;
+      const Instr& p = f_.body[static_cast<size_t>(val.producer)];
+      if (p.op != Op::ConvertElementType ||
+          f_.values[static_cast<size_t>(p.operands[0])].aval.dtype != val.aval.dtype)
+        break;
+      chain.push_back(p.operands[0]);
+    }
+    int v = chain.back();
+    const Instr& p = f_.body[static_cast<size_t>(f_.values[static_cast<size_t>(v)].producer)];
+    // XLA drops a multiply by one first: nothing is left to fuse.
+    if (p.op == Op::Mul && (is_one(p.operands[0]) || is_one(p.operands[1]))) return false;
+    if (p.op == Op::Mul) {
+      a = p.operands[0];
+      b = p.operands[1];
+    } else if (p.op == Op::IntegerPow && p.attrs.exponent >= 2) {
+      // XLA's expansion (the reference's integer_pow): x squared again and
+      // again, multiplied into the result per set bit of y. Products are
+      // numbered from 1 (0 is x); the last one is the result, fused.
+      std::vector<std::pair<size_t, size_t>> prods;
+      size_t sq = 0, acc = 0;
+      bool have = false;
+      for (int64_t e = p.attrs.exponent; e > 0;) {
+        if (e & 1) {
+          if (have) prods.push_back({acc, sq});
+          acc = have ? prods.size() : sq;
+          have = true;
+        }
+        e >>= 1;
+        if (e > 0) {
+          prods.push_back({sq, sq});
+          sq = prods.size();
+        }
+      }
+      std::vector<int> id{p.operands[0]};
+      for (size_t k = 0; k + 1 < prods.size(); ++k)
+        id.push_back(emit(Op::Mul, {}, {id[prods[k].first], id[prods[k].second]}, v));
+      a = id[prods.back().first];
+      b = id[prods.back().second];
+    } else {
+      return false;
+    }
+    for (int c : chain) {
+      dropped_.push_back(c);
+      is_dropped_[static_cast<size_t>(c)] = true;
+    }
+    return true;
+  }
+
+  // Whether `v` is a constant 1 (its value known), or a broadcast of one.
+  bool is_one(int v) const {
+    for (;;) {
+      const IRValue& val = f_.values[static_cast<size_t>(v)];
+      if (val.producer >= 0) {
+        const Instr& p = f_.body[static_cast<size_t>(val.producer)];
+        if (p.op != Op::BroadcastInDim && p.op != Op::ConvertElementType) return false;
+        v = p.operands[0];
+        continue;
+      }
+      for (size_t k = 0; k < f_.consts.size() && k < consts_.size(); ++k)
+        if (f_.consts[k] == v)
+          return consts_[k].defined() && consts_[k].size() == 1 &&
+                 is_floating(consts_[k].dtype()) && consts_[k].get_f64(0) == 1.0;
+      return false;
+    }
+  }
+
+  bool dropped(int v) const {
+    return static_cast<size_t>(v) < is_dropped_.size() && is_dropped_[static_cast<size_t>(v)];
+  }
+
+  // Appends an instruction; its result takes the type, axes and location of `like`.
+  int emit(Op op, const OpAttrs& attrs, std::vector<int> operands, int like) {
+    IRValue v = f_.values[static_cast<size_t>(like)];
+    v.producer = static_cast<int>(out_.body.size());
+    int id = out_.add_value(std::move(v));
+    out_.body.push_back(Instr{op, attrs, std::move(operands), id});
+    return id;
+  }
+
+  void rewrite(const Instr& in) {
+    Instr copy = in;
+    int a = -1, b = -1;
+    bool is_add = in.op == Op::Add, is_sub = in.op == Op::Sub;
+    DType d = f_.values[static_cast<size_t>(in.result)].aval.dtype;
+    if ((is_add || is_sub) && contractible_dtype(d)) {
+      int l = in.operands[0], r = in.operands[1];
+      if (l != r && factors(l, a, b)) {
+        int c = is_sub ? emit(Op::Neg, {}, {r}, r) : r;
+        copy = Instr{Op::Fma, {}, {a, b, c}, in.result};
+        changed_ = true;
+      } else if (l != r && factors(r, a, b)) {
+        if (is_sub) a = emit(Op::Neg, {}, {a}, a);
+        copy = Instr{Op::Fma, {}, {a, b, l}, in.result};
+        changed_ = true;
+      }
+    } else if (in.op == Op::ReduceSum && contractible_dtype(d)) {
+      const Shape& xs = f_.values[static_cast<size_t>(in.operands[0])].aval.shape;
+      bool short_axes = true;
+      for (int64_t ax : in.attrs.axes) short_axes &= xs[static_cast<size_t>(ax)] <= kReduceWindow;
+      if (short_axes && factors(in.operands[0], a, b)) {
+        OpAttrs at;
+        at.axes = in.attrs.axes;
+        at.exponent = a == b ? 2 : 0;
+        copy = Instr{Op::MulReduceSum, at, {a, b}, in.result};
+        changed_ = true;
+      }
+    }
+    copy.result = in.result;
+    out_.values[static_cast<size_t>(in.result)].producer = static_cast<int>(out_.body.size());
+    out_.body.push_back(std::move(copy));
+  }
+
+  const Function& f_;
+  std::span<const Array> consts_;
+  Function out_;
+  std::vector<int> uses_;
+  std::vector<int> dropped_;
+  std::vector<bool> is_dropped_;
+  bool changed_ = false;
+};
+
+} // namespace
+
+std::shared_ptr<const Function> contract_multiply_adds(std::shared_ptr<const Function> f,
+                                                       std::span<const Array> consts) {
+  std::shared_ptr<const Function> out = Contraction(*f, consts).run();
+  return out ? out : f;
+}
+
+} // namespace pxl

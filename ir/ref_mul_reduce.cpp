@@ -1,0 +1,106 @@
+// The reference kernel of mul_reduce_sum: a sum of products with the multiply
+// fused into the reduction, in the order XLA's CPU back end compiles a jitted
+// reduce_sum(mul(a, b)) (ir/reduce_tree.hpp: product_sum_lanes).
+#include <algorithm>
+#include <cmath>
+
+#include "ir/reduce_tree.hpp"
+#include "ir/ref_util.hpp"
+
+namespace pxl::ref {
+
+namespace {
+
+// The flat offsets of the elements of a box of `shape` over `axes`, in
+// row-major order of those axes (each axis's offset from `strides`).
+std::vector<int64_t> box_offsets(const Shape& shape, const std::vector<int64_t>& axes,
+                                 const std::vector<int64_t>& strides) {
+  std::vector<int64_t> offs{0};
+  for (int64_t ax : axes) {
+    std::vector<int64_t> next;
+    next.reserve(offs.size() * static_cast<size_t>(shape[static_cast<size_t>(ax)]));
+    for (int64_t o : offs)
+      for (int64_t i = 0; i < shape[static_cast<size_t>(ax)]; ++i)
+        next.push_back(o + i * strides[static_cast<size_t>(ax)]);
+    offs = std::move(next);
+  }
+  return offs;
+}
+
+template <class T>
+T product_sum(const T* a, const T* b, const std::vector<int64_t>& offs, int64_t base,
+              ProductLanes pl, int64_t cols, bool fold) {
+  auto at = [&](size_t j, auto f) { return f(a[base + offs[j]], b[base + offs[j]]); };
+  size_t n = offs.size();
+  if (pl.lanes > 0) {
+    std::vector<T> lane(static_cast<size_t>(pl.lanes), T(0));
+    size_t rows = n / static_cast<size_t>(cols);
+    for (size_t i = 0; i < rows; ++i)
+      for (size_t j = 0; j < static_cast<size_t>(cols); ++j) {
+        T& acc = lane[i % lane.size()];
+        acc = at(i * static_cast<size_t>(cols) + j, [&](T x, T y) {
+          return pl.fused ? std::fma(x, y, acc) : static_cast<T>(acc + static_cast<T>(x * y));
+        });
+      }
+    for (size_t h = lane.size() / 2; h >= 1; h /= 2)
+      for (size_t i = 0; i < h; ++i) lane[i] = static_cast<T>(lane[i] + lane[i + h]);
+    return lane[0];
+  }
+  // One chain. A float32 sum of squares over one axis starts as fma(x0, x0,
+  // x1 * x1): LLVM drops the 0 + x0 * x0 of the unrolled loop (a square is
+  // never -0) and fuses the first of the two products. (Not over two axes,
+  // nor in float64: measured.)
+  // (One element: XLA reshapes instead of reducing, which keeps a -0 product.)
+  T acc = n == 1 ? T(-0.0) : T(0);
+  size_t j = 0;
+  if (fold && n >= 2) {
+    acc = std::fma(a[base + offs[0]], b[base + offs[0]],
+                   static_cast<T>(a[base + offs[1]] * b[base + offs[1]]));
+    j = 2;
+  }
+  for (; j < n; ++j) acc = at(j, [&](T x, T y) { return std::fma(x, y, acc); });
+  return acc;
+}
+
+} // namespace
+
+Array mul_reduce_sum(const Array& a, const Array& b, const OpAttrs& at, const AVal& oa) {
+  const Shape& shape = a.shape();
+  std::vector<int64_t> axes = at.axes;
+  std::sort(axes.begin(), axes.end());
+  bool windowed = false; // XLA's tree rewrite comes first: the multiply is not fused then
+  for (int64_t ax : axes) windowed |= shape[static_cast<size_t>(ax)] > kReduceWindow;
+  if (windowed) {
+    Array prod = eval_ref(Op::Mul, {}, std::vector<Array>{a, b});
+    return reduce(Reduction::Sum, prod, at, oa);
+  }
+  Array out(oa.dtype, oa.shape, oa.weak);
+  std::vector<int64_t> strides = strides_of(shape);
+  std::vector<int64_t> kept, nonunit;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    bool reduced = std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end();
+    if (!reduced) kept.push_back(static_cast<int64_t>(d));
+    if (reduced && shape[d] != 1) nonunit.push_back(static_cast<int64_t>(d));
+  }
+  std::vector<int64_t> offs = box_offsets(shape, axes, strides);
+  std::vector<int64_t> outer = box_offsets(shape, kept, strides);
+  int64_t bytes = static_cast<int64_t>(dtype_size(a.dtype()));
+  ProductLanes pl;
+  int64_t cols = 1;
+  if (nonunit.size() == 2 && reduces_minor_axes(shape, axes)) {
+    cols = shape[static_cast<size_t>(nonunit[1])];
+    pl = product_sum_lanes(shape[static_cast<size_t>(nonunit[0])], cols, bytes, at.exponent == 2);
+  }
+  bool fold = at.exponent == 2 && a.dtype() == DType::Float32 && nonunit.size() == 1;
+  auto run = [&](auto* o, const auto* x, const auto* y) {
+    for (size_t k = 0; k < outer.size(); ++k)
+      o[k] = product_sum(x, y, offs, outer[k], pl, cols, fold);
+  };
+  if (a.dtype() == DType::Float64)
+    run(out.as<double>(), a.as<double>(), b.as<double>());
+  else
+    run(out.as<float>(), a.as<float>(), b.as<float>());
+  return out;
+}
+
+} // namespace pxl::ref

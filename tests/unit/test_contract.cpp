@@ -1,0 +1,150 @@
+// XLA's contraction of multiply-adds in a jitted program (ir/contract.hpp):
+// which adds take which multiply, and where XLA leaves the product rounded.
+#include <catch2/catch.hpp>
+
+#include "ir/contract.hpp"
+#include "ir/reduce_tree.hpp"
+#include "runtime/array.hpp"
+
+using namespace pxl;
+
+namespace {
+
+std::string contracted(const std::string& text) {
+  auto f = std::make_shared<const Function>(parse_function(text));
+  auto c = contract_multiply_adds(f);
+  std::string out = print_function(*c, false);
+  CHECK(verify_function(*c).empty());
+  CHECK_NOTHROW(parse_function(out)); // valid IR text
+  return out;
+}
+
+bool has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+} // namespace
+
+TEST_CASE("contraction: an add or subtract of a multiply used once fuses it", "[contract]") {
+  std::string add = contracted(R"(func @f(%0: f32[4], %1: f32[4], %2: f32[4]) -> (f32[4]) {
+  %3 = mul %0, %1 : f32[4]
+  %4 = add %2, %3 : f32[4]
+  return %4
+})");
+  CHECK(has(add, "fma %0, %1, %2"));
+  CHECK(!has(add, "mul"));
+
+  // c - a*b = fma(-a, b, c); a*b - c = fma(a, b, -c).
+  std::string sub = contracted(R"(func @f(%0: f32[4], %1: f32[4], %2: f32[4]) -> (f32[4], f32[4]) {
+  %3 = mul %0, %1 : f32[4]
+  %4 = sub %2, %3 : f32[4]
+  %5 = mul %1, %2 : f32[4]
+  %6 = sub %5, %0 : f32[4]
+  return %4, %6
+})");
+  CHECK(has(sub, "neg %0"));
+  CHECK(has(sub, "neg %0 : f32[4]\n  %4 = fma %7, %1, %2"));
+  CHECK(has(sub, "neg %0 : f32[4]\n  %6 = fma %1, %2, %8"));
+
+  // Both operands multiplies: the left one is fused (LLVM tries it first).
+  std::string both = contracted(R"(func @f(%0: f64[2], %1: f64[2]) -> (f64[2]) {
+  %2 = mul %0, %1 : f64[2]
+  %3 = mul %1, %1 : f64[2]
+  %4 = add %2, %3 : f64[2]
+  return %4
+})");
+  CHECK(has(both, "%4 = fma %0, %1, %3"));
+}
+
+TEST_CASE("contraction: a product used twice, returned, or not float32/64 stays", "[contract]") {
+  for (const char* text : {R"(func @f(%0: f32[4], %1: f32[4]) -> (f32[4], f32[4]) {
+  %2 = mul %0, %1 : f32[4]
+  %3 = add %2, %0 : f32[4]
+  return %3, %2
+})",
+                           R"(func @f(%0: f32[4], %1: f32[4]) -> (f32[4]) {
+  %2 = mul %0, %1 : f32[4]
+  %3 = add %2, %0 : f32[4]
+  %4 = add %2, %1 : f32[4]
+  %5 = mul %3, %4 : f32[4]
+  return %5
+})",
+                           R"(func @f(%0: f16[4], %1: f16[4]) -> (f16[4]) {
+  %2 = mul %0, %1 : f16[4]
+  %3 = add %2, %0 : f16[4]
+  return %3
+})",
+                           R"(func @f(%0: i32[4], %1: i32[4]) -> (i32[4]) {
+  %2 = mul %0, %1 : i32[4]
+  %3 = add %2, %0 : i32[4]
+  return %3
+})"}) {
+    auto f = std::make_shared<const Function>(parse_function(text));
+    CHECK(contract_multiply_adds(f) == f);
+  }
+}
+
+TEST_CASE("contraction: integer_pow is XLA's chain of products, the last fused", "[contract]") {
+  // x**3 = x * (x*x): the square is computed, the last product fused.
+  std::string cube = contracted(R"(func @f(%0: f32[4], %1: f32[4]) -> (f32[4]) {
+  %2 = integer_pow[y=3] %0 : f32[4]
+  %3 = add %2, %1 : f32[4]
+  return %3
+})");
+  CHECK(has(cube, "%4 = mul %0, %0 : f32[4]\n  %3 = fma %0, %4, %1"));
+  // x**6 = (x*x) * ((x*x)*(x*x)).
+  std::string six = contracted(R"(func @f(%0: f32[4], %1: f32[4]) -> (f32[4]) {
+  %2 = integer_pow[y=6] %0 : f32[4]
+  %3 = add %2, %1 : f32[4]
+  return %3
+})");
+  CHECK(has(six, "%4 = mul %0, %0 : f32[4]\n  %5 = mul %4, %4 : f32[4]\n  %3 = fma %4, %5, %1"));
+}
+
+TEST_CASE("contraction: a short sum of products becomes mul_reduce_sum", "[contract]") {
+  std::string sq = contracted(R"(func @f(%0: f32[16,1]) -> (f32[]) {
+  %1 = integer_pow[y=2] %0 : f32[16,1]
+  %2 = reduce_sum[axes=[0, 1]] %1 : f32[]
+  return %2
+})");
+  CHECK(has(sq, "%2 = mul_reduce_sum[axes=[0, 1] squares=true] %0, %0 : f32[]"));
+  // A reduced axis longer than 32: XLA cuts it into reduce-windows first,
+  // which do not take the multiply in.
+  auto long_axis = std::make_shared<const Function>(
+      parse_function(R"(func @f(%0: f32[4,33], %1: f32[4,33]) -> (f32[4]) {
+  %2 = mul %0, %1 : f32[4,33]
+  %3 = reduce_sum[axes=[1]] %2 : f32[4]
+  return %3
+})"));
+  CHECK(contract_multiply_adds(long_axis) == long_axis);
+}
+
+TEST_CASE("mul_reduce_sum: XLA's chains and lanes", "[contract]") {
+  // Chains of fused multiply-adds where the box does not vectorize.
+  CHECK(product_sum_lanes(12, 3, 4, false).lanes == 0);
+  CHECK(product_sum_lanes(8, 9, 4, false).lanes == 0);
+  CHECK(product_sum_lanes(2, 3, 4, false).lanes == 0);
+  // Fused lanes for up to 4 columns; rounded products beyond.
+  ProductLanes l = product_sum_lanes(16, 3, 4, false);
+  CHECK((l.lanes == 8 && l.fused));
+  l = product_sum_lanes(8, 5, 4, false);
+  CHECK((l.lanes == 8 && !l.fused));
+  l = product_sum_lanes(8, 7, 4, false);
+  CHECK((l.lanes == 4 && !l.fused));
+  l = product_sum_lanes(8, 7, 4, true);
+  CHECK((l.lanes == 8 && !l.fused));
+  l = product_sum_lanes(2, 3, 4, true);
+  CHECK((l.lanes == 2 && l.fused));
+  l = product_sum_lanes(12, 3, 8, false);
+  CHECK((l.lanes == 4 && l.fused));
+
+  // The kernel: a chain of fused multiply-adds over 1-D float32.
+  Array a(DType::Float32, {3}, false), b(DType::Float32, {3}, false);
+  float av[] = {1.0f + 0x1p-12f, 3.0f, -2.0f}, bv[] = {1.0f - 0x1p-12f, 0.5f, 0.25f};
+  for (int i = 0; i < 3; ++i) a.as<float>()[i] = av[i], b.as<float>()[i] = bv[i];
+  OpAttrs at;
+  at.axes = {0};
+  Array s = eval_ref(Op::MulReduceSum, at, std::vector<Array>{a, b});
+  float want = std::fma(-2.0f, 0.25f, std::fma(3.0f, 0.5f, std::fma(av[0], bv[0], 0.0f)));
+  CHECK(s.as<float>()[0] == want);
+}
