@@ -153,6 +153,22 @@ private:
         changed_ = true;
       }
     }
+    if (copy.op != in.op) {
+      // The fused op's weak type follows its operands, which may differ from
+      // the replaced op's where a dropped convert changed only the weak type:
+      // then a convert restores it.
+      std::vector<AVal> avals;
+      for (int o : copy.operands) avals.push_back(out_.values[static_cast<size_t>(o)].aval);
+      const AVal& want = f_.values[static_cast<size_t>(in.result)].aval;
+      if (infer(copy.op, copy.attrs, avals).weak != want.weak) {
+        int fused = emit(copy.op, copy.attrs, copy.operands, in.result);
+        out_.values[static_cast<size_t>(fused)].aval.weak = !want.weak;
+        OpAttrs conv;
+        conv.dtype = want.dtype;
+        conv.weak = want.weak;
+        copy = Instr{Op::ConvertElementType, conv, {fused}, in.result};
+      }
+    }
     copy.result = in.result;
     out_.values[static_cast<size_t>(in.result)].producer = static_cast<int>(out_.body.size());
     out_.body.push_back(std::move(copy));

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ir/reduce_tree.hpp"
+#include "ir/ref_dot_ynn.hpp"
 #include "ir/ref_util.hpp"
 #include "runtime/blas.hpp"
 
@@ -142,6 +143,34 @@ Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& 
                              out.as<typename Elem<D>::S>());
     });
     if (done) return out;
+  }
+  // A row-major matrix product: XLA's order through YNNPACK (ref_dot_ynn.hpp),
+  // or a chain of fused multiply-adds for float32 dots too small for it.
+  // YNNPACK blocks a long k by the cache size (seen for tile_k 1 beyond 512;
+  // tile_k 4 showed none up to 4096), and the emulation is slow for big
+  // products: those keep OpenBLAS.
+  // YNNPACK takes only a row-major left operand: batch axes first, the
+  // contracted ones last (measured: `a.T @ b` as one dot_general is a chain).
+  bool lhs_rows = true;
+  for (size_t i = 0; i < dd.lhs_batch.size(); ++i)
+    lhs_rows &= dd.lhs_batch[i] == static_cast<int64_t>(i);
+  for (size_t i = 0; i < dd.lhs_contract.size(); ++i)
+    lhs_rows &= dd.lhs_contract[i] == static_cast<int64_t>(l.ndim() - dd.lhs_contract.size() + i);
+  bool ynn = lhs_rows && ynn_dot_applies(M, K, N);
+  bool f64 = oa.dtype == DType::Float64;
+  if ((oa.dtype == DType::Float32 || f64) && M >= 2 && N >= 2 && K > 1 &&
+      B * M * N * K <= (int64_t{1} << 22) && (ynn || !f64)) {
+    int tile_k = ynn ? ynn_tile_k(M, K, N, f64) : 1;
+    if (K <= (tile_k == 4 ? 4096 : 512)) {
+      for (int64_t b = 0; b < B; ++b)
+        if (f64)
+          ynn_gemm(lt.as<double>() + b * M * K, rt.as<double>() + b * K * N, M, K, N, tile_k,
+                   out.as<double>() + b * M * N);
+        else
+          ynn_gemm(lt.as<float>() + b * M * K, rt.as<float>() + b * K * N, M, K, N, tile_k,
+                   out.as<float>() + b * M * N);
+      return out;
+    }
   }
   if (oa.dtype == DType::Float32 && K > 1) {
     for (int64_t b = 0; b < B; ++b)

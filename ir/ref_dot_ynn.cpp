@@ -1,0 +1,171 @@
+// XLA's CPU backend hands a row-major matrix product to YNNPACK (its
+// IsDotSupportedByYnn: float32/float64, m and n at least 2, max(m, k, n) at
+// least 8). YNNPACK picks a kernel by a cost model and the kernel's tile_k
+// fixes the order of each output's sum (measured against JAX 0.10.2 and read
+// from XLA's and YNNPACK's sources):
+// - T lanes over k (T = tile_k: 1, 2 or 4), lane l a chain of fused
+//   multiply-adds over kk = l, l + T, ... from 0, the lanes combined by
+//   adjacent pairs ((l0 + l1) + (l2 + l3));
+// - a tail of k mod T elements runs the same kernel on zero-padded lanes and
+//   is added to the main part with one rounded add.
+// The model picks among the float32 kernels jaxlib builds for x86-64 (AVX-512
+// among them), with m taken as 2048 when YNNPACK builds its graph; B stays
+// unpacked (a tile_k = 1 kernel) when that costs at most twice the best and A
+// is at most 10 row blocks. Float64 kernels all have tile_k = 1.
+#include "ir/ref_dot_ynn.hpp"
+
+#include <cmath>
+#include <cstddef>
+
+namespace pxl::ref {
+
+namespace {
+
+struct YnnKernel {
+  int bm, bn, bk, tm, tn, tk;
+  bool generic; // the portable kernel: its cost counts 100 times
+};
+
+// dot_fp32_{bm}x{bn}x{bk}_{tm}x{tn}x{tk}_{isa}, in the order of their names.
+constexpr YnnKernel kKernels[] = {
+    {1, 128, 1, 1, 1, 1, true},  {1, 16, 1, 1, 4, 1, false},  {1, 16, 1, 1, 8, 1, false},
+    {1, 16, 1, 1, 8, 1, false},  {1, 16, 2, 1, 4, 2, false},  {1, 16, 2, 1, 4, 2, false},
+    {1, 16, 2, 1, 8, 2, false},  {1, 16, 4, 1, 4, 4, false},  {1, 32, 1, 1, 16, 1, false},
+    {1, 32, 1, 1, 8, 1, false},  {1, 32, 1, 1, 8, 1, false},  {1, 32, 2, 1, 8, 2, false},
+    {1, 32, 4, 1, 4, 4, false},  {1, 64, 1, 1, 16, 1, false}, {1, 8, 1, 1, 4, 1, false},
+    {1, 8, 2, 1, 4, 2, false},   {1, 8, 2, 1, 4, 2, false},   {2, 16, 1, 1, 4, 1, false},
+    {2, 16, 1, 1, 8, 1, false},  {2, 16, 1, 1, 8, 1, false},  {2, 16, 2, 1, 4, 2, false},
+    {2, 16, 2, 1, 4, 2, false},  {2, 32, 1, 1, 16, 1, false}, {2, 32, 1, 1, 8, 1, false},
+    {2, 32, 1, 1, 8, 1, false},  {2, 32, 2, 1, 8, 2, false},  {2, 32, 4, 1, 4, 4, false},
+    {2, 64, 1, 1, 16, 1, false}, {2, 8, 1, 1, 4, 1, false},   {2, 8, 4, 1, 4, 4, false},
+    {3, 16, 1, 1, 4, 1, false},  {3, 16, 1, 1, 8, 1, false},  {3, 16, 1, 1, 8, 1, false},
+    {3, 16, 4, 1, 4, 4, false},  {3, 32, 1, 1, 16, 1, false}, {3, 32, 2, 1, 8, 2, false},
+    {3, 64, 1, 1, 16, 1, false}, {3, 8, 1, 1, 4, 1, false},   {3, 8, 2, 1, 4, 2, false},
+    {3, 8, 2, 1, 4, 2, false},   {4, 16, 1, 1, 8, 1, false},  {4, 16, 1, 1, 8, 1, false},
+    {4, 16, 2, 1, 8, 2, false},  {4, 16, 4, 1, 4, 4, false},  {4, 32, 1, 1, 16, 1, false},
+    {4, 32, 2, 1, 8, 2, false},  {4, 4, 1, 1, 4, 1, false},   {4, 4, 2, 1, 4, 2, false},
+    {4, 4, 2, 1, 4, 2, false},   {4, 4, 4, 1, 4, 4, false},   {4, 64, 1, 1, 16, 1, false},
+    {4, 8, 1, 1, 4, 1, false},   {4, 8, 1, 1, 8, 1, false},   {4, 8, 2, 1, 4, 2, false},
+    {4, 8, 2, 1, 4, 2, false},   {4, 8, 2, 1, 8, 2, false},   {4, 8, 4, 1, 4, 4, false},
+    {5, 16, 1, 1, 16, 1, false}, {5, 16, 1, 1, 8, 1, false},  {5, 16, 4, 1, 4, 4, false},
+    {5, 32, 1, 1, 16, 1, false}, {5, 32, 2, 1, 8, 2, false},  {5, 4, 2, 1, 4, 2, false},
+    {5, 4, 2, 1, 4, 2, false},   {5, 64, 1, 1, 16, 1, false}, {5, 8, 2, 1, 4, 2, false},
+    {5, 8, 2, 1, 4, 2, false},   {6, 16, 1, 1, 8, 1, false},  {6, 4, 1, 1, 4, 1, false},
+    {6, 4, 2, 1, 4, 2, false},   {6, 4, 2, 1, 4, 2, false},   {6, 8, 1, 1, 8, 1, false},
+    {6, 8, 2, 1, 4, 2, false},   {6, 8, 2, 1, 4, 2, false},   {6, 8, 4, 1, 4, 4, false},
+    {8, 4, 1, 1, 4, 1, false},   {8, 4, 2, 1, 4, 2, false},   {8, 4, 2, 1, 4, 2, false},
+    {8, 4, 4, 1, 4, 4, false},   {8, 8, 1, 1, 8, 1, false},   {8, 8, 1, 1, 8, 1, false},
+    {8, 8, 2, 1, 8, 2, false}};
+
+double kernel_cost(const YnnKernel& kn, int64_t m, int64_t n, int64_t k) {
+  auto blocks = [](int64_t x, int b) { return static_cast<double>((x + b - 1) / b); };
+  double count = blocks(m, kn.bm) * blocks(n, kn.bn) * blocks(k, kn.bk);
+  double la = (kn.bm * kn.bk) / (kn.tm * kn.tk), lb = (kn.bn * kn.bk) / (kn.tn * kn.tk);
+  double c = count * (la * 5 + lb * 11 + 9 + kn.tm * kn.tn * kn.tk * 1e-4);
+  return kn.generic ? c * 100 : c;
+}
+
+// The cheapest kernel (tile_k = 1 only, when asked); of equal costs the last.
+const YnnKernel& cheapest(int64_t m, int64_t n, int64_t k, bool tile_k1) {
+  const YnnKernel* best = nullptr;
+  double best_cost = 0;
+  for (const YnnKernel& kn : kKernels) {
+    if (tile_k1 && kn.tk != 1) continue;
+    double c = kernel_cost(kn, m, n, k);
+    if (!best || c <= best_cost * (1 + 1e-9)) {
+      if (!best || c < best_cost) best_cost = c;
+      best = &kn;
+    }
+  }
+  return *best;
+}
+
+} // namespace
+
+bool ynn_dot_applies(int64_t m, int64_t k, int64_t n) {
+  return m >= 2 && n >= 2 && std::max({m, k, n}) >= 8;
+}
+
+int ynn_tile_k(int64_t m, int64_t k, int64_t n, bool f64) {
+  if (f64) return 1;
+  constexpr int64_t kGraphM = 2048; // m is unknown when YNNPACK builds its graph
+  const YnnKernel& best = cheapest(kGraphM, n, k, false);
+  if (best.tk == 1) return 1;
+  const YnnKernel& unpacked = cheapest(kGraphM, n, k, true);
+  bool keep_b = kernel_cost(unpacked, kGraphM, n, k) <= 2 * kernel_cost(best, kGraphM, n, k) &&
+                (m + unpacked.bm - 1) / unpacked.bm <= 10;
+  return keep_b ? 1 : best.tk;
+}
+
+namespace {
+
+// Row i of out: per lane a row of n partial sums, so that the innermost loop
+// runs along b's row (vector fused multiply-adds where the CPU has them).
+template <class T>
+inline __attribute__((always_inline)) void gemm_rows(const T* a, const T* b, int64_t m, int64_t k,
+                                                     int64_t n, int tile_k, T* out) {
+  const auto t = static_cast<size_t>(tile_k), un = static_cast<size_t>(n);
+  int64_t main = k / tile_k * tile_k;
+  std::vector<T> lanes(t * un), tail(t * un);
+  // Lanes over [from, to) (kk - from picks the lane), combined by adjacent
+  // pairs into lane 0.
+  auto chunk = [&](const T* ai, int64_t from, int64_t to, T* acc) {
+    std::fill(acc, acc + t * un, T(0));
+    for (int64_t kk = from; kk < to; ++kk) {
+      T* lane = acc + (static_cast<size_t>(kk - from) % t) * un;
+      const T* bk = b + kk * n;
+      const T x = ai[kk];
+      for (int64_t j = 0; j < n; ++j) lane[j] = std::fma(x, bk[j], lane[j]);
+    }
+    for (size_t w = t; w > 1; w /= 2)
+      for (size_t l = 0; l < w / 2; ++l)
+        for (size_t j = 0; j < un; ++j)
+          acc[l * un + j] = acc[2 * l * un + j] + acc[(2 * l + 1) * un + j];
+  };
+  for (int64_t i = 0; i < m; ++i) {
+    const T* ai = a + i * k;
+    T* oi = out + i * n;
+    chunk(ai, 0, main, lanes.data());
+    if (main < k) {
+      chunk(ai, main, k, tail.data());
+      for (int64_t j = 0; j < n; ++j)
+        oi[j] = tail[static_cast<size_t>(j)] + lanes[static_cast<size_t>(j)];
+    } else {
+      std::copy(lanes.begin(), lanes.begin() + n, oi);
+    }
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// The same loops compiled for CPUs with FMA (every one JAX's YNNPACK kernels
+// above run on): std::fma becomes one instruction instead of a libm call.
+__attribute__((target("avx2,fma"), optimize("O3"))) void
+gemm_fma(const float* a, const float* b, int64_t m, int64_t k, int64_t n, int tile_k, float* out) {
+  gemm_rows(a, b, m, k, n, tile_k, out);
+}
+__attribute__((target("avx2,fma"), optimize("O3"))) void gemm_fma(const double* a, const double* b,
+                                                                  int64_t m, int64_t k, int64_t n,
+                                                                  int tile_k, double* out) {
+  gemm_rows(a, b, m, k, n, tile_k, out);
+}
+bool cpu_has_fma() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+#endif
+
+} // namespace
+
+template <class T>
+void ynn_gemm(const T* a, const T* b, int64_t m, int64_t k, int64_t n, int tile_k, T* out) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (cpu_has_fma()) return gemm_fma(a, b, m, k, n, tile_k, out);
+#endif
+  gemm_rows(a, b, m, k, n, tile_k, out);
+}
+
+template void ynn_gemm<float>(const float*, const float*, int64_t, int64_t, int64_t, int, float*);
+template void ynn_gemm<double>(const double*, const double*, int64_t, int64_t, int64_t, int,
+                               double*);
+
+} // namespace pxl::ref

@@ -1,0 +1,46 @@
+// XLA's order for a row-major matrix product through YNNPACK
+// (ir/ref_dot_ynn.hpp): the kernel its cost model picks, as measured
+// against JAX 0.10.2 on an AVX-512 machine, and the sum that kernel forms.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "ir/ref_dot_ynn.hpp"
+
+using namespace pxl::ref;
+
+TEST_CASE("ynn dot: which products, which kernel", "[dot]") {
+  CHECK(ynn_dot_applies(8, 8, 8));
+  CHECK(ynn_dot_applies(2, 8, 3));
+  CHECK(!ynn_dot_applies(3, 4, 5)); // max(m, k, n) < 8
+  CHECK(!ynn_dot_applies(1, 8, 8)); // a vector
+  CHECK(!ynn_dot_applies(8, 8, 1));
+  // (m, k, n) -> tile_k, from JAX's results.
+  CHECK(ynn_tile_k(8, 8, 8, false) == 4);
+  CHECK(ynn_tile_k(16, 256, 16, false) == 4);
+  CHECK(ynn_tile_k(2, 8, 17, false) == 1); // small m: B stays unpacked
+  CHECK(ynn_tile_k(8, 5, 8, false) == 1);
+  CHECK(ynn_tile_k(16, 13, 16, false) == 1);
+  CHECK(ynn_tile_k(64, 8, 32, false) == 2);
+  CHECK(ynn_tile_k(64, 13, 20, false) == 2);
+  CHECK(ynn_tile_k(64, 8, 48, false) == 4);
+  CHECK(ynn_tile_k(64, 64, 64, false) == 1);
+  CHECK(ynn_tile_k(8, 8, 8, true) == 1); // float64 kernels are all tile_k 1
+}
+
+TEST_CASE("ynn dot: lanes over k, adjacent pairs, the tail added", "[dot]") {
+  // One output, k = 6, tile_k 4: ((p0 + p1) + (p2 + p3)) + (p4 + p5).
+  float a[6] = {1.0f + 0x1p-12f, 3.0f, -2.0f, 0.1f, 7.0f, -0.3f};
+  float b[6] = {1.0f - 0x1p-12f, 0.5f, 0.25f, 3.3f, 0.01f, 1.7f};
+  float p[6];
+  for (int i = 0; i < 6; ++i) p[i] = a[i] * b[i];
+  float want = ((p[4] + p[5]) + ((p[0] + p[1]) + (p[2] + p[3])));
+  float out = 0;
+  ynn_gemm(a, b, 1, 6, 1, 4, &out);
+  CHECK(out == want);
+  // tile_k 1: one chain of fused multiply-adds.
+  float chain = 0;
+  for (int i = 0; i < 6; ++i) chain = std::fma(a[i], b[i], chain);
+  ynn_gemm(a, b, 1, 6, 1, 1, &out);
+  CHECK(out == chain);
+}
