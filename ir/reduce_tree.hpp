@@ -68,13 +68,13 @@ inline constexpr int64_t kReduceSplitNodes = 256;
 // float64), lane l accumulating rows l, l + lanes, ... (each row's elements
 // in order), then combined by halving (lane i with lane i + lanes/2, ...).
 // Measured against JAX 0.10's CPU backend: it happens for `rows` a multiple
-// of the lane count and 2 <= cols <= 6, or `rows` a power of two below it
-// (then that many lanes) and 2 <= cols <= 8. Returns the lanes, 0 where the
-// loop nest stays in row-major order.
+// of the lane count and 2 <= cols <= 6 (7 or 8 columns: half the lanes), or
+// `rows` a power of two below it (then that many lanes) and 2 <= cols <= 8.
+// Returns the lanes, 0 where the loop nest stays in row-major order.
 inline int64_t reduce_row_lanes(int64_t rows, int64_t cols, int64_t elem_bytes) {
   int64_t lanes = 32 / elem_bytes;
   if (cols < 2 || rows < 2) return 0;
-  if (rows >= lanes) return rows % lanes == 0 && cols <= 6 ? lanes : 0;
+  if (rows >= lanes) return rows % lanes != 0 ? 0 : cols <= 6 ? lanes : cols <= 8 ? lanes / 2 : 0;
   return (rows & (rows - 1)) == 0 && cols <= 8 ? rows : 0;
 }
 

@@ -49,7 +49,10 @@ TEST_CASE("reduce_row_lanes: where XLA's loops vectorize across rows", "[reduce]
   // float32: 8 lanes when the rows are a multiple of 8 and 2..6 columns.
   CHECK(reduce_row_lanes(8, 3, 4) == 8);
   CHECK(reduce_row_lanes(24, 6, 4) == 8);
-  CHECK(reduce_row_lanes(8, 7, 4) == 0); // not measured to match: row-major
+  CHECK(reduce_row_lanes(8, 7, 4) == 4); // 7 or 8 columns: half the lanes
+  CHECK(reduce_row_lanes(16, 8, 4) == 4);
+  CHECK(reduce_row_lanes(8, 8, 8) == 2);
+  CHECK(reduce_row_lanes(8, 9, 4) == 0);
   CHECK(reduce_row_lanes(12, 4, 4) == 0);
   // Fewer rows than lanes: a power of two of them, up to 8 columns.
   CHECK(reduce_row_lanes(2, 8, 4) == 2);
