@@ -1,5 +1,6 @@
 #include "ir/contract.hpp"
 
+#include "ir/constant_of.hpp"
 #include "ir/reduce_tree.hpp"
 #include "runtime/array.hpp"
 
@@ -32,7 +33,8 @@ public:
     for (size_t i = 0; i < out_.body.size(); ++i)
       for (int r = 0; r < out_.body[i].nresults; ++r)
         out_.values[static_cast<size_t>(out_.body[i].result + r)].producer = static_cast<int>(i);
-    for (int v : dropped_) out_.values[static_cast<size_t>(v)].producer = -1;
+    for (size_t v = 0; v < is_dropped_.size(); ++v)
+      if (is_dropped_[v]) out_.values[v].producer = -1;
     return std::make_shared<Function>(std::move(out_));
   }
 
@@ -87,40 +89,26 @@ private:
     } else {
       return false;
     }
-    for (int c : chain) {
-      dropped_.push_back(c);
-      is_dropped_[static_cast<size_t>(c)] = true;
-    }
+    for (int c : chain) is_dropped_[static_cast<size_t>(c)] = true;
     return true;
   }
 
   // Whether `v` is a constant 1 (its value known), or a broadcast of one.
   bool is_one(int v) const {
-    for (;;) {
-      const IRValue& val = f_.values[static_cast<size_t>(v)];
-      if (val.producer >= 0) {
-        const Instr& p = f_.body[static_cast<size_t>(val.producer)];
-        if (p.op != Op::BroadcastInDim && p.op != Op::ConvertElementType) return false;
-        v = p.operands[0];
-        continue;
-      }
-      for (size_t k = 0; k < f_.consts.size() && k < consts_.size(); ++k)
-        if (f_.consts[k] == v)
-          return consts_[k].defined() && consts_[k].size() == 1 &&
-                 is_floating(consts_[k].dtype()) && consts_[k].get_f64(0) == 1.0;
-      return false;
-    }
+    int k = constant_of(f_, v);
+    if (k < 0 || static_cast<size_t>(k) >= consts_.size()) return false;
+    const Array& c = consts_[static_cast<size_t>(k)];
+    return c.defined() && c.size() == 1 && is_floating(c.dtype()) && c.get_f64(0) == 1.0;
   }
 
   bool dropped(int v) const {
     return static_cast<size_t>(v) < is_dropped_.size() && is_dropped_[static_cast<size_t>(v)];
   }
 
-  // Appends an instruction; its result takes the type, axes and location of `like`.
+  // Appends an instruction; its result takes the type, axes and location of
+  // `like`. (run() numbers the producers once the body is final.)
   int emit(Op op, const OpAttrs& attrs, std::vector<int> operands, int like) {
-    IRValue v = f_.values[static_cast<size_t>(like)];
-    v.producer = static_cast<int>(out_.body.size());
-    int id = out_.add_value(std::move(v));
+    int id = out_.add_value(f_.values[static_cast<size_t>(like)]);
     out_.body.push_back(Instr{op, attrs, std::move(operands), id});
     return id;
   }
@@ -169,8 +157,6 @@ private:
         copy = Instr{Op::ConvertElementType, conv, {fused}, in.result};
       }
     }
-    copy.result = in.result;
-    out_.values[static_cast<size_t>(in.result)].producer = static_cast<int>(out_.body.size());
     out_.body.push_back(std::move(copy));
   }
 
@@ -178,7 +164,6 @@ private:
   std::span<const Array> consts_;
   Function out_;
   std::vector<int> uses_;
-  std::vector<int> dropped_;
   std::vector<bool> is_dropped_;
   bool changed_ = false;
 };

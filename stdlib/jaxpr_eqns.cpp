@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ir/constant_of.hpp"
 #include "ir/op.hpp"
 #include "lang/jaxpr_record.hpp"
 
@@ -140,19 +141,12 @@ std::vector<bool> implicit_broadcasts(const Function& fn, const std::vector<bool
 
 // Whether value v is the constant 1 (or its conversion or broadcast).
 bool is_one(const Function& fn, int v, const std::vector<Tensor>* constants) {
-  const IRValue& x = fn.values[static_cast<size_t>(v)];
-  if (x.producer >= 0) {
-    const Instr& p = fn.body[static_cast<size_t>(x.producer)];
-    return (p.op == Op::ConvertElementType || p.op == Op::BroadcastInDim) &&
-           p.operands.size() == 1 && is_one(fn, p.operands[0], constants);
-  }
-  if (!constants || !x.aval.shape.empty()) return false;
-  for (size_t k = 0; k < fn.consts.size() && k < constants->size(); ++k)
-    if (fn.consts[k] == v) {
-      const Tensor& t = (*constants)[k];
-      return t && t->concrete && t->concrete->get_f64(0) == 1.0;
-    }
-  return false;
+  int k = constant_of(fn, v);
+  if (!constants || k < 0 || static_cast<size_t>(k) >= constants->size() ||
+      !fn.values[static_cast<size_t>(fn.consts[static_cast<size_t>(k)])].aval.shape.empty())
+    return false;
+  const Tensor& t = (*constants)[static_cast<size_t>(k)];
+  return t && t->concrete && t->concrete->get_f64(0) == 1.0;
 }
 
 // pxl binds x / y, y smaller than the result, as x * broadcast(1 / y)

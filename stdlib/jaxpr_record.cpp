@@ -161,31 +161,34 @@ std::vector<Tensor> inline_recorded(TraceContext& tc, const Function& f, const J
 
 namespace {
 
+// The arguments of `a` that `dynamic` names (by position, or by keyword) and
+// `take` accepts: what a jitted stdlib function traces.
+template <class Take>
+std::vector<Value*> dynamic_args(CallArgs& a, const std::vector<std::string>& dynamic, Take take) {
+  std::vector<Value*> out;
+  for (size_t i = 0; i < a.pos.size() && i < dynamic.size(); ++i)
+    if (take(a.pos[i])) out.push_back(&a.pos[i]);
+  for (auto& [k, v] : a.kw)
+    if (std::count(dynamic.begin(), dynamic.end(), k) && take(v)) out.push_back(&v);
+  return out;
+}
+
+bool is_array(const Value& v) { return v.is_obj(ObjKind::Array); }
+
 // An eager call of a function JAX jits: one XLA program, so its array
 // arguments are traced and the Function is contracted as XLA does
 // (ir/contract.hpp) before it runs. Arguments that are no arrays stay as
 // they are (constants of the program).
 Value call_as_xla_program(InterpreterImpl& in, const std::string& name,
                           const std::vector<std::string>& dynamic, CallArgs& a, const NativeFn& f) {
-  std::vector<Value*> lifted;
-  auto consider = [&](Value& v) {
-    if (v.is_obj(ObjKind::Array)) lifted.push_back(&v);
-  };
-  for (size_t i = 0; i < a.pos.size() && i < dynamic.size(); ++i) consider(a.pos[i]);
-  for (auto& [k, v] : a.kw)
-    if (std::count(dynamic.begin(), dynamic.end(), k)) consider(v);
+  std::vector<Value*> lifted = dynamic_args(a, dynamic, is_array);
   if (lifted.empty()) return f(in, a);
   ValueList args;
   for (Value* v : lifted) args.push_back(*v);
   // fn(*arrays): the call with its array arguments replaced.
   Value body = make_builtin(name, [&](InterpreterImpl& i2, CallArgs& traced) {
     CallArgs call = a;
-    std::vector<Value*> slots;
-    for (size_t i = 0; i < call.pos.size() && i < dynamic.size(); ++i)
-      if (call.pos[i].is_obj(ObjKind::Array)) slots.push_back(&call.pos[i]);
-    for (auto& [k, v] : call.kw)
-      if (std::count(dynamic.begin(), dynamic.end(), k) && v.is_obj(ObjKind::Array))
-        slots.push_back(&v);
+    std::vector<Value*> slots = dynamic_args(call, dynamic, is_array);
     for (size_t k = 0; k < slots.size() && k < traced.pos.size(); ++k) *slots[k] = traced.pos[k];
     return f(i2, call);
   });
@@ -202,13 +205,8 @@ Value call_as_jitted(InterpreterImpl& in, const std::string& name,
                      const std::vector<std::string>& dynamic, CallArgs& a, const NativeFn& f) {
   TraceContext* tc = recording(in).first;
   if (!tc) return f(in, a);
-  std::vector<Value*> lifted;
-  auto consider = [&](Value& v) {
-    if (v.is_obj(ObjKind::Array) || v.is_number()) lifted.push_back(&v);
-  };
-  for (size_t i = 0; i < a.pos.size() && i < dynamic.size(); ++i) consider(a.pos[i]);
-  for (auto& [k, v] : a.kw)
-    if (std::count(dynamic.begin(), dynamic.end(), k)) consider(v);
+  std::vector<Value*> lifted =
+      dynamic_args(a, dynamic, [](const Value& v) { return is_array(v) || v.is_number(); });
   std::vector<Tensor> operands;
   for (Value* v : lifted) operands.push_back(in.to_tensor(*v, Span{}));
   int region = jaxpr_begin_body(*tc, "jit", {{"name", name}}, operands);
