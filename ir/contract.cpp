@@ -108,7 +108,8 @@ private:
   // Appends an instruction; its result takes the type, axes and location of
   // `like`. (run() numbers the producers once the body is final.)
   int emit(Op op, const OpAttrs& attrs, std::vector<int> operands, int like) {
-    int id = out_.add_value(f_.values[static_cast<size_t>(like)]);
+    IRValue v = out_.values[static_cast<size_t>(like)]; // (like may be an emitted value)
+    int id = out_.add_value(std::move(v));
     out_.body.push_back(Instr{op, attrs, std::move(operands), id});
     return id;
   }

@@ -99,6 +99,13 @@ TEST_CASE("contraction: integer_pow is XLA's chain of products, the last fused",
   return %3
 })");
   CHECK(has(six, "%4 = mul %0, %0 : f32[4]\n  %5 = mul %4, %4 : f32[4]\n  %3 = fma %4, %5, %1"));
+  // c - x**6 negates a factor the expansion made: fma(-(x*x), (x*x)*(x*x), c).
+  std::string sub6 = contracted(R"(func @f(%0: f32[4], %1: f32[4]) -> (f32[4]) {
+  %2 = integer_pow[y=6] %0 : f32[4]
+  %3 = sub %1, %2 : f32[4]
+  return %3
+})");
+  CHECK(has(sub6, "%6 = neg %4 : f32[4]\n  %3 = fma %6, %5, %1"));
 }
 
 TEST_CASE("contraction: a short sum of products becomes mul_reduce_sum", "[contract]") {
