@@ -17,6 +17,16 @@ std::string Signature::key() const {
   return k;
 }
 
+void add_trace_config(InterpreterImpl& in, Signature& sig) {
+  Value config = in.get_attr(in.import_module("jax", Span{}, ""), "config", Span{});
+  for (auto [flag, fallback] : {std::pair{"jax_default_matmul_precision", "None"},
+                                std::pair{"jax_numpy_rank_promotion", "'allow'"},
+                                std::pair{"jax_numpy_dtype_promotion", "'standard'"}}) {
+    std::string v = pxl::repr(in.get_attr(config, flag, Span{}));
+    if (v != fallback) sig.add(flag, v);
+  }
+}
+
 namespace {
 
 // What differs between two signatures, or "" when none does.

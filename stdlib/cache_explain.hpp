@@ -19,6 +19,10 @@ struct Signature {
   std::string key() const; // the parts joined unambiguously (the cache key)
 };
 
+// The config flags that change how a function traces, each set to other than
+// its default (JAX keys its trace caches on them).
+void add_trace_config(InterpreterImpl& in, Signature& sig);
+
 // With --explain-cache, writes one line to the error stream: "pxl: trace
 // cache miss: jit(f) at file:line:col: <why>", where `why` compares `now` with
 // the closest of the `seen` signatures (or says it is the first call).

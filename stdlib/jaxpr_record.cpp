@@ -23,6 +23,7 @@
 #include "runtime/eager.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/trace_util.hpp"
+#include "stdlib/transforms.hpp"
 #include "stdlib/xla_program.hpp"
 
 namespace pxl {
@@ -175,28 +176,54 @@ std::vector<Value*> dynamic_args(CallArgs& a, const std::vector<std::string>& dy
 
 bool is_array(const Value& v) { return v.is_obj(ObjKind::Array); }
 
+// What keys the trace of `a` besides its arrays' types: the function and
+// every argument that is not a traced array, with where it was passed; "" when
+// one is no plain literal (the call is traced anew).
+std::string static_key(const std::string& name, const std::vector<std::string>& dynamic,
+                       const CallArgs& a) {
+  std::string key = name + "(";
+  auto add = [&](const std::string& at, const Value& v, bool is_dynamic) {
+    key += at + "=";
+    if (is_dynamic && is_array(v)) return key += "array;", true;
+    return append_literal_key(v, key);
+  };
+  for (size_t i = 0; i < a.pos.size(); ++i)
+    if (!add(std::to_string(i), a.pos[i], i < dynamic.size())) return "";
+  for (const auto& [k, v] : a.kw)
+    if (!add(k, v, std::count(dynamic.begin(), dynamic.end(), k) > 0)) return "";
+  return key + ")";
+}
+
 // An eager call of a function JAX jits: one XLA program, so its array
 // arguments are traced and the Function is contracted as XLA does
-// (ir/contract.hpp) before it runs. Arguments that are no arrays stay as
-// they are (constants of the program).
+// (ir/contract.hpp) before it runs, once per signature. Arguments that are no
+// arrays stay as they are (constants of the program).
 Value call_as_xla_program(InterpreterImpl& in, const std::string& name,
                           const std::vector<std::string>& dynamic, CallArgs& a, const NativeFn& f) {
   std::vector<Value*> lifted = dynamic_args(a, dynamic, is_array);
-  if (lifted.empty()) return f(in, a);
+  if (lifted.empty() || jit_disabled(in)) return f(in, a);
   ValueList args;
-  for (Value* v : lifted) args.push_back(*v);
-  // fn(*arrays): the call with its array arguments replaced.
-  Value body = make_builtin(name, [&](InterpreterImpl& i2, CallArgs& traced) {
-    CallArgs call = a;
-    std::vector<Value*> slots = dynamic_args(call, dynamic, is_array);
-    for (size_t k = 0; k < slots.size() && k < traced.pos.size(); ++k) *slots[k] = traced.pos[k];
-    return f(i2, call);
-  });
-  TracedFunction t = trace_function(in, body, args, Span{}, "jit");
-  t.fn = as_compiled(t.fn, t.consts);
   std::vector<Tensor> leaves;
-  for (const Value& v : args) leaves.push_back(in.to_tensor(v, Span{}));
-  return apply_traced(in, t, leaves);
+  for (Value* v : lifted) {
+    args.push_back(*v);
+    leaves.push_back(in.to_tensor(*v, Span{}));
+  }
+  std::string signature = program_signature(in, static_key(name, dynamic, a), leaves);
+  std::shared_ptr<const TracedFunction> program = cached_program(in, signature);
+  if (!program) {
+    // fn(*arrays): the call with its array arguments replaced.
+    Value body = make_builtin(name, [&](InterpreterImpl& i2, CallArgs& traced) {
+      CallArgs call = a;
+      std::vector<Value*> slots = dynamic_args(call, dynamic, is_array);
+      for (size_t k = 0; k < slots.size() && k < traced.pos.size(); ++k) *slots[k] = traced.pos[k];
+      return f(i2, call);
+    });
+    auto traced = std::make_shared<TracedFunction>(trace_function(in, body, args, Span{}, "jit"));
+    traced->fn = as_compiled(traced->fn, traced->consts);
+    cache_program(in, signature, traced);
+    program = traced;
+  }
+  return apply_traced(in, *program, leaves);
 }
 
 } // namespace

@@ -41,6 +41,13 @@ void inherit_constraint_mesh(OpContext& cx, const Function& inner) {
     tc->function().constraint_mesh = inner.constraint_mesh;
 }
 
+// jax.disable_jit() / jax.config.update("jax_disable_jit", True): jitted
+// functions run as plain Python functions.
+bool jit_disabled(InterpreterImpl& in) {
+  Value config = in.get_attr(in.import_module("jax", Span{}, ""), "config", Span{});
+  return in.truthy(in.get_attr(config, "jax_disable_jit", Span{}), Span{});
+}
+
 namespace {
 
 // One traced signature of a jitted function and, once it has been run eagerly
@@ -175,13 +182,6 @@ Value follow_data(InterpreterImpl& in, std::span<const Tensor> params, const Val
     if (!t->concrete || t->concrete->device() == device) return leaf;
     return make_array(make_tensor(t->concrete->on_device(device)));
   });
-}
-
-// jax.disable_jit() / jax.config.update("jax_disable_jit", True): jitted
-// functions run as plain Python functions.
-bool jit_disabled(InterpreterImpl& in) {
-  Value config = in.get_attr(in.import_module("jax", Span{}, ""), "config", Span{});
-  return in.truthy(in.get_attr(config, "jax_disable_jit", Span{}), Span{});
 }
 
 bool is_sharding_leaf(const Value& v) { return v.is_none() || v.is_obj(ObjKind::Opaque); }
@@ -763,17 +763,7 @@ struct JitFunction : OpaqueObj {
       for (int id : value_to_mesh(*current)->device_ids) ids += " " + std::to_string(id);
       sig.add("context mesh", value_to_mesh(*current)->repr() + ids);
     }
-    // (JAX's trace cache is keyed on the config flags that change how a
-    // function traces: one set other than its default keys the trace.)
-    {
-      Value config = in.get_attr(in.import_module("jax", Span{}, ""), "config", Span{});
-      for (auto [flag, fallback] : {std::pair{"jax_default_matmul_precision", "None"},
-                                    std::pair{"jax_numpy_rank_promotion", "'allow'"},
-                                    std::pair{"jax_numpy_dtype_promotion", "'standard'"}}) {
-        std::string v = pxl::repr(in.get_attr(config, flag, Span{}));
-        if (v != fallback) sig.add(flag, v);
-      }
-    }
+    add_trace_config(in, sig);
     const std::string key = sig.key();
     std::shared_ptr<JitEntry> entry;
     auto it = cache->find(key);

@@ -57,9 +57,18 @@ Value var_std(InterpreterImpl& in, const std::string& name, CallArgs& a) {
   np::Axes axes = value_to_axes(r[1], name + "() axis");
   bool keepdims = r.get_bool(5, false);
   o.eager = dynamic_cast<EagerContext*>(&in.ops()) != nullptr;
-  // JAX jits jnp.var and jnp.std: one XLA program, its sum of squares fused.
+  // JAX jits jnp.var and jnp.std: one XLA program, its sum of squares fused,
+  // traced once per signature (not when `where` or `mean`, arrays, are given).
+  std::string key;
+  if (!o.where && !o.mean) {
+    key = std::string(o.name) + " axes";
+    for (int ax : axes.value_or(std::vector<int>{})) key += " " + std::to_string(ax);
+    key += std::string(axes ? "" : " all") + (keepdims ? " keepdims" : "") + " dtype " +
+           std::string(o.dtype ? dtype_name(*o.dtype) : "None") + " correction " +
+           pxl::repr(Value::number(o.correction));
+  }
   return make_array(
-      as_xla_program(in.ops(), std::span(&x, 1), [&](OpContext& cx, std::span<const Tensor> p) {
+      as_xla_program(in, key, std::span(&x, 1), [&](OpContext& cx, std::span<const Tensor> p) {
         Tensor v = np::var(cx, p[0], axes, keepdims, o);
         return name == "std" ? np::unary(cx, np::UnOp::Sqrt, v) : v;
       }));

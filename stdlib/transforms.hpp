@@ -17,6 +17,10 @@ void add_vmap(InterpreterImpl& in, Value& jax);
 // Registers the pxl-source stdlib modules (nn, optim; jax.nn is nn).
 void add_pxl_modules(InterpreterImpl& in, Value& jax);
 
+// Whether jax.disable_jit() (or the jax_disable_jit flag) is on: jitted
+// functions run as plain Python functions.
+bool jit_disabled(InterpreterImpl& in);
+
 // Runs a jitted Function in the current context (see jit.cpp).
 Value run_jitted(InterpreterImpl& in, const TracedFunction& t, std::span<const Tensor> params);
 

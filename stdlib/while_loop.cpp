@@ -155,12 +155,6 @@ struct LoopSpec {
 
 Value loops_fn(InterpreterImpl& in, const std::string& name);
 
-// jax.disable_jit() in effect (jax.config's flag, as stdlib/jit.cpp reads it).
-bool jit_disabled(InterpreterImpl& in) {
-  Value config = in.get_attr(in.import_module("jax", Span{}, ""), "config", Span{});
-  return in.truthy(in.get_attr(config, "jax_disable_jit", Span{}), Span{});
-}
-
 bool same_type(const AVal& a, const AVal& b) {
   return a.dtype == b.dtype && a.shape == b.shape && a.weak == b.weak;
 }
