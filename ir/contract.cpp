@@ -101,6 +101,22 @@ private:
     return c.defined() && c.size() == 1 && is_floating(c.dtype()) && c.get_f64(0) == 1.0;
   }
 
+  // Whether XLA computes `v` inside the loop of the reduce it feeds (an
+  // elementwise op or a broadcast, fused into it), rather than loading it.
+  bool computed(int v) const {
+    for (;;) {
+      if (static_cast<size_t>(v) >= f_.values.size()) return true; // an emitted product
+      int p = f_.values[static_cast<size_t>(v)].producer;
+      if (p < 0) return false;
+      const Instr& in = f_.body[static_cast<size_t>(p)];
+      bool same_type = in.op == Op::ConvertElementType &&
+                       f_.values[static_cast<size_t>(in.operands[0])].aval.dtype ==
+                           f_.values[static_cast<size_t>(v)].aval.dtype;
+      if (!same_type) return is_elementwise(in.op) || in.op == Op::BroadcastInDim;
+      v = in.operands[0];
+    }
+  }
+
   bool dropped(int v) const {
     return static_cast<size_t>(v) < is_dropped_.size() && is_dropped_[static_cast<size_t>(v)];
   }
@@ -138,6 +154,7 @@ private:
         OpAttrs at;
         at.axes = in.attrs.axes;
         at.exponent = a == b ? 2 : 0;
+        at.axis = computed(a) || computed(b) ? 1 : 0;
         copy = Instr{Op::MulReduceSum, at, {a, b}, in.result};
         changed_ = true;
       }

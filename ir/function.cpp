@@ -566,6 +566,10 @@ bool IRParser::parse_attr(OpAttrs& a, const std::string& key) {
     bool v = accept_word("true");
     if (!v) expect_word("false");
     a.exponent = v ? 2 : 0;
+  } else if (key == "computed") { // mul_reduce_sum: its factors are computed in its loop
+    bool v = accept_word("true");
+    if (!v) expect_word("false");
+    a.axis = v ? 1 : 0;
   } else if (key == "output") {
     a.linalg.output = static_cast<int>(integer());
   } else if (key == "shape") {

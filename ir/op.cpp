@@ -184,7 +184,8 @@ std::string attrs_str(Op op, const OpAttrs& a) {
   case Op::ReduceOr:
     return "axes=" + ints_str(a.axes);
   case Op::MulReduceSum:
-    return "axes=" + ints_str(a.axes) + (a.exponent == 2 ? " squares=true" : "");
+    return "axes=" + ints_str(a.axes) + (a.exponent == 2 ? " squares=true" : "") +
+           (a.axis ? " computed=true" : "");
   case Op::Argmax:
   case Op::Argmin:
     return "axis=" + std::to_string(a.axis) + " dtype=" + dtype_name(a.dtype);

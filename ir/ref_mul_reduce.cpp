@@ -27,12 +27,26 @@ std::vector<int64_t> box_offsets(const Shape& shape, const std::vector<int64_t>&
   return offs;
 }
 
+// How one output's products are summed.
+enum class Order {
+  Chain,   // one chain of fused multiply-adds, in row-major order
+  Fold,    // ... starting fma(x0, x0, x1 * x1)
+  Rounded, // the products rounded, then added in order
+  Lanes    // in lanes over the rows of the box (ProductLanes)
+};
+
 template <class T>
 T product_sum(const T* a, const T* b, const std::vector<int64_t>& offs, int64_t base,
-              ProductLanes pl, int64_t cols, bool fold) {
+              ProductLanes pl, int64_t cols, Order order) {
   auto at = [&](size_t j, auto f) { return f(a[base + offs[j]], b[base + offs[j]]); };
   size_t n = offs.size();
-  if (pl.lanes > 0) {
+  if (order == Order::Rounded) {
+    T acc = 0;
+    for (size_t j = 0; j < n; ++j)
+      acc = at(j, [&](T x, T y) { return acc + static_cast<T>(x * y); });
+    return acc;
+  }
+  if (order == Order::Lanes) {
     std::vector<T> lane(static_cast<size_t>(pl.lanes), T(0));
     size_t rows = n / static_cast<size_t>(cols);
     for (size_t i = 0; i < rows; ++i)
@@ -53,7 +67,7 @@ T product_sum(const T* a, const T* b, const std::vector<int64_t>& offs, int64_t 
   // (One element: XLA reshapes instead of reducing, which keeps a -0 product.)
   T acc = n == 1 ? T(-0.0) : T(0);
   size_t j = 0;
-  if (fold && n >= 2) {
+  if (order == Order::Fold && n >= 2) {
     acc = std::fma(a[base + offs[0]], b[base + offs[0]],
                    static_cast<T>(a[base + offs[1]] * b[base + offs[1]]));
     j = 2;
@@ -90,11 +104,33 @@ Array mul_reduce_sum(const Array& a, const Array& b, const OpAttrs& at, const AV
   if (nonunit.size() == 2 && reduces_minor_axes(shape, axes)) {
     cols = shape[static_cast<size_t>(nonunit[1])];
     pl = product_sum_lanes(shape[static_cast<size_t>(nonunit[0])], cols, bytes, at.exponent == 2);
+    // Factors computed in the loop: a square ((x - m) ** 2) keeps its lanes
+    // fused for any number of columns, other products are rounded for any
+    // (measured).
+    if (at.axis) pl.fused = at.exponent == 2;
   }
-  bool fold = at.exponent == 2 && a.dtype() == DType::Float32 && nonunit.size() == 1;
+  bool squares = at.exponent == 2;
+  Order order = pl.lanes > 0                                                    ? Order::Lanes
+                : squares && a.dtype() == DType::Float32 && nonunit.size() == 1 ? Order::Fold
+                                                                                : Order::Chain;
+  // One minor-most axis of at most 8, of factors loaded from memory: LLVM
+  // vectorizes across the outputs (the innermost non-unit one as the rows),
+  // each then its own sum; where product_sum_lanes rounds the products of such
+  // a box, these are rounded too. (Factors computed in the loop keep it scalar.)
+  if (nonunit.size() == 1 && reduces_minor_axes(shape, axes) && at.axis == 0) {
+    int64_t rows = 1;
+    for (size_t k = kept.size(); k-- > 0;)
+      if (shape[static_cast<size_t>(kept[k])] != 1) {
+        rows = shape[static_cast<size_t>(kept[k])];
+        break;
+      }
+    ProductLanes across =
+        product_sum_lanes(rows, shape[static_cast<size_t>(nonunit[0])], bytes, squares);
+    if (across.lanes > 0 && !across.fused) order = Order::Rounded;
+  }
   auto run = [&](auto* o, const auto* x, const auto* y) {
     for (size_t k = 0; k < outer.size(); ++k)
-      o[k] = product_sum(x, y, offs, outer[k], pl, cols, fold);
+      o[k] = product_sum(x, y, offs, outer[k], pl, cols, order);
   };
   if (a.dtype() == DType::Float64)
     run(out.as<double>(), a.as<double>(), b.as<double>());

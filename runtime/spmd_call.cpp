@@ -5,7 +5,9 @@
 #include <map>
 
 #include "ir/contract.hpp"
+#include "ir/cse.hpp"
 #include "ir/custom_call.hpp"
+#include "ir/simplify.hpp"
 #include "ir/while_loop.hpp"
 #include "lang/diag.hpp"
 #include "runtime/platform.hpp"
@@ -72,7 +74,7 @@ std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<F
     // pmap compiles its function whole, with XLA's contraction (ir/contract.hpp);
     // an eager shard_map runs op by op in JAX.
     std::shared_ptr<const Function> run =
-        c->kind == "pmap" ? contract_multiply_adds(fn) : std::shared_ptr<const Function>(fn);
+        c->kind == "pmap" ? xla_rewrites(fn) : std::shared_ptr<const Function>(fn);
     c->exe = platform ? platform->make_executable(mode, run, layout, {})
                       : make_executable(mode, cache, run, layout, {});
     c->exe->phase_times = times;
@@ -89,9 +91,20 @@ std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<F
   return c;
 }
 
+std::shared_ptr<const Function> xla_rewrites(std::shared_ptr<const Function> f,
+                                             std::span<const Array> consts,
+                                             std::vector<Array>* added) {
+  std::vector<Array> all(consts.begin(), consts.end());
+  size_t before = added ? added->size() : 0;
+  std::shared_ptr<const Function> simple = simplify_algebra(f, consts, added);
+  if (added) all.insert(all.end(), added->begin() + static_cast<long>(before), added->end());
+  return contract_multiply_adds(eliminate_common_subexpressions(simple, all), all);
+}
+
 std::shared_ptr<const Function> contract_program(std::shared_ptr<const Function> f,
-                                                 std::span<const Array> consts) {
-  std::shared_ptr<const Function> out = contract_multiply_adds(f, consts);
+                                                 std::span<const Array> consts,
+                                                 std::vector<Array>* added) {
+  std::shared_ptr<const Function> out = xla_rewrites(f, consts, added);
   std::shared_ptr<Function> copy;
   for (size_t i = 0; i < out->body.size(); ++i) {
     const Instr& in = out->body[i];

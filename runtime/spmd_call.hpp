@@ -61,12 +61,21 @@ AVal block_aval(const SpmdLayout& layout, const SpmdMapping& m, const AVal& glob
 // (an SpmdMapping{} appended to `ins`), as a callee's Function must have them.
 void consts_to_replicated_params(Function& fn, std::vector<SpmdMapping>& ins);
 
-// `f` (a jitted program) with XLA's contraction (ir/contract.hpp) applied to
-// it and to the shard_map calls in it, which JAX compiles as part of the
-// program (an eager shard_map runs op by op, a pmap is contracted always).
-// `consts`: the values of f.consts, when known (contract_multiply_adds).
+// `f` as XLA compiles it: its algebraic simplifier's rewrites that change
+// float results (ir/simplify.hpp), its common subexpression elimination
+// (ir/cse.hpp), then its contraction (ir/contract.hpp).
+// `consts`: the values of f.consts, when known; `added` receives the values of
+// the constants the rewrites append to f.consts (none are when it is null).
+std::shared_ptr<const Function> xla_rewrites(std::shared_ptr<const Function> f,
+                                             std::span<const Array> consts = {},
+                                             std::vector<Array>* added = nullptr);
+
+// xla_rewrites of `f` (a jitted program) and of the shard_map calls in it,
+// which JAX compiles as part of the program (an eager shard_map runs op by
+// op, a pmap is rewritten always).
 std::shared_ptr<const Function> contract_program(std::shared_ptr<const Function> f,
-                                                 std::span<const Array> consts = {});
+                                                 std::span<const Array> consts = {},
+                                                 std::vector<Array>* added = nullptr);
 
 // A callee for `fn` (whose consts must already be params), compiled for `layout`.
 std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<Function> fn,

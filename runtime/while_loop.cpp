@@ -6,6 +6,7 @@
 
 #include "ir/contract.hpp"
 #include "lang/diag.hpp"
+#include "runtime/spmd_call.hpp"
 
 namespace pxl {
 
@@ -31,8 +32,8 @@ struct WhileExecutables {
     // Host executables: on a GPU platform the enclosing program copies a host
     // step's operands to the host first, and the loop's steps stay there.
     // XLA compiles a loop whole, with its multiply-adds contracted (ir/contract.hpp).
-    e->cond = make_executable(w.mode, w.cache, contract_multiply_adds(w.cond), layout, {});
-    e->body = make_executable(w.mode, w.cache, contract_multiply_adds(w.body), layout, {});
+    e->cond = make_executable(w.mode, w.cache, xla_rewrites(w.cond), layout, {});
+    e->body = make_executable(w.mode, w.cache, xla_rewrites(w.body), layout, {});
     e->everyone.num_participants = layout.participants();
     e->everyone.groups.emplace_back();
     for (int p = 0; p < layout.participants(); ++p) e->everyone.groups[0].push_back(p);

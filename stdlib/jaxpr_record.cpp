@@ -219,7 +219,7 @@ Value call_as_xla_program(InterpreterImpl& in, const std::string& name,
       return f(i2, call);
     });
     auto traced = std::make_shared<TracedFunction>(trace_function(in, body, args, Span{}, "jit"));
-    traced->fn = as_compiled(traced->fn, traced->consts);
+    compile_as_xla(*traced);
     cache_program(in, signature, traced);
     program = traced;
   }

@@ -103,13 +103,8 @@ bool has_effects(const Function& f) {
 
 const TracedFunction& lowered(JitEntry& e) {
   if (!e.lowered) {
-    std::shared_ptr<Function> fn = as_compiled(e.traced->fn, e.traced->consts);
-    if (fn == e.traced->fn) {
-      e.lowered = e.traced;
-    } else {
-      e.lowered = std::make_shared<TracedFunction>(*e.traced);
-      e.lowered->fn = fn;
-    }
+    auto t = std::make_shared<TracedFunction>(*e.traced);
+    e.lowered = compile_as_xla(*t) ? t : e.traced;
   }
   return *e.lowered;
 }
@@ -135,8 +130,9 @@ bool run_compiled(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> para
       e.compilable = false;
       return false;
     }
+    const TracedFunction& program = lowered(e); // (its rewrites may add constants)
     std::vector<Array> consts;
-    for (const Tensor& c : e.traced->consts) {
+    for (const Tensor& c : program.consts) {
       if (!c->concrete) {
         e.compilable = false;
         return false;
@@ -146,7 +142,7 @@ bool run_compiled(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> para
     SpmdLayout layout;
     layout.mesh.device_ids = {eager->device()};
     // The platform's: on CUDA the program runs on the GPU and its results stay there.
-    e.exe = in.platform().make_executable(ExecMode::Jit, lowered(e).fn, std::move(layout),
+    e.exe = in.platform().make_executable(ExecMode::Jit, program.fn, std::move(layout),
                                           std::move(consts));
     e.world = std::make_unique<CommWorld>(1, 1);
   }

@@ -143,9 +143,11 @@ struct VarOptions {
   std::optional<DType> dtype;
   std::optional<Tensor> where, mean;
   double correction = 0;
-  // Called eagerly: JAX's jitted _var then takes the correction as an
-  // argument, so the count is no constant and XLA divides by it.
-  bool eager = false;
+  // Called eagerly, JAX's jitted _var takes the correction as an argument: this
+  // scalar, a parameter of the traced program. The count less it is then no
+  // constant, and used twice (the division, and the test for a count <= 0),
+  // so XLA divides by it.
+  std::optional<Tensor> correction_arg;
 };
 Tensor var(OpContext& cx, const Tensor& x, const Axes& axes, bool keepdims = false,
            const VarOptions& options = {});

@@ -263,10 +263,22 @@ Tensor var(OpContext& cx, const Tensor& x0, const Axes& axes0, bool keepdims, co
     return np::where(cx, pos, r, constant(cx, Scalar::of_float(NAN), result));
   }
   double n = static_cast<double>(count(av(x0).shape, axes)) - o.correction;
-  // JAX's eager var passes the correction to its jitted body as an argument, so the
-  // count is not a constant there and XLA divides; traced inside jit, the count is
-  // a constant, whose division XLA rewrites as a multiply by its reciprocal.
-  if (cplx || !is_inexact(compute) || x0->concrete || o.eager)
+  if (o.correction_arg && is_inexact(compute)) { // JAX's _var, as it traces
+    Tensor normalizer = bind(cx, Op::Sub, {},
+                             {constant(cx, Scalar::of_float(n + o.correction), compute),
+                              convert(cx, *o.correction_arg, compute, false)});
+    OpAttrs to;
+    to.shape = av(ss).shape;
+    Tensor q =
+        bind(cx, Op::Div, {},
+             {ss, to.shape.empty() ? normalizer : bind(cx, Op::BroadcastInDim, to, {normalizer})});
+    Tensor pos = binary(cx, BinOp::Gt, normalizer, constant(cx, Scalar::of_int(0), compute));
+    return np::where(cx, pos, convert(cx, q, result, false),
+                     constant(cx, Scalar::of_float(NAN), result));
+  }
+  // Traced inside jit, the count is a constant, whose division XLA rewrites as
+  // a multiply by its reciprocal.
+  if (cplx || !is_inexact(compute) || x0->concrete)
     r = bind(cx, Op::Div, {}, {ss, fill(cx, av(ss).shape, Scalar::of_float(n), compute, false)});
   else
     r = bind(cx, Op::Mul, {}, {ss, reciprocal_of_count(cx, n, compute, av(ss))});

@@ -56,7 +56,7 @@ Value var_std(InterpreterImpl& in, const std::string& name, CallArgs& a) {
   Tensor x = T(in, r[0]);
   np::Axes axes = value_to_axes(r[1], name + "() axis");
   bool keepdims = r.get_bool(5, false);
-  o.eager = dynamic_cast<EagerContext*>(&in.ops()) != nullptr;
+  bool eager = dynamic_cast<EagerContext*>(&in.ops()) != nullptr;
   // JAX jits jnp.var and jnp.std: one XLA program, its sum of squares fused,
   // traced once per signature (not when `where` or `mean`, arrays, are given).
   std::string key;
@@ -67,11 +67,14 @@ Value var_std(InterpreterImpl& in, const std::string& name, CallArgs& a) {
            std::string(o.dtype ? dtype_name(*o.dtype) : "None") + " correction " +
            pxl::repr(Value::number(o.correction));
   }
-  return make_array(
-      as_xla_program(in, key, std::span(&x, 1), [&](OpContext& cx, std::span<const Tensor> p) {
-        Tensor v = np::var(cx, p[0], axes, keepdims, o);
-        return name == "std" ? np::unary(cx, np::UnOp::Sqrt, v) : v;
-      }));
+  std::vector<Tensor> args{x};
+  if (eager) args.push_back(np::scalar(in.ops(), Scalar::of_float(o.correction), DType::Float32));
+  return make_array(as_xla_program(in, key, args, [&](OpContext& cx, std::span<const Tensor> p) {
+    np::VarOptions traced = o;
+    if (p.size() > 1) traced.correction_arg = p[1];
+    Tensor v = np::var(cx, p[0], axes, keepdims, traced);
+    return name == "std" ? np::unary(cx, np::UnOp::Sqrt, v) : v;
+  }));
 }
 
 } // namespace

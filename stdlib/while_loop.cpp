@@ -634,7 +634,7 @@ void add_while_loop(Value& lax) {
     // With jax_debug_nans/infs the branch runs whole, as JAX's cond primitive:
     // only its outputs are checked, and the error names cond.
     auto* eager = dynamic_cast<EagerContext*>(&in.ops());
-    if (eager) t.fn = as_compiled(t.fn, t.consts); // JAX compiles the cond: one XLA program
+    if (eager) compile_as_xla(t); // JAX compiles the cond: one XLA program
     Value out;
     {
       FloatChecksOff unchecked(eager);

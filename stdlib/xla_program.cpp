@@ -35,11 +35,14 @@ ProgramCache& program_cache(InterpreterImpl& in) {
 
 } // namespace
 
-std::shared_ptr<Function> as_compiled(const std::shared_ptr<Function>& fn,
-                                      std::span<const Tensor> consts) {
-  std::vector<Array> values;
-  for (const Tensor& c : consts) values.push_back(c->concrete ? *c->concrete : Array());
-  return std::const_pointer_cast<Function>(contract_program(fn, values));
+bool compile_as_xla(TracedFunction& t) {
+  std::vector<Array> values, added;
+  for (const Tensor& c : t.consts) values.push_back(c->concrete ? *c->concrete : Array());
+  std::shared_ptr<const Function> fn = contract_program(t.fn, values, &added);
+  if (fn == t.fn) return false;
+  t.fn = std::const_pointer_cast<Function>(fn);
+  for (Array& a : added) t.consts.push_back(make_tensor(std::move(a)));
+  return true;
 }
 
 std::string program_signature(InterpreterImpl& in, const std::string& key,
@@ -108,7 +111,7 @@ Tensor as_xla_program(InterpreterImpl& in, const std::string& key, std::span<con
       traced->fn->results.push_back(tc.value_of(body(tc, params)));
       traced->consts = tc.captured_tensors();
     }
-    traced->fn = as_compiled(traced->fn, traced->consts);
+    compile_as_xla(*traced);
     cache_program(in, signature, traced);
     program = traced;
   }

@@ -19,10 +19,11 @@ class OpContext;
 struct TracedFunction;
 struct Value;
 
-// `fn` as XLA compiles it (contract_program: ir/contract.hpp, and the
-// shard_map calls in it), `consts` the tensors of fn->consts.
-std::shared_ptr<Function> as_compiled(const std::shared_ptr<Function>& fn,
-                                      std::span<const Tensor> consts);
+// `t` as XLA compiles it (contract_program: ir/simplify.hpp and
+// ir/contract.hpp, and the shard_map calls in it): its Function rewritten,
+// the constants the rewrites add appended to t.consts. False when nothing
+// changed.
+bool compile_as_xla(TracedFunction& t);
 
 // body(cx, args) as one program: called from eager code, traced into a
 // Function, contracted as XLA would, then run; from inside a trace it just

@@ -1,0 +1,457 @@
+#include "ir/simplify.hpp"
+
+#include <cmath>
+#include <map>
+#include <optional>
+
+#include "ir/constant_of.hpp"
+#include "ir/vma.hpp"
+#include "lang/diag.hpp"
+
+namespace pxl {
+
+namespace {
+
+bool simplifiable(DType d) { return d == DType::Float32 || d == DType::Float64; }
+
+// Ops XLA's constant folder evaluates when all their operands are constants.
+bool foldable(Op op) {
+  return is_elementwise(op) || op == Op::BroadcastInDim || op == Op::Reshape || op == Op::Transpose;
+}
+
+// One pass of the rewrites over a Function; run() repeats it to a fixed point.
+class Simplifier {
+public:
+  Simplifier(const Function& f, std::span<const Array> consts, std::vector<Array>* added)
+      : cur_(f), added_(added) {
+    const_values_.assign(consts.begin(), consts.end());
+    const_values_.resize(f.consts.size());
+  }
+
+  std::shared_ptr<const Function> run() {
+    // Dead instructions (a trace leaves some) must not count as uses.
+    size_t before = cur_.body.size();
+    remove_dead_code(cur_);
+    bool any = cur_.body.size() != before;
+    // (XLA's fixed point; a rewrite never undoes another, so few rounds do.)
+    for (int round = 0; round < 16 && one_round(); ++round) any = true;
+    if (!any) return nullptr;
+    return std::make_shared<Function>(std::move(cur_));
+  }
+
+private:
+  bool one_round() {
+    const Function in = cur_;
+    uses_.assign(in.values.size(), 0);
+    for (const Instr& i : in.body)
+      for (int o : i.operands) ++uses_[static_cast<size_t>(o)];
+    for (int r : in.results) ++uses_[static_cast<size_t>(r)];
+    out_ = in;
+    out_.body.clear();
+    subst_.assign(in.values.size(), -1);
+    const_.assign(in.values.size(), false);
+    for (int c : in.consts) const_[static_cast<size_t>(c)] = true;
+    for (IRValue& v : out_.values) v.producer = -1;
+    constants_.clear();
+    changed_ = false;
+    for (const Instr& i : in.body) process(i);
+    for (int& r : out_.results) r = resolve(r);
+    if (!changed_) return false;
+    remove_dead_code(out_);
+    cur_ = std::move(out_);
+    return true;
+  }
+
+  int resolve(int v) const {
+    while (static_cast<size_t>(v) < subst_.size() && subst_[static_cast<size_t>(v)] >= 0)
+      v = subst_[static_cast<size_t>(v)];
+    return v;
+  }
+
+  // (A copy: emitting grows the value table.)
+  AVal aval(int v) const { return out_.values[static_cast<size_t>(v)].aval; }
+
+  // The instruction defining `v` in the rewritten body, or null.
+  const Instr* def(int v) const {
+    int p = out_.values[static_cast<size_t>(v)].producer;
+    return p < 0 ? nullptr : &out_.body[static_cast<size_t>(p)];
+  }
+
+  // `v` with converts that only change the weak type skipped (XLA has no
+  // weak types: they are no ops there).
+  int look(int v) const {
+    for (const Instr* p = def(v);
+         p && p->op == Op::ConvertElementType && aval(p->operands[0]).dtype == aval(v).dtype;
+         p = def(v))
+      v = p->operands[0];
+    return v;
+  }
+
+  // The defining instruction of `v` (seen through weak-type converts) when it
+  // is `op`: a copy, as emitting grows the body it lives in.
+  std::optional<Instr> is(int v, Op op) const {
+    const Instr* p = def(look(v));
+    if (!p || p->op != op) return std::nullopt;
+    return *p;
+  }
+
+  bool one_use(int v) const {
+    return static_cast<size_t>(v) < uses_.size() && uses_[static_cast<size_t>(v)] == 1;
+  }
+  bool is_const(int v) const { return const_[static_cast<size_t>(look(v))]; }
+
+  // A scalar constant `v` is, or is a broadcast of: that scalar, else -1.
+  int scalar_const(int v) const {
+    v = look(v);
+    if (!const_[static_cast<size_t>(v)]) return -1;
+    if (aval(v).ndim() == 0) return v;
+    const Instr* p = def(v);
+    if (p && p->op == Op::BroadcastInDim && aval(p->operands[0]).ndim() == 0) return p->operands[0];
+    return -1;
+  }
+  // A constant that is no broadcast of a scalar (XLA's literal), of `v`'s shape.
+  bool plain_const(int v) const { return is_const(v) && scalar_const(v) < 0; }
+
+  // The one value all elements of constant `v` hold, when known.
+  std::optional<double> uniform(int v) const {
+    int k = constant_of(out_, look(v));
+    if (k < 0 || static_cast<size_t>(k) >= const_values_.size()) return std::nullopt;
+    const Array& c = const_values_[static_cast<size_t>(k)];
+    if (!c.defined() || c.size() == 0 || !is_floating(c.dtype())) return std::nullopt;
+    double x = c.get_f64(0);
+    for (int64_t i = 1; i < c.size(); ++i)
+      if (!(c.get_f64(i) == x)) return std::nullopt;
+    return x;
+  }
+  bool is_all(int v, double x) const {
+    std::optional<double> u = uniform(v);
+    return u && *u == x;
+  }
+
+  // Appends `op` (its type by the shape rule, its location that of `like`).
+  int emit(Op op, const OpAttrs& attrs, std::vector<int> operands, int like) {
+    std::vector<AVal> avals;
+    std::vector<AxisSet> vmas;
+    bool all_const = foldable(op);
+    for (int o : operands) {
+      avals.push_back(aval(o));
+      vmas.push_back(out_.values[static_cast<size_t>(o)].vma);
+      all_const = all_const && const_[static_cast<size_t>(o)];
+    }
+    IRValue v;
+    v.aval = infer(op, attrs, avals);
+    v.vma = infer_vma(op, vmas, 0);
+    v.loc = out_.values[static_cast<size_t>(like)].loc;
+    v.producer = static_cast<int>(out_.body.size());
+    int id = out_.add_value(std::move(v));
+    out_.body.push_back(Instr{op, attrs, std::move(operands), id});
+    const_.push_back(all_const);
+    subst_.push_back(-1);
+    return id;
+  }
+  int unary(Op op, int a, int like) { return emit(op, {}, {a}, like); }
+  int binary(Op op, int a, int b, int like) { return emit(op, {}, {a, b}, like); }
+
+  // A new scalar constant of dtype `d` (-1 when constants cannot be added).
+  int constant(double x, DType d) {
+    if (!added_) return -1;
+    auto key = std::make_pair(x, d);
+    if (auto it = constants_.find(key); it != constants_.end()) return it->second;
+    Array a = Array::scalar(Scalar::of_float(x), d);
+    IRValue v;
+    v.aval = AVal{d, {}, false};
+    int id = out_.add_value(std::move(v));
+    out_.consts.push_back(id);
+    const_.push_back(true);
+    subst_.push_back(-1);
+    const_values_.push_back(a);
+    added_->push_back(std::move(a));
+    constants_[key] = id;
+    return id;
+  }
+
+  // Scalar `s` broadcast to `shape` (itself when `shape` is rank 0).
+  int broadcast(int s, Shape shape, int like) {
+    if (shape.empty()) return s;
+    OpAttrs at;
+    at.shape = shape;
+    return emit(Op::BroadcastInDim, at, {s}, like);
+  }
+  // The constant `x` shaped as `like`, or -1.
+  int filled(double x, int like) {
+    int c = constant(x, aval(like).dtype);
+    return c < 0 ? -1 : broadcast(c, aval(like).shape, like);
+  }
+
+  // c1 `op` c2 for two constants of the result's shape: on the scalars when
+  // both are broadcasts of one, elementwise when neither is; else -1.
+  int fold(Op op, int c1, int c2, int like) {
+    int s1 = scalar_const(c1), s2 = scalar_const(c2);
+    if (s1 >= 0 && s2 >= 0) return broadcast(binary(op, s1, s2, like), aval(like).shape, like);
+    if (plain_const(c1) && plain_const(c2) && aval(c1).shape == aval(c2).shape &&
+        aval(c1).shape == aval(like).shape)
+      return binary(op, look(c1), look(c2), like);
+    return -1;
+  }
+  bool foldable_pair(int c1, int c2, int like) const {
+    Shape shape = aval(like).shape;
+    return (scalar_const(c1) >= 0 && scalar_const(c2) >= 0) ||
+           (plain_const(c1) && plain_const(c2) && aval(c1).shape == shape &&
+            aval(c2).shape == shape);
+  }
+  // -c for a constant: on its scalar when it is a broadcast of one.
+  int negated(int c, int like) {
+    int s = scalar_const(c);
+    if (s >= 0) return broadcast(unary(Op::Neg, s, like), aval(like).shape, like);
+    return unary(Op::Neg, look(c), like);
+  }
+
+  // ---- the handlers; each returns the value replacing `in`, or -1 ----
+
+  int multiply(const Instr& in) {
+    int a = in.operands[0], b = in.operands[1], r = in.result;
+    if (is_all(b, 1.0)) return a;
+    if (is_all(a, 1.0)) return b;
+    // (a * c1) * c2 -> a * (c1 * c2), any operand order.
+    for (auto [x, c2] : {std::pair{a, b}, std::pair{b, a}}) {
+      if (!is_const(c2)) continue;
+      if (auto m = is(x, Op::Mul))
+        for (auto [y, c1] :
+             {std::pair{m->operands[0], m->operands[1]}, std::pair{m->operands[1], m->operands[0]}})
+          if (!is_const(y) && is_const(c1) && foldable_pair(c1, c2, r))
+            return binary(Op::Mul, y, fold(Op::Mul, c1, c2, r), r);
+    }
+    // (x * c1) * (y * c2) -> (x * y) * (c1 * c2) for scalars.
+    if (aval(r).ndim() == 0)
+      if (auto m1 = is(a, Op::Mul))
+        if (auto m2 = is(b, Op::Mul)) {
+          int x = m1->operands[0], c1 = m1->operands[1], y = m2->operands[0], c2 = m2->operands[1];
+          if (is_const(x)) std::swap(x, c1);
+          if (is_const(y)) std::swap(y, c2);
+          if (!is_const(x) && !is_const(y) && is_const(c1) && is_const(c2))
+            return binary(Op::Mul, binary(Op::Mul, x, y, r), fold(Op::Mul, c1, c2, r), r);
+        }
+    // (a * c) * broadcast(b) -> a * broadcast(b * c), c a scalar constant.
+    for (auto [x, bb] : {std::pair{a, b}, std::pair{b, a}}) {
+      auto m = is(x, Op::Mul);
+      auto bc = is(bb, Op::BroadcastInDim);
+      if (!m || !bc || is_const(bc->operands[0])) continue;
+      for (auto [y, c] :
+           {std::pair{m->operands[0], m->operands[1]}, std::pair{m->operands[1], m->operands[0]}}) {
+        int s = scalar_const(c);
+        if (is_const(y) || s < 0) continue;
+        int b0 = bc->operands[0];
+        int scaled = binary(Op::Mul, b0, broadcast(s, aval(b0).shape, b0), b0);
+        return binary(Op::Mul, y, emit(Op::BroadcastInDim, bc->attrs, {scaled}, r), r);
+      }
+    }
+    if (auto e1 = is(a, Op::Exp))
+      if (auto e2 = is(b, Op::Exp))
+        return unary(Op::Exp, binary(Op::Add, e1->operands[0], e2->operands[0], r), r);
+    // convert(pred) * x -> select(pred, x, 0)
+    for (auto [m, x] : {std::pair{a, b}, std::pair{b, a}}) {
+      std::optional<Instr> cv = is(m, Op::ConvertElementType);
+      if (!cv || aval(cv->operands[0]).dtype != DType::Bool) continue;
+      int zero = filled(0.0, r);
+      if (zero >= 0) return emit(Op::Select, {}, {cv->operands[0], x, zero}, r);
+    }
+    return -1;
+  }
+
+  int add(const Instr& in) {
+    int a = in.operands[0], b = in.operands[1], r = in.result;
+    if (is_all(b, 0.0)) return a;
+    if (is_all(a, 0.0)) return b;
+    for (auto [x, c2] : {std::pair{a, b}, std::pair{b, a}}) {
+      if (!is_const(c2)) continue;
+      // (a + c1) + c2 -> a + (c1 + c2)
+      if (auto s = is(x, Op::Add))
+        for (auto [y, c1] :
+             {std::pair{s->operands[0], s->operands[1]}, std::pair{s->operands[1], s->operands[0]}})
+          if (!is_const(y) && is_const(c1) && foldable_pair(c1, c2, r))
+            return binary(Op::Add, y, fold(Op::Add, c1, c2, r), r);
+      // (c1 - a) + c2 -> (c1 + c2) - a
+      if (auto s = is(x, Op::Sub)) {
+        int c1 = s->operands[0], y = s->operands[1];
+        if (!is_const(y) && is_const(c1) && foldable_pair(c1, c2, r))
+          return binary(Op::Sub, fold(Op::Add, c1, c2, r), y, r);
+      }
+    }
+    return -1;
+  }
+
+  int subtract(const Instr& in) {
+    int a = in.operands[0], b = in.operands[1], r = in.result;
+    if (is_all(b, 0.0)) return a;
+    // a - c -> a + (-c): the constant then folds into a sum around it.
+    if (!is_const(a) && is_const(b) && foldable_pair(b, b, r))
+      return binary(Op::Add, a, negated(b, r), r);
+    return -1;
+  }
+
+  int divide(const Instr& in) {
+    int a = in.operands[0], b = in.operands[1], r = in.result;
+    if (is_all(b, 1.0)) return a;
+    auto e2 = is(b, Op::Exp);
+    if (e2) {
+      if (auto e1 = is(a, Op::Exp))
+        return unary(Op::Exp, binary(Op::Sub, e1->operands[0], e2->operands[0], r), r);
+      return binary(Op::Mul, a, unary(Op::Exp, unary(Op::Neg, e2->operands[0], r), r), r);
+    }
+    if (auto p = is(b, Op::Pow))
+      return binary(Op::Mul, a,
+                    binary(Op::Pow, p->operands[0], unary(Op::Neg, p->operands[1], r), r), r);
+    for (auto [root, inverse] : {std::pair{Op::Sqrt, Op::Rsqrt}, std::pair{Op::Rsqrt, Op::Sqrt}})
+      if (auto p = is(b, root); p && one_use(look(b)))
+        return binary(Op::Mul, a, unary(inverse, p->operands[0], r), r);
+    // a / c -> a * (1 / c)
+    if (!is_const(a) && is_const(b) && foldable_pair(b, b, r)) {
+      int s = scalar_const(b), one = constant(1.0, aval(r).dtype);
+      if (one < 0) return -1;
+      int inv = s >= 0 ? broadcast(binary(Op::Div, one, s, r), aval(r).shape, r)
+                       : binary(Op::Div, broadcast(one, aval(r).shape, r), look(b), r);
+      return binary(Op::Mul, a, inv, r);
+    }
+    // a / broadcast(b) -> a * broadcast(1 / b)
+    if (auto bc = is(b, Op::BroadcastInDim); bc && one_use(bc->operands[0])) {
+      int b0 = bc->operands[0], one = filled(1.0, b0);
+      if (one < 0) return -1;
+      int inv = binary(Op::Div, one, b0, b0);
+      return binary(Op::Mul, a, emit(Op::BroadcastInDim, bc->attrs, {inv}, r), r);
+    }
+    auto da = is(a, Op::Div);
+    auto db = is(b, Op::Div);
+    if (da && db) // (a / b) / (c / d) -> (a * d) / (b * c)
+      return binary(Op::Div, binary(Op::Mul, da->operands[0], db->operands[1], r),
+                    binary(Op::Mul, da->operands[1], db->operands[0], r), r);
+    if (da) // (a / b) / c -> a / (b * c)
+      return binary(Op::Div, da->operands[0], binary(Op::Mul, da->operands[1], b, r), r);
+    if (db) // a / (b / c) -> (a * c) / b
+      return binary(Op::Div, binary(Op::Mul, a, db->operands[1], r), db->operands[0], r);
+    return -1;
+  }
+
+  int power(const Instr& in) {
+    int a = in.operands[0], b = in.operands[1], r = in.result;
+    std::optional<double> y = uniform(b);
+    if (y && *y == 0) return filled(1.0, r);
+    if (y && *y == 1) return a;
+    if (auto e = is(a, Op::Exp)) return unary(Op::Exp, binary(Op::Mul, e->operands[0], b, r), r);
+    if (y && *y == 2) return binary(Op::Mul, a, a, r);
+    if (y && *y == 3) return binary(Op::Mul, a, binary(Op::Mul, a, a, r), r);
+    if (y && *y == -1) {
+      int one = filled(1.0, r);
+      return one < 0 ? -1 : binary(Op::Div, one, a, r);
+    }
+    // (LLVM's, as it compiles XLA's pow by a constant: a square root, with
+    // pow's values at -0 and -inf.)
+    if (y && *y == 0.5) {
+      int inf = filled(INFINITY, r), minus_inf = filled(-INFINITY, r);
+      if (inf < 0) return -1;
+      int root = unary(Op::Abs, unary(Op::Sqrt, a, r), r);
+      return emit(Op::Select, {}, {binary(Op::Eq, a, minus_inf, r), inf, root}, r);
+    }
+    return -1;
+  }
+
+  int log(const Instr& in) {
+    int a = in.operands[0], r = in.result;
+    if (auto e = is(a, Op::Exp)) return e->operands[0];
+    for (auto [root, half] : {std::pair{Op::Sqrt, 0.5}, std::pair{Op::Rsqrt, -0.5}})
+      if (auto p = is(a, root)) {
+        int h = filled(half, r);
+        if (h >= 0) return binary(Op::Mul, unary(Op::Log, p->operands[0], r), h, r);
+      }
+    if (auto p = is(a, Op::Pow)) {
+      int x = p->operands[0], y = p->operands[1], zero = filled(0.0, r);
+      if (zero < 0) return -1;
+      int logs = binary(Op::Mul, unary(Op::Log, unary(Op::Abs, x, r), r), y, r);
+      return emit(Op::Select, {}, {binary(Op::Eq, y, zero, r), zero, logs}, r);
+    }
+    return -1;
+  }
+
+  int square_root(const Instr& in) {
+    auto m = is(in.operands[0], Op::Mul);
+    if (m && m->operands[0] == m->operands[1]) return unary(Op::Abs, m->operands[0], in.result);
+    return -1;
+  }
+
+  int rewrite(const Instr& in) {
+    switch (in.op) {
+    case Op::Mul:
+      return multiply(in);
+    case Op::Add:
+      return add(in);
+    case Op::Sub:
+      return subtract(in);
+    case Op::Div:
+      return divide(in);
+    case Op::Pow:
+      return power(in);
+    case Op::Log:
+      return log(in);
+    case Op::Sqrt:
+      return square_root(in);
+    default:
+      return -1;
+    }
+  }
+
+  void process(const Instr& orig) {
+    Instr in = orig;
+    for (int& o : in.operands) o = resolve(o);
+    if (in.nresults == 1 && simplifiable(aval(in.result).dtype)) {
+      int by = -1;
+      try {
+        by = rewrite(in);
+      } catch (const Error&) { // a rewrite the shape rules refuse is not made
+        by = -1;
+      }
+      if (by >= 0) {
+        AVal want = aval(in.result);
+        if (aval(by).dtype != want.dtype || aval(by).shape != want.shape) {
+          by = -1; // (never: each rewrite keeps the type)
+        } else if (aval(by).weak != want.weak) {
+          OpAttrs conv;
+          conv.dtype = want.dtype;
+          conv.weak = want.weak;
+          by = emit(Op::ConvertElementType, conv, {by}, in.result);
+        }
+      }
+      if (by >= 0) {
+        subst_[static_cast<size_t>(in.result)] = by;
+        changed_ = true;
+        return;
+      }
+    }
+    bool all_const = foldable(in.op);
+    for (int o : in.operands) all_const = all_const && const_[static_cast<size_t>(o)];
+    for (int k = 0; k < in.nresults; ++k) {
+      out_.values[static_cast<size_t>(in.result + k)].producer = static_cast<int>(out_.body.size());
+      const_[static_cast<size_t>(in.result + k)] = all_const && in.nresults == 1;
+    }
+    out_.body.push_back(std::move(in));
+  }
+
+  Function cur_;
+  std::vector<Array>* added_;
+  std::vector<Array> const_values_; // of cur_.consts, in order
+  Function out_;
+  std::vector<int> uses_;  // in the round's input
+  std::vector<int> subst_; // value -> the value replacing it, or -1
+  std::vector<char> const_;
+  std::map<std::pair<double, DType>, int> constants_;
+  bool changed_ = false;
+};
+
+} // namespace
+
+std::shared_ptr<const Function> simplify_algebra(std::shared_ptr<const Function> f,
+                                                 std::span<const Array> consts,
+                                                 std::vector<Array>* added) {
+  std::shared_ptr<const Function> out = Simplifier(*f, consts, added).run();
+  return out ? out : f;
+}
+
+} // namespace pxl

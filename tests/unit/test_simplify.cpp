@@ -1,0 +1,205 @@
+// XLA's algebraic simplifier in a jitted program (ir/simplify.hpp, ir/cse.hpp): which
+// rewrites are made, and where XLA's conditions (a root used once, a scalar
+// constant, a constant to add) keep the op as it is.
+#include <catch2/catch.hpp>
+
+#include "ir/cse.hpp"
+#include "ir/simplify.hpp"
+#include "runtime/array.hpp"
+
+using namespace pxl;
+
+namespace {
+
+struct Simplified {
+  std::string text;
+  std::vector<Array> added;
+};
+
+Simplified simplified(const std::string& text, std::vector<Array> consts = {},
+                      bool may_add = true) {
+  auto f = std::make_shared<const Function>(parse_function(text));
+  Simplified s;
+  auto out = simplify_algebra(f, consts, may_add ? &s.added : nullptr);
+  s.text = print_function(*out, false);
+  CHECK(verify_function(*out).empty());
+  CHECK(out->consts.size() == f->consts.size() + s.added.size());
+  CHECK_NOTHROW(parse_function(s.text)); // valid IR text
+  return s;
+}
+
+bool has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+Array f32(float v) { return Array::scalar(Scalar::of_float(v), DType::Float32); }
+
+} // namespace
+
+TEST_CASE("simplify: a division by a root multiplies by the other root", "[simplify]") {
+  auto s = simplified(R"(func @f(%0: f32[4], %1: f32[4]) -> (f32[4]) {
+  %2 = sqrt %1 : f32[4]
+  %3 = div %0, %2 : f32[4]
+  return %3
+})");
+  CHECK(has(s.text, "rsqrt %1"));
+  CHECK(!has(s.text, "div"));
+  CHECK(!has(s.text, "= sqrt %1"));
+
+  // The root used again stays a division (XLA's one-use condition).
+  auto twice = simplified(R"(func @f(%0: f32[4], %1: f32[4]) -> (f32[4], f32[4]) {
+  %2 = sqrt %1 : f32[4]
+  %3 = div %0, %2 : f32[4]
+  return %3, %2
+})");
+  CHECK(has(twice.text, "div %0, %2"));
+
+  // 1 / broadcast(sqrt(v)), as jnp's division by a broadcast leaves it, is rsqrt(v).
+  auto bc = simplified(R"(func @f(%0: f32[4,3], %1: f32[4,1]) consts(%2: f32[]) -> (f32[4,3]) {
+  %3 = sqrt %1 : f32[4,1]
+  %4 = broadcast_in_dim[shape=(4, 1) dims=[]] %2 : f32[4,1]
+  %5 = div %4, %3 : f32[4,1]
+  %6 = broadcast_in_dim[shape=(4, 3) dims=[0, 1]] %5 : f32[4,3]
+  %7 = mul %0, %6 : f32[4,3]
+  return %7
+})",
+                       {f32(1)});
+  CHECK(has(bc.text, "rsqrt %1"));
+  CHECK(!has(bc.text, "div"));
+}
+
+TEST_CASE("simplify: constants fold across ops as XLA reassociates them", "[simplify]") {
+  // (a * c1) * c2 -> a * (c1 * c2) on the scalars, then one broadcast.
+  auto mul = simplified(R"(func @f(%0: f32[4]) consts(%1: f32[], %2: f32[]) -> (f32[4]) {
+  %3 = broadcast_in_dim[shape=(4,) dims=[]] %1 : f32[4]
+  %4 = mul %0, %3 : f32[4]
+  %5 = broadcast_in_dim[shape=(4,) dims=[]] %2 : f32[4]
+  %6 = mul %5, %4 : f32[4]
+  return %6
+})",
+                        {f32(0.3f), f32(0.7f)});
+  CHECK(has(mul.text, "mul %1, %2 : f32[]"));
+  CHECK(!has(mul.text, "mul %0, %3"));
+
+  // a - c1 + c2 -> a + (-c1 + c2); (c1 - a) + c2 -> (c1 + c2) - a.
+  auto add = simplified(R"(func @f(%0: f32[4]) consts(%1: f32[], %2: f32[]) -> (f32[4], f32[4]) {
+  %3 = broadcast_in_dim[shape=(4,) dims=[]] %1 : f32[4]
+  %4 = sub %0, %3 : f32[4]
+  %5 = broadcast_in_dim[shape=(4,) dims=[]] %2 : f32[4]
+  %6 = add %4, %5 : f32[4]
+  %7 = sub %3, %0 : f32[4]
+  %8 = add %7, %5 : f32[4]
+  return %6, %8
+})",
+                        {f32(0.3f), f32(0.7f)});
+  CHECK(has(add.text, "neg %1"));
+  CHECK(has(add.text, "add %1, %2 : f32[]"));
+  CHECK(!has(add.text, "sub %0"));
+
+  // A constant times a non-constant stays: nothing to fold.
+  auto keep = simplified(R"(func @f(%0: f32[4], %1: f32[4]) consts(%2: f32[]) -> (f32[4]) {
+  %3 = broadcast_in_dim[shape=(4,) dims=[]] %2 : f32[4]
+  %4 = mul %0, %3 : f32[4]
+  %5 = mul %4, %1 : f32[4]
+  return %5
+})",
+                         {f32(0.3f)});
+  CHECK(has(keep.text, "%5 = mul %4, %1"));
+}
+
+TEST_CASE("simplify: divisions by constants and broadcasts multiply by reciprocals", "[simplify]") {
+  auto s = simplified(R"(func @f(%0: f32[3], %1: f32[]) consts(%2: f32[3]) -> (f32[3], f32[3]) {
+  %3 = div %0, %2 : f32[3]
+  %4 = broadcast_in_dim[shape=(3,) dims=[]] %1 : f32[3]
+  %5 = div %0, %4 : f32[3]
+  return %3, %5
+})",
+                      {Array(DType::Float32, {3})});
+  CHECK(!has(s.text, "div %0"));
+  REQUIRE(s.added.size() == 1); // the constant 1
+  CHECK(s.added[0].get_f64(0) == 1.0);
+
+  // Without room for a new constant, neither is made.
+  auto none = simplified(R"(func @f(%0: f32[3], %1: f32[]) -> (f32[3]) {
+  %2 = broadcast_in_dim[shape=(3,) dims=[]] %1 : f32[3]
+  %3 = div %0, %2 : f32[3]
+  return %3
+})",
+                         {}, false);
+  CHECK(has(none.text, "div %0, %2"));
+
+  // A divisor broadcast from a value used twice stays a division (XLA's condition).
+  auto twice = simplified(R"(func @f(%0: f32[3], %1: f32[]) -> (f32[3], f32[]) {
+  %2 = broadcast_in_dim[shape=(3,) dims=[]] %1 : f32[3]
+  %3 = div %0, %2 : f32[3]
+  %4 = neg %1 : f32[]
+  return %3, %4
+})");
+  CHECK(has(twice.text, "div %0, %2"));
+}
+
+TEST_CASE("simplify: exp, log and pow identities; ints and dead code", "[simplify]") {
+  auto s = simplified(R"(func @f(%0: f64[2], %1: f64[2]) -> (f64[2], f64[2], f64[2]) {
+  %2 = exp %0 : f64[2]
+  %3 = log %2 : f64[2]
+  %4 = exp %1 : f64[2]
+  %5 = mul %2, %4 : f64[2]
+  %6 = div %0, %4 : f64[2]
+  return %3, %5, %6
+})");
+  CHECK(has(s.text, "return %0,"));
+  CHECK(has(s.text, "add %0, %1"));
+  CHECK(has(s.text, "neg %1"));
+
+  auto pow = simplified(R"(func @f(%0: f32[2]) consts(%1: f32[], %2: f32[]) -> (f32[2], f32[2]) {
+  %3 = broadcast_in_dim[shape=(2,) dims=[]] %1 : f32[2]
+  %4 = pow %0, %3 : f32[2]
+  %5 = broadcast_in_dim[shape=(2,) dims=[]] %2 : f32[2]
+  %6 = pow %0, %5 : f32[2]
+  return %4, %6
+})",
+                        {f32(2), f32(0.5f)});
+  CHECK(has(pow.text, "mul %0, %0"));
+  CHECK(has(pow.text, "sqrt %0"));
+  CHECK(!has(pow.text, "pow"));
+
+  // Integers are left alone; a function with nothing to rewrite is returned as is.
+  auto f = std::make_shared<const Function>(parse_function(R"(func @f(%0: i32[2]) -> (i32[2]) {
+  %1 = mul %0, %0 : i32[2]
+  %2 = div %1, %0 : i32[2]
+  return %2
+})"));
+  std::vector<Array> added;
+  CHECK(simplify_algebra(f, {}, &added) == f);
+}
+
+TEST_CASE("cse: a repeated op and equal constants are computed once", "[simplify]") {
+  auto f = std::make_shared<const Function>(
+      parse_function(R"(func @f(%0: f32[4], %1: f32[4]) consts(%2: f32[], %3: f32[]) -> (f32[4]) {
+  %4 = sub %0, %1 : f32[4]
+  %5 = sub %0, %1 : f32[4]
+  %6 = mul %4, %5 : f32[4]
+  %7 = broadcast_in_dim[shape=(4,) dims=[]] %2 : f32[4]
+  %8 = broadcast_in_dim[shape=(4,) dims=[]] %3 : f32[4]
+  %9 = add %6, %7 : f32[4]
+  %10 = add %9, %8 : f32[4]
+  return %10
+})"));
+  std::vector<Array> consts{f32(1.5f), f32(1.5f)};
+  auto out = eliminate_common_subexpressions(f, consts);
+  std::string text = print_function(*out, false);
+  CHECK(verify_function(*out).empty());
+  CHECK(has(text, "mul %4, %4"));
+  CHECK(has(text, "add %9, %7"));
+  // Different constants, or nothing repeated: the function as it was.
+  std::vector<Array> other{f32(1.5f), f32(2.5f)};
+  auto g = std::make_shared<const Function>(
+      parse_function(R"(func @f(%0: f32[4]) consts(%1: f32[], %2: f32[]) -> (f32[4]) {
+  %3 = broadcast_in_dim[shape=(4,) dims=[]] %1 : f32[4]
+  %4 = broadcast_in_dim[shape=(4,) dims=[]] %2 : f32[4]
+  %5 = add %0, %3 : f32[4]
+  %6 = add %5, %4 : f32[4]
+  return %6
+})"));
+  CHECK(eliminate_common_subexpressions(g, other) == g);
+}
