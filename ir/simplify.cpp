@@ -1,5 +1,6 @@
 #include "ir/simplify.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -377,8 +378,31 @@ private:
     return -1;
   }
 
+  // reduce(reduce(x, a), b) -> reduce(x, a and b): one reduction, in the order
+  // XLA's reduce then takes over all those axes.
+  int reduce(const Instr& in) {
+    auto inner = is(in.operands[0], in.op);
+    if (!inner || aval(inner->operands[0]).dtype != aval(in.result).dtype) return -1;
+    int rank = aval(inner->operands[0]).ndim();
+    std::vector<int64_t> kept;
+    for (int64_t d = 0; d < rank; ++d)
+      if (std::find(inner->attrs.axes.begin(), inner->attrs.axes.end(), d) ==
+          inner->attrs.axes.end())
+        kept.push_back(d);
+    OpAttrs merged;
+    merged.axes = inner->attrs.axes;
+    for (int64_t b : in.attrs.axes) merged.axes.push_back(kept[static_cast<size_t>(b)]);
+    std::sort(merged.axes.begin(), merged.axes.end());
+    return emit(in.op, merged, {inner->operands[0]}, in.result);
+  }
+
   int rewrite(const Instr& in) {
     switch (in.op) {
+    case Op::ReduceSum:
+    case Op::ReduceProd:
+    case Op::ReduceMax:
+    case Op::ReduceMin:
+      return reduce(in);
     case Op::Mul:
       return multiply(in);
     case Op::Add:
