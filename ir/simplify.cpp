@@ -378,9 +378,52 @@ private:
     return -1;
   }
 
+  // sum(broadcast(x)) over only axes the broadcast added -> broadcast(x * n),
+  // n the number of terms (XLA's; a sum of n copies would round n times).
+  int sum_of_broadcast(const Instr& in) {
+    auto bc = is(in.operands[0], Op::BroadcastInDim);
+    if (!bc) return -1;
+    int x = bc->operands[0], r = in.result;
+    Shape xs = aval(x).shape, out = bc->attrs.shape;
+    std::vector<bool> reduced(out.size(), false);
+    for (int64_t a : in.attrs.axes) reduced[static_cast<size_t>(a)] = true;
+    double n = 1;
+    for (size_t o = 0; o < out.size(); ++o)
+      if (reduced[o]) n *= static_cast<double>(out[o]);
+    // The operand's dimensions that stay, and where each lands in the result.
+    Shape kept_shape;
+    std::vector<int64_t> lands;
+    for (size_t j = 0; j < xs.size(); ++j) {
+      size_t o = static_cast<size_t>(bc->attrs.axes[j]);
+      if (reduced[o]) {
+        if (xs[j] != 1) return -1; // a dimension of x itself is summed
+        continue;
+      }
+      kept_shape.push_back(xs[j]);
+      int64_t at = 0;
+      for (size_t k = 0; k < o; ++k) at += reduced[k] ? 0 : 1;
+      lands.push_back(at);
+    }
+    int c = constant(n, aval(r).dtype);
+    if (c < 0) return -1;
+    if (kept_shape != xs) {
+      OpAttrs to;
+      to.shape = kept_shape;
+      x = emit(Op::Reshape, to, {x}, x);
+    }
+    int scaled = binary(Op::Mul, x, broadcast(c, kept_shape, x), x);
+    if (kept_shape == aval(r).shape) return scaled;
+    OpAttrs to;
+    to.shape = aval(r).shape;
+    to.axes = lands;
+    return emit(Op::BroadcastInDim, to, {scaled}, r);
+  }
+
   // reduce(reduce(x, a), b) -> reduce(x, a and b): one reduction, in the order
   // XLA's reduce then takes over all those axes.
   int reduce(const Instr& in) {
+    if (in.op == Op::ReduceSum)
+      if (int by = sum_of_broadcast(in); by >= 0) return by;
     auto inner = is(in.operands[0], in.op);
     if (!inner || aval(inner->operands[0]).dtype != aval(in.result).dtype) return -1;
     int rank = aval(inner->operands[0]).ndim();
@@ -396,7 +439,25 @@ private:
     return emit(in.op, merged, {inner->operands[0]}, in.result);
   }
 
+  // op(broadcast(s1), broadcast(s2)) of two scalars -> broadcast(op(s1, s2)):
+  // XLA sinks broadcasts below elementwise ops, which exposes the scalars to
+  // the rules above (a mean of a broadcast scalar folds its count away).
+  int sink_broadcasts(const Instr& in) {
+    if (aval(in.result).ndim() == 0) return -1;
+    std::vector<int> scalars;
+    for (int o : in.operands) {
+      auto bc = is(o, Op::BroadcastInDim);
+      if (!bc || aval(bc->operands[0]).ndim() != 0) return -1;
+      scalars.push_back(bc->operands[0]);
+    }
+    return broadcast(emit(in.op, in.attrs, scalars, in.result), aval(in.result).shape, in.result);
+  }
+
   int rewrite(const Instr& in) {
+    // (Not divisions: a / broadcast(b) is the reciprocal rule's.)
+    if (in.op == Op::Add || in.op == Op::Sub || in.op == Op::Mul || in.op == Op::Max ||
+        in.op == Op::Min)
+      if (int by = sink_broadcasts(in); by >= 0) return by;
     switch (in.op) {
     case Op::ReduceSum:
     case Op::ReduceProd:

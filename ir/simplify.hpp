@@ -19,6 +19,7 @@
 //   log(exp(a)) -> a   log(sqrt(a)) -> log(a) * 0.5   log(rsqrt(a)) -> log(a) * -0.5
 //   sqrt(a * a) -> abs(a)   a * 1, a + 0, a - 0 -> a
 //   reduce(reduce(x, axes1), axes2) -> reduce(x, both)   (sum, prod, max, min)
+//   sum(broadcast(x)) over axes the broadcast added -> broadcast(x * n)
 //
 // C: a constant (captured values, and ops on them only), or a broadcast of a
 // scalar one. Constants the rewrites combine are computed by ops of the
