@@ -203,3 +203,40 @@ TEST_CASE("cse: a repeated op and equal constants are computed once", "[simplify
 })"));
   CHECK(eliminate_common_subexpressions(g, other) == g);
 }
+
+TEST_CASE("simplify: reductions of reductions and of broadcasts", "[simplify]") {
+  // sum(sum(x, 1), 0) is one sum over both axes.
+  auto merged = simplified(R"(func @f(%0: f32[4,3,2]) -> (f32[2]) {
+  %1 = reduce_sum[axes=[1]] %0 : f32[4,2]
+  %2 = reduce_sum[axes=[0]] %1 : f32[2]
+  return %2
+})");
+  CHECK(has(merged.text, "reduce_sum[axes=[0, 1]] %0 : f32[2]"));
+
+  // A sum over the axes a broadcast added is the value times their count.
+  auto bcast = simplified(R"(func @f(%0: f32[3]) -> (f32[3]) {
+  %1 = broadcast_in_dim[shape=(5, 3) dims=[1]] %0 : f32[5,3]
+  %2 = reduce_sum[axes=[0]] %1 : f32[3]
+  return %2
+})");
+  CHECK(!has(bcast.text, "reduce_sum"));
+  REQUIRE(bcast.added.size() == 1);
+  CHECK(bcast.added[0].get_f64(0) == 5.0);
+
+  // ... but not when it also sums a dimension of the value itself.
+  auto own = simplified(R"(func @f(%0: f32[3]) -> (f32[]) {
+  %1 = broadcast_in_dim[shape=(5, 3) dims=[1]] %0 : f32[5,3]
+  %2 = reduce_sum[axes=[0, 1]] %1 : f32[]
+  return %2
+})");
+  CHECK(has(own.text, "reduce_sum[axes=[0, 1]]"));
+
+  // Two broadcast scalars: the op on the scalars, broadcast once.
+  auto sink = simplified(R"(func @f(%0: f32[], %1: f32[]) -> (f32[4]) {
+  %2 = broadcast_in_dim[shape=(4,) dims=[]] %0 : f32[4]
+  %3 = broadcast_in_dim[shape=(4,) dims=[]] %1 : f32[4]
+  %4 = add %2, %3 : f32[4]
+  return %4
+})");
+  CHECK(has(sink.text, "add %0, %1 : f32[]"));
+}
