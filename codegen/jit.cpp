@@ -146,6 +146,19 @@ void write_file_atomic(const std::string& dir, const std::string& name,
   if (ec) std::filesystem::remove(tmp, ec);
 }
 
+// A value that could never be allocated fails when the program runs; it is
+// refused before the plans below multiply its size into byte counts, which
+// would overflow (an (2**31, 2**31) float32 array has 2**64 bytes).
+void refuse_huge_values(const Function& f) {
+  constexpr int64_t kMaxBytes = int64_t{1} << 48;
+  for (const IRValue& v : f.values) {
+    const AVal& a = v.aval; // (its size fits in int64: infer refuses larger)
+    if (a.size() > kMaxBytes / static_cast<int64_t>(dtype_size(a.dtype)))
+      throw Error(ErrCode::Value, "array of shape " + shape_str(a.shape) + " and dtype " +
+                                      dtype_name(a.dtype) + " is too large");
+  }
+}
+
 } // namespace
 
 std::string default_disk_cache_dir() {
@@ -258,6 +271,7 @@ std::shared_ptr<const CompiledProgram> CodeCache::compile(const Function& f) {
   auto prog = std::make_shared<CompiledProgram>();
   {
     ScopedPhase t(I.opts.times, "codegen: fusion plan");
+    refuse_huge_values(f);
     prog->plan = plan_kernels(f);
     prog->buffers = plan_buffers(f, prog->plan);
   }

@@ -599,9 +599,8 @@ AVal linalg(Op op, const OpAttrs& a, std::span<const AVal> in) {
   fail(ErrCode::Internal, op, "not a linalg op");
 }
 
-} // namespace
-
-AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
+// The rules of infer() below, before its check of the result's size.
+AVal infer_unchecked(Op op, const OpAttrs& a, std::span<const AVal> in) {
   int arity = op_arity(op);
   if (arity >= 0 && static_cast<int>(in.size()) != arity)
     fail(ErrCode::Arguments, op,
@@ -801,6 +800,22 @@ AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
   }
   }
   fail(ErrCode::Internal, op, "no shape rule");
+}
+
+} // namespace
+
+// A result whose element count (its nonzero extents', when it is empty) does
+// not fit in int64 is refused, as XLA refuses it ("overflow in static extent
+// product"): every later size computation (shape_size, buffer plans) can then
+// multiply extents without overflowing.
+AVal infer(Op op, const OpAttrs& a, std::span<const AVal> in) {
+  AVal r = infer_unchecked(op, a, in);
+  int64_t n = 1;
+  for (int64_t d : r.shape)
+    if (d > 0 && __builtin_mul_overflow(n, d, &n))
+      throw Error(ErrCode::Value, "array of shape " + shape_str(r.shape) + " and dtype " +
+                                      dtype_name(r.dtype) + " is too large");
+  return r;
 }
 
 std::vector<AVal> infer_results(Op op, const OpAttrs& attrs, std::span<const AVal> inputs) {

@@ -28,8 +28,17 @@ size_t checked_nbytes(DType dtype, const Shape& shape) {
       throw Error(ErrCode::Value,
                   "negative dimension " + std::to_string(d) + " in shape " + shape_str(shape));
   // An empty array is empty whatever its other dimensions (JAX makes (2**40, 0)):
-  // checking the running product first refused it when the 0 came last.
-  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
+  // checking the running product first refused it when the 0 came last. Its
+  // other extents' product must still fit in int64, as XLA's does (an array's
+  // size is computed before its zero is seen).
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) {
+    int64_t count = 1;
+    for (int64_t d : shape)
+      if (d > 0 && __builtin_mul_overflow(count, d, &count))
+        throw Error(ErrCode::Value, "array of shape " + shape_str(shape) + " and dtype " +
+                                        dtype_name(dtype) + " is too large");
+    return 0;
+  }
   for (int64_t d : shape) {
     if (n > kMaxBytes / static_cast<size_t>(d))
       throw Error(ErrCode::Value, "array of shape " + shape_str(shape) + " and dtype " +

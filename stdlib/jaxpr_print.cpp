@@ -648,7 +648,10 @@ struct Printer {
       std::vector<std::string> taken;
       for (size_t p = 0; p < ins.size(); ++p) {
         // consts stand for themselves; operands for the body's parameters
-        int inner = p < consts.size() ? consts[p] : g.invars.at(p - consts.size());
+        // (a region opened by hand, lax._jaxpr_begin, has none: then the
+        // operand itself)
+        size_t q = p - consts.size();
+        int inner = p < consts.size() ? consts[p] : q < g.invars.size() ? g.invars[q] : ins[p];
         int r = st.resolve(inner);
         std::string outer = atom(ins[p]);
         bool shared =

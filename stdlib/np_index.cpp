@@ -199,7 +199,9 @@ SliceRange resolve(const IndexItem& it, int64_t n) {
     if (stop < 0) stop += n;
     start = std::clamp<int64_t>(start, 0, n);
     stop = std::clamp<int64_t>(stop, 0, n);
-    return {start, stop > start ? (stop - start + step - 1) / step : 0, step};
+    // (ceil((stop - start) / step) without forming stop - start + step, which
+    // overflows for a step near 2**63)
+    return {start, stop > start ? (stop - start - 1) / step + 1 : 0, step};
   }
   start = it.start ? *it.start : n - 1;
   stop = it.stop ? *it.stop : -1 - n; // "before the first element"
@@ -207,7 +209,7 @@ SliceRange resolve(const IndexItem& it, int64_t n) {
   if (stop < 0) stop += n;
   start = std::clamp<int64_t>(start, -1, n - 1);
   stop = std::clamp<int64_t>(stop, -1, n - 1);
-  return {start, start > stop ? (start - stop - step - 1) / (-step) : 0, step};
+  return {start, start > stop ? 1 - (start - stop - 1) / step : 0, step}; // (no -step: -2**63)
 }
 
 // Integer index arrays (already one per dim of y at `dims`) gathered with one take.
@@ -485,7 +487,8 @@ Tensor index_clamped(OpContext& cx, const Tensor& x, const std::vector<IndexItem
     }
     case Kind::Slice: {
       SliceRange r = resolve(it, n);
-      int64_t abs_step = r.step > 0 ? r.step : -r.step;
+      // (one element needs no stride; a step of -2**63 has no absolute value)
+      int64_t abs_step = r.count <= 1 ? 1 : r.step > 0 ? r.step : -r.step;
       if (r.count == 0) {
         limit = 0;
       } else if (r.step > 0) {

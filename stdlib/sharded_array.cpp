@@ -7,6 +7,7 @@
 #include <set>
 
 #include "lang/args.hpp"
+#include "lang/bigint.hpp"
 #include "lang/py_set.hpp"
 #include "lang/tracer.hpp"
 #include "runtime/format.hpp"
@@ -463,7 +464,15 @@ bool aval_attr(const AVal& aval, const std::string& name, Value& out) {
   }
   if (name == "dtype") return out = Value::object(std::make_shared<DTypeObj>(aval.dtype)), true;
   if (name == "ndim") return out = Value::integer(aval.ndim()), true;
-  if (name == "size") return out = Value::integer(aval.size()), true;
+  if (name == "size") { // math.prod(shape): a ShapeDtypeStruct's may pass 64 bits
+    int64_t n = 1;
+    bool big = false;
+    for (int64_t x : aval.shape) big |= __builtin_mul_overflow(n, x, &n);
+    if (!big) return out = Value::integer(n), true;
+    BigInt b(1);
+    for (int64_t x : aval.shape) b = b * BigInt(x);
+    return out = make_int(std::move(b)), true;
+  }
   if (name == "weak_type") return out = Value::boolean(aval.weak), true;
   return false;
 }
