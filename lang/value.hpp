@@ -267,9 +267,15 @@ struct DeviceObj : Object {
 struct RangeObj : Object {
   RangeObj(int64_t a, int64_t b, int64_t s) : Object(ObjKind::Range), start(a), stop(b), step(s) {}
   int64_t start, stop, step;
+  // Computed in unsigned arithmetic: stop - start and -step may not fit in
+  // int64 (range(-2**63, 2**63 - 1), a step of -2**63). A count beyond int64
+  // is capped; len() of such a range is refused before it gets here.
   int64_t size() const {
-    if (step > 0) return start < stop ? (stop - start + step - 1) / step : 0;
-    return start > stop ? (start - stop - step - 1) / (-step) : 0;
+    if (step > 0 ? start >= stop : start <= stop) return 0;
+    uint64_t span = step > 0 ? uint64_t(stop) - uint64_t(start) : uint64_t(start) - uint64_t(stop);
+    uint64_t magnitude = step > 0 ? uint64_t(step) : 0 - uint64_t(step);
+    uint64_t count = (span - 1) / magnitude + 1;
+    return count > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(count);
   }
 };
 
