@@ -5,6 +5,7 @@
 #include "codegen/plan.hpp"
 
 #include "ir/reduce_tree.hpp"
+#include "ir/ref_reduce_ynn.hpp"
 
 #include <algorithm>
 #include <set>
@@ -157,7 +158,7 @@ void fuse_rows(const Function& f, const std::vector<bool>& is_result, KernelPlan
 
 } // namespace
 
-bool fusible_instr(const Function& f, const Instr& in) {
+bool fusible_instr(const Function& f, const Instr& in, PlanTarget target) {
   // The kernel emitter has no complex arithmetic: complex64 values are
   // computed by the reference kernels as host steps (DESIGN: codegen).
   if (is_complex(f.values[in.result].aval.dtype)) return false;
@@ -182,6 +183,10 @@ bool fusible_instr(const Function& f, const Instr& in) {
     return in.op == Op::BroadcastInDim || in.op == Op::Transpose || in.op == Op::Slice ||
            in.op == Op::Rev;
   case OpFamily::Reduce:
+    if (in.op == Op::ReduceSum && target == PlanTarget::Host) {
+      const AVal& x = f.values[in.operands[0]].aval;
+      if (ref::ynn_sum_applies(x.dtype, x.shape, in.attrs.axes)) return false;
+    }
     return is_reduce_op(in.op);
   case OpFamily::Scan:
   case OpFamily::Dot:
@@ -196,7 +201,7 @@ bool fusible_instr(const Function& f, const Instr& in) {
   return false;
 }
 
-KernelPlan plan_kernels(const Function& f) {
+KernelPlan plan_kernels(const Function& f, PlanTarget target) {
   size_t n = f.body.size();
   std::vector<std::vector<int>> users(f.values.size());
   for (size_t i = 0; i < n; ++i) {
@@ -209,7 +214,7 @@ KernelPlan plan_kernels(const Function& f) {
   std::vector<bool> fusible(n), inlined(n, false);
   for (size_t i = 0; i < n; ++i) {
     const Instr& in = f.body[i];
-    fusible[i] = fusible_instr(f, in) ||
+    fusible[i] = fusible_instr(f, in, target) ||
                  (in.op == Op::Reshape && unit_dim_reshape(f.values[in.operands[0]].aval.shape,
                                                            f.values[in.result].aval.shape));
   }

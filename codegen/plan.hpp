@@ -43,10 +43,15 @@ struct KernelPlan {
   std::vector<Step> steps;
 };
 
+// Where a plan's kernels run. On the host a float sum XLA would hand to
+// YNNPACK (ir/ref_reduce_ynn.hpp) is a host step that sums in YNNPACK's
+// order, its operand computed by a kernel; CUDA kernels sum in their own.
+enum class PlanTarget { Host, Cuda };
+
 // Groups the instructions of `f` into kernels. Every value that is a function
 // result, feeds a non-fusible op, is a reduction, or is used by too many
 // fused consumers to be worth recomputing gets its own buffer.
-KernelPlan plan_kernels(const Function& f);
+KernelPlan plan_kernels(const Function& f, PlanTarget target = PlanTarget::Host);
 
 // Whether reduction instruction `instr` reduces only its operand's trailing
 // axes (then it accumulates in registers).
@@ -89,6 +94,6 @@ KernelSplit kernel_split(const Function& f, const Kernel& k);
 std::string describe_plan(const Function& f, const KernelPlan& p);
 
 // Whether `op` with these operand/result types can be computed inside a kernel.
-bool fusible_instr(const Function& f, const Instr& in);
+bool fusible_instr(const Function& f, const Instr& in, PlanTarget target = PlanTarget::Host);
 
 } // namespace pxl

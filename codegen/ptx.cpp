@@ -141,7 +141,7 @@ std::string find_libdevice() {
 
 PtxProgram compile_ptx(const Function& f, const PtxOptions& options) {
   PtxProgram out;
-  out.plan = plan_kernels(f);
+  out.plan = plan_kernels(f, PlanTarget::Cuda);
   size_t n = out.plan.kernels.size();
   out.on_device.assign(n, true);
   out.grid_extent.assign(n, 0);

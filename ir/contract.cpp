@@ -2,6 +2,7 @@
 
 #include "ir/constant_of.hpp"
 #include "ir/reduce_tree.hpp"
+#include "ir/ref_reduce_ynn.hpp"
 #include "runtime/array.hpp"
 
 namespace pxl {
@@ -150,7 +151,9 @@ private:
       const Shape& xs = f_.values[static_cast<size_t>(in.operands[0])].aval.shape;
       bool short_axes = true;
       for (int64_t ax : in.attrs.axes) short_axes &= xs[static_cast<size_t>(ax)] <= kReduceWindow;
-      if (short_axes && factors(in.operands[0], a, b)) {
+      // YNNPACK's sums (ir/ref_reduce_ynn.hpp) take the rounded products.
+      bool ynn = ref::ynn_sum_applies(d, xs, in.attrs.axes);
+      if (short_axes && !ynn && factors(in.operands[0], a, b)) {
         OpAttrs at;
         at.axes = in.attrs.axes;
         at.exponent = a == b ? 2 : 0;

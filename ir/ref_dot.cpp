@@ -5,6 +5,7 @@
 
 #include "ir/reduce_tree.hpp"
 #include "ir/ref_dot_ynn.hpp"
+#include "ir/ref_reduce_ynn.hpp"
 #include "ir/ref_util.hpp"
 #include "runtime/blas.hpp"
 
@@ -48,8 +49,8 @@ std::vector<int64_t> concat(std::initializer_list<const std::vector<int64_t>*> p
 // order on the CPU. A vector-vector dot (`scalar_out`) becomes a multiply and
 // a reduce there: up to 32 terms a chain of fused multiply-adds, beyond that
 // the rounded products summed as a reduction is (ir/reduce_tree.hpp: windows
-// of 32, "SAME" padding). A vector-matrix product is a chain of fused
-// multiply-adds over k for every output.
+// of 32, "SAME" padding; from 4096 terms YNNPACK's order, ref_reduce_ynn.hpp). A vector-matrix
+// product is a chain of fused multiply-adds over k for every output.
 template <class T>
 void vector_dot(const T* x, const T* y, int64_t k, int64_t n, bool scalar_out, T* out) {
   std::vector<ReduceTreeLevel> levels = reduce_tree({k});
@@ -63,6 +64,10 @@ void vector_dot(const T* x, const T* y, int64_t k, int64_t n, bool scalar_out, T
     }
     std::vector<T> level(static_cast<size_t>(k));
     for (int64_t i = 0; i < k; ++i) level[static_cast<size_t>(i)] = x[i] * term(i);
+    if (ynn_sum_applies(sizeof(T) == 4 ? DType::Float32 : DType::Float64, {k}, {0})) {
+      ynn_sum<T>(level.data(), {k}, {0}, xla_cpu_threads(), out + j); // YNNPACK's sum
+      continue;
+    }
     for (size_t l = 1; l < levels.size(); ++l) {
       const ReduceTreeLevel& lv = levels[l];
       std::vector<T> next(static_cast<size_t>(lv.extent[0]), T(0));

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "ir/reduce_tree.hpp"
+#include "ir/ref_reduce_ynn.hpp"
 #include "ir/ref_util.hpp"
 
 namespace pxl::ref {
@@ -100,9 +101,40 @@ std::vector<int64_t> out_strides(const Shape& in, const std::vector<int64_t>& ax
   return res;
 }
 
+// A float sum XLA hands to YNNPACK (ref_reduce_ynn.hpp); float16 is summed
+// in float32 and rounded once, as XLA converts it first.
+Array ynn_reduce_sum(const Array& x, std::vector<int64_t> axes, const AVal& oa) {
+  Array out(oa.dtype, oa.shape, oa.weak);
+  std::sort(axes.begin(), axes.end());
+  int threads = xla_cpu_threads();
+  visit_dtype(x.dtype(), [&]<DType D>() {
+    using E = Elem<D>;
+    using C = typename E::C;
+    if constexpr (std::is_same_v<C, float> || std::is_same_v<C, double>) {
+      const auto* xs = x.as<typename E::S>();
+      std::vector<C> wide;
+      const C* p = nullptr;
+      if constexpr (std::is_same_v<typename E::S, C>) {
+        p = xs;
+      } else {
+        wide.resize(static_cast<size_t>(x.size()));
+        for (size_t i = 0; i < wide.size(); ++i) wide[i] = E::load(xs[i]);
+        p = wide.data();
+      }
+      std::vector<C> sums(static_cast<size_t>(out.size()));
+      ynn_sum<C>(p, x.shape(), axes, threads, sums.data());
+      auto* os = out.as<typename E::S>();
+      for (size_t i = 0; i < sums.size(); ++i) os[i] = E::store(sums[i]);
+    }
+  });
+  return out;
+}
+
 } // namespace
 
 Array reduce(Reduction r, const Array& x, const OpAttrs& a, const AVal& oa) {
+  if (r == Reduction::Sum && ynn_sum_applies(x.dtype(), x.shape(), a.axes))
+    return ynn_reduce_sum(x, a.axes, oa);
   Array out(oa.dtype, oa.shape, oa.weak);
   std::vector<int64_t> reduced_extents;
   for (int64_t ax : a.axes) reduced_extents.push_back(x.shape()[static_cast<size_t>(ax)]);

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "ir/constant_of.hpp"
+#include "ir/ref_reduce_ynn.hpp"
 #include "ir/vma.hpp"
 #include "lang/diag.hpp"
 
@@ -419,11 +420,42 @@ private:
     return emit(Op::BroadcastInDim, to, {scaled}, r);
   }
 
+  // sum(transpose(y)) -> transpose(sum(y)) over the same elements, where XLA
+  // hands the sum to YNNPACK (ir/ref_reduce_ynn.hpp): XLA folds the transpose
+  // into the reduce's layout, so YNNPACK reads y in its own order.
+  // (Not through elementwise ops: XLA then copies the transposed array and
+  // reduces the copy, with a reduce-window first for an axis over 32 long.)
+  int sum_of_transpose(const Instr& in) {
+    auto t = is(in.operands[0], Op::Transpose);
+    const AVal& x = aval(in.operands[0]);
+    if (!t || !ref::ynn_sum_applies(x.dtype, x.shape, in.attrs.axes)) return -1;
+    const std::vector<int64_t>& perm = t->attrs.perm;
+    int y = t->operands[0];
+    OpAttrs sum;
+    std::vector<int64_t> kept; // y's axes in the order the result has them
+    for (size_t d = 0; d < perm.size(); ++d) {
+      bool reduced = std::find(in.attrs.axes.begin(), in.attrs.axes.end(),
+                               static_cast<int64_t>(d)) != in.attrs.axes.end();
+      (reduced ? sum.axes : kept).push_back(perm[d]);
+    }
+    std::sort(sum.axes.begin(), sum.axes.end());
+    y = emit(Op::ReduceSum, sum, {y}, in.result);
+    std::vector<int64_t> order = kept; // y's kept axes ascending: the new sum's order
+    std::sort(order.begin(), order.end());
+    OpAttrs back;
+    for (int64_t k : kept)
+      back.perm.push_back(std::find(order.begin(), order.end(), k) - order.begin());
+    if (std::is_sorted(back.perm.begin(), back.perm.end())) return y;
+    return emit(Op::Transpose, back, {y}, in.result);
+  }
+
   // reduce(reduce(x, a), b) -> reduce(x, a and b): one reduction, in the order
   // XLA's reduce then takes over all those axes.
   int reduce(const Instr& in) {
     if (in.op == Op::ReduceSum)
       if (int by = sum_of_broadcast(in); by >= 0) return by;
+    if (in.op == Op::ReduceSum)
+      if (int by = sum_of_transpose(in); by >= 0) return by;
     auto inner = is(in.operands[0], in.op);
     if (!inner || aval(inner->operands[0]).dtype != aval(in.result).dtype) return -1;
     int rank = aval(inner->operands[0]).ndim();

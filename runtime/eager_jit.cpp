@@ -55,7 +55,8 @@ std::optional<Array> EagerJit::run(Op op, const OpAttrs& attrs, std::span<const 
   in.result = f->add_value(std::move(rv));
   f->body.push_back(std::move(in));
   f->results.push_back(f->body[0].result);
-  if (!dot && !fusible_instr(*f, f->body[0])) return std::nullopt;
+  if (!dot && !fusible_instr(*f, f->body[0], device_ ? PlanTarget::Cuda : PlanTarget::Host))
+    return std::nullopt;
   Signature& sig = signatures_[print_function(*f, false) + "@" + std::to_string(device)];
   if (!sig.exe) {
     if (!resident && ++sig.calls < kHotCalls && biggest < kHugeElements) return std::nullopt;

@@ -620,11 +620,11 @@ TEST_CASE("Big kernels split over threads keep the reference's results", "[codeg
 }
 
 namespace {
-int reduce_split_axis_of(Shape shape, std::vector<int64_t> axes, DType d) {
+int reduce_split_axis_of(Shape shape, std::vector<int64_t> axes, DType d, Op op) {
   Builder b;
   OpAttrs red;
   red.axes = axes;
-  b.f.results.push_back(b.op(Op::ReduceSum, red, {b.param(d, shape)}));
+  b.f.results.push_back(b.op(op, red, {b.param(d, shape)}));
   KernelPlan plan = plan_kernels(b.f);
   return reduce_split_axis(b.f, plan.kernels.at(0));
 }
@@ -634,9 +634,10 @@ TEST_CASE("Big reductions over leading axes split over threads with the referenc
           "[codegen]") {
   // Split over the first kept axis: each output is still accumulated in the
   // reference's order, whatever the pool's pieces (1, 3 or 7 workers).
-  CHECK(reduce_split_axis_of({64, 128, 160}, {1}, DType::Float16) == 0);
-  CHECK(reduce_split_axis_of({3, 1100, 520}, {0}, DType::BFloat16) == 1);
-  CHECK(reduce_split_axis_of({1024, 1100}, {0}, DType::Float32) == -1);
+  // (Float32, float64 and float16 sums this big are YNNPACK's, host steps.)
+  CHECK(reduce_split_axis_of({64, 128, 160}, {1}, DType::Float16, Op::ReduceMax) == 0);
+  CHECK(reduce_split_axis_of({3, 1100, 520}, {0}, DType::BFloat16, Op::ReduceSum) == 1);
+  CHECK(reduce_split_axis_of({1024, 1100}, {0}, DType::Float32, Op::ReduceMin) == -1);
   std::mt19937 rng(8);
   struct Case {
     DType d;
@@ -645,12 +646,12 @@ TEST_CASE("Big reductions over leading axes split over threads with the referenc
     Op op;
   };
   // Split over axis 0, over a later axis with long runs, and not split.
-  const Case cases[] = {{DType::Float16, {64, 128, 160}, {1}, Op::ReduceSum},
+  const Case cases[] = {{DType::Float16, {64, 128, 160}, {1}, Op::ReduceMax},
                         {DType::Int32, {100, 60, 200}, {1}, Op::ReduceSum},
-                        {DType::BFloat16, {3, 1100, 520}, {0}, Op::ReduceMax},
+                        {DType::BFloat16, {3, 1100, 520}, {0}, Op::ReduceSum},
                         {DType::Float64, {3, 512, 700}, {0}, Op::ReduceProd},
-                        {DType::Float32, {1024, 1100}, {0}, Op::ReduceSum},
-                        {DType::Float16, {16, 300, 256}, {0, 2}, Op::ReduceSum}};
+                        {DType::Float32, {1024, 1100}, {0}, Op::ReduceMin},
+                        {DType::Float16, {16, 300, 256}, {0, 2}, Op::ReduceMax}};
   for (const Case& c : cases) {
     Builder b;
     int x = b.param(c.d, c.shape);
@@ -671,6 +672,21 @@ TEST_CASE("Big reductions over leading axes split over threads with the referenc
       CHECK(close(want[0], run(*jit, inputs)[0], 0));
     }
   }
+}
+
+TEST_CASE("Sums XLA hands to YNNPACK are host steps on the CPU, kernels on CUDA", "[codegen]") {
+  Builder b;
+  OpAttrs red;
+  red.axes = {1};
+  int x = b.param(DType::Float32, {64, 64});
+  b.f.results.push_back(b.op(Op::ReduceSum, red, {b.op(Op::Exp, {}, {x})}));
+  KernelPlan host = plan_kernels(b.f);
+  REQUIRE(host.kernels.size() == 1); // the exp, then the sum as a host step
+  CHECK(!host.kernels[0].reduce);
+  CHECK(host.steps.size() == 2);
+  KernelPlan cuda = plan_kernels(b.f, PlanTarget::Cuda);
+  REQUIRE(cuda.kernels.size() == 1); // the exp fused into the sum
+  CHECK(cuda.kernels[0].reduce);
 }
 
 TEST_CASE("The kernel pool runs every index of a range once", "[codegen]") {

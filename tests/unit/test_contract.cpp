@@ -124,6 +124,14 @@ TEST_CASE("contraction: a short sum of products becomes mul_reduce_sum", "[contr
   return %3
 })"));
   CHECK(contract_multiply_adds(long_axis) == long_axis);
+  // 4096 elements or more: YNNPACK sums the rounded products.
+  auto ynn = std::make_shared<const Function>(
+      parse_function(R"(func @f(%0: f32[256,16], %1: f32[256,16]) -> (f32[256]) {
+  %2 = mul %0, %1 : f32[256,16]
+  %3 = reduce_sum[axes=[1]] %2 : f32[256]
+  return %3
+})"));
+  CHECK(contract_multiply_adds(ynn) == ynn);
 }
 
 TEST_CASE("mul_reduce_sum: XLA's chains and lanes", "[contract]") {
