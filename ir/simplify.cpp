@@ -314,8 +314,10 @@ private:
                        : binary(Op::Div, broadcast(one, aval(r).shape, r), look(b), r);
       return binary(Op::Mul, a, inv, r);
     }
-    // a / broadcast(b) -> a * broadcast(1 / b)
-    if (auto bc = is(b, Op::BroadcastInDim); bc && one_use(bc->operands[0])) {
+    // a / broadcast(b) -> a * broadcast(1 / b); a scalar b only when nothing
+    // else uses it (measured: XLA keeps x / s exact when s is also used).
+    if (auto bc = is(b, Op::BroadcastInDim);
+        bc && (aval(bc->operands[0]).size() > 1 || one_use(bc->operands[0]))) {
       int b0 = bc->operands[0], one = filled(1.0, b0);
       if (one < 0) return -1;
       int inv = binary(Op::Div, one, b0, b0);

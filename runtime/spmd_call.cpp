@@ -73,10 +73,12 @@ std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<F
   if (!names_outer_axes(*fn, layout.mesh)) {
     // pmap compiles its function whole, with XLA's contraction (ir/contract.hpp);
     // an eager shard_map runs op by op in JAX.
+    // The constants XLA's rewrites add (a reciprocal's 1) become the program's.
+    std::vector<Array> added;
     std::shared_ptr<const Function> run =
-        c->kind == "pmap" ? xla_rewrites(fn) : std::shared_ptr<const Function>(fn);
-    c->exe = platform ? platform->make_executable(mode, run, layout, {})
-                      : make_executable(mode, cache, run, layout, {});
+        c->kind == "pmap" ? xla_rewrites(fn, {}, &added) : std::shared_ptr<const Function>(fn);
+    c->exe = platform ? platform->make_executable(mode, run, layout, added)
+                      : make_executable(mode, cache, run, layout, added);
     c->exe->phase_times = times;
   }
   c->fn = std::move(fn);

@@ -837,11 +837,17 @@ PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const
   consts_to_replicated_params(*f, ins);
   remove_dead_code(*f);
   Platform& pf = in.platform();
-  // One XLA program: its multiply-adds contracted (ir/contract.hpp).
-  out.callee = make_spmd_callee(
-      "shard_map", std::const_pointer_cast<Function>(contract_program(std::move(f))),
-      SpmdLayout{mesh, static_cast<int>(mesh.size()), 1}, std::move(ins), std::move(outs),
-      &pf.threads(), in.options().exec, &pf.code_cache(), in.phase_times(), &pf);
+  // One XLA program: rewritten as XLA does, its multiply-adds contracted
+  // (ir/simplify.hpp, ir/contract.hpp); the constants the rewrites add (a
+  // reciprocal's 1) are replicated inputs too.
+  std::vector<Array> added;
+  auto rewritten = std::make_shared<Function>(*contract_program(std::move(f), {}, &added));
+  consts_to_replicated_params(*rewritten, ins);
+  for (Array& a : added) out.extra.push_back(make_tensor(std::move(a)));
+  out.callee = make_spmd_callee("shard_map", std::move(rewritten),
+                                SpmdLayout{mesh, static_cast<int>(mesh.size()), 1}, std::move(ins),
+                                std::move(outs), &pf.threads(), in.options().exec, &pf.code_cache(),
+                                in.phase_times(), &pf);
   return out;
 }
 

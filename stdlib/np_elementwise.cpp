@@ -1,7 +1,11 @@
 // Elementwise functions and operators: jnp's promotion and broadcasting on top
 // of the equal-shape, equal-dtype primitives.
+#include <algorithm>
 #include <limits>
+#include <string_view>
 
+#include "lang/tracer.hpp"
+#include "runtime/eager.hpp"
 #include "stdlib/np_internal.hpp"
 
 namespace pxl::np {
@@ -9,6 +13,32 @@ namespace pxl::np {
 using namespace detail;
 
 namespace {
+
+// Whether jnp's division by a broadcast is rewritten here, as the XLA program
+// it is compiled in would rewrite it. Eagerly, and under an eager vmap or
+// reverse-mode derivative, JAX compiles the call alone (its batched, forward or
+// transposed program): rewritten here. Under jit or pmap the division stays in
+// the traced program (where grad differentiates JAX's division) and the whole
+// program is rewritten (ir/simplify.cpp). XLA leaves a division by a broadcast
+// scalar exact when the scalar has other uses, as in an eager jvp's program
+// (the tangent is divided by it too): there only a divisor of more than one
+// element is rewritten. Elsewhere (loop and cond bodies, shard_map, custom_jvp
+// functions: sub-programs the whole-program rewrites do not reach), rewritten.
+bool rewrite_division_here(OpContext& cx, bool scalar_divisor) {
+  static constexpr std::string_view see_through[] = {"vmap", "grad", "value_and_grad", "vjp"};
+  static constexpr std::string_view whole_program[] = {"jit", "pmap"};
+  auto in = [](std::string_view w, const auto& names) {
+    return std::find(std::begin(names), std::end(names), w) != std::end(names);
+  };
+  OpContext* c = &cx;
+  while (auto* t = dynamic_cast<TraceContext*>(c)) {
+    if (in(t->what(), whole_program)) return false;
+    if (t->what() == "jvp") return !scalar_divisor;
+    if (!in(t->what(), see_through)) return true;
+    c = &t->outer();
+  }
+  return true;
+}
 
 const char* bin_name(BinOp op) {
   switch (op) {
@@ -274,14 +304,16 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
     if (bool_operand(a0, shape, p.dtype)) return bool_mask(cx, a0, b);
     if (bool_operand(b0, shape, p.dtype)) return bool_mask(cx, b0, a);
     return p2(cx, is_bool ? Op::And : Op::Mul, a, b);
-  case BinOp::TrueDiv:
-    if (is_floating(p.dtype) && av(b0).size() != shape_size(shape)) {
-      // XLA's algebraic simplifier rewrites A / broadcast(B) as A * broadcast(1 / B). A
-      // broadcast that only adds size-1 dimensions ((4,) to (1, 4)) is a reshape to XLA, and
-      // the division stays exact.
-      // bfloat16 arithmetic is upcast to float32 around the fusion, so 1 / B stays unrounded.
+  case BinOp::TrueDiv: {
+    // XLA's algebraic simplifier rewrites A / broadcast(B) as A * broadcast(1 / B). A
+    // broadcast that only adds size-1 dimensions ((4,) to (1, 4)) is a reshape to XLA, and
+    // the division stays exact. Here, or in the program it ends up in
+    // (rewrite_division_here).
+    // bfloat16 arithmetic is upcast to float32 around the fusion, so 1 / B stays unrounded.
+    bool bf16 = p.dtype == DType::BFloat16;
+    if (is_floating(p.dtype) && av(b0).size() != shape_size(shape) &&
+        (rewrite_division_here(cx, av(b0).size() == 1) || bf16)) {
       Tensor bc = convert(cx, b0, p.dtype, p.weak);
-      bool bf16 = p.dtype == DType::BFloat16;
       if (bf16) bc = convert(cx, bc, DType::Float32, false);
       Tensor inv = p2(cx, Op::Div, like(cx, bc, Scalar::of_int(1)), bc);
       if (bool_operand(a0, shape, p.dtype)) return bool_mask(cx, a0, broadcast(cx, inv, shape, fn));
@@ -291,6 +323,7 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
       return convert(cx, prod, p.dtype, p.weak);
     }
     return p2(cx, Op::Div, a, b);
+  }
   case BinOp::FloorDiv:
     return floor_divide(cx, a, b);
   case BinOp::Mod:
