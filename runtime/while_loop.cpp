@@ -32,8 +32,12 @@ struct WhileExecutables {
     // Host executables: on a GPU platform the enclosing program copies a host
     // step's operands to the host first, and the loop's steps stay there.
     // XLA compiles a loop whole, with its multiply-adds contracted (ir/contract.hpp).
-    e->cond = make_executable(w.mode, w.cache, xla_rewrites(w.cond), layout, {});
-    e->body = make_executable(w.mode, w.cache, xla_rewrites(w.body), layout, {});
+    // The constants the rewrites add (a reciprocal's 1) are the executables' own.
+    std::vector<Array> cond_added, body_added;
+    auto cond = xla_rewrites(w.cond, {}, &cond_added);
+    auto body = xla_rewrites(w.body, {}, &body_added);
+    e->cond = make_executable(w.mode, w.cache, cond, layout, std::move(cond_added));
+    e->body = make_executable(w.mode, w.cache, body, layout, std::move(body_added));
     e->everyone.num_participants = layout.participants();
     e->everyone.groups.emplace_back();
     for (int p = 0; p < layout.participants(); ++p) e->everyone.groups[0].push_back(p);
