@@ -18,6 +18,8 @@
 // a loop it drops is one call over the whole extent.
 #include "ir/ref_reduce_ynn.hpp"
 
+#include "ir/ref_util.hpp"
+
 #include <sched.h>
 
 #include <algorithm>
@@ -137,23 +139,6 @@ void kn_sum(const T* base, const std::vector<int64_t>& cols, const std::vector<i
   for (size_t m = 0; m < m_count; ++m) c[m] = c[m] + a.acc2[m];
 }
 
-// The element offsets of the row-major walk over `axes` (ascending) of a
-// view with these extents and strides.
-std::vector<int64_t> walk_offsets(const std::vector<int64_t>& axes,
-                                  const std::vector<int64_t>& extent,
-                                  const std::vector<int64_t>& stride) {
-  std::vector<int64_t> offs{0};
-  for (int64_t a : axes) {
-    std::vector<int64_t> next;
-    next.reserve(offs.size() * static_cast<size_t>(extent[static_cast<size_t>(a)]));
-    for (int64_t o : offs)
-      for (int64_t i = 0; i < extent[static_cast<size_t>(a)]; ++i)
-        next.push_back(o + i * stride[static_cast<size_t>(a)]);
-    offs = std::move(next);
-  }
-  return offs;
-}
-
 // One kernel call on a tile (`extent`/`stride` per axis, strides of the whole
 // buffer): c (its outputs, row-major over the kept axes) += the tile's sums.
 // `c_stride` is each axis's stride in the output buffer (0 where reduced to
@@ -195,9 +180,9 @@ void reduce_tile(const T* base, const std::vector<int64_t>& extent,
       if (role[a] == r) out.push_back(static_cast<int64_t>(a));
     return out;
   };
-  std::vector<int64_t> outs = walk_offsets(axes_of(Out), extent, stride);
-  std::vector<int64_t> loops = walk_offsets(axes_of(Loop), extent, stride);
-  std::vector<int64_t> runs = walk_offsets(axes_of(K2), extent, stride);
+  std::vector<int64_t> outs = box_offsets(extent, axes_of(Out), stride);
+  std::vector<int64_t> loops = box_offsets(extent, axes_of(Loop), stride);
+  std::vector<int64_t> runs = box_offsets(extent, axes_of(K2), stride);
   bool rows_kernel = k1 == 1 && (n == 1 || n_stride == 1);
   for (int64_t l : loops) {
     if (rows_kernel) {
@@ -283,7 +268,7 @@ std::vector<T> reduce_node(const T* x, const std::vector<int64_t>& shape,
     if (!reduced[a]) kept_axes.push_back(static_cast<int64_t>(a));
     if (reduced[a] && split[a] != 0 && kept[a]) tiled.push_back(static_cast<int64_t>(a));
   }
-  std::vector<int64_t> c_offsets = walk_offsets(kept_axes, out_shape, out_stride);
+  std::vector<int64_t> c_offsets = box_offsets(out_shape, kept_axes, out_stride);
   // The tiles, row-major over the tiled axes.
   std::vector<int64_t> tile_count;
   for (int64_t a : tiled)

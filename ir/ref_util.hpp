@@ -121,6 +121,22 @@ inline std::vector<int64_t> strides_of(const Shape& s) {
   return st;
 }
 
+// The flat offsets of the elements of a box of `shape` over `axes`, in
+// row-major order of those axes (each axis's offset from `strides`).
+inline std::vector<int64_t> box_offsets(const Shape& shape, const std::vector<int64_t>& axes,
+                                        const std::vector<int64_t>& strides) {
+  std::vector<int64_t> offs{0};
+  for (int64_t ax : axes) {
+    std::vector<int64_t> next;
+    next.reserve(offs.size() * static_cast<size_t>(shape[static_cast<size_t>(ax)]));
+    for (int64_t o : offs)
+      for (int64_t i = 0; i < shape[static_cast<size_t>(ax)]; ++i)
+        next.push_back(o + i * strides[static_cast<size_t>(ax)]);
+    offs = std::move(next);
+  }
+  return offs;
+}
+
 // Calls f(idx, flat) for every multi-index of `shape` in row-major order.
 template <class F> void for_each_index(const Shape& shape, F&& f) {
   int64_t n = shape_size(shape);
