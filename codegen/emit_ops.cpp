@@ -411,6 +411,7 @@ Value* ScalarEmitter::elementwise(const Instr& in, DType result, const std::vect
   switch (op_family(in.op)) {
   case OpFamily::Unary:
     if (in.op == Op::IntegerPow) return integer_pow(types[0], args[0], in.attrs.exponent);
+    if (in.op == Op::Square) return integer_pow(types[0], args[0], 2);
     r = unary(in.op, types[0], args[0]);
     break;
   case OpFamily::Binary:

@@ -14,11 +14,11 @@ bool contractible_dtype(DType d) { return d == DType::Float32 || d == DType::Flo
 class Contraction {
 public:
   Contraction(const Function& f, std::span<const Array> consts)
-      : f_(f), consts_(consts), out_(f), uses_(f.values.size(), 0) {
+      : f_(f), consts_(consts), out_(f), other_uses_(f.values.size(), 0) {
     for (const Instr& in : f.body)
-      for (int o : in.operands) ++uses_[static_cast<size_t>(o)];
-    for (int r : f.results) ++uses_[static_cast<size_t>(r)];
-    is_dropped_.assign(f.values.size(), false);
+      if (in.op != Op::ReduceSum)
+        for (int o : in.operands) ++other_uses_[static_cast<size_t>(o)];
+    for (int r : f.results) ++other_uses_[static_cast<size_t>(r)];
   }
 
   // The rewritten Function, or null when nothing was contracted.
@@ -26,29 +26,26 @@ public:
     out_.body.clear();
     for (size_t i = 0; i < f_.body.size(); ++i) rewrite(f_.body[i]);
     if (!changed_) return nullptr;
-    std::vector<Instr> body = std::move(out_.body);
-    out_.body.clear();
-    // Drop the multiplies now fused into their one user.
-    for (Instr& in : body)
-      if (!dropped(in.result)) out_.body.push_back(std::move(in));
-    for (size_t i = 0; i < out_.body.size(); ++i)
-      for (int r = 0; r < out_.body[i].nresults; ++r)
-        out_.values[static_cast<size_t>(out_.body[i].result + r)].producer = static_cast<int>(i);
-    for (size_t v = 0; v < is_dropped_.size(); ++v)
-      if (is_dropped_[v]) out_.values[v].producer = -1;
+    // Drop the multiplies now fused into all their users.
+    remove_dead_code(out_);
     return std::make_shared<Function>(std::move(out_));
   }
 
 private:
-  // The two factors of a multiply whose only use is being fused, emitting
-  // integer_pow's earlier products; false when `v` is no such multiply.
-  bool factors(int v0, int& a, int& b) {
+  // The two factors of a multiply being fused into this use, emitting
+  // integer_pow's earlier products; false when `v` is no such multiply. A
+  // reduce is a fusion of its own, into which XLA duplicates the multiply:
+  // it contracts its copy whatever else uses the multiply. The elementwise
+  // users (and a result) share one fusion with it: one of them contracts it
+  // only when it is the only one.
+  bool factors(int v0, int& a, int& b, bool into_reduce) {
     // A convert that keeps the dtype (only a weak type changes) is no op in XLA.
     std::vector<int> chain{v0};
     for (;;) {
       const IRValue& val = f_.values[static_cast<size_t>(chain.back())];
-      if (val.producer < 0 || uses_[static_cast<size_t>(chain.back())] != 1 ||
-          !contractible_dtype(val.aval.dtype))
+      bool own_fusion = into_reduce && chain.size() == 1;
+      if (val.producer < 0 || !contractible_dtype(val.aval.dtype) ||
+          (!own_fusion && other_uses_[static_cast<size_t>(chain.back())] > 1))
         return false;
       const Instr& p = f_.body[static_cast<size_t>(val.producer)];
       if (p.op != Op::ConvertElementType ||
@@ -90,7 +87,6 @@ private:
     } else {
       return false;
     }
-    for (int c : chain) is_dropped_[static_cast<size_t>(c)] = true;
     return true;
   }
 
@@ -118,10 +114,6 @@ private:
     }
   }
 
-  bool dropped(int v) const {
-    return static_cast<size_t>(v) < is_dropped_.size() && is_dropped_[static_cast<size_t>(v)];
-  }
-
   // Appends an instruction; its result takes the type, axes and location of
   // `like`. (run() numbers the producers once the body is final.)
   int emit(Op op, const OpAttrs& attrs, std::vector<int> operands, int like) {
@@ -138,11 +130,11 @@ private:
     DType d = f_.values[static_cast<size_t>(in.result)].aval.dtype;
     if ((is_add || is_sub) && contractible_dtype(d)) {
       int l = in.operands[0], r = in.operands[1];
-      if (l != r && factors(l, a, b)) {
+      if (l != r && factors(l, a, b, false)) {
         int c = is_sub ? emit(Op::Neg, {}, {r}, r) : r;
         copy = Instr{Op::Fma, {}, {a, b, c}, in.result};
         changed_ = true;
-      } else if (l != r && factors(r, a, b)) {
+      } else if (l != r && factors(r, a, b, false)) {
         if (is_sub) a = emit(Op::Neg, {}, {a}, a);
         copy = Instr{Op::Fma, {}, {a, b, l}, in.result};
         changed_ = true;
@@ -153,7 +145,7 @@ private:
       for (int64_t ax : in.attrs.axes) short_axes &= xs[static_cast<size_t>(ax)] <= kReduceWindow;
       // YNNPACK's sums (ir/ref_reduce_ynn.hpp) take the rounded products.
       bool ynn = ref::ynn_sum_applies(d, xs, in.attrs.axes);
-      if (short_axes && !ynn && factors(in.operands[0], a, b)) {
+      if (short_axes && !ynn && factors(in.operands[0], a, b, true)) {
         OpAttrs at;
         at.axes = in.attrs.axes;
         at.exponent = a == b ? 2 : 0;
@@ -184,8 +176,7 @@ private:
   const Function& f_;
   std::span<const Array> consts_;
   Function out_;
-  std::vector<int> uses_;
-  std::vector<bool> is_dropped_;
+  std::vector<size_t> other_uses_; // per value: uses other than by reduce_sum
   bool changed_ = false;
 };
 

@@ -2,8 +2,9 @@
 //
 // XLA's CPU and GPU back ends emit a jitted program's elementwise work as
 // fused loops that LLVM compiles with contraction on: an add or subtract of a
-// multiply that nothing else uses becomes one fused multiply-add (rounded
-// once), and a reduce_sum of such a multiply, when no reduced axis is longer
+// multiply becomes one fused multiply-add (rounded once; a multiply with
+// other uses is duplicated into each consumer's loop, where each contracts
+// its copy), and a reduce_sum of such a multiply, when no reduced axis is longer
 // than 32 (longer ones are first cut into reduce-windows, which do not take
 // the multiply in), accumulates fused multiply-adds. Eager ops (one XLA
 // program each) never see this, so it changes the last bits of a jitted

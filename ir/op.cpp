@@ -113,6 +113,7 @@ std::string attrs_str(Op op, const OpAttrs& a) {
   case Op::Round:
   case Op::IsFinite:
   case Op::Logistic:
+  case Op::Square:
   case Op::Erf:
   case Op::ErfInv:
   case Op::Not:

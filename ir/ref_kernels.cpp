@@ -257,6 +257,10 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
     });
   case Op::IntegerPow:
     return integer_pow(in[0], a.exponent);
+  case Op::Square: {
+    Array xx[] = {in[0], in[0]};
+    return eval(Op::Mul, {}, xx);
+  }
   case Op::Real:
     return complex_to_real(in[0], fresh(), [](std::complex<float> z) { return z.real(); });
   case Op::Imag:

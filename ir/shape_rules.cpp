@@ -608,6 +608,7 @@ AVal infer_unchecked(Op op, const OpAttrs& a, std::span<const AVal> in) {
   switch (op) {
   case Op::Neg:
   case Op::Sign:
+  case Op::Square:
     return unary(op, in[0], kNum | kComplex);
   case Op::Abs:
     // |z| of a complex is real.

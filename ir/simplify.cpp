@@ -35,6 +35,14 @@ public:
     size_t before = cur_.body.size();
     remove_dead_code(cur_);
     bool any = cur_.body.size() != before;
+    // JAX lowers square to multiply(x, x): XLA's rules (and its use counts)
+    // see that multiply.
+    for (Instr& i : cur_.body)
+      if (i.op == Op::Square) {
+        i.op = Op::Mul;
+        i.operands = {i.operands[0], i.operands[0]};
+        any = true;
+      }
     // (XLA's fixed point; a rewrite never undoes another, so few rounds do.)
     for (int round = 0; round < 16 && one_round(); ++round) any = true;
     if (!any) return nullptr;
@@ -223,8 +231,10 @@ private:
           if (!is_const(y) && is_const(c1) && foldable_pair(c1, c2, r))
             return binary(Op::Mul, y, fold(Op::Mul, c1, c2, r), r);
     }
-    // (x * c1) * (y * c2) -> (x * y) * (c1 * c2) for scalars.
-    if (aval(r).ndim() == 0)
+    // (x * c1) * (y * c2) -> (x * y) * (c1 * c2) for one element (XLA folds
+    // the constants' broadcasts to that shape into constants, which its rule
+    // needs; larger broadcasts stay broadcasts).
+    if (aval(r).size() == 1)
       if (auto m1 = is(a, Op::Mul))
         if (auto m2 = is(b, Op::Mul)) {
           int x = m1->operands[0], c1 = m1->operands[1], y = m2->operands[0], c2 = m2->operands[1];
@@ -458,6 +468,11 @@ private:
       if (int by = sum_of_broadcast(in); by >= 0) return by;
     if (in.op == Op::ReduceSum)
       if (int by = sum_of_transpose(in); by >= 0) return by;
+    // sum(-x) -> -sum(x) (the sum may then contract x's products into fmas)
+    if (in.op == Op::ReduceSum)
+      if (auto n = is(in.operands[0], Op::Neg))
+        return unary(Op::Neg, emit(Op::ReduceSum, in.attrs, {n->operands[0]}, in.result),
+                     in.result);
     auto inner = is(in.operands[0], in.op);
     if (!inner || aval(inner->operands[0]).dtype != aval(in.result).dtype) return -1;
     int rank = aval(inner->operands[0]).ndim();
@@ -512,6 +527,8 @@ private:
       return log(in);
     case Op::Sqrt:
       return square_root(in);
+    case Op::BitcastConvertType: // to its own type (stop_gradient's): no op
+      return aval(in.operands[0]).dtype == aval(in.result).dtype ? in.operands[0] : -1;
     default:
       return -1;
     }

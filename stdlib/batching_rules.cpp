@@ -474,6 +474,7 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
   case Op::ErfInv:
   case Op::Not:
   case Op::IntegerPow:
+  case Op::Square:
   case Op::ConvertElementType:
   case Op::BitcastConvertType:
   case Op::Add:

@@ -4,6 +4,7 @@
 // constants as literals `2.0:f32[]`; params as JAX's printing rules show them).
 #include <algorithm>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "ir/custom_call.hpp"
@@ -310,6 +311,7 @@ struct Printer {
   std::map<int, AVal> synthetic;     // binders with no value of their own (id >= values.size())
   std::map<int, std::string> shared; // jit regions printed before the jaxpr: `let name = ...`
   std::vector<int> uses;             // per value: shown uses
+  std::set<int> dropped;             // binders printed as `_`
 
   Printer(const Function& f, const JaxprRecord* r, const std::vector<Tensor>* consts = nullptr)
       : view(without_aliases(f, r)), fn(view),
@@ -406,6 +408,7 @@ struct Printer {
   pp::Doc binder(int v, bool may_drop) {
     bool unused = may_drop && !synthetic.count(v) && static_cast<size_t>(v) < uses.size() &&
                   uses[static_cast<size_t>(v)] == 0;
+    if (unused) dropped.insert(st.resolve(v));
     return pp::text((unused ? std::string("_") : name(v)) + ":" + aval_str(aval_of(v)));
   }
   pp::Doc binders(const std::vector<int>& vs, bool may_drop = false) {
@@ -413,11 +416,14 @@ struct Printer {
     for (int v : vs) items.push_back(binder(v, may_drop));
     return var_list(items);
   }
+  static pp::Doc joined(const std::vector<pp::Doc>& items, const std::string& sep) {
+    return pp::nest(2,
+                    pp::group(pp::join(pp::concat({pp::text(sep), pp::group(pp::brk())}), items)));
+  }
   pp::Doc uses_doc(const std::vector<int>& vs, const std::string& sep) {
     std::vector<pp::Doc> items;
     for (int v : vs) items.push_back(pp::text(atom(v)));
-    return pp::nest(2,
-                    pp::group(pp::join(pp::concat({pp::text(sep), pp::group(pp::brk())}), items)));
+    return joined(items, sep);
   }
 
   // pp_kv_pairs: `[k=v k=v]`, a group that breaks one pair per line.
@@ -557,8 +563,13 @@ struct Printer {
   // pp_jaxpr_skeleton
   pp::Doc skeleton(pp::Doc constvars, pp::Doc invars, const std::vector<pp::Doc>& eqns,
                    const std::vector<int>& outvars) {
+    // A sub-jaxpr's result the program never uses is `_` here too, as its
+    // binder is (JAX names a jaxpr's dropped variables once, for all scopes).
+    std::vector<pp::Doc> out_items;
+    for (int v : outvars)
+      out_items.push_back(pp::text(dropped.count(st.resolve(v)) ? std::string("_") : atom(v)));
     pp::Doc outs = pp::concat(
-        {pp::text("("), uses_doc(outvars, ","), pp::text(outvars.size() != 1 ? ")" : ",)")});
+        {pp::text("("), joined(out_items, ","), pp::text(outvars.size() != 1 ? ")" : ",)")});
     pp::Doc body = pp::concat({pp::text("{ "), pp::text("lambda "), constvars, pp::text("; "),
                                invars, pp::text(". "), pp::text("let"),
                                pp::nest(2, pp::concat({pp::brk(), pp::join(pp::brk("; "), eqns)})),
@@ -664,7 +675,8 @@ struct Printer {
       // Results named as the equation's binders.
       for (size_t o = 0; o < g.outputs.size(); ++o) {
         int r = st.resolve(g.outputs[o]);
-        if (st.defined_in(g, r) && !sc.names.count(r) && binder_ids[o] == r) sc.names[r] = name(r);
+        if (st.defined_in(g, r) && !sc.names.count(r) && binder_ids[o] == r && !dropped.count(r))
+          sc.names[r] = name(r);
       }
       scopes.push_back(sc);
       pp::Doc body = skeleton(pp::nil(), var_list(params), eqns_of(k, g.begin, g.end), g.outputs);

@@ -457,7 +457,7 @@ Tensor unary(OpContext& cx, UnOp op, const Tensor& x0) {
   }
   case UnOp::Square: {
     Tensor x = is_bool ? convert(cx, x0, DType::Int32, false) : x0; // jnp squares bools as int32
-    return binary(cx, BinOp::Mul, x, x);
+    return p1(cx, Op::Square, x);
   }
   case UnOp::LogicalNot: // JAX's lax.ne(x, _const(x, 0)): a weak constant only for a 0-d x
     if (is_bool) return p1(cx, Op::Not, x0);

@@ -249,7 +249,7 @@ Tensor var(OpContext& cx, const Tensor& x0, const Axes& axes0, bool keepdims, co
                     {bind(cx, Op::Mul, {}, {centered, bind(cx, Op::Conj, {}, {centered})})});
     compute = real_dtype(compute);
   } else {
-    centered = bind(cx, Op::Mul, {}, {centered, centered});
+    centered = bind(cx, Op::Square, {}, {centered});
   }
   ReduceExtras ex;
   ex.where = where;

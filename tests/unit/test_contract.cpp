@@ -163,3 +163,31 @@ TEST_CASE("mul_reduce_sum: XLA's chains and lanes", "[contract]") {
   float want = std::fma(-2.0f, 0.25f, std::fma(3.0f, 0.5f, std::fma(av[0], bv[0], 0.0f)));
   CHECK(s.as<float>()[0] == want);
 }
+
+TEST_CASE("contraction: a reduce takes its own copy of a product used elsewhere", "[contract]") {
+  // XLA duplicates the multiply into the reduce's fusion: both the sum and
+  // the one elementwise add that also uses it contract it.
+  std::string both =
+      contracted(R"(func @f(%0: f32[4,8], %1: f32[4,8], %2: f32[4,8]) -> (f32[4], f32[4,8]) {
+  %3 = mul %0, %1 : f32[4,8]
+  %4 = reduce_sum[axes=[1]] %3 : f32[4]
+  %5 = add %3, %2 : f32[4,8]
+  return %4, %5
+})");
+  CHECK(has(both, "mul_reduce_sum[axes=[1]] %0, %1"));
+  CHECK(has(both, "fma %0, %1, %2"));
+  CHECK(!has(both, "mul %0, %1"));
+
+  // Two elementwise users share the multiply's loop: only the sum fuses it.
+  std::string shared =
+      contracted(R"(func @f(%0: f32[4,8], %1: f32[4,8], %2: f32[4,8]) -> (f32[4], f32[4,8]) {
+  %3 = mul %0, %1 : f32[4,8]
+  %4 = reduce_sum[axes=[1]] %3 : f32[4]
+  %5 = add %3, %2 : f32[4,8]
+  %6 = add %3, %5 : f32[4,8]
+  return %4, %6
+})");
+  CHECK(has(shared, "mul_reduce_sum[axes=[1]] %0, %1"));
+  CHECK(has(shared, "%3 = mul %0, %1"));
+  CHECK(!has(shared, "fma"));
+}

@@ -240,3 +240,44 @@ TEST_CASE("simplify: reductions of reductions and of broadcasts", "[simplify]") 
 })");
   CHECK(has(sink.text, "add %0, %1 : f32[]"));
 }
+
+TEST_CASE("simplify: square, negated sums, stop_gradient, one-element products", "[simplify]") {
+  // square is x * x before the other rules; sum(-x) is -sum(x).
+  auto sq = simplified(R"(func @f(%0: f32[4,8]) -> (f32[4]) {
+  %1 = square %0 : f32[4,8]
+  %2 = neg %1 : f32[4,8]
+  %3 = reduce_sum[axes=[1]] %2 : f32[4]
+  return %3
+})");
+  CHECK(has(sq.text, "%1 = mul %0, %0 : f32[4,8]"));
+  CHECK(has(sq.text, "%4 = reduce_sum[axes=[1]] %1 : f32[4]\n  %5 = neg %4"));
+  CHECK(!has(sq.text, "square"));
+
+  // stop_gradient's bitcast to the same type is no op.
+  auto sg = simplified(R"(func @f(%0: f32[4]) -> (f32[4]) {
+  %1 = bitcast_convert_type[dtype=float32] %0 : f32[4]
+  %2 = sin %1 : f32[4]
+  return %2
+})");
+  CHECK(has(sg.text, "sin %0"));
+
+  // (x * c1) * (y * c2) folds the constants for one element, not for more.
+  const char* prod = R"(func @f(%0: f32[S], %1: f32[S]) consts(%2: f32[], %3: f32[]) -> (f32[S]) {
+  %4 = broadcast_in_dim[shape=(S,) dims=[]] %2 : f32[S]
+  %5 = broadcast_in_dim[shape=(S,) dims=[]] %3 : f32[S]
+  %6 = mul %0, %4 : f32[S]
+  %7 = mul %1, %5 : f32[S]
+  %8 = mul %6, %7 : f32[S]
+  return %8
+})";
+  auto with_shape = [&](const std::string& n) {
+    std::string t = prod;
+    for (size_t at; (at = t.find('S')) != std::string::npos;) t.replace(at, 1, n);
+    return t;
+  };
+  std::vector<Array> cs{f32(3.0f), f32(5.0f)};
+  auto one = simplified(with_shape("1"), cs);
+  CHECK(has(one.text, "mul %0, %1 : f32[1]"));
+  auto four = simplified(with_shape("4"), cs);
+  CHECK(!has(four.text, "mul %0, %1"));
+}
