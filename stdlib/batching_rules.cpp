@@ -11,6 +11,7 @@
 #include "stdlib/custom_derivatives.hpp"
 #include "stdlib/debug_print.hpp"
 #include "stdlib/host_callback.hpp"
+#include "stdlib/np.hpp"
 #include "stdlib/rbg_batching.hpp"
 #include "stdlib/trace_util.hpp"
 #include "stdlib/transforms.hpp"
@@ -450,6 +451,22 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
     return out;
   };
   OpAttrs a = attrs;
+  // A division of batched values by an unbatched divisor: the batch
+  // broadcasts the divisor in the op's program, so XLA multiplies by its
+  // reciprocal where JAX compiles the batched op alone (np::rewrite_division_here).
+  if (op == Op::Div && in[0].batched && !in[1].batched && B > 1) {
+    const AVal& d = in[1].t->aval;
+    if (is_floating(d.dtype) && d.dtype != DType::BFloat16 &&
+        np::rewrite_division_here(cx, d.size() == 1)) {
+      Array unit(d.dtype, {}, d.weak);
+      unit.set(0, Scalar::of_int(1));
+      OpAttrs to_shape;
+      to_shape.shape = d.shape;
+      Tensor one = bind(cx, Op::BroadcastInDim, to_shape, {cx.constant(unit)});
+      Tensor inv = bind(cx, Op::Div, {}, {one, in[1].t});
+      return {bind(cx, Op::Mul, {}, {in[0].t, broadcast_batch(cx, inv, B)}), true};
+    }
+  }
   switch (op) {
   // Elementwise: every operand gets the batch dimension.
   case Op::Neg:

@@ -175,6 +175,9 @@ Value binary_fn(InterpreterImpl& in, CallArgs& a, const char* name, Op op) {
     s = np::broadcast_to(in.ops(), s, like->aval.shape);
   };
   fit(x, y);
+  Tensor divisor = y->aval.ndim() == 0 && y->aval.weak && x->aval.ndim() != 0
+                       ? np::astype(in.ops(), y, x->aval.dtype)
+                       : y; // before the broadcast the op's program makes
   fit(y, x);
   const Shape &xs = x->aval.shape, &ys = y->aval.shape;
   if (xs != ys) {
@@ -194,6 +197,17 @@ Value binary_fn(InterpreterImpl& in, CallArgs& a, const char* name, Op op) {
     }
     x = np::broadcast_to(in.ops(), x, out);
     y = np::broadcast_to(in.ops(), y, out);
+  }
+  // XLA multiplies by the reciprocal of a divisor the op's program broadcasts
+  // (np::rewrite_division_here says where that program is this op's own; the
+  // op is not jitted, so under jvp its tangent's division is another program
+  // and the divisor has no other use).
+  const AVal& d = divisor->aval;
+  if (op == Op::Div && is_floating(d.dtype) && d.dtype != DType::BFloat16 &&
+      d.size() < x->aval.size() && np::rewrite_division_here(in.ops(), false)) {
+    Tensor inv =
+        bind(in, Op::Div, {}, {np::full_like(in.ops(), divisor, Scalar::of_int(1)), divisor});
+    return make_array(bind(in, Op::Mul, {}, {x, np::broadcast_to(in.ops(), inv, x->aval.shape)}));
   }
   return make_array(bind(in, op, {}, {x, y}));
 }

@@ -95,6 +95,10 @@ Tensor astype(OpContext& cx, const Tensor& x, DType dtype); // result is strong 
 
 // ---- elementwise ----------------------------------------------------------
 Tensor binary(OpContext& cx, BinOp op, const Tensor& a, const Tensor& b);
+// Whether jnp's division by a broadcast value multiplies by the reciprocal
+// where it is built in `cx` (as XLA compiles it there), or stays a division
+// for a whole-program rewrite; `scalar_divisor`: the divisor has one element.
+bool rewrite_division_here(OpContext& cx, bool scalar_divisor);
 Tensor unary(OpContext& cx, UnOp op, const Tensor& x);
 // lax.integer_pow: x ** n in x's dtype (integers refuse negative n).
 Tensor integer_pow(OpContext& cx, const Tensor& x, int64_t n);

@@ -14,32 +14,6 @@ using namespace detail;
 
 namespace {
 
-// Whether jnp's division by a broadcast is rewritten here, as the XLA program
-// it is compiled in would rewrite it. Eagerly, and under an eager vmap or
-// reverse-mode derivative, JAX compiles the call alone (its batched, forward or
-// transposed program): rewritten here. Under jit or pmap, and in a loop body,
-// the division stays in the traced program (where grad differentiates JAX's
-// division) and the whole program is rewritten (ir/simplify.cpp). XLA leaves a division by a
-// broadcast scalar exact when the scalar has other uses, as in an eager jvp's program (the tangent
-// is divided by it too): there only a divisor of more than one element is rewritten. Elsewhere
-// (cond bodies, shard_map, custom_jvp functions: sub-programs the whole-program rewrites do not
-// reach), rewritten.
-bool rewrite_division_here(OpContext& cx, bool scalar_divisor) {
-  static constexpr std::string_view see_through[] = {"vmap", "grad", "value_and_grad", "vjp"};
-  static constexpr std::string_view whole_program[] = {"jit", "pmap", "while_loop"};
-  auto in = [](std::string_view w, const auto& names) {
-    return std::find(std::begin(names), std::end(names), w) != std::end(names);
-  };
-  OpContext* c = &cx;
-  while (auto* t = dynamic_cast<TraceContext*>(c)) {
-    if (in(t->what(), whole_program)) return false;
-    if (t->what() == "jvp") return !scalar_divisor;
-    if (!in(t->what(), see_through)) return true;
-    c = &t->outer();
-  }
-  return true;
-}
-
 const char* bin_name(BinOp op) {
   switch (op) {
   case BinOp::Add:
@@ -224,6 +198,32 @@ void check_broadcastable(BinOp op, const Shape& a, const Shape& b) {
 }
 
 } // namespace
+
+// Whether jnp's division by a broadcast is rewritten here, as the XLA program
+// it is compiled in would rewrite it. Eagerly, and under an eager vmap or
+// reverse-mode derivative, JAX compiles the call alone (its batched, forward or
+// transposed program): rewritten here. Under jit or pmap, and in a loop body,
+// the division stays in the traced program (where grad differentiates JAX's
+// division) and the whole program is rewritten (ir/simplify.cpp). XLA leaves a division by a
+// broadcast scalar exact when the scalar has other uses, as in an eager jvp's program (the tangent
+// is divided by it too): there only a divisor of more than one element is rewritten. Elsewhere
+// (cond bodies, shard_map, custom_jvp functions: sub-programs the whole-program rewrites do not
+// reach), rewritten.
+bool rewrite_division_here(OpContext& cx, bool scalar_divisor) {
+  static constexpr std::string_view see_through[] = {"vmap", "grad", "value_and_grad", "vjp"};
+  static constexpr std::string_view whole_program[] = {"jit", "pmap", "while_loop"};
+  auto in = [](std::string_view w, const auto& names) {
+    return std::find(std::begin(names), std::end(names), w) != std::end(names);
+  };
+  OpContext* c = &cx;
+  while (auto* t = dynamic_cast<TraceContext*>(c)) {
+    if (in(t->what(), whole_program)) return false;
+    if (t->what() == "jvp") return !scalar_divisor;
+    if (!in(t->what(), see_through)) return true;
+    c = &t->outer();
+  }
+  return true;
+}
 
 Tensor integer_pow(OpContext& cx, const Tensor& x, int64_t n) {
   OpAttrs a;
