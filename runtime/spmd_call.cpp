@@ -39,6 +39,26 @@ void consts_to_replicated_params(Function& fn, std::vector<SpmdMapping>& ins) {
 }
 
 namespace {
+// xla_rewrites of `fn` whose last const_params.size() parameters hold those
+// values: they are its constants while it is rewritten, and parameters again
+// after (the callers pass them), the constants the rewrites add following.
+std::shared_ptr<const Function> rewrites_with_known_params(const std::shared_ptr<Function>& fn,
+                                                           std::span<const Array> const_params,
+                                                           std::vector<Array>& added) {
+  const size_t k = const_params.size();
+  if (k == 0 || k > fn->params.size() || !fn->consts.empty()) return xla_rewrites(fn, {}, &added);
+  auto known = std::make_shared<Function>(*fn);
+  known->consts.assign(known->params.end() - static_cast<long>(k), known->params.end());
+  known->params.resize(known->params.size() - k);
+  std::shared_ptr<const Function> out = xla_rewrites(known, const_params, &added);
+  if (out == known) return fn;
+  auto back = std::make_shared<Function>(*out);
+  back->params.insert(back->params.end(), back->consts.begin(),
+                      back->consts.begin() + static_cast<long>(k));
+  back->consts.erase(back->consts.begin(), back->consts.begin() + static_cast<long>(k));
+  return back;
+}
+
 // Whether `f` (or a loop in it) has a collective over an axis `mesh` lacks: the
 // vmap axis a pmap inside vmap(axis_name=...) may name, which only vmap's
 // batching of the call gives a meaning (stdlib/spmd.cpp).
@@ -59,7 +79,7 @@ std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<F
                                              SpmdLayout layout, std::vector<SpmdMapping> ins,
                                              std::vector<SpmdMapping> outs, DeviceThreads* pool,
                                              ExecMode mode, CodeCache* cache, PhaseTimes* times,
-                                             Platform* platform) {
+                                             Platform* platform, std::vector<Array> const_params) {
   PXL_ASSERT(fn->consts.empty() && ins.size() == fn->params.size() &&
                  outs.size() == fn->results.size(),
              "spmd_call: the callee's operands and results must match its mappings");
@@ -75,8 +95,9 @@ std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<F
     // an eager shard_map runs op by op in JAX.
     // The constants XLA's rewrites add (a reciprocal's 1) become the program's.
     std::vector<Array> added;
-    std::shared_ptr<const Function> run =
-        c->kind == "pmap" ? xla_rewrites(fn, {}, &added) : std::shared_ptr<const Function>(fn);
+    std::shared_ptr<const Function> run = c->kind == "pmap"
+                                              ? rewrites_with_known_params(fn, const_params, added)
+                                              : std::shared_ptr<const Function>(fn);
     c->exe = platform ? platform->make_executable(mode, run, layout, added)
                       : make_executable(mode, cache, run, layout, added);
     c->exe->phase_times = times;

@@ -78,11 +78,15 @@ std::shared_ptr<const Function> contract_program(std::shared_ptr<const Function>
                                                  std::vector<Array>* added = nullptr);
 
 // A callee for `fn` (whose consts must already be params), compiled for `layout`.
+// `const_params`: the values of fn's trailing parameters when they are
+// captured constants (consts_to_replicated_params), which pmap's rewrites see
+// as the program's literals, as XLA does; empty when unknown.
 std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<Function> fn,
                                              SpmdLayout layout, std::vector<SpmdMapping> ins,
                                              std::vector<SpmdMapping> outs, DeviceThreads* pool,
                                              ExecMode mode, CodeCache* cache, PhaseTimes* times,
-                                             Platform* platform = nullptr);
+                                             Platform* platform = nullptr,
+                                             std::vector<Array> const_params = {});
 
 // The kernel: runs the callee on global operands (concrete or sharded tensors)
 // and returns the global results, sharded over the devices (pmap outputs with

@@ -292,11 +292,17 @@ struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
   void finish(InterpreterImpl& in, Compiled& c, TraceContext& tc, std::shared_ptr<Function> f,
               SpmdLayout layout, std::vector<SpmdMapping> ins, std::vector<SpmdMapping> outs) {
     c.consts = tc.captured_tensors();
-    for (const Tensor& t : c.consts) c.reusable = c.reusable && !t->trace;
+    std::vector<Array> values; // all of them, when all are known
+    for (const Tensor& t : c.consts) {
+      c.reusable = c.reusable && !t->trace;
+      if (t->concrete) values.push_back(*t->concrete);
+    }
+    if (values.size() != c.consts.size()) values.clear();
     consts_to_replicated_params(*f, ins);
-    c.callee = make_spmd_callee(what, std::move(f), std::move(layout), std::move(ins),
-                                std::move(outs), &in.platform().threads(), in.options().exec,
-                                &in.platform().code_cache(), in.phase_times(), &in.platform());
+    c.callee =
+        make_spmd_callee(what, std::move(f), std::move(layout), std::move(ins), std::move(outs),
+                         &in.platform().threads(), in.options().exec, &in.platform().code_cache(),
+                         in.phase_times(), &in.platform(), std::move(values));
     c.callee->check_vma = check_vma;
   }
 
