@@ -113,11 +113,14 @@ struct OpAttrs {
   int64_t axis = 0;                             // iota, concatenate, argmax, cumsum, take, scatter
   int64_t exponent = 0;                         // integer_pow
   bool reverse = false;                         // cumsum
-  DotDims dot;                                  // dot_general
-  ScatterMode mode = ScatterMode::Set;          // scatter
-  std::vector<std::string> axis_names;          // collectives: the mesh axes, major first
-  int64_t group_size = 1;                       // collectives: product of those axes' sizes,
-                                                // or the size of each axis_index_groups group
+  // mul of complex64: the right operand is a broadcast scalar, which changes
+  // the product XLA's multiply fuses into the imaginary part (ref_complex.hpp).
+  bool scalar_rhs = false;
+  DotDims dot;                         // dot_general
+  ScatterMode mode = ScatterMode::Set; // scatter
+  std::vector<std::string> axis_names; // collectives: the mesh axes, major first
+  int64_t group_size = 1;              // collectives: product of those axes' sizes,
+                                       // or the size of each axis_index_groups group
   // psum/pmax/pmin/all_gather/psum_scatter/all_to_all: axis_index_groups, a
   // partition of the ranks 0..N-1 over axis_names into equal groups that act
   // independently (ranks within a group in listed order); empty: one group.

@@ -17,9 +17,10 @@ C narrow(D z) { return {static_cast<float>(z.real()), static_cast<float>(z.imag(
 
 } // namespace
 
-C mul(C x, C y) {
+C mul(C x, C y, bool scalar_y) {
   float a = x.real(), b = x.imag(), c = y.real(), d = y.imag();
-  return {a * c - b * d, a * d + b * c};
+  float im = scalar_y ? std::fma(a, d, b * c) : std::fma(b, c, a * d);
+  return {std::fma(a, c, -(b * d)), im};
 }
 
 C div(C x, C y) {
@@ -90,7 +91,7 @@ C pow(C x, C y) {
     bool first = true;
     for (; n > 0; n >>= 1) {
       if (n & 1) {
-        acc = first ? base : mul(acc, base);
+        acc = first ? base : mul(base, acc);
         first = false;
       }
       if (n > 1) base = mul(base, base);

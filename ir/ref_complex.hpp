@@ -9,7 +9,9 @@ namespace pxl::ref::cplx {
 
 using C = std::complex<float>;
 
-C mul(C x, C y);
+// XLA's (ac - bd, bc + ad) with one product of each part fused, as LLVM
+// contracts it on an FMA host: ac, and bc (ad when y is a broadcast scalar).
+C mul(C x, C y, bool scalar_y = false);
 C div(C x, C y);
 float abs(C z);
 C sign(C z); // z / |z|, 0 at 0

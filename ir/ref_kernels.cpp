@@ -135,7 +135,7 @@ Array integer_pow(const Array& base, int64_t n) {
   Array x = base;
   std::optional<Array> acc;
   for (uint64_t e = n < 0 ? 0 - static_cast<uint64_t>(n) : static_cast<uint64_t>(n); e > 0;) {
-    if (e & 1) acc = acc ? mul(*acc, x) : x;
+    if (e & 1) acc = acc ? mul(x, *acc) : x; // (XLA's operand order: complex products round by it)
     e >>= 1;
     if (e > 0) x = mul(x, x);
   }
@@ -285,11 +285,11 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
         return x - y;
     });
   case Op::Mul:
-    return bin.template operator()<kNum | kComplex>([](auto x, auto y) {
+    return bin.template operator()<kNum | kComplex>([&a](auto x, auto y) {
       if constexpr (is_int_v<decltype(x)>)
         return wrap_mul(x, y);
       else if constexpr (is_complex_v<decltype(x)>)
-        return cplx::mul(x, y);
+        return cplx::mul(x, y, a.scalar_rhs);
       else
         return x * y;
     });

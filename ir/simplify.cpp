@@ -301,8 +301,21 @@ private:
     return -1;
   }
 
+  // a / c -> a * (1 / c), for a constant c (XLA's InvertConstant).
+  int divide_by_constant(int a, int b, int r) {
+    if (is_const(a) || !is_const(b) || !foldable_pair(b, b, r)) return -1;
+    int s = scalar_const(b), one = constant(1.0, aval(r).dtype);
+    if (one < 0) return -1;
+    int inv = s >= 0 ? broadcast(binary(Op::Div, one, s, r), aval(r).shape, r)
+                     : binary(Op::Div, broadcast(one, aval(r).shape, r), look(b), r);
+    return binary(Op::Mul, a, inv, r);
+  }
+
   int divide(const Instr& in) {
     int a = in.operands[0], b = in.operands[1], r = in.result;
+    // (Complex divisions only by a constant: XLA expands complex exp, sqrt
+    // and pow before its simplifier, and keeps a / broadcast(b).)
+    if (is_complex(aval(r).dtype)) return divide_by_constant(a, b, r);
     if (is_all(b, 1.0)) return a;
     auto e2 = is(b, Op::Exp);
     if (e2) {
@@ -316,14 +329,7 @@ private:
     for (auto [root, inverse] : {std::pair{Op::Sqrt, Op::Rsqrt}, std::pair{Op::Rsqrt, Op::Sqrt}})
       if (auto p = is(b, root); p && one_use(look(b)))
         return binary(Op::Mul, a, unary(inverse, p->operands[0], r), r);
-    // a / c -> a * (1 / c)
-    if (!is_const(a) && is_const(b) && foldable_pair(b, b, r)) {
-      int s = scalar_const(b), one = constant(1.0, aval(r).dtype);
-      if (one < 0) return -1;
-      int inv = s >= 0 ? broadcast(binary(Op::Div, one, s, r), aval(r).shape, r)
-                       : binary(Op::Div, broadcast(one, aval(r).shape, r), look(b), r);
-      return binary(Op::Mul, a, inv, r);
-    }
+    if (int by = divide_by_constant(a, b, r); by >= 0) return by;
     // a / broadcast(b) -> a * broadcast(1 / b); a scalar b only when nothing
     // else uses it (measured: XLA keeps x / s exact when s is also used).
     if (auto bc = is(b, Op::BroadcastInDim);
@@ -537,7 +543,8 @@ private:
   void process(const Instr& orig) {
     Instr in = orig;
     for (int& o : in.operands) o = resolve(o);
-    if (in.nresults == 1 && simplifiable(aval(in.result).dtype)) {
+    DType dt = aval(in.result).dtype;
+    if (in.nresults == 1 && (simplifiable(dt) || (is_complex(dt) && in.op == Op::Div))) {
       int by = -1;
       try {
         by = rewrite(in);

@@ -10,7 +10,7 @@
 //   a / sqrt(b) -> a * rsqrt(b)   a / rsqrt(b) -> a * sqrt(b)   (b's root used once)
 //   a / exp(b) -> a * exp(-b)     exp(a) / exp(b) -> exp(a - b)
 //   a / pow(b, c) -> a * pow(b, -c)
-//   a / C -> a * (1 / C)          a / broadcast(b) -> a * broadcast(1 / b)  (b used once)
+//   a / C -> a * (1 / C) (complex too)   a / broadcast(b) -> a * broadcast(1 / b)  (b used once)
 //   (a / b) / (c / d) -> (a * d) / (b * c)   (a / b) / c -> a / (b * c)   a / (b / c) -> (a * c) /
 //   b (a * C1) * C2 -> a * (C1 * C2)   (a + C1) + C2 -> a + (C1 + C2)   (C1 - a) + C2 -> (C1 + C2)
 //   - a a - C -> a + (-C)             (a * c) * broadcast(b) -> a * broadcast(b * c)  (c a scalar)

@@ -303,6 +303,14 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
   case BinOp::Mul:
     if (bool_operand(a0, shape, p.dtype)) return bool_mask(cx, a0, b);
     if (bool_operand(b0, shape, p.dtype)) return bool_mask(cx, b0, a);
+    // XLA's complex multiply fuses a product of the imaginary part by whether
+    // an operand is a broadcast scalar, which takes the right-hand side.
+    if (is_complex(p.dtype) && (av(a0).size() == 1) != (av(b0).size() == 1)) {
+      OpAttrs scalar;
+      scalar.scalar_rhs = true;
+      return av(a0).size() == 1 ? bind(cx, Op::Mul, scalar, {b, a})
+                                : bind(cx, Op::Mul, scalar, {a, b});
+    }
     return p2(cx, is_bool ? Op::And : Op::Mul, a, b);
   case BinOp::TrueDiv: {
     // XLA's algebraic simplifier rewrites A / broadcast(B) as A * broadcast(1 / B). A
