@@ -438,11 +438,11 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
               return b.neg(b.mul(b.mul(g, b.integer_pow(p[1], -2)), p[0]));
             })};
   }
-  case Op::Square: // JAX's: g * (2 * x)
-    return one(b.mul(g, b.mul(b.full(p[0], 2.0), p[0])));
+  case Op::Square:
   case Op::IntegerPow: {
-    // JAX's: g * (n * x ** (n - 1)); zero for n = 0, g for 1, g * (2 * x) for 2.
-    int64_t n = at.exponent;
+    // JAX's: g * (n * x ** (n - 1)); zero for n = 0, g for 1, g * (2 * x) for 2
+    // (and for square).
+    int64_t n = in.op == Op::Square ? 2 : at.exponent;
     if (n == 0) return one(b.zeros(p[0]));
     if (n == 1) return one(g);
     if (n == 2) return one(b.mul(g, b.mul(b.full(p[0], 2.0), p[0])));

@@ -457,15 +457,8 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
   if (op == Op::Div && in[0].batched && !in[1].batched && B > 1) {
     const AVal& d = in[1].t->aval;
     if (is_floating(d.dtype) && d.dtype != DType::BFloat16 &&
-        np::rewrite_division_here(cx, d.size() == 1)) {
-      Array unit(d.dtype, {}, d.weak);
-      unit.set(0, Scalar::of_int(1));
-      OpAttrs to_shape;
-      to_shape.shape = d.shape;
-      Tensor one = bind(cx, Op::BroadcastInDim, to_shape, {cx.constant(unit)});
-      Tensor inv = bind(cx, Op::Div, {}, {one, in[1].t});
-      return {bind(cx, Op::Mul, {}, {in[0].t, broadcast_batch(cx, inv, B)}), true};
-    }
+        np::rewrite_division_here(cx, d.size() == 1))
+      return {np::times_reciprocal(cx, in[0].t, in[1].t), true};
   }
   switch (op) {
   // Elementwise: every operand gets the batch dimension.

@@ -169,16 +169,18 @@ Value arg_reduce_fn(InterpreterImpl& in, CallArgs& a, const char* name, Op op) {
 Value binary_fn(InterpreterImpl& in, CallArgs& a, const char* name, Op op) {
   ArgReader r(name, a, {"x", "y"}, 2);
   Tensor x = T(in, r[0]), y = T(in, r[1]);
-  auto fit = [&](Tensor& s, const Tensor& like) {
-    if (s->aval.ndim() != 0 || like->aval.ndim() == 0) return;
-    if (s->aval.weak) s = np::astype(in.ops(), s, like->aval.dtype);
-    s = np::broadcast_to(in.ops(), s, like->aval.shape);
+  // A 0-d operand takes the other's shape, and a weak one its dtype.
+  auto typed = [&](const Tensor& s, const Tensor& like) {
+    bool scalar = s->aval.ndim() == 0 && like->aval.ndim() != 0;
+    return scalar && s->aval.weak ? np::astype(in.ops(), s, like->aval.dtype) : s;
   };
-  fit(x, y);
-  Tensor divisor = y->aval.ndim() == 0 && y->aval.weak && x->aval.ndim() != 0
-                       ? np::astype(in.ops(), y, x->aval.dtype)
-                       : y; // before the broadcast the op's program makes
-  fit(y, x);
+  auto fit = [&](const Tensor& s, const Tensor& like) {
+    bool scalar = s->aval.ndim() == 0 && like->aval.ndim() != 0;
+    return scalar ? np::broadcast_to(in.ops(), s, like->aval.shape) : s;
+  };
+  x = fit(typed(x, y), y);
+  Tensor divisor = typed(y, x); // before the broadcast the op's program makes
+  y = fit(divisor, x);
   const Shape &xs = x->aval.shape, &ys = y->aval.shape;
   if (xs != ys) {
     if (xs.size() != ys.size())
@@ -204,11 +206,8 @@ Value binary_fn(InterpreterImpl& in, CallArgs& a, const char* name, Op op) {
   // and the divisor has no other use).
   const AVal& d = divisor->aval;
   if (op == Op::Div && is_floating(d.dtype) && d.dtype != DType::BFloat16 &&
-      d.size() < x->aval.size() && np::rewrite_division_here(in.ops(), false)) {
-    Tensor inv =
-        bind(in, Op::Div, {}, {np::full_like(in.ops(), divisor, Scalar::of_int(1)), divisor});
-    return make_array(bind(in, Op::Mul, {}, {x, np::broadcast_to(in.ops(), inv, x->aval.shape)}));
-  }
+      d.size() < x->aval.size() && np::rewrite_division_here(in.ops(), false))
+    return make_array(np::times_reciprocal(in.ops(), x, divisor));
   return make_array(bind(in, op, {}, {x, y}));
 }
 

@@ -99,6 +99,9 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a, const Tensor& b);
 // where it is built in `cx` (as XLA compiles it there), or stays a division
 // for a whole-program rewrite; `scalar_divisor`: the divisor has one element.
 bool rewrite_division_here(OpContext& cx, bool scalar_divisor);
+// a * broadcast(1 / divisor), as XLA rewrites a division by a divisor its
+// program broadcasts (`divisor` of a's dtype, broadcastable to a's shape).
+Tensor times_reciprocal(OpContext& cx, const Tensor& a, const Tensor& divisor);
 Tensor unary(OpContext& cx, UnOp op, const Tensor& x);
 // lax.integer_pow: x ** n in x's dtype (integers refuse negative n).
 Tensor integer_pow(OpContext& cx, const Tensor& x, int64_t n);

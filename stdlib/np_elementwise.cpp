@@ -225,6 +225,11 @@ bool rewrite_division_here(OpContext& cx, bool scalar_divisor) {
   return true;
 }
 
+Tensor times_reciprocal(OpContext& cx, const Tensor& a, const Tensor& divisor) {
+  Tensor inv = p2(cx, Op::Div, like(cx, divisor, Scalar::of_int(1)), divisor);
+  return p2(cx, Op::Mul, a, broadcast(cx, inv, av(a).shape, "true_divide"));
+}
+
 Tensor integer_pow(OpContext& cx, const Tensor& x, int64_t n) {
   OpAttrs a;
   a.exponent = n;
@@ -322,10 +327,11 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
     if (is_floating(p.dtype) && av(b0).size() != shape_size(shape) &&
         (rewrite_division_here(cx, av(b0).size() == 1) || bf16)) {
       Tensor bc = convert(cx, b0, p.dtype, p.weak);
+      bool bool_a = bool_operand(a0, shape, p.dtype);
+      if (!bf16 && !bool_a) return times_reciprocal(cx, a, bc);
       if (bf16) bc = convert(cx, bc, DType::Float32, false);
       Tensor inv = p2(cx, Op::Div, like(cx, bc, Scalar::of_int(1)), bc);
-      if (bool_operand(a0, shape, p.dtype)) return bool_mask(cx, a0, broadcast(cx, inv, shape, fn));
-      if (!bf16) return p2(cx, Op::Mul, a, broadcast(cx, inv, shape, fn));
+      if (bool_a) return bool_mask(cx, a0, broadcast(cx, inv, shape, fn));
       Tensor prod =
           p2(cx, Op::Mul, convert(cx, a, DType::Float32, false), broadcast(cx, inv, shape, fn));
       return convert(cx, prod, p.dtype, p.weak);
