@@ -116,6 +116,10 @@ struct OpAttrs {
   // mul of complex64: the right operand is a broadcast scalar, which changes
   // the product XLA's multiply fuses into the imaginary part (ref_complex.hpp).
   bool scalar_rhs = false;
+  // exp and log of a float32 operand that XLA compiles alone (an eager op):
+  // the elements ref::xla::libm_tail_start names take the C library's expf
+  // and logf, as XLA's split SLP vectors do.
+  bool libm_tail = false;
   DotDims dot;                         // dot_general
   ScatterMode mode = ScatterMode::Set; // scatter
   std::vector<std::string> axis_names; // collectives: the mesh axes, major first

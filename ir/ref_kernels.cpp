@@ -125,6 +125,17 @@ Array select(const Array& p, const Array& t, const Array& f, Array out) {
 
 Array eval(Op op, const OpAttrs& a, std::span<const Array> in);
 
+// `out` (exp or log of `x`) with the elements that XLA computes with the C
+// library's function `libm` when the op asks for it (OpAttrs::libm_tail).
+template <class Fn> Array with_libm_tail(const OpAttrs& a, const Array& x, Array out, Fn libm) {
+  int64_t start = xla::libm_tail_start(x.ndim(), x.size());
+  if (!a.libm_tail || x.dtype() != DType::Float32 || start < 0) return out;
+  const float* xs = x.as<float>();
+  float* os = out.as<float>();
+  for (int64_t i = start; i < x.size(); ++i) os[i] = libm(xs[i]);
+  return out;
+}
+
 // integer_pow as XLA expands it: products by squaring, each rounded in the
 // operand's dtype by the mul kernel, then 1 / acc for a negative exponent.
 Array integer_pow(const Array& base, int64_t n) {
@@ -172,11 +183,16 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
         return -v;
     });
   case Op::Exp:
-    return un.template operator()<kFloat | kComplex>(
-        or_cx(by_width(xla::exp_f32, xla::exp_f64), cplx::exp));
+    return with_libm_tail(a, in[0],
+                          un.template operator()<kFloat | kComplex>(
+                              or_cx(by_width(xla::exp_f32, xla::exp_f64), cplx::exp)),
+                          [](float v) { return std::exp(v); });
   case Op::Log:
-    return un.template operator()<kFloat | kComplex>(
-        or_cx(by_width(xla::log_f32, [](double v) { return std::log(v); }), cplx::log));
+    return with_libm_tail(
+        a, in[0],
+        un.template operator()<kFloat | kComplex>(
+            or_cx(by_width(xla::log_f32, [](double v) { return std::log(v); }), cplx::log)),
+        [](float v) { return std::log(v); });
   case Op::Log1p:
     return un.template operator()<kFloat | kComplex>(
         or_cx(by_width(xla::log1p_f32, xla::log1p_f64), cplx::log1p));

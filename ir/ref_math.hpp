@@ -33,6 +33,18 @@ float pow_f32(float x, float y);
 // XLA calls libm's atan2f: glibc 2.36's (fdlibm's, in float), emitted inline too.
 float atan2_f32(float y, float x);
 
+// XLA's CPU code for a rank-1 float32 loop of fewer than 16 elements: LLVM
+// unrolls it, and its SLP vectorizer packs the elements past the first 8 (all
+// of them below 8) into one vector of that width. XLA's exp and log exist for
+// vectors of 1, 2, 4 and 8 lanes only, so a vector of 3, 5, 6 or 7 lanes is
+// split into calls of the C library's expf and logf. The first element that
+// takes them, or -1 for none.
+inline int64_t libm_tail_start(int64_t rank, int64_t n) {
+  int64_t tail = n % 8;
+  if (rank != 1 || n >= 16 || tail < 3 || tail == 4) return -1;
+  return n - tail;
+}
+
 // float64.
 double tanh_f64(double x);     // xla/codegen/intrinsic/tanh.cc, float64 rational approximation
 double exp_f64(double x);      // xla/codegen/intrinsic/exp.cc, float64 Pade-style approximation

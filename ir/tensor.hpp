@@ -50,6 +50,10 @@ public:
   // The .pxl source location of the operation being bound; the interpreter sets
   // it so that traced IR and errors point at the user's code.
   Span loc;
+  // Whether the builtin binding the operation was called from pxl's standard
+  // library: part of a composite function that JAX compiles whole, not an op
+  // XLA compiles alone (np_elementwise.cpp's exp and log).
+  bool library_call = false;
 };
 
 // Sets the source location of the array operations bound while it lives and
@@ -61,6 +65,16 @@ struct LocScope {
     if (s.valid()) cx.loc = s;
   }
   ~LocScope() { cx.loc = saved; }
+};
+
+// Sets OpContext::library_call while it lives and restores it after.
+struct LibraryCallScope {
+  OpContext& cx;
+  bool saved;
+  LibraryCallScope(OpContext& c, bool library) : cx(c), saved(c.library_call) {
+    cx.library_call = library;
+  }
+  ~LibraryCallScope() { cx.library_call = saved; }
 };
 
 } // namespace pxl

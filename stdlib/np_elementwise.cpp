@@ -4,6 +4,7 @@
 #include <limits>
 #include <string_view>
 
+#include "ir/ref_math.hpp"
 #include "lang/tracer.hpp"
 #include "runtime/eager.hpp"
 #include "stdlib/np_internal.hpp"
@@ -225,6 +226,21 @@ bool rewrite_division_here(OpContext& cx, bool scalar_divisor) {
   return true;
 }
 
+// exp or log; compiled alone by XLA (an eager op, or one of an op-by-op
+// transform, called by the user rather than by a library composite), a small
+// float32 vector's last elements take the C library's functions
+// (OpAttrs::libm_tail).
+namespace {
+Tensor exp_or_log(OpContext& cx, Op op, const Tensor& x) {
+  OpAttrs a;
+  const AVal& xa = av(x);
+  a.libm_tail = xa.dtype == DType::Float32 &&
+                ref::xla::libm_tail_start(static_cast<int64_t>(xa.ndim()), xa.size()) >= 0 &&
+                !cx.library_call && rewrite_division_here(cx, false);
+  return bind(cx, op, a, {x});
+}
+} // namespace
+
 Tensor times_reciprocal(OpContext& cx, const Tensor& a, const Tensor& divisor) {
   Tensor inv = p2(cx, Op::Div, like(cx, divisor, Scalar::of_int(1)), divisor);
   return p2(cx, Op::Mul, a, broadcast(cx, inv, av(a).shape, "true_divide"));
@@ -393,9 +409,9 @@ Tensor unary(OpContext& cx, UnOp op, const Tensor& x0) {
     if (!is_bool && !is_int) lax_dtype_error("not", d, "integer, bool");
     return p1(cx, Op::Not, x0);
   case UnOp::Exp:
-    return p1(cx, Op::Exp, inexact());
+    return exp_or_log(cx, Op::Exp, inexact());
   case UnOp::Log:
-    return p1(cx, Op::Log, inexact());
+    return exp_or_log(cx, Op::Log, inexact());
   case UnOp::Log1p:
     return p1(cx, Op::Log1p, inexact());
   case UnOp::Expm1:

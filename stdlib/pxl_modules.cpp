@@ -72,6 +72,17 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   add_float0_builtins(types);
   add_sparse_class_builtin(types);       // stdlib/sparse_class.cpp
   types.fn("_lowered", lowered_builtin); // stdlib/aot_stages.cpp
+  // _as_user_op(fn, *args): fn(*args) bound as the user's own op, not as part
+  // of a library composite (OpContext::library_call): for the stdlib's thin
+  // wrappers of one primitive (lax.exp), which XLA compiles alone.
+  types.fn("_as_user_op", [](InterpreterImpl& in, CallArgs& a) {
+    if (a.pos.empty()) throw Error(ErrCode::Arguments, "_as_user_op() needs a function");
+    CallArgs rest;
+    rest.pos.assign(a.pos.begin() + 1, a.pos.end());
+    rest.kw = a.kw;
+    LibraryCallScope user(in.ops(), false);
+    return in.call(a.pos[0], rest, Span{});
+  });
   in.register_module("types", types.value());
   in.register_module("collections", collections.value());
   for (const EmbeddedSource& s : kSources)
