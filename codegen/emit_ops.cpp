@@ -273,6 +273,8 @@ Value* ScalarEmitter::unary(Op op, DType d, Value* x) {
     return rt_by_width("cos", d, {x});
   case Op::Tan:
     return rt_by_width("tan", d, {x});
+  case Op::Cbrt:
+    return rt_by_width("cbrt", d, {x});
   case Op::Logistic:
     return rounding_rt("logistic");
   case Op::Erf:

@@ -41,12 +41,14 @@ float logistic_f16(float v) { return x::logistic_f32(v, x::Round::F16); }
 float logistic_bf16(float v) { return x::logistic_f32(v, x::Round::BF16); }
 float logistic_f32(float v) { return x::logistic_f32(v); }
 float tan_f32(float v) { return std::tan(v); }
+float cbrt_f32(float v) { return std::cbrt(v); }
 float fmod_f32(float a, float b) { return std::fmod(a, b); }
 double log_f64(double v) { return std::log(v); }
 double erf_f64(double v) { return std::erf(v); }
 double sin_f64(double v) { return std::sin(v); }
 double cos_f64(double v) { return std::cos(v); }
 double tan_f64(double v) { return std::tan(v); }
+double cbrt_f64(double v) { return std::cbrt(v); }
 double atan2_f64(double a, double b) { return std::atan2(a, b); }
 double pow_f64(double a, double b) { return std::pow(a, b); }
 double fmod_f64(double a, double b) { return std::fmod(a, b); }
@@ -79,6 +81,7 @@ std::span<const RuntimeSymbol> jit_runtime_symbols() {
       {"pxl.pow.f64", addr(&pow_f64)},           {"pxl.fmod.f64", addr(&fmod_f64)},
       {"pxl.pow.i32", addr(&pow_i32)},           {"pxl.pow.u32", addr(&pow_u32)},
       {"pxl.f16_to_f32", addr(&f16_to_f32)},     {"pxl.f32_to_f16", addr(&f32_to_f16)},
+      {"pxl.cbrt.f32", addr(&cbrt_f32)},         {"pxl.cbrt.f64", addr(&cbrt_f64)},
   };
   return table;
 }

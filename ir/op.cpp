@@ -106,6 +106,7 @@ std::string attrs_str(Op op, const OpAttrs& a) {
   case Op::Sin:
   case Op::Cos:
   case Op::Tan:
+  case Op::Cbrt:
   case Op::Abs:
   case Op::Sign:
   case Op::Floor:

@@ -222,6 +222,8 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
   case Op::Tan:
     return un.template operator()<kFloat | kComplex>(
         or_cx([](auto v) { return std::tan(v); }, cplx::tan));
+  case Op::Cbrt: // (float16 and bfloat16 in float32, rounded once, as XLA's)
+    return un.template operator()<kFloat>([](auto v) { return std::cbrt(v); });
   case Op::Abs:
     if (is_complex(in[0].dtype())) return complex_to_real(in[0], fresh(), cplx::abs);
     return un.template operator()<kNum>([](auto v) {

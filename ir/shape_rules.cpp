@@ -649,6 +649,8 @@ AVal infer_unchecked(Op op, const OpAttrs& a, std::span<const AVal> in) {
   case Op::Cos:
   case Op::Tan:
     return unary(op, in[0], kFloat | kComplex);
+  case Op::Cbrt:
+    return unary(op, in[0], kFloat);
   case Op::Floor:
   case Op::Ceil:
   case Op::Round:

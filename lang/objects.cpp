@@ -252,8 +252,8 @@ Value InterpreterImpl::call(const Value& fn, CallArgs& args, const Span& where) 
     try {
       LocScope loc(ops(), op_location(ops(), where));
       // (A builtin called by another with no location inherits its caller's.)
-      LibraryCallScope library(ops(), where.valid() ? in_library_source(where)
-                                                    : ops().library_call);
+      LibraryCallScope library(ops(),
+                               where.valid() ? in_library_source(where) : ops().library_call);
       return fn.as<BuiltinObj>()->fn(*this, args);
     } catch (Error& e) {
       e.set_span_if_missing(where);

@@ -378,6 +378,8 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
     return one(b.neg(b.mul(g, b.un(Op::Sin, p[0]))));
   case Op::Tan:
     return one(b.mul(g, b.add(b.full(p[0], 1), b.mul(y, y))));
+  case Op::Cbrt: // JAX's g * (1/3 * y ** -2)
+    return one(b.mul(g, b.mul(b.full(p[0], 1.0 / 3.0), b.integer_pow(y, -2))));
   case Op::Abs:
     if (is_complex(p[0]->aval.dtype)) {
       // JAX: d|x| = real(dx * conj(x) / |x|), with |x| = 0 replaced by 1.

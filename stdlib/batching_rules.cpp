@@ -473,6 +473,7 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
   case Op::Sin:
   case Op::Cos:
   case Op::Tan:
+  case Op::Cbrt:
   case Op::Abs:
   case Op::Sign:
   case Op::Floor:

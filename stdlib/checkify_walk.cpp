@@ -30,6 +30,7 @@ bool nan_primitive(Op op) {
   case Op::Sin:
   case Op::Cos:
   case Op::Tan:
+  case Op::Cbrt:
   case Op::Logistic:
   case Op::Erf:
   case Op::ErfInv:

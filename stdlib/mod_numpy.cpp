@@ -266,6 +266,7 @@ void def_elementwise(ModuleBuilder& b) {
                                                            {"sin", np::UnOp::Sin},
                                                            {"cos", np::UnOp::Cos},
                                                            {"tan", np::UnOp::Tan},
+                                                           {"cbrt", np::UnOp::Cbrt},
                                                            {"abs", np::UnOp::Abs},
                                                            {"absolute", np::UnOp::Abs},
                                                            {"sign", np::UnOp::Sign},

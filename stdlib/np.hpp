@@ -53,6 +53,7 @@ enum class UnOp {
   Sin,
   Cos,
   Tan,
+  Cbrt,
   Abs,
   Sign,
   Floor,

@@ -428,6 +428,8 @@ Tensor unary(OpContext& cx, UnOp op, const Tensor& x0) {
     return p1(cx, Op::Cos, inexact());
   case UnOp::Tan:
     return p1(cx, Op::Tan, inexact());
+  case UnOp::Cbrt:
+    return p1(cx, Op::Cbrt, inexact());
   case UnOp::Logistic: {
     Tensor x = inexact();
     if (!is_complex(av(x).dtype)) return p1(cx, Op::Logistic, x);
