@@ -99,7 +99,7 @@ bool define_device_math(llvm::Function& fn) {
     llvm::Value* one = llvm::ConstantFP::get(t, 1.0);
     return finish(b.CreateFDiv(one, b.CreateFAdd(one, nv("exp", {b.CreateFNeg(args[0])}))));
   }
-  static const char* const kLibdevice[] = {"exp", "log", "log1p", "expm1", "tanh", "erf", "rsqrt",
+  static const char* const kLibdevice[] = {"exp", "log", "log1p", "expm1", "tanh", "erf",  "rsqrt",
                                            "sin", "cos", "tan",   "atan2", "pow",  "fmod", "cbrt"};
   for (const char* known : kLibdevice)
     if (op == known) return finish(nv(op, args));

@@ -117,9 +117,9 @@ const DType F = DType::Float32, I = DType::Int32, Bo = DType::Bool;
 } // namespace
 
 TEST_CASE("batching: elementwise ops", "[transforms]") {
-  for (Op op : {Op::Neg, Op::Exp, Op::Log, Op::Log1p, Op::Expm1, Op::Sqrt, Op::Rsqrt, Op::Tanh,
-                Op::Sin, Op::Cos, Op::Tan, Op::Abs, Op::Sign, Op::Floor, Op::Ceil, Op::Round,
-                Op::IsFinite, Op::Logistic, Op::Erf, Op::Cbrt})
+  for (Op op : {Op::Neg,  Op::Exp,   Op::Log,      Op::Log1p,    Op::Expm1, Op::Sqrt, Op::Rsqrt,
+                Op::Tanh, Op::Sin,   Op::Cos,      Op::Tan,      Op::Abs,   Op::Sign, Op::Floor,
+                Op::Ceil, Op::Round, Op::IsFinite, Op::Logistic, Op::Erf,   Op::Cbrt})
     check_case({op, {}, {{F, {2, 3}}}});
   check_case({Op::Not, {}, {{Bo, {4}}}});
   check_case({Op::IntegerPow, with([](OpAttrs& a) { a.exponent = -3; }), {{F, {2, 3}}}});
