@@ -291,8 +291,59 @@ Array arg_reduce(bool is_max, const Array& x, const OpAttrs& a, const AVal& oa) 
   return out;
 }
 
+namespace {
+
+// The inclusive prefix sums of `v` (suffix sums when `reverse`) as XLA's CPU
+// pipeline adds them. A cumulative sum is a reduce-window whose windows
+// reach back to the start (forward to the end), each added left to right
+// from zero: in order for prefixes, each suffix on its own. Longer axes go
+// through XLA's ReduceWindowRewriter (base 16): rows of 16 from the start,
+// zero-padded at the end, each row scanned as above, the row totals scanned
+// the same way (recursively), and each element plus the sum of the rows
+// before it (after it). `add` rounds like the element type.
+template <class C, class Add>
+std::vector<C> xla_scan(const std::vector<C>& v, bool reverse, Add add) {
+  constexpr size_t kBase = 16;
+  size_t n = v.size();
+  auto window = [&](const std::vector<C>& w, size_t lo, size_t hi, std::vector<C>& out) {
+    // out[j] for j in [lo, hi): the window sums of w over that range.
+    C acc = C(0);
+    for (size_t j = lo; j < hi; ++j) {
+      if (!reverse) {
+        out[j] = acc = add(acc, w[j]);
+        continue;
+      }
+      C suffix = C(0);
+      for (size_t k = j; k < hi; ++k) suffix = add(suffix, w[k]);
+      out[j] = suffix;
+    }
+  };
+  std::vector<C> out(n);
+  if (n <= kBase) {
+    window(v, 0, n, out);
+    return out;
+  }
+  size_t rows = (n + kBase - 1) / kBase;
+  std::vector<C> padded(rows * kBase, C(0)), inner(rows * kBase), totals(rows);
+  std::copy(v.begin(), v.end(), padded.begin());
+  for (size_t r = 0; r < rows; ++r) {
+    window(padded, r * kBase, (r + 1) * kBase, inner);
+    totals[r] = inner[reverse ? r * kBase : (r + 1) * kBase - 1];
+  }
+  std::vector<C> others = xla_scan(totals, reverse, add);
+  for (size_t k = 0; k < n; ++k) {
+    size_t r = k / kBase;
+    bool none = reverse ? r + 1 == rows : r == 0;
+    out[k] = add(inner[k], none ? C(0) : others[reverse ? r + 1 : r - 1]);
+  }
+  return out;
+}
+
+} // namespace
+
 Array cumsum(const Array& x, const OpAttrs& a, const AVal& oa) {
   Array out(oa.dtype, oa.shape, oa.weak);
+  if (out.size() == 0) return out; // (an empty axis beside a huge one: nothing to add)
   size_t ax = static_cast<size_t>(a.axis);
   int64_t outer = 1, inner = 1, n = x.shape()[ax];
   for (size_t d = 0; d < ax; ++d) outer *= x.shape()[d];
@@ -302,6 +353,20 @@ Array cumsum(const Array& x, const OpAttrs& a, const AVal& oa) {
     using C = typename E::C;
     const auto* xs = x.as<typename E::S>();
     auto* os = out.as<typename E::S>();
+    auto at_of = [&](int64_t o, int64_t i, int64_t s) { return (o * n + s) * inner + i; };
+    if constexpr (!is_int_v<C>) {
+      if (n > 16 || (a.reverse && n > 2)) { // XLA's order (xla_scan)
+        auto add = [](C p, C q) { return E::load(E::store(static_cast<C>(p + q))); };
+        std::vector<C> line(static_cast<size_t>(n));
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t i = 0; i < inner; ++i) {
+            for (int64_t s = 0; s < n; ++s) line[static_cast<size_t>(s)] = E::load(xs[at_of(o, i, s)]);
+            std::vector<C> sums = xla_scan(line, a.reverse, add);
+            for (int64_t s = 0; s < n; ++s) os[at_of(o, i, s)] = E::store(sums[static_cast<size_t>(s)]);
+          }
+        return;
+      }
+    }
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t i = 0; i < inner; ++i) {
         // rounded after every step, like a chain of adds
