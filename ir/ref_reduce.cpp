@@ -360,9 +360,11 @@ Array cumsum(const Array& x, const OpAttrs& a, const AVal& oa) {
         std::vector<C> line(static_cast<size_t>(n));
         for (int64_t o = 0; o < outer; ++o)
           for (int64_t i = 0; i < inner; ++i) {
-            for (int64_t s = 0; s < n; ++s) line[static_cast<size_t>(s)] = E::load(xs[at_of(o, i, s)]);
+            for (int64_t s = 0; s < n; ++s)
+              line[static_cast<size_t>(s)] = E::load(xs[at_of(o, i, s)]);
             std::vector<C> sums = xla_scan(line, a.reverse, add);
-            for (int64_t s = 0; s < n; ++s) os[at_of(o, i, s)] = E::store(sums[static_cast<size_t>(s)]);
+            for (int64_t s = 0; s < n; ++s)
+              os[at_of(o, i, s)] = E::store(sums[static_cast<size_t>(s)]);
           }
         return;
       }
