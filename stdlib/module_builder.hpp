@@ -23,6 +23,7 @@ struct ModuleBuilder {
 // Module installers (stdlib/mod_*.cpp).
 Value make_numpy_module(InterpreterImpl& in);
 Value make_random_module(InterpreterImpl& in);
+Value make_numpy_random_module(InterpreterImpl& in); // numpy.random (mod_numpy_random.cpp)
 Value make_lax_module(InterpreterImpl& in, const Value& np);
 // finfo, iinfo, result_type, promote_types, issubdtype (stdlib/np_dtypes.cpp).
 void def_dtype_queries(ModuleBuilder& b);

@@ -1,6 +1,7 @@
 #include "stdlib/numpy_twin.hpp"
 
 #include "runtime/eager.hpp"
+#include "stdlib/module_builder.hpp"
 
 namespace pxl {
 
@@ -46,6 +47,8 @@ Value make_numpy_twin(InterpreterImpl& in, const Value& jnp) {
   }
   make_host_copies(np, "array");
   make_host_copies(np, "asarray");
+  vars["random"] = make_numpy_random_module(in);
+  in.register_module("numpy.random", vars["random"]);
   return np;
 }
 
