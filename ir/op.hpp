@@ -83,8 +83,16 @@ inline bool is_elementwise(Op op) {
 }
 
 // dot_general's dimension numbers (lax.dot_general's ((lc, rc), (lb, rb))).
+// The order a float dot_general sums its products in. Auto: XLA's for a
+// dot (ref_dot.cpp). A convolution's contraction (stdlib/lax_conv.pxl) takes
+// the order of the library XLA's CPU backend hands it to: Chain, one chain of
+// fused multiply-adds over k (Eigen's); Ynn, YNNPACK's kernel for the
+// product's (m, k, n) (ref_dot_ynn.hpp).
+enum class DotOrder : uint8_t { Auto, Chain, Ynn };
+
 struct DotDims {
   std::vector<int64_t> lhs_batch, rhs_batch, lhs_contract, rhs_contract;
+  DotOrder order = DotOrder::Auto;
   bool operator==(const DotDims&) const = default;
 };
 

@@ -112,6 +112,26 @@ template <class T> bool matrix_vector(const T* a, const T* v, int64_t m, int64_t
   return true;
 }
 
+// out (m x n) = a (m x k) . b (k x n), row-major, as Eigen's tensor
+// contraction sums it for XLA's convolutions: k in blocks of at most 320 (as
+// even as multiples of 8 allow), each a chain of fused multiply-adds from
+// zero, the blocks' sums added in order.
+template <class T>
+void eigen_chain(const T* a, const T* b, int64_t m, int64_t k, int64_t n, T* out) {
+  int64_t blocks = (k + 319) / 320, kc = ((k + blocks - 1) / blocks + 7) / 8 * 8;
+  if (kc >= k) return ynn_gemm(a, b, m, k, n, 1, out);
+  std::vector<T> part(static_cast<size_t>(kc * m)), sum(static_cast<size_t>(m * n));
+  for (int64_t k0 = 0; k0 < k; k0 += kc) {
+    int64_t len = std::min(kc, k - k0);
+    for (int64_t i = 0; i < m; ++i)
+      std::copy(a + i * k + k0, a + i * k + k0 + len, part.begin() + i * len);
+    ynn_gemm(part.data(), b + k0 * n, m, len, n, 1, k0 == 0 ? out : sum.data());
+    if (k0 > 0)
+      for (int64_t j = 0; j < m * n; ++j)
+        out[j] = static_cast<T>(out[j] + sum[static_cast<size_t>(j)]);
+  }
+}
+
 } // namespace
 
 Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& oa) {
@@ -134,6 +154,25 @@ Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& 
       if constexpr (D == DType::Float32 || D == DType::Float64)
         vector_dot(lt.as<typename Elem<D>::S>(), rt.as<typename Elem<D>::S>(), K, N, rf.empty(),
                    out.as<typename Elem<D>::S>());
+    });
+    return out;
+  }
+  // A convolution's contraction: the order of the library that computes it.
+  bool f32_or_f64 = oa.dtype == DType::Float32 || oa.dtype == DType::Float64;
+  if (dd.order != DotOrder::Auto && f32_or_f64 && K > 1) {
+    visit_dtype(oa.dtype, [&]<DType D>() {
+      if constexpr (D == DType::Float32 || D == DType::Float64) {
+        using S = typename Elem<D>::S;
+        for (int64_t b = 0; b < B; ++b) {
+          const S* lb = lt.as<S>() + b * M * K;
+          const S* rb = rt.as<S>() + b * K * N;
+          S* ob = out.as<S>() + b * M * N;
+          if (dd.order == DotOrder::Ynn)
+            ynn_gemm(lb, rb, M, K, N, ynn_tile_k(M, K, N, D == DType::Float64), ob);
+          else
+            eigen_chain(lb, rb, M, K, N, ob);
+        }
+      }
     });
     return out;
   }

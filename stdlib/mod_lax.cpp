@@ -95,6 +95,23 @@ std::vector<int64_t> ints(const Value& v, const std::string& what) {
   return value_to_int_list(v, what);
 }
 
+// dot_general's dimension_numbers: ((lhs_contracting, rhs_contracting),
+// (lhs_batch, rhs_batch)).
+DotDims dot_dims(const Value& v, const std::string& fn) {
+  const ValueList* dn = sequence_items(v);
+  const ValueList* contract = dn && dn->size() == 2 ? sequence_items((*dn)[0]) : nullptr;
+  const ValueList* batch = dn && dn->size() == 2 ? sequence_items((*dn)[1]) : nullptr;
+  if (!contract || !batch || contract->size() != 2 || batch->size() != 2)
+    throw Error(ErrCode::Value, fn + "(): dimension_numbers must be ((lhs_contracting, "
+                                     "rhs_contracting), (lhs_batch, rhs_batch))");
+  DotDims d;
+  d.lhs_contract = ints((*contract)[0], fn + "() lhs contracting dims");
+  d.rhs_contract = ints((*contract)[1], fn + "() rhs contracting dims");
+  d.lhs_batch = ints((*batch)[0], fn + "() lhs batch dims");
+  d.rhs_batch = ints((*batch)[1], fn + "() rhs batch dims");
+  return d;
+}
+
 // lax.bitcast_convert_type between widths, as JAX: a wider element becomes a
 // trailing axis of narrower ones (least significant first: the CPU's byte
 // order) and that axis, of the width ratio, is joined back. Built from
@@ -302,17 +319,8 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
         "dot_general", a,
         {"lhs", "rhs", "dimension_numbers", "precision", "preferred_element_type", "out_sharding"},
         3);
-    const ValueList* dn = sequence_items(r[2]);
-    const ValueList* contract = dn && dn->size() == 2 ? sequence_items((*dn)[0]) : nullptr;
-    const ValueList* batch = dn && dn->size() == 2 ? sequence_items((*dn)[1]) : nullptr;
-    if (!contract || !batch || contract->size() != 2 || batch->size() != 2)
-      throw Error(ErrCode::Value, "dot_general(): dimension_numbers must be ((lhs_contracting, "
-                                  "rhs_contracting), (lhs_batch, rhs_batch))");
     OpAttrs at;
-    at.dot.lhs_contract = ints((*contract)[0], "dot_general() lhs contracting dims");
-    at.dot.rhs_contract = ints((*contract)[1], "dot_general() rhs contracting dims");
-    at.dot.lhs_batch = ints((*batch)[0], "dot_general() lhs batch dims");
-    at.dot.rhs_batch = ints((*batch)[1], "dot_general() rhs batch dims");
+    at.dot = dot_dims(r[2], "dot_general");
     Tensor l = T(in, r[0]), rt = T(in, r[1]);
     if (l->aval.dtype !=
         rt->aval.dtype) { // lax requires equal dtypes; jnp-style promotion is friendlier
@@ -332,6 +340,16 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
       rt = np::astype(in.ops(), rt, *pref);
     }
     return make_array(bind(in, Op::DotGeneral, at, {l, rt}));
+  });
+  // lax_conv.pxl's contraction of patches with a kernel, summed in the order
+  // of the library XLA's CPU backend uses for the convolution ("chain": Eigen,
+  // "ynn": YNNPACK; ir/op.hpp DotOrder). Same-dtype operands.
+  def("_conv_dot", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_conv_dot", a, {"lhs", "rhs", "dimension_numbers", "order"}, 4);
+    OpAttrs at;
+    at.dot = dot_dims(r[2], "_conv_dot");
+    at.dot.order = r.get_str(3) == "ynn" ? DotOrder::Ynn : DotOrder::Chain;
+    return make_array(bind(in, Op::DotGeneral, at, {T(in, r[0]), T(in, r[1])}));
   });
   def("iota", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("iota", a, {"dtype", "size"}, 2);

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "ir/ref_dot_ynn.hpp"
+#include "ir/ref_util.hpp"
 
 using namespace pxl::ref;
 
@@ -43,4 +44,32 @@ TEST_CASE("ynn dot: lanes over k, adjacent pairs, the tail added", "[dot]") {
   for (int i = 0; i < 6; ++i) chain = std::fma(a[i], b[i], chain);
   ynn_gemm(a, b, 1, 6, 1, 1, &out);
   CHECK(out == chain);
+}
+
+TEST_CASE("a convolution's contraction sums in its library's order", "[dot]") {
+  // (1 x k) . (k x 1) with DotOrder::Chain: Eigen's chain of fused
+  // multiply-adds from zero, in blocks of at most 320 terms (as even as
+  // multiples of 8 allow: k = 600 is 304 + 296), the blocks' sums added.
+  const int64_t k = 600;
+  pxl::Array a(pxl::DType::Float32, {1, k}), b(pxl::DType::Float32, {k, 1});
+  for (int64_t i = 0; i < k; ++i) {
+    a.as<float>()[i] = std::sin(static_cast<float>(i)) * 3.0f;
+    b.as<float>()[i] = std::cos(static_cast<float>(i) * 0.7f);
+  }
+  auto chain = [&](int64_t from, int64_t to) {
+    float acc = 0;
+    for (int64_t i = from; i < to; ++i) acc = std::fma(a.as<float>()[i], b.as<float>()[i], acc);
+    return acc;
+  };
+  pxl::OpAttrs at;
+  at.dot.lhs_contract = {1};
+  at.dot.rhs_contract = {0};
+  at.dot.order = pxl::DotOrder::Chain;
+  pxl::AVal out{pxl::DType::Float32, {1, 1}, false};
+  CHECK(dot_general(a, b, at, out).as<float>()[0] == chain(0, 304) + chain(304, 600));
+  // Up to 320 terms: one chain.
+  pxl::Array a2(pxl::DType::Float32, {1, 320}), b2(pxl::DType::Float32, {320, 1});
+  std::copy(a.as<float>(), a.as<float>() + 320, a2.as<float>());
+  std::copy(b.as<float>(), b.as<float>() + 320, b2.as<float>());
+  CHECK(dot_general(a2, b2, at, out).as<float>()[0] == chain(0, 320));
 }
