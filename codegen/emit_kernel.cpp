@@ -485,12 +485,13 @@ Value* KernelEmitter::reduce_box(const Instr& in, const Shape& red,
   // `lanes` accumulators: lane l takes rows l, l + lanes, ... of a rows x
   // cols box (elem(i, j) gives element (i, j)), each row in order; then
   // halving (reduce_row_lanes).
+  // `first`, when given, starts lane 0 (a sum carried in from outer loops).
   auto lanes_of = [&](int64_t lanes, int64_t rows, int64_t cols,
-                      const std::function<Value*(Value*, Value*)>& elem) {
+                      const std::function<Value*(Value*, Value*)>& elem, Value* first = nullptr) {
     std::vector<Value*> acc;
     for (int64_t l = 0; l < lanes; ++l) {
       acc.push_back(new_acc());
-      b_.CreateStore(reduce_init(in), acc.back());
+      b_.CreateStore(l == 0 && first ? first : reduce_init(in), acc.back());
     }
     loop(rows / lanes, [&](Value* it) {
       for (int64_t l = 0; l < lanes; ++l)
@@ -623,15 +624,40 @@ Value* KernelEmitter::reduce_box(const Instr& in, const Shape& red,
   for (size_t i = 0; i < last.size(); ++i)
     if (last[i] != 1) box.push_back(i);
   int64_t lanes = 0;
-  if (ordered(in) && trailing && box.size() == 2 && elem_bytes)
-    lanes = reduce_row_lanes(last[box[0]], last[box[1]], elem_bytes);
-  if (lanes > 0)
-    return lanes_of(lanes, last[box[0]], last[box[1]], [&](Value* i, Value* j) {
-      Idx p(last.size(), i64(0));
-      p[box[0]] = i;
-      p[box[1]] = j;
-      return tree(levels.size() - 1, p);
-    });
+  size_t nb = box.size();
+  // With more reduced axes (none longer than 32), the loops outside the last
+  // two stay scalar and carry the sum into lane 0 of the next box.
+  if (ordered(in) && trailing && nb >= 2 && (nb == 2 || levels.size() == 1) && elem_bytes)
+    lanes = reduce_row_lanes(last[box[nb - 2]], last[box[nb - 1]], elem_bytes);
+  if (lanes > 0) {
+    Idx p(last.size(), i64(0));
+    auto box_of = [&](Value* first) {
+      return lanes_of(
+          lanes, last[box[nb - 2]], last[box[nb - 1]],
+          [&](Value* i, Value* j) {
+            Idx q = p;
+            q[box[nb - 2]] = i;
+            q[box[nb - 1]] = j;
+            return tree(levels.size() - 1, q);
+          },
+          first);
+    };
+    if (nb == 2) return box_of(nullptr);
+    Value* carry = new_acc();
+    b_.CreateStore(reduce_init(in), carry);
+    std::function<void(size_t)> outer = [&](size_t k) {
+      if (k + 2 == nb) {
+        b_.CreateStore(box_of(b_.CreateLoad(ct, carry)), carry);
+        return;
+      }
+      loop(last[box[k]], [&](Value* ik) {
+        p[box[k]] = ik;
+        outer(k + 1);
+      });
+    };
+    outer(0);
+    return b_.CreateLoad(ct, carry);
+  }
   Value* acc = new_acc();
   b_.CreateStore(reduce_init(in), acc);
   Idx p;

@@ -70,6 +70,9 @@ inline constexpr int64_t kReduceSplitNodes = 256;
 // Measured against JAX 0.10's CPU backend: it happens for `rows` a multiple
 // of the lane count and 2 <= cols <= 6 (7 or 8 columns: half the lanes), or
 // `rows` a power of two below it (then that many lanes) and 2 <= cols <= 8.
+// Over more axes (none longer than 32, so no tree), the box is the last two
+// non-unit axes: the loops outside them stay scalar and carry the running sum
+// into lane 0 of the next box (ref_reduce.cpp, emit_kernel.cpp).
 // Returns the lanes, 0 where the loop nest stays in row-major order.
 inline int64_t reduce_row_lanes(int64_t rows, int64_t cols, int64_t elem_bytes) {
   int64_t lanes = 32 / elem_bytes;

@@ -228,19 +228,29 @@ Array reduce(Reduction r, const Array& x, const OpAttrs& a, const AVal& oa) {
       for (int64_t ax : a.axes)
         if (shape[static_cast<size_t>(ax)] != 1) box.push_back(shape[static_cast<size_t>(ax)]);
       int64_t lanes = 0, rows = 1, cols = 1;
-      if (!levels.empty() && trailing && box.size() == 2) {
-        rows = box[0], cols = box[1];
+      // More reduced axes (none longer than 32): the loops outside the last
+      // two stay scalar, carrying the sum into lane 0 of the next box.
+      int64_t outer = 1;
+      if (!levels.empty() && trailing && box.size() >= 2 &&
+          (box.size() == 2 || levels.size() == 1)) {
+        rows = box[box.size() - 2], cols = box.back();
+        for (size_t k = 0; k + 2 < box.size(); ++k) outer *= box[k];
         lanes = reduce_row_lanes(rows, cols, static_cast<int64_t>(sizeof(C)));
       }
       if (lanes > 0) {
         for (int64_t o = 0; o < out.size(); ++o) {
-          std::vector<C> acc(static_cast<size_t>(lanes), reduce_init<C>(r));
-          for (int64_t i = 0; i < rows; ++i)
-            for (int64_t j = 0; j < cols; ++j) {
-              C& l = acc[static_cast<size_t>(i % lanes)];
-              l = reduce_step<C>(r, l, get((o * rows + i) * cols + j));
-            }
-          os[o] = E::store(halve(acc));
+          C carry = reduce_init<C>(r);
+          for (int64_t q = 0; q < outer; ++q) {
+            std::vector<C> acc(static_cast<size_t>(lanes), reduce_init<C>(r));
+            acc[0] = carry;
+            for (int64_t i = 0; i < rows; ++i)
+              for (int64_t j = 0; j < cols; ++j) {
+                C& l = acc[static_cast<size_t>(i % lanes)];
+                l = reduce_step<C>(r, l, get(((o * outer + q) * rows + i) * cols + j));
+              }
+            carry = halve(acc);
+          }
+          os[o] = E::store(carry);
         }
         return;
       }
