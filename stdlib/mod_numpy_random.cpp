@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <span>
 #include <unordered_set>
 
 #include "lang/args.hpp"
@@ -142,6 +143,11 @@ std::pair<int64_t, int64_t> int_bounds(DType d) {
   }
 }
 
+// An array-like's values on the host.
+Array host_array(InterpreterImpl& in, const Value& v) {
+  return in.ops().concrete(in.to_tensor(v, Span{}));
+}
+
 // A distribution parameter (a number or an array-like), broadcast against
 // the others: the value for each element of the result.
 struct Param {
@@ -175,7 +181,7 @@ Param param(InterpreterImpl& in, const ArgReader& r, size_t i, double dflt) {
       return p;
     }
   }
-  Array a = in.ops().concrete(in.to_tensor(r[i], Span{}));
+  Array a = host_array(in, r[i]);
   Param p{a.shape(), {}};
   for (int64_t k = 0; k < a.size(); k++) p.v.push_back(a.get_f64(k));
   return p;
@@ -214,42 +220,48 @@ std::optional<Shape> out_shape(const std::optional<Shape>& size, std::vector<con
   return size;
 }
 
-// A continuous distribution with two parameters: f(a, b, source) per element.
-Value two_param(InterpreterImpl& in, CallArgs& args, const char* name,
-                std::initializer_list<const char*> names, double da, double db,
-                const std::function<void(const Param&, const Param&)>& check,
-                const std::function<double(double, double)>& draw) {
-  ArgReader r(name, args, names);
-  Param a = param(in, r, 0, da), b = param(in, r, 1, db);
-  check(a, b);
-  std::optional<Shape> shape = out_shape(size_arg(r.has(2) ? r[2] : Value()), {&a, &b});
+// A continuous distribution's draws: its parameters (numbers or array-likes)
+// broadcast against each other and `size`; `check` sees every element's
+// parameter values before anything is drawn (numpy checks first), then `draw`
+// makes one value per element, in row-major order.
+using ParamValues = std::span<const double>;
+Value broadcast_draws(const std::optional<Shape>& size, const std::vector<const Param*>& ps,
+                      const std::function<void(ParamValues)>& check,
+                      const std::function<double(ParamValues)>& draw) {
+  std::optional<Shape> shape = out_shape(size, ps);
   Shape full = shape.value_or(Shape{});
-  std::vector<double> out(static_cast<size_t>(shape ? count(*shape) : 1));
-  for (size_t k = 0; k < out.size(); k++)
-    out[k] = draw(a.at(full, static_cast<int64_t>(k)), b.at(full, static_cast<int64_t>(k)));
+  auto n = static_cast<size_t>(shape ? count(*shape) : 1);
+  std::vector<double> values(ps.size());
+  auto at = [&](size_t k) {
+    for (size_t i = 0; i < ps.size(); i++) values[i] = ps[i]->at(full, static_cast<int64_t>(k));
+    return ParamValues(values);
+  };
+  for (size_t k = 0; k < n; k++) check(at(k));
+  std::vector<double> out(n);
+  for (size_t k = 0; k < n; k++) out[k] = draw(at(k));
   return float_result(shape, out);
+}
+void check_scale(double scale) {
+  if (scale < 0 || std::isnan(scale)) throw value_error("scale < 0");
 }
 
 Value uniform(InterpreterImpl& in, Source& s, CallArgs& args) {
-  return two_param(
-      in, args, "uniform", {"low", "high", "size"}, 0.0, 1.0,
-      [](const Param& lo, const Param& hi) {
-        for (size_t k = 0; k < std::max(lo.v.size(), hi.v.size()); k++) {
-          double range = hi.v[hi.v.size() == 1 ? 0 : k] - lo.v[lo.v.size() == 1 ? 0 : k];
-          if (!std::isfinite(range)) throw Error(ErrCode::Value, "Range exceeds valid bounds");
-        }
+  ArgReader r("uniform", args, {"low", "high", "size"});
+  Param lo = param(in, r, 0, 0.0), hi = param(in, r, 1, 1.0);
+  return broadcast_draws(
+      size_arg(r.has(2) ? r[2] : Value()), {&lo, &hi},
+      [](ParamValues v) {
+        if (!std::isfinite(v[1] - v[0])) throw value_error("Range exceeds valid bounds");
       },
-      [&s](double lo, double hi) { return lo + (hi - lo) * s.uniform(); });
+      [&s](ParamValues v) { return v[0] + (v[1] - v[0]) * s.uniform(); });
 }
 
 Value normal(InterpreterImpl& in, Source& s, CallArgs& args) {
-  return two_param(
-      in, args, "normal", {"loc", "scale", "size"}, 0.0, 1.0,
-      [](const Param&, const Param& scale) {
-        for (double x : scale.v)
-          if (x < 0 || std::isnan(x)) throw value_error("scale < 0");
-      },
-      [&s](double loc, double scale) { return loc + scale * s.normal(); });
+  ArgReader r("normal", args, {"loc", "scale", "size"});
+  Param loc = param(in, r, 0, 0.0), scale = param(in, r, 1, 1.0);
+  return broadcast_draws(
+      size_arg(r.has(2) ? r[2] : Value()), {&loc, &scale}, [](ParamValues v) { check_scale(v[1]); },
+      [&s](ParamValues v) { return v[0] + v[1] * s.normal(); });
 }
 
 // n draws of `one` into a float result (RandomState's rand/randn style).
@@ -301,11 +313,6 @@ Value integers(InterpreterImpl& in, Source& s, CallArgs& a, const char* name) {
   std::vector<int64_t> out(static_cast<size_t>(shape ? count(*shape) : 1));
   for (int64_t& x : out) x = low + static_cast<int64_t>(s.bounded(range));
   return int_result(in, shape, out, dt);
-}
-
-// An array-like's values as a host array (a Python int n means arange(n)).
-Array host_array(InterpreterImpl& in, const Value& v) {
-  return in.ops().concrete(in.to_tensor(v, Span{}));
 }
 
 // 0, 1, ..., n - 1.
@@ -516,14 +523,9 @@ const std::map<std::string, Method>& legacy_methods() {
     t["exponential"] = [](InterpreterImpl& in, Source& s, CallArgs& a) {
       ArgReader r("exponential", a, {"scale", "size"});
       Param scale = param(in, r, 0, 1.0);
-      for (double x : scale.v)
-        if (x < 0 || std::isnan(x)) throw value_error("scale < 0");
-      std::optional<Shape> shape = out_shape(size_arg(r.has(1) ? r[1] : Value()), {&scale});
-      Shape full = shape.value_or(Shape{});
-      std::vector<double> out(static_cast<size_t>(shape ? count(*shape) : 1));
-      for (size_t k = 0; k < out.size(); k++)
-        out[k] = scale.at(full, static_cast<int64_t>(k)) * -std::log(1.0 - s.uniform());
-      return float_result(shape, out);
+      return broadcast_draws(
+          size_arg(r.has(1) ? r[1] : Value()), {&scale}, [](ParamValues v) { check_scale(v[0]); },
+          [&s](ParamValues v) { return v[0] * -std::log(1.0 - s.uniform()); });
     };
     t["uniform"] = uniform;
     t["normal"] = normal;
@@ -538,34 +540,34 @@ const std::map<std::string, Method>& legacy_methods() {
   return m;
 }
 
+// Generator.random / standard_normal(size=None, dtype=float64): float32
+// draws with numpy's float32 algorithm.
+Method generator_floats(const char* name, double (*wide)(Source&), float (*narrow)(BitGen&)) {
+  return [name, wide, narrow](InterpreterImpl&, Source& s, CallArgs& a) {
+    ArgReader r(name, a, {"size", "dtype"});
+    bool f32 = false;
+    if (r.has(1) && !r[1].is_none()) {
+      DType d = required_dtype(r[1], "dtype");
+      if (d != DType::Float32 && d != DType::Float64)
+        throw Error(ErrCode::Type,
+                    std::string("Unsupported dtype dtype('") + dtype_name(d) + "') for " + name);
+      f32 = d == DType::Float32;
+    }
+    std::optional<Shape> shape = size_arg(r.has(0) ? r[0] : Value());
+    std::vector<double> out(static_cast<size_t>(shape ? count(*shape) : 1));
+    for (double& x : out) x = f32 ? narrow(*s.gen) : wide(s);
+    return float_result(shape, out, f32);
+  };
+}
+
 // Generator's methods.
 const std::map<std::string, Method>& generator_methods() {
   static const std::map<std::string, Method> m = [] {
     std::map<std::string, Method> t;
-    auto is_f32 = [](const ArgReader& r, size_t i) {
-      if (!r.has(i) || r[i].is_none()) return false;
-      DType d = required_dtype(r[i], "dtype");
-      if (d != DType::Float32 && d != DType::Float64)
-        throw Error(ErrCode::Type, std::string("Unsupported dtype dtype('") + dtype_name(d) +
-                                       "') for " + r.fname());
-      return d == DType::Float32;
-    };
-    t["random"] = [is_f32](InterpreterImpl&, Source& s, CallArgs& a) {
-      ArgReader r("random", a, {"size", "dtype"});
-      bool f32 = is_f32(r, 1);
-      std::optional<Shape> shape = size_arg(r.has(0) ? r[0] : Value());
-      std::vector<double> out(static_cast<size_t>(shape ? count(*shape) : 1));
-      for (double& x : out) x = f32 ? s.gen->next_float() : s.uniform();
-      return float_result(shape, out, f32);
-    };
-    t["standard_normal"] = [is_f32](InterpreterImpl&, Source& s, CallArgs& a) {
-      ArgReader r("standard_normal", a, {"size", "dtype"});
-      bool f32 = is_f32(r, 1);
-      std::optional<Shape> shape = size_arg(r.has(0) ? r[0] : Value());
-      std::vector<double> out(static_cast<size_t>(shape ? count(*shape) : 1));
-      for (double& x : out) x = f32 ? standard_normal_ziggurat_f(*s.gen) : s.normal();
-      return float_result(shape, out, f32);
-    };
+    t["random"] = generator_floats(
+        "random", [](Source& s) { return s.uniform(); }, [](BitGen& g) { return g.next_float(); });
+    t["standard_normal"] = generator_floats(
+        "standard_normal", [](Source& s) { return s.normal(); }, standard_normal_ziggurat_f);
     t["uniform"] = uniform;
     t["normal"] = normal;
     t["integers"] = [](InterpreterImpl& in, Source& s, CallArgs& a) {
@@ -582,13 +584,14 @@ const std::map<std::string, Method>& generator_methods() {
 // A RandomState or a Generator: its source and its methods.
 struct RandomObj : OpaqueObj {
   std::shared_ptr<Source> source;
-  bool legacy;
-  RandomObj(std::shared_ptr<Source> s, bool legacy) : source(std::move(s)), legacy(legacy) {}
+  explicit RandomObj(std::shared_ptr<Source> s) : source(std::move(s)) {}
   const std::map<std::string, Method>& methods() const {
-    return legacy ? legacy_methods() : generator_methods();
+    return source->legacy ? legacy_methods() : generator_methods();
   }
-  std::string type_name() const override { return legacy ? "RandomState" : "Generator"; }
-  std::string repr() const override { return legacy ? "RandomState(MT19937)" : "Generator(PCG64)"; }
+  std::string type_name() const override { return source->legacy ? "RandomState" : "Generator"; }
+  std::string repr() const override {
+    return source->legacy ? "RandomState(MT19937)" : "Generator(PCG64)";
+  }
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
     auto it = methods().find(name);
     if (it == methods().end()) return false;
@@ -612,14 +615,14 @@ Value make_numpy_random_module(InterpreterImpl&) {
     ArgReader r("RandomState", a, {"seed"});
     auto s = std::make_shared<Source>();
     seed_legacy(*s, r.has(0) ? r[0] : Value());
-    return Value::object(std::make_shared<RandomObj>(s, true));
+    return Value::object(std::make_shared<RandomObj>(s));
   });
   b.fn("default_rng", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("default_rng", a, {"seed"});
     auto s = std::make_shared<Source>();
     s->legacy = false;
     s->gen = std::make_unique<PCG64>(entropy_words(r.has(0) ? r[0] : Value()));
-    return Value::object(std::make_shared<RandomObj>(s, false));
+    return Value::object(std::make_shared<RandomObj>(s));
   });
   // The module-level functions draw from this module's own RandomState (one
   // per interpreter: each builds its modules), seeded from the OS until
