@@ -618,6 +618,10 @@ bool IRParser::parse_attr(OpAttrs& a, const std::string& key) {
      : key == "rhs_batch"    ? a.dot.rhs_batch
      : key == "lhs_contract" ? a.dot.lhs_contract
                              : a.dot.rhs_contract) = v;
+  } else if (key == "order") { // dot_general: a convolution's summation order
+    std::string o = ident();
+    if (o != "chain" && o != "ynn") fail("unknown dot order '" + o + "'");
+    a.dot.order = o == "chain" ? DotOrder::Chain : DotOrder::Ynn;
   } else if (key == "mode") {
     std::string m = ident();
     bool found = false;

@@ -202,6 +202,10 @@ std::string attrs_str(Op op, const OpAttrs& a) {
     return "lhs_batch=" + ints_str(a.dot.lhs_batch) + " rhs_batch=" + ints_str(a.dot.rhs_batch) +
            " lhs_contract=" + ints_str(a.dot.lhs_contract) +
            " rhs_contract=" + ints_str(a.dot.rhs_contract) +
+           // A convolution's summation order: part of the IR text, which keys caches.
+           (a.dot.order == DotOrder::Chain ? " order=chain"
+            : a.dot.order == DotOrder::Ynn ? " order=ynn"
+                                           : "") +
            (a.dim_axes.empty() ? "" : " " + sharding_str(a.dim_axes));
   case Op::Take:
     return "axis=" + std::to_string(a.axis);

@@ -82,7 +82,6 @@ inline bool is_elementwise(Op op) {
          f == OpFamily::Select || f == OpFamily::Nary || f == OpFamily::Convert;
 }
 
-// dot_general's dimension numbers (lax.dot_general's ((lc, rc), (lb, rb))).
 // The order a float dot_general sums its products in. Auto: XLA's for a
 // dot (ref_dot.cpp). A convolution's contraction (stdlib/lax_conv.pxl) takes
 // the order of the library XLA's CPU backend hands it to: Chain, one chain of
@@ -90,6 +89,7 @@ inline bool is_elementwise(Op op) {
 // product's (m, k, n) (ref_dot_ynn.hpp).
 enum class DotOrder : uint8_t { Auto, Chain, Ynn };
 
+// dot_general's dimension numbers (lax.dot_general's ((lc, rc), (lb, rb))).
 struct DotDims {
   std::vector<int64_t> lhs_batch, rhs_batch, lhs_contract, rhs_contract;
   DotOrder order = DotOrder::Auto;

@@ -348,7 +348,10 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     ArgReader r("_conv_dot", a, {"lhs", "rhs", "dimension_numbers", "order"}, 4);
     OpAttrs at;
     at.dot = dot_dims(r[2], "_conv_dot");
-    at.dot.order = r.get_str(3) == "ynn" ? DotOrder::Ynn : DotOrder::Chain;
+    std::string order = r.get_str(3);
+    if (order != "ynn" && order != "chain")
+      throw Error(ErrCode::Internal, "_conv_dot(): order must be 'chain' or 'ynn'");
+    at.dot.order = order == "ynn" ? DotOrder::Ynn : DotOrder::Chain;
     return make_array(bind(in, Op::DotGeneral, at, {T(in, r[0]), T(in, r[1])}));
   });
   def("iota", [](InterpreterImpl& in, CallArgs& a) {

@@ -33,6 +33,28 @@ TEST_CASE("IR text round-trips", "[ir]") {
   CHECK(print_function(parse_function(printed)) == printed);
 }
 
+TEST_CASE("a convolution's dot keeps its summation order in the IR text", "[ir]") {
+  const char* text = R"(func @f(%0: f32[4,6], %1: f32[6,2]) -> (f32[4,2], f32[4,2]) {
+  %2 = dot_general[lhs_batch=[] rhs_batch=[] lhs_contract=[1] rhs_contract=[0] order=chain] %0, %1 : f32[4,2]
+  %3 = dot_general[lhs_batch=[] rhs_batch=[] lhs_contract=[1] rhs_contract=[0] order=ynn] %0, %1 : f32[4,2]
+  return %2, %3
+}
+)";
+  Function f = parse_function(text);
+  CHECK(f.body[0].attrs.dot.order == DotOrder::Chain);
+  CHECK(f.body[1].attrs.dot.order == DotOrder::Ynn);
+  // Texts (the caches' keys) differ from the plain dot's.
+  std::string printed = print_function(f);
+  CHECK(printed.find("order=chain") != std::string::npos);
+  CHECK(printed.find("order=ynn") != std::string::npos);
+  CHECK(print_function(parse_function(printed)) == printed);
+  CHECK_THROWS(parse_function(R"(func @f(%0: f32[4,6], %1: f32[6,2]) -> (f32[4,2]) {
+  %2 = dot_general[lhs_batch=[] rhs_batch=[] lhs_contract=[1] rhs_contract=[0] order=fast] %0, %1 : f32[4,2]
+  return %2
+}
+)"));
+}
+
 TEST_CASE("random primitives round-trip and check their operands", "[ir]") {
   const char* text =
       R"(func @bits(%0: u32[3], %1: u32[3], %2: u32[3], %3: f32[3]) -> (u32[3], f32[3]) {
