@@ -623,12 +623,14 @@ Value* KernelEmitter::reduce_box(const Instr& in, const Shape& red,
   std::vector<size_t> box; // the last level's non-unit axes
   for (size_t i = 0; i < last.size(); ++i)
     if (last[i] != 1) box.push_back(i);
-  int64_t lanes = 0;
   size_t nb = box.size();
-  // With more reduced axes (none longer than 32), the loops outside the last
-  // two stay scalar and carry the sum into lane 0 of the next box.
-  if (ordered(in) && trailing && nb >= 2 && (nb == 2 || levels.size() == 1) && elem_bytes)
-    lanes = reduce_row_lanes(last[box[nb - 2]], last[box[nb - 1]], elem_bytes);
+  std::vector<int64_t> box_extents;
+  for (size_t i : box) box_extents.push_back(last[i]);
+  // Boxes of the last two axes; the loops outside them (more reduced axes,
+  // none longer than 32) carry the sum into lane 0 of the next box.
+  int64_t lanes = ordered(in) && trailing && elem_bytes
+                      ? reduce_box_lanes(box_extents, levels.size(), elem_bytes)
+                      : 0;
   if (lanes > 0) {
     Idx p(last.size(), i64(0));
     auto box_of = [&](Value* first) {

@@ -70,15 +70,23 @@ inline constexpr int64_t kReduceSplitNodes = 256;
 // Measured against JAX 0.10's CPU backend: it happens for `rows` a multiple
 // of the lane count and 2 <= cols <= 6 (7 or 8 columns: half the lanes), or
 // `rows` a power of two below it (then that many lanes) and 2 <= cols <= 8.
-// Over more axes (none longer than 32, so no tree), the box is the last two
-// non-unit axes: the loops outside them stay scalar and carry the running sum
-// into lane 0 of the next box (ref_reduce.cpp, emit_kernel.cpp).
+// (More axes: reduce_box_lanes.)
 // Returns the lanes, 0 where the loop nest stays in row-major order.
 inline int64_t reduce_row_lanes(int64_t rows, int64_t cols, int64_t elem_bytes) {
   int64_t lanes = 32 / elem_bytes;
   if (cols < 2 || rows < 2) return 0;
   if (rows >= lanes) return rows % lanes != 0 ? 0 : cols <= 6 ? lanes : cols <= 8 ? lanes / 2 : 0;
   return (rows & (rows - 1)) == 0 && cols <= 8 ? rows : 0;
+}
+
+// The lanes of the last level of a reduction over minor-most axes whose
+// non-unit extents there are `box` (of a tree with `levels` levels): the last
+// two axes vectorized by reduce_row_lanes, the ones outside them (only
+// without a tree) carrying the sum into lane 0 of the next box. 0: row-major.
+inline int64_t reduce_box_lanes(const std::vector<int64_t>& box, size_t levels,
+                                int64_t elem_bytes) {
+  if (box.size() < 2 || (box.size() > 2 && levels != 1)) return 0;
+  return reduce_row_lanes(box[box.size() - 2], box.back(), elem_bytes);
 }
 
 // Whether `axes` (sorted) are an array's minor-most axes once its size-1 axes

@@ -227,17 +227,14 @@ Array reduce(Reduction r, const Array& x, const OpAttrs& a, const AVal& oa) {
       std::vector<int64_t> box;
       for (int64_t ax : a.axes)
         if (shape[static_cast<size_t>(ax)] != 1) box.push_back(shape[static_cast<size_t>(ax)]);
-      int64_t lanes = 0, rows = 1, cols = 1;
-      // More reduced axes (none longer than 32): the loops outside the last
-      // two stay scalar, carrying the sum into lane 0 of the next box.
-      int64_t outer = 1;
-      if (!levels.empty() && trailing && box.size() >= 2 &&
-          (box.size() == 2 || levels.size() == 1)) {
-        rows = box[box.size() - 2], cols = box.back();
-        for (size_t k = 0; k + 2 < box.size(); ++k) outer *= box[k];
-        lanes = reduce_row_lanes(rows, cols, static_cast<int64_t>(sizeof(C)));
-      }
+      int64_t lanes = !levels.empty() && trailing
+                          ? reduce_box_lanes(box, levels.size(), static_cast<int64_t>(sizeof(C)))
+                          : 0;
       if (lanes > 0) {
+        // Boxes of the last two axes; the loops outside them (more reduced
+        // axes, none longer than 32) carry the sum into lane 0 of the next.
+        int64_t rows = box[box.size() - 2], cols = box.back(), outer = 1;
+        for (size_t k = 0; k + 2 < box.size(); ++k) outer *= box[k];
         for (int64_t o = 0; o < out.size(); ++o) {
           C carry = reduce_init<C>(r);
           for (int64_t q = 0; q < outer; ++q) {
