@@ -491,6 +491,15 @@ Value shuffle(InterpreterImpl&, Source& s, CallArgs& a) {
 
 using Method = std::function<Value(InterpreterImpl&, Source&, CallArgs&)>;
 
+// The methods RandomState and Generator share (each drawing its own way).
+void add_common_methods(std::map<std::string, Method>& t) {
+  t["uniform"] = uniform;
+  t["normal"] = normal;
+  t["choice"] = choice;
+  t["permutation"] = permutation;
+  t["shuffle"] = shuffle;
+}
+
 // RandomState's methods (also numpy.random's module-level functions).
 const std::map<std::string, Method>& legacy_methods() {
   static const std::map<std::string, Method> m = [] {
@@ -527,14 +536,10 @@ const std::map<std::string, Method>& legacy_methods() {
           size_arg(r.has(1) ? r[1] : Value()), {&scale}, [](ParamValues v) { check_scale(v[0]); },
           [&s](ParamValues v) { return v[0] * -std::log(1.0 - s.uniform()); });
     };
-    t["uniform"] = uniform;
-    t["normal"] = normal;
+    add_common_methods(t);
     t["randint"] = [](InterpreterImpl& in, Source& s, CallArgs& a) {
       return integers(in, s, a, "randint");
     };
-    t["choice"] = choice;
-    t["permutation"] = permutation;
-    t["shuffle"] = shuffle;
     return t;
   }();
   return m;
@@ -568,14 +573,10 @@ const std::map<std::string, Method>& generator_methods() {
         "random", [](Source& s) { return s.uniform(); }, [](BitGen& g) { return g.next_float(); });
     t["standard_normal"] = generator_floats(
         "standard_normal", [](Source& s) { return s.normal(); }, standard_normal_ziggurat_f);
-    t["uniform"] = uniform;
-    t["normal"] = normal;
+    add_common_methods(t);
     t["integers"] = [](InterpreterImpl& in, Source& s, CallArgs& a) {
       return integers(in, s, a, "integers");
     };
-    t["choice"] = choice;
-    t["permutation"] = permutation;
-    t["shuffle"] = shuffle;
     return t;
   }();
   return m;
