@@ -168,8 +168,11 @@ void transpose_custom(OpContext& cx, const Function& f, const Instr& in,
   for (int r = 0; r < in.nresults; ++r)
     if (cts[r]) cts[r] = pvary_like(cx, cts[r], env[in.result + r]);
   bool needed = false;
-  for (size_t k = 0; k < rule.num_args; ++k)
-    needed = needed || (live[in.operands[k]] && is_inexact(f.values[in.operands[k]].aval.dtype));
+  std::vector<bool> need(rule.num_args);
+  for (size_t k = 0; k < rule.num_args; ++k) {
+    need[k] = live[in.operands[k]] && is_inexact(f.values[in.operands[k]].aval.dtype);
+    needed = needed || need[k];
+  }
   if (!any) return;
   // What the primal captured gets no cotangent from the rule: differentiating
   // with respect to it is JAX's UnexpectedTracerError.
@@ -193,7 +196,7 @@ void transpose_custom(OpContext& cx, const Function& f, const Instr& in,
   std::vector<Tensor> primals;
   for (int o : in.operands) primals.push_back(env[o]);
   cx.loc = f.values[in.result].loc;
-  std::vector<Tensor> oc = rule.vjp(cx, primals, cts);
+  std::vector<Tensor> oc = rule.vjp(cx, primals, cts, need);
   for (size_t k = 0; k < rule.num_args && k < oc.size(); ++k) {
     int o = in.operands[k];
     if (!oc[k] || !live[o] || !is_inexact(f.values[o].aval.dtype)) continue;

@@ -181,7 +181,7 @@ struct VmapRule : CustomRule {
   Span where;
 
   std::vector<Tensor> vjp(OpContext& cx, std::span<const Tensor> operands,
-                          std::span<const Tensor> cts) const override {
+                          std::span<const Tensor> cts, const std::vector<bool>&) const override {
     if (!def->derived && !under_jvp)
       throw Error(ErrCode::Value,
                   "Linearization failed to produce known values for all output primals. This is "

@@ -103,6 +103,11 @@ struct CustomDef {
   Value jvp;             // custom_jvp: jvp(*nondiff, primals, tangents)
   Value fwd, bwd;        // custom_vjp
   std::string primitive; // jax.custom_jvp(f, _primitive=name): the stdlib's lax ops
+  // jax.custom_jvp(f, _transpose=rule): how the stdlib's lax op transposes
+  // where its jvp rule's tangent calls it linearly (JAX's transpose rule of
+  // the primitive, e.g. a convolution's are convolutions), instead of by
+  // transposing its implementation.
+  Value transpose;
   // linear_call: a custom_vjp (fwd and bwd built by linear_call) that forward
   // mode may differentiate too, as it is linear.
   bool linear = false;
@@ -285,12 +290,37 @@ struct JvpRule : SiteRule {
     return make_tuple({(*items)[0], (*items)[1]});
   }
 
+  // The stdlib's transpose rule for a call in a jvp rule's linear part:
+  // transpose(*nondiff, primals, ct, k) is the cotangent of argument k (whose
+  // primal is a placeholder of its type), for each argument `need`s.
+  std::vector<Tensor> rule_transpose(OpContext& cx, std::span<const Tensor> operands,
+                                     std::span<const Tensor> cts,
+                                     const std::vector<bool>& need) const {
+    InterpreterImpl& in = *site.in;
+    LocScope loc(cx, site.where);
+    Value primals = site.diff_tuple(operands.subspan(0, num_args));
+    std::vector<AVal> outs = out_avals();
+    PXL_ASSERT(outs.size() == 1 && cts.size() == 1, "a _transpose rule's function has one result");
+    Tensor ct = cts[0] ? cts[0] : np::zeros(cx, outs[0].shape, outs[0].dtype);
+    std::vector<Tensor> out(operands.size());
+    for (size_t k = 0; k < num_args; ++k) {
+      if (!need[k]) continue;
+      ValueList args = site.nondiff_values(arrays(operands));
+      args.insert(args.end(), {primals, make_array(ct), Value::integer(static_cast<int64_t>(k))});
+      out[k] = in.to_tensor(in.call(site.def->transpose, args, site.where), site.where);
+    }
+    return out;
+  }
+
   std::vector<Tensor> vjp(OpContext& cx, std::span<const Tensor> operands,
-                          std::span<const Tensor> cts) const override {
+                          std::span<const Tensor> cts,
+                          const std::vector<bool>& need) const override {
     InterpreterImpl& in = *site.in;
     OpsScope scope(in, cx);
     size_t n = num_args;
-    if (site.def->transposing > 0) return primal_vjp(cx, operands, cts);
+    if (site.def->transposing > 0)
+      return site.def->transpose.is_none() ? primal_vjp(cx, operands, cts)
+                                           : rule_transpose(cx, operands, cts, need);
     struct Transposing {
       const CustomDef& d;
       explicit Transposing(const CustomDef& def) : d(def) { ++d.transposing; }
@@ -387,7 +417,7 @@ bool match_cts(InterpreterImpl& in, const Value& v, const TreeDef& def, const st
 // custom_vjp: fwd for the residuals, then bwd.
 struct VjpRule : SiteRule {
   std::vector<Tensor> vjp(OpContext& cx, std::span<const Tensor> operands,
-                          std::span<const Tensor> cts) const override {
+                          std::span<const Tensor> cts, const std::vector<bool>&) const override {
     InterpreterImpl& in = *site.in;
     OpsScope scope(in, cx);
     LocScope loc(cx, site.where);
@@ -492,7 +522,8 @@ struct BatchedRule : CustomRule {
   BatchAxis axis;
 
   std::vector<Tensor> vjp(OpContext& cx, std::span<const Tensor> operands,
-                          std::span<const Tensor> cts) const override {
+                          std::span<const Tensor> cts,
+                          const std::vector<bool>& need) const override {
     const Function& p = *inner->fn;
     size_t nin = p.params.size();
     auto v = function_in(cx, p.name + "_vjp");
@@ -511,7 +542,7 @@ struct BatchedRule : CustomRule {
         ct_ps.push_back(cts[r] ? tc.add_param(per_example(cts[r]->aval, true), vma_of(cx, cts[r]),
                                               cx.loc, "cotangent " + std::to_string(r))
                                : nullptr);
-      std::vector<Tensor> outs = inner->vjp(tc, ps, ct_ps);
+      std::vector<Tensor> outs = inner->vjp(tc, ps, ct_ps, need);
       LocScope loc(tc, cx.loc);
       for (size_t k = 0; k < inner->num_args; ++k) {
         Tensor o = outs[k] ? outs[k] : np::zeros(tc, ps[k]->aval.shape, ps[k]->aval.dtype);
@@ -854,12 +885,14 @@ struct CustomFunctionObj : OpaqueObj {
 
 Value make_custom(CallArgs& a, bool is_vjp) {
   const char* name = is_vjp ? "custom_vjp" : "custom_jvp";
-  ArgReader r(name, a, {"fun", "nondiff_argnums", "nondiff_argnames", "_primitive"}, 1);
+  ArgReader r(name, a, {"fun", "nondiff_argnums", "nondiff_argnames", "_primitive", "_transpose"},
+              1);
   auto obj = std::make_shared<CustomFunctionObj>();
   obj->def = std::make_shared<CustomDef>();
   obj->def->is_vjp = is_vjp;
   obj->def->fun = r[0];
   if (r.has(3)) obj->def->primitive = value_to_str(r[3], "_primitive");
+  if (r.has(4)) obj->def->transpose = r[4];
   std::vector<int64_t>& nums = obj->def->nondiff_argnums;
   if (r.has(1)) nums = value_to_int_list(r[1], std::string(name) + "() nondiff_argnums");
   if (r.has(2)) { // JAX adds their positions in fun's signature, then sorts

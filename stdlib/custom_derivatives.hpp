@@ -21,9 +21,12 @@ struct CustomRule : CustomCallee {
   bool under_jvp = false;
   // The cotangents of the call's first num_args operands (nullptr = zero),
   // bound in `cx`, given all of its operands and its results' cotangents
-  // (nullptr = zero). Errors in the user's rule propagate as pxl::Error.
+  // (nullptr = zero). `need[k]`: whether operand k's cotangent is wanted (a
+  // rule may skip the others). Errors in the user's rule propagate as
+  // pxl::Error.
   virtual std::vector<Tensor> vjp(OpContext& cx, std::span<const Tensor> operands,
-                                  std::span<const Tensor> cts) const = 0;
+                                  std::span<const Tensor> cts,
+                                  const std::vector<bool>& need) const = 0;
 };
 
 // Makes `cx` the interpreter's current context while it lives (the backward

@@ -15,8 +15,8 @@ constexpr const char* kKind = "rng_bit_generator";
 // The draw's custom_call rule: its operand is an integer key, so reverse mode
 // asks no cotangent of it.
 struct RngBitsRule : CustomRule {
-  std::vector<Tensor> vjp(OpContext&, std::span<const Tensor>,
-                          std::span<const Tensor>) const override {
+  std::vector<Tensor> vjp(OpContext&, std::span<const Tensor>, std::span<const Tensor>,
+                          const std::vector<bool>&) const override {
     return std::vector<Tensor>(num_args);
   }
 };
