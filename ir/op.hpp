@@ -85,8 +85,9 @@ inline bool is_elementwise(Op op) {
 // The order a float dot_general sums its products in. Auto: XLA's for a
 // dot (ref_dot.cpp). A convolution's contraction (stdlib/lax_conv.pxl) takes
 // the order of the library XLA's CPU backend hands it to: Chain, one chain of
-// fused multiply-adds over k (Eigen's); Ynn, YNNPACK's kernel for the
-// product's (m, k, n) (ref_dot_ynn.hpp).
+// fused multiply-adds over k (Eigen's); Ynn, YNNPACK's dot over the
+// contraction dims (kernel position..., input feature) with the features
+// innermost (ref_dot.cpp: ynn_conv_gemm).
 enum class DotOrder : uint8_t { Auto, Chain, Ynn };
 
 // dot_general's dimension numbers (lax.dot_general's ((lc, rc), (lb, rb))).

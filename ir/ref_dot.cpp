@@ -132,6 +132,47 @@ void eigen_chain(const T* a, const T* b, int64_t m, int64_t k, int64_t n, T* out
   }
 }
 
+// out (m x n) = a (m x k) . b (k x n) as YNNPACK's dot sums a convolution
+// whose contraction is (kernel position, input feature), k1 features
+// innermost (XLA hands it a stencil with three reduction dimensions): the
+// kernel's tile_k is picked for k1 (ynn_tile_k(m, k1, n)); the features that
+// fill whole tiles are summed over every position in tile_k lanes
+// (ynn_gemm), and the k1 mod tile_k left over are a zero-padded tile per
+// position, each added to the output in turn with one rounded add.
+template <class T>
+void ynn_conv_gemm(const T* a, const T* b, int64_t m, int64_t k, int64_t k1, int64_t n, bool f64,
+                   T* out) {
+  int64_t tile = ynn_tile_k(m, k1, n, f64);
+  int64_t main = k1 / tile * tile, positions = k / k1;
+  if (main == k1) return ynn_gemm(a, b, m, k, n, static_cast<int>(tile), out);
+  // Columns [from, from + len) of each position, gathered.
+  auto gather = [&](int64_t from, int64_t len, std::vector<T>& sa, std::vector<T>& sb, int64_t p0,
+                    int64_t np) {
+    sa.assign(static_cast<size_t>(m * np * len), T(0));
+    sb.assign(static_cast<size_t>(np * len * n), T(0));
+    for (int64_t p = 0; p < np; ++p)
+      for (int64_t c = 0; c < len; ++c) {
+        int64_t src = (p0 + p) * k1 + from + c, dst = p * len + c;
+        for (int64_t i = 0; i < m; ++i)
+          sa[static_cast<size_t>(i * np * len + dst)] = a[i * k + src];
+        std::copy(b + src * n, b + src * n + n, sb.begin() + dst * n);
+      }
+  };
+  std::vector<T> sa, sb, tail(static_cast<size_t>(m * n));
+  if (main > 0) {
+    gather(0, main, sa, sb, 0, positions);
+    ynn_gemm(sa.data(), sb.data(), m, positions * main, n, static_cast<int>(tile), out);
+  } else {
+    std::fill(out, out + m * n, T(0));
+  }
+  for (int64_t p = 0; p < positions; ++p) {
+    gather(main, k1 - main, sa, sb, p, 1);
+    ynn_gemm(sa.data(), sb.data(), m, k1 - main, n, static_cast<int>(tile), tail.data());
+    for (int64_t j = 0; j < m * n; ++j)
+      out[j] = static_cast<T>(out[j] + tail[static_cast<size_t>(j)]);
+  }
+}
+
 } // namespace
 
 Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& oa) {
@@ -168,7 +209,8 @@ Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& 
           const S* rb = rt.as<S>() + b * K * N;
           S* ob = out.as<S>() + b * M * N;
           if (dd.order == DotOrder::Ynn)
-            ynn_gemm(lb, rb, M, K, N, ynn_tile_k(M, K, N, D == DType::Float64), ob);
+            ynn_conv_gemm(lb, rb, M, K, l.shape()[static_cast<size_t>(dd.lhs_contract.back())], N,
+                          D == DType::Float64, ob);
           else
             eigen_chain(lb, rb, M, K, N, ob);
         }
