@@ -114,6 +114,25 @@ private:
     }
   }
 
+  // Whether `v` is (a broadcast or reshape of) a sum XLA hands to YNNPACK: its
+  // elementwise users join that YNNPACK fusion, which multiplies and adds
+  // separately (measured: the gradient of x * sum(x) adds the broadcast sum to
+  // the rounded product).
+  bool from_ynn_sum(int v) const {
+    for (;;) {
+      int p = f_.values[static_cast<size_t>(v)].producer;
+      if (p < 0) return false;
+      const Instr& in = f_.body[static_cast<size_t>(p)];
+      if (in.op == Op::BroadcastInDim || in.op == Op::Reshape) {
+        v = in.operands[0];
+        continue;
+      }
+      if (in.op != Op::ReduceSum) return false;
+      const AVal& x = f_.values[static_cast<size_t>(in.operands[0])].aval;
+      return ref::ynn_sum_applies(x.dtype, x.shape, in.attrs.axes);
+    }
+  }
+
   // Appends an instruction; its result takes the type, axes and location of
   // `like`. (run() numbers the producers once the body is final.)
   int emit(Op op, const OpAttrs& attrs, std::vector<int> operands, int like) {
@@ -128,7 +147,8 @@ private:
     int a = -1, b = -1;
     bool is_add = in.op == Op::Add, is_sub = in.op == Op::Sub;
     DType d = f_.values[static_cast<size_t>(in.result)].aval.dtype;
-    if ((is_add || is_sub) && contractible_dtype(d)) {
+    if ((is_add || is_sub) && contractible_dtype(d) && !from_ynn_sum(in.operands[0]) &&
+        !from_ynn_sum(in.operands[1])) {
       int l = in.operands[0], r = in.operands[1];
       if (l != r && factors(l, a, b, false)) {
         int c = is_sub ? emit(Op::Neg, {}, {r}, r) : r;
