@@ -108,6 +108,12 @@ struct CustomDef {
   // the primitive, e.g. a convolution's are convolutions), instead of by
   // transposing its implementation.
   Value transpose;
+  // jax.custom_jvp(f, _batch=rule): how vmap batches the stdlib's lax op, as
+  // JAX's batching rule of the primitive does (rule(*nondiff, args, batched)
+  // gives the result batched in front, or None to batch it per example), so
+  // that the batched call is one call of the op, which derivatives and the
+  // op's own order then see whole.
+  Value batch;
   // linear_call: a custom_vjp (fwd and bwd built by linear_call) that forward
   // mode may differentiate too, as it is linear.
   bool linear = false;
@@ -885,7 +891,8 @@ struct CustomFunctionObj : OpaqueObj {
 
 Value make_custom(CallArgs& a, bool is_vjp) {
   const char* name = is_vjp ? "custom_vjp" : "custom_jvp";
-  ArgReader r(name, a, {"fun", "nondiff_argnums", "nondiff_argnames", "_primitive", "_transpose"},
+  ArgReader r(name, a,
+              {"fun", "nondiff_argnums", "nondiff_argnames", "_primitive", "_transpose", "_batch"},
               1);
   auto obj = std::make_shared<CustomFunctionObj>();
   obj->def = std::make_shared<CustomDef>();
@@ -893,6 +900,7 @@ Value make_custom(CallArgs& a, bool is_vjp) {
   obj->def->fun = r[0];
   if (r.has(3)) obj->def->primitive = value_to_str(r[3], "_primitive");
   if (r.has(4)) obj->def->transpose = r[4];
+  if (r.has(5)) obj->def->batch = r[5];
   std::vector<int64_t>& nums = obj->def->nondiff_argnums;
   if (r.has(1)) nums = value_to_int_list(r[1], std::string(name) + "() nondiff_argnums");
   if (r.has(2)) { // JAX adds their positions in fun's signature, then sorts
@@ -1056,6 +1064,32 @@ Tensor pvary_like(OpContext& cx, const Tensor& t, const Tensor& like) {
   return cx.bind(Op::Select, {}, xs);
 }
 
+namespace {
+
+// A custom_jvp call whose definition has a `_batch` rule, batched by it: only
+// its differentiable arguments may be batched (in front).
+bool batch_by_rule(OpContext& cx, const CustomRule& rule, const std::vector<Tensor>& ts,
+                   const std::vector<bool>& batched, std::vector<BVal>& out) {
+  const auto* jr = dynamic_cast<const JvpRule*>(&rule);
+  if (!jr || jr->site.def->batch.is_none() || rule.fn->results.size() != 1) return false;
+  for (size_t k = rule.num_args; k < ts.size(); ++k)
+    if (batched[k]) return false;
+  InterpreterImpl& in = *jr->site.in;
+  OpsScope scope(in, cx);
+  LocScope loc(cx, jr->site.where);
+  ValueList flags;
+  for (size_t k = 0; k < rule.num_args; ++k) flags.push_back(Value::boolean(batched[k]));
+  std::span<const Tensor> all(ts);
+  ValueList args = jr->site.nondiff_values(jr->arrays(all));
+  args.insert(args.end(), {jr->site.diff_tuple(all.subspan(0, rule.num_args)), make_tuple(flags)});
+  Value res = in.call(jr->site.def->batch, args, jr->site.where);
+  if (res.is_none()) return false;
+  out.push_back({in.to_tensor(res, jr->site.where), true});
+  return true;
+}
+
+} // namespace
+
 std::vector<BVal> batch_custom_call(OpContext& cx, const OpAttrs& attrs, std::span<const BVal> args,
                                     const BatchAxis& axis) {
   auto inner = std::dynamic_pointer_cast<const CustomRule>(attrs.custom);
@@ -1065,6 +1099,7 @@ std::vector<BVal> batch_custom_call(OpContext& cx, const OpAttrs& attrs, std::sp
   std::vector<BVal> out;
   if (!call_operands(cx, attrs, args, ts, batched, out)) return out;
   if (batch_custom_vmap(cx, attrs, args, axis, out)) return out; // the user's vmap rule
+  if (batch_by_rule(cx, *inner, ts, batched, out)) return out;   // the stdlib's batching rule
   // The batched primal, every result batched.
   auto pb = function_in(cx, inner->fn->name);
   std::vector<Tensor> consts;
