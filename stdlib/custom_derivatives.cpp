@@ -114,6 +114,9 @@ struct CustomDef {
   // that the batched call is one call of the op, which derivatives and the
   // op's own order then see whole.
   Value batch;
+  // jax.custom_jvp(f, _params=fn): fn(*nondiff) gives the (name, text) pairs
+  // a jaxpr prints for the stdlib's lax op (its JAX params).
+  Value params;
   // linear_call: a custom_vjp (fwd and bwd built by linear_call) that forward
   // mode may differentiate too, as it is linear.
   bool linear = false;
@@ -779,6 +782,20 @@ Value call_custom(InterpreterImpl& in, const std::shared_ptr<const CustomDef>& d
   else
     rule->jaxpr_params.push_back({"jvp", callable_name(d.jvp)});
   rule->jaxpr_params.push_back({"symbolic_zeros", "False"});
+  if (!d.primitive.empty() && !d.params.is_none()) { // the lax op's own params instead
+    ValueList nondiff;
+    for (size_t i = 0; i < args.size(); ++i)
+      if (is_static_position(d.nondiff_argnums, i, args.size())) nondiff.push_back(args[i]);
+    Value pairs = in.call(d.params, nondiff, where);
+    rule->jaxpr_params.clear();
+    const ValueList* items = sequence_items(pairs);
+    for (size_t k = 0; items && k < items->size(); ++k) {
+      const ValueList* kv = sequence_items((*items)[k]);
+      if (!kv || kv->size() != 2) throw Error(ErrCode::Internal, "_params: (name, text) pairs");
+      rule->jaxpr_params.push_back(
+          {value_to_str((*kv)[0], "_params"), value_to_str((*kv)[1], "_params")});
+    }
+  }
   rule->fn = fn;
   rule->num_args = nargs;
   rule->num_static = site.num_arrays;
@@ -892,7 +909,8 @@ struct CustomFunctionObj : OpaqueObj {
 Value make_custom(CallArgs& a, bool is_vjp) {
   const char* name = is_vjp ? "custom_vjp" : "custom_jvp";
   ArgReader r(name, a,
-              {"fun", "nondiff_argnums", "nondiff_argnames", "_primitive", "_transpose", "_batch"},
+              {"fun", "nondiff_argnums", "nondiff_argnames", "_primitive", "_transpose", "_batch",
+               "_params"},
               1);
   auto obj = std::make_shared<CustomFunctionObj>();
   obj->def = std::make_shared<CustomDef>();
@@ -901,6 +919,7 @@ Value make_custom(CallArgs& a, bool is_vjp) {
   if (r.has(3)) obj->def->primitive = value_to_str(r[3], "_primitive");
   if (r.has(4)) obj->def->transpose = r[4];
   if (r.has(5)) obj->def->batch = r[5];
+  if (r.has(6)) obj->def->params = r[6];
   std::vector<int64_t>& nums = obj->def->nondiff_argnums;
   if (r.has(1)) nums = value_to_int_list(r[1], std::string(name) + "() nondiff_argnums");
   if (r.has(2)) { // JAX adds their positions in fun's signature, then sorts
