@@ -317,6 +317,12 @@ struct JvpRule : SiteRule {
       ValueList args = site.nondiff_values(arrays(operands));
       args.insert(args.end(), {primals, make_array(ct), Value::integer(static_cast<int64_t>(k))});
       out[k] = in.to_tensor(in.call(site.def->transpose, args, site.where), site.where);
+      if (!same_type(out[k]->aval, operands[k]->aval))
+        throw Error(ErrCode::Type,
+                    "_transpose rule of " + site.def->name() + " gave a cotangent of type " +
+                        short_str(out[k]->aval) + " for an operand of type " +
+                        short_str(operands[k]->aval),
+                    site.where);
     }
     return out;
   }
@@ -1103,7 +1109,19 @@ bool batch_by_rule(OpContext& cx, const CustomRule& rule, const std::vector<Tens
   args.insert(args.end(), {jr->site.diff_tuple(all.subspan(0, rule.num_args)), make_tuple(flags)});
   Value res = in.call(jr->site.def->batch, args, jr->site.where);
   if (res.is_none()) return false;
-  out.push_back({in.to_tensor(res, jr->site.where), true});
+  Tensor t = in.to_tensor(res, jr->site.where);
+  AVal want = rule.fn->values[static_cast<size_t>(rule.fn->results[0])].aval;
+  for (size_t k = 0; k < rule.num_args; ++k)
+    if (batched[k]) {
+      want.shape.insert(want.shape.begin(), ts[k]->aval.shape.at(0));
+      break;
+    }
+  if (!same_type(t->aval, want))
+    throw Error(ErrCode::Type,
+                "_batch rule of " + jr->site.def->name() + " gave a result of type " +
+                    short_str(t->aval) + " where " + short_str(want) + " was due",
+                jr->site.where);
+  out.push_back({std::move(t), true});
   return true;
 }
 
