@@ -25,7 +25,8 @@ struct CustomCallee {
   std::shared_ptr<const Function> fn;
   size_t num_args = 0; // how many operands are argument leaves
   // How make_jaxpr shows the call: as this JAX primitive (a lax op the stdlib
-  // defines with a custom rule, such as clamp), or when empty as JAX's
+  // defines with a custom rule, such as clamp) with these params (its JAX
+  // params, where the stdlib gives them), or when empty as JAX's
   // custom_jvp_call/custom_vjp_call with these params (name, jvp / fwd, bwd).
   std::string primitive;
   std::vector<std::pair<std::string, std::string>> jaxpr_params;

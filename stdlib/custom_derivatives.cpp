@@ -309,12 +309,16 @@ struct JvpRule : SiteRule {
     LocScope loc(cx, site.where);
     Value primals = site.diff_tuple(operands.subspan(0, num_args));
     std::vector<AVal> outs = out_avals();
-    PXL_ASSERT(outs.size() == 1 && cts.size() == 1, "a _transpose rule's function has one result");
+    if (outs.size() != 1)
+      throw Error(ErrCode::Type,
+                  "_transpose rule of " + site.def->name() + ": the function must have one result",
+                  site.where);
     Tensor ct = cts[0] ? cts[0] : np::zeros(cx, outs[0].shape, outs[0].dtype);
+    ValueList nondiff = site.nondiff_values(arrays(operands));
     std::vector<Tensor> out(operands.size());
     for (size_t k = 0; k < num_args; ++k) {
       if (!need[k]) continue;
-      ValueList args = site.nondiff_values(arrays(operands));
+      ValueList args = nondiff;
       args.insert(args.end(), {primals, make_array(ct), Value::integer(static_cast<int64_t>(k))});
       out[k] = in.to_tensor(in.call(site.def->transpose, args, site.where), site.where);
       if (!same_type(out[k]->aval, operands[k]->aval))
@@ -781,19 +785,19 @@ Value call_custom(InterpreterImpl& in, const std::shared_ptr<const CustomDef>& d
     rule = std::make_shared<JvpRule>();
   rule->kind = d.kind();
   rule->primitive = d.primitive;
-  rule->jaxpr_params = {{"name", d.name()}};
-  if (d.is_vjp)
-    rule->jaxpr_params.insert(rule->jaxpr_params.end(),
-                              {{"bwd", callable_name(d.bwd)}, {"fwd", callable_name(d.fwd)}});
-  else
-    rule->jaxpr_params.push_back({"jvp", callable_name(d.jvp)});
-  rule->jaxpr_params.push_back({"symbolic_zeros", "False"});
-  if (!d.primitive.empty() && !d.params.is_none()) { // the lax op's own params instead
+  if (d.primitive.empty()) {
+    rule->jaxpr_params = {{"name", d.name()}};
+    if (d.is_vjp)
+      rule->jaxpr_params.insert(rule->jaxpr_params.end(),
+                                {{"bwd", callable_name(d.bwd)}, {"fwd", callable_name(d.fwd)}});
+    else
+      rule->jaxpr_params.push_back({"jvp", callable_name(d.jvp)});
+    rule->jaxpr_params.push_back({"symbolic_zeros", "False"});
+  } else if (!d.params.is_none()) { // a stdlib lax op: its JAX params
     ValueList nondiff;
     for (size_t i = 0; i < args.size(); ++i)
       if (is_static_position(d.nondiff_argnums, i, args.size())) nondiff.push_back(args[i]);
     Value pairs = in.call(d.params, nondiff, where);
-    rule->jaxpr_params.clear();
     const ValueList* items = sequence_items(pairs);
     for (size_t k = 0; items && k < items->size(); ++k) {
       const ValueList* kv = sequence_items((*items)[k]);

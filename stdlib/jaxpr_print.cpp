@@ -506,9 +506,8 @@ struct Printer {
     for (int k = 0; k < i.nresults; ++k) outs.push_back(i.result + k);
     pp::Doc lhs = binders(outs, true);
     if (!c.primitive.empty()) { // (its argument leaves; the rest are what the primal captured)
-      std::vector<pp::Doc> kv;  // the op's params, when the stdlib gives them (custom_jvp _params)
-      if (c.jaxpr_params.empty() || c.jaxpr_params.front().first != "name")
-        for (const auto& [k, v] : c.jaxpr_params) kv.push_back(pp::text(k + "=" + v));
+      std::vector<pp::Doc> kv;  // the op's params (custom_jvp _params), if the stdlib gives them
+      for (const auto& [k, v] : c.jaxpr_params) kv.push_back(pp::text(k + "=" + v));
       return eqn_doc(lhs, c.primitive, kv_pairs(kv),
                      std::vector<int>(i.operands.begin(),
                                       i.operands.begin() + static_cast<long>(std::min(
