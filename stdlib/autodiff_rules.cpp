@@ -299,39 +299,36 @@ std::vector<Tensor> triangular_solve_vjp(B& b, const OpAttrs& at, std::span<cons
 }
 
 // JAX's _fft_transpose_rule. The DFT matrix is symmetric, so FFT and IFFT
-// are their own transposes; RFFT's is the FFT of the zero-padded cotangent
-// (real part), IRFFT's the RFFT of the cotangent scaled by 1/N, doubled where
-// the half spectrum stands for two conjugate entries, and conjugated.
+// are their own transposes; RFFT's is N times the IRFFT of the conjugated
+// cotangent halved where the half spectrum stands for two entries; IRFFT's
+// the RFFT of the cotangent scaled by 1/N, doubled where the half spectrum
+// stands for two conjugate entries, and conjugated.
 Tensor fft_transpose(B& b, const OpAttrs& at, const Tensor& g) {
   int64_t n = at.shape.back();
   if (at.axis < 2) return b.bind(Op::Fft, at, {g});
-  if (at.axis == 2) {
-    const Shape& s = g->aval.shape;
-    OpAttrs pad;
-    pad.lo.assign(s.size(), 0);
-    pad.hi.assign(s.size(), 0);
-    pad.interior.assign(s.size(), 0);
-    pad.hi.back() = n - s.back();
-    Tensor padded =
-        b.bind(Op::Pad, pad, {g, np::scalar(b.cx, Scalar::of_int(0), g->aval.dtype, false)});
-    OpAttrs f = at;
-    f.axis = 0;
-    return b.un(Op::Real, b.bind(Op::Fft, f, {padded}));
+  // mask[j] = 1 at j = 0 and (n even) at j = n/2, else 2: the half spectrum's
+  // entries that stand for two conjugate ones.
+  auto half_mask = [&](const Shape& s, double scale) {
+    int64_t h = s.back();
+    Array mask(DType::Complex64, {h});
+    for (int64_t j = 0; j < h; ++j) {
+      bool single = j == 0 || (n % 2 == 0 && j == h - 1);
+      mask.set(j, Scalar::of_float((single ? 1.0 : 2.0) * scale));
+    }
+    return b.broadcast(b.cx.constant(std::move(mask)), s, {static_cast<int64_t>(s.size()) - 1});
+  };
+  double count = 1.0;
+  for (int64_t d : at.shape) count *= static_cast<double>(d);
+  if (at.axis == 2) { // N * irfft(conj(g) / mask), as JAX 0.10
+    OpAttrs ir = at;
+    ir.axis = 3;
+    Tensor out = b.bind(Op::Fft, ir, {b.div(b.un(Op::Conj, g), half_mask(g->aval.shape, 1.0))});
+    return b.mul(b.full(out, count), out);
   }
   OpAttrs r = at;
   r.axis = 2;
   Tensor x = b.bind(Op::Fft, r, {g});
-  const Shape& s = x->aval.shape;
-  int64_t h = s.back();
-  double scale = 1.0;
-  for (int64_t d : at.shape) scale /= static_cast<double>(d);
-  // mask[j] = 1 at j = 0 and (n even) at j = n/2, else 2; times the scale.
-  Array mask(DType::Complex64, {h});
-  for (int64_t j = 0; j < h; ++j) {
-    bool single = j == 0 || (n % 2 == 0 && j == h - 1);
-    mask.set(j, Scalar::of_float((single ? 1.0 : 2.0) * scale));
-  }
-  Tensor m = b.broadcast(b.cx.constant(std::move(mask)), s, {static_cast<int64_t>(s.size()) - 1});
+  Tensor m = half_mask(x->aval.shape, 1.0 / count);
   return b.un(Op::Conj, b.mul(m, x));
 }
 
