@@ -3,6 +3,8 @@
 // complex transform goes over the axes innermost first, the 1/n of an inverse
 // scaling the first of them; a real forward transform does the last axis
 // first (real to complex), an inverse one the last axis last.
+#include <optional>
+
 #include "ir/ref_fft_pocket.hpp"
 #include "ir/ref_util.hpp"
 
@@ -31,13 +33,16 @@ void c2c_axis(std::vector<Cf>& data, const Shape& shape, size_t ax, bool fwd, fl
   // DUCC runs the lines eight at a time in SIMD lanes with the plain plan;
   // the lines left over go one by one through its plan for single lines.
   auto n = static_cast<size_t>(l.n);
-  pocket::ComplexPlan lanes(n, false), single(n, true);
-  int64_t in_lanes = l.outer * l.inner / 8 * 8, t = 0;
+  int64_t lines = l.outer * l.inner, in_lanes = lines / 8 * 8, t = 0;
+  // Each plan is built only if some line uses it (a plan computes n roots).
+  std::optional<pocket::ComplexPlan> lanes, single;
+  if (in_lanes > 0) lanes.emplace(n, false);
+  if (in_lanes < lines) single.emplace(n, true);
   std::vector<Cf> line(n);
   for (int64_t o = 0; o < l.outer; ++o)
     for (int64_t i = 0; i < l.inner; ++i, ++t) {
       for (int64_t k = 0; k < l.n; ++k) line[static_cast<size_t>(k)] = data[l.at(o, k, i)];
-      (t < in_lanes ? lanes : single).exec(line.data(), fwd, fct);
+      (t < in_lanes ? *lanes : *single).exec(line.data(), fwd, fct);
       for (int64_t k = 0; k < l.n; ++k) data[l.at(o, k, i)] = line[static_cast<size_t>(k)];
     }
 }
