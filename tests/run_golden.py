@@ -192,7 +192,10 @@ def main():
         sys.exit(f"run_golden: {opts.pxl} does not exist (build first)")
     with tempfile.TemporaryDirectory(prefix="pxl-golden-") as home:
         # A private HOME keeps the user's REPL history out of (and untouched by) tests.
-        env = {k: v for k, v in os.environ.items() if k != "PXL_DEVICES"}
+        # OPENBLAS_CORETYPE (set on some machines) would pick other BLAS kernels than the
+        # CPU's own, whose last bits the goldens (JAX's output on each CPU kind) hold.
+        env = {k: v for k, v in os.environ.items()
+               if k != "PXL_DEVICES" and not k.startswith("OPENBLAS_")}
         env.update(HOME=home, LC_ALL="C.UTF-8")
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
             results = list(pool.map(lambda t: run_one(t, opts, env), tests))
