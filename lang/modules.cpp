@@ -13,6 +13,12 @@ namespace pxl {
 
 void InterpreterImpl::register_module(const std::string& name, Value module) {
   modules_[name] = module;
+  // A stdlib source module (scipy_linalg) takes the public dotted name it is
+  // first registered under (jax.scipy.linalg), which its repr and errors show.
+  if (module.is_obj(ObjKind::Module) && name.find('.') != std::string::npos) {
+    auto* m = module.as<ModuleObj>();
+    if (m->name.find('.') == std::string::npos && source_modules_.count(m->name)) m->name = name;
+  }
   // Make "a.b" reachable as attribute b of module a when both are host modules.
   size_t dot = name.rfind('.');
   if (dot != std::string::npos) {

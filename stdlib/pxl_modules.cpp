@@ -232,6 +232,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   stats.val("gaussian_kde", stats_kde.as<ModuleObj>()->env->vars.at("gaussian_kde"));
   Value scipy_linalg = in.import_module("scipy_linalg", Span{}, "");
   merge_functions(in, "scipy_linalg_tridiagonal", scipy_linalg);       // eigh_tridiagonal
+  merge_functions(in, "scipy_linalg_matrices", scipy_linalg); // pascal, invpascal, invhilbert, dft, fiedler_companion
   Value scipy_signal = in.import_module("scipy_signal", Span{}, "");   // convolve, correlate, ...
   merge_functions(in, "scipy_signal_spectral", scipy_signal); // stft, istft, csd, welch
   Value scipy_ndimage = in.import_module("scipy_ndimage", Span{}, ""); // map_coordinates
