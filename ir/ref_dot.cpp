@@ -237,11 +237,18 @@ Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& 
   // products: those keep OpenBLAS.
   // YNNPACK takes only a row-major left operand: batch axes first, the
   // contracted ones last (measured: `a.T @ b` as one dot_general is a chain).
+  // XLA's DotDecomposer first transposes a dot that is not canonical (one
+  // contracted axis, at most one free axis per operand, batch axes leading in
+  // order) into (batch, free, contracted) order, which is row-major.
   bool lhs_rows = true;
   for (size_t i = 0; i < dd.lhs_batch.size(); ++i)
     lhs_rows &= dd.lhs_batch[i] == static_cast<int64_t>(i);
+  bool canonical = lhs_rows && dd.lhs_contract.size() == 1 && lf.size() <= 1 && rf.size() <= 1;
+  for (size_t i = 0; i < dd.rhs_batch.size(); ++i)
+    canonical &= dd.rhs_batch[i] == static_cast<int64_t>(i);
   for (size_t i = 0; i < dd.lhs_contract.size(); ++i)
     lhs_rows &= dd.lhs_contract[i] == static_cast<int64_t>(l.ndim() - dd.lhs_contract.size() + i);
+  lhs_rows |= !canonical;
   bool ynn = lhs_rows && ynn_dot_applies(M, K, N);
   bool f64 = oa.dtype == DType::Float64;
   if ((oa.dtype == DType::Float32 || f64) && M >= 2 && N >= 2 && K > 1 &&

@@ -411,13 +411,14 @@ Tensor einsum(OpContext& cx, const std::string& spec, const std::vector<Tensor>&
       for (char c : want)
         if (has(cl, c) && has(rl, c)) batch += c;
       std::vector<int64_t> lc, rc, lb, rb;
-      for (size_t k = 0; k < cl.size(); ++k) {
-        size_t rk = rl.find(cl[k]);
-        if (rk == std::string::npos)
-          lfree += cl[k];
-        else if (!in_want(cl[k]))
-          lc.push_back(static_cast<int64_t>(k)), rc.push_back(static_cast<int64_t>(rk));
-      }
+      for (char c : cl)
+        if (!has(rl, c)) lfree += c;
+      // Contracting dims in the labels' sorted order (JAX sorts the contracted
+      // names), which fixes the order XLA's dot sums them in.
+      for (char c : set_of(cl))
+        if (has(rl, c) && !in_want(c))
+          lc.push_back(static_cast<int64_t>(cl.find(c))),
+              rc.push_back(static_cast<int64_t>(rl.find(c)));
       for (char c : batch) {
         lb.push_back(static_cast<int64_t>(cl.find(c)));
         rb.push_back(static_cast<int64_t>(rl.find(c)));
