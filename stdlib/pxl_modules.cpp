@@ -148,6 +148,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   merge_functions(in, "lax_rest", lax);    // nextafter, mulhi, custom_root, ...
   merge_functions(in, "lax_special", lax); // lgamma, digamma, igamma, betainc, ...
   merge_functions(in, "lax_rng", lax);     // rng_bit_generator (Philox, as XLA on CPU)
+  merge_functions(in, "lax_ragged", lax);  // ragged_dot, ragged_dot_general
   // lax names of np functions, some of which the files above just defined.
   static const std::pair<const char*, const char*> from_np[] = {
       {"asin", "arcsin"},   {"acos", "arccos"},   {"atan", "arctan"},
