@@ -47,12 +47,13 @@ std::string linalg_attrs_str(Op op, const LinalgAttrs& l) {
   auto flag = [](const char* k, bool v) { return std::string(" ") + k + (v ? "=true" : "=false"); };
   std::string s;
   if (op == Op::Lu || op == Op::Qr || op == Op::Eigh || op == Op::Svd || op == Op::Eig ||
-      op == Op::Schur)
+      op == Op::Schur || op == Op::Hessenberg || op == Op::Tridiagonal || op == Op::Geqrf)
     s += " output=" + std::to_string(l.output);
+  if (op == Op::Ormqr) s += flag("left_side", l.left_side) + flag("transpose_a", l.transpose_a);
   if (op == Op::TriangularSolve)
     s += flag("left_side", l.left_side) + flag("lower", l.lower) +
          flag("transpose_a", l.transpose_a) + flag("unit_diagonal", l.unit_diagonal);
-  if (op == Op::Eigh) s += flag("lower", l.lower);
+  if (op == Op::Eigh || op == Op::Tridiagonal) s += flag("lower", l.lower);
   if (op == Op::Qr || op == Op::Svd) s += flag("full_matrices", l.full_matrices);
   if (op == Op::Svd) s += flag("compute_uv", l.compute_uv);
   if (op == Op::Eig)
@@ -217,6 +218,11 @@ std::string attrs_str(Op op, const OpAttrs& a) {
   case Op::Svd:
   case Op::Eig:
   case Op::Schur:
+  case Op::Hessenberg:
+  case Op::Tridiagonal:
+  case Op::HouseholderProduct:
+  case Op::Geqrf:
+  case Op::Ormqr:
     return linalg_attrs_str(op, a.linalg);
   case Op::Scatter:
     return "axis=" + std::to_string(a.axis) + " mode=" + scatter_mode_name(a.mode);

@@ -471,6 +471,11 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
   case Op::Svd:
   case Op::Eig:
   case Op::Schur:
+  case Op::Hessenberg:
+  case Op::Tridiagonal:
+  case Op::HouseholderProduct:
+  case Op::Geqrf:
+  case Op::Ormqr:
     return linalg(op, in, a, oa);
   case Op::Scatter:
     return scatter(in[0], in[1], in[2], a, oa);

@@ -159,6 +159,45 @@ void one(Op op, const LinalgAttrs& l, const T* x, int64_t m, int64_t n, const T*
     std::copy(s.begin(), s.end(), static_cast<Real<T>*>(out));
     return;
   }
+  case Op::Hessenberg: { // JAX's _hessenberg_cpu_lowering: gehrd with ilo = 1, ihi = n
+    Mat<T> a = Mat<T>::from_rows(x, n, n);
+    std::vector<T> tau(static_cast<size_t>(std::max<int64_t>(n - 1, 1)));
+    int info = n ? lapack::gehrd<T>(dim(n), a.data(), a.ld(), tau.data()) : 0;
+    if (info != 0) a.fill(kNaN<T>), std::fill(tau.begin(), tau.end(), kNaN<T>);
+    if (l.output == 0) return a.to_rows(o, n, n);
+    std::copy(tau.begin(), tau.begin() + std::max<int64_t>(n - 1, 0), o);
+    return;
+  }
+  case Op::Tridiagonal: { // sytrd (hetrd)
+    Mat<T> a = Mat<T>::from_rows(x, n, n);
+    size_t off = static_cast<size_t>(std::max<int64_t>(n - 1, 1));
+    std::vector<Real<T>> d(static_cast<size_t>(n)), e(off);
+    std::vector<T> tau(off);
+    int info = lapack::sytrd<T>(l.lower, dim(n), a.data(), a.ld(), d.data(), e.data(), tau.data());
+    if (info != 0) {
+      a.fill(kNaN<T>), std::fill(tau.begin(), tau.end(), kNaN<T>);
+      std::fill(d.begin(), d.end(), kNaN<Real<T>>), std::fill(e.begin(), e.end(), kNaN<Real<T>>);
+    }
+    if (l.output == 0) return a.to_rows(o, n, n);
+    Real<T>* r = static_cast<Real<T>*>(out);
+    if (l.output == 1) return (void)std::copy(d.begin(), d.end(), r);
+    if (l.output == 2) return (void)std::copy(e.begin(), e.begin() + (n - 1), r);
+    std::copy(tau.begin(), tau.begin() + (n - 1), o);
+    return;
+  }
+  case Op::Geqrf: { // the packed factorization and its scalars, as jaxlib's geqrf kernel
+    Mat<T> r = Mat<T>::from_rows(x, m, n);
+    std::vector<T> tau(static_cast<size_t>(std::max<int64_t>(k, 1)));
+    if (k) lapack::geqrf<T>(dim(m), dim(n), r.data(), r.ld(), tau.data());
+    if (l.output == 0) return r.to_rows(o, m, n);
+    std::copy(tau.begin(), tau.begin() + k, o);
+    return;
+  }
+  case Op::HouseholderProduct: { // orgqr (ungqr) of the k = bm reflectors in a's columns
+    Mat<T> q = Mat<T>::from_rows(x, m, n);
+    if (n) lapack::orgqr<T>(dim(m), dim(n), dim(bm), q.data(), q.ld(), b);
+    return q.to_rows(o, m, n);
+  }
   default:
     break;
   }
@@ -174,8 +213,9 @@ Array run(Op op, std::span<const Array> in, const LinalgAttrs& l, const AVal& oa
   int64_t bm = 0, bn = 0;
   const T* b = nullptr;
   // An empty operand may have no buffer at all (compiled code passes none): read none.
-  if (in.size() > 1) {
-    bm = in[1].shape()[nb], bn = in[1].shape()[nb + 1];
+  if (in.size() > 1) { // householder_product's second operand is a batch of vectors
+    bm = in[1].shape()[nb],
+    bn = static_cast<size_t>(in[1].ndim()) > nb + 1 ? in[1].shape()[nb + 1] : 1;
     b = in[1].size() ? in[1].as<T>() : nullptr;
   }
   const T* x = in[0].size() ? in[0].as<T>() : nullptr;
@@ -189,12 +229,39 @@ Array run(Op op, std::span<const Array> in, const LinalgAttrs& l, const AVal& oa
   return out;
 }
 
+// ormqr (a, taus, c): each c of the batch multiplied by the Q of a's k reflectors.
+template <class T> Array ormqr(std::span<const Array> in, const LinalgAttrs& l, const AVal& oa) {
+  const Shape& s = in[0].shape();
+  size_t nb = s.size() - 2;
+  int64_t m = s[nb], n = s[nb + 1], k = in[1].shape()[nb];
+  int64_t cr = in[2].shape()[nb], cc = in[2].shape()[nb + 1], batch = 1;
+  for (size_t i = 0; i < nb; ++i) batch *= s[i];
+  Array out(oa.dtype, oa.shape, oa.weak);
+  if (out.size() == 0) return out;
+  T* o = out.as<T>();
+  std::copy(in[2].as<T>(), in[2].as<T>() + out.size(), o);
+  if (k == 0) return out;
+  for (int64_t b = 0; b < batch; ++b) {
+    Mat<T> a = Mat<T>::from_rows(in[0].as<T>() + b * m * n, m, n);
+    Mat<T> c = Mat<T>::from_rows(o + b * cr * cc, cr, cc);
+    lapack::ormqr<T>(l.left_side, l.transpose_a, dim(cr), dim(cc), dim(k), a.data(), a.ld(),
+                     in[1].as<T>() + b * k, c.data(), c.ld());
+    c.to_rows(o + b * cr * cc, cr, cc);
+  }
+  return out;
+}
+
 } // namespace
 
 Array linalg(Op op, std::span<const Array> in, const OpAttrs& a, const AVal& oa) {
   if (op == Op::Eig || op == Op::Schur) return eig_schur(op, in[0], a, oa);
-  if (in[0].dtype() == DType::Float64) return run<double>(op, in, a.linalg, oa);
-  if (in[0].dtype() == DType::Complex64) return run<c64>(op, in, a.linalg, oa);
+  DType d = in[0].dtype();
+  if (op == Op::Ormqr)
+    return d == DType::Float64     ? ormqr<double>(in, a.linalg, oa)
+           : d == DType::Complex64 ? ormqr<c64>(in, a.linalg, oa)
+                                   : ormqr<float>(in, a.linalg, oa);
+  if (d == DType::Float64) return run<double>(op, in, a.linalg, oa);
+  if (d == DType::Complex64) return run<c64>(op, in, a.linalg, oa);
   return run<float>(op, in, a.linalg, oa);
 }
 

@@ -501,10 +501,12 @@ AVal collective(Op op, const OpAttrs& a, std::span<const AVal> in) {
 // two dims), every operand with the same number of batch dims.
 AVal linalg(Op op, const OpAttrs& a, std::span<const AVal> in) {
   for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i].ndim() < 2)
+    // householder_product's and ormqr's taus are vectors.
+    int rank = (op == Op::HouseholderProduct || op == Op::Ormqr) && i == 1 ? 1 : 2;
+    if (in[i].ndim() < rank)
       fail(ErrCode::Shape, op,
-           "Input " + std::to_string(i) + " to " + op_name(op) +
-               " must have rank at least 2, but got shape=" + shape_str(in[i].shape));
+           "Input " + std::to_string(i) + " to " + op_name(op) + " must have rank at least " +
+               std::to_string(rank) + ", but got shape=" + shape_str(in[i].shape));
     std::string at = " at position " + std::to_string(i);
     if (!is_inexact(in[i].dtype)) // JAX's naryop_dtype_rule
       fail(ErrCode::DType, op,
@@ -582,6 +584,86 @@ AVal linalg(Op op, const OpAttrs& a, std::span<const AVal> in) {
     if (l.output == 0) return out({k}, real_dtype(x.dtype));
     if (l.output == 1) return out({m, l.full_matrices ? m : k}, x.dtype);
     return out({l.full_matrices ? n : k, n}, x.dtype);
+  case Op::Hessenberg:
+    check_output(2);
+    if (m != n)
+      fail(ErrCode::Shape, op,
+           "Argument to Hessenberg reduction must have shape [..., n, n], got shape " +
+               shape_str(s));
+    return l.output == 0 ? out({n, n}, x.dtype) : out({std::max<int64_t>(n - 1, 0)}, x.dtype);
+  case Op::Tridiagonal:
+    check_output(4);
+    if (m != n || n == 0)
+      fail(ErrCode::Shape, op,
+           "The input to tridiagonal must be a square matrix. Got shape " + shape_str({m, n}) +
+               ".");
+    if (l.output == 0) return out({n, n}, x.dtype);
+    if (l.output == 1) return out({n}, real_dtype(x.dtype));
+    return out({n - 1}, l.output == 2 ? real_dtype(x.dtype) : x.dtype);
+  case Op::HouseholderProduct: {
+    const AVal& t = in[1];
+    if (t.dtype != x.dtype)
+      fail(ErrCode::DType, op,
+           std::string("operands must have the same dtype, got ") + dtype_name(x.dtype) + " and " +
+               dtype_name(t.dtype));
+    if (t.ndim() != x.ndim() - 1)
+      fail(ErrCode::Shape, op,
+           "All inputs to householder_product must have the same number of batch dimensions, but "
+           "got [" +
+               std::to_string(nb) + ", " + std::to_string(t.ndim() - 1) +
+               "] batch dimensions for the inputs.");
+    if (Shape(t.shape.begin(), t.shape.end() - 1) != batch)
+      fail(ErrCode::Shape, op,
+           "Incompatible batch shapes for arguments to householder_product: " + shape_str(s) +
+               " and " + shape_str(t.shape) + ".");
+    if (m < n)
+      fail(ErrCode::Shape, op,
+           "The first argument to householder_product must have at least as many rows as "
+           "columns, got shape " +
+               shape_str({m, n}));
+    if (t.shape.back() > k)
+      fail(ErrCode::Shape, op,
+           "The second argument to householder_product must not have more rows than the minimum "
+           "of the first argument's rows and columns.");
+    return out({m, n}, x.dtype);
+  }
+  case Op::Geqrf:
+    check_output(2);
+    return l.output == 0 ? out({m, n}, x.dtype) : out({k}, x.dtype);
+  case Op::Ormqr: {
+    const AVal& t = in[1];
+    const AVal& c = in[2];
+    if (t.dtype != x.dtype || c.dtype != x.dtype)
+      fail(ErrCode::DType, op,
+           std::string("operands must have the same dtype, got ") + dtype_name(x.dtype) + ", " +
+               dtype_name(t.dtype) + " and " + dtype_name(c.dtype));
+    if (t.ndim() != x.ndim() - 1 || c.ndim() != x.ndim())
+      fail(ErrCode::Shape, op,
+           "All inputs to ormqr must have the same number of batch dimensions, but got [" +
+               std::to_string(nb) + ", " + std::to_string(t.ndim() - 1) + ", " +
+               std::to_string(c.ndim() - 2) + "] batch dimensions for the inputs.");
+    if (Shape(t.shape.begin(), t.shape.end() - 1) != batch ||
+        Shape(c.shape.begin(), c.shape.end() - 2) != batch)
+      fail(ErrCode::Shape, op,
+           "Incompatible batch shapes for arguments to ormqr: " + shape_str(s) + ", " +
+               shape_str(t.shape) + " and " + shape_str(c.shape) + ".");
+    Shape cm(c.shape.end() - 2, c.shape.end()), am{m, n};
+    if (l.left_side && cm[0] != m)
+      fail(ErrCode::Value, op,
+           "ormqr with left=True expects c to have the same number of rows as the Householder "
+           "matrix a. Got a shape " +
+               shape_str(am) + " and c shape " + shape_str(cm) + ".");
+    if (!l.left_side && cm[1] != m)
+      fail(ErrCode::Value, op,
+           "ormqr with left=False expects c to have the same number of columns as the "
+           "Householder matrix a has rows. Got a shape " +
+               shape_str(am) + " and c shape " + shape_str(cm) + ".");
+    if (t.shape.back() > std::min(m, n))
+      fail(ErrCode::Value, op,
+           "ormqr expects at most min(m, n) = " + std::to_string(std::min(m, n)) +
+               " Householder scalars, got " + std::to_string(t.shape.back()) + ".");
+    return AVal{c.dtype, c.shape, c.weak && x.weak};
+  }
   case Op::Eig: {
     check_output(3);
     square("The input to eig must be a square matrix. Got shape ");
@@ -767,6 +849,11 @@ AVal infer_unchecked(Op op, const OpAttrs& a, std::span<const AVal> in) {
   case Op::Svd:
   case Op::Eig:
   case Op::Schur:
+  case Op::Hessenberg:
+  case Op::Tridiagonal:
+  case Op::HouseholderProduct:
+  case Op::Geqrf:
+  case Op::Ormqr:
     return linalg(op, a, in);
   case Op::Scatter:
     return scatter(op, a, in[0], in[1], in[2]);

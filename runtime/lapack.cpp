@@ -22,6 +22,20 @@ void sorgqr_(const int* m, const int* n, const int* k, float* a, const int* lda,
              float* work, const int* lwork, int* info);
 void dorgqr_(const int* m, const int* n, const int* k, double* a, const int* lda, const double* tau,
              double* work, const int* lwork, int* info);
+void sormqr_(const char* side, const char* trans, const int* m, const int* n, const int* k,
+             const float* a, const int* lda, const float* tau, float* c, const int* ldc,
+             float* work, const int* lwork, int* info, size_t, size_t);
+void dormqr_(const char* side, const char* trans, const int* m, const int* n, const int* k,
+             const double* a, const int* lda, const double* tau, double* c, const int* ldc,
+             double* work, const int* lwork, int* info, size_t, size_t);
+void sgehrd_(const int* n, const int* ilo, const int* ihi, float* a, const int* lda, float* tau,
+             float* work, const int* lwork, int* info);
+void dgehrd_(const int* n, const int* ilo, const int* ihi, double* a, const int* lda, double* tau,
+             double* work, const int* lwork, int* info);
+void ssytrd_(const char* uplo, const int* n, float* a, const int* lda, float* d, float* e,
+             float* tau, float* work, const int* lwork, int* info, size_t);
+void dsytrd_(const char* uplo, const int* n, double* a, const int* lda, double* d, double* e,
+             double* tau, double* work, const int* lwork, int* info, size_t);
 void ssyevd_(const char* jobz, const char* uplo, const int* n, float* a, const int* lda, float* w,
              float* work, const int* lwork, int* iwork, const int* liwork, int* info, size_t,
              size_t);
@@ -94,6 +108,53 @@ PXL_GEQRF(double, dgeqrf_)
 PXL_ORGQR(float, sorgqr_)
 PXL_ORGQR(double, dorgqr_)
 #undef PXL_ORGQR
+
+#define PXL_ORMQR(T, F)                                                                            \
+  template <>                                                                                      \
+  int ormqr<T>(bool left, bool transpose, int m, int n, int k, const T* a, int lda, const T* tau,  \
+               T* c, int ldc) {                                                                    \
+    int info = 0, lwork = -1;                                                                      \
+    T q = 0;                                                                                       \
+    const char* side = left ? "L" : "R";                                                           \
+    const char* trans = transpose ? "T" : "N";                                                     \
+    F(side, trans, &m, &n, &k, a, &lda, tau, c, &ldc, &q, &lwork, &info, 1, 1);                    \
+    lwork = work_size(q);                                                                          \
+    std::vector<T> work(static_cast<size_t>(lwork));                                               \
+    F(side, trans, &m, &n, &k, a, &lda, tau, c, &ldc, work.data(), &lwork, &info, 1, 1);           \
+    return info;                                                                                   \
+  }
+PXL_ORMQR(float, sormqr_)
+PXL_ORMQR(double, dormqr_)
+#undef PXL_ORMQR
+
+#define PXL_GEHRD(T, F)                                                                            \
+  template <> int gehrd<T>(int n, T* a, int lda, T* tau) {                                         \
+    int info = 0, lwork = -1, ilo = 1;                                                             \
+    T q = 0;                                                                                       \
+    F(&n, &ilo, &n, a, &lda, tau, &q, &lwork, &info);                                              \
+    lwork = work_size(q);                                                                          \
+    std::vector<T> work(static_cast<size_t>(lwork));                                               \
+    F(&n, &ilo, &n, a, &lda, tau, work.data(), &lwork, &info);                                     \
+    return info;                                                                                   \
+  }
+PXL_GEHRD(float, sgehrd_)
+PXL_GEHRD(double, dgehrd_)
+#undef PXL_GEHRD
+
+#define PXL_SYTRD(T, F)                                                                            \
+  template <> int sytrd<T>(bool lower, int n, T* a, int lda, T* d, T* e, T* tau) {                 \
+    int info = 0, lwork = -1;                                                                      \
+    T q = 0;                                                                                       \
+    const char* uplo = lower ? "L" : "U";                                                          \
+    F(uplo, &n, a, &lda, d, e, tau, &q, &lwork, &info, 1);                                         \
+    lwork = work_size(q);                                                                          \
+    std::vector<T> work(static_cast<size_t>(lwork));                                               \
+    F(uplo, &n, a, &lda, d, e, tau, work.data(), &lwork, &info, 1);                                \
+    return info;                                                                                   \
+  }
+PXL_SYTRD(float, ssytrd_)
+PXL_SYTRD(double, dsytrd_)
+#undef PXL_SYTRD
 
 #define PXL_SYEVD(T, F)                                                                            \
   template <> int syevd<T>(bool lower, int n, T* a, int lda, T* w) {                               \

@@ -20,6 +20,17 @@ template <class T> int potrf(bool lower, int n, T* a, int lda);
 template <class T> int getrf(int m, int n, T* a, int lda, int* ipiv); // 1-based pivots
 template <class T> int geqrf(int m, int n, T* a, int lda, T* tau);
 template <class T> int orgqr(int m, int n, int k, T* a, int lda, const T* tau);
+// c (m x n) <- op(Q) c (left) or c op(Q), Q the product of the k reflectors in
+// a's columns (lda rows) and tau; op is the (conjugate) transpose when asked.
+template <class T>
+int ormqr(bool left, bool transpose, int m, int n, int k, const T* a, int lda, const T* tau, T* c,
+          int ldc);
+// Reduction to upper Hessenberg form (gehrd, ilo = 1, ihi = n): the reflectors
+// below the first subdiagonal of a, their scalars in tau (n - 1).
+template <class T> int gehrd(int n, T* a, int lda, T* tau);
+// Reduction of a symmetric (Hermitian) matrix to tridiagonal form (sytrd, or
+// hetrd for c64): diagonal d (n), off-diagonal e (n - 1), scalars tau (n - 1).
+template <class T> int sytrd(bool lower, int n, T* a, int lda, Real<T>* d, Real<T>* e, T* tau);
 // Eigenvectors into a (syevd, or heevd for c64).
 template <class T> int syevd(bool lower, int n, T* a, int lda, Real<T>* w);
 // jobz: 'A' (all of u, vt), 'S' (the first min(m, n)) or 'N' (none).

@@ -19,6 +19,13 @@ void cgeqrf_(const int* m, const int* n, c64* a, const int* lda, c64* tau, c64* 
              const int* lwork, int* info);
 void cungqr_(const int* m, const int* n, const int* k, c64* a, const int* lda, const c64* tau,
              c64* work, const int* lwork, int* info);
+void cunmqr_(const char* side, const char* trans, const int* m, const int* n, const int* k,
+             const c64* a, const int* lda, const c64* tau, c64* c, const int* ldc, c64* work,
+             const int* lwork, int* info, size_t, size_t);
+void cgehrd_(const int* n, const int* ilo, const int* ihi, c64* a, const int* lda, c64* tau,
+             c64* work, const int* lwork, int* info);
+void chetrd_(const char* uplo, const int* n, c64* a, const int* lda, float* d, float* e, c64* tau,
+             c64* work, const int* lwork, int* info, size_t);
 void cheevd_(const char* jobz, const char* uplo, const int* n, c64* a, const int* lda, float* w,
              c64* work, const int* lwork, float* rwork, const int* lrwork, int* iwork,
              const int* liwork, int* info, size_t, size_t);
@@ -64,6 +71,41 @@ template <> int orgqr<c64>(int m, int n, int k, c64* a, int lda, const c64* tau)
   lwork = work_size(q);
   std::vector<c64> work(static_cast<size_t>(lwork));
   cungqr_(&m, &n, &k, a, &lda, tau, work.data(), &lwork, &info);
+  return info;
+}
+
+template <>
+int ormqr<c64>(bool left, bool transpose, int m, int n, int k, const c64* a, int lda,
+               const c64* tau, c64* c, int ldc) {
+  int info = 0, lwork = -1;
+  c64 q = 0;
+  const char* side = left ? "L" : "R";
+  const char* trans = transpose ? "C" : "N"; // unmqr's transpose is the conjugate one
+  cunmqr_(side, trans, &m, &n, &k, a, &lda, tau, c, &ldc, &q, &lwork, &info, 1, 1);
+  lwork = work_size(q);
+  std::vector<c64> work(static_cast<size_t>(lwork));
+  cunmqr_(side, trans, &m, &n, &k, a, &lda, tau, c, &ldc, work.data(), &lwork, &info, 1, 1);
+  return info;
+}
+
+template <> int gehrd<c64>(int n, c64* a, int lda, c64* tau) {
+  int info = 0, lwork = -1, ilo = 1;
+  c64 q = 0;
+  cgehrd_(&n, &ilo, &n, a, &lda, tau, &q, &lwork, &info);
+  lwork = work_size(q);
+  std::vector<c64> work(static_cast<size_t>(lwork));
+  cgehrd_(&n, &ilo, &n, a, &lda, tau, work.data(), &lwork, &info);
+  return info;
+}
+
+template <> int sytrd<c64>(bool lower, int n, c64* a, int lda, float* d, float* e, c64* tau) {
+  int info = 0, lwork = -1;
+  c64 q = 0;
+  const char* uplo = lower ? "L" : "U";
+  chetrd_(uplo, &n, a, &lda, d, e, tau, &q, &lwork, &info, 1);
+  lwork = work_size(q);
+  std::vector<c64> work(static_cast<size_t>(lwork));
+  chetrd_(uplo, &n, a, &lda, d, e, tau, work.data(), &lwork, &info, 1);
   return info;
 }
 

@@ -614,6 +614,11 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
   case Op::Svd:
   case Op::Eig:
   case Op::Schur:
+  case Op::Hessenberg:
+  case Op::Tridiagonal:
+  case Op::HouseholderProduct:
+  case Op::Geqrf:
+  case Op::Ormqr:
     // The factorizations are differentiated by the jvp rules of their
     // jax.lax.linalg wrappers (stdlib/linalg_lax.pxl, custom_jvp), which are
     // always what records them.

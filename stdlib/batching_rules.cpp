@@ -524,6 +524,11 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
   case Op::Svd:
   case Op::Eig:
   case Op::Schur:
+  case Op::Hessenberg:
+  case Op::Tridiagonal:
+  case Op::HouseholderProduct:
+  case Op::Geqrf:
+  case Op::Ormqr:
     return {cx.bind(op, attrs, all_batched()), true};
   case Op::ShardingConstraint: // the batch axis (0) is split over spmd_axis_name, else whole
     a.dim_axes.insert(a.dim_axes.begin(), ax.spmd_axis_name);

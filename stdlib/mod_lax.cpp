@@ -511,16 +511,22 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
   def("_linalg", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("_linalg", a,
                 {"name", "a", "b", "output", "left_side", "lower", "transpose_a", "unit_diagonal",
-                 "full_matrices", "compute_uv", "compute_left", "compute_right"},
+                 "full_matrices", "compute_uv", "compute_left", "compute_right", "c"},
                 2);
-    static const std::pair<const char*, Op> ops[] = {{"cholesky", Op::Cholesky},
-                                                     {"triangular_solve", Op::TriangularSolve},
-                                                     {"lu", Op::Lu},
-                                                     {"qr", Op::Qr},
-                                                     {"eigh", Op::Eigh},
-                                                     {"svd", Op::Svd},
-                                                     {"eig", Op::Eig},
-                                                     {"schur", Op::Schur}};
+    static const std::pair<const char*, Op> ops[] = {
+        {"cholesky", Op::Cholesky},
+        {"triangular_solve", Op::TriangularSolve},
+        {"lu", Op::Lu},
+        {"qr", Op::Qr},
+        {"eigh", Op::Eigh},
+        {"svd", Op::Svd},
+        {"eig", Op::Eig},
+        {"schur", Op::Schur},
+        {"hessenberg", Op::Hessenberg},
+        {"tridiagonal", Op::Tridiagonal},
+        {"householder_product", Op::HouseholderProduct},
+        {"geqrf", Op::Geqrf},
+        {"ormqr", Op::Ormqr}};
     std::string name = r.get_str(0);
     const Op* op = nullptr;
     for (const auto& [n, o] : ops)
@@ -538,7 +544,9 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     l.compute_left = r.get_bool(10, false);
     l.compute_right = r.get_bool(11, false);
     Tensor x = T(in, r[1]);
-    if (*op == Op::TriangularSolve) return make_array(bind(in, *op, at, {x, T(in, r[2])}));
+    if (op_arity(*op) == 2) return make_array(bind(in, *op, at, {x, T(in, r[2])}));
+    if (op_arity(*op) == 3) // ormqr's c comes as the keyword c=
+      return make_array(bind(in, *op, at, {x, T(in, r[2]), T(in, r[12])}));
     return make_array(bind(in, *op, at, {x}));
   });
   vars["Precision"] = Value::object(std::make_shared<PrecisionObj>("Precision"));

@@ -222,3 +222,48 @@ TEST_CASE("complex gesdd reads nothing past its operand", "[linalg]") {
   }
   munmap(mem, 2 * page);
 }
+
+TEST_CASE("hessenberg, tridiagonal, geqrf, householder_product and ormqr", "[linalg]") {
+  AVal sq{DType::Float32, {4, 4}, false}, tall{DType::Float32, {5, 3}, false};
+  AVal taus3{DType::Float32, {3}, false};
+  CHECK(infer(Op::Hessenberg, out(1), std::vector<AVal>{sq}).shape == Shape{3});
+  CHECK(infer(Op::Tridiagonal, out(2), std::vector<AVal>{sq}).shape == Shape{3});
+  CHECK(infer(Op::Geqrf, out(1), std::vector<AVal>{tall}).shape == Shape{3});
+  CHECK(err(Op::Hessenberg, {tall}) == "hessenberg: Argument to Hessenberg reduction must have "
+                                       "shape [..., n, n], got shape (5, 3)");
+  CHECK(err(Op::HouseholderProduct, {AVal{DType::Float32, {3, 5}, false}, taus3}) ==
+        "householder_product: The first argument to householder_product must have at least as "
+        "many rows as columns, got shape (3, 5)");
+  OpAttrs left;
+  left.linalg.left_side = true;
+  CHECK(infer(Op::Ormqr, left, std::vector<AVal>{tall, taus3, AVal{DType::Float32, {5, 2}, false}})
+            .shape == Shape{5, 2});
+  CHECK(err(Op::Ormqr, {tall, taus3, AVal{DType::Float32, {4, 2}, false}}, left) ==
+        "ormqr: ormqr with left=True expects c to have the same number of rows as the "
+        "Householder matrix a. Got a shape (5, 3) and c shape (4, 2).");
+
+  // Q from the reflectors (orgqr) times R is the input; ormqr applies the same Q.
+  Array g = mat({1, 2, 3, 4, 5, 6, 7, 8, 10, 2, 9, 1, 3, 3, 7}, {5, 3}, DType::Float64);
+  Array h = run(Op::Geqrf, {g}, out(0)), tau = run(Op::Geqrf, {g}, out(1));
+  Array q = run(Op::HouseholderProduct, {h, tau});
+  Array r(DType::Float64, {3, 3});
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+      r.set(i * 3 + j, Scalar::of_float(j >= i ? h.get_f64(i * 3 + j) : 0.0));
+  close(matmul(q, r), g);
+  Array r_full(DType::Float64, {5, 3}); // R padded with zero rows: Q_full R_full = g
+  for (int64_t i = 0; i < 9; ++i) r_full.set(i, Scalar::of_float(r.get_f64(i)));
+  Array qr_full = run(Op::Ormqr, {h, tau, r_full}, left);
+  std::vector<double> qr_vals;
+  for (int64_t i = 0; i < qr_full.size(); ++i) qr_vals.push_back(qr_full.get_f64(i));
+  close(qr_vals, g);
+
+  // Hessenberg: zero below the subdiagonal, the trace kept.
+  Array a = mat({4, 1, 2, 3, 1, 5, 1, 2, 2, 1, 6, 1, 3, 2, 1, 7}, {4, 4}, DType::Float64);
+  Array hs = run(Op::Hessenberg, {a}, out(0));
+  double trace = 0;
+  for (int i = 0; i < 4; ++i) trace += hs.get_f64(i * 5);
+  CHECK(trace == Approx(22.0));
+  Array d = run(Op::Tridiagonal, {a}, out(1)); // the tridiagonal form's diagonal
+  CHECK(d.get_f64(0) + d.get_f64(1) + d.get_f64(2) + d.get_f64(3) == Approx(22.0));
+}
