@@ -622,6 +622,9 @@ bool IRParser::parse_attr(OpAttrs& a, const std::string& key) {
     std::string o = ident();
     if (o != "chain" && o != "ynn") fail("unknown dot order '" + o + "'");
     a.dot.order = o == "chain" ? DotOrder::Chain : DotOrder::Ynn;
+  } else if (key == "preferred") { // dot_general: preferred_element_type=None (jaxpr text)
+    if (ident() != "none") fail("dot_general's preferred= can only be none");
+    a.dot.preferred_none = true;
   } else if (key == "mode") {
     std::string m = ident();
     bool found = false;

@@ -207,6 +207,7 @@ std::string attrs_str(Op op, const OpAttrs& a) {
            (a.dot.order == DotOrder::Chain ? " order=chain"
             : a.dot.order == DotOrder::Ynn ? " order=ynn"
                                            : "") +
+           (a.dot.preferred_none ? " preferred=none" : "") +
            (a.dim_axes.empty() ? "" : " " + sharding_str(a.dim_axes));
   case Op::Take:
     return "axis=" + std::to_string(a.axis);

@@ -94,6 +94,9 @@ enum class DotOrder : uint8_t { Auto, Chain, Ynn };
 struct DotDims {
   std::vector<int64_t> lhs_batch, rhs_batch, lhs_contract, rhs_contract;
   DotOrder order = DotOrder::Auto;
+  // lax.dot_general called without preferred_element_type: JAX's jaxpr
+  // prints the parameter as None (it does not change what is computed).
+  bool preferred_none = false;
   bool operator==(const DotDims&) const = default;
 };
 

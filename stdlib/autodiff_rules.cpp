@@ -135,6 +135,7 @@ Tensor dot_transpose_lhs(B& b, const Tensor& g, const Tensor& x_primal, const Te
   a.dot.rhs_batch = d.rhs_batch;
   a.dot.lhs_contract = range(swap_ans ? nb : nb + nx, y_kept.size());
   a.dot.rhs_contract = y_kept;
+  a.dot.preferred_none = d.preferred_none; // as JAX's transposes pass it on
   // The product's dims are x's batch dims, x's kept dims, then x's contracting
   // dims in the order of y's; transposing by their argsort restores x's order.
   std::vector<size_t> order(d.rhs_contract.size());
@@ -157,7 +158,11 @@ Tensor dot_transpose_lhs(B& b, const Tensor& g, const Tensor& x_primal, const Te
 }
 
 DotDims swapped(const DotDims& d) {
-  return DotDims{d.rhs_batch, d.lhs_batch, d.rhs_contract, d.lhs_contract};
+  DotDims s = d;
+  s.order = DotOrder::Auto;
+  std::swap(s.lhs_batch, s.rhs_batch);
+  std::swap(s.lhs_contract, s.rhs_contract);
+  return s;
 }
 
 // x with zeros where the index is out of range (scatter drops those updates).
@@ -602,9 +607,13 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
     a.reverse = !at.reverse;
     return one(b.bind(Op::Cumsum, a, {g}));
   }
-  case Op::DotGeneral:
-    return {when(0, [&] { return dot_transpose_lhs(b, g, p[0], p[1], at.dot, false); }),
-            when(1, [&] { return dot_transpose_lhs(b, g, p[1], p[0], swapped(at.dot), true); })};
+  case Op::DotGeneral: {
+    // The right operand's cotangent first, as JAX's backward pass reaches
+    // the two linear terms of the product's jvp in reverse.
+    Tensor gy = when(1, [&] { return dot_transpose_lhs(b, g, p[1], p[0], swapped(at.dot), true); });
+    Tensor gx = when(0, [&] { return dot_transpose_lhs(b, g, p[0], p[1], at.dot, false); });
+    return {gx, gy};
+  }
   case Op::TriangularSolve:
     return triangular_solve_vjp(b, at, p, y, g, need);
   case Op::Cholesky:

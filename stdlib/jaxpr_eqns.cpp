@@ -264,7 +264,7 @@ Value params_of(Op op, const OpAttrs& a, DType result) {
         make_tuple({make_tuple({ints(a.dot.lhs_contract), ints(a.dot.rhs_contract)}),
                     make_tuple({ints(a.dot.lhs_batch), ints(a.dot.rhs_batch)})}));
     set("precision", Value());
-    set("preferred_element_type", dtype_value(result));
+    set("preferred_element_type", a.dot.preferred_none ? Value() : dtype_value(result));
     set("out_sharding", Value());
     break;
   default:

@@ -108,10 +108,12 @@ Params printed_params(Op op, const OpAttrs& a, const AVal& result) {
     break;
   }
   case Op::DotGeneral:
-    p = {{"dimension_numbers",
-          "((" + py_seq(a.dot.lhs_contract, true) + ", " + py_seq(a.dot.rhs_contract, true) +
-              "), (" + py_seq(a.dot.lhs_batch, true) + ", " + py_seq(a.dot.rhs_batch, true) + "))"},
-         {"preferred_element_type", dtype_name(result.dtype)}};
+    p = {{"dimension_numbers", "((" + py_seq(a.dot.lhs_contract, true) + ", " +
+                                   py_seq(a.dot.rhs_contract, true) + "), (" +
+                                   py_seq(a.dot.lhs_batch, true) + ", " +
+                                   py_seq(a.dot.rhs_batch, true) + "))"}};
+    // JAX's dot_general printing rule leaves out the parameters that are None.
+    if (!a.dot.preferred_none) p.push_back({"preferred_element_type", dtype_name(result.dtype)});
     break;
   default:
     break;

@@ -321,6 +321,7 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
         3);
     OpAttrs at;
     at.dot = dot_dims(r[2], "dot_general");
+    at.dot.preferred_none = !r.has(4) || r[4].is_none();
     Tensor l = T(in, r[0]), rt = T(in, r[1]);
     if (l->aval.dtype !=
         rt->aval.dtype) { // lax requires equal dtypes; jnp-style promotion is friendlier

@@ -36,13 +36,15 @@ TEST_CASE("IR text round-trips", "[ir]") {
 TEST_CASE("a convolution's dot keeps its summation order in the IR text", "[ir]") {
   const char* text = R"(func @f(%0: f32[4,6], %1: f32[6,2]) -> (f32[4,2], f32[4,2]) {
   %2 = dot_general[lhs_batch=[] rhs_batch=[] lhs_contract=[1] rhs_contract=[0] order=chain] %0, %1 : f32[4,2]
-  %3 = dot_general[lhs_batch=[] rhs_batch=[] lhs_contract=[1] rhs_contract=[0] order=ynn] %0, %1 : f32[4,2]
+  %3 = dot_general[lhs_batch=[] rhs_batch=[] lhs_contract=[1] rhs_contract=[0] order=ynn preferred=none] %0, %1 : f32[4,2]
   return %2, %3
 }
 )";
   Function f = parse_function(text);
   CHECK(f.body[0].attrs.dot.order == DotOrder::Chain);
   CHECK(f.body[1].attrs.dot.order == DotOrder::Ynn);
+  CHECK(!f.body[0].attrs.dot.preferred_none);
+  CHECK(f.body[1].attrs.dot.preferred_none); // lax.dot_general's preferred_element_type=None
   // Texts (the caches' keys) differ from the plain dot's.
   std::string printed = print_function(f);
   CHECK(printed.find("order=chain") != std::string::npos);
