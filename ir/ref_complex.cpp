@@ -17,45 +17,98 @@ C narrow(D z) { return {static_cast<float>(z.real()), static_cast<float>(z.imag(
 
 } // namespace
 
+namespace {
+
+// x * y - z and z - x * y in one rounding, as the fused multiply-subtracts
+// XLA's code compiles to: a NaN operand comes through unchanged (std::fma of
+// a negated operand would flip its sign bit).
+float fms(float x, float y, float z) {
+  if (std::isnan(x) || std::isnan(y) || std::isnan(z))
+    return std::isnan(x) ? x : std::isnan(y) ? y : z;
+  return std::fma(x, y, -z);
+}
+float fnma(float x, float y, float z) {
+  if (std::isnan(x) || std::isnan(y) || std::isnan(z))
+    return std::isnan(x) ? x : std::isnan(y) ? y : z;
+  return std::fma(-x, y, z);
+}
+
+} // namespace
+
 C mul(C x, C y, bool scalar_y) {
   float a = x.real(), b = x.imag(), c = y.real(), d = y.imag();
   float im = scalar_y ? std::fma(a, d, b * c) : std::fma(b, c, a * d);
-  return {std::fma(a, c, -(b * d)), im};
+  return {fms(a, c, b * d), im};
 }
 
+// XLA's complex division: Smith's algorithm (divide by the larger of |c|,
+// |d| first), its products fused into fmas as XLA's CPU backend compiles
+// them, then C99 Annex G's recoveries where both parts came out NaN.
 C div(C x, C y) {
-  // Smith's algorithm: divide by the larger of |c|, |d| first so that the
-  // intermediate products neither overflow nor lose the smaller part.
   float a = x.real(), b = x.imag(), c = y.real(), d = y.imag();
+  float re, im;
   if (std::fabs(c) >= std::fabs(d)) {
-    if (c == 0 && d == 0) return {a / std::fabs(c), b / std::fabs(c)}; // inf or NaN, like 1/0
-    float r = d / c, den = c + d * r;
-    return {(a + b * r) / den, (b - a * r) / den};
+    float r = d / c, den = std::fma(d, r, c);
+    re = std::fma(b, r, a) / den;
+    im = fnma(a, r, b) / den;
+  } else {
+    float r = c / d, den = std::fma(c, r, d);
+    re = std::fma(a, r, b) / den;
+    im = fms(b, r, a) / den;
   }
-  float r = c / d, den = c * r + d;
-  return {(a * r + b) / den, (b * r - a) / den};
+  if (!(std::isnan(re) && std::isnan(im))) return {re, im};
+  auto unit = [](float v) { return std::copysign(std::isinf(v) ? 1.0f : 0.0f, v); };
+  if (c == 0 && d == 0 && (!std::isnan(a) || !std::isnan(b))) {
+    float inf = std::copysign(INFINITY, c); // x / 0: an infinity in x's directions
+    return {inf * a, inf * b};
+  }
+  if ((std::isinf(a) || std::isinf(b)) && std::isfinite(c) && std::isfinite(d)) {
+    float ua = unit(a), ub = unit(b); // inf / finite
+    return {INFINITY * (ua * c + ub * d), INFINITY * (ub * c - ua * d)};
+  }
+  if ((std::isinf(c) || std::isinf(d)) && std::isfinite(a) && std::isfinite(b)) {
+    float uc = unit(c), ud = unit(d); // finite / inf
+    return {0.0f * (a * uc + b * ud), 0.0f * (b * uc - a * ud)};
+  }
+  return {re, im};
 }
 
 float abs(C z) {
   float a = std::fabs(z.real()), b = std::fabs(z.imag());
+  if (std::isnan(a) || std::isnan(b)) return NAN; // (XLA's: NaN over inf)
   if (std::isinf(a) || std::isinf(b)) return INFINITY;
   float hi = std::max(a, b), lo = std::min(a, b);
-  if (hi == 0 || std::isnan(hi) || std::isnan(lo)) return hi == 0 ? lo : NAN;
+  if (hi == 0) return lo;
   float r = lo / hi;
-  return hi * std::sqrt(1.0f + r * r);
+  return hi * std::sqrt(std::fma(r, r, 1.0f)); // (XLA's 1 + r * r, fused)
+}
+
+// JAX's complex square: (a - b)(a + b) + 2ab i, with an exact zero real part
+// where |a| = |b| (finite).
+C square(C z) {
+  float a = z.real(), b = z.imag();
+  float re = std::isfinite(a) && std::fabs(a) == std::fabs(b) ? 0.0f : (a - b) * (a + b);
+  return {re, (a * b) * 2.0f};
 }
 
 C sign(C z) {
   float m = abs(z);
-  if (m == 0) return {0, 0};
+  if (m == 0) return z;
   return {z.real() / m, z.imag() / m};
 }
 
+// XLA's complex exponential: e^a (cos b + i sin b), through e^(a/2) twice
+// where e^a alone overflows, and a +0 imaginary part wherever b is zero.
 C exp(C z) {
-  float e = xla::exp_f32(z.real());
-  float y = z.imag();
-  if (y == 0) return {e, y}; // keeps exp(x) exact for real inputs
-  return {e * xla::cos_f32(y), e * xla::sin_f32(y)};
+  float a = z.real(), b = z.imag();
+  float ea = xla::exp_f32(a), c = xla::cos_f32(b), s = xla::sin_f32(b);
+  float re = ea * c, im = ea * s;
+  if (ea == INFINITY) {
+    float eh = xla::exp_f32(a * 0.5f);
+    re = (eh * c) * eh;
+    im = (eh * s) * eh;
+  }
+  return {re, b == 0 ? 0.0f : im};
 }
 
 C log(C z) {

@@ -14,7 +14,8 @@ using C = std::complex<float>;
 C mul(C x, C y, bool scalar_y = false);
 C div(C x, C y);
 float abs(C z);
-C sign(C z); // z / |z|, 0 at 0
+C sign(C z);   // z / |z|, z itself at 0 (keeping zeros' signs)
+C square(C z); // lax.square's formula
 C exp(C z);
 C log(C z);
 C log1p(C z);

@@ -276,6 +276,8 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
   case Op::IntegerPow:
     return integer_pow(in[0], a.exponent);
   case Op::Square: {
+    if (is_complex(in[0].dtype()))
+      return un.template operator()<kComplex>([](auto v) { return cplx::square(v); });
     Array xx[] = {in[0], in[0]};
     return eval(Op::Mul, {}, xx);
   }

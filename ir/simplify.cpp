@@ -36,9 +36,10 @@ public:
     remove_dead_code(cur_);
     bool any = cur_.body.size() != before;
     // JAX lowers square to multiply(x, x): XLA's rules (and its use counts)
-    // see that multiply.
+    // see that multiply. (A complex square is its own formula, cplx::square.)
     for (Instr& i : cur_.body)
-      if (i.op == Op::Square) {
+      if (i.op == Op::Square &&
+          !is_complex(cur_.values[static_cast<size_t>(i.result)].aval.dtype)) {
         i.op = Op::Mul;
         i.operands = {i.operands[0], i.operands[0]};
         any = true;
