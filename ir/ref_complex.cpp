@@ -111,9 +111,41 @@ C exp(C z) {
   return {re, b == 0 ? 0.0f : im};
 }
 
+namespace {
+
+// XLA's maximum and minimum, which propagate a NaN.
+float nan_max(float a, float b) { return std::isnan(a) ? a : std::isnan(b) ? b : std::max(a, b); }
+float nan_min(float a, float b) { return std::isnan(a) ? a : std::isnan(b) ? b : std::min(a, b); }
+
+} // namespace
+
+// XLA's complex log: the real part is log1p(|z|^2 - 1) / 2 near the unit
+// circle, with |z|^2 - 1 summed from Dekker's exact squares of x and y
+// (products fused where XLA's have one use), else log(max) + log1p(r^2) / 2.
 C log(C z) {
-  return {std::log(static_cast<float>(std::hypot(double(z.real()), double(z.imag())))),
-          xla::atan2_f32(z.imag(), z.real())};
+  float x = z.real(), y = z.imag();
+  float xs = x * x, ys = y * y;
+  bool y_bigger = ys > xs;
+  float mx = y_bigger ? ys : xs, mn = y_bigger ? xs : ys;
+  float mx_1 = mx + -1.0f, sum = mx_1 + mn;
+  // the rounding errors of ys and xs
+  auto square_error = [](float v, float sq) {
+    float h = v * 4097.0f, hi = h + (v - h), lo = v - hi, cross = hi * lo;
+    return std::fma(lo, lo, (std::fma(hi, hi, -sq) + cross) + cross);
+  };
+  float ey = square_error(y, ys), s1 = sum + ey;
+  float ex = square_error(x, xs), s2 = s1 + ex;
+  float err = (((mx - mx) + (mn - (sum - mx_1))) + (ey - (s1 - sum))) + (ex - (s2 - s1));
+  float m1 = s2 + err; // |z|^2 - 1
+  float re;
+  if (std::fabs(m1) < 0.5f) {
+    re = xla::log1p_f32(m1) * 0.5f;
+  } else {
+    float ax = std::fabs(x), ay = std::fabs(y), hi = nan_max(ax, ay), lo = nan_min(ax, ay);
+    float r = lo == hi ? 1.0f : lo / hi;
+    re = std::fma(xla::log1p_f32(r * r), 0.5f, xla::log_f32(hi));
+  }
+  return {re, xla::atan2_f32(y, x)};
 }
 C log1p(C z) { return narrow(std::log(wide(z) + 1.0)); }
 C expm1(C z) { return narrow(std::exp(wide(z)) - 1.0); }
