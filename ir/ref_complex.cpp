@@ -151,21 +151,52 @@ C log1p(C z) { return narrow(std::log(wide(z) + 1.0)); }
 C expm1(C z) { return narrow(std::exp(wide(z)) - 1.0); }
 C sqrt(C z) { return narrow(std::sqrt(wide(z))); }
 C rsqrt(C z) { return narrow(1.0 / std::sqrt(wide(z))); }
-// JAX lowers complex sin and cos to formulas that select a +0 part when the real part is
-// zero (of either sign), and tan(z) = sin(z) / cos(z) inherits the +0 real part.
+// JAX's complex sin and cos: sinh and cosh of the imaginary part from
+// expm1 (no cancellation for small b), a +0 part selected where the real part
+// is zero (of either sign).
+namespace {
+struct SinhCosh {
+  float sinh, cosh;
+};
+SinhCosh sinh_cosh_expm1(float b) {
+  float e1 = xla::expm1_f32(b), e2 = xla::expm1_f32(-b);
+  return {(e1 - e2) * 0.5f, ((e1 + e2) + 2.0f) * 0.5f};
+}
+} // namespace
+
 C sin(C z) {
-  C r = narrow(std::sin(wide(z)));
-  return z.real() == 0 ? C(0, r.imag()) : r;
+  float a = z.real();
+  SinhCosh h = sinh_cosh_expm1(z.imag());
+  float im = xla::cos_f32(a) * h.sinh;
+  return {a == 0 ? 0.0f : xla::sin_f32(a) * h.cosh, im};
 }
 C cos(C z) {
-  C r = narrow(std::cos(wide(z)));
-  return z.real() == 0 ? C(r.real(), 0) : r;
+  float a = z.real();
+  SinhCosh h = sinh_cosh_expm1(z.imag());
+  float re = xla::cos_f32(a) * h.cosh;
+  return {re, a == 0 ? 0.0f : -xla::sin_f32(a) * h.sinh};
 }
+// tan(z) = -i tanh(iz), as XLA computes it.
 C tan(C z) {
-  C r = narrow(std::tan(wide(z)));
-  return z.real() == 0 ? C(0, r.imag()) : r;
+  C t = tanh(C(-z.imag(), z.real()));
+  return {t.imag(), -t.real()};
 }
-C tanh(C z) { return narrow(std::tanh(wide(z))); }
+
+// XLA's complex tanh: (2 sinh 2a + 4i sin b cos b) / (2 cosh 2a - 2 + 4 cos^2 b)
+// from expm1(2a) and expm1(-2a); sign(a) + 0i once those overflow, a +0
+// imaginary part at b = 0.
+C tanh(C z) {
+  float a = z.real(), b = z.imag();
+  float two_a = a + a;
+  float e1 = xla::expm1_f32(two_a), e2 = xla::expm1_f32(-1.0f * two_a);
+  if (std::isinf(e1) || std::isinf(e2)) { // (XLA's: NaN for a finite a and b inf or NaN)
+    if (!std::isinf(a) && !std::isfinite(b)) return {NAN, NAN};
+    return {std::copysign(1.0f, a), 0.0f};
+  }
+  float cb = xla::cos_f32(b), sb = xla::sin_f32(b);
+  float denom = (e1 + e2) + (cb * cb) * 4.0f;
+  return {(e1 - e2) / denom, b == 0 ? 0.0f : (4.0f * (cb * sb)) / denom};
+}
 
 C pow(C x, C y) {
   // An integral exponent multiplies by repeated squaring, as jnp.power's
