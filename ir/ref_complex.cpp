@@ -113,6 +113,19 @@ C exp(C z) {
 
 namespace {
 
+// The rounding error of sq = v * v: Dekker's split of v at 4097, its
+// products fused where XLA's have one use.
+float square_error(float v, float sq) {
+  float h = v * 4097.0f, hi = h + (v - h), lo = v - hi, cross = hi * lo;
+  return std::fma(lo, lo, (std::fma(hi, hi, -sq) + cross) + cross);
+}
+
+// The rounding error of s = a + b (Knuth's two-sum).
+float two_sum_error(float a, float b, float s) {
+  float bb = s - a, aa = s - bb;
+  return (a - aa) + (b - bb);
+}
+
 // XLA's maximum and minimum, which propagate a NaN.
 float nan_max(float a, float b) { return std::isnan(a) ? a : std::isnan(b) ? b : std::max(a, b); }
 float nan_min(float a, float b) { return std::isnan(a) ? a : std::isnan(b) ? b : std::min(a, b); }
@@ -128,11 +141,6 @@ C log(C z) {
   bool y_bigger = ys > xs;
   float mx = y_bigger ? ys : xs, mn = y_bigger ? xs : ys;
   float mx_1 = mx + -1.0f, sum = mx_1 + mn;
-  // the rounding errors of ys and xs
-  auto square_error = [](float v, float sq) {
-    float h = v * 4097.0f, hi = h + (v - h), lo = v - hi, cross = hi * lo;
-    return std::fma(lo, lo, (std::fma(hi, hi, -sq) + cross) + cross);
-  };
   float ey = square_error(y, ys), s1 = sum + ey;
   float ex = square_error(x, xs), s2 = s1 + ex;
   float err = (((mx - mx) + (mn - (sum - mx_1))) + (ey - (s1 - sum))) + (ex - (s2 - s1));
@@ -147,9 +155,71 @@ C log(C z) {
   }
   return {re, xla::atan2_f32(y, x)};
 }
-C log1p(C z) { return narrow(std::log(wide(z) + 1.0)); }
+
+// XLA's complex log1p: the real part is log(max) + log1p(r^2) / 2 for huge
+// parts, log((x + 1)^2 + y^2) / 2 near -1, else log1p(2x + x^2 + y^2) / 2
+// with that sum compensated (exact squares, two-sums).
+C log1p(C z) {
+  float x = z.real(), y = z.imag(), ax = std::fabs(x), ay = std::fabs(y);
+  float xp1 = x + 1.0f, re;
+  float mx = nan_max(ax, ay);
+  if (mx > 1.84467419e17f) {
+    float mn = nan_min(ax, ay), q = mn / mx;
+    re = std::fma(xla::log1p_f32(mn == mx ? 1.0f : q * q), 0.5f, xla::log_f32(mx));
+  } else {
+    float ys = y * y;
+    if (std::fabs(xp1) + ay < 0.2f) {
+      re = xla::log_f32(std::fma(xp1, xp1, ys)) * 0.5f;
+    } else {
+      float x2 = x + x, s1 = x2 + ys, xs = x * x, s2 = s1 + xs;
+      float ey = square_error(y, ys), s3 = s2 + ey;
+      float ex = square_error(x, xs), s4 = s3 + ex;
+      float err =
+          ((two_sum_error(x2, ys, s1) + two_sum_error(s1, xs, s2)) + two_sum_error(s2, ey, s3)) +
+          two_sum_error(s3, ex, s4);
+      re = xla::log1p_f32(s4 + err) * 0.5f;
+    }
+  }
+  return {re, xla::atan2_f32(y, xp1)};
+}
 C expm1(C z) { return narrow(std::exp(wide(z)) - 1.0); }
-C sqrt(C z) { return narrow(std::sqrt(wide(z))); }
+namespace {
+
+// functional_algorithms' hypot of (mx, mn), mx >= mn >= 0, as XLA's complex
+// expansions compute it: mx * sqrt(1 + (mn/mx)^2), mx (1 + q^2 / 2) where the
+// square root rounds to 1, mx sqrt(2) for equal parts.
+float fa_hypot(float mx, float mn) {
+  float q = mn / mx, q2 = q * q, s = std::sqrt(q2 + 1.0f);
+  float h = s == 1.0f && q2 > 0.0f ? std::fma(mx * q2, 0.5f, mx) : mx * s;
+  return mx == mn ? mx * 1.41421354f : h;
+}
+
+} // namespace
+
+// XLA's complex sqrt (functional_algorithms): sqrt((|z| + |x|) / 2) and
+// |y| / (2 that), with rescaled forms where that underflows or overflows and
+// for |x| = |y|; the parts swap and take signs by the quadrant.
+C sqrt(C z) {
+  const float rsqrt2 = 0.707106769f, sqrt2 = 1.41421354f;
+  float x = z.real(), y = z.imag(), ax = std::fabs(x), ay = std::fabs(y);
+  bool eq = ax == ay;
+  float r = eq ? 1.0f : (ax < ay ? ax / ay : ay / ax);
+  float sax = std::sqrt(ax), say = std::sqrt(ay);
+  float h = fa_hypot(nan_max(ax, ay), nan_min(ax, ay));
+  float t = std::sqrt(std::fma(h, 0.5f, ax * 0.5f));
+  bool t_bad = t == 0.0f || t == INFINITY;
+  float ar = std::fabs(r), h1 = fa_hypot(nan_max(ar, 1.0f), nan_min(ar, 1.0f));
+  float s1 = std::sqrt(h1 + 1.0f), s2 = std::sqrt(r + h1);
+  float u = eq      ? sax * 1.09868407f
+            : t_bad ? (ax > ay ? sax * (s1 * rsqrt2) : say * (s2 * rsqrt2))
+                    : t;
+  float ratio = eq ? 1.0f : (ax < ay ? sax / say : say / sax);
+  float v = eq      ? say * 0.455089867f
+            : t_bad ? (ax > ay ? (say * ratio) / (s1 * sqrt2) : say / (s2 * sqrt2))
+                    : ay / (t * 2.0f);
+  float re = x >= 0 ? u : v, im = x < 0 ? u : v;
+  return {re, y < 0 ? -im : im};
+}
 C rsqrt(C z) { return narrow(1.0 / std::sqrt(wide(z))); }
 // JAX's complex sin and cos: sinh and cosh of the imaginary part from
 // expm1 (no cancellation for small b), a +0 part selected where the real part
