@@ -355,6 +355,12 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     at.dot.order = order == "ynn" ? DotOrder::Ynn : DotOrder::Chain;
     return make_array(bind(in, Op::DotGeneral, at, {T(in, r[0]), T(in, r[1])}));
   });
+  // lax_checked.pxl's select_n of a bool `which` and two cases (checked
+  // there): one select_n primitive, as JAX binds it.
+  def("_select", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_select", a, {"pred", "on_true", "on_false"}, 3);
+    return make_array(bind(in, Op::Select, {}, {T(in, r[0]), T(in, r[1]), T(in, r[2])}));
+  });
   def("iota", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("iota", a, {"dtype", "size"}, 2);
     OpAttrs at;
