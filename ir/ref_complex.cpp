@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "ir/ref_math.hpp"
+#include "ir/ref_util.hpp" // nan_max, nan_min: XLA's NaN-propagating max/min
 
 namespace pxl::ref::cplx {
 
@@ -125,10 +126,6 @@ float two_sum_error(float a, float b, float s) {
   float bb = s - a, aa = s - bb;
   return (a - aa) + (b - bb);
 }
-
-// XLA's maximum and minimum, which propagate a NaN.
-float nan_max(float a, float b) { return std::isnan(a) ? a : std::isnan(b) ? b : std::max(a, b); }
-float nan_min(float a, float b) { return std::isnan(a) ? a : std::isnan(b) ? b : std::min(a, b); }
 
 } // namespace
 
