@@ -106,6 +106,10 @@ private:
   void barrier();
   // reduce_row by the row_lanes_ lanes of the group; every lane gets the result.
   Value* group_reduce_row(const Instr& in, int64_t n, const std::function<Value*(Value*)>& elem);
+  // An ordered (XLA-order) row reduction by a warp: the lanes compute the
+  // nodes of one level of the row's tree, then every lane reduces them.
+  Value* group_ordered_row(const Instr& in, const Shape& red,
+                           const std::function<Value*(const Idx&)>& leaf);
   void store_if_lane0(const std::function<void()>& store);
 
   llvm::Module& m_;
@@ -131,8 +135,9 @@ private:
   Value* lane_ = nullptr;
   int64_t row_lanes_ = 0;
   int64_t block_threads_ = 256;
-  llvm::GlobalVariable* smem_ = nullptr; // block-wide lanes' partial results
-  bool finish_ = false;                  // emitting the finish entry of a split reduction
+  llvm::GlobalVariable* smem_ = nullptr;      // block-wide lanes' partial results
+  llvm::GlobalVariable* node_smem_ = nullptr; // each warp's tree nodes (group_ordered_row)
+  bool finish_ = false;                       // emitting the finish entry of a split reduction
 };
 
 // Accumulator lanes of a vectorized row reduction, by compute-type width.
@@ -399,15 +404,14 @@ Value* KernelEmitter::reduce_row(const Instr& in, const Idx& outer, int64_t len,
   };
   if (ordered(in) && len < 0) {
     Shape red(xs.begin() + static_cast<std::ptrdiff_t>(kept), xs.end());
-    return reduce_box(
-        in, red,
-        [&](const Idx& r) {
-          if (flat_) return elem(linear(red, r));
-          Idx full = outer;
-          full.insert(full.end(), r.begin(), r.end());
-          return at(x, full);
-        },
-        true);
+    auto leaf = [&](const Idx& r) {
+      if (flat_) return elem(linear(red, r));
+      Idx full = outer;
+      full.insert(full.end(), r.begin(), r.end());
+      return at(x, full);
+    };
+    if (target_ == Target::Ptx && row_lanes_ > 0) return group_ordered_row(in, red, leaf);
+    return reduce_box(in, red, leaf, true);
   }
   llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
   int64_t lanes = ct->getPrimitiveSizeInBits() >= 64 ? kLanes64 : kLanes32;
@@ -873,9 +877,18 @@ Value* KernelEmitter::split_total(const Instr& in, Value* partial) {
 // Below this many rows a warp per row leaves most of the GPU idle, and rows of
 // at least kGpuBlockRow elements get a whole block instead.
 constexpr int64_t kGpuWarpRowsMin = 128, kGpuBlockRow = 8192, kGpuMaxBlock = 1024;
+// Ordered rows of at least this many elements (32 windows) get a warp each
+// (group_ordered_row); shorter ones a thread, in XLA's order.
+constexpr int64_t kGpuOrderedRow = 1024;
+// A level of a tree has at most this many nodes when the next one has fewer
+// than 32 (reduce_tree_split_level with 32): a warp's shared-memory slots.
+constexpr int64_t kGpuOrderedNodes = 32 * 32;
+constexpr int64_t kGpuOrderedBlock = 128; // 4 warps: 4 x 1024 f64 slots fit in 32 KiB
 
 int64_t KernelEmitter::gpu_lanes(const Instr& in, int64_t rows, int64_t n, llvm::Type* ct) const {
-  if (ordered(in)) return 0; // XLA's order: one thread per row
+  (void)rows;
+  if (ordered(in)) // XLA's order: a warp computes the nodes of one level of the row's tree
+    return in.attrs.axes.size() == 1 && n >= kGpuOrderedRow && !ct->isStructTy() ? 32 : 0;
   int64_t cpu = ct->getPrimitiveSizeInBits() >= 64 ? kLanes64 : kLanes32;
   if (n < 2 * cpu) return 0; // reduce_row sums these in order: so does one thread
   if (rows >= kGpuWarpRowsMin || n < kGpuBlockRow) return cpu; // a warp: the CPU's order
@@ -889,6 +902,8 @@ void KernelEmitter::use_groups(int64_t lanes) {
   if (lanes == 0) return;
   group_ = std::max<int64_t>(lanes, 32);
   block_threads_ = group_ > 32 ? group_ : 256;
+  if (ordered(f_.body[k_.row_reduce >= 0 ? k_.row_reduce : k_.instr]))
+    block_threads_ = kGpuOrderedBlock;
   using namespace llvm::Intrinsic;
   lane_ = b_.CreateURem(ptx_sreg(nvvm_read_ptx_sreg_tid_x), i64(group_), "lane");
   // One group at least, also when no spread loop follows (a single row).
@@ -968,6 +983,46 @@ Value* KernelEmitter::group_reduce_row(const Instr& in, int64_t n,
   for (int64_t w = std::min<int64_t>(lanes, 32) / 2; w >= 1; w /= 2)
     v = step(v, shfl(v, i64(w), false));
   return shfl(v, i64(0), true); // lane 0's result, to every lane of the warp
+}
+
+Value* KernelEmitter::group_ordered_row(const Instr& in, const Shape& red,
+                                        const std::function<Value*(const Idx&)>& leaf) {
+  // The nodes of the last level with 32 nodes or more (fewer than
+  // kGpuOrderedNodes: the next level has fewer than 32), lane l computing
+  // nodes l, l + 32, ... each in XLA's order, as a split reduction's blocks
+  // are; every lane then reduces them with the levels above (the tree of
+  // that level's extent). The same additions in the same order as one thread
+  // walking the whole tree, so the same bits.
+  DType d = aval(in.operands[0]).dtype;
+  llvm::Type* ct = se_.compute_type(d);
+  std::vector<ReduceTreeLevel> levels = reduce_tree(red);
+  size_t level = reduce_tree_split_level(levels, 32);
+  Shape nodes = levels[level].extent;
+  int64_t count = 1;
+  for (int64_t e : nodes) count *= e;
+  PXL_ASSERT(count <= kGpuOrderedNodes, "group_ordered_row: too many nodes for shared memory");
+  int64_t warps = block_threads_ / 32;
+  auto* row_ty = llvm::ArrayType::get(ct, static_cast<uint64_t>(kGpuOrderedNodes));
+  auto* ty = llvm::ArrayType::get(row_ty, static_cast<uint64_t>(warps));
+  if (!node_smem_)
+    node_smem_ = new llvm::GlobalVariable(m_, ty, false, llvm::GlobalValue::InternalLinkage,
+                                          llvm::UndefValue::get(ty), fn_->getName() + ".nodes",
+                                          nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+  Value* warp = b_.CreateUDiv(ptx_sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), i64(32));
+  auto slot = [&](Value* p) { return b_.CreateInBoundsGEP(ty, node_smem_, {i64(0), warp, p}); };
+  auto warp_sync = [&] {
+    b_.CreateCall(llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::nvvm_bar_warp_sync),
+                  {b_.getInt32(0xffffffffu)});
+  };
+  warp_sync(); // the previous row's lanes are done reading the slots
+  loop_range(lane_, i64(32), i64(count), [&](Value* p) {
+    Idx pi;
+    unflatten(p, nodes, 0, pi);
+    b_.CreateStore(reduce_box(in, red, leaf, true, &pi, level), slot(p));
+  });
+  warp_sync();
+  return reduce_box(
+      in, nodes, [&](const Idx& r) { return b_.CreateLoad(ct, slot(linear(nodes, r))); }, true);
 }
 
 void KernelEmitter::store_if_lane0(const std::function<void()>& store) {

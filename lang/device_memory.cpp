@@ -37,7 +37,7 @@ struct MemoryObj : OpaqueObj {
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
     if (name == "kind") return out = make_str(kKinds[kind]), true;
     if (name == "process_index") return out = Value::integer(0), true;
-    if (name == "platform") return out = make_str(device.as<DeviceObj>()->platform), true;
+    if (name == "platform") return out = make_str(jax_platform_name(*device.as<DeviceObj>())), true;
     if (name == "addressable_by_devices") {
       Value dev = device;
       out = make_builtin("addressable_by_devices", [dev](InterpreterImpl&, CallArgs& a) {
@@ -58,6 +58,10 @@ Value memory(const Value& device, int kind) {
 }
 
 } // namespace
+
+std::string jax_platform_name(const DeviceObj& device) {
+  return device.platform == "cuda" ? "gpu" : device.platform;
+}
 
 bool device_memory_method(const Value& device, const std::string& name, Value& out) {
   if (name == "default_memory") {

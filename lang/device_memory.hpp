@@ -14,4 +14,7 @@ namespace pxl {
 // `memory`) of `device` as a bound callable; false for other names.
 bool device_memory_method(const Value& device, const std::string& name, Value& out);
 
+// A device's `platform` as JAX names it: "cpu", or "gpu" for a CUDA device.
+std::string jax_platform_name(const DeviceObj& device);
+
 } // namespace pxl

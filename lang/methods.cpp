@@ -355,7 +355,7 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
   }
   case ObjKind::Device:
     if (name == "id") return out = Value::integer(obj.as<DeviceObj>()->id), true;
-    if (name == "platform") return out = make_str(obj.as<DeviceObj>()->platform), true;
+    if (name == "platform") return out = make_str(jax_platform_name(*obj.as<DeviceObj>())), true;
     if (name == "device_kind") return out = make_str(obj.as<DeviceObj>()->platform), true;
     // One process, one host: JAX's CPU devices report 0 for these, their id
     // as the local hardware id, and no memory statistics.

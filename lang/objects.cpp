@@ -1,6 +1,9 @@
 // The object protocol: calling, attributes, items, truthiness, iteration.
 #include <pthread.h>
+
+#include <algorithm>
 #include <string_view>
+#include <utility>
 
 #include "lang/args.hpp"
 #include "lang/bigint.hpp"
@@ -16,7 +19,13 @@ namespace pxl {
 
 // ---- stack and recursion guard --------------------------------------------------
 
-void InterpreterImpl::set_stack_base() {
+namespace {
+
+// The lowest address the calling thread's pxl frames may reach: its stack's
+// end plus a margin for native code (BLAS, printing) below the deepest frame.
+// Read once per thread: pthread_getattr_np is slow on the main thread.
+// The calling thread's stack: its lowest address (null if unknown) and size.
+std::pair<char*, size_t> thread_stack() {
   pthread_attr_t attr;
   void* addr = nullptr;
   size_t size = 0;
@@ -24,16 +33,43 @@ void InterpreterImpl::set_stack_base() {
     pthread_attr_getstack(&attr, &addr, &size);
     pthread_attr_destroy(&attr);
   }
+  return {static_cast<char*>(addr), size};
+}
+
+const char* thread_stack_floor() {
+  thread_local const char* floor = [] {
+    auto [addr, size] = thread_stack();
+    return addr ? addr + std::min<size_t>(512u << 10, size / 4) : nullptr;
+  }();
+  return floor;
+}
+
+} // namespace
+
+void InterpreterImpl::set_stack_base() {
+  char* addr = thread_stack().first;
   char here;
   stack_base_ = &here;
   // Leave a margin for native code (BLAS, printing) below the deepest pxl frame.
-  size_t used = addr ? static_cast<size_t>(&here - static_cast<char*>(addr)) : (8u << 20);
+  size_t used = addr ? static_cast<size_t>(&here - addr) : (8u << 20);
   stack_limit_ = used > (512u << 10) ? used - (512u << 10) : used / 2;
 }
 
 void InterpreterImpl::check_stack(const Span& where) {
   char here;
-  if (stack_base_ && static_cast<size_t>(stack_base_ - &here) > stack_limit_)
+  // On the stack set_stack_base measured: its frames lie between the base and
+  // the limit (plus the margin). Anywhere else another thread runs pxl code (a
+  // host callback under pmap/shard_map, called on its device's thread), whose
+  // stack has its own bounds.
+  auto at = reinterpret_cast<uintptr_t>(&here), base = reinterpret_cast<uintptr_t>(stack_base_);
+  bool own_stack = stack_base_ && (at > base ? at - base <= (64u << 10)
+                                             : base - at <= stack_limit_ + (512u << 10));
+  bool full = false;
+  if (own_stack)
+    full = at < base && base - at > stack_limit_;
+  else if (const char* floor = thread_stack_floor())
+    full = &here < floor;
+  if (full)
     throw Error(ErrCode::Recursion, "maximum recursion depth exceeded (the native stack is full)",
                 where, "run pxl with a larger stack, or make the recursion shallower");
 }

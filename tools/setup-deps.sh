@@ -8,6 +8,7 @@ packages=(
   libreadline-dev                    # REPL line editing and history
   catch2                             # unit tests (v2, catch2/catch.hpp)
   libopenblas-dev                    # matmul / einsum
+  libgfortran-12-dev                 # OpenBLAS's LAPACK, linked statically by -DPXL_PORTABLE=ON
   python3 expect                     # golden-test runner helpers and the pseudo-terminal REPL test
 )
 missing=()

@@ -286,19 +286,24 @@ const char* collective_path_name(CollectivePath p) {
 }
 
 bool gpu_collective(const Function& f, const Instr& in) {
-  (void)f;
+  bool op_on_device = false;
   switch (in.op) {
   case Op::Psum:
   case Op::Pmax:
   case Op::Pmin:
   case Op::Ppermute:
-    return true;
+    op_on_device = true;
+    break;
   case Op::AllGather:
   case Op::PsumScatter:
-    return in.attrs.axis == 0;
+    op_on_device = in.attrs.axis == 0;
+    break;
   default:
-    return false;
+    break;
   }
+  // Complex values never reach the device (codegen/plan.cpp does not fuse
+  // them; cuBLAS and the device reductions have no complex arithmetic).
+  return op_on_device && !in.operands.empty() && !is_complex(f.values[in.operands[0]].aval.dtype);
 }
 
 void run_gpu_collectives(CudaRuntime& rt, GpuDevice& dev, CollectivePath path,

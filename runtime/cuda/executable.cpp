@@ -320,11 +320,6 @@ private:
 std::unique_ptr<Executable> make_cuda_executable(std::shared_ptr<const Function> fn,
                                                  SpmdLayout layout, std::vector<Array> consts,
                                                  CudaRuntime& runtime, CodeCache& host) {
-  // The PTX emitter and the cuBLAS/NCCL calls have no complex arithmetic.
-  for (const IRValue& v : fn->values)
-    if (is_complex(v.aval.dtype))
-      throw Error(ErrCode::Unsupported, "complex64 arrays are not supported on CUDA devices",
-                  Span{}, "run complex computations with --platform cpu");
   return std::make_unique<CudaExecutable>(std::move(fn), std::move(layout), std::move(consts),
                                           runtime, host);
 }

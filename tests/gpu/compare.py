@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -25,12 +26,16 @@ sys.path.insert(0, str(HERE.parent))
 from run_golden import collect, read_args  # noqa: E402
 
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|nan)\b")
-TOKEN = re.compile(NUMBER.pattern + r"|[^\s\d]+|\d+")
+TOKEN = re.compile(NUMBER.pattern + r"|[^\s\d+-]+|[+-]|\d+")
 
 
 def normalize(text):
-    text = re.sub(r"\bCPU (\d)", r"GPU \1", text)  # visualize_array_sharding's cells
-    return text.replace("CpuDevice", "CudaDevice").replace("cpu:", "cuda:")
+    """Platform names read the same on both sides: CpuDevice/CudaDevice, cpu:0/cuda:0,
+    a platform called cpu, gpu or cuda (default_backend, device_kind=, client=, JAX's
+    "on platform CPU"), visualize_array_sharding's "CPU 0"/"GPU 0" cells."""
+    text = text.replace("CpuDevice", "CudaDevice").replace("CPU_DEVICE", "CUDA_DEVICE")
+    text = re.sub(r"\b(?:cpu|gpu|cuda)\b", "cuda", text)
+    return re.sub(r"\b(?:CPU|GPU|CUDA)\b", "CUDA", text)
 
 
 def tokens(text):
@@ -109,6 +114,12 @@ def expected(test):
 
 
 def check(test, opts, gpus):
+    start = time.monotonic()
+    test, problems = compare_runs(test, opts, gpus)
+    return test, problems, time.monotonic() - start
+
+
+def compare_runs(test, opts, gpus):
     n, rest = devices_in(read_args(test))
     if opts.mode == "own":
         cuda = (rest + ["--platform", "cuda", "--devices", str(n)], {}) if gpus >= n else \
@@ -139,7 +150,8 @@ def main():
     ap.add_argument("--rtol", type=float, default=1e-4)
     ap.add_argument("--atol", type=float, default=1e-5)
     ap.add_argument("--timeout", type=float, default=60)
-    ap.add_argument("-j", "--jobs", type=int, default=4)
+    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 4)
+    ap.add_argument("-v", "--verbose", action="store_true", help="print each program's result")
     opts = ap.parse_args()
     probe = subprocess.run([opts.pxl, "--platform", "cuda", "-c", "print(device_count())"],
                            capture_output=True, text=True)
@@ -150,10 +162,13 @@ def main():
     tests = collect(opts.paths, ".pxl")
     failed = 0
     with concurrent.futures.ThreadPoolExecutor(opts.jobs) as pool:
-        for test, problems in pool.map(lambda t: check(t, opts, gpus), tests):
+        for test, problems, seconds in pool.map(lambda t: check(t, opts, gpus), tests):
+            name = test.relative_to(HERE.parent)
             if problems:
                 failed += 1
-                print(f"FAIL {test.relative_to(HERE.parent)}: " + "; ".join(problems))
+                print(f"FAIL {name} ({seconds:.1f} s): " + "; ".join(problems), flush=True)
+            elif opts.verbose:
+                print(f"ok {name} ({seconds:.1f} s)", flush=True)
     print(f"{opts.mode}: {len(tests) - failed}/{len(tests)} programs match the CPU results "
           f"(rtol {opts.rtol:g}, atol {opts.atol:g}; {gpus} GPU{'s' if gpus != 1 else ''})")
     return 1 if failed else 0

@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
 """GPU peers for tests/gpu/run.sh's benchmarks; prints "tool name ms".
   jax:    the cases of bench.pxl under jax.jit on the GPU (arrays already on it)
-  cublas: cublasSgemm 4096 called directly through ctypes (libcublas, libcudart)
+  cublas: cublasSgemm 4096 called directly through ctypes (libcublas, libcudart), and
+          cudaMemcpy of 64M float32 device to device (the copy bandwidth)
 """
 import ctypes
 import sys
 import time
 
 
-def bench(tool, name, f, *args, reps=5):
-    f(*args)
-    t0 = time.perf_counter()
-    for _ in range(reps):
+def bench(tool, name, f, *args):
+    """As bench.pxl's: 3 warm-up calls, then at least 5 calls and 0.2 s."""
+    for _ in range(3):
         f(*args)
+    reps, t0 = 0, time.perf_counter()
+    while reps < 5 or time.perf_counter() - t0 < 0.2:
+        f(*args)
+        reps += 1
     print(tool, name, (time.perf_counter() - t0) / reps * 1000, flush=True)
 
 
@@ -24,7 +28,7 @@ def jax_cases():
         return
     sync = lambda f: (lambda *a, j=jax.jit(f): j(*a).block_until_ready())
     a = jnp.ones((64 * 1024 * 1024,), jnp.float32)
-    bench("jax", "copy_64M", sync(lambda a: a + 0.0), a)
+    bench("jax", "negate_64M", sync(lambda a: -a), a)
     bench("jax", "elementwise_64M", sync(lambda a: (a * 2.0 + a) * a - 1.0), a)
     x = jnp.ones((8192, 8192), jnp.float32)
     bench("jax", "softmax_8192x8192", sync(lambda x: jax.nn.softmax(x, axis=-1)), x)
@@ -41,7 +45,14 @@ def jax_cases():
     m = jnp.ones((4096, 4096), jnp.float32)
     bench("jax", "matmul_4096", sync(lambda x: x @ x), m)
     s = jnp.ones((1,), jnp.float32)
-    bench("jax", "dispatch_1elem", sync(lambda s: s + 1.0), s, reps=200)
+    bench("jax", "call_sync_1elem", sync(lambda s: s + 1.0), s)
+    f = jax.jit(lambda s: s + 1.0)
+    f(s).block_until_ready()
+    reps, t0 = 2000, time.perf_counter()
+    for _ in range(reps):
+        s = f(s)
+    s.block_until_ready()
+    print("jax", "dispatch_1elem", (time.perf_counter() - t0) / reps * 1000, flush=True)
 
 
 def load(names):
@@ -70,7 +81,17 @@ def cublas_case():
         bl.cublasSgemm_v2(h, 0, 0, n, n, n, ctypes.byref(one), ptrs[0], n, ptrs[1], n,
                           ctypes.byref(zero), ptrs[2], n)
         rt.cudaDeviceSynchronize()
-    bench("cublas", "matmul_4096", gemm, reps=20)
+    bench("cublas", "matmul_4096", gemm)
+    # the device's copy bandwidth: 256 MiB device to device (read + write)
+    size = 64 * 1024 * 1024 * 4
+    src, dst = ctypes.c_void_p(), ctypes.c_void_p()
+    assert rt.cudaMalloc(ctypes.byref(src), ctypes.c_size_t(size)) == 0
+    assert rt.cudaMalloc(ctypes.byref(dst), ctypes.c_size_t(size)) == 0
+
+    def copy():
+        rt.cudaMemcpy(dst, src, ctypes.c_size_t(size), 3)  # cudaMemcpyDeviceToDevice
+        rt.cudaDeviceSynchronize()
+    bench("cudart", "memcpy_64M", copy)
 
 
 if __name__ == "__main__":

@@ -176,7 +176,8 @@ struct ReduceCase {
 // the tree and assembles. tests/gpu/run.sh checks the results on a GPU.
 TEST_CASE("cuda: reductions use warps and blocks with a fixed tree, no atomics", "[cuda]") {
   // Max (and integer reductions) may take any order; a float sum or product
-  // follows XLA's (ir/reduce_tree.hpp): one thread per row.
+  // follows XLA's (ir/reduce_tree.hpp): a warp per row of 1024 or more (its
+  // lanes compute one level of the row's tree), else one thread per row.
   const ReduceCase cases[] = {
       // Many long rows: a warp each (32 lanes, the CPU's order), 8 per block.
       {"warp rows", DType::Float32, {256, 1024}, {1}, 256 * 32, 256, true, false, false},
@@ -201,9 +202,29 @@ TEST_CASE("cuda: reductions use warps and blocks with a fixed tree, no atomics",
       {"leading axis", DType::Float32, {4096, 64}, {0}, 64, 256, false, false, false},
       // 2^21 elements to one: a warp per 2^16-element block, then one warp.
       {"split", DType::Float32, {1 << 21}, {0}, 32 * 32, 256, true, false, true},
-      // Float sums: a thread per row, in XLA's order; a long one to one value
-      // splits into the nodes of one level of its tree (2048 of them here).
-      {"sum rows", DType::Float32, {256, 1024}, {1}, 256, 256, false, false, false, Op::ReduceSum},
+      // Float sums in XLA's order: a warp per long row, 4 per block (their
+      // nodes in shared memory), a thread per short row; a long one to one
+      // value splits into the nodes of one level of its tree (2048 here).
+      {"sum rows",
+       DType::Float32,
+       {256, 1024},
+       {1},
+       256 * 32,
+       128,
+       false,
+       false,
+       false,
+       Op::ReduceSum},
+      {"sum short rows",
+       DType::Float32,
+       {256, 1000},
+       {1},
+       256,
+       256,
+       false,
+       false,
+       false,
+       Op::ReduceSum},
       {"sum split", DType::Float32, {1 << 21}, {0}, 2048, 256, false, false, true, Op::ReduceSum},
   };
   for (const ReduceCase& c : cases) {
@@ -222,11 +243,14 @@ TEST_CASE("cuda: reductions use warps and blocks with a fixed tree, no atomics",
     CHECK(has(p.ptx, "bar.sync") == c.barriers);
     CHECK(has(p.ptx, ".maxntid " + std::to_string(c.block) + ", 1, 1"));
     CHECK(has(p.ptx, ".entry k0_finish") == c.finish);
+    bool warp_tree = c.op == Op::ReduceSum && is_floating(c.dtype) && c.extent == c.shape[0] * 32;
+    CHECK(has(p.ptx, "bar.warp.sync") == warp_tree);
     CHECK_FALSE(has(p.ptx, "atom.")); // deterministic: no atomics anywhere
     CHECK(ptxas_accepts(p.ptx, "sm_90"));
   }
-  // Softmax: the max's warp reduces the row; the row kernel's thread sums it in
-  // XLA's order and computes its outputs.
+  // Softmax: the max's warp reduces the row; the row kernel's warp sums it in
+  // XLA's order (the window chains shared out among its lanes) and computes
+  // its outputs.
   Builder b;
   b.f.results.push_back(b.softmax(b.param(DType::Float32, {512, 2048})));
   PtxOptions turing;
@@ -235,10 +259,28 @@ TEST_CASE("cuda: reductions use warps and blocks with a fixed tree, no atomics",
     PtxProgram p = compile_ptx(b.f, o);
     INFO(o.arch);
     REQUIRE(p.plan.kernels.size() == 2);
-    CHECK(p.grid_extent == std::vector<int64_t>{512 * 32, 512});
+    CHECK(p.grid_extent == std::vector<int64_t>{512 * 32, 512 * 32});
+    CHECK(has(p.ptx, "bar.warp.sync"));
     CHECK(has(p.ptx, "shfl.sync.idx")); // the max's result, to every lane
     CHECK(ptxas_accepts(p.ptx, o.arch));
   }
+}
+
+TEST_CASE("cuda: which collectives run on the device", "[cuda]") {
+  // axis_index has no operand; complex values stay on the host (the device
+  // reductions and NCCL calls have no complex arithmetic).
+  Builder b;
+  int x = b.param(DType::Float32, {4});
+  int z = b.param(DType::Complex64, {4});
+  auto instr = [&](Op op, std::vector<int> operands, DType d) {
+    IRValue v;
+    v.aval = AVal{d, {4}, false};
+    int id = b.f.add_value(v);
+    return Instr{op, OpAttrs{}, std::move(operands), id};
+  };
+  CHECK(cuda::gpu_collective(b.f, instr(Op::Psum, {x}, DType::Float32)));
+  CHECK_FALSE(cuda::gpu_collective(b.f, instr(Op::Psum, {z}, DType::Complex64)));
+  CHECK_FALSE(cuda::gpu_collective(b.f, instr(Op::AxisIndex, {}, DType::Int32)));
 }
 
 TEST_CASE("cuda: the rank-order reduction of logical devices is one kernel", "[cuda]") {
