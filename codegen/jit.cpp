@@ -146,6 +146,8 @@ void write_file_atomic(const std::string& dir, const std::string& name,
   if (ec) std::filesystem::remove(tmp, ec);
 }
 
+} // namespace
+
 // A value that could never be allocated fails when the program runs; it is
 // refused before the plans below multiply its size into byte counts, which
 // would overflow (an (2**31, 2**31) float32 array has 2**64 bytes).
@@ -158,8 +160,6 @@ void refuse_huge_values(const Function& f) {
                                       dtype_name(a.dtype) + " is too large");
   }
 }
-
-} // namespace
 
 std::string default_disk_cache_dir() {
   if (const char* d = std::getenv("PXL_CACHE_DIR")) {

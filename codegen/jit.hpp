@@ -45,6 +45,10 @@ struct CodeCacheOptions {
 // $HOME/.cache/pxl, else none.
 std::string default_disk_cache_dir();
 
+// Refuses (E0105-style ValueError) a value that could never be allocated
+// (more than 2^48 bytes) before plans multiply its size into byte counts.
+void refuse_huge_values(const Function& f);
+
 // One JIT and its compiled programs. Owned by the Platform (one per
 // interpreter), so nothing compiled is global; thread-safe.
 class CodeCache {

@@ -625,6 +625,16 @@ bool IRParser::parse_attr(OpAttrs& a, const std::string& key) {
   } else if (key == "preferred") { // dot_general: preferred_element_type=None (jaxpr text)
     if (ident() != "none") fail("dot_general's preferred= can only be none");
     a.dot.preferred_none = true;
+  } else if (key == "precision") { // dot_general: precision=HIGHEST,DEFAULT
+    for (size_t i = 0; i < 2; ++i) {
+      if (i == 1) expect(',');
+      std::string name = ident();
+      uint8_t code = kPrecisionNone;
+      for (uint8_t c : {kPrecisionDefault, kPrecisionHigh, kPrecisionHighest})
+        if (name == precision_name(c)) code = c;
+      if (code == kPrecisionNone) fail("unknown dot precision '" + name + "'");
+      a.dot.precision[i] = code;
+    }
   } else if (key == "mode") {
     std::string m = ident();
     bool found = false;

@@ -78,6 +78,19 @@ const char* op_name(Op op) { return kOps[static_cast<size_t>(op)].name; }
 int op_arity(Op op) { return kOps[static_cast<size_t>(op)].arity; }
 OpFamily op_family(Op op) { return kOps[static_cast<size_t>(op)].family; }
 
+const char* precision_name(uint8_t p) {
+  switch (p) {
+  case kPrecisionDefault:
+    return "DEFAULT";
+  case kPrecisionHigh:
+    return "HIGH";
+  case kPrecisionHighest:
+    return "HIGHEST";
+  default:
+    return "";
+  }
+}
+
 const char* scatter_mode_name(ScatterMode m) {
   switch (m) {
   case ScatterMode::Set:
@@ -208,6 +221,9 @@ std::string attrs_str(Op op, const OpAttrs& a) {
             : a.dot.order == DotOrder::Ynn ? " order=ynn"
                                            : "") +
            (a.dot.preferred_none ? " preferred=none" : "") +
+           (a.dot.precision[0] ? std::string(" precision=") + precision_name(a.dot.precision[0]) +
+                                     "," + precision_name(a.dot.precision[1])
+                               : "") +
            (a.dim_axes.empty() ? "" : " " + sharding_str(a.dim_axes));
   case Op::Take:
     return "axis=" + std::to_string(a.axis);

@@ -3,6 +3,7 @@
 // lowering, batching, transpose) are added beside these, each a switch over Op
 // without `default:` so that -Wswitch flags an op a rule forgot.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -90,6 +91,11 @@ inline bool is_elementwise(Op op) {
 // innermost (ref_dot.cpp: ynn_conv_gemm).
 enum class DotOrder : uint8_t { Auto, Chain, Ynn };
 
+// The values of DotDims::precision, in lax.Precision's order.
+enum : uint8_t { kPrecisionNone = 0, kPrecisionDefault, kPrecisionHigh, kPrecisionHighest };
+// "DEFAULT", "HIGH" or "HIGHEST" (kPrecisionNone: "").
+const char* precision_name(uint8_t p);
+
 // dot_general's dimension numbers (lax.dot_general's ((lc, rc), (lb, rb))).
 struct DotDims {
   std::vector<int64_t> lhs_batch, rhs_batch, lhs_contract, rhs_contract;
@@ -97,6 +103,10 @@ struct DotDims {
   // lax.dot_general called without preferred_element_type: JAX's jaxpr
   // prints the parameter as None (it does not change what is computed).
   bool preferred_none = false;
+  // lax.Precision per operand (JAX's `precision` parameter): kPrecisionNone
+  // or DEFAULT/HIGH/HIGHEST. The CPU computes in the operands' type whatever
+  // it says; on CUDA a float32 product below HIGHEST may run in TF32.
+  std::array<uint8_t, 2> precision{0, 0};
   bool operator==(const DotDims&) const = default;
 };
 

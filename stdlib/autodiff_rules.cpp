@@ -136,6 +136,7 @@ Tensor dot_transpose_lhs(B& b, const Tensor& g, const Tensor& x_primal, const Te
   a.dot.lhs_contract = range(swap_ans ? nb : nb + nx, y_kept.size());
   a.dot.rhs_contract = y_kept;
   a.dot.preferred_none = d.preferred_none; // as JAX's transposes pass it on
+  a.dot.precision = d.precision;
   // The product's dims are x's batch dims, x's kept dims, then x's contracting
   // dims in the order of y's; transposing by their argsort restores x's order.
   std::vector<size_t> order(d.rhs_contract.size());

@@ -6,6 +6,7 @@
 #include "ir/constant_of.hpp"
 #include "ir/op.hpp"
 #include "lang/jaxpr_record.hpp"
+#include "stdlib/lax_precision.hpp"
 
 namespace pxl {
 
@@ -263,7 +264,7 @@ Value params_of(Op op, const OpAttrs& a, DType result) {
     set("dimension_numbers",
         make_tuple({make_tuple({ints(a.dot.lhs_contract), ints(a.dot.rhs_contract)}),
                     make_tuple({ints(a.dot.lhs_batch), ints(a.dot.rhs_batch)})}));
-    set("precision", Value());
+    set("precision", precision_value(a.dot.precision));
     set("preferred_element_type", a.dot.preferred_none ? Value() : dtype_value(result));
     set("out_sharding", Value());
     break;

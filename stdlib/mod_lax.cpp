@@ -10,6 +10,7 @@
 #include "lang/tracer.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/jit_devices.hpp"
+#include "stdlib/lax_precision.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
@@ -228,20 +229,6 @@ Value binary_fn(InterpreterImpl& in, CallArgs& a, const char* name, Op op) {
   return make_array(bind(in, op, {}, {x, y}));
 }
 
-// lax.Precision.HIGHEST and friends: accepted and ignored (CPU matmuls are f32).
-struct PrecisionObj : OpaqueObj {
-  std::string name;
-  explicit PrecisionObj(std::string n) : name(std::move(n)) {}
-  std::string type_name() const override { return "Precision"; }
-  std::string repr() const override { return name; }
-  bool get_attr(InterpreterImpl&, const std::string& attr, Value& out) override {
-    for (const char* n : {"DEFAULT", "HIGH", "HIGHEST"})
-      if (attr == n) return out = Value::object(std::make_shared<PrecisionObj>(n)), true;
-    return false;
-  }
-  std::vector<std::string> attr_names() const override { return {"DEFAULT", "HIGH", "HIGHEST"}; }
-};
-
 } // namespace
 
 void add_while_loop(Value& lax);   // stdlib/while_loop.cpp
@@ -322,6 +309,7 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     OpAttrs at;
     at.dot = dot_dims(r[2], "dot_general");
     at.dot.preferred_none = !r.has(4) || r[4].is_none();
+    at.dot.precision = dot_precision(in, r.has(3) ? r[3] : Value(), "dot_general");
     Tensor l = T(in, r[0]), rt = T(in, r[1]);
     if (l->aval.dtype !=
         rt->aval.dtype) { // lax requires equal dtypes; jnp-style promotion is friendlier

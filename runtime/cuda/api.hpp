@@ -84,6 +84,7 @@ inline constexpr int CUDA_R_16F = 2;
 inline constexpr int CUDA_R_16BF = 14;
 inline constexpr int CUBLAS_COMPUTE_32F = 68;
 inline constexpr int CUBLAS_COMPUTE_64F = 70;
+inline constexpr int CUBLAS_COMPUTE_32F_FAST_TF32 = 77;
 inline constexpr int CUBLAS_GEMM_DEFAULT = -1;
 
 #define PXL_CUBLAS_FUNCTIONS(X)                                                                    \

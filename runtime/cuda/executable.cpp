@@ -1,6 +1,7 @@
 #include "runtime/cuda/executable.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 #include <numeric>
 
@@ -79,6 +80,15 @@ GemmShape gemm_shape(const Function& f, const Instr& in) {
   g.ok =
       g.k > 0 && g.m > 0 && g.n > 0 && g.m < limit && g.n < limit && g.k < limit && g.batch < limit;
   return g;
+}
+
+// Whether a float32 product may use TF32: DEFAULT (or None) precision on
+// both operands (XLA's HIGH is 3 bf16 passes, closer to float32: pxl gives
+// it float32), unless NVIDIA_TF32_OVERRIDE=0.
+bool tf32_allowed(const DotDims& d) {
+  if (d.precision[0] >= kPrecisionHigh || d.precision[1] >= kPrecisionHigh) return false;
+  const char* env = std::getenv("NVIDIA_TF32_OVERRIDE");
+  return !(env && std::string(env) == "0");
 }
 
 class CudaExecutable : public Executable {
@@ -292,11 +302,18 @@ private:
     const double one_d = 1, zero_d = 0;
     const void* one = f64 ? static_cast<const void*>(&one_d) : &one_f;
     const void* zero = f64 ? static_cast<const void*>(&zero_d) : &zero_f;
+    // float32 at DEFAULT precision runs in TF32, as XLA does on NVIDIA GPUs
+    // (tensor cores; 10 mantissa bits per operand); NVIDIA_TF32_OVERRIDE=0
+    // turns it off, as for NVIDIA's own libraries.
+    int compute = f64 ? CUBLAS_COMPUTE_64F
+                  : oa.dtype == DType::Float32 && tf32_allowed(in.attrs.dot)
+                      ? CUBLAS_COMPUTE_32F_FAST_TF32
+                      : CUBLAS_COMPUTE_32F;
     cublasStatus_t st = api.cublasGemmStridedBatchedEx(
         h, opb, opa, n, m, k, one, reinterpret_cast<const void*>(b), type, ldb, g.k * g.n,
         reinterpret_cast<const void*>(a), type, lda, g.m * g.k, zero,
-        reinterpret_cast<void*>(out->ptr()), type, n, g.m * g.n, static_cast<int>(g.batch),
-        f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        reinterpret_cast<void*>(out->ptr()), type, n, g.m * g.n, static_cast<int>(g.batch), compute,
+        CUBLAS_GEMM_DEFAULT);
     if (st != CUBLAS_STATUS_SUCCESS)
       throw Error(ErrCode::Device,
                   std::string("cuBLAS gemm failed: ") + api.cublasGetStatusString(st),
@@ -320,6 +337,7 @@ private:
 std::unique_ptr<Executable> make_cuda_executable(std::shared_ptr<const Function> fn,
                                                  SpmdLayout layout, std::vector<Array> consts,
                                                  CudaRuntime& runtime, CodeCache& host) {
+  refuse_huge_values(*fn); // as the host's compiled programs do, before any byte count
   return std::make_unique<CudaExecutable>(std::move(fn), std::move(layout), std::move(consts),
                                           runtime, host);
 }

@@ -137,6 +137,17 @@ int cublasGemmStridedBatchedEx(void*, int ta, int tb, int m, int n, int k, const
                                int ctype, int ldc, long long sc, int batch, int compute, int) {
   if (atype != btype || atype != ctype) return 7; // CUBLAS_STATUS_INVALID_VALUE
   bool f64 = compute == 70;
+  // CUBLAS_COMPUTE_32F_FAST_TF32: the operands rounded to TF32's 10-bit
+  // mantissa (to nearest even) before the products.
+  auto tf32 = [&](double v) {
+    if (compute != 77) return v;
+    float f = static_cast<float>(v);
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    bits = (bits + 0xfff + ((bits >> 13) & 1)) & ~uint32_t{0x1fff};
+    std::memcpy(&f, &bits, 4);
+    return static_cast<double>(f);
+  };
   double al = f64 ? *static_cast<const double*>(alpha) : *static_cast<const float*>(alpha);
   double be = f64 ? *static_cast<const double*>(beta) : *static_cast<const float*>(beta);
   for (int q = 0; q < batch; ++q)
@@ -145,8 +156,8 @@ int cublasGemmStridedBatchedEx(void*, int ta, int tb, int m, int n, int k, const
         double sum = 0;
         float fsum = 0;
         for (int l = 0; l < k; ++l) {
-          double x = load(a, atype, q * sa + (ta ? l + i * lda : i + l * lda));
-          double y = load(b, btype, q * sb + (tb ? j + l * ldb : l + j * ldb));
+          double x = tf32(load(a, atype, q * sa + (ta ? l + i * lda : i + l * lda)));
+          double y = tf32(load(b, btype, q * sb + (tb ? j + l * ldb : l + j * ldb)));
           if (f64)
             sum += x * y;
           else

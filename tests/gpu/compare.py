@@ -96,6 +96,8 @@ def devices_in(args):
 
 def run(pxl, args, test, env_extra, timeout):
     env = {k: v for k, v in os.environ.items() if k not in ("PXL_DEVICES", "PXL_PLATFORM")}
+    # float32 matmuls in float32, as on the CPU (DEFAULT precision is TF32 on CUDA)
+    env["NVIDIA_TF32_OVERRIDE"] = "0"
     env.update(env_extra)
     try:
         p = subprocess.run([pxl] + args + [test.name], cwd=test.parent, env=env,

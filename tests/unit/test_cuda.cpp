@@ -398,6 +398,29 @@ TEST_CASE("cuda: batched and half-precision matmuls are one strided cuBLAS call"
   }
 }
 
+TEST_CASE("cuda: float32 products at DEFAULT precision run in TF32", "[cuda]") {
+  // 1 + 2^-12 needs 12 mantissa bits: TF32 keeps 10, so the product is 1.
+  cuda::CudaRuntime rt(1, true, fake_libraries());
+  Array x(DType::Float32, {1, 1}), y(DType::Float32, {1, 1});
+  x.set(0, Scalar::of_float(1.0 + 1.0 / 4096));
+  y.set(0, Scalar::of_float(1.0));
+  auto product = [&](uint8_t precision) {
+    OpAttrs a;
+    a.dot.lhs_contract = {1};
+    a.dot.rhs_contract = {0};
+    a.dot.precision = {precision, precision};
+    return run_on_fake(rt, one_op(Op::DotGeneral, a, {1, 1}, {1, 1}), {x, y})[0][0].as<float>()[0];
+  };
+  const float exact = 1.0f + 1.0f / 4096;
+  CHECK(product(kPrecisionNone) == 1.0f);
+  CHECK(product(kPrecisionDefault) == 1.0f);
+  CHECK(product(kPrecisionHigh) == exact);
+  CHECK(product(kPrecisionHighest) == exact);
+  setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
+  CHECK(product(kPrecisionNone) == exact);
+  unsetenv("NVIDIA_TF32_OVERRIDE");
+}
+
 TEST_CASE("cuda: arrays stay on the GPU between calls while the host array lives", "[cuda]") {
   cuda::CudaRuntime rt(1, true, fake_libraries());
   OpAttrs a;

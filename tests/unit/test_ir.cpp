@@ -36,11 +36,14 @@ TEST_CASE("IR text round-trips", "[ir]") {
 TEST_CASE("a convolution's dot keeps its summation order in the IR text", "[ir]") {
   const char* text = R"(func @f(%0: f32[4,6], %1: f32[6,2]) -> (f32[4,2], f32[4,2]) {
   %2 = dot_general[lhs_batch=[] rhs_batch=[] lhs_contract=[1] rhs_contract=[0] order=chain] %0, %1 : f32[4,2]
-  %3 = dot_general[lhs_batch=[] rhs_batch=[] lhs_contract=[1] rhs_contract=[0] order=ynn preferred=none] %0, %1 : f32[4,2]
+  %3 = dot_general[lhs_batch=[] rhs_batch=[] lhs_contract=[1] rhs_contract=[0] order=ynn preferred=none precision=HIGHEST,DEFAULT] %0, %1 : f32[4,2]
   return %2, %3
 }
 )";
   Function f = parse_function(text);
+  CHECK(f.body[0].attrs.dot.precision[0] == kPrecisionNone);
+  CHECK(f.body[1].attrs.dot.precision ==
+        std::array<uint8_t, 2>{kPrecisionHighest, kPrecisionDefault});
   CHECK(f.body[0].attrs.dot.order == DotOrder::Chain);
   CHECK(f.body[1].attrs.dot.order == DotOrder::Ynn);
   CHECK(!f.body[0].attrs.dot.preferred_none);
@@ -49,6 +52,7 @@ TEST_CASE("a convolution's dot keeps its summation order in the IR text", "[ir]"
   std::string printed = print_function(f);
   CHECK(printed.find("order=chain") != std::string::npos);
   CHECK(printed.find("order=ynn") != std::string::npos);
+  CHECK(printed.find("precision=HIGHEST,DEFAULT") != std::string::npos);
   CHECK(print_function(parse_function(printed)) == printed);
   CHECK_THROWS(parse_function(R"(func @f(%0: f32[4,6], %1: f32[6,2]) -> (f32[4,2]) {
   %2 = dot_general[lhs_batch=[] rhs_batch=[] lhs_contract=[1] rhs_contract=[0] order=fast] %0, %1 : f32[4,2]
