@@ -9,6 +9,7 @@
 #include "runtime/platform.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/jit_devices.hpp"
+#include "stdlib/lax_precision.hpp"
 #include "stdlib/np_index.hpp"
 #include "stdlib/np_internal.hpp"
 #include "stdlib/reduce_api.hpp"
@@ -253,7 +254,8 @@ const std::map<std::string, ArrayMethod>& methods() {
       {"dot",
        [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
          ArgReader r("dot", a, {"b", "precision", "preferred_element_type"}, 1); // as jnp.dot's
-         return make_array(np::dot(in.ops(), x, in.to_tensor(r[0], Span{})));
+         return make_array(np::dot(in.ops(), x, in.to_tensor(r[0], Span{}),
+                                   dot_precision(in, r.has(1) ? r[1] : Value(), "dot")));
        }},
       {"addressable_data",
        [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {

@@ -9,6 +9,7 @@
 #include "stdlib/convert.hpp"
 #include "stdlib/float0.hpp"
 #include "stdlib/jaxpr_record.hpp"
+#include "stdlib/lax_precision.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/np_einsum.hpp"
 #include "stdlib/np_internal.hpp"
@@ -656,12 +657,13 @@ void def_linalg(ModuleBuilder& b) {
   b.fn("matmul", [operands](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("matmul", a, {"a", "b", "precision", "preferred_element_type", "out_sharding"}, 2);
     auto [x, y] = operands(in, r);
-    return make_array(np::matmul(in.ops(), x, y));
+    return make_array(
+        np::matmul(in.ops(), x, y, dot_precision(in, r.has(2) ? r[2] : Value(), "matmul")));
   });
   b.fn("dot", [operands](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("dot", a, {"a", "b", "precision", "preferred_element_type", "out_sharding"}, 2);
     auto [x, y] = operands(in, r);
-    return make_array(np::dot(in.ops(), x, y));
+    return make_array(np::dot(in.ops(), x, y, dot_precision(in, r.has(2) ? r[2] : Value(), "dot")));
   });
   b.fn("outer", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("outer", a, {"a", "b"}, 2);
@@ -672,8 +674,11 @@ void def_linalg(ModuleBuilder& b) {
   b.fn("einsum", [](InterpreterImpl& in, CallArgs& a) {
     std::optional<DType> preferred;
     np::EinsumOptimize optimize;
+    Value precision;
     for (auto& [k, v] : a.kw) {
-      if (k == "preferred_element_type") {
+      if (k == "precision") {
+        precision = v;
+      } else if (k == "preferred_element_type") {
         preferred = value_to_dtype(v);
       } else if (k == "optimize") {
         optimize = einsum_optimize(v);
@@ -695,7 +700,8 @@ void def_linalg(ModuleBuilder& b) {
       for (Tensor& t : ops) t = np::astype(in.ops(), t, *preferred);
     else
       strict_check_join(in, ops);
-    return make_array(np::einsum(in.ops(), spec, ops, optimize));
+    return make_array(
+        np::einsum(in.ops(), spec, ops, optimize, dot_precision(in, precision, "einsum")));
   });
   // (path, info): opt_einsum's path as a list of tuples and its printed PathInfo.
   b.fn("einsum_path", [](InterpreterImpl& in, CallArgs& a) {

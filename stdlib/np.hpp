@@ -6,6 +6,8 @@
 // name the shapes/dtypes/axes involved, e.g.
 //   "add: shapes (3,) and (4,) cannot be broadcast together".
 #pragma once
+#include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -164,8 +166,11 @@ Tensor cumsum(OpContext& cx, const Tensor& x, std::optional<int> axis,
               std::optional<DType> dtype = {});
 
 // ---- linear algebra -------------------------------------------------------
-Tensor matmul(OpContext& cx, const Tensor& a, const Tensor& b); // numpy matmul rules, batched
-Tensor dot(OpContext& cx, const Tensor& a, const Tensor& b);    // numpy dot rules
+// numpy's matmul (batched) and dot rules; `precision`: the dot_general's
+// (ir/op.hpp DotDims::precision, stdlib/lax_precision.hpp).
+Tensor matmul(OpContext& cx, const Tensor& a, const Tensor& b,
+              std::array<uint8_t, 2> precision = {});
+Tensor dot(OpContext& cx, const Tensor& a, const Tensor& b, std::array<uint8_t, 2> precision = {});
 Tensor outer(OpContext& cx, const Tensor& a, const Tensor& b);
 Tensor einsum(OpContext& cx, const std::string& spec, const std::vector<Tensor>& operands);
 

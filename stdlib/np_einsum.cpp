@@ -363,7 +363,7 @@ Tensor to_labels(OpContext& cx, const Tensor& x, const std::string& have, const 
 } // namespace
 
 Tensor einsum(OpContext& cx, const std::string& spec, const std::vector<Tensor>& operands,
-              const EinsumOptimize& optimize) {
+              const EinsumOptimize& optimize, std::array<uint8_t, 2> precision) {
   std::vector<Shape> shapes;
   for (const Tensor& t : operands) shapes.push_back(av(t).shape);
   Parsed p = parse(spec, shapes);
@@ -428,9 +428,11 @@ Tensor einsum(OpContext& cx, const std::string& spec, const std::vector<Tensor>&
       OpAttrs a;
       if (batch + rfree + lfree == want) {
         a.dot = DotDims{rb, lb, rc, lc};
+        a.dot.precision = precision;
         r = bind(cx, Op::DotGeneral, a, {rhs, lhs});
       } else {
         a.dot = DotDims{lb, rb, lc, rc};
+        a.dot.precision = precision;
         r = to_labels(cx, bind(cx, Op::DotGeneral, a, {lhs, rhs}), batch + lfree + rfree, want);
       }
     }

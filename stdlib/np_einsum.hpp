@@ -22,7 +22,7 @@ struct EinsumOptimize {
 };
 
 Tensor einsum(OpContext& cx, const std::string& spec, const std::vector<Tensor>& operands,
-              const EinsumOptimize& optimize);
+              const EinsumOptimize& optimize, std::array<uint8_t, 2> precision = {});
 
 // jnp.einsum_path: the path einsum takes and opt_einsum's printed PathInfo.
 struct EinsumPathInfo {

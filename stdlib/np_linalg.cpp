@@ -34,7 +34,7 @@ std::string contracting_mismatch(int64_t a, int64_t b) {
 // squeezed and become the other side's free dimensions (no broadcast), a 1-d
 // operand is contracted as it is, and a transpose puts the batch dimensions
 // first; the dot_general XLA sees (and make_jaxpr prints) is JAX's.
-Tensor matmul(OpContext& cx, const Tensor& a0, const Tensor& b0) {
+Tensor matmul(OpContext& cx, const Tensor& a0, const Tensor& b0, std::array<uint8_t, 2> precision) {
   const Shape& sa = av(a0).shape;
   const Shape& sb = av(b0).shape;
   for (int k = 0; k < 2; ++k)
@@ -96,11 +96,12 @@ Tensor matmul(OpContext& cx, const Tensor& a0, const Tensor& b0) {
   dims.rhs_contract = {static_cast<int64_t>(av(b).ndim()) - 1 - (b_mat ? 1 : 0)};
   dims.lhs_batch = a_batch;
   dims.rhs_batch = b_batch;
+  dims.precision = precision;
   Tensor r = transpose_to(cx, dot_general(cx, a, b, dims), perm);
   return expand_dims_at(cx, r, both_squeeze);
 }
 
-Tensor dot(OpContext& cx, const Tensor& a0, const Tensor& b0) {
+Tensor dot(OpContext& cx, const Tensor& a0, const Tensor& b0, std::array<uint8_t, 2> precision) {
   const Shape& sa = av(a0).shape;
   const Shape& sb = av(b0).shape;
   if (sa.empty() || sb.empty()) return binary(cx, BinOp::Mul, a0, b0);
@@ -114,6 +115,7 @@ Tensor dot(OpContext& cx, const Tensor& a0, const Tensor& b0) {
   DotDims dims;
   dims.lhs_contract = {ca};
   dims.rhs_contract = {cb};
+  dims.precision = precision;
   return dot_general(cx, a, b, dims);
 }
 
