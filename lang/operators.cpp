@@ -314,7 +314,7 @@ Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, c
                               : to_tensor(b, where);
       if (op == BinOpKind::MatMul) {
         strict_check_join(*this, {x, y});
-        return make_array(np::matmul(ops(), x, y, dot_precision(*this, Value(), "matmul")));
+        return make_array(np::matmul(ops(), x, y, dot_precision(*this, Value())));
       }
       // Operands committed to two devices are JAX's error (the runtime sees
       // only placements, so one committed to the default device is caught

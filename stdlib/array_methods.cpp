@@ -255,7 +255,7 @@ const std::map<std::string, ArrayMethod>& methods() {
        [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {
          ArgReader r("dot", a, {"b", "precision", "preferred_element_type"}, 1); // as jnp.dot's
          return make_array(np::dot(in.ops(), x, in.to_tensor(r[0], Span{}),
-                                   dot_precision(in, r.has(1) ? r[1] : Value(), "dot")));
+                                   dot_precision(in, r.has(1) ? r[1] : Value())));
        }},
       {"addressable_data",
        [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {

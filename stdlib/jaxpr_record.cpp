@@ -59,6 +59,24 @@ Tensor jaxpr_fresh_copy(TraceContext& tc, const Tensor& t) {
   return copy;
 }
 
+size_t jaxpr_body_size(OpContext& cx) {
+  auto* tc = dynamic_cast<TraceContext*>(&cx);
+  return tc ? tc->function().body.size() : 0;
+}
+
+void jaxpr_hide_operand_converts(OpContext& cx, size_t begin,
+                                 const std::vector<std::pair<Tensor, Tensor>>& converted) {
+  auto* tc = dynamic_cast<TraceContext*>(&cx);
+  if (!tc || !tc->jaxpr_record) return;
+  size_t end = tc->function().body.size();
+  if (end <= begin) return;
+  tc->jaxpr_record->hidden.push_back({begin, end});
+  for (const auto& [original, now] : converted) {
+    int a = tc->value_of(now), b = tc->value_of(original);
+    if (a != b) tc->jaxpr_record->alias[a] = b;
+  }
+}
+
 int jaxpr_begin_region(TraceContext& tc, std::string prim, std::vector<int> inputs,
                        std::vector<std::pair<std::string, std::string>> params) {
   JaxprRecord& rec = *tc.jaxpr_record;

@@ -33,6 +33,15 @@ void jaxpr_end_region(TraceContext& tc, int region, std::vector<int> outputs);
 // stands for, told apart from other uses of `t` in the same body.
 Tensor jaxpr_fresh_copy(TraceContext& tc, const Tensor& t);
 
+// dot_general takes operands of different dtypes in JAX; pxl converts them
+// first. Under make_jaxpr the conversions (the instructions from `begin` on)
+// are hidden and each converted operand prints as the original, so the
+// jaxpr shows JAX's one dot_general. Does nothing when not recording.
+void jaxpr_hide_operand_converts(OpContext& cx, size_t begin,
+                                 const std::vector<std::pair<Tensor, Tensor>>& converted);
+// Where the next instruction goes (for jaxpr_hide_operand_converts); 0 when not tracing.
+size_t jaxpr_body_size(OpContext& cx);
+
 // Inlines `f` (traced with its own record `inner`) into the recording trace
 // `tc`, as inline_function does, and carries inner's regions, hidden steps and
 // aliases over to tc's record, nested in its innermost open region.

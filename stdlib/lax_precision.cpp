@@ -9,20 +9,58 @@ namespace pxl {
 
 namespace {
 
-// One operand's precision: a lax.Precision or a name JAX accepts; anything
-// else (a DotAlgorithmPreset, its name) is accepted and leaves it None.
-uint8_t precision_code(const Value& v) {
+bool is_preset_name(const std::string& n) {
+  static const char* const presets[] = {"DEFAULT",
+                                        "ANY_F8_ANY_F8_F32",
+                                        "ANY_F8_ANY_F8_F32_FAST_ACCUM",
+                                        "ANY_F8_ANY_F8_ANY",
+                                        "ANY_F8_ANY_F8_ANY_FAST_ACCUM",
+                                        "F16_F16_F16",
+                                        "F16_F16_F32",
+                                        "BF16_BF16_BF16",
+                                        "BF16_BF16_F32",
+                                        "BF16_BF16_F32_X3",
+                                        "BF16_BF16_F32_X6",
+                                        "BF16_BF16_F32_X9",
+                                        "TF32_TF32_F32",
+                                        "TF32_TF32_F32_X3",
+                                        "F32_F32_F32",
+                                        "F64_F64_F64"};
+  for (const char* p : presets)
+    if (n == p) return true;
+  return false;
+}
+
+[[noreturn]] void bad_precision(const Value& v) {
+  throw Error(ErrCode::Value,
+              "Precision argument must be one of:\n- None,\n- a string in ['highest', 'float32', "
+              "'high', 'bfloat16_3x', 'tensorfloat32', 'default', 'bfloat16', 'fastest', None],\n"
+              "- a lax.Precision value,\n- a tuple of two lax.Precision values or strings,\n- a "
+              "lax.DotAlgorithmPreset or the name of one of these presets, or\n- a "
+              "lax.DotAlgorithm value;\nbut got " +
+                  str(v) + ".");
+}
+
+// One operand's precision: a lax.Precision or a name JAX accepts. A
+// DotAlgorithmPreset (or its name) is accepted and leaves it None: the CPU
+// computes in the operands' type. Anything else is JAX's ValueError.
+uint8_t precision_code(const Value& v, const Value& whole) {
   std::string name;
   if (auto* p =
           v.is_obj(ObjKind::Opaque) ? dynamic_cast<PrecisionObj*>(v.as<OpaqueObj>()) : nullptr)
     name = p->name;
   else if (v.is_obj(ObjKind::Str))
     name = v.as<StrObj>()->value;
+  else if (type_name(v) == "DotAlgorithmPreset")
+    return kPrecisionNone;
+  else
+    bad_precision(whole);
   if (name == "DEFAULT" || name == "default" || name == "fastest" || name == "bfloat16")
     return kPrecisionDefault;
   if (name == "HIGH" || name == "high" || name == "tensorfloat32" || name == "bfloat16_3x")
     return kPrecisionHigh;
   if (name == "HIGHEST" || name == "highest" || name == "float32") return kPrecisionHighest;
+  if (!is_preset_name(name)) bad_precision(whole);
   return kPrecisionNone;
 }
 
@@ -34,7 +72,7 @@ bool PrecisionObj::get_attr(InterpreterImpl&, const std::string& attr, Value& ou
   return false;
 }
 
-std::array<uint8_t, 2> dot_precision(InterpreterImpl& in, Value v, const char* fn) {
+std::array<uint8_t, 2> dot_precision(InterpreterImpl& in, Value v) {
   if (v.is_none()) {
     Value config = in.get_attr(in.import_module("jax", Span{}, ""), "config", Span{});
     v = in.get_attr(config, "jax_default_matmul_precision", Span{});
@@ -42,11 +80,15 @@ std::array<uint8_t, 2> dot_precision(InterpreterImpl& in, Value v, const char* f
   }
   std::array<uint8_t, 2> p;
   if (const ValueList* pair = sequence_items(v)) {
-    if (pair->size() != 2)
-      throw Error(ErrCode::Value, std::string(fn) + "(): precision must be a pair of values");
-    p = {precision_code((*pair)[0]), precision_code((*pair)[1])};
+    // Two lax.Precision values or two names (each checked on its own), as JAX's.
+    if (pair->size() != 2) bad_precision(v);
+    const Value &a = (*pair)[0], &b = (*pair)[1];
+    bool names = a.is_obj(ObjKind::Str) && b.is_obj(ObjKind::Str);
+    bool values = type_name(a) == "Precision" && type_name(b) == "Precision";
+    if (!names && !values) bad_precision(v);
+    p = {precision_code(a, a), precision_code(b, b)};
   } else {
-    p = {precision_code(v), precision_code(v)};
+    p = {precision_code(v, v), precision_code(v, v)};
   }
   if (p[0] == kPrecisionNone || p[1] == kPrecisionNone) return {kPrecisionNone, kPrecisionNone};
   return p;

@@ -29,7 +29,7 @@ struct PrecisionObj : OpaqueObj {
 // JAX's canonicalize_precision for dot_general's `precision`: None takes
 // jax_default_matmul_precision (read at trace time, as JAX does); one value
 // (a lax.Precision or a name JAX accepts) serves both operands; else a pair.
-std::array<uint8_t, 2> dot_precision(InterpreterImpl& in, Value v, const char* fn);
+std::array<uint8_t, 2> dot_precision(InterpreterImpl& in, Value v);
 
 // The jaxpr parameter: None, or a pair of lax.Precision values.
 Value precision_value(const std::array<uint8_t, 2>& p);

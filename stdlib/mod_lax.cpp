@@ -9,6 +9,7 @@
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/convert.hpp"
+#include "stdlib/jaxpr_record.hpp"
 #include "stdlib/jit_devices.hpp"
 #include "stdlib/lax_precision.hpp"
 #include "stdlib/module_builder.hpp"
@@ -309,8 +310,10 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     OpAttrs at;
     at.dot = dot_dims(r[2], "dot_general");
     at.dot.preferred_none = !r.has(4) || r[4].is_none();
-    at.dot.precision = dot_precision(in, r.has(3) ? r[3] : Value(), "dot_general");
-    Tensor l = T(in, r[0]), rt = T(in, r[1]);
+    at.dot.precision = dot_precision(in, r.has(3) ? r[3] : Value());
+    Tensor l0 = T(in, r[0]), r0 = T(in, r[1]);
+    Tensor l = l0, rt = r0;
+    size_t begin = jaxpr_body_size(in.ops());
     if (l->aval.dtype !=
         rt->aval.dtype) { // lax requires equal dtypes; jnp-style promotion is friendlier
       Tensor z = np::binary(in.ops(), np::BinOp::Add,
@@ -328,6 +331,7 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
       l = np::astype(in.ops(), l, *pref);
       rt = np::astype(in.ops(), rt, *pref);
     }
+    jaxpr_hide_operand_converts(in.ops(), begin, {{l0, l}, {r0, rt}}); // JAX's mixed operands
     return make_array(bind(in, Op::DotGeneral, at, {l, rt}));
   });
   // lax_conv.pxl's contraction of patches with a kernel, summed in the order

@@ -657,13 +657,12 @@ void def_linalg(ModuleBuilder& b) {
   b.fn("matmul", [operands](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("matmul", a, {"a", "b", "precision", "preferred_element_type", "out_sharding"}, 2);
     auto [x, y] = operands(in, r);
-    return make_array(
-        np::matmul(in.ops(), x, y, dot_precision(in, r.has(2) ? r[2] : Value(), "matmul")));
+    return make_array(np::matmul(in.ops(), x, y, dot_precision(in, r.has(2) ? r[2] : Value())));
   });
   b.fn("dot", [operands](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("dot", a, {"a", "b", "precision", "preferred_element_type", "out_sharding"}, 2);
     auto [x, y] = operands(in, r);
-    return make_array(np::dot(in.ops(), x, y, dot_precision(in, r.has(2) ? r[2] : Value(), "dot")));
+    return make_array(np::dot(in.ops(), x, y, dot_precision(in, r.has(2) ? r[2] : Value())));
   });
   b.fn("outer", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("outer", a, {"a", "b"}, 2);
@@ -700,8 +699,7 @@ void def_linalg(ModuleBuilder& b) {
       for (Tensor& t : ops) t = np::astype(in.ops(), t, *preferred);
     else
       strict_check_join(in, ops);
-    return make_array(
-        np::einsum(in.ops(), spec, ops, optimize, dot_precision(in, precision, "einsum")));
+    return make_array(np::einsum(in.ops(), spec, ops, optimize, dot_precision(in, precision)));
   });
   // (path, info): opt_einsum's path as a list of tuples and its printed PathInfo.
   b.fn("einsum_path", [](InterpreterImpl& in, CallArgs& a) {

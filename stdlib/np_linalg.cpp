@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "stdlib/jaxpr_record.hpp"
 #include "stdlib/np_internal.hpp"
 
 namespace pxl::np {
@@ -41,7 +42,9 @@ Tensor matmul(OpContext& cx, const Tensor& a0, const Tensor& b0, std::array<uint
     if ((k ? sb : sa).empty()) // JAX's text
       throw Error(ErrCode::Value, "matmul input operand " + std::to_string(k) +
                                       " must have ndim at least 1, but it has ndim 0");
+  size_t begin = jaxpr_body_size(cx);
   auto [a, b] = promoted(cx, a0, b0);
+  jaxpr_hide_operand_converts(cx, begin, {{a0, a}, {b0, b}}); // JAX's mixed operands
   const bool a_mat = sa.size() > 1, b_mat = sb.size() > 1;
   const int64_t k_a = sa.back(), k_b = b_mat ? sb[sb.size() - 2] : sb[0];
   const size_t na = a_mat ? sa.size() - 2 : 0, nb = b_mat ? sb.size() - 2 : 0;
@@ -105,7 +108,9 @@ Tensor dot(OpContext& cx, const Tensor& a0, const Tensor& b0, std::array<uint8_t
   const Shape& sa = av(a0).shape;
   const Shape& sb = av(b0).shape;
   if (sa.empty() || sb.empty()) return binary(cx, BinOp::Mul, a0, b0);
+  size_t begin = jaxpr_body_size(cx);
   auto [a, b] = promoted(cx, a0, b0);
+  jaxpr_hide_operand_converts(cx, begin, {{a0, a}, {b0, b}}); // JAX's mixed operands
   // Contract a's last axis with b's only axis (1-d) or second-to-last axis.
   int64_t ca = static_cast<int64_t>(sa.size()) - 1;
   int64_t cb = sb.size() == 1 ? 0 : static_cast<int64_t>(sb.size()) - 2;
