@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <numeric>
 
@@ -105,7 +106,7 @@ public:
     int k = layout_.per_thread;
     GpuDevice& dev = rt_.device(thread % rt_.device_count());
     dev.bind();
-    auto prog = rt_.program(f, dev);
+    auto prog = program_on(dev);
     const KernelPlan& plan = prog->ptx->plan;
     std::vector<std::vector<Array>> env = initial_values(f, inputs, consts_, k);
     std::vector<std::vector<Slot>> slots(static_cast<size_t>(k),
@@ -161,6 +162,15 @@ private:
     std::vector<std::vector<Array>>& env;
     std::vector<std::vector<Slot>>& slots;
   };
+
+  // The program loaded on `dev`, looked up in the runtime once per device:
+  // the runtime's key is the function's printed IR, too slow for every call.
+  std::shared_ptr<const LoadedProgram> program_on(GpuDevice& dev) {
+    std::lock_guard<std::mutex> lock(programs_mu_);
+    auto& p = programs_[&dev];
+    if (!p) p = rt_.program(*fn_, dev);
+    return p;
+  }
 
   const Span& loc(int v) const {
     const Span& own = fn_->values[v].loc;
@@ -329,6 +339,8 @@ private:
   CollectiveGroups groups_;
   CollectivePath path_;
   std::mutex host_mu_;
+  std::mutex programs_mu_;
+  std::map<const GpuDevice*, std::shared_ptr<const LoadedProgram>> programs_;
   std::shared_ptr<const CompiledProgram> host_prog_; // only for kernels without a device version
 };
 
