@@ -886,7 +886,6 @@ constexpr int64_t kGpuOrderedNodes = 32 * 32;
 constexpr int64_t kGpuOrderedBlock = 128; // 4 warps: 4 x 1024 f64 slots fit in 32 KiB
 
 int64_t KernelEmitter::gpu_lanes(const Instr& in, int64_t rows, int64_t n, llvm::Type* ct) const {
-  (void)rows;
   if (ordered(in)) // XLA's order: a warp computes the nodes of one level of the row's tree
     return in.attrs.axes.size() == 1 && n >= kGpuOrderedRow && !ct->isStructTy() ? 32 : 0;
   int64_t cpu = ct->getPrimitiveSizeInBits() >= 64 ? kLanes64 : kLanes32;

@@ -21,9 +21,6 @@ namespace pxl {
 
 namespace {
 
-// The lowest address the calling thread's pxl frames may reach: its stack's
-// end plus a margin for native code (BLAS, printing) below the deepest frame.
-// Read once per thread: pthread_getattr_np is slow on the main thread.
 // The calling thread's stack: its lowest address (null if unknown) and size.
 std::pair<char*, size_t> thread_stack() {
   pthread_attr_t attr;
@@ -36,6 +33,9 @@ std::pair<char*, size_t> thread_stack() {
   return {static_cast<char*>(addr), size};
 }
 
+// The lowest address the calling thread's pxl frames may reach: its stack's
+// end plus a margin for native code (BLAS, printing) below the deepest frame.
+// Read once per thread: pthread_getattr_np is slow on the main thread.
 const char* thread_stack_floor() {
   thread_local const char* floor = [] {
     auto [addr, size] = thread_stack();

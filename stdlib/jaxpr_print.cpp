@@ -13,6 +13,7 @@
 #include "lang/jaxpr_record.hpp"
 #include "runtime/format.hpp"
 #include "stdlib/jaxpr_eqns.hpp"
+#include "stdlib/lax_precision.hpp"
 #include "stdlib/pretty_doc.hpp"
 
 namespace pxl {
@@ -113,9 +114,7 @@ Params printed_params(Op op, const OpAttrs& a, const AVal& result) {
                                    py_seq(a.dot.lhs_batch, true) + ", " +
                                    py_seq(a.dot.rhs_batch, true) + "))"}};
     // JAX's dot_general printing rule leaves out the parameters that are None.
-    if (a.dot.precision[0])
-      p.push_back({"precision", std::string("(Precision.") + precision_name(a.dot.precision[0]) +
-                                    ", Precision." + precision_name(a.dot.precision[1]) + ")"});
+    if (a.dot.precision[0]) p.push_back({"precision", repr(precision_value(a.dot.precision))});
     if (!a.dot.preferred_none) p.push_back({"preferred_element_type", dtype_name(result.dtype)});
     break;
   default:

@@ -9,26 +9,10 @@ namespace pxl {
 
 namespace {
 
-bool is_preset_name(const std::string& n) {
-  static const char* const presets[] = {"DEFAULT",
-                                        "ANY_F8_ANY_F8_F32",
-                                        "ANY_F8_ANY_F8_F32_FAST_ACCUM",
-                                        "ANY_F8_ANY_F8_ANY",
-                                        "ANY_F8_ANY_F8_ANY_FAST_ACCUM",
-                                        "F16_F16_F16",
-                                        "F16_F16_F32",
-                                        "BF16_BF16_BF16",
-                                        "BF16_BF16_F32",
-                                        "BF16_BF16_F32_X3",
-                                        "BF16_BF16_F32_X6",
-                                        "BF16_BF16_F32_X9",
-                                        "TF32_TF32_F32",
-                                        "TF32_TF32_F32_X3",
-                                        "F32_F32_F32",
-                                        "F64_F64_F64"};
-  for (const char* p : presets)
-    if (n == p) return true;
-  return false;
+// A name of lax.DotAlgorithmPreset's members (stdlib/lax_checked.pxl).
+bool is_preset_name(InterpreterImpl& in, const std::string& n) {
+  Value lax = in.get_attr(in.import_module("jax", Span{}, ""), "lax", Span{});
+  return in.has_attr(in.get_attr(lax, "DotAlgorithmPreset", Span{}), n);
 }
 
 [[noreturn]] void bad_precision(const Value& v) {
@@ -44,7 +28,7 @@ bool is_preset_name(const std::string& n) {
 // One operand's precision: a lax.Precision or a name JAX accepts. A
 // DotAlgorithmPreset (or its name) is accepted and leaves it None: the CPU
 // computes in the operands' type. Anything else is JAX's ValueError.
-uint8_t precision_code(const Value& v, const Value& whole) {
+uint8_t precision_code(InterpreterImpl& in, const Value& v, const Value& whole) {
   std::string name;
   if (auto* p =
           v.is_obj(ObjKind::Opaque) ? dynamic_cast<PrecisionObj*>(v.as<OpaqueObj>()) : nullptr)
@@ -60,7 +44,7 @@ uint8_t precision_code(const Value& v, const Value& whole) {
   if (name == "HIGH" || name == "high" || name == "tensorfloat32" || name == "bfloat16_3x")
     return kPrecisionHigh;
   if (name == "HIGHEST" || name == "highest" || name == "float32") return kPrecisionHighest;
-  if (!is_preset_name(name)) bad_precision(whole);
+  if (!is_preset_name(in, name)) bad_precision(whole);
   return kPrecisionNone;
 }
 
@@ -86,9 +70,9 @@ std::array<uint8_t, 2> dot_precision(InterpreterImpl& in, Value v) {
     bool names = a.is_obj(ObjKind::Str) && b.is_obj(ObjKind::Str);
     bool values = type_name(a) == "Precision" && type_name(b) == "Precision";
     if (!names && !values) bad_precision(v);
-    p = {precision_code(a, a), precision_code(b, b)};
+    p = {precision_code(in, a, a), precision_code(in, b, b)};
   } else {
-    p = {precision_code(v, v), precision_code(v, v)};
+    p = {precision_code(in, v, v), precision_code(in, v, v)};
   }
   if (p[0] == kPrecisionNone || p[1] == kPrecisionNone) return {kPrecisionNone, kPrecisionNone};
   return p;
