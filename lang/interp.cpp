@@ -30,6 +30,7 @@ InterpreterImpl::InterpreterImpl(InterpOptions opts)
   cache.times = phase_times();
   if (opts_.explain_cache) cache.explain = err_;
   platform_.set_code_cache_options(std::move(cache));
+  platform_.set_phase_times(phase_times());
   auto eager = std::make_unique<EagerContext>();
   // On CUDA always: the device runs eager ops whatever --exec says (as it runs SPMD programs).
   if (opts_.exec == ExecMode::Jit || platform_.cuda()) {

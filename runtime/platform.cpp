@@ -54,6 +54,10 @@ Platform::~Platform() {
   threads_.reset(); // nothing runs on the GPUs once the device threads are gone
 }
 
+void Platform::set_phase_times(PhaseTimes* times) {
+  if (cuda_) cuda_->set_phase_times(times);
+}
+
 DeviceThreads& Platform::threads() {
   if (!threads_) threads_ = std::make_unique<DeviceThreads>(device_count());
   return *threads_;

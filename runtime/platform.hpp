@@ -17,7 +17,8 @@ class Executable; // runtime/executable.hpp
 struct Function;
 struct SpmdLayout;
 class Array;
-class PullLog; // runtime/sharded.hpp
+class PullLog;    // runtime/sharded.hpp
+class PhaseTimes; // lang/phase_times.hpp
 namespace cuda {
 class CudaRuntime; // runtime/cuda/runtime.hpp
 }
@@ -67,6 +68,8 @@ public:
   // How the code cache is created (disk directory, --time-passes,
   // --explain-cache); takes effect if set before its first use.
   void set_code_cache_options(CodeCacheOptions opts) { code_cache_options_ = std::move(opts); }
+  // --time-passes for the CUDA runtime (its start-up, PTX, module loads); nothing on the CPU.
+  void set_phase_times(PhaseTimes* times);
   // The executable for a traced SPMD Function on this platform: on CUDA, its
   // kernels run on the GPUs (`mode` does not apply); on the CPU, as `mode` says.
   std::unique_ptr<Executable> make_executable(ExecMode mode, std::shared_ptr<const Function> fn,

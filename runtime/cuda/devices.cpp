@@ -1,5 +1,7 @@
 #include "runtime/cuda/devices.hpp"
 
+#include "lang/phase_times.hpp"
+
 namespace pxl::cuda {
 
 DeviceBuffer::~DeviceBuffer() {
@@ -142,6 +144,7 @@ void GpuDevice::synchronize() const {
 
 cublasHandle_t GpuDevice::blas() {
   if (!blas_) {
+    ScopedPhase timing(times_, "cuda: cuBLAS start-up");
     const CublasApi& b = driver_.cublas();
     bind();
     if (b.cublasCreate(&blas_) != CUBLAS_STATUS_SUCCESS)

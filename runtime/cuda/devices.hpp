@@ -15,6 +15,10 @@
 #include "runtime/cuda/loader.hpp"
 #include "runtime/sharded.hpp"
 
+namespace pxl {
+class PhaseTimes; // lang/phase_times.hpp
+}
+
 namespace pxl::cuda {
 
 class GpuDevice;
@@ -99,6 +103,8 @@ public:
   void synchronize() const;
   // This device's cuBLAS handle (created on first use, bound to its stream).
   cublasHandle_t blas();
+  // --time-passes: where cuBLAS's start-up time goes (null: not timed).
+  void set_phase_times(PhaseTimes* times) { times_ = times; }
 
   // Device copies of host arrays, kept while the host array lives: a call
   // whose input is already here (an earlier call's input or result) does not
@@ -124,6 +130,7 @@ private:
   std::string name_;
   int cc_ = 0, sms_ = 0;
   cublasHandle_t blas_ = nullptr;
+  PhaseTimes* times_ = nullptr;
   std::mutex pool_mu_;
   std::multimap<size_t, CUdeviceptr> pool_;
   std::set<CUdeviceptr> in_use_; // handed out, not yet back in the pool

@@ -2,10 +2,14 @@
 
 #include <set>
 
+#include "lang/phase_times.hpp"
+
 namespace pxl::cuda {
 
 CudaRuntime::CudaRuntime(int count, bool logical, const LibraryNames& names)
     : driver_(Driver::open(names)), logical_(logical) {
+  auto opened = std::chrono::steady_clock::now();
+  driver_seconds_ = std::chrono::duration<double>(opened - created_).count();
   int gpus = driver_->device_count();
   if (!logical && count > gpus)
     throw Error(ErrCode::Device,
@@ -17,6 +21,17 @@ CudaRuntime::CudaRuntime(int count, bool logical, const LibraryNames& names)
   int n = logical ? count : (count > 0 ? count : gpus);
   for (int i = 0; i < n; ++i)
     devices_.push_back(std::make_unique<GpuDevice>(*driver_, logical ? 0 : i, transfers_));
+  devices_seconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - opened).count();
+}
+
+void CudaRuntime::set_phase_times(PhaseTimes* times) {
+  if (times && !times_) {
+    times->add("cuda: driver start-up", driver_seconds_);
+    times->add("cuda: contexts + streams", devices_seconds_);
+  }
+  times_ = times;
+  for (auto& d : devices_) d->set_phase_times(times);
 }
 
 CudaRuntime::~CudaRuntime() {
@@ -56,6 +71,7 @@ std::shared_ptr<const LoadedProgram> CudaRuntime::program(const Function& f, Gpu
   if (auto it = loaded_.find(key); it != loaded_.end()) return it->second;
   auto& ptx = ptx_[text];
   if (!ptx) {
+    ScopedPhase timing(times_, "codegen: PTX");
     PtxOptions o;
     o.arch = arch;
     ptx = std::make_shared<const PtxProgram>(compile_ptx(f, o));
@@ -71,7 +87,11 @@ std::shared_ptr<const LoadedProgram> CudaRuntime::program(const Function& f, Gpu
     char log[8192] = {0};
     CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void* vals[] = {log, reinterpret_cast<void*>(static_cast<uintptr_t>(sizeof log - 1))};
-    CUresult r = driver_->api().cuModuleLoadDataEx(&lp->module, ptx->ptx.c_str(), 2, opts, vals);
+    CUresult r;
+    {
+      ScopedPhase timing(times_, "cuda: module load (PTX JIT)");
+      r = driver_->api().cuModuleLoadDataEx(&lp->module, ptx->ptx.c_str(), 2, opts, vals);
+    }
     if (r != CUDA_SUCCESS)
       throw Error(ErrCode::Device,
                   "loading the kernels' PTX on GPU " + std::to_string(dev.ordinal()) + " failed: " +
@@ -100,6 +120,7 @@ ncclComm_t CudaRuntime::nccl_comm(const std::vector<int>& ordinals, int rank) {
   auto it = nccl_comms_.find(ordinals);
   if (it == nccl_comms_.end()) {
     const NcclApi& nccl = driver_->nccl();
+    ScopedPhase timing(times_, "cuda: NCCL start-up");
     std::vector<ncclComm_t> comms(ordinals.size());
     ncclResult_t r =
         nccl.ncclCommInitAll(comms.data(), static_cast<int>(ordinals.size()), ordinals.data());

@@ -1,6 +1,7 @@
 // The CUDA side of a Platform: the driver, its devices, the log of host<->device
 // copies, and the PTX programs loaded on each GPU (compiled once per Function).
 #pragma once
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -45,8 +46,17 @@ public:
   // is asked for (ncclCommInitAll, all ranks at once) and kept until the
   // runtime goes, so each mesh's groups pay for it once.
   ncclComm_t nccl_comm(const std::vector<int>& ordinals, int rank);
+  // --time-passes: from now on, where the CUDA runtime's time goes (compiling
+  // PTX, the driver's compilation of it when a module loads, cuBLAS's and
+  // NCCL's start-up), and, at once, what opening the driver and creating the
+  // devices took. Null: not timed.
+  void set_phase_times(PhaseTimes* times);
 
 private:
+  // Before driver_: what opening the driver takes is measured from here.
+  std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
+  double driver_seconds_ = 0, devices_seconds_ = 0;
+  PhaseTimes* times_ = nullptr;
   std::unique_ptr<Driver> driver_;
   bool logical_ = false;
   TransferLog transfers_;

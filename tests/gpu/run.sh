@@ -6,19 +6,20 @@
 # (pxl vs jax.jit on the GPU when JAX is importable, vs cuBLAS called directly).
 # Fails at once, saying why, without a usable GPU.
 # Usage: tests/gpu/run.sh [path/to/pxl [PART...]]
-#   PART: goldens, cuda4, checks, bench (default: all four, in that order)
+#   PART: startup, goldens, cuda4, checks, bench (default: all five, in that order)
 #   PYTHON=... picks the JAX python; JOBS=N programs at a time (default: every core)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 pxl=${1:-$here/../../build/bin/pxl}
 shift || true
-parts=${*:-goldens cuda4 checks bench}
+parts=${*:-startup goldens cuda4 checks bench}
 python=${PYTHON:-python3}
 jobs=${JOBS:-$(nproc)}
 if [ ! -x "$pxl" ]; then
   echo "run.sh: $pxl is not an executable pxl; build first (./tools/build.sh)" >&2
   exit 2
 fi
+pxl=$(cd "$(dirname "$pxl")" && pwd)/$(basename "$pxl") # parts run it from other folders
 if ! probe=$("$pxl" --platform cuda -c 'print(device_count(), jax.devices())' 2>&1); then
   echo "run.sh: no usable GPU, nothing to test:" >&2
   echo "$probe" >&2
@@ -27,6 +28,37 @@ fi
 echo "CUDA devices: $probe"
 compare=(python3 "$here/compare.py" --pxl "$pxl" -j "$jobs")
 status=0
+startup() {
+  # Where a program's time goes on the GPU (each golden program took ~3 s there,
+  # a fraction of a second on the CPU): one process alone, 16 at once (the
+  # golden runs' load), and --time-passes of two programs (driver start-up,
+  # contexts, PTX compilation, the driver's PTX JIT at module load, cuBLAS).
+  echo "== start-up: wall seconds of pxl -c pass, alone (5 runs) then 16 at once"
+  local t0 t1 i
+  for platform in cpu cuda; do
+    t0=$(date +%s.%N)
+    for i in 1 2 3 4 5; do "$pxl" --platform $platform -c pass || status=1; done
+    t1=$(date +%s.%N)
+    echo "$platform alone: $(echo "($t1 - $t0) / 5" | bc -l | cut -c1-6) s a process"
+    t0=$(date +%s.%N)
+    for i in $(seq 16); do "$pxl" --platform $platform -c pass & done
+    wait
+    t1=$(date +%s.%N)
+    echo "$platform 16 at once: $(echo "$t1 - $t0" | bc -l | cut -c1-6) s for all"
+  done
+  local prog
+  for prog in examples/seed_pmap.pxl spmd/collectives_1d.pxl; do
+    echo "-- --time-passes $prog on cuda (its # ARGS, logical devices as goldens uses)"
+    local args
+    args=$(sed -n 's/^# ARGS://p' "$here/../programs/$prog" | head -1)
+    local n
+    n=$(echo "$args" | sed -n 's/.*--devices \([0-9]*\).*/\1/p')
+    (cd "$here/../programs/$(dirname "$prog")" &&
+      PXL_DEVICES=cuda:${n:-8} timeout 60 "$pxl" --platform cuda --time-passes \
+        $(echo "$args" | sed 's/--devices [0-9]*//') "$(basename "$prog")" 2>&1 >/dev/null |
+      sed -n '/time-passes/,$p') || status=1
+  done
+}
 goldens() {
   echo "== golden programs, each on its own device count"
   timeout 240 "${compare[@]}" --mode own || status=1
@@ -63,9 +95,9 @@ bench() {
 }
 for part in $parts; do
   case $part in
-  goldens | cuda4 | checks | bench) "$part" ;;
+  startup | goldens | cuda4 | checks | bench) "$part" ;;
   *)
-    echo "run.sh: unknown part '$part' (goldens, cuda4, checks, bench)" >&2
+    echo "run.sh: unknown part '$part' (startup, goldens, cuda4, checks, bench)" >&2
     exit 2
     ;;
   esac

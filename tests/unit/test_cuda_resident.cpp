@@ -173,7 +173,8 @@ namespace {
 // cuBLAS stand-ins named through PXL_CUDA_DRIVER / PXL_CUBLAS); returns
 // {stdout, stderr}, stderr ending with the --profile report.
 std::pair<std::string, std::string> run_on_fake_platform(const std::string& code,
-                                                         const char* gpus = "1") {
+                                                         const char* gpus = "1",
+                                                         bool time_passes = false) {
   std::ostringstream out, err;
   setenv("PXL_CUDA_DRIVER", PXL_FAKE_CUDA, 1);
   setenv("PXL_CUBLAS", PXL_FAKE_CUDA, 1);
@@ -185,6 +186,7 @@ std::pair<std::string, std::string> run_on_fake_platform(const std::string& code
     o.out = &out;
     o.err = &err;
     o.profile = true;
+    o.time_passes = time_passes;
     o.cache_dir = "";
     std::unique_ptr<Interpreter> in;
     try {
@@ -223,6 +225,17 @@ TEST_CASE("cuda: jax.jit runs on the CUDA platform and its results stay there", 
   // The copy down is the print's, of the value the jitted lambda computed.
   CHECK(err.find("  t.pxl:9:1: to host 48 bytes (computed at t.pxl:5:") != std::string::npos);
 }
+TEST_CASE("cuda: --time-passes shows the CUDA runtime's start-up and compilation", "[cuda]") {
+  auto [out, err] = run_on_fake_platform("import jax, jax.numpy as jnp\n"
+                                         "print(jax.jit(lambda a: a @ a)(jnp.ones((2, 2))))\n",
+                                         "1", true);
+  CHECK(out == "[[2. 2.]\n [2. 2.]]\n");
+  INFO(err);
+  for (const char* phase : {"cuda: driver start-up", "cuda: contexts + streams", "codegen: PTX",
+                            "cuda: cuBLAS start-up", "run: jit"})
+    CHECK(err.find(std::string("\n  ") + phase + " ") != std::string::npos);
+}
+
 TEST_CASE("cuda: eager ops on a device-backed operand run on the device", "[cuda]") {
   auto [out, err] = run_on_fake_platform("import jax\n"
                                          "import jax.numpy as jnp\n"
