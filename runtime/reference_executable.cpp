@@ -59,7 +59,8 @@ bool participants_independent(const Function& f) {
 }
 
 namespace {
-// Below this much input, an independent launch runs on the calling thread.
+// Below this much input, an independent launch on several device threads runs on
+// the calling thread.
 constexpr size_t kInlineLaunchBytes = size_t{256} << 10;
 } // namespace
 
@@ -69,22 +70,26 @@ std::vector<std::vector<Array>> launch(Executable& exe, DeviceThreads& pool,
                                        std::vector<DebugRecord>* debug) {
   int k = layout.per_thread;
   CommWorld world(layout.threads, k);
+  // One device thread has nobody to run beside: waking it (and being woken
+  // by it) would only add two thread hand-offs to every call.
+  bool inline_run = layout.threads == 1;
   if (layout.threads > 1 && exe.independent()) {
     size_t bytes = 0;
     for (const auto& p : inputs)
       for (const Array& a : p) bytes += a.nbytes();
-    if (bytes <= kInlineLaunchBytes) {
-      std::vector<std::vector<Array>> outputs;
-      outputs.reserve(static_cast<size_t>(layout.participants()));
-      for (int t = 0; t < layout.threads; ++t) {
-        std::vector<std::vector<Array>> local(inputs.begin() + t * k, inputs.begin() + (t + 1) * k);
-        std::vector<DebugRecord> log;
-        for (auto& out : exe.run(t, local, world, log)) outputs.push_back(std::move(out));
-        if (debug)
-          for (auto& rec : log) debug->push_back(std::move(rec));
-      }
-      return outputs;
+    inline_run = bytes <= kInlineLaunchBytes;
+  }
+  if (inline_run) {
+    std::vector<std::vector<Array>> outputs;
+    outputs.reserve(static_cast<size_t>(layout.participants()));
+    for (int t = 0; t < layout.threads; ++t) {
+      std::vector<std::vector<Array>> local(inputs.begin() + t * k, inputs.begin() + (t + 1) * k);
+      std::vector<DebugRecord> log;
+      for (auto& out : exe.run(t, local, world, log)) outputs.push_back(std::move(out));
+      if (debug)
+        for (auto& rec : log) debug->push_back(std::move(rec));
     }
+    return outputs;
   }
   std::vector<std::vector<Array>> outputs(layout.participants());
   std::vector<std::vector<DebugRecord>> logs(layout.threads);
