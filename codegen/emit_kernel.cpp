@@ -135,9 +135,10 @@ private:
   Value* lane_ = nullptr;
   int64_t row_lanes_ = 0;
   int64_t block_threads_ = 256;
-  llvm::GlobalVariable* smem_ = nullptr;      // block-wide lanes' partial results
-  llvm::GlobalVariable* node_smem_ = nullptr; // each warp's tree nodes (group_ordered_row)
-  bool finish_ = false;                       // emitting the finish entry of a split reduction
+  llvm::GlobalVariable* smem_ = nullptr;       // block-wide lanes' partial results
+  llvm::GlobalVariable* node_smem_ = nullptr;  // each warp's tree nodes (group_ordered_row)
+  llvm::GlobalVariable* stage_smem_ = nullptr; // each warp's tile of 32 windows (same)
+  bool finish_ = false;                        // emitting the finish entry of a split reduction
 };
 
 // Accumulator lanes of a vectorized row reduction, by compute-type width.
@@ -1014,11 +1015,57 @@ Value* KernelEmitter::group_ordered_row(const Instr& in, const Shape& red,
                   {b_.getInt32(0xffffffffu)});
   };
   warp_sync(); // the previous row's lanes are done reading the slots
-  loop_range(lane_, i64(32), i64(count), [&](Value* p) {
-    Idx pi;
-    unflatten(p, nodes, 0, pi);
-    b_.CreateStore(reduce_box(in, red, leaf, true, &pi, level), slot(p));
-  });
+  size_t wr = 0, wc = 0;
+  int64_t bytes = ct->getPrimitiveSizeInBits() / 8;
+  if (red.size() == 1 && level == 1 && levels[1].window[0] == 32 && levels[1].lo[0] == 0 &&
+      red[0] % (32 * 32) == 0 && bytes == 4 && reduce_window_lanes(levels, 1, bytes, wr, wc) == 0) {
+    // Windows of 32 consecutive elements, each a chain (what reduce_box does
+    // for one node here). Lane l's windows l, l + 32, ... lie 128 bytes apart,
+    // so reading them directly would touch 32 cache lines per load; instead
+    // the warp computes a tile of 32 windows a row of 32 at a time (lane l
+    // element l of each window: consecutive addresses), staging them in
+    // shared memory, padded to 33 so that lane l reading window l is free of
+    // bank conflicts, and then each lane chains its window in order.
+    auto* stage_ty = llvm::ArrayType::get(llvm::ArrayType::get(ct, static_cast<uint64_t>(32 * 33)),
+                                          static_cast<uint64_t>(warps));
+    if (!stage_smem_)
+      stage_smem_ = new llvm::GlobalVariable(
+          m_, stage_ty, false, llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(stage_ty),
+          fn_->getName() + ".stage", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+    auto staged = [&](Value* window, Value* element) {
+      Value* at =
+          b_.CreateAdd(b_.CreateMul(window, i64(33), "", true, true), element, "", true, true);
+      return b_.CreateInBoundsGEP(stage_ty, stage_smem_, {i64(0), warp, at});
+    };
+    loop(count / 32, [&](Value* tile) {
+      Value* first = b_.CreateMul(tile, i64(32 * 32), "", true, true);
+      loop(32, [&](Value* w) {
+        Value* pos = b_.CreateAdd(
+            first, b_.CreateAdd(b_.CreateMul(w, i64(32), "", true, true), lane_, "", true, true),
+            "", true, true);
+        b_.CreateStore(leaf({pos}), staged(w, lane_));
+      });
+      warp_sync();
+      llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+      Value* acc = eb.CreateAlloca(ct);
+      b_.CreateStore(reduce_init(in), acc);
+      loop(32, [&](Value* e) {
+        b_.CreateStore(
+            se_.reduce_step(in.op, d, b_.CreateLoad(ct, acc), b_.CreateLoad(ct, staged(lane_, e))),
+            acc);
+      });
+      b_.CreateStore(
+          b_.CreateLoad(ct, acc),
+          slot(b_.CreateAdd(b_.CreateMul(tile, i64(32), "", true, true), lane_, "", true, true)));
+      warp_sync(); // the tile's windows are read before the next tile overwrites them
+    });
+  } else {
+    loop_range(lane_, i64(32), i64(count), [&](Value* p) {
+      Idx pi;
+      unflatten(p, nodes, 0, pi);
+      b_.CreateStore(reduce_box(in, red, leaf, true, &pi, level), slot(p));
+    });
+  }
   warp_sync();
   return reduce_box(
       in, nodes, [&](const Idx& r) { return b_.CreateLoad(ct, slot(linear(nodes, r))); }, true);
