@@ -3,10 +3,17 @@
 // kernel launches fail (there is nothing to run PTX on). It lets the CUDA
 // executable's bookkeeping (transfers, buffer pool, the cuBLAS layout trick,
 // error reporting) run without a GPU.
+// Built with PXL_EMULATE_PTX (libpxl_emu_cuda.so), modules are parsed and
+// kernels run by the PTX emulator of ptx_emulator.hpp instead.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#ifdef PXL_EMULATE_PTX
+#include <string>
+
+#include "ptx_emulator.hpp"
+#endif
 
 namespace {
 
@@ -63,16 +70,38 @@ void store(void* p, int type, long long i, double v) {
   }
 }
 
+#ifdef PXL_EMULATE_PTX
+// The last failed launch's report, for cuGetErrorString on the same thread.
+thread_local std::string last_launch_error;
+constexpr int kInvalidPtx = 218, kNotFound = 500, kLaunchFailed = 719;
+#endif
+
 } // namespace
 
 extern "C" {
 int cuInit(unsigned) { return 0; }
 int cuDriverGetVersion(int* v) { return *v = 13000, 0; }
+#ifndef PXL_EMULATE_PTX
 int cuGetErrorName(int e, const char** s) {
   *s = e == 719 ? "CUDA_ERROR_LAUNCH_FAILED" : "CUDA_ERROR_UNKNOWN";
   return 0;
 }
 int cuGetErrorString(int, const char** s) { return *s = "the fake driver cannot run kernels", 0; }
+#else
+int cuGetErrorName(int e, const char** s) {
+  *s = e == kLaunchFailed ? "CUDA_ERROR_LAUNCH_FAILED"
+       : e == kInvalidPtx ? "CUDA_ERROR_INVALID_PTX"
+       : e == kNotFound   ? "CUDA_ERROR_NOT_FOUND"
+                          : "CUDA_ERROR_UNKNOWN";
+  return 0;
+}
+int cuGetErrorString(int e, const char** s) {
+  *s = e == kLaunchFailed ? last_launch_error.c_str()
+       : e == kInvalidPtx ? "the PTX emulator cannot run this module (see the log)"
+                          : "PTX emulator error";
+  return 0;
+}
+#endif
 int cuDeviceGetCount(int* n) { // PXL_FAKE_GPUS GPUs (default 2)
   const char* env = std::getenv("PXL_FAKE_GPUS");
   return *n = env ? std::atoi(env) : 2, 0;
@@ -93,9 +122,17 @@ int cuStreamDestroy_v2(void*) { return 0; }
 int cuStreamSynchronize(void*) { return 0; }
 int cuMemAlloc_v2(unsigned long long* p, size_t n) {
   *p = reinterpret_cast<uintptr_t>(std::calloc(n, 1));
+#ifdef PXL_EMULATE_PTX
+  if (*p) ptxemu::note_allocation(*p, n);
+#endif
   return *p ? 0 : 2;
 }
-int cuMemFree_v2(unsigned long long p) { return std::free(ptr(p)), 0; }
+int cuMemFree_v2(unsigned long long p) {
+#ifdef PXL_EMULATE_PTX
+  ptxemu::note_free(p);
+#endif
+  return std::free(ptr(p)), 0;
+}
 int cuMemcpyHtoDAsync_v2(unsigned long long d, const void* s, size_t n, void*) {
   return std::memcpy(ptr(d), s, n), 0;
 }
@@ -108,6 +145,7 @@ int cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size_t n, v
 int cuMemsetD8Async(unsigned long long d, unsigned char v, size_t n, void*) {
   return std::memset(ptr(d), v, n), 0;
 }
+#ifndef PXL_EMULATE_PTX
 int cuModuleLoadDataEx(void** m, const void*, unsigned, int*, void**) { return *m = ptr(1), 0; }
 int cuModuleUnload(void*) { return 0; }
 int cuModuleGetFunction(void** f, void*, const char*) { return *f = ptr(1), 0; }
@@ -115,6 +153,35 @@ int cuLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsi
                    void*, void**, void**) {
   return 719;
 }
+#else
+// CU_JIT_ERROR_LOG_BUFFER (5) and its size (6) receive the emulator's reason.
+int cuModuleLoadDataEx(void** m, const void* image, unsigned n, int* options, void** values) {
+  std::string error;
+  auto mod = ptxemu::parse_module(static_cast<const char*>(image), error);
+  if (mod) return *m = mod.release(), 0;
+  char* log = nullptr;
+  size_t size = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    if (options[i] == 5) log = static_cast<char*>(values[i]);
+    if (options[i] == 6) size = reinterpret_cast<uintptr_t>(values[i]);
+  }
+  if (log && size) std::snprintf(log, size, "ptx emulator: %s", error.c_str());
+  return kInvalidPtx;
+}
+int cuModuleUnload(void* m) { return delete static_cast<ptxemu::Module*>(m), 0; }
+int cuModuleGetFunction(void** f, void* m, const char* name) {
+  auto& ks = static_cast<ptxemu::Module*>(m)->kernels;
+  auto it = ks.find(name);
+  if (it == ks.end()) return kNotFound;
+  return *f = it->second.get(), 0;
+}
+int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                   unsigned bz, unsigned shared, void*, void** params, void**) {
+  last_launch_error = ptxemu::launch(*static_cast<const ptxemu::Kernel*>(f), {gx, gy, gz},
+                                     {bx, by, bz}, shared, params);
+  return last_launch_error.empty() ? 0 : kLaunchFailed;
+}
+#endif
 
 int cublasCreate_v2(void** h) { return *h = ptr(1), 0; }
 int cublasDestroy_v2(void*) { return 0; }
