@@ -12,6 +12,7 @@ namespace pxl {
 
 struct Expr;
 struct Stmt;
+struct LazyBody; // lang/parser.hpp
 using ExprPtr = std::unique_ptr<Expr>;
 using StmtPtr = std::unique_ptr<Stmt>;
 using Block = std::vector<StmtPtr>;
@@ -185,6 +186,9 @@ struct Stmt {
   // FunctionDef: the names its body declares nonlocal (its assignments to them
   // bind in the enclosing scope that has them).
   std::vector<std::string> nonlocals;
+  // FunctionDef of the stdlib: the body (and its nonlocals) are parsed at the
+  // first call instead (see parse_module); `body` stays empty.
+  std::shared_ptr<LazyBody> lazy_body;
   std::vector<ImportName> imports;
   std::string from_module;
   int from_level = 0; // leading dots in "from . import x"

@@ -491,6 +491,7 @@ Flow InterpreterImpl::exec(const Stmt& s, const EnvPtr& env, Value& ret) {
   case StmtKind::FunctionDef: {
     Value f = make_function(*this, s.name, s.params, env, s.name_span);
     f.as<FunctionObj>()->body = &s.body;
+    f.as<FunctionObj>()->lazy = s.lazy_body.get();
     if (!s.nonlocals.empty()) f.as<FunctionObj>()->nonlocals = &s.nonlocals;
     for (auto it = s.decorators.rbegin(); it != s.decorators.rend(); ++it) {
       Value deco = eval(**it, env);

@@ -12,6 +12,7 @@
 #include "lang/methods.hpp"
 #include "lang/name_list.hpp"
 #include "lang/op_location.hpp"
+#include "lang/parser.hpp"
 #include "lang/py_set.hpp"
 #include "lang/range_make.hpp"
 
@@ -122,10 +123,14 @@ static bool unbound_method(InterpreterImpl& in, const std::string& cls, const st
 
 // ---- calls -------------------------------------------------------------------
 
+const Block& function_body(const FunctionObj& f) { return f.lazy ? f.lazy->parsed() : *f.body; }
+
 static Value call_user(InterpreterImpl& in, FunctionObj& f, CallArgs& args, const Span& where) {
+  const Block& body = function_body(f); // first: a lazy body's nonlocals come with it
   const auto& params = *f.params;
   auto env = std::make_shared<Env>(f.closure);
-  env->nonlocals = f.nonlocals;
+  env->nonlocals =
+      f.lazy ? (f.lazy->nonlocals.empty() ? nullptr : &f.lazy->nonlocals) : f.nonlocals;
   size_t npos = args.pos.size();
   size_t pi = 0;
   ValueList varargs;
@@ -224,7 +229,7 @@ static Value call_user(InterpreterImpl& in, FunctionObj& f, CallArgs& args, cons
   }
   if (f.lambda_body) return in.eval(*f.lambda_body, env);
   Value ret;
-  in.exec_block(*f.body, env, ret);
+  in.exec_block(body, env, ret);
   return ret;
 }
 

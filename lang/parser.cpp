@@ -72,7 +72,18 @@ constexpr int kMaxNesting = 150; // deeper input is rejected, never a stack over
 
 class Parser {
 public:
-  Parser(SourceRef src, std::vector<Token> toks) : src_(std::move(src)), toks_(std::move(toks)) {}
+  Parser(SourceRef src, std::shared_ptr<const std::vector<Token>> toks, bool lazy = false)
+      : src_(std::move(src)), toks_(std::move(toks)), lazy_(lazy) {}
+
+  // A lazily parsed def's body (LazyBody::parsed), from its ':'.
+  void def_body(LazyBody& lb) {
+    lb.body.clear(); // a failed attempt's statements
+    pos_ = lb.colon_token;
+    nonlocals_.emplace_back();
+    block(lb.body, (*toks_)[lb.def_token]);
+    lb.nonlocals = std::move(nonlocals_.back());
+    nonlocals_.pop_back();
+  }
 
   // file: (NEWLINE | stmt)* END
   Module module() {
@@ -98,13 +109,13 @@ public:
 private:
   // ---- token helpers ----------------------------------------------------
   const Token& peek(int k = 0) const {
-    size_t i = std::min(pos_ + k, toks_.size() - 1);
-    return toks_[i];
+    size_t i = std::min(pos_ + k, toks_->size() - 1);
+    return (*toks_)[i];
   }
   bool at(Tok t) const { return peek().kind == t; }
   const Token& advance() {
-    const Token& t = toks_[pos_];
-    if (pos_ + 1 < toks_.size()) ++pos_;
+    const Token& t = (*toks_)[pos_];
+    if (pos_ + 1 < toks_->size()) ++pos_;
     return t;
   }
   bool accept(Tok t) {
@@ -157,7 +168,7 @@ private:
   };
   ExprPtr make(ExprKind k, const Span& s) { return std::make_unique<Expr>(k, s); }
   Span span_from(const Span& start) const {
-    const Token& last = toks_[pos_ > 0 ? pos_ - 1 : 0];
+    const Token& last = (*toks_)[pos_ > 0 ? pos_ - 1 : 0];
     return Span{src_, start.begin, std::max(last.span.end, start.begin)};
   }
 
@@ -472,12 +483,13 @@ private:
       int depth = 0;
       bool items = false;
       for (size_t k = pos_;
-           k < toks_.size() && toks_[k].kind != Tok::Newline && toks_[k].kind != Tok::End; ++k) {
-        Tok t = toks_[k].kind;
+           k < toks_->size() && (*toks_)[k].kind != Tok::Newline && (*toks_)[k].kind != Tok::End;
+           ++k) {
+        Tok t = (*toks_)[k].kind;
         if (t == Tok::LParen || t == Tok::LBracket || t == Tok::LBrace) ++depth;
         if (t == Tok::RParen || t == Tok::RBracket || t == Tok::RBrace) {
           if (depth == 0) {
-            items = k + 1 < toks_.size() && toks_[k + 1].kind == Tok::Colon;
+            items = k + 1 < toks_->size() && (*toks_)[k + 1].kind == Tok::Colon;
             break;
           }
           --depth;
@@ -559,6 +571,7 @@ private:
 
   // funcdef: 'def' NAME '(' [parameters] ')' ['->' test] ':' block
   StmtPtr funcdef(std::vector<ExprPtr> decos) {
+    size_t def_token = pos_;
     const Token& kw = advance();
     auto s = std::make_unique<Stmt>(StmtKind::FunctionDef, kw.span);
     const Token& name = expect(Tok::Name, "a function name");
@@ -570,11 +583,40 @@ private:
     expect(Tok::RParen, "')'");
     if (accept(Tok::Arrow)) test();
     s->span = Span{src_, kw.span.begin, name.span.end};
+    if (lazy_ && skip_indented_block()) {
+      auto lb = std::make_shared<LazyBody>();
+      lb->toks = toks_;
+      lb->src = src_;
+      lb->def_token = def_token;
+      lb->colon_token = body_start_;
+      s->lazy_body = std::move(lb);
+      return s;
+    }
     nonlocals_.emplace_back();
     block(s->body, kw);
     s->nonlocals = std::move(nonlocals_.back());
     nonlocals_.pop_back();
     return s;
+  }
+
+  // At a def's ':' NEWLINE INDENT: moves past the block's DEDENT and returns
+  // true (body_start_ = the ':'); anything else (a one-line body, a missing
+  // block) stays where it is, for block() to parse or report.
+  bool skip_indented_block() {
+    if (!(at(Tok::Colon) && peek(1).kind == Tok::Newline && peek(2).kind == Tok::Indent))
+      return false;
+    size_t start = pos_;
+    pos_ += 3;
+    for (int depth = 1; depth > 0; ++pos_) {
+      if (pos_ >= toks_->size() || (*toks_)[pos_].kind == Tok::End) {
+        pos_ = start;
+        return false;
+      }
+      Tok t = (*toks_)[pos_].kind;
+      depth += t == Tok::Indent ? 1 : t == Tok::Dedent ? -1 : 0;
+    }
+    body_start_ = start;
+    return true;
   }
 
   // parameters: param (',' param)* [','] where
@@ -593,7 +635,7 @@ private:
           p.kind = Param::Kind::VarArgs;
         } else {
           p.kind = Param::Kind::KwOnlyMarker;
-          p.span = toks_[pos_ - 1].span;
+          p.span = (*toks_)[pos_ - 1].span;
         }
       } else if (accept(Tok::DoubleStar)) {
         p.span = peek().span;
@@ -1367,7 +1409,7 @@ private:
       t.span.end += offset + static_cast<uint32_t>(lead);
       t.body_offset += offset + static_cast<uint32_t>(lead);
     }
-    Parser p(src_, std::move(toks));
+    Parser p(src_, std::make_shared<const std::vector<Token>>(std::move(toks)));
     p.depth_ = depth_;
     ExprPtr e = p.testlist_star();
     while (p.accept(Tok::Newline)) {
@@ -1445,7 +1487,9 @@ private:
   }
 
   SourceRef src_;
-  std::vector<Token> toks_;
+  std::shared_ptr<const std::vector<Token>> toks_;
+  bool lazy_ = false;     // defs' bodies become LazyBody (parse_module's lazy_def_bodies)
+  size_t body_start_ = 0; // skip_indented_block's ':'
   size_t pos_ = 0;
   int depth_ = 0;
   std::vector<std::vector<std::string>> nonlocals_; // per enclosing def: its nonlocal names
@@ -1453,8 +1497,18 @@ private:
 
 } // namespace
 
-Module parse_module(const SourceRef& src) { return Parser(src, lex(src)).module(); }
+Module parse_module(const SourceRef& src, bool lazy_def_bodies) {
+  return Parser(src, std::make_shared<const std::vector<Token>>(lex(src)), lazy_def_bodies)
+      .module();
+}
 
-ExprPtr parse_expression(const SourceRef& src) { return Parser(src, lex(src)).lone_expression(); }
+ExprPtr parse_expression(const SourceRef& src) {
+  return Parser(src, std::make_shared<const std::vector<Token>>(lex(src))).lone_expression();
+}
+
+const Block& LazyBody::parsed() {
+  std::call_once(once, [this] { Parser(src, toks, true).def_body(*this); });
+  return body;
+}
 
 } // namespace pxl

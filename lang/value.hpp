@@ -161,6 +161,7 @@ struct FunctionObj : Object {
   std::string name;
   const std::vector<Param>* params = nullptr; // owned by the AST (kept alive by `ast`)
   const Block* body = nullptr;
+  LazyBody* lazy = nullptr; // instead of body: a stdlib def's, parsed at the first call
   const Expr* lambda_body = nullptr;
   std::vector<Value> defaults; // evaluated at definition time, one per param (None if absent)
   const std::vector<std::string>* nonlocals = nullptr; // the def's (owned by the AST)
@@ -169,6 +170,9 @@ struct FunctionObj : Object {
   Span span;
   ModuleObj* module = nullptr;
 };
+
+// A def's statements, parsed first if its body was left for later (lang/objects.cpp).
+const Block& function_body(const FunctionObj& f);
 
 struct CallArgs {
   ValueList pos;

@@ -15,18 +15,30 @@
 #include "repl/repl.hpp"
 #include "repl/session.hpp"
 
+// OpenBLAS's own entry points (not in cblas.h): re-read its environment, and
+// stop its worker threads (the next BLAS call starts them again). Weak: a
+// BLAS without them (a serial or OpenMP build) leaves them null.
+extern "C" {
+__attribute__((weak)) void openblas_read_env();
+__attribute__((weak)) void blas_thread_shutdown_();
+}
+
 namespace {
 
-// OpenBLAS, linked in statically, starts its worker threads before main; each
-// then spins on sched_yield for 2^28 cycles (about 0.1 s) before it sleeps,
-// after start-up and after every BLAS call: a core's worth of CPU for every
-// pxl process, BLAS or not, taken from the other processes of a parallel run
-// (on 2 cores, `pxl -c pass` cost 0.21 s of CPU instead of 0.12 s). Its
-// thread timeout (read from the environment when it starts, so set here,
-// before its constructor runs: priority 101 comes before unprioritized ones)
-// makes them sleep at once; a BLAS call then wakes them. A user's setting wins.
-__attribute__((constructor(101))) void openblas_threads_sleep_at_once() {
+// OpenBLAS starts its worker threads before main; each then spins on
+// sched_yield for 2^28 cycles (about 0.1 s) before it sleeps, after start-up
+// and after every BLAS call: a core's worth of CPU for every pxl process,
+// BLAS or not, taken from the other processes of a parallel run (`pxl -c
+// 'print(1)'` cost 136 ms of CPU instead of 80 on 2 cores). Its thread
+// timeout makes them sleep at once (a BLAS call wakes them); it is read when
+// the threads start, so the threads are restarted with it. A user's
+// OPENBLAS_THREAD_TIMEOUT wins.
+void openblas_threads_sleep_at_once() {
+  if (std::getenv("OPENBLAS_THREAD_TIMEOUT") || !openblas_read_env || !blas_thread_shutdown_)
+    return;
   setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
+  openblas_read_env();
+  blas_thread_shutdown_();
 }
 
 // Never throws: every error becomes a diagnostic on stderr and exit status 1.
@@ -89,6 +101,7 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   mallopt(M_ARENA_MAX, 1);
+  openblas_threads_sleep_at_once();
   try {
     std::vector<std::string> args(argv + 1, argv + argc);
     pxl::cli::ParseResult parsed =

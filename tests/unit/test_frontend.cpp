@@ -155,3 +155,35 @@ TEST_CASE("several context managers in one with nest left to right") {
   CHECK(parse_error("with (a, b:\n  pass\n").find("error[E0001]") != std::string::npos);
   CHECK(parse_error("with a,:\n  pass\n").find("expected an expression") != std::string::npos);
 }
+
+TEST_CASE("lazily parsed def bodies (the stdlib's) parse at first use") {
+  Module m = parse_module(src("def f(x):\n"
+                              "    n = 0\n"
+                              "    def g():\n"
+                              "        nonlocal n\n"
+                              "        n = 1\n"
+                              "    return g\n"
+                              "def h(): return 2\n"
+                              "def bad():\n"
+                              "    x = = 1\n"
+                              "y = 3\n"),
+                          true);
+  REQUIRE(m.body.size() == 4);
+  const Stmt& f = *m.body[0];
+  REQUIRE(f.lazy_body);
+  CHECK(f.body.empty());
+  const Block& fb = f.lazy_body->parsed();
+  REQUIRE(fb.size() == 3);
+  // A nested def is lazy too, and its nonlocals come with its body.
+  REQUIRE(fb[1]->lazy_body);
+  fb[1]->lazy_body->parsed();
+  CHECK(fb[1]->lazy_body->nonlocals == std::vector<std::string>{"n"});
+  // A one-line body is parsed at once; an unparsable one fails only when used,
+  // with its own span, and again on every later use.
+  CHECK(!m.body[1]->lazy_body);
+  CHECK(m.body[1]->body.size() == 1);
+  REQUIRE(m.body[2]->lazy_body);
+  CHECK_THROWS_AS(m.body[2]->lazy_body->parsed(), Error);
+  CHECK_THROWS_AS(m.body[2]->lazy_body->parsed(), Error);
+  CHECK(m.body[3]->kind == StmtKind::Assign);
+}
