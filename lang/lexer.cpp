@@ -450,6 +450,7 @@ private:
       return;
     }
     for (const auto& op : kOps) {
+      if (op.text[0] != c) continue; // most operators: no string compare at all
       size_t n = std::char_traits<char>::length(op.text);
       if (s_.compare(pos_, n, op.text) == 0) {
         pos_ += n;
