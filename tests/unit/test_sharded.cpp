@@ -1,5 +1,7 @@
 // Blocks of arrays for sharding: contiguous blocks are views of the buffer,
 // the others copies; both hold the right elements.
+#include <thread>
+
 #include <catch2/catch.hpp>
 
 #include "runtime/sharded.hpp"
@@ -78,5 +80,36 @@ TEST_CASE("Small independent launches run on the calling thread, with the same r
     REQUIRE(out.size() == 4);
     for (int d = 0; d < 4; ++d)
       for (int i = 0; i < 4; ++i) CHECK(out[d][0].as<int32_t>()[i] == (i + d) * (i + d));
+  }
+}
+
+namespace {
+// Records the thread each device thread's part ran on; never independent
+// (as if it had collectives), so only the layout decides where it runs.
+struct WhereItRan : Executable {
+  std::vector<std::thread::id> ran_on;
+  explicit WhereItRan(int threads) : ran_on(static_cast<size_t>(threads)) {}
+  std::vector<std::vector<Array>> run(int thread, const std::vector<std::vector<Array>>& inputs,
+                                      CommWorld&, std::vector<DebugRecord>&) override {
+    ran_on[static_cast<size_t>(thread)] = std::this_thread::get_id();
+    return inputs;
+  }
+};
+} // namespace
+
+TEST_CASE("A program on one device thread runs on the calling thread", "[runtime]") {
+  DeviceThreads pool(2);
+  for (int threads : {1, 2}) {
+    SpmdLayout layout;
+    layout.mesh.axis_names = {"i"};
+    layout.mesh.axis_sizes = {threads};
+    layout.mesh.device_ids = threads == 1 ? std::vector<int>{0} : std::vector<int>{0, 1};
+    layout.threads = threads;
+    WhereItRan exe(threads);
+    std::vector<std::vector<Array>> inputs(static_cast<size_t>(threads), {iota({2})});
+    auto out = launch(exe, pool, layout, inputs);
+    CHECK(out.size() == static_cast<size_t>(threads));
+    for (std::thread::id id : exe.ran_on)
+      CHECK((id == std::this_thread::get_id()) == (threads == 1)); // else the device threads'
   }
 }
