@@ -124,8 +124,9 @@ private:
   // Values already emitted, by (value, index). Cleared at every loop
   // boundary: a value emitted inside one loop does not dominate the next.
   std::map<std::pair<int, Idx>, Value*> memo_;
-  int row_value_ = -1;          // in a row kernel: the row reduction's value id...
-  Value* row_result_ = nullptr; // ...and its value for the current row
+  // In a row kernel: the row reductions' value ids and their values for the
+  // current row (Kernel::row_before, then row_reduce).
+  std::vector<std::pair<int, Value*>> row_results_;
   // Host: the range of the outermost (spread) loop this call runs.
   Value* begin_ = nullptr;
   Value* end_ = nullptr;
@@ -164,7 +165,8 @@ Value* KernelEmitter::load(int v, const Idx& idx) {
 
 Value* KernelEmitter::at(int v, const Idx& idx) {
   // The planner made sure every read of the row reduction is at this row.
-  if (v == row_value_) return row_result_;
+  for (const auto& [value, result] : row_results_)
+    if (v == value) return result;
   auto key = std::make_pair(v, idx);
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   Value* r;
@@ -1129,9 +1131,13 @@ void KernelEmitter::row_kernel() {
   loops(
       row, idx,
       [&] {
-        // The reduction's value as the reference stores it (half types round).
-        row_result_ = se_.round_to(ra.dtype, reduce_row(rin, idx));
-        row_value_ = rin.result;
+        // Each reduction's value as the reference stores it (half types round).
+        for (int i : k_.row_before) {
+          const Instr& before = f_.body[i];
+          Value* r = se_.round_to(aval(before.result).dtype, reduce_row(before, idx));
+          row_results_.emplace_back(before.result, r);
+        }
+        row_results_.emplace_back(rin.result, se_.round_to(ra.dtype, reduce_row(rin, idx)));
         Idx full = idx;
         auto store = [&] {
           Value* v = se_.store_convert(oa.dtype, at(k_.root, full));
@@ -1148,7 +1154,7 @@ void KernelEmitter::row_kernel() {
         } else {
           loops(oa.shape, full, store); // the row's trailing axes
         }
-        row_value_ = -1;
+        row_results_.clear();
       },
       true);
 }

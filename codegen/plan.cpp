@@ -55,13 +55,19 @@ enum class Index { Top, Row, Other };
 // Whether every read of `v` in the kernel rooted at `value` happens at the
 // current row's index (see Kernel::row_reduce). `row` is v's shape: the
 // leading axes of the kernel's output.
+// `through`, when given, is the body index of a row reduction fused in the
+// kernel: its operand is read at the top of the operand's own shape.
 bool reads_by_row(const Function& f, const std::vector<int>& inputs, int value, int v,
-                  const Shape& row, const Shape& out, Index mode) {
+                  const Shape& row, const Shape& out, Index mode, int through = -1) {
   if (value == v) return mode == Index::Row || (mode == Index::Top && out == row);
   if (std::find(inputs.begin(), inputs.end(), value) != inputs.end()) return true;
   int p = f.values[value].producer;
   if (p < 0) return true;
   const Instr& in = f.body[p];
+  if (p == through && mode != Index::Other) {
+    int x = in.operands[0];
+    return reads_by_row(f, inputs, x, v, row, f.values[x].aval.shape, Index::Top, through);
+  }
   Index sub = Index::Other;
   if (mode != Index::Other && is_elementwise(in.op)) {
     sub = mode;
@@ -88,7 +94,7 @@ bool reads_by_row(const Function& f, const std::vector<int>& inputs, int value, 
     // Select's 0-d predicate is read at the empty index.
     bool scalar = in.op == Op::Select && j == 0 && f.values[in.operands[j]].aval.ndim() == 0;
     Index m = scalar ? (row.empty() ? Index::Row : Index::Other) : sub;
-    if (!reads_by_row(f, inputs, in.operands[j], v, row, out, m)) return false;
+    if (!reads_by_row(f, inputs, in.operands[j], v, row, out, m, through)) return false;
   }
   return true;
 }
@@ -96,7 +102,8 @@ bool reads_by_row(const Function& f, const std::vector<int>& inputs, int value, 
 // Merges each trailing reduction into the one loop kernel that reads its
 // result row by row (see Kernel::row_reduce); the reduction's own kernel and
 // step go away.
-void fuse_rows(const Function& f, const std::vector<bool>& is_result, KernelPlan& plan) {
+void fuse_rows(const Function& f, const std::vector<bool>& is_result, PlanTarget target,
+               KernelPlan& plan) {
   std::vector<int> kernel_of(f.values.size(), -1);
   for (size_t i = 0; i < plan.kernels.size(); ++i) kernel_of[plan.kernels[i].root] = int(i);
   std::vector<bool> gone(plan.kernels.size(), false);
@@ -137,6 +144,61 @@ void fuse_rows(const Function& f, const std::vector<bool>& is_result, KernelPlan
       gone[ri] = true;
       break;
     }
+  }
+  // Row reductions read only by a row kernel, at its rows, go into it first.
+  std::vector<int> reads(f.values.size(), 0); // kernels and host steps left reading each value
+  for (size_t i = 0; i < plan.kernels.size(); ++i)
+    if (!gone[i])
+      for (int v : plan.kernels[i].inputs) ++reads[v];
+  for (const Step& s : plan.steps)
+    if (s.kind == Step::Kind::Instr)
+      for (int v : std::set<int>(f.body[s.index].operands.begin(), f.body[s.index].operands.end()))
+        ++reads[v];
+  for (Kernel& c : plan.kernels) {
+    if (c.row_reduce < 0) continue;
+    const Instr& main = f.body[c.row_reduce];
+    const Shape& row = f.values[main.result].aval.shape;
+    const Shape& xs = f.values[main.operands[0]].aval.shape;
+    for (bool merged = true; merged;) {
+      merged = false;
+      for (int v : c.inputs) {
+        int ri = kernel_of[v];
+        if (ri < 0 || gone[ri] || is_result[v] || reads[v] != 1) continue;
+        const Kernel& r = plan.kernels[ri];
+        if (!r.reduce || r.row_reduce >= 0 || !reduce_axes_trailing(f, r)) continue;
+        const Instr& before = f.body[r.instr];
+        if (f.values[v].aval.shape != row || f.values[before.operands[0]].aval.shape != xs)
+          continue;
+        // On CUDA a row's threads are grouped for the main reduction (and
+        // its dtype's shared memory): an order-free reduction (max) of the
+        // same dtype reduces in any group, an ordered one (a float sum) only
+        // in an ordered one's.
+        DType bd = f.values[before.operands[0]].aval.dtype;
+        DType md = f.values[main.operands[0]].aval.dtype;
+        auto ordered = [](const Instr& in, DType d) {
+          return reduce_order_matters(in.op == Op::ReduceSum || in.op == Op::ReduceProd, d);
+        };
+        if (target == PlanTarget::Cuda && (bd != md || (ordered(before, bd) && !ordered(main, md))))
+          continue;
+        if (!reads_by_row(f, c.inputs, c.root, v, row, f.values[c.root].aval.shape, Index::Top,
+                          c.row_reduce))
+          continue;
+        std::vector<int> inputs;
+        for (int x : c.inputs)
+          if (x != v) inputs.push_back(x);
+        for (int x : r.inputs)
+          if (std::find(inputs.begin(), inputs.end(), x) == inputs.end()) inputs.push_back(x);
+        std::set<int> fused(c.fused.begin(), c.fused.end());
+        fused.insert(r.fused.begin(), r.fused.end());
+        c.inputs = std::move(inputs);
+        c.fused.assign(fused.begin(), fused.end());
+        c.row_before.insert(c.row_before.begin(), r.instr); // it may read earlier ones
+        gone[ri] = true;
+        merged = true;
+        break;
+      }
+    }
+    std::sort(c.row_before.begin(), c.row_before.end()); // body order: producers first
   }
   // Renumber the surviving kernels and drop the merged ones' steps.
   std::vector<int> index(plan.kernels.size(), -1);
@@ -274,7 +336,7 @@ KernelPlan plan_kernels(const Function& f, PlanTarget target) {
     plan.steps.push_back({Step::Kind::Kernel, static_cast<int>(plan.kernels.size())});
     plan.kernels.push_back(std::move(k));
   }
-  fuse_rows(f, is_result, plan);
+  fuse_rows(f, is_result, target, plan);
   return plan;
 }
 
@@ -372,7 +434,10 @@ std::string describe_plan(const Function& f, const KernelPlan& p) {
     s += "\n  %" + std::to_string(k.root) + " = [";
     for (size_t j = 0; j < k.fused.size(); ++j)
       s += (j ? " " : "") + std::string(op_name(f.body[k.fused[j]].op)) +
-           (k.fused[j] == k.row_reduce ? "(row)" : "");
+           (k.fused[j] == k.row_reduce ||
+                    std::count(k.row_before.begin(), k.row_before.end(), k.fused[j])
+                ? "(row)"
+                : "");
     s += "](";
     for (size_t j = 0; j < k.inputs.size(); ++j)
       s += (j ? ", %" : "%") + std::to_string(k.inputs[j]);

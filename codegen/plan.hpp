@@ -20,7 +20,11 @@ namespace pxl {
 // reduction over trailing axes whose result it alone reads, broadcast along
 // its own trailing axes (softmax's sum and the division by it): for each
 // index of the leading axes it first reduces the row, then computes the
-// row's outputs, so the reduction's value never goes through memory.
+// row's outputs, so the reduction's value never goes through memory. Row
+// reductions that it alone reads, at the current row, over the same row
+// (softmax's max, which its sum reads; layer norm's mean) come before it in
+// `row_before`, each row's values computed in that order, so a row is read
+// from memory in quick succession instead of by one kernel after another.
 struct Kernel {
   int root = -1;           // value id of the one output
   int instr = -1;          // index in Function::body of the root's instruction
@@ -28,7 +32,8 @@ struct Kernel {
   std::vector<int> fused;  // body indices of the inlined instructions (root last)
   bool is_reduce() const { return reduce; }
   bool reduce = false;
-  int row_reduce = -1; // body index of the fused row reduction, if any
+  int row_reduce = -1;         // body index of the fused row reduction, if any
+  std::vector<int> row_before; // body indices of row reductions computed first (in order)
 };
 
 // A host step: run kernel `index`, or run body instruction `index` the way the

@@ -490,12 +490,14 @@ TEST_CASE("Fusion: kernel counts", "[codegen]") {
       b.f.results.push_back(traced ? b.softmax_traced(x) : b.softmax(x));
       KernelPlan p = plan_kernels(b.f);
       INFO(describe_plan(b.f, p));
-      // max; then a row kernel: the sum with its exp(x - max) prologue, and
-      // the normalisation as its epilogue (the exp recomputed, not stored).
-      CHECK(p.kernels.size() == 2);
-      CHECK(p.steps.size() == 2);
-      CHECK(describe_plan(b.f, p).rfind("2 kernels", 0) == 0);
-      CHECK(p.kernels[1].row_reduce >= 0);
+      // One row kernel: per row the max, then the sum with its exp(x - max)
+      // prologue, then the normalisation as its epilogue (the exp recomputed,
+      // not stored).
+      CHECK(p.kernels.size() == 1);
+      CHECK(p.steps.size() == 1);
+      CHECK(describe_plan(b.f, p).rfind("1 kernels", 0) == 0);
+      CHECK(p.kernels[0].row_reduce >= 0);
+      CHECK(p.kernels[0].row_before.size() == 1);
     }
   }
   SECTION("a mean is one kernel; a sum that is also a result is not fused") {
@@ -797,16 +799,16 @@ TEST_CASE("PTX of inlined math, lane reductions and row kernels assembles", "[co
   Builder b;
   int x = b.param(DType::Float32, {16, 128});
   int y = b.param(DType::Float32, {16, 128});
-  // Softmax (a max reduced in lanes, then a row kernel whose sum is XLA's tree).
+  // Softmax: one row kernel, per row a max, then a sum in XLA's tree.
   b.f.results.push_back(b.softmax(x));
   b.f.results.push_back(b.op(Op::Tanh, {}, {b.op(Op::Log, {}, {y})}));
   std::string ptx = kernels_ptx(b.f);
   CHECK(ptx.find("left out") == std::string::npos); // no runtime calls left
   PtxProgram prog = compile_ptx(b.f);
-  REQUIRE(prog.plan.kernels.size() == 3);
-  // The max: a warp per row (its 32 lanes); the sum: a thread per row; then a
-  // thread per element.
-  CHECK(prog.grid_extent == std::vector<int64_t>{16 * 32, 16, 2048});
+  REQUIRE(prog.plan.kernels.size() == 2);
+  // Rows of 128 (under 1024, the sum's tree is one thread's): a thread per
+  // row computes its max, sum and outputs; then a thread per element.
+  CHECK(prog.grid_extent == std::vector<int64_t>{16, 2048});
   assemble(ptx);
 }
 TEST_CASE("PTX of 8- and 16-bit integer kernels assembles", "[codegen]") {
