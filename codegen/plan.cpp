@@ -99,6 +99,20 @@ bool reads_by_row(const Function& f, const std::vector<int>& inputs, int value, 
   return true;
 }
 
+// Merges reduction kernel `r`, whose result `v` kernel `c` reads, into `c`:
+// c reads r's inputs instead of v and inlines r's instructions.
+void absorb(Kernel& c, const Kernel& r, int v) {
+  std::vector<int> inputs;
+  for (int x : c.inputs)
+    if (x != v) inputs.push_back(x);
+  for (int x : r.inputs)
+    if (std::find(inputs.begin(), inputs.end(), x) == inputs.end()) inputs.push_back(x);
+  std::set<int> fused(c.fused.begin(), c.fused.end());
+  fused.insert(r.fused.begin(), r.fused.end());
+  c.inputs = std::move(inputs);
+  c.fused.assign(fused.begin(), fused.end()); // body order: the root is still last
+}
+
 // Merges each trailing reduction into the one loop kernel that reads its
 // result row by row (see Kernel::row_reduce); the reduction's own kernel and
 // step go away.
@@ -131,15 +145,7 @@ void fuse_rows(const Function& f, const std::vector<bool>& is_result, PlanTarget
       if (readers[v] != 1 ||
           !reads_by_row(f, c.inputs, c.root, v, f.values[v].aval.shape, out, Index::Top))
         continue;
-      std::vector<int> inputs;
-      for (int x : c.inputs)
-        if (x != v) inputs.push_back(x);
-      for (int x : r.inputs)
-        if (std::find(inputs.begin(), inputs.end(), x) == inputs.end()) inputs.push_back(x);
-      std::set<int> fused(c.fused.begin(), c.fused.end());
-      fused.insert(r.fused.begin(), r.fused.end());
-      c.inputs = std::move(inputs);
-      c.fused.assign(fused.begin(), fused.end()); // body order: the root is still last
+      absorb(c, r, v);
       c.row_reduce = r.instr;
       gone[ri] = true;
       break;
@@ -183,15 +189,7 @@ void fuse_rows(const Function& f, const std::vector<bool>& is_result, PlanTarget
         if (!reads_by_row(f, c.inputs, c.root, v, row, f.values[c.root].aval.shape, Index::Top,
                           c.row_reduce))
           continue;
-        std::vector<int> inputs;
-        for (int x : c.inputs)
-          if (x != v) inputs.push_back(x);
-        for (int x : r.inputs)
-          if (std::find(inputs.begin(), inputs.end(), x) == inputs.end()) inputs.push_back(x);
-        std::set<int> fused(c.fused.begin(), c.fused.end());
-        fused.insert(r.fused.begin(), r.fused.end());
-        c.inputs = std::move(inputs);
-        c.fused.assign(fused.begin(), fused.end());
+        absorb(c, r, v);
         c.row_before.insert(c.row_before.begin(), r.instr); // it may read earlier ones
         gone[ri] = true;
         merged = true;
