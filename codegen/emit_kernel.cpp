@@ -467,10 +467,7 @@ Value* KernelEmitter::reduce_row(const Instr& in, const Idx& outer, int64_t len,
   return b_.CreateLoad(ct, lane(i64(0)));
 }
 
-bool KernelEmitter::ordered(const Instr& in) const {
-  return reduce_order_matters(in.op == Op::ReduceSum || in.op == Op::ReduceProd,
-                              aval(in.operands[0]).dtype);
-}
+bool KernelEmitter::ordered(const Instr& in) const { return ordered_reduction(f_, in); }
 
 Value* KernelEmitter::reduce_box(const Instr& in, const Shape& red,
                                  const std::function<Value*(const Idx&)>& leaf, bool trailing,

@@ -113,6 +113,22 @@ void absorb(Kernel& c, const Kernel& r, int v) {
   c.fused.assign(fused.begin(), fused.end()); // body order: the root is still last
 }
 
+// How many kernels (those not `gone`) and host steps read each value (an
+// inlined producer is recomputed in every kernel that uses it, so its
+// operands have several).
+std::vector<int> count_readers(const Function& f, const KernelPlan& plan,
+                               const std::vector<bool>& gone) {
+  std::vector<int> readers(f.values.size(), 0);
+  for (size_t i = 0; i < plan.kernels.size(); ++i)
+    if (!gone[i])
+      for (int v : plan.kernels[i].inputs) ++readers[v];
+  for (const Step& s : plan.steps)
+    if (s.kind == Step::Kind::Instr)
+      for (int v : std::set<int>(f.body[s.index].operands.begin(), f.body[s.index].operands.end()))
+        ++readers[v];
+  return readers;
+}
+
 // Merges each trailing reduction into the one loop kernel that reads its
 // result row by row (see Kernel::row_reduce); the reduction's own kernel and
 // step go away.
@@ -121,15 +137,7 @@ void fuse_rows(const Function& f, const std::vector<bool>& is_result, PlanTarget
   std::vector<int> kernel_of(f.values.size(), -1);
   for (size_t i = 0; i < plan.kernels.size(); ++i) kernel_of[plan.kernels[i].root] = int(i);
   std::vector<bool> gone(plan.kernels.size(), false);
-  // How many kernels and host steps read each value (an inlined producer is
-  // recomputed in every kernel that uses it, so its operands have several).
-  std::vector<int> readers(f.values.size(), 0);
-  for (const Kernel& k : plan.kernels)
-    for (int v : k.inputs) ++readers[v];
-  for (const Step& s : plan.steps)
-    if (s.kind == Step::Kind::Instr)
-      for (int v : std::set<int>(f.body[s.index].operands.begin(), f.body[s.index].operands.end()))
-        ++readers[v];
+  std::vector<int> readers = count_readers(f, plan, gone);
   for (Kernel& c : plan.kernels) {
     if (c.reduce) continue;
     const Shape& out = f.values[c.root].aval.shape;
@@ -152,14 +160,7 @@ void fuse_rows(const Function& f, const std::vector<bool>& is_result, PlanTarget
     }
   }
   // Row reductions read only by a row kernel, at its rows, go into it first.
-  std::vector<int> reads(f.values.size(), 0); // kernels and host steps left reading each value
-  for (size_t i = 0; i < plan.kernels.size(); ++i)
-    if (!gone[i])
-      for (int v : plan.kernels[i].inputs) ++reads[v];
-  for (const Step& s : plan.steps)
-    if (s.kind == Step::Kind::Instr)
-      for (int v : std::set<int>(f.body[s.index].operands.begin(), f.body[s.index].operands.end()))
-        ++reads[v];
+  std::vector<int> reads = count_readers(f, plan, gone);
   for (Kernel& c : plan.kernels) {
     if (c.row_reduce < 0) continue;
     const Instr& main = f.body[c.row_reduce];
@@ -181,10 +182,8 @@ void fuse_rows(const Function& f, const std::vector<bool>& is_result, PlanTarget
         // in an ordered one's.
         DType bd = f.values[before.operands[0]].aval.dtype;
         DType md = f.values[main.operands[0]].aval.dtype;
-        auto ordered = [](const Instr& in, DType d) {
-          return reduce_order_matters(in.op == Op::ReduceSum || in.op == Op::ReduceProd, d);
-        };
-        if (target == PlanTarget::Cuda && (bd != md || (ordered(before, bd) && !ordered(main, md))))
+        if (target == PlanTarget::Cuda &&
+            (bd != md || (ordered_reduction(f, before) && !ordered_reduction(f, main))))
           continue;
         if (!reads_by_row(f, c.inputs, c.root, v, row, f.values[c.root].aval.shape, Index::Top,
                           c.row_reduce))
@@ -350,6 +349,11 @@ bool reduce_axes_trailing(const Function& f, int instr) {
                      [&](int64_t a) { return a >= first; });
 }
 
+bool ordered_reduction(const Function& f, const Instr& in) {
+  return reduce_order_matters(in.op == Op::ReduceSum || in.op == Op::ReduceProd,
+                              f.values[in.operands[0]].aval.dtype);
+}
+
 bool kernel_flat(const Function& f, const Kernel& k) {
   auto last = k.reduce ? k.fused.end() - 1 : k.fused.end();
   return k.row_reduce < 0 &&
@@ -402,7 +406,7 @@ KernelSplit kernel_split(const Function& f, const Kernel& k) {
     if (oa.size() == 1 && xa.size() >= kSplitMin) {
       // An ordered sum's blocks are its tree's last-level nodes (reduce_tree.hpp).
       s.extent = xa.size() / kSplitBlock;
-      if (reduce_order_matters(in.op == Op::ReduceSum || in.op == Op::ReduceProd, xa.dtype)) {
+      if (ordered_reduction(f, in)) {
         std::vector<ReduceTreeLevel> levels = reduce_tree(xa.shape);
         s.extent = 1;
         for (int64_t e : levels[reduce_tree_split_level(levels, kReduceSplitNodes)].extent)

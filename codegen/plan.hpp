@@ -61,6 +61,9 @@ KernelPlan plan_kernels(const Function& f, PlanTarget target = PlanTarget::Host)
 // Whether reduction instruction `instr` reduces only its operand's trailing
 // axes (then it accumulates in registers).
 bool reduce_axes_trailing(const Function& f, int instr);
+// Whether reduction `in` must accumulate in XLA's order (ir/reduce_tree.hpp):
+// a float or complex sum or product.
+bool ordered_reduction(const Function& f, const Instr& in);
 bool reduce_axes_trailing(const Function& f, const Kernel& k);
 // Bytes of scratch a kernel needs: half-type reductions over non-trailing
 // axes accumulate in f32 before rounding once, like the reference; split

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <optional>
 
 namespace pxl {
 
@@ -583,12 +584,12 @@ private:
     expect(Tok::RParen, "')'");
     if (accept(Tok::Arrow)) test();
     s->span = Span{src_, kw.span.begin, name.span.end};
-    if (lazy_ && skip_indented_block()) {
+    if (std::optional<size_t> colon = lazy_ ? skip_indented_block() : std::nullopt) {
       auto lb = std::make_shared<LazyBody>();
       lb->toks = toks_;
       lb->src = src_;
       lb->def_token = def_token;
-      lb->colon_token = body_start_;
+      lb->colon_token = *colon;
       s->lazy_body = std::move(lb);
       return s;
     }
@@ -600,23 +601,22 @@ private:
   }
 
   // At a def's ':' NEWLINE INDENT: moves past the block's DEDENT and returns
-  // true (body_start_ = the ':'); anything else (a one-line body, a missing
-  // block) stays where it is, for block() to parse or report.
-  bool skip_indented_block() {
+  // the ':'s position; anything else (a one-line body, a missing block) stays
+  // where it is, for block() to parse or report.
+  std::optional<size_t> skip_indented_block() {
     if (!(at(Tok::Colon) && peek(1).kind == Tok::Newline && peek(2).kind == Tok::Indent))
-      return false;
+      return std::nullopt;
     size_t start = pos_;
     pos_ += 3;
     for (int depth = 1; depth > 0; ++pos_) {
       if (pos_ >= toks_->size() || (*toks_)[pos_].kind == Tok::End) {
         pos_ = start;
-        return false;
+        return std::nullopt;
       }
       Tok t = (*toks_)[pos_].kind;
       depth += t == Tok::Indent ? 1 : t == Tok::Dedent ? -1 : 0;
     }
-    body_start_ = start;
-    return true;
+    return start;
   }
 
   // parameters: param (',' param)* [','] where
@@ -1488,8 +1488,7 @@ private:
 
   SourceRef src_;
   std::shared_ptr<const std::vector<Token>> toks_;
-  bool lazy_ = false;     // defs' bodies become LazyBody (parse_module's lazy_def_bodies)
-  size_t body_start_ = 0; // skip_indented_block's ':'
+  bool lazy_ = false; // defs' bodies become LazyBody (parse_module's lazy_def_bodies)
   size_t pos_ = 0;
   int depth_ = 0;
   std::vector<std::vector<std::string>> nonlocals_; // per enclosing def: its nonlocal names

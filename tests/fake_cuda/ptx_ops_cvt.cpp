@@ -25,54 +25,32 @@ template <class D, class S> struct CvtInt {
   }
 };
 
-template <template <class, class> class H, class D> Handler by_src(Ty s) {
-  switch (s) {
-  case Ty::B8:
-  case Ty::U8:
-    return &H<D, uint8_t>::run;
-  case Ty::S8:
-    return &H<D, int8_t>::run;
-  case Ty::B16:
-  case Ty::U16:
-    return &H<D, uint16_t>::run;
-  case Ty::S16:
-    return &H<D, int16_t>::run;
-  case Ty::B32:
-  case Ty::U32:
-    return &H<D, uint32_t>::run;
-  case Ty::S32:
-    return &H<D, int32_t>::run;
-  case Ty::B64:
-  case Ty::U64:
-    return &H<D, uint64_t>::run;
-  case Ty::S64:
-    return &H<D, int64_t>::run;
-  default:
-    return nullptr;
-  }
-}
+// CvtInt to destination type D, by source type (by_int's one-type handlers).
+template <class D> struct CvtTo { template <class S> using From = CvtInt<D, S>; };
+template <class D> Handler by_src(Ty s) { return by_int<CvtTo<D>::template From>(s); }
+
 Handler int_to_int(Ty d, Ty s) {
   switch (d) {
   case Ty::B8:
   case Ty::U8:
-    return by_src<CvtInt, uint8_t>(s);
+    return by_src<uint8_t>(s);
   case Ty::S8:
-    return by_src<CvtInt, int8_t>(s);
+    return by_src<int8_t>(s);
   case Ty::B16:
   case Ty::U16:
-    return by_src<CvtInt, uint16_t>(s);
+    return by_src<uint16_t>(s);
   case Ty::S16:
-    return by_src<CvtInt, int16_t>(s);
+    return by_src<int16_t>(s);
   case Ty::B32:
   case Ty::U32:
-    return by_src<CvtInt, uint32_t>(s);
+    return by_src<uint32_t>(s);
   case Ty::S32:
-    return by_src<CvtInt, int32_t>(s);
+    return by_src<int32_t>(s);
   case Ty::B64:
   case Ty::U64:
-    return by_src<CvtInt, uint64_t>(s);
+    return by_src<uint64_t>(s);
   case Ty::S64:
-    return by_src<CvtInt, int64_t>(s);
+    return by_src<int64_t>(s);
   default:
     return nullptr;
   }
