@@ -18,8 +18,12 @@
 // threads (a warp, or a whole block for few very long rows): lane l
 // accumulates elements l, l + L, ... in order, then lanes l and l + w combine
 // for w = L/2, ..., 1 through shared memory (w >= 32, bar.sync between steps)
-// and warp shuffles; never depending on the launch. Float sums give each row
-// (or output) one thread, in XLA's order.
+// and warp shuffles; never depending on the launch. Float sums keep XLA's
+// order: a long row's tree nodes are shared out among a warp's (or block's)
+// threads, a short row or an output gets one thread. A row kernel over long rows gives
+// each row a block that first copies the row into shared memory (the row
+// cache), so its reductions and outputs read global memory once; a flat
+// elementwise kernel moves 16 bytes a thread when its buffers are aligned.
 #include <algorithm>
 #include <functional>
 
@@ -67,6 +71,15 @@ private:
   Value* ptx_sreg(llvm::Intrinsic::ID id);
   Value* ptx_thread_index(); // blockIdx.x * blockDim.x + threadIdx.x
   void loop_kernel();
+  // NVPTX: elements per thread of a flat loop kernel whose buffers all take
+  // 16-byte vector loads (0: not worth it, or types that do not).
+  int64_t vector_width();
+  // The inputs it loads that way: those read at the loop's own index (flat,
+  // or 1-d of the root's shape); the others load as they would.
+  std::vector<int> vector_inputs();
+  // The flat loop kernel `width` elements at a time with 16-byte loads and
+  // stores when every buffer is 16-byte aligned, else one at a time.
+  void vector_loop_kernel(int64_t width);
   void reduce_kernel();
   void row_kernel();
   // The trailing reduction `in` of the row at `outer` (the kept indices, or
@@ -103,6 +116,10 @@ private:
   // max(lanes, 32) threads; lane_ is the thread's index in its group.
   void use_groups(int64_t lanes);
   Value* shfl(Value* v, Value* arg, bool from_lane); // shfl.sync down by arg / from lane arg
+  // A shared-memory array of this kernel, 16-byte aligned: LLVM's load/store
+  // vectorizer assumes that much of an array whose alignment is left open,
+  // while the PTX would declare only the element's.
+  llvm::GlobalVariable* shared_array(llvm::Type* ty, const std::string& suffix);
   void barrier();
   // reduce_row by the row_lanes_ lanes of the group; every lane gets the result.
   Value* group_reduce_row(const Instr& in, int64_t n, const std::function<Value*(Value*)>& elem);
@@ -111,6 +128,20 @@ private:
   Value* group_ordered_row(const Instr& in, const Shape& red,
                            const std::function<Value*(const Idx&)>& leaf);
   void store_if_lane0(const std::function<void()>& store);
+  // ---- NVPTX row cache (row_kernel): a block per row, whose elements of
+  // each input shaped like the row reduction's operand are copied once into
+  // shared memory, so the row's reductions and outputs read them from there
+  // instead of from global memory once each ----
+  // The inputs worth caching for row reduction `rin` over rows of `n`
+  // elements; empty when the row cache does not apply.
+  std::vector<int> row_cache_inputs(const Instr& rin, int64_t n);
+  // Copies row `row` (flat, of row_len_ elements) of every cached input.
+  void fill_row_cache(Value* row);
+  // Input `v` at `idx` from the row cache; nullptr when not cached there.
+  Value* cached_load(int v, const Idx& idx);
+  // group_ordered_row for a whole block: its threads compute the nodes.
+  Value* block_ordered_row(const Instr& in, const Shape& red,
+                           const std::function<Value*(const Idx&)>& leaf);
 
   llvm::Module& m_;
   const Function& f_;
@@ -136,10 +167,15 @@ private:
   Value* lane_ = nullptr;
   int64_t row_lanes_ = 0;
   int64_t block_threads_ = 256;
-  llvm::GlobalVariable* smem_ = nullptr;       // block-wide lanes' partial results
-  llvm::GlobalVariable* node_smem_ = nullptr;  // each warp's tree nodes (group_ordered_row)
-  llvm::GlobalVariable* stage_smem_ = nullptr; // each warp's tile of 32 windows (same)
-  bool finish_ = false;                        // emitting the finish entry of a split reduction
+  llvm::GlobalVariable* smem_ = nullptr;           // block-wide lanes' partial results
+  llvm::GlobalVariable* node_smem_ = nullptr;      // each warp's tree nodes (group_ordered_row)
+  llvm::GlobalVariable* stage_smem_ = nullptr;     // each warp's tile of 32 windows (same)
+  bool finish_ = false;                            // emitting the finish entry of a split reduction
+  std::vector<int> cached_;                        // row cache: input value ids
+  std::vector<llvm::GlobalVariable*> cache_smem_;  // their rows, padded (cache_pos)
+  Idx row_idx_;                                    // the current row's kept indices
+  int64_t row_len_ = 0;                            // elements in a row
+  std::vector<llvm::GlobalVariable*> block_nodes_; // block_ordered_row's two levels
 };
 
 // Accumulator lanes of a vectorized row reduction, by compute-type width.
@@ -171,7 +207,8 @@ Value* KernelEmitter::at(int v, const Idx& idx) {
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   Value* r;
   if (std::find(k_.inputs.begin(), k_.inputs.end(), v) != k_.inputs.end()) {
-    r = load(v, idx);
+    r = cached_load(v, idx);
+    if (!r) r = load(v, idx);
   } else {
     const Instr& in = f_.body[f_.values[v].producer];
     const AVal& oa = aval(v);
@@ -365,6 +402,8 @@ void KernelEmitter::loops(const Shape& dims, Idx& idx, const std::function<void(
 void KernelEmitter::loop_kernel() {
   const AVal& oa = aval(k_.root);
   flat_ = kernel_flat(f_, k_);
+  if (target_ == Target::Ptx && (flat_ || oa.ndim() == 1))
+    if (int64_t width = vector_width(); width > 1) return vector_loop_kernel(width);
   Shape dims = flat_ ? Shape{oa.size()} : oa.shape;
   Idx idx;
   loops(
@@ -375,6 +414,101 @@ void KernelEmitter::loop_kernel() {
         b_.CreateStore(v, b_.CreateInBoundsGEP(se_.storage_type(oa.dtype), args_[0], lin));
       },
       true);
+}
+
+// Flat kernels of at least this many vectors load and store 16 bytes a thread.
+constexpr int64_t kGpuVectorMin = 32 * 1024;
+
+std::vector<int> KernelEmitter::vector_inputs() {
+  std::vector<int> vin;
+  const AVal& oa = aval(k_.root);
+  for (int v : k_.inputs)
+    if (flat_ ? aval(v).ndim() != 0 : aval(v).shape == oa.shape) vin.push_back(v);
+  return vin;
+}
+
+int64_t KernelEmitter::vector_width() {
+  int64_t widest = 0;
+  auto fits = [&](int v) {
+    llvm::Type* st = se_.storage_type(aval(v).dtype);
+    if (!(st->isIntegerTy() || st->isFloatingPointTy())) return false;
+    int64_t b = static_cast<int64_t>(st->getPrimitiveSizeInBits() / 8);
+    if (b == 0 || 16 % b != 0) return false;
+    widest = std::max(widest, b);
+    return true;
+  };
+  if (!fits(k_.root)) return 0;
+  for (int v : vector_inputs())
+    if (!fits(v)) return 0;
+  int64_t width = 16 / widest;
+  return aval(k_.root).size() >= width * kGpuVectorMin ? width : 0;
+}
+
+void KernelEmitter::vector_loop_kernel(int64_t width) {
+  llvm::LLVMContext& ctx = m_.getContext();
+  const AVal& oa = aval(k_.root);
+  const int64_t n = oa.size(), vectors = n / width;
+  std::vector<int> vin = vector_inputs();
+  auto arg_of = [&](int v) {
+    return args_[1 + static_cast<size_t>(std::find(k_.inputs.begin(), k_.inputs.end(), v) -
+                                         k_.inputs.begin())];
+  };
+  Value* aligned = b_.getTrue();
+  auto check = [&](Value* p) { // an input may start at an offset into its buffer
+    Value* low = b_.CreateAnd(b_.CreatePtrToInt(p, b_.getInt64Ty()), i64(15));
+    aligned = b_.CreateAnd(aligned, b_.CreateICmpEQ(low, i64(0)));
+  };
+  check(args_[0]);
+  for (int v : vin) check(arg_of(v));
+  auto* vec_bb = llvm::BasicBlock::Create(ctx, "vector", fn_);
+  auto* scalar_bb = llvm::BasicBlock::Create(ctx, "scalar", fn_);
+  auto* done_bb = llvm::BasicBlock::Create(ctx, "done", fn_);
+  b_.CreateCondBr(aligned, vec_bb, scalar_bb);
+  llvm::Type* ot = se_.storage_type(oa.dtype);
+  auto store_one = [&](Value* j) {
+    b_.CreateStore(se_.store_convert(oa.dtype, at(k_.root, {j})),
+                   b_.CreateInBoundsGEP(ot, args_[0], j));
+  };
+  b_.SetInsertPoint(scalar_bb);
+  loop(n, store_one, true);
+  b_.CreateBr(done_bb);
+  b_.SetInsertPoint(vec_bb);
+  loop(
+      vectors,
+      [&](Value* q) {
+        Value* first = b_.CreateMul(q, i64(width), "", true, true);
+        std::vector<Value*> js;
+        for (int64_t e = 0; e < width; ++e)
+          js.push_back(b_.CreateAdd(first, i64(e), "", true, true));
+        // Each input's `width` elements in one load, seeded where at() looks.
+        for (int in : vin) {
+          const AVal& a = aval(in);
+          llvm::Type* st = se_.storage_type(a.dtype);
+          auto* vt = llvm::FixedVectorType::get(st, static_cast<unsigned>(width));
+          Value* p = b_.CreateInBoundsGEP(st, arg_of(in), first);
+          auto align = llvm::Align(static_cast<uint64_t>(width) * st->getPrimitiveSizeInBits() / 8);
+          Value* v = b_.CreateAlignedLoad(vt, p, align);
+          for (int64_t e = 0; e < width; ++e)
+            memo_[{in, Idx{js[static_cast<size_t>(e)]}}] =
+                se_.load_convert(a.dtype, b_.CreateExtractElement(v, static_cast<uint64_t>(e)));
+        }
+        auto* vt = llvm::FixedVectorType::get(ot, static_cast<unsigned>(width));
+        Value* out = llvm::PoisonValue::get(vt);
+        for (int64_t e = 0; e < width; ++e)
+          out = b_.CreateInsertElement(
+              out, se_.store_convert(oa.dtype, at(k_.root, {js[static_cast<size_t>(e)]})),
+              static_cast<uint64_t>(e));
+        auto align = llvm::Align(static_cast<uint64_t>(width) * ot->getPrimitiveSizeInBits() / 8);
+        b_.CreateAlignedStore(out, b_.CreateInBoundsGEP(ot, args_[0], first), align);
+      },
+      true);
+  if (n % width != 0) // the last elements, one a thread
+    loop(
+        n % width, [&](Value* t) { store_one(b_.CreateAdd(t, i64(vectors * width))); }, true);
+  b_.CreateBr(done_bb);
+  b_.SetInsertPoint(done_bb);
+  // Threads for the vector loop (each spread loop above set its own).
+  fn_->addFnAttr(kGridExtentAttr, std::to_string(vectors));
 }
 
 Value* KernelEmitter::reduce_init(const Instr& in) {
@@ -413,6 +547,7 @@ Value* KernelEmitter::reduce_row(const Instr& in, const Idx& outer, int64_t len,
       full.insert(full.end(), r.begin(), r.end());
       return at(x, full);
     };
+    if (target_ == Target::Ptx && row_lanes_ > 32) return block_ordered_row(in, red, leaf);
     if (target_ == Target::Ptx && row_lanes_ > 0) return group_ordered_row(in, red, leaf);
     return reduce_box(in, red, leaf, true);
   }
@@ -596,10 +731,11 @@ Value* KernelEmitter::reduce_box(const Instr& in, const Shape& red,
       Value* start = b_.CreateSelect(b_.CreateICmpSLT(first, i64(0)), i64(0), first);
       Value* limit = b_.CreateSelect(b_.CreateICmpSGT(end, i64(below[i])), i64(below[i]), end);
       if (l == 2 && grouped && i + 1 == p.size()) return level1_nodes(acc, c, start, limit);
-      if (l == 1 && computed && i + 1 == p.size()) {
+      if (l == 1 && computed && i + 1 == p.size() && target_ == Target::Host) {
         // The elements of one run of the window: computed first (a loop the
         // vectorizer takes, with any fused elementwise work), then added in
-        // order.
+        // order. (A GPU thread computes them as it adds them: an array of
+        // them would take as many registers.)
         llvm::Type* run_ty = llvm::ArrayType::get(ct, static_cast<uint64_t>(lv.window[i]));
         Value* run = entry_alloca(run_ty);
         auto slot = [&](Value* ci) {
@@ -909,6 +1045,14 @@ void KernelEmitter::use_groups(int64_t lanes) {
   fn_->addFnAttr(kGridExtentAttr, std::to_string(group_));
 }
 
+llvm::GlobalVariable* KernelEmitter::shared_array(llvm::Type* ty, const std::string& suffix) {
+  auto* g = new llvm::GlobalVariable(m_, ty, false, llvm::GlobalValue::InternalLinkage,
+                                     llvm::UndefValue::get(ty), fn_->getName() + suffix, nullptr,
+                                     llvm::GlobalValue::NotThreadLocal, 3);
+  g->setAlignment(llvm::Align(16));
+  return g;
+}
+
 Value* KernelEmitter::shfl(Value* v, Value* arg, bool from_lane) {
   using namespace llvm::Intrinsic;
   llvm::Type* t = v->getType();
@@ -958,10 +1102,7 @@ Value* KernelEmitter::group_reduce_row(const Instr& in, int64_t n,
     // w >= 32; then every warp reads lanes 0..31 and finishes the same tree.
     llvm::LLVMContext& ctx = m_.getContext();
     auto* ty = llvm::ArrayType::get(ct, static_cast<uint64_t>(lanes));
-    if (!smem_)
-      smem_ = new llvm::GlobalVariable(m_, ty, false, llvm::GlobalValue::InternalLinkage,
-                                       llvm::UndefValue::get(ty), fn_->getName() + ".smem", nullptr,
-                                       llvm::GlobalValue::NotThreadLocal, 3);
+    if (!smem_) smem_ = shared_array(ty, ".smem");
     auto slot = [&](Value* l) { return b_.CreateInBoundsGEP(ty, smem_, {i64(0), l}); };
     b_.CreateStore(v, slot(lane_));
     barrier();
@@ -1003,10 +1144,7 @@ Value* KernelEmitter::group_ordered_row(const Instr& in, const Shape& red,
   int64_t warps = block_threads_ / 32;
   auto* row_ty = llvm::ArrayType::get(ct, static_cast<uint64_t>(kGpuOrderedNodes));
   auto* ty = llvm::ArrayType::get(row_ty, static_cast<uint64_t>(warps));
-  if (!node_smem_)
-    node_smem_ = new llvm::GlobalVariable(m_, ty, false, llvm::GlobalValue::InternalLinkage,
-                                          llvm::UndefValue::get(ty), fn_->getName() + ".nodes",
-                                          nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+  if (!node_smem_) node_smem_ = shared_array(ty, ".nodes");
   Value* warp = b_.CreateUDiv(ptx_sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), i64(32));
   auto slot = [&](Value* p) { return b_.CreateInBoundsGEP(ty, node_smem_, {i64(0), warp, p}); };
   auto warp_sync = [&] {
@@ -1027,10 +1165,7 @@ Value* KernelEmitter::group_ordered_row(const Instr& in, const Shape& red,
     // bank conflicts, and then each lane chains its window in order.
     auto* stage_ty = llvm::ArrayType::get(llvm::ArrayType::get(ct, static_cast<uint64_t>(32 * 33)),
                                           static_cast<uint64_t>(warps));
-    if (!stage_smem_)
-      stage_smem_ = new llvm::GlobalVariable(
-          m_, stage_ty, false, llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(stage_ty),
-          fn_->getName() + ".stage", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+    if (!stage_smem_) stage_smem_ = shared_array(stage_ty, ".stage");
     auto staged = [&](Value* window, Value* element) {
       Value* at =
           b_.CreateAdd(b_.CreateMul(window, i64(33), "", true, true), element, "", true, true);
@@ -1082,6 +1217,177 @@ void KernelEmitter::store_if_lane0(const std::function<void()>& store) {
   b_.SetInsertPoint(cont);
 }
 
+// Rows of at least this many elements get the row cache, up to this many
+// bytes of cached rows a block (static shared memory stops at 48 KiB; the
+// rest is left for the reductions' slots): a block of kRowCacheBlock threads
+// each. A row read three times (softmax's max, sum and outputs) then comes
+// from global memory once, in 16-byte loads where aligned.
+constexpr int64_t kRowCacheMin = 2048, kRowCacheBytes = 40 * 1024, kRowCacheBlock = 256;
+// 16-byte loads a thread has in flight while filling (registers: 4 each).
+constexpr int64_t kRowCacheLoads = 4;
+
+// A row's element j sits at j + j / 32 in shared memory: the threads of a warp
+// reading one window of 32 each (block_ordered_row) then hit 32 banks.
+Value* cache_pos(llvm::IRBuilder<>& b, Value* j) {
+  return b.CreateAdd(j, b.CreateLShr(j, 5), "", true, true);
+}
+
+std::vector<int> KernelEmitter::row_cache_inputs(const Instr& rin, int64_t n) {
+  const AVal& xa = aval(rin.operands[0]);
+  if (n < kRowCacheMin || !reduces_minor_axes(xa.shape, rin.attrs.axes)) return {};
+  std::vector<int> reductions = k_.row_before;
+  reductions.push_back(k_.row_reduce);
+  for (int i : reductions) {
+    const Instr& in = f_.body[i];
+    if (aval(in.operands[0]).shape != xa.shape || in.attrs.axes != rin.attrs.axes) return {};
+    if (ordered(in) &&
+        (in.attrs.axes.size() != 1 || se_.compute_type(aval(in.operands[0]).dtype)->isStructTy()))
+      return {};
+  }
+  std::vector<int> cached;
+  int64_t bytes = 0, padded = n + n / 32 + 1;
+  for (int v : k_.inputs) {
+    const AVal& a = aval(v);
+    llvm::Type* st = se_.storage_type(a.dtype);
+    if (a.shape != xa.shape || !(st->isIntegerTy() || st->isFloatingPointTy())) continue;
+    int64_t b = static_cast<int64_t>(st->getPrimitiveSizeInBits() / 8);
+    if (b == 0 || bytes + b * padded > kRowCacheBytes) continue;
+    bytes += b * padded;
+    cached.push_back(v);
+  }
+  return cached;
+}
+
+void KernelEmitter::fill_row_cache(Value* row) {
+  llvm::LLVMContext& ctx = m_.getContext();
+  const int64_t n = row_len_;
+  barrier(); // the previous row's readers are done
+  for (size_t c = 0; c < cached_.size(); ++c) {
+    size_t pos = std::find(k_.inputs.begin(), k_.inputs.end(), cached_[c]) - k_.inputs.begin();
+    llvm::Type* st = se_.storage_type(aval(cached_[c]).dtype);
+    llvm::GlobalVariable* smem = cache_smem_[c];
+    Value* src =
+        b_.CreateInBoundsGEP(st, args_[1 + pos], b_.CreateMul(row, i64(n), "", true, true));
+    auto put = [&](Value* j, Value* v) {
+      b_.CreateStore(v,
+                     b_.CreateInBoundsGEP(smem->getValueType(), smem, {i64(0), cache_pos(b_, j)}));
+    };
+    const int64_t bytes = static_cast<int64_t>(st->getPrimitiveSizeInBits() / 8);
+    const int64_t width = 16 / bytes; // elements in a 16-byte load
+    auto scalar_fill = [&] {
+      loop_range(lane_, i64(group_), i64(n),
+                 [&](Value* j) { put(j, b_.CreateLoad(st, b_.CreateInBoundsGEP(st, src, j))); });
+    };
+    if (width < 2 || n % width != 0) {
+      scalar_fill();
+      continue;
+    }
+    // 16-byte loads when the row starts 16-byte aligned (a buffer can start
+    // at an offset), all of a thread's loads issued before its stores.
+    auto* aligned_bb = llvm::BasicBlock::Create(ctx, "row_cache_v", fn_);
+    auto* scalar_bb = llvm::BasicBlock::Create(ctx, "row_cache_s", fn_);
+    auto* done_bb = llvm::BasicBlock::Create(ctx, "row_cache_done", fn_);
+    Value* addr = b_.CreatePtrToInt(src, b_.getInt64Ty());
+    b_.CreateCondBr(b_.CreateICmpEQ(b_.CreateAnd(addr, i64(15)), i64(0)), aligned_bb, scalar_bb);
+    b_.SetInsertPoint(aligned_bb);
+    auto* vt = llvm::FixedVectorType::get(st, static_cast<unsigned>(width));
+    const int64_t chunks = n / width, rounds = (chunks + group_ - 1) / group_;
+    for (int64_t r0 = 0; r0 < rounds; r0 += kRowCacheLoads) {
+      std::vector<std::pair<Value*, Value*>> loaded; // (chunk, its elements)
+      for (int64_t r = r0; r < std::min(rounds, r0 + kRowCacheLoads); ++r) {
+        Value* q = b_.CreateAdd(lane_, i64(r * group_), "", true, true);
+        Value* in_row = b_.CreateICmpULT(q, i64(chunks));
+        Value* at_q = b_.CreateSelect(in_row, q, i64(0)); // a valid address either way
+        Value* p = b_.CreateInBoundsGEP(st, src, b_.CreateMul(at_q, i64(width), "", true, true));
+        loaded.emplace_back(q, b_.CreateAlignedLoad(vt, p, llvm::Align(16)));
+      }
+      for (auto& [q, v] : loaded) {
+        auto* store_bb = llvm::BasicBlock::Create(ctx, "row_cache_put", fn_);
+        auto* next_bb = llvm::BasicBlock::Create(ctx, "row_cache_next", fn_);
+        b_.CreateCondBr(b_.CreateICmpULT(q, i64(chunks)), store_bb, next_bb);
+        b_.SetInsertPoint(store_bb);
+        for (int64_t e = 0; e < width; ++e)
+          put(b_.CreateAdd(b_.CreateMul(q, i64(width), "", true, true), i64(e), "", true, true),
+              b_.CreateExtractElement(v, static_cast<uint64_t>(e)));
+        b_.CreateBr(next_bb);
+        b_.SetInsertPoint(next_bb);
+      }
+    }
+    b_.CreateBr(done_bb);
+    b_.SetInsertPoint(scalar_bb);
+    scalar_fill();
+    b_.CreateBr(done_bb);
+    b_.SetInsertPoint(done_bb);
+  }
+  barrier(); // the row is in shared memory
+}
+
+Value* KernelEmitter::cached_load(int v, const Idx& idx) {
+  auto it = std::find(cached_.begin(), cached_.end(), v);
+  if (it == cached_.end()) return nullptr;
+  const AVal& a = aval(v);
+  size_t kept = row_idx_.size();
+  if (idx.size() != a.shape.size()) return nullptr;
+  for (size_t d = 0; d < kept; ++d) // only reads of the current row
+    if (idx[d] != row_idx_[d]) return nullptr;
+  Value* j = i64(0);
+  int64_t stride = 1;
+  for (size_t d = a.shape.size(); d-- > kept;) {
+    j = b_.CreateAdd(j, b_.CreateMul(idx[d], i64(stride), "", true, true), "", true, true);
+    stride *= a.shape[d];
+  }
+  llvm::GlobalVariable* smem = cache_smem_[static_cast<size_t>(it - cached_.begin())];
+  Value* p = b_.CreateInBoundsGEP(smem->getValueType(), smem, {i64(0), cache_pos(b_, j)});
+  return se_.load_convert(a.dtype, b_.CreateLoad(se_.storage_type(a.dtype), p));
+}
+
+Value* KernelEmitter::block_ordered_row(const Instr& in, const Shape& red,
+                                        const std::function<Value*(const Idx&)>& leaf) {
+  // As group_ordered_row, with the block's threads computing the nodes of the
+  // split level (thread t: nodes t, t + group_, ...), then the nodes of the
+  // first level of those nodes' own tree the same way, and every thread the
+  // rest: the levels above, in the same order as one thread walking the tree.
+  DType d = aval(in.operands[0]).dtype;
+  llvm::Type* ct = se_.compute_type(d);
+  std::vector<ReduceTreeLevel> levels = reduce_tree(red);
+  Shape nodes = levels[reduce_tree_split_level(levels, 32)].extent;
+  auto slots = [&](size_t k, int64_t count) {
+    auto* ty = llvm::ArrayType::get(ct, static_cast<uint64_t>(count));
+    if (block_nodes_.size() <= k)
+      block_nodes_.push_back(shared_array(ty, ".nodes" + std::to_string(k)));
+    PXL_ASSERT(block_nodes_[k]->getValueType() == ty, "block_ordered_row: one row shape a kernel");
+    return block_nodes_[k];
+  };
+  // Every node of `level` of the tree over `extent`, into shared array k.
+  auto level_nodes = [&](size_t k, const Shape& extent, size_t level,
+                         const std::function<Value*(const Idx&)>& elem) {
+    Shape out = reduce_tree(extent)[level].extent;
+    int64_t count = 1;
+    for (int64_t e : out) count *= e;
+    llvm::GlobalVariable* g = slots(k, count);
+    barrier(); // the last reduction's readers are done with the slots
+    loop_range(lane_, i64(group_), i64(count), [&](Value* p) {
+      Idx pi;
+      unflatten(p, out, 0, pi);
+      b_.CreateStore(reduce_box(in, extent, elem, true, &pi, level),
+                     b_.CreateInBoundsGEP(g->getValueType(), g, {i64(0), p}));
+    });
+    barrier();
+    return std::make_pair(out, g);
+  };
+  auto from = [&](const Shape& extent, llvm::GlobalVariable* g) {
+    return [&, extent, g](const Idx& r) {
+      return b_.CreateLoad(ct,
+                           b_.CreateInBoundsGEP(g->getValueType(), g, {i64(0), linear(extent, r)}));
+    };
+  };
+  auto [first, g1] = level_nodes(0, red, reduce_tree_split_level(levels, 32), leaf);
+  PXL_ASSERT(first == nodes, "block_ordered_row: split level");
+  if (reduce_tree(first).size() < 2) return reduce_box(in, first, from(first, g1), true);
+  auto [second, g2] = level_nodes(1, first, 1, from(first, g1));
+  return reduce_box(in, second, from(second, g2), true);
+}
+
 void KernelEmitter::per_output_reduce_kernel(bool spread) {
   // Each output element accumulates in a register: row-major over the
   // reduced axes (the reference's walk visits each output's elements in that
@@ -1121,13 +1427,29 @@ void KernelEmitter::row_kernel() {
   const Shape& row = ra.shape;
   if (target_ == Target::Ptx) {
     const AVal& xa = aval(rin.operands[0]);
-    use_groups(gpu_lanes(rin, ra.size(), xa.size() / std::max<int64_t>(1, ra.size()),
-                         se_.compute_type(xa.dtype)));
+    int64_t n = xa.size() / std::max<int64_t>(1, ra.size());
+    cached_ = row_cache_inputs(rin, n);
+    if (!cached_.empty()) {
+      use_groups(kRowCacheBlock);
+      block_threads_ = kRowCacheBlock;
+      row_len_ = n;
+      for (int v : cached_) {
+        auto* ty = llvm::ArrayType::get(se_.storage_type(aval(v).dtype),
+                                        static_cast<uint64_t>(n + n / 32 + 1));
+        cache_smem_.push_back(shared_array(ty, ".row" + std::to_string(v)));
+      }
+    } else {
+      use_groups(gpu_lanes(rin, ra.size(), n, se_.compute_type(xa.dtype)));
+    }
   }
   Idx idx;
   loops(
       row, idx,
       [&] {
+        if (!cached_.empty()) {
+          row_idx_ = idx;
+          fill_row_cache(linear(row, idx));
+        }
         // Each reduction's value as the reference stores it (half types round).
         for (int i : k_.row_before) {
           const Instr& before = f_.body[i];

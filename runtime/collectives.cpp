@@ -404,40 +404,45 @@ void CommWorld::Impl::run_large(int parity, int thread, const GroupLayout& g, co
 }
 
 CommWorld::CommWorld(int num_threads, int participants_per_thread,
-                     std::chrono::milliseconds timeout) {
+                     std::chrono::milliseconds timeout)
+    : num_threads_(num_threads), per_thread_(participants_per_thread), timeout_(timeout) {
   if (num_threads < 1 || participants_per_thread < 1)
     throw Error(ErrCode::Internal, "CommWorld needs at least one thread and one participant each");
-  impl_ = std::make_unique<Impl>(num_threads, participants_per_thread, timeout);
 }
 CommWorld::~CommWorld() = default;
-int CommWorld::num_threads() const { return impl_->num_threads; }
-int CommWorld::participants_per_thread() const { return impl_->per_thread; }
-void CommWorld::abort(const std::string& why) { impl_->rv.abort(why, /*from_outside=*/true); }
+CommWorld::Impl& CommWorld::impl() {
+  std::call_once(made_,
+                 [&] { impl_ = std::make_unique<Impl>(num_threads_, per_thread_, timeout_); });
+  return *impl_;
+}
+int CommWorld::num_threads() const { return num_threads_; }
+int CommWorld::participants_per_thread() const { return per_thread_; }
+void CommWorld::abort(const std::string& why) { impl().rv.abort(why, /*from_outside=*/true); }
 
 void CommWorld::all_reduce(int thread, std::span<const LocalBuffers> mine, const GroupLayout& g,
                            ReduceKind kind, DType dtype, int64_t count,
                            const CollectiveSite& site) {
-  impl_->run(thread, mine, g, {Op::AllReduce, kind, dtype, count, 0, 0}, site);
+  impl().run(thread, mine, g, {Op::AllReduce, kind, dtype, count, 0, 0}, site);
 }
 void CommWorld::all_gather(int thread, std::span<const LocalBuffers> mine, const GroupLayout& g,
                            DType dtype, int64_t count, const CollectiveSite& site) {
-  impl_->run(thread, mine, g, {Op::AllGather, ReduceKind::Sum, dtype, count, 0, 0}, site);
+  impl().run(thread, mine, g, {Op::AllGather, ReduceKind::Sum, dtype, count, 0, 0}, site);
 }
 void CommWorld::reduce_scatter(int thread, std::span<const LocalBuffers> mine, const GroupLayout& g,
                                DType dtype, int64_t count, const CollectiveSite& site) {
-  impl_->run(thread, mine, g, {Op::ReduceScatter, ReduceKind::Sum, dtype, count, 0, 0}, site);
+  impl().run(thread, mine, g, {Op::ReduceScatter, ReduceKind::Sum, dtype, count, 0, 0}, site);
 }
 void CommWorld::all_to_all(int thread, std::span<const LocalBuffers> mine, const GroupLayout& g,
                            DType dtype, int64_t count, const CollectiveSite& site) {
-  impl_->run(thread, mine, g, {Op::AllToAll, ReduceKind::Sum, dtype, count, 0, 0}, site);
+  impl().run(thread, mine, g, {Op::AllToAll, ReduceKind::Sum, dtype, count, 0, 0}, site);
 }
 void CommWorld::ppermute(int thread, std::span<const LocalBuffers> mine, const GroupLayout& g,
                          const std::vector<std::pair<int, int>>& perm, DType dtype, int64_t count,
                          const CollectiveSite& site) {
-  impl_->run(thread, mine, g, {Op::Ppermute, ReduceKind::Sum, dtype, count, 0, 0}, site, &perm);
+  impl().run(thread, mine, g, {Op::Ppermute, ReduceKind::Sum, dtype, count, 0, 0}, site, &perm);
 }
 void CommWorld::barrier(int thread, const CollectiveSite& site) {
-  impl_->run(thread, {}, GroupLayout{}, {}, site);
+  impl().run(thread, {}, GroupLayout{}, {}, site);
 }
 
 } // namespace pxl

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -94,6 +95,12 @@ public:
 
 private:
   struct Impl;
+  // Made at the first collective or abort: most calls have no collective, and
+  // the staging buffers cost a one-element call more than its kernel launch.
+  Impl& impl();
+  int num_threads_, per_thread_;
+  std::chrono::milliseconds timeout_;
+  std::once_flag made_;
   std::unique_ptr<Impl> impl_;
 };
 
@@ -109,6 +116,12 @@ public:
 
 private:
   struct Impl;
+  // Made at the first collective or abort: most calls have no collective, and
+  // the staging buffers cost a one-element call more than its kernel launch.
+  Impl& impl();
+  int num_threads_, per_thread_;
+  std::chrono::milliseconds timeout_;
+  std::once_flag made_;
   std::unique_ptr<Impl> impl_;
 };
 

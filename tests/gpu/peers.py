@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """GPU peers for tests/gpu/run.sh's benchmarks; prints "tool name ms".
   jax:    the cases of bench.pxl under jax.jit on the GPU (arrays already on it)
-  cublas: cublasSgemm 4096 called directly through ctypes (libcublas, libcudart), and
+  cublas: cublasSgemm 4096 called directly through ctypes (libcublas, libcudart), in float32
+          and with TF32 tensor cores (CUBLAS_TF32_TENSOR_OP_MATH), and
           cudaMemcpy of 64M float32 device to device (the copy bandwidth)
 """
 import ctypes
@@ -44,6 +45,8 @@ def jax_cases():
     bench("jax", "ln_gelu_mlp_4096x1024", sync(mlp), h, w1, w2)
     m = jnp.ones((4096, 4096), jnp.float32)
     bench("jax", "matmul_4096", sync(lambda x: x @ x), m)
+    bench("jax", "matmul_4096_f32",
+          sync(lambda x: jnp.matmul(x, x, precision=jax.lax.Precision.HIGHEST)), m)
     s = jnp.ones((1,), jnp.float32)
     bench("jax", "call_sync_1elem", sync(lambda s: s + 1.0), s)
     f = jax.jit(lambda s: s + 1.0)
@@ -81,6 +84,9 @@ def cublas_case():
         bl.cublasSgemm_v2(h, 0, 0, n, n, n, ctypes.byref(one), ptrs[0], n, ptrs[1], n,
                           ctypes.byref(zero), ptrs[2], n)
         rt.cudaDeviceSynchronize()
+    bench("cublas", "matmul_4096_f32", gemm)
+    # TF32 tensor cores, as JAX and pxl run float32 matmuls at DEFAULT precision
+    assert bl.cublasSetMathMode(h, 3) == 0  # CUBLAS_TF32_TENSOR_OP_MATH
     bench("cublas", "matmul_4096", gemm)
     # the device's copy bandwidth: 256 MiB device to device (read + write)
     size = 64 * 1024 * 1024 * 4

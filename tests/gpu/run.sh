@@ -39,12 +39,12 @@ startup() {
     t0=$(date +%s.%N)
     for i in 1 2 3 4 5; do "$pxl" --platform $platform -c pass || status=1; done
     t1=$(date +%s.%N)
-    echo "$platform alone: $(echo "($t1 - $t0) / 5" | bc -l | cut -c1-6) s a process"
+    echo "$platform alone: $(awk "BEGIN { printf \"%.3f\", ($t1 - $t0) / 5 }") s a process"
     t0=$(date +%s.%N)
     for i in $(seq 16); do "$pxl" --platform $platform -c pass & done
     wait
     t1=$(date +%s.%N)
-    echo "$platform 16 at once: $(echo "$t1 - $t0" | bc -l | cut -c1-6) s for all"
+    echo "$platform 16 at once: $(awk "BEGIN { printf \"%.3f\", $t1 - $t0 }") s for all"
   done
   local prog
   for prog in examples/seed_pmap.pxl spmd/collectives_1d.pxl; do
@@ -86,7 +86,9 @@ bench() {
   timeout 60 "$pxl" --platform cuda --devices 1 "$here/bench.pxl" | sed 's/^/pxl-cuda /' ||
     status=1
   if "$python" -c 'import jax' 2>/dev/null; then
-    timeout 60 "$python" "$here/peers.py" jax || echo "jax peer failed"
+    # JAX as it runs by default (a caller's XLA_PYTHON_CLIENT_PREALLOCATE=false would slow it)
+    timeout 60 env -u XLA_PYTHON_CLIENT_PREALLOCATE "$python" "$here/peers.py" jax ||
+      echo "jax peer failed"
   else
     echo "jax: not importable with $python, skipped"
   fi

@@ -248,21 +248,46 @@ TEST_CASE("cuda: reductions use warps and blocks with a fixed tree, no atomics",
     CHECK_FALSE(has(p.ptx, "atom.")); // deterministic: no atomics anywhere
     CHECK(ptxas_accepts(p.ptx, "sm_90"));
   }
-  // Softmax: one row kernel; per row its warp reduces the max, sums the row in
-  // XLA's order (the window chains shared out among its lanes) and computes
-  // its outputs.
-  Builder b;
-  b.f.results.push_back(b.softmax(b.param(DType::Float32, {512, 2048})));
+  // Softmax: one row kernel; per row of 1024 its warp reduces the max, sums
+  // the row in XLA's order (the window chains shared out among its lanes) and
+  // computes its outputs. Rows of 2048 or more get a block each, which copies
+  // the row into shared memory once (16-byte loads) and reads it from there
+  // three times; its threads compute the sum's window chains.
   PtxOptions turing;
   turing.arch = "sm_75";
-  for (const PtxOptions& o : {PtxOptions{}, turing}) {
-    PtxProgram p = compile_ptx(b.f, o);
-    INFO(o.arch);
-    REQUIRE(p.plan.kernels.size() == 1);
-    CHECK(p.grid_extent == std::vector<int64_t>{512 * 32});
-    CHECK(has(p.ptx, "bar.warp.sync"));
-    CHECK(has(p.ptx, "shfl.sync.idx")); // the max's result, to every lane
-    CHECK(ptxas_accepts(p.ptx, o.arch));
+  for (int64_t n : {1024, 2048}) {
+    Builder b;
+    b.f.results.push_back(b.softmax(b.param(DType::Float32, {512, n})));
+    bool block = n >= 2048;
+    for (const PtxOptions& o : {PtxOptions{}, turing}) {
+      PtxProgram p = compile_ptx(b.f, o);
+      INFO(o.arch << " rows of " << n);
+      REQUIRE(p.plan.kernels.size() == 1);
+      CHECK(p.grid_extent == std::vector<int64_t>{512 * (block ? 256 : 32)});
+      CHECK(p.block_threads[0] == (block ? 256 : 128));
+      CHECK(has(p.ptx, "bar.warp.sync") == !block);
+      CHECK(has(p.ptx, "ld.global.v4.f32") == block);
+      CHECK(has(p.ptx, ".shared .align 16 .b8 k0_$_body_$_row") == block);
+      CHECK(has(p.ptx, "shfl.sync.idx")); // the max's result, to every lane
+      CHECK(ptxas_accepts(p.ptx, o.arch));
+    }
+  }
+}
+
+TEST_CASE("cuda: flat elementwise kernels load and store 16 bytes a thread", "[cuda]") {
+  // Each thread takes 4 float32 (2 float64, 8 float16) when every buffer is
+  // 16-byte aligned, else one element at a time (an input at an offset).
+  for (DType d : {DType::Float32, DType::Float64, DType::Float16}) {
+    Builder b;
+    int x = b.param(d, {1 << 20});
+    b.f.results.push_back(b.op(Op::Mul, {}, {x, x}));
+    PtxProgram p = compile_ptx(b.f, PtxOptions{});
+    int64_t width = 16 / static_cast<int64_t>(dtype_size(d));
+    INFO(dtype_size(d));
+    CHECK(p.grid_extent == std::vector<int64_t>{(1 << 20) / width});
+    CHECK(has(p.ptx, "ld.global.v" + std::to_string(d == DType::Float16 ? 4 : width)));
+    CHECK(has(p.ptx, "st.global.v"));
+    CHECK(ptxas_accepts(p.ptx, "sm_90"));
   }
 }
 
