@@ -21,10 +21,21 @@
 
 namespace pxl {
 
+namespace {
+PlatformOptions platform_options(const InterpOptions& o) {
+  PlatformOptions p;
+  p.kind = o.platform;
+  p.cpu_devices = o.num_devices;
+  p.cuda_devices = o.cuda_devices;
+  p.cuda_logical = o.cuda_logical;
+  p.shared = o.shared_devices;
+  return p;
+}
+} // namespace
+
 InterpreterImpl::InterpreterImpl(InterpOptions opts)
     : opts_(opts), out_(opts.out ? opts.out : &std::cout), err_(opts.err ? opts.err : &std::cerr),
-      platform_(
-          PlatformOptions{opts.platform, opts.num_devices, opts.cuda_devices, opts.cuda_logical}) {
+      platform_(platform_options(opts)) {
   CodeCacheOptions cache;
   cache.disk_dir = opts_.cache_dir == "auto" ? default_disk_cache_dir() : opts_.cache_dir;
   cache.times = phase_times();

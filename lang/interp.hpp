@@ -13,6 +13,8 @@
 
 namespace pxl {
 
+class SharedDevices; // runtime/platform.hpp
+
 struct InterpOptions {
   int num_devices = 8;
   std::ostream* out = nullptr; // print() goes here; nullptr = std::cout
@@ -35,6 +37,9 @@ struct InterpOptions {
   PlatformKind platform = PlatformKind::Cpu;
   int cuda_devices = 0;
   bool cuda_logical = false;
+  // Interpreters made one after another with the same one share the CUDA
+  // driver and contexts (runtime/platform.hpp); null: their own.
+  std::shared_ptr<SharedDevices> shared_devices;
 };
 
 enum class Completeness { Complete, Incomplete, Invalid };

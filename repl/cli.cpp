@@ -90,6 +90,11 @@ ParseResult parse(const std::vector<std::string>& args, const char* env_devices,
       opts.time_passes = true;
     } else if (a == "--explain-cache") {
       opts.explain_cache = true;
+    } else if (a == "--batch") {
+      if (args.size() != 1)
+        return fail("--batch takes no other arguments (each request has its own)");
+      opts.mode = Mode::Batch;
+      return {opts, {}};
     } else if (a == "-c") {
       if (i + 1 >= args.size()) return fail("option '-c' needs a code argument");
       opts.mode = Mode::Code;
@@ -163,6 +168,10 @@ std::string usage() {
          "                 fusion, LLVM optimisation, codegen, run)\n"
          "  --explain-cache  say why a function is traced again and whether its kernels\n"
          "                 were compiled or loaded from the disk cache (PXL_CACHE_DIR)\n"
+         "  --batch        run many programs in one process (a test runner's mode): read\n"
+         "                 requests DIR<TAB>PXL_DEVICES<TAB>ARGS... from stdin, one a line;\n"
+         "                 write 'pxl-batch STATUS OUT-BYTES ERR-BYTES', then each\n"
+         "                 program's stdout and stderr; the programs share the CUDA driver\n"
          "  --version, -V  print the version of pxl and of its LLVM, then exit\n"
          "  --help, -h     print this help, then exit\n"
          "  --             end of options\n";

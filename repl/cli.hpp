@@ -9,7 +9,8 @@
 
 namespace pxl::cli {
 
-enum class Mode { Repl, File, Code, Stdin, Version, Help }; // Stdin: `pxl -`
+// Stdin: `pxl -`; Batch: `pxl --batch` (repl/batch.hpp)
+enum class Mode { Repl, File, Code, Stdin, Version, Help, Batch };
 
 struct Options {
   Mode mode = Mode::Repl;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "lang/interp.hpp"
+#include "repl/batch.hpp"
 #include "repl/big_stack.hpp"
 #include "repl/cli.hpp"
 #include "repl/repl.hpp"
@@ -42,7 +43,8 @@ void openblas_threads_sleep_at_once() {
 }
 
 // Never throws: every error becomes a diagnostic on stderr and exit status 1.
-int run(const pxl::cli::Options& opts) {
+// `shared`: the CUDA driver of a --batch run (null: the interpreter's own).
+int run(const pxl::cli::Options& opts, std::shared_ptr<pxl::SharedDevices> shared = nullptr) {
   using pxl::cli::Mode;
   int status = 0;
   try {
@@ -59,6 +61,7 @@ int run(const pxl::cli::Options& opts) {
     io.platform = opts.platform;
     io.cuda_devices = opts.cuda_devices_given ? opts.devices : 0;
     io.cuda_logical = opts.cuda_logical;
+    io.shared_devices = std::move(shared);
     pxl::Interpreter interp(io);
     if (std::string w = interp.platform_warning(); !w.empty())
       std::cerr << "pxl: warning: " << w << "\n";
@@ -81,6 +84,7 @@ int run(const pxl::cli::Options& opts) {
       break;
     case Mode::Version:
     case Mode::Help:
+    case Mode::Batch:
       break; // handled before the interpreter starts
     }
   } catch (...) {
@@ -121,6 +125,8 @@ int main(int argc, char** argv) {
     }
     // The interpreter recurses natively for pxl calls; a big stack lets its
     // recursion limit, not the OS, end runaway recursion.
+    if (opts.mode == pxl::cli::Mode::Batch)
+      return pxl::run_on_big_stack([&] { return pxl::cli::run_batch(run); });
     return pxl::run_on_big_stack([&] { return run(opts); });
   } catch (...) {
     pxl::report_current_exception(std::cerr);

@@ -1,6 +1,7 @@
 #include "runtime/platform.hpp"
 
 #include <charconv>
+#include <mutex>
 
 #include <unistd.h>
 
@@ -23,10 +24,29 @@ Platform::Platform(int num_cpu_devices) {
   for (int i = 0; i < num_cpu_devices; ++i) devices_.push_back(Device{i, "cpu"});
 }
 
+class SharedDevices {
+public:
+  // The shared driver, opened on first use; a failure is not kept (each
+  // platform then reports it).
+  std::shared_ptr<cuda::Driver> driver() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!driver_) driver_ = cuda::Driver::open();
+    return driver_;
+  }
+
+private:
+  std::mutex mu_;
+  std::shared_ptr<cuda::Driver> driver_;
+};
+
+std::shared_ptr<SharedDevices> make_shared_devices() { return std::make_shared<SharedDevices>(); }
+
 Platform::Platform(const PlatformOptions& o) {
   if (o.kind != PlatformKind::Cpu) {
     try {
-      cuda_ = std::make_unique<cuda::CudaRuntime>(o.cuda_devices, o.cuda_logical);
+      cuda_ = std::make_unique<cuda::CudaRuntime>(o.cuda_devices, o.cuda_logical,
+                                                  cuda::LibraryNames::defaults(),
+                                                  o.shared ? o.shared->driver() : nullptr);
     } catch (Error& e) {
       if (o.kind == PlatformKind::Cuda) {
         if (e.hint().empty())

@@ -22,6 +22,13 @@ class PhaseTimes; // lang/phase_times.hpp
 namespace cuda {
 class CudaRuntime; // runtime/cuda/runtime.hpp
 }
+class SharedDevices; // below
+
+// What the platforms of several interpreters made one after another can
+// share (`pxl --batch`): the opened CUDA driver with its contexts, whose
+// start-up is most of a short CUDA program's time. Made by the caller, kept
+// as long as it wants the sharing; opened by the first platform that needs it.
+std::shared_ptr<SharedDevices> make_shared_devices();
 
 struct Device {
   int id = 0;
@@ -37,6 +44,7 @@ struct PlatformOptions {
   // Files whose presence means an NVIDIA GPU is probably installed (JAX looks
   // at the same device nodes before warning that it falls back to the CPU).
   std::vector<std::string> gpu_device_files = {"/dev/nvidiactl", "/dev/nvidia0"};
+  std::shared_ptr<SharedDevices> shared; // null: the platform opens its own driver
 };
 
 class Platform {

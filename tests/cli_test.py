@@ -188,6 +188,42 @@ def main():
            err_has=["expected a call such as f(x)"])
     expect("--exec interp gives the same", run(pxl, ["--exec", "interp", "-c", prog]), code=0, out=want)
 
+    # --batch: each request's status, stdout and stderr, as a run of its own gives them;
+    # nothing carries over (a name defined by one program is unknown to the next).
+    with tempfile.TemporaryDirectory() as d:
+        Path(d, "two.pxl").write_text("import jax\nprint(len(jax.devices()))\nx = 5\n")
+        T = "\t"
+        reqs = [f"{d}{T}{T}two.pxl", f"{d}{T}3{T}two.pxl", f"{d}{T}{T}-c{T}print(x)",
+                f"{d}{T}{T}--devices{T}2{T}-c{T}print(1); print(1 / 0)",
+                f"{d}{T}{T}-c{T}print(2)", f"{d}/missing{T}{T}two.pxl", f"{d}{T}{T}--bogus",
+                f"{d}", f"{d}{T}{T}--version", f"{d}{T}bad{T}two.pxl"]
+        alone = [run(pxl, ["two.pxl"], cwd=d), run(pxl, ["two.pxl"], cwd=d, env_extra={"PXL_DEVICES": "3"}),
+                 run(pxl, ["-c", "print(x)"], cwd=d)]
+        rc, o, e = run(pxl, ["--batch"], stdin="\n".join(reqs) + "\n")
+        results, rest = [], o.encode()
+        while rest:
+            header, _, rest = rest.partition(b"\n")
+            tag, status, n_out, n_err = header.decode().split()
+            out, rest = rest[:int(n_out)], rest[int(n_out):]
+            err, rest = rest[:int(n_err)], rest[int(n_err):]
+            results.append((int(status), out.decode(), err.decode()))
+        expect("--batch: one result per request", (rc, str(len(results)), e), code=0, out=str(len(reqs)),
+               err="")
+        if len(results) == len(reqs):
+            for i in range(3):
+                expect(f"--batch: request {i} as alone", results[i], code=alone[i][0], out=alone[i][1],
+                       err=alone[i][2])
+            expect("--batch: stdout and stderr of a failing program", results[3], code=1, out="1\n",
+                   err_has=["<string>:1:17: error[E0106]: division by zero"])
+            expect("--batch: the next program", results[4], code=0, out="2\n", err="")
+            expect("--batch: missing directory", results[5], code=2, err_has=["cannot enter"])
+            expect("--batch: bad option", results[6], code=2, err_has=["unknown option '--bogus'"])
+            expect("--batch: short request", results[7], code=2, err_has=["DIR<TAB>PXL_DEVICES"])
+            expect("--batch: not a program", results[8], code=2, err_has=["script file or -c code"])
+            expect("--batch: bad PXL_DEVICES", results[9], code=2, err_has=["PXL_DEVICES"])
+    expect("--batch takes no other arguments", run(pxl, ["--batch", "x.pxl"]), code=2,
+           err_has=["--batch takes no other arguments"])
+
     print(f"{'FAILED: ' + ', '.join(failures) if failures else 'all passed'}")
     return 1 if failures else 0
 

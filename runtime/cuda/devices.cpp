@@ -54,6 +54,7 @@ GpuDevice::GpuDevice(Driver& driver, int ordinal, TransferLog& log)
   driver.check(a.cuDeviceGetAttribute(&sms_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev_),
                "multiprocessor count of " + at);
   driver.check(a.cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain(" + at + ")");
+  driver.keep_primary_context(dev_);
   bind();
   driver.check(a.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate(" + at + ")");
   life_->dev = this;

@@ -1,5 +1,6 @@
 #include "runtime/cuda/loader.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <utility>
 
@@ -91,7 +92,17 @@ std::unique_ptr<Driver> Driver::open(const LibraryNames& names) {
   return d;
 }
 
-Driver::~Driver() = default;
+Driver::~Driver() {
+  for (CUdevice dev : kept_) api_.cuDevicePrimaryCtxRelease(dev);
+}
+
+void Driver::keep_primary_context(CUdevice dev) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (std::find(kept_.begin(), kept_.end(), dev) != kept_.end()) return;
+  CUcontext ctx = nullptr;
+  check(api_.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  kept_.push_back(dev);
+}
 
 std::string Driver::error_text(CUresult r) const {
   const char* name = nullptr;

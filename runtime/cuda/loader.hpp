@@ -64,6 +64,10 @@ public:
 
   const CublasApi& cublas(); // throws E0400 when cuBLAS cannot be opened
   const NcclApi& nccl();     // throws E0400 when NCCL cannot be opened
+  // Holds a reference to `dev`'s primary context until the driver goes (once
+  // per GPU), so that devices made and dropped one after another (programs
+  // of a `pxl --batch` run sharing the driver) do not recreate it each time.
+  void keep_primary_context(CUdevice dev);
 
 private:
   Driver() = default;
@@ -78,6 +82,7 @@ private:
   NcclApi nccl_;
   int device_count_ = 0;
   int version_ = 0;
+  std::vector<CUdevice> kept_; // keep_primary_context, under mu_
 };
 
 } // namespace pxl::cuda

@@ -6,8 +6,10 @@
 
 namespace pxl::cuda {
 
-CudaRuntime::CudaRuntime(int count, bool logical, const LibraryNames& names)
-    : driver_(Driver::open(names)), logical_(logical) {
+CudaRuntime::CudaRuntime(int count, bool logical, const LibraryNames& names,
+                         std::shared_ptr<Driver> shared)
+    : driver_(shared ? std::move(shared) : std::shared_ptr<Driver>(Driver::open(names))),
+      logical_(logical) {
   auto opened = std::chrono::steady_clock::now();
   driver_seconds_ = std::chrono::duration<double>(opened - created_).count();
   int gpus = driver_->device_count();

@@ -26,7 +26,9 @@ class CudaRuntime {
 public:
   // `count` devices: one per GPU (0: every GPU), or, when `logical`, `count`
   // logical devices on GPU 0. Throws pxl::Error(E0400) naming what is missing.
-  CudaRuntime(int count, bool logical, const LibraryNames& names = LibraryNames::defaults());
+  // `shared`: a driver opened before (and kept after) this runtime; null: its own.
+  CudaRuntime(int count, bool logical, const LibraryNames& names = LibraryNames::defaults(),
+              std::shared_ptr<Driver> shared = nullptr);
   ~CudaRuntime();
   CudaRuntime(const CudaRuntime&) = delete;
   CudaRuntime& operator=(const CudaRuntime&) = delete;
@@ -57,7 +59,7 @@ private:
   std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   double driver_seconds_ = 0, devices_seconds_ = 0;
   PhaseTimes* times_ = nullptr;
-  std::unique_ptr<Driver> driver_;
+  std::shared_ptr<Driver> driver_;
   bool logical_ = false;
   TransferLog transfers_;
   std::vector<std::unique_ptr<GpuDevice>> devices_;

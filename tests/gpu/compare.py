@@ -9,7 +9,10 @@
               and the two runs are compared.
 Outputs are compared token by token: text exactly (CpuDevice, cpu:N and CPU N read as their
 CUDA names), numbers within --rtol/--atol, whitespace ignored (a digit more or
-less changes numpy's column widths). Python stdlib only.
+less changes numpy's column widths). Programs run through `pxl --batch` (one pxl
+process per job, sharing the CUDA driver's start-up: about 0.2 s a process, which the
+driver serializes across processes); a program that fails there is run again alone,
+which decides (--no-batch: every program in a process of its own). Python stdlib only.
 """
 import argparse
 import concurrent.futures
@@ -18,12 +21,14 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 from run_golden import collect, read_args  # noqa: E402
+from pxl_batch import BatchPxl  # noqa: E402
 
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|nan)\b")
 TOKEN = re.compile(NUMBER.pattern + r"|[^\s\d+-]+|[+-]|\d+")
@@ -94,10 +99,24 @@ def devices_in(args):
     return n, rest
 
 
-def run(pxl, args, test, env_extra, timeout):
+def base_env():
     env = {k: v for k, v in os.environ.items() if k not in ("PXL_DEVICES", "PXL_PLATFORM")}
     # float32 matmuls in float32, as on the CPU (DEFAULT precision is TF32 on CUDA)
     env["NVIDIA_TF32_OVERRIDE"] = "0"
+    return env
+
+
+BATCH = threading.local()  # each worker thread's `pxl --batch`
+
+
+def run(pxl, args, test, env_extra, timeout, batch=False):
+    if batch:
+        if not hasattr(BATCH, "pxl"):
+            BATCH.pxl = BatchPxl(pxl, base_env())
+        code, out, err = BATCH.pxl.run(test.parent, args + [test.name],
+                                       env_extra.get("PXL_DEVICES"), timeout)
+        return code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+    env = base_env()
     env.update(env_extra)
     try:
         p = subprocess.run([pxl] + args + [test.name], cwd=test.parent, env=env,
@@ -117,11 +136,15 @@ def expected(test):
 
 def check(test, opts, gpus):
     start = time.monotonic()
-    test, problems = compare_runs(test, opts, gpus)
+    test, problems = compare_runs(test, opts, gpus, opts.batch)
+    if problems and opts.batch:  # decided by a run alone
+        test, problems = compare_runs(test, opts, gpus, False)
+        if not problems:
+            print(f"note: {test.name} failed only in --batch", flush=True)
     return test, problems, time.monotonic() - start
 
 
-def compare_runs(test, opts, gpus):
+def compare_runs(test, opts, gpus, batch):
     n, rest = devices_in(read_args(test))
     if opts.mode == "own":
         cuda = (rest + ["--platform", "cuda", "--devices", str(n)], {}) if gpus >= n else \
@@ -129,8 +152,9 @@ def compare_runs(test, opts, gpus):
         want = expected(test)
     else:
         cuda = (rest, {"PXL_DEVICES": "cuda:4"})
-        want = run(opts.pxl, rest + ["--platform", "cpu", "--devices", "4"], test, {}, opts.timeout)
-    got = run(opts.pxl, cuda[0], test, cuda[1], opts.timeout)
+        want = run(opts.pxl, rest + ["--platform", "cpu", "--devices", "4"], test, {}, opts.timeout,
+                   batch)
+    got = run(opts.pxl, cuda[0], test, cuda[1], opts.timeout, batch)
     problems = []
     if got[0] != want[0]:
         problems.append(f"exit status {got[0]}, expected {want[0]}\n{got[2]}")
@@ -154,6 +178,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 4)
     ap.add_argument("-v", "--verbose", action="store_true", help="print each program's result")
+    ap.add_argument("--no-batch", dest="batch", action="store_false",
+                    help="each program in a pxl process of its own")
     opts = ap.parse_args()
     probe = subprocess.run([opts.pxl, "--platform", "cuda", "-c", "print(device_count())"],
                            capture_output=True, text=True)
