@@ -18,6 +18,10 @@ with `_` are helper modules for the others to import, not tests.
 REPL mode (--repl): every NAME.in is piped to `pxl [ARGS]` (stdin script mode:
 the REPL without prompts) and compared with NAME.out/.err/.code the same way.
 
+--batch runs the programs through `pxl --batch` (one pxl process per job, a fresh
+interpreter per program), which also checks that nothing carries over from one program to
+the next.
+
 --update rewrites the expectations from the actual results. Python stdlib only.
 """
 import argparse
@@ -28,6 +32,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,6 +51,7 @@ def parse_args():
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per program")
     p.add_argument("-v", "--verbose", action="store_true", help="list passing tests too")
+    p.add_argument("--batch", action="store_true", help="run the programs through pxl --batch")
     return p.parse_args()
 
 
@@ -107,7 +113,17 @@ class Result:
         self.problems = []
 
 
+BATCH = threading.local()  # each worker thread's `pxl --batch` (--batch)
+
+
 def run_one(test, opts, env):
+    if opts.batch and not opts.repl:
+        from pxl_batch import BatchPxl
+        if not hasattr(BATCH, "pxl"):
+            BATCH.pxl = BatchPxl(opts.pxl, env)
+        args = shlex.split(opts.pxl_args) + read_args(test) + [test.name]
+        code, out, err = BATCH.pxl.run(test.parent, args, env.get("PXL_DEVICES"), opts.timeout)
+        return Result(test, out, err, code, timed_out=code is None)
     cmd = [opts.pxl] + shlex.split(opts.pxl_args) + read_args(test)
     stdin = subprocess.DEVNULL
     if opts.repl:
