@@ -15,16 +15,16 @@
 // then computes that row's elementwise epilogue.
 //
 // On NVPTX (codegen/emit_kernel_gpu.cpp) a long row of an order-free
-// reduction is reduced by a group of GPU
-// threads (a warp, or a whole block for few very long rows): lane l
-// accumulates elements l, l + L, ... in order, then lanes l and l + w combine
-// for w = L/2, ..., 1 through shared memory (w >= 32, bar.sync between steps)
-// and warp shuffles; never depending on the launch. Float sums keep XLA's
-// order: a long row's tree nodes are shared out among a warp's (or block's)
-// threads, a short row or an output gets one thread. A row kernel over long rows gives
-// each row a block that first copies the row into shared memory (the row
-// cache), so its reductions and outputs read global memory once; a flat
-// elementwise kernel moves 16 bytes a thread when its buffers are aligned.
+// reduction is reduced by a group of GPU threads (a warp, or a whole block
+// for few very long rows): lane l accumulates elements l, l + L, ... in
+// order, then lanes l and l + w combine for w = L/2, ..., 1 through shared
+// memory (w >= 32, bar.sync between steps) and warp shuffles; never
+// depending on the launch. Float sums keep XLA's order: a long row's tree
+// nodes are shared out among a warp's (or block's) threads, a short row or
+// an output gets one thread. A row kernel over long rows gives each row a
+// block that first copies the row into shared memory (the row cache), so its
+// reductions and outputs read global memory once; a flat elementwise kernel
+// moves 16 bytes a thread when its buffers are aligned.
 #include <algorithm>
 #include <functional>
 
