@@ -2,7 +2,10 @@
 #include <catch2/catch.hpp>
 #include <sstream>
 
+#include <pthread.h>
+
 #include "lang/interp.hpp"
+#include "lang/interp_impl.hpp"
 
 using namespace pxl;
 
@@ -66,6 +69,53 @@ TEST_CASE("runaway recursion is a clean error") {
   std::string r = error_of("def f(n): return f(n + 1)\nf(0)");
   CHECK(r.find("E0108") != std::string::npos);
   CHECK(r.find("times)") != std::string::npos);
+}
+
+namespace {
+// Recurses natively on its own (small) thread, checking the interpreter's
+// stack guard at every level, as pxl code called back on a device thread does.
+struct ForeignThread {
+  InterpreterImpl* in;
+  int depth = 0;
+  bool recursion_error = false;
+  void recurse(int d) {
+    volatile char frame[2048];
+    frame[0] = static_cast<char>(d);
+    depth = d;
+    in->check_stack(Span{});
+    if (d < (1 << 20)) recurse(d + 1); // never that deep: the guard throws first
+    (void)frame[0];
+  }
+  static void* main(void* self) {
+    auto* t = static_cast<ForeignThread*>(self);
+    try {
+      t->recurse(0);
+    } catch (const Error& e) {
+      t->recursion_error = e.code() == ErrCode::Recursion;
+    }
+    return nullptr;
+  }
+};
+} // namespace
+
+TEST_CASE("the stack guard measures a foreign thread by that thread's own stack") {
+  // The interpreter measured the main thread's stack; pxl code running on
+  // another thread (a host callback on a device thread) must be stopped near
+  // the end of that thread's stack, neither at once (the main thread's bounds
+  // say nothing about it) nor never (a segfault).
+  InterpOptions o;
+  InterpreterImpl in(o);
+  in.set_stack_base();
+  ForeignThread t{&in};
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, size_t{2} << 20);
+  pthread_t thread;
+  REQUIRE(pthread_create(&thread, &attr, &ForeignThread::main, &t) == 0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  CHECK(t.recursion_error);
+  CHECK(t.depth > 300); // 2 KiB frames: ~1 MiB of the 2 MiB used before stopping
 }
 
 TEST_CASE("REPL helpers") {
