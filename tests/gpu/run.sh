@@ -45,6 +45,12 @@ startup() {
     wait
     t1=$(date +%s.%N)
     echo "$platform 16 at once: $(awk "BEGIN { printf \"%.3f\", $t1 - $t0 }") s for all"
+    # the same 16 one after another in one `pxl --batch` (compare.py's way)
+    t0=$(date +%s.%N)
+    for i in $(seq 16); do printf '%s\t\t--platform\t%s\t-c\tpass\n' "$PWD" "$platform"; done |
+      "$pxl" --batch >/dev/null || status=1
+    t1=$(date +%s.%N)
+    echo "$platform 16 in one --batch: $(awk "BEGIN { printf \"%.3f\", $t1 - $t0 }") s for all"
   done
   local prog
   for prog in examples/seed_pmap.pxl spmd/collectives_1d.pxl; do
