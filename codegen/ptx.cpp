@@ -19,6 +19,7 @@
 #include "codegen/emitter.hpp"
 #include "codegen/jit.hpp"
 #include "codegen/llvm_passes.hpp"
+#include "ir/dot_to_reduce.hpp"
 #include "lang/diag.hpp"
 
 extern "C" {
@@ -238,7 +239,8 @@ PtxLaunch ptx_launch(int64_t extent, int block, int multiprocessors) {
 }
 
 std::string kernels_ptx(const Function& f) {
-  PtxProgram p = compile_ptx(f);
+  // As the CUDA platform compiles it (runtime/cuda/executable.cpp).
+  PtxProgram p = compile_ptx(*dots_of_vectors_to_reduce(std::make_shared<const Function>(f)));
   return p.notes + p.ptx;
 }
 

@@ -1,4 +1,5 @@
 #include "runtime/cuda/executable.hpp"
+#include "ir/dot_to_reduce.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -7,6 +8,7 @@
 #include <numeric>
 
 #include "codegen/jit.hpp"
+#include "ir/dot_to_reduce.hpp"
 #include "ir/ref_util.hpp"
 #include "lang/phase_times.hpp"
 #include "runtime/cuda/collectives.hpp"
@@ -350,8 +352,9 @@ std::unique_ptr<Executable> make_cuda_executable(std::shared_ptr<const Function>
                                                  SpmdLayout layout, std::vector<Array> consts,
                                                  CudaRuntime& runtime, CodeCache& host) {
   refuse_huge_values(*fn); // as the host's compiled programs do, before any byte count
-  return std::make_unique<CudaExecutable>(std::move(fn), std::move(layout), std::move(consts),
-                                          runtime, host);
+  // Dots of vectors become multiply + reduce kernels, as XLA's GPU backend makes them.
+  return std::make_unique<CudaExecutable>(dots_of_vectors_to_reduce(std::move(fn)),
+                                          std::move(layout), std::move(consts), runtime, host);
 }
 
 } // namespace pxl::cuda
