@@ -294,7 +294,7 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
     return array_attr(in, obj, name, out);
   case ObjKind::Function:
     if (name == "__name__") return out = make_str(obj.as<FunctionObj>()->name), true;
-    if (name == "__doc__") return out = docstring(&function_body(*obj.as<FunctionObj>())), true;
+    if (name == "__doc__") return out = docstring(function_body(*obj.as<FunctionObj>())), true;
     return false;
   case ObjKind::Builtin:
     if (name == "__name__") return out = make_str(obj.as<BuiltinObj>()->name), true;

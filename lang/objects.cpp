@@ -123,10 +123,10 @@ static bool unbound_method(InterpreterImpl& in, const std::string& cls, const st
 
 // ---- calls -------------------------------------------------------------------
 
-const Block& function_body(const FunctionObj& f) { return f.lazy ? f.lazy->parsed() : *f.body; }
+const Block* function_body(const FunctionObj& f) { return f.lazy ? &f.lazy->parsed() : f.body; }
 
 static Value call_user(InterpreterImpl& in, FunctionObj& f, CallArgs& args, const Span& where) {
-  const Block& body = function_body(f); // first: a lazy body's nonlocals come with it
+  const Block* body = function_body(f); // first: a lazy body's nonlocals come with it
   const auto& params = *f.params;
   auto env = std::make_shared<Env>(f.closure);
   env->nonlocals =
@@ -229,7 +229,7 @@ static Value call_user(InterpreterImpl& in, FunctionObj& f, CallArgs& args, cons
   }
   if (f.lambda_body) return in.eval(*f.lambda_body, env);
   Value ret;
-  in.exec_block(body, env, ret);
+  in.exec_block(*body, env, ret);
   return ret;
 }
 

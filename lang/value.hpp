@@ -171,8 +171,9 @@ struct FunctionObj : Object {
   ModuleObj* module = nullptr;
 };
 
-// A def's statements, parsed first if its body was left for later (lang/objects.cpp).
-const Block& function_body(const FunctionObj& f);
+// A def's statements, parsed first if its body was left for later
+// (lang/objects.cpp); null for a lambda (lambda_body).
+const Block* function_body(const FunctionObj& f);
 
 struct CallArgs {
   ValueList pos;
