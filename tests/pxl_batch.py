@@ -5,6 +5,7 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
 
 
@@ -68,3 +69,13 @@ class BatchPxl:
             code = self.proc.wait()
             self.proc = None
             return code if code < 0 else -1, b"", b"pxl --batch ended during this program"
+
+
+_PER_THREAD = threading.local()
+
+
+def thread_batch(pxl, env):
+    """The calling thread's own `pxl --batch` (a test runner's worker), started on first use."""
+    if not hasattr(_PER_THREAD, "pxl"):
+        _PER_THREAD.pxl = BatchPxl(pxl, env)
+    return _PER_THREAD.pxl

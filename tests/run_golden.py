@@ -32,7 +32,6 @@ import shlex
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -113,16 +112,11 @@ class Result:
         self.problems = []
 
 
-BATCH = threading.local()  # each worker thread's `pxl --batch` (--batch)
-
-
 def run_one(test, opts, env):
     if opts.batch and not opts.repl:
-        from pxl_batch import BatchPxl
-        if not hasattr(BATCH, "pxl"):
-            BATCH.pxl = BatchPxl(opts.pxl, env)
+        from pxl_batch import thread_batch
         args = shlex.split(opts.pxl_args) + read_args(test) + [test.name]
-        code, out, err = BATCH.pxl.run(test.parent, args, env.get("PXL_DEVICES"), opts.timeout)
+        code, out, err = thread_batch(opts.pxl, env).run(test.parent, args, env.get("PXL_DEVICES"), opts.timeout)
         return Result(test, out, err, code, timed_out=code is None)
     cmd = [opts.pxl] + shlex.split(opts.pxl_args) + read_args(test)
     stdin = subprocess.DEVNULL

@@ -21,14 +21,13 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 from run_golden import collect, read_args  # noqa: E402
-from pxl_batch import BatchPxl  # noqa: E402
+from pxl_batch import thread_batch  # noqa: E402
 
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|nan)\b")
 TOKEN = re.compile(NUMBER.pattern + r"|[^\s\d+-]+|[+-]|\d+")
@@ -106,14 +105,9 @@ def base_env():
     return env
 
 
-BATCH = threading.local()  # each worker thread's `pxl --batch`
-
-
 def run(pxl, args, test, env_extra, timeout, batch=False):
     if batch:
-        if not hasattr(BATCH, "pxl"):
-            BATCH.pxl = BatchPxl(pxl, base_env())
-        code, out, err = BATCH.pxl.run(test.parent, args + [test.name],
+        code, out, err = thread_batch(pxl, base_env()).run(test.parent, args + [test.name],
                                        env_extra.get("PXL_DEVICES"), timeout)
         return code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
     env = base_env()
