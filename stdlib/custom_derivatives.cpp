@@ -32,6 +32,8 @@
 // reported as escaped traced values.
 #include "stdlib/custom_derivatives.hpp"
 
+#include <optional>
+
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/autodiff.hpp"
@@ -100,7 +102,9 @@ struct CustomDef {
   bool is_vjp = false;
   Value fun;
   std::vector<int64_t> nondiff_argnums;
-  Value jvp;             // custom_jvp: jvp(*nondiff, primals, tangents)
+  Value jvp; // custom_jvp: jvp(*nondiff, primals, tangents)
+  // defjvps(*jvps): the per-argument rules `jvp` was made from (jvps_rule).
+  std::optional<ValueList> jvps;
   Value fwd, bwd;        // custom_vjp
   std::string primitive; // jax.custom_jvp(f, _primitive=name): the stdlib's lax ops
   // jax.custom_jvp(f, _transpose=rule): how the stdlib's lax op transposes
@@ -815,10 +819,15 @@ Value call_custom(InterpreterImpl& in, const std::shared_ptr<const CustomDef>& d
 }
 
 // defjvps(*jvps): JAX's jvp from one rule per argument, jvp_i(t_i, ans, *primals),
-// the tangents summed (None: no contribution).
-Value jvps_rule(const std::shared_ptr<const CustomDef>& self, ValueList jvps) {
-  return make_builtin("jvp", [self, jvps](InterpreterImpl& in, CallArgs& a) {
+// the tangents summed (None: no contribution). The rule kept in the function's
+// own `jvp` refers to it weakly (`keep` null): a strong reference there would
+// be a cycle that outlives the interpreter. `f.jvp` handed to the user keeps f.
+Value jvps_rule(std::shared_ptr<const CustomDef> keep, std::weak_ptr<const CustomDef> weak,
+                ValueList jvps) {
+  return make_builtin("jvp", [keep, weak, jvps](InterpreterImpl& in, CallArgs& a) {
     Span where = in.ops().loc;
+    std::shared_ptr<const CustomDef> self = weak.lock();
+    if (!self) throw Error(ErrCode::Internal, "defjvps: the custom_jvp function is gone", where);
     const ValueList& primals = *sequence_items(a.pos[0]);
     const ValueList& tangents = *sequence_items(a.pos[1]);
     CallArgs call;
@@ -870,7 +879,8 @@ struct CustomFunctionObj : OpaqueObj {
       for (int64_t k : d->nondiff_argnums) v.push_back(Value::integer(k));
       return out = make_tuple(v), true;
     }
-    if (!d->is_vjp && name == "jvp") return out = d->jvp, true;
+    if (!d->is_vjp && name == "jvp")
+      return out = d->jvps ? jvps_rule(d, d, *d->jvps) : d->jvp, true;
     if (d->is_vjp && name == "fwd") return out = d->fwd, true;
     if (d->is_vjp && name == "bwd") return out = d->bwd, true;
     if (!d->is_vjp && name == "defjvp") {
@@ -879,6 +889,7 @@ struct CustomFunctionObj : OpaqueObj {
         if (r.get_bool(1, false))
           throw Error(ErrCode::Unsupported, "defjvp: symbolic_zeros=True is not supported");
         d->jvp = r[0];
+        d->jvps.reset();
         return r[0]; // usable as a decorator
       });
       return true;
@@ -890,7 +901,8 @@ struct CustomFunctionObj : OpaqueObj {
                       "defjvps() got an unexpected keyword argument '" + a.kw[0].first + "'");
         if (!d->nondiff_argnums.empty())
           throw Error(ErrCode::Type, "Can't use ``defjvps`` with ``nondiff_argnums``.");
-        d->jvp = jvps_rule(d, a.pos);
+        d->jvps = a.pos;
+        d->jvp = jvps_rule(nullptr, d, a.pos);
         return Value();
       });
       return true;

@@ -118,6 +118,39 @@ TEST_CASE("the stack guard measures a foreign thread by that thread's own stack"
   CHECK(t.depth > 300); // 2 KiB frames: ~1 MiB of the 2 MiB used before stopping
 }
 
+TEST_CASE("a destroyed interpreter frees what the program made") {
+  // Closures capture their scope, modules hold their functions, and a
+  // custom_jvp's defjvps rule its function: reference cycles that must not
+  // outlive the interpreter (pxl --batch and embedders make many of them).
+  std::weak_ptr<Object> fun, custom, inner, stdlib_fn;
+  {
+    InterpOptions o;
+    std::ostringstream out;
+    o.out = &out;
+    InterpreterImpl in(o);
+    auto src = std::make_shared<SourceFile>(
+        "t.pxl", "import jax\nimport jax.numpy as jnp\n"
+                 "def fun(x):\n  return jnp.sin(x)\n"
+                 "f = jax.custom_jvp(fun)\n"
+                 "f.defjvps(lambda t, ans, x: jnp.cos(x) * t)\n"
+                 "print(jax.grad(f)(1.0))\n"
+                 "def outer():\n  def rec(n):\n    return 0 if n == 0 else rec(n - 1)\n"
+                 "  return rec\n"
+                 "r = outer()\nprint(r(3), jnp.linalg.norm(jnp.ones(4)))\n");
+    in.run_source(src, in.globals(), false);
+    CHECK(out.str() == "0.5403023\n0 2.0\n");
+    auto global = [&](const char* name) { return in.globals()->vars.at(name); };
+    fun = global("fun").obj;
+    custom = global("f").obj;
+    inner = global("r").obj;
+    stdlib_fn = in.get_attr(in.get_attr(global("jnp"), "linalg", Span{}), "norm", Span{}).obj;
+  }
+  CHECK(fun.expired());
+  CHECK(custom.expired());
+  CHECK(inner.expired());
+  CHECK(stdlib_fn.expired());
+}
+
 TEST_CASE("REPL helpers") {
   std::ostringstream out;
   InterpOptions o;
