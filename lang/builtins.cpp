@@ -36,11 +36,12 @@ struct TypeObj : OpaqueObj {
     out = make_str(path.substr(path.rfind('.') + 1));
     return true;
   }
-  // The class itself: jax.Array (the abstract class) is not type(x)'s
-  // ArrayImpl, although isinstance(x, jax.Array) holds.
+  // The class itself, by its qualified name: jax.Array (the abstract class) is
+  // not type(x)'s ArrayImpl, although isinstance(x, jax.Array) holds; a CPU
+  // and a CUDA device's classes are both jax.Device.
   bool equals(const OpaqueObj& o) const override {
     auto* t = dynamic_cast<const TypeObj*>(&o);
-    return t && t->name == name && t->path == path;
+    return t && t->path == path;
   }
   // type(x)(...) constructs as the builtin class does (type(3)("4") == 4).
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
@@ -143,11 +144,13 @@ bool is_builtin_class(const std::string& name) {
   return false;
 }
 
-bool same_builtin_class(const Value& a, const Value& b) {
+bool same_class(const Value& a, const Value& b) {
   auto type_of = [](const Value& v) -> const TypeObj* {
     return v.is_obj(ObjKind::Opaque) ? dynamic_cast<const TypeObj*>(v.as<OpaqueObj>()) : nullptr;
   };
   const TypeObj* t = type_of(a);
+  // A class is one object in Python: type(d) is jax.Device.
+  if (const TypeObj* u = type_of(b); t && u) return t->equals(*u);
   const Value* other = &b;
   if (!t) t = type_of(b), other = &a;
   if (!t || !other->is_obj(ObjKind::Builtin) || other->as<BuiltinObj>()->name != t->name)
@@ -184,6 +187,9 @@ bool instance_of(const Value& v, const Value& cls) {
     return true;
   if (want == "Array" && have == "PRNGKeyArray") return true; // typed keys are jax.Arrays
   if (want == "ShardedArray" && have == "ShardedArray") return true;
+  if (want == "Device" && v.is_obj(ObjKind::Device)) return true; // jax.Device
+  if (want == "Sharding" && (have == "NamedSharding" || have == "SingleDeviceSharding"))
+    return true; // jax.sharding.Sharding
   return false;
 }
 
@@ -215,6 +221,7 @@ bool subclass_of(const Value& cls, const Value& base) {
   if (c == b || b == "object") return true;
   if (c == "bool" && b == "int") return true;
   bool array_class = c == "ArrayImpl" || c == "ShardedArray" || c == "PRNGKeyArray";
+  if (b == "Sharding" && (c == "NamedSharding" || c == "SingleDeviceSharding")) return true;
   return array_class && (b == "Array" || b == "ndarray");
 }
 } // namespace

@@ -15,7 +15,7 @@
 
 namespace pxl {
 
-bool same_builtin_class(const Value& a, const Value& b); // lang/builtins.cpp
+bool same_class(const Value& a, const Value& b); // lang/builtins.cpp
 
 namespace {
 
@@ -607,7 +607,7 @@ Value InterpreterImpl::compare(CmpOpKind op, const Value& a, const Value& b, con
       same = false;
     else if (a.tag == Value::Tag::Obj)
       same = a.obj == b.obj || (a.obj->kind == ObjKind::DType && values_equal(a, b)) ||
-             same_builtin_class(a, b);
+             same_class(a, b);
     else
       same = values_equal(a, b) && a.tag == b.tag;
     return Value::boolean(op == CmpOpKind::Is ? same : !same);
@@ -686,7 +686,7 @@ Value InterpreterImpl::compare(CmpOpKind op, const Value& a, const Value& b, con
       b.tag == Value::Tag::Obj && a.obj->kind == b.obj->kind &&
       (a.obj->kind == ObjKind::Tuple || a.obj->kind == ObjKind::List ||
        a.obj->kind == ObjKind::Dict) &&
-      !same_builtin_class(a, b) && a.obj != b.obj)
+      !same_class(a, b) && a.obj != b.obj)
     return Value::boolean(containers_equal(*this, a, b, where) == (op == CmpOpKind::Eq));
   switch (op) {
   case CmpOpKind::Eq:

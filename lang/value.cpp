@@ -132,8 +132,8 @@ size_t ValueHash::operator()(const Value& v) const {
 
 bool ValueKeyEq::operator()(const Value& a, const Value& b) const { return values_equal(a, b); }
 
-// type(x) against a builtin class (lang/builtins.cpp).
-bool same_builtin_class(const Value& a, const Value& b);
+// The same class: type(x) against a builtin class, or two class objects (lang/builtins.cpp).
+bool same_class(const Value& a, const Value& b);
 bool is_builtin_class(const std::string& name); // int, tuple, ...: lang/builtins.cpp
 
 namespace {
@@ -198,7 +198,7 @@ bool values_equal(const Value& a, const Value& b) {
     break;
   }
   if (a.obj == b.obj) return true;
-  if (same_builtin_class(a, b)) return true; // type(()) == tuple
+  if (same_class(a, b)) return true; // type(()) == tuple
   if (a.obj->kind != b.obj->kind) return false;
   switch (a.obj->kind) {
   case ObjKind::Str:

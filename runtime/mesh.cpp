@@ -123,6 +123,7 @@ std::string Mesh::repr() const {
 }
 
 std::string Mesh::jax_str() const {
+  if (ndim() == 0) return "Mesh()"; // jax.sharding.get_mesh() with none set
   std::string s = "Mesh(";
   for (int i = 0; i < ndim(); ++i)
     s += "'" + axis_names[i] + "': " + std::to_string(axis_sizes[i]) + ", ";
@@ -130,6 +131,7 @@ std::string Mesh::jax_str() const {
 }
 
 std::string Mesh::jax_repr() const {
+  if (ndim() == 0) return "Mesh(axis_sizes=(), axis_names=())";
   std::vector<std::string> sizes, names;
   for (int i = 0; i < ndim(); ++i) {
     sizes.push_back(std::to_string(axis_sizes[i]));

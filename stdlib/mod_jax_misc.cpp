@@ -145,8 +145,9 @@ struct JaxprObj : OpaqueObj {
     Value helper =
         in.import_module("jax_rest", Span{}, "").as<ModuleObj>()->env->vars.at("_jaxpr_attr");
     out = in.call(helper,
-                  ValueList{make_str(name), make_str(repr()), jaxpr_eqns(*fn, consts, record.get(), aval_value),
-                            make_list(ins), make_list(outs), make_list(cs)},
+                  ValueList{make_str(name), make_str(repr()),
+                            jaxpr_eqns(*fn, consts, record.get(), aval_value), make_list(ins),
+                            make_list(outs), make_list(cs)},
                   Span{});
     return true;
   }
@@ -249,6 +250,8 @@ void add_jax_misc(InterpreterImpl& in, Value& jax) {
   // jax.Array: the class of every array (isinstance(x, jax.Array)); jnp.ndarray is its other name.
   vars["Array"] = make_type_at("Array", "jax.jaxlib._jax.Array");
   vars["numpy"].as<ModuleObj>()->env->vars["ndarray"] = vars["Array"]; // jnp.ndarray is jax.Array
+  // jax.Device: the class of every device (type(jax.devices()[0]) == jax.Device).
+  vars["Device"] = make_type_at("Device", "jaxlib._jax.Device");
   def("ShapeDtypeStruct", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("ShapeDtypeStruct", a, {"shape", "dtype", "sharding", "weak_type"}, 2);
     AVal aval;

@@ -203,7 +203,9 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   in.register_module("jax.typing", jax_typing);
   Value dtypes = in.import_module("jax_dtypes", Span{}, "");
   jax.as<ModuleObj>()->env->vars["dtypes"] = dtypes;
-  dtypes.as<ModuleObj>()->env->vars["float0"] = float0_dtype();
+  Value float0 = float0_dtype();
+  dtypes.as<ModuleObj>()->env->vars["float0"] = float0;
+  jax.as<ModuleObj>()->env->vars["float0"] = float0; // jax.float0 is jax.dtypes.float0
   in.register_module("jax.dtypes", dtypes);
   // jax._src.dtypes: the internal module JAX's tests import (is_weakly_typed).
   Value src_dtypes = in.import_module("jax_src_dtypes", Span{}, "");
@@ -232,10 +234,11 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
   Value stats_kde = in.import_module("scipy_stats_kde", Span{}, "");
   stats.val("gaussian_kde", stats_kde.as<ModuleObj>()->env->vars.at("gaussian_kde"));
   Value scipy_linalg = in.import_module("scipy_linalg", Span{}, "");
-  merge_functions(in, "scipy_linalg_tridiagonal", scipy_linalg);       // eigh_tridiagonal
-  merge_functions(in, "scipy_linalg_matrices", scipy_linalg); // pascal, invpascal, invhilbert, dft, fiedler_companion
+  merge_functions(in, "scipy_linalg_tridiagonal", scipy_linalg); // eigh_tridiagonal
+  merge_functions(in, "scipy_linalg_matrices",
+                  scipy_linalg); // pascal, invpascal, invhilbert, dft, fiedler_companion
   Value scipy_signal = in.import_module("scipy_signal", Span{}, "");   // convolve, correlate, ...
-  merge_functions(in, "scipy_signal_spectral", scipy_signal); // stft, istft, csd, welch
+  merge_functions(in, "scipy_signal_spectral", scipy_signal);          // stft, istft, csd, welch
   Value scipy_ndimage = in.import_module("scipy_ndimage", Span{}, ""); // map_coordinates
   Value scipy_interpolate =
       in.import_module("scipy_interpolate", Span{}, "");       // RegularGridInterpolator

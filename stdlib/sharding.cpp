@@ -1,6 +1,8 @@
 // jax.sharding: Mesh, PartitionSpec, NamedSharding, make_mesh, device_put, and
 // the attributes of sharded arrays.
 #include "stdlib/sharding.hpp"
+
+#include "lang/type_object.hpp"
 #include "stdlib/jit_devices.hpp"
 #include "stdlib/mesh_context.hpp"
 
@@ -1212,6 +1214,18 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     ArgReader r("get_abstract_mesh", a, {}, 0);
     return current_abstract_mesh(in);
   });
+  // jax.sharding.get_mesh(): the concrete mesh jax.set_mesh made current, else an empty one;
+  // outside traces only, as in JAX.
+  sv["get_mesh"] = make_builtin("get_mesh", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("get_mesh", a, {}, 0);
+    if (dynamic_cast<TraceContext*>(&in.ops()))
+      throw Error(ErrCode::Value, "`get_mesh` can only be used outside of `jax.jit`. Maybe you "
+                                  "want `jax.sharding.get_abstract_mesh()`?");
+    const Value* cur = in.context_mesh();
+    return cur && value_to_mesh(*cur) ? *cur : make_mesh_value(Mesh{});
+  });
+  // jax.sharding.Sharding: the base class of NamedSharding and SingleDeviceSharding.
+  sv["Sharding"] = make_type_at("Sharding", "jaxlib._jax.Sharding");
   sv["SingleDeviceSharding"] = make_builtin("SingleDeviceSharding", [](InterpreterImpl&,
                                                                        CallArgs& a) {
     ArgReader r("SingleDeviceSharding", a, {"device", "memory_kind"}, 1);
