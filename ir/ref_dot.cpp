@@ -2,6 +2,7 @@
 // (batch, k, n), then one matrix product per batch (OpenBLAS for f32/f64).
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "ir/reduce_tree.hpp"
 #include "ir/ref_dot_ynn.hpp"
@@ -173,9 +174,62 @@ void ynn_conv_gemm(const T* a, const T* b, int64_t m, int64_t k, int64_t k1, int
   }
 }
 
+// The dot without its size-1 dimensions, as XLA's algebraic simplifier
+// rewrites it before choosing how to compute it (a free, batch or
+// contracting axis of extent 1 is reshaped away): (1, k) . (k, 1) then sums as
+// a vector dot, (m, k) . (k, 1) as a matrix-vector product. Null when there
+// are none. The result's elements are the same in the same order.
+struct UnitFreeDot {
+  Array l, r;
+  OpAttrs attrs;
+  AVal out;
+};
+std::optional<UnitFreeDot> without_unit_dims(const Array& l, const Array& r, const OpAttrs& a,
+                                             const AVal& oa) {
+  const DotDims& dd = a.dot;
+  auto unit = [](const Array& x, int64_t d) { return x.shape()[static_cast<size_t>(d)] == 1; };
+  bool any = false;
+  for (int64_t d = 0; d < l.ndim(); ++d) any |= unit(l, d);
+  for (int64_t d = 0; d < r.ndim(); ++d) any |= unit(r, d);
+  if (!any) return std::nullopt;
+  // Keeps x's axes of extent > 1; `index` maps an old axis to its new number.
+  auto squeeze = [&](const Array& x, std::vector<int64_t>& index) {
+    Shape kept;
+    index.assign(static_cast<size_t>(x.ndim()), -1);
+    for (int64_t d = 0; d < x.ndim(); ++d)
+      if (!unit(x, d)) {
+        index[static_cast<size_t>(d)] = static_cast<int64_t>(kept.size());
+        kept.push_back(x.shape()[static_cast<size_t>(d)]);
+      }
+    return x.reshaped(kept);
+  };
+  std::vector<int64_t> li, ri;
+  UnitFreeDot u{squeeze(l, li), squeeze(r, ri), a, oa};
+  DotDims& nd = u.attrs.dot;
+  nd.lhs_batch.clear(), nd.rhs_batch.clear(), nd.lhs_contract.clear(), nd.rhs_contract.clear();
+  // Batch and contracting axes come in pairs of equal extent: kept or dropped together.
+  for (size_t i = 0; i < dd.lhs_batch.size(); ++i)
+    if (!unit(l, dd.lhs_batch[i])) {
+      nd.lhs_batch.push_back(li[static_cast<size_t>(dd.lhs_batch[i])]);
+      nd.rhs_batch.push_back(ri[static_cast<size_t>(dd.rhs_batch[i])]);
+    }
+  for (size_t i = 0; i < dd.lhs_contract.size(); ++i)
+    if (!unit(l, dd.lhs_contract[i])) {
+      nd.lhs_contract.push_back(li[static_cast<size_t>(dd.lhs_contract[i])]);
+      nd.rhs_contract.push_back(ri[static_cast<size_t>(dd.rhs_contract[i])]);
+    }
+  u.out.shape.clear();
+  for (int64_t s : oa.shape)
+    if (s != 1) u.out.shape.push_back(s);
+  return u;
+}
+
 } // namespace
 
 Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& oa) {
+  if (a.dot.order == DotOrder::Auto)
+    if (std::optional<UnitFreeDot> u = without_unit_dims(l, r, a, oa))
+      return dot_general(u->l, u->r, u->attrs, u->out).reshaped(oa.shape);
   const DotDims& dd = a.dot;
   std::vector<int64_t> lf = free_dims(l.ndim(), dd.lhs_batch, dd.lhs_contract);
   std::vector<int64_t> rf = free_dims(r.ndim(), dd.rhs_batch, dd.rhs_contract);
@@ -188,13 +242,17 @@ Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& 
   if (out.size() == 0) return out;
   // A contraction of size 1 is a plain product in XLA (its simplifier turns
   // it into a multiply), so -1 * 0 stays -0 there; BLAS would add it to +0.
-  // Where the left operand is a vector, XLA's order is known (vector_dot).
-  bool vector_lhs = lf.empty() && dd.lhs_batch.empty() && dd.lhs_contract.size() == 1;
+  // Where the left operand is a vector, XLA's order is known (vector_dot); a
+  // batch of them is computed one batch element after another, each as the
+  // unbatched dot (XLA's CPU emitter loops over the batch).
+  bool vector_lhs = lf.empty() && dd.lhs_contract.size() == 1 &&
+                    (dd.lhs_batch.empty() || dd.order == DotOrder::Auto);
   if ((oa.dtype == DType::Float32 || oa.dtype == DType::Float64) && K > 1 && vector_lhs) {
     visit_dtype(oa.dtype, [&]<DType D>() {
       if constexpr (D == DType::Float32 || D == DType::Float64)
-        vector_dot(lt.as<typename Elem<D>::S>(), rt.as<typename Elem<D>::S>(), K, N, rf.empty(),
-                   out.as<typename Elem<D>::S>());
+        for (int64_t b = 0; b < B; ++b)
+          vector_dot(lt.as<typename Elem<D>::S>() + b * K, rt.as<typename Elem<D>::S>() + b * K * N,
+                     K, N, rf.empty(), out.as<typename Elem<D>::S>() + b * N);
     });
     return out;
   }
@@ -218,15 +276,20 @@ Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& 
     });
     return out;
   }
-  // A row-major matrix times a vector: XLA's order too.
-  bool matvec = rf.empty() && dd.lhs_batch.empty() && dd.lhs_contract.size() == 1 &&
-                l.ndim() == 2 && dd.lhs_contract[0] == 1 && r.ndim() == 1;
+  // A row-major matrix times a vector: XLA's order too, per batch element.
+  const int64_t nb = static_cast<int64_t>(dd.lhs_batch.size());
+  bool batch_leading = true;
+  for (int64_t i = 0; i < nb; ++i) batch_leading &= dd.lhs_batch[static_cast<size_t>(i)] == i;
+  bool matvec = rf.empty() && batch_leading && dd.lhs_contract.size() == 1 && l.ndim() == nb + 2 &&
+                dd.lhs_contract[0] == nb + 1 && r.ndim() == nb + 1;
   if ((oa.dtype == DType::Float32 || oa.dtype == DType::Float64) && K > 1 && matvec) {
-    bool done = false;
+    bool done = true;
     visit_dtype(oa.dtype, [&]<DType D>() {
       if constexpr (D == DType::Float32 || D == DType::Float64)
-        done = matrix_vector(lt.as<typename Elem<D>::S>(), rt.as<typename Elem<D>::S>(), M, K,
-                             out.as<typename Elem<D>::S>());
+        for (int64_t b = 0; b < B && done; ++b)
+          done = matrix_vector(lt.as<typename Elem<D>::S>() + b * M * K,
+                               rt.as<typename Elem<D>::S>() + b * K, M, K,
+                               out.as<typename Elem<D>::S>() + b * M);
     });
     if (done) return out;
   }
