@@ -1,11 +1,26 @@
 #include "ir/dot_to_reduce.hpp"
 
+#include <algorithm>
 #include <numeric>
 
 #include "ir/op.hpp"
 #include "ir/vma.hpp"
 
 namespace pxl {
+
+namespace {
+// The axes of `x` that are neither batch nor contracting and have extent 1.
+std::vector<int64_t> unit_free_axes(const AVal& x, const std::vector<int64_t>& batch,
+                                    const std::vector<int64_t>& contract) {
+  std::vector<int64_t> out;
+  for (int64_t a = 0; a < static_cast<int64_t>(x.shape.size()); ++a)
+    if (x.shape[static_cast<size_t>(a)] == 1 &&
+        std::find(batch.begin(), batch.end(), a) == batch.end() &&
+        std::find(contract.begin(), contract.end(), a) == contract.end())
+      out.push_back(a);
+  return out;
+}
+} // namespace
 
 bool dot_of_vectors(const Function& f, const Instr& in) {
   if (in.op != Op::DotGeneral || in.attrs.dot.order != DotOrder::Auto) return false;
@@ -15,8 +30,14 @@ bool dot_of_vectors(const Function& f, const Instr& in) {
   const AVal& out = f.values[static_cast<size_t>(in.result)].aval;
   for (DType t : {l.dtype, r.dtype, out.dtype})
     if (is_complex(t) || t == DType::Bool) return false;
-  return l.shape.size() == d.lhs_batch.size() + d.lhs_contract.size() &&
-         r.shape.size() == d.rhs_batch.size() + d.rhs_contract.size();
+  // Free axes of extent 1 do not count: XLA's simplifier drops them first
+  // ((1, k) . (k, 1) is a dot of vectors).
+  return unit_free_axes(l, d.lhs_batch, d.lhs_contract).size() + d.lhs_batch.size() +
+                 d.lhs_contract.size() ==
+             l.shape.size() &&
+         unit_free_axes(r, d.rhs_batch, d.rhs_contract).size() + d.rhs_batch.size() +
+                 d.rhs_contract.size() ==
+             r.shape.size();
 }
 
 namespace {
@@ -33,17 +54,25 @@ int append(Function& g, Op op, const OpAttrs& attrs, std::vector<int> operands, 
   return id;
 }
 
-// `x` with its dims `first` then `then` in that order, in dtype `d`.
+// `x` with its dims `first` then `then` in that order, in dtype `d`; its
+// free axes of extent 1 (`unit`) dropped.
 int arrange(Function& g, int x, const std::vector<int64_t>& first, const std::vector<int64_t>& then,
-            DType d) {
+            const std::vector<int64_t>& unit, DType d) {
   std::vector<int64_t> perm = first;
   perm.insert(perm.end(), then.begin(), then.end());
+  perm.insert(perm.end(), unit.begin(), unit.end());
   std::vector<int64_t> identity(perm.size());
   std::iota(identity.begin(), identity.end(), 0);
   if (perm != identity) {
     OpAttrs t;
     t.perm = perm;
     x = append(g, Op::Transpose, t, {x}, x);
+  }
+  if (!unit.empty()) {
+    OpAttrs r;
+    const Shape& s = g.values[static_cast<size_t>(x)].aval.shape;
+    r.shape.assign(s.begin(), s.end() - static_cast<std::ptrdiff_t>(unit.size()));
+    x = append(g, Op::Reshape, r, {x}, x);
   }
   if (g.values[static_cast<size_t>(x)].aval.dtype != d) {
     OpAttrs c;
@@ -73,21 +102,33 @@ std::shared_ptr<const Function> dots_of_vectors_to_reduce(std::shared_ptr<const 
     DType t = f->values[static_cast<size_t>(in.result)].aval.dtype;
     // Half types multiply and sum in float32 (as a GEMM accumulates), rounded once.
     DType ct = t == DType::Float16 || t == DType::BFloat16 ? DType::Float32 : t;
-    int l = arrange(*g, in.operands[0], d.lhs_batch, d.lhs_contract, ct);
-    int r = arrange(*g, in.operands[1], d.rhs_batch, d.rhs_contract, ct);
+    const AVal& la = f->values[static_cast<size_t>(in.operands[0])].aval;
+    const AVal& ra = f->values[static_cast<size_t>(in.operands[1])].aval;
+    std::vector<int64_t> lu = unit_free_axes(la, d.lhs_batch, d.lhs_contract);
+    std::vector<int64_t> ru = unit_free_axes(ra, d.rhs_batch, d.rhs_contract);
+    int l = arrange(*g, in.operands[0], d.lhs_batch, d.lhs_contract, lu, ct);
+    int r = arrange(*g, in.operands[1], d.rhs_batch, d.rhs_contract, ru, ct);
     int product = append(*g, Op::Mul, {}, {l, r}, in.result);
     OpAttrs sum;
     for (size_t a = 0; a < d.lhs_contract.size(); ++a)
       sum.axes.push_back(static_cast<int64_t>(d.lhs_batch.size() + a));
-    Instr last{Op::ReduceSum, sum, {product}, in.result};
+    // The sum, then its conversion back to a half type and the dot's unit
+    // axes, whichever are needed; the last one is the dot's value.
+    std::vector<std::pair<Op, OpAttrs>> steps{{Op::ReduceSum, sum}};
     if (ct != t) {
       OpAttrs c;
       c.dtype = t;
-      last = Instr{Op::ConvertElementType,
-                   c,
-                   {append(*g, Op::ReduceSum, sum, {product}, in.result)},
-                   in.result};
+      steps.emplace_back(Op::ConvertElementType, c);
     }
+    if (!lu.empty() || !ru.empty()) {
+      OpAttrs shape;
+      shape.shape = f->values[static_cast<size_t>(in.result)].aval.shape;
+      steps.emplace_back(Op::Reshape, shape);
+    }
+    int x = product;
+    for (size_t i = 0; i + 1 < steps.size(); ++i)
+      x = append(*g, steps[i].first, steps[i].second, {x}, in.result);
+    Instr last{steps.back().first, steps.back().second, {x}, in.result};
     // The last op keeps the dot's value id (and so every use of it).
     g->values[static_cast<size_t>(in.result)].producer = static_cast<int>(g->body.size());
     g->body.push_back(std::move(last));

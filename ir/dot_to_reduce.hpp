@@ -11,7 +11,9 @@
 
 namespace pxl {
 
-// Whether `in` is such a dot: real operands, XLA's dot order.
+// Whether `in` is such a dot: real operands, XLA's dot order. Free axes of
+// extent 1 do not count (XLA's simplifier drops them first): (1, k) . (k, 1)
+// is a dot of vectors; the rewrite reshapes them away and back.
 bool dot_of_vectors(const Function& f, const Instr& in);
 
 // `f` with every such dot at its top level rewritten as transpose(s) to

@@ -425,8 +425,9 @@ TEST_CASE("cuda: batched and half-precision matmuls are one strided cuBLAS call"
 
 TEST_CASE("cuda: float32 products at DEFAULT precision run in TF32", "[cuda]") {
   // 1 + 2^-12 needs 12 mantissa bits: TF32 keeps 10, so the product is 1.
+  // (2x2 matrices: a (1, 1) . (1, 1) dot is one of vectors, a multiply.)
   cuda::CudaRuntime rt(1, true, fake_libraries());
-  Array x(DType::Float32, {1, 1}), y(DType::Float32, {1, 1});
+  Array x(DType::Float32, {2, 2}), y(DType::Float32, {2, 2});
   x.set(0, Scalar::of_float(1.0 + 1.0 / 4096));
   y.set(0, Scalar::of_float(1.0));
   auto product = [&](uint8_t precision) {
@@ -434,7 +435,7 @@ TEST_CASE("cuda: float32 products at DEFAULT precision run in TF32", "[cuda]") {
     a.dot.lhs_contract = {1};
     a.dot.rhs_contract = {0};
     a.dot.precision = {precision, precision};
-    return run_on_fake(rt, one_op(Op::DotGeneral, a, {1, 1}, {1, 1}), {x, y})[0][0].as<float>()[0];
+    return run_on_fake(rt, one_op(Op::DotGeneral, a, {2, 2}, {2, 2}), {x, y})[0][0].as<float>()[0];
   };
   const float exact = 1.0f + 1.0f / 4096;
   CHECK(product(kPrecisionNone) == 1.0f);

@@ -62,7 +62,11 @@ TEST_CASE("dots of vectors become multiply + reduce_sum; the values stay", "[cud
       {DType::Float32, {2, 3, 4}, {2, 4, 3}, {{0}, {0}, {1, 2}, {2, 1}}, true}, // bij,bji->b
       {DType::Int32, {3, 4}, {3, 4}, {{0}, {0}, {1}, {1}}, true},
       {DType::Float16, {9}, {9}, {{}, {}, {0}, {0}}, true},
+      {DType::Float32, {1, 7}, {7, 1}, {{}, {}, {1}, {0}}, true}, // (1, k) . (k, 1)
+      {DType::Float16, {2, 1, 7}, {2, 7, 1}, {{0}, {0}, {2}, {1}}, true},
+      {DType::Float32, {7}, {1, 7}, {{}, {}, {0}, {1}}, true},
       {DType::Float32, {4, 3}, {3, 5}, {{}, {}, {1}, {0}}, false}, // a matmul
+      {DType::Float32, {4, 7}, {7, 1}, {{}, {}, {1}, {0}}, false}, // a matrix-vector product
   };
   for (const Case& c : cases) {
     Builder b;
