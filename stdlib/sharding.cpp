@@ -7,6 +7,7 @@
 #include "stdlib/mesh_context.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "lang/args.hpp"
 #include "lang/py_set.hpp"
@@ -1158,21 +1159,64 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
     }
     return out;
   });
-  Value vis_fn = make_builtin("visualize_array_sharding", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("visualize_array_sharding", a, {"arr"}, 1);
-    if (!r[0].is_obj(ObjKind::Array))
-      throw Error(ErrCode::Type, "visualize_array_sharding() expects an array");
-    const Tensor& t = r[0].as<ArrayObj>()->tensor;
-    if (t->sharded) {
-      in.out() << sharding_picture(*t->sharded, in.platform().picture_label());
-    } else {
-      auto d = std::make_shared<ShardedData>();
-      d->mesh = Mesh{{}, {}, {t->concrete ? t->concrete->device() : 0}};
-      d->global = t->aval;
-      in.out() << sharding_picture(*d, in.platform().picture_label());
-    }
-    return Value();
-  });
+  // visualize_array_sharding(arr, **kwargs) and visualize_sharding(shape,
+  // sharding, *, use_color, scale, min_width, max_width, color_map): the picture
+  // JAX draws without colour (as it does where matplotlib is missing), so
+  // use_color and color_map change nothing.
+  auto picture_options = [](ArgReader& r, size_t first) {
+    PictureOptions o;
+    o.scale = r.get_float(first + 1, 1.0);
+    if (std::isnan(o.scale)) throw Error(ErrCode::Value, "cannot convert float NaN to integer");
+    // JAX draws int(10 * scale) lines a row; pxl refuses a picture past a million.
+    if (!(std::abs(o.scale) <= 1e5))
+      throw Error(ErrCode::Value, "visualize_sharding(): scale=" + pxl::repr(r[first + 1]) +
+                                      " would draw more than a million lines");
+    // Widths beyond any table's (a console of 10**12 columns) draw the same.
+    auto width = [&](size_t i, int64_t dflt) {
+      return static_cast<int>(std::clamp<int64_t>(r.get_int(i, dflt), -(1 << 20), 1 << 20));
+    };
+    o.min_width = width(first + 2, 9);
+    o.max_width = width(first + 3, 80);
+    return o;
+  };
+  Value vis_fn =
+      make_builtin("visualize_array_sharding", [picture_options](InterpreterImpl& in, CallArgs& a) {
+        ArgReader r("visualize_array_sharding", a,
+                    {"arr", "use_color", "scale", "min_width", "max_width", "color_map"}, 1);
+        if (!r[0].is_obj(ObjKind::Array))
+          throw Error(ErrCode::Type, "visualize_array_sharding() expects an array");
+        const Tensor& t = r[0].as<ArrayObj>()->tensor;
+        PictureOptions opts = picture_options(r, 1);
+        if (t->sharded) {
+          in.out() << sharding_picture(*t->sharded, in.platform().picture_label(), opts);
+        } else {
+          auto d = std::make_shared<ShardedData>();
+          d->mesh = Mesh{{}, {}, {t->concrete ? t->concrete->device() : 0}};
+          d->global = t->aval;
+          in.out() << sharding_picture(*d, in.platform().picture_label(), opts);
+        }
+        return Value();
+      });
+  Value vis_sharding_fn =
+      make_builtin("visualize_sharding", [picture_options](InterpreterImpl& in, CallArgs& a) {
+        ArgReader r(
+            "visualize_sharding", a,
+            {"shape", "sharding", "use_color", "scale", "min_width", "max_width", "color_map"}, 2);
+        auto* s = r[1].is_obj(ObjKind::Opaque) ? dynamic_cast<ShardingObj*>(r[1].as<OpaqueObj>())
+                                               : nullptr;
+        if (!s || s->is_abstract())
+          throw Error(ErrCode::Type, "visualize_sharding() expects a NamedSharding or "
+                                     "SingleDeviceSharding over devices, not " +
+                                         type_name(r[1]));
+        ShardedData d;
+        d.mesh = s->mesh;
+        d.spec = s->spec;
+        d.global = AVal{DType::Float32, value_to_shape(r[0], "visualize_sharding() shape"), false};
+        std::string problem = check_spec(d.mesh, d.spec, d.global.shape, "visualize_sharding(): ");
+        if (!problem.empty()) throw Error(ErrCode::Value, problem);
+        in.out() << sharding_picture(d, in.platform().picture_label(), picture_options(r, 2));
+        return Value();
+      });
   sv["Mesh"] = mesh_fn;
   ModuleBuilder axis_type("jax.sharding.AxisType");
   for (AxisType t : {AxisType::Auto, AxisType::Explicit, AxisType::Manual})
@@ -1293,6 +1337,7 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
   in.register_module("jax.experimental.mesh_utils", mesh_utils.value());
   ModuleBuilder debug("jax.debug");
   debug.val("visualize_array_sharding", vis_fn);
+  debug.val("visualize_sharding", vis_sharding_fn);
   add_debug_print(in, debug);
   add_host_callback(debug);
   jv["debug"] = debug.value();

@@ -203,8 +203,16 @@ enum class Lowered { Ir, Comm, Llvm, Ptx };
 std::string lower_call(InterpreterImpl& in, const Value& fn, CallArgs& args, const Span& where,
                        Lowered what);
 
+// visualize_sharding's keyword arguments that change the picture: the height
+// of a whole 2-d array in lines is int(10 * scale), a cell's width is kept
+// within [min_width, max_width].
+struct PictureOptions {
+  double scale = 1.0;
+  int min_width = 9, max_width = 80;
+};
 // "a visualization of which device holds which block" (visualize_sharding).
 // `platform` labels the cells as JAX does ("CPU 0", "GPU 0": Platform::picture_label).
-std::string sharding_picture(const ShardedData& d, const std::string& platform = "CPU");
+std::string sharding_picture(const ShardedData& d, const std::string& platform = "CPU",
+                             const PictureOptions& opts = {});
 
 } // namespace pxl

@@ -14,7 +14,6 @@ namespace pxl {
 
 namespace {
 
-constexpr int kConsoleWidth = 80, kMinWidth = 9, kMaxWidth = 80, kBaseHeight = 10;
 constexpr double kHeightToWidth = 2.5;
 
 struct Cell {
@@ -81,8 +80,9 @@ int measure(const Cell& c, int avail) {
   return std::min(extra + static_cast<int>(c.entry.size()), avail);
 }
 
-// The entry's lines at width w: words filled greedily, a word longer than a
-// line folded (rich's wrap with overflow "fold").
+// The entry's lines at width w as rich wraps a table cell's text (overflow
+// "ellipsis"): words filled greedily, a word longer than a line on a line of
+// its own, and a line too long for w cut to w - 1 characters and an ellipsis.
 std::vector<std::string> wrap(const std::string& text, int w) {
   std::vector<std::string> words, lines;
   size_t i = 0;
@@ -94,23 +94,40 @@ std::vector<std::string> wrap(const std::string& text, int w) {
   }
   std::string line;
   auto flush = [&] {
-    if (!line.empty()) lines.push_back(line);
+    if (line.empty()) return;
+    lines.push_back(static_cast<int>(line.size()) > w
+                        ? line.substr(0, static_cast<size_t>(w - 1)) + "…"
+                        : line);
     line.clear();
   };
-  for (std::string word : words) {
+  for (const std::string& word : words) {
     if (!line.empty() && static_cast<int>(line.size() + 1 + word.size()) <= w) {
       line += " " + word;
       continue;
     }
     flush();
-    while (static_cast<int>(word.size()) > w) {
-      lines.push_back(word.substr(0, static_cast<size_t>(w)));
-      word = word.substr(static_cast<size_t>(w));
-    }
     line = word;
   }
   flush();
   return lines;
+}
+
+// The characters of UTF-8 `s` (the ellipsis is three bytes).
+int chars(const std::string& s) {
+  int n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+// `s` cut to its first `n` characters (UTF-8: the box-drawing characters
+// count one each), as the console crops lines wider than itself.
+std::string crop(const std::string& s, int n) {
+  size_t bytes = 0;
+  for (int chars = 0; bytes < s.size() && chars < n; ++chars) {
+    ++bytes;
+    while (bytes < s.size() && (static_cast<unsigned char>(s[bytes]) & 0xC0) == 0x80) ++bytes;
+  }
+  return s.substr(0, bytes);
 }
 
 std::string repeat(const std::string& s, int n) {
@@ -121,7 +138,10 @@ std::string repeat(const std::string& s, int n) {
 
 } // namespace
 
-std::string sharding_picture(const ShardedData& d, const std::string& platform) {
+std::string sharding_picture(const ShardedData& d, const std::string& platform,
+                             const PictureOptions& opts) {
+  if (opts.max_width <= 0) return ""; // a console without columns prints nothing
+  const int base_height = static_cast<int>(10 * opts.scale);
   const Shape& shape = d.global.shape;
   if (shape.empty() || shape.size() > 2)
     throw Error(ErrCode::Value,
@@ -129,7 +149,7 @@ std::string sharding_picture(const ShardedData& d, const std::string& platform) 
   const bool two_d = shape.size() == 2;
   const double aspect = static_cast<double>(two_d ? shape[1] : 1) /
                         static_cast<double>(std::max<int64_t>(shape[0], 1));
-  const int base_width = static_cast<int>(kBaseHeight * aspect);
+  const int base_width = static_cast<int>(base_height * aspect);
 
   // Each block's devices, and its share of the rows and columns.
   std::map<std::pair<int64_t, int64_t>, std::set<int>> devices;
@@ -159,8 +179,8 @@ std::string sharding_picture(const ShardedData& d, const std::string& platform) 
     for (int id : devs) c.entry += (first ? "" : ",") + std::to_string(id), first = false;
     auto [h, w] = share[at];
     int width = static_cast<int>(w * base_width * kHeightToWidth);
-    int height = h < 0 ? 1 : static_cast<int>(h * kBaseHeight);
-    width = std::min(std::max(width, kMinWidth), kMaxWidth);
+    int height = h < 0 ? 1 : static_cast<int>(h * base_height);
+    width = std::min(std::max(width, opts.min_width), opts.max_width);
     // Python's divmod floors: a negative padding becomes 0 below.
     auto fdiv = [](int a) { return static_cast<int>(std::floor(a / 2.0)); };
     int lp = fdiv(width - static_cast<int>(c.entry.size()) - 2);
@@ -172,7 +192,8 @@ std::string sharding_picture(const ShardedData& d, const std::string& platform) 
   }
 
   // Column widths as rich's Table computes them within the console.
-  const int avail = kConsoleWidth - static_cast<int>(ncols + 1);
+  // JAX's console is max_width columns wide.
+  const int avail = opts.max_width - static_cast<int>(ncols + 1);
   std::vector<int> widths(static_cast<size_t>(ncols), 0);
   auto measure_all = [&](const std::vector<int>& limit) {
     std::vector<int> out(static_cast<size_t>(ncols), 0);
@@ -197,7 +218,7 @@ std::string sharding_picture(const ShardedData& d, const std::string& platform) 
     std::string s = l;
     for (size_t j = 0; j < widths.size(); ++j)
       s += repeat("─", widths[j]) + (j + 1 < widths.size() ? mid : r);
-    return s + "\n";
+    return crop(s, opts.max_width) + "\n";
   };
   std::string out = rule("┌", "┬", "┐");
   for (size_t i = 0; i < cells.size(); ++i) {
@@ -205,27 +226,38 @@ std::string sharding_picture(const ShardedData& d, const std::string& platform) 
     size_t height = 0;
     for (size_t j = 0; j < widths.size(); ++j) {
       const Cell& c = cells[i][j];
-      int w = widths[j], inner = w - c.left - c.right;
+      int w = std::max(widths[j], 0), inner = w - c.left - c.right;
+      if (w == 0) { // rich draws nothing of a cell without room
+        rendered.emplace_back();
+        continue;
+      }
       std::vector<std::string> lines(static_cast<size_t>(c.top),
                                      std::string(static_cast<size_t>(w), ' '));
+      // rich's Align: the text as a block as wide as its longest line could
+      // be (its whole length, at most `inner`), lines left-justified in it,
+      // the block centred.
+      const int block = std::min(inner, static_cast<int>(c.entry.size()));
       if (inner > 0)
         for (const std::string& t : wrap(c.entry, inner)) {
-          int excess = inner - static_cast<int>(t.size());
-          lines.push_back(std::string(static_cast<size_t>(c.left + excess / 2), ' ') + t +
-                          std::string(static_cast<size_t>(excess - excess / 2 + c.right), ' '));
+          int excess = inner - block;
+          lines.push_back(
+              std::string(static_cast<size_t>(c.left + excess / 2), ' ') + t +
+              std::string(static_cast<size_t>(block - chars(t) + excess - excess / 2 + c.right),
+                          ' '));
         }
       lines.insert(lines.end(), static_cast<size_t>(c.bottom),
                    std::string(static_cast<size_t>(w), ' '));
       height = std::max(height, lines.size());
       rendered.push_back(std::move(lines));
     }
+    height = std::max<size_t>(height, 1); // a row is a line at least
     for (size_t k = 0; k < height; ++k) {
-      out += "│";
+      std::string line = "│";
       for (size_t j = 0; j < widths.size(); ++j)
-        out += (k < rendered[j].size() ? rendered[j][k]
-                                       : std::string(static_cast<size_t>(widths[j]), ' ')) +
-               "│";
-      out += "\n";
+        line += (k < rendered[j].size() ? rendered[j][k]
+                                        : std::string(static_cast<size_t>(widths[j]), ' ')) +
+                "│";
+      out += crop(line, opts.max_width) + "\n";
     }
     out += i + 1 < cells.size() ? rule("├", "┼", "┤") : rule("└", "┴", "┘");
   }
