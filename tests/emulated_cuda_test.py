@@ -25,6 +25,7 @@ EXPECTED = {
     "jaxtests/lax_bits_topk.pxl": "lax.platform_dependent picks its cuda/default branch",
     "jaxtests/lcf_misc.pxl": "lax.platform_dependent picks its cuda/default branch",
     "jaxtests/smtest_collective_groups.pxl": "an eager repr cut at a fixed width: 'cuda:1' is longer than 'cpu:1'",
+    "spmd/visualize_sharding_narrow.pxl": "cells cut to 'C…' on the CPU read 'G…' (GPU 0) on CUDA",
     # Float roundoff (fused kernels, FMA contraction, summation order) past the tolerance:
     "jaxtests/lin_grad_vmap.pxl": "pinv's gradient amplifies roundoff to 1.2e-4 relative",
     "jaxtests/lin_hessenberg_ormqr.pxl": "a cancellation residue prints as -5.55e-15 where the CPU has 0",
