@@ -1,9 +1,9 @@
 #include "ir/dot_to_reduce.hpp"
 
-#include <algorithm>
 #include <numeric>
 
 #include "ir/op.hpp"
+#include "ir/ref_util.hpp"
 #include "ir/vma.hpp"
 
 namespace pxl {
@@ -13,11 +13,8 @@ namespace {
 std::vector<int64_t> unit_free_axes(const AVal& x, const std::vector<int64_t>& batch,
                                     const std::vector<int64_t>& contract) {
   std::vector<int64_t> out;
-  for (int64_t a = 0; a < static_cast<int64_t>(x.shape.size()); ++a)
-    if (x.shape[static_cast<size_t>(a)] == 1 &&
-        std::find(batch.begin(), batch.end(), a) == batch.end() &&
-        std::find(contract.begin(), contract.end(), a) == contract.end())
-      out.push_back(a);
+  for (int64_t a : ref::free_dims(x.ndim(), batch, contract))
+    if (x.shape[static_cast<size_t>(a)] == 1) out.push_back(a);
   return out;
 }
 } // namespace

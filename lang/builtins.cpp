@@ -160,6 +160,11 @@ bool same_class(const Value& a, const Value& b) {
 
 namespace {
 
+// jax.sharding.Sharding's subclasses, by pxl's type name.
+bool is_sharding_class(const std::string& name) {
+  return name == "NamedSharding" || name == "SingleDeviceSharding";
+}
+
 // Does value `v` belong to the class named by `cls` (a builtin like int, or a type(x) value)?
 bool instance_of(const Value& v, const Value& cls) {
   std::string want;
@@ -188,8 +193,7 @@ bool instance_of(const Value& v, const Value& cls) {
   if (want == "Array" && have == "PRNGKeyArray") return true; // typed keys are jax.Arrays
   if (want == "ShardedArray" && have == "ShardedArray") return true;
   if (want == "Device" && v.is_obj(ObjKind::Device)) return true; // jax.Device
-  if (want == "Sharding" && (have == "NamedSharding" || have == "SingleDeviceSharding"))
-    return true; // jax.sharding.Sharding
+  if (want == "Sharding" && is_sharding_class(have)) return true; // jax.sharding.Sharding
   return false;
 }
 
@@ -221,7 +225,7 @@ bool subclass_of(const Value& cls, const Value& base) {
   if (c == b || b == "object") return true;
   if (c == "bool" && b == "int") return true;
   bool array_class = c == "ArrayImpl" || c == "ShardedArray" || c == "PRNGKeyArray";
-  if (b == "Sharding" && (c == "NamedSharding" || c == "SingleDeviceSharding")) return true;
+  if (b == "Sharding" && is_sharding_class(c)) return true;
   return array_class && (b == "Array" || b == "ndarray");
 }
 } // namespace

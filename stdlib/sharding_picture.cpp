@@ -123,7 +123,7 @@ int chars(const std::string& s) {
 // count one each), as the console crops lines wider than itself.
 std::string crop(const std::string& s, int n) {
   size_t bytes = 0;
-  for (int chars = 0; bytes < s.size() && chars < n; ++chars) {
+  for (int taken = 0; bytes < s.size() && taken < n; ++taken) {
     ++bytes;
     while (bytes < s.size() && (static_cast<unsigned char>(s[bytes]) & 0xC0) == 0x80) ++bytes;
   }
@@ -214,6 +214,8 @@ std::string sharding_picture(const ShardedData& d, const std::string& platform,
     widths = measure_all(widths);
   }
 
+  for (int& w : widths) w = std::max(w, 0); // a console narrower than the borders
+
   auto rule = [&](const char* l, const char* mid, const char* r) {
     std::string s = l;
     for (size_t j = 0; j < widths.size(); ++j)
@@ -226,7 +228,7 @@ std::string sharding_picture(const ShardedData& d, const std::string& platform,
     size_t height = 0;
     for (size_t j = 0; j < widths.size(); ++j) {
       const Cell& c = cells[i][j];
-      int w = std::max(widths[j], 0), inner = w - c.left - c.right;
+      int w = widths[j], inner = w - c.left - c.right;
       if (w == 0) { // rich draws nothing of a cell without room
         rendered.emplace_back();
         continue;
