@@ -306,6 +306,9 @@ struct OpaqueObj : Object {
   virtual bool equals(const OpaqueObj& other) const { return this == &other; }
   // Callable objects (pmap'd functions, ...) return true and set `out`.
   virtual bool call(InterpreterImpl&, CallArgs&, const Span&, Value&) { return false; }
+  // functools.wraps: the function a callable object wraps (pmap'd and
+  // shard_map'd functions), or null.
+  virtual const Value* wrapped() const { return nullptr; }
   // Context managers (`with obj as x:`): enter returns true and sets the value
   // bound by `as`; exit runs when the block is left, normally or by an error.
   virtual bool enter(InterpreterImpl&, Value&) { return false; }

@@ -38,6 +38,11 @@ struct SpmdCallee {
   // it partitions the call). Callees derived from it (transposes) leave it empty.
   std::vector<bool> explicit_in_types;
   std::shared_ptr<const Function> fn; // per participant; its params are the operands (no consts)
+  // What make_jaxpr shows of the call (stdlib/jaxpr_print.cpp): how many of
+  // fn's trailing params are the constants its trace captured, and a
+  // shard_map's manual axes (axis_names=; empty: every mesh axis).
+  size_t num_consts = 0;
+  std::vector<std::string> manual_axes;
   SpmdLayout layout;                  // the participant mesh and the device threads
   std::vector<SpmdMapping> ins, outs; // per operand / result
   std::vector<AVal> in_global, out_global;

@@ -12,6 +12,7 @@
 #include "ir/while_loop.hpp"
 #include "lang/jaxpr_record.hpp"
 #include "runtime/format.hpp"
+#include "runtime/spmd_call.hpp"
 #include "stdlib/jaxpr_eqns.hpp"
 #include "stdlib/lax_precision.hpp"
 #include "stdlib/pretty_doc.hpp"
@@ -31,6 +32,35 @@ std::string py_seq(const std::vector<int64_t>& xs, bool list = false) {
 }
 
 const char* py_bool(bool b) { return b ? "True" : "False"; }
+
+// Python's str of a tuple of already printed items: "('x',)", "(a, b)".
+std::string py_tuple_of(const std::vector<std::string>& xs) {
+  std::string s = "(";
+  for (size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + xs[i];
+  return s + (xs.size() == 1 ? ",)" : ")");
+}
+std::string quoted_names(const std::vector<std::string>& names) {
+  std::vector<std::string> q;
+  for (const std::string& n : names) q.push_back("'" + n + "'");
+  return py_tuple_of(q);
+}
+// A collective's axis_name as JAX keeps it: the string the user passed for one
+// axis (all_to_all, axis_index), else the tuple.
+std::string axis_name_param(const std::vector<std::string>& names) {
+  return names.size() == 1 ? names[0] : quoted_names(names);
+}
+// The axes of `s` (bit i: mesh_axes[i]) in mesh order, as a tuple: "('x', 'y')".
+std::string axes_tuple(const Function& f, AxisSet s) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < f.mesh_axes.size(); ++i)
+    if (s & (AxisSet{1} << i)) names.push_back(f.mesh_axes[i]);
+  return quoted_names(names);
+}
+// lax.pcast(to='varying') (JAX's pvary) is bound as the identity ppermute.
+bool is_pvary(const Instr& i) {
+  return i.op == Op::Ppermute && std::all_of(i.attrs.pairs.begin(), i.attrs.pairs.end(),
+                                             [](const auto& p) { return p.first == p.second; });
+}
 
 // The params JAX prints for the primitive (after its pp_eqn rule drops the
 // trivial ones: accuracy=None, out_dtype=None, sharding, a broadcast's shape).
@@ -131,6 +161,9 @@ std::string custom_prim(const CustomCallee& c) {
 }
 
 std::string prim_name(const Instr& i) {
+  // JAX 0.10's pmap is a jit (named _fun) of a shard_map.
+  if (i.op == Op::SpmdCall && i.attrs.callee)
+    return i.attrs.callee->kind == "pmap" ? "jit" : "shard_map";
   if (i.op == Op::Reshape && !i.attrs.axes.empty()) return "squeeze";
   if (is_expand(i)) return "broadcast_in_dim";
   if (i.op == Op::CustomCall && i.attrs.custom)
@@ -316,6 +349,21 @@ struct Printer {
   std::map<int, std::string> shared; // jit regions printed before the jaxpr: `let name = ...`
   std::vector<int> uses;             // per value: shown uses
   std::set<int> dropped;             // binders printed as `_`
+  // Printing a shard_map's body: its call. Where it checks vma, types show
+  // their varying axes and JAX's implicit pvary casts are equations.
+  const SpmdCallee* spmd = nullptr;
+  std::map<int, AxisSet> synthetic_vma; // the synthetic binders' varying axes
+  std::map<int, int> cast;              // operand -> its pvary, in the equation being printed
+  std::map<size_t, std::string> hoisted_bodies; // SpmdCall instruction -> its `let` name
+  size_t emitted = 0;                           // equations printed (counted for hoisting)
+  // Per value: the axes JAX's types add to pxl's vma (all_gather's result
+  // varies over its axes in JAX; pxl types it invariant, DESIGN.md).
+  std::vector<AxisSet> jax_vma;
+  // JAX's untiled all_to_all, which pxl traces as an expand_dims, the tiled
+  // all_to_all and a squeeze: the all_to_all instruction -> (its operand
+  // before the expand, the squeeze's result); the other two are not shown.
+  std::map<size_t, std::pair<int, int>> untiled_all_to_all;
+  std::set<size_t> folded;
 
   Printer(const Function& f, const JaxprRecord* r, const std::vector<Tensor>* consts = nullptr)
       : view(without_aliases(f, r)), fn(view),
@@ -363,6 +411,74 @@ struct Printer {
     if (it != names.end()) return it->second;
     return names[v] = fresh();
   }
+  AxisSet vma_of(int v) const {
+    if (auto s = synthetic_vma.find(v); s != synthetic_vma.end()) return s->second;
+    if (v < 0 || static_cast<size_t>(v) >= fn.values.size()) return 0;
+    AxisSet extra = static_cast<size_t>(v) < jax_vma.size() ? jax_vma[static_cast<size_t>(v)] : 0;
+    return fn.values[static_cast<size_t>(v)].vma | extra;
+  }
+  AxisSet axis_bits(const std::vector<std::string>& names) const {
+    AxisSet s = 0;
+    for (const std::string& n : names)
+      if (int b = fn.axis_bit(n); b >= 0) s |= AxisSet{1} << b;
+    return s;
+  }
+  // jax_vma and untiled_all_to_all, for a shard_map's body.
+  void read_spmd_body() {
+    jax_vma.assign(fn.values.size(), 0);
+    std::vector<int> uses_of(fn.values.size(), 0);
+    for (const Instr& i : fn.body)
+      for (int o : i.operands) ++uses_of[static_cast<size_t>(o)];
+    for (size_t k = 0; k < fn.body.size(); ++k) {
+      const Instr& i = fn.body[k];
+      AxisSet extra = 0;
+      for (int o : i.operands) extra |= vma_of(o);
+      const AxisSet named = axis_bits(i.attrs.axis_names);
+      if (i.op == Op::AllGather && i.attrs.index_groups.empty()) extra |= named;
+      if (i.op == Op::Psum || i.op == Op::Pmax || i.op == Op::Pmin) extra &= ~named;
+      for (int r = 0; r < i.nresults; ++r)
+        jax_vma[static_cast<size_t>(i.result + r)] =
+            extra & ~fn.values[static_cast<size_t>(i.result + r)].vma;
+      if (i.op != Op::AllToAll || i.operands.size() != 1 || k == 0 || k + 1 >= fn.body.size())
+        continue;
+      const int x = i.operands[0];
+      const int producer = fn.values[static_cast<size_t>(x)].producer;
+      const Instr& sq = fn.body[k + 1];
+      if (producer < 0 || uses_of[static_cast<size_t>(x)] != 1 ||
+          uses_of[static_cast<size_t>(i.result)] != 1 || sq.op != Op::Reshape ||
+          sq.operands != std::vector<int>{i.result} ||
+          sq.attrs.axes != std::vector<int64_t>{i.attrs.axis})
+        continue;
+      const Instr& ex = fn.body[static_cast<size_t>(producer)];
+      if (!is_expand(ex) || expand_broadcast_dims(ex.attrs).size() + 1 !=
+                                static_cast<size_t>(fn.values[static_cast<size_t>(x)].aval.ndim()))
+        continue;
+      untiled_all_to_all[k] = {ex.operands[0], sq.result};
+      folded.insert(static_cast<size_t>(producer));
+      folded.insert(k + 1);
+    }
+  }
+  bool checks_vma() const { return spmd && spmd->check_vma; }
+  // A binder's or parameter's type: JAX's short form, with the varying,
+  // unreduced and reduced axes in a shard_map that checks them.
+  std::string type_of(int v) {
+    std::string s = aval_str(aval_of(v));
+    if (!checks_vma()) return s;
+    IRValue mat;
+    mat.vma = vma_of(v);
+    if (!synthetic_vma.count(v) && v >= 0 && static_cast<size_t>(v) < fn.values.size()) {
+      const IRValue& iv = fn.values[static_cast<size_t>(v)];
+      mat.unreduced = iv.unreduced, mat.reduced = iv.reduced;
+    }
+    return s + mat_suffix(fn, mat);
+  }
+  // A synthetic binder (a pvary, a pmap body's squeeze or broadcast).
+  int add_synthetic(const AVal& a, AxisSet vma) {
+    int id = static_cast<int>(fn.values.size() + synthetic.size());
+    synthetic[id] = a;
+    synthetic_vma[id] = vma;
+    return id;
+  }
   const AVal& aval_of(int v) const {
     if (auto s = synthetic.find(v); s != synthetic.end()) return s->second;
     if (auto r = rd.retyped.find(v); r != rd.retyped.end()) return r->second;
@@ -397,6 +513,7 @@ struct Printer {
 
   std::string atom(int v) {
     v = st.resolve(v);
+    if (auto c = cast.find(v); c != cast.end()) return name(c->second);
     const Scope& sc = scopes.back();
     if (auto r = sc.renamed.find(v); r != sc.renamed.end()) v = r->second;
     if (sc.names.count(v) || synthetic.count(v)) return name(v);
@@ -413,7 +530,7 @@ struct Printer {
     bool unused = may_drop && !synthetic.count(v) && static_cast<size_t>(v) < uses.size() &&
                   uses[static_cast<size_t>(v)] == 0;
     if (unused) dropped.insert(st.resolve(v));
-    return pp::text((unused ? std::string("_") : name(v)) + ":" + aval_str(aval_of(v)));
+    return pp::text((unused ? std::string("_") : name(v)) + ":" + type_of(v));
   }
   pp::Doc binders(const std::vector<int>& vs, bool may_drop = false) {
     std::vector<pp::Doc> items;
@@ -438,8 +555,16 @@ struct Printer {
          pp::brk(""), pp::text("]")}));
   }
   pp::Doc eqn_doc(pp::Doc lhs, const std::string& prim, pp::Doc kv, const std::vector<int>& ins) {
+    std::vector<std::string> names;
+    for (int v : ins) names.push_back(atom(v));
+    return eqn_doc(std::move(lhs), prim, std::move(kv), names);
+  }
+  static pp::Doc eqn_doc(pp::Doc lhs, const std::string& prim, pp::Doc kv,
+                         const std::vector<std::string>& ins) {
+    std::vector<pp::Doc> items;
+    for (const std::string& n : ins) items.push_back(pp::text(n));
     return pp::concat(
-        {lhs, pp::text(" = "), pp::text(prim), kv, pp::concat({pp::text(" "), uses_doc(ins, "")})});
+        {lhs, pp::text(" = "), pp::text(prim), kv, pp::concat({pp::text(" "), joined(items, "")})});
   }
 
   // A while's cond or body as its own jaxpr: the parameters `f` takes
@@ -534,22 +659,372 @@ struct Printer {
     return eqn_doc(lhs, custom_prim(c), kv_pairs(docs), ins);
   }
 
+  // A collective as JAX binds it: its primitive (where it is not pxl's op's
+  // name) and its params, sorted.
+  Params collective_params(const Instr& i, std::string& prim) const {
+    const OpAttrs& a = i.attrs;
+    const std::string names = quoted_names(a.axis_names);
+    std::string groups = "None";
+    if (!a.index_groups.empty()) {
+      std::vector<std::string> gs;
+      for (const auto& g : a.index_groups) gs.push_back(py_seq(g));
+      groups = py_tuple_of(gs);
+    }
+    const std::string size = std::to_string(a.group_size);
+    Params p;
+    switch (i.op) {
+    case Op::Psum:
+      // Where vma is checked, psum binds psum_invariant (no axis_index_groups).
+      if (checks_vma() && a.index_groups.empty()) {
+        prim = "psum_invariant";
+        p = {{"axes", names}};
+      } else {
+        p = {{"axes", names}, {"axis_index_groups", groups}};
+      }
+      break;
+    case Op::Pmax:
+    case Op::Pmin:
+      p = {{"axes", names}, {"axis_index_groups", groups}};
+      break;
+    case Op::AllGather:
+      p = {{"all_gather_dimension", std::to_string(a.axis)},
+           {"axis_index_groups", groups},
+           {"axis_name", names},
+           {"axis_size", size},
+           {"tiled", py_bool(a.tiled)}};
+      break;
+    case Op::PsumScatter:
+      prim = "reduce_scatter";
+      p = {{"axis_index_groups", groups},
+           {"axis_name", names},
+           {"axis_size", size},
+           {"scatter_dimension", std::to_string(a.axis)},
+           {"tiled", py_bool(a.tiled)}};
+      break;
+    case Op::Ppermute: {
+      if (is_pvary(i)) {
+        prim = "pvary";
+        p = {{"axes", names}};
+        break;
+      }
+      std::vector<std::string> perm;
+      for (auto [src, dst] : a.pairs) perm.push_back(py_seq({src, dst}));
+      p = {{"axis_name", names}, {"perm", py_tuple_of(perm)}};
+      break;
+    }
+    case Op::AllToAll:
+      p = {{"axis_index_groups", groups},
+           {"axis_name", axis_name_param(a.axis_names)},
+           {"concat_axis", std::to_string(a.concat_axis)},
+           {"split_axis", std::to_string(a.axis)},
+           {"tiled", "True"}};
+      break;
+    case Op::AxisIndex:
+      p = {{"axis_name", axis_name_param(a.axis_names)}};
+      break;
+    default:
+      break;
+    }
+    return p;
+  }
+
   pp::Doc eqn(const Instr& i) {
     if (i.op == Op::While && i.attrs.loop) return while_eqn(i);
     if (i.op == Op::CustomCall && i.attrs.custom) return custom_eqn(i);
+    if (i.op == Op::SpmdCall && i.attrs.callee) return spmd_eqn(i);
+    const size_t index = static_cast<size_t>(&i - fn.body.data());
+    if (auto u = untiled_all_to_all.find(index); u != untiled_all_to_all.end()) {
+      const int64_t c1 = i.attrs.concat_axis, s1 = i.attrs.axis; // (stdlib/collectives.cpp)
+      const int64_t split = s1 > c1 ? s1 - 1 : s1, concat = c1 > split ? c1 - 1 : c1;
+      std::vector<pp::Doc> kv;
+      for (auto [k, v] : Params{{"axis_index_groups", "None"},
+                                {"axis_name", axis_name_param(i.attrs.axis_names)},
+                                {"concat_axis", std::to_string(concat)},
+                                {"split_axis", std::to_string(split)},
+                                {"tiled", "False"}})
+        kv.push_back(pp::text(k + "=" + v));
+      return eqn_doc(binders({u->second.second}, true), "all_to_all", kv_pairs(kv),
+                     std::vector<int>{u->second.first});
+    }
     std::vector<int> outs;
     for (int k = 0; k < i.nresults; ++k) outs.push_back(i.result + k);
     pp::Doc lhs = binders(outs, true);
     std::vector<int> ins = i.operands;
     if (i.op == Op::Select && ins.size() == 3)
       std::swap(ins[1], ins[2]); // select_n(pred, false, true)
-    const size_t index = static_cast<size_t>(&i - fn.body.data());
+    std::string prim = shown_prim(i, rd, index);
     Params ps;
-    if (!rd.prim.count(index))
+    if (op_family(i.op) == OpFamily::Collective)
+      ps = collective_params(i, prim);
+    else if (!rd.prim.count(index))
       ps = printed_params(i.op, i.attrs, fn.values[static_cast<size_t>(i.result)].aval);
     std::vector<pp::Doc> pairs;
     for (auto& [k, v] : ps) pairs.push_back(pp::text(k + "=" + v));
-    return eqn_doc(lhs, shown_prim(i, rd, index), kv_pairs(pairs), ins);
+    return eqn_doc(lhs, prim, kv_pairs(pairs), ins);
+  }
+
+  // JAX's pvary of `v` to the axes `to` (mesh bits) it lacks, as an equation;
+  // returns the cast value.
+  int push_pvary(std::vector<pp::Doc>& out, int v, AxisSet to) {
+    return push_pvary(out, atom(v), aval_of(v), vma_of(v), to);
+  }
+  int push_pvary(std::vector<pp::Doc>& out, const std::string& operand, const AVal& a, AxisSet have,
+                 AxisSet to) {
+    int id = add_synthetic(a, have | to);
+    out.push_back(eqn_doc(binder(id, false), "pvary",
+                          kv_pairs({pp::text("axes=" + axes_tuple(fn, to & ~have))}),
+                          std::vector<std::string>{operand}));
+    ++emitted;
+    return id;
+  }
+  // `operand` (of varying axes `have`) as an operand of an equation varying
+  // over `all`: itself, or its pvary where vma is checked.
+  std::string varying(std::vector<pp::Doc>& out, const std::string& operand, const AVal& a,
+                      AxisSet have, AxisSet all) {
+    if (!checks_vma() || (have & all) == all) return operand;
+    return name(push_pvary(out, operand, a, have, all));
+  }
+  void push(std::vector<pp::Doc>& out, pp::Doc lhs, const std::string& prim, pp::Doc kv,
+            const std::vector<std::string>& ins) {
+    out.push_back(eqn_doc(std::move(lhs), prim, std::move(kv), ins));
+    ++emitted;
+  }
+  // axis_index of several axes: JAX binds one per axis and adds them up in
+  // Python (lax.axis_index: the last axis minor, from the int 0), with the
+  // casts its binary ops insert.
+  void push_axis_index(std::vector<pp::Doc>& out, const Instr& i) {
+    const AVal& a = fn.values[static_cast<size_t>(i.result)].aval;
+    const std::vector<std::string>& names = i.attrs.axis_names;
+    int64_t inner = 1;
+    std::string acc = "0:i32[]";
+    AxisSet acc_vma = 0;
+    for (size_t k = names.size(); k-- > 0;) {
+      const AxisSet bit = axis_bits({names[k]});
+      int index = add_synthetic(a, bit);
+      push(out, binder(index, false), "axis_index", kv_pairs({pp::text("axis_name=" + names[k])}),
+           {});
+      std::string size = varying(out, std::to_string(inner) + ":i32[]", a, 0, bit);
+      int term = add_synthetic(a, bit);
+      push(out, binder(term, false), "mul", pp::nil(), {name(index), size});
+      const AxisSet all = acc_vma | bit;
+      std::string lhs = varying(out, acc, a, acc_vma, all);
+      std::string rhs = varying(out, name(term), a, bit, all);
+      int sum = k == 0 ? i.result : add_synthetic(a, all);
+      push(out, binder(sum, k == 0), "add", pp::nil(), {lhs, rhs});
+      acc = name(sum), acc_vma = all;
+      if (int b = fn.axis_bit(names[k]); b >= 0 && static_cast<size_t>(b) < fn.mesh_sizes.size())
+        inner *= fn.mesh_sizes[static_cast<size_t>(b)];
+    }
+  }
+  // An equation, after the pvary casts JAX inserts before it where vma is
+  // checked: an operand varying over fewer axes than the others (or than a
+  // collective's axes) is cast to all of them first (core.auto_insert_reshard,
+  // lax.parallel.insert_collective_pvary).
+  void push_eqn(std::vector<pp::Doc>& out, const Instr& i) {
+    cast.clear();
+    if (i.op == Op::AxisIndex && i.attrs.axis_names.size() > 1) return push_axis_index(out, i);
+    if (checks_vma() && !i.attrs.loop && !i.attrs.custom && i.op != Op::SpmdCall && !is_pvary(i)) {
+      std::vector<int> ins = i.operands;
+      if (i.op == Op::Select && ins.size() == 3) std::swap(ins[1], ins[2]);
+      if (auto u = untiled_all_to_all.find(static_cast<size_t>(&i - fn.body.data()));
+          u != untiled_all_to_all.end())
+        ins = {u->second.first};
+      AxisSet need = 0;
+      for (int& v : ins) need |= vma_of(v = st.resolve(v));
+      if (op_family(i.op) == OpFamily::Collective)
+        for (const std::string& n : i.attrs.axis_names)
+          if (int b = fn.axis_bit(n); b >= 0) need |= AxisSet{1} << b;
+      for (int v : ins)
+        if ((vma_of(v) & need) != need && !cast.count(v)) {
+          int id = push_pvary(out, v, need);
+          cast[v] = id;
+        }
+    }
+    out.push_back(eqn(i));
+    ++emitted;
+    cast.clear();
+  }
+
+  // A pmap'd or shard_map'd call: JAX's shard_map equation, its body the
+  // callee (the constants its trace captured are leading operands with P()
+  // specs, or literals). JAX 0.10's pmap is a jit named _fun of a shard_map
+  // whose body squeezes the mapped axis in and broadcasts it back out.
+  // A shard_map's body as its jaxpr shows it: the callee with the captured
+  // constants that are literals here as its constants, the others first.
+  struct SpmdBody {
+    Function g;
+    std::vector<Tensor> const_tensors; // the values of g.consts
+    std::map<int, Tensor> values;
+    std::vector<int> ins; // the equation's operands
+    std::vector<const SpmdMapping*> in_maps;
+  };
+  SpmdBody spmd_body_of(const Instr& i) {
+    const SpmdCallee& c = *i.attrs.callee;
+    const Function& body = *c.fn;
+    const size_t np = std::min({body.params.size(), i.operands.size(), c.ins.size()});
+    const size_t nargs = np - std::min(c.num_consts, np);
+    SpmdBody b{body, {}, {}, {}, {}};
+    b.g.params.clear();
+    auto take = [&](size_t p) {
+      b.g.params.push_back(body.params[p]);
+      b.ins.push_back(i.operands[p]);
+      b.in_maps.push_back(&c.ins[p]);
+    };
+    for (size_t p = nargs; p < np; ++p) {
+      int outer = st.resolve(i.operands[p]);
+      if (st.literal(outer)) {
+        auto conv = rd.converted_from.find(outer);
+        auto cv = const_values.find(conv == rd.converted_from.end() ? outer : conv->second);
+        if (cv != const_values.end()) {
+          b.g.consts.push_back(body.params[p]);
+          b.const_tensors.push_back(cv->second);
+          b.values[body.params[p]] = cv->second;
+          continue;
+        }
+      }
+      take(p);
+    }
+    for (size_t p = 0; p < nargs; ++p) take(p);
+    return b;
+  }
+  // Its jaxpr, named from `*counter` on; `count` receives its equations.
+  pp::Doc spmd_body_doc(const Instr& i, const SpmdBody& b, int* counter, size_t* count = nullptr) {
+    Printer sub(b.g, nullptr, &b.const_tensors);
+    sub.next = counter;
+    sub.const_values = b.values;
+    sub.spmd = i.attrs.callee.get();
+    pp::Doc doc = sub.spmd_body(b.in_maps);
+    if (count) *count = sub.emitted;
+    return doc;
+  }
+
+  pp::Doc spmd_eqn(const Instr& i) {
+    const SpmdCallee& c = *i.attrs.callee;
+    SpmdBody b = spmd_body_of(i);
+    const std::vector<int>& ins = b.ins;
+    const std::vector<const SpmdMapping*>& in_maps = b.in_maps;
+    std::vector<int> outs;
+    for (int k = 0; k < i.nresults; ++k) outs.push_back(i.result + k);
+    pp::Doc lhs = binders(outs, true);
+
+    // The operands' names inside: pmap's jit names its parameters as them.
+    std::vector<std::string> operand_names, jit_params;
+    std::vector<pp::Doc> jit_param_docs;
+    for (int v : ins) {
+      std::string outer = atom(v);
+      if (c.kind == "pmap") {
+        bool fresh_name =
+            st.literal(st.resolve(v)) || std::count(jit_params.begin(), jit_params.end(), outer);
+        std::string n = fresh_name ? fresh() : outer;
+        jit_params.push_back(n);
+        jit_param_docs.push_back(pp::text(n + ":" + aval_str(aval_of(st.resolve(v)))));
+        operand_names.push_back(n);
+      } else {
+        operand_names.push_back(outer);
+      }
+    }
+    std::vector<std::string> result_names; // pmap: the shard_map's, inside the jit
+    std::vector<pp::Doc> result_docs;
+    for (int v : outs) {
+      if (c.kind != "pmap") break;
+      std::string n = dropped.count(v) ? fresh() : name(v);
+      result_names.push_back(n);
+      result_docs.push_back(pp::text(n + ":" + aval_str(aval_of(v))));
+    }
+
+    Mesh mesh = c.layout.mesh;
+    if (c.kind == "pmap") mesh.axis_types.clear(); // (Auto)
+    std::vector<std::string> manual = c.manual_axes.empty() ? mesh.axis_names : c.manual_axes;
+    std::vector<std::string> in_specs, out_specs;
+    for (const SpmdMapping* m : in_maps) in_specs.push_back(m->spec.repr());
+    for (const SpmdMapping& m : c.outs) out_specs.push_back(m.spec.repr());
+    std::string manual_set;
+    for (const std::string& n : mesh.axis_names)
+      if (std::count(manual.begin(), manual.end(), n))
+        manual_set += (manual_set.empty() ? "'" : ", '") + n + "'";
+    std::vector<pp::Doc> pairs = {pp::text(std::string("check_vma=") + py_bool(c.check_vma)),
+                                  pp::text("in_specs=" + py_tuple_of(in_specs))};
+    const size_t index = static_cast<size_t>(&i - fn.body.data());
+    if (auto h = hoisted_bodies.find(index); h != hoisted_bodies.end()) {
+      pairs.push_back(pp::text("jaxpr=" + h->second));
+    } else {
+      pairs.push_back(pp::concat({pp::text("jaxpr="), spmd_body_doc(i, b, next)}));
+    }
+    pairs.push_back(pp::text("mesh=" + mesh.jax_str()));
+    pairs.push_back(pp::text("newly_manual_axes=frozenset({" + manual_set + "})"));
+    pairs.push_back(pp::text("out_specs=" + py_tuple_of(out_specs)));
+    if (c.kind != "pmap") return eqn_doc(lhs, "shard_map", kv_pairs(pairs), operand_names);
+    pp::Doc inner = eqn_doc(var_list(result_docs), "shard_map", kv_pairs(pairs), operand_names);
+    std::vector<pp::Doc> out_items;
+    for (const std::string& n : result_names) out_items.push_back(pp::text(n));
+    pp::Doc outs_doc = pp::concat(
+        {pp::text("("), joined(out_items, ","), pp::text(out_items.size() != 1 ? ")" : ",)")});
+    pp::Doc jaxpr = pp::group(pp::concat(
+        {pp::nest(2, pp::concat({pp::text("{ lambda ; "), var_list(jit_param_docs),
+                                 pp::text(". let"), pp::nest(2, pp::concat({pp::brk(), inner})),
+                                 pp::brk(), pp::text("in "), outs_doc})),
+         pp::text(" }")}));
+    std::vector<pp::Doc> jit_pairs = {pp::text("name=_fun"),
+                                      pp::concat({pp::text("jaxpr="), jaxpr})};
+    std::vector<std::string> outer_names;
+    for (int v : ins) outer_names.push_back(atom(v));
+    return eqn_doc(lhs, "jit", kv_pairs(jit_pairs), outer_names);
+  }
+
+  // The jaxpr of a shard_map's body (this printer's function, its parameters
+  // laid out by `in_maps`): a pmap's mapped parameters come in with the
+  // mapped axis and are squeezed; its mapped results are broadcast back to
+  // it; where vma is checked a result varies over its out_spec's axes (a
+  // pvary where it did not).
+  pp::Doc spmd_body(const std::vector<const SpmdMapping*>& in_maps) {
+    read_spmd_body();
+    std::vector<pp::Doc> params, eqns;
+    std::vector<int> shown(fn.params.size());
+    for (size_t p = 0; p < fn.params.size(); ++p) {
+      int v = fn.params[p];
+      shown[p] = v;
+      if (p < in_maps.size() && in_maps[p]->squeeze >= 0) {
+        AVal a = aval_of(v);
+        a.shape.insert(a.shape.begin() + in_maps[p]->squeeze, 1);
+        shown[p] = add_synthetic(a, vma_of(v));
+      }
+      params.push_back(binder(shown[p], false));
+    }
+    for (size_t p = 0; p < fn.params.size(); ++p)
+      if (shown[p] != fn.params[p]) {
+        eqns.push_back(eqn_doc(binder(fn.params[p], true), "squeeze",
+                               kv_pairs({pp::text("dimensions=" + py_seq({in_maps[p]->squeeze}))}),
+                               std::vector<int>{shown[p]}));
+        ++emitted;
+      }
+    for (pp::Doc& d : eqns_of(-1, 0, fn.body.size())) eqns.push_back(std::move(d));
+    std::vector<int> results;
+    for (size_t r = 0; r < fn.results.size(); ++r) {
+      int v = fn.results[r];
+      const SpmdMapping& m = spmd->outs[r];
+      if (checks_vma()) {
+        AxisSet need = 0;
+        for (const auto& entry : m.spec.entries)
+          for (const std::string& n : entry)
+            if (int b = fn.axis_bit(n); b >= 0) need |= AxisSet{1} << b;
+        if ((vma_of(st.resolve(v)) & need) != need) v = push_pvary(eqns, st.resolve(v), need);
+      }
+      if (m.squeeze >= 0) {
+        AVal a = aval_of(st.resolve(v));
+        std::vector<int64_t> dims;
+        for (int64_t d = 0; d < a.ndim(); ++d) dims.push_back(d < m.squeeze ? d : d + 1);
+        a.shape.insert(a.shape.begin() + m.squeeze, 1);
+        int id = add_synthetic(a, vma_of(st.resolve(v)));
+        std::vector<pp::Doc> kv;
+        if (!dims.empty()) kv.push_back(pp::text("broadcast_dimensions=" + py_seq(dims)));
+        eqns.push_back(
+            eqn_doc(binder(id, false), "broadcast_in_dim", kv_pairs(kv), std::vector<int>{v}));
+        ++emitted;
+        v = id;
+      }
+      results.push_back(v);
+    }
+    return skeleton(pp::nil(), var_list(params), eqns, results);
   }
 
   // The equations of a scope (-1: the top jaxpr) in program order.
@@ -561,8 +1036,8 @@ struct Printer {
       for (; next_kid < kids.size() && st.region(kids[next_kid]).begin <= i; ++next_kid)
         out.push_back(region_eqn(kids[next_kid]));
       if (i < end && (scope < 0 ? (!rec || st.innermost[i] < 0) : st.innermost[i] == scope) &&
-          st.instr_shown(i))
-        out.push_back(eqn(fn.body[i]));
+          st.instr_shown(i) && !folded.count(i))
+        push_eqn(out, fn.body[i]);
     }
     return out;
   }
@@ -595,7 +1070,7 @@ struct Printer {
       v = st.resolve(v);
       std::string n = fresh();
       if (!sc.names.count(v)) sc.names[v] = n;
-      params.push_back(pp::text(n + ":" + aval_str(aval_of(v))));
+      params.push_back(pp::text(n + ":" + type_of(v)));
     };
     for (int v : consts) bind(v);
     for (int v : g.invars) bind(v);
@@ -677,7 +1152,7 @@ struct Printer {
         std::string n = shared ? outer : fresh();
         taken.push_back(n);
         if (!sc.names.count(r)) sc.names[r] = n;
-        params.push_back(pp::text(n + ":" + aval_str(aval_of(r))));
+        params.push_back(pp::text(n + ":" + type_of(r)));
       }
       // Results named as the equation's binders.
       for (size_t o = 0; o < g.outputs.size(); ++o) {
@@ -728,13 +1203,44 @@ struct Printer {
   // pp_toplevel_jaxpr: a sub-jaxpr of more than 10 equations is printed
   // first, as `let name = { lambda ... } in`, and named by its equation (a
   // jit's name=, else "jaxpr"; repeated names numbered); found breadth first.
-  std::vector<int> hoist() {
-    std::vector<int> order;
-    if (!rec) return order;
+  // (A shard_map's body, whose equation has no name=, is a "jaxpr".)
+  struct Hoisted {
+    int region = -1; // or a shard_map's body:
+    size_t instr = 0;
+  };
+  std::vector<Hoisted> hoist() {
+    std::vector<Hoisted> order;
     std::map<std::string, int> taken;
+    auto unique = [&](std::string name) {
+      if (int n = taken[name]++; n > 0) name += std::to_string(n), ++taken[name];
+      return name;
+    };
     std::vector<int> queue{-1};
-    for (size_t q = 0; q < queue.size(); ++q)
-      for (int c : st.children(queue[q])) {
+    for (size_t q = 0; q < queue.size(); ++q) {
+      const int scope = queue[q];
+      // The scope's sub-jaxprs in program order: its regions, and the bodies
+      // of its shard_map equations (before the instruction at a region's start).
+      std::vector<std::pair<size_t, int>> items; // (position, region or -1 - instr)
+      for (int c : st.children(scope)) items.push_back({2 * st.region(c).begin, c});
+      for (size_t i = 0; i < fn.body.size(); ++i) {
+        const Instr& in = fn.body[i];
+        if (in.op != Op::SpmdCall || !in.attrs.callee || !st.instr_shown(i)) continue;
+        if (rec && (scope < 0 ? st.innermost[i] >= 0 : st.innermost[i] != scope)) continue;
+        items.push_back({2 * i + 1, -1 - static_cast<int>(i)});
+      }
+      std::stable_sort(items.begin(), items.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (auto [pos, c] : items) {
+        if (c < 0) {
+          const size_t i = static_cast<size_t>(-1 - c);
+          int scratch = 0;
+          size_t count = 0;
+          spmd_body_doc(fn.body[i], spmd_body_of(fn.body[i]), &scratch, &count);
+          if (count <= 10) continue;
+          hoisted_bodies[i] = unique("jaxpr");
+          order.push_back(Hoisted{-1, i});
+          continue;
+        }
         const JaxprRegion& g = st.region(c);
         if (!st.opens_body(g)) {
           for (int p : g.parts)
@@ -747,18 +1253,27 @@ struct Printer {
         for (const auto& [k, v] : g.params)
           if (k == "name") name = v;
         std::erase(name, '<'), std::erase(name, '>');
-        if (int n = taken[name]++; n > 0) name += std::to_string(n), ++taken[name];
-        shared[c] = name;
-        order.push_back(c);
+        shared[c] = unique(name);
+        order.push_back(Hoisted{c, 0});
       }
+    }
     return order;
   }
   std::string print() {
     std::vector<pp::Doc> docs;
-    for (int k : hoist())
+    for (Hoisted h : hoist()) {
+      if (h.region < 0) {
+        const Instr& i = fn.body[h.instr];
+        docs.push_back(
+            pp::concat({pp::text("let " + hoisted_bodies[h.instr] + " = "),
+                        spmd_body_doc(i, spmd_body_of(i), next), pp::text(" in"), pp::brk()}));
+        continue;
+      }
+      const int k = h.region;
       docs.push_back(pp::concat({pp::text("let " + shared[k] + " = "),
                                  fresh_params_jaxpr(k, st.free_values(k), st.region(k).outputs),
                                  pp::text(" in"), pp::brk()}));
+    }
     docs.push_back(top_doc());
     return pp::format(pp::concat(docs));
   }

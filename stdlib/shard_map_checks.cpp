@@ -162,7 +162,7 @@ std::string rank_message(const std::string& fun, bool input, const std::vector<S
     msgs.push_back("* " + prefix + "_specs" + l.spec_path + " is " + l.spec.repr() +
                    " which has length " + std::to_string(n) + ", but " + base + l.leaf_path +
                    (input ? bound_to(fn, l.leaf_path, nargs) : "") + " has shape " +
-                   short_type(l.aval) + ", which has rank " + std::to_string(r) + " (and " +
+                   short_type(l.aval) + l.mat + ", which has rank " + std::to_string(r) + " (and " +
                    std::to_string(r) + " < " + std::to_string(n) + ")");
   }
   std::string msg =

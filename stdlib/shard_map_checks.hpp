@@ -44,6 +44,7 @@ struct SpecLeaf {
   AVal aval;
   std::string spec_path; // in the in_specs/out_specs tree
   std::string leaf_path; // in the argument tuple / the result
+  std::string mat = "";  // a result's varying axes as JAX's type shows them: "{V:y}"
 };
 
 // JAX's _check_specs_vs_args: no spec longer than its argument's rank, then

@@ -220,6 +220,7 @@ struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
     traced_signatures.push_back(sig);
   }
   std::string type_name() const override { return what == "pmap" ? "PmapFunction" : "function"; }
+  const Value* wrapped() const override { return &fn; }
   void report(InterpreterImpl& in, const Function& f, int64_t participants) {
     if (in.options().dump_ir) in.out() << print_function(f);
     if (in.options().comm_report) in.out() << comm_report(f, participants);
@@ -304,6 +305,7 @@ struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
                          &in.platform().threads(), in.options().exec, &in.platform().code_cache(),
                          in.phase_times(), &in.platform(), std::move(values));
     c.callee->check_vma = check_vma;
+    c.callee->num_consts = c.consts.size();
   }
 
   // Runs the call on the devices, or, while jit/grad/vmap trace the caller,
@@ -347,9 +349,9 @@ struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
     return tree_unflatten(c.out_tree, vals);
   }
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
-    // functools.wraps(fun), as JAX's pmap: the function and its name.
-    if (name == "__wrapped__" && what == "pmap") return out = fn, true;
-    if (name == "__name__" && what == "pmap") return out = in.get_attr(fn, name, Span{}), true;
+    // functools.wraps(fun), as JAX's pmap and shard_map: the function and its name.
+    if (name == "__wrapped__") return out = fn, true;
+    if (name == "__name__") return out = in.get_attr(fn, name, Span{}), true;
     if (name == "lower" && what == "pmap") {
       auto self = shared_from_this();
       out = make_builtin("lower",
@@ -881,7 +883,7 @@ struct ShardMapFn : SpmdFunction {
       for (size_t r = 0; r < out_leaves.size(); ++r)
         out_checked.push_back(SpecLeaf{value_to_spec(per_out[r], "shard_map out_specs entry"),
                                        f->values[f->results[r]].aval, spec_paths.at(r),
-                                       out_paths.at(r)});
+                                       out_paths.at(r), mat_suffix(*f, f->values[f->results[r]])});
     }
     check_out_specs_rank(fn, out_checked, where);
     for (size_t r = 0; r < out_leaves.size(); ++r) {
@@ -973,6 +975,7 @@ struct ShardMapFn : SpmdFunction {
     // (With axis_names= the check above compared the manual axes only.)
     for (const InLeaf& l : leaves)
       c->callee->explicit_in_types.push_back(l.typed && manual.empty());
+    c->callee->manual_axes = manual;
     return c;
   }
 };

@@ -40,10 +40,14 @@ std::function<void(TraceContext&)> log_unknown_values(std::function<void(TraceCo
 
 Value unwrapped_function(const Value& fn) {
   Value f = fn;
-  for (int depth = 0; depth < 100 && f.is_obj(ObjKind::Builtin); ++depth) {
+  for (int depth = 0; depth < 100; ++depth) {
     const Value* inner = nullptr;
-    for (const auto& [k, v] : f.as<BuiltinObj>()->attrs)
-      if (k == "__wrapped__") inner = &v;
+    if (f.is_obj(ObjKind::Builtin)) {
+      for (const auto& [k, v] : f.as<BuiltinObj>()->attrs)
+        if (k == "__wrapped__") inner = &v;
+    } else if (f.is_obj(ObjKind::Opaque)) {
+      inner = f.as<OpaqueObj>()->wrapped();
+    }
     if (!inner) break;
     f = *inner;
   }
