@@ -14,6 +14,7 @@
 #include "runtime/format.hpp"
 #include "runtime/spmd_call.hpp"
 #include "stdlib/jaxpr_eqns.hpp"
+#include "stdlib/jaxpr_spmd.hpp"
 #include "stdlib/lax_precision.hpp"
 #include "stdlib/pretty_doc.hpp"
 
@@ -21,46 +22,7 @@ namespace pxl {
 
 namespace {
 
-using Params = std::vector<std::pair<std::string, std::string>>;
-
-// Python's str of a tuple (list) of ints: "(0,)", "(0, 1)", "()" ("[0, 1]").
-std::string py_seq(const std::vector<int64_t>& xs, bool list = false) {
-  std::string s = list ? "[" : "(";
-  for (size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + std::to_string(xs[i]);
-  if (!list && xs.size() == 1) s += ",";
-  return s + (list ? "]" : ")");
-}
-
-const char* py_bool(bool b) { return b ? "True" : "False"; }
-
-// Python's str of a tuple of already printed items: "('x',)", "(a, b)".
-std::string py_tuple_of(const std::vector<std::string>& xs) {
-  std::string s = "(";
-  for (size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + xs[i];
-  return s + (xs.size() == 1 ? ",)" : ")");
-}
-std::string quoted_names(const std::vector<std::string>& names) {
-  std::vector<std::string> q;
-  for (const std::string& n : names) q.push_back("'" + n + "'");
-  return py_tuple_of(q);
-}
-// A collective's axis_name as JAX keeps it: the string the user passed for one
-// axis (all_to_all, axis_index), else the tuple.
-std::string axis_name_param(const std::vector<std::string>& names) {
-  return names.size() == 1 ? names[0] : quoted_names(names);
-}
-// The axes of `s` (bit i: mesh_axes[i]) in mesh order, as a tuple: "('x', 'y')".
-std::string axes_tuple(const Function& f, AxisSet s) {
-  std::vector<std::string> names;
-  for (size_t i = 0; i < f.mesh_axes.size(); ++i)
-    if (s & (AxisSet{1} << i)) names.push_back(f.mesh_axes[i]);
-  return quoted_names(names);
-}
-// lax.pcast(to='varying') (JAX's pvary) is bound as the identity ppermute.
-bool is_pvary(const Instr& i) {
-  return i.op == Op::Ppermute && std::all_of(i.attrs.pairs.begin(), i.attrs.pairs.end(),
-                                             [](const auto& p) { return p.first == p.second; });
-}
+using Params = JaxprParams;
 
 // The params JAX prints for the primitive (after its pp_eqn rule drops the
 // trivial ones: accuracy=None, out_dtype=None, sharding, a broadcast's shape).
@@ -356,14 +318,7 @@ struct Printer {
   std::map<int, int> cast;              // operand -> its pvary, in the equation being printed
   std::map<size_t, std::string> hoisted_bodies; // SpmdCall instruction -> its `let` name
   size_t emitted = 0;                           // equations printed (counted for hoisting)
-  // Per value: the axes JAX's types add to pxl's vma (all_gather's result
-  // varies over its axes in JAX; pxl types it invariant, DESIGN.md).
-  std::vector<AxisSet> jax_vma;
-  // JAX's untiled all_to_all, which pxl traces as an expand_dims, the tiled
-  // all_to_all and a squeeze: the all_to_all instruction -> (its operand
-  // before the expand, the squeeze's result); the other two are not shown.
-  std::map<size_t, std::pair<int, int>> untiled_all_to_all;
-  std::set<size_t> folded;
+  SpmdBodyReading body_reading;                 // a shard_map body's (stdlib/jaxpr_spmd.hpp)
 
   Printer(const Function& f, const JaxprRecord* r, const std::vector<Tensor>* consts = nullptr)
       : view(without_aliases(f, r)), fn(view),
@@ -413,50 +368,7 @@ struct Printer {
   }
   AxisSet vma_of(int v) const {
     if (auto s = synthetic_vma.find(v); s != synthetic_vma.end()) return s->second;
-    if (v < 0 || static_cast<size_t>(v) >= fn.values.size()) return 0;
-    AxisSet extra = static_cast<size_t>(v) < jax_vma.size() ? jax_vma[static_cast<size_t>(v)] : 0;
-    return fn.values[static_cast<size_t>(v)].vma | extra;
-  }
-  AxisSet axis_bits(const std::vector<std::string>& names) const {
-    AxisSet s = 0;
-    for (const std::string& n : names)
-      if (int b = fn.axis_bit(n); b >= 0) s |= AxisSet{1} << b;
-    return s;
-  }
-  // jax_vma and untiled_all_to_all, for a shard_map's body.
-  void read_spmd_body() {
-    jax_vma.assign(fn.values.size(), 0);
-    std::vector<int> uses_of(fn.values.size(), 0);
-    for (const Instr& i : fn.body)
-      for (int o : i.operands) ++uses_of[static_cast<size_t>(o)];
-    for (size_t k = 0; k < fn.body.size(); ++k) {
-      const Instr& i = fn.body[k];
-      AxisSet extra = 0;
-      for (int o : i.operands) extra |= vma_of(o);
-      const AxisSet named = axis_bits(i.attrs.axis_names);
-      if (i.op == Op::AllGather && i.attrs.index_groups.empty()) extra |= named;
-      if (i.op == Op::Psum || i.op == Op::Pmax || i.op == Op::Pmin) extra &= ~named;
-      for (int r = 0; r < i.nresults; ++r)
-        jax_vma[static_cast<size_t>(i.result + r)] =
-            extra & ~fn.values[static_cast<size_t>(i.result + r)].vma;
-      if (i.op != Op::AllToAll || i.operands.size() != 1 || k == 0 || k + 1 >= fn.body.size())
-        continue;
-      const int x = i.operands[0];
-      const int producer = fn.values[static_cast<size_t>(x)].producer;
-      const Instr& sq = fn.body[k + 1];
-      if (producer < 0 || uses_of[static_cast<size_t>(x)] != 1 ||
-          uses_of[static_cast<size_t>(i.result)] != 1 || sq.op != Op::Reshape ||
-          sq.operands != std::vector<int>{i.result} ||
-          sq.attrs.axes != std::vector<int64_t>{i.attrs.axis})
-        continue;
-      const Instr& ex = fn.body[static_cast<size_t>(producer)];
-      if (!is_expand(ex) || expand_broadcast_dims(ex.attrs).size() + 1 !=
-                                static_cast<size_t>(fn.values[static_cast<size_t>(x)].aval.ndim()))
-        continue;
-      untiled_all_to_all[k] = {ex.operands[0], sq.result};
-      folded.insert(static_cast<size_t>(producer));
-      folded.insert(k + 1);
-    }
+    return body_reading.vma(fn, v);
   }
   bool checks_vma() const { return spmd && spmd->check_vma; }
   // A binder's or parameter's type: JAX's short form, with the varying,
@@ -659,90 +571,15 @@ struct Printer {
     return eqn_doc(lhs, custom_prim(c), kv_pairs(docs), ins);
   }
 
-  // A collective as JAX binds it: its primitive (where it is not pxl's op's
-  // name) and its params, sorted.
-  Params collective_params(const Instr& i, std::string& prim) const {
-    const OpAttrs& a = i.attrs;
-    const std::string names = quoted_names(a.axis_names);
-    std::string groups = "None";
-    if (!a.index_groups.empty()) {
-      std::vector<std::string> gs;
-      for (const auto& g : a.index_groups) gs.push_back(py_seq(g));
-      groups = py_tuple_of(gs);
-    }
-    const std::string size = std::to_string(a.group_size);
-    Params p;
-    switch (i.op) {
-    case Op::Psum:
-      // Where vma is checked, psum binds psum_invariant (no axis_index_groups).
-      if (checks_vma() && a.index_groups.empty()) {
-        prim = "psum_invariant";
-        p = {{"axes", names}};
-      } else {
-        p = {{"axes", names}, {"axis_index_groups", groups}};
-      }
-      break;
-    case Op::Pmax:
-    case Op::Pmin:
-      p = {{"axes", names}, {"axis_index_groups", groups}};
-      break;
-    case Op::AllGather:
-      p = {{"all_gather_dimension", std::to_string(a.axis)},
-           {"axis_index_groups", groups},
-           {"axis_name", names},
-           {"axis_size", size},
-           {"tiled", py_bool(a.tiled)}};
-      break;
-    case Op::PsumScatter:
-      prim = "reduce_scatter";
-      p = {{"axis_index_groups", groups},
-           {"axis_name", names},
-           {"axis_size", size},
-           {"scatter_dimension", std::to_string(a.axis)},
-           {"tiled", py_bool(a.tiled)}};
-      break;
-    case Op::Ppermute: {
-      if (is_pvary(i)) {
-        prim = "pvary";
-        p = {{"axes", names}};
-        break;
-      }
-      std::vector<std::string> perm;
-      for (auto [src, dst] : a.pairs) perm.push_back(py_seq({src, dst}));
-      p = {{"axis_name", names}, {"perm", py_tuple_of(perm)}};
-      break;
-    }
-    case Op::AllToAll:
-      p = {{"axis_index_groups", groups},
-           {"axis_name", axis_name_param(a.axis_names)},
-           {"concat_axis", std::to_string(a.concat_axis)},
-           {"split_axis", std::to_string(a.axis)},
-           {"tiled", "True"}};
-      break;
-    case Op::AxisIndex:
-      p = {{"axis_name", axis_name_param(a.axis_names)}};
-      break;
-    default:
-      break;
-    }
-    return p;
-  }
-
   pp::Doc eqn(const Instr& i) {
     if (i.op == Op::While && i.attrs.loop) return while_eqn(i);
     if (i.op == Op::CustomCall && i.attrs.custom) return custom_eqn(i);
     if (i.op == Op::SpmdCall && i.attrs.callee) return spmd_eqn(i);
     const size_t index = static_cast<size_t>(&i - fn.body.data());
-    if (auto u = untiled_all_to_all.find(index); u != untiled_all_to_all.end()) {
-      const int64_t c1 = i.attrs.concat_axis, s1 = i.attrs.axis; // (stdlib/collectives.cpp)
-      const int64_t split = s1 > c1 ? s1 - 1 : s1, concat = c1 > split ? c1 - 1 : c1;
+    if (auto u = body_reading.untiled_all_to_all.find(index);
+        u != body_reading.untiled_all_to_all.end()) {
       std::vector<pp::Doc> kv;
-      for (auto [k, v] : Params{{"axis_index_groups", "None"},
-                                {"axis_name", axis_name_param(i.attrs.axis_names)},
-                                {"concat_axis", std::to_string(concat)},
-                                {"split_axis", std::to_string(split)},
-                                {"tiled", "False"}})
-        kv.push_back(pp::text(k + "=" + v));
+      for (auto [k, v] : untiled_all_to_all_params(i)) kv.push_back(pp::text(k + "=" + v));
       return eqn_doc(binders({u->second.second}, true), "all_to_all", kv_pairs(kv),
                      std::vector<int>{u->second.first});
     }
@@ -755,7 +592,7 @@ struct Printer {
     std::string prim = shown_prim(i, rd, index);
     Params ps;
     if (op_family(i.op) == OpFamily::Collective)
-      ps = collective_params(i, prim);
+      ps = collective_params(i, checks_vma(), prim);
     else if (!rd.prim.count(index))
       ps = printed_params(i.op, i.attrs, fn.values[static_cast<size_t>(i.result)].aval);
     std::vector<pp::Doc> pairs;
@@ -799,7 +636,7 @@ struct Printer {
     std::string acc = "0:i32[]";
     AxisSet acc_vma = 0;
     for (size_t k = names.size(); k-- > 0;) {
-      const AxisSet bit = axis_bits({names[k]});
+      const AxisSet bit = axis_bits(fn, {names[k]});
       int index = add_synthetic(a, bit);
       push(out, binder(index, false), "axis_index", kv_pairs({pp::text("axis_name=" + names[k])}),
            {});
@@ -826,8 +663,8 @@ struct Printer {
     if (checks_vma() && !i.attrs.loop && !i.attrs.custom && i.op != Op::SpmdCall && !is_pvary(i)) {
       std::vector<int> ins = i.operands;
       if (i.op == Op::Select && ins.size() == 3) std::swap(ins[1], ins[2]);
-      if (auto u = untiled_all_to_all.find(static_cast<size_t>(&i - fn.body.data()));
-          u != untiled_all_to_all.end())
+      if (auto u = body_reading.untiled_all_to_all.find(static_cast<size_t>(&i - fn.body.data()));
+          u != body_reading.untiled_all_to_all.end())
         ins = {u->second.first};
       AxisSet need = 0;
       for (int& v : ins) need |= vma_of(v = st.resolve(v));
@@ -977,7 +814,7 @@ struct Printer {
   // it; where vma is checked a result varies over its out_spec's axes (a
   // pvary where it did not).
   pp::Doc spmd_body(const std::vector<const SpmdMapping*>& in_maps) {
-    read_spmd_body();
+    body_reading = read_spmd_body(fn);
     std::vector<pp::Doc> params, eqns;
     std::vector<int> shown(fn.params.size());
     for (size_t p = 0; p < fn.params.size(); ++p) {
@@ -1036,7 +873,7 @@ struct Printer {
       for (; next_kid < kids.size() && st.region(kids[next_kid]).begin <= i; ++next_kid)
         out.push_back(region_eqn(kids[next_kid]));
       if (i < end && (scope < 0 ? (!rec || st.innermost[i] < 0) : st.innermost[i] == scope) &&
-          st.instr_shown(i) && !folded.count(i))
+          st.instr_shown(i) && !body_reading.folded.count(i))
         push_eqn(out, fn.body[i]);
     }
     return out;
