@@ -18,6 +18,7 @@ namespace pxl {
 
 class CodeCache;
 class Platform;
+struct JaxprRecord; // lang/jaxpr_record.hpp
 
 // How a global array relates to a participant's block: split by `spec` over
 // the callee's mesh, then (pmap) the mapped dimension `squeeze`, of size 1 in
@@ -43,6 +44,9 @@ struct SpmdCallee {
   // shard_map's manual axes (axis_names=; empty: every mesh axis).
   size_t num_consts = 0;
   std::vector<std::string> manual_axes;
+  // JAX's structure of the body (jit, cond, scan...), recorded when it was
+  // traced while make_jaxpr recorded the call; null otherwise.
+  std::shared_ptr<const JaxprRecord> jaxpr_record;
   SpmdLayout layout;                  // the participant mesh and the device threads
   std::vector<SpmdMapping> ins, outs; // per operand / result
   std::vector<AVal> in_global, out_global;

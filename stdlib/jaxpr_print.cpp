@@ -319,6 +319,9 @@ struct Printer {
   std::map<size_t, std::string> hoisted_bodies; // SpmdCall instruction -> its `let` name
   size_t emitted = 0;                           // equations printed (counted for hoisting)
   SpmdBodyReading body_reading;                 // a shard_map body's (stdlib/jaxpr_spmd.hpp)
+  // Unused binders print as `_` (JAX's _dropvars), which JAX does in the
+  // top-level jaxpr's equations only, not in a shard_map's body.
+  bool drop_unused = true;
 
   Printer(const Function& f, const JaxprRecord* r, const std::vector<Tensor>* consts = nullptr)
       : view(without_aliases(f, r)), fn(view),
@@ -439,8 +442,8 @@ struct Printer {
                     pp::group(pp::join(pp::concat({pp::text(""), pp::group(pp::brk())}), items)));
   }
   pp::Doc binder(int v, bool may_drop) {
-    bool unused = may_drop && !synthetic.count(v) && static_cast<size_t>(v) < uses.size() &&
-                  uses[static_cast<size_t>(v)] == 0;
+    bool unused = may_drop && drop_unused && !synthetic.count(v) &&
+                  static_cast<size_t>(v) < uses.size() && uses[static_cast<size_t>(v)] == 0;
     if (unused) dropped.insert(st.resolve(v));
     return pp::text((unused ? std::string("_") : name(v)) + ":" + type_of(v));
   }
@@ -726,10 +729,11 @@ struct Printer {
   }
   // Its jaxpr, named from `*counter` on; `count` receives its equations.
   pp::Doc spmd_body_doc(const Instr& i, const SpmdBody& b, int* counter, size_t* count = nullptr) {
-    Printer sub(b.g, nullptr, &b.const_tensors);
+    Printer sub(b.g, i.attrs.callee->jaxpr_record.get(), &b.const_tensors);
     sub.next = counter;
     sub.const_values = b.values;
     sub.spmd = i.attrs.callee.get();
+    sub.drop_unused = false;
     pp::Doc doc = sub.spmd_body(b.in_maps);
     if (count) *count = sub.emitted;
     return doc;

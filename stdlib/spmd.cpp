@@ -306,6 +306,17 @@ struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
                          in.phase_times(), &in.platform(), std::move(values));
     c.callee->check_vma = check_vma;
     c.callee->num_consts = c.consts.size();
+    c.callee->jaxpr_record = tc.jaxpr_record;
+  }
+  // While make_jaxpr records the enclosing trace, the body's trace records
+  // JAX's structure too (its jit, cond and scan equations).
+  static void record_if_enclosing_records(InterpreterImpl& in, TraceContext& tc) {
+    if (auto* outer = dynamic_cast<TraceContext*>(&in.ops()); outer && outer->jaxpr_record)
+      tc.jaxpr_record = std::make_shared<JaxprRecord>();
+  }
+  static bool recording(InterpreterImpl& in) {
+    auto* outer = dynamic_cast<TraceContext*>(&in.ops());
+    return outer && outer->jaxpr_record;
   }
 
   // Runs the call on the devices, or, while jit/grad/vmap trace the caller,
@@ -794,6 +805,7 @@ struct ShardMapFn : SpmdFunction {
     auto f = std::make_shared<Function>(proto);
     f->name = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : "f";
     TraceContext tc(*f, in.ops(), "shard_map");
+    record_if_enclosing_records(in, tc);
     tc.check_vma = check_vma;
     tc.auto_axes = auto_axes();
     if (!dynamic_cast<TraceContext*>(&in.ops()) && !lower_only) {
@@ -1285,7 +1297,8 @@ struct PmapFn : SpmdFunction {
     std::string key = sig.key();
     std::shared_ptr<Compiled> c;
     auto it = cache.find(key);
-    if (it != cache.end()) {
+    // (make_jaxpr records the body's structure: a trace made without it is traced again.)
+    if (it != cache.end() && (!recording(in) || it->second->callee->jaxpr_record)) {
       c = it->second;
     } else {
       explain_miss(in, sig, where);
@@ -1319,6 +1332,7 @@ struct PmapFn : SpmdFunction {
           f->mesh_sizes.push_back(outer->function().mesh_sizes[a]);
         }
     TraceContext tc(*f, in.ops(), "pmap");
+    record_if_enclosing_records(in, tc);
     ValueList traced;
     for (const InLeaf& l : leaves)
       traced.push_back(make_array(tc.add_param(l.block, l.vma, where, l.origin)));
