@@ -213,6 +213,8 @@ std::vector<Tensor> bind_derived_spmd_call(
   auto callee = make_spmd_callee(c.kind, std::move(f), c.layout, std::move(ins), std::move(outs),
                                  c.pool, c.mode, c.cache, c.times, c.platform);
   callee->check_vma = c.check_vma;
+  callee->num_consts = consts.size();
+  callee->manual_axes = c.manual_axes;
   OpAttrs attrs;
   attrs.callee = std::move(callee);
   return cx.bind_call(attrs, operands);
