@@ -6,7 +6,9 @@
 #include "ir/constant_of.hpp"
 #include "ir/op.hpp"
 #include "lang/jaxpr_record.hpp"
+#include "runtime/spmd_call.hpp"
 #include "stdlib/lax_precision.hpp"
+#include "stdlib/sharding.hpp"
 
 namespace pxl {
 
@@ -395,6 +397,25 @@ Value jaxpr_eqns(const Function& fn, const std::vector<Tensor>& consts, const Ja
       b.shape = i.attrs.shape;
       b.axes = expand_broadcast_dims(i.attrs);
       params = params_of(Op::BroadcastInDim, b, r.aval.dtype);
+    }
+    if (i.op == Op::SpmdCall && i.attrs.callee) { // shard_map's params (pmap: its jit's name)
+      const SpmdCallee& c = *i.attrs.callee;
+      auto d = std::make_shared<DictObj>();
+      if (c.kind == "pmap") {
+        d->set(make_str("name"), make_str("_fun"));
+      } else {
+        ValueList ins, outs;
+        // (the captured constants first, as JAX's operands)
+        const size_t nargs = c.ins.size() - std::min(c.num_consts, c.ins.size());
+        for (size_t p = nargs; p < c.ins.size(); ++p) ins.push_back(make_spec_value(c.ins[p].spec));
+        for (size_t p = 0; p < nargs; ++p) ins.push_back(make_spec_value(c.ins[p].spec));
+        for (const SpmdMapping& m : c.outs) outs.push_back(make_spec_value(m.spec));
+        d->set(make_str("check_vma"), Value::boolean(c.check_vma));
+        d->set(make_str("in_specs"), make_tuple(ins));
+        d->set(make_str("mesh"), make_mesh_value(c.layout.mesh));
+        d->set(make_str("out_specs"), make_tuple(outs));
+      }
+      params = Value::object(d);
     }
     if (e.prim == "squeeze") {
       auto d = std::make_shared<DictObj>();
