@@ -685,10 +685,6 @@ struct Printer {
     cast.clear();
   }
 
-  // A pmap'd or shard_map'd call: JAX's shard_map equation, its body the
-  // callee (the constants its trace captured are leading operands with P()
-  // specs, or literals). JAX 0.10's pmap is a jit named _fun of a shard_map
-  // whose body squeezes the mapped axis in and broadcasts it back out.
   // A shard_map's body as its jaxpr shows it: the callee with the captured
   // constants that are literals here as its constants, the others first.
   struct SpmdBody {
@@ -739,6 +735,10 @@ struct Printer {
     return doc;
   }
 
+  // A pmap'd or shard_map'd call: JAX's shard_map equation, its body the
+  // callee (the constants its trace captured are leading operands with P()
+  // specs, or literals). JAX 0.10's pmap is a jit named _fun of a shard_map
+  // whose body squeezes the mapped axis in and broadcasts it back out.
   pp::Doc spmd_eqn(const Instr& i) {
     const SpmdCallee& c = *i.attrs.callee;
     SpmdBody b = spmd_body_of(i);
@@ -798,13 +798,7 @@ struct Printer {
     pp::Doc inner = eqn_doc(var_list(result_docs), "shard_map", kv_pairs(pairs), operand_names);
     std::vector<pp::Doc> out_items;
     for (const std::string& n : result_names) out_items.push_back(pp::text(n));
-    pp::Doc outs_doc = pp::concat(
-        {pp::text("("), joined(out_items, ","), pp::text(out_items.size() != 1 ? ")" : ",)")});
-    pp::Doc jaxpr = pp::group(pp::concat(
-        {pp::nest(2, pp::concat({pp::text("{ lambda ; "), var_list(jit_param_docs),
-                                 pp::text(". let"), pp::nest(2, pp::concat({pp::brk(), inner})),
-                                 pp::brk(), pp::text("in "), outs_doc})),
-         pp::text(" }")}));
+    pp::Doc jaxpr = skeleton_of(pp::nil(), var_list(jit_param_docs), {inner}, out_items);
     std::vector<pp::Doc> jit_pairs = {pp::text("name=_fun"),
                                       pp::concat({pp::text("jaxpr="), jaxpr})};
     std::vector<std::string> outer_names;
@@ -891,8 +885,12 @@ struct Printer {
     std::vector<pp::Doc> out_items;
     for (int v : outvars)
       out_items.push_back(pp::text(dropped.count(st.resolve(v)) ? std::string("_") : atom(v)));
+    return skeleton_of(std::move(constvars), std::move(invars), eqns, out_items);
+  }
+  static pp::Doc skeleton_of(pp::Doc constvars, pp::Doc invars, const std::vector<pp::Doc>& eqns,
+                             const std::vector<pp::Doc>& out_items) {
     pp::Doc outs = pp::concat(
-        {pp::text("("), joined(out_items, ","), pp::text(outvars.size() != 1 ? ")" : ",)")});
+        {pp::text("("), joined(out_items, ","), pp::text(out_items.size() != 1 ? ")" : ",)")});
     pp::Doc body = pp::concat({pp::text("{ "), pp::text("lambda "), constvars, pp::text("; "),
                                invars, pp::text(". "), pp::text("let"),
                                pp::nest(2, pp::concat({pp::brk(), pp::join(pp::brk("; "), eqns)})),
