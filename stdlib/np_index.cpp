@@ -2,6 +2,7 @@
 // slice/rev/reshape; integer arrays (and ints mixed with them) become one take;
 // updates index an iota of flat positions the same way and scatter into them.
 #include <algorithm>
+#include <limits>
 #include <optional>
 
 #include "stdlib/checkify.hpp"
@@ -187,6 +188,7 @@ std::vector<IndexItem> normalize(OpContext& cx, const std::vector<IndexItem>& it
 // Python slice semantics: (first element, count, step).
 struct SliceRange {
   int64_t first, count, step;
+  int64_t start, stop; // Python's slice.indices(n)
 };
 SliceRange resolve(const IndexItem& it, int64_t n) {
   int64_t step = it.step.value_or(1);
@@ -201,7 +203,7 @@ SliceRange resolve(const IndexItem& it, int64_t n) {
     stop = std::clamp<int64_t>(stop, 0, n);
     // (ceil((stop - start) / step) without forming stop - start + step, which
     // overflows for a step near 2**63)
-    return {start, stop > start ? (stop - start - 1) / step + 1 : 0, step};
+    return {start, stop > start ? (stop - start - 1) / step + 1 : 0, step, start, stop};
   }
   start = it.start ? *it.start : n - 1;
   stop = it.stop ? *it.stop : -1 - n; // "before the first element"
@@ -209,7 +211,8 @@ SliceRange resolve(const IndexItem& it, int64_t n) {
   if (stop < 0) stop += n;
   start = std::clamp<int64_t>(start, -1, n - 1);
   stop = std::clamp<int64_t>(stop, -1, n - 1);
-  return {start, start > stop ? 1 - (start - stop - 1) / step : 0, step}; // (no -step: -2**63)
+  return {start, start > stop ? 1 - (start - stop - 1) / step : 0, step, start,
+          stop}; // (no -step: -2**63)
 }
 
 // Integer index arrays (already one per dim of y at `dims`) gathered with one take.
@@ -486,16 +489,18 @@ Tensor index_clamped(OpContext& cx, const Tensor& x, const std::vector<IndexItem
       break;
     }
     case Kind::Slice: {
+      // JAX's static slice (indexing.py): the bounds of slice.indices(n), a
+      // negative step as the positive one from the last element taken, then rev.
       SliceRange r = resolve(it, n);
-      // (one element needs no stride; a step of -2**63 has no absolute value)
-      int64_t abs_step = r.count <= 1 ? 1 : r.step > 0 ? r.step : -r.step;
-      if (r.count == 0) {
-        limit = 0;
-      } else if (r.step > 0) {
-        start = r.first, limit = r.first + (r.count - 1) * r.step + 1, stride = r.step;
+      if (r.step > 0) {
+        start = r.start, limit = std::max(r.start, r.stop), stride = r.step;
+      } else if (r.step == std::numeric_limits<int64_t>::min()) { // (no -step: one element)
+        start = r.count ? r.first : 0, limit = r.count ? r.first + 1 : 0;
       } else {
-        start = r.first - (r.count - 1) * abs_step, limit = r.first + 1, stride = abs_step;
-        if (r.count > 1) rev_axes.push_back(static_cast<int64_t>(i));
+        const int64_t abs_step = -r.step;
+        start = std::min(n, r.stop + 1 + std::abs(r.start - r.stop - 1) % abs_step);
+        limit = std::max(start, r.start + 1), stride = abs_step;
+        rev_axes.push_back(static_cast<int64_t>(i));
       }
       kept.push_back(r.count);
       break;
