@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "ir/constant_of.hpp"
+#include "ir/custom_call.hpp"
 #include "ir/op.hpp"
 #include "lang/jaxpr_record.hpp"
 #include "runtime/spmd_call.hpp"
@@ -362,6 +363,21 @@ JaxprReading read_jaxpr(const Function& fn, const std::vector<int>& roots,
   return rd;
 }
 
+namespace {
+// A printed param as a Python value: a bool, an int, else its text.
+Value printed_param_value(const std::string& v) {
+  if (v == "True" || v == "False") return Value::boolean(v == "True");
+  if (!v.empty() && v.size() < 19 && v.find_first_not_of("0123456789") == std::string::npos)
+    return Value::integer(std::stoll(v));
+  return make_str(v);
+}
+Value printed_params_dict(const std::vector<std::pair<std::string, std::string>>& params) {
+  auto d = std::make_shared<DictObj>();
+  for (const auto& [k, v] : params) d->set(make_str(k), printed_param_value(v));
+  return Value::object(d);
+}
+} // namespace
+
 Value jaxpr_eqns(const Function& fn, const std::vector<Tensor>& consts, const JaxprRecord* record,
                  const std::function<Value(const AVal&)>& aval_value) {
   ValueList eqns;
@@ -374,16 +390,8 @@ Value jaxpr_eqns(const Function& fn, const std::vector<Tensor>& consts, const Ja
   };
   for (const JaxprTopEqn& e : jaxpr_top_eqns(fn, record, consts)) {
     if (e.region) { // a jit, cond or scan: its printed params as Python values
-      auto d = std::make_shared<DictObj>();
-      for (const auto& [k, v] : e.region->params) {
-        Value pv = make_str(v);
-        if (v == "True" || v == "False")
-          pv = Value::boolean(v == "True");
-        else if (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos)
-          pv = Value::integer(std::stoll(v));
-        d->set(make_str(k), pv);
-      }
-      eqns.push_back(make_tuple({make_str(e.prim), Value::object(d), avals(e.ins), avals(e.outs)}));
+      eqns.push_back(make_tuple(
+          {make_str(e.prim), printed_params_dict(e.region->params), avals(e.ins), avals(e.outs)}));
       continue;
     }
     const Instr& i = *e.instr;
@@ -398,6 +406,8 @@ Value jaxpr_eqns(const Function& fn, const std::vector<Tensor>& consts, const Ja
       b.axes = expand_broadcast_dims(i.attrs);
       params = params_of(Op::BroadcastInDim, b, r.aval.dtype);
     }
+    if (i.op == Op::CustomCall && i.attrs.custom && !i.attrs.custom->primitive.empty())
+      params = printed_params_dict(i.attrs.custom->jaxpr_params); // a stdlib lax op's
     if (i.op == Op::SpmdCall && i.attrs.callee) { // shard_map's params (pmap: its jit's name)
       const SpmdCallee& c = *i.attrs.callee;
       auto d = std::make_shared<DictObj>();
