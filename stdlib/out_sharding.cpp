@@ -233,8 +233,9 @@ Value constrain_traced(InterpreterImpl& in, const Value& leaf, const Value& targ
   const Value* cur = in.context_mesh();
   const Mesh* ctx = cur ? value_to_mesh(*cur) : nullptr;
   if (!ctx && fn == "with_sharding_constraint") ctx = legacy_context_mesh(in);
-  if (!ctx && spec && fn == "with_sharding_constraint")
-    throw Error(ErrCode::Value, wsc_needs_mesh_message());
+  if (!ctx && spec)
+    throw Error(ErrCode::Value, fn == "with_sharding_constraint" ? wsc_needs_mesh_message()
+                                                                 : spec_needs_mesh_message(s));
   if (fn ==
       "with_sharding_constraint") { // JAX's messages (its sharding shown over the abstract mesh)
     const Mesh* m = named ? &named->mesh : ctx;

@@ -512,6 +512,12 @@ void push_legacy_mesh(InterpreterImpl& in, const Value& mesh) {
 }
 } // namespace
 
+std::string spec_needs_mesh_message(const PartitionSpec& spec) {
+  return "Using PartitionSpec when you are not under a mesh context is not allowed. Please pass a "
+         "NamedSharding instance or enter into a mesh context via `jax.set_mesh`. Got " +
+         spec.repr();
+}
+
 std::string wsc_needs_mesh_message() {
   return "with_sharding_constraint requires a non-empty mesh in context if you are passing "
          "`PartitionSpec`s to shardings. You can define a context mesh via `jax.set_mesh(mesh)`. "
@@ -956,11 +962,7 @@ Value spec_over_current_mesh(InterpreterImpl& in, const Value& target, const std
   const Value* current = in.context_mesh();
   const Mesh* mesh = current ? value_to_mesh(*current) : nullptr;
   if (!mesh && spec && fn != "device_put")
-    throw Error(
-        ErrCode::Value,
-        "Using PartitionSpec when you are not under a mesh context is not allowed. Please pass a "
-        "NamedSharding instance or enter into a mesh context via `jax.set_mesh`. Got " +
-            spec->spec.repr());
+    throw Error(ErrCode::Value, spec_needs_mesh_message(spec->spec));
   if (!mesh)
     throw Error(ErrCode::Value,
                 spec

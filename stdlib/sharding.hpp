@@ -164,6 +164,9 @@ const Mesh* legacy_context_mesh(InterpreterImpl& in);
 // JAX's RuntimeError text for with_sharding_constraint of a bare
 // PartitionSpec with no mesh in context.
 std::string wsc_needs_mesh_message();
+// JAX's ValueError (canonicalize_sharding) for a bare PartitionSpec where no
+// mesh is in context (reshard, device_put's, out_sharding=).
+std::string spec_needs_mesh_message(const PartitionSpec& spec);
 
 // `target` itself, or a bare PartitionSpec made a NamedSharding over the mesh
 // jax.set_mesh made current (JAX's error naming `fn` when there is none).
