@@ -610,8 +610,7 @@ private:
   void sliced(const Instr& ins, const std::vector<int64_t>& cut) {
     int x = ins.operands[0];
     DimSpec before = env_[x].spec, spec = before;
-    // (Eagerly JAX indexes with a gather, which refuses split dimensions; pxl
-    // lets an eager index read them, as numpy code on jax arrays expects.)
+    // (Eagerly, indexing checks what JAX's gather refuses: np_index.cpp.)
     if (explicit_ && !eager_)
       explicit_varying_shape_check("slicing", g_.values[x].aval, before, gshape(ins.result), mesh_,
                                    loc_of(ins));

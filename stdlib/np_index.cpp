@@ -426,8 +426,22 @@ Tensor index_clamped(OpContext& cx, const Tensor& x, const std::vector<IndexItem
                      bool wrap_negative) {
   std::vector<IndexItem> items = normalize(cx, items0, av(x).shape);
 
-  // None: insert size-1 dims, indexed by a full slice; a 0-d boolean also
-  // inserts one, indexed by arange(0) or arange(1).
+  // Basic indexing (ints and slices) inserts the None dims after slicing, as
+  // JAX's static slice does: at each None's place among the result's dims.
+  const bool basic = std::none_of(items.begin(), items.end(), [](const IndexItem& it) {
+    return it.kind == Kind::Array || is_scalar_bool(it);
+  });
+  std::vector<int64_t> late_new_dims;
+  if (basic) {
+    int64_t kept_dims = 0;
+    for (const IndexItem& it : items) {
+      if (it.kind == Kind::NewAxis) late_new_dims.push_back(kept_dims);
+      kept_dims += it.kind == Kind::Int ? 0 : consumed(it) + (it.kind == Kind::NewAxis);
+    }
+    std::erase_if(items, [](const IndexItem& it) { return it.kind == Kind::NewAxis; });
+  }
+  // Otherwise None inserts a size-1 dim first, indexed by a full slice; a 0-d
+  // boolean also inserts one, indexed by arange(0) or arange(1).
   Shape with_new;
   std::vector<int64_t> new_dims;
   std::vector<int64_t> x_axis; // each item's axis of x (for errors)
@@ -526,6 +540,7 @@ Tensor index_clamped(OpContext& cx, const Tensor& x, const std::vector<IndexItem
     y = bind(cx, Op::Rev, r, {y});
   }
   y = squeeze_dims(cx, y, dropped); // drops the dims of basic int indices
+  if (!late_new_dims.empty()) y = expand_dims_at(cx, y, late_new_dims);
   if (adv.empty()) return y;
   Tensor r = gather(cx, y, adv_dims, adv, wrap_negative, x_axis);
   if (separator < 0) return r;
@@ -541,7 +556,56 @@ Tensor index_clamped(OpContext& cx, const Tensor& x, const std::vector<IndexItem
   return reshape_to(cx, r, rs);
 }
 
+namespace {
+// Eagerly JAX reads x[items] of an array spanning devices with a gather when
+// the index cuts a dimension (an int, an index array, or a slice other than the
+// whole dimension in either direction: indexing.py's has_partial_slices), and
+// the gather's sharding rule refuses to index a dimension split over Explicit
+// axes. Its index array: the index arrays' shape, a dimension per slice of
+// another step, then one entry per indexed dimension.
+void check_eager_gather(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items0) {
+  if (x->trace || !x->sharded || !x->sharded->spans_devices()) return;
+  std::optional<DimSpec> spec = explicit_mesh_type(x);
+  if (!spec) return;
+  const Shape& shape = av(x).shape;
+  std::vector<IndexItem> items = expand_ellipsis(items0, av(x).ndim());
+  bool partial = false;
+  for (size_t i = 0, d = 0; i < items.size(); ++i) {
+    const IndexItem& it = items[i];
+    if (it.kind == Kind::Slice) {
+      SliceRange r = resolve(it, shape[d]);
+      partial = partial || !((r.step == 1 || r.step == -1) && r.count == shape[d]);
+    } else if (it.kind == Kind::Int || it.kind == Kind::Array) {
+      partial = true;
+    }
+    d += static_cast<size_t>(consumed(it));
+  }
+  if (!partial) return;
+  Shape arrays, strided;
+  int64_t k = 0;
+  bool split = false;
+  for (size_t i = 0, d = 0; i < items.size(); ++i) {
+    const IndexItem& it = items[i];
+    bool indexed = it.kind == Kind::Int || it.kind == Kind::Array;
+    if (it.kind == Kind::Slice) {
+      SliceRange r = resolve(it, shape[d]);
+      indexed = r.step != 1 || r.count != shape[d];
+      if (r.step != 1) strided.push_back(r.count);
+    }
+    if (it.kind == Kind::Array && arrays.empty()) arrays = av(it.array).shape;
+    for (int j = 0; j < consumed(it); ++j, ++d)
+      if (indexed) ++k, split = split || !(*spec)[d].empty();
+  }
+  if (!split) return;
+  Shape indices = arrays;
+  indices.insert(indices.end(), strided.begin(), strided.end());
+  indices.push_back(k);
+  explicit_gather_error(av(x), *spec, indices, cx.loc);
+}
+} // namespace
+
 Tensor index(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items) {
+  check_eager_gather(cx, x, items);
   return index_clamped(cx, x, items, true);
 }
 

@@ -15,7 +15,7 @@ Value copy_module(const Value& m, const std::string& name) {
 }
 
 // numpy's array(x)/asarray(x) of a device array is a host copy: here the
-// array on the default device, uncommitted.
+// array on the default device, uncommitted (one spanning devices gathered).
 void make_host_copies(Value& np, const char* name) {
   auto& vars = np.as<ModuleObj>()->env->vars;
   auto it = vars.find(name);
@@ -26,6 +26,8 @@ void make_host_copies(Value& np, const char* name) {
     auto* eager = dynamic_cast<EagerContext*>(&in.ops());
     if (!eager || !result.is_obj(ObjKind::Array)) return result;
     const Tensor& t = result.as<ArrayObj>()->tensor;
+    if (t->sharded && t->sharded->spans_devices())
+      return make_array(make_tensor(eager->concrete(t).on_device(eager->device())));
     if (!t->concrete || t->sharded) return result;
     if (t->concrete->device() == eager->device())
       return result.as<ArrayObj>()->committed ? make_array(t) : result;
