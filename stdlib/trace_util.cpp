@@ -60,10 +60,10 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
     t.fn->mesh_sizes.push_back(extra_axis->second);
   }
   TraceContext tc(*t.fn, in.ops(), what);
-  if (prepare)
-    prepare(tc);
-  else if (!param_avals && !extra_axis)
-    if (auto hook = explicit_type_hook(in, leaves)) hook(tc); // typeof sees shardings
+  if (prepare) prepare(tc);
+  // typeof sees shardings (make_jaxpr's trace too, whose `prepare` only records)
+  if (!tc.type_sharding && !extra_axis)
+    if (auto hook = explicit_type_hook(in, leaves)) hook(tc);
   // The value of `id`: the function traced so far (its effects left out), run
   // in the calling context on the arguments.
   auto in_caller = [&](int id) -> Tensor {
