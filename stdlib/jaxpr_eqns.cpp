@@ -415,10 +415,7 @@ Value jaxpr_eqns(const Function& fn, const std::vector<Tensor>& consts, const Ja
         d->set(make_str("name"), make_str("_fun"));
       } else {
         ValueList ins, outs;
-        // (the captured constants first, as JAX's operands)
-        const size_t nargs = c.ins.size() - std::min(c.num_consts, c.ins.size());
-        for (size_t p = nargs; p < c.ins.size(); ++p) ins.push_back(make_spec_value(c.ins[p].spec));
-        for (size_t p = 0; p < nargs; ++p) ins.push_back(make_spec_value(c.ins[p].spec));
+        for (size_t p : e.spmd_operands) ins.push_back(make_spec_value(c.ins[p].spec));
         for (const SpmdMapping& m : c.outs) outs.push_back(make_spec_value(m.spec));
         d->set(make_str("check_vma"), Value::boolean(c.check_vma));
         d->set(make_str("in_specs"), make_tuple(ins));
@@ -432,7 +429,8 @@ Value jaxpr_eqns(const Function& fn, const std::vector<Tensor>& consts, const Ja
       d->set(make_str("dimensions"), ints(i.attrs.axes));
       params = Value::object(d);
     }
-    eqns.push_back(make_tuple({make_str(e.prim), params, avals(i.operands), avals(outs)}));
+    const std::vector<int>& ins = i.op == Op::SpmdCall ? e.ins : i.operands; // (JAX's order)
+    eqns.push_back(make_tuple({make_str(e.prim), params, avals(ins), avals(outs)}));
   }
   return make_list(eqns);
 }

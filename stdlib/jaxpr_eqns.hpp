@@ -58,6 +58,9 @@ struct JaxprTopEqn {
   std::string prim;
   bool renamed = false; // prim is not the op's own (JaxprReading::prim): no params
   std::vector<int> ins, outs;
+  // An SPMD call: its operands' positions in the shard_map equation's order
+  // (ins holds those operands).
+  std::vector<size_t> spmd_operands;
 };
 std::vector<JaxprTopEqn> jaxpr_top_eqns(const Function& fn, const JaxprRecord* record,
                                         const std::vector<Tensor>& consts);

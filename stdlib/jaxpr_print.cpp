@@ -289,6 +289,36 @@ std::vector<int> record_roots(const JaxprRecord* rec, bool parameters_only) {
   return out;
 }
 
+// The value a scalar-constant operand of a shard_map equation stands for,
+// which its body takes as a literal; null for any other operand.
+const Tensor* inlined_constant(int v, const Structure& st, const JaxprReading& rd,
+                               const std::map<int, Tensor>& const_values) {
+  v = st.resolve(v);
+  if (!st.literal(v)) return nullptr;
+  auto conv = rd.converted_from.find(v);
+  auto cv = const_values.find(conv == rd.converted_from.end() ? v : conv->second);
+  return cv == const_values.end() ? nullptr : &cv->second;
+}
+
+// An SPMD call's operands (positions in the instruction and the callee's
+// mappings) as its shard_map equation takes them: the constants its trace
+// captured first (the callee's trailing params), then the arguments; the
+// scalar constants its body takes as literals are `inlined` instead.
+struct SpmdOperands {
+  std::vector<size_t> taken, inlined;
+};
+SpmdOperands spmd_operands(const Instr& i, const Structure& st, const JaxprReading& rd,
+                           const std::map<int, Tensor>& const_values) {
+  const SpmdCallee& c = *i.attrs.callee;
+  const size_t np = std::min({c.fn->params.size(), i.operands.size(), c.ins.size()});
+  const size_t nargs = np - std::min(c.num_consts, np);
+  SpmdOperands out;
+  for (size_t p = nargs; p < np; ++p)
+    (inlined_constant(i.operands[p], st, rd, const_values) ? out.inlined : out.taken).push_back(p);
+  for (size_t p = 0; p < nargs; ++p) out.taken.push_back(p);
+  return out;
+}
+
 struct Printer {
   Function view; // the traced function, aliases resolved
   const Function& fn;
@@ -697,30 +727,20 @@ struct Printer {
   SpmdBody spmd_body_of(const Instr& i) {
     const SpmdCallee& c = *i.attrs.callee;
     const Function& body = *c.fn;
-    const size_t np = std::min({body.params.size(), i.operands.size(), c.ins.size()});
-    const size_t nargs = np - std::min(c.num_consts, np);
     SpmdBody b{body, {}, {}, {}, {}};
     b.g.params.clear();
-    auto take = [&](size_t p) {
+    const SpmdOperands order = spmd_operands(i, st, rd, const_values);
+    for (size_t p : order.taken) {
       b.g.params.push_back(body.params[p]);
       b.ins.push_back(i.operands[p]);
       b.in_maps.push_back(&c.ins[p]);
-    };
-    for (size_t p = nargs; p < np; ++p) {
-      int outer = st.resolve(i.operands[p]);
-      if (st.literal(outer)) {
-        auto conv = rd.converted_from.find(outer);
-        auto cv = const_values.find(conv == rd.converted_from.end() ? outer : conv->second);
-        if (cv != const_values.end()) {
-          b.g.consts.push_back(body.params[p]);
-          b.const_tensors.push_back(cv->second);
-          b.values[body.params[p]] = cv->second;
-          continue;
-        }
-      }
-      take(p);
     }
-    for (size_t p = 0; p < nargs; ++p) take(p);
+    for (size_t p : order.inlined) {
+      const Tensor& value = *inlined_constant(i.operands[p], st, rd, const_values);
+      b.g.consts.push_back(body.params[p]);
+      b.const_tensors.push_back(value);
+      b.values[body.params[p]] = value;
+    }
     return b;
   }
   // Its jaxpr, named from `*counter` on; `count` receives its equations.
@@ -1126,6 +1146,9 @@ std::vector<JaxprTopEqn> jaxpr_top_eqns(const Function& fn, const JaxprRecord* r
   JaxprReading rd =
       read_jaxpr(view, record_roots(record, false), record_roots(record, true), &consts);
   Structure st(view, record, rd);
+  std::map<int, Tensor> const_values;
+  for (size_t k = 0; k < view.consts.size() && k < consts.size(); ++k)
+    const_values[view.consts[k]] = consts[k];
   std::vector<JaxprTopEqn> out;
   std::vector<int> kids = st.children(-1);
   size_t next_kid = 0;
@@ -1151,6 +1174,10 @@ std::vector<JaxprTopEqn> jaxpr_top_eqns(const Function& fn, const JaxprRecord* r
       e.instr = &fn.body[i];
       e.prim = shown_prim(fn.body[i], rd, i);
       e.renamed = rd.prim.count(i) > 0;
+      if (const Instr& in = view.body[i]; in.op == Op::SpmdCall && in.attrs.callee) {
+        e.spmd_operands = spmd_operands(in, st, rd, const_values).taken;
+        for (size_t p : e.spmd_operands) e.ins.push_back(in.operands[p]);
+      }
       out.push_back(std::move(e));
     }
   }

@@ -310,13 +310,12 @@ struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
   }
   // While make_jaxpr records the enclosing trace, the body's trace records
   // JAX's structure too (its jit, cond and scan equations).
-  static void record_if_enclosing_records(InterpreterImpl& in, TraceContext& tc) {
-    if (auto* outer = dynamic_cast<TraceContext*>(&in.ops()); outer && outer->jaxpr_record)
-      tc.jaxpr_record = std::make_shared<JaxprRecord>();
-  }
   static bool recording(InterpreterImpl& in) {
     auto* outer = dynamic_cast<TraceContext*>(&in.ops());
     return outer && outer->jaxpr_record;
+  }
+  static void record_if_enclosing_records(InterpreterImpl& in, TraceContext& tc) {
+    if (recording(in)) tc.jaxpr_record = std::make_shared<JaxprRecord>();
   }
 
   // Runs the call on the devices, or, while jit/grad/vmap trace the caller,
