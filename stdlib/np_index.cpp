@@ -389,7 +389,7 @@ struct SplitIndex {
 SplitIndex split_index(const Tensor& x, const DimSpec& spec, const std::vector<IndexItem>& items0) {
   SplitIndex r;
   std::vector<IndexItem> items = expand_ellipsis(items0, av(x).ndim());
-  Shape arrays;
+  Shape arrays, strided; // (JAX indexes a slice of another step with an arange)
   int64_t k = 0;
   size_t d = 0;
   r.updates = av(x);
@@ -401,6 +401,7 @@ SplitIndex split_index(const Tensor& x, const DimSpec& spec, const std::vector<I
     if (it.kind == Kind::Slice) {
       SliceRange sr = resolve(it, av(x).shape[d]);
       touched = sr.count != av(x).shape[d] || sr.step != 1;
+      if (sr.step != 1) strided.push_back(sr.count);
       r.updates.shape.push_back(sr.count);
       r.updates_spec.push_back(touched ? std::vector<std::string>{} : spec[d]);
     } else if (it.kind == Kind::NewAxis) {
@@ -416,6 +417,7 @@ SplitIndex split_index(const Tensor& x, const DimSpec& spec, const std::vector<I
     }
   }
   r.indices = arrays;
+  r.indices.insert(r.indices.end(), strided.begin(), strided.end());
   r.indices.push_back(k);
   return r;
 }
@@ -559,48 +561,25 @@ Tensor index_clamped(OpContext& cx, const Tensor& x, const std::vector<IndexItem
 namespace {
 // Eagerly JAX reads x[items] of an array spanning devices with a gather when
 // the index cuts a dimension (an int, an index array, or a slice other than the
-// whole dimension in either direction: indexing.py's has_partial_slices), and
-// the gather's sharding rule refuses to index a dimension split over Explicit
-// axes. Its index array: the index arrays' shape, a dimension per slice of
-// another step, then one entry per indexed dimension.
+// whole dimension in either direction: indexing.py's has_partial_slices); the
+// gather indexes the dimensions split_index finds, and its sharding rule
+// refuses one split over Explicit axes.
 void check_eager_gather(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items0) {
   if (x->trace || !x->sharded || !x->sharded->spans_devices()) return;
   std::optional<DimSpec> spec = explicit_mesh_type(x);
   if (!spec) return;
-  const Shape& shape = av(x).shape;
   std::vector<IndexItem> items = expand_ellipsis(items0, av(x).ndim());
   bool partial = false;
-  for (size_t i = 0, d = 0; i < items.size(); ++i) {
+  for (size_t i = 0, d = 0; i < items.size(); d += static_cast<size_t>(consumed(items[i++]))) {
     const IndexItem& it = items[i];
-    if (it.kind == Kind::Slice) {
-      SliceRange r = resolve(it, shape[d]);
-      partial = partial || !((r.step == 1 || r.step == -1) && r.count == shape[d]);
-    } else if (it.kind == Kind::Int || it.kind == Kind::Array) {
-      partial = true;
-    }
-    d += static_cast<size_t>(consumed(it));
+    if (it.kind == Kind::Int || it.kind == Kind::Array) partial = true;
+    if (it.kind != Kind::Slice) continue;
+    SliceRange r = resolve(it, av(x).shape[d]);
+    partial = partial || !((r.step == 1 || r.step == -1) && r.count == av(x).shape[d]);
   }
   if (!partial) return;
-  Shape arrays, strided;
-  int64_t k = 0;
-  bool split = false;
-  for (size_t i = 0, d = 0; i < items.size(); ++i) {
-    const IndexItem& it = items[i];
-    bool indexed = it.kind == Kind::Int || it.kind == Kind::Array;
-    if (it.kind == Kind::Slice) {
-      SliceRange r = resolve(it, shape[d]);
-      indexed = r.step != 1 || r.count != shape[d];
-      if (r.step != 1) strided.push_back(r.count);
-    }
-    if (it.kind == Kind::Array && arrays.empty()) arrays = av(it.array).shape;
-    for (int j = 0; j < consumed(it); ++j, ++d)
-      if (indexed) ++k, split = split || !(*spec)[d].empty();
-  }
-  if (!split) return;
-  Shape indices = arrays;
-  indices.insert(indices.end(), strided.begin(), strided.end());
-  indices.push_back(k);
-  explicit_gather_error(av(x), *spec, indices, cx.loc);
+  SplitIndex si = split_index(x, *spec, items0);
+  if (si.split) explicit_gather_error(av(x), *spec, si.indices, cx.loc);
 }
 } // namespace
 
