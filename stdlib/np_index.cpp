@@ -185,10 +185,10 @@ std::vector<IndexItem> normalize(OpContext& cx, const std::vector<IndexItem>& it
   return expand_masks(cx, items);
 }
 
-// Python slice semantics: (first element, count, step).
+// Python slice semantics: (first element, count, step); first, stop and step
+// are Python's slice.indices(n).
 struct SliceRange {
-  int64_t first, count, step;
-  int64_t start, stop; // Python's slice.indices(n)
+  int64_t first, count, step, stop;
 };
 SliceRange resolve(const IndexItem& it, int64_t n) {
   int64_t step = it.step.value_or(1);
@@ -203,7 +203,7 @@ SliceRange resolve(const IndexItem& it, int64_t n) {
     stop = std::clamp<int64_t>(stop, 0, n);
     // (ceil((stop - start) / step) without forming stop - start + step, which
     // overflows for a step near 2**63)
-    return {start, stop > start ? (stop - start - 1) / step + 1 : 0, step, start, stop};
+    return {start, stop > start ? (stop - start - 1) / step + 1 : 0, step, stop};
   }
   start = it.start ? *it.start : n - 1;
   stop = it.stop ? *it.stop : -1 - n; // "before the first element"
@@ -211,7 +211,7 @@ SliceRange resolve(const IndexItem& it, int64_t n) {
   if (stop < 0) stop += n;
   start = std::clamp<int64_t>(start, -1, n - 1);
   stop = std::clamp<int64_t>(stop, -1, n - 1);
-  return {start, start > stop ? 1 - (start - stop - 1) / step : 0, step, start,
+  return {start, start > stop ? 1 - (start - stop - 1) / step : 0, step,
           stop}; // (no -step: -2**63)
 }
 
@@ -509,13 +509,13 @@ Tensor index_clamped(OpContext& cx, const Tensor& x, const std::vector<IndexItem
       // negative step as the positive one from the last element taken, then rev.
       SliceRange r = resolve(it, n);
       if (r.step > 0) {
-        start = r.start, limit = std::max(r.start, r.stop), stride = r.step;
+        start = r.first, limit = std::max(r.first, r.stop), stride = r.step;
       } else if (r.step == std::numeric_limits<int64_t>::min()) { // (no -step: one element)
         start = r.count ? r.first : 0, limit = r.count ? r.first + 1 : 0;
       } else {
         const int64_t abs_step = -r.step;
-        start = std::min(n, r.stop + 1 + std::abs(r.start - r.stop - 1) % abs_step);
-        limit = std::max(start, r.start + 1), stride = abs_step;
+        start = std::min(n, r.stop + 1 + std::abs(r.first - r.stop - 1) % abs_step);
+        limit = std::max(start, r.first + 1), stride = abs_step;
         rev_axes.push_back(static_cast<int64_t>(i));
       }
       kept.push_back(r.count);
