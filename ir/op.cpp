@@ -137,7 +137,6 @@ std::string attrs_str(Op op, const OpAttrs& a) {
   case Op::Mul:
   case Op::Div:
   case Op::Rem:
-  case Op::Pow:
   case Op::Max:
   case Op::Min:
   case Op::And:
@@ -168,6 +167,8 @@ std::string attrs_str(Op op, const OpAttrs& a) {
                 : (a.concat_axis == 1 ? " reduced=" : " unreduced=") + names_str(a.unreduced));
   case Op::IntegerPow:
     return "y=" + std::to_string(a.exponent);
+  case Op::Pow:
+    return a.int_exponent ? "int_exponent=true" : "";
   case Op::Threefry2x32:
     return "word=" + std::to_string(a.axis);
   case Op::ConvertElementType:

@@ -138,6 +138,9 @@ struct OpAttrs {
   // mul of complex64: the right operand is a broadcast scalar, which changes
   // the product XLA's multiply fuses into the imaginary part (ref_complex.hpp).
   bool scalar_rhs = false;
+  // pow: the exponent was an integer before its conversion to the base's type
+  // (JAX's pow of an integer y, whose derivative in x is 0 where y == 0).
+  bool int_exponent = false;
   // exp and log of a float32 operand that XLA compiles alone (an eager op):
   // the elements ref::xla::libm_tail_start names take the C library's expf
   // and logf, as XLA's split SLP vectors do.

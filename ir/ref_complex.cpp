@@ -266,27 +266,20 @@ C tanh(C z) {
 }
 
 C pow(C x, C y) {
-  // An integral exponent multiplies by repeated squaring, as jnp.power's
-  // lax.integer_pow does for Python int exponents (so (1+1j)**2 is exactly 2j).
-  if (y.imag() == 0 && y.real() == std::floor(y.real()) && std::fabs(y.real()) <= 64) {
-    auto n = static_cast<int>(std::fabs(y.real()));
-    C acc(1, 0), base = x;
-    bool first = true;
-    for (; n > 0; n >>= 1) {
-      if (n & 1) {
-        acc = first ? base : mul(base, acc);
-        first = false;
-      }
-      if (n > 1) base = mul(base, base);
-    }
-    return y.real() < 0 ? div(C(1, 0), acc) : acc;
-  }
-  if (x == C(0, 0)) {
-    if (y == C(0, 0)) return {1, 0};
-    if (y.imag() == 0 && y.real() > 0) return {0, 0};
-    return {NAN, NAN};
-  }
-  return narrow(std::pow(wide(x), wide(y)));
+  // XLA's EmitComplexPower: (a+bi)^(c+di) = |x|^c e^(-d arg x) (cos q + i sin q)
+  // with q = c arg x + d ln|x|, in float32 with XLA's libm routines
+  // (so (-2+0j) ** (2+0j) is 4+7e-7j, as JAX's; integer_pow multiplies instead).
+  float a = x.real(), b = x.imag(), c = y.real(), d = y.imag();
+  // XLA's special cases (measured): x^0 = 1^y = 1; 0^y is 0 for a positive real
+  // y, NaN otherwise; inf^y is inf or 0 for a real y of that sign.
+  if ((c == 0 && d == 0) || (a == 1 && b == 0)) return {1, 0};
+  if (a == 0 && b == 0) return c > 0 && d == 0 ? C(0, 0) : C(NAN, NAN);
+  if (a == INFINITY && b == 0 && d == 0 && !std::isnan(c))
+    return c > 0 ? C(INFINITY, 0) : C(0, 0);
+  float r = abs(x), arg = xla::atan2_f32(b, a);
+  float coeff = xla::pow_f32(r, c) * xla::exp_f32(-d * arg);
+  float q = std::fma(c, arg, d * xla::log_f32(r)); // LLVM fuses it in XLA's kernel
+  return {coeff * xla::cos_f32(q), coeff * xla::sin_f32(q)};
 }
 
 bool is_finite(C z) { return std::isfinite(z.real()) && std::isfinite(z.imag()); }

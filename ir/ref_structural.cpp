@@ -20,6 +20,10 @@ inline void copy_elem(void* dst, int64_t di, const void* src, int64_t si, size_t
 Array convert(const Array& x, const AVal& oa) {
   // Element by element through Array::get/set, which define every conversion:
   // ints wrap, floats -> ints saturate (NaN -> 0), anything -> bool is `!= 0`.
+  // A conversion to the same dtype (a change of weak type) is XLA's no-op: it
+  // copies the bits, so it does not flush a subnormal as the route through
+  // double does under FTZ/DAZ.
+  if (x.dtype() == oa.dtype) return x.with_weak(oa.weak);
   Array out = fresh(oa);
   for (int64_t i = 0; i < x.size(); ++i) out.set(i, x.get(i));
   return out;

@@ -77,7 +77,9 @@ int64_t value_to_int(const Value& v, const std::string& what) {
       return t->concrete->get(0).i;
   }
   if (is_bigint(v)) throw Error(ErrCode::Value, "Python int too large to convert to C ssize_t");
-  throw Error(ErrCode::Type, what + " must be an integer, not " + type_name(v));
+  // Python's operator.index text, which JAX's integer arguments raise.
+  (void)what;
+  throw Error(ErrCode::Type, "'" + type_name(v) + "' object cannot be interpreted as an integer");
 }
 
 double value_to_float(const Value& v, const std::string& what) {

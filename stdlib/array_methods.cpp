@@ -429,6 +429,11 @@ Value at_method(InterpreterImpl& in, const AtProxyObj& p, const std::string& nam
                      r[0].i >= int_min(x->aval.dtype) && r[0].i <= int_max(x->aval.dtype)
                  ? np::scalar(in.ops(), Scalar::of_int(r[0].i), x->aval.dtype, false)
                  : in.to_tensor(r[0], Span{});
+  if (x->aval.dtype == DType::Bool) { // JAX's scatter_add/sub/mul refuse bools
+    const char* prim = name == "add" ? "add" : name == "subtract" ? "sub" : "mul";
+    if (name != "set" && name != "min" && name != "max")
+      np::detail::lax_dtype_error0(prim, DType::Bool, "integer, floating, complexfloating");
+  }
   if (name == "subtract") v = np::unary(in.ops(), np::UnOp::Neg, v);
   if (name == "divide" || name == "power") {
     // As JAX: x / (ones.at[idx].multiply(v)), x ** (ones.at[idx].multiply(v)).

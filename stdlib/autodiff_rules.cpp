@@ -458,10 +458,14 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
     return {g, b.mul(b.neg(g), b.mul(b.un(Op::Sign, q), b.un(Op::Floor, b.un(Op::Abs, q))))};
   }
   case Op::Pow: {
+    // JAX's _pow_jvp_lhs: y x^(y-1), with 0 where an integer y is 0.
     const Tensor &x = p[0], &e = p[1];
-    Tensor e0 = b.eq(e, b.zeros(e));
-    Tensor e_nz = b.select(e0, b.full(e, 1), e);
-    Tensor jac_x = b.select(e0, b.zeros(e), b.mul(e_nz, b.bin(Op::Pow, x, b.sub(e, b.full(e, 1)))));
+    Tensor jac_x = b.mul(e, b.bin(Op::Pow, x, b.sub(e, b.full(e, 1))));
+    if (at.int_exponent) {
+      Tensor e0 = b.eq(e, b.zeros(e));
+      Tensor e_nz = b.select(e0, b.full(e, 1), e);
+      jac_x = b.select(e0, b.zeros(e), b.mul(e_nz, b.bin(Op::Pow, x, b.sub(e, b.full(e, 1)))));
+    }
     Tensor x_nz = b.select(b.eq(x, b.zeros(x)), b.full(x, 1), x);
     return {b.mul(g, jac_x), b.mul(g, b.mul(b.un(Op::Log, x_nz), y))};
   }

@@ -423,6 +423,11 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
       {"shift_right_arithmetic", Op::ShiftRightArithmetic}};
   for (auto [name, op] : prims)
     def(name, [name, op](InterpreterImpl& in, CallArgs& a) { return binary_fn(in, a, name, op); });
+  // lax.pow's primitive (lax_checked.pxl checks the operands first).
+  def("_pow", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("pow", a, {"x", "y"}, 2);
+    return make_array(np::lax_pow(in.ops(), T(in, r[0]), T(in, r[1])));
+  });
   def("integer_pow", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("integer_pow", a, {"x", "y"}, 2);
     return make_array(np::integer_pow(in.ops(), T(in, r[0]), r.get_int(1)));

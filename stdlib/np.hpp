@@ -98,6 +98,7 @@ Tensor astype(OpContext& cx, const Tensor& x, DType dtype); // result is strong 
 
 // ---- elementwise ----------------------------------------------------------
 Tensor binary(OpContext& cx, BinOp op, const Tensor& a, const Tensor& b);
+Tensor lax_pow(OpContext& cx, const Tensor& x, const Tensor& y);
 // Whether jnp's division by a broadcast value multiplies by the reciprocal
 // where it is built in `cx` (as XLA compiles it there), or stays a division
 // for a whole-program rewrite; `scalar_divisor`: the divisor has one element.

@@ -13,6 +13,22 @@ namespace pxl::np {
 
 using namespace detail;
 
+namespace detail {
+
+// JAX's TypeErrors from the lax primitive a jnp function lowers to, which checks
+// its operand dtypes: `lax_fn` names the primitive, `accepted` its dtype classes.
+[[noreturn]] void lax_dtype_error(const char* lax_fn, DType d, const char* accepted) {
+  throw Error(ErrCode::Type, std::string(lax_fn) + " does not accept dtype " + dtype_name(d) +
+                                 ". Accepted dtypes are subtypes of " + accepted + ".");
+}
+[[noreturn]] void lax_dtype_error0(const char* lax_fn, DType d, const char* accepted) {
+  throw Error(ErrCode::Type, std::string(lax_fn) + " does not accept dtype " + dtype_name(d) +
+                                 " at position 0. Accepted dtypes at position 0 are subtypes of " +
+                                 accepted + ".");
+}
+
+} // namespace detail
+
 namespace {
 
 const char* bin_name(BinOp op) {
@@ -63,17 +79,6 @@ const char* bin_name(BinOp op) {
   return "?";
 }
 
-// JAX's TypeErrors from the lax primitive a jnp function lowers to, which checks
-// its operand dtypes: `lax_fn` names the primitive, `accepted` its dtype classes.
-[[noreturn]] void lax_dtype_error(const char* lax_fn, DType d, const char* accepted) {
-  throw Error(ErrCode::Type, std::string(lax_fn) + " does not accept dtype " + dtype_name(d) +
-                                 ". Accepted dtypes are subtypes of " + accepted + ".");
-}
-[[noreturn]] void lax_dtype_error0(const char* lax_fn, DType d, const char* accepted) {
-  throw Error(ErrCode::Type, std::string(lax_fn) + " does not accept dtype " + dtype_name(d) +
-                                 " at position 0. Accepted dtypes at position 0 are subtypes of " +
-                                 accepted + ".");
-}
 
 Tensor p2(OpContext& cx, Op op, const Tensor& a, const Tensor& b) {
   return bind(cx, op, {}, {a, b});
@@ -82,6 +87,14 @@ Tensor p1(OpContext& cx, Op op, const Tensor& a) { return bind(cx, op, {}, {a});
 // A scalar of x's dtype and weak type broadcast to x's shape.
 Tensor like(OpContext& cx, const Tensor& x, const Scalar& v) {
   return fill(cx, av(x).shape, v, av(x).dtype, av(x).weak);
+}
+
+// XLA's atan2 of complex y and x: -i log((x + i y) / sqrt(x^2 + y^2)).
+Tensor complex_atan2(OpContext& cx, const Tensor& y, const Tensor& x) {
+  Tensor i = like(cx, x, Scalar::of_complex(0, 1)), neg_i = like(cx, x, Scalar::of_complex(0, -1));
+  Tensor r = p1(cx, Op::Sqrt, p2(cx, Op::Add, p2(cx, Op::Mul, x, x), p2(cx, Op::Mul, y, y)));
+  Tensor w = p2(cx, Op::Div, p2(cx, Op::Add, x, p2(cx, Op::Mul, i, y)), r);
+  return p2(cx, Op::Mul, neg_i, p1(cx, Op::Log, w));
 }
 
 // jnp.floor_divide on operands of one dtype and shape.
@@ -252,6 +265,19 @@ Tensor integer_pow(OpContext& cx, const Tensor& x, int64_t n) {
   return bind(cx, Op::IntegerPow, a, {x});
 }
 
+// lax.pow: the pow primitive itself, also for a known integer exponent (which
+// jnp.power makes an integer_pow); an integer exponent takes the base's type.
+// The result is weak when both operands are.
+Tensor lax_pow(OpContext& cx, const Tensor& x, const Tensor& y) {
+  OpAttrs at;
+  at.int_exponent = is_integer(av(y).dtype);
+  bool weak = av(x).weak && av(y).weak;
+  Shape shape = broadcast_shapes("pow", av(x).shape, av(y).shape);
+  Tensor a = broadcast(cx, convert(cx, x, av(x).dtype, weak), shape, "pow");
+  Tensor b = broadcast(cx, convert(cx, y, av(x).dtype, weak), shape, "pow");
+  return bind(cx, Op::Pow, at, {a, b});
+}
+
 Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
   const char* fn = bin_name(op);
   bool int_pow = false; // jnp.power with a concrete integer scalar exponent
@@ -358,9 +384,12 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
     return floor_divide(cx, a, b);
   case BinOp::Mod:
     return remainder(cx, a, b);
-  case BinOp::Pow:
+  case BinOp::Pow: {
     if (int_pow) return integer_pow(cx, a, b0->concrete->get(0).i);
-    return p2(cx, Op::Pow, a, b);
+    OpAttrs at; // JAX's case of an inexact base and an integer exponent: lax.pow(x1, x2)
+    at.int_exponent = is_inexact(av(a0).dtype) && is_integer(av(b0).dtype);
+    return bind(cx, Op::Pow, at, {a, b});
+  }
   case BinOp::Maximum:
     return p2(cx, Op::Max, a, b);
   case BinOp::Minimum:
@@ -389,6 +418,7 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
   case BinOp::Ge:
     return p2(cx, Op::Ge, a, b);
   case BinOp::Arctan2:
+    if (is_complex(p.dtype)) return complex_atan2(cx, a, b);
     return p2(cx, Op::Atan2, a, b);
   }
   return a;
@@ -429,6 +459,7 @@ Tensor unary(OpContext& cx, UnOp op, const Tensor& x0) {
   case UnOp::Tan:
     return p1(cx, Op::Tan, inexact());
   case UnOp::Cbrt:
+    if (is_complex(d)) lax_dtype_error("cbrt", d, "floating");
     return p1(cx, Op::Cbrt, inexact());
   case UnOp::Logistic: {
     Tensor x = inexact();

@@ -55,6 +55,12 @@ PromotedType to_inexact(PromotedType p);
 
 std::string dims_str(const std::vector<int64_t>& v);
 
+// JAX's TypeErrors from the lax primitive a jnp function lowers to, which checks
+// its operand dtypes: `lax_fn` names the primitive, `accepted` its dtype classes
+// (the second form names the operand's position, as binary primitives do).
+[[noreturn]] void lax_dtype_error(const char* lax_fn, DType d, const char* accepted);
+[[noreturn]] void lax_dtype_error0(const char* lax_fn, DType d, const char* accepted);
+
 // Word i of a PRNG key's uint32 data as a uint32 array of `shape` (stdlib/np_random.cpp).
 Tensor key_word(OpContext& cx, const Tensor& key, int64_t i, const Shape& shape);
 

@@ -94,8 +94,7 @@ Tensor reduce(OpContext& cx, ReduceOp op, const Tensor& x0, const Axes& axes0, b
     if (ex.initial)
       throw Error(ErrCode::Arguments, "mean() got an unexpected keyword argument 'initial'");
     if (dtype && *dtype == DType::Bool) // JAX divides the bool sum by the bool count
-      throw Error(ErrCode::Type, "div does not accept dtype bool at position 0. Accepted dtypes at "
-                                 "position 0 are subtypes of integer, floating, complexfloating.");
+      lax_dtype_error0("div", DType::Bool, "integer, floating, complexfloating");
     return mean_impl(cx, x0, axes, keepdims, dtype, where);
   }
   bool minmax = op == ReduceOp::Max || op == ReduceOp::Min;
@@ -194,6 +193,9 @@ Tensor arg_reduce(OpContext& cx, Op op, const Tensor& x0, std::optional<int> axi
     x = ravel(cx, x);
   if (av(x).shape[static_cast<size_t>(ax)] == 0)
     throw Error(ErrCode::Value, std::string("attempt to get ") + fn + " of an empty sequence");
+  // JAX's argmax/argmin reducers compare with gt/lt, which refuse complex operands.
+  if (is_complex(av(x).dtype))
+    lax_dtype_error0(op == Op::Argmax ? "gt" : "lt", av(x).dtype, "integer, floating, bool");
   OpAttrs a;
   a.axis = ax;
   a.dtype = DType::Int32;
@@ -260,7 +262,7 @@ Tensor var(OpContext& cx, const Tensor& x0, const Axes& axes0, bool keepdims, co
     n = binary(cx, BinOp::Sub, n, constant(cx, Scalar::of_float(o.correction), compute));
     r = convert(cx, bind(cx, Op::Div, {}, {ss, n}), result, false);
     Tensor pos = binary(cx, BinOp::Gt, n, constant(cx, Scalar::of_int(0), compute));
-    return np::where(cx, pos, r, constant(cx, Scalar::of_float(NAN), result));
+    return np::where(cx, pos, r, constant(cx, Scalar::of_float(NAN), DType::Float32, true));
   }
   double n = static_cast<double>(count(av(x0).shape, axes)) - o.correction;
   if (o.correction_arg && is_inexact(compute)) { // JAX's _var, as it traces
@@ -274,7 +276,7 @@ Tensor var(OpContext& cx, const Tensor& x0, const Axes& axes0, bool keepdims, co
              {ss, to.shape.empty() ? normalizer : bind(cx, Op::BroadcastInDim, to, {normalizer})});
     Tensor pos = binary(cx, BinOp::Gt, normalizer, constant(cx, Scalar::of_int(0), compute));
     return np::where(cx, pos, convert(cx, q, result, false),
-                     constant(cx, Scalar::of_float(NAN), result));
+                     constant(cx, Scalar::of_float(NAN), DType::Float32, true));
   }
   // Traced inside jit, the count is a constant, whose division XLA rewrites as
   // a multiply by its reciprocal.
@@ -283,7 +285,13 @@ Tensor var(OpContext& cx, const Tensor& x0, const Axes& axes0, bool keepdims, co
   else
     r = bind(cx, Op::Mul, {}, {ss, reciprocal_of_count(cx, n, compute, av(ss))});
   r = convert(cx, r, result, false);
-  if (n <= 0) r = fill(cx, av(r).shape, Scalar::of_float(NAN), result, false);
+  // JAX's closing where(normalizer > 0, result, nan): an integer dtype= result
+  // is promoted with the weak NaN to float32, weakly typed.
+  if (is_integer(result) || result == DType::Bool) {
+    result = DType::Float32;
+    r = convert(cx, r, result, true);
+  }
+  if (n <= 0) r = fill(cx, av(r).shape, Scalar::of_float(NAN), result, av(r).weak);
   return r;
 }
 
