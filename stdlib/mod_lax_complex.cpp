@@ -112,7 +112,12 @@ void add_lax_complex(Value& lax) {
     // lax.conj of a real array is that array as complex (JAX).
     ArgReader r("conj", a, {"x"}, 1);
     Tensor x = T(in, r[0]);
-    if (!is_complex(x->aval.dtype))
+    DType d = x->aval.dtype;
+    if (!is_complex(d) && d != DType::Float32 && d != DType::Float64)
+      throw Error(ErrCode::Type, std::string("conj does not accept dtype ") + dtype_name(d) +
+                                     ". Accepted dtypes are subtypes of float32, complexfloating, "
+                                     "float64.");
+    if (!is_complex(d))
       return make_array(np::detail::convert(in.ops(), x, DType::Complex64, x->aval.weak));
     return make_array(bind1(in, Op::Conj, x));
   });

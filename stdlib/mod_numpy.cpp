@@ -83,6 +83,9 @@ void def_creation(ModuleBuilder& b) {
       auto dt = value_to_dtype(r[1]);
       // np.array(jax.devices()): a grid of devices (numpy would make an object array).
       if (auto grid = device_grid_of(r[0])) return Value::object(grid);
+      if (dt && r[0].is_float()) np::check_python_scalar(Scalar::of_float(r[0].f), *dt);
+      if (dt && r[0].is_obj(ObjKind::Complex))
+        np::check_python_scalar(Scalar::of_complex(0, 0), *dt);
       // As in JAX, a bare Python scalar stays weakly typed (jnp.array(3.0) is weak), a list is not.
       Tensor t = in.to_tensor(r[0], Span{}, dt);
       // A weak array given a dtype= becomes strong, as JAX's asarray/array.

@@ -79,6 +79,9 @@ Tensor scalar(OpContext& cx, const Scalar& v, std::optional<DType> dtype = {}, b
 // numpy's check when a Python int is written into an integer dtype (jnp.array(300,
 // dtype=jnp.int8), jnp.uint8(-1)): out of the dtype's range is an error.
 void check_python_int(int64_t v, DType d);
+// A Python float or complex given to jnp.array with an integer dtype: JAX
+// takes int(v) (Python's errors for NaN, infinity and complex), then bounds-checks it.
+void check_python_scalar(const Scalar& v, DType d);
 // From nested Python data already flattened by the interpreter. Without dtype:
 // bool if all bool, int32 if all ints (error if out of int32 range), else float32.
 Tensor from_host(OpContext& cx, const std::vector<Scalar>& flat, const Shape& shape,

@@ -42,6 +42,20 @@ void check_python_int(int64_t v, DType d) {
                 "Python integer " + std::to_string(v) + " out of bounds for " + dtype_name(d));
 }
 
+void check_python_scalar(const Scalar& v, DType d) {
+  if (!is_integer(d)) return;
+  if (v.kind == Scalar::Kind::Int) return check_python_int(v.i, d);
+  if (v.kind == Scalar::Kind::Complex)
+    throw Error(ErrCode::Type, "int() argument must be a string, a bytes-like object or a real "
+                               "number, not 'complex'");
+  double f = v.real();
+  if (std::isnan(f)) throw Error(ErrCode::Value, "cannot convert float NaN to integer");
+  if (std::isinf(f)) throw Error(ErrCode::Value, "cannot convert float infinity to integer");
+  double t = std::trunc(f);
+  if (t >= -0x1p63 && t < 0x1p63) return check_python_int(static_cast<int64_t>(t), d);
+  throw Error(ErrCode::Value, "Python int too large to convert to C long");
+}
+
 Tensor scalar(OpContext& cx, const Scalar& v, std::optional<DType> dtype, bool weak) {
   DType d = dtype ? *dtype : default_dtype(v);
   // Python bools are never weak in JAX; only ints and floats are.
@@ -56,8 +70,7 @@ Tensor from_host(OpContext& cx, const std::vector<Scalar>& flat, const Shape& sh
   DType d = DType::Bool;
   if (dtype) {
     d = *dtype;
-    for (const Scalar& s : flat)
-      if (s.kind == Scalar::Kind::Int) check_python_int(s.i, d);
+    for (const Scalar& s : flat) check_python_scalar(s, d);
   } else {
     // No values: numpy's default float (jnp.array([]) is float32).
     if (flat.empty()) d = DType::Float32;
