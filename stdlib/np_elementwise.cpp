@@ -282,6 +282,7 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
   const char* fn = bin_name(op);
   bool int_pow = false; // jnp.power with a concrete integer scalar exponent
   PromotedType p = promote_types(av(a0).dtype, av(a0).weak, av(b0).dtype, av(b0).weak);
+  check_broadcastable(op, av(a0).shape, av(b0).shape); // before the dtype checks, as JAX
   switch (op) {
   case BinOp::TrueDiv:
   case BinOp::Arctan2:
@@ -337,7 +338,6 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
   default:
     break;
   }
-  check_broadcastable(op, av(a0).shape, av(b0).shape);
   Shape shape = broadcast_shapes(fn, av(a0).shape, av(b0).shape);
   Tensor a = broadcast(cx, convert(cx, a0, p.dtype, p.weak), shape, fn);
   Tensor b = broadcast(cx, convert(cx, b0, p.dtype, p.weak), shape, fn);
@@ -534,7 +534,11 @@ Tensor where(OpContext& cx, const Tensor& cond0, const Tensor& a0, const Tensor&
   Tensor cond = cond0;
   if (av(cond).dtype != DType::Bool) cond = p2(cx, Op::Ne, cond, like(cx, cond, Scalar::of_int(0)));
   PromotedType p = promote_types(av(a0).dtype, av(a0).weak, av(b0).dtype, av(b0).weak);
-  Shape shape = broadcast_shapes_all({av(cond).shape, av(a0).shape, av(b0).shape});
+  // As JAX's _where: a 0-d condition is not broadcast with the operands (so
+  // an error names their shapes only).
+  Shape shape = av(cond).shape.empty()
+                    ? broadcast_shapes_all({av(a0).shape, av(b0).shape})
+                    : broadcast_shapes_all({av(cond).shape, av(a0).shape, av(b0).shape});
   Tensor a = broadcast(cx, convert(cx, a0, p.dtype, p.weak), shape, "where");
   Tensor b = broadcast(cx, convert(cx, b0, p.dtype, p.weak), shape, "where");
   return bind(cx, Op::Select, {}, {broadcast(cx, cond, shape, "where"), a, b});
