@@ -161,6 +161,51 @@ std::string format_float(double v, const Spec& sp) {
   return finish_number(body, neg, sp);
 }
 
+// CPython's complex.__format__: each part as a float (the imaginary part with its
+// sign always shown), then the width applied to the whole. Without a type the
+// parts are shortest reprs in parentheses, as str(z), and a +0 real part is left
+// out; a precision without a type is 'g'.
+std::string format_complex(double re, double im, const Spec& sp) {
+  char type = sp.type;
+  auto bad_code = [&] {
+    throw Error(ErrCode::Value, std::string("Unknown format code '") + type +
+                                    "' for object of type 'complex'");
+  };
+  if (type && std::string("eEfFgGn").find(type) == std::string::npos) bad_code();
+  if (sp.zero) throw Error(ErrCode::Value, "Zero padding is not allowed in complex format specifier");
+  if (sp.align == '=')
+    throw Error(ErrCode::Value, "'=' alignment flag is not allowed in complex format specifier");
+  bool repr_parts = type == 0 && sp.precision < 0;
+  bool skip_re = false, parens = false;
+  if (type == 0) {
+    skip_re = re == 0 && !std::signbit(re);
+    parens = !skip_re;
+    type = 'g';
+  }
+  if (type == 'n') type = 'g';
+  Spec part_spec;
+  part_spec.type = type;
+  part_spec.precision = sp.precision;
+  part_spec.alt = sp.alt;
+  part_spec.grouping = sp.grouping;
+  auto part = [&](double v, char sign) {
+    bool neg = std::signbit(v) && !std::isnan(v);
+    std::string body;
+    if (repr_parts && std::isfinite(v)) {
+      body = python_float_repr(std::fabs(v));
+      if (body.size() > 2 && body.compare(body.size() - 2, 2, ".0") == 0) body.resize(body.size() - 2);
+    } else {
+      body = format_float(std::fabs(v), part_spec);
+    }
+    return (neg ? std::string("-") : sign == '-' ? std::string() : std::string(1, sign)) + body;
+  };
+  std::string out = (parens ? "(" : "") + (skip_re ? "" : part(re, sp.sign)) +
+                    part(im, skip_re ? sp.sign : '+') + "j" + (parens ? ")" : "");
+  Spec pad = sp;
+  if (!pad.align) pad.align = '>';
+  return pad_text(out, pad);
+}
+
 // An int of any size (a big int's digits come from lang/bigint.hpp).
 std::string format_int(const Value& x, const Spec& sp) {
   if (sp.type && std::string("eEfFgG%").find(sp.type) != std::string::npos)
@@ -237,6 +282,8 @@ std::string InterpreterImpl::format_value(const Value& v, const std::string& spe
                                         "' for object of type 'float'");
       return format_float(v.f, sp);
     }
+    if (v.is_obj(ObjKind::Complex))
+      return format_complex(v.as<ComplexObj>()->re, v.as<ComplexObj>()->im, sp);
     if (sp.type && sp.type != 's')
       throw Error(ErrCode::Value, std::string("Unknown format code '") + sp.type +
                                       "' for object of type '" + type_name(v) + "'");

@@ -146,7 +146,15 @@ bool dtype_equals_name(const DTypeObj& d, const std::string& s) {
 
 } // namespace
 
+// NumPy's dtype == bool: the builtin class names dtype('bool') (int, float and
+// complex name 64-bit dtypes, which pxl's arrays never have).
+static bool dtype_equals_builtin(const Value& d, const Value& cls) {
+  return d.is_obj(ObjKind::DType) && cls.is_obj(ObjKind::Builtin) && !d.as<DTypeObj>()->scalar_type &&
+         d.as<DTypeObj>()->dtype == DType::Bool && cls.as<BuiltinObj>()->name == "bool";
+}
+
 bool values_equal(const Value& a, const Value& b) {
+  if (dtype_equals_builtin(a, b) || dtype_equals_builtin(b, a)) return true;
   if (a.is_obj(ObjKind::DType) && b.is_obj(ObjKind::Str))
     return dtype_equals_name(*a.as<DTypeObj>(), b.as<StrObj>()->value);
   if (b.is_obj(ObjKind::DType) && a.is_obj(ObjKind::Str))
