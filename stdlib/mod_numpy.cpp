@@ -224,7 +224,7 @@ void def_creation(ModuleBuilder& b) {
                     "iota does not accept dtype bool. Accepted dtypes are subtypes of "
                     "integer, floating, complexfloating.");
     }
-    return make_array(np::arange(in.ops(), start, stop, step, dt));
+    return make_array(np::arange(in.ops(), start, stop, step, dt, r.has(2) && !r[2].is_none()));
   });
   b.fn("linspace", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("linspace", a, {"start", "stop", "num", "endpoint", "retstep", "dtype"}, 2);

@@ -91,8 +91,10 @@ Tensor zeros(OpContext& cx, const Shape& shape, DType dtype = DType::Float32);
 Tensor ones(OpContext& cx, const Shape& shape, DType dtype = DType::Float32);
 Tensor full_like(OpContext& cx, const Tensor& x, const Scalar& v, std::optional<DType> dtype = {});
 // numpy's arange: int32 when all of start/stop/step are ints, else float32.
+// `step_given`: arange(start, stop, step) rather than arange(stop) or
+// arange(start, stop), which JAX builds differently (and a jaxpr shows).
 Tensor arange(OpContext& cx, const Scalar& start, const Scalar& stop, const Scalar& step,
-              std::optional<DType> dtype = {});
+              std::optional<DType> dtype = {}, bool step_given = true);
 Tensor linspace(OpContext& cx, double start, double stop, int64_t num, bool endpoint = true,
                 std::optional<DType> dtype = {});
 Tensor eye(OpContext& cx, int64_t n, std::optional<int64_t> m = {}, int64_t k = 0,

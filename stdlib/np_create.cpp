@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "lang/tracer.hpp"
 #include "stdlib/np_internal.hpp"
 
 namespace pxl::np {
@@ -113,8 +114,30 @@ Tensor full_like(OpContext& cx, const Tensor& x, const Scalar& v, std::optional<
   return fill(cx, av(x).shape, v, dtype ? *dtype : av(x).dtype, dtype ? false : av(x).weak);
 }
 
+namespace {
+
+// arange inside a trace: JAX's ops, so a jaxpr shows them as JAX's does: iota
+// alone (arange(n)), start + iota (arange(start, stop)), or start + step * iota
+// in the working dtype (float32 for the 16-bit floats), converted to the dtype.
+Tensor traced_arange(OpContext& cx, const Scalar& start, const Scalar& step, int64_t n, DType d,
+                     bool step_given) {
+  if (is_complex(d)) // pxl's iota is real: the range in float32, converted
+    return convert(cx, traced_arange(cx, start, step, n, DType::Float32, step_given), d, false);
+  if (!step_given) {
+    Tensor i = iota(cx, d, {n}, 0);
+    if (start.real() == 0) return i;
+    return binary(cx, BinOp::Add, constant(cx, start, d, false), i);
+  }
+  DType wd = d == DType::Float16 || d == DType::BFloat16 ? DType::Float32 : d;
+  Tensor r = binary(cx, BinOp::Mul, constant(cx, step, wd, false), iota(cx, wd, {n}, 0));
+  r = binary(cx, BinOp::Add, constant(cx, start, wd, false), r);
+  return convert(cx, r, d, false);
+}
+
+} // namespace
+
 Tensor arange(OpContext& cx, const Scalar& start, const Scalar& stop, const Scalar& step,
-              std::optional<DType> dtype) {
+              std::optional<DType> dtype, bool step_given) {
   bool all_int = start.kind != Scalar::Kind::Float && stop.kind != Scalar::Kind::Float &&
                  step.kind != Scalar::Kind::Float;
   DType d = dtype ? *dtype : (all_int ? DType::Int32 : DType::Float32);
@@ -136,6 +159,7 @@ Tensor arange(OpContext& cx, const Scalar& start, const Scalar& stop, const Scal
     n = static_cast<int64_t>(len);
   }
   n = std::max<int64_t>(n, 0);
+  if (dynamic_cast<TraceContext*>(&cx)) return traced_arange(cx, start, step, n, d, step_given);
   // As JAX: start + step * iota in the working dtype (float32 for the 16-bit floats and
   // float32), each operation rounded, then converted to the dtype.
   Array a(d, {n});
@@ -211,11 +235,12 @@ Tensor linspace(OpContext& cx, double start, double stop, int64_t num, bool endp
 Tensor eye(OpContext& cx, int64_t n, std::optional<int64_t> m, int64_t k, DType dtype) {
   int64_t cols = m ? *m : n;
   if (n < 0 || cols < 0) throw Error(ErrCode::Value, "eye: negative dimensions are not allowed");
-  // (col - row == k), computed from iotas so it also works when traced.
+  // JAX's _eye: row + k == col, from iotas (so a jaxpr shows JAX's steps).
   Shape s{n, cols};
-  Tensor diff = bind(cx, Op::Sub, {}, {iota(cx, DType::Int32, s, 1), iota(cx, DType::Int32, s, 0)});
   Scalar kk = Scalar::of_int(std::clamp<int64_t>(k, -(int64_t{1} << 31), (int64_t{1} << 31) - 1));
-  Tensor mask = bind(cx, Op::Eq, {}, {diff, fill(cx, s, kk, DType::Int32, false)});
+  Tensor rows = iota(cx, DType::Int32, s, 0), cols_iota = iota(cx, DType::Int32, s, 1);
+  Tensor shifted = bind(cx, Op::Add, {}, {rows, fill(cx, s, kk, DType::Int32, false)});
+  Tensor mask = bind(cx, Op::Eq, {}, {shifted, cols_iota});
   return convert(cx, mask, dtype, false);
 }
 
