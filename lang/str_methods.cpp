@@ -348,6 +348,24 @@ Value str_method(InterpreterImpl& in, const std::string& name, const Value& self
     }
     return Value::boolean(cased);
   }
+  if (name == "istitle") {
+    // Python: uppercase letters only after uncased ones, lowercase only after
+    // cased ones, and at least one cased letter.
+    ArgReader r(name, a, {});
+    bool cased = false, prev_cased = false;
+    for (unsigned char c : s) {
+      if (std::isupper(c)) {
+        if (prev_cased) return Value::boolean(false);
+        prev_cased = cased = true;
+      } else if (std::islower(c)) {
+        if (!prev_cased) return Value::boolean(false);
+        prev_cased = cased = true;
+      } else {
+        prev_cased = false;
+      }
+    }
+    return Value::boolean(cased);
+  }
   if (name == "isidentifier") {
     ArgReader r(name, a, {});
     bool ok = !s.empty() && !std::isdigit(static_cast<unsigned char>(s[0]));
@@ -463,7 +481,7 @@ const std::vector<std::string>& str_method_names() {
       "replace",    "startswith",   "endswith",     "format",    "upper",     "lower",
       "title",      "capitalize",   "swapcase",     "casefold",  "find",      "rfind",
       "index",      "rindex",       "count",        "isdigit",   "isdecimal", "isnumeric",
-      "isalpha",    "isalnum",      "isspace",      "isupper",   "islower",   "isidentifier",
+      "isalpha",    "isalnum",      "isspace",      "isupper",   "islower",   "isidentifier", "istitle",
       "splitlines", "center",       "ljust",        "rjust",     "zfill",     "partition",
       "rpartition", "removeprefix", "removesuffix", "expandtabs"};
   return names;
