@@ -17,6 +17,20 @@ namespace pxl {
 
 namespace {
 
+// JAX's TypeError for a string where an array is wanted (numpy reads it as a
+// '<U' string of its length in characters).
+std::string str_not_array(const Value& v) {
+  const std::string& text = v.as<StrObj>()->value;
+  size_t chars = 0;
+  for (unsigned char c : text) chars += (c & 0xC0) != 0x80;
+  return "Value " + repr(v) + " with dtype <U" + std::to_string(chars) +
+         " is not a valid JAX array type. Only arrays of numeric types are supported by JAX.";
+}
+
+} // namespace
+
+namespace {
+
 // numpy's error for ragged nested sequences: the shape is regular for the
 // first `dims` dimensions only.
 Error inhomogeneous(const Shape& shape, size_t dims, const Span& where) {
@@ -78,6 +92,8 @@ void flatten_nested(InterpreterImpl& in, const Value& v, size_t depth, Shape& sh
     flat.push_back(Scalar::of_complex(v.as<ComplexObj>()->re, v.as<ComplexObj>()->im));
   else if (v.is_obj(ObjKind::Array))
     has_array = true;
+  else if (v.is_obj(ObjKind::Str))
+    throw Error(ErrCode::Type, str_not_array(v), where);
   else
     throw Error(ErrCode::Type, "cannot convert a " + type_name(v) + " to an array element", where);
 }
@@ -148,6 +164,7 @@ Tensor InterpreterImpl::to_tensor(const Value& v, const Span& where, std::option
   }
   if (as_key_array(v)) // numpy's functions do not take key arrays (JAX's dtype error)
     throw Error(ErrCode::Type, "Cannot interpret 'key<fry>' as a data type", where);
+  if (v.is_obj(ObjKind::Str)) throw Error(ErrCode::Type, str_not_array(v), where);
   throw Error(ErrCode::Type, "cannot convert a " + type_name(v) + " value to an array", where);
 }
 

@@ -143,7 +143,7 @@ Tensor arange(OpContext& cx, const Scalar& start, const Scalar& stop, const Scal
   DType d = dtype ? *dtype : (all_int ? DType::Int32 : DType::Float32);
   int64_t n = 0;
   if (all_int) {
-    if (step.i == 0) throw Error(ErrCode::Value, "arange: step must not be zero");
+    if (step.i == 0) throw Error(ErrCode::ZeroDivision, "division by zero"); // as JAX
     int64_t span = stop.i - start.i;
     n = step.i > 0 ? (span + step.i - 1) / step.i : (span + step.i + 1) / step.i;
     if (d == DType::Int32) {
@@ -152,7 +152,7 @@ Tensor arange(OpContext& cx, const Scalar& start, const Scalar& stop, const Scal
     }
   } else {
     double st = as_double(step);
-    if (st == 0) throw Error(ErrCode::Value, "arange: step must not be zero");
+    if (st == 0) throw Error(ErrCode::ZeroDivision, "float division by zero"); // as JAX
     double len = std::ceil((as_double(stop) - as_double(start)) / st);
     if (!std::isfinite(len))
       throw Error(ErrCode::Value, "arange: the number of values is not finite");

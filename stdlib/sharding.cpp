@@ -988,6 +988,39 @@ Value committed(Value array) {
   array.as<ArrayObj>()->committed = true;
   return array;
 }
+
+// JAX's error when an array typed with Explicit axes does not divide: a
+// dimension split over an Explicit axis is checked as the array's type is
+// made, with that text (Auto axes give the IndivisibleError of check_spec).
+[[noreturn]] void explicit_indivisible_error(InterpreterImpl& in, const ShardingObj& s,
+                                                    const Shape& shape, size_t d, int64_t parts) {
+  // (the dimension's axes as a Python tuple)
+  const auto& names = s.spec.entries[d];
+  std::string entries;
+  for (size_t k = 0; k < names.size(); ++k) entries += (k ? ", '" : "'") + names[k] + "'";
+  if (names.size() == 1) entries += ",";
+  throw Error(ErrCode::Value,
+              "Sharding spec (" + entries + ") implies that array axis " + std::to_string(d) +
+                  " is partitioned " + std::to_string(parts) +
+                  " times, but does not evenly divide the dimension size " +
+                  std::to_string(shape[d]) + ". Got shape: " + shape_str(shape) +
+                  " and sharding NamedSharding(mesh=" +
+                  pxl::repr(make_abstract_mesh_value(s.mesh, in.platform().name())) +
+                  ", spec=" + s.spec.repr() + ")");
+}
+
+void explicit_indivisible(InterpreterImpl& in, const ShardingObj& s, const Shape& shape) {
+  std::vector<int64_t> parts = tiling_factors(s.mesh, s.spec, shape.size());
+  for (size_t d = 0; d < shape.size() && d < s.spec.entries.size(); ++d) {
+    if (shape[d] % parts[d] == 0) continue;
+    for (const std::string& a : s.spec.entries[d]) {
+      int ax = s.mesh.axis_of(a);
+      if (ax >= 0 && s.mesh.axis_type(ax) == AxisType::Explicit)
+        explicit_indivisible_error(in, s, shape, d, parts[d]);
+    }
+    return;
+  }
+}
 } // namespace
 
 // device_put of one array to a Device, a NamedSharding or (None) the default device.
@@ -1039,7 +1072,10 @@ Value device_put_leaf(InterpreterImpl& in, const Value& leaf, const Value& targe
                       (x.shape().empty() ? ". For scalars the PartitionSpec should be P()" : "."));
     }
     std::string problem = check_spec(s->mesh, s->spec, x.shape(), "device_put(): ");
-    if (!problem.empty()) throw Error(ErrCode::Shape, problem);
+    if (!problem.empty()) {
+      explicit_indivisible(in, *s, x.shape());
+      throw Error(ErrCode::Shape, problem);
+    }
     return make_array(make_sharded_tensor(shard_array(x, s->mesh, s->spec, in.pull_log())));
   }
   // device_put(x) leaves an array where it is (JAX: device=None keeps its

@@ -243,7 +243,8 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
       std::string got;
       for (int r : f.results)
         got += std::string(got.empty() ? "" : ", ") + "ShapedArray(" +
-               jax_type(f.values[r].aval, 0, axes) + ")";
+               jax_type(f.values[r].aval, 0, axes) +
+               (f.values[r].aval.weak ? ", weak_type=True" : "") + ")";
       if (f.results.size() != 1 || f.values[f.results[0]].aval.dtype != DType::Bool ||
           !f.values[f.results[0]].aval.shape.empty())
         throw Error(ErrCode::Type,
