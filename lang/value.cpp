@@ -479,9 +479,14 @@ static std::string repr_depth(const Value& v, int depth, const PrintOptions& po,
     return "range(" + std::to_string(r->start) + ", " + std::to_string(r->stop) +
            (r->step != 1 ? ", " + std::to_string(r->step) : "") + ")";
   }
-  case ObjKind::Partial:
-    return "functools.partial(" + repr_depth(v.as<PartialObj>()->fn, depth + 1, po, active) +
-           ", ...)";
+  case ObjKind::Partial: { // Python's: the function, then the bound arguments
+    const PartialObj& p = *v.as<PartialObj>();
+    std::string s = (p.pytree ? "Partial(" : "functools.partial(") +
+                    repr_depth(p.fn, depth + 1, po, active);
+    for (const Value& a : p.bound.pos) s += ", " + repr_depth(a, depth + 1, po, active);
+    for (const auto& [k, a] : p.bound.kw) s += ", " + k + "=" + repr_depth(a, depth + 1, po, active);
+    return s + ")";
+  }
   case ObjKind::AtProxy:
     return "_IndexUpdateHelper";
   case ObjKind::Opaque:

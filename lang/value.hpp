@@ -199,10 +199,20 @@ struct BoundMethodObj : Object {
   Value fn;
 };
 
+// Python data that cannot be called (functools.partial's "the first argument must be callable").
+inline bool is_plain_data(const Value& v) {
+  return v.is_none() || v.is_number() || v.is_bool() || v.is_obj(ObjKind::Str) ||
+         v.is_obj(ObjKind::Tuple) || v.is_obj(ObjKind::List) || v.is_obj(ObjKind::Dict) ||
+         v.is_obj(ObjKind::Complex) || v.is_obj(ObjKind::Array);
+}
+
 struct PartialObj : Object {
   PartialObj() : Object(ObjKind::Partial) {}
   Value fn;
   CallArgs bound;
+  // jax.tree_util.Partial: a pytree node over its bound arguments (the
+  // function is static), so it can be passed to transformed functions.
+  bool pytree = false;
 };
 
 struct ModuleObj : Object {

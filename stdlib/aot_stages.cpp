@@ -27,6 +27,8 @@ std::string node_type(const TreeDef& d) {
     return "<class '__main__." + d.nt_type->name + "'>";
   case TreeDef::Kind::Key:
     return "pytree leaf";
+  case TreeDef::Kind::Partial:
+    return "<class 'jax._src.tree_util.Partial'>";
   }
   return "?";
 }

@@ -420,6 +420,14 @@ bool match_cts(InterpreterImpl& in, const Value& v, const TreeDef& def, const st
         return false;
     return true;
   }
+  case TreeDef::Kind::Partial: {
+    if (!v.is_obj(ObjKind::Partial) || !v.as<PartialObj>()->pytree) return false;
+    ValueList leaves;
+    TreeDef vd = tree_flatten(in, v, leaves);
+    if (!(vd == def)) return false;
+    for (const Value& x : leaves) out.push_back({x, path});
+    return true;
+  }
   case TreeDef::Kind::Dict: {
     if (!v.is_obj(ObjKind::Dict)) return false;
     ValueList ignored;

@@ -70,7 +70,8 @@ Value memoize(InterpreterImpl& in, const Value& fn, int64_t maxsize) {
 Value make_functools_module() {
   ModuleBuilder b("functools");
   b.fn("partial", [](InterpreterImpl&, CallArgs& a) {
-    if (a.pos.empty()) throw Error(ErrCode::Arguments, "partial() needs a function to wrap");
+    if (a.pos.empty()) throw Error(ErrCode::Type, "type 'partial' takes at least one argument");
+    if (is_plain_data(a.pos[0])) throw Error(ErrCode::Type, "the first argument must be callable");
     auto p = std::make_shared<PartialObj>();
     p->fn = a.pos[0];
     p->bound.pos.assign(a.pos.begin() + 1, a.pos.end());

@@ -18,6 +18,7 @@ size_t TreeDef::num_leaves() const {
 bool TreeDef::operator==(const TreeDef& o) const {
   if (kind != o.kind || children.size() != o.children.size() || keys.size() != o.keys.size() ||
       nt_type != o.nt_type || ordered != o.ordered || defaulted != o.defaulted ||
+      (kind == Kind::Partial && !values_equal(fn, o.fn)) ||
       (defaulted && !values_equal(default_factory, o.default_factory)))
     return false;
   for (size_t i = 0; i < keys.size(); ++i)
@@ -58,6 +59,9 @@ std::string TreeDef::repr() const {
         s += (i ? ", " : "") + pxl::repr(d.keys[i]) + ": " + rec(d.children[i]);
       return s + "}";
     }
+    case Kind::Partial:
+      return "CustomNode(Partial[" + pxl::repr(d.fn) + "], [" + rec(d.children[0]) + ", " +
+             rec(d.children[1]) + "])";
     case Kind::NamedTuple: {
       // A registered node shows its aux data (JAX's repr of what flatten returned).
       std::string s = d.nt_type->num_aux
@@ -87,6 +91,14 @@ static TreeDef flatten_rec(InterpreterImpl& in, const Value& v, ValueList& leave
     d.keys.push_back(make_str(k->tag)); // the implementation, to rebuild the keys
     d.children.emplace_back();
     leaves.push_back(k->data);
+  } else if (v.is_obj(ObjKind::Partial) && v.as<PartialObj>()->pytree) {
+    const PartialObj& p = *v.as<PartialObj>();
+    d.kind = TreeDef::Kind::Partial;
+    d.fn = p.fn;
+    auto kw = std::make_shared<DictObj>();
+    for (const auto& [k, x] : p.bound.kw) kw->set(make_str(k), x);
+    d.children.push_back(flatten_rec(in, make_tuple(p.bound.pos), leaves, is_leaf, depth + 1));
+    d.children.push_back(flatten_rec(in, Value::object(kw), leaves, is_leaf, depth + 1));
   } else if (v.is_obj(ObjKind::Tuple) || v.is_obj(ObjKind::List)) {
     d.kind = v.is_obj(ObjKind::Tuple) ? TreeDef::Kind::Tuple : TreeDef::Kind::List;
     for (const Value& x : *sequence_items(v))
@@ -162,6 +174,19 @@ static void flatten_up_to_rec(InterpreterImpl& in, const TreeDef& d, const Value
       flatten_up_to_rec(in, d.children[i], (*items)[i], out);
     return;
   }
+  case TreeDef::Kind::Partial: {
+    if (!v.is_obj(ObjKind::Partial) || !v.as<PartialObj>()->pytree)
+      throw fail("Expected Partial, got " + repr(v) + ".");
+    const PartialObj& p = *v.as<PartialObj>();
+    if (!values_equal(p.fn, d.fn))
+      throw fail("Mismatch custom node data: " + repr(d.fn) + " != " + repr(p.fn) +
+                 "; value: " + repr(v) + ".");
+    auto kw = std::make_shared<DictObj>();
+    for (const auto& [k, x] : p.bound.kw) kw->set(make_str(k), x);
+    flatten_up_to_rec(in, d.children[0], make_tuple(p.bound.pos), out);
+    flatten_up_to_rec(in, d.children[1], Value::object(kw), out);
+    return;
+  }
   case TreeDef::Kind::NamedTuple: {
     const ValueList* items = nullptr;
     auto type = namedtuple_parts(v, &items);
@@ -223,6 +248,17 @@ static Value unflatten_rec(const TreeDef& d, const ValueList& leaves, size_t& po
     for (const auto& c : d.children) items.push_back(unflatten_rec(c, leaves, pos));
     return d.kind == TreeDef::Kind::Tuple ? make_tuple(std::move(items))
                                           : make_list(std::move(items));
+  }
+  case TreeDef::Kind::Partial: {
+    auto p = std::make_shared<PartialObj>();
+    p->pytree = true;
+    p->fn = d.fn;
+    Value args = unflatten_rec(d.children[0], leaves, pos);
+    Value kw = unflatten_rec(d.children[1], leaves, pos);
+    p->bound.pos = *sequence_items(args);
+    kw.as<DictObj>()->for_each(
+        [&](const Value& k, const Value& x) { p->bound.kw.emplace_back(str(k), x); });
+    return Value::object(p);
   }
   case TreeDef::Kind::NamedTuple: {
     ValueList items;

@@ -13,7 +13,18 @@ namespace pxl {
 struct TreeDef {
   // Key: a typed PRNG key array, a node over its one leaf, the key data
   // (stdlib/prng_key.hpp), so that transformations carry keys as arrays.
-  enum class Kind : uint8_t { Leaf, None, Tuple, List, Dict, NamedTuple, Key } kind = Kind::Leaf;
+  // Partial: a jax.tree_util.Partial, over (args tuple, keywords dict); `fn` its function.
+  enum class Kind : uint8_t {
+    Leaf,
+    None,
+    Tuple,
+    List,
+    Dict,
+    NamedTuple,
+    Key,
+    Partial
+  } kind = Kind::Leaf;
+  Value fn;
   // Dict: sorted keys (an OrderedDict's in order); Key: one str, the key
   // array's implementation tag (KeyArrayObj::tag).
   ValueList keys;

@@ -184,6 +184,8 @@ std::string def_type(const TreeDef& d) {
     return "<class '__main__." + d.nt_type->name + "'>";
   case TreeDef::Kind::Key:
     return "<class 'jax._src.prng.PRNGKeyArray'>";
+  case TreeDef::Kind::Partial:
+    return "<class 'jax._src.tree_util.Partial'>";
   case TreeDef::Kind::Leaf:
     break;
   }

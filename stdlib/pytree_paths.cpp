@@ -83,7 +83,8 @@ void paths_rec(const TreeDef& d, ValueList& cur, ValueList& out) {
       if (d.kind == TreeDef::Kind::Dict)
         cur.push_back(
             Value::object(std::make_shared<KeyEntryObj>(KeyEntryObj::Kind::Dict, d.keys[i])));
-      else if (d.kind == TreeDef::Kind::NamedTuple && d.nt_type->num_aux)
+      else if ((d.kind == TreeDef::Kind::NamedTuple && d.nt_type->num_aux) ||
+               d.kind == TreeDef::Kind::Partial)
         cur.push_back(Value::object(std::make_shared<KeyEntryObj>(
             KeyEntryObj::Kind::FlattenedIndex, Value::integer(static_cast<int64_t>(i)))));
       else if (d.kind == TreeDef::Kind::NamedTuple)
@@ -265,10 +266,24 @@ void add_tree_path_functions(Value& tree_util, Value& tree) {
           return Value::object(std::make_shared<KeyEntryObj>(k, r[0]));
         });
   }
-  // tree_util.Partial: functools.partial (pxl's partial objects are leaves).
-  Value functools = make_functools_module();
+  // tree_util.Partial: functools.partial as a pytree node over its arguments.
   tree_util.as<ModuleObj>()->env->vars["Partial"] =
-      functools.as<ModuleObj>()->env->vars.at("partial");
+      make_builtin("Partial", [](InterpreterImpl&, CallArgs& a) {
+        if (a.pos.empty())
+          throw Error(ErrCode::Arguments,
+                      "Partial.__new__() missing 1 required positional argument: 'func'");
+        if (is_plain_data(a.pos[0])) throw Error(ErrCode::Type, "the first argument must be callable");
+        auto p = std::make_shared<PartialObj>();
+        p->pytree = true;
+        if (a.pos[0].is_obj(ObjKind::Partial) && a.pos[0].as<PartialObj>()->pytree) {
+          *p = *a.pos[0].as<PartialObj>(); // JAX flattens a Partial of a Partial
+        } else {
+          p->fn = a.pos[0];
+        }
+        p->bound.pos.insert(p->bound.pos.end(), a.pos.begin() + 1, a.pos.end());
+        for (const auto& kv : a.kw) p->bound.kw.push_back(kv);
+        return Value::object(p);
+      });
 }
 
 } // namespace pxl
