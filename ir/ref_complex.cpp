@@ -274,8 +274,7 @@ C pow(C x, C y) {
   // y, NaN otherwise; inf^y is inf or 0 for a real y of that sign.
   if ((c == 0 && d == 0) || (a == 1 && b == 0)) return {1, 0};
   if (a == 0 && b == 0) return c > 0 && d == 0 ? C(0, 0) : C(NAN, NAN);
-  if (a == INFINITY && b == 0 && d == 0 && !std::isnan(c))
-    return c > 0 ? C(INFINITY, 0) : C(0, 0);
+  if (a == INFINITY && b == 0 && d == 0 && !std::isnan(c)) return c > 0 ? C(INFINITY, 0) : C(0, 0);
   float r = abs(x), arg = xla::atan2_f32(b, a);
   float coeff = xla::pow_f32(r, c) * xla::exp_f32(-d * arg);
   float q = std::fma(c, arg, d * xla::log_f32(r)); // LLVM fuses it in XLA's kernel

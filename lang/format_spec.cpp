@@ -168,11 +168,12 @@ std::string format_float(double v, const Spec& sp) {
 std::string format_complex(double re, double im, const Spec& sp) {
   char type = sp.type;
   auto bad_code = [&] {
-    throw Error(ErrCode::Value, std::string("Unknown format code '") + type +
-                                    "' for object of type 'complex'");
+    throw Error(ErrCode::Value,
+                std::string("Unknown format code '") + type + "' for object of type 'complex'");
   };
   if (type && std::string("eEfFgGn").find(type) == std::string::npos) bad_code();
-  if (sp.zero) throw Error(ErrCode::Value, "Zero padding is not allowed in complex format specifier");
+  if (sp.zero)
+    throw Error(ErrCode::Value, "Zero padding is not allowed in complex format specifier");
   if (sp.align == '=')
     throw Error(ErrCode::Value, "'=' alignment flag is not allowed in complex format specifier");
   bool repr_parts = type == 0 && sp.precision < 0;
@@ -193,7 +194,8 @@ std::string format_complex(double re, double im, const Spec& sp) {
     std::string body;
     if (repr_parts && std::isfinite(v)) {
       body = python_float_repr(std::fabs(v));
-      if (body.size() > 2 && body.compare(body.size() - 2, 2, ".0") == 0) body.resize(body.size() - 2);
+      if (body.size() > 2 && body.compare(body.size() - 2, 2, ".0") == 0)
+        body.resize(body.size() - 2);
     } else {
       body = format_float(std::fabs(v), part_spec);
     }

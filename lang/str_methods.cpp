@@ -477,13 +477,13 @@ Value str_method(InterpreterImpl& in, const std::string& name, const Value& self
 
 const std::vector<std::string>& str_method_names() {
   static const std::vector<std::string> names = {
-      "join",       "split",        "rsplit",       "strip",     "lstrip",    "rstrip",
-      "replace",    "startswith",   "endswith",     "format",    "upper",     "lower",
-      "title",      "capitalize",   "swapcase",     "casefold",  "find",      "rfind",
-      "index",      "rindex",       "count",        "isdigit",   "isdecimal", "isnumeric",
-      "isalpha",    "isalnum",      "isspace",      "isupper",   "islower",   "isidentifier", "istitle",
-      "splitlines", "center",       "ljust",        "rjust",     "zfill",     "partition",
-      "rpartition", "removeprefix", "removesuffix", "expandtabs"};
+      "join",      "split",      "rsplit",       "strip",        "lstrip",    "rstrip",
+      "replace",   "startswith", "endswith",     "format",       "upper",     "lower",
+      "title",     "capitalize", "swapcase",     "casefold",     "find",      "rfind",
+      "index",     "rindex",     "count",        "isdigit",      "isdecimal", "isnumeric",
+      "isalpha",   "isalnum",    "isspace",      "isupper",      "islower",   "isidentifier",
+      "istitle",   "splitlines", "center",       "ljust",        "rjust",     "zfill",
+      "partition", "rpartition", "removeprefix", "removesuffix", "expandtabs"};
   return names;
 }
 

@@ -149,8 +149,9 @@ bool dtype_equals_name(const DTypeObj& d, const std::string& s) {
 // NumPy's dtype == bool: the builtin class names dtype('bool') (int, float and
 // complex name 64-bit dtypes, which pxl's arrays never have).
 static bool dtype_equals_builtin(const Value& d, const Value& cls) {
-  return d.is_obj(ObjKind::DType) && cls.is_obj(ObjKind::Builtin) && !d.as<DTypeObj>()->scalar_type &&
-         d.as<DTypeObj>()->dtype == DType::Bool && cls.as<BuiltinObj>()->name == "bool";
+  return d.is_obj(ObjKind::DType) && cls.is_obj(ObjKind::Builtin) &&
+         !d.as<DTypeObj>()->scalar_type && d.as<DTypeObj>()->dtype == DType::Bool &&
+         cls.as<BuiltinObj>()->name == "bool";
 }
 
 bool values_equal(const Value& a, const Value& b) {
@@ -481,10 +482,11 @@ static std::string repr_depth(const Value& v, int depth, const PrintOptions& po,
   }
   case ObjKind::Partial: { // Python's: the function, then the bound arguments
     const PartialObj& p = *v.as<PartialObj>();
-    std::string s = (p.pytree ? "Partial(" : "functools.partial(") +
-                    repr_depth(p.fn, depth + 1, po, active);
+    std::string s =
+        (p.pytree ? "Partial(" : "functools.partial(") + repr_depth(p.fn, depth + 1, po, active);
     for (const Value& a : p.bound.pos) s += ", " + repr_depth(a, depth + 1, po, active);
-    for (const auto& [k, a] : p.bound.kw) s += ", " + k + "=" + repr_depth(a, depth + 1, po, active);
+    for (const auto& [k, a] : p.bound.kw)
+      s += ", " + k + "=" + repr_depth(a, depth + 1, po, active);
     return s + ")";
   }
   case ObjKind::AtProxy:

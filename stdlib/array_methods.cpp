@@ -554,8 +554,9 @@ bool array_attr(InterpreterImpl& in, const Value& obj, const std::string& name, 
   if (name == "T") return out = make_array(np::transpose(in.ops(), t, std::nullopt)), true;
   if (name == "mT") { // the last two axes swapped, as JAX's (ndim >= 2)
     if (t->aval.shape.size() < 2)
-      throw Error(ErrCode::Value, "x must be at least two-dimensional for matrix_transpose; got ndim=" +
-                                      std::to_string(t->aval.shape.size()));
+      throw Error(ErrCode::Value,
+                  "x must be at least two-dimensional for matrix_transpose; got ndim=" +
+                      std::to_string(t->aval.shape.size()));
     return out = make_array(np::swapaxes(in.ops(), t, -1, -2)), true;
   }
   if (name == "at")

@@ -79,7 +79,6 @@ const char* bin_name(BinOp op) {
   return "?";
 }
 
-
 Tensor p2(OpContext& cx, Op op, const Tensor& a, const Tensor& b) {
   return bind(cx, op, {}, {a, b});
 }

@@ -272,7 +272,8 @@ void add_tree_path_functions(Value& tree_util, Value& tree) {
         if (a.pos.empty())
           throw Error(ErrCode::Arguments,
                       "Partial.__new__() missing 1 required positional argument: 'func'");
-        if (is_plain_data(a.pos[0])) throw Error(ErrCode::Type, "the first argument must be callable");
+        if (is_plain_data(a.pos[0]))
+          throw Error(ErrCode::Type, "the first argument must be callable");
         auto p = std::make_shared<PartialObj>();
         p->pytree = true;
         if (a.pos[0].is_obj(ObjKind::Partial) && a.pos[0].as<PartialObj>()->pytree) {

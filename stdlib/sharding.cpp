@@ -993,7 +993,7 @@ Value committed(Value array) {
 // dimension split over an Explicit axis is checked as the array's type is
 // made, with that text (Auto axes give the IndivisibleError of check_spec).
 [[noreturn]] void explicit_indivisible_error(InterpreterImpl& in, const ShardingObj& s,
-                                                    const Shape& shape, size_t d, int64_t parts) {
+                                             const Shape& shape, size_t d, int64_t parts) {
   // (the dimension's axes as a Python tuple)
   const auto& names = s.spec.entries[d];
   std::string entries;
