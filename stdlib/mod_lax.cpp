@@ -5,6 +5,7 @@
 // slicing helpers written in pxl are in lax_extra.pxl.
 #include <cctype>
 #include <cstdlib>
+#include <tuple>
 
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
@@ -21,6 +22,27 @@
 namespace pxl {
 
 namespace {
+
+// JAX's dot_general result type for operands of different dtypes (XLA's
+// HigherPrecisionType): the greater of (complex, float max exponent, float
+// mantissa bits, bit width, signed) of each operand's real type; a tie between
+// different dtypes is JAX's TypeError.
+DType dot_result_dtype(DType a, DType b) {
+  auto props = [](DType d) {
+    DType c = d == DType::Complex64 ? DType::Float32 : d;
+    int maxexp = -1, nmant = -1;
+    if (c == DType::Float16) maxexp = 16, nmant = 10;
+    if (c == DType::BFloat16) maxexp = 128, nmant = 7;
+    if (c == DType::Float32) maxexp = 128, nmant = 23;
+    if (c == DType::Float64) maxexp = 1024, nmant = 52;
+    int bits = c == DType::Bool ? 1 : static_cast<int>(dtype_size(c)) * 8;
+    return std::make_tuple(d == DType::Complex64, maxexp, nmant, bits, !is_unsigned_int(c));
+  };
+  if (props(a) > props(b)) return a;
+  if (props(b) > props(a)) return b;
+  throw Error(ErrCode::Type, std::string("lax.dot_general argument type error: ") + dtype_name(a) +
+                                 ", " + dtype_name(b));
+}
 
 // An eager with_sharding_constraint to a NamedSharding over an AbstractMesh
 // lays the array out over its own mesh, which must have those axes (JAX's errors).
@@ -314,13 +336,10 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     Tensor l0 = T(in, r[0]), r0 = T(in, r[1]);
     Tensor l = l0, rt = r0;
     size_t begin = jaxpr_body_size(in.ops());
-    if (l->aval.dtype !=
-        rt->aval.dtype) { // lax requires equal dtypes; jnp-style promotion is friendlier
-      Tensor z = np::binary(in.ops(), np::BinOp::Add,
-                            np::scalar(in.ops(), Scalar::of_int(0), l->aval.dtype, false),
-                            np::scalar(in.ops(), Scalar::of_int(0), rt->aval.dtype, false));
-      l = np::astype(in.ops(), l, z->aval.dtype);
-      rt = np::astype(in.ops(), rt, z->aval.dtype);
+    if (l->aval.dtype != rt->aval.dtype) { // both become JAX's result type
+      DType d = dot_result_dtype(l->aval.dtype, rt->aval.dtype);
+      l = np::astype(in.ops(), l, d);
+      rt = np::astype(in.ops(), rt, d);
     }
     // preferred_element_type: the products accumulate in that type (an int8
     // dot to int32 does not wrap), as XLA computes it on CPU.
