@@ -78,6 +78,14 @@ std::string TreeDef::repr() const {
   return "PyTreeDef(" + rec(*this) + ")";
 }
 
+// A jax.tree_util.Partial's children: its positional arguments as a tuple and
+// its keywords as a dict (JAX's flatten of Partial).
+static ValueList partial_children(const PartialObj& p) {
+  auto kw = std::make_shared<DictObj>();
+  for (const auto& [k, x] : p.bound.kw) kw->set(make_str(k), x);
+  return {make_tuple(p.bound.pos), Value::object(kw)};
+}
+
 static TreeDef flatten_rec(InterpreterImpl& in, const Value& v, ValueList& leaves,
                            const Value* is_leaf, int depth) {
   if (depth > 500) throw Error(ErrCode::Value, "pytree nested too deeply");
@@ -92,13 +100,10 @@ static TreeDef flatten_rec(InterpreterImpl& in, const Value& v, ValueList& leave
     d.children.emplace_back();
     leaves.push_back(k->data);
   } else if (v.is_obj(ObjKind::Partial) && v.as<PartialObj>()->pytree) {
-    const PartialObj& p = *v.as<PartialObj>();
     d.kind = TreeDef::Kind::Partial;
-    d.fn = p.fn;
-    auto kw = std::make_shared<DictObj>();
-    for (const auto& [k, x] : p.bound.kw) kw->set(make_str(k), x);
-    d.children.push_back(flatten_rec(in, make_tuple(p.bound.pos), leaves, is_leaf, depth + 1));
-    d.children.push_back(flatten_rec(in, Value::object(kw), leaves, is_leaf, depth + 1));
+    d.fn = v.as<PartialObj>()->fn;
+    for (const Value& part : partial_children(*v.as<PartialObj>()))
+      d.children.push_back(flatten_rec(in, part, leaves, is_leaf, depth + 1));
   } else if (v.is_obj(ObjKind::Tuple) || v.is_obj(ObjKind::List)) {
     d.kind = v.is_obj(ObjKind::Tuple) ? TreeDef::Kind::Tuple : TreeDef::Kind::List;
     for (const Value& x : *sequence_items(v))
@@ -181,10 +186,9 @@ static void flatten_up_to_rec(InterpreterImpl& in, const TreeDef& d, const Value
     if (!values_equal(p.fn, d.fn))
       throw fail("Mismatch custom node data: " + repr(d.fn) + " != " + repr(p.fn) +
                  "; value: " + repr(v) + ".");
-    auto kw = std::make_shared<DictObj>();
-    for (const auto& [k, x] : p.bound.kw) kw->set(make_str(k), x);
-    flatten_up_to_rec(in, d.children[0], make_tuple(p.bound.pos), out);
-    flatten_up_to_rec(in, d.children[1], Value::object(kw), out);
+    ValueList parts = partial_children(p);
+    flatten_up_to_rec(in, d.children[0], parts[0], out);
+    flatten_up_to_rec(in, d.children[1], parts[1], out);
     return;
   }
   case TreeDef::Kind::NamedTuple: {
