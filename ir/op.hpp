@@ -145,6 +145,9 @@ struct OpAttrs {
   // the elements ref::xla::libm_tail_start names take the C library's expf
   // and logf, as XLA's split SLP vectors do.
   bool libm_tail = false;
+  // broadcast_in_dim of a jnp.full/zeros/ones: the program's own op, which a
+  // jaxpr shows even where it only does a binary op's broadcasting.
+  bool filled = false;
   DotDims dot;                         // dot_general
   ScatterMode mode = ScatterMode::Set; // scatter
   std::vector<std::string> axis_names; // collectives: the mesh axes, major first

@@ -53,7 +53,7 @@ bool is_elementwise_binary(Op op) {
 // only unit ones: the broadcasting of numpy (trailing dimensions) or of a
 // batched binary op (vmap's batch dimension first).
 bool stretches(const Function& fn, const Instr& i) {
-  if (i.op != Op::BroadcastInDim || i.operands.size() != 1) return false;
+  if (i.op != Op::BroadcastInDim || i.operands.size() != 1 || i.attrs.filled) return false;
   const Shape& in = fn.values[static_cast<size_t>(i.operands[0])].aval.shape;
   const Shape& out = fn.values[static_cast<size_t>(i.result)].aval.shape;
   if (in.size() > out.size() || i.attrs.axes.size() != in.size()) return false;

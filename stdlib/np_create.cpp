@@ -98,20 +98,20 @@ Tensor from_host(OpContext& cx, const std::vector<Scalar>& flat, const Shape& sh
 Tensor full(OpContext& cx, const Shape& shape, const Scalar& v, std::optional<DType> dtype) {
   // jnp.full((2,), 2) is weakly typed, like the scalar it is built from.
   DType d = dtype ? *dtype : default_dtype(v);
-  return fill(cx, shape, v, d, !dtype && d != DType::Bool);
+  return fill(cx, shape, v, d, !dtype && d != DType::Bool, true);
 }
 
 Tensor zeros(OpContext& cx, const Shape& shape, DType dtype) {
-  return fill(cx, shape, Scalar::of_int(0), dtype, false);
+  return fill(cx, shape, Scalar::of_int(0), dtype, false, true);
 }
 
 Tensor ones(OpContext& cx, const Shape& shape, DType dtype) {
-  return fill(cx, shape, Scalar::of_int(1), dtype, false);
+  return fill(cx, shape, Scalar::of_int(1), dtype, false, true);
 }
 
 Tensor full_like(OpContext& cx, const Tensor& x, const Scalar& v, std::optional<DType> dtype) {
   // The result takes x's dtype and weak type unless a dtype is given.
-  return fill(cx, av(x).shape, v, dtype ? *dtype : av(x).dtype, dtype ? false : av(x).weak);
+  return fill(cx, av(x).shape, v, dtype ? *dtype : av(x).dtype, dtype ? false : av(x).weak, true);
 }
 
 namespace {

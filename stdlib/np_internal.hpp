@@ -35,7 +35,9 @@ Tensor reduce_axes(OpContext& cx, Op op, const Tensor& x, const std::vector<int6
 Tensor iota(OpContext& cx, DType dtype, const Shape& shape, int64_t axis);
 Tensor ravel(OpContext& cx, const Tensor& x);
 // `full` with an explicit weak flag.
-Tensor fill(OpContext& cx, const Shape& shape, const Scalar& v, DType dtype, bool weak);
+// user_op: the program's jnp.full/zeros/ones, which a jaxpr shows (OpAttrs::filled).
+Tensor fill(OpContext& cx, const Shape& shape, const Scalar& v, DType dtype, bool weak,
+            bool user_op = false);
 
 // numpy broadcasting of two shapes; the error names `fn` and both shapes.
 Shape broadcast_shapes(const char* fn, const Shape& a, const Shape& b);

@@ -119,11 +119,17 @@ Tensor iota(OpContext& cx, DType dtype, const Shape& shape, int64_t axis) {
 
 Tensor ravel(OpContext& cx, const Tensor& x) { return reshape_to(cx, x, {av(x).size()}); }
 
-Tensor fill(OpContext& cx, const Shape& shape, const Scalar& v, DType dtype, bool weak) {
+Tensor fill(OpContext& cx, const Shape& shape, const Scalar& v, DType dtype, bool weak,
+            bool user_op) {
   for (int64_t d : shape)
     if (d < 0)
       throw Error(ErrCode::Value, "negative dimensions are not allowed: " + shape_str(shape));
-  return broadcast(cx, constant(cx, v, dtype, weak), shape, "full");
+  Tensor c = constant(cx, v, dtype, weak);
+  if (shape.empty()) return c;
+  OpAttrs a;
+  a.shape = shape;
+  a.filled = user_op;
+  return bind(cx, Op::BroadcastInDim, a, {c});
 }
 
 int64_t norm_axis(int64_t axis, int ndim) {

@@ -525,13 +525,21 @@ bool ShardingObj::get_attr(InterpreterImpl& in, const std::string& name, Value& 
       if (o->mesh.device_ids != self->mesh.device_ids || o->memory_kind != self->memory_kind)
         return Value::boolean(false);
       int64_t ndim = value_to_int(r[1], "is_equivalent_to() ndim");
-      for (const ShardingObj* s : {self.get(), o}) // specs longer than the rank fit no array
-        if (!s->single_device && static_cast<int64_t>(s->spec.entries.size()) > ndim)
+      if (ndim < 0) return Value::boolean(false);
+      // Entries past the rank must be None (P('x', None) is P('x') for a
+      // vector); a spec splitting a dimension the array lacks fits no array.
+      ShardingObj lhs = *self, rhs = *o;
+      for (ShardingObj* s : {&lhs, &rhs}) {
+        auto& e = s->spec.entries;
+        if (s->single_device || static_cast<int64_t>(e.size()) <= ndim) continue;
+        if (std::any_of(e.begin() + ndim, e.end(), [](const auto& d) { return !d.empty(); }))
           return Value::boolean(false);
+        e.resize(static_cast<size_t>(ndim));
+      }
       // One device (the lists are equal): every layout of it is the whole array.
       if (self->single_device || o->single_device) return Value::boolean(true);
       Shape shape(static_cast<size_t>(ndim), std::max<int64_t>(self->mesh.size(), 1));
-      std::vector<Value> mine = device_indices(*self, shape), theirs = device_indices(*o, shape);
+      std::vector<Value> mine = device_indices(lhs, shape), theirs = device_indices(rhs, shape);
       for (size_t p = 0; p < mine.size(); ++p)
         if (!values_equal(mine[p], theirs[p])) return Value::boolean(false);
       return Value::boolean(true);

@@ -999,6 +999,8 @@ Value committed(Value array) {
   std::string entries;
   for (size_t k = 0; k < names.size(); ++k) entries += (k ? ", '" : "'") + names[k] + "'";
   if (names.size() == 1) entries += ",";
+  PartitionSpec padded = s.spec; // JAX prints the spec padded with None to the rank
+  if (padded.entries.size() < shape.size()) padded.entries.resize(shape.size());
   throw Error(ErrCode::Value,
               "Sharding spec (" + entries + ") implies that array axis " + std::to_string(d) +
                   " is partitioned " + std::to_string(parts) +
@@ -1006,7 +1008,7 @@ Value committed(Value array) {
                   std::to_string(shape[d]) + ". Got shape: " + shape_str(shape) +
                   " and sharding NamedSharding(mesh=" +
                   pxl::repr(make_abstract_mesh_value(s.mesh, in.platform().name())) +
-                  ", spec=" + s.spec.repr() + ")");
+                  ", spec=" + padded.repr() + ")");
 }
 
 void explicit_indivisible(InterpreterImpl& in, const ShardingObj& s, const Shape& shape) {
