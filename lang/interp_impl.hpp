@@ -104,6 +104,8 @@ public:
   Value ellipsis() const { return ellipsis_; }
 
   int call_depth = 0;
+  // Whether the pxl function now running is an eager_ops one (FunctionObj).
+  bool in_eager_ops_function = false;
   std::atomic<bool> interrupt_requested{false};
   // Throws E0112 if interrupt() was called; checked at loop iterations and calls.
   void poll_interrupt(const Span& where) {

@@ -283,6 +283,12 @@ Value InterpreterImpl::call(const Value& fn, CallArgs& args, const Span& where) 
     auto* f = fn.as<FunctionObj>();
     try {
       LocScope loc(ops(), op_location(ops(), where));
+      struct EagerFrame { // restores the caller's on any exit
+        bool& flag;
+        bool saved;
+        ~EagerFrame() { flag = saved; }
+      } frame{in_eager_ops_function, in_eager_ops_function};
+      in_eager_ops_function = f->eager_ops;
       return call_user(*this, *f, args, where);
     } catch (Error& e) {
       if (e.trace().size() < 5000) e.add_trace({where, f->name});
@@ -293,8 +299,9 @@ Value InterpreterImpl::call(const Value& fn, CallArgs& args, const Span& where) 
     try {
       LocScope loc(ops(), op_location(ops(), where));
       // (A builtin called by another with no location inherits its caller's.)
-      LibraryCallScope library(ops(),
-                               where.valid() ? in_library_source(where) : ops().library_call);
+      LibraryCallScope library(ops(), where.valid()
+                                          ? in_library_composite(where) && !in_eager_ops_function
+                                          : ops().library_call);
       return fn.as<BuiltinObj>()->fn(*this, args);
     } catch (Error& e) {
       e.set_span_if_missing(where);

@@ -169,6 +169,10 @@ struct FunctionObj : Object {
   std::shared_ptr<const void> ast; // keeps the defining module's AST alive
   Span span;
   ModuleObj* module = nullptr;
+  // A stdlib function whose ops JAX dispatches one at a time (a plain Python
+  // function, not jitted): those it calls are the user's own ops, compiled
+  // alone, not part of a library composite (OpContext::library_call).
+  bool eager_ops = false;
 };
 
 // A def's statements, parsed first if its body was left for later

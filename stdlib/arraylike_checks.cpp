@@ -1,5 +1,6 @@
 #include "stdlib/arraylike_checks.hpp"
 
+#include <array>
 #include <map>
 #include <utility>
 #include <vector>
@@ -138,6 +139,15 @@ void add_arraylike_checks(InterpreterImpl& in) {
       check_call(in, rows, a);
       return in.call(inner, a, Span{});
     });
+  }
+  // JAX's aliases that are the same function object (jax.nn.swish is silu).
+  for (auto [mod_name, alias, name] :
+       {std::array<const char*, 3>{"jax.nn", "swish", "silu"},
+        std::array<const char*, 3>{"jax.nn", "hard_swish", "hard_silu"}}) {
+    auto m = modules.find(mod_name);
+    if (m == modules.end() || !m->second.is_obj(ObjKind::Module)) continue;
+    auto& vars = m->second.as<ModuleObj>()->env->vars;
+    if (auto f = vars.find(name); f != vars.end()) vars[alias] = f->second;
   }
 }
 

@@ -83,6 +83,14 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
     LibraryCallScope user(in.ops(), false);
     return in.call(a.pos[0], rest, Span{});
   });
+  // @types._eager_ops: the decorated stdlib function's own ops are the
+  // user's (FunctionObj::eager_ops), as a plain Python function's in JAX.
+  types.fn("_eager_ops", [](InterpreterImpl&, CallArgs& a) {
+    if (a.pos.size() != 1 || !a.kw.empty() || !a.pos[0].is_obj(ObjKind::Function))
+      throw Error(ErrCode::Arguments, "_eager_ops() decorates one def");
+    a.pos[0].as<FunctionObj>()->eager_ops = true;
+    return a.pos[0];
+  });
   in.register_module("types", types.value());
   in.register_module("collections", collections.value());
   for (const EmbeddedSource& s : kSources)
