@@ -120,6 +120,16 @@ std::vector<int64_t> value_to_int_list(const Value& v, const std::string& what) 
   return out;
 }
 
+std::string written_int_list(const Value& v, const std::string& what) {
+  if (v.is_obj(ObjKind::List) || v.is_obj(ObjKind::Tuple) || v.is_intlike()) return repr(v);
+  std::vector<int64_t> ints = value_to_int_list(v, what);
+  if (v.is_obj(ObjKind::Array) && v.as<ArrayObj>()->tensor->aval.shape.empty())
+    return std::to_string(ints.at(0));
+  std::string out = "(";
+  for (size_t i = 0; i < ints.size(); ++i) out += (i ? ", " : "") + std::to_string(ints[i]);
+  return out + (ints.size() == 1 ? ",)" : ")");
+}
+
 std::optional<std::vector<int>> value_to_axes(const Value& v, const std::string& what) {
   if (v.is_none()) return std::nullopt;
   std::vector<int> out;

@@ -45,6 +45,9 @@ private:
 int64_t value_to_int(const Value& v, const std::string& what);
 double value_to_float(const Value& v, const std::string& what);
 std::vector<int64_t> value_to_int_list(const Value& v, const std::string& what); // int or sequence
+// Such an int list as the caller wrote it, for errors that quote it as Python
+// does: 5, [5], (5, 1) (an array as the ints it holds).
+std::string written_int_list(const Value& v, const std::string& what);
 std::optional<std::vector<int>> value_to_axes(const Value& v,
                                               const std::string& what); // None/int/tuple
 const std::string& value_to_str(const Value& v, const std::string& what);

@@ -108,7 +108,11 @@ const std::map<std::string, ArrayMethod>& methods() {
            order = value_to_str(v, "reshape() order");
          }
          a.kw.clear();
-         return make_array(np::reshape_order(in.ops(), x, shape_args(a, "reshape"), order));
+         Shape shape = shape_args(a, "reshape");
+         // (several ints: the tuple of them)
+         std::string written =
+             a.pos.size() == 1 ? written_int_list(a.pos[0], "reshape() shape") : shape_str(shape);
+         return make_array(np::reshape_order(in.ops(), x, shape, order, &written));
        }},
       {"astype",
        [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {

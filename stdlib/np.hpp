@@ -119,9 +119,13 @@ Tensor clip(OpContext& cx, const Tensor& x, const std::optional<Tensor>& lo,
             const std::optional<Tensor>& hi);
 
 // ---- shape ----------------------------------------------------------------
-Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape); // one -1 allowed
+// One -1 allowed. `shown`: the shape as the caller wrote it (5, [5], (5, 1)),
+// which JAX's errors print.
+Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape,
+               const std::string* shown = nullptr);
 // numpy's order=: 'C' (row-major) or 'F' (column-major: reverse the axes around a C reshape).
-Tensor reshape_order(OpContext& cx, const Tensor& x, const Shape& shape, const std::string& order);
+Tensor reshape_order(OpContext& cx, const Tensor& x, const Shape& shape, const std::string& order,
+                     const std::string* shown = nullptr);
 Tensor transpose(OpContext& cx, const Tensor& x, const std::optional<std::vector<int>>& perm);
 Tensor swapaxes(OpContext& cx, const Tensor& x, int a, int b);
 Tensor moveaxis(OpContext& cx, const Tensor& x, int src, int dst);

@@ -28,8 +28,9 @@ int64_t split_axis(int64_t axis, int ndim) {
 
 } // namespace
 
-Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape0) {
+Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape0, const std::string* shown) {
   Shape shape = shape0;
+  auto written = [&] { return shown ? *shown : shape_str(shape0); };
   int64_t known = 1;
   int infer_at = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -50,7 +51,7 @@ Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape0) {
     if (known == 0 || size % known != 0) // JAX's text
       throw Error(ErrCode::Reshape,
                   "cannot reshape array of shape " + shape_str(av(x).shape) + " (size " +
-                      std::to_string(size) + ") into shape " + shape_str(shape0) +
+                      std::to_string(size) + ") into shape " + written() +
                       " because the product of specified axis sizes (" + std::to_string(known) +
                       ") does not evenly divide " + std::to_string(size));
     shape[static_cast<size_t>(infer_at)] = size / known;
@@ -58,18 +59,19 @@ Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape0) {
   if (shape_size(shape) != size)
     throw Error(ErrCode::Reshape, "cannot reshape array of shape " + shape_str(av(x).shape) +
                                       " (size " + std::to_string(size) + ") into shape " +
-                                      shape_str(shape0) + " (size " +
-                                      std::to_string(shape_size(shape)) + ")");
+                                      written() + " (size " + std::to_string(shape_size(shape)) +
+                                      ")");
   return reshape_to(cx, x, shape);
 }
 
-Tensor reshape_order(OpContext& cx, const Tensor& x, const Shape& shape, const std::string& order) {
-  if (order == "C") return reshape(cx, x, shape);
+Tensor reshape_order(OpContext& cx, const Tensor& x, const Shape& shape, const std::string& order,
+                     const std::string* shown) {
+  if (order == "C") return reshape(cx, x, shape, shown);
   if (order == "A") throw Error(ErrCode::Unsupported, "np.reshape order=A is not implemented.");
   if (order != "F")
     throw Error(ErrCode::Value, "Unexpected value for 'order' argument: " + order + ".");
   Shape rev(shape.rbegin(), shape.rend());
-  return transpose(cx, reshape(cx, transpose(cx, x, std::nullopt), rev), std::nullopt);
+  return transpose(cx, reshape(cx, transpose(cx, x, std::nullopt), rev, shown), std::nullopt);
 }
 
 Tensor transpose(OpContext& cx, const Tensor& x, const std::optional<std::vector<int>>& perm) {
