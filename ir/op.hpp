@@ -148,6 +148,9 @@ struct OpAttrs {
   // broadcast_in_dim of a jnp.full/zeros/ones: the program's own op, which a
   // jaxpr shows even where it only does a binary op's broadcasting.
   bool filled = false;
+  // mul by a constant reciprocal that JAX's jaxpr shows as a div by this
+  // count (jnp.mean's; XLA rewrites that div as the mul pxl binds); 0: none.
+  int64_t shown_divisor = 0;
   DotDims dot;                         // dot_general
   ScatterMode mode = ScatterMode::Set; // scatter
   std::vector<std::string> axis_names; // collectives: the mesh axes, major first

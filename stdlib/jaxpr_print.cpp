@@ -630,6 +630,13 @@ struct Printer {
       ps = printed_params(i.op, i.attrs, fn.values[static_cast<size_t>(i.result)].aval);
     std::vector<pp::Doc> pairs;
     for (auto& [k, v] : ps) pairs.push_back(pp::text(k + "=" + v));
+    if (i.op == Op::Mul && i.attrs.shown_divisor > 0 && ins.size() == 2) { // jnp.mean's div
+      AVal count{fn.values[static_cast<size_t>(i.result)].aval.dtype, {}};
+      std::string n = std::to_string(i.attrs.shown_divisor); // Python's repr of the count
+      n = is_complex(count.dtype) ? "(" + n + "+0j)" : n + ".0";
+      return eqn_doc(lhs, "div", kv_pairs(pairs),
+                     std::vector<std::string>{atom(ins[0]), n + ":" + aval_str(count)});
+    }
     return eqn_doc(lhs, prim, kv_pairs(pairs), ins);
   }
 

@@ -169,7 +169,9 @@ Tensor mean_impl(OpContext& cx, const Tensor& x, const std::vector<int64_t>& axe
     r = bind(cx, Op::Div, {}, {s, n}); // lax.div: integers truncate
   } else if (is_inexact(compute)) {
     // XLA rewrites the division by the constant count as a multiply by its reciprocal.
-    r = bind(cx, Op::Mul, {},
+    OpAttrs shown; // (a jaxpr shows JAX's div)
+    shown.shown_divisor = count(av(x).shape, axes);
+    r = bind(cx, Op::Mul, shown,
              {s, reciprocal_of_count(cx, static_cast<double>(count(av(x).shape, axes)), compute,
                                      av(s))});
   } else {
