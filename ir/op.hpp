@@ -151,6 +151,9 @@ struct OpAttrs {
   // mul by a constant reciprocal that JAX's jaxpr shows as a div by this
   // count (jnp.mean's; XLA rewrites that div as the mul pxl binds); 0: none.
   int64_t shown_divisor = 0;
+  // concatenate of expand_dims along `axis`: jnp.stack's, which a jaxpr shows
+  // as JAX's stack primitive of the unexpanded operands.
+  bool stacked = false;
   DotDims dot;                         // dot_general
   ScatterMode mode = ScatterMode::Set; // scatter
   std::vector<std::string> axis_names; // collectives: the mesh axes, major first

@@ -250,7 +250,7 @@ Value params_of(Op op, const OpAttrs& a, DType result) {
     set("rounding_method", Value::integer(1)); // TO_NEAREST_EVEN
     break;
   case Op::Concatenate:
-    set("dimension", Value::integer(a.axis));
+    set(a.stacked ? "axis" : "dimension", Value::integer(a.axis));
     break;
   case Op::Rev:
     set("dimensions", ints(a.axes));
@@ -326,9 +326,29 @@ JaxprReading read_jaxpr(const Function& fn, const std::vector<int>& roots,
   const std::vector<bool> implicit = implicit_broadcasts(fn, keep, users, outside);
   const std::map<size_t, int> divisor =
       reciprocal_divisions(fn, keep, implicit, users, outside, constants, rd.prim);
+  // The expand_dims jnp.stack's concatenate reads (and nothing else does):
+  // JAX's stack takes the operands as they are.
+  std::vector<bool> stacked_expand(fn.body.size(), false);
+  for (size_t k = 0; k < fn.body.size(); ++k) {
+    const Instr& c = fn.body[k];
+    if (!keep[k] || c.op != Op::Concatenate || !c.attrs.stacked) continue;
+    for (int o : c.operands) {
+      int p = fn.values[static_cast<size_t>(o)].producer;
+      if (p < 0 || !is_expand(fn.body[static_cast<size_t>(p)]) || outside[static_cast<size_t>(o)])
+        continue;
+      const auto& us = users[static_cast<size_t>(o)];
+      stacked_expand[static_cast<size_t>(p)] =
+          std::all_of(us.begin(), us.end(), [&](const Instr* u) { return u == &c; });
+    }
+  }
   size_t index = 0;
   for (const Instr& i : fn.body) {
     if (!keep[index++]) continue;
+    if (stacked_expand[index - 1]) {
+      rd.stands_for[static_cast<size_t>(i.result)] =
+          rd.stands_for[static_cast<size_t>(i.operands[0])];
+      continue;
+    }
     if (i.op == Op::ConvertElementType && i.operands.size() == 1) {
       const IRValue& x = fn.values[static_cast<size_t>(i.operands[0])];
       bool is_param = is_bound[static_cast<size_t>(i.operands[0])];

@@ -80,7 +80,7 @@ Params printed_params(Op op, const OpAttrs& a, const AVal& result) {
     p = {{"rounding_method", "1"}};
     break;
   case Op::Concatenate:
-    p = {{"dimension", std::to_string(a.axis)}};
+    p = {{a.stacked ? "axis" : "dimension", std::to_string(a.axis)}};
     break;
   case Op::Rev:
     p = {{"dimensions", py_seq(a.axes)}};
@@ -128,6 +128,7 @@ std::string prim_name(const Instr& i) {
     return i.attrs.callee->kind == "pmap" ? "jit" : "shard_map";
   if (i.op == Op::Reshape && !i.attrs.axes.empty()) return "squeeze";
   if (is_expand(i)) return "broadcast_in_dim";
+  if (i.op == Op::Concatenate && i.attrs.stacked) return "stack";
   if (i.op == Op::CustomCall && i.attrs.custom)
     return i.attrs.custom->primitive.empty() ? custom_prim(*i.attrs.custom)
                                              : i.attrs.custom->primitive;

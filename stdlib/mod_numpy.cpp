@@ -466,8 +466,8 @@ void def_shape(ModuleBuilder& b) {
     ArgReader r("stack", a, {"arrays", "axis", "out", "dtype"}, 1);
     if (r.has(2) && !r[2].is_none())
       throw Error(ErrCode::Unsupported, "The 'out' argument to jnp.stack is not supported.");
-    return make_array(
-        np::stack(in.ops(), joined_list(in, r, 0, 3, "stack"), static_cast<int>(r.get_int(1, 0))));
+    return make_array(np::stack(in.ops(), joined_list(in, r, 0, 3, "stack"),
+                                static_cast<int>(r.get_int(1, 0)), true));
   });
   b.fn("hstack", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("hstack", a, {"tup", "dtype"}, 1);

@@ -136,7 +136,8 @@ Tensor expand_dims(OpContext& cx, const Tensor& x, const std::vector<int>& axes)
 Tensor squeeze(OpContext& cx, const Tensor& x, const Axes& axes);
 Tensor broadcast_to(OpContext& cx, const Tensor& x, const Shape& shape);
 Tensor concatenate(OpContext& cx, const std::vector<Tensor>& xs, int axis);
-Tensor stack(OpContext& cx, const std::vector<Tensor>& xs, int axis);
+// as_primitive: jnp.stack's own, marked for jaxprs (OpAttrs::stacked).
+Tensor stack(OpContext& cx, const std::vector<Tensor>& xs, int axis, bool as_primitive = false);
 // split(x, 3) -> 3 equal parts (error if not divisible); split(x, {2, 5}) -> at indices.
 std::vector<Tensor> split_sections(OpContext& cx, const Tensor& x, int64_t sections, int axis);
 std::vector<Tensor> split_indices(OpContext& cx, const Tensor& x,

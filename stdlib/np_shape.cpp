@@ -235,7 +235,7 @@ Tensor concatenate(OpContext& cx, const std::vector<Tensor>& xs, int axis) {
   return cx.bind(Op::Concatenate, a, conv);
 }
 
-Tensor stack(OpContext& cx, const std::vector<Tensor>& xs, int axis) {
+Tensor stack(OpContext& cx, const std::vector<Tensor>& xs, int axis, bool as_primitive) {
   if (xs.empty()) throw Error(ErrCode::Value, "Need at least one array to stack.");
   for (const Tensor& x : xs)
     if (av(x).shape != av(xs[0]).shape) {
@@ -245,6 +245,15 @@ Tensor stack(OpContext& cx, const std::vector<Tensor>& xs, int axis) {
     }
   int64_t ax = norm_axis(axis, av(xs[0]).ndim() + 1);
   std::vector<Tensor> expanded;
+  if (as_primitive) { // one dtype first, as JAX's stack converts its operands
+    PromotedType p = result_type(xs);
+    for (const Tensor& x : xs)
+      expanded.push_back(expand_dims(cx, convert(cx, x, p.dtype, p.weak), {static_cast<int>(ax)}));
+    OpAttrs a;
+    a.axis = ax;
+    a.stacked = true;
+    return cx.bind(Op::Concatenate, a, expanded);
+  }
   for (const Tensor& x : xs) expanded.push_back(expand_dims(cx, x, {static_cast<int>(ax)}));
   if (expanded.size() == 1) return expanded[0];
   return concatenate(cx, expanded, static_cast<int>(ax));
