@@ -125,9 +125,7 @@ std::string written_int_list(const Value& v, const std::string& what) {
   std::vector<int64_t> ints = value_to_int_list(v, what);
   if (v.is_obj(ObjKind::Array) && v.as<ArrayObj>()->tensor->aval.shape.empty())
     return std::to_string(ints.at(0));
-  std::string out = "(";
-  for (size_t i = 0; i < ints.size(); ++i) out += (i ? ", " : "") + std::to_string(ints[i]);
-  return out + (ints.size() == 1 ? ",)" : ")");
+  return shape_str(ints);
 }
 
 std::optional<std::vector<int>> value_to_axes(const Value& v, const std::string& what) {

@@ -109,10 +109,11 @@ const std::map<std::string, ArrayMethod>& methods() {
          }
          a.kw.clear();
          Shape shape = shape_args(a, "reshape");
-         // (several ints: the tuple of them)
-         std::string written =
-             a.pos.size() == 1 ? written_int_list(a.pos[0], "reshape() shape") : shape_str(shape);
-         return make_array(np::reshape_order(in.ops(), x, shape, order, &written));
+         // (several ints: the tuple of them, reshape's own text)
+         np::ShapeText written;
+         if (a.pos.size() == 1)
+           written = [&a] { return written_int_list(a.pos[0], "reshape() shape"); };
+         return make_array(np::reshape_order(in.ops(), x, shape, order, written));
        }},
       {"astype",
        [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {

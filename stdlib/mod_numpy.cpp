@@ -410,9 +410,9 @@ void def_shape(ModuleBuilder& b) {
     ArgReader r("reshape", a, {"a", "newshape", "order", "shape"}, 1);
     const Value& s = r.has(1) ? r[1] : r[3];
     std::string order = r.has(2) && !r[2].is_none() ? r.get_str(2) : "C";
-    std::string written = written_int_list(s, "reshape() shape");
+    auto written = [&s] { return written_int_list(s, "reshape() shape"); };
     return make_array(np::reshape_order(in.ops(), T(in, r[0]),
-                                        value_to_int_list(s, "reshape() shape"), order, &written));
+                                        value_to_int_list(s, "reshape() shape"), order, written));
   });
   b.fn("ravel", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("ravel", a, {"a", "order"}, 1);

@@ -8,6 +8,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -120,12 +121,12 @@ Tensor clip(OpContext& cx, const Tensor& x, const std::optional<Tensor>& lo,
 
 // ---- shape ----------------------------------------------------------------
 // One -1 allowed. `shown`: the shape as the caller wrote it (5, [5], (5, 1)),
-// which JAX's errors print.
-Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape,
-               const std::string* shown = nullptr);
+// which JAX's errors print (made only for an error).
+using ShapeText = std::function<std::string()>;
+Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape, const ShapeText& shown = {});
 // numpy's order=: 'C' (row-major) or 'F' (column-major: reverse the axes around a C reshape).
 Tensor reshape_order(OpContext& cx, const Tensor& x, const Shape& shape, const std::string& order,
-                     const std::string* shown = nullptr);
+                     const ShapeText& shown = {});
 Tensor transpose(OpContext& cx, const Tensor& x, const std::optional<std::vector<int>>& perm);
 Tensor swapaxes(OpContext& cx, const Tensor& x, int a, int b);
 Tensor moveaxis(OpContext& cx, const Tensor& x, int src, int dst);

@@ -171,9 +171,9 @@ Tensor mean_impl(OpContext& cx, const Tensor& x, const std::vector<int64_t>& axe
     // XLA rewrites the division by the constant count as a multiply by its reciprocal.
     OpAttrs shown; // (a jaxpr shows JAX's div)
     shown.shown_divisor = count(av(x).shape, axes);
-    r = bind(cx, Op::Mul, shown,
-             {s, reciprocal_of_count(cx, static_cast<double>(count(av(x).shape, axes)), compute,
-                                     av(s))});
+    r = bind(
+        cx, Op::Mul, shown,
+        {s, reciprocal_of_count(cx, static_cast<double>(shown.shown_divisor), compute, av(s))});
   } else {
     r = bind(cx, Op::Div, {},
              {s, fill(cx, av(s).shape, Scalar::of_int(count(av(x).shape, axes)), compute, false)});

@@ -28,9 +28,9 @@ int64_t split_axis(int64_t axis, int ndim) {
 
 } // namespace
 
-Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape0, const std::string* shown) {
+Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape0, const ShapeText& shown) {
   Shape shape = shape0;
-  auto written = [&] { return shown ? *shown : shape_str(shape0); };
+  auto written = [&] { return shown ? shown() : shape_str(shape0); };
   int64_t known = 1;
   int infer_at = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -65,7 +65,7 @@ Tensor reshape(OpContext& cx, const Tensor& x, const Shape& shape0, const std::s
 }
 
 Tensor reshape_order(OpContext& cx, const Tensor& x, const Shape& shape, const std::string& order,
-                     const std::string* shown) {
+                     const ShapeText& shown) {
   if (order == "C") return reshape(cx, x, shape, shown);
   if (order == "A") throw Error(ErrCode::Unsupported, "np.reshape order=A is not implemented.");
   if (order != "F")
