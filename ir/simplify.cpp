@@ -471,6 +471,13 @@ private:
   // reduce(reduce(x, a), b) -> reduce(x, a and b): one reduction, in the order
   // XLA's reduce then takes over all those axes.
   int reduce(const Instr& in) {
+    // A reduction over unit dims only moves no element: XLA makes it a
+    // reshape (a transpose's sum of a rank promotion's unit dim).
+    const Shape& x = aval(in.operands[0]).shape;
+    if (aval(in.operands[0]).dtype == aval(in.result).dtype &&
+        std::all_of(in.attrs.axes.begin(), in.attrs.axes.end(),
+                    [&](int64_t d) { return x[static_cast<size_t>(d)] == 1; }))
+      return reshape_to(in.operands[0], aval(in.result).shape, in.result);
     if (in.op == Op::ReduceSum)
       if (int by = sum_of_broadcast(in); by >= 0) return by;
     if (in.op == Op::ReduceSum)
@@ -509,6 +516,17 @@ private:
     return broadcast(emit(in.op, in.attrs, scalars, in.result), aval(in.result).shape, in.result);
   }
 
+  // x reshaped to `shape`: x itself when it has that shape, else one reshape
+  // of what x reshapes (XLA merges reshapes of reshapes).
+  int reshape_to(int x, const Shape& shape, int like) {
+    if (aval(x).shape == shape) return x;
+    if (auto r = is(x, Op::Reshape)) x = r->operands[0];
+    if (aval(x).shape == shape) return x;
+    OpAttrs to;
+    to.shape = shape;
+    return emit(Op::Reshape, to, {x}, like);
+  }
+
   int rewrite(const Instr& in) {
     // (Not divisions: a / broadcast(b) is the reciprocal rule's.)
     if (in.op == Op::Add || in.op == Op::Sub || in.op == Op::Mul || in.op == Op::Max ||
@@ -534,6 +552,11 @@ private:
       return log(in);
     case Op::Sqrt:
       return square_root(in);
+    case Op::Reshape:
+      if (aval(in.operands[0]).shape == aval(in.result).shape) return in.operands[0];
+      return is(in.operands[0], Op::Reshape)
+                 ? reshape_to(in.operands[0], aval(in.result).shape, in.result)
+                 : -1;
     case Op::BitcastConvertType: // to its own type (stop_gradient's): no op
       return aval(in.operands[0]).dtype == aval(in.result).dtype ? in.operands[0] : -1;
     default:

@@ -45,6 +45,16 @@ struct JaxprRecord {
   size_t hide_from = 0;
   // A value that prints as another (a branch's gated input as the input).
   std::map<int, int> alias;
+  // Reverse mode (stdlib/autodiff.cpp). JAX's grad jaxpr is its linearized
+  // function's: every primal equation (a result grad discards prints as `_`),
+  // each residual (a value of the primals alone, such as cos x for sin x)
+  // right after the primal equation whose rule needs it, then the transposed
+  // linear equations, with cotangents summed by add_any. pxl's transpose
+  // rules compute residuals in the backward pass: instruction `first` prints
+  // right after instruction `second` (in the order listed, where several follow one).
+  std::vector<std::pair<size_t, size_t>> moved;
+  std::vector<int> kept;       // values shown although nothing uses them
+  std::vector<size_t> add_any; // instructions (adds) that print as add_any
 
   int innermost() const { return open.empty() ? -1 : open.back(); }
 };

@@ -30,6 +30,13 @@ Tensor TraceContext::add_param(const AVal& aval, AxisSet vma, const Span& at, st
   return make(id);
 }
 
+int TraceContext::find_value(const Tensor& t) const {
+  if (owns(t)) return static_cast<int>(t->trace_id);
+  for (const auto& [held, id] : captured_ids_)
+    if (held == t) return id;
+  return -1;
+}
+
 int TraceContext::value_of(const Tensor& t) {
   if (owns(t)) return static_cast<int>(t->trace_id);
   for (auto& [held, id] : captured_ids_)

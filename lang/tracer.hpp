@@ -27,6 +27,8 @@ public:
   // or a value of an enclosing trace when transformations nest) is captured as
   // a constant input of the function (Function::consts).
   int value_of(const Tensor& t);
+  // The IR value id of `t` if it is this trace's or already captured, else -1.
+  int find_value(const Tensor& t) const;
   bool owns(const Tensor& t) const { return t && t->trace == this; }
   const std::string& what() const { return what_; }
   // shard_map(check_vma=False): values carry no varying-axes types, so, as in

@@ -4,10 +4,13 @@
 // its primal is invariant over is psum'd over them (DESIGN §3).
 #include "stdlib/autodiff.hpp"
 
+#include <set>
+
 #include "ir/aval_text.hpp"
 #include "ir/while_loop.hpp"
 #include "lang/diag.hpp"
 #include "lang/interp_impl.hpp"
+#include "lang/jaxpr_record.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/custom_derivatives.hpp"
 
@@ -82,6 +85,91 @@ Tensor pvary_to(OpContext& cx, const Tensor& t, AxisSet axes) {
 
 namespace {
 
+// make_jaxpr's record of reverse mode (lang/jaxpr_record.hpp). JAX's grad
+// jaxpr is its linearized function transposed: every primal equation, each
+// residual right after the primal equation whose JVP rule computes it, then
+// the linear equations transposed, cotangents summed by add_any. pxl's rules
+// compute residuals (cos x for sin x) in the backward pass; this notes which
+// of a rule's instructions read no cotangent, so the printer moves them up.
+// Inert unless make_jaxpr records.
+class GradNotes {
+public:
+  explicit GradNotes(OpContext& cx) {
+    tc_ = dynamic_cast<TraceContext*>(&cx);
+    rec_ = tc_ ? tc_->jaxpr_record.get() : nullptr;
+    if (rec_) params_.insert(tc_->function().params.begin(), tc_->function().params.end());
+  }
+  size_t mark() const { return rec_ ? tc_->function().body.size() : 0; }
+  // The instructions from `from` on were bound by the rule transposing the
+  // primal value `result` given its cotangent `ct`: those that read a
+  // cotangent stay, those computed from primals move after result's equation
+  // (with the constant-only ones they read).
+  void rule_bound(size_t from, const Tensor& ct, const Tensor& result) {
+    if (!rec_) return;
+    const Function& f = tc_->function();
+    cls_.resize(f.values.size(), Cls::Primal);
+    if (int id = tc_->find_value(ct); id >= 0) cls_[static_cast<size_t>(id)] = Cls::Linear;
+    int r = tc_->find_value(result);
+    int k = r >= 0 ? f.values[static_cast<size_t>(r)].producer : -1;
+    const size_t end = f.body.size();
+    std::vector<Cls> own(end - from, Cls::Constant);
+    for (size_t j = from; j < end; ++j) {
+      const Instr& in = f.body[j];
+      Cls c = Cls::Constant;
+      for (int o : in.operands) {
+        Cls oc = of(f, o);
+        if (oc == Cls::Linear) c = Cls::Linear;
+        if (oc == Cls::Primal && c == Cls::Constant) c = Cls::Primal;
+      }
+      own[j - from] = c;
+      for (int q = 0; q < in.nresults; ++q) cls_[static_cast<size_t>(in.result + q)] = c;
+    }
+    if (k < 0) return;
+    for (size_t j = end; j-- > from;) {
+      if (own[j - from] != Cls::Primal) continue;
+      for (int o : f.body[j].operands) {
+        int p = f.values[static_cast<size_t>(o)].producer;
+        if (p >= static_cast<int>(from) && own[static_cast<size_t>(p) - from] == Cls::Constant)
+          own[static_cast<size_t>(p) - from] = Cls::Primal;
+      }
+    }
+    for (size_t j = from; j < end; ++j)
+      if (own[j - from] == Cls::Primal) rec_->moved.push_back({j, static_cast<size_t>(k)});
+  }
+  // `sum` was just bound as the sum of two cotangents (JAX's add_any).
+  void summed(const Tensor& sum) {
+    if (!rec_) return;
+    const Function& f = tc_->function();
+    int id = tc_->find_value(sum);
+    if (id < 0) return;
+    int p = f.values[static_cast<size_t>(id)].producer;
+    if (p >= 0 && static_cast<size_t>(p) + 1 == f.body.size() && f.body.back().op == Op::Add) {
+      rec_->add_any.push_back(static_cast<size_t>(p));
+      // JAX sums a cotangent as soon as its second term is made.
+      int k = -1;
+      for (int o : f.body.back().operands)
+        k = std::max(k, f.values[static_cast<size_t>(o)].producer);
+      if (k >= 0 && k + 1 < p)
+        rec_->moved.push_back({static_cast<size_t>(p), static_cast<size_t>(k)});
+    }
+    cls_.resize(f.values.size(), Cls::Primal);
+    cls_[static_cast<size_t>(id)] = Cls::Linear;
+  }
+
+private:
+  enum class Cls : char { Primal, Linear, Constant };
+  Cls of(const Function& f, int v) {
+    auto u = static_cast<size_t>(v);
+    if (u < cls_.size() && cls_[u] != Cls::Primal) return cls_[u];
+    if (f.values[u].producer < 0 && !params_.count(v)) return Cls::Constant;
+    return Cls::Primal;
+  }
+  TraceContext* tc_ = nullptr;
+  JaxprRecord* rec_ = nullptr;
+  std::set<int> params_;
+  std::vector<Cls> cls_; // per value id, once classified
+};
+
 // Cotangents by value id. Under shard_map a cotangent may carry a pending
 // psum: the true cotangent is psum over `pending` of the stored one. The psum
 // of the implicit broadcast is deferred through invariant values (where the
@@ -91,6 +179,7 @@ namespace {
 struct Accumulator {
   OpContext& cx;
   TraceContext* tc; // set under shard_map
+  GradNotes& notes;
   std::vector<Tensor> cts;
   std::vector<AxisSet> pending;
   Tensor take(int id, AxisSet& p) {
@@ -112,6 +201,7 @@ struct Accumulator {
     }
     std::vector<Tensor> xs{slot, c};
     slot = cx.bind(Op::Add, {}, xs);
+    notes.summed(slot);
   }
 };
 
@@ -207,13 +297,23 @@ void transpose_custom(OpContext& cx, const Function& f, const Instr& in,
 
 } // namespace
 
+void jaxpr_show_primal_results(OpContext& cx, const Function& f, const std::vector<Tensor>& env) {
+  auto* tc = dynamic_cast<TraceContext*>(&cx);
+  if (!tc || !tc->jaxpr_record) return;
+  for (int r : f.results)
+    if (int id = tc->find_value(env[static_cast<size_t>(r)]); id >= 0)
+      tc->jaxpr_record->kept.push_back(id);
+}
+
 std::vector<Tensor> backward_pass(OpContext& cx, const Function& f, const std::vector<Tensor>& env,
                                   std::span<const Tensor> result_cts,
                                   const std::vector<bool>* wanted) {
   SpmdMode mode = spmd_mode(cx);
   auto* tc = mode == SpmdMode::ShardMap ? dynamic_cast<TraceContext*>(&cx) : nullptr;
-  Accumulator acc{cx, tc, std::vector<Tensor>(f.values.size()),
+  GradNotes notes(cx);
+  Accumulator acc{cx, tc, notes, std::vector<Tensor>(f.values.size()),
                   std::vector<AxisSet>(f.values.size(), 0)};
+
   // Only values that depend on a parameter get a cotangent (no work, and no
   // collective, for constants).
   std::vector<bool> live(f.values.size(), false);
@@ -272,7 +372,9 @@ std::vector<Tensor> backward_pass(OpContext& cx, const Function& f, const std::v
     std::vector<bool> need;
     for (int o : in.operands) need.push_back(live[o] && is_inexact(f.values[o].aval.dtype));
     std::vector<std::pair<size_t, Tensor>> terms;
+    size_t rule_start = notes.mark();
     std::vector<Tensor> oc = transpose_rule(cx, mode, in, primals, env[in.result], ct, need, terms);
+    notes.rule_bound(rule_start, ct, env[in.result]);
     size_t n = std::min(oc.size(), in.operands.size());
     for (size_t i = 0; i < n; ++i) {
       size_t k = transpose_reversed(in.op) ? n - 1 - i : i;

@@ -37,6 +37,11 @@ Tensor pvary_to(OpContext& cx, const Tensor& t, AxisSet axes);
 std::vector<Tensor> forward_pass(OpContext& cx, const Function& f, std::span<const Tensor> params,
                                  std::span<const Tensor> consts);
 
+// While make_jaxpr records, the values of f's results in the forward pass
+// `env` show although grad discards them (JAX's `_` binders): grad and vjp
+// show the whole primal computation, as JAX's linearized function does.
+void jaxpr_show_primal_results(OpContext& cx, const Function& f, const std::vector<Tensor>& env);
+
 // The cotangents of f's params given those of its results (nullptr = zero),
 // from the forward pass's values `env`. A nullptr entry means a zero cotangent.
 // `wanted`, when given, says which params need a cotangent (the others get

@@ -12,6 +12,7 @@
 #include "lang/tracer.hpp"
 #include "stdlib/autodiff.hpp"
 #include "stdlib/np.hpp"
+#include "stdlib/np_internal.hpp"
 #include "stdlib/sharding.hpp"
 
 namespace pxl {
@@ -34,11 +35,17 @@ struct B {
   Tensor select(const Tensor& p, const Tensor& t, const Tensor& f) {
     return bind(Op::Select, {}, {p, t, f});
   }
-  // A tensor of x's shape and dtype filled with v.
-  Tensor full(const Tensor& x, double v) {
-    return np::full_like(cx, x,
-                         is_inexact(x->aval.dtype) ? Scalar::of_float(v)
-                                                   : Scalar::of_int(static_cast<int64_t>(v)));
+  static Scalar value(const Tensor& x, double v) {
+    return is_inexact(x->aval.dtype) ? Scalar::of_float(v)
+                                     : Scalar::of_int(static_cast<int64_t>(v));
+  }
+  // A tensor of x's shape and dtype filled with v: JAX's full_like, a
+  // broadcast_in_dim in a jaxpr.
+  Tensor full(const Tensor& x, double v) { return np::full_like(cx, x, value(x, v)); }
+  // JAX's _const(x, v) and _one(x): a scalar of x's dtype, which a binary op
+  // takes as a literal operand (pxl broadcasts it; a jaxpr does not show that).
+  Tensor lit(const Tensor& x, double v) {
+    return np::detail::fill(cx, x->aval.shape, value(x, v), x->aval.dtype, x->aval.weak);
   }
   Tensor zeros(const Tensor& x) { return full(x, 0); }
   Tensor convert(const Tensor& x, DType d, bool weak) {
@@ -60,11 +67,24 @@ struct B {
     a.axes = std::move(axes);
     return bind(Op::ReduceSum, a, {x});
   }
-  Tensor broadcast(const Tensor& x, const Shape& s, std::vector<int64_t> axes) {
+  Tensor broadcast(const Tensor& x, const Shape& s, std::vector<int64_t> axes,
+                   bool numpy_dims = false) {
+    if (x->aval.shape == s) return x;
+    OpAttrs a;
+    a.numpy_ints = numpy_dims ? 1 : 0; // (OpAttrs::numpy_ints)
+    a.shape = s;
+    a.axes = std::move(axes);
+    a.filled = true; // JAX's broadcast_in_dim, shown even of a literal
+    return bind(Op::BroadcastInDim, a, {x});
+  }
+  // x's unit dims stretched to `s` (the same rank): what a jaxpr's binary op
+  // does implicitly.
+  Tensor stretch(const Tensor& x, const Shape& s) {
     if (x->aval.shape == s) return x;
     OpAttrs a;
     a.shape = s;
-    a.axes = std::move(axes);
+    a.axes.resize(s.size());
+    std::iota(a.axes.begin(), a.axes.end(), 0);
     return bind(Op::BroadcastInDim, a, {x});
   }
   Tensor transpose(const Tensor& x, std::vector<int64_t> perm) {
@@ -92,19 +112,47 @@ std::vector<int64_t> kept_dims(int ndim, const std::vector<int64_t>& reduced) {
   return kept;
 }
 
-// The cotangent of broadcast_in_dim's operand: sum over the new and the
-// stretched dims, then restore the operand's size-1 dims.
-Tensor unbroadcast(B& b, const Tensor& ct, const AVal& operand, const std::vector<int64_t>& axes) {
-  const Shape& out = ct->aval.shape;
+// JAX's _broadcast_in_dim_transpose_rule: the sum over the dims the
+// broadcast made (new ones, and those of the operand's unit dims), whose unit
+// dims are then put back. `axes`: the result's dim of each operand dim.
+Tensor broadcast_transpose(B& b, const Tensor& ct, const Shape& operand,
+                           const std::vector<int64_t>& axes) {
+  std::vector<int64_t> unit, kept, sum;
+  for (size_t k = 0; k < operand.size(); ++k)
+    (operand[k] == 1 ? unit.push_back(static_cast<int64_t>(k)) : kept.push_back(axes[k]));
+  for (int64_t d = 0; d < ct->aval.ndim(); ++d)
+    if (std::find(kept.begin(), kept.end(), d) == kept.end()) sum.push_back(d);
+  return np::detail::expand_dims_at(b.cx, b.reduce_sum(ct, sum), unit);
+}
+
+// JAX's _unbroadcast: the transpose of a binary op's implicit broadcasting
+// of a rank-0 operand, or of an operand of the same rank's unit dims.
+Tensor unstretch(B& b, const Tensor& ct, const Shape& operand) {
   std::vector<int64_t> sum;
-  for (int64_t d = 0; d < static_cast<int64_t>(out.size()); ++d) {
-    auto it = std::find(axes.begin(), axes.end(), d);
-    if (it == axes.end())
+  for (int64_t d = 0; d < ct->aval.ndim(); ++d)
+    if (operand.empty() ||
+        operand[static_cast<size_t>(d)] != ct->aval.shape[static_cast<size_t>(d)])
       sum.push_back(d);
-    else if (operand.shape[it - axes.begin()] == 1 && out[d] != 1)
-      sum.push_back(d);
-  }
-  return b.reshape(b.reduce_sum(ct, sum), operand.shape);
+  return b.reshape(b.reduce_sum(ct, sum), operand);
+}
+
+// The cotangent of broadcast_in_dim's operand. jnp's broadcasting (a
+// broadcast pxl binds for a binary op, keeping the operand's dims in order
+// and stretching only unit ones) transposes as JAX's: the binary op's
+// implicit stretch, then the rank promotion's broadcast_in_dim (to the
+// operand's shape with leading unit dims).
+Tensor unbroadcast(B& b, const Tensor& ct, const AVal& operand, const OpAttrs& at) {
+  const Shape &s = operand.shape, &o = ct->aval.shape;
+  const std::vector<int64_t>& axes = at.axes;
+  bool stretch = !at.filled && axes.size() == s.size() && s.size() <= o.size();
+  for (size_t k = 0; k < s.size() && stretch; ++k)
+    stretch = axes[k] == static_cast<int64_t>(o.size() - s.size() + k) &&
+              (s[k] == 1 || s[k] == o[static_cast<size_t>(axes[k])]);
+  if (!stretch) return broadcast_transpose(b, ct, s, axes);
+  if (s.empty() || s.size() == o.size()) return unstretch(b, ct, s);
+  Shape promoted(o.size() - s.size(), 1);
+  promoted.insert(promoted.end(), s.begin(), s.end());
+  return broadcast_transpose(b, unstretch(b, ct, promoted), s, axes);
 }
 
 // JAX's _dot_general_transpose_lhs: the cotangent of x in dot_general(x, y).
@@ -361,28 +409,30 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
   case Op::Log:
     return one(b.div(g, p[0]));
   case Op::Log1p:
-    return one(b.div(g, b.add(p[0], b.full(p[0], 1))));
+    return one(b.div(g, b.add(p[0], b.lit(p[0], 1))));
   case Op::Expm1:
-    return one(b.mul(g, b.add(y, b.full(y, 1))));
+    return one(b.mul(g, b.add(y, b.lit(y, 1))));
   case Op::Sqrt:
-    return one(b.mul(g, b.div(b.full(p[0], 0.5), y)));
+    return one(b.mul(g, b.div(b.lit(p[0], 0.5), y)));
   case Op::Rsqrt:
-    return one(b.mul(g, b.mul(b.full(p[0], -0.5), b.div(y, p[0]))));
+    return one(b.mul(g, b.mul(b.lit(p[0], -0.5), b.div(y, p[0]))));
   case Op::Tanh: {
     // JAX's jvp (g + g*y) * (1 - y), transposed: t = ct*(1 - y) reaches x
     // twice, as t and as t*y, accumulated one after the other.
-    Tensor t = b.mul(g, b.sub(b.full(p[0], 1), y));
+    Tensor t = b.mul(g, b.sub(b.lit(p[0], 1), y));
     extra.push_back({0, b.mul(t, y)});
     return one(t);
   }
   case Op::Sin:
     return one(b.mul(g, b.un(Op::Cos, p[0])));
-  case Op::Cos:
-    return one(b.neg(b.mul(g, b.un(Op::Sin, p[0]))));
+  case Op::Cos: { // JAX's -(g * sin x), transposed: the negation first
+    Tensor sin = b.un(Op::Sin, p[0]);
+    return one(b.mul(b.neg(g), sin));
+  }
   case Op::Tan:
-    return one(b.mul(g, b.add(b.full(p[0], 1), b.mul(y, y))));
+    return one(b.mul(g, b.add(b.lit(p[0], 1), b.un(Op::Square, y))));
   case Op::Cbrt: // JAX's g * (1/3 * y ** -2)
-    return one(b.mul(g, b.mul(b.full(p[0], 1.0 / 3.0), b.integer_pow(y, -2))));
+    return one(b.mul(g, b.mul(b.lit(p[0], 1.0 / 3.0), b.integer_pow(y, -2))));
   case Op::Abs:
     if (is_complex(p[0]->aval.dtype)) {
       // JAX: d|x| = real(dx * conj(x) / |x|), with |x| = 0 replaced by 1.
@@ -390,7 +440,15 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
       Tensor c = b.div(b.un(Op::Conj, p[0]), b.bin(Op::Complex, safe, b.zeros(safe)));
       return one(b.mul(b.bin(Op::Complex, g, b.zeros(g)), c));
     }
-    return one(b.select(b.bin(Op::Ge, p[0], b.zeros(p[0])), g, b.neg(g)));
+    {
+      // JAX's select(x >= 0, g, -g) transposed: each case's cotangent, then
+      // the negation's, summed.
+      Tensor ge = b.bin(Op::Ge, p[0], b.lit(p[0], 0));
+      Tensor z = b.full(g, 0);
+      Tensor negated = b.select(ge, z, g), kept = b.select(ge, g, z);
+      extra.push_back({0, b.neg(negated)});
+      return one(kept);
+    }
   case Op::Real: // JAX's transposes: real -> complex(t, 0), imag -> complex(0, -t), the
                  // zero a strongly typed array (so the cotangent is never weak)
     return one(b.bin(Op::Complex, g, b.convert(b.zeros(g), g->aval.dtype, false)));
@@ -411,7 +469,7 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
   case Op::Fft:
     return one(fft_transpose(b, at, g));
   case Op::Logistic:
-    return one(b.mul(g, b.mul(y, b.sub(b.full(y, 1), y))));
+    return one(b.mul(g, b.mul(y, b.sub(b.lit(y, 1), y))));
   case Op::Erf: {
     Tensor x2 = b.mul(p[0], p[0]);
     Tensor c = b.full(p[0], 2.0 / std::sqrt(std::numbers::pi));
@@ -434,14 +492,22 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
     return {g, g};
   case Op::Sub:
     return {g, b.neg(g)};
-  case Op::Mul:
-    return {when(0, [&] { return b.mul(g, p[1]); }), when(1, [&] { return b.mul(p[0], g); })};
+  // (A JVP's terms transpose last operand first, as JAX's jaxpr shows them.)
+  case Op::Mul: {
+    out[1] = when(1, [&] { return b.mul(p[0], g); });
+    if (need[0]) {
+      OpAttrs a; // jnp.mean's mul by 1/n shows as JAX's div by n
+      a.shown_divisor = at.shown_divisor;
+      out[0] = b.bind(Op::Mul, a, {g, p[1]});
+    }
+    return out;
+  }
   case Op::Div: {
-    return {when(0, [&] { return b.div(g, p[1]); }), when(1, [&] {
-              // JAX's: integer_pow(y, -2), whose own rule keeps every higher
-              // derivative one op (1 / (y * y) squares its denominator per order).
-              return b.neg(b.mul(b.mul(g, b.integer_pow(p[1], -2)), p[0]));
-            })};
+    // JAX's: integer_pow(y, -2), whose own rule keeps every higher
+    // derivative one op (1 / (y * y) squares its denominator per order).
+    out[1] = when(1, [&] { return b.neg(b.mul(b.mul(g, b.integer_pow(p[1], -2)), p[0])); });
+    out[0] = when(0, [&] { return b.div(g, p[1]); });
+    return out;
   }
   case Op::Square:
   case Op::IntegerPow: {
@@ -450,8 +516,8 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
     int64_t n = in.op == Op::Square ? 2 : at.exponent;
     if (n == 0) return one(b.zeros(p[0]));
     if (n == 1) return one(g);
-    if (n == 2) return one(b.mul(g, b.mul(b.full(p[0], 2.0), p[0])));
-    return one(b.mul(g, b.mul(b.full(p[0], static_cast<double>(n)), b.integer_pow(p[0], n - 1))));
+    if (n == 2) return one(b.mul(g, b.mul(b.lit(p[0], 2.0), p[0])));
+    return one(b.mul(g, b.mul(b.lit(p[0], static_cast<double>(n)), b.integer_pow(p[0], n - 1))));
   }
   case Op::Rem: {
     Tensor q = b.div(p[0], p[1]);
@@ -476,7 +542,10 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
       Tensor num = b.select(b.eq(a, y), b.full(y, 1), b.zeros(y));
       return b.div(num, b.select(b.eq(c, y), b.full(y, 2), b.full(y, 1)));
     };
-    return {b.mul(g, balanced(p[0], p[1])), b.mul(g, balanced(p[1], p[0]))};
+    Tensor jac_x = balanced(p[0], p[1]), jac_y = balanced(p[1], p[0]);
+    out[1] = b.mul(g, jac_y);
+    out[0] = b.mul(g, jac_x);
+    return out;
   }
   case Op::Atan2: {
     Tensor den = b.add(b.mul(p[0], p[0]), b.mul(p[1], p[1]));
@@ -515,17 +584,27 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
     return {when(0, [&] { return b.mul(gb, p[1]); }), when(1, [&] { return b.mul(p[0], gb); })};
   }
   case Op::Threefry2x32:
-    return out; // uint32 bits: not differentiable (JAX's threefry2x32_p has no JVP)
-  case Op::Select: {
+    return out;      // uint32 bits: not differentiable (JAX's threefry2x32_p has no JVP)
+  case Op::Select: { // (JAX's case 0, the false branch, first)
     Tensor z = b.zeros(g);
-    return {nullptr, b.select(p[0], g, z), b.select(p[0], z, g)};
+    out[2] = when(2, [&] { return b.select(p[0], z, g); });
+    out[1] = when(1, [&] { return b.select(p[0], g, z); });
+    return out;
   }
   case Op::ConvertElementType:
     if (!is_inexact(p[0]->aval.dtype)) return out;
     return one(b.convert(g, p[0]->aval.dtype, p[0]->aval.weak));
   case Op::BroadcastInDim:
-    return one(unbroadcast(b, g, p[0]->aval, at.axes));
+    return one(unbroadcast(b, g, p[0]->aval, at));
   case Op::Reshape:
+    if (!at.axes.empty()) // a squeeze (JAX's squeeze transposes to expand_dims)
+      return one(np::detail::expand_dims_at(cx, g, at.axes));
+    if (!at.perm.empty()) { // an expand_dims (JAX's broadcast_in_dim)
+      std::vector<int64_t> kept;
+      for (int64_t d = 0; d < g->aval.ndim(); ++d)
+        if (std::find(at.perm.begin(), at.perm.end(), d) == at.perm.end()) kept.push_back(d);
+      return one(broadcast_transpose(b, g, p[0]->aval.shape, kept));
+    }
     return one(b.reshape(g, p[0]->aval.shape));
   case Op::Transpose: {
     std::vector<int64_t> inv(at.perm.size());
@@ -536,6 +615,10 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
     const Shape& s = p[0]->aval.shape;
     if (g->aval.size() == 0) return one(b.zeros(p[0]));
     OpAttrs a;
+    // (JAX's rule computes hi, and a strided slice's interior, with numpy.)
+    bool unit =
+        std::all_of(at.strides.begin(), at.strides.end(), [](int64_t st) { return st == 1; });
+    a.numpy_ints = unit ? 2 : 6;
     for (size_t i = 0; i < s.size(); ++i) {
       int64_t n = g->aval.shape[i], st = at.strides[i];
       a.lo.push_back(at.starts[i]);
@@ -563,7 +646,8 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
   }
   case Op::Pad: {
     // JAX: un-pad (negated lo/hi), then take every (interior+1)-th element.
-    OpAttrs un;
+    OpAttrs un; // (its config and the slice's starts and strides numpy's, as JAX's)
+    un.numpy_ints = 7;
     for (size_t i = 0; i < at.lo.size(); ++i) {
       un.lo.push_back(-at.lo[i]);
       un.hi.push_back(-at.hi[i]);
@@ -571,6 +655,7 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
     }
     Tensor unpadded = b.bind(Op::Pad, un, {g, b.zeros(p[1])});
     OpAttrs sl;
+    sl.numpy_ints = 5;
     sl.starts.assign(at.lo.size(), 0);
     sl.limits = unpadded->aval.shape;
     for (int64_t i : at.interior) sl.strides.push_back(i + 1);
@@ -581,15 +666,17 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
     return {gx, gv};
   }
   case Op::ReduceSum:
-    return one(b.broadcast(g, p[0]->aval.shape, kept_dims(p[0]->aval.ndim(), at.axes)));
+    return one(b.broadcast(g, p[0]->aval.shape, kept_dims(p[0]->aval.ndim(), at.axes), true));
   case Op::ReduceMax:
   case Op::ReduceMin: {
     // JAX's _reduce_chooser: the cotangent is shared by the locations of the extremum.
     const Shape& s = p[0]->aval.shape;
     std::vector<int64_t> kept = kept_dims(p[0]->aval.ndim(), at.axes);
-    Tensor where = b.convert(b.eq(p[0], b.broadcast(y, s, kept)), g->aval.dtype, false);
+    Shape unit = s; // the extremum with the reduced dims kept (JAX's reshape)
+    for (int64_t d : at.axes) unit[static_cast<size_t>(d)] = 1;
+    Tensor where = b.convert(b.eq(p[0], b.stretch(b.reshape(y, unit), s)), g->aval.dtype, false);
     Tensor counts = b.reduce_sum(where, at.axes);
-    return one(b.mul(where, b.broadcast(b.div(g, counts), s, kept)));
+    return one(b.mul(b.broadcast(b.div(g, counts), s, kept), where));
   }
   case Op::ReduceProd: {
     // d prod / d x_i = prod of the others, exact when some x are zero.

@@ -8,6 +8,7 @@
 #include "ir/op.hpp"
 #include "lang/jaxpr_record.hpp"
 #include "runtime/spmd_call.hpp"
+#include "stdlib/jaxpr_view.hpp"
 #include "stdlib/lax_precision.hpp"
 #include "stdlib/sharding.hpp"
 
@@ -358,6 +359,16 @@ JaxprReading read_jaxpr(const Function& fn, const std::vector<int>& roots,
         rd.converted_from[i.result] = i.operands[0];
         continue;
       }
+      // pxl's stop_gradient of a weak value restores the weak type its
+      // bitcast lost; JAX's stop_gradient keeps it.
+      const Instr* sg = x.producer >= 0 ? &fn.body[static_cast<size_t>(x.producer)] : nullptr;
+      if (sg && sg->op == Op::BitcastConvertType && i.attrs.weak && i.attrs.dtype == x.aval.dtype &&
+          fn.values[static_cast<size_t>(sg->operands[0])].aval.dtype == x.aval.dtype &&
+          fn.values[static_cast<size_t>(sg->operands[0])].aval.weak) {
+        rd.stands_for[static_cast<size_t>(i.result)] =
+            rd.stands_for[static_cast<size_t>(i.operands[0])];
+        continue;
+      }
     }
     if (implicit[index - 1]) {
       const AVal& out = fn.values[static_cast<size_t>(i.result)].aval;
@@ -408,7 +419,8 @@ Value jaxpr_eqns(const Function& fn, const std::vector<Tensor>& consts, const Ja
         out.push_back(aval_value(fn.values[static_cast<size_t>(v)].aval));
     return make_list(out);
   };
-  for (const JaxprTopEqn& e : jaxpr_top_eqns(fn, record, consts)) {
+  JaxprView shown = jaxpr_view(fn, record);
+  for (const JaxprTopEqn& e : jaxpr_top_eqns(shown, consts)) {
     if (e.region) { // a jit, cond or scan: its printed params as Python values
       eqns.push_back(make_tuple(
           {make_str(e.prim), printed_params_dict(e.region->params), avals(e.ins), avals(e.outs)}));

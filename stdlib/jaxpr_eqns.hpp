@@ -62,8 +62,9 @@ struct JaxprTopEqn {
   // (ins holds those operands).
   std::vector<size_t> spmd_operands;
 };
-std::vector<JaxprTopEqn> jaxpr_top_eqns(const Function& fn, const JaxprRecord* record,
-                                        const std::vector<Tensor>& consts);
+struct JaxprView; // stdlib/jaxpr_view.hpp
+// (The equations point into `shown`.)
+std::vector<JaxprTopEqn> jaxpr_top_eqns(const JaxprView& shown, const std::vector<Tensor>& consts);
 
 // `consts`: the values of fn.consts.
 Value jaxpr_eqns(const Function& fn, const std::vector<Tensor>& consts, const JaxprRecord* record,

@@ -15,6 +15,7 @@
 #include "runtime/spmd_call.hpp"
 #include "stdlib/jaxpr_eqns.hpp"
 #include "stdlib/jaxpr_spmd.hpp"
+#include "stdlib/jaxpr_view.hpp"
 #include "stdlib/lax_precision.hpp"
 #include "stdlib/pretty_doc.hpp"
 
@@ -23,6 +24,15 @@ namespace pxl {
 namespace {
 
 using Params = JaxprParams;
+
+// A tuple of ints as Python prints it; `numpy`: numpy ints, np.int64(n).
+std::string ints_seq(const std::vector<int64_t>& xs, bool numpy) {
+  if (!numpy) return py_seq(xs);
+  std::string s = "(";
+  for (size_t i = 0; i < xs.size(); ++i)
+    s += (i ? ", " : "") + std::string("np.int64(") + std::to_string(xs[i]) + ")";
+  return s + (xs.size() == 1 ? ",)" : ")");
+}
 
 // The params JAX prints for the primitive (after its pp_eqn rule drops the
 // trivial ones: accuracy=None, out_dtype=None, sharding, a broadcast's shape).
@@ -44,7 +54,7 @@ Params printed_params(Op op, const OpAttrs& a, const AVal& result) {
     p = {{"axes", py_seq({a.axis})}, {"index_dtype", dtype_name(a.dtype)}};
     break;
   case Op::BroadcastInDim:
-    if (!a.axes.empty()) p = {{"broadcast_dimensions", py_seq(a.axes)}};
+    if (!a.axes.empty()) p = {{"broadcast_dimensions", ints_seq(a.axes, a.numpy_ints & 1)}};
     break;
   case Op::Reshape:
     if (!a.perm.empty()) { // expand_dims: JAX's broadcast_in_dim
@@ -87,17 +97,21 @@ Params printed_params(Op op, const OpAttrs& a, const AVal& result) {
     break;
   case Op::Pad: {
     std::string cfg = "(";
+    auto n = [&](int64_t v, int bit) {
+      std::string t = std::to_string(v);
+      return a.numpy_ints & (1 << bit) ? "np.int64(" + t + ")" : t;
+    };
     for (size_t i = 0; i < a.lo.size(); ++i)
-      cfg += (i ? ", " : "") + std::string("(") + std::to_string(a.lo[i]) + ", " +
-             std::to_string(a.hi[i]) + ", " + std::to_string(a.interior[i]) + ")";
+      cfg += (i ? ", " : "") + std::string("(") + n(a.lo[i], 0) + ", " + n(a.hi[i], 1) + ", " +
+             n(a.interior[i], 2) + ")";
     p = {{"padding_config", cfg + (a.lo.size() == 1 ? ",)" : ")")}};
     break;
   }
   case Op::Slice: {
     bool unit = std::all_of(a.strides.begin(), a.strides.end(), [](int64_t s) { return s == 1; });
-    p = {{"limit_indices", py_seq(a.limits)},
-         {"start_indices", py_seq(a.starts)},
-         {"strides", unit ? "None" : py_seq(a.strides)}};
+    p = {{"limit_indices", ints_seq(a.limits, a.numpy_ints & 2)},
+         {"start_indices", ints_seq(a.starts, a.numpy_ints & 1)},
+         {"strides", unit && !(a.numpy_ints & 4) ? "None" : ints_seq(a.strides, a.numpy_ints & 4)}};
     break;
   }
   case Op::DotGeneral:
@@ -262,19 +276,6 @@ struct Structure {
 
 // fn with each value a recorded alias names replaced by the value itself (a
 // branch's gated inputs are its inputs in JAX's jaxpr).
-Function without_aliases(const Function& f, const JaxprRecord* rec) {
-  Function g = f;
-  if (!rec || rec->alias.empty()) return g;
-  for (Instr& i : g.body)
-    for (int& o : i.operands)
-      for (int guard = 0; guard < 64; ++guard) {
-        auto a = rec->alias.find(o);
-        if (a == rec->alias.end()) break;
-        o = a->second;
-      }
-  return g;
-}
-
 // The values the record's equations use (kept alive when read_jaxpr drops
 // unused steps), and the values sub-jaxpr parameters stand for.
 std::vector<int> record_roots(const JaxprRecord* rec, bool parameters_only) {
@@ -287,6 +288,7 @@ std::vector<int> record_roots(const JaxprRecord* rec, bool parameters_only) {
     out.insert(out.end(), g.outputs.begin(), g.outputs.end());
     out.insert(out.end(), g.outvars.begin(), g.outvars.end());
   }
+  if (!parameters_only) out.insert(out.end(), rec->kept.begin(), rec->kept.end());
   return out;
 }
 
@@ -321,7 +323,7 @@ SpmdOperands spmd_operands(const Instr& i, const Structure& st, const JaxprReadi
 }
 
 struct Printer {
-  Function view; // the traced function, aliases resolved
+  JaxprView view; // the traced function as the record says JAX shows it
   const Function& fn;
   JaxprReading rd;
   const JaxprRecord* rec;
@@ -355,9 +357,10 @@ struct Printer {
   bool drop_unused = true;
 
   Printer(const Function& f, const JaxprRecord* r, const std::vector<Tensor>* consts = nullptr)
-      : view(without_aliases(f, r)), fn(view),
-        rd(read_jaxpr(view, record_roots(r, false), record_roots(r, true), consts)), rec(r),
-        st(view, r, rd), uses(f.values.size(), 0) {
+      : view(jaxpr_view(f, r)), fn(view.fn),
+        rd(read_jaxpr(fn, record_roots(view.rec, false), record_roots(view.rec, true), consts)),
+        rec(view.rec), st(fn, rec, rd), uses(f.values.size(), 0) {
+    name_add_any(view, rd);
     count_uses(-1);
     for (int v : fn.results) use(v);
   }
@@ -473,8 +476,12 @@ struct Printer {
                     pp::group(pp::join(pp::concat({pp::text(""), pp::group(pp::brk())}), items)));
   }
   pp::Doc binder(int v, bool may_drop) {
+    // JAX's _dropvars: the top-level jaxpr's unused binders; a sub-jaxpr's
+    // binder prints as `_` only where it stands for one of those.
     bool unused = may_drop && drop_unused && !synthetic.count(v) &&
-                  static_cast<size_t>(v) < uses.size() && uses[static_cast<size_t>(v)] == 0;
+                  (scopes.size() == 1 ? static_cast<size_t>(v) < uses.size() &&
+                                            uses[static_cast<size_t>(v)] == 0
+                                      : dropped.count(st.resolve(v)) > 0);
     if (unused) dropped.insert(st.resolve(v));
     return pp::text((unused ? std::string("_") : name(v)) + ":" + type_of(v));
   }
@@ -1148,11 +1155,12 @@ struct Printer {
 
 } // namespace
 
-std::vector<JaxprTopEqn> jaxpr_top_eqns(const Function& fn, const JaxprRecord* record,
-                                        const std::vector<Tensor>& consts) {
-  Function view = without_aliases(fn, record);
+std::vector<JaxprTopEqn> jaxpr_top_eqns(const JaxprView& shown, const std::vector<Tensor>& consts) {
+  const Function& view = shown.fn;
+  const JaxprRecord* record = shown.rec;
   JaxprReading rd =
       read_jaxpr(view, record_roots(record, false), record_roots(record, true), &consts);
+  name_add_any(shown, rd);
   Structure st(view, record, rd);
   std::map<int, Tensor> const_values;
   for (size_t k = 0; k < view.consts.size() && k < consts.size(); ++k)
@@ -1179,8 +1187,8 @@ std::vector<JaxprTopEqn> jaxpr_top_eqns(const Function& fn, const JaxprRecord* r
     }
     if (i < view.body.size() && (!record || st.innermost[i] < 0) && st.instr_shown(i)) {
       JaxprTopEqn e;
-      e.instr = &fn.body[i];
-      e.prim = shown_prim(fn.body[i], rd, i);
+      e.instr = &view.body[i];
+      e.prim = shown_prim(view.body[i], rd, i);
       e.renamed = rd.prim.count(i) > 0;
       if (const Instr& in = view.body[i]; in.op == Op::SpmdCall && in.attrs.callee) {
         e.spmd_operands = spmd_operands(in, st, rd, const_values).taken;

@@ -173,6 +173,18 @@ std::vector<Tensor> inline_recorded(TraceContext& tc, const Function& f, const J
     int a = id(from), b = id(to);
     if (a >= 0 && b >= 0 && a != b) rec.alias[a] = b;
   }
+  // Reverse mode's notes, for the instructions that landed as one each.
+  auto single = [&](size_t k, size_t& pos) {
+    if (k >= after.size() || after[k] != at(k) + 1) return false;
+    pos = at(k);
+    return true;
+  };
+  for (auto [j, k] : inner.moved)
+    if (size_t pj = 0, pk = 0; single(j, pj) && single(k, pk)) rec.moved.push_back({pj, pk});
+  for (size_t k : inner.add_any)
+    if (size_t pk = 0; single(k, pk)) rec.add_any.push_back(pk);
+  for (int v : inner.kept)
+    if (int k = id(v); k >= 0) rec.kept.push_back(k);
   std::vector<Tensor> out;
   for (int r : f.results) out.push_back(env[static_cast<size_t>(r)]);
   return out;

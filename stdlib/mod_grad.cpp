@@ -201,6 +201,7 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
   check_grad_mesh(in, params, out);
   OpContext& cx = in.ops();
   std::vector<Tensor> env = forward_pass(cx, f, params, t.consts);
+  jaxpr_show_primal_results(cx, f, env);
   std::vector<Tensor> seeds(f.results.size());
   seeds[0] = np::full_like(cx, env[f.results[0]], Scalar::of_float(1.0));
   std::vector<Tensor> cts = backward_pass(cx, f, env, seeds);
@@ -225,7 +226,10 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
 // jax.vjp(f, *primals, has_aux=False) -> (out, vjp_fn[, aux]). `what` names
 // the trace: "jvp" when forward mode (jax_extra.pxl) transposes this vjp, so
 // that a custom_vjp function inside can refuse it, as JAX does.
-Value run_vjp(InterpreterImpl& in, CallArgs& a, const char* what, bool float0 = true) {
+// `shown`: make_jaxpr shows the primal computation even where its results go
+// unused (the user's vjp, not the stdlib's uses of one).
+Value run_vjp(InterpreterImpl& in, CallArgs& a, const char* what, bool float0 = true,
+              bool shown = true) {
   if (a.pos.empty()) throw Error(ErrCode::Arguments, "vjp() missing required argument 'fun'");
   bool has_aux = false;
   for (auto& [k, v] : a.kw) {
@@ -254,6 +258,7 @@ Value run_vjp(InterpreterImpl& in, CallArgs& a, const char* what, bool float0 = 
   check_main_outputs(*t, out_tree.num_leaves());
   auto env =
       std::make_shared<std::vector<Tensor>>(forward_pass(in.ops(), *t->fn, params, t->consts));
+  if (shown) jaxpr_show_primal_results(in.ops(), *t->fn, *env);
   Value result = output_tree(*t, *env);
   Value vjp_fn = make_builtin("vjp_fn", [t, env, out_tree, params, float0](InterpreterImpl& in,
                                                                            CallArgs& c) {
@@ -332,10 +337,13 @@ void add_grad_functions(InterpreterImpl& in, Value& jax) {
       make_builtin("vjp", [](InterpreterImpl& in, CallArgs& a) { return run_vjp(in, a, "vjp"); });
   vars["_forward_vjp"] = make_builtin(
       "vjp", [](InterpreterImpl& in, CallArgs& a) { return run_vjp(in, a, "jvp", false); });
+  // jvp's transpose of its vjp (jax_extra.pxl): the vjp at zero is not JAX's.
+  vars["_transpose_vjp"] = make_builtin(
+      "vjp", [](InterpreterImpl& in, CallArgs& a) { return run_vjp(in, a, "vjp", true, false); });
   // The stdlib's vjp: integer inputs' cotangents are integer zeros, not float0
   // (jacrev, linear_transpose and the jvp of the vjp differentiate through them).
   vars["_vjp"] = make_builtin(
-      "vjp", [](InterpreterImpl& in, CallArgs& a) { return run_vjp(in, a, "vjp", false); });
+      "vjp", [](InterpreterImpl& in, CallArgs& a) { return run_vjp(in, a, "vjp", false, false); });
   for (const char* n : {"grad", "value_and_grad"}) in.define_builtin(n, vars.at(n));
 }
 

@@ -312,6 +312,7 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     OpAttrs at;
     at.shape = value_to_shape(r[1], "broadcast_in_dim() shape");
     at.axes = ints(r[2], "broadcast_in_dim() broadcast_dimensions");
+    at.filled = true; // (a jaxpr shows it, as JAX's)
     return make_array(bind(in, Op::BroadcastInDim, at, {T(in, r[0])}));
   });
   def("broadcast", [](InterpreterImpl& in, CallArgs& a) {
@@ -322,6 +323,7 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     int64_t lead = static_cast<int64_t>(at.shape.size());
     for (int64_t d : x->aval.shape) at.shape.push_back(d);
     for (int64_t i = 0; i < x->aval.ndim(); ++i) at.axes.push_back(lead + i);
+    at.filled = true;
     return make_array(bind(in, Op::BroadcastInDim, at, {x}));
   });
   def("dot_general", [](InterpreterImpl& in, CallArgs& a) {

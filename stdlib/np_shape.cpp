@@ -201,7 +201,13 @@ Tensor broadcast_to(OpContext& cx, const Tensor& x, const Shape& shape) {
                                     array_type_str(av(x).dtype, s) +
                                     " and requested type=" + array_type_str(av(x).dtype, shape));
   }
-  return broadcast(cx, x, shape, "broadcast_to");
+  if (s == shape) return x;
+  OpAttrs a; // (the program's own broadcast_in_dim, not a binary op's: OpAttrs::filled)
+  a.shape = shape;
+  a.filled = true;
+  for (size_t i = 0; i < s.size(); ++i)
+    a.axes.push_back(static_cast<int64_t>(shape.size() - s.size() + i));
+  return bind(cx, Op::BroadcastInDim, a, {x});
 }
 
 Tensor concatenate(OpContext& cx, const std::vector<Tensor>& xs, int axis) {
