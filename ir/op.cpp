@@ -208,6 +208,8 @@ std::string attrs_str(Op op, const OpAttrs& a) {
     return "axis=" + std::to_string(a.axis) + " dtype=" + dtype_name(a.dtype);
   case Op::Cumsum:
     return "axis=" + std::to_string(a.axis) + (a.reverse ? " reverse=true" : "");
+  case Op::Argsort:
+    return "axis=" + std::to_string(a.axis);
   case Op::Fft: {
     const char* types[] = {"FFT", "IFFT", "RFFT", "IRFFT"};
     return std::string("fft_type=") + (a.axis >= 0 && a.axis < 4 ? types[a.axis] : "?") +

@@ -458,6 +458,8 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
     return cumsum(in[0], a, oa);
   case Op::Fft:
     return fft(in[0], a, oa);
+  case Op::Argsort:
+    return argsort(in[0], a, oa);
   // ---- contraction, indexing ----
   case Op::DotGeneral:
     return dot_general(in[0], in[1], a, oa);

@@ -254,7 +254,8 @@ enum class Reduction { Sum, Prod, Max, Min, And, Or };
 Array reduce(Reduction r, const Array& x, const OpAttrs& a, const AVal& out);
 Array arg_reduce(bool is_max, const Array& x, const OpAttrs& a, const AVal& out);
 Array cumsum(const Array& x, const OpAttrs& a, const AVal& out);
-Array fft(const Array& x, const OpAttrs& a, const AVal& out); // ref_fft.cpp
+Array fft(const Array& x, const OpAttrs& a, const AVal& out);     // ref_fft.cpp
+Array argsort(const Array& x, const OpAttrs& a, const AVal& out); // ref_sort.cpp
 Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& out);
 // sum over a.axes of l * r, the products fused in (ir/ref_mul_reduce.cpp).
 Array mul_reduce_sum(const Array& l, const Array& r, const OpAttrs& a, const AVal& out);

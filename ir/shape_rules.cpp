@@ -831,6 +831,9 @@ AVal infer_unchecked(Op op, const OpAttrs& a, std::span<const AVal> in) {
     return in[0];
   case Op::Fft:
     return fft(op, a, in[0]);
+  case Op::Argsort:
+    check_axis(op, a.axis, in[0].ndim());
+    return AVal{DType::Int32, in[0].shape, false};
   case Op::DotGeneral:
     return dot_general(op, a, in[0], in[1]);
   case Op::MulReduceSum:

@@ -569,6 +569,7 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
   case Op::ReduceOr:
   case Op::Argmax:
   case Op::Argmin:
+  case Op::Argsort:
   case Op::AxisIndex:
   case Op::DebugPrint:
     return out;          // integer/bool results: nothing to differentiate

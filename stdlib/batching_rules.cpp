@@ -579,6 +579,7 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
   case Op::Argmax:
   case Op::Argmin:
   case Op::Cumsum:
+  case Op::Argsort:
     a.axis = attrs.axis + 1;
     if (op != Op::Cumsum && !attrs.axes.empty()) a.axes = shifted(attrs.axes);
     return {bind(cx, op, a, {in[0].t}), true};

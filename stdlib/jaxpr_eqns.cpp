@@ -247,6 +247,9 @@ Value params_of(Op op, const OpAttrs& a, DType result) {
     set("axis", Value::integer(a.axis));
     set("reverse", Value::boolean(a.reverse));
     break;
+  case Op::Argsort:
+    set("dimension", Value::integer(a.axis));
+    break;
   case Op::Round:
     set("rounding_method", Value::integer(1)); // TO_NEAREST_EVEN
     break;

@@ -86,6 +86,9 @@ Params printed_params(Op op, const OpAttrs& a, const AVal& result) {
   case Op::Cumsum:
     p = {{"axis", std::to_string(a.axis)}, {"reverse", py_bool(a.reverse)}};
     break;
+  case Op::Argsort: // (pxl's: JAX sorts the operand with an iota)
+    p = {{"dimension", std::to_string(a.axis)}};
+    break;
   case Op::Round: // pxl's round is jnp.round's: RoundingMethod.TO_NEAREST_EVEN
     p = {{"rounding_method", "1"}};
     break;
@@ -479,9 +482,9 @@ struct Printer {
     // JAX's _dropvars: the top-level jaxpr's unused binders; a sub-jaxpr's
     // binder prints as `_` only where it stands for one of those.
     bool unused = may_drop && drop_unused && !synthetic.count(v) &&
-                  (scopes.size() == 1 ? static_cast<size_t>(v) < uses.size() &&
-                                            uses[static_cast<size_t>(v)] == 0
-                                      : dropped.count(st.resolve(v)) > 0);
+                  (scopes.size() == 1
+                       ? static_cast<size_t>(v) < uses.size() && uses[static_cast<size_t>(v)] == 0
+                       : dropped.count(st.resolve(v)) > 0);
     if (unused) dropped.insert(st.resolve(v));
     return pp::text((unused ? std::string("_") : name(v)) + ":" + type_of(v));
   }
@@ -701,6 +704,22 @@ struct Printer {
         inner *= fn.mesh_sizes[static_cast<size_t>(b)];
     }
   }
+  // pxl's argsort is JAX's sort of the operand along with an iota, whose
+  // second result is the permutation.
+  void push_argsort(std::vector<pp::Doc>& out, const Instr& i) {
+    const AVal& perm = fn.values[static_cast<size_t>(i.result)].aval;
+    const int x = i.operands[0];
+    int iota = add_synthetic(perm, 0);
+    push(out, binder(iota, false), "iota",
+         kv_pairs({pp::text("dimension=" + std::to_string(i.attrs.axis)), pp::text("dtype=int32"),
+                   pp::text("shape=" + py_seq(perm.shape)), pp::text("sharding=None")}),
+         {});
+    int sorted = add_synthetic(aval_of(st.resolve(x)), vma_of(st.resolve(x)));
+    push(out, binders({sorted, i.result}, true), "sort",
+         kv_pairs({pp::text("dimension=" + std::to_string(i.attrs.axis)),
+                   pp::text("is_stable=True"), pp::text("num_keys=1")}),
+         {atom(x), name(iota)});
+  }
   // An equation, after the pvary casts JAX inserts before it where vma is
   // checked: an operand varying over fewer axes than the others (or than a
   // collective's axes) is cast to all of them first (core.auto_insert_reshard,
@@ -708,6 +727,7 @@ struct Printer {
   void push_eqn(std::vector<pp::Doc>& out, const Instr& i) {
     cast.clear();
     if (i.op == Op::AxisIndex && i.attrs.axis_names.size() > 1) return push_axis_index(out, i);
+    if (i.op == Op::Argsort) return push_argsort(out, i);
     if (checks_vma() && !i.attrs.loop && !i.attrs.custom && i.op != Op::SpmdCall && !is_pvary(i)) {
       std::vector<int> ins = i.operands;
       if (i.op == Op::Select && ins.size() == 3) std::swap(ins[1], ins[2]);

@@ -407,6 +407,16 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     at.reverse = r.get_bool(2, false);
     return make_array(bind(in, Op::Cumsum, at, {x}));
   });
+  // lax._argsort(operand, axis): the stable ascending sort permutation along
+  // axis in lax.sort's order (stdlib/numpy_sort.pxl builds the sorts on it).
+  def("_argsort", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_argsort", a, {"operand", "axis"}, 2);
+    OpAttrs at;
+    Tensor x = T(in, r[0]);
+    int64_t axis = r.get_int(1, 0);
+    at.axis = axis < 0 ? axis + x->aval.ndim() : axis;
+    return make_array(bind(in, Op::Argsort, at, {x}));
+  });
   def("rev", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("rev", a, {"operand", "dimensions"}, 2);
     OpAttrs at;
