@@ -501,23 +501,14 @@ Value fori_as_while(InterpreterImpl& in, const Span& where, const Value& lower, 
 
 // lax._fixed_loop(lower, upper, body_fun, init_val): fori_loop with static
 // bounds as one loop when traced (lax.scan over long sequences), reverse
-// mode differentiable since its trip count is known; eagerly the host loop.
+// mode differentiable since its trip count is known; eagerly too, as JAX
+// compiles a scan's loop (one compiled body, not one dispatch per op and step).
 struct FixedLoopFn : OpaqueObj {
   std::string type_name() const override { return "builtin_function_or_method"; }
   std::string repr() const override { return "<function _fixed_loop>"; }
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
     ArgReader r("_fixed_loop", a, {"lower", "upper", "body_fun", "init_val"}, 4);
     int64_t lo = r.get_int(0), hi = r.get_int(1);
-    if (!dynamic_cast<TraceContext*>(&in.ops())) {
-      Value val = r[3];
-      for (int64_t i = lo; i < hi; ++i) {
-        in.poll_interrupt(where);
-        Value idx = make_array(in.to_tensor(Value::integer(i), where, DType::Int32));
-        val = in.call(r[2], ValueList{idx, val}, where);
-      }
-      out = val;
-      return true;
-    }
     Value l = make_array(in.to_tensor(Value::integer(lo), where, DType::Int32));
     Value u = make_array(in.to_tensor(Value::integer(hi), where, DType::Int32));
     out = fori_as_while(in, where, l, u, r[2], r[3], std::max<int64_t>(hi - lo, 0));
