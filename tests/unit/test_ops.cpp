@@ -210,6 +210,32 @@ TEST_CASE("reduction kernels", "[ops]") {
   CHECK(vals(run(Op::Cumsum, {iarr({1, 2, 3}, {1, 3})}, cs)) == std::vector<double>{6, 5, 3});
 }
 
+TEST_CASE("argsort kernel: stable, in lax.sort's order", "[ops]") {
+  OpAttrs a;
+  // Equal keys keep their order; -0.0 equals 0.0; NaNs last, in their order.
+  CHECK(vals(run(Op::Argsort, {arr({2, NAN, -0.0, 1, 0, NAN, -INFINITY, 1}, {8})}, a)) ==
+        std::vector<double>{6, 2, 4, 3, 7, 0, 1, 5});
+  CHECK(run(Op::Argsort, {arr({1}, {1})}, a).dtype() == DType::Int32);
+  // Along axis 0 of a matrix: each column sorted on its own.
+  CHECK(vals(run(Op::Argsort, {iarr({3, 0, 1, 2, 2, 1}, {3, 2})}, a)) ==
+        std::vector<double>{1, 0, 2, 2, 0, 1});
+  a.axis = 1;
+  CHECK(vals(run(Op::Argsort, {iarr({1, 0, 1, 0}, {1, 4}, DType::Bool)}, a)) ==
+        std::vector<double>{1, 3, 0, 2});
+  Array c(DType::Complex64, {4});
+  c.set(0, Scalar::of_complex(1, 2));
+  c.set(1, Scalar::of_complex(1, -1));
+  c.set(2, Scalar::of_complex(NAN, 0));
+  c.set(3, Scalar::of_complex(-1, 5));
+  a.axis = 0;
+  CHECK(vals(run(Op::Argsort, {c}, a)) == std::vector<double>{3, 1, 0, 2});
+  CHECK(err(Op::Argsort, {AVal{DType::Float32, {3}}}, [] {
+          OpAttrs b;
+          b.axis = 1;
+          return b;
+        }()) == "argsort: axis 1 is out of range for an operand of rank 1");
+}
+
 TEST_CASE("dot_general kernel", "[ops]") {
   OpAttrs a;
   a.dot.lhs_contract = {1};
