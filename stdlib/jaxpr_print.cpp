@@ -25,12 +25,16 @@ namespace {
 
 using Params = JaxprParams;
 
-// A tuple of ints as Python prints it; `numpy`: numpy ints, np.int64(n).
+// An int as Python prints it; `numpy`: a numpy int, np.int64(n).
+std::string py_int(int64_t v, bool numpy) {
+  return numpy ? "np.int64(" + std::to_string(v) + ")" : std::to_string(v);
+}
+
+// A tuple of such ints.
 std::string ints_seq(const std::vector<int64_t>& xs, bool numpy) {
   if (!numpy) return py_seq(xs);
   std::string s = "(";
-  for (size_t i = 0; i < xs.size(); ++i)
-    s += (i ? ", " : "") + std::string("np.int64(") + std::to_string(xs[i]) + ")";
+  for (size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + py_int(xs[i], true);
   return s + (xs.size() == 1 ? ",)" : ")");
 }
 
@@ -100,10 +104,7 @@ Params printed_params(Op op, const OpAttrs& a, const AVal& result) {
     break;
   case Op::Pad: {
     std::string cfg = "(";
-    auto n = [&](int64_t v, int bit) {
-      std::string t = std::to_string(v);
-      return a.numpy_ints & (1 << bit) ? "np.int64(" + t + ")" : t;
-    };
+    auto n = [&](int64_t v, int bit) { return py_int(v, a.numpy_ints & (1 << bit)); };
     for (size_t i = 0; i < a.lo.size(); ++i)
       cfg += (i ? ", " : "") + std::string("(") + n(a.lo[i], 0) + ", " + n(a.hi[i], 1) + ", " +
              n(a.interior[i], 2) + ")";
