@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ir/ref_complex.hpp"
+#include "ir/ref_in_place.hpp"
 #include "ir/ref_math.hpp"
 #include "ir/ref_util.hpp"
 #include "runtime/threefry.hpp"
@@ -510,6 +511,14 @@ Array eval_ref(Op op, const OpAttrs& a, std::span<const Array> in) {
   Array out = eval(op, a, in);
   int device = in.empty() ? 0 : in[0].device(); // results stay on their operands' device
   return out.device() == device ? out : out.on_device(device);
+}
+
+bool updates_in_place(Op op) { return op == Op::Scatter; }
+
+void eval_ref_in_place(Op op, const OpAttrs& a, Array& x, std::span<const Array> rest) {
+  PXL_ASSERT(updates_in_place(op) && rest.size() == 2, "no in-place kernel for this op");
+  xla::ScopedFlushDenormal ftz;
+  scatter_into(x, rest[0], rest[1], a);
 }
 
 } // namespace pxl

@@ -166,11 +166,16 @@ Array scatter(const Array& x, const Array& idx, const Array& upd, const OpAttrs&
   // The operand's copy writes every byte: no zero fill first.
   Array out = Array::uninitialized(oa.dtype, oa.shape, oa.weak);
   std::memcpy(out.data(), x.data(), x.nbytes());
+  scatter_into(out, idx, upd, a);
+  return out;
+}
+
+void scatter_into(Array& out, const Array& idx, const Array& upd, const OpAttrs& a) {
   size_t ax = static_cast<size_t>(a.axis);
-  int64_t outer = 1, inner = 1, n = x.shape()[ax], m = idx.size();
-  for (size_t d = 0; d < ax; ++d) outer *= x.shape()[d];
-  for (size_t d = ax + 1; d < x.shape().size(); ++d) inner *= x.shape()[d];
-  visit_dtype(x.dtype(), [&]<DType D>() {
+  int64_t outer = 1, inner = 1, n = out.shape()[ax], m = idx.size();
+  for (size_t d = 0; d < ax; ++d) outer *= out.shape()[d];
+  for (size_t d = ax + 1; d < out.shape().size(); ++d) inner *= out.shape()[d];
+  visit_dtype(out.dtype(), [&]<DType D>() {
     using E = Elem<D>;
     using C = typename E::C;
     auto* os = out.as<typename E::S>();
@@ -211,7 +216,6 @@ Array scatter(const Array& x, const Array& idx, const Array& upd, const OpAttrs&
         }
     }
   });
-  return out;
 }
 
 } // namespace pxl::ref

@@ -271,5 +271,8 @@ int64_t prod_dims(const Shape& s, const std::vector<int64_t>& dims);
 Array take(const Array& x, const Array& idx, const OpAttrs& a, const AVal& out);
 Array scatter(const Array& x, const Array& idx, const Array& upd, const OpAttrs& a,
               const AVal& out);
+// scatter's update of `out`'s own elements (out holds the operand's): what a
+// scatter that may take its operand's bytes runs (runtime/spmd_steps.hpp).
+void scatter_into(Array& out, const Array& idx, const Array& upd, const OpAttrs& a);
 
 } // namespace pxl::ref

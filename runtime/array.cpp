@@ -213,6 +213,16 @@ void Array::set(int64_t flat, const Scalar& v) {
 
 double Array::get_f64(int64_t flat) const { return get(flat).real(); }
 
+bool Array::sole_owner() const {
+  if (!buf_ || buf_.use_count() != 1 || offset_ != 0 || buf_->nbytes() != nbytes() ||
+      buf_->device_storage())
+    return false;
+  // The count is read relaxed: this orders the caller's writes after the
+  // reads of a holder on another thread that has just let go.
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return true;
+}
+
 Array Array::with_weak(bool weak) const {
   Array a = *this;
   a.aval_.weak = weak;

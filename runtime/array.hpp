@@ -137,6 +137,10 @@ public:
   const DeviceStorage* device_storage() const {
     return buf_ ? buf_->device_storage().get() : nullptr;
   }
+  // Whether this array alone holds its buffer, all of it, on the host (no
+  // view, no other array, no device copy): its holder may then write over its
+  // elements without anyone else seeing them change.
+  bool sole_owner() const;
   // Waits until the contents are computed (a no-op for host arrays).
   void block_until_ready() const;
 

@@ -49,6 +49,15 @@ public:
                                               const std::vector<std::vector<Array>>& inputs,
                                               CommWorld& world,
                                               std::vector<DebugRecord>& debug) = 0;
+  // run() for a caller that gives `inputs` up: an input the run reads for the
+  // last time at an op that updates in place (ir/ref_in_place.hpp) may then
+  // become that op's result without a copy (a loop's carried buffer).
+  virtual std::vector<std::vector<Array>> run_donated(int thread,
+                                                      std::vector<std::vector<Array>>&& inputs,
+                                                      CommWorld& world,
+                                                      std::vector<DebugRecord>& debug) {
+    return run(thread, inputs, world, debug);
+  }
   // Whether the participants never talk to each other (no collectives, no
   // nested SPMD calls) and may therefore run one after another on any thread.
   virtual bool independent() const { return false; }

@@ -13,6 +13,7 @@
 #include "codegen/jit.hpp"
 #include "codegen/kernel_pool.hpp"
 #include "ir/custom_call.hpp"
+#include "ir/ref_in_place.hpp"
 #include "ir/ref_math.hpp"
 #include "lang/diag.hpp"
 #include "lang/phase_times.hpp"
@@ -76,6 +77,27 @@ public:
     for (size_t i = 0; i < fn_->results.size(); ++i)
       move_result_.push_back(std::find(fn_->results.begin() + static_cast<long>(i) + 1,
                                        fn_->results.end(), fn_->results[i]) == fn_->results.end());
+    // What each host step reads for the last time (the buffer plan's
+    // liveness is over steps: a kernel reads at its own step), and the steps
+    // that may then update their first operand in place.
+    const Function& f = *fn_;
+    std::vector<bool> result(f.values.size(), false);
+    for (int r : f.results) result[static_cast<size_t>(r)] = true;
+    dying_.assign(f.body.size(), {});
+    in_place_.assign(f.body.size(), false);
+    const auto& steps = prog_->plan.steps;
+    for (size_t si = 0; si < steps.size(); ++si) {
+      if (steps[si].kind != Step::Kind::Instr) continue;
+      const size_t i = static_cast<size_t>(steps[si].index);
+      for (int o : f.body[i].operands)
+        if (!result[static_cast<size_t>(o)] &&
+            prog_->buffers.values[static_cast<size_t>(o)].last == static_cast<int>(si) &&
+            std::find(dying_[i].begin(), dying_[i].end(), o) == dying_[i].end())
+          dying_[i].push_back(o);
+      in_place_[i] =
+          updates_in_place(f.body[i].op) &&
+          std::find(dying_[i].begin(), dying_[i].end(), f.body[i].operands[0]) != dying_[i].end();
+    }
   }
 
   ~LlvmExecutable() override {
@@ -86,6 +108,21 @@ public:
 
   std::vector<std::vector<Array>> run(int thread, const std::vector<std::vector<Array>>& inputs,
                                       CommWorld& world, std::vector<DebugRecord>& debug) override {
+    return run_with(thread, inputs, nullptr, world, debug);
+  }
+
+  std::vector<std::vector<Array>> run_donated(int thread, std::vector<std::vector<Array>>&& inputs,
+                                              CommWorld& world,
+                                              std::vector<DebugRecord>& debug) override {
+    return run_with(thread, inputs, &inputs, world, debug);
+  }
+
+private:
+  // `donated`: the inputs themselves, which the caller gave up (or null).
+  std::vector<std::vector<Array>> run_with(int thread,
+                                           const std::vector<std::vector<Array>>& inputs,
+                                           std::vector<std::vector<Array>>* donated,
+                                           CommWorld& world, std::vector<DebugRecord>& debug) {
     // Each thread reuses its state (arenas, tables) from run to run; a run
     // that finds it taken (a concurrent or nested run of this executable on
     // the same thread index) works on a fresh one.
@@ -93,6 +130,7 @@ public:
     std::unique_ptr<State> st(slot.exchange(nullptr));
     if (!st) st = std::make_unique<State>(*this);
     st->begin(thread, inputs, world, debug);
+    st->donated = donated;
     int rc;
     {
       ref::xla::ScopedFlushDenormal ftz; // the kernels' environment; restores the caller's
@@ -117,7 +155,6 @@ public:
     return out;
   }
 
-private:
   // One device thread's run: its participants' values as arrays (env[j][v],
   // for what the host steps see), the schedule's value table and arenas.
   struct State final : ScheduleHost {
@@ -125,6 +162,7 @@ private:
       const size_t k = static_cast<size_t>(e.layout_.per_thread), n = e.fn_->values.size();
       env.assign(k, std::vector<Array>(n));
       values.assign(k * n, nullptr);
+      devices.assign(k * n, -1);
       int64_t bytes = e.prog_->buffers.arena_bytes;
       for (size_t j = 0; j < k; ++j) {
         arenas.push_back(bytes > 0 ? Array::uninitialized(DType::Bool, {bytes}) : Array());
@@ -165,6 +203,16 @@ private:
       return nullptr;
     }
 
+    // Input v of participant j for a host step: moved out of the inputs
+    // where the caller gave them up and the step reads a parameter for the
+    // last time (`dies`), so that once the step drops it, nothing holds its
+    // bytes but what the step made of them (a reshape, an in-place update).
+    Array take_input(size_t j, int v, bool dies) {
+      int i = exe.input_of_[static_cast<size_t>(v)];
+      if (dies && donated && i >= 0) return std::move((*donated)[j][static_cast<size_t>(i)]);
+      return *input(j, v);
+    }
+
     // The results, moved out of env (copied where a value is returned twice).
     std::vector<std::vector<Array>> results() {
       const std::vector<int>& rs = exe.fn_->results;
@@ -186,9 +234,11 @@ private:
     void end() {
       for (auto& row : env)
         for (Array& a : row) a = Array();
+      std::fill(devices.begin(), devices.end(), -1);
       world = nullptr;
       debug = nullptr;
       in = nullptr;
+      donated = nullptr;
     }
 
     // The device a kernel output is on: its first input's, as eval_ref's
@@ -198,6 +248,7 @@ private:
       for (;;) {
         const Array& a = env[j][static_cast<size_t>(v)];
         if (a.defined()) return a.device();
+        if (int d = devices[j * env[j].size() + static_cast<size_t>(v)]; d >= 0) return d;
         if (const Array* x = input(j, v)) return x->device();
         int k = exe.kernel_of_[static_cast<size_t>(v)];
         if (k < 0 || kernels[static_cast<size_t>(k)].inputs.empty()) return 0;
@@ -216,13 +267,15 @@ private:
         const Function& f = *exe.fn_;
         const BufferPlan& bp = exe.prog_->buffers;
         const Instr& in = f.body[static_cast<size_t>(index)];
+        const bool in_place = exe.in_place_[static_cast<size_t>(index)];
+        const std::vector<int>& dying = exe.dying_[static_cast<size_t>(index)];
         for (size_t j = 0; j < env.size(); ++j)
           for (int o : in.operands) {
             const BufferPlan::Slot& s = bp.values[static_cast<size_t>(o)];
             Array& a = env[j][static_cast<size_t>(o)];
             if (a.defined()) continue;
             if (s.kind == BufferPlan::Kind::Input)
-              a = *input(j, o);
+              a = take_input(j, o, std::find(dying.begin(), dying.end(), o) != dying.end());
             else if (s.kind == BufferPlan::Kind::Arena)
               a = arenas[j]
                       .view_bytes(static_cast<size_t>(s.offset), f.values[o].aval)
@@ -233,8 +286,19 @@ private:
             if (!a.defined() && av.size() == 0)
               a = Array(av.dtype, av.shape, av.weak).on_device(device_of(j, o));
           }
-        run_host_instr(f, exe.layout_, exe.groups_, thread, static_cast<size_t>(index), env, *world,
-                       *debug, exe.phase_times);
+        if (in_place)
+          run_instr_in_place(f, static_cast<size_t>(index), exe.layout_.per_thread, env);
+        else
+          run_host_instr(f, exe.layout_, exe.groups_, thread, static_cast<size_t>(index), env,
+                         *world, *debug, exe.phase_times);
+        // What no later step reads is dropped now, not at the end of the run,
+        // so the bytes of a value that lives on as a view have one holder.
+        for (size_t j = 0; j < env.size(); ++j)
+          for (int o : dying) {
+            Array& a = env[j][static_cast<size_t>(o)];
+            if (a.defined()) devices[j * f.values.size() + static_cast<size_t>(o)] = a.device();
+            a = Array();
+          }
         for (size_t j = 0; j < env.size(); ++j)
           for (int r = in.result; r < in.result + in.nresults; ++r) {
             Array& a = env[j][static_cast<size_t>(r)];
@@ -290,9 +354,11 @@ private:
     CommWorld* world = nullptr;
     std::vector<DebugRecord>* debug = nullptr;
     const std::vector<std::vector<Array>>* in = nullptr; // the run's inputs
+    std::vector<std::vector<Array>>* donated = nullptr;  // the same, when given up
     unsigned outer_fp = 0;
     std::vector<std::vector<Array>> env;
     std::vector<void*> values; // the schedule's value table
+    std::vector<int> devices;  // by j * values + v: the device of a value dropped early
     std::vector<Array> arenas; // by local participant
     std::vector<void*> arena_ptrs;
     std::exception_ptr error;
@@ -309,6 +375,8 @@ private:
   static constexpr int kNotInput = -1;
   std::vector<int> input_of_;
   std::vector<bool> move_result_;           // by result: not returned again later
+  std::vector<bool> in_place_;              // by body index: runs with run_instr_in_place
+  std::vector<std::vector<int>> dying_;     // by body index: what its step reads last
   std::vector<std::atomic<State*>> states_; // by device thread, while no run holds them
 };
 

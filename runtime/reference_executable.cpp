@@ -1,6 +1,9 @@
 // The reference executable: each device thread interprets the IR for its local
 // participants in lock step, instruction by instruction, so that a collective
 // is entered once per thread with all of its participants' buffers.
+#include <algorithm>
+
+#include "ir/ref_in_place.hpp"
 #include "ir/while_loop.hpp"
 #include "lang/diag.hpp"
 #include "lang/phase_times.hpp"
@@ -18,26 +21,64 @@ public:
       : fn_(std::move(fn)), layout_(std::move(layout)), consts_(std::move(consts)) {
     groups_ = collective_groups(*fn_, layout_);
     independent_ = participants_independent(*fn_);
+    // What each instruction reads for the last time, and the instructions
+    // that may then update their first operand in place.
+    const Function& f = *fn_;
+    std::vector<size_t> last(f.values.size(), 0);
+    for (size_t i = 0; i < f.body.size(); ++i)
+      for (int o : f.body[i].operands) last[static_cast<size_t>(o)] = i;
+    for (int r : f.results) last[static_cast<size_t>(r)] = f.body.size();
+    dying_.assign(f.body.size(), {});
+    in_place_.assign(f.body.size(), false);
+    for (size_t i = 0; i < f.body.size(); ++i) {
+      for (int o : f.body[i].operands)
+        if (last[static_cast<size_t>(o)] == i &&
+            std::find(dying_[i].begin(), dying_[i].end(), o) == dying_[i].end())
+          dying_[i].push_back(o);
+      in_place_[i] =
+          updates_in_place(f.body[i].op) && last[static_cast<size_t>(f.body[i].operands[0])] == i;
+    }
   }
 
   bool independent() const override { return independent_; }
 
   std::vector<std::vector<Array>> run(int thread, const std::vector<std::vector<Array>>& inputs,
                                       CommWorld& world, std::vector<DebugRecord>& debug) override {
-    const Function& f = *fn_;
-    int k = layout_.per_thread;
-    std::vector<std::vector<Array>> env = initial_values(f, inputs, consts_, k);
-    for (size_t i = 0; i < f.body.size(); ++i)
-      run_host_instr(f, layout_, groups_, thread, i, env, world, debug, phase_times);
-    return result_values(f, env);
+    return run_env(thread, initial_values(*fn_, inputs, consts_, layout_.per_thread), world, debug);
+  }
+
+  std::vector<std::vector<Array>> run_donated(int thread, std::vector<std::vector<Array>>&& inputs,
+                                              CommWorld& world,
+                                              std::vector<DebugRecord>& debug) override {
+    auto env = initial_values(*fn_, inputs, consts_, layout_.per_thread);
+    inputs.clear(); // env holds the only references the caller gave up
+    return run_env(thread, std::move(env), world, debug);
   }
 
 private:
+  std::vector<std::vector<Array>> run_env(int thread, std::vector<std::vector<Array>> env,
+                                          CommWorld& world, std::vector<DebugRecord>& debug) {
+    const Function& f = *fn_;
+    for (size_t i = 0; i < f.body.size(); ++i) {
+      if (in_place_[i])
+        run_instr_in_place(f, i, layout_.per_thread, env);
+      else
+        run_host_instr(f, layout_, groups_, thread, i, env, world, debug, phase_times);
+      // Dropped now, so the bytes of a value that lives on as a view (a
+      // reshape) have one holder when an in-place update comes to them.
+      for (auto& e : env)
+        for (int o : dying_[i]) e[static_cast<size_t>(o)] = Array();
+    }
+    return result_values(f, env);
+  }
+
   std::shared_ptr<const Function> fn_;
   SpmdLayout layout_;
   std::vector<Array> consts_;
   CollectiveGroups groups_;
   bool independent_ = false;
+  std::vector<bool> in_place_;          // by body index: runs with run_instr_in_place
+  std::vector<std::vector<int>> dying_; // by body index: what it reads for the last time
 };
 
 } // namespace

@@ -4,6 +4,9 @@
 // and jax.debug.print records.
 #include "runtime/spmd_steps.hpp"
 
+#include <algorithm>
+
+#include "ir/ref_in_place.hpp"
 #include "lang/diag.hpp"
 #include "lang/phase_times.hpp"
 #include "runtime/while_loop.hpp"
@@ -59,18 +62,46 @@ CollectiveGroups collective_groups(const Function& f, const SpmdLayout& layout) 
   return groups;
 }
 
+namespace {
+
+void run_reference_one(const Function& f, const Instr& in, std::vector<Array>& env) {
+  std::vector<Array> args;
+  for (int o : in.operands) args.push_back(env[o]);
+  try {
+    env[in.result] = eval_ref(in.op, in.attrs, args);
+  } catch (Error& e) {
+    e.set_span_if_missing(f.values[in.result].loc);
+    throw;
+  }
+}
+
+} // namespace
+
 void run_reference_instr(const Function& f, size_t index, int per_thread,
                          std::vector<std::vector<Array>>& env) {
+  for (int j = 0; j < per_thread; ++j) run_reference_one(f, f.body[index], env[j]);
+}
+
+void run_instr_in_place(const Function& f, size_t index, int per_thread,
+                        std::vector<std::vector<Array>>& env) {
   const Instr& in = f.body[index];
+  PXL_ASSERT(updates_in_place(in.op), "no in-place kernel for this op");
+  const int x = in.operands[0];
+  const auto rest_ops = std::span<const int>(in.operands).subspan(1);
+  const bool read_again = std::find(rest_ops.begin(), rest_ops.end(), x) != rest_ops.end();
+  const bool weak = f.values[in.result].aval.weak;
   for (int j = 0; j < per_thread; ++j) {
-    std::vector<Array> args;
-    for (int o : in.operands) args.push_back(env[j][o]);
-    try {
-      env[j][in.result] = eval_ref(in.op, in.attrs, args);
-    } catch (Error& e) {
-      e.set_span_if_missing(f.values[in.result].loc);
-      throw;
+    std::vector<Array>& e = env[static_cast<size_t>(j)];
+    Array a = std::move(e[x]); // not read after this instruction: the caller says so
+    if (read_again || !a.sole_owner()) {
+      e[x] = std::move(a);
+      run_reference_one(f, in, e);
+      continue;
     }
+    std::vector<Array> rest;
+    for (int o : rest_ops) rest.push_back(e[o]);
+    eval_ref_in_place(in.op, in.attrs, a, rest);
+    e[in.result] = a.weak_type() == weak ? std::move(a) : a.with_weak(weak);
   }
 }
 

@@ -66,6 +66,14 @@ void run_host_instr(const Function& f, const SpmdLayout& layout, const Collectiv
                     int thread, size_t index, std::vector<std::vector<Array>>& env,
                     CommWorld& world, std::vector<DebugRecord>& debug, PhaseTimes* times);
 
+// Runs f.body[index], whose op updates in place (ir/ref_in_place.hpp) and
+// whose first operand no later step reads and the function does not return,
+// for every local participant: in that operand's own bytes where the
+// participant holds them alone (a loop's carried buffer, updated once a
+// step), else as the reference kernel.
+void run_instr_in_place(const Function& f, size_t index, int per_thread,
+                        std::vector<std::vector<Array>>& env);
+
 // Runs host-compiled kernel `index` of `prog` on one participant's values
 // (runtime/llvm_executable.cpp).
 void run_compiled_kernel(const Function& f, const CompiledProgram& prog, size_t index,

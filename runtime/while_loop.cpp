@@ -2,6 +2,7 @@
 
 #include "runtime/debug_print.hpp"
 
+#include <iterator>
 #include <mutex>
 
 #include "ir/contract.hpp"
@@ -89,6 +90,7 @@ std::vector<std::vector<Array>> run_loop(const WhileLoop& w, const SpmdLayout& l
     size_t first = debug.size();
     std::vector<std::vector<Array>> p = exes->cond->run(thread, cond_in, world, debug);
     for (size_t d = first; d < debug.size(); ++d) debug[d].format += w.cond_format_base;
+    for (auto& c : cond_in) c.clear(); // the carry's only holder is `carry` again
     std::vector<bool> go(k);
     int32_t local_true = 0;
     for (size_t j = 0; j < k; ++j) local_true += (go[j] = p[j][0].get_f64(0) != 0);
@@ -122,10 +124,17 @@ std::vector<std::vector<Array>> run_loop(const WhileLoop& w, const SpmdLayout& l
     for (size_t j = 0; j < k; ++j) {
       body_in[j].assign(operands[j].begin() + static_cast<long>(ncc),
                         operands[j].begin() + static_cast<long>(ncc + nbc));
-      body_in[j].insert(body_in[j].end(), carry[j].begin(), carry[j].end());
+      // The body gets the carry of a participant that goes on (it may update
+      // a carried buffer in place); one that has finished keeps its own.
+      if (go[j])
+        std::move(carry[j].begin(), carry[j].end(), std::back_inserter(body_in[j]));
+      else
+        body_in[j].insert(body_in[j].end(), carry[j].begin(), carry[j].end());
     }
     first = debug.size();
-    std::vector<std::vector<Array>> next = exes->body->run(thread, body_in, world, debug);
+    std::vector<std::vector<Array>> next =
+        exes->body->run_donated(thread, std::move(body_in), world, debug);
+    body_in.assign(k, {});
     for (size_t d = first; d < debug.size(); ++d) debug[d].format += w.body_format_base;
     for (size_t j = 0; j < k; ++j)
       if (go[j]) carry[j] = std::move(next[j]); // a finished participant keeps its carry
