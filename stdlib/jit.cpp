@@ -64,6 +64,9 @@ struct JitEntry {
   std::shared_ptr<TracedFunction> lowered;
   // Partitioned over a mesh, per (mesh, operand shardings).
   std::map<std::string, std::shared_ptr<PartitionedJit>> partitioned;
+  // Traced with the arguments' types as passed, which in_shardings then laid
+  // out otherwise: the layouts are not the types (partition_jit's `typed`).
+  bool placed_untyped = false;
 };
 
 using JitCache = std::map<std::string, std::shared_ptr<JitEntry>>; // by signature key
@@ -224,7 +227,7 @@ bool run_partitioned(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> p
   std::shared_ptr<PartitionedJit>& p = e.partitioned[key];
   if (!p) {
     p = std::make_shared<PartitionedJit>(
-        partition_jit(in, *e.traced, *mesh, specs, out_specs, where));
+        partition_jit(in, *e.traced, *mesh, specs, out_specs, where, false, !e.placed_untyped));
     if (in.options().dump_ir) in.out() << print_function(*p->callee->fn);
   }
   operands.insert(operands.end(), p->extra.begin(), p->extra.end());
@@ -750,8 +753,24 @@ struct JitFunction : OpaqueObj {
     }
     // Over a mesh with Explicit axes the sharding is part of the arguments' types:
     // it keys the trace, and jax.typeof inside shows each value's.
+    // An argument in_shardings placed keeps the type it came with (JAX traces
+    // an uncommitted array as unsharded; the placement only lays it out).
+    std::vector<Tensor> typed_by = leaves;
+    const Mesh* placed_on = nullptr;
+    bool placed_untyped = false;
+    if (!in_shardings.is_none() && as_passed.size() <= typed_by.size()) {
+      bool mixed = false;
+      placed_on = operands_mesh(leaves, mixed);
+      if (mixed) placed_on = nullptr;
+      for (size_t i = 0; i < as_passed.size(); ++i)
+        if (as_passed[i] && as_passed[i] != typed_by[i]) {
+          typed_by[i] = as_passed[i];
+          placed_untyped = true;
+        }
+    }
     std::string layout;
-    std::function<void(TraceContext&)> prepare = explicit_type_hook(in, leaves, &layout);
+    std::function<void(TraceContext&)> prepare =
+        explicit_type_hook(in, typed_by, &layout, nullptr, placed_on);
     if (prepare && !layout.empty()) sig.add("argument shardings", layout);
     // A trace resolves bare PartitionSpecs against the mesh in context: one per mesh.
     if (const Value* current = in.context_mesh(); current && value_to_mesh(*current)) {
@@ -793,6 +812,7 @@ struct JitFunction : OpaqueObj {
       ++traces;
       entry = std::make_shared<JitEntry>();
       entry->sig = sig;
+      entry->placed_untyped = placed_untyped;
       // A value Python needs but cannot have is JAX's error with its origin:
       // the function and the arguments (leaf paths) the value depends on.
       auto unknown = std::make_shared<UnknownValueLog>();

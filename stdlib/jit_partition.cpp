@@ -49,8 +49,8 @@ public:
   // `eager`: the program is one eager op (JAX dispatches those as a jit of the
   // primitive, whose slices do not keep the sliced dimensions split).
   Partitioner(const Function& g, const Mesh& mesh, TraceContext& tc, bool eager,
-              std::string platform)
-      : g_(g), mesh_(mesh), tc_(tc), eager_(eager), explicit_(explicit_mesh(mesh)),
+              std::string platform, bool typed)
+      : g_(g), mesh_(mesh), tc_(tc), eager_(eager), explicit_(typed && explicit_mesh(mesh)),
         platform_(std::move(platform)), env_(g.values.size()), recreatable_(g.values.size(), false),
         constrained_(g.values.size(), nullptr), constrained_ur_(g.values.size(), nullptr) {
     // A value whose first use constrains its layout (out_sharding=) is typed by
@@ -798,7 +798,7 @@ void check_shard_map_inputs(const Function& f, std::span<const Tensor> operands)
 PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const Mesh& mesh,
                              const OperandSpecs& specs,
                              const std::vector<std::optional<PartitionSpec>>& out_specs,
-                             const Span& where, bool eager_op) {
+                             const Span& where, bool eager_op, bool typed) {
   std::shared_ptr<const Function> program = lower_custom_calls(t.fn);
   const Function& g = *program;
   auto f = std::make_shared<Function>();
@@ -806,7 +806,7 @@ PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const
   f->mesh_axes = mesh.axis_names;
   f->mesh_sizes = mesh.axis_sizes;
   TraceContext tc(*f, in.ops(), "jit");
-  Partitioner p(g, mesh, tc, eager_op, in.platform().name());
+  Partitioner p(g, mesh, tc, eager_op, in.platform().name(), typed);
   std::vector<int> inputs = g.params;
   inputs.insert(inputs.end(), g.consts.begin(), g.consts.end());
   PXL_ASSERT(inputs.size() == specs.size(), "partition_jit: one spec per operand");
@@ -880,7 +880,7 @@ std::optional<PartitionSpec> traced_sharding(InterpreterImpl& in, TraceContext& 
   scratch_fn.mesh_axes = mesh.axis_names;
   scratch_fn.mesh_sizes = mesh.axis_sizes;
   TraceContext scratch(scratch_fn, in.ops(), "jit");
-  Partitioner p(g, mesh, scratch, false, in.platform().name());
+  Partitioner p(g, mesh, scratch, false, in.platform().name(), true);
   for (size_t i = 0; i < g.params.size(); ++i)
     p.set_input(g.params[i], dims_of_spec(param_specs[i], g.values[g.params[i]].aval.ndim()),
                 Span{}, "argument " + std::to_string(i), param_specs[i].unreduced,
@@ -900,10 +900,9 @@ std::optional<PartitionSpec> traced_sharding(InterpreterImpl& in, TraceContext& 
   return out;
 }
 
-std::function<void(TraceContext&)> explicit_type_hook(InterpreterImpl& in,
-                                                      std::span<const Tensor> leaves,
-                                                      std::string* key,
-                                                      const std::vector<int>* mapped) {
+std::function<void(TraceContext&)>
+explicit_type_hook(InterpreterImpl& in, std::span<const Tensor> leaves, std::string* key,
+                   const std::vector<int>* mapped, const Mesh* placed_on) {
   auto* enclosing = dynamic_cast<TraceContext*>(&in.ops());
   if (enclosing && !enclosing->function().mesh_axes.empty()) return {};
   bool mixed = false;
@@ -916,7 +915,10 @@ std::function<void(TraceContext&)> explicit_type_hook(InterpreterImpl& in,
   };
   const Mesh* current = in.context_mesh() ? value_to_mesh(*in.context_mesh()) : nullptr;
   std::optional<Mesh> mesh;
-  if (found) mesh = *found;
+  if (found)
+    mesh = *found;
+  else if (placed_on)
+    mesh = *placed_on;
   std::vector<std::optional<std::pair<Mesh, PartitionSpec>>> hooked(leaves.size());
   if (enclosing)
     for (size_t i = 0; i < leaves.size(); ++i) {

@@ -51,11 +51,13 @@ void check_shard_map_inputs(const Function& f, std::span<const Tensor> operands)
 // shardings the caller wants for the results (jit's out_shardings; an empty
 // optional entry leaves a result as propagated). `eager_op`: `t` is one eager
 // op (stdlib/eager_sharded.cpp), whose slices lay out their results as JAX's
-// eager dispatch does.
+// eager dispatch does. `typed`: the values' types carry the mesh's Explicit
+// shardings (false where jit's in_shardings placed arguments traced as
+// unsharded: then the layouts propagate as over Auto axes, as XLA's do).
 PartitionedJit partition_jit(InterpreterImpl& in, const TracedFunction& t, const Mesh& mesh,
                              const OperandSpecs& specs,
                              const std::vector<std::optional<PartitionSpec>>& out_specs,
-                             const Span& where, bool eager_op = false);
+                             const Span& where, bool eager_op = false, bool typed = true);
 
 // The sharding the partitioner gives value `id` of the function `tc` is still
 // tracing, its parameters laid out by `param_specs` over `mesh` and its captured
@@ -74,9 +76,10 @@ std::optional<PartitionSpec> traced_sharding(InterpreterImpl& in, TraceContext& 
 // `key`, when given, is extended with the layouts (they key jit's trace).
 // `mapped`, when given, is vmap's axis of each leaf (-1: none): the traced
 // function sees one example, whose layout lacks that dimension.
-std::function<void(TraceContext&)> explicit_type_hook(InterpreterImpl& in,
-                                                      std::span<const Tensor> leaves,
-                                                      std::string* key = nullptr,
-                                                      const std::vector<int>* mapped = nullptr);
+// `placed_on`, when given, is the mesh jit's in_shardings placed the
+// arguments on: the types are over it though `leaves` (as passed) are not.
+std::function<void(TraceContext&)>
+explicit_type_hook(InterpreterImpl& in, std::span<const Tensor> leaves, std::string* key = nullptr,
+                   const std::vector<int>* mapped = nullptr, const Mesh* placed_on = nullptr);
 
 } // namespace pxl
