@@ -131,6 +131,12 @@ Value dtype_class(const DTypeObj& d) {
 
 } // namespace
 
+Value type_of(const Value& v) {
+  if (v.is_obj(ObjKind::DType)) return dtype_class(*v.as<DTypeObj>());
+  std::string name = type_name(v);
+  return make_type_at(name, jax_class_path(name));
+}
+
 // Python's builtin classes, which pxl has as builtin functions: type(x) of
 // their instances is the class itself, so `type(x) is tuple` holds.
 namespace {
@@ -684,9 +690,7 @@ void InterpreterImpl::install_builtins() {
   });
   def("type", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("type", a, {"object"}, 1);
-    if (r[0].is_obj(ObjKind::DType)) return dtype_class(*r[0].as<DTypeObj>());
-    std::string name = type_name(r[0]);
-    return make_type_at(name, jax_class_path(name));
+    return type_of(r[0]);
   });
   def("isinstance", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("isinstance", a, {"obj", "class_or_tuple"}, 2);

@@ -15,6 +15,7 @@
 #include "lang/parser.hpp"
 #include "lang/py_set.hpp"
 #include "lang/range_make.hpp"
+#include "lang/type_object.hpp"
 
 namespace pxl {
 
@@ -403,6 +404,7 @@ Value InterpreterImpl::get_attr(const Value& obj, const std::string& name, const
     e.set_span_if_missing(where);
     throw;
   }
+  if (name == "__class__") return type_of(obj);
   throw Error(ErrCode::Attribute, "'" + type_name(obj) + "' object has no attribute '" + name + "'",
               where);
 }

@@ -12,4 +12,7 @@ namespace pxl {
 // prints as <class 'path'> and whose __name__ is path's last component.
 Value make_type_at(std::string name, std::string path);
 
+// type(v): also what v.__class__ reads.
+Value type_of(const Value& v);
+
 } // namespace pxl

@@ -20,6 +20,7 @@ Tensor key_arg(InterpreterImpl& in, const Value& v, const char* fn) {
                                       shape_str(k->shape()) + " != (). Use jax.vmap for batching.");
     return k->tensor();
   }
+  check_key_type(v);
   return in.to_tensor(v, Span{});
 }
 // A uniform bound: a Python number (converted as JAX does, via float32) or an

@@ -16,6 +16,8 @@ Value copy_module(const Value& m, const std::string& name) {
 
 // numpy's array(x)/asarray(x) of a device array is a host copy: here the
 // array on the default device, uncommitted (one spanning devices gathered).
+// A numpy array is never weakly typed: np.array(2.0) is float64 in NumPy,
+// which JAX takes as a strong float32 (float64 * f16 array is float32).
 void make_host_copies(Value& np, const char* name) {
   auto& vars = np.as<ModuleObj>()->env->vars;
   auto it = vars.find(name);
@@ -29,6 +31,8 @@ void make_host_copies(Value& np, const char* name) {
     if (t->sharded && t->sharded->spans_devices())
       return make_array(make_tensor(eager->concrete(t).on_device(eager->device())));
     if (!t->concrete || t->sharded) return result;
+    if (t->concrete->weak_type())
+      return make_array(make_tensor(t->concrete->with_weak(false).on_device(eager->device())));
     if (t->concrete->device() == eager->device())
       return result.as<ArrayObj>()->committed ? make_array(t) : result;
     return make_array(make_tensor(t->concrete->on_device(eager->device())));

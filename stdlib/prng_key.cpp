@@ -4,6 +4,7 @@
 #include "stdlib/prng_key.hpp"
 
 #include "lang/args.hpp"
+#include "lang/type_object.hpp"
 #include "runtime/sharded.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/module_builder.hpp"
@@ -329,6 +330,15 @@ Value make_key_array(Value data, std::string tag) {
   return Value::object(std::make_shared<KeyArrayObj>(std::move(data), std::move(tag)));
 }
 
+void check_key_type(const Value& v) {
+  if (as_key_array(v) || is_key_data(v)) return;
+  if (v.is_none() || v.is_obj(ObjKind::List) || v.is_obj(ObjKind::Tuple) || v.is_obj(ObjKind::Dict))
+    throw Error(ErrCode::Type, "unexpected PRNG key type " + pxl::str(type_of(v)));
+  throw Error(ErrCode::Type, "JAX encountered invalid PRNG key data: expected key_data to have "
+                             "ndim, shape, and dtype attributes. Got " +
+                                 pxl::str(v));
+}
+
 const KeyArrayObj* as_key_array(const Value& v) { return opaque_as<KeyArrayObj>(v); }
 
 bool is_key_data(const Value& v) { return v.is_obj(ObjKind::Array) || shape_dtype_struct_aval(v); }
@@ -592,6 +602,11 @@ void install_key_arrays(InterpreterImpl& in, const Value& np, const Value& rando
     ArgReader r("key_data", a, {"keys"}, 1);
     const KeyArrayObj* k = as_key_array(r[0]);
     return k ? physical_data(k->data) : r[0];
+  });
+  vars["_check_key_type"] = make_builtin("_check_key_type", [](InterpreterImpl&, CallArgs& a) {
+    ArgReader r("_check_key_type", a, {"key"}, 1);
+    check_key_type(r[0]);
+    return Value();
   });
   vars["_is_key_array"] = make_builtin("_is_key_array", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("_is_key_array", a, {"x"}, 1);

@@ -42,6 +42,10 @@ Value make_key_array(Value data, std::string tag = "fry");
 bool is_key_data(const Value& v);
 // The key array `v` is, or null.
 const KeyArrayObj* as_key_array(const Value& v);
+// JAX's TypeErrors for a key that is neither an array nor a key array: a
+// container or None ("unexpected PRNG key type <class 'list'>"), a scalar or
+// string (key data without ndim, shape and dtype).
+void check_key_type(const Value& v);
 // jnp.issubdtype where either side is a key dtype or jax.dtypes.prng_key /
 // extended; nullopt when neither is.
 std::optional<bool> key_issubdtype(const Value& a, const Value& b);
