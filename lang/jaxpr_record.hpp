@@ -34,6 +34,10 @@ struct JaxprRegion {
   std::vector<int> invars;
   std::vector<int> outvars;
   std::vector<int> parts; // a cond's branches, a scan's body (region indices)
+  // One primitive of JAX's whose instructions here JAX's jaxpr does not show
+  // (jnp.sort's values sort, computed as an argsort and a gather): printed as
+  // `prim[params] inputs`, with no sub-jaxpr.
+  bool opaque = false;
 };
 
 struct JaxprRecord {

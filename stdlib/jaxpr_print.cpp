@@ -202,7 +202,9 @@ struct Structure {
   }
   // A region whose instructions are its equation's own jaxpr (jit) or a
   // part's; a cond's or scan's own instructions are pxl's plumbing.
-  bool opens_body(const JaxprRegion& g) const { return g.prim != "cond" && g.prim != "scan"; }
+  bool opens_body(const JaxprRegion& g) const {
+    return g.prim != "cond" && g.prim != "scan" && !g.opaque;
+  }
   const JaxprRegion& region(int k) const { return rec->regions[static_cast<size_t>(k)]; }
   bool instr_shown(size_t i) const {
     if (!eqn[i]) return false;
@@ -1006,7 +1008,9 @@ struct Printer {
     std::vector<std::pair<std::string, pp::Doc>> pairs;
     for (auto& [key, v] : g.params) pairs.push_back({key, pp::text(key + "=" + v)});
     std::vector<int> ins;
-    if (g.prim == "cond") {
+    if (g.opaque) {
+      ins = g.inputs;
+    } else if (g.prim == "cond") {
       // cond[branches=(...)] index *consts *operands
       std::vector<pp::Doc> branches;
       for (int p : g.parts) branches.push_back(part_jaxpr(p, consts));

@@ -5,7 +5,9 @@
 //   lax._jaxpr_recording()                  whether make_jaxpr is recording
 //   lax._jaxpr_fresh(tree)                  its arrays as new values (hidden
 //                                           copies) a part's parameters stand for
-//   lax._jaxpr_begin(prim, inputs, params)  an equation's region opens here
+//   lax._jaxpr_begin(prim, inputs, params, body=True)
+//                                           an equation's region opens here
+//                                           (body=False: it shows no sub-jaxpr)
 //   lax._jaxpr_part(invars)                 a branch / body of it opens here
 //   lax._jaxpr_end_part(outvars)            ... and closes here
 //   lax._jaxpr_end(outputs, inputs=None)    the equation's region closes here
@@ -314,7 +316,7 @@ void add_jaxpr_record(Value& lax) {
     return tree_unflatten(def, leaves);
   });
   vars["_jaxpr_begin"] = make_builtin("_jaxpr_begin", [](InterpreterImpl& in, CallArgs& a) {
-    ArgReader r("_jaxpr_begin", a, {"prim", "inputs", "params"}, 3);
+    ArgReader r("_jaxpr_begin", a, {"prim", "inputs", "params", "body"}, 3);
     auto [tc, rec] = recording(in);
     if (!tc) return Value::none();
     std::vector<std::pair<std::string, std::string>> params;
@@ -322,8 +324,9 @@ void add_jaxpr_record(Value& lax) {
       ValueList pair = in.iterate(kv, Span{});
       if (pair.size() == 2) params.push_back({value_to_str(pair[0], "param"), pxl::str(pair[1])});
     }
-    jaxpr_begin_region(*tc, value_to_str(r[0], "prim"), value_ids(in, *tc, r[1]),
-                       std::move(params));
+    int k = jaxpr_begin_region(*tc, value_to_str(r[0], "prim"), value_ids(in, *tc, r[1]),
+                               std::move(params));
+    rec->regions[static_cast<size_t>(k)].opaque = r.has(3) && !in.truthy(r[3], Span{});
     return Value::none();
   });
   vars["_jaxpr_part"] = make_builtin("_jaxpr_part", [](InterpreterImpl& in, CallArgs& a) {
