@@ -762,8 +762,9 @@ struct JitFunction : OpaqueObj {
       bool mixed = false;
       placed_on = operands_mesh(leaves, mixed);
       if (mixed) placed_on = nullptr;
+      // (Only an argument that came unsharded: one already laid out keeps its type.)
       for (size_t i = 0; i < as_passed.size(); ++i)
-        if (as_passed[i] && as_passed[i] != typed_by[i]) {
+        if (as_passed[i] && !as_passed[i]->sharded && typed_by[i]->sharded) {
           typed_by[i] = as_passed[i];
           placed_untyped = true;
         }
