@@ -13,7 +13,6 @@
 #include "codegen/jit.hpp"
 #include "codegen/kernel_pool.hpp"
 #include "ir/custom_call.hpp"
-#include "ir/ref_in_place.hpp"
 #include "ir/ref_math.hpp"
 #include "lang/diag.hpp"
 #include "lang/phase_times.hpp"
@@ -77,27 +76,14 @@ public:
     for (size_t i = 0; i < fn_->results.size(); ++i)
       move_result_.push_back(std::find(fn_->results.begin() + static_cast<long>(i) + 1,
                                        fn_->results.end(), fn_->results[i]) == fn_->results.end());
-    // What each host step reads for the last time (the buffer plan's
-    // liveness is over steps: a kernel reads at its own step), and the steps
-    // that may then update their first operand in place.
-    const Function& f = *fn_;
-    std::vector<bool> result(f.values.size(), false);
-    for (int r : f.results) result[static_cast<size_t>(r)] = true;
-    dying_.assign(f.body.size(), {});
-    in_place_.assign(f.body.size(), false);
-    const auto& steps = prog_->plan.steps;
-    for (size_t si = 0; si < steps.size(); ++si) {
-      if (steps[si].kind != Step::Kind::Instr) continue;
-      const size_t i = static_cast<size_t>(steps[si].index);
-      for (int o : f.body[i].operands)
-        if (!result[static_cast<size_t>(o)] &&
-            prog_->buffers.values[static_cast<size_t>(o)].last == static_cast<int>(si) &&
-            std::find(dying_[i].begin(), dying_[i].end(), o) == dying_[i].end())
-          dying_[i].push_back(o);
-      in_place_[i] =
-          updates_in_place(f.body[i].op) &&
-          std::find(dying_[i].begin(), dying_[i].end(), f.body[i].operands[0]) != dying_[i].end();
-    }
+    // What each host step reads for the last time, on the buffer plan's
+    // clock (liveness over steps: a kernel reads at its own step).
+    std::vector<int> last_read, when(fn_->body.size(), -1);
+    for (const BufferPlan::Slot& s : prog_->buffers.values) last_read.push_back(s.last);
+    for (size_t si = 0; si < prog_->plan.steps.size(); ++si)
+      if (prog_->plan.steps[si].kind == Step::Kind::Instr)
+        when[static_cast<size_t>(prog_->plan.steps[si].index)] = static_cast<int>(si);
+    reads_ = last_reads(*fn_, last_read, when);
   }
 
   ~LlvmExecutable() override {
@@ -267,8 +253,8 @@ private:
         const Function& f = *exe.fn_;
         const BufferPlan& bp = exe.prog_->buffers;
         const Instr& in = f.body[static_cast<size_t>(index)];
-        const bool in_place = exe.in_place_[static_cast<size_t>(index)];
-        const std::vector<int>& dying = exe.dying_[static_cast<size_t>(index)];
+        const bool in_place = exe.reads_.in_place[static_cast<size_t>(index)];
+        const std::vector<int>& dying = exe.reads_.dying[static_cast<size_t>(index)];
         for (size_t j = 0; j < env.size(); ++j)
           for (int o : in.operands) {
             const BufferPlan::Slot& s = bp.values[static_cast<size_t>(o)];
@@ -375,8 +361,7 @@ private:
   static constexpr int kNotInput = -1;
   std::vector<int> input_of_;
   std::vector<bool> move_result_;           // by result: not returned again later
-  std::vector<bool> in_place_;              // by body index: runs with run_instr_in_place
-  std::vector<std::vector<int>> dying_;     // by body index: what its step reads last
+  LastReads reads_;                         // what each host step reads last
   std::vector<std::atomic<State*>> states_; // by device thread, while no run holds them
 };
 

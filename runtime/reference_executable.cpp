@@ -1,9 +1,6 @@
 // The reference executable: each device thread interprets the IR for its local
 // participants in lock step, instruction by instruction, so that a collective
 // is entered once per thread with all of its participants' buffers.
-#include <algorithm>
-
-#include "ir/ref_in_place.hpp"
 #include "ir/while_loop.hpp"
 #include "lang/diag.hpp"
 #include "lang/phase_times.hpp"
@@ -21,23 +18,14 @@ public:
       : fn_(std::move(fn)), layout_(std::move(layout)), consts_(std::move(consts)) {
     groups_ = collective_groups(*fn_, layout_);
     independent_ = participants_independent(*fn_);
-    // What each instruction reads for the last time, and the instructions
-    // that may then update their first operand in place.
+    // What each instruction reads for the last time, in body order.
     const Function& f = *fn_;
-    std::vector<size_t> last(f.values.size(), 0);
-    for (size_t i = 0; i < f.body.size(); ++i)
-      for (int o : f.body[i].operands) last[static_cast<size_t>(o)] = i;
-    for (int r : f.results) last[static_cast<size_t>(r)] = f.body.size();
-    dying_.assign(f.body.size(), {});
-    in_place_.assign(f.body.size(), false);
+    std::vector<int> last_read(f.values.size(), -1), when(f.body.size());
     for (size_t i = 0; i < f.body.size(); ++i) {
-      for (int o : f.body[i].operands)
-        if (last[static_cast<size_t>(o)] == i &&
-            std::find(dying_[i].begin(), dying_[i].end(), o) == dying_[i].end())
-          dying_[i].push_back(o);
-      in_place_[i] =
-          updates_in_place(f.body[i].op) && last[static_cast<size_t>(f.body[i].operands[0])] == i;
+      when[i] = static_cast<int>(i);
+      for (int o : f.body[i].operands) last_read[static_cast<size_t>(o)] = static_cast<int>(i);
     }
+    reads_ = last_reads(f, last_read, when);
   }
 
   bool independent() const override { return independent_; }
@@ -60,14 +48,14 @@ private:
                                           CommWorld& world, std::vector<DebugRecord>& debug) {
     const Function& f = *fn_;
     for (size_t i = 0; i < f.body.size(); ++i) {
-      if (in_place_[i])
+      if (reads_.in_place[i])
         run_instr_in_place(f, i, layout_.per_thread, env);
       else
         run_host_instr(f, layout_, groups_, thread, i, env, world, debug, phase_times);
       // Dropped now, so the bytes of a value that lives on as a view (a
       // reshape) have one holder when an in-place update comes to them.
       for (auto& e : env)
-        for (int o : dying_[i]) e[static_cast<size_t>(o)] = Array();
+        for (int o : reads_.dying[i]) e[static_cast<size_t>(o)] = Array();
     }
     return result_values(f, env);
   }
@@ -77,8 +65,7 @@ private:
   std::vector<Array> consts_;
   CollectiveGroups groups_;
   bool independent_ = false;
-  std::vector<bool> in_place_;          // by body index: runs with run_instr_in_place
-  std::vector<std::vector<int>> dying_; // by body index: what it reads for the last time
+  LastReads reads_; // what each instruction reads last
 };
 
 } // namespace

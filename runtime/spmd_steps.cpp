@@ -82,6 +82,26 @@ void run_reference_instr(const Function& f, size_t index, int per_thread,
   for (int j = 0; j < per_thread; ++j) run_reference_one(f, f.body[index], env[j]);
 }
 
+LastReads last_reads(const Function& f, const std::vector<int>& last_read,
+                     const std::vector<int>& when) {
+  std::vector<bool> result(f.values.size(), false);
+  for (int r : f.results) result[static_cast<size_t>(r)] = true;
+  LastReads out;
+  out.dying.assign(f.body.size(), {});
+  out.in_place.assign(f.body.size(), false);
+  for (size_t i = 0; i < f.body.size(); ++i) {
+    if (when[i] < 0) continue;
+    std::vector<int>& dying = out.dying[i];
+    for (int o : f.body[i].operands)
+      if (!result[static_cast<size_t>(o)] && last_read[static_cast<size_t>(o)] == when[i] &&
+          std::find(dying.begin(), dying.end(), o) == dying.end())
+        dying.push_back(o);
+    out.in_place[i] = updates_in_place(f.body[i].op) &&
+                      std::find(dying.begin(), dying.end(), f.body[i].operands[0]) != dying.end();
+  }
+  return out;
+}
+
 void run_instr_in_place(const Function& f, size_t index, int per_thread,
                         std::vector<std::vector<Array>>& env) {
   const Instr& in = f.body[index];

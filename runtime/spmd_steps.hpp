@@ -66,6 +66,18 @@ void run_host_instr(const Function& f, const SpmdLayout& layout, const Collectiv
                     int thread, size_t index, std::vector<std::vector<Array>>& env,
                     CommWorld& world, std::vector<DebugRecord>& debug, PhaseTimes* times);
 
+// What each host step of `f` reads for the last time, by body index: the
+// distinct operands o of instruction i with last_read[o] == when[i] (one
+// clock for both: the executable's order of steps; when[i] < 0 for an
+// instruction that is no host step), never a result of `f`; and whether i
+// may then update its first operand in place (run_instr_in_place).
+struct LastReads {
+  std::vector<std::vector<int>> dying;
+  std::vector<bool> in_place;
+};
+LastReads last_reads(const Function& f, const std::vector<int>& last_read,
+                     const std::vector<int>& when);
+
 // Runs f.body[index], whose op updates in place (ir/ref_in_place.hpp) and
 // whose first operand no later step reads and the function does not return,
 // for every local participant: in that operand's own bytes where the
