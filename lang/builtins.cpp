@@ -14,6 +14,8 @@
 #include "lang/py_complex.hpp"
 #include "lang/py_set.hpp"
 #include "lang/range_make.hpp"
+#include "lang/std_streams.hpp"
+#include "lang/system_exit.hpp"
 #include "lang/tracer.hpp"
 #include "lang/type_object.hpp"
 #include "lang/utf8.hpp"
@@ -652,14 +654,15 @@ void InterpreterImpl::install_builtins() {
 
   def("print", [](InterpreterImpl& in, CallArgs& a) {
     std::string sep = " ", end = "\n";
+    Value file;
     for (auto& [k, v] : a.kw) {
       if (k == "sep")
         sep = v.is_none() ? " " : value_to_str(v, "sep");
       else if (k == "end")
         end = v.is_none() ? "\n" : value_to_str(v, "end");
-      else if (k == "flush" || k == "file")
-        continue;
-      else
+      else if (k == "file")
+        file = v;
+      else if (k != "flush")
         throw Error(ErrCode::Arguments, "print() got an unexpected keyword argument '" + k + "'");
     }
     std::string line;
@@ -667,10 +670,32 @@ void InterpreterImpl::install_builtins() {
       if (i) line += sep;
       line += display_str(in, a.pos[i]);
     }
-    in.out() << line << end;
-    in.out().flush();
+    auto* stream =
+        file.is_obj(ObjKind::Opaque) ? dynamic_cast<StdStreamObj*>(file.as<OpaqueObj>()) : nullptr;
+    if (!file.is_none() && !stream) { // any object with write(), as in Python
+      in.call(in.get_attr(file, "write", Span{}), ValueList{make_str(line + end)}, Span{});
+      return Value();
+    }
+    std::ostream& os = stream && stream->is_err ? in.err() : in.out();
+    os << line << end;
+    os.flush();
     return Value();
   });
+  // exit(status=None) / quit(): stop the program (lang/system_exit.hpp), as
+  // Python's sys.exit: None is status 0, an int is the status, anything else
+  // is printed to stderr and the status is 1.
+  for (const char* name : {"exit", "quit"})
+    def(name, [name](InterpreterImpl&, CallArgs& a) -> Value {
+      ArgReader r(name, a, {"code"}, 0);
+      SystemExit e;
+      if (r.has(0) && !r[0].is_none()) {
+        if (r[0].is_intlike())
+          e.status = static_cast<int>(r[0].as_int() & 0xFF); // (the OS keeps 8 bits)
+        else
+          e.status = 1, e.message = str(r[0]);
+      }
+      throw e;
+    });
   def("len", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("len", a, {"obj"}, 1);
     return Value::integer(in.length(r[0], Span{}));

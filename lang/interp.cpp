@@ -157,6 +157,7 @@ Interpreter::~Interpreter() = default;
 void Interpreter::interrupt() { impl_->interrupt_requested.store(true, std::memory_order_relaxed); }
 
 int Interpreter::num_devices() const { return impl_->platform().device_count(); }
+int Interpreter::planned_num_devices() const { return impl_->platform().planned_device_count(); }
 
 std::string Interpreter::platform_warning() const { return impl_->platform().fallback_warning(); }
 
@@ -172,6 +173,9 @@ void Interpreter::run_file(const std::string& path) {
   ss << f.rdbuf();
   if (f.bad()) throw Error(ErrCode::IO, "cannot read file '" + path + "'");
   impl_->set_stack_base();
+  // __file__: the script's absolute path, as Python (3.9 on) gives __main__'s.
+  std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  impl_->globals()->vars["__file__"] = make_str(ec ? path : absolute.lexically_normal().string());
   impl_->run_source(std::make_shared<SourceFile>(path, ss.str()), impl_->globals(), false);
 }
 

@@ -20,6 +20,8 @@ struct InterpOptions {
   std::ostream* out = nullptr; // print() goes here; nullptr = std::cout
   std::ostream* err = nullptr; // nullptr = std::cerr
   int recursion_limit = 1000;
+  // sys.argv: the script (or "-c", "-", "" for the REPL) and its arguments.
+  std::vector<std::string> argv;
   bool dump_ir = false;          // print the IR of every traced function (--dump=ir)
   bool comm_report = false;      // print the communication report of every SPMD function (--comm)
   bool profile = false;          // report host pulls of sharded arrays when destroyed (--profile)
@@ -90,6 +92,9 @@ public:
   std::vector<Array> call(const std::string& function, const std::vector<Array>& args);
 
   int num_devices() const;
+  // The device count num_devices() would give now, without fixing it (a
+  // script may still size the CPU mesh: jax_num_cpu_devices, XLA_FLAGS).
+  int planned_num_devices() const;
   // The warning to show once when --platform auto fell back to the CPU
   // although a GPU seems present (Platform::fallback_warning); "" otherwise.
   std::string platform_warning() const;

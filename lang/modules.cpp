@@ -70,7 +70,8 @@ Value InterpreterImpl::import_module(const std::string& dotted, const Span& wher
   std::string hint;
   if (top == "torch" || top == "tensorflow" || top == "flax" || top == "optax")
     hint = "pxl provides jax, jax.numpy, jax.lax, jax.random, jax.sharding, "
-           "jax.experimental.shard_map, jax.tree_util, nn, optim, functools, time and math";
+           "jax.experimental.shard_map, jax.tree_util, nn, optim, functools, itertools, "
+           "collections, time, math and os";
   throw Error(ErrCode::Import,
               "no module named '" + dotted + "' (not a pxl stdlib module, and no " + rel +
                   ".pxl next to the script)",
@@ -86,6 +87,7 @@ Value InterpreterImpl::load_source_module(const std::string& dotted, const std::
   mod->path = path;
   mod->env = std::make_shared<Env>(builtins_);
   mod->env->vars["__name__"] = make_str(dotted);
+  mod->env->vars["__file__"] = make_str(path);
   Value mv = Value::object(mod);
   importing_.push_back(key);
   try {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "lang/interp.hpp"
+#include "lang/system_exit.hpp"
 #include "repl/batch.hpp"
 #include "repl/big_stack.hpp"
 #include "repl/cli.hpp"
@@ -62,6 +63,11 @@ int run(const pxl::cli::Options& opts, std::shared_ptr<pxl::SharedDevices> share
     io.cuda_devices = opts.cuda_devices_given ? opts.devices : 0;
     io.cuda_logical = opts.cuda_logical;
     io.shared_devices = std::move(shared);
+    io.argv = {opts.mode == Mode::File    ? opts.file
+               : opts.mode == Mode::Code  ? std::string("-c")
+               : opts.mode == Mode::Stdin ? std::string("-")
+                                          : std::string()};
+    io.argv.insert(io.argv.end(), opts.script_args.begin(), opts.script_args.end());
     pxl::Interpreter interp(io);
     if (std::string w = interp.platform_warning(); !w.empty())
       std::cerr << "pxl: warning: " << w << "\n";
@@ -87,6 +93,10 @@ int run(const pxl::cli::Options& opts, std::shared_ptr<pxl::SharedDevices> share
     case Mode::Batch:
       break; // handled before the interpreter starts
     }
+  } catch (const pxl::SystemExit& e) { // sys.exit(): the program's status, not an error
+    std::cout.flush();
+    if (!e.message.empty()) std::cerr << e.message << "\n";
+    status = e.status;
   } catch (...) {
     pxl::report_current_exception(std::cerr);
     status = 1;

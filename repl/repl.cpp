@@ -256,7 +256,7 @@ int Repl::run() {
     return 1;
   }
   std::cout << "pxl " PXL_VERSION " (LLVM " << llvm_version() << ") on "
-            << session_.interp().num_devices()
+            << session_.interp().planned_num_devices()
             << " CPU devices. Type :help for commands, Ctrl-D to quit.\n";
   prompt(Session::Status::Ready);
   while (!quit_) {
@@ -283,7 +283,7 @@ int Repl::run() {
   }
   teardown();
   std::cout.flush();
-  return 0;
+  return session_.exit_called() ? session_.exit_status() : 0;
 }
 
 } // namespace

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <new>
 
+#include "lang/system_exit.hpp"
 #include "repl/commands.hpp"
 
 namespace pxl {
@@ -65,7 +66,7 @@ Session::Status Session::feed(const std::string& line) {
   std::string code = std::move(pending_);
   pending_.clear();
   run(code);
-  return Status::Ready;
+  return exit_status_ >= 0 ? Status::Quit : Status::Ready;
 }
 
 void Session::finish() {
@@ -78,6 +79,10 @@ void Session::finish() {
 void Session::run(const std::string& code) {
   try {
     interp_.run_repl_input(code);
+  } catch (const SystemExit& e) {
+    out_.flush();
+    if (!e.message.empty()) err_ << e.message << "\n";
+    exit_status_ = e.status;
   } catch (...) {
     report_error();
   }
@@ -107,10 +112,10 @@ int run_lines(Interpreter& interp, std::istream& in) {
   std::string line;
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back(); // CRLF input
-    if (session.feed(line) == Session::Status::Quit) return session.had_error() ? 1 : 0;
+    if (session.feed(line) == Session::Status::Quit) return session.exit_status();
   }
   session.finish();
-  return session.had_error() ? 1 : 0;
+  return session.exit_status();
 }
 
 } // namespace pxl

@@ -19,7 +19,7 @@ public:
   enum class Status {
     Ready,    // the next line starts a new input (">>> ")
     NeedMore, // the next line continues a block or bracket ("... ")
-    Quit,     // :quit
+    Quit,     // :quit, or the input called exit() / sys.exit()
   };
 
   Session(Interpreter& interp, std::ostream& out, std::ostream& err)
@@ -35,6 +35,11 @@ public:
   bool has_pending() const { return !pending_.empty(); }
   // Whether any input or command failed (stdin mode's exit status).
   bool had_error() const { return had_error_; }
+  // The session's exit status: exit(n)'s n once the input called it, else 1
+  // if any input failed, else 0.
+  int exit_status() const { return exit_status_ >= 0 ? exit_status_ : had_error_ ? 1 : 0; }
+  // Whether the input called exit() / sys.exit().
+  bool exit_called() const { return exit_status_ >= 0; }
 
   Interpreter& interp() { return interp_; }
   std::ostream& out() { return out_; }
@@ -53,10 +58,11 @@ private:
   std::ostream& err_;
   std::string pending_; // lines of an incomplete input, each ending in '\n'
   bool had_error_ = false;
+  int exit_status_ = -1; // set by exit() / sys.exit()
 };
 
 // Stdin script mode: every line of `in` through a Session, no prompts, no
-// banner. Returns 1 if any input failed, else 0.
+// banner. Returns Session::exit_status().
 int run_lines(Interpreter& interp, std::istream& in);
 
 } // namespace pxl

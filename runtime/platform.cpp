@@ -20,8 +20,29 @@ std::string Device::repr() const {
          std::to_string(id) + ")";
 }
 
-Platform::Platform(int num_cpu_devices) {
-  for (int i = 0; i < num_cpu_devices; ++i) devices_.push_back(Device{i, "cpu"});
+Platform::Platform(int num_cpu_devices) : default_cpu_devices_(num_cpu_devices) {}
+
+int Platform::planned_device_count() const {
+  if (fixed_ || cuda_) return device_count();
+  if (requested_cpu_devices_ > 0) return requested_cpu_devices_;
+  if (count_source_)
+    if (std::optional<int> n = count_source_(); n && *n > 0) return *n;
+  return default_cpu_devices_;
+}
+
+void Platform::fix_devices() const {
+  if (!cuda_) {
+    int n = planned_device_count();
+    for (int i = 0; i < n; ++i) devices_.push_back(Device{i, "cpu"});
+  }
+  fixed_ = true;
+}
+
+bool Platform::set_cpu_device_count(int n) {
+  if (cuda_) return true; // (JAX's CPU backend beside the GPUs: pxl has none)
+  if (fixed_) return false;
+  requested_cpu_devices_ = n > 0 ? n : 0;
+  return true;
 }
 
 class SharedDevices {
@@ -64,9 +85,11 @@ Platform::Platform(const PlatformOptions& o) {
     }
   }
   if (cuda_) {
+    name_ = "cuda";
     for (int i = 0; i < cuda_->device_count(); ++i) devices_.push_back(Device{i, "cuda"});
+    fixed_ = true;
   } else {
-    for (int i = 0; i < o.cpu_devices; ++i) devices_.push_back(Device{i, "cpu"});
+    default_cpu_devices_ = o.cpu_devices;
   }
 }
 

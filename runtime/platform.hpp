@@ -2,7 +2,9 @@
 // Platform is owned by an Interpreter (no global state); the SPMD runtime
 // (mesh execution, collectives, compiled code) hangs off it.
 #pragma once
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,9 +55,26 @@ public:
   // Throws pxl::Error(E0400) when CUDA is asked for and cannot be used.
   explicit Platform(const PlatformOptions& options);
   ~Platform();
-  const std::vector<Device>& devices() const { return devices_; }
-  int device_count() const { return static_cast<int>(devices_.size()); }
-  const std::string& name() const { return devices_.front().platform; } // "cpu" | "cuda"
+  // The devices. The first call fixes the CPU mesh's size (JAX's backend
+  // initialization); the interpreter's thread makes it before any other use.
+  const std::vector<Device>& devices() const {
+    if (!fixed_) fix_devices();
+    return devices_;
+  }
+  int device_count() const { return static_cast<int>(devices().size()); }
+  // The device count devices() would give now, without fixing it (the REPL's banner).
+  int planned_device_count() const;
+  // jax.config.update('jax_num_cpu_devices', n): the CPU mesh's size, n < 1
+  // for the default. False once the devices are fixed (JAX: "should be
+  // updated before backends are initialized"); ignored on CUDA.
+  bool set_cpu_device_count(int n);
+  // Asked when the devices are fixed, unless set_cpu_device_count gave a
+  // count: a CPU device count requested another way (a script's
+  // os.environ["XLA_FLAGS"] with --xla_force_host_platform_device_count).
+  void set_device_count_source(std::function<std::optional<int>()> source) {
+    count_source_ = std::move(source);
+  }
+  const std::string& name() const { return name_; } // "cpu" | "cuda"
   // Device `id` as :sharding and :mesh name it: "cpu:3", "cuda:0".
   std::string device_label(int id) const { return name() + ":" + std::to_string(id); }
   // A device's platform in visualize_array_sharding's cells, as JAX: "CPU", "GPU".
@@ -89,7 +108,13 @@ public:
   void set_transfer_sites(std::shared_ptr<const PullLog> sites);
 
 private:
-  std::vector<Device> devices_;
+  void fix_devices() const;
+  std::string name_ = "cpu";
+  mutable std::vector<Device> devices_;
+  mutable bool fixed_ = false;
+  int default_cpu_devices_ = 0;   // --devices / PXL_DEVICES (0 on CUDA)
+  int requested_cpu_devices_ = 0; // jax_num_cpu_devices (0: none)
+  std::function<std::optional<int>()> count_source_;
   std::unique_ptr<cuda::CudaRuntime> cuda_;
   std::string fallback_, fallback_warning_;
   std::unique_ptr<DeviceThreads> threads_;

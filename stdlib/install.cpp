@@ -15,6 +15,8 @@ namespace pxl {
 
 Value make_functools_module();
 Value make_time_module();
+Value make_os_module(InterpreterImpl& in);  // stdlib/mod_os.cpp
+Value make_sys_module(InterpreterImpl& in); // stdlib/mod_sys.cpp
 Value make_math_module();
 void add_grad_functions(InterpreterImpl& in, Value& jax);     // stdlib/mod_grad.cpp
 void add_lax_functions(InterpreterImpl& in, Value& lax);      // stdlib/mod_lax.cpp
@@ -164,6 +166,10 @@ void install_stdlib(InterpreterImpl& in) {
   in.register_module("functools", make_functools_module());
   in.register_module("time", make_time_module());
   in.register_module("math", make_math_module());
+  Value os = make_os_module(in);
+  in.register_module("os", os);
+  in.register_module("os.path", os.as<ModuleObj>()->env->vars.at("path"));
+  in.register_module("sys", make_sys_module(in));
 
   // Predeclared names: a script may use them without importing anything.
   in.define_builtin("np", np); // DESIGN §2: the predeclared np is jax.numpy

@@ -156,6 +156,25 @@ struct JaxprObj : OpaqueObj {
   }
 };
 
+// jax.config.update('jax_num_cpu_devices', n): the CPU mesh's size, before
+// anything has used the devices (JAX's backend initialization); n < 0 keeps
+// the default (--devices / PXL_DEVICES).
+void set_num_cpu_devices(InterpreterImpl& in, const Value& n) {
+  if (!n.is_intlike())
+    throw Error(ErrCode::Value, "new int config value must be None or of type int, got " + str(n) +
+                                    " of type <class '" + type_name(n) + "'>");
+  int64_t count = n.as_int();
+  if (count == 0 || count > 4096)
+    throw Error(ErrCode::Value, "jax_num_cpu_devices must be in [1, 4096] (or negative for the "
+                                "default), got " +
+                                    std::to_string(count));
+  if (!in.platform().set_cpu_device_count(static_cast<int>(std::max<int64_t>(count, -1))))
+    throw Error(ErrCode::Device,
+                "jax_num_cpu_devices config should be updated before backends are initialized "
+                "i.e. before any JAX operation is executed. You should initialize this config "
+                "immediately after `import jax`.");
+}
+
 // jax.config: flags are recorded; the ones pxl cannot honour say so.
 struct ConfigObj : OpaqueObj {
   std::map<std::string, Value> flags;
@@ -175,6 +194,7 @@ struct ConfigObj : OpaqueObj {
           throw Error(ErrCode::Unsupported,
                       "jax_threefry_partitionable=False is not supported: pxl draws random bits as "
                       "JAX's default (partitionable) threefry does");
+        if (flag == "jax_num_cpu_devices") set_num_cpu_devices(in, r[1]);
         self->flags[flag] = r[1];
         if (flag == "jax_debug_nans" || flag == "jax_debug_infs")
           if (auto* eager = dynamic_cast<EagerContext*>(&in.root_ops())) {
@@ -205,6 +225,7 @@ struct ConfigObj : OpaqueObj {
     if (name == "jax_default_prng_impl") return out = make_str("threefry2x32"), true;
     if (name == "jax_default_matmul_precision") return out = Value(), true;
     if (name == "jax_threefry_partitionable") return out = Value::boolean(true), true;
+    if (name == "jax_num_cpu_devices") return out = Value::integer(-1), true;
     if (name.rfind("jax_", 0) == 0) return out = Value::boolean(false), true;
     return false;
   }

@@ -9,7 +9,9 @@
 //   std::vector<float> y = pxl::to_vector<float>(rt.call("scale", {x, a})[0]);
 //
 // Every pxl failure throws pxl::Error; e.render() is the located diagnostic
-// ("file:line:col: error[E....]: ..." with the source line and a caret).
+// ("file:line:col: error[E....]: ..." with the source line and a caret). A
+// script that calls exit() or sys.exit() throws pxl::SystemExit (not an
+// error: its status and message, lang/system_exit.hpp).
 #pragma once
 #include <cstring>
 #include <iosfwd>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "lang/diag.hpp"
+#include "lang/system_exit.hpp"
 #include "runtime/array.hpp"
 
 namespace pxl {

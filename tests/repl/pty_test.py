@@ -70,7 +70,7 @@ class Session:
                     self.transcript += os.read(self.fd, 4096)
             except OSError:
                 pass
-        self.fail("pxl did not exit after :quit")
+        self.fail("pxl did not exit after :quit / exit()")
 
 
 PROMPT = r">>> "
@@ -141,6 +141,15 @@ def main():
             s.fail("~/.pxl_history does not hold the completed line np.arange(3).tolist()")
     if opts.show:
         print(s.transcript.decode("utf-8", "replace"))
+    # exit(n) ends the interactive session with status n, as in Python's REPL.
+    with tempfile.TemporaryDirectory(prefix="pxl-pty-") as home:
+        env.update(HOME=home)
+        s = Session([opts.pxl], env)
+        s.expect(PROMPT, "the first prompt")
+        s.send("exit(3)\r")
+        code = s.wait()
+        if code != 3:
+            s.fail(f"exit status {code} after exit(3), expected 3")
     print("pty REPL test passed")
 
 

@@ -6,6 +6,7 @@
 
 #include "lang/interp.hpp"
 #include "lang/interp_impl.hpp"
+#include "lang/system_exit.hpp"
 
 using namespace pxl;
 
@@ -199,4 +200,50 @@ TEST_CASE("jax.debug.print goes to the interpreter that traced it") {
   a.run_string("f(1)\n", "a.pxl");
   CHECK(out_a.str() == "a 1\n");
   CHECK(out_b.str() == "b 2\n");
+}
+
+TEST_CASE("exit() and sys.exit() unwind to the caller with a status, not an error") {
+  std::ostringstream out;
+  InterpOptions o;
+  o.out = &out;
+  Interpreter in(o);
+  auto status_of = [&](const std::string& code) {
+    try {
+      in.run_string(code, "t.pxl");
+    } catch (const SystemExit& e) {
+      return std::to_string(e.status) + "|" + e.message;
+    }
+    return std::string("no exit");
+  };
+  CHECK(status_of("import sys\nsys.exit()") == "0|");
+  CHECK(status_of("import sys\nsys.exit(3)") == "3|");
+  CHECK(status_of("exit(-1)") == "255|");
+  CHECK(status_of("quit('bye')") == "1|bye");
+  // From inside a jit trace and a pmap'd function: the traces unwind cleanly
+  // and the interpreter stays usable.
+  CHECK(status_of("import jax\ndef f(x):\n  exit(7)\njax.jit(f)(1.0)") == "7|");
+  CHECK(status_of("import jax\nimport jax.numpy as jnp\ndef f(x):\n  exit(8)\n"
+                  "jax.pmap(f)(jnp.ones(8))") == "8|");
+  in.run_string("print(jax.jit(lambda x: x + 1)(1.0))", "t.pxl");
+  CHECK(out.str() == "2.0\n");
+}
+
+TEST_CASE("jax_num_cpu_devices sizes the CPU mesh until the devices are first used") {
+  InterpOptions o;
+  std::ostringstream out;
+  o.out = &out;
+  Interpreter in(o);
+  CHECK(in.planned_num_devices() == 8);
+  in.run_string("import jax\njax.config.update('jax_num_cpu_devices', 3)", "t.pxl");
+  CHECK(in.planned_num_devices() == 3);
+  in.run_string("print(len(jax.devices()))", "t.pxl");
+  CHECK(out.str() == "3\n");
+  CHECK(in.num_devices() == 3);
+  CHECK_THROWS_AS(in.run_string("jax.config.update('jax_num_cpu_devices', 2)", "t.pxl"), Error);
+  // A script's XLA_FLAGS, set before the devices are used, counts as well.
+  Interpreter second(o);
+  second.run_string("import os\nos.environ['XLA_FLAGS'] = "
+                    "'--xla_force_host_platform_device_count=2 --xla_other=1'",
+                    "t.pxl");
+  CHECK(second.num_devices() == 2);
 }
