@@ -155,9 +155,10 @@ struct OpAttrs {
   // as JAX's stack primitive of the unexpanded operands.
   bool stacked = false;
   // Which integer params a jaxpr prints as numpy ints (np.int64(n)), as JAX's
-  // transpose rules compute them with numpy: bits 0, 1, 2 are pad's lo, hi and
-  // interior, slice's start_indices, limit_indices and strides, and bit 0
-  // broadcast_in_dim's broadcast_dimensions.
+  // transpose and batching rules compute them with numpy: bits 0, 1, 2 are
+  // pad's lo, hi and interior, slice's start_indices, limit_indices and
+  // strides, and bit 0 broadcast_in_dim's broadcast_dimensions and a
+  // reduction's (or argmax's) axes.
   uint8_t numpy_ints = 0;
   DotDims dot;                         // dot_general
   ScatterMode mode = ScatterMode::Set; // scatter

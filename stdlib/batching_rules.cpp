@@ -11,6 +11,7 @@
 #include "stdlib/custom_derivatives.hpp"
 #include "stdlib/debug_print.hpp"
 #include "stdlib/host_callback.hpp"
+#include "stdlib/jaxpr_record.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/rbg_batching.hpp"
 #include "stdlib/trace_util.hpp"
@@ -430,6 +431,7 @@ Tensor broadcast_batch(OpContext& cx, const Tensor& t, int64_t B) {
   a.shape = t->aval.shape;
   a.shape.insert(a.shape.begin(), B);
   a.axes = range(1, t->aval.ndim() + 1);
+  a.numpy_ints = 1; // (JAX's batching.broadcast computes them with numpy)
   return bind(cx, Op::BroadcastInDim, a, {t});
 }
 
@@ -575,12 +577,14 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
   case Op::ReduceAnd:
   case Op::ReduceOr:
     a.axes = shifted(attrs.axes);
+    if (op != Op::Rev) a.numpy_ints = 1; // (JAX's reducer_batcher shifts the axes with numpy)
     return {bind(cx, op, a, {in[0].t}), true};
   case Op::Argmax:
   case Op::Argmin:
   case Op::Cumsum:
   case Op::Argsort:
     a.axis = attrs.axis + 1;
+    if (op == Op::Argmax || op == Op::Argmin) a.numpy_ints = 1;
     if (op != Op::Cumsum && !attrs.axes.empty()) a.axes = shifted(attrs.axes);
     return {bind(cx, op, a, {in[0].t}), true};
   case Op::Concatenate:
@@ -727,14 +731,21 @@ std::vector<BVal> batch_spmd_call(OpContext& cx, const OpAttrs& attrs, std::span
 }
 
 std::vector<BVal> batch_function(OpContext& cx, const Function& f, std::span<const BVal> params,
-                                 std::span<const Tensor> consts, const BatchAxis& ax) {
+                                 std::span<const Tensor> consts, const BatchAxis& ax,
+                                 BatchLanding* landing) {
   std::vector<BVal> batched_consts;
   for (const Tensor& c : consts) batched_consts.push_back({c, false});
+  if (landing) landing->start = jaxpr_body_size(cx);
+  auto landed = [&] {
+    if (landing) landing->after.push_back(jaxpr_body_size(cx));
+  };
   std::vector<BVal> env = walk_function<BVal>(
       cx, f, params, batched_consts,
       [&](Op op, const OpAttrs& attrs, const std::vector<BVal>& args, const IRValue& v) {
         try {
-          return batch_op(cx, op, attrs, args, ax);
+          BVal r = batch_op(cx, op, attrs, args, ax);
+          landed();
+          return r;
         } catch (Error& e) {
           e.set_span_if_missing(v.loc);
           throw;
@@ -742,11 +753,19 @@ std::vector<BVal> batch_function(OpContext& cx, const Function& f, std::span<con
       },
       [&](const OpAttrs& attrs, const std::vector<BVal>& args, const Instr& in) {
         try {
-          if (in.op == Op::While) return batch_while(cx, attrs, args, ax);
-          if (is_rng_bit_generator_call(attrs)) return batch_rng_bit_generator(cx, attrs, args, ax);
-          if (attrs.custom) return batch_custom_call(cx, attrs, args, ax);
-          if (attrs.host) return batch_host_callback(cx, attrs, args, ax);
-          return batch_spmd_call(cx, attrs, args, ax);
+          std::vector<BVal> r;
+          if (in.op == Op::While)
+            r = batch_while(cx, attrs, args, ax);
+          else if (is_rng_bit_generator_call(attrs))
+            r = batch_rng_bit_generator(cx, attrs, args, ax);
+          else if (attrs.custom)
+            r = batch_custom_call(cx, attrs, args, ax);
+          else if (attrs.host)
+            r = batch_host_callback(cx, attrs, args, ax);
+          else
+            r = batch_spmd_call(cx, attrs, args, ax);
+          landed();
+          return r;
         } catch (Error& e) {
           e.set_span_if_missing(f.values[in.result].loc);
           throw;
@@ -754,6 +773,7 @@ std::vector<BVal> batch_function(OpContext& cx, const Function& f, std::span<con
       });
   std::vector<BVal> out;
   for (int r : f.results) out.push_back(env[r]);
+  if (landing) landing->env = std::move(env);
   return out;
 }
 

@@ -40,10 +40,12 @@
 #include "stdlib/closure_convert.hpp"
 #include "stdlib/custom_batching.hpp"
 #include "stdlib/float0.hpp"
+#include "stdlib/jaxpr_record.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/prng_key.hpp"
 #include "stdlib/pytree.hpp"
+#include "stdlib/trace_origin.hpp"
 #include "stdlib/trace_util.hpp"
 
 namespace pxl {
@@ -600,7 +602,8 @@ struct BatchedRule : CustomRule {
 
 } // namespace
 
-std::string callable_name(const Value& f) {
+std::string callable_name(const Value& fn) {
+  Value f = unwrapped_function(fn); // (functools.wraps: a jitted f's __name__ is f's)
   if (f.is_obj(ObjKind::Function)) return f.as<FunctionObj>()->name;
   if (f.is_obj(ObjKind::Builtin)) return f.as<BuiltinObj>()->name;
   return type_name(f);
@@ -781,8 +784,17 @@ Value call_custom(InterpreterImpl& in, const std::shared_ptr<const CustomDef>& d
   traced_args.insert(traced_args.end(), arrays.begin(), arrays.end());
   // Python control flow on the arguments reads their values where the calling
   // context knows them (grad's), as JAX's JVPTracer carries its primal.
+  // Under make_jaxpr the primal keeps a record of its own (custom_jvp_call's
+  // call_jaxpr shows a jit inside it).
+  auto* enclosing = dynamic_cast<TraceContext*>(&in.ops());
+  std::shared_ptr<JaxprRecord> record;
+  std::function<void(TraceContext&)> prepare;
+  if (enclosing && enclosing->jaxpr_record) {
+    record = std::make_shared<JaxprRecord>();
+    prepare = [record](TraceContext& tc) { tc.jaxpr_record = record; };
+  }
   TracedFunction t =
-      trace_function(in, primal, traced_args, where, d.kind(), nullptr, nullptr, {}, true);
+      trace_function(in, primal, traced_args, where, d.kind(), nullptr, nullptr, prepare, true);
   site.out_tree = t.out_tree;
   auto fn = t.fn;
   fn->name = d.name();
@@ -822,6 +834,7 @@ Value call_custom(InterpreterImpl& in, const std::shared_ptr<const CustomDef>& d
   rule->num_args = nargs;
   rule->num_static = site.num_arrays;
   rule->under_jvp = forward_mode(in);
+  rule->jaxpr_record = record;
   rule->site = std::move(site);
   return bind_custom_call(in, rule, operands, t.out_tree, where);
 }
@@ -1164,6 +1177,7 @@ std::vector<BVal> batch_custom_call(OpContext& cx, const OpAttrs& attrs, std::sp
   // The batched primal, every result batched.
   auto pb = function_in(cx, inner->fn->name);
   std::vector<Tensor> consts;
+  std::shared_ptr<const JaxprRecord> record;
   {
     TraceContext tc(*pb, cx, "vmap");
     std::vector<BVal> ps;
@@ -1172,8 +1186,19 @@ std::vector<BVal> batch_custom_call(OpContext& cx, const OpAttrs& attrs, std::sp
           {tc.add_param(ts[i]->aval, vma_of(cx, ts[i]), cx.loc, "operand " + std::to_string(i)),
            batched[i]});
     LocScope loc(tc, cx.loc);
-    for (const BVal& r : batch_function(tc, *inner->fn, ps, {}, axis))
+    // The primal's make_jaxpr record, carried onto the batched primal.
+    std::shared_ptr<JaxprRecord> inner_record;
+    BatchLanding landing;
+    if (inner->jaxpr_record) {
+      inner_record = std::make_shared<JaxprRecord>(*inner->jaxpr_record);
+      tc.jaxpr_record = std::make_shared<JaxprRecord>();
+    }
+    std::vector<BVal> rs =
+        batch_function(tc, *inner->fn, ps, {}, axis, inner_record ? &landing : nullptr);
+    if (inner_record) carry_batched_record(tc, *inner->fn, *inner_record, landing, 0);
+    for (const BVal& r : rs)
       pb->results.push_back(tc.value_of(r.batched ? r.t : broadcast_batch(tc, r.t, axis.size)));
+    record = tc.jaxpr_record;
     consts = tc.captured_tensors();
   }
   pb->params.insert(pb->params.end(), pb->consts.begin(), pb->consts.end());
@@ -1187,6 +1212,7 @@ std::vector<BVal> batch_custom_call(OpContext& cx, const OpAttrs& attrs, std::sp
   rule->num_args = inner->num_args;
   rule->num_static = inner->num_static;
   rule->under_jvp = inner->under_jvp;
+  rule->jaxpr_record = record;
   rule->inner = inner;
   rule->batched = batched;
   rule->axis = axis;

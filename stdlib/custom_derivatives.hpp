@@ -5,6 +5,7 @@
 
 #include "ir/custom_call.hpp"
 #include "lang/interp_impl.hpp"
+#include "lang/jaxpr_record.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/transforms.hpp"
 
@@ -19,6 +20,9 @@ struct CustomRule : CustomCallee {
   // Recorded where forward mode (jax.jvp) differentiates the call: JAX's
   // leaked-tracer error then names a JVPTracer (else a LinearizeTracer).
   bool under_jvp = false;
+  // make_jaxpr's record of the primal's trace (a jit inside it); null when
+  // the call was not traced under make_jaxpr.
+  std::shared_ptr<const JaxprRecord> jaxpr_record;
   // The cotangents of the call's first num_args operands (nullptr = zero),
   // bound in `cx`, given all of its operands and its results' cotangents
   // (nullptr = zero). `need[k]`: whether operand k's cotangent is wanted (a

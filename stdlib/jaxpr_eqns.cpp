@@ -88,6 +88,20 @@ std::vector<bool> used_outside(const Function& fn, const std::vector<int>& roots
   return out;
 }
 
+// Per instruction: a stretching broadcast of a rank-0 value, or of such a
+// broadcast (vmap batches an unbatched scalar's broadcast by broadcasting it
+// again): where all of them are implicit, JAX's jaxpr shows the scalar.
+std::vector<bool> scalar_broadcasts(const Function& fn) {
+  std::vector<bool> out(fn.body.size(), false);
+  for (size_t k = 0; k < fn.body.size(); ++k) {
+    const Instr& i = fn.body[k];
+    if (!stretches(fn, i)) continue;
+    const IRValue& x = fn.values[static_cast<size_t>(i.operands[0])];
+    out[k] = x.aval.shape.empty() || (x.producer >= 0 && out[static_cast<size_t>(x.producer)]);
+  }
+  return out;
+}
+
 // Per instruction: a broadcast that only does the broadcasting of the
 // elementwise binary ops reading it, which JAX's jaxpr leaves to the
 // primitive (rank-0 operands, unit dimensions) except for jnp's rank
@@ -100,19 +114,29 @@ std::vector<bool> implicit_broadcasts(const Function& fn, const std::vector<bool
                                       const std::vector<bool>& outside) {
   std::vector<bool> implicit(fn.body.size(), false);
   auto index_of = [&](int v) { return fn.values[static_cast<size_t>(v)].producer; };
-  for (size_t k = 0; k < fn.body.size(); ++k) {
+  const std::vector<bool> of_scalar = scalar_broadcasts(fn);
+  // (Last first: a scalar's broadcast that only feeds such broadcasts, vmap's
+  // batching of an unbatched operand, is one too: the scalar shows.)
+  for (size_t k = fn.body.size(); k-- > 0;) {
     const Instr& i = fn.body[k];
     if (!keep[k] || !stretches(fn, i) || outside[static_cast<size_t>(i.result)]) continue;
     const auto& us = users[static_cast<size_t>(i.result)];
-    implicit[k] = !us.empty() && std::all_of(us.begin(), us.end(), [](const Instr* u) {
-      return is_elementwise_binary(u->op);
+    implicit[k] = !us.empty() && std::all_of(us.begin(), us.end(), [&](const Instr* u) {
+      return is_elementwise_binary(u->op) ||
+             (of_scalar[k] && implicit[static_cast<size_t>(u - fn.body.data())]);
     });
   }
+  // Whether v is an implicit broadcast of a scalar (it shows as the scalar).
+  auto shows_scalar = [&](int v) {
+    int p = index_of(v);
+    return p >= 0 && implicit[static_cast<size_t>(p)] && of_scalar[static_cast<size_t>(p)];
+  };
   // The shape an operand shows in the binary op.
   auto shown = [&](int v) -> Shape {
     int p = index_of(v);
     if (p < 0 || !implicit[static_cast<size_t>(p)])
       return fn.values[static_cast<size_t>(v)].aval.shape;
+    if (shows_scalar(v)) return {};
     return promoted_shape(fn, fn.body[static_cast<size_t>(p)]);
   };
   for (size_t k = 0; k < fn.body.size(); ++k) {
@@ -140,6 +164,14 @@ std::vector<bool> implicit_broadcasts(const Function& fn, const std::vector<bool
       if (earliest < 0) break;
       implicit[static_cast<size_t>(earliest)] = false;
     }
+  }
+  // A scalar's broadcast stays implicit only while every broadcast reading it does.
+  for (size_t k = fn.body.size(); k-- > 0;) {
+    const Instr& i = fn.body[k];
+    if (!implicit[k] || !of_scalar[k]) continue;
+    for (const Instr* u : users[static_cast<size_t>(i.result)])
+      if (!is_elementwise_binary(u->op) && !implicit[static_cast<size_t>(u - fn.body.data())])
+        implicit[k] = false;
   }
   return implicit;
 }
@@ -328,6 +360,7 @@ JaxprReading read_jaxpr(const Function& fn, const std::vector<int>& roots,
       rd.literal[static_cast<size_t>(c)] = true;
   const std::vector<bool> outside = used_outside(fn, roots);
   const std::vector<bool> implicit = implicit_broadcasts(fn, keep, users, outside);
+  const std::vector<bool> of_scalar = scalar_broadcasts(fn);
   const std::map<size_t, int> divisor =
       reciprocal_divisions(fn, keep, implicit, users, outside, constants, rd.prim);
   // The expand_dims jnp.stack's concatenate reads (and nothing else does):
@@ -376,7 +409,11 @@ JaxprReading read_jaxpr(const Function& fn, const std::vector<int>& roots,
     if (implicit[index - 1]) {
       const AVal& out = fn.values[static_cast<size_t>(i.result)].aval;
       Shape shown = promoted_shape(fn, i);
-      if (shown == fn.values[static_cast<size_t>(i.operands[0])].aval.shape) { // the operand
+      // A scalar's implicit broadcast, broadcast again (vmap): the scalar.
+      int q = fn.values[static_cast<size_t>(i.operands[0])].producer;
+      bool again = q >= 0 && implicit[static_cast<size_t>(q)] && of_scalar[static_cast<size_t>(q)];
+      if (again ||
+          shown == fn.values[static_cast<size_t>(i.operands[0])].aval.shape) { // the operand
         rd.stands_for[static_cast<size_t>(i.result)] =
             rd.stands_for[static_cast<size_t>(i.operands[0])];
         continue;

@@ -13,6 +13,7 @@
 #include "lang/jaxpr_record.hpp"
 #include "runtime/format.hpp"
 #include "runtime/spmd_call.hpp"
+#include "stdlib/custom_derivatives.hpp"
 #include "stdlib/jaxpr_eqns.hpp"
 #include "stdlib/jaxpr_spmd.hpp"
 #include "stdlib/jaxpr_view.hpp"
@@ -44,18 +45,18 @@ Params printed_params(Op op, const OpAttrs& a, const AVal& result) {
   Params p;
   switch (op) {
   case Op::ReduceSum:
-    p = {{"axes", py_seq(a.axes)}, {"out_sharding", "None"}};
+    p = {{"axes", ints_seq(a.axes, a.numpy_ints & 1)}, {"out_sharding", "None"}};
     break;
   case Op::ReduceMax:
   case Op::ReduceMin:
   case Op::ReduceProd:
   case Op::ReduceAnd:
   case Op::ReduceOr:
-    p = {{"axes", py_seq(a.axes)}};
+    p = {{"axes", ints_seq(a.axes, a.numpy_ints & 1)}};
     break;
   case Op::Argmax:
   case Op::Argmin:
-    p = {{"axes", py_seq({a.axis})}, {"index_dtype", dtype_name(a.dtype)}};
+    p = {{"axes", ints_seq({a.axis}, a.numpy_ints & 1)}, {"index_dtype", dtype_name(a.dtype)}};
     break;
   case Op::BroadcastInDim:
     if (!a.axes.empty()) p = {{"broadcast_dimensions", ints_seq(a.axes, a.numpy_ints & 1)}};
@@ -529,8 +530,8 @@ struct Printer {
   // A while's cond or body as its own jaxpr: the parameters `f` takes
   // from `operands` that are literals print inline, as in JAX's jaxpr where
   // a captured Python number is a literal; `kept` counts the constants left.
-  pp::Doc loop_jaxpr(const Function& f, size_t nconsts, std::span<const int> operands,
-                     size_t& kept) {
+  pp::Doc loop_jaxpr(const Function& f, size_t nconsts, std::span<const int> operands, size_t& kept,
+                     const JaxprRecord* record = nullptr) {
     Function g = f;
     std::map<int, Tensor> values;
     std::vector<int> params;
@@ -550,7 +551,7 @@ struct Printer {
       if (p < nconsts) ++kept;
     }
     g.params = params;
-    Printer sub(g, nullptr);
+    Printer sub(g, record);
     sub.next = next;
     sub.const_values = values;
     return sub.top_doc();
@@ -604,7 +605,10 @@ struct Printer {
     std::vector<std::pair<std::string, pp::Doc>> pairs;
     for (const auto& [k, v] : c.jaxpr_params) pairs.push_back({k, pp::text(k + "=" + v)});
     size_t kept = 0;
-    pp::Doc call = loop_jaxpr(*c.fn, c.fn->params.size(), i.operands, kept);
+    // (The primal's own record, when make_jaxpr traced it: a jit inside it.)
+    const auto* rule = dynamic_cast<const CustomRule*>(&c);
+    pp::Doc call = loop_jaxpr(*c.fn, c.fn->params.size(), i.operands, kept,
+                              rule ? rule->jaxpr_record.get() : nullptr);
     pairs.push_back({"call_jaxpr", pp::concat({pp::text("call_jaxpr="), call})});
     std::stable_sort(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) {
       if ((a.first == "name") != (b.first == "name")) return a.first == "name";

@@ -55,8 +55,9 @@ Tensor jaxpr_fresh_copy(TraceContext& tc, const Tensor& t) {
   JaxprRecord& rec = *tc.jaxpr_record;
   OpAttrs same;
   same.shape = t->aval.shape;
-  size_t at = tc.function().body.size();
   Tensor copy = tc.bind(Op::Reshape, same, std::span<const Tensor>(&t, 1));
+  // (The copy is the last instruction: binding it may gate `t` first.)
+  size_t at = tc.function().body.size() - 1;
   rec.hidden.push_back({at, at + 1});
   return copy;
 }
@@ -124,11 +125,142 @@ void jaxpr_end_region(TraceContext& tc, int region, std::vector<int> outputs) {
   }
 }
 
+void carry_jaxpr_record(TraceContext& tc, const Function& f, const JaxprRecord& inner, size_t start,
+                        const std::vector<size_t>& after, const std::function<int(int)>& id,
+                        const std::function<bool(const JaxprRegion&)>& keep,
+                        size_t regions_before) {
+  JaxprRecord& rec = *tc.jaxpr_record;
+  auto at = [&](size_t k) { return k == 0 ? start : after[std::min(k, after.size()) - 1]; };
+  auto ids = [&](const std::vector<int>& vs) {
+    std::vector<int> out;
+    for (int v : vs) out.push_back(id(v));
+    return out;
+  };
+  // The regions carried (a dropped one drops what it holds) and their new indices.
+  std::vector<int> index(inner.regions.size(), -1);
+  std::vector<bool> dropped(inner.regions.size(), false);
+  for (size_t r = 0; r < inner.regions.size(); ++r) {
+    const JaxprRegion& g = inner.regions[r];
+    dropped[r] = (g.parent >= 0 && dropped[static_cast<size_t>(g.parent)]) || (keep && !keep(g));
+  }
+  // Whether inner instruction k lies in a dropped region.
+  auto in_dropped = [&](size_t k) {
+    for (size_t r = 0; r < inner.regions.size(); ++r)
+      if (dropped[r] && inner.regions[r].begin <= k && k < inner.regions[r].end) return true;
+    return false;
+  };
+  auto value_in_dropped = [&](int v) {
+    if (v < 0 || static_cast<size_t>(v) >= f.values.size()) return false;
+    int p = f.values[static_cast<size_t>(v)].producer;
+    return p >= 0 && in_dropped(static_cast<size_t>(p));
+  };
+  const int parent = rec.innermost();
+  const size_t first = rec.regions.size();
+  for (size_t r = 0; r < inner.regions.size(); ++r)
+    if (!dropped[r])
+      index[r] = static_cast<int>(first + std::count(dropped.begin(), dropped.begin() + r, false));
+  for (size_t r = 0; r < inner.regions.size(); ++r) {
+    if (dropped[r]) continue;
+    const JaxprRegion& g = inner.regions[r];
+    JaxprRegion n = g;
+    n.begin = at(g.begin);
+    n.end = at(g.end);
+    n.parent = g.parent < 0 ? parent : index[static_cast<size_t>(g.parent)];
+    n.inputs = ids(g.inputs);
+    n.outputs = ids(g.outputs);
+    n.invars = ids(g.invars);
+    n.outvars = ids(g.outvars);
+    n.parts.clear();
+    for (int p : g.parts)
+      if (index[static_cast<size_t>(p)] >= 0) n.parts.push_back(index[static_cast<size_t>(p)]);
+    rec.regions.push_back(std::move(n));
+  }
+  // Regions the evaluation itself recorded (a batched custom_jvp) belong to
+  // the innermost carried region around them.
+  for (size_t r = regions_before; r < first; ++r) {
+    JaxprRegion& made = rec.regions[r];
+    if (made.parent != parent) continue;
+    for (size_t c = rec.regions.size(); c-- > first;) {
+      const JaxprRegion& g = rec.regions[c];
+      if (g.begin <= made.begin && made.end <= g.end && g.begin < g.end) {
+        made.parent = static_cast<int>(c);
+        break;
+      }
+    }
+  }
+  // (In a dropped region only the hidden copies its parts' parameters stand
+  // for stay hidden: the rest of its plumbing is what it now computes.)
+  auto fresh_copy = [&](size_t b, size_t e) {
+    if (e != b + 1 || b >= f.body.size()) return false;
+    const Instr& i = f.body[b];
+    return i.op == Op::Reshape && i.attrs.perm.empty() && i.attrs.axes.empty() &&
+           f.values[static_cast<size_t>(i.operands[0])].aval.shape ==
+               f.values[static_cast<size_t>(i.result)].aval.shape;
+  };
+  for (auto [b, e] : inner.hidden) {
+    if (in_dropped(b) && !fresh_copy(b, e)) continue;
+    rec.hidden.push_back({at(b), at(e)});
+    if (in_dropped(b)) { // no part's parameter now: the copy prints as its original
+      int a = id(f.body[b].result), o = id(f.body[b].operands[0]);
+      if (a >= 0 && o >= 0 && a != o) rec.alias[a] = o;
+    }
+  }
+  for (auto [from, to] : inner.alias) {
+    if (value_in_dropped(from)) continue;
+    int a = id(from), b = id(to);
+    if (a >= 0 && b >= 0 && a != b) rec.alias[a] = b;
+  }
+  // Reverse mode's notes, for the instructions that landed as one each.
+  auto single = [&](size_t k, size_t& pos) {
+    if (k >= after.size() || after[k] != at(k) + 1 || in_dropped(k)) return false;
+    pos = at(k);
+    return true;
+  };
+  for (auto [j, k] : inner.moved)
+    if (size_t pj = 0, pk = 0; single(j, pj) && single(k, pk)) rec.moved.push_back({pj, pk});
+  for (size_t k : inner.add_any)
+    if (size_t pk = 0; single(k, pk)) rec.add_any.push_back(pk);
+  for (int v : inner.kept)
+    if (int k = id(v); k >= 0 && !value_in_dropped(v)) rec.kept.push_back(k);
+}
+
+void carry_batched_record(TraceContext& tc, const Function& f, JaxprRecord& inner,
+                          const BatchLanding& landing, size_t regions_before) {
+  auto batched = [&](int v) {
+    return v >= 0 && static_cast<size_t>(v) < landing.env.size() &&
+           landing.env[static_cast<size_t>(v)].batched;
+  };
+  // A batched sort's dimension follows the batch dimension put in front.
+  for (JaxprRegion& g : inner.regions)
+    if (g.opaque && !g.inputs.empty() && batched(g.inputs[0]))
+      for (auto& [k, v] : g.params)
+        if (k == "dimension" && !v.empty() && v.size() < 10 &&
+            v.find_first_not_of("0123456789") == std::string::npos)
+          v = std::to_string(std::stoll(v) + 1);
+  carry_jaxpr_record(
+      tc, f, inner, landing.start, landing.after,
+      [&](int v) {
+        const Tensor& t = v >= 0 && static_cast<size_t>(v) < landing.env.size()
+                              ? landing.env[static_cast<size_t>(v)].t
+                              : Tensor();
+        return t ? tc.value_of(t) : -1;
+      },
+      // A jit stays a jit, a sort a sort, a scan a scan, a cond of an unbatched
+      // index a cond; a cond of a batched one prints as the instructions it
+      // became (JAX's batched cond is a select).
+      [&](const JaxprRegion& g) {
+        if (g.prim == "cond") return !g.inputs.empty() && !batched(g.inputs[0]);
+        return g.prim == "jit" || g.prim == "checkpoint" || g.prim == "scan" || g.prim == "part" ||
+               g.opaque;
+      },
+      regions_before);
+}
+
 std::vector<Tensor> inline_recorded(TraceContext& tc, const Function& f, const JaxprRecord& inner,
                                     std::span<const Tensor> params,
                                     std::span<const Tensor> consts) {
-  JaxprRecord& rec = *tc.jaxpr_record;
   const size_t start = tc.function().body.size();
+  const size_t regions_before = tc.jaxpr_record->regions.size();
   // Where each of f's instructions lands (a branch gate may put hidden steps
   // before one): after[k] is the position just past f's instruction k.
   std::vector<size_t> after;
@@ -145,48 +277,14 @@ std::vector<Tensor> inline_recorded(TraceContext& tc, const Function& f, const J
         landed();
         return r;
       });
-  auto at = [&](size_t k) { return k == 0 ? start : after[std::min(k, after.size()) - 1]; };
-  auto id = [&](int v) {
-    const Tensor& t =
-        v >= 0 && static_cast<size_t>(v) < env.size() ? env[static_cast<size_t>(v)] : Tensor();
-    return t ? tc.value_of(t) : -1;
-  };
-  auto ids = [&](const std::vector<int>& vs) {
-    std::vector<int> out;
-    for (int v : vs) out.push_back(id(v));
-    return out;
-  };
-  const int base = static_cast<int>(rec.regions.size());
-  const int parent = rec.innermost();
-  for (const JaxprRegion& g : inner.regions) {
-    JaxprRegion r = g;
-    r.begin = at(g.begin);
-    r.end = at(g.end);
-    r.parent = g.parent < 0 ? parent : base + g.parent;
-    r.inputs = ids(g.inputs);
-    r.outputs = ids(g.outputs);
-    r.invars = ids(g.invars);
-    r.outvars = ids(g.outvars);
-    for (int& p : r.parts) p += base;
-    rec.regions.push_back(std::move(r));
-  }
-  for (auto [b, e] : inner.hidden) rec.hidden.push_back({at(b), at(e)});
-  for (auto [from, to] : inner.alias) {
-    int a = id(from), b = id(to);
-    if (a >= 0 && b >= 0 && a != b) rec.alias[a] = b;
-  }
-  // Reverse mode's notes, for the instructions that landed as one each.
-  auto single = [&](size_t k, size_t& pos) {
-    if (k >= after.size() || after[k] != at(k) + 1) return false;
-    pos = at(k);
-    return true;
-  };
-  for (auto [j, k] : inner.moved)
-    if (size_t pj = 0, pk = 0; single(j, pj) && single(k, pk)) rec.moved.push_back({pj, pk});
-  for (size_t k : inner.add_any)
-    if (size_t pk = 0; single(k, pk)) rec.add_any.push_back(pk);
-  for (int v : inner.kept)
-    if (int k = id(v); k >= 0) rec.kept.push_back(k);
+  carry_jaxpr_record(
+      tc, f, inner, start, after,
+      [&](int v) {
+        const Tensor& t =
+            v >= 0 && static_cast<size_t>(v) < env.size() ? env[static_cast<size_t>(v)] : Tensor();
+        return t ? tc.value_of(t) : -1;
+      },
+      {}, regions_before);
   std::vector<Tensor> out;
   for (int r : f.results) out.push_back(env[static_cast<size_t>(r)]);
   return out;

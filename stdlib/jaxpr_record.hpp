@@ -1,6 +1,7 @@
 // Recording JAX's structure while make_jaxpr traces (lang/jaxpr_record.hpp):
 // the region calls jit makes, and the lax._jaxpr_* marks for lax_loops.pxl.
 #pragma once
+#include <functional>
 #include <span>
 #include <string>
 #include <utility>
@@ -14,6 +15,8 @@ namespace pxl {
 
 class TraceContext;
 struct JaxprRecord;
+struct JaxprRegion;
+struct BatchLanding; // stdlib/transforms.hpp
 
 // Opens a region for primitive `prim` at the trace's current instruction, with
 // the equation's operands (value ids); returns its index. tc.jaxpr_record set.
@@ -41,6 +44,24 @@ void jaxpr_hide_operand_converts(OpContext& cx, size_t begin,
                                  const std::vector<std::pair<Tensor, Tensor>>& converted);
 // Where the next instruction goes (for jaxpr_hide_operand_converts); 0 when not tracing.
 size_t jaxpr_body_size(OpContext& cx);
+
+// Carries the record `inner` of function f over to the recording trace tc,
+// nested in its innermost open region, for an evaluation of f that put f's
+// instruction k at [after[k-1], after[k]) of tc's body (from `start`): the
+// regions, hidden steps, aliases and reverse mode's notes, their values
+// through `id` (f's value -> tc's value id, -1 for none). A region `keep`
+// refuses is dropped with everything inside it (its instructions print flat).
+// Regions the evaluation recorded itself (from index `regions_before` on) are
+// nested in the carried region around them.
+void carry_jaxpr_record(TraceContext& tc, const Function& f, const JaxprRecord& inner, size_t start,
+                        const std::vector<size_t>& after, const std::function<int(int)>& id,
+                        const std::function<bool(const JaxprRegion&)>& keep, size_t regions_before);
+
+// carry_jaxpr_record for f's batched evaluation (vmap, batch_function with
+// `landing`): JAX's structure under vmap (a jit stays a jit, a sort a sort
+// along its shifted dimension, a cond of a batched index is a select).
+void carry_batched_record(TraceContext& tc, const Function& f, JaxprRecord& inner,
+                          const BatchLanding& landing, size_t regions_before);
 
 // Inlines `f` (traced with its own record `inner`) into the recording trace
 // `tc`, as inline_function does, and carries inner's regions, hidden steps and

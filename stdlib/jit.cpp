@@ -342,6 +342,7 @@ struct JitFunction : OpaqueObj {
   std::string repr() const override {
     return remat ? pxl::repr(fn) : "<jitted " + pxl::repr(fn) + ">";
   }
+  const Value* wrapped() const override { return &fn; } // (functools.wraps)
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
     if (name == "_cache_size") { // a method, as JAX's
       int64_t n = static_cast<int64_t>(cache->size());

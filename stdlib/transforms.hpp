@@ -61,9 +61,19 @@ std::vector<BVal> batch_spmd_call(OpContext& cx, const OpAttrs& attrs, std::span
 // The batching rule of while (stdlib/while_loop.cpp).
 std::vector<BVal> batch_while(OpContext& cx, const OpAttrs& attrs, std::span<const BVal> args,
                               const BatchAxis& axis);
-// Evaluates `f` on batched params (consts are unbatched) with the batching rules.
+// Where a batched evaluation put f's instructions in the enclosing trace, for
+// carrying make_jaxpr's record of f over (stdlib/jaxpr_record.hpp): after[k]
+// is the trace's length just past f's instruction k; env holds every value.
+struct BatchLanding {
+  size_t start = 0;
+  std::vector<size_t> after;
+  std::vector<BVal> env;
+};
+// Evaluates `f` on batched params (consts are unbatched) with the batching
+// rules; `landing` (optional) receives where each instruction landed.
 std::vector<BVal> batch_function(OpContext& cx, const Function& f, std::span<const BVal> params,
-                                 std::span<const Tensor> consts, const BatchAxis& axis);
+                                 std::span<const Tensor> consts, const BatchAxis& axis,
+                                 BatchLanding* landing = nullptr);
 // The unbatched value `t` with a batch dimension of size B in front.
 Tensor broadcast_batch(OpContext& cx, const Tensor& t, int64_t B);
 

@@ -7,6 +7,7 @@
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
 #include "runtime/eager.hpp"
+#include "stdlib/jaxpr_record.hpp"
 #include "stdlib/jit_partition.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/sharding.hpp"
@@ -289,6 +290,7 @@ struct VmapFunction : OpaqueObj {
 
   std::string type_name() const override { return "function"; }
   std::string repr() const override { return "<vmap of " + pxl::repr(fn) + ">"; }
+  const Value* wrapped() const override { return &fn; } // (functools.wraps)
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
     if (name == "__wrapped__") return out = fn, true;
     // (functools.wraps: the wrapped function's name, when it has one.)
@@ -492,8 +494,14 @@ struct VmapFunction : OpaqueObj {
                                                     ? explicit_type_hook(in, leaves, nullptr, &axes)
                                                     : std::function<void(TraceContext&)>{};
     // A traced value prints as JAX's VmapTracer(aval=float32[], batched=float32[3]).
-    auto describe = [&typing, B](TraceContext& tc) {
+    // Under make_jaxpr the example's trace keeps its own record, carried over
+    // below onto the batched instructions (JAX's batched jit is a jit).
+    auto* recording = dynamic_cast<TraceContext*>(&in.ops());
+    if (recording && !recording->jaxpr_record) recording = nullptr;
+    auto record = recording ? std::make_shared<JaxprRecord>() : nullptr;
+    auto describe = [&typing, B, record](TraceContext& tc) {
       if (typing) typing(tc);
+      if (record) tc.jaxpr_record = record;
       tc.describe = [&tc, B](int id) -> std::optional<std::string> {
         AVal a = tc.function().values[static_cast<size_t>(id)].aval;
         a.weak = false;
@@ -508,8 +516,12 @@ struct VmapFunction : OpaqueObj {
     TracedFunction traced = trace_function(in, traced_fn, traced_args, where, "vmap", &avals,
                                            axis_name.empty() ? nullptr : &named, describe);
     if (in.options().dump_ir) in.out() << print_function(*traced.fn);
-    std::vector<BVal> outs = batch_function(in.ops(), *traced.fn, params, traced.consts,
-                                            BatchAxis{B, axis_name, spmd_axis_name});
+    BatchLanding landing;
+    const size_t regions_before = record ? recording->jaxpr_record->regions.size() : 0;
+    std::vector<BVal> outs =
+        batch_function(in.ops(), *traced.fn, params, traced.consts,
+                       BatchAxis{B, axis_name, spmd_axis_name}, record ? &landing : nullptr);
+    if (record) carry_batched_record(*recording, *traced.fn, *record, landing, regions_before);
     inherit_constraint_mesh(in.ops(), *traced.fn);
     // out_axes: where the mapped axis goes in each output.
     ValueList out_leaves;
