@@ -210,16 +210,19 @@ void carry_jaxpr_record(TraceContext& tc, const Function& f, const JaxprRecord& 
     int a = id(from), b = id(to);
     if (a >= 0 && b >= 0 && a != b) rec.alias[a] = b;
   }
-  // Reverse mode's notes, for the instructions that landed as one each.
-  auto single = [&](size_t k, size_t& pos) {
-    if (k >= after.size() || after[k] != at(k) + 1 || in_dropped(k)) return false;
-    pos = at(k);
-    return true;
+  // Reverse mode's notes. An instruction that landed as several (a batching
+  // broadcast, then the op) moves as a whole, after the last of its anchor's;
+  // an add_any is the last of its.
+  auto landed = [&](size_t k, size_t& lo, size_t& hi) {
+    if (k >= after.size() || in_dropped(k)) return false;
+    lo = at(k), hi = after[k];
+    return lo < hi;
   };
   for (auto [j, k] : inner.moved)
-    if (size_t pj = 0, pk = 0; single(j, pj) && single(k, pk)) rec.moved.push_back({pj, pk});
+    if (size_t j0 = 0, j1 = 0, k0 = 0, k1 = 0; landed(j, j0, j1) && landed(k, k0, k1))
+      for (size_t p = j0; p < j1; ++p) rec.moved.push_back({p, k1 - 1});
   for (size_t k : inner.add_any)
-    if (size_t pk = 0; single(k, pk)) rec.add_any.push_back(pk);
+    if (size_t k0 = 0, k1 = 0; landed(k, k0, k1)) rec.add_any.push_back(k1 - 1);
   for (int v : inner.kept)
     if (int k = id(v); k >= 0 && !value_in_dropped(v)) rec.kept.push_back(k);
 }
