@@ -5,6 +5,7 @@
 
 #include "lang/args.hpp"
 #include "lang/ast.hpp"
+#include "lang/bigint.hpp"
 #include "lang/tracer.hpp"
 #include "lang/type_object.hpp"
 #include "runtime/eager.hpp"
@@ -159,7 +160,12 @@ struct JaxprObj : OpaqueObj {
 // jax.config.update('jax_num_cpu_devices', n): the CPU mesh's size, before
 // anything has used the devices (JAX's backend initialization); n < 0 keeps
 // the default (--devices / PXL_DEVICES).
-void set_num_cpu_devices(InterpreterImpl& in, const Value& n) {
+void set_num_cpu_devices(InterpreterImpl& in, const Value& given) {
+  Value n = given.is_none() ? Value::integer(-1) : given; // (None: the default)
+  if (is_py_int(n) && !n.is_intlike())
+    throw Error(ErrCode::Value, "jax_num_cpu_devices must be in [1, 4096] (or negative for the "
+                                "default), got " +
+                                    str(n));
   if (!n.is_intlike())
     throw Error(ErrCode::Value, "new int config value must be None or of type int, got " + str(n) +
                                     " of type <class '" + type_name(n) + "'>");

@@ -26,6 +26,10 @@ EXPECTED = {
     "jaxtests/lcf_misc.pxl": "lax.platform_dependent picks its cuda/default branch",
     "jaxtests/smtest_collective_groups.pxl": "an eager repr cut at a fixed width: 'cuda:1' is longer than 'cpu:1'",
     "spmd/visualize_sharding_narrow.pxl": "cells cut to 'C…' on the CPU read 'G…' (GPU 0) on CUDA",
+    # A script's jax_num_cpu_devices / XLA_FLAGS sizes the CPU mesh; on CUDA the devices are the GPUs:
+    "spmd/num_cpu_devices.pxl": "the CPU mesh the script sizes is the GPUs on CUDA",
+    "spmd_errors/num_cpu_devices_late.pxl": "it prints the device count: the GPUs on CUDA",
+    "lang/os_module.pxl": "XLA_FLAGS sizes the CPU mesh; on CUDA the devices are the GPUs",
     # Float roundoff (fused kernels, FMA contraction, summation order) past the tolerance:
     "jaxtests/lin_grad_vmap.pxl": "pinv's gradient amplifies roundoff to 1.2e-4 relative",
     "jaxtests/lin_hessenberg_ormqr.pxl": "a cancellation residue prints as -5.55e-15 where the CPU has 0",
