@@ -14,10 +14,10 @@ std::string version() { return PXL_VERSION; }
 
 Runtime::Runtime(RuntimeOptions options) {
   // The same bounds as the command line's --devices.
-  if (options.num_devices < 1 || options.num_devices > 4096)
-    throw Error(ErrCode::Value, "RuntimeOptions::num_devices is " +
-                                    std::to_string(options.num_devices) +
-                                    ": expected an integer from 1 to 4096");
+  if (options.num_devices < 1 || options.num_devices > kMaxDevices)
+    throw Error(ErrCode::Value,
+                "RuntimeOptions::num_devices is " + std::to_string(options.num_devices) +
+                    ": expected an integer from 1 to " + std::to_string(kMaxDevices));
   InterpOptions io;
   io.num_devices = options.num_devices;
   io.platform = parse_platform(options.platform);

@@ -152,9 +152,10 @@ void Platform::set_transfer_sites(std::shared_ptr<const PullLog> sites) {
 int parse_device_count(const std::string& text) {
   int n = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc() || ptr != text.data() + text.size() || n < 1 || n > 4096)
-    throw Error(ErrCode::Value,
-                "invalid device count '" + text + "': expected an integer from 1 to 4096");
+  if (ec != std::errc() || ptr != text.data() + text.size() || n < 1 || n > kMaxDevices)
+    throw Error(ErrCode::Value, "invalid device count '" + text +
+                                    "': expected an integer from 1 to " +
+                                    std::to_string(kMaxDevices));
   return n;
 }
 

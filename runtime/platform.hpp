@@ -122,8 +122,12 @@ private:
   CodeCacheOptions code_cache_options_;
 };
 
+// The most devices a mesh may have (--devices, PXL_DEVICES, jax_num_cpu_devices, the embedding
+// API).
+constexpr int kMaxDevices = 4096;
+
 // Device count from --devices / PXL_DEVICES; `text` is the user's value.
-// Throws pxl::Error(Value) for anything but an integer in [1, 4096].
+// Throws pxl::Error(Value) for anything but an integer in [1, kMaxDevices].
 int parse_device_count(const std::string& text);
 
 // --devices / PXL_DEVICES: "N", or "cuda:K" (K logical CUDA devices on one GPU).

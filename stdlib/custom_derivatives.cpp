@@ -1186,16 +1186,16 @@ std::vector<BVal> batch_custom_call(OpContext& cx, const OpAttrs& attrs, std::sp
           {tc.add_param(ts[i]->aval, vma_of(cx, ts[i]), cx.loc, "operand " + std::to_string(i)),
            batched[i]});
     LocScope loc(tc, cx.loc);
-    // The primal's make_jaxpr record, carried onto the batched primal.
-    std::shared_ptr<JaxprRecord> inner_record;
+    // The primal's make_jaxpr record, carried onto the batched primal (a
+    // copy: carrying retouches it).
     BatchLanding landing;
-    if (inner->jaxpr_record) {
-      inner_record = std::make_shared<JaxprRecord>(*inner->jaxpr_record);
-      tc.jaxpr_record = std::make_shared<JaxprRecord>();
-    }
+    if (inner->jaxpr_record) tc.jaxpr_record = std::make_shared<JaxprRecord>();
     std::vector<BVal> rs =
-        batch_function(tc, *inner->fn, ps, {}, axis, inner_record ? &landing : nullptr);
-    if (inner_record) carry_batched_record(tc, *inner->fn, *inner_record, landing, 0);
+        batch_function(tc, *inner->fn, ps, {}, axis, inner->jaxpr_record ? &landing : nullptr);
+    if (inner->jaxpr_record) {
+      JaxprRecord carried = *inner->jaxpr_record;
+      carry_batched_record(tc, *inner->fn, carried, landing, 0);
+    }
     for (const BVal& r : rs)
       pb->results.push_back(tc.value_of(r.batched ? r.t : broadcast_batch(tc, r.t, axis.size)));
     record = tc.jaxpr_record;

@@ -108,13 +108,13 @@ std::vector<bool> scalar_broadcasts(const Function& fn) {
 // promotion. Each binary op must keep an operand of its result's rank and
 // each of its sizes; where all of them are such broadcasts (`jnp.zeros((3,
 // 4)) + 1.0`), the earliest one is an equation of its own, as JAX's explicit
-// broadcast is.
+// broadcast is. `of_scalar`: scalar_broadcasts(fn).
 std::vector<bool> implicit_broadcasts(const Function& fn, const std::vector<bool>& keep,
                                       const std::vector<std::vector<const Instr*>>& users,
-                                      const std::vector<bool>& outside) {
+                                      const std::vector<bool>& outside,
+                                      const std::vector<bool>& of_scalar) {
   std::vector<bool> implicit(fn.body.size(), false);
   auto index_of = [&](int v) { return fn.values[static_cast<size_t>(v)].producer; };
-  const std::vector<bool> of_scalar = scalar_broadcasts(fn);
   // (Last first: a scalar's broadcast that only feeds such broadcasts, vmap's
   // batching of an unbatched operand, is one too: the scalar shows.)
   for (size_t k = fn.body.size(); k-- > 0;) {
@@ -359,8 +359,8 @@ JaxprReading read_jaxpr(const Function& fn, const std::vector<int>& roots,
     if (fn.values[static_cast<size_t>(c)].aval.shape.empty())
       rd.literal[static_cast<size_t>(c)] = true;
   const std::vector<bool> outside = used_outside(fn, roots);
-  const std::vector<bool> implicit = implicit_broadcasts(fn, keep, users, outside);
   const std::vector<bool> of_scalar = scalar_broadcasts(fn);
+  const std::vector<bool> implicit = implicit_broadcasts(fn, keep, users, outside, of_scalar);
   const std::map<size_t, int> divisor =
       reciprocal_divisions(fn, keep, implicit, users, outside, constants, rd.prim);
   // The expand_dims jnp.stack's concatenate reads (and nothing else does):

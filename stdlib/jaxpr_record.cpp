@@ -136,31 +136,29 @@ void carry_jaxpr_record(TraceContext& tc, const Function& f, const JaxprRecord& 
     for (int v : vs) out.push_back(id(v));
     return out;
   };
-  // The regions carried (a dropped one drops what it holds) and their new indices.
+  // The regions carried (a dropped one drops what it holds: parents come
+  // first) with their new indices, and the instructions in dropped ones.
+  const int parent = rec.innermost();
+  const size_t first = rec.regions.size();
   std::vector<int> index(inner.regions.size(), -1);
-  std::vector<bool> dropped(inner.regions.size(), false);
+  std::vector<bool> dropped_instr(f.body.size(), false);
+  int next = static_cast<int>(first);
   for (size_t r = 0; r < inner.regions.size(); ++r) {
     const JaxprRegion& g = inner.regions[r];
-    dropped[r] = (g.parent >= 0 && dropped[static_cast<size_t>(g.parent)]) || (keep && !keep(g));
+    if ((g.parent < 0 || index[static_cast<size_t>(g.parent)] >= 0) && (!keep || keep(g))) {
+      index[r] = next++;
+      continue;
+    }
+    for (size_t k = g.begin; k < g.end && k < f.body.size(); ++k) dropped_instr[k] = true;
   }
-  // Whether inner instruction k lies in a dropped region.
-  auto in_dropped = [&](size_t k) {
-    for (size_t r = 0; r < inner.regions.size(); ++r)
-      if (dropped[r] && inner.regions[r].begin <= k && k < inner.regions[r].end) return true;
-    return false;
-  };
+  auto in_dropped = [&](size_t k) { return k < dropped_instr.size() && dropped_instr[k]; };
   auto value_in_dropped = [&](int v) {
     if (v < 0 || static_cast<size_t>(v) >= f.values.size()) return false;
     int p = f.values[static_cast<size_t>(v)].producer;
     return p >= 0 && in_dropped(static_cast<size_t>(p));
   };
-  const int parent = rec.innermost();
-  const size_t first = rec.regions.size();
-  for (size_t r = 0; r < inner.regions.size(); ++r)
-    if (!dropped[r])
-      index[r] = static_cast<int>(first + std::count(dropped.begin(), dropped.begin() + r, false));
   for (size_t r = 0; r < inner.regions.size(); ++r) {
-    if (dropped[r]) continue;
+    if (index[r] < 0) continue;
     const JaxprRegion& g = inner.regions[r];
     JaxprRegion n = g;
     n.begin = at(g.begin);

@@ -9,6 +9,7 @@
 #include "lang/tracer.hpp"
 #include "lang/type_object.hpp"
 #include "runtime/eager.hpp"
+#include "runtime/platform.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/jaxpr_eqns.hpp"
 #include "stdlib/module_builder.hpp"
@@ -162,19 +163,14 @@ struct JaxprObj : OpaqueObj {
 // the default (--devices / PXL_DEVICES).
 void set_num_cpu_devices(InterpreterImpl& in, const Value& given) {
   Value n = given.is_none() ? Value::integer(-1) : given; // (None: the default)
-  if (is_py_int(n) && !n.is_intlike())
-    throw Error(ErrCode::Value, "jax_num_cpu_devices must be in [1, 4096] (or negative for the "
-                                "default), got " +
-                                    str(n));
-  if (!n.is_intlike())
+  if (!is_py_int(n))
     throw Error(ErrCode::Value, "new int config value must be None or of type int, got " + str(n) +
                                     " of type <class '" + type_name(n) + "'>");
-  int64_t count = n.as_int();
-  if (count == 0 || count > 4096)
-    throw Error(ErrCode::Value, "jax_num_cpu_devices must be in [1, 4096] (or negative for the "
-                                "default), got " +
-                                    std::to_string(count));
-  if (!in.platform().set_cpu_device_count(static_cast<int>(std::max<int64_t>(count, -1))))
+  if (!n.is_intlike() || n.as_int() == 0 || n.as_int() > kMaxDevices) // (a bigint: out of range)
+    throw Error(ErrCode::Value, "jax_num_cpu_devices must be in [1, " +
+                                    std::to_string(kMaxDevices) +
+                                    "] (or negative for the default), got " + str(n));
+  if (!in.platform().set_cpu_device_count(static_cast<int>(std::max<int64_t>(n.as_int(), -1))))
     throw Error(ErrCode::Device,
                 "jax_num_cpu_devices config should be updated before backends are initialized "
                 "i.e. before any JAX operation is executed. You should initialize this config "

@@ -30,20 +30,12 @@ std::optional<int> xla_flags_device_count(const std::string& flags) {
   while ((at = flags.find(kDeviceCountFlag, at)) != std::string::npos) {
     at += sizeof(kDeviceCountFlag) - 1;
     size_t end = flags.find_first_of(" \t\n", at);
-    std::string digits = flags.substr(at, end == std::string::npos ? end : end - at);
-    if (!digits.empty() && digits.size() <= 4 &&
-        digits.find_first_not_of("0123456789") == std::string::npos) {
-      int v = std::stoi(digits);
-      if (v >= 1 && v <= 4096) n = v;
+    try { // (PXL_DEVICES' parser and bounds; a malformed count is ignored)
+      n = parse_device_count(flags.substr(at, end == std::string::npos ? end : end - at));
+    } catch (const Error&) {
     }
   }
   return n;
-}
-
-std::string str_arg(const ArgReader& r, size_t i, const char* fn) {
-  if (!r[i].is_obj(ObjKind::Str))
-    throw Error(ErrCode::Type, std::string(fn) + "() argument must be str, not " + type_name(r[i]));
-  return r[i].as<StrObj>()->value;
 }
 
 bool stat_is(const std::string& path, mode_t kind) {
@@ -59,9 +51,7 @@ Value make_path_module() {
       throw Error(ErrCode::Arguments, "join() missing 1 required positional argument: 'a'");
     std::string out;
     for (const Value& v : a.pos) {
-      if (!v.is_obj(ObjKind::Str))
-        throw Error(ErrCode::Type, "join() argument must be str, not " + type_name(v));
-      const std::string& part = v.as<StrObj>()->value;
+      const std::string& part = value_to_str(v, "join() argument");
       if (!part.empty() && part[0] == '/')
         out = part; // an absolute part restarts the path
       else if (out.empty() || out.back() == '/')
@@ -82,20 +72,20 @@ Value make_path_module() {
   };
   b.fn("split", [split_at_slash](InterpreterImpl&, CallArgs& a) {
     ArgReader r("split", a, {"p"}, 1);
-    auto [head, tail] = split_at_slash(str_arg(r, 0, "split"));
+    auto [head, tail] = split_at_slash(r.get_str(0));
     return make_tuple({make_str(head), make_str(tail)});
   });
   b.fn("basename", [split_at_slash](InterpreterImpl&, CallArgs& a) {
     ArgReader r("basename", a, {"p"}, 1);
-    return make_str(split_at_slash(str_arg(r, 0, "basename")).second);
+    return make_str(split_at_slash(r.get_str(0)).second);
   });
   b.fn("dirname", [split_at_slash](InterpreterImpl&, CallArgs& a) {
     ArgReader r("dirname", a, {"p"}, 1);
-    return make_str(split_at_slash(str_arg(r, 0, "dirname")).first);
+    return make_str(split_at_slash(r.get_str(0)).first);
   });
   b.fn("splitext", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("splitext", a, {"p"}, 1);
-    std::string p = str_arg(r, 0, "splitext");
+    std::string p = r.get_str(0);
     size_t slash = p.rfind('/');
     size_t name = slash == std::string::npos ? 0 : slash + 1;
     size_t dot = p.rfind('.');
@@ -108,20 +98,20 @@ Value make_path_module() {
   });
   b.fn("isabs", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("isabs", a, {"s"}, 1);
-    std::string p = str_arg(r, 0, "isabs");
+    std::string p = r.get_str(0);
     return Value::boolean(!p.empty() && p[0] == '/');
   });
   b.fn("exists", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("exists", a, {"path"}, 1);
-    return Value::boolean(stat_is(str_arg(r, 0, "exists"), 0));
+    return Value::boolean(stat_is(r.get_str(0), 0));
   });
   b.fn("isfile", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("isfile", a, {"path"}, 1);
-    return Value::boolean(stat_is(str_arg(r, 0, "isfile"), S_IFREG));
+    return Value::boolean(stat_is(r.get_str(0), S_IFREG));
   });
   b.fn("isdir", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("isdir", a, {"s"}, 1);
-    return Value::boolean(stat_is(str_arg(r, 0, "isdir"), S_IFDIR));
+    return Value::boolean(stat_is(r.get_str(0), S_IFDIR));
   });
   return b.value();
 }
@@ -153,7 +143,7 @@ Value make_os_module(InterpreterImpl& in) {
   });
   b.fn("getenv", [env](InterpreterImpl&, CallArgs& a) {
     ArgReader r("getenv", a, {"key", "default"}, 1);
-    str_arg(r, 0, "getenv");
+    r.get_str(0);
     const Value* v = env->find(r[0]);
     return v ? *v : r.has(1) ? r[1] : Value();
   });
