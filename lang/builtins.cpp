@@ -98,6 +98,7 @@ std::string jax_class_path(const std::string& name) {
   static const std::pair<const char*, const char*> kPaths[] = {
       {"Array", "jaxlib._jax.ArrayImpl"},
       {"PRNGKeyArray", "jax._src.random.prng.PRNGKeyArray"},
+      {"Ref", "jax._src.core.Ref"},
       {"CpuDevice", "jaxlib._jax.Device"},
       {"CudaDevice", "jaxlib._jax.Device"},
       {"PartitionSpec", "jax.P"},

@@ -15,6 +15,7 @@
 namespace pxl {
 
 class PullLog;
+struct RefFrame; // stdlib/mutable_ref.hpp
 
 // Control flow out of a statement.
 enum class Flow : uint8_t { Normal, Break, Continue, Return };
@@ -104,6 +105,9 @@ public:
   Value ellipsis() const { return ellipsis_; }
 
   int call_depth = 0;
+  // Open logs of writes to mutable array references, innermost last
+  // (stdlib/mutable_ref.hpp): a write is logged in the innermost.
+  std::vector<RefFrame*> ref_frames;
   // Whether the pxl function now running is an eager_ops one (FunctionObj).
   bool in_eager_ops_function = false;
   std::atomic<bool> interrupt_requested{false};

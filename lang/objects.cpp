@@ -652,6 +652,14 @@ void InterpreterImpl::set_item(const Value& obj, const Value& index, const Value
                 "x[idx] = y, use x = x.at[idx].set(y) or another .at[] method: "
                 "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html",
                 where);
+  if (obj.is_obj(ObjKind::Opaque)) {
+    try {
+      if (obj.as<OpaqueObj>()->set_item(*this, index, v)) return;
+    } catch (Error& e) {
+      e.set_span_if_missing(where);
+      throw;
+    }
+  }
   throw Error(ErrCode::Type, "'" + type_name(obj) + "' object does not support item assignment",
               where);
 }

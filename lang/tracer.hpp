@@ -73,6 +73,12 @@ public:
   // type of traced value `id` (what jax.typeof shows: a NamedSharding over the
   // abstract mesh), or None when it has none.
   std::function<Value(int id)> type_sharding;
+  // Mutable array references (stdlib/mutable_ref.hpp): whether code traced
+  // here may write a reference made outside this trace (jit and loop bodies
+  // turn such writes into results; other transformations refuse them), and
+  // the token a reference made in this trace keeps to know its trace.
+  bool ref_writes_ok = false;
+  std::shared_ptr<int> ref_token = std::make_shared<int>(0);
   // Set by make_jaxpr: JAX's nesting of what is traced (lang/jaxpr_record.hpp).
   std::shared_ptr<JaxprRecord> jaxpr_record;
 

@@ -334,6 +334,8 @@ struct OpaqueObj : Object {
   // a tuple does (sequence_items, isinstance(x, tuple)), as in Python.
   virtual const ValueList* tuple_items() const { return nullptr; }
   virtual bool get_item(InterpreterImpl&, const Value&, Value&) { return false; }
+  // obj[index] = v (mutable array references); false when not supported.
+  virtual bool set_item(InterpreterImpl&, const Value&, const Value&) { return false; }
   // Array-like objects (typed PRNG key arrays): iteration and len() when they
   // need the interpreter (the default is items() above), truth value, and
   // Python's operators. `op` is the operator's dunder name without

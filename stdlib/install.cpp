@@ -5,6 +5,7 @@
 #include "stdlib/checkify.hpp"
 #include "stdlib/convert.hpp"
 #include "stdlib/module_builder.hpp"
+#include "stdlib/mutable_ref.hpp"
 #include "stdlib/numpy_twin.hpp"
 #include "stdlib/prng_key.hpp"
 #include "stdlib/pytree.hpp"
@@ -150,6 +151,7 @@ void install_stdlib(InterpreterImpl& in) {
   add_custom_derivatives(in, jax_v);
   add_custom_batching(in, jax_v);
   add_jax_misc(in, jax_v);
+  add_mutable_refs(in, jax_v);
   add_collectives(in, lax);
   add_jit(in, jax_v);
   add_vmap(in, jax_v);

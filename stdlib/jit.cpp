@@ -19,6 +19,7 @@
 #include "stdlib/jaxpr_record.hpp"
 #include "stdlib/jit_devices.hpp"
 #include "stdlib/jit_partition.hpp"
+#include "stdlib/mutable_ref.hpp"
 #include "stdlib/sharding.hpp"
 #include "stdlib/sharding_rules.hpp"
 #include "stdlib/trace_origin.hpp"
@@ -420,6 +421,52 @@ struct JitFunction : OpaqueObj {
     return f.is_obj(ObjKind::Function) ? f.as<FunctionObj>()->name : fn_name();
   }
 
+  // JAX's name of each array leaf of the dynamic arguments `dyn` (the first
+  // n_dyn_pos positional, then a dict of keywords): x, args[1], params['w'].
+  std::vector<std::string> leaf_names(InterpreterImpl& in, const CallArgs& a, const ValueList& dyn,
+                                      size_t n_dyn_pos) const {
+    std::vector<size_t> dyn_pos; // the original position of each dynamic positional argument
+    for (size_t i = 0; i < a.pos.size(); ++i)
+      if (!is_static_pos(i, a.pos.size())) dyn_pos.push_back(i);
+    ValueList leaves;
+    std::vector<std::string> names;
+    for (const std::string& k : leaf_keystrs(tree_flatten(in, make_tuple(dyn), leaves))) {
+      size_t close = k.find(']');
+      size_t idx = static_cast<size_t>(std::stoll(k.substr(1, close - 1)));
+      std::string rest = k.substr(close + 1);
+      if (idx < n_dyn_pos) {
+        names.push_back(arg_name(dyn_pos[idx]) + rest);
+      } else { // a keyword: ['name']...
+        size_t q = rest.find("']");
+        names.push_back(rest.size() > 2 && q != std::string::npos
+                            ? rest.substr(2, q - 2) + rest.substr(q + 2)
+                            : "");
+      }
+    }
+    return names;
+  }
+
+  // JAX's ValueError for one mutable array reference passed twice.
+  void check_ref_aliases(InterpreterImpl& in, const CallArgs& a, const ValueList& dyn,
+                         size_t n_dyn_pos, const Span& where) const {
+    ValueList leaves;
+    tree_flatten(in, make_tuple(dyn), leaves);
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      auto r = as_ref(leaves[i]);
+      for (size_t j = 0; r && j < i; ++j)
+        if (as_ref(leaves[j]) == r) {
+          std::vector<std::string> names = leaf_names(in, a, dyn, n_dyn_pos);
+          throw Error(ErrCode::Value,
+                      "only one reference to a mutable array may be passed as an argument to a "
+                      "function, but when tracing " +
+                          function_source_info(fn) +
+                          " for jit the mutable array reference of type " + ref_type_name(*r) +
+                          " appeared at both " + names[j] + " and " + names[i] + ".",
+                      where);
+        }
+    }
+  }
+
   // JAX's name for the argument at position i in its messages: the parameter's,
   // "args[k]" for one gathered by *args ("" for a builtin).
   std::string arg_name(size_t i) const {
@@ -577,7 +624,7 @@ struct JitFunction : OpaqueObj {
       // parses the argument (remat traces it as the function's own value).
       bool overflow =
           !remat && (is_bigint(l) || (l.is_int() && (l.i > INT32_MAX || l.i < INT32_MIN)));
-      if (!overflow && (is_float0(l) || l.is_obj(ObjKind::Array) || l.is_number() ||
+      if (!overflow && (is_float0(l) || l.is_obj(ObjKind::Array) || l.is_number() || as_ref(l) ||
                         l.is_obj(ObjKind::Complex) || sequence_items(l)))
         continue;
       std::string type = "<class '" + pxl::type_name(l) + "'>";
@@ -734,6 +781,7 @@ struct JitFunction : OpaqueObj {
       dyn.push_back(Value::object(d));
     }
     check_array_leaves(in, dyn, n_dyn_pos, a.pos.size(), where);
+    check_ref_aliases(in, a, dyn, n_dyn_pos, where);
     TreeDef tree;
     std::vector<bool> float0;
     std::vector<Tensor> leaves = leaf_tensors(in, dyn, where, &tree, &float0);
@@ -746,6 +794,12 @@ struct JitFunction : OpaqueObj {
       if (enclosing && enclosing->owns(t) && enclosing->function().values[t->trace_id].vma)
         type += " varying over " + std::to_string(enclosing->function().values[t->trace_id].vma);
       sig.add("array argument " + std::to_string(i), type);
+    }
+    {
+      ValueList arg_leaves;
+      tree_flatten(in, make_tuple(dyn), arg_leaves);
+      for (size_t i = 0; i < arg_leaves.size(); ++i)
+        if (as_ref(arg_leaves[i])) sig.add("mutable array argument", std::to_string(i));
     }
     if (enclosing) {
       const Function& ef = enclosing->function();
@@ -798,8 +852,19 @@ struct JitFunction : OpaqueObj {
       }
       // The traced callable puts the static arguments back in their places.
       Value target = fn;
-      Value wrapper = make_builtin("jit", [target, static_pos, static_kw, n_dyn_pos,
-                                           where](InterpreterImpl& in, CallArgs& c) {
+      std::vector<std::pair<std::shared_ptr<RefObj>, std::string>> passed_refs;
+      {
+        ValueList arg_leaves;
+        tree_flatten(in, make_tuple(dyn), arg_leaves);
+        std::vector<std::string> names;
+        for (size_t i = 0; i < arg_leaves.size(); ++i)
+          if (auto r = as_ref(arg_leaves[i])) {
+            if (names.empty()) names = leaf_names(in, a, dyn, n_dyn_pos);
+            passed_refs.push_back({r, names[i]});
+          }
+      }
+      Value wrapper = make_builtin("jit", [target, static_pos, static_kw, n_dyn_pos, where,
+                                           passed_refs](InterpreterImpl& in, CallArgs& c) {
         CallArgs full;
         full.pos = with_static_args(static_pos, c.pos, n_dyn_pos + static_pos.size());
         if (n_dyn_pos < c.pos.size()) { // the dynamic keywords, as one dict
@@ -809,7 +874,9 @@ struct JitFunction : OpaqueObj {
           });
         }
         for (const auto& kv : static_kw) full.kw.push_back(kv);
-        return in.call(target, full, where);
+        Value out = in.call(target, full, where);
+        refuse_ref_results(in, out, target, "jit", where, passed_refs);
+        return out;
       });
       ++traces;
       entry = std::make_shared<JitEntry>();
@@ -829,28 +896,11 @@ struct JitFunction : OpaqueObj {
       try {
         entry->traced = std::make_shared<TracedFunction>(
             trace_function(in, wrapper, dyn, where, "jit", nullptr, nullptr,
-                           log_unknown_values(prepare, unknown)));
+                           log_unknown_values(prepare, unknown), false, RefMode::Effects));
         entry->traced->jaxpr_record = record;
       } catch (Error& e) {
         if (!quotes_unknown_value(e)) throw;
-        std::vector<size_t> dyn_pos; // the original position of each dynamic positional argument
-        for (size_t i = 0; i < a.pos.size(); ++i)
-          if (!is_static_pos(i, a.pos.size())) dyn_pos.push_back(i);
-        ValueList leaves;
-        std::vector<std::string> names;
-        for (const std::string& k : leaf_keystrs(tree_flatten(in, make_tuple(dyn), leaves))) {
-          size_t close = k.find(']');
-          size_t idx = static_cast<size_t>(std::stoll(k.substr(1, close - 1)));
-          std::string rest = k.substr(close + 1);
-          if (idx < n_dyn_pos) {
-            names.push_back(arg_name(dyn_pos[idx]) + rest);
-          } else { // a keyword: ['name']...
-            size_t q = rest.find("']");
-            names.push_back(rest.size() > 2 && q != std::string::npos
-                                ? rest.substr(2, q - 2) + rest.substr(q + 2)
-                                : "");
-          }
-        }
+        std::vector<std::string> names = leaf_names(in, a, dyn, n_dyn_pos);
         if (!remat) throw with_trace_origin(e, "jit", function_source_info(fn), names, *unknown);
         throw remat_hint(with_trace_origin(e, "jit", function_source_info(fn), names, *unknown,
                                            "checkpoint / remat"));
@@ -868,6 +918,8 @@ struct JitFunction : OpaqueObj {
       bool reusable = true;
       for (const Tensor& c : traced->consts)
         if (c->trace && !keep_captured && !is_enclosing_literal(enclosing, c)) reusable = false;
+      // (A trace that used a reference read its value then: traced again.)
+      if (traced->touches_refs) reusable = false;
       if (reusable && keep_trace) (*cache)[key] = entry;
     }
     // (Keyword arguments are not named after; numbers and lists are no arrays.)
@@ -900,7 +952,8 @@ struct JitFunction : OpaqueObj {
         jaxpr_end_region(*enclosing, region, std::move(ids));
       }
     }
-    out = restore_float0_outputs(in, *entry->traced, out);
+    out = apply_ref_outputs(in, *entry->traced, restore_float0_outputs(in, *entry->traced, out),
+                            keep_captured);
     check_outputs(in, a, out, where);
     if (!out_shardings.is_none()) {
       try {

@@ -13,6 +13,7 @@
 #include "stdlib/convert.hpp"
 #include "stdlib/jaxpr_eqns.hpp"
 #include "stdlib/module_builder.hpp"
+#include "stdlib/mutable_ref.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/shape_dtype_struct.hpp"
@@ -110,12 +111,15 @@ TracedFunction trace_abstract(InterpreterImpl& in, const Value& fun, const Value
     if (const ShapeDtypeStructObj* s = as_struct(l)) {
       avals.push_back(s->aval);
       l = make_array(np::zeros(in.ops(), {}, s->aval.dtype));
+    } else if (auto r = as_ref(l)) { // (its writes are forgotten: RefMode::Discard)
+      avals.push_back(load_ref(in, *r).as<ArrayObj>()->tensor->aval);
     } else {
       avals.push_back(in.to_tensor(l, where)->aval);
     }
   }
   Value placed = tree_unflatten(def, leaves);
-  return trace_function(in, fun, *sequence_items(placed), where, what, &avals, nullptr, prepare);
+  return trace_function(in, fun, *sequence_items(placed), where, what, &avals, nullptr, prepare,
+                        false, RefMode::Discard);
 }
 
 // make_jaxpr's result: prints as JAX's jaxpr text of pxl's IR of the traced

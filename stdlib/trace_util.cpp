@@ -1,5 +1,7 @@
 #include "stdlib/trace_util.hpp"
+
 #include "stdlib/transforms.hpp"
+#include <optional>
 
 #include "stdlib/jaxpr_record.hpp"
 
@@ -9,7 +11,9 @@
 #include "stdlib/float0.hpp"
 #include "stdlib/jaxpr_record.hpp"
 #include "stdlib/jit_partition.hpp"
+#include "stdlib/mutable_ref.hpp"
 #include "stdlib/np.hpp"
+#include "stdlib/trace_origin.hpp"
 
 namespace pxl {
 
@@ -21,6 +25,10 @@ std::vector<Tensor> leaf_tensors(InterpreterImpl& in, const ValueList& args, con
   std::vector<Tensor> out;
   for (const Value& l : leaves) {
     if (float0) float0->push_back(is_float0(l));
+    if (auto r = as_ref(l)) { // (a reference argument: its value)
+      out.push_back(r->value.as<ArrayObj>()->tensor);
+      continue;
+    }
     if (is_float0(l)) {
       out.push_back(np::full(in.ops(), float0_shape(l), Scalar::of_bool(false), DType::Bool));
       continue;
@@ -37,13 +45,41 @@ std::vector<Tensor> leaf_tensors(InterpreterImpl& in, const ValueList& args, con
   return out;
 }
 
+// The writes `frame` logged to references from outside the trace become
+// results of its function (RefMode::Effects); `passed` are the reference
+// arguments with the parameter values they were given.
+void add_ref_outputs(InterpreterImpl& in, TraceContext& tc, const RefFrame& frame,
+                     const std::vector<std::pair<std::shared_ptr<RefObj>, Value>>& passed,
+                     TracedFunction& t) {
+  t.touches_refs = frame.touched;
+  for (const RefWrite& w : frame.writes) {
+    if (!ref_from_outside(*w.ref, tc)) continue;
+    bool unchanged = false; // (an argument still holding its parameter)
+    for (const auto& [r, given] : passed)
+      unchanged = unchanged || (r == w.ref && given.obj == w.ref->value.obj);
+    if (unchanged) continue;
+    t.ref_outputs.push_back(w.ref);
+    tc.function().results.push_back(tc.value_of(w.ref->value.as<ArrayObj>()->tensor));
+    t.number_outputs.push_back(Value());
+  }
+  if (t.ref_outputs.empty()) return;
+  // The result is (what the function returned, (final values...)).
+  ValueList dummies(t.out_tree.num_leaves(), Value::integer(0));
+  ValueList finals(t.ref_outputs.size(), Value::integer(0));
+  ValueList leaves;
+  t.out_tree = tree_flatten(
+      in, make_tuple({tree_unflatten(t.out_tree, dummies), make_tuple(std::move(finals))}), leaves);
+}
+
 TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueList& args,
                               const Span& where, const std::string& what,
                               const std::vector<AVal>* param_avals,
                               const std::pair<std::string, int64_t>* extra_axis,
                               const std::function<void(TraceContext&)>& prepare,
-                              bool concrete_primals) {
+                              bool concrete_primals, RefMode refs) {
   TracedFunction t;
+  ValueList arg_leaves;
+  tree_flatten(in, make_tuple(args), arg_leaves);
   std::vector<bool> float0;
   std::vector<Tensor> leaves = leaf_tensors(in, args, where, &t.in_tree, &float0);
   t.fn = std::make_shared<Function>();
@@ -61,6 +97,13 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
   }
   TraceContext tc(*t.fn, in.ops(), what);
   if (prepare) prepare(tc);
+  // Writes to references from outside: logged here, restored when the
+  // frame closes, and (RefMode::Effects) results of the function.
+  std::optional<RefFrameScope> ref_frame;
+  if (refs != RefMode::Refuse) {
+    ref_frame.emplace(in);
+    tc.ref_writes_ok = true;
+  }
   // typeof sees shardings (make_jaxpr's trace too, whose `prepare` only records)
   if (!tc.type_sharding && !extra_axis)
     if (auto hook = explicit_type_hook(in, leaves)) hook(tc);
@@ -99,6 +142,7 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
       };
   }
   ValueList traced;
+  std::vector<std::pair<std::shared_ptr<RefObj>, Value>> passed_refs;
   for (size_t i = 0; i < leaves.size(); ++i) {
     AVal aval = param_avals ? (*param_avals)[i] : leaves[i]->aval;
     AxisSet vma = 0;
@@ -110,11 +154,18 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
     }
     Tensor param = tc.add_param(aval, vma, where, origin);
     traced.push_back(float0[i] ? float0_zeros(aval.shape) : make_array(param));
+    if (auto r = as_ref(arg_leaves[i]); r && ref_frame) {
+      // The function gets the reference itself, holding the parameter.
+      store_ref(in, r, traced.back());
+      passed_refs.push_back({r, traced.back()});
+      traced.back() = arg_leaves[i];
+    }
   }
   for (const Value& v : trace_body(in, tc, fn, tree_unflatten(t.in_tree, traced), where, t.out_tree,
                                    concrete_primals))
     t.number_outputs.push_back(v.is_obj(ObjKind::Array) || v.is_obj(ObjKind::Complex) ? Value()
                                                                                       : v);
+  if (refs == RefMode::Effects) add_ref_outputs(in, tc, ref_frame->frame, passed_refs, t);
   t.consts = tc.captured_tensors();
   return t;
 }
@@ -159,6 +210,7 @@ ValueList trace_body(InterpreterImpl& in, TraceContext& tc, const Value& fn, con
       tc.function().results.push_back(tc.value_of(in.to_tensor(Value::integer(0), where)));
       continue;
     }
+    if (as_ref(v)) refuse_ref_results(in, r, fn, tc.what(), where);
     // (JAX makes a returned value a constant of the jaxpr, which a
     // ShapeDtypeStruct cannot be.)
     if (tc.what() == "jit" && type_name(v) == "ShapeDtypeStruct")

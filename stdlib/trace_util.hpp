@@ -13,6 +13,7 @@
 namespace pxl {
 
 struct JaxprRecord; // lang/jaxpr_record.hpp
+struct RefObj;      // stdlib/mutable_ref.hpp
 class TraceContext;
 struct SpmdCallee;
 struct SpmdMapping;
@@ -33,7 +34,20 @@ struct TracedFunction {
   // Traced inside make_jaxpr: JAX's structure of what fn does (jit's traces;
   // lang/jaxpr_record.hpp), carried into the enclosing record when inlined.
   std::shared_ptr<JaxprRecord> jaxpr_record;
+  // Mutable array references (RefMode::Effects): those the function wrote
+  // that were made outside it, whose final values are its last results
+  // (out_tree is then (result, (final values...))), and whether it used any
+  // reference at all (such a trace reads their current values: not cached).
+  std::vector<std::shared_ptr<RefObj>> ref_outputs;
+  bool touches_refs = false;
 };
+
+// How trace_function treats mutable array references made outside the
+// function: writes to them are refused (vmap, grad, ...), or become results
+// (jit, a loop's trace, a cond branch) that apply_ref_outputs writes back;
+// a reference argument is then passed as itself, its value a parameter;
+// or are allowed and forgotten after the trace (eval_shape, make_jaxpr).
+enum class RefMode { Refuse, Effects, Discard };
 
 // Traces fn(*args). `param_avals`, when given, overrides the type of each
 // argument leaf (vmap traces with the per-example type); otherwise the leaf's own.
@@ -48,7 +62,7 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
                               const std::vector<AVal>* param_avals = nullptr,
                               const std::pair<std::string, int64_t>* extra_axis = nullptr,
                               const std::function<void(TraceContext&)>& prepare = {},
-                              bool concrete_primals = false);
+                              bool concrete_primals = false, RefMode refs = RefMode::Refuse);
 
 // Calls fn on `arg_tuple` (a tuple of traced arguments) with `tc` as the
 // current context, records the flattened outputs as the function's results, and

@@ -16,6 +16,7 @@
 #include "stdlib/autodiff.hpp"
 #include "stdlib/checkify.hpp"
 #include "stdlib/host_callback.hpp"
+#include "stdlib/mutable_ref.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/trace_util.hpp"
@@ -151,9 +152,54 @@ struct LoopSpec {
   std::string cond_name, body_name;
   std::string carry_name; // body_fun's parameter, for errors
   int64_t trip_count = -1;
+  // Mutable array references from outside that the loop carries (their
+  // values are the carry's second part, see lifted_while).
+  std::vector<std::shared_ptr<RefObj>> carried_refs;
 };
 
 Value loops_fn(InterpreterImpl& in, const std::string& name);
+Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val,
+                   const LoopSpec& spec);
+
+// A loop whose cond or body writes references made outside it: as JAX
+// discharges them, the loop carries their values ((carry, (values...)));
+// each step sets the references to the carried values and returns their
+// new ones, and afterwards the references hold the final values.
+Value lifted_while(InterpreterImpl& in, const Span& where, const Value& init_val,
+                   const LoopSpec& spec, const std::vector<std::shared_ptr<RefObj>>& refs) {
+  auto set_refs = [&](const Value& values) {
+    const ValueList& vs = *sequence_items(values);
+    for (size_t k = 0; k < refs.size(); ++k) store_ref(in, refs[k], vs[k]);
+  };
+  auto ref_values = [&] {
+    ValueList vs;
+    for (const auto& r : refs) vs.push_back(load_ref(in, *r));
+    return make_tuple(std::move(vs));
+  };
+  // (JAX carries them strongly typed.)
+  ValueList init_values;
+  for (const auto& r : refs) {
+    const Tensor& t = load_ref(in, *r).as<ArrayObj>()->tensor;
+    init_values.push_back(make_array(t->aval.weak ? np::astype(in.ops(), t, t->aval.dtype) : t));
+  }
+  LoopSpec lifted = spec;
+  lifted.carried_refs = refs;
+  lifted.cond = [&](const Value& c) {
+    const ValueList& parts = *sequence_items(c);
+    set_refs(parts[1]);
+    return spec.cond(parts[0]);
+  };
+  lifted.body = [&](const Value& c) {
+    const ValueList& parts = *sequence_items(c);
+    set_refs(parts[1]);
+    Value out = spec.body(parts[0]);
+    return make_tuple({out, ref_values()});
+  };
+  Value out = traced_while(in, where, make_tuple({init_val, make_tuple(init_values)}), lifted);
+  const ValueList& parts = *sequence_items(out);
+  set_refs(parts[1]);
+  return parts[0];
+}
 
 bool same_type(const AVal& a, const AVal& b) {
   return a.dtype == b.dtype && a.shape == b.shape && a.weak == b.weak;
@@ -190,6 +236,9 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
   // and gives the loop's results the body's.
   std::vector<int> body_weak(init.size(), -1);
   Value body_out; // the body's last result, for the structure error
+  // References from outside that cond or body write and the loop does not
+  // carry yet: the loop is then traced again carrying them (lifted_while).
+  std::vector<std::shared_ptr<RefObj>> written_refs;
   auto record = [&](const std::function<Value(const Value&)>& fn, TraceContext& tc,
                     std::span<const Tensor> params, TreeDef& out_tree, const CarryTypes* retype) {
     in.push_ops(&tc);
@@ -197,7 +246,15 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
       InterpreterImpl& in;
       ~Pop() { in.pop_ops(); }
     } pop{in};
+    RefFrameScope ref_frame(in);
+    tc.ref_writes_ok = true;
     Value r = fn(carry_values(params));
+    for (const RefWrite& w : ref_frame.frame.writes)
+      if (ref_from_outside(*w.ref, tc) &&
+          std::find(spec.carried_refs.begin(), spec.carried_refs.end(), w.ref) ==
+              spec.carried_refs.end() &&
+          std::find(written_refs.begin(), written_refs.end(), w.ref) == written_refs.end())
+        written_refs.push_back(w.ref);
     if (retype) body_out = r;
     ValueList outs;
     out_tree = tree_flatten(in, r, outs);
@@ -263,6 +320,14 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
     body = trace_part(cx, spec.body_name, types, [&](TraceContext& tc, std::span<const Tensor> ps) {
       record(spec.body, tc, ps, out_tree, &types);
     });
+    if (!written_refs.empty()) {
+      std::vector<std::shared_ptr<RefObj>> refs = spec.carried_refs;
+      refs.insert(refs.end(), written_refs.begin(), written_refs.end());
+      if (spec.carried_refs.empty()) return lifted_while(in, where, init_val, spec, refs);
+      // (Carrying some already: the new ones join them.)
+      throw Error(ErrCode::Internal,
+                  "while_loop: a body wrote a reference it did not write before");
+    }
     if (!(out_tree == tree)) {
       // JAX's list of the differences (stdlib/lax_tree_errors.pxl), else the two structures.
       in.call(loops_fn(in, "_while_structure_error"),
@@ -432,7 +497,8 @@ struct WhileLoopFn : OpaqueObj {
     Value loop = make_builtin("while_loop", [traced](InterpreterImpl& in, CallArgs& c) {
       return traced(in, c.pos.at(0));
     });
-    TracedFunction t = trace_function(in, loop, ValueList{r[2]}, where, "while_loop");
+    TracedFunction t = trace_function(in, loop, ValueList{r[2]}, where, "while_loop", nullptr,
+                                      nullptr, {}, false, RefMode::Effects);
     Value res = apply_traced(in, t, leaf_tensors(in, ValueList{r[2]}, where));
     // Carries the body forwards come back as the caller's own values.
     ValueList init_leaves, out_leaves;
@@ -441,7 +507,7 @@ struct WhileLoopFn : OpaqueObj {
     for (size_t k = 0; k < out_leaves.size() && k < t.fn->results.size(); ++k)
       for (size_t j = 0; j < t.fn->params.size() && j < init_leaves.size(); ++j)
         if (t.fn->results[k] == t.fn->params[j]) out_leaves[k] = init_leaves[j];
-    out = tree_unflatten(out_tree, out_leaves);
+    out = apply_ref_outputs(in, t, tree_unflatten(out_tree, out_leaves));
     return true;
   }
 };
@@ -622,7 +688,8 @@ void add_while_loop(Value& lax) {
   vars["_run_traced"] = make_builtin("_run_traced", [](InterpreterImpl& in, CallArgs& a) {
     if (a.pos.empty()) throw Error(ErrCode::Arguments, "_run_traced(fn, *args) needs a function");
     ValueList args(a.pos.begin() + 1, a.pos.end());
-    TracedFunction t = trace_function(in, a.pos[0], args, Span{}, "cond");
+    TracedFunction t = trace_function(in, a.pos[0], args, Span{}, "cond", nullptr, nullptr, {},
+                                      false, RefMode::Effects);
     // With jax_debug_nans/infs the branch runs whole, as JAX's cond primitive:
     // only its outputs are checked, and the error names cond.
     auto* eager = dynamic_cast<EagerContext*>(&in.ops());
@@ -630,7 +697,7 @@ void add_while_loop(Value& lax) {
     Value out;
     {
       FloatChecksOff unchecked(eager);
-      out = apply_traced(in, t, leaf_tensors(in, args, Span{}));
+      out = apply_ref_outputs(in, t, apply_traced(in, t, leaf_tensors(in, args, Span{})));
     }
     if (eager && eager->float_checks().any()) // (the error takes the cond call's place)
       eager->checked_results("invalid value (%) encountered in cond",
