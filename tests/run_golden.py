@@ -78,7 +78,7 @@ def read_args(test):
 
 
 def cpu_kind():
-    """'amd', 'amd512' (AMD with AVX-512), 'intel', or None."""
+    """'amd', 'amd512' (AMD with AVX-512), 'intel', 'intel512' (Intel with AVX-512), or None."""
     vendor, avx512 = None, False
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
@@ -90,7 +90,7 @@ def cpu_kind():
                     break
     except OSError:
         pass
-    return "amd512" if vendor == "amd" and avx512 else vendor
+    return vendor + "512" if vendor and avx512 else vendor
 
 
 CPU_KIND = cpu_kind()
