@@ -99,6 +99,7 @@ std::string jax_class_path(const std::string& name) {
       {"Array", "jaxlib._jax.ArrayImpl"},
       {"PRNGKeyArray", "jax._src.random.prng.PRNGKeyArray"},
       {"Ref", "jax._src.core.Ref"},
+      {"Partial", "jax.tree_util.Partial"},
       {"CpuDevice", "jaxlib._jax.Device"},
       {"CudaDevice", "jaxlib._jax.Device"},
       {"PartitionSpec", "jax.P"},

@@ -349,8 +349,8 @@ std::string type_name(const Value& v) {
     return "complex";
   case ObjKind::BigInt:
     return "int";
-  case ObjKind::Partial:
-    return "partial";
+  case ObjKind::Partial: // (functools.partial, or jax.tree_util.Partial: a pytree)
+    return v.as<PartialObj>()->pytree ? "Partial" : "partial";
   case ObjKind::AtProxy:
     return "_IndexUpdateHelper";
   case ObjKind::Opaque:

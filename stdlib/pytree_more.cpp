@@ -69,7 +69,7 @@ Value all_leaves_fn(InterpreterImpl& in, CallArgs& a) {
 }
 
 // (children, node data): a dict's values and sorted keys; a tuple's or list's
-// items and None; None's () and None.
+// items and None; None's () and None; a Partial's (args, keywords) and function.
 Value flatten_one_level_fn(InterpreterImpl& in, CallArgs& a) {
   ArgReader r("flatten_one_level", a, {"tree"}, 1);
   const Value& t = r[0];
@@ -78,6 +78,17 @@ Value flatten_one_level_fn(InterpreterImpl& in, CallArgs& a) {
   if (auto nt = namedtuple_parts(t, &fields))
     return make_tuple({make_list(*fields), make_type(nt->name)});
   if (sequence_items(t)) return make_tuple({t, Value()});
+  if (t.is_obj(ObjKind::Partial) && t.as<PartialObj>()->pytree) { // (args, keywords) and fn
+    ValueList leaves, kids;
+    TreeDef d = tree_flatten(in, t, leaves, nullptr);
+    auto at = leaves.begin();
+    for (const TreeDef& c : d.children) {
+      auto end = at + static_cast<std::ptrdiff_t>(c.num_leaves());
+      kids.push_back(tree_unflatten(c, ValueList(at, end)));
+      at = end;
+    }
+    return make_tuple({make_tuple(std::move(kids)), d.fn});
+  }
   if (t.is_obj(ObjKind::Dict)) {
     ValueList leaves;
     TreeDef d = tree_flatten(in, t, leaves, nullptr);
