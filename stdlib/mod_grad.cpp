@@ -7,6 +7,7 @@
 #include "stdlib/autodiff.hpp"
 #include "stdlib/float0.hpp"
 #include "stdlib/jit_devices.hpp"
+#include "stdlib/mutable_ref.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/sharding.hpp"
@@ -58,7 +59,7 @@ GradSpec read_spec(const char* name, CallArgs& a, bool with_value) {
 TracedFunction trace_diff(InterpreterImpl& in, const Value& fn, const CallArgs& call,
                           const std::vector<int64_t>& argnums, ValueList& diff_args,
                           std::vector<Tensor>& params, const Span& where, const char* what,
-                          bool float_inputs = true) {
+                          bool float_inputs = true, RefMode refs = RefMode::Refuse) {
   size_t n = call.pos.size();
   for (int64_t k : argnums) {
     if (k < -static_cast<int64_t>(n))
@@ -105,7 +106,7 @@ TracedFunction trace_diff(InterpreterImpl& in, const Value& fn, const CallArgs& 
     }
     return in.call(fn, full, where);
   });
-  return trace_function(in, wrapper, diff_args, where, what, nullptr, nullptr, {}, true);
+  return trace_function(in, wrapper, diff_args, where, what, nullptr, nullptr, {}, true, refs);
 }
 
 // The function's outputs from the forward pass; leaves the function returned
@@ -145,13 +146,42 @@ bool is_pair(const TreeDef& t) {
   return (t.is_tuple_like() || t.kind == TreeDef::Kind::List) && t.children.size() == 2;
 }
 
+// JAX's error for a write of a value that depends on the differentiated
+// arguments (the first n_params parameters) to a reference from outside.
+void refuse_differentiated_writes(const TracedFunction& t, size_t n_params, const Span& where) {
+  if (t.ref_outputs.empty()) return;
+  const Function& f = *t.fn;
+  std::vector<bool> varies(f.values.size(), false);
+  for (size_t i = 0; i < n_params && i < f.params.size(); ++i)
+    varies[static_cast<size_t>(f.params[i])] = true;
+  for (const Instr& in : f.body) {
+    bool any = false;
+    for (int o : in.operands) any = any || varies[static_cast<size_t>(o)];
+    for (int r = 0; any && r < std::max(in.nresults, 1); ++r)
+      varies[static_cast<size_t>(in.result + r)] = true;
+  }
+  size_t first = f.results.size() - t.ref_outputs.size();
+  for (size_t k = 0; k < t.ref_outputs.size(); ++k)
+    if (varies[static_cast<size_t>(f.results[first + k])])
+      throw Error(ErrCode::Unsupported,
+                  "performing a set/swap operation with a differentiated value on a "
+                  "non-differentiated array reference of type " +
+                      ref_type_name(*t.ref_outputs[k]) +
+                      ". Move the array reference to be an argument of the differentiated "
+                      "function?",
+                  where);
+}
+
 Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
   const char* what = g.with_value ? "value_and_grad" : "grad";
   Span where = in.ops().loc;
   ValueList diff_args;
   std::vector<Tensor> params;
-  TracedFunction t =
-      trace_diff(in, g.fn, call, g.argnums, diff_args, params, where, what, !g.allow_int);
+  // (References from outside the function may be written with values that
+  // are not differentiated: the writes are results of the forward pass.)
+  TracedFunction t = trace_diff(in, g.fn, call, g.argnums, diff_args, params, where, what,
+                                !g.allow_int, RefMode::Effects);
+  refuse_differentiated_writes(t, params.size(), where);
   if (g.holomorphic)
     for (const Tensor& p : params)
       if (!is_complex(p->aval.dtype))
@@ -160,19 +190,21 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
                         " with holomorphic=True requires inputs with complex dtype, but got " +
                         dtype_name(p->aval.dtype) + ".");
   const Function& f = *t.fn;
-  const TreeDef* value_tree = &t.out_tree;
+  const TreeDef& fn_tree = t.ref_outputs.empty() ? t.out_tree : t.out_tree.children[0];
+  const TreeDef* value_tree = &fn_tree;
   if (g.has_aux) {
-    if (!is_pair(t.out_tree)) // (a tuple or a list, as JAX's flatten_fun_nokwargs2 checks)
+    if (!is_pair(fn_tree)) // (a tuple or a list, as JAX's flatten_fun_nokwargs2 checks)
       throw Error(ErrCode::Type,
                   "expected function with aux output to return a two-element tuple, but got " +
-                      t.out_tree.repr());
-    value_tree = &t.out_tree.children[0];
+                      fn_tree.repr());
+    value_tree = &fn_tree.children[0];
   }
   check_main_outputs(t, value_tree->num_leaves());
   if (value_tree->kind != TreeDef::Kind::Leaf) {
     // JAX's message shows the output's value (its primal is known there).
     std::vector<Tensor> env = forward_pass(in.ops(), f, params, t.consts);
     Value result = output_tree(t, env);
+    if (!t.ref_outputs.empty()) result = pair_items(result)[0];
     if (g.has_aux) result = pair_items(result)[0];
     throw Error(ErrCode::Type, "Gradient only defined for scalar-output functions. Output was " +
                                    repr(result) + ".");
@@ -215,7 +247,7 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
                   params[i])));
   Value gtree = tree_unflatten(t.in_tree, grads);
   if (!g.argnums_tuple) gtree = (*sequence_items(gtree))[0];
-  Value result = output_tree(t, env);
+  Value result = apply_ref_outputs(in, t, output_tree(t, env), true);
   // (A list (value, aux) comes back as a tuple, as JAX's.)
   if (g.with_value && g.has_aux) result = make_tuple(pair_items(result));
   if (g.with_value) return make_tuple({result, gtree});
