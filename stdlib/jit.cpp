@@ -446,25 +446,32 @@ struct JitFunction : OpaqueObj {
     return names;
   }
 
-  // JAX's ValueError for one mutable array reference passed twice.
-  void check_ref_aliases(InterpreterImpl& in, const CallArgs& a, const ValueList& dyn,
-                         size_t n_dyn_pos, const Span& where) const {
+  // The mutable array references among the dynamic arguments with their
+  // names; JAX's ValueError for one passed twice.
+  std::vector<std::pair<std::shared_ptr<RefObj>, std::string>>
+  ref_arguments(InterpreterImpl& in, const CallArgs& a, const ValueList& dyn, size_t n_dyn_pos,
+                const Span& where) const {
     ValueList leaves;
     tree_flatten(in, make_tuple(dyn), leaves);
-    for (size_t i = 0; i < leaves.size(); ++i) {
-      auto r = as_ref(leaves[i]);
-      for (size_t j = 0; r && j < i; ++j)
-        if (as_ref(leaves[j]) == r) {
-          std::vector<std::string> names = leaf_names(in, a, dyn, n_dyn_pos);
+    std::vector<std::pair<std::shared_ptr<RefObj>, std::string>> refs;
+    std::vector<std::string> names;
+    for (const Value& l : leaves) {
+      auto r = as_ref(l);
+      if (!r) continue;
+      if (names.empty()) names = leaf_names(in, a, dyn, n_dyn_pos);
+      std::string name = names[static_cast<size_t>(&l - leaves.data())];
+      for (const auto& [seen, seen_name] : refs)
+        if (seen == r)
           throw Error(ErrCode::Value,
                       "only one reference to a mutable array may be passed as an argument to a "
                       "function, but when tracing " +
                           function_source_info(fn) +
                           " for jit the mutable array reference of type " + ref_type_name(*r) +
-                          " appeared at both " + names[j] + " and " + names[i] + ".",
+                          " appeared at both " + seen_name + " and " + name + ".",
                       where);
-        }
+      refs.push_back({r, name});
     }
+    return refs;
   }
 
   // JAX's name for the argument at position i in its messages: the parameter's,
@@ -781,7 +788,8 @@ struct JitFunction : OpaqueObj {
       dyn.push_back(Value::object(d));
     }
     check_array_leaves(in, dyn, n_dyn_pos, a.pos.size(), where);
-    check_ref_aliases(in, a, dyn, n_dyn_pos, where);
+    const std::vector<std::pair<std::shared_ptr<RefObj>, std::string>> passed_refs =
+        ref_arguments(in, a, dyn, n_dyn_pos, where);
     TreeDef tree;
     std::vector<bool> float0;
     std::vector<Tensor> leaves = leaf_tensors(in, dyn, where, &tree, &float0);
@@ -795,12 +803,7 @@ struct JitFunction : OpaqueObj {
         type += " varying over " + std::to_string(enclosing->function().values[t->trace_id].vma);
       sig.add("array argument " + std::to_string(i), type);
     }
-    {
-      ValueList arg_leaves;
-      tree_flatten(in, make_tuple(dyn), arg_leaves);
-      for (size_t i = 0; i < arg_leaves.size(); ++i)
-        if (as_ref(arg_leaves[i])) sig.add("mutable array argument", std::to_string(i));
-    }
+    for (const auto& [r, name] : passed_refs) sig.add("mutable array argument", name);
     if (enclosing) {
       const Function& ef = enclosing->function();
       for (size_t i = 0; i < ef.mesh_axes.size(); ++i)
@@ -852,17 +855,6 @@ struct JitFunction : OpaqueObj {
       }
       // The traced callable puts the static arguments back in their places.
       Value target = fn;
-      std::vector<std::pair<std::shared_ptr<RefObj>, std::string>> passed_refs;
-      {
-        ValueList arg_leaves;
-        tree_flatten(in, make_tuple(dyn), arg_leaves);
-        std::vector<std::string> names;
-        for (size_t i = 0; i < arg_leaves.size(); ++i)
-          if (auto r = as_ref(arg_leaves[i])) {
-            if (names.empty()) names = leaf_names(in, a, dyn, n_dyn_pos);
-            passed_refs.push_back({r, names[i]});
-          }
-      }
       Value wrapper = make_builtin("jit", [target, static_pos, static_kw, n_dyn_pos, where,
                                            passed_refs](InterpreterImpl& in, CallArgs& c) {
         CallArgs full;

@@ -1,7 +1,8 @@
 #include "stdlib/trace_util.hpp"
 
-#include "stdlib/transforms.hpp"
 #include <optional>
+
+#include "stdlib/transforms.hpp"
 
 #include "stdlib/jaxpr_record.hpp"
 

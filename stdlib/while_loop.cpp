@@ -183,7 +183,7 @@ Value lifted_while(InterpreterImpl& in, const Span& where, const Value& init_val
     init_values.push_back(make_array(t->aval.weak ? np::astype(in.ops(), t, t->aval.dtype) : t));
   }
   LoopSpec lifted = spec;
-  lifted.carried_refs = refs;
+  lifted.carried_refs.insert(lifted.carried_refs.end(), refs.begin(), refs.end());
   lifted.cond = [&](const Value& c) {
     const ValueList& parts = *sequence_items(c);
     set_refs(parts[1]);
@@ -320,14 +320,8 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
     body = trace_part(cx, spec.body_name, types, [&](TraceContext& tc, std::span<const Tensor> ps) {
       record(spec.body, tc, ps, out_tree, &types);
     });
-    if (!written_refs.empty()) {
-      std::vector<std::shared_ptr<RefObj>> refs = spec.carried_refs;
-      refs.insert(refs.end(), written_refs.begin(), written_refs.end());
-      if (spec.carried_refs.empty()) return lifted_while(in, where, init_val, spec, refs);
-      // (Carrying some already: the new ones join them.)
-      throw Error(ErrCode::Internal,
-                  "while_loop: a body wrote a reference it did not write before");
-    }
+    // (Once more if a carrying loop's body writes others: they are carried around it.)
+    if (!written_refs.empty()) return lifted_while(in, where, init_val, spec, written_refs);
     if (!(out_tree == tree)) {
       // JAX's list of the differences (stdlib/lax_tree_errors.pxl), else the two structures.
       in.call(loops_fn(in, "_while_structure_error"),
