@@ -9,6 +9,7 @@
 #include "runtime/eager.hpp"
 #include "stdlib/jaxpr_record.hpp"
 #include "stdlib/jit_partition.hpp"
+#include "stdlib/mutable_ref.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/sharding.hpp"
 #include "stdlib/trace_util.hpp"
@@ -248,6 +249,44 @@ void check_axes_prefix(InterpreterImpl& in, const Value& axes, const Value& full
                   "  Mismatch details (" +
                   std::to_string(errors.size()) + " found):\n  " + details,
               where);
+}
+
+// The references the vmapped function wrote (trace_function's RefMode::Effects,
+// the last of `outs`): a mapped reference argument takes the batched values,
+// its axis where in_axes put it (an unbatched value broadcast); writing a
+// reference from outside (or an unmapped one) is JAX's error. `outs` and the
+// out tree are left with the function's own.
+void write_back_refs(InterpreterImpl& in, TracedFunction& traced, std::vector<BVal>& outs,
+                     const ValueList& args, const std::vector<int>& axes, int64_t B,
+                     const Span& where) {
+  if (traced.ref_outputs.empty()) return;
+  ValueList arg_leaves;
+  tree_flatten(in, make_tuple(args), arg_leaves);
+  const size_t base = outs.size() - traced.ref_outputs.size();
+  for (size_t j = 0; j < traced.ref_outputs.size(); ++j) {
+    const std::shared_ptr<RefObj>& r = traced.ref_outputs[j];
+    const BVal& o = outs[base + j];
+    int axis = -1;
+    for (size_t k = 0; k < arg_leaves.size() && k < axes.size(); ++k)
+      if (as_ref(arg_leaves[k]) == r) axis = axes[k];
+    if (axis < 0) // (JAX refuses even an unbatched value there)
+      throw Error(ErrCode::Unsupported,
+                  "performing a set/swap operation with vmapped value on an unbatched array "
+                  "reference of type " +
+                      ref_type_name(*r) +
+                      ". Move the array reference to be an argument to the vmapped function?",
+                  where);
+    Tensor t = o.batched ? o.t : broadcast_batch(in.ops(), o.t, B);
+    if (axis != 0) {
+      OpAttrs ta;
+      for (int d = 1; d < t->aval.ndim(); ++d) ta.perm.push_back(d);
+      ta.perm.insert(ta.perm.begin() + axis, 0);
+      t = in.ops().bind(Op::Transpose, ta, std::span<const Tensor>(&t, 1));
+    }
+    store_ref(in, r, make_array(t));
+  }
+  outs.resize(base);
+  traced.out_tree = TreeDef(traced.out_tree.children[0]);
 }
 
 struct VmapFunction : OpaqueObj {
@@ -513,8 +552,10 @@ struct VmapFunction : OpaqueObj {
         return "VmapTracer(aval=" + aval + ", batched=" + dt + bty.substr(bty.find('[')) + ")";
       };
     };
-    TracedFunction traced = trace_function(in, traced_fn, traced_args, where, "vmap", &avals,
-                                           axis_name.empty() ? nullptr : &named, describe);
+    // (References written inside: results of the trace, see write_back_refs.)
+    TracedFunction traced =
+        trace_function(in, traced_fn, traced_args, where, "vmap", &avals,
+                       axis_name.empty() ? nullptr : &named, describe, false, RefMode::Effects);
     if (in.options().dump_ir) in.out() << print_function(*traced.fn);
     BatchLanding landing;
     const size_t regions_before = record ? recording->jaxpr_record->regions.size() : 0;
@@ -523,6 +564,7 @@ struct VmapFunction : OpaqueObj {
                        BatchAxis{B, axis_name, spmd_axis_name}, record ? &landing : nullptr);
     if (record) carry_batched_record(*recording, *traced.fn, *record, landing, regions_before);
     inherit_constraint_mesh(in.ops(), *traced.fn);
+    write_back_refs(in, traced, outs, traced_args, axes, B, where);
     // out_axes: where the mapped axis goes in each output.
     ValueList out_leaves;
     for (const BVal& o : outs) out_leaves.push_back(make_array(o.t)); // only for the structure
