@@ -23,6 +23,10 @@
 extern "C" {
 __attribute__((weak)) void openblas_read_env();
 __attribute__((weak)) void blas_thread_shutdown_();
+// A DYNAMIC_ARCH OpenBLAS's kernel choice (see pin_kernels_of_unknown_cpu).
+__attribute__((weak)) char* openblas_get_corename();
+__attribute__((weak)) void gotoblas_dynamic_init();
+__attribute__((weak)) void gotoblas_dynamic_quit();
 }
 
 namespace {
@@ -41,6 +45,35 @@ void openblas_threads_sleep_at_once() {
   setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
   openblas_read_env();
   blas_thread_shutdown_();
+}
+
+// OpenBLAS picks its kernels by the CPU model it recognises. Debian 12's
+// (0.3.21) does not know CPUs newer than it (Sapphire and Emerald Rapids) and
+// falls back to its generic Prescott (SSE3) kernels: several times slower, and
+// summing in another order than the kernels for the CPU's instruction set,
+// which JAX's results on such a machine match. Such a CPU gets the kernels for
+// its instruction set; a user's OPENBLAS_CORETYPE wins.
+void pin_kernels_of_unknown_cpu() {
+  if (std::getenv("OPENBLAS_CORETYPE") || !openblas_get_corename || !gotoblas_dynamic_init ||
+      !gotoblas_dynamic_quit)
+    return;
+  const char* name = openblas_get_corename();
+  if (!name || std::string(name) != "Prescott") return;
+  const char* core = nullptr;
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    core = "SkylakeX";
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    core = "Haswell";
+#endif
+  if (!core) return;
+  // (Read by its initialisation only; the script's environment stays the user's.)
+  setenv("OPENBLAS_CORETYPE", core, 1);
+  gotoblas_dynamic_quit();
+  gotoblas_dynamic_init();
+  unsetenv("OPENBLAS_CORETYPE");
 }
 
 // Never throws: every error becomes a diagnostic on stderr and exit status 1.
@@ -115,6 +148,7 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   mallopt(M_ARENA_MAX, 1);
+  pin_kernels_of_unknown_cpu();
   openblas_threads_sleep_at_once();
   try {
     std::vector<std::string> args(argv + 1, argv + argc);
