@@ -14,6 +14,7 @@
 #include "runtime/executable.hpp"
 #include "runtime/format.hpp"
 #include "runtime/spmd_call.hpp"
+#include "stdlib/mutable_ref.hpp"
 #include "stdlib/aot_stages.hpp"
 #include "stdlib/autodiff.hpp"
 #include "stdlib/cache_explain.hpp"
@@ -1179,6 +1180,12 @@ struct PmapFn : SpmdFunction {
     broadcast_prefix(in, in_axes, args_tuple, per_leaf, is_axis_leaf, "pmap in_axes");
     ValueList arg_leaves;
     TreeDef in_tree = tree_flatten(in, args_tuple, arg_leaves);
+    for (const Value& l : arg_leaves)
+      if (auto r = as_ref(l))
+        throw Error(ErrCode::Unsupported,
+                    "pmap: a mutable array reference (" + ref_type_name(*r) +
+                        ") cannot be an argument; pass its value (r[...])",
+                    where);
     std::vector<int> devs = devices;
     if (devs.empty())
       for (int d = 0; d < in.platform().device_count(); ++d) devs.push_back(d);
