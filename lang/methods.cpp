@@ -112,6 +112,46 @@ Value list_method(InterpreterImpl& in, const std::string& name, const Value& sel
   throw Error(ErrCode::Internal, "unhandled list method " + name);
 }
 
+const std::vector<std::string> kCounterMethods = {"most_common", "elements", "subtract", "total"};
+
+Value counter_method(InterpreterImpl& in, const std::string& name, const Value& self, CallArgs& a) {
+  auto* d = self.as<DictObj>();
+  if (name == "update" || name == "subtract") {
+    auto keywords = std::move(a.kw);
+    a.kw.clear();
+    ArgReader r(name, a, {"iterable"});
+    count_into(in, *d, r.has(0) ? r[0] : Value(), keywords, name == "subtract");
+    return Value();
+  }
+  if (name == "total") {
+    ArgReader r(name, a, {});
+    Value sum = Value::integer(0);
+    d->for_each(
+        [&](const Value&, const Value& v) { sum = in.binary_op(BinOpKind::Add, sum, v, Span{}); });
+    return sum;
+  }
+  if (name == "elements") { // each key as many times as its count (positive counts only)
+    ArgReader r(name, a, {});
+    ValueList out;
+    d->for_each([&](const Value& k, const Value& v) {
+      for (int64_t i = 0; v.is_intlike() && i < v.as_int(); ++i) out.push_back(k);
+    });
+    return make_list(std::move(out));
+  }
+  // most_common(n=None): (key, count) pairs, largest count first, ties in insertion order.
+  ArgReader r(name, a, {"n"});
+  ValueList pairs;
+  d->for_each([&](const Value& k, const Value& v) { pairs.push_back(make_tuple({k, v})); });
+  std::stable_sort(pairs.begin(), pairs.end(), [&](const Value& x, const Value& y) {
+    return in.less_than((*sequence_items(y))[1], (*sequence_items(x))[1], Span{});
+  });
+  if (r.has(0) && !r[0].is_none()) {
+    int64_t n = std::max<int64_t>(0, r.get_int(0));
+    if (static_cast<size_t>(n) < pairs.size()) pairs.resize(static_cast<size_t>(n));
+  }
+  return make_list(std::move(pairs));
+}
+
 Value dict_method(InterpreterImpl& in, const std::string& name, const Value& self, CallArgs& a) {
   auto* d = self.as<DictObj>();
   if (name == "keys" || name == "values" || name == "items") {
@@ -181,10 +221,14 @@ Value dict_method(InterpreterImpl& in, const std::string& name, const Value& sel
     d->set(r[0], r[1]);
     return r[1];
   }
-  if (name == "copy") {
+  if (name == "copy") { // (of the same kind: an OrderedDict, defaultdict or Counter too)
     ArgReader r(name, a, {});
     auto c = std::make_shared<DictObj>();
     d->for_each([&](const Value& k, const Value& v) { c->set(k, v); });
+    c->ordered = d->ordered;
+    c->defaulted = d->defaulted;
+    c->default_factory = d->default_factory;
+    c->counter = d->counter;
     return Value::object(c);
   }
   if (name == "clear") {
@@ -287,6 +331,10 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
     out = bind_dynamic(obj, name, list_method);
     return true;
   case ObjKind::Dict:
+    if (obj.as<DictObj>()->counter && (name == "update" || contains_name(kCounterMethods, name))) {
+      out = bind_dynamic(obj, name, counter_method);
+      return true;
+    }
     if (!contains_name(kDictMethods, name)) return false;
     out = bind_dynamic(obj, name, dict_method);
     return true;
@@ -395,9 +443,35 @@ std::vector<std::string> method_names(const Value& obj) {
   if (obj.is_obj(ObjKind::Str)) return str_method_names();
   if (obj.is_obj(ObjKind::List)) return kListMethods;
   if (obj.is_obj(ObjKind::Tuple)) return kTupleMethods;
-  if (obj.is_obj(ObjKind::Dict)) return kDictMethods;
+  if (obj.is_obj(ObjKind::Dict)) {
+    std::vector<std::string> names = kDictMethods;
+    if (obj.as<DictObj>()->counter)
+      names.insert(names.end(), kCounterMethods.begin(), kCounterMethods.end());
+    return names;
+  }
   if (obj.is_obj(ObjKind::Array)) return array_attr_names();
   return {};
+}
+
+void count_into(InterpreterImpl& in, DictObj& d, const Value& source,
+                const std::vector<std::pair<std::string, Value>>& keywords, bool subtract) {
+  const BinOpKind op = subtract ? BinOpKind::Sub : BinOpKind::Add;
+  auto add = [&](const Value& k, const Value& n) {
+    if (!is_hashable(k)) throw Error(ErrCode::Type, "unhashable type: '" + type_name(k) + "'");
+    const Value* have = d.find(k);
+    d.set(k, in.binary_op(op, have ? *have : Value::integer(0), n, Span{}));
+  };
+  if (source.is_obj(ObjKind::Dict)) {
+    ValueList keys, counts;
+    source.as<DictObj>()->for_each([&](const Value& k, const Value& n) {
+      keys.push_back(k);
+      counts.push_back(n);
+    });
+    for (size_t i = 0; i < keys.size(); ++i) add(keys[i], counts[i]);
+  } else if (!source.is_none()) {
+    for (const Value& x : in.iterate(source, Span{})) add(x, Value::integer(1));
+  }
+  for (const auto& [k, n] : keywords) add(make_str(k), n);
 }
 
 } // namespace pxl

@@ -9,6 +9,12 @@ namespace pxl {
 bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& name, Value& out);
 std::vector<std::string> method_names(const Value& obj);
 
+// collections.Counter's counting (its constructor, update and subtract): adds
+// (or subtracts) the counts of `source` (a mapping, or an iterable counted
+// element by element; None: nothing) and of the keywords to `d`.
+void count_into(InterpreterImpl& in, DictObj& d, const Value& source,
+                const std::vector<std::pair<std::string, Value>>& keywords, bool subtract);
+
 // Arrays (stdlib/array_value.cpp).
 Value array_get_item(InterpreterImpl& in, const Value& arr, const Value& index, const Span& where);
 bool array_truthy(InterpreterImpl& in, const Value& arr, const Span& where);

@@ -582,6 +582,7 @@ Value InterpreterImpl::get_item(const Value& obj, const Value& index, const Span
         d->set(index, made);
         return made;
       }
+      if (d->counter) return Value::integer(0); // (not inserted)
       throw Error(ErrCode::Key, "key " + repr(index) + " not found in dict", where);
     }
     case ObjKind::Range: {

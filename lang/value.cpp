@@ -322,6 +322,7 @@ std::string type_name(const Value& v) {
   case ObjKind::Dict:
     return v.as<DictObj>()->ordered     ? "OrderedDict"
            : v.as<DictObj>()->defaulted ? "defaultdict"
+           : v.as<DictObj>()->counter   ? "Counter"
                                         : "dict";
   case ObjKind::Function:
     return "function";
@@ -390,6 +391,27 @@ static std::string seq_repr(const ValueList& items, const char* open, const char
                             bool one_tuple, int depth, const PrintOptions& po, ReprActive& active);
 
 static std::string repr_depth(const Value& v, int depth, const PrintOptions& po,
+                              ReprActive& active);
+
+// Counter({'a': 2, 'b': 1}): most common first (numbers by value, equal ones
+// in insertion order, as Python's most_common), Counter() when empty.
+static std::string counter_repr(const DictObj& d, int depth, const PrintOptions& po,
+                                ReprActive& active) {
+  std::vector<std::pair<Value, Value>> items;
+  d.for_each([&](const Value& k, const Value& v) { items.push_back({k, v}); });
+  if (items.empty()) return "Counter()";
+  std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) {
+    return a.second.is_number() && b.second.is_number() &&
+           a.second.as_float() > b.second.as_float();
+  });
+  std::string out = "Counter({";
+  for (size_t i = 0; i < items.size(); ++i)
+    out += (i ? ", " : "") + repr_depth(items[i].first, depth + 1, po, active) + ": " +
+           repr_depth(items[i].second, depth + 1, po, active);
+  return out + "})";
+}
+
+static std::string repr_depth(const Value& v, int depth, const PrintOptions& po,
                               ReprActive& active) {
   if (depth > 200) return "...";
   switch (v.tag) {
@@ -417,6 +439,7 @@ static std::string repr_depth(const Value& v, int depth, const PrintOptions& po,
   case ObjKind::Dict: {
     ReprGuard guard(active, v.obj.get());
     if (guard.recursive) return "{...}";
+    if (v.as<DictObj>()->counter) return counter_repr(*v.as<DictObj>(), depth, po, active);
     bool ordered = v.as<DictObj>()->ordered;
     std::string out = ordered ? "OrderedDict([" : "{";
     if (v.as<DictObj>()->defaulted)

@@ -124,6 +124,9 @@ struct DictObj : Object {
   // (None: a KeyError, as a dict's).
   bool defaulted = false;
   Value default_factory;
+  // A collections.Counter: a missing key counts 0 (and is not inserted); it
+  // prints as Counter({k: n, ...}), most common first.
+  bool counter = false;
   size_t size() const { return index.size(); }
   const Value* find(const Value& k) const;
   void set(const Value& k, Value v);

@@ -5,6 +5,7 @@
 // from two functions (jnp.printoptions, jax.named_scope: types._context).
 #include "lang/args.hpp"
 #include "lang/lazy_iter.hpp"
+#include "lang/methods.hpp"
 #include "lang/py_set.hpp"
 #include "stdlib/jaxpr_record.hpp"
 #include "stdlib/module_builder.hpp"
@@ -413,6 +414,16 @@ void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
     d.as<DictObj>()->defaulted = true;
     d.as<DictObj>()->default_factory = factory;
     return d;
+  });
+  // Counter(iterable_or_mapping=None, **kwds): a dict of counts (lang/value.hpp DictObj).
+  collections.fn("Counter", [](InterpreterImpl& in, CallArgs& a) {
+    auto keywords = std::move(a.kw);
+    a.kw.clear();
+    ArgReader r("Counter", a, {"iterable"});
+    auto d = std::make_shared<DictObj>();
+    d->counter = true;
+    count_into(in, *d, r.has(0) ? r[0] : Value(), keywords, false);
+    return Value::object(d);
   });
   collections.fn("namedtuple", [](InterpreterImpl&, CallArgs& a) {
     ArgReader r("namedtuple", a, {"typename", "field_names"}, 2);

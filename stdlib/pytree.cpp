@@ -113,7 +113,8 @@ static TreeDef flatten_rec(InterpreterImpl& in, const Value& v, ValueList& leave
     d.keys = namedtuple_aux(v); // a registered node's static data
     for (const Value& x : *fields)
       d.children.push_back(flatten_rec(in, x, leaves, is_leaf, depth + 1));
-  } else if (v.is_obj(ObjKind::Dict)) {
+  } else if (v.is_obj(ObjKind::Dict) &&
+             !v.as<DictObj>()->counter) { // (a Counter: a leaf, as in JAX)
     d.kind = TreeDef::Kind::Dict;
     d.ordered = v.as<DictObj>()->ordered;
     d.defaulted = v.as<DictObj>()->defaulted;
