@@ -281,11 +281,48 @@ const char* cmpop_dunder(CmpOpKind op) {
 
 bool InterpreterImpl::is_array_like(const Value& v) const { return v.is_obj(ObjKind::Array); }
 
+// Two Counters' + - | & (Python's): the counts added, subtracted, their
+// maximum or minimum, keeping positive results only, a's keys first.
+static bool counter_op(InterpreterImpl& in, BinOpKind op, const DictObj& a, const DictObj& b,
+                       Value& out, const Span& where) {
+  if (op != BinOpKind::Add && op != BinOpKind::Sub && op != BinOpKind::BitOr &&
+      op != BinOpKind::BitAnd)
+    return false;
+  const BinOpKind how = op;
+  auto r = std::make_shared<DictObj>();
+  r->counter = true;
+  const Value zero = Value::integer(0);
+  auto combine = [&](const Value& x, const Value& y) {
+    if (how == BinOpKind::Add || how == BinOpKind::Sub) return in.binary_op(how, x, y, where);
+    bool x_wins = in.less_than(y, x, where) == (how == BinOpKind::BitOr);
+    return x_wins ? x : y;
+  };
+  auto keep = [&](const Value& k, const Value& n) {
+    if (in.less_than(zero, n, where)) r->set(k, n);
+  };
+  a.for_each([&](const Value& k, const Value& n) {
+    const Value* m = b.find(k);
+    keep(k, combine(n, m ? *m : zero));
+  });
+  b.for_each([&](const Value& k, const Value& n) {
+    if (a.find(k)) return;
+    if (how == BinOpKind::Sub)
+      keep(k, in.binary_op(BinOpKind::Sub, zero, n, where));
+    else if (how != BinOpKind::BitAnd)
+      keep(k, n);
+  });
+  out = Value::object(r);
+  return true;
+}
+
 Value InterpreterImpl::binary_op(BinOpKind op, const Value& a, const Value& b, const Span& where) {
   const char* sym = binop_symbol(op);
   if (Value r; opaque_operator(*this, binop_dunder(op), a, b, r, where)) return r;
   if (op == BinOpKind::Mod && a.is_obj(ObjKind::Str))
     return make_str(percent_format(a.as<StrObj>()->value, b, where));
+  if (a.is_obj(ObjKind::Dict) && b.is_obj(ObjKind::Dict) && a.as<DictObj>()->counter &&
+      b.as<DictObj>()->counter)
+    if (Value r; counter_op(*this, op, *a.as<DictObj>(), *b.as<DictObj>(), r, where)) return r;
   // Arrays: the array namespace decides (broadcasting, promotion, weak types).
   if (a.is_obj(ObjKind::Array) || b.is_obj(ObjKind::Array)) {
     if (rejected_operand(a) || rejected_operand(b)) {
