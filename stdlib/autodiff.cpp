@@ -305,6 +305,15 @@ void jaxpr_show_primal_results(OpContext& cx, const Function& f, const std::vect
       tc->jaxpr_record->kept.push_back(id);
 }
 
+std::vector<bool> parameter_dependent(const Function& f, const std::vector<bool>* wanted) {
+  std::vector<bool> live(f.values.size(), false);
+  for (size_t i = 0; i < f.params.size(); ++i) live[f.params[i]] = !wanted || (*wanted)[i];
+  for (const Instr& in : f.body)
+    for (int o : in.operands)
+      for (int r = 0; r < in.nresults; ++r) live[in.result + r] = live[in.result + r] || live[o];
+  return live;
+}
+
 std::vector<Tensor> backward_pass(OpContext& cx, const Function& f, const std::vector<Tensor>& env,
                                   std::span<const Tensor> result_cts,
                                   const std::vector<bool>* wanted) {
@@ -316,11 +325,7 @@ std::vector<Tensor> backward_pass(OpContext& cx, const Function& f, const std::v
 
   // Only values that depend on a parameter get a cotangent (no work, and no
   // collective, for constants).
-  std::vector<bool> live(f.values.size(), false);
-  for (size_t i = 0; i < f.params.size(); ++i) live[f.params[i]] = !wanted || (*wanted)[i];
-  for (const Instr& in : f.body)
-    for (int o : in.operands)
-      for (int r = 0; r < in.nresults; ++r) live[in.result + r] = live[in.result + r] || live[o];
+  std::vector<bool> live = parameter_dependent(f, wanted);
   LocScope keep(cx, Span{});
   for (size_t i = 0; i < f.results.size(); ++i)
     if (result_cts[i] && is_inexact(f.values[f.results[i]].aval.dtype))

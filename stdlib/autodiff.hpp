@@ -49,6 +49,8 @@ void jaxpr_show_primal_results(OpContext& cx, const Function& f, const std::vect
 std::vector<Tensor> backward_pass(OpContext& cx, const Function& f, const std::vector<Tensor>& env,
                                   std::span<const Tensor> result_cts,
                                   const std::vector<bool>* wanted = nullptr);
+// Per value of f: whether it depends on a parameter (those `wanted` says, or all).
+std::vector<bool> parameter_dependent(const Function& f, const std::vector<bool>* wanted = nullptr);
 
 // The transpose (VJP) rule of one instruction: the cotangent of each operand
 // (nullptr = zero or not differentiable), given the primal operands, the

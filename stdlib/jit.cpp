@@ -446,13 +446,11 @@ struct JitFunction : OpaqueObj {
     return names;
   }
 
-  // The mutable array references among the dynamic arguments with their
-  // names; JAX's ValueError for one passed twice.
+  // The mutable array references among the dynamic arguments' leaves
+  // (check_array_leaves') with their names; JAX's ValueError for one passed twice.
   std::vector<std::pair<std::shared_ptr<RefObj>, std::string>>
-  ref_arguments(InterpreterImpl& in, const CallArgs& a, const ValueList& dyn, size_t n_dyn_pos,
-                const Span& where) const {
-    ValueList leaves;
-    tree_flatten(in, make_tuple(dyn), leaves);
+  ref_arguments(InterpreterImpl& in, const CallArgs& a, const ValueList& dyn,
+                const ValueList& leaves, size_t n_dyn_pos, const Span& where) const {
     std::vector<std::pair<std::shared_ptr<RefObj>, std::string>> refs;
     std::vector<std::string> names;
     for (const Value& l : leaves) {
@@ -620,8 +618,9 @@ struct JitFunction : OpaqueObj {
 
   // JAX's TypeError for an argument leaf that is no array, number or float0
   // (a string, a type): jit names the leaf's path, remat its value.
-  void check_array_leaves(InterpreterImpl& in, const ValueList& dyn, size_t n_dyn_pos, size_t n_pos,
-                          const Span& where) const {
+  // Returns the leaves.
+  ValueList check_array_leaves(InterpreterImpl& in, const ValueList& dyn, size_t n_dyn_pos,
+                               size_t n_pos, const Span& where) const {
     ValueList leaves;
     TreeDef def = tree_flatten(in, make_tuple(dyn), leaves);
     std::vector<std::string> keys = leaf_keystrs(def);
@@ -671,6 +670,7 @@ struct JitFunction : OpaqueObj {
                       "parameters of jax.jit.",
                   where);
     }
+    return leaves;
   }
 
   bool call(InterpreterImpl& in, CallArgs& a, const Span& where, Value& out) override {
@@ -787,9 +787,8 @@ struct JitFunction : OpaqueObj {
       for (auto& [k, v] : dyn_kw) d->set(make_str(k), v);
       dyn.push_back(Value::object(d));
     }
-    check_array_leaves(in, dyn, n_dyn_pos, a.pos.size(), where);
-    const std::vector<std::pair<std::shared_ptr<RefObj>, std::string>> passed_refs =
-        ref_arguments(in, a, dyn, n_dyn_pos, where);
+    const std::vector<std::pair<std::shared_ptr<RefObj>, std::string>> passed_refs = ref_arguments(
+        in, a, dyn, check_array_leaves(in, dyn, n_dyn_pos, a.pos.size(), where), n_dyn_pos, where);
     TreeDef tree;
     std::vector<bool> float0;
     std::vector<Tensor> leaves = leaf_tensors(in, dyn, where, &tree, &float0);

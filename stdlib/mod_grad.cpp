@@ -147,29 +147,15 @@ bool is_pair(const TreeDef& t) {
 }
 
 // JAX's error for a write of a value that depends on the differentiated
-// arguments (the first n_params parameters) to a reference from outside.
-void refuse_differentiated_writes(const TracedFunction& t, size_t n_params, const Span& where) {
+// arguments (the function's parameters) to a reference from outside.
+void refuse_differentiated_writes(const TracedFunction& t, const Span& where) {
   if (t.ref_outputs.empty()) return;
   const Function& f = *t.fn;
-  std::vector<bool> varies(f.values.size(), false);
-  for (size_t i = 0; i < n_params && i < f.params.size(); ++i)
-    varies[static_cast<size_t>(f.params[i])] = true;
-  for (const Instr& in : f.body) {
-    bool any = false;
-    for (int o : in.operands) any = any || varies[static_cast<size_t>(o)];
-    for (int r = 0; any && r < std::max(in.nresults, 1); ++r)
-      varies[static_cast<size_t>(in.result + r)] = true;
-  }
+  std::vector<bool> varies = parameter_dependent(f);
   size_t first = f.results.size() - t.ref_outputs.size();
   for (size_t k = 0; k < t.ref_outputs.size(); ++k)
     if (varies[static_cast<size_t>(f.results[first + k])])
-      throw Error(ErrCode::Unsupported,
-                  "performing a set/swap operation with a differentiated value on a "
-                  "non-differentiated array reference of type " +
-                      ref_type_name(*t.ref_outputs[k]) +
-                      ". Move the array reference to be an argument of the differentiated "
-                      "function?",
-                  where);
+      throw Error(ErrCode::Unsupported, differentiated_write_message(*t.ref_outputs[k]), where);
 }
 
 Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
@@ -181,7 +167,7 @@ Value run_grad(InterpreterImpl& in, const GradSpec& g, CallArgs& call) {
   // are not differentiated: the writes are results of the forward pass.)
   TracedFunction t = trace_diff(in, g.fn, call, g.argnums, diff_args, params, where, what,
                                 !g.allow_int, RefMode::Effects);
-  refuse_differentiated_writes(t, params.size(), where);
+  refuse_differentiated_writes(t, where);
   if (g.holomorphic)
     for (const Tensor& p : params)
       if (!is_complex(p->aval.dtype))

@@ -57,27 +57,14 @@ Value checked_update(InterpreterImpl& in, const Value& current, const Value& ind
   return value;
 }
 
-Value strong(InterpreterImpl& in, const Value& array) {
-  const Tensor& t = array.as<ArrayObj>()->tensor;
-  return t->aval.weak ? make_array(np::astype(in.ops(), t, t->aval.dtype)) : array;
-}
-
-// The message of a write to a reference from outside a trace that cannot
-// make it explicit: JAX's for vmap and grad, which refuse a batched or
-// differentiated value there.
+// The message of a write to a reference from outside a trace that refuses
+// it (the derivatives, pmap, shard_map, custom rules).
 std::string refused_write(const TraceContext& tc, const RefObj& r) {
   const std::string& what = tc.what();
-  std::string type = ref_type(aval_of(r.value));
-  if (what == "vmap")
-    return "performing a set/swap operation with vmapped value on an unbatched array reference "
-           "of type " +
-           type + ". Move the array reference to be an argument to the vmapped function?";
-  if (what == "grad" || what == "value_and_grad" || what == "vjp" || what == "jvp" ||
-      what == "linearize" || what == "jacfwd" || what == "jacrev" || what == "hessian")
-    return "performing a set/swap operation with a differentiated value on a non-differentiated "
-           "array reference of type " +
-           type + ". Move the array reference to be an argument of the differentiated function?";
-  return "a mutable array reference of type " + type + " made outside " + what +
+  if (what == "vjp" || what == "jvp" || what == "linearize" || what == "jacfwd" ||
+      what == "jacrev" || what == "hessian")
+    return differentiated_write_message(r);
+  return "a mutable array reference of type " + ref_type_name(r) + " made outside " + what +
          " cannot be written inside it (jit, scan, fori_loop, while_loop and cond can)";
 }
 
@@ -105,7 +92,7 @@ void write_at(InterpreterImpl& in, RefObj& r, const Value& index, const Value& v
   }
   store_ref(in, r.shared_from_this(), next);
   // (Eagerly JAX stores the value as a strongly typed array.)
-  if (!dynamic_cast<TraceContext*>(&in.ops())) r.value = strong(in, r.value);
+  if (!dynamic_cast<TraceContext*>(&in.ops())) r.value = strongly_typed(in, r.value);
 }
 
 Value make_ref(InterpreterImpl& in, const Value& x, const char* fname) {
@@ -225,6 +212,31 @@ bool RefObj::items(InterpreterImpl& in, ValueList& out) {
 
 std::string ref_type_name(const RefObj& r) { return ref_type(aval_of(r.value)); }
 
+Value ref_abstract_type(InterpreterImpl& in, RefObj& r) {
+  auto t = std::make_shared<AbstractRefObj>();
+  t->aval = aval_of(load_ref(in, r));
+  return Value::object(t);
+}
+
+std::string vmapped_write_message(const RefObj& r) {
+  return "performing a set/swap operation with vmapped value on an unbatched array reference of "
+         "type " +
+         ref_type_name(r) + ". Move the array reference to be an argument to the vmapped function?";
+}
+
+std::string differentiated_write_message(const RefObj& r) {
+  return "performing a set/swap operation with a differentiated value on a non-differentiated "
+         "array reference of type " +
+         ref_type_name(r) +
+         ". Move the array reference to be an argument of the differentiated "
+         "function?";
+}
+
+Value strongly_typed(InterpreterImpl& in, const Value& array) {
+  const Tensor& t = array.as<ArrayObj>()->tensor;
+  return t->aval.weak ? make_array(np::astype(in.ops(), t, t->aval.dtype)) : array;
+}
+
 std::shared_ptr<RefObj> as_ref(const Value& v) {
   if (!v.is_obj(ObjKind::Opaque)) return nullptr;
   auto* r = dynamic_cast<RefObj*>(v.as<OpaqueObj>());
@@ -268,7 +280,6 @@ void refuse_ref_results(
     const Span& where, const std::vector<std::pair<std::shared_ptr<RefObj>, std::string>>& passed) {
   ValueList leaves;
   TreeDef tree = tree_flatten(in, out, leaves);
-  std::vector<std::string> paths = leaf_keystrs(tree);
   for (size_t i = 0; i < leaves.size(); ++i) {
     auto r = as_ref(leaves[i]);
     if (!r) continue;
@@ -276,13 +287,14 @@ void refuse_ref_results(
     for (const auto& [p, name] : passed)
       if (p == r && !name.empty())
         origin = "\n\nThe returned mutable array was passed in as the argument " + name + ".";
-    throw Error(
-        ErrCode::Value,
-        "function " + function_source_info(fn) + " traced for " + what +
-            " returned a mutable array reference of type " + ref_type_name(*r) +
-            (tree.kind == TreeDef::Kind::Leaf ? "" : " at output tree path result" + paths[i]) +
-            ", but mutable array references cannot be returned." + origin,
-        where);
+    throw Error(ErrCode::Value,
+                "function " + function_source_info(fn) + " traced for " + what +
+                    " returned a mutable array reference of type " + ref_type_name(*r) +
+                    (tree.kind == TreeDef::Kind::Leaf
+                         ? ""
+                         : " at output tree path result" + leaf_keystrs(tree)[i]) +
+                    ", but mutable array references cannot be returned." + origin,
+                where);
   }
 }
 
@@ -292,7 +304,7 @@ Value apply_ref_outputs(InterpreterImpl& in, const TracedFunction& t, const Valu
   const ValueList& parts = *sequence_items(out);
   const ValueList& finals = *sequence_items(parts[1]);
   for (size_t k = 0; k < t.ref_outputs.size(); ++k)
-    store_ref(in, t.ref_outputs[k], strong ? pxl::strong(in, finals[k]) : finals[k]);
+    store_ref(in, t.ref_outputs[k], strong ? strongly_typed(in, finals[k]) : finals[k]);
   return parts[0];
 }
 
@@ -373,16 +385,6 @@ void add_mutable_refs(InterpreterImpl& in, Value& jax) {
   for (const char* n : {"new_ref", "freeze", "empty_ref", "Ref"})
     vars[n] = mod.as<ModuleObj>()->env->vars.at(n);
   in.register_module("jax.ref", mod);
-  Value typeof_fn = vars.at("typeof");
-  vars["typeof"] = make_builtin("typeof", [typeof_fn](InterpreterImpl& in, CallArgs& a) {
-    if (a.pos.size() == 1 && a.kw.empty())
-      if (auto r = as_ref(a.pos[0])) {
-        auto t = std::make_shared<AbstractRefObj>();
-        t->aval = aval_of(load_ref(in, *r));
-        return Value::object(t);
-      }
-    return in.call(typeof_fn, a, Span{});
-  });
 }
 
 } // namespace pxl

@@ -37,6 +37,14 @@ struct RefObj : OpaqueObj, std::enable_shared_from_this<RefObj> {
 
 // JAX's name of its type: Ref{float32[3]}.
 std::string ref_type_name(const RefObj& r);
+// jax.typeof of a reference: its type (an AbstractRef printing Ref{float32[3]}).
+Value ref_abstract_type(InterpreterImpl& in, RefObj& r);
+// JAX's messages for writes vmap and the derivatives refuse: a batched or a
+// differentiated value written to a reference from outside.
+std::string vmapped_write_message(const RefObj& r);
+std::string differentiated_write_message(const RefObj& r);
+// `array` strongly typed (JAX's eager writes and loop carries of references).
+Value strongly_typed(InterpreterImpl& in, const Value& array);
 // The reference `v` holds, or null.
 std::shared_ptr<RefObj> as_ref(const Value& v);
 // Whether `r` was made while `tc` traced (its writes there are the trace's own).

@@ -12,6 +12,7 @@
 #include "lang/tracer.hpp"
 #include "runtime/format.hpp"
 #include "stdlib/convert.hpp"
+#include "stdlib/mutable_ref.hpp"
 #include "stdlib/shape_dtype_struct.hpp"
 #include "stdlib/sharding.hpp"
 #include "stdlib/sharding_rules.hpp"
@@ -800,9 +801,10 @@ void add_array_functions(Value& jax_module) {
     return assemble(in, s, shape, std::move(blocks));
   });
   // jax.typeof(x): the abstract value (ShapedArray) of an array, a Python
-  // scalar or a ShapeDtypeStruct.
+  // scalar or a ShapeDtypeStruct; a mutable array reference's Ref{...} type.
   fn("typeof", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("typeof", a, {"x"}, 1);
+    if (auto ref = as_ref(r[0])) return ref_abstract_type(in, *ref);
     if (const AVal* abstract = shape_dtype_struct_aval(r[0])) {
       auto v = std::make_shared<AvalObj>();
       v->aval = *abstract;

@@ -79,8 +79,8 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
                               const std::function<void(TraceContext&)>& prepare,
                               bool concrete_primals, RefMode refs) {
   TracedFunction t;
-  ValueList arg_leaves;
-  tree_flatten(in, make_tuple(args), arg_leaves);
+  ValueList arg_leaves; // (where references may be arguments: RefMode::Effects/Discard)
+  if (refs != RefMode::Refuse) tree_flatten(in, make_tuple(args), arg_leaves);
   std::vector<bool> float0;
   std::vector<Tensor> leaves = leaf_tensors(in, args, where, &t.in_tree, &float0);
   t.fn = std::make_shared<Function>();
@@ -155,7 +155,7 @@ TracedFunction trace_function(InterpreterImpl& in, const Value& fn, const ValueL
     }
     Tensor param = tc.add_param(aval, vma, where, origin);
     traced.push_back(float0[i] ? float0_zeros(aval.shape) : make_array(param));
-    if (auto r = as_ref(arg_leaves[i]); r && ref_frame) {
+    if (auto r = ref_frame ? as_ref(arg_leaves[i]) : nullptr) {
       // The function gets the reference itself, holding the parameter.
       store_ref(in, r, traced.back());
       passed_refs.push_back({r, traced.back()});

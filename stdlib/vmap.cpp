@@ -10,6 +10,7 @@
 #include "stdlib/jaxpr_record.hpp"
 #include "stdlib/jit_partition.hpp"
 #include "stdlib/mutable_ref.hpp"
+#include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/sharding.hpp"
 #include "stdlib/trace_util.hpp"
@@ -270,19 +271,9 @@ void write_back_refs(InterpreterImpl& in, TracedFunction& traced, std::vector<BV
     for (size_t k = 0; k < arg_leaves.size() && k < axes.size(); ++k)
       if (as_ref(arg_leaves[k]) == r) axis = axes[k];
     if (axis < 0) // (JAX refuses even an unbatched value there)
-      throw Error(ErrCode::Unsupported,
-                  "performing a set/swap operation with vmapped value on an unbatched array "
-                  "reference of type " +
-                      ref_type_name(*r) +
-                      ". Move the array reference to be an argument to the vmapped function?",
-                  where);
+      throw Error(ErrCode::Unsupported, vmapped_write_message(*r), where);
     Tensor t = o.batched ? o.t : broadcast_batch(in.ops(), o.t, B);
-    if (axis != 0) {
-      OpAttrs ta;
-      for (int d = 1; d < t->aval.ndim(); ++d) ta.perm.push_back(d);
-      ta.perm.insert(ta.perm.begin() + axis, 0);
-      t = in.ops().bind(Op::Transpose, ta, std::span<const Tensor>(&t, 1));
-    }
+    if (axis != 0) t = np::moveaxis(in.ops(), t, 0, axis);
     store_ref(in, r, make_array(t));
   }
   outs.resize(base);

@@ -178,10 +178,7 @@ Value lifted_while(InterpreterImpl& in, const Span& where, const Value& init_val
   };
   // (JAX carries them strongly typed.)
   ValueList init_values;
-  for (const auto& r : refs) {
-    const Tensor& t = load_ref(in, *r).as<ArrayObj>()->tensor;
-    init_values.push_back(make_array(t->aval.weak ? np::astype(in.ops(), t, t->aval.dtype) : t));
-  }
+  for (const auto& r : refs) init_values.push_back(strongly_typed(in, load_ref(in, *r)));
   LoopSpec lifted = spec;
   lifted.carried_refs.insert(lifted.carried_refs.end(), refs.begin(), refs.end());
   lifted.cond = [&](const Value& c) {
