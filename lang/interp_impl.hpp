@@ -108,6 +108,10 @@ public:
   // Open logs of writes to mutable array references, innermost last
   // (stdlib/mutable_ref.hpp): a write is logged in the innermost.
   std::vector<RefFrame*> ref_frames;
+  // What traces queued to run when their program is compiled (JAX calls
+  // jax.debug.inspect_array_sharding's callback then), innermost last
+  // (stdlib/inspect_sharding.hpp).
+  std::vector<std::function<void()>> compile_callbacks;
   // Whether the pxl function now running is an eager_ops one (FunctionObj).
   bool in_eager_ops_function = false;
   std::atomic<bool> interrupt_requested{false};

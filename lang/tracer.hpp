@@ -73,6 +73,12 @@ public:
   // type of traced value `id` (what jax.typeof shows: a NamedSharding over the
   // abstract mesh), or None when it has none.
   std::function<Value(int id)> type_sharding;
+  // Set where the program traced here is laid out over a mesh (jit of arrays
+  // on a mesh, shard_map, pmap): the sharding the compiled program gives
+  // traced value `id` (-1: a value of a trace nested in this one, taken as
+  // replicated; None where the layout is not known), which
+  // jax.debug.inspect_array_sharding reports.
+  std::function<Value(int id)> layout_sharding;
   // Mutable array references (stdlib/mutable_ref.hpp): whether code traced
   // here may write a reference made outside this trace (jit and loop bodies
   // turn such writes into results; other transformations refuse them), and

@@ -828,7 +828,7 @@ struct JitFunction : OpaqueObj {
     }
     std::string layout;
     std::function<void(TraceContext&)> prepare =
-        explicit_type_hook(in, typed_by, &layout, nullptr, placed_on);
+        explicit_type_hook(in, typed_by, &layout, nullptr, placed_on, leaves);
     if (prepare && !layout.empty()) sig.add("argument shardings", layout);
     // A trace resolves bare PartitionSpecs against the mesh in context: one per mesh.
     if (const Value* current = in.context_mesh(); current && value_to_mesh(*current)) {

@@ -902,7 +902,8 @@ std::optional<PartitionSpec> traced_sharding(InterpreterImpl& in, TraceContext& 
 
 std::function<void(TraceContext&)>
 explicit_type_hook(InterpreterImpl& in, std::span<const Tensor> leaves, std::string* key,
-                   const std::vector<int>* mapped, const Mesh* placed_on) {
+                   const std::vector<int>* mapped, const Mesh* placed_on,
+                   std::span<const Tensor> laid_out) {
   auto* enclosing = dynamic_cast<TraceContext*>(&in.ops());
   if (enclosing && !enclosing->function().mesh_axes.empty()) return {};
   bool mixed = false;
@@ -953,7 +954,48 @@ explicit_type_hook(InterpreterImpl& in, std::span<const Tensor> leaves, std::str
       *key += " " + typed.repr();
     }
   }
-  return [&in, m = *mesh, specs](TraceContext& tc) {
+  // How the compiled program lays each value out (inspect_array_sharding),
+  // worked out when first asked: from where the arguments are (a value of an
+  // enclosing trace where that trace lays it out), over the concrete mesh.
+  // Not for vmap's per-example trace.
+  struct Layout {
+    bool known = false;
+    std::optional<Mesh> mesh;
+    OperandSpecs specs;
+  };
+  auto placement = mapped ? nullptr : std::make_shared<Layout>();
+  std::vector<Tensor> placed(laid_out.empty() ? leaves.begin() : laid_out.begin(),
+                             laid_out.empty() ? leaves.end() : laid_out.end());
+  auto work_out_layout = [&in, m = *mesh, placed](Layout& l) {
+    l.known = true;
+    std::string unused;
+    l.specs = operand_specs(m, placed, unused);
+    if (!m.device_ids.empty()) l.mesh = m;
+    for (size_t i = 0; i < placed.size(); ++i) {
+      TraceContext* owner = live_trace_of(in, placed[i]);
+      Value s =
+          owner && owner->layout_sharding ? owner->layout_sharding(placed[i]->trace_id) : Value();
+      auto* so = s.is_none() ? nullptr : static_cast<ShardingObj*>(s.as<OpaqueObj>());
+      if (!so || so->single_device || so->mesh.axis_names != m.axis_names) continue;
+      l.specs[i] = so->spec;
+      if (!l.mesh) l.mesh = so->mesh;
+    }
+  };
+  return [&in, m = *mesh, specs, placement, work_out_layout](TraceContext& tc) {
+    if (placement)
+      tc.layout_sharding = [&in, &tc, placement, work_out_layout](int id) -> Value {
+        if (!placement->known) work_out_layout(*placement);
+        if (!placement->mesh) return Value();
+        std::optional<PartitionSpec> s;
+        if (id >= 0) s = traced_sharding(in, tc, *placement->mesh, placement->specs, id);
+        PartitionSpec spec = s.value_or(PartitionSpec{});
+        // (XLA's sharding, as JAX reports it: over Auto axes, trailing whole
+        // dimensions unnamed.)
+        while (!spec.entries.empty() && spec.entries.back().empty()) spec.entries.pop_back();
+        Mesh auto_mesh = *placement->mesh;
+        std::fill(auto_mesh.axis_types.begin(), auto_mesh.axis_types.end(), AxisType::Auto);
+        return Value::object(std::make_shared<ShardingObj>(auto_mesh, std::move(spec)));
+      };
     Value start = current_abstract_mesh(in);
     tc.type_sharding = [&in, &tc, m, specs, start](int id) {
       // The axis types are the arguments' mesh's, unless the code being

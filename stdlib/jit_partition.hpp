@@ -78,8 +78,12 @@ std::optional<PartitionSpec> traced_sharding(InterpreterImpl& in, TraceContext& 
 // function sees one example, whose layout lacks that dimension.
 // `placed_on`, when given, is the mesh jit's in_shardings placed the
 // arguments on: the types are over it though `leaves` (as passed) are not.
+// The hook also sets the trace's layout_sharding (unless `mapped`): the
+// shardings the partitioner gives its values, from the arguments' layouts --
+// `laid_out`'s where given (the arguments as placed), else `leaves`'.
 std::function<void(TraceContext&)>
 explicit_type_hook(InterpreterImpl& in, std::span<const Tensor> leaves, std::string* key = nullptr,
-                   const std::vector<int>* mapped = nullptr, const Mesh* placed_on = nullptr);
+                   const std::vector<int>* mapped = nullptr, const Mesh* placed_on = nullptr,
+                   std::span<const Tensor> laid_out = {});
 
 } // namespace pxl

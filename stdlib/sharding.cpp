@@ -16,6 +16,7 @@
 #include "stdlib/convert.hpp"
 #include "stdlib/debug_print.hpp"
 #include "stdlib/host_callback.hpp"
+#include "stdlib/inspect_sharding.hpp"
 #include "stdlib/module_builder.hpp"
 #include "stdlib/pytree.hpp"
 
@@ -897,6 +898,7 @@ bool SpecObj::equals(const OpaqueObj& o) const {
 std::string ShardingObj::repr() const {
   if (is_abstract())
     return "NamedSharding(mesh=" + pxl::repr(abstract_mesh) + ", spec=" + spec.repr() + ")";
+  if (gspmd_replicated) return "GSPMDSharding({replicated}, memory_kind=" + memory_kind + ")";
   if (single_device)
     return "SingleDeviceSharding(device=" + pxl::repr(device_value(platform, mesh.device_ids[0])) +
            ", memory_kind=" + memory_kind + ")";
@@ -911,9 +913,10 @@ bool ShardingObj::equals(const OpaqueObj& o) const {
   if (s && (s->is_abstract() || is_abstract()))
     return s->is_abstract() && is_abstract() && values_equal(s->abstract_mesh, abstract_mesh) &&
            s->spec == spec;
-  return s && s->single_device == single_device && s->mesh.same_mesh(mesh) &&
-         s->spec.entries == spec.entries && s->spec.unconstrained == spec.unconstrained &&
-         s->spec.same_ur(spec) && s->memory_kind == memory_kind;
+  return s && s->single_device == single_device && s->gspmd_replicated == gspmd_replicated &&
+         s->mesh.same_mesh(mesh) && s->spec.entries == spec.entries &&
+         s->spec.unconstrained == spec.unconstrained && s->spec.same_ur(spec) &&
+         s->memory_kind == memory_kind;
 }
 
 std::string checked_memory_kind(const Value& v) {
@@ -1227,7 +1230,18 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
           throw Error(ErrCode::Type, "visualize_array_sharding() expects an array");
         const Tensor& t = r[0].as<ArrayObj>()->tensor;
         PictureOptions opts = picture_options(r, 1);
-        if (t->sharded) {
+        if (&in.ops() != &in.root_ops()) {
+          // A traced value: drawn as the program is compiled, from the layout it gets.
+          Value s = compiled_sharding(in, r[0]);
+          auto* so = static_cast<ShardingObj*>(s.as<OpaqueObj>());
+          auto d = std::make_shared<ShardedData>();
+          d->mesh = so->single_device ? Mesh{{}, {}, {so->mesh.device_ids.at(0)}} : so->mesh;
+          d->spec = so->spec;
+          d->global = t->aval;
+          at_compile(in, [&in, d, opts] {
+            in.out() << sharding_picture(*d, in.platform().picture_label(), opts);
+          });
+        } else if (t->sharded) {
           in.out() << sharding_picture(*t->sharded, in.platform().picture_label(), opts);
         } else {
           auto d = std::make_shared<ShardedData>();
@@ -1378,6 +1392,7 @@ void add_sharding_functions(InterpreterImpl& in, Value& sharding, Value& jax) {
   ModuleBuilder debug("jax.debug");
   debug.val("visualize_array_sharding", vis_fn);
   debug.val("visualize_sharding", vis_sharding_fn);
+  add_inspect_array_sharding(debug);
   add_debug_print(in, debug);
   add_host_callback(debug);
   jv["debug"] = debug.value();

@@ -75,6 +75,9 @@ struct ShardingObj : OpaqueObj {
   Mesh mesh;
   PartitionSpec spec;
   bool single_device = false;
+  // GSPMDSharding({replicated}): how JAX reports the layout of a value in a
+  // program compiled for one device (a single_device sharding otherwise).
+  bool gspmd_replicated = false;
   std::string platform = "cpu"; // the device's, for a SingleDeviceSharding's repr
   // The memory the sharding names ("device", "pinned_host", "unpinned_host"):
   // printed and compared as JAX does; pxl's arrays all live in device memory.
@@ -84,6 +87,7 @@ struct ShardingObj : OpaqueObj {
   Value abstract_mesh;
   bool is_abstract() const { return !abstract_mesh.is_none(); }
   std::string type_name() const override {
+    if (gspmd_replicated) return "GSPMDSharding";
     return single_device ? "SingleDeviceSharding" : "NamedSharding";
   }
   std::string repr() const override;

@@ -806,6 +806,10 @@ struct ShardMapFn : SpmdFunction {
     f->name = fn.is_obj(ObjKind::Function) ? fn.as<FunctionObj>()->name : "f";
     TraceContext tc(*f, in.ops(), "shard_map");
     record_if_enclosing_records(in, tc);
+    // (Each device's value is its whole block, as XLA lays a manual computation's out.)
+    tc.layout_sharding = [m = mesh](int) {
+      return Value::object(std::make_shared<ShardingObj>(m, PartitionSpec{}));
+    };
     tc.check_vma = check_vma;
     tc.auto_axes = auto_axes();
     if (!dynamic_cast<TraceContext*>(&in.ops()) && !lower_only) {
@@ -1339,6 +1343,10 @@ struct PmapFn : SpmdFunction {
         }
     TraceContext tc(*f, in.ops(), "pmap");
     record_if_enclosing_records(in, tc);
+    tc.layout_sharding = [m = pmesh](int) mutable {
+      m.axis_types.assign(1, AxisType::Auto);
+      return Value::object(std::make_shared<ShardingObj>(m, PartitionSpec{}));
+    };
     ValueList traced;
     for (const InLeaf& l : leaves)
       traced.push_back(make_array(tc.add_param(l.block, l.vma, where, l.origin)));

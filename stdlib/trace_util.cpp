@@ -10,6 +10,7 @@
 #include "lang/tracer.hpp"
 #include "runtime/spmd_call.hpp"
 #include "stdlib/float0.hpp"
+#include "stdlib/inspect_sharding.hpp"
 #include "stdlib/jaxpr_record.hpp"
 #include "stdlib/jit_partition.hpp"
 #include "stdlib/mutable_ref.hpp"
@@ -183,14 +184,24 @@ Value restore_float0_outputs(InterpreterImpl& in, const TracedFunction& t, const
   return tree_unflatten(def, leaves);
 }
 
+TraceContext* live_trace_of(InterpreterImpl& in, const Tensor& t) {
+  if (!t->trace || t->trace_id < 0) return nullptr;
+  for (OpContext* c = &in.ops(); auto* tc = dynamic_cast<TraceContext*>(c); c = &tc->outer())
+    if (t->trace == tc) return tc;
+  return nullptr;
+}
+
 void check_callable(const Value& f) {
   if (f.is_number() || f.is_none() || f.is_obj(ObjKind::Str) || f.is_obj(ObjKind::Array) ||
       f.is_obj(ObjKind::Tuple) || f.is_obj(ObjKind::List) || f.is_obj(ObjKind::Dict))
     throw Error(ErrCode::Type, "Expected a callable value, got " + repr(f));
 }
 
-ValueList trace_body(InterpreterImpl& in, TraceContext& tc, const Value& fn, const Value& arg_tuple,
-                     const Span& where, TreeDef& out_tree, bool any_outputs) {
+namespace {
+
+ValueList trace_body_in(InterpreterImpl& in, TraceContext& tc, const Value& fn,
+                        const Value& arg_tuple, const Span& where, TreeDef& out_tree,
+                        bool any_outputs) {
   ScopedPhase timing(in.phase_times(), "trace + check");
   in.push_ops(&tc);
   struct Pop {
@@ -231,6 +242,16 @@ ValueList trace_body(InterpreterImpl& in, TraceContext& tc, const Value& fn, con
                   where);
     tc.function().results.push_back(tc.value_of(in.to_tensor(v, where)));
   }
+  return outs;
+}
+
+} // namespace
+
+ValueList trace_body(InterpreterImpl& in, TraceContext& tc, const Value& fn, const Value& arg_tuple,
+                     const Span& where, TreeDef& out_tree, bool any_outputs) {
+  PendingCompileCallbacks pending(in);
+  ValueList outs = trace_body_in(in, tc, fn, arg_tuple, where, out_tree, any_outputs);
+  pending.finish(tc.what());
   return outs;
 }
 

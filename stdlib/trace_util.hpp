@@ -113,4 +113,9 @@ Value apply_traced(InterpreterImpl& in, const TracedFunction& t, std::span<const
 // number, a string, an array, a container): "Expected a callable value, got 3".
 void check_callable(const Value& f);
 
+// The trace owning traced value `t` if it is still running (in the
+// interpreter's stack of contexts), else null (a value leaked from a finished
+// trace, or a concrete one).
+TraceContext* live_trace_of(InterpreterImpl& in, const Tensor& t);
+
 } // namespace pxl

@@ -16,6 +16,7 @@
 #include "stdlib/autodiff.hpp"
 #include "stdlib/checkify.hpp"
 #include "stdlib/host_callback.hpp"
+#include "stdlib/inspect_sharding.hpp"
 #include "stdlib/mutable_ref.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
@@ -236,8 +237,9 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
   // References from outside that cond or body write and the loop does not
   // carry yet: the loop is then traced again carrying them (lifted_while).
   std::vector<std::shared_ptr<RefObj>> written_refs;
-  auto record = [&](const std::function<Value(const Value&)>& fn, TraceContext& tc,
-                    std::span<const Tensor> params, TreeDef& out_tree, const CarryTypes* retype) {
+  auto record_in = [&](const std::function<Value(const Value&)>& fn, TraceContext& tc,
+                       std::span<const Tensor> params, TreeDef& out_tree,
+                       const CarryTypes* retype) {
     in.push_ops(&tc);
     struct Pop {
       InterpreterImpl& in;
@@ -277,6 +279,13 @@ Value traced_while(InterpreterImpl& in, const Span& where, const Value& init_val
       }
       tc.function().results.push_back(tc.value_of(t));
     }
+  };
+  // (An eager loop is compiled once its parts are traced.)
+  auto record = [&](const std::function<Value(const Value&)>& fn, TraceContext& tc,
+                    std::span<const Tensor> params, TreeDef& out_tree, const CarryTypes* retype) {
+    PendingCompileCallbacks pending(in);
+    record_in(fn, tc, params, out_tree, retype);
+    pending.finish(tc.what());
   };
 
   CarryTypes types;
