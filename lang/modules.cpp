@@ -28,6 +28,15 @@ void InterpreterImpl::register_module(const std::string& name, Value module) {
       if (!vars.count(name.substr(dot + 1))) vars[name.substr(dot + 1)] = module;
     }
   }
+  // ... and its submodules registered before it, attributes of it.
+  if (!module.is_obj(ObjKind::Module)) return;
+  auto& vars = module.as<ModuleObj>()->env->vars;
+  const std::string prefix = name + ".";
+  for (auto it = modules_.lower_bound(prefix);
+       it != modules_.end() && it->first.starts_with(prefix); ++it) {
+    std::string child = it->first.substr(prefix.size());
+    if (child.find('.') == std::string::npos && !vars.count(child)) vars[child] = it->second;
+  }
 }
 
 Value InterpreterImpl::import_module(const std::string& dotted, const Span& where,
