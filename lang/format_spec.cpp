@@ -272,11 +272,16 @@ std::string format_int(const Value& x, const Spec& sp) {
 std::string InterpreterImpl::format_value(const Value& v, const std::string& spec,
                                           const Span& where) {
   try {
+    // A 0-d array formats as the Python scalar it holds, as JAX's (and
+    // numpy's scalars) do: f"{jnp.float32(0.1)}" is 0.10000000149011612.
+    if (v.is_obj(ObjKind::Array) && v.as<ArrayObj>()->tensor->aval.shape.empty() &&
+        !v.as<ArrayObj>()->tensor->trace)
+      return format_value(array_to_python_scalar(*this, v, where), spec, where);
     if (spec.empty()) return str(v, print_options_);
     Spec sp = parse_spec(spec);
     if (v.is_obj(ObjKind::Array))
       return format_value(array_to_python_scalar(*this, v, where), spec, where);
-    if (v.is_bool() && !sp.type) return pad_text(v.b ? "True" : "False", sp);
+    if (v.is_bool()) return format_int(Value::integer(v.b ? 1 : 0), sp); // (Python's bool: an int)
     if (is_py_int(v)) return format_int(v, sp);
     if (v.is_float()) {
       if (sp.type == 'd' || sp.type == 'x' || sp.type == 'b' || sp.type == 'o' || sp.type == 'c')
