@@ -50,9 +50,42 @@ AxisSet vma_of(OpContext& cx, const Tensor& t) {
   return tc->function().values[tc->value_of(t)].vma;
 }
 
+namespace {
+
+// `f` with the jax.debug.prints of its differentiated custom calls' primals
+// taken out, or null when there are none: JAX's grad and vjp call a custom
+// function's rule (a custom_jvp's jvp, a custom_vjp's fwd), never its primal,
+// where an argument carries a tangent.
+std::shared_ptr<const Function> without_primal_prints(const Function& f) {
+  std::shared_ptr<Function> out;
+  std::vector<bool> live;
+  auto is_print = [](const Instr& i) { return i.op == Op::DebugPrint; };
+  for (size_t k = 0; k < f.body.size(); ++k) {
+    const Instr& in = f.body[k];
+    auto* rule =
+        in.op == Op::CustomCall ? dynamic_cast<const CustomRule*>(in.attrs.custom.get()) : nullptr;
+    if (!rule || std::none_of(rule->fn->body.begin(), rule->fn->body.end(), is_print)) continue;
+    if (live.empty()) live = parameter_dependent(f);
+    bool differentiated = false;
+    for (size_t a = 0; a < rule->num_args && a < in.operands.size(); ++a)
+      differentiated = differentiated || live[static_cast<size_t>(in.operands[a])];
+    if (!differentiated) continue;
+    auto quiet = std::make_shared<Function>(*rule->fn);
+    std::erase_if(quiet->body, is_print);
+    std::shared_ptr<CustomRule> r = rule->with_primal(std::move(quiet));
+    if (!r) continue;
+    if (!out) out = std::make_shared<Function>(f);
+    out->body[k].attrs.custom = std::move(r);
+  }
+  return out;
+}
+
+} // namespace
+
 std::vector<Tensor> forward_pass(OpContext& cx, const Function& f, std::span<const Tensor> params,
                                  std::span<const Tensor> consts) {
-  return inline_function_values(cx, f, params, consts);
+  std::shared_ptr<const Function> quiet = without_primal_prints(f);
+  return inline_function_values(cx, quiet ? *quiet : f, params, consts);
 }
 
 // Collectives name their axes in mesh order.
@@ -244,6 +277,26 @@ void transpose_call(OpContext& cx, const Function& f, const Instr& in,
     if (oc[k]) acc.add(in.operands[k], std::move(oc[k]), 0);
 }
 
+} // namespace
+
+void throw_captured_tracer(const AVal& captured, bool under_jvp, const Span& where) {
+  throw Error(ErrCode::ConcreteValue,
+              "UnexpectedTracerError: Encountered an unexpected tracer. A function "
+              "transformed by JAX had a side effect, allowing for a reference to an "
+              "intermediate value with type " +
+                  array_type_str(captured.dtype, captured.shape) + " wrapped in a " +
+                  (under_jvp ? "JVPTracer" : "LinearizeTracer") +
+                  " to escape the scope of the transformation.\nJAX transformations require "
+                  "that functions explicitly return their outputs, and disallow saving "
+                  "intermediate values to global state.\nTo catch the leak earlier, try "
+                  "setting the environment variable JAX_CHECK_TRACER_LEAKS or using the "
+                  "`jax.checking_leaks` context manager.\nSee "
+                  "https://docs.jax.dev/en/latest/errors.html#jax.errors.UnexpectedTracerError",
+              where);
+}
+
+namespace {
+
 // A custom_call's operands get their cotangents from its rule
 // (custom_derivatives.cpp), which binds its work in `cx`. Under shard_map a
 // cotangent that varies where its operand does not is owed the psum, as for
@@ -268,20 +321,7 @@ void transpose_custom(OpContext& cx, const Function& f, const Instr& in,
   // with respect to it is JAX's UnexpectedTracerError.
   for (size_t k = rule.num_args + rule.num_static; k < in.operands.size(); ++k)
     if (live[in.operands[k]] && is_inexact(f.values[in.operands[k]].aval.dtype))
-      throw Error(ErrCode::ConcreteValue,
-                  "UnexpectedTracerError: Encountered an unexpected tracer. A function "
-                  "transformed by JAX had a side effect, allowing for a reference to an "
-                  "intermediate value with type " +
-                      array_type_str(f.values[in.operands[k]].aval.dtype,
-                                     f.values[in.operands[k]].aval.shape) +
-                      " wrapped in a " + (rule.under_jvp ? "JVPTracer" : "LinearizeTracer") +
-                      " to escape the scope of the transformation.\nJAX transformations require "
-                      "that functions explicitly return their outputs, and disallow saving "
-                      "intermediate values to global state.\nTo catch the leak earlier, try "
-                      "setting the environment variable JAX_CHECK_TRACER_LEAKS or using the "
-                      "`jax.checking_leaks` context manager.\nSee "
-                      "https://docs.jax.dev/en/latest/errors.html#jax.errors.UnexpectedTracerError",
-                  f.values[in.result].loc);
+      throw_captured_tracer(f.values[in.operands[k]].aval, rule.under_jvp, f.values[in.result].loc);
   if (!needed) return;
   std::vector<Tensor> primals;
   for (int o : in.operands) primals.push_back(env[o]);

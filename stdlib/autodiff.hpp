@@ -49,6 +49,10 @@ void jaxpr_show_primal_results(OpContext& cx, const Function& f, const std::vect
 std::vector<Tensor> backward_pass(OpContext& cx, const Function& f, const std::vector<Tensor>& env,
                                   std::span<const Tensor> result_cts,
                                   const std::vector<bool>* wanted = nullptr);
+// JAX's UnexpectedTracerError for differentiating with respect to a value a
+// custom function's primal captured (a JVPTracer's under forward mode, a
+// LinearizeTracer's under reverse mode).
+[[noreturn]] void throw_captured_tracer(const AVal& captured, bool under_jvp, const Span& where);
 // Per value of f: whether it depends on a parameter (those `wanted` says, or all).
 std::vector<bool> parameter_dependent(const Function& f, const std::vector<bool>* wanted = nullptr);
 

@@ -9,6 +9,8 @@
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/autodiff.hpp"
+#include "stdlib/custom_derivatives.hpp"
+#include "stdlib/float0.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/trace_util.hpp"
@@ -18,9 +20,16 @@ namespace pxl {
 
 namespace {
 
-bool has_loop(const Function& f) {
-  for (const Instr& in : f.body)
+// What forward mode walks (rather than transposing reverse mode): a loop,
+// or a custom_jvp call, whose rule JAX's jvp calls on the tangents themselves
+// (so a jax.debug.print in the rule prints them).
+bool walked_forward(const Function& f) {
+  for (const Instr& in : f.body) {
     if (in.op == Op::While) return true;
+    auto* rule =
+        in.op == Op::CustomCall ? dynamic_cast<const CustomRule*>(in.attrs.custom.get()) : nullptr;
+    if (rule && rule->kind == "custom_jvp") return true;
+  }
   return false;
 }
 
@@ -161,6 +170,18 @@ Jvp while_jvp(OpContext& cx, const Instr& in, const std::vector<Tensor>& x,
   return out;
 }
 
+// A custom_jvp call: its rule on the primals and tangents (false where the
+// callee has no such rule).
+bool custom_jvp(OpContext& cx, const Function& f, const Instr& in, const std::vector<Tensor>& x,
+                const std::vector<Tensor>& tx, Jvp& out) {
+  auto* rule = dynamic_cast<const CustomRule*>(in.attrs.custom.get());
+  if (!rule) return false;
+  // (What the primal captured carries no tangent into the rule.)
+  for (size_t k = rule->num_args + rule->num_static; k < in.operands.size(); ++k)
+    if (tx[k]) throw_captured_tracer(f.values[in.operands[k]].aval, true, f.values[in.result].loc);
+  return rule->jvp(cx, x, tx, out.primals, out.tangents);
+}
+
 Jvp jvp_walk(OpContext& cx, const Function& f, std::span<const Tensor> params,
              std::span<const Tensor> consts, std::span<const Tensor> tangents) {
   std::vector<Tensor> env(f.values.size()), tan(f.values.size());
@@ -193,7 +214,9 @@ Jvp jvp_walk(OpContext& cx, const Function& f, std::span<const Tensor> params,
         }
         continue;
       }
-      Jvp j = in.op == Op::While ? while_jvp(cx, in, x, tx) : instr_jvp(cx, f, in, x, tx);
+      Jvp j;
+      if (!(in.op == Op::CustomCall && custom_jvp(cx, f, in, x, tx, j)))
+        j = in.op == Op::While ? while_jvp(cx, in, x, tx) : instr_jvp(cx, f, in, x, tx);
       for (int r = 0; r < in.nresults; ++r) {
         env[in.result + r] = j.primals[r];
         tan[in.result + r] = j.tangents[r];
@@ -248,7 +271,7 @@ Value jvp_loops(InterpreterImpl& in, CallArgs& a, const Span& where) {
   if (!primals || !tangents)
     throw Error(ErrCode::Type, "jvp: primals and tangents must be tuples", where);
   TracedFunction t = trace_function(in, r[0], *primals, where, "jvp", nullptr, nullptr, {}, true);
-  if (!has_loop(*t.fn)) return Value::object(std::make_shared<TracedCallable>(std::move(t)));
+  if (!walked_forward(*t.fn)) return Value::object(std::make_shared<TracedCallable>(std::move(t)));
   std::vector<Tensor> ps = leaf_tensors(in, *primals, where);
   std::vector<Tensor> ts = leaf_tensors(in, *tangents, where);
   if (ps.size() != ts.size())
@@ -271,6 +294,10 @@ Value jvp_loops(InterpreterImpl& in, CallArgs& a, const Span& where) {
     }
     ys.push_back(make_array(j.primals[i]));
     const AVal& av = j.primals[i]->aval;
+    if (!is_inexact(av.dtype)) { // an integer or bool result's tangent: float0 zeros
+      dys.push_back(float0_zeros(av.shape));
+      continue;
+    }
     dys.push_back(
         make_array(j.tangents[i] ? j.tangents[i] : np::zeros(in.ops(), av.shape, av.dtype)));
   }

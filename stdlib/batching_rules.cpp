@@ -618,7 +618,18 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
   case Op::AxisIndex: // no operands
     break;
   case Op::DebugPrint: { // one print per example, in order (JAX's batching rule)
-    if (attrs.debug) check_debug_batching(*attrs.debug, !in.empty() && in.back().batched);
+    const bool gate_batched = !in.empty() && in.back().batched;
+    if (attrs.debug) check_debug_batching(*attrs.debug, gate_batched);
+    // In a cond whose predicate is batched every branch runs for every
+    // example (JAX's select), and so prints.
+    if (auto ungated = attrs.debug && gate_batched ? without_gate(*attrs.debug) : nullptr) {
+      a.debug = ungated;
+      if (auto* tc = dynamic_cast<TraceContext*>(&cx)) {
+        a.axis = static_cast<int64_t>(tc->function().debug_formats.size());
+        tc->function().debug_formats.push_back(*ungated);
+      }
+      in = in.first(in.size() - 1);
+    }
     Tensor token;
     for (int64_t i = 0; i < B; ++i) {
       std::vector<Tensor> row;
@@ -637,7 +648,7 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
         r.shape.assign(v.t->aval.shape.begin() + 1, v.t->aval.shape.end());
         row.push_back(bind(cx, Op::Reshape, r, {bind(cx, Op::Slice, s, {v.t})}));
       }
-      token = cx.bind(op, attrs, row);
+      token = cx.bind(op, a, row);
     }
     return {token, false};
   }

@@ -337,6 +337,58 @@ struct JvpRule : SiteRule {
     return out;
   }
 
+  // Reverse mode transposes the rule's tangent map: a jax.debug.print of a
+  // tangent there has no value to print (JAX's partial evaluation stages it
+  // with the tangents, and transposing drops it), so it goes; one of primals
+  // alone prints.
+  static void drop_tangent_prints(Function& j, size_t num_primals) {
+    std::vector<bool> tangent(j.params.size(), false);
+    for (size_t k = num_primals; k < tangent.size(); ++k) tangent[k] = true;
+    std::vector<bool> dep = parameter_dependent(j, &tangent);
+    std::erase_if(j.body, [&](const Instr& i) {
+      return i.op == Op::DebugPrint &&
+             std::any_of(i.operands.begin(), i.operands.end(),
+                         [&](int o) { return dep[static_cast<size_t>(o)]; });
+    });
+  }
+
+  std::shared_ptr<CustomRule> with_primal(std::shared_ptr<const Function> f) const override {
+    auto r = std::make_shared<JvpRule>(*this);
+    r->fn = std::move(f);
+    return r;
+  }
+
+  bool jvp(OpContext& cx, std::span<const Tensor> operands, std::span<const Tensor> tangents,
+           std::vector<Tensor>& results, std::vector<Tensor>& result_tangents) const override {
+    InterpreterImpl& in = *site.in;
+    OpsScope scope(in, cx);
+    LocScope loc(cx, site.where);
+    std::span<const Tensor> xs = operands.subspan(0, num_args);
+    std::vector<Tensor> ts;
+    for (size_t k = 0; k < num_args; ++k)
+      ts.push_back(k < tangents.size() && tangents[k]
+                       ? tangents[k]
+                       : np::zeros(cx, xs[k]->aval.shape, xs[k]->aval.dtype));
+    std::vector<Tensor> statics(arrays(operands).begin(), arrays(operands).end());
+    Value pair = call_rule(in, statics, site.diff_tuple(xs), site.diff_tuple(ts));
+    const ValueList& items = *sequence_items(pair);
+    ValueList po, to;
+    tree_flatten(in, items[0], po);
+    tree_flatten(in, items[1], to);
+    for (size_t i = 0; i < po.size(); ++i) {
+      results.push_back(in.to_tensor(po[i], site.where));
+      Tensor t = in.to_tensor(to[i], site.where);
+      // (The primal's result type: a rule may give a weakly typed tangent.)
+      if (t->aval.dtype != results.back()->aval.dtype) {
+        OpAttrs c;
+        c.dtype = results.back()->aval.dtype;
+        t = cx.bind(Op::ConvertElementType, c, std::vector<Tensor>{t});
+      }
+      result_tangents.push_back(t);
+    }
+    return true;
+  }
+
   std::vector<Tensor> vjp(OpContext& cx, std::span<const Tensor> operands,
                           std::span<const Tensor> cts,
                           const std::vector<bool>& need) const override {
@@ -363,6 +415,7 @@ struct JvpRule : SiteRule {
     });
     TracedFunction j = trace_function(in, rule, {primals, primals}, site.where, "custom_jvp",
                                       nullptr, nullptr, {}, true);
+    drop_tangent_prints(*j.fn, n);
     std::vector<Tensor> params(xs.begin(), xs.end());
     for (const Tensor& x : xs)
       params.push_back(pvary_like(cx, np::full_like(cx, x, Scalar::of_float(0.0)), x));
@@ -449,6 +502,12 @@ bool match_cts(InterpreterImpl& in, const Value& v, const TreeDef& def, const st
 
 // custom_vjp: fwd for the residuals, then bwd.
 struct VjpRule : SiteRule {
+  std::shared_ptr<CustomRule> with_primal(std::shared_ptr<const Function> f) const override {
+    auto r = std::make_shared<VjpRule>(*this);
+    r->fn = std::move(f);
+    return r;
+  }
+
   std::vector<Tensor> vjp(OpContext& cx, std::span<const Tensor> operands,
                           std::span<const Tensor> cts, const std::vector<bool>&) const override {
     InterpreterImpl& in = *site.in;

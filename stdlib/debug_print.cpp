@@ -278,6 +278,16 @@ void check_debug_batching(const DebugFormat& f, bool gate_batched) {
     throw Error(ErrCode::Unsupported, "IO effect not supported in vmap-of-cond.");
 }
 
+std::shared_ptr<const DebugFormat> without_gate(const DebugFormat& f) {
+  auto* pa = dynamic_cast<const PrintArgs*>(f.args.get());
+  if (!pa || !pa->gated) return nullptr;
+  auto args = std::make_shared<PrintArgs>(*pa);
+  args->gated = false;
+  auto out = std::make_shared<DebugFormat>(f);
+  out->args = std::move(args);
+  return out;
+}
+
 void add_debug_print(InterpreterImpl&, ModuleBuilder& debug) {
   debug.fn("print", debug_print);
   debug.fn("callback", debug_callback);

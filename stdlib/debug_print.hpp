@@ -28,6 +28,11 @@ std::optional<std::string> format_debug(InterpreterImpl& in, const DebugFormat& 
 // branch-taken operand varies over the batch): JAX's errors for an ordered
 // io_callback and for an io_callback in a cond whose predicate is batched.
 void check_debug_batching(const DebugFormat& f, bool gate_batched);
+// A print in a cond branch (its last operand the branch's gate) as one that
+// prints unconditionally: what vmap makes of it when the predicate is
+// batched, as JAX's select runs every branch for every example. Null for a
+// print without a gate.
+std::shared_ptr<const DebugFormat> without_gate(const DebugFormat& f);
 
 // Whether `f` is an io_callback without results; `ordered` says whether it
 // is an ordered one.
