@@ -232,6 +232,8 @@ struct ConfigObj : OpaqueObj {
     if (name == "jax_default_matmul_precision") return out = Value(), true;
     if (name == "jax_threefry_partitionable") return out = Value::boolean(true), true;
     if (name == "jax_num_cpu_devices") return out = Value::integer(-1), true;
+    if (name == "jax_legacy_prng_key") return out = make_str("allow"), true;
+    if (name == "jax_array_garbage_collection_guard") return out = Value(), true;
     if (name.rfind("jax_", 0) == 0) return out = Value::boolean(false), true;
     return false;
   }
