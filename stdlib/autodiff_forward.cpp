@@ -21,14 +21,16 @@ namespace pxl {
 namespace {
 
 // What forward mode walks (rather than transposing reverse mode): a loop,
-// or a custom_jvp call, whose rule JAX's jvp calls on the tangents themselves
-// (so a jax.debug.print in the rule prints them).
+// or a call of a user's custom_jvp function, whose rule JAX's jvp calls on
+// the tangents themselves (so a jax.debug.print in the rule prints them). The
+// stdlib's lax ops with custom rules (clamp, ...) are JAX's primitives: the
+// transposition gives their tangents as before.
 bool walked_forward(const Function& f) {
   for (const Instr& in : f.body) {
     if (in.op == Op::While) return true;
     auto* rule =
         in.op == Op::CustomCall ? dynamic_cast<const CustomRule*>(in.attrs.custom.get()) : nullptr;
-    if (rule && rule->kind == "custom_jvp") return true;
+    if (rule && rule->kind == "custom_jvp" && rule->primitive.empty()) return true;
   }
   return false;
 }
