@@ -378,7 +378,8 @@ struct JvpRule : SiteRule {
     for (size_t i = 0; i < po.size(); ++i) {
       results.push_back(in.to_tensor(po[i], site.where));
       Tensor t = in.to_tensor(to[i], site.where);
-      // (The primal's result type: a rule may give a weakly typed tangent.)
+      // (In the result's dtype: call_rule checks a floating result's tangent
+      // type, not a complex or integer one's.)
       if (t->aval.dtype != results.back()->aval.dtype) {
         OpAttrs c;
         c.dtype = results.back()->aval.dtype;

@@ -31,17 +31,17 @@ struct CustomRule : CustomCallee {
   virtual std::vector<Tensor> vjp(OpContext& cx, std::span<const Tensor> operands,
                                   std::span<const Tensor> cts,
                                   const std::vector<bool>& need) const = 0;
+  // The same rule over another primal Function (null where the rule cannot
+  // be copied): how differentiation runs a call's primal without its prints.
+  virtual std::shared_ptr<CustomRule> with_primal(std::shared_ptr<const Function>) const {
+    return nullptr;
+  }
   // Forward mode, where the rule gives it directly (a custom_jvp's rule
   // called on the primals and their tangents, as JAX's jvp calls it instead
   // of the primal): the results and their tangents, bound in `cx`, given all
   // of the call's operands and the tangents of the first num_args (nullptr =
   // zero). False where the rule has no such form (forward mode then takes the
   // transpose of vjp).
-  // The same rule over another primal Function (null where the rule cannot
-  // be copied): how differentiation runs a call's primal without its prints.
-  virtual std::shared_ptr<CustomRule> with_primal(std::shared_ptr<const Function>) const {
-    return nullptr;
-  }
   virtual bool jvp(OpContext&, std::span<const Tensor> /*operands*/,
                    std::span<const Tensor> /*tangents*/, std::vector<Tensor>& /*results*/,
                    std::vector<Tensor>& /*result_tangents*/) const {
