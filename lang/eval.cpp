@@ -7,7 +7,9 @@
 #include "lang/interp_impl.hpp"
 #include "lang/lazy_iter.hpp"
 #include "lang/list_slices.hpp"
+#include "lang/op_location.hpp"
 #include "lang/py_set.hpp"
+#include "lang/tracer.hpp"
 
 namespace pxl {
 
@@ -209,6 +211,27 @@ static std::string eval_fstring(InterpreterImpl& in, const std::vector<FStringPa
   return out;
 }
 
+void InterpreterImpl::keep_for_jaxpr(const Value& v, const Span& where) {
+  auto keep_one = [&](const Value& x, TraceContext& tc) {
+    if (!x.is_obj(ObjKind::Array)) return;
+    const Tensor& t = x.as<ArrayObj>()->tensor;
+    // Only the innermost trace's own values: its record maps them, and a
+    // tracer of a finished trace is never dereferenced.
+    if (!t || t->trace != &tc) return;
+    if (int id = tc.find_value(t); id >= 0) tc.jaxpr_record->kept.push_back(id);
+  };
+  const bool tuple = v.is_obj(ObjKind::Tuple), list = v.is_obj(ObjKind::List);
+  if (!v.is_obj(ObjKind::Array) && !tuple && !list) return;
+  auto* tc = dynamic_cast<TraceContext*>(&ops());
+  if (!tc || !tc->jaxpr_record || in_library_source(where)) return;
+  if (tuple || list) { // (jnp.split's list, eigh's pair: one level is enough)
+    for (const Value& x : tuple ? v.as<TupleObj>()->items : v.as<ListObj>()->items)
+      keep_one(x, *tc);
+    return;
+  }
+  keep_one(v, *tc);
+}
+
 Value InterpreterImpl::eval(const Expr& e, const EnvPtr& env) {
   switch (e.kind) {
   case ExprKind::Name: {
@@ -277,12 +300,16 @@ Value InterpreterImpl::eval(const Expr& e, const EnvPtr& env) {
   case ExprKind::BinOp: {
     Value a = eval(*e.elts[0], env);
     Value b = eval(*e.elts[1], env);
-    return binary_op(e.binop, a, b, e.span);
+    Value r = binary_op(e.binop, a, b, e.span);
+    keep_for_jaxpr(r, e.span);
+    return r;
   }
   case ExprKind::UnaryOp: {
     Value a = eval(*e.elts[0], env);
     if (e.unop == UnaryOpKind::Not) return Value::boolean(!truthy(a, e.elts[0]->span));
-    return unary_op(e.unop, a, e.span);
+    Value r = unary_op(e.unop, a, e.span);
+    keep_for_jaxpr(r, e.span);
+    return r;
   }
   case ExprKind::BoolOp: {
     Value v;
@@ -306,14 +333,22 @@ Value InterpreterImpl::eval(const Expr& e, const EnvPtr& env) {
     }
     return result;
   }
-  case ExprKind::Call:
-    return eval_call(*this, e, env);
-  case ExprKind::Attribute:
-    return get_attr(eval(*e.func, env), e.name, e.span);
+  case ExprKind::Call: {
+    Value r = eval_call(*this, e, env);
+    keep_for_jaxpr(r, e.span);
+    return r;
+  }
+  case ExprKind::Attribute: {
+    Value r = get_attr(eval(*e.func, env), e.name, e.span);
+    keep_for_jaxpr(r, e.span);
+    return r;
+  }
   case ExprKind::Subscript: {
     Value obj = eval(*e.func, env);
     Value idx = eval(*e.elts[0], env);
-    return get_item(obj, idx, e.span);
+    Value r = get_item(obj, idx, e.span);
+    keep_for_jaxpr(r, e.span);
+    return r;
   }
   case ExprKind::Slice: {
     auto part = [&](size_t i) { return e.elts[i] ? eval(*e.elts[i], env) : Value(); };

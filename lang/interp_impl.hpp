@@ -32,6 +32,11 @@ public:
 
   // ---- evaluation (lang/eval.cpp) ----
   Value eval(const Expr& e, const EnvPtr& env);
+  // make_jaxpr shows every equation the user's code binds, used or not (JAX's
+  // tracing keeps dead code): a traced array an expression of the user's
+  // produced is kept in the record, so that the printer's pruning of unused
+  // steps (meant for pxl's own plumbing) leaves it (lang/eval.cpp).
+  void keep_for_jaxpr(const Value& v, const Span& where);
   Flow exec_block(const Block& b, const EnvPtr& env, Value& ret);
   Flow exec(const Stmt& s, const EnvPtr& env, Value& ret);
 

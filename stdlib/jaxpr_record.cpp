@@ -231,11 +231,12 @@ void carry_batched_record(TraceContext& tc, const Function& f, JaxprRecord& inne
     return v >= 0 && static_cast<size_t>(v) < landing.env.size() &&
            landing.env[static_cast<size_t>(v)].batched;
   };
-  // A batched sort's dimension follows the batch dimension put in front.
+  // A batched sort's dimension (a split's axis) follows the batch dimension
+  // put in front.
   for (JaxprRegion& g : inner.regions)
     if (g.opaque && !g.inputs.empty() && batched(g.inputs[0]))
       for (auto& [k, v] : g.params)
-        if (k == "dimension" && !v.empty() && v.size() < 10 &&
+        if ((k == "dimension" || k == "axis") && !v.empty() && v.size() < 10 &&
             v.find_first_not_of("0123456789") == std::string::npos)
           v = std::to_string(std::stoll(v) + 1);
   carry_jaxpr_record(
@@ -413,6 +414,15 @@ void add_jaxpr_record(Value& lax) {
       if (l.is_obj(ObjKind::Array) || l.is_number())
         l = make_array(jaxpr_fresh_copy(*tc, in.to_tensor(l, Span{})));
     return tree_unflatten(def, leaves);
+  });
+  // _jaxpr_keep(tree): values a jaxpr shows although nothing uses them (a
+  // step JAX's own code computes and discards, as logsumexp's sign).
+  vars["_jaxpr_keep"] = make_builtin("_jaxpr_keep", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_jaxpr_keep", a, {"tree"}, 1);
+    auto [tc, rec] = recording(in);
+    if (!tc) return Value::none();
+    for (int id : value_ids(in, *tc, r[0])) rec->kept.push_back(id);
+    return Value::none();
   });
   vars["_jaxpr_begin"] = make_builtin("_jaxpr_begin", [](InterpreterImpl& in, CallArgs& a) {
     ArgReader r("_jaxpr_begin", a, {"prim", "inputs", "params", "body"}, 3);
