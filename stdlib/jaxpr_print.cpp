@@ -514,17 +514,19 @@ struct Printer {
         {pp::nest(2, pp::concat({pp::text("["), pp::brk(""), pp::join(pp::brk(), pairs)})),
          pp::brk(""), pp::text("]")}));
   }
-  pp::Doc eqn_doc(pp::Doc lhs, const std::string& prim, pp::Doc kv, const std::vector<int>& ins) {
+  // (`no_results`: an equation with none prints as JAX's, without ` = `.)
+  pp::Doc eqn_doc(pp::Doc lhs, const std::string& prim, pp::Doc kv, const std::vector<int>& ins,
+                  bool no_results = false) {
     std::vector<std::string> names;
     for (int v : ins) names.push_back(atom(v));
-    return eqn_doc(std::move(lhs), prim, std::move(kv), names);
+    return eqn_doc(std::move(lhs), prim, std::move(kv), names, no_results);
   }
   static pp::Doc eqn_doc(pp::Doc lhs, const std::string& prim, pp::Doc kv,
-                         const std::vector<std::string>& ins) {
+                         const std::vector<std::string>& ins, bool no_results = false) {
     std::vector<pp::Doc> items;
     for (const std::string& n : ins) items.push_back(pp::text(n));
-    return pp::concat(
-        {lhs, pp::text(" = "), pp::text(prim), kv, pp::concat({pp::text(" "), joined(items, "")})});
+    pp::Doc head = no_results ? pp::text(prim) : pp::concat({lhs, pp::text(" = "), pp::text(prim)});
+    return pp::concat({head, kv, pp::concat({pp::text(" "), joined(items, "")})});
   }
 
   // A while's cond or body as its own jaxpr: the parameters `f` takes
@@ -963,8 +965,10 @@ struct Printer {
   // Region k's jaxpr with fresh parameters for `consts`, then for the values
   // its invars stand for, returning `outs`: a part's (a cond branch, a scan
   // body) or a hoisted jit's.
-  pp::Doc fresh_params_jaxpr(int k, const std::vector<int>& consts, const std::vector<int>& outs) {
+  pp::Doc fresh_params_jaxpr(int k, const std::vector<int>& consts, const std::vector<int>& outs,
+                             const std::vector<int>* invars = nullptr) {
     const JaxprRegion& g = st.region(k);
+    if (!invars) invars = &g.invars;
     Scope sc;
     std::vector<pp::Doc> params;
     auto bind = [&](int v) {
@@ -974,7 +978,7 @@ struct Printer {
       params.push_back(pp::text(n + ":" + type_of(v)));
     };
     for (int v : consts) bind(v);
-    for (int v : g.invars) bind(v);
+    for (int v : *invars) bind(v);
     scopes.push_back(sc);
     pp::Doc doc = skeleton(pp::nil(), var_list(params), eqns_of(k, g.begin, g.end), outs);
     scopes.pop_back();
@@ -1003,8 +1007,57 @@ struct Printer {
     return var_list(items);
   }
 
+  // JAX's scan takes out what its body passes through unchanged: a carry the
+  // body returns as it got it becomes a leading const (the scan's result is
+  // the operand itself), and an output that is one of the xs is not
+  // computed (the result is that operand). `g` without them: the part's
+  // invars and outvars here, and the moved carries' operands and parameters.
+  struct ScanForwarding {
+    JaxprRegion eqn;
+    std::vector<int> invars, outvars; // the body's, what is left of them
+    std::vector<int> moved_inputs, moved_params;
+  };
+  ScanForwarding scan_forwarding(const JaxprRegion& g) {
+    ScanForwarding f{g, {}, {}, {}, {}};
+    if (g.parts.empty()) return f;
+    const JaxprRegion& body = st.region(g.parts[0]);
+    f.invars = body.invars;
+    f.outvars = body.outvars;
+    size_t nc = 0;
+    for (const auto& [key, v] : g.params)
+      if (key == "num_carry") nc = static_cast<size_t>(std::stoll(v));
+    const size_t nin = body.invars.size(), nout = body.outvars.size();
+    if (nc > nin || nc > nout || g.inputs.size() != nin || g.outputs.size() != nout) return f;
+    auto same = [&](int a, int b) { return st.resolve(a) == st.resolve(b); };
+    std::vector<bool> moved(nc, false), gone(nout, false);
+    for (size_t i = 0; i < nc; ++i)
+      moved[i] = gone[i] = same(body.outvars[i], body.invars[i]) && same(g.outputs[i], g.inputs[i]);
+    for (size_t j = nc; j < nout; ++j)
+      for (size_t m = nc; m < nin && !gone[j]; ++m)
+        gone[j] = same(body.outvars[j], body.invars[m]) && same(g.outputs[j], g.inputs[m]);
+    f.invars.clear();
+    f.outvars.clear();
+    f.eqn.inputs.clear();
+    f.eqn.outputs.clear();
+    for (size_t i = 0; i < nin; ++i) {
+      bool m = i < nc && moved[i];
+      (m ? f.moved_params : f.invars).push_back(body.invars[i]);
+      (m ? f.moved_inputs : f.eqn.inputs).push_back(g.inputs[i]);
+    }
+    for (size_t j = 0; j < nout; ++j)
+      if (!gone[j]) {
+        f.outvars.push_back(body.outvars[j]);
+        f.eqn.outputs.push_back(g.outputs[j]);
+      }
+    for (auto& [key, v] : f.eqn.params)
+      if (key == "num_carry") v = std::to_string(nc - f.moved_params.size());
+    return f;
+  }
+
   pp::Doc region_eqn(int k) {
-    const JaxprRegion& g = st.region(k);
+    const bool scan = st.region(k).prim == "scan";
+    const ScanForwarding fwd = scan ? scan_forwarding(st.region(k)) : ScanForwarding{};
+    const JaxprRegion& g = scan ? fwd.eqn : st.region(k);
     std::vector<int> binder_ids;
     auto hoisted = shared.find(k);
     pp::Doc lhs = region_lhs(g, hoisted != shared.end(), binder_ids);
@@ -1026,11 +1079,15 @@ struct Printer {
       ins.insert(ins.end(), consts.begin(), consts.end());
       ins.insert(ins.end(), g.inputs.begin() + (g.inputs.empty() ? 0 : 1), g.inputs.end());
     } else if (g.prim == "scan") {
+      std::vector<int> body_consts = fwd.moved_params;
+      body_consts.insert(body_consts.end(), consts.begin(), consts.end());
       if (!g.parts.empty())
-        pairs.push_back(
-            {"jaxpr", pp::concat({pp::text("jaxpr="), part_jaxpr(g.parts[0], consts)})});
-      pairs.push_back({"num_consts", pp::text("num_consts=" + std::to_string(consts.size()))});
-      ins = consts;
+        pairs.push_back({"jaxpr", pp::concat({pp::text("jaxpr="),
+                                              fresh_params_jaxpr(g.parts[0], body_consts,
+                                                                 fwd.outvars, &fwd.invars)})});
+      pairs.push_back({"num_consts", pp::text("num_consts=" + std::to_string(body_consts.size()))});
+      ins = fwd.moved_inputs;
+      ins.insert(ins.end(), consts.begin(), consts.end());
       ins.insert(ins.end(), g.inputs.begin(), g.inputs.end());
     } else if (hoisted != shared.end()) { // printed before the jaxpr
       ins = consts;
@@ -1075,7 +1132,7 @@ struct Printer {
     });
     std::vector<pp::Doc> docs;
     for (auto& kv : pairs) docs.push_back(kv.second);
-    pp::Doc doc = eqn_doc(lhs, g.prim, kv_pairs(docs), ins);
+    pp::Doc doc = eqn_doc(lhs, g.prim, kv_pairs(docs), ins, g.outputs.empty());
     // Later uses of a result that was no value of its own name its binder.
     for (size_t o = 0; o < g.outputs.size(); ++o) {
       int r = st.resolve(g.outputs[o]);
