@@ -4,6 +4,7 @@
 
 #include "lang/args.hpp"
 #include "lang/methods.hpp"
+#include "lang/tracer.hpp"
 #include "runtime/npy.hpp"
 #include "stdlib/autodiff.hpp"
 #include "stdlib/convert.hpp"
@@ -486,6 +487,13 @@ void def_shape(ModuleBuilder& b) {
     ArgReader r("split", a, {"ary", "indices_or_sections", "axis"}, 2);
     Tensor x = T(in, r[0]);
     int axis = static_cast<int>(r.get_int(2, 0));
+    // make_jaxpr shows JAX's one split equation (lax.split) for the slices.
+    auto* tc = dynamic_cast<TraceContext*>(&in.ops());
+    int region = -1;
+    if (tc && tc->jaxpr_record && tc->owns(x)) {
+      region = jaxpr_begin_region(*tc, "split", {tc->value_of(x)}, {});
+      tc->jaxpr_record->regions[static_cast<size_t>(region)].opaque = true;
+    }
     std::vector<Tensor> parts;
     if (r[1].is_intlike()) {
       parts = np::split_sections(in.ops(), x, r[1].as_int(), axis);
@@ -511,6 +519,20 @@ void def_shape(ModuleBuilder& b) {
         }
       }
       parts = np::split_indices(in.ops(), x, idx, axis);
+    }
+    if (region >= 0) {
+      const int nd = static_cast<int>(x->aval.ndim());
+      const size_t ax = static_cast<size_t>((axis % nd + nd) % nd);
+      std::string sizes = "(";
+      std::vector<int> outs;
+      for (size_t k = 0; k < parts.size(); ++k) {
+        sizes += (k ? ", np.int64(" : "np.int64(") + std::to_string(parts[k]->aval.shape[ax]) + ")";
+        outs.push_back(tc->value_of(parts[k]));
+      }
+      sizes += parts.size() == 1 ? ",)" : ")";
+      tc->jaxpr_record->regions[static_cast<size_t>(region)].params = {{"axis", std::to_string(ax)},
+                                                                       {"sizes", sizes}};
+      jaxpr_end_region(*tc, region, outs);
     }
     ValueList out;
     for (auto& p : parts) out.push_back(make_array(p));
