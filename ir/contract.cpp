@@ -60,6 +60,8 @@ private:
     if (p.op == Op::Mul) {
       a = p.operands[0];
       b = p.operands[1];
+    } else if (p.op == Op::Square) { // (XLA's square is a multiply)
+      a = b = p.operands[0];
     } else if (p.op == Op::IntegerPow && p.attrs.exponent >= 2) {
       // XLA's expansion (the reference's integer_pow): x squared again and
       // again, multiplied into the result per set bit of y. Products are
@@ -142,6 +144,14 @@ private:
     return id;
   }
 
+  // The operand of `v` when `v` is a negation used only here, else -1.
+  int negated_operand(int v) const {
+    const IRValue& val = f_.values[static_cast<size_t>(v)];
+    if (val.producer < 0 || other_uses_[static_cast<size_t>(v)] > 1) return -1;
+    const Instr& p = f_.body[static_cast<size_t>(val.producer)];
+    return p.op == Op::Neg ? p.operands[0] : -1;
+  }
+
   void rewrite(const Instr& in) {
     Instr copy = in;
     int a = -1, b = -1;
@@ -150,6 +160,19 @@ private:
     if ((is_add || is_sub) && contractible_dtype(d) && !from_ynn_sum(in.operands[0]) &&
         !from_ynn_sum(in.operands[1])) {
       int l = in.operands[0], r = in.operands[1];
+      // -m + y and y + -m are y - m (LLVM's InstCombine), which may then fuse m.
+      if (is_add) {
+        if (int m = negated_operand(l); m >= 0 && m != r) {
+          l = r;
+          r = m;
+          is_add = false;
+          is_sub = true;
+        } else if (int m2 = negated_operand(r); m2 >= 0 && m2 != l) {
+          r = m2;
+          is_add = false;
+          is_sub = true;
+        }
+      }
       if (l != r && factors(l, a, b, false)) {
         int c = is_sub ? emit(Op::Neg, {}, {r}, r) : r;
         copy = Instr{Op::Fma, {}, {a, b, c}, in.result};

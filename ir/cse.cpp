@@ -28,6 +28,25 @@ bool same_array(const Array& a, const Array& b) {
          std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
 }
 
+// Binary ops whose operands commute: x * y and y * x are one value (as to
+// LLVM's CSE under XLA's fused loops).
+bool commutative(Op op) {
+  switch (op) {
+  case Op::Add:
+  case Op::Mul:
+  case Op::Max:
+  case Op::Min:
+  case Op::And:
+  case Op::Or:
+  case Op::Xor:
+  case Op::Eq:
+  case Op::Ne:
+    return true;
+  default:
+    return false;
+  }
+}
+
 } // namespace
 
 std::shared_ptr<const Function> eliminate_common_subexpressions(std::shared_ptr<const Function> f,
@@ -54,7 +73,9 @@ std::shared_ptr<const Function> eliminate_common_subexpressions(std::shared_ptr<
     Instr& in = out->body[i];
     for (int& o : in.operands) o = resolve(o);
     if (!pure(in)) continue;
-    std::vector<size_t>& same = seen[{in.op, in.operands}];
+    std::vector<int> key = in.operands;
+    if (key.size() == 2 && commutative(in.op) && key[1] < key[0]) std::swap(key[0], key[1]);
+    std::vector<size_t>& same = seen[{in.op, key}];
     bool found = false;
     for (size_t k : same) {
       const Instr& earlier = out->body[k];

@@ -219,10 +219,23 @@ private:
 
   // ---- the handlers; each returns the value replacing `in`, or -1 ----
 
+  // A negation taken out of a product or quotient: -a * -b -> a * b,
+  // a * -b and -a * b -> -(a * b), alike for a division (LLVM's InstCombine
+  // under XLA's fused loops; the product is then shared with an equal one,
+  // so x * y + x * -y is exactly 0, as in JAX's jit).
+  int hoist_negation(Op op, int a, int b, int r) {
+    auto na = is(a, Op::Neg), nb = is(b, Op::Neg);
+    if (na && nb) return binary(op, na->operands[0], nb->operands[0], r);
+    if (na) return unary(Op::Neg, binary(op, na->operands[0], b, r), r);
+    if (nb) return unary(Op::Neg, binary(op, a, nb->operands[0], r), r);
+    return -1;
+  }
+
   int multiply(const Instr& in) {
     int a = in.operands[0], b = in.operands[1], r = in.result;
     if (is_all(b, 1.0)) return a;
     if (is_all(a, 1.0)) return b;
+    if (int h = hoist_negation(Op::Mul, a, b, r); h >= 0) return h;
     // (a * c1) * c2 -> a * (c1 * c2), any operand order.
     for (auto [x, c2] : {std::pair{a, b}, std::pair{b, a}}) {
       if (!is_const(c2)) continue;
@@ -318,6 +331,7 @@ private:
     // and pow before its simplifier, and keeps a / broadcast(b).)
     if (is_complex(aval(r).dtype)) return divide_by_constant(a, b, r);
     if (is_all(b, 1.0)) return a;
+    if (int h = hoist_negation(Op::Div, a, b, r); h >= 0) return h;
     auto e2 = is(b, Op::Exp);
     if (e2) {
       if (auto e1 = is(a, Op::Exp))

@@ -547,9 +547,11 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
     out[0] = b.mul(g, jac_x);
     return out;
   }
-  case Op::Atan2: {
-    Tensor den = b.add(b.mul(p[0], p[0]), b.mul(p[1], p[1]));
-    return {b.mul(g, b.div(p[1], den)), b.mul(b.div(g, den), b.neg(p[0]))};
+  case Op::Atan2: { // JAX's jvps: g * (y / (x^2 + y^2)) and g * (-x / (x^2 + y^2))
+    auto den = [&] { return b.add(b.un(Op::Square, p[0]), b.un(Op::Square, p[1])); };
+    Tensor jac_x = b.div(p[1], den());
+    Tensor jac_y = b.div(b.neg(p[0]), den());
+    return {b.mul(g, jac_x), b.mul(g, jac_y)};
   }
   case Op::And:
   case Op::Or:
