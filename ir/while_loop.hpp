@@ -19,6 +19,7 @@ namespace pxl {
 
 class CodeCache;
 struct WhileExecutables; // runtime/while_loop.cpp: the sub-Functions compiled per layout
+struct JaxprRecord;      // lang/jaxpr_record.hpp
 
 struct WhileLoop {
   // cond: (cond constants..., carry...) -> bool[]; body: (body constants...,
@@ -38,6 +39,9 @@ struct WhileLoop {
   // fori_loop with static bounds), else -1: reverse mode transposes such a
   // loop (stdlib/autodiff_loops.cpp).
   int64_t trip_count = -1;
+  // make_jaxpr's records of cond and body (what JAX's jaxpr shows of them),
+  // null when not traced by make_jaxpr; nothing computed reads them.
+  std::shared_ptr<const JaxprRecord> cond_record, body_record;
   size_t ncarry() const { return body->results.size(); }
 };
 

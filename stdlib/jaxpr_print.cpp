@@ -556,6 +556,7 @@ struct Printer {
     Printer sub(g, record);
     sub.next = next;
     sub.const_values = values;
+    sub.drop_unused = false; // (a sub-jaxpr names its unused values)
     return sub.top_doc();
   }
 
@@ -572,8 +573,8 @@ struct Printer {
     cond_ops.insert(cond_ops.end(), carry.begin(), carry.end());
     size_t body_kept = 0, cond_kept = 0;
     // (JAX sorts the params: the body's jaxpr is named first.)
-    pp::Doc body = loop_jaxpr(*w.body, nb, body_ops, body_kept);
-    pp::Doc cond = loop_jaxpr(*w.cond, nc, cond_ops, cond_kept);
+    pp::Doc body = loop_jaxpr(*w.body, nb, body_ops, body_kept, w.body_record.get());
+    pp::Doc cond = loop_jaxpr(*w.cond, nc, cond_ops, cond_kept, w.cond_record.get());
     std::vector<int> ins;
     auto keep_consts = [&](std::span<const int> consts) {
       for (int v : consts)

@@ -10,6 +10,7 @@
 #include "ir/while_loop.hpp"
 
 #include "lang/args.hpp"
+#include "lang/jaxpr_record.hpp"
 #include "lang/tracer.hpp"
 #include "runtime/eager.hpp"
 #include "runtime/sharded.hpp"
@@ -40,6 +41,7 @@ struct CarryTypes {
 struct Part {
   std::shared_ptr<Function> fn;
   std::vector<Tensor> consts;
+  std::shared_ptr<JaxprRecord> record; // make_jaxpr's, when it traces the loop
 };
 
 // Traces a loop part in a context nested in `cx`: `record` gets the carry
@@ -55,6 +57,8 @@ Part trace_part(OpContext& cx, const std::string& name, const CarryTypes& carry,
   }
   {
     TraceContext tc(*p.fn, cx, "while_loop");
+    if (auto* enclosing = dynamic_cast<TraceContext*>(&cx); enclosing && enclosing->jaxpr_record)
+      tc.jaxpr_record = p.record = std::make_shared<JaxprRecord>();
     std::vector<Tensor> params;
     for (size_t i = 0; i < carry.avals.size(); ++i)
       params.push_back(tc.add_param(carry.avals[i], carry.vmas[i], cx.loc, "the while_loop carry"));
@@ -78,6 +82,8 @@ std::vector<Tensor> bind_while(OpContext& cx, const Part& cond, const Part& body
   auto loop = make_while_loop(cond.fn, body.fn, static_cast<int>(cond.consts.size()),
                               static_cast<int>(body.consts.size()), mode, cache);
   loop->trip_count = trip_count;
+  loop->cond_record = cond.record;
+  loop->body_record = body.record;
   // jax.debug.print formats go to the caller's table, which the SPMD printer
   // reads (a single-device loop prints each record's own format as it ends).
   if (auto* tc = dynamic_cast<TraceContext*>(&cx)) {
