@@ -3,6 +3,7 @@
 // (jax._src.core.pp_jaxpr: variables named a, b, ..., z, ba, ...; scalar
 // constants as literals `2.0:f32[]`; params as JAX's printing rules show them).
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <set>
 #include <utility>
@@ -1025,8 +1026,11 @@ struct Printer {
     f.invars = body.invars;
     f.outvars = body.outvars;
     size_t nc = 0;
+    bool known = false;
     for (const auto& [key, v] : g.params)
-      if (key == "num_carry") nc = static_cast<size_t>(std::stoll(v));
+      if (key == "num_carry")
+        known = std::from_chars(v.data(), v.data() + v.size(), nc).ec == std::errc();
+    if (!known) return f;
     const size_t nin = body.invars.size(), nout = body.outvars.size();
     if (nc > nin || nc > nout || g.inputs.size() != nin || g.outputs.size() != nout) return f;
     auto same = [&](int a, int b) { return st.resolve(a) == st.resolve(b); };
