@@ -11,12 +11,18 @@ namespace {
 
 bool contractible_dtype(DType d) { return d == DType::Float32 || d == DType::Float64; }
 
+bool reduction_fusion(Op op) {
+  return op == Op::ReduceSum || op == Op::ReduceMax || op == Op::ReduceMin;
+}
+
 class Contraction {
 public:
   Contraction(const Function& f, std::span<const Array> consts)
       : f_(f), consts_(consts), out_(f), other_uses_(f.values.size(), 0) {
+    // (A reduction is a fusion of its own, into which XLA duplicates the
+    // elementwise ops it reads: it leaves them to their other users.)
     for (const Instr& in : f.body)
-      if (in.op != Op::ReduceSum)
+      if (!reduction_fusion(in.op))
         for (int o : in.operands) ++other_uses_[static_cast<size_t>(o)];
     for (int r : f.results) ++other_uses_[static_cast<size_t>(r)];
   }
@@ -219,7 +225,7 @@ private:
   const Function& f_;
   std::span<const Array> consts_;
   Function out_;
-  std::vector<size_t> other_uses_; // per value: uses other than by reduce_sum
+  std::vector<size_t> other_uses_; // per value: uses other than by a reduction
   bool changed_ = false;
 };
 
