@@ -222,6 +222,7 @@ void InterpreterImpl::keep_for_jaxpr(const Value& v, const Span& where) {
   };
   const bool tuple = v.is_obj(ObjKind::Tuple), list = v.is_obj(ObjKind::List);
   if (!v.is_obj(ObjKind::Array) && !tuple && !list) return;
+  if (ops_stack_.size() < 2) return; // (eager: no trace, so no record)
   auto* tc = dynamic_cast<TraceContext*>(&ops());
   if (!tc || !tc->jaxpr_record || in_library_source(where)) return;
   if (tuple || list) { // (jnp.split's list, eigh's pair: one level is enough)

@@ -51,13 +51,14 @@ Part trace_part(OpContext& cx, const std::string& name, const CarryTypes& carry,
   Part p;
   p.fn = std::make_shared<Function>();
   p.fn->name = name;
-  if (auto* enclosing = dynamic_cast<TraceContext*>(&cx)) {
+  auto* enclosing = dynamic_cast<TraceContext*>(&cx);
+  if (enclosing) {
     p.fn->mesh_axes = enclosing->function().mesh_axes;
     p.fn->mesh_sizes = enclosing->function().mesh_sizes;
   }
   {
     TraceContext tc(*p.fn, cx, "while_loop");
-    if (auto* enclosing = dynamic_cast<TraceContext*>(&cx); enclosing && enclosing->jaxpr_record)
+    if (enclosing && enclosing->jaxpr_record)
       tc.jaxpr_record = p.record = std::make_shared<JaxprRecord>();
     std::vector<Tensor> params;
     for (size_t i = 0; i < carry.avals.size(); ++i)
