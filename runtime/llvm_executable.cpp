@@ -199,6 +199,11 @@ private:
       return *input(j, v);
     }
 
+    void release_donated(size_t j, int v) {
+      int i = exe.input_of_[static_cast<size_t>(v)];
+      if (donated && i >= 0) (*donated)[j][static_cast<size_t>(i)] = Array();
+    }
+
     // The results, moved out of env (copied where a value is returned twice).
     std::vector<std::vector<Array>> results() {
       const std::vector<int>& rs = exe.fn_->results;
@@ -259,9 +264,16 @@ private:
           for (int o : in.operands) {
             const BufferPlan::Slot& s = bp.values[static_cast<size_t>(o)];
             Array& a = env[j][static_cast<size_t>(o)];
-            if (a.defined()) continue;
+            const bool dies = std::find(dying.begin(), dying.end(), o) != dying.end();
+            if (a.defined()) {
+              // An earlier host step copied this input into env; the step that
+              // reads it last lets the caller's donated reference go, so env's
+              // copy is the sole owner (a loop carry scattered into in place).
+              if (dies && s.kind == BufferPlan::Kind::Input) release_donated(j, o);
+              continue;
+            }
             if (s.kind == BufferPlan::Kind::Input)
-              a = take_input(j, o, std::find(dying.begin(), dying.end(), o) != dying.end());
+              a = take_input(j, o, dies);
             else if (s.kind == BufferPlan::Kind::Arena)
               a = arenas[j]
                       .view_bytes(static_cast<size_t>(s.offset), f.values[o].aval)

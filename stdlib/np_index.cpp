@@ -644,6 +644,48 @@ std::optional<Tensor> scalar_index_positions(OpContext& cx, const Tensor& x,
                binary(cx, BinOp::Add, broadcast(cx, first, block, "at[].update"), within), dropped);
 }
 
+// The flat positions of x[idx] for one integer index array in the leading
+// axis: idx * stride plus an iota over the trailing block, wrapped, then
+// clamped (`clip`) or routed to the out-of-range position n. As above, at
+// the cost of the indexed blocks, not of x: `x.at[idx].add(v)` (and
+// lax.dynamic_update_slice with traced starts) in a loop stays O(update).
+std::optional<Tensor> array_index_positions(OpContext& cx, const Tensor& x,
+                                            const std::vector<IndexItem>& items,
+                                            const IndexOptions& opts) {
+  const Shape& shape = av(x).shape;
+  if (items.size() != 1 || items[0].kind != Kind::Array || shape.empty() ||
+      !is_integer(av(items[0].array).dtype) || av(items[0].array).dtype == DType::Bool ||
+      tracing_under_checkify(cx))
+    return std::nullopt;
+  auto i32 = [&](int64_t k) { return scalar(cx, Scalar::of_int(k), DType::Int32, false); };
+  const int64_t n = shape[0], total = av(x).size();
+  Shape block(shape.begin() + 1, shape.end());
+  const int64_t stride = n ? total / n : 0;
+  Tensor k = convert(cx, items[0].array, DType::Int32, false);
+  if (opts.wrap_negative)
+    k = where(cx, binary(cx, BinOp::Lt, k, i32(0)), binary(cx, BinOp::Add, k, i32(n)), k);
+  std::optional<Tensor> inside;
+  if (opts.clip)
+    k = binary(cx, BinOp::Minimum, binary(cx, BinOp::Maximum, k, i32(0)),
+               i32(std::max<int64_t>(n - 1, 0)));
+  else
+    inside = binary(cx, BinOp::BitAnd, binary(cx, BinOp::Ge, k, i32(0)),
+                    binary(cx, BinOp::Lt, k, i32(n)));
+  Tensor first = binary(cx, BinOp::Mul, k, i32(stride));
+  Shape out = av(k).shape, lead = av(k).shape;
+  out.insert(out.end(), block.begin(), block.end());
+  lead.insert(lead.end(), block.size(), 1);
+  Tensor pos = first;
+  if (!block.empty()) {
+    Tensor within = reshape_to(cx, iota(cx, DType::Int32, {stride}, 0), block);
+    pos = binary(cx, BinOp::Add, broadcast(cx, reshape_to(cx, first, lead), out, "at[].update"),
+                 broadcast(cx, within, out, "at[].update"));
+  }
+  if (!inside) return pos;
+  return where(cx, broadcast(cx, reshape_to(cx, *inside, lead), out, "at[].update"), pos,
+               broadcast(cx, i32(total), out, "at[].update"));
+}
+
 Tensor index_update(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items0,
                     const Tensor& v, UpdateMode mode, const IndexOptions& opts) {
   // The flat positions x[items] refers to, found by indexing an iota the same
@@ -662,6 +704,7 @@ Tensor index_update(OpContext& cx, const Tensor& x, const std::vector<IndexItem>
   auto all_positions = [&] { return reshape_to(cx, iota(cx, DType::Int32, {n}, 0), av(x).shape); };
   std::optional<Tensor> direct;
   if (!opts.clip) direct = scalar_index_positions(cx, x, items0, opts.wrap_negative);
+  if (!direct) direct = array_index_positions(cx, x, items0, opts);
   if (direct) {
     pos = *direct;
   } else if (opts.clip) {

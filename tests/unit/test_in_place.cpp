@@ -110,3 +110,31 @@ TEST_CASE("In place: an operand the caller still holds, or read again, is copied
     }
   }
 }
+
+// x: f32[6] read by a take (a host step, which copies the input it reads)
+// before the scatter that reads it last, as a loop body `x.at[i].set(x[j])`.
+TEST_CASE("In place: an input an earlier host step copied is still updated in place",
+          "[in_place]") {
+  Builder b;
+  int x = b.param(DType::Float32, {6});
+  int at = b.param(DType::Int32, {1});
+  int idx = b.param(DType::Int32, {1});
+  OpAttrs axis0;
+  int read = b.op(Op::Take, axis0, {x, at});
+  b.f.results.push_back(b.op(Op::Scatter, axis0, {x, idx, read}));
+  auto fn = std::make_shared<Function>(b.f);
+  CodeCache cache;
+  for (auto& exe : both(fn, cache)) {
+    Array x0 = floats({6}, 0.0f);
+    const void* bytes = x0.data();
+    std::vector<std::vector<Array>> in{{x0, ints({4}), ints({1})}};
+    x0 = Array();
+    CommWorld world(1, 1);
+    std::vector<DebugRecord> debug;
+    auto out = exe->run_donated(0, std::move(in), world, debug);
+    const Array& r = out[0][0];
+    std::vector<float> want{0, 4, 2, 3, 4, 5};
+    for (int64_t i = 0; i < 6; ++i) CHECK(r.as<float>()[i] == want[static_cast<size_t>(i)]);
+    CHECK(r.data() == bytes);
+  }
+}

@@ -1,0 +1,30 @@
+# Jitted fori_loops that update one element of a large carried array per step:
+# x.at[i].set(x[i - 1] + 1) (the index read and the scatter are host steps in
+# pxl) and lax.dynamic_update_slice with a traced start. Each step should cost
+# O(1), not a copy or a select over the whole array.
+#   bench/pxl_vs_jax.sh bench/scan/loop_update.py
+import time
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+
+def chain(x):
+    return lax.fori_loop(1, 2000, lambda i, x: x.at[i].set(x[i - 1] + 1.0), x)
+
+
+def stamp(x):
+    return lax.fori_loop(0, 2000, lambda i, x: lax.dynamic_update_slice(x, jnp.full((1,), i * 1.0), (i,)), x)
+
+
+for name, fn in (("at[i].set(x[i-1] + 1)", chain), ("dynamic_update_slice", stamp)):
+    for n in (4000, 4000000):
+        f = jax.jit(fn)
+        x = jnp.zeros(n)
+        f(x).block_until_ready()
+        best = 1e9
+        for rep in range(3):
+            t = time.perf_counter()
+            r = f(x).block_until_ready()
+            best = min(best, time.perf_counter() - t)
+        print(name, "n =", n, "2000 steps:", round(best * 1e3, 2), "ms", r[1999].item())
