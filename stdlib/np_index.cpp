@@ -600,48 +600,73 @@ Tensor index_fill(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& 
   return index_fill(cx, x, items, fill, true);
 }
 
-// The flat positions of x[i, j, ...] for scalar integer indices (constants or
-// 0-d traced arrays) in the leading axes: their offset plus an iota over the
-// trailing block, or the out-of-range position n for the whole block when an
-// index is out of range (after wrapping negative ones). The same positions
-// the general route finds by indexing an iota of all of x, at the block's
-// cost rather than x's (a scan's `ys.at[i].set(y)` runs once per step).
-// Empty when the items are not of that form.
-std::optional<Tensor> scalar_index_positions(OpContext& cx, const Tensor& x,
-                                             const std::vector<IndexItem>& items, bool wrap) {
+// The flat positions x[items] refers to when every item is an integer (a
+// constant or a 0-d traced array), a slice or `...`: the integers' offset
+// plus an iota grid over the sliced axes (in order, as numpy's basic indexing
+// shapes the result). An integer out of range (after wrapping negative ones)
+// sends the whole block to the out-of-range position n, which the scatter
+// drops, or, with `clip`, is clamped. The same positions the general route
+// finds by indexing an iota of all of x, at the block's cost rather than x's:
+// a scan's `ys.at[i].set(y)` or a loop's `x.at[i, :].set(row)` runs once per
+// step. Empty when the items are not of that form.
+std::optional<Tensor> basic_index_positions(OpContext& cx, const Tensor& x,
+                                            const std::vector<IndexItem>& items0,
+                                            const IndexOptions& opts) {
   const Shape& shape = av(x).shape;
-  if (items.empty() || items.size() > shape.size() || tracing_under_checkify(cx))
-    return std::nullopt;
-  for (const IndexItem& it : items) {
+  if (items0.empty() || tracing_under_checkify(cx)) return std::nullopt;
+  size_t used = 0, ellipses = 0;
+  for (const IndexItem& it : items0) {
     bool scalar_int =
         it.kind == Kind::Int ||
         (it.kind == Kind::Array && av(it.array).shape.empty() && is_integer(av(it.array).dtype));
-    if (!scalar_int) return std::nullopt;
+    if (!scalar_int && it.kind != Kind::Slice && it.kind != Kind::Ellipsis) return std::nullopt;
+    used += it.kind != Kind::Ellipsis;
+    ellipses += it.kind == Kind::Ellipsis;
   }
-  Shape block(shape.begin() + static_cast<long>(items.size()), shape.end());
-  int64_t stride = 1;
-  for (int64_t d : block) stride *= d;
+  if (used > shape.size() || ellipses > 1) return std::nullopt; // the general route's errors
+  std::vector<IndexItem> items = expand_ellipsis(items0, static_cast<int>(shape.size()));
+  if (items.size() != shape.size()) return std::nullopt; // (a separator axis)
   auto i32 = [&](int64_t k) { return scalar(cx, Scalar::of_int(k), DType::Int32, false); };
+  Shape block;
+  std::vector<std::pair<SliceRange, int64_t>> sliced; // each sliced axis' range and stride
   Tensor offset = i32(0), inside = scalar(cx, Scalar::of_bool(true), DType::Bool, false);
-  for (size_t d = items.size(); d-- > 0;) {
-    int64_t n = shape[d];
+  int64_t stride = av(x).size();
+  for (size_t d = 0; d < items.size(); ++d) {
+    const int64_t n = shape[d];
+    stride = n ? stride / n : 0;
     const IndexItem& it = items[d];
+    if (it.kind == Kind::Slice) {
+      sliced.push_back({resolve(it, n), stride});
+      block.push_back(sliced.back().first.count);
+      continue;
+    }
     Tensor k = it.kind == Kind::Int ? i32(it.index) : convert(cx, it.array, DType::Int32, false);
-    if (wrap) k = where(cx, binary(cx, BinOp::Lt, k, i32(0)), binary(cx, BinOp::Add, k, i32(n)), k);
-    inside = binary(cx, BinOp::BitAnd, inside,
-                    binary(cx, BinOp::BitAnd, binary(cx, BinOp::Ge, k, i32(0)),
-                           binary(cx, BinOp::Lt, k, i32(n))));
+    if (opts.wrap_negative)
+      k = where(cx, binary(cx, BinOp::Lt, k, i32(0)), binary(cx, BinOp::Add, k, i32(n)), k);
+    if (opts.clip)
+      k = binary(cx, BinOp::Minimum, binary(cx, BinOp::Maximum, k, i32(0)),
+                 i32(std::max<int64_t>(n - 1, 0)));
+    else
+      inside = binary(cx, BinOp::BitAnd, inside,
+                      binary(cx, BinOp::BitAnd, binary(cx, BinOp::Ge, k, i32(0)),
+                             binary(cx, BinOp::Lt, k, i32(n))));
     offset = binary(cx, BinOp::Add, offset, binary(cx, BinOp::Mul, k, i32(stride)));
-    stride *= n;
   }
-  Tensor first = where(cx, inside, offset, i32(stride)); // stride is now x's size
-  if (block.empty()) return first;
-  Shape flat_block{1};
-  for (int64_t d : block) flat_block[0] *= d;
-  Tensor within = reshape_to(cx, iota(cx, DType::Int32, flat_block, 0), block);
-  Tensor dropped = broadcast(cx, i32(stride), block, "at[].update");
-  return where(cx, broadcast(cx, inside, block, "at[].update"),
-               binary(cx, BinOp::Add, broadcast(cx, first, block, "at[].update"), within), dropped);
+  const int64_t total = av(x).size();
+  if (shape_size(block) == 0 && !block.empty()) return std::nullopt;
+  Tensor pos = offset;
+  if (!block.empty()) {
+    pos = broadcast(cx, offset, block, "at[].update");
+    for (size_t j = 0; j < sliced.size(); ++j) {
+      const auto& [r, st] = sliced[j];
+      Tensor along = binary(cx, BinOp::Mul, iota(cx, DType::Int32, block, static_cast<int64_t>(j)),
+                            i32(r.step * st));
+      pos = binary(cx, BinOp::Add, pos, binary(cx, BinOp::Add, along, i32(r.first * st)));
+    }
+  }
+  if (opts.clip) return pos;
+  return where(cx, broadcast(cx, inside, block, "at[].update"), pos,
+               broadcast(cx, i32(total), block, "at[].update"));
 }
 
 // The flat positions of x[idx] for one integer index array in the leading
@@ -700,10 +725,10 @@ Tensor index_update(OpContext& cx, const Tensor& x, const std::vector<IndexItem>
   if (n > (int64_t{1} << 31) - 1)
     throw Error(ErrCode::Unsupported, "index update of an array with 2^31 or more elements");
   Tensor pos;
-  // Scalar indices take the direct route; the others index an iota of all of x.
+  // Integers and slices, or one leading index array, take a direct route;
+  // the others index an iota of all of x.
   auto all_positions = [&] { return reshape_to(cx, iota(cx, DType::Int32, {n}, 0), av(x).shape); };
-  std::optional<Tensor> direct;
-  if (!opts.clip) direct = scalar_index_positions(cx, x, items0, opts.wrap_negative);
+  std::optional<Tensor> direct = basic_index_positions(cx, x, items0, opts);
   if (!direct) direct = array_index_positions(cx, x, items0, opts);
   if (direct) {
     pos = *direct;
