@@ -300,48 +300,56 @@ Array arg_reduce(bool is_max, const Array& x, const OpAttrs& a, const AVal& oa) 
 
 namespace {
 
-// The inclusive prefix sums of `v` (suffix sums when `reverse`) as XLA's CPU
-// pipeline adds them. A cumulative sum is a reduce-window whose windows
-// reach back to the start (forward to the end), each added left to right
-// from zero: in order for prefixes, each suffix on its own. Longer axes go
-// through XLA's ReduceWindowRewriter (base 16): rows of 16 from the start,
-// zero-padded at the end, each row scanned as above, the row totals scanned
-// the same way (recursively), and each element plus the sum of the rows
-// before it (after it). `add` rounds like the element type.
+// The inclusive prefix sums of `w` lanes of n elements each (suffix sums when
+// `reverse`) as XLA's CPU pipeline adds them: v[s * w + lane] is element s of
+// a lane, and every lane is added in the same order, so neighbouring lanes
+// (a cumsum over a leading axis) are scanned together, in cache order. A
+// cumulative sum is a reduce-window whose windows reach back to the start
+// (forward to the end), each added left to right from zero: in order for
+// prefixes, each suffix on its own. Longer axes go through XLA's
+// ReduceWindowRewriter (base 16): rows of 16 from the start, zero-padded at
+// the end, each row scanned as above, the row totals scanned the same way
+// (recursively), and each element plus the sum of the rows before it (after
+// it). `add` rounds like the element type.
 template <class C, class Add>
-std::vector<C> xla_scan(const std::vector<C>& v, bool reverse, Add add) {
+std::vector<C> xla_scan(const std::vector<C>& v, size_t w, bool reverse, Add add) {
   constexpr size_t kBase = 16;
-  size_t n = v.size();
-  auto window = [&](const std::vector<C>& w, size_t lo, size_t hi, std::vector<C>& out) {
-    // out[j] for j in [lo, hi): the window sums of w over that range.
-    C acc = C(0);
-    for (size_t j = lo; j < hi; ++j) {
-      if (!reverse) {
-        out[j] = acc = add(acc, w[j]);
-        continue;
+  const size_t n = w ? v.size() / w : 0;
+  // out[j] for j in [lo, hi) (element indices): the window sums of src.
+  auto window = [&](const std::vector<C>& src, size_t lo, size_t hi, std::vector<C>& out) {
+    for (size_t j = lo; j < hi; ++j)
+      for (size_t l = 0; l < w; ++l) {
+        if (!reverse) {
+          C prev = j == lo ? C(0) : out[(j - 1) * w + l];
+          out[j * w + l] = add(prev, src[j * w + l]);
+          continue;
+        }
+        C suffix = C(0);
+        for (size_t k = j; k < hi; ++k) suffix = add(suffix, src[k * w + l]);
+        out[j * w + l] = suffix;
       }
-      C suffix = C(0);
-      for (size_t k = j; k < hi; ++k) suffix = add(suffix, w[k]);
-      out[j] = suffix;
-    }
   };
-  std::vector<C> out(n);
+  std::vector<C> out(n * w);
   if (n <= kBase) {
     window(v, 0, n, out);
     return out;
   }
   size_t rows = (n + kBase - 1) / kBase;
-  std::vector<C> padded(rows * kBase, C(0)), inner(rows * kBase), totals(rows);
+  std::vector<C> padded(rows * kBase * w, C(0)), inner(rows * kBase * w), totals(rows * w);
   std::copy(v.begin(), v.end(), padded.begin());
   for (size_t r = 0; r < rows; ++r) {
     window(padded, r * kBase, (r + 1) * kBase, inner);
-    totals[r] = inner[reverse ? r * kBase : (r + 1) * kBase - 1];
+    size_t last = reverse ? r * kBase : (r + 1) * kBase - 1;
+    std::copy_n(inner.begin() + static_cast<long>(last * w), w,
+                totals.begin() + static_cast<long>(r * w));
   }
-  std::vector<C> others = xla_scan(totals, reverse, add);
+  std::vector<C> others = xla_scan(totals, w, reverse, add);
   for (size_t k = 0; k < n; ++k) {
     size_t r = k / kBase;
     bool none = reverse ? r + 1 == rows : r == 0;
-    out[k] = add(inner[k], none ? C(0) : others[reverse ? r + 1 : r - 1]);
+    size_t from = reverse ? r + 1 : r - 1;
+    for (size_t l = 0; l < w; ++l)
+      out[k * w + l] = add(inner[k * w + l], none ? C(0) : others[from * w + l]);
   }
   return out;
 }
@@ -364,33 +372,43 @@ Array cumsum(const Array& x, const OpAttrs& a, const AVal& oa) {
     if constexpr (!is_int_v<C>) {
       if (n > 16 || (a.reverse && n > 2)) { // XLA's order (xla_scan)
         auto add = [](C p, C q) { return E::load(E::store(static_cast<C>(p + q))); };
-        std::vector<C> line(static_cast<size_t>(n));
+        // Up to kLanes neighbouring lines at a time, each element's lanes contiguous.
+        constexpr int64_t kLanes = 64;
+        std::vector<C> lines;
         for (int64_t o = 0; o < outer; ++o)
-          for (int64_t i = 0; i < inner; ++i) {
+          for (int64_t i0 = 0; i0 < inner; i0 += kLanes) {
+            const int64_t w = std::min(kLanes, inner - i0);
+            lines.resize(static_cast<size_t>(n * w));
             for (int64_t s = 0; s < n; ++s)
-              line[static_cast<size_t>(s)] = E::load(xs[at_of(o, i, s)]);
-            std::vector<C> sums = xla_scan(line, a.reverse, add);
+              for (int64_t l = 0; l < w; ++l)
+                lines[static_cast<size_t>(s * w + l)] = E::load(xs[at_of(o, i0 + l, s)]);
+            std::vector<C> sums = xla_scan(lines, static_cast<size_t>(w), a.reverse, add);
             for (int64_t s = 0; s < n; ++s)
-              os[at_of(o, i, s)] = E::store(sums[static_cast<size_t>(s)]);
+              for (int64_t l = 0; l < w; ++l)
+                os[at_of(o, i0 + l, s)] = E::store(sums[static_cast<size_t>(s * w + l)]);
           }
         return;
       }
     }
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t i = 0; i < inner; ++i) {
-        // rounded after every step, like a chain of adds
-        typename E::S acc = E::store(n == 1 ? neg_zero<C>() : C(0));
-        for (int64_t s = 0; s < n; ++s) {
-          int64_t k = a.reverse ? n - 1 - s : s;
-          int64_t at = (o * n + k) * inner + i;
+    // Rounded after every step, like a chain of adds; the lines of one outer
+    // index advance together (s outside, so a leading axis is read in order).
+    std::vector<typename E::S> acc(static_cast<size_t>(inner));
+    for (int64_t o = 0; o < outer; ++o) {
+      std::fill(acc.begin(), acc.end(), E::store(n == 1 ? neg_zero<C>() : C(0)));
+      for (int64_t s = 0; s < n; ++s) {
+        int64_t k = a.reverse ? n - 1 - s : s;
+        for (int64_t i = 0; i < inner; ++i) {
+          int64_t at = at_of(o, i, k);
           C v = E::load(xs[at]);
+          auto& c = acc[static_cast<size_t>(i)];
           if constexpr (is_int_v<C>)
-            acc = E::store(wrap_add(E::load(acc), v));
+            c = E::store(wrap_add(E::load(c), v));
           else
-            acc = E::store(static_cast<C>(E::load(acc) + v));
-          os[at] = acc;
+            c = E::store(static_cast<C>(E::load(c) + v));
+          os[at] = c;
         }
       }
+    }
   });
   return out;
 }
