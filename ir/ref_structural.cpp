@@ -15,6 +15,112 @@ inline void copy_elem(void* dst, int64_t di, const void* src, int64_t si, size_t
               static_cast<const char*>(src) + si * static_cast<int64_t>(size), size);
 }
 
+// out (contiguous, of `shape`) = the elements of `in` at `offset` +
+// sum(idx[d] * stride[d]) (in elements; a stride may be 0, a broadcast, or
+// negative, a reversal). Transpose, slice, rev and broadcast_in_dim are this
+// one copy. Size-1 dimensions are dropped and neighbours that are contiguous
+// in `in` merged; the innermost run is a memcpy where its stride is 1, and a
+// transpose (inner stride not 1, another dimension's 1) is copied in square
+// tiles so that both sides stay in cache.
+template <class T>
+void copy_strided(T* out, const T* in, Shape shape, std::vector<int64_t> stride, int64_t offset) {
+  Shape sh;
+  std::vector<int64_t> st;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0) return;
+    if (shape[d] == 1) continue;
+    if (!sh.empty() && st.back() == stride[d] * shape[d]) {
+      sh.back() *= shape[d];
+      st.back() = stride[d];
+      continue;
+    }
+    sh.push_back(shape[d]);
+    st.push_back(stride[d]);
+  }
+  in += offset;
+  if (sh.empty()) {
+    *out = *in;
+    return;
+  }
+  const size_t r = sh.size(), inner = r - 1;
+  std::vector<int64_t> ost(r, 1);
+  for (size_t d = inner; d-- > 0;) ost[d] = ost[d + 1] * sh[d + 1];
+  int tile = -1; // the dimension whose elements are contiguous in `in`, when inner's are not
+  if (st[inner] != 1)
+    for (size_t d = 0; d < inner; ++d)
+      if (st[d] == 1) tile = static_cast<int>(d);
+  std::vector<size_t> walk;
+  for (size_t d = 0; d < inner; ++d)
+    if (static_cast<int>(d) != tile) walk.push_back(d);
+  std::vector<int64_t> idx(walk.size(), 0);
+  const int64_t n = sh[inner], s = st[inner];
+  for (;;) {
+    int64_t ob = 0, ib = 0;
+    for (size_t k = 0; k < walk.size(); ++k) {
+      ob += idx[k] * ost[walk[k]];
+      ib += idx[k] * st[walk[k]];
+    }
+    T* o = out + ob;
+    const T* i = in + ib;
+    if (tile < 0) {
+      if (s == 1)
+        std::memcpy(o, i, static_cast<size_t>(n) * sizeof(T));
+      else
+        for (int64_t j = 0; j < n; ++j) o[j] = i[j * s];
+    } else {
+      constexpr int64_t kTile = 16;
+      const int64_t m = sh[static_cast<size_t>(tile)], om = ost[static_cast<size_t>(tile)];
+      for (int64_t a0 = 0; a0 < m; a0 += kTile) {
+        const int64_t a1 = std::min(m, a0 + kTile);
+        for (int64_t b0 = 0; b0 < n; b0 += kTile) {
+          const int64_t b1 = std::min(n, b0 + kTile);
+          for (int64_t a = a0; a < a1; ++a) {
+            T* row = o + a * om;
+            const T* col = i + a;
+            for (int64_t b = b0; b < b1; ++b) row[b] = col[b * s];
+          }
+        }
+      }
+    }
+    size_t k = walk.size();
+    while (k > 0 && ++idx[k - 1] == sh[walk[k - 1]]) idx[--k] = 0;
+    if (k == 0) return;
+  }
+}
+
+struct Bytes16 {
+  uint64_t lo, hi;
+};
+
+// copy_strided for x's element size into a fresh array of `oa`.
+Array strided(const Array& x, const AVal& oa, const std::vector<int64_t>& stride, int64_t offset) {
+  Array out = Array::uninitialized(oa.dtype, oa.shape, oa.weak); // every element is written
+  auto run = [&]<class T>(T*) {
+    copy_strided(static_cast<T*>(out.data()), static_cast<const T*>(x.data()), oa.shape, stride,
+                 offset);
+  };
+  switch (dtype_size(x.dtype())) {
+  case 1:
+    run(static_cast<uint8_t*>(nullptr));
+    break;
+  case 2:
+    run(static_cast<uint16_t*>(nullptr));
+    break;
+  case 4:
+    run(static_cast<uint32_t*>(nullptr));
+    break;
+  case 8:
+    run(static_cast<uint64_t*>(nullptr));
+    break;
+  case 16:
+    run(static_cast<Bytes16*>(nullptr));
+    break;
+  default:
+    PXL_ASSERT(false, "no element size for a strided copy");
+  }
+  return out;
+}
+
 } // namespace
 
 Array convert(const Array& x, const AVal& oa) {
@@ -48,55 +154,37 @@ Array iota(const OpAttrs& a, const AVal& oa) {
 }
 
 Array broadcast_in_dim(const Array& x, const OpAttrs& a, const AVal& oa) {
-  Array out = fresh(oa);
-  std::vector<int64_t> xs = strides_of(x.shape());
-  size_t es = dtype_size(x.dtype());
-  for_each_index(oa.shape, [&](const std::vector<int64_t>& idx, int64_t flat) {
-    int64_t src = 0;
-    for (size_t k = 0; k < a.axes.size(); ++k)
-      if (x.shape()[k] != 1) src += idx[static_cast<size_t>(a.axes[k])] * xs[k];
-    copy_elem(out.data(), flat, x.data(), src, es);
-  });
-  return out;
+  std::vector<int64_t> xs = strides_of(x.shape()), stride(oa.shape.size(), 0);
+  for (size_t k = 0; k < a.axes.size(); ++k)
+    if (x.shape()[k] != 1) stride[static_cast<size_t>(a.axes[k])] = xs[k];
+  return strided(x, oa, stride, 0);
 }
 
 Array transpose(const Array& x, const std::vector<int64_t>& perm, const AVal& oa) {
-  Array out = fresh(oa);
-  std::vector<int64_t> xs = strides_of(x.shape());
-  size_t es = dtype_size(x.dtype());
-  for_each_index(oa.shape, [&](const std::vector<int64_t>& idx, int64_t flat) {
-    int64_t src = 0;
-    for (size_t j = 0; j < perm.size(); ++j) src += idx[j] * xs[static_cast<size_t>(perm[j])];
-    copy_elem(out.data(), flat, x.data(), src, es);
-  });
-  return out;
+  std::vector<int64_t> xs = strides_of(x.shape()), stride;
+  for (int64_t p : perm) stride.push_back(xs[static_cast<size_t>(p)]);
+  return strided(x, oa, stride, 0);
 }
 
 Array slice(const Array& x, const OpAttrs& a, const AVal& oa) {
-  Array out = fresh(oa);
-  std::vector<int64_t> xs = strides_of(x.shape());
-  size_t es = dtype_size(x.dtype());
-  for_each_index(oa.shape, [&](const std::vector<int64_t>& idx, int64_t flat) {
-    int64_t src = 0;
-    for (size_t d = 0; d < idx.size(); ++d) src += (a.starts[d] + idx[d] * a.strides[d]) * xs[d];
-    copy_elem(out.data(), flat, x.data(), src, es);
-  });
-  return out;
+  std::vector<int64_t> xs = strides_of(x.shape()), stride;
+  int64_t offset = 0;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    stride.push_back(a.strides[d] * xs[d]);
+    offset += a.starts[d] * xs[d];
+  }
+  return strided(x, oa, stride, offset);
 }
 
 Array rev(const Array& x, const OpAttrs& a, const AVal& oa) {
-  Array out = fresh(oa);
-  std::vector<int64_t> xs = strides_of(x.shape());
-  std::vector<bool> flip(x.shape().size(), false);
-  for (int64_t ax : a.axes) flip[static_cast<size_t>(ax)] = true;
-  size_t es = dtype_size(x.dtype());
-  for_each_index(oa.shape, [&](const std::vector<int64_t>& idx, int64_t flat) {
-    int64_t src = 0;
-    for (size_t d = 0; d < idx.size(); ++d)
-      src += (flip[d] ? x.shape()[d] - 1 - idx[d] : idx[d]) * xs[d];
-    copy_elem(out.data(), flat, x.data(), src, es);
-  });
-  return out;
+  std::vector<int64_t> stride = strides_of(x.shape());
+  int64_t offset = 0;
+  for (int64_t ax : a.axes) {
+    size_t d = static_cast<size_t>(ax);
+    offset += (x.shape()[d] - 1) * stride[d];
+    stride[d] = -stride[d];
+  }
+  return strided(x, oa, stride, offset);
 }
 
 Array concatenate(std::span<const Array> xs, const OpAttrs& a, const AVal& oa) {
