@@ -38,6 +38,10 @@ struct JaxprRegion {
   // (jnp.sort's values sort, computed as an argsort and a gather): printed as
   // `prim[params] inputs`, with no sub-jaxpr.
   bool opaque = false;
+  // A jit's traced function (its jit cache entry): regions with the same
+  // nonempty identity are one jaxpr in JAX, which traces a function once per
+  // signature, so make_jaxpr prints it once, `let name = ...`, and names it.
+  std::string identity;
 };
 
 struct JaxprRecord {

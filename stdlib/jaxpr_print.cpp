@@ -340,6 +340,8 @@ struct Printer {
   std::map<int, std::string> names;
   int own_next = 0;
   int* next = &own_next; // shared with the printers of a while's cond and body
+  std::set<std::string> own_hoisted_names;
+  std::set<std::string>* hoisted_names = &own_hoisted_names; // (shared so too)
   // Per sub-jaxpr being printed (innermost last): the names its parameters
   // give to the values they stand for, and values renamed after a jit whose
   // result is one of its operands (a new variable in JAX's jaxpr).
@@ -348,10 +350,16 @@ struct Printer {
     std::map<int, int> renamed;
   };
   std::vector<Scope> scopes{Scope{}};
-  std::map<int, AVal> synthetic;     // binders with no value of their own (id >= values.size())
-  std::map<int, std::string> shared; // jit regions printed before the jaxpr: `let name = ...`
-  std::vector<int> uses;             // per value: shown uses
-  std::set<int> dropped;             // binders printed as `_`
+  std::map<int, AVal> synthetic; // binders with no value of their own (id >= values.size())
+  // Regions printed before the jaxpr, `let name = ...`: jit bodies, and the
+  // parts (a scan's body, a cond's branches) of more than 10 equations.
+  std::map<int, std::string> shared;
+  std::set<int> printing_hoisted; // the hoisted part being printed at the top
+  // A while's cond (0) or body (1) of more than 10 equations, by instruction:
+  // printed before the jaxpr under this name.
+  std::map<std::pair<size_t, int>, std::string> hoisted_loops;
+  std::vector<int> uses; // per value: shown uses
+  std::set<int> dropped; // binders printed as `_`
   // Printing a shard_map's body: its call. Where it checks vma, types show
   // their varying axes and JAX's implicit pvary casts are equations.
   const SpmdCallee* spmd = nullptr;
@@ -404,7 +412,12 @@ struct Printer {
     }
     return s;
   }
-  std::string fresh() { return encode((*next)++); }
+  // (Names of jaxprs hoisted before the jaxpr are no variable's, as JAX's.)
+  std::string fresh() {
+    std::string n = encode((*next)++);
+    while (hoisted_names->count(n)) n = encode((*next)++);
+    return n;
+  }
   std::string name(int v) {
     if (auto it = scopes.back().names.find(v); it != scopes.back().names.end()) return it->second;
     auto it = names.find(v);
@@ -534,7 +547,7 @@ struct Printer {
   // from `operands` that are literals print inline, as in JAX's jaxpr where
   // a captured Python number is a literal; `kept` counts the constants left.
   pp::Doc loop_jaxpr(const Function& f, size_t nconsts, std::span<const int> operands, size_t& kept,
-                     const JaxprRecord* record = nullptr) {
+                     const JaxprRecord* record = nullptr, size_t* count = nullptr) {
     Function g = f;
     std::map<int, Tensor> values;
     std::vector<int> params;
@@ -556,9 +569,34 @@ struct Printer {
     g.params = params;
     Printer sub(g, record);
     sub.next = next;
+    sub.hoisted_names = hoisted_names;
     sub.const_values = values;
     sub.drop_unused = false; // (a sub-jaxpr names its unused values)
+    if (count) {             // its number of equations, naming nothing
+      const int saved = *next;
+      *count = sub.eqns_of(-1, 0, g.body.size()).size();
+      *next = saved;
+      return pp::nil();
+    }
     return sub.top_doc();
+  }
+
+  // A while's cond (part 0) or body (part 1) as loop_jaxpr prints it, its
+  // kept constants in `kept`; with `count`, only its number of equations.
+  pp::Doc loop_part_jaxpr(const Instr& i, int part, size_t* count = nullptr,
+                          size_t* kept = nullptr) {
+    const WhileLoop& w = *i.attrs.loop;
+    const size_t nc = static_cast<size_t>(w.cond_nconsts), nb = static_cast<size_t>(w.body_nconsts);
+    std::span<const int> ops(i.operands);
+    std::vector<int> carry(i.operands.begin() + static_cast<long>(nc + nb), i.operands.end());
+    size_t scratch = 0;
+    if (part == 1) {
+      std::vector<int> body_ops(ops.begin() + static_cast<long>(nc), ops.end());
+      return loop_jaxpr(*w.body, nb, body_ops, kept ? *kept : scratch, w.body_record.get(), count);
+    }
+    std::vector<int> cond_ops(ops.begin(), ops.begin() + static_cast<long>(nc));
+    cond_ops.insert(cond_ops.end(), carry.begin(), carry.end());
+    return loop_jaxpr(*w.cond, nc, cond_ops, kept ? *kept : scratch, w.cond_record.get(), count);
   }
 
   pp::Doc while_eqn(const Instr& i) {
@@ -569,13 +607,18 @@ struct Printer {
     const size_t nc = static_cast<size_t>(w.cond_nconsts), nb = static_cast<size_t>(w.body_nconsts);
     std::span<const int> ops(i.operands);
     std::vector<int> carry(i.operands.begin() + static_cast<long>(nc + nb), i.operands.end());
-    std::vector<int> body_ops(ops.begin() + static_cast<long>(nc), ops.end());
-    std::vector<int> cond_ops(ops.begin(), ops.begin() + static_cast<long>(nc));
-    cond_ops.insert(cond_ops.end(), carry.begin(), carry.end());
     size_t body_kept = 0, cond_kept = 0;
-    // (JAX sorts the params: the body's jaxpr is named first.)
-    pp::Doc body = loop_jaxpr(*w.body, nb, body_ops, body_kept, w.body_record.get());
-    pp::Doc cond = loop_jaxpr(*w.cond, nc, cond_ops, cond_kept, w.cond_record.get());
+    // (JAX sorts the params: the body's jaxpr is named first.) A part
+    // hoisted before the jaxpr is its name.
+    auto part_doc = [&](int part, size_t& kept) {
+      auto h = hoisted_loops.find({static_cast<size_t>(&i - fn.body.data()), part});
+      if (h == hoisted_loops.end()) return loop_part_jaxpr(i, part, nullptr, &kept);
+      size_t count = 0;
+      loop_part_jaxpr(i, part, &count, &kept);
+      return pp::text(h->second);
+    };
+    pp::Doc body = part_doc(1, body_kept);
+    pp::Doc cond = part_doc(0, cond_kept);
     std::vector<int> ins;
     auto keep_consts = [&](std::span<const int> consts) {
       for (int v : consts)
@@ -793,6 +836,7 @@ struct Printer {
   pp::Doc spmd_body_doc(const Instr& i, const SpmdBody& b, int* counter, size_t* count = nullptr) {
     Printer sub(b.g, i.attrs.callee->jaxpr_record.get(), &b.const_tensors);
     sub.next = counter;
+    sub.hoisted_names = hoisted_names;
     sub.const_values = b.values;
     sub.spmd = i.attrs.callee.get();
     sub.drop_unused = false;
@@ -989,6 +1033,18 @@ struct Printer {
   pp::Doc part_jaxpr(int k, const std::vector<int>& consts) {
     return fresh_params_jaxpr(k, consts, st.region(k).outvars);
   }
+  // Part `p` of scan or cond region `k` as its equation shows it: the jaxpr,
+  // or the name it was hoisted under.
+  pp::Doc part_doc(int k, int p) {
+    if (auto h = shared.find(p); h != shared.end() && !printing_hoisted.count(p))
+      return pp::text(h->second);
+    if (st.region(k).prim != "scan") return part_jaxpr(p, st.free_values(k));
+    const ScanForwarding fwd = scan_forwarding(st.region(k));
+    std::vector<int> body_consts = fwd.moved_params;
+    std::vector<int> consts = st.free_values(k);
+    body_consts.insert(body_consts.end(), consts.begin(), consts.end());
+    return fresh_params_jaxpr(p, body_consts, fwd.outvars, &fwd.invars);
+  }
 
   // The lhs of a region's equation: its results, each a new variable (one
   // that is an operand, a literal or repeated gets a variable of its own).
@@ -1075,7 +1131,7 @@ struct Printer {
     } else if (g.prim == "cond") {
       // cond[branches=(...)] index *consts *operands
       std::vector<pp::Doc> branches;
-      for (int p : g.parts) branches.push_back(part_jaxpr(p, consts));
+      for (int p : g.parts) branches.push_back(part_doc(k, p));
       pp::Doc tuple = pp::group(pp::concat(
           {pp::nest(2, pp::concat({pp::text("("), pp::brk(""), pp::join(pp::brk(), branches)})),
            pp::brk(""), pp::text(")")}));
@@ -1087,9 +1143,7 @@ struct Printer {
       std::vector<int> body_consts = fwd.moved_params;
       body_consts.insert(body_consts.end(), consts.begin(), consts.end());
       if (!g.parts.empty())
-        pairs.push_back({"jaxpr", pp::concat({pp::text("jaxpr="),
-                                              fresh_params_jaxpr(g.parts[0], body_consts,
-                                                                 fwd.outvars, &fwd.invars)})});
+        pairs.push_back({"jaxpr", pp::concat({pp::text("jaxpr="), part_doc(k, g.parts[0])})});
       pairs.push_back({"num_consts", pp::text("num_consts=" + std::to_string(body_consts.size()))});
       ins = fwd.moved_inputs;
       ins.insert(ins.end(), consts.begin(), consts.end());
@@ -1170,16 +1224,25 @@ struct Printer {
   // jit's name=, else "jaxpr"; repeated names numbered); found breadth first.
   // (A shard_map's body, whose equation has no name=, is a "jaxpr".)
   struct Hoisted {
-    int region = -1; // or a shard_map's body:
+    int region = -1; // or a shard_map's body or a while's cond or body:
     size_t instr = 0;
+    int parent = -1;    // the scan or cond whose part `region` is
+    int loop_part = -1; // a while's: 0 its cond, 1 its body
   };
   std::vector<Hoisted> hoist() {
     std::vector<Hoisted> order;
     std::map<std::string, int> taken;
     auto unique = [&](std::string name) {
       if (int n = taken[name]++; n > 0) name += std::to_string(n), ++taken[name];
+      hoisted_names->insert(name);
       return name;
     };
+    // A jit of one function and signature, used more than once, is one
+    // jaxpr in JAX: hoisted whatever its size, printed once.
+    std::map<std::string, int> uses, first;
+    for (size_t r = 0; r < st.shown_rgn.size(); ++r)
+      if (st.shown_rgn[r] && !st.region(static_cast<int>(r)).identity.empty())
+        ++uses[st.region(static_cast<int>(r)).identity];
     std::vector<int> queue{-1};
     for (size_t q = 0; q < queue.size(); ++q) {
       const int scope = queue[q];
@@ -1189,8 +1252,20 @@ struct Printer {
       for (int c : st.children(scope)) items.push_back({2 * st.region(c).begin, c});
       for (size_t i = 0; i < fn.body.size(); ++i) {
         const Instr& in = fn.body[i];
-        if (in.op != Op::SpmdCall || !in.attrs.callee || !st.instr_shown(i)) continue;
+        const bool spmd = in.op == Op::SpmdCall && in.attrs.callee;
+        const bool loop = in.op == Op::While && in.attrs.loop;
+        if ((!spmd && !loop) || !st.instr_shown(i)) continue;
         if (rec && (scope < 0 ? st.innermost[i] >= 0 : st.innermost[i] != scope)) continue;
+        if (loop) { // JAX's while params: cond_jaxpr, then body_jaxpr
+          for (int part = 0; part < 2; ++part) {
+            size_t count = 0;
+            loop_part_jaxpr(in, part, &count);
+            if (count <= 10) continue;
+            hoisted_loops[{i, part}] = unique("jaxpr");
+            order.push_back(Hoisted{-1, i, -1, part});
+          }
+          continue;
+        }
         items.push_back({2 * i + 1, -1 - static_cast<int>(i)});
       }
       std::stable_sort(items.begin(), items.end(),
@@ -1208,12 +1283,23 @@ struct Printer {
         }
         const JaxprRegion& g = st.region(c);
         if (!st.opens_body(g)) {
-          for (int p : g.parts)
-            if (st.shown_rgn[static_cast<size_t>(p)]) queue.push_back(p);
+          for (int p : g.parts) {
+            if (!st.shown_rgn[static_cast<size_t>(p)]) continue;
+            queue.push_back(p);
+            if ((g.prim != "scan" && g.prim != "cond") || eqn_count(p) <= 10) continue;
+            shared[p] = unique("jaxpr");
+            order.push_back(Hoisted{p, 0, c});
+          }
           continue;
         }
+        const std::string& id = g.identity;
+        if (auto f = first.find(id); !id.empty() && f != first.end()) {
+          if (shared.count(f->second)) shared[c] = shared[f->second];
+          continue;
+        }
+        if (!id.empty()) first[id] = c;
         queue.push_back(c);
-        if (eqn_count(c) <= 10) continue;
+        if (eqn_count(c) <= 10 && (id.empty() || uses[id] < 2)) continue;
         std::string name = "jaxpr";
         for (const auto& [k, v] : g.params)
           if (k == "name") name = v;
@@ -1227,6 +1313,12 @@ struct Printer {
   std::string print() {
     std::vector<pp::Doc> docs;
     for (Hoisted h : hoist()) {
+      if (h.loop_part >= 0) {
+        docs.push_back(pp::concat({pp::text("let " + hoisted_loops[{h.instr, h.loop_part}] + " = "),
+                                   loop_part_jaxpr(fn.body[h.instr], h.loop_part), pp::text(" in"),
+                                   pp::brk()}));
+        continue;
+      }
       if (h.region < 0) {
         const Instr& i = fn.body[h.instr];
         docs.push_back(
@@ -1235,9 +1327,13 @@ struct Printer {
         continue;
       }
       const int k = h.region;
-      docs.push_back(pp::concat({pp::text("let " + shared[k] + " = "),
-                                 fresh_params_jaxpr(k, st.free_values(k), st.region(k).outputs),
-                                 pp::text(" in"), pp::brk()}));
+      printing_hoisted.insert(k);
+      docs.push_back(
+          pp::concat({pp::text("let " + shared[k] + " = "),
+                      h.parent < 0 ? fresh_params_jaxpr(k, st.free_values(k), st.region(k).outputs)
+                                   : part_doc(h.parent, k),
+                      pp::text(" in"), pp::brk()}));
+      printing_hoisted.erase(k);
     }
     docs.push_back(top_doc());
     return pp::format(pp::concat(docs));

@@ -19,6 +19,8 @@
 // list of (name, printed value) pairs.
 #include "stdlib/jaxpr_record.hpp"
 
+#include <algorithm>
+
 #include "lang/args.hpp"
 #include "lang/interp_impl.hpp"
 #include "lang/tracer.hpp"
@@ -252,6 +254,10 @@ void carry_batched_record(TraceContext& tc, const Function& f, JaxprRecord& inne
       // became (JAX's batched cond is a select).
       [&](const JaxprRegion& g) {
         if (g.prim == "cond") return !g.inputs.empty() && !batched(g.inputs[0]);
+        // (JAX batches a dynamic slice or update as a gather or scatter: a
+        // batched one prints as the instructions it became.)
+        if (g.prim == "dynamic_slice" || g.prim == "dynamic_update_slice")
+          return std::none_of(g.inputs.begin(), g.inputs.end(), batched);
         return g.prim == "jit" || g.prim == "checkpoint" || g.prim == "scan" || g.prim == "part" ||
                g.opaque;
       },

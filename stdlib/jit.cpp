@@ -590,7 +590,9 @@ struct JitFunction : OpaqueObj {
   static bool is_enclosing_literal(TraceContext* enclosing, const Tensor& c) {
     // (Only inside another jit: under grad the trace so far is also run to
     // learn primal values, and it must not meet the cached trace there.)
-    if (!enclosing || enclosing->what() != "jit" || !enclosing->owns(c)) return false;
+    if (!enclosing || (enclosing->what() != "jit" && enclosing->what() != "make_jaxpr") ||
+        !enclosing->owns(c))
+      return false;
     const Function& ef = enclosing->function();
     int id = static_cast<int>(c->trace_id);
     return std::find(ef.consts.begin(), ef.consts.end(), id) != ef.consts.end() &&
@@ -929,6 +931,12 @@ struct JitFunction : OpaqueObj {
                         {{"differentiated", "False"}, {"policy", "None"}, {"prevent_cse", "True"}},
                         leaves)
                   : jaxpr_begin_body(*enclosing, "jit", {{"name", jaxpr_name()}}, leaves);
+      // (Only a cached entry: it lives as long as the function, so its
+      // address names one trace.)
+      if (auto c = cache->find(key);
+          region >= 0 && !remat && c != cache->end() && c->second == entry)
+        enclosing->jaxpr_record->regions[static_cast<size_t>(region)].identity =
+            std::to_string(reinterpret_cast<uintptr_t>(entry.get()));
       if (!run_partitioned(in, *entry, leaves, as_passed, out_shardings, where, out)) {
         if (!run_compiled(in, *entry, leaves, out))
           out = run_jitted(in, enclosing ? *entry->traced : lowered(*entry), leaves);
