@@ -5,7 +5,9 @@
 #include <limits>
 #include <optional>
 
+#include "lang/tracer.hpp"
 #include "stdlib/checkify.hpp"
+#include "stdlib/jaxpr_record.hpp"
 #include "stdlib/np_index.hpp"
 #include "stdlib/np_internal.hpp"
 #include "stdlib/sharding.hpp"
@@ -583,8 +585,80 @@ void check_eager_gather(OpContext& cx, const Tensor& x, const std::vector<IndexI
 }
 } // namespace
 
+// x[items] as make_jaxpr shows JAX's indexing of integers, slices of step 1
+// and `...` with at least one traced 0-d integer (JAX's dynamic-slice route):
+// the starts (converted to int32 when there are several), each normalized as
+// `select_n(i < 0, i, i + n)`, one `dynamic_slice[slice_sizes=]` equation
+// (its instructions, the clamped take pxl computes, hidden) and a `squeeze`
+// of the integers' dimensions. Empty when not recording or not of that form.
+std::optional<Tensor> index_as_dynamic_slice(OpContext& cx, const Tensor& x,
+                                             const std::vector<IndexItem>& items0) {
+  auto* tc = dynamic_cast<TraceContext*>(&cx);
+  if (!tc || !tc->jaxpr_record || tracing_under_checkify(cx)) return std::nullopt;
+  const Shape& shape = av(x).shape;
+  size_t used = 0, ellipses = 0;
+  bool traced = false;
+  for (const IndexItem& it : items0) {
+    bool scalar_array =
+        it.kind == Kind::Array && av(it.array).shape.empty() && is_integer(av(it.array).dtype);
+    if (it.kind == Kind::Slice && it.step.value_or(1) != 1) return std::nullopt;
+    if (!scalar_array && it.kind != Kind::Int && it.kind != Kind::Slice &&
+        it.kind != Kind::Ellipsis)
+      return std::nullopt;
+    traced = traced || scalar_array;
+    used += it.kind != Kind::Ellipsis;
+    ellipses += it.kind == Kind::Ellipsis;
+  }
+  if (!traced || used > shape.size() || ellipses > 1) return std::nullopt;
+  std::vector<IndexItem> items = expand_ellipsis(items0, static_cast<int>(shape.size()));
+  if (items.size() != shape.size()) return std::nullopt;
+  auto i32 = [&](int64_t k) { return scalar(cx, Scalar::of_int(k), DType::Int32, false); };
+  std::vector<Tensor> starts;
+  std::vector<int64_t> sizes, squeezed;
+  for (size_t d = 0; d < items.size(); ++d) {
+    const IndexItem& it = items[d];
+    const int64_t n = shape[d];
+    if (it.kind == Kind::Slice) {
+      SliceRange r = resolve(it, n);
+      starts.push_back(i32(r.first));
+      sizes.push_back(r.count);
+      continue;
+    }
+    if (n == 0 || (it.kind == Kind::Int && (it.index < -n || it.index >= n))) return std::nullopt;
+    starts.push_back(it.kind == Kind::Int ? i32(it.index) : it.array);
+    sizes.push_back(1);
+    squeezed.push_back(static_cast<int64_t>(d));
+  }
+  // (JAX converts several starts to one int32 type, constants too.)
+  if (starts.size() > 1)
+    for (Tensor& s : starts) s = convert(cx, s, DType::Int32, false);
+  for (size_t d = 0; d < starts.size(); ++d) {
+    Tensor& s = starts[d];
+    if (is_unsigned_int(av(s).dtype) || (starts.size() == 1 && items[d].kind != Kind::Array))
+      continue; // (one static start is normalized in Python: a literal)
+    // (JAX's `i < 0` compares with a weak 0; `i + d` adds a strong d, so a
+    // weak i is converted; lax.select does not promote.)
+    Tensor negative = binary(cx, BinOp::Lt, s, scalar(cx, Scalar::of_int(0), av(s).dtype, true));
+    Tensor wrapped =
+        binary(cx, BinOp::Add, s, scalar(cx, Scalar::of_int(shape[d]), av(s).dtype, false));
+    s = bind(cx, Op::Select, OpAttrs{}, {negative, wrapped, s});
+  }
+  std::vector<int> ids{tc->value_of(x)};
+  for (const Tensor& s : starts) ids.push_back(tc->value_of(s));
+  std::string params = "(";
+  for (size_t d = 0; d < sizes.size(); ++d) params += (d ? ", " : "") + std::to_string(sizes[d]);
+  params += sizes.size() == 1 ? ",)" : ")";
+  int region = jaxpr_begin_region(*tc, "dynamic_slice", ids, {{"slice_sizes", params}});
+  tc->jaxpr_record->regions[static_cast<size_t>(region)].opaque = true;
+  Tensor out =
+      reshape_to(cx, index_clamped(cx, x, items0, true), Shape(sizes.begin(), sizes.end()));
+  jaxpr_end_region(*tc, region, {tc->value_of(out)});
+  return squeezed.empty() ? out : squeeze_dims(cx, out, squeezed);
+}
+
 Tensor index(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items) {
   check_eager_gather(cx, x, items);
+  if (auto sliced = index_as_dynamic_slice(cx, x, items)) return *sliced;
   return index_clamped(cx, x, items, true);
 }
 
@@ -659,9 +733,10 @@ std::optional<Tensor> basic_index_positions(OpContext& cx, const Tensor& x,
     pos = broadcast(cx, offset, block, "at[].update");
     for (size_t j = 0; j < sliced.size(); ++j) {
       const auto& [r, st] = sliced[j];
-      Tensor along = binary(cx, BinOp::Mul, iota(cx, DType::Int32, block, static_cast<int64_t>(j)),
-                            i32(r.step * st));
-      pos = binary(cx, BinOp::Add, pos, binary(cx, BinOp::Add, along, i32(r.first * st)));
+      Tensor along = iota(cx, DType::Int32, block, static_cast<int64_t>(j));
+      if (r.step * st != 1) along = binary(cx, BinOp::Mul, along, i32(r.step * st));
+      if (r.first * st != 0) along = binary(cx, BinOp::Add, along, i32(r.first * st));
+      pos = binary(cx, BinOp::Add, pos, along);
     }
   }
   if (opts.clip) return pos;
