@@ -17,17 +17,21 @@ def stamp(x):
     return lax.fori_loop(0, 2000, lambda i, x: lax.dynamic_update_slice(x, jnp.full((1,), i * 1.0), (i,)), x)
 
 
+def best_ms(fn, x):
+    f = jax.jit(fn)
+    f(x).block_until_ready()
+    best = 1e9
+    for rep in range(3):
+        t = time.perf_counter()
+        r = f(x).block_until_ready()
+        best = min(best, time.perf_counter() - t)
+    return round(best * 1e3, 2), r
+
+
 for name, fn in (("at[i].set(x[i-1] + 1)", chain), ("dynamic_update_slice", stamp)):
     for n in (4000, 4000000):
-        f = jax.jit(fn)
-        x = jnp.zeros(n)
-        f(x).block_until_ready()
-        best = 1e9
-        for rep in range(3):
-            t = time.perf_counter()
-            r = f(x).block_until_ready()
-            best = min(best, time.perf_counter() - t)
-        print(name, "n =", n, "2000 steps:", round(best * 1e3, 2), "ms", r[1999].item())
+        ms, r = best_ms(fn, jnp.zeros(n))
+        print(name, "n =", n, "2000 steps:", ms, "ms", r[1999].item())
 
 
 def row(x):
@@ -39,12 +43,5 @@ def column(x):
 
 
 for name, fn in (("at[i, :].set(x[i-1] + 1)", row), ("at[:, i].set(x[:, i-1] + 1)", column)):
-    f = jax.jit(fn)
-    x = jnp.zeros((2000, 2000))
-    f(x).block_until_ready()
-    best = 1e9
-    for rep in range(3):
-        t = time.perf_counter()
-        r = f(x).block_until_ready()
-        best = min(best, time.perf_counter() - t)
-    print(name, "2000x2000, 200 steps:", round(best * 1e3, 2), "ms", r[199, 199].item())
+    ms, r = best_ms(fn, jnp.zeros((2000, 2000)))
+    print(name, "2000x2000, 200 steps:", ms, "ms", r[199, 199].item())
