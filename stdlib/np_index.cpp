@@ -786,8 +786,85 @@ std::optional<Tensor> array_index_positions(OpContext& cx, const Tensor& x,
                broadcast(cx, i32(total), out, "at[].update"));
 }
 
-Tensor index_update(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items0,
+Tensor index_update_flat(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items0,
+                         const Tensor& v, UpdateMode mode, const IndexOptions& opts);
+
+namespace {
+
+// x.at[i].set(v) (i an integer or a traced 0-d signed integer, then only
+// full slices or `...`) as make_jaxpr shows JAX's scatter: the index
+// normalized (`select_n(i < 0, i, i + n)`, converted to int32), broadcast to
+// one index vector, the update converted and broadcast to the row's shape,
+// and one `scatter[dimension_numbers=...]` equation whose instructions (the
+// flat scatter pxl computes) are hidden. Empty when not recording or not of
+// that form. (add/multiply/min/max show an update_jaxpr: not done.)
+std::optional<Tensor> set_as_scatter(OpContext& cx, const Tensor& x,
+                                     const std::vector<IndexItem>& items, const Tensor& v,
+                                     UpdateMode mode, const IndexOptions& opts) {
+  auto* tc = dynamic_cast<TraceContext*>(&cx);
+  const Shape& shape = av(x).shape;
+  if (!tc || !tc->jaxpr_record || mode != UpdateMode::Set || opts.clip || !opts.wrap_negative ||
+      tracing_under_checkify(cx) || shape.empty() || items.empty())
+    return std::nullopt;
+  const IndexItem& first = items[0];
+  const bool traced = first.kind == Kind::Array && av(first.array).shape.empty() &&
+                      is_signed_int(av(first.array).dtype);
+  if (first.kind != Kind::Int && !traced) return std::nullopt;
+  for (size_t k = 1; k < items.size(); ++k) {
+    const IndexItem& it = items[k];
+    bool full = it.kind == Kind::Slice && !it.start && !it.stop && !it.step;
+    if (!full && it.kind != Kind::Ellipsis) return std::nullopt;
+  }
+  const int64_t n = shape[0];
+  Shape window(shape.begin() + 1, shape.end());
+  const Shape& vs = av(v).shape;
+  if (vs.size() > window.size()) return std::nullopt;
+  for (size_t k = 0; k < vs.size(); ++k)
+    if (vs[k] != 1 && vs[k] != window[window.size() - vs.size() + k]) return std::nullopt;
+  Tensor idx;
+  if (first.kind == Kind::Int) {
+    int64_t k = first.index < 0 ? first.index + n : first.index;
+    if (k < 0 || k >= n) return std::nullopt;
+    idx = scalar(cx, Scalar::of_int(k), DType::Int32, false);
+  } else {
+    const Tensor& b = first.array;
+    const DType dt = av(b).dtype;
+    Tensor negative = binary(cx, BinOp::Lt, b, scalar(cx, Scalar::of_int(0), dt, true));
+    Tensor wrapped = binary(cx, BinOp::Add, b, scalar(cx, Scalar::of_int(n), dt, true));
+    idx = convert(cx, bind(cx, Op::Select, OpAttrs{}, {negative, wrapped, b}), DType::Int32, false);
+  }
+  Tensor index_vector = broadcast(cx, idx, {1}, "at[].set");
+  Tensor update = convert(cx, v, av(x).dtype, av(v).weak && av(x).weak);
+  if (av(update).shape != window) update = broadcast(cx, update, window, "at[].set");
+  std::string window_dims = "(";
+  for (size_t k = 0; k < window.size(); ++k) window_dims += (k ? ", " : "") + std::to_string(k);
+  window_dims += window.size() == 1 ? ",)" : ")";
+  int region = jaxpr_begin_region(
+      *tc, "scatter", {tc->value_of(x), tc->value_of(index_vector), tc->value_of(update)},
+      {{"dimension_numbers", "ScatterDimensionNumbers(update_window_dims=" + window_dims +
+                                 ", inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), "
+                                 "operand_batching_dims=(), scatter_indices_batching_dims=())"},
+       {"indices_are_sorted", "True"},
+       {"mode", "GatherScatterMode.FILL_OR_DROP"},
+       {"unique_indices", "True"},
+       {"update_consts", "()"},
+       {"update_jaxpr", "None"}});
+  tc->jaxpr_record->regions[static_cast<size_t>(region)].opaque = true;
+  Tensor out = index_update_flat(cx, x, items, v, mode, opts);
+  jaxpr_end_region(*tc, region, {tc->value_of(out)});
+  return out;
+}
+
+} // namespace
+
+Tensor index_update(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items,
                     const Tensor& v, UpdateMode mode, const IndexOptions& opts) {
+  if (auto shown = set_as_scatter(cx, x, items, v, mode, opts)) return *shown;
+  return index_update_flat(cx, x, items, v, mode, opts);
+}
+
+Tensor index_update_flat(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items0,
+                         const Tensor& v, UpdateMode mode, const IndexOptions& opts) {
   // The flat positions x[items] refers to, found by indexing an iota the same
   // way. Unless clipping, out-of-range indices read the position n, which the
   // scatter drops (JAX's default mode for updates).
