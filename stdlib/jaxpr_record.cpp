@@ -257,7 +257,8 @@ void carry_batched_record(TraceContext& tc, const Function& f, JaxprRecord& inne
         // (JAX batches a dynamic slice or update as a gather or scatter, and a
         // scatter of a batched operand with other dimension numbers: a
         // batched one prints as the instructions it became.)
-        if (g.prim == "dynamic_slice" || g.prim == "dynamic_update_slice" || g.prim == "scatter")
+        if (g.prim == "dynamic_slice" || g.prim == "dynamic_update_slice" || g.prim == "scatter" ||
+            g.prim == "gather")
           return std::none_of(g.inputs.begin(), g.inputs.end(), batched);
         return g.prim == "jit" || g.prim == "checkpoint" || g.prim == "scan" || g.prim == "part" ||
                g.opaque;

@@ -219,7 +219,8 @@ SliceRange resolve(const IndexItem& it, int64_t n) {
 
 // Integer index arrays (already one per dim of y at `dims`) gathered with one take.
 Tensor gather(OpContext& cx, const Tensor& y, const std::vector<int64_t>& dims,
-              std::vector<Tensor> idx, bool wrap_negative, const std::vector<int64_t>& x_axis) {
+              std::vector<Tensor> idx, bool wrap_negative, const std::vector<int64_t>& x_axis,
+              bool clip_mode) {
   const Shape& ys = av(y).shape;
   // An empty axis has nothing to gather (JAX's errors: a scalar index's, the gather's).
   for (size_t j = 0; j < idx.size(); ++j) {
@@ -260,8 +261,14 @@ Tensor gather(OpContext& cx, const Tensor& y, const std::vector<int64_t>& dims,
       wrapped.push_back(broadcast(cx, t, b, "index"));
       wrapped_axes.push_back(dims[j]);
     }
-    t = clip(cx, t, scalar(cx, Scalar::of_int(0)),
-             scalar(cx, Scalar::of_int(std::max<int64_t>(n - 1, 0))));
+    // One index array (not 0-d, which JAX slices dynamically) is clamped by
+    // the take itself (XLA's gather), whose transpose drops an out-of-range
+    // entry's cotangent, as JAX's gradient does; mode='clip' and several
+    // arrays are clamped each here (several combine into one flat index:
+    // their cotangents then land on the clamped element, a gap).
+    if (clip_mode || idx.size() > 1 || b.empty())
+      t = clip(cx, t, scalar(cx, Scalar::of_int(0)),
+               scalar(cx, Scalar::of_int(std::max<int64_t>(n - 1, 0))));
     idx[j] = broadcast(cx, convert(cx, t, DType::Int32, false), b, "index");
   }
   if (!wrapped.empty()) record_index_check(cx, ys, wrapped, wrapped_axes);
@@ -427,7 +434,7 @@ SplitIndex split_index(const Tensor& x, const DimSpec& spec, const std::vector<I
 } // namespace
 
 Tensor index_clamped(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items0,
-                     bool wrap_negative) {
+                     bool wrap_negative, bool clip_mode) {
   std::vector<IndexItem> items = normalize(cx, items0, av(x).shape);
 
   // Basic indexing (ints and slices) inserts the None dims after slicing, as
@@ -546,7 +553,7 @@ Tensor index_clamped(OpContext& cx, const Tensor& x, const std::vector<IndexItem
   y = squeeze_dims(cx, y, dropped); // drops the dims of basic int indices
   if (!late_new_dims.empty()) y = expand_dims_at(cx, y, late_new_dims);
   if (adv.empty()) return y;
-  Tensor r = gather(cx, y, adv_dims, adv, wrap_negative, x_axis);
+  Tensor r = gather(cx, y, adv_dims, adv, wrap_negative, x_axis, clip_mode);
   if (separator < 0) return r;
   // The separator's dim follows the index dims and the basic dims before it.
   int64_t at =
@@ -656,10 +663,73 @@ std::optional<Tensor> index_as_dynamic_slice(OpContext& cx, const Tensor& x,
   return squeezed.empty() ? out : squeeze_dims(cx, out, squeezed);
 }
 
+// x[idx] (one integer index array, then only full slices or `...`) as
+// make_jaxpr shows JAX's gather: the index normalized (signed:
+// `select_n(i < 0, i, i + n)`; unsigned: converted to int32), given a
+// trailing index-vector axis, and one `gather[dimension_numbers=...]`
+// equation whose instructions (pxl's clamped take) are hidden. Empty when
+// not recording or not of that form.
+std::optional<Tensor> index_as_gather(OpContext& cx, const Tensor& x,
+                                      const std::vector<IndexItem>& items) {
+  auto* tc = dynamic_cast<TraceContext*>(&cx);
+  const Shape& shape = av(x).shape;
+  if (!tc || !tc->jaxpr_record || tracing_under_checkify(cx) || shape.empty() || items.empty())
+    return std::nullopt;
+  const IndexItem& first = items[0];
+  if (first.kind != Kind::Array || av(first.array).shape.empty() ||
+      !is_integer(av(first.array).dtype) || av(first.array).weak)
+    return std::nullopt;
+  for (size_t k = 1; k < items.size(); ++k) {
+    const IndexItem& it = items[k];
+    bool full = it.kind == Kind::Slice && !it.start && !it.stop && !it.step;
+    if (!full && it.kind != Kind::Ellipsis) return std::nullopt;
+  }
+  const Tensor& b = first.array;
+  const DType dt = av(b).dtype;
+  Tensor idx;
+  if (is_unsigned_int(dt)) {
+    idx = convert(cx, b, DType::Int32, false);
+  } else {
+    Tensor negative = binary(cx, BinOp::Lt, b, scalar(cx, Scalar::of_int(0), dt, true));
+    Tensor wrapped = binary(cx, BinOp::Add, b, scalar(cx, Scalar::of_int(shape[0]), dt, true));
+    idx = convert(cx, bind(cx, Op::Select, OpAttrs{}, {negative, wrapped, b}), DType::Int32, false);
+  }
+  const Shape& is = av(idx).shape;
+  OpAttrs vec;
+  vec.shape = is;
+  vec.shape.push_back(1);
+  for (size_t k = 0; k < is.size(); ++k) vec.axes.push_back(static_cast<int64_t>(k));
+  Tensor starts = bind(cx, Op::BroadcastInDim, vec, {idx});
+  auto tuple = [](int64_t from, int64_t to, const std::vector<int64_t>* values) {
+    std::string t = "(";
+    for (int64_t k = from; k < to; ++k)
+      t += (k > from ? ", " : "") + std::to_string(values ? (*values)[static_cast<size_t>(k)] : k);
+    return t + (to - from == 1 ? ",)" : ")");
+  };
+  std::vector<int64_t> sizes(shape.begin(), shape.end());
+  sizes[0] = 1;
+  const int64_t r = static_cast<int64_t>(shape.size()), k = static_cast<int64_t>(is.size());
+  int region = jaxpr_begin_region(
+      *tc, "gather", {tc->value_of(x), tc->value_of(starts)},
+      {{"dimension_numbers", "GatherDimensionNumbers(offset_dims=" + tuple(k, k + r - 1, nullptr) +
+                                 ", collapsed_slice_dims=(0,), start_index_map=(0,), "
+                                 "operand_batching_dims=(), start_indices_batching_dims=())"},
+       {"fill_value", "None"},
+       {"indices_are_sorted", "False"},
+       {"mode", "GatherScatterMode.PROMISE_IN_BOUNDS"},
+       {"slice_sizes", tuple(0, r, &sizes)},
+       {"unique_indices", "False"}});
+  tc->jaxpr_record->regions[static_cast<size_t>(region)].opaque = true;
+  Tensor out = index_clamped(cx, x, items, true, false);
+  jaxpr_end_region(*tc, region, {tc->value_of(out)});
+  return out;
+}
+
 Tensor index(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items) {
   check_eager_gather(cx, x, items);
   if (auto sliced = index_as_dynamic_slice(cx, x, items)) return *sliced;
-  return index_clamped(cx, x, items, true);
+  if (auto gathered = index_as_gather(cx, x, items)) return *gathered;
+  return index_clamped(cx, x, items, true, false);
 }
 
 Tensor index_fill(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items,
