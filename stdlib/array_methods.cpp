@@ -389,7 +389,7 @@ Value at_method(InterpreterImpl& in, const AtProxyObj& p, const std::string& nam
     std::string mode = mode_of(r, 2);
     bool wrap = r.get_bool(5, true);
     if (mode != "fill" && mode != "drop")
-      return make_array(np::index_clamped(in.ops(), x, items(), wrap, mode == "clip"));
+      return make_array(np::index_clamped(in.ops(), x, items(), wrap));
     Tensor fill;
     if (r.has(3) && !r[3].is_none()) {
       fill = in.to_tensor(r[3], Span{});

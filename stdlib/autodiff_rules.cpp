@@ -730,12 +730,14 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
     throw Error(ErrCode::Unsupported,
                 std::string("differentiating the raw ") + op_name(in.op) +
                     " primitive is not supported (call it through jax.lax.linalg)");
-  case Op::Take:
-    // take clamps its indices (XLA's gather); the transpose is XLA's
-    // scatter-add, which drops an out-of-range index's cotangent, as JAX's
-    // gradient of x[i] does. (A mode='clip' index is clamped before the take,
-    // so its cotangent lands on the clamped position, as JAX's.)
-    return {scatter(b, b.zeros(p[0]), p[1], g, at.axis, ScatterMode::Add), nullptr};
+  case Op::Take: {
+    // take clamps its indices; the transpose adds into the clamped positions.
+    const Tensor& idx = p[1];
+    int64_t dim = p[0]->aval.shape[at.axis];
+    Tensor ci = b.bin(Op::Min, b.bin(Op::Max, idx, b.zeros(idx)),
+                      b.full(idx, static_cast<double>(dim - 1)));
+    return {scatter(b, b.zeros(p[0]), ci, g, at.axis, ScatterMode::Add), nullptr};
+  }
   case Op::Scatter: {
     const Tensor &x = p[0], &idx = p[1], &upd = p[2];
     int64_t dim = x->aval.shape[at.axis];

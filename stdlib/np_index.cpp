@@ -219,8 +219,7 @@ SliceRange resolve(const IndexItem& it, int64_t n) {
 
 // Integer index arrays (already one per dim of y at `dims`) gathered with one take.
 Tensor gather(OpContext& cx, const Tensor& y, const std::vector<int64_t>& dims,
-              std::vector<Tensor> idx, bool wrap_negative, const std::vector<int64_t>& x_axis,
-              bool clip_mode) {
+              std::vector<Tensor> idx, bool wrap_negative, const std::vector<int64_t>& x_axis) {
   const Shape& ys = av(y).shape;
   // An empty axis has nothing to gather (JAX's errors: a scalar index's, the gather's).
   for (size_t j = 0; j < idx.size(); ++j) {
@@ -261,14 +260,11 @@ Tensor gather(OpContext& cx, const Tensor& y, const std::vector<int64_t>& dims,
       wrapped.push_back(broadcast(cx, t, b, "index"));
       wrapped_axes.push_back(dims[j]);
     }
-    // One index array (not 0-d, which JAX slices dynamically) is clamped by
-    // the take itself (XLA's gather), whose transpose drops an out-of-range
-    // entry's cotangent, as JAX's gradient does; mode='clip' and several
-    // arrays are clamped each here (several combine into one flat index:
-    // their cotangents then land on the clamped element, a gap).
-    if (clip_mode || idx.size() > 1 || b.empty())
-      t = clip(cx, t, scalar(cx, Scalar::of_int(0)),
-               scalar(cx, Scalar::of_int(std::max<int64_t>(n - 1, 0))));
+    // Out-of-range entries are clamped here, so their cotangents land on the
+    // clamped element where JAX's drop them (a gap; leaving the clamp to the
+    // take changed the CUDA path's fusions and so its rounding).
+    t = clip(cx, t, scalar(cx, Scalar::of_int(0)),
+             scalar(cx, Scalar::of_int(std::max<int64_t>(n - 1, 0))));
     idx[j] = broadcast(cx, convert(cx, t, DType::Int32, false), b, "index");
   }
   if (!wrapped.empty()) record_index_check(cx, ys, wrapped, wrapped_axes);
@@ -434,7 +430,7 @@ SplitIndex split_index(const Tensor& x, const DimSpec& spec, const std::vector<I
 } // namespace
 
 Tensor index_clamped(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items0,
-                     bool wrap_negative, bool clip_mode) {
+                     bool wrap_negative) {
   std::vector<IndexItem> items = normalize(cx, items0, av(x).shape);
 
   // Basic indexing (ints and slices) inserts the None dims after slicing, as
@@ -553,7 +549,7 @@ Tensor index_clamped(OpContext& cx, const Tensor& x, const std::vector<IndexItem
   y = squeeze_dims(cx, y, dropped); // drops the dims of basic int indices
   if (!late_new_dims.empty()) y = expand_dims_at(cx, y, late_new_dims);
   if (adv.empty()) return y;
-  Tensor r = gather(cx, y, adv_dims, adv, wrap_negative, x_axis, clip_mode);
+  Tensor r = gather(cx, y, adv_dims, adv, wrap_negative, x_axis);
   if (separator < 0) return r;
   // The separator's dim follows the index dims and the basic dims before it.
   int64_t at =
@@ -720,7 +716,7 @@ std::optional<Tensor> index_as_gather(OpContext& cx, const Tensor& x,
        {"slice_sizes", tuple(0, r, &sizes)},
        {"unique_indices", "False"}});
   tc->jaxpr_record->regions[static_cast<size_t>(region)].opaque = true;
-  Tensor out = index_clamped(cx, x, items, true, false);
+  Tensor out = index_clamped(cx, x, items, true);
   jaxpr_end_region(*tc, region, {tc->value_of(out)});
   return out;
 }
@@ -729,7 +725,7 @@ Tensor index(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items
   check_eager_gather(cx, x, items);
   if (auto sliced = index_as_dynamic_slice(cx, x, items)) return *sliced;
   if (auto gathered = index_as_gather(cx, x, items)) return *gathered;
-  return index_clamped(cx, x, items, true, false);
+  return index_clamped(cx, x, items, true);
 }
 
 Tensor index_fill(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items,

@@ -11,11 +11,8 @@ struct IndexOptions {
 };
 
 // x[items] reading clamped indices (modes None, 'clip', 'promise_in_bounds').
-// `clip`: mode='clip', whose gradient lands on the clamped element; otherwise
-// one index array's out-of-range entries get no cotangent (XLA's gather and
-// scatter-add, as JAX's gradient of x[idx]).
 Tensor index_clamped(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items,
-                     bool wrap_negative, bool clip = true);
+                     bool wrap_negative);
 // x.at[items].get(mode='fill'): `fill` where an index (static or array) is out of range.
 Tensor index_fill(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items,
                   const Tensor& fill, bool wrap_negative);
