@@ -8,6 +8,7 @@
 #include "lang/tracer.hpp"
 #include "stdlib/checkify.hpp"
 #include "stdlib/jaxpr_record.hpp"
+#include "stdlib/jaxpr_spmd.hpp"
 #include "stdlib/np_index.hpp"
 #include "stdlib/np_internal.hpp"
 #include "stdlib/sharding.hpp"
@@ -588,6 +589,27 @@ void check_eager_gather(OpContext& cx, const Tensor& x, const std::vector<IndexI
 }
 } // namespace
 
+namespace {
+
+// Whether every item after the first is `:` or `...` (x[i], x[i, :], x[idx, ...]).
+bool only_full_after_first(const std::vector<IndexItem>& items) {
+  return std::all_of(items.begin() + 1, items.end(), [](const IndexItem& it) {
+    return it.kind == Kind::Ellipsis ||
+           (it.kind == Kind::Slice && !it.start && !it.stop && !it.step);
+  });
+}
+
+// Opens the region of one JAX primitive whose instructions here make_jaxpr
+// does not show (a gather, scatter or dynamic slice pxl computes otherwise).
+int begin_opaque(TraceContext& tc, std::string prim, std::vector<int> inputs,
+                 std::vector<std::pair<std::string, std::string>> params) {
+  int region = jaxpr_begin_region(tc, std::move(prim), std::move(inputs), std::move(params));
+  tc.jaxpr_record->regions[static_cast<size_t>(region)].opaque = true;
+  return region;
+}
+
+} // namespace
+
 // x[items] as make_jaxpr shows JAX's indexing of integers, slices of step 1
 // and `...` with at least one traced 0-d integer (JAX's dynamic-slice route):
 // the starts (converted to int32 when there are several), each normalized as
@@ -648,11 +670,7 @@ std::optional<Tensor> index_as_dynamic_slice(OpContext& cx, const Tensor& x,
   }
   std::vector<int> ids{tc->value_of(x)};
   for (const Tensor& s : starts) ids.push_back(tc->value_of(s));
-  std::string params = "(";
-  for (size_t d = 0; d < sizes.size(); ++d) params += (d ? ", " : "") + std::to_string(sizes[d]);
-  params += sizes.size() == 1 ? ",)" : ")";
-  int region = jaxpr_begin_region(*tc, "dynamic_slice", ids, {{"slice_sizes", params}});
-  tc->jaxpr_record->regions[static_cast<size_t>(region)].opaque = true;
+  int region = begin_opaque(*tc, "dynamic_slice", ids, {{"slice_sizes", py_seq(sizes)}});
   Tensor out =
       reshape_to(cx, index_clamped(cx, x, items0, true), Shape(sizes.begin(), sizes.end()));
   jaxpr_end_region(*tc, region, {tc->value_of(out)});
@@ -675,11 +693,7 @@ std::optional<Tensor> index_as_gather(OpContext& cx, const Tensor& x,
   if (first.kind != Kind::Array || av(first.array).shape.empty() ||
       !is_integer(av(first.array).dtype) || av(first.array).weak)
     return std::nullopt;
-  for (size_t k = 1; k < items.size(); ++k) {
-    const IndexItem& it = items[k];
-    bool full = it.kind == Kind::Slice && !it.start && !it.stop && !it.step;
-    if (!full && it.kind != Kind::Ellipsis) return std::nullopt;
-  }
+  if (!only_full_after_first(items)) return std::nullopt;
   const Tensor& b = first.array;
   const DType dt = av(b).dtype;
   Tensor idx;
@@ -696,26 +710,20 @@ std::optional<Tensor> index_as_gather(OpContext& cx, const Tensor& x,
   vec.shape.push_back(1);
   for (size_t k = 0; k < is.size(); ++k) vec.axes.push_back(static_cast<int64_t>(k));
   Tensor starts = bind(cx, Op::BroadcastInDim, vec, {idx});
-  auto tuple = [](int64_t from, int64_t to, const std::vector<int64_t>* values) {
-    std::string t = "(";
-    for (int64_t k = from; k < to; ++k)
-      t += (k > from ? ", " : "") + std::to_string(values ? (*values)[static_cast<size_t>(k)] : k);
-    return t + (to - from == 1 ? ",)" : ")");
-  };
-  std::vector<int64_t> sizes(shape.begin(), shape.end());
+  std::vector<int64_t> sizes(shape.begin(), shape.end()), offset_dims;
   sizes[0] = 1;
-  const int64_t r = static_cast<int64_t>(shape.size()), k = static_cast<int64_t>(is.size());
-  int region = jaxpr_begin_region(
+  for (size_t k = 0; k + 1 < shape.size(); ++k)
+    offset_dims.push_back(static_cast<int64_t>(is.size() + k));
+  int region = begin_opaque(
       *tc, "gather", {tc->value_of(x), tc->value_of(starts)},
-      {{"dimension_numbers", "GatherDimensionNumbers(offset_dims=" + tuple(k, k + r - 1, nullptr) +
+      {{"dimension_numbers", "GatherDimensionNumbers(offset_dims=" + py_seq(offset_dims) +
                                  ", collapsed_slice_dims=(0,), start_index_map=(0,), "
                                  "operand_batching_dims=(), start_indices_batching_dims=())"},
        {"fill_value", "None"},
        {"indices_are_sorted", "False"},
        {"mode", "GatherScatterMode.PROMISE_IN_BOUNDS"},
-       {"slice_sizes", tuple(0, r, &sizes)},
+       {"slice_sizes", py_seq(sizes)},
        {"unique_indices", "False"}});
-  tc->jaxpr_record->regions[static_cast<size_t>(region)].opaque = true;
   Tensor out = index_clamped(cx, x, items, true);
   jaxpr_end_region(*tc, region, {tc->value_of(out)});
   return out;
@@ -876,11 +884,7 @@ std::optional<Tensor> set_as_scatter(OpContext& cx, const Tensor& x,
   const bool traced = first.kind == Kind::Array && av(first.array).shape.empty() &&
                       is_signed_int(av(first.array).dtype);
   if (first.kind != Kind::Int && !traced) return std::nullopt;
-  for (size_t k = 1; k < items.size(); ++k) {
-    const IndexItem& it = items[k];
-    bool full = it.kind == Kind::Slice && !it.start && !it.stop && !it.step;
-    if (!full && it.kind != Kind::Ellipsis) return std::nullopt;
-  }
+  if (!only_full_after_first(items)) return std::nullopt;
   const int64_t n = shape[0];
   Shape window(shape.begin() + 1, shape.end());
   const Shape& vs = av(v).shape;
@@ -902,12 +906,11 @@ std::optional<Tensor> set_as_scatter(OpContext& cx, const Tensor& x,
   Tensor index_vector = broadcast(cx, idx, {1}, "at[].set");
   Tensor update = convert(cx, v, av(x).dtype, av(v).weak && av(x).weak);
   if (av(update).shape != window) update = broadcast(cx, update, window, "at[].set");
-  std::string window_dims = "(";
-  for (size_t k = 0; k < window.size(); ++k) window_dims += (k ? ", " : "") + std::to_string(k);
-  window_dims += window.size() == 1 ? ",)" : ")";
-  int region = jaxpr_begin_region(
+  std::vector<int64_t> window_dims;
+  for (size_t k = 0; k < window.size(); ++k) window_dims.push_back(static_cast<int64_t>(k));
+  int region = begin_opaque(
       *tc, "scatter", {tc->value_of(x), tc->value_of(index_vector), tc->value_of(update)},
-      {{"dimension_numbers", "ScatterDimensionNumbers(update_window_dims=" + window_dims +
+      {{"dimension_numbers", "ScatterDimensionNumbers(update_window_dims=" + py_seq(window_dims) +
                                  ", inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), "
                                  "operand_batching_dims=(), scatter_indices_batching_dims=())"},
        {"indices_are_sorted", "True"},
@@ -915,7 +918,6 @@ std::optional<Tensor> set_as_scatter(OpContext& cx, const Tensor& x,
        {"unique_indices", "True"},
        {"update_consts", "()"},
        {"update_jaxpr", "None"}});
-  tc->jaxpr_record->regions[static_cast<size_t>(region)].opaque = true;
   Tensor out = index_update_flat(cx, x, items, v, mode, opts);
   jaxpr_end_region(*tc, region, {tc->value_of(out)});
   return out;
