@@ -117,6 +117,7 @@ void add_pxl_modules(InterpreterImpl& in, Value& jax) {
       {"jax.scipy.spatial.transform", "scipy_spatial_transform"},       // Rotation, Slerp
       {"jax.experimental.sparse.linalg", "experimental_sparse_linalg"}, // lobpcg_standard
       {"jax.experimental.shard_alike", "experimental_shard_alike"},
+      {"jax.flatten_util", "flatten_util"}, // ravel_pytree
   };
   for (auto [dotted, file] : lazy)
     for (const EmbeddedSource& s : kSources)
