@@ -181,6 +181,48 @@ Tensor arange(OpContext& cx, const Scalar& start, const Scalar& stop, const Scal
   return cx.constant(std::move(a));
 }
 
+namespace {
+
+// How XLA's CPU loop for a concrete linspace of `num` values (`div` steps)
+// rounds each value: which indices have 1 - i * r constant-folded (unrolled
+// code) and which fuse start * (1 - t) rather than stop * t into the fma.
+struct LinspaceLoop {
+  int64_t folded_from = 0;   // indices from here on are folded
+  bool unrolled_one = false; // i = 1 of wholly unrolled code fuses start * (1 - t)
+  bool odd_parts = false;    // every index fuses start * (1 - t)
+  bool folded(int64_t i) const { return i >= folded_from; }
+  bool fuses_start(int64_t i) const { return odd_parts || (unrolled_one && i == 1 && folded(i)); }
+};
+
+LinspaceLoop linspace_loop(int64_t num, int64_t div, bool inexact) {
+  LinspaceLoop l;
+  // Measured where XLA's LLVM targets AVX-512: the loop is unrolled whole below
+  // 352 float steps (288 for an integer result, whose loop also floors and
+  // converts), else vectorized 32 at a time with its remainder unrolled (a float
+  // result's; an integer one's stays a loop). Unrolled, i = 1 drops its multiply
+  // by 1, and for div <= 32 the fma then fuses start * (1 - t). Past 4442 values
+  // (4255 for integers) XLA emits the loop otherwise: nothing is folded, and an
+  // odd div fuses start * (1 - t) everywhere.
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (!avx512) { // elsewhere: unrolled up to 375 values, else one vector loop
+    l.folded_from = num <= 375 ? 0 : div;
+    return l;
+  }
+  const int64_t vector_from = inexact ? 352 : 288, parts_from = inexact ? 4442 : 4255;
+  const int64_t lanes = 32;
+  if (div < vector_from)
+    l.folded_from = 0;
+  else if (inexact && num <= parts_from)
+    l.folded_from = div / lanes * lanes;
+  else
+    l.folded_from = div;
+  l.unrolled_one = inexact && div <= 32;
+  l.odd_parts = num > parts_from && div % 2 == 1;
+  return l;
+}
+
+} // namespace
+
 Tensor linspace(OpContext& cx, double start, double stop, int64_t num, bool endpoint,
                 std::optional<DType> dtype) {
   if (num < 0)
@@ -189,12 +231,12 @@ Tensor linspace(OpContext& cx, double start, double stop, int64_t num, bool endp
   DType d = dtype ? *dtype : DType::Float32;
   // JAX's formula start * (1 - t) + stop * t with t = i / div, as XLA compiles
   // it: the division becomes a multiply by r = 1 / div, stop * t is reassociated to
-  // (stop * r) * i and the final add is fused into an fma. For small `num` XLA
-  // unrolls the loop and constant-folds 1 - i * r; for larger ones 1 - i * r is
-  // itself an fma. float32 is the computation type for int too; the half types
-  // round at every step (their rules below were fitted to JAX 0.10 on CPU).
+  // (stop * r) * i and the final add is fused into an fma. Unrolled code
+  // constant-folds 1 - i * r, where a vector loop computes it as an fma too.
+  // float32 is the computation type for int too; the half types round at every
+  // step. (These rules were fitted to JAX 0.10 on CPUs.)
   int64_t div = endpoint ? num - 1 : num;
-  bool folded = num <= 375;
+  LinspaceLoop loop = linspace_loop(num, div, is_inexact(d));
   Array a(d, {num});
   for (int64_t i = 0; i < num; ++i) {
     double v;
@@ -204,7 +246,7 @@ Tensor linspace(OpContext& cx, double start, double stop, int64_t num, bool endp
       v = stop;
     } else if (d == DType::Float64) {
       double r = 1.0 / static_cast<double>(div), fi = static_cast<double>(i);
-      double c = folded ? 1.0 - fi * r : std::fma(-fi, r, 1.0);
+      double c = loop.folded(i) ? 1.0 - fi * r : std::fma(-fi, r, 1.0);
       v = std::fma(stop * r, fi, start * c);
     } else if (d == DType::Float16) {
       // Every op rounds to float16; as for float32 the division is a multiply
@@ -223,8 +265,8 @@ Tensor linspace(OpContext& cx, double start, double stop, int64_t num, bool endp
     } else {
       float fs = static_cast<float>(start), fe = static_cast<float>(stop);
       float r = 1.0f / static_cast<float>(div), fi = static_cast<float>(i);
-      float c = folded ? 1.0f - fi * r : std::fma(-fi, r, 1.0f);
-      v = std::fma(fe * r, fi, fs * c);
+      float c = loop.folded(i) ? 1.0f - fi * r : std::fma(-fi, r, 1.0f);
+      v = loop.fuses_start(i) ? std::fma(fs, c, (fe * r) * fi) : std::fma(fe * r, fi, fs * c);
     }
     if (!is_inexact(d) && d != DType::Bool) v = std::floor(v);
     a.set(i, Scalar::of_float(v));

@@ -13,7 +13,7 @@ from its own directory (so diagnostics show the bare file name) and compared wit
              Intel AVX-512 kernels there, so NAME.out (not NAME.amd.out) is their fallback,
              while XLA's AMD-specific code (rsqrt's one Newton step) still applies.
   NAME.intel512.out  the same on Intel CPUs with AVX-512 (JAX's output there; lng_svd_qdwh's
-             is pxl's, whose QDWH SVD differs from JAX's there in two printed last digits).
+             is pxl's, whose QDWH SVD differs from JAX's there in one printed last digit).
 A first line `# ARGS: --devices 4` passes flags to pxl. Files whose name starts
 with `_` are helper modules for the others to import, not tests.
 
