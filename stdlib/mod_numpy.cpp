@@ -132,6 +132,16 @@ void def_creation(ModuleBuilder& b) {
     for (int64_t d : canonical_shape(in, r[0], false)) dims.push_back(Value::integer(d));
     return make_tuple(std::move(dims));
   });
+  // _linspace_terms(num, endpoint, inexact): np::linspace_terms, for the traced
+  // bounds of stdlib/numpy_rest.pxl's linspace.
+  b.fn("_linspace_terms", [](InterpreterImpl& in, CallArgs& a) {
+    ArgReader r("_linspace_terms", a, {"num", "endpoint", "inexact"}, 3);
+    ValueList terms;
+    for (Tensor& t :
+         np::linspace_terms(in.ops(), r.get_int(0), r.get_bool(1, true), r.get_bool(2, true)))
+      terms.push_back(make_array(std::move(t)));
+    return make_tuple(std::move(terms));
+  });
   b.fn("zeros", filled("zeros", 0));
   b.fn("empty", filled("empty", 0));
   b.fn("ones", filled("ones", 1));

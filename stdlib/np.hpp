@@ -98,6 +98,11 @@ Tensor arange(OpContext& cx, const Scalar& start, const Scalar& stop, const Scal
               std::optional<DType> dtype = {}, bool step_given = true);
 Tensor linspace(OpContext& cx, double start, double stop, int64_t num, bool endpoint = true,
                 std::optional<DType> dtype = {});
+// The host-side terms of a float32 linspace of num values whose bounds are
+// traced, as linspace rounds concrete ones: (i, 1 - i / div as XLA's loop
+// computes it, whether value i fuses start * (1 - t) into its fma, 1 / div),
+// for the values before the endpoint.
+std::vector<Tensor> linspace_terms(OpContext& cx, int64_t num, bool endpoint, bool inexact);
 Tensor eye(OpContext& cx, int64_t n, std::optional<int64_t> m = {}, int64_t k = 0,
            DType dtype = DType::Float32);
 Tensor astype(OpContext& cx, const Tensor& x, DType dtype); // result is strong (not weak)

@@ -274,6 +274,23 @@ Tensor linspace(OpContext& cx, double start, double stop, int64_t num, bool endp
   return cx.constant(std::move(a));
 }
 
+std::vector<Tensor> linspace_terms(OpContext& cx, int64_t num, bool endpoint, bool inexact) {
+  int64_t div = endpoint ? num - 1 : num;
+  LinspaceLoop loop = linspace_loop(num, div, inexact);
+  float r = 1.0f / static_cast<float>(div);
+  Array index(DType::Float32, {div}), rest(DType::Float32, {div}), fuse(DType::Bool, {div});
+  for (int64_t i = 0; i < div; ++i) {
+    float fi = static_cast<float>(i);
+    index.set(i, Scalar::of_float(fi));
+    rest.set(i, Scalar::of_float(loop.folded(i) ? 1.0f - fi * r : std::fma(-fi, r, 1.0f)));
+    fuse.set(i, Scalar::of_bool(loop.fuses_start(i)));
+  }
+  Array step(DType::Float32, {});
+  step.set(0, Scalar::of_float(r));
+  return {cx.constant(std::move(index)), cx.constant(std::move(rest)), cx.constant(std::move(fuse)),
+          cx.constant(std::move(step))};
+}
+
 Tensor eye(OpContext& cx, int64_t n, std::optional<int64_t> m, int64_t k, DType dtype) {
   int64_t cols = m ? *m : n;
   if (n < 0 || cols < 0) throw Error(ErrCode::Value, "eye: negative dimensions are not allowed");
