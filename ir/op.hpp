@@ -135,9 +135,14 @@ struct OpAttrs {
   int64_t axis = 0;                             // iota, concatenate, argmax, cumsum, take, scatter
   int64_t exponent = 0;                         // integer_pow
   bool reverse = false;                         // cumsum
-  // mul of complex64: the right operand is a broadcast scalar, which changes
-  // the product XLA's multiply fuses into the imaginary part (ref_complex.hpp).
+  // mul of complex64: the right (left) operand is a broadcast scalar, which
+  // changes the product XLA's multiply fuses into the imaginary part
+  // (ref_complex.hpp); XLA's multiply takes the scalar on the right.
   bool scalar_rhs = false;
+  bool scalar_lhs = false;
+  // debug_print: recorded by participant 0 alone (a print in an automatically
+  // partitioned jit, which JAX runs once, on device 0, with the whole value).
+  bool first_participant = false;
   // pow: the exponent was an integer before its conversion to the base's type
   // (JAX's pow of an integer y, whose derivative in x is 0 where y == 0).
   bool int_exponent = false;

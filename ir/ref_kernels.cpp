@@ -310,7 +310,7 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
       if constexpr (is_int_v<decltype(x)>)
         return wrap_mul(x, y);
       else if constexpr (is_complex_v<decltype(x)>)
-        return cplx::mul(x, y, a.scalar_rhs);
+        return a.scalar_lhs ? cplx::mul(y, x, true) : cplx::mul(x, y, a.scalar_rhs);
       else
         return x * y;
     });

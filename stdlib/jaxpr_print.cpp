@@ -4,6 +4,7 @@
 // constants as literals `2.0:f32[]`; params as JAX's printing rules show them).
 #include <algorithm>
 #include <charconv>
+#include <complex>
 #include <map>
 #include <set>
 #include <utility>
@@ -468,6 +469,11 @@ struct Printer {
       double x = cv->second->concrete->get_f64(0);
       if (aval.dtype == DType::Bool) {
         s = py_bool(x != 0);
+      } else if (is_complex(aval.dtype)) { // .item() of a complex64: Python's complex
+        const Array& c = *cv->second->concrete;
+        std::complex<float> z = is_complex(c.dtype()) ? c.as<std::complex<float>>()[0]
+                                                      : std::complex<float>(static_cast<float>(x));
+        s = python_complex_repr(z.real(), z.imag());
       } else if (is_integer(aval.dtype)) {
         s = std::to_string(static_cast<int64_t>(x));
       } else if (aval.dtype == DType::Float32 && (conv != rd.converted_from.end() || !aval.weak)) {

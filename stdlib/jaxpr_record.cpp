@@ -308,7 +308,7 @@ template <class Take>
 std::vector<Value*> dynamic_args(CallArgs& a, const std::vector<std::string>& dynamic, Take take) {
   std::vector<Value*> out;
   for (size_t i = 0; i < a.pos.size() && i < dynamic.size(); ++i)
-    if (take(a.pos[i])) out.push_back(&a.pos[i]);
+    if (!dynamic[i].empty() && take(a.pos[i])) out.push_back(&a.pos[i]);
   for (auto& [k, v] : a.kw)
     if (std::count(dynamic.begin(), dynamic.end(), k) && take(v)) out.push_back(&v);
   return out;
@@ -328,7 +328,7 @@ std::string static_key(const std::string& name, const std::vector<std::string>& 
     return append_literal_key(v, key);
   };
   for (size_t i = 0; i < a.pos.size(); ++i)
-    if (!add(std::to_string(i), a.pos[i], i < dynamic.size())) return "";
+    if (!add(std::to_string(i), a.pos[i], i < dynamic.size() && !dynamic[i].empty())) return "";
   for (const auto& [k, v] : a.kw)
     if (!add(k, v, std::count(dynamic.begin(), dynamic.end(), k) > 0)) return "";
   return key + ")";

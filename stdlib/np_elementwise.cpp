@@ -353,9 +353,8 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
     // an operand is a broadcast scalar, which takes the right-hand side.
     if (is_complex(p.dtype) && (av(a0).size() == 1) != (av(b0).size() == 1)) {
       OpAttrs scalar;
-      scalar.scalar_rhs = true;
-      return av(a0).size() == 1 ? bind(cx, Op::Mul, scalar, {b, a})
-                                : bind(cx, Op::Mul, scalar, {a, b});
+      (av(a0).size() == 1 ? scalar.scalar_lhs : scalar.scalar_rhs) = true;
+      return bind(cx, Op::Mul, scalar, {a, b});
     }
     return p2(cx, is_bool ? Op::And : Op::Mul, a, b);
   case BinOp::TrueDiv: {
