@@ -1,5 +1,7 @@
 #include "runtime/debug_print.hpp"
 
+#include <algorithm>
+
 #include "runtime/executable.hpp"
 
 namespace pxl {
@@ -21,6 +23,12 @@ void print_debug_records(std::vector<DebugRecord>& records) {
   for (const DebugRecord& r : records)
     if (r.fmt) print_debug_now(*r.fmt, r.values);
   records.clear();
+}
+
+void sort_debug_records(std::vector<DebugRecord>& records) {
+  std::stable_sort(records.begin(), records.end(), [](const DebugRecord& a, const DebugRecord& b) {
+    return a.format != b.format ? a.format < b.format : a.participant < b.participant;
+  });
 }
 
 } // namespace pxl

@@ -24,4 +24,8 @@ void print_debug_now(const DebugFormat& f, std::span<const Array> values);
 // Prints the records a single-device run collected, in the order they ran.
 void print_debug_records(std::vector<DebugRecord>& records);
 
+// The records of an SPMD run in the order they print: statement by statement
+// (format), each in participant (device) order.
+void sort_debug_records(std::vector<DebugRecord>& records);
+
 } // namespace pxl

@@ -220,8 +220,12 @@ std::vector<Tensor> EagerContext::bind_call(const OpAttrs& attrs, std::span<cons
   }
   infer_call(attrs, avals); // operand checks, as eval_ref runs the shape rule
   if (attrs.custom) return bind_custom_primal(*this, *attrs.custom, inputs);
-  return checked_results("Invalid value (%) encountered in sharded computation.",
-                         run_spmd_call(*attrs.callee, inputs, pull_log_), loc);
+  std::vector<DebugRecord> prints;
+  std::vector<Tensor> out = run_spmd_call(*attrs.callee, inputs, pull_log_, &prints);
+  sort_debug_records(prints);
+  print_debug_records(prints);
+  return checked_results("Invalid value (%) encountered in sharded computation.", std::move(out),
+                         loc);
 }
 
 std::vector<Tensor> EagerContext::checked_results(const std::string& message,

@@ -10,6 +10,7 @@
 #include "ir/simplify.hpp"
 #include "ir/while_loop.hpp"
 #include "lang/diag.hpp"
+#include "runtime/debug_print.hpp"
 #include "runtime/platform.hpp"
 #include "runtime/spmd_steps.hpp"
 
@@ -321,13 +322,17 @@ std::vector<Tensor> run_spmd_call(const SpmdCallee& c, std::span<const Tensor> o
 }
 
 void run_spmd_call_instr(const Function& f, size_t index, int per_thread,
-                         std::vector<std::vector<Array>>& env) {
+                         std::vector<std::vector<Array>>& env, std::vector<DebugRecord>& debug) {
   const Instr& in = f.body[index];
   for (int j = 0; j < per_thread; ++j) {
     std::vector<Tensor> args;
     for (int o : in.operands) args.push_back(make_tensor(env[j][o]));
     try {
-      std::vector<Tensor> outs = run_spmd_call(*in.attrs.callee, args, nullptr);
+      std::vector<DebugRecord> prints;
+      std::vector<Tensor> outs = run_spmd_call(*in.attrs.callee, args, nullptr, &prints);
+      sort_debug_records(prints);
+      debug.insert(debug.end(), std::make_move_iterator(prints.begin()),
+                   std::make_move_iterator(prints.end()));
       for (size_t r = 0; r < outs.size(); ++r)
         env[j][in.result + static_cast<int>(r)] = whole_of(outs[r]);
     } catch (Error& e) {

@@ -135,7 +135,7 @@ void run_host_instr(const Function& f, const SpmdLayout& layout, const Collectiv
   } else if (in.op == Op::HostCallback) {
     run_host_callback(f, in, k, env);
   } else if (in.op == Op::SpmdCall) {
-    run_spmd_call_instr(f, index, k, env);
+    run_spmd_call_instr(f, index, k, env, debug);
   } else if (in.op == Op::While) {
     run_while_instr(f, layout, thread, index, env, world, debug);
   } else if (is_collective(in.op)) {
@@ -171,10 +171,11 @@ void run_host_callback(const Function& f, const Instr& in, int per_thread,
 void run_debug_print(const Instr& in, int thread, int per_thread,
                      std::vector<std::vector<Array>>& env, std::vector<DebugRecord>& debug) {
   for (int j = 0; j < per_thread; ++j) {
+    env[j][in.result] = Array(DType::Bool, {});
+    if (in.attrs.first_participant && thread * per_thread + j != 0) continue;
     DebugRecord rec{thread * per_thread + j, static_cast<int>(in.attrs.axis), {}, in.attrs.debug};
     for (int o : in.operands) rec.values.push_back(env[j][o]);
     debug.push_back(std::move(rec));
-    env[j][in.result] = Array(DType::Bool, {});
   }
 }
 

@@ -44,9 +44,10 @@ void run_reference_instr(const Function& f, size_t index, int per_thread,
 // Runs the spmd_call f.body[index] for every local participant of a
 // single-device Function (runtime/spmd_call.cpp). It launches the callee on the
 // device threads, so the Function must run on the calling thread, not on one
-// of them (DeviceThreads::run refuses a nested launch).
+// of them (DeviceThreads::run refuses a nested launch). The callee's
+// jax.debug.print records join `debug`, in the order they print.
 void run_spmd_call_instr(const Function& f, size_t index, int per_thread,
-                         std::vector<std::vector<Array>>& env);
+                         std::vector<std::vector<Array>>& env, std::vector<DebugRecord>& debug);
 
 // Calls a host_callback's callee for every local participant (not where its
 // gate says the cond branch is not taken: zeros then), in participant order.

@@ -67,7 +67,10 @@ std::vector<Tensor> transpose_spmd_call(OpContext& cx, const Instr& in,
       for (size_t k = 0; k < n && k < c.ins.size(); ++k)
         tc.function().values[static_cast<size_t>(tc.value_of(params[k]))].vma |=
             bits(c.ins[k].spec.unreduced);
-    std::vector<Tensor> env = forward_pass(tc, f, params.subspan(0, n), {});
+    // (The primal call printed; recomputing the forward pass prints nothing.)
+    Function quiet = f;
+    std::erase_if(quiet.body, [](const Instr& i) { return i.op == Op::DebugPrint; });
+    std::vector<Tensor> env = forward_pass(tc, quiet, params.subspan(0, n), {});
     std::vector<Tensor> seeds(f.results.size());
     for (size_t i = 0; i < with_ct.size(); ++i) {
       size_t r = with_ct[i];

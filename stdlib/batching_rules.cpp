@@ -648,6 +648,15 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
         r.shape.assign(v.t->aval.shape.begin() + 1, v.t->aval.shape.end());
         row.push_back(bind(cx, Op::Reshape, r, {bind(cx, Op::Slice, s, {v.t})}));
       }
+      // Each example's print is a statement of its own, so an SPMD run prints
+      // example by example, each on every device in turn (JAX's eager order).
+      if (auto* tc = dynamic_cast<TraceContext*>(&cx); tc && i > 0) {
+        std::vector<DebugFormat>& formats = tc->function().debug_formats;
+        if (a.axis >= 0 && static_cast<size_t>(a.axis) < formats.size()) {
+          formats.push_back(formats[static_cast<size_t>(a.axis)]);
+          a.axis = static_cast<int64_t>(formats.size()) - 1;
+        }
+      }
       token = cx.bind(op, a, row);
     }
     return {token, false};

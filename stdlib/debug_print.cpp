@@ -12,6 +12,8 @@
 // the arguments when the call is made.
 #include "stdlib/debug_print.hpp"
 
+#include <map>
+
 #include "lang/tracer.hpp"
 #include "runtime/debug_print.hpp"
 #include "stdlib/checkify.hpp"
@@ -33,6 +35,13 @@ struct PrintArgs : DebugFormatArgs {
   Value callback;       // jax.debug.callback's function (None: print the format)
   bool io = false;      // jax.experimental.io_callback's (without results): JAX refuses
   bool ordered = false; // to vmap an ordered one, or one in a cond whose predicate is batched
+  // Traced into code JAX compiles (a jit, a loop or cond, a pmap): XLA hands
+  // the callback arrays without weak types. Elsewhere (vmap, grad, an eager
+  // shard_map) JAX calls it eagerly, with the arguments as device_put makes them.
+  bool compiled = false;
+  // Recorded in an eager shard_map's body: per operand, the mesh axes it
+  // varies over (JAX's eager rule zips the operands' per-block lists).
+  std::optional<std::vector<std::vector<std::string>>> eager_blocks;
   InterpreterImpl* in = nullptr; // whose output the line goes to (the one that traced it)
 };
 
@@ -113,6 +122,36 @@ Value call_format(InterpreterImpl& in, const std::string& fmt, CallArgs& args) {
   return in.call(in.get_attr(make_str(fmt), "format", Span{}), args, Span{});
 }
 
+// Whether code traced in `tc` runs as a compiled XLA program in JAX.
+bool runs_compiled(TraceContext& tc) {
+  for (OpContext* c = &tc; auto* t = dynamic_cast<TraceContext*>(c); c = &t->outer())
+    if (t->what() == "jit" || t->what() == "while_loop" || t->what() == "cond" ||
+        t->what() == "pmap")
+      return true;
+  return false;
+}
+
+// An eager call's arguments as JAX's callback sees them (device_put): each
+// Python number leaf an array (weak-typed), other leaves as they are.
+void device_put_leaves(InterpreterImpl& in, ValueList& pos,
+                       std::vector<std::pair<std::string, Value>>& kw) {
+  ValueList all = pos;
+  for (auto& [k, v] : kw) all.push_back(v);
+  ValueList leaves;
+  TreeDef tree = tree_flatten(in, make_tuple(all), leaves);
+  for (Value& l : leaves)
+    if (l.is_number() || l.is_obj(ObjKind::Complex)) {
+      try {
+        l = make_array(in.to_tensor(l, Span{}));
+      } catch (Error&) { // (an int beyond int32 stays as it is)
+      }
+    }
+  Value tuple = tree_unflatten(tree, leaves);
+  const ValueList& items = *sequence_items(tuple);
+  for (size_t i = 0; i < items.size(); ++i)
+    (i < pos.size() ? pos[i] : kw[i - pos.size()].second) = items[i];
+}
+
 // Traced: binds a debug_print whose operands are the arguments' array leaves;
 // the rest (the tree, static leaves, the callback) stays in its format.
 void record(InterpreterImpl& in, TraceContext& tc, const std::string& fmt, const Value& callback,
@@ -131,6 +170,7 @@ void record(InterpreterImpl& in, TraceContext& tc, const std::string& fmt, const
   }
   args->npos = pos.size();
   args->in = &in;
+  args->compiled = runs_compiled(tc);
   ValueList leaves;
   args->tree = tree_flatten(in, make_tuple(all), leaves);
   std::vector<Tensor> values;
@@ -143,6 +183,18 @@ void record(InterpreterImpl& in, TraceContext& tc, const std::string& fmt, const
     args->dynamic.push_back(t != nullptr);
     args->statics.push_back(t ? Value() : l);
     if (t) values.push_back(t);
+  }
+  if (tc.what() == "shard_map" && !dynamic_cast<TraceContext*>(&tc.outer())) {
+    const Function& f = tc.function();
+    args->eager_blocks.emplace();
+    for (const Tensor& t : values) {
+      // Unchecked (check_vma=False), every value counts as varying over every axis.
+      AxisSet vma = tc.check_vma ? f.values[static_cast<size_t>(tc.value_of(t))].vma : ~AxisSet{0};
+      std::vector<std::string> axes;
+      for (size_t b = 0; b < f.mesh_axes.size(); ++b)
+        if (vma & (AxisSet{1} << b)) axes.push_back(f.mesh_axes[b]);
+      args->eager_blocks->push_back(std::move(axes));
+    }
   }
   // In a branch of a traced cond/switch it prints only where the branch is taken.
   std::vector<Tensor> preds = tc.branch_predicates();
@@ -176,6 +228,7 @@ Value debug_print(InterpreterImpl& in, CallArgs& a) {
   check_fields(fmt, pos, kw);
   auto* tc = dynamic_cast<TraceContext*>(&in.ops());
   if (!tc) { // eager: print now
+    device_put_leaves(in, pos, kw);
     CallArgs fa;
     fa.pos = pos;
     fa.kw = kw;
@@ -209,6 +262,7 @@ Value call_back(InterpreterImpl& in, CallArgs& a, bool io) {
     if (io || (k != "ordered" && k != "partitioned")) kw.emplace_back(k, v);
   auto* tc = dynamic_cast<TraceContext*>(&in.ops());
   if (!tc) {
+    if (!io) device_put_leaves(in, pos, kw);
     CallArgs ca;
     ca.pos = pos;
     ca.kw = kw;
@@ -246,8 +300,14 @@ std::optional<std::string> format_debug(InterpreterImpl& in, const DebugFormat& 
   }
   ValueList leaves;
   size_t k = 0;
-  for (size_t i = 0; i < pa->dynamic.size(); ++i)
-    leaves.push_back(pa->dynamic[i] ? make_array(make_tensor(values[k++])) : pa->statics[i]);
+  for (size_t i = 0; i < pa->dynamic.size(); ++i) {
+    if (!pa->dynamic[i]) {
+      leaves.push_back(pa->statics[i]);
+      continue;
+    }
+    const Array& v = values[k++];
+    leaves.push_back(make_array(make_tensor(pa->compiled ? v.with_weak(false) : v)));
+  }
   Value tuple = tree_unflatten(pa->tree, leaves); // keeps the items alive
   const ValueList& all = *sequence_items(tuple);
   for (size_t i = 0; i < all.size(); ++i) {
@@ -261,6 +321,58 @@ std::optional<std::string> format_debug(InterpreterImpl& in, const DebugFormat& 
     return std::nullopt;
   }
   return str(call_format(in, f.format, args));
+}
+
+void zip_eager_blocks(const Mesh& mesh, std::vector<DebugRecord>& recs) {
+  std::vector<DebugRecord> out;
+  std::map<int, std::vector<const DebugRecord*>> by_format; // participant order
+  for (const DebugRecord& r : recs) {
+    auto* pa = r.fmt ? dynamic_cast<const PrintArgs*>(r.fmt->args.get()) : nullptr;
+    if (pa && pa->eager_blocks)
+      by_format[r.format].push_back(&r);
+    else
+      out.push_back(r);
+  }
+  for (auto& [format, group] : by_format) {
+    std::sort(group.begin(), group.end(), [](const DebugRecord* a, const DebugRecord* b) {
+      return a->participant < b->participant;
+    });
+    const auto& blocks = *dynamic_cast<const PrintArgs*>(group[0]->fmt->args.get())->eager_blocks;
+    // Block k of an operand varying over `axes` is the one at coordinates k
+    // (row-major over those axes, in mesh order) and 0 along the others.
+    auto holder = [&](const std::vector<std::string>& axes, int64_t k) {
+      std::vector<int64_t> at(mesh.axis_names.size(), 0);
+      for (size_t i = axes.size(); i-- > 0;) {
+        int a = mesh.axis_of(axes[i]);
+        int64_t n = mesh.axis_sizes[static_cast<size_t>(a)];
+        at[static_cast<size_t>(a)] = k % n;
+        k /= n;
+      }
+      return mesh.position(at);
+    };
+    int64_t n = blocks.empty() ? 0 : mesh.size();
+    for (const std::vector<std::string>& axes : blocks) {
+      int64_t b = 1;
+      for (const std::string& a : axes) b *= mesh.axis_sizes[static_cast<size_t>(mesh.axis_of(a))];
+      n = std::min(n, b);
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      DebugRecord r = *group[0];
+      r.participant = static_cast<int>(k);
+      for (size_t i = 0; i < blocks.size() && i < r.values.size(); ++i) {
+        int64_t p = holder(blocks[i], k);
+        if (p >= 0 && static_cast<size_t>(p) < group.size())
+          r.values[i] = group[static_cast<size_t>(p)]->values[i];
+      }
+      out.push_back(std::move(r));
+    }
+  }
+  recs = std::move(out);
+}
+
+bool is_ungated_print(const DebugFormat& f) {
+  auto* pa = dynamic_cast<const PrintArgs*>(f.args.get());
+  return pa && !pa->gated;
 }
 
 bool is_io_callback(const DebugFormat& f, bool& ordered) {

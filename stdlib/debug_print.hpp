@@ -8,6 +8,7 @@
 #include "ir/op.hpp"
 #include "lang/interp_impl.hpp"
 #include "runtime/array.hpp"
+#include "runtime/executable.hpp"
 
 namespace pxl {
 
@@ -33,6 +34,17 @@ void check_debug_batching(const DebugFormat& f, bool gate_batched);
 // batched, as JAX's select runs every branch for every example. Null for a
 // print without a gate.
 std::shared_ptr<const DebugFormat> without_gate(const DebugFormat& f);
+
+// The prints an eager shard_map's run recorded, one per device, as JAX's
+// eager rule prints them: each operand is a list of blocks, one per
+// combination of the mesh axes it varies over, and the lists are zipped, so
+// a statement prints as many times as its least varying operand has blocks
+// (a print of no operands not at all), with each operand's k-th block.
+void zip_eager_blocks(const Mesh& mesh, std::vector<DebugRecord>& recs);
+
+// Whether `f` is a jax.debug.print or callback (not a checkify check) that
+// prints wherever it runs (not gated by a cond's branch).
+bool is_ungated_print(const DebugFormat& f);
 
 // Whether `f` is an io_callback without results; `ordered` says whether it
 // is an ordered one.

@@ -233,10 +233,13 @@ bool run_partitioned(InterpreterImpl& in, JitEntry& e, std::span<const Tensor> p
   }
   operands.insert(operands.end(), p->extra.begin(), p->extra.end());
   std::vector<Tensor> results;
+  std::vector<DebugRecord> prints;
   {
     ScopedPhase timing(in.phase_times(), "run: jit");
-    results = run_spmd_call(*p->callee, operands, in.pull_log());
+    results = run_spmd_call(*p->callee, operands, in.pull_log(), &prints);
   }
+  sort_debug_records(prints);
+  print_debug_records(prints);
   if (!any_explicit_axis(*mesh)) name_like_first_argument(results, named_by);
   ValueList leaves;
   for (Tensor& t : results) leaves.push_back(make_array(std::move(t)));

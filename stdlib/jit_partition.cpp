@@ -13,6 +13,7 @@
 #include "lang/tracer.hpp"
 #include "runtime/platform.hpp"
 #include "runtime/spmd_call.hpp"
+#include "stdlib/debug_print.hpp"
 #include "stdlib/np.hpp"
 
 namespace pxl {
@@ -124,6 +125,8 @@ public:
     case OpFamily::Creation:
       recreatable_[ins.result] = op == Op::Iota;
       return define(ins, bind(op, ins.attrs, {}), whole(ins.result));
+    case OpFamily::Effect:
+      return debug_print(ins);
     default:
       return replicated(ins);
     }
@@ -397,6 +400,16 @@ private:
   }
 
   // Every operand whole, computed on every device: for ops with no rule.
+  // jax.debug.print: JAX runs the callback once, on device 0, with the whole
+  // values (a MAXIMAL sharding); each device gathers them, the first prints.
+  void debug_print(const Instr& ins) {
+    std::vector<Tensor> xs;
+    for (int o : ins.operands) xs.push_back(reshard(o, whole(o)));
+    OpAttrs attrs = attrs_for_rebind(tc_, g_, ins);
+    attrs.first_participant = true;
+    define(ins, bind(ins.op, attrs, xs), whole(ins.result));
+  }
+
   void replicated(const Instr& ins) {
     std::vector<Tensor> xs;
     for (int o : ins.operands) xs.push_back(reshard(o, whole(o)));
@@ -745,7 +758,10 @@ bool partitionable(const Function& f, const Mesh& mesh) {
     return partitionable(*lower_custom_calls(std::make_shared<Function>(f)), mesh);
   for (const Instr& i : f.body) {
     OpFamily fam = op_family(i.op);
-    if (fam == OpFamily::Collective || fam == OpFamily::Effect || fam == OpFamily::Loop)
+    if (fam == OpFamily::Collective || fam == OpFamily::Loop) return false;
+    // (A print in a cond's branch is gated by it; a host callback has results.)
+    if (fam == OpFamily::Effect &&
+        (i.op != Op::DebugPrint || !i.attrs.debug || !is_ungated_print(*i.attrs.debug)))
       return false;
     if (fam == OpFamily::Call) {
       const SpmdCallee& c = *i.attrs.callee;

@@ -10,6 +10,7 @@
 #include "ir/comm_report.hpp"
 #include "lang/args.hpp"
 #include "lang/tracer.hpp"
+#include "runtime/debug_print.hpp"
 #include "runtime/eager.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/format.hpp"
@@ -130,11 +131,10 @@ std::string varying_origin(const Function& f, int id, int bit) {
 // jax.debug.print output: each device's line, unprefixed as JAX prints them,
 // statement by statement in device order (JAX's order varies from run to run).
 void print_debug(InterpreterImpl& in, const Function& f, std::vector<DebugRecord>& recs) {
-  std::stable_sort(recs.begin(), recs.end(), [](const DebugRecord& a, const DebugRecord& b) {
-    return a.format != b.format ? a.format < b.format : a.participant < b.participant;
-  });
+  sort_debug_records(recs);
   for (const DebugRecord& r : recs)
-    if (std::optional<std::string> line = format_debug(in, f.debug_formats[r.format], r.values))
+    if (std::optional<std::string> line =
+            format_debug(in, r.fmt ? *r.fmt : f.debug_formats[r.format], r.values))
       in.out() << *line << "\n";
   in.out().flush();
 }
@@ -328,15 +328,6 @@ struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
     operands.insert(operands.end(), c.consts.begin(), c.consts.end());
     std::vector<Tensor> outs;
     if (dynamic_cast<TraceContext*>(&in.ops())) {
-      // (checkify's checks, debug_prints too, are walked away by checkify.)
-      bool prints = std::any_of(
-          c.callee->fn->debug_formats.begin(), c.callee->fn->debug_formats.end(),
-          [](const DebugFormat& f) { return !dynamic_cast<const CheckSite*>(f.args.get()); });
-      if (prints)
-        throw Error(ErrCode::Unsupported,
-                    "jax.debug.print inside a " + what +
-                        "'d function that jit, grad or vmap trace is not supported",
-                    where, "call the " + what + "'d function directly to see its prints");
       LocScope loc(in.ops(), where);
       OpAttrs attrs;
       attrs.callee = c.callee;
@@ -347,6 +338,7 @@ struct SpmdFunction : OpaqueObj, std::enable_shared_from_this<SpmdFunction> {
         ScopedPhase timing(in.phase_times(), "run: pmap/shard_map");
         outs = run_spmd_call(*c.callee, operands, in.pull_log(), &debug);
       }
+      if (!dynamic_cast<TraceContext*>(&in.ops())) zip_eager_blocks(c.callee->layout.mesh, debug);
       print_debug(in, *c.callee->fn, debug);
       if (auto* eager = dynamic_cast<EagerContext*>(&in.ops()))
         outs = eager->checked_results("Invalid value (%) encountered in sharded computation.",
