@@ -140,12 +140,8 @@ void device_put_leaves(InterpreterImpl& in, ValueList& pos,
   ValueList leaves;
   TreeDef tree = tree_flatten(in, make_tuple(all), leaves);
   for (Value& l : leaves)
-    if (l.is_number() || l.is_obj(ObjKind::Complex)) {
-      try {
-        l = make_array(in.to_tensor(l, Span{}));
-      } catch (Error&) { // (an int beyond int32 stays as it is)
-      }
-    }
+    if (l.is_number() || l.is_obj(ObjKind::Complex))
+      l = make_array(in.to_tensor(l, Span{})); // (an int beyond int32: JAX's OverflowError)
   Value tuple = tree_unflatten(tree, leaves);
   const ValueList& items = *sequence_items(tuple);
   for (size_t i = 0; i < items.size(); ++i)
@@ -178,7 +174,8 @@ void record(InterpreterImpl& in, TraceContext& tc, const std::string& fmt, const
     Tensor t;
     try {
       t = in.to_tensor(l, Span{});
-    } catch (Error&) { // a static value (a dtype, a string): formatted as it is
+    } catch (Error&) {          // a static value (a dtype, a string): formatted as it is
+      if (l.is_number()) throw; // (an int beyond int32: JAX's OverflowError)
     }
     args->dynamic.push_back(t != nullptr);
     args->statics.push_back(t ? Value() : l);
