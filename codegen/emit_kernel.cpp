@@ -409,7 +409,16 @@ Value* KernelEmitter::reduce_box(const Instr& in, const Shape& red,
     for (Value* a : acc) v.push_back(b_.CreateLoad(ct, a));
     for (size_t h = v.size() / 2; h >= 1; h /= 2)
       for (size_t i = 0; i < h; ++i) v[i] = se_.reduce_step(in.op, d, v[i], v[i + h]);
-    return v[0];
+    int64_t tail = row_lanes_tail(rows, lanes);
+    if (tail == 0) return v[0];
+    // LLVM's scalar epilogue: the rows left over, in order.
+    b_.CreateStore(v[0], acc[0]);
+    loop(tail, [&](Value* t) {
+      loop(cols, [&](Value* j) {
+        accumulate(acc[0], elem(b_.CreateAdd(t, i64(rows - tail), "", true, true), j));
+      });
+    });
+    return static_cast<Value*>(b_.CreateLoad(ct, acc[0]));
   };
   int64_t elem_bytes = ct->isStructTy() ? 0 : ct->getPrimitiveSizeInBits() / 8;
   std::function<Value*(size_t, const Idx&)> tree;

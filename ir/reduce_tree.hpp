@@ -66,18 +66,39 @@ inline constexpr int64_t kReduceSplitNodes = 256;
 // by XLA as a loop nest that LLVM vectorizes across the rows when the box is
 // `rows` x `cols` (its non-unit extents): lanes 32 bytes wide (8 float32, 4
 // float64), lane l accumulating rows l, l + lanes, ... (each row's elements
-// in order), then combined by halving (lane i with lane i + lanes/2, ...).
+// in order) of the first rows / lanes * lanes rows, then combined by halving
+// (lane i with lane i + lanes/2, ...); the rows left over (row_lanes_tail)
+// are then added to that sum one by one, in order (LLVM's scalar epilogue).
 // Measured against JAX 0.10's CPU backend: it happens for `rows` a multiple
 // of the lane count and 2 <= cols <= 6 (7 or 8 columns: half the lanes), or
-// `rows` a power of two below it (then that many lanes) and 2 <= cols <= 8.
+// `rows` a power of two below it (then that many lanes) and 2 <= cols <= 8,
+// and for float32 for any rows from 16 on (the trip count from which LLVM
+// vectorizes a loop that needs an epilogue): see row_loop_lanes.
 // (More axes: reduce_box_lanes.)
 // Returns the lanes, 0 where the loop nest stays in row-major order.
+//
+// row_loop_lanes: for float32 rows >= 16, LLVM picks the vector width of
+// lowest cost for the known trip count, (rows / w) vector iterations plus
+// (rows % w) scalar ones: 8 lanes (7 or 8 columns: 4), but 4 where 8 would
+// leave 4 or more rows to the scalar epilogue (from 24 rows on, only for 3 or
+// more columns). Products of two different factors over 7 or 8 columns take
+// 2 lanes for 18 or 19 rows (`pairs`; 8 columns only where the row loop is
+// nested in others: more reduced or kept axes, or across outputs).
+inline int64_t row_loop_lanes(int64_t rows, int64_t cols, bool pairs = false) {
+  if (pairs && (rows == 18 || rows == 19)) return 2;
+  if (cols > 6) return 4;
+  return rows % 8 >= 4 && (rows < 24 || cols >= 3) ? 4 : 8;
+}
 inline int64_t reduce_row_lanes(int64_t rows, int64_t cols, int64_t elem_bytes) {
   int64_t lanes = 32 / elem_bytes;
-  if (cols < 2 || rows < 2) return 0;
-  if (rows >= lanes) return rows % lanes != 0 ? 0 : cols <= 6 ? lanes : cols <= 8 ? lanes / 2 : 0;
-  return (rows & (rows - 1)) == 0 && cols <= 8 ? rows : 0;
+  if (cols < 2 || rows < 2 || cols > 8) return 0;
+  if (elem_bytes == 4 && rows >= 16) return row_loop_lanes(rows, cols);
+  if (rows >= lanes) return rows % lanes != 0 ? 0 : cols <= 6 ? lanes : lanes / 2;
+  return (rows & (rows - 1)) == 0 ? rows : 0;
 }
+
+// The rows of a box vectorized in `lanes` lanes that the scalar epilogue adds.
+inline int64_t row_lanes_tail(int64_t rows, int64_t lanes) { return lanes ? rows % lanes : 0; }
 
 // The lanes of the last level of a reduction over minor-most axes whose
 // non-unit extents there are `box` (of a tree with `levels` levels): the last
@@ -125,8 +146,6 @@ inline int64_t reduce_window_lanes(const std::vector<ReduceTreeLevel>& levels, s
 // Whether a sum (or product) of `d` depends on the order of its terms.
 inline bool reduce_order_matters(bool sum_or_prod, DType d) { return sum_or_prod && is_inexact(d); }
 
-} // namespace pxl
-
 // A sum of products whose multiply XLA fuses into the reduce (mul_reduce_sum:
 // every reduced axis at most 32 long). Over a `rows` x `cols` box of an
 // input's minor-most axes (its non-unit reduced extents), LLVM vectorizes
@@ -138,20 +157,30 @@ inline bool reduce_order_matters(bool sum_or_prod, DType d) { return sum_or_prod
 // accumulates fused multiply-adds; with 5 or 6 columns the products are
 // rounded first (LLVM gathers them with shuffles, which keep the multiply
 // apart from the add), and with 7 or 8 columns also, in half the lanes when
-// rows exceed the lane count or the factors differ. Measured against JAX
-// 0.10's CPU backend. Returns lanes 0 where each output is one chain of
-// fused multiply-adds in row-major order.
+// rows exceed the lane count or the factors differ. From 16 float32 rows on
+// the width is row_loop_lanes' (`nested`: other loops hold the box's, or
+// the rows are outputs, the columns each one's reduced axis), and the rows
+// past the last whole vector
+// (row_lanes_tail) are LLVM's scalar epilogue: fused multiply-adds, added to
+// the halved lanes in order (across outputs: each such output one chain).
+// Measured against JAX 0.10's CPU backend. Returns lanes 0 where each output
+// is one chain of fused multiply-adds in row-major order.
 struct ProductLanes {
   int64_t lanes = 0;
   bool fused = false; // fused multiply-adds, else rounded products
 };
-inline ProductLanes product_sum_lanes(int64_t rows, int64_t cols, int64_t elem_bytes,
-                                      bool squares) {
+inline ProductLanes product_sum_lanes(int64_t rows, int64_t cols, int64_t elem_bytes, bool squares,
+                                      bool nested = false) {
   int64_t lanes = 32 / elem_bytes;
+  if (rows < 2 || cols < 2 || cols > 8) return {};
+  if (elem_bytes == 4 && rows >= 16)
+    return {row_loop_lanes(rows, cols, !squares && cols >= (nested ? 8 : 7)), cols <= 4};
   int64_t base = rows % lanes == 0 ? lanes : 0;
   if (rows >= (squares ? 2 : 4) && rows < lanes && (rows & (rows - 1)) == 0) base = rows;
-  if (base == 0 || rows < 2 || cols < 2 || cols > 8) return {};
+  if (base == 0) return {};
   if (cols <= 4) return {base, true};
   if (cols <= 6 || (squares && rows <= lanes)) return {base, false};
   return {lanes / 2, false};
 }
+
+} // namespace pxl

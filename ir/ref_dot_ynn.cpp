@@ -21,75 +21,17 @@ namespace pxl::ref {
 
 namespace {
 
+// dot_fp32_{bm}x{bn}x{bk}_{tm}x{tn}x{tk}_{isa}, the kernels jaxlib builds for
+// x86-64, in the order YNNPACK tries them (avx512, fma3, avx2_fma3, then avx,
+// avx2 and sse2; the portable one first). The avx, avx2 and sse2 kernels
+// multiply and add (_mm_add_ps(c, _mm_mul_ps(a, b))), each product rounded;
+// the others fuse.
 struct YnnKernel {
   int bm, bn, bk, tm, tn, tk;
   bool generic; // the portable kernel: its cost counts 100 times
+  bool fused;
 };
-
-// dot_fp32_{bm}x{bn}x{bk}_{tm}x{tn}x{tk}_{isa}, in the order of their names.
 constexpr YnnKernel kKernels[] = {
-    {1, 128, 1, 1, 1, 1, true},  {1, 16, 1, 1, 4, 1, false},  {1, 16, 1, 1, 8, 1, false},
-    {1, 16, 1, 1, 8, 1, false},  {1, 16, 2, 1, 4, 2, false},  {1, 16, 2, 1, 4, 2, false},
-    {1, 16, 2, 1, 8, 2, false},  {1, 16, 4, 1, 4, 4, false},  {1, 32, 1, 1, 16, 1, false},
-    {1, 32, 1, 1, 8, 1, false},  {1, 32, 1, 1, 8, 1, false},  {1, 32, 2, 1, 8, 2, false},
-    {1, 32, 4, 1, 4, 4, false},  {1, 64, 1, 1, 16, 1, false}, {1, 8, 1, 1, 4, 1, false},
-    {1, 8, 2, 1, 4, 2, false},   {1, 8, 2, 1, 4, 2, false},   {2, 16, 1, 1, 4, 1, false},
-    {2, 16, 1, 1, 8, 1, false},  {2, 16, 1, 1, 8, 1, false},  {2, 16, 2, 1, 4, 2, false},
-    {2, 16, 2, 1, 4, 2, false},  {2, 32, 1, 1, 16, 1, false}, {2, 32, 1, 1, 8, 1, false},
-    {2, 32, 1, 1, 8, 1, false},  {2, 32, 2, 1, 8, 2, false},  {2, 32, 4, 1, 4, 4, false},
-    {2, 64, 1, 1, 16, 1, false}, {2, 8, 1, 1, 4, 1, false},   {2, 8, 4, 1, 4, 4, false},
-    {3, 16, 1, 1, 4, 1, false},  {3, 16, 1, 1, 8, 1, false},  {3, 16, 1, 1, 8, 1, false},
-    {3, 16, 4, 1, 4, 4, false},  {3, 32, 1, 1, 16, 1, false}, {3, 32, 2, 1, 8, 2, false},
-    {3, 64, 1, 1, 16, 1, false}, {3, 8, 1, 1, 4, 1, false},   {3, 8, 2, 1, 4, 2, false},
-    {3, 8, 2, 1, 4, 2, false},   {4, 16, 1, 1, 8, 1, false},  {4, 16, 1, 1, 8, 1, false},
-    {4, 16, 2, 1, 8, 2, false},  {4, 16, 4, 1, 4, 4, false},  {4, 32, 1, 1, 16, 1, false},
-    {4, 32, 2, 1, 8, 2, false},  {4, 4, 1, 1, 4, 1, false},   {4, 4, 2, 1, 4, 2, false},
-    {4, 4, 2, 1, 4, 2, false},   {4, 4, 4, 1, 4, 4, false},   {4, 64, 1, 1, 16, 1, false},
-    {4, 8, 1, 1, 4, 1, false},   {4, 8, 1, 1, 8, 1, false},   {4, 8, 2, 1, 4, 2, false},
-    {4, 8, 2, 1, 4, 2, false},   {4, 8, 2, 1, 8, 2, false},   {4, 8, 4, 1, 4, 4, false},
-    {5, 16, 1, 1, 16, 1, false}, {5, 16, 1, 1, 8, 1, false},  {5, 16, 4, 1, 4, 4, false},
-    {5, 32, 1, 1, 16, 1, false}, {5, 32, 2, 1, 8, 2, false},  {5, 4, 2, 1, 4, 2, false},
-    {5, 4, 2, 1, 4, 2, false},   {5, 64, 1, 1, 16, 1, false}, {5, 8, 2, 1, 4, 2, false},
-    {5, 8, 2, 1, 4, 2, false},   {6, 16, 1, 1, 8, 1, false},  {6, 4, 1, 1, 4, 1, false},
-    {6, 4, 2, 1, 4, 2, false},   {6, 4, 2, 1, 4, 2, false},   {6, 8, 1, 1, 8, 1, false},
-    {6, 8, 2, 1, 4, 2, false},   {6, 8, 2, 1, 4, 2, false},   {6, 8, 4, 1, 4, 4, false},
-    {8, 4, 1, 1, 4, 1, false},   {8, 4, 2, 1, 4, 2, false},   {8, 4, 2, 1, 4, 2, false},
-    {8, 4, 4, 1, 4, 4, false},   {8, 8, 1, 1, 8, 1, false},   {8, 8, 1, 1, 8, 1, false},
-    {8, 8, 2, 1, 8, 2, false}};
-
-double kernel_cost(const YnnKernel& kn, int64_t m, int64_t n, int64_t k) {
-  auto blocks = [](int64_t x, int b) { return static_cast<double>((x + b - 1) / b); };
-  double count = blocks(m, kn.bm) * blocks(n, kn.bn) * blocks(k, kn.bk);
-  double la = (kn.bm * kn.bk) / (kn.tm * kn.tk), lb = (kn.bn * kn.bk) / (kn.tn * kn.tk);
-  double c = count * (la * 5 + lb * 11 + 9 + kn.tm * kn.tn * kn.tk * 1e-4);
-  return kn.generic ? c * 100 : c;
-}
-
-// The cheapest kernel (tile_k = 1 only, when asked); of equal costs the last.
-const YnnKernel& cheapest(int64_t m, int64_t n, int64_t k, bool tile_k1) {
-  const YnnKernel* best = nullptr;
-  double best_cost = 0;
-  for (const YnnKernel& kn : kKernels) {
-    if (tile_k1 && kn.tk != 1) continue;
-    double c = kernel_cost(kn, m, n, k);
-    if (!best || c <= best_cost * (1 + 1e-9)) {
-      if (!best || c < best_cost) best_cost = c;
-      best = &kn;
-    }
-  }
-  return *best;
-}
-
-// The same kernels with their instruction sets, in the order YNNPACK tries
-// them (avx512, fma3, avx2_fma3, then avx, avx2 and sse2; the portable one):
-// {bm, bn, bk, tm, tn, tk, generic, fused}. The avx, avx2 and sse2 kernels
-// multiply and add (_mm_add_ps(c, _mm_mul_ps(a, b))), each product rounded;
-// the others fuse.
-struct IsaKernel {
-  int bm, bn, bk, tm, tn, tk;
-  bool generic, fused;
-};
-constexpr IsaKernel kRuntimeKernels[] = {
     {1, 128, 1, 1, 1, 1, true, false}, {1, 64, 1, 1, 16, 1, false, true},
     {2, 64, 1, 1, 16, 1, false, true}, {3, 64, 1, 1, 16, 1, false, true},
     {4, 64, 1, 1, 16, 1, false, true}, {5, 64, 1, 1, 16, 1, false, true},
@@ -132,6 +74,29 @@ constexpr IsaKernel kRuntimeKernels[] = {
     {4, 8, 1, 1, 4, 1, false, false},  {4, 4, 1, 1, 4, 1, false, false},
     {6, 4, 1, 1, 4, 1, false, false},  {8, 4, 1, 1, 4, 1, false, false}};
 
+// YNNPACK's cost of running `kn` over an m x k by k x n product; the graph
+// build counts the tile size too (`tile_term`), the runtime pick does not.
+double kernel_cost(const YnnKernel& kn, int64_t m, int64_t n, int64_t k, bool tile_term) {
+  auto blocks = [](int64_t x, int b) { return static_cast<double>((x + b - 1) / b); };
+  double count = blocks(m, kn.bm) * blocks(n, kn.bn) * blocks(k, kn.bk);
+  double la = (kn.bm * kn.bk) / (kn.tm * kn.tk), lb = (kn.bn * kn.bk) / (kn.tn * kn.tk);
+  double tile = tile_term ? kn.tm * kn.tn * kn.tk * 1e-4 : 0;
+  double c = count * (la * 5 + lb * 11 + 9 + tile);
+  return kn.generic ? c * 100 : c;
+}
+
+// The first kernel of lowest cost among those of `tile_k` (any, when 0).
+const YnnKernel& cheapest(int64_t m, int64_t n, int64_t k, int tile_k, bool tile_term) {
+  const YnnKernel* best = nullptr;
+  double best_cost = 0;
+  for (const YnnKernel& kn : kKernels) {
+    if (tile_k != 0 && kn.tk != tile_k) continue;
+    double c = kernel_cost(kn, m, n, k, tile_term);
+    if (!best || c < best_cost) best = &kn, best_cost = c;
+  }
+  return *best;
+}
+
 } // namespace
 
 bool ynn_dot_applies(int64_t m, int64_t k, int64_t n) {
@@ -141,31 +106,22 @@ bool ynn_dot_applies(int64_t m, int64_t k, int64_t n) {
 int ynn_tile_k(int64_t m, int64_t k, int64_t n, bool f64) {
   if (f64) return 1;
   constexpr int64_t kGraphM = 2048; // m is unknown when YNNPACK builds its graph
-  const YnnKernel& best = cheapest(kGraphM, n, k, false);
+  const YnnKernel& best = cheapest(kGraphM, n, k, 0, true);
   if (best.tk == 1) return 1;
-  const YnnKernel& unpacked = cheapest(kGraphM, n, k, true);
-  bool keep_b = kernel_cost(unpacked, kGraphM, n, k) <= 2 * kernel_cost(best, kGraphM, n, k) &&
-                (m + unpacked.bm - 1) / unpacked.bm <= 10;
+  const YnnKernel& unpacked = cheapest(kGraphM, n, k, 1, true);
+  bool keep_b =
+      kernel_cost(unpacked, kGraphM, n, k, true) <= 2 * kernel_cost(best, kGraphM, n, k, true) &&
+      (m + unpacked.bm - 1) / unpacked.bm <= 10;
   return keep_b ? 1 : best.tk;
 }
 
 YnnKernelChoice ynn_kernel(int64_t m, int64_t k, int64_t n) {
   // When the program runs, m is known: YNNPACK picks again, among the kernels
   // of the tile_k B was packed for, the first of lowest cost for the real
-  // shape (that cost without the tile-size term; measured against JAX 0.10.2
-  // over 2503 shapes with m, n up to 24 and k up to 29).
+  // shape, without the tile-size term (measured against JAX 0.10.2 over 2503
+  // shapes with m, n up to 24 and k up to 29).
   int tile_k = ynn_tile_k(m, k, n, false);
-  const IsaKernel* best = nullptr;
-  double best_cost = 0;
-  for (const IsaKernel& kn : kRuntimeKernels) {
-    if (kn.tk != tile_k) continue;
-    auto blocks = [](int64_t x, int b) { return static_cast<double>((x + b - 1) / b); };
-    double la = (kn.bm * kn.bk) / (kn.tm * kn.tk), lb = (kn.bn * kn.bk) / (kn.tn * kn.tk);
-    double c = blocks(m, kn.bm) * blocks(n, kn.bn) * blocks(k, kn.bk) * (la * 5 + lb * 11 + 9);
-    if (kn.generic) c *= 100;
-    if (!best || c < best_cost) best = &kn, best_cost = c;
-  }
-  return {tile_k, !best || best->fused};
+  return {tile_k, cheapest(m, n, k, tile_k, false).fused};
 }
 
 namespace {

@@ -21,7 +21,7 @@ enum class Order {
 
 template <class T>
 T product_sum(const T* a, const T* b, const std::vector<int64_t>& offs, int64_t base,
-              ProductLanes pl, int64_t cols, Order order) {
+              ProductLanes pl, int64_t rows, int64_t cols, Order order) {
   auto at = [&](size_t j, auto f) { return f(a[base + offs[j]], b[base + offs[j]]); };
   size_t n = offs.size();
   if (order == Order::Rounded) {
@@ -31,18 +31,28 @@ T product_sum(const T* a, const T* b, const std::vector<int64_t>& offs, int64_t 
     return acc;
   }
   if (order == Order::Lanes) {
-    std::vector<T> lane(static_cast<size_t>(pl.lanes), T(0));
-    size_t rows = n / static_cast<size_t>(cols);
-    for (size_t i = 0; i < rows; ++i)
-      for (size_t j = 0; j < static_cast<size_t>(cols); ++j) {
-        T& acc = lane[i % lane.size()];
-        acc = at(i * static_cast<size_t>(cols) + j, [&](T x, T y) {
+    // Box by box (the reduced axes outside the last two are outer loops),
+    // the sum so far carried into lane 0 of the next.
+    size_t box = static_cast<size_t>(rows * cols);
+    size_t body = static_cast<size_t>((rows - row_lanes_tail(rows, pl.lanes)) * cols);
+    T carry = 0;
+    for (size_t start = 0; start < n; start += box) {
+      std::vector<T> lane(static_cast<size_t>(pl.lanes), T(0));
+      lane[0] = carry;
+      for (size_t e = 0; e < body; ++e) {
+        T& acc = lane[e / static_cast<size_t>(cols) % lane.size()];
+        acc = at(start + e, [&](T x, T y) {
           return pl.fused ? std::fma(x, y, acc) : static_cast<T>(acc + static_cast<T>(x * y));
         });
       }
-    for (size_t h = lane.size() / 2; h >= 1; h /= 2)
-      for (size_t i = 0; i < h; ++i) lane[i] = static_cast<T>(lane[i] + lane[i + h]);
-    return lane[0];
+      for (size_t h = lane.size() / 2; h >= 1; h /= 2)
+        for (size_t i = 0; i < h; ++i) lane[i] = static_cast<T>(lane[i] + lane[i + h]);
+      carry = lane[0];
+      // LLVM's scalar epilogue: the rows left over, fused multiply-adds in order.
+      for (size_t e = body; e < box; ++e)
+        carry = at(start + e, [&](T x, T y) { return std::fma(x, y, carry); });
+    }
+    return carry;
   }
   // One chain. A float32 sum of squares over one axis starts as fma(x0, x0,
   // x1 * x1): LLVM drops the 0 + x0 * x0 of the unrolled loop (a square is
@@ -84,10 +94,13 @@ Array mul_reduce_sum(const Array& a, const Array& b, const OpAttrs& at, const AV
   std::vector<int64_t> outer = box_offsets(shape, kept, strides);
   int64_t bytes = static_cast<int64_t>(dtype_size(a.dtype()));
   ProductLanes pl;
-  int64_t cols = 1;
-  if (nonunit.size() == 2 && reduces_minor_axes(shape, axes)) {
-    cols = shape[static_cast<size_t>(nonunit[1])];
-    pl = product_sum_lanes(shape[static_cast<size_t>(nonunit[0])], cols, bytes, at.exponent == 2);
+  int64_t box_rows = 1, cols = 1;
+  if (nonunit.size() >= 2 && reduces_minor_axes(shape, axes)) {
+    box_rows = shape[static_cast<size_t>(nonunit[nonunit.size() - 2])];
+    cols = shape[static_cast<size_t>(nonunit.back())];
+    size_t loops = 0; // the array's non-unit axes: more than the box's are loops around it
+    for (int64_t e : shape) loops += e != 1;
+    pl = product_sum_lanes(box_rows, cols, bytes, at.exponent == 2, loops > 2);
     // Factors computed in the loop: a square ((x - m) ** 2) keeps its lanes
     // fused for any number of columns, other products are rounded for any
     // (measured).
@@ -101,20 +114,27 @@ Array mul_reduce_sum(const Array& a, const Array& b, const OpAttrs& at, const AV
   // vectorizes across the outputs (the innermost non-unit one as the rows),
   // each then its own sum; where product_sum_lanes rounds the products of such
   // a box, these are rounded too. (Factors computed in the loop keep it scalar.)
+  // The outputs past the last whole vector (row_lanes_tail) are LLVM's
+  // scalar epilogue, chains of fused multiply-adds.
+  int64_t rows = 1, body = 0;
   if (nonunit.size() == 1 && reduces_minor_axes(shape, axes) && at.axis == 0) {
-    int64_t rows = 1;
     for (size_t k = kept.size(); k-- > 0;)
       if (shape[static_cast<size_t>(kept[k])] != 1) {
         rows = shape[static_cast<size_t>(kept[k])];
         break;
       }
     ProductLanes across =
-        product_sum_lanes(rows, shape[static_cast<size_t>(nonunit[0])], bytes, squares);
-    if (across.lanes > 0 && !across.fused) order = Order::Rounded;
+        product_sum_lanes(rows, shape[static_cast<size_t>(nonunit[0])], bytes, squares, true);
+    if (across.lanes > 0 && !across.fused) {
+      order = Order::Rounded;
+      body = rows - row_lanes_tail(rows, across.lanes);
+    }
   }
   auto run = [&](auto* o, const auto* x, const auto* y) {
-    for (size_t k = 0; k < outer.size(); ++k)
-      o[k] = product_sum(x, y, offs, outer[k], pl, cols, order);
+    for (size_t k = 0; k < outer.size(); ++k) {
+      bool tail = order == Order::Rounded && static_cast<int64_t>(k) % rows >= body;
+      o[k] = product_sum(x, y, offs, outer[k], pl, box_rows, cols, tail ? Order::Chain : order);
+    }
   };
   if (a.dtype() == DType::Float64)
     run(out.as<double>(), a.as<double>(), b.as<double>());

@@ -195,17 +195,27 @@ Array reduce(Reduction r, const Array& x, const OpAttrs& a, const AVal& oa) {
           for (size_t k = 0; k < a.axes.size(); ++k)
             box[static_cast<size_t>(a.axes[k])] = levels[l].window[k];
           size_t row_dim = static_cast<size_t>(a.axes[rows]);
+          int64_t body = box[row_dim] - row_lanes_tail(box[row_dim], lanes);
           for_each_index(next, [&](const std::vector<int64_t>& idx, int64_t flat) {
             int64_t base = 0;
             for (size_t d = 0; d < idx.size(); ++d) base += idx[d] * window[d] * st[d];
+            // The rows of the vector loop (tail = false), then the epilogue's.
+            auto visit = [&](bool tail, auto add) {
+              for_each_index(box, [&](const std::vector<int64_t>& t, int64_t) {
+                if ((t[row_dim] >= body) != tail) return;
+                int64_t src = base;
+                for (size_t d = 0; d < t.size(); ++d) src += t[d] * st[d];
+                add(t[row_dim], get(src));
+              });
+            };
             std::vector<C> lane(static_cast<size_t>(lanes), reduce_init<C>(r));
-            for_each_index(box, [&](const std::vector<int64_t>& t, int64_t) {
-              int64_t src = base;
-              for (size_t d = 0; d < t.size(); ++d) src += t[d] * st[d];
-              C& v = lane[static_cast<size_t>(t[row_dim] % lanes)];
-              v = reduce_step<C>(r, v, get(src));
+            visit(false, [&](int64_t row, C v) {
+              C& l = lane[static_cast<size_t>(row % lanes)];
+              l = reduce_step<C>(r, l, v);
             });
-            acc[static_cast<size_t>(flat)] = halve(lane);
+            C sum = halve(lane);
+            visit(true, [&](int64_t, C v) { sum = reduce_step<C>(r, sum, v); });
+            acc[static_cast<size_t>(flat)] = sum;
           });
         }
       if (lanes == 0)
@@ -234,18 +244,24 @@ Array reduce(Reduction r, const Array& x, const OpAttrs& a, const AVal& oa) {
         // Boxes of the last two axes; the loops outside them (more reduced
         // axes, none longer than 32) carry the sum into lane 0 of the next.
         int64_t rows = box[box.size() - 2], cols = box.back(), outer = 1;
+        int64_t body = rows - row_lanes_tail(rows, lanes);
         for (size_t k = 0; k + 2 < box.size(); ++k) outer *= box[k];
         for (int64_t o = 0; o < out.size(); ++o) {
           C carry = reduce_init<C>(r);
           for (int64_t q = 0; q < outer; ++q) {
+            auto elem = [&](int64_t i, int64_t j) {
+              return get(((o * outer + q) * rows + i) * cols + j);
+            };
             std::vector<C> acc(static_cast<size_t>(lanes), reduce_init<C>(r));
             acc[0] = carry;
-            for (int64_t i = 0; i < rows; ++i)
+            for (int64_t i = 0; i < body; ++i)
               for (int64_t j = 0; j < cols; ++j) {
                 C& l = acc[static_cast<size_t>(i % lanes)];
-                l = reduce_step<C>(r, l, get(((o * outer + q) * rows + i) * cols + j));
+                l = reduce_step<C>(r, l, elem(i, j));
               }
             carry = halve(acc);
+            for (int64_t i = body; i < rows; ++i)
+              for (int64_t j = 0; j < cols; ++j) carry = reduce_step<C>(r, carry, elem(i, j));
           }
           os[o] = E::store(carry);
         }

@@ -152,6 +152,15 @@ TEST_CASE("mul_reduce_sum: XLA's chains and lanes", "[contract]") {
   CHECK((l.lanes == 2 && l.fused));
   l = product_sum_lanes(12, 3, 8, false);
   CHECK((l.lanes == 4 && l.fused));
+  // From 16 float32 rows on: row_loop_lanes, 2 lanes for pairs of factors
+  // over 7 or 8 columns at 18 or 19 rows (across outputs, 8 columns only).
+  l = product_sum_lanes(21, 3, 4, false);
+  CHECK((l.lanes == 4 && l.fused));
+  l = product_sum_lanes(18, 7, 4, false);
+  CHECK((l.lanes == 2 && !l.fused));
+  CHECK(product_sum_lanes(18, 7, 4, true).lanes == 4);
+  CHECK(product_sum_lanes(18, 7, 4, false, true).lanes == 4);
+  CHECK(product_sum_lanes(18, 8, 4, false, true).lanes == 2);
 
   // The kernel: a chain of fused multiply-adds over 1-D float32.
   Array a(DType::Float32, {3}, false), b(DType::Float32, {3}, false);

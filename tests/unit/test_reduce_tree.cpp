@@ -63,6 +63,16 @@ TEST_CASE("reduce_row_lanes: where XLA's loops vectorize across rows", "[reduce]
   CHECK(reduce_row_lanes(4, 4, 8) == 4);
   CHECK(reduce_row_lanes(12, 3, 8) == 4);
   CHECK(reduce_row_lanes(2, 3, 8) == 2);
+  // float32 from 16 rows on: LLVM's width of least cost for the trip count,
+  // the rows left over added one by one after the lanes.
+  CHECK(reduce_row_lanes(17, 3, 4) == 8);
+  CHECK(row_lanes_tail(17, 8) == 1);
+  CHECK(reduce_row_lanes(21, 3, 4) == 4); // 8 lanes would leave 5 rows
+  CHECK(reduce_row_lanes(29, 2, 4) == 8);
+  CHECK(reduce_row_lanes(29, 3, 4) == 4);
+  CHECK(reduce_row_lanes(19, 7, 4) == 4);
+  CHECK(reduce_row_lanes(13, 3, 4) == 0); // below 16 only without a tail
+  CHECK(row_lanes_tail(24, 8) == 0);
   // One column or one row: a plain in-order sum.
   CHECK(reduce_row_lanes(8, 1, 4) == 0);
   CHECK(reduce_row_lanes(1, 8, 4) == 0);
