@@ -122,6 +122,23 @@ private:
     }
   }
 
+  // Whether `v` is a broadcast of one element (through same-type converts):
+  // a value the loop holds in a register rather than loads.
+  bool splat(int v) const {
+    for (;;) {
+      int p = f_.values[static_cast<size_t>(v)].producer;
+      if (p < 0) return false;
+      const Instr& in = f_.body[static_cast<size_t>(p)];
+      const AVal& from =
+          f_.values[static_cast<size_t>(in.operands.empty() ? v : in.operands[0])].aval;
+      if (in.op == Op::BroadcastInDim) return from.size() == 1;
+      if (in.op != Op::ConvertElementType ||
+          from.dtype != f_.values[static_cast<size_t>(v)].aval.dtype)
+        return false;
+      v = in.operands[0];
+    }
+  }
+
   // Whether `v` is (a broadcast or reshape of) a sum XLA hands to YNNPACK: its
   // elementwise users join that YNNPACK fusion, which multiplies and adds
   // separately (measured: the gradient of x * sum(x) adds the broadcast sum to
@@ -198,7 +215,10 @@ private:
         OpAttrs at;
         at.axes = in.attrs.axes;
         at.exponent = a == b ? 2 : 0;
-        at.axis = computed(a) || computed(b) ? 1 : 0;
+        // attrs.axis: 1 when a factor is computed in the loop, 2 when one is a
+        // broadcast scalar (loop-invariant) and the other loaded, else 0.
+        bool scaled = splat(a) != splat(b) && !computed(splat(a) ? b : a);
+        at.axis = scaled ? 2 : computed(a) || computed(b) ? 1 : 0;
         copy = Instr{Op::MulReduceSum, at, {a, b}, in.result};
         changed_ = true;
       }

@@ -202,7 +202,9 @@ std::string attrs_str(Op op, const OpAttrs& a) {
     return "axes=" + ints_str(a.axes);
   case Op::MulReduceSum:
     return "axes=" + ints_str(a.axes) + (a.exponent == 2 ? " squares=true" : "") +
-           (a.axis ? " computed=true" : "");
+           (a.axis == 1   ? " computed=true"
+            : a.axis == 2 ? " scaled=true"
+                          : "");
   case Op::Argmax:
   case Op::Argmin:
     return "axis=" + std::to_string(a.axis) + " dtype=" + dtype_name(a.dtype);

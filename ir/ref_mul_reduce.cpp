@@ -100,12 +100,16 @@ Array mul_reduce_sum(const Array& a, const Array& b, const OpAttrs& at, const AV
     cols = shape[static_cast<size_t>(nonunit.back())];
     size_t loops = 0; // the array's non-unit axes: more than the box's are loops around it
     for (int64_t e : shape) loops += e != 1;
-    pl = product_sum_lanes(box_rows, cols, bytes, at.exponent == 2, loops > 2);
+    // A product by a broadcast scalar loads one factor, as a square does, and
+    // always fuses (measured).
+    bool scaled = at.axis == 2;
+    pl = product_sum_lanes(box_rows, cols, bytes, at.exponent == 2 || scaled, loops > 2);
+    if (scaled) pl.fused = true;
     // Factors computed in the loop: a square ((x - m) ** 2) keeps its lanes
     // fused for any number of columns, other products are rounded for any;
     // from 16 float32 rows on, such a square over 7 or 8 columns takes the
     // lanes of 6 (measured).
-    if (at.axis) {
+    if (at.axis == 1) {
       pl.fused = at.exponent == 2;
       if (pl.fused && bytes == 4 && box_rows >= 16 && pl.lanes > 0)
         pl.lanes = row_loop_lanes(box_rows, std::min<int64_t>(cols, 6));
