@@ -484,7 +484,9 @@ std::vector<Tensor> transpose_rule(OpContext& cx, SpmdMode mode, const Instr& in
   case Op::Floor:
   case Op::Ceil:
   case Op::Round:
-    return one(b.zeros(p[0])); // piecewise constant
+    // Piecewise constant: JAX's JVP is a symbolic zero, so no cotangent flows
+    // back (an input reached only through it gets +0, never a -0 product).
+    return out;
   case Op::IsFinite:
   case Op::Not:
     return out;
