@@ -109,32 +109,31 @@ private:
   // Whether XLA computes `v` inside the loop of the reduce it feeds (an
   // elementwise op or a broadcast, fused into it), rather than loading it.
   bool computed(int v) const {
-    for (;;) {
-      if (static_cast<size_t>(v) >= f_.values.size()) return true; // an emitted product
-      int p = f_.values[static_cast<size_t>(v)].producer;
-      if (p < 0) return false;
-      const Instr& in = f_.body[static_cast<size_t>(p)];
-      bool same_type = in.op == Op::ConvertElementType &&
-                       f_.values[static_cast<size_t>(in.operands[0])].aval.dtype ==
-                           f_.values[static_cast<size_t>(v)].aval.dtype;
-      if (!same_type) return is_elementwise(in.op) || in.op == Op::BroadcastInDim;
-      v = in.operands[0];
-    }
+    if (static_cast<size_t>(v) >= f_.values.size()) return true; // an emitted product
+    const Instr* in = producer_through_converts(v);
+    return in && (is_elementwise(in->op) || in->op == Op::BroadcastInDim);
   }
 
   // Whether `v` is a broadcast of one element (through same-type converts):
   // a value the loop holds in a register rather than loads.
   bool splat(int v) const {
+    if (static_cast<size_t>(v) >= f_.values.size()) return false; // an emitted product
+    const Instr* in = producer_through_converts(v);
+    return in && in->op == Op::BroadcastInDim &&
+           f_.values[static_cast<size_t>(in->operands[0])].aval.size() == 1;
+  }
+
+  // The instruction that computes `v`, looking through conversions that only
+  // change the weak type; null for a parameter or constant.
+  const Instr* producer_through_converts(int v) const {
     for (;;) {
       int p = f_.values[static_cast<size_t>(v)].producer;
-      if (p < 0) return false;
+      if (p < 0) return nullptr;
       const Instr& in = f_.body[static_cast<size_t>(p)];
-      const AVal& from =
-          f_.values[static_cast<size_t>(in.operands.empty() ? v : in.operands[0])].aval;
-      if (in.op == Op::BroadcastInDim) return from.size() == 1;
-      if (in.op != Op::ConvertElementType ||
-          from.dtype != f_.values[static_cast<size_t>(v)].aval.dtype)
-        return false;
+      bool same_type = in.op == Op::ConvertElementType &&
+                       f_.values[static_cast<size_t>(in.operands[0])].aval.dtype ==
+                           f_.values[static_cast<size_t>(v)].aval.dtype;
+      if (!same_type) return &in;
       v = in.operands[0];
     }
   }

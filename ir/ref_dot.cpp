@@ -316,8 +316,9 @@ Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& 
   bool f64 = oa.dtype == DType::Float64;
   if ((oa.dtype == DType::Float32 || f64) && M >= 2 && N >= 2 && K > 1 &&
       B * M * N * K <= (int64_t{1} << 22) && (ynn || !f64)) {
-    YnnKernelChoice kernel{ynn ? ynn_tile_k(M, K, N, f64) : 1, true};
-    if (ynn && !f64) kernel = ynn_kernel(M, K, N);
+    YnnKernelChoice kernel = ynn && !f64
+                                 ? ynn_kernel(M, K, N)
+                                 : YnnKernelChoice{ynn ? ynn_tile_k(M, K, N, f64) : 1, true};
     int tile_k = kernel.tile_k;
     if (K <= (tile_k == 4 ? 4096 : 512)) {
       for (int64_t b = 0; b < B; ++b)
