@@ -543,7 +543,9 @@ Value* KernelEmitter::reduce_box(const Instr& in, const Shape& red,
   // Boxes of the last two axes; the loops outside them (more reduced axes,
   // none longer than 32) carry the sum into lane 0 of the next box.
   int64_t lanes = ordered(in) && trailing && elem_bytes
-                      ? reduce_box_lanes(box_extents, levels.size(), elem_bytes)
+                      ? reduce_box_lanes(box_extents, levels.size(), elem_bytes,
+                                         in.op == Op::ReduceSum ? loop_body_from(in.attrs.axis)
+                                                                : LoopBody::Load)
                       : 0;
   if (lanes > 0) {
     Idx p(last.size(), i64(0));

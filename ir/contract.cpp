@@ -1,5 +1,7 @@
 #include "ir/contract.hpp"
 
+#include <optional>
+
 #include "ir/constant_of.hpp"
 #include "ir/reduce_tree.hpp"
 #include "ir/ref_reduce_ynn.hpp"
@@ -25,6 +27,10 @@ public:
       if (!reduction_fusion(in.op))
         for (int o : in.operands) ++other_uses_[static_cast<size_t>(o)];
     for (int r : f.results) ++other_uses_[static_cast<size_t>(r)];
+    uses_.assign(f.values.size(), 0);
+    for (const Instr& in : f.body)
+      for (int o : in.operands) ++uses_[static_cast<size_t>(o)];
+    for (int r : f.results) ++uses_[static_cast<size_t>(r)];
   }
 
   // The rewritten Function, or null when nothing was contracted.
@@ -157,6 +163,139 @@ private:
     }
   }
 
+  // The LoopBody (ir/reduce_tree.hpp) of a float32 sum of `v` over all its
+  // elements: the class of the elementwise ops XLA fuses into the sum's loop
+  // between it and the one array it loads. Load where pxl has not measured
+  // such a loop: several loaded arrays, a value with other users (XLA does
+  // not duplicate an expensive op; pxl leaves cheap ones out too), other ops
+  // (broadcasts, reshapes, converts: other index work), or sin, cos and sign
+  // in a chain.
+  LoopBody loop_body(int v) const {
+    // Per-element work in half units (a cheap op is 2) and its divides and
+    // square roots (which cost more in wider vectors): the classes are
+    // ranges of these, measured.
+    int work = 0, divides = 0, loaded = -1;
+    std::optional<LoopBody> alone;
+    bool ok = true;
+    auto invariant = [&](int u) {
+      return splat(u) || f_.values[static_cast<size_t>(u)].aval.size() == 1;
+    };
+    // A value the loop loads: a parameter or constant, or the result of an op
+    // XLA does not fuse into the sum's loop.
+    auto is_loaded = [&](int u) {
+      int p = f_.values[static_cast<size_t>(u)].producer;
+      if (p < 0) return true;
+      Op op = f_.body[static_cast<size_t>(p)].op;
+      return op == Op::DotGeneral || op == Op::MulReduceSum || op == Op::ReduceSum ||
+             op == Op::ReduceMax || op == Op::ReduceMin;
+    };
+    auto visit = [&](auto& self, int u, bool top) -> void {
+      if (!ok) return;
+      const IRValue& val = f_.values[static_cast<size_t>(u)];
+      const Instr* in = val.producer >= 0 ? &f_.body[static_cast<size_t>(val.producer)] : nullptr;
+      if (is_loaded(u)) {
+        ok = loaded < 0 || loaded == u;
+        loaded = u;
+        return;
+      }
+      if (uses_[static_cast<size_t>(u)] != 1 || val.aval.dtype != DType::Float32) {
+        ok = false;
+        return;
+      }
+      auto binary_with_invariant = [&](int cost) {
+        bool l = invariant(in->operands[0]), r = invariant(in->operands[1]);
+        if (l == r) return false; // two arrays, or constants only
+        work += cost;
+        self(self, in->operands[l ? 1 : 0], false);
+        return true;
+      };
+      switch (in->op) {
+      case Op::Sign:
+      case Op::Sin:
+      case Op::Cos:
+        // Measured alone, on the loaded array itself.
+        alone = in->op == Op::Sign ? LoopBody::Sign : LoopBody::Sine;
+        ok = top && is_loaded(in->operands[0]);
+        if (ok) self(self, in->operands[0], false);
+        return;
+      case Op::Neg:
+        break;
+      case Op::Floor:
+      case Op::Ceil:
+      case Op::Round:
+      case Op::Square:
+        work += 2;
+        break;
+      case Op::Abs:
+        work += 4;
+        break;
+      case Op::Tanh:
+      case Op::Expm1:
+      case Op::Log1p:
+        work += 6;
+        break;
+      case Op::Exp:
+      case Op::Log:
+        work += 8;
+        break;
+      case Op::Sqrt:
+        ++divides;
+        break;
+      case Op::Logistic:
+      case Op::Erf:
+        ++divides;
+        work += 10;
+        break;
+      case Op::IntegerPow:
+        if (in->attrs.exponent < 2 || in->attrs.exponent > 4) ok = false;
+        work += 2 * (in->attrs.exponent - 1);
+        break;
+      case Op::Fma: { // a multiply and an add by scalars
+        bool l = invariant(in->operands[0]), r = invariant(in->operands[1]);
+        ok = l != r && invariant(in->operands[2]);
+        work += 4;
+        if (ok) self(self, in->operands[l ? 1 : 0], false);
+        return;
+      }
+      case Op::Add:
+      case Op::Sub:
+      case Op::Mul:
+        ok = binary_with_invariant(2);
+        return;
+      case Op::Max:
+      case Op::Min:
+        ok = binary_with_invariant(3);
+        return;
+      case Op::Atan2:
+        ok = invariant(in->operands[1]) && binary_with_invariant(8);
+        return;
+      case Op::Div:
+        if (invariant(in->operands[1])) {
+          ok = binary_with_invariant(2);
+        } else {
+          ++divides;
+          ok = binary_with_invariant(2);
+        }
+        return;
+      default:
+        ok = false;
+        return;
+      }
+      if (ok) self(self, in->operands[0], false);
+    };
+    visit(visit, v, true);
+    if (!ok || loaded < 0) return LoopBody::Load;
+    if (alone) return *alone;
+    if (divides > 1) return LoopBody::Load;
+    if (divides == 1)
+      return work == 0 ? LoopBody::Sqrt : work < 3 ? LoopBody::Recip : LoopBody::Logistic;
+    return work == 0   ? LoopBody::Load
+           : work <= 2 ? LoopBody::Light
+           : work <= 4 ? LoopBody::Abs
+           : work <= 6 ? LoopBody::Tanh
+                       : LoopBody::Exp;
+  }
+
   // Appends an instruction; its result takes the type, axes and location of
   // `like`. (run() numbers the producers once the body is final.)
   int emit(Op op, const OpAttrs& attrs, std::vector<int> operands, int like) {
@@ -220,6 +359,12 @@ private:
         at.axis = scaled ? 2 : computed(a) || computed(b) ? 1 : 0;
         copy = Instr{Op::MulReduceSum, at, {a, b}, in.result};
         changed_ = true;
+      } else if (d == DType::Float32 && !ynn &&
+                 f_.values[static_cast<size_t>(in.result)].aval.size() == 1) {
+        if (LoopBody body = loop_body(in.operands[0]); body != LoopBody::Load) {
+          copy.attrs.axis = static_cast<int64_t>(body);
+          changed_ = true;
+        }
       }
     }
     if (copy.op != in.op) {
@@ -245,6 +390,7 @@ private:
   std::span<const Array> consts_;
   Function out_;
   std::vector<size_t> other_uses_; // per value: uses other than by a reduction
+  std::vector<size_t> uses_;       // per value: all uses, results included
   bool changed_ = false;
 };
 

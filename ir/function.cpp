@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "ir/custom_call.hpp"
+#include "ir/reduce_tree.hpp"
 #include "ir/while_loop.hpp"
 #include "lang/diag.hpp"
 #include "runtime/spmd_call.hpp"
@@ -570,6 +571,13 @@ bool IRParser::parse_attr(OpAttrs& a, const std::string& key) {
     bool v = accept_word("true");
     if (!v) expect_word("false");
     a.axis = v ? 1 : 0;
+  } else if (key == "scaled") { // mul_reduce_sum: one factor is a broadcast scalar
+    bool v = accept_word("true");
+    if (!v) expect_word("false");
+    a.axis = v ? 2 : 0;
+  } else if (key == "body") { // reduce_sum: its loop's LoopBody (ir/reduce_tree.hpp)
+    a.axis = integer();
+    if (loop_body_from(a.axis) != static_cast<LoopBody>(a.axis)) fail("unknown loop body");
   } else if (key == "output") {
     a.linalg.output = static_cast<int>(integer());
   } else if (key == "shape") {

@@ -194,6 +194,10 @@ std::string attrs_str(Op op, const OpAttrs& a) {
   case Op::Pad:
     return "lo=" + ints_str(a.lo) + " hi=" + ints_str(a.hi) + " interior=" + ints_str(a.interior);
   case Op::ReduceSum:
+    // The loop's work per element changes the summation order: part of the
+    // IR text, which keys caches.
+    return "axes=" + ints_str(a.axes) +
+           (a.axis ? " body=" + std::to_string(a.axis) : std::string());
   case Op::ReduceMax:
   case Op::ReduceMin:
   case Op::ReduceProd:

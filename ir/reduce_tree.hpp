@@ -97,6 +97,62 @@ inline int64_t reduce_row_lanes(int64_t rows, int64_t cols, int64_t elem_bytes) 
   return (rows & (rows - 1)) == 0 ? rows : 0;
 }
 
+// What XLA's loop computes from its one loaded element before adding it, for
+// a float32 sum of all of a rows x cols array (ir/contract.cpp classifies the
+// elementwise ops XLA fuses into the reduce). LLVM weighs that work against
+// the cost of gathering a row's elements into lanes, so it picks other
+// widths than for a plain load (Load, reduce_row_lanes). The classes group
+// producers that take the same widths, measured against JAX 0.10's CPU
+// backend over 2..32 rows and 2..16 columns (ir/contract.cpp: loop_body;
+// 10 to 16 columns take 9's widths, more are left to reduce_row_lanes):
+//   Light    one cheap op (add, multiply or divide by a scalar, floor, round)
+//   Abs      abs, max/min with a scalar, two cheap ops
+//   Tanh     tanh, expm1, log1p, abs then a cheap op, clip
+//   Exp      exp, log, arctan, and chains with more work
+//   Sqrt     sqrt alone; Recip: a divide by the element, or sqrt and a cheap
+//            op; Logistic: logistic, erf, or sqrt with more work
+//   Sign     sign alone; Sine: sin or cos alone
+enum class LoopBody : int8_t { Load, Light, Abs, Tanh, Exp, Sqrt, Recip, Logistic, Sign, Sine };
+
+// A reduce_sum's attrs.axis holds its LoopBody (contract_multiply_adds sets it).
+inline LoopBody loop_body_from(int64_t code) {
+  return code > 0 && code <= static_cast<int64_t>(LoopBody::Sine) ? static_cast<LoopBody>(code)
+                                                                  : LoopBody::Load;
+}
+
+// reduce_row_lanes for a float32 box whose elements are computed as `body`.
+inline int64_t computed_row_lanes(int64_t rows, int64_t cols, LoopBody body) {
+  using B = LoopBody;
+  auto plain = [&](int64_t c) { return reduce_row_lanes(rows, c, 4); };
+  if (body == B::Load || rows < 2 || cols < 2 || cols > 16) return plain(cols);
+  if (rows < 16 && rows != 2 && rows != 4 && rows != 8) return 0; // a scalar loop
+  bool tail4 = rows >= 16 && rows % 8 >= 4; // 8 lanes would leave 4..7 rows over
+  switch (body) {
+  case B::Sign:
+    return rows < 8 ? rows : 8;
+  case B::Sine:
+    if (cols >= 9) return 0;
+    if (cols >= 5) return 2;
+    if ((cols == 4 && rows == 8) || (cols >= 3 && rows >= 16 && !tail4)) return 4;
+    return plain(cols);
+  case B::Light:
+    return rows == 8 && cols >= 7 && cols <= 8 ? 8 : plain(cols);
+  case B::Sqrt:
+    if (cols >= 9) return rows == 2 ? 2 : 4;
+    return cols == 2 && rows >= 28 && tail4 ? 4 : plain(cols);
+  default:
+    break;
+  }
+  // Abs, Tanh, Exp, Recip, Logistic.
+  bool divides = body == B::Recip || body == B::Logistic;
+  if (cols <= 6) return cols == 2 && divides && rows >= 28 && tail4 ? 4 : plain(cols);
+  if (rows < 16) return rows == 2 && body == B::Exp && cols >= 9 ? 0 : rows;
+  if (cols <= 8) return body == B::Recip ? plain(cols) : tail4 ? 4 : 8;
+  if (!tail4) return 8;
+  if (rows < 24) return body == B::Abs ? 8 : 4;
+  return divides ? 4 : 8;
+}
+
 // The rows of a box vectorized in `lanes` lanes that the scalar epilogue adds.
 inline int64_t row_lanes_tail(int64_t rows, int64_t lanes) { return lanes ? rows % lanes : 0; }
 
@@ -104,9 +160,12 @@ inline int64_t row_lanes_tail(int64_t rows, int64_t lanes) { return lanes ? rows
 // non-unit extents there are `box` (of a tree with `levels` levels): the last
 // two axes vectorized by reduce_row_lanes, the ones outside them (only
 // without a tree) carrying the sum into lane 0 of the next box. 0: row-major.
-inline int64_t reduce_box_lanes(const std::vector<int64_t>& box, size_t levels,
-                                int64_t elem_bytes) {
+// `body`: the work per element of a float32 sum over the whole box.
+inline int64_t reduce_box_lanes(const std::vector<int64_t>& box, size_t levels, int64_t elem_bytes,
+                                LoopBody body = LoopBody::Load) {
   if (box.size() < 2 || (box.size() > 2 && levels != 1)) return 0;
+  if (box.size() == 2 && levels == 1 && elem_bytes == 4 && body != LoopBody::Load)
+    return computed_row_lanes(box[0], box[1], body);
   return reduce_row_lanes(box[box.size() - 2], box.back(), elem_bytes);
 }
 

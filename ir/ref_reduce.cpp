@@ -237,9 +237,11 @@ Array reduce(Reduction r, const Array& x, const OpAttrs& a, const AVal& oa) {
       std::vector<int64_t> box;
       for (int64_t ax : a.axes)
         if (shape[static_cast<size_t>(ax)] != 1) box.push_back(shape[static_cast<size_t>(ax)]);
-      int64_t lanes = !levels.empty() && trailing
-                          ? reduce_box_lanes(box, levels.size(), static_cast<int64_t>(sizeof(C)))
-                          : 0;
+      int64_t lanes =
+          !levels.empty() && trailing
+              ? reduce_box_lanes(box, levels.size(), static_cast<int64_t>(sizeof(C)),
+                                 r == Reduction::Sum ? loop_body_from(a.axis) : LoopBody::Load)
+              : 0;
       if (lanes > 0) {
         // Boxes of the last two axes; the loops outside them (more reduced
         // axes, none longer than 32) carry the sum into lane 0 of the next.

@@ -120,7 +120,9 @@ std::shared_ptr<const Function> xla_rewrites(std::shared_ptr<const Function> f,
                                              std::vector<Array>* added) {
   std::vector<Array> all(consts.begin(), consts.end());
   size_t before = added ? added->size() : 0;
-  std::shared_ptr<const Function> simple = simplify_algebra(f, consts, added);
+  // XLA compiles the program with every call inlined, custom derivatives'
+  // primals included: its rewrites see across them.
+  std::shared_ptr<const Function> simple = simplify_algebra(lower_custom_calls(f), consts, added);
   if (added) all.insert(all.end(), added->begin() + static_cast<long>(before), added->end());
   return contract_multiply_adds(eliminate_common_subexpressions(simple, all), all);
 }

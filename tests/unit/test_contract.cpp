@@ -200,3 +200,35 @@ TEST_CASE("contraction: a reduce takes its own copy of a product used elsewhere"
   CHECK(has(shared, "%3 = mul %0, %1"));
   CHECK(!has(shared, "fma"));
 }
+
+TEST_CASE("contraction: a whole-array float32 sum records the work fused into its loop",
+          "[contract]") {
+  auto body_of = [](const std::string& ops) {
+    std::string text = "func @f(%0: f32[8,7]) consts(%1: f32[]) -> (f32[]) {\n"
+                       "  %2 = broadcast_in_dim[shape=(8, 7) dims=[]] %1 : f32[8,7]\n" +
+                       ops + "  %9 = reduce_sum[axes=[0, 1]] %8 : f32[]\n  return %9\n}";
+    std::string out = contracted(text);
+    size_t at = out.find("reduce_sum[axes=[0, 1]");
+    REQUIRE(at != std::string::npos);
+    size_t body = out.find("body=", at);
+    return body == std::string::npos || body > out.find('\n', at)
+               ? LoopBody::Load
+               : static_cast<LoopBody>(std::stoi(out.substr(body + 5)));
+  };
+  CHECK(body_of("  %8 = abs %0 : f32[8,7]\n") == LoopBody::Abs);
+  CHECK(body_of("  %8 = exp %0 : f32[8,7]\n") == LoopBody::Exp);
+  CHECK(body_of("  %8 = sin %0 : f32[8,7]\n") == LoopBody::Sine);
+  CHECK(body_of("  %8 = add %0, %2 : f32[8,7]\n") == LoopBody::Light);
+  CHECK(body_of("  %8 = neg %0 : f32[8,7]\n") == LoopBody::Load);
+  CHECK(body_of("  %8 = sqrt %0 : f32[8,7]\n") == LoopBody::Sqrt);
+  CHECK(body_of("  %8 = div %2, %0 : f32[8,7]\n") == LoopBody::Recip);
+  // Cheap ops add up: abs then an add is tanh's class, max and min with
+  // scalars (clip) too.
+  CHECK(body_of("  %7 = abs %0 : f32[8,7]\n  %8 = add %7, %2 : f32[8,7]\n") == LoopBody::Tanh);
+  CHECK(body_of("  %7 = max %0, %2 : f32[8,7]\n  %8 = min %7, %2 : f32[8,7]\n") == LoopBody::Tanh);
+  CHECK(body_of("  %7 = abs %0 : f32[8,7]\n  %8 = sqrt %7 : f32[8,7]\n") == LoopBody::Logistic);
+  // Not measured: sin in a chain, two loaded arrays, a value used twice.
+  CHECK(body_of("  %7 = sin %0 : f32[8,7]\n  %8 = abs %7 : f32[8,7]\n") == LoopBody::Load);
+  CHECK(body_of("  %7 = abs %0 : f32[8,7]\n  %8 = add %7, %0 : f32[8,7]\n") == LoopBody::Load);
+  CHECK(body_of("  %7 = exp %0 : f32[8,7]\n  %8 = mul %7, %7 : f32[8,7]\n") == LoopBody::Load);
+}

@@ -92,3 +92,36 @@ TEST_CASE("reduce_row_lanes: where XLA's loops vectorize across rows", "[reduce]
   CHECK_FALSE(reduces_minor_axes({4, 4, 3}, {0, 1}));
   CHECK(reduces_minor_axes({3, 4, 4}, {1, 2}));
 }
+
+TEST_CASE("computed_row_lanes: widths LLVM picks for a sum of computed elements", "[reduce]") {
+  using B = LoopBody;
+  // A plain load keeps reduce_row_lanes; a cheap op widens 8 rows of 7 or 8.
+  CHECK(computed_row_lanes(8, 7, B::Load) == 4);
+  CHECK(computed_row_lanes(8, 7, B::Light) == 8);
+  CHECK(computed_row_lanes(16, 8, B::Light) == 4);
+  // Costlier work: 7 or 8 columns as 6, and 9 to 16 columns vectorized.
+  CHECK(computed_row_lanes(16, 8, B::Exp) == 8);
+  CHECK(computed_row_lanes(20, 8, B::Exp) == 4);
+  CHECK(computed_row_lanes(4, 9, B::Abs) == 4);
+  CHECK(computed_row_lanes(2, 9, B::Exp) == 0);
+  CHECK(computed_row_lanes(2, 9, B::Tanh) == 2);
+  CHECK(computed_row_lanes(20, 9, B::Abs) == 8);
+  CHECK(computed_row_lanes(20, 9, B::Tanh) == 4);
+  CHECK(computed_row_lanes(28, 12, B::Exp) == 8);
+  CHECK(computed_row_lanes(28, 12, B::Logistic) == 4);
+  CHECK(computed_row_lanes(28, 2, B::Recip) == 4);
+  CHECK(computed_row_lanes(28, 2, B::Exp) == 8);
+  CHECK(computed_row_lanes(8, 9, B::Sqrt) == 4);
+  CHECK(computed_row_lanes(17, 40, B::Exp) == 0); // beyond what was measured
+  CHECK(computed_row_lanes(5, 9, B::Exp) == 0);   // a scalar loop
+  // sin and cos: narrower; sign: the widest.
+  CHECK(computed_row_lanes(4, 5, B::Sine) == 2);
+  CHECK(computed_row_lanes(16, 3, B::Sine) == 4);
+  CHECK(computed_row_lanes(20, 3, B::Sine) == 4);
+  CHECK(computed_row_lanes(8, 9, B::Sine) == 0);
+  CHECK(computed_row_lanes(20, 6, B::Sign) == 8);
+  // Only whole-box float32 sums use the class.
+  CHECK(reduce_box_lanes({8, 7}, 1, 4, B::Light) == 8);
+  CHECK(reduce_box_lanes({8, 7}, 1, 8, B::Light) == 2);
+  CHECK(loop_body_from(99) == B::Load);
+}
