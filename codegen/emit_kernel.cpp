@@ -544,7 +544,7 @@ Value* KernelEmitter::reduce_box(const Instr& in, const Shape& red,
   // none longer than 32) carry the sum into lane 0 of the next box.
   int64_t lanes = ordered(in) && trailing && elem_bytes
                       ? reduce_box_lanes(box_extents, levels.size(), elem_bytes,
-                                         in.op == Op::ReduceSum ? loop_body_from(in.attrs.axis)
+                                         in.op == Op::ReduceSum ? loop_body_from(in.attrs.loop_body)
                                                                 : LoopBody::Load)
                       : 0;
   if (lanes > 0) {

@@ -575,9 +575,10 @@ bool IRParser::parse_attr(OpAttrs& a, const std::string& key) {
     bool v = accept_word("true");
     if (!v) expect_word("false");
     a.axis = v ? 2 : 0;
-  } else if (key == "body") { // reduce_sum: its loop's LoopBody (ir/reduce_tree.hpp)
-    a.axis = integer();
-    if (loop_body_from(a.axis) != static_cast<LoopBody>(a.axis)) fail("unknown loop body");
+  } else if (key == "body") { // reduce_sum, mul_reduce_sum: the LoopBody (ir/reduce_tree.hpp)
+    a.loop_body = integer();
+    if (loop_body_from(a.loop_body) != static_cast<LoopBody>(a.loop_body))
+      fail("unknown loop body");
   } else if (key == "output") {
     a.linalg.output = static_cast<int>(integer());
   } else if (key == "shape") {

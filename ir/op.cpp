@@ -197,7 +197,7 @@ std::string attrs_str(Op op, const OpAttrs& a) {
     // The loop's work per element changes the summation order: part of the
     // IR text, which keys caches.
     return "axes=" + ints_str(a.axes) +
-           (a.axis ? " body=" + std::to_string(a.axis) : std::string());
+           (a.loop_body ? " body=" + std::to_string(a.loop_body) : std::string());
   case Op::ReduceMax:
   case Op::ReduceMin:
   case Op::ReduceProd:
@@ -208,7 +208,8 @@ std::string attrs_str(Op op, const OpAttrs& a) {
     return "axes=" + ints_str(a.axes) + (a.exponent == 2 ? " squares=true" : "") +
            (a.axis == 1   ? " computed=true"
             : a.axis == 2 ? " scaled=true"
-                          : "");
+                          : "") +
+           (a.loop_body ? " body=" + std::to_string(a.loop_body) : std::string());
   case Op::Argmax:
   case Op::Argmin:
     return "axis=" + std::to_string(a.axis) + " dtype=" + dtype_name(a.dtype);

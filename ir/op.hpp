@@ -132,10 +132,12 @@ struct OpAttrs {
   std::vector<int64_t> lo, hi, interior;        // pad
   DType dtype = DType::Float32;                 // convert, bitcast, iota, argmax/argmin
   bool weak = false;                            // convert_element_type's result weak_type
-  int64_t axis = 0;                             // iota, concatenate, argmax, cumsum, take, scatter;
-                                                // reduce_sum: its LoopBody (ir/reduce_tree.hpp)
+  int64_t axis = 0;                             // iota, concatenate, argmax, cumsum, take, scatter
   int64_t exponent = 0;                         // integer_pow
-  bool reverse = false;                         // cumsum
+  // reduce_sum and mul_reduce_sum: the LoopBody (ir/reduce_tree.hpp) of the
+  // elementwise work XLA fuses into the sum's loop (contract_multiply_adds).
+  int64_t loop_body = 0;
+  bool reverse = false; // cumsum
   // mul of complex64: the right (left) operand is a broadcast scalar, which
   // changes the product XLA's multiply fuses into the imaginary part
   // (ref_complex.hpp); XLA's multiply takes the scalar on the right.

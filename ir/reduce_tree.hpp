@@ -114,7 +114,7 @@ inline int64_t reduce_row_lanes(int64_t rows, int64_t cols, int64_t elem_bytes) 
 //   Sign     sign alone; Sine: sin or cos alone
 enum class LoopBody : int8_t { Load, Light, Abs, Tanh, Exp, Sqrt, Recip, Logistic, Sign, Sine };
 
-// A reduce_sum's attrs.axis holds its LoopBody (contract_multiply_adds sets it).
+// OpAttrs::loop_body as a LoopBody (Load where out of range).
 inline LoopBody loop_body_from(int64_t code) {
   return code > 0 && code <= static_cast<int64_t>(LoopBody::Sine) ? static_cast<LoopBody>(code)
                                                                   : LoopBody::Load;

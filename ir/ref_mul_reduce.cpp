@@ -105,6 +105,9 @@ Array mul_reduce_sum(const Array& a, const Array& b, const OpAttrs& at, const AV
     bool scaled = at.axis == 2;
     pl = product_sum_lanes(box_rows, cols, bytes, at.exponent == 2 || scaled, loops > 2);
     if (scaled) pl.fused = true;
+    // A computed factor: the lanes of its work (a whole 2-D float32 sum).
+    if (scaled && at.loop_body != 0 && nonunit.size() == 2 && loops == 2 && bytes == 4)
+      pl.lanes = computed_row_lanes(box_rows, cols, loop_body_from(at.loop_body));
     // Factors computed in the loop: a square ((x - m) ** 2) keeps its lanes
     // fused for any number of columns, other products are rounded for any;
     // from 16 float32 rows on, such a square over 7 or 8 columns takes the

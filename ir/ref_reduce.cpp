@@ -240,7 +240,7 @@ Array reduce(Reduction r, const Array& x, const OpAttrs& a, const AVal& oa) {
       int64_t lanes =
           !levels.empty() && trailing
               ? reduce_box_lanes(box, levels.size(), static_cast<int64_t>(sizeof(C)),
-                                 r == Reduction::Sum ? loop_body_from(a.axis) : LoopBody::Load)
+                                 r == Reduction::Sum ? loop_body_from(a.loop_body) : LoopBody::Load)
               : 0;
       if (lanes > 0) {
         // Boxes of the last two axes; the loops outside them (more reduced

@@ -231,4 +231,14 @@ TEST_CASE("contraction: a whole-array float32 sum records the work fused into it
   CHECK(body_of("  %7 = sin %0 : f32[8,7]\n  %8 = abs %7 : f32[8,7]\n") == LoopBody::Load);
   CHECK(body_of("  %7 = abs %0 : f32[8,7]\n  %8 = add %7, %0 : f32[8,7]\n") == LoopBody::Load);
   CHECK(body_of("  %7 = exp %0 : f32[8,7]\n  %8 = mul %7, %7 : f32[8,7]\n") == LoopBody::Load);
+  // A computed value times a scalar: mul_reduce_sum's scaled form with the
+  // value's class, the multiply one more cheap op (tanh's class holds it).
+  std::string scaled = contracted(R"(func @f(%0: f32[8,7]) consts(%1: f32[]) -> (f32[]) {
+  %2 = broadcast_in_dim[shape=(8, 7) dims=[]] %1 : f32[8,7]
+  %3 = abs %0 : f32[8,7]
+  %4 = mul %3, %2 : f32[8,7]
+  %5 = reduce_sum[axes=[0, 1]] %4 : f32[]
+  return %5
+})");
+  CHECK(has(scaled, "mul_reduce_sum[axes=[0, 1] scaled=true body=3] %3, %2"));
 }
