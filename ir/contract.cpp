@@ -192,6 +192,11 @@ private:
       return op == Op::DotGeneral || op == Op::MulReduceSum || op == Op::ReduceSum ||
              op == Op::ReduceMax || op == Op::ReduceMin;
     };
+    auto negation_of_loaded = [&](int u) {
+      int p = f_.values[static_cast<size_t>(u)].producer;
+      return p >= 0 && f_.body[static_cast<size_t>(p)].op == Op::Neg &&
+             is_loaded(f_.body[static_cast<size_t>(p)].operands[0]);
+    };
     auto visit = [&](auto& self, int u, bool top) -> void {
       if (!ok) return;
       const IRValue& val = f_.values[static_cast<size_t>(u)];
@@ -216,9 +221,9 @@ private:
       case Op::Sign:
       case Op::Sin:
       case Op::Cos:
-        // Measured alone, on the loaded array itself.
+        // Measured alone, on the loaded array or its negation.
         alone = in->op == Op::Sign ? LoopBody::Sign : LoopBody::Sine;
-        ok = top && is_loaded(in->operands[0]);
+        ok = top && (is_loaded(in->operands[0]) || negation_of_loaded(in->operands[0]));
         if (ok) self(self, in->operands[0], false);
         return;
       case Op::Neg:

@@ -218,6 +218,7 @@ TEST_CASE("contraction: a whole-array float32 sum records the work fused into it
   CHECK(body_of("  %8 = abs %0 : f32[8,7]\n") == LoopBody::Abs);
   CHECK(body_of("  %8 = exp %0 : f32[8,7]\n") == LoopBody::Exp);
   CHECK(body_of("  %8 = sin %0 : f32[8,7]\n") == LoopBody::Sine);
+  CHECK(body_of("  %7 = neg %0 : f32[8,7]\n  %8 = cos %7 : f32[8,7]\n") == LoopBody::Sine);
   CHECK(body_of("  %8 = add %0, %2 : f32[8,7]\n") == LoopBody::Light);
   CHECK(body_of("  %8 = neg %0 : f32[8,7]\n") == LoopBody::Load);
   CHECK(body_of("  %8 = sqrt %0 : f32[8,7]\n") == LoopBody::Sqrt);
