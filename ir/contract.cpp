@@ -277,13 +277,9 @@ private:
       case Op::Atan2:
         ok = invariant(in->operands[1]) && binary_with_invariant(8);
         return;
-      case Op::Div:
-        if (invariant(in->operands[1])) {
-          ok = binary_with_invariant(2);
-        } else {
-          ++divides;
-          ok = binary_with_invariant(2);
-        }
+      case Op::Div: // by a scalar a cheap op; by the element a divide too
+        if (!invariant(in->operands[1])) ++divides;
+        ok = binary_with_invariant(2);
         return;
       default:
         ok = false;
@@ -357,6 +353,9 @@ private:
       for (int64_t ax : in.attrs.axes) short_axes &= xs[static_cast<size_t>(ax)] <= kReduceWindow;
       // YNNPACK's sums (ir/ref_reduce_ynn.hpp) take the rounded products.
       bool ynn = ref::ynn_sum_applies(d, xs, in.attrs.axes);
+      // A float32 sum of every element: its loop's work picks its lanes.
+      bool whole_f32 =
+          d == DType::Float32 && f_.values[static_cast<size_t>(in.result)].aval.size() == 1;
       if (short_axes && !ynn && factors(in.operands[0], a, b, true)) {
         OpAttrs at;
         at.axes = in.attrs.axes;
@@ -367,8 +366,7 @@ private:
         at.axis = scaled ? 2 : computed(a) || computed(b) ? 1 : 0;
         // A whole float32 sum of a computed value times a scalar: the scaled
         // form, with the lanes of that value's work and the multiply.
-        if (at.axis == 1 && splat(a) != splat(b) && d == DType::Float32 &&
-            f_.values[static_cast<size_t>(in.result)].aval.size() == 1) {
+        if (at.axis == 1 && splat(a) != splat(b) && whole_f32) {
           LoopBody body = loop_body(splat(a) ? b : a, 2);
           if (body != LoopBody::Load) {
             at.axis = 2;
@@ -377,8 +375,7 @@ private:
         }
         copy = Instr{Op::MulReduceSum, at, {a, b}, in.result};
         changed_ = true;
-      } else if (d == DType::Float32 && !ynn &&
-                 f_.values[static_cast<size_t>(in.result)].aval.size() == 1) {
+      } else if (whole_f32 && !ynn) {
         if (LoopBody body = loop_body(in.operands[0]); body != LoopBody::Load) {
           copy.attrs.loop_body = static_cast<int64_t>(body);
           changed_ = true;

@@ -242,4 +242,9 @@ TEST_CASE("contraction: a whole-array float32 sum records the work fused into it
   return %5
 })");
   CHECK(has(scaled, "mul_reduce_sum[axes=[0, 1] scaled=true body=3] %3, %2"));
+  // The IR text refuses a class that does not exist.
+  CHECK_THROWS(parse_function(R"(func @f(%0: f32[8,7]) -> (f32[]) {
+  %1 = reduce_sum[axes=[0, 1] body=42] %0 : f32[]
+  return %1
+})"));
 }
