@@ -314,11 +314,14 @@ Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& 
   lhs_rows |= !canonical;
   bool ynn = lhs_rows && ynn_dot_applies(M, K, N);
   bool f64 = oa.dtype == DType::Float64;
+  // A right operand whose contracted axis comes after its free one (`a @ w.T`,
+  // with XLA's transpose folding; measured against JAX 0.10.2 over 150 shapes).
+  bool packed_b = canonical && rf.size() == 1 && dd.rhs_contract[0] > rf[0];
   if ((oa.dtype == DType::Float32 || f64) && M >= 2 && N >= 2 && K > 1 &&
       B * M * N * K <= (int64_t{1} << 22) && (ynn || !f64)) {
-    YnnKernelChoice kernel = ynn && !f64
-                                 ? ynn_kernel(M, K, N)
-                                 : YnnKernelChoice{ynn ? ynn_tile_k(M, K, N, f64) : 1, true};
+    YnnKernelChoice kernel =
+        ynn && !f64 ? ynn_kernel(M, K, N, packed_b)
+                    : YnnKernelChoice{ynn ? ynn_tile_k(M, K, N, f64, packed_b) : 1, true};
     int tile_k = kernel.tile_k;
     if (K <= (tile_k == 4 ? 4096 : 512)) {
       for (int64_t b = 0; b < B; ++b)

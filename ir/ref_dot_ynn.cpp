@@ -103,11 +103,11 @@ bool ynn_dot_applies(int64_t m, int64_t k, int64_t n) {
   return m >= 2 && n >= 2 && std::max({m, k, n}) >= 8;
 }
 
-int ynn_tile_k(int64_t m, int64_t k, int64_t n, bool f64) {
+int ynn_tile_k(int64_t m, int64_t k, int64_t n, bool f64, bool packed_b) {
   if (f64) return 1;
   constexpr int64_t kGraphM = 2048; // m is unknown when YNNPACK builds its graph
   const YnnKernel& best = cheapest(kGraphM, n, k, 0, true);
-  if (best.tk == 1) return 1;
+  if (best.tk == 1 || packed_b) return best.tk;
   const YnnKernel& unpacked = cheapest(kGraphM, n, k, 1, true);
   bool keep_b =
       kernel_cost(unpacked, kGraphM, n, k, true) <= 2 * kernel_cost(best, kGraphM, n, k, true) &&
@@ -115,12 +115,12 @@ int ynn_tile_k(int64_t m, int64_t k, int64_t n, bool f64) {
   return keep_b ? 1 : best.tk;
 }
 
-YnnKernelChoice ynn_kernel(int64_t m, int64_t k, int64_t n) {
+YnnKernelChoice ynn_kernel(int64_t m, int64_t k, int64_t n, bool packed_b) {
   // When the program runs, m is known: YNNPACK picks again, among the kernels
   // of the tile_k B was packed for, the first of lowest cost for the real
   // shape, without the tile-size term (measured against JAX 0.10.2 over 2503
   // shapes with m, n up to 24 and k up to 29).
-  int tile_k = ynn_tile_k(m, k, n, false);
+  int tile_k = ynn_tile_k(m, k, n, false, packed_b);
   return {tile_k, cheapest(m, n, k, tile_k, false).fused};
 }
 

@@ -10,7 +10,9 @@ namespace pxl::ref {
 // Whether XLA hands an (m, k) x (k, n) product to YNNPACK.
 bool ynn_dot_applies(int64_t m, int64_t k, int64_t n);
 // The kernel's tile_k YNNPACK picks: each output sums k in that many lanes.
-int ynn_tile_k(int64_t m, int64_t k, int64_t n, bool f64);
+// `packed_b`: B comes as (n, k) (a transpose XLA folded into the dot), which
+// YNNPACK must pack whatever it costs, so keeping it unpacked is no option.
+int ynn_tile_k(int64_t m, int64_t k, int64_t n, bool f64, bool packed_b = false);
 // The float32 kernel that computes it when the program runs: its tile_k
 // (ynn_tile_k's) and whether it fuses each multiply-add (FMA instruction
 // sets) or rounds each product before adding it (avx, avx2, sse2).
@@ -18,7 +20,7 @@ struct YnnKernelChoice {
   int tile_k;
   bool fused;
 };
-YnnKernelChoice ynn_kernel(int64_t m, int64_t k, int64_t n);
+YnnKernelChoice ynn_kernel(int64_t m, int64_t k, int64_t n, bool packed_b = false);
 // out (m x n) = a (m x k) . b (k x n), all row-major, in that order.
 template <class T>
 void ynn_gemm(const T* a, const T* b, int64_t m, int64_t k, int64_t n, int tile_k, T* out,

@@ -541,6 +541,31 @@ private:
     return emit(Op::Reshape, to, {x}, like);
   }
 
+  // XLA's CPU transpose folding: a transpose feeding a dot that only swaps
+  // the operand's free and contracted axes (batch axes in place, one
+  // contracted axis, one free) becomes the dot's dimension numbers, so the
+  // dot reads the untransposed array (and YNNPACK packs a right operand
+  // folded so, ir/ref_dot_ynn.hpp).
+  int dot_of_transpose(const Instr& in) {
+    OpAttrs attrs = in.attrs;
+    std::vector<int> operands = in.operands;
+    bool folded = false;
+    for (size_t side = 0; side < 2; ++side) {
+      auto t = is(operands[side], Op::Transpose);
+      std::vector<int64_t>& batch = side == 0 ? attrs.dot.lhs_batch : attrs.dot.rhs_batch;
+      std::vector<int64_t>& contract = side == 0 ? attrs.dot.lhs_contract : attrs.dot.rhs_contract;
+      if (!t || contract.size() != 1 || batch.size() + 2 != t->attrs.perm.size()) continue;
+      const std::vector<int64_t>& perm = t->attrs.perm;
+      bool batch_kept = true;
+      for (int64_t b : batch) batch_kept &= perm[static_cast<size_t>(b)] == b;
+      if (!batch_kept) continue;
+      contract[0] = perm[static_cast<size_t>(contract[0])];
+      operands[side] = t->operands[0];
+      folded = true;
+    }
+    return folded ? emit(Op::DotGeneral, attrs, operands, in.result) : -1;
+  }
+
   int rewrite(const Instr& in) {
     // (Not divisions: a / broadcast(b) is the reciprocal rule's.)
     if (in.op == Op::Add || in.op == Op::Sub || in.op == Op::Mul || in.op == Op::Max ||
@@ -566,6 +591,8 @@ private:
       return log(in);
     case Op::Sqrt:
       return square_root(in);
+    case Op::DotGeneral:
+      return dot_of_transpose(in);
     case Op::Reshape:
       if (aval(in.operands[0]).shape == aval(in.result).shape) return in.operands[0];
       return is(in.operands[0], Op::Reshape)

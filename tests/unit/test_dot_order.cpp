@@ -27,6 +27,12 @@ TEST_CASE("ynn dot: which products, which kernel", "[dot]") {
   CHECK(ynn_tile_k(64, 8, 48, false) == 4);
   CHECK(ynn_tile_k(64, 64, 64, false) == 1);
   CHECK(ynn_tile_k(8, 8, 8, true) == 1); // float64 kernels are all tile_k 1
+  // B given as (n, k) (`a @ w.T`) is always packed: the cheapest kernel's tile_k.
+  CHECK(ynn_tile_k(3, 10, 32, false) == 1);
+  CHECK(ynn_tile_k(3, 10, 32, false, true) == 2);
+  CHECK(ynn_tile_k(3, 10, 16, false, true) == 4);
+  CHECK(ynn_tile_k(2, 8, 17, false, true) != 1);
+  CHECK(ynn_tile_k(64, 64, 64, false, true) == 1); // tile_k 1 is cheapest anyway
 }
 
 TEST_CASE("ynn dot: lanes over k, adjacent pairs, the tail added", "[dot]") {

@@ -281,3 +281,37 @@ TEST_CASE("simplify: square, negated sums, stop_gradient, one-element products",
   auto four = simplified(with_shape("4"), cs);
   CHECK(!has(four.text, "mul %0, %1"));
 }
+
+TEST_CASE("simplify: a transpose swapping a dot operand's axes folds into the dot", "[simplify]") {
+  // a @ w.T: the dot contracts w's last axis.
+  auto nt = simplified(R"(func @f(%0: f32[3,10], %1: f32[32,10]) -> (f32[3,32]) {
+  %2 = transpose[perm=[1, 0]] %1 : f32[10,32]
+  %3 = dot_general[lhs_batch=[] rhs_batch=[] lhs_contract=[1] rhs_contract=[0]] %0, %2 : f32[3,32]
+  return %3
+})");
+  CHECK(has(nt.text, "lhs_contract=[1] rhs_contract=[1]] %0, %1"));
+  CHECK(!has(nt.text, "transpose"));
+
+  // Both operands of a batched dot, the batch axis in place.
+  auto both = simplified(R"(func @f(%0: f32[2,10,3], %1: f32[2,32,10]) -> (f32[2,3,32]) {
+  %2 = transpose[perm=[0, 2, 1]] %0 : f32[2,3,10]
+  %3 = transpose[perm=[0, 2, 1]] %1 : f32[2,10,32]
+  %4 = dot_general[lhs_batch=[0] rhs_batch=[0] lhs_contract=[2] rhs_contract=[1]] %2, %3 : f32[2,3,32]
+  return %4
+})");
+  CHECK(has(both.text, "lhs_contract=[1] rhs_contract=[2]] %0, %1"));
+
+  // A transpose that moves a batch axis, or an operand with two free axes, stays.
+  auto moved = simplified(R"(func @f(%0: f32[10,2,3], %1: f32[2,10,4]) -> (f32[2,3,4]) {
+  %2 = transpose[perm=[1, 2, 0]] %0 : f32[2,3,10]
+  %3 = dot_general[lhs_batch=[0] rhs_batch=[0] lhs_contract=[2] rhs_contract=[1]] %2, %1 : f32[2,3,4]
+  return %3
+})");
+  CHECK(has(moved.text, "transpose"));
+  auto wide = simplified(R"(func @f(%0: f32[10,2,3], %1: f32[10,4]) -> (f32[2,3,4]) {
+  %2 = transpose[perm=[1, 2, 0]] %0 : f32[2,3,10]
+  %3 = dot_general[lhs_batch=[] rhs_batch=[] lhs_contract=[2] rhs_contract=[0]] %2, %1 : f32[2,3,4]
+  return %3
+})");
+  CHECK(has(wide.text, "transpose"));
+}
