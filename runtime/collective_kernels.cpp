@@ -108,7 +108,12 @@ void reduce_typed(const void* const* ins, int nins, void* const* outs, int nouts
   // fixed trip count and the compiler vectorises them even at -O2.
   auto block = [&](int64_t base, auto len) {
     const T* in0 = static_cast<const T*>(ins[0]) + base;
-    for (int64_t i = 0; i < len; ++i) acc[i] = Tr::load(in0[i]);
+    // XLA's all-reduce adds every participant's value to a +0 (so -0 from
+    // each device sums to +0); one participant's value is passed through.
+    if (std::is_same_v<Op, SumOp> && std::is_floating_point_v<A> && nins > 1)
+      for (int64_t i = 0; i < len; ++i) acc[i] = Tr::load(in0[i]) + A(0);
+    else
+      for (int64_t i = 0; i < len; ++i) acc[i] = Tr::load(in0[i]);
     for (int r = 1; r < nins; ++r) {
       const T* in = static_cast<const T*>(ins[r]) + base;
       for (int64_t i = 0; i < len; ++i) acc[i] = Op::apply(acc[i], Tr::load(in[i]));
