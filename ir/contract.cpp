@@ -1,5 +1,6 @@
 #include "ir/contract.hpp"
 
+#include <algorithm>
 #include <optional>
 
 #include "ir/constant_of.hpp"
@@ -46,8 +47,9 @@ public:
 private:
   // The two factors of a multiply being fused into this use, emitting
   // integer_pow's earlier products; false when `v` is no such multiply. A
-  // reduce is a fusion of its own, into which XLA duplicates the multiply:
-  // it contracts its copy whatever else uses the multiply. The elementwise
+  // reduce is a fusion of its own, into which XLA duplicates the multiply
+  // where its fusion rules allow (duplicable): it contracts its copy
+  // whatever else uses the multiply. The elementwise
   // users (and a result) share one fusion with it: one of them contracts it
   // only when it is the only one.
   bool factors(int v0, int& a, int& b, bool into_reduce) {
@@ -56,8 +58,9 @@ private:
     for (;;) {
       const IRValue& val = f_.values[static_cast<size_t>(chain.back())];
       bool own_fusion = into_reduce && chain.size() == 1;
-      if (val.producer < 0 || !contractible_dtype(val.aval.dtype) ||
-          (!own_fusion && other_uses_[static_cast<size_t>(chain.back())] > 1))
+      size_t others = other_uses_[static_cast<size_t>(chain.back())];
+      if (val.producer < 0 || !contractible_dtype(val.aval.dtype) || (!own_fusion && others > 1) ||
+          (own_fusion && others > 0 && !duplicable(v0)))
         return false;
       const Instr& p = f_.body[static_cast<size_t>(val.producer)];
       if (p.op != Op::ConvertElementType ||
@@ -101,6 +104,38 @@ private:
     } else {
       return false;
     }
+    return true;
+  }
+
+  // Whether XLA's fusion may copy `v`'s producer into a reduce while other
+  // users keep the original (InstructionFusion::ComputeGloballyUnfusible): it
+  // reads at most one full-size array (broadcasts and iotas do not count), or
+  // no more elements than it writes, or every user could fuse it (elementwise
+  // ops and reductions; a result or a dot cannot). Otherwise the reduce loads
+  // the product XLA stored, rounded.
+  bool duplicable(int v) const {
+    const Instr* p = producer_through_converts(v);
+    if (!p) return false;
+    const AVal& out = f_.values[static_cast<size_t>(v)].aval;
+    int full = 0;
+    int64_t read = 0;
+    std::vector<int> seen;
+    for (int o : p->operands) {
+      const AVal& oa = f_.values[static_cast<size_t>(o)].aval;
+      const Instr* q = producer_through_converts(o);
+      bool free = (q && (q->op == Op::BroadcastInDim || q->op == Op::Iota)) || oa.size() == 1;
+      if (!free && oa.ndim() >= out.ndim()) ++full;
+      if (std::find(seen.begin(), seen.end(), o) == seen.end()) {
+        seen.push_back(o);
+        read += oa.size();
+      }
+    }
+    if (full <= 1 || read <= out.size()) return true;
+    if (std::find(f_.results.begin(), f_.results.end(), v) != f_.results.end()) return false;
+    for (const Instr& in : f_.body)
+      if (std::find(in.operands.begin(), in.operands.end(), v) != in.operands.end() &&
+          !is_elementwise(in.op) && !reduction_fusion(in.op))
+        return false;
     return true;
   }
 

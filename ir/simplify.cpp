@@ -554,7 +554,10 @@ private:
       auto t = is(operands[side], Op::Transpose);
       std::vector<int64_t>& batch = side == 0 ? attrs.dot.lhs_batch : attrs.dot.rhs_batch;
       std::vector<int64_t>& contract = side == 0 ? attrs.dot.lhs_contract : attrs.dot.rhs_contract;
-      if (!t || contract.size() != 1 || batch.size() + 2 != t->attrs.perm.size()) continue;
+      // (A constant's transpose XLA has folded into a new constant before.)
+      if (!t || is_const(operands[side]) || contract.size() != 1 ||
+          batch.size() + 2 != t->attrs.perm.size())
+        continue;
       const std::vector<int64_t>& perm = t->attrs.perm;
       bool batch_kept = true;
       for (int64_t b : batch) batch_kept &= perm[static_cast<size_t>(b)] == b;

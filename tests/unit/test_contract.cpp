@@ -199,6 +199,35 @@ TEST_CASE("contraction: a reduce takes its own copy of a product used elsewhere"
   CHECK(has(shared, "mul_reduce_sum[axes=[1]] %0, %1"));
   CHECK(has(shared, "%3 = mul %0, %1"));
   CHECK(!has(shared, "fma"));
+
+  // A product of two arrays that is also a result (or a dot's operand) is
+  // stored once: copying it would read more than it writes, and its other
+  // user cannot fuse it. The sum adds the stored product.
+  std::string returned = contracted(R"(func @f(%0: f32[4,8], %1: f32[4,8]) -> (f32[4], f32[4,8]) {
+  %2 = mul %0, %1 : f32[4,8]
+  %3 = reduce_sum[axes=[1]] %2 : f32[4]
+  return %3, %2
+})");
+  CHECK(has(returned, "reduce_sum[axes=[1]] %2"));
+  CHECK(!has(returned, "mul_reduce_sum"));
+  std::string dotted =
+      contracted(R"(func @f(%0: f32[4,8], %1: f32[4,8], %2: f32[4,3]) -> (f32[8], f32[8,3]) {
+  %3 = mul %0, %1 : f32[4,8]
+  %4 = reduce_sum[axes=[0]] %3 : f32[8]
+  %5 = dot_general[lhs_batch=[] rhs_batch=[] lhs_contract=[0] rhs_contract=[0]] %3, %2 : f32[8,3]
+  return %4, %5
+})");
+  CHECK(!has(dotted, "mul_reduce_sum"));
+
+  // One full-size operand (the other a broadcast): copying reads no more.
+  std::string scaled = contracted(R"(func @f(%0: f32[4,8], %1: f32[8]) -> (f32[4], f32[4,8]) {
+  %2 = broadcast_in_dim[shape=(4, 8) dims=[1]] %1 : f32[4,8]
+  %3 = mul %0, %2 : f32[4,8]
+  %4 = reduce_sum[axes=[1]] %3 : f32[4]
+  return %4, %3
+})");
+  CHECK(has(scaled, "mul_reduce_sum[axes=[1]"));
+  CHECK(!has(scaled, "reduce_sum[axes=[1]] %3"));
 }
 
 TEST_CASE("contraction: a whole-array float32 sum records the work fused into its loop",
