@@ -207,8 +207,33 @@ private:
   // in a chain. `extra`: work after `v` (a product by a scalar's multiply;
   // sin or cos times a scalar keeps their class: measured on 13 shapes, all
   // but 16 x 3 agree).
+  // Whether `v` is a - b (or a + b) of two different arrays the loop loads,
+  // used `uses` times (by its one user): the difference of an L1 or
+  // squared-error loss.
+  bool difference_of_loaded(int v, size_t uses = 1) const {
+    if (static_cast<size_t>(v) >= f_.values.size()) return false; // an emitted product
+    const IRValue& val = f_.values[static_cast<size_t>(v)];
+    if (val.producer < 0 || uses_[static_cast<size_t>(v)] != uses ||
+        val.aval.dtype != DType::Float32)
+      return false;
+    const Instr& in = f_.body[static_cast<size_t>(val.producer)];
+    if ((in.op != Op::Sub && in.op != Op::Add) || in.operands[0] == in.operands[1]) return false;
+    for (int o : in.operands) {
+      int p = f_.values[static_cast<size_t>(o)].producer;
+      if (f_.values[static_cast<size_t>(o)].aval.shape != val.aval.shape ||
+          (p >= 0 && f_.body[static_cast<size_t>(p)].op != Op::DotGeneral))
+        return false;
+    }
+    return true;
+  }
+
   LoopBody loop_body(int v, int extra = 0) const {
     if (static_cast<size_t>(v) >= f_.values.size()) return LoopBody::Load; // an emitted product
+    // |a - b| of two loaded arrays: a class of its own (measured).
+    if (const Instr* p = producer_through_converts(v); extra == 0 && p && p->op == Op::Abs &&
+                                                       uses_[static_cast<size_t>(v)] == 1 &&
+                                                       difference_of_loaded(p->operands[0]))
+      return LoopBody::Pair;
     // Per-element work in half units (a cheap op is 2) and its divides and
     // square roots (which cost more in wider vectors): the classes are
     // ranges of these, measured.
@@ -408,6 +433,12 @@ private:
             at.loop_body = static_cast<int64_t>(body);
           }
         }
+        // The square of a difference of two loaded arrays (a squared error):
+        // its own lanes and rounding (ref_mul_reduce.cpp).
+        const Instr* sq = producer_through_converts(in.operands[0]);
+        if (at.axis == 1 && a == b && whole_f32 && sq &&
+            difference_of_loaded(a, sq->op == Op::Mul ? 2 : 1))
+          at.loop_body = static_cast<int64_t>(LoopBody::Pair);
         copy = Instr{Op::MulReduceSum, at, {a, b}, in.result};
         changed_ = true;
       } else if (whole_f32 && !ynn) {

@@ -112,11 +112,25 @@ inline int64_t reduce_row_lanes(int64_t rows, int64_t cols, int64_t elem_bytes) 
 //   Sqrt     sqrt alone; Recip: a divide by the element, or sqrt and a cheap
 //            op; Logistic: logistic, erf, or sqrt with more work
 //   Sign     sign alone; Sine: sin or cos alone
-enum class LoopBody : int8_t { Load, Light, Abs, Tanh, Exp, Sqrt, Recip, Logistic, Sign, Sine };
+//   Pair     |a - b| of two loaded arrays (an L1 loss); a square of a - b
+//            marks its mul_reduce_sum (a squared error), ref_mul_reduce.cpp
+enum class LoopBody : int8_t {
+  Load,
+  Light,
+  Abs,
+  Tanh,
+  Exp,
+  Sqrt,
+  Recip,
+  Logistic,
+  Sign,
+  Sine,
+  Pair
+};
 
 // OpAttrs::loop_body as a LoopBody (Load where out of range).
 inline LoopBody loop_body_from(int64_t code) {
-  return code > 0 && code <= static_cast<int64_t>(LoopBody::Sine) ? static_cast<LoopBody>(code)
+  return code > 0 && code <= static_cast<int64_t>(LoopBody::Pair) ? static_cast<LoopBody>(code)
                                                                   : LoopBody::Load;
 }
 
@@ -126,6 +140,10 @@ inline int64_t computed_row_lanes(int64_t rows, int64_t cols, LoopBody body) {
   auto plain = [&](int64_t c) { return reduce_row_lanes(rows, c, 4); };
   if (body == B::Load || rows < 2 || cols < 2 || cols > 16) return plain(cols);
   if (rows < 16 && rows != 2 && rows != 4 && rows != 8) return 0; // a scalar loop
+  if (body == B::Pair) { // two loads: 2 rows stay scalar, wider rows vectorize
+    if (cols <= 8) return rows == 2 ? 0 : plain(cols);
+    return rows < 8 ? 0 : cols <= (rows == 8 ? 13 : 11) ? 8 : 0;
+  }
   bool tail4 = rows >= 16 && rows % 8 >= 4; // 8 lanes would leave 4..7 rows over
   switch (body) {
   case B::Sign:

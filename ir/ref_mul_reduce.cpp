@@ -112,7 +112,16 @@ Array mul_reduce_sum(const Array& a, const Array& b, const OpAttrs& at, const AV
     // fused for any number of columns, other products are rounded for any;
     // from 16 float32 rows on, such a square over 7 or 8 columns takes the
     // lanes of 6 (measured).
-    if (at.axis == 1) {
+    // A square of a - b, two loaded arrays, summed whole (a squared error):
+    // the lanes of a product of two factors (no pairs), the vector loop's
+    // products rounded, the scalar epilogue's fused (measured).
+    bool squared_error = at.axis == 1 && loop_body_from(at.loop_body) == LoopBody::Pair &&
+                         nonunit.size() == 2 && loops == 2 && bytes == 4;
+    if (squared_error) {
+      pl = product_sum_lanes(box_rows, cols, bytes, false);
+      if (box_rows >= 16 && pl.lanes > 0) pl.lanes = row_loop_lanes(box_rows, cols);
+      pl.fused = false;
+    } else if (at.axis == 1) {
       pl.fused = at.exponent == 2;
       if (pl.fused && bytes == 4 && box_rows >= 16 && pl.lanes > 0)
         pl.lanes = row_loop_lanes(box_rows, std::min<int64_t>(cols, 6));

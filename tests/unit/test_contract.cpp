@@ -247,6 +247,24 @@ TEST_CASE("contraction: a whole-array float32 sum records the work fused into it
   CHECK(body_of("  %8 = abs %0 : f32[8,7]\n") == LoopBody::Abs);
   CHECK(body_of("  %8 = exp %0 : f32[8,7]\n") == LoopBody::Exp);
   CHECK(body_of("  %8 = sin %0 : f32[8,7]\n") == LoopBody::Sine);
+
+  // |a - b| of two loaded arrays is a class of its own; the square of a - b
+  // marks its mul_reduce_sum.
+  std::string l1 = contracted(R"(func @f(%0: f32[8,7], %1: f32[8,7]) -> (f32[]) {
+  %2 = sub %0, %1 : f32[8,7]
+  %3 = abs %2 : f32[8,7]
+  %4 = reduce_sum[axes=[0, 1]] %3 : f32[]
+  return %4
+})");
+  CHECK(has(l1, "body=" + std::to_string(static_cast<int>(LoopBody::Pair))));
+  std::string l2 = contracted(R"(func @f(%0: f32[8,7], %1: f32[8,7]) -> (f32[]) {
+  %2 = sub %0, %1 : f32[8,7]
+  %3 = integer_pow[y=2] %2 : f32[8,7]
+  %4 = reduce_sum[axes=[0, 1]] %3 : f32[]
+  return %4
+})");
+  CHECK(has(l2, "mul_reduce_sum"));
+  CHECK(has(l2, "body=" + std::to_string(static_cast<int>(LoopBody::Pair))));
   CHECK(body_of("  %7 = neg %0 : f32[8,7]\n  %8 = cos %7 : f32[8,7]\n") == LoopBody::Sine);
   CHECK(body_of("  %8 = add %0, %2 : f32[8,7]\n") == LoopBody::Light);
   CHECK(body_of("  %8 = neg %0 : f32[8,7]\n") == LoopBody::Load);

@@ -99,6 +99,13 @@ TEST_CASE("computed_row_lanes: widths LLVM picks for a sum of computed elements"
   CHECK(computed_row_lanes(8, 7, B::Load) == 4);
   CHECK(computed_row_lanes(8, 7, B::Light) == 8);
   CHECK(computed_row_lanes(16, 8, B::Light) == 4);
+  // |a - b|: 2 rows stay scalar; 9 to 13 columns of 8 rows (11 from 16 rows) vectorize.
+  CHECK(computed_row_lanes(2, 4, B::Pair) == 0);
+  CHECK(computed_row_lanes(4, 9, B::Pair) == 0);
+  CHECK(computed_row_lanes(8, 13, B::Pair) == 8);
+  CHECK(computed_row_lanes(16, 11, B::Pair) == 8);
+  CHECK(computed_row_lanes(16, 12, B::Pair) == 0);
+  CHECK(computed_row_lanes(20, 5, B::Pair) == 4);
   // Costlier work: 7 or 8 columns as 6, and 9 to 16 columns vectorized.
   CHECK(computed_row_lanes(16, 8, B::Exp) == 8);
   CHECK(computed_row_lanes(20, 8, B::Exp) == 4);
