@@ -22,16 +22,27 @@ class Contraction {
 public:
   Contraction(const Function& f, std::span<const Array> consts)
       : f_(f), consts_(consts), out_(f), other_uses_(f.values.size(), 0) {
-    // (A reduction is a fusion of its own, into which XLA duplicates the
-    // elementwise ops it reads: it leaves them to their other users.)
-    for (const Instr& in : f.body)
-      if (!reduction_fusion(in.op))
-        for (int o : in.operands) ++other_uses_[static_cast<size_t>(o)];
-    for (int r : f.results) ++other_uses_[static_cast<size_t>(r)];
     uses_.assign(f.values.size(), 0);
     for (const Instr& in : f.body)
       for (int o : in.operands) ++uses_[static_cast<size_t>(o)];
     for (int r : f.results) ++uses_[static_cast<size_t>(r)];
+    // Values read only by reductions (not results): an elementwise op
+    // producing one joins its reductions' fusions.
+    std::vector<size_t> reduce_uses(f.values.size(), 0);
+    for (const Instr& in : f.body)
+      if (reduction_fusion(in.op))
+        for (int o : in.operands) ++reduce_uses[static_cast<size_t>(o)];
+    // (A reduction is a fusion of its own, into which XLA duplicates the
+    // elementwise ops it reads (and what they read): it leaves them to their
+    // other users.)
+    for (const Instr& in : f.body) {
+      size_t r = static_cast<size_t>(in.result);
+      bool into_reduce = reduction_fusion(in.op) || (is_elementwise(in.op) && in.nresults == 1 &&
+                                                     uses_[r] > 0 && reduce_uses[r] == uses_[r]);
+      if (!into_reduce)
+        for (int o : in.operands) ++other_uses_[static_cast<size_t>(o)];
+    }
+    for (int r : f.results) ++other_uses_[static_cast<size_t>(r)];
   }
 
   // The rewritten Function, or null when nothing was contracted.
@@ -137,6 +148,30 @@ private:
           !is_elementwise(in.op) && !reduction_fusion(in.op))
         return false;
     return true;
+  }
+
+  // Whether `v` is a product by a negative constant (a broadcast scalar):
+  // LLVM's InstCombine turns x * -c + y into y - x * c.
+  bool negative_scale(int v) const {
+    if (static_cast<size_t>(v) >= f_.values.size()) return false; // an emitted product
+    const Instr* p = producer_through_converts(v);
+    if (!p || p->op != Op::Mul) return false;
+    for (int o : p->operands) {
+      if (!splat(o)) continue;
+      // The scalar: a constant, or a negated one (XLA folds it to a literal).
+      int u = producer_through_converts(o)->operands[0];
+      double sign = 1;
+      if (const Instr* q = producer_through_converts(u); q && q->op == Op::Neg) {
+        u = q->operands[0];
+        sign = -1;
+      }
+      int k = constant_of(f_, u);
+      if (k < 0 || static_cast<size_t>(k) >= consts_.size()) continue;
+      const Array& c = consts_[static_cast<size_t>(k)];
+      if (c.defined() && c.size() == 1 && is_floating(c.dtype()) && sign * c.get_f64(0) < 0)
+        return true;
+    }
+    return false;
   }
 
   // Whether `v` is a constant 1 (its value known), or a broadcast of one.
@@ -398,6 +433,8 @@ private:
           is_sub = true;
         }
       }
+      // x * -c + m is m - x * c there: the other product fuses first.
+      if (is_add && negative_scale(l) && !negative_scale(r)) std::swap(l, r);
       if (l != r && factors(l, a, b, false)) {
         int c = is_sub ? emit(Op::Neg, {}, {r}, r) : r;
         copy = Instr{Op::Fma, {}, {a, b, c}, in.result};

@@ -541,6 +541,17 @@ private:
     return emit(Op::Reshape, to, {x}, like);
   }
 
+  // broadcast(broadcast(x)) is one broadcast of x (XLA's simplifier), so a
+  // scalar broadcast in two steps is seen as the scalar it is.
+  int broadcast_of_broadcast(const Instr& in) {
+    auto b = is(in.operands[0], Op::BroadcastInDim);
+    if (!b) return -1;
+    OpAttrs at = in.attrs;
+    at.axes.clear();
+    for (int64_t d : b->attrs.axes) at.axes.push_back(in.attrs.axes[static_cast<size_t>(d)]);
+    return emit(Op::BroadcastInDim, at, {b->operands[0]}, in.result);
+  }
+
   // XLA's CPU transpose folding: a transpose feeding a dot that only swaps
   // the operand's free and contracted axes (batch axes in place, one
   // contracted axis, one free) becomes the dot's dimension numbers, so the
@@ -596,6 +607,8 @@ private:
       return square_root(in);
     case Op::DotGeneral:
       return dot_of_transpose(in);
+    case Op::BroadcastInDim:
+      return broadcast_of_broadcast(in);
     case Op::Reshape:
       if (aval(in.operands[0]).shape == aval(in.result).shape) return in.operands[0];
       return is(in.operands[0], Op::Reshape)

@@ -56,6 +56,23 @@ TEST_CASE("contraction: an add or subtract of a multiply used once fuses it", "[
   CHECK(has(both, "%4 = fma %0, %1, %3"));
 }
 
+TEST_CASE("contraction: x * -c + m fuses m first (LLVM's m - x * c)", "[contract]") {
+  auto f = std::make_shared<const Function>(parse_function(
+      R"(func @f(%0: f32[4], %1: f32[4], %2: f32[4], %3: f32[4]) consts(%4: f32[]) -> (f32[4]) {
+  %5 = broadcast_in_dim[shape=(4,) dims=[]] %4 : f32[4]
+  %6 = mul %0, %5 : f32[4]
+  %7 = mul %1, %2 : f32[4]
+  %8 = add %6, %7 : f32[4]
+  return %8
+})"));
+  std::vector<Array> negative{Array::scalar(Scalar::of_float(-0.2), DType::Float32)};
+  std::string out = print_function(*contract_multiply_adds(f, negative), false);
+  CHECK(has(out, "fma %1, %2, %6"));
+  std::vector<Array> positive{Array::scalar(Scalar::of_float(0.2), DType::Float32)};
+  out = print_function(*contract_multiply_adds(f, positive), false);
+  CHECK(has(out, "fma %0, %5, %7"));
+}
+
 TEST_CASE("contraction: a product used twice, returned, or not float32/64 stays", "[contract]") {
   for (const char* text : {R"(func @f(%0: f32[4], %1: f32[4]) -> (f32[4], f32[4]) {
   %2 = mul %0, %1 : f32[4]

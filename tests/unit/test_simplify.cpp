@@ -315,3 +315,14 @@ TEST_CASE("simplify: a transpose swapping a dot operand's axes folds into the do
 })");
   CHECK(has(wide.text, "transpose"));
 }
+
+TEST_CASE("simplify: a broadcast of a broadcast is one broadcast", "[simplify]") {
+  auto s = simplified(R"(func @f(%0: f32[], %1: f32[5,10]) -> (f32[5,10]) {
+  %2 = broadcast_in_dim[shape=(5,) dims=[]] %0 : f32[5]
+  %3 = broadcast_in_dim[shape=(5, 10) dims=[0]] %2 : f32[5,10]
+  %4 = mul %3, %1 : f32[5,10]
+  return %4
+})");
+  CHECK(has(s.text, "broadcast_in_dim[shape=(5, 10) dims=[]] %0"));
+  CHECK(!has(s.text, "shape=(5,)"));
+}
