@@ -233,15 +233,6 @@ private:
     }
   }
 
-  // The LoopBody (ir/reduce_tree.hpp) of a float32 sum of `v` over all its
-  // elements: the class of the elementwise ops XLA fuses into the sum's loop
-  // between it and the one array it loads. Load where pxl has not measured
-  // such a loop: several loaded arrays, a value with other users (XLA does
-  // not duplicate an expensive op; pxl leaves cheap ones out too), other ops
-  // (broadcasts, reshapes, converts: other index work), or sin, cos and sign
-  // in a chain. `extra`: work after `v` (a product by a scalar's multiply;
-  // sin or cos times a scalar keeps their class: measured on 13 shapes, all
-  // but 16 x 3 agree).
   // Whether `v` is a - b (or a + b) of two different arrays the loop loads,
   // used `uses` times (by its one user): the difference of an L1 or
   // squared-error loss.
@@ -262,6 +253,15 @@ private:
     return true;
   }
 
+  // The LoopBody (ir/reduce_tree.hpp) of a float32 sum of `v` over all its
+  // elements: the class of the elementwise ops XLA fuses into the sum's loop
+  // between it and the one array it loads. Load where pxl has not measured
+  // such a loop: several loaded arrays (but |a - b|: Pair), a value with other users (XLA does
+  // not duplicate an expensive op; pxl leaves cheap ones out too), other ops
+  // (broadcasts, reshapes, converts: other index work), or sin, cos and sign
+  // in a chain. `extra`: work after `v` (a product by a scalar's multiply;
+  // sin or cos times a scalar keeps their class: measured on 13 shapes, all
+  // but 16 x 3 agree).
   LoopBody loop_body(int v, int extra = 0) const {
     if (static_cast<size_t>(v) >= f_.values.size()) return LoopBody::Load; // an emitted product
     // |a - b| of two loaded arrays: a class of its own (measured).
