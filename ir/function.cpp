@@ -629,8 +629,8 @@ bool IRParser::parse_attr(OpAttrs& a, const std::string& key) {
                              : a.dot.rhs_contract) = v;
   } else if (key == "order") { // dot_general: a convolution's summation order
     std::string o = ident();
-    if (o != "chain" && o != "ynn") fail("unknown dot order '" + o + "'");
-    a.dot.order = o == "chain" ? DotOrder::Chain : DotOrder::Ynn;
+    if (o != "chain" && o != "ynn" && o != "elemental") fail("unknown dot order '" + o + "'");
+    a.dot.order = o == "chain" ? DotOrder::Chain : o == "ynn" ? DotOrder::Ynn : DotOrder::Elemental;
   } else if (key == "preferred") { // dot_general: preferred_element_type=None (jaxpr text)
     if (ident() != "none") fail("dot_general's preferred= can only be none");
     a.dot.preferred_none = true;

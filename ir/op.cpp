@@ -227,9 +227,10 @@ std::string attrs_str(Op op, const OpAttrs& a) {
            " lhs_contract=" + ints_str(a.dot.lhs_contract) +
            " rhs_contract=" + ints_str(a.dot.rhs_contract) +
            // A convolution's summation order: part of the IR text, which keys caches.
-           (a.dot.order == DotOrder::Chain ? " order=chain"
-            : a.dot.order == DotOrder::Ynn ? " order=ynn"
-                                           : "") +
+           (a.dot.order == DotOrder::Chain       ? " order=chain"
+            : a.dot.order == DotOrder::Ynn       ? " order=ynn"
+            : a.dot.order == DotOrder::Elemental ? " order=elemental"
+                                                 : "") +
            (a.dot.preferred_none ? " preferred=none" : "") +
            (a.dot.precision[0] ? std::string(" precision=") + precision_name(a.dot.precision[0]) +
                                      "," + precision_name(a.dot.precision[1])

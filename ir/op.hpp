@@ -88,8 +88,11 @@ inline bool is_elementwise(Op op) {
 // the order of the library XLA's CPU backend hands it to: Chain, one chain of
 // fused multiply-adds over k (Eigen's); Ynn, YNNPACK's dot over the
 // contraction dims (kernel position..., input feature) with the features
-// innermost (ref_dot.cpp: ynn_conv_gemm).
-enum class DotOrder : uint8_t { Auto, Chain, Ynn };
+// innermost (ref_dot.cpp: ynn_conv_gemm). Elemental: a vector times a
+// transposed matrix, which XLA fuses with the transpose into one loop that
+// sums each output as a chain of fused multiply-adds over k (the simplifier
+// sets it where it folds that transpose into the dot).
+enum class DotOrder : uint8_t { Auto, Chain, Ynn, Elemental };
 
 // The values of DotDims::precision, in lax.Precision's order.
 enum : uint8_t { kPrecisionNone = 0, kPrecisionDefault, kPrecisionHigh, kPrecisionHighest };

@@ -7,6 +7,7 @@
 
 #include "ir/constant_of.hpp"
 #include "ir/ref_reduce_ynn.hpp"
+#include "ir/ref_util.hpp"
 #include "ir/vma.hpp"
 #include "lang/diag.hpp"
 
@@ -552,16 +553,32 @@ private:
     return emit(Op::BroadcastInDim, at, {b->operands[0]}, in.result);
   }
 
+  // Whether a dot operand (side 0: lhs) has no batch axes and no free axis
+  // longer than 1.
+  bool vector_like(int v, size_t side, const DotDims& d) {
+    const std::vector<int64_t>& batch = side == 0 ? d.lhs_batch : d.rhs_batch;
+    const Shape& shape = aval(v).shape;
+    if (!batch.empty()) return false;
+    for (int64_t a : ref::free_dims(static_cast<int>(shape.size()), batch,
+                                    side == 0 ? d.lhs_contract : d.rhs_contract))
+      if (shape[static_cast<size_t>(a)] != 1) return false;
+    return true;
+  }
+
   // XLA's CPU transpose folding: a transpose feeding a dot that only swaps
   // the operand's free and contracted axes (batch axes in place, one
   // contracted axis, one free) becomes the dot's dimension numbers, so the
   // dot reads the untransposed array (and YNNPACK packs a right operand
-  // folded so, ir/ref_dot_ynn.hpp).
+  // folded so, ir/ref_dot_ynn.hpp). Where the other operand is a vector, XLA
+  // fuses the transpose and the dot into one loop instead: DotOrder::Elemental.
   int dot_of_transpose(const Instr& in) {
     OpAttrs attrs = in.attrs;
     std::vector<int> operands = in.operands;
     bool folded = false;
     for (size_t side = 0; side < 2; ++side) {
+      bool elemental = in.attrs.dot.order == DotOrder::Auto &&
+                       !vector_like(in.operands[side], side, in.attrs.dot) &&
+                       vector_like(in.operands[1 - side], 1 - side, in.attrs.dot);
       auto t = is(operands[side], Op::Transpose);
       std::vector<int64_t>& batch = side == 0 ? attrs.dot.lhs_batch : attrs.dot.rhs_batch;
       std::vector<int64_t>& contract = side == 0 ? attrs.dot.lhs_contract : attrs.dot.rhs_contract;
@@ -576,6 +593,7 @@ private:
       contract[0] = perm[static_cast<size_t>(contract[0])];
       operands[side] = t->operands[0];
       folded = true;
+      if (elemental) attrs.dot.order = DotOrder::Elemental;
     }
     return folded ? emit(Op::DotGeneral, attrs, operands, in.result) : -1;
   }

@@ -79,3 +79,41 @@ TEST_CASE("a convolution's contraction sums in its library's order", "[dot]") {
   std::copy(b.as<float>(), b.as<float>() + 320, b2.as<float>());
   CHECK(dot_general(a2, b2, at, out).as<float>()[0] == chain(0, 320));
 }
+
+TEST_CASE("a vector times a matrix sums in XLA's matrix-vector emitters' orders", "[dot]") {
+  // k = 5, n = 2: the column-major emitter rounds the first output's
+  // products (its first tile), the second output is a chain of fused
+  // multiply-adds; an elemental dot (a transposed matrix) fuses both.
+  const int64_t k = 5, n = 2;
+  pxl::Array v(pxl::DType::Float32, {k}), w(pxl::DType::Float32, {k, n}),
+      wt(pxl::DType::Float32, {n, k});
+  for (int64_t i = 0; i < k; ++i) {
+    v.as<float>()[i] = std::sin(static_cast<float>(i) + 1.0f) * 3.0f;
+    for (int64_t j = 0; j < n; ++j)
+      w.as<float>()[i * n + j] = wt.as<float>()[j * k + i] =
+          std::cos(static_cast<float>(i * n + j) * 0.6f);
+  }
+  auto sum = [&](int64_t j, bool fused) {
+    float acc = 0;
+    for (int64_t i = 0; i < k; ++i) {
+      float x = v.as<float>()[i], y = w.as<float>()[i * n + j];
+      acc = fused ? std::fma(x, y, acc) : acc + x * y;
+    }
+    return acc;
+  };
+  // The inputs tell the orders apart.
+  REQUIRE(sum(0, true) != sum(0, false));
+  REQUIRE(sum(1, true) != sum(1, false));
+  pxl::OpAttrs at;
+  at.dot.lhs_contract = {0};
+  at.dot.rhs_contract = {0};
+  pxl::AVal out{pxl::DType::Float32, {n}, false};
+  pxl::Array cm = dot_general(v, w, at, out);
+  CHECK(cm.as<float>()[0] == sum(0, false));
+  CHECK(cm.as<float>()[1] == sum(1, true));
+  at.dot.rhs_contract = {1};
+  at.dot.order = pxl::DotOrder::Elemental;
+  pxl::Array el = dot_general(v, wt, at, out);
+  CHECK(el.as<float>()[0] == sum(0, true));
+  CHECK(el.as<float>()[1] == sum(1, true));
+}

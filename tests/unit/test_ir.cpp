@@ -46,6 +46,13 @@ TEST_CASE("a convolution's dot keeps its summation order in the IR text", "[ir]"
         std::array<uint8_t, 2>{kPrecisionHighest, kPrecisionDefault});
   CHECK(f.body[0].attrs.dot.order == DotOrder::Chain);
   CHECK(f.body[1].attrs.dot.order == DotOrder::Ynn);
+  CHECK(parse_function(R"(func @f(%0: f32[6], %1: f32[2,6]) -> (f32[2]) {
+  %2 = dot_general[lhs_batch=[] rhs_batch=[] lhs_contract=[0] rhs_contract=[1] order=elemental] %0, %1 : f32[2]
+  return %2
+}
+)")
+            .body[0]
+            .attrs.dot.order == DotOrder::Elemental);
   CHECK(!f.body[0].attrs.dot.preferred_none);
   CHECK(f.body[1].attrs.dot.preferred_none); // lax.dot_general's preferred_element_type=None
   // Texts (the caches' keys) differ from the plain dot's.

@@ -314,6 +314,18 @@ TEST_CASE("simplify: a transpose swapping a dot operand's axes folds into the do
   return %3
 })");
   CHECK(has(wide.text, "transpose"));
+
+  // A vector times a transposed matrix: XLA's loop-fused elemental dot.
+  auto vec =
+      simplified(R"(func @f(%0: f32[1,10], %1: f32[16,10], %2: f32[10]) -> (f32[1,16], f32[16]) {
+  %3 = transpose[perm=[1, 0]] %1 : f32[10,16]
+  %4 = dot_general[lhs_batch=[] rhs_batch=[] lhs_contract=[1] rhs_contract=[0]] %0, %3 : f32[1,16]
+  %5 = dot_general[lhs_batch=[] rhs_batch=[] lhs_contract=[0] rhs_contract=[0]] %3, %2 : f32[16]
+  return %4, %5
+})");
+  CHECK(has(vec.text, "lhs_contract=[1] rhs_contract=[1] order=elemental] %0, %1"));
+  CHECK(has(vec.text, "lhs_contract=[1] rhs_contract=[0] order=elemental] %1, %2"));
+  CHECK(!has(vec.text, "transpose"));
 }
 
 TEST_CASE("simplify: a broadcast of a broadcast is one broadcast", "[simplify]") {
