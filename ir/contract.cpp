@@ -233,24 +233,50 @@ private:
     }
   }
 
-  // Whether `v` is a - b (or a + b) of two different arrays the loop loads,
-  // used `uses` times (by its one user): the difference of an L1 or
-  // squared-error loss.
-  bool difference_of_loaded(int v, size_t uses = 1) const {
+  // Whether `v` is a parameter or a dot's result of shape `shape`.
+  bool loaded_whole(int v, const Shape& shape) const {
+    const IRValue& val = f_.values[static_cast<size_t>(v)];
+    return val.aval.shape == shape &&
+           (val.producer < 0 || f_.body[static_cast<size_t>(val.producer)].op == Op::DotGeneral);
+  }
+
+  // Whether `v` broadcasts a loaded vector along the rows of a matrix.
+  bool row_bias(int v) const {
+    const IRValue& val = f_.values[static_cast<size_t>(v)];
+    if (val.producer < 0 || val.aval.shape.size() != 2) return false;
+    const Instr& in = f_.body[static_cast<size_t>(val.producer)];
+    return in.op == Op::BroadcastInDim && in.attrs.axes == std::vector<int64_t>{1} &&
+           loaded_whole(in.operands[0], {val.aval.shape[1]});
+  }
+
+  // Whether `v` is a - b (or a + b) of two different arrays the loop loads
+  // (`biased`: one may be a dense layer's output, a loaded array plus a row
+  // bias), used `uses` times by its one user (`shared`: at least, as an L1
+  // loss's difference that its gradient reads too, which XLA recomputes in
+  // the loss's loop): the difference of an L1 or squared-error loss.
+  bool difference_of_loaded(int v, size_t uses = 1, bool biased = true, bool shared = false) const {
     if (static_cast<size_t>(v) >= f_.values.size()) return false; // an emitted product
     const IRValue& val = f_.values[static_cast<size_t>(v)];
-    if (val.producer < 0 || uses_[static_cast<size_t>(v)] != uses ||
-        val.aval.dtype != DType::Float32)
+    size_t n = uses_[static_cast<size_t>(v)];
+    if (val.producer < 0 || n < uses || (n > uses && !shared) || val.aval.dtype != DType::Float32)
       return false;
     const Instr& in = f_.body[static_cast<size_t>(val.producer)];
     if ((in.op != Op::Sub && in.op != Op::Add) || in.operands[0] == in.operands[1]) return false;
-    for (int o : in.operands) {
-      int p = f_.values[static_cast<size_t>(o)].producer;
-      if (f_.values[static_cast<size_t>(o)].aval.shape != val.aval.shape ||
-          (p >= 0 && f_.body[static_cast<size_t>(p)].op != Op::DotGeneral))
-        return false;
-    }
-    return true;
+    // A loaded array (`plain`), or one plus a bias along its rows (a dense
+    // layer's output, which XLA adds in the loop too).
+    auto loaded = [&](int o, bool plain) {
+      if (plain) return loaded_whole(o, val.aval.shape);
+      const IRValue& ov = f_.values[static_cast<size_t>(o)];
+      const Instr* op = ov.producer >= 0 ? &f_.body[static_cast<size_t>(ov.producer)] : nullptr;
+      if (!op || op->op != Op::Add) return false;
+      for (size_t i = 0; i < 2; ++i)
+        if (row_bias(op->operands[i]) && loaded_whole(op->operands[1 - i], ov.aval.shape))
+          return true;
+      return false;
+    };
+    int plain = loaded(in.operands[0], true) + loaded(in.operands[1], true);
+    return plain == 2 || (plain == 1 && biased &&
+                          (loaded(in.operands[0], false) || loaded(in.operands[1], false)));
   }
 
   // The LoopBody (ir/reduce_tree.hpp) of a float32 sum of `v` over all its
@@ -265,9 +291,9 @@ private:
   LoopBody loop_body(int v, int extra = 0) const {
     if (static_cast<size_t>(v) >= f_.values.size()) return LoopBody::Load; // an emitted product
     // |a - b| of two loaded arrays: a class of its own (measured).
-    if (const Instr* p = producer_through_converts(v); extra == 0 && p && p->op == Op::Abs &&
-                                                       uses_[static_cast<size_t>(v)] == 1 &&
-                                                       difference_of_loaded(p->operands[0]))
+    if (const Instr* p = producer_through_converts(v);
+        extra == 0 && p && p->op == Op::Abs && uses_[static_cast<size_t>(v)] == 1 &&
+        difference_of_loaded(p->operands[0], 1, true, true))
       return LoopBody::Pair;
     // Per-element work in half units (a cheap op is 2) and its divides and
     // square roots (which cost more in wider vectors): the classes are
@@ -472,9 +498,14 @@ private:
         }
         // The square of a difference of two loaded arrays (a squared error):
         // its own lanes and rounding (ref_mul_reduce.cpp).
+        // With a bias in the difference, only for fewer than 8 rows (scalar
+        // loops and 4 lanes; from 8 rows LLVM's lanes differ from both, and
+        // the plain sum's are right more often).
         const Instr* sq = producer_through_converts(in.operands[0]);
+        const Shape& diff_shape = f_.values[static_cast<size_t>(a)].aval.shape;
         if (at.axis == 1 && a == b && whole_f32 && sq &&
-            difference_of_loaded(a, sq->op == Op::Mul ? 2 : 1))
+            difference_of_loaded(a, sq->op == Op::Mul ? 2 : 1,
+                                 diff_shape.size() == 2 && diff_shape[0] < 8))
           at.loop_body = static_cast<int64_t>(LoopBody::Pair);
         copy = Instr{Op::MulReduceSum, at, {a, b}, in.result};
         changed_ = true;

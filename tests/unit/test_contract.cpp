@@ -282,6 +282,26 @@ TEST_CASE("contraction: a whole-array float32 sum records the work fused into it
 })");
   CHECK(has(l2, "mul_reduce_sum"));
   CHECK(has(l2, "body=" + std::to_string(static_cast<int>(LoopBody::Pair))));
+  // A dense layer's output (a loaded array plus a row bias) counts as loaded:
+  // always in an L1 loss, also with the difference read elsewhere (the
+  // gradient's sign); in a squared error only for fewer than 8 rows.
+  const std::string pair = "body=" + std::to_string(static_cast<int>(LoopBody::Pair));
+  auto biased = [&](const char* shape, const char* loss, const char* more) {
+    std::string s = shape;
+    return contracted("func @f(%0: f32[" + s + "], %1: f32[" + s + "], %2: f32[" +
+                      s.substr(s.find(',') + 1) + "]) -> (f32[]" +
+                      (*more ? ", f32[" + s + "]" : "") + ") {\n  %3 = broadcast_in_dim[shape=(" +
+                      s + ") dims=[1]] %2 : f32[" + s + "]\n  %4 = add %0, %3 : f32[" + s +
+                      "]\n  %5 = sub %4, %1 : f32[" + s + "]\n  %6 = " + loss + " : f32[" + s +
+                      "]\n  %7 = reduce_sum[axes=[0, 1]] %6 : f32[]\n" + more + "  return %7" +
+                      (*more ? ", %8" : "") + "\n}");
+  };
+  CHECK(has(biased("3,7", "abs %5", ""), pair));
+  CHECK(has(biased("12,7", "abs %5", ""), pair));
+  CHECK(has(biased("3,7", "abs %5", "  %8 = sign %5 : f32[3,7]\n"), pair));
+  CHECK(has(biased("3,7", "integer_pow[y=2] %5", ""), pair));
+  CHECK(!has(biased("12,7", "integer_pow[y=2] %5", ""), pair));
+  CHECK(!has(biased("3,7", "integer_pow[y=2] %5", "  %8 = mul %5, %5 : f32[3,7]\n"), pair));
   CHECK(body_of("  %7 = neg %0 : f32[8,7]\n  %8 = cos %7 : f32[8,7]\n") == LoopBody::Sine);
   CHECK(body_of("  %8 = add %0, %2 : f32[8,7]\n") == LoopBody::Light);
   CHECK(body_of("  %8 = neg %0 : f32[8,7]\n") == LoopBody::Load);
