@@ -328,6 +328,28 @@ TEST_CASE("simplify: a transpose swapping a dot operand's axes folds into the do
   CHECK(!has(vec.text, "transpose"));
 }
 
+TEST_CASE("simplify: a dot contracting axes of extent 1 is a product", "[simplify]") {
+  auto outer = simplified(R"(func @f(%0: f32[5,1], %1: f32[1,9]) -> (f32[5,9]) {
+  %2 = dot_general[lhs_batch=[] rhs_batch=[] lhs_contract=[1] rhs_contract=[0]] %0, %1 : f32[5,9]
+  return %2
+})");
+  CHECK(!has(outer.text, "dot_general"));
+  CHECK(has(outer.text, "broadcast_in_dim[shape=(5, 9) dims=[0]]"));
+  CHECK(has(outer.text, "broadcast_in_dim[shape=(5, 9) dims=[1]]"));
+  CHECK(has(outer.text, "mul "));
+  // Batched, or a contraction longer than 1: a dot still.
+  auto batched = simplified(R"(func @f(%0: f32[3,4,1], %1: f32[3,1,6]) -> (f32[3,4,6]) {
+  %2 = dot_general[lhs_batch=[0] rhs_batch=[0] lhs_contract=[2] rhs_contract=[1]] %0, %1 : f32[3,4,6]
+  return %2
+})");
+  CHECK(has(batched.text, "dot_general"));
+  auto longer = simplified(R"(func @f(%0: f32[5,2], %1: f32[2,9]) -> (f32[5,9]) {
+  %2 = dot_general[lhs_batch=[] rhs_batch=[] lhs_contract=[1] rhs_contract=[0]] %0, %1 : f32[5,9]
+  return %2
+})");
+  CHECK(has(longer.text, "dot_general"));
+}
+
 TEST_CASE("simplify: a broadcast of a broadcast is one broadcast", "[simplify]") {
   auto s = simplified(R"(func @f(%0: f32[], %1: f32[5,10]) -> (f32[5,10]) {
   %2 = broadcast_in_dim[shape=(5,) dims=[]] %0 : f32[5]
