@@ -165,21 +165,24 @@ private:
         u = q->operands[0];
         sign = -1;
       }
-      int k = constant_of(f_, u);
-      if (k < 0 || static_cast<size_t>(k) >= consts_.size()) continue;
-      const Array& c = consts_[static_cast<size_t>(k)];
-      if (c.defined() && c.size() == 1 && is_floating(c.dtype()) && sign * c.get_f64(0) < 0)
-        return true;
+      if (std::optional<double> c = known_scalar(u); c && sign * *c < 0) return true;
     }
     return false;
   }
 
+  // The value of `v` where it is a known float constant of one element.
+  std::optional<double> known_scalar(int v) const {
+    int k = constant_of(f_, v);
+    if (k < 0 || static_cast<size_t>(k) >= consts_.size()) return std::nullopt;
+    const Array& c = consts_[static_cast<size_t>(k)];
+    if (!c.defined() || c.size() != 1 || !is_floating(c.dtype())) return std::nullopt;
+    return c.get_f64(0);
+  }
+
   // Whether `v` is a constant 1 (its value known), or a broadcast of one.
   bool is_one(int v) const {
-    int k = constant_of(f_, v);
-    if (k < 0 || static_cast<size_t>(k) >= consts_.size()) return false;
-    const Array& c = consts_[static_cast<size_t>(k)];
-    return c.defined() && c.size() == 1 && is_floating(c.dtype()) && c.get_f64(0) == 1.0;
+    std::optional<double> c = known_scalar(v);
+    return c && *c == 1.0;
   }
 
   // Whether XLA computes `v` inside the loop of the reduce it feeds (an
@@ -262,21 +265,22 @@ private:
       return false;
     const Instr& in = f_.body[static_cast<size_t>(val.producer)];
     if ((in.op != Op::Sub && in.op != Op::Add) || in.operands[0] == in.operands[1]) return false;
-    // A loaded array (`plain`), or one plus a bias along its rows (a dense
-    // layer's output, which XLA adds in the loop too).
-    auto loaded = [&](int o, bool plain) {
-      if (plain) return loaded_whole(o, val.aval.shape);
-      const IRValue& ov = f_.values[static_cast<size_t>(o)];
-      const Instr* op = ov.producer >= 0 ? &f_.body[static_cast<size_t>(ov.producer)] : nullptr;
-      if (!op || op->op != Op::Add) return false;
-      for (size_t i = 0; i < 2; ++i)
-        if (row_bias(op->operands[i]) && loaded_whole(op->operands[1 - i], ov.aval.shape))
-          return true;
-      return false;
-    };
-    int plain = loaded(in.operands[0], true) + loaded(in.operands[1], true);
-    return plain == 2 || (plain == 1 && biased &&
-                          (loaded(in.operands[0], false) || loaded(in.operands[1], false)));
+    int x = in.operands[0], y = in.operands[1];
+    int plain = loaded_whole(x, val.aval.shape) + loaded_whole(y, val.aval.shape);
+    return plain == 2 || (plain == 1 && biased && (dense_output(x) || dense_output(y)));
+  }
+
+  // Whether `v` is a loaded array plus a bias along its rows: a dense layer's
+  // output, which XLA adds in the loop that reads it.
+  bool dense_output(int v) const {
+    const IRValue& val = f_.values[static_cast<size_t>(v)];
+    if (val.producer < 0) return false;
+    const Instr& add = f_.body[static_cast<size_t>(val.producer)];
+    if (add.op != Op::Add) return false;
+    for (size_t i = 0; i < 2; ++i)
+      if (row_bias(add.operands[i]) && loaded_whole(add.operands[1 - i], val.aval.shape))
+        return true;
+    return false;
   }
 
   // The LoopBody (ir/reduce_tree.hpp) of a float32 sum of `v` over all its

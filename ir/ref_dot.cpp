@@ -75,9 +75,8 @@ void vector_dot(const T* x, const T* y, int64_t k, int64_t n, bool scalar_out, b
     auto term = [&](int64_t i) { return y[i * n + j]; };
     if (!scalar_out || levels.size() == 1) {
       T acc = T(0);
-      int64_t rounded = gemv && !scalar_out && gemv_rounds_first_tile(k, n, j, sizeof(T))
-                            ? std::min<int64_t>(k, 8)
-                            : 0;
+      int64_t rounded =
+          gemv && gemv_rounds_first_tile(k, n, j, sizeof(T)) ? std::min<int64_t>(k, 8) : 0;
       for (int64_t i = 0; i < rounded; ++i)
         acc = static_cast<T>(acc + static_cast<T>(x[i] * term(i)));
       for (int64_t i = rounded; i < k; ++i) acc = std::fma(x[i], term(i), acc);
