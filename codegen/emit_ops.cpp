@@ -67,6 +67,10 @@ Value* ScalarEmitter::call_rt(const std::string& name, llvm::Type* ret,
   return b_.CreateCall(fn, args);
 }
 
+Value* ScalarEmitter::libm_call(Op op, Value* x) {
+  return call_rt(op == Op::Exp ? "pxl.libm.exp.f32" : "pxl.libm.log.f32", x->getType(), {x});
+}
+
 Value* ScalarEmitter::rt_by_width(const char* base, DType d, const std::vector<Value*>& args) {
   std::string suffix = d == DType::Float64 ? ".f64" : ".f32";
   return call_rt(std::string("pxl.") + base + suffix, compute_type(d), args);

@@ -58,6 +58,8 @@ public:
   // `single`: the reduction covers one element per output, which XLA turns into a reshape.
   llvm::Value* reduce_init(Op op, DType d, bool single = false);
   llvm::Value* reduce_step(Op op, DType d, llvm::Value* acc, llvm::Value* v);
+  // float32 exp or log of `x` by the C library's expf/logf (OpAttrs::libm_tail).
+  llvm::Value* libm_call(Op op, llvm::Value* x);
 
 private:
   llvm::Value* call_rt(const std::string& name, llvm::Type* ret,

@@ -41,6 +41,8 @@ float logistic_f16(float v) { return x::logistic_f32(v, x::Round::F16); }
 float logistic_bf16(float v) { return x::logistic_f32(v, x::Round::BF16); }
 float logistic_f32(float v) { return x::logistic_f32(v); }
 float tan_f32(float v) { return std::tan(v); }
+float libm_exp_f32(float v) { return std::exp(v); } // expf, as the reference kernel's libm tail
+float libm_log_f32(float v) { return std::log(v); }
 float cbrt_f32(float v) { return std::cbrt(v); }
 float fmod_f32(float a, float b) { return std::fmod(a, b); }
 double log_f64(double v) { return std::log(v); }
@@ -82,6 +84,7 @@ std::span<const RuntimeSymbol> jit_runtime_symbols() {
       {"pxl.pow.i32", addr(&pow_i32)},           {"pxl.pow.u32", addr(&pow_u32)},
       {"pxl.f16_to_f32", addr(&f16_to_f32)},     {"pxl.f32_to_f16", addr(&f32_to_f16)},
       {"pxl.cbrt.f32", addr(&cbrt_f32)},         {"pxl.cbrt.f64", addr(&cbrt_f64)},
+      {"pxl.libm.exp.f32", addr(&libm_exp_f32)}, {"pxl.libm.log.f32", addr(&libm_log_f32)},
   };
   return table;
 }

@@ -72,12 +72,14 @@ void consts_to_replicated_params(Function& fn, std::vector<SpmdMapping>& ins);
 
 // `f` as XLA compiles it: its algebraic simplifier's rewrites that change
 // float results (ir/simplify.hpp), its common subexpression elimination
-// (ir/cse.hpp), then its contraction (ir/contract.hpp).
+// (ir/cse.hpp), then its contraction (ir/contract.hpp), and which exp/log ops
+// then take libm tails (ir/libm_tail.hpp; `libm_tails` false: none, for pmap).
 // `consts`: the values of f.consts, when known; `added` receives the values of
 // the constants the rewrites append to f.consts (none are when it is null).
 std::shared_ptr<const Function> xla_rewrites(std::shared_ptr<const Function> f,
                                              std::span<const Array> consts = {},
-                                             std::vector<Array>* added = nullptr);
+                                             std::vector<Array>* added = nullptr,
+                                             bool libm_tails = true);
 
 // xla_rewrites of `f` (a jitted program) and of the shard_map calls in it,
 // which JAX compiles as part of the program (an eager shard_map runs op by
