@@ -7,6 +7,7 @@
 #include "ir/contract.hpp"
 #include "ir/cse.hpp"
 #include "ir/custom_call.hpp"
+#include "ir/fold_constants.hpp"
 #include "ir/libm_tail.hpp"
 #include "ir/simplify.hpp"
 #include "ir/while_loop.hpp"
@@ -47,16 +48,13 @@ namespace {
 std::shared_ptr<const Function> rewrites_with_known_params(const std::shared_ptr<Function>& fn,
                                                            std::span<const Array> const_params,
                                                            std::vector<Array>& added) {
-  // JAX's pmap is a shard_map whose per-device values keep the mapped axis
-  // (f32[1,n] where the function sees f32[n]): no rank-1 loops, no libm tails.
-  const bool libm_tails = false;
   const size_t k = const_params.size();
   if (k == 0 || k > fn->params.size() || !fn->consts.empty())
-    return xla_rewrites(fn, {}, &added, libm_tails);
+    return xla_rewrites(fn, {}, &added, XlaProgram::Pmap);
   auto known = std::make_shared<Function>(*fn);
   known->consts.assign(known->params.end() - static_cast<long>(k), known->params.end());
   known->params.resize(known->params.size() - k);
-  std::shared_ptr<const Function> out = xla_rewrites(known, const_params, &added, libm_tails);
+  std::shared_ptr<const Function> out = xla_rewrites(known, const_params, &added, XlaProgram::Pmap);
   if (out == known) return fn;
   auto back = std::make_shared<Function>(*out);
   back->params.insert(back->params.end(), back->consts.begin(),
@@ -122,15 +120,28 @@ std::shared_ptr<SpmdCallee> make_spmd_callee(std::string kind, std::shared_ptr<F
 
 std::shared_ptr<const Function> xla_rewrites(std::shared_ptr<const Function> f,
                                              std::span<const Array> consts,
-                                             std::vector<Array>* added, bool libm_tails) {
+                                             std::vector<Array>* added, XlaProgram kind) {
   std::vector<Array> all(consts.begin(), consts.end());
   size_t before = added ? added->size() : 0;
+  auto with_added = [&] {
+    if (added) all.insert(all.end(), added->begin() + static_cast<long>(before), added->end());
+    before = added ? added->size() : 0;
+  };
   // XLA compiles the program with every call inlined, custom derivatives'
   // primals included: its rewrites see across them.
-  std::shared_ptr<const Function> simple = simplify_algebra(lower_custom_calls(f), consts, added);
-  if (added) all.insert(all.end(), added->begin() + static_cast<long>(before), added->end());
-  auto contracted = contract_multiply_adds(eliminate_common_subexpressions(simple, all), all);
-  return libm_tails ? mark_libm_tails(contracted) : contracted;
+  std::shared_ptr<const Function> out = lower_custom_calls(f);
+  // StableHLO's folder runs on a jitted program before XLA's rewrites, XLA's
+  // evaluator after them (a pmap's program has no first folding: measured).
+  if (kind == XlaProgram::Jit) {
+    out = fold_constants(out, all, added, true);
+    with_added();
+  }
+  out = simplify_algebra(out, all, added);
+  with_added();
+  out = fold_constants(out, all, added, false);
+  with_added();
+  out = contract_multiply_adds(eliminate_common_subexpressions(out, all), all);
+  return kind == XlaProgram::Jit ? mark_libm_tails(out) : out;
 }
 
 std::shared_ptr<const Function> contract_program(std::shared_ptr<const Function> f,

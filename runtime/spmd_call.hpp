@@ -70,16 +70,26 @@ AVal block_aval(const SpmdLayout& layout, const SpmdMapping& m, const AVal& glob
 // (an SpmdMapping{} appended to `ins`), as a callee's Function must have them.
 void consts_to_replicated_params(Function& fn, std::vector<SpmdMapping>& ins);
 
-// `f` as XLA compiles it: its algebraic simplifier's rewrites that change
-// float results (ir/simplify.hpp), its common subexpression elimination
-// (ir/cse.hpp), then its contraction (ir/contract.hpp), and which exp/log ops
-// then take libm tails (ir/libm_tail.hpp; `libm_tails` false: none, for pmap).
+// Which program JAX hands XLA: they differ in the order of its passes.
+enum class XlaProgram {
+  Jit,      // a jitted program: constants fold first, then the rewrites; libm tails
+  Pmap,     // a pmap's per-device program: the rewrites see its constants unfolded
+            // (exp(v) / exp(w) is exp(v - w)), and its values keep the mapped
+            // axis in JAX (f32[1,n]), so no rank-1 loop takes a libm tail
+  LoopBody, // a while_loop's cond or body: no libm tails (measured)
+};
+
+// `f` as XLA compiles it: constant folding (ir/fold_constants.hpp), its
+// algebraic simplifier's rewrites that change float results (ir/simplify.hpp),
+// its common subexpression elimination (ir/cse.hpp), then its contraction
+// (ir/contract.hpp), and which exp/log ops then take libm tails
+// (ir/libm_tail.hpp), as `kind` orders them.
 // `consts`: the values of f.consts, when known; `added` receives the values of
 // the constants the rewrites append to f.consts (none are when it is null).
 std::shared_ptr<const Function> xla_rewrites(std::shared_ptr<const Function> f,
                                              std::span<const Array> consts = {},
                                              std::vector<Array>* added = nullptr,
-                                             bool libm_tails = true);
+                                             XlaProgram kind = XlaProgram::Jit);
 
 // xla_rewrites of `f` (a jitted program) and of the shard_map calls in it,
 // which JAX compiles as part of the program (an eager shard_map runs op by

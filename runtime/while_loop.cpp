@@ -35,10 +35,8 @@ struct WhileExecutables {
     // XLA compiles a loop whole, with its multiply-adds contracted (ir/contract.hpp).
     // The constants the rewrites add (a reciprocal's 1) are the executables' own.
     std::vector<Array> cond_added, body_added;
-    // No libm tails (ir/libm_tail.hpp): in XLA's loop bodies, which update the
-    // carry in place, a lone exp or log is its polynomial throughout (measured).
-    auto cond = xla_rewrites(w.cond, {}, &cond_added, false);
-    auto body = xla_rewrites(w.body, {}, &body_added, false);
+    auto cond = xla_rewrites(w.cond, {}, &cond_added, XlaProgram::LoopBody);
+    auto body = xla_rewrites(w.body, {}, &body_added, XlaProgram::LoopBody);
     e->cond = make_executable(w.mode, w.cache, cond, layout, std::move(cond_added));
     e->body = make_executable(w.mode, w.cache, body, layout, std::move(body_added));
     e->everyone.num_participants = layout.participants();

@@ -1,0 +1,151 @@
+#include "ir/fold_constants.hpp"
+
+#include <math.h>
+
+#include <cmath>
+#include <optional>
+
+namespace pxl {
+
+namespace {
+
+// XLA's folders evaluate at most this many elements (larger results are
+// left to the kernels).
+constexpr int64_t kMaxFoldedElements = int64_t{1} << 20;
+
+// Two folders compute a jitted program's constants: StableHLO's, on the
+// program as JAX lowers it, evaluates transcendental functions in double
+// precision and rounds the result; what it cannot fold (expm1, log1p, ...)
+// and every op after such an op XLA's evaluator folds, with the C library's
+// float functions.
+enum class Folder : char { None, StableHlo, Xla };
+
+// Ops StableHLO's folder leaves to XLA's.
+bool xla_folds_only(Op op) {
+  return op == Op::Expm1 || op == Op::Log1p || op == Op::Logistic || op == Op::Cbrt ||
+         op == Op::Pow || op == Op::Atan2 || op == Op::ErfInv;
+}
+
+// `op` of float32 `x` as `folder` computes it, where the kernel's bits differ
+// (XLA's polynomials); nullopt for the others.
+std::optional<float> transcendental(Op op, Folder folder, float x) {
+  // (The C functions: unambiguous overloads.)
+  auto by = [&](double (*in_double)(double), float (*in_float)(float)) {
+    return folder == Folder::StableHlo ? static_cast<float>(in_double(x)) : in_float(x);
+  };
+  switch (op) {
+  case Op::Exp:
+    return by(::exp, ::expf);
+  case Op::Log:
+    return by(::log, ::logf);
+  case Op::Tanh:
+    return by(::tanh, ::tanhf);
+  case Op::Erf:
+    return by(::erf, ::erff);
+  case Op::Sin:
+    return by(::sin, ::sinf);
+  case Op::Cos:
+    return by(::cos, ::cosf);
+  case Op::Tan:
+    return by(::tan, ::tanf);
+  case Op::Rsqrt:
+    return folder == Folder::StableHlo ? static_cast<float>(1.0 / std::sqrt(static_cast<double>(x)))
+                                       : 1.0f / std::sqrt(x);
+  case Op::Expm1:
+    return ::expm1f(x);
+  case Op::Log1p:
+    return ::log1pf(x);
+  case Op::Logistic: // XLA's expansion, 1 / (1 + exp(-x)), folded
+    return 1.0f / (1.0f + ::expf(-x));
+  default:
+    return std::nullopt;
+  }
+}
+
+// Ops of constants the folders evaluate. Not iotas (XLA folds an iota's
+// chain only up to sizes that depend on the chain: a gap, left to the
+// kernels).
+bool foldable(const Instr& in) {
+  if (in.nresults != 1 || has_effect(in)) return false;
+  return is_elementwise(in.op) || op_family(in.op) == OpFamily::Structural;
+}
+
+// Whether the kernel may compute `op` otherwise than the folder: a
+// transcendental function, or arithmetic that the kernel fuses into
+// multiply-adds (ir/contract.hpp).
+bool kernel_differs(Op op, DType d) {
+  if (d == DType::Float32 && transcendental(op, Folder::Xla, 1.0f)) return true;
+  return is_floating(d) && (op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Fma);
+}
+
+} // namespace
+
+std::shared_ptr<const Function> fold_constants(std::shared_ptr<const Function> f,
+                                               std::span<const Array> consts,
+                                               std::vector<Array>* added, bool stablehlo_only) {
+  if (!added || consts.size() != f->consts.size()) return f;
+  std::vector<std::optional<Array>> known(f->values.size());
+  std::vector<Folder> folder(f->values.size(), Folder::None); // of known values
+  // Depends on an op whose folded value the kernel may not give.
+  std::vector<char> tainted(f->values.size(), 0);
+  for (size_t i = 0; i < consts.size(); ++i) {
+    if (!consts[i].defined()) return f;
+    known[static_cast<size_t>(f->consts[i])] = consts[i];
+    folder[static_cast<size_t>(f->consts[i])] = Folder::StableHlo;
+  }
+  bool any = false;
+  for (const Instr& in : f->body) {
+    if (!foldable(in)) continue;
+    const AVal& out = f->values[static_cast<size_t>(in.result)].aval;
+    if (out.size() > kMaxFoldedElements) continue;
+    std::vector<Array> operands;
+    bool all_known = true, taint = false;
+    Folder by = xla_folds_only(in.op) ? Folder::Xla : Folder::StableHlo;
+    for (int o : in.operands) {
+      all_known = all_known && known[static_cast<size_t>(o)].has_value();
+      if (!all_known) break;
+      operands.push_back(*known[static_cast<size_t>(o)]);
+      taint = taint || tainted[static_cast<size_t>(o)];
+      if (folder[static_cast<size_t>(o)] == Folder::Xla) by = Folder::Xla;
+    }
+    if (!all_known || (stablehlo_only && by == Folder::Xla)) continue;
+    Array value = eval_ref(in.op, in.attrs, operands);
+    if (out.dtype == DType::Float32 && transcendental(in.op, by, 1.0f)) {
+      const float* x = operands[0].as<float>();
+      float* y = value.as<float>();
+      for (int64_t k = 0; k < value.size(); ++k) y[k] = *transcendental(in.op, by, x[k]);
+    }
+    known[static_cast<size_t>(in.result)] = std::move(value);
+    folder[static_cast<size_t>(in.result)] = by;
+    // (A broadcast stays a splat: what it broadcasts becomes the constant.)
+    tainted[static_cast<size_t>(in.result)] =
+        in.op != Op::BroadcastInDim && (taint || kernel_differs(in.op, out.dtype));
+    any = any || tainted[static_cast<size_t>(in.result)];
+  }
+  if (!any) return f;
+  // The tainted values that an untainted op or the results read become constants.
+  auto copy = std::make_shared<Function>(*f);
+  std::vector<int> replacement(f->values.size(), -1);
+  auto constant_for = [&](int v) {
+    size_t s = static_cast<size_t>(v);
+    if (replacement[s] < 0) {
+      IRValue c = f->values[s];
+      c.producer = -1;
+      replacement[s] = copy->add_value(std::move(c));
+      copy->consts.push_back(replacement[s]);
+      added->push_back(*known[s]);
+    }
+    return replacement[s];
+  };
+  for (Instr& in : copy->body) {
+    if (tainted[static_cast<size_t>(in.result)] && foldable(in)) continue;
+    for (int& o : in.operands)
+      if (tainted[static_cast<size_t>(o)]) o = constant_for(o);
+  }
+  for (int& r : copy->results)
+    if (tainted[static_cast<size_t>(r)]) r = constant_for(r);
+  remove_dead_code(*copy);
+  return copy;
+}
+
+} // namespace pxl
