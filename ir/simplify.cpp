@@ -407,6 +407,28 @@ private:
     return -1;
   }
 
+  // Whether `v` is never negative by how it is made (XLA's IsNonNegative):
+  // a square, an abs, a maximum with such a value, a select of two, a
+  // broadcast of one.
+  bool non_negative(int v, int depth = 0) const {
+    const Instr* p = def(look(v));
+    if (!p || depth > 8) return false;
+    switch (p->op) {
+    case Op::Mul:
+      return p->operands[0] == p->operands[1];
+    case Op::Abs:
+      return true;
+    case Op::BroadcastInDim:
+      return non_negative(p->operands[0], depth + 1);
+    case Op::Max:
+      return non_negative(p->operands[0], depth + 1) || non_negative(p->operands[1], depth + 1);
+    case Op::Select:
+      return non_negative(p->operands[1], depth + 1) && non_negative(p->operands[2], depth + 1);
+    default:
+      return false;
+    }
+  }
+
   int square_root(const Instr& in) {
     auto m = is(in.operands[0], Op::Mul);
     if (m && m->operands[0] == m->operands[1]) return unary(Op::Abs, m->operands[0], in.result);
@@ -656,6 +678,8 @@ private:
       return log(in);
     case Op::Sqrt:
       return square_root(in);
+    case Op::Abs: // abs(x * x) -> x * x (which then fuses into a multiply-add)
+      return non_negative(in.operands[0]) ? in.operands[0] : -1;
     case Op::DotGeneral:
       if (int by = dot_of_unit_contraction(in); by >= 0) return by;
       return dot_of_transpose(in);

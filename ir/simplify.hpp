@@ -18,6 +18,7 @@
 //   pow(a, 0|1|2|3|-1) -> 1 | a | a * a | a * (a * a) | 1 / a   pow(exp(a), b) -> exp(a * b)
 //   log(exp(a)) -> a   log(sqrt(a)) -> log(a) * 0.5   log(rsqrt(a)) -> log(a) * -0.5
 //   square(a) -> a * a (first, as JAX lowers it)   sqrt(a * a) -> abs(a)   a * 1, a + 0, a - 0 -> a
+//   abs(a) -> a where a is never negative by construction (a * a, abs, max or select of such)
 //   reduce(reduce(x, axes1), axes2) -> reduce(x, both)   (sum, prod, max, min)
 //   sum(-x) -> -sum(x)   bitcast_convert(a) to a's own type -> a
 //   sum(broadcast(x)) over axes the broadcast added -> broadcast(x * n)

@@ -360,3 +360,21 @@ TEST_CASE("simplify: a broadcast of a broadcast is one broadcast", "[simplify]")
   CHECK(has(s.text, "broadcast_in_dim[shape=(5, 10) dims=[]] %0"));
   CHECK(!has(s.text, "shape=(5,)"));
 }
+
+TEST_CASE("simplify: abs of a value never negative is the value", "[simplify]") {
+  auto s = simplified(R"(func @f(%0: f32[4], %1: f32[4]) -> (f32[4], f32[4]) {
+  %2 = mul %0, %0 : f32[4]
+  %3 = abs %2 : f32[4]
+  %4 = mul %0, %1 : f32[4]
+  %5 = abs %4 : f32[4]
+  return %3, %5
+})");
+  CHECK(has(s.text, "return %2, %5")); // a square: dropped; x * y: kept
+  auto m = simplified(R"(func @f(%0: f32[4], %1: f32[4]) -> (f32[4]) {
+  %2 = abs %0 : f32[4]
+  %3 = max %1, %2 : f32[4]
+  %4 = abs %3 : f32[4]
+  return %4
+})");
+  CHECK(has(m.text, "return %3"));
+}
