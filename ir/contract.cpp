@@ -442,6 +442,16 @@ private:
     return p.op == Op::Neg ? p.operands[0] : -1;
   }
 
+  // `v` without pairs of negations used only here (--m is m).
+  int without_double_negation(int v) const {
+    for (int m; (m = negated_operand(v)) >= 0;) {
+      int u = negated_operand(m);
+      if (u < 0) break;
+      v = u;
+    }
+    return v;
+  }
+
   void rewrite(const Instr& in) {
     Instr copy = in;
     int a = -1, b = -1;
@@ -449,9 +459,23 @@ private:
     DType d = f_.values[static_cast<size_t>(in.result)].aval.dtype;
     if ((is_add || is_sub) && contractible_dtype(d) && !from_ynn_sum(in.operands[0]) &&
         !from_ynn_sum(in.operands[1])) {
-      int l = in.operands[0], r = in.operands[1];
+      int l = without_double_negation(in.operands[0]), r = without_double_negation(in.operands[1]);
+      // y - (-m) is y + m, -m - y is -(m + y) (LLVM's InstCombine), which may then fuse m.
+      bool negate_result = false;
+      if (is_sub) {
+        if (int m = negated_operand(r); m >= 0 && m != l) {
+          r = m;
+          is_add = true;
+          is_sub = false;
+        } else if (int m2 = negated_operand(l); m2 >= 0 && m2 != r) {
+          l = m2;
+          is_add = true;
+          is_sub = false;
+          negate_result = true;
+        }
+      }
       // -m + y and y + -m are y - m (LLVM's InstCombine), which may then fuse m.
-      if (is_add) {
+      if (is_add && !negate_result) {
         if (int m = negated_operand(l); m >= 0 && m != r) {
           l = r;
           r = m;
@@ -473,6 +497,14 @@ private:
         if (is_sub) a = emit(Op::Neg, {}, {a}, a);
         copy = Instr{Op::Fma, {}, {a, b, l}, in.result};
         changed_ = true;
+      } else if (l != in.operands[0] || r != in.operands[1]) {
+        // (A negation dropped or moved, nothing fused: the op on the new operands.)
+        copy = Instr{is_sub ? Op::Sub : Op::Add, {}, {l, r}, in.result};
+        changed_ = true;
+      }
+      if (negate_result && copy.op != in.op) {
+        int inner = emit(copy.op, copy.attrs, copy.operands, in.result);
+        copy = Instr{Op::Neg, {}, {inner}, in.result};
       }
     } else if (in.op == Op::ReduceSum && contractible_dtype(d)) {
       const Shape& xs = f_.values[static_cast<size_t>(in.operands[0])].aval.shape;

@@ -408,9 +408,10 @@ private:
   }
 
   // Whether `v` is never negative by how it is made (XLA's IsNonNegative):
-  // a square, an abs, a maximum with such a value, a select of two, a
-  // broadcast of one.
+  // a square, an abs, a constant >= 0, a maximum with such a value, a select
+  // of two, a broadcast of one.
   bool non_negative(int v, int depth = 0) const {
+    if (std::optional<double> c = uniform(v)) return *c >= 0; // a constant
     const Instr* p = def(look(v));
     if (!p || depth > 8) return false;
     switch (p->op) {

@@ -332,3 +332,41 @@ TEST_CASE("contraction: a whole-array float32 sum records the work fused into it
   return %1
 })"));
 }
+
+TEST_CASE("contraction: negations move out of a product's way", "[contract]") {
+  // y - (-m) is y + m.
+  std::string sub = contracted(R"(func @f(%0: f32[4], %1: f32[4], %2: f32[4]) -> (f32[4]) {
+  %3 = mul %0, %1 : f32[4]
+  %4 = neg %3 : f32[4]
+  %5 = sub %2, %4 : f32[4]
+  return %5
+})");
+  CHECK(has(sub, "fma %0, %1, %2"));
+  // --m + y is m + y.
+  std::string twice = contracted(R"(func @f(%0: f32[4], %1: f32[4], %2: f32[4]) -> (f32[4]) {
+  %3 = mul %0, %1 : f32[4]
+  %4 = neg %3 : f32[4]
+  %5 = neg %4 : f32[4]
+  %6 = add %5, %2 : f32[4]
+  return %6
+})");
+  CHECK(has(twice, "fma %0, %1, %2"));
+  // -m - y is -(m + y).
+  std::string neg_first = contracted(R"(func @f(%0: f32[4], %1: f32[4], %2: f32[4]) -> (f32[4]) {
+  %3 = mul %0, %1 : f32[4]
+  %4 = neg %3 : f32[4]
+  %5 = sub %4, %2 : f32[4]
+  return %5
+})");
+  CHECK(has(neg_first, "fma %0, %1, %2"));
+  CHECK(has(neg_first, "neg"));
+  // A negation used elsewhere stays where it is.
+  std::string shared =
+      contracted(R"(func @f(%0: f32[4], %1: f32[4], %2: f32[4]) -> (f32[4], f32[4]) {
+  %3 = mul %0, %1 : f32[4]
+  %4 = neg %3 : f32[4]
+  %5 = sub %2, %4 : f32[4]
+  return %5, %4
+})");
+  CHECK(has(shared, "sub %2, %4"));
+}
