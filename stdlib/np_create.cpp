@@ -237,6 +237,10 @@ Tensor linspace(OpContext& cx, double start, double stop, int64_t num, bool endp
   // step. (These rules were fitted to JAX 0.10 on CPUs.)
   int64_t div = endpoint ? num - 1 : num;
   LinspaceLoop loop = linspace_loop(num, div, is_inexact(d));
+  // Inside a program XLA compiles whole (jit, pmap) the bounds are its
+  // constants: LLVM folds the unrolled code's products and sums one by one,
+  // without fusing them (measured: every value of 0.1 ... 1.3 up to 351 steps).
+  const bool constant_bounds = !rewrite_division_here(cx, false);
   Array a(d, {num});
   for (int64_t i = 0; i < num; ++i) {
     double v;
@@ -266,7 +270,12 @@ Tensor linspace(OpContext& cx, double start, double stop, int64_t num, bool endp
       float fs = static_cast<float>(start), fe = static_cast<float>(stop);
       float r = 1.0f / static_cast<float>(div), fi = static_cast<float>(i);
       float c = loop.folded(i) ? 1.0f - fi * r : std::fma(-fi, r, 1.0f);
-      v = loop.fuses_start(i) ? std::fma(fs, c, (fe * r) * fi) : std::fma(fe * r, fi, fs * c);
+      if (constant_bounds && loop.folded(i) && is_inexact(d)) {
+        volatile float start_part = fs * c, stop_part = fi * (fe * r); // (rounded each)
+        v = start_part + stop_part;
+      } else {
+        v = loop.fuses_start(i) ? std::fma(fs, c, (fe * r) * fi) : std::fma(fe * r, fi, fs * c);
+      }
     }
     if (!is_inexact(d) && d != DType::Bool) v = std::floor(v);
     a.set(i, Scalar::of_float(v));
