@@ -460,32 +460,22 @@ private:
     if ((is_add || is_sub) && contractible_dtype(d) && !from_ynn_sum(in.operands[0]) &&
         !from_ynn_sum(in.operands[1])) {
       int l = without_double_negation(in.operands[0]), r = without_double_negation(in.operands[1]);
-      // y - (-m) is y + m, -m - y is -(m + y) (LLVM's InstCombine), which may then fuse m.
+      // LLVM's InstCombine moves negations used only here: y - (-m) is y + m,
+      // -m - y is -(m + y), -m + y and y + -m are y - m; m may then fuse.
       bool negate_result = false;
+      auto take_negation = [&](int& side, int other) {
+        int m = negated_operand(side);
+        if (m < 0 || m == other) return false;
+        side = m;
+        std::swap(is_add, is_sub);
+        return true;
+      };
       if (is_sub) {
-        if (int m = negated_operand(r); m >= 0 && m != l) {
-          r = m;
-          is_add = true;
-          is_sub = false;
-        } else if (int m2 = negated_operand(l); m2 >= 0 && m2 != r) {
-          l = m2;
-          is_add = true;
-          is_sub = false;
-          negate_result = true;
-        }
-      }
-      // -m + y and y + -m are y - m (LLVM's InstCombine), which may then fuse m.
-      if (is_add && !negate_result) {
-        if (int m = negated_operand(l); m >= 0 && m != r) {
-          l = r;
-          r = m;
-          is_add = false;
-          is_sub = true;
-        } else if (int m2 = negated_operand(r); m2 >= 0 && m2 != l) {
-          r = m2;
-          is_add = false;
-          is_sub = true;
-        }
+        negate_result = !take_negation(r, l) && take_negation(l, r);
+      } else if (take_negation(l, r)) {
+        std::swap(l, r); // -m + y: y - m
+      } else {
+        take_negation(r, l);
       }
       // x * -c + m is m - x * c there: the other product fuses first.
       if (is_add && negative_scale(l) && !negative_scale(r)) std::swap(l, r);
