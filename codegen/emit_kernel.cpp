@@ -141,9 +141,11 @@ Value* KernelEmitter::at(int v, const Idx& idx) {
       r = se_.elementwise(in, oa.dtype, types, args);
       // The elements XLA's split vectors compute with the C library's
       // function (ir/libm_tail.hpp); the host's only, as the reference kernel.
-      int64_t tail = ref::xla::libm_tail_start(static_cast<int64_t>(oa.ndim()), oa.size());
-      if (a.libm_tail && target_ == Target::Host && oa.dtype == DType::Float32 && tail >= 0)
-        r = b_.CreateSelect(b_.CreateICmpSGE(idx[0], i64(tail)), se_.libm_call(in.op, args[0]), r);
+      if (a.libm_tail && target_ == Target::Host && oa.dtype == DType::Float32)
+        if (int64_t tail = ref::xla::libm_tail_start(static_cast<int64_t>(oa.ndim()), oa.size());
+            tail >= 0)
+          r = b_.CreateSelect(b_.CreateICmpSGE(idx[0], i64(tail)), se_.libm_call(in.op, args[0]),
+                              r);
     }
     }
   }

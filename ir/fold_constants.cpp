@@ -41,39 +41,46 @@ bool xla_folds_only(Op op) {
          op == Op::Pow || op == Op::Atan2 || op == Op::ErfInv;
 }
 
-// `op` of float32 `x` as `folder` computes it, where the kernel's bits differ
-// (XLA's polynomials); nullopt for the others.
-std::optional<float> transcendental(Op op, Folder folder, float x) {
-  // (The C functions: unambiguous overloads.)
-  auto by = [&](double (*in_double)(double), float (*in_float)(float)) {
-    return folder == Folder::StableHlo ? static_cast<float>(in_double(x)) : in_float(x);
+// StableHLO's way: in double precision, rounded once.
+template <double (*F)(double)> float in_double(float x) { return static_cast<float>(F(x)); }
+float rsqrt_in_double(float x) {
+  return static_cast<float>(1.0 / std::sqrt(static_cast<double>(x)));
+}
+float rsqrt_in_float(float x) { return 1.0f / std::sqrt(x); }
+float logistic_in_float(float x) { return 1.0f / (1.0f + ::expf(-x)); } // XLA's expansion
+
+// The float32 function `folder` computes `op` with, where the kernel's bits
+// differ (XLA's polynomials); null for the other ops.
+using FoldFn = float (*)(float);
+FoldFn folded_function(Op op, Folder folder) {
+  auto pick = [hlo = folder == Folder::StableHlo](FoldFn in_hlo, FoldFn in_xla) {
+    return hlo ? in_hlo : in_xla;
   };
   switch (op) {
   case Op::Exp:
-    return by(::exp, ::expf);
+    return pick(in_double<::exp>, ::expf);
   case Op::Log:
-    return by(::log, ::logf);
+    return pick(in_double<::log>, ::logf);
   case Op::Tanh:
-    return by(::tanh, ::tanhf);
+    return pick(in_double<::tanh>, ::tanhf);
   case Op::Erf:
-    return by(::erf, ::erff);
+    return pick(in_double<::erf>, ::erff);
   case Op::Sin:
-    return by(::sin, ::sinf);
+    return pick(in_double<::sin>, ::sinf);
   case Op::Cos:
-    return by(::cos, ::cosf);
+    return pick(in_double<::cos>, ::cosf);
   case Op::Tan:
-    return by(::tan, ::tanf);
+    return pick(in_double<::tan>, ::tanf);
   case Op::Rsqrt:
-    return folder == Folder::StableHlo ? static_cast<float>(1.0 / std::sqrt(static_cast<double>(x)))
-                                       : 1.0f / std::sqrt(x);
-  case Op::Expm1:
-    return ::expm1f(x);
+    return pick(rsqrt_in_double, rsqrt_in_float);
+  case Op::Expm1: // XLA's evaluator's only
+    return ::expm1f;
   case Op::Log1p:
-    return ::log1pf(x);
-  case Op::Logistic: // XLA's expansion, 1 / (1 + exp(-x)), folded
-    return 1.0f / (1.0f + ::expf(-x));
+    return ::log1pf;
+  case Op::Logistic:
+    return logistic_in_float;
   default:
-    return std::nullopt;
+    return nullptr;
   }
 }
 
@@ -88,7 +95,7 @@ bool foldable(const Instr& in, const AVal& out) {
 // transcendental function, or arithmetic that the kernel fuses into
 // multiply-adds (ir/contract.hpp).
 bool kernel_differs(Op op, DType d) {
-  if (d == DType::Float32 && transcendental(op, Folder::Xla, 1.0f)) return true;
+  if (d == DType::Float32 && folded_function(op, Folder::Xla)) return true;
   return is_floating(d) && (op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Fma);
 }
 
@@ -130,10 +137,10 @@ std::shared_ptr<const Function> fold_constants(std::shared_ptr<const Function> f
         (!unrolled_arithmetic(in.op) || out.ndim() != 1 || out.size() > kMaxUnrolledIota))
       continue;
     Array value = eval_ref(in.op, in.attrs, operands);
-    if (out.dtype == DType::Float32 && transcendental(in.op, by, 1.0f)) {
+    if (FoldFn fn = out.dtype == DType::Float32 ? folded_function(in.op, by) : nullptr) {
       const float* x = operands[0].as<float>();
       float* y = value.as<float>();
-      for (int64_t k = 0; k < value.size(); ++k) y[k] = *transcendental(in.op, by, x[k]);
+      for (int64_t k = 0; k < value.size(); ++k) y[k] = fn(x[k]);
     }
     known[static_cast<size_t>(in.result)] = std::move(value);
     folder[static_cast<size_t>(in.result)] = by;
@@ -158,9 +165,7 @@ std::shared_ptr<const Function> fold_constants(std::shared_ptr<const Function> f
     return replacement[s];
   };
   for (Instr& in : copy->body) {
-    if (tainted[static_cast<size_t>(in.result)] &&
-        foldable(in, f->values[static_cast<size_t>(in.result)].aval))
-      continue;
+    if (tainted[static_cast<size_t>(in.result)]) continue; // folded itself (only those are tainted)
     for (int& o : in.operands)
       if (tainted[static_cast<size_t>(o)]) o = constant_for(o);
   }
