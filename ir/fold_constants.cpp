@@ -5,6 +5,8 @@
 #include <cmath>
 #include <optional>
 
+#include "lang/diag.hpp"
+
 namespace pxl {
 
 namespace {
@@ -136,7 +138,12 @@ std::shared_ptr<const Function> fold_constants(std::shared_ptr<const Function> f
     if (by == Folder::Unrolled && in.op != Op::Iota &&
         (!unrolled_arithmetic(in.op) || out.ndim() != 1 || out.size() > kMaxUnrolledIota))
       continue;
-    Array value = eval_ref(in.op, in.attrs, operands);
+    Array value;
+    try {
+      value = eval_ref(in.op, in.attrs, operands);
+    } catch (const Error&) { // an op the reference refuses stays the kernel's to run
+      continue;
+    }
     if (FoldFn fn = out.dtype == DType::Float32 ? folded_function(in.op, by) : nullptr) {
       const float* x = operands[0].as<float>();
       float* y = value.as<float>();
