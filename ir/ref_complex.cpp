@@ -179,7 +179,33 @@ C log1p(C z) {
   }
   return {re, xla::atan2_f32(y, xp1)};
 }
-C expm1(C z) { return narrow(std::exp(wide(z)) - 1.0); }
+namespace {
+
+// XLA's cos(x) - 1: Cephes' cosm1 polynomial in x^2 (its coefficients
+// rounded to float32, Horner's steps fused) below (pi/4)^2, else cos(x) - 1.
+float cosm1(float x) {
+  static constexpr float kCoeffs[] = {4.7377507964246204691685E-14f, -1.1470284843425359765671E-11f,
+                                      2.0876754287081521758361E-9f,  -2.7557319214999787979814E-7f,
+                                      2.4801587301570552304991E-5f,  -1.3888888888888872993737E-3f,
+                                      4.1666666666666666609054E-2f};
+  float xx = x * x;
+  if (xx >= 0.61685f) return xla::cos_f32(x) + -1.0f;
+  float poly = 0.0f;
+  for (float c : kCoeffs) poly = std::fma(poly, xx, c);
+  return std::fma(xx * xx, poly, -0.5f * xx);
+}
+
+} // namespace
+
+// XLA's complex expm1: (expm1(a) cos b + (cos b - 1)) + i e^a sin b, with
+// e^a = expm1(a) + 1 and cos b = (cos b - 1) + 1; an imaginary part of +0
+// where b is zero.
+C expm1(C z) {
+  float a = z.real(), b = z.imag();
+  float em1 = xla::expm1_f32(a), cm1 = cosm1(b);
+  float re = std::fma(em1, cm1 + 1.0f, cm1);
+  return {re, b == 0 ? 0.0f : (em1 + 1.0f) * xla::sin_f32(b)};
+}
 namespace {
 
 // functional_algorithms' hypot of (mx, mn), mx >= mn >= 0, as XLA's complex

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "ir/reduce_tree.hpp"
+#include "ir/ref_complex.hpp"
 #include "ir/ref_dot_ynn.hpp"
 #include "ir/ref_reduce_ynn.hpp"
 #include "ir/ref_util.hpp"
@@ -102,6 +103,38 @@ void vector_dot(const T* x, const T* y, int64_t k, int64_t n, bool scalar_out, b
     for (T v : level) acc = static_cast<T>(acc + v);
     out[j] = acc;
   }
+}
+
+// x . y of two complex64 vectors of k elements as XLA computes it on the
+// CPU: a multiply and a reduce. Up to 32 terms the multiply is fused into the
+// reduction loop, where LLVM keeps the real part's sum apart from its fused
+// product (acc + (ac - bd)) but folds the imaginary part's two products into
+// the accumulator (fma(b, c, fma(a, d, acc))). Longer ones are cut into
+// XLA's windows (reduce_tree.hpp), after which the products are computed on
+// their own (cplx::mul) and the windows summed in order. Measured against JAX
+// 0.10.2 for k in 2..500.
+cplx::C complex_vector_dot(const cplx::C* x, const cplx::C* y, int64_t k) {
+  if (k <= kReduceWindow) {
+    float re = 0.0f, im = 0.0f;
+    for (int64_t i = 0; i < k; ++i) {
+      float a = x[i].real(), b = x[i].imag(), c = y[i].real(), d = y[i].imag();
+      re = re + std::fma(a, c, -(b * d));
+      im = std::fma(b, c, std::fma(a, d, im));
+    }
+    return {re, im};
+  }
+  std::vector<cplx::C> level(static_cast<size_t>(k));
+  for (int64_t i = 0; i < k; ++i) level[static_cast<size_t>(i)] = cplx::mul(x[i], y[i]);
+  while (level.size() > static_cast<size_t>(kReduceWindow)) {
+    const size_t w = static_cast<size_t>(kReduceWindow), windows = (level.size() + w - 1) / w;
+    const size_t lo = (windows * w - level.size()) / 2; // "SAME" padding with zeros
+    std::vector<cplx::C> next(windows, cplx::C(0.0f, 0.0f));
+    for (size_t i = 0; i < level.size(); ++i) next[(i + lo) / w] += level[i];
+    level = std::move(next);
+  }
+  cplx::C sum(0.0f, 0.0f);
+  for (const cplx::C& v : level) sum += v;
+  return sum;
 }
 
 // A (m x k, row-major) . v in XLA's order on the CPU (its row-major
@@ -277,6 +310,12 @@ Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& 
                     (elemental || dd.order == DotOrder::Auto);
   bool rows_rhs =
       vector_lhs && !elemental && dd.rhs_batch.empty() && r.ndim() == 2 && dd.rhs_contract[0] == 1;
+  if (oa.dtype == DType::Complex64 && K > 1 && vector_lhs && rf.empty()) {
+    for (int64_t b = 0; b < B; ++b)
+      out.as<cplx::C>()[b] =
+          complex_vector_dot(lt.as<cplx::C>() + b * K, rt.as<cplx::C>() + b * K, K);
+    return out;
+  }
   if (f32_or_f64 && K > 1 && (vector_lhs || vector_rhs)) {
     visit_dtype(oa.dtype, [&]<DType D>() {
       if constexpr (D == DType::Float32 || D == DType::Float64) {
@@ -395,8 +434,11 @@ Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& 
           C acc = C(0);
           if constexpr (!std::is_same_v<C, bool> && !is_int_v<C>)
             if (K == 1) { // the product alone, keeping its sign of zero
-              os[(b * M + i) * N + j] =
-                  E::store(static_cast<C>(E::load(ls[(b * M + i)]) * E::load(rs[b * N + j])));
+              C x = E::load(ls[(b * M + i)]), y = E::load(rs[b * N + j]);
+              if constexpr (std::is_same_v<C, cplx::C>)
+                os[(b * M + i) * N + j] = cplx::mul(x, y, N == 1 && M > 1); // XLA's multiply
+              else
+                os[(b * M + i) * N + j] = E::store(static_cast<C>(x * y));
               continue;
             }
           for (int64_t k = 0; k < K; ++k) {

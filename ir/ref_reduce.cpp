@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "ir/reduce_tree.hpp"
+#include "ir/ref_complex.hpp"
 #include "ir/ref_reduce_ynn.hpp"
 #include "ir/ref_util.hpp"
 
@@ -58,6 +59,8 @@ template <class C> C reduce_step(Reduction r, C acc, C v) {
   case Reduction::Prod:
     if constexpr (is_int_v<C>)
       return wrap_mul(acc, v);
+    else if constexpr (std::is_same_v<C, cplx::C>)
+      return cplx::mul(acc, v); // XLA's products, fused as LLVM fuses them
     else
       return static_cast<C>(acc * v);
   case Reduction::Max:
