@@ -11,15 +11,6 @@ namespace pxl::ref::cplx {
 
 namespace {
 
-using D = std::complex<double>;
-
-D wide(C z) { return {z.real(), z.imag()}; }
-C narrow(D z) { return {static_cast<float>(z.real()), static_cast<float>(z.imag())}; }
-
-} // namespace
-
-namespace {
-
 // x * y - z and z - x * y in one rounding, as the fused multiply-subtracts
 // XLA's code compiles to: a NaN operand comes through unchanged (std::fma of
 // a negated operand would flip its sign bit).
@@ -182,14 +173,14 @@ C log1p(C z) {
 namespace {
 
 // XLA's cos(x) - 1: Cephes' cosm1 polynomial in x^2 (its coefficients
-// rounded to float32, Horner's steps fused) below (pi/4)^2, else cos(x) - 1.
+// rounded to float32, Horner's steps fused) up to (pi/4)^2, else cos(x) - 1.
 float cosm1(float x) {
   static constexpr float kCoeffs[] = {4.7377507964246204691685E-14f, -1.1470284843425359765671E-11f,
                                       2.0876754287081521758361E-9f,  -2.7557319214999787979814E-7f,
                                       2.4801587301570552304991E-5f,  -1.3888888888888872993737E-3f,
                                       4.1666666666666666609054E-2f};
   float xx = x * x;
-  if (xx >= 0.61685f) return xla::cos_f32(x) + -1.0f;
+  if (xx > 0.61685f) return xla::cos_f32(x) + -1.0f;
   float poly = 0.0f;
   for (float c : kCoeffs) poly = std::fma(poly, xx, c);
   return std::fma(xx * xx, poly, -0.5f * xx);
@@ -243,7 +234,22 @@ C sqrt(C z) {
   float re = x >= 0 ? u : v, im = x < 0 ? u : v;
   return {re, y < 0 ? -im : im};
 }
-C rsqrt(C z) { return narrow(1.0 / std::sqrt(wide(z))); }
+// XLA's complex rsqrt: rsqrt(|z|) (as rsqrt(max) * sqrt(rsqrt(1 + q^2)), the
+// order its CPU code computes rsqrt(sqrt(1 + q^2)) in, measured against JAX
+// 0.10.2; rsqrt(min) where that is NaN) times cos and sin of -arg(z) / 2;
+// inf - nan i at zero, signed zeros for infinite parts.
+C rsqrt(C z) {
+  float a = z.real(), b = z.imag(), aa = std::fabs(a), ab = std::fabs(b);
+  float mx = nan_max(aa, ab), mn = nan_min(aa, ab), q = mn / mx;
+  float r = xla::rsqrt_f32(mx) * std::sqrt(xla::rsqrt_f32(std::fma(q, q, 1.0f)));
+  if (std::isnan(r)) r = xla::rsqrt_f32(mn);
+  float angle = xla::atan2_f32(b, a) * -0.5f;
+  float re = r * xla::cos_f32(angle), im = r * xla::sin_f32(angle);
+  if (a == 0 && b == 0) return {INFINITY, NAN};
+  if ((ab == INFINITY && std::isnan(a)) || aa == INFINITY)
+    return {std::copysign(0.0f, a), -std::copysign(0.0f, b)};
+  return {re, im};
+}
 // JAX's complex sin and cos: sinh and cosh of the imaginary part from
 // expm1 (no cancellation for small b), a +0 part selected where the real part
 // is zero (of either sign).

@@ -1,7 +1,7 @@
 // complex64 elementwise math of the reference kernels, in the forms XLA's CPU
-// emitter uses where they matter for rounding (multiplication, Smith's
-// division, the scaled absolute value, exp from the float32 exp/cos/sin);
-// the other functions compute in double and round once. Internal to ir/.
+// emitter and JAX's lowerings use (multiplication with its fused products,
+// Smith's division, the scaled absolute value, exp, expm1, rsqrt ... from
+// XLA's float32 functions), so results round as JAX's. Internal to ir/.
 #pragma once
 #include <complex>
 
