@@ -286,13 +286,13 @@ private:
   // The LoopBody (ir/reduce_tree.hpp) of a float32 sum of `v` over all its
   // elements: the class of the elementwise ops XLA fuses into the sum's loop
   // between it and the one array it loads. Load where pxl has not measured
-  // such a loop: several loaded arrays (but |a - b|: Pair), a value with other users (XLA does
-  // not duplicate an expensive op; pxl leaves cheap ones out too), other ops
-  // (broadcasts, reshapes, converts: other index work), or sin, cos and sign
-  // in a chain. `extra`: work after `v` (a product by a scalar's multiply;
-  // sin or cos times a scalar keeps their class: measured on 13 shapes, all
-  // but 16 x 3 agree).
-  LoopBody loop_body(int v, int extra = 0) const {
+  // such a loop: several loaded arrays (but |a - b|: Pair), a value with users outside the
+  // body (XLA does not duplicate an expensive op; pxl leaves cheap ones out too), other ops
+  // (broadcasts, reshapes, converts: other index work), or sin, cos and sign in a chain. The
+  // body may read a value twice (a DAG: softplus, silu, gelu, elu); its work counts once. `extra`:
+  // work after `v` (a product by a scalar's multiply; sin or cos times a scalar keeps their class:
+  // measured on 13 shapes, all but 16 x 3 agree).
+  LoopBody loop_body(int v, int extra = 0, int* loaded_out = nullptr) const {
     if (static_cast<size_t>(v) >= f_.values.size()) return LoopBody::Load; // an emitted product
     // |a - b| of two loaded arrays: a class of its own (measured).
     if (const Instr* p = producer_through_converts(v);
@@ -322,6 +322,9 @@ private:
       return p >= 0 && f_.body[static_cast<size_t>(p)].op == Op::Neg &&
              is_loaded(f_.body[static_cast<size_t>(p)].operands[0]);
     };
+    // The body may read a value twice (softplus reads x in a max, an abs and
+    // a select): each is computed once in the loop, its work counted once.
+    std::vector<bool> seen(f_.values.size(), false);
     auto visit = [&](auto& self, int u, bool top) -> void {
       if (!ok) return;
       const IRValue& val = f_.values[static_cast<size_t>(u)];
@@ -331,16 +334,20 @@ private:
         loaded = u;
         return;
       }
-      if (uses_[static_cast<size_t>(u)] != 1 || val.aval.dtype != DType::Float32) {
+      if (seen[static_cast<size_t>(u)]) return;
+      seen[static_cast<size_t>(u)] = true;
+      // (A compare's result is a bool lane mask.)
+      if (val.aval.dtype != DType::Float32 && val.aval.dtype != DType::Bool) {
         ok = false;
         return;
       }
       auto binary_with_invariant = [&](int cost) {
         bool l = invariant(in->operands[0]), r = invariant(in->operands[1]);
-        if (l == r) return false; // two arrays, or constants only
+        if (l && r) return false; // constants only
         work += cost;
-        self(self, in->operands[l ? 1 : 0], false);
-        return true;
+        if (!l) self(self, in->operands[0], false);
+        if (!r) self(self, in->operands[1], false);
+        return ok; // (false where an operand's own body is not one)
       };
       switch (in->op) {
       case Op::Sign:
@@ -402,6 +409,20 @@ private:
       case Op::Atan2:
         ok = invariant(in->operands[1]) && binary_with_invariant(8);
         return;
+      case Op::Eq:
+      case Op::Ne:
+      case Op::Lt:
+      case Op::Le:
+      case Op::Gt:
+      case Op::Ge:
+        ok = binary_with_invariant(2);
+        return;
+      case Op::Select: {
+        work += 2;
+        for (int o : in->operands)
+          if (ok && !invariant(o)) self(self, o, false);
+        return;
+      }
       case Op::Div: // by a scalar a cheap op; by the element a divide too
         if (!invariant(in->operands[1])) ++divides;
         ok = binary_with_invariant(2);
@@ -413,6 +434,16 @@ private:
       if (ok) self(self, in->operands[0], false);
     };
     visit(visit, v, true);
+    // Every value of the body is used only in it (and the root only by the
+    // sum): XLA stores a value with users outside and the sum loads it.
+    std::vector<size_t> inside(f_.values.size(), 0);
+    for (size_t u = 0; u < seen.size(); ++u)
+      if (seen[u])
+        for (int o : f_.body[static_cast<size_t>(f_.values[u].producer)].operands)
+          ++inside[static_cast<size_t>(o)];
+    for (size_t u = 0; u < seen.size() && ok; ++u)
+      ok = !seen[u] || uses_[u] == (static_cast<int>(u) == v ? 1 : inside[u]);
+    if (loaded_out) *loaded_out = loaded;
     if (!ok || loaded < 0) return LoopBody::Load;
     if (alone) return *alone;
     if (divides > 1) return LoopBody::Load;
@@ -518,6 +549,19 @@ private:
         if (at.axis == 1 && splat(a) != splat(b) && whole_f32) {
           LoopBody body = loop_body(splat(a) ? b : a, 2);
           if (body != LoopBody::Load) {
+            at.axis = 2;
+            at.loop_body = static_cast<int64_t>(body);
+          }
+        }
+        // x * g(x), the other factor computed from the loaded one in the
+        // loop (silu, x * tanh(x)): fused as a product by a scalar is, in
+        // the lanes of the whole computation.
+        if (at.axis == 1 && whole_f32 && !splat(a) && !splat(b) && a != b) {
+          int loaded = -1;
+          bool a_loaded = f_.values[static_cast<size_t>(a)].producer < 0;
+          int computed_factor = a_loaded ? b : a;
+          LoopBody body = loop_body(computed_factor, 2, &loaded);
+          if (body != LoopBody::Load && loaded == (a_loaded ? a : b)) {
             at.axis = 2;
             at.loop_body = static_cast<int64_t>(body);
           }
