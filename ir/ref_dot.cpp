@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "ir/reduce_tree.hpp"
-#include "ir/ref_complex.hpp"
+#include "ir/ref_dot_complex.hpp"
 #include "ir/ref_dot_ynn.hpp"
 #include "ir/ref_reduce_ynn.hpp"
 #include "ir/ref_util.hpp"
@@ -103,38 +103,6 @@ void vector_dot(const T* x, const T* y, int64_t k, int64_t n, bool scalar_out, b
     for (T v : level) acc = static_cast<T>(acc + v);
     out[j] = acc;
   }
-}
-
-// x . y of two complex64 vectors of k elements as XLA computes it on the
-// CPU: a multiply and a reduce. Up to 32 terms the multiply is fused into the
-// reduction loop, where LLVM keeps the real part's sum apart from its fused
-// product (acc + (ac - bd)) but folds the imaginary part's two products into
-// the accumulator (fma(b, c, fma(a, d, acc))). Longer ones are cut into
-// XLA's windows (reduce_tree.hpp), after which the products are computed on
-// their own (cplx::mul) and the windows summed in order. Measured against JAX
-// 0.10.2 for k in 2..500.
-cplx::C complex_vector_dot(const cplx::C* x, const cplx::C* y, int64_t k) {
-  if (k <= kReduceWindow) {
-    float re = 0.0f, im = 0.0f;
-    for (int64_t i = 0; i < k; ++i) {
-      float a = x[i].real(), b = x[i].imag(), c = y[i].real(), d = y[i].imag();
-      re = re + std::fma(a, c, -(b * d));
-      im = std::fma(b, c, std::fma(a, d, im));
-    }
-    return {re, im};
-  }
-  std::vector<cplx::C> level(static_cast<size_t>(k));
-  for (int64_t i = 0; i < k; ++i) level[static_cast<size_t>(i)] = cplx::mul(x[i], y[i]);
-  while (level.size() > static_cast<size_t>(kReduceWindow)) {
-    const size_t w = static_cast<size_t>(kReduceWindow), windows = (level.size() + w - 1) / w;
-    const size_t lo = (windows * w - level.size()) / 2; // "SAME" padding with zeros
-    std::vector<cplx::C> next(windows, cplx::C(0.0f, 0.0f));
-    for (size_t i = 0; i < level.size(); ++i) next[(i + lo) / w] += level[i];
-    level = std::move(next);
-  }
-  cplx::C sum(0.0f, 0.0f);
-  for (const cplx::C& v : level) sum += v;
-  return sum;
 }
 
 // A (m x k, row-major) . v in XLA's order on the CPU (its row-major
@@ -310,10 +278,18 @@ Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& 
                     (elemental || dd.order == DotOrder::Auto);
   bool rows_rhs =
       vector_lhs && !elemental && dd.rhs_batch.empty() && r.ndim() == 2 && dd.rhs_contract[0] == 1;
+  // complex64: XLA's multiply-and-reduce for two vectors, Eigen's kernels
+  // for matrices (ref_dot_complex.hpp), one batch element after another.
   if (oa.dtype == DType::Complex64 && K > 1 && vector_lhs && rf.empty()) {
     for (int64_t b = 0; b < B; ++b)
       out.as<cplx::C>()[b] =
-          complex_vector_dot(lt.as<cplx::C>() + b * K, rt.as<cplx::C>() + b * K, K);
+          cplx::vector_dot(lt.as<cplx::C>() + b * K, rt.as<cplx::C>() + b * K, K);
+    return out;
+  }
+  if (oa.dtype == DType::Complex64 && K > 1) {
+    for (int64_t b = 0; b < B; ++b)
+      cplx::matmul(lt.as<cplx::C>() + b * M * K, rt.as<cplx::C>() + b * K * N, M, K, N,
+                   out.as<cplx::C>() + b * M * N);
     return out;
   }
   if (f32_or_f64 && K > 1 && (vector_lhs || vector_rhs)) {
