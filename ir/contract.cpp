@@ -349,6 +349,10 @@ private:
         if (!r) self(self, in->operands[1], false);
         return ok; // (false where an operand's own body is not one)
       };
+      if (op_family(in->op) == OpFamily::Compare) { // a lane mask, a cheap op
+        ok = binary_with_invariant(2);
+        return;
+      }
       switch (in->op) {
       case Op::Sign:
       case Op::Sin:
@@ -408,14 +412,6 @@ private:
         return;
       case Op::Atan2:
         ok = invariant(in->operands[1]) && binary_with_invariant(8);
-        return;
-      case Op::Eq:
-      case Op::Ne:
-      case Op::Lt:
-      case Op::Le:
-      case Op::Gt:
-      case Op::Ge:
-        ok = binary_with_invariant(2);
         return;
       case Op::Select: {
         work += 2;
