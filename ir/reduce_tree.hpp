@@ -47,6 +47,25 @@ inline std::vector<ReduceTreeLevel> reduce_tree(const std::vector<int64_t>& redu
   }
 }
 
+// The sum of the terms of one reduced axis in XLA's tree order: each level's
+// windows summed from zero (the padding adds nothing), then the last level in
+// order. `add` rounds as the element type does.
+template <class T, class Add> T tree_sum(std::vector<T> level, T zero, Add add) {
+  std::vector<ReduceTreeLevel> levels = reduce_tree({static_cast<int64_t>(level.size())});
+  for (size_t l = 1; l < levels.size(); ++l) {
+    const ReduceTreeLevel& lv = levels[l];
+    std::vector<T> next(static_cast<size_t>(lv.extent[0]), zero);
+    for (size_t i = 0; i < level.size(); ++i) {
+      T& node = next[static_cast<size_t>((static_cast<int64_t>(i) + lv.lo[0]) / lv.window[0])];
+      node = add(node, level[i]);
+    }
+    level = std::move(next);
+  }
+  T acc = zero;
+  for (const T& v : level) acc = add(acc, v);
+  return acc;
+}
+
 // The level whose nodes a reduction split over threads computes one by one:
 // the last with at least `min_nodes` nodes (level 0, the elements, has all).
 // The levels above it are then the tree of its extent.

@@ -90,18 +90,7 @@ void vector_dot(const T* x, const T* y, int64_t k, int64_t n, bool scalar_out, b
       ynn_sum<T>(level.data(), {k}, {0}, xla_cpu_threads(), out + j); // YNNPACK's sum
       continue;
     }
-    for (size_t l = 1; l < levels.size(); ++l) {
-      const ReduceTreeLevel& lv = levels[l];
-      std::vector<T> next(static_cast<size_t>(lv.extent[0]), T(0));
-      for (size_t i = 0; i < level.size(); ++i) {
-        T& node = next[(static_cast<int64_t>(i) + lv.lo[0]) / lv.window[0]];
-        node = static_cast<T>(node + level[i]);
-      }
-      level = std::move(next);
-    }
-    T acc = T(0);
-    for (T v : level) acc = static_cast<T>(acc + v);
-    out[j] = acc;
+    out[j] = tree_sum(std::move(level), T(0), [](T p, T q) { return static_cast<T>(p + q); });
   }
 }
 

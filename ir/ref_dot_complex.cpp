@@ -20,6 +20,12 @@ namespace {
 
 C add(C x, C y) { return {x.real() + y.real(), x.imag() + y.imag()}; }
 
+// x * y with its four products rounded, then subtracted and added (Eigen's
+// scalar complex product without FMA).
+C rounded_product(C x, C y) {
+  return {x.real() * y.real() - x.imag() * y.imag(), x.real() * y.imag() + x.imag() * y.real()};
+}
+
 // Eigen's four real sums of a complex dot, each a chain of rounded products:
 // sum ar c, sum ai c, sum ar d, sum ai d (a = ar + ai i, b = c + d i).
 struct Sums {
@@ -61,13 +67,9 @@ C block(const C* a, const C* b, int64_t k, int64_t n, int64_t i, int64_t j, int6
   int64_t done = 0;
   switch (kind) {
   case Kernel::Scalar: {
-    float re = 0, im = 0;
-    for (int64_t t = t0; t < t1; ++t) {
-      float ar = x(t).real(), ai = x(t).imag(), c = y(t).real(), d = y(t).imag();
-      re = re + (ar * c - ai * d);
-      im = im + (ar * d + ai * c);
-    }
-    return {re, im};
+    C acc(0.0f, 0.0f);
+    for (int64_t t = t0; t < t1; ++t) acc = add(acc, rounded_product(x(t), y(t)));
+    return acc;
   }
   case Kernel::Chain:
     break;
@@ -243,13 +245,10 @@ void eigen_gemv(const C* a, const C* b, int64_t k, int64_t n, C* out) {
   for (int64_t j = 0; j < n; ++j) {
     C acc(0.0f, 0.0f);
     for (int64_t t0 = 0; t0 < k; t0 += step) {
-      float re = 0, im = 0;
-      for (int64_t t = t0; t < std::min(k, t0 + step); ++t) {
-        float ar = a[t].real(), ai = a[t].imag(), c = b[t * n + j].real(), d = b[t * n + j].imag();
-        re = re + (ar * c - ai * d);
-        im = im + (ar * d + ai * c);
-      }
-      acc = add(acc, C(re, im));
+      C part(0.0f, 0.0f);
+      for (int64_t t = t0; t < std::min(k, t0 + step); ++t)
+        part = add(part, rounded_product(a[t], b[t * n + j]));
+      acc = add(acc, part);
     }
     out[j] = acc;
   }
@@ -275,17 +274,7 @@ C vector_dot(const C* x, const C* y, int64_t k) {
   }
   std::vector<C> level(static_cast<size_t>(k));
   for (int64_t i = 0; i < k; ++i) level[static_cast<size_t>(i)] = mul(x[i], y[i]);
-  while (level.size() > static_cast<size_t>(kReduceWindow)) {
-    const size_t w = static_cast<size_t>(kReduceWindow), windows = (level.size() + w - 1) / w;
-    const size_t lo = (windows * w - level.size()) / 2; // "SAME" padding with zeros
-    std::vector<C> next(windows, C(0.0f, 0.0f));
-    for (size_t i = 0; i < level.size(); ++i)
-      next[(i + lo) / w] = add(next[(i + lo) / w], level[i]);
-    level = std::move(next);
-  }
-  C sum(0.0f, 0.0f);
-  for (const C& v : level) sum = add(sum, v);
-  return sum;
+  return tree_sum(std::move(level), C(0.0f, 0.0f), add);
 }
 
 void matmul(const C* a, const C* b, int64_t m, int64_t k, int64_t n, C* out) {
