@@ -12,6 +12,9 @@ from its own directory (so diagnostics show the bare file name) and compared wit
   NAME.amd512.out  the same on AMD CPUs with AVX-512 (Zen 4 and later): OpenBLAS runs its
              Intel AVX-512 kernels there, so NAME.out (not NAME.amd.out) is their fallback,
              while XLA's AMD-specific code (rsqrt's one Newton step) still applies.
+  NAME.amdzen3.out  the same on AMD Zen 3 (family 19h) without AVX-512, before NAME.amd.out:
+             XLA compiles for the host CPU, and its linspace loops round differently there
+             (linspace_xla_rounding's is pxl's: Zen 3's longer vector loops are not modelled).
   NAME.intel512.out  the same on Intel CPUs with AVX-512 (JAX's output there; lng_svd_qdwh's
              is pxl's, whose QDWH SVD differs from JAX's there in one printed last digit).
 A first line `# ARGS: --devices 4` passes flags to pxl. Files whose name starts
@@ -79,29 +82,36 @@ def read_args(test):
     return []
 
 
-def cpu_kind():
-    """'amd', 'amd512' (AMD with AVX-512), 'intel', 'intel512' (Intel with AVX-512), or None."""
-    vendor, avx512 = None, False
+def cpu_kinds():
+    """This CPU's kinds, most specific first: 'amdzen3' (AMD family 19h without AVX-512) then
+    'amd', 'amd512' (AMD with AVX-512), 'intel', 'intel512' (Intel with AVX-512); [] if unknown."""
+    vendor, avx512, family = None, False, None
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             for line in f:
                 if line.startswith("vendor_id") and vendor is None:
                     vendor = {"AuthenticAMD": "amd", "GenuineIntel": "intel"}.get(line.split(":")[1].strip())
+                elif line.startswith("cpu family") and family is None:
+                    family = int(line.split(":")[1])
                 elif line.startswith("flags"):
                     avx512 = "avx512f" in line.split()
                     break
-    except OSError:
+    except (OSError, ValueError):
         pass
-    return vendor + "512" if vendor and avx512 else vendor
+    if not vendor:
+        return []
+    if avx512:
+        return [vendor + "512"]
+    return ["amdzen3", "amd"] if vendor == "amd" and family == 0x19 else [vendor]
 
 
-CPU_KIND = cpu_kind()
+CPU_KINDS = cpu_kinds()
 
 
 def stdout_file(base):
     """NAME.out, or this kind of CPU's NAME.KIND.out where the test has one."""
-    if CPU_KIND:
-        own = Path(f"{base}.{CPU_KIND}.out")
+    for kind in CPU_KINDS:
+        own = Path(f"{base}.{kind}.out")
         if own.exists():
             return own
     return Path(f"{base}.out")
