@@ -552,15 +552,18 @@ struct Printer {
   // A while's cond or body as its own jaxpr: the parameters `f` takes
   // from `operands` that are literals print inline, as in JAX's jaxpr where
   // a captured Python number is a literal; `kept` counts the constants left.
+  // `fold_from`: the first parameter that a literal operand may be folded into (the ones
+  // before it stay parameters, their literals shown as the equation's operands).
   pp::Doc loop_jaxpr(const Function& f, size_t nconsts, std::span<const int> operands, size_t& kept,
-                     const JaxprRecord* record = nullptr, size_t* count = nullptr) {
+                     const JaxprRecord* record = nullptr, size_t* count = nullptr,
+                     size_t fold_from = 0) {
     Function g = f;
     std::map<int, Tensor> values;
     std::vector<int> params;
     kept = 0;
     for (size_t p = 0; p < g.params.size(); ++p) {
       int outer = p < operands.size() ? st.resolve(operands[p]) : -1;
-      if (p < nconsts && st.literal(outer)) {
+      if (p >= fold_from && p < nconsts && st.literal(outer)) {
         auto conv = rd.converted_from.find(outer);
         auto cv = const_values.find(conv == rd.converted_from.end() ? outer : conv->second);
         if (cv != const_values.end()) {
@@ -660,8 +663,10 @@ struct Printer {
     size_t kept = 0;
     // (The primal's own record, when make_jaxpr traced it: a jit inside it.)
     const auto* rule = dynamic_cast<const CustomRule*>(&c);
+    // The argument leaves stay the call's parameters, a literal one (a Python number) shown
+    // as its operand, as JAX passes it; what the primal captured is folded.
     pp::Doc call = loop_jaxpr(*c.fn, c.fn->params.size(), i.operands, kept,
-                              rule ? rule->jaxpr_record.get() : nullptr);
+                              rule ? rule->jaxpr_record.get() : nullptr, nullptr, c.num_args);
     pairs.push_back({"call_jaxpr", pp::concat({pp::text("call_jaxpr="), call})});
     std::stable_sort(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) {
       if ((a.first == "name") != (b.first == "name")) return a.first == "name";
@@ -670,7 +675,7 @@ struct Printer {
     std::vector<pp::Doc> docs;
     std::vector<int> ins;
     for (size_t k = 0; k < i.operands.size(); ++k)
-      if (!st.literal(st.resolve(i.operands[k]))) ins.push_back(i.operands[k]);
+      if (k < c.num_args || !st.literal(st.resolve(i.operands[k]))) ins.push_back(i.operands[k]);
     for (auto& kv : pairs) docs.push_back(kv.second);
     return eqn_doc(lhs, custom_prim(c), kv_pairs(docs), ins);
   }
