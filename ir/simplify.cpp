@@ -317,6 +317,14 @@ private:
   }
 
   // a / c -> a * (1 / c), for a constant c (XLA's InvertConstant).
+  // Whether broadcast `bc` stretches an operand axis of size 1.
+  bool widens_unit_axis(const Instr& bc) const {
+    const Shape& from = aval(bc.operands[0]).shape;
+    for (size_t i = 0; i < from.size() && i < bc.attrs.axes.size(); ++i)
+      if (from[i] == 1 && bc.attrs.shape[static_cast<size_t>(bc.attrs.axes[i])] != 1) return true;
+    return false;
+  }
+
   int divide_by_constant(int a, int b, int r) {
     if (is_const(a) || !is_const(b) || !foldable_pair(b, b, r)) return -1;
     int s = scalar_const(b), one = constant(1.0, aval(r).dtype);
@@ -347,9 +355,12 @@ private:
         return binary(Op::Mul, a, unary(inverse, p->operands[0], r), r);
     if (int by = divide_by_constant(a, b, r); by >= 0) return by;
     // a / broadcast(b) -> a * broadcast(1 / b); a scalar b only when nothing
-    // else uses it (measured: XLA keeps x / s exact when s is also used).
+    // else uses it (measured: XLA keeps x / s exact when s is also used). A
+    // broadcast that widens a size-1 axis is XLA's reshape to a scalar of its
+    // own, then a broadcast: that scalar has no other use.
     if (auto bc = is(b, Op::BroadcastInDim);
-        bc && (aval(bc->operands[0]).size() > 1 || one_use(bc->operands[0]))) {
+        bc &&
+        (aval(bc->operands[0]).size() > 1 || one_use(bc->operands[0]) || widens_unit_axis(*bc))) {
       int b0 = bc->operands[0], one = filled(1.0, b0);
       if (one < 0) return -1;
       int inv = binary(Op::Div, one, b0, b0);

@@ -136,6 +136,17 @@ TEST_CASE("simplify: divisions by constants and broadcasts multiply by reciproca
   return %3, %4
 })");
   CHECK(has(twice.text, "div %0, %2"));
+
+  // ... unless the broadcast widens a size-1 axis: XLA reshapes the operand to
+  // a scalar of the broadcast's own first, which nothing else uses.
+  auto widened = simplified(R"(func @f(%0: f32[3], %1: f32[1]) -> (f32[3], f32[1]) {
+  %2 = broadcast_in_dim[shape=(3,) dims=[0]] %1 : f32[3]
+  %3 = div %0, %2 : f32[3]
+  %4 = neg %1 : f32[1]
+  return %3, %4
+})");
+  CHECK(!has(widened.text, "div %0, %2"));
+  CHECK(has(widened.text, "mul %0"));
 }
 
 TEST_CASE("simplify: exp, log and pow identities; ints and dead code", "[simplify]") {
