@@ -63,6 +63,9 @@ struct JaxprRecord {
   std::vector<std::pair<size_t, size_t>> moved;
   std::vector<int> kept;       // values shown although nothing uses them
   std::vector<size_t> add_any; // instructions (adds) that print as add_any
+  // Python floats passed to a jitted function (value id -> the float): JAX's
+  // literal operand holds the float itself and prints its repr.
+  std::map<int, double> python_floats;
 
   int innermost() const { return open.empty() ? -1 : open.back(); }
 };

@@ -8,6 +8,7 @@
 #include "lang/methods.hpp"
 #include "runtime/platform.hpp"
 #include "stdlib/convert.hpp"
+#include "stdlib/jaxpr_record.hpp"
 #include "stdlib/jit_devices.hpp"
 #include "stdlib/lax_precision.hpp"
 #include "stdlib/np_index.hpp"
@@ -205,7 +206,7 @@ const std::map<std::string, ArrayMethod>& methods() {
          ArgReader r("copy", a, {});
          // Arrays are immutable: sharing is a copy. Under jax.set_mesh JAX
          // places the copy on the mesh, as device_put does.
-         return results_on_current_mesh(in, make_array(x), false);
+         return results_on_current_mesh(in, make_array(jaxpr_copy(in, x)), false);
        }},
       {"transpose",
        [](InterpreterImpl& in, const Tensor& x, CallArgs& a) {

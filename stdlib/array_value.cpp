@@ -114,6 +114,49 @@ static Tensor bigint_to_tensor(OpContext& cx, const BigInt& v, std::optional<DTy
   throw Error(ErrCode::Value, "Python int too large to convert to C long");
 }
 
+namespace {
+
+// JAX's type of a (nested) list's leaves, arrays or Python scalars.
+void join_leaf_types(InterpreterImpl& in, const Value& v, const Span& where,
+                     std::optional<PromotedType>& acc) {
+  if (const ValueList* items = sequence_items(v)) {
+    for (const Value& x : *items) join_leaf_types(in, x, where, acc);
+    return;
+  }
+  const AVal& a = in.to_tensor(v, where)->aval;
+  acc = acc ? promote_types(acc->dtype, acc->weak, a.dtype, a.weak) : PromotedType{a.dtype, a.weak};
+}
+
+// A list holding arrays, as JAX's jnp.array builds it: each element converted
+// to the leaves' (never weak) dtype and given a leading axis, then
+// concatenated (sixteen at a time, as JAX's tree of concatenations).
+Tensor traced_list(InterpreterImpl& in, const Value& v, const Span& where,
+                   std::optional<DType> dtype) {
+  std::optional<PromotedType> leaves;
+  join_leaf_types(in, v, where, leaves);
+  DType d = dtype ? *dtype : leaves->dtype;
+  std::vector<Tensor> parts;
+  for (const Value& x : *sequence_items(v)) {
+    Tensor t = in.to_tensor(x, where, d);
+    if (t->aval.weak) t = np::astype(in.ops(), t, d);
+    parts.push_back(np::expand_dims(in.ops(), t, {0}));
+  }
+  constexpr size_t kChunk = 16;
+  while (parts.size() > kChunk) {
+    std::vector<Tensor> joined;
+    for (size_t i = 0; i < parts.size(); i += kChunk) {
+      std::vector<Tensor> chunk(
+          parts.begin() + static_cast<std::ptrdiff_t>(i),
+          parts.begin() + static_cast<std::ptrdiff_t>(std::min(i + kChunk, parts.size())));
+      joined.push_back(chunk.size() == 1 ? chunk[0] : np::concatenate(in.ops(), chunk, 0));
+    }
+    parts = std::move(joined);
+  }
+  return parts.size() == 1 ? parts[0] : np::concatenate(in.ops(), parts, 0);
+}
+
+} // namespace
+
 Tensor InterpreterImpl::to_tensor(const Value& v, const Span& where, std::optional<DType> dtype) {
   try {
     if (v.is_obj(ObjKind::Array)) {
@@ -147,15 +190,7 @@ Tensor InterpreterImpl::to_tensor(const Value& v, const Span& where, std::option
         if (dtype ? !is_inexact(*dtype) : inexact == bigints)
           throw Error(ErrCode::Value, "Python int too large to convert to C long");
       }
-      if (has_array) {
-        // A list of arrays (or mixed): convert each element and stack them.
-        std::vector<Tensor> parts;
-        for (const Value& x : *sequence_items(v)) parts.push_back(to_tensor(x, where, dtype));
-        Tensor out = np::stack(ops(), parts, 0);
-        // As JAX's jnp.array, a list is never weakly typed, even of weak scalars or arrays.
-        if (out->aval.weak) out = np::astype(ops(), out, out->aval.dtype);
-        return out;
-      }
+      if (has_array) return traced_list(*this, v, where, dtype);
       return np::from_host(ops(), flat, shape, dtype);
     }
   } catch (Error& e) {

@@ -465,7 +465,10 @@ struct Printer {
     int src = conv == rd.converted_from.end() ? v : conv->second;
     auto cv = const_values.find(src);
     std::string s = "?";
-    if (cv != const_values.end() && cv->second->concrete) {
+    if (auto pf = rec ? rec->python_floats.find(src) : std::map<int, double>::const_iterator{};
+        rec && pf != rec->python_floats.end() && aval.weak) {
+      s = python_float_repr(pf->second);
+    } else if (cv != const_values.end() && cv->second->concrete) {
       double x = cv->second->concrete->get_f64(0);
       if (aval.dtype == DType::Bool) {
         s = py_bool(x != 0);

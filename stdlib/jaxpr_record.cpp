@@ -14,7 +14,10 @@
 //                                           (inputs: its operands, when known late)
 //   lax._jaxpr_jit(name, *dynamic)          a decorator: calls of the function
 //                                           are a jit[name=...] equation
-//                                           (call_as_jitted)
+//                                           (call_as_jitted); `dynamic` names
+//                                           the traced arguments by position
+//                                           ("" for a static one, "*" for all
+//                                           the rest) or keyword
 // inputs/invars/outvars/outputs are lists of arrays (or numbers); params a
 // list of (name, printed value) pairs.
 #include "stdlib/jaxpr_record.hpp"
@@ -52,6 +55,16 @@ std::vector<int> value_ids(InterpreterImpl& in, TraceContext& tc, const Value& t
 }
 
 } // namespace
+
+Tensor jaxpr_copy(InterpreterImpl& in, const Tensor& t) {
+  auto [tc, rec] = recording(in);
+  if (!tc || t->concrete) return t;
+  int region = jaxpr_begin_region(*tc, "copy", {tc->value_of(t)}, {});
+  rec->regions[static_cast<size_t>(region)].opaque = true;
+  Tensor copy = jaxpr_fresh_copy(*tc, t);
+  jaxpr_end_region(*tc, region, {tc->value_of(copy)});
+  return copy;
+}
 
 Tensor jaxpr_fresh_copy(TraceContext& tc, const Tensor& t) {
   JaxprRecord& rec = *tc.jaxpr_record;
@@ -304,11 +317,18 @@ namespace {
 
 // The arguments of `a` that `dynamic` names (by position, or by keyword) and
 // `take` accepts: what a jitted stdlib function traces.
+// (A "*" names every positional argument from its place on: *args.)
+bool dynamic_position(const std::vector<std::string>& dynamic, size_t i) {
+  for (size_t k = 0; k < dynamic.size() && k <= i; ++k)
+    if (dynamic[k] == "*") return true;
+  return i < dynamic.size() && !dynamic[i].empty();
+}
+
 template <class Take>
 std::vector<Value*> dynamic_args(CallArgs& a, const std::vector<std::string>& dynamic, Take take) {
   std::vector<Value*> out;
-  for (size_t i = 0; i < a.pos.size() && i < dynamic.size(); ++i)
-    if (!dynamic[i].empty() && take(a.pos[i])) out.push_back(&a.pos[i]);
+  for (size_t i = 0; i < a.pos.size(); ++i)
+    if (dynamic_position(dynamic, i) && take(a.pos[i])) out.push_back(&a.pos[i]);
   for (auto& [k, v] : a.kw)
     if (std::count(dynamic.begin(), dynamic.end(), k) && take(v)) out.push_back(&v);
   return out;
@@ -319,16 +339,19 @@ bool is_array(const Value& v) { return v.is_obj(ObjKind::Array); }
 // What keys the trace of `a` besides its arrays' types: the function and
 // every argument that is not a traced array, with where it was passed; "" when
 // one is no plain literal (the call is traced anew).
+// (`numbers_traced`: dynamic Python numbers are traced too, as weak-typed
+// arrays, and key like arrays.)
 std::string static_key(const std::string& name, const std::vector<std::string>& dynamic,
-                       const CallArgs& a) {
+                       const CallArgs& a, bool numbers_traced = false) {
   std::string key = name + "(";
   auto add = [&](const std::string& at, const Value& v, bool is_dynamic) {
     key += at + "=";
-    if (is_dynamic && is_array(v)) return key += "array;", true;
+    if (is_dynamic && (is_array(v) || (numbers_traced && v.is_number())))
+      return key += "array;", true;
     return append_literal_key(v, key);
   };
   for (size_t i = 0; i < a.pos.size(); ++i)
-    if (!add(std::to_string(i), a.pos[i], i < dynamic.size() && !dynamic[i].empty())) return "";
+    if (!add(std::to_string(i), a.pos[i], dynamic_position(dynamic, i))) return "";
   for (const auto& [k, v] : a.kw)
     if (!add(k, v, std::count(dynamic.begin(), dynamic.end(), k) > 0)) return "";
   return key + ")";
@@ -375,8 +398,17 @@ Value call_as_jitted(InterpreterImpl& in, const std::string& name,
   std::vector<Value*> lifted =
       dynamic_args(a, dynamic, [](const Value& v) { return is_array(v) || v.is_number(); });
   std::vector<Tensor> operands;
-  for (Value* v : lifted) operands.push_back(in.to_tensor(*v, Span{}));
+  for (Value* v : lifted) {
+    operands.push_back(in.to_tensor(*v, Span{}));
+    if (v->is_float()) tc->jaxpr_record->python_floats[tc->value_of(operands.back())] = v->f;
+  }
   int region = jaxpr_begin_body(*tc, "jit", {{"name", name}}, operands);
+  // JAX traces a jitted function once per signature: calls with the same
+  // static arguments and operand types are one jaxpr (printed once, `let`).
+  if (std::string key = static_key(name, dynamic, a, true); !key.empty()) {
+    for (const Tensor& t : operands) key += type_str(t->aval) + (t->aval.weak ? "~;" : ";");
+    tc->jaxpr_record->regions[static_cast<size_t>(region)].identity = "call:" + key;
+  }
   for (size_t k = 0; k < lifted.size(); ++k) *lifted[k] = make_array(operands[k]);
   Value out = f(in, a);
   jaxpr_end_region(*tc, region, value_ids(in, *tc, out));

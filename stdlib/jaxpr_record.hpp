@@ -32,6 +32,10 @@ int jaxpr_begin_body(TraceContext& tc, std::string prim,
 // equation's results.
 void jaxpr_end_region(TraceContext& tc, int region, std::vector<int> outputs);
 
+// JAX's copy of a traced array (lax._array_copy: jnp.array, x.copy()): a
+// `copy` equation under make_jaxpr, else `t` itself (arrays are immutable).
+Tensor jaxpr_copy(InterpreterImpl& in, const Tensor& t);
+
 // A new value equal to `t` (a hidden copy): what a sub-jaxpr's parameter
 // stands for, told apart from other uses of `t` in the same body.
 Tensor jaxpr_fresh_copy(TraceContext& tc, const Tensor& t);

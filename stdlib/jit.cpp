@@ -797,6 +797,13 @@ struct JitFunction : OpaqueObj {
     TreeDef tree;
     std::vector<bool> float0;
     std::vector<Tensor> leaves = leaf_tensors(in, dyn, where, &tree, &float0);
+    if (enclosing && enclosing->jaxpr_record) { // (make_jaxpr prints them as passed)
+      ValueList passed;
+      for (const Value& v : dyn) tree_flatten(in, v, passed);
+      for (size_t i = 0; i < passed.size() && passed.size() == leaves.size(); ++i)
+        if (passed[i].is_float())
+          enclosing->jaxpr_record->python_floats[enclosing->value_of(leaves[i])] = passed[i].f;
+    }
     sig.add("argument structure",
             tree.repr() + " with " + std::to_string(n_dyn_pos) + " positional");
     for (size_t i = 0; i < leaves.size(); ++i) {

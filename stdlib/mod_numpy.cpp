@@ -87,15 +87,21 @@ void def_creation(ModuleBuilder& b) {
       if (dt && r[0].is_float()) np::check_python_scalar(Scalar::of_float(r[0].f), *dt);
       if (dt && r[0].is_obj(ObjKind::Complex))
         np::check_python_scalar(Scalar::of_complex(0, 0), *dt);
+      // A traced array is copied (JAX's copy equation in a jaxpr) unless copy=False.
+      const size_t copy_at = is_array ? 2 : 3; // jnp.array copies by default, asarray not
+      bool copies = r.has(copy_at) ? in.truthy(r[copy_at], Span{}) : is_array;
+      Value object = r[0];
+      if (copies && object.is_obj(ObjKind::Array))
+        object = make_array(jaxpr_copy(in, object.as<ArrayObj>()->tensor));
       // As in JAX, a bare Python scalar stays weakly typed (jnp.array(3.0) is weak), a list is not.
-      Tensor t = in.to_tensor(r[0], Span{}, dt);
+      Tensor t = in.to_tensor(object, Span{}, dt);
       // A weak array given a dtype= becomes strong, as JAX's asarray/array.
       if (dt && t->aval.weak && r[0].is_obj(ObjKind::Array)) t = np::astype(in.ops(), t, *dt);
       int64_t ndmin = is_array ? r.get_int(4, 0) : 0;
-      if (ndmin > t->aval.ndim()) { // ndmin= prepends length-1 axes
-        Shape s(static_cast<size_t>(ndmin - t->aval.ndim()), 1);
-        s.insert(s.end(), t->aval.shape.begin(), t->aval.shape.end());
-        t = np::reshape(in.ops(), t, s);
+      if (ndmin > t->aval.ndim()) { // ndmin= prepends length-1 axes (JAX's expand_dims)
+        std::vector<int> axes;
+        for (int64_t i = 0; i < ndmin - t->aval.ndim(); ++i) axes.push_back(static_cast<int>(i));
+        t = np::expand_dims(in.ops(), t, axes);
       }
       return make_array(t);
     };
