@@ -579,7 +579,14 @@ struct Printer {
       if (p < nconsts) ++kept;
     }
     g.params = params;
-    Printer sub(g, record);
+    // (The folded literals' values, in g.consts' order: the reading knows a
+    // reciprocal's 1 among them.)
+    std::vector<Tensor> folded;
+    for (int c : g.consts) {
+      auto v = values.find(c);
+      folded.push_back(v == values.end() ? nullptr : v->second);
+    }
+    Printer sub(g, record, &folded);
     sub.next = next;
     sub.hoisted_names = hoisted_names;
     sub.const_values = values;
