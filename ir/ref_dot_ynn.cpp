@@ -86,11 +86,13 @@ double kernel_cost(const YnnKernel& kn, int64_t m, int64_t n, int64_t k, bool ti
 }
 
 // The first kernel of lowest cost among those of `tile_k` (any, when 0).
-const YnnKernel& cheapest(int64_t m, int64_t n, int64_t k, int tile_k, bool tile_term) {
+// (The avx512f kernels are the fused ones of 16 lanes, tn x tk.)
+const YnnKernel& cheapest(int64_t m, int64_t n, int64_t k, int tile_k, bool tile_term, YnnIsa isa) {
   const YnnKernel* best = nullptr;
   double best_cost = 0;
   for (const YnnKernel& kn : kKernels) {
     if (tile_k != 0 && kn.tk != tile_k) continue;
+    if (kn.fused && kn.tn * kn.tk == 16 && isa != YnnIsa::Avx512) continue;
     double c = kernel_cost(kn, m, n, k, tile_term);
     if (!best || c < best_cost) best = &kn, best_cost = c;
   }
@@ -99,29 +101,38 @@ const YnnKernel& cheapest(int64_t m, int64_t n, int64_t k, int tile_k, bool tile
 
 } // namespace
 
+YnnIsa host_ynn_isa() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const YnnIsa isa = __builtin_cpu_supports("avx512f") ? YnnIsa::Avx512 : YnnIsa::Avx2;
+  return isa;
+#else
+  return YnnIsa::Avx2;
+#endif
+}
+
 bool ynn_dot_applies(int64_t m, int64_t k, int64_t n) {
   return m >= 2 && n >= 2 && std::max({m, k, n}) >= 8;
 }
 
-int ynn_tile_k(int64_t m, int64_t k, int64_t n, bool f64, bool packed_b) {
+int ynn_tile_k(int64_t m, int64_t k, int64_t n, bool f64, bool packed_b, YnnIsa isa) {
   if (f64) return 1;
   constexpr int64_t kGraphM = 2048; // m is unknown when YNNPACK builds its graph
-  const YnnKernel& best = cheapest(kGraphM, n, k, 0, true);
+  const YnnKernel& best = cheapest(kGraphM, n, k, 0, true, isa);
   if (best.tk == 1 || packed_b) return best.tk;
-  const YnnKernel& unpacked = cheapest(kGraphM, n, k, 1, true);
+  const YnnKernel& unpacked = cheapest(kGraphM, n, k, 1, true, isa);
   bool keep_b =
       kernel_cost(unpacked, kGraphM, n, k, true) <= 2 * kernel_cost(best, kGraphM, n, k, true) &&
       (m + unpacked.bm - 1) / unpacked.bm <= 10;
   return keep_b ? 1 : best.tk;
 }
 
-YnnKernelChoice ynn_kernel(int64_t m, int64_t k, int64_t n, bool packed_b) {
+YnnKernelChoice ynn_kernel(int64_t m, int64_t k, int64_t n, bool packed_b, YnnIsa isa) {
   // When the program runs, m is known: YNNPACK picks again, among the kernels
   // of the tile_k B was packed for, the first of lowest cost for the real
   // shape, without the tile-size term (measured against JAX 0.10.2 over 2503
   // shapes with m, n up to 24 and k up to 29).
-  int tile_k = ynn_tile_k(m, k, n, false, packed_b);
-  return {tile_k, cheapest(m, n, k, tile_k, false).fused};
+  int tile_k = ynn_tile_k(m, k, n, false, packed_b, isa);
+  return {tile_k, cheapest(m, n, k, tile_k, false, isa).fused};
 }
 
 namespace {

@@ -9,10 +9,15 @@ namespace pxl::ref {
 
 // Whether XLA hands an (m, k) x (k, n) product to YNNPACK.
 bool ynn_dot_applies(int64_t m, int64_t k, int64_t n);
+// The kernels YNNPACK may pick from: its avx512f ones (16 float lanes) only
+// where the CPU has AVX-512; the fma3, avx2, avx and sse2 ones everywhere.
+enum class YnnIsa { Avx512, Avx2 };
+YnnIsa host_ynn_isa(); // this CPU's
 // The kernel's tile_k YNNPACK picks: each output sums k in that many lanes.
 // `packed_b`: B comes as (n, k) (a transpose XLA folded into the dot), which
 // YNNPACK must pack whatever it costs, so keeping it unpacked is no option.
-int ynn_tile_k(int64_t m, int64_t k, int64_t n, bool f64, bool packed_b = false);
+int ynn_tile_k(int64_t m, int64_t k, int64_t n, bool f64, bool packed_b = false,
+               YnnIsa isa = host_ynn_isa());
 // The float32 kernel that computes it when the program runs: its tile_k
 // (ynn_tile_k's) and whether it fuses each multiply-add (FMA instruction
 // sets) or rounds each product before adding it (avx, avx2, sse2).
@@ -20,7 +25,8 @@ struct YnnKernelChoice {
   int tile_k;
   bool fused;
 };
-YnnKernelChoice ynn_kernel(int64_t m, int64_t k, int64_t n, bool packed_b = false);
+YnnKernelChoice ynn_kernel(int64_t m, int64_t k, int64_t n, bool packed_b = false,
+                           YnnIsa isa = host_ynn_isa());
 // out (m x n) = a (m x k) . b (k x n), all row-major, in that order.
 template <class T>
 void ynn_gemm(const T* a, const T* b, int64_t m, int64_t k, int64_t n, int tile_k, T* out,

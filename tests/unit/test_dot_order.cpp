@@ -1,6 +1,7 @@
 // XLA's order for a row-major matrix product through YNNPACK
 // (ir/ref_dot_ynn.hpp): the kernel its cost model picks, as measured
-// against JAX 0.10.2 on an AVX-512 machine, and the sum that kernel forms.
+// against JAX 0.10.2 on an AVX-512 machine (and on AMD Zen 3, without
+// AVX-512), and the sum that kernel forms.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -10,6 +11,8 @@
 
 using namespace pxl::ref;
 
+constexpr YnnIsa kAvx512 = YnnIsa::Avx512;
+
 TEST_CASE("ynn dot: which products, which kernel", "[dot]") {
   CHECK(ynn_dot_applies(8, 8, 8));
   CHECK(ynn_dot_applies(2, 8, 3));
@@ -17,22 +20,27 @@ TEST_CASE("ynn dot: which products, which kernel", "[dot]") {
   CHECK(!ynn_dot_applies(1, 8, 8)); // a vector
   CHECK(!ynn_dot_applies(8, 8, 1));
   // (m, k, n) -> tile_k, from JAX's results.
-  CHECK(ynn_tile_k(8, 8, 8, false) == 4);
-  CHECK(ynn_tile_k(16, 256, 16, false) == 4);
-  CHECK(ynn_tile_k(2, 8, 17, false) == 1); // small m: B stays unpacked
-  CHECK(ynn_tile_k(8, 5, 8, false) == 1);
-  CHECK(ynn_tile_k(16, 13, 16, false) == 1);
-  CHECK(ynn_tile_k(64, 8, 32, false) == 2);
-  CHECK(ynn_tile_k(64, 13, 20, false) == 2);
-  CHECK(ynn_tile_k(64, 8, 48, false) == 4);
-  CHECK(ynn_tile_k(64, 64, 64, false) == 1);
-  CHECK(ynn_tile_k(8, 8, 8, true) == 1); // float64 kernels are all tile_k 1
+  CHECK(ynn_tile_k(8, 8, 8, false, false, kAvx512) == 4);
+  CHECK(ynn_tile_k(16, 256, 16, false, false, kAvx512) == 4);
+  CHECK(ynn_tile_k(2, 8, 17, false, false, kAvx512) == 1); // small m: B stays unpacked
+  CHECK(ynn_tile_k(8, 5, 8, false, false, kAvx512) == 1);
+  CHECK(ynn_tile_k(16, 13, 16, false, false, kAvx512) == 1);
+  CHECK(ynn_tile_k(64, 8, 32, false, false, kAvx512) == 2);
+  CHECK(ynn_tile_k(64, 13, 20, false, false, kAvx512) == 2);
+  CHECK(ynn_tile_k(64, 8, 48, false, false, kAvx512) == 4);
+  CHECK(ynn_tile_k(64, 64, 64, false, false, kAvx512) == 1);
+  CHECK(ynn_tile_k(8, 8, 8, true, false, kAvx512) == 1); // float64 kernels are all tile_k 1
   // B given as (n, k) (`a @ w.T`) is always packed: the cheapest kernel's tile_k.
-  CHECK(ynn_tile_k(3, 10, 32, false) == 1);
-  CHECK(ynn_tile_k(3, 10, 32, false, true) == 2);
-  CHECK(ynn_tile_k(3, 10, 16, false, true) == 4);
-  CHECK(ynn_tile_k(2, 8, 17, false, true) != 1);
-  CHECK(ynn_tile_k(64, 64, 64, false, true) == 1); // tile_k 1 is cheapest anyway
+  CHECK(ynn_tile_k(3, 10, 32, false, false, kAvx512) == 1);
+  CHECK(ynn_tile_k(3, 10, 32, false, true, kAvx512) == 2);
+  CHECK(ynn_tile_k(3, 10, 16, false, true, kAvx512) == 4);
+  CHECK(ynn_tile_k(2, 8, 17, false, true, kAvx512) != 1);
+  CHECK(ynn_tile_k(64, 64, 64, false, true, kAvx512) == 1); // tile_k 1 is cheapest anyway
+  // Without AVX-512 the fma3 kernels have tile_k 1 or 2 (measured on Zen 3).
+  for (int64_t m : {8, 16, 64})
+    for (int64_t n : {8, 16, 32, 48}) CHECK(ynn_tile_k(m, 8, n, false, false, YnnIsa::Avx2) != 4);
+  CHECK(ynn_tile_k(8, 8, 8, false, false, YnnIsa::Avx2) !=
+        ynn_tile_k(8, 8, 8, false, false, kAvx512));
 }
 
 TEST_CASE("ynn dot: lanes over k, adjacent pairs, the tail added", "[dot]") {
