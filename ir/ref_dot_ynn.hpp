@@ -27,6 +27,14 @@ struct YnnKernelChoice {
 };
 YnnKernelChoice ynn_kernel(int64_t m, int64_t k, int64_t n, bool packed_b = false,
                            YnnIsa isa = host_ynn_isa());
+// The float32 products too small for YNNPACK (m, k, n all below 8) on a CPU
+// without AVX-512, as Eigen's kernels sum them there (measured against JAX
+// 0.10.2 on AMD Zen 3 for every m, k, n in 2..7): k <= 3, or m <= 3 with
+// n < 4, is one chain of fused multiply-adds; otherwise two lanes over k (even
+// and odd terms) are added and an odd last term follows, each step fused
+// except for m = 2 and the last row of m = 7 (products rounded, then added).
+void eigen_small_gemm_avx2(const float* a, const float* b, int64_t m, int64_t k, int64_t n,
+                           float* out);
 // out (m x n) = a (m x k) . b (k x n), all row-major, in that order.
 template <class T>
 void ynn_gemm(const T* a, const T* b, int64_t m, int64_t k, int64_t n, int tile_k, T* out,

@@ -9,15 +9,18 @@ from its own directory (so diagnostics show the bare file name) and compared wit
   NAME.amd.out / NAME.intel.out  expected stdout on that CPU vendor's machines, in place of
              NAME.out: JAX's own linear algebra (LAPACK through OpenBLAS, whose kernels are
              chosen per CPU) differs in the last bits between them, and pxl follows it.
-             Without AVX-512 YNNPACK has only its fma3/avx2 matmul kernels, which sum in
-             another order: the matmul/conv tests' .amd.out files are JAX's output on such
-             a CPU (conv_ynn_feature_tail, matmul_ynn_unfused_kernels, scp_kde,
-             schedule_arena) or pxl's where JAX's still differs (conv_xla_order,
-             conv_grad_xla_order, conv_transpose_grad_xla_order, conv_vmap_batch_rule,
-             dot_transposed_operands, dot_noncanonical, matmul_order_ynn,
-             sum_loss_two_arrays, lax_ragged_dot, lin_special_matrices,
-             lin_symmetric_product: Eigen's products too small for YNNPACK, contractions
-             longer than YNNPACK's k block and convolutions are not modelled for AVX2).
+             Without AVX-512 YNNPACK has only its fma3/avx2 matmul kernels, and Eigen
+             (products too small for YNNPACK) its AVX2 ones, which sum in other orders:
+             the matmul/conv tests' .amd.out files are JAX's output on such a CPU
+             (conv_ynn_feature_tail, dot_noncanonical, lax_ragged_dot,
+             matmul_ynn_unfused_kernels, scp_kde, schedule_arena, nn_random_extra,
+             sum_loss_biased) or pxl's where JAX's
+             still differs (conv_xla_order, conv_grad_xla_order,
+             conv_transpose_grad_xla_order, conv_vmap_batch_rule, dot_transposed_operands,
+             matmul_order_ynn, lin_special_matrices, lin_symmetric_product,
+             sum_loss_two_arrays: AVX2's convolutions, Eigen's larger products,
+             contractions longer than YNNPACK's k block and reductions' vector widths are
+             not modelled).
   NAME.amd512.out  the same on AMD CPUs with AVX-512 (Zen 4 and later): OpenBLAS runs its
              Intel AVX-512 kernels there, so NAME.out (not NAME.amd.out) is their fallback,
              while XLA's AMD-specific code (rsqrt's one Newton step) still applies.

@@ -125,3 +125,35 @@ TEST_CASE("a vector times a matrix sums in XLA's matrix-vector emitters' orders"
   CHECK(el.as<float>()[0] == sum(0, true));
   CHECK(el.as<float>()[1] == sum(1, true));
 }
+
+TEST_CASE("small products without AVX-512: Eigen's chains", "[dot]") {
+  // (m, 5) x (5, 1) per row: terms p0..p4 of a row with b.
+  const float a[] = {1.0f + 0x1p-12f, 3.0f, -2.0f, 0.1f, 7.0f};
+  const float b[] = {1.0f - 0x1p-12f, 0.5f, 0.25f, 3.3f, 0.01f};
+  auto two_lanes = [&](bool fused) {
+    auto step = [fused](float acc, float x, float y) {
+      return fused ? std::fma(x, y, acc) : acc + static_cast<float>(x * y);
+    };
+    float even = step(step(0.0f, a[0], b[0]), a[2], b[2]);
+    float odd = step(step(0.0f, a[1], b[1]), a[3], b[3]);
+    return step(even + odd, a[4], b[4]);
+  };
+  float chain = 0;
+  for (int t = 0; t < 5; ++t) chain = std::fma(a[t], b[t], chain);
+  // m = 4: every row two fused lanes (here four copies of the row, n = 1).
+  float a4[20], out4[4];
+  for (int i = 0; i < 4; ++i)
+    for (int t = 0; t < 5; ++t) a4[i * 5 + t] = a[t];
+  eigen_small_gemm_avx2(a4, b, 4, 5, 1, out4);
+  CHECK(out4[0] == two_lanes(true));
+  CHECK(out4[3] == two_lanes(true));
+  // m = 2, n = 1 (< 4): one fused chain; m = 2, n = 4: two lanes, products rounded.
+  float out2[8];
+  eigen_small_gemm_avx2(a4, b, 2, 5, 1, out2);
+  CHECK(out2[1] == chain);
+  float b4[20];
+  for (int t = 0; t < 5; ++t)
+    for (int j = 0; j < 4; ++j) b4[t * 4 + j] = b[t];
+  eigen_small_gemm_avx2(a4, b4, 2, 5, 4, out2);
+  CHECK(out2[5] == two_lanes(false));
+}
