@@ -363,10 +363,11 @@ Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& 
         ynn && !f64 ? ynn_kernel(M, K, N, packed_b)
                     : YnnKernelChoice{ynn ? ynn_tile_k(M, K, N, f64, packed_b) : 1, true};
     int tile_k = kernel.tile_k;
-    if (!ynn && !f64 && host_ynn_isa() != YnnIsa::Avx512 && M < 8 && K < 8 && N < 8) {
-      for (int64_t b = 0; b < B; ++b) // (Eigen's kernels without AVX-512)
-        eigen_small_gemm_avx2(lt.as<float>() + b * M * K, rt.as<float>() + b * K * N, M, K, N,
-                              out.as<float>() + b * M * N);
+    // (Measured without AVX-512 up to 40 a side; larger ones keep the chain.)
+    if (!ynn && !f64 && host_ynn_isa() != YnnIsa::Avx512 && std::max({M, K, N}) <= 40) {
+      for (int64_t b = 0; b < B; ++b)
+        eigen_gemm_avx2(lt.as<float>() + b * M * K, rt.as<float>() + b * K * N, M, K, N,
+                        out.as<float>() + b * M * N);
       return out;
     }
     if (K <= (tile_k == 4 ? 4096 : 512)) {

@@ -207,21 +207,34 @@ void ynn_gemm(const T* a, const T* b, int64_t m, int64_t k, int64_t n, int tile_
   gemm_rows(a, b, m, k, n, tile_k, out);
 }
 
-void eigen_small_gemm_avx2(const float* a, const float* b, int64_t m, int64_t k, int64_t n,
-                           float* out) {
+void eigen_gemm_avx2(const float* a, const float* b, int64_t m, int64_t k, int64_t n, float* out) {
+  enum class Sum { Chain, Lanes, LanesRounded };
+  // Rows in tiles of 6, columns in tiles of 16: the last m % 6 rows and the
+  // last n % 16 columns (when at most 8) sum in two lanes over k.
+  auto scheme = [&](int64_t i, int64_t j) {
+    if (k <= 3) return Sum::Chain;
+    const int64_t r = m % 6;
+    if (r != 0 && i >= m - r && r <= 3) {
+      if (m <= 3 && n < 4) return Sum::Chain;
+      return r == 3 ? Sum::Lanes : Sum::LanesRounded;
+    }
+    const int64_t rn = n % 16;
+    if (n <= 8 || (rn >= 1 && rn <= 8 && j >= n - rn)) return Sum::Lanes;
+    return Sum::Chain;
+  };
   for (int64_t i = 0; i < m; ++i) {
-    const bool chain = k <= 3 || (m <= 3 && n < 4);
-    const bool fused = !(m == 2 || (m == 7 && i == 6));
-    auto step = [fused](float acc, float x, float y) {
-      return fused ? std::fma(x, y, acc) : acc + static_cast<float>(x * y);
-    };
+    const float* ai = a + i * k;
     for (int64_t j = 0; j < n; ++j) {
-      const float* ai = a + i * k;
       auto bt = [&](int64_t t) { return b[t * n + j]; };
+      const Sum how = scheme(i, j);
       float s = 0;
-      if (chain) {
+      if (how == Sum::Chain) {
         for (int64_t t = 0; t < k; ++t) s = std::fma(ai[t], bt(t), s);
       } else {
+        const bool fused = how == Sum::Lanes;
+        auto step = [fused](float acc, float x, float y) {
+          return fused ? std::fma(x, y, acc) : acc + static_cast<float>(x * y);
+        };
         float even = 0, odd = 0;
         for (int64_t t = 0; t + 1 < k; t += 2) {
           even = step(even, ai[t], bt(t));

@@ -27,14 +27,16 @@ struct YnnKernelChoice {
 };
 YnnKernelChoice ynn_kernel(int64_t m, int64_t k, int64_t n, bool packed_b = false,
                            YnnIsa isa = host_ynn_isa());
-// The float32 products too small for YNNPACK (m, k, n all below 8) on a CPU
-// without AVX-512, as Eigen's kernels sum them there (measured against JAX
-// 0.10.2 on AMD Zen 3 for every m, k, n in 2..7): k <= 3, or m <= 3 with
-// n < 4, is one chain of fused multiply-adds; otherwise two lanes over k (even
-// and odd terms) are added and an odd last term follows, each step fused
-// except for m = 2 and the last row of m = 7 (products rounded, then added).
-void eigen_small_gemm_avx2(const float* a, const float* b, int64_t m, int64_t k, int64_t n,
-                           float* out);
+// The float32 products XLA does not give YNNPACK (too small, or the left
+// operand not row-major, as `a.T @ b` in a jit) on a CPU without AVX-512, as
+// measured against JAX 0.10.2 on AMD Zen 3 (every m, k, n in 2..7; m, n, k up
+// to 40 with the left operand transposed): rows in tiles of 6, columns in
+// tiles of 16. k <= 3 is one chain of fused multiply-adds; the last m % 6 rows
+// (m % 6 of 1 to 3) sum the even and odd terms in two lanes, added, an odd
+// last term after (fused for m % 6 = 3, each product rounded for 1 and 2;
+// m <= 3 with n < 4 a chain); other rows two fused lanes where n <= 8 or in
+// the last n % 16 columns (when at most 8), else a chain.
+void eigen_gemm_avx2(const float* a, const float* b, int64_t m, int64_t k, int64_t n, float* out);
 // out (m x n) = a (m x k) . b (k x n), all row-major, in that order.
 template <class T>
 void ynn_gemm(const T* a, const T* b, int64_t m, int64_t k, int64_t n, int tile_k, T* out,

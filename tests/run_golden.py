@@ -9,8 +9,8 @@ from its own directory (so diagnostics show the bare file name) and compared wit
   NAME.amd.out / NAME.intel.out  expected stdout on that CPU vendor's machines, in place of
              NAME.out: JAX's own linear algebra (LAPACK through OpenBLAS, whose kernels are
              chosen per CPU) differs in the last bits between them, and pxl follows it.
-             Without AVX-512 YNNPACK has only its fma3/avx2 matmul kernels, and Eigen
-             (products too small for YNNPACK) its AVX2 ones, which sum in other orders:
+             Without AVX-512 YNNPACK has only its fma3/avx2 matmul kernels, and the
+             products XLA keeps from it (too small, or `a.T @ b`) sum in other orders too:
              the matmul/conv tests' .amd.out files are JAX's output on such a CPU
              (conv_ynn_feature_tail, dot_noncanonical, lax_ragged_dot,
              matmul_ynn_unfused_kernels, scp_kde, schedule_arena, nn_random_extra,
@@ -18,9 +18,9 @@ from its own directory (so diagnostics show the bare file name) and compared wit
              still differs (conv_xla_order, conv_grad_xla_order,
              conv_transpose_grad_xla_order, conv_vmap_batch_rule, dot_transposed_operands,
              matmul_order_ynn, lin_special_matrices, lin_symmetric_product,
-             sum_loss_two_arrays: AVX2's convolutions, Eigen's larger products,
-             contractions longer than YNNPACK's k block and reductions' vector widths are
-             not modelled).
+             sum_loss_two_arrays, sum_shared_product: AVX2's convolutions, products past
+             40 a side outside YNNPACK, contractions longer than YNNPACK's k block and
+             reductions' vector widths are not modelled).
   NAME.amd512.out  the same on AMD CPUs with AVX-512 (Zen 4 and later): OpenBLAS runs its
              Intel AVX-512 kernels there, so NAME.out (not NAME.amd.out) is their fallback,
              while XLA's AMD-specific code (rsqrt's one Newton step) still applies.

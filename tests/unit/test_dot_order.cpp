@@ -144,16 +144,16 @@ TEST_CASE("small products without AVX-512: Eigen's chains", "[dot]") {
   float a4[20], out4[4];
   for (int i = 0; i < 4; ++i)
     for (int t = 0; t < 5; ++t) a4[i * 5 + t] = a[t];
-  eigen_small_gemm_avx2(a4, b, 4, 5, 1, out4);
+  eigen_gemm_avx2(a4, b, 4, 5, 1, out4);
   CHECK(out4[0] == two_lanes(true));
   CHECK(out4[3] == two_lanes(true));
   // m = 2, n = 1 (< 4): one fused chain; m = 2, n = 4: two lanes, products rounded.
   float out2[8];
-  eigen_small_gemm_avx2(a4, b, 2, 5, 1, out2);
+  eigen_gemm_avx2(a4, b, 2, 5, 1, out2);
   CHECK(out2[1] == chain);
   float b4[20];
   for (int t = 0; t < 5; ++t)
     for (int j = 0; j < 4; ++j) b4[t * 4 + j] = b[t];
-  eigen_small_gemm_avx2(a4, b4, 2, 5, 4, out2);
+  eigen_gemm_avx2(a4, b4, 2, 5, 4, out2);
   CHECK(out2[5] == two_lanes(false));
 }
