@@ -334,7 +334,8 @@ Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& 
     if (done) return out;
   }
   // A row-major matrix product: XLA's order through YNNPACK (ref_dot_ynn.hpp),
-  // or a chain of fused multiply-adds for float32 dots too small for it.
+  // or, for float32 dots XLA keeps from it, a chain of fused multiply-adds
+  // (AVX-512) or the order measured without AVX-512 (eigen_gemm_avx2).
   // YNNPACK blocks a long k by the cache size (seen for tile_k 1 beyond 512;
   // tile_k 4 showed none up to 4096), and the emulation is slow for big
   // products: those keep OpenBLAS.
@@ -359,10 +360,6 @@ Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& 
   bool packed_b = canonical && rf.size() == 1 && dd.rhs_contract[0] > rf[0];
   if ((oa.dtype == DType::Float32 || f64) && M >= 2 && N >= 2 && K > 1 &&
       B * M * N * K <= (int64_t{1} << 22) && (ynn || !f64)) {
-    YnnKernelChoice kernel =
-        ynn && !f64 ? ynn_kernel(M, K, N, packed_b)
-                    : YnnKernelChoice{ynn ? ynn_tile_k(M, K, N, f64, packed_b) : 1, true};
-    int tile_k = kernel.tile_k;
     // (Measured without AVX-512 up to 40 a side; larger ones keep the chain.)
     if (!ynn && !f64 && host_ynn_isa() != YnnIsa::Avx512 && std::max({M, K, N}) <= 40) {
       for (int64_t b = 0; b < B; ++b)
@@ -370,6 +367,10 @@ Array dot_general(const Array& l, const Array& r, const OpAttrs& a, const AVal& 
                         out.as<float>() + b * M * N);
       return out;
     }
+    YnnKernelChoice kernel =
+        ynn && !f64 ? ynn_kernel(M, K, N, packed_b)
+                    : YnnKernelChoice{ynn ? ynn_tile_k(M, K, N, f64, packed_b) : 1, true};
+    int tile_k = kernel.tile_k;
     if (K <= (tile_k == 4 ? 4096 : 512)) {
       for (int64_t b = 0; b < B; ++b)
         if (f64)

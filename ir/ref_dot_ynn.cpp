@@ -12,6 +12,8 @@
 // among them), with m taken as 2048 when YNNPACK builds its graph; B stays
 // unpacked (a tile_k = 1 kernel) when that costs at most twice the best and A
 // is at most 10 row blocks. Float64 kernels all have tile_k = 1.
+// Without AVX-512 only the fma3/avx2 (and older) kernels are there, and the
+// float32 products XLA keeps from YNNPACK take eigen_gemm_avx2's order.
 #include "ir/ref_dot_ynn.hpp"
 
 #include <cmath>

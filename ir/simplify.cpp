@@ -316,7 +316,6 @@ private:
     return -1;
   }
 
-  // a / c -> a * (1 / c), for a constant c (XLA's InvertConstant).
   // Whether broadcast `bc` stretches an operand axis of size 1.
   bool widens_unit_axis(const Instr& bc) const {
     const Shape& from = aval(bc.operands[0]).shape;
@@ -325,6 +324,7 @@ private:
     return false;
   }
 
+  // a / c -> a * (1 / c), for a constant c (XLA's InvertConstant).
   int divide_by_constant(int a, int b, int r) {
     if (is_const(a) || !is_const(b) || !foldable_pair(b, b, r)) return -1;
     int s = scalar_const(b), one = constant(1.0, aval(r).dtype);

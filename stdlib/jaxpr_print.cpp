@@ -465,9 +465,8 @@ struct Printer {
     int src = conv == rd.converted_from.end() ? v : conv->second;
     auto cv = const_values.find(src);
     std::string s = "?";
-    if (auto pf = rec ? rec->python_floats.find(src) : std::map<int, double>::const_iterator{};
-        rec && pf != rec->python_floats.end() && aval.weak) {
-      s = python_float_repr(pf->second);
+    if (rec && aval.weak && rec->python_floats.count(src)) { // a Python float passed to a jit
+      s = python_float_repr(rec->python_floats.at(src));
     } else if (cv != const_values.end() && cv->second->concrete) {
       double x = cv->second->concrete->get_f64(0);
       if (aval.dtype == DType::Bool) {

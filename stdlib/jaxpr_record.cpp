@@ -56,6 +56,10 @@ std::vector<int> value_ids(InterpreterImpl& in, TraceContext& tc, const Value& t
 
 } // namespace
 
+void jaxpr_note_passed(TraceContext& tc, const Value& passed, const Tensor& operand) {
+  if (passed.is_float()) tc.jaxpr_record->python_floats[tc.value_of(operand)] = passed.f;
+}
+
 Tensor jaxpr_copy(InterpreterImpl& in, const Tensor& t) {
   auto [tc, rec] = recording(in);
   if (!tc || t->concrete) return t;
@@ -315,15 +319,16 @@ std::vector<Tensor> inline_recorded(TraceContext& tc, const Function& f, const J
 
 namespace {
 
-// The arguments of `a` that `dynamic` names (by position, or by keyword) and
-// `take` accepts: what a jitted stdlib function traces.
-// (A "*" names every positional argument from its place on: *args.)
+// Whether `dynamic` names positional argument i ("" a static one; a "*"
+// names every positional argument from its place on: *args).
 bool dynamic_position(const std::vector<std::string>& dynamic, size_t i) {
   for (size_t k = 0; k < dynamic.size() && k <= i; ++k)
     if (dynamic[k] == "*") return true;
   return i < dynamic.size() && !dynamic[i].empty();
 }
 
+// The arguments of `a` that `dynamic` names (by position, or by keyword) and
+// `take` accepts: what a jitted stdlib function traces.
 template <class Take>
 std::vector<Value*> dynamic_args(CallArgs& a, const std::vector<std::string>& dynamic, Take take) {
   std::vector<Value*> out;
@@ -400,7 +405,7 @@ Value call_as_jitted(InterpreterImpl& in, const std::string& name,
   std::vector<Tensor> operands;
   for (Value* v : lifted) {
     operands.push_back(in.to_tensor(*v, Span{}));
-    if (v->is_float()) tc->jaxpr_record->python_floats[tc->value_of(operands.back())] = v->f;
+    jaxpr_note_passed(*tc, *v, operands.back());
   }
   int region = jaxpr_begin_body(*tc, "jit", {{"name", name}}, operands);
   // JAX traces a jitted function once per signature: calls with the same

@@ -32,6 +32,10 @@ int jaxpr_begin_body(TraceContext& tc, std::string prim,
 // equation's results.
 void jaxpr_end_region(TraceContext& tc, int region, std::vector<int> outputs);
 
+// A jit's operand `operand` as the caller passed it (`passed`): a Python
+// float prints as itself, as JAX's literal holds it. tc.jaxpr_record set.
+void jaxpr_note_passed(TraceContext& tc, const Value& passed, const Tensor& operand);
+
 // JAX's copy of a traced array (lax._array_copy: jnp.array, x.copy()): a
 // `copy` equation under make_jaxpr, else `t` itself (arrays are immutable).
 Tensor jaxpr_copy(InterpreterImpl& in, const Tensor& t);

@@ -800,9 +800,9 @@ struct JitFunction : OpaqueObj {
     if (enclosing && enclosing->jaxpr_record) { // (make_jaxpr prints them as passed)
       ValueList passed;
       for (const Value& v : dyn) tree_flatten(in, v, passed);
-      for (size_t i = 0; i < passed.size() && passed.size() == leaves.size(); ++i)
-        if (passed[i].is_float())
-          enclosing->jaxpr_record->python_floats[enclosing->value_of(leaves[i])] = passed[i].f;
+      if (passed.size() == leaves.size())
+        for (size_t i = 0; i < passed.size(); ++i)
+          jaxpr_note_passed(*enclosing, passed[i], leaves[i]);
     }
     sig.add("argument structure",
             tree.repr() + " with " + std::to_string(n_dyn_pos) + " positional");
