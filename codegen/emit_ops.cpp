@@ -33,6 +33,11 @@ llvm::Type* ScalarEmitter::compute_type(DType d) {
     return b_.getFloatTy();
   case DType::Float64:
     return b_.getDoubleTy();
+  case DType::Int2:
+  case DType::Int4:
+  case DType::UInt2:
+  case DType::UInt4: // i2/i4: arithmetic wraps at the type's width by itself
+    return b_.getIntNTy(static_cast<unsigned>(dtype_bits(d)));
   case DType::Complex64: // never fused (fusible_instr): complex ops run as host steps
     break;
   }
@@ -42,6 +47,10 @@ llvm::Type* ScalarEmitter::compute_type(DType d) {
 llvm::Type* ScalarEmitter::storage_type(DType d) {
   switch (d) {
   case DType::Bool:
+  case DType::Int2:
+  case DType::Int4:
+  case DType::UInt2:
+  case DType::UInt4:
     return b_.getInt8Ty();
   case DType::Float16:
   case DType::BFloat16:
@@ -100,6 +109,11 @@ Value* ScalarEmitter::load_convert(DType d, Value* s) {
   }
   case DType::BFloat16:
     return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(s, b_.getInt32Ty()), 16), b_.getFloatTy());
+  case DType::Int2:
+  case DType::Int4:
+  case DType::UInt2:
+  case DType::UInt4:
+    return b_.CreateTrunc(s, compute_type(d));
   default:
     return s;
   }
@@ -157,6 +171,11 @@ Value* ScalarEmitter::store_convert(DType d, Value* v) {
     Value* r = b_.CreateSelect(b_.CreateFCmpUNO(v, v), nan, rounded);
     return b_.CreateTrunc(r, b_.getInt16Ty());
   }
+  case DType::Int2:
+  case DType::Int4:
+  case DType::UInt2:
+  case DType::UInt4: // the byte holds the value extended, as Array::set writes it
+    return b_.CreateIntCast(v, b_.getInt8Ty(), is_signed_int(d));
   default:
     return v;
   }
@@ -183,7 +202,11 @@ Value* ScalarEmitter::convert(DType from, DType to, Value* v) {
   case DType::Int16:
   case DType::UInt16:
   case DType::Int32:
-  case DType::UInt32: {
+  case DType::UInt32:
+  case DType::Int2:
+  case DType::Int4:
+  case DType::UInt2:
+  case DType::UInt4: {
     if (from == DType::Bool) return b_.CreateZExt(v, ct);
     // Integer to integer wraps: truncate, or extend by the source's signedness.
     if (!from_float) return b_.CreateIntCast(v, ct, is_signed_int(from));

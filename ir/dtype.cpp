@@ -3,6 +3,9 @@
 
 #include <bit>
 #include <cmath>
+#include <string>
+
+#include "lang/diag.hpp"
 
 namespace pxl {
 
@@ -11,6 +14,10 @@ size_t dtype_size(DType d) {
   case DType::Bool:
   case DType::Int8:
   case DType::UInt8:
+  case DType::Int2:
+  case DType::Int4:
+  case DType::UInt2:
+  case DType::UInt4:
     return 1;
   case DType::Int16:
   case DType::UInt16:
@@ -54,8 +61,29 @@ const char* dtype_name(DType d) {
     return "float64";
   case DType::Complex64:
     return "complex64";
+  case DType::Int2:
+    return "int2";
+  case DType::Int4:
+    return "int4";
+  case DType::UInt2:
+    return "uint2";
+  case DType::UInt4:
+    return "uint4";
   }
   return "?";
+}
+
+int dtype_bits(DType d) {
+  switch (d) {
+  case DType::Int2:
+  case DType::UInt2:
+    return 2;
+  case DType::Int4:
+  case DType::UInt4:
+    return 4;
+  default:
+    return static_cast<int>(8 * dtype_size(d));
+  }
 }
 
 std::optional<DType> dtype_from_name(std::string_view name) {
@@ -66,6 +94,8 @@ std::optional<DType> dtype_from_name(std::string_view name) {
 }
 
 DType int_dtype(bool is_signed, int bits) {
+  if (bits <= 2) return is_signed ? DType::Int2 : DType::UInt2;
+  if (bits <= 4) return is_signed ? DType::Int4 : DType::UInt4;
   if (bits <= 8) return is_signed ? DType::Int8 : DType::UInt8;
   if (bits <= 16) return is_signed ? DType::Int16 : DType::UInt16;
   return is_signed ? DType::Int32 : DType::UInt32;
@@ -73,16 +103,16 @@ DType int_dtype(bool is_signed, int bits) {
 
 int64_t int_min(DType d) {
   if (!is_signed_int(d)) return 0;
-  return -(int64_t{1} << (8 * dtype_size(d) - 1));
+  return -(int64_t{1} << (dtype_bits(d) - 1));
 }
 
 int64_t int_max(DType d) {
-  int bits = static_cast<int>(8 * dtype_size(d));
+  int bits = dtype_bits(d);
   return is_signed_int(d) ? (int64_t{1} << (bits - 1)) - 1 : (int64_t{1} << bits) - 1;
 }
 
 int64_t wrap_to(DType d, int64_t v) {
-  int bits = static_cast<int>(8 * dtype_size(d));
+  int bits = dtype_bits(d);
   uint64_t mask = (uint64_t{1} << bits) - 1;
   uint64_t u = static_cast<uint64_t>(v) & mask;
   if (is_signed_int(d) && (u >> (bits - 1)) != 0) u |= ~mask; // sign-extend
@@ -183,9 +213,34 @@ Node join(const Node& a, const Node& b) {
 
 } // namespace
 
+std::string narrow_promotion_message(const std::string& names) {
+  return "Input dtypes (" + names +
+         ") have no available implicit dtype promotion path. To avoid unintended promotion, "
+         "1-bit, 2-bit and 4-bit integers do not support implicit promotion. If you'd like your "
+         "inputs to be promoted to another type, you can do so explicitly using e.g. "
+         "x.astype('int32')";
+}
+
 PromotedType promote_types(DType a, bool a_weak, DType b, bool b_weak) {
   // Equal types are their own join (this keeps e.g. a weak float16 a float16).
   if (a == b && a_weak == b_weak) return {a, a_weak && a != DType::Bool};
+  if (is_narrow_int(a) || is_narrow_int(b)) {
+    // In JAX's lattice a narrow integer is above bool and Python's int only:
+    // nothing else joins it (a TypePromotionError, as JAX's).
+    auto below = [](DType n, DType o, bool o_weak) {
+      return o == n || o == DType::Bool || (o_weak && is_integer(o) && !is_narrow_int(o));
+    };
+    if (is_narrow_int(a) && below(a, b, b_weak)) return {a, false};
+    if (is_narrow_int(b) && below(b, a, a_weak)) return {b, false};
+    auto name = [](DType d, bool weak) -> std::string {
+      if (weak && d != DType::Bool)
+        return is_complex(d)    ? "\"<class 'complex'>\""
+               : is_floating(d) ? "\"<class 'float'>\""
+                                : "\"<class 'int'>\"";
+      return std::string("'") + dtype_name(d) + "'";
+    };
+    throw Error(ErrCode::Value, narrow_promotion_message(name(a, a_weak) + ", " + name(b, b_weak)));
+  }
   return type_of(join(node_of(a, a_weak), node_of(b, b_weak)));
 }
 

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace pxl {
@@ -21,13 +22,19 @@ enum class DType : uint8_t {
   UInt8,
   Int16,
   UInt16,
-  Complex64 // two float32s (real, imaginary), like std::complex<float>
+  Complex64, // two float32s (real, imaginary), like std::complex<float>
+  // JAX's narrow integers: one byte each, holding the value sign- or
+  // zero-extended (always within range), arithmetic wrapping at their width.
+  Int2,
+  Int4,
+  UInt2,
+  UInt4
 };
 // Every dtype, in the order jnp lists them (for tables and name lookups).
-inline constexpr DType kAllDTypes[] = {DType::Bool,    DType::Int8,    DType::Int16,
-                                       DType::Int32,   DType::UInt8,   DType::UInt16,
-                                       DType::UInt32,  DType::Float16, DType::BFloat16,
-                                       DType::Float32, DType::Float64, DType::Complex64};
+inline constexpr DType kAllDTypes[] = {
+    DType::Bool,     DType::Int2,    DType::Int4,    DType::Int8,     DType::Int16,  DType::Int32,
+    DType::UInt2,    DType::UInt4,   DType::UInt8,   DType::UInt16,   DType::UInt32, DType::Float16,
+    DType::BFloat16, DType::Float32, DType::Float64, DType::Complex64};
 
 size_t dtype_size(DType d);
 const char* dtype_name(DType d); // "float32", "int32", "bool", ...
@@ -41,14 +48,23 @@ inline bool is_complex(DType d) { return d == DType::Complex64; }
 inline bool is_inexact(DType d) { return is_floating(d) || is_complex(d); }
 // The real type of a complex dtype's parts (float32); other dtypes are their own.
 inline DType real_dtype(DType d) { return is_complex(d) ? DType::Float32 : d; }
-inline bool is_signed_int(DType d) {
-  return d == DType::Int8 || d == DType::Int16 || d == DType::Int32;
+constexpr bool is_signed_int(DType d) {
+  return d == DType::Int8 || d == DType::Int16 || d == DType::Int32 || d == DType::Int2 ||
+         d == DType::Int4;
 }
-inline bool is_unsigned_int(DType d) {
-  return d == DType::UInt8 || d == DType::UInt16 || d == DType::UInt32;
+constexpr bool is_unsigned_int(DType d) {
+  return d == DType::UInt8 || d == DType::UInt16 || d == DType::UInt32 || d == DType::UInt2 ||
+         d == DType::UInt4;
 }
-inline bool is_integer(DType d) { return is_signed_int(d) || is_unsigned_int(d); }
-// The integer of the given signedness and width (8, 16 or 32 bits).
+constexpr bool is_integer(DType d) { return is_signed_int(d) || is_unsigned_int(d); }
+// int2/int4/uint2/uint4: JAX keeps them out of implicit promotion and most
+// reductions; they are stored one per byte.
+constexpr bool is_narrow_int(DType d) {
+  return d == DType::Int2 || d == DType::Int4 || d == DType::UInt2 || d == DType::UInt4;
+}
+// An integer dtype's width in bits (2, 4, 8, 16 or 32); 8 * size otherwise.
+int dtype_bits(DType d);
+// The integer of the given signedness and width (2, 4, 8, 16 or 32 bits).
 DType int_dtype(bool is_signed, int bits);
 // An integer dtype's smallest and largest values.
 int64_t int_min(DType d);
@@ -64,7 +80,12 @@ struct PromotedType {
 // and float(weak) < complex(weak) < complex64 (a strong float joined with a weak
 // complex is a strong complex64). A weak operand only fixes the kind
 // (int/float/complex), the strong operand fixes the width.
+// A narrow integer joins only itself, bool and Python's int; any other pair
+// with one throws JAX's TypePromotionError text (E0105).
 PromotedType promote_types(DType a, bool a_weak, DType b, bool b_weak);
+// That error's message for dtypes as Python prints a tuple of their names
+// (names: "'int4', \"<class 'float'>\"").
+std::string narrow_promotion_message(const std::string& names);
 
 // IEEE half and bfloat16 <-> float conversions (round to nearest even).
 uint16_t float_to_half(float f);

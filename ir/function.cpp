@@ -75,6 +75,14 @@ const char* short_dtype(DType d) {
     return "f64";
   case DType::Complex64:
     return "c64";
+  case DType::Int2:
+    return "i2";
+  case DType::Int4:
+    return "i4";
+  case DType::UInt2:
+    return "u2";
+  case DType::UInt4:
+    return "u4";
   }
   return "?";
 }

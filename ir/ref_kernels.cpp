@@ -70,6 +70,27 @@ template <class T> T shift_right_arithmetic(T a, T s) {
   return static_cast<T>(n >= 8 * sizeof(T) ? (v < 0 ? I(-1) : I(0)) : I(v >> n));
 }
 
+// The shifts of a narrow integer (int2/int4/uint2/uint4) at its own width:
+// the count is read unsigned at that width, and the arithmetic shift's sign is
+// the width's top bit for the unsigned types too (the i2/i4 LLVM computes on).
+Array narrow_shift(Op op, const Array& x, const Array& s, Array out) {
+  const int bits = dtype_bits(x.dtype());
+  const int64_t mask = (int64_t{1} << bits) - 1;
+  for (int64_t i = 0; i < out.size(); ++i) {
+    const int64_t v = x.get(i).i & mask, n = s.get(i).i & mask;
+    const int64_t sv = (v >> (bits - 1)) != 0 ? v - (mask + 1) : v; // sign-extended
+    int64_t r;
+    if (op == Op::ShiftLeft)
+      r = n >= bits ? 0 : v << n;
+    else if (op == Op::ShiftRightLogical)
+      r = n >= bits ? 0 : v >> n;
+    else
+      r = n >= bits ? (sv < 0 ? -1 : 0) : sv >> n;
+    out.set(i, Scalar::of_int(r)); // wraps to the width
+  }
+  return out;
+}
+
 // Calls f32(v) or f64(v) by the compute type (half types compute in float32).
 template <class F32, class F64> auto by_width(F32 f32, F64 f64) {
   return [=](auto v) {
@@ -174,6 +195,9 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
     map_binary<K, Pred>(in[0], in[1], out, fn);
     return out;
   };
+  const bool shift =
+      op == Op::ShiftLeft || op == Op::ShiftRightLogical || op == Op::ShiftRightArithmetic;
+  if (shift && is_narrow_int(oa.dtype)) return narrow_shift(op, in[0], in[1], fresh());
   switch (op) {
   // ---- unary ----
   case Op::Neg:
@@ -418,6 +442,10 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
     return convert(in[0], oa);
   case Op::BitcastConvertType: {
     Array out = fresh();
+    if (is_narrow_int(oa.dtype)) { // int4 <-> uint4: the same bits, extended anew
+      for (int64_t i = 0; i < out.size(); ++i) out.set(i, in[0].get(i));
+      return out;
+    }
     std::memcpy(out.data(), in[0].data(), in[0].nbytes());
     return out;
   }

@@ -29,6 +29,23 @@ template <class T> struct IntElem {
   static C load(S s) { return s; }
   static S store(C c) { return c; }
 };
+// The narrow integers compute in a byte and wrap to their width when stored
+// (sums, products and quotients agree modulo 2^bits with the byte's).
+template <class T, int Bits> struct NarrowIntElem {
+  using S = T;
+  using C = T;
+  static C load(S s) { return s; }
+  static S store(C c) {
+    constexpr unsigned kMask = (1u << Bits) - 1;
+    unsigned u = static_cast<unsigned>(c) & kMask;
+    if (std::is_signed_v<T> && (u >> (Bits - 1)) != 0) u |= ~kMask; // sign-extend
+    return static_cast<T>(u);
+  }
+};
+template <> struct Elem<DType::Int2> : NarrowIntElem<int8_t, 2> {};
+template <> struct Elem<DType::Int4> : NarrowIntElem<int8_t, 4> {};
+template <> struct Elem<DType::UInt2> : NarrowIntElem<uint8_t, 2> {};
+template <> struct Elem<DType::UInt4> : NarrowIntElem<uint8_t, 4> {};
 template <> struct Elem<DType::Int8> : IntElem<int8_t> {};
 template <> struct Elem<DType::UInt8> : IntElem<uint8_t> {};
 template <> struct Elem<DType::Int16> : IntElem<int16_t> {};
@@ -95,6 +112,14 @@ template <class F> decltype(auto) visit_dtype(DType d, F&& f) {
     return f.template operator()<DType::Float64>();
   case DType::Complex64:
     return f.template operator()<DType::Complex64>();
+  case DType::Int2:
+    return f.template operator()<DType::Int2>();
+  case DType::Int4:
+    return f.template operator()<DType::Int4>();
+  case DType::UInt2:
+    return f.template operator()<DType::UInt2>();
+  case DType::UInt4:
+    return f.template operator()<DType::UInt4>();
   }
   internal_error(__FILE__, __LINE__, "bad dtype");
 }

@@ -693,6 +693,12 @@ AVal infer_unchecked(Op op, const OpAttrs& a, std::span<const AVal> in) {
   case Op::Square:
     return unary(op, in[0], kNum | kComplex);
   case Op::Abs:
+    if (is_narrow_int(in[0].dtype)) // JAX's abs_p alone refuses them
+      throw Error(ErrCode::Type, std::string("abs does not accept dtype ") +
+                                     dtype_name(in[0].dtype) +
+                                     ". Support for narrow-width integers is platform-dependent "
+                                     "and limited to a few specific operations, e.g. basic "
+                                     "arithmetic and type casting.");
     // |z| of a complex is real.
     return {real_dtype(in[0].dtype), unary(op, in[0], kNum | kComplex).shape, in[0].weak};
   case Op::Real:
@@ -787,7 +793,7 @@ AVal infer_unchecked(Op op, const OpAttrs& a, std::span<const AVal> in) {
   case Op::ConvertElementType:
     return {a.dtype, in[0].shape, a.weak};
   case Op::BitcastConvertType:
-    if (dtype_size(a.dtype) != dtype_size(in[0].dtype))
+    if (dtype_bits(a.dtype) != dtype_bits(in[0].dtype))
       fail(ErrCode::DType, op,
            std::string("cannot bitcast ") + dtype_name(in[0].dtype) + " to " + dtype_name(a.dtype) +
                " (different widths)");

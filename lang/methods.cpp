@@ -370,7 +370,9 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
           {"int32", "i", "<i4"},    {"int64", "l", "<i8"},     {"uint8", "B", "|u1"},
           {"uint16", "H", "<u2"},   {"uint32", "I", "<u4"},    {"uint64", "L", "<u8"},
           {"bfloat16", "E", "<V2"}, {"float16", "e", "<f2"},   {"float32", "f", "<f4"},
-          {"float64", "d", "<f8"},  {"complex64", "F", "<c8"}, {"complex128", "D", "<c16"}};
+          {"float64", "d", "<f8"},  {"complex64", "F", "<c8"}, {"complex128", "D", "<c16"},
+          {"int2", "c", "<V1"},     {"int4", "a", "<V1"},      {"uint2", "C", "<V1"},
+          {"uint4", "A", "<V1"}};
       const std::string n = obj.as<DTypeObj>()->name();
       for (const auto& c : kCodes) {
         if (n != c[0]) continue;
@@ -381,12 +383,12 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
     }
     if (name == "kind") { // numpy's kind code; bfloat16 is an ml_dtypes 'V' type
       DType d = obj.as<DTypeObj>()->dtype;
-      const char* k = d == DType::Bool       ? "b"
-                      : d == DType::BFloat16 ? "V"
-                      : is_signed_int(d)     ? "i"
-                      : is_unsigned_int(d)   ? "u"
-                      : is_complex(d)        ? "c"
-                                             : "f";
+      const char* k = d == DType::Bool                           ? "b"
+                      : d == DType::BFloat16 || is_narrow_int(d) ? "V"
+                      : is_signed_int(d)                         ? "i"
+                      : is_unsigned_int(d)                       ? "u"
+                      : is_complex(d)                            ? "c"
+                                                                 : "f";
       return out = make_str(k), true;
     }
     return false;

@@ -137,8 +137,12 @@ Scalar Array::get(int64_t flat) const {
   case DType::Bool:
     return Scalar::of_bool(as<uint8_t>()[flat] != 0);
   case DType::Int8:
+  case DType::Int2:
+  case DType::Int4:
     return Scalar::of_int(as<int8_t>()[flat]);
   case DType::UInt8:
+  case DType::UInt2:
+  case DType::UInt4:
     return Scalar::of_int(as<uint8_t>()[flat]);
   case DType::Int16:
     return Scalar::of_int(as<int16_t>()[flat]);
@@ -178,6 +182,18 @@ void Array::set(int64_t flat, const Scalar& v) {
   case DType::UInt8:
     as<uint8_t>()[flat] = is_float ? saturate<uint8_t>(v.f) : static_cast<uint8_t>(v.i);
     return;
+  case DType::Int2:
+  case DType::Int4:
+  case DType::UInt2:
+  case DType::UInt4: { // one per byte, kept within the type's range
+    int64_t x = is_float ? (std::isnan(v.f)                   ? 0
+                            : v.f <= double(int_min(dtype())) ? int_min(dtype())
+                            : v.f >= double(int_max(dtype())) ? int_max(dtype())
+                                                              : static_cast<int64_t>(v.f))
+                         : wrap_to(dtype(), v.i);
+    as<uint8_t>()[flat] = static_cast<uint8_t>(x);
+    return;
+  }
   case DType::Int16:
     as<int16_t>()[flat] = is_float ? saturate<int16_t>(v.f) : static_cast<int16_t>(v.i);
     return;

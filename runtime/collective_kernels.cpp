@@ -18,6 +18,14 @@ template <class T, class A> struct Plain {
   static A load(T v) { return A(v); }
   static T store(A v) { return T(v); }
 };
+// The narrow integers (one per byte) accumulate in int and wrap to their
+// width once, when stored.
+template <DType D> struct Narrow {
+  using Store = std::conditional_t<is_signed_int(D), int8_t, uint8_t>;
+  using Acc = int32_t;
+  static int32_t load(Store v) { return v; }
+  static Store store(int32_t v) { return static_cast<Store>(wrap_to(D, v)); }
+};
 struct Half {
   using Store = uint16_t;
   using Acc = float;
@@ -168,6 +176,14 @@ void reduce(DType dtype, ReduceKind kind, const void* const* ins, int nins, void
     return reduce_kind<Plain<int16_t, int16_t>>(kind, ins, nins, outs, nouts, n, st);
   case DType::UInt16:
     return reduce_kind<Plain<uint16_t, uint16_t>>(kind, ins, nins, outs, nouts, n, st);
+  case DType::Int2:
+    return reduce_kind<Narrow<DType::Int2>>(kind, ins, nins, outs, nouts, n, st);
+  case DType::Int4:
+    return reduce_kind<Narrow<DType::Int4>>(kind, ins, nins, outs, nouts, n, st);
+  case DType::UInt2:
+    return reduce_kind<Narrow<DType::UInt2>>(kind, ins, nins, outs, nouts, n, st);
+  case DType::UInt4:
+    return reduce_kind<Narrow<DType::UInt4>>(kind, ins, nins, outs, nouts, n, st);
   case DType::Int32:
     return reduce_kind<Plain<int32_t, int32_t>>(kind, ins, nins, outs, nouts, n, st);
   case DType::UInt32:

@@ -187,8 +187,12 @@ double elem(const Array& a, int64_t i) {
   case DType::Bool:
     return a.as<uint8_t>()[i] != 0;
   case DType::Int8:
+  case DType::Int2:
+  case DType::Int4:
     return a.as<int8_t>()[i];
   case DType::UInt8:
+  case DType::UInt2:
+  case DType::UInt4:
     return a.as<uint8_t>()[i];
   case DType::Int16:
     return a.as<int16_t>()[i];
@@ -328,6 +332,8 @@ ElemFormat make_formatter(const Array& a, const std::vector<int64_t>& shown,
     std::string t = a.ndim() == 0 ? "True" : " True";
     return [&a, t](int64_t i) { return elem(a, i) != 0 ? t : std::string("False"); };
   }
+  // ml_dtypes' narrow integers print each value's str(), unpadded (as bfloat16).
+  if (is_narrow_int(dt)) return [&a](int64_t i) { return std::to_string(int64_t(elem(a, i))); };
   if (is_integer(dt)) {
     // numpy's IntegerFormat: sign '+' or ' ' marks non-negative values too
     // (' ' only when no value is negative).

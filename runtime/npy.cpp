@@ -55,6 +55,11 @@ const char* descr_of(DType d) {
     return "<f8";
   case DType::Complex64:
     return "<c8";
+  case DType::Int2: // ml_dtypes' narrow integers: one raw byte each, as bfloat16's voids
+  case DType::Int4:
+  case DType::UInt2:
+  case DType::UInt4:
+    return "|V1";
   }
   return "?";
 }

@@ -35,7 +35,7 @@ DType dot_result_dtype(DType a, DType b) {
     if (c == DType::BFloat16) maxexp = 128, nmant = 7;
     if (c == DType::Float32) maxexp = 128, nmant = 23;
     if (c == DType::Float64) maxexp = 1024, nmant = 52;
-    int bits = c == DType::Bool ? 1 : static_cast<int>(dtype_size(c)) * 8;
+    int bits = c == DType::Bool ? 1 : dtype_bits(c);
     return std::make_tuple(d == DType::Complex64, maxexp, nmant, bits, !is_unsigned_int(c));
   };
   if (props(a) > props(b)) return a;
@@ -142,12 +142,12 @@ DotDims dot_dims(const Value& v, const std::string& fn) {
 // same-width bitcasts, shifts and masks on the unsigned type of each width.
 Tensor bitcast_widths(InterpreterImpl& in, Tensor x, DType to) {
   DType from = x->aval.dtype;
-  size_t fs = dtype_size(from), ts = dtype_size(to);
-  auto uint_of = [&](size_t bytes) {
-    if (from == DType::Bool || to == DType::Bool || bytes > 4)
+  const int fs = dtype_bits(from), ts = dtype_bits(to); // (int4 and uint2 are sub-byte)
+  auto uint_of = [&](int bits) {
+    if (from == DType::Bool || to == DType::Bool || bits > 32)
       throw Error(ErrCode::DType, std::string("bitcast_convert_type: cannot bitcast ") +
                                       dtype_name(from) + " to " + dtype_name(to));
-    return int_dtype(false, static_cast<int>(8 * bytes));
+    return int_dtype(false, bits);
   };
   DType uf = uint_of(fs), ut = uint_of(ts);
   OpAttrs cast, conv;
@@ -160,14 +160,14 @@ Tensor bitcast_widths(InterpreterImpl& in, Tensor x, DType to) {
     conv.dtype = ut;
     cast.dtype = to;
     std::vector<Tensor> parts;
-    for (size_t k = 0; k < fs / ts; ++k) {
-      Tensor piece = shift(Op::ShiftRightLogical, u, static_cast<int64_t>(8 * ts * k));
+    for (int k = 0; k < fs / ts; ++k) {
+      Tensor piece = shift(Op::ShiftRightLogical, u, int64_t{ts} * k);
       piece = bind(in, Op::ConvertElementType, conv, {piece}); // keeps the low bits
       parts.push_back(bind(in, Op::BitcastConvertType, cast, {piece}));
     }
     return np::stack(in.ops(), parts, -1);
   }
-  int64_t ratio = static_cast<int64_t>(ts / fs);
+  int64_t ratio = ts / fs;
   const Shape& s = x->aval.shape;
   if (s.empty() || s.back() != ratio)
     throw Error(ErrCode::Shape, "bitcast_convert_type: converting an array of shape " +
@@ -182,7 +182,7 @@ Tensor bitcast_widths(InterpreterImpl& in, Tensor x, DType to) {
   for (int64_t k = 0; k < ratio; ++k) {
     Tensor piece = shift(Op::ShiftLeft,
                          np::squeeze(in.ops(), parts[static_cast<size_t>(k)], std::vector<int>{-1}),
-                         static_cast<int64_t>(8 * fs) * k);
+                         int64_t{fs} * k);
     acc = k == 0 ? piece : bind(in, Op::Or, {}, {acc, piece});
   }
   cast.dtype = to;
@@ -440,7 +440,7 @@ void add_lax_functions(InterpreterImpl& in, Value& lax) {
     OpAttrs at;
     at.dtype = required_dtype(r[1], "bitcast_convert_type() new_dtype");
     Tensor x = T(in, r[0]);
-    if (dtype_size(x->aval.dtype) != dtype_size(at.dtype))
+    if (dtype_bits(x->aval.dtype) != dtype_bits(at.dtype))
       return make_array(bitcast_widths(in, x, at.dtype));
     return make_array(bind(in, Op::BitcastConvertType, at, {x}));
   });

@@ -38,7 +38,8 @@ double as_double(const Scalar& s) { return s.real(); }
 } // namespace
 
 void check_python_int(int64_t v, DType d) {
-  if (is_integer(d) && (v < int_min(d) || v > int_max(d)))
+  // (ml_dtypes' narrow integers take any Python int, wrapped)
+  if (is_integer(d) && !is_narrow_int(d) && (v < int_min(d) || v > int_max(d)))
     throw Error(ErrCode::Value,
                 "Python integer " + std::to_string(v) + " out of bounds for " + dtype_name(d));
 }

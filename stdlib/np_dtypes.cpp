@@ -201,9 +201,7 @@ struct IInfoObj : OpaqueObj {
   bool get_attr(InterpreterImpl&, const std::string& name, Value& out) override {
     if (name == "min") return out = Value::integer(lo()), true;
     if (name == "max") return out = Value::integer(hi()), true;
-    if (name == "bits")
-      return out = Value::integer(static_cast<int64_t>(8 * dtype_size(dtype) * (int64 ? 2 : 1))),
-             true;
+    if (name == "bits") return out = Value::integer(int64 ? 64 : dtype_bits(dtype)), true;
     if (name == "kind") return out = make_str(is_signed_int(dtype) ? "i" : "u"), true;
     if (name == "dtype") return out = Value::object(std::make_shared<DTypeObj>(dtype, int64)), true;
     return false;
@@ -264,14 +262,41 @@ bool in_category(DType d, Category c) {
 // int, float and complex (IW FW CW). promote_types and result_type work on it
 // before x64-off canonicalization, as JAX's do (promote_types(int8, uint64) is
 // float64; result_type then makes that float32).
-enum JT : int { B1, IW, U1, U2, U4, U8, I1, I2, I4, I8, FW, BF, F2, F4, F8, CW, C4, C8, kNumJT };
+// NU2..NI4 are the narrow integers (uint2, uint4, int2, int4): above Python's
+// int only, below nothing.
+enum JT : int {
+  B1,
+  IW,
+  NU2,
+  NU4,
+  NI2,
+  NI4,
+  U1,
+  U2,
+  U4,
+  U8,
+  I1,
+  I2,
+  I4,
+  I8,
+  FW,
+  BF,
+  F2,
+  F4,
+  F8,
+  CW,
+  C4,
+  C8,
+  kNumJT
+};
+bool is_narrow_jt(JT t) { return t >= NU2 && t <= NI4; }
 
 // Each node's set of upper bounds (itself included), as bit masks.
 const std::array<uint32_t, kNumJT>& upper_bounds() {
   static const std::array<uint32_t, kNumJT> ups = [] {
     std::vector<std::vector<int>> edges(kNumJT);
     edges[B1] = {IW};
-    edges[IW] = {U1, I1};
+    edges[IW] = {U1, I1, NU2, NU4, NI2, NI4};
     edges[U1] = {I2, U2};
     edges[U2] = {I4, U4};
     edges[U4] = {I4, U8}; // x64 off: uint32 with int32 stays int32 (JAX's lattice)
@@ -303,7 +328,7 @@ const std::array<uint32_t, kNumJT>& upper_bounds() {
 const std::array<uint32_t, kNumJT>& strict_upper_bounds() {
   static const std::array<uint32_t, kNumJT> ups = [] {
     std::vector<std::vector<int>> edges(kNumJT);
-    edges[IW] = {U1, U2, U4, U8, I1, I2, I4, I8, FW};
+    edges[IW] = {NU2, NU4, NI2, NI4, U1, U2, U4, U8, I1, I2, I4, I8, FW};
     edges[FW] = {BF, F2, F4, F8, CW};
     edges[CW] = {C4, C8};
     std::array<uint32_t, kNumJT> u{};
@@ -317,24 +342,12 @@ const std::array<uint32_t, kNumJT>& strict_upper_bounds() {
 }
 
 const char* jt_name(JT t) {
-  static const char* const kNames[] = {"bool",
-                                       "<class 'int'>",
-                                       "uint8",
-                                       "uint16",
-                                       "uint32",
-                                       "uint64",
-                                       "int8",
-                                       "int16",
-                                       "int32",
-                                       "int64",
-                                       "<class 'float'>",
-                                       "bfloat16",
-                                       "float16",
-                                       "float32",
-                                       "float64",
-                                       "<class 'complex'>",
-                                       "complex64",
-                                       "complex128"};
+  static const char* const kNames[] = {
+      "bool",      "<class 'int'>", "uint2",   "uint4",   "int2",
+      "int4",      "uint8",         "uint16",  "uint32",  "uint64",
+      "int8",      "int16",         "int32",   "int64",   "<class 'float'>",
+      "bfloat16",  "float16",       "float32", "float64", "<class 'complex'>",
+      "complex64", "complex128"};
   return kNames[t];
 }
 
@@ -358,6 +371,8 @@ JT lattice_join(const std::vector<JT>& ts, bool strict = false) {
              (n.find('\'') != std::string::npos ? '"' + n + '"' : "'" + n + "'");
   }
   if (ts.size() == 1) names += ",";
+  if (!strict && std::any_of(ts.begin(), ts.end(), is_narrow_jt))
+    throw Error(ErrCode::Value, narrow_promotion_message(names));
   throw Error(ErrCode::Value,
               "Input dtypes (" + names +
                   ") have no available implicit dtype promotion path when "
@@ -398,6 +413,14 @@ JT jt_of(DType d, bool wide) {
     return F8;
   case DType::Complex64:
     return wide ? C8 : C4;
+  case DType::Int2:
+    return NI2;
+  case DType::Int4:
+    return NI4;
+  case DType::UInt2:
+    return NU2;
+  case DType::UInt4:
+    return NU4;
   }
   return F4;
 }
@@ -443,6 +466,14 @@ std::shared_ptr<DTypeObj> dtype_obj_of(JT t) {
     return std::make_shared<DTypeObj>(DType::Float64);
   case C4:
     return std::make_shared<DTypeObj>(DType::Complex64);
+  case NU2:
+    return std::make_shared<DTypeObj>(DType::UInt2);
+  case NU4:
+    return std::make_shared<DTypeObj>(DType::UInt4);
+  case NI2:
+    return std::make_shared<DTypeObj>(DType::Int2);
+  case NI4:
+    return std::make_shared<DTypeObj>(DType::Int4);
   default:
     return std::make_shared<DTypeObj>(DType::Float32);
   }

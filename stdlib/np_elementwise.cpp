@@ -401,8 +401,11 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
   case BinOp::LeftShift:
     return p2(cx, Op::ShiftLeft, a, b);
   case BinOp::RightShift: // numpy's >>: sign-extending for signed integers
-    return p2(cx, is_unsigned_int(p.dtype) ? Op::ShiftRightLogical : Op::ShiftRightArithmetic, a,
-              b);
+    // (jnp asks numpy, for which ml_dtypes' uint2/uint4 are no unsigned integers)
+    return p2(cx,
+              is_unsigned_int(p.dtype) && !is_narrow_int(p.dtype) ? Op::ShiftRightLogical
+                                                                  : Op::ShiftRightArithmetic,
+              a, b);
   case BinOp::Eq:
     return p2(cx, Op::Eq, a, b);
   case BinOp::Ne:

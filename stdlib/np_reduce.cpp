@@ -70,6 +70,8 @@ Tensor identity(OpContext& cx, ReduceOp op, DType d) {
 
 // jnp's default integer of a narrow integer's signedness (promote_integers=True).
 DType promote_integer(DType d) {
+  // JAX asks numpy's iinfo for the width, which refuses ml_dtypes' narrow integers.
+  if (is_narrow_int(d)) throw Error(ErrCode::DType, "Invalid integer data type 'V'.");
   if (d == DType::Bool || is_signed_int(d)) return DType::Int32;
   if (is_unsigned_int(d)) return DType::UInt32;
   return d;

@@ -62,6 +62,14 @@ const char* short_dtype_name(DType t) {
     return "u16";
   case DType::Bool:
     return "bool";
+  case DType::Int2:
+    return "i2";
+  case DType::Int4:
+    return "i4";
+  case DType::UInt2:
+    return "u2";
+  case DType::UInt4:
+    return "u4";
   default:
     return dtype_name(t);
   }

@@ -38,8 +38,12 @@ int nccl_type(DType d) {
   case DType::Bool:
     return ncclUint8;
   case DType::Int8:
-    return ncclInt8;
+  case DType::Int2:
+  case DType::Int4:
+    return ncclInt8; // the narrow integers are bytes (moved, never reduced: below)
   case DType::UInt8:
+  case DType::UInt2:
+  case DType::UInt4:
     return ncclUint8;
   case DType::Int16:
   case DType::UInt16:
@@ -79,10 +83,10 @@ void run_nccl(CudaRuntime& rt, GpuDevice& dev, int thread, std::vector<GpuCollec
   for (GpuCollective& c : calls) {
     Op op = c.instr->op;
     bool reduces = op == Op::Psum || op == Op::Pmax || op == Op::Pmin || op == Op::PsumScatter;
-    if (reduces && (c.dtype == DType::Int16 || c.dtype == DType::UInt16))
+    if (reduces && (c.dtype == DType::Int16 || c.dtype == DType::UInt16 || is_narrow_int(c.dtype)))
       throw Error(ErrCode::Unsupported,
                   std::string(op_name(op)) + " of " + dtype_name(c.dtype) +
-                      " on CUDA devices: NCCL cannot reduce 16-bit integers",
+                      " on CUDA devices: NCCL cannot reduce 16-bit or narrower integers",
                   Span{}, "convert to int32 before the collective and back after it");
     auto [members, rank] = group_of(*c.groups, thread);
     std::vector<int> ordinals;

@@ -116,7 +116,8 @@ const Op kReduce[] = {Op::ReduceSum, Op::ReduceMax, Op::ReduceMin, Op::ReducePro
 // The real dtypes: complex64 is never fused (codegen/plan.cpp runs it on the
 // reference kernels) and has no order for the comparisons these graphs use;
 // the golden programs under tests/programs/complex cover its jit path.
-const DType kDtypes[] = {DType::Bool,     DType::Int8,    DType::Int16,  DType::Int32,
+const DType kDtypes[] = {DType::Bool,     DType::Int2,    DType::Int4,   DType::Int8,
+                         DType::Int16,    DType::Int32,   DType::UInt2,  DType::UInt4,
                          DType::UInt8,    DType::UInt16,  DType::UInt32, DType::Float16,
                          DType::BFloat16, DType::Float32, DType::Float64};
 
@@ -150,8 +151,8 @@ Function random_graph(std::mt19937& rng, DType d) {
         r = b.op(Op::IntegerPow, a, {x});
       } else if (is_floating(xd))
         r = b.op(pick(rng, kUnaryFloat), a, {x});
-      else if (xd != DType::Bool)
-        r = b.op(rng() % 2 ? Op::Neg : Op::Abs, a, {x});
+      else if (xd != DType::Bool) // (abs refuses the narrow integers, as JAX's)
+        r = b.op(rng() % 2 || is_narrow_int(xd) ? Op::Neg : Op::Abs, a, {x});
       else
         r = b.op(Op::Not, a, {x});
       break;

@@ -80,6 +80,14 @@ struct TrBF16 {
   static S st(A v) { return float_to_bfloat16(v); }
 };
 
+// The narrow integers: a byte each, summed in int, wrapped to their width.
+template <DType D> struct TrNarrow {
+  using S = std::conditional_t<is_signed_int(D), int8_t, uint8_t>;
+  using A = int32_t;
+  static A ld(S v) { return v; }
+  static S st(A v) { return S(wrap_to(D, v)); }
+};
+
 template <class F> void with_dtype(DType d, F f) {
   switch (d) {
   case DType::Bool:
@@ -104,6 +112,14 @@ template <class F> void with_dtype(DType d, F f) {
     return f(Tr<float, float>{});
   case DType::Float64:
     return f(Tr<double, double>{});
+  case DType::Int2:
+    return f(TrNarrow<DType::Int2>{});
+  case DType::Int4:
+    return f(TrNarrow<DType::Int4>{});
+  case DType::UInt2:
+    return f(TrNarrow<DType::UInt2>{});
+  case DType::UInt4:
+    return f(TrNarrow<DType::UInt4>{});
   case DType::Complex64: // no complex collectives here: the loop below skips it
     break;
   }
@@ -116,7 +132,7 @@ using Bytes = std::vector<std::byte>;
 template <class T> typename T::S input_value(DType d, int p, int64_t i) {
   uint32_t h = uint32_t(p) * 2654435761u + uint32_t(i) * 40503u + 12345u;
   if (d == DType::Bool) return typename T::S((p * 3 + i) % 5 == 0);
-  if (is_integer(d)) return typename T::S(h * 0x9E3779B9u);
+  if (is_integer(d)) return T::st(typename T::A(h * 0x9E3779B9u));
   return T::st(typename T::A(int(h % 2001) - 1000) * typename T::A(0.3751));
 }
 

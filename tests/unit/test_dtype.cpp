@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "ir/dtype.hpp"
 #include "lang/diag.hpp"
@@ -48,6 +49,35 @@ TEST_CASE("integer dtype ranges and wrapping", "[dtype]") {
   CHECK(int_dtype(true, 16) == DType::Int16);
   CHECK(int_dtype(false, 8) == DType::UInt8);
   CHECK(int_dtype(true, 64) == DType::Int32); // int64 canonicalised (x64 off)
+  // The narrow integers: one byte each, their own widths.
+  CHECK(int_min(DType::Int4) == -8);
+  CHECK(int_max(DType::Int4) == 7);
+  CHECK(int_max(DType::UInt4) == 15);
+  CHECK(int_min(DType::Int2) == -2);
+  CHECK(int_max(DType::UInt2) == 3);
+  CHECK(wrap_to(DType::Int4, 9) == -7);
+  CHECK(wrap_to(DType::UInt4, -1) == 15);
+  CHECK(wrap_to(DType::Int2, 2) == -2);
+  CHECK(dtype_size(DType::Int4) == 1);
+  CHECK(dtype_bits(DType::UInt2) == 2);
+  CHECK(int_dtype(true, 4) == DType::Int4);
+  CHECK(int_dtype(false, 2) == DType::UInt2);
+}
+
+TEST_CASE("narrow integers join only themselves, bool and Python ints", "[dtype]") {
+  using D = DType;
+  CHECK(promo(D::Int4, false, D::Int32, true) == "int4"); // int4 + 1
+  CHECK(promo(D::Bool, false, D::UInt2, false) == "uint2");
+  CHECK(promo(D::Int4, false, D::Int4, false) == "int4");
+  for (auto [a, aw, b, bw] : {std::tuple{D::Int4, false, D::UInt4, false},
+                              {D::Int4, false, D::Int8, false},
+                              {D::UInt2, false, D::Float32, true},
+                              {D::Int2, false, D::Int4, false},
+                              {D::Float32, false, D::UInt4, false}}) {
+    INFO(dtype_name(a) << " + " << dtype_name(b));
+    CHECK_THROWS_WITH(promote_types(a, aw, b, bw),
+                      Catch::Contains("4-bit integers do not support"));
+  }
 }
 
 // jnp.promote_types over every pair, as printed by JAX 0.10.2 (x64 disabled):

@@ -104,6 +104,24 @@ TEST_CASE("emulated cuda: elementwise kernels give the CPU reference's bits", "[
   }
 }
 
+TEST_CASE("emulated cuda: int2/int4/uint2/uint4 kernels wrap at their width", "[cuda][emu]") {
+  cuda::CudaRuntime rt(1, true, emulated());
+  Shape s{5, 16};
+  for (DType d : {DType::Int2, DType::Int4, DType::UInt2, DType::UInt4}) {
+    Array x(d, s), y(d, s); // every pair of values, wrapped into range by set()
+    for (int64_t i = 0; i < x.size(); ++i) {
+      x.set(i, Scalar::of_int(i % 16));
+      y.set(i, Scalar::of_int(i / 16 * 3 + 1));
+    }
+    for (Op op : {Op::Add, Op::Mul, Op::Div, Op::Rem, Op::Sub, Op::Max, Op::ShiftLeft,
+                  Op::ShiftRightLogical, Op::ShiftRightArithmetic}) {
+      INFO(dtype_name(d) << " " << op_name(op));
+      std::vector<Array> xy{x, y};
+      same_bits(run_on_fake(rt, one_op(op, {}, s, s, d), xy)[0][0], eval_ref(op, {}, xy));
+    }
+  }
+}
+
 TEST_CASE("emulated cuda: row reductions give the CPU reference's bits", "[cuda][emu]") {
   cuda::CudaRuntime rt(1, true, emulated());
   // Small integers: every summation order gives the same sum.
