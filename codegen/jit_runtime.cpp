@@ -34,11 +34,11 @@ template <class T> T int_pow(T base, T exp) {
   return static_cast<T>(result);
 }
 
-float expm1_f16(float v) { return x::expm1_f32(v, x::Round::F16); }
+float expm1_f16(float v) { return x::expm1_f32(v, DType::Float16); }
 float expm1_bf16(float v) { return x::expm1_f32(v); } // float32 steps, as XLA's bfloat16
 float expm1_f32(float v) { return x::expm1_f32(v); }
-float logistic_f16(float v) { return x::logistic_f32(v, x::Round::F16); }
-float logistic_bf16(float v) { return x::logistic_f32(v, x::Round::BF16); }
+float logistic_f16(float v) { return x::logistic_f32(v, DType::Float16); }
+float logistic_bf16(float v) { return x::logistic_f32(v, DType::BFloat16); }
 float logistic_f32(float v) { return x::logistic_f32(v); }
 float tan_f32(float v) { return std::tan(v); }
 float libm_exp_f32(float v) { return std::exp(v); } // expf, as the reference kernel's libm tail

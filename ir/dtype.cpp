@@ -1,6 +1,8 @@
 // Element types, JAX's promotion lattice (x64 disabled) and half/bfloat16 conversions.
 #include "ir/dtype.hpp"
 
+#include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <string>
@@ -18,6 +20,15 @@ size_t dtype_size(DType d) {
   case DType::Int4:
   case DType::UInt2:
   case DType::UInt4:
+  case DType::Float8E4M3FN:
+  case DType::Float8E5M2:
+  case DType::Float8E4M3FNUZ:
+  case DType::Float8E5M2FNUZ:
+  case DType::Float8E4M3B11FNUZ:
+  case DType::Float8E4M3:
+  case DType::Float8E3M4:
+  case DType::Float8E8M0FNU:
+  case DType::Float4E2M1FN:
     return 1;
   case DType::Int16:
   case DType::UInt16:
@@ -69,6 +80,80 @@ const char* dtype_name(DType d) {
     return "uint2";
   case DType::UInt4:
     return "uint4";
+  case DType::Float8E4M3FN:
+    return "float8_e4m3fn";
+  case DType::Float8E5M2:
+    return "float8_e5m2";
+  case DType::Float8E4M3FNUZ:
+    return "float8_e4m3fnuz";
+  case DType::Float8E5M2FNUZ:
+    return "float8_e5m2fnuz";
+  case DType::Float8E4M3B11FNUZ:
+    return "float8_e4m3b11fnuz";
+  case DType::Float8E4M3:
+    return "float8_e4m3";
+  case DType::Float8E3M4:
+    return "float8_e3m4";
+  case DType::Float8E8M0FNU:
+    return "float8_e8m0fnu";
+  case DType::Float4E2M1FN:
+    return "float4_e2m1fn";
+  }
+  return "?";
+}
+
+const char* dtype_short_name(DType d) {
+  switch (d) {
+  case DType::Bool:
+    return "bool";
+  case DType::Int8:
+    return "i8";
+  case DType::UInt8:
+    return "u8";
+  case DType::Int16:
+    return "i16";
+  case DType::UInt16:
+    return "u16";
+  case DType::Int32:
+    return "i32";
+  case DType::UInt32:
+    return "u32";
+  case DType::Float16:
+    return "f16";
+  case DType::BFloat16:
+    return "bf16";
+  case DType::Float32:
+    return "f32";
+  case DType::Float64:
+    return "f64";
+  case DType::Complex64:
+    return "c64";
+  case DType::Int2:
+    return "i2";
+  case DType::Int4:
+    return "i4";
+  case DType::UInt2:
+    return "u2";
+  case DType::UInt4:
+    return "u4";
+  case DType::Float8E4M3FN:
+    return "f8_e4m3fn";
+  case DType::Float8E5M2:
+    return "f8_e5m2";
+  case DType::Float8E4M3FNUZ:
+    return "f8_e4m3fnuz";
+  case DType::Float8E5M2FNUZ:
+    return "f8_e5m2fnuz";
+  case DType::Float8E4M3B11FNUZ:
+    return "f8_e4m3b11fnuz";
+  case DType::Float8E4M3:
+    return "f8_e4m3";
+  case DType::Float8E3M4:
+    return "f8_e3m4";
+  case DType::Float8E8M0FNU:
+    return "f8_e8m0fnu";
+  case DType::Float4E2M1FN:
+    return "f4_e2m1fn";
   }
   return "?";
 }
@@ -80,6 +165,7 @@ int dtype_bits(DType d) {
     return 2;
   case DType::Int4:
   case DType::UInt4:
+  case DType::Float4E2M1FN:
     return 4;
   default:
     return static_cast<int>(8 * dtype_size(d));
@@ -221,9 +307,45 @@ std::string narrow_promotion_message(const std::string& names) {
          "x.astype('int32')";
 }
 
+namespace {
+
+// A dtype as Python's str() names it in JAX's messages ('int4', "<class 'float'>").
+std::string python_type_name(DType d, bool weak) {
+  if (weak && d != DType::Bool)
+    return is_complex(d)    ? "\"<class 'complex'>\""
+           : is_floating(d) ? "\"<class 'float'>\""
+                            : "\"<class 'int'>\"";
+  return std::string("'") + dtype_name(d) + "'";
+}
+
+bool is_float8(DType d) { return is_small_float(d) && d != DType::Float4E2M1FN; }
+
+} // namespace
+
+std::string small_float_promotion_message(const std::string& names, bool four_bit) {
+  const char* kind = four_bit ? "4-bit" : "8-bit";
+  return "Input dtypes (" + names +
+         ") have no available implicit dtype promotion path. To avoid unintended promotion, " +
+         kind +
+         " floats do not support implicit promotion. If you'd like your inputs to be promoted "
+         "to another type, you can do so explicitly using e.g. x.astype('float32')";
+}
+
 PromotedType promote_types(DType a, bool a_weak, DType b, bool b_weak) {
   // Equal types are their own join (this keeps e.g. a weak float16 a float16).
   if (a == b && a_weak == b_weak) return {a, a_weak && a != DType::Bool};
+  if (is_small_float(a) || is_small_float(b)) {
+    // Small floats are above bool, Python's int and Python's float only.
+    auto below = [](DType n, DType o, bool o_weak) {
+      return o == n || o == DType::Bool ||
+             (o_weak && (is_integer(o) || o == DType::Float32) && !is_narrow_int(o));
+    };
+    if (is_small_float(a) && below(a, b, b_weak)) return {a, false};
+    if (is_small_float(b) && below(b, a, a_weak)) return {b, false};
+    throw Error(ErrCode::Value, small_float_promotion_message(python_type_name(a, a_weak) + ", " +
+                                                                  python_type_name(b, b_weak),
+                                                              !is_float8(a) && !is_float8(b)));
+  }
   if (is_narrow_int(a) || is_narrow_int(b)) {
     // In JAX's lattice a narrow integer is above bool and Python's int only:
     // nothing else joins it (a TypePromotionError, as JAX's).
@@ -232,14 +354,8 @@ PromotedType promote_types(DType a, bool a_weak, DType b, bool b_weak) {
     };
     if (is_narrow_int(a) && below(a, b, b_weak)) return {a, false};
     if (is_narrow_int(b) && below(b, a, a_weak)) return {b, false};
-    auto name = [](DType d, bool weak) -> std::string {
-      if (weak && d != DType::Bool)
-        return is_complex(d)    ? "\"<class 'complex'>\""
-               : is_floating(d) ? "\"<class 'float'>\""
-                                : "\"<class 'int'>\"";
-      return std::string("'") + dtype_name(d) + "'";
-    };
-    throw Error(ErrCode::Value, narrow_promotion_message(name(a, a_weak) + ", " + name(b, b_weak)));
+    throw Error(ErrCode::Value, narrow_promotion_message(python_type_name(a, a_weak) + ", " +
+                                                         python_type_name(b, b_weak)));
   }
   return type_of(join(node_of(a, a_weak), node_of(b, b_weak)));
 }
@@ -302,5 +418,146 @@ uint16_t float_to_bfloat16(float f) {
 }
 
 float bfloat16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+
+namespace {
+
+// A small float's layout: exponent and mantissa widths, bias, and how it
+// spells the values IEEE formats keep for all-ones exponents.
+struct SmallFloat {
+  int ebits, mbits, bias;
+  enum Specials {
+    Ieee, // inf and NaN at the all-ones exponent
+    Fn,   // no inf; NaN only with an all-ones exponent and mantissa
+    Fnuz, // no inf, no -0: NaN is the sign bit alone
+    None, // neither (float4_e2m1fn): overflow saturates
+    E8m0  // unsigned powers of two: 0xff is NaN
+  } specials;
+};
+
+SmallFloat layout(DType d) {
+  switch (d) {
+  case DType::Float8E4M3FN:
+    return {4, 3, 7, SmallFloat::Fn};
+  case DType::Float8E5M2:
+    return {5, 2, 15, SmallFloat::Ieee};
+  case DType::Float8E4M3FNUZ:
+    return {4, 3, 8, SmallFloat::Fnuz};
+  case DType::Float8E5M2FNUZ:
+    return {5, 2, 16, SmallFloat::Fnuz};
+  case DType::Float8E4M3B11FNUZ:
+    return {4, 3, 11, SmallFloat::Fnuz};
+  case DType::Float8E4M3:
+    return {4, 3, 7, SmallFloat::Ieee};
+  case DType::Float8E3M4:
+    return {3, 4, 3, SmallFloat::Ieee};
+  case DType::Float8E8M0FNU:
+    return {8, 0, 127, SmallFloat::E8m0};
+  default: // Float4E2M1FN
+    return {2, 1, 1, SmallFloat::None};
+  }
+}
+
+double decode(const SmallFloat& f, unsigned bits) {
+  if (f.specials == SmallFloat::E8m0)
+    return bits == 0xff ? NAN : std::ldexp(1.0, static_cast<int>(bits) - f.bias);
+  const unsigned sign_bit = 1u << (f.ebits + f.mbits);
+  if (f.specials == SmallFloat::Fnuz && bits == sign_bit) return NAN;
+  const unsigned emax = (1u << f.ebits) - 1, mmax = (1u << f.mbits) - 1;
+  const unsigned exp = (bits >> f.mbits) & emax, mant = bits & mmax;
+  const bool neg = (bits & sign_bit) != 0;
+  double v;
+  if (f.specials == SmallFloat::Ieee && exp == emax)
+    v = mant == 0 ? INFINITY : NAN;
+  else if (f.specials == SmallFloat::Fn && exp == emax && mant == mmax)
+    v = NAN;
+  else if (exp == 0)
+    v = std::ldexp(static_cast<double>(mant), 1 - f.bias - f.mbits);
+  else
+    v = std::ldexp(static_cast<double>(mant + (1u << f.mbits)),
+                   static_cast<int>(exp) - f.bias - f.mbits);
+  return neg ? -v : v;
+}
+
+// Every code's value, and the largest finite one, per small float.
+struct SmallFloatTable {
+  double value[256]; // (double: float8_e8m0fnu's least value is a float32 subnormal)
+  double max = 0;
+};
+const SmallFloatTable& table(DType d) {
+  static const auto tables = [] {
+    std::array<SmallFloatTable, 9> t{};
+    for (int k = 0; k < 9; ++k) {
+      DType d = static_cast<DType>(static_cast<int>(DType::Float8E4M3FN) + k);
+      SmallFloat f = layout(d);
+      const unsigned codes = 1u << (f.specials == SmallFloat::E8m0 ? 8 : 1 + f.ebits + f.mbits);
+      for (unsigned c = 0; c < 256; ++c) {
+        double v = c < codes ? decode(f, c) : NAN;
+        t[static_cast<size_t>(k)].value[c] = v;
+        if (std::isfinite(v))
+          t[static_cast<size_t>(k)].max = std::max(t[static_cast<size_t>(k)].max, v);
+      }
+    }
+    return t;
+  }();
+  return tables[static_cast<size_t>(d) - static_cast<size_t>(DType::Float8E4M3FN)];
+}
+
+} // namespace
+
+double small_to_float(DType d, uint8_t bits) { return table(d).value[bits]; }
+
+double small_float_max(DType d) { return table(d).max; }
+
+uint8_t float_to_small(DType d, double x) {
+  const SmallFloat f = layout(d);
+  const double max = small_float_max(d);
+  if (f.specials == SmallFloat::E8m0) {
+    if (!(x > 0) || std::isinf(x)) return 0xff; // NaN, zero, negatives, inf
+    int e;
+    double m = std::frexp(x, &e);                  // x = m 2^e, m in [0.5, 1)
+    int biased = (m >= 0.75 ? e : e - 1) + f.bias; // halfway rounds up
+    return biased > 254 ? 0xff : static_cast<uint8_t>(std::max(biased, 0));
+  }
+  const unsigned sign_bit = 1u << (f.ebits + f.mbits);
+  const unsigned emax = (1u << f.ebits) - 1, mmax = (1u << f.mbits) - 1;
+  const unsigned sign = std::signbit(x) ? sign_bit : 0;
+  auto nan = [&]() -> uint8_t {
+    switch (f.specials) {
+    case SmallFloat::Ieee:
+      return static_cast<uint8_t>(sign | (emax << f.mbits) | (1u << (f.mbits - 1)));
+    case SmallFloat::Fn:
+      return static_cast<uint8_t>(sign | (emax << f.mbits) | mmax);
+    case SmallFloat::Fnuz:
+      return static_cast<uint8_t>(sign_bit);
+    default: // float4_e2m1fn has no NaN: XLA gives -0
+      return static_cast<uint8_t>(sign_bit);
+    }
+  };
+  if (std::isnan(x)) return nan();
+  double a = std::fabs(x);
+  double v = a;
+  if (std::isfinite(a) && a != 0) { // round to the representable value nearest a (ties even)
+    int e;
+    std::frexp(a, &e);
+    const int exp = std::max(e - 1, 1 - f.bias); // subnormals share the least exponent
+    const double quantum = std::ldexp(1.0, exp - f.mbits);
+    v = std::nearbyint(a / quantum) * quantum;
+  }
+  if (v > max) {
+    if (f.specials == SmallFloat::Ieee) return static_cast<uint8_t>(sign | (emax << f.mbits));
+    if (f.specials == SmallFloat::None)
+      v = max;
+    else
+      return nan();
+  }
+  if (v == 0) return static_cast<uint8_t>(f.specials == SmallFloat::Fnuz ? 0 : sign);
+  int e;
+  std::frexp(v, &e);
+  const int biased = e - 1 + f.bias;
+  if (biased <= 0) // subnormal: the mantissa counts quanta of the least exponent
+    return static_cast<uint8_t>(sign | static_cast<unsigned>(std::ldexp(v, f.bias - 1 + f.mbits)));
+  const unsigned mant = static_cast<unsigned>(std::ldexp(v, f.mbits - (e - 1))) - (1u << f.mbits);
+  return static_cast<uint8_t>(sign | (static_cast<unsigned>(biased) << f.mbits) | mant);
+}
 
 } // namespace pxl

@@ -28,20 +28,49 @@ enum class DType : uint8_t {
   Int2,
   Int4,
   UInt2,
-  UInt4
+  UInt4,
+  // JAX's (ml_dtypes') small floats, one byte each: computed in float32 and
+  // rounded to nearest even when stored, as XLA's CPU backend does.
+  Float8E4M3FN,
+  Float8E5M2,
+  Float8E4M3FNUZ,
+  Float8E5M2FNUZ,
+  Float8E4M3B11FNUZ,
+  Float8E4M3,
+  Float8E3M4,
+  Float8E8M0FNU,
+  Float4E2M1FN
 };
 // Every dtype, in the order jnp lists them (for tables and name lookups).
 inline constexpr DType kAllDTypes[] = {
-    DType::Bool,     DType::Int2,    DType::Int4,    DType::Int8,     DType::Int16,  DType::Int32,
-    DType::UInt2,    DType::UInt4,   DType::UInt8,   DType::UInt16,   DType::UInt32, DType::Float16,
-    DType::BFloat16, DType::Float32, DType::Float64, DType::Complex64};
+    DType::Bool,           DType::Int2,           DType::Int4,
+    DType::Int8,           DType::Int16,          DType::Int32,
+    DType::UInt2,          DType::UInt4,          DType::UInt8,
+    DType::UInt16,         DType::UInt32,         DType::Float4E2M1FN,
+    DType::Float8E3M4,     DType::Float8E4M3,     DType::Float8E4M3B11FNUZ,
+    DType::Float8E4M3FN,   DType::Float8E4M3FNUZ, DType::Float8E5M2,
+    DType::Float8E5M2FNUZ, DType::Float8E8M0FNU,  DType::Float16,
+    DType::BFloat16,       DType::Float32,        DType::Float64,
+    DType::Complex64};
 
 size_t dtype_size(DType d);
 const char* dtype_name(DType d); // "float32", "int32", "bool", ...
+// JAX's short name in jaxprs and types: "f32", "i4" (int4), "f8_e4m3fn", ...
+const char* dtype_short_name(DType d);
 std::optional<DType>
 dtype_from_name(std::string_view name); // accepts "float32", "f32"? no: numpy names only
-inline bool is_floating(DType d) {
-  return d == DType::Float16 || d == DType::BFloat16 || d == DType::Float32 || d == DType::Float64;
+// The float8/float4 types (ml_dtypes'): stored as a byte, never in a fused kernel.
+constexpr bool is_small_float(DType d) {
+  return d >= DType::Float8E4M3FN && d <= DType::Float4E2M1FN;
+}
+// XLA's CPU backend computes bfloat16 and the small floats in float32,
+// converting around each fusion, so its simplifier's rewrites see float32.
+constexpr bool upcast_around_fusion(DType d) {
+  return d == DType::BFloat16 || (d >= DType::Float8E4M3FN && d <= DType::Float4E2M1FN);
+}
+constexpr bool is_floating(DType d) {
+  return d == DType::Float16 || d == DType::BFloat16 || d == DType::Float32 ||
+         d == DType::Float64 || is_small_float(d);
 }
 inline bool is_complex(DType d) { return d == DType::Complex64; }
 // numpy's inexact: floating or complex.
@@ -86,6 +115,17 @@ PromotedType promote_types(DType a, bool a_weak, DType b, bool b_weak);
 // That error's message for dtypes as Python prints a tuple of their names
 // (names: "'int4', \"<class 'float'>\"").
 std::string narrow_promotion_message(const std::string& names);
+// The same for small floats ("8-bit floats do not support implicit promotion", or 4-bit).
+std::string small_float_promotion_message(const std::string& names, bool four_bit);
+
+// A small float's bits <-> float: to a small float rounds to nearest even as
+// XLA converts (overflow: inf where the type has it, else NaN, except
+// float4_e2m1fn, which has neither and saturates; float8_e8m0fnu, powers of
+// two only, takes NaN for zero and negatives).
+uint8_t float_to_small(DType d, double f);
+double small_to_float(DType d, uint8_t bits);
+// The largest finite value of a small float.
+double small_float_max(DType d);
 
 // IEEE half and bfloat16 <-> float conversions (round to nearest even).
 uint16_t float_to_half(float f);

@@ -49,47 +49,9 @@ std::string mat_suffix(const Function& f, const IRValue& v) {
 
 namespace {
 
-const char* short_dtype(DType d) {
-  switch (d) {
-  case DType::Bool:
-    return "bool";
-  case DType::Int8:
-    return "i8";
-  case DType::UInt8:
-    return "u8";
-  case DType::Int16:
-    return "i16";
-  case DType::UInt16:
-    return "u16";
-  case DType::Int32:
-    return "i32";
-  case DType::UInt32:
-    return "u32";
-  case DType::Float16:
-    return "f16";
-  case DType::BFloat16:
-    return "bf16";
-  case DType::Float32:
-    return "f32";
-  case DType::Float64:
-    return "f64";
-  case DType::Complex64:
-    return "c64";
-  case DType::Int2:
-    return "i2";
-  case DType::Int4:
-    return "i4";
-  case DType::UInt2:
-    return "u2";
-  case DType::UInt4:
-    return "u4";
-  }
-  return "?";
-}
-
 std::optional<DType> dtype_from_short(const std::string& s) {
   for (DType d : kAllDTypes)
-    if (s == short_dtype(d)) return d;
+    if (s == dtype_short_name(d)) return d;
   return dtype_from_name(s);
 }
 
@@ -103,7 +65,7 @@ std::string loc_str(const Span& s) {
 
 std::string type_str(const AVal& a) {
   std::string s = a.weak ? "~" : "";
-  s += short_dtype(a.dtype);
+  s += dtype_short_name(a.dtype);
   s += "[";
   for (size_t i = 0; i < a.shape.size(); ++i) s += (i ? "," : "") + std::to_string(a.shape[i]);
   return s + "]";

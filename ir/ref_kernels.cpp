@@ -128,8 +128,7 @@ template <class Fn> Array complex_to_real(const Array& x, Array out, Fn fn) {
 }
 
 xla::Round rounding_of(DType d) {
-  return d == DType::Float16 ? xla::Round::F16
-                             : (d == DType::BFloat16 ? xla::Round::BF16 : xla::Round::F32);
+  return d == DType::Float16 || d == DType::BFloat16 || is_small_float(d) ? d : DType::Float32;
 }
 
 Array select(const Array& p, const Array& t, const Array& f, Array out) {
@@ -225,8 +224,9 @@ Array eval(Op op, const OpAttrs& a, std::span<const Array> in) {
     return un.template operator()<kFloat | kComplex>(or_cx(
         // XLA expands a float16 expm1 in float16 steps but a bfloat16 one in
         // float32 (JAX's bfloat16 results are the float32 value rounded once).
-        by_width([r = in[0].dtype() == DType::Float16 ? xla::Round::F16 : xla::Round::F32](
-                     float v) { return xla::expm1_f32(v, r); },
+        by_width([r = in[0].dtype() == DType::Float16 || is_small_float(in[0].dtype())
+                          ? in[0].dtype()
+                          : DType::Float32](float v) { return xla::expm1_f32(v, r); },
                  xla::expm1_f64),
         cplx::expm1));
   case Op::Sqrt:

@@ -27,14 +27,9 @@ float clamp_nan(float x, float lo, float hi) {
 }
 
 float round_to(Round r, float x) {
-  switch (r) {
-  case Round::F16:
-    return half_to_float(float_to_half(x));
-  case Round::BF16:
-    return bfloat16_to_float(float_to_bfloat16(x));
-  case Round::F32:
-    break;
-  }
+  if (r == DType::Float16) return half_to_float(float_to_half(x));
+  if (r == DType::BFloat16) return bfloat16_to_float(float_to_bfloat16(x));
+  if (is_small_float(r)) return static_cast<float>(small_to_float(r, float_to_small(r, x)));
   return x;
 }
 

@@ -5,23 +5,26 @@
 #pragma once
 #include <cstdint>
 
+#include "ir/dtype.hpp"
+
 namespace pxl::ref::xla {
 
 // The storage type an XLA op's intermediate results are rounded to: ops that
-// XLA expands into several HLO ops (logistic, expm1) round every step for half types.
-enum class Round { F32, F16, BF16 };
+// XLA expands into several HLO ops (logistic, expm1) round every step for half
+// types and float8 types (float32 and float64: no rounding).
+using Round = DType;
 
 // float32 (float16/bfloat16 compute in float32 and round on store).
 float exp_f32(float x);   // xla/codegen/intrinsic/exp.cc (Cephes-style exp)
 float log_f32(float x);   // xla/codegen/intrinsic/log.cc (Cephes-style log)
 float log1p_f32(float x); // XLA's EmitLog1p: rational approximation near 0, else log(1+x)
-float expm1_f32(float x, Round r = Round::F32); // XLA's EmitExpm1: tanh(x/2) * (exp(x) + 1)
+float expm1_f32(float x, Round r = DType::Float32); // XLA's EmitExpm1: tanh(x/2) * (exp(x) + 1)
 float tanh_f32(float x);      // xla/codegen/intrinsic/tanh.cc (Eigen's generic_fast_tanh_float)
 float erf_f32(float x);       // xla/codegen/intrinsic/erf.cc (rational approximation)
 float erf_inv_f32(float x);   // chlo's ErfInv (Giles' polynomial on log1p_f32)
 float rsqrt_f32(float x);     // xla/codegen/intrinsic/rsqrt.cc (rsqrtss + Newton steps)
 int rsqrt_f32_newton_steps(); // 1 on AMD CPUs, 2 elsewhere, as XLA's
-float logistic_f32(float x, Round r = Round::F32); // LogisticExpander: 1 / (1 + exp(-x))
+float logistic_f32(float x, Round r = DType::Float32); // LogisticExpander: 1 / (1 + exp(-x))
 // XLA calls libm's sinf/cosf; these are glibc 2.36's (Arm's optimized routines,
 // evaluated in double; the FMA build's fused multiply-adds), which the JIT
 // emits inline. Max error 0.56 ulp, any argument (exact Payne-Hanek reduction).

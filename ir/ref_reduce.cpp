@@ -133,9 +133,32 @@ Array ynn_reduce_sum(const Array& x, std::vector<int64_t> axes, const AVal& oa) 
   return out;
 }
 
+// A float8/float4 sum or product: XLA accumulates in the type itself, so each
+// step rounds (twenty ones sum to 16 in float8_e4m3fn); row-major order.
+Array small_float_reduce(Reduction r, const Array& x, const OpAttrs& a, const AVal& oa) {
+  Array out(oa.dtype, oa.shape, oa.weak);
+  const DType d = x.dtype();
+  std::vector<float> acc(static_cast<size_t>(out.size()), r == Reduction::Prod ? 1.0f : 0.0f);
+  std::vector<bool> started(acc.size(), false);
+  const std::vector<int64_t> to = out_strides(x.shape(), a.axes, oa.shape);
+  for_each_index(x.shape(), [&](const std::vector<int64_t>& idx, int64_t flat) {
+    size_t o = 0;
+    for (size_t k = 0; k < idx.size(); ++k) o += static_cast<size_t>(idx[k] * to[k]);
+    const float v = static_cast<float>(small_to_float(d, x.as<uint8_t>()[flat]));
+    float s = !started[o] ? v : r == Reduction::Prod ? acc[o] * v : acc[o] + v;
+    acc[o] = static_cast<float>(small_to_float(d, float_to_small(d, s)));
+    started[o] = true;
+  });
+  for (size_t o = 0; o < acc.size(); ++o)
+    out.as<uint8_t>()[o] = float_to_small(d, acc[o]); // (an empty sum: 0, product: 1)
+  return out;
+}
+
 } // namespace
 
 Array reduce(Reduction r, const Array& x, const OpAttrs& a, const AVal& oa) {
+  if (is_small_float(x.dtype()) && (r == Reduction::Sum || r == Reduction::Prod))
+    return small_float_reduce(r, x, a, oa);
   if (r == Reduction::Sum && ynn_sum_applies(x.dtype(), x.shape(), a.axes))
     return ynn_reduce_sum(x, a.axes, oa);
   Array out(oa.dtype, oa.shape, oa.weak);

@@ -64,6 +64,22 @@ template <> struct Elem<DType::BFloat16> {
   static C load(S s) { return bfloat16_to_float(s); }
   static S store(C c) { return float_to_bfloat16(c); }
 };
+// The small floats compute in float and round on store, like the half types.
+template <DType D> struct SmallFloatElem {
+  using S = uint8_t;
+  using C = float;
+  static C load(S s) { return static_cast<C>(small_to_float(D, s)); }
+  static S store(C c) { return float_to_small(D, c); }
+};
+template <> struct Elem<DType::Float8E4M3FN> : SmallFloatElem<DType::Float8E4M3FN> {};
+template <> struct Elem<DType::Float8E5M2> : SmallFloatElem<DType::Float8E5M2> {};
+template <> struct Elem<DType::Float8E4M3FNUZ> : SmallFloatElem<DType::Float8E4M3FNUZ> {};
+template <> struct Elem<DType::Float8E5M2FNUZ> : SmallFloatElem<DType::Float8E5M2FNUZ> {};
+template <> struct Elem<DType::Float8E4M3B11FNUZ> : SmallFloatElem<DType::Float8E4M3B11FNUZ> {};
+template <> struct Elem<DType::Float8E4M3> : SmallFloatElem<DType::Float8E4M3> {};
+template <> struct Elem<DType::Float8E3M4> : SmallFloatElem<DType::Float8E3M4> {};
+template <> struct Elem<DType::Float8E8M0FNU> : SmallFloatElem<DType::Float8E8M0FNU> {};
+template <> struct Elem<DType::Float4E2M1FN> : SmallFloatElem<DType::Float4E2M1FN> {};
 template <> struct Elem<DType::Float32> {
   using S = float;
   using C = float;
@@ -120,6 +136,24 @@ template <class F> decltype(auto) visit_dtype(DType d, F&& f) {
     return f.template operator()<DType::UInt2>();
   case DType::UInt4:
     return f.template operator()<DType::UInt4>();
+  case DType::Float8E4M3FN:
+    return f.template operator()<DType::Float8E4M3FN>();
+  case DType::Float8E5M2:
+    return f.template operator()<DType::Float8E5M2>();
+  case DType::Float8E4M3FNUZ:
+    return f.template operator()<DType::Float8E4M3FNUZ>();
+  case DType::Float8E5M2FNUZ:
+    return f.template operator()<DType::Float8E5M2FNUZ>();
+  case DType::Float8E4M3B11FNUZ:
+    return f.template operator()<DType::Float8E4M3B11FNUZ>();
+  case DType::Float8E4M3:
+    return f.template operator()<DType::Float8E4M3>();
+  case DType::Float8E3M4:
+    return f.template operator()<DType::Float8E3M4>();
+  case DType::Float8E8M0FNU:
+    return f.template operator()<DType::Float8E8M0FNU>();
+  case DType::Float4E2M1FN:
+    return f.template operator()<DType::Float4E2M1FN>();
   }
   internal_error(__FILE__, __LINE__, "bad dtype");
 }
@@ -133,8 +167,7 @@ template <DType D> constexpr bool in_kinds(unsigned k) {
     return k & kBool;
   else if constexpr (D == DType::Complex64)
     return k & kComplex;
-  else if constexpr (D != DType::Float16 && D != DType::BFloat16 && D != DType::Float32 &&
-                     D != DType::Float64)
+  else if constexpr (!is_floating(D))
     return k & kInt;
   else
     return k & kFloat;

@@ -365,14 +365,34 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
     }
     if (name == "char" || name == "str" ||
         name == "byteorder") { // numpy's codes, by the dtype's own name
-      static const char* const kCodes[][3] = {
-          {"bool", "?", "|b1"},     {"int8", "b", "|i1"},      {"int16", "h", "<i2"},
-          {"int32", "i", "<i4"},    {"int64", "l", "<i8"},     {"uint8", "B", "|u1"},
-          {"uint16", "H", "<u2"},   {"uint32", "I", "<u4"},    {"uint64", "L", "<u8"},
-          {"bfloat16", "E", "<V2"}, {"float16", "e", "<f2"},   {"float32", "f", "<f4"},
-          {"float64", "d", "<f8"},  {"complex64", "F", "<c8"}, {"complex128", "D", "<c16"},
-          {"int2", "c", "<V1"},     {"int4", "a", "<V1"},      {"uint2", "C", "<V1"},
-          {"uint4", "A", "<V1"}};
+      static const char* const kCodes[][3] = {{"bool", "?", "|b1"},
+                                              {"int8", "b", "|i1"},
+                                              {"int16", "h", "<i2"},
+                                              {"int32", "i", "<i4"},
+                                              {"int64", "l", "<i8"},
+                                              {"uint8", "B", "|u1"},
+                                              {"uint16", "H", "<u2"},
+                                              {"uint32", "I", "<u4"},
+                                              {"uint64", "L", "<u8"},
+                                              {"bfloat16", "E", "<V2"},
+                                              {"float16", "e", "<f2"},
+                                              {"float32", "f", "<f4"},
+                                              {"float64", "d", "<f8"},
+                                              {"complex64", "F", "<c8"},
+                                              {"complex128", "D", "<c16"},
+                                              {"int2", "c", "<V1"},
+                                              {"int4", "a", "<V1"},
+                                              {"uint2", "C", "<V1"},
+                                              {"uint4", "A", "<V1"},
+                                              {"float8_e4m3fn", "4", "<V1"},
+                                              {"float8_e5m2", "5", "<f1"},
+                                              {"float8_e4m3fnuz", "G", "<V1"},
+                                              {"float8_e5m2fnuz", "C", "<V1"},
+                                              {"float8_e4m3b11fnuz", "L", "<V1"},
+                                              {"float8_e4m3", "7", "<V1"},
+                                              {"float8_e3m4", "3", "<V1"},
+                                              {"float8_e8m0fnu", "W", "<V1"},
+                                              {"float4_e2m1fn", "0", "<V1"}};
       const std::string n = obj.as<DTypeObj>()->name();
       for (const auto& c : kCodes) {
         if (n != c[0]) continue;
@@ -383,12 +403,14 @@ bool lookup_method(InterpreterImpl& in, const Value& obj, const std::string& nam
     }
     if (name == "kind") { // numpy's kind code; bfloat16 is an ml_dtypes 'V' type
       DType d = obj.as<DTypeObj>()->dtype;
-      const char* k = d == DType::Bool                           ? "b"
-                      : d == DType::BFloat16 || is_narrow_int(d) ? "V"
-                      : is_signed_int(d)                         ? "i"
-                      : is_unsigned_int(d)                       ? "u"
-                      : is_complex(d)                            ? "c"
-                                                                 : "f";
+      const char* k = d == DType::Bool ? "b"
+                      : d == DType::BFloat16 || is_narrow_int(d) ||
+                              (is_small_float(d) && d != DType::Float8E5M2)
+                          ? "V" // (ml_dtypes registers float8_e5m2 as a float kind)
+                      : is_signed_int(d)   ? "i"
+                      : is_unsigned_int(d) ? "u"
+                      : is_complex(d)      ? "c"
+                                           : "f";
       return out = make_str(k), true;
     }
     return false;

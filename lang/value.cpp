@@ -493,7 +493,8 @@ static std::string repr_depth(const Value& v, int depth, const PrintOptions& po,
     if (v.as<DTypeObj>()->scalar_type)
       return std::string("<class 'jax.numpy.") + v.as<DTypeObj>()->name() + "'>";
     // numpy writes the ml_dtypes types without quotes: dtype(bfloat16)
-    if (DType d = v.as<DTypeObj>()->dtype; d == DType::BFloat16 || is_narrow_int(d))
+    if (DType d = v.as<DTypeObj>()->dtype;
+        d == DType::BFloat16 || is_narrow_int(d) || is_small_float(d))
       return std::string("dtype(") + dtype_name(d) + ")";
     return std::string("dtype('") + v.as<DTypeObj>()->name() + "')";
   case ObjKind::Device:

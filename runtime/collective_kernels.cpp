@@ -26,6 +26,13 @@ template <DType D> struct Narrow {
   static int32_t load(Store v) { return v; }
   static Store store(int32_t v) { return static_cast<Store>(wrap_to(D, v)); }
 };
+// The float8/float4 types accumulate in float and round once, as the half types.
+template <DType D> struct SmallFloatTr {
+  using Store = uint8_t;
+  using Acc = float;
+  static float load(uint8_t v) { return static_cast<float>(small_to_float(D, v)); }
+  static uint8_t store(float v) { return float_to_small(D, v); }
+};
 struct Half {
   using Store = uint16_t;
   using Acc = float;
@@ -184,6 +191,24 @@ void reduce(DType dtype, ReduceKind kind, const void* const* ins, int nins, void
     return reduce_kind<Narrow<DType::UInt2>>(kind, ins, nins, outs, nouts, n, st);
   case DType::UInt4:
     return reduce_kind<Narrow<DType::UInt4>>(kind, ins, nins, outs, nouts, n, st);
+  case DType::Float8E4M3FN:
+    return reduce_kind<SmallFloatTr<DType::Float8E4M3FN>>(kind, ins, nins, outs, nouts, n, st);
+  case DType::Float8E5M2:
+    return reduce_kind<SmallFloatTr<DType::Float8E5M2>>(kind, ins, nins, outs, nouts, n, st);
+  case DType::Float8E4M3FNUZ:
+    return reduce_kind<SmallFloatTr<DType::Float8E4M3FNUZ>>(kind, ins, nins, outs, nouts, n, st);
+  case DType::Float8E5M2FNUZ:
+    return reduce_kind<SmallFloatTr<DType::Float8E5M2FNUZ>>(kind, ins, nins, outs, nouts, n, st);
+  case DType::Float8E4M3B11FNUZ:
+    return reduce_kind<SmallFloatTr<DType::Float8E4M3B11FNUZ>>(kind, ins, nins, outs, nouts, n, st);
+  case DType::Float8E4M3:
+    return reduce_kind<SmallFloatTr<DType::Float8E4M3>>(kind, ins, nins, outs, nouts, n, st);
+  case DType::Float8E3M4:
+    return reduce_kind<SmallFloatTr<DType::Float8E3M4>>(kind, ins, nins, outs, nouts, n, st);
+  case DType::Float8E8M0FNU:
+    return reduce_kind<SmallFloatTr<DType::Float8E8M0FNU>>(kind, ins, nins, outs, nouts, n, st);
+  case DType::Float4E2M1FN:
+    return reduce_kind<SmallFloatTr<DType::Float4E2M1FN>>(kind, ins, nins, outs, nouts, n, st);
   case DType::Int32:
     return reduce_kind<Plain<int32_t, int32_t>>(kind, ins, nins, outs, nouts, n, st);
   case DType::UInt32:

@@ -20,9 +20,10 @@ std::optional<Array> EagerJit::run(Op op, const OpAttrs& attrs, std::span<const 
                                    int device, const Span& loc) {
   // Structural ops (broadcast, transpose, slice) are copies either way; the
   // host's BLAS is what the reference kernel calls for a matmul on the CPU.
-  // complex64 runs on the reference kernels (no fused or device kernels have it).
+  // complex64 and the float8/float4 types run on the reference kernels (no
+  // fused or device kernels have them).
   for (const Array& a : inputs)
-    if (is_complex(a.dtype())) return std::nullopt;
+    if (is_complex(a.dtype()) || is_small_float(a.dtype())) return std::nullopt;
   bool dot = device_ && op == Op::DotGeneral;
   if (!dot && !is_elementwise(op) && op_family(op) != OpFamily::Reduce) return std::nullopt;
   // These ops never produce more elements than their largest operand, so

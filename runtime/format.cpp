@@ -206,6 +206,16 @@ double elem(const Array& a, int64_t i) {
     return half_to_float(a.as<uint16_t>()[i]);
   case DType::BFloat16:
     return bfloat16_to_float(a.as<uint16_t>()[i]);
+  case DType::Float8E4M3FN:
+  case DType::Float8E5M2:
+  case DType::Float8E4M3FNUZ:
+  case DType::Float8E5M2FNUZ:
+  case DType::Float8E4M3B11FNUZ:
+  case DType::Float8E4M3:
+  case DType::Float8E3M4:
+  case DType::Float8E8M0FNU:
+  case DType::Float4E2M1FN:
+    return small_to_float(a.dtype(), a.as<uint8_t>()[i]);
   case DType::Float32:
     return a.as<float>()[i];
   case DType::Float64:
@@ -351,7 +361,8 @@ ElemFormat make_formatter(const Array& a, const std::vector<int64_t>& shown,
       return std::string(width - std::min(width, s.size()), ' ') + s;
     };
   }
-  if (dt == DType::BFloat16) return [&a](int64_t i) { return bf16_str(elem(a, i)); };
+  if (dt == DType::BFloat16 || is_small_float(dt))
+    return [&a](int64_t i) { return bf16_str(elem(a, i)); };
   if (is_complex(dt)) {
     // numpy's ComplexFloatingFormat: the real and imaginary parts each get a
     // FloatingFormat (the imaginary one signed), and 'j' goes before the
@@ -517,6 +528,7 @@ std::string scalar_str(const Array& a) {
   }
   double v = elem(a, 0);
   if (is_integer(a.dtype())) return std::to_string(int64_t(v));
+  if (is_small_float(a.dtype())) return bf16_str(v); // ml_dtypes' repr, as bfloat16's
   switch (a.dtype()) {
   case DType::Bool:
     return v != 0 ? "True" : "False";

@@ -55,10 +55,19 @@ const char* descr_of(DType d) {
     return "<f8";
   case DType::Complex64:
     return "<c8";
-  case DType::Int2: // ml_dtypes' narrow integers: one raw byte each, as bfloat16's voids
+  case DType::Int2: // ml_dtypes' narrow types: one raw byte each, as bfloat16's voids
   case DType::Int4:
   case DType::UInt2:
   case DType::UInt4:
+  case DType::Float8E4M3FN:
+  case DType::Float8E5M2:
+  case DType::Float8E4M3FNUZ:
+  case DType::Float8E5M2FNUZ:
+  case DType::Float8E4M3B11FNUZ:
+  case DType::Float8E4M3:
+  case DType::Float8E3M4:
+  case DType::Float8E8M0FNU:
+  case DType::Float4E2M1FN:
     return "|V1";
   }
   return "?";

@@ -458,7 +458,7 @@ BVal batch_op(OpContext& cx, Op op, const OpAttrs& attrs, std::span<const BVal> 
   // reciprocal where JAX compiles the batched op alone (np::rewrite_division_here).
   if (op == Op::Div && in[0].batched && !in[1].batched && B > 1) {
     const AVal& d = in[1].t->aval;
-    if (is_floating(d.dtype) && d.dtype != DType::BFloat16 &&
+    if (is_floating(d.dtype) && !upcast_around_fusion(d.dtype) &&
         np::rewrite_division_here(cx, d.size() == 1))
       return {np::times_reciprocal(cx, in[0].t, in[1].t), true};
   }

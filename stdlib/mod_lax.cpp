@@ -246,7 +246,7 @@ Value binary_fn(InterpreterImpl& in, CallArgs& a, const char* name, Op op) {
   // op is not jitted, so under jvp its tangent's division is another program
   // and the divisor has no other use).
   const AVal& d = divisor->aval;
-  if (op == Op::Div && is_floating(d.dtype) && d.dtype != DType::BFloat16 &&
+  if (op == Op::Div && is_floating(d.dtype) && !upcast_around_fusion(d.dtype) &&
       d.size() < x->aval.size() && np::rewrite_division_here(in.ops(), false))
     return make_array(np::times_reciprocal(in.ops(), x, divisor));
   return make_array(bind(in, op, {}, {x, y}));

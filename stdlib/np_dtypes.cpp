@@ -27,6 +27,10 @@ struct FloatInfo {
   // str()'s numbers as numpy prints them for the type: resolution, eps,
   // epsneg, tiny, max, smallest_subnormal.
   const char* text[6];
+  // float8_e8m0fnu's least value is positive; the others' min is -max.
+  double min = NAN;
+  const char* min_text = "-max";
+  int negep = 0; // numpy's negep when not machep - 1 (float4_e2m1fn's)
 };
 
 const FloatInfo& float_info(DType d) {
@@ -96,6 +100,177 @@ const FloatInfo& float_info(DType d) {
                              {"1e-15", "2.220446049250313e-16", "1.1102230246251565e-16",
                               "2.2250738585072014e-308", "1.7976931348623157e+308", "5e-324"}};
   switch (d) {
+  // The small floats, as JAX 0.10.2 (ml_dtypes) describes them.
+  case DType::Float8E4M3FN: {
+    static const FloatInfo f{8,
+                             3,
+                             4,
+                             1,
+                             -3,
+                             9,
+                             -6,
+                             0.125,
+                             448.0,
+                             0.015625,
+                             0.1015625,
+                             0.0625,
+                             0.001953125,
+                             "finfo(resolution=0.101562, min=-448, max=448, dtype=float8_e4m3fn)",
+                             {"0.101562", "0.125", "0.0625", "0.015625", "448", "0.00195312"}};
+    return f;
+  }
+  case DType::Float8E5M2: {
+    static const FloatInfo f{8,
+                             2,
+                             5,
+                             1,
+                             -2,
+                             16,
+                             -14,
+                             0.25,
+                             57344.0,
+                             6.103515625e-05,
+                             0.09375,
+                             0.125,
+                             1.52587890625e-05,
+                             "finfo(resolution=0.09375, min=-57344, max=57344, dtype=float8_e5m2)",
+                             {"0.09375", "0.25", "0.125", "6.10352e-05", "57344", "1.52588e-05"}};
+    return f;
+  }
+  case DType::Float8E4M3FNUZ: {
+    static const FloatInfo f{8,
+                             3,
+                             4,
+                             1,
+                             -3,
+                             8,
+                             -7,
+                             0.125,
+                             240.0,
+                             0.0078125,
+                             0.1015625,
+                             0.0625,
+                             0.0009765625,
+                             "finfo(resolution=0.101562, min=-240, max=240, dtype=float8_e4m3fnuz)",
+                             {"0.101562", "0.125", "0.0625", "0.0078125", "240", "0.000976562"}};
+    return f;
+  }
+  case DType::Float8E5M2FNUZ: {
+    static const FloatInfo f{
+        8,
+        2,
+        5,
+        1,
+        -2,
+        16,
+        -15,
+        0.25,
+        57344.0,
+        3.0517578125e-05,
+        0.09375,
+        0.125,
+        7.62939453125e-06,
+        "finfo(resolution=0.09375, min=-57344, max=57344, dtype=float8_e5m2fnuz)",
+        {"0.09375", "0.25", "0.125", "3.05176e-05", "57344", "7.62939e-06"}};
+    return f;
+  }
+  case DType::Float8E4M3B11FNUZ: {
+    static const FloatInfo f{
+        8,
+        3,
+        4,
+        1,
+        -3,
+        5,
+        -10,
+        0.125,
+        30.0,
+        0.0009765625,
+        0.1015625,
+        0.0625,
+        0.0001220703125,
+        "finfo(resolution=0.101562, min=-30, max=30, dtype=float8_e4m3b11fnuz)",
+        {"0.101562", "0.125", "0.0625", "0.000976562", "30", "0.00012207"}};
+    return f;
+  }
+  case DType::Float8E4M3: {
+    static const FloatInfo f{8,
+                             3,
+                             4,
+                             1,
+                             -3,
+                             8,
+                             -6,
+                             0.125,
+                             240.0,
+                             0.015625,
+                             0.1015625,
+                             0.0625,
+                             0.001953125,
+                             "finfo(resolution=0.101562, min=-240, max=240, dtype=float8_e4m3)",
+                             {"0.101562", "0.125", "0.0625", "0.015625", "240", "0.00195312"}};
+    return f;
+  }
+  case DType::Float8E3M4: {
+    static const FloatInfo f{8,
+                             4,
+                             3,
+                             1,
+                             -4,
+                             4,
+                             -2,
+                             0.0625,
+                             15.5,
+                             0.25,
+                             0.09375,
+                             0.03125,
+                             0.015625,
+                             "finfo(resolution=0.09375, min=-15.5, max=15.5, dtype=float8_e3m4)",
+                             {"0.09375", "0.0625", "0.03125", "0.25", "15.5", "0.015625"}};
+    return f;
+  }
+  case DType::Float8E8M0FNU: {
+    static const FloatInfo f{
+        8,
+        0,
+        8,
+        1,
+        0,
+        128,
+        -127,
+        1.0,
+        1.7014118346046923e+38,
+        5.877471754111438e-39,
+        0.125,
+        0.5,
+        5.877471754111438e-39,
+        "finfo(resolution=0.125, min=5.87747e-39, max=1.70141e+38, dtype=float8_e8m0fnu)",
+        {"0.125", "1", "0.5", "5.87747e-39", "1.70141e+38", "5.87747e-39"},
+        5.877471754111438e-39,
+        "5.87747e-39"};
+    return f;
+  }
+  case DType::Float4E2M1FN: {
+    static const FloatInfo f{4,
+                             1,
+                             2,
+                             0,
+                             -1,
+                             3,
+                             0,
+                             0.5,
+                             6.0,
+                             1.0,
+                             1.0,
+                             0.5,
+                             0.5,
+                             "finfo(resolution=1, min=-6, max=6, dtype=float4_e2m1fn)",
+                             {"1", "0.5", "0.5", "1", "6", "0.5"},
+                             NAN,
+                             "-max",
+                             -1};
+    return f;
+  }
   case DType::Float16:
     return f16;
   case DType::BFloat16:
@@ -134,11 +309,11 @@ struct FInfoObj : OpaqueObj {
     return "Machine parameters for " + std::string(dtype_name(dtype)) + "\n" + rule +
            "precision = " + n(f.precision) + "   resolution = " + f.text[0] + "\n" +
            "machep = " + n(f.machep) + "   eps =        " + f.text[1] + "\n" +
-           "negep =  " + n(f.machep - 1) + "   epsneg =     " + f.text[2] + "\n" +
-           "minexp = " + n(f.minexp) + "   tiny =       " + f.text[3] + "\n" +
+           "negep =  " + n(f.negep ? f.negep : f.machep - 1) + "   epsneg =     " + f.text[2] +
+           "\n" + "minexp = " + n(f.minexp) + "   tiny =       " + f.text[3] + "\n" +
            "maxexp = " + n(f.maxexp) + "   max =        " + f.text[4] + "\n" +
-           "nexp =   " + n(f.nexp) + "   min =        -max\n" + "smallest_normal = " + f.text[3] +
-           "   smallest_subnormal = " + f.text[5] + "\n" + rule;
+           "nexp =   " + n(f.nexp) + "   min =        " + f.min_text + "\n" +
+           "smallest_normal = " + f.text[3] + "   smallest_subnormal = " + f.text[5] + "\n" + rule;
   }
   bool get_attr(InterpreterImpl& in, const std::string& name, Value& out) override {
     const FloatInfo& f = float_info(dtype);
@@ -148,16 +323,18 @@ struct FInfoObj : OpaqueObj {
     };
     if (name == "eps") return out = num(f.eps), true;
     if (name == "max") return out = num(f.max), true;
-    if (name == "min") return out = num(-f.max), true;
+    if (name == "min") return out = num(std::isnan(f.min) ? -f.max : f.min), true;
     if (name == "tiny" || name == "smallest_normal") return out = num(f.tiny), true;
     if (name == "resolution") return out = num(f.resolution), true;
     if (name == "epsneg") return out = num(f.epsneg), true;
     if (name == "smallest_subnormal") return out = num(f.subnormal), true;
     if (name == "dtype") return out = Value::object(std::make_shared<DTypeObj>(dtype)), true;
     const std::pair<const char*, int> ints[] = {
-        {"bits", f.bits},           {"nmant", f.nmant},      {"nexp", f.nexp},
-        {"precision", f.precision}, {"machep", f.machep},    {"maxexp", f.maxexp},
-        {"minexp", f.minexp},       {"negep", f.machep - 1}, {"iexp", f.nexp}};
+        {"bits", f.bits},     {"nmant", f.nmant},
+        {"nexp", f.nexp},     {"precision", f.precision},
+        {"machep", f.machep}, {"maxexp", f.maxexp},
+        {"minexp", f.minexp}, {"negep", f.negep ? f.negep : f.machep - 1},
+        {"iexp", f.nexp}};
     for (auto [n, v] : ints)
       if (name == n) return out = Value::integer(v), true;
     return false;
@@ -280,6 +457,15 @@ enum JT : int {
   I4,
   I8,
   FW,
+  S8E4M3FN, // the small floats, in DType's order: above Python's float only
+  S8E5M2,
+  S8E4M3FNUZ,
+  S8E5M2FNUZ,
+  S8E4M3B11FNUZ,
+  S8E4M3,
+  S8E3M4,
+  S8E8M0FNU,
+  S4E2M1FN,
   BF,
   F2,
   F4,
@@ -290,6 +476,13 @@ enum JT : int {
   kNumJT
 };
 bool is_narrow_jt(JT t) { return t >= NU2 && t <= NI4; }
+bool is_small_float_jt(JT t) { return t >= S8E4M3FN && t <= S4E2M1FN; }
+JT small_float_jt(DType d) {
+  return static_cast<JT>(S8E4M3FN + (static_cast<int>(d) - static_cast<int>(DType::Float8E4M3FN)));
+}
+DType small_float_of(JT t) {
+  return static_cast<DType>(static_cast<int>(DType::Float8E4M3FN) + (t - S8E4M3FN));
+}
 
 // Each node's set of upper bounds (itself included), as bit masks.
 const std::array<uint32_t, kNumJT>& upper_bounds() {
@@ -306,6 +499,7 @@ const std::array<uint32_t, kNumJT>& upper_bounds() {
     edges[I4] = {I8};
     edges[I8] = {FW};
     edges[FW] = {BF, F2, CW};
+    for (int s = S8E4M3FN; s <= S4E2M1FN; ++s) edges[FW].push_back(s);
     edges[BF] = {F4};
     edges[F2] = {F4};
     edges[F4] = {F8, C4};
@@ -330,6 +524,7 @@ const std::array<uint32_t, kNumJT>& strict_upper_bounds() {
     std::vector<std::vector<int>> edges(kNumJT);
     edges[IW] = {NU2, NU4, NI2, NI4, U1, U2, U4, U8, I1, I2, I4, I8, FW};
     edges[FW] = {BF, F2, F4, F8, CW};
+    for (int s = S8E4M3FN; s <= S4E2M1FN; ++s) edges[FW].push_back(s);
     edges[CW] = {C4, C8};
     std::array<uint32_t, kNumJT> u{};
     for (int n = kNumJT - 1; n >= 0; --n) {
@@ -342,12 +537,37 @@ const std::array<uint32_t, kNumJT>& strict_upper_bounds() {
 }
 
 const char* jt_name(JT t) {
-  static const char* const kNames[] = {
-      "bool",      "<class 'int'>", "uint2",   "uint4",   "int2",
-      "int4",      "uint8",         "uint16",  "uint32",  "uint64",
-      "int8",      "int16",         "int32",   "int64",   "<class 'float'>",
-      "bfloat16",  "float16",       "float32", "float64", "<class 'complex'>",
-      "complex64", "complex128"};
+  static const char* const kNames[] = {"bool",
+                                       "<class 'int'>",
+                                       "uint2",
+                                       "uint4",
+                                       "int2",
+                                       "int4",
+                                       "uint8",
+                                       "uint16",
+                                       "uint32",
+                                       "uint64",
+                                       "int8",
+                                       "int16",
+                                       "int32",
+                                       "int64",
+                                       "<class 'float'>",
+                                       "float8_e4m3fn",
+                                       "float8_e5m2",
+                                       "float8_e4m3fnuz",
+                                       "float8_e5m2fnuz",
+                                       "float8_e4m3b11fnuz",
+                                       "float8_e4m3",
+                                       "float8_e3m4",
+                                       "float8_e8m0fnu",
+                                       "float4_e2m1fn",
+                                       "bfloat16",
+                                       "float16",
+                                       "float32",
+                                       "float64",
+                                       "<class 'complex'>",
+                                       "complex64",
+                                       "complex128"};
   return kNames[t];
 }
 
@@ -371,6 +591,11 @@ JT lattice_join(const std::vector<JT>& ts, bool strict = false) {
              (n.find('\'') != std::string::npos ? '"' + n + '"' : "'" + n + "'");
   }
   if (ts.size() == 1) names += ",";
+  if (!strict && std::any_of(ts.begin(), ts.end(), is_small_float_jt)) {
+    const bool eight = std::any_of(ts.begin(), ts.end(),
+                                   [](JT t) { return is_small_float_jt(t) && t != S4E2M1FN; });
+    throw Error(ErrCode::Value, small_float_promotion_message(names, !eight));
+  }
   if (!strict && std::any_of(ts.begin(), ts.end(), is_narrow_jt))
     throw Error(ErrCode::Value, narrow_promotion_message(names));
   throw Error(ErrCode::Value,
@@ -421,6 +646,16 @@ JT jt_of(DType d, bool wide) {
     return NU2;
   case DType::UInt4:
     return NU4;
+  case DType::Float8E4M3FN:
+  case DType::Float8E5M2:
+  case DType::Float8E4M3FNUZ:
+  case DType::Float8E5M2FNUZ:
+  case DType::Float8E4M3B11FNUZ:
+  case DType::Float8E4M3:
+  case DType::Float8E3M4:
+  case DType::Float8E8M0FNU:
+  case DType::Float4E2M1FN:
+    return small_float_jt(d);
   }
   return F4;
 }
@@ -437,6 +672,7 @@ JT weak_of(JT t) {
 }
 
 std::shared_ptr<DTypeObj> dtype_obj_of(JT t) {
+  if (is_small_float_jt(t)) return std::make_shared<DTypeObj>(small_float_of(t));
   switch (strong_of(t)) {
   case I8:
     return std::make_shared<DTypeObj>(DType::Int32, true);

@@ -138,7 +138,7 @@ Tensor remainder(OpContext& cx, const Tensor& a, Tensor b) {
 // zeroes even an infinite or NaN factor; a broadcast bool operand escapes the pattern.
 bool bool_operand(const Tensor& x0, const Shape& shape, DType to) {
   return av(x0).dtype == DType::Bool && av(x0).shape == shape && is_inexact(to) &&
-         to != DType::BFloat16;
+         !upcast_around_fusion(to);
 }
 
 Tensor bool_mask(OpContext& cx, const Tensor& pred, const Tensor& y) {
@@ -362,8 +362,9 @@ Tensor binary(OpContext& cx, BinOp op, const Tensor& a0, const Tensor& b0) {
     // broadcast that only adds size-1 dimensions ((4,) to (1, 4)) is a reshape to XLA, and
     // the division stays exact. Here, or in the program it ends up in
     // (rewrite_division_here).
-    // bfloat16 arithmetic is upcast to float32 around the fusion, so 1 / B stays unrounded.
-    bool bf16 = p.dtype == DType::BFloat16;
+    // bfloat16 (and float8) arithmetic is upcast to float32 around the fusion,
+    // so 1 / B stays unrounded.
+    bool bf16 = upcast_around_fusion(p.dtype);
     if (is_floating(p.dtype) && av(b0).size() != shape_size(shape) &&
         (rewrite_division_here(cx, av(b0).size() == 1) || bf16)) {
       Tensor bc = convert(cx, b0, p.dtype, p.weak);

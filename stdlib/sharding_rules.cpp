@@ -38,43 +38,6 @@ std::string sizes_repr(const Shape& s) {
   return out + (s.size() == 1 ? ",)" : ")");
 }
 
-const char* short_dtype_name(DType t) {
-  switch (t) {
-  case DType::Float32:
-    return "f32";
-  case DType::Float64:
-    return "f64";
-  case DType::Float16:
-    return "f16";
-  case DType::BFloat16:
-    return "bf16";
-  case DType::Int32:
-    return "i32";
-  case DType::UInt32:
-    return "u32";
-  case DType::Int8:
-    return "i8";
-  case DType::UInt8:
-    return "u8";
-  case DType::Int16:
-    return "i16";
-  case DType::UInt16:
-    return "u16";
-  case DType::Bool:
-    return "bool";
-  case DType::Int2:
-    return "i2";
-  case DType::Int4:
-    return "i4";
-  case DType::UInt2:
-    return "u2";
-  case DType::UInt4:
-    return "u4";
-  default:
-    return dtype_name(t);
-  }
-}
-
 // One entry of _split_on_one_axis's result: a size kept, or the sizes one
 // operand dimension splits into.
 struct Piece {
@@ -176,7 +139,7 @@ PartitionSpec explicit_part(const PartitionSpec& spec, const Mesh& mesh) {
 
 std::string sharded_type_str(const AVal& aval, const DimSpec& spec, bool short_dtype) {
   std::string s =
-      std::string(short_dtype ? short_dtype_name(aval.dtype) : dtype_name(aval.dtype)) + "[";
+      std::string(short_dtype ? dtype_short_name(aval.dtype) : dtype_name(aval.dtype)) + "[";
   for (size_t d = 0; d < aval.shape.size(); ++d) {
     s += (d ? "," : "") + std::to_string(aval.shape[d]);
     if (d < spec.size() && !spec[d].empty()) s += "@" + axes_label(spec[d]);

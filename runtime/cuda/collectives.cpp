@@ -44,7 +44,16 @@ int nccl_type(DType d) {
   case DType::UInt8:
   case DType::UInt2:
   case DType::UInt4:
-    return ncclUint8;
+  case DType::Float8E4M3FN:
+  case DType::Float8E5M2:
+  case DType::Float8E4M3FNUZ:
+  case DType::Float8E5M2FNUZ:
+  case DType::Float8E4M3B11FNUZ:
+  case DType::Float8E4M3:
+  case DType::Float8E3M4:
+  case DType::Float8E8M0FNU:
+  case DType::Float4E2M1FN:
+    return ncclUint8; // (the small floats are moved, never reduced: below)
   case DType::Int16:
   case DType::UInt16:
     return ncclFloat16; // NCCL has no 16-bit integers; moving 2-byte elements is the same
@@ -83,10 +92,11 @@ void run_nccl(CudaRuntime& rt, GpuDevice& dev, int thread, std::vector<GpuCollec
   for (GpuCollective& c : calls) {
     Op op = c.instr->op;
     bool reduces = op == Op::Psum || op == Op::Pmax || op == Op::Pmin || op == Op::PsumScatter;
-    if (reduces && (c.dtype == DType::Int16 || c.dtype == DType::UInt16 || is_narrow_int(c.dtype)))
+    if (reduces && (c.dtype == DType::Int16 || c.dtype == DType::UInt16 || is_narrow_int(c.dtype) ||
+                    is_small_float(c.dtype)))
       throw Error(ErrCode::Unsupported,
                   std::string(op_name(op)) + " of " + dtype_name(c.dtype) +
-                      " on CUDA devices: NCCL cannot reduce 16-bit or narrower integers",
+                      " on CUDA devices: NCCL cannot reduce 16-bit or narrower integers or float8",
                   Span{}, "convert to int32 before the collective and back after it");
     auto [members, rank] = group_of(*c.groups, thread);
     std::vector<int> ordinals;

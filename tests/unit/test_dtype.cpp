@@ -64,6 +64,38 @@ TEST_CASE("integer dtype ranges and wrapping", "[dtype]") {
   CHECK(int_dtype(false, 2) == DType::UInt2);
 }
 
+TEST_CASE("float8 and float4 conversions round as XLA's", "[dtype]") {
+  using D = DType;
+  auto rt = [](D d, double x) { return small_to_float(d, float_to_small(d, x)); };
+  CHECK(rt(D::Float8E4M3FN, 0.3) == 0.3125);
+  CHECK(rt(D::Float8E4M3FN, 464) == 448); // a tie goes to the even mantissa
+  CHECK(std::isnan(rt(D::Float8E4M3FN, 470)));   // past the largest finite: NaN
+  CHECK(std::isinf(rt(D::Float8E5M2, 61440)));   // ... or inf where the type has it
+  CHECK(rt(D::Float4E2M1FN, 100) == 6);          // ... or the largest (no NaN, no inf)
+  CHECK(rt(D::Float4E2M1FN, 0.25) == 0);
+  CHECK(rt(D::Float8E8M0FNU, 3.0) == 4); // powers of two, halfway rounds up
+  CHECK(std::isnan(rt(D::Float8E8M0FNU, 0.0)));
+  CHECK(float_to_small(D::Float8E4M3FNUZ, -0.0) == 0); // no -0
+  CHECK(std::isnan(small_to_float(D::Float8E4M3FNUZ, 0x80)));
+  CHECK(float_to_small(D::Float8E4M3FN, 1.0) == 0x38);
+  CHECK(small_float_max(D::Float8E4M3B11FNUZ) == 30);
+  CHECK(small_float_max(D::Float8E3M4) == 15.5);
+  // Every code's value converts back to the same code (NaNs aside).
+  for (D d : kAllDTypes) {
+    if (!is_small_float(d)) continue;
+    for (unsigned c = 0; c < (1u << dtype_bits(d)); ++c) {
+      double v = small_to_float(d, static_cast<uint8_t>(c));
+      INFO(dtype_name(d) << " code " << c);
+      if (!std::isnan(v)) CHECK(float_to_small(d, v) == c);
+    }
+  }
+  CHECK(promo(D::Float8E4M3FN, false, D::Float32, true) == "float8_e4m3fn");
+  CHECK_THROWS_WITH(promote_types(D::Float8E4M3FN, false, D::Float32, false),
+                    Catch::Contains("8-bit floats do not support"));
+  CHECK_THROWS_WITH(promote_types(D::Float4E2M1FN, false, D::Int8, false),
+                    Catch::Contains("4-bit floats do not support"));
+}
+
 TEST_CASE("narrow integers join only themselves, bool and Python ints", "[dtype]") {
   using D = DType;
   CHECK(promo(D::Int4, false, D::Int32, true) == "int4"); // int4 + 1

@@ -72,9 +72,9 @@ ErrCode load_error(const std::string& path) {
 TEST_CASE("npy round trip for every dtype", "[npy]") {
   TempFile f("rt.npy");
   for (DType dt : kAllDTypes) {
-    // int2/int4/uint2/uint4 are written as raw bytes ('|V1', as numpy writes
-    // ml_dtypes' types), which read back as no one dtype.
-    if (is_narrow_int(dt)) continue;
+    // int2/int4/uint2/uint4 and the float8/float4 types are written as raw bytes ('|V1', as numpy
+    // writes ml_dtypes' types), which read back as no one dtype.
+    if (is_narrow_int(dt) || is_small_float(dt)) continue;
     for (const Shape& shape : {Shape{}, Shape{5}, Shape{2, 3}, Shape{2, 0, 4}}) {
       INFO(dtype_name(dt) << " " << shape.size());
       Array a(dt, shape);
