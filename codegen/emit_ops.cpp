@@ -39,15 +39,7 @@ llvm::Type* ScalarEmitter::compute_type(DType d) {
   case DType::UInt4: // i2/i4: arithmetic wraps at the type's width by itself
     return b_.getIntNTy(static_cast<unsigned>(dtype_bits(d)));
   case DType::Complex64: // never fused (fusible_instr): complex ops run as host steps
-  case DType::Float8E4M3FN:
-  case DType::Float8E5M2:
-  case DType::Float8E4M3FNUZ:
-  case DType::Float8E5M2FNUZ:
-  case DType::Float8E4M3B11FNUZ:
-  case DType::Float8E4M3:
-  case DType::Float8E3M4:
-  case DType::Float8E8M0FNU:
-  case DType::Float4E2M1FN:
+  PXL_SMALL_FLOAT_CASES:
     break;
   }
   internal_error(__FILE__, __LINE__, "bad dtype");
@@ -239,15 +231,7 @@ Value* ScalarEmitter::convert(DType from, DType to, Value* v) {
     return round_to(to, r);
   }
   case DType::Complex64: // never fused
-  case DType::Float8E4M3FN:
-  case DType::Float8E5M2:
-  case DType::Float8E4M3FNUZ:
-  case DType::Float8E5M2FNUZ:
-  case DType::Float8E4M3B11FNUZ:
-  case DType::Float8E4M3:
-  case DType::Float8E3M4:
-  case DType::Float8E8M0FNU:
-  case DType::Float4E2M1FN:
+  PXL_SMALL_FLOAT_CASES:
     break;
   }
   internal_error(__FILE__, __LINE__, "bad dtype");

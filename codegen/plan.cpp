@@ -221,10 +221,9 @@ bool fusible_instr(const Function& f, const Instr& in, PlanTarget target) {
   // The kernel emitter has no complex arithmetic and no float8/float4
   // conversions: those values are computed by the reference kernels as host
   // steps (DESIGN: codegen).
-  auto host_only = [](DType d) { return is_complex(d) || is_small_float(d); };
-  if (host_only(f.values[in.result].aval.dtype)) return false;
+  if (host_steps_only(f.values[in.result].aval.dtype)) return false;
   for (int o : in.operands)
-    if (host_only(f.values[o].aval.dtype)) return false;
+    if (host_steps_only(f.values[o].aval.dtype)) return false;
   switch (op_family(in.op)) {
   case OpFamily::Unary:
   case OpFamily::Binary:

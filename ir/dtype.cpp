@@ -20,15 +20,7 @@ size_t dtype_size(DType d) {
   case DType::Int4:
   case DType::UInt2:
   case DType::UInt4:
-  case DType::Float8E4M3FN:
-  case DType::Float8E5M2:
-  case DType::Float8E4M3FNUZ:
-  case DType::Float8E5M2FNUZ:
-  case DType::Float8E4M3B11FNUZ:
-  case DType::Float8E4M3:
-  case DType::Float8E3M4:
-  case DType::Float8E8M0FNU:
-  case DType::Float4E2M1FN:
+  PXL_SMALL_FLOAT_CASES:
     return 1;
   case DType::Int16:
   case DType::UInt16:
@@ -334,28 +326,23 @@ std::string small_float_promotion_message(const std::string& names, bool four_bi
 PromotedType promote_types(DType a, bool a_weak, DType b, bool b_weak) {
   // Equal types are their own join (this keeps e.g. a weak float16 a float16).
   if (a == b && a_weak == b_weak) return {a, a_weak && a != DType::Bool};
-  if (is_small_float(a) || is_small_float(b)) {
-    // Small floats are above bool, Python's int and Python's float only.
+  // JAX's lattice keeps the narrow integers and the small floats apart: each is
+  // above bool and Python's int only (a small float also above Python's
+  // float), and nothing else joins it (a TypePromotionError, as JAX's).
+  auto isolated = [](DType d) { return is_narrow_int(d) || is_small_float(d); };
+  if (isolated(a) || isolated(b)) {
     auto below = [](DType n, DType o, bool o_weak) {
-      return o == n || o == DType::Bool ||
-             (o_weak && (is_integer(o) || o == DType::Float32) && !is_narrow_int(o));
+      if (o == n || o == DType::Bool) return true;
+      return o_weak && !is_narrow_int(o) &&
+             (is_integer(o) || (is_small_float(n) && o == DType::Float32));
     };
-    if (is_small_float(a) && below(a, b, b_weak)) return {a, false};
-    if (is_small_float(b) && below(b, a, a_weak)) return {b, false};
-    throw Error(ErrCode::Value, small_float_promotion_message(python_type_name(a, a_weak) + ", " +
-                                                                  python_type_name(b, b_weak),
-                                                              !is_float8(a) && !is_float8(b)));
-  }
-  if (is_narrow_int(a) || is_narrow_int(b)) {
-    // In JAX's lattice a narrow integer is above bool and Python's int only:
-    // nothing else joins it (a TypePromotionError, as JAX's).
-    auto below = [](DType n, DType o, bool o_weak) {
-      return o == n || o == DType::Bool || (o_weak && is_integer(o) && !is_narrow_int(o));
-    };
-    if (is_narrow_int(a) && below(a, b, b_weak)) return {a, false};
-    if (is_narrow_int(b) && below(b, a, a_weak)) return {b, false};
-    throw Error(ErrCode::Value, narrow_promotion_message(python_type_name(a, a_weak) + ", " +
-                                                         python_type_name(b, b_weak)));
+    if (isolated(a) && below(a, b, b_weak)) return {a, false};
+    if (isolated(b) && below(b, a, a_weak)) return {b, false};
+    const std::string names = python_type_name(a, a_weak) + ", " + python_type_name(b, b_weak);
+    if (is_small_float(a) || is_small_float(b))
+      throw Error(ErrCode::Value,
+                  small_float_promotion_message(names, !is_float8(a) && !is_float8(b)));
+    throw Error(ErrCode::Value, narrow_promotion_message(names));
   }
   return type_of(join(node_of(a, a_weak), node_of(b, b_weak)));
 }
@@ -527,9 +514,7 @@ uint8_t float_to_small(DType d, double x) {
       return static_cast<uint8_t>(sign | (emax << f.mbits) | (1u << (f.mbits - 1)));
     case SmallFloat::Fn:
       return static_cast<uint8_t>(sign | (emax << f.mbits) | mmax);
-    case SmallFloat::Fnuz:
-      return static_cast<uint8_t>(sign_bit);
-    default: // float4_e2m1fn has no NaN: XLA gives -0
+    default: // fnuz: the sign bit alone; float4_e2m1fn has no NaN, and XLA gives -0
       return static_cast<uint8_t>(sign_bit);
     }
   };

@@ -41,6 +41,19 @@ enum class DType : uint8_t {
   Float8E8M0FNU,
   Float4E2M1FN
 };
+// The case labels of every small float, for switches that treat them alike
+// (the list stays exhaustive for -Wswitch): `PXL_SMALL_FLOAT_CASES: ...`.
+#define PXL_SMALL_FLOAT_CASES                                                                      \
+  case DType::Float8E4M3FN:                                                                        \
+  case DType::Float8E5M2:                                                                          \
+  case DType::Float8E4M3FNUZ:                                                                      \
+  case DType::Float8E5M2FNUZ:                                                                      \
+  case DType::Float8E4M3B11FNUZ:                                                                   \
+  case DType::Float8E4M3:                                                                          \
+  case DType::Float8E3M4:                                                                          \
+  case DType::Float8E8M0FNU:                                                                       \
+  case DType::Float4E2M1FN
+
 // Every dtype, in the order jnp lists them (for tables and name lookups).
 inline constexpr DType kAllDTypes[] = {
     DType::Bool,           DType::Int2,           DType::Int4,
@@ -65,14 +78,15 @@ constexpr bool is_small_float(DType d) {
 }
 // XLA's CPU backend computes bfloat16 and the small floats in float32,
 // converting around each fusion, so its simplifier's rewrites see float32.
-constexpr bool upcast_around_fusion(DType d) {
-  return d == DType::BFloat16 || (d >= DType::Float8E4M3FN && d <= DType::Float4E2M1FN);
-}
+constexpr bool upcast_around_fusion(DType d) { return d == DType::BFloat16 || is_small_float(d); }
 constexpr bool is_floating(DType d) {
   return d == DType::Float16 || d == DType::BFloat16 || d == DType::Float32 ||
          d == DType::Float64 || is_small_float(d);
 }
 inline bool is_complex(DType d) { return d == DType::Complex64; }
+// Types no fused or device kernel computes: complex64 and the small floats run
+// on the reference kernels as host steps.
+inline bool host_steps_only(DType d) { return is_complex(d) || is_small_float(d); }
 // numpy's inexact: floating or complex.
 inline bool is_inexact(DType d) { return is_floating(d) || is_complex(d); }
 // The real type of a complex dtype's parts (float32); other dtypes are their own.
@@ -109,8 +123,9 @@ struct PromotedType {
 // and float(weak) < complex(weak) < complex64 (a strong float joined with a weak
 // complex is a strong complex64). A weak operand only fixes the kind
 // (int/float/complex), the strong operand fixes the width.
-// A narrow integer joins only itself, bool and Python's int; any other pair
-// with one throws JAX's TypePromotionError text (E0105).
+// A narrow integer joins only itself, bool and Python's int (a small float
+// also Python's float); any other pair with one throws JAX's
+// TypePromotionError text (E0105).
 PromotedType promote_types(DType a, bool a_weak, DType b, bool b_weak);
 // That error's message for dtypes as Python prints a tuple of their names
 // (names: "'int4', \"<class 'float'>\"").

@@ -156,15 +156,7 @@ Scalar Array::get(int64_t flat) const {
     return Scalar::of_float(half_to_float(as<uint16_t>()[flat]));
   case DType::BFloat16:
     return Scalar::of_float(bfloat16_to_float(as<uint16_t>()[flat]));
-  case DType::Float8E4M3FN:
-  case DType::Float8E5M2:
-  case DType::Float8E4M3FNUZ:
-  case DType::Float8E5M2FNUZ:
-  case DType::Float8E4M3B11FNUZ:
-  case DType::Float8E4M3:
-  case DType::Float8E3M4:
-  case DType::Float8E8M0FNU:
-  case DType::Float4E2M1FN:
+  PXL_SMALL_FLOAT_CASES:
     return Scalar::of_float(small_to_float(dtype(), as<uint8_t>()[flat]));
   case DType::Float32:
     return Scalar::of_float(as<float>()[flat]);
@@ -222,15 +214,7 @@ void Array::set(int64_t flat, const Scalar& v) {
   case DType::BFloat16:
     as<uint16_t>()[flat] = float_to_bfloat16(static_cast<float>(is_float ? v.f : v.i));
     return;
-  case DType::Float8E4M3FN:
-  case DType::Float8E5M2:
-  case DType::Float8E4M3FNUZ:
-  case DType::Float8E5M2FNUZ:
-  case DType::Float8E4M3B11FNUZ:
-  case DType::Float8E4M3:
-  case DType::Float8E3M4:
-  case DType::Float8E8M0FNU:
-  case DType::Float4E2M1FN:
+  PXL_SMALL_FLOAT_CASES:
     as<uint8_t>()[flat] = float_to_small(dtype(), is_float ? v.f : static_cast<double>(v.i));
     return;
   case DType::Float32:

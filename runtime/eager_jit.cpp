@@ -23,7 +23,7 @@ std::optional<Array> EagerJit::run(Op op, const OpAttrs& attrs, std::span<const 
   // complex64 and the float8/float4 types run on the reference kernels (no
   // fused or device kernels have them).
   for (const Array& a : inputs)
-    if (is_complex(a.dtype()) || is_small_float(a.dtype())) return std::nullopt;
+    if (host_steps_only(a.dtype())) return std::nullopt;
   bool dot = device_ && op == Op::DotGeneral;
   if (!dot && !is_elementwise(op) && op_family(op) != OpFamily::Reduce) return std::nullopt;
   // These ops never produce more elements than their largest operand, so

@@ -206,15 +206,7 @@ double elem(const Array& a, int64_t i) {
     return half_to_float(a.as<uint16_t>()[i]);
   case DType::BFloat16:
     return bfloat16_to_float(a.as<uint16_t>()[i]);
-  case DType::Float8E4M3FN:
-  case DType::Float8E5M2:
-  case DType::Float8E4M3FNUZ:
-  case DType::Float8E5M2FNUZ:
-  case DType::Float8E4M3B11FNUZ:
-  case DType::Float8E4M3:
-  case DType::Float8E3M4:
-  case DType::Float8E8M0FNU:
-  case DType::Float4E2M1FN:
+  PXL_SMALL_FLOAT_CASES:
     return small_to_float(a.dtype(), a.as<uint8_t>()[i]);
   case DType::Float32:
     return a.as<float>()[i];

@@ -646,15 +646,7 @@ JT jt_of(DType d, bool wide) {
     return NU2;
   case DType::UInt4:
     return NU4;
-  case DType::Float8E4M3FN:
-  case DType::Float8E5M2:
-  case DType::Float8E4M3FNUZ:
-  case DType::Float8E5M2FNUZ:
-  case DType::Float8E4M3B11FNUZ:
-  case DType::Float8E4M3:
-  case DType::Float8E3M4:
-  case DType::Float8E8M0FNU:
-  case DType::Float4E2M1FN:
+  PXL_SMALL_FLOAT_CASES:
     return small_float_jt(d);
   }
   return F4;

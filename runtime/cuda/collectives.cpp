@@ -44,15 +44,7 @@ int nccl_type(DType d) {
   case DType::UInt8:
   case DType::UInt2:
   case DType::UInt4:
-  case DType::Float8E4M3FN:
-  case DType::Float8E5M2:
-  case DType::Float8E4M3FNUZ:
-  case DType::Float8E5M2FNUZ:
-  case DType::Float8E4M3B11FNUZ:
-  case DType::Float8E4M3:
-  case DType::Float8E3M4:
-  case DType::Float8E8M0FNU:
-  case DType::Float4E2M1FN:
+  PXL_SMALL_FLOAT_CASES:
     return ncclUint8; // (the small floats are moved, never reduced: below)
   case DType::Int16:
   case DType::UInt16:
