@@ -240,7 +240,7 @@ std::vector<std::string> field_names(const Value& v) {
 
 Value namedtuple_class(std::shared_ptr<NamedTupleType> type) {
   std::shared_ptr<const NamedTupleType> t = std::move(type);
-  return make_builtin(t->name, [t](InterpreterImpl&, CallArgs& a) {
+  Value cls = make_builtin(t->name, [t](InterpreterImpl&, CallArgs& a) {
     const std::string& name = t->name;
     const std::vector<std::string>& fields = t->fields;
     if (a.pos.size() > fields.size())
@@ -264,6 +264,11 @@ Value namedtuple_class(std::shared_ptr<NamedTupleType> type) {
         throw Error(ErrCode::Arguments, name + "() missing required argument '" + fields[i] + "'");
     return make_namedtuple(t, std::move(values));
   });
+  // The class's _fields, as Python's (pytree code tells named tuple classes by it).
+  ValueList names;
+  for (const std::string& f : t->fields) names.push_back(make_str(f));
+  cls.as<BuiltinObj>()->attrs.emplace_back("_fields", make_tuple(std::move(names)));
+  return cls;
 }
 
 void add_object_makers(ModuleBuilder& types, ModuleBuilder& collections) {
