@@ -358,7 +358,7 @@ Value at_apply(InterpreterImpl& in, const Tensor& x, const std::vector<np::Index
 Value at_method(InterpreterImpl& in, const AtProxyObj& p, const std::string& name, CallArgs& a) {
   static const std::map<std::string, np::UpdateMode> modes = {
       {"set", np::UpdateMode::Set},      {"add", np::UpdateMode::Add},
-      {"subtract", np::UpdateMode::Add}, {"multiply", np::UpdateMode::Mul},
+      {"subtract", np::UpdateMode::Sub}, {"multiply", np::UpdateMode::Mul},
       {"mul", np::UpdateMode::Mul},      {"min", np::UpdateMode::Min},
       {"max", np::UpdateMode::Max}};
   const Tensor& x = p.array.as<ArrayObj>()->tensor;
@@ -389,6 +389,9 @@ Value at_method(InterpreterImpl& in, const AtProxyObj& p, const std::string& nam
                  "wrap_negative_indices"});
     std::string mode = mode_of(r, 2);
     bool wrap = r.get_bool(5, true);
+    // The default mode is x[idx]'s (JAX's _rewriting_take: make_jaxpr shows its
+    // dynamic_slice or gather).
+    if (mode.empty() && wrap) return make_array(np::index(in.ops(), x, items()));
     if (mode != "fill" && mode != "drop")
       return make_array(np::index_clamped(in.ops(), x, items(), wrap));
     Tensor fill;
@@ -427,7 +430,9 @@ Value at_method(InterpreterImpl& in, const AtProxyObj& p, const std::string& nam
               {"values", "indices_are_sorted", "unique_indices", "mode", "wrap_negative_indices",
                "out_sharding"},
               1);
-  opts.clip = mode_of(r, 3) == "clip";
+  const std::string mode = mode_of(r, 3);
+  opts.clip = mode == "clip";
+  opts.promise_in_bounds = mode == "promise_in_bounds";
   opts.wrap_negative = r.get_bool(4, true);
   // As JAX: a Python int that fits x's integer dtype is taken in that dtype
   // (a uint32 array's .set(2**32 - 1)).
@@ -440,7 +445,6 @@ Value at_method(InterpreterImpl& in, const AtProxyObj& p, const std::string& nam
     if (name != "set" && name != "min" && name != "max")
       np::detail::lax_dtype_error0(prim, DType::Bool, "integer, floating, complexfloating");
   }
-  if (name == "subtract") v = np::unary(in.ops(), np::UnOp::Neg, v);
   if (name == "divide" || name == "power") {
     // As JAX: x / (ones.at[idx].multiply(v)), x ** (ones.at[idx].multiply(v)).
     Tensor ones = np::full_like(in.ops(), x, Scalar::of_int(1));

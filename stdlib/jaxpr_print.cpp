@@ -17,6 +17,7 @@
 #include "runtime/spmd_call.hpp"
 #include "stdlib/custom_derivatives.hpp"
 #include "stdlib/jaxpr_eqns.hpp"
+#include "stdlib/jaxpr_record.hpp"
 #include "stdlib/jaxpr_spmd.hpp"
 #include "stdlib/jaxpr_view.hpp"
 #include "stdlib/lax_precision.hpp"
@@ -476,8 +477,8 @@ struct Printer {
         std::complex<float> z = is_complex(c.dtype()) ? c.as<std::complex<float>>()[0]
                                                       : std::complex<float>(static_cast<float>(x));
         s = python_complex_repr(z.real(), z.imag());
-      } else if (is_integer(aval.dtype)) {
-        s = std::to_string(static_cast<int64_t>(x));
+      } else if (is_integer(aval.dtype)) { // (a Python int converted wraps, as numpy's)
+        s = std::to_string(wrap_to(aval.dtype, static_cast<int64_t>(x)));
       } else if (aval.dtype == DType::Float32 && (conv != rd.converted_from.end() || !aval.weak)) {
         s = python_float_repr(static_cast<double>(static_cast<float>(x)));
       } else if (aval.dtype == DType::Float32) {
@@ -1144,7 +1145,19 @@ struct Printer {
     pp::Doc lhs = region_lhs(g, hoisted != shared.end(), binder_ids);
     std::vector<int> consts = st.free_values(k);
     std::vector<std::pair<std::string, pp::Doc>> pairs;
-    for (auto& [key, v] : g.params) pairs.push_back({key, pp::text(key + "=" + v)});
+    for (auto& [key, v] : g.params) {
+      std::string op, type;
+      if (read_binary_update_param(v, op, type)) { // a scatter's update_jaxpr
+        const std::string t = type + "[]", a = fresh(), b = fresh(), c = fresh();
+        pp::Doc eqn = eqn_doc(pp::text(c + ":" + t), op, pp::nil(), std::vector<std::string>{a, b});
+        pp::Doc jaxpr =
+            skeleton_of(pp::nil(), var_list({pp::text(a + ":" + t), pp::text(b + ":" + t)}), {eqn},
+                        {pp::text(c)});
+        pairs.push_back({key, pp::concat({pp::text(key + "="), jaxpr})});
+      } else {
+        pairs.push_back({key, pp::text(key + "=" + v)});
+      }
+    }
     std::vector<int> ins;
     if (g.opaque) {
       ins = g.inputs;

@@ -274,8 +274,8 @@ void carry_batched_record(TraceContext& tc, const Function& f, JaxprRecord& inne
         // (JAX batches a dynamic slice or update as a gather or scatter, and a
         // scatter of a batched operand with other dimension numbers: a
         // batched one prints as the instructions it became.)
-        if (g.prim == "dynamic_slice" || g.prim == "dynamic_update_slice" || g.prim == "scatter" ||
-            g.prim == "gather")
+        if (g.prim == "dynamic_slice" || g.prim == "dynamic_update_slice" ||
+            g.prim.starts_with("scatter") || g.prim == "gather")
           return std::none_of(g.inputs.begin(), g.inputs.end(), batched);
         return g.prim == "jit" || g.prim == "checkpoint" || g.prim == "scan" || g.prim == "part" ||
                g.opaque;
@@ -395,6 +395,24 @@ Value call_as_xla_program(InterpreterImpl& in, const std::string& name,
 }
 
 } // namespace
+
+namespace {
+constexpr char kBinaryUpdate[] = "\x01binary-update ";
+} // namespace
+
+std::string jaxpr_binary_update_param(const std::string& op, DType dtype) {
+  return kBinaryUpdate + op + " " + dtype_short_name(dtype);
+}
+
+bool read_binary_update_param(const std::string& v, std::string& op, std::string& type) {
+  const std::string marker = kBinaryUpdate;
+  if (v.compare(0, marker.size(), marker) != 0) return false;
+  const size_t space = v.find(' ', marker.size());
+  if (space == std::string::npos) return false;
+  op = v.substr(marker.size(), space - marker.size());
+  type = v.substr(space + 1);
+  return true;
+}
 
 Value call_as_jitted(InterpreterImpl& in, const std::string& name,
                      const std::vector<std::string>& dynamic, CallArgs& a, const NativeFn& f) {

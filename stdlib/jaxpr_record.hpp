@@ -36,6 +36,13 @@ void jaxpr_end_region(TraceContext& tc, int region, std::vector<int> outputs);
 // float prints as itself, as JAX's literal holds it. tc.jaxpr_record set.
 void jaxpr_note_passed(TraceContext& tc, const Value& passed, const Tensor& operand);
 
+// A scatter's update_jaxpr param, `{ lambda ; a:f32[] b:f32[]. let c:f32[] =
+// OP a b in (c,) }`, as a placeholder that the printer fills with fresh names
+// (after the equation's binders, as JAX names them).
+std::string jaxpr_binary_update_param(const std::string& op, DType dtype);
+// Such a placeholder's OP and short type name ("f32"); false for other params.
+bool read_binary_update_param(const std::string& v, std::string& op, std::string& type);
+
 // JAX's copy of a traced array (lax._array_copy: jnp.array, x.copy()): a
 // `copy` equation under make_jaxpr, else `t` itself (arrays are immutable).
 Tensor jaxpr_copy(InterpreterImpl& in, const Tensor& t);

@@ -201,7 +201,7 @@ struct IndexItem {
 // x[items] with numpy semantics for basic indexing; an int array item gathers
 // along its axis. Out-of-bounds ints are an error naming the index, axis and size.
 Tensor index(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items);
-enum class UpdateMode { Set, Add, Mul, Min, Max };
+enum class UpdateMode { Set, Add, Sub, Mul, Min, Max };
 // x.at[items].set(v) / .add(v) ...: v broadcasts to the indexed shape. An
 // out-of-range entry of an integer array index is dropped (JAX's default mode,
 // and 'promise_in_bounds' as XLA's scatter), or clamped into range with `clip`

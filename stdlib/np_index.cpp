@@ -865,69 +865,176 @@ Tensor index_update_flat(OpContext& cx, const Tensor& x, const std::vector<Index
 
 namespace {
 
-// x.at[i].set(v) (i an integer or a traced 0-d signed integer, then only
-// full slices or `...`) as make_jaxpr shows JAX's scatter: the index
-// normalized (`select_n(i < 0, i, i + n)`, converted to int32), broadcast to
-// one index vector, the update converted and broadcast to the row's shape,
-// and one `scatter[dimension_numbers=...]` equation whose instructions (the
-// flat scatter pxl computes) are hidden. Empty when not recording or not of
-// that form. (add/multiply/min/max show an update_jaxpr: not done.)
-std::optional<Tensor> set_as_scatter(OpContext& cx, const Tensor& x,
-                                     const std::vector<IndexItem>& items, const Tensor& v,
-                                     UpdateMode mode, const IndexOptions& opts) {
+// The scatter primitive JAX's x.at[].<mode>() binds, and its update_jaxpr
+// (a placeholder the jaxpr printer fills with fresh names; None for set).
+std::pair<std::string, std::string> scatter_prim(UpdateMode mode, DType dtype) {
+  const char* op = mode == UpdateMode::Add   ? "add"
+                   : mode == UpdateMode::Sub ? "sub"
+                   : mode == UpdateMode::Mul ? "mul"
+                   : mode == UpdateMode::Min ? "min"
+                   : mode == UpdateMode::Max ? "max"
+                                             : nullptr;
+  if (!op) return {"scatter", "None"};
+  return {std::string("scatter-") + op, jaxpr_binary_update_param(op, dtype)};
+}
+
+// x.at[items].<mode>(v) as make_jaxpr shows JAX's scatter (jnp's
+// _scatter_impl over _index_to_gather), for basic indices (integers, traced
+// 0-d signed integers, slices of step 1, one `...`) or one integer array among
+// such slices: the traced indices normalized (`select_n(i < 0, i, i + n)`)
+// and converted to int32; the index components (an integer, an array, a
+// slice's start unless the slice is full) broadcast to one index array and
+// concatenated; x and v promoted to their common type; v broadcast to the
+// slice's shape; one `scatter[dimension_numbers=...]` equation (scatter-add,
+// -sub, -mul, -min, -max with its update_jaxpr) whose instructions, the flat
+// scatter pxl computes, are hidden; the result converted back to x's type.
+// Empty when not recording or not of that form.
+std::optional<Tensor> update_as_scatter(OpContext& cx, const Tensor& x,
+                                        const std::vector<IndexItem>& items0, const Tensor& v,
+                                        UpdateMode mode, const IndexOptions& opts) {
   auto* tc = dynamic_cast<TraceContext*>(&cx);
   const Shape& shape = av(x).shape;
-  if (!tc || !tc->jaxpr_record || mode != UpdateMode::Set || opts.clip || !opts.wrap_negative ||
-      tracing_under_checkify(cx) || shape.empty() || items.empty())
+  const int rank = static_cast<int>(shape.size());
+  if (!tc || !tc->jaxpr_record || tracing_under_checkify(cx) || shape.empty() || items0.empty())
     return std::nullopt;
-  const IndexItem& first = items[0];
-  const bool traced = first.kind == Kind::Array && av(first.array).shape.empty() &&
-                      is_signed_int(av(first.array).dtype);
-  if (first.kind != Kind::Int && !traced) return std::nullopt;
-  if (!only_full_after_first(items)) return std::nullopt;
-  const int64_t n = shape[0];
-  Shape window(shape.begin() + 1, shape.end());
+  if (mode != UpdateMode::Set && av(x).dtype == DType::Bool) return std::nullopt;
+  auto int_array = [](const IndexItem& it) {
+    return it.kind == Kind::Array && is_integer(av(it.array).dtype) &&
+           av(it.array).dtype != DType::Bool;
+  };
+  int used = 0, ellipses = 0, arrays = 0, scalars = 0;
+  for (const IndexItem& it : items0) {
+    if (it.kind == Kind::Slice && it.step.value_or(1) != 1) return std::nullopt;
+    if (it.kind == Kind::Array && !int_array(it)) return std::nullopt;
+    if (it.kind == Kind::NewAxis) return std::nullopt;
+    const bool scalar_index = it.kind == Kind::Int || (int_array(it) && av(it.array).shape.empty());
+    scalars += scalar_index;
+    arrays += it.kind == Kind::Array && !scalar_index;
+    used += it.kind != Kind::Ellipsis;
+    ellipses += it.kind == Kind::Ellipsis;
+  }
+  // (An array among integers broadcasts with them: JAX's advanced indexing, not done.)
+  if (used > rank || ellipses > 1 || arrays > 1 || (arrays && scalars)) return std::nullopt;
+  std::vector<IndexItem> items = expand_ellipsis(items0, rank);
+  if (static_cast<int>(items.size()) != rank) return std::nullopt;
+  for (const IndexItem& it : items)
+    if (it.kind == Kind::Array && av(it.array).shape.empty() && !is_signed_int(av(it.array).dtype))
+      return std::nullopt;
+
+  // _index_to_gather's bookkeeping: the index components by axis (static, or
+  // a traced scalar or array), the dimensions they remove, the shape v
+  // broadcasts to and where its window dimensions are in it.
+  struct Component {
+    int64_t axis, start;
+    const Tensor* index;
+  };
+  std::vector<Component> components;
+  std::vector<int64_t> inserted, operand_dims, window_dims;
+  Shape slice_shape, gather_shape; // gather_shape: the index array's, less its last axis
+  bool empty = false;
+  for (int k = 0; k < rank; ++k) {
+    const IndexItem& it = items[static_cast<size_t>(k)];
+    const int64_t n = shape[static_cast<size_t>(k)];
+    if (it.kind == Kind::Slice) {
+      auto bound = [n](std::optional<int64_t> b, int64_t dflt) {
+        int64_t i = b.value_or(dflt);
+        return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n);
+      };
+      int64_t start = bound(it.start, 0), size = std::max<int64_t>(0, bound(it.stop, n) - start);
+      empty = empty || size == 0; // JAX then returns x, unscattered
+      if (size != n) components.push_back({k, start, nullptr}), operand_dims.push_back(k);
+      window_dims.push_back(static_cast<int64_t>(slice_shape.size()));
+      slice_shape.push_back(size);
+      continue;
+    }
+    if (n == 0) return std::nullopt; // an error, JAX's IndexError
+    int64_t start = 0;
+    if (it.kind == Kind::Int) {
+      start = it.index < 0 && opts.wrap_negative ? it.index + n : it.index;
+      if (start < 0 || start >= n) return std::nullopt;
+    } else if (!av(it.array).shape.empty()) {
+      gather_shape = av(it.array).shape;
+      slice_shape.insert(slice_shape.end(), gather_shape.begin(), gather_shape.end());
+    }
+    components.push_back({k, start, it.kind == Kind::Int ? nullptr : &it.array});
+    inserted.push_back(k);
+    operand_dims.push_back(k);
+  }
   const Shape& vs = av(v).shape;
-  if (vs.size() > window.size()) return std::nullopt;
-  for (size_t k = 0; k < vs.size(); ++k)
-    if (vs[k] != 1 && vs[k] != window[window.size() - vs.size() + k]) return std::nullopt;
-  Tensor idx;
-  if (first.kind == Kind::Int) {
-    int64_t k = first.index < 0 ? first.index + n : first.index;
-    if (k < 0 || k >= n) return std::nullopt;
-    idx = scalar(cx, Scalar::of_int(k), DType::Int32, false);
-  } else {
-    const Tensor& b = first.array;
+  if (!empty) {
+    if (vs.size() > slice_shape.size()) return std::nullopt;
+    for (size_t k = 0; k < vs.size(); ++k)
+      if (vs[k] != 1 && vs[k] != slice_shape[slice_shape.size() - vs.size() + k])
+        return std::nullopt;
+  }
+
+  // The traced indices normalized first, then each component converted.
+  std::vector<Tensor> normalized;
+  for (const Component& c : components) {
+    if (!c.index) continue;
+    const Tensor& b = *c.index;
     const DType dt = av(b).dtype;
+    if (!opts.wrap_negative || !is_signed_int(dt)) {
+      normalized.push_back(b);
+      continue;
+    }
+    const int64_t n = shape[static_cast<size_t>(c.axis)];
     Tensor negative = binary(cx, BinOp::Lt, b, scalar(cx, Scalar::of_int(0), dt, true));
     Tensor wrapped = binary(cx, BinOp::Add, b, scalar(cx, Scalar::of_int(n), dt, true));
-    idx = convert(cx, bind(cx, Op::Select, OpAttrs{}, {negative, wrapped, b}), DType::Int32, false);
+    normalized.push_back(bind(cx, Op::Select, OpAttrs{}, {negative, wrapped, b}));
   }
-  Tensor index_vector = broadcast(cx, idx, {1}, "at[].set");
-  Tensor update = convert(cx, v, av(x).dtype, av(v).weak && av(x).weak);
-  if (av(update).shape != window) update = broadcast(cx, update, window, "at[].set");
-  std::vector<int64_t> window_dims;
-  for (size_t k = 0; k < window.size(); ++k) window_dims.push_back(static_cast<int64_t>(k));
+  std::vector<Tensor> starts;
+  size_t next = 0;
+  for (const Component& c : components)
+    starts.push_back(c.index ? convert(cx, normalized[next++], DType::Int32, false)
+                             : scalar(cx, Scalar::of_int(c.start), DType::Int32, false));
+  Shape index_shape = gather_shape;
+  index_shape.push_back(1);
+  std::vector<Tensor> columns;
+  for (const Tensor& s : starts) {
+    std::vector<int64_t> dims;
+    for (size_t d = 0; d < av(s).shape.size(); ++d) dims.push_back(static_cast<int64_t>(d));
+    columns.push_back(dims.empty() ? broadcast(cx, s, index_shape, "at[].update")
+                                   : expand_dims_at(cx, s, {static_cast<int64_t>(dims.size())}));
+  }
+  // (No components, all slices full: JAX's index is a constant i32[0].)
+  Tensor index_vector = columns.empty() ? cx.constant(Array(DType::Int32, {0}))
+                        : columns.size() == 1
+                            ? columns[0]
+                            : concatenate(cx, columns, static_cast<int>(gather_shape.size()));
+  if (empty) return x;
+
+  const PromotedType pt = result_type({x, v});
+  const bool promoted = pt.dtype != av(x).dtype || pt.weak != av(x).weak;
+  Tensor operand = promoted ? convert(cx, x, pt.dtype, pt.weak) : x;
+  Tensor update = convert(cx, v, pt.dtype, pt.weak);
+  if (av(update).shape != slice_shape) update = broadcast(cx, update, slice_shape, "at[].update");
+  const std::string scatter_mode = opts.clip                ? "CLIP"
+                                   : opts.promise_in_bounds ? "PROMISE_IN_BOUNDS"
+                                                            : "FILL_OR_DROP";
+  const std::string basic = arrays ? "False" : "True"; // sorted and unique
+  auto [prim, update_jaxpr] = scatter_prim(mode, pt.dtype);
   int region = begin_opaque(
-      *tc, "scatter", {tc->value_of(x), tc->value_of(index_vector), tc->value_of(update)},
+      *tc, prim, {tc->value_of(operand), tc->value_of(index_vector), tc->value_of(update)},
       {{"dimension_numbers", "ScatterDimensionNumbers(update_window_dims=" + py_seq(window_dims) +
-                                 ", inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), "
-                                 "operand_batching_dims=(), scatter_indices_batching_dims=())"},
-       {"indices_are_sorted", "True"},
-       {"mode", "GatherScatterMode.FILL_OR_DROP"},
-       {"unique_indices", "True"},
+                                 ", inserted_window_dims=" + py_seq(inserted) +
+                                 ", scatter_dims_to_operand_dims=" + py_seq(operand_dims) +
+                                 ", operand_batching_dims=(), scatter_indices_batching_dims=())"},
+       {"indices_are_sorted", basic},
+       {"mode", "GatherScatterMode." + scatter_mode},
+       {"unique_indices", basic},
        {"update_consts", "()"},
-       {"update_jaxpr", "None"}});
-  Tensor out = index_update_flat(cx, x, items, v, mode, opts);
+       {"update_jaxpr", update_jaxpr}});
+  Tensor out = index_update_flat(cx, operand, items0, v, mode, opts);
   jaxpr_end_region(*tc, region, {tc->value_of(out)});
-  return out;
+  return promoted ? convert(cx, out, av(x).dtype, av(x).weak) : out;
 }
 
 } // namespace
 
 Tensor index_update(OpContext& cx, const Tensor& x, const std::vector<IndexItem>& items,
                     const Tensor& v, UpdateMode mode, const IndexOptions& opts) {
-  if (auto shown = set_as_scatter(cx, x, items, v, mode, opts)) return *shown;
+  if (auto shown = update_as_scatter(cx, x, items, v, mode, opts)) return *shown;
   return index_update_flat(cx, x, items, v, mode, opts);
 }
 
@@ -983,6 +1090,10 @@ Tensor index_update_flat(OpContext& cx, const Tensor& x, const std::vector<Index
     break;
   case UpdateMode::Add:
     a.mode = ScatterMode::Add;
+    break;
+  case UpdateMode::Sub: // adds -v (in the promoted type, as JAX's scatter-sub)
+    a.mode = ScatterMode::Add;
+    upd = unary(cx, UnOp::Neg, upd);
     break;
   case UpdateMode::Mul:
     a.mode = ScatterMode::Mul;

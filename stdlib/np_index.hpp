@@ -8,6 +8,9 @@ namespace pxl::np {
 struct IndexOptions {
   bool clip = false;         // mode='clip': out-of-range indices clamp into range
   bool wrap_negative = true; // entries from -n to -1 count from the end first
+  // mode='promise_in_bounds': computed as the default mode (a scatter drops
+  // what is out of range), shown as JAX's mode under make_jaxpr.
+  bool promise_in_bounds = false;
 };
 
 // x[items] reading clamped indices (modes None, 'clip', 'promise_in_bounds').

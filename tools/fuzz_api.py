@@ -36,6 +36,10 @@ I = jnp.arange(6, dtype=jnp.int8).reshape(2, 3)
 B = jnp.array([True, False])
 C = jnp.array([1 + 2j, 3j])
 K = jr.PRNGKey(0)
+N4 = jnp.arange(-3, 3, dtype=jnp.int4).reshape(2, 3)
+U2 = jnp.array([0, 3], jnp.uint2)
+F8 = jnp.arange(6.0).reshape(2, 3).astype(jnp.float8_e4m3fn)
+F4 = jnp.array([-6.0, 0.5], jnp.float4_e2m1fn)
 """
 PATTERNS = [
     "", "None", "'a'", "A", "A, A", "A, 9", "A, -9", "E", "E2", "S", "I", "B", "C",
@@ -43,6 +47,7 @@ PATTERNS = [
     "K, (-1,)", "lambda x: x, A", "A, shape=(-1, -1)", "2**62", "A, 2**62", "A, -2**62",
     "jnp.ones(())", "A, 1.5", "E2, E2", "I, I", "B, B", "C, C", "A, None, None", "E, 0",
     "A, E", "I, -1", "A, 'a'", "A, ()", "A, []", "A, lambda x: x",
+    "N4", "U2", "F8", "F4", "N4, N4", "F8, F8", "A, F8", "N4, 1", "F8, axis=1",
 ]
 PROBE = "print('API-ALIVE')"
 
@@ -76,12 +81,14 @@ def main():
     ap.add_argument("--chunk", type=int, default=80)
     ap.add_argument("--timeout", type=float, default=20.0,
                     help="seconds for one line (a chunk gets this plus 0.5 s a line)")
+    ap.add_argument("--pattern", action="append",
+                    help="argument pattern to use instead of the built-in list (repeatable)")
     ap.add_argument("--start", type=int, default=0, help="skip this many names")
     ap.add_argument("--count", type=int, default=10**9, help="names to try")
     a = ap.parse_args()
     names = [n.strip() for n in Path(a.names).read_text().splitlines() if n.strip()]
     names = names[a.start:a.start + a.count]
-    lines = [f"{n}({p})" for n in names for p in PATTERNS]
+    lines = [f"{n}({p})" for n in names for p in (a.pattern or PATTERNS)]
     chunks = [lines[i:i + a.chunk] for i in range(0, len(lines), a.chunk)]
     pxl = str(Path(a.pxl).resolve())
     bad = 0
