@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "ir/constant_of.hpp"
 #include "ir/ref_reduce_ynn.hpp"
@@ -665,7 +666,54 @@ private:
     return folded ? emit(Op::DotGeneral, attrs, operands, in.result) : -1;
   }
 
+  // convert(op(a, b)) to float32 of a bfloat16 op -> op(convert(a), convert(b)):
+  // XLA computes bfloat16 ops in float32, rounding each result, and with
+  // excess precision allowed (its default) drops the rounding that an explicit
+  // convert to float32 undoes (jnp.sum's upcast of a bfloat16 product sums the
+  // unrounded products). The op's other uses keep the rounded value.
+  int excess_precision(const Instr& in) {
+    const int x = in.operands[0];
+    const Instr* p = def(x);
+    if (aval(in.result).dtype != DType::Float32 || aval(x).dtype != DType::BFloat16 || !p ||
+        p->nresults != 1 || widened_.count(in.result))
+      return -1;
+    switch (p->op) {
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Div:
+    case Op::Max:
+    case Op::Min:
+    case Op::Neg:
+    case Op::Abs:
+    case Op::Exp:
+    case Op::Log:
+    case Op::Log1p:
+    case Op::Expm1: // (bfloat16's is float32's, rounded: codegen/jit_runtime.cpp)
+    case Op::Sqrt:
+    case Op::Rsqrt:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::Tanh:
+    case Op::Pow:
+      break;
+    default:
+      return -1;
+    }
+    const Instr op = *p; // (a copy: emitting grows the body)
+    std::vector<int> wide;
+    for (int o : op.operands) {
+      if (aval(o).dtype != DType::BFloat16) return -1;
+      OpAttrs to;
+      to.dtype = DType::Float32;
+      wide.push_back(emit(Op::ConvertElementType, to, {o}, in.result));
+      widened_.insert(wide.back()); // (its operand stays rounded)
+    }
+    return emit(op.op, op.attrs, wide, in.result);
+  }
+
   int rewrite(const Instr& in) {
+    if (in.op == Op::ConvertElementType) return excess_precision(in);
     // (Not divisions: a / broadcast(b) is the reciprocal rule's.)
     if (in.op == Op::Add || in.op == Op::Sub || in.op == Op::Mul || in.op == Op::Max ||
         in.op == Op::Min)
@@ -754,6 +802,9 @@ private:
   std::vector<int> subst_; // value -> the value replacing it, or -1
   std::vector<char> const_;
   std::map<std::pair<double, DType>, int> constants_;
+  // The converts excess_precision made of an op's operands: not rewritten in
+  // turn (only the op before the program's own convert keeps the precision).
+  std::set<int> widened_;
   bool changed_ = false;
 };
 
