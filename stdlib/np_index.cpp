@@ -677,6 +677,15 @@ std::optional<Tensor> index_as_dynamic_slice(OpContext& cx, const Tensor& x,
   return squeezed.empty() ? out : squeeze_dims(cx, out, squeezed);
 }
 
+// A traced signed index counted from the end when negative, as jnp's
+// normalize_index shows it: `select_n(i < 0, i, i + n)` with weak 0 and n.
+static Tensor wrapped_index(OpContext& cx, const Tensor& i, int64_t n) {
+  const DType dt = av(i).dtype;
+  Tensor negative = binary(cx, BinOp::Lt, i, scalar(cx, Scalar::of_int(0), dt, true));
+  Tensor wrapped = binary(cx, BinOp::Add, i, scalar(cx, Scalar::of_int(n), dt, true));
+  return bind(cx, Op::Select, OpAttrs{}, {negative, wrapped, i});
+}
+
 // x[idx] (one integer index array, then only full slices or `...`) as
 // make_jaxpr shows JAX's gather: the index normalized (signed:
 // `select_n(i < 0, i, i + n)`; unsigned: converted to int32), given a
@@ -700,9 +709,7 @@ std::optional<Tensor> index_as_gather(OpContext& cx, const Tensor& x,
   if (is_unsigned_int(dt)) {
     idx = convert(cx, b, DType::Int32, false);
   } else {
-    Tensor negative = binary(cx, BinOp::Lt, b, scalar(cx, Scalar::of_int(0), dt, true));
-    Tensor wrapped = binary(cx, BinOp::Add, b, scalar(cx, Scalar::of_int(shape[0]), dt, true));
-    idx = convert(cx, bind(cx, Op::Select, OpAttrs{}, {negative, wrapped, b}), DType::Int32, false);
+    idx = convert(cx, wrapped_index(cx, b, shape[0]), DType::Int32, false);
   }
   const Shape& is = av(idx).shape;
   OpAttrs vec;
@@ -936,11 +943,8 @@ std::optional<Tensor> update_as_scatter(OpContext& cx, const Tensor& x,
     const IndexItem& it = items[static_cast<size_t>(k)];
     const int64_t n = shape[static_cast<size_t>(k)];
     if (it.kind == Kind::Slice) {
-      auto bound = [n](std::optional<int64_t> b, int64_t dflt) {
-        int64_t i = b.value_or(dflt);
-        return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n);
-      };
-      int64_t start = bound(it.start, 0), size = std::max<int64_t>(0, bound(it.stop, n) - start);
+      const SliceRange r = resolve(it, n); // (step 1)
+      const int64_t start = r.first, size = r.count;
       empty = empty || size == 0; // JAX then returns x, unscattered
       if (size != n) components.push_back({k, start, nullptr}), operand_dims.push_back(k);
       window_dims.push_back(static_cast<int64_t>(slice_shape.size()));
@@ -978,10 +982,7 @@ std::optional<Tensor> update_as_scatter(OpContext& cx, const Tensor& x,
       normalized.push_back(b);
       continue;
     }
-    const int64_t n = shape[static_cast<size_t>(c.axis)];
-    Tensor negative = binary(cx, BinOp::Lt, b, scalar(cx, Scalar::of_int(0), dt, true));
-    Tensor wrapped = binary(cx, BinOp::Add, b, scalar(cx, Scalar::of_int(n), dt, true));
-    normalized.push_back(bind(cx, Op::Select, OpAttrs{}, {negative, wrapped, b}));
+    normalized.push_back(wrapped_index(cx, b, shape[static_cast<size_t>(c.axis)]));
   }
   std::vector<Tensor> starts;
   size_t next = 0;
