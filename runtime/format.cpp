@@ -399,7 +399,8 @@ public:
 private:
   static void extend_line(std::string& s, std::string& line, const std::string& word, int width,
                           const std::string& next_prefix) {
-    bool wrap = line.size() + word.size() > static_cast<size_t>(width);
+    // (signed: a narrow max_line_width leaves a negative width, which always wraps)
+    bool wrap = static_cast<int64_t>(line.size() + word.size()) > width;
     if (line.size() <= next_prefix.size()) wrap = false; // wrapping would not help
     if (wrap) {
       s += rstrip(line) + "\n";
@@ -554,6 +555,26 @@ std::string array_repr(const Array& a, const PrintOptions& o) {
   std::string sep =
       last_line_len + dtype_str.size() + 2 > static_cast<size_t>(o.linewidth) ? "      " : " ";
   return prefix + s + "," + sep + dtype_str + ")";
+}
+
+std::string numpy_array_repr(const Array& a, const std::string& class_name, const PrintOptions& o) {
+  const std::string prefix = class_name + "(";
+  std::string s = prefix + (a.size() == 0 ? "[]" : array2string(a, ", ", prefix, ")", o));
+  // numpy's extras: what the digits do not imply (float64 and bool are
+  // implied), and the shape of a summarised array or an empty one not (0,).
+  std::vector<std::string> extras;
+  if ((a.size() == 0 && a.shape() != Shape{0}) || a.size() > o.threshold)
+    extras.push_back("shape=" + shape_tuple(a.shape()));
+  DType dt = a.dtype();
+  if (!(dt == DType::Float64 || dt == DType::Bool) || a.size() == 0)
+    extras.push_back(std::string("dtype=") + dtype_name(dt));
+  if (extras.empty()) return s + ")";
+  s += ",";
+  std::string extra = extras[0] + (extras.size() > 1 ? ", " + extras[1] : "") + ")";
+  size_t nl = s.rfind('\n');
+  size_t last_line_len = s.size() - (nl == std::string::npos ? 0 : nl + 1);
+  bool wrap = last_line_len + extra.size() + 1 > static_cast<size_t>(o.linewidth);
+  return s + (wrap ? "\n" + std::string(prefix.size(), ' ') : " ") + extra;
 }
 
 namespace {

@@ -29,6 +29,11 @@ struct PrintOptions {
 
 // repr(x):  "Array([[1., 2.],\n       [3., 4.]], dtype=float32)" (weak_type=True when weak)
 std::string array_repr(const Array& a, const PrintOptions& o = {});
+// numpy's np.array_repr(x) of an array whose class is `class_name` ("ArrayImpl(...)"):
+// numpy's line breaking for that prefix, the dtype unless numpy's default for its
+// kind, on a new line when the last line is full.
+std::string numpy_array_repr(const Array& a, const std::string& class_name,
+                             const PrintOptions& o = {});
 // str(x) / print(x): numpy's str: "[[1. 2.]\n [3. 4.]]", 0-d: "1.0"
 std::string array_str(const Array& a, const PrintOptions& o = {});
 // numpy's str / repr of an object array (of devices) of `shape` whose elements'

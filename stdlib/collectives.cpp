@@ -8,9 +8,11 @@
 
 #include "ir/aval_text.hpp"
 #include "lang/args.hpp"
+#include "lang/jaxpr_record.hpp"
 #include "lang/tracer.hpp"
 #include "stdlib/autodiff.hpp"
 #include "stdlib/convert.hpp"
+#include "stdlib/jaxpr_record.hpp"
 #include "stdlib/np.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/sharding.hpp"
@@ -307,8 +309,106 @@ void check_pvary_reduced(InterpreterImpl& in, const AxisEnv& env, const Tensor& 
               Span{}, "cast it to varying first: jax.lax.pcast(x, axes, to='varying')");
 }
 
+// JAX's positional axes of psum/pmax/pmin: integers among the axis names
+// reduce those axes of each operand as a sum/max/min does (lax.psum(x, 0) is
+// x.sum(0), also eagerly); the named ones remain for the collective.
+struct SplitAxes {
+  ValueList named;
+  std::vector<int64_t> positional;
+};
+
+SplitAxes split_axis_names(const Value& axis_name) {
+  SplitAxes out;
+  const ValueList* items = axis_name.is_obj(ObjKind::Str) ? nullptr : sequence_items(axis_name);
+  for (const Value& v : items ? *items : ValueList{axis_name}) {
+    if (v.is_int())
+      out.positional.push_back(v.as_int());
+    else
+      out.named.push_back(v);
+  }
+  return out;
+}
+
+int64_t positional_axis(int64_t axis, int64_t ndim) {
+  if (axis < -ndim || axis >= ndim)
+    throw Error(ErrCode::Value, "axis " + std::to_string(axis) +
+                                    " is out of bounds for array of dimension " +
+                                    std::to_string(ndim));
+  return axis < 0 ? axis + ndim : axis;
+}
+
+// Eagerly JAX reduces with numpy's axis rules (negative axes count from the
+// end); a traced operand meets psum's abstract evaluation, which takes axes
+// in [0, ndim) only.
+Tensor reduce_positional(InterpreterImpl& in, Op op, const std::vector<int64_t>& axes,
+                         const Tensor& x) {
+  if (axes.empty()) return x;
+  int64_t nd = x->aval.ndim();
+  auto tuple_text = [](const std::vector<int64_t>& v) {
+    std::string t = "(";
+    for (size_t i = 0; i < v.size(); ++i) t += (i ? ", " : "") + std::to_string(v[i]);
+    return t + (v.size() == 1 ? ",)" : ")");
+  };
+  bool traced = x->trace != nullptr;
+  std::vector<int64_t> canon;
+  for (int64_t ax : axes) {
+    if (traced && (ax < 0 || ax >= nd))
+      throw Error(ErrCode::Value, "reduction axes " + tuple_text(axes) +
+                                      " contains out-of-bounds indices for " +
+                                      array_type_str(x->aval.dtype, x->aval.shape) + ".");
+    canon.push_back(positional_axis(ax, nd));
+  }
+  std::vector<int> dims(canon.begin(), canon.end());
+  for (size_t i = 0; i < canon.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (canon[i] == canon[j])
+        throw Error(ErrCode::Value, "duplicate value in 'axes' of reduction: " + tuple_text(canon));
+  np::ReduceOp rop = op == Op::Psum   ? np::ReduceOp::Sum
+                     : op == Op::Pmax ? np::ReduceOp::Max
+                                      : np::ReduceOp::Min;
+  np::ReduceExtras keep_type;
+  keep_type.promote_integers = false; // lax.reduce_sum: int8 stays int8
+  return np::reduce(in.ops(), rop, x, dims, false, std::nullopt, keep_type);
+}
+
 Value reduce_collective(InterpreterImpl& in, CallArgs& a, const char* fn, Op op, bool mean) {
   ArgReader r(fn, a, {"x", "axis_name", "axis_index_groups"}, 2);
+  SplitAxes split = split_axis_names(r[1]);
+  if (!split.positional.empty()) {
+    if (!r[2].is_none())
+      throw Error(ErrCode::Value, "axis_index_groups only supported for sums over just named axes");
+    // make_jaxpr shows JAX's equation per leaf, axes=(...) as given.
+    auto* tc = dynamic_cast<TraceContext*>(&in.ops());
+    const ValueList* items = sequence_items(r[1]);
+    std::string axes = repr(make_tuple(items ? *items : ValueList{r[1]}));
+    Value out = map_leaves(in, r[0], [&](Tensor x) {
+      int region = -1;
+      if (tc && tc->jaxpr_record && !mean) {
+        region = jaxpr_begin_region(*tc, fn, {tc->value_of(x)},
+                                    {{"axes", axes}, {"axis_index_groups", "None"}});
+        tc->jaxpr_record->regions[static_cast<size_t>(region)].opaque = true;
+      }
+      if (x->aval.dtype == DType::Bool && op == Op::Psum) x = np::astype(in.ops(), x, DType::Int32);
+      x = reduce_positional(in, op, split.positional, x);
+      if (!split.named.empty()) {
+        CallArgs rest;
+        rest.pos = {make_array(x), make_tuple(split.named), Value()};
+        x = in.to_tensor(reduce_collective(in, rest, fn, op, mean), Span{});
+      }
+      if (region >= 0) jaxpr_end_region(*tc, region, {tc->value_of(x)});
+      return x;
+    });
+    if (mean) // JAX divides by psum(1, axis_name), whose positional axes a 0-d 1 lacks
+      positional_axis(split.positional[0], 0);
+    return out;
+  }
+  // An empty tuple of axes: JAX returns the operand (psum) or binds over none.
+  if (const ValueList* items = sequence_items(r[1]); items && items->empty()) {
+    if (!mean) return r[0];
+    return map_leaves(in, r[0], [&](const Tensor& x) { // x / 1
+      return is_inexact(x->aval.dtype) ? x : np::astype(in.ops(), x, DType::Float32);
+    });
+  }
   AxisEnv env = resolve_axes(in, r[1], fn);
   apply_index_groups(in, env, r[2], fn);
   OpAttrs attrs = collective_attrs(env);

@@ -84,6 +84,28 @@ Value set_printoptions(InterpreterImpl& in, CallArgs& a) {
   return Value();
 }
 
+// numpy's array_str/array_repr options over the interpreter's print options.
+PrintOptions with_overrides(const ArgReader& r, PrintOptions o) {
+  if (r.has(1) && !r[1].is_none()) o.linewidth = static_cast<int>(r.get_int(1));
+  if (r.has(2) && !r[2].is_none()) o.precision = static_cast<int>(non_negative(r, 2));
+  if (r.has(3) && !r[3].is_none()) o.suppress = r.get_bool(3, false);
+  return o;
+}
+
+// np.array_str / np.array_repr, which jnp's are: numpy's layout for the array's
+// values, with the array's class name in the repr.
+Value array_text(InterpreterImpl& in, CallArgs& a, bool repr) {
+  const char* name = repr ? "array_repr" : "array_str";
+  ArgReader r(name, a, {"a", "max_line_width", "precision", "suppress_small"}, 1);
+  Array x = in.ops().concrete(in.to_tensor(r[0], Span{}));
+  PrintOptions o = with_overrides(r, in.print_options());
+  if (repr) return make_str(numpy_array_repr(x, "ArrayImpl", o));
+  if (x.ndim() == 0) // numpy indexes a 0-d array as an ndarray, which a jax.Array is not
+    throw Error(ErrCode::Type, "descriptor '__getitem__' requires a 'numpy.ndarray' object but "
+                               "received a 'jaxlib._jax.ArrayImpl'");
+  return make_str(array_str(x, o));
+}
+
 } // namespace
 
 void add_print_options(ModuleBuilder& np) {
@@ -92,6 +114,8 @@ void add_print_options(ModuleBuilder& np) {
     ArgReader r("get_printoptions", a, {});
     return options_dict(in.print_options());
   });
+  np.fn("_array_str", [](InterpreterImpl& in, CallArgs& a) { return array_text(in, a, false); });
+  np.fn("_array_repr", [](InterpreterImpl& in, CallArgs& a) { return array_text(in, a, true); });
 }
 
 } // namespace pxl
