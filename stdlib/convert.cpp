@@ -38,6 +38,9 @@ std::optional<DType> value_to_dtype(const Value& v) {
     if (n == "bool") return DType::Bool;
     if (n == "complex") return DType::Complex64; // complex128, truncated with x64 off
   }
+  if (v.is_obj(ObjKind::Array))
+    throw Error(ErrCode::Value, "Passing an array as a dtype argument is no longer supported; "
+                                "instead of dtype=arr use dtype=arr.dtype.");
   // numpy's text for a value that names no dtype (jnp.ones((2,), 3)).
   throw Error(ErrCode::Type, "Cannot interpret '" + str(v) + "' as a data type");
 }

@@ -828,6 +828,9 @@ Value make_numpy_module(InterpreterImpl& in) {
       if (n == "int") return Value::object(std::make_shared<DTypeObj>(DType::Int32, true));
       if (n == "complex") return Value::object(std::make_shared<DTypeObj>(DType::Complex64, true));
     }
+    // numpy's dtype of an object that has one (JAX warns this is deprecated).
+    if (r[0].is_obj(ObjKind::Array))
+      return Value::object(std::make_shared<DTypeObj>(r[0].as<ArrayObj>()->tensor->aval.dtype));
     return Value::object(std::make_shared<DTypeObj>(*value_to_dtype(r[0])));
   });
   b.val("pi", Value::number(M_PI));
