@@ -14,6 +14,7 @@
 #include "stdlib/convert.hpp"
 #include "stdlib/jaxpr_record.hpp"
 #include "stdlib/np.hpp"
+#include "stdlib/np_internal.hpp"
 #include "stdlib/pytree.hpp"
 #include "stdlib/sharding.hpp"
 
@@ -329,14 +330,6 @@ SplitAxes split_axis_names(const Value& axis_name) {
   return out;
 }
 
-int64_t positional_axis(int64_t axis, int64_t ndim) {
-  if (axis < -ndim || axis >= ndim)
-    throw Error(ErrCode::Value, "axis " + std::to_string(axis) +
-                                    " is out of bounds for array of dimension " +
-                                    std::to_string(ndim));
-  return axis < 0 ? axis + ndim : axis;
-}
-
 // Eagerly JAX reduces with numpy's axis rules (negative axes count from the
 // end); a traced operand meets psum's abstract evaluation, which takes axes
 // in [0, ndim) only.
@@ -356,7 +349,7 @@ Tensor reduce_positional(InterpreterImpl& in, Op op, const std::vector<int64_t>&
       throw Error(ErrCode::Value, "reduction axes " + tuple_text(axes) +
                                       " contains out-of-bounds indices for " +
                                       array_type_str(x->aval.dtype, x->aval.shape) + ".");
-    canon.push_back(positional_axis(ax, nd));
+    canon.push_back(np::detail::norm_axis(ax, static_cast<int>(nd)));
   }
   std::vector<int> dims(canon.begin(), canon.end());
   for (size_t i = 0; i < canon.size(); ++i)
@@ -399,7 +392,7 @@ Value reduce_collective(InterpreterImpl& in, CallArgs& a, const char* fn, Op op,
       return x;
     });
     if (mean) // JAX divides by psum(1, axis_name), whose positional axes a 0-d 1 lacks
-      positional_axis(split.positional[0], 0);
+      np::detail::norm_axis(split.positional[0], 0);
     return out;
   }
   // An empty tuple of axes: JAX returns the operand (psum) or binds over none.

@@ -937,7 +937,8 @@ void def_dtype_queries(ModuleBuilder& b) {
     std::vector<JT> ts;
     for (int i = 0; i < 2; ++i) {
       // numpy's dtype of an array (which JAX warns is deprecated)
-      auto t = r[i].is_obj(ObjKind::Array) ? jt_of(dtype_of(in, r[i]), false) : jt_of_dtype_arg(r[i]);
+      auto t =
+          r[i].is_obj(ObjKind::Array) ? jt_of(dtype_of(in, r[i]), false) : jt_of_dtype_arg(r[i]);
       if (!t) throw Error(ErrCode::Type, "data type " + repr(r[i]) + " not understood");
       ts.push_back(*t);
     }
